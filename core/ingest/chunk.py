@@ -1,0 +1,114 @@
+"""Chunkers: fixed token window with overlap, sentence-aware packing, and structure-aware (per heading section)."""
+from __future__ import annotations
+
+import bisect
+from typing import Literal
+
+from core.text import count_tokens, detect_language, sentence_spans, token_spans
+from core.types import Chunk, ParsedDocument, Section
+
+Strategy = Literal["fixed", "sentence", "structure"]
+
+
+def _windows(spans: list[tuple[int, int]], size: int, overlap: int) -> list[tuple[int, int]]:
+    """Char ranges of token windows of `size` tokens, each sharing `overlap` tokens with the previous one."""
+    if not spans:
+        return []
+    step = max(1, size - min(overlap, size - 1))
+    out = []
+    i = 0
+    while True:
+        window = spans[i : i + size]
+        out.append((window[0][0], window[-1][1]))
+        if i + size >= len(spans):
+            break
+        i += step
+    return out
+
+
+def fixed_ranges(text: str, size: int, overlap: int, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    return _windows(token_spans(text, start, end), size, overlap)
+
+
+def sentence_ranges(
+    text: str, size: int, overlap: int, start: int = 0, end: int | None = None
+) -> list[tuple[int, int]]:
+    """Pack whole sentences up to `size` tokens; carry trailing sentences worth up to `overlap` tokens forward.
+    A sentence longer than `size` is cut by the fixed window."""
+    units: list[tuple[int, int, int]] = []  # (start, end, tokens)
+    for s, e in sentence_spans(text, start, end):
+        n = count_tokens(text[s:e])
+        if n > size:
+            units.extend((a, b, count_tokens(text[a:b])) for a, b in fixed_ranges(text, size, overlap, s, e))
+        elif n:
+            units.append((s, e, n))
+    out: list[tuple[int, int]] = []
+    cur: list[tuple[int, int, int]] = []
+    cur_tokens = 0
+    for unit in units:
+        if cur and cur_tokens + unit[2] > size:
+            out.append((cur[0][0], cur[-1][1]))
+            carry: list[tuple[int, int, int]] = []
+            carried = 0
+            for u in reversed(cur):
+                if carried + u[2] > overlap or u is cur[0] and len(cur) == 1:
+                    break
+                carry.insert(0, u)
+                carried += u[2]
+            if carried + unit[2] > size:
+                carry, carried = [], 0
+            cur, cur_tokens = carry, carried
+        cur.append(unit)
+        cur_tokens += unit[2]
+    if cur:
+        last = (cur[0][0], cur[-1][1])
+        if not out or last[1] > out[-1][1]:
+            out.append(last)
+    return out
+
+
+def _heading_at(sections: tuple[Section, ...], pos: int) -> tuple[str, ...]:
+    starts = [s.start for s in sections]
+    i = bisect.bisect_right(starts, pos) - 1
+    return sections[i].heading_path if i >= 0 else ()
+
+
+def chunk_document(doc: ParsedDocument, doc_id: str, *, strategy: Strategy, size: int, overlap: int) -> list[Chunk]:
+    text = doc.text
+    sections = doc.sections or (Section((), 0, len(text)),)
+    ranges: list[tuple[int, int, tuple[str, ...]]] = []
+    if strategy == "fixed":
+        ranges = [(s, e, _heading_at(sections, s)) for s, e in fixed_ranges(text, size, overlap)]
+    elif strategy == "sentence":
+        ranges = [(s, e, _heading_at(sections, s)) for s, e in sentence_ranges(text, size, overlap)]
+    elif strategy == "structure":
+        pending: int | None = None  # start of heading-only sections, folded into the next section's first chunk
+        for sec in sections:
+            body = text[sec.start : sec.end]
+            if sec.heading_path and not body.strip().partition("\n")[2].strip():
+                pending = sec.start if pending is None else pending
+                continue
+            for j, (s, e) in enumerate(sentence_ranges(text, size, overlap, sec.start, sec.end)):
+                ranges.append((pending if j == 0 and pending is not None else s, e, sec.heading_path))
+            pending = None
+        if pending is not None:
+            ranges.append((pending, len(text), _heading_at(sections, pending)))
+    else:
+        raise ValueError(f"unknown chunking strategy {strategy!r}")
+    chunks = []
+    for i, (s, e, path) in enumerate(ranges):
+        body = text[s:e]
+        chunks.append(
+            Chunk(
+                chunk_id=f"{doc_id}-{i:04d}",
+                doc_id=doc_id,
+                ordinal=i,
+                text=body,
+                start=s,
+                end=e,
+                heading_path=path,
+                n_tokens=count_tokens(body),
+                lang=detect_language(body),
+            )
+        )
+    return chunks

@@ -1,0 +1,1 @@
+"""Retrieval stages: BM25, dense cosine, and rank fusion."""

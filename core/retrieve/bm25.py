@@ -1,0 +1,63 @@
+"""BM25 over chunk texts with bm25s (fast sparse scoring); tokenisation splits code identifiers and stems en/ru."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import bm25s
+import numpy as np
+
+from core.text import tokenize
+
+
+@dataclass(frozen=True)
+class BM25Params:
+    k1: float = 1.2
+    b: float = 0.75
+    method: str = "lucene"
+    split_identifiers: bool = True
+    stem: bool = True
+
+
+class BM25Index:
+    """An immutable BM25 index over (chunk_id, text) pairs. Rebuilt when the corpus version changes: bm25s has
+    no incremental update, and a rebuild of 100k chunks takes seconds, only on the first query after a change."""
+
+    def __init__(self, chunk_ids: Sequence[str], texts: Sequence[str], params: BM25Params = BM25Params()) -> None:
+        self.params = params
+        self.chunk_ids = list(chunk_ids)
+        self._retriever: bm25s.BM25 | None = None
+        if self.chunk_ids:
+            corpus = [self.tokens(t) for t in texts]
+            self._retriever = bm25s.BM25(k1=params.k1, b=params.b, method=params.method)
+            self._retriever.index(corpus, show_progress=False)
+
+    def tokens(self, text: str) -> list[str]:
+        return tokenize(text, split_identifiers=self.params.split_identifiers, stem=self.params.stem)
+
+    def __len__(self) -> int:
+        return len(self.chunk_ids)
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every chunk for the query (zeros when no query token is in the vocabulary)."""
+        if self._retriever is None:
+            return np.zeros(0, dtype=np.float32)
+        toks = self.tokens(query)
+        if not toks:
+            return np.zeros(len(self.chunk_ids), dtype=np.float32)
+        return np.asarray(self._retriever.get_scores(toks), dtype=np.float32)
+
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        """Top-k (chunk_id, score), best first; chunks with score 0 (no shared term) are not returned."""
+        s = self.scores(query)
+        return [(self.chunk_ids[i], float(s[i])) for i in top_k_indices(s, k) if s[i] > 0]
+
+
+def top_k_indices(scores: np.ndarray, k: int) -> list[int]:
+    """Indices of the k largest scores, best first, ties broken by index for determinism."""
+    n = len(scores)
+    if n == 0 or k <= 0:
+        return []
+    k = min(k, n)
+    part = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
+    return sorted(part.tolist(), key=lambda i: (-float(scores[i]), i))

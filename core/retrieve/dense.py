@@ -1,0 +1,31 @@
+"""Exact cosine top-k over the active model's vectors (numpy matrix kept in step with the store)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from core.retrieve.bm25 import top_k_indices
+
+
+class DenseIndex:
+    """Row-normalised matrix of one model's vectors; a query is one matrix-vector product."""
+
+    def __init__(self, model_id: str, chunk_ids: Sequence[str], matrix: np.ndarray) -> None:
+        self.model_id = model_id
+        self.chunk_ids = list(chunk_ids)
+        if len(self.chunk_ids) and matrix.shape[0] != len(self.chunk_ids):
+            raise ValueError("one vector per chunk id expected")
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True) if matrix.size else np.ones((0, 1))
+        self.matrix = (matrix / np.maximum(norms, 1e-12)).astype(np.float32) if matrix.size else matrix
+
+    def __len__(self) -> int:
+        return len(self.chunk_ids)
+
+    def search(self, query_vec: np.ndarray, k: int) -> list[tuple[str, float]]:
+        if not len(self.chunk_ids):
+            return []
+        q = query_vec.astype(np.float32).ravel()
+        q = q / max(float(np.linalg.norm(q)), 1e-12)
+        sims = self.matrix @ q
+        return [(self.chunk_ids[i], float(sims[i])) for i in top_k_indices(sims, k)]

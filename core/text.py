@@ -1,0 +1,134 @@
+"""Text utilities shared by stages: language guess, search tokenisation (code identifiers, Snowball stems), sentences."""
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from functools import lru_cache
+
+import Stemmer
+
+_WORD = re.compile(r"[^\W_]+(?:[_'][^\W_]+)*|\w+", re.UNICODE)
+# Identifier-ish tokens keep '_', '.', '-' inside so TLS_VERSION_MIN and NX-4471-B survive whole.
+_IDENT = re.compile(r"[\w][\w.\-]*[\w]|\w", re.UNICODE)
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+", re.UNICODE)
+_CYRILLIC = re.compile(r"[\u0400-\u04FF]")
+_LATIN = re.compile(r"[A-Za-z]")
+
+EN_STOP = frozenset(
+    "a an and are as at be by for from has have how in is it its of on or that the this to was were what when "
+    "where which who why will with does do did can".split()
+)
+RU_STOP = frozenset(
+    "и в во не что он на я с со как а то все она так его но да ты к у же вы за бы по только ее мне было вот "
+    "от меня еще нет о из ему теперь когда даже ну ли если уже или ни быть был него до вас нибудь опять уж "
+    "вам ведь там потом себя ничего ей может они тут где есть надо ней для мы тебя их чем была сам чтобы без "
+    "будто чего раз тоже себе под будет ж тогда кто этот того потому этого какой совсем ним здесь этом один "
+    "почти мой тем чтобы нее были куда зачем всех никогда можно при наконец два об другой хоть после над "
+    "больше тот через эти нас про всего них какая много разве три эту моя впрочем хорошо свою этой перед "
+    "иногда лучше чуть том нельзя такой им более всегда конечно всю между".split()
+)
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(normalise(text).encode("utf-8")).hexdigest()
+
+
+def normalise(text: str) -> str:
+    """NFC and collapsed whitespace: the form the embedding cache keys on."""
+    return " ".join(unicodedata.normalize("NFC", text).split())
+
+
+def detect_language(text: str) -> str:
+    """'ru', 'en' or 'other' from the share of Cyrillic vs Latin letters; enough for our mixed en/ru corpora."""
+    cyr = len(_CYRILLIC.findall(text))
+    lat = len(_LATIN.findall(text))
+    letters = sum(1 for ch in text if ch.isalpha())
+    if letters == 0:
+        return "en" if text.strip() == "" else "other"
+    if cyr >= 0.3 * (cyr + lat) and cyr > 0:
+        return "ru"
+    if lat >= 0.5 * letters:
+        return "en"
+    return "other"
+
+
+@lru_cache(maxsize=4)
+def _stemmer(lang: str) -> Stemmer.Stemmer:
+    return Stemmer.Stemmer(lang)
+
+
+def split_identifier(token: str) -> list[str]:
+    """Parts of camelCase / snake_case / dotted identifiers: 'retryBackoffMs' -> ['retry', 'backoff', 'ms']."""
+    parts: list[str] = []
+    for piece in re.split(r"[_.\-]+", token):
+        parts.extend(m.group(0) for m in _CAMEL.finditer(piece))
+    return [p.lower() for p in parts if p]
+
+
+def tokenize(text: str, *, split_identifiers: bool = True, stem: bool = True) -> list[str]:
+    """Search tokens: lower-cased words, stemmed per script, plus identifier parts as extra tokens."""
+    out: list[str] = []
+    en, ru = _stemmer("english"), _stemmer("russian")
+    for m in _IDENT.finditer(text):
+        raw = m.group(0)
+        low = raw.lower()
+        pieces = split_identifier(raw) if split_identifiers else []
+        compound = len(pieces) > 1 or any(ch in raw for ch in "_.-")
+        if compound:
+            # Keep the whole identifier verbatim (exact-id match) and add its parts.
+            out.append(low)
+            words = pieces if split_identifiers else []
+        else:
+            words = [low]
+        for w in words:
+            if w in EN_STOP or w in RU_STOP:
+                continue
+            if stem:
+                w = ru.stemWord(w) if _CYRILLIC.search(w) else en.stemWord(w)
+            out.append(w)
+    return out
+
+
+_SENT_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-ZА-ЯЁ0-9])|\n{2,}|\n(?=\s*[-*•]\s)|\n(?=#)")
+
+
+def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """Character spans of sentences in text[start:end]; paragraph breaks and list items also end a sentence."""
+    end = len(text) if end is None else end
+    spans: list[tuple[int, int]] = []
+    pos = start
+    for m in _SENT_END.finditer(text, start, end):
+        if m.start() > pos:
+            spans.append((pos, m.start()))
+        pos = m.end()
+    if pos < end:
+        spans.append((pos, end))
+    # Trim surrounding whitespace so offsets point at text.
+    trimmed = []
+    for s, e in spans:
+        while s < e and text[s].isspace():
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        if e > s:
+            trimmed.append((s, e))
+    return trimmed
+
+
+_TOKEN_SPAN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+
+
+def token_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """Spans of chunking tokens (words and punctuation marks) — a model-free stand-in for subword tokens."""
+    end = len(text) if end is None else end
+    return [(m.start(), m.end()) for m in _TOKEN_SPAN.finditer(text, start, end)]
+
+
+def count_tokens(text: str) -> int:
+    return len(_TOKEN_SPAN.findall(text))
+
+
+def estimate_llm_tokens(text: str) -> int:
+    """Rough Claude token estimate (no offline tokenizer exists): ~4 chars per token, never below word count."""
+    return max(len(text) // 4, len(text.split()))
