@@ -1,0 +1,55 @@
+"""Shared fixtures: an in-memory store, a fake embedder, and Deps built from them."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from core.config import PipelineConfig  # noqa: E402
+from core.deps import Deps  # noqa: E402
+from core.store import Store  # noqa: E402
+from tests.fakes import HashEmbedder  # noqa: E402
+
+SHARED_DATASETS = Path(os.environ.get("RAG_DATASETS", ROOT.parent / "shared" / "datasets"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: loads real models or big data; run with -m slow")
+    config.addinivalue_line("markers", "browser: drives /usr/bin/chromium with Playwright")
+    config.addinivalue_line("markers", "datasets: needs ../shared/datasets (skipped when absent)")
+
+
+@pytest.fixture
+def store() -> Store:
+    s = Store(":memory:")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def embedder() -> HashEmbedder:
+    return HashEmbedder()
+
+
+@pytest.fixture
+def config() -> PipelineConfig:
+    return PipelineConfig()
+
+
+@pytest.fixture
+def deps(store: Store, embedder: HashEmbedder) -> Deps:
+    return Deps(store=store, embedder=embedder)
+
+
+@pytest.fixture
+def datasets_dir() -> Path:
+    if not SHARED_DATASETS.is_dir():
+        pytest.skip(f"shared datasets not found at {SHARED_DATASETS}")
+    return SHARED_DATASETS
