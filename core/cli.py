@@ -9,7 +9,7 @@ from typing import Sequence
 from core.config import ConfigError, PipelineConfig, load_config_file, parse_set_value
 from core.deps import DEFAULT_DB, build_deps
 from core.ingest.pipeline import ingest_files, read_paths
-from core.pipeline import QueryError, run_query
+from core.pipeline import QueryError, run_query, validate_query
 from core.report import text_table
 from core.store import Store, StoreError
 from core.types import DEFAULT_WORKSPACE
@@ -90,6 +90,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 def cmd_query(args: argparse.Namespace) -> int:
     cfg = _config(args)
+    validate_query(args.query, cfg)  # fail fast, before a model is loaded
     deps = build_deps(cfg, store=Store(_db(args)))
     trace = run_query(args.query, cfg, deps, workspace=args.workspace)
     if args.json:

@@ -149,6 +149,8 @@ def embed_with_cache(
             missing_idx.append(i)
     if missing_idx:
         new = embedder.encode([texts[i] for i in missing_idx])
+        if new.shape[0] != len(missing_idx):
+            raise ValueError(f"embedder {embedder.model_id} returned {new.shape[0]} vectors for {len(missing_idx)} texts")
         fresh = {hashes[i]: new[j] for j, i in enumerate(missing_idx)}
         cache.cache_embeddings(embedder.model_id, fresh, workspace)
         found = {**found, **fresh}

@@ -25,10 +25,17 @@ def kind_of(name: str) -> str:
     return SUPPORTED[ext]
 
 
+def human_size(n: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
 def parse(name: str, data: bytes, *, max_bytes: int | None = None) -> ParsedDocument:
     kind = kind_of(name)
     if max_bytes is not None and len(data) > max_bytes:
-        raise ParseError(f"{name}: {len(data) / 1e6:.1f} MB is over the upload limit of {max_bytes / 1e6:.1f} MB")
+        raise ParseError(f"{name}: {human_size(len(data))} is over the upload limit of {human_size(max_bytes)}")
     if not data.strip():
         raise ParseError(f"{name}: the file is empty")
     parser = {"md": _parse_markdown, "html": _parse_html, "txt": _parse_text, "pdf": _parse_pdf,

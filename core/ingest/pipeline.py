@@ -10,7 +10,7 @@ from core.config import PipelineConfig
 from core.embed import Embedder, embed_with_cache
 from core.ingest.chunk import chunk_document
 from core.ingest.parse import ParseError, parse
-from core.store import Store, StoreError
+from core.store import Store
 from core.text import detect_language
 from core.types import DEFAULT_WORKSPACE, Document
 
@@ -86,8 +86,8 @@ def ingest_one(
                        label, workspace, parsed.title, len(chunks))
         store.put_document(doc, chunks, vectors, embedder.model_id,
                            replace_doc_id=previous.doc_id if previous is not None else None)
-    except (StoreError, RuntimeError, ValueError, MemoryError) as exc:
-        return FileResult(name, "error", f"{name}: could not be stored ({type(exc).__name__}: {exc})")
+    except Exception as exc:  # a model or store failure costs this file only; the upload goes on
+        return FileResult(name, "error", f"{name}: could not be embedded or stored ({type(exc).__name__}: {exc})")
     store.record_cache_event("embedding", stats.cache_hits, stats.computed, "ingest", workspace)
     return FileResult(name, "replaced" if previous is not None else "ingested", "", doc_id, len(chunks),
                       stats.computed, stats.cache_hits)

@@ -1,0 +1,37 @@
+# Two commands matter: `make run` and `make test`. Both create .venv and install the pinned requirements first.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+DB     ?= data/workbench.duckdb
+PORT   ?= 8501
+export HF_HUB_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: run test test-all install bench clean-data
+
+$(VENV)/.installed: requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	# One pip command keeps the CPU torch wheel (torch==2.13.0 is pinned first in requirements.txt).
+	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
+	touch $@
+
+install: $(VENV)/.installed
+
+run: $(VENV)/.installed
+	RAG_DB=$(DB) $(PY) -m core ingest sample_corpus/docs --if-empty --db $(DB)
+	RAG_DB=$(DB) $(VENV)/bin/streamlit run workbench.py --server.address 127.0.0.1 --server.port $(PORT) \
+		--server.headless true --browser.gatherUsageStats false
+
+# The whole default suite: unit, oracle, AppTest and the real-browser test (skipped when chromium is absent).
+test: $(VENV)/.installed
+	$(PY) -m pytest -q -m "not slow" tests
+
+# Also the slow tests (real models on bigger inputs, public datasets when present).
+test-all: $(VENV)/.installed
+	$(PY) -m pytest -q tests
+
+bench: $(VENV)/.installed
+	$(PY) bench/ingest.py && $(PY) bench/query.py
+
+clean-data:
+	rm -rf data/

@@ -1,0 +1,46 @@
+"""Builders of broken uploads for the bad-input tests (made on the fly; nothing binary is committed)."""
+from __future__ import annotations
+
+import io
+
+
+def pdf_with_text(text: str, password: str | None = None) -> bytes:
+    """A one-page PDF carrying `text`, optionally encrypted with a user password."""
+    from pypdf import PdfWriter
+    from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+    w = PdfWriter()
+    page = w.add_blank_page(width=300, height=200)
+    font = DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
+                             NameObject("/BaseFont"): NameObject("/Helvetica")})
+    page[NameObject("/Resources")] = DictionaryObject(
+        {NameObject("/Font"): DictionaryObject({NameObject("/F1"): w._add_object(font)})})
+    stream = DecodedStreamObject()
+    stream.set_data(f"BT /F1 12 Tf 20 100 Td ({text}) Tj ET".encode())
+    page[NameObject("/Contents")] = w._add_object(stream)
+    if password:
+        w.encrypt(user_password=password, owner_password=password + "-owner")
+    buf = io.BytesIO()
+    w.write(buf)
+    return buf.getvalue()
+
+
+def empty_pdf() -> bytes:
+    from pypdf import PdfWriter
+
+    w = PdfWriter()
+    w.add_blank_page(width=100, height=100)
+    buf = io.BytesIO()
+    w.write(buf)
+    return buf.getvalue()
+
+
+def docx_with(paragraphs: list[tuple[str, str]]) -> bytes:
+    import docx
+
+    d = docx.Document()
+    for style, text in paragraphs:
+        d.add_paragraph(text, style=style)
+    buf = io.BytesIO()
+    d.save(buf)
+    return buf.getvalue()

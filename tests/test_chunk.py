@@ -1,0 +1,83 @@
+"""Chunker oracles: window boundaries and overlap, sentence packing, heading paths from Markdown/HTML/DOCX."""
+from __future__ import annotations
+
+from core.ingest.chunk import chunk_document, fixed_ranges, sentence_ranges
+from core.ingest.parse import parse
+from core.text import sentence_spans, token_spans
+
+MD = b"""# Handbook
+
+Intro line for the whole handbook.
+
+## Security
+
+### TLS
+
+Set TLS_VERSION_MIN to 1.2. Older clients fail.
+
+## Finance
+
+Revenue grew 3% over the previous quarter.
+"""
+
+
+def test_fixed_windows_have_exact_size_and_overlap() -> None:
+    text = " ".join(f"w{i}" for i in range(25))
+    ranges = fixed_ranges(text, 10, 3)
+    words = [[text[s:e] for s, e in token_spans(text, a, b)] for a, b in ranges]
+    assert [len(w) for w in words] == [10, 10, 10, 4]
+    assert words[0][-3:] == words[1][:3]  # 3 tokens of overlap
+    assert words[-1][-1] == "w24"  # nothing lost at the end
+    assert fixed_ranges("", 10, 3) == []
+    assert len(fixed_ranges(text, 10, 50)) == 16  # overlap >= size still advances one token per window
+
+
+def test_sentence_chunks_never_cut_a_sentence() -> None:
+    text = "One two three. Four five six seven. Eight nine. Ten eleven twelve thirteen."
+    ranges = sentence_ranges(text, 9, 0)  # tokens count punctuation: 4 + 5
+    sents = [text[s:e] for s, e in sentence_spans(text)]
+    for s, e in ranges:
+        piece = text[s:e]
+        assert piece.startswith(tuple(x[:4] for x in sents)) and piece.endswith(".")
+    assert [text[s:e] for s, e in ranges][0] == "One two three. Four five six seven."
+
+
+def test_sentence_overlap_carries_last_sentence() -> None:
+    text = "Alpha beta. Gamma delta. Epsilon zeta. Eta theta."
+    ranges = sentence_ranges(text, 6, 3)
+    pieces = [text[s:e] for s, e in ranges]
+    assert pieces[0] == "Alpha beta. Gamma delta."
+    assert pieces[1].startswith("Gamma delta.")
+
+
+def test_structure_chunks_carry_heading_paths() -> None:
+    doc = parse("h.md", MD)
+    chunks = chunk_document(doc, "d1", strategy="structure", size=50, overlap=0)
+    by_text = {c.text.split("\n")[-1]: c.heading_path for c in chunks}
+    assert by_text["Set TLS_VERSION_MIN to 1.2. Older clients fail."] == ("Handbook", "Security", "TLS")
+    assert by_text["Revenue grew 3% over the previous quarter."] == ("Handbook", "Finance")
+    # Offsets point back into the document text.
+    for c in chunks:
+        assert doc.text[c.start : c.end] == c.text
+    assert [c.ordinal for c in chunks] == list(range(len(chunks)))
+    assert all(c.chunk_id == f"d1-{c.ordinal:04d}" for c in chunks)
+    # The heading-only "## Security" section is folded into the TLS chunk, not left as a chunk of its own.
+    assert not any(c.text.strip() == "## Security" for c in chunks)
+
+
+def test_html_and_fixed_heading_paths() -> None:
+    html = b"<html><head><title>T</title><script>var x=1;</script></head><body><h1>Guide</h1><p>Hello there.</p>" \
+           b"<h2>Setup</h2><p>Install the agent &amp; run it.</p></body></html>"
+    doc = parse("g.html", html)
+    assert "var x" not in doc.text and "Install the agent & run it." in doc.text
+    chunks = chunk_document(doc, "d2", strategy="structure", size=50, overlap=0)
+    assert chunks[-1].heading_path == ("Guide", "Setup")
+    fixed = chunk_document(doc, "d2", strategy="fixed", size=4, overlap=1)
+    assert fixed[0].heading_path == ("Guide",)
+    assert all(c.n_tokens <= 4 for c in fixed)
+
+
+def test_chunk_language_is_detected() -> None:
+    doc = parse("r.txt", "Выручка выросла на 5%. Это хороший результат.".encode())
+    chunks = chunk_document(doc, "d3", strategy="sentence", size=100, overlap=0)
+    assert chunks[0].lang == "ru"

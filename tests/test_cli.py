@@ -1,0 +1,44 @@
+"""The headless CLI, for real: a subprocess with the bundled MiniLM ingests files and answers a --json query."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(*args: str, db: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "core", *args, "--db", str(db)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_cli_ingest_and_query_json(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "gw.md").write_text("# Gateway\n\n## TLS\n\nSet TLS_VERSION_MIN to 1.2 for every listener.\n")
+    (docs / "fin.md").write_text("# Finance\n\nRevenue grew 3% over the previous quarter.\n")
+    (docs / "bad.pdf").write_bytes(b"not a pdf at all")
+    db = tmp_path / "w.duckdb"
+    out = _run("ingest", str(docs), db=db)
+    assert out.returncode == 0, out.stderr
+    assert "error     bad.pdf: bad.pdf: not a PDF" in out.stdout and "2 ok, 1 failed" in out.stdout
+
+    again = _run("ingest", str(docs / "gw.md"), "--json", db=db)
+    assert json.loads(again.stdout)["embedded"] == 0  # unchanged file: zero embeddings
+
+    q = _run("query", "minimum TLS version", "--json", "--set", "fusion.rrf_k=30", db=db)
+    assert q.returncode == 0, q.stderr
+    data = json.loads(q.stdout)
+    names = [s["stage"] for s in data["stages"]]
+    assert names[:3] == ["bm25", "dense", "fused"]
+    assert "TLS_VERSION_MIN" in data["stages"][2]["candidates"][0]["text"]
+    assert data["query"] == "minimum TLS version" and len(data["config_hash"]) == 12
+
+    empty = _run("query", " ", db=db)
+    assert empty.returncode == 2 and "query is empty" in empty.stderr
+    bad = _run("query", "x", "--set", "fusion.nope=1", db=db)
+    assert bad.returncode == 2 and "unknown setting" in bad.stderr

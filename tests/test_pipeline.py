@@ -1,0 +1,104 @@
+"""run_query end to end on fakes: one traced stage per technique, skip reasons, language-aware fusion, JSON shape."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.config import ConfigError, PipelineConfig, load_config_file
+from core.deps import Deps
+from core.ingest.pipeline import ingest_files
+from core.pipeline import QueryError, run_query
+
+FILES = [
+    ("gw.md", b"# Gateway\n\n## TLS\n\nSet TLS_VERSION_MIN to 1.2 for every listener.\n\n"
+              b"## Retries\n\nThe client waits retryBackoffMs milliseconds between attempts."),
+    ("fin.md", b"# Finance\n\nRevenue grew 3% over the previous quarter. Costs stayed flat."),
+    ("ru.txt", "Выручка компании выросла на пять процентов во втором квартале.".encode()),
+]
+
+# The stages of the retrieval core that this test pins; later stages may follow them.
+CORE_STAGES = ["bm25", "dense", "fused"]
+
+
+@pytest.fixture
+def loaded(deps: Deps) -> Deps:
+    ingest_files(FILES, store=deps.store, embedder=deps.embedder, config=PipelineConfig())
+    return deps
+
+
+def _cfg(**overrides) -> PipelineConfig:
+    return PipelineConfig().with_overrides(overrides)
+
+
+def test_three_core_stages_in_order(loaded: Deps) -> None:
+    trace = run_query("What is TLS_VERSION_MIN set to?", _cfg(), loaded)
+    names = [s.stage for s in trace.stages]
+    assert names[:3] == CORE_STAGES
+    for name in CORE_STAGES:
+        stage = trace.stage(name)
+        assert stage is not None and stage.skipped is None and stage.ms >= 0
+        assert stage.candidates[0].text.endswith("Set TLS_VERSION_MIN to 1.2 for every listener.")
+    fused = trace.stage("fused").candidates[0]
+    assert fused.meta["rank_bm25"] == 1 and fused.meta["rank_dense"] == 1
+    assert trace.config_hash == _cfg().stable_hash() and trace.corpus_version == 3
+
+
+def test_disabled_stages_are_skipped_with_reason(loaded: Deps) -> None:
+    trace = run_query("retry backoff", _cfg(**{"dense.enabled": False}), loaded)
+    assert trace.stage("dense").skipped == "dense.enabled = false"
+    assert trace.stage("fused").skipped == "needs both BM25 and dense results"
+    assert trace.stage("bm25").candidates[0].chunk_id.endswith("0001")
+
+
+def test_foreign_language_query_drops_blind_dense_list(loaded: Deps) -> None:
+    trace = run_query("выручка квартал", _cfg(), loaded)
+    assert trace.query_lang == "ru"
+    assert any("not covered" in n for n in trace.notes)
+    fused = trace.stage("fused")
+    assert any("dense weight x0" in n for n in fused.notes)
+    # Only BM25 members survive fusion: the dense list cannot drown it.
+    bm25_ids = [c.chunk_id for c in trace.stage("bm25").candidates]
+    assert [c.chunk_id for c in fused.candidates] == bm25_ids[: len(fused.candidates)]
+    half = run_query("выручка квартал", _cfg(**{"fusion.foreign_dense_weight": 0.5}), loaded)
+    assert len(half.stage("fused").candidates) >= len(fused.candidates)
+
+
+@pytest.mark.parametrize("bad", ["", "   ", "x" * 10_000])
+def test_bad_queries_raise_clear_errors(loaded: Deps, bad: str) -> None:
+    with pytest.raises(QueryError) as info:
+        run_query(bad, _cfg(), loaded)
+    assert "empty" in str(info.value) or "limit" in str(info.value)
+
+
+def test_trace_json_shape_and_run_log(loaded: Deps) -> None:
+    trace = run_query("revenue grew", _cfg(), loaded)
+    data = json.loads(json.dumps(trace.to_dict()))
+    assert {"query", "config_hash", "stages"} <= set(data)
+    for stage in data["stages"]:
+        assert {"stage", "ms", "skipped", "candidates"} <= set(stage)
+        for c in stage["candidates"]:
+            assert {"chunk_id", "doc_id", "rank", "score", "text"} <= set(c)
+    runs = loaded.store.recent_runs()
+    assert runs[0]["query"] == "revenue grew" and runs[0]["trace"]["config_hash"] == trace.config_hash
+
+
+def test_empty_store_gives_empty_stages(deps: Deps) -> None:
+    trace = run_query("anything at all", _cfg(), deps)
+    assert trace.stage("bm25").candidates == () and trace.stage("dense").candidates == ()
+
+
+def test_config_hash_is_stable_and_sensitive(tmp_path) -> None:
+    a, b = PipelineConfig(), PipelineConfig()
+    assert a.stable_hash() == b.stable_hash()
+    assert a.with_overrides({"fusion.rrf_k": 30}).stable_hash() != a.stable_hash()
+    p = tmp_path / "c.toml"
+    p.write_text("[fusion]\nrrf_k = 30\n")
+    assert load_config_file(p).fusion.rrf_k == 30
+    with pytest.raises(ConfigError, match="unknown setting"):
+        a.with_overrides({"fusion.nope": 1})
+    with pytest.raises(ConfigError, match="invalid configuration"):
+        a.with_overrides({"fusion.rrf_k": -1})
+    p.write_text("[fusion\n")
+    with pytest.raises(ConfigError, match="cannot parse"):
+        load_config_file(p)
