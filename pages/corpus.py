@@ -1,0 +1,89 @@
+"""Corpus page: choose the chunker, upload and ingest files, browse documents and their chunks, delete documents."""
+from __future__ import annotations
+
+import math
+
+import streamlit as st
+
+from core.ingest.pipeline import ingest_files
+from core.report import chunks_frame, documents_frame
+from pages import _state, _widgets
+
+UPLOAD_TYPES = ["pdf", "docx", "md", "markdown", "html", "htm", "txt"]
+STRATEGIES = {"structure": "structure-aware (headings)", "sentence": "sentence-aware", "fixed": "fixed token window"}
+
+deps, ws = _state.deps(), _state.workspace()
+store = deps.store
+st.title("Corpus")
+
+# -- chunker: the widgets write straight into the session config, so the next ingest uses them ------------------
+cfg = _state.config()
+with st.container(border=True):
+    st.markdown("**Chunker** — applies to the next ingest; a file ingested with another chunker is re-chunked.")
+    c1, c2, c3 = st.columns([2, 1, 1])
+    strategy = c1.selectbox("Strategy", list(STRATEGIES), index=list(STRATEGIES).index(cfg.chunking.strategy),
+                            format_func=STRATEGIES.get, key="chunk_strategy")
+    size = c2.number_input("Size (tokens)", 16, 4096, cfg.chunking.size_tokens, step=10, key="chunk_size")
+    overlap = c3.number_input("Overlap (tokens)", 0, 1024, cfg.chunking.overlap_tokens, step=5, key="chunk_overlap")
+    wanted = cfg.with_overrides({"chunking.strategy": strategy, "chunking.size_tokens": int(size),
+                                 "chunking.overlap_tokens": int(overlap)})
+    if wanted != cfg:
+        _state.set_config(wanted)
+        cfg = wanted
+    if overlap >= size:
+        st.warning(f"Overlap {overlap} is not below the size {size}: windows will advance one token at a time.")
+
+# -- upload + ingest ------------------------------------------------------------------------------------------------
+# A fresh uploader key after each ingest empties the uploader, so the same files are not ingested twice by accident.
+upload_round = st.session_state.setdefault("upload_round", 0)
+# The browser refuses files over the configured limit early; core/ingest checks it again and names the file.
+uploaded = st.file_uploader("Upload documents (PDF, DOCX, Markdown, HTML, plain text)", type=UPLOAD_TYPES,
+                            accept_multiple_files=True, key=f"uploads_{upload_round}",
+                            max_upload_size=max(1, math.ceil(cfg.limits.max_file_mb)))
+if st.button("Ingest", type="primary", disabled=not uploaded, key="ingest"):
+    files = [(f.name, f.getvalue()) for f in uploaded]
+    bar = st.progress(0.0, text="starting…")
+
+    def _progress(done: int, total: int, name: str) -> None:
+        bar.progress(done / max(total, 1), text=f"{done}/{total} · {name}" if name else f"{done}/{total} done")
+
+    st.session_state[_widgets.LAST_INGEST_KEY] = ingest_files(
+        files, store=store, embedder=deps.embedder, config=cfg, workspace=ws, progress=_progress)
+    st.session_state["upload_round"] = upload_round + 1
+    st.rerun()
+_widgets.ingest_report(st.session_state.get(_widgets.LAST_INGEST_KEY))
+
+# -- documents ------------------------------------------------------------------------------------------------------
+docs = store.documents(ws)
+if not docs:
+    st.info("No documents yet: upload files above and press Ingest.")
+    st.stop()
+
+st.subheader(f"Documents ({len(docs)})")
+st.dataframe(documents_frame(docs), hide_index=True, column_config={"doc_id": None})
+by_id = {d.doc_id: d for d in docs}
+doc_id = st.selectbox("Browse a document's chunks", list(by_id), format_func=lambda d: by_id[d].name, key="doc_pick")
+doc = by_id[doc_id]
+st.caption(f"{doc.name} · {doc.kind} · {doc.n_chunks} chunks · chunker {doc.chunker} · language {doc.lang} · "
+           f"sha256 {doc.content_hash[:12]}…")
+st.dataframe(chunks_frame(store.chunks(ws, doc_id)), hide_index=True, column_config={
+    "chunk_id": None, "text": st.column_config.TextColumn("text", width="large")})
+
+# -- delete with confirmation -----------------------------------------------------------------------------------------
+pending = st.session_state.get("pending_delete")
+if pending != doc_id:
+    if st.button(f"Delete {doc.name}…", key="delete"):
+        st.session_state["pending_delete"] = doc_id
+        st.rerun()
+else:
+    st.warning(f"Delete **{doc.name}** with its {doc.n_chunks} chunks, their vectors and index entries? "
+               "This cannot be undone.")
+    yes, no = st.columns(2)
+    if yes.button("Yes, delete", type="primary", key="confirm_delete"):
+        store.delete_document(doc_id, ws)
+        st.session_state.pop("pending_delete", None)
+        st.toast(f"deleted {doc.name}")
+        st.rerun()
+    if no.button("Cancel", key="cancel_delete"):
+        st.session_state.pop("pending_delete", None)
+        st.rerun()

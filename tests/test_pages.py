@@ -1,0 +1,297 @@
+"""AppTests of the Corpus and Search Lab pages (fakes injected through session state) and their pure helpers."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.config import PipelineConfig
+from core.deps import Deps
+from core.ingest.pipeline import IngestReport, ingest_files
+from core.pipeline import run_query
+from core.report import chunks_frame, documents_frame, human_size, stage_moves
+from core.store import Store
+from core.types import Candidate, StageResult, Trace
+from pages import _state, _widgets
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "workbench.py")
+
+OPS_MD = b"""# Operations guide
+
+## Transport security
+
+The gateway refuses connections below TLS_VERSION_MIN, which defaults to 1.2 in every region.
+
+## Backups
+
+Nightly backups are copied to the cold archive in Reykjavik and kept for ninety days.
+"""
+FINANCE_TXT = b"Revenue grew 3% over the previous quarter. The harbour office hired four engineers in May."
+
+
+def _not_a_zip_docx() -> tuple[str, bytes]:
+    return "broken.docx", b"this is plain text pretending to be a docx"
+
+
+def _ingest(deps: Deps, files: list[tuple[str, bytes]], config: PipelineConfig | None = None) -> IngestReport:
+    return ingest_files(files, store=deps.store, embedder=deps.embedder, config=config or PipelineConfig())
+
+
+def _app(deps: Deps) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=15)
+    at.session_state[_state.DEPS_KEY] = deps
+    return at.run()
+
+
+def _search(at: AppTest, query: str) -> AppTest:
+    at.text_input(key="query").input(query)
+    return at.button(key="search").click().run()
+
+
+def _stage_columns(at: AppTest) -> dict[str, list[str]]:
+    """Stage name -> markdown bodies in that stage's column (headers are '##### <stage>')."""
+    out: dict[str, list[str]] = {}
+    for col in at.columns:
+        bodies = [m.value for m in col.markdown]
+        if bodies and bodies[0].startswith("##### "):
+            out[bodies[0][6:]] = bodies[1:]
+    return out
+
+
+def _captions(at: AppTest) -> list[str]:
+    return [c.value for c in at.caption]
+
+
+@pytest.fixture
+def search_lab(deps: Deps) -> AppTest:
+    report = _ingest(deps, [("ops_guide.md", OPS_MD), ("finance.txt", FINANCE_TXT)])
+    assert not report.errors
+    at = _app(deps)
+    return at.switch_page("pages/search_lab.py").run()
+
+
+# -- Corpus page ------------------------------------------------------------------------------------------------------
+
+def test_corpus_renders_on_empty_store(deps: Deps) -> None:
+    at = _app(deps)
+    assert not at.exception
+    assert at.title[0].value == "Corpus"
+    assert any("No documents yet" in i.value for i in at.info)
+    assert at.button(key="ingest").disabled  # nothing uploaded yet
+
+
+def test_corpus_lists_documents_and_names_the_bad_file(deps: Deps) -> None:
+    report = _ingest(deps, [("ops_guide.md", OPS_MD), _not_a_zip_docx(), ("finance.txt", FINANCE_TXT)])
+    at = _app(deps)
+    at.session_state[_widgets.LAST_INGEST_KEY] = report
+    at.run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and errors[0].startswith("broken.docx")
+    results = at.dataframe[0].value
+    assert list(results["status"]) == ["ingested", "error", "ingested"]
+    assert report.embedded > 0
+    assert f"embeddings: {report.embedded} computed, {report.cache_hits} from the cache" in at.success[0].value
+    docs = at.dataframe[1].value
+    assert sorted(docs["name"]) == ["finance.txt", "ops_guide.md"]
+    by_name = {d.name: d for d in deps.store.documents()}
+    assert docs.set_index("name").loc["ops_guide.md", "chunks"] == by_name["ops_guide.md"].n_chunks
+    # The chunk browser shows the selected document's chunks with heading paths as breadcrumbs.
+    at.selectbox(key="doc_pick").set_value(by_name["ops_guide.md"].doc_id).run()
+    chunks = at.dataframe[2].value
+    assert "Operations guide › Transport security" in list(chunks["heading path"])
+    assert len(chunks) == by_name["ops_guide.md"].n_chunks
+
+
+def test_chunker_widgets_change_the_session_config(deps: Deps) -> None:
+    at = _app(deps)
+    at.selectbox(key="chunk_strategy").set_value("fixed")
+    at.number_input(key="chunk_size").set_value(64)
+    at.number_input(key="chunk_overlap").set_value(8).run()
+    assert not at.exception
+    cfg = at.session_state[_state.CONFIG_KEY]
+    assert (cfg.chunking.strategy, cfg.chunking.size_tokens, cfg.chunking.overlap_tokens) == ("fixed", 64, 8)
+    # The next ingest uses that config, and the documents table says which chunker cut the file.
+    _ingest(deps, [("finance.txt", FINANCE_TXT)], cfg)
+    at.run()
+    assert list(at.dataframe[0].value["chunker"]) == ["fixed:64/8"]
+
+
+def test_delete_asks_for_confirmation_then_removes_the_document(deps: Deps) -> None:
+    _ingest(deps, [("ops_guide.md", OPS_MD), ("finance.txt", FINANCE_TXT)])
+    at = _app(deps)
+    target = at.selectbox(key="doc_pick").value
+    at.button(key="delete").click().run()
+    assert any("cannot be undone" in w.value for w in at.warning)
+    assert deps.store.count("documents") == 2  # nothing deleted before the confirmation
+    at.button(key="cancel_delete").click().run()
+    assert deps.store.count("documents") == 2 and not at.warning
+    at.button(key="delete").click().run()
+    at.button(key="confirm_delete").click().run()
+    assert not at.exception
+    assert [d.doc_id for d in deps.store.documents()] != [] and target not in {d.doc_id for d in deps.store.documents()}
+    assert deps.store.chunks(doc_id=target) == []
+    assert len(at.dataframe[0].value) == 1
+
+
+# -- Search Lab page --------------------------------------------------------------------------------------------------
+
+def test_search_lab_on_empty_store_points_to_the_corpus_page(deps: Deps) -> None:
+    at = _app(deps).switch_page("pages/search_lab.py").run()
+    assert not at.exception
+    assert any("upload documents on the Corpus page" in i.value for i in at.info)
+
+
+def test_search_lab_shows_three_stage_columns_with_the_expected_top_chunk(search_lab: AppTest, deps: Deps) -> None:
+    at = _search(search_lab, "TLS_VERSION_MIN gateway")
+    assert not at.exception and not at.error
+    expected = next(c.chunk_id for c in deps.store.chunks() if "TLS_VERSION_MIN" in c.text)
+    cols = _stage_columns(at)
+    assert list(cols)[:3] == ["bm25", "dense", "fused"]  # later issues may append more (skipped by default) stages
+    for stage in ("bm25", "dense", "fused"):
+        cards = cols[stage]
+        assert cards, stage
+        assert expected in cards[0] and "<b>#1</b>" in cards[0], stage
+    # The fused column says where each chunk came from; the top chunk was first in both inputs.
+    assert "bm25 #1 =" in cols["fused"][0] and "dense #1 =" in cols["fused"][0]
+    # Every stage column is headed either by its wall time and candidate count or by its skip reason.
+    timed = [c for c in _captions(at) if " ms · " in c and " candidates" in c]
+    skipped = [c for c in _captions(at) if c.startswith("skipped: ")]
+    assert len(timed) >= 3 and len(timed) + len(skipped) == len(cols)
+
+
+def test_search_lab_empty_and_oversized_queries_give_messages(search_lab: AppTest) -> None:
+    at = _search(search_lab, "   ")
+    assert not at.exception
+    assert [e.value for e in at.error] == ["the query is empty: type a question"]
+    at = _search(at, "why " * 2500)
+    assert not at.exception
+    assert len(at.error) == 1 and "limit" in at.error[0].value
+    at = _search(at, "backups")  # the app keeps working after both errors
+    assert not at.error and "bm25" in _stage_columns(at)
+
+
+def test_bm25_only_mode_skips_dense_and_fusion(search_lab: AppTest) -> None:
+    at = _search(search_lab, "backups archive")
+    at.radio(key="mode").set_value("BM25").run()
+    assert not at.exception
+    cfg = at.session_state[_state.CONFIG_KEY]
+    assert (cfg.bm25.enabled, cfg.dense.enabled, cfg.fusion.enabled) == (True, False, False)
+    caps = _captions(at)
+    assert "skipped: dense.enabled = false" in caps and "skipped: fusion.enabled = false" in caps
+    cols = _stage_columns(at)
+    assert cols["dense"] == [] and cols["fused"] == [] and cols["bm25"]
+
+
+def test_search_settings_reach_the_config_and_the_trace(search_lab: AppTest) -> None:
+    at = _search(search_lab, "backups archive")
+    at.number_input(key="rrf_k").set_value(5)
+    at.number_input(key="bm25_k").set_value(1)
+    at.selectbox(key="fusion_method").set_value("weighted_rrf").run()
+    at.number_input(key="w_dense").set_value(0.0).run()
+    assert not at.exception
+    cfg = at.session_state[_state.CONFIG_KEY]
+    assert (cfg.fusion.rrf_k, cfg.bm25.k, cfg.fusion.method, cfg.fusion.dense_weight) == (5, 1, "weighted_rrf", 0.0)
+    cols = _stage_columns(at)
+    assert len(cols["bm25"]) == 1
+    # With the dense list weighted 0, the fused list is exactly the BM25 list.
+    assert len(cols["fused"]) == 1 and "dense —" in cols["fused"][0]
+
+
+def test_foreign_query_language_warns(search_lab: AppTest) -> None:
+    at = _search(search_lab, "где хранятся ночные резервные копии")
+    assert not at.exception
+    assert any("not covered by embedder" in w.value for w in at.warning)
+
+
+# -- rendering helpers (run as tiny scripts) --------------------------------------------------------------------------
+
+def _render_cards() -> None:
+    from core.types import Candidate
+    from pages import _widgets
+
+    _widgets.candidate_card(Candidate("c1", "d1", "<script>alert('x')</script> costs $5 and $6", 0.5, 1),
+                            doc_name="<b>evil</b>.md")
+
+
+def test_candidate_card_escapes_untrusted_text() -> None:
+    at = AppTest.from_function(_render_cards).run()
+    assert not at.exception
+    body = at.markdown[0].value
+    assert "<script>" not in body and "&lt;script&gt;" in body and "<b>evil</b>" not in body
+    assert "$" not in body  # would otherwise be typeset as maths
+
+
+def _render_six_stages() -> None:
+    from core.types import Candidate, StageResult, Trace
+    from pages import _widgets
+
+    stages = tuple(StageResult(f"s{i}", (Candidate(f"c{i}", "d", "text", 1.0, 1, {"stage": f"s{i}"}),), 1.0)
+                   for i in range(6))
+    _widgets.stage_grid(Trace("q", "h", 1, stages), doc_names={}, depth=5)
+
+
+def test_stage_grid_wraps_into_rows_of_four() -> None:
+    at = AppTest.from_function(_render_six_stages).run()
+    assert not at.exception
+    assert len(at.columns) == 8  # two rows of four; the second row's last two stay empty
+    heads = [m.value for m in at.markdown if m.value.startswith("##### ")]
+    assert heads == [f"##### s{i}" for i in range(6)]
+
+
+# -- pure helpers the pages use (core/report.py) -----------------------------------------------------------------------
+
+def _cand(cid: str, rank: int, **meta: object) -> Candidate:
+    return Candidate(cid, "d", cid, 1.0 / rank, rank, meta)
+
+
+def test_stage_moves_for_retrievers_fusion_and_a_later_stage() -> None:
+    bm25 = StageResult("bm25", (_cand("a", 1, stage="bm25"), _cand("b", 2, stage="bm25")))
+    dense = StageResult("dense", (_cand("b", 1, stage="dense"), _cand("c", 2, stage="dense")))
+    fused = StageResult("fused", (_cand("b", 1, stage="bm25", rank_bm25=2, rank_dense=1),
+                                  _cand("a", 2, stage="bm25", rank_bm25=1, rank_dense=None),
+                                  _cand("c", 3, stage="dense", rank_bm25=None, rank_dense=2)))
+    rerank = StageResult("rerank", (_cand("c", 1, stage="bm25", rank_bm25=None, rank_dense=2),
+                                    _cand("b", 2, stage="bm25", rank_bm25=2, rank_dense=1),
+                                    _cand("z", 3, stage="x")))
+    skipped = StageResult("mmr", skipped="mmr.enabled = false")
+    moves = stage_moves(Trace("q", "h", 1, (bm25, dense, fused, skipped, rerank)))
+    assert moves["bm25"] == {} and moves["dense"] == {}
+    assert moves["fused"] == {"b": "bm25 #2 ▲1 · dense #1 =", "a": "bm25 #1 ▼1 · dense —",
+                              "c": "bm25 — · dense #2 ▼1"}
+    assert moves["rerank"] == {"c": "▲2", "b": "▼1", "z": "new"}
+    assert "mmr" not in moves
+
+
+def test_documents_and_chunks_frames(deps: Deps) -> None:
+    _ingest(deps, [("ops_guide.md", OPS_MD)])
+    [doc] = deps.store.documents()
+    frame = documents_frame([doc])
+    row = frame.iloc[0]
+    assert (row["name"], row["type"], row["chunks"], row["hash"]) == ("ops_guide.md", "md", doc.n_chunks,
+                                                                      doc.content_hash[:12])
+    assert row["size"] == human_size(len(OPS_MD))
+    chunks = chunks_frame(deps.store.chunks(doc_id=doc.doc_id))
+    assert list(chunks["#"]) == list(range(doc.n_chunks))
+    first = deps.store.chunks(doc_id=doc.doc_id)[0]
+    assert chunks.iloc[0]["chars"] == f"{first.start}–{first.end}"
+    assert [human_size(n) for n in (999, 1000, 1_234_567)] == ["999 B", "1.0 KB", "1.2 MB"]
+
+
+def test_mode_of_round_trips_through_the_mode_switches() -> None:
+    for mode, switches in _widgets.MODES.items():
+        assert _widgets.mode_of(PipelineConfig().with_overrides(switches)) == mode
+
+
+def test_page_trace_matches_a_direct_run(search_lab: AppTest, deps: Deps) -> None:
+    """The columns show exactly what run_query returns for the session config (no re-ranking in the view)."""
+    at = _search(search_lab, "previous quarter revenue")
+    trace = run_query("previous quarter revenue", at.session_state[_state.CONFIG_KEY], deps, log=False)
+    cols = _stage_columns(at)
+    for s in trace.stages:
+        shown = cols[s.stage]
+        assert len(shown) == min(len(s.candidates), 10)
+        for card, c in zip(shown, s.candidates):
+            assert c.chunk_id in card and f"<b>#{c.rank}</b>" in card and f"{c.score:.4f}" in card
