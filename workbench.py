@@ -9,7 +9,7 @@ from core.config import PipelineConfig
 from core.deps import Deps, build_deps
 from pages import _state
 
-st.set_page_config(page_title="RAG Workbench", page_icon="🔎", layout="wide")
+st.set_page_config(page_title="RAG Workbench", page_icon=":material/search:", layout="wide")
 
 
 @st.cache_resource(show_spinner="Loading the embedding model and opening the store…")
@@ -35,7 +35,7 @@ with st.sidebar:
         st.warning(notice)
 
 pages = [
-    st.Page("pages/corpus.py", title="Corpus", icon="📚", default=True),
-    st.Page("pages/search_lab.py", title="Search Lab", icon="🔬"),
+    st.Page("pages/corpus.py", title="Corpus", icon=":material/library_books:", default=True),
+    st.Page("pages/search_lab.py", title="Search Lab", icon=":material/science:"),
 ]
 st.navigation(pages).run()
