@@ -1,0 +1,72 @@
+"""The context-building panel: coverage per variant, cost estimate, confirmation above the threshold, budget, progress."""
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from core.config import PipelineConfig
+from core.context import BuildRequest, ContextError, coverage, estimate_llm_contexts, run_build
+from core.llm import LLMError
+
+LABELS = {"heuristic": "heuristic (title, heading path, lead sentence; offline)",
+          "late": "late chunking (whole-document token vectors; offline)",
+          "llm": "LLM contexts (Claude, prompt-cached)"}
+
+
+def context_panel(deps: Any, cfg: PipelineConfig, workspace: str) -> None:
+    store = deps.store
+    rows = []
+    for v in LABELS:
+        have, total = coverage(store, v, workspace, deps.embedder.model_id)
+        rows.append({"variant": v, "chunks with it": have, "chunks": total,
+                     "share": f"{have / total:.0%}" if total else "—"})
+    st.dataframe(rows, hide_index=True)
+    st.caption("Contexts are stored beside the chunks: the Search Lab's context toggle switches indexes without "
+               "re-indexing. The answer always reads the original chunk.")
+    variant = st.radio("Build", list(LABELS), format_func=LABELS.get, horizontal=True, key="ctx_variant")
+    c = cfg.context
+    req = BuildRequest(variant, model=c.model, budget_usd=c.budget_usd, use_batches=c.use_batches,
+                       max_output_tokens=c.max_output_tokens, ttl=cfg.llm.cache_ttl)
+    ready = True
+    if variant == "llm":
+        if not deps.llm.available:
+            st.warning(f"LLM contexts need Claude: {deps.llm.reason}. The offline variants work without a key.")
+            return
+        a, b, d = st.columns([2, 1, 1])
+        model = a.text_input("Model", c.model, key="ctx_model")
+        budget = b.number_input("Budget (USD, hard stop)", 0.0, 10_000.0, float(c.budget_usd), step=0.5, key="ctx_budget")
+        batches = d.checkbox("Message Batches (−50 %)", c.use_batches, key="ctx_batches")
+        req = BuildRequest("llm", model=model, budget_usd=float(budget), use_batches=batches,
+                           max_output_tokens=c.max_output_tokens, ttl=cfg.llm.cache_ttl)
+        est, warnings = estimate_llm_contexts(store, model=model, workspace=workspace, batch=batches,
+                                              ttl=cfg.llm.cache_ttl)
+        m1, m2, m3 = st.columns(3)
+        m1.metric("Calls", f"{est.calls:,}")
+        m2.metric("Estimate with prompt caching", f"${est.with_cache_usd:,.4f}")
+        m3.metric("Without caching", f"${est.without_cache_usd:,.4f}")
+        st.caption("Tokens are estimated at ~4 characters each (there is no offline Claude tokenizer).")
+        for w in warnings[:20]:
+            st.warning(w)
+        if est.with_cache_usd > c.confirm_above_usd:
+            ready = st.checkbox(f"I accept an estimated ${est.with_cache_usd:,.4f} (above the "
+                                f"${c.confirm_above_usd:,.2f} confirmation threshold)", key="ctx_confirm")
+        ready = ready and est.calls > 0
+    if st.button("Build contexts", key="ctx_build", disabled=not ready, type="primary"):
+        bar = st.progress(0.0, text="starting…")
+
+        def progress(done: int, total: int, usd: float) -> None:
+            bar.progress(min(1.0, done / total) if total else 1.0, text=f"{done}/{total} · ${usd:,.4f}")
+
+        try:
+            rep = run_build(req, store, deps.embedder, deps.llm, workspace=workspace, progress=progress)
+        except (ContextError, LLMError) as exc:
+            st.error(str(exc))
+            return
+        bar.progress(1.0, text="done")
+        st.success(f"{variant}: {rep.written} written, {rep.existing} already there, {rep.remaining} remaining, "
+                   f"{rep.vectors} vectors embedded, ${rep.usd:,.4f} spent")
+        for w in rep.warnings[:20]:
+            st.warning(w)
+        if rep.stopped:
+            st.info(f"Stopped — {rep.stopped}")

@@ -1,0 +1,88 @@
+"""Costs page: the LLM usage ledger, dollars per build and per query, cache hit rates, and the context builder."""
+from __future__ import annotations
+
+import pandas as pd
+import plotly.express as px
+import streamlit as st
+
+from core.costs import cache_read_share, embedding_cache_rate, ledger_frame, prompt_cache_rate, query_stage_costs, run_summary
+from pages import _state
+from pages._context_panel import context_panel
+
+deps, ws = _state.deps(), _state.workspace()
+store, cfg = deps.store, _state.config()
+st.title("Costs")
+if not deps.llm.available:
+    st.info(f"No LLM is configured ({deps.llm.reason}): answers are extractive and contexts offline, so the ledger "
+            "only fills once a key is set. Cache hit rates of the embedding cache are shown either way.")
+
+ledger = ledger_frame(store.usage_ledger(ws))
+t_ledger, t_builds, t_queries, t_cache, t_build = st.tabs(
+    ["Ledger", "Per build", "Per query", "Cache hit rates", "Build contexts"])
+
+with t_ledger:
+    if ledger.empty:
+        st.caption("No LLM calls yet.")
+    else:
+        f1, f2, f3 = st.columns(3)
+        purposes = f1.multiselect("Purpose", sorted(ledger.purpose.unique()), key="led_purpose")
+        models = f2.multiselect("Model", sorted(ledger.model.unique()), key="led_model")
+        ref = f3.text_input("Document / query id contains", key="led_ref")
+        view = ledger
+        if purposes:
+            view = view[view.purpose.isin(purposes)]
+        if models:
+            view = view[view.model.isin(models)]
+        if ref:
+            view = view[view.ref_id.str.contains(ref, regex=False)]
+        m = st.columns(4)
+        m[0].metric("Calls", f"{len(view):,}")
+        m[1].metric("Spent", f"${view.usd.sum():,.4f}")
+        m[2].metric("Without prompt caching", f"${view.usd_uncached.sum():,.4f}")
+        m[3].metric("Cache-read share", f"{cache_read_share(view.input_tokens.sum(), view.cache_write_tokens.sum(), view.cache_read_tokens.sum()):.0%}")
+        st.dataframe(view.sort_values("created_at", ascending=False), hide_index=True,
+                     key="ledger_table")
+        uncached = view[view.note.str.len() > 0]
+        if len(uncached):
+            st.caption(f"{len(uncached)} call(s) formed no prompt cache (see the note column): a prefix below the "
+                       "model's minimum cacheable length is never cached and cache reads stay 0.")
+
+with t_builds:
+    summary = run_summary(ledger)
+    if summary.empty:
+        st.caption("No builds yet.")
+    else:
+        st.dataframe(summary, hide_index=True, key="build_table")
+        long = summary.melt(id_vars=["run_id"], value_vars=["input_tokens", "cache_write_tokens", "cache_read_tokens",
+                                                            "output_tokens"], var_name="category", value_name="tokens")
+        st.plotly_chart(px.bar(long, x="run_id", y="tokens", color="category", title="Tokens by category"))
+        dollars = summary.rename(columns={"usd": "with caching", "usd_uncached": "without caching"}).melt(
+            id_vars=["run_id"], value_vars=["with caching", "without caching"], var_name="billing", value_name="dollars")
+        st.plotly_chart(px.bar(dollars, x="run_id", y="dollars", color="billing", barmode="group",
+                               title="Dollars with vs without prompt caching"))
+
+with t_queries:
+    stages = query_stage_costs(store.recent_runs(ws, limit=100))
+    if stages.empty:
+        st.caption("No logged queries yet.")
+    else:
+        per_query = stages.groupby(["run_id", "query"], sort=False).agg(ms=("ms", "sum"), usd=("usd", "sum")).reset_index()
+        st.dataframe(per_query, hide_index=True, key="query_table")
+        ran = stages[~stages.skipped]
+        st.plotly_chart(px.bar(ran, x="run_id", y="ms", color="stage", hover_data=["query", "usd"],
+                               title="Milliseconds per stage per query"))
+
+with t_cache:
+    freq = st.selectbox("Bucket", ["1min", "1h", "1D"], index=1, key="cache_freq")
+    rates = pd.concat([prompt_cache_rate(ledger, freq), embedding_cache_rate(store.cache_events(ws), freq)],
+                      ignore_index=True)
+    if rates.empty:
+        st.caption("No cache events yet.")
+    else:
+        st.plotly_chart(px.line(rates, x="time", y="hit_rate", color="cache", markers=True, hover_data=["volume"],
+                                range_y=[0, 1], title="Hit rate over time"))
+        st.caption("Prompt cache: share of prompt tokens read from the cache. Embedding cache: share of texts whose "
+                   "vector came from the cache.")
+
+with t_build:
+    context_panel(deps, cfg, ws)

@@ -1,0 +1,296 @@
+"""Loopback stand-in for the Anthropic Messages and Message Batches APIs, imitating prompt caching, for tests and bench.
+
+It listens on 127.0.0.1 (random port) and is reached by the real SDK through `base_url`. Prompt caching follows the
+documented rules: a prefix is everything up to and including a block with `cache_control`; it is stored only when it
+is at least the model's minimum length; a later request whose prefix bytes are identical reads it until its TTL
+(5 min or 1 h, refreshed on every read) runs out. Tokens are counted as ceil(UTF-8 bytes / 4) per text block.
+Faults (HTTP status or a stall) can be queued to exercise retries.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Iterator
+
+import pytest
+
+# The stub's own copy of the documented minimums: an independent oracle, not core/prices.toml.
+MIN_CACHEABLE = {"claude-haiku-4-5": 4096, "claude-opus-4-5": 4096, "claude-opus-4-6": 4096,
+                 "claude-sonnet-4-6": 2048, "claude-sonnet-4-5": 1024}
+DEFAULT_MIN = 1024
+TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
+
+
+def stub_tokens(text: str) -> int:
+    return math.ceil(len(text.encode("utf-8")) / 4)
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body) if self.body else None
+
+
+@dataclass
+class _Batch:
+    batch_id: str
+    requests: list[dict[str, Any]]
+    created: datetime
+    polls_left: int
+    results: list[dict[str, Any]] | None = None
+    ended: datetime | None = None
+
+
+@dataclass
+class StubState:
+    key: str
+    clock_offset: float = 0.0  # tests move time forward to expire cache entries
+    cache: dict[str, tuple[int, float, float]] = field(default_factory=dict)  # sha -> (tokens, expires, ttl)
+    faults: deque = field(default_factory=deque)  # ("status", code) | ("stall", seconds)
+    requests: list[Recorded] = field(default_factory=list)
+    responder: Callable[[dict[str, Any]], str] | None = None
+    batches: dict[str, _Batch] = field(default_factory=dict)
+    batch_polls_to_end: int = 1  # status polls before a batch ends
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+
+    def now(self) -> float:
+        return time.monotonic() + self.clock_offset
+
+    def advance(self, seconds: float) -> None:
+        self.clock_offset += seconds
+
+    def messages(self) -> list[dict[str, Any]]:
+        """Bodies of the Messages API calls that were answered (not faults)."""
+        return [r.json() for r in self.requests if r.path == "/v1/messages" and r.method == "POST"]
+
+    # -- the model ------------------------------------------------------------------------------------------------
+    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
+        model = body["model"]
+        blocks: list[dict[str, Any]] = []
+        system = body.get("system") or []
+        if isinstance(system, str):
+            system = [{"type": "text", "text": system}]
+        blocks.extend(system)
+        for m in body.get("messages", []):
+            content = m["content"]
+            blocks.extend([{"type": "text", "text": content}] if isinstance(content, str) else content)
+        bps = [i for i, b in enumerate(blocks) if "cache_control" in b]
+        if len(bps) > 4:
+            raise ValueError("A maximum of 4 blocks with cache_control may be provided")
+        toks = [stub_tokens(b.get("text", "")) for b in blocks]
+        cum = list(itertools.accumulate(toks))
+        total = cum[-1] if cum else 0
+
+        def key(i: int) -> str:
+            return hashlib.sha256((model + "\x00" + json.dumps(blocks[: i + 1], sort_keys=True)).encode()).hexdigest()
+
+        now = self.now()
+        minimum = MIN_CACHEABLE.get(model, DEFAULT_MIN)
+        read, hit = 0, -1
+        with self.lock:
+            for i in reversed(bps):
+                entry = self.cache.get(key(i))
+                if entry and entry[1] > now:
+                    read, hit = entry[0], i
+                    self.cache[key(i)] = (entry[0], now + entry[2], entry[2])  # a read refreshes the TTL
+                    break
+            write, w1h = 0, 0
+            for i in bps:
+                if i > hit and cum[i] >= minimum:
+                    ttl = blocks[i]["cache_control"].get("ttl", "5m")
+                    self.cache[key(i)] = (cum[i], now + TTL_SECONDS[ttl], TTL_SECONDS[ttl])
+                    new = cum[i] - read - write
+                    write += new
+                    w1h += new if ttl == "1h" else 0
+        text = self.responder(body) if self.responder else default_reply(body)
+        return {
+            "id": f"msg_stub_{next(self.ids)}", "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": total - read - write, "output_tokens": stub_tokens(text),
+                      "cache_creation_input_tokens": write, "cache_read_input_tokens": read,
+                      "cache_creation": {"ephemeral_5m_input_tokens": write - w1h, "ephemeral_1h_input_tokens": w1h}},
+        }
+
+
+def _fill(schema: dict[str, Any]) -> Any:
+    t = schema.get("type")
+    if t == "object":
+        return {k: _fill(v) for k, v in schema.get("properties", {}).items()}
+    if t == "array":
+        return []
+    if t == "boolean":
+        return False
+    if t in ("number", "integer"):
+        return 0
+    return "stub"
+
+
+def default_reply(body: dict[str, Any]) -> str:
+    fmt = (body.get("output_config") or {}).get("format")
+    if fmt:
+        return json.dumps(_fill(fmt["schema"]))
+    last = body["messages"][-1]["content"]
+    text = last if isinstance(last, str) else " ".join(b.get("text", "") for b in last)
+    return "This chunk is part of the document; it covers " + " ".join(text.split()[:10]) + "."
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: "_Server"
+
+    def log_message(self, *args: Any) -> None:  # keep test output clean
+        pass
+
+    def _send(self, status: int, payload: Any, *, content_type: str = "application/json", raw: bytes | None = None,
+              headers: dict[str, str] | None = None) -> None:
+        data = raw if raw is not None else json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("content-type", content_type)
+        self.send_header("content-length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        try:
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _error(self, status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> None:
+        self._send(status, {"type": "error", "error": {"type": kind, "message": message}}, headers=headers)
+
+    def _handle(self, method: str) -> None:
+        st = self.server.state
+        length = int(self.headers.get("content-length") or 0)
+        body = self.rfile.read(length) if length else b""
+        auth = self.headers.get("authorization", "")
+        if auth != f"Bearer {st.key}" and self.headers.get("x-api-key") != st.key:
+            self._error(401, "authentication_error", "invalid x-api-key")
+            return
+        with st.lock:
+            fault = st.faults.popleft() if st.faults else None
+        if fault is not None:
+            kind, value = fault
+            if kind == "stall":
+                time.sleep(value)  # the client times out; nothing is processed
+                self._error(500, "api_error", "stalled")
+                return
+            self._error(int(value), "rate_limit_error" if value == 429 else "api_error", f"injected {value}",
+                        headers={"retry-after": "0"})
+            return
+        st.requests.append(Recorded(method, self.path, dict(self.headers), body))
+        try:
+            self._route(method, json.loads(body) if body else None)
+        except ValueError as exc:
+            self._error(400, "invalid_request_error", str(exc))
+
+    def _route(self, method: str, payload: Any) -> None:
+        st = self.server.state
+        path = self.path.split("?")[0]
+        if method == "POST" and path == "/v1/messages":
+            self._send(200, st.answer(payload))
+        elif method == "POST" and path == "/v1/messages/batches":
+            bid = f"msgbatch_stub_{next(st.ids)}"
+            st.batches[bid] = _Batch(bid, payload["requests"], datetime.now(timezone.utc), st.batch_polls_to_end)
+            self._send(200, self._batch_json(st.batches[bid]))
+        elif method == "GET" and path.startswith("/v1/messages/batches/") and path.endswith("/results"):
+            b = st.batches.get(path.split("/")[4])
+            if b is None or b.results is None:
+                self._error(404, "not_found_error", "no results")
+                return
+            raw = "".join(json.dumps(r) + "\n" for r in b.results).encode()
+            self._send(200, None, raw=raw, content_type="application/binary")
+        elif method == "GET" and path.startswith("/v1/messages/batches/"):
+            b = st.batches.get(path.split("/")[4])
+            if b is None:
+                self._error(404, "not_found_error", "no such batch")
+                return
+            if b.results is None:
+                b.polls_left -= 1
+                if b.polls_left <= 0:
+                    b.results = [{"custom_id": r["custom_id"], "result": {"type": "succeeded",
+                                                                        "message": st.answer(r["params"])}}
+                                 for r in b.requests]
+                    b.ended = datetime.now(timezone.utc)
+            self._send(200, self._batch_json(b))
+        else:
+            self._error(404, "not_found_error", f"no route {method} {path}")
+
+    def _batch_json(self, b: _Batch) -> dict[str, Any]:
+        n = len(b.requests)
+        done = b.results is not None
+        host, port = self.server.server_address[:2]
+        return {
+            "id": b.batch_id, "type": "message_batch", "processing_status": "ended" if done else "in_progress",
+            "request_counts": {"processing": 0 if done else n, "succeeded": n if done else 0, "errored": 0,
+                               "canceled": 0, "expired": 0},
+            "created_at": b.created.isoformat(), "expires_at": (b.created + timedelta(hours=24)).isoformat(),
+            "ended_at": b.ended.isoformat() if b.ended else None, "archived_at": None, "cancel_initiated_at": None,
+            "results_url": f"http://{host}:{port}/v1/messages/batches/{b.batch_id}/results" if done else None,
+        }
+
+    def do_POST(self) -> None:  # noqa: N802
+        self._handle("POST")
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._handle("GET")
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    state: StubState
+
+
+@dataclass
+class Stub:
+    server: _Server
+    thread: threading.Thread
+
+    @property
+    def state(self) -> StubState:
+        return self.server.state
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def key(self) -> str:
+        return self.state.key
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+def start_stub(key: str = "sk-ant-stub-0123456789") -> Stub:
+    server = _Server(("127.0.0.1", 0), _Handler)
+    server.state = StubState(key)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="anthropic-stub",
+                              daemon=True)
+    thread.start()
+    return Stub(server, thread)
+
+
+@pytest.fixture
+def anthropic_stub() -> Iterator[Stub]:
+    stub = start_stub()
+    try:
+        yield stub
+    finally:
+        stub.stop()

@@ -1,0 +1,154 @@
+"""Cited answers and honest refusal (Claude through the stub, extractive offline), the answer stage in the pipeline,
+and the answer-level metrics."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.answer import ANSWER_INSTRUCTIONS, REFUSAL, answer_question, answer_request, extractive_answer
+from core.answer_eval import (
+    answer_relevancy, claims, faithfulness, refusal_accuracy, refusal_correct,
+)
+from core.config import AnswerConfig, PipelineConfig
+from core.deps import Deps
+from core.ingest.pipeline import ingest_files
+from core.llm import AnthropicLLM, OfflineLLM
+from core.pipeline import run_query
+from core.store import Store
+from core.types import Answer, Candidate
+from tests.anthropic_stub import Stub, anthropic_stub  # noqa: F401 - fixture
+from tests.fakes import HashEmbedder
+
+PASSAGES = [
+    Candidate("c1", "d1", "Project Bluefin covers 64 pump stations in three regions. It started in April 2024.", 1.0, 1),
+    Candidate("c2", "d2", "The travel policy sets the daily meal allowance at 65 euros for international trips.", 0.9, 2),
+    Candidate("c3", "d3", "Gateways ship with FieldOS 5.2. Signed firmware images are mandatory.", 0.8, 3),
+]
+
+
+def _llm(stub: Stub, store: Store | None = None) -> AnthropicLLM:
+    return AnthropicLLM(stub.key, base_url=stub.base_url, ledger=store, sleep=lambda s: None)
+
+
+def test_refusal_on_empty_context_calls_nothing(anthropic_stub: Stub) -> None:
+    for mode in ("llm", "extractive", "auto"):
+        res = answer_question("How many pump stations?", [], AnswerConfig(mode=mode), _llm(anthropic_stub))
+        assert res.answer.refused and res.answer.citations == () and REFUSAL in res.answer.text
+    assert anthropic_stub.state.requests == []
+
+
+def test_extractive_answer_cites_the_supporting_sentence() -> None:
+    res = extractive_answer("How many pump stations does Project Bluefin cover?", PASSAGES, threshold=0.4)
+    a = res.answer
+    assert not a.refused and a.mode == "extractive"
+    assert a.citations[0] == "c1" and "64 pump stations" in a.text and "[c1]" in a.text
+    assert res.support == pytest.approx(1.0)
+
+
+def test_extractive_refuses_when_support_is_below_threshold() -> None:
+    res = extractive_answer("Which cloud provider hosts the Meridian platform?", PASSAGES, threshold=0.4)
+    assert res.answer.refused and res.answer.citations == ()
+    assert res.support is not None and res.support < 0.4
+    assert "meridian" in res.answer.text.lower() or "cloud" in res.answer.text.lower()  # says what is missing
+
+
+def test_auto_mode_without_key_is_extractive_and_says_so() -> None:
+    res = answer_question("How many pump stations does Project Bluefin cover?", PASSAGES, AnswerConfig(mode="llm"),
+                          OfflineLLM())
+    assert res.answer.mode == "extractive"
+    assert any("extractive" in n for n in res.notes) and any("mode = llm" in n for n in res.notes)
+
+
+def test_prompt_is_ordered_stable_to_volatile_with_identical_cached_prefix() -> None:
+    r1 = answer_request("Question one?", [("c1", "alpha")], model="m", glossary="SKU: stock keeping unit")
+    r2 = answer_request("Another question?", [("c9", "beta")], model="m", glossary="SKU: stock keeping unit")
+    p1, p2 = r1.params(), r2.params()
+    assert p1["system"] == p2["system"]  # instructions + glossary: byte-identical, behind the breakpoint
+    assert p1["system"][0]["text"] == ANSWER_INSTRUCTIONS and "cache_control" in p1["system"][-1]
+    content = p1["messages"][0]["content"]
+    assert "alpha" in content[0]["text"] and content[-1]["text"] == "Question: Question one?"  # question last
+    assert all("cache_control" not in b for b in content)
+
+
+def test_llm_answer_with_citations_and_unknown_ids_dropped(anthropic_stub: Stub) -> None:
+    store = Store(":memory:")
+    anthropic_stub.state.responder = lambda body: json.dumps(
+        {"answer": "It covers 64 pump stations.", "citations": ["c1", "c404"], "refused": False})
+    res = answer_question("How many pump stations?", PASSAGES, AnswerConfig(mode="auto"), _llm(anthropic_stub, store),
+                          query_id="q1")
+    assert res.answer == Answer("It covers 64 pump stations.", ("c1",), False, "llm")
+    assert any("c404" in n for n in res.notes)
+    assert res.usage.usd > 0 and store.usage_ledger()[0].purpose == "answer"
+    body = anthropic_stub.state.messages()[0]
+    assert body["output_config"]["format"]["schema"]["required"] == ["answer", "citations", "refused"]
+    # passages carry the ORIGINAL chunk text
+    assert PASSAGES[1].text in body["messages"][0]["content"][0]["text"]
+
+
+def test_llm_refusal_is_first_class(anthropic_stub: Stub) -> None:
+    anthropic_stub.state.responder = lambda body: json.dumps(
+        {"answer": "The corpus does not say which cloud hosts Meridian.", "citations": ["c1"], "refused": True})
+    res = answer_question("Which cloud hosts Meridian?", PASSAGES, AnswerConfig(), _llm(anthropic_stub))
+    assert res.answer.refused and res.answer.citations == () and res.answer.mode == "llm"
+
+
+def test_llm_failure_falls_back_to_extractive(anthropic_stub: Stub) -> None:
+    llm = AnthropicLLM(anthropic_stub.key, base_url=anthropic_stub.base_url, max_retries=0, sleep=lambda s: None)
+    anthropic_stub.state.faults.append(("status", 500))
+    res = answer_question("How many pump stations does Project Bluefin cover?", PASSAGES, AnswerConfig(), llm)
+    assert res.answer.mode == "extractive" and any("failed" in n for n in res.notes)
+
+
+def _corpus(store: Store) -> Deps:
+    emb = HashEmbedder()
+    files = [("bluefin.md", b"# Project Bluefin\n\nProject Bluefin covers 64 pump stations in three regions.\n"),
+             ("travel.md", b"# Travel\n\nThe daily meal allowance for international trips is 65 euros.\n")]
+    ingest_files(files, store=store, embedder=emb, config=PipelineConfig())
+    return Deps(store=store, embedder=emb)
+
+
+def test_answer_is_the_last_stage_and_final_stays_retrieval(store: Store) -> None:
+    deps = _corpus(store)
+    t = run_query("How many pump stations does Project Bluefin cover?", PipelineConfig(), deps)
+    assert t.stages[-1].stage == "answer" and t.stages[-1].candidates == ()
+    assert t.final() is not None and t.final().stage != "answer"
+    assert t.answer is not None and not t.answer.refused and t.answer.citations
+    assert set(t.answer.citations) <= {c.chunk_id for c in t.final().candidates}
+    d = t.to_dict()
+    assert set(d["answer"]) == {"text", "citations", "refused", "mode"} and d["answer"]["mode"] == "extractive"
+    assert d["stages"][-1]["info"]["refused"] is False
+    off = run_query("pump stations", PipelineConfig().with_overrides({"answer.enabled": False}), deps)
+    assert off.answer is None and off.stage("answer").skipped == "answer.enabled = false"
+
+
+def test_faithfulness_lexical_and_refusal() -> None:
+    ctx = [p.text for p in PASSAGES]
+    good = Answer("Project Bluefin covers 64 pump stations [c1]. The meal allowance is 65 euros [c2].", ("c1", "c2"))
+    half = Answer("Project Bluefin covers 64 pump stations. Bluefin runs on Azure Kubernetes clusters in Norway.")
+    assert claims(good.text) == ["Project Bluefin covers 64 pump stations.", "The meal allowance is 65 euros."]
+    f = faithfulness(good, ctx)
+    assert f.value == 1.0 and f.method == "lexical"
+    h = faithfulness(half, ctx)
+    assert h.value == 0.5 and "Azure" in h.detail[0]
+    assert faithfulness(Answer(REFUSAL, (), True), ctx).value is None
+
+
+def test_faithfulness_llm_judge(anthropic_stub: Stub) -> None:
+    anthropic_stub.state.responder = lambda body: json.dumps({"claims": [
+        {"claim": "64 stations", "supported": True}, {"claim": "Azure", "supported": False},
+        {"claim": "April", "supported": True}]})
+    f = faithfulness(Answer("x. y. z."), ["ctx"], llm=_llm(anthropic_stub))
+    assert f.value == pytest.approx(2 / 3) and f.method.startswith("llm-judge") and f.detail == ("Azure",)
+
+
+def test_relevancy_and_refusal_accuracy() -> None:
+    q = "How many pump stations does Project Bluefin cover?"
+    on = answer_relevancy(q, Answer("Project Bluefin covers 64 pump stations."), embedder=HashEmbedder())
+    off = answer_relevancy(q, Answer("The meal allowance is 65 euros."), embedder=HashEmbedder())
+    assert on.method == "embedding:fake-hash-64" and on.value > off.value
+    assert answer_relevancy(q, Answer("Bluefin has 64 pump stations.")).method == "lexical"
+    assert answer_relevancy(q, Answer(REFUSAL, (), True)).value is None
+    assert refusal_correct(answerable=False, refused=True) and not refusal_correct(answerable=True, refused=True)
+    assert refusal_accuracy([(True, False), (False, True), (True, True), (False, False)]) == 0.5
+    assert refusal_accuracy([]) is None
