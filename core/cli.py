@@ -52,6 +52,34 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("delete", help="delete a document and everything derived from it")
     p.add_argument("doc_id")
     _add_common(p, config=False)
+    p = sub.add_parser("eval", help="score configurations over a golden set (recall@k, MRR, nDCG, per stage)")
+    p.add_argument("--dataset", required=True, help="sample, anthropic_codebase, beir_scifact or a .jsonl path")
+    _add_common(p, config=False)
+    p.set_defaults(workspace=None)  # public sets use their own workspace unless one is named
+    p.add_argument("--config", action="append", default=[], help="config file or saved name; twice for A/B")
+    p.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE", help="override one setting in every config")
+    p.add_argument("--repeats", type=int, default=1, help="runs per config, for the spread of non-deterministic stages")
+    p.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("context", help="build chunk contexts: heuristic, late chunking, or LLM (prompt-cached)")
+    p.add_argument("--variant", required=True, choices=["heuristic", "late", "llm"])
+    _add_common(p)
+    p.add_argument("--budget-usd", type=float, default=None, help="hard dollar stop (default context.budget_usd)")
+    p.add_argument("--batch", action="store_true", help="Message Batches API (-50%%); run again to collect")
+    p.add_argument("--model", default=None, help="context writer (default context.model)")
+    p.add_argument("--yes", action="store_true", help="skip the confirmation above context.confirm_above_usd")
+    p.add_argument("--estimate-only", action="store_true", help="print the cost estimate and stop")
+    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("graph", help="entity graph: build/update it, stats, synonyms, merge review")
+    p.add_argument("action", choices=["build", "update", "stats", "synonyms", "review"])
+    _add_common(p)
+    p.add_argument("--full", action="store_true", help="build: forget all extractions and rebuild from scratch")
+    p.add_argument("--no-suggest", action="store_true", help="build: skip merge suggestions (no name embeddings)")
+    p.add_argument("--file", help="synonyms: replace the list with this file ('A = B = C' per line)")
+    p.add_argument("--approve", metavar="ITEM", help="review: approve a merge suggestion")
+    p.add_argument("--reject", metavar="ITEM", help="review: reject it (the two stay apart for good)")
+    p.add_argument("--undo", metavar="ITEM", help="review: put a decision back to pending")
+    p.add_argument("--json", action="store_true")
     return ap
 
 
@@ -120,7 +148,191 @@ def cmd_delete(args: argparse.Namespace) -> int:
     return 1
 
 
-COMMANDS = {"ingest": cmd_ingest, "query": cmd_query, "docs": cmd_docs, "delete": cmd_delete}
+def cmd_eval(args: argparse.Namespace) -> int:
+    from core.configs import resolve_config
+    from core.datasets import DatasetError, load_dataset
+    from core.deps import datasets_root
+    from core.eval_report import text_report
+    from core.eval_run import NamedConfig, compare, run_eval
+
+    try:
+        gs = load_dataset(args.dataset, datasets_root())
+    except DatasetError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    ws = args.workspace or gs.workspace or DEFAULT_WORKSPACE
+    overrides = _set_overrides(args.set or [])
+    named = [resolve_config(ref, ws) for ref in args.config]
+    if not named:  # the set's own needs (e.g. depth 100 for recall@100) on top of the defaults
+        named = [("default", PipelineConfig().with_overrides(gs.overrides))]
+    configs = [NamedConfig(name, cfg.with_overrides(overrides) if overrides else cfg) for name, cfg in named]
+    deps = build_deps(configs[0].config, store=Store(_db(args)))
+    for n in deps.notices:
+        print(f"notice: {n}", file=sys.stderr)
+
+    tty = sys.stderr.isatty()
+
+    def progress(done: int, total: int, msg: str) -> None:
+        if tty:
+            print(f"\r[{done}/{total}] {msg[:60]:<60}", end="" if done < total else "\n", file=sys.stderr)
+        elif done == total or done % max(1, total // 10) == 0:
+            print(f"[{done}/{total}] {msg[:60]}", file=sys.stderr)
+
+    runs = run_eval(gs, configs, deps, workspace=ws, repeats=args.repeats, progress=progress, limit=args.limit)
+    cmp = compare(runs[0], runs[1]) if len(runs) >= 2 else None
+    if args.json:
+        print(json.dumps({"dataset": gs.name, "workspace": ws, "questions": len(runs[0].results) if runs else 0,
+                          "runs": [r.summary() for r in runs], "comparison": cmp.as_rows() if cmp else None},
+                         ensure_ascii=False, default=str))
+    else:
+        print(text_report(runs, cmp))
+        for p in (runs[0].problems if runs else [])[:50]:
+            print(f"problem: {p}")
+    return 0
+
+
+def _set_overrides(items: Sequence[str]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise ConfigError(f"--set expects section.key=value, got {item!r}")
+        out[key.strip()] = parse_set_value(value.strip())
+    return out
+
+
+def cmd_context(args: argparse.Namespace) -> int:
+    from core.context import BuildRequest, ContextError, estimate_llm_contexts, run_build
+    from core.llm import LLMError
+
+    cfg = _config(args)
+    c = cfg.context
+    model = args.model or c.model
+    budget = c.budget_usd if args.budget_usd is None else args.budget_usd
+    use_batches = args.batch or c.use_batches
+    store = Store(_db(args))
+    deps = build_deps(cfg, store=store)
+    out: dict[str, object] = {"variant": args.variant}
+    if args.variant == "llm":
+        if not deps.llm.available:
+            print(f"error: LLM contexts need Claude ({deps.llm.reason}); offline: --variant heuristic or late",
+                  file=sys.stderr)
+            return 2
+        est, warnings = estimate_llm_contexts(store, model=model, workspace=args.workspace, batch=use_batches,
+                                              ttl=cfg.llm.cache_ttl)
+        out["estimate"] = {"calls": est.calls, "with_cache_usd": round(est.with_cache_usd, 6),
+                           "without_cache_usd": round(est.without_cache_usd, 6), "warnings": warnings,
+                           "tokens": "estimated (~4 characters per token; no offline Claude tokenizer)"}
+        if not args.json:
+            print(f"estimate for {est.calls} calls on {model}{' (batch -50%)' if use_batches else ''}: "
+                  f"${est.with_cache_usd:.4f} with prompt caching, ${est.without_cache_usd:.4f} without "
+                  "(tokens estimated at ~4 characters each)")
+            for w in warnings:
+                print(f"warning: {w}")
+        if args.estimate_only:
+            if args.json:
+                print(json.dumps(out))
+            return 0
+        if est.with_cache_usd > c.confirm_above_usd and not args.yes:
+            if not sys.stdin.isatty():
+                print(f"error: the estimate is above context.confirm_above_usd (${c.confirm_above_usd:.2f}); "
+                      "pass --yes to go ahead", file=sys.stderr)
+                return 3
+            if input("Proceed? [y/N] ").strip().lower() not in ("y", "yes"):
+                print("cancelled")
+                return 1
+
+    def progress(done: int, total: int, usd: float) -> None:
+        if not args.json and sys.stderr.isatty():
+            print(f"\r{done}/{total}  ${usd:.4f}", end="", file=sys.stderr)
+
+    req = BuildRequest(args.variant, model=model, budget_usd=budget, use_batches=use_batches,
+                       max_output_tokens=c.max_output_tokens, ttl=cfg.llm.cache_ttl)
+    try:
+        rep = run_build(req, store, deps.embedder, deps.llm, workspace=args.workspace, progress=progress)
+    except (ContextError, LLMError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    out.update({k: v for k, v in rep.__dict__.items() if k != "variant"})
+    if args.json:
+        print(json.dumps(out, default=list))
+    else:
+        if sys.stderr.isatty():
+            print(file=sys.stderr)
+        print(f"{args.variant}: {rep.written} written, {rep.existing} already there, {rep.remaining} remaining, "
+              f"{rep.vectors} vectors embedded, ${rep.usd:.4f} spent")
+        for w in rep.warnings:
+            print(f"warning: {w}")
+        if rep.stopped:
+            print(f"stopped: {rep.stopped}")
+    return 4 if rep.stopped and rep.remaining else 0
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    from core.graph.build import (build_graph, decide_merge, graph_stats, reresolve_graph, set_synonyms,
+                                  synonyms_text)
+    from core.graph.resolve import SynonymError
+
+    cfg = _config(args)
+    store, ws = Store(_db(args)), args.workspace
+    if args.action == "stats":
+        stats = graph_stats(store, ws)
+        print(json.dumps(stats, default=str) if args.json else "\n".join(f"{k}: {v}" for k, v in stats.items()))
+        return 0
+    if args.action == "synonyms" and not args.file:
+        print(synonyms_text(store, ws))
+        return 0
+    if args.action == "review" and not (args.approve or args.reject or args.undo):
+        for q in store.graph_queue("pending", ws):
+            print(f"{q['item_id']}  {q['score']:.3f}  {q['keep_name']!r} <- {q['other_name']!r}")
+        return 0
+    deps = build_deps(cfg, store=store)
+    for n in deps.notices:
+        print(f"notice: {n}", file=sys.stderr)
+    embedder = None if args.no_suggest else deps.embedder
+    if args.action == "synonyms":
+        try:
+            report = set_synonyms(store, cfg.graph, open(args.file, encoding="utf-8").read(), embedder=embedder,
+                                  workspace=ws)
+        except (OSError, SynonymError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        if report is None:
+            print("synonyms saved; they apply when the graph is built")
+            return 0
+    elif args.action == "review":
+        item, decision = next((v, d) for v, d in ((args.approve, "approve"), (args.reject, "reject"),
+                                                  (args.undo, "undo")) if v)
+        try:
+            report = decide_merge(store, cfg.graph, item, decision, embedder=embedder, workspace=ws)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    else:
+        tty = sys.stderr.isatty()
+
+        def progress(step: str, done: int, total: int) -> None:
+            if tty:
+                print(f"\r{step}: {done}/{total}   ", end="", file=sys.stderr)
+
+        report = build_graph(store, cfg.graph, embedder=embedder, llm=deps.llm, workspace=ws,
+                             full=args.full, progress=progress)
+        if tty:
+            print(file=sys.stderr)
+    if args.json:
+        print(json.dumps({**report.__dict__, "usage": report.usage.__dict__, "notes": list(report.notes)}))
+    else:
+        print(f"{report.mode} build ({report.builder}) in {report.seconds:.2f} s: +{report.chunks_added} / "
+              f"-{report.chunks_removed} chunks; {report.nodes} nodes ({report.active_nodes} active), "
+              f"{report.edges} edges; {report.communities} communities on {report.levels} level(s); "
+              f"{report.summaries_invalidated} summaries invalidated; {report.suggestions} new merge suggestions")
+        for n in report.notes:
+            print(f"note: {n}")
+    return 0
+
+
+COMMANDS = {"ingest": cmd_ingest, "query": cmd_query, "docs": cmd_docs, "delete": cmd_delete, "eval": cmd_eval,
+            "context": cmd_context, "graph": cmd_graph}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

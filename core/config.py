@@ -57,6 +57,120 @@ class FusionConfig(Section):
     foreign_dense_weight: float = Field(0.0, ge=0, le=1)
 
 
+class ContextConfig(Section):
+    """Which chunk text the indexes search: raw ('none'), or with a context stored beside the chunk. 'heuristic'
+    (title, heading path, lead sentence) and 'late' (late-chunking vectors) are offline; 'llm' needs a key."""
+
+    variant: Literal["none", "heuristic", "late", "llm"] = "none"
+    model: str = "claude-haiku-4-5"  # context writer
+    budget_usd: float = Field(5.0, ge=0, description="hard stop: a build never spends more than this")
+    confirm_above_usd: float = Field(1.0, ge=0, description="estimates above this ask for confirmation first")
+    use_batches: bool = False  # Message Batches API: -50 %, results within 24 h
+    max_output_tokens: int = Field(150, ge=16, le=1024)
+
+
+class AnswerConfig(Section):
+    enabled: bool = True
+    mode: Literal["auto", "llm", "extractive"] = "auto"  # auto: Claude when a key is set, else extractive
+    model: str = "claude-sonnet-4-6"  # answer writer
+    # Extractive: refuse below this support score. 0.5 gave the best balanced refusal accuracy on
+    # sample_corpus/eval.jsonl with the bundled MiniLM hybrid (5/7 unanswerable refused, 20/45 answerable wrongly
+    # refused): lexical support cannot tell the corpus's near-miss questions apart well; Claude does better.
+    refusal_threshold: float = Field(0.5, ge=0, le=1, description="extractive: refuse below this support score")
+    max_chunks: int = Field(8, ge=1, le=50, description="final candidates handed to the answerer")
+    max_sentences: int = Field(3, ge=1, le=10)
+    max_tokens: int = Field(600, ge=64, le=8192)
+    glossary: str = ""  # stable text cached with the instructions (terms, abbreviations of this corpus)
+
+
+class LLMConfig(Section):
+    grader_model: str = "claude-haiku-4-5"  # judge for faithfulness; context and answer models sit in their sections
+    max_retries: int = Field(4, ge=0, le=10)
+    timeout_s: float = Field(60.0, gt=0)
+    cache_ttl: Literal["5m", "1h"] = "5m"
+
+
+class GraphConfig(Section):
+    """GraphRAG: the entity graph built by `python -m core graph build` or the Graph page, and its two search
+    stages. Build settings (builder ... max_levels) take effect at the next build or update."""
+
+    enabled: bool = False
+    mode: Literal["local", "global", "both"] = "local"
+    fuse_with_text: bool = True  # put the graph lists into the RRF fusion beside BM25 and dense
+    graph_weight: float = Field(1.0, ge=0, description="RRF weight of each graph list when fused")
+    k: int = Field(30, ge=1, le=500, description="chunk candidates per graph stage")
+    # local search
+    hops: int = Field(2, ge=1, le=2)
+    node_cap: int = Field(40, ge=1, le=1000)
+    hub_percentile: float = Field(95.0, ge=50, le=100, description="nodes above this degree percentile are not expanded")
+    seed_k: int = Field(5, ge=0, le=50, description="seeds by embedding similarity of node names")
+    seed_min_sim: float = Field(0.55, ge=-1, le=1)
+    # global search
+    level: int = Field(0, ge=0, le=10)
+    global_max_communities: int = Field(40, ge=1, le=1000, description="map calls at most (cost bound)")
+    global_top: int = Field(5, ge=1, le=50, description="partial answers kept for the reduce step")
+    global_max_usd: float = Field(0.50, ge=0, description="LLM summaries and map calls above this estimate are skipped")
+    llm_summaries: bool = True  # with a key: LLM community summaries and map-reduce; without: extractive
+    # build
+    builder: Literal["statistical", "llm"] = "statistical"
+    llm_model: str = "claude-haiku-4-5"
+    max_entities_per_chunk: int = Field(20, ge=2, le=200)
+    min_phrase_chunks: int = Field(2, ge=1, le=100, description="lower-case terms need this many chunks to count")
+    merge_threshold: float = Field(0.93, ge=0.5, le=1.0, description="name cosine for merge suggestions")
+    split_by_type: bool = False  # key nodes by (name, type): homonyms with different types stay apart
+    max_cluster_size: int = Field(30, ge=2, le=100000, description="communities larger than this split a level down")
+    max_levels: int = Field(3, ge=1, le=10)
+    resolution: float = Field(1.0, gt=0, le=100)
+    seed: int = 42
+
+
+# -- compression cascade (core/rerank.py, core/compress.py, core/expand.py): rerank -> prune -> mmr -> expand ---------
+class RerankConfig(Section):
+    """Reorder the fused top_n by reading query and chunk together; hand on the best k."""
+
+    enabled: bool = True
+    # late-interaction: MaxSim over the active embedder's token vectors (offline, no extra model);
+    # cross-encoder: sentence-transformers CrossEncoder `model`; llm: listwise by `llm_model` (needs a key).
+    method: Literal["late-interaction", "cross-encoder", "llm"] = "late-interaction"
+    model: str = Field("cross-encoder/ms-marco-MiniLM-L-6-v2", description="cross-encoder name or local path")
+    llm_model: str = "claude-haiku-4-5"
+    top_n: int = Field(50, ge=1, le=1000, description="fused candidates the reranker reads")
+    k: int = Field(10, ge=1, le=1000, description="candidates handed on")
+    use_context: bool = True  # read the chunk's context prefix (contextual retrieval) when one exists
+
+
+class PruneConfig(Section):
+    """Keep only the sentences that matter to the query, under a token budget. Whole sentences only: identifiers,
+    SKUs, versions and sums are never cut."""
+
+    enabled: bool = True
+    # 700: on sample_corpus/eval.jsonl the smallest budget whose recall@10 stays within 2 points of the unpruned
+    # rerank top-10 (bench/cascade.py; about half the tokens). Tighter budgets trade recall for tokens.
+    token_budget: int = Field(700, ge=16, le=100000, description="tokens handed on, all chunks together")
+    scorer: Literal["reranker", "embedder"] = "reranker"
+    chunk_weight: float = Field(1.0, ge=0, description="how much the chunk's rerank score lifts its sentences")
+    keep_neighbours: bool = True  # a sentence opening with 'It', 'This', 'However'... keeps the one before
+    max_unit_tokens: int = Field(80, ge=8, le=4096, description="longer sentences are split at line breaks")
+
+
+class MMRConfig(Section):
+    """Collapse exact and near duplicates, then reorder by maximal marginal relevance."""
+
+    enabled: bool = True
+    lam: float = Field(0.7, ge=0, le=1, description="MMR lambda: 1 = relevance only, 0 = diversity only")
+    dedup_threshold: float = Field(0.95, ge=0, le=1, description="cosine at or above which a chunk is a duplicate")
+    k: int = Field(10, ge=1, le=1000)
+
+
+class ExpandConfig(Section):
+    """Retrieve small, hand over more: the parent section, or n sentences either side of what was kept."""
+
+    enabled: bool = False
+    mode: Literal["parent", "window"] = "window"
+    window: int = Field(2, ge=0, le=50, description="sentences added on each side (window mode)")
+    parent_max_tokens: int = Field(1000, ge=16, le=100000, description="a longer parent is cut around the chunk")
+
+
 class PipelineConfig(Section):
     limits: LimitsConfig = LimitsConfig()
     chunking: ChunkingConfig = ChunkingConfig()
@@ -64,6 +178,14 @@ class PipelineConfig(Section):
     bm25: BM25Config = BM25Config()
     dense: DenseConfig = DenseConfig()
     fusion: FusionConfig = FusionConfig()
+    context: ContextConfig = ContextConfig()
+    answer: AnswerConfig = AnswerConfig()
+    llm: LLMConfig = LLMConfig()
+    graph: GraphConfig = GraphConfig()
+    rerank: RerankConfig = RerankConfig()
+    prune: PruneConfig = PruneConfig()
+    mmr: MMRConfig = MMRConfig()
+    expand: ExpandConfig = ExpandConfig()
 
     def stable_hash(self) -> str:
         """Hash of the canonical JSON: same settings give the same hash on every machine."""

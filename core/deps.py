@@ -2,13 +2,17 @@
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
 from core.config import PipelineConfig
 from core.embed import Embedder, load_embedder
+from core.graph.snapshot import GraphCache
 from core.index import IndexCache
+from core.llm import LLM, OfflineLLM, build_llm
+from core.rerank import Reranker, TokenCache, load_reranker
 from core.store import Store
 
 DEFAULT_DB = Path("data") / "workbench.duckdb"
@@ -22,11 +26,45 @@ class Deps:
     embedder: Embedder
     indexes: IndexCache = field(default_factory=IndexCache)
     notices: list[str] = field(default_factory=list)  # user-facing: fallbacks, missing keys, ...
+    llm: LLM = field(default_factory=OfflineLLM)  # OfflineLLM unless a key was given; never holds the key in clear
+    graph: GraphCache = field(default_factory=GraphCache)  # in-memory entity graph, reloaded when its version moves
+    # Rerank (core/rerank.py): a test injects `reranker`; otherwise one is built on first use per configured method
+    # and model, and kept (its token-vector cache is what makes a warm query cheap).
+    reranker: Reranker | None = None
+    hub_offline: bool = False  # HF_HUB_OFFLINE: a cross-encoder name is looked up in the local cache only
+    token_cache: TokenCache = field(default_factory=TokenCache, repr=False)
+    _rerankers: dict[tuple[str, str, str], Reranker] = field(default_factory=dict, repr=False)
+    _rerank_notes: dict[tuple[str, str, str], str | None] = field(default_factory=dict, repr=False)
+    _rerank_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def reranker_for(self, method: str, model: str = "", llm_model: str = "") -> tuple[Reranker, str | None]:
+        """(reranker, fallback notice or None). The notice also joins `notices` once, so the sidebar shows it."""
+        if self.reranker is not None:
+            return self.reranker, None
+        key = (method, model if method == "cross-encoder" else "", llm_model if method == "llm" else "")
+        with self._rerank_lock:
+            if key not in self._rerankers:
+                loaded = load_reranker(method, model=model, embedder=self.embedder, store=self.store, llm=self.llm,
+                                       llm_model=llm_model, local_files_only=self.hub_offline, cache=self.token_cache)
+                self._rerankers[key] = loaded.reranker
+                self._rerank_notes[key] = loaded.notice
+                if loaded.notice and loaded.notice not in self.notices:
+                    self.notices.append(loaded.notice)
+            return self._rerankers[key], self._rerank_notes.get(key)
 
 
 def db_path(env: Mapping[str, str] | None = None) -> str:
     env = os.environ if env is None else env
     return env.get("RAG_DB", str(DEFAULT_DB))
+
+
+# Public evaluation sets live beside the repo (../shared/datasets) unless RAG_DATASETS points elsewhere.
+DEFAULT_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+
+
+def datasets_root(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    return Path(env.get("RAG_DATASETS") or DEFAULT_DATASETS)
 
 
 def build_deps(
@@ -36,7 +74,11 @@ def build_deps(
     db: str | None = None,
     store: Store | None = None,
     embedder: Embedder | None = None,
+    api_key: str | None = None,
+    llm: LLM | None = None,
 ) -> Deps:
+    """`api_key` (e.g. from Streamlit secrets) wins over ANTHROPIC_API_KEY; it is handed to the SDK client only,
+    never stored in the database, a log, a trace or a page. ANTHROPIC_BASE_URL points the SDK elsewhere (tests)."""
     env = os.environ if env is None else env
     notices: list[str] = []
     if store is None:
@@ -46,4 +88,11 @@ def build_deps(
         embedder = loaded.embedder
         if loaded.notice:
             notices.append(loaded.notice)
-    return Deps(store=store, embedder=embedder, notices=notices)
+    if llm is None:
+        llm, notice = build_llm(api_key or env.get("ANTHROPIC_API_KEY"), base_url=env.get("ANTHROPIC_BASE_URL") or None,
+                                ledger=store, max_retries=config.llm.max_retries, timeout_s=config.llm.timeout_s,
+                                cache_ttl=config.llm.cache_ttl)
+        if notice:
+            notices.append(notice)
+    return Deps(store=store, embedder=embedder, notices=notices, llm=llm,
+                hub_offline=env.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"))

@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import pandas as pd
 
-from core.types import StageResult, Trace
+from core.types import Chunk, StageResult, Trace
+
+if TYPE_CHECKING:  # annotations only: report.py must not pull in the store (duckdb) at import time
+    from core.ingest.pipeline import FileResult
+    from core.store import DocumentRow
 
 # A fixed qualitative palette: the same chunk gets the same colour in every column (hash of its id).
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
@@ -79,6 +83,9 @@ def text_table(trace: Trace, depth: int = 10, width: int = 70) -> str:
     lines += [f"note: {n}" for n in trace.notes]
     for s in trace.stages:
         head = f"\n== {s.stage} " + (f"(skipped: {s.skipped})" if s.skipped else f"{s.ms:.1f} ms, {len(s.candidates)} candidates")
+        if "tokens_in" in s.info:  # cascade stages: what they kept of the token bill
+            head += (f" (in {s.info['candidates_in']}) · tokens {s.info['tokens_in']} -> {s.info['tokens_out']} "
+                     f"({s.info['kept_share']:.0%} kept)")
         lines.append(head)
         lines += [f"   note: {n}" for n in s.notes]
         for c in s.candidates[:depth]:
@@ -89,3 +96,81 @@ def text_table(trace: Trace, depth: int = 10, width: int = 70) -> str:
         if a.citations:
             lines.append("citations: " + ", ".join(a.citations))
     return "\n".join(lines)
+
+
+# -- Corpus page and Search Lab helpers (pages/corpus.py, pages/search_lab.py, pages/_widgets.py) ------------------
+
+def human_size(n_bytes: int) -> str:
+    if n_bytes < 1000:
+        return f"{n_bytes} B"
+    if n_bytes < 1_000_000:
+        return f"{n_bytes / 1000:.1f} KB"
+    return f"{n_bytes / 1_000_000:.1f} MB"
+
+
+def documents_frame(docs: Sequence["DocumentRow"]) -> pd.DataFrame:
+    """The Corpus page's documents table: one row per document, hash shortened to 12 hex digits."""
+    rows = [{"name": d.name, "type": d.kind, "size": human_size(d.size_bytes), "chunks": d.n_chunks,
+             "hash": d.content_hash[:12], "language": d.lang, "chunker": d.chunker,
+             "ingested (UTC)": f"{d.ingested_at:%Y-%m-%d %H:%M:%S}" if d.ingested_at else "", "doc_id": d.doc_id}
+            for d in docs]
+    return pd.DataFrame(rows, columns=["name", "type", "size", "chunks", "hash", "language", "chunker",
+                                       "ingested (UTC)", "doc_id"])
+
+
+def chunks_frame(chunks: Sequence[Chunk]) -> pd.DataFrame:
+    """One document's chunks with their metadata; heading paths read as breadcrumbs."""
+    rows = [{"#": c.ordinal, "heading path": " › ".join(c.heading_path), "chars": f"{c.start}–{c.end}",
+             "tokens": c.n_tokens, "lang": c.lang, "text": c.text, "chunk_id": c.chunk_id}
+            for c in sorted(chunks, key=lambda c: c.ordinal)]
+    return pd.DataFrame(rows, columns=["#", "heading path", "chars", "tokens", "lang", "text", "chunk_id"])
+
+
+def ingest_frame(results: Sequence["FileResult"]) -> pd.DataFrame:
+    """Per-file outcome of one upload: status, chunks, embeddings computed vs served from the cache."""
+    rows = [{"file": r.name, "status": r.status, "chunks": r.chunks, "embedded": r.embedded,
+             "cache hits": r.cache_hits, "message": r.message} for r in results]
+    return pd.DataFrame(rows, columns=["file", "status", "chunks", "embedded", "cache hits", "message"])
+
+
+def _rank_inputs(stage: StageResult) -> list[str]:
+    """Names of the input lists a fusion recorded on its candidates (meta 'rank_<name>'), in first-seen order."""
+    names: list[str] = []
+    for c in stage.candidates:
+        for key in c.meta:
+            if key.startswith("rank_") and key[5:] not in names:
+                names.append(key[5:])
+    return names
+
+
+def stage_moves(trace: Trace) -> dict[str, dict[str, str]]:
+    """Per stage, per chunk id: a short label saying how the chunk got to its rank, for the stage columns.
+
+    A fresh retrieval (every candidate tagged with the stage's own name) has no moves. The stage where per-input
+    ranks (meta 'rank_<name>') first appear is a fusion: the label gives the rank in every input and the move from
+    it ("bm25 #3 ▲2 · dense —"). Any later stage reorders or filters the list before it, so its label is the move
+    from the previous stage that ran ("▲2", "▼1", "=", "new")."""
+    out: dict[str, dict[str, str]] = {}
+    previous: StageResult | None = None
+    for s in trace.stages:
+        if s.skipped is not None or not s.candidates:
+            continue
+        inputs = _rank_inputs(s)
+        if all(c.meta.get("stage") == s.stage for c in s.candidates):
+            labels: dict[str, str] = {}
+        elif inputs and (previous is None or not _rank_inputs(previous)):
+            frame = fused_moves(s, inputs)
+            labels = {
+                row["chunk_id"]: " · ".join(
+                    f"{n} —" if row[f"{n} rank"] == "—" else f"{n} #{row[f'{n} rank']} {row[f'from {n}']}"
+                    for n in inputs)
+                for row in frame.to_dict("records")
+            }
+        elif previous is not None:
+            frame = stage_frame(s, previous)
+            labels = dict(zip(frame["chunk_id"], frame["move"]))
+        else:
+            labels = {}
+        out[s.stage] = labels
+        previous = s
+    return out

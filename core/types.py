@@ -5,6 +5,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 DEFAULT_WORKSPACE = "default"
+# Candidate.meta key of a chunk's context prefix (contextual retrieval): rerankers read it, generation does not.
+CONTEXT_KEY = "context"
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Session plumbing shared by the pages: the injected Deps, the active PipelineConfig, the workspace."""
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import streamlit as st
@@ -13,8 +14,30 @@ CONFIG_KEY = "config"
 WORKSPACE_KEY = "workspace"
 
 
+@st.cache_resource(show_spinner="Loading the embedding model and opening the store…")
+def _shared_deps(db: str, model: str) -> Any:
+    # One store connection and one model per process, shared by every session (cursors per call in the store).
+    from core.deps import build_deps
+
+    return build_deps(PipelineConfig().with_overrides({"embedding.model": model}), db=db, api_key=_secret_key())
+
+
+def _secret_key() -> str | None:
+    # Streamlit secrets are the other accepted home of the Anthropic key; it goes to the SDK client only.
+    try:
+        return st.secrets.get("ANTHROPIC_API_KEY")
+    except Exception:  # no secrets.toml at all: core.deps falls back to the ANTHROPIC_API_KEY variable
+        return None
+
+
 def deps() -> Any:
-    """The Deps for this session; built once per process by workbench.py unless a test injected its own."""
+    """The Deps for this session. Tests inject their own (fakes) before the first run; otherwise the shared one,
+    re-keyed by the configured model so a model change takes effect without a restart. Built here rather than in
+    workbench.py so a page opened by its own URL in a fresh session works too."""
+    if DEPS_KEY not in st.session_state or st.session_state.get("_deps_auto"):
+        st.session_state[DEPS_KEY] = _shared_deps(os.environ.get("RAG_DB", "data/workbench.duckdb"),
+                                                  config().embedding.model)
+        st.session_state["_deps_auto"] = True
     return st.session_state[DEPS_KEY]
 
 

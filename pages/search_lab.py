@@ -44,6 +44,23 @@ with st.container(border=True):
                                                           key="w_bm25")
         overrides["fusion.dense_weight"] = w2.number_input("dense weight", 0.0, 10.0, cfg.fusion.dense_weight, 0.1,
                                                            key="w_dense")
+    with st.expander("Compression cascade: rerank → prune → MMR → expand"):
+        r = st.columns(4)
+        methods = ["late-interaction", "cross-encoder", "llm"]
+        overrides["rerank.enabled"] = r[0].toggle("Rerank", cfg.rerank.enabled, key="rerank_on")
+        overrides["rerank.method"] = r[0].selectbox("method", methods, methods.index(cfg.rerank.method),
+                                                    key="rerank_method")
+        overrides["rerank.top_n"] = int(r[0].number_input("reads top n", 1, 1000, cfg.rerank.top_n, key="rerank_top_n"))
+        overrides["rerank.k"] = int(r[0].number_input("keeps k", 1, 1000, cfg.rerank.k, key="rerank_k"))
+        overrides["prune.enabled"] = r[1].toggle("Sentence pruning", cfg.prune.enabled, key="prune_on")
+        overrides["prune.token_budget"] = int(r[1].number_input("token budget", 16, 100000, cfg.prune.token_budget,
+                                                                key="prune_budget"))
+        overrides["mmr.enabled"] = r[2].toggle("MMR + duplicate collapse", cfg.mmr.enabled, key="mmr_on")
+        overrides["mmr.lam"] = r[2].slider("λ (1 = relevance only)", 0.0, 1.0, cfg.mmr.lam, 0.05, key="mmr_lam")
+        overrides["expand.enabled"] = r[3].toggle("Expansion", cfg.expand.enabled, key="expand_on")
+        overrides["expand.mode"] = r[3].radio("mode", ["window", "parent"], ["window", "parent"].index(cfg.expand.mode),
+                                              horizontal=True, key="expand_mode")
+        overrides["expand.window"] = int(r[3].number_input("± sentences", 0, 50, cfg.expand.window, key="expand_window"))
     try:
         wanted = cfg.with_overrides(overrides)
     except ConfigError as exc:

@@ -20,12 +20,6 @@ from tests.fakes import HashEmbedder  # noqa: E402
 SHARED_DATASETS = Path(os.environ.get("RAG_DATASETS", ROOT.parent / "shared" / "datasets"))
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "slow: loads real models or big data; run with -m slow")
-    config.addinivalue_line("markers", "browser: drives /usr/bin/chromium with Playwright")
-    config.addinivalue_line("markers", "datasets: needs ../shared/datasets (skipped when absent)")
-
-
 @pytest.fixture
 def store() -> Store:
     s = Store(":memory:")

@@ -34,7 +34,8 @@ def _cfg(**overrides) -> PipelineConfig:
 def test_three_core_stages_in_order(loaded: Deps) -> None:
     trace = run_query("What is TLS_VERSION_MIN set to?", _cfg(), loaded)
     names = [s.stage for s in trace.stages]
-    assert names[:3] == CORE_STAGES
+    # Graph stages (skipped unless graph.enabled) sit between dense and fused; the core order is what matters.
+    assert [n for n in names if n in CORE_STAGES] == CORE_STAGES and names[:2] == CORE_STAGES[:2]
     for name in CORE_STAGES:
         stage = trace.stage(name)
         assert stage is not None and stage.skipped is None and stage.ms >= 0

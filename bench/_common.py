@@ -1,0 +1,174 @@
+"""Shared plumbing for the benchmarks: repo path, machine facts, RSS high-water marks, tables and JSON results."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+# The bundled model is loaded by path; a hub lookup would only stall on this offline machine.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def datasets_dir(cli_value: str | None) -> Path:
+    """--datasets wins, then RAG_DATASETS, then ../shared/datasets next to the repo (same rule as the tests)."""
+    if cli_value:
+        return Path(cli_value)
+    return Path(os.environ.get("RAG_DATASETS", ROOT.parent / "shared" / "datasets"))
+
+
+def machine_info() -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+    }
+    # Version lookups stay lazy and optional so one benchmark does not need the other's libraries.
+    for mod in ("torch", "sentence_transformers", "duckdb", "numpy", "bm25s", "rank_bm25"):
+        try:
+            m = __import__(mod)
+            info[mod] = getattr(m, "__version__", "unknown")
+        except ImportError:
+            continue
+    if "torch" in sys.modules:
+        info["torch_threads"] = sys.modules["torch"].get_num_threads()
+    try:
+        info["load_avg_at_start"] = list(os.getloadavg())
+    except OSError:
+        pass
+    return info
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+# -- memory -------------------------------------------------------------------------------------------------------
+# We read VmHWM (the same high-water counter getrusage reports as ru_maxrss) and reset it between phases by
+# writing 5 to /proc/self/clear_refs, so each phase gets its own peak instead of the process-wide maximum.
+
+def _status_kb(field: str) -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _trim_heap() -> None:
+    """Hand freed heap pages back to the OS (glibc), so a phase that reuses memory an earlier phase freed still
+    shows its own growth instead of hiding inside the old high-water mark."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _reset_hwm() -> bool:
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+class PeakRSS:
+    """Peak resident-set growth of one phase in MiB: max(VmHWM during phase) - VmRSS at its start.
+    `method` says whether the high-water mark could be reset ('VmHWM reset') or only the process-wide
+    ru_maxrss was available ('ru_maxrss delta', which reads 0 when the phase did not set a new maximum)."""
+
+    def __init__(self) -> None:
+        self.peak_mib: float = 0.0
+        self.retained_mib: float = 0.0
+        self.method = ""
+
+    @contextmanager
+    def measure(self) -> Iterator["PeakRSS"]:
+        import gc
+        import resource
+
+        gc.collect()
+        _trim_heap()
+        reset = _reset_hwm()
+        rss0 = _status_kb("VmRSS")
+        max0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        try:
+            yield self
+        finally:
+            hwm = _status_kb("VmHWM")
+            rss1 = _status_kb("VmRSS")
+            if reset and hwm is not None and rss0 is not None:
+                self.method = "VmHWM reset"
+                self.peak_mib = (hwm - rss0) / 1024
+            else:
+                self.method = "ru_maxrss delta"
+                self.peak_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - max0) / 1024
+            if rss0 is not None and rss1 is not None:
+                self.retained_mib = (rss1 - rss0) / 1024
+
+
+@contextmanager
+def timed() -> Iterator[list[float]]:
+    """`with timed() as t: ...` then t[0] is the wall time in seconds."""
+    box: list[float] = [0.0]
+    start = time.perf_counter()
+    try:
+        yield box
+    finally:
+        box[0] = time.perf_counter() - start
+
+
+# -- output -------------------------------------------------------------------------------------------------------
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A plain Markdown table (prints readably and pastes into the README unchanged)."""
+    cells = [[_fmt(v) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    line = "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |"
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    body = ["| " + " | ".join(c.rjust(w) if _numeric(c) else c.ljust(w) for c, w in zip(r, widths)) + " |"
+            for r in cells]
+    return "\n".join([line, sep, *body])
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        if v == 0:
+            return "0"
+        if abs(v) >= 100:
+            return f"{v:,.0f}"
+        if abs(v) >= 10:
+            return f"{v:.1f}"
+        if abs(v) >= 0.1:
+            return f"{v:.2f}"
+        return f"{v:.3f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return "" if v is None else str(v)
+
+
+def _numeric(s: str) -> bool:
+    return bool(s) and s.replace(",", "").replace(".", "").replace("-", "").replace("x", "").isdigit()
+
+
+def write_result(name: str, payload: dict[str, Any], out: Path | None = None) -> Path:
+    path = out or RESULTS / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
+    return path

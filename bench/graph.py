@@ -1,0 +1,219 @@
+"""GraphRAG benchmark: offline (statistical) graph build time and memory on beir_scifact, incremental update time,
+local-search latency, and multi-hop recall on sample_corpus/eval.jsonl with the graph stages on vs off.
+
+    .venv/bin/python bench/graph.py [--datasets DIR] [--queries N] [--skip-scifact] [--skip-multihop]
+
+SciFact: corpus.jsonl is read directly, one chunk per abstract (title + text), written without vectors (the
+builder needs none). Name embeddings (merge suggestions, embedding seeds) use the bundled MiniLM and are timed on
+their own. Multi-hop: the sample corpus is ingested with the bundled MiniLM; the same pipeline runs with the graph
+off and on (local search fused by RRF), scored by core.evaluation's span rule. Writes bench/results/graph.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+from _common import ROOT, PeakRSS, datasets_dir, machine_info, table, timed, utc_now, write_result
+
+sys.path.insert(0, str(ROOT))
+
+from core.config import PipelineConfig  # noqa: E402
+from core.datasets import sample_set  # noqa: E402
+from core.deps import Deps  # noqa: E402
+from core.embed import load_embedder  # noqa: E402
+from core.eval_run import NamedConfig, prepare, run_config  # noqa: E402
+from core.graph.build import build_graph  # noqa: E402
+from core.graph.search import local_search  # noqa: E402
+from core.graph.snapshot import GraphCache  # noqa: E402
+from core.store import Store  # noqa: E402
+from core.text import count_tokens  # noqa: E402
+from core.types import Chunk, Document  # noqa: E402
+
+WS = "default"
+
+
+def load_scifact(root: Path, store: Store) -> int:
+    path = root / "beir_scifact" / "corpus.jsonl"
+    n = 0
+    with path.open(encoding="utf-8") as fh:
+        for raw in fh:
+            if not raw.strip():
+                continue
+            d = json.loads(raw)
+            title, body = d.get("title", "").strip(), d.get("text", "").strip()
+            text = f"{title}\n{body}" if title else body
+            did = str(d["_id"])
+            chunk = Chunk(f"{did}#0", did, 0, text, 0, len(text), (), count_tokens(text), "en")
+            store.put_document(Document(did, did, "txt", len(text.encode()), did, "en", text, "as-given", WS,
+                                        title[:200], 1), [chunk], None, "none")
+            n += 1
+    return n
+
+
+def _graph_counts(store: Store) -> dict:
+    c = store.graph_counts(WS)
+    return {k: c[k] for k in ("chunks", "mentions", "relations", "nodes", "edges", "communities")}
+
+
+def bench_scifact(root: Path, n_queries: int, embedder) -> dict:
+    store = Store(":memory:")
+    with timed() as t_load:
+        n_docs = load_scifact(root, store)
+    print(f"scifact: {n_docs} documents loaded in {t_load[0]:.1f} s", file=sys.stderr)
+    cfg = PipelineConfig().graph
+
+    rss = PeakRSS()
+    with rss.measure(), timed() as t_build:
+        rep = build_graph(store, cfg, embedder=None, workspace=WS)  # extraction .. communities, no name vectors
+    counts = _graph_counts(store)
+    # Same build again under tracemalloc (it slows Python down, so it is not the timed run): Python heap peak.
+    tracemalloc.start()
+    with timed() as t_traced:
+        build_graph(store, cfg, embedder=None, workspace=WS, full=True)
+    _, py_peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert _graph_counts(store) == counts, "a full rebuild must reproduce the graph"
+
+    with timed() as t_sugg:
+        sugg = build_graph(store, cfg, embedder=embedder, workspace=WS)  # nothing new: suggestions only
+    pending = store.graph_counts(WS)["pending_merges"]
+
+    # Incremental: 50 documents leave, then come back; each update touches only their chunks.
+    docs = store.documents(WS)[:50]
+    saved = [(store.document_text(d.doc_id, WS), store.chunks(WS, d.doc_id), d) for d in docs]
+    for d in docs:
+        store.delete_document(d.doc_id, WS)
+    with timed() as t_del:
+        r_del = build_graph(store, cfg, embedder=None, workspace=WS)
+    for text, chunks, d in saved:
+        store.put_document(Document(d.doc_id, d.name, d.kind, d.size_bytes, d.content_hash, d.lang, text, d.chunker,
+                                    WS, d.title, d.n_chunks), chunks, None, "none")
+    with timed() as t_add:
+        r_add = build_graph(store, cfg, embedder=None, workspace=WS)
+    same = _graph_counts(store) == counts
+
+    # Local search latency over the test claims (query encoding included, as the stage does it).
+    snap = GraphCache().get(store, WS, cfg.min_phrase_chunks)
+    with timed() as t_names:
+        names = snap.name_matrix(embedder)
+    queries = [json.loads(x)["text"] for x in (root / "beir_scifact" / "queries.jsonl").read_text().splitlines()
+               if x.strip()][:n_queries]
+    stage_ms, search_ms, n_cands, n_seeds = [], [], [], []
+    for q in queries:
+        t0 = time.perf_counter()
+        qv = embedder.encode([q])[0]
+        t1 = time.perf_counter()
+        res = local_search(q, snap, store, query_vec=qv, name_matrix=names, hops=cfg.hops, node_cap=cfg.node_cap,
+                           hub_percentile=cfg.hub_percentile, seed_k=cfg.seed_k, seed_min_sim=cfg.seed_min_sim,
+                           k=cfg.k, workspace=WS)
+        t2 = time.perf_counter()
+        stage_ms.append((t2 - t0) * 1000)
+        search_ms.append((t2 - t1) * 1000)
+        n_cands.append(len(res.candidates))
+        n_seeds.append(len(res.seeds))
+
+    def pct(xs: list[float], p: float) -> float:
+        s = sorted(xs)
+        return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+
+    return {
+        "documents": n_docs, "chunks": counts["chunks"], "load_s": round(t_load[0], 2),
+        "build": {"builder": rep.builder, "seconds": round(t_build[0], 2), "peak_rss_mib": round(rss.peak_mib, 1),
+                  "rss_method": rss.method, "retained_rss_mib": round(rss.retained_mib, 1),
+                  "python_heap_peak_mib": round(py_peak / 2**20, 1), "traced_rebuild_s": round(t_traced[0], 2),
+                  **counts, "active_nodes": rep.active_nodes, "levels": rep.levels},
+        "merge_suggestions": {"seconds": round(t_sugg[0], 2), "model": embedder.model_id,
+                              "active_names_embedded": rep.active_nodes, "pending": pending,
+                              "new": sugg.suggestions},
+        "incremental": {"delete_50_docs_s": round(t_del[0], 2), "removed_chunks": r_del.chunks_removed,
+                        "readd_50_docs_s": round(t_add[0], 2), "added_chunks": r_add.chunks_added,
+                        "equals_full_build": same},
+        "local_search": {"queries": len(queries), "name_vectors_s": round(t_names[0], 2), "nodes": len(snap),
+                         "stage_ms_p50": round(pct(stage_ms, 50), 2), "stage_ms_p95": round(pct(stage_ms, 95), 2),
+                         "stage_ms_mean": round(statistics.mean(stage_ms), 2),
+                         "search_only_ms_p50": round(pct(search_ms, 50), 2),
+                         "search_only_ms_p95": round(pct(search_ms, 95), 2),
+                         "mean_candidates": round(statistics.mean(n_cands), 1),
+                         "mean_seeds": round(statistics.mean(n_seeds), 2),
+                         "queries_without_seed": sum(1 for s in n_seeds if s == 0),
+                         "settings": {k: getattr(cfg, k) for k in ("hops", "node_cap", "hub_percentile", "seed_k",
+                                                                  "seed_min_sim", "k")}},
+    }
+
+
+def bench_multihop(embedder) -> dict:
+    store = Store(":memory:")
+    deps = Deps(store=store, embedder=embedder)
+    gs = sample_set()
+    base = PipelineConfig().with_overrides({"answer.enabled": False})
+    gs, notes = prepare(gs, deps, workspace=WS, config=base)
+    with timed() as t_build:
+        rep = build_graph(store, base.graph, embedder=embedder, workspace=WS)
+    configs = {
+        "graph off": base,
+        "graph local, fused": base.with_overrides({"graph.enabled": True, "graph.mode": "local"}),
+        "graph local+global, fused": base.with_overrides({"graph.enabled": True, "graph.mode": "both"}),
+    }
+    out: dict = {"documents": len(store.documents(WS)), "chunks": store.count("chunks", WS),
+                 "graph_build_s": round(t_build[0], 2), "graph_nodes": rep.nodes, "graph_active_nodes": rep.active_nodes,
+                 "notes": notes, "runs": {}}
+    for qtype in ("multi-hop", "all"):
+        sub = gs if qtype == "all" else type(gs)(**{**gs.__dict__, "queries": [q for q in gs.queries if q.qtype == qtype]})
+        out["runs"][qtype] = {}
+        for name, cfg in configs.items():
+            run = run_config(sub, NamedConfig(name, cfg), deps, workspace=WS)
+            m = run.metrics
+            stage = {s: {k: (round(v, 3) if isinstance(v, float) else v) for k, v in d.items()}
+                     for s, d in run.stage_recall.items()}
+            out["runs"][qtype][name] = {
+                "questions": len([q for q in sub.queries if q.gold]), "final_stage": run.results[0].get("final_stage")
+                if run.results else None,
+                **{k: round(m[k], 3) for k in ("recall@5", "recall@10", "recall@20", "mrr") if m.get(k) is not None},
+                "stage_recall": stage,
+                "per_question_recall@10": {r["qid"]: r["metrics"].get("recall@10") for r in run.results}
+                if qtype == "multi-hop" else None,
+            }
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--datasets", help="folder holding beir_scifact (default $RAG_DATASETS or ../shared/datasets)")
+    ap.add_argument("--queries", type=int, default=300, help="SciFact claims for the local-search latency")
+    ap.add_argument("--skip-scifact", action="store_true")
+    ap.add_argument("--skip-multihop", action="store_true")
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+    embedder = load_embedder(PipelineConfig().embedding.model).embedder
+    result: dict = {"bench": "graph", "when": utc_now(), "machine": machine_info(),
+                    "command": "python bench/graph.py " + " ".join(sys.argv[1:])}
+    if not args.skip_scifact:
+        root = datasets_dir(args.datasets)
+        if (root / "beir_scifact" / "corpus.jsonl").is_file():
+            result["scifact"] = sf = bench_scifact(root, args.queries, embedder)
+            b, ls = sf["build"], sf["local_search"]
+            print(table(["docs", "build s", "peak RSS MiB", "py heap MiB", "nodes", "active", "edges", "communities",
+                         "levels"], [[sf["documents"], b["seconds"], b["peak_rss_mib"], b["python_heap_peak_mib"],
+                                      b["nodes"], b["active_nodes"], b["edges"], b["communities"], b["levels"]]]))
+            print(table(["queries", "stage p50 ms", "stage p95 ms", "search p50 ms", "search p95 ms", "no seed"],
+                        [[ls["queries"], ls["stage_ms_p50"], ls["stage_ms_p95"], ls["search_only_ms_p50"],
+                          ls["search_only_ms_p95"], ls["queries_without_seed"]]]))
+        else:
+            result["scifact"] = {"skipped": f"beir_scifact not found under {root}"}
+    if not args.skip_multihop:
+        result["multihop"] = mh = bench_multihop(embedder)
+        rows = [[qt, name, r["questions"], r.get("recall@5"), r.get("recall@10"), r.get("recall@20"), r.get("mrr")]
+                for qt, runs in mh["runs"].items() for name, r in runs.items()]
+        print(table(["questions", "config", "n", "recall@5", "recall@10", "recall@20", "MRR"], rows))
+    path = write_result("graph", result, args.out)
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

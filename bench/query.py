@@ -1,0 +1,296 @@
+"""Query benchmark: per-query latency of BM25, dense and fused search on synthetic chunks vs rank_bm25 + numpy.
+
+Run from the repo root:  .venv/bin/python bench/query.py [--sizes 10000 100000] [--queries 200]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import PeakRSS, machine_info, table, timed, utc_now, write_result  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from core.retrieve.bm25 import BM25Index, BM25Params  # noqa: E402
+from core.retrieve.dense import DenseIndex  # noqa: E402
+from core.retrieve.fusion import rrf  # noqa: E402
+from core.text import tokenize  # noqa: E402
+from core.types import Candidate  # noqa: E402
+
+DIM = 384  # the bundled MiniLM's width, so the matrix is the size a real corpus would have
+K_STAGE, K_FUSED, RRF_K = 50, 20, 60  # the PipelineConfig defaults for bm25.k / dense.k, fusion.k and rrf_k
+
+_STOP = ("the of and to in a is that for it as was with be by on not he this are or his from at which but have an "
+         "they you were her she there been one all we their has would when if so no will more out up who can").split()
+_ONSETS = ["", "b", "br", "c", "ch", "d", "dr", "f", "g", "gr", "h", "k", "l", "m", "n", "p", "pl", "r", "s", "sh",
+           "st", "t", "tr", "v", "w", "z"]
+_VOWELS = ["a", "e", "i", "o", "u", "ai", "ea", "ou"]
+_CODAS = ["", "", "n", "r", "s", "t", "l", "nd", "st", "ck"]
+
+
+# -- synthetic corpus ---------------------------------------------------------------------------------------------
+
+def vocabulary(rng: np.random.Generator, size: int, identifiers: int) -> list[str]:
+    """Word list in Zipf rank order: stopwords first, then made-up English-ish words with code identifiers
+    (camelCase, snake_case, UPPER_SNAKE, dotted keys) scattered through the middle ranks."""
+    words: list[str] = []
+    seen = set(_STOP)
+    while len(words) < size:
+        n = int(rng.integers(1, 4))
+        w = "".join(_ONSETS[rng.integers(len(_ONSETS))] + _VOWELS[rng.integers(len(_VOWELS))]
+                    + _CODAS[rng.integers(len(_CODAS))] for _ in range(n))
+        if len(w) > 2 and w not in seen:
+            seen.add(w)
+            words.append(w)
+    idents: list[str] = []
+    for i in range(identifiers):
+        a, b, c = (words[int(j)] for j in rng.integers(0, 3000, size=3))
+        style = i % 4
+        ident = (a + b.capitalize() + c.capitalize() if style == 0 else f"{a}_{b}_{c}" if style == 1
+                 else f"{a}_{b}".upper() if style == 2 else f"{a}.{b}.{c}")
+        idents.append(ident)
+    positions = sorted(rng.choice(np.arange(200, size), size=identifiers, replace=False).tolist(), reverse=True)
+    for pos, ident in zip(positions, idents):
+        words.insert(pos, ident)
+    return list(_STOP) + words
+
+
+def synthetic_chunks(n: int, seed: int, vocab_size: int = 30_000, identifiers: int = 400,
+                     words_min: int = 60, words_max: int = 160, zipf_s: float = 1.07) -> list[str]:
+    """n chunks of words_min..words_max words drawn from a Zipf(s) law over the vocabulary, with sentence ends."""
+    rng = np.random.default_rng(seed)
+    vocab = np.asarray(vocabulary(rng, vocab_size, identifiers), dtype=object)
+    ranks = np.arange(1, len(vocab) + 1, dtype=np.float64)
+    p = 1.0 / ranks ** zipf_s
+    p /= p.sum()
+    lengths = rng.integers(words_min, words_max + 1, size=n)
+    draws = vocab[rng.choice(len(vocab), size=int(lengths.sum()), p=p)]
+    ends = rng.random(len(draws)) < 1 / 14  # about one sentence end every 14 words
+    draws = np.where(ends, draws + ".", draws)
+    out, start = [], 0
+    for length in lengths.tolist():
+        out.append(" ".join(draws[start:start + length].tolist()))
+        start += length
+    return out
+
+
+def synthetic_queries(chunks: Sequence[str], n: int, seed: int) -> list[str]:
+    """2-5 words lifted from a random chunk (stopwords mostly skipped), so every query has real matches."""
+    rng = np.random.default_rng(seed + 1)
+    stop = set(_STOP)
+    out = []
+    for _ in range(n):
+        words = [w.rstrip(".") for w in chunks[int(rng.integers(len(chunks)))].split()]
+        content = [w for w in words if w not in stop] or words
+        take = min(len(content), int(rng.integers(2, 6)))
+        out.append(" ".join(content[int(i)] for i in rng.choice(len(content), size=take, replace=False)))
+    return out
+
+
+# -- the two sides ------------------------------------------------------------------------------------------------
+
+def candidates(hits: Sequence[tuple[str, float]], stage: str) -> list[Candidate]:
+    return [Candidate(cid, "", "", score, rank, {"stage": stage}) for rank, (cid, score) in enumerate(hits, 1)]
+
+
+def naive_bm25_top(bm25: Any, ids: Sequence[str], query: str, k: int) -> list[tuple[str, float]]:
+    scores = bm25.get_scores(tokenize(query))
+    order = np.argsort(-scores)[:k]  # a full sort: what one writes without thinking about top-k
+    return [(ids[i], float(scores[i])) for i in order if scores[i] > 0]
+
+
+def naive_dense_top(matrix: np.ndarray, ids: Sequence[str], q: np.ndarray, k: int) -> list[tuple[str, float]]:
+    sims = matrix @ q
+    order = np.argsort(-sims)[:k]
+    return [(ids[i], float(sims[i])) for i in order]
+
+
+def naive_rrf(lists: Sequence[Sequence[tuple[str, float]]], k: int, top: int) -> list[tuple[str, float]]:
+    scores: dict[str, float] = {}
+    for hits in lists:
+        for rank, (cid, _) in enumerate(hits, 1):
+            scores[cid] = scores.get(cid, 0.0) + 1.0 / (k + rank)
+    return sorted(scores.items(), key=lambda kv: -kv[1])[:top]
+
+
+def summary(ms: Sequence[float]) -> dict[str, float]:
+    arr = np.asarray(ms)
+    return {"n": int(len(arr)), "median_ms": float(np.median(arr)), "p95_ms": float(np.percentile(arr, 95)),
+            "mean_ms": float(arr.mean()), "min_ms": float(arr.min())}
+
+
+def clock(fn: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    out = fn()
+    return (time.perf_counter() - start) * 1000, out
+
+
+def overlap(a: Sequence[tuple[str, float]], b: Sequence[tuple[str, float]], k: int = 10) -> float:
+    sa, sb = {c for c, _ in a[:k]}, {c for c, _ in b[:k]}
+    return len(sa & sb) / max(1, min(k, len(sa), len(sb)))
+
+
+def run_size(n: int, n_queries: int, n_naive: int, seed: int) -> dict[str, Any]:
+    from rank_bm25 import BM25Okapi
+
+    print(f"\n== {n:,} chunks ==", flush=True)
+    with timed() as t_gen:
+        texts = synthetic_chunks(n, seed)
+        queries = synthetic_queries(texts, n_queries, seed)
+    ids = [f"c{i:07d}" for i in range(n)]
+    words = sum(len(t.split()) for t in texts)
+    print(f"generated {n:,} chunks ({words / n:.0f} words each on average) and {n_queries} queries "
+          f"in {t_gen[0]:.1f}s", flush=True)
+    rng = np.random.default_rng(seed + 2)
+
+    # Tiny builds first, so lazy imports and stemmer start-up are not billed to the first real index.
+    BM25Index(ids[:50], texts[:50], BM25Params())
+    BM25Okapi([tokenize(x) for x in texts[:50]])
+    mem: dict[str, PeakRSS] = {k: PeakRSS() for k in ("bm25s", "dense", "rank_bm25")}
+    build: dict[str, float] = {}
+    with mem["bm25s"].measure(), timed() as t:
+        bm25 = BM25Index(ids, texts, BM25Params())
+    build["bm25s"] = t[0]
+    print(f"BM25Index (bm25s) built in {t[0]:.1f}s", flush=True)
+    raw = rng.standard_normal((n, DIM)).astype(np.float32)  # stands in for the store's vectors (not billed)
+    raw /= np.linalg.norm(raw, axis=1, keepdims=True)
+    with mem["dense"].measure(), timed() as t:
+        dense = DenseIndex("random-384", ids, raw)
+        del raw  # the index keeps its own normalised copy; the loaded rows are dropped, as IndexCache does
+    build["dense"] = t[0]
+    with mem["rank_bm25"].measure(), timed() as t:
+        naive = BM25Okapi([tokenize(x) for x in texts], k1=1.2, b=0.75)
+    build["rank_bm25"] = t[0]
+    print(f"rank_bm25.BM25Okapi built in {t[0]:.1f}s (same tokenizer)", flush=True)
+    qvecs = rng.standard_normal((n_queries, DIM)).astype(np.float32)
+    qvecs /= np.linalg.norm(qvecs, axis=1, keepdims=True)
+    matrix = dense.matrix  # the naive peer searches the very same normalised matrix
+
+    # Warm both sides (first calls allocate scratch arrays). Then, query by query, the methods run in a shuffled
+    # order: a noisy neighbour hurts every method alike, and none always runs right after another (numpy's BLAS
+    # threads stay awake for a moment after a product, which would favour whichever method came second).
+    for q, v in zip(queries[:3], qvecs[:3]):
+        bm25.search(q, K_STAGE), dense.search(v, K_STAGE), naive_dense_top(matrix, ids, v, K_STAGE)
+    naive_bm25_top(naive, ids, queries[0], K_STAGE)
+
+    lat: dict[str, list[float]] = {k: [] for k in ("bm25", "dense", "fused", "rrf_only", "naive_bm25",
+                                                   "naive_dense", "naive_fused")}
+    agree_bm25, agree_dense = [], []
+    order_rng = np.random.default_rng(seed + 3)
+    for i, (q, v) in enumerate(zip(queries, qvecs)):
+        jobs: dict[str, Callable[[], Any]] = {
+            "bm25": lambda: bm25.search(q, K_STAGE),
+            "dense": lambda: dense.search(v, K_STAGE),
+            "fused": lambda: rrf([candidates(bm25.search(q, K_STAGE), "bm25"),
+                                  candidates(dense.search(v, K_STAGE), "dense")],
+                                 k=RRF_K, names=["bm25", "dense"], top=K_FUSED),
+            "naive_dense": lambda: naive_dense_top(matrix, ids, v, K_STAGE),
+        }
+        if i < n_naive:
+            jobs["naive_bm25"] = lambda: naive_bm25_top(naive, ids, q, K_STAGE)
+            jobs["naive_fused"] = lambda: naive_rrf([naive_bm25_top(naive, ids, q, K_STAGE),
+                                                     naive_dense_top(matrix, ids, v, K_STAGE)], RRF_K, K_FUSED)
+        names = list(jobs)
+        out: dict[str, Any] = {}
+        for j in order_rng.permutation(len(names)).tolist():
+            ms, out[names[j]] = clock(jobs[names[j]])
+            lat[names[j]].append(ms)
+        ms_r, _ = clock(lambda: rrf([candidates(out["bm25"], "bm25"), candidates(out["dense"], "dense")],
+                                    k=RRF_K, names=["bm25", "dense"], top=K_FUSED))
+        lat["rrf_only"].append(ms_r)
+        agree_dense.append(overlap(out["dense"], out["naive_dense"]))
+        if i < n_naive:
+            agree_bm25.append(overlap(out["bm25"], out["naive_bm25"]))
+
+    stats = {k: summary(v) for k, v in lat.items()}
+    # Ratios on the same queries: the naive BM25 / fused peers only ran the first n_naive of them.
+    same = {k: summary(v[:n_naive]) for k, v in lat.items() if k in ("bm25", "fused")}
+    ratios = {
+        "bm25": statistics.median(lat["naive_bm25"]) / same["bm25"]["median_ms"],
+        "dense": stats["naive_dense"]["median_ms"] / stats["dense"]["median_ms"],
+        "fused": statistics.median(lat["naive_fused"]) / same["fused"]["median_ms"],
+    }
+    return {
+        "chunks": n, "queries": n_queries, "naive_bm25_queries": n_naive, "mean_words_per_chunk": words / n,
+        "generate_s": t_gen[0], "build_s": build,
+        "peak_mem_mib": {k: round(m.peak_mib, 1) for k, m in mem.items()},
+        "retained_mem_mib": {k: round(m.retained_mib, 1) for k, m in mem.items()},
+        "mem_method": mem["bm25s"].method,
+        "dense_matrix_mib": round(dense.matrix.nbytes / 2**20, 1),
+        "bm25s_arrays_mib": round(sum(getattr(a, "nbytes", 0) for a in bm25._retriever.scores.values()) / 2**20, 1),
+        "latency": stats, "speedup_vs_naive_median": ratios,
+        "agreement_at_10": {"bm25s_vs_rank_bm25": float(np.mean(agree_bm25)),
+                            "dense_vs_numpy": float(np.mean(agree_dense))},
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    ap.add_argument("--queries", type=int, default=200, help="queries per size for the product stages")
+    ap.add_argument("--naive-queries", type=int, nargs="+", default=None,
+                    help="queries for rank_bm25 per size (default: 100 up to 20k chunks, else 20)")
+    ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--out", type=Path, default=None, help="result JSON (default bench/results/query.json)")
+    args = ap.parse_args(argv)
+
+    naive_q = args.naive_queries or [100 if n <= 20_000 else 20 for n in args.sizes]
+    if len(naive_q) == 1:
+        naive_q = naive_q * len(args.sizes)
+    machine = machine_info()
+    started = time.perf_counter()
+    runs = [run_size(n, args.queries, min(nq, args.queries), args.seed) for n, nq in zip(args.sizes, naive_q)]
+    total_s = time.perf_counter() - started
+
+    lat_rows, build_rows = [], []
+    for r in runs:
+        L = r["latency"]
+        for stage, peer in (("bm25", "naive_bm25"), ("dense", "naive_dense"), ("fused", "naive_fused")):
+            lat_rows.append([f"{r['chunks']:,}", stage, L[stage]["median_ms"], L[stage]["p95_ms"],
+                             L[peer]["median_ms"], L[peer]["p95_ms"], L[peer]["n"],
+                             f"{r['speedup_vs_naive_median'][stage]:.1f}x"])
+        lat_rows.append([f"{r['chunks']:,}", "rrf alone", L["rrf_only"]["median_ms"], L["rrf_only"]["p95_ms"],
+                         "", "", "", ""])
+        for name in ("bm25s", "dense", "rank_bm25"):
+            build_rows.append([f"{r['chunks']:,}", name, r["build_s"][name], r["peak_mem_mib"][name],
+                               r["retained_mem_mib"][name]])
+    print()
+    print(table(["chunks", "stage", "median ms", "p95 ms", "naive median ms", "naive p95 ms", "naive n",
+                 "speed-up"], lat_rows))
+    print("\nproduct: bm25s BM25Index / DenseIndex (numpy, argpartition) / both + core rrf; naive peer: "
+          "rank_bm25.BM25Okapi + numpy full argsort + a dict RRF; same tokenizer, same matrix, same queries")
+    print()
+    print(table(["chunks", "index", "build s", "peak RSS +MiB", "retained +MiB"], build_rows))
+    print(f"\nmemory: {runs[0]['mem_method']} (resident-set high-water mark of each build minus RSS before it); "
+          "payload: " + ", ".join(f"{r['chunks']:,}: dense matrix {r['dense_matrix_mib']} MiB, bm25s score arrays "
+                                  f"{r['bm25s_arrays_mib']} MiB" for r in runs))
+    for r in runs:
+        a = r["agreement_at_10"]
+        print(f"{r['chunks']:,}: top-10 agreement bm25s vs rank_bm25 {a['bm25s_vs_rank_bm25']:.2f} "
+              f"(lucene vs okapi idf), dense vs numpy {a['dense_vs_numpy']:.2f}")
+    print(f"total {total_s:.0f}s")
+
+    payload = {
+        "benchmark": "query",
+        "timestamp": utc_now(),
+        "command": "python bench/query.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "machine": machine,
+        "parameters": {"sizes": args.sizes, "queries": args.queries, "naive_bm25_queries": naive_q,
+                       "seed": args.seed, "dim": DIM, "k_stage": K_STAGE, "k_fused": K_FUSED, "rrf_k": RRF_K,
+                       "bm25": BM25Params().__dict__},
+        "total_s": total_s,
+        "load_avg_at_end": list(__import__("os").getloadavg()),
+        "runs": runs,
+    }
+    path = write_result("query", payload, args.out)
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,327 @@
+"""Compression after rerank: whole-sentence pruning under a token budget, duplicate collapse, and MMR ordering."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from core.embed import Embedder, EmbeddingCacheStore
+from core.text import estimate_llm_tokens, normalise, sentence_spans, sha256_text
+from core.types import Candidate
+
+Span = tuple[int, int]
+SpanScorer = Callable[[str, Sequence[tuple[str, Sequence[Span]]]], list[np.ndarray]]
+
+GAP = " … "  # stands between kept runs that were not adjacent in the chunk
+
+
+# -- token accounting (what each stage hands to the model) ----------------------------------------------------------
+def llm_tokens(candidates: Sequence[Candidate]) -> int:
+    return sum(estimate_llm_tokens(c.text) for c in candidates)
+
+
+def flow_info(before: Sequence[Candidate], after: Sequence[Candidate]) -> dict[str, Any]:
+    """Candidates and tokens in and out of a stage, and the share of tokens kept: the numbers beside each stage."""
+    t_in, t_out = llm_tokens(before), llm_tokens(after)
+    return {"candidates_in": len(before), "candidates_out": len(after), "tokens_in": t_in, "tokens_out": t_out,
+            "kept_share": round(t_out / t_in, 4) if t_in else 1.0}
+
+
+# -- sentence units -------------------------------------------------------------------------------------------------
+def sentence_units(text: str, max_unit_tokens: int = 80) -> list[Span]:
+    """Sentences of a chunk; a sentence longer than max_unit_tokens (code, tables, run-on lists) is split at its
+    line breaks, never inside a line, so an identifier is always kept or dropped whole. A fragment without a letter
+    (a list number '3.', a bullet) joins the sentence after it."""
+    out: list[Span] = []
+    for s, e in _raw_units(text, max_unit_tokens):
+        if out and not any(ch.isalpha() for ch in text[out[-1][0] : out[-1][1]]):
+            out[-1] = (out[-1][0], e)
+        else:
+            out.append((s, e))
+    return out
+
+
+def _raw_units(text: str, max_unit_tokens: int) -> list[Span]:
+    out: list[Span] = []
+    for s, e in sentence_spans(text):
+        if estimate_llm_tokens(text[s:e]) <= max_unit_tokens or "\n" not in text[s:e]:
+            out.append((s, e))
+            continue
+        pos = s
+        for m in re.finditer(r"\n", text[s:e]):
+            cut = s + m.start()
+            if cut > pos and text[pos:cut].strip():
+                out.append(_trim(text, pos, cut))
+            pos = s + m.end()
+        if pos < e and text[pos:e].strip():
+            out.append(_trim(text, pos, e))
+    return out
+
+
+def _trim(text: str, s: int, e: int) -> Span:
+    while s < e and text[s].isspace():
+        s += 1
+    while e > s and text[e - 1].isspace():
+        e -= 1
+    return s, e
+
+
+# A sentence that opens by pointing back ("It", "This", "However", "Это", "Однако") loses its subject alone.
+_BACK_REF = re.compile(
+    r"^\W*(it|its|this|these|that|those|they|them|their|he|she|his|her|such|also|however|but|and|or|so|thus|then|"
+    r"therefore|hence|meanwhile|instead|otherwise|moreover|furthermore|additionally|likewise|similarly|both|"
+    r"as a result|in addition|in contrast|by contrast|for example|for instance|the former|the latter|"
+    r"это|этот|эта|эти|этого|он|она|оно|они|его|её|ее|их|однако|но|также|поэтому|при этом|кроме того|"
+    r"тем не менее|такой|такая|такие|там|здесь)\b",
+    re.IGNORECASE,
+)
+_HEADING = re.compile(r"^\s*(#{1,6}\s|\S[^\n]{0,80}:$)")
+_IDENT_TOKEN = re.compile(r"[\w$€£₽][\w.\-/$€£₽,%]*[\w%]|\w")
+
+
+def needs_previous(sentence: str) -> bool:
+    return bool(_BACK_REF.match(sentence))
+
+
+def is_heading(sentence: str) -> bool:
+    return bool(_HEADING.match(sentence)) and "\n" not in sentence.strip()
+
+
+def exact_terms(query: str) -> list[str]:
+    """Query tokens that must match verbatim: anything with a digit, an inner '_', '-', '.' or '/', or mixed case
+    inside (SKUs, versions, sums, config keys, camelCase names)."""
+    out = []
+    for m in _IDENT_TOKEN.finditer(query):
+        tok = m.group(0).strip(".,")
+        if len(tok) < 2:
+            continue
+        inner = tok[1:-1]
+        if (any(ch.isdigit() for ch in tok) or any(ch in inner for ch in "_-./")
+                or (any(ch.isupper() for ch in tok[1:]) and any(ch.islower() for ch in tok))
+                or (tok.isupper() and len(tok) >= 3)):
+            out.append(tok)
+    return out
+
+
+def pin_terms(query: str) -> list[str]:
+    """The query's identifiers strong enough to pin a sentence: config keys, codes, dotted versions, camelCase
+    names (TLS_VERSION_MIN, FB-0520-X, 4.2.1, retryBackoffMs). Bare numbers and years are not: "2024" sits in half
+    the corpus, and pinning every sentence that holds it would spend the budget on them."""
+    out = []
+    for tok in exact_terms(query):
+        inner = tok[1:-1]
+        letters = any(ch.isalpha() for ch in tok)
+        if ((any(ch in inner for ch in "_-/") and letters and len(tok) >= 4) or tok.count(".") >= 2
+                or ("." in inner and letters)
+                or (any(ch.isupper() for ch in tok[1:]) and any(ch.islower() for ch in tok))):
+            out.append(tok)
+    return out
+
+
+@dataclass(frozen=True)
+class PruneOutcome:
+    candidates: list[Candidate]
+    units_in: int
+    units_kept: int
+    dropped: list[str]  # chunk ids with no sentence kept
+    pinned: int  # sentences kept because they hold a query term verbatim
+
+
+def prune_sentences(
+    query: str, candidates: Sequence[Candidate], scorer: SpanScorer, *, token_budget: int,
+    keep_neighbours: bool = True, max_unit_tokens: int = 80, chunk_weight: float = 1.0,
+) -> PruneOutcome:
+    """Keep whole sentences, most useful first, until the token budget is spent.
+
+    A sentence's priority is its own score plus `chunk_weight` x (its chunk's score - the best chunk's score): the
+    reranker's verdict on the whole chunk still counts, so a sentence of the top chunk beats an equally scored one
+    further down. Sentences holding a query term verbatim (an SKU, a version, a config key) claim the budget
+    first, then the rest in priority order.
+    A kept sentence brings the one before it when it points back ("It", "However", ...) and its section heading,
+    so it keeps its subject. Text is never rewritten: each kept run is a verbatim slice of the chunk, and runs
+    that were not adjacent are joined by ' … '."""
+    units = [sentence_units(c.text, max_unit_tokens) for c in candidates]
+    scores = scorer(query, [(c.text, u) for c, u in zip(candidates, units)]) if candidates else []
+    cost = [[estimate_llm_tokens(c.text[s:e]) for s, e in u] for c, u in zip(candidates, units)]
+    kept: list[set[int]] = [set() for _ in candidates]
+    spent = 0
+    top_score = max((c.score for c in candidates), default=0.0)
+    prio = [[float(scores[ci][ui]) + chunk_weight * (c.score - top_score) for ui in range(len(units[ci]))]
+            for ci, c in enumerate(candidates)]
+
+    def closure(ci: int, ui: int) -> list[int]:
+        need = [ui]
+        if keep_neighbours:
+            j = ui
+            text = candidates[ci].text
+            while j > 0 and needs_previous(text[units[ci][j][0]:units[ci][j][1]]):
+                j -= 1
+                need.append(j)
+            for h in range(need[-1] - 1, -1, -1):  # nearest heading above the run
+                s, e = units[ci][h]
+                if is_heading(text[s:e]):
+                    need.append(h)
+                    break
+        return need
+
+    def claim(ci: int, ui: int) -> bool:
+        nonlocal spent
+        need = [j for j in closure(ci, ui) if j not in kept[ci]]
+        extra = sum(cost[ci][j] for j in need)
+        if not need or spent + extra > token_budget:
+            return False
+        kept[ci].update(need)
+        spent += extra
+        return True
+
+    order = sorted(((p, -ci, -ui) for ci in range(len(candidates)) for ui, p in enumerate(prio[ci])), reverse=True)
+    order_ids = [(-nci, -nui) for _, nci, nui in order]
+    terms = [t.lower() for t in pin_terms(query)]
+    pinned = 0
+    if terms:
+        for ci, ui in order_ids:
+            s, e = units[ci][ui]
+            if any(t in candidates[ci].text[s:e].lower() for t in terms) and claim(ci, ui):
+                pinned += 1
+    for ci, ui in order_ids:
+        if ui not in kept[ci]:
+            claim(ci, ui)
+
+    out: list[Candidate] = []
+    dropped: list[str] = []
+    for ci, c in enumerate(candidates):
+        if not kept[ci]:
+            dropped.append(c.chunk_id)
+            continue
+        spans = [units[ci][j] for j in sorted(kept[ci])]
+        text = join_spans(c.text, spans, units[ci])
+        ranked_c = c.with_rank(len(out) + 1, None, stage="prune", rank_before=c.rank, kept_spans=spans,
+                               sentences=f"{len(spans)}/{len(units[ci])}")
+        out.append(replace(ranked_c, text=text))
+    return PruneOutcome(out, sum(len(u) for u in units), sum(len(k) for k in kept), dropped, pinned)
+
+
+def join_spans(text: str, spans: Sequence[Span], all_units: Sequence[Span]) -> str:
+    """Verbatim runs of consecutive kept units (original spacing inside a run), runs joined by GAP."""
+    index = {u: i for i, u in enumerate(all_units)}
+    runs: list[list[int]] = []
+    for s, e in spans:
+        if runs and index.get((s, e), -2) == index.get((runs[-1][2], runs[-1][3]), -9) + 1:
+            runs[-1][1], runs[-1][2], runs[-1][3] = e, s, e
+        else:
+            runs.append([s, e, s, e])
+    return GAP.join(text[a:b] for a, b, _, _ in runs)
+
+
+# -- duplicates and MMR ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Duplicate:
+    dropped: str
+    kept: str
+    similarity: float
+    exact: bool
+
+
+@dataclass(frozen=True)
+class DiversifyOutcome:
+    candidates: list[Candidate]
+    duplicates: list[Duplicate]
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    v = np.asarray(vectors, dtype=np.float32)
+    return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12) if v.size else v
+
+
+def facts(text: str) -> frozenset[str]:
+    """The tokens a reader could not infer from the words around them: numbers, versions, sums, codes, keys."""
+    return frozenset(t.lower() for t in exact_terms(text))
+
+
+def collapse_duplicates(candidates: Sequence[Candidate], vectors: np.ndarray, *, threshold: float
+                        ) -> tuple[list[int], list[Duplicate]]:
+    """Indices that survive, best-ranked first, and which chunk each dropped one duplicated. Equal normalised
+    text is an exact duplicate. A near duplicate needs cosine >= threshold AND the very same facts (numbers,
+    codes, keys): a draft that says "20 days" beside a final that says "30 days" carries news and stays, and so do
+    two quarterly reports written from one template."""
+    vecs = _unit(vectors)
+    keep: list[int] = []
+    seen: dict[str, int] = {}
+    dups: list[Duplicate] = []
+    for i, c in enumerate(candidates):
+        h = sha256_text(normalise(c.text).lower())
+        if h in seen:
+            dups.append(Duplicate(c.chunk_id, candidates[seen[h]].chunk_id, 1.0, True))
+            continue
+        if keep and len(vecs):
+            sims = vecs[keep] @ vecs[i]
+            mine = facts(c.text)
+            near = [(float(sims[n]), j) for n, j in enumerate(keep)
+                    if float(sims[n]) >= threshold and facts(candidates[j].text) == mine]
+            if near:
+                sim, j = max(near)
+                dups.append(Duplicate(c.chunk_id, candidates[j].chunk_id, round(sim, 4), False))
+                continue
+        seen[h] = i
+        keep.append(i)
+    return keep, dups
+
+
+def mmr_order(relevance: np.ndarray, vectors: np.ndarray, *, lam: float, k: int) -> list[int]:
+    """Maximal marginal relevance: repeatedly take argmax of lam*rel - (1-lam)*max cosine to what is taken.
+    Relevance is min-max scaled to [0, 1] so lam weighs two quantities of the same range; ties go to the
+    earlier item, so lam = 1 returns the incoming order."""
+    n = len(relevance)
+    if n == 0:
+        return []
+    rel = np.asarray(relevance, dtype=np.float64)
+    span = rel.max() - rel.min()
+    rel = (rel - rel.min()) / span if span > 0 else np.ones(n)
+    vecs = _unit(vectors)
+    sims = vecs @ vecs.T if len(vecs) else np.zeros((n, n))
+    chosen: list[int] = []
+    best_sim = np.full(n, 0.0)
+    left = list(range(n))
+    while left and len(chosen) < k:
+        vals = [lam * rel[i] - (1 - lam) * (best_sim[i] if chosen else 0.0) for i in left]
+        pick = left[int(np.argmax(vals))]  # argmax takes the first maximum: incoming order breaks ties
+        chosen.append(pick)
+        left.remove(pick)
+        best_sim = np.maximum(best_sim, sims[pick])
+    return chosen
+
+
+def diversify(candidates: Sequence[Candidate], vectors: np.ndarray, *, lam: float, dedup_threshold: float,
+              k: int) -> DiversifyOutcome:
+    """The MMR stage: collapse duplicates (recorded: which was dropped as a duplicate of which), then MMR over
+    the survivors using their incoming scores as relevance."""
+    keep, dups = collapse_duplicates(candidates, vectors, threshold=dedup_threshold)
+    by_kept: dict[str, list[str]] = {}
+    for d in dups:
+        by_kept.setdefault(d.kept, []).append(d.dropped)
+    survivors = [candidates[i] for i in keep]
+    vecs = np.asarray(vectors)[keep] if len(keep) and len(vectors) else np.zeros((0, 0))
+    order = mmr_order(np.array([c.score for c in survivors]), vecs, lam=lam, k=k)
+    out = []
+    for r, i in enumerate(order, start=1):
+        c = survivors[i]
+        extra = {"duplicates_dropped": ", ".join(by_kept[c.chunk_id])} if c.chunk_id in by_kept else {}
+        out.append(c.with_rank(r, None, stage="mmr", rank_before=c.rank, **extra))
+    return DiversifyOutcome(out, dups)
+
+
+def cached_vectors(texts: Sequence[str], embedder: Embedder, cache: EmbeddingCacheStore | None, workspace: str
+                   ) -> np.ndarray:
+    """Vectors of texts from the embedding cache (chunk texts are there since ingest), encoding only the misses and
+    writing nothing back: query-time texts must not grow the cache."""
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32)
+    hashes = [sha256_text(t) for t in texts]
+    found = cache.cached_embeddings(embedder.model_id, hashes, workspace) if cache is not None else {}
+    missing = [i for i, h in enumerate(hashes) if h not in found]
+    if missing:
+        fresh = embedder.encode([texts[i] for i in missing])
+        found = {**found, **{hashes[i]: fresh[j] for j, i in enumerate(missing)}}
+    return np.stack([np.asarray(found[h], dtype=np.float32) for h in hashes])

@@ -1,0 +1,485 @@
+"""Golden sets: JSONL loading with per-line problems, the sample set, and the anthropic_codebase / beir_scifact loaders.
+
+A golden set is a list of questions, each with gold items (document + span, exact passage, or document id with a
+grade) and, for the public sets, the corpus that goes with it. Every problem in the file is reported with its line
+number, and the rest of the set still loads. Public corpora are written to the store *as given* (no re-chunking) in
+their own workspace, so their numbers compare with the published ones; a second run finds them already stored.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
+
+from core.embed import Embedder, embed_with_cache
+from core.evaluation import DEFAULT_KS, Gold, MatchMode, Unit
+from core.text import count_tokens, detect_language
+from core.types import Chunk, Document
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_DIR = ROOT / "sample_corpus"
+SAMPLE_SET = SAMPLE_DIR / "eval.jsonl"
+PUBLIC = ("anthropic_codebase", "beir_scifact")
+QUESTION_TYPES = ("factoid", "exact-id", "multi-hop", "global", "unanswerable")
+
+Progress = Callable[[int, int, str], None]
+
+
+class DatasetError(ValueError):
+    """A golden set or corpus that cannot be used at all; the message is fit for the user."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    line: int  # 1-based line in the file; 0 when the problem is not tied to a line
+    qid: str
+    message: str
+    severity: Literal["error", "warning"] = "error"  # error: the question is left out; warning: kept
+
+    def __str__(self) -> str:
+        where = f"line {self.line}" if self.line else "set"
+        return f"{where}{f' ({self.qid})' if self.qid else ''}: {self.message}"
+
+
+@dataclass(frozen=True)
+class GoldenQuery:
+    qid: str
+    query: str
+    qtype: str = "factoid"
+    answerable: bool = True
+    gold: tuple[Gold, ...] = ()
+    reference: str = ""  # the reference answer, for answer-level metrics
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class PreDoc:
+    """A document whose chunks are given by the data set (written to the store without re-chunking)."""
+
+    doc: Document
+    chunks: tuple[Chunk, ...]
+
+
+@dataclass(frozen=True)
+class CorpusReport:
+    documents: int
+    added: int
+    present: int
+    embedded: int
+    cache_hits: int
+    errors: tuple[str, ...] = ()
+
+
+@dataclass
+class GoldenSet:
+    name: str
+    queries: list[GoldenQuery]
+    problems: list[Problem] = field(default_factory=list)
+    unit: Unit = "chunk"
+    ks: tuple[int, ...] = DEFAULT_KS
+    ndcg_ks: tuple[int, ...] = (10,)
+    pass_k: bool = False  # also report the cookbook's Pass@k (0-100)
+    workspace: str | None = None  # a public set's own workspace; None: evaluate the caller's workspace
+    overrides: dict[str, Any] = field(default_factory=dict)  # settings the set needs (e.g. depth for recall@100)
+    doc_key: Literal["name", "id", "none"] = "name"  # how gold `doc` maps to store documents
+    source: str = ""
+    corpus_dir: Path | None = None  # files to ingest when the workspace lacks the gold documents
+    predocs: Callable[[], list[PreDoc]] | None = None  # or: documents given pre-chunked
+
+    @property
+    def scorable(self) -> list[GoldenQuery]:
+        return [q for q in self.queries if q.gold]
+
+
+# -- JSONL ---------------------------------------------------------------------------------------------------------
+def _gold_item(raw: Any, where: str) -> Gold:
+    if isinstance(raw, str):
+        return Gold(text=raw)
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where} must be an object like {{\"doc\": ..., \"span\": ...}}")
+    doc = raw.get("doc", "")
+    span = raw.get("span", raw.get("text", ""))
+    grade = raw.get("grade", 1)
+    if not isinstance(doc, str) or not isinstance(span, str):
+        raise ValueError(f"{where}: doc and span must be strings")
+    if not isinstance(grade, int) or isinstance(grade, bool) or grade < 0:
+        raise ValueError(f"{where}: grade must be a non-negative integer")
+    if not doc.strip() and not span.strip():
+        raise ValueError(f"{where} names neither a document nor a span")
+    match: MatchMode = "span" if span.strip() else "doc"
+    return Gold(doc=doc.strip(), text=span, grade=grade, match=match)
+
+
+def parse_line(obj: Any, line: int) -> GoldenQuery:
+    """One JSON object -> GoldenQuery; raises ValueError with a message naming the field."""
+    if not isinstance(obj, dict):
+        raise ValueError("expected a JSON object")
+    query = obj.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise ValueError("empty query")
+    qid = obj.get("id", f"line{line}")
+    qtype = obj.get("type", "factoid")
+    answerable = obj.get("answerable", True)
+    gold_raw = obj.get("gold", [])
+    if not isinstance(qtype, str) or not qtype:
+        raise ValueError("type must be a non-empty string")
+    if not isinstance(answerable, bool):
+        raise ValueError("answerable must be true or false")
+    if not isinstance(gold_raw, list):
+        raise ValueError("gold must be a list")
+    gold = tuple(_gold_item(g, f"gold[{i}]") for i, g in enumerate(gold_raw))
+    reference = obj.get("answer", "")
+    return GoldenQuery(str(qid), " ".join(query.split()), qtype, answerable, gold,
+                       reference if isinstance(reference, str) else json.dumps(reference), line)
+
+
+def parse_jsonl(data: str | bytes, name: str = "upload") -> GoldenSet:
+    """Read a golden set; every bad line becomes a Problem and the other lines still load."""
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise DatasetError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    queries: list[GoldenQuery] = []
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for n, raw in enumerate(data.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            problems.append(Problem(n, "", f"not valid JSON ({exc.msg} at column {exc.colno})"))
+            continue
+        qid = str(obj.get("id", "")) if isinstance(obj, dict) else ""
+        try:
+            q = parse_line(obj, n)
+        except ValueError as exc:
+            problems.append(Problem(n, qid, str(exc)))
+            continue
+        if q.qid in seen:
+            problems.append(Problem(n, q.qid, "duplicate id; this line is left out"))
+            continue
+        seen.add(q.qid)
+        if q.answerable and not q.gold:
+            problems.append(Problem(n, q.qid, "answerable but has no gold; retrieval metrics skip it", "warning"))
+        queries.append(q)
+    if not queries and not problems:
+        raise DatasetError(f"{name}: no questions in the file")
+    return GoldenSet(name=name, queries=queries, problems=problems, source=name)
+
+
+def load_jsonl_file(path: str | Path) -> GoldenSet:
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise DatasetError(f"cannot read golden set {p}: {exc.strerror}") from exc
+    gs = parse_jsonl(data, p.name)
+    gs.source = str(p)
+    return gs
+
+
+def sample_set(path: Path = SAMPLE_SET) -> GoldenSet:
+    """The shipped questions; their documents sit in sample_corpus/docs (what `make run` ingests)."""
+    gs = load_jsonl_file(path)
+    docs = path.parent / "docs"
+    gs.name, gs.corpus_dir = "sample", docs if docs.is_dir() else path.parent
+    return gs
+
+
+# -- anthropic_codebase --------------------------------------------------------------------------------------------
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# Code has no headings, but its definitions play their part: a file's types are its "title" and the definitions
+# enclosing a chunk are its "heading path". Language-agnostic on purpose (Rust, C++, Java, Python, Go, ...):
+# optional modifiers, then a definition keyword, then the rest of the line up to a body or signature opener.
+_MODIFIERS = r"(?:(?:pub(?:\([\w:]+\))?|public|private|protected|internal|static|final|abstract|sealed|export|" \
+             r"default|async|unsafe|inline|virtual|template\s*<[^>\n]*>)\s+)*"
+_TYPE_DEF = re.compile(r"^[ \t]*" + _MODIFIERS + r"(class|struct|enum|trait|interface|impl|namespace|object|union)"
+                       r"\b[ \t]*([^\n{;(]*)", re.M)
+_FUNC_DEF = re.compile(r"^[ \t]*" + _MODIFIERS + r"(fn|def|func|function)\b[ \t]+([A-Za-z_]\w*)", re.M)
+OUTLINE_VERSION = "as-given+outline1"  # the chunker label: a change to the outline rules re-writes stored docs
+
+
+def _clean_def(kind: str, rest: str) -> str:
+    sep = "" if rest.startswith("<") else " "  # impl<T> Foo stays as written
+    return " ".join(f"{kind}{sep}{rest}".split())[:100].rstrip(" :<")
+
+
+def code_outline(text: str, limit: int = 6) -> list[str]:
+    """The type-level definitions of a source file, in order, without repeats (at most `limit`)."""
+    out: list[str] = []
+    for m in _TYPE_DEF.finditer(text):
+        d = _clean_def(m.group(1), m.group(2))
+        if d not in out and len(d) > len(m.group(1)):
+            out.append(d)
+        if len(out) >= limit:
+            break
+    return out
+
+
+def enclosing_definitions(text: str, pos: int) -> tuple[str, ...]:
+    """The last type definition and the last function definition that start before `pos` (the chunk's scope as
+    far as a regex can tell), outermost first."""
+    last_type = next(reversed([m for m in _TYPE_DEF.finditer(text, 0, pos)]), None)
+    last_fn = next(reversed([m for m in _FUNC_DEF.finditer(text, 0, pos)]), None)
+    path = []
+    if last_type is not None:
+        path.append(_clean_def(last_type.group(1), last_type.group(2)))
+    if last_fn is not None and (last_type is None or last_fn.start() > last_type.start()):
+        path.append(f"{last_fn.group(1)} {last_fn.group(2)}")
+    return tuple(path)
+
+
+def anthropic_predocs(path: Path, workspace: str) -> list[PreDoc]:
+    """The cookbook's 90 documents with their 737 chunks exactly as given; ids stay the cookbook's
+    (doc_id 'doc_N', chunk_id 'doc_N_chunk_M', ordinal = original_index)."""
+    raw = json.loads((path / "codebase_chunks.json").read_text(encoding="utf-8"))
+    out = []
+    for d in raw:
+        content = d["content"]
+        chunks = []
+        for c in d["chunks"]:
+            text = c["content"]
+            start = content.find(text)
+            s0 = max(start, 0)
+            chunks.append(Chunk(c["chunk_id"], d["doc_id"], int(c["original_index"]), text, s0,
+                                s0 + len(text) if start >= 0 else 0, enclosing_definitions(content, s0),
+                                count_tokens(text), "en"))
+        # The corpus side has no file path, so the title is what the file defines (what a reader would call it).
+        doc = Document(d["doc_id"], d["doc_id"], "txt", len(content.encode()), _sha(content),
+                       detect_language(content), content, OUTLINE_VERSION, workspace,
+                       ", ".join(code_outline(content)), len(chunks))
+        out.append(PreDoc(doc, tuple(sorted(chunks, key=lambda c: c.ordinal))))
+    return out
+
+
+def anthropic_set(root: Path) -> GoldenSet:
+    """248 questions; gold = the golden chunks' text, matched by stripped equality as the cookbook does.
+    The set has no question types, so the type is the source repository (per-repo breakdown)."""
+    path = root / "anthropic_codebase"
+    if not (path / "evaluation_set.jsonl").is_file() or not (path / "codebase_chunks.json").is_file():
+        raise DatasetError(f"anthropic_codebase not found under {root} (set RAG_DATASETS to its parent folder)")
+    queries, problems = [], []
+    for n, raw in enumerate((path / "evaluation_set.jsonl").read_text(encoding="utf-8").splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+            gold = tuple(Gold(doc=obj["meta"].get("relative_path", g["doc_uuid"]), text=g["content"], match="exact")
+                         for g in obj["golden_chunks"])
+            if not obj["query"].strip() or not gold:
+                raise ValueError("empty query or no golden chunks")
+            queries.append(GoldenQuery(f"ac{n:03d}", obj["query"], obj["meta"].get("repo_name", "codebase"), True,
+                                       gold, obj.get("answer", ""), n))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            problems.append(Problem(n, "", f"unreadable line ({type(exc).__name__}: {exc})"))
+    ws = "anthropic_codebase"
+    # Pass@20 needs 20 whole chunks at the end: later stages hand on 20, and sentence pruning stays off.
+    needs = {"rerank.k": 20, "mmr.k": 20, "prune.enabled": False}
+    return GoldenSet("anthropic_codebase", queries, problems, unit="chunk", ks=(5, 10, 20), pass_k=True,
+                     workspace=ws, overrides=needs, doc_key="none", source=str(path),
+                     predocs=lambda: anthropic_predocs(path, ws))
+
+
+# -- beir_scifact --------------------------------------------------------------------------------------------------
+def scifact_predocs(path: Path, workspace: str) -> list[PreDoc]:
+    """Each abstract as one chunk (title + text), the standard BEIR way; doc_id is the corpus _id."""
+    out = []
+    with (path / "corpus.jsonl").open(encoding="utf-8") as fh:
+        for raw in fh:
+            if not raw.strip():
+                continue
+            d = json.loads(raw)
+            title, body = d.get("title", "").strip(), d.get("text", "").strip()
+            text = f"{title}\n{body}" if title else body
+            did = str(d["_id"])
+            chunk = Chunk(f"{did}#0", did, 0, text, 0, len(text), (), count_tokens(text), "en")
+            out.append(PreDoc(Document(did, did, "txt", len(text.encode()), _sha(text), "en", text, "as-given",
+                                       workspace, title[:200], 1), (chunk,)))
+    return out
+
+
+def scifact_set(root: Path) -> GoldenSet:
+    """300 test claims with BEIR qrels (doc-level, graded); nDCG@10 and recall@100 as BEIR reports them."""
+    path = root / "beir_scifact"
+    if not (path / "queries.jsonl").is_file() or not (path / "qrels" / "test.tsv").is_file():
+        raise DatasetError(f"beir_scifact not found under {root} (set RAG_DATASETS to its parent folder)")
+    qrels: dict[str, list[tuple[str, int]]] = {}
+    problems: list[Problem] = []
+    for n, raw in enumerate((path / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines(), start=1):
+        parts = raw.split("\t")
+        if n == 1 and parts[0] == "query-id":
+            continue
+        try:
+            qrels.setdefault(parts[0], []).append((parts[1], int(parts[2])))
+        except (IndexError, ValueError):
+            problems.append(Problem(n, "", f"qrels/test.tsv: unreadable row {raw!r}"))
+    queries = []
+    for n, raw in enumerate((path / "queries.jsonl").read_text(encoding="utf-8").splitlines(), start=1):
+        if not raw.strip():
+            continue
+        d = json.loads(raw)
+        qid = str(d["_id"])
+        gold = tuple(Gold(doc=doc, grade=g, match="doc") for doc, g in qrels.get(qid, []) if g > 0)
+        if not gold:
+            problems.append(Problem(n, qid, "no relevant documents in the qrels; left out"))
+            continue
+        queries.append(GoldenQuery(qid, d["text"], "claim", True, gold, "", n))
+    ws = "beir_scifact"
+    # recall@100 needs 100 documents at the end: every stage hands on 100, pruning stays off.
+    needs = {"bm25.k": 100, "dense.k": 100, "fusion.k": 100, "rerank.top_n": 100, "rerank.k": 100, "mmr.k": 100,
+             "prune.enabled": False}
+    return GoldenSet("beir_scifact", queries, problems, unit="doc", ks=(5, 10, 20, 100), ndcg_ks=(10,),
+                     workspace=ws, overrides=needs, doc_key="id",
+                     source=str(path), predocs=lambda: scifact_predocs(path, ws))
+
+
+# -- resolving a name or path -------------------------------------------------------------------------------------
+def load_dataset(name_or_path: str, root: Path) -> GoldenSet:
+    """'sample', 'anthropic_codebase', 'beir_scifact' (under root) or a path to a JSONL golden set."""
+    if name_or_path == "sample":
+        return sample_set()
+    if name_or_path == "anthropic_codebase":
+        return anthropic_set(root)
+    if name_or_path == "beir_scifact":
+        return scifact_set(root)
+    p = Path(name_or_path)
+    if p.is_file():
+        return load_jsonl_file(p)
+    raise DatasetError(f"unknown dataset {name_or_path!r}: use sample, anthropic_codebase, beir_scifact or a path "
+                       "to a .jsonl golden set")
+
+
+def default_root() -> Path:
+    """Where the public sets live (RAG_DATASETS or ../shared/datasets), as core.deps decides."""
+    from core.deps import datasets_root
+
+    return datasets_root()
+
+
+def available_datasets(root: Path) -> list[str]:
+    names = ["sample"] if SAMPLE_SET.is_file() else []
+    names += [n for n in PUBLIC if (root / n).is_dir()]
+    return names
+
+
+# -- corpus and gold resolution against a store -------------------------------------------------------------------
+def _batches(items: Sequence[PreDoc], max_chunks: int) -> Iterator[list[PreDoc]]:
+    batch: list[PreDoc] = []
+    n = 0
+    for p in items:
+        batch.append(p)
+        n += len(p.chunks)
+        if n >= max_chunks:
+            yield batch
+            batch, n = [], 0
+    if batch:
+        yield batch
+
+
+def ingest_predocs(
+    predocs: Sequence[PreDoc], *, store: Any, embedder: Embedder, workspace: str, progress: Progress | None = None,
+    batch_chunks: int = 256,
+) -> CorpusReport:
+    """Write pre-chunked documents with their raw vectors; documents already stored with the same content hash
+    are left alone, so a second run costs nothing. Texts are embedded in batches across documents (cache first)
+    and each document is still written in its own transaction."""
+    store.ensure_workspace(workspace)
+    existing = {d.doc_id: (d.content_hash, d.chunker) for d in store.documents(workspace)}
+    todo = [p for p in predocs if existing.get(p.doc.doc_id) != (p.doc.content_hash, p.doc.chunker)]
+    present = len(predocs) - len(todo)
+    embedded = hits = done = 0
+    errors: list[str] = []
+    for batch in _batches(todo, batch_chunks):
+        texts = [c.text for p in batch for c in p.chunks]
+        vecs, stats = embed_with_cache(texts, embedder, store, workspace)
+        embedded += stats.computed
+        hits += stats.cache_hits
+        i = 0
+        for p in batch:
+            n = len(p.chunks)
+            try:
+                store.put_document(replace(p.doc, workspace=workspace), p.chunks, vecs[i : i + n], embedder.model_id,
+                                   replace_doc_id=p.doc.doc_id if p.doc.doc_id in existing else None)
+            except Exception as exc:  # one bad document is reported; the others still go in
+                errors.append(f"{p.doc.name}: {type(exc).__name__}: {exc}")
+            i += n
+            done += 1
+        if progress:
+            progress(present + done, len(predocs), f"embedded {embedded}, cached {hits}")
+    if embedded or hits:
+        store.record_cache_event("embedding", hits, embedded, "eval corpus", workspace)
+    return CorpusReport(len(predocs), done - len(errors), present, embedded, hits, tuple(errors))
+
+
+def ensure_corpus(
+    gs: GoldenSet, *, store: Any, embedder: Embedder, workspace: str, config: Any = None,
+    progress: Progress | None = None,
+) -> CorpusReport | None:
+    """Make sure the set's corpus is in the workspace: pre-chunked documents as given, or the sample files that
+    the gold names but the workspace lacks (ingested with the given config's chunker). None: nothing to do."""
+    if gs.predocs is not None:
+        return ingest_predocs(gs.predocs(), store=store, embedder=embedder, workspace=workspace, progress=progress)
+    if gs.corpus_dir is None:
+        return None
+    have = {d.name for d in store.documents(workspace)}
+    wanted = {g.doc for q in gs.queries for g in q.gold if g.doc}
+    if wanted <= have:
+        return None
+    from core.config import PipelineConfig
+    from core.ingest.pipeline import ingest_files, read_paths
+
+    available = read_paths([gs.corpus_dir])
+    if have - {n for n, _ in available}:
+        # The workspace holds someone's own corpus: never mix the sample files into it behind their back.
+        return CorpusReport(0, 0, len(have), 0, 0, (
+            f"workspace '{workspace}' holds other documents, so the {gs.name} corpus was not added; questions whose "
+            "documents are missing are left out (ingest the corpus or use an empty workspace)",))
+    files = [(n, b) for n, b in available if n not in have]
+    report = ingest_files(files, store=store, embedder=embedder, config=config or PipelineConfig(),
+                          workspace=workspace, progress=progress)
+    return CorpusReport(len(files), len(report.ok), len(have), report.embedded, report.cache_hits,
+                        tuple(r.message for r in report.errors))
+
+
+def resolve_gold(gs: GoldenSet, store: Any, workspace: str) -> GoldenSet:
+    """Map each gold item's document to store ids. A question whose gold names a document the workspace does not
+    hold is reported (with its line) and left out, so one stale line never spoils the rest."""
+    if gs.doc_key == "none":
+        return gs
+    docs = store.documents(workspace)
+    by_key: dict[str, set[str]] = {}
+    for d in docs:
+        by_key.setdefault(d.name if gs.doc_key == "name" else d.doc_id, set()).add(d.doc_id)
+    kept: list[GoldenQuery] = []
+    problems = list(gs.problems)
+    for q in gs.queries:
+        missing = sorted({g.doc for g in q.gold if g.doc and g.doc not in by_key})
+        if missing:
+            problems.append(Problem(q.line, q.qid, f"unknown document {', '.join(repr(m) for m in missing)} "
+                                                   f"(not in workspace '{workspace}'); question left out"))
+            continue
+        gold = tuple(replace(g, doc_ids=frozenset(by_key[g.doc]) if g.doc else frozenset()) for g in q.gold)
+        kept.append(replace(q, gold=gold))
+    return replace(gs, queries=kept, problems=problems)
+
+
+def describe(gs: GoldenSet) -> dict[str, Any]:
+    """Counts for the page and the CLI: questions, per type, answerable, problems."""
+    types: dict[str, int] = {}
+    for q in gs.queries:
+        types[q.qtype] = types.get(q.qtype, 0) + 1
+    return {"name": gs.name, "questions": len(gs.queries), "with_gold": len(gs.scorable),
+            "unanswerable": sum(1 for q in gs.queries if not q.answerable), "types": types,
+            "problems": len(gs.problems)}
+
+
+def problems_as_rows(problems: Sequence[Problem]) -> list[Mapping[str, Any]]:
+    return [{"line": p.line, "id": p.qid, "severity": p.severity, "problem": p.message} for p in problems]

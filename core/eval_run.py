@@ -1,0 +1,308 @@
+"""Runs pipeline configurations over a golden set: per-question scores, repeats for variance, stored runs, A/B."""
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from core.config import PipelineConfig
+from core.datasets import GoldenQuery, GoldenSet, ensure_corpus, resolve_gold
+from core.deps import Deps
+from core.evaluation import (
+    LOWER_IS_BETTER, AnswerJudge, Comparison, Gold, QueryScore, answer_metrics, by_group,
+    compare_runs, judge, latency_summary, mean_metrics, per_query_status, score_trace, spread, stage_summary,
+)
+from core.pipeline import QueryError, run_query
+from core.report import snippet
+from core.types import DEFAULT_WORKSPACE, Trace
+
+Progress = Callable[[int, int, str], None]
+# What a stored question keeps, so hundreds of runs stay small: every stage's top KEEP_DEPTH candidates (the first
+# TEXT_DEPTH with a snippet; full text comes from the store by chunk id), the final list whole (recall curves), and
+# for every stage the rank at which each gold item first appears (gold status), computed over the whole list.
+KEEP_DEPTH = 20
+TEXT_DEPTH = 10
+NOT_COMPARED = frozenset({"depth", "first_rank"})  # descriptive only: first_rank is averaged over hits alone
+
+
+@dataclass(frozen=True)
+class NamedConfig:
+    name: str
+    config: PipelineConfig
+
+
+@dataclass
+class EvalRun:
+    """One configuration over one golden set: means over repeats, their spread, and every question's record."""
+
+    eval_id: str
+    dataset: str
+    config_name: str
+    config_hash: str
+    config: dict[str, Any]
+    corpus_version: int
+    workspace: str
+    repeats: int
+    metrics: dict[str, float | None]
+    spread: dict[str, float]
+    per_repeat: list[dict[str, float | None]]
+    stage_recall: dict[str, dict[str, float | None]]
+    latency: dict[str, dict[str, float]]
+    by_type: dict[str, dict[str, float | None]]
+    results: list[dict[str, Any]]
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    created_at: Any = None
+    unit: str = "chunk"
+    ks: tuple[int, ...] = (5, 10, 20)
+
+    def summary(self) -> dict[str, Any]:
+        """Everything but the per-question results: what the store keeps in eval_runs and the CLI prints."""
+        return {"eval_id": self.eval_id, "dataset": self.dataset, "config_name": self.config_name,
+                "config_hash": self.config_hash, "config": self.config, "corpus_version": self.corpus_version,
+                "workspace": self.workspace, "repeats": self.repeats, "metrics": self.metrics, "spread": self.spread,
+                "per_repeat": self.per_repeat, "stage_recall": self.stage_recall, "latency": self.latency,
+                "by_type": self.by_type, "n_queries": len(self.results), "problems": self.problems,
+                "notes": self.notes, "seconds": round(self.seconds, 3), "unit": self.unit, "ks": list(self.ks)}
+
+    def per_query(self, metric: str) -> dict[str, float | None]:
+        return {r["qid"]: r["metrics"].get(metric) for r in self.results}
+
+    @classmethod
+    def from_stored(cls, d: dict[str, Any]) -> "EvalRun":
+        return cls(d["eval_id"], d["dataset"], d["config_name"], d["config_hash"], d["config"], d["corpus_version"],
+                   d.get("workspace", DEFAULT_WORKSPACE), d["repeats"], d["metrics"], d.get("spread", {}),
+                   d.get("per_repeat", []), d.get("stage_recall", {}), d.get("latency", {}), d.get("by_type", {}),
+                   d.get("results", []), d.get("problems", []), d.get("notes", []), d.get("seconds", 0.0),
+                   d.get("created_at"), d.get("unit", "chunk"), tuple(d.get("ks", (5, 10, 20))))
+
+
+def _stage_record(score: QueryScore, trace: Trace, gold: Sequence[Gold],
+                  originals: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    by_name = {s.stage: s for s in trace.stages}
+    out = []
+    for s in score.stages:
+        res = by_name[s.stage]
+        cands = []
+        # Judged per chunk, even for document-level sets, so the view can mark every chunk that holds gold.
+        hits = list(s.hits) if len(s.hits) == len(res.candidates) else judge(res.candidates, gold,
+                                                                             originals=originals)
+        gold_ranks: list[int | None] = [None] * len(gold)
+        for c, h in zip(res.candidates, hits):
+            for g in h:
+                if gold_ranks[g] is None:
+                    gold_ranks[g] = c.rank
+        keep = len(res.candidates) if s.stage == score.final_stage else KEEP_DEPTH
+        for i, c in enumerate(res.candidates[:keep]):
+            row: dict[str, Any] = {"chunk_id": c.chunk_id, "doc_id": c.doc_id, "rank": c.rank,
+                                   "score": round(float(c.score), 6), "gold": sorted(hits[i])}
+            if i < TEXT_DEPTH:
+                row["text"] = snippet(c.text, 240)
+            cands.append(row)
+        out.append({"stage": s.stage, "skipped": s.skipped, "skip_reason": res.skipped, "ms": round(s.ms, 3),
+                    "depth": s.depth, "recall": s.recall, "first_rank": s.first_rank, "tokens": s.tokens,
+                    "token_share": s.token_share, "gold_ranks": gold_ranks, "candidates": cands})
+    return out
+
+
+def _query_row(q: GoldenQuery, score: QueryScore | None, trace: Trace | None, error: str | None,
+               answer: dict[str, float | None]) -> dict[str, Any]:
+    return {
+        "qid": q.qid, "query": q.query, "qtype": q.qtype, "answerable": q.answerable, "line": q.line,
+        "gold": [{"doc": g.doc, "text": g.text, "grade": g.grade, "match": g.match} for g in q.gold],
+        "metrics": {**(score.metrics if score else {}), **answer},
+        "final_stage": score.final_stage if score else None,
+        "stages": _stage_record(score, trace, q.gold) if score and trace else [],
+        "answer": None if trace is None or trace.answer is None else {
+            "text": trace.answer.text, "refused": trace.answer.refused, "citations": list(trace.answer.citations)},
+        "error": error,
+    }
+
+
+class ProductAnswerJudge:
+    """The answer generator's own metrics (core.answer_eval) behind the AnswerJudge protocol: faithfulness by
+    lexical claim support (or an LLM judge when `llm` is given: it costs money, so it is opt-in) and relevancy by
+    embedding cosine with the workbench's embedder."""
+
+    def __init__(self, embedder: Any = None, llm: Any = None) -> None:
+        self.embedder, self.llm = embedder, llm
+
+    def faithfulness(self, answer: Any, contexts: Sequence[str]) -> float | None:
+        from core.answer_eval import faithfulness
+
+        return faithfulness(answer, contexts, llm=self.llm).value
+
+    def relevancy(self, question: str, answer: Any) -> float | None:
+        from core.answer_eval import answer_relevancy
+
+        return answer_relevancy(question, answer, embedder=self.embedder).value
+
+
+def prepare(gs: GoldenSet, deps: Deps, *, workspace: str, config: PipelineConfig | None = None,
+            progress: Progress | None = None) -> tuple[GoldenSet, list[str]]:
+    """Put the set's corpus in the workspace if needed, then map its gold to store ids. Returns notes to show."""
+    notes: list[str] = []
+    rep = ensure_corpus(gs, store=deps.store, embedder=deps.embedder, workspace=workspace, config=config,
+                        progress=progress)
+    if rep is not None:
+        notes.append(f"corpus: {rep.documents} documents, {rep.added} added, {rep.present} already stored; "
+                     f"{rep.embedded} embeddings computed, {rep.cache_hits} from the cache")
+        notes += [f"corpus error: {e}" for e in rep.errors]
+        if rep.added:
+            deps.indexes.invalidate(workspace)
+    return resolve_gold(gs, deps.store, workspace), notes
+
+
+def run_config(
+    gs: GoldenSet, nc: NamedConfig, deps: Deps, *, workspace: str, repeats: int = 1, progress: Progress | None = None,
+    offset: int = 0, total: int | None = None, answer_judge: AnswerJudge | None = None, limit: int | None = None,
+) -> EvalRun:
+    """Run one configuration `repeats` times over the (resolved) set and aggregate. The corpus must be in place."""
+    t0 = time.perf_counter()
+    cfg = nc.config
+    if answer_judge is None:
+        answer_judge = ProductAnswerJudge(deps.embedder)
+    queries = gs.queries[:limit] if limit else list(gs.queries)
+    total = total if total is not None else len(queries) * repeats
+    runs_scores: list[list[tuple[GoldenQuery, QueryScore | None, Trace | None, str | None, dict]]] = []
+    done = offset
+    for _ in range(max(1, repeats)):
+        rows = []
+        for q in queries:
+            try:
+                trace = run_query(q.query, cfg, deps, workspace=workspace, log=False)
+            except QueryError as exc:
+                rows.append((q, None, None, str(exc), answer_metrics(q.query, q.answerable, None, [])))
+            else:
+                originals = _originals(trace, deps, workspace) if any(g.match == "exact" for g in q.gold) else None
+                score = score_trace(trace, q.gold, ks=gs.ks, ndcg_ks=gs.ndcg_ks, unit=gs.unit, pass_k=gs.pass_k,
+                                    originals=originals)
+                final = trace.final()
+                contexts = [c.text for c in final.candidates] if final else []
+                ans = answer_metrics(q.query, q.answerable, trace.answer, contexts, answer_judge)
+                rows.append((q, score, trace, None, ans))
+            done += 1
+            if progress:
+                progress(done, total, f"{nc.name}: {q.qid}")
+        runs_scores.append(rows)
+
+    per_repeat = [mean_metrics({**(s.metrics if s else {}), **a} for _, s, _, _, a in rows) for rows in runs_scores]
+    first = runs_scores[0]
+    results = []
+    for i, (q, score, trace, err, ans) in enumerate(first):
+        row = _query_row(q, score, trace, err, ans)
+        if len(runs_scores) > 1:  # per-question means over repeats; the stage record stays the first repeat's
+            row["metrics"] = mean_metrics({**(r[i][1].metrics if r[i][1] else {}), **r[i][4]} for r in runs_scores)
+        results.append(row)
+    keys = list(per_repeat[0]) if per_repeat else []
+    metrics = {k: _mean_or_none([p.get(k) for p in per_repeat]) for k in keys}
+    spreads = {k: spread([p.get(k) for p in per_repeat]) for k in keys}
+    all_scores = [s for rows in runs_scores for _, s, _, _, _ in rows if s is not None]
+    scored = [s for s in all_scores if s.n_gold]
+    notes = _notes(gs, cfg, runs_scores, metrics)
+    errors = sorted({f"{q.qid}: {e}" for rows in runs_scores for q, _, _, e, _ in rows if e})
+    return EvalRun(
+        eval_id=uuid.uuid4().hex, dataset=gs.name, config_name=nc.name, config_hash=cfg.stable_hash(),
+        config=cfg.model_dump(mode="json"), corpus_version=deps.store.corpus_version(workspace), workspace=workspace,
+        repeats=max(1, repeats), metrics=metrics, spread=spreads, per_repeat=per_repeat,
+        stage_recall=stage_summary(scored) if scored else {}, latency=latency_summary(all_scores),
+        by_type=by_group([r["metrics"] for r in results], [r["qtype"] for r in results]), results=results,
+        problems=[str(p) for p in gs.problems] + errors, notes=notes, seconds=time.perf_counter() - t0,
+        unit=gs.unit, ks=gs.ks,
+    )
+
+
+def _originals(trace: Trace, deps: Deps, workspace: str) -> dict[str, str]:
+    """Stored text of every chunk in the trace: exact-match gold asks which chunks were retrieved, not how a later
+    stage trimmed them."""
+    ids = list({c.chunk_id for s in trace.stages for c in s.candidates})
+    return {cid: ch.text for cid, ch in deps.store.chunks_by_id(ids, workspace).items()}
+
+
+def _mean_or_none(values: Sequence[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def _notes(gs: GoldenSet, cfg: PipelineConfig, runs: list[list[tuple]], metrics: dict[str, float | None]) -> list[str]:
+    notes = []
+    depth = metrics.get("depth")
+    if depth is not None and gs.ks and depth < 0.95 * max(gs.ks):
+        notes.append(f"the final list holds {depth:.1f} candidates on average, fewer than k={max(gs.ks)}: "
+                     f"recall@{max(gs.ks)} counts only what was returned (raise the stage depths)")
+    if len(runs) > 1:
+        def finals(rows: list[tuple]) -> list[tuple[str, ...]]:
+            return [tuple(c.chunk_id for c in (t.final().candidates if t and t.final() else ()))
+                    for _, _, t, _, _ in rows]
+        if any(finals(r) != finals(runs[0]) for r in runs[1:]):
+            notes.append("final lists differ between repeats: some stage is non-deterministic (see the spread)")
+        else:
+            notes.append(f"all {len(runs)} repeats returned identical lists: the pipeline is deterministic here")
+    else:
+        flaky = sorted({s.stage for _, _, t, _, _ in runs[0] if t for s in t.stages
+                        if s.info.get("deterministic") is False})
+        if flaky:
+            notes.append(f"stage(s) {', '.join(flaky)} are non-deterministic: run with repeats >= 3 to see the spread")
+    n_unans = sum(1 for q, *_ in runs[0] if not q.gold)
+    if n_unans:
+        notes.append(f"{n_unans} question(s) without gold (unanswerable) are left out of the retrieval means"
+                     + ("" if metrics.get("refusal_accuracy") is not None else "; refusal accuracy needs answers"))
+    return notes
+
+
+def run_eval(
+    gs: GoldenSet, configs: Sequence[NamedConfig], deps: Deps, *, workspace: str | None = None, repeats: int = 1,
+    progress: Progress | None = None, save: bool = True, answer_judge: AnswerJudge | None = None,
+    limit: int | None = None,
+) -> list[EvalRun]:
+    """Prepare the corpus once, run every configuration (all questions of one config before the next, so indexes
+    are built once per config), store each run, and return them in order."""
+    ws = gs.workspace or workspace or DEFAULT_WORKSPACE
+    resolved, notes = prepare(gs, deps, workspace=ws, config=configs[0].config if configs else None,
+                              progress=progress)
+    n = len(resolved.queries[:limit] if limit else resolved.queries)
+    total = n * max(1, repeats) * len(configs)
+    out = []
+    for i, nc in enumerate(configs):
+        run = run_config(resolved, nc, deps, workspace=ws, repeats=repeats, progress=progress,
+                         offset=i * n * max(1, repeats), total=total, answer_judge=answer_judge, limit=limit)
+        run.notes = notes + run.notes
+        if save:
+            deps.store.save_eval_run(ws, run.summary(), run.results)
+        out.append(run)
+    return out
+
+
+def load_run(store: Any, eval_id: str, workspace: str = DEFAULT_WORKSPACE) -> EvalRun | None:
+    d = store.eval_run(eval_id, workspace)
+    return EvalRun.from_stored({**d, "workspace": workspace}) if d else None
+
+
+def compare(a: EvalRun, b: EvalRun, metrics: Sequence[str] | None = None) -> Comparison:
+    """A vs B per metric with the delta and a verdict that never calls a difference inside the spread a win."""
+    names = list(metrics) if metrics is not None else [
+        m for m in a.metrics if m in b.metrics and m not in NOT_COMPARED]
+    common = [qid for qid in a.per_query(names[0]) if qid in b.per_query(names[0])] if names else []
+    pa = {m: [a.per_query(m).get(q) for q in common] for m in names}
+    pb = {m: [b.per_query(m).get(q) for q in common] for m in names}
+    return compare_runs(a.metrics, b.metrics, a_spread=a.spread, b_spread=b.spread, a_per_query=pa, b_per_query=pb,
+                        metrics=names)
+
+
+def per_query_diff(a: EvalRun, b: EvalRun, metric: str = "ndcg@10") -> list[dict[str, Any]]:
+    """Every question with its score under A and B and whether B improved, regressed or kept it."""
+    bq = {r["qid"]: r for r in b.results}
+    rows = []
+    for ra in a.results:
+        rb = bq.get(ra["qid"])
+        if rb is None:
+            continue
+        va, vb = ra["metrics"].get(metric), rb["metrics"].get(metric)
+        rows.append({"qid": ra["qid"], "type": ra["qtype"], "query": ra["query"], "A": va, "B": vb,
+                     "delta": None if va is None or vb is None else vb - va,
+                     "A first rank": ra["metrics"].get("first_rank"), "B first rank": rb["metrics"].get("first_rank"),
+                     "status": per_query_status(va, vb, higher_is_better=metric not in LOWER_IS_BETTER)})
+    return rows
+

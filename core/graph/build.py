@@ -1,0 +1,253 @@
+"""Graph build workflow: keeps the stored graph in step with the corpus (full, incremental, re-resolve), thin glue
+that reads settings and tables and calls the pure operations (extract, resolve, communities)."""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from core.config import GraphConfig
+from core.embed import Embedder
+from core.graph.communities import LEIDEN_VERSIONS, hierarchical_leiden_arrays
+from core.graph.extract import extract_all, make_extractor
+from core.graph.model import LLM_BUILT, STATISTICAL, BuildReport, ChunkExtraction
+from core.graph.resolve import Resolution, SynonymGroup, parse_synonyms, resolve, suggest_merges
+from core.graph.snapshot import active_graph, name_vectors
+from core.llm import LLMError
+from core.store import Store
+from core.types import DEFAULT_WORKSPACE, Usage
+
+Progress = Callable[[str, int, int], None]
+
+EXTRACT_BATCH = 200  # chunks per stored batch of extractions
+
+# Settings that change what extraction writes: when they differ from the stored graph's, only a full rebuild
+# makes the whole graph consistent again, and the user is told so.
+_EXTRACTION_KEYS = ("builder", "max_entities_per_chunk", "llm_model")
+
+
+def _settings(cfg: GraphConfig) -> dict[str, Any]:
+    keys = ("builder", "llm_model", "max_entities_per_chunk", "min_phrase_chunks", "merge_threshold", "split_by_type",
+            "max_cluster_size", "max_levels", "resolution", "seed")
+    return {k: getattr(cfg, k) for k in keys}
+
+
+def builder_label(builder: str) -> str:
+    return LLM_BUILT if builder == "llm" else STATISTICAL
+
+
+# -- resolution ----------------------------------------------------------------------------------------------------
+def current_resolution(store: Store, cfg: GraphConfig, workspace: str) -> Resolution:
+    """Resolution from the stored elements, the synonym list and the review decisions (in decision order)."""
+    groups = [SynonymGroup(tuple(n)) for n in store.graph_synonyms(workspace)]
+    decided = [q for q in store.graph_queue(workspace=workspace) if q["status"] != "pending"]
+    decided.sort(key=lambda q: (q["decided_at"], q["item_id"]))
+    approved = [(q["keep_id"], q["other_id"]) for q in decided if q["status"] == "approved"]
+    rejected = [(q["keep_id"], q["other_id"]) for q in decided if q["status"] == "rejected"]
+    return resolve(store.graph_elements(workspace), synonyms=groups, approved=approved, rejected=rejected,
+                   split_by_type=cfg.split_by_type)
+
+
+def _mapping(res: Resolution) -> dict[str, str]:
+    return {e: n for e, n in res.node_of.items() if e != n}
+
+
+# -- steps ---------------------------------------------------------------------------------------------------------
+def _store_extractions(store: Store, exts: Sequence[ChunkExtraction], builder: str, workspace: str) -> Usage:
+    usage = Usage()
+    chunk_rows, mention_rows, relation_rows = [], [], []
+    for x in exts:
+        usage = usage + x.usage
+        chunk_rows.append((x.chunk_id, x.doc_id, builder))
+        mention_rows += [(x.chunk_id, x.doc_id, m.norm, m.surface, m.type, m.count, m.description) for m in x.mentions]
+        relation_rows += [(x.chunk_id, x.doc_id, r.src, r.dst, r.weight, r.description) for r in x.relations]
+    store.graph_add_extractions(chunk_rows, mention_rows, relation_rows, workspace)
+    return usage
+
+
+def recompute_communities(store: Store, cfg: GraphConfig, workspace: str) -> tuple[int, int, int]:
+    """Hierarchical Leiden over the active graph; returns (levels, communities, summaries invalidated)."""
+    g = active_graph(store, workspace, cfg.min_phrase_chunks)
+    comms = hierarchical_leiden_arrays(g.ids, np.minimum(g.a, g.b), np.maximum(g.a, g.b), g.w, seed=cfg.seed,
+                                       resolution=cfg.resolution, max_cluster_size=cfg.max_cluster_size,
+                                       max_levels=cfg.max_levels)
+    rows = [(c.level, c.community_id, c.parent_id, nid, c.members_hash) for c in comms for nid in c.members]
+    invalidated = store.graph_put_communities(rows, workspace)
+    levels = len({c.level for c in comms})
+    return levels, len(comms), invalidated
+
+
+def refresh_suggestions(store: Store, cfg: GraphConfig, embedder: Embedder, workspace: str,
+                        new_nodes: set[str] | None) -> int:
+    """Queue merge suggestions (name cosine >= merge_threshold) for new nodes against all active nodes, and drop
+    pending ones that no longer make sense (a node left, or both already resolve to one node)."""
+    nodes = active_graph(store, workspace, cfg.min_phrase_chunks).nodes
+    ids = [n[0] for n in nodes]
+    res = current_resolution(store, cfg, workspace)
+    alive = set(ids)
+    stale = [q["item_id"] for q in store.graph_queue("pending", workspace)
+             if res(q["keep_id"]) == res(q["other_id"]) or res(q["keep_id"]) not in alive
+             or res(q["other_id"]) not in alive]
+    store.graph_delete_queue_items(stale, workspace)
+    if len(ids) < 2:
+        return 0
+    names = {n[0]: n[1] for n in nodes}
+    sizes = {n[0]: n[4] for n in nodes}
+    vecs = name_vectors([n[1] for n in nodes], embedder, store, workspace)
+    decided = [(q["keep_id"], q["other_id"]) for q in store.graph_queue(workspace=workspace)]
+    found = suggest_merges(ids, vecs, threshold=cfg.merge_threshold, new=new_nodes, skip=decided, sizes=sizes)
+    return store.graph_add_suggestions([(s.a, s.b, names[s.a], names[s.b], s.score) for s in found], workspace)
+
+
+def _finish(store: Store, cfg: GraphConfig, workspace: str, *, mode: str, builder: str, t0: float, embedder: Embedder | None,
+            new_nodes: set[str] | None, usage: Usage = Usage(), added: int = 0, removed: int = 0,
+            notes: Sequence[str] = ()) -> BuildReport:
+    levels, n_comms, invalidated = recompute_communities(store, cfg, workspace)
+    suggestions = refresh_suggestions(store, cfg, embedder, workspace, new_nodes) if embedder is not None else 0
+    counts = store.graph_counts(workspace)
+    active = active_graph(store, workspace, cfg.min_phrase_chunks).nodes
+    stats = {"nodes": counts["nodes"], "edges": counts["edges"], "active_nodes": len(active), "levels": levels,
+             "communities": n_comms, "chunks": counts["chunks"], "leiden": LEIDEN_VERSIONS,
+             "label": builder_label(builder)}
+    store.graph_set_state(corpus_version=store.corpus_version(workspace), builder=builder, settings=_settings(cfg),
+                          stats=stats, workspace=workspace)
+    return BuildReport(mode, builder_label(builder), added, removed, counts["nodes"], counts["edges"], len(active),
+                       levels, n_comms, invalidated, suggestions, time.perf_counter() - t0, usage, tuple(notes))
+
+
+# -- entry points --------------------------------------------------------------------------------------------------
+def build_graph(
+    store: Store, cfg: GraphConfig, *, embedder: Embedder | None = None, llm: Any = None,
+    workspace: str = DEFAULT_WORKSPACE, full: bool = False, progress: Progress | None = None,
+) -> BuildReport:
+    """Build the graph, or bring it up to date. Only chunks the graph has not seen are extracted and only chunks
+    that left the corpus are dropped; `full` forgets every extraction first (synonyms and review decisions stay).
+    Node aggregates are rewritten only for the nodes those chunks touch; communities are recomputed (seeded) and
+    summaries are invalidated only where a community's membership changed."""
+    t0 = time.perf_counter()
+    state = store.graph_state(workspace)
+    notes: list[str] = []
+    if full:
+        store.graph_clear(workspace)
+        state = None
+    elif state is not None:
+        old = state["settings"]
+        changed = [k for k in _EXTRACTION_KEYS if k in old and old[k] != getattr(cfg, k)]
+        if changed:
+            notes.append(f"extraction settings changed since the last build ({', '.join(changed)}); only new chunks "
+                         "use them: rebuild fully to apply them everywhere")
+        if old.get("split_by_type", cfg.split_by_type) != cfg.split_by_type:
+            notes.append("split_by_type changed: re-resolving the whole graph")
+    seen = store.graph_seen_chunks(workspace)
+    chunks = store.chunks(workspace)
+    current = {c.chunk_id for c in chunks}
+    removed = sorted(cid for cid in seen if cid not in current)
+    added = [c for c in chunks if c.chunk_id not in seen]
+    affected = store.graph_remove_chunks(removed, workspace)
+
+    extractor, builder, notice = make_extractor(cfg.builder, llm=llm, model=cfg.llm_model, workspace=workspace,
+                                                max_entities=cfg.max_entities_per_chunk)
+    if notice:
+        notes.append(notice)
+    # Extractions are stored in batches: if an LLM call fails for good, what was already paid for is kept and
+    # the next update carries on from there (its chunks are seen; their rows are resolved below).
+    usage = Usage()
+    for start in range(0, len(added), EXTRACT_BATCH):
+        batch = added[start:start + EXTRACT_BATCH]
+        try:
+            exts = extract_all(batch, extractor, (lambda i, n, s0=start: progress("extracting", s0 + i, len(added)))
+                               if progress else None)
+        except LLMError as exc:
+            notes.append(f"extraction stopped after {start} of {len(added)} new chunks ({exc}); run the update "
+                         "again to continue")
+            added = added[:start]
+            break
+        usage = usage + _store_extractions(store, exts, builder, workspace)
+    if progress:
+        progress("resolving", 0, 1)
+    res = current_resolution(store, cfg, workspace)
+    resplit = state is not None and state["settings"].get("split_by_type", cfg.split_by_type) != cfg.split_by_type
+    new_rows = sorted({c.chunk_id for c in added} | set(store.graph_unresolved_chunks(workspace)))
+    scope = None if (state is None or resplit) else new_rows
+    store.graph_apply_resolution(_mapping(res), split_by_type=cfg.split_by_type, chunk_ids=scope, workspace=workspace)
+    affected |= store.graph_node_ids_for_chunks(new_rows, workspace)
+    whole = state is None or resplit
+    store.graph_refresh(None if whole else affected, _display(res), workspace)
+    if progress:
+        progress("communities", 0, 1)
+    mode = "full" if full or state is None else "incremental"
+    return _finish(store, cfg, workspace, mode=mode, builder=builder if added or state is None else state["builder"],
+                   t0=t0, embedder=embedder, new_nodes=None if whole else affected, usage=usage,
+                   added=len(added), removed=len(removed), notes=notes)
+
+
+def update_graph_for_documents(
+    store: Store, cfg: GraphConfig, *, embedder: Embedder | None = None, llm: Any = None,
+    workspace: str = DEFAULT_WORKSPACE, doc_ids: Sequence[str] = (),
+) -> BuildReport | None:
+    """The hook for ingest and the Corpus page after documents were added, replaced or deleted: an incremental
+    update when a graph exists (or graph building is enabled), else nothing. `doc_ids` is informational: the
+    update finds new and vanished chunks itself, so a missed call is caught up by the next one."""
+    if store.graph_state(workspace) is None and not cfg.enabled:
+        return None
+    report = build_graph(store, cfg, embedder=embedder, llm=llm, workspace=workspace)
+    if doc_ids:
+        report = BuildReport(**{**report.__dict__, "notes": (*report.notes, f"documents: {', '.join(doc_ids)}")})
+    return report
+
+
+def reresolve_graph(store: Store, cfg: GraphConfig, *, embedder: Embedder | None = None,
+                    workspace: str = DEFAULT_WORKSPACE) -> BuildReport:
+    """After the synonym list or a review decision changed: re-map every mention, re-aggregate, recompute
+    communities. No extraction runs."""
+    t0 = time.perf_counter()
+    state = store.graph_state(workspace)
+    res = current_resolution(store, cfg, workspace)
+    store.graph_apply_resolution(_mapping(res), split_by_type=cfg.split_by_type, workspace=workspace)
+    store.graph_refresh(None, _display(res), workspace)
+    return _finish(store, cfg, workspace, mode="re-resolve", builder=state["builder"] if state else cfg.builder,
+                   t0=t0, embedder=embedder, new_nodes=set(), notes=res.conflicts)
+
+
+def _display(res: Resolution) -> dict[str, str]:
+    return {res(root): name for root, name in res.display.items()}
+
+
+# -- user actions: synonyms and the review queue ---------------------------------------------------------------------
+def set_synonyms(store: Store, cfg: GraphConfig, text: str, *, embedder: Embedder | None = None,
+                 workspace: str = DEFAULT_WORKSPACE) -> BuildReport | None:
+    """Replace the synonym list from its text form (raises SynonymError naming a bad line) and re-resolve."""
+    groups = parse_synonyms(text)
+    store.graph_set_synonyms([g.names for g in groups], workspace)
+    if store.graph_state(workspace) is None:
+        return None
+    return reresolve_graph(store, cfg, embedder=embedder, workspace=workspace)
+
+
+def decide_merge(store: Store, cfg: GraphConfig, item_id: str, decision: str, *, embedder: Embedder | None = None,
+                 workspace: str = DEFAULT_WORKSPACE) -> BuildReport:
+    """approve | reject | undo (back to pending) one suggestion, then re-resolve. A rejection keeps the two
+    names apart for good: later approvals that would join them are not applied (homonyms stay separate)."""
+    status = {"approve": "approved", "reject": "rejected", "undo": "pending"}.get(decision)
+    if status is None:
+        raise ValueError(f"unknown decision {decision!r}: approve, reject or undo")
+    if not store.graph_set_queue_status(item_id, status, workspace):
+        raise ValueError(f"no merge suggestion {item_id!r}")
+    return reresolve_graph(store, cfg, embedder=embedder, workspace=workspace)
+
+
+def synonyms_text(store: Store, workspace: str = DEFAULT_WORKSPACE) -> str:
+    return "\n".join(" = ".join(g) for g in store.graph_synonyms(workspace))
+
+
+def graph_stats(store: Store, workspace: str = DEFAULT_WORKSPACE) -> dict[str, Any]:
+    """Counts, the stored build state and whether the graph is behind the corpus."""
+    state = store.graph_state(workspace)
+    out: dict[str, Any] = {"built": state is not None, **store.graph_counts(workspace)}
+    if state is not None:
+        out.update({"version": state["version"], "builder": builder_label(state["builder"]),
+                    "graph_corpus_version": state["corpus_version"], "corpus_version": store.corpus_version(workspace),
+                    "stale": state["corpus_version"] != store.corpus_version(workspace), **state["stats"],
+                    "built_at": str(state["built_at"])})
+    return out

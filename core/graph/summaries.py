@@ -1,0 +1,171 @@
+"""Community summaries, written lazily for the communities a query touches and cached by membership hash
+(LLM with structured output when a key exists, extractive otherwise)."""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from core.graph.snapshot import GraphSnapshot
+from core.store import Store
+from core.text import estimate_llm_tokens, sentence_spans
+from core.types import Usage
+
+
+@dataclass(frozen=True)
+class CommunityContext:
+    """What a summary is written from: the community's main entities, its strongest links and evidence chunks."""
+
+    level: int
+    community_id: str
+    members_hash: str
+    entities: tuple[tuple[str, str, int, int], ...]  # name, type, chunks, degree inside the community
+    relations: tuple[tuple[str, str, float], ...]  # name, name, weight
+    chunks: tuple[tuple[str, str, int], ...]  # chunk id, text, members mentioned
+
+    def prompt_text(self, max_chars: int = 6000) -> str:
+        ents = "\n".join(f"- {n} ({t}, {c} chunks)" for n, t, c, _ in self.entities)
+        rels = "\n".join(f"- {a} -- {b} (strength {w:g})" for a, b, w in self.relations)
+        body = "\n\n".join(f"[{cid}] {text}" for cid, text, _ in self.chunks)
+        return f"Entities:\n{ents}\n\nRelations:\n{rels}\n\nPassages:\n{body}"[:max_chars]
+
+
+@dataclass(frozen=True)
+class Summary:
+    level: int
+    community_id: str
+    members_hash: str
+    title: str
+    text: str
+    mode: str  # extractive | llm
+    cached: bool
+    usage: Usage = Usage()
+
+
+def community_context(snap: GraphSnapshot, store: Store, level: int, community_id: str, *, max_entities: int = 12,
+                      max_relations: int = 10, max_chunks: int = 5) -> CommunityContext:
+    members = snap.communities[level][community_id]
+    member_set = set(members)
+    inside_degree = Counter()
+    rels = []
+    for i in members:
+        for j, w in snap.neighbours(i):
+            if j in member_set:
+                inside_degree[i] += 1
+                if i < j:
+                    rels.append((w, snap.names[i], snap.names[j]))
+    ranked_nodes = sorted(members, key=lambda i: (-inside_degree[i], -int(snap.n_chunks[i]), snap.names[i]))
+    ents = tuple((snap.names[i], snap.types[i], int(snap.n_chunks[i]), inside_degree[i])
+                 for i in ranked_nodes[:max_entities])
+    rels.sort(key=lambda r: (-r[0], r[1], r[2]))
+    relations = tuple((a, b, w) for w, a, b in rels[:max_relations])
+    per_chunk = Counter()
+    for i in members:
+        for chunk_id, _doc, _n in snap.node_chunks[i]:
+            per_chunk[chunk_id] += 1
+    best = sorted(per_chunk.items(), key=lambda kv: (-kv[1], kv[0]))[:max_chunks]
+    texts = store.chunks_by_id([c for c, _ in best], snap.workspace)
+    chunks = tuple((c, texts[c].text, n) for c, n in best if c in texts)
+    return CommunityContext(level, community_id, snap.members_hash[(level, community_id)], ents, relations, chunks)
+
+
+def _evidence_sentences(ctx: CommunityContext, limit: int = 3) -> list[str]:
+    """Sentences of the evidence chunks that name the most community entities (ties: earlier chunk first)."""
+    names = [n.lower() for n, *_ in ctx.entities]
+    scored = []
+    for rank, (_cid, text, _n) in enumerate(ctx.chunks):
+        for s, e in sentence_spans(text):
+            sent = " ".join(text[s:e].split())
+            low = sent.lower()
+            hits = sum(1 for n in names if n and n in low)
+            if hits and 30 <= len(sent) <= 400:
+                scored.append((-hits, rank, s, sent))
+    scored.sort()
+    out: list[str] = []
+    for *_, sent in scored:
+        if sent not in out:
+            out.append(sent)
+        if len(out) == limit:
+            break
+    return out
+
+
+def extractive_summary(ctx: CommunityContext) -> tuple[str, str]:
+    """Title from the three most connected entities; body lists entities, strongest links and evidence sentences
+    copied verbatim from the corpus. No text is invented."""
+    title = " · ".join(n for n, *_ in ctx.entities[:3]) or ctx.community_id
+    parts = ["Entities: " + ", ".join(f"{n} ({c} chunks)" for n, _t, c, _d in ctx.entities[:8]) + "."]
+    if ctx.relations:
+        parts.append("Strongest links: " + "; ".join(f"{a} — {b}" for a, b, _ in ctx.relations[:5]) + ".")
+    ev = _evidence_sentences(ctx)
+    if ev:
+        parts.append("Evidence: " + " ".join(ev))
+    return title, "\n".join(parts)
+
+
+SUMMARY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"title": {"type": "string"}, "summary": {"type": "string"}},
+    "required": ["title", "summary"], "additionalProperties": False,
+}
+SUMMARY_INSTRUCTIONS = (
+    "You write a report on one community of a knowledge graph built from a company's documents: a short title "
+    "naming its main entities, and a summary of at most 150 words of what connects them, using only the entities, "
+    "relations and passages given. Cite no facts that are not in them. Reply with JSON only."
+)
+
+
+def llm_summary(ctx: CommunityContext, llm: Any, *, model: str, workspace: str) -> tuple[str, str, Usage]:
+    from core.llm import LLMRequest, TextBlock, parse_json
+
+    req = LLMRequest(model=model, system=(TextBlock(SUMMARY_INSTRUCTIONS, cache=True),),
+                     user=(TextBlock(ctx.prompt_text()),), max_tokens=400, json_schema=SUMMARY_SCHEMA,
+                     purpose="graph_summary", ref_id=f"{ctx.level}:{ctx.community_id}")
+    resp = llm.complete(req, workspace=workspace)
+    data = resp.data if resp.data is not None else parse_json(resp.text)
+    return str(data.get("title", "")).strip() or ctx.community_id, str(data.get("summary", "")).strip(), resp.usage
+
+
+def estimate_summary_tokens(n_communities: int, chars_per_context: int = 6000) -> tuple[int, int]:
+    """(input, output) tokens an LLM summary pass over n communities would take at most."""
+    per_in = estimate_llm_tokens("x" * chars_per_context) + estimate_llm_tokens(SUMMARY_INSTRUCTIONS)
+    return n_communities * per_in, n_communities * 400
+
+
+def get_summaries(snap: GraphSnapshot, store: Store, level: int, community_ids: Sequence[str], *, llm: Any = None,
+                  model: str = "", use_llm: bool = False, workspace: str = "default") -> list[Summary]:
+    """Summaries for these communities: cached ones as stored, missing ones written now and cached."""
+    hashes = {cid: snap.members_hash[(level, cid)] for cid in community_ids}
+    cached = store.graph_summaries(list(hashes.values()), workspace)
+    out = []
+    for cid in community_ids:
+        mh = hashes[cid]
+        hit = cached.get(mh)
+        if hit is not None and (hit["mode"] == "llm" or not use_llm):
+            out.append(Summary(level, cid, mh, hit["title"], hit["summary"], hit["mode"], True))
+            continue
+        ctx = community_context(snap, store, level, cid)
+        usage = Usage()
+        if use_llm and llm is not None and getattr(llm, "available", False):
+            title, text, usage = llm_summary(ctx, llm, model=model, workspace=workspace)
+            mode = "llm"
+        else:
+            title, text = extractive_summary(ctx)
+            mode = "extractive"
+        store.graph_put_summary(mh, level=level, community_id=cid, title=title, summary=text, mode=mode,
+                                usage=usage.__dict__, workspace=workspace)
+        out.append(Summary(level, cid, mh, title, text, mode, False, usage))
+    return out
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def best_sentences(text: str, query: str, limit: int = 2) -> str:
+    """The sentences of a summary sharing the most words with the query (extractive partial answer)."""
+    q = {w.lower() for w in _WORD.findall(query) if len(w) > 2}
+    sents = [" ".join(text[s:e].split()) for s, e in sentence_spans(text)]
+    scored = sorted(enumerate(sents), key=lambda t: (-len(q & {w.lower() for w in _WORD.findall(t[1])}), t[0]))
+    keep = sorted(i for i, _ in scored[:limit])
+    return " ".join(sents[i] for i in keep)

@@ -1,0 +1,601 @@
+"""Rerankers: reorder a candidate list by reading query and chunk together (late interaction, cross-encoder, LLM)."""
+from __future__ import annotations
+
+import hashlib
+import math
+import sys
+import threading
+from collections import OrderedDict
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from core.text import EN_STOP, RU_STOP
+from core.types import CONTEXT_KEY, DEFAULT_WORKSPACE, Candidate, Usage
+
+Span = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class RerankScores:
+    """Scores for the texts of one call (higher = more relevant), plus what the call cost."""
+
+    scores: np.ndarray
+    cache_hits: int = 0  # texts whose token vectors came from a cache
+    computed: int = 0  # texts the model had to read
+    usage: Usage = Usage()
+    notes: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Scores (query, text) pairs. `name` says what really ran (method:model) and is shown in the trace."""
+
+    name: str
+
+    def score(self, query: str, texts: Sequence[str], *, workspace: str = DEFAULT_WORKSPACE) -> RerankScores: ...
+
+
+def rerank_text(candidate: Candidate, use_context: bool = True) -> str:
+    """What the reranker reads: the context prefix (contextual retrieval) and a blank line before the chunk text.
+    Generation reads `candidate.text` alone."""
+    ctx = candidate.meta.get(CONTEXT_KEY) if use_context else None
+    return f"{ctx}\n\n{candidate.text}" if ctx else candidate.text
+
+
+def rerank(
+    query: str, candidates: Sequence[Candidate], reranker: Reranker, *, k: int, use_context: bool = True,
+    workspace: str = DEFAULT_WORKSPACE,
+) -> tuple[list[Candidate], RerankScores]:
+    """The rerank stage: score every candidate, keep the best k. Ties keep the incoming order; each kept candidate
+    records the rank it came in with (meta 'rank_before')."""
+    if not candidates:
+        return [], RerankScores(np.zeros(0, dtype=np.float32))
+    res = reranker.score(query, [rerank_text(c, use_context) for c in candidates], workspace=workspace)
+    scores = np.asarray(res.scores, dtype=np.float64)
+    order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))[:k]
+    out = [
+        candidates[i].with_rank(r, float(scores[i]), rank_before=candidates[i].rank, stage="rerank")
+        for r, i in enumerate(order, start=1)
+    ]
+    return out, res
+
+
+# -- late interaction (ColBERT-style MaxSim) ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TokenMatrix:
+    """Contextual token vectors of one text: content tokens only (punctuation dropped), unit rows stored as float16
+    to halve the cache, with their vocabulary ids and character spans in the encoded text."""
+
+    ids: np.ndarray  # int32 (n,)
+    vecs: np.ndarray  # float16 (n, dim)
+    spans: np.ndarray  # int32 (n, 2)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.ids.nbytes + self.vecs.nbytes + self.spans.nbytes)
+
+    def __len__(self) -> int:
+        return int(self.ids.shape[0])
+
+
+class WindowEncoder(Protocol):
+    """A transformer's tokenizer and forward pass (core.context.TransformerTokenEncoder is the real one)."""
+
+    model_id: str
+    window_tokens: int
+
+    def tokenize(self, text: str) -> tuple[list[int], list[tuple[int, int]]]: ...
+
+    def encode_windows(self, windows: Sequence[Sequence[int]]) -> list[np.ndarray]: ...
+
+
+def _is_content(piece: str) -> bool:
+    return any(ch.isalnum() for ch in piece)
+
+
+def _windows(n: int, size: int, overlap: int) -> list[Span]:
+    if n <= size:
+        return [(0, n)]
+    step = max(1, size - overlap)
+    out, a = [], 0
+    while a + size < n:
+        out.append((a, a + size))
+        a += step
+    out.append((max(0, n - size), n))
+    return out
+
+
+def encode_token_matrices(encoder: WindowEncoder, texts: Sequence[str], *, overlap: int = 32) -> list[TokenMatrix]:
+    """Token vectors for whole texts of any length: a text longer than one forward pass is read in overlapping
+    windows, and each token keeps the vector from the window where it has context on both sides (cut points sit in
+    the middle of each overlap). Windows of all texts are batched by length so padding stays small."""
+    toks = [encoder.tokenize(t) for t in texts]
+    jobs: list[tuple[int, Span, Span]] = []  # (text index, window, the part of the window this text keeps)
+    for ti, (ids, _) in enumerate(toks):
+        wins = _windows(len(ids), encoder.window_tokens, overlap) if ids else []
+        for wi, (a, b) in enumerate(wins):
+            lo = a if wi == 0 else (a + wins[wi - 1][1]) // 2
+            hi = b if wi == len(wins) - 1 else (wins[wi + 1][0] + b) // 2
+            jobs.append((ti, (a, b), (lo, hi)))
+    order = sorted(range(len(jobs)), key=lambda j: jobs[j][1][1] - jobs[j][1][0])
+    encoded = encoder.encode_windows([toks[jobs[j][0]][0][jobs[j][1][0]:jobs[j][1][1]] for j in order]) if order else []
+    by_job = {j: v for j, v in zip(order, encoded)}
+    parts: list[list[np.ndarray]] = [[] for _ in texts]
+    for j, (ti, (a, _), (lo, hi)) in enumerate(jobs):
+        parts[ti].append(by_job[j][lo - a : hi - a])
+    out = []
+    for ti, (text, (ids, offsets)) in enumerate(zip(texts, toks)):
+        dim = next((p.shape[1] for p in parts[ti] if p.ndim == 2), 0)
+        vecs = np.concatenate(parts[ti]).astype(np.float32) if parts[ti] else np.zeros((0, dim), dtype=np.float32)
+        keep = np.array([_is_content(text[s:e]) for s, e in offsets], dtype=bool) if offsets else np.zeros(0, bool)
+        vecs = vecs[keep]
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True) if len(vecs) else np.ones((0, 1))
+        out.append(TokenMatrix(
+            np.asarray(ids, dtype=np.int32)[keep],
+            (vecs / np.maximum(norms, 1e-12)).astype(np.float16),
+            np.asarray(offsets, dtype=np.int32).reshape(-1, 2)[keep],
+        ))
+    return out
+
+
+def text_key(model_id: str, text: str) -> str:
+    """Cache key part for token vectors: sha256 of the exact text (spans point into it, so no normalising)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class TokenCache:
+    """In-memory LRU of token matrices keyed by (model id, text sha256), bounded in bytes."""
+
+    def __init__(self, max_bytes: int = 256 * 1024 * 1024) -> None:
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[tuple[str, str], TokenMatrix] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, model_id: str, sha: str) -> TokenMatrix | None:
+        with self._lock:
+            tm = self._items.get((model_id, sha))
+            if tm is not None:
+                self._items.move_to_end((model_id, sha))
+            return tm
+
+    def put(self, model_id: str, sha: str, tm: TokenMatrix) -> None:
+        with self._lock:
+            old = self._items.pop((model_id, sha), None)
+            if old is not None:
+                self._bytes -= old.nbytes
+            self._items[(model_id, sha)] = tm
+            self._bytes += tm.nbytes
+            while self._bytes > self.max_bytes and len(self._items) > 1:
+                _, dropped = self._items.popitem(last=False)
+                self._bytes -= dropped.nbytes
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes
+
+
+class TokenStore(Protocol):
+    """Persistent token-vector cache (core.store.Store implements it); optional."""
+
+    def cached_token_vectors(self, model_id: str, hashes: Sequence[str], workspace: str = ...
+                             ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]: ...
+
+    def cache_token_vectors(self, model_id: str, items: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
+                            workspace: str = ...) -> None: ...
+
+
+class CorpusSource(Protocol):
+    """Where corpus-wide token statistics come from (core.store.Store implements it)."""
+
+    def corpus_version(self, workspace: str = ...) -> int: ...
+
+    def chunks(self, workspace: str = ..., doc_id: str | None = None) -> Sequence[Any]: ...
+
+
+_STOP = EN_STOP | RU_STOP
+
+
+def _is_stopword(text: str, s: int, e: int) -> bool:
+    # Whole-word tokens only: a word piece of a longer word is never a stop word.
+    whole = (s == 0 or not text[s - 1].isalnum()) and (e >= len(text) or not text[e].isalnum())
+    return whole and text[s:e].lower() in _STOP
+
+
+def maxsim(query: np.ndarray, weights: np.ndarray, docs: Sequence[np.ndarray]) -> np.ndarray:
+    """Sum over query tokens of (weight x best cosine with any token of the doc), divided by the weight sum.
+    One matrix product over all docs stacked; a doc without tokens scores 0."""
+    out = np.zeros(len(docs), dtype=np.float32)
+    live = [i for i, d in enumerate(docs) if len(d)]
+    if not live or not len(query) or float(weights.sum()) <= 0:
+        return out
+    stacked = np.concatenate([docs[i] for i in live]).astype(np.float32, copy=False)
+    sims = query.astype(np.float32) @ stacked.T  # (q tokens, all doc tokens)
+    starts = np.cumsum([0] + [len(docs[i]) for i in live[:-1]])
+    best = np.maximum.reduceat(sims, starts, axis=1)  # (q tokens, live docs)
+    out[live] = (weights.astype(np.float32) @ best) / float(weights.sum())
+    return out
+
+
+_THREADS_LOCK = threading.Lock()
+
+
+@contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Run a tiny forward pass (one query) on one torch thread. Measured on this 2-core machine while other jobs
+    kept it busy: one MiniLM query forward took 720-1240 ms with torch's 2 threads spinning against each other
+    and 8-19 ms with one. Big batches (chunk encoding) keep the default."""
+    torch = sys.modules.get("torch")  # loaded by any real encoder; a fake encoder needs no torch at all
+    if torch is None:
+        yield
+        return
+    with _THREADS_LOCK:
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
+
+
+class LateInteractionReranker:
+    """ColBERT-style late interaction over the active embedder's token vectors (no extra model). Query tokens are
+    weighted by their inverse document frequency in the workspace's corpus (stop words weigh 0), every chunk is read
+    whole in windows, and chunk token vectors are cached (memory LRU, then the store), so a query pays only for
+    its own tokens once its candidates have been seen."""
+
+    def __init__(
+        self, encoder: WindowEncoder, *, cache: TokenCache | None = None, persist: TokenStore | None = None,
+        corpus: CorpusSource | None = None, idf_sample: int = 5000,
+    ) -> None:
+        self.encoder = encoder
+        self.model_id = encoder.model_id
+        self.name = f"late-interaction:{encoder.model_id}"
+        self.cache = cache if cache is not None else TokenCache()
+        self.persist = persist
+        self.corpus = corpus
+        self.idf_sample = idf_sample
+        self._idf: dict[str, tuple[int, dict[int, float], float]] = {}
+        self._idf_lock = threading.Lock()
+
+    # token vectors, cache first
+    def token_matrices(self, texts: Sequence[str], workspace: str = DEFAULT_WORKSPACE, *, persist: bool = True
+                       ) -> tuple[list[TokenMatrix], int, int]:
+        """(matrices, cache hits, computed): memory LRU, then the persistent store, then the model. Queries pass
+        persist=False: they are cached in memory only, so the store holds chunk texts and does not grow per query."""
+        store = self.persist if persist else None
+        keys = [text_key(self.model_id, t) for t in texts]
+        found: dict[str, TokenMatrix] = {}
+        for k in set(keys):
+            tm = self.cache.get(self.model_id, k)
+            if tm is not None:
+                found[k] = tm
+        missing = [k for k in dict.fromkeys(keys) if k not in found]
+        if missing and store is not None:
+            for k, (ids, vecs, spans) in store.cached_token_vectors(self.model_id, missing, workspace).items():
+                tm = TokenMatrix(ids, vecs, spans)
+                self.cache.put(self.model_id, k, tm)
+                found[k] = tm
+        todo: dict[str, str] = {}
+        for k, t in zip(keys, texts):
+            if k not in found:
+                todo.setdefault(k, t)
+        if todo:
+            fresh = dict(zip(todo, encode_token_matrices(self.encoder, list(todo.values()))))
+            for k, tm in fresh.items():
+                self.cache.put(self.model_id, k, tm)
+            if store is not None:
+                store.cache_token_vectors(
+                    self.model_id, {k: (tm.ids, tm.vecs, tm.spans) for k, tm in fresh.items()}, workspace)
+            found.update(fresh)
+        hits = sum(1 for k in keys if k not in todo)
+        return [found[k] for k in keys], hits, len(todo)
+
+    def warm(self, texts: Sequence[str], workspace: str = DEFAULT_WORKSPACE, batch: int = 64) -> int:
+        """Encode and cache texts ahead of queries (bench, or after an ingest); returns how many were computed."""
+        computed = 0
+        for i in range(0, len(texts), batch):
+            computed += self.token_matrices(texts[i : i + batch], workspace)[2]
+        return computed
+
+    # query side
+    def _idf_table(self, workspace: str) -> tuple[dict[int, float], float]:
+        """Token id -> log(1 + N / (1 + df)) over the workspace's chunks (a fixed sample of at most idf_sample),
+        from the tokenizer alone; rebuilt when the corpus version moves. Without a corpus every token weighs 1."""
+        if self.corpus is None:
+            return {}, 1.0
+        version = self.corpus.corpus_version(workspace)
+        with self._idf_lock:
+            hit = self._idf.get(workspace)
+            if hit is not None and hit[0] == version:
+                return hit[1], hit[2]
+            chunks = list(self.corpus.chunks(workspace))
+            if len(chunks) > self.idf_sample:
+                step = len(chunks) / self.idf_sample
+                chunks = [chunks[int(i * step)] for i in range(self.idf_sample)]
+            df: dict[int, int] = {}
+            for c in chunks:
+                for tid in set(self.encoder.tokenize(c.text)[0]):
+                    df[tid] = df.get(tid, 0) + 1
+            n = max(len(chunks), 1)
+            table = {tid: math.log(1 + n / (1 + d)) for tid, d in df.items()}
+            unseen = math.log(1 + n)
+            self._idf[workspace] = (version, table, unseen)
+            return table, unseen
+
+    def query_matrix(self, query: str, workspace: str = DEFAULT_WORKSPACE) -> tuple[np.ndarray, np.ndarray]:
+        """(query token vectors, weights): stop words weigh 0 unless the query has nothing else."""
+        with one_torch_thread():
+            tm = self.token_matrices([query], workspace, persist=False)[0][0]
+        table, unseen = self._idf_table(workspace)
+        w = np.array([table.get(int(t), unseen) if table else 1.0 for t in tm.ids], dtype=np.float32)
+        stop = np.array([_is_stopword(query, int(s), int(e)) for s, e in tm.spans], dtype=bool)
+        if len(stop) and not stop.all():
+            w[stop] = 0.0
+        return tm.vecs.astype(np.float32), w
+
+    def score(self, query: str, texts: Sequence[str], *, workspace: str = DEFAULT_WORKSPACE) -> RerankScores:
+        q, w = self.query_matrix(query, workspace)
+        mats, hits, computed = self.token_matrices(texts, workspace)
+        return RerankScores(maxsim(q, w, [m.vecs for m in mats]), hits, computed)
+
+    def score_spans(self, query: str, items: Sequence[tuple[str, Sequence[Span]]], *,
+                    workspace: str = DEFAULT_WORKSPACE) -> tuple[list[np.ndarray], RerankScores]:
+        """MaxSim of each character span (a sentence) using the token vectors of its whole text: sentences are
+        scored in context and cost no model call when the text is cached."""
+        q, w = self.query_matrix(query, workspace)
+        mats, hits, computed = self.token_matrices([t for t, _ in items], workspace)
+        out = []
+        for (text, spans), tm in zip(items, mats):
+            subs = []
+            for s, e in spans:
+                inside = (tm.spans[:, 0] >= s) & (tm.spans[:, 1] <= e) if len(tm) else np.zeros(0, bool)
+                subs.append(tm.vecs[inside])
+            out.append(maxsim(q, w, subs))
+        return out, RerankScores(np.concatenate(out) if out else np.zeros(0), hits, computed)
+
+
+# -- cross-encoder ------------------------------------------------------------------------------------------------
+class CrossEncoderReranker:
+    """sentence-transformers CrossEncoder over (query, text) pairs: the strongest reader, one forward pass per
+    pair, so its cost grows with top_n."""
+
+    def __init__(self, model_name_or_path: str, *, max_length: int = 512, batch_size: int = 16,
+                 local_files_only: bool = False, device: str = "cpu") -> None:
+        from sentence_transformers import CrossEncoder
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        self.model_name = model_name_or_path
+        self.name = f"cross-encoder:{model_name_or_path}"
+        self.batch_size = batch_size
+        self.model = CrossEncoder(model_name_or_path, device=device, max_length=max_length,
+                                  local_files_only=local_files_only)
+
+    def score(self, query: str, texts: Sequence[str], *, workspace: str = DEFAULT_WORKSPACE) -> RerankScores:
+        if not texts:
+            return RerankScores(np.zeros(0, dtype=np.float32))
+        raw = self.model.predict([(query, t) for t in texts], batch_size=self.batch_size, show_progress_bar=False,
+                                 convert_to_numpy=True)
+        raw = np.asarray(raw, dtype=np.float32)
+        # A model with several labels: the last one is "relevant" by the usual convention.
+        scores = raw[:, -1] if raw.ndim == 2 else raw
+        return RerankScores(scores, 0, len(texts))
+
+
+# -- fallback when the embedder has no token vectors ----------------------------------------------------------------
+class EmbedderCosineReranker:
+    """Bi-encoder cosine of query and text with the active embedder: the honest last resort when late interaction
+    is impossible (an embedder without token vectors). Reported by name, never passed off as late interaction."""
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder
+        self.name = f"embedder-cosine:{embedder.model_id}"
+
+    def score(self, query: str, texts: Sequence[str], *, workspace: str = DEFAULT_WORKSPACE) -> RerankScores:
+        if not texts:
+            return RerankScores(np.zeros(0, dtype=np.float32))
+        vecs = np.asarray(self.embedder.encode([query, *texts]), dtype=np.float32)
+        vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+        return RerankScores(vecs[1:] @ vecs[0], 0, len(texts) + 1)
+
+
+# -- LLM listwise ---------------------------------------------------------------------------------------------------
+_LISTWISE_SYSTEM = (
+    "You rank passages by how well they help answer a search query. Read every numbered passage, then return "
+    "the passage numbers from most to least useful. Put passages that do not help at the end. Return JSON only."
+)
+_LISTWISE_SCHEMA = {
+    "type": "object",
+    "properties": {"ranking": {"type": "array", "items": {"type": "integer"}}},
+    "required": ["ranking"],
+    "additionalProperties": False,
+}
+
+
+class LLMListwiseReranker:
+    """Listwise rerank by an LLM with structured output (one call per query; cost in the trace and the ledger).
+    When the call fails, `fallback` scores the list instead and the notes say so."""
+
+    def __init__(self, llm: Any, model: str, fallback: Reranker, *, max_chars: int = 1200) -> None:
+        self.llm = llm
+        self.model = model
+        self.fallback = fallback
+        self.max_chars = max_chars
+        self.name = f"llm:{model}"
+
+    def request(self, query: str, texts: Sequence[str]) -> Any:
+        from core.llm import LLMRequest, TextBlock
+
+        passages = "\n\n".join(f"[{i}] {t[: self.max_chars]}" for i, t in enumerate(texts, start=1))
+        return LLMRequest(
+            model=self.model, system=(TextBlock(_LISTWISE_SYSTEM, cache=True),),
+            user=(TextBlock(f"Query: {query}\n\nPassages:\n{passages}\n\n"
+                            f'Answer as {{"ranking": [passage numbers 1..{len(texts)}, best first]}}'),),
+            max_tokens=16 + 6 * len(texts), json_schema=_LISTWISE_SCHEMA, purpose="rerank",
+            ref_id="q" + hashlib.sha1(query.encode()).hexdigest()[:12],
+        )
+
+    def score(self, query: str, texts: Sequence[str], *, workspace: str = DEFAULT_WORKSPACE) -> RerankScores:
+        from core.llm import LLMError, parse_json
+
+        if not texts:
+            return RerankScores(np.zeros(0, dtype=np.float32))
+        try:
+            resp = self.llm.complete(self.request(query, texts), workspace=workspace)
+            data = resp.data if resp.data is not None else parse_json(resp.text)
+            ranking = data["ranking"] if isinstance(data, dict) else data
+            return RerankScores(listwise_scores(ranking, len(texts)), 0, len(texts), resp.usage)
+        except (LLMError, KeyError, TypeError, ValueError) as exc:
+            res = self.fallback.score(query, texts, workspace=workspace)
+            note = f"LLM rerank failed ({str(exc)[:120]}); {self.fallback.name} ranked this list instead"
+            return RerankScores(res.scores, res.cache_hits, res.computed, res.usage, (*res.notes, note))
+
+
+def listwise_scores(ranking: Sequence[Any], n: int) -> np.ndarray:
+    """Scores from a 1-based ranking: listed passages first in their order, unlisted ones after in input order;
+    duplicates and numbers out of range are ignored."""
+    scores = np.zeros(n, dtype=np.float32)
+    seen: list[int] = []
+    for r in ranking:
+        try:
+            i = int(r) - 1
+        except (TypeError, ValueError):
+            continue
+        if 0 <= i < n and i not in seen:
+            seen.append(i)
+    rest = [i for i in range(n) if i not in seen]
+    for pos, i in enumerate(seen + rest):
+        scores[i] = float(n - pos) / n
+    return scores
+
+
+# -- span scoring for sentence pruning ------------------------------------------------------------------------------
+SpanScorer = Callable[[str, Sequence[tuple[str, Sequence[Span]]]], list[np.ndarray]]
+
+
+def attach_contexts(candidates: Sequence[Candidate], contexts: Mapping[str, str]) -> list[Candidate]:
+    """Candidates carrying their chunk's context prefix in meta[CONTEXT_KEY] (those that have one)."""
+    from dataclasses import replace
+
+    return [replace(c, meta={**c.meta, CONTEXT_KEY: contexts[c.chunk_id]}) if contexts.get(c.chunk_id) else c
+            for c in candidates]
+
+
+def reranker_span_scorer(reranker: Reranker, *, workspace: str = DEFAULT_WORKSPACE,
+                         contexts: Mapping[str, str] | None = None) -> SpanScorer:
+    """Sentence scores from the reranker: in-context token slices for late interaction, one pair per sentence for
+    the others. `contexts` (chunk text -> context prefix) makes late interaction read the same text the rerank
+    stage read, so its cached token vectors are reused instead of encoding the chunk again."""
+    prefixes = dict(contexts or {})
+
+    def score(query: str, items: Sequence[tuple[str, Sequence[Span]]]) -> list[np.ndarray]:
+        if hasattr(reranker, "score_spans"):
+            shifted = []
+            for text, spans in items:
+                ctx = prefixes.get(text)
+                if ctx:
+                    off = len(ctx) + 2
+                    shifted.append((f"{ctx}\n\n{text}", [(s + off, e + off) for s, e in spans]))
+                else:
+                    shifted.append((text, spans))
+            return reranker.score_spans(query, shifted, workspace=workspace)[0]  # type: ignore[attr-defined]
+        flat = [t[s:e] for t, spans in items for s, e in spans]
+        scores = reranker.score(query, flat, workspace=workspace).scores if flat else np.zeros(0)
+        out, pos = [], 0
+        for _, spans in items:
+            out.append(np.asarray(scores[pos : pos + len(spans)], dtype=np.float32))
+            pos += len(spans)
+        return out
+
+    return score
+
+
+def embedder_span_scorer(embedder: Any) -> SpanScorer:
+    """Sentence scores as cosine of query and sentence vectors from the active embedder."""
+
+    def score(query: str, items: Sequence[tuple[str, Sequence[Span]]]) -> list[np.ndarray]:
+        flat = [t[s:e] for t, spans in items for s, e in spans]
+        if not flat:
+            return [np.zeros(0, dtype=np.float32) for _ in items]
+        vecs = np.asarray(embedder.encode([query, *flat]), dtype=np.float32)
+        vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+        sims = vecs[1:] @ vecs[0]
+        out, pos = [], 0
+        for _, spans in items:
+            out.append(sims[pos : pos + len(spans)])
+            pos += len(spans)
+        return out
+
+    return score
+
+
+# -- construction with honest fallbacks -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LoadedReranker:
+    reranker: Reranker
+    requested: str
+    notice: str | None = None  # set when the requested reranker could not be used and another one runs instead
+
+
+def window_encoder_for(embedder: Any) -> WindowEncoder:
+    """The embedder's own token encoder: a fake may offer `window_encoder()`; a sentence-transformers embedder is
+    wrapped by core.context.TransformerTokenEncoder. Raises ValueError when the embedder has no token vectors."""
+    own = getattr(embedder, "window_encoder", None)
+    if callable(own):
+        return own()
+    from core.context import ContextError, TransformerTokenEncoder
+
+    try:
+        return TransformerTokenEncoder(embedder)
+    except ContextError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+def late_interaction_or_cosine(embedder: Any, *, store: Any = None, cache: TokenCache | None = None
+                               ) -> tuple[Reranker, str | None]:
+    try:
+        encoder = window_encoder_for(embedder)
+    except (ValueError, AttributeError, TypeError) as exc:
+        return EmbedderCosineReranker(embedder), (
+            f"late-interaction rerank needs token vectors, which {embedder.model_id} does not give ({exc}); "
+            f"reranking by embedder cosine instead")
+    return LateInteractionReranker(encoder, cache=cache, persist=store, corpus=store), None
+
+
+def load_reranker(
+    method: str, *, model: str = "", embedder: Any, store: Any = None, llm: Any = None, llm_model: str = "",
+    local_files_only: bool = False, cache: TokenCache | None = None,
+) -> LoadedReranker:
+    """Build the configured reranker; when it cannot run here (model not loadable, no LLM key, no token vectors),
+    build the best offline one instead and say which, and why, in `notice`."""
+    if method == "cross-encoder":
+        try:
+            return LoadedReranker(CrossEncoderReranker(model, local_files_only=local_files_only), method)
+        except Exception as exc:  # any load failure (bad name, no hub, corrupt files) is reported, never hidden
+            fallback, why = late_interaction_or_cosine(embedder, store=store, cache=cache)
+            reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+            note = f"cross-encoder '{model}' could not be loaded ({reason}); {fallback.name} reranks instead"
+            return LoadedReranker(fallback, method, f"{note}. {why}" if why else note)
+    if method == "llm":
+        fallback, why = late_interaction_or_cosine(embedder, store=store, cache=cache)
+        if llm is None or not getattr(llm, "available", False):
+            reason = getattr(llm, "reason", "no LLM configured")
+            note = f"LLM rerank needs an LLM ({reason}); {fallback.name} reranks instead"
+            return LoadedReranker(fallback, method, f"{note}. {why}" if why else note)
+        return LoadedReranker(LLMListwiseReranker(llm, llm_model or model, fallback), method, why)
+    if method == "late-interaction":
+        reranker, why = late_interaction_or_cosine(embedder, store=store, cache=cache)
+        return LoadedReranker(reranker, method, why)
+    raise ValueError(f"unknown rerank method {method!r}")
+
+
+def describe(scores: RerankScores) -> dict[str, Any]:
+    """Trace info of one rerank call."""
+    return {"cache_hits": scores.cache_hits, "computed": scores.computed}

@@ -1,0 +1,144 @@
+"""Evaluate page: load a golden set, run configurations A and B over it, compare metrics, plots and single questions."""
+from __future__ import annotations
+
+import streamlit as st
+
+from core import eval_report as rep
+from core.configs import config_diff, list_configs, save_config
+from core.datasets import (
+    DatasetError, available_datasets, default_root, describe, load_dataset, parse_jsonl, problems_as_rows,
+)
+from core.eval_run import NamedConfig, compare, load_run, per_query_diff, run_eval
+from pages import _state
+
+RUNS_KEY = "eval_runs"  # eval ids of the A and B runs on show
+deps, ws = _state.deps(), _state.workspace()
+data_dir = st.session_state.get("data_dir", "data")  # tests point this at a temporary folder
+st.title("Evaluate")
+
+# -- golden set ------------------------------------------------------------------------------------------------------
+root = default_root()
+sources = available_datasets(root) + ["upload", "paste"]
+src = st.radio("Golden set", sources, horizontal=True, key="eval_source")
+gs = None
+try:
+    if src == "upload":
+        up = st.file_uploader("JSONL golden set", type=["jsonl", "json"], key="eval_upload")
+        gs = parse_jsonl(up.getvalue(), up.name) if up else None
+    elif src == "paste":
+        text = st.text_area("One JSON object per line", key="eval_paste", height=120)
+        gs = parse_jsonl(text, "pasted") if text.strip() else None
+    else:
+        gs = load_dataset(src, root)
+except DatasetError as exc:
+    st.error(str(exc))
+if gs is None:
+    st.caption('Each line: {"id", "query", "type", "answerable", "gold": [{"doc": file name, "span": text}], '
+               '"answer"}')
+else:
+    d = describe(gs)
+    st.caption(f"{d['questions']} questions ({d['with_gold']} with gold, {d['unanswerable']} unanswerable) · types "
+               + ", ".join(f"{t} {n}" for t, n in d["types"].items())
+               + (f" · evaluated in workspace '{gs.workspace}'" if gs.workspace else ""))
+    if gs.problems:
+        st.warning(f"{len(gs.problems)} line(s) with problems; the other lines are used")
+        st.dataframe(problems_as_rows(gs.problems), hide_index=True, key="eval_problems")
+
+# -- configurations ----------------------------------------------------------------------------------------------------
+session_cfg = _state.config()
+saved = {f"{c.name} · {c.hash}": c.config for c in list_configs(ws, data_dir) if c.config is not None}
+options = {f"session · {session_cfg.stable_hash()}": session_cfg, **saved}
+with st.expander("Save the session configuration"):
+    c1, c2, c3 = st.columns([3, 1, 1], vertical_alignment="bottom")
+    name = c1.text_input("Name", key="cfg_name")
+    fmt = c2.radio("Format", ["json", "toml"], horizontal=True, key="cfg_fmt")
+    if c3.button("Save", key="cfg_save") and name:
+        try:
+            path = save_config(name, session_cfg, ws, fmt=fmt, data_dir=data_dir)
+            st.success(f"saved {path.name} · {session_cfg.stable_hash()}")
+            st.rerun()
+        except ValueError as exc:
+            st.error(str(exc))
+labels = list(options)
+ca, cb, cr = st.columns([2, 2, 1])
+a_label = ca.selectbox("Configuration A", labels, key="cfg_a")
+b_label = cb.selectbox("Configuration B", labels, index=min(1, len(labels) - 1), key="cfg_b")
+repeats = cr.number_input("Repeats", 1, 10, 1, key="eval_repeats", help="for non-deterministic stages")
+diff = config_diff(options[a_label], options[b_label])
+st.caption("B changes: " + (", ".join(f"{k} {a!r} → {b!r}" for k, (a, b) in diff.items())
+                            or "nothing (same settings)"))
+
+if st.button("Run A and B", type="primary", key="eval_run", disabled=gs is None):
+    bar = st.progress(0.0, text="preparing the corpus…")
+    pairs = [NamedConfig(a_label.split(" · ")[0], options[a_label])]
+    if b_label != a_label:
+        pairs.append(NamedConfig(b_label.split(" · ")[0], options[b_label]))
+    runs = run_eval(gs, pairs, deps, workspace=ws, repeats=int(repeats),
+                    progress=lambda d, t, m: bar.progress(min(1.0, d / max(t, 1)), text=f"{d}/{t} {m}"))
+    bar.empty()
+    st.session_state[RUNS_KEY] = [(r.workspace, r.eval_id) for r in runs]
+
+# -- past runs: any two stored runs can be reopened ------------------------------------------------------------------
+run_ws = (gs.workspace if gs is not None and gs.workspace else ws)
+past = deps.store.eval_runs(run_ws)
+if past:
+    fmt_run = {r["eval_id"]: f"{r['created_at']:%Y-%m-%d %H:%M} · {r['dataset']} · {r['config_name']} · "
+                             f"{r['config_hash']}" for r in past}
+    pick = st.multiselect("Reopen stored runs (A, then B)", list(fmt_run), format_func=fmt_run.get,
+                          max_selections=2, key="eval_reopen")
+    if pick:
+        st.session_state[RUNS_KEY] = [(run_ws, e) for e in pick]
+
+shown = [r for r in (load_run(deps.store, e, w) for w, e in st.session_state.get(RUNS_KEY, [])) if r]
+if not shown:
+    st.stop()
+
+# -- results -----------------------------------------------------------------------------------------------------------
+for r in shown:
+    for note in r.notes:
+        st.caption(f"{r.config_name}: {note}")
+if len(shown) == 2:
+    a, b = shown
+    st.subheader(f"A = {a.config_name} ({a.config_hash}) · B = {b.config_name} ({b.config_hash})")
+    st.dataframe(rep.comparison_frame(compare(a, b)), hide_index=True, key="eval_cmp")
+else:
+    st.subheader(f"{shown[0].config_name} ({shown[0].config_hash})")
+    st.dataframe(rep.metrics_frame(shown), hide_index=True, key="eval_metrics")
+
+t_plots, t_stages, t_query, t_types = st.tabs(["Plots", "Per stage", "Per question", "By type"])
+with t_plots:
+    st.plotly_chart(rep.recall_curve_fig(shown), key="fig_recall")
+    st.plotly_chart(rep.funnel_fig(shown), key="fig_funnel")
+    st.plotly_chart(rep.latency_fig(shown), key="fig_latency")
+with t_stages:
+    for r in shown:
+        st.caption(f"{r.config_name}: recall of each stage's whole list; token share = tokens kept of the largest list")
+        st.dataframe(rep.stage_frame(r), hide_index=True, key=f"stages_{r.eval_id}")
+with t_types:
+    for r in shown:
+        st.caption(r.config_name)
+        st.dataframe(rep.by_type_frame(r), hide_index=True, key=f"types_{r.eval_id}")
+with t_query:
+    a, b = shown[0], shown[-1]
+    metric = st.selectbox("Metric", [m for m in rep.metric_names([a]) if a.metrics.get(m) is not None] or ["mrr"],
+                          key="pq_metric")
+    rows = per_query_diff(a, b, metric)
+    st.dataframe(rep.per_query_frame(rows), hide_index=True, key="eval_per_query")
+    qid = st.selectbox("Open one question", [r["qid"] for r in rows], key="pq_open",
+                       format_func=lambda q: f"{q} · {next(r['query'] for r in rows if r['qid'] == q)[:80]}")
+    ra = next(r for r in a.results if r["qid"] == qid)
+    rb = next(r for r in b.results if r["qid"] == qid)
+    texts = {c.chunk_id: c.text for c in deps.store.chunks_by_id(
+        [c["chunk_id"] for r in (ra, rb) for s in r["stages"] for c in s["candidates"][:10]], a.workspace).values()}
+    for col, run, res in zip(st.columns(2), (a, b), (ra, rb)):
+        with col:
+            st.markdown(f"**{run.config_name}** · {run.config_hash}")
+            st.dataframe(rep.gold_status(res), hide_index=True, key=f"gold_{run.eval_id}")
+            for s in res["stages"]:
+                st.markdown(f"*{s['stage']}*" + (f" — skipped: {s['skip_reason']}" if s["skipped"] else
+                                                  f" — recall {s['recall'] if s['recall'] is not None else '—'}"))
+                if not s["skipped"]:
+                    frame = rep.stage_candidates_frame(s, texts)
+                    st.dataframe(frame.style.apply(lambda row: ["background-color: #fff3b0" if row["gold"] else ""
+                                                                for _ in row], axis=1),
+                                 hide_index=True, key=f"tr_{run.eval_id}_{s['stage']}")

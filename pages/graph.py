@@ -1,0 +1,132 @@
+"""Graph page: build the entity graph, explore it (pyvis), inspect entities and communities, review merges."""
+from __future__ import annotations
+
+import streamlit as st
+
+from core.graph import view
+from core.graph.build import build_graph, decide_merge, graph_stats, set_synonyms, synonyms_text
+from core.graph.resolve import SynonymError
+from core.graph.search import plan_global
+from pages import _state
+
+REPORT_KEY = "graph_build_report"
+deps, ws, cfg = _state.deps(), _state.workspace(), _state.config()
+store = deps.store
+st.title("Graph")
+
+if not store.count("documents", ws):
+    st.info(f"Workspace '{ws}' has no documents yet: upload some on the Corpus page, then build the graph here.")
+    st.stop()
+
+# -- build / update ------------------------------------------------------------------------------------------------
+stats = graph_stats(store, ws)
+with st.container(border=True):
+    if stats["built"]:
+        st.caption(f"{stats['builder']} · graph v{stats['version']} · {stats['nodes']} entities "
+                   f"({stats['active_nodes']} active) · {stats['edges']} links · {stats['communities']} communities "
+                   f"on {stats['levels']} level(s) · {stats['pending_merges']} merges to review · {stats['leiden']}")
+        if stats["stale"]:
+            st.warning(f"The graph is behind the corpus (built at corpus v{stats['graph_corpus_version']}, now "
+                       f"v{stats['corpus_version']}): update it.")
+    else:
+        st.info("No graph yet. The offline builder is statistical (no LLM): names, identifiers and terms become "
+                "entities, co-occurrence in a chunk becomes a link.")
+    b1, b2 = st.columns([1, 4], vertical_alignment="bottom")
+    full = b2.checkbox("full rebuild (re-extract every chunk)", key="graph_full")
+    if b1.button("Update graph" if stats["built"] else "Build graph", type="primary", key="graph_build"):
+        with st.spinner("Extracting entities, resolving, detecting communities…"):
+            st.session_state[REPORT_KEY] = build_graph(store, cfg.graph, embedder=deps.embedder, llm=deps.llm,
+                                                       workspace=ws, full=full)
+        st.rerun()
+    rep = st.session_state.get(REPORT_KEY)
+    if rep is not None:
+        st.success(f"{rep.mode} build in {rep.seconds:.2f} s: +{rep.chunks_added} / -{rep.chunks_removed} chunks, "
+                   f"{rep.suggestions} new merge suggestions, {rep.summaries_invalidated} summaries invalidated")
+        for note in rep.notes:
+            st.warning(note)
+
+snap = deps.graph.get(store, ws, cfg.graph.min_phrase_chunks)
+if snap is None or not len(snap):
+    st.stop()
+
+last = st.session_state.get("last_trace")
+if last is None:
+    runs = store.recent_runs(ws, 1)
+    last = runs[0]["trace"] if runs else None
+used = view.used_by_trace(last)
+
+tab_graph, tab_entity, tab_comm, tab_review, tab_syn = st.tabs(
+    ["Graph", "Entity", "Communities", "Merge review", "Synonyms"])
+
+with tab_graph:
+    f1, f2, f3, f4, f5 = st.columns([1, 2, 2, 1, 1])
+    level = f1.selectbox("Level", snap.levels() or [0], key="graph_level")
+    frame = view.nodes_frame(snap, level=level)
+    comms = f2.multiselect("Community", sorted(frame["community"].dropna().unique()), key="graph_comms")
+    types = f3.multiselect("Type", sorted(frame["type"].unique()), key="graph_types")
+    min_deg = f4.number_input("Min degree", 0, 10_000, 1, key="graph_min_degree")
+    max_nodes = f5.number_input("Max nodes", 10, 1000, 150, step=10, key="graph_max_nodes")
+    shown = view.filter_nodes(frame, communities=comms, types=types, min_degree=int(min_deg),
+                              max_nodes=int(max_nodes), must_show=used.nodes)
+    # st.iframe replaces st.components.v1.html (deprecated in this Streamlit). The HTML is built by us and every
+    # string from a document in it is escaped (core/graph/view.py).
+    st.iframe(view.pyvis_html(shown, view.edges_frame(snap, shown["node_id"]), used=used), height=640)
+    if used.nodes:
+        st.caption(f"Red borders and links: what graph local search used for the last query ({used.query!r}); "
+                   "stars are its seed entities.")
+    else:
+        st.caption("Run a query with graph.enabled = true in the Search Lab to see which entities it used.")
+
+with tab_entity:
+    find = st.text_input("Find an entity by name (else: the entities in the graph view)", key="graph_find")
+    options = view.find_nodes(frame, find) if find.strip() else list(shown["node_id"])
+    pick = st.selectbox("Entity", options, key="graph_entity", format_func=lambda nid: snap.names[snap.pos[nid]])
+    if pick is None:
+        st.caption("No entity matches.")
+    else:
+        doc_names = {d.doc_id: d.name for d in store.documents(ws)}
+        d = view.entity_detail(snap, store, pick, doc_names=doc_names)
+        st.text(f"{d['name']} · type {d['type']} · degree {d['degree']} · {d['chunks_total']} chunks · "
+                f"communities {d['communities']}")
+        st.text(f"aliases: {', '.join(d['aliases'])}")
+        st.text(d["description"] or "(no description)")
+        c1, c2 = st.columns(2)
+        c1.dataframe(d["relations"], hide_index=True)
+        c2.dataframe(d["chunks"], hide_index=True)
+
+with tab_comm:
+    lvl = st.selectbox("Level", snap.levels() or [0], key="graph_comm_level")
+    st.caption("Summaries are written lazily, when a global query touches a community, then cached until its "
+               "membership changes.")
+    llm_on = cfg.graph.llm_summaries and getattr(deps.llm, "available", False)
+    plan = plan_global(snap, store, level=lvl, max_communities=cfg.graph.global_max_communities, use_llm=llm_on,
+                       model=cfg.graph.llm_model, workspace=ws)
+    st.text(f"Global search at level {lvl} (before it runs): {len(plan.community_ids)} of {plan.total_at_level} "
+            f"communities, {plan.cached} summaries cached, {plan.to_write} to write, {plan.mode}, estimate "
+            f"${plan.est_usd:.4f} (bound graph.global_max_usd ${cfg.graph.global_max_usd:.2f})")
+    st.dataframe(view.communities_frame(snap, store, lvl), hide_index=True)
+
+with tab_review:
+    st.caption(f"Pairs of entity names with cosine ≥ {cfg.graph.merge_threshold} ({deps.embedder.model_id}). "
+               "Approve to merge; reject keeps them apart for good (homonyms, look-alike codes).")
+    queue = view.queue_frame(store, ws)
+    for row in queue.itertuples(index=False):
+        q1, q2, q3 = st.columns([6, 1, 1], vertical_alignment="center")
+        q1.text(f"{row.keep}  ⟵  {row.merge}   (cosine {row.cosine}, {row.status})")
+        actions = [("approve", "Approve"), ("reject", "Reject")] if row.status == "pending" else [("undo", "Undo")]
+        for col, (act, label) in zip((q2, q3), actions):
+            if col.button(label, key=f"graph_{act}_{row.item}"):
+                decide_merge(store, cfg.graph, row.item, act, embedder=deps.embedder, workspace=ws)
+                st.rerun()
+    if queue.empty:
+        st.caption("No merge suggestions.")
+
+with tab_syn:
+    text = st.text_area("Synonyms: one group per line, canonical name first", synonyms_text(store, ws),
+                        placeholder="PostgreSQL = Postgres = pg", key="graph_synonyms")
+    if st.button("Save synonyms and re-resolve", key="graph_save_synonyms"):
+        try:
+            set_synonyms(store, cfg.graph, text, embedder=deps.embedder, workspace=ws)
+            st.rerun()
+        except SynonymError as exc:
+            st.error(str(exc))

@@ -1,0 +1,175 @@
+"""Compression stages: sentence pruning (identifiers verbatim, budget, neighbours), duplicate collapse, MMR oracle."""
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+import numpy as np
+import pytest
+
+from core.compress import (GAP, cached_vectors, collapse_duplicates, diversify, exact_terms, flow_info, mmr_order,
+                           needs_previous, pin_terms, prune_sentences, sentence_units)
+from core.rerank import embedder_span_scorer
+from core.store import Store
+from core.text import estimate_llm_tokens
+from core.types import Candidate
+from tests.fakes import HashEmbedder
+
+
+def _cands(texts: Sequence[str], scores: Sequence[float] | None = None) -> list[Candidate]:
+    scores = scores if scores is not None else [1.0 - i / 10 for i in range(len(texts))]
+    return [Candidate(f"c{i}", f"d{i}", t, s, i + 1) for i, (t, s) in enumerate(zip(texts, scores))]
+
+
+def _by_words(query: str, items):  # a transparent scorer: share of query words in the sentence
+    words = set(re.findall(r"\w+", query.lower()))
+    return [np.array([len(words & set(re.findall(r"\w+", t[s:e].lower()))) / max(len(words), 1) for s, e in spans])
+            for t, spans in items]
+
+
+CATALOG = ("The FB-520 Cellular gateway ships in grey. It carries SKU FB-0520-X and firmware 4.2.1-rc3. "
+           "Its list price is EUR 1,249.50 per unit. Delivery takes six weeks from the Gdansk plant. "
+           "The housing is rated IP67 and survives salt spray. Spare antennas are sold separately.")
+
+
+# -- pruning --------------------------------------------------------------------------------------------------------
+def test_pruning_keeps_identifiers_verbatim() -> None:
+    query = "Which firmware does SKU FB-0520-X run, and what does it cost?"
+    other = "Field service visits are booked through the regional office. Visits take two hours."
+    out = prune_sentences(query, _cands([CATALOG, other]), _by_words, token_budget=45)
+    kept = out.candidates[0].text
+    for ident in ("FB-0520-X", "4.2.1-rc3"):
+        assert ident in kept  # whole, never cut into pieces
+    assert estimate_llm_tokens(kept) < estimate_llm_tokens(CATALOG)
+    # Every kept run is a verbatim slice of the chunk: nothing rewritten, nothing token-pruned...
+    runs = []
+    for run in kept.split(GAP):
+        at = CATALOG.find(run)
+        assert at >= 0
+        runs.append((at, at + len(run)))
+    # ...and no identifier is cut: each one lies wholly inside a kept run or wholly outside all of them.
+    idents = [m.span() for m in re.finditer(r"[A-Z0-9][\w.,-]*\d[\w-]*", CATALOG)]
+    assert len(idents) >= 4
+    for s, e in idents:
+        assert all(e <= a or s >= b or (a <= s and e <= b) for a, b in runs)
+
+
+def test_exact_terms_are_what_must_match_verbatim() -> None:
+    assert exact_terms("Is TLS_VERSION_MIN 1.3 on FB-0520-X with retryBackoffMs at EUR 1,249.50?") == [
+        "TLS_VERSION_MIN", "1.3", "FB-0520-X", "retryBackoffMs", "EUR", "1,249.50"]
+    assert exact_terms("how are you") == []
+    # Only strong identifiers pin a sentence; years and bare numbers are everywhere and would eat the budget.
+    assert pin_terms("Is TLS_VERSION_MIN 1.3 on FB-0520-X, retryBackoffMs, firmware 4.2.1, in Q2 2024?") == [
+        "TLS_VERSION_MIN", "FB-0520-X", "retryBackoffMs", "4.2.1"]
+
+
+def test_pinned_identifier_sentence_beats_better_scored_ones() -> None:
+    text = "Retries follow retryBackoffMs. Gateways ship worldwide fast from Gdansk."
+    query = "gateways ship worldwide fast retryBackoffMs"  # the second sentence matches 4 of 5 words, the first 1
+    # Budget 12 holds either sentence (7 or 10 tokens), not both.
+    out = prune_sentences(query, _cands([text]), _by_words, token_budget=12, chunk_weight=0.0)
+    assert out.pinned == 1 and out.candidates[0].text == "Retries follow retryBackoffMs."
+    unpinned = prune_sentences("gateways ship worldwide fast retry", _cands([text]), _by_words, token_budget=12)
+    assert unpinned.pinned == 0 and unpinned.candidates[0].text.startswith("Gateways ship")
+
+
+def test_budget_is_respected_and_best_sentences_win() -> None:
+    texts = [CATALOG, "Delivery of gateways takes six weeks. Gateways are grey."]
+    full = sum(estimate_llm_tokens(t) for t in texts)
+    out = prune_sentences("delivery weeks gateway", _cands(texts), _by_words, token_budget=20, chunk_weight=0.0)
+    assert 0 < sum(estimate_llm_tokens(c.text) for c in out.candidates) <= 20 < full
+    assert any("six weeks" in c.text for c in out.candidates)
+    assert out.units_kept < out.units_in and [c.rank for c in out.candidates] == list(range(1, len(out.candidates) + 1))
+
+
+def test_a_sentence_pointing_back_keeps_its_predecessor() -> None:
+    text = "Revenue of the Hardware division was EUR 18.1 million. It grew 2.8% over the previous quarter. Staff rose."
+    # Budget 23: the 'It' sentence (9 tokens) and its subject (13) fit, the rest not.
+    out = prune_sentences("grew previous quarter", _cands([text]), _by_words, token_budget=23)
+    kept = out.candidates[0].text
+    assert "It grew 2.8%" in kept and "Revenue of the Hardware division" in kept  # the subject came along
+    alone = prune_sentences("grew previous quarter", _cands([text]), _by_words, token_budget=12, keep_neighbours=False)
+    assert "Revenue" not in alone.candidates[0].text
+    assert needs_previous("However, the plan changed.") and needs_previous("Это решение принято в мае.")
+    assert not needs_previous("The plan changed.")
+
+
+def test_chunks_with_nothing_kept_are_dropped_and_named() -> None:
+    texts = ["Alpha beta gamma.", "Delta epsilon zeta.", "Gamma again here."]
+    out = prune_sentences("gamma", _cands(texts), _by_words, token_budget=5, chunk_weight=0.0)
+    assert out.dropped and all(d not in {c.chunk_id for c in out.candidates} for d in out.dropped)
+
+
+def test_sentence_units_split_long_code_at_line_breaks_only() -> None:
+    code = "\n".join(f"    let value_{i} = compute_thing(input_{i}, OPTION_{i});" for i in range(30))
+    units = sentence_units(code, max_unit_tokens=40)
+    assert len(units) == 30 and all("\n" not in code[s:e] for s, e in units)
+    assert sentence_units("1. Open the box. 2. Plug it in.") != []
+
+
+def test_embedder_scorer_runs_with_the_fake() -> None:
+    scorer = embedder_span_scorer(HashEmbedder())
+    out = prune_sentences("salt spray housing", _cands([CATALOG]), scorer, token_budget=15, chunk_weight=0.0)
+    assert "salt spray" in out.candidates[0].text
+
+
+# -- duplicates and MMR ---------------------------------------------------------------------------------------------
+def test_mmr_with_lambda_one_keeps_relevance_order() -> None:
+    rng = np.random.default_rng(1)
+    vecs = rng.normal(size=(6, 8))
+    rel = np.array([0.9, 0.8, 0.8, 0.5, 0.3, 0.1])
+    assert mmr_order(rel, vecs, lam=1.0, k=6) == [0, 1, 2, 3, 4, 5]  # ties keep the incoming order
+    assert mmr_order(rel, vecs, lam=1.0, k=3) == [0, 1, 2]
+
+
+def test_mmr_pushes_a_near_copy_down() -> None:
+    a = np.array([1.0, 0.0, 0.0])
+    vecs = np.stack([a, a + 0.01, np.array([0.0, 1.0, 0.0]), np.array([0.0, 0.0, 1.0])])
+    rel = np.array([1.0, 0.95, 0.9, 0.0])  # scaled to [1, .95, .9, 0]
+    # c1 after c0: 0.7*0.95 - 0.3*1.0 = 0.365 < c2: 0.7*0.9 - 0 = 0.63, so the near copy drops behind c2.
+    assert mmr_order(rel, vecs, lam=0.7, k=4) == [0, 2, 1, 3]
+    assert mmr_order(rel, vecs, lam=1.0, k=4) == [0, 1, 2, 3]
+
+
+def test_identical_chunks_collapse_and_the_trace_says_into_which() -> None:
+    same = "Employees may work remotely for up to three days per week."
+    cands = _cands([same, "Core hours are 10:00 to 15:00.", " employees may  work remotely for up to three days per week. "])
+    emb = HashEmbedder()
+    out = diversify(cands, emb.encode([c.text for c in cands]), lam=1.0, dedup_threshold=0.95, k=10)
+    assert [c.chunk_id for c in out.candidates] == ["c0", "c1"]
+    assert [(d.dropped, d.kept, d.exact) for d in out.duplicates] == [("c2", "c0", True)]
+    assert out.candidates[0].meta["duplicates_dropped"] == "c2"
+
+
+def test_near_duplicates_collapse_only_when_their_facts_agree() -> None:
+    draft = "Employees may work from another country for up to 20 days per year with approval."
+    final = "Employees may work from another country for up to 30 days per year with approval."
+    copy = "Employees may work from another country for up to 20 days a year with approval."
+    vecs = np.array([[1.0, 0.0], [0.999, 0.04], [0.998, 0.05]])  # all nearly the same direction
+    keep, dups = collapse_duplicates(_cands([draft, final, copy]), vecs, threshold=0.95)
+    assert keep == [0, 1]  # the final says 30, not 20: it carries news and stays
+    assert [(d.dropped, d.kept, d.exact) for d in dups] == [("c2", "c0", False)] and dups[0].similarity >= 0.95
+
+
+def test_cached_vectors_read_the_store_and_write_nothing(store: Store) -> None:
+    emb = HashEmbedder()
+    store.cache_embeddings(emb.model_id, {__import__("core.text").text.sha256_text("known"): emb.encode(["known"])[0]})
+    before = emb.encoded
+    vecs = cached_vectors(["known", "fresh text"], emb, store, "default")
+    assert vecs.shape == (2, emb.dim) and emb.encoded == before + 1
+    assert store.count("embedding_cache") == 1
+
+
+def test_flow_info_by_hand() -> None:
+    a = _cands(["x" * 400, "y" * 400])
+    b = _cands(["x" * 100])
+    assert flow_info(a, b) == {"candidates_in": 2, "candidates_out": 1, "tokens_in": 200, "tokens_out": 25,
+                               "kept_share": 0.125}
+    assert flow_info([], [])["kept_share"] == 1.0
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.3, 0.7, 1.0])
+def test_mmr_returns_each_item_once(lam: float) -> None:
+    vecs = np.random.default_rng(3).normal(size=(7, 5))
+    order = mmr_order(np.linspace(1, 0, 7), vecs, lam=lam, k=7)
+    assert sorted(order) == list(range(7)) and order[0] == 0

@@ -1,0 +1,72 @@
+"""Named configurations: JSON and TOML round trips keep the stable hash; bad names and broken files are reported."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.config import ConfigError, PipelineConfig
+from core.configs import (
+    config_diff, configs_dir, delete_config, list_configs, load_named, resolve_config, save_config, to_toml,
+)
+
+
+def _cfg() -> PipelineConfig:
+    return PipelineConfig().with_overrides({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5,
+                                            "fusion.rrf_k": 10, "bm25.enabled": False})
+
+
+@pytest.mark.parametrize("fmt", ["json", "toml"])
+def test_round_trip_keeps_the_stable_hash(tmp_path: Path, fmt: str) -> None:
+    cfg = _cfg()
+    path = save_config("tuned", cfg, "ws", fmt=fmt, data_dir=tmp_path)
+    assert path == tmp_path / "workspaces" / "ws" / "configs" / f"tuned.{fmt}"
+    back = load_named("tuned", "ws", data_dir=tmp_path)
+    assert back == cfg and back.stable_hash() == cfg.stable_hash()
+    listed = list_configs("ws", data_dir=tmp_path)
+    assert [(c.name, c.hash) for c in listed] == [("tuned", cfg.stable_hash())]
+    assert listed[0].label == f"tuned · {cfg.stable_hash()}"
+
+
+def test_toml_text_is_plain_sections() -> None:
+    text = to_toml(_cfg())
+    assert "[fusion]" in text and 'method = "weighted_rrf"' in text and "bm25_weight = 1.5" in text
+    assert "enabled = false" in text
+
+
+def test_saving_in_the_other_format_replaces_the_old_file(tmp_path: Path) -> None:
+    save_config("a", PipelineConfig(), "ws", fmt="json", data_dir=tmp_path)
+    save_config("a", _cfg(), "ws", fmt="toml", data_dir=tmp_path)
+    assert sorted(p.name for p in configs_dir("ws", tmp_path).iterdir()) == ["a.toml"]
+    assert load_named("a", "ws", data_dir=tmp_path) == _cfg()
+
+
+def test_bad_names_unknown_names_and_broken_files(tmp_path: Path) -> None:
+    for bad in ("", "../escape", ".hidden", "a b", "x" * 70):
+        with pytest.raises(ConfigError):
+            save_config(bad, PipelineConfig(), "ws", data_dir=tmp_path)
+    with pytest.raises(ConfigError, match="no saved config 'nope'"):
+        load_named("nope", "ws", data_dir=tmp_path)
+    folder = configs_dir("ws", tmp_path)
+    folder.mkdir(parents=True)
+    (folder / "broken.json").write_text('{"fusion": {"rrf_k": -5}}')
+    (folder / "notes.txt").write_text("ignored")
+    listed = list_configs("ws", data_dir=tmp_path)
+    assert [c.name for c in listed] == ["broken"] and listed[0].config is None and "rrf_k" in listed[0].error
+    assert delete_config("broken", "ws", data_dir=tmp_path) and not list_configs("ws", data_dir=tmp_path)
+    assert list_configs("other", data_dir=tmp_path) == []  # workspaces keep their own configs
+
+
+def test_resolve_config_takes_a_path_or_a_saved_name(tmp_path: Path) -> None:
+    save_config("saved", _cfg(), "ws", data_dir=tmp_path)
+    path = tmp_path / "elsewhere.toml"
+    path.write_text("[dense]\nk = 7\n")
+    name, cfg = resolve_config(str(path), "ws", data_dir=tmp_path)
+    assert name == "elsewhere" and cfg.dense.k == 7
+    assert resolve_config("saved", "ws", data_dir=tmp_path) == ("saved", _cfg())
+
+
+def test_config_diff_lists_only_changed_settings() -> None:
+    diff = config_diff(PipelineConfig(), _cfg())
+    assert diff == {"bm25.enabled": (True, False), "fusion.bm25_weight": (1.0, 1.5),
+                    "fusion.method": ("rrf", "weighted_rrf"), "fusion.rrf_k": (60, 10)}

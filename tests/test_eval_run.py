@@ -1,0 +1,154 @@
+"""The eval runner end to end on a tiny corpus: A/B runs, repeats, stored runs reopened, and the `eval` CLI --json."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from core import cli
+from core.config import PipelineConfig
+from core.datasets import parse_jsonl
+from core.deps import Deps
+from core.eval_report import (
+    by_type_frame, comparison_frame, funnel_fig, gold_status, latency_fig, metrics_frame, recall_curve,
+    recall_curve_fig, stage_candidates_frame, stage_frame, text_report,
+)
+from core.eval_run import NamedConfig, compare, load_run, per_query_diff, run_eval
+from core.ingest.pipeline import ingest_files
+from core.store import Store
+from tests.fakes import HashEmbedder
+
+DOCS = [
+    ("gateway.md", b"# Gateway\n\n## TLS\n\nThe gateway refuses connections below TLS_VERSION_MIN, which defaults to "
+                   b"1.2 in every region.\n\n## Backups\n\nNightly backups go to the cold archive in Reykjavik and are "
+                   b"kept for ninety days.\n"),
+    ("finance.md", b"# Finance\n\nRevenue grew 3% over the previous quarter, to 18.1 million euros.\n\nThe harbour "
+                   b"office hired four engineers in May.\n"),
+    ("policy.md", b"# Travel policy\n\nEconomy class is required for flights under six hours. Hotel stays are "
+                  b"capped at 180 euros per night.\n"),
+]
+GOLD = [
+    {"id": "q1", "query": "What does TLS_VERSION_MIN default to?", "type": "exact-id",
+     "gold": [{"doc": "gateway.md", "span": "refuses connections below TLS_VERSION_MIN, which defaults to 1.2"}]},
+    {"id": "q2", "query": "How much did revenue grow?", "type": "factoid",
+     "gold": [{"doc": "finance.md", "span": "Revenue grew 3% over the previous quarter"}]},
+    {"id": "q3", "query": "hotel cap per night", "type": "factoid",
+     "gold": [{"doc": "policy.md", "span": "Hotel stays are capped at 180 euros per night."}]},
+    {"id": "q4", "query": "Who founded the Mars office?", "type": "unanswerable", "answerable": False, "gold": []},
+    {"id": "q5", "query": "Where are backups kept?", "gold": [{"doc": "gone.md", "span": "cold archive"}]},
+]
+A = PipelineConfig().with_overrides({"dense.enabled": False, "fusion.enabled": False})
+B = PipelineConfig()
+
+
+@pytest.fixture
+def ingested(deps: Deps) -> Deps:
+    ingest_files(DOCS, store=deps.store, embedder=deps.embedder, config=PipelineConfig())
+    return deps
+
+
+def _set() -> object:
+    return parse_jsonl("\n".join(json.dumps(g) for g in GOLD), "tiny.jsonl")
+
+
+def test_ab_run_scores_stores_and_reopens(ingested: Deps) -> None:
+    seen: list[tuple[int, int]] = []
+    runs = run_eval(_set(), [NamedConfig("bm25", A), NamedConfig("hybrid", B)], ingested,
+                    progress=lambda d, t, m: seen.append((d, t)))
+    assert seen[-1] == (8, 8) and len(seen) == 8  # 4 usable questions x 2 configs
+    a, b = runs
+    assert a.config_hash == A.stable_hash() and b.config_hash == B.stable_hash()
+    assert [r["qid"] for r in a.results] == ["q1", "q2", "q3", "q4"]
+    assert any("unknown document 'gone.md'" in p for p in a.problems)
+    assert a.metrics["recall@5"] == 1.0 and a.metrics["mrr"] == 1.0  # BM25 finds all three at rank 1
+    assert a.stage_recall["bm25"]["recall"] == 1.0 and a.stage_recall["dense"]["ran"] == 0.0
+    assert set(b.stage_recall) >= {"bm25", "dense", "fused"}
+    assert a.by_type["unanswerable"]["recall@5"] is None and a.by_type["factoid"]["n"] == 2
+    assert any("without gold" in n for n in a.notes)
+    # the pipeline answers (offline extractive by default): answer-level columns fill, the answer stage has no recall
+    assert 0.0 <= a.metrics["refusal_accuracy"] <= 1.0 and a.results[3]["metrics"]["refusal_accuracy"] is not None
+    assert a.stage_recall["answer"]["recall"] is None and a.stage_recall["answer"]["ran"] == 1.0
+    # stored, and reopened with the same numbers and per-question records
+    listed = ingested.store.eval_runs()
+    assert {r["eval_id"] for r in listed} == {a.eval_id, b.eval_id}
+    again = load_run(ingested.store, a.eval_id)
+    assert again.metrics == a.metrics and again.results[0]["stages"][0]["candidates"][0]["gold"] == [0]
+    assert again.config == A.model_dump(mode="json")
+    # A/B tables
+    cmp = compare(a, b)
+    assert {d.metric for d in cmp.deltas} >= {"recall@5", "mrr", "ndcg@10"}
+    assert all(d.verdict in {"A better", "B better", "no clear difference", "n/a"} for d in cmp.deltas)
+    diff = per_query_diff(a, b, "ndcg@10")
+    assert [r["qid"] for r in diff] == ["q1", "q2", "q3", "q4"]
+    assert diff[3]["status"] == "n/a" and all(r["status"] in {"same", "improved", "regressed"} for r in diff[:3])
+    # frames and figures build from the stored runs
+    assert len(metrics_frame([a, b])) >= 6 and len(comparison_frame(cmp)) == len(cmp.deltas)
+    assert list(stage_frame(a)["stage"])[:1] == ["bm25"] and len(by_type_frame(a)) == 3
+    assert recall_curve(a)[0] == (1, 1.0)
+    assert len(recall_curve_fig([a, b]).data) == 2 and len(funnel_fig([a, b]).data) == 2
+    assert len(latency_fig([a, b]).data) == 2
+    gs = gold_status(a.results[0])
+    assert gs.loc[0, "bm25"] == "#1" and "dense" not in gs.columns  # skipped stages get no column
+    frame = stage_candidates_frame(a.results[0]["stages"][0])
+    assert frame.loc[0, "gold"] == "★1"
+    assert "recall@5" in text_report([a, b], cmp) and "A/B" in text_report([a, b], cmp)
+
+
+def test_missing_gold_is_marked_missing(ingested: Deps) -> None:
+    run = run_eval(_set(), [NamedConfig("bm25-1", A.with_overrides({"bm25.k": 1}))], ingested, save=False)[0]
+    q2 = next(r for r in run.results if r["qid"] == "q2")
+    assert q2["metrics"]["recall@5"] == 1.0
+    q = parse_jsonl(json.dumps({"id": "x", "query": "ninety days archive",
+                                "gold": [{"doc": "policy.md", "span": "Economy class is required for flights"}]}))
+    miss = run_eval(q, [NamedConfig("bm25-1", A.with_overrides({"bm25.k": 1}))], ingested, save=False)[0]
+    assert gold_status(miss.results[0]).loc[0, "bm25"] == "missing" and miss.metrics["recall@5"] == 0.0
+
+
+def test_repeats_give_a_spread_and_say_when_the_pipeline_is_deterministic(ingested: Deps) -> None:
+    run = run_eval(_set(), [NamedConfig("hybrid", B)], ingested, repeats=3, save=False)[0]
+    assert run.repeats == 3 and len(run.per_repeat) == 3
+    # retrieval is deterministic: no spread in any quality metric (latency may vary, it is not checked)
+    assert all(v == 0.0 for k, v in run.spread.items() if k != "ms")
+    assert any("identical lists" in n for n in run.notes)
+
+
+def test_eval_cli_json_shape(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    db = tmp_path / "w.duckdb"
+    store = Store(db)
+    ingest_files(DOCS, store=store, embedder=HashEmbedder(), config=PipelineConfig())
+    store.close()
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("\n".join(json.dumps(g) for g in GOLD))
+    a, b = tmp_path / "a.json", tmp_path / "b.toml"
+    a.write_text(json.dumps(A.model_dump(mode="json")))
+    b.write_text("[fusion]\nrrf_k = 10\n")
+    monkeypatch.setattr(cli, "build_deps", lambda cfg, **kw: Deps(store=kw["store"], embedder=HashEmbedder()))
+    code = cli.main(["eval", "--dataset", str(gold), "--db", str(db), "--config", str(a), "--config", str(b),
+                     "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    b_hash = PipelineConfig().with_overrides({"fusion.rrf_k": 10}).stable_hash()
+    assert [r["config_hash"] for r in out["runs"]] == [A.stable_hash(), b_hash]
+    for r in out["runs"]:
+        assert {"recall@5", "recall@10", "recall@20", "mrr", "ndcg@10"} <= set(r["metrics"])
+        assert "bm25" in r["stage_recall"]
+    assert out["comparison"] and out["questions"] == 4
+    bad = cli.main(["eval", "--dataset", "no_such_set", "--db", str(db)])
+    assert bad == 2 and "unknown dataset" in capsys.readouterr().err
+
+
+def test_stored_record_is_compact_but_keeps_gold_ranks_beyond_the_kept_depth() -> None:
+    from core.eval_run import KEEP_DEPTH, TEXT_DEPTH, _stage_record
+    from core.evaluation import Gold, score_trace
+    from core.types import Candidate, StageResult, Trace
+
+    wide = tuple(Candidate(f"c{i}", "d", "gold words here" if i == 25 else f"filler {i}", 1.0, i) for i in range(1, 31))
+    final = tuple(Candidate(f"c{i}", "d", f"filler {i}", 1.0, r) for r, i in enumerate(range(1, 6), start=1))
+    trace = Trace("q", "h", 1, (StageResult("bm25", wide, 1.0), StageResult("fused", final, 1.0)))
+    gold = [Gold(text="gold words here")]
+    rec = {s["stage"]: s for s in _stage_record(score_trace(trace, gold), trace, gold)}
+    assert len(rec["bm25"]["candidates"]) == KEEP_DEPTH and rec["bm25"]["gold_ranks"] == [25]
+    assert rec["bm25"]["depth"] == 30 and rec["bm25"]["recall"] == 1.0
+    assert len(rec["fused"]["candidates"]) == 5 and rec["fused"]["gold_ranks"] == [None]
+    assert sum("text" in c for c in rec["bm25"]["candidates"]) == TEXT_DEPTH

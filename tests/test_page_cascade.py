@@ -1,0 +1,60 @@
+"""AppTest: the Search Lab's cascade toggles switch rerank, prune, MMR and expansion on and off, visibly."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.config import PipelineConfig
+from core.deps import Deps
+from core.ingest.pipeline import ingest_files
+from core.store import Store
+from pages import _state
+from tests.cascade_fakes import ConceptEmbedder
+
+APP = str(Path(__file__).resolve().parents[1] / "workbench.py")
+DOCS = [
+    ("garage.md", b"# Garage\n\nMending a car costs about 300 euros. The fee covers the fix. Opening hours are 8 to 5."),
+    ("city.md", b"# City\n\nParking for every automobile owner is free on Sundays. Bus routes change in May."),
+]
+
+
+@pytest.fixture
+def lab(store: Store) -> AppTest:
+    deps = Deps(store=store, embedder=ConceptEmbedder({"automobile": "car", "price": "cost", "fee": "cost"}))
+    assert not ingest_files(DOCS, store=store, embedder=deps.embedder, config=PipelineConfig()).errors
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.session_state[_state.DEPS_KEY] = deps
+    at = at.run().switch_page("pages/search_lab.py").run()
+    at.text_input(key="query").input("automobile price")
+    return at.button(key="search").click().run()
+
+
+def _skip_captions(at: AppTest) -> list[str]:
+    return [c.value for c in at.caption if c.value.startswith("skipped:")]
+
+
+def test_default_runs_the_cascade_and_each_toggle_switches_its_stage(lab: AppTest) -> None:
+    assert not lab.exception and not lab.error
+    skipped = _skip_captions(lab)
+    assert "skipped: expand.enabled = false" in skipped
+    assert not any(s.startswith(f"skipped: {st}.") for st in ("rerank", "prune", "mmr") for s in skipped)
+    assert any("tokens_in" in c.value and "kept_share" in c.value for c in lab.caption)  # tokens beside each stage
+    for key, stage in (("rerank_on", "rerank"), ("prune_on", "prune"), ("mmr_on", "mmr")):
+        lab = lab.toggle(key=key).set_value(False).run()
+        assert not lab.exception
+        assert f"skipped: {stage}.enabled = false" in _skip_captions(lab)
+        assert getattr(lab.session_state[_state.CONFIG_KEY], stage).enabled is False
+        lab = lab.toggle(key=key).set_value(True).run()
+        assert f"skipped: {stage}.enabled = false" not in _skip_captions(lab)
+    lab = lab.toggle(key="expand_on").set_value(True).run()
+    assert not lab.exception and "skipped: expand.enabled = false" not in _skip_captions(lab)
+    assert lab.session_state[_state.CONFIG_KEY].expand.enabled is True
+
+
+def test_budget_and_lambda_reach_the_config(lab: AppTest) -> None:
+    lab = lab.number_input(key="prune_budget").set_value(40).run()
+    lab = lab.slider(key="mmr_lam").set_value(0.5).run()
+    cfg = lab.session_state[_state.CONFIG_KEY]
+    assert (cfg.prune.token_budget, cfg.mmr.lam) == (40, 0.5) and not lab.exception

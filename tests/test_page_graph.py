@@ -1,0 +1,145 @@
+"""AppTest of the Graph page: build button, pyvis view, entity detail, merge review, highlight, escaping."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from core.config import PipelineConfig
+from core.deps import Deps
+from core.graph.build import build_graph, graph_stats
+from core.ingest.pipeline import ingest_files
+from core.pipeline import run_query
+from core.store import Store
+from pages import _state
+from tests.fakes import HashEmbedder
+from tests.graph_fakes import ScriptedLLM, VectorEmbedder, extraction_by_passage
+
+APP = str(Path(__file__).resolve().parents[1] / "workbench.py")
+DOCS = [
+    ("staff.md", b"# Staffing\n\nTomas Rehak is the lead architect for Project Bluefin.\n\n"
+                 b"Sanne de Vries is the data engineer for Project Saltmarsh.\n"),
+    ("clients.md", b"# Clients\n\nKestrel Water Authority runs Project Bluefin; Rafael Quintero manages it.\n\n"
+                   b"Nordhaven Ports Authority runs Project Saltmarsh; Lena Brightwater manages it.\n"),
+]
+
+
+def _page(deps: Deps, config: PipelineConfig | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.session_state[_state.DEPS_KEY] = deps
+    if config is not None:
+        at.session_state[_state.CONFIG_KEY] = config
+    at.run()
+    return at.switch_page("pages/graph.py").run()
+
+
+def _iframe_html(at: AppTest) -> str:
+    frames = at.get("iframe")
+    assert frames, "no graph view rendered"
+    return frames[0].proto.srcdoc
+
+
+def test_graph_page_on_an_empty_store_says_what_to_do(deps: Deps) -> None:
+    at = _page(deps)
+    assert not at.exception and at.title[0].value == "Graph"
+    assert "no documents" in at.info[0].value
+
+
+def test_build_button_builds_and_the_view_renders(deps: Deps) -> None:
+    ingest_files(DOCS, store=deps.store, embedder=deps.embedder, config=PipelineConfig())
+    at = _page(deps, PipelineConfig().with_overrides({"graph.min_phrase_chunks": 1}))
+    assert not at.exception and "No graph yet" in at.info[0].value
+    at = at.button(key="graph_build").click().run()
+    assert not at.exception and graph_stats(deps.store)["built"]
+    assert any("full build" in s.value for s in at.success)
+    html = _iframe_html(at)
+    assert "Tomas Rehak" in html and "vis.DataSet" in html and "cdn.jsdelivr" not in html  # in_line: offline
+    texts = [t.value for t in at.text]
+    assert any("type named" in t for t in texts)
+    assert any(t.startswith("Global search at level 0 (before it runs)") and "extractive" in t for t in texts)
+    assert at.button(key="graph_build").label == "Update graph"
+
+
+def test_nodes_used_by_the_last_query_are_highlighted(deps: Deps) -> None:
+    ingest_files(DOCS, store=deps.store, embedder=deps.embedder, config=PipelineConfig())
+    cfg = PipelineConfig().with_overrides({"graph.enabled": True, "graph.min_phrase_chunks": 1})
+    build_graph(deps.store, cfg.graph, embedder=deps.embedder)
+    run_query("Who manages the client of Tomas Rehak?", cfg, deps)  # logged: the page reads the run log
+    at = _page(deps, cfg)
+    assert not at.exception
+    assert any("Who manages the client of Tomas Rehak?" in c.value for c in at.caption)
+    html = _iframe_html(at)
+    assert '"shape": "star"' in html and "#ff2d55" in html  # the seed, and red borders / links
+
+
+def test_merge_review_approve_reject_undo_from_the_page() -> None:
+    store = Store(":memory:")
+    emb = VectorEmbedder({"Corvane Systems": [1, 0.1, 0, 0, 0, 0, 0, 0], "Corvane Systems B.V": [1, 0.12, 0, 0, 0, 0, 0, 0],
+                          "E-MRD-0901": [0, 0, 1, 0.1, 0, 0, 0, 0], "E-MRD-0932": [0, 0, 1, 0.13, 0, 0, 0, 0]})
+    deps = Deps(store=store, embedder=emb)
+    ingest_files([("m.md", b"Corvane Systems signed. Corvane Systems B.V pays. Codes E-MRD-0901 and E-MRD-0932.")],
+                 store=store, embedder=emb, config=PipelineConfig())
+    cfg = PipelineConfig().with_overrides({"graph.min_phrase_chunks": 1})
+    build_graph(store, cfg.graph, embedder=emb)
+    items = {frozenset((q["keep_name"], q["other_name"])): q["item_id"] for q in store.graph_queue("pending")}
+    firm, codes = items[frozenset(("Corvane Systems", "Corvane Systems B.V"))], items[frozenset(("E-MRD-0901", "E-MRD-0932"))]
+    at = _page(deps, cfg)
+    at = at.button(key=f"graph_approve_{firm}").click().run()
+    assert not at.exception and "corvane systems b.v" not in {n[0] for n in store.graph_nodes()}
+    at = at.button(key=f"graph_reject_{codes}").click().run()
+    assert {q["item_id"]: q["status"] for q in store.graph_queue()}[codes] == "rejected"
+    at = at.button(key=f"graph_undo_{firm}").click().run()
+    assert not at.exception and "corvane systems b.v" in {n[0] for n in store.graph_nodes()}
+
+
+def test_synonyms_saved_from_the_page_merge_nodes(deps: Deps) -> None:
+    ingest_files([("db.md", b"Billing uses PostgreSQL daily. Ops restart Postgres nightly.")], store=deps.store,
+                 embedder=deps.embedder, config=PipelineConfig())
+    cfg = PipelineConfig().with_overrides({"graph.min_phrase_chunks": 1})
+    build_graph(deps.store, cfg.graph, embedder=deps.embedder)
+    at = _page(deps, cfg)
+    at.text_area(key="graph_synonyms").input("PostgreSQL =")
+    at = at.button(key="graph_save_synonyms").click().run()
+    assert "line 1" in at.error[0].value
+    at.text_area(key="graph_synonyms").input("PostgreSQL = Postgres")
+    at = at.button(key="graph_save_synonyms").click().run()
+    assert not at.exception and "postgres" not in {n[0] for n in deps.store.graph_nodes()}
+
+
+def test_a_malicious_document_cannot_inject_script_into_the_graph_view() -> None:
+    evil = ['<img src=x onerror="alert(1)">', "</script><script>alert(2)</script>"]
+    store = Store(":memory:")
+    llm = ScriptedLLM(extraction_by_passage({"Quarterly": {
+        "entities": [{"name": n, "type": "<i>t</i>", "description": n} for n in evil] +
+                    [{"name": "Acme", "type": "org", "description": "a firm"}],
+        "relations": [{"source": evil[0], "target": "Acme", "description": evil[1], "weight": 3}]}}))
+    deps = Deps(store=store, embedder=HashEmbedder(), llm=llm)
+    ingest_files([("evil.md", b"Quarterly note <img src=x onerror=alert(1)> about Acme.")], store=store,
+                 embedder=deps.embedder, config=PipelineConfig())
+    at = _page(deps, PipelineConfig().with_overrides({"graph.builder": "llm", "graph.min_phrase_chunks": 1}))
+    at = at.button(key="graph_build").click().run()
+    assert not at.exception and llm.requests
+    html = _iframe_html(at)
+    for raw in evil + ["<i>t</i>"]:
+        assert raw not in html
+    assert "onerror" in html  # the name is there, escaped, not dropped
+    # Entity detail and review rows use st.text: shown literally, never rendered as HTML.
+    assert not [m for m in at.markdown if "onerror" in m.value]
+
+
+def test_entity_detail_finds_by_name_and_lists_relations_and_sources(deps: Deps) -> None:
+    ingest_files(DOCS, store=deps.store, embedder=deps.embedder, config=PipelineConfig())
+    cfg = PipelineConfig().with_overrides({"graph.min_phrase_chunks": 1})
+    build_graph(deps.store, cfg.graph, embedder=deps.embedder)
+    at = _page(deps, cfg)
+    at.text_input(key="graph_find").input("rehak")
+    at = at.run()
+    assert not at.exception and at.selectbox(key="graph_entity").value == "tomas rehak"
+    texts = [t.value for t in at.text]
+    assert any(t.startswith("Tomas Rehak · type named") for t in texts)
+    assert any("quote:" in t and "lead architect" in t for t in texts)  # statistical: a quote, not a description
+    relations, sources = at.dataframe[0].value, at.dataframe[1].value
+    assert "Project Bluefin" in set(relations["entity"]) and set(sources["document"]) == {"staff.md"}
+    at.text_input(key="graph_find").input("zzz-nothing")
+    at = at.run()
+    assert not at.exception and any("No entity matches" in c.value for c in at.caption)

@@ -1,0 +1,283 @@
+"""Rerankers: MaxSim oracle, windowed token vectors, caches, IDF weights, the cross-encoder path on a tiny random
+model, LLM listwise, fallbacks with notices, and the rerank stage in the pipeline."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.config import PipelineConfig
+from core.deps import Deps
+from core.ingest.pipeline import ingest_files
+from core.llm import LLMError, OfflineLLM
+from core.pipeline import run_query
+from core.rerank import (CrossEncoderReranker, EmbedderCosineReranker, LateInteractionReranker, LLMListwiseReranker,
+                         TokenCache, TokenMatrix, encode_token_matrices, listwise_scores, load_reranker, maxsim,
+                         rerank, rerank_text)
+from core.store import Store
+from core.types import CONTEXT_KEY, Candidate
+from tests.cascade_fakes import ConceptEmbedder, ConceptWindowEncoder, FixedReranker, ScriptedListwiseLLM
+from tests.fakes import HashEmbedder
+
+SYN = {"automobile": "car", "vehicle": "car", "mend": "repair", "fix": "repair", "price": "cost", "fee": "cost"}
+
+
+def _cands(texts: list[str]) -> list[Candidate]:
+    return [Candidate(f"c{i}", "d", t, 1.0 / (i + 1), i + 1) for i, t in enumerate(texts)]
+
+
+# -- MaxSim -------------------------------------------------------------------------------------------------------
+def test_maxsim_by_hand() -> None:
+    q = np.array([[1.0, 0.0], [0.0, 1.0]])
+    d1 = np.array([[1.0, 0.0], [0.6, 0.8]])  # best for q1: 1.0, for q2: 0.8
+    d2 = np.array([[0.0, 1.0]])  # q1: 0.0, q2: 1.0
+    empty = np.zeros((0, 2))
+    got = maxsim(q, np.array([1.0, 1.0]), [d1, d2, empty])
+    assert got == pytest.approx([0.9, 0.5, 0.0])
+    weighted = maxsim(q, np.array([3.0, 1.0]), [d1, d2])  # (3*1.0 + 1*0.8)/4 and (3*0 + 1*1)/4
+    assert weighted == pytest.approx([0.95, 0.25])
+
+
+def test_windows_cover_every_token_once_and_drop_punctuation() -> None:
+    enc = ConceptWindowEncoder(window_tokens=4)
+    text = "alpha beta, gamma delta epsilon; zeta eta theta iota kappa."
+    tm = encode_token_matrices(enc, [text], overlap=2)[0]
+    words = [text[s:e] for s, e in tm.spans]
+    assert words == ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
+    assert enc.windows_encoded > 1  # the text was longer than one window
+    expect = np.stack([enc.vector(int(t)) for t in tm.ids])
+    assert np.allclose(tm.vecs.astype(np.float32), expect, atol=2e-3)
+    assert tm.vecs.dtype == np.float16
+
+
+def test_token_cache_is_an_lru_bounded_in_bytes() -> None:
+    tm = TokenMatrix(np.zeros(10, np.int32), np.zeros((10, 8), np.float16), np.zeros((10, 2), np.int32))
+    cache = TokenCache(max_bytes=tm.nbytes * 2)
+    cache.put("m", "a", tm)
+    cache.put("m", "b", tm)
+    assert cache.get("m", "a") is tm  # a becomes most recent
+    cache.put("m", "c", tm)
+    assert cache.get("m", "b") is None and cache.get("m", "a") is tm and len(cache) == 2
+
+
+# -- late interaction -----------------------------------------------------------------------------------------------
+def test_late_interaction_reorders_a_lexically_far_answer() -> None:
+    """The fused list puts the word-overlap distractor first; the answer shares no word with the query but says the
+    same thing in synonyms. MaxSim over concept token vectors must move it to the top."""
+    query = "automobile repair price"
+    distractor = "Bicycle lanes and bus routes; parking for every automobile owner is free on Sundays."
+    answer = "Mending a car costs about 300 euros at the garage: the fee covers the fix."
+    reranker = LateInteractionReranker(ConceptWindowEncoder(SYN))
+    out, res = rerank(query, _cands([distractor, answer]), reranker, k=2)
+    assert [c.text for c in out] == [answer, distractor]
+    assert out[0].meta["rank_before"] == 2 and out[0].rank == 1 and out[0].score > out[1].score
+    assert res.computed == 2 and res.cache_hits == 0  # chunk texts (the query is counted apart)
+
+
+def test_chunk_token_vectors_are_cached_in_memory_and_in_the_store(store: Store) -> None:
+    enc = ConceptWindowEncoder(SYN)
+    texts = ["a car needs a fix", "the fee is small", "bus routes"]
+    first = LateInteractionReranker(enc, persist=store)
+    a = first.score("car fee", texts)
+    assert a.computed == 3 and a.cache_hits == 0
+    b = first.score("car fee", texts)
+    assert b.computed == 0 and b.cache_hits == 3 and np.allclose(a.scores, b.scores)
+    before = enc.windows_encoded
+    restarted = LateInteractionReranker(enc, persist=store)  # empty memory cache: reads the store
+    c = restarted.score("car fee", texts)
+    # Only the query is encoded again (queries live in memory only).
+    assert c.computed == 0 and enc.windows_encoded == before + 1 and np.allclose(a.scores, c.scores, atol=1e-3)
+    stored = store.cached_token_vectors(enc.model_id, [__import__("core.rerank").rerank.text_key(enc.model_id, texts[0])])
+    ids, vecs, spans = next(iter(stored.values()))
+    assert vecs.dtype == np.float16 and vecs.shape == (len(ids), enc.dim) and spans.shape == (len(ids), 2)
+    assert store.clear_token_vectors() == 3  # chunk texts only: queries stay in memory
+
+
+class _Corpus:
+    def __init__(self, texts: list[str]) -> None:
+        self.texts, self.version = texts, 1
+
+    def corpus_version(self, workspace: str = "default") -> int:
+        return self.version
+
+    def chunks(self, workspace: str = "default", doc_id: str | None = None) -> list[Candidate]:
+        return _cands(self.texts)
+
+
+def test_query_weights_idf_and_stop_words() -> None:
+    corpus = _Corpus(["gateway logs", "gateway port", "gateway tls", "kraken tls"])
+    r = LateInteractionReranker(ConceptWindowEncoder(), corpus=corpus)
+    _, w = r.query_matrix("what is the gateway kraken")
+    # what/is/the are stop words (0); 'gateway' is in 3 of 4 chunks, 'kraken' in 1: rarer weighs more.
+    assert list(w[:3]) == [0.0, 0.0, 0.0] and w[4] > w[3] > 0
+    _, only_stop = r.query_matrix("what is it")
+    assert (only_stop > 0).all()  # a query of stop words only keeps them rather than scoring nothing
+    corpus.texts.append("kraken kraken")
+    corpus.version = 2
+    _, w2 = r.query_matrix("gateway kraken")
+    assert w2[1] < w[4]  # IDF rebuilt when the corpus version moved
+
+
+def test_score_spans_reads_sentences_in_their_chunk() -> None:
+    r = LateInteractionReranker(ConceptWindowEncoder(SYN))
+    text = "Bus routes change in May. A car fix costs a fee of 300 euros."
+    spans = [(0, 25), (26, len(text))]
+    scores, res = r.score_spans("automobile repair price", [(text, spans)])
+    assert scores[0][1] > scores[0][0] and res.computed == 1
+    again, res2 = r.score_spans("automobile repair price", [(text, spans)])
+    assert res2.computed == 0 and np.allclose(scores[0], again[0])
+
+
+def test_rerank_text_reads_the_context_prefix() -> None:
+    c = Candidate("c", "d", "chunk body", 1.0, 1, {CONTEXT_KEY: "From the 2024 report."})
+    assert rerank_text(c) == "From the 2024 report.\n\nchunk body"
+    assert rerank_text(c, use_context=False) == "chunk body"
+    assert rerank_text(Candidate("c", "d", "plain", 1.0, 1)) == "plain"
+
+
+# -- cross-encoder --------------------------------------------------------------------------------------------------
+def _tiny_cross_encoder(folder: Path) -> Path:
+    """A 2-layer, 32-wide BERT with random weights and a one-logit head, plus a 40-word vocabulary, saved the way a
+    cross-encoder folder is: checks the wiring, says nothing about quality."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+
+    words = "the a car fix cost fee bus route gateway tls port log is what how much does to of in".split()
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words, *[f"w{i}" for i in range(20)]]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    tok = BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), do_lower_case=True)
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=64, max_position_embeddings=128, num_labels=1)
+    BertForSequenceClassification(cfg).save_pretrained(str(folder))
+    tok.save_pretrained(str(folder))
+    return folder
+
+
+def test_cross_encoder_path_on_a_tiny_random_model(tmp_path: Path) -> None:
+    path = _tiny_cross_encoder(tmp_path / "tiny-ce")
+    loaded = load_reranker("cross-encoder", model=str(path), embedder=HashEmbedder(), local_files_only=True)
+    assert loaded.notice is None and isinstance(loaded.reranker, CrossEncoderReranker)
+    assert loaded.reranker.name == f"cross-encoder:{path}"
+    texts = ["the car fix cost", "bus route", "gateway tls port", "what is the fee"]
+    res = loaded.reranker.score("how much does a car fix cost", texts)
+    assert res.scores.shape == (4,) and np.isfinite(res.scores).all()
+    again = loaded.reranker.score("how much does a car fix cost", texts)
+    assert np.allclose(res.scores, again.scores)  # deterministic in eval mode
+    out, _ = rerank("how much does a car fix cost", _cands(texts), loaded.reranker, k=2)
+    assert len(out) == 2 and out[0].score >= out[1].score
+
+
+def test_unloadable_cross_encoder_falls_back_with_a_notice() -> None:
+    name = "no-such-org/no-such-reranker-model"
+    loaded = load_reranker("cross-encoder", model=name, embedder=ConceptEmbedder(SYN), local_files_only=True)
+    assert isinstance(loaded.reranker, LateInteractionReranker)
+    assert name in loaded.notice and "late-interaction" in loaded.notice and "instead" in loaded.notice
+    # An embedder without token vectors: the fallback is embedder cosine, and the notice says that too.
+    bare = load_reranker("cross-encoder", model=name, embedder=HashEmbedder(), local_files_only=True)
+    assert isinstance(bare.reranker, EmbedderCosineReranker) and "embedder cosine" in bare.notice
+
+
+# -- LLM listwise ---------------------------------------------------------------------------------------------------
+def test_listwise_scores_by_hand() -> None:
+    s = listwise_scores([3, 1, 3, 9, "x"], 4)  # duplicate, out of range and junk are ignored
+    assert list(np.argsort(-s, kind="stable")) == [2, 0, 1, 3]
+
+
+def test_llm_reranker_orders_by_the_reply_and_records_cost() -> None:
+    llm = ScriptedListwiseLLM([{"ranking": [2, 1]}, LLMError("rate limited")])
+    loaded = load_reranker("llm", embedder=ConceptEmbedder(SYN), llm=llm, llm_model="claude-haiku-4-5")
+    assert isinstance(loaded.reranker, LLMListwiseReranker) and loaded.notice is None
+    out, res = rerank("car fee", _cands(["bus", "car fee"]), loaded.reranker, k=2)
+    assert [c.text for c in out] == ["car fee", "bus"] and res.usage.calls == 1 and res.usage.usd > 0
+    req = llm.requests[0]
+    assert req.json_schema is not None and req.purpose == "rerank" and "[2] car fee" in req.user[0].text
+    failed = loaded.reranker.score("car fee", ["bus", "car fee"])
+    assert any("LLM rerank failed" in n for n in failed.notes) and failed.scores[1] > failed.scores[0]
+
+
+def test_llm_without_a_key_falls_back_with_a_notice() -> None:
+    loaded = load_reranker("llm", embedder=ConceptEmbedder(SYN), llm=OfflineLLM())
+    assert isinstance(loaded.reranker, LateInteractionReranker)
+    assert "ANTHROPIC_API_KEY" in loaded.notice and "late-interaction" in loaded.notice
+
+
+# -- Deps and the pipeline ------------------------------------------------------------------------------------------
+DOCS = [
+    ("cars.md", b"# Garage\n\nMending a car costs about 300 euros; the fee covers the fix.\n\n"
+                b"## Hours\n\nThe garage opens at 8."),
+    ("city.md", b"# City\n\nParking for every automobile owner is free on Sundays. Automobile clubs meet on Monday."),
+]
+
+
+@pytest.fixture
+def concept_deps(store: Store) -> Deps:
+    deps = Deps(store=store, embedder=ConceptEmbedder(SYN))
+    ingest_files(DOCS, store=store, embedder=deps.embedder, config=PipelineConfig())
+    return deps
+
+
+def test_deps_build_the_reranker_once_and_report_fallbacks_once(store: Store) -> None:
+    deps = Deps(store=store, embedder=HashEmbedder())
+    r1, note1 = deps.reranker_for("cross-encoder", "missing/model")
+    r2, note2 = deps.reranker_for("cross-encoder", "missing/model")
+    assert r1 is r2 and note1 == note2 and note1 and deps.notices.count(note1) == 1
+    injected = FixedReranker({})
+    assert Deps(store=store, embedder=HashEmbedder(), reranker=injected).reranker_for("late-interaction")[0] is injected
+
+
+def test_pipeline_rerank_stage_moves_the_synonym_answer_up(concept_deps: Deps) -> None:
+    cfg = PipelineConfig().with_overrides({"prune.enabled": False, "mmr.enabled": False})
+    trace = run_query("automobile repair price", cfg, concept_deps)
+    fused, rr = trace.stage("fused"), trace.stage("rerank")
+    assert "Automobile" in fused.candidates[0].text  # lexical overlap wins fusion
+    assert "Mending a car" in rr.candidates[0].text and rr.info["reranker"].startswith("late-interaction")
+    assert rr.info["candidates_in"] == len(fused.candidates) and rr.info["tokens_in"] >= rr.info["tokens_out"]
+    assert rr.candidates[0].meta["rank_before"] > 1
+
+
+def test_rerank_reads_context_prefixes_when_contextual_retrieval_is_on(concept_deps: Deps) -> None:
+    seen: list[str] = []
+
+    class Spy(FixedReranker):
+        def score(self, query, texts, *, workspace="default"):
+            seen.extend(texts)
+            return super().score(query, texts, workspace=workspace)
+
+    concept_deps.reranker = Spy({})
+    cfg = PipelineConfig().with_overrides({"context.variant": "heuristic", "prune.enabled": False})
+    trace = run_query("garage fee", cfg, concept_deps)
+    assert seen and all(t.startswith("Document:") for t in seen)  # heuristic contexts open with the document
+    final = trace.final()
+    assert not any(c.text.startswith("Document:") for c in final.candidates)  # generation reads the chunk alone
+
+
+def test_every_cascade_stage_switches_off_with_a_reason(concept_deps: Deps) -> None:
+    base = PipelineConfig()
+    on = run_query("car fee", base, concept_deps)
+    assert [on.stage(s).skipped for s in ("rerank", "prune", "mmr")] == [None, None, None]
+    assert on.stage("expand").skipped == "expand.enabled = false"
+    for stage in ("rerank", "prune", "mmr"):
+        off = run_query("car fee", base.with_overrides({f"{stage}.enabled": False}), concept_deps)
+        assert off.stage(stage).skipped == f"{stage}.enabled = false"
+    nofusion = run_query("car fee", base.with_overrides({"fusion.enabled": False}), concept_deps)
+    assert nofusion.stage("rerank").info["input"] == "dense"  # the best list that ran
+
+
+@pytest.mark.slow
+def test_real_late_interaction_lifts_a_paraphrased_answer() -> None:
+    """The bundled MiniLM, read token by token: the answer paraphrases the question (refund / money back, damaged /
+    broken); the distractor shares its words. BM25 would put the distractor first."""
+    from core.embed import BUNDLED_MODEL, SentenceTransformerEmbedder
+    from core.retrieve.bm25 import BM25Index
+
+    query = "How do I get my money back for a broken order?"
+    distractor = "Order numbers are printed on every invoice, and money transfers to suppliers take three days."
+    answer = "Refunds for damaged goods are paid within 14 days once the item has been returned to us."
+    bm25 = BM25Index(["d", "a"], [distractor, answer])
+    assert bm25.search(query, 2)[0][0] == "d"
+    loaded = load_reranker("late-interaction", embedder=SentenceTransformerEmbedder(BUNDLED_MODEL))
+    out, _ = rerank(query, _cands([distractor, answer]), loaded.reranker, k=2)
+    assert out[0].text == answer and loaded.notice is None
