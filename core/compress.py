@@ -235,9 +235,23 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
     return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12) if v.size else v
 
 
+_EN_FACT_WORDS = frozenset(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
+    "eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million billion half "
+    "once twice first second third fourth fifth not no never none without cannot".split()
+)
+# Russian numerals and negations inflect: match by stem. A false match only keeps two texts apart (the safe side).
+_RU_FACT_WORD = re.compile(r"^(не|нет|ни|без|никогда|один|одн[аоуий]|дв[аеу]|двух|тр[иеё]|четыр|пят|шест|сем[иь]?$|"
+                           r"восем|девят|десят|сорок|сто|тысяч|миллион|половин)", re.IGNORECASE)
+_WORD_RE = re.compile(r"\w+", re.UNICODE)
+
+
 def facts(text: str) -> frozenset[str]:
-    """The tokens a reader could not infer from the words around them: numbers, versions, sums, codes, keys."""
-    return frozenset(t.lower() for t in exact_terms(text))
+    """What two near-identical texts must agree on to be duplicates: numbers, versions, sums, codes, keys, number
+    words ("two" vs "three days") and negations ("may" vs "may not")."""
+    words = {w.lower() for w in _WORD_RE.findall(text)
+             if w.lower() in _EN_FACT_WORDS or (not w.isascii() and _RU_FACT_WORD.match(w))}
+    return frozenset({t.lower() for t in exact_terms(text)} | words)
 
 
 def collapse_duplicates(candidates: Sequence[Candidate], vectors: np.ndarray, *, threshold: float

@@ -105,7 +105,7 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
             index = deps.indexes.bm25(store, workspace, BM25Params(b.k1, b.b, b.method, b.split_identifiers, b.stem),
                                       variant=bm25_variant)
             bm25 = _to_candidates(index.search(q, b.k), store, workspace, "bm25")
-        tracer.add("bm25", bm25, t.ms, indexed=len(index))
+        tracer.add("bm25", bm25, t.ms, indexed=len(index), text=bm25_variant)
     else:
         bm25 = tracer.skip("bm25", "bm25.enabled = false")
 
@@ -116,7 +116,8 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
             qvec = deps.embedder.encode([q])[0]
             dense = _to_candidates(dindex.search(qvec, config.dense.k), store, workspace, "dense")
         notes = [f"embedder does not cover '{lang}': this list is close to random"] if dense_blind else []
-        tracer.add("dense", dense, t.ms, notes=notes, model=deps.embedder.model_id, indexed=len(dindex))
+        tracer.add("dense", dense, t.ms, notes=notes, model=deps.embedder.model_id, indexed=len(dindex),
+                   text=dense_variant)
     else:
         dense = tracer.skip("dense", "dense.enabled = false")
 

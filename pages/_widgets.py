@@ -12,7 +12,7 @@ from core.types import Candidate, StageResult, Trace
 
 LAST_INGEST_KEY = "last_ingest"  # the IngestReport of the last upload, shown until the next one
 LAST_QUERY_KEY = "last_query"  # the last submitted query; settings changes re-run it
-STAGES_PER_ROW = 4  # more stages than this wrap into further rows so columns stay readable
+STAGES_PER_ROW = 5  # retrieval (bm25, dense, graph x2, fused) on one row, the cascade and answer on the next
 
 # Retrieval modes of the Search Lab and the switches each one sets.
 MODES: dict[str, dict[str, bool]] = {
@@ -97,6 +97,21 @@ def stage_column(stage: StageResult, *, moves: Mapping[str, str], doc_names: Map
         st.caption("no candidates")
     for c in stage.candidates[:depth]:
         candidate_card(c, move=moves.get(c.chunk_id, ""), doc_name=doc_names.get(c.doc_id, ""))
+
+
+def answer_panel(answer: Any) -> None:
+    """The answer above the stage grid: mode label (never pretend an extractive answer was generated), refusal, cites."""
+    if answer is None:
+        return
+    label = {"llm": "answer (Claude)", "extractive": "answer (extractive, offline: sentences copied, not generated)"}
+    with st.container(border=True, key="answer_panel"):
+        st.markdown(f"**{label.get(answer.mode, 'answer (' + answer.mode + ')')}**")
+        if answer.refused:
+            st.info(answer.text or "The corpus does not say.", icon=":material/block:")
+        else:
+            st.text(answer.text)
+        if answer.citations:
+            st.caption("citations: " + " · ".join(answer.citations) + " (open them under Chunk detail)")
 
 
 def stage_grid(trace: Trace, *, doc_names: Mapping[str, str], depth: int = 10) -> None:

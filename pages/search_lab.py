@@ -44,6 +44,18 @@ with st.container(border=True):
                                                           key="w_bm25")
         overrides["fusion.dense_weight"] = w2.number_input("dense weight", 0.0, 10.0, cfg.fusion.dense_weight, 0.1,
                                                            key="w_dense")
+    with st.expander("Context and graph: which text is searched, GraphRAG stages"):
+        g = st.columns(3)
+        variants = ["none", "heuristic", "late", "llm"]
+        overrides["context.variant"] = g[0].radio(
+            "Chunk context", variants, variants.index(cfg.context.variant), horizontal=True, key="context_variant",
+            help="none: raw chunks · heuristic: title, heading path and lead sentence (no LLM) · late: late-chunking "
+                 "vectors · llm: contexts written by Claude (build them on the Costs page). Switches without re-index.")
+        overrides["graph.enabled"] = g[1].toggle("GraphRAG search", cfg.graph.enabled, key="graph_on",
+                                                 help="needs a graph: build it on the Graph page")
+        graph_modes = ["local", "global", "both"]
+        overrides["graph.mode"] = g[2].radio("graph mode", graph_modes, graph_modes.index(cfg.graph.mode),
+                                             horizontal=True, key="graph_mode")
     with st.expander("Compression cascade: rerank → prune → MMR → expand"):
         r = st.columns(4)
         methods = ["late-interaction", "cross-encoder", "llm"]
@@ -87,5 +99,6 @@ st.caption(f"query language {trace.query_lang} · config {trace.config_hash} · 
 for note in trace.notes:
     st.warning(note, icon="🌐")
 doc_names = {d.doc_id: d.name for d in store.documents(ws)}
+_widgets.answer_panel(trace.answer)
 _widgets.stage_grid(trace, doc_names=doc_names, depth=int(depth))
 _widgets.chunk_detail(trace, store, ws, doc_names)

@@ -149,6 +149,11 @@ def test_near_duplicates_collapse_only_when_their_facts_agree() -> None:
     keep, dups = collapse_duplicates(_cands([draft, final, copy]), vecs, threshold=0.95)
     assert keep == [0, 1]  # the final says 30, not 20: it carries news and stays
     assert [(d.dropped, d.kept, d.exact) for d in dups] == [("c2", "c0", False)] and dups[0].similarity >= 0.95
+    # Numbers written as words and negations are facts too (the sample corpus's draft says two days, the final three).
+    words = ["Staff may work remotely up to two days a week.", "Staff may work remotely up to three days a week.",
+             "Staff may not work remotely up to two days a week.", "Staff may work remotely up to two days per week."]
+    keep, dups = collapse_duplicates(_cands(words), np.array([[1.0, 0.0]] * 4), threshold=0.95)
+    assert keep == [0, 1, 2] and [(d.dropped, d.kept) for d in dups] == [("c3", "c0")]
 
 
 def test_cached_vectors_read_the_store_and_write_nothing(store: Store) -> None:

@@ -234,10 +234,10 @@ def _render_six_stages() -> None:
     _widgets.stage_grid(Trace("q", "h", 1, stages), doc_names={}, depth=5)
 
 
-def test_stage_grid_wraps_into_rows_of_four() -> None:
+def test_stage_grid_wraps_into_rows_of_five() -> None:
     at = AppTest.from_function(_render_six_stages).run()
     assert not at.exception
-    assert len(at.columns) == 8  # two rows of four; the second row's last two stay empty
+    assert len(at.columns) == 10  # two rows of five; the second row's last four stay empty
     heads = [m.value for m in at.markdown if m.value.startswith("##### ")]
     assert heads == [f"##### s{i}" for i in range(6)]
 
@@ -296,3 +296,18 @@ def test_page_trace_matches_a_direct_run(search_lab: AppTest, deps: Deps) -> Non
         assert len(shown) == min(len(s.candidates), 10)
         for card, c in zip(shown, s.candidates):
             assert c.chunk_id in card and f"<b>#{c.rank}</b>" in card and f"{c.score:.4f}" in card
+
+
+def test_search_lab_shows_the_labelled_answer_and_switches_context_variant(search_lab: AppTest) -> None:
+    at = _search(search_lab, "TLS_VERSION_MIN gateway")
+    assert not at.exception
+    labels = [m.value for m in at.markdown if m.value.startswith("**answer")]
+    assert labels == ["**answer (extractive, offline: sentences copied, not generated)**"]
+    at.radio(key="context_variant").set_value("heuristic").run()
+    assert not at.exception
+    from pages import _state as state
+
+    assert at.session_state[state.CONFIG_KEY].context.variant == "heuristic"
+    caps = _captions(at)
+    # The BM25 and dense columns say which text they searched (contexts are stored beside the chunks).
+    assert any(c.startswith(tuple("0123456789")) and "text heuristic" in c for c in caps), caps
