@@ -123,7 +123,9 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
 
     # 2b. Graph (GraphRAG): local search around the entities the query names, global map-reduce over communities
     graph_lists: dict[str, list[Candidate]] = {}
-    for g in graph_stages(q, config.graph, store, deps.embedder, deps.llm, deps.graph, workspace):
+    # The dense stage's query vector is reused when it ran (qvec exists only then), so the query is encoded once.
+    for g in graph_stages(q, config.graph, store, deps.embedder, deps.llm, deps.graph, workspace,
+                          query_vec=qvec if config.dense.enabled else None):
         if g.skipped is not None:
             tracer.skip(g.stage, g.skipped)
         else:

@@ -16,7 +16,7 @@ LOCAL, GLOBAL = "graph_local", "graph_global"
 
 
 def graph_stages(query: str, cfg: GraphConfig, store: Store, embedder: Any, llm: Any, cache: GraphCache,
-                 workspace: str) -> list[StageResult]:
+                 workspace: str, *, query_vec: Any = None) -> list[StageResult]:
     """Both graph stages, each run or skipped with its reason. Reads the stored graph through the cache (reloaded
     when a build or update moved the graph version); never builds or writes the graph itself."""
     if not cfg.enabled:
@@ -30,10 +30,11 @@ def graph_stages(query: str, cfg: GraphConfig, store: Store, embedder: Any, llm:
     if snap.corpus_version != now:
         common.append(f"graph is behind the corpus (built at corpus v{snap.corpus_version}, now v{now}): update it")
     out = []
-    qvec = None
+    qvec = query_vec
     if cfg.mode in ("local", "both"):
         t0 = time.perf_counter()
-        qvec = embedder.encode([query])[0]
+        if qvec is None:
+            qvec = embedder.encode([query])[0]
         names = snap.name_matrix(embedder) if cfg.seed_k else None
         res = local_search(query, snap, store, query_vec=qvec, name_matrix=names, hops=cfg.hops,
                            node_cap=cfg.node_cap, hub_percentile=cfg.hub_percentile, seed_k=cfg.seed_k,
