@@ -11,7 +11,7 @@ from core.compress import (GAP, cached_vectors, collapse_duplicates, diversify, 
                            needs_previous, pin_terms, prune_sentences, sentence_units)
 from core.rerank import embedder_span_scorer
 from core.store import Store
-from core.text import estimate_llm_tokens
+from core.text import estimate_llm_tokens, sha256_text
 from core.types import Candidate
 from tests.fakes import HashEmbedder
 
@@ -158,7 +158,7 @@ def test_near_duplicates_collapse_only_when_their_facts_agree() -> None:
 
 def test_cached_vectors_read_the_store_and_write_nothing(store: Store) -> None:
     emb = HashEmbedder()
-    store.cache_embeddings(emb.model_id, {__import__("core.text").text.sha256_text("known"): emb.encode(["known"])[0]})
+    store.cache_embeddings(emb.model_id, {sha256_text("known"): emb.encode(["known"])[0]})
     before = emb.encoded
     vecs = cached_vectors(["known", "fresh text"], emb, store, "default")
     assert vecs.shape == (2, emb.dim) and emb.encoded == before + 1

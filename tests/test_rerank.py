@@ -14,7 +14,7 @@ from core.llm import LLMError, OfflineLLM
 from core.pipeline import run_query
 from core.rerank import (CrossEncoderReranker, EmbedderCosineReranker, LateInteractionReranker, LLMListwiseReranker,
                          TokenCache, TokenMatrix, encode_token_matrices, listwise_scores, load_reranker, maxsim,
-                         rerank, rerank_text)
+                         rerank, rerank_text, text_key)
 from core.store import Store
 from core.types import CONTEXT_KEY, Candidate
 from tests.cascade_fakes import ConceptEmbedder, ConceptWindowEncoder, FixedReranker, ScriptedListwiseLLM
@@ -88,7 +88,7 @@ def test_chunk_token_vectors_are_cached_in_memory_and_in_the_store(store: Store)
     c = restarted.score("car fee", texts)
     # Only the query is encoded again (queries live in memory only).
     assert c.computed == 0 and enc.windows_encoded == before + 1 and np.allclose(a.scores, c.scores, atol=1e-3)
-    stored = store.cached_token_vectors(enc.model_id, [__import__("core.rerank").rerank.text_key(enc.model_id, texts[0])])
+    stored = store.cached_token_vectors(enc.model_id, [text_key(enc.model_id, texts[0])])
     ids, vecs, spans = next(iter(stored.values()))
     assert vecs.dtype == np.float16 and vecs.shape == (len(ids), enc.dim) and spans.shape == (len(ids), 2)
     assert store.clear_token_vectors() == 3  # chunk texts only: queries stay in memory
