@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Sequence
 
 import pandas as pd
 
+from core.ingest.parse import human_size  # one size format for upload errors and tables
+
 from core.types import Chunk, StageResult, Trace
 
 if TYPE_CHECKING:  # annotations only: report.py must not pull in the store (duckdb) at import time
@@ -99,14 +101,6 @@ def text_table(trace: Trace, depth: int = 10, width: int = 70) -> str:
 
 
 # -- Corpus page and Search Lab helpers (pages/corpus.py, pages/search_lab.py, pages/_widgets.py) ------------------
-
-def human_size(n_bytes: int) -> str:
-    if n_bytes < 1000:
-        return f"{n_bytes} B"
-    if n_bytes < 1_000_000:
-        return f"{n_bytes / 1000:.1f} KB"
-    return f"{n_bytes / 1_000_000:.1f} MB"
-
 
 def documents_frame(docs: Sequence["DocumentRow"]) -> pd.DataFrame:
     """The Corpus page's documents table: one row per document, hash shortened to 12 hex digits."""

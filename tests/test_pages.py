@@ -278,7 +278,7 @@ def test_documents_and_chunks_frames(deps: Deps) -> None:
     assert list(chunks["#"]) == list(range(doc.n_chunks))
     first = deps.store.chunks(doc_id=doc.doc_id)[0]
     assert chunks.iloc[0]["chars"] == f"{first.start}–{first.end}"
-    assert [human_size(n) for n in (999, 1000, 1_234_567)] == ["999 B", "1.0 KB", "1.2 MB"]
+    assert [human_size(n) for n in (999, 1000, 1_234_567)] == ["999 B", "1.0 kB", "1.2 MB"]
 
 
 def test_mode_of_round_trips_through_the_mode_switches() -> None:
