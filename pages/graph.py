@@ -110,6 +110,7 @@ with tab_review:
     st.caption(f"Pairs of entity names with cosine ≥ {cfg.graph.merge_threshold} ({deps.embedder.model_id}). "
                "Approve to merge; reject keeps them apart for good (homonyms, look-alike codes).")
     queue = view.queue_frame(store, ws)
+    st.caption(f"{stats.get('pending_merges', 0)} pending; showing the 50 best and the 20 latest decisions.")
     for row in queue.itertuples(index=False):
         q1, q2, q3 = st.columns([6, 1, 1], vertical_alignment="center")
         q1.text(f"{row.keep}  ⟵  {row.merge}   (cosine {row.cosine}, {row.status})")

@@ -149,8 +149,12 @@ def entity_detail(snap: GraphSnapshot, store: Store, node_id: str, *, doc_names:
             "relations": rels, "chunks": chunks, "source_chunks": len(prov)}
 
 
-def queue_frame(store: Store, workspace: str) -> pd.DataFrame:
-    rows = store.graph_queue(workspace=workspace)
+def queue_frame(store: Store, workspace: str, *, pending: int = 50, decided: int = 20) -> pd.DataFrame:
+    """The best pending suggestions, then the most recent decisions (which can be undone)."""
+    allq = store.graph_queue(workspace=workspace)
+    todo = [q for q in allq if q["status"] == "pending"][:pending]
+    done = sorted((q for q in allq if q["status"] != "pending"), key=lambda q: q["decided_at"], reverse=True)
+    rows = todo + done[:decided]
     return pd.DataFrame([{"item": q["item_id"], "keep": q["keep_name"], "merge": q["other_name"],
                           "cosine": round(q["score"], 3), "status": q["status"]} for q in rows],
                         columns=["item", "keep", "merge", "cosine", "status"])
