@@ -75,19 +75,20 @@ def test_nodes_used_by_the_last_query_are_highlighted(deps: Deps) -> None:
 def test_merge_review_approve_reject_undo_from_the_page() -> None:
     store = Store(":memory:")
     emb = VectorEmbedder({"Corvane Systems": [1, 0.1, 0, 0, 0, 0, 0, 0], "Corvane Systems B.V": [1, 0.12, 0, 0, 0, 0, 0, 0],
-                          "E-MRD-0901": [0, 0, 1, 0.1, 0, 0, 0, 0], "E-MRD-0932": [0, 0, 1, 0.13, 0, 0, 0, 0]})
+                          "Harbor Station": [0, 0, 1, 0.1, 0, 0, 0, 0], "Harbour Station": [0, 0, 1, 0.13, 0, 0, 0, 0]})
     deps = Deps(store=store, embedder=emb)
-    ingest_files([("m.md", b"Corvane Systems signed. Corvane Systems B.V pays. Codes E-MRD-0901 and E-MRD-0932.")],
+    ingest_files([("m.md", b"Corvane Systems signed. Corvane Systems B.V pays. Harbor Station and Harbour Station.")],
                  store=store, embedder=emb, config=PipelineConfig())
     cfg = PipelineConfig().with_overrides({"graph.min_phrase_chunks": 1})
     build_graph(store, cfg.graph, embedder=emb)
     items = {frozenset((q["keep_name"], q["other_name"])): q["item_id"] for q in store.graph_queue("pending")}
-    firm, codes = items[frozenset(("Corvane Systems", "Corvane Systems B.V"))], items[frozenset(("E-MRD-0901", "E-MRD-0932"))]
+    firm = items[frozenset(("Corvane Systems", "Corvane Systems B.V"))]
+    place = items[frozenset(("Harbor Station", "Harbour Station"))]
     at = _page(deps, cfg)
     at = at.button(key=f"graph_approve_{firm}").click().run()
     assert not at.exception and "corvane systems b.v" not in {n[0] for n in store.graph_nodes()}
-    at = at.button(key=f"graph_reject_{codes}").click().run()
-    assert {q["item_id"]: q["status"] for q in store.graph_queue()}[codes] == "rejected"
+    at = at.button(key=f"graph_reject_{place}").click().run()
+    assert {q["item_id"]: q["status"] for q in store.graph_queue()}[place] == "rejected"
     at = at.button(key=f"graph_undo_{firm}").click().run()
     assert not at.exception and "corvane systems b.v" in {n[0] for n in store.graph_nodes()}
 

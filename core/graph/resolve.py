@@ -58,7 +58,9 @@ def is_identifier_like(text: str) -> bool:
 @lru_cache(maxsize=200_000)
 def normalise_name(name: str) -> str:
     """The resolution key of a surface form: NFKC, case-folded, possessive and edge punctuation stripped, hyphens
-    in plain words as spaces, the last English word singular, Russian words stemmed (cases and plurals meet)."""
+    in plain words as spaces, the last English word singular, Russian words stemmed (cases and plurals meet).
+    Keys are for matching, not display: 'Sanne de Vries' keys as 'sanne de vrie', the same as any query naming
+    her; only two names differing by that final 's' alone would meet wrongly (split_by_type cannot undo it)."""
     s = _fold_latin_accents(unicodedata.normalize("NFKC", name)).strip(_EDGE_PUNCT)
     s = re.sub(r"['’]s$", "", s)
     s = " ".join(s.split())
@@ -67,8 +69,12 @@ def normalise_name(name: str) -> str:
     if is_identifier_like(s):
         return s.casefold()
     words = re.sub(r"[-‐–—/]+", " ", s).split()
-    # Only a lower-case head word is folded: 'Postgres', 'TLS' or 'FieldOS' are names, not plurals.
-    last_caps = any(ch.isupper() for ch in words[-1])
+    # The head word is folded when it is lower-case, or Title-case at the end of a longer name ('Binding Proteins'
+    # in a title = 'binding proteins' in the text); a lone name ('Postgres') or an acronym ('TLS', 'FieldOS') never.
+    head = words[-1]
+    # 'MAIN OUTCOMES' (a shouted heading) folds like 'Main Outcomes'; a short capital head ('Corvane APIs') stays.
+    title_head = len(words) > 1 and head[:1].isupper() and (head[1:].islower() or (head.isupper() and len(head) >= 5))
+    last_caps = any(ch.isupper() for ch in head) and not title_head
     out = []
     for i, w in enumerate(words):
         low = w.casefold()
@@ -209,6 +215,13 @@ class Suggestion:
     score: float
 
 
+def digits_differ(a: str, b: str) -> bool:
+    """'NCT00295386' vs 'NCT00398996', 'miR-129-1-3p' vs 'miR-129-2-3p': names that look alike but carry different
+    numbers are different codes, whatever their embeddings say."""
+    da, db = re.findall(r"\d+", a), re.findall(r"\d+", b)
+    return bool(da or db) and da != db
+
+
 def suggest_merges(
     node_ids: Sequence[str], vectors: np.ndarray, *, threshold: float, new: Iterable[str] | None = None,
     skip: Iterable[tuple[str, str]] = (), sizes: Mapping[str, int] | None = None, block: int = 512,
@@ -234,7 +247,7 @@ def suggest_merges(
                 continue
             a, b = node_ids[i], node_ids[j]
             key = frozenset((a, b))
-            if key in done or key in found:
+            if key in done or key in found or digits_differ(a, b):
                 continue
             keep, other = (a, b) if (-sizes.get(a, 0), a) <= (-sizes.get(b, 0), b) else (b, a)
             found[key] = Suggestion(keep, other, float(sims[r, c]))
