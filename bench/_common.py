@@ -33,12 +33,14 @@ def machine_info() -> dict[str, Any]:
         "platform": platform.platform(),
         "machine": platform.machine(),
     }
-    # Version lookups stay lazy and optional so one benchmark does not need the other's libraries.
-    for mod in ("torch", "sentence_transformers", "duckdb", "numpy", "bm25s", "rank_bm25"):
+    # Installed versions from package metadata: no import needed, and rank_bm25 has no __version__ attribute.
+    from importlib.metadata import PackageNotFoundError, version
+
+    for key, dist in (("torch", "torch"), ("sentence_transformers", "sentence-transformers"), ("duckdb", "duckdb"),
+                      ("numpy", "numpy"), ("bm25s", "bm25s"), ("rank_bm25", "rank-bm25")):
         try:
-            m = __import__(mod)
-            info[mod] = getattr(m, "__version__", "unknown")
-        except ImportError:
+            info[key] = version(dist)
+        except PackageNotFoundError:
             continue
     if "torch" in sys.modules:
         info["torch_threads"] = sys.modules["torch"].get_num_threads()

@@ -86,7 +86,8 @@ def bench_scifact(root: Path, n_queries: int, embedder) -> dict:
         name_vectors(active, embedder, store, WS)
     with timed() as t_sugg:
         n_sugg = refresh_suggestions(store, cfg, embedder, WS, None)
-    sample = [(q["keep_name"], q["other_name"], round(q["score"], 3)) for q in store.graph_queue("pending", WS)[:15]]
+    queue = store.graph_queue("pending", WS)
+    sample = [(q["keep_name"], q["other_name"], round(q["score"], 3)) for q in queue[:15] + queue[-15:]]
 
     # Incremental: 50 documents leave, then come back; each update touches only their chunks.
     docs = store.documents(WS)[:50]

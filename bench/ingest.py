@@ -74,7 +74,8 @@ def load_files(corpus: str, n_docs: int, datasets: Path) -> tuple[str, list[tupl
                 files.append((f"scifact_{row['_id']}.txt", body.encode("utf-8")))
         return f"{path} (first {len(files)} docs, one .txt each)", files
     if corpus == "sample_corpus":  # the documents sit in sample_corpus/docs; eval files beside them are skipped
-        folder = ROOT / "sample_corpus" / "docs" if (ROOT / "sample_corpus" / "docs").is_dir() else ROOT / "sample_corpus"
+        docs = ROOT / "sample_corpus" / "docs"
+        folder = docs if docs.is_dir() else ROOT / "sample_corpus"
     else:
         folder = Path(corpus)
     files = read_paths([folder])
@@ -167,6 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     alt_config = config.with_overrides({"chunking.size_tokens": alt_size})
     batch = config.embedding.batch_size
 
+    machine = machine_info()  # before the run, so its load average describes the start
     source, files = load_files(args.corpus, args.docs, datasets_dir(args.datasets))
     print(f"corpus: {source}: {len(files)} files, {sum(len(d) for _, d in files) / 1e6:.2f} MB")
 
@@ -174,6 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         loaded = load_embedder(BUNDLED_MODEL, batch_size=batch)
     inner = loaded.embedder
     model = inner.model  # the very SentenceTransformer object the pipeline will call
+    machine["torch_threads"] = sys.modules["torch"].get_num_threads()
     with timed() as t_warm:
         for _ in range(2):  # first calls allocate and pick kernels; keep that out of both measurements
             inner.encode(["warm-up sentence about a protein and a cell line"] * batch)
@@ -268,7 +271,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "benchmark": "ingest",
         "timestamp": utc_now(),
         "command": "python bench/ingest.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "machine": machine_info(),
+        "machine": machine,
         "parameters": {
             "corpus": source, "files": len(files), "model": BUNDLED_MODEL, "batch_size": batch,
             "chunker": config.chunking.model_dump(), "alt_chunk_size": alt_size, "rounds": rounds,

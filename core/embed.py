@@ -166,7 +166,8 @@ def embed_groups_with_cache(
     if missing_texts:
         new = embedder.encode(missing_texts)
         if new.shape[0] != len(missing_texts):
-            raise ValueError(f"embedder {embedder.model_id} returned {new.shape[0]} vectors for {len(missing_texts)} texts")
+            raise ValueError(
+                f"embedder {embedder.model_id} returned {new.shape[0]} vectors for {len(missing_texts)} texts")
         fresh = {h: new[j] for h, j in missing.items()}
         cache.cache_embeddings(embedder.model_id, fresh, workspace)
         found = {**found, **fresh}

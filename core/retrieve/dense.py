@@ -30,7 +30,7 @@ class DenseIndex:
         q = query_vec.astype(np.float32).ravel()
         q = q / max(float(np.linalg.norm(q)), 1e-12)
         # einsum runs on the calling thread; `@` hands a matrix-vector product to BLAS worker threads, which on
-        # 2 busy cores (right after torch embedded the query) sat waiting for a core: measured 31 ms vs 0.6 ms
-        # median at 10k chunks, and no slower at 100k (bench/query.py, README there).
+        # 2 cores right after torch embedded the query wait for a core: median 2.5 ms for `@` vs 0.75 ms at 10k
+        # chunks (31 vs 0.6 ms on a busy machine), even at 100k (bench/query.py "dense after embed", bench/README.md).
         sims = np.einsum("ij,j->i", self.matrix, q)
         return [(self.chunk_ids[i], float(sims[i])) for i in top_k_indices(sims, k)]
