@@ -5,6 +5,7 @@ import math
 
 import streamlit as st
 
+from core.graph.build import update_graph_for_documents
 from core.ingest.pipeline import ingest_files
 from core.report import chunks_frame, documents_frame
 from pages import _state, _widgets
@@ -81,6 +82,8 @@ else:
     yes, no = st.columns(2)
     if yes.button("Yes, delete", type="primary", key="confirm_delete"):
         store.delete_document(doc_id, ws)
+        # The entity graph forgets the document's mentions now (an incremental update; nothing when no graph).
+        update_graph_for_documents(store, cfg.graph, embedder=deps.embedder, workspace=ws, doc_ids=[doc_id])
         st.session_state.pop("pending_delete", None)
         st.toast(f"deleted {doc.name}")
         st.rerun()

@@ -136,6 +136,21 @@ def test_delete_asks_for_confirmation_then_removes_the_document(deps: Deps) -> N
     assert len(at.dataframe[0].value) == 1
 
 
+def test_deleting_a_document_takes_its_mentions_out_of_the_entity_graph(deps: Deps) -> None:
+    from core.graph.build import build_graph
+
+    _ingest(deps, [("ops_guide.md", OPS_MD), ("finance.txt", FINANCE_TXT)])
+    build_graph(deps.store, PipelineConfig().graph, embedder=deps.embedder)
+    at = _app(deps)
+    target = at.selectbox(key="doc_pick").value
+    gone = {c.chunk_id for c in deps.store.chunks(doc_id=target)}
+    assert gone & set(deps.store.graph_seen_chunks())  # the graph had read the document
+    at.button(key="delete").click().run()
+    at.button(key="confirm_delete").click().run()
+    assert not at.exception
+    assert not gone & set(deps.store.graph_seen_chunks())  # and forgot it with the document
+
+
 # -- Search Lab page --------------------------------------------------------------------------------------------------
 
 def test_search_lab_on_empty_store_points_to_the_corpus_page(deps: Deps) -> None:
