@@ -23,7 +23,7 @@ from _common import ROOT, PeakRSS, datasets_dir, machine_info, table, timed, utc
 sys.path.insert(0, str(ROOT))
 
 from core.config import PipelineConfig  # noqa: E402
-from core.datasets import sample_set  # noqa: E402
+from core.datasets import sample_set, scifact_predocs  # noqa: E402
 from core.deps import Deps  # noqa: E402
 from core.embed import load_embedder  # noqa: E402
 from core.eval_run import NamedConfig, prepare, run_config  # noqa: E402
@@ -31,28 +31,17 @@ from core.graph.build import build_graph, refresh_suggestions  # noqa: E402
 from core.graph.search import local_search  # noqa: E402
 from core.graph.snapshot import GraphCache, active_graph, name_vectors  # noqa: E402
 from core.store import Store  # noqa: E402
-from core.text import count_tokens  # noqa: E402
-from core.types import Chunk, Document  # noqa: E402
+from core.types import Document  # noqa: E402
 
 WS = "default"
 
 
 def load_scifact(root: Path, store: Store) -> int:
-    path = root / "beir_scifact" / "corpus.jsonl"
-    n = 0
-    with path.open(encoding="utf-8") as fh:
-        for raw in fh:
-            if not raw.strip():
-                continue
-            d = json.loads(raw)
-            title, body = d.get("title", "").strip(), d.get("text", "").strip()
-            text = f"{title}\n{body}" if title else body
-            did = str(d["_id"])
-            chunk = Chunk(f"{did}#0", did, 0, text, 0, len(text), (), count_tokens(text), "en")
-            store.put_document(Document(did, did, "txt", len(text.encode()), did, "en", text, "as-given", WS,
-                                        title[:200], 1), [chunk], None, "none")
-            n += 1
-    return n
+    """Every SciFact abstract as one stored chunk (core.datasets, as the evaluation lab loads it), no vectors."""
+    docs = scifact_predocs(root / "beir_scifact", WS)
+    for p in docs:
+        store.put_document(p.doc, list(p.chunks), None, "none")
+    return len(docs)
 
 
 def _graph_counts(store: Store) -> dict:
