@@ -1,14 +1,16 @@
 """Compression after rerank: whole-sentence pruning under a token budget, duplicate collapse, and MMR ordering."""
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from core.embed import Embedder, EmbeddingCacheStore
-from core.text import estimate_llm_tokens, normalise, sentence_spans, sha256_text
+from core.text import estimate_llm_tokens, normalise, sentence_spans, sha256_text, tokenize
 from core.types import Candidate
 
 Span = tuple[int, int]
@@ -35,11 +37,38 @@ def sentence_units(text: str, max_unit_tokens: int = 80) -> list[Span]:
     line breaks, never inside a line, so an identifier is always kept or dropped whole. A fragment without a letter
     (a list number '3.', a bullet) joins the sentence after it."""
     out: list[Span] = []
-    for s, e in _raw_units(text, max_unit_tokens):
+    for s, e in _split_title_lines(text, _raw_units(text, max_unit_tokens)):
         if out and not any(ch.isalpha() for ch in text[out[-1][0] : out[-1][1]]):
             out[-1] = (out[-1][0], e)
         else:
             out.append((s, e))
+    return out
+
+
+def _split_title_lines(text: str, units: Sequence[Span]) -> list[Span]:
+    """A title line glued to the sentence under it ('E-TDW-4107 - Batch rejected\nThe batch sent by...') becomes
+    its own unit: the sentence can then be kept without it being scored as one with it, and the title still comes
+    along as that sentence's heading."""
+    out: list[Span] = []
+    for s, e in units:
+        while True:
+            nl = text.find("\n", s, e)
+            if nl < 0 or not is_title_like(text[s:nl]) or not text[nl:e].strip():
+                break
+            out.append(_trim(text, s, nl))
+            s = _trim(text, nl, e)[0]
+        out.append((s, e))
+    return out
+
+
+def local_headings(text: str, spans: Sequence[Span]) -> list[str]:
+    """For each unit, the nearest title-like unit above it in the chunk ('' when none; a title's own is the one
+    above it): the sub-heading a sentence sits under, which chunk metadata does not record."""
+    out, current = [], ""
+    for s, e in spans:
+        out.append(current)
+        if is_title_like(text[s:e]):
+            current = text[s:e].strip()
     return out
 
 
@@ -87,6 +116,14 @@ def needs_previous(sentence: str) -> bool:
 
 def is_heading(sentence: str) -> bool:
     return bool(_HEADING.match(sentence)) and "\n" not in sentence.strip()
+
+
+def is_title_like(unit: str) -> bool:
+    """A heading, or a short single line without closing punctuation ('Industrial Hardware division', a report
+    title): it matches many queries by its words but carries no fact of its own."""
+    s = unit.strip()
+    return is_heading(s) or ("\n" not in s and len(s) < 90 and len(s.split()) <= 12 and "|" not in s
+                             and not s.endswith((".", "?", "!", ";", ":", ")")))
 
 
 def exact_terms(query: str) -> list[str]:
@@ -159,9 +196,10 @@ def prune_sentences(
             while j > 0 and needs_previous(text[units[ci][j][0]:units[ci][j][1]]):
                 j -= 1
                 need.append(j)
-            for h in range(need[-1] - 1, -1, -1):  # nearest heading above the run
+            # The nearest heading or title line above the run (a title line itself needs no other title).
+            for h in range(need[-1] - 1 if not is_title_like(text[units[ci][ui][0]:units[ci][ui][1]]) else -1, -1, -1):
                 s, e = units[ci][h]
-                if is_heading(text[s:e]):
+                if is_title_like(text[s:e]):
                     need.append(h)
                     break
         return need
@@ -186,7 +224,9 @@ def prune_sentences(
             if any(t in candidates[ci].text[s:e].lower() for t in terms) and claim(ci, ui):
                 pinned += 1
     for ci, ui in order_ids:
-        if ui not in kept[ci]:
+        s, e = units[ci][ui]
+        # A heading or title line alone tells the model nothing; it comes with the sentences under it (closure).
+        if ui not in kept[ci] and not is_title_like(candidates[ci].text[s:e]):
             claim(ci, ui)
 
     out: list[Candidate] = []
@@ -213,6 +253,85 @@ def join_spans(text: str, spans: Sequence[Span], all_units: Sequence[Span]) -> s
         else:
             runs.append([s, e, s, e])
     return GAP.join(text[a:b] for a, b, _, _ in runs)
+
+
+# -- sentence scorers ------------------------------------------------------------------------------------------------
+def zscores(scores: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Scores of all sentences of one query standardised together (mean 0, sd 1), so scorers of different scales
+    can be added. A constant scorer contributes zeros."""
+    flat = np.concatenate([np.asarray(a, dtype=np.float64) for a in scores]) if scores else np.zeros(0)
+    sd = float(flat.std()) if flat.size > 1 else 0.0
+    if sd == 0.0:
+        return [np.zeros(len(a)) for a in scores]
+    mean = float(flat.mean())
+    return [(np.asarray(a, dtype=np.float64) - mean) / sd for a in scores]
+
+
+def hybrid_span_scorer(parts: Sequence[tuple[SpanScorer, float]]) -> SpanScorer:
+    """Weighted sum of standardised sentence scores (contextual cosine, sentence BM25, ...): each scorer misses
+    different sentences; on sample_corpus/eval.jsonl the sum kept more gold sentences at 300-400 tokens than either
+    alone (bench/cascade.py, budget_sweep in bench/results/cascade.json)."""
+
+    def score(query: str, items: Sequence[tuple[str, Sequence[Span]]]) -> list[np.ndarray]:
+        total = [np.zeros(len(spans)) for _, spans in items]
+        for scorer, weight in parts:
+            if weight:
+                total = [t + weight * z for t, z in zip(total, zscores(scorer(query, items)))]
+        return [t.astype(np.float32) for t in total]
+
+    return score
+
+
+def bm25_span_scorer(prefixes: Mapping[str, str] | None = None, *, k1: float = 1.2, b: float = 0.75) -> SpanScorer:
+    """BM25 of each sentence against the query, with document frequencies taken over the candidate sentences of this
+    query (what sets a sentence apart from its neighbours, not from the corpus), plus the BM25 of the context it is
+    read in: its chunk's prefix (document title and section path, from `prefixes`: chunk text -> prefix) and the
+    title line above it in the chunk. 'Revenue grew 2.8%' under 'Q2 2024 > Industrial Hardware division' then
+    matches a question about Q2 hardware revenue. The context is scored apart from the sentence so a short
+    sentence does not win on its context's words alone."""
+    pre = dict(prefixes or {})
+
+    def score(query: str, items: Sequence[tuple[str, Sequence[Span]]]) -> list[np.ndarray]:
+        q_terms = set(tokenize(query))
+        own: list[list[Counter[str]]] = []
+        ctx: list[list[Counter[str]]] = []
+        for text, spans in items:
+            head = tokenize(pre[text]) if pre.get(text) else []
+            own.append([Counter(tokenize(text[s:e])) for s, e in spans])
+            ctx.append([Counter(head + tokenize(local)) for local in local_headings(text, spans)])
+        return [a + c for a, c in zip(_bm25(q_terms, own, k1, b), _bm25(q_terms, ctx, k1, b))]
+
+    return score
+
+
+def _bm25(q_terms: set[str], bags: Sequence[Sequence[Counter[str]]], k1: float, b: float) -> list[np.ndarray]:
+    flat = [bag for chunk in bags for bag in chunk]
+    if not flat or not q_terms:
+        return [np.zeros(len(chunk), dtype=np.float32) for chunk in bags]
+    n = len(flat)
+    df = Counter(t for bag in flat for t in q_terms if t in bag)
+    avg = sum(sum(bag.values()) for bag in flat) / n or 1.0
+    idf = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+    out = []
+    for chunk in bags:
+        vals = []
+        for bag in chunk:
+            norm = k1 * (1 - b + b * sum(bag.values()) / avg)
+            vals.append(sum(w * bag[t] * (k1 + 1) / (bag[t] + norm) for t, w in idf.items() if t in bag))
+        out.append(np.asarray(vals, dtype=np.float32))
+    return out
+
+
+def sentence_prefixes(candidates: Sequence[Candidate], titles: Mapping[str, str],
+                      heading_paths: Mapping[str, Sequence[str]]) -> dict[str, str]:
+    """chunk text -> 'document title > section > subsection', the context a sentence is read in when scored."""
+    out = {}
+    for c in candidates:
+        parts = [titles.get(c.doc_id, ""), *heading_paths.get(c.chunk_id, ())]
+        prefix = " > ".join(p.strip() for p in parts if p and p.strip())
+        if prefix:
+            out[c.text] = prefix
+    return out
 
 
 # -- duplicates and MMR ---------------------------------------------------------------------------------------------

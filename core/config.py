@@ -147,7 +147,10 @@ class PruneConfig(Section):
     # 700: on sample_corpus/eval.jsonl the smallest budget whose recall@10 stays within 2 points of the unpruned
     # rerank top-10 (bench/cascade.py; about half the tokens). Tighter budgets trade recall for tokens.
     token_budget: int = Field(700, ge=16, le=100000, description="tokens handed on, all chunks together")
-    scorer: Literal["reranker", "embedder"] = "reranker"
+    # hybrid: embedder cosine + sentence BM25, standardised and summed, each sentence read under its document title,
+    # section path and the title line above it; embedder: the cosine alone; reranker: the rerank model's own
+    # sentence scores (late interaction: in-context token slices).
+    scorer: Literal["hybrid", "reranker", "embedder"] = "hybrid"
     chunk_weight: float = Field(1.0, ge=0, description="how much the chunk's rerank score lifts its sentences")
     keep_neighbours: bool = True  # a sentence opening with 'It', 'This', 'However'... keeps the one before
     max_unit_tokens: int = Field(80, ge=8, le=4096, description="longer sentences are split at line breaks")

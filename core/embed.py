@@ -1,14 +1,37 @@
 """Embedder protocol, the sentence-transformers implementation, and cache-first embedding of texts."""
 from __future__ import annotations
 
+import sys
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Iterator, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
 from core.text import sha256_text
+
+_THREADS_LOCK = threading.Lock()
+
+
+@contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Run a tiny forward pass (one query, a few dozen sentences) on one torch thread. Measured on this 2-core machine
+    while other jobs kept it busy: one MiniLM query forward took 720-1240 ms with torch's 2 threads spinning against
+    each other and 8-19 ms with one. Big batches (chunk encoding at ingest) keep the default."""
+    torch = sys.modules.get("torch")  # loaded by any real encoder; a fake encoder needs no torch at all
+    if torch is None:
+        yield
+        return
+    with _THREADS_LOCK:
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
+
 
 BUNDLED_PREFIX = "bundled:"
 BUNDLED_MODEL = "bundled:all-MiniLM-L6-v2"

@@ -8,10 +8,12 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
 from core.answer import answer_question
-from core.compress import cached_vectors, diversify, flow_info, prune_sentences
+from core.compress import (SpanScorer, bm25_span_scorer, cached_vectors, diversify, flow_info, hybrid_span_scorer,
+                           prune_sentences, sentence_prefixes)
 from core.config import PipelineConfig
 from core.context import index_variant, prepare_variant
 from core.deps import Deps
+from core.embed import one_torch_thread
 from core.expand import expand
 from core.graph.stages import graph_stages
 from core.retrieve.bm25 import BM25Params
@@ -79,6 +81,35 @@ def _to_candidates(hits: list[tuple[str, float]], store: Store, workspace: str, 
     ]
 
 
+def _span_scorer(kind: str, pool: Sequence[Candidate], config: PipelineConfig, deps: Deps, workspace: str
+                 ) -> SpanScorer:
+    """The sentence scorer prune.scorer names (see span_scorer_parts)."""
+    parts = span_scorer_parts(kind, pool, config, deps, workspace)
+    return parts[0][0] if len(parts) == 1 else hybrid_span_scorer(parts)
+
+
+def span_scorer_parts(kind: str, pool: Sequence[Candidate], config: PipelineConfig, deps: Deps, workspace: str
+                      ) -> list[tuple[SpanScorer, float]]:
+    """The weighted sentence signals behind prune.scorer. The reranker's reads what the rerank stage read (context
+    + chunk), so late interaction reuses its cached token vectors; cosine and BM25 read each sentence under its
+    document title, section path and the title line above it."""
+    if kind == "reranker":
+        r = config.rerank
+        contexts = {c.text: c.meta[CONTEXT_KEY] for c in pool if c.meta.get(CONTEXT_KEY)}
+        reranker = deps.reranker_for(r.method, r.model, r.llm_model)[0]
+        return [(reranker_span_scorer(reranker, workspace=workspace, contexts=contexts), 1.0)]
+    chunks = deps.store.chunks_by_id([c.chunk_id for c in pool], workspace)
+    prefixes = sentence_prefixes(pool, deps.store.document_titles([c.doc_id for c in pool], workspace),
+                                 {cid: ch.heading_path for cid, ch in chunks.items()})
+    cosine = embedder_span_scorer(deps.embedder, prefixes)
+    if kind == "embedder":
+        return [(cosine, 1.0)]
+    # The reranker's own sentence scores are left out of the hybrid: adding late interaction changed recall@10 at
+    # 250-700 tokens by less than one question in 45 (bench/cascade.py), and a cross-encoder or an LLM would cost a
+    # model call per sentence.
+    return [(cosine, 1.0), (bm25_span_scorer(prefixes), 1.0)]
+
+
 def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str = DEFAULT_WORKSPACE,
               log: bool = True) -> Trace:
     q = validate_query(query, config)
@@ -113,7 +144,8 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
     if config.dense.enabled:
         with _timed() as t:
             dindex = deps.indexes.dense(store, deps.embedder, workspace, variant=dense_variant)
-            qvec = deps.embedder.encode([q])[0]
+            with one_torch_thread():  # one short query: a second torch thread only waits for a core
+                qvec = deps.embedder.encode([q])[0]
             dense = _to_candidates(dindex.search(qvec, config.dense.k), store, workspace, "dense")
         notes = [f"embedder does not cover '{lang}': this list is close to random"] if dense_blind else []
         tracer.add("dense", dense, t.ms, notes=notes, model=deps.embedder.model_id, indexed=len(dindex),
@@ -178,14 +210,12 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
     elif not pool:
         tracer.skip("prune", "no candidates to prune")
     else:
-        contexts = {c.text: c.meta[CONTEXT_KEY] for c in pool if c.meta.get(CONTEXT_KEY)}
-        scorer = (reranker_span_scorer(deps.reranker_for(r.method, r.model, r.llm_model)[0], workspace=workspace,
-                                       contexts=contexts) if p.scorer == "reranker" else embedder_span_scorer(deps.embedder))
         with _timed() as t:
+            scorer = _span_scorer(p.scorer, pool, config, deps, workspace)
             pr = prune_sentences(q, pool, scorer, token_budget=p.token_budget, keep_neighbours=p.keep_neighbours,
                                  max_unit_tokens=p.max_unit_tokens, chunk_weight=p.chunk_weight)
         notes = [f"no sentence of {', '.join(pr.dropped)} fit the budget of {p.token_budget} tokens"] if pr.dropped else []
-        tracer.add("prune", pr.candidates, t.ms, notes=notes, sentences_in=pr.units_in, sentences_kept=pr.units_kept,
+        tracer.add("prune", pr.candidates, t.ms, notes=notes, scorer=p.scorer, sentences_in=pr.units_in, sentences_kept=pr.units_kept,
                    pinned=pr.pinned, dropped=pr.dropped, **flow_info(pool, pr.candidates))
         pool = pr.candidates
     m = config.mmr

@@ -3,15 +3,15 @@ from __future__ import annotations
 
 import hashlib
 import math
-import sys
 import threading
 from collections import OrderedDict
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from core.compress import local_headings
+from core.embed import one_torch_thread
 from core.text import EN_STOP, RU_STOP
 from core.types import CONTEXT_KEY, DEFAULT_WORKSPACE, Candidate, Usage
 
@@ -221,27 +221,6 @@ def maxsim(query: np.ndarray, weights: np.ndarray, docs: Sequence[np.ndarray]) -
     best = np.maximum.reduceat(sims, starts, axis=1)  # (q tokens, live docs)
     out[live] = (weights.astype(np.float32) @ best) / float(weights.sum())
     return out
-
-
-_THREADS_LOCK = threading.Lock()
-
-
-@contextmanager
-def one_torch_thread() -> Iterator[None]:
-    """Run a tiny forward pass (one query) on one torch thread. Measured on this 2-core machine while other jobs
-    kept it busy: one MiniLM query forward took 720-1240 ms with torch's 2 threads spinning against each other
-    and 8-19 ms with one. Big batches (chunk encoding) keep the default."""
-    torch = sys.modules.get("torch")  # loaded by any real encoder; a fake encoder needs no torch at all
-    if torch is None:
-        yield
-        return
-    with _THREADS_LOCK:
-        before = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            yield
-        finally:
-            torch.set_num_threads(before)
 
 
 class LateInteractionReranker:
@@ -517,14 +496,19 @@ def reranker_span_scorer(reranker: Reranker, *, workspace: str = DEFAULT_WORKSPA
     return score
 
 
-def embedder_span_scorer(embedder: Any) -> SpanScorer:
-    """Sentence scores as cosine of query and sentence vectors from the active embedder."""
+def embedder_span_scorer(embedder: Any, prefixes: Mapping[str, str] | None = None) -> SpanScorer:
+    """Sentence scores as cosine of query and sentence vectors from the active embedder. With `prefixes` (chunk text
+    -> document title and section path) each sentence is embedded as 'prefix. sentence', so a sentence that never
+    names its subject ('Revenue grew 2.8%') is read with the report and section it belongs to."""
+    pre = dict(prefixes or {})
 
     def score(query: str, items: Sequence[tuple[str, Sequence[Span]]]) -> list[np.ndarray]:
-        flat = [t[s:e] for t, spans in items for s, e in spans]
+        flat = [". ".join(p for p in (pre.get(t, ""), local, t[s:e]) if p)
+                for t, spans in items for (s, e), local in zip(spans, local_headings(t, spans))]
         if not flat:
             return [np.zeros(0, dtype=np.float32) for _ in items]
-        vecs = np.asarray(embedder.encode([query, *flat]), dtype=np.float32)
+        with one_torch_thread():  # a few dozen short sentences per query
+            vecs = np.asarray(embedder.encode([query, *flat]), dtype=np.float32)
         vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
         sims = vecs[1:] @ vecs[0]
         out, pos = [], 0

@@ -311,6 +311,15 @@ class Store:
         ).fetchall()
         return [DocumentRow(*r) for r in rows]
 
+    def document_titles(self, doc_ids: Sequence[str], workspace: str = DEFAULT_WORKSPACE) -> dict[str, str]:
+        """doc_id -> title (the file name when the document has no title), for the documents asked about."""
+        if not doc_ids:
+            return {}
+        rows = self._cur().execute(
+            "SELECT doc_id, coalesce(nullif(title, ''), name) FROM documents WHERE workspace_id = ? "
+            "AND doc_id IN (SELECT unnest(?))", [workspace, list(dict.fromkeys(doc_ids))]).fetchall()
+        return {r[0]: r[1] for r in rows}
+
     def find_document_by_name(self, name: str, workspace: str = DEFAULT_WORKSPACE) -> DocumentRow | None:
         # Filtered in SQL: ingest asks once per file, and listing every document each time grew as N^2.
         row = self._cur().execute(

@@ -7,8 +7,9 @@ from typing import Sequence
 import numpy as np
 import pytest
 
-from core.compress import (GAP, cached_vectors, collapse_duplicates, diversify, exact_terms, flow_info, mmr_order,
-                           needs_previous, pin_terms, prune_sentences, sentence_units)
+from core.compress import (GAP, bm25_span_scorer, cached_vectors, collapse_duplicates, diversify, exact_terms,
+                           flow_info, hybrid_span_scorer, is_title_like, local_headings, mmr_order, needs_previous, pin_terms,
+                           prune_sentences, sentence_prefixes, sentence_units, zscores)
 from core.rerank import embedder_span_scorer
 from core.store import Store
 from core.text import estimate_llm_tokens, sha256_text
@@ -111,6 +112,91 @@ def test_embedder_scorer_runs_with_the_fake() -> None:
     scorer = embedder_span_scorer(HashEmbedder())
     out = prune_sentences("salt spray housing", _cands([CATALOG]), scorer, token_budget=15, chunk_weight=0.0)
     assert "salt spray" in out.candidates[0].text
+
+
+# -- sentence scorers -----------------------------------------------------------------------------------------------
+REPORTS = {"Q2": "Revenue grew 2.8% over the previous quarter, to EUR 18.1 million. Gross margin was 31%.",
+           "Q3": "Revenue grew 7.3% over the previous quarter, to EUR 16.1 million. Gross margin was 64%."}
+
+
+def _items(texts: Sequence[str]):
+    return [(t, sentence_units(t)) for t in texts]
+
+
+def test_zscores_standardise_all_sentences_of_a_query_together() -> None:
+    out = zscores([np.array([1.0, 2.0]), np.array([3.0])])
+    flat = np.concatenate(out)
+    assert flat.mean() == pytest.approx(0.0) and flat.std() == pytest.approx(1.0)
+    assert list(np.argsort(flat)) == [0, 1, 2]
+    assert all((z == 0).all() for z in zscores([np.array([5.0, 5.0]), np.array([5.0])]))  # constant: no signal
+
+
+def test_sentence_bm25_by_hand() -> None:
+    # Two sentences, query 'margin': df=1 of n=2, idf = ln(1 + 1.5/1.5) = ln 2; the other sentence scores 0.
+    items = [("Margin rose. Staff left.", [(0, 12), (13, 24)])]
+    (scores,) = bm25_span_scorer()("margin", items)
+    tf, length, avg = 1, 2, 2.0
+    expected = np.log(2) * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / avg))
+    assert scores[0] == pytest.approx(expected, rel=1e-5) and scores[1] == 0.0
+
+
+def test_sentence_read_under_its_title_and_section_wins_for_its_question() -> None:
+    # Both revenue sentences say 'Revenue grew ... previous quarter'; only the title + section tell them apart.
+    cands = [Candidate("q3", "d3", REPORTS["Q3"], 0.9, 1), Candidate("q2", "d2", REPORTS["Q2"], 0.8, 2)]
+    prefixes = sentence_prefixes(cands, {"d2": "Quarterly report Q2 2024", "d3": "Quarterly report Q3 2024"},
+                                 {"q2": ("Industrial Hardware division",), "q3": ("Software division",)})
+    assert prefixes[REPORTS["Q2"]] == "Quarterly report Q2 2024 > Industrial Hardware division"
+    query = "What was the revenue of the Industrial Hardware division in Q2 2024?"
+    # 20 tokens hold one revenue sentence (17) but not both.
+    out = prune_sentences(query, cands, bm25_span_scorer(prefixes), token_budget=20, chunk_weight=0.0)
+    kept = " ".join(c.text for c in out.candidates)
+    assert "EUR 18.1 million" in kept and "EUR 16.1 million" not in kept
+    # The embedder reads 'prefix. sentence': the Q2 revenue sentence now outscores its Q3 twin.
+    q3, q2 = embedder_span_scorer(HashEmbedder(dim=256), prefixes)(query, _items([REPORTS["Q3"], REPORTS["Q2"]]))
+    assert q2[0] > q3[0]
+    # The prefixes are what sets the two revenue sentences apart (alone they differ only in their numbers).
+    plain = bm25_span_scorer()(query, _items([REPORTS["Q3"], REPORTS["Q2"]]))
+    read = bm25_span_scorer(prefixes)(query, _items([REPORTS["Q3"], REPORTS["Q2"]]))
+    assert read[1][0] - read[0][0] > plain[1][0] - plain[0][0] + 1.0
+
+
+def test_a_title_line_inside_a_chunk_is_a_unit_and_the_context_of_what_follows() -> None:
+    text = ("E-TDW-4107 - Batch rejected: payload too large\nThe batch exceeded the 8 MB limit. "
+            "First action: reduce INGEST_BATCH_SIZE.\n"
+            "E-TDW-2203 - Pool exhausted\nAll connections were in use. First action: raise MAX_POOL_SIZE.")
+    units = sentence_units(text)
+    assert [text[s:e] for s, e in units][:2] == ["E-TDW-4107 - Batch rejected: payload too large",
+                                                 "The batch exceeded the 8 MB limit."]
+    heads = local_headings(text, units)
+    assert heads[2] == "E-TDW-4107 - Batch rejected: payload too large" and heads[-1] == "E-TDW-2203 - Pool exhausted"
+    # Both 'First action' sentences match the words; only the title above tells which error each belongs to.
+    scores = bm25_span_scorer()("What is the first action for error E-TDW-2203?", [(text, units)])[0]
+    firsts = [i for i, (s, e) in enumerate(units) if text[s:e].startswith("First action")]
+    assert scores[firsts[1]] > scores[firsts[0]]
+    out = prune_sentences("first action for E-TDW-2203", _cands([text]), bm25_span_scorer(), token_budget=20)
+    # The kept sentence brings its title line (the closure), so the model reads which error it is about.
+    assert out.candidates[0].text.startswith("E-TDW-2203 - Pool exhausted") and "MAX_POOL_SIZE" in out.candidates[0].text
+
+
+def test_hybrid_scorer_is_the_weighted_sum_of_standardised_scores() -> None:
+    items = _items(["Alpha beta. Gamma delta. Epsilon.", "Beta beta gamma."])
+    a = lambda q, it: [np.array([3.0, 1.0, 0.0]), np.array([2.0])]  # noqa: E731
+    b = lambda q, it: [np.array([0.0, 10.0, 0.0]), np.array([0.0])]  # noqa: E731
+    out = hybrid_span_scorer([(a, 1.0), (b, 2.0)])("q", items)
+    za, zb = zscores(a("q", items)), zscores(b("q", items))
+    for o, x, y in zip(out, za, zb):
+        np.testing.assert_allclose(o, x + 2 * y, rtol=1e-5)
+    assert np.concatenate(hybrid_span_scorer([(a, 1.0), (b, 0.0)])("q", items)).argmax() == 0
+
+
+def test_a_title_line_is_never_kept_alone() -> None:
+    assert is_title_like("Industrial Hardware division") and is_title_like("## Pricing")
+    assert is_title_like("Corvane Systems — Quarterly Business Report, Q2 2024")
+    assert not is_title_like("Revenue grew 2.8%.") and not is_title_like("| FB-340 | -40 to 70 °C |")
+    text = "Quarterly revenue report\nNothing else happened. Revenue was flat."
+    out = prune_sentences("quarterly revenue report", _cands([text]), _by_words, token_budget=30, chunk_weight=0.0)
+    # The title matches all three query words yet is kept only as the heading of the sentence below it.
+    assert out.candidates[0].text.startswith("Quarterly revenue report") and "Revenue was flat." in out.candidates[0].text
 
 
 # -- duplicates and MMR ---------------------------------------------------------------------------------------------

@@ -56,5 +56,7 @@ def test_default_runs_the_cascade_and_each_toggle_switches_its_stage(lab: AppTes
 def test_budget_and_lambda_reach_the_config(lab: AppTest) -> None:
     lab = lab.number_input(key="prune_budget").set_value(40).run()
     lab = lab.slider(key="mmr_lam").set_value(0.5).run()
+    lab = lab.selectbox(key="prune_scorer").set_value("embedder").run()
     cfg = lab.session_state[_state.CONFIG_KEY]
-    assert (cfg.prune.token_budget, cfg.mmr.lam) == (40, 0.5) and not lab.exception
+    assert (cfg.prune.token_budget, cfg.mmr.lam, cfg.prune.scorer) == (40, 0.5, "embedder") and not lab.exception
+    assert any("'scorer': 'embedder'" in c.value or "scorer" in c.value and "embedder" in c.value for c in lab.caption)

@@ -34,6 +34,7 @@ def test_round_trip_and_version_bump(store: Store) -> None:
     assert ids == ["d1-0000", "d1-0001"]
     np.testing.assert_allclose(matrix, vecs)
     assert store.chunks_by_id(["d1-0001", "nope"]) == {"d1-0001": _chunks()[1]}
+    assert store.document_titles(["d1", "nope", "d1"]) == {"d1": "A"} and store.document_titles([]) == {}
 
 
 def test_vectors_of_other_models_never_mix(store: Store) -> None:
