@@ -63,7 +63,9 @@ COMPRESSION = [
 ]
 
 
-BUDGETS = (250, 400, 550, 700, 850, 1000)
+BUDGETS = (250, 300, 400, 550, 700)
+# Sentence scorers of the prune stage (prune.scorer), swept side by side over the same budgets and the same run.
+SCORERS = ("hybrid", "reranker", "embedder")
 
 
 def pct(values: Sequence[float], p: float) -> float:
@@ -170,11 +172,14 @@ def part_compression(limit: int | None, db: Path) -> dict[str, Any]:
     gs, deps, ws = corpus("sample", Path("."), db)
     rows = [evaluate(gs, deps, ws, n, d, ov, limit) for n, d, ov in COMPRESSION]
     sweep = []
-    for budget in BUDGETS:
-        ov = {**OFF, "rerank.enabled": True, "prune.enabled": True, "prune.token_budget": budget}
-        r = evaluate(gs, deps, ws, f"rerank+prune @{budget}", "budget sweep", ov, limit)
-        sweep.append({"token_budget": budget, "recall@10": r["metrics"].get("recall@10"),
-                      "tokens_to_model_mean": r["tokens_to_model_mean"], "stage_recall": r["stage_recall"]})
+    for scorer in SCORERS:
+        for budget in BUDGETS:
+            ov = {**OFF, "rerank.enabled": True, "prune.enabled": True, "prune.token_budget": budget,
+                  "prune.scorer": scorer}
+            r = evaluate(gs, deps, ws, f"rerank+prune {scorer} @{budget}", "budget sweep", ov, limit)
+            sweep.append({"scorer": scorer, "token_budget": budget, "recall@10": r["metrics"].get("recall@10"),
+                          "tokens_to_model_mean": r["tokens_to_model_mean"], "stage_recall": r["stage_recall"],
+                          "prune_ms_median": r["stage_ms_median"].get("prune")})
     by = {r["name"]: r for r in rows}
     out: dict[str, Any] = {"dataset": "sample_corpus/eval.jsonl", "token_budget": PipelineConfig().prune.token_budget,
                            "tokens": "estimated LLM tokens (core.text.estimate_llm_tokens) of the final top-10 texts",
@@ -191,7 +196,7 @@ def part_compression(limit: int | None, db: Path) -> dict[str, Any]:
     for sw in sweep:
         sw["token_reduction_vs_rerank_top10"] = round(1 - sw["tokens_to_model_mean"] / base["tokens_to_model_mean"], 4)
         sw["recall@10_drop_points_vs_rerank_top10"] = round(100 * (base["metrics"]["recall@10"] - sw["recall@10"]), 2)
-        print(f"  budget {sw['token_budget']:<5} recall@10 {sw['recall@10']:.3f}  tokens {sw['tokens_to_model_mean']}",
+        print(f"  {sw['scorer']:<9} budget {sw['token_budget']:<5} recall@10 {sw['recall@10']:.3f}  tokens {sw['tokens_to_model_mean']}",
               file=sys.stderr)
     for r in rows:
         print(f"  {r['name']:<18} recall@10 {r['metrics'].get('recall@10', 0):.3f}  tokens {r['tokens_to_model_mean']}",

@@ -17,7 +17,8 @@ from core.embed import one_torch_thread
 from core.expand import expand
 from core.graph.stages import graph_stages
 from core.retrieve.bm25 import BM25Params
-from core.rerank import attach_contexts, describe, embedder_span_scorer, rerank, reranker_span_scorer
+from core.rerank import (LateInteractionReranker, attach_contexts, describe, embedder_span_scorer, pooled_span_scorer,
+                         rerank, reranker_span_scorer)
 from core.retrieve.fusion import rrf
 from core.store import Store
 from core.text import detect_language
@@ -90,23 +91,26 @@ def _span_scorer(kind: str, pool: Sequence[Candidate], config: PipelineConfig, d
 
 def span_scorer_parts(kind: str, pool: Sequence[Candidate], config: PipelineConfig, deps: Deps, workspace: str
                       ) -> list[tuple[SpanScorer, float]]:
-    """The weighted sentence signals behind prune.scorer. The reranker's reads what the rerank stage read (context
-    + chunk), so late interaction reuses its cached token vectors; cosine and BM25 read each sentence under its
-    document title, section path and the title line above it."""
+    """The weighted sentence signals behind prune.scorer. Token-vector signals read what the rerank stage read
+    (context + chunk), so they reuse its cached token vectors; BM25 and the embedder cosine read each sentence
+    under its document title, section path and the title line above it."""
+    r = config.rerank
+    contexts = {c.text: c.meta[CONTEXT_KEY] for c in pool if c.meta.get(CONTEXT_KEY)}
     if kind == "reranker":
-        r = config.rerank
-        contexts = {c.text: c.meta[CONTEXT_KEY] for c in pool if c.meta.get(CONTEXT_KEY)}
         reranker = deps.reranker_for(r.method, r.model, r.llm_model)[0]
         return [(reranker_span_scorer(reranker, workspace=workspace, contexts=contexts), 1.0)]
     chunks = deps.store.chunks_by_id([c.chunk_id for c in pool], workspace)
     prefixes = sentence_prefixes(pool, deps.store.document_titles([c.doc_id for c in pool], workspace),
                                  {cid: ch.heading_path for cid, ch in chunks.items()})
+    if kind == "embedder":  # encodes every 'title. section. sentence' text: the slow, strongest single signal
+        return [(embedder_span_scorer(deps.embedder, prefixes), 1.0)]
+    # hybrid: sentence BM25 plus the cosine of sentence token vectors pooled in context (free once the rerank stage
+    # cached them). The reranker's own MaxSim scores changed recall@10 at 250-700 tokens by less than one question in
+    # 45 when added (bench/cascade.py), and a cross-encoder or an LLM would cost a model call per sentence.
+    late = deps.reranker_for("late-interaction")[0]
     cosine = embedder_span_scorer(deps.embedder, prefixes)
-    if kind == "embedder":
-        return [(cosine, 1.0)]
-    # The reranker's own sentence scores are left out of the hybrid: adding late interaction changed recall@10 at
-    # 250-700 tokens by less than one question in 45 (bench/cascade.py), and a cross-encoder or an LLM would cost a
-    # model call per sentence.
+    if isinstance(late, LateInteractionReranker):
+        cosine = pooled_span_scorer(late, deps.embedder, fallback=cosine, workspace=workspace, contexts=contexts)
     return [(cosine, 1.0), (bm25_span_scorer(prefixes), 1.0)]
 
 

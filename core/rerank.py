@@ -467,6 +467,18 @@ def attach_contexts(candidates: Sequence[Candidate], contexts: Mapping[str, str]
             for c in candidates]
 
 
+def _as_read(items: Sequence[tuple[str, Sequence[Span]]], contexts: Mapping[str, str]
+             ) -> list[tuple[str, list[Span]]]:
+    """Items as the rerank stage read them: 'context\n\nchunk' with the spans moved along, when a chunk has a
+    context prefix (contextual retrieval on), so their cached token vectors are found."""
+    out = []
+    for text, spans in items:
+        ctx = contexts.get(text)
+        off = len(ctx) + 2 if ctx else 0
+        out.append((f"{ctx}\n\n{text}" if ctx else text, [(s + off, e + off) for s, e in spans]))
+    return out
+
+
 def reranker_span_scorer(reranker: Reranker, *, workspace: str = DEFAULT_WORKSPACE,
                          contexts: Mapping[str, str] | None = None) -> SpanScorer:
     """Sentence scores from the reranker: in-context token slices for late interaction, one pair per sentence for
@@ -476,21 +488,47 @@ def reranker_span_scorer(reranker: Reranker, *, workspace: str = DEFAULT_WORKSPA
 
     def score(query: str, items: Sequence[tuple[str, Sequence[Span]]]) -> list[np.ndarray]:
         if hasattr(reranker, "score_spans"):
-            shifted = []
-            for text, spans in items:
-                ctx = prefixes.get(text)
-                if ctx:
-                    off = len(ctx) + 2
-                    shifted.append((f"{ctx}\n\n{text}", [(s + off, e + off) for s, e in spans]))
-                else:
-                    shifted.append((text, spans))
-            return reranker.score_spans(query, shifted, workspace=workspace)[0]  # type: ignore[attr-defined]
+            return reranker.score_spans(query, _as_read(items, prefixes), workspace=workspace)[0]  # type: ignore[attr-defined]
         flat = [t[s:e] for t, spans in items for s, e in spans]
         scores = reranker.score(query, flat, workspace=workspace).scores if flat else np.zeros(0)
         out, pos = [], 0
         for _, spans in items:
             out.append(np.asarray(scores[pos : pos + len(spans)], dtype=np.float32))
             pos += len(spans)
+        return out
+
+    return score
+
+
+def pooled_span_scorer(late: "LateInteractionReranker", embedder: Any, *, fallback: SpanScorer,
+                       workspace: str = DEFAULT_WORKSPACE, contexts: Mapping[str, str] | None = None) -> SpanScorer:
+    """Cosine of the query embedding and each sentence's mean token vector, sliced from its chunk's contextual token
+    vectors (the ones late interaction cached at rerank): a sentence read in its chunk, with no model call for it.
+    Measured on sample_corpus/eval.jsonl: about 26 ms per query where encoding 'title. sentence' texts took 1.5 s,
+    at the same recall after pruning within one question in 45 when summed with sentence BM25. Token vectors that do
+    not live in the space of the query embedding (another width) cannot be compared: `fallback` scores instead."""
+    prefixes = dict(contexts or {})
+
+    def score(query: str, items: Sequence[tuple[str, Sequence[Span]]]) -> list[np.ndarray]:
+        read = _as_read(items, prefixes)
+        mats, _, _ = late.token_matrices([t for t, _ in read], workspace)
+        with one_torch_thread():
+            q = np.asarray(embedder.encode([query]), dtype=np.float32)[0]
+        q = q / max(float(np.linalg.norm(q)), 1e-12)
+        if any(len(tm) and tm.vecs.shape[1] != q.shape[0] for tm in mats):
+            return fallback(query, items)
+        out = []
+        for (_, spans), tm in zip(read, mats):
+            vecs = tm.vecs.astype(np.float32)
+            vals = []
+            for s, e in spans:
+                inside = (tm.spans[:, 0] >= s) & (tm.spans[:, 1] <= e) if len(tm) else np.zeros(0, bool)
+                if not inside.any():
+                    vals.append(0.0)
+                    continue
+                m = vecs[inside].mean(axis=0)
+                vals.append(float(m @ q) / max(float(np.linalg.norm(m)), 1e-12))
+            out.append(np.asarray(vals, dtype=np.float32))
         return out
 
     return score

@@ -14,7 +14,7 @@ from core.llm import LLMError, OfflineLLM
 from core.pipeline import run_query
 from core.rerank import (CrossEncoderReranker, EmbedderCosineReranker, LateInteractionReranker, LLMListwiseReranker,
                          TokenCache, TokenMatrix, encode_token_matrices, listwise_scores, load_reranker, maxsim,
-                         rerank, rerank_text, text_key)
+                         pooled_span_scorer, rerank, rerank_text, text_key)
 from core.store import Store
 from core.types import CONTEXT_KEY, Candidate
 from tests.cascade_fakes import ConceptEmbedder, ConceptWindowEncoder, FixedReranker, ScriptedListwiseLLM
@@ -73,6 +73,42 @@ def test_late_interaction_reorders_a_lexically_far_answer() -> None:
     assert [c.text for c in out] == [answer, distractor]
     assert out[0].meta["rank_before"] == 2 and out[0].rank == 1 and out[0].score > out[1].score
     assert res.computed == 2 and res.cache_hits == 0  # chunk texts (the query is counted apart)
+
+
+class _PooledQueries:
+    """Sentence vectors in the token space of a ConceptWindowEncoder: the mean of a text's concept vectors."""
+
+    def __init__(self, enc: ConceptWindowEncoder) -> None:
+        self.enc = enc
+
+    def encode(self, texts):
+        out = []
+        for t in texts:
+            v = np.mean([self.enc.vector(i) for i in self.enc.tokenize(t)[0]], axis=0)
+            out.append(v / np.linalg.norm(v))
+        return np.stack(out).astype(np.float32)
+
+
+def test_pooled_sentence_vectors_come_from_the_cached_chunk_token_vectors() -> None:
+    enc = ConceptWindowEncoder(SYN)
+    late = LateInteractionReranker(enc)
+    text = "Opening hours are 8 to 5 on weekdays. Mending a car costs about 300 euros. Bus routes change in May."
+    spans = [(0, 37), (38, 75), (76, len(text))]
+    late.token_matrices([text])  # what the rerank stage leaves in the cache
+    before = enc.windows_encoded
+    called = []
+    scorer = pooled_span_scorer(late, _PooledQueries(enc), fallback=lambda q, it: called.append(q) or [])
+    (scores,) = scorer("automobile price", [(text, spans)])
+    assert int(np.argmax(scores)) == 1 and enc.windows_encoded == before and not called  # synonyms, no model call
+    # By hand: the cosine of the query vector and the mean of the sentence's content-token vectors.
+    q = _PooledQueries(enc).encode(["automobile price"])[0]
+    tm = late.token_matrices([text])[0][0]
+    inside = (tm.spans[:, 0] >= spans[1][0]) & (tm.spans[:, 1] <= spans[1][1])
+    m = tm.vecs[inside].astype(np.float32).mean(axis=0)
+    assert scores[1] == pytest.approx(float(m @ q) / float(np.linalg.norm(m)), rel=1e-4)
+    # Token vectors of another width than the query embedding cannot be compared: the fallback scores.
+    other = pooled_span_scorer(late, HashEmbedder(dim=64), fallback=lambda q, it: called.append(q) or ["fb"])
+    assert other("automobile price", [(text, spans)]) == ["fb"] and called == ["automobile price"]
 
 
 def test_chunk_token_vectors_are_cached_in_memory_and_in_the_store(store: Store) -> None:
