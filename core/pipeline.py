@@ -219,8 +219,8 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
             pr = prune_sentences(q, pool, scorer, token_budget=p.token_budget, keep_neighbours=p.keep_neighbours,
                                  max_unit_tokens=p.max_unit_tokens, chunk_weight=p.chunk_weight)
         notes = [f"no sentence of {', '.join(pr.dropped)} fit the budget of {p.token_budget} tokens"] if pr.dropped else []
-        tracer.add("prune", pr.candidates, t.ms, notes=notes, scorer=p.scorer, sentences_in=pr.units_in, sentences_kept=pr.units_kept,
-                   pinned=pr.pinned, dropped=pr.dropped, **flow_info(pool, pr.candidates))
+        tracer.add("prune", pr.candidates, t.ms, notes=notes, scorer=p.scorer, sentences_in=pr.units_in,
+                   sentences_kept=pr.units_kept, pinned=pr.pinned, dropped=pr.dropped, **flow_info(pool, pr.candidates))
         pool = pr.candidates
     m = config.mmr
     if not m.enabled:
