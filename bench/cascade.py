@@ -63,9 +63,9 @@ COMPRESSION = [
 ]
 
 
-BUDGETS = (250, 300, 400, 550, 700)
+BUDGETS = (250, 400, 550, 700)
 # Sentence scorers of the prune stage (prune.scorer), swept side by side over the same budgets and the same run.
-SCORERS = ("hybrid", "reranker", "embedder")
+SCORERS = ("hybrid", "hybrid-encoded", "embedder", "reranker")
 
 
 def pct(values: Sequence[float], p: float) -> float:

@@ -147,10 +147,11 @@ class PruneConfig(Section):
     # 550: on sample_corpus/eval.jsonl, with the hybrid scorer, recall@10 stays within 2 points of the unpruned
     # rerank top-10 at about 60% fewer tokens (bench/cascade.py). Tighter budgets trade recall for tokens.
     token_budget: int = Field(550, ge=16, le=100000, description="tokens handed on, all chunks together")
-    # hybrid: embedder cosine + sentence BM25, standardised and summed, each sentence read under its document title,
-    # section path and the title line above it; embedder: the cosine alone; reranker: the rerank model's own
-    # sentence scores (late interaction: in-context token slices).
-    scorer: Literal["hybrid", "reranker", "embedder"] = "hybrid"
+    # hybrid: sentence BM25 (read under the document title, section path and the title line above) + cosine of the
+    # sentence's token vectors pooled in its chunk (no model call), standardised and summed; hybrid-encoded: the
+    # same BM25 + the embedder's vector of 'title. section. sentence' (a model call per sentence: slower, stronger
+    # under tight budgets); embedder: that cosine alone; reranker: the rerank model's own sentence scores.
+    scorer: Literal["hybrid", "hybrid-encoded", "embedder", "reranker"] = "hybrid"
     chunk_weight: float = Field(1.0, ge=0, description="how much the chunk's rerank score lifts its sentences")
     keep_neighbours: bool = True  # a sentence opening with 'It', 'This', 'However'... keeps the one before
     max_unit_tokens: int = Field(80, ge=8, le=4096, description="longer sentences are split at line breaks")

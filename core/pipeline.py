@@ -102,15 +102,18 @@ def span_scorer_parts(kind: str, pool: Sequence[Candidate], config: PipelineConf
     chunks = deps.store.chunks_by_id([c.chunk_id for c in pool], workspace)
     prefixes = sentence_prefixes(pool, deps.store.document_titles([c.doc_id for c in pool], workspace),
                                  {cid: ch.heading_path for cid, ch in chunks.items()})
-    if kind == "embedder":  # encodes every 'title. section. sentence' text: the slow, strongest single signal
-        return [(embedder_span_scorer(deps.embedder, prefixes), 1.0)]
+    encoded = embedder_span_scorer(deps.embedder, prefixes)  # a model call over every 'title. section. sentence'
+    if kind == "embedder":
+        return [(encoded, 1.0)]
+    if kind == "hybrid-encoded":  # the strongest under tight budgets, at about 1.5 s per query on this CPU
+        return [(encoded, 1.0), (bm25_span_scorer(prefixes), 1.0)]
     # hybrid: sentence BM25 plus the cosine of sentence token vectors pooled in context (free once the rerank stage
     # cached them). The reranker's own MaxSim scores changed recall@10 at 250-700 tokens by less than one question in
     # 45 when added (bench/cascade.py), and a cross-encoder or an LLM would cost a model call per sentence.
     late = deps.reranker_for("late-interaction")[0]
-    cosine = embedder_span_scorer(deps.embedder, prefixes)
+    cosine = encoded
     if isinstance(late, LateInteractionReranker):
-        cosine = pooled_span_scorer(late, deps.embedder, fallback=cosine, workspace=workspace, contexts=contexts)
+        cosine = pooled_span_scorer(late, deps.embedder, fallback=encoded, workspace=workspace, contexts=contexts)
     return [(cosine, 1.0), (bm25_span_scorer(prefixes), 1.0)]
 
 

@@ -67,8 +67,8 @@ with st.container(border=True):
         overrides["prune.enabled"] = r[1].toggle("Sentence pruning", cfg.prune.enabled, key="prune_on")
         overrides["prune.token_budget"] = int(r[1].number_input("token budget", 16, 100000, cfg.prune.token_budget,
                                                                 key="prune_budget"))
-        scorers = {"hybrid": "hybrid (cosine + BM25, in context)", "embedder": "embedder cosine",
-                   "reranker": "the reranker's own"}
+        scorers = {"hybrid": "hybrid (pooled token cosine + BM25)", "hybrid-encoded": "hybrid, sentences encoded (slow)",
+                   "embedder": "embedder cosine (slow)", "reranker": "the reranker's own"}
         overrides["prune.scorer"] = r[1].selectbox("sentence scorer", list(scorers), list(scorers).index(cfg.prune.scorer),
                                                    format_func=scorers.get, key="prune_scorer")
         overrides["mmr.enabled"] = r[2].toggle("MMR + duplicate collapse", cfg.mmr.enabled, key="mmr_on")

@@ -299,7 +299,7 @@ def test_every_cascade_stage_switches_off_with_a_reason(concept_deps: Deps) -> N
         off = run_query("car fee", base.with_overrides({f"{stage}.enabled": False}), concept_deps)
         assert off.stage(stage).skipped == f"{stage}.enabled = false"
     assert on.stage("prune").info["scorer"] == "hybrid"
-    for scorer in ("reranker", "embedder"):  # every sentence scorer runs through the pipeline
+    for scorer in ("reranker", "embedder", "hybrid-encoded"):  # every sentence scorer runs through the pipeline
         alt = run_query("car fee", base.with_overrides({"prune.scorer": scorer}), concept_deps)
         assert alt.stage("prune").info["scorer"] == scorer and alt.stage("prune").candidates
     nofusion = run_query("car fee", base.with_overrides({"fusion.enabled": False}), concept_deps)
