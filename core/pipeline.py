@@ -82,15 +82,15 @@ def _to_candidates(hits: list[tuple[str, float]], store: Store, workspace: str, 
     ]
 
 
-def _span_scorer(kind: str, pool: Sequence[Candidate], config: PipelineConfig, deps: Deps, workspace: str
-                 ) -> SpanScorer:
+def _span_scorer(kind: str, pool: Sequence[Candidate], config: PipelineConfig, deps: Deps, workspace: str,
+                 query_vec: Any = None) -> SpanScorer:
     """The sentence scorer prune.scorer names (see span_scorer_parts)."""
-    parts = span_scorer_parts(kind, pool, config, deps, workspace)
+    parts = span_scorer_parts(kind, pool, config, deps, workspace, query_vec)
     return parts[0][0] if len(parts) == 1 else hybrid_span_scorer(parts)
 
 
-def span_scorer_parts(kind: str, pool: Sequence[Candidate], config: PipelineConfig, deps: Deps, workspace: str
-                      ) -> list[tuple[SpanScorer, float]]:
+def span_scorer_parts(kind: str, pool: Sequence[Candidate], config: PipelineConfig, deps: Deps, workspace: str,
+                      query_vec: Any = None) -> list[tuple[SpanScorer, float]]:
     """The weighted sentence signals behind prune.scorer. Token-vector signals read what the rerank stage read
     (context + chunk), so they reuse its cached token vectors; BM25 and the embedder cosine read each sentence
     under its document title, section path and the title line above it."""
@@ -113,7 +113,8 @@ def span_scorer_parts(kind: str, pool: Sequence[Candidate], config: PipelineConf
     late = deps.reranker_for("late-interaction")[0]
     cosine = encoded
     if isinstance(late, LateInteractionReranker):
-        cosine = pooled_span_scorer(late, deps.embedder, fallback=encoded, workspace=workspace, contexts=contexts)
+        cosine = pooled_span_scorer(late, deps.embedder, fallback=encoded, workspace=workspace, contexts=contexts,
+                                    query_vec=query_vec)
     return [(cosine, 1.0), (bm25_span_scorer(prefixes), 1.0)]
 
 
@@ -218,7 +219,7 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
         tracer.skip("prune", "no candidates to prune")
     else:
         with _timed() as t:
-            scorer = _span_scorer(p.scorer, pool, config, deps, workspace)
+            scorer = _span_scorer(p.scorer, pool, config, deps, workspace, qvec if config.dense.enabled else None)
             pr = prune_sentences(q, pool, scorer, token_budget=p.token_budget, keep_neighbours=p.keep_neighbours,
                                  max_unit_tokens=p.max_unit_tokens, chunk_weight=p.chunk_weight)
         notes = [f"no sentence of {', '.join(pr.dropped)} fit the budget of {p.token_budget} tokens"] if pr.dropped else []

@@ -80,6 +80,10 @@ class TokenMatrix:
     def __len__(self) -> int:
         return int(self.ids.shape[0])
 
+    def rows_in(self, start: int, end: int) -> np.ndarray:
+        """Mask of the tokens lying wholly inside the character span [start, end) of the encoded text."""
+        return (self.spans[:, 0] >= start) & (self.spans[:, 1] <= end) if len(self) else np.zeros(0, bool)
+
 
 class WindowEncoder(Protocol):
     """A transformer's tokenizer and forward pass (core.context.TransformerTokenEncoder is the real one)."""
@@ -334,8 +338,7 @@ class LateInteractionReranker:
         for (text, spans), tm in zip(items, mats):
             subs = []
             for s, e in spans:
-                inside = (tm.spans[:, 0] >= s) & (tm.spans[:, 1] <= e) if len(tm) else np.zeros(0, bool)
-                subs.append(tm.vecs[inside])
+                subs.append(tm.vecs[tm.rows_in(s, e)])
             out.append(maxsim(q, w, subs))
         return out, RerankScores(np.concatenate(out) if out else np.zeros(0), hits, computed)
 
@@ -501,19 +504,24 @@ def reranker_span_scorer(reranker: Reranker, *, workspace: str = DEFAULT_WORKSPA
 
 
 def pooled_span_scorer(late: "LateInteractionReranker", embedder: Any, *, fallback: SpanScorer,
-                       workspace: str = DEFAULT_WORKSPACE, contexts: Mapping[str, str] | None = None) -> SpanScorer:
+                       workspace: str = DEFAULT_WORKSPACE, contexts: Mapping[str, str] | None = None,
+                       query_vec: np.ndarray | None = None) -> SpanScorer:
     """Cosine of the query embedding and each sentence's mean token vector, sliced from its chunk's contextual token
     vectors (the ones late interaction cached at rerank): a sentence read in its chunk, with no model call for it.
     Measured on sample_corpus/eval.jsonl: about 26 ms per query where encoding 'title. sentence' texts took 1.5 s,
     at the same recall after pruning within one question in 45 when summed with sentence BM25. Token vectors that do
-    not live in the space of the query embedding (another width) cannot be compared: `fallback` scores instead."""
+    not live in the space of the query embedding (another width) cannot be compared: `fallback` scores instead.
+    `query_vec` is the query's embedding when the dense stage already made it (it is not encoded twice)."""
     prefixes = dict(contexts or {})
 
     def score(query: str, items: Sequence[tuple[str, Sequence[Span]]]) -> list[np.ndarray]:
         read = _as_read(items, prefixes)
         mats, _, _ = late.token_matrices([t for t, _ in read], workspace)
-        with one_torch_thread():
-            q = np.asarray(embedder.encode([query]), dtype=np.float32)[0]
+        if query_vec is None:
+            with one_torch_thread():
+                q = np.asarray(embedder.encode([query]), dtype=np.float32)[0]
+        else:
+            q = np.asarray(query_vec, dtype=np.float32).ravel()
         q = q / max(float(np.linalg.norm(q)), 1e-12)
         if any(len(tm) and tm.vecs.shape[1] != q.shape[0] for tm in mats):
             return fallback(query, items)
@@ -522,7 +530,7 @@ def pooled_span_scorer(late: "LateInteractionReranker", embedder: Any, *, fallba
             vecs = tm.vecs.astype(np.float32)
             vals = []
             for s, e in spans:
-                inside = (tm.spans[:, 0] >= s) & (tm.spans[:, 1] <= e) if len(tm) else np.zeros(0, bool)
+                inside = tm.rows_in(s, e)
                 if not inside.any():
                     vals.append(0.0)
                     continue

@@ -106,6 +106,13 @@ def test_pooled_sentence_vectors_come_from_the_cached_chunk_token_vectors() -> N
     inside = (tm.spans[:, 0] >= spans[1][0]) & (tm.spans[:, 1] <= spans[1][1])
     m = tm.vecs[inside].astype(np.float32).mean(axis=0)
     assert scores[1] == pytest.approx(float(m @ q) / float(np.linalg.norm(m)), rel=1e-4)
+    # The dense stage's query vector is used as it is: the query is not encoded a second time.
+    class NoEncode:
+        def encode(self, texts):
+            raise AssertionError("the query was encoded again")
+
+    reused = pooled_span_scorer(late, NoEncode(), fallback=lambda q, it: [], query_vec=q)
+    np.testing.assert_allclose(reused("automobile price", [(text, spans)])[0], scores, rtol=1e-5)
     # Token vectors of another width than the query embedding cannot be compared: the fallback scores.
     other = pooled_span_scorer(late, HashEmbedder(dim=64), fallback=lambda q, it: called.append(q) or ["fb"])
     assert other("automobile price", [(text, spans)]) == ["fb"] and called == ["automobile price"]
