@@ -84,9 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _db(args: argparse.Namespace) -> str:
-    import os
+    from core.deps import db_path  # RAG_DB and the default path live there only
 
-    return args.db or os.environ.get("RAG_DB", str(DEFAULT_DB))
+    return args.db or db_path()
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:

@@ -1,7 +1,6 @@
 """Session plumbing shared by the pages: the injected Deps, the active PipelineConfig, the workspace."""
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import streamlit as st
@@ -35,8 +34,9 @@ def deps() -> Any:
     re-keyed by the configured model so a model change takes effect without a restart. Built here rather than in
     workbench.py so a page opened by its own URL in a fresh session works too."""
     if DEPS_KEY not in st.session_state or st.session_state.get("_deps_auto"):
-        st.session_state[DEPS_KEY] = _shared_deps(os.environ.get("RAG_DB", "data/workbench.duckdb"),
-                                                  config().embedding.model)
+        from core.deps import db_path  # the one place that knows RAG_DB and the default path
+
+        st.session_state[DEPS_KEY] = _shared_deps(db_path(), config().embedding.model)
         st.session_state["_deps_auto"] = True
     return st.session_state[DEPS_KEY]
 
