@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shlex
+import subprocess
 import sys
 import time
 from contextlib import contextmanager
@@ -17,6 +19,18 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 # The bundled model is loaded by path; a hub lookup would only stall on this offline machine.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def _load_avg() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
+# Taken when a bench script imports this module, i.e. before it loads models or data: the "start" of its run.
+_STARTED_AT = datetime.now(timezone.utc).isoformat(timespec="seconds")
+_LOAD_AT_START = _load_avg()
 
 
 def datasets_dir(cli_value: str | None) -> Path:
@@ -169,8 +183,55 @@ def _numeric(s: str) -> bool:
     return bool(s) and s.replace(",", "").replace(".", "").replace("-", "").replace("x", "").isdigit()
 
 
-def write_result(name: str, payload: dict[str, Any], out: Path | None = None) -> Path:
+def git_state(root: Path = ROOT) -> dict[str, Any]:
+    """The commit the numbers were measured at, and whether tracked files differed from it (the tree is shared by
+    several people, so a dirty tree is recorded with the paths that differed rather than hidden)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30,
+                              check=True).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "HEAD")
+        changed = [line[3:] for line in git("status", "--porcelain", "--untracked-files=no").splitlines() if line]
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None, "dirty_paths": []}
+    return {"commit": commit, "dirty": bool(changed), "dirty_paths": changed[:50]}
+
+
+def command_line(argv: Sequence[str] | None = None, script: str | None = None) -> str:
+    """The command as it was typed from the repo root: interpreter, script and arguments. `argv` (without the
+    script) is what a bench's main() was called with; by default the process's own arguments."""
+    exe = Path(sys.executable)
+    try:
+        exe_s = str(exe.relative_to(ROOT)) if exe.is_relative_to(ROOT) else (
+            ".venv/bin/python" if (ROOT / ".venv" / "bin" / "python").resolve() == exe.resolve() else str(exe))
+    except OSError:
+        exe_s = str(exe)
+    script_path = Path(script or sys.argv[0]).resolve()
+    script_s = str(script_path.relative_to(ROOT)) if script_path.is_relative_to(ROOT) else str(script_path)
+    args = list(sys.argv[1:] if argv is None else argv)
+    return shlex.join([exe_s, script_s, *args])
+
+
+def run_record(argv: Sequence[str] | None = None, script: str | None = None) -> dict[str, Any]:
+    """What ties a results file to its run: commit (+ dirty flag), UTC start/end, load average at start and end,
+    and the exact command line."""
+    return {
+        **git_state(),
+        "started_at": _STARTED_AT,
+        "finished_at": utc_now(),
+        "load_avg_start": _LOAD_AT_START,
+        "load_avg_end": _load_avg(),
+        "command": command_line(argv, script),
+    }
+
+
+def write_result(name: str, payload: dict[str, Any], out: Path | None = None, *, argv: Sequence[str] | None = None,
+                 script: str | None = None) -> Path:
+    """Write one run's results. Every file gets a `run` record (see run_record): a results file holds one run, so
+    every number in it traces to one commit, one time window and one command."""
     path = out or RESULTS / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"run": run_record(argv, script), **{k: v for k, v in payload.items() if k != "run"}}
     path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
     return path
