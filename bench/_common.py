@@ -188,10 +188,11 @@ def git_state(root: Path = ROOT) -> dict[str, Any]:
     several people, so a dirty tree is recorded with the paths that differed rather than hidden)."""
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30,
-                              check=True).stdout.strip()
+                              check=True).stdout
 
     try:
-        commit = git("rev-parse", "HEAD")
+        commit = git("rev-parse", "HEAD").strip()
+        # Porcelain lines are "XY path": the status letters take the first two columns, a space the third.
         changed = [line[3:] for line in git("status", "--porcelain", "--untracked-files=no").splitlines() if line]
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None, "dirty_paths": []}
@@ -201,13 +202,9 @@ def git_state(root: Path = ROOT) -> dict[str, Any]:
 def command_line(argv: Sequence[str] | None = None, script: str | None = None) -> str:
     """The command as it was typed from the repo root: interpreter, script and arguments. `argv` (without the
     script) is what a bench's main() was called with; by default the process's own arguments."""
-    exe = Path(sys.executable)
-    try:
-        exe_s = str(exe.relative_to(ROOT)) if exe.is_relative_to(ROOT) else (
-            ".venv/bin/python" if (ROOT / ".venv" / "bin" / "python").resolve() == exe.resolve() else str(exe))
-    except OSError:
-        exe_s = str(exe)
-    script_path = Path(script or sys.argv[0]).resolve()
+    exe = Path(os.path.abspath(sys.executable))  # not resolved: .venv/bin/python is a symlink to the base python
+    exe_s = str(exe.relative_to(ROOT)) if exe.is_relative_to(ROOT) else str(exe)
+    script_path = Path(os.path.abspath(ROOT / script if script else sys.argv[0]))
     script_s = str(script_path.relative_to(ROOT)) if script_path.is_relative_to(ROOT) else str(script_path)
     args = list(sys.argv[1:] if argv is None else argv)
     return shlex.join([exe_s, script_s, *args])
