@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import hashlib
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from core.answer import answer_question
 from core.compress import (SpanScorer, bm25_span_scorer, cached_vectors, diversify, flow_info, hybrid_span_scorer,
@@ -22,26 +21,30 @@ from core.rerank import (LateInteractionReranker, attach_contexts, describe, emb
 from core.retrieve.fusion import rrf
 from core.store import Store
 from core.text import detect_language
-from core.types import CONTEXT_KEY, DEFAULT_WORKSPACE, Candidate, StageResult, Trace, Usage
+from core.types import CONTEXT_KEY, DEFAULT_WORKSPACE, Candidate, Stage, StageResult, Trace, Usage
 
 
 class QueryError(ValueError):
     """A query that cannot be run; the message is fit for the user."""
 
 
-@dataclass
-class _Timer:
-    ms: float = 0.0
+@dataclass(frozen=True)
+class StepOutput:
+    """What a stage function hands back to the tracer: its candidates plus what the trace should say about them."""
+
+    candidates: Sequence[Candidate]
+    notes: Sequence[str] = ()
+    usage: Usage = Usage()
+    info: Mapping[str, Any] = field(default_factory=dict)
 
 
-@contextmanager
-def _timed() -> Iterator[_Timer]:
-    t = _Timer()
-    start = time.perf_counter()
-    try:
-        yield t
-    finally:
-        t.ms = (time.perf_counter() - start) * 1000
+def off(enabled: bool, flag: str, pool: Sequence[Candidate] | None = None, empty: str = "") -> str | None:
+    """The reason a stage does not run (its switch is off, or nothing reached it), or None when it runs."""
+    if not enabled:
+        return f"{flag} = false"
+    if pool is not None and not pool:
+        return empty
+    return None
 
 
 @dataclass
@@ -59,6 +62,22 @@ class Tracer:
     def skip(self, stage: str, reason: str) -> list[Candidate]:
         self.stages.append(StageResult(stage, (), 0.0, Usage(), reason))
         return []
+
+    def step(self, stage: str, fn: Callable[[], StepOutput], *, skip: str | None = None,
+             keep: Sequence[Candidate] = ()) -> list[Candidate]:
+        """Run one stage and record it: skipped with `skip` as its reason (handing on `keep`, the list the stage
+        would have read), or timed around `fn`, whose candidates become the stage's list and what it hands on."""
+        if skip is not None:
+            self.skip(stage, skip)
+            return list(keep)
+        start = time.perf_counter()
+        out = fn()
+        ms = (time.perf_counter() - start) * 1000
+        return self.add(stage, out.candidates, ms, usage=out.usage, notes=out.notes, **dict(out.info))
+
+    def final(self) -> StageResult | None:
+        """The last stage so far that ran with candidates: what the answer stage reads."""
+        return Trace("", "", 0, tuple(self.stages)).final()
 
 
 def validate_query(query: str, config: PipelineConfig) -> str:
@@ -118,160 +137,171 @@ def span_scorer_parts(kind: str, pool: Sequence[Candidate], config: PipelineConf
     return [(cosine, 1.0), (bm25_span_scorer(prefixes), 1.0)]
 
 
-def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str = DEFAULT_WORKSPACE,
-              log: bool = True) -> Trace:
-    q = validate_query(query, config)
-    store, tracer = deps.store, Tracer()
-    version = store.corpus_version(workspace)
-    lang = detect_language(q)
+@dataclass
+class _Query:
+    """One query's shared facts: its text, language, the text variant each index searches, and the query vector
+    once the dense stage made it (graph and prune reuse it, so the query is encoded once)."""
+
+    text: str
+    lang: str
+    workspace: str
+    dense_blind: bool
+    bm25_variant: str
+    dense_variant: str
+    vec: Any = None
+
+
+def _bm25(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
+    b, store = config.bm25, deps.store
+    index = deps.indexes.bm25(store, q.workspace, BM25Params(b.k1, b.b, b.method, b.split_identifiers, b.stem),
+                              variant=q.bm25_variant)
+    hits = _to_candidates(index.search(q.text, b.k), store, q.workspace, "bm25")
+    return StepOutput(hits, info={"indexed": len(index), "text": q.bm25_variant})
+
+
+def _dense(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
+    dindex = deps.indexes.dense(deps.store, deps.embedder, q.workspace, variant=q.dense_variant)
+    with one_torch_thread():  # one short query: a second torch thread only waits for a core
+        q.vec = deps.embedder.encode([q.text])[0]
+    hits = _to_candidates(dindex.search(q.vec, config.dense.k), deps.store, q.workspace, "dense")
+    notes = [f"embedder does not cover '{q.lang}': this list is close to random"] if q.dense_blind else []
+    return StepOutput(hits, notes, info={"model": deps.embedder.model_id, "indexed": len(dindex),
+                                         "text": q.dense_variant})
+
+
+def _fuse(q: _Query, config: PipelineConfig, lists: dict[str, list[Candidate]]) -> StepOutput:
+    """RRF of BM25, dense and (graph.fuse_with_text) the graph lists; a dense list blind to the language is scaled."""
+    f = config.fusion
+    weights = [f.bm25_weight, f.dense_weight] if f.method == "weighted_rrf" else [1.0, 1.0]
+    notes = []
+    if q.dense_blind:
+        weights[1] *= f.foreign_dense_weight
+        notes.append(f"dense weight x{f.foreign_dense_weight:g}: embedder does not cover '{q.lang}'")
+    graph = [name for name in lists if name not in (Stage.BM25, Stage.DENSE)]
+    weights += [config.graph.graph_weight] * len(graph)
+    # The reranker reads rerank.top_n fused candidates: fusion hands on that many when it is deeper than fusion.k.
+    depth = max(f.k, config.rerank.top_n) if config.rerank.enabled else f.k
+    if depth > f.k:
+        notes.append(f"kept the top {depth} for the reranker (rerank.top_n; fusion.k = {f.k})")
+    fused = rrf(list(lists.values()), k=f.rrf_k, weights=weights, names=[str(n) for n in lists], top=depth)
+    return StepOutput(fused, notes, info={"rrf_k": f.rrf_k, "weights": weights})
+
+
+def _rerank(q: _Query, pool: list[Candidate], pool_from: str, config: PipelineConfig, deps: Deps) -> StepOutput:
+    r = config.rerank
+    reranker, notice = deps.reranker_for(r.method, r.model, r.llm_model)
+    head = pool[: r.top_n]
+    if r.use_context and q.bm25_variant != "raw":  # contextual retrieval on: the reranker reads context + chunk
+        head = attach_contexts(head, deps.store.contexts(q.bm25_variant, q.workspace, [c.chunk_id for c in head]))
+    out, rs = rerank(q.text, head, reranker, k=r.k, use_context=r.use_context, workspace=q.workspace)
+    return StepOutput(out, [n for n in (notice, *rs.notes) if n], rs.usage,
+                      {"reranker": reranker.name, "input": pool_from, **describe(rs), **flow_info(head, out)})
+
+
+def _prune(q: _Query, pool: list[Candidate], config: PipelineConfig, deps: Deps) -> StepOutput:
+    p = config.prune
+    scorer = _span_scorer(p.scorer, pool, config, deps, q.workspace, q.vec)
+    pr = prune_sentences(q.text, pool, scorer, token_budget=p.token_budget, keep_neighbours=p.keep_neighbours,
+                         max_unit_tokens=p.max_unit_tokens, chunk_weight=p.chunk_weight)
+    notes = [f"no sentence of {', '.join(pr.dropped)} fit the budget of {p.token_budget} tokens"] if pr.dropped else []
+    return StepOutput(pr.candidates, notes, info={
+        "scorer": p.scorer, "sentences_in": pr.units_in, "sentences_kept": pr.units_kept, "pinned": pr.pinned,
+        "dropped": pr.dropped, **flow_info(pool, pr.candidates)})
+
+
+def _mmr(q: _Query, pool: list[Candidate], config: PipelineConfig, deps: Deps) -> StepOutput:
+    m = config.mmr
+    # Duplicates are judged on whole chunks (their cached vectors), so a pruned draft still matches its final.
+    chunks = deps.store.chunks_by_id([c.chunk_id for c in pool], q.workspace)
+    vecs = cached_vectors([chunks[c.chunk_id].text if c.chunk_id in chunks else c.text for c in pool],
+                          deps.embedder, deps.store, q.workspace)
+    dv = diversify(pool, vecs, lam=m.lam, dedup_threshold=m.dedup_threshold, k=m.k)
+    notes = [f"{d.dropped} dropped as {'an exact' if d.exact else 'a near'} duplicate of {d.kept} "
+             f"(cosine {d.similarity:.3f})" for d in dv.duplicates]
+    return StepOutput(dv.candidates, notes, info={"lam": m.lam, "duplicates": [d.__dict__ for d in dv.duplicates],
+                                                  **flow_info(pool, dv.candidates)})
+
+
+def _expand(q: _Query, pool: list[Candidate], config: PipelineConfig, deps: Deps) -> StepOutput:
+    e = config.expand
+    ex = expand(pool, deps.store, mode=e.mode, window=e.window, parent_max_tokens=e.parent_max_tokens,
+                workspace=q.workspace)
+    notes = [f"{a} merged into {b}: their expansions overlap" for a, b in ex.merged]
+    notes += [f"not expanded (document text or offsets missing): {', '.join(ex.unexpanded)}"] if ex.unexpanded else []
+    return StepOutput(ex.candidates, notes, info={"mode": e.mode, "window": e.window,
+                                                  **flow_info(pool, ex.candidates)})
+
+
+def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: Deps) -> tuple[StepOutput, Any]:
+    res = answer_question(q.text, final.candidates if final else (), config.answer, deps.llm, workspace=q.workspace,
+                          query_id="q" + hashlib.sha1(q.text.encode()).hexdigest()[:12])
+    a = res.answer
+    return StepOutput((), res.notes, res.usage, {
+        "mode": a.mode, "refused": a.refused, "citations": list(a.citations), "support": res.support,
+        "source": final.stage if final else None}), a
+
+
+def _start(query: str, config: PipelineConfig, deps: Deps, workspace: str, tracer: Tracer) -> _Query:
+    """Validate the query, detect its language and say which text each index searches."""
+    text = validate_query(query, config)
+    lang = detect_language(text)
     covered = deps.embedder.languages
-    dense_blind = covered is not None and lang not in covered
-    if dense_blind:
+    blind = covered is not None and lang not in covered
+    if blind:
         tracer.notes.append(
             f"query language '{lang}' is not covered by embedder {deps.embedder.model_id} "
             f"(covers {', '.join(sorted(covered or ()))}); dense list weighted {config.fusion.foreign_dense_weight:g} "
             "in fusion"
         )
-
     # Which text the indexes search (context.variant): contexts live beside the chunks, so a switch re-indexes nothing.
     bm25_variant, dense_variant = index_variant(config.context.variant)
-    tracer.notes.extend(prepare_variant(store, config.context.variant, workspace, deps.embedder.model_id))
+    tracer.notes.extend(prepare_variant(deps.store, config.context.variant, workspace, deps.embedder.model_id))
+    return _Query(text, lang, workspace, blind, bm25_variant, dense_variant)
 
-    # 1. BM25
-    if config.bm25.enabled:
-        b = config.bm25
-        with _timed() as t:
-            index = deps.indexes.bm25(store, workspace, BM25Params(b.k1, b.b, b.method, b.split_identifiers, b.stem),
-                                      variant=bm25_variant)
-            bm25 = _to_candidates(index.search(q, b.k), store, workspace, "bm25")
-        tracer.add("bm25", bm25, t.ms, indexed=len(index), text=bm25_variant)
-    else:
-        bm25 = tracer.skip("bm25", "bm25.enabled = false")
 
-    # 2. Dense
-    if config.dense.enabled:
-        with _timed() as t:
-            dindex = deps.indexes.dense(store, deps.embedder, workspace, variant=dense_variant)
-            with one_torch_thread():  # one short query: a second torch thread only waits for a core
-                qvec = deps.embedder.encode([q])[0]
-            dense = _to_candidates(dindex.search(qvec, config.dense.k), store, workspace, "dense")
-        notes = [f"embedder does not cover '{lang}': this list is close to random"] if dense_blind else []
-        tracer.add("dense", dense, t.ms, notes=notes, model=deps.embedder.model_id, indexed=len(dindex),
-                   text=dense_variant)
-    else:
-        dense = tracer.skip("dense", "dense.enabled = false")
+def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str = DEFAULT_WORKSPACE,
+              log: bool = True) -> Trace:
+    """One query through every stage, each recorded by the tracer (run, or skipped with its reason)."""
+    tracer = Tracer()
+    q = _start(query, config, deps, workspace, tracer)
+    version = deps.store.corpus_version(workspace)
+    c = config
 
-    # 2b. Graph (GraphRAG): local search around the entities the query names, global map-reduce over communities
-    graph_lists: dict[str, list[Candidate]] = {}
-    # The dense stage's query vector is reused when it ran (qvec exists only then), so the query is encoded once.
-    for g in graph_stages(q, config.graph, store, deps.embedder, deps.llm, deps.graph, workspace,
-                          query_vec=qvec if config.dense.enabled else None):
-        if g.skipped is not None:
-            tracer.skip(g.stage, g.skipped)
-        else:
-            graph_lists[g.stage] = tracer.add(g.stage, g.candidates, g.ms, usage=g.usage, notes=g.notes, **g.info)
-    graph_fused = {n: c for n, c in graph_lists.items() if c} if config.graph.fuse_with_text else {}
+    bm25 = tracer.step(Stage.BM25, lambda: _bm25(q, c, deps), skip=off(c.bm25.enabled, "bm25.enabled"))
+    dense = tracer.step(Stage.DENSE, lambda: _dense(q, c, deps), skip=off(c.dense.enabled, "dense.enabled"))
+    graph: dict[str, list[Candidate]] = {}
+    for g in graph_stages(q.text, c.graph, deps.store, deps.embedder, deps.llm, deps.graph, workspace,
+                          query_vec=q.vec):
+        tracer.stages.append(g)
+        if g.skipped is None and g.candidates and c.graph.fuse_with_text:
+            graph[g.stage] = list(g.candidates)
+    why = off(c.fusion.enabled, "fusion.enabled") or (None if bm25 and dense else "needs both BM25 and dense results")
+    fused = tracer.step(Stage.FUSED, lambda: _fuse(q, c, {Stage.BM25: bm25, Stage.DENSE: dense, **graph}), skip=why)
 
-    # 3. Fusion
-    f = config.fusion
-    if not f.enabled:
-        fused = tracer.skip("fused", "fusion.enabled = false")
-    elif not (bm25 and dense):
-        fused = tracer.skip("fused", "needs both BM25 and dense results")
-    else:
-        weights = [f.bm25_weight, f.dense_weight] if f.method == "weighted_rrf" else [1.0, 1.0]
-        notes = []
-        if dense_blind:
-            weights[1] *= f.foreign_dense_weight
-            notes.append(f"dense weight x{f.foreign_dense_weight:g}: embedder does not cover '{lang}'")
-        weights += [config.graph.graph_weight] * len(graph_fused)  # graph lists join when graph.fuse_with_text
-        # The reranker reads rerank.top_n fused candidates: fusion hands on that many when it is deeper than fusion.k.
-        depth = max(f.k, config.rerank.top_n) if config.rerank.enabled else f.k
-        if depth > f.k:
-            notes.append(f"kept the top {depth} for the reranker (rerank.top_n; fusion.k = {f.k})")
-        with _timed() as t:
-            fused = rrf([bm25, dense, *graph_fused.values()], k=f.rrf_k, weights=weights,
-                        names=["bm25", "dense", *graph_fused], top=depth)
-        tracer.add("fused", fused, t.ms, notes=notes, rrf_k=f.rrf_k, weights=weights)
-
-    # 4-7. The compression cascade: rerank -> prune -> mmr -> expand, each reading what the stage before handed on.
+    # The compression cascade: rerank -> prune -> mmr -> expand, each reading what the stage before handed on.
     # With fusion off it starts from the best list that ran (dense unless the embedder is blind to the language).
     pool, pool_from = (fused, "fused") if fused else (
-        (dense, "dense") if dense and not (dense_blind and bm25) else (bm25, "bm25"))
-    r = config.rerank
-    if not r.enabled:
-        tracer.skip("rerank", "rerank.enabled = false")
-    elif not pool:
-        tracer.skip("rerank", "no candidates to rerank")
-    else:
-        reranker, notice = deps.reranker_for(r.method, r.model, r.llm_model)
-        head = pool[: r.top_n]
-        if r.use_context and bm25_variant != "raw":  # contextual retrieval on: the reranker reads context + chunk
-            head = attach_contexts(head, store.contexts(bm25_variant, workspace, [c.chunk_id for c in head]))
-        with _timed() as t:
-            pool, rs = rerank(q, head, reranker, k=r.k, use_context=r.use_context, workspace=workspace)
-        tracer.add("rerank", pool, t.ms, usage=rs.usage, notes=[n for n in (notice, *rs.notes) if n],
-                   reranker=reranker.name, input=pool_from, **describe(rs), **flow_info(head, pool))
-    p = config.prune
-    if not p.enabled:
-        tracer.skip("prune", "prune.enabled = false")
-    elif not pool:
-        tracer.skip("prune", "no candidates to prune")
-    else:
-        with _timed() as t:
-            scorer = _span_scorer(p.scorer, pool, config, deps, workspace, qvec if config.dense.enabled else None)
-            pr = prune_sentences(q, pool, scorer, token_budget=p.token_budget, keep_neighbours=p.keep_neighbours,
-                                 max_unit_tokens=p.max_unit_tokens, chunk_weight=p.chunk_weight)
-        notes = [f"no sentence of {', '.join(pr.dropped)} fit the budget of {p.token_budget} tokens"] if pr.dropped else []
-        tracer.add("prune", pr.candidates, t.ms, notes=notes, scorer=p.scorer, sentences_in=pr.units_in,
-                   sentences_kept=pr.units_kept, pinned=pr.pinned, dropped=pr.dropped, **flow_info(pool, pr.candidates))
-        pool = pr.candidates
-    m = config.mmr
-    if not m.enabled:
-        tracer.skip("mmr", "mmr.enabled = false")
-    elif not pool:
-        tracer.skip("mmr", "no candidates to diversify")
-    else:
-        with _timed() as t:
-            # Duplicates are judged on whole chunks (their cached vectors), so a pruned draft still matches its final.
-            chunks = store.chunks_by_id([c.chunk_id for c in pool], workspace)
-            vecs = cached_vectors([chunks[c.chunk_id].text if c.chunk_id in chunks else c.text for c in pool],
-                                  deps.embedder, store, workspace)
-            dv = diversify(pool, vecs, lam=m.lam, dedup_threshold=m.dedup_threshold, k=m.k)
-        notes = [f"{d.dropped} dropped as {'an exact' if d.exact else 'a near'} duplicate of {d.kept} "
-                 f"(cosine {d.similarity:.3f})" for d in dv.duplicates]
-        tracer.add("mmr", dv.candidates, t.ms, notes=notes, lam=m.lam, duplicates=[d.__dict__ for d in dv.duplicates],
-                   **flow_info(pool, dv.candidates))
-        pool = dv.candidates
-    e = config.expand
-    if not e.enabled:
-        tracer.skip("expand", "expand.enabled = false")
-    elif not pool:
-        tracer.skip("expand", "no candidates to expand")
-    else:
-        with _timed() as t:
-            ex = expand(pool, store, mode=e.mode, window=e.window, parent_max_tokens=e.parent_max_tokens,
-                        workspace=workspace)
-        notes = [f"{a} merged into {b}: their expansions overlap" for a, b in ex.merged]
-        notes += [f"not expanded (document text or offsets missing): {', '.join(ex.unexpanded)}"] if ex.unexpanded else []
-        tracer.add("expand", ex.candidates, t.ms, notes=notes, mode=e.mode, window=e.window,
-                   **flow_info(pool, ex.candidates))
+        (dense, "dense") if dense and not (q.dense_blind and bm25) else (bm25, "bm25"))
+    pool = tracer.step(Stage.RERANK, lambda: _rerank(q, pool, pool_from, c, deps), keep=pool,
+                       skip=off(c.rerank.enabled, "rerank.enabled", pool, "no candidates to rerank"))
+    pool = tracer.step(Stage.PRUNE, lambda: _prune(q, pool, c, deps), keep=pool,
+                       skip=off(c.prune.enabled, "prune.enabled", pool, "no candidates to prune"))
+    pool = tracer.step(Stage.MMR, lambda: _mmr(q, pool, c, deps), keep=pool,
+                       skip=off(c.mmr.enabled, "mmr.enabled", pool, "no candidates to diversify"))
+    pool = tracer.step(Stage.EXPAND, lambda: _expand(q, pool, c, deps), keep=pool,
+                       skip=off(c.expand.enabled, "expand.enabled", pool, "no candidates to expand"))
 
     # Last stage. Answer: reads the final candidates of whatever ran before (their original chunk text).
-    answer = None
-    if config.answer.enabled:
-        final = Trace(q, "", version, tuple(tracer.stages)).final()
-        with _timed() as t:
-            res = answer_question(q, final.candidates if final else (), config.answer, deps.llm, workspace=workspace,
-                                  query_id="q" + hashlib.sha1(q.encode()).hexdigest()[:12])
-        answer = res.answer
-        tracer.add("answer", (), t.ms, usage=res.usage, notes=res.notes, mode=answer.mode, refused=answer.refused,
-                   citations=list(answer.citations), support=res.support, source=final.stage if final else None)
-    else:
-        tracer.skip("answer", "answer.enabled = false")
+    answered: list[Any] = []
 
-    trace = Trace(q, config.stable_hash(), version, tuple(tracer.stages), workspace, lang, tuple(tracer.notes),
-                  answer)
+    def answer_step() -> StepOutput:
+        out, a = _answer(q, tracer.final(), c, deps)
+        answered.append(a)
+        return out
+
+    tracer.step(Stage.ANSWER, answer_step, skip=off(c.answer.enabled, "answer.enabled"))
+    trace = Trace(q.text, config.stable_hash(), version, tuple(tracer.stages), workspace, q.lang, tuple(tracer.notes),
+                  answered[0] if answered else None)
     if log:
-        store.log_trace(trace)
+        deps.store.log_trace(trace)
     return trace

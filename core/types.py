@@ -2,11 +2,33 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Any, Mapping
 
 DEFAULT_WORKSPACE = "default"
 # Candidate.meta key of a chunk's context prefix (contextual retrieval): rerankers read it, generation does not.
 CONTEXT_KEY = "context"
+
+
+class Stage(StrEnum):
+    """Stage names as the trace records them, in pipeline order; shared by the pipeline, the views and evaluation.
+    A StrEnum, so a name compares equal to its plain string (old traces and JSON stay valid)."""
+
+    ANSWER_CACHE = "answer_cache"
+    ROUTE = "route"
+    HYDE = "hyde"
+    MULTI_QUERY = "multi_query"
+    DECOMPOSE = "decompose"
+    BM25 = "bm25"
+    DENSE = "dense"
+    GRAPH_LOCAL = "graph_local"
+    GRAPH_GLOBAL = "graph_global"
+    FUSED = "fused"
+    RERANK = "rerank"
+    PRUNE = "prune"
+    MMR = "mmr"
+    EXPAND = "expand"
+    ANSWER = "answer"
 
 
 @dataclass(frozen=True)
@@ -27,6 +49,7 @@ class ParsedDocument:
     text: str
     sections: tuple[Section, ...] = ()
     title: str = ""
+    encoding: str = ""  # how the bytes were decoded (text formats), e.g. "utf-8", "cp1251", "utf-16-le"
 
 
 @dataclass(frozen=True)

@@ -103,3 +103,24 @@ def test_config_hash_is_stable_and_sensitive(tmp_path) -> None:
     p.write_text("[fusion\n")
     with pytest.raises(ConfigError, match="cannot parse"):
         load_config_file(p)
+
+
+def test_tracer_step_runs_times_and_skips_with_keep():
+    from core.pipeline import StepOutput, Tracer, off
+    from core.types import Candidate, Stage, Usage
+
+    tracer = Tracer()
+    pool = [Candidate("c1", "d1", "one", 1.0, 1), Candidate("c2", "d1", "two", 0.5, 2)]
+    ran = tracer.step(Stage.RERANK, lambda: StepOutput(pool[::-1], ["swapped"], Usage(calls=1), {"k": 2}))
+    assert [c.chunk_id for c in ran] == ["c2", "c1"]
+    kept = tracer.step(Stage.PRUNE, lambda: StepOutput([]), skip=off(False, "prune.enabled"), keep=ran)
+    assert kept == ran  # a skipped cascade stage hands on what it would have read
+    empty = tracer.step(Stage.MMR, lambda: StepOutput(pool), skip=off(True, "mmr.enabled", [], "nothing to do"))
+    assert empty == []
+    rerank, prune, mmr = tracer.stages
+    assert (rerank.stage, rerank.skipped, rerank.notes, dict(rerank.info), rerank.usage.calls) == (
+        "rerank", None, ("swapped",), {"k": 2}, 1)
+    assert rerank.ms >= 0
+    assert (prune.skipped, mmr.skipped) == ("prune.enabled = false", "nothing to do")
+    assert tracer.final() is rerank
+    assert off(True, "x.enabled", pool) is None
