@@ -1,6 +1,9 @@
 """Oracle tests for the retrieval stages: BM25 vs rank_bm25, dense top-k vs brute force, RRF on hand-made lists."""
 from __future__ import annotations
 
+import math
+from collections import Counter
+
 import numpy as np
 import pytest
 from rank_bm25 import BM25L, BM25Okapi, BM25Plus
@@ -48,13 +51,82 @@ def test_bm25_scores_match_rank_bm25(method: str, oracle_cls: type, kwargs: dict
             assert list(np.argsort(-ours, kind="stable")[:2]) == list(np.argsort(-theirs, kind="stable")[:2]), q
 
 
-def test_bm25_lucene_default_ranks_like_okapi_oracle() -> None:
-    index = BM25Index([f"c{i}" for i in range(len(DOCS))], DOCS, BM25Params(k1=1.5, b=0.75))
-    oracle = BM25Okapi([index.tokens(d) for d in DOCS], k1=1.5, b=0.75)
-    for q in ["TLS_VERSION_MIN", "retryBackoffMs", "выручка", "quarterly revenue"]:
-        ours = index.scores(q)
-        theirs = np.asarray(oracle.get_scores(index.tokens(q)))
-        assert int(np.argmax(ours)) == int(np.argmax(theirs)), q
+def reference_bm25(docs: list[list[str]], query: list[str], method: str, k1: float, b: float,
+                   delta: float = 0.5) -> np.ndarray:
+    """BM25 written out term by term from the formulas bm25s implements (Kamphuis et al., ECIR 2020), independent of
+    the product code: lucene idf ln(1 + (N - df + .5)/(df + .5)) with tf / (tf + k1 * norm) (no (k1 + 1) factor);
+    BM25L idf ln((N + 1)/(df + .5)) with c = tf / norm, (k1 + 1)(c + delta)/(k1 + c + delta); BM25+ idf ln((N + 1)/df)
+    with (k1 + 1) tf / (k1 * norm + tf) + delta; norm = 1 - b + b * |d| / avg|d|. BM25L and BM25+ also score a query
+    term a document lacks (tf = 0); bm25s evaluates that term at the average length, and so does this reference.
+    A query token outside the vocabulary adds nothing; a repeated query token counts each time."""
+    n = len(docs)
+    lavg = sum(len(d) for d in docs) / n
+    df = Counter(t for d in docs for t in set(d))
+    idf = {
+        "lucene": lambda f: math.log(1 + (n - f + 0.5) / (f + 0.5)),
+        "bm25l": lambda f: math.log((n + 1) / (f + 0.5)),
+        "bm25+": lambda f: math.log((n + 1) / f),
+    }[method]
+
+    def tfc(tf: float, length: float) -> float:
+        norm = 1 - b + b * length / lavg
+        if method == "lucene":
+            return tf / (k1 * norm + tf)
+        if method == "bm25l":
+            c = tf / norm
+            return (k1 + 1) * (c + delta) / (k1 + c + delta)
+        return (k1 + 1) * tf / (k1 * norm + tf) + delta
+
+    out = []
+    for d in docs:
+        tf = Counter(d)
+        total = 0.0
+        for t in query:
+            if t not in df:
+                continue
+            if tf[t]:
+                total += idf(df[t]) * tfc(tf[t], len(d))
+            elif method != "lucene":
+                total += idf(df[t]) * tfc(0, lavg)
+        out.append(total)
+    return np.asarray(out)
+
+
+def test_bm25_lucene_hand_computed() -> None:
+    # N = 3, lengths 3, 1, 1 (avg 5/3). "zebra": df = 1, idf = ln(1 + 2.5/1.5) = ln(8/3) = 0.980829;
+    # doc 0 has tf = 2: norm = 0.25 + 0.75 * 3/(5/3) = 1.6, tfc = 2 / (1.2 * 1.6 + 2) = 2/3.92 = 0.510204.
+    index = BM25Index(["a", "b", "c"], ["zebra zebra yak", "yak", "lynx"], BM25Params())
+    np.testing.assert_allclose(index.scores("zebra"), [0.500423, 0.0, 0.0], atol=1e-6)
+    assert index.search("zebra", 3) == [("a", pytest.approx(0.500423, abs=1e-6))]
+
+
+LONG_DOCS = DOCS + [
+    "Gateway gateway gateway: the gateway proxies every request, logs the request, retries the request, and reports "
+    "the gateway latency, the gateway errors and the gateway version in one long status line.",
+]
+
+
+@pytest.mark.parametrize("method", ["lucene", "bm25l", "bm25+"])
+@pytest.mark.parametrize(("k1", "b"), [(1.2, 0.75), (1.5, 0.3)])
+def test_bm25_variants_match_reference_formula(method: str, k1: float, b: float) -> None:
+    index = BM25Index([f"c{i}" for i in range(len(LONG_DOCS))], LONG_DOCS, BM25Params(k1=k1, b=b, method=method))
+    tokenised = [index.tokens(d) for d in LONG_DOCS]
+    for q in ["gateway version", "gateway", "TLS gateway", "request request", "выручка квартал", "retry backoff",
+              "unknownword gateway"]:
+        expected = reference_bm25(tokenised, index.tokens(q), method, k1, b)
+        np.testing.assert_allclose(index.scores(q), expected, rtol=1e-5, atol=1e-6, err_msg=f"{method} {q!r}")
+
+
+def test_bm25l_and_bm25plus_differ_from_lucene_where_the_formulas_do() -> None:
+    ids = [f"c{i}" for i in range(len(LONG_DOCS))]
+    scores = {m: BM25Index(ids, LONG_DOCS, BM25Params(method=m)).scores("gateway") for m in ("lucene", "bm25l", "bm25+")}
+    # Documents without the term: 0 under lucene, the same positive floor under BM25L/BM25+ (their lower bound).
+    assert scores["lucene"][2] == 0.0
+    assert scores["bm25l"][2] > 0 and scores["bm25l"][2] == pytest.approx(scores["bm25l"][3])
+    assert scores["bm25+"][2] > 0 and scores["bm25+"][2] == pytest.approx(scores["bm25+"][3])
+    # The long document that repeats the term gains more over the short one under BM25L than under lucene.
+    gain = {m: scores[m][6] - scores[m][0] for m in scores}
+    assert gain["bm25l"] > gain["lucene"] > 0
 
 
 def test_bm25_finds_identifiers_and_parts() -> None:
