@@ -4,11 +4,24 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+from dataclasses import replace
 from html import unescape
 from html.parser import HTMLParser
 from pathlib import PurePath
 
 from core.types import ParsedDocument, Section
+
+# Metadata caps (issue #12, item 2): every chunk carries its heading path, so one 1 MB heading copied into 1,334
+# chunks made a 1 MB file cost 1.3 GB. With these caps a chunk's stored metadata is at most a few hundred characters.
+MAX_HEADING_CHARS = 160
+MAX_PATH_CHARS = 400
+MAX_TITLE_CHARS = 200
+MAX_NAME_CHARS = 255
+# Zip-based uploads (docx): the upload limit checks compressed bytes only, so a 518 KB file could unpack to a
+# document.xml that keeps python-docx busy for minutes. These bound what is unpacked before any parsing starts.
+MAX_ZIP_ENTRIES = 2000
+MAX_ZIP_UNCOMPRESSED = 100_000_000
+MAX_ZIP_RATIO = 100  # per entry above 1 MB: plain Office XML packs ~5-20x; a bomb packs 100x and more
 
 SUPPORTED = {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".txt": "txt", ".text": "txt",
              ".pdf": "pdf", ".docx": "docx"}
@@ -19,6 +32,8 @@ class ParseError(ValueError):
 
 
 def kind_of(name: str) -> str:
+    if len(name) > MAX_NAME_CHARS:
+        raise ParseError(f"{name[:60]}…: the file name is {len(name):,} characters long (at most {MAX_NAME_CHARS})")
     ext = PurePath(name).suffix.lower()
     if ext not in SUPPORTED:
         raise ParseError(f"{name}: unsupported file type '{ext or '(none)'}' (supported: pdf, docx, md, html, txt)")
@@ -43,21 +58,136 @@ def parse(name: str, data: bytes, *, max_bytes: int | None = None) -> ParsedDocu
     doc = parser(name, data)
     if not doc.text.strip():
         raise ParseError(f"{name}: no text could be extracted")
-    return doc
+    return _capped(doc)
 
 
-def _decode_text(name: str, data: bytes) -> str:
+def _capped(doc: ParsedDocument) -> ParsedDocument:
+    """The document with its title and heading paths within the metadata caps (text and offsets unchanged)."""
+    sections = tuple(replace(s, heading_path=cap_heading_path(s.heading_path)) for s in doc.sections)
+    return replace(doc, title=cap_text(doc.title, MAX_TITLE_CHARS), sections=sections)
+
+
+def cap_text(text: str, limit: int) -> str:
+    """One line of at most `limit` characters; a cut is marked with an ellipsis."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def cap_heading_path(path: tuple[str, ...]) -> tuple[str, ...]:
+    """Each heading capped; when the path is still too long the outermost and innermost headings are kept."""
+    capped = tuple(cap_text(h, MAX_HEADING_CHARS) for h in path)
+    while len(capped) > 2 and sum(len(h) for h in capped) > MAX_PATH_CHARS:
+        capped = capped[:1] + capped[2:]
+    return capped
+
+
+_BOMS = ((b"\x00\x00\xfe\xff", "utf-32-be"), (b"\xff\xfe\x00\x00", "utf-32-le"),  # UTF-32 first: its LE BOM
+         (b"\xef\xbb\xbf", "utf-8"), (b"\xfe\xff", "utf-16-be"), (b"\xff\xfe", "utf-16-le"))  # starts like UTF-16's
+# Single-byte code pages tried when the bytes are not UTF-8: the Russian ones our users send, then Western.
+_LEGACY = ("cp1251", "koi8_r", "cp866", "mac_cyrillic", "cp1252", "latin_1")
+_RU_LOWER = frozenset("абвгдеёжзийклмнопрстуфхцчшщъыьэюя")
+_RU_UPPER = frozenset(ch.upper() for ch in _RU_LOWER)
+
+
+def _plausibility(text: str) -> float:
+    """Share-like score of how much a decoding looks like human text. Wrong Cyrillic code pages still give Cyrillic
+    letters, but with the case flipped (KOI8-R read as cp1251) or odd letters (ѕ, Ђ from mac_cyrillic), so
+    lower-case Russian letters score higher than capitals, and letters of two scripts inside one word score low."""
+    sample = text[:20000]
+    if not sample:
+        return 0.0
+    score = 0.0
+    prev = ""
+    for ch in sample:
+        o = ord(ch)
+        if ch in _RU_LOWER:
+            score += 2.0
+            cls = "c"
+        elif ch in _RU_UPPER:
+            score += 0.5
+            cls = "c"
+        elif o < 128:
+            score += -5.0 if (o < 32 and ch not in "\n\r\t\f") or o == 127 else 1.0
+            cls = "l" if ch.isalpha() else ""
+        elif ch.isalpha() and o < 0x250:
+            score += 1.0  # accented Latin letters
+            cls = "l"
+        elif ch in "«»—–…№“”„‘’•·©®°±×€£":
+            score += 0.5
+            cls = ""
+        else:
+            score -= 2.0
+            cls = ""
+        if cls and prev and cls != prev:
+            score -= 3.0  # a word switching script mid-way: the mark of a wrong code page
+        prev = cls
+    return score / len(sample)
+
+
+def _bad_share(text: str) -> float:
+    sample = text[:8192]
+    bad = sum(1 for ch in sample if (ord(ch) < 32 and ch not in "\n\r\t\f") or ch in "\x7f\ufffd"
+              or 0xD800 <= ord(ch) < 0xE000 or 0x80 <= ord(ch) < 0xA0)
+    return bad / max(1, len(sample))
+
+
+def decode_text(name: str, data: bytes) -> tuple[str, str]:
+    """(text, encoding): a BOM wins; then UTF-32/16 without BOM when the bytes hold NULs; then UTF-8; then the
+    most plausible legacy code page (charset-normalizer's guess among the candidates). Binary data is refused."""
+    for bom, enc in _BOMS:
+        if data.startswith(bom):
+            try:
+                return _newlines(data[len(bom):].decode(enc)), f"{enc} (BOM)"
+            except UnicodeDecodeError as exc:
+                raise ParseError(f"{name}: starts with a {enc} byte-order mark but is not valid {enc} "
+                                 f"(offset {exc.start + len(bom)})") from exc
     if b"\x00" in data[:8192]:
-        raise ParseError(f"{name}: looks like a binary file (NUL bytes), not text")
+        best: tuple[float, str, str] | None = None
+        for enc in ("utf-32-le", "utf-32-be", "utf-16-le", "utf-16-be"):
+            try:
+                text = data.decode(enc)
+            except UnicodeDecodeError:
+                continue
+            if _bad_share(text) > 0.01 or "\x00" in text:
+                continue
+            score = _plausibility(text)
+            if score > 0.5 and (best is None or score > best[0]):
+                best = (score, enc, text)
+        if best is None:
+            raise ParseError(f"{name}: looks like a binary file (NUL bytes), not text")
+        return _newlines(best[2]), best[1]
     try:
-        text = data.decode("utf-8-sig")
+        text, enc = data.decode("utf-8"), "utf-8"
     except UnicodeDecodeError as exc:
-        raise ParseError(
-            f"{name}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); re-save it as UTF-8"
-        ) from exc
-    controls = sum(1 for ch in text[:8192] if ord(ch) < 32 and ch not in "\n\r\t\f")
-    if controls > 0.05 * max(1, min(len(text), 8192)):
+        text, enc = _legacy_decode(name, data, exc)
+    if _bad_share(text) > 0.05:
         raise ParseError(f"{name}: looks like a binary file (control characters), not text")
+    return _newlines(text), enc
+
+
+def _legacy_decode(name: str, data: bytes, exc: UnicodeDecodeError) -> tuple[str, str]:
+    from charset_normalizer import from_bytes
+
+    candidates = list(_LEGACY)
+    guess = from_bytes(data[:200_000]).best()
+    if guess is not None and guess.encoding not in candidates:
+        candidates.append(guess.encoding)  # last: on a tie our list (the usual Russian pages) wins
+    best: tuple[float, str, str] | None = None
+    for enc in candidates:
+        try:
+            text = data.decode(enc)
+        except (UnicodeDecodeError, LookupError):
+            continue
+        score = _plausibility(text)
+        if best is None or score > best[0]:
+            best = (score, enc, text)
+    if best is None or best[0] < 0.3:
+        raise ParseError(f"{name}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}) and no "
+                         "known encoding fits; re-save it as UTF-8")
+    return best[2], best[1]
+
+
+def _newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -82,7 +212,7 @@ _MD_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 
 
 def _parse_markdown(name: str, data: bytes) -> ParsedDocument:
-    text = _decode_text(name, data)
+    text, encoding = decode_text(name, data)
     headings: list[tuple[int, int, str]] = []
     in_fence = False
     offset = 0
@@ -95,13 +225,13 @@ def _parse_markdown(name: str, data: bytes) -> ParsedDocument:
                 headings.append((offset, len(m.group(1)), m.group(2).strip()))
         offset += len(line) + 1
     title = headings[0][2] if headings else PurePath(name).stem
-    return ParsedDocument(name, "md", text, _sections_from_headings(text, headings), title)
+    return ParsedDocument(name, "md", text, _sections_from_headings(text, headings), title, encoding)
 
 
 def _parse_text(name: str, data: bytes) -> ParsedDocument:
-    text = _decode_text(name, data)
+    text, encoding = decode_text(name, data)
     first = next((ln.strip() for ln in text.split("\n") if ln.strip()), PurePath(name).stem)
-    return ParsedDocument(name, "txt", text, (Section((), 0, len(text)),), first[:120])
+    return ParsedDocument(name, "txt", text, (Section((), 0, len(text)),), first[:120], encoding)
 
 
 class _HTMLText(HTMLParser):
@@ -171,7 +301,7 @@ class _HTMLText(HTMLParser):
 
 
 def _parse_html(name: str, data: bytes) -> ParsedDocument:
-    raw = _decode_text(name, data)
+    raw, encoding = decode_text(name, data)
     p = _HTMLText()
     try:
         p.feed(raw)
@@ -180,7 +310,7 @@ def _parse_html(name: str, data: bytes) -> ParsedDocument:
         raise ParseError(f"{name}: cannot parse HTML ({exc})") from exc
     text = "".join(p.parts)
     title = " ".join(unescape(p.title).split()) or (p.headings[0][2] if p.headings else PurePath(name).stem)
-    return ParsedDocument(name, "html", text, _sections_from_headings(text, p.headings), title)
+    return ParsedDocument(name, "html", text, _sections_from_headings(text, p.headings), title, encoding)
 
 
 def _parse_pdf(name: str, data: bytes) -> ParsedDocument:
@@ -214,11 +344,32 @@ def _parse_pdf(name: str, data: bytes) -> ParsedDocument:
     return ParsedDocument(name, "pdf", text, (Section((), 0, len(text)),), first[:120])
 
 
+def check_zip(name: str, data: bytes) -> None:
+    """Refuse a zip whose entries would unpack to too much (a decompression bomb) before anything unpacks it.
+    Sizes come from the central directory; a lying header is caught later by the parse sandbox's memory bound."""
+    try:
+        infos = zipfile.ZipFile(io.BytesIO(data)).infolist()
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise ParseError(f"{name}: damaged zip archive ({exc})") from exc
+    if len(infos) > MAX_ZIP_ENTRIES:
+        raise ParseError(f"{name}: the archive holds {len(infos):,} entries (at most {MAX_ZIP_ENTRIES:,}); skipped")
+    total = sum(i.file_size for i in infos)
+    if total > MAX_ZIP_UNCOMPRESSED:
+        raise ParseError(f"{name}: unpacks to {human_size(total)} (at most {human_size(MAX_ZIP_UNCOMPRESSED)}); "
+                         "looks like a decompression bomb; skipped")
+    for i in infos:
+        if i.file_size > 1_000_000 and i.file_size > MAX_ZIP_RATIO * max(1, i.compress_size):
+            raise ParseError(f"{name}: {i.filename} unpacks {i.file_size // max(1, i.compress_size):,}x "
+                             f"({human_size(i.compress_size)} -> {human_size(i.file_size)}); looks like a "
+                             "decompression bomb; skipped")
+
+
 def _parse_docx(name: str, data: bytes) -> ParsedDocument:
     import docx
 
     if not zipfile.is_zipfile(io.BytesIO(data)):
         raise ParseError(f"{name}: not a valid .docx (a .docx file is a zip archive; this one is not)")
+    check_zip(name, data)
     try:
         document = docx.Document(io.BytesIO(data))
     except Exception as exc:

@@ -6,10 +6,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
+import numpy as np
+
 from core.config import PipelineConfig
 from core.embed import Embedder, EmbedStats, embed_groups_with_cache, embed_with_cache
 from core.ingest.chunk import chunk_document
-from core.ingest.parse import ParseError, parse
+from core.ingest.parse import ParseError
+from core.ingest.sandbox import ParseSandbox, default_sandbox
 from core.store import DocumentRow, Store
 from core.text import detect_language
 from core.types import DEFAULT_WORKSPACE, Chunk, Document, ParsedDocument
@@ -28,6 +31,7 @@ class FileResult:
     chunks: int = 0
     embedded: int = 0
     cache_hits: int = 0
+    encoding: str = ""  # how a text file was decoded ("utf-8", "cp1251", "utf-16-le (BOM)"); "" for pdf/docx
 
 
 @dataclass
@@ -51,7 +55,9 @@ class IngestReport:
         return sum(r.cache_hits for r in self.results)
 
 
-Progress = Callable[[int, int, str], None]
+# (files done, files, what is happening). `done` is fractional while a big file's chunks are embedded batch by batch,
+# so a bar keeps moving through a 10,000-chunk file instead of sitting still for minutes.
+Progress = Callable[[float, int, str], None]
 
 
 def doc_id_for(name: str, content_hash: str) -> str:
@@ -65,20 +71,21 @@ def chunker_label(config: PipelineConfig) -> str:
 
 def ingest_one(
     name: str, data: bytes, *, store: Store, embedder: Embedder, config: PipelineConfig,
-    workspace: str = DEFAULT_WORKSPACE,
+    workspace: str = DEFAULT_WORKSPACE, sandbox: ParseSandbox | None = None,
 ) -> FileResult:
     """Ingest one file. An unchanged file (same name, bytes and chunker) is skipped; a changed one replaces the
     old version atomically. Errors come back as a FileResult, never as a half-written document."""
-    prepared = _prepare(name, data, store=store, config=config, workspace=workspace)
+    prepared = _prepare(name, data, store=store, config=config, workspace=workspace,
+                        sandbox=sandbox or default_sandbox())
     if isinstance(prepared, FileResult):
         return prepared
     try:
-        vectors, stats = embed_with_cache([c.text for c in prepared.chunks], embedder, store, workspace)
+        vectors, stats = embed_with_cache([c.text for c in prepared.chunks], embedder, store.caches, workspace)
     except Exception as exc:  # a model failure costs this file only; the upload goes on
         return _failed(name, exc)
     result = _store_prepared(prepared, vectors, stats, store=store, embedder=embedder, workspace=workspace)
     if result.status != "error":
-        store.record_cache_event("embedding", stats.cache_hits, stats.computed, "ingest", workspace)
+        store.caches.record_cache_event("embedding", stats.cache_hits, stats.computed, "ingest", workspace)
     return result
 
 
@@ -101,16 +108,17 @@ def _failed(name: str, exc: Exception) -> FileResult:
 
 
 def _prepare(
-    name: str, data: bytes, *, store: Store, config: PipelineConfig, workspace: str
+    name: str, data: bytes, *, store: Store, config: PipelineConfig, workspace: str, sandbox: ParseSandbox
 ) -> _Prepared | FileResult:
-    """Parse and chunk one file, or say why there is nothing to embed (error, or unchanged since last time)."""
+    """Parse (in the sandbox: deadline + memory bound) and chunk one file, or say why there is nothing to embed
+    (error, or unchanged since last time)."""
     try:
-        parsed = parse(name, data, max_bytes=int(config.limits.max_file_mb * 1_000_000))
+        parsed = sandbox.parse(name, data, max_bytes=int(config.limits.max_file_mb * 1_000_000))
     except ParseError as exc:
         return FileResult(name, "error", str(exc))
     content_hash = hashlib.sha256(data).hexdigest()
     label = chunker_label(config)
-    previous = store.find_document_by_name(name, workspace)
+    previous = store.corpus.find_document_by_name(name, workspace)
     if previous is not None and previous.content_hash == content_hash and previous.chunker == label:
         return FileResult(name, "unchanged", "same content and chunker; nothing to do", previous.doc_id,
                           previous.n_chunks)
@@ -129,39 +137,55 @@ def _store_prepared(
     try:
         doc = Document(p.doc_id, p.name, p.parsed.kind, p.size, p.content_hash, detect_language(p.parsed.text),
                        p.parsed.text, p.label, workspace, p.parsed.title, len(p.chunks))
-        store.put_document(doc, p.chunks, vectors, embedder.model_id,  # type: ignore[arg-type]
+        store.corpus.put_document(doc, p.chunks, vectors, embedder.model_id,  # type: ignore[arg-type]
                            replace_doc_id=p.previous.doc_id if p.previous is not None else None)
     except Exception as exc:  # a store failure costs this file only; the upload goes on
         return _failed(p.name, exc)
     return FileResult(p.name, "replaced" if p.previous is not None else "ingested", "", p.doc_id, len(p.chunks),
-                      stats.computed, stats.cache_hits)
+                      stats.computed, stats.cache_hits, p.parsed.encoding)
 
 
 def ingest_files(
     files: Sequence[tuple[str, bytes]], *, store: Store, embedder: Embedder, config: PipelineConfig,
-    workspace: str = DEFAULT_WORKSPACE, progress: Progress | None = None,
+    workspace: str = DEFAULT_WORKSPACE, progress: Progress | None = None, sandbox: ParseSandbox | None = None,
 ) -> IngestReport:
     """Ingest several files; a bad file is reported by name and the others still go in. Chunks of consecutive
     files are embedded together (GROUP_CHUNKS), yet every document is still written in its own transaction."""
     report = IngestReport()
     results: list[FileResult | None] = [None] * len(files)
     group: list[tuple[int, _Prepared]] = []
+    box = sandbox or default_sandbox()
+
+    def in_batches(i: int, p: _Prepared) -> tuple[object, EmbedStats]:
+        """A big file's vectors, GROUP_CHUNKS at a time, reporting progress after each batch."""
+        texts = [c.text for c in p.chunks]
+        parts, hits, computed = [], 0, 0
+        for start in range(0, len(texts), GROUP_CHUNKS):
+            vecs, st = embed_with_cache(texts[start : start + GROUP_CHUNKS], embedder, store.caches, workspace)
+            parts.append(vecs)
+            hits, computed = hits + st.cache_hits, computed + st.computed
+            done = min(len(texts), start + GROUP_CHUNKS)
+            if progress:
+                progress(i + done / len(texts), len(files), f"{p.name} · {done:,}/{len(texts):,} chunks embedded")
+        return np.concatenate(parts), EmbedStats(len(texts), hits, computed)
 
     def flush() -> None:
         if not group:
             return
-        try:
-            embedded: list[tuple[object, EmbedStats]] | None = embed_groups_with_cache(
-                [[c.text for c in p.chunks] for _, p in group], embedder, store, workspace)
-        except Exception:  # noqa: BLE001 - retried per document below so only the guilty file reports the error
-            embedded = None
+        embedded: list[tuple[object, EmbedStats]] | None = None
+        if all(len(p.chunks) <= GROUP_CHUNKS for _, p in group):
+            try:
+                embedded = embed_groups_with_cache([[c.text for c in p.chunks] for _, p in group], embedder, store,
+                                                   workspace)
+            except Exception:  # noqa: BLE001 - retried per document below so only the guilty file reports the error
+                embedded = None
         hits = computed = 0
         for j, (i, p) in enumerate(group):
             if embedded is not None:
                 vectors, stats = embedded[j]
             else:
                 try:
-                    vectors, stats = embed_with_cache([c.text for c in p.chunks], embedder, store, workspace)
+                    vectors, stats = in_batches(i, p)
                 except Exception as exc:  # a model failure costs this file only
                     results[i] = _failed(p.name, exc)
                     continue
@@ -169,7 +193,7 @@ def ingest_files(
             if results[i].status != "error":  # type: ignore[union-attr]
                 hits, computed = hits + stats.cache_hits, computed + stats.computed
         if hits or computed:  # one ledger row per group: each row is a commit, and the sums are what is read
-            store.record_cache_event("embedding", hits, computed, "ingest", workspace)
+            store.caches.record_cache_event("embedding", hits, computed, "ingest", workspace)
         group.clear()
 
     for i, (name, data) in enumerate(files):
@@ -177,7 +201,7 @@ def ingest_files(
             progress(i, len(files), name)
         if any(p.name == name for _, p in group):
             flush()  # a second copy of a file must find the first one stored to be judged unchanged or replaced
-        prepared = _prepare(name, data, store=store, config=config, workspace=workspace)
+        prepared = _prepare(name, data, store=store, config=config, workspace=workspace, sandbox=box)
         if isinstance(prepared, FileResult):
             results[i] = prepared
             continue
