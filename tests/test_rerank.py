@@ -121,20 +121,20 @@ def test_pooled_sentence_vectors_come_from_the_cached_chunk_token_vectors() -> N
 def test_chunk_token_vectors_are_cached_in_memory_and_in_the_store(store: Store) -> None:
     enc = ConceptWindowEncoder(SYN)
     texts = ["a car needs a fix", "the fee is small", "bus routes"]
-    first = LateInteractionReranker(enc, persist=store)
+    first = LateInteractionReranker(enc, persist=store.caches)
     a = first.score("car fee", texts)
     assert a.computed == 3 and a.cache_hits == 0
     b = first.score("car fee", texts)
     assert b.computed == 0 and b.cache_hits == 3 and np.allclose(a.scores, b.scores)
     before = enc.windows_encoded
-    restarted = LateInteractionReranker(enc, persist=store)  # empty memory cache: reads the store
+    restarted = LateInteractionReranker(enc, persist=store.caches)  # empty memory cache: reads the store
     c = restarted.score("car fee", texts)
     # Only the query is encoded again (queries live in memory only).
     assert c.computed == 0 and enc.windows_encoded == before + 1 and np.allclose(a.scores, c.scores, atol=1e-3)
-    stored = store.cached_token_vectors(enc.model_id, [text_key(enc.model_id, texts[0])])
+    stored = store.caches.cached_token_vectors(enc.model_id, [text_key(enc.model_id, texts[0])])
     ids, vecs, spans = next(iter(stored.values()))
     assert vecs.dtype == np.float16 and vecs.shape == (len(ids), enc.dim) and spans.shape == (len(ids), 2)
-    assert store.clear_token_vectors() == 3  # chunk texts only: queries stay in memory
+    assert store.caches.clear_token_vectors() == 3  # chunk texts only: queries stay in memory
 
 
 class _Corpus:
@@ -205,12 +205,22 @@ def test_cross_encoder_path_on_a_tiny_random_model(tmp_path: Path) -> None:
     assert loaded.notice is None and isinstance(loaded.reranker, CrossEncoderReranker)
     assert loaded.reranker.name == f"cross-encoder:{path}"
     texts = ["the car fix cost", "bus route", "gateway tls port", "what is the fee"]
-    res = loaded.reranker.score("how much does a car fix cost", texts)
-    assert res.scores.shape == (4,) and np.isfinite(res.scores).all()
-    again = loaded.reranker.score("how much does a car fix cost", texts)
-    assert np.allclose(res.scores, again.scores)  # deterministic in eval mode
-    out, _ = rerank("how much does a car fix cost", _cands(texts), loaded.reranker, k=2)
-    assert len(out) == 2 and out[0].score >= out[1].score
+    query = "how much does a car fix cost"
+    res = loaded.reranker.score(query, texts)
+    # Oracle: the same saved weights run through transformers directly, query and text as one pair; a one-logit
+    # cross-encoder's relevance is the sigmoid of that logit.
+    import torch
+    from transformers import BertForSequenceClassification, BertTokenizerFast
+
+    model = BertForSequenceClassification.from_pretrained(str(path)).eval()
+    tok = BertTokenizerFast.from_pretrained(str(path))
+    with torch.inference_mode():
+        logits = model(**tok([query] * len(texts), texts, padding=True, return_tensors="pt")).logits[:, 0]
+    expected = torch.sigmoid(logits).numpy()
+    np.testing.assert_allclose(res.scores, expected, rtol=1e-4, atol=1e-5)
+    out, _ = rerank(query, _cands(texts), loaded.reranker, k=2)
+    assert [c.text for c in out] == [texts[i] for i in np.argsort(-expected, kind="stable")[:2]]
+    assert [c.meta["rank_before"] for c in out] == [int(i) + 1 for i in np.argsort(-expected, kind="stable")[:2]]
 
 
 def test_unloadable_cross_encoder_falls_back_with_a_notice() -> None:
@@ -272,7 +282,7 @@ def test_deps_build_the_reranker_once_and_report_fallbacks_once(store: Store) ->
 
 
 def test_pipeline_rerank_stage_moves_the_synonym_answer_up(concept_deps: Deps) -> None:
-    cfg = PipelineConfig().with_overrides({"prune.enabled": False, "mmr.enabled": False})
+    cfg = PipelineConfig().with_overrides({"prune.enabled": False, "mmr.enabled": False, "rerank.combine": "replace"})
     trace = run_query("automobile repair price", cfg, concept_deps)
     fused, rr = trace.stage("fused"), trace.stage("rerank")
     assert "Automobile" in fused.candidates[0].text  # lexical overlap wins fusion
@@ -328,3 +338,54 @@ def test_real_late_interaction_lifts_a_paraphrased_answer() -> None:
     loaded = load_reranker("late-interaction", embedder=SentenceTransformerEmbedder(BUNDLED_MODEL))
     out, _ = rerank(query, _cands([distractor, answer]), loaded.reranker, k=2)
     assert out[0].text == answer and loaded.notice is None
+
+
+# -- language awareness and the blend (issue #11) ---------------------------------------------------------------
+class _EnglishOnly(FixedReranker):
+    """A fixed-score reranker that declares English only, like the bundled MiniLM's token vectors."""
+
+    def __init__(self, scores: dict[str, float]) -> None:
+        super().__init__(scores)
+        self.languages = frozenset({"en"})
+
+
+def test_blend_scores_by_hand() -> None:
+    from core.rerank import blend_scores
+
+    # Incoming order a, b, c; reranker order c, a, b. With k=1, weight 1: a = 1/2 + 1/3, b = 1/3 + 1/4,
+    # c = 1/4 + 1/2; scaled by the best possible (1/2 + 1/2).
+    got = blend_scores(np.array([0.5, 0.1, 0.9]), input_weight=1.0, rrf_k=1)
+    assert got == pytest.approx([1 / 2 + 1 / 3, 1 / 3 + 1 / 4, 1 / 4 + 1 / 2])
+    # Weight 0 is the reranker alone (as a rank score).
+    only = blend_scores(np.array([0.5, 0.1, 0.9]), input_weight=0.0, rrf_k=1)
+    assert list(np.argsort(-only)) == [2, 0, 1]
+
+
+def test_rrf_combine_keeps_the_incoming_top_hit_near_the_top() -> None:
+    texts = ["gold passage", "filler one", "filler two", "filler three"]
+    scores = {"gold passage": 0.1, "filler one": 0.5, "filler two": 0.6, "filler three": 0.9}
+    rr = FixedReranker(scores)
+    replaced, _ = rerank("q", _cands(texts), rr, k=4)
+    assert replaced[-1].text == "gold passage"  # the reranker alone sends it to the bottom
+    blended, res = rerank("q", _cands(texts), rr, k=4, combine="rrf", input_weight=1.0, rrf_k=1)
+    # gold: 1/2 + 1/5 = .70; filler three: 1/5 + 1/2 = .70 (tie -> incoming order); one 1/3+1/4 = two 1/4+1/3
+    assert [c.text for c in blended] == ["gold passage", "filler three", "filler one", "filler two"]
+    assert blended[0].meta["rerank_score"] == pytest.approx(0.1) and any("RRF" in n for n in res.notes)
+
+
+def test_reranker_passes_a_query_it_cannot_read_through() -> None:
+    texts = ["Выручка выросла на 12%", "Офис в Алматы", "Склад в Костанае"]
+    rr = _EnglishOnly({t: float(i) for i, t in enumerate(texts)})  # would reverse the list
+    out, res = rerank("На сколько выросла выручка?", _cands(texts), rr, k=2, query_lang="ru")
+    assert [c.text for c in out] == texts[:2] and [c.rank for c in out] == [1, 2]
+    assert "passed through" in res.notes[0] and "'ru'" in res.notes[0]
+
+
+def test_foreign_candidates_keep_their_places_while_the_rest_move() -> None:
+    texts = ["weak english", "Русский абзац про выручку", "strong english"]
+    rr = _EnglishOnly({"weak english": 0.1, "strong english": 0.9, "Русский абзац про выручку": 5.0})
+    out, res = rerank("revenue growth", _cands(texts), rr, k=3, query_lang="en")
+    assert [c.text for c in out] == ["strong english", "Русский абзац про выручку", "weak english"]
+    assert out[1].meta["not_reranked"] == "language" and out[1].score == out[0].score  # level with the one above
+    assert any("kept their incoming places" in n for n in res.notes)
+
