@@ -1,6 +1,6 @@
 """Cascade benchmark: rerank latency per reranker, Pass@k with late-interaction rerank, and what pruning saves.
 
-Run from the repo root (each part can run alone; results merge into bench/results/cascade.json):
+Run from the repo root (each part can run alone; each writes its own bench/results/cascade_<part>.json):
     .venv/bin/python bench/cascade.py                       # all three parts
     .venv/bin/python bench/cascade.py --only latency,quality,compression --limit 40
 
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from _common import RESULTS, ROOT, datasets_dir, machine_info, table, utc_now, write_result
+from _common import ROOT, datasets_dir, machine_info, table, utc_now, write_result
 
 from core.compress import llm_tokens  # noqa: E402
 from core.config import PipelineConfig  # noqa: E402
@@ -40,7 +40,6 @@ from core.rerank import (CrossEncoderReranker, EmbedderCosineReranker, LateInter
                          TokenCache, window_encoder_for)
 from core.store import Store  # noqa: E402
 
-OUT = RESULTS / "cascade.json"
 OFF = {"rerank.enabled": False, "prune.enabled": False, "mmr.enabled": False, "expand.enabled": False,
        "answer.enabled": False}
 # Rerank hands on the whole top-50 reordered, so Pass@20 reads the reranked order (Pass@k looks at the top k only).
@@ -301,18 +300,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(results, indent=1, default=str))
         print("--limit given: results not written", file=sys.stderr)
         return 0
-    old = json.loads(OUT.read_text()) if OUT.exists() else {}
+    # One file per part, each holding this run only: parts run at different times (hours apart), and a file that
+    # merged them would carry numbers from several commits under one stamp.
     stamp = {"command": "python bench/cascade.py " + " ".join(argv if argv is not None else sys.argv[1:]),
              "measured_at": utc_now(), "machine": machine_info()}
-    payload = {"benchmark": "cascade", **{k: v for k, v in old.items() if k not in ("benchmark",)}}
     for k, v in results.items():
-        payload[k] = {**v, **stamp}
-    path = write_result("cascade", payload, OUT)
-    if "quality" in payload:
+        path = write_result(f"cascade_{k}", {"benchmark": "cascade", "part": k, **v, **stamp}, argv=argv)
+        print(f"wrote {path}")
+    if "quality" in results:
         keys = ["pass@5", "pass@10", "pass@20"]
         print(table(["config", *keys], [[r["name"], *[r["metrics"].get(k) for k in keys]]
-                                         for r in payload["quality"]["rows"]]))
-    print(f"wrote {path}")
+                                         for r in results["quality"]["rows"]]))
     return 0
 
 
