@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -164,11 +164,13 @@ class PruneOutcome:
     units_kept: int
     dropped: list[str]  # chunk ids with no sentence kept
     pinned: int  # sentences kept because they hold a query term verbatim
+    floored: list[str] = field(default_factory=list)  # chunk ids kept by their best sentence alone (keep_all)
+    over_budget_tokens: int = 0  # what those sentences cost beyond token_budget
 
 
 def prune_sentences(
     query: str, candidates: Sequence[Candidate], scorer: SpanScorer, *, token_budget: int,
-    keep_neighbours: bool = True, max_unit_tokens: int = 80, chunk_weight: float = 1.0,
+    keep_neighbours: bool = True, max_unit_tokens: int = 80, chunk_weight: float = 1.0, keep_all: bool = False,
 ) -> PruneOutcome:
     """Keep whole sentences, most useful first, until the token budget is spent.
 
@@ -178,7 +180,9 @@ def prune_sentences(
     first, then the rest in priority order.
     A kept sentence brings the one before it when it points back ("It", "However", ...) and its section heading,
     so it keeps its subject. Text is never rewritten: each kept run is a verbatim slice of the chunk, and runs
-    that were not adjacent are joined by ' … '."""
+    that were not adjacent are joined by ' … '.
+    keep_all: a chunk left with no sentence keeps its best one (a fact sentence, else its best title line) beyond
+    the budget, so the list keeps its length; the outcome says which chunks and how many tokens that cost."""
     units = [sentence_units(c.text, max_unit_tokens) for c in candidates]
     scores = scorer(query, [(c.text, u) for c, u in zip(candidates, units)]) if candidates else []
     cost = [[estimate_llm_tokens(c.text[s:e]) for s, e in u] for c, u in zip(candidates, units)]
@@ -229,6 +233,18 @@ def prune_sentences(
         if ui not in kept[ci] and not is_title_like(candidates[ci].text[s:e]):
             claim(ci, ui)
 
+    floored: list[str] = []
+    over = 0
+    if keep_all:
+        for ci, c in enumerate(candidates):
+            if kept[ci] or not units[ci]:
+                continue
+            facts_first = sorted(range(len(units[ci])), key=lambda ui: (
+                is_title_like(c.text[units[ci][ui][0]:units[ci][ui][1]]), -prio[ci][ui], ui))
+            best = facts_first[0]
+            kept[ci].add(best)
+            over += cost[ci][best]
+            floored.append(c.chunk_id)
     out: list[Candidate] = []
     dropped: list[str] = []
     for ci, c in enumerate(candidates):
@@ -240,7 +256,7 @@ def prune_sentences(
         ranked_c = c.with_rank(len(out) + 1, None, stage="prune", rank_before=c.rank, kept_spans=spans,
                                sentences=f"{len(spans)}/{len(units[ci])}")
         out.append(replace(ranked_c, text=text))
-    return PruneOutcome(out, sum(len(u) for u in units), sum(len(k) for k in kept), dropped, pinned)
+    return PruneOutcome(out, sum(len(u) for u in units), sum(len(k) for k in kept), dropped, pinned, floored, over)
 
 
 def join_spans(text: str, spans: Sequence[Span], all_units: Sequence[Span]) -> str:
@@ -373,13 +389,15 @@ def facts(text: str) -> frozenset[str]:
     return frozenset({t.lower() for t in exact_terms(text)} | words)
 
 
-def collapse_duplicates(candidates: Sequence[Candidate], vectors: np.ndarray, *, threshold: float
-                        ) -> tuple[list[int], list[Duplicate]]:
+def collapse_duplicates(candidates: Sequence[Candidate], vectors: np.ndarray, *, threshold: float,
+                        sims: np.ndarray | None = None) -> tuple[list[int], list[Duplicate]]:
     """Indices that survive, best-ranked first, and which chunk each dropped one duplicated. Equal normalised
     text is an exact duplicate. A near duplicate needs cosine >= threshold AND the very same facts (numbers,
     codes, keys): a draft that says "20 days" beside a final that says "30 days" carries news and stays, and so do
-    two quarterly reports written from one template."""
+    two quarterly reports written from one template. `sims` (n x n) replaces the vectors' cosines when given."""
     vecs = _unit(vectors)
+    if sims is None and len(vecs):
+        sims = vecs @ vecs.T
     keep: list[int] = []
     seen: dict[str, int] = {}
     dups: list[Duplicate] = []
@@ -388,11 +406,10 @@ def collapse_duplicates(candidates: Sequence[Candidate], vectors: np.ndarray, *,
         if h in seen:
             dups.append(Duplicate(c.chunk_id, candidates[seen[h]].chunk_id, 1.0, True))
             continue
-        if keep and len(vecs):
-            sims = vecs[keep] @ vecs[i]
+        if keep and sims is not None and len(sims):
             mine = facts(c.text)
-            near = [(float(sims[n]), j) for n, j in enumerate(keep)
-                    if float(sims[n]) >= threshold and facts(candidates[j].text) == mine]
+            near = [(float(sims[j, i]), j) for j in keep
+                    if float(sims[j, i]) >= threshold and facts(candidates[j].text) == mine]
             if near:
                 sim, j = max(near)
                 dups.append(Duplicate(c.chunk_id, candidates[j].chunk_id, round(sim, 4), False))
@@ -402,7 +419,8 @@ def collapse_duplicates(candidates: Sequence[Candidate], vectors: np.ndarray, *,
     return keep, dups
 
 
-def mmr_order(relevance: np.ndarray, vectors: np.ndarray, *, lam: float, k: int) -> list[int]:
+def mmr_order(relevance: np.ndarray, vectors: np.ndarray, *, lam: float, k: int,
+              sims: np.ndarray | None = None) -> list[int]:
     """Maximal marginal relevance: repeatedly take argmax of lam*rel - (1-lam)*max cosine to what is taken.
     Relevance is min-max scaled to [0, 1] so lam weighs two quantities of the same range; ties go to the
     earlier item, so lam = 1 returns the incoming order."""
@@ -412,8 +430,9 @@ def mmr_order(relevance: np.ndarray, vectors: np.ndarray, *, lam: float, k: int)
     rel = np.asarray(relevance, dtype=np.float64)
     span = rel.max() - rel.min()
     rel = (rel - rel.min()) / span if span > 0 else np.ones(n)
-    vecs = _unit(vectors)
-    sims = vecs @ vecs.T if len(vecs) else np.zeros((n, n))
+    if sims is None:
+        vecs = _unit(vectors)
+        sims = vecs @ vecs.T if len(vecs) else np.zeros((n, n))
     chosen: list[int] = []
     best_sim = np.full(n, 0.0)
     left = list(range(n))
@@ -427,16 +446,20 @@ def mmr_order(relevance: np.ndarray, vectors: np.ndarray, *, lam: float, k: int)
 
 
 def diversify(candidates: Sequence[Candidate], vectors: np.ndarray, *, lam: float, dedup_threshold: float,
-              k: int) -> DiversifyOutcome:
+              k: int, sims: np.ndarray | None = None) -> DiversifyOutcome:
     """The MMR stage: collapse duplicates (recorded: which was dropped as a duplicate of which), then MMR over
-    the survivors using their incoming scores as relevance."""
-    keep, dups = collapse_duplicates(candidates, vectors, threshold=dedup_threshold)
+    the survivors using their incoming scores as relevance. `sims` (n x n) replaces the vectors' cosines."""
+    if sims is None:
+        v = _unit(vectors)
+        sims = v @ v.T if len(v) else None
+    keep, dups = collapse_duplicates(candidates, vectors, threshold=dedup_threshold, sims=sims)
     by_kept: dict[str, list[str]] = {}
     for d in dups:
         by_kept.setdefault(d.kept, []).append(d.dropped)
     survivors = [candidates[i] for i in keep]
     vecs = np.asarray(vectors)[keep] if len(keep) and len(vectors) else np.zeros((0, 0))
-    order = mmr_order(np.array([c.score for c in survivors]), vecs, lam=lam, k=k)
+    sub = np.asarray(sims)[np.ix_(keep, keep)] if sims is not None and len(keep) else None
+    order = mmr_order(np.array([c.score for c in survivors]), vecs, lam=lam, k=k, sims=sub)
     out = []
     for r, i in enumerate(order, start=1):
         c = survivors[i]
@@ -458,3 +481,31 @@ def cached_vectors(texts: Sequence[str], embedder: Embedder, cache: EmbeddingCac
         fresh = embedder.encode([texts[i] for i in missing])
         found = {**found, **{hashes[i]: fresh[j] for j, i in enumerate(missing)}}
     return np.stack([np.asarray(found[h], dtype=np.float32) for h in hashes])
+
+
+def lexical_similarity(texts: Sequence[str]) -> np.ndarray:
+    """Cosine of TF-IDF word vectors (stemmed tokens, idf over these texts): a similarity that reads any language
+    the tokenizer reads, for when the embedder does not cover the texts."""
+    bags = [Counter(tokenize(t)) for t in texts]
+    n = len(bags)
+    df = Counter(w for b in bags for w in b)
+    vocab = {w: i for i, w in enumerate(sorted(df))}
+    m = np.zeros((n, len(vocab)), dtype=np.float64)
+    for r, b in enumerate(bags):
+        for w, tf in b.items():
+            m[r, vocab[w]] = (1 + math.log(tf)) * math.log(1 + n / df[w])
+    m = m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
+    return (m @ m.T).astype(np.float32) if n else np.zeros((0, 0), dtype=np.float32)
+
+
+def language_aware_similarity(vectors: np.ndarray, texts: Sequence[str], foreign: Sequence[bool]) -> np.ndarray:
+    """Pairwise similarity for MMR and duplicate collapse: the embedder's cosine where it reads both texts, the
+    lexical cosine for every pair that involves a text in a language it does not cover."""
+    v = _unit(vectors)
+    emb = v @ v.T if len(v) else np.zeros((len(texts), len(texts)), dtype=np.float32)
+    f = np.asarray(foreign, dtype=bool)
+    if not f.any():
+        return emb
+    lex = lexical_similarity(texts)
+    mask = f[:, None] | f[None, :]
+    return np.where(mask, lex, emb).astype(np.float32)

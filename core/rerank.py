@@ -11,8 +11,8 @@ from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from core.compress import local_headings
-from core.embed import one_torch_thread
-from core.text import EN_STOP, RU_STOP
+from core.embed import declared_languages, one_torch_thread
+from core.text import EN_STOP, RU_STOP, detect_language
 from core.types import CONTEXT_KEY, DEFAULT_WORKSPACE, Candidate, Usage
 
 Span = tuple[int, int]
@@ -45,22 +45,79 @@ def rerank_text(candidate: Candidate, use_context: bool = True) -> str:
     return f"{ctx}\n\n{candidate.text}" if ctx else candidate.text
 
 
+def covers(languages: frozenset[str] | None, lang: str | None) -> bool:
+    """Whether a model that declares `languages` reads text in `lang`. None on either side means no known gap
+    (a multilingual or undeclared model; a text whose language was not detected)."""
+    return languages is None or lang is None or lang in languages
+
+
+def model_languages(model: Any) -> frozenset[str] | None:
+    """The languages a model object declares (`languages` attribute); None when it declares none."""
+    return getattr(model, "languages", None)
+
+
+def blend_scores(rerank_scores: np.ndarray, *, input_weight: float, rrf_k: int) -> np.ndarray:
+    """Reciprocal-rank fusion of the incoming order (index order) and the reranker's order, scaled so that an item
+    first in both scores 1. The reranker alone can push a strong first-stage hit far down when its model reads the
+    corpus poorly (multi-hop questions, another language, code); fusing the two orders keeps such a hit near the
+    top while still letting the reranker promote what the first stage ranked low."""
+    n = len(rerank_scores)
+    if n == 0:
+        return np.zeros(0)
+    order = sorted(range(n), key=lambda i: (-float(rerank_scores[i]), i))
+    pos = np.empty(n)
+    pos[order] = np.arange(1, n + 1)
+    fused = input_weight / (rrf_k + np.arange(1, n + 1)) + 1.0 / (rrf_k + pos)
+    return fused / ((input_weight + 1.0) / (rrf_k + 1))
+
+
 def rerank(
     query: str, candidates: Sequence[Candidate], reranker: Reranker, *, k: int, use_context: bool = True,
-    workspace: str = DEFAULT_WORKSPACE,
+    workspace: str = DEFAULT_WORKSPACE, query_lang: str | None = None, combine: str = "replace",
+    input_weight: float = 1.0, rrf_k: int = 60,
 ) -> tuple[list[Candidate], RerankScores]:
     """The rerank stage: score every candidate, keep the best k. Ties keep the incoming order; each kept candidate
-    records the rank it came in with (meta 'rank_before')."""
+    records the rank it came in with (meta 'rank_before') and the reranker's own score (meta 'rerank_score').
+
+    combine='rrf' orders by blend_scores (incoming order fused with the reranker's) instead of the reranker alone.
+    Language: a reranker that declares languages (`languages`) does not reorder what it cannot read. A query outside
+    them passes the list through in its incoming order; candidates outside them keep their incoming places while
+    the others are reordered around them. Both are said in the notes."""
     if not candidates:
         return [], RerankScores(np.zeros(0, dtype=np.float32))
-    res = reranker.score(query, [rerank_text(c, use_context) for c in candidates], workspace=workspace)
-    scores = np.asarray(res.scores, dtype=np.float64)
-    order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))[:k]
-    out = [
-        candidates[i].with_rank(r, float(scores[i]), rank_before=candidates[i].rank, stage="rerank")
-        for r, i in enumerate(order, start=1)
-    ]
-    return out, res
+    languages = model_languages(reranker)
+    if not covers(languages, query_lang):
+        out = [c.with_rank(r, None, rank_before=c.rank, stage="rerank") for r, c in enumerate(candidates[:k], start=1)]
+        note = (f"{reranker.name} reads {', '.join(sorted(languages or ()))} only, not the query's '{query_lang}': "
+                "passed through in the incoming order")
+        return out, RerankScores(np.zeros(0, dtype=np.float32), notes=(note,))
+    foreign = [not covers(languages, detect_language(c.text)) for c in candidates] if languages is not None \
+        else [False] * len(candidates)
+    readable = [i for i, f in enumerate(foreign) if not f]
+    res = reranker.score(query, [rerank_text(candidates[i], use_context) for i in readable], workspace=workspace)
+    raw = np.asarray(res.scores, dtype=np.float64)
+    final = blend_scores(raw, input_weight=input_weight, rrf_k=rrf_k) if combine == "rrf" else raw
+    order_in = sorted(range(len(readable)), key=lambda j: (-final[j], j))
+    # Foreign candidates hold their slots; the readable ones fill the other slots in their new order.
+    slots = iter(readable[j] for j in order_in)
+    placed = [i if foreign[i] else next(slots) for i in range(len(candidates))][:k]
+    score_of = {readable[j]: (float(final[j]), float(raw[j])) for j in range(len(readable))}
+    out: list[Candidate] = []
+    for r, i in enumerate(placed, start=1):
+        c = candidates[i]
+        if foreign[i]:
+            # On the reranker's scale (prune and MMR read scores): level with the candidate above it.
+            level = out[-1].score if out else max((v[0] for v in score_of.values()), default=c.score)
+            out.append(c.with_rank(r, level, rank_before=c.rank, stage="rerank", not_reranked="language"))
+        else:
+            out.append(c.with_rank(r, score_of[i][0], rank_before=c.rank, stage="rerank", rerank_score=score_of[i][1]))
+    notes = res.notes
+    if any(foreign):
+        notes = (*notes, f"{sum(foreign)} candidate(s) in a language {reranker.name} does not read kept their "
+                         "incoming places")
+    if combine == "rrf":
+        notes = (*notes, f"order: RRF of the incoming order (weight {input_weight:g}) and the reranker's (k={rrf_k})")
+    return out, RerankScores(res.scores, res.cache_hits, res.computed, res.usage, tuple(notes))
 
 
 # -- late interaction (ColBERT-style MaxSim) ------------------------------------------------------------------------
@@ -235,11 +292,12 @@ class LateInteractionReranker:
 
     def __init__(
         self, encoder: WindowEncoder, *, cache: TokenCache | None = None, persist: TokenStore | None = None,
-        corpus: CorpusSource | None = None, idf_sample: int = 5000,
+        corpus: CorpusSource | None = None, idf_sample: int = 5000, languages: frozenset[str] | None = None,
     ) -> None:
         self.encoder = encoder
         self.model_id = encoder.model_id
         self.name = f"late-interaction:{encoder.model_id}"
+        self.languages = languages  # the embedder's: its token vectors carry no more language than it does
         self.cache = cache if cache is not None else TokenCache()
         self.persist = persist
         self.corpus = corpus
@@ -356,6 +414,7 @@ class CrossEncoderReranker:
         hf_logging.disable_progress_bar()
         self.model_name = model_name_or_path
         self.name = f"cross-encoder:{model_name_or_path}"
+        self.languages = declared_languages(model_name_or_path)  # ms-marco models: English
         self.batch_size = batch_size
         self.model = CrossEncoder(model_name_or_path, device=device, max_length=max_length,
                                   local_files_only=local_files_only)
@@ -379,6 +438,7 @@ class EmbedderCosineReranker:
     def __init__(self, embedder: Any) -> None:
         self.embedder = embedder
         self.name = f"embedder-cosine:{embedder.model_id}"
+        self.languages = model_languages(embedder)
 
     def score(self, query: str, texts: Sequence[str], *, workspace: str = DEFAULT_WORKSPACE) -> RerankScores:
         if not texts:
@@ -411,6 +471,7 @@ class LLMListwiseReranker:
         self.fallback = fallback
         self.max_chars = max_chars
         self.name = f"llm:{model}"
+        self.languages: frozenset[str] | None = None  # reads any language the corpus is written in
 
     def request(self, query: str, texts: Sequence[str]) -> Any:
         from core.llm import LLMRequest, TextBlock
@@ -596,7 +657,10 @@ def late_interaction_or_cosine(embedder: Any, *, store: Any = None, cache: Token
         return EmbedderCosineReranker(embedder), (
             f"late-interaction rerank needs token vectors, which {embedder.model_id} does not give ({exc}); "
             f"reranking by embedder cosine instead")
-    return LateInteractionReranker(encoder, cache=cache, persist=store, corpus=store), None
+    # `store` offers the token-vector cache and the corpus as two repositories (TokenStore, CorpusSource).
+    return LateInteractionReranker(encoder, cache=cache, persist=getattr(store, "caches", None),
+                                   corpus=getattr(store, "corpus", None),
+                                   languages=model_languages(embedder)), None
 
 
 def load_reranker(

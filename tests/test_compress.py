@@ -244,11 +244,11 @@ def test_near_duplicates_collapse_only_when_their_facts_agree() -> None:
 
 def test_cached_vectors_read_the_store_and_write_nothing(store: Store) -> None:
     emb = HashEmbedder()
-    store.cache_embeddings(emb.model_id, {sha256_text("known"): emb.encode(["known"])[0]})
+    store.caches.cache_embeddings(emb.model_id, {sha256_text("known"): emb.encode(["known"])[0]})
     before = emb.encoded
-    vecs = cached_vectors(["known", "fresh text"], emb, store, "default")
+    vecs = cached_vectors(["known", "fresh text"], emb, store.caches, "default")
     assert vecs.shape == (2, emb.dim) and emb.encoded == before + 1
-    assert store.count("embedding_cache") == 1
+    assert store.caches.count_embeddings() == 1
 
 
 def test_flow_info_by_hand() -> None:
@@ -264,3 +264,42 @@ def test_mmr_returns_each_item_once(lam: float) -> None:
     vecs = np.random.default_rng(3).normal(size=(7, 5))
     order = mmr_order(np.linspace(1, 0, 7), vecs, lam=lam, k=7)
     assert sorted(order) == list(range(7)) and order[0] == 0
+
+
+# -- the list stays whole; similarity for texts the embedder cannot read (issue #11) -----------------------------
+def test_keep_all_gives_each_dropped_chunk_its_best_sentence_and_counts_the_cost() -> None:
+    texts = ["Intro line\nAlpha beta gamma. Nothing here.", "Delta epsilon zeta. Omega gamma.", "Gamma again here."]
+    base = prune_sentences("gamma omega", _cands(texts), _by_words, token_budget=5, chunk_weight=0.0)
+    whole = prune_sentences("gamma omega", _cands(texts), _by_words, token_budget=5, chunk_weight=0.0, keep_all=True)
+    assert base.dropped and not whole.dropped and len(whole.candidates) == len(texts)
+    assert set(whole.floored) == set(base.dropped)
+    by_id = {c.chunk_id: c.text for c in whole.candidates}
+    # Budget 5 buys "Omega gamma." (c1) only; c0 and c2 get their best fact sentence, never c0's title line.
+    assert base.dropped == ["c0", "c2"] and by_id == {"c0": "Alpha beta gamma.", "c1": "Omega gamma.",
+                                                       "c2": "Gamma again here."}
+    floor_cost = sum(estimate_llm_tokens(by_id[cid]) for cid in whole.floored)
+    assert whole.over_budget_tokens == floor_cost > 0
+    assert [c.chunk_id for c in whole.candidates] == ["c0", "c1", "c2"]  # incoming order kept
+
+
+def test_lexical_similarity_by_hand() -> None:
+    from core.compress import lexical_similarity
+
+    # Three texts; 'кошка' appears in two of them: idf log(1 + 3/2); the others log(1 + 3/1).
+    sims = lexical_similarity(["кошка собака", "кошка", "дом"])
+    a, b = np.log(1 + 3 / 2), np.log(1 + 3 / 1)
+    assert sims[0, 1] == pytest.approx(a / np.sqrt(a * a + b * b), abs=1e-5)
+    assert sims[0, 2] == pytest.approx(0.0) and sims[1, 1] == pytest.approx(1.0)
+
+
+def test_language_aware_similarity_uses_words_for_pairs_with_a_foreign_text() -> None:
+    from core.compress import language_aware_similarity, lexical_similarity
+
+    texts = ["alpha beta", "alpha gamma", "Выручка выросла", "Выручка выросла"]
+    vecs = np.array([[1, 0], [1, 0], [0, 1], [1, 0]], dtype=np.float32)  # the embedder sees 2 and 3 as unrelated
+    sims = language_aware_similarity(vecs, texts, [False, False, True, True])
+    lex = lexical_similarity(texts)
+    assert sims[0, 1] == pytest.approx(1.0)  # both English: the embedder's cosine
+    assert sims[2, 3] == pytest.approx(lex[2, 3]) and sims[2, 3] == pytest.approx(1.0)  # the Russian pair: words
+    keep, dups = collapse_duplicates(_cands(texts), vecs, threshold=0.95, sims=sims)
+    assert [(d.dropped, d.exact) for d in dups] == [("c1", False), ("c3", True)] and keep == [0, 2]
