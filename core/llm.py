@@ -10,17 +10,33 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 from core.costs import LedgerEntry, Ttl, price_for, tokens_usd, uncached_usd
+from core.redact import redact, register_secret
 from core.types import DEFAULT_WORKSPACE, Usage
 
 MAX_BREAKPOINTS = 4  # the Messages API accepts at most four cache_control blocks per request
 
 
 class LLMError(RuntimeError):
-    """An LLM call failed for good (after retries); the message is fit for the user and never holds the key."""
+    """An LLM call failed for good (after retries); the message is fit for the user and never holds the key.
+
+    `kind` says what went wrong: unavailable, auth, bad_request, rate_limit, overloaded, server, timeout,
+    connection, malformed (a 200 whose body is not a usable message), budget, error. The message is redacted
+    here, once, so no caller can forget it (an echoing gateway can put the request headers into its error body)."""
+
+    def __init__(self, message: str, kind: str = "error") -> None:
+        super().__init__(redact(str(message)))
+        self.kind = kind
 
 
 class LLMUnavailable(LLMError):
     """No LLM is configured (no API key): callers fall back to their offline method and say so."""
+
+    def __init__(self, message: str, kind: str = "unavailable") -> None:
+        super().__init__(message, kind)
+
+
+class _Malformed(Exception):
+    """A 200 response whose body is not a Messages API message (truncated JSON, no content, an HTML page)."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +141,9 @@ class OfflineLLM:
     def complete(self, request: LLMRequest, *, workspace: str = DEFAULT_WORKSPACE, run_id: str = "") -> LLMResponse:
         raise LLMUnavailable(f"no LLM: {self.reason}")
 
+    def count_tokens(self, request: LLMRequest) -> int:
+        raise LLMUnavailable(f"no LLM: {self.reason}")
+
     def submit_batch(self, items: Sequence[tuple[str, LLMRequest]]) -> str:
         raise LLMUnavailable(f"no LLM: {self.reason}")
 
@@ -151,6 +170,32 @@ def parse_json(text: str) -> Any:
 
 
 _RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+# A malformed 200 is retried once only: a gateway hiccup is worth one more try, but the call may have been billed.
+MALFORMED_RETRIES = 1
+
+
+def _status_kind(code: int) -> str:
+    if code in (401, 403):
+        return "auth"
+    if code == 429:
+        return "rate_limit"
+    if code == 529:
+        return "overloaded"
+    if code >= 500:
+        return "server"
+    return "bad_request"
+
+
+def _checked_message(msg: Any) -> Any:
+    """The SDK's Message, or _Malformed when the body did not carry one (the SDK passes odd bodies through)."""
+    content = getattr(msg, "content", None)
+    usage = getattr(msg, "usage", None)
+    if not isinstance(content, list) or usage is None or not isinstance(getattr(usage, "input_tokens", None), int) \
+            or not isinstance(getattr(usage, "output_tokens", None), int):
+        what = "an HTML page" if isinstance(msg, str) and "<" in msg[:200] else (
+            "a body without content/usage" if not isinstance(msg, str) else "a non-JSON body")
+        raise _Malformed(what)
+    return msg
 
 
 class AnthropicLLM:
@@ -168,6 +213,7 @@ class AnthropicLLM:
     ) -> None:
         import anthropic  # imported here: pages and tests without a key never load the SDK
 
+        register_secret(api_key)
         self._anthropic = anthropic
         self._client = anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
         self.base_url = base_url or "https://api.anthropic.com"
@@ -196,19 +242,35 @@ class AnthropicLLM:
         return base * (0.5 + self._rng.random() / 2)  # jitter: retries of parallel callers do not collide
 
     def _with_retries(self, what: str, fn: Callable[[], Any]) -> Any:
+        """fn() with backoff on retryable failures; every failure leaves as one LLMError (never an SDK or JSON
+        exception), and `from None` keeps the SDK exception, which may quote the request, out of tracebacks."""
         a = self._anthropic
+        malformed = 0
         for attempt in range(self.max_retries + 1):
             try:
                 return fn()
             except a.APIStatusError as exc:
                 if exc.status_code not in _RETRY_STATUS or attempt == self.max_retries:
-                    raise LLMError(f"{what} failed: HTTP {exc.status_code} {_short(exc)}") from None
+                    raise LLMError(f"{what} failed: HTTP {exc.status_code} {_short(exc)}",
+                                   _status_kind(exc.status_code)) from None
                 last: Exception = exc
             except a.APIConnectionError as exc:  # includes APITimeoutError
+                timeout = isinstance(exc, a.APITimeoutError)
                 if attempt == self.max_retries:
-                    kind = "timed out" if isinstance(exc, a.APITimeoutError) else "could not connect"
-                    raise LLMError(f"{what} {kind} after {attempt + 1} attempts") from None
+                    raise LLMError(f"{what} {'timed out' if timeout else 'could not connect'} after {attempt + 1} "
+                                   "attempts", "timeout" if timeout else "connection") from None
                 last = exc
+            except (_Malformed, ValueError, a.APIResponseValidationError) as exc:  # JSONDecodeError is a ValueError
+                detail = str(exc) if isinstance(exc, _Malformed) else f"invalid JSON ({type(exc).__name__})"
+                if malformed >= MALFORMED_RETRIES or attempt == self.max_retries:
+                    raise LLMError(f"{what}: the API answered 200 with {detail}; no usable reply",
+                                   "malformed") from None
+                malformed += 1
+                last = exc
+            except LLMError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - an SDK surprise is still one typed, redacted error
+                raise LLMError(f"{what} failed ({type(exc).__name__}: {str(exc)[:200]})", "error") from None
             self.retries += 1
             self._sleep(self._delay(attempt, last))
         raise LLMError(f"{what} failed")  # unreachable: the loop returns or raises
@@ -218,13 +280,32 @@ class AnthropicLLM:
         params = request.params(self.cache_ttl)
         start = time.perf_counter()
         msg = self._with_retries(f"{request.purpose} call to {request.model}",
-                                 lambda: self._client.messages.create(**params))
+                                 lambda: _checked_message(self._client.messages.create(**params)))
         ms = (time.perf_counter() - start) * 1000
         resp = self._response(msg, request, ms, batch=False)
         self._record(resp, request, workspace, run_id, batch=False)
         return resp
 
+    def count_tokens(self, request: LLMRequest) -> int:
+        """Input tokens of a request by the provider's own counter (free, rate-limited): budgets bound spend with it."""
+        params = {k: v for k, v in request.params(self.cache_ttl).items() if k in ("model", "system", "messages")}
+        res = self._with_retries(f"token count for {request.model}",
+                                 lambda: self._client.messages.count_tokens(**params))
+        n = getattr(res, "input_tokens", None)
+        if not isinstance(n, int):
+            raise LLMError(f"token count for {request.model}: the API answered without input_tokens", "malformed")
+        return n
+
     def _response(self, msg: Any, request: LLMRequest, ms: float, *, batch: bool) -> LLMResponse:
+        try:
+            return self._response_unchecked(msg, request, ms, batch=batch)
+        except LLMError:
+            raise
+        except (AttributeError, TypeError, ValueError, KeyError) as exc:
+            raise LLMError(f"{request.purpose} reply from {request.model} is malformed ({type(exc).__name__})",
+                           "malformed") from None
+
+    def _response_unchecked(self, msg: Any, request: LLMRequest, ms: float, *, batch: bool) -> LLMResponse:
         text = "".join(getattr(b, "text", "") for b in msg.content if getattr(b, "type", "") == "text")
         u = msg.usage
         write = int(u.cache_creation_input_tokens or 0)
@@ -265,9 +346,13 @@ class AnthropicLLM:
 
     def poll_batch(self, batch_id: str) -> BatchStatus:
         b = self._with_retries("batch status", lambda: self._client.messages.batches.retrieve(batch_id))
-        counts = b.request_counts
-        return BatchStatus(b.id, b.processing_status, {k: int(getattr(counts, k)) for k in
-                                                       ("processing", "succeeded", "errored", "canceled", "expired")})
+        try:
+            counts = b.request_counts
+            return BatchStatus(b.id, b.processing_status, {k: int(getattr(counts, k)) for k in
+                                                           ("processing", "succeeded", "errored", "canceled",
+                                                            "expired")})
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise LLMError(f"batch status of {batch_id}: malformed reply ({type(exc).__name__})", "malformed") from None
 
     def batch_results(self, batch_id: str, requests: Mapping[str, LLMRequest], *, workspace: str = DEFAULT_WORKSPACE,
                       run_id: str = "") -> dict[str, LLMResponse | LLMError]:
@@ -275,8 +360,10 @@ class AnthropicLLM:
         out: dict[str, LLMResponse | LLMError] = {}
         lines = self._with_retries("batch results", lambda: list(self._client.messages.batches.results(batch_id)))
         for line in lines:
-            cid = line.custom_id
-            req = requests.get(cid)
+            cid = getattr(line, "custom_id", None)
+            req = requests.get(cid) if isinstance(cid, str) else None
+            if cid is None or getattr(getattr(line, "result", None), "type", None) is None:
+                continue  # a line we cannot attribute: its request stays pending and a re-run picks it up
             if line.result.type != "succeeded" or req is None:
                 detail = getattr(getattr(line.result, "error", None), "error", None)
                 out[cid] = LLMError(f"batch request {cid}: {line.result.type} {getattr(detail, 'message', '')}".strip())
@@ -296,7 +383,7 @@ def _short(exc: Exception) -> str:
     if isinstance(body, dict):
         err = body.get("error")
         if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])[:200]
+            return redact(str(err["message"]))[:300]  # redact before cutting: a cut key would escape the pattern
     return type(exc).__name__
 
 

@@ -4,7 +4,10 @@ It listens on 127.0.0.1 (random port) and is reached by the real SDK through `ba
 documented rules: a prefix is everything up to and including a block with `cache_control`; it is stored only when it
 is at least the model's minimum length; a later request whose prefix bytes are identical reads it until its TTL
 (5 min or 1 h, refreshed on every read) runs out. Tokens are counted as ceil(UTF-8 bytes / 4) per text block.
-Faults (HTTP status or a stall) can be queued to exercise retries.
+Faults can be queued to exercise retries and error handling: an HTTP status, a stall (client timeout), extra
+latency before a normal answer, a 200 with a malformed body (truncated JSON, no `content`, an HTML page), and an
+error body that echoes the request headers (the API key among them) as a careless gateway would.
+`POST /v1/messages/count_tokens` answers with the same token count the Messages endpoint bills.
 """
 from __future__ import annotations
 
@@ -59,7 +62,9 @@ class StubState:
     key: str
     clock_offset: float = 0.0  # tests move time forward to expire cache entries
     cache: dict[str, tuple[int, float, float]] = field(default_factory=dict)  # sha -> (tokens, expires, ttl)
-    faults: deque = field(default_factory=deque)  # ("status", code) | ("stall", seconds)
+    # ("status", code) | ("stall", seconds) | ("latency", seconds) | ("malformed", "truncated"|"no_content"|"html")
+    # | ("echo", code)
+    faults: deque = field(default_factory=deque)
     requests: list[Recorded] = field(default_factory=list)
     responder: Callable[[dict[str, Any]], str] | None = None
     batches: dict[str, _Batch] = field(default_factory=dict)
@@ -92,6 +97,8 @@ class StubState:
         if len(bps) > 4:
             raise ValueError("A maximum of 4 blocks with cache_control may be provided")
         toks = [stub_tokens(b.get("text", "")) for b in blocks]
+        if body.get("_count_only"):
+            return {"input_tokens": sum(toks)}
         cum = list(itertools.accumulate(toks))
         total = cum[-1] if cum else 0
 
@@ -188,9 +195,24 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(value)  # the client times out; nothing is processed
                 self._error(500, "api_error", "stalled")
                 return
-            self._error(int(value), "rate_limit_error" if value == 429 else "api_error", f"injected {value}",
-                        headers={"retry-after": "0"})
-            return
+            if kind == "latency":
+                time.sleep(value)  # slow but fine: the request is answered below
+            elif kind == "malformed":
+                raw = {"truncated": b'{"id": "msg_x", "type": "message", "content": [{"type": "te',
+                       "no_content": json.dumps({"id": "msg_x", "type": "message", "model": "m"}).encode(),
+                       "html": b"<html><body><h1>502 Bad Gateway</h1></body></html>"}[value]
+                self._send(200, None, raw=raw, content_type="text/html" if value == "html" else "application/json")
+                return
+            elif kind == "echo":
+                # A gateway that puts the whole request, headers included, into its error message.
+                echoed = "; ".join(f"{k}: {v}" for k, v in self.headers.items())
+                self._error(int(value), "api_error", f"upstream failed for request with headers {echoed}",
+                            headers={"retry-after": "0"})
+                return
+            else:
+                self._error(int(value), "rate_limit_error" if value == 429 else "api_error", f"injected {value}",
+                            headers={"retry-after": "0"})
+                return
         st.requests.append(Recorded(method, self.path, dict(self.headers), body))
         try:
             self._route(method, json.loads(body) if body else None)
@@ -202,6 +224,8 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?")[0]
         if method == "POST" and path == "/v1/messages":
             self._send(200, st.answer(payload))
+        elif method == "POST" and path == "/v1/messages/count_tokens":
+            self._send(200, st.answer({**payload, "_count_only": True}))
         elif method == "POST" and path == "/v1/messages/batches":
             bid = f"msgbatch_stub_{next(st.ids)}"
             st.batches[bid] = _Batch(bid, payload["requests"], datetime.now(timezone.utc), st.batch_polls_to_end)
