@@ -20,7 +20,7 @@ install: $(VENV)/.installed
 run: $(VENV)/.installed
 	RAG_DB=$(DB) $(PY) -m core ingest sample_corpus/docs --if-empty --db $(DB)
 	RAG_DB=$(DB) $(VENV)/bin/streamlit run workbench.py --server.address 127.0.0.1 --server.port $(PORT) \
-		--server.headless true --browser.gatherUsageStats false
+		--server.headless true --browser.gatherUsageStats false --server.fileWatcherType none
 
 # The whole default suite: unit, oracle, AppTest and the real-browser test (skipped when chromium is absent).
 test: $(VENV)/.installed

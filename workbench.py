@@ -8,20 +8,34 @@ from pages import _state
 st.set_page_config(page_title="RAG Workbench", page_icon=":material/search:", layout="wide")
 
 
+def _home() -> None:
+    # The root URL opens the Corpus page under its own name, so /corpus (like every page) has a direct URL; a
+    # default page would be served only at "/" and /corpus would say "Page not found".
+    st.switch_page("pages/corpus.py")
+
+
+# Navigation first, before the model loads: until st.navigation runs, Streamlit lists every module under pages/
+# (helpers such as _state and _widgets included) as if it were a page.
+nav = st.navigation([
+    st.Page(_home, title="Home", url_path="home", default=True, visibility="hidden"),
+    st.Page("pages/corpus.py", title="Corpus", icon=":material/library_books:", url_path="corpus"),
+    st.Page("pages/search_lab.py", title="Search Lab", icon=":material/science:", url_path="search_lab"),
+    st.Page("pages/evaluate.py", title="Evaluate", icon=":material/fact_check:", url_path="evaluate"),
+    st.Page("pages/costs.py", title="Costs", icon=":material/payments:", url_path="costs"),
+    st.Page("pages/graph.py", title="Graph", icon=":material/hub:", url_path="graph"),
+])
+
 deps = _state.deps()
 with st.sidebar:
     st.caption("RAG Workbench")
     st.text(f"workspace: {_state.workspace()}")
-    st.text(f"config: {_state.config().stable_hash()}")
+    config_slot = st.empty()
     st.text(f"embedder: {deps.embedder.model_id}")
     for notice in deps.notices:
         st.warning(notice)
-
-pages = [
-    st.Page("pages/corpus.py", title="Corpus", icon=":material/library_books:", default=True),
-    st.Page("pages/search_lab.py", title="Search Lab", icon=":material/science:"),
-    st.Page("pages/evaluate.py", title="Evaluate", icon=":material/fact_check:"),
-    st.Page("pages/costs.py", title="Costs", icon=":material/payments:"),
-    st.Page("pages/graph.py", title="Graph", icon=":material/hub:"),
-]
-st.navigation(pages).run()
+try:
+    nav.run()
+finally:
+    # Written after the page ran (also when it stopped early): a page may change the config, and a hash written
+    # before it would lag one rerun behind.
+    config_slot.text(f"config: {_state.config().stable_hash()}")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import pandas as pd
 
@@ -137,10 +137,93 @@ def _rank_inputs(stage: StageResult) -> list[str]:
     return names
 
 
+# -- readable stage headers: key facts as chips, the rest as "name: value" lines (never a Python repr) -------------
+_VARIANT_TEXT = {"raw": "raw text", "heuristic": "heuristic contexts", "late": "late-chunking vectors",
+                 "llm": "LLM contexts"}
+
+
+def _num(v: Any) -> str:
+    return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else (f"{v:.3g}" if isinstance(v, float) else str(v))
+
+
+def readable(value: Any, limit: int = 400) -> str:
+    """A value from a stage's info as text a person reads: lists comma-joined, records as 'key value' pairs."""
+    if isinstance(value, Mapping):
+        text = ", ".join(f"{k} {readable(v, 80)}" for k, v in value.items())
+    elif isinstance(value, (list, tuple)):
+        items = []
+        for v in value:
+            if isinstance(v, Mapping) and "name" in v:  # graph seeds and the like: the name leads, details in brackets
+                rest = ", ".join(f"{k} {readable(x, 40)}" for k, x in v.items() if k not in ("name", "node"))
+                items.append(f"{v['name']} ({rest})" if rest else str(v["name"]))
+            else:
+                items.append(readable(v, 80))
+        text = "; ".join(items) if any(isinstance(v, (Mapping, list, tuple)) for v in value) else ", ".join(items)
+    else:
+        text = _num(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def searched_text(stage: StageResult) -> str | None:
+    """What text a retrieval stage really searched, from its info (`searched` wins over the requested `text`)."""
+    v = stage.info.get("searched", stage.info.get("text"))
+    return None if v is None else _VARIANT_TEXT.get(str(v), str(v))
+
+
+def stage_chips(stage: StageResult) -> list[str]:
+    """The few facts worth a glance beside a stage's name: time, cost, list sizes, what it searched or kept."""
+    i = stage.info
+    chips = [f"{stage.ms:,.1f} ms", f"{len(stage.candidates)} cand."]
+    if stage.usage.calls or stage.usage.usd:
+        chips.append(f"${stage.usage.usd:.4f} · {stage.usage.calls} call(s)")
+    if searched_text(stage):
+        chips.append(f"searched: {searched_text(stage)}")
+    if "indexed" in i:
+        chips.append(f"of {_num(i['indexed'])} indexed")
+    if "reranker" in i:
+        chips.append(str(i["reranker"]))
+    if "cache_hits" in i:
+        chips.append(f"token cache {_num(i['cache_hits'])} hit / {_num(i.get('computed', 0))} computed")
+    if "tokens_in" in i and "tokens_out" in i:
+        share = i.get("kept_share")
+        chips.append(f"tokens {_num(i['tokens_in'])}→{_num(i['tokens_out'])}"
+                     + (f" ({share:.0%})" if isinstance(share, (int, float)) else ""))
+    if "sentences_in" in i:
+        chips.append(f"sentences {_num(i.get('sentences_kept', 0))}/{_num(i['sentences_in'])}")
+    if i.get("dropped"):
+        chips.append(f"{len(i['dropped'])} dropped")
+    if i.get("duplicates"):
+        chips.append(f"{len(i['duplicates'])} duplicate(s)")
+    if "lam" in i:
+        chips.append(f"λ {_num(i['lam'])}")
+    if "rrf_k" in i:
+        chips.append(f"RRF k {_num(i['rrf_k'])}")
+    if i.get("seeds"):
+        chips.append(f"{len(i['seeds'])} seed(s): " + ", ".join(str(s.get("name", "?")) for s in i["seeds"][:3]))
+    if i.get("nodes"):
+        chips.append(f"{len(i['nodes'])} entities · {len(i.get('edges', []))} links")
+    if stage.stage == "expand" and "mode" in i:
+        chips.append(f"{i['mode']}" + (f" ±{i['window']}" if i.get("mode") == "window" and "window" in i else ""))
+    if "refused" in i:
+        chips.append("refused" if i["refused"] else "answered")
+    if "hit" in i:
+        chips.append("cache hit" if i["hit"] else "cache miss")
+    return chips
+
+
+_CHIP_ONLY = {"indexed", "cache_hits", "computed", "tokens_in", "tokens_out", "kept_share", "rrf_k", "lam", "hit",
+              "refused", "text", "searched"}
+
+
+def stage_details(stage: StageResult) -> list[tuple[str, str]]:
+    """Every other info entry as (name, readable value), for the header's expander."""
+    return [(k, readable(v)) for k, v in stage.info.items() if k not in _CHIP_ONLY and v not in (None, "", [], {})]
+
+
 def stage_moves(trace: Trace) -> dict[str, dict[str, str]]:
     """Per stage, per chunk id: a short label saying how the chunk got to its rank, for the stage columns.
 
-    A fresh retrieval (every candidate tagged with the stage's own name) has no moves. The stage where per-input
+    A fresh retrieval (every candidate tagged with the stage's own name) gives the rank in the list before it. The stage where per-input
     ranks (meta 'rank_<name>') first appear is a fusion: the label gives the rank in every input and the move from
     it ("bm25 #3 ▲2 · dense —"). Any later stage reorders or filters the list before it, so its label is the move
     from the previous stage that ran ("▲2", "▼1", "=", "new")."""
@@ -151,7 +234,14 @@ def stage_moves(trace: Trace) -> dict[str, dict[str, str]]:
             continue
         inputs = _rank_inputs(s)
         if all(c.meta.get("stage") == s.stage for c in s.candidates):
-            labels: dict[str, str] = {}
+            # An independent retrieval: it did not reorder the list before it, so its label is where the chunk
+            # stood there ("bm25 #3") or that it is new to this list; the first list has nothing to compare with.
+            if previous is None:
+                labels: dict[str, str] = {}
+            else:
+                before = {c.chunk_id: c.rank for c in previous.candidates}
+                labels = {c.chunk_id: f"{previous.stage} #{before[c.chunk_id]}" if c.chunk_id in before
+                          else f"new (not in {previous.stage})" for c in s.candidates}
         elif inputs and (previous is None or not _rank_inputs(previous)):
             frame = fused_moves(s, inputs)
             labels = {

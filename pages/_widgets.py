@@ -1,4 +1,4 @@
-"""Shared render helpers for the pages: empty-store hint, ingest report, stage grid and candidate cards."""
+"""Shared render helpers for the pages: empty-store hint, ingest report, the stage row, counters and answer panel."""
 from __future__ import annotations
 
 import html
@@ -7,12 +7,14 @@ from typing import Any, Mapping, Sequence
 import streamlit as st
 
 from core.config import PipelineConfig
-from core.report import chunk_colour, ingest_frame, snippet, stage_moves
+from core.counters import Counters
+from core.report import chunk_colour, ingest_frame, snippet, stage_chips, stage_details, stage_moves
 from core.types import Candidate, StageResult, Trace
 
 LAST_INGEST_KEY = "last_ingest"  # the IngestReport of the last upload, shown until the next one
 LAST_QUERY_KEY = "last_query"  # the last submitted query; settings changes re-run it
-STAGES_PER_ROW = 5  # retrieval (bm25, dense, graph x2, fused) on one row, the cascade and answer on the next
+COLUMN_PX = 232  # one stage column; five of them and the counters fit 1366 px beside the sidebar
+MORE_CHARS = 1500  # text shown when a card is expanded (the full chunk is under "Chunk detail")
 
 # Retrieval modes of the Search Lab and the switches each one sets.
 MODES: dict[str, dict[str, bool]] = {
@@ -33,10 +35,10 @@ def mode_of(cfg: PipelineConfig) -> str:
 
 def empty_store_hint(store: Any, workspace: str) -> bool:
     """Say how to get started when the workspace has no documents; True when it is empty."""
-    if store.count("documents", workspace):
+    if store.corpus.count("documents", workspace):
         return False
     st.info(f"Workspace '{workspace}' has no documents yet: upload documents on the Corpus page.")
-    st.page_link("pages/corpus.py", label="Go to the Corpus page", icon="📚")
+    st.page_link("pages/corpus.py", label="Go to the Corpus page", icon=":material/library_books:")
     return True
 
 
@@ -52,55 +54,136 @@ def ingest_report(report: Any) -> None:
     st.dataframe(ingest_frame(report.results), hide_index=True)
 
 
-def _html(text: str) -> str:
-    # Documents are untrusted: escape everything, and '$' too so Streamlit does not typeset it as maths.
-    return html.escape(text).replace("$", "&#36;")
+def esc(text: Any) -> str:
+    # Documents and queries are untrusted: escape everything, and '$' too so Streamlit does not typeset it as maths.
+    return html.escape(str(text), quote=True).replace("$", "&#36;")
 
 
-def candidate_card(c: Candidate, *, move: str = "", doc_name: str = "") -> None:
+# -- the stage row: pure HTML builders (tested without a browser) ------------------------------------------------------
+ROW_CSS = f"""
+<style>
+.sl-row{{display:flex;gap:6px;overflow-x:auto;align-items:flex-start;padding:2px 0 8px 0;font-size:12px;line-height:1.3}}
+.sl-col{{flex:0 0 {COLUMN_PX}px;max-width:{COLUMN_PX}px;border:1px solid rgba(128,128,128,.35);border-radius:6px;
+  padding:3px 5px;box-sizing:border-box}}
+.sl-skip{{flex:0 0 20px;align-self:stretch;min-height:120px;writing-mode:vertical-rl;transform:rotate(180deg);
+  font-size:11px;opacity:.65;border:1px dashed rgba(128,128,128,.45);border-radius:6px;padding:4px 1px;
+  white-space:nowrap;overflow:hidden}}
+.sl-name{{font-weight:700;font-size:13.5px;margin:0}}
+.sl-chip{{display:inline-block;font-size:10.5px;padding:0 5px;margin:1px 2px 1px 0;border-radius:8px;
+  background:rgba(128,128,128,.16);white-space:nowrap}}
+.sl-chip.warn{{background:rgba(255,170,0,.25)}}
+.sl-det{{font-size:11px;opacity:.85}} .sl-det summary{{cursor:pointer;opacity:.7}}
+.sl-det div{{margin:1px 0;overflow-wrap:anywhere}}
+.sl-card{{border-left:5px solid #888;padding:1px 5px;margin:3px 0;border-radius:2px;background:rgba(128,128,128,.05)}}
+.sl-card summary{{list-style:none;cursor:pointer}} .sl-card summary::-webkit-details-marker{{display:none}}
+.sl-top{{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}}
+.sl-mv{{font-size:11px;opacity:.85}} .sl-up{{color:#2e7d32}} .sl-down{{color:#c62828}} .sl-new{{color:#1565c0}}
+.sl-doc{{opacity:.65;font-size:11px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}}
+.sl-snip{{display:-webkit-box;-webkit-line-clamp:2;-webkit-box-orient:vertical;overflow:hidden}}
+.sl-more{{font-size:11.5px;white-space:pre-wrap;overflow-wrap:anywhere;max-height:240px;overflow-y:auto;
+  border-top:1px dotted rgba(128,128,128,.5);margin-top:2px;padding-top:2px}}
+.sl-counters{{display:flex;flex-wrap:wrap;gap:2px 4px;align-items:center;font-size:11.5px;margin:0 0 4px 0}}
+.sl-counters b{{margin-right:2px}}
+.sl-svg text{{font-size:9.5px}}
+</style>
+"""
+
+
+def _move_class(move: str) -> str:
+    if move.startswith("▲"):
+        return "sl-up"
+    if move.startswith("▼"):
+        return "sl-down"
+    return "sl-new" if move.startswith("new") else ""
+
+
+def card_html(c: Candidate, *, move: str = "", doc_name: str = "") -> str:
+    """One compact card: rank, score, move and document on one line, a two-line snippet; click to read more."""
     colour = chunk_colour(c.chunk_id)
-    move_html = f" · <span style='opacity:0.8'>{_html(move)}</span>" if move else ""
-    st.markdown(
-        f"<div style='border-left:6px solid {colour};padding:2px 8px;margin-bottom:4px'>"
-        f"<span style='display:inline-block;width:0.75em;height:0.75em;background:{colour};"
-        f"border-radius:2px;margin-right:4px' title='{_html(c.chunk_id)}'></span>"
-        f"<b>#{c.rank}</b> · <code>{c.score:.4f}</code>{move_html}<br>"
-        f"<small style='opacity:0.7'>{_html(doc_name or c.doc_id)} · {_html(c.chunk_id)}</small><br>"
-        f"<span style='font-size:0.9em'>{_html(snippet(c.text, 180))}</span></div>",
-        unsafe_allow_html=True,
-    )
+    mv = f" <span class='sl-mv {_move_class(move)}'>{esc(move)}</span>" if move else ""
+    extra = [f"{k}: {v}" for k, v in c.meta.items() if k in ("entities", "relations", "hop", "context")]
+    more = esc(c.text[:MORE_CHARS] + ("…" if len(c.text) > MORE_CHARS else ""))
+    extra_html = "".join(f"<div class='sl-doc'>{esc(snippet(x, 200))}</div>" for x in extra)
+    return (f"<details class='sl-card' data-chunk='{esc(c.chunk_id)}' data-rank='{c.rank}' "
+            f"style='border-left-color:{colour}'><summary>"
+            f"<div class='sl-top' title='{esc(move)}'><b>#{c.rank}</b> <code>{c.score:.4f}</code>{mv}</div>"
+            f"<div class='sl-doc' title='{esc(c.chunk_id)}'>{esc(doc_name or c.doc_id)} · {esc(c.chunk_id)}</div>"
+            f"<div class='sl-snip'>{esc(snippet(c.text, 240))}</div></summary>"
+            f"<div class='sl-more'>{more}</div>{extra_html}</details>")
 
 
-def _short(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if isinstance(value, (list, tuple)):
-        value = "[" + ", ".join(_short(v) for v in value) + "]"
-    text = str(value)
-    return text if len(text) <= 40 else text[:39] + "…"  # a stage header, not a dump: the trace has the full value
+def _chips(chips: Sequence[str], warn: bool = False) -> str:
+    cls = "sl-chip warn" if warn else "sl-chip"
+    return "".join(f"<span class='{cls}'>{esc(c)}</span>" for c in chips)
 
 
-def _info_text(info: Mapping[str, Any]) -> str:
-    return " · ".join(f"{k} {_short(v)}" for k, v in info.items() if isinstance(v, (str, int, float, list, tuple)))
-
-
-def stage_column(stage: StageResult, *, moves: Mapping[str, str], doc_names: Mapping[str, str], depth: int) -> None:
-    st.markdown(f"##### {_html(stage.stage)}")
+def stage_html(stage: StageResult, *, moves: Mapping[str, str], doc_names: Mapping[str, str], depth: int,
+               answer: Any = None) -> str:
+    """A column for a stage that ran, or a thin labelled strip for a skipped one (its reason on hover)."""
+    name = esc(stage.stage)
     if stage.skipped is not None:
-        st.caption(f"skipped: {stage.skipped}")
-        return
-    st.caption(f"{stage.ms:.1f} ms · {len(stage.candidates)} candidates" +
-               (f" · {_info_text(stage.info)}" if _info_text(stage.info) else ""))
-    for note in stage.notes:
-        st.warning(note, icon="⚠️")
-    if not stage.candidates:
-        st.caption("no candidates")
-    for c in stage.candidates[:depth]:
-        candidate_card(c, move=moves.get(c.chunk_id, ""), doc_name=doc_names.get(c.doc_id, ""))
+        return (f"<div class='sl-skip' data-stage='{name}' data-skipped='1' title='skipped: {esc(stage.skipped)}'>"
+                f"{name} · skipped</div>")
+    details = stage_details(stage)
+    head = (f"<div class='sl-name'>{name}</div><div>{_chips(stage_chips(stage))}"
+            f"{_chips([f'{len(stage.notes)} note(s)'], warn=True) if stage.notes else ''}</div>")
+    if details or stage.notes:
+        rows = "".join(f"<div>⚠ {esc(n)}</div>" for n in stage.notes)
+        rows += "".join(f"<div><b>{esc(k)}</b>: {esc(v)}</div>" for k, v in details)
+        head += f"<details class='sl-det'><summary>details</summary>{rows}</details>"
+    if stage.stage == "answer" and answer is not None:
+        state = "refused" if answer.refused else answer.mode
+        body = (f"<div class='sl-card' style='border-left-color:#555'><div><b>{esc(state)}</b></div>"
+                f"<div class='sl-more' style='border:0;max-height:300px'>{esc(answer.text)}</div></div>")
+    elif not stage.candidates:
+        body = "<div class='sl-doc'>no candidates</div>"
+    else:
+        body = "".join(card_html(c, move=moves.get(c.chunk_id, ""), doc_name=doc_names.get(c.doc_id, ""))
+                       for c in stage.candidates[:depth])
+    return f"<div class='sl-col' data-stage='{name}'>{head}{body}</div>"
+
+
+def counters_html(query: Counters, session: Counters | None = None) -> str:
+    """The counters strip: this query's cost and cache figures, then the session's running totals."""
+    def line(label: str, c: Counters) -> str:
+        chips = [f"{c.ms:,.0f} ms", f"${c.usd:.4f}", f"tokens in/out {c.tokens_in:,}/{c.tokens_out:,}",
+                 f"embeddings {c.embed_hits} from cache / {c.embed_misses} computed",
+                 f"token vectors {c.token_hits} hit / {c.token_computed} computed",
+                 f"prompt cache read {c.cache_read_tokens:,} / write {c.cache_write_tokens:,} tokens"]
+        if c.answer_cache_seen:
+            chips.append(f"answer cache {c.answer_hits} hit / {c.answer_misses} miss")
+        return f"<div class='sl-counters' data-counters='{esc(label)}'><b>{esc(label)}</b>{_chips(chips)}</div>"
+
+    out = line("this query", query)
+    if session is not None and session.queries:
+        out += line(f"session ({session.queries} quer{'y' if session.queries == 1 else 'ies'})", session)
+    return out
+
+
+def stage_row_html(trace: Trace, *, doc_names: Mapping[str, str], depth: int = 10,
+                   inserts: Mapping[str, str] | None = None) -> str:
+    """Every stage in trace order in one horizontal row (it scrolls sideways). `inserts` puts extra columns (the
+    query's subgraph) right after the named stage."""
+    moves = stage_moves(trace)
+    parts = []
+    for s in trace.stages:
+        parts.append(stage_html(s, moves=moves.get(s.stage, {}), doc_names=doc_names, depth=depth,
+                                answer=trace.answer))
+        if inserts and s.stage in inserts:
+            parts.append(inserts[s.stage])
+    return f"<div class='sl-row' data-testid='stage-row'>{''.join(parts)}</div>"
+
+
+def stage_row(trace: Trace, *, doc_names: Mapping[str, str], depth: int = 10, counters: Counters | None = None,
+              session: Counters | None = None, inserts: Mapping[str, str] | None = None) -> None:
+    """Counters strip and stage row as one HTML block (st.html keeps it in the page, styled, scripts removed)."""
+    top = counters_html(counters, session) if counters is not None else ""
+    with st.container(key="stage_row"):
+        st.html(ROW_CSS + top + stage_row_html(trace, doc_names=doc_names, depth=depth, inserts=inserts))
 
 
 def answer_panel(answer: Any) -> None:
-    """The answer above the stage grid: mode label (never pretend an extractive answer was generated), refusal, cites."""
+    """The answer below the stage row: mode label (never pretend an extractive answer was generated), refusal, cites."""
     if answer is None:
         return
     label = {"llm": "answer (Claude)", "extractive": "answer (extractive, offline: sentences copied, not generated)"}
@@ -114,27 +197,15 @@ def answer_panel(answer: Any) -> None:
             st.caption("citations: " + " · ".join(answer.citations) + " (open them under Chunk detail)")
 
 
-def stage_grid(trace: Trace, *, doc_names: Mapping[str, str], depth: int = 10) -> None:
-    """One column per stage in trace order, wrapped into rows of at most STAGES_PER_ROW columns."""
-    moves = stage_moves(trace)
-    stages: Sequence[StageResult] = trace.stages
-    per_row = max(1, min(STAGES_PER_ROW, len(stages)))
-    with st.container(key="stage_grid"):
-        for start in range(0, len(stages), per_row):
-            for i, (col, stage) in enumerate(zip(st.columns(per_row, border=True), stages[start:start + per_row])):
-                with col, st.container(key=f"stage_{start + i}_{stage.stage}"):
-                    stage_column(stage, moves=moves.get(stage.stage, {}), doc_names=doc_names, depth=depth)
-
-
-def chunk_detail(trace: Trace, store: Any, workspace: str, doc_names: Mapping[str, str]) -> None:
-    """Full text and provenance of any chunk that appears in some stage."""
+def chunk_detail(trace: Trace, chunks_by_id: Any, workspace: str, doc_names: Mapping[str, str]) -> None:
+    """Full text and provenance of any chunk that appears in some stage. `chunks_by_id(ids, workspace)` reads them."""
     ids = list(dict.fromkeys(c.chunk_id for s in trace.stages for c in s.candidates))
     if not ids:
         return
     with st.expander("Chunk detail"):
         texts = {c.chunk_id: c.text for s in trace.stages for c in s.candidates}
         cid = st.selectbox("Chunk", ids, format_func=lambda i: f"{i} — {snippet(texts[i], 70)}", key="detail_chunk")
-        chunk = store.chunks_by_id([cid], workspace).get(cid)
+        chunk = chunks_by_id([cid], workspace).get(cid)
         if chunk is None:
             st.caption("this chunk is no longer in the store")
             return

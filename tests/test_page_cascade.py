@@ -11,6 +11,7 @@ from core.deps import Deps
 from core.ingest.pipeline import ingest_files
 from core.store import Store
 from pages import _state
+from tests import lab_html
 from tests.cascade_fakes import ConceptEmbedder
 
 APP = str(Path(__file__).resolve().parents[1] / "workbench.py")
@@ -32,7 +33,7 @@ def lab(store: Store) -> AppTest:
 
 
 def _skip_captions(at: AppTest) -> list[str]:
-    return [c.value for c in at.caption if c.value.startswith("skipped:")]
+    return [f"skipped: {c.skipped}" for c in lab_html.columns(at).values() if c.skipped]
 
 
 def test_default_runs_the_cascade_and_each_toggle_switches_its_stage(lab: AppTest) -> None:
@@ -40,7 +41,10 @@ def test_default_runs_the_cascade_and_each_toggle_switches_its_stage(lab: AppTes
     skipped = _skip_captions(lab)
     assert "skipped: expand.enabled = false" in skipped
     assert not any(s.startswith(f"skipped: {st}.") for st in ("rerank", "prune", "mmr") for s in skipped)
-    assert any("tokens_in" in c.value and "kept_share" in c.value for c in lab.caption)  # tokens beside each stage
+    # Tokens in and out (and the share kept) beside each cascade stage, as a chip in its header.
+    row = lab_html.columns(lab)
+    assert all(any(c.startswith("tokens ") and "→" in c and c.endswith("%)") for c in row[s].chips)
+               for s in ("rerank", "prune", "mmr"))
     for key, stage in (("rerank_on", "rerank"), ("prune_on", "prune"), ("mmr_on", "mmr")):
         lab = lab.toggle(key=key).set_value(False).run()
         assert not lab.exception
@@ -59,4 +63,4 @@ def test_budget_and_lambda_reach_the_config(lab: AppTest) -> None:
     lab = lab.selectbox(key="prune_scorer").set_value("embedder").run()
     cfg = lab.session_state[_state.CONFIG_KEY]
     assert (cfg.prune.token_budget, cfg.mmr.lam, cfg.prune.scorer) == (40, 0.5, "embedder") and not lab.exception
-    assert any("'scorer': 'embedder'" in c.value or "scorer" in c.value and "embedder" in c.value for c in lab.caption)
+    assert "<b>scorer</b>: embedder" in lab_html.columns(lab)["prune"].head

@@ -10,10 +10,11 @@ from core.config import PipelineConfig
 from core.deps import Deps
 from core.ingest.pipeline import IngestReport, ingest_files
 from core.pipeline import run_query
-from core.report import chunks_frame, documents_frame, human_size, stage_moves
+from core.report import chunks_frame, documents_frame, human_size, stage_chips, stage_details, stage_moves
 from core.store import Store
 from core.types import Candidate, StageResult, Trace
 from pages import _state, _widgets
+from tests import lab_html
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "workbench.py")
@@ -51,13 +52,8 @@ def _search(at: AppTest, query: str) -> AppTest:
 
 
 def _stage_columns(at: AppTest) -> dict[str, list[str]]:
-    """Stage name -> markdown bodies in that stage's column (headers are '##### <stage>')."""
-    out: dict[str, list[str]] = {}
-    for col in at.columns:
-        bodies = [m.value for m in col.markdown]
-        if bodies and bodies[0].startswith("##### "):
-            out[bodies[0][6:]] = bodies[1:]
-    return out
+    """Stage name -> the HTML of each candidate card in that stage's column of the stage row."""
+    return {name: col.cards for name, col in lab_html.columns(at).items()}
 
 
 def _captions(at: AppTest) -> list[str]:
@@ -96,7 +92,7 @@ def test_corpus_lists_documents_and_names_the_bad_file(deps: Deps) -> None:
     assert f"embeddings: {report.embedded} computed, {report.cache_hits} from the cache" in at.success[0].value
     docs = at.dataframe[1].value
     assert sorted(docs["name"]) == ["finance.txt", "ops_guide.md"]
-    by_name = {d.name: d for d in deps.store.documents()}
+    by_name = {d.name: d for d in deps.store.corpus.documents()}
     assert docs.set_index("name").loc["ops_guide.md", "chunks"] == by_name["ops_guide.md"].n_chunks
     # The chunk browser shows the selected document's chunks with heading paths as breadcrumbs.
     at.selectbox(key="doc_pick").set_value(by_name["ops_guide.md"].doc_id).run()
@@ -125,14 +121,14 @@ def test_delete_asks_for_confirmation_then_removes_the_document(deps: Deps) -> N
     target = at.selectbox(key="doc_pick").value
     at.button(key="delete").click().run()
     assert any("cannot be undone" in w.value for w in at.warning)
-    assert deps.store.count("documents") == 2  # nothing deleted before the confirmation
+    assert deps.store.corpus.count("documents") == 2  # nothing deleted before the confirmation
     at.button(key="cancel_delete").click().run()
-    assert deps.store.count("documents") == 2 and not at.warning
+    assert deps.store.corpus.count("documents") == 2 and not at.warning
     at.button(key="delete").click().run()
     at.button(key="confirm_delete").click().run()
     assert not at.exception
-    assert [d.doc_id for d in deps.store.documents()] != [] and target not in {d.doc_id for d in deps.store.documents()}
-    assert deps.store.chunks(doc_id=target) == []
+    assert [d.doc_id for d in deps.store.corpus.documents()] != [] and target not in {d.doc_id for d in deps.store.corpus.documents()}
+    assert deps.store.corpus.chunks(doc_id=target) == []
     assert len(at.dataframe[0].value) == 1
 
 
@@ -143,12 +139,12 @@ def test_deleting_a_document_takes_its_mentions_out_of_the_entity_graph(deps: De
     build_graph(deps.store, PipelineConfig().graph, embedder=deps.embedder)
     at = _app(deps)
     target = at.selectbox(key="doc_pick").value
-    gone = {c.chunk_id for c in deps.store.chunks(doc_id=target)}
-    assert gone & set(deps.store.graph_seen_chunks())  # the graph had read the document
+    gone = {c.chunk_id for c in deps.store.corpus.chunks(doc_id=target)}
+    assert gone & set(deps.store.graph.seen_chunks())  # the graph had read the document
     at.button(key="delete").click().run()
     at.button(key="confirm_delete").click().run()
     assert not at.exception
-    assert not gone & set(deps.store.graph_seen_chunks())  # and forgot it with the document
+    assert not gone & set(deps.store.graph.seen_chunks())  # and forgot it with the document
 
 
 # -- Search Lab page --------------------------------------------------------------------------------------------------
@@ -162,7 +158,7 @@ def test_search_lab_on_empty_store_points_to_the_corpus_page(deps: Deps) -> None
 def test_search_lab_shows_three_stage_columns_with_the_expected_top_chunk(search_lab: AppTest, deps: Deps) -> None:
     at = _search(search_lab, "TLS_VERSION_MIN gateway")
     assert not at.exception and not at.error
-    expected = next(c.chunk_id for c in deps.store.chunks() if "TLS_VERSION_MIN" in c.text)
+    expected = next(c.chunk_id for c in deps.store.corpus.chunks() if "TLS_VERSION_MIN" in c.text)
     cols = _stage_columns(at)
     # later issues add more (skipped by default) stages: graph_local/graph_global between dense and fused
     assert [c for c in cols if c in ("bm25", "dense", "fused")] == ["bm25", "dense", "fused"]
@@ -172,10 +168,14 @@ def test_search_lab_shows_three_stage_columns_with_the_expected_top_chunk(search
         assert expected in cards[0] and "<b>#1</b>" in cards[0], stage
     # The fused column says where each chunk came from; the top chunk was first in both inputs.
     assert "bm25 #1 =" in cols["fused"][0] and "dense #1 =" in cols["fused"][0]
-    # Every stage column is headed either by its wall time and candidate count or by its skip reason.
-    timed = [c for c in _captions(at) if " ms · " in c and " candidates" in c]
-    skipped = [c for c in _captions(at) if c.startswith("skipped: ")]
-    assert len(timed) >= 3 and len(timed) + len(skipped) == len(cols)
+    # Every stage is either a column headed by its wall time and candidate count or a thin strip with its reason.
+    row = lab_html.columns(at)
+    timed = [c for c in row.values() if c.skipped is None and any(x.endswith(" ms") for x in c.chips)
+             and any(x.endswith(" cand.") for x in c.chips)]
+    skipped = [c for c in row.values() if c.skipped]
+    assert len(timed) >= 3 and len(timed) + len(skipped) == len(row) - ("subgraph" in row)
+    # The dense column says where each chunk stood in the BM25 list before it (rank movement in every column).
+    assert "bm25 #1" in cols["dense"][0]
 
 
 def test_search_lab_empty_and_oversized_queries_give_messages(search_lab: AppTest) -> None:
@@ -195,8 +195,8 @@ def test_bm25_only_mode_skips_dense_and_fusion(search_lab: AppTest) -> None:
     assert not at.exception
     cfg = at.session_state[_state.CONFIG_KEY]
     assert (cfg.bm25.enabled, cfg.dense.enabled, cfg.fusion.enabled) == (True, False, False)
-    caps = _captions(at)
-    assert "skipped: dense.enabled = false" in caps and "skipped: fusion.enabled = false" in caps
+    row = lab_html.columns(at)
+    assert row["dense"].skipped == "dense.enabled = false" and row["fused"].skipped == "fusion.enabled = false"
     cols = _stage_columns(at)
     assert cols["dense"] == [] and cols["fused"] == [] and cols["bm25"]
 
@@ -219,42 +219,58 @@ def test_search_settings_reach_the_config_and_the_trace(search_lab: AppTest) -> 
 def test_foreign_query_language_warns(search_lab: AppTest) -> None:
     at = _search(search_lab, "где хранятся ночные резервные копии")
     assert not at.exception
-    assert any("not covered by embedder" in w.value for w in at.warning)
+    assert any("not covered by embedder" in c for c in _captions(at))
 
 
-# -- rendering helpers (run as tiny scripts) --------------------------------------------------------------------------
-
-def _render_cards() -> None:
-    from core.types import Candidate
-    from pages import _widgets
-
-    _widgets.candidate_card(Candidate("c1", "d1", "<script>alert('x')</script> costs $5 and $6", 0.5, 1),
-                            doc_name="<b>evil</b>.md")
-
+# -- rendering helpers (pure HTML builders) ----------------------------------------------------------------------------
 
 def test_candidate_card_escapes_untrusted_text() -> None:
-    at = AppTest.from_function(_render_cards).run()
-    assert not at.exception
-    body = at.markdown[0].value
+    body = _widgets.card_html(Candidate("c1", "d1", "<script>alert('x')</script> costs $5 and $6", 0.5, 1),
+                              doc_name="<b>evil</b>.md", move="<i>▲2</i>")
     assert "<script>" not in body and "&lt;script&gt;" in body and "<b>evil</b>" not in body
+    assert "<i>" not in body and "&lt;i&gt;▲2" in body
     assert "$" not in body  # would otherwise be typeset as maths
+    assert "<b>#1</b>" in body and "0.5000" in body and "data-chunk='c1'" in body
 
 
-def _render_six_stages() -> None:
-    from core.types import Candidate, StageResult, Trace
-    from pages import _widgets
-
+def test_stage_row_is_one_row_in_trace_order_with_skipped_strips() -> None:
     stages = tuple(StageResult(f"s{i}", (Candidate(f"c{i}", "d", "text", 1.0, 1, {"stage": f"s{i}"}),), 1.0)
                    for i in range(6))
-    _widgets.stage_grid(Trace("q", "h", 1, stages), doc_names={}, depth=5)
+    stages = stages[:3] + (StageResult("mmr", skipped="mmr.enabled = false"),) + stages[3:]
+    body = _widgets.stage_row_html(Trace("q", "h", 1, stages), doc_names={}, depth=5)
+    assert body.count("class='sl-row'") == 1  # a single flex row, whatever the number of stages
+    row = lab_html.columns(body)
+    assert list(row) == ["s0", "s1", "s2", "mmr", "s3", "s4", "s5"]
+    assert row["mmr"].skipped == "mmr.enabled = false" and row["mmr"].cards == []
+    assert all(len(row[f"s{i}"].cards) == 1 for i in range(6))
+    # An independent list after another shows where its chunk stood in the list before ("new" when absent).
+    assert "new (not in s0)" in row["s1"].cards[0] and row["s0"].cards[0].count("sl-mv") == 0
 
 
-def test_stage_grid_wraps_into_rows_of_five() -> None:
-    at = AppTest.from_function(_render_six_stages).run()
-    assert not at.exception
-    assert len(at.columns) == 10  # two rows of five; the second row's last four stay empty
-    heads = [m.value for m in at.markdown if m.value.startswith("##### ")]
-    assert heads == [f"##### s{i}" for i in range(6)]
+def test_stage_headers_are_chips_and_readable_details_not_reprs() -> None:
+    seeds = [{"node": "n1", "name": "Corvane", "score": 0.91, "how": "name"}]
+    stage = StageResult("graph_local", (_cand("a", 1, stage="graph_local"),), 12.34,
+                        info={"seeds": seeds, "nodes": ["n1", "n2"], "edges": [["n1", "n2", 1.0]], "graph_version": 3,
+                              "text": "heuristic", "dropped": ["ddf1", "ddf2"], "communities": {0: "L0-1"}})
+    chips = stage_chips(stage)
+    assert chips[:2] == ["12.3 ms", "1 cand."]
+    assert "1 seed(s): Corvane" in chips and "2 entities · 1 links" in chips and "2 dropped" in chips
+    assert "searched: heuristic contexts" in chips
+    details = dict(stage_details(stage))
+    assert details["seeds"] == "Corvane (score 0.91, how name)"
+    assert details["dropped"] == "ddf1, ddf2" and details["communities"] == "0 L0-1"
+    assert not any("{" in v or "[" in v for v in details.values())
+
+
+def test_counters_strip_shows_query_and_session_figures() -> None:
+    from core.counters import counters
+
+    t = Trace("q", "h", 1, (StageResult("dense", (), 5.0, info={"embed_cache_hits": 0, "embed_cache_misses": 1}),
+                            StageResult("rerank", (), 7.0, info={"cache_hits": 28, "computed": 2})))
+    body = _widgets.counters_html(counters(t), counters(t) + counters(t))
+    assert "this query" in body and "session (2 queries)" in body
+    assert "token vectors 28 hit / 2 computed" in body and "token vectors 56 hit / 4 computed" in body
+    assert "embeddings 0 from cache / 1 computed" in body and "answer cache" not in body  # no answer_cache stage
 
 
 # -- pure helpers the pages use (core/report.py) -----------------------------------------------------------------------
@@ -274,7 +290,7 @@ def test_stage_moves_for_retrievers_fusion_and_a_later_stage() -> None:
                                     _cand("z", 3, stage="x")))
     skipped = StageResult("mmr", skipped="mmr.enabled = false")
     moves = stage_moves(Trace("q", "h", 1, (bm25, dense, fused, skipped, rerank)))
-    assert moves["bm25"] == {} and moves["dense"] == {}
+    assert moves["bm25"] == {} and moves["dense"] == {"b": "bm25 #2", "c": "new (not in bm25)"}
     assert moves["fused"] == {"b": "bm25 #2 ▲1 · dense #1 =", "a": "bm25 #1 ▼1 · dense —",
                               "c": "bm25 — · dense #2 ▼1"}
     assert moves["rerank"] == {"c": "▲2", "b": "▼1", "z": "new"}
@@ -283,15 +299,15 @@ def test_stage_moves_for_retrievers_fusion_and_a_later_stage() -> None:
 
 def test_documents_and_chunks_frames(deps: Deps) -> None:
     _ingest(deps, [("ops_guide.md", OPS_MD)])
-    [doc] = deps.store.documents()
+    [doc] = deps.store.corpus.documents()
     frame = documents_frame([doc])
     row = frame.iloc[0]
     assert (row["name"], row["type"], row["chunks"], row["hash"]) == ("ops_guide.md", "md", doc.n_chunks,
                                                                       doc.content_hash[:12])
     assert row["size"] == human_size(len(OPS_MD))
-    chunks = chunks_frame(deps.store.chunks(doc_id=doc.doc_id))
+    chunks = chunks_frame(deps.store.corpus.chunks(doc_id=doc.doc_id))
     assert list(chunks["#"]) == list(range(doc.n_chunks))
-    first = deps.store.chunks(doc_id=doc.doc_id)[0]
+    first = deps.store.corpus.chunks(doc_id=doc.doc_id)[0]
     assert chunks.iloc[0]["chars"] == f"{first.start}–{first.end}"
     assert [human_size(n) for n in (999, 1000, 1_234_567)] == ["999 B", "1.0 kB", "1.2 MB"]
 
@@ -304,9 +320,13 @@ def test_mode_of_round_trips_through_the_mode_switches() -> None:
 def test_page_trace_matches_a_direct_run(search_lab: AppTest, deps: Deps) -> None:
     """The columns show exactly what run_query returns for the session config (no re-ranking in the view)."""
     at = _search(search_lab, "previous quarter revenue")
-    trace = run_query("previous quarter revenue", at.session_state[_state.CONFIG_KEY], deps, log=False)
+    # The page's run stored its answer: the direct run must not be served from the answer cache.
+    cfg = at.session_state[_state.CONFIG_KEY].with_overrides({"answer_cache.enabled": False})
+    trace = run_query("previous quarter revenue", cfg, deps, log=False)
     cols = _stage_columns(at)
     for s in trace.stages:
+        if s.skipped is not None:
+            continue
         shown = cols[s.stage]
         assert len(shown) == min(len(s.candidates), 10)
         for card, c in zip(shown, s.candidates):
@@ -323,6 +343,5 @@ def test_search_lab_shows_the_labelled_answer_and_switches_context_variant(searc
     from pages import _state as state
 
     assert at.session_state[state.CONFIG_KEY].context.variant == "heuristic"
-    caps = _captions(at)
-    # The BM25 and dense columns say which text they searched (contexts are stored beside the chunks).
-    assert any(c.startswith(tuple("0123456789")) and "text heuristic" in c for c in caps), caps
+    # The BM25 column says which text it searched (contexts are stored beside the chunks).
+    assert "searched: heuristic contexts" in lab_html.columns(at)["bm25"].chips

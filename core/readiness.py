@@ -1,0 +1,69 @@
+"""What a configuration needs built before its queries are fast (context vectors, the entity graph), with estimates.
+
+A query never builds: it searches what exists and says so. The Search Lab asks this module first, shows the
+estimate and runs the build with a progress bar only when the user confirms."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from core.config import PipelineConfig
+from core.context import BuildRequest, index_variant, run_build
+from core.types import DEFAULT_WORKSPACE
+
+# Rough CPU costs, seconds per chunk, from this machine's runs (2 shared cores): the sample corpus ingest embedded
+# 210 chunks in 27 s of CPU time (~0.13 s each, model load included); the statistical graph build on SciFact
+# (bench/results/graph.json) took 17.7 s for 5,183 chunks plus 353 s to embed 27,451 entity names (~0.07 s per
+# chunk together). They are estimates shown as such ("about"), never used as limits.
+EMBED_S_PER_CHUNK = 0.13
+GRAPH_S_PER_CHUNK = 0.08
+
+
+@dataclass(frozen=True)
+class Need:
+    """One thing to build: kind 'context' (a variant's contexts and vectors) or 'graph'."""
+
+    kind: str
+    variant: str
+    todo: int
+    total: int
+    est_seconds: float
+    label: str
+
+
+def needs(store: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE, model_id: str = "") -> list[Need]:
+    """Builds the config would use but that do not exist (or cover only part of the corpus)."""
+    out: list[Need] = []
+    total = store.corpus.count("chunks", workspace)
+    if not total:
+        return out
+    variant = cfg.context.variant
+    _, dense_variant = index_variant(variant)
+    if variant != "none" and cfg.dense.enabled and variant != "llm":  # llm contexts cost money: the Costs page builds
+        have = sum(n for m, v, n in store.corpus.vector_models(workspace) if v == dense_variant and m == model_id)
+        if have < total:
+            todo = total - have
+            what = "late-chunking vectors" if variant == "late" else f"{variant} contexts and their vectors"
+            out.append(Need("context", variant, todo, total, todo * EMBED_S_PER_CHUNK,
+                            f"{what}: {todo:,} of {total:,} chunks missing"))
+    if cfg.graph.enabled and store.graph.state(workspace) is None:
+        out.append(Need("graph", "", total, total, total * GRAPH_S_PER_CHUNK,
+                        f"entity graph: not built yet ({total:,} chunks to read)"))
+    return out
+
+
+def build(need: Need, cfg: PipelineConfig, deps: Any, workspace: str = DEFAULT_WORKSPACE,
+          progress: Callable[[int, int], None] | None = None) -> str:
+    """Run one build; progress(done, total). Returns a one-line summary for the user."""
+    if need.kind == "graph":
+        from core.graph.build import build_graph
+
+        rep = build_graph(deps.store, cfg.graph, embedder=deps.embedder, llm=deps.llm, workspace=workspace,
+                          progress=(lambda _step, d, t: progress(d, t)) if progress else None)
+        return f"graph built in {rep.seconds:.1f} s ({rep.chunks_added} chunks read)"
+    c = cfg.context
+    req = BuildRequest(need.variant, model=c.model, budget_usd=c.budget_usd, use_batches=c.use_batches,
+                       max_output_tokens=c.max_output_tokens, ttl=cfg.llm.cache_ttl)
+    rep = run_build(req, deps.store, deps.embedder, deps.llm, workspace=workspace,
+                    progress=(lambda d, t, _usd: progress(d, t)) if progress else None)
+    return f"{need.variant}: {rep.written} contexts written, {rep.vectors} vectors embedded"
