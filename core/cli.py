@@ -80,6 +80,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reject", metavar="ITEM", help="review: reject it (the two stay apart for good)")
     p.add_argument("--undo", metavar="ITEM", help="review: put a decision back to pending")
     p.add_argument("--json", action="store_true")
+    p = sub.add_parser("trace", help="export logged query traces (OpenTelemetry / OpenInference spans, or JSON)")
+    p.add_argument("action", choices=["export"])
+    _add_common(p, config=False)
+    p.add_argument("--last", type=int, default=1, help="the N most recent queries of the run log")
+    p.add_argument("--format", default="otlp-json", choices=["otlp-json", "json"],
+                   help="otlp-json: OTLP/JSON spans (OpenInference); json: the workbench's own trace JSON")
+    p.add_argument("--endpoint", help="OTLP/HTTP receiver, e.g. http://127.0.0.1:6006/v1/traces (Phoenix)")
+    p.add_argument("--protocol", default="http/protobuf", choices=["http/protobuf", "http/json"],
+                   help="body sent to --endpoint")
+    p.add_argument("--out", help="write the export to this file instead of stdout")
     return ap
 
 
@@ -331,8 +341,14 @@ def cmd_graph(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_trace(args: argparse.Namespace) -> int:
+    from core.trace_export import cli_export
+
+    return cli_export(Store(_db(args), read_only=True), args)
+
+
 COMMANDS = {"ingest": cmd_ingest, "query": cmd_query, "docs": cmd_docs, "delete": cmd_delete, "eval": cmd_eval,
-            "context": cmd_context, "graph": cmd_graph}
+            "context": cmd_context, "graph": cmd_graph, "trace": cmd_trace}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
