@@ -1,0 +1,428 @@
+"""Semantic answer cache logic: the guard that decides whether two close questions may share an answer, and lookup.
+
+Why a guard: with the bundled MiniLM a cosine threshold alone cannot separate paraphrases from contradictions
+(bench/answer_cache.py: at cosine >= 0.97 16% of NaN-NLI contradictions match and only 4% of true paraphrases do).
+So a hit needs a cosine above the threshold AND the same negation polarity and scope, the same numbers, dates,
+identifiers and named entities, the same question word and quantifiers, and no antonym swap. Everything here is
+pure: no store, no model; vectors and cached entries come in as data.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from functools import lru_cache
+from typing import Any, Callable, Iterable, Literal, Protocol, Sequence
+
+import numpy as np
+
+from core.text import EN_STOP, RU_STOP, detect_language
+
+Verdict = Literal["hit", "miss", "guarded_miss"]
+
+# -- lexicons (small, written for this guard; EN + RU) -------------------------------------------------------------
+# Words that flip or weaken polarity. Approximate negators (hardly, rarely, few) count too: "rarely" vs "never"
+# is a contradiction in NaN-NLI.
+_NEG_EN = frozenset("not no never none nobody nothing neither nor nowhere without cannot hardly barely scarcely "
+                    "rarely seldom".split())
+_NEG_RU = frozenset("не нет ни никогда никто ничто ничего никого никому нигде никуда никак без нельзя "
+                    "невозможно едва вряд редко".split())
+NEGATORS = _NEG_EN | _NEG_RU
+# Question words: "why" and "how" ask for different answers even about the same thing.
+_WH = frozenset("what why how when where who whom whose which почему зачем как что где когда кто какой какая какое "
+                "какие сколько куда откуда чей".split())
+# Closed-class words whose change changes the question (quantifiers, focus particles, modals of obligation,
+# comparison, coordination). Unshared ones cause a guarded miss.
+_CRITICAL = frozenset((
+    "all every each some any less least fewer few little lots several only even just both "
+    "either than but or nor must should may might ought unless "
+    "always often sometimes usually again "
+    "все всё каждый каждая каждое некоторые любой много больше меньше мало несколько только даже лишь оба "
+    "или либо но должен должна должно можно пока всегда часто иногда обычно снова"
+).split())
+# Antonym pairs (stems are matched as prefixes so Russian inflections still match).
+_ANTONYMS: tuple[tuple[str, str], ...] = tuple(tuple(p.split("/")) for p in (  # type: ignore[misc]
+    "increase/decrease raise/lower up/down on/off open/close start/stop enable/disable add/remove add/delete "
+    "before/after first/last max/min maximum/minimum high/low higher/lower highest/lowest fast/slow faster/slower "
+    "large/small big/small long/short longer/shorter buy/sell win/lose accept/reject allow/deny allow/block "
+    "include/exclude import/export upload/download push/pull encrypt/decrypt true/false hot/cold left/right "
+    "north/south east/west cheap/expensive cheaper/dearer old/new early/late earlier/later inside/outside "
+    "input/output read/write private/public success/failure safe/unsafe valid/invalid legal/illegal "
+    "possible/impossible able/unable best/worst better/worse good/bad strong/weak heavy/light wet/dry "
+    "above/below over/under min/max in/out inbound/outbound incoming/outgoing send/receive lock/unlock "
+    "connect/disconnect install/uninstall mount/unmount show/hide visible/hidden internal/external "
+    "increas/decreas warm/cool more/less most/least cheapest/expensive many/few much/little "
+    "увелич/уменьш включ/выключ добав/удал перв/послед максим/миним высок/низк быстр/медлен больш/маленьк "
+    "длин/коротк куп/прода откр/закр нача/останов разреш/запрет вход/выход стар/нов ранн/поздн дешев/дорог "
+    "лучш/худш горяч/холод прав/лев север/юг восток/запад внутр/внешн отправ/получ загруз/выгруз "
+    "подключ/отключ установ/удал показ/скры можно/нельзя возможн/невозможн безопасн/опасн"
+).split())
+_NUMBER_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
+_NUMBER_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+                      "ninety": 90, "hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9,
+                      "once": 1, "twice": 2, "half": 0.5, "double": 2, "dozen": 12, "single": 1})
+_ORDINALS = {w: i + 1 for i, w in enumerate(
+    "first second third fourth fifth sixth seventh eighth ninth tenth".split())}
+_RU_NUMBER_STEMS = (("один", 1), ("одн", 1), ("два", 2), ("две", 2), ("двух", 2), ("три", 3), ("трёх", 3),
+                    ("трех", 3), ("четыр", 4), ("пят", 5), ("шест", 6), ("сем", 7), ("восем", 8), ("девят", 9),
+                    ("десят", 10), ("тысяч", 1000), ("миллион", 10**6), ("перв", 1),
+                    ("втор", 2), ("трет", 3), ("половин", 0.5), ("дважды", 2), ("трижды", 3))
+_RU_NUMBER_EXACT = {"семь", "семи", "сто", "ста", "пять", "пяти", "шесть", "шести", "восемь", "девять", "десять"}
+_MONTHS_DAYS = frozenset((
+    "january february march april june july august september october november december monday tuesday "
+    "wednesday thursday friday saturday sunday yesterday today tomorrow "
+    "январ феврал март апрел мая май июн июл август сентябр октябр ноябр декабр понедельник вторник сред "
+    "четверг пятниц суббот воскресен вчера сегодня завтра").split())
+
+# Words too common to mark a change of topic (beyond core.text's stop lists).
+_EXTRA_STOP = frozenset("i me my you your we our they their he she his her it its there is are be been being get got "
+                        "make made way use using possible good best really".split())
+_TOKEN = re.compile(r"[\w][\w.\-/]*[\w]|\w", re.UNICODE)
+_WORD_START = re.compile(r"(?:^|[.!?:;]\s+|[\"'(\[]\s*)$")
+_CONTRACTION = re.compile(r"(\w)n't\b", re.IGNORECASE)
+
+
+@lru_cache(maxsize=2)
+def _stemmer(lang: str):  # noqa: ANN202 - PyStemmer object
+    import Stemmer
+
+    return Stemmer.Stemmer(lang)
+
+
+def _stem(word: str) -> str:
+    if re.search(r"[\u0400-\u04FF]", word):
+        return _stemmer("russian").stemWord(word)
+    return _stemmer("english").stemWord(word)
+
+
+@dataclass(frozen=True)
+class QuestionFeatures:
+    """What the guard compares, extracted once per question."""
+
+    tokens: tuple[str, ...]           # lower-case words in order (n't -> not)
+    stems: frozenset[str]
+    negations: tuple[tuple[str, ...], ...]  # each negator with the two words after it (its scope, roughly)
+    numbers: tuple[str, ...]          # sorted normalised numbers, number words, ordinals, months and weekdays
+    entities: frozenset[str]          # identifiers, acronyms, capitalised words not opening a sentence
+    wh: frozenset[str]
+    critical: frozenset[str]
+
+
+def _number_value(tok: str) -> str | None:
+    t = tok.lower()
+    if re.fullmatch(r"\d+(?:[.,:/\-]\d+)*", t):  # 3, 1,000, 2.4, 2024-05-01, 10:30
+        return t.replace(",", "") if re.fullmatch(r"\d{1,3}(?:,\d{3})+", t) else t
+    if t in _NUMBER_WORDS:
+        return str(_NUMBER_WORDS[t])
+    if t in _ORDINALS:
+        return f"#{_ORDINALS[t]}"
+    m = re.fullmatch(r"(\d+)(st|nd|rd|th|й|я|е|го)", t)
+    if m:
+        return f"#{m.group(1)}"
+    if t in _RU_NUMBER_EXACT:
+        return t[:4]
+    for stem, value in _RU_NUMBER_STEMS:
+        if t.startswith(stem) and len(t) <= len(stem) + 4:
+            return str(value)
+    for m_ in _MONTHS_DAYS:
+        if t.startswith(m_) and (len(t) - len(m_)) <= 3:
+            return m_
+    return None
+
+
+def features(text: str) -> QuestionFeatures:
+    text = _CONTRACTION.sub(r"\1 not", text.replace("’", "'"))
+    text = re.sub(r"\bcan not\b", "cannot", text, flags=re.IGNORECASE)
+    raw: list[tuple[str, int]] = [(m.group(0), m.start()) for m in _TOKEN.finditer(text)]
+    tokens = tuple(t.lower().strip(".-/") or t.lower() for t, _ in raw)
+    negs = []
+    for i, t in enumerate(tokens):
+        if t in NEGATORS or t == "cannot":
+            negs.append((t, *tokens[i + 1:i + 3]))
+    numbers = []
+    entities = set()
+    for (tok, start), low in zip(raw, tokens):
+        val = _number_value(low)
+        if val is not None:
+            numbers.append(val)
+            continue
+        has_digit = any(ch.isdigit() for ch in tok)
+        inner_mark = any(ch in "_./-" for ch in tok.strip("_./-"))
+        acronym = len(tok) >= 2 and tok.isupper()
+        inner_caps = any(ch.isupper() for ch in tok[1:]) and any(ch.islower() for ch in tok)
+        capitalised = tok[:1].isupper() and not _WORD_START.search(text[:start]) and tok != "I"
+        if has_digit or (inner_mark and tok[:1].isalpha() and any(ch.isupper() for ch in tok)) or acronym \
+                or inner_caps or capitalised:
+            entities.add(re.sub(r"'s$", "", low).replace(".", ""))
+    return QuestionFeatures(
+        tokens=tokens,
+        stems=frozenset(_stem(t) for t in tokens),
+        negations=tuple(sorted(negs)),
+        numbers=tuple(sorted(numbers)),
+        entities=frozenset(entities),
+        # A question word only where it opens a sentence or clause: "when" in "... when I have a visa" is no ask.
+        wh=frozenset(("как" if low.startswith("как") else low) for (tok, start), low in zip(raw, tokens)
+                     if (low in _WH or low.startswith("как")) and re.search(r"(?:^|[.!?:;,]\s*)$", text[:start])),
+        critical=frozenset(t for t in tokens if t in _CRITICAL),
+    )
+
+
+def _antonym_swap(a: QuestionFeatures, b: QuestionFeatures) -> tuple[str, str] | None:
+    only_a = set(a.tokens) - set(b.tokens)
+    only_b = set(b.tokens) - set(a.tokens)
+
+    def has(words: Iterable[str], stem: str) -> bool:
+        return any(w == stem or (len(stem) >= 4 and w.startswith(stem)) for w in words)
+
+    for x, y in _ANTONYMS:
+        if (has(only_a, x) and has(only_b, y)) or (has(only_a, y) and has(only_b, x)):
+            return x, y
+    # Affixal negation: 'likely' vs 'unlikely', 'правильно' vs 'неправильно'.
+    for w in only_a | only_b:
+        other = only_b if w in only_a else only_a
+        for prefix in ("un", "in", "im", "il", "ir", "dis", "non", "не"):
+            if w.startswith(prefix) and len(w) - len(prefix) >= 4 and w[len(prefix):] in other:
+                return w[len(prefix):], w
+    return None
+
+
+@dataclass(frozen=True)
+class GuardResult:
+    ok: bool
+    reason: str = ""  # empty when ok; else fit for the trace ("numbers differ: 3 vs 4")
+
+
+def _fmt(values: Iterable[str]) -> str:
+    return ", ".join(sorted(values)) or "none"
+
+
+def guard(new: str | QuestionFeatures, old: str | QuestionFeatures, *, covered_languages: frozenset[str] | None = None,
+          word_similarity: WordSimilarity | None = None, min_word_similarity: float = 0.5) -> GuardResult:
+    """May the answer to `old` be served for `new`? Only the cheap, explainable checks; the cosine is checked apart.
+
+    covered_languages: the embedder's languages. Outside them its cosine says little, so the pair must then use the
+    same words (after stemming) to pass."""
+    a = features(new) if isinstance(new, str) else new
+    b = features(old) if isinstance(old, str) else old
+    if covered_languages is not None and isinstance(new, str):
+        lang = detect_language(new)
+        if lang not in covered_languages and a.stems != b.stems:
+            return GuardResult(False, f"the embedder does not cover '{lang}': only a question with the same words "
+                                      "can reuse an answer")
+    na, nb = Counter(t[0] for t in a.negations), Counter(t[0] for t in b.negations)
+    if sum(na.values()) != sum(nb.values()):
+        return GuardResult(False, f"negation differs: {sum(na.values())} negation(s) vs {sum(nb.values())}")
+    if a.negations != b.negations:
+        return GuardResult(False, "negation scope differs: " + "; ".join(" ".join(n) for n in a.negations)
+                           + " vs " + "; ".join(" ".join(n) for n in b.negations))
+    if a.negations and a.stems != b.stems:
+        # In a negated question a single changed word (at/in, must/need, few/none) flips the meaning: require the
+        # same words.
+        diff = (a.stems ^ b.stems)
+        return GuardResult(False, f"negated question with different words: {_fmt(diff)}")
+    if a.numbers != b.numbers:
+        return GuardResult(False, f"numbers/dates differ: {_fmt(a.numbers)} vs {_fmt(b.numbers)}")
+    if a.entities != b.entities:
+        return GuardResult(False, f"names/identifiers differ: {_fmt(a.entities ^ b.entities)}")
+    if a.wh != b.wh:
+        return GuardResult(False, f"question word differs: {_fmt(a.wh)} vs {_fmt(b.wh)}")
+    if a.critical != b.critical:
+        return GuardResult(False, f"quantifier/modal differs: {_fmt(a.critical ^ b.critical)}")
+    swap = _antonym_swap(a, b)
+    if swap:
+        return GuardResult(False, f"antonym swap: {swap[0]} / {swap[1]}")
+    if word_similarity is not None:
+        sub = _unmatched_substitution(a, b, word_similarity, min_word_similarity)
+        if sub:
+            return GuardResult(False, f"changed word: {sub[0]} / {sub[1]} (similarity {sub[2]:.2f})")
+    return GuardResult(True)
+
+
+WordSimilarity = Callable[[Sequence[str], Sequence[str]], np.ndarray]
+
+
+def _content_only(f: QuestionFeatures, other: QuestionFeatures) -> list[str]:
+    seen: dict[str, None] = {}
+    for t in f.tokens:
+        if len(t) > 1 and not t.isdigit() and t not in EN_STOP and t not in RU_STOP and t not in _EXTRA_STOP \
+                and _stem(t) not in other.stems:
+            seen.setdefault(t, None)
+    return list(seen)
+
+
+def _unmatched_substitution(a: QuestionFeatures, b: QuestionFeatures, sim: WordSimilarity, floor: float
+                            ) -> tuple[str, str, float] | None:
+    """A word swapped for an unrelated one ('paint from hair' vs 'paint from pipes') changes the question, while
+    a synonym ('mold' / 'mildew') or an added detail ('a really stuck screw') does not. So when both questions have
+    words of their own, each word of the side with fewer must resemble some word of the other side."""
+    only_a, only_b = _content_only(a, b), _content_only(b, a)
+    if not only_a or not only_b:
+        return None
+    few, many = (only_a, only_b) if len(only_a) <= len(only_b) else (only_b, only_a)
+    m = np.asarray(sim(few, many), dtype=np.float32)
+    for i, w in enumerate(few):
+        j = int(np.argmax(m[i]))
+        if float(m[i, j]) < floor:
+            return w, many[j], float(m[i, j])
+    return None
+
+
+def embedder_word_similarity(embedder: Any) -> WordSimilarity:
+    """Cosine of the embedder's vectors of single words (a model call over a handful of words)."""
+    def sim(xs: Sequence[str], ys: Sequence[str]) -> np.ndarray:
+        v = np.asarray(embedder.encode([*xs, *ys]), dtype=np.float32)
+        return v[: len(xs)] @ v[len(xs):].T
+    return sim
+
+
+# -- the cache: key, entries, lookup ---------------------------------------------------------------------------------
+# Sections that do not change what the answer says: the cache's own settings and input limits.
+_NOT_ANSWER_RELEVANT = ("answer_cache", "limits")
+
+
+def answer_config_hash(config: Any) -> str:
+    """Hash of the answer-relevant configuration: every section but the cache's own and the input limits, so
+    changing the threshold or TTL keeps the cache, and any retrieval or answer setting starts a fresh one."""
+    data = {k: v for k, v in config.model_dump(mode="json").items() if k not in _NOT_ANSWER_RELEVANT}
+    blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    """An answer is only ever served under the key it was stored with."""
+
+    workspace: str
+    corpus_version: int
+    config_hash: str
+
+
+@dataclass(frozen=True)
+class CachedAnswer:
+    key: CacheKey
+    question: str
+    vector: np.ndarray = field(repr=False, compare=False)
+    answer: str
+    citations: tuple[str, ...] = ()
+    refused: bool = False
+    mode: str = "extractive"
+    stored_at: datetime = datetime(1970, 1, 1)
+    cost_usd: float = 0.0  # what producing the answer cost: a hit saves this
+    ms: float = 0.0        # how long producing it took: a hit saves this
+
+
+@dataclass(frozen=True)
+class CacheLookup:
+    verdict: Verdict
+    nearest_question: str | None = None
+    cosine: float | None = None
+    reason: str = ""
+    entry: CachedAnswer | None = None
+    compared: int = 0
+
+    def info(self) -> dict[str, Any]:
+        """The stage info the trace records (and the counters read)."""
+        return {"verdict": self.verdict, "nearest_question": self.nearest_question,
+                "cosine": None if self.cosine is None else round(self.cosine, 4), "guard_reason": self.reason,
+                "compared": self.compared,
+                "stored_at": self.entry.stored_at.isoformat(timespec="seconds") if self.entry else None,
+                "saved_ms": round(self.entry.ms, 1) if self.verdict == "hit" and self.entry else 0.0,
+                "saved_usd": round(self.entry.cost_usd, 6) if self.verdict == "hit" and self.entry else 0.0}
+
+
+def lookup(question: str, vector: np.ndarray, entries: Sequence[CachedAnswer], key: CacheKey, *, threshold: float,
+           now: datetime, ttl_s: float, covered_languages: frozenset[str] | None = None,
+           use_guard: bool = True, word_similarity: WordSimilarity | None = None, word_floor: float = 0.3
+           ) -> CacheLookup:
+    """Find a stored answer for `question`. Entries under another key or older than the TTL are never served, even if
+    the store handed them in. Above the threshold the nearest entry that passes the guard is a hit; if none passes,
+    the verdict is a guarded miss with the nearest one's reason."""
+    fresh = [e for e in entries if e.key == key and (ttl_s <= 0 or (now - e.stored_at) <= timedelta(seconds=ttl_s))]
+    if not fresh:
+        return CacheLookup("miss", reason="no cached answer under this workspace, corpus version and configuration")
+    matrix = np.stack([np.asarray(e.vector, dtype=np.float32) for e in fresh])
+    q = np.asarray(vector, dtype=np.float32)
+    sims = matrix @ q
+    order = np.argsort(-sims, kind="stable")
+    best = fresh[int(order[0])]
+    best_sim = float(sims[order[0]])
+    if best_sim < threshold:
+        return CacheLookup("miss", best.question, best_sim, f"cosine {best_sim:.3f} < threshold {threshold:g}",
+                           compared=len(fresh))
+    first_reason = ""
+    qf = features(question)
+    for i in order:
+        sim = float(sims[i])
+        if sim < threshold:
+            break
+        entry = fresh[int(i)]
+        if not use_guard:
+            return CacheLookup("hit", entry.question, sim, "", entry, len(fresh))
+        g = guard(question if covered_languages is not None else qf, entry.question,
+                  covered_languages=covered_languages, word_similarity=word_similarity,
+                  min_word_similarity=word_floor)
+        if g.ok:
+            return CacheLookup("hit", entry.question, sim, "", entry, len(fresh))
+        first_reason = first_reason or g.reason
+    return CacheLookup("guarded_miss", best.question, best_sim, first_reason, compared=len(fresh))
+
+
+def served_label(lookup_: CacheLookup) -> str:
+    """The visible label on an answer served from the cache."""
+    e = lookup_.entry
+    assert e is not None and lookup_.cosine is not None
+    return (f"served from cache (question: {e.question}, similarity {lookup_.cosine:.2f}, "
+            f"stored at {e.stored_at.isoformat(sep=' ', timespec='seconds')} UTC)")
+
+
+# -- the stage's two calls (the pipeline wires them; the store comes in as this narrow Protocol) ---------------------
+class AnswerCacheStore(Protocol):
+    def cached_answers(self, key: CacheKey, *, limit: int = ...) -> list[CachedAnswer]: ...
+
+    def put_answer(self, entry: CachedAnswer) -> None: ...
+
+    def record_lookup(self, workspace: str, verdict: str, cosine: float | None, saved_ms: float = ...,
+                      saved_usd: float = ...) -> None: ...
+
+
+class CacheSettings(Protocol):
+    threshold: float
+    guard: bool
+    word_check: bool
+    word_floor: float
+    ttl_s: float
+    max_entries: int
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def check_cache(question: str, vector: np.ndarray, store: AnswerCacheStore, key: CacheKey, settings: CacheSettings,
+                *, covered_languages: frozenset[str] | None, writable: bool = True,
+                now: datetime | None = None, word_similarity: WordSimilarity | None = None) -> CacheLookup:
+    """Look the question up under its key and count the verdict (when the store can be written)."""
+    entries = store.cached_answers(key, limit=settings.max_entries)
+    res = lookup(question, vector, entries, key, threshold=settings.threshold, now=now or utc_now(),
+                 ttl_s=settings.ttl_s, covered_languages=covered_languages, use_guard=settings.guard,
+                 word_similarity=word_similarity if settings.word_check else None, word_floor=settings.word_floor)
+    if writable:
+        info = res.info()
+        store.record_lookup(key.workspace, res.verdict, res.cosine, info["saved_ms"], info["saved_usd"])
+    return res
+
+
+def remember(store: AnswerCacheStore, key: CacheKey, question: str, vector: np.ndarray, answer: Any, *,
+             cost_usd: float, ms: float, now: datetime | None = None) -> bool:
+    """Store a fresh answer under its key. Refusals are not stored: they are cheap to redo, and serving one would
+    repeat a retrieval miss."""
+    if answer is None or getattr(answer, "refused", False) or not getattr(answer, "text", ""):
+        return False
+    store.put_answer(CachedAnswer(key, question, np.asarray(vector, dtype=np.float32), answer.text,
+                                  tuple(answer.citations), False, answer.mode, now or utc_now(), cost_usd, ms))
+    return True
