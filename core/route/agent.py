@@ -1,0 +1,490 @@
+"""Agentic retrieval loop: rounds of the pipeline, a grader, a decision, hard budgets and a closed set of stop reasons.
+
+A round runs the ordinary pipeline (`run_query`, never a copy of it) on the round's query, grades what came back,
+adds the useful candidates to an evidence pool and decides: answer, search again with a bridging query, or stop.
+Every budget (rounds, LLM calls, tokens, dollars, seconds) is checked before a call with a worst-case estimate and
+after it with the real usage, so a run can end early but never overspend.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Literal, Mapping, Protocol, Sequence
+
+from core.costs import price_for, tokens_usd
+from core.llm import LLM, LLMError, LLMRequest, TextBlock
+from core.retrieve.fusion import rrf
+from core.text import EN_STOP, RU_STOP, tokenize
+from core.types import Candidate, StageResult, Trace, Usage
+
+STOP_REASONS = ("answered", "refused_no_evidence", "no_new_evidence", "budget_rounds", "budget_llm_calls",
+                "budget_tokens", "budget_usd", "budget_time", "error")
+StopReason = Literal["answered", "refused_no_evidence", "no_new_evidence", "budget_rounds", "budget_llm_calls",
+                     "budget_tokens", "budget_usd", "budget_time", "error"]
+Grade = Literal["correct", "ambiguous", "incorrect"]
+GRADER_FILE = Path(__file__).with_name("data") / "agent_grader.json"
+
+
+# -- budgets ---------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Budget:
+    max_rounds: int = 3
+    max_llm_calls: int = 6
+    max_tokens: int = 30_000
+    max_usd: float = 0.05
+    max_seconds: float = 60.0
+
+
+@dataclass
+class Spend:
+    """What a run has used so far. `allows` is asked before every LLM call with a worst-case estimate."""
+
+    budget: Budget
+    clock: Callable[[], float] = time.monotonic
+    llm_calls: int = 0
+    tokens: int = 0
+    usd: float = 0.0
+    started: float = field(default=-1.0)
+
+    def __post_init__(self) -> None:
+        if self.started < 0:
+            self.started = self.clock()
+
+    @property
+    def seconds(self) -> float:
+        return self.clock() - self.started
+
+    def allows(self, est_tokens: int = 0, est_usd: float = 0.0, *, llm_call: bool = False,
+               est_seconds: float = 0.0) -> StopReason | None:
+        """None when the next step fits every budget, else the budget it would break."""
+        b = self.budget
+        if self.seconds + est_seconds > b.max_seconds:
+            return "budget_time"
+        if llm_call and self.llm_calls + 1 > b.max_llm_calls:
+            return "budget_llm_calls"
+        if self.tokens + est_tokens > b.max_tokens:
+            return "budget_tokens"
+        if self.usd + est_usd > b.max_usd + 1e-12:
+            return "budget_usd"
+        return None
+
+    def charge(self, usage: Usage) -> None:
+        self.llm_calls += usage.calls
+        self.tokens += usage.input_tokens + usage.output_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+        self.usd += usage.usd
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"llm_calls": self.llm_calls, "tokens": self.tokens, "usd": round(self.usd, 6),
+                "seconds": round(self.seconds, 3)}
+
+
+def worst_case(request: LLMRequest) -> tuple[int, float]:
+    """An upper bound on a call's tokens and dollars: one token per character of prompt (no tokenizer produces
+    more for text in any script) plus max_tokens of output, priced as uncached input."""
+    chars = sum(len(b.text) for b in (*request.system, *request.user)) + 200
+    tokens = chars + request.max_tokens
+    usd = tokens_usd(price_for(request.model), input_tokens=chars, output_tokens=request.max_tokens)
+    return tokens, usd
+
+
+def guarded_call(llm: LLM, request: LLMRequest, spend: Spend, workspace: str) -> tuple[Any, StopReason | None]:
+    """One LLM call inside the budget: refused beforehand when the worst case would break a budget, charged after."""
+    est_tokens, est_usd = worst_case(request)
+    why = spend.allows(est_tokens, est_usd, llm_call=True)
+    if why:
+        return None, why
+    resp = llm.complete(request, workspace=workspace)
+    spend.charge(resp.usage if resp.usage.calls else Usage(resp.usage.input_tokens, resp.usage.output_tokens,
+                                                           resp.usage.cache_write_tokens, resp.usage.cache_read_tokens,
+                                                           resp.usage.usd, 1))
+    return resp, None
+
+
+# -- grading ---------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Grading:
+    grades: tuple[tuple[str, Grade, float], ...]  # chunk_id, grade, probability of being useful
+    verdict: Grade
+    usage: Usage = Usage()
+    notes: tuple[str, ...] = ()
+    grader: str = "offline"
+
+
+class Grader(Protocol):
+    name: str
+
+    def grade(self, question: str, candidates: Sequence[Candidate], spend: Spend, workspace: str) -> Grading: ...
+
+
+def content_terms(text: str) -> set[str]:
+    stop = EN_STOP | RU_STOP
+    return {t for t in tokenize(text) if t not in stop and len(t) > 1}
+
+
+def grade_features(question: str, candidates: Sequence[Candidate]) -> list[list[float]]:
+    """Features the pipeline already has: share of the question's content terms in the chunk, reciprocal rank,
+    the score's z-value within the list and its gap to the next one."""
+    q = content_terms(question)
+    scores = [float(c.score) for c in candidates]
+    mu = sum(scores) / len(scores) if scores else 0.0
+    sd = math.sqrt(sum((s - mu) ** 2 for s in scores) / len(scores)) if scores else 0.0
+    rows = []
+    for i, c in enumerate(candidates):
+        terms = content_terms(c.text)
+        cover = len(q & terms) / len(q) if q else 0.0
+        z = (scores[i] - mu) / sd if sd > 0 else 0.0
+        gap = (scores[i] - scores[i + 1]) / sd if sd > 0 and i + 1 < len(scores) else 0.0
+        rows.append([cover, 1.0 / (i + 1), z, gap])
+    return rows
+
+
+@dataclass(frozen=True)
+class GraderModel:
+    """Logistic coefficients over grade_features, fitted by bench/agent.py on one split (data, not code)."""
+
+    weights: tuple[float, ...] = (4.0, 2.0, 0.6, 0.2)
+    bias: float = -3.0
+    upper: float = 0.6  # >= upper: correct
+    lower: float = 0.25  # < lower: incorrect
+    fitted_on: str = "defaults (not fitted)"
+
+    @classmethod
+    def load(cls, path: Path = GRADER_FILE) -> "GraderModel":
+        if not path.is_file():
+            return cls()
+        d = json.loads(path.read_text(encoding="utf-8"))
+        return cls(tuple(d["weights"]), d["bias"], d["upper"], d["lower"], d.get("fitted_on", str(path.name)))
+
+    def prob(self, row: Sequence[float]) -> float:
+        x = self.bias + sum(w * f for w, f in zip(self.weights, row))
+        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, x))))
+
+
+class OfflineGrader:
+    """CRAG-style grades without an LLM: a calibrated probability from what the pipeline computed."""
+
+    name = "offline"
+
+    def __init__(self, model: GraderModel | None = None) -> None:
+        self.model = model or GraderModel.load()
+
+    def grade(self, question: str, candidates: Sequence[Candidate], spend: Spend, workspace: str) -> Grading:
+        rows = grade_features(question, candidates)
+        grades = []
+        for c, row in zip(candidates, rows):
+            p = self.model.prob(row)
+            g: Grade = "correct" if p >= self.model.upper else "incorrect" if p < self.model.lower else "ambiguous"
+            grades.append((c.chunk_id, g, round(p, 4)))
+        return Grading(tuple(grades), pool_verdict([g for _, g, _ in grades]))
+
+
+def pool_verdict(grades: Sequence[Grade]) -> Grade:
+    if "correct" in grades:
+        return "correct"
+    return "ambiguous" if "ambiguous" in grades else "incorrect"
+
+
+GRADE_SCHEMA = {
+    "type": "object",
+    "properties": {"grades": {"type": "array", "items": {"type": "object", "properties": {
+        "id": {"type": "string"}, "grade": {"type": "string", "enum": ["correct", "ambiguous", "incorrect"]}},
+        "required": ["id", "grade"], "additionalProperties": False}}},
+    "required": ["grades"],
+    "additionalProperties": False,
+}
+GRADE_INSTRUCTIONS = ("Grade each passage for the question: correct (it states a fact the answer needs), ambiguous "
+                      "(related, not enough), incorrect (unrelated). Return JSON with one grade per passage id.")
+
+
+class LLMGrader:
+    """One Claude call per round grades every candidate (batched in one prompt); malformed output falls back to the
+    offline grader and says so."""
+
+    name = "llm"
+
+    def __init__(self, llm: LLM, model: str, fallback: Grader | None = None, max_chars: int = 1200) -> None:
+        self.llm, self.model, self.fallback, self.max_chars = llm, model, fallback or OfflineGrader(), max_chars
+
+    def grade(self, question: str, candidates: Sequence[Candidate], spend: Spend, workspace: str) -> Grading:
+        body = "\n\n".join(f'<passage id="{c.chunk_id}">\n{c.text[: self.max_chars]}\n</passage>' for c in candidates)
+        req = LLMRequest(self.model, (TextBlock(GRADE_INSTRUCTIONS, cache=True),),
+                         (TextBlock(f"Passages:\n{body}"), TextBlock(f"Question: {question}")),
+                         max_tokens=24 + 16 * len(candidates), json_schema=GRADE_SCHEMA, purpose="grade")
+        before = spend.usd, spend.llm_calls, spend.tokens
+        try:
+            resp, why = guarded_call(self.llm, req, spend, workspace)
+        except LLMError as exc:
+            return self._fallback(question, candidates, spend, workspace, f"grader call failed ({exc})")
+        if why:
+            return self._fallback(question, candidates, spend, workspace, f"grader call skipped: {why}")
+        usage = Usage(0, 0, 0, 0, spend.usd - before[0], spend.llm_calls - before[1])
+        try:
+            items = resp.data["grades"] if isinstance(resp.data, Mapping) else json.loads(resp.text)["grades"]
+            by_id = {str(i["id"]): str(i["grade"]) for i in items}
+        except (KeyError, TypeError, ValueError, json.JSONDecodeError) as exc:
+            g = self._fallback(question, candidates, spend, workspace, f"grader reply malformed ({type(exc).__name__})")
+            return Grading(g.grades, g.verdict, usage, g.notes, g.grader)
+        grades = []
+        for c in candidates:
+            grade = by_id.get(c.chunk_id, "ambiguous")
+            grade = grade if grade in ("correct", "ambiguous", "incorrect") else "ambiguous"
+            grades.append((c.chunk_id, grade, {"correct": 1.0, "ambiguous": 0.5, "incorrect": 0.0}[grade]))
+        return Grading(tuple(grades), pool_verdict([g for _, g, _ in grades]), usage, (), "llm")
+
+    def _fallback(self, question: str, candidates: Sequence[Candidate], spend: Spend, workspace: str,
+                  why: str) -> Grading:
+        g = self.fallback.grade(question, candidates, spend, workspace)
+        return Grading(g.grades, g.verdict, g.usage, (*g.notes, f"{why}; offline grader used"), g.grader)
+
+
+# -- next queries ------------------------------------------------------------------------------------------------------
+_NAME = re.compile(r"(?:[A-ZÀ-ÖØ-ÞА-ЯЁ][\w'’.\-]*)(?:\s+(?:(?:of|the|de|von|van|da|di|la|le|du|del|and|y|у|и)\s+)?"
+                   r"[A-ZÀ-ÖØ-ÞА-ЯЁ0-9][\w'’.\-]*)*")
+_SENT = re.compile(r"(?<=[.!?])\s+")
+_LEAD_STOP = {"The", "A", "An", "In", "On", "He", "She", "It", "They", "His", "Her", "Its", "This", "That", "After",
+              "Before", "During", "When", "As", "At", "By", "For", "From", "With", "Who", "What", "Which", "Where"}
+
+
+def names_in(text: str) -> list[str]:
+    out = []
+    for m in _NAME.finditer(text):
+        words = m.group(0).split()
+        while words and words[0] in _LEAD_STOP:
+            words = words[1:]
+        if words:
+            out.append(" ".join(words).rstrip(".'’"))
+    return out
+
+
+@dataclass(frozen=True)
+class NextQueries:
+    queries: tuple[str, ...]
+    why: str
+    usage: Usage = Usage()
+    notes: tuple[str, ...] = ()
+    writer: str = "offline-bridge"
+    blocked: StopReason | None = None  # a budget refused the writer's call
+
+
+class Writer(Protocol):
+    name: str
+
+    def next_queries(self, question: str, evidence: Sequence[Candidate], tried: Sequence[str], spend: Spend,
+                     workspace: str) -> NextQueries: ...
+
+
+class BridgeWriter:
+    """Offline next query by entity bridging (IRCoT-style, no LLM): in the best graded passages, the sentence that
+    covers the most of the question names someone or something the question does not; the next query asks the
+    question's unresolved words about that name."""
+
+    name = "offline-bridge"
+
+    def __init__(self, per_round: int = 2, passages: int = 3) -> None:
+        self.per_round, self.passages = per_round, passages
+
+    def next_queries(self, question: str, evidence: Sequence[Candidate], tried: Sequence[str], spend: Spend,
+                     workspace: str) -> NextQueries:
+        q_terms = content_terms(question)
+        q_lower = question.lower()
+        # The question's relation words (what it asks about the names it gives) find the bridging sentence:
+        # "When did Lothair II's mother die?" -> the sentence with "mother", not the one that repeats "Lothair II".
+        named = set().union(*(content_terms(n) for n in names_in(question))) if names_in(question) else set()
+        relation = q_terms - named
+        picks: list[tuple[tuple[int, int], str, str]] = []
+        for c in evidence[: self.passages]:
+            for sent in _SENT.split(c.text):
+                s_terms = content_terms(sent)
+                overlap = (len(relation & s_terms), len(q_terms & s_terms))
+                if not overlap[1]:
+                    continue
+                missing = q_terms - s_terms - content_terms(c.text[:80])
+                unresolved = [w for w in re.findall(r"\w+", question) if content_terms(w) & missing]
+                for name in names_in(sent):
+                    if name.lower() in q_lower or len(name) < 3 or content_terms(name) <= q_terms:
+                        continue
+                    picks.append((overlap, name, " ".join(unresolved)))
+        picks.sort(key=lambda p: (-p[0][0], -p[0][1]))
+        out: list[str] = []
+        seen = {normalise_query(t) for t in tried}
+        for _, name, rest in picks:
+            query = f"{name} {rest}".strip()
+            if normalise_query(query) in seen or any(name in o for o in out):
+                continue
+            out.append(query)
+            seen.add(normalise_query(query))
+            if len(out) >= self.per_round:
+                break
+        why = f"bridging names {', '.join(q.split(' ')[0] for q in out)}…" if out else "no new name to bridge on"
+        return NextQueries(tuple(out), why)
+
+
+NEXT_SCHEMA = {"type": "object", "properties": {"queries": {"type": "array", "items": {"type": "string"}}},
+               "required": ["queries"], "additionalProperties": False}
+
+
+class LLMWriter:
+    """Claude writes the next search queries (JSON list) from the question and the evidence so far; a malformed
+    reply falls back to entity bridging with a note."""
+
+    name = "llm"
+
+    def __init__(self, llm: LLM, model: str, per_round: int = 2) -> None:
+        self.llm, self.model, self.per_round = llm, model, per_round
+        self.fallback = BridgeWriter(per_round)
+
+    def next_queries(self, question: str, evidence: Sequence[Candidate], tried: Sequence[str], spend: Spend,
+                     workspace: str) -> NextQueries:
+        found = "\n".join(f"- {c.text[:400]}" for c in evidence[:5])
+        req = LLMRequest(self.model, (TextBlock("Write at most two search queries for the facts still missing to "
+                                                "answer the question. JSON only.", cache=True),),
+                         (TextBlock(f"Found so far:\n{found}\nAlready searched: {list(tried)}"),
+                          TextBlock(f"Question: {question}")), max_tokens=120, json_schema=NEXT_SCHEMA,
+                         purpose="agent")
+        before = spend.usd, spend.llm_calls
+        try:
+            resp, why = guarded_call(self.llm, req, spend, workspace)
+            if why:
+                return NextQueries((), f"writer call skipped: {why}", blocked=why)
+            data = resp.data if isinstance(resp.data, Mapping) else json.loads(resp.text)
+            queries = [str(q).strip() for q in data["queries"] if str(q).strip()][: self.per_round]
+        except (LLMError, KeyError, TypeError, ValueError, json.JSONDecodeError) as exc:
+            fb = self.fallback.next_queries(question, evidence, tried, spend, workspace)
+            return NextQueries(fb.queries, fb.why, Usage(0, 0, 0, 0, spend.usd - before[0], spend.llm_calls - before[1]),
+                               (f"writer failed ({type(exc).__name__}); entity bridging instead",), fb.writer)
+        usage = Usage(0, 0, 0, 0, spend.usd - before[0], spend.llm_calls - before[1])
+        return NextQueries(tuple(queries), "the model's next queries", usage, (), "llm")
+
+
+def normalise_query(text: str) -> str:
+    return " ".join(sorted(content_terms(text)))
+
+
+def too_close(query: str, tried: Sequence[str], threshold: float = 0.8) -> str | None:
+    """The earlier query this one repeats (same normalised terms, or Jaccard of terms >= threshold), else None."""
+    a = content_terms(query)
+    for t in tried:
+        b = content_terms(t)
+        if normalise_query(query) == normalise_query(t) or (a and b and len(a & b) / len(a | b) >= threshold):
+            return t
+    return None
+
+
+# -- the loop ----------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AgentOutcome:
+    stages: tuple[StageResult, ...]
+    evidence: tuple[Candidate, ...]
+    rounds: int
+    stop_reason: StopReason
+    spent: Mapping[str, Any]
+    per_round_evidence: tuple[tuple[str, ...], ...]  # chunk ids in the pool after each round
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"rounds": self.rounds, "stop_reason": self.stop_reason, "spent": dict(self.spent)}
+
+
+Search = Callable[[str], Trace]
+
+
+def _renamed(stage: StageResult, rnd: int, query: str) -> StageResult:
+    name = stage.stage if rnd == 1 else f"r{rnd}.{stage.stage}"
+    return StageResult(name, stage.candidates, stage.ms, stage.usage, stage.skipped, stage.notes,
+                       {**stage.info, "round": rnd, "round_query": query})
+
+
+def merge_evidence(lists: Sequence[Sequence[Candidate]], *, round_weight: float, k: int, rrf_k: int = 10
+                   ) -> list[Candidate]:
+    """The evidence pool: every round's list fused by weighted RRF (round 1 at weight 1, later rounds at
+    round_weight), deduplicated by chunk."""
+    if len(lists) == 1:
+        return [c.with_rank(i, None) for i, c in enumerate(lists[0][:k], start=1)]
+    weights = [1.0] + [round_weight] * (len(lists) - 1)
+    return rrf(list(lists), k=rrf_k, weights=weights, names=[f"round{i + 1}" for i in range(len(lists))], top=k)
+
+
+def run_agent(question: str, search: Search, *, budget: Budget, grader: Grader, writer: Writer,
+              workspace: str, k: int = 10, round_weight: float = 0.8, repeat_threshold: float = 0.8,
+              clock: Callable[[], float] = time.monotonic) -> AgentOutcome:
+    """Rounds of search -> grade -> decide until the evidence answers, nothing new turns up, or a budget ends it.
+    `search` runs the ordinary pipeline (answer off) on one query; the caller answers from `evidence`."""
+    spend = Spend(budget, clock)
+    stages: list[StageResult] = []
+    tried: list[str] = []
+    lists: list[list[Candidate]] = []
+    per_round: list[tuple[str, ...]] = []
+    queries = [question]
+    stop: StopReason | None = None
+    rnd = 0
+    evidence: list[Candidate] = []
+    round_seconds = 0.0
+    while stop is None:
+        if rnd >= budget.max_rounds:
+            stop = "budget_rounds"
+            break
+        why_time = spend.allows(est_seconds=round_seconds)
+        if why_time:
+            stop = why_time
+            break
+        rnd += 1
+        t0 = clock()
+        found: list[Candidate] = []
+        try:
+            for query in queries:
+                tried.append(query)
+                trace = search(query)
+                stages.extend(_renamed(s, rnd, query) for s in trace.stages)
+                spend.charge(trace.usage)
+                final = trace.final()
+                if final:
+                    found.extend(final.candidates)
+        except LLMError as exc:
+            stages.append(StageResult(f"r{rnd}.decide" if rnd > 1 else "decide", (), 0.0, Usage(), None,
+                                      (f"search failed: {exc}",), {"round": rnd, "action": "stop", "reason": "error"}))
+            stop = "error"
+            break
+        before = {c.chunk_id for c in evidence}
+        g0 = clock()
+        grading = grader.grade(question, found, spend, workspace) if found else Grading((), "incorrect")
+        grade_of = {cid: (g, p) for cid, g, p in grading.grades}
+        useful = [c.with_rank(i, None, grade=grade_of[c.chunk_id][0], grade_p=grade_of[c.chunk_id][1])
+                  for i, c in enumerate(found, start=1) if grade_of.get(c.chunk_id, ("incorrect",))[0] != "incorrect"
+                  or rnd == 1]
+        lists.append(useful)
+        evidence = merge_evidence(lists, round_weight=round_weight, k=k)
+        per_round.append(tuple(c.chunk_id for c in evidence))
+        new = [c for c in evidence if c.chunk_id not in before]
+        prefix = "" if rnd == 1 else f"r{rnd}."
+        stages.append(StageResult(f"{prefix}grade", tuple(found[:k]), (clock() - g0) * 1000, grading.usage, None,
+                                  grading.notes, {"round": rnd, "grader": grading.grader, "verdict": grading.verdict,
+                                                  "grades": [list(g) for g in grading.grades[:k]]}))
+        round_seconds = clock() - t0
+        # decide
+        action, reason, queries = "answer", "", []
+        over_time = spend.allows()
+        if over_time:
+            action, stop, reason = "answer", over_time, "the time budget ran out during this round"
+        elif not evidence or (grading.verdict == "incorrect" and rnd == 1 and not useful):
+            action, stop, reason = "stop", "refused_no_evidence", "nothing graded useful"
+        elif rnd > 1 and not new:
+            action, stop, reason = "stop", "no_new_evidence", "the round added nothing to the pool"
+        elif rnd >= budget.max_rounds:
+            action, stop, reason = "answer", "budget_rounds", f"{rnd} of {budget.max_rounds} rounds used"
+        else:
+            nxt = writer.next_queries(question, evidence, tried, spend, workspace)
+            fresh, repeats = [], []
+            for q in nxt.queries:
+                (repeats if too_close(q, tried + fresh, repeat_threshold) else fresh).append(q)
+            reason = nxt.why + (f"; not run again (too close to an earlier query): {repeats}" if repeats else "")
+            if fresh:
+                action, queries = "refine", fresh
+            else:
+                action, stop = "answer", nxt.blocked or "answered"
+        stages.append(StageResult(f"{prefix}decide", tuple(evidence), 0.0, Usage(), None, (reason,) if reason else (),
+                                  {"round": rnd, "action": action, "next_queries": queries,
+                                   "stop_reason": stop, "spent": spend.as_dict()}))
+    return AgentOutcome(tuple(stages), tuple(evidence), rnd, stop or "answered", spend.as_dict(), tuple(per_round))
