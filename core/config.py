@@ -7,7 +7,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 
 class Section(BaseModel):
@@ -175,6 +175,44 @@ class ExpandConfig(Section):
     parent_max_tokens: int = Field(1000, ge=16, le=100000, description="a longer parent is cut around the chunk")
 
 
+class RouterConfig(Section):
+    """The router (core/route/router.py): the first stage; it picks a named configuration from core/route/routes.toml."""
+
+    enabled: bool = True  # false: every question takes the single default pipeline
+    method: Literal["auto", "offline", "llm"] = "auto"  # auto: Claude Haiku when a key is set, else the classifier
+    model: str = "claude-haiku-4-5"
+    # Below min_confidence the router abstains (the default pipeline). chitchat and out-of-scope skip retrieval, so
+    # they need refuse_confidence: both chosen by bench/route.py on cross-validation of the train split.
+    min_confidence: float = Field(0.5, ge=0, le=1)
+    refuse_confidence: float = Field(0.8, ge=0, le=1)
+    override: str = ""  # a class name forces that route (the Search Lab's per-query override); "" = decide
+    routes_file: str = ""  # "" = core/route/routes.toml
+
+
+TransformMode = Literal["off", "auto", "on"]
+
+
+class TransformsConfig(Section):
+    """Query transforms (core/route/transforms.py). auto: fire when the route asks for it (or, for hyde, when the
+    first retrieval looks weak); on: every retrieving query; off: never. true/false read as on/off."""
+
+    hyde: TransformMode = "auto"
+    multi_query: TransformMode = "auto"
+    decompose: TransformMode = "auto"
+    model: str = "claude-haiku-4-5"
+    max_queries: int = Field(4, ge=1, le=10, description="generated queries per transform (per round)")
+    # hyde in auto mode fires when the dense top-1 cosine is below this (nothing relevant found at first)
+    weak_retrieval: float = Field(0.3, ge=-1, le=1)
+    prf_docs: int = Field(3, ge=1, le=20, description="offline HyDE analogue: feedback passages")
+    prf_terms: int = Field(8, ge=1, le=50, description="offline HyDE analogue: expansion terms")
+    weight: float = Field(1.0, ge=0, le=10, description="RRF weight of each transform list in fusion")
+
+    @field_validator("hyde", "multi_query", "decompose", mode="before")
+    @classmethod
+    def _bool_as_mode(cls, v: Any) -> Any:
+        return {True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v
+
+
 class PipelineConfig(Section):
     limits: LimitsConfig = LimitsConfig()
     chunking: ChunkingConfig = ChunkingConfig()
@@ -190,6 +228,8 @@ class PipelineConfig(Section):
     prune: PruneConfig = PruneConfig()
     mmr: MMRConfig = MMRConfig()
     expand: ExpandConfig = ExpandConfig()
+    router: RouterConfig = RouterConfig()
+    transforms: TransformsConfig = TransformsConfig()
 
     def stable_hash(self) -> str:
         """Hash of the canonical JSON: same settings give the same hash on every machine."""

@@ -168,6 +168,13 @@ class Trace:
             total = total + s.usage
         return total
 
+    def route(self) -> dict[str, Any] | None:
+        """The router's decision {class, confidence, reason, config, method}, or None when the router did not run."""
+        s = self.stage(Stage.ROUTE)
+        if s is None or s.skipped is not None:
+            return None
+        return {k: s.info.get(k) for k in ("class", "confidence", "reason", "config", "method")}
+
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape the CLI prints (`python -m core query --json`)."""
         return {
@@ -176,6 +183,7 @@ class Trace:
             "corpus_version": self.corpus_version,
             "workspace": self.workspace,
             "query_lang": self.query_lang,
+            "route": self.route(),
             "notes": list(self.notes),
             "stages": [
                 {

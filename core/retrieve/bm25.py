@@ -27,6 +27,7 @@ class BM25Index:
         self.params = params
         self.chunk_ids = list(chunk_ids)
         self._retriever: bm25s.BM25 | None = None
+        self._vocab: frozenset[str] | None = None
         if self.chunk_ids:
             corpus = [self.tokens(t) for t in texts]
             self._retriever = bm25s.BM25(k1=params.k1, b=params.b, method=params.method)
@@ -37,6 +38,14 @@ class BM25Index:
 
     def __len__(self) -> int:
         return len(self.chunk_ids)
+
+    def vocabulary(self) -> frozenset[str]:
+        """Every index term of the corpus (as `tokens` makes them): the router asks how much of a question it knows."""
+        if self._retriever is None:
+            return frozenset()
+        if self._vocab is None:  # the index never changes, so the set is built once
+            self._vocab = frozenset(t for t in self._retriever.vocab_dict if t)
+        return self._vocab
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every chunk for the query (zeros when no query token is in the vocabulary)."""

@@ -1,0 +1,1 @@
+"""Routing: decide each question's path (router) and rewrite it for retrieval (transforms)."""
