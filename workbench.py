@@ -2,10 +2,14 @@
 from __future__ import annotations
 
 import streamlit as st
+from PIL import Image
 
 from pages import _state
 
-st.set_page_config(page_title="RAG Workbench", page_icon=":material/search:", layout="wide")
+# The favicon is an image made here and served by Streamlit itself: a ":material/...:" page icon makes the browser
+# fetch an SVG from fonts.gstatic.com, and the app must make no request outside this machine.
+_ICON = Image.new("RGB", (32, 32), (37, 99, 235))
+st.set_page_config(page_title="RAG Workbench", page_icon=_ICON, layout="wide")
 
 
 def _home() -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import pandas as pd
@@ -17,6 +18,16 @@ if TYPE_CHECKING:  # annotations only: report.py must not pull in the store (duc
 # A fixed qualitative palette: the same chunk gets the same colour in every column (hash of its id).
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
            "#bab0ac", "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^&])")
+
+
+def escape_md(text: Any) -> str:
+    """A user-controlled string (file name, title, heading, query) made inert for st.markdown / captions / button
+    labels: every Markdown, emoji-shortcode (':') and maths ('$') character is backslash-escaped and line breaks
+    become spaces, so `![p](http://host/pixel.png)` shows as text instead of fetching an image."""
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).splitlines()))
 
 
 def chunk_colour(chunk_id: str) -> str:

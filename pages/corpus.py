@@ -7,7 +7,7 @@ import streamlit as st
 
 from core.graph.build import update_graph_for_documents
 from core.ingest.pipeline import ingest_files
-from core.report import chunks_frame, documents_frame
+from core.report import chunks_frame, documents_frame, escape_md
 from pages import _state, _widgets
 
 UPLOAD_TYPES = ["pdf", "docx", "md", "markdown", "html", "htm", "txt"]
@@ -45,8 +45,10 @@ if st.button("Ingest", type="primary", disabled=not uploaded, key="ingest"):
     files = [(f.name, f.getvalue()) for f in uploaded]
     bar = st.progress(0.0, text="starting…")
 
-    def _progress(done: int, total: int, name: str) -> None:
-        bar.progress(done / max(total, 1), text=f"{done}/{total} · {name}" if name else f"{done}/{total} done")
+    def _progress(done: float, total: int, name: str) -> None:
+        # `done` is fractional while a big file is embedded batch by batch; `name` then says how far it is.
+        bar.progress(min(1.0, done / max(total, 1)),
+                     text=f"{int(done)}/{total} · {escape_md(name)}" if name else f"{int(done)}/{total} done")
 
     st.session_state[_widgets.LAST_INGEST_KEY] = ingest_files(
         files, store=store, embedder=deps.embedder, config=cfg, workspace=ws, progress=_progress)
@@ -65,7 +67,8 @@ st.dataframe(documents_frame(docs), hide_index=True, column_config={"doc_id": No
 by_id = {d.doc_id: d for d in docs}
 doc_id = st.selectbox("Browse a document's chunks", list(by_id), format_func=lambda d: by_id[d].name, key="doc_pick")
 doc = by_id[doc_id]
-st.caption(f"{doc.name} · {doc.kind} · {doc.n_chunks} chunks · chunker {doc.chunker} · language {doc.lang} · "
+# Names and titles come from uploads: everything shown through Markdown (captions, labels, warnings) is escaped.
+st.caption(f"{escape_md(doc.name)} · {doc.kind} · {doc.n_chunks} chunks · chunker {doc.chunker} · language {doc.lang} · "
            f"sha256 {doc.content_hash[:12]}…")
 st.dataframe(chunks_frame(store.chunks(ws, doc_id)), hide_index=True, column_config={
     "chunk_id": None, "text": st.column_config.TextColumn("text", width="large")})
@@ -73,11 +76,11 @@ st.dataframe(chunks_frame(store.chunks(ws, doc_id)), hide_index=True, column_con
 # -- delete with confirmation -----------------------------------------------------------------------------------------
 pending = st.session_state.get("pending_delete")
 if pending != doc_id:
-    if st.button(f"Delete {doc.name}…", key="delete"):
+    if st.button(f"Delete {escape_md(doc.name)}…", key="delete"):
         st.session_state["pending_delete"] = doc_id
         st.rerun()
 else:
-    st.warning(f"Delete **{doc.name}** with its {doc.n_chunks} chunks, their vectors and index entries? "
+    st.warning(f"Delete **{escape_md(doc.name)}** with its {doc.n_chunks} chunks, their vectors and index entries? "
                "This cannot be undone.")
     yes, no = st.columns(2)
     if yes.button("Yes, delete", type="primary", key="confirm_delete"):
@@ -85,7 +88,7 @@ else:
         # The entity graph forgets the document's mentions now (an incremental update; nothing when no graph).
         update_graph_for_documents(store, cfg.graph, embedder=deps.embedder, workspace=ws, doc_ids=[doc_id])
         st.session_state.pop("pending_delete", None)
-        st.toast(f"deleted {doc.name}")
+        st.toast(f"deleted {escape_md(doc.name)}")
         st.rerun()
     if no.button("Cancel", key="cancel_delete"):
         st.session_state.pop("pending_delete", None)

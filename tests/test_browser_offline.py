@@ -1,0 +1,68 @@
+"""The app makes no request outside 127.0.0.1 (issue #12): no icon font from a CDN, no image from a file name or a
+heading rendered as Markdown. Every page is opened in Chromium, a hostile-named file is uploaded, and every request
+the page makes is checked."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, server  # noqa: F401 - fixture
+
+pytestmark = pytest.mark.browser
+
+# TEST-NET-3 (RFC 5737): never routed, so a leak is seen as an attempted request and nothing is really sent.
+BEACON = "http://203.0.113.7/pixel.png"
+HOSTILE_NAME = f"![p]({BEACON}).md"
+HOSTILE_DOC = f"""# Field notes ![hp]({BEACON})
+
+## Section <img src="{BEACON}"> [link]({BEACON})
+
+The pump station logs pressure every hour and the valve crew reads it at dawn.
+"""
+LOCAL = {"127.0.0.1", "localhost", "::1"}
+
+
+def _outside(url: str) -> bool:
+    p = urlparse(url)
+    return p.scheme not in ("data", "blob", "about", "chrome-extension") and p.hostname not in LOCAL
+
+
+def test_no_request_leaves_127_0_0_1(server: str, tmp_path: Path) -> None:  # noqa: F811
+    if not CHROMIUM.exists():
+        if os.environ.get("RAG_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"{CHROMIUM} is missing but RAG_REQUIRE_BROWSER=1")
+        pytest.skip(f"{CHROMIUM} is not installed")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    seen: list[str] = []
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport=VIEWPORT)
+            context.on("request", lambda req: seen.append(req.url))
+            page = context.new_page()
+            page.set_default_timeout(30_000)
+            expect = sync_api.expect
+            expect.set_options(timeout=20_000)
+            page.goto(server)
+            expect(page.get_by_role("heading", name="Corpus")).to_be_visible(timeout=60_000)
+            # A name with slashes cannot be a file on disk; the browser upload takes it as a payload.
+            page.locator("input[type=file]").set_input_files(
+                {"name": HOSTILE_NAME, "mimeType": "text/markdown", "buffer": HOSTILE_DOC.encode()})
+            page.get_by_role("button", name="Ingest").click()
+            expect(page.get_by_text("1 of 1 file(s) ingested")).to_be_visible(timeout=120_000)
+            expect(page.get_by_role("heading", name="Documents (1)")).to_be_visible()
+            page.get_by_role("button", name="Delete").first.click()  # the confirmation names the file in Markdown
+            expect(page.get_by_role("button", name="Yes, delete")).to_be_visible()
+            page.wait_for_load_state("networkidle")
+            for title in ["Search Lab", "Evaluate", "Costs", "Graph"]:
+                page.get_by_role("link", name=title).click()
+                expect(page.get_by_role("heading", name=title).first).to_be_visible()
+                page.wait_for_load_state("networkidle")
+            page.wait_for_timeout(1000)  # late font and image loads
+        finally:
+            browser.close()
+    outside = sorted({u for u in seen if _outside(u)})
+    assert seen and not outside, f"requests outside 127.0.0.1: {outside}"
