@@ -131,7 +131,8 @@ _LEAD = re.compile(r"^(?:(?:when|where|who|whom|what|which|how|why|did|does|do|i
 # trailing verbs of "Where was the director of film X born?" are not part of X
 _TAIL = re.compile(r"\s+(?:born|die|died|dies|from|live|lived|living|work|worked|located|buried|come from|founded|"
                    r"published|based|study|studied|educated|graduate|graduated)\s*\??$", re.I)
-_NAME = r"[A-Z][\w.\-']+(?:\s+(?:[A-Z][\w.\-']+|de|da|von|van|of|the|y|del|la|le|di|bin|ibn))*\s*[A-Z]?[\w.\-']*"
+# A capitalised name; lower-case particles (of, de, von...) only between capitalised words ("Ermengarde of Tours").
+_NAME = r"[A-Z][\w.\-']+(?:\s+(?:(?:de|da|von|van|of|del|la|le|di|bin|ibn|y)\s+)?[A-Z][\w.\-']+)*"
 # where a passage names the person a relation points to
 _BRIDGE_CUES = {
     "director": [rf"directed by\s+(?P<n>{_NAME})", rf"director\s+(?P<n>{_NAME})", rf"(?P<n>{_NAME})'s\s+film"],
