@@ -60,7 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE", help="override one setting in every config")
     p.add_argument("--repeats", type=int, default=1, help="runs per config, for the spread of non-deterministic stages")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--k", default=None, help="cutoffs for recall@k, comma-separated (e.g. 1,2,5,10,20)")
+    p.add_argument("--level", choices=["document", "chunk"], default=None,
+                   help="score documents (any chunk of a gold document counts) or chunks (the set's default)")
+    p.add_argument("--read-only", action="store_true",
+                   help="open the database read-only (score beside a running app); nothing is added or stored")
+    p.add_argument("--json", action="store_true", help="metrics per run and, per question, each stage's gold ranks")
     p = sub.add_parser("context", help="build chunk contexts: heuristic, late chunking, or LLM (prompt-cached)")
     p.add_argument("--variant", required=True, choices=["heuristic", "late", "llm"])
     _add_common(p)
@@ -160,13 +165,18 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from core.configs import resolve_config
-    from core.datasets import DatasetError, load_dataset
+    from core.datasets import DatasetError, at_level, load_dataset
     from core.deps import datasets_root
     from core.eval_report import text_report
     from core.eval_run import NamedConfig, compare, run_eval
 
     try:
-        gs = load_dataset(args.dataset, datasets_root())
+        ks = [int(k) for k in args.k.split(",") if k.strip()] if args.k else None
+    except ValueError:
+        print(f"error: --k expects whole numbers separated by commas, got {args.k!r}", file=sys.stderr)
+        return 2
+    try:
+        gs = at_level(load_dataset(args.dataset, datasets_root()), args.level, ks)
     except DatasetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -176,7 +186,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if not named:  # the set's own needs (e.g. depth 100 for recall@100) on top of the defaults
         named = [("default", PipelineConfig().with_overrides(gs.overrides))]
     configs = [NamedConfig(name, cfg.with_overrides(overrides) if overrides else cfg) for name, cfg in named]
-    deps = build_deps(configs[0].config, store=Store(_db(args)))
+    try:
+        store = Store(_db(args), read_only=args.read_only)
+    except StoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    deps = build_deps(configs[0].config, store=store)
     for n in deps.notices:
         print(f"notice: {n}", file=sys.stderr)
 
@@ -192,7 +207,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     cmp = compare(runs[0], runs[1]) if len(runs) >= 2 else None
     if args.json:
         print(json.dumps({"dataset": gs.name, "workspace": ws, "questions": len(runs[0].results) if runs else 0,
-                          "runs": [r.summary() for r in runs], "comparison": cmp.as_rows() if cmp else None},
+                          "runs": [{**r.summary(), "results": r.question_ranks()} for r in runs],
+                          "comparison": cmp.as_rows() if cmp else None},
                          ensure_ascii=False, default=str))
     else:
         print(text_report(runs, cmp))

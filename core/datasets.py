@@ -22,7 +22,7 @@ from core.types import Chunk, Document
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_DIR = ROOT / "sample_corpus"
 SAMPLE_SET = SAMPLE_DIR / "eval.jsonl"
-PUBLIC = ("anthropic_codebase", "beir_scifact")
+PUBLIC = ("anthropic_codebase", "beir_scifact", "twowiki_multihop")
 QUESTION_TYPES = ("factoid", "exact-id", "multi-hop", "global", "unanswerable")
 
 Progress = Callable[[int, int, str], None]
@@ -100,13 +100,18 @@ def _gold_item(raw: Any, where: str) -> Gold:
         return Gold(text=raw)
     if not isinstance(raw, dict):
         raise ValueError(f"{where} must be an object like {{\"doc\": ..., \"span\": ...}}")
-    doc = raw.get("doc", "")
+    doc = raw.get("doc", raw.get("document", ""))
     span = raw.get("span", raw.get("text", ""))
     grade = raw.get("grade", 1)
-    if not isinstance(doc, str) or not isinstance(span, str):
-        raise ValueError(f"{where}: doc and span must be strings")
+    chunk = raw.get("chunk_id", "")
     if not isinstance(grade, int) or isinstance(grade, bool) or grade < 0:
         raise ValueError(f"{where}: grade must be a non-negative integer")
+    if chunk:
+        if not isinstance(chunk, str):
+            raise ValueError(f"{where}: chunk_id must be a string")
+        return Gold(text=chunk.strip(), grade=grade, match="chunk")
+    if not isinstance(doc, str) or not isinstance(span, str):
+        raise ValueError(f"{where}: doc and span must be strings")
     if not doc.strip() and not span.strip():
         raise ValueError(f"{where} names neither a document nor a span")
     match: MatchMode = "span" if span.strip() else "doc"
@@ -117,7 +122,7 @@ def parse_line(obj: Any, line: int) -> GoldenQuery:
     """One JSON object -> GoldenQuery; raises ValueError with a message naming the field."""
     if not isinstance(obj, dict):
         raise ValueError("expected a JSON object")
-    query = obj.get("query")
+    query = obj.get("query", obj.get("question"))
     if not isinstance(query, str) or not query.strip():
         raise ValueError("empty query")
     qid = obj.get("id", f"line{line}")
@@ -131,6 +136,12 @@ def parse_line(obj: Any, line: int) -> GoldenQuery:
     if not isinstance(gold_raw, list):
         raise ValueError("gold must be a list")
     gold = tuple(_gold_item(g, f"gold[{i}]") for i, g in enumerate(gold_raw))
+    # Shorthands: "gold_docs": [document names], "gold_ids": [chunk ids].
+    for key, make in (("gold_docs", lambda v: {"doc": v}), ("gold_ids", lambda v: {"chunk_id": v})):
+        extra = obj.get(key, [])
+        if not isinstance(extra, list) or not all(isinstance(v, str) and v.strip() for v in extra):
+            raise ValueError(f"{key} must be a list of non-empty strings")
+        gold += tuple(_gold_item(make(v), f"{key}[{i}]") for i, v in enumerate(extra))
     reference = obj.get("answer", "")
     return GoldenQuery(str(qid), " ".join(query.split()), qtype, answerable, gold,
                        reference if isinstance(reference, str) else json.dumps(reference), line)
@@ -173,13 +184,65 @@ def parse_jsonl(data: str | bytes, name: str = "upload") -> GoldenSet:
 
 
 def load_jsonl_file(path: str | Path) -> GoldenSet:
+    """A .jsonl golden set, or a .csv one (parse_csv)."""
     p = Path(path)
     try:
         data = p.read_bytes()
     except OSError as exc:
         raise DatasetError(f"cannot read golden set {p}: {exc.strerror}") from exc
-    gs = parse_jsonl(data, p.name)
+    gs = parse_csv(data, p.name) if p.suffix.lower() == ".csv" else parse_jsonl(data, p.name)
     gs.source = str(p)
+    return gs
+
+
+# CSV columns (case-insensitive): question (or query), optional id, type, answerable; gold as document names
+# (gold_docs / gold_doc / gold / doc), chunk text spans (gold_spans / gold_span / span) and chunk ids (gold_ids /
+# gold_id / chunk_id). Several values in one cell are separated by '|'. Spans pair with documents when the counts
+# match (the span is looked for in that document); otherwise each is a gold item of its own.
+_CSV_COLUMNS = {"docs": ("gold_docs", "gold_doc", "gold", "doc", "docs", "document"),
+                "spans": ("gold_spans", "gold_span", "span", "spans", "gold_text"),
+                "ids": ("gold_ids", "gold_id", "chunk_id", "chunk_ids")}
+
+
+def _cells(row: Mapping[str, str], names: Sequence[str]) -> list[str]:
+    raw = next((row[n] for n in names if row.get(n)), "")
+    return [v.strip() for v in raw.split("|") if v.strip()]
+
+
+def parse_csv(data: str | bytes, name: str = "upload.csv") -> GoldenSet:
+    """A golden set from CSV (see _CSV_COLUMNS); every row becomes the JSON object parse_line reads, so problems
+    are reported per line the same way (line 1 is the header)."""
+    import csv
+    import io
+
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise DatasetError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    reader = csv.DictReader(io.StringIO(data))
+    if not reader.fieldnames or not {"question", "query"} & {f.strip().lower() for f in reader.fieldnames}:
+        raise DatasetError(f"{name}: the header needs a 'question' (or 'query') column; found "
+                           f"{', '.join(reader.fieldnames or []) or 'nothing'}")
+    lines = []
+    for row in reader:
+        r = {(k or "").strip().lower(): (v or "").strip() for k, v in row.items() if isinstance(v, str)}
+        docs, spans, ids = (_cells(r, _CSV_COLUMNS[k]) for k in ("docs", "spans", "ids"))
+        if spans and len(spans) == len(docs):
+            gold: list[dict[str, str]] = [{"doc": d, "span": sp} for d, sp in zip(docs, spans)]
+        else:
+            gold = [{"doc": d} for d in docs] + [{"span": sp} for sp in spans]
+        gold += [{"chunk_id": i} for i in ids]
+        obj: dict[str, Any] = {"query": r.get("question") or r.get("query", ""), "gold": gold}
+        if r.get("id"):
+            obj["id"] = r["id"]
+        if r.get("type"):
+            obj["type"] = r["type"]
+        if r.get("answerable"):
+            obj["answerable"] = r["answerable"].lower() not in ("false", "no", "0")
+        lines.append(json.dumps(obj, ensure_ascii=False))
+    # Line n of the CSV is line n-1 of this JSONL: a blank first line keeps the numbers equal.
+    gs = parse_jsonl("\n" + "\n".join(lines) if lines else "", name)
     return gs
 
 
@@ -288,22 +351,77 @@ def anthropic_set(root: Path) -> GoldenSet:
                      predocs=lambda: anthropic_predocs(path, ws))
 
 
-# -- beir_scifact --------------------------------------------------------------------------------------------------
-def scifact_predocs(path: Path, workspace: str) -> list[PreDoc]:
-    """Each abstract as one chunk (title + text), the standard BEIR way; doc_id is the corpus _id."""
+# -- BEIR folders (beir_scifact, or any corpus.jsonl + queries.jsonl + qrels/<split>.tsv) -------------------------
+def beir_predocs(path: Path, workspace: str) -> list[PreDoc]:
+    """Each corpus entry as one chunk (title + text), the standard BEIR way; doc_id is the corpus _id."""
     out = []
     with (path / "corpus.jsonl").open(encoding="utf-8") as fh:
         for raw in fh:
             if not raw.strip():
                 continue
             d = json.loads(raw)
-            title, body = d.get("title", "").strip(), d.get("text", "").strip()
+            title, body = str(d.get("title") or "").strip(), str(d.get("text") or "").strip()
             text = f"{title}\n{body}" if title else body
             did = str(d["_id"])
-            chunk = Chunk(f"{did}#0", did, 0, text, 0, len(text), (), count_tokens(text), "en")
-            out.append(PreDoc(Document(did, did, "txt", len(text.encode()), _sha(text), "en", text, "as-given",
-                                       workspace, title[:200], 1), (chunk,)))
+            chunk = Chunk(f"{did}#0", did, 0, text, 0, len(text), (), count_tokens(text), detect_language(text))
+            out.append(PreDoc(Document(did, did, "txt", len(text.encode()), _sha(text), detect_language(text), text,
+                                       "as-given", workspace, title[:200], 1), (chunk,)))
     return out
+
+
+def scifact_predocs(path: Path, workspace: str) -> list[PreDoc]:
+    return beir_predocs(path, workspace)
+
+
+def _workspace_name(text: str) -> str:
+    return re.sub(r"[^a-z0-9_]+", "_", text.lower()).strip("_")[:60] or "beir"
+
+
+def beir_set(path: Path, name: str | None = None, *, split: str | None = None) -> GoldenSet:
+    """A BEIR folder: corpus.jsonl, queries.jsonl and qrels/<split>.tsv (split: test, else dev, else the only one).
+    Document-level, graded; questions with no relevant document are reported and left out."""
+    name = name or f"beir:{path.name}"
+    qdir = path / "qrels"
+    splits = sorted(p.stem for p in qdir.glob("*.tsv")) if qdir.is_dir() else []
+    if not (path / "corpus.jsonl").is_file() or not (path / "queries.jsonl").is_file() or not splits:
+        raise DatasetError(f"{path} is not a BEIR folder: it needs corpus.jsonl, queries.jsonl and qrels/*.tsv")
+    split = split or next((s for s in ("test", "dev") if s in splits), splits[0])
+    if split not in splits:
+        raise DatasetError(f"{path}: no qrels/{split}.tsv (have {', '.join(splits)})")
+    qrels: dict[str, list[tuple[str, int]]] = {}
+    problems: list[Problem] = []
+    for n, raw in enumerate((qdir / f"{split}.tsv").read_text(encoding="utf-8").splitlines(), start=1):
+        parts = raw.split("\t")
+        if n == 1 and parts[0] == "query-id":
+            continue
+        try:
+            qrels.setdefault(parts[0], []).append((parts[1], int(parts[2])))
+        except (IndexError, ValueError):
+            problems.append(Problem(n, "", f"qrels/{split}.tsv: unreadable row {raw!r}"))
+    queries = []
+    for n, raw in enumerate((path / "queries.jsonl").read_text(encoding="utf-8").splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            d = json.loads(raw)
+            qid, text = str(d["_id"]), str(d["text"])
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            problems.append(Problem(n, "", f"queries.jsonl: unreadable line ({type(exc).__name__})"))
+            continue
+        if qid not in qrels:
+            continue  # a query of another split
+        gold = tuple(Gold(doc=doc, grade=g, match="doc") for doc, g in qrels[qid] if g > 0)
+        if not gold:
+            problems.append(Problem(n, qid, "no relevant documents in the qrels; left out"))
+            continue
+        queries.append(GoldenQuery(qid, text, "claim" if path.name.endswith("scifact") else "query", True, gold, "", n))
+    ws = "beir_scifact" if name == "beir_scifact" else _workspace_name(f"beir_{path.name}")
+    # recall@100 needs 100 documents at the end: every stage hands on 100, pruning stays off.
+    needs = {"bm25.k": 100, "dense.k": 100, "fusion.k": 100, "rerank.top_n": 100, "rerank.k": 100, "mmr.k": 100,
+             "prune.enabled": False}
+    return GoldenSet(name, queries, problems, unit="doc", ks=(5, 10, 20, 100), ndcg_ks=(10,),
+                     workspace=ws, overrides=needs, doc_key="id",
+                     source=str(path), predocs=lambda: beir_predocs(path, ws))
 
 
 def scifact_set(root: Path) -> GoldenSet:
@@ -311,50 +429,121 @@ def scifact_set(root: Path) -> GoldenSet:
     path = root / "beir_scifact"
     if not (path / "queries.jsonl").is_file() or not (path / "qrels" / "test.tsv").is_file():
         raise DatasetError(f"beir_scifact not found under {root} (set RAG_DATASETS to its parent folder)")
-    qrels: dict[str, list[tuple[str, int]]] = {}
-    problems: list[Problem] = []
-    for n, raw in enumerate((path / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines(), start=1):
-        parts = raw.split("\t")
-        if n == 1 and parts[0] == "query-id":
-            continue
-        try:
-            qrels.setdefault(parts[0], []).append((parts[1], int(parts[2])))
-        except (IndexError, ValueError):
-            problems.append(Problem(n, "", f"qrels/test.tsv: unreadable row {raw!r}"))
-    queries = []
-    for n, raw in enumerate((path / "queries.jsonl").read_text(encoding="utf-8").splitlines(), start=1):
+    return beir_set(path, "beir_scifact", split="test")
+
+
+# -- twowiki_multihop ------------------------------------------------------------------------------------------------
+def twowiki_predocs(path: Path, workspace: str) -> list[PreDoc]:
+    """Each passage as one document and one chunk ('title\ntext'); the document name is the Wikipedia title."""
+    out = []
+    with (path / "corpus.jsonl").open(encoding="utf-8") as fh:
+        for raw in fh:
+            if not raw.strip():
+                continue
+            d = json.loads(raw)
+            title, body, did = d["title"].strip(), d["text"].strip(), str(d["id"])
+            text = f"{title}\n{body}"
+            chunk = Chunk(f"{did}#0", did, 0, text, 0, len(text), (), count_tokens(text), "en")
+            out.append(PreDoc(Document(did, title, "txt", len(text.encode()), _sha(text), "en", text, "as-given",
+                                       workspace, title[:200], 1), (chunk,)))
+    return out
+
+
+def twowiki_set(root: Path) -> GoldenSet:
+    """2WikiMultihopQA dev sample: 300 multi-hop questions over 2,086 passages; gold = the supporting passages'
+    titles (2 or 4 per question), scored at document (passage) level like HippoRAG's passage recall@k."""
+    path = root / "twowiki_multihop"
+    if not (path / "questions.jsonl").is_file() or not (path / "corpus.jsonl").is_file():
+        raise DatasetError(f"twowiki_multihop not found under {root} (set RAG_DATASETS to its parent folder)")
+    queries, problems = [], []
+    for n, raw in enumerate((path / "questions.jsonl").read_text(encoding="utf-8").splitlines(), start=1):
         if not raw.strip():
             continue
-        d = json.loads(raw)
-        qid = str(d["_id"])
-        gold = tuple(Gold(doc=doc, grade=g, match="doc") for doc, g in qrels.get(qid, []) if g > 0)
-        if not gold:
-            problems.append(Problem(n, qid, "no relevant documents in the qrels; left out"))
-            continue
-        queries.append(GoldenQuery(qid, d["text"], "claim", True, gold, "", n))
-    ws = "beir_scifact"
-    # recall@100 needs 100 documents at the end: every stage hands on 100, pruning stays off.
-    needs = {"bm25.k": 100, "dense.k": 100, "fusion.k": 100, "rerank.top_n": 100, "rerank.k": 100, "mmr.k": 100,
-             "prune.enabled": False}
-    return GoldenSet("beir_scifact", queries, problems, unit="doc", ks=(5, 10, 20, 100), ndcg_ks=(10,),
-                     workspace=ws, overrides=needs, doc_key="id",
-                     source=str(path), predocs=lambda: scifact_predocs(path, ws))
+        try:
+            d = json.loads(raw)
+            gold = tuple(Gold(doc=t, match="doc") for t in d["gold_titles"])
+            queries.append(GoldenQuery(str(d["id"]), d["question"], d.get("type", "multi-hop"), True, gold,
+                                       str(d.get("answer", "")), n))
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            problems.append(Problem(n, "", f"unreadable line ({type(exc).__name__}: {exc})"))
+    ws = "twowiki_multihop"
+    return GoldenSet("twowiki_multihop", queries, problems, unit="doc", ks=(1, 2, 5, 10), workspace=ws,
+                     doc_key="name", source=str(path), predocs=lambda: twowiki_predocs(path, ws))
+
+
+# -- shaping a set: subsample, level, k ------------------------------------------------------------------------------
+def subsample(gs: GoldenSet, *, max_docs: int | None = None, max_questions: int | None = None,
+              seed: int = 0) -> GoldenSet:
+    """A smaller copy of a set with a pre-chunked corpus: `max_questions` questions drawn with `seed`, and a corpus
+    of the documents their gold names plus random distractors up to `max_docs` (fixed seed). It gets a workspace
+    of its own, named after the cut, so it never mixes with the full corpus."""
+    import random
+
+    rng = random.Random(seed)
+    queries = list(gs.queries)
+    if max_questions is not None and max_questions < len(queries):
+        queries = sorted(rng.sample(queries, max_questions), key=lambda q: q.line)
+    tag = f"q{max_questions or 'all'}_d{max_docs or 'all'}_s{seed}"
+    out = replace(gs, name=f"{gs.name}[{tag}]", queries=queries,
+                  workspace=f"{gs.workspace}__{tag}" if gs.workspace else None)
+    if max_docs is None or gs.predocs is None:
+        return out
+    full, ws = gs.predocs, out.workspace
+    key = (lambda p: p.doc.doc_id) if gs.doc_key == "id" else (lambda p: p.doc.name)
+    wanted = {g.doc for q in queries for g in q.gold if g.doc}
+
+    def cut() -> list[PreDoc]:
+        docs = full()
+        gold = [p for p in docs if key(p) in wanted]
+        others = [p for p in docs if key(p) not in wanted]
+        extra = random.Random(seed).sample(others, max(0, min(len(others), max_docs - len(gold))))
+        keep = {id(p) for p in gold + extra}
+        return [replace(p, doc=replace(p.doc, workspace=ws or p.doc.workspace)) for p in docs if id(p) in keep]
+
+    out.predocs = cut
+    return out
+
+
+def at_level(gs: GoldenSet, level: str | None = None, ks: Sequence[int] | None = None) -> GoldenSet:
+    """The set scored at `level` ('document' or 'chunk') and/or at cutoffs `ks`. At document level a gold item that
+    names a document counts any chunk of it (its span is not asked for), so a set written as spans scores documents."""
+    out = gs
+    if ks:
+        if any(k < 1 for k in ks):
+            raise DatasetError("every k must be 1 or more")
+        out = replace(out, ks=tuple(sorted(set(int(k) for k in ks))))
+    if level is None:
+        return out
+    unit = {"document": "doc", "doc": "doc", "chunk": "chunk"}.get(level)
+    if unit is None:
+        raise DatasetError(f"unknown level {level!r}: use document or chunk")
+    return replace(out, unit=unit)  # type: ignore[arg-type]
 
 
 # -- resolving a name or path -------------------------------------------------------------------------------------
 def load_dataset(name_or_path: str, root: Path) -> GoldenSet:
-    """'sample', 'anthropic_codebase', 'beir_scifact' (under root) or a path to a JSONL golden set."""
+    """'sample', 'anthropic_codebase', 'beir_scifact', 'twowiki_multihop' (under root), 'beir:PATH' (a BEIR folder),
+    or a path to a .jsonl / .csv golden set (or to a BEIR folder)."""
     if name_or_path == "sample":
         return sample_set()
     if name_or_path == "anthropic_codebase":
         return anthropic_set(root)
     if name_or_path == "beir_scifact":
         return scifact_set(root)
+    if name_or_path == "twowiki_multihop":
+        return twowiki_set(root)
+    if name_or_path.startswith("beir:"):
+        p = Path(name_or_path[5:]).expanduser()
+        if not p.is_dir():
+            raise DatasetError(f"{name_or_path}: no such folder")
+        return beir_set(p)
     p = Path(name_or_path)
     if p.is_file():
         return load_jsonl_file(p)
-    raise DatasetError(f"unknown dataset {name_or_path!r}: use sample, anthropic_codebase, beir_scifact or a path "
-                       "to a .jsonl golden set")
+    if p.is_dir() and (p / "corpus.jsonl").is_file():
+        return beir_set(p)
+    raise DatasetError(f"unknown dataset {name_or_path!r}: use sample, anthropic_codebase, beir_scifact, "
+                       "twowiki_multihop, beir:FOLDER or a path to a .jsonl or .csv golden set")
 
 
 def default_root() -> Path:
@@ -392,22 +581,24 @@ def ingest_predocs(
     are left alone, so a second run costs nothing. Texts are embedded in batches across documents (cache first)
     and each document is still written in its own transaction."""
     store.ensure_workspace(workspace)
-    existing = {d.doc_id: (d.content_hash, d.chunker) for d in store.documents(workspace)}
+    existing = {d.doc_id: (d.content_hash, d.chunker) for d in store.corpus.documents(workspace)}
     todo = [p for p in predocs if existing.get(p.doc.doc_id) != (p.doc.content_hash, p.doc.chunker)]
     present = len(predocs) - len(todo)
     embedded = hits = done = 0
     errors: list[str] = []
+    stored: list[str] = []
     for batch in _batches(todo, batch_chunks):
         texts = [c.text for p in batch for c in p.chunks]
-        vecs, stats = embed_with_cache(texts, embedder, store, workspace)
+        vecs, stats = embed_with_cache(texts, embedder, store.caches, workspace)
         embedded += stats.computed
         hits += stats.cache_hits
         i = 0
         for p in batch:
             n = len(p.chunks)
             try:
-                store.put_document(replace(p.doc, workspace=workspace), p.chunks, vecs[i : i + n], embedder.model_id,
+                store.corpus.put_document(replace(p.doc, workspace=workspace), p.chunks, vecs[i : i + n], embedder.model_id,
                                    replace_doc_id=p.doc.doc_id if p.doc.doc_id in existing else None)
+                stored.append(p.doc.doc_id)
             except Exception as exc:  # one bad document is reported; the others still go in
                 errors.append(f"{p.doc.name}: {type(exc).__name__}: {exc}")
             i += n
@@ -415,7 +606,11 @@ def ingest_predocs(
         if progress:
             progress(present + done, len(predocs), f"embedded {embedded}, cached {hits}")
     if embedded or hits:
-        store.record_cache_event("embedding", hits, embedded, "eval corpus", workspace)
+        store.caches.record_cache_event("embedding", hits, embedded, "eval corpus", workspace)
+    if stored:  # heuristic contexts at ingest, as core/ingest does: a heuristic-variant query then writes nothing
+        from core.context import build_heuristic
+
+        build_heuristic(store, workspace=workspace, doc_ids=stored)
     return CorpusReport(len(predocs), done - len(errors), present, embedded, hits, tuple(errors))
 
 
@@ -429,7 +624,7 @@ def ensure_corpus(
         return ingest_predocs(gs.predocs(), store=store, embedder=embedder, workspace=workspace, progress=progress)
     if gs.corpus_dir is None:
         return None
-    have = {d.name for d in store.documents(workspace)}
+    have = {d.name for d in store.corpus.documents(workspace)}
     wanted = {g.doc for q in gs.queries for g in q.gold if g.doc}
     if wanted <= have:
         return None
@@ -450,24 +645,42 @@ def ensure_corpus(
 
 
 def resolve_gold(gs: GoldenSet, store: Any, workspace: str) -> GoldenSet:
-    """Map each gold item's document to store ids. A question whose gold names a document the workspace does not
-    hold is reported (with its line) and left out, so one stale line never spoils the rest."""
-    if gs.doc_key == "none":
+    """Map each gold item's document to store ids (a name, or the store's own document id), and each gold chunk id
+    to its chunk. A question whose gold names a document or chunk the workspace does not hold is reported (with its
+    line) and left out, so one stale line never spoils the rest. At document level (unit 'doc') every item that
+    names a document, or a chunk, counts any chunk of that document."""
+    corpus = store.corpus
+    chunk_ids = sorted({g.text for q in gs.queries for g in q.gold if g.match == "chunk"})
+    chunk_doc = {cid: ch.doc_id for cid, ch in corpus.chunks_by_id(chunk_ids, workspace).items()} if chunk_ids else {}
+    if gs.doc_key == "none" and not chunk_ids:
         return gs
-    docs = store.documents(workspace)
     by_key: dict[str, set[str]] = {}
-    for d in docs:
-        by_key.setdefault(d.name if gs.doc_key == "name" else d.doc_id, set()).add(d.doc_id)
+    if gs.doc_key != "none":
+        for d in corpus.documents(workspace):
+            by_key.setdefault(d.name if gs.doc_key == "name" else d.doc_id, set()).add(d.doc_id)
+        if gs.doc_key == "name":  # a user's set may name a document by its store id too
+            for d in corpus.documents(workspace):
+                by_key.setdefault(d.doc_id, {d.doc_id})
     kept: list[GoldenQuery] = []
     problems = list(gs.problems)
     for q in gs.queries:
-        missing = sorted({g.doc for g in q.gold if g.doc and g.doc not in by_key})
-        if missing:
-            problems.append(Problem(q.line, q.qid, f"unknown document {', '.join(repr(m) for m in missing)} "
-                                                   f"(not in workspace '{workspace}'); question left out"))
+        missing_docs = sorted({g.doc for g in q.gold if g.doc and gs.doc_key != "none" and g.doc not in by_key})
+        missing_chunks = sorted({g.text for g in q.gold if g.match == "chunk" and g.text not in chunk_doc})
+        if missing_docs or missing_chunks:
+            what = "; ".join(f"unknown {kind} {', '.join(repr(m) for m in names)}"
+                             for kind, names in (("document", missing_docs), ("chunk", missing_chunks)) if names)
+            problems.append(Problem(q.line, q.qid, f"{what} (not in workspace '{workspace}'); question left out"))
             continue
-        gold = tuple(replace(g, doc_ids=frozenset(by_key[g.doc]) if g.doc else frozenset()) for g in q.gold)
-        kept.append(replace(q, gold=gold))
+        gold = []
+        for g in q.gold:
+            if g.match == "chunk":
+                g = replace(g, doc_ids=frozenset({chunk_doc[g.text]}))
+                g = replace(g, match="doc", doc=chunk_doc[g.text]) if gs.unit == "doc" else g
+            elif g.doc and gs.doc_key != "none":
+                g = replace(g, doc_ids=frozenset(by_key[g.doc]))
+                g = replace(g, match="doc") if gs.unit == "doc" and g.match in ("span", "exact") else g
+            gold.append(g)
+        kept.append(replace(q, gold=tuple(gold)))
     return replace(gs, queries=kept, problems=problems)
 
 

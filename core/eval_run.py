@@ -65,7 +65,27 @@ class EvalRun:
                 "workspace": self.workspace, "repeats": self.repeats, "metrics": self.metrics, "spread": self.spread,
                 "per_repeat": self.per_repeat, "stage_recall": self.stage_recall, "latency": self.latency,
                 "by_type": self.by_type, "n_queries": len(self.results), "problems": self.problems,
-                "notes": self.notes, "seconds": round(self.seconds, 3), "unit": self.unit, "ks": list(self.ks)}
+                "notes": self.notes, "seconds": round(self.seconds, 3), "unit": self.unit, "ks": list(self.ks),
+                "stage_recall_at": self.stage_recall_at()}
+
+    def stage_recall_at(self) -> dict[str, dict[str, float | None]]:
+        """Mean recall@k of every stage's own list over the questions with gold (from each stage's gold ranks), so
+        a stage can be compared with the ones before it at the same k."""
+        sums: dict[str, dict[str, list[float]]] = {}
+        for r in self.results:
+            for st in r.get("stages", []):
+                for key, v in (st.get("recall_at") or {}).items():
+                    if v is not None:
+                        sums.setdefault(st["stage"], {}).setdefault(key, []).append(float(v))
+        return {stage: {k: sum(v) / len(v) for k, v in by_k.items()} for stage, by_k in sums.items()}
+
+    def question_ranks(self) -> list[dict[str, Any]]:
+        """Per question: its metrics and, per stage, the rank of each gold item (None: not in the list)."""
+        return [{"qid": r["qid"], "query": r["query"], "qtype": r["qtype"], "metrics": r["metrics"],
+                 "final_stage": r.get("final_stage"), "error": r.get("error"),
+                 "stages": [{"stage": st["stage"], "skipped": st["skipped"], "gold_ranks": st["gold_ranks"],
+                             "recall_at": st.get("recall_at", {})} for st in r.get("stages", [])]}
+                for r in self.results]
 
     def per_query(self, metric: str) -> dict[str, float | None]:
         return {r["qid"]: r["metrics"].get(metric) for r in self.results}
@@ -79,8 +99,14 @@ class EvalRun:
                    d.get("created_at"), d.get("unit", "chunk"), tuple(d.get("ks", (5, 10, 20))))
 
 
+def recall_at(gold_ranks: Sequence[int | None], ks: Sequence[int]) -> dict[str, float | None]:
+    """{'recall@k': share of gold items ranked at k or better} for each k (None without gold)."""
+    n = len(gold_ranks)
+    return {f"recall@{k}": (sum(1 for r in gold_ranks if r is not None and r <= k) / n if n else None) for k in ks}
+
+
 def _stage_record(score: QueryScore, trace: Trace, gold: Sequence[Gold],
-                  originals: dict[str, str] | None = None) -> list[dict[str, Any]]:
+                  originals: dict[str, str] | None = None, ks: Sequence[int] = (5, 10, 20)) -> list[dict[str, Any]]:
     by_name = {s.stage: s for s in trace.stages}
     out = []
     for s in score.stages:
@@ -89,11 +115,12 @@ def _stage_record(score: QueryScore, trace: Trace, gold: Sequence[Gold],
         # Judged per chunk, even for document-level sets, so the view can mark every chunk that holds gold.
         hits = list(s.hits) if len(s.hits) == len(res.candidates) else judge(res.candidates, gold,
                                                                              originals=originals)
+        # Ranks in the list as it was scored: chunks, or documents (best chunk each) for a document-level set.
         gold_ranks: list[int | None] = [None] * len(gold)
-        for c, h in zip(res.candidates, hits):
+        for pos, h in enumerate(s.hits, start=1):
             for g in h:
                 if gold_ranks[g] is None:
-                    gold_ranks[g] = c.rank
+                    gold_ranks[g] = pos
         keep = len(res.candidates) if s.stage == score.final_stage else KEEP_DEPTH
         for i, c in enumerate(res.candidates[:keep]):
             row: dict[str, Any] = {"chunk_id": c.chunk_id, "doc_id": c.doc_id, "rank": c.rank,
@@ -103,18 +130,19 @@ def _stage_record(score: QueryScore, trace: Trace, gold: Sequence[Gold],
             cands.append(row)
         out.append({"stage": s.stage, "skipped": s.skipped, "skip_reason": res.skipped, "ms": round(s.ms, 3),
                     "depth": s.depth, "recall": s.recall, "first_rank": s.first_rank, "tokens": s.tokens,
-                    "token_share": s.token_share, "gold_ranks": gold_ranks, "candidates": cands})
+                    "token_share": s.token_share, "gold_ranks": gold_ranks,
+                    "recall_at": recall_at(gold_ranks, ks) if not s.skipped else {}, "candidates": cands})
     return out
 
 
 def _query_row(q: GoldenQuery, score: QueryScore | None, trace: Trace | None, error: str | None,
-               answer: dict[str, float | None]) -> dict[str, Any]:
+               answer: dict[str, float | None], ks: Sequence[int] = (5, 10, 20)) -> dict[str, Any]:
     return {
         "qid": q.qid, "query": q.query, "qtype": q.qtype, "answerable": q.answerable, "line": q.line,
         "gold": [{"doc": g.doc, "text": g.text, "grade": g.grade, "match": g.match} for g in q.gold],
         "metrics": {**(score.metrics if score else {}), **answer},
         "final_stage": score.final_stage if score else None,
-        "stages": _stage_record(score, trace, q.gold) if score and trace else [],
+        "stages": _stage_record(score, trace, q.gold, ks=ks) if score and trace else [],
         "answer": None if trace is None or trace.answer is None else {
             "text": trace.answer.text, "refused": trace.answer.refused, "citations": list(trace.answer.citations)},
         "error": error,
@@ -181,7 +209,8 @@ def run_config(
                                     originals=originals)
                 final = trace.final()
                 contexts = [c.text for c in final.candidates] if final else []
-                ans = answer_metrics(q.query, q.answerable, trace.answer, contexts, answer_judge)
+                ans = answer_metrics(q.query, q.answerable, trace.answer, contexts, answer_judge,
+                                     gold_texts=[g.text for g in q.gold])
                 rows.append((q, score, trace, None, ans))
             done += 1
             if progress:
@@ -192,7 +221,7 @@ def run_config(
     first = runs_scores[0]
     results = []
     for i, (q, score, trace, err, ans) in enumerate(first):
-        row = _query_row(q, score, trace, err, ans)
+        row = _query_row(q, score, trace, err, ans, gs.ks)
         if len(runs_scores) > 1:  # per-question means over repeats; the stage record stays the first repeat's
             row["metrics"] = mean_metrics({**(r[i][1].metrics if r[i][1] else {}), **r[i][4]} for r in runs_scores)
         results.append(row)
@@ -205,7 +234,7 @@ def run_config(
     errors = sorted({f"{q.qid}: {e}" for rows in runs_scores for q, _, _, e, _ in rows if e})
     return EvalRun(
         eval_id=uuid.uuid4().hex, dataset=gs.name, config_name=nc.name, config_hash=cfg.stable_hash(),
-        config=cfg.model_dump(mode="json"), corpus_version=deps.store.corpus_version(workspace), workspace=workspace,
+        config=cfg.model_dump(mode="json"), corpus_version=deps.store.corpus.corpus_version(workspace), workspace=workspace,
         repeats=max(1, repeats), metrics=metrics, spread=spreads, per_repeat=per_repeat,
         stage_recall=stage_summary(scored) if scored else {}, latency=latency_summary(all_scores),
         by_type=by_group([r["metrics"] for r in results], [r["qtype"] for r in results]), results=results,
@@ -218,7 +247,7 @@ def _originals(trace: Trace, deps: Deps, workspace: str) -> dict[str, str]:
     """Stored text of every chunk in the trace: exact-match gold asks which chunks were retrieved, not how a later
     stage trimmed them."""
     ids = list({c.chunk_id for s in trace.stages for c in s.candidates})
-    return {cid: ch.text for cid, ch in deps.store.chunks_by_id(ids, workspace).items()}
+    return {cid: ch.text for cid, ch in deps.store.corpus.chunks_by_id(ids, workspace).items()}
 
 
 def _mean_or_none(values: Sequence[float | None]) -> float | None:
@@ -260,8 +289,13 @@ def run_eval(
     """Prepare the corpus once, run every configuration (all questions of one config before the next, so indexes
     are built once per config), store each run, and return them in order."""
     ws = gs.workspace or workspace or DEFAULT_WORKSPACE
-    resolved, notes = prepare(gs, deps, workspace=ws, config=configs[0].config if configs else None,
-                              progress=progress)
+    if getattr(deps.store, "read_only", False):  # scoring beside a running app: read what is there, write nothing
+        resolved = resolve_gold(gs, deps.store, ws)
+        notes = ["read-only database: the corpus was not checked or added, and this run is not stored"]
+        save = False
+    else:
+        resolved, notes = prepare(gs, deps, workspace=ws, config=configs[0].config if configs else None,
+                                  progress=progress)
     n = len(resolved.queries[:limit] if limit else resolved.queries)
     total = n * max(1, repeats) * len(configs)
     out = []
@@ -270,14 +304,14 @@ def run_eval(
                          offset=i * n * max(1, repeats), total=total, answer_judge=answer_judge, limit=limit)
         run.notes = notes + run.notes
         if save:
-            deps.store.save_eval_run(ws, run.summary(), run.results)
+            deps.store.runs.save_eval_run(ws, run.summary(), run.results)
         out.append(run)
     return out
 
 
 def load_run(store: Any, eval_id: str, workspace: str = DEFAULT_WORKSPACE) -> EvalRun | None:
-    d = store.eval_run(eval_id, workspace)
-    return EvalRun.from_stored({**d, "workspace": workspace}) if d else None
+    d = store.runs.eval_run(eval_id, workspace)
+    return EvalRun.from_stored({**d.as_dict(), "results": list(d.results), "workspace": workspace}) if d else None
 
 
 def compare(a: EvalRun, b: EvalRun, metrics: Sequence[str] | None = None) -> Comparison:

@@ -18,7 +18,7 @@ at that stage, as it should.
 
 Two other match modes exist for the public sets: ``exact`` (stripped text equality, as the contextual-retrieval
 cookbook scores Pass@k) and ``doc`` (any chunk of the document; BEIR qrels are document-level, optionally graded).
-``exact`` asks which *chunks* were retrieved, so it compares the chunk's stored text when the caller passes it
+``chunk`` names a chunk id (a set written against one store). ``exact`` asks which *chunks* were retrieved, so it compares the chunk's stored text when the caller passes it
 (``originals``): a pruning stage that trims a retrieved chunk does not un-retrieve it. ``span`` always reads the
 candidate's own text.
 
@@ -40,13 +40,16 @@ from typing import Any, Iterable, Literal, Mapping, Protocol, Sequence
 from core.text import count_tokens
 from core.types import Answer, Candidate, Trace
 
-MatchMode = Literal["span", "exact", "doc"]
+MatchMode = Literal["span", "exact", "doc", "chunk"]
 Unit = Literal["chunk", "doc"]
 
 DEFAULT_KS: tuple[int, ...] = (5, 10, 20)
 MIN_SHARE = 0.5
 # Answer-level columns: None until an answer generator fills trace.answer; they aggregate like any other metric.
-ANSWER_METRICS: tuple[str, ...] = ("faithfulness", "answer_relevancy", "refusal_accuracy")
+# answered_correctly: share of answerable questions answered (not refused) with a sentence from a gold passage;
+# refused_unanswerable: share of unanswerable questions refused. Each is None on the other kind of question.
+ANSWER_METRICS: tuple[str, ...] = ("faithfulness", "answer_relevancy", "refusal_accuracy", "answered_correctly",
+                                   "refused_unanswerable")
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,9 @@ def span_in_text(span: str, text: str, min_share: float = MIN_SHARE) -> bool:
     return any(t[j : j + need] in grams for j in range(len(t) - need + 1))
 
 
-def is_relevant(gold: Gold, doc_id: str, text: str, *, min_share: float = MIN_SHARE) -> bool:
+def is_relevant(gold: Gold, doc_id: str, text: str, *, min_share: float = MIN_SHARE, chunk_id: str = "") -> bool:
+    if gold.match == "chunk":  # gold given as a chunk id (gold.text holds it)
+        return chunk_id == gold.text
     if gold.doc_ids and doc_id not in gold.doc_ids:
         return False
     if gold.match == "doc":
@@ -101,7 +106,8 @@ def judge(cands: Sequence[Candidate], gold: Sequence[Gold], *, min_share: float 
         return orig.get(c.chunk_id, c.text) if g.match == "exact" else c.text
 
     return [frozenset(i for i, g in enumerate(gold)
-                      if is_relevant(g, c.doc_id, text_for(g, c), min_share=min_share)) for c in cands]
+                      if is_relevant(g, c.doc_id, text_for(g, c), min_share=min_share, chunk_id=c.chunk_id))
+            for c in cands]
 
 
 def collapse_to_docs(cands: Sequence[Candidate]) -> list[Candidate]:
@@ -272,15 +278,22 @@ def _coverage(tokens: Sequence[str], vocab: set[str]) -> float:
 
 def answer_metrics(
     question: str, answerable: bool, answer: Answer | None, contexts: Sequence[str], judge_: AnswerJudge | None = None,
+    gold_texts: Sequence[str] = (),
 ) -> dict[str, float | None]:
-    """faithfulness, answer_relevancy, refusal_accuracy for one query; all None when there is no answer."""
+    """faithfulness, answer_relevancy, refusal_accuracy, answered_correctly (needs `gold_texts`, the gold spans) and
+    refused_unanswerable for one query; all None when there is no answer."""
     if answer is None:
         return {name: None for name in ANSWER_METRICS}
+    from core.answer_eval import answered_correctly  # the answer layer sits above this module
+
     refusal_ok = 1.0 if answer.refused == (not answerable) else 0.0
+    kinds = {"answered_correctly": (float(answered_correctly(answer, gold_texts))
+                                    if answerable and any(gold_texts) else None),
+             "refused_unanswerable": None if answerable else float(answer.refused)}
     if answer.refused or judge_ is None:
-        return {"faithfulness": None, "answer_relevancy": None, "refusal_accuracy": refusal_ok}
+        return {"faithfulness": None, "answer_relevancy": None, "refusal_accuracy": refusal_ok, **kinds}
     return {"faithfulness": judge_.faithfulness(answer, contexts),
-            "answer_relevancy": judge_.relevancy(question, answer), "refusal_accuracy": refusal_ok}
+            "answer_relevancy": judge_.relevancy(question, answer), "refusal_accuracy": refusal_ok, **kinds}
 
 
 # -- aggregation ---------------------------------------------------------------------------------------------------

@@ -70,7 +70,7 @@ def test_unknown_document_drops_that_question_only(store, embedder) -> None:
     text = _jsonl(GOOD, {"id": "g9", "query": "Other?", "gold": [{"doc": "missing.md", "span": "x y z"}]})
     gs = resolve_gold(parse_jsonl(text), store, "default")
     assert [q.qid for q in gs.queries] == ["g1"]
-    assert gs.queries[0].gold[0].doc_ids == frozenset({store.documents()[0].doc_id})
+    assert gs.queries[0].gold[0].doc_ids == frozenset({store.corpus.documents()[0].doc_id})
     assert any(p.line == 2 and "unknown document 'missing.md'" in p.message for p in gs.problems)
 
 
@@ -101,7 +101,7 @@ def test_sample_gold_survives_rechunking(store, embedder, strategy: str, size: i
     ensure_corpus(gs, store=store, embedder=embedder, workspace="default", config=cfg)
     gs = resolve_gold(gs, store, "default")
     assert not [p for p in gs.problems if p.severity == "error"]
-    chunks = store.chunks("default")
+    chunks = store.corpus.chunks("default")
     lost = []
     for q in gs.queries:
         for g in q.gold:
@@ -154,8 +154,8 @@ def test_prechunked_ingest_keeps_ids_and_a_second_run_costs_nothing(store, embed
     pre = _predocs({"doc_1": ["alpha beta gamma", "delta epsilon"], "doc_2": ["zeta eta theta"]})
     first = ingest_predocs(pre, store=store, embedder=embedder, workspace="ws", batch_chunks=2)
     assert (first.added, first.present, first.embedded) == (2, 0, 3)
-    assert [c.chunk_id for c in store.chunks("ws")] == ["doc_1_chunk_0", "doc_1_chunk_1", "doc_2_chunk_0"]
-    assert store.count("vectors", "ws") == 3
+    assert [c.chunk_id for c in store.corpus.chunks("ws")] == ["doc_1_chunk_0", "doc_1_chunk_1", "doc_2_chunk_0"]
+    assert store.corpus.count("vectors", "ws") == 3
     calls = embedder.encoded
     again = ingest_predocs(pre, store=store, embedder=embedder, workspace="ws")
     assert (again.added, again.present, again.embedded) == (0, 2, 0) and embedder.encoded == calls
@@ -199,6 +199,105 @@ def test_sample_corpus_is_never_mixed_into_a_foreign_workspace(store, embedder) 
                  store=store, embedder=embedder, config=PipelineConfig())
     rep = ensure_corpus(sample_set(), store=store, embedder=embedder, workspace="default")
     assert rep is not None and rep.added == 0 and "holds other documents" in rep.errors[0]
-    assert [d.name for d in store.documents()] == ["my_own_notes.md"]
+    assert [d.name for d in store.corpus.documents()] == ["my_own_notes.md"]
     gs = resolve_gold(sample_set(), store, "default")
     assert not gs.scorable and any("unknown document" in p.message for p in gs.problems)
+
+
+# -- golden sets as users bring them (issue #11) --------------------------------------------------------------------
+def test_csv_golden_set_with_documents_spans_and_chunk_ids() -> None:
+    from core.datasets import parse_csv
+
+    text = ("Question,gold_docs,gold_spans,gold_ids,id\n"
+            "How long was the outage?,ops.md,The outage lasted 3 hours,,c1\n"
+            "Which two files?,a.md|b.md,,,c2\n"
+            "By id,,,ops-0001|ops-0002,c3\n"
+            ",a.md,,,c4\n")
+    gs = parse_csv(text, "mine.csv")
+    assert [q.qid for q in gs.queries] == ["c1", "c2", "c3"]
+    q1, q2, q3 = gs.queries
+    assert (q1.gold[0].doc, q1.gold[0].text, q1.gold[0].match) == ("ops.md", "The outage lasted 3 hours", "span")
+    assert [(g.doc, g.match) for g in q2.gold] == [("a.md", "doc"), ("b.md", "doc")]
+    assert [(g.text, g.match) for g in q3.gold] == [("ops-0001", "chunk"), ("ops-0002", "chunk")]
+    assert [(p.line, p.message) for p in gs.problems] == [(5, "empty query")]  # the CSV's own line number
+    with pytest.raises(DatasetError, match="'question'"):
+        parse_csv("foo,bar\n1,2\n", "bad.csv")
+
+
+def test_jsonl_accepts_question_and_gold_shorthands() -> None:
+    gs = parse_jsonl(_jsonl({"id": "s", "question": "Q?", "gold_docs": ["a.md"], "gold_ids": ["a-0001"],
+                             "gold": [{"chunk_id": "a-0002"}]}))
+    assert [(g.doc, g.text, g.match) for g in gs.queries[0].gold] == [
+        ("", "a-0002", "chunk"), ("a.md", "", "doc"), ("", "a-0001", "chunk")]
+
+
+def test_document_level_scores_spans_and_chunk_ids_as_their_documents(store, embedder) -> None:
+    from core.datasets import at_level
+    from core.evaluation import is_relevant
+
+    ingest_files([("ops.md", b"# Ops\n\nThe outage lasted 3 hours and 40 minutes. Then it was fixed.\n"),
+                  ("hr.md", b"# HR\n\nLeave is 25 days a year.\n")], store=store, embedder=embedder,
+                 config=PipelineConfig())
+    docs = {d.name: d.doc_id for d in store.corpus.documents()}
+    chunk = store.corpus.chunks("default", docs["hr.md"])[0].chunk_id
+    text = _jsonl({"id": "a", "query": "outage?", "gold": [{"doc": "ops.md", "span": "words not in the file"}]},
+                  {"id": "b", "query": "leave?", "gold_ids": [chunk]},
+                  {"id": "c", "query": "by store id", "gold_docs": [docs["hr.md"]]},
+                  {"id": "d", "query": "stale", "gold_ids": ["no-such-chunk"]})
+    chunk_level = resolve_gold(parse_jsonl(text), store, "default")
+    assert [q.qid for q in chunk_level.queries] == ["a", "b", "c"]
+    assert any("no-such-chunk" in p.message and p.line == 4 for p in chunk_level.problems)
+    a, b, c = chunk_level.queries
+    assert not is_relevant(a.gold[0], docs["ops.md"], "The outage lasted 3 hours")  # span absent: not relevant
+    assert is_relevant(b.gold[0], docs["hr.md"], "", chunk_id=chunk) and not is_relevant(b.gold[0], docs["hr.md"], "")
+    doc_level = resolve_gold(at_level(parse_jsonl(text), "document", [1, 2]), store, "default")
+    a, b, c = doc_level.queries
+    assert doc_level.unit == "doc" and doc_level.ks == (1, 2)
+    assert is_relevant(a.gold[0], docs["ops.md"], "anything") and not is_relevant(a.gold[0], docs["hr.md"], "x")
+    assert b.gold[0].match == "doc" and is_relevant(b.gold[0], docs["hr.md"], "other chunk text")
+    assert c.gold[0].doc_ids == frozenset({docs["hr.md"]})
+
+
+def test_beir_folder_loads_as_a_set_with_its_corpus(tmp_path: Path) -> None:
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "corpus.jsonl").write_text(_jsonl({"_id": "d1", "title": "Cats", "text": "Cats purr."},
+                                                  {"_id": "d2", "title": "", "text": "Dogs bark."}))
+    (tmp_path / "queries.jsonl").write_text(_jsonl({"_id": "q1", "text": "why purr"}, {"_id": "q2", "text": "bark"},
+                                                   {"_id": "q9", "text": "train split only"}))
+    (tmp_path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t2\nq2\td2\t0\nbad row\n")
+    gs = load_dataset(f"beir:{tmp_path}", tmp_path)
+    assert [q.qid for q in gs.queries] == ["q1"] and gs.queries[0].gold[0].grade == 2 and gs.unit == "doc"
+    assert {p.message for p in gs.problems} >= {"no relevant documents in the qrels; left out"}
+    assert any("unreadable row" in p.message for p in gs.problems)
+    pre = gs.predocs()
+    assert [(p.doc.doc_id, p.chunks[0].text) for p in pre] == [("d1", "Cats\nCats purr."), ("d2", "Dogs bark.")]
+    assert gs.workspace and gs.workspace.startswith("beir_")
+    with pytest.raises(DatasetError, match="not a BEIR folder"):
+        load_dataset(f"beir:{tmp_path / 'qrels'}", tmp_path)
+
+
+def test_subsample_keeps_the_gold_documents_and_fills_with_seeded_distractors(tmp_path: Path) -> None:
+    from core.datasets import subsample
+
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "corpus.jsonl").write_text(_jsonl(*[{"_id": f"d{i}", "text": f"text {i}"} for i in range(50)]))
+    (tmp_path / "queries.jsonl").write_text(_jsonl(*[{"_id": f"q{i}", "text": f"query {i}"} for i in range(10)]))
+    (tmp_path / "qrels" / "test.tsv").write_text("".join(f"q{i}\td{i * 3}\t1\n" for i in range(10)))
+    gs = load_dataset(f"beir:{tmp_path}", tmp_path)
+    small = subsample(gs, max_docs=12, max_questions=4, seed=7)
+    again = subsample(gs, max_docs=12, max_questions=4, seed=7)
+    ids = [p.doc.doc_id for p in small.predocs()]
+    assert len(small.queries) == 4 and len(ids) == 12 and ids == [p.doc.doc_id for p in again.predocs()]
+    assert {g.doc for q in small.queries for g in q.gold} <= set(ids)
+    assert small.workspace != gs.workspace and "s7" in small.workspace
+
+
+@pytest.mark.datasets
+def test_twowiki_loader_reads_titles_as_document_gold(datasets_dir: Path) -> None:
+    from core.datasets import twowiki_set
+
+    gs = twowiki_set(datasets_dir)
+    assert len(gs.queries) == 300 and gs.unit == "doc" and gs.ks[:2] == (1, 2)
+    assert sum(len(q.gold) for q in gs.queries) == 231 * 2 + 69 * 4
+    pre = gs.predocs()
+    assert len(pre) == 2086 and {g.doc for q in gs.queries for g in q.gold} <= {p.doc.name for p in pre}

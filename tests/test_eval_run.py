@@ -70,8 +70,8 @@ def test_ab_run_scores_stores_and_reopens(ingested: Deps) -> None:
     assert 0.0 <= a.metrics["refusal_accuracy"] <= 1.0 and a.results[3]["metrics"]["refusal_accuracy"] is not None
     assert a.stage_recall["answer"]["recall"] is None and a.stage_recall["answer"]["ran"] == 1.0
     # stored, and reopened with the same numbers and per-question records
-    listed = ingested.store.eval_runs()
-    assert {r["eval_id"] for r in listed} == {a.eval_id, b.eval_id}
+    listed = ingested.store.runs.eval_runs()
+    assert {r.eval_id for r in listed} == {a.eval_id, b.eval_id}
     again = load_run(ingested.store, a.eval_id)
     assert again.metrics == a.metrics and again.results[0]["stages"][0]["candidates"][0]["gold"] == [0]
     assert again.config == A.model_dump(mode="json")
@@ -152,3 +152,44 @@ def test_stored_record_is_compact_but_keeps_gold_ranks_beyond_the_kept_depth() -
     assert rec["bm25"]["depth"] == 30 and rec["bm25"]["recall"] == 1.0
     assert len(rec["fused"]["candidates"]) == 5 and rec["fused"]["gold_ranks"] == [None]
     assert sum("text" in c for c in rec["bm25"]["candidates"]) == TEXT_DEPTH
+
+
+def test_eval_cli_contract_k_level_gold_ranks_and_read_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture) -> None:
+    """`eval --dataset PATH --k 1,2,5,10 --level document --json`: recall@1.. per run and, per question, the rank of
+    each gold item in every stage's list (documents, best chunk each). The gold spans below are NOT in the files:
+    at document level they still count, because the document is what is asked for."""
+    db = tmp_path / "w.duckdb"
+    store = Store(db)
+    ingest_files(DOCS, store=store, embedder=HashEmbedder(), config=PipelineConfig())
+    store.close()
+    gold = tmp_path / "gold.csv"
+    gold.write_text("id,question,gold_docs,gold_spans\n"
+                    "t1,What does TLS_VERSION_MIN default to?,gateway.md,no such words anywhere\n"
+                    "t2,hotel cap per night,policy.md,\n")
+    monkeypatch.setattr(cli, "build_deps", lambda cfg, **kw: Deps(store=kw["store"], embedder=HashEmbedder()))
+    args = ["eval", "--dataset", str(gold), "--db", str(db), "--k", "1,2,5,10", "--json",
+            "--set", "dense.enabled=false", "--set", "fusion.enabled=false", "--set", "rerank.enabled=false",
+            "--set", "prune.enabled=false", "--set", "mmr.enabled=false", "--set", "answer.enabled=false"]
+    assert cli.main(args + ["--level", "document"]) == 0
+    run = json.loads(capsys.readouterr().out)["runs"][0]
+    assert run["unit"] == "doc" and run["ks"] == [1, 2, 5, 10]
+    assert {"recall@1", "recall@2", "recall@5", "recall@10"} <= set(run["metrics"])
+    assert run["metrics"]["recall@1"] == 1.0  # BM25 puts each gold document first here
+    by_q = {r["qid"]: {s["stage"]: s for s in r["stages"]} for r in run["results"]}
+    assert by_q["t1"]["bm25"]["gold_ranks"] == [1] and by_q["t2"]["bm25"]["gold_ranks"] == [1]
+    assert by_q["t1"]["bm25"]["recall_at"]["recall@1"] == 1.0 and by_q["t1"]["rerank"]["skipped"]
+    assert run["stage_recall_at"]["bm25"]["recall@1"] == 1.0
+    # At chunk level the made-up span is nowhere: t1's gold is not found.
+    assert cli.main(args + ["--level", "chunk"]) == 0
+    chunk_run = json.loads(capsys.readouterr().out)["runs"][0]
+    t1 = next(r for r in chunk_run["results"] if r["qid"] == "t1")
+    assert t1["stages"][0]["gold_ranks"] == [None]
+    # A read-only open scores the same and stores nothing.
+    n_runs = len(Store(db).runs.eval_runs())
+    assert cli.main(args + ["--level", "document", "--read-only"]) == 0
+    ro = json.loads(capsys.readouterr().out)["runs"][0]
+    assert ro["metrics"]["recall@1"] == 1.0 and any("read-only" in n for n in ro["notes"])
+    assert len(Store(db).runs.eval_runs()) == n_runs
+    assert cli.main(["eval", "--dataset", str(gold), "--db", str(db), "--k", "1,x"]) == 2
+    assert "--k expects" in capsys.readouterr().err

@@ -16,7 +16,7 @@ from core.route.stage import decide_route
 from core.text import tokenize
 from tests.anthropic_stub import Stub, anthropic_stub  # noqa: F401 - fixture
 
-KW = {"min_confidence": 0.5, "refuse_confidence": 0.8}
+KW = {"min_confidence": 0.5, "refuse_confidence": 0.8}  # fixed here, not the tuned defaults
 
 
 def test_coverage_is_the_share_of_known_terms() -> None:

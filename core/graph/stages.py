@@ -16,9 +16,13 @@ LOCAL, GLOBAL = "graph_local", "graph_global"
 
 
 def graph_stages(query: str, cfg: GraphConfig, store: Store, embedder: Any, llm: Any, cache: GraphCache,
-                 workspace: str, *, query_vec: Any = None) -> list[StageResult]:
+                 workspace: str, *, query_vec: Any = None, query_lang: str | None = None) -> list[StageResult]:
     """Both graph stages, each run or skipped with its reason. Reads the stored graph through the cache (reloaded
-    when a build or update moved the graph version); never builds or writes the graph itself."""
+    when a build or update moved the graph version); never builds or writes the graph itself.
+    A query in a language the embedder does not cover (`query_lang`) seeds local search by entity names only, and
+    the offline global map (which ranks communities by embedder cosine) does not run."""
+    languages = getattr(embedder, "languages", None)
+    blind = languages is not None and query_lang is not None and query_lang not in languages
     if not cfg.enabled:
         return [StageResult(LOCAL, skipped="graph.enabled = false"), StageResult(GLOBAL, skipped="graph.enabled = false")]
     snap = cache.get(store, workspace, cfg.min_phrase_chunks)
@@ -26,7 +30,7 @@ def graph_stages(query: str, cfg: GraphConfig, store: Store, embedder: Any, llm:
         why = "no graph built yet: run `python -m core graph build` or use the Graph page"
         return [StageResult(LOCAL, skipped=why), StageResult(GLOBAL, skipped=why)]
     common = [f"graph v{snap.version}, {builder_label(snap.builder)}, {len(snap)} active entities"]
-    now = store.corpus_version(workspace)
+    now = store.corpus.corpus_version(workspace)
     if snap.corpus_version != now:
         common.append(f"graph is behind the corpus (built at corpus v{snap.corpus_version}, now v{now}): update it")
     out = []
@@ -35,15 +39,22 @@ def graph_stages(query: str, cfg: GraphConfig, store: Store, embedder: Any, llm:
         t0 = time.perf_counter()
         if qvec is None:
             qvec = embedder.encode([query])[0]
-        names = snap.name_matrix(embedder) if cfg.seed_k else None
+        seed_k = 0 if blind else cfg.seed_k
+        lang_note = [f"embedding seeds off: embedder {getattr(embedder, 'model_id', '')} does not cover "
+                     f"'{query_lang}'; seeds are entity names the query contains"] if blind and cfg.seed_k else []
+        names = snap.name_matrix(embedder) if seed_k else None
         res = local_search(query, snap, store, query_vec=qvec, name_matrix=names, hops=cfg.hops,
-                           node_cap=cfg.node_cap, hub_percentile=cfg.hub_percentile, seed_k=cfg.seed_k,
+                           node_cap=cfg.node_cap, hub_percentile=cfg.hub_percentile, seed_k=seed_k,
                            seed_min_sim=cfg.seed_min_sim, k=cfg.k, workspace=workspace)
         out.append(StageResult(LOCAL, tuple(res.candidates), (time.perf_counter() - t0) * 1000, Usage(), None,
-                               tuple(common + res.notes), res.info(snap)))
+                               tuple(common + lang_note + res.notes), {**res.info(snap), "embedding_seeds": bool(seed_k)}))
     else:
         out.append(StageResult(LOCAL, skipped=f"graph.mode = {cfg.mode}"))
-    if cfg.mode in ("global", "both"):
+    offline_map = not (cfg.llm_summaries and llm is not None and getattr(llm, "available", False))
+    if cfg.mode in ("global", "both") and blind and offline_map:
+        out.append(StageResult(GLOBAL, skipped=f"embedder does not cover '{query_lang}': the offline map would rank "
+                                               "communities at random (an LLM map reads any language)"))
+    elif cfg.mode in ("global", "both"):
         t0 = time.perf_counter()
         if qvec is None:
             qvec = embedder.encode([query])[0]

@@ -1,0 +1,219 @@
+"""Generalisation bench (issue #11): the default pipeline vs BM25, dense and hybrid on every dev set, scored at
+document level, plus the rerank stage with and without its blend with the fused order.
+
+    .venv/bin/python bench/generalise.py [--sets sample,sample_ru,ru_seed,twowiki_multihop,anthropic_codebase,beir_scifact]
+                                         [--questions 100] [--scifact-docs 1000] [--seed 0]
+
+One pipeline run per question of the *stage* configuration (the default with the rerank reading and handing on its
+whole top_n, combine=replace, prune/MMR off) gives BM25 alone, dense alone, the fused (hybrid) list and the pure
+rerank order, each the stage's own list; the rerank blends (RRF of fused and rerank orders) are computed from that
+same list with core.rerank.blend_scores, so a sweep costs no model call. Then the *default* configuration (and the
+default as it stood before this bench, 'previous-default': combine=replace, prune.keep_all=false) runs for its final
+list. Answers and the answer cache are off: they do not change retrieval, and a cached answer would replay a
+question across configurations.
+
+Scoring: a document's rank is the best rank of any of its chunks; recall@k = share of gold documents in the top k;
+hit@1 = the first document is gold. anthropic_codebase gold is chunk text; its documents are the files holding
+those chunks (and chunk-level recall is reported too, from exact text as the cookbook scores it).
+Subsampling (fixed seed) keeps wall time sane on 2 shared cores; every cut is recorded in the results.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from _common import ROOT, datasets_dir, machine_info, utc_now, write_result
+
+from core.config import PipelineConfig
+from core.datasets import GoldenSet, at_level, load_dataset, parse_jsonl, subsample
+from core.deps import build_deps
+from core.eval_run import prepare
+from core.evaluation import pass_at_k
+from core.pipeline import run_query
+from core.rerank import blend_scores
+from core.store import Store
+from core.text import detect_language
+from core.types import Candidate
+
+KS = (1, 2, 5, 10)
+BLENDS = [(0.5, 60), (1.0, 60), (2.0, 60), (1.0, 10), (1.0, 30)]  # (input_weight, rrf_k)
+OFF = {"answer.enabled": False, "answer_cache.enabled": False}
+RU_SEED = ROOT / "bench" / "sets" / "ru_seed"
+
+
+def _cfg(overrides: dict[str, Any], extra: dict[str, Any]) -> PipelineConfig:
+    base = PipelineConfig()
+    known = base.model_dump()
+    ok = {k: v for k, v in {**OFF, **extra, **overrides}.items() if k.split(".")[0] in known
+          and k.split(".")[1] in known[k.split(".")[0]]}
+    return base.with_overrides(ok)
+
+
+def doc_ranks(cands: Sequence[Candidate]) -> list[str]:
+    seen: list[str] = []
+    for c in cands:
+        if c.doc_id not in seen:
+            seen.append(c.doc_id)
+    return seen
+
+
+def score(docs: Sequence[str], gold: set[str]) -> dict[str, float]:
+    out = {f"recall@{k}": len(gold & set(docs[:k])) / len(gold) for k in KS}
+    out["hit@1"] = 1.0 if docs and docs[0] in gold else 0.0
+    return out
+
+
+def mean(rows: list[dict[str, float]]) -> dict[str, float]:
+    keys = rows[0].keys() if rows else []
+    return {k: round(100 * sum(r[k] for r in rows) / len(rows), 2) for k in keys}
+
+
+def blended(rr: Sequence[Candidate], w: float, k: int) -> list[Candidate]:
+    """The blend of the fused and rerank orders from the rerank stage's own list (rank_before = fused rank)."""
+    by_in = sorted(rr, key=lambda c: c.meta.get("rank_before", c.rank))
+    pos = {c.chunk_id: c.rank for c in rr}
+    raw = [-float(pos[c.chunk_id]) for c in by_in]  # higher = better, as the reranker's score would be
+    import numpy as np
+
+    s = blend_scores(np.array(raw), input_weight=w, rrf_k=k)
+    order = sorted(range(len(by_in)), key=lambda i: (-s[i], i))
+    return [by_in[i] for i in order]
+
+
+def ru_seed_set() -> GoldenSet:
+    gs = parse_jsonl((RU_SEED / "questions.jsonl").read_bytes(), "ru_seed")
+    gs.name, gs.corpus_dir, gs.workspace = "ru_seed", RU_SEED / "docs", "ru_seed"
+    return gs
+
+
+def load(name: str, root: Path, questions: int, scifact_docs: int, seed: int) -> tuple[GoldenSet, str]:
+    if name == "sample":
+        return at_level(load_dataset("sample", root), "document"), "all 52 questions; documents named by the gold"
+    if name == "sample_ru":
+        gs = at_level(load_dataset("sample", root), "document")
+        gs.queries = [q for q in gs.queries if detect_language(q.query) == "ru"]
+        gs.name = "sample_ru"
+        return gs, "the Russian questions of sample_corpus/eval.jsonl"
+    if name == "ru_seed":
+        return at_level(ru_seed_set(), "document"), "bench/sets/ru_seed: Russian documents and questions written here"
+    gs = load_dataset(name, root)
+    if name == "beir_scifact":
+        cut = subsample(gs, max_docs=scifact_docs, max_questions=questions, seed=seed)
+        return cut, (f"{questions} of {len(gs.queries)} claims (seed {seed}); corpus = their qrels documents + "
+                     f"random distractors to {scifact_docs} of 5,183 abstracts (issue #14: the full cascade on the "
+                     "whole corpus thrashes memory)")
+    if name in ("twowiki_multihop", "anthropic_codebase"):
+        n = min(questions, len(gs.queries))
+        return subsample(gs, max_questions=n, seed=seed), f"{n} of {len(gs.queries)} questions (seed {seed}); full corpus"
+    raise SystemExit(f"unknown set {name}")
+
+
+def gold_docs(gs: GoldenSet, q: Any, store: Store, ws: str, exact_index: dict[str, set[str]]) -> set[str]:
+    out: set[str] = set()
+    for g in q.gold:
+        if g.doc_ids:
+            out |= set(g.doc_ids)
+        elif g.match == "exact":
+            out |= exact_index.get(g.text.strip(), set())
+    return out
+
+
+def run_set(name: str, args: argparse.Namespace, root: Path) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    gs, cut = load(name, root, args.questions, args.scifact_docs, args.seed)
+    db = args.db or str(ROOT / "data" / "bench" / "generalise.duckdb")
+    Path(db).parent.mkdir(parents=True, exist_ok=True)
+    # The set's own depth overrides (recall@100, Pass@20) are not applied: every list here is scored at k <= 10.
+    stage_cfg = _cfg({}, {"rerank.combine": "replace", "rerank.k": 50, "rerank.top_n": 50,
+                                    "fusion.k": 50, "prune.enabled": False, "mmr.enabled": False})
+    default_cfg = _cfg({}, {})
+    previous_cfg = _cfg({}, {"rerank.combine": "replace", "prune.keep_all": False})
+    deps = build_deps(stage_cfg, store=Store(db))
+    ws = gs.workspace or ("gen_sample" if name.startswith("sample") else f"gen_{name}")
+    resolved, notes = prepare(gs, deps, workspace=ws, config=stage_cfg)
+    exact_index: dict[str, set[str]] = {}
+    if any(g.match == "exact" for q in resolved.queries for g in q.gold):
+        for c in deps.store.corpus.chunks(ws):
+            exact_index.setdefault(c.text.strip(), set()).add(c.doc_id)
+    qs = [q for q in resolved.queries if q.gold]
+    lists: dict[str, list[dict[str, float]]] = {}
+    chunk_lists: dict[str, list[float]] = {}
+    per_q = []
+    t_stage = time.perf_counter()
+    for i, q in enumerate(qs):
+        gold = gold_docs(resolved, q, deps.store, ws, exact_index)
+        if not gold:
+            continue
+        tr = run_query(q.query, stage_cfg, deps, workspace=ws, log=False)
+        rows: dict[str, list[str]] = {}
+        for st in ("bm25", "dense", "fused", "rerank"):
+            s = tr.stage(st)
+            rows[st] = doc_ranks(s.candidates) if s and s.skipped is None else []
+        rr = tr.stage("rerank")
+        if rr is not None and rr.skipped is None:
+            for w, k in BLENDS:
+                rows[f"rerank-rrf-w{w:g}-k{k}"] = doc_ranks(blended(rr.candidates, w, k))
+        for label, conf in (("default", default_cfg), ("previous-default", previous_cfg)):
+            t = run_query(q.query, conf, deps, workspace=ws, log=False)
+            fin = t.final()
+            rows[label] = doc_ranks(fin.candidates) if fin else []
+            if exact_index:  # chunk level as the cookbook scores it: exact text of the top 5
+                orig = {c.chunk_id: c.text for c in fin.candidates} if fin else {}
+                full = deps.store.corpus.chunks_by_id(list(orig), ws)
+                texts = [full[cid].text if cid in full else orig[cid] for cid in orig]
+                chunk_lists.setdefault(label, []).append(pass_at_k(texts, [g.text for g in q.gold], 5))
+        if exact_index:
+            for st in ("fused", "rerank"):
+                s = tr.stage(st)
+                ok = s is not None and s.skipped is None
+                chunk_lists.setdefault(st, []).append(
+                    pass_at_k([c.text for c in s.candidates], [g.text for g in q.gold], 5) if ok else 0.0)
+        for label, docs in rows.items():
+            lists.setdefault(label, []).append(score(docs, gold))
+        per_q.append({"qid": q.qid, "gold": sorted(gold), **{lab: docs[:10] for lab, docs in rows.items()}})
+        if (i + 1) % 10 == 0:
+            print(f"  {name}: {i + 1}/{len(qs)} ({time.perf_counter() - t_stage:.0f} s)", file=sys.stderr, flush=True)
+    res = {"set": name, "cut": cut, "questions": len(per_q), "workspace": ws, "notes": notes,
+           "level": "document", "metrics": {lab: mean(rows) for lab, rows in lists.items()},
+           "seconds": round(time.perf_counter() - t0, 1),
+           "configs": {"stage": stage_cfg.stable_hash(), "default": default_cfg.stable_hash(),
+                       "previous-default": previous_cfg.stable_hash()}}
+    if chunk_lists:
+        res["chunk_pass@5"] = {lab: round(100 * sum(v) / len(v), 2) for lab, v in chunk_lists.items()}
+    res["per_question"] = per_q
+    return res
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sets", default="sample,sample_ru,ru_seed,twowiki_multihop,anthropic_codebase,beir_scifact")
+    ap.add_argument("--questions", type=int, default=100, help="questions per public set (seeded sample)")
+    ap.add_argument("--scifact-docs", type=int, default=1000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--db", default=None)
+    ap.add_argument("--datasets", default=None)
+    ap.add_argument("--out", default=None, help="results file (default bench/results/generalise.json)")
+    args = ap.parse_args(argv)
+    root = datasets_dir(args.datasets)
+    started = utc_now()
+    out: dict[str, Any] = {"machine": machine_info(), "started": started, "ks": list(KS), "blends": BLENDS,
+                           "default_config": PipelineConfig().stable_hash(), "sets": {}}
+    for name in [s.strip() for s in args.sets.split(",") if s.strip()]:
+        print(f"{name} ...", file=sys.stderr, flush=True)
+        r = run_set(name, args, root)
+        out["sets"][name] = r
+        m = r["metrics"]
+        print(json.dumps({k: {x: v[x] for x in ("hit@1", "recall@2", "recall@5", "recall@10")} for k, v in m.items()},
+                         indent=1), file=sys.stderr, flush=True)
+        write_result("generalise", out, Path(args.out) if args.out else None, argv=sys.argv)
+    return 0
+
+
+if __name__ == "__main__":
+    random.seed(0)
+    sys.exit(main())

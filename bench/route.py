@@ -1,0 +1,267 @@
+"""Router and query-transform benchmark (issue #16), written to bench/results/route.json.
+
+Run from the repo root:
+    .venv/bin/python bench/route.py --part router    # classifier -> bench/results/route.json
+    .venv/bin/python bench/route.py --part twowiki   # retrieval by question type -> bench/results/route_twowiki.json
+    .venv/bin/python bench/route.py --part twowiki --limit 60
+
+Router: the labelled set sample_corpus/routing/routing.jsonl was split once (core/route/data_build.py, per source
+and label, seed 16). The two thresholds (router.min_confidence, router.refuse_confidence) are chosen by 5-fold
+cross-validation on the train split only; the test split is scored once with them. Macro-F1 is over the six classes
+from the classifier's best class; the routing figures apply the thresholds (abstain = the default pipeline).
+
+twowiki: the 2,086 passages as one chunk each (bench/agent.py's loader) in data/bench/route.duckdb, 300 questions,
+retrieval only (rerank, prune, mmr and answer off; fusion.k 20), scored at document level on the final list:
+recall@5 and all-gold@10 (every gold passage in the top 10). Rows: default (router off), each transform forced on
+with the router off, and routed (router on, transforms auto). The router was trained on 70% of these questions
+(their train split), so routed rows are also given on the 30% test-split questions alone.
+Every row goes through the product's run_query.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from _common import ROOT, datasets_dir, table, write_result
+
+from core.route.router import (ABSTAIN, CLASSES, NO_RETRIEVAL, ROUTING_FILE, Example, OfflineRouter,  # noqa: E402
+                               decide, load_examples)
+
+RESULT = "route"
+CORPUS_CLASSES = ("factoid", "comparison", "multi-hop", "global-summary")
+
+
+def _probs(model: OfflineRouter, ex: Sequence[Example]) -> list[dict[str, float]]:
+    p = model.probabilities([e.text for e in ex], [e.coverage for e in ex])
+    return [dict(zip(model.classes, map(float, row))) for row in p]
+
+
+def cv_probs(train: Sequence[Example], folds: int = 5) -> list[dict[str, float]]:
+    idx = list(range(len(train)))
+    random.Random(0).shuffle(idx)
+    out: list[dict[str, float] | None] = [None] * len(train)
+    for f in range(folds):
+        held = set(idx[f::folds])
+        model = OfflineRouter([train[i] for i in idx if i not in held])
+        order = sorted(held)
+        for i, p in zip(order, _probs(model, [train[i] for i in order])):
+            out[i] = p
+    return [p for p in out if p is not None]
+
+
+def routing_stats(ex: Sequence[Example], probs: Sequence[dict[str, float]], mn: float, rf: float) -> dict[str, Any]:
+    decided = [decide(p, min_confidence=mn, refuse_confidence=rf)[0] for p in probs]
+    corpus = [(e, d) for e, d in zip(ex, decided) if e.label in CORPUS_CLASSES]
+    costly = sum(d in NO_RETRIEVAL for _, d in corpus)
+    # abstain runs the default pipeline, which is what a factoid gets: counted right for factoid, wrong otherwise
+    effective = sum(d == e.label or (d == ABSTAIN and e.label == "factoid") for e, d in zip(ex, decided))
+    return {"costly_rate": costly / max(1, len(corpus)), "costly": costly, "corpus_questions": len(corpus),
+            "abstain_rate": sum(d == ABSTAIN for d in decided) / len(ex), "effective_accuracy": effective / len(ex),
+            "decided": decided}
+
+
+def f1_report(labels: Sequence[str], pred: Sequence[str]) -> dict[str, Any]:
+    per: dict[str, Any] = {}
+    for c in CLASSES:
+        tp = sum(l == c and p == c for l, p in zip(labels, pred))
+        fp = sum(l != c and p == c for l, p in zip(labels, pred))
+        fn = sum(l == c and p != c for l, p in zip(labels, pred))
+        prec = tp / (tp + fp) if tp + fp else 0.0
+        rec = tp / (tp + fn) if tp + fn else 0.0
+        per[c] = {"precision": round(prec, 4), "recall": round(rec, 4),
+                  "f1": round(2 * prec * rec / (prec + rec), 4) if prec + rec else 0.0, "n": tp + fn}
+    return {"macro_f1": round(statistics.mean(v["f1"] for v in per.values()), 4), "per_class": per,
+            "accuracy": round(sum(l == p for l, p in zip(labels, pred)) / len(labels), 4)}
+
+
+def confusion(labels: Sequence[str], pred: Sequence[str], cols: Sequence[str]) -> dict[str, dict[str, int]]:
+    return {l: {c: sum(a == l and b == c for a, b in zip(labels, pred)) for c in cols} for l in CLASSES}
+
+
+def router_part() -> dict[str, Any]:
+    train, test = load_examples("train"), load_examples("test")
+    rows = [json.loads(x) for x in ROUTING_FILE.read_text(encoding="utf-8").splitlines() if x.strip()]
+    test_sources = [r["source"] for r in rows if r["split"] == "test"]
+    times = []
+    for _ in range(3):
+        t = time.perf_counter()
+        model = OfflineRouter(train)
+        times.append(time.perf_counter() - t)
+    print(f"train: {len(train)} examples, {statistics.median(times):.2f} s (median of 3)")
+
+    # thresholds on train CV only
+    cvp = cv_probs(train)
+    cv_f1 = f1_report([e.label for e in train], [max(p, key=p.get) for p in cvp])["macro_f1"]
+    sweep = []
+    for rf in np.round(np.arange(0.5, 0.96, 0.05), 2):
+        for mn in np.round(np.arange(0.2, 0.71, 0.05), 2):
+            s = routing_stats(train, cvp, float(mn), float(rf))
+            sweep.append({"refuse_confidence": float(rf), "min_confidence": float(mn),
+                          **{k: round(v, 4) for k, v in s.items() if k != "decided"}})
+    # rule: costly mistakes at most 0.5% on CV (half the 1% target, for margin), then the best effective accuracy
+    ok = [s for s in sweep if s["costly_rate"] <= 0.005] or sweep
+    best = max(ok, key=lambda s: (s["effective_accuracy"], -s["refuse_confidence"], -s["min_confidence"]))
+    mn, rf = best["min_confidence"], best["refuse_confidence"]
+    print(f"train CV macro-F1 {cv_f1:.4f}; chosen min_confidence {mn}, refuse_confidence {rf}: {best}")
+
+    # test, once
+    tp = _probs(model, test)
+    t = time.perf_counter()
+    for e in test[:200]:
+        model.probabilities([e.text], [e.coverage])
+    per_q_ms = (time.perf_counter() - t) * 1000 / min(200, len(test))
+    labels = [e.label for e in test]
+    argmax = [max(p, key=p.get) for p in tp]
+    rep = f1_report(labels, argmax)
+    st = routing_stats(test, tp, mn, rf)
+    by_source: dict[str, Any] = {}
+    for src in sorted(set(test_sources)):
+        sel = [i for i, s in enumerate(test_sources) if s == src]
+        by_source[src] = {"n": len(sel), "accuracy": round(sum(labels[i] == argmax[i] for i in sel) / len(sel), 4),
+                          "to_chitchat_or_oos_after_thresholds": sum(
+                              st["decided"][i] in NO_RETRIEVAL and labels[i] in CORPUS_CLASSES for i in sel)}
+    print(f"test macro-F1 {rep['macro_f1']} accuracy {rep['accuracy']}; costly {st['costly']}/"
+          f"{st['corpus_questions']} ({100 * st['costly_rate']:.2f}%), abstain {100 * st['abstain_rate']:.1f}%")
+    print(table(["class", "precision", "recall", "f1", "n"],
+                [[c, v["precision"], v["recall"], v["f1"], v["n"]] for c, v in rep["per_class"].items()]))
+    return {
+        "train_examples": len(train), "test_examples": len(test),
+        "train_seconds_median_of_3": round(statistics.median(times), 3), "train_seconds_all": [round(x, 3) for x in times],
+        "predict_ms_per_question": round(per_q_ms, 2),
+        "cv_train_macro_f1": cv_f1,
+        "thresholds": {"min_confidence": mn, "refuse_confidence": rf, "rule": "costly rate <= 0.5% on 5-fold CV of "
+                       "the train split, then the highest effective accuracy (abstain counts right for factoid)",
+                       "cv_at_choice": best},
+        "test": {**rep, "confusion_argmax": confusion(labels, argmax, CLASSES),
+                 "confusion_routed": confusion(labels, st["decided"], (*CLASSES, ABSTAIN)),
+                 "costly_rate": round(st["costly_rate"], 4), "costly": st["costly"],
+                 "corpus_questions": st["corpus_questions"], "abstain_rate": round(st["abstain_rate"], 4),
+                 "effective_accuracy": round(st["effective_accuracy"], 4), "by_source": by_source,
+                 "targets": {"macro_f1>=0.90": rep["macro_f1"] >= 0.90, "costly<=1%": st["costly_rate"] <= 0.01}},
+    }
+
+
+# -- retrieval on twowiki_multihop -----------------------------------------------------------------------------------
+RETRIEVAL = {"rerank.enabled": False, "prune.enabled": False, "mmr.enabled": False, "answer.enabled": False,
+             "answer_cache.enabled": False, "agent.enabled": False, "fusion.k": 20, "bm25.k": 50, "dense.k": 50}
+OFF = {"transforms.hyde": "off", "transforms.multi_query": "off", "transforms.decompose": "off"}
+ROWS = {
+    "default": {**OFF, "router.enabled": False},
+    "hyde (offline: PRF)": {**OFF, "router.enabled": False, "transforms.hyde": "on"},
+    "multi_query": {**OFF, "router.enabled": False, "transforms.multi_query": "on"},
+    "decompose": {**OFF, "router.enabled": False, "transforms.decompose": "on"},
+    "routed": {"router.enabled": True},
+}
+TYPES = ("comparison", "compositional", "inference", "bridge_comparison")
+
+
+def twowiki_part(root: Path, db: str, limit: int, rows_wanted: Sequence[str]) -> dict[str, Any]:
+    from agent import doc_order, predocs, score  # bench/agent.py: the same corpus loader and scoring
+
+    from core.config import PipelineConfig
+    from core.datasets import ingest_predocs
+    from core.deps import build_deps
+    from core.pipeline import run_query
+
+    ws = "twowiki"
+    base = PipelineConfig().with_overrides(RETRIEVAL)
+    Path(db).parent.mkdir(parents=True, exist_ok=True)
+    deps = build_deps(base, db=db)
+    t0 = time.perf_counter()
+    rep = ingest_predocs(predocs(root), store=deps.store, embedder=deps.embedder, workspace=ws)
+    print(f"corpus: {rep.documents} passages, embedded {rep.embedded} in {time.perf_counter() - t0:.1f}s")
+    titles = {d.doc_id: d.name for d in deps.store.corpus.documents(ws)}
+    questions = [json.loads(r) for r in (root / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
+    if limit:
+        questions = questions[:limit]
+    split = {json.loads(x)["text"]: json.loads(x)["split"] for x in ROUTING_FILE.read_text().splitlines() if x}
+    per: dict[str, list[dict[str, Any]]] = {}
+    for name in rows_wanted:
+        cfg = base.with_overrides(ROWS[name])
+        out = []
+        for i, q in enumerate(questions):
+            t = time.perf_counter()
+            trace = run_query(q["question"], cfg, deps, workspace=ws, log=False)
+            ms = (time.perf_counter() - t) * 1000
+            final = trace.final()
+            docs = [titles[d] for d in doc_order(final.candidates if final else [])]
+            r5, a10 = score(docs, set(q["gold_titles"]))
+            fired = [s.stage for s in trace.stages if s.stage in ("hyde", "multi_query", "decompose")
+                     and s.skipped is None]
+            route = trace.route()
+            out.append({"type": q["type"], "r5": r5, "a10": a10, "ms": ms, "fired": fired,
+                        "route": route["class"] if route else None, "split": split.get(q["question"], "?")})
+        per[name] = out
+        print(f"{name}: done ({len(out)} questions)", flush=True)
+
+    def summ(sel: list[dict[str, Any]]) -> dict[str, Any]:
+        if not sel:
+            return {"n": 0}
+        return {"n": len(sel), "recall@5": round(100 * float(np.mean([r["r5"] for r in sel])), 1),
+                "allgold@10": round(100 * float(np.mean([r["a10"] for r in sel])), 1),
+                "ms_mean": round(float(np.mean([r["ms"] for r in sel])), 1)}
+
+    result: dict[str, Any] = {"questions": len(questions), "config": RETRIEVAL, "rows": {}}
+    table_rows = []
+    for name, out in per.items():
+        by = {t: summ([r for r in out if r["type"] == t]) for t in TYPES}
+        by["all"] = summ(out)
+        firing = {s: round(sum(s in r["fired"] for r in out) / len(out), 4) for s in ("hyde", "multi_query",
+                                                                                      "decompose")}
+        entry: dict[str, Any] = {"by_type": by, "firing_rate": firing}
+        if name == "routed":
+            routes: dict[str, dict[str, int]] = {}
+            for r in out:
+                routes.setdefault(r["type"], {}).setdefault(str(r["route"]), 0)
+                routes[r["type"]][str(r["route"])] += 1
+            entry["routes_by_type"] = routes
+            entry["test_split_only"] = {t: summ([r for r in out if r["type"] == t and r["split"] == "test"])
+                                        for t in (*TYPES,)}
+            entry["test_split_only"]["all"] = summ([r for r in out if r["split"] == "test"])
+        result["rows"][name] = entry
+        for t in (*TYPES, "all"):
+            table_rows.append({"row": name, "type": t, **by[t]})
+    if "default" in per:
+        default_ids = per["default"]
+        for name, out in per.items():
+            if name == "default" or "test_split_only" not in result["rows"][name]:
+                continue
+            d = {t: summ([r for r in default_ids if r["type"] == t and r["split"] == "test"]) for t in TYPES}
+            d["all"] = summ([r for r in default_ids if r["split"] == "test"])
+            result["rows"][name]["default_on_test_split"] = d
+    cols = ["row", "type", "n", "recall@5", "allgold@10", "ms_mean"]
+    print(table(cols, [[r.get(c) for c in cols] for r in table_rows]))
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--part", choices=["router", "twowiki"], required=True)
+    ap.add_argument("--datasets")
+    ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--rows", default=",".join(ROWS))
+    ap.add_argument("--db", default=str(ROOT / "data" / "bench" / "route.duckdb"))
+    args = ap.parse_args(argv)
+    # one results file per part, each holding its own run (bench/_common.write_result)
+    if args.part == "router":
+        write_result(RESULT, {"router": router_part()})
+    else:
+        root = datasets_dir(args.datasets) / "twowiki_multihop"
+        if not (root / "questions.jsonl").is_file():
+            print(f"twowiki_multihop not found under {root}", file=sys.stderr)
+            return 2
+        write_result(f"{RESULT}_twowiki",
+                     {"twowiki": twowiki_part(root, args.db, args.limit, [r for r in args.rows.split(",") if r])})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
