@@ -1,0 +1,97 @@
+"""Workspaces: create, rename, switch and delete isolated corpora (each with its own configuration, graph, contexts,
+eval runs, ledger, caches); the names users type are checked here, the rows live in core/store/workspaces.py."""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from core.store import Store, StoreError
+from core.types import DEFAULT_WORKSPACE
+
+_NAME = re.compile(r"[\w][\w.\- ]{0,62}[\w]|[\w]", re.UNICODE)
+
+
+class WorkspaceError(ValueError):
+    """A workspace operation that cannot be done; the message is fit for the user."""
+
+
+@dataclass(frozen=True)
+class WorkspaceInfo:
+    name: str
+    documents: int
+    chunks: int
+    corpus_version: int
+    created_at: str
+    cached_answers: int
+    cache_hits: int
+    cache_misses: int
+    cache_guarded_misses: int
+    saved_ms: float
+    saved_usd: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def validate_name(name: str) -> str:
+    n = " ".join((name or "").split())
+    if not n:
+        raise WorkspaceError("a workspace needs a name")
+    if not _NAME.fullmatch(n):
+        raise WorkspaceError(f"workspace name {n!r} is not allowed: use 1-64 letters, digits, '-', '_', '.' or spaces, "
+                             "starting and ending with a letter or digit")
+    return n
+
+
+def list_workspaces(store: Store) -> list[WorkspaceInfo]:
+    out = []
+    for w in store.workspaces_repo.list():
+        c = store.answers.answer_cache_counts(w.workspace_id)
+        out.append(WorkspaceInfo(w.workspace_id, w.documents, w.chunks, w.corpus_version,
+                                 w.created_at.isoformat(sep=" ", timespec="seconds") if w.created_at else "",
+                                 c.entries, c.hits, c.misses, c.guarded_misses, round(c.saved_ms, 1),
+                                 round(c.saved_usd, 6)))
+    return out
+
+
+def workspace_names(store: Store) -> list[str]:
+    return [w.workspace_id for w in store.workspaces_repo.list()]
+
+
+def require_workspace(store: Store, name: str) -> str:
+    """For read commands: a workspace that does not exist is an error with the list of those that do."""
+    if not store.workspaces_repo.exists(name):
+        known = ", ".join(workspace_names(store)) or "none"
+        raise WorkspaceError(f"no workspace '{name}' (known: {known}); ingest into it or create it first "
+                             f"(python -m core workspaces create '{name}')")
+    return name
+
+
+def create_workspace(store: Store, name: str) -> str:
+    n = validate_name(name)
+    if not store.workspaces_repo.create(n):
+        raise WorkspaceError(f"workspace '{n}' already exists")
+    return n
+
+
+def rename_workspace(store: Store, old: str, new: str) -> int:
+    """Rename: every row moves to the new name (one transaction). Returns the rows moved."""
+    n = validate_name(new)
+    if old == DEFAULT_WORKSPACE:
+        raise WorkspaceError(f"the '{DEFAULT_WORKSPACE}' workspace cannot be renamed (it is recreated on every open); "
+                             "create a new workspace and ingest there instead")
+    try:
+        return store.workspaces_repo.rename(old, n)
+    except StoreError as exc:
+        raise WorkspaceError(str(exc)) from exc
+
+
+def delete_workspace(store: Store, name: str) -> dict[str, int]:
+    """Delete the workspace and every row it owns in every table. Returns rows deleted per table."""
+    if name == DEFAULT_WORKSPACE:
+        raise WorkspaceError(f"the '{DEFAULT_WORKSPACE}' workspace cannot be deleted; delete its documents instead")
+    try:
+        return store.workspaces_repo.delete(name)
+    except StoreError as exc:
+        raise WorkspaceError(str(exc)) from exc

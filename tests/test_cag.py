@@ -1,0 +1,104 @@
+"""CAG: prefix bytes stable across 100 queries and a restart, cache reads from the second query on (loopback stub),
+the cost estimate and break-even by hand, refusal -> fallback note, and the offline route."""
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from core.cag import NOT_IN_CORPUS, answer, build_prefix, corpus_prefix, estimate, load_documents
+from core.config import PipelineConfig
+from core.ingest.pipeline import ingest_files
+from core.llm import AnthropicLLM, LLMError, OfflineLLM
+from core.store import Store
+from tests.anthropic_stub import Stub, anthropic_stub  # noqa: F401 - fixture
+from tests.fakes import HashEmbedder
+
+MODEL = "claude-sonnet-4-6"  # the stub caches prefixes of >= 2,048 tokens for it
+
+
+def _files() -> list[tuple[str, bytes]]:
+    out = []
+    for i in range(12):
+        body = " ".join(f"Unit {i} of plant {j} runs pump P-{i}{j:02d} at {10 + j} bar." for j in range(14))
+        out.append((f"plant-{i:02d}.md", f"# Plant {i}\n\n{body}\n".encode()))
+    return out
+
+
+def _ingest(path: str, files: list[tuple[str, bytes]]) -> Store:
+    store = Store(path)
+    ingest_files(files, store=store, embedder=HashEmbedder(), config=PipelineConfig())
+    return store
+
+
+def _system_sha(body: dict) -> str:
+    return hashlib.sha256(repr(body["system"]).encode()).hexdigest()
+
+
+def test_prefix_is_stable_and_cache_reads_dominate(anthropic_stub: Stub, tmp_path) -> None:  # noqa: ANN001, F811
+    db = str(tmp_path / "cag.duckdb")
+    store = _ingest(db, _files())
+    prefix, tokens = corpus_prefix(store.corpus)
+    assert tokens > 2048  # cacheable for the model
+    llm = AnthropicLLM(anthropic_stub.key, base_url=anthropic_stub.base_url)
+    shares = []
+    for i in range(100):
+        res = answer(f"Which pump runs at {10 + i % 14} bar in plant {i % 12}?", prefix, llm, model=MODEL)
+        shares.append(res.cache_read_share)
+    bodies = anthropic_stub.state.messages()
+    assert len(bodies) == 100 and len({_system_sha(b) for b in bodies}) == 1  # identical prefix bytes
+    assert shares[0] == 0.0 and min(shares[1:]) >= 0.9  # the first call writes, every later one reads
+    store.close()
+
+    # "Restart": a new process would open the file again and build a new client; the documents come back in
+    # a different order from a fresh ingest of the same files too. The prefix bytes do not change.
+    again = Store(db)
+    prefix2, _ = corpus_prefix(again.corpus)
+    assert prefix2 == prefix
+    other = _ingest(str(tmp_path / "other.duckdb"), list(reversed(_files())))
+    assert corpus_prefix(other.corpus)[0] == prefix
+    llm2 = AnthropicLLM(anthropic_stub.key, base_url=anthropic_stub.base_url)
+    res = answer("Which pump runs at 12 bar in plant 3?", prefix2, llm2, model=MODEL)
+    assert res.cache_read_share >= 0.9 and _system_sha(anthropic_stub.state.messages()[-1]) == _system_sha(bodies[0])
+    # nothing that varies per call sits in the prefix
+    assert "run" not in prefix.split("</document>")[-1] and "2026" not in prefix
+
+
+def test_documents_sorted_by_name_then_hash() -> None:
+    from core.cag import CagDocument
+
+    p = build_prefix([CagDocument("b.md", "2", "B"), CagDocument("a.md", "9", "A2"), CagDocument("a.md", "1", "A1")])
+    assert p.index("A1") < p.index("A2") < p.index("B")
+
+
+def test_refusal_says_fall_back(anthropic_stub: Stub) -> None:  # noqa: F811
+    anthropic_stub.state.responder = lambda body: NOT_IN_CORPUS
+    llm = AnthropicLLM(anthropic_stub.key, base_url=anthropic_stub.base_url)
+    res = answer("What is the capital of Peru?", build_prefix([]), llm, model=MODEL)
+    assert res.refused and "fall back to retrieval" in res.note
+
+
+def test_estimate_by_hand() -> None:
+    # sonnet-4-6: $3/M input, $15/M output, cache write 1.25x, read 0.1x (core/prices.toml)
+    e = estimate(10_000, model=MODEL, limit_tokens=150_000, question_tokens=20, output_tokens=100,
+                 rag_context_tokens=2_000, llm_available=True)
+    assert e.first_query_usd == pytest.approx(20 * 3e-6 + 10_000 * 3.75e-6 + 100 * 15e-6)  # 0.03906
+    assert e.next_query_usd == pytest.approx(20 * 3e-6 + 10_000 * 0.3e-6 + 100 * 15e-6)  # 0.00456
+    assert e.rag_query_usd == pytest.approx(2_020 * 3e-6 + 100 * 15e-6)  # 0.00756
+    assert e.break_even_queries == 12  # ceil((0.03906 - 0.00456) / (0.00756 - 0.00456)) = ceil(11.5)
+    assert e.available and e.fits and e.note == ""
+    big = estimate(200_000, model=MODEL, limit_tokens=150_000, question_tokens=20, output_tokens=100,
+                   rag_context_tokens=2_000, llm_available=True)
+    assert not big.fits and not big.available and "over the CAG limit" in big.note
+
+
+def test_offline_route_unavailable_but_estimate_shows(tmp_path) -> None:  # noqa: ANN001
+    store = _ingest(str(tmp_path / "o.duckdb"), _files()[:3])
+    prefix, tokens = corpus_prefix(store.corpus)
+    llm = OfflineLLM()
+    e = estimate(tokens, model=MODEL, limit_tokens=150_000, question_tokens=10, output_tokens=100,
+                 rag_context_tokens=1_500, llm_available=llm.available, llm_reason=llm.reason)
+    assert not e.available and "unavailable" in e.note and e.first_query_usd > 0
+    with pytest.raises(LLMError, match="CAG needs Claude"):
+        answer("q", prefix, llm, model=MODEL)
+    assert len(load_documents(store.corpus)) == 3
