@@ -135,10 +135,10 @@ def warm_late_interaction(deps: Deps, ws: str, variant: str | None = None) -> di
 
     reranker, _ = deps.reranker_for("late-interaction")
     assert isinstance(reranker, LateInteractionReranker)
-    chunks = deps.store.chunks(ws)
+    chunks = deps.store.corpus.chunks(ws)
     texts = [c.text for c in chunks]
     if variant:
-        ctx = deps.store.contexts(variant, ws)
+        ctx = deps.store.ledger.contexts(variant, ws)
         texts = [contextual_text(ctx.get(c.chunk_id), c.text) for c in chunks]
     t = time.perf_counter()
     computed = reranker.warm(texts, ws)
@@ -232,13 +232,13 @@ def part_latency(root: Path, db: Path, n_queries: int, n_slow: int) -> dict[str,
         print(f"  {name:<40} wall median {got['median_ms']} ms p95 {got['p95_ms']} ms; cpu median "
               f"{got['cpu_median_ms']} ms; load {got['load_avg_1min']}", file=sys.stderr)
 
-    warm = LateInteractionReranker(encoder, persist=deps.store, corpus=deps.store, cache=TokenCache())
+    warm = LateInteractionReranker(encoder, persist=deps.store.caches, corpus=deps.store.corpus, cache=TokenCache())
     warm.warm(sorted({t for _, texts in lists for t in texts}), ws)
     warm.score("warm-up", ["warm-up"], workspace=ws)  # the corpus IDF table is built once per corpus version
     run("late-interaction (warm: token vectors cached)", warm, lists,
         note="chunk token vectors in the memory cache; the query is encoded each call")
     run("late-interaction (restart: from store)", None, lists[:n_slow],
-        fresh=lambda: LateInteractionReranker(encoder, persist=deps.store, corpus=deps.store, cache=TokenCache()),
+        fresh=lambda: LateInteractionReranker(encoder, persist=deps.store.caches, corpus=deps.store.corpus, cache=TokenCache()),
         note="empty memory cache, token vectors read from DuckDB; includes the one-off corpus IDF table")
     run("late-interaction (cold: nothing cached)", None, lists[:n_slow],
         fresh=lambda: LateInteractionReranker(encoder, persist=None, corpus=None, cache=TokenCache()),

@@ -41,17 +41,17 @@ def cache_share(predocs: list, limit_docs: int | None, model: str = MODEL) -> di
     ws = "cache_bench"
     docs = predocs[:limit_docs] if limit_docs else predocs
     for p in docs:
-        store.put_document(p.doc.__class__(**{**p.doc.__dict__, "workspace": ws}), p.chunks, None, "none")
+        store.corpus.put_document(p.doc.__class__(**{**p.doc.__dict__, "workspace": ws}), p.chunks, None, "none")
     stub = start_stub()
     try:
-        llm = AnthropicLLM(stub.key, base_url=stub.base_url, ledger=store, sleep=lambda s: None)
+        llm = AnthropicLLM(stub.key, base_url=stub.base_url, ledger=store.ledger, sleep=lambda s: None)
         est, warnings = estimate_llm_contexts(store, model=model, workspace=ws)
         with timed() as t:
             rep = build_llm_contexts(store, llm, model=model, budget_usd=1000.0, workspace=ws)
     finally:
         stub.stop()
     minimum = price_for(model).min_cacheable_tokens
-    rows = store.usage_ledger(ws, run_id=rep.run_id)
+    rows = store.ledger.usage_ledger(ws, run_id=rep.run_id)
     by_doc: dict[str, list] = {}
     for e in rows:
         by_doc.setdefault(e.ref_id, []).append(e)
@@ -88,7 +88,7 @@ def pass_table(store: Store, deps: Deps, gs, variant: str, limit: int | None) ->
     sums: dict[str, dict[int, float]] = {}
     queries = gs.queries[:limit] if limit else gs.queries
     # Pass@k matches chunk TEXT; pruning stages shorten candidate text, so score every stage by the stored chunk.
-    text_of = {c.chunk_id: c.text for c in store.chunks(gs.workspace)}
+    text_of = {c.chunk_id: c.text for c in store.corpus.chunks(gs.workspace)}
     with timed() as t:
         for q in queries:
             trace = run_query(q.query, cfg, deps, workspace=gs.workspace, log=False)

@@ -40,12 +40,12 @@ def load_scifact(root: Path, store: Store) -> int:
     """Every SciFact abstract as one stored chunk (core.datasets, as the evaluation lab loads it), no vectors."""
     docs = scifact_predocs(root / "beir_scifact", WS)
     for p in docs:
-        store.put_document(p.doc, list(p.chunks), None, "none")
+        store.corpus.put_document(p.doc, list(p.chunks), None, "none")
     return len(docs)
 
 
 def _graph_counts(store: Store) -> dict:
-    c = store.graph_counts(WS)
+    c = store.graph.counts(WS)
     return {k: c[k] for k in ("chunks", "mentions", "relations", "nodes", "edges", "communities")}
 
 
@@ -75,18 +75,18 @@ def bench_scifact(root: Path, n_queries: int, embedder) -> dict:
         name_vectors(active, embedder, store, WS)
     with timed() as t_sugg:
         n_sugg = refresh_suggestions(store, cfg, embedder, WS, None)
-    queue = store.graph_queue("pending", WS)
-    sample = [(q["keep_name"], q["other_name"], round(q["score"], 3)) for q in queue[:15] + queue[-15:]]
+    queue = store.review.queue("pending", WS)
+    sample = [(q.keep_name, q.other_name, round(q.score, 3)) for q in queue[:15] + queue[-15:]]
 
     # Incremental: 50 documents leave, then come back; each update touches only their chunks.
-    docs = store.documents(WS)[:50]
-    saved = [(store.document_text(d.doc_id, WS), store.chunks(WS, d.doc_id), d) for d in docs]
+    docs = store.corpus.documents(WS)[:50]
+    saved = [(store.corpus.document_text(d.doc_id, WS), store.corpus.chunks(WS, d.doc_id), d) for d in docs]
     for d in docs:
-        store.delete_document(d.doc_id, WS)
+        store.corpus.delete_document(d.doc_id, WS)
     with timed() as t_del:
         r_del = build_graph(store, cfg, embedder=None, workspace=WS)
     for text, chunks, d in saved:
-        store.put_document(Document(d.doc_id, d.name, d.kind, d.size_bytes, d.content_hash, d.lang, text, d.chunker,
+        store.corpus.put_document(Document(d.doc_id, d.name, d.kind, d.size_bytes, d.content_hash, d.lang, text, d.chunker,
                                     WS, d.title, d.n_chunks), chunks, None, "none")
     with timed() as t_add:
         r_add = build_graph(store, cfg, embedder=None, workspace=WS)
@@ -154,7 +154,7 @@ def bench_multihop(embedder) -> dict:
         "graph local, fused": base.with_overrides({"graph.enabled": True, "graph.mode": "local"}),
         "graph local+global, fused": base.with_overrides({"graph.enabled": True, "graph.mode": "both"}),
     }
-    out: dict = {"documents": len(store.documents(WS)), "chunks": store.count("chunks", WS),
+    out: dict = {"documents": len(store.corpus.documents(WS)), "chunks": store.corpus.count("chunks", WS),
                  "graph_build_s": round(t_build[0], 2), "graph_nodes": rep.nodes, "graph_active_nodes": rep.active_nodes,
                  "notes": notes, "runs": {}}
     for qtype in ("multi-hop", "all"):

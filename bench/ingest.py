@@ -224,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         first = phase_row(f"first ingest (fresh DB, {rounds} slices)", t_first, first_report, emb)
         first["encode_batch_sizes"] = {"min": min(batch_sizes, default=0), "max": max(batch_sizes, default=0),
                                        "mean": statistics.fmean(batch_sizes) if batch_sizes else 0}
-        stored = sorted(c.text for c in store.chunks())
+        stored = sorted(c.text for c in store.corpus.chunks())
         same_texts = stored == sorted(texts)
 
         t_re, rep_re = run_ingest(files, store, emb, config)

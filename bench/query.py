@@ -246,6 +246,99 @@ def run_size(n: int, n_queries: int, n_naive: int, seed: int, embedder: Any = No
     }
 
 
+# -- query time against the number of contexts ----------------------------------------------------------------------
+
+class RandomEmbedder:
+    """Deterministic random unit vectors keyed by the text (no model): the contexts scaling run measures what grows
+    with the corpus around the query (counting contexts, index freshness checks, the run-log row), not the model."""
+
+    def __init__(self, dim: int = DIM) -> None:
+        self.dim = dim
+        self.model_id = f"random-{dim}"
+        self.languages = None
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        import hashlib
+
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            seed = int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "little")
+            v = np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
+            out[i] = v / np.linalg.norm(v)
+        return out
+
+
+def contexts_scaling(datasets: Path, sizes: Sequence[int], n_queries: int) -> dict[str, Any]:
+    """run_query with context.variant = heuristic on the first N SciFact documents (one chunk each, the BEIR way),
+    each size in its own temporary DuckDB file: documents stored with random vectors, heuristic contexts written at
+    ingest as the product does. The first query builds the indexes (once per corpus version) and is reported apart;
+    then n_queries SciFact queries are timed end to end (validation, the context check, BM25 + dense + RRF, the
+    run-log row). `old_count_ms` times what every query did before: loading all contexts to count them."""
+    import json
+    import tempfile
+
+    from core.config import PipelineConfig
+    from core.context import prepare_variant
+    from core.datasets import ingest_predocs, scifact_predocs
+    from core.deps import Deps
+    from core.pipeline import run_query
+    from core.store import Store
+
+    sf = datasets / "beir_scifact"
+    predocs = scifact_predocs(sf, "bench")
+    queries = [json.loads(x)["text"] for x in (sf / "queries.jsonl").read_text().splitlines() if x.strip()][:n_queries]
+    cfg = PipelineConfig().with_overrides({
+        "context.variant": "heuristic", "rerank.enabled": False, "prune.enabled": False, "mmr.enabled": False,
+        "expand.enabled": False, "answer.enabled": False, "graph.enabled": False})
+    runs = []
+    for n in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            store = Store(str(Path(tmp) / f"scifact_{n}.duckdb"))
+            emb = RandomEmbedder()
+            with timed() as t_ingest:
+                rep = ingest_predocs(predocs[:n], store=store, embedder=emb, workspace="bench")
+            deps = Deps(store=store, embedder=emb)
+            with timed() as t_first:
+                first = run_query(queries[0], cfg, deps, workspace="bench")
+            assert not first.notes or not any("heuristic" in x for x in first.notes), first.notes
+            ms, prep, old = [], [], []
+            for q in queries:
+                t0 = time.perf_counter()
+                run_query(q, cfg, deps, workspace="bench")
+                ms.append((time.perf_counter() - t0) * 1000)
+                t0 = time.perf_counter()
+                prepare_variant(store, "heuristic", "bench", emb.model_id)
+                prep.append((time.perf_counter() - t0) * 1000)
+                t0 = time.perf_counter()
+                len(store.ledger.contexts("heuristic", "bench"))
+                old.append((time.perf_counter() - t0) * 1000)
+            runs.append({
+                "documents": n, "chunks": store.corpus.count("chunks", "bench"),
+                "contexts": sum(store.ledger.context_models("heuristic", "bench").values()),
+                "ingest_s": round(t_ingest[0], 2), "stored_documents": rep.added,
+                "first_query_ms": round(t_first[0] * 1000, 1),
+                "query_ms": _summary(ms), "prepare_ms": _summary(prep), "old_count_ms": _summary(old),
+            })
+            store.close()
+        print(f"  contexts scaling {n:,} docs: query median {runs[-1]['query_ms']['median_ms']:.1f} ms, "
+              f"context check {runs[-1]['prepare_ms']['median_ms']:.2f} ms, old count "
+              f"{runs[-1]['old_count_ms']['median_ms']:.1f} ms", file=sys.stderr)
+    base, top = runs[0], runs[-1]
+    return {
+        "method": "SciFact documents in a temporary DuckDB, random vectors, heuristic contexts written at ingest; "
+                  "rerank, prune, MMR, expand, answer and graph off; first query (index build) excluded",
+        "queries": len(queries), "runs": runs,
+        "ratio_median": round(top["query_ms"]["median_ms"] / base["query_ms"]["median_ms"], 2),
+        "old_count_ratio_median": round(top["old_count_ms"]["median_ms"] / base["old_count_ms"]["median_ms"], 2),
+    }
+
+
+def _summary(ms: Sequence[float]) -> dict[str, float]:
+    xs = sorted(ms)
+    return {"n": len(xs), "median_ms": round(statistics.median(xs), 3),
+            "p95_ms": round(xs[min(len(xs) - 1, int(0.95 * len(xs)))], 3), "mean_ms": round(statistics.fmean(xs), 3)}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])

@@ -107,8 +107,8 @@ def _db(args: argparse.Namespace) -> str:
 def cmd_ingest(args: argparse.Namespace) -> int:
     cfg = _config(args)
     store = Store(_db(args))
-    if args.if_empty and store.count("documents", args.workspace):
-        print(f"{_db(args)} already holds {store.count('documents', args.workspace)} documents; nothing to ingest")
+    if args.if_empty and store.corpus.count("documents", args.workspace):
+        print(f"{_db(args)} already holds {store.corpus.count('documents', args.workspace)} documents; nothing to ingest")
         return 0
     try:
         files = read_paths(args.paths)
@@ -149,14 +149,14 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 def cmd_docs(args: argparse.Namespace) -> int:
     store = Store(_db(args))
-    for d in store.documents(args.workspace):
+    for d in store.corpus.documents(args.workspace):
         print(f"{d.doc_id}  {d.kind:<5} {d.n_chunks:>4} chunks  {d.size_bytes:>9,} B  {d.lang}  {d.name}")
     return 0
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
     store = Store(_db(args))
-    if store.delete_document(args.doc_id, args.workspace):
+    if store.corpus.delete_document(args.doc_id, args.workspace):
         print(f"deleted {args.doc_id}")
         return 0
     print(f"error: no document {args.doc_id}", file=sys.stderr)
@@ -309,8 +309,8 @@ def cmd_graph(args: argparse.Namespace) -> int:
         print(synonyms_text(store, ws))
         return 0
     if args.action == "review" and not (args.approve or args.reject or args.undo):
-        for q in store.graph_queue("pending", ws):
-            print(f"{q['item_id']}  {q['score']:.3f}  {q['keep_name']!r} <- {q['other_name']!r}")
+        for q in store.review.queue("pending", ws):
+            print(f"{q.item_id}  {q.score:.3f}  {q.keep_name!r} <- {q.other_name!r}")
         return 0
     deps = build_deps(cfg, store=store)
     for n in deps.notices:
@@ -361,6 +361,120 @@ def cmd_trace(args: argparse.Namespace) -> int:
     from core.trace_export import cli_export
 
     return cli_export(Store(_db(args), read_only=True), args)
+
+
+def cmd_workspaces(args: argparse.Namespace) -> int:
+    from core.workspaces import (WorkspaceError, create_workspace, delete_workspace, list_workspaces,
+                                 rename_workspace)
+
+    from pathlib import Path
+
+    action = args.action or "list"
+    store = Store(_db(args), read_only=action == "list" and Path(_db(args)).is_file())
+    try:
+        if action == "list":
+            rows = list_workspaces(store)
+            if args.json:
+                print(json.dumps({"workspaces": [w.to_dict() for w in rows]}, ensure_ascii=False))
+            else:
+                for w in rows:
+                    print(f"{w.name:<24} {w.documents:>5} docs {w.chunks:>6} chunks  corpus v{w.corpus_version:<4} "
+                          f"cache {w.cached_answers} answers, {w.cache_hits} hits / {w.cache_misses} misses / "
+                          f"{w.cache_guarded_misses} guarded")
+            return 0
+        if not args.name:
+            raise WorkspaceError(f"workspaces {action} needs a NAME")
+        if action == "create":
+            print(f"created workspace '{create_workspace(store, args.name)}'")
+        elif action == "rename":
+            if not args.new_name:
+                raise WorkspaceError("workspaces rename needs OLD NEW")
+            moved = rename_workspace(store, args.name, args.new_name)
+            print(f"renamed '{args.name}' to '{args.new_name}' ({moved:,} rows moved)")
+        elif action == "delete":
+            if not args.yes:
+                raise WorkspaceError(f"deleting '{args.name}' removes all of its documents, graph, runs, ledger and "
+                                     "caches; add --yes to confirm")
+            deleted = delete_workspace(store, args.name)
+            if args.json:
+                print(json.dumps({"deleted": args.name, "rows": deleted}))
+            else:
+                print(f"deleted workspace '{args.name}' ({sum(deleted.values()):,} rows in "
+                      f"{sum(1 for n in deleted.values() if n)} tables)")
+        return 0
+    except WorkspaceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    store = Store(_db(args), read_only=args.action == "stats" and Path(_db(args)).is_file())
+    if args.action == "clear":
+        n = store.answers.clear_answers(args.workspace)
+        print(json.dumps({"workspace": args.workspace, "cleared": n}) if args.json
+              else f"cleared {n} cached answers in workspace '{args.workspace}'")
+        return 0
+    c = store.answers.answer_cache_counts(args.workspace)
+    data = {"workspace": args.workspace, "entries": c.entries, "hits": c.hits, "misses": c.misses,
+            "guarded_misses": c.guarded_misses, "hit_rate": round(c.hit_rate, 4), "saved_ms": round(c.saved_ms, 1),
+            "saved_usd": round(c.saved_usd, 6)}
+    print(json.dumps(data) if args.json else "  ".join(f"{k}={v}" for k, v in data.items()))
+    return 0
+
+
+def cmd_cag(args: argparse.Namespace) -> int:
+    """Cache-augmented generation: the estimate first (always), then the answer when a key is set."""
+    from core import cag
+    from core.llm import LLMError
+    from core.workspaces import WorkspaceError, require_workspace
+
+    cfg = _config(args)
+    store = Store(_db(args))
+    try:
+        require_workspace(store, args.workspace)
+    except WorkspaceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    deps = build_deps(cfg, store=store)
+    prefix, tokens = cag.corpus_prefix(store.corpus, args.workspace)
+    chunks = store.corpus.chunks(args.workspace)
+    per_chunk = sum(c.n_tokens for c in chunks) / len(chunks) if chunks else 0
+    est = cag.estimate(tokens, model=cfg.cag.model, limit_tokens=cfg.cag.max_corpus_tokens,
+                       question_tokens=max(1, len(args.question) // 4), output_tokens=cfg.cag.max_tokens,
+                       rag_context_tokens=int(per_chunk * cfg.answer.max_chunks), llm_available=deps.llm.available,
+                       llm_reason=deps.llm.reason, ttl=cfg.llm.cache_ttl)
+    out: dict = {"estimate": est.to_dict(), "prefix_sha256": cag.prefix_sha(prefix)}
+    if not args.estimate_only and est.available:
+        try:
+            res = cag.answer(args.question, prefix, deps.llm, model=cfg.cag.model, max_tokens=cfg.cag.max_tokens,
+                             workspace=args.workspace)
+        except LLMError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        out.update(answer=res.text, refused=res.refused, note=res.note, usage=res.usage.__dict__,
+                   cache_read_share=round(res.cache_read_share, 4))
+        if res.refused and cfg.cag.fallback_to_rag:
+            trace = run_query(args.question, cfg, deps, workspace=args.workspace)
+            out["fallback"] = {"route": "rag", "answer": trace.answer.text if trace.answer else None,
+                               "note": "CAG found no answer in the documents: answered by retrieval instead"}
+    if args.json:
+        print(json.dumps(out, ensure_ascii=False))
+    else:
+        e = est
+        be = (f"break-even after {e.break_even_queries} queries per cache lifetime" if e.break_even_queries
+              else "no break-even against RAG")
+        print(f"corpus ~{e.corpus_tokens:,} tokens (limit {e.limit_tokens:,}); {e.model}: first query "
+              f"${e.first_query_usd:.4f}, then ${e.next_query_usd:.4f} (uncached ${e.uncached_query_usd:.4f}); "
+              f"RAG ${e.rag_query_usd:.4f} per query; {be}")
+        if e.note:
+            print(f"note: {e.note}")
+        if "answer" in out:
+            print(out["answer"])
+        if "fallback" in out:
+            print(f"{out['fallback']['note']}:\n{out['fallback']['answer']}")
+    return 0
 
 
 COMMANDS = {"ingest": cmd_ingest, "query": cmd_query, "docs": cmd_docs, "delete": cmd_delete, "eval": cmd_eval,

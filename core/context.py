@@ -14,6 +14,7 @@ from core.costs import RunEstimate, Ttl, estimate_document, price_for, worst_cal
 from core.embed import Embedder, embed_with_cache
 from core.index import variant_texts
 from core.llm import LLM, LLMError, LLMRequest, LLMResponse, TextBlock
+from core.records import OpenBatch
 from core.store import Store
 from core.text import estimate_llm_tokens, sentence_spans
 from core.types import DEFAULT_WORKSPACE, Chunk
@@ -54,13 +55,14 @@ class ContextReport:
 
 def coverage(store: Store, variant: str, workspace: str = DEFAULT_WORKSPACE, model_id: str | None = None) -> tuple[int, int]:
     """(chunks with this variant, all chunks). For 'late' it counts late vectors of `model_id`."""
-    total = store.count("chunks", workspace)
+    total = store.corpus.count("chunks", workspace)
     if variant == "none":
         return total, total
     if variant == "late":
-        have = sum(n for m, v, n in store.vector_models(workspace) if v == "late" and (model_id is None or m == model_id))
+        have = sum(n for m, v, n in store.corpus.vector_models(workspace) if v == "late" and (model_id is None or m == model_id))
         return have, total
-    return len(store.contexts(variant, workspace)), total
+    # Counted in SQL: a query calls this (prepare_variant), and loading every context to count it grew with the corpus.
+    return sum(store.ledger.context_models(variant, workspace).values()), total
 
 
 def _by_doc(chunks: Sequence[Chunk]) -> dict[str, list[Chunk]]:
@@ -92,19 +94,26 @@ def heuristic_context(title: str, name: str, heading_path: Sequence[str], lead: 
     return " ".join(parts)
 
 
-def build_heuristic(store: Store, *, workspace: str = DEFAULT_WORKSPACE, progress: Progress | None = None) -> ContextReport:
-    """Write heuristic contexts for every chunk that has none (cheap, offline, idempotent)."""
-    have = set(store.contexts("heuristic", workspace))
-    docs = {d.doc_id: d for d in store.documents(workspace)}
-    todo = [c for c in store.chunks(workspace) if c.chunk_id not in have]
+def build_heuristic(store: Store, *, workspace: str = DEFAULT_WORKSPACE, progress: Progress | None = None,
+                    doc_ids: Sequence[str] | None = None) -> ContextReport:
+    """Write heuristic contexts for every chunk that has none (cheap, offline, idempotent). Ingest calls it with the
+    documents it just stored (`doc_ids`), so queries find them built and never write."""
+    docs = {d.doc_id: d for d in store.corpus.documents(workspace)}
+    if doc_ids is None:
+        chunks = store.corpus.chunks(workspace)
+    else:
+        chunks = [c for d in dict.fromkeys(doc_ids) for c in store.corpus.chunks(workspace, doc_id=d)]
+    have = set(store.ledger.contexts("heuristic", workspace, [c.chunk_id for c in chunks] if doc_ids is not None
+                                     else None))
+    todo = [c for c in chunks if c.chunk_id not in have]
     written = 0
     for i, (doc_id, chunks) in enumerate(_by_doc(todo).items()):
         d = docs.get(doc_id)
-        text = store.document_text(doc_id, workspace) or ""
+        text = store.corpus.document_text(doc_id, workspace) or ""
         title = (d.title if d else "") or ""
         name = d.name if d else doc_id
         lead = lead_sentence(text, title)
-        store.put_contexts([(c.chunk_id, heuristic_context(title, name, c.heading_path, lead)) for c in chunks],
+        store.ledger.put_contexts([(c.chunk_id, heuristic_context(title, name, c.heading_path, lead)) for c in chunks],
                            "heuristic", HEURISTIC_LABEL, workspace)
         written += len(chunks)
         if progress:
@@ -115,14 +124,9 @@ def build_heuristic(store: Store, *, workspace: str = DEFAULT_WORKSPACE, progres
 def embed_variant(store: Store, embedder: Embedder, variant: str, *, workspace: str = DEFAULT_WORKSPACE) -> int:
     """Embed context + chunk for chunks of a contextual variant that lack a vector, so the Search Lab toggle
     switches without re-indexing. Returns how many vectors were stored."""
-    missing = store.chunks_missing_vectors(embedder.model_id, variant, workspace)
-    if not missing:
-        return 0
-    texts = variant_texts(store, workspace, variant, missing)
-    vecs, stats = embed_with_cache(texts, embedder, store, workspace)
-    store.put_vectors([c.chunk_id for c in missing], vecs, embedder.model_id, variant, workspace)
-    store.record_cache_event("embedding", stats.cache_hits, stats.computed, f"context:{variant}", workspace)
-    return len(missing)
+    stats = backfill_vectors(store.corpus, store.ledger, store.caches, store.corpus, embedder, workspace, variant,
+                             purpose=f"context:{variant}")
+    return stats.texts
 
 
 # -- late chunking ----------------------------------------------------------------------------------------------
@@ -259,14 +263,14 @@ def build_late(
 ) -> ContextReport:
     """Late-chunking vectors (variant 'late') for every document with a chunk that lacks one; documents already
     done are skipped, so a stopped build resumes where it was."""
-    have = {cid for cid in store.vectors(encoder.model_id, "late", workspace)[0]}
-    chunks = store.chunks(workspace)
+    have = {cid for cid in store.corpus.vectors(encoder.model_id, "late", workspace)[0]}
+    chunks = store.corpus.chunks(workspace)
     todo = {d: cs for d, cs in _by_doc(chunks).items() if any(c.chunk_id not in have for c in cs)}
     written = 0
     for i, (doc_id, cs) in enumerate(todo.items()):
-        text = store.document_text(doc_id, workspace) or ""
+        text = store.corpus.document_text(doc_id, workspace) or ""
         vecs = late_chunk_vectors(text, chunk_spans(text, cs), encoder)
-        store.put_vectors([c.chunk_id for c in cs], vecs, encoder.model_id, "late", workspace)
+        store.corpus.put_vectors([c.chunk_id for c in cs], vecs, encoder.model_id, "late", workspace)
         written += len(cs)
         if progress:
             progress(i + 1, len(todo), 0.0)
@@ -304,9 +308,45 @@ def _call_tokens(chunk: Chunk) -> int:
     return estimate_llm_tokens(f"{CONTEXT_ASK}\n<excerpt>\n{chunk.text}\n</excerpt>")
 
 
+def _call_bound(chunk: Chunk) -> int:
+    return llm_tokens_upper_bound(f"{CONTEXT_ASK}\n<excerpt>\n{chunk.text}\n</excerpt>")
+
+
+def _prefix_bound(llm: LLM, doc_text: str, model: str, warnings: list[str]) -> int:
+    """Tokens of the cached prefix for the budget guard: the provider's own count when it can be asked (exact, free),
+    else a per-script upper bound. Never the ~4-characters estimate, which undercounts Russian by half."""
+    counter = getattr(llm, "count_tokens", None)
+    if counter is not None:
+        probe = LLMRequest(model, (TextBlock(CONTEXT_INSTRUCTIONS), TextBlock(f"<document>\n{doc_text}\n</document>")),
+                           (TextBlock("."),), purpose="count")
+        try:
+            return int(counter(probe))
+        except LLMError as exc:
+            if not any(w.startswith("token counter") for w in warnings):
+                warnings.append(f"token counter unavailable ({exc}); budget checked against an upper bound")
+    return llm_tokens_upper_bound(CONTEXT_INSTRUCTIONS) + llm_tokens_upper_bound(f"<document>\n{doc_text}\n</document>")
+
+
+def workspace_spent(store: Store, workspace: str) -> float:
+    """Dollars of every LLM call ever ledgered in the workspace: the running total a workspace budget caps."""
+    return float(sum(e.usd for e in store.ledger.usage_ledger(workspace)))
+
+
+def _limit(store: Store, workspace: str, budget_usd: float, workspace_budget_usd: float) -> tuple[float, str]:
+    """What this run may spend, and the stop message prefix naming whichever budget binds."""
+    if workspace_budget_usd <= 0:
+        return budget_usd, f"budget: {{spent}} spent of {fmt_usd(budget_usd)}"
+    before = workspace_spent(store, workspace)
+    left = max(0.0, workspace_budget_usd - before)
+    if left < budget_usd:
+        return left, (f"workspace budget: {{spent}} spent in this run, {fmt_usd(before)} before it, of "
+                      f"{fmt_usd(workspace_budget_usd)} for workspace {workspace!r}")
+    return budget_usd, f"budget: {{spent}} spent of {fmt_usd(budget_usd)}"
+
+
 def _todo(store: Store, workspace: str, exclude: set[str] = frozenset()) -> tuple[dict[str, list[Chunk]], int]:
-    have = set(store.contexts("llm", workspace))
-    todo = [c for c in store.chunks(workspace) if c.chunk_id not in have and c.chunk_id not in exclude]
+    have = set(store.ledger.contexts("llm", workspace))
+    todo = [c for c in store.corpus.chunks(workspace) if c.chunk_id not in have and c.chunk_id not in exclude]
     return _by_doc(todo), len(have)
 
 
@@ -320,9 +360,9 @@ def estimate_llm_contexts(
     todo, _ = _todo(store, workspace)
     p = price_for(model)
     docs, warnings = [], []
-    names = {d.doc_id: d.name for d in store.documents(workspace)}
+    names = {d.doc_id: d.name for d in store.corpus.documents(workspace)}
     for doc_id, chunks in todo.items():
-        text = store.document_text(doc_id, workspace) or ""
+        text = store.corpus.document_text(doc_id, workspace) or ""
         est = estimate_document(_prefix_tokens(text), len(chunks), model=model,
                                 per_call_tokens=[_call_tokens(c) for c in chunks], output_tokens=output_tokens,
                                 ttl=ttl, batch=batch, doc_id=doc_id)
@@ -352,10 +392,12 @@ def build_llm_contexts(
     p = price_for(model)
     spent, written, stopped = 0.0, 0, ""
     warnings: list[str] = []
-    names = {d.doc_id: d.name for d in store.documents(workspace)}
+    names = {d.doc_id: d.name for d in store.corpus.documents(workspace)}
+    # The run may spend up to the smaller of its own budget and what the workspace budget has left (ledger total).
+    limit, why = _limit(store, workspace, budget_usd, workspace_budget_usd)
     for doc_id, chunks in todo.items():
-        text = store.document_text(doc_id, workspace) or ""
-        prefix = _prefix_tokens(text)
+        text = store.corpus.document_text(doc_id, workspace) or ""
+        prefix = _prefix_bound(llm, text, model, warnings)
         if prefix < p.min_cacheable_tokens and len(chunks) > 1:
             warnings.append(f"{names.get(doc_id, doc_id)}: ~{prefix:,} tokens < {p.min_cacheable_tokens:,} minimum "
                             f"of {model}: no prompt cache for this document")
@@ -372,7 +414,7 @@ def build_llm_contexts(
                 stopped = f"error: {exc}. Run again to continue; done contexts are kept"
                 break
             spent += resp.usage.usd
-            store.put_contexts([(c.chunk_id, _clean(resp.text))], "llm", resp.model, workspace)
+            store.ledger.put_contexts([(c.chunk_id, _clean(resp.text))], "llm", resp.model, workspace)
             written += 1
             if progress:
                 progress(written, total, spent)
@@ -397,21 +439,21 @@ def build_llm_contexts_batch(
         raise ContextError(f"LLM contexts need Claude: {llm.reason}")
     spent, written, stopped, batch_id = 0.0, 0, "", ""
     pending: set[str] = set()
-    existing = len(store.contexts("llm", workspace))
+    existing = len(store.ledger.contexts("llm", workspace))
 
-    def collect(b: dict) -> bool:
+    def collect(b: OpenBatch) -> bool:
         nonlocal spent, written, stopped
         waited = 0.0
-        status = llm.poll_batch(b["batch_id"])
+        status = llm.poll_batch(b.batch_id)
         while not status.ended and waited < max_wait_s:
             sleep(poll_s)
             waited += poll_s
-            status = llm.poll_batch(b["batch_id"])
+            status = llm.poll_batch(b.batch_id)
         if not status.ended:
-            stopped = f"batch {b['batch_id']} still {status.status}; run again later to collect it"
+            stopped = f"batch {b.batch_id} still {status.status}; run again later to collect it"
             return False
-        ids = list(b["chunk_ids"])
-        chunks = store.chunks_by_id(ids, workspace)
+        ids = list(b.chunk_ids)
+        chunks = store.corpus.chunks_by_id(ids, workspace)
         texts: dict[str, str] = {}
         requests = {}
         for i, cid in enumerate(ids):
@@ -419,29 +461,29 @@ def build_llm_contexts_batch(
             if c is None:
                 continue  # the document was deleted meanwhile
             if c.doc_id not in texts:
-                texts[c.doc_id] = store.document_text(c.doc_id, workspace) or ""
-            requests[f"r{i}"] = context_request(texts[c.doc_id], c, model=b["model"], max_tokens=max_output_tokens)
-        results = llm.batch_results(b["batch_id"], requests, workspace=workspace, run_id=b["run_id"])
+                texts[c.doc_id] = store.corpus.document_text(c.doc_id, workspace) or ""
+            requests[f"r{i}"] = context_request(texts[c.doc_id], c, model=b.model, max_tokens=max_output_tokens)
+        results = llm.batch_results(b.batch_id, requests, workspace=workspace, run_id=b.run_id)
         good = [(ids[int(k[1:])], _clean(r.text)) for k, r in results.items() if isinstance(r, LLMResponse)]
         spent += sum(r.usage.usd for r in results.values() if isinstance(r, LLMResponse))
-        store.put_contexts(good, "llm", b["model"], workspace)
+        store.ledger.put_contexts(good, "llm", b.model, workspace)
         written += len(good)
-        store.set_batch_status(b["batch_id"], "collected", workspace)
+        store.ledger.set_batch_status(b.batch_id, "collected", workspace)
         if progress:
             progress(written, written, spent)
         return True
 
-    for b in store.open_batches("context", "llm", workspace):
+    for b in store.ledger.open_batches("context", "llm", workspace):
         if not collect(b):
-            pending.update(b["chunk_ids"])
+            pending.update(b.chunk_ids)
             break
     if not stopped:
         todo, _ = _todo(store, workspace)
         items: list[tuple[Chunk, str]] = []
         bound_total = 0.0
         for doc_id, chunks in todo.items():
-            text = store.document_text(doc_id, workspace) or ""
-            prefix = _prefix_tokens(text)
+            text = store.corpus.document_text(doc_id, workspace) or ""
+            prefix = _prefix_bound(llm, text, model, count_warnings)
             for c in chunks:
                 bound = worst_call_usd(model, prefix, _call_tokens(c), max_output_tokens, ttl=ttl, batch=True)
                 if spent + bound_total + bound > budget_usd:
@@ -456,12 +498,13 @@ def build_llm_contexts_batch(
             reqs = [(f"r{i}", context_request(t, c, model=model, max_tokens=max_output_tokens))
                     for i, (c, t) in enumerate(items)]
             batch_id = llm.submit_batch(reqs)
-            store.put_batch(batch_id, purpose="context", variant="llm", model=model, run_id=run_id,
-                            chunk_ids=[c.chunk_id for c, _ in items], workspace=workspace)
+            store.ledger.put_batch(batch_id, purpose="context", variant="llm", model=model, run_id=run_id,
+                                   chunk_ids=[c.chunk_id for c, _ in items], workspace=workspace)
             budget_note = stopped
             stopped = ""
-            if not collect({"batch_id": batch_id, "model": model, "run_id": run_id,
-                            "chunk_ids": [c.chunk_id for c, _ in items]}):
+            submitted = OpenBatch(batch_id, model, run_id, len(items), "in_progress",
+                                  tuple(c.chunk_id for c, _ in items), None)
+            if not collect(submitted):
                 pending.update(c.chunk_id for c, _ in items)
             stopped = stopped or budget_note
     todo_after, _ = _todo(store, workspace, exclude=pending)

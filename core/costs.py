@@ -11,6 +11,7 @@ from typing import Any, Iterable, Literal, Mapping, Sequence
 
 import pandas as pd
 
+from core.records import RunRecord
 from core.types import Usage
 
 PRICES_FILE = Path(__file__).with_name("prices.toml")
@@ -240,7 +241,7 @@ def prompt_cache_rate(ledger: pd.DataFrame, freq: str = "1h") -> pd.DataFrame:
 
 
 def embedding_cache_rate(events: Sequence[tuple[str, int, int, str, datetime]], freq: str = "1h") -> pd.DataFrame:
-    """Embedding-cache hit rate per time bucket from store.cache_events() rows (cache, hits, misses, purpose, at)."""
+    """Embedding-cache hit rate per time bucket from cache events (cache, hits, misses, purpose, created_at)."""
     rows = [(at, h, m) for cache, h, m, _, at in events if cache == "embedding"]
     if not rows:
         return pd.DataFrame(columns=["time", "cache", "hit_rate", "volume"])
@@ -253,14 +254,14 @@ def embedding_cache_rate(events: Sequence[tuple[str, int, int, str, datetime]], 
     return g[["time", "cache", "hit_rate", "volume"]]
 
 
-def query_stage_costs(runs: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """Dollars and milliseconds per stage per logged query, from store.recent_runs() (trace JSON)."""
+def query_stage_costs(runs: Sequence[RunRecord]) -> pd.DataFrame:
+    """Dollars and milliseconds per stage per logged query, from the run log (each run's trace JSON)."""
     rows = []
     for run in runs:
-        trace = run.get("trace") or {}
+        trace = run.trace or {}
         for s in trace.get("stages", []):
             usage = s.get("usage") or {}
-            rows.append({"run_id": run.get("run_id"), "created_at": run.get("created_at"), "query": run.get("query"),
+            rows.append({"run_id": run.run_id, "created_at": run.created_at, "query": run.query,
                          "stage": s.get("stage"), "ms": float(s.get("ms") or 0.0), "usd": float(usage.get("usd") or 0.0),
                          "skipped": bool(s.get("skipped"))})
     return pd.DataFrame(rows, columns=["run_id", "created_at", "query", "stage", "ms", "usd", "skipped"])

@@ -90,7 +90,7 @@ def build_deps(
             notices.append(loaded.notice)
     if llm is None:
         llm, notice = build_llm(api_key or env.get("ANTHROPIC_API_KEY"), base_url=env.get("ANTHROPIC_BASE_URL") or None,
-                                ledger=store, max_retries=config.llm.max_retries, timeout_s=config.llm.timeout_s,
+                                ledger=store.ledger, max_retries=config.llm.max_retries, timeout_s=config.llm.timeout_s,
                                 cache_ttl=config.llm.cache_ttl)
         if notice:
             notices.append(notice)

@@ -304,7 +304,7 @@ def run_eval(
                          offset=i * n * max(1, repeats), total=total, answer_judge=answer_judge, limit=limit)
         run.notes = notes + run.notes
         if save:
-            deps.store.runs.save_eval_run(ws, run.summary(), run.results)
+            deps.store.runs.save_eval_run(ws, run.summary(), [r.to_dict() for r in run.results])
         out.append(run)
     return out
 

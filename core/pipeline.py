@@ -93,7 +93,7 @@ def validate_query(query: str, config: PipelineConfig) -> str:
 
 
 def _to_candidates(hits: list[tuple[str, float]], store: Store, workspace: str, stage: str) -> list[Candidate]:
-    chunks = store.chunks_by_id([cid for cid, _ in hits], workspace)
+    chunks = store.corpus.chunks_by_id([cid for cid, _ in hits], workspace)
     return [
         Candidate(cid, chunks[cid].doc_id, chunks[cid].text, score, rank, {"stage": stage})
         for rank, (cid, score) in enumerate(hits, start=1)
@@ -118,8 +118,8 @@ def span_scorer_parts(kind: str, pool: Sequence[Candidate], config: PipelineConf
     if kind == "reranker":
         reranker = deps.reranker_for(r.method, r.model, r.llm_model)[0]
         return [(reranker_span_scorer(reranker, workspace=workspace, contexts=contexts), 1.0)]
-    chunks = deps.store.chunks_by_id([c.chunk_id for c in pool], workspace)
-    prefixes = sentence_prefixes(pool, deps.store.document_titles([c.doc_id for c in pool], workspace),
+    chunks = deps.store.corpus.chunks_by_id([c.chunk_id for c in pool], workspace)
+    prefixes = sentence_prefixes(pool, deps.store.corpus.document_titles([c.doc_id for c in pool], workspace),
                                  {cid: ch.heading_path for cid, ch in chunks.items()})
     encoded = embedder_span_scorer(deps.embedder, prefixes)  # a model call over every 'title. section. sentence'
     if kind == "embedder":
@@ -192,8 +192,9 @@ def _rerank(q: _Query, pool: list[Candidate], pool_from: str, config: PipelineCo
     reranker, notice = deps.reranker_for(r.method, r.model, r.llm_model)
     head = pool[: r.top_n]
     if r.use_context and q.bm25_variant != "raw":  # contextual retrieval on: the reranker reads context + chunk
-        head = attach_contexts(head, deps.store.contexts(q.bm25_variant, q.workspace, [c.chunk_id for c in head]))
-    out, rs = rerank(q.text, head, reranker, k=r.k, use_context=r.use_context, workspace=q.workspace)
+        head = attach_contexts(head, deps.store.ledger.contexts(q.bm25_variant, q.workspace, [c.chunk_id for c in head]))
+    out, rs = rerank(q.text, head, reranker, k=r.k, use_context=r.use_context, workspace=q.workspace,
+                     query_lang=q.lang, combine=r.combine, input_weight=r.input_weight, rrf_k=r.rrf_k)
     return StepOutput(out, [n for n in (notice, *rs.notes) if n], rs.usage,
                       {"reranker": reranker.name, "input": pool_from, **describe(rs), **flow_info(head, out)})
 
@@ -205,17 +206,30 @@ def _prune(q: _Query, pool: list[Candidate], config: PipelineConfig, deps: Deps)
                          max_unit_tokens=p.max_unit_tokens, chunk_weight=p.chunk_weight)
     notes = [f"no sentence of {', '.join(pr.dropped)} fit the budget of {p.token_budget} tokens"] if pr.dropped else []
     return StepOutput(pr.candidates, notes, info={
-        "scorer": p.scorer, "sentences_in": pr.units_in, "sentences_kept": pr.units_kept, "pinned": pr.pinned,
-        "dropped": pr.dropped, **flow_info(pool, pr.candidates)})
+        "scorer": kind, "sentences_in": pr.units_in, "sentences_kept": pr.units_kept, "pinned": pr.pinned,
+        "dropped": pr.dropped, "floored": pr.floored, "over_budget_tokens": pr.over_budget_tokens,
+        **flow_info(pool, pr.candidates)})
+
+
+def _prefixes(pool: Sequence[Candidate], deps: Deps, workspace: str) -> dict[str, str]:
+    chunks = deps.store.corpus.chunks_by_id([c.chunk_id for c in pool], workspace)
+    return sentence_prefixes(pool, deps.store.corpus.document_titles([c.doc_id for c in pool], workspace),
+                             {cid: ch.heading_path for cid, ch in chunks.items()})
 
 
 def _mmr(q: _Query, pool: list[Candidate], config: PipelineConfig, deps: Deps) -> StepOutput:
     m = config.mmr
     # Duplicates are judged on whole chunks (their cached vectors), so a pruned draft still matches its final.
-    chunks = deps.store.chunks_by_id([c.chunk_id for c in pool], q.workspace)
-    vecs = cached_vectors([chunks[c.chunk_id].text if c.chunk_id in chunks else c.text for c in pool],
-                          deps.embedder, deps.store, q.workspace)
-    dv = diversify(pool, vecs, lam=m.lam, dedup_threshold=m.dedup_threshold, k=m.k)
+    chunks = deps.store.corpus.chunks_by_id([c.chunk_id for c in pool], q.workspace)
+    texts = [chunks[c.chunk_id].text if c.chunk_id in chunks else c.text for c in pool]
+    # Read-only cache lookup (query-time texts never grow the cache); its counts feed the Search Lab's counters.
+    vecs, estats = embed_with_cache(texts, deps.embedder, deps.store.caches, q.workspace, write=False)
+    # A chunk the embedder does not read is compared by its words (pairs with it use the lexical cosine).
+    langs = deps.embedder.languages
+    foreign = [not covers(langs, chunks[c.chunk_id].lang if c.chunk_id in chunks else detect_language(c.text))
+               for c in pool]
+    sims = language_aware_similarity(vecs, texts, foreign) if any(foreign) else None
+    dv = diversify(pool, vecs, lam=m.lam, dedup_threshold=m.dedup_threshold, k=m.k, sims=sims)
     notes = [f"{d.dropped} dropped as {'an exact' if d.exact else 'a near'} duplicate of {d.kept} "
              f"(cosine {d.similarity:.3f})" for d in dv.duplicates]
     return StepOutput(dv.candidates, notes, info={"lam": m.lam, "duplicates": [d.__dict__ for d in dv.duplicates],
@@ -224,7 +238,7 @@ def _mmr(q: _Query, pool: list[Candidate], config: PipelineConfig, deps: Deps) -
 
 def _expand(q: _Query, pool: list[Candidate], config: PipelineConfig, deps: Deps) -> StepOutput:
     e = config.expand
-    ex = expand(pool, deps.store, mode=e.mode, window=e.window, parent_max_tokens=e.parent_max_tokens,
+    ex = expand(pool, deps.store.corpus, mode=e.mode, window=e.window, parent_max_tokens=e.parent_max_tokens,
                 workspace=q.workspace)
     notes = [f"{a} merged into {b}: their expansions overlap" for a, b in ex.merged]
     notes += [f"not expanded (document text or offsets missing): {', '.join(ex.unexpanded)}"] if ex.unexpanded else []
@@ -233,8 +247,19 @@ def _expand(q: _Query, pool: list[Candidate], config: PipelineConfig, deps: Deps
 
 
 def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: Deps) -> tuple[StepOutput, Any]:
-    res = answer_question(q.text, final.candidates if final else (), config.answer, deps.llm, workspace=q.workspace,
-                          query_id="q" + hashlib.sha1(q.text.encode()).hexdigest()[:12])
+    cands = final.candidates if final else ()
+    # The offline answerer reads each sentence with its document title and scores it by late interaction (token
+    # vectors of the embedder; none when the embedder does not read the question's language).
+    late = deps.reranker_for("late-interaction")[0] if config.answer.mode != "llm" else None
+    b = config.bm25  # the BM25 index's vocabulary tells the answerer which question words the corpus never uses
+    vocab = deps.indexes.bm25(deps.store, q.workspace, BM25Params(b.k1, b.b, b.method, b.split_identifiers, b.stem),
+                              variant=q.bm25_variant).vocabulary() if late is not None and b.enabled else None
+    res = answer_question(q.text, cands, config.answer, deps.llm, workspace=q.workspace,
+                          query_id="q" + hashlib.sha1(q.text.encode()).hexdigest()[:12],
+                          titles=deps.store.corpus.document_titles([c.doc_id for c in cands], q.workspace),
+                          li_scorer=late_sentence_scorer(late, workspace=q.workspace)
+                          if isinstance(late, LateInteractionReranker) else None, blind=q.dense_blind,
+                          vocabulary=vocab)
     a = res.answer
     return StepOutput((), res.notes, res.usage, {
         "mode": a.mode, "refused": a.refused, "citations": list(a.citations), "support": res.support,
@@ -259,13 +284,74 @@ def _start(query: str, config: PipelineConfig, deps: Deps, workspace: str, trace
     return _Query(text, lang, workspace, blind, bm25_variant, dense_variant)
 
 
-def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str = DEFAULT_WORKSPACE,
-              log: bool = True) -> Trace:
-    """One query through every stage, each recorded by the tracer (run, or skipped with its reason)."""
-    tracer = Tracer()
-    q = _start(query, config, deps, workspace, tracer)
-    version = deps.store.corpus_version(workspace)
-    c = config
+def _transforms(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer, decision: RouteDecision | None,
+                bm25: list[Candidate], dense: list[Candidate]) -> dict[str, list[Candidate]]:
+    """HyDE (offline: pseudo-relevance feedback), multi-query and decomposition, each gated by the route or by a weak
+    first retrieval; every generated query is searched with BM25 + dense (RRF) and each stage fuses its own lists."""
+    if not c.bm25.enabled:
+        for name in (Stage.HYDE, Stage.MULTI_QUERY, Stage.DECOMPOSE):
+            tracer.skip(name, "query transforms search with BM25 (+ dense): bm25.enabled = false")
+        return {}
+    b = c.bm25
+    index = deps.indexes.bm25(deps.store, q.workspace, BM25Params(b.k1, b.b, b.method, b.split_identifiers, b.stem),
+                              variant=q.bm25_variant)
+    dindex = (deps.indexes.dense(deps.store, deps.embedder, q.workspace, variant=q.dense_variant)
+              if c.dense.enabled and not q.dense_blind else None)
+
+    def dense_hits(text: str, k: int) -> list[tuple[str, float]]:
+        assert dindex is not None
+        with one_torch_thread():
+            vec = deps.embedder.encode([text])[0]
+        return dindex.search(vec, k)
+
+    search = hybrid_search(index.search, dense_hits if dindex is not None else None,
+                           lambda hits, stage: _to_candidates(hits, deps.store, q.workspace, stage), k=b.k,
+                           rrf_k=c.fusion.rrf_k)
+    feedback = rrf([bm25, dense], k=c.fusion.rrf_k, names=["bm25", "dense"], top=10) if bm25 or dense else []
+    out: dict[str, list[Candidate]] = {}
+    for ts in transform_stages(q.text, c, decision, deps.llm, search, feedback=feedback,
+                               dense_top=dense[0].score if dense and not q.dense_blind else None,
+                               workspace=q.workspace):
+        if ts.skipped is not None:
+            tracer.stages.append(StageResult(ts.stage, (), ts.ms, ts.usage, ts.skipped, ts.notes))
+        else:
+            out[ts.stage] = tracer.add(ts.stage, ts.candidates, ts.ms, usage=ts.usage, notes=ts.notes, **ts.info)
+    return out
+
+
+def _route(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer) -> RouteDecision:
+    """The first stage: which class of question this is, hence which named configuration it runs with."""
+    b = c.bm25
+    index = deps.indexes.bm25(deps.store, q.workspace, BM25Params(b.k1, b.b, b.method, b.split_identifiers, b.stem),
+                              variant=q.bm25_variant)
+    decision = decide_route(q.text, c, deps.llm, vocabulary=index.vocabulary(), tokenizer=index.tokens,
+                            titles=lambda: [d.title or d.name for d in deps.store.corpus.documents(q.workspace)],
+                            workspace=q.workspace)
+    tracer.add(Stage.ROUTE, (), decision.ms, usage=decision.route.usage, notes=decision.notes, **decision.info())
+    return decision
+
+
+def _no_retrieval(q: _Query, decision: RouteDecision, config: PipelineConfig, deps: Deps, version: int,
+                  tracer: Tracer, log: bool) -> Trace:
+    """Chitchat and out-of-scope: no retrieval; the route's reply (out-of-scope says what the corpus is about)."""
+    why = f"route {decision.named.name}: no retrieval"
+    for stage in (Stage.HYDE, Stage.MULTI_QUERY, Stage.DECOMPOSE, Stage.BM25, Stage.DENSE, Stage.FUSED, Stage.RERANK,
+                  Stage.PRUNE, Stage.MMR, Stage.EXPAND):
+        tracer.skip(stage, why)
+    answer = None
+    if config.answer.enabled:
+        refused = decision.route.cls == "out-of-scope"
+        answer = Answer(decision.reply, (), refused, "route")
+        tracer.add(Stage.ANSWER, (), 0.0, notes=[f"reply of route {decision.named.name} (routes.toml)"], mode="route",
+                   refused=refused, citations=[], support=None, source=Stage.ROUTE)
+    else:
+        tracer.skip(Stage.ANSWER, "answer.enabled = false")
+    trace = Trace(q.text, config.stable_hash(), version, tuple(tracer.stages), q.workspace, q.lang,
+                  tuple(tracer.notes), answer)
+    if log:
+        deps.store.runs.log_trace(trace)
+    return trace
+
 
     bm25 = tracer.step(Stage.BM25, lambda: _bm25(q, c, deps), skip=off(c.bm25.enabled, "bm25.enabled"))
     dense = tracer.step(Stage.DENSE, lambda: _dense(q, c, deps), skip=off(c.dense.enabled, "dense.enabled"))
@@ -291,6 +377,92 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
     pool = tracer.step(Stage.EXPAND, lambda: _expand(q, pool, c, deps), keep=pool,
                        skip=off(c.expand.enabled, "expand.enabled", pool, "no candidates to expand"))
 
+    return pool
+
+
+def _agentic(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer) -> Mapping[str, Any]:
+    """The agentic loop (core/route/agent.py) around single passes of this pipeline: each round's stages, its grade
+    and decide records join the trace, then the fused evidence pool as the stage the answer reads."""
+    a = c.agent
+    inner = c.with_overrides({"agent.enabled": False, "answer.enabled": False, "answer_cache.enabled": False,
+                              **({"router.enabled": False} if "router" in type(c).model_fields else {})})
+    use_llm = a.grader == "llm" or (a.grader == "auto" and deps.llm.available)
+    grader = LLMGrader(deps.llm, a.grader_model) if use_llm else OfflineGrader()
+    writer = LLMWriter(deps.llm, a.grader_model, a.per_round) if use_llm else BridgeWriter(a.per_round)
+    start = time.perf_counter()
+    out = run_agent(q.text, lambda text: run_query(text, inner, deps, workspace=q.workspace, log=False),
+                    budget=Budget(a.max_rounds, a.max_llm_calls, a.max_tokens, a.max_usd, a.max_seconds),
+                    grader=grader, writer=writer, workspace=q.workspace, k=a.k, round_weight=a.round_weight,
+                    repeat_threshold=a.repeat_threshold)
+    tracer.stages.extend(out.stages)
+    label = "offline: calibrated grader + entity bridging (no LLM)" if not use_llm else f"LLM grader ({a.grader_model})"
+    tracer.add(Stage.EVIDENCE, out.evidence, (time.perf_counter() - start) * 1000, notes=[label],
+               rounds=out.rounds, stop_reason=out.stop_reason, spent=dict(out.spent))
+    return out.as_dict()
+
+
+def _answer_cache(q: _Query, config: PipelineConfig, deps: Deps, key: CacheKey, looked: list[CacheLookup]
+                  ) -> StepOutput:
+    """Encode the query (dense and graph reuse the vector) and look it up in this workspace's answer cache."""
+    with one_torch_thread():
+        q.vec = deps.embedder.encode([q.text])[0]
+    res = check_cache(q.text, q.vec, deps.store.answers, key, config.answer_cache,
+                      covered_languages=deps.embedder.languages, writable=not deps.store.read_only,
+                      word_similarity=embedder_word_similarity(deps.embedder))
+    looked.append(res)
+    return StepOutput((), [served_label(res)] if res.verdict == "hit" else [],
+                      info={**res.info(), "embed_cache_misses": 1})  # the query was encoded (queries are not cached)
+
+
+def _served_from_cache(q: _Query, res: CacheLookup, config: PipelineConfig, deps: Deps, version: int, tracer: Tracer,
+                       log: bool) -> Trace:
+    """The trace of a cache hit: the stored answer and citations, every retrieval stage skipped with the reason."""
+    entry = res.entry
+    assert entry is not None
+    for stage in (Stage.ROUTE, Stage.BM25, Stage.DENSE, Stage.FUSED, Stage.RERANK, Stage.PRUNE, Stage.MMR, Stage.EXPAND):
+        tracer.skip(stage, "answer served from the answer cache")
+    answer = Answer(entry.answer, entry.citations, entry.refused, entry.mode)
+    tracer.add(Stage.ANSWER, (), 0.0, notes=[served_label(res)], mode=entry.mode, refused=entry.refused,
+               citations=list(entry.citations), support=None, source=Stage.ANSWER_CACHE, cached=True)
+    tracer.notes.append(served_label(res))
+    trace = Trace(q.text, config.stable_hash(), version, tuple(tracer.stages), q.workspace, q.lang,
+                  tuple(tracer.notes), answer)
+    if log:
+        deps.store.runs.log_trace(trace)
+    return trace
+
+
+def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str = DEFAULT_WORKSPACE,
+              log: bool = True) -> Trace:
+    """One query through every stage, each recorded by the tracer (run, or skipped with its reason)."""
+    tracer = Tracer()
+    q = _start(query, config, deps, workspace, tracer)
+    version = deps.store.corpus.corpus_version(workspace)
+    c = config
+
+    # First: the semantic answer cache (issue #15's contract: it is the first stage). Keyed by the requested
+    # configuration: the route is a function of question and configuration, so it adds nothing to the key. A hit
+    # serves the stored answer and every later stage is skipped.
+    key = CacheKey(workspace, version, answer_config_hash(c))
+    looked: list[CacheLookup] = []
+    tracer.step(Stage.ANSWER_CACHE, lambda: _answer_cache(q, c, deps, key, looked),
+                skip=off(c.answer_cache.enabled, "answer_cache.enabled") or off(c.answer.enabled, "answer.enabled"))
+    if looked and looked[0].verdict == "hit":
+        return _served_from_cache(q, looked[0], config, deps, version, tracer, log)
+
+    # Then the router picks the path and this route's settings; chitchat and out-of-scope stop at the route's reply.
+    decision = _route(q, c, deps, tracer) if c.router.enabled else None
+    if decision is None:
+        tracer.skip(Stage.ROUTE, "router.enabled = false")
+    else:
+        c = decision.config
+        if not decision.retrieves:
+            return _no_retrieval(q, decision, c, deps, version, tracer, log)
+
+    agent = _agentic(q, c, deps, tracer) if c.agent.enabled else None
+    if agent is None:
+        _retrieve(q, c, deps, tracer, decision)
+
     # Last stage. Answer: reads the final candidates of whatever ran before (their original chunk text).
     answered: list[Any] = []
 
@@ -303,5 +475,5 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
     trace = Trace(q.text, config.stable_hash(), version, tuple(tracer.stages), workspace, q.lang, tuple(tracer.notes),
                   answered[0] if answered else None)
     if log:
-        deps.store.log_trace(trace)
+        deps.store.runs.log_trace(trace)
     return trace

@@ -658,7 +658,9 @@ def late_interaction_or_cosine(embedder: Any, *, store: Any = None, cache: Token
             f"late-interaction rerank needs token vectors, which {embedder.model_id} does not give ({exc}); "
             f"reranking by embedder cosine instead")
     # `store` offers the token-vector cache and the corpus as two repositories (TokenStore, CorpusSource).
-    return LateInteractionReranker(encoder, cache=cache, persist=getattr(store, "caches", None),
+    # A read-only store (a second process scoring beside the app) is read for IDF but never written to.
+    persist = None if getattr(store, "read_only", False) else getattr(store, "caches", None)
+    return LateInteractionReranker(encoder, cache=cache, persist=persist,
                                    corpus=getattr(store, "corpus", None),
                                    languages=model_languages(embedder)), None
 

@@ -57,7 +57,7 @@ if st.button("Ingest", type="primary", disabled=not uploaded, key="ingest"):
 _widgets.ingest_report(st.session_state.get(_widgets.LAST_INGEST_KEY))
 
 # -- documents ------------------------------------------------------------------------------------------------------
-docs = store.documents(ws)
+docs = store.corpus.documents(ws)
 if not docs:
     st.info("No documents yet: upload files above and press Ingest.")
     st.stop()
@@ -70,7 +70,7 @@ doc = by_id[doc_id]
 # Names and titles come from uploads: everything shown through Markdown (captions, labels, warnings) is escaped.
 st.caption(f"{escape_md(doc.name)} · {doc.kind} · {doc.n_chunks} chunks · chunker {doc.chunker} · language {doc.lang} · "
            f"sha256 {doc.content_hash[:12]}…")
-st.dataframe(chunks_frame(store.chunks(ws, doc_id)), hide_index=True, column_config={
+st.dataframe(chunks_frame(store.corpus.chunks(ws, doc_id)), hide_index=True, column_config={
     "chunk_id": None, "text": st.column_config.TextColumn("text", width="large")})
 
 # -- delete with confirmation -----------------------------------------------------------------------------------------
@@ -84,7 +84,7 @@ else:
                "This cannot be undone.")
     yes, no = st.columns(2)
     if yes.button("Yes, delete", type="primary", key="confirm_delete"):
-        store.delete_document(doc_id, ws)
+        store.corpus.delete_document(doc_id, ws)
         # The entity graph forgets the document's mentions now (an incremental update; nothing when no graph).
         update_graph_for_documents(store, cfg.graph, embedder=deps.embedder, workspace=ws, doc_ids=[doc_id])
         st.session_state.pop("pending_delete", None)

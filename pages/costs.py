@@ -16,7 +16,7 @@ if not deps.llm.available:
     st.info(f"No LLM is configured ({deps.llm.reason}): answers are extractive and contexts offline, so the ledger "
             "only fills once a key is set. Cache hit rates of the embedding cache are shown either way.")
 
-ledger = ledger_frame(store.usage_ledger(ws))
+ledger = ledger_frame(store.ledger.usage_ledger(ws))
 t_ledger, t_builds, t_queries, t_cache, t_build = st.tabs(
     ["Ledger", "Per build", "Per query", "Cache hit rates", "Build contexts"])
 
@@ -62,7 +62,7 @@ with t_builds:
                                title="Dollars with vs without prompt caching"))
 
 with t_queries:
-    stages = query_stage_costs(store.recent_runs(ws, limit=100))
+    stages = query_stage_costs(store.runs.recent_runs(ws, limit=100))
     if stages.empty:
         st.caption("No logged queries yet.")
     else:
@@ -74,7 +74,7 @@ with t_queries:
 
 with t_cache:
     freq = st.selectbox("Bucket", ["1min", "1h", "1D"], index=1, key="cache_freq")
-    rates = pd.concat([prompt_cache_rate(ledger, freq), embedding_cache_rate(store.cache_events(ws), freq)],
+    rates = pd.concat([prompt_cache_rate(ledger, freq), embedding_cache_rate(store.caches.cache_events(ws), freq)],
                       ignore_index=True)
     if rates.empty:
         st.caption("No cache events yet.")

@@ -80,10 +80,10 @@ if st.button("Run A and B", type="primary", key="eval_run", disabled=gs is None)
 
 # -- past runs: any two stored runs can be reopened ------------------------------------------------------------------
 run_ws = (gs.workspace if gs is not None and gs.workspace else ws)
-past = deps.store.eval_runs(run_ws)
+past = deps.store.runs.eval_runs(run_ws)
 if past:
-    fmt_run = {r["eval_id"]: f"{r['created_at']:%Y-%m-%d %H:%M} · {r['dataset']} · {r['config_name']} · "
-                             f"{r['config_hash']}" for r in past}
+    fmt_run = {r.eval_id: f"{r.created_at:%Y-%m-%d %H:%M} · {r.dataset} · {r.config_name} · "
+                             f"{r.config_hash}" for r in past}
     pick = st.multiselect("Reopen stored runs (A, then B)", list(fmt_run), format_func=fmt_run.get,
                           max_selections=2, key="eval_reopen")
     if pick:
@@ -128,7 +128,7 @@ with t_query:
                        format_func=lambda q: f"{q} · {next(r['query'] for r in rows if r['qid'] == q)[:80]}")
     ra = next(r for r in a.results if r["qid"] == qid)
     rb = next(r for r in b.results if r["qid"] == qid)
-    texts = {c.chunk_id: c.text for c in deps.store.chunks_by_id(
+    texts = {c.chunk_id: c.text for c in deps.store.corpus.chunks_by_id(
         [c["chunk_id"] for r in (ra, rb) for s in r["stages"] for c in s["candidates"][:10]], a.workspace).values()}
     for col, run, res in zip(st.columns(2), (a, b), (ra, rb)):
         with col:

@@ -14,7 +14,7 @@ deps, ws, cfg = _state.deps(), _state.workspace(), _state.config()
 store = deps.store
 st.title("Graph")
 
-if not store.count("documents", ws):
+if not store.corpus.count("documents", ws):
     st.info(f"Workspace '{ws}' has no documents yet: upload some on the Corpus page, then build the graph here.")
     st.stop()
 
@@ -51,8 +51,8 @@ if snap is None or not len(snap):
 
 last = st.session_state.get("last_trace")
 if last is None:
-    runs = store.recent_runs(ws, 1)
-    last = runs[0]["trace"] if runs else None
+    runs = store.runs.recent_runs(ws, 1)
+    last = runs[0].trace if runs else None
 used = view.used_by_trace(last)
 
 tab_graph, tab_entity, tab_comm, tab_review, tab_syn = st.tabs(
@@ -84,7 +84,7 @@ with tab_entity:
     if pick is None:
         st.caption("No entity matches.")
     else:
-        doc_names = {d.doc_id: d.name for d in store.documents(ws)}
+        doc_names = {d.doc_id: d.name for d in store.corpus.documents(ws)}
         d = view.entity_detail(snap, store, pick, doc_names=doc_names)
         st.text(f"{d['name']} · type {d['type']} · degree {d['degree']} · {d['chunks_total']} chunks · "
                 f"communities {d['communities']}")

@@ -28,7 +28,8 @@ PASSAGES = [
 
 
 def _llm(stub: Stub, store: Store | None = None) -> AnthropicLLM:
-    return AnthropicLLM(stub.key, base_url=stub.base_url, ledger=store, sleep=lambda s: None)
+    return AnthropicLLM(stub.key, base_url=stub.base_url, ledger=store.ledger if store is not None else None,
+                        sleep=lambda s: None)
 
 
 def test_refusal_on_empty_context_calls_nothing(anthropic_stub: Stub) -> None:
@@ -79,7 +80,7 @@ def test_llm_answer_with_citations_and_unknown_ids_dropped(anthropic_stub: Stub)
                           query_id="q1")
     assert res.answer == Answer("It covers 64 pump stations.", ("c1",), False, "llm")
     assert any("c404" in n for n in res.notes)
-    assert res.usage.usd > 0 and store.usage_ledger()[0].purpose == "answer"
+    assert res.usage.usd > 0 and store.ledger.usage_ledger()[0].purpose == "answer"
     body = anthropic_stub.state.messages()[0]
     assert body["output_config"]["format"]["schema"]["required"] == ["answer", "citations", "refused"]
     # passages carry the ORIGINAL chunk text

@@ -50,25 +50,28 @@ def corpus(store: Store, embedder: HashEmbedder, config: PipelineConfig) -> Stor
 
 
 def _stub_llm(stub: Stub, store: Store, **kw) -> AnthropicLLM:
-    return AnthropicLLM(stub.key, base_url=stub.base_url, ledger=store, sleep=lambda s: None, **kw)
+    return AnthropicLLM(stub.key, base_url=stub.base_url, ledger=store.ledger, sleep=lambda s: None, **kw)
 
 
 def _doc_chunks(store: Store, name: str) -> list[Chunk]:
-    doc = store.find_document_by_name(name)
-    return store.chunks(doc_id=doc.doc_id)
+    doc = store.corpus.find_document_by_name(name)
+    return store.corpus.chunks(doc_id=doc.doc_id)
 
 
 # -- heuristic ---------------------------------------------------------------------------------------------------
 def test_heuristic_context_has_title_heading_path_and_lead(corpus: Store) -> None:
+    # Ingest wrote them (build time); a build afterwards finds nothing left, and rebuilds after a delete.
+    assert corpus.ledger.context_models("heuristic") == {"heuristic": corpus.corpus.count("chunks")}
+    n = corpus.ledger.delete_contexts("heuristic")
     rep = build_heuristic(corpus)
-    assert rep.written == corpus.count("chunks")
+    assert rep.written == corpus.corpus.count("chunks") == n
     chunks = _doc_chunks(corpus, "depot_handbook.md")
-    ctx = corpus.contexts("heuristic")
+    ctx = corpus.ledger.contexts("heuristic")
     later = next(c for c in chunks if c.heading_path and "Section 3" in c.heading_path[-1])
     text = ctx[later.chunk_id]
     assert "Depot Handbook" in text and "Section 3 Brakes and bogies" in text
     assert "overnight maintenance" in text  # the document's lead sentence
-    assert corpus.context_models("heuristic") == {"heuristic": corpus.count("chunks")}
+    assert corpus.ledger.context_models("heuristic") == {"heuristic": corpus.corpus.count("chunks")}
     assert build_heuristic(corpus).written == 0  # idempotent: nothing left to write
 
 
@@ -89,16 +92,25 @@ def test_contextual_bm25_index_switches_without_reindexing_raw(corpus: Store, em
     assert len(ctx_index.search("handbook", 100)) == n_handbook
     assert deps.indexes.bm25(corpus, "default", BM25Params()) is raw  # the raw index was not rebuilt
     assert deps.indexes.bm25(corpus, "default", BM25Params(), variant="heuristic") is ctx_index
-    assert embed_variant(corpus, embedder, "heuristic") == corpus.count("chunks")
+    assert embed_variant(corpus, embedder, "heuristic") == corpus.corpus.count("chunks")
     dense = deps.indexes.dense(corpus, embedder, "default", variant="heuristic")
-    assert len(dense) == corpus.count("chunks")
+    assert len(dense) == corpus.corpus.count("chunks")
 
 
 def test_pipeline_toggles_variant_and_notes_missing_llm_contexts(corpus: Store, embedder: HashEmbedder) -> None:
     deps = Deps(store=corpus, embedder=embedder)
     cfg = PipelineConfig().with_overrides({"context.variant": "heuristic"})
     t = run_query("depot handbook wheelset", cfg, deps)
-    assert any("heuristic contexts" in n for n in t.notes)
+    assert not any("heuristic" in n for n in t.notes)  # written at ingest: complete, nothing to say
+    n_chunks = corpus.corpus.count("chunks")
+    corpus.ledger.delete_contexts("heuristic")  # a corpus stored before ingest wrote them
+    t1 = run_query("depot handbook wheelset", cfg, deps)
+    assert any(f"no heuristic contexts exist yet" in n for n in t1.notes)
+    assert corpus.ledger.context_models("heuristic") == {}  # the query wrote none
+    build_heuristic(corpus, doc_ids=[_doc_chunks(corpus, "short_note.md")[0].doc_id])
+    t1b = run_query("depot handbook wheelset", cfg, deps)
+    short = len(_doc_chunks(corpus, "short_note.md"))
+    assert any(f"heuristic contexts cover {short} of {n_chunks} chunks" in n for n in t1b.notes)
     t2 = run_query("depot handbook wheelset", cfg.with_overrides({"context.variant": "llm"}), deps)
     assert any("no LLM contexts exist yet" in n for n in t2.notes)
 
@@ -117,23 +129,23 @@ def test_prefix_bytes_identical_for_every_chunk_of_a_document(corpus: Store, ant
     assert len({json.dumps(b["messages"]) for b in handbook}) == len(handbook)  # only the chunk varies
     # rebuilding a request later gives the same bytes (no clock, no counter in it)
     c = _doc_chunks(corpus, "depot_handbook.md")[0]
-    text = corpus.document_text(c.doc_id)
+    text = corpus.corpus.document_text(c.doc_id)
     first = json.dumps(context_request(text, c, model=HAIKU).params())
     time.sleep(0.01)
     assert json.dumps(context_request(text, c, model=HAIKU).params()) == first
     # the ledger: one write, then reads for the long document; the short one stays uncached and says why
-    rows = [e for e in corpus.usage_ledger(run_id=rep.run_id) if e.ref_id == c.doc_id]
+    rows = [e for e in corpus.ledger.usage_ledger(run_id=rep.run_id) if e.ref_id == c.doc_id]
     assert rows[0].cache_write_tokens > 0 and all(e.cache_read_tokens > 0 for e in rows[1:])
     read = sum(e.cache_read_tokens for e in rows)
     total = sum(e.input_tokens + e.cache_write_tokens + e.cache_read_tokens for e in rows)
     assert read / total > 0.85
-    assert rep.usd == pytest.approx(sum(e.usd for e in corpus.usage_ledger(run_id=rep.run_id)))
+    assert rep.usd == pytest.approx(sum(e.usd for e in corpus.ledger.usage_ledger(run_id=rep.run_id)))
 
 
 def test_short_document_warns_about_the_minimum_prefix(corpus: Store, anthropic_stub: Stub) -> None:
     est, warnings = estimate_llm_contexts(corpus, model=HAIKU)
     # the short note has a single chunk: one call, nothing to reuse, no warning; add a second short doc
-    assert est.calls == corpus.count("chunks")
+    assert est.calls == corpus.corpus.count("chunks")
     assert est.with_cache_usd < est.without_cache_usd
     small = [d for d in est.docs if not d.cache_forms]
     assert small and all(d.input_with_cache_usd == d.input_without_cache_usd for d in small)
@@ -143,14 +155,14 @@ def test_short_document_warns_about_the_minimum_prefix(corpus: Store, anthropic_
 
 def test_budget_stops_cleanly_and_resume_never_pays_twice(corpus: Store, anthropic_stub: Stub) -> None:
     llm = _stub_llm(anthropic_stub, corpus)
-    total = corpus.count("chunks")
+    total = corpus.corpus.count("chunks")
     first = build_llm_contexts(corpus, llm, model=HAIKU, budget_usd=0.02)
     assert first.stopped.startswith("budget") and 0 < first.written < total
-    assert sum(e.usd for e in corpus.usage_ledger(run_id=first.run_id)) <= 0.02
-    assert len(corpus.contexts("llm")) == first.written  # everything paid for is kept
+    assert sum(e.usd for e in corpus.ledger.usage_ledger(run_id=first.run_id)) <= 0.02
+    assert len(corpus.ledger.contexts("llm")) == first.written  # everything paid for is kept
     second = build_llm_contexts(corpus, llm, model=HAIKU, budget_usd=5.0)
     assert second.existing == first.written and second.written == total - first.written
-    assert second.remaining == 0 and len(corpus.contexts("llm")) == total
+    assert second.remaining == 0 and len(corpus.ledger.contexts("llm")) == total
     excerpts = [b["messages"][0]["content"][0]["text"] for b in anthropic_stub.state.messages()]
     assert len(excerpts) == total == len(set(excerpts))  # each chunk was paid for exactly once
     third = build_llm_contexts(corpus, llm, model=HAIKU, budget_usd=5.0)
@@ -163,7 +175,7 @@ def test_llm_error_stops_and_keeps_what_was_written(corpus: Store, anthropic_stu
     anthropic_stub.state.faults.append(("status", 500))
     failed = build_llm_contexts(corpus, llm, model=HAIKU, budget_usd=5.0)
     assert failed.stopped.startswith("error") and failed.written == 0
-    assert len(corpus.contexts("llm")) == ok.written
+    assert len(corpus.ledger.contexts("llm")) == ok.written
 
 
 def test_offline_llm_refuses_llm_contexts(corpus: Store, embedder: HashEmbedder) -> None:
@@ -178,24 +190,24 @@ def test_batch_mode_polls_resumes_and_never_resubmits(corpus: Store, anthropic_s
     first = build_llm_contexts_batch(corpus, llm, model=HAIKU, budget_usd=5.0, poll_s=10, max_wait_s=10,
                                      sleep=sleeps.append)
     assert first.batch_id and "still" in first.stopped and first.written == 0
-    assert first.remaining == corpus.count("chunks")
+    assert first.remaining == corpus.corpus.count("chunks")
     second = run_build(BuildRequest("llm", model=HAIKU, use_batches=True,
                                     extra={"poll_s": 10, "max_wait_s": 100, "sleep": sleeps.append}),
                        corpus, embedder, llm)
     submits = [r for r in anthropic_stub.state.requests if r.method == "POST" and r.path == "/v1/messages/batches"]
     assert len(submits) == 1  # the open batch was collected, not submitted again
-    assert second.written == corpus.count("chunks") and second.remaining == 0
-    assert second.vectors == corpus.count("chunks")
-    rows = corpus.usage_ledger()
+    assert second.written == corpus.corpus.count("chunks") and second.remaining == 0
+    assert second.vectors == corpus.corpus.count("chunks")
+    rows = corpus.ledger.usage_ledger()
     assert rows and all(e.batch for e in rows)
-    assert coverage(corpus, "llm") == (corpus.count("chunks"),) * 2
+    assert coverage(corpus, "llm") == (corpus.corpus.count("chunks"),) * 2
 
 
 def test_batch_respects_budget(corpus: Store, anthropic_stub: Stub) -> None:
     llm = _stub_llm(anthropic_stub, corpus)
     rep = build_llm_contexts_batch(corpus, llm, model=HAIKU, budget_usd=0.01, poll_s=1, max_wait_s=5,
                                    sleep=lambda s: None)
-    assert rep.stopped.startswith("budget") and 0 < rep.written < corpus.count("chunks")
+    assert rep.stopped.startswith("budget") and 0 < rep.written < corpus.corpus.count("chunks")
     assert rep.usd <= 0.01
 
 
@@ -280,10 +292,10 @@ def test_chunk_spans_search_when_offsets_are_missing() -> None:
 def test_build_late_stores_vectors_and_the_dense_index_uses_them(corpus: Store, embedder: HashEmbedder) -> None:
     enc = FakeTokenEncoder(model_id=embedder.model_id)
     rep = build_late(corpus, enc)
-    n = corpus.count("chunks")
+    n = corpus.corpus.count("chunks")
     assert rep.written == n and coverage(corpus, "late", model_id=embedder.model_id) == (n, n)
-    ids, late = corpus.vectors(embedder.model_id, "late")
-    raw_ids, raw = corpus.vectors(embedder.model_id, "raw")
+    ids, late = corpus.corpus.vectors(embedder.model_id, "late")
+    raw_ids, raw = corpus.corpus.vectors(embedder.model_id, "raw")
     assert ids == raw_ids and not np.allclose(late, raw)
     assert build_late(corpus, enc).written == 0  # resumable: nothing left
     deps = Deps(store=corpus, embedder=embedder)
@@ -348,11 +360,11 @@ def test_cli_context_estimate_budget_resume_and_query_answer(tmp_path: Path, ant
 def test_deleting_a_document_removes_its_contexts_and_variant_vectors(corpus: Store, embedder: HashEmbedder) -> None:
     build_heuristic(corpus)
     embed_variant(corpus, embedder, "heuristic")
-    doc = corpus.find_document_by_name("short_note.md")
-    n_short = len(corpus.chunks(doc_id=doc.doc_id))
-    before = len(corpus.contexts("heuristic"))
-    assert corpus.delete_document(doc.doc_id)
-    assert len(corpus.contexts("heuristic")) == before - n_short
-    assert len(corpus.vectors(embedder.model_id, "heuristic")[0]) == before - n_short
-    assert corpus.delete_contexts("heuristic") == before - n_short
-    assert corpus.contexts("heuristic") == {} and corpus.vectors(embedder.model_id, "heuristic")[0] == []
+    doc = corpus.corpus.find_document_by_name("short_note.md")
+    n_short = len(corpus.corpus.chunks(doc_id=doc.doc_id))
+    before = len(corpus.ledger.contexts("heuristic"))
+    assert corpus.corpus.delete_document(doc.doc_id)
+    assert len(corpus.ledger.contexts("heuristic")) == before - n_short
+    assert len(corpus.corpus.vectors(embedder.model_id, "heuristic")[0]) == before - n_short
+    assert corpus.ledger.delete_contexts("heuristic") == before - n_short
+    assert corpus.ledger.contexts("heuristic") == {} and corpus.corpus.vectors(embedder.model_id, "heuristic")[0] == []

@@ -9,6 +9,7 @@ from core.costs import (
     LedgerEntry, estimate_document, ledger_frame, load_prices, price_for, prompt_cache_rate, query_stage_costs,
     run_summary, tokens_usd, uncached_usd, usage_usd, worst_call_usd, embedding_cache_rate,
 )
+from core.records import RunRecord
 from core.types import Usage
 
 HAIKU = "claude-haiku-4-5"
@@ -98,9 +99,9 @@ def test_run_summary_and_cache_rate_frames() -> None:
 
 
 def test_query_stage_costs_reads_trace_json() -> None:
-    runs = [{"run_id": "r1", "query": "q", "created_at": None, "trace": {"stages": [
+    runs = [RunRecord("r1", "query", "q", "h", 1, {"stages": [
         {"stage": "bm25", "ms": 1.5, "usage": {"usd": 0.0}, "skipped": False},
-        {"stage": "answer", "ms": 900.0, "usage": {"usd": 0.0123}, "skipped": False}]}}]
+        {"stage": "answer", "ms": 900.0, "usage": {"usd": 0.0123}, "skipped": False}]}, None)]
     df = query_stage_costs(runs)
     assert list(df.stage) == ["bm25", "answer"]
     assert df.usd.sum() == pytest.approx(0.0123)

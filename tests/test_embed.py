@@ -10,14 +10,14 @@ from tests.fakes import HashEmbedder
 
 def test_cache_first_encodes_only_misses_and_dedupes(store: Store) -> None:
     emb = HashEmbedder()
-    v1, s1 = embed_with_cache(["alpha beta", "gamma", "alpha  beta"], emb, store, "default")
+    v1, s1 = embed_with_cache(["alpha beta", "gamma", "alpha  beta"], emb, store.caches, "default")
     assert (s1.computed, s1.cache_hits) == (2, 1)  # whitespace-normalised duplicate encoded once
     np.testing.assert_allclose(v1[0], v1[2])
-    v2, s2 = embed_with_cache(["gamma", "delta"], emb, store, "default")
+    v2, s2 = embed_with_cache(["gamma", "delta"], emb, store.caches, "default")
     assert (s2.computed, s2.cache_hits) == (1, 1) and emb.encoded == 3
     np.testing.assert_allclose(v2[0], v1[1])
     other = HashEmbedder(model_id="other-model")
-    _, s3 = embed_with_cache(["gamma"], other, store, "default")
+    _, s3 = embed_with_cache(["gamma"], other, store.caches, "default")
     assert s3.computed == 1  # the cache is keyed by model: no cross-model hit
 
 

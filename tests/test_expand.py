@@ -20,7 +20,7 @@ DOC = ("S0 opens. S1 follows. S2 is the chunk. S3 is next. S4 is later. "
 
 def _doc(store: Store, text: str, chunks: list[tuple[int, int, tuple[str, ...]]], doc_id: str = "d1") -> list[Chunk]:
     cs = [Chunk(f"{doc_id}-{i}", doc_id, i, text[s:e], s, e, hp, 0) for i, (s, e, hp) in enumerate(chunks)]
-    store.put_document(Document(doc_id, f"{doc_id}.md", "md", len(text), doc_id, "en", text, "test"), cs, None, "m")
+    store.corpus.put_document(Document(doc_id, f"{doc_id}.md", "md", len(text), doc_id, "en", text, "test"), cs, None, "m")
     return cs
 
 

@@ -103,7 +103,7 @@ def test_normalisation_folds_case_plural_accents_and_keeps_identifiers() -> None
 def _store_with_chunks(store: Store, docs: dict[str, list[str]]) -> None:
     for doc_id, texts in docs.items():
         chunks = [Chunk(f"{doc_id}-{i:04d}", doc_id, i, t, 0, len(t)) for i, t in enumerate(texts)]
-        store.put_document(Document(doc_id, f"{doc_id}.md", "md", 10, doc_id, "en", " ".join(texts), "x"), chunks,
+        store.corpus.put_document(Document(doc_id, f"{doc_id}.md", "md", 10, doc_id, "en", " ".join(texts), "x"), chunks,
                            None, "none")
 
 
@@ -117,19 +117,19 @@ PG_DOCS = {
 def test_synonym_list_merges_postgres_forms_into_one_node(store: Store) -> None:
     _store_with_chunks(store, PG_DOCS)
     build_graph(store, _cfg(), workspace=WS)
-    names = {n[1] for n in store.graph_nodes()}
+    names = {n[1] for n in store.graph.nodes()}
     assert {"PostgreSQL", "Postgres", "PG"} <= names  # three islands before the synonym list
     with pytest.raises(SynonymError, match="line 1"):
         set_synonyms(store, _cfg(), "PostgreSQL")
     set_synonyms(store, _cfg(), "PostgreSQL = Postgres = pg\n# comment line\n")
-    nodes = {n[0]: n for n in store.graph_nodes()}
+    nodes = {n[0]: n for n in store.graph.nodes()}
     pg = nodes["postgresql"]
     assert pg[1] == "PostgreSQL" and pg[4] == 3 and sorted(pg[7]) == ["pg", "postgres", "postgresql"]
     assert "postgres" not in nodes and "pg" not in nodes
     # Provenance survives the merge: every chunk that named any form is a source chunk of the merged node.
-    assert {c for _, c, _, _ in store.graph_node_chunks(["postgresql"])} == {"dpg-0000", "dpg-0001", "dpg-0002"}
+    assert {c for _, c, _, _ in store.graph.node_chunks(["postgresql"])} == {"dpg-0000", "dpg-0001", "dpg-0002"}
     # The merged node links to Harbor with the three chunks as evidence.
-    edge = next(e for e in store.graph_edges() if {e[0], e[1]} == {"harbor", "postgresql"})
+    edge = next(e for e in store.graph.edges() if {e[0], e[1]} == {"harbor", "postgresql"})
     assert edge[3] == 3
 
 
@@ -143,13 +143,13 @@ def test_homonyms_with_different_types_stay_apart_when_split_by_type(store: Stor
                    "relations": []},
     }))
     build_graph(store, _cfg(builder="llm", split_by_type=True), llm=llm)
-    nodes = {n[0]: n for n in store.graph_nodes()}
+    nodes = {n[0]: n for n in store.graph.nodes()}
     assert set(nodes) == {"mercury|project", "mercury|planet"}
     assert {nodes["mercury|project"][3], nodes["mercury|planet"][3]} == {"billing rewrite", "smallest planet"}
     assert len(llm.requests) == 2 and all(r.json_schema for r in llm.requests)
     # Without the split the two senses share a name and fuse, which is what the option is for.
     build_graph(store, _cfg(builder="llm", split_by_type=False), llm=llm, full=True)
-    assert [n[0] for n in store.graph_nodes()] == ["mercury"]
+    assert [n[0] for n in store.graph.nodes()] == ["mercury"]
 
 
 def test_rejected_pair_is_kept_apart_even_through_a_chain_of_approvals() -> None:
@@ -170,23 +170,23 @@ def test_review_queue_suggests_approves_rejects_and_undoes(store: Store) -> None
                           "Harbor Station": [0, 0, 0, 0, 1, 0.1, 0, 0], "Harbour Station": [0, 0, 0, 0, 1, 0.12, 0, 0],
                           "Meridian": [0, 1, 0, 0, 1, 0, 0, 0]})
     build_graph(store, _cfg(), embedder=emb)
-    pending = {frozenset((q["keep_name"], q["other_name"])): q for q in store.graph_queue("pending")}
+    pending = {frozenset((q.keep_name, q.other_name)): q for q in store.review.queue("pending")}
     firm = pending[frozenset(("Corvane Systems", "Corvane Systems B.V"))]
     place = pending[frozenset(("Harbor Station", "Harbour Station"))]
-    assert firm["score"] >= 0.93 and frozenset(("Meridian", "Harbor Station")) not in pending
+    assert firm.score >= 0.93 and frozenset(("Meridian", "Harbor Station")) not in pending
     # Look-alike codes with different numbers are different codes: never suggested, whatever the cosine.
     assert frozenset(("E-MRD-0901", "E-MRD-0932")) not in pending
-    decide_merge(store, _cfg(), firm["item_id"], "approve", embedder=emb)
-    assert "corvane systems b.v" not in {n[0] for n in store.graph_nodes()}
-    decide_merge(store, _cfg(), place["item_id"], "reject", embedder=emb)  # the pump station is not the office
-    ids = {n[0] for n in store.graph_nodes()}
+    decide_merge(store, _cfg(), firm.item_id, "approve", embedder=emb)
+    assert "corvane systems b.v" not in {n[0] for n in store.graph.nodes()}
+    decide_merge(store, _cfg(), place.item_id, "reject", embedder=emb)  # the pump station is not the office
+    ids = {n[0] for n in store.graph.nodes()}
     assert {"harbor station", "harbour station", "e-mrd-0901", "e-mrd-0932"} <= ids
-    decide_merge(store, _cfg(), firm["item_id"], "undo", embedder=emb)
-    assert "corvane systems b.v" in {n[0] for n in store.graph_nodes()}
+    decide_merge(store, _cfg(), firm.item_id, "undo", embedder=emb)
+    assert "corvane systems b.v" in {n[0] for n in store.graph.nodes()}
     # A rebuild keeps the decisions (they are user data) and does not re-suggest the rejected pair.
     build_graph(store, _cfg(), embedder=emb, full=True)
-    statuses = {q["item_id"]: q["status"] for q in store.graph_queue()}
-    assert statuses[place["item_id"]] == "rejected" and statuses[firm["item_id"]] == "pending"
+    statuses = {q.item_id: q.status for q in store.review.queue()}
+    assert statuses[place.item_id] == "rejected" and statuses[firm.item_id] == "pending"
     with pytest.raises(ValueError):
         decide_merge(store, _cfg(), "nope", "approve")
 
@@ -260,9 +260,9 @@ DOC_C = ("gamma.md", b"# Gamma\n\nProject Bluefin and Project Saltmarsh share th
 
 
 def _snapshot_tables(store: Store) -> tuple:
-    edges = [(a, b, round(w, 9), n, d) for a, b, w, n, d in store.graph_edges()]
-    return (store.graph_nodes(), edges, [(lvl, c, p, n, h) for lvl, c, p, n, h in store.graph_communities()],
-            sorted(store.graph_seen_chunks().items()))
+    edges = [(a, b, round(w, 9), n, d) for a, b, w, n, d in store.graph.edges()]
+    return (store.graph.nodes(), edges, [(lvl, c, p, n, h) for lvl, c, p, n, h in store.communities.communities()],
+            sorted(store.graph.seen_chunks().items()))
 
 
 def test_incremental_add_and_delete_equals_a_full_rebuild(deps: Deps) -> None:
@@ -270,36 +270,36 @@ def test_incremental_add_and_delete_equals_a_full_rebuild(deps: Deps) -> None:
     g = _cfg()
     ingest_files([DOC_A, DOC_B], store=deps.store, embedder=deps.embedder, config=cfg)
     first = build_graph(deps.store, g, embedder=deps.embedder)
-    assert first.mode == "full" and first.chunks_added == deps.store.count("chunks")
+    assert first.mode == "full" and first.chunks_added == deps.store.corpus.count("chunks")
     snap = load_snapshot(deps.store, WS, 1)
     get_summaries(snap, deps.store, 0, list(snap.communities[0]), workspace=WS)  # cache every level-0 summary
-    before = set(deps.store.graph_summaries())
+    before = set(deps.store.communities.summaries())
 
     ingest_files([DOC_C], store=deps.store, embedder=deps.embedder, config=cfg)
-    beta = next(d for d in deps.store.documents() if d.name == "beta.md")
-    n_beta = len(deps.store.chunks(doc_id=beta.doc_id))
-    deps.store.delete_document(beta.doc_id)
+    beta = next(d for d in deps.store.corpus.documents() if d.name == "beta.md")
+    n_beta = len(deps.store.corpus.chunks(doc_id=beta.doc_id))
+    deps.store.corpus.delete_document(beta.doc_id)
     upd = build_graph(deps.store, g, embedder=deps.embedder)
     assert upd.mode == "incremental" and upd.chunks_removed == n_beta
-    assert upd.chunks_added == len(deps.store.chunks()) - (first.chunks_added - n_beta)  # only gamma was extracted
+    assert upd.chunks_added == len(deps.store.corpus.chunks()) - (first.chunks_added - n_beta)  # only gamma was extracted
     # Summaries whose membership survived are kept; exactly the others were invalidated.
-    live = {h for *_, h in deps.store.graph_communities()}
-    assert set(deps.store.graph_summaries()) == before & live and upd.summaries_invalidated == len(before - live)
+    live = {h for *_, h in deps.store.communities.communities()}
+    assert set(deps.store.communities.summaries()) == before & live and upd.summaries_invalidated == len(before - live)
 
     fresh = Store(":memory:")
     ingest_files([DOC_A, DOC_C], store=fresh, embedder=deps.embedder, config=cfg)
     build_graph(fresh, g, embedder=deps.embedder)
     assert _snapshot_tables(deps.store) == _snapshot_tables(fresh)
-    assert normalise_name("Sanne de Vries") not in {n[0] for n in deps.store.graph_nodes()}
+    assert normalise_name("Sanne de Vries") not in {n[0] for n in deps.store.graph.nodes()}
 
 
 def test_ingest_updates_the_graph_when_graph_building_is_enabled(deps: Deps) -> None:
     on = PipelineConfig().with_overrides({"graph.enabled": True, "graph.min_phrase_chunks": 1})
     ingest_files([DOC_A], store=deps.store, embedder=deps.embedder, config=PipelineConfig())
-    assert deps.store.graph_state() is None  # off by default: ingest leaves the graph alone
+    assert deps.store.graph.state() is None  # off by default: ingest leaves the graph alone
     ingest_files([DOC_B], store=deps.store, embedder=deps.embedder, config=on)
     stats = graph_stats(deps.store)
-    assert stats["built"] and not stats["stale"] and stats["chunks"] == deps.store.count("chunks")
+    assert stats["built"] and not stats["stale"] and stats["chunks"] == deps.store.corpus.count("chunks")
 
 
 # -- pipeline stages and global search ---------------------------------------------------------------------------------
@@ -381,7 +381,7 @@ def test_labels_from_documents_are_escaped_in_the_graph_html(store: Store) -> No
 
 
 def test_stats_and_state(store: Store) -> None:
-    assert graph_stats(store) == {"built": False, **store.graph_counts()}
+    assert graph_stats(store) == {"built": False, **store.graph.counts()}
     _store_with_chunks(store, PG_DOCS)
     rep = build_graph(store, _cfg())
     stats = graph_stats(store)
@@ -466,7 +466,7 @@ def test_a_failing_llm_keeps_what_was_extracted_and_the_next_update_finishes(sto
 
     rep = build_graph(store, _cfg(builder="llm"), llm=ScriptedLLM(flaky))
     assert rep.chunks_added == 2 and "stopped after 2 of 3" in rep.notes[0]
-    assert len(store.graph_seen_chunks()) == 2 and store.graph_unresolved_chunks() == []
+    assert len(store.graph.seen_chunks()) == 2 and store.graph.unresolved_chunks() == []
     rep2 = build_graph(store, _cfg(builder="llm"), llm=ScriptedLLM(good))
     assert rep2.chunks_added == 1 and not rep2.notes
-    assert {(a, b) for a, b, *_ in store.graph_edges()} == {("acme", "bob"), ("bob", "carol"), ("acme", "carol")}
+    assert {(a, b) for a, b, *_ in store.graph.edges()} == {("acme", "bob"), ("bob", "carol"), ("acme", "carol")}

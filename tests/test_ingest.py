@@ -30,7 +30,7 @@ def test_broken_file_is_reported_and_others_ingest(deps: Deps) -> None:
     assert status["broken.pdf"] == "error" and status["huge.txt"] == "error"
     assert [e.name for e in report.errors] == ["broken.pdf", "huge.txt"]
     assert "broken.pdf" in report.errors[0].message and "5.0 kB" in report.errors[1].message
-    assert {d.name for d in deps.store.documents()} == {n for n, s in status.items() if s == "ingested"}
+    assert {d.name for d in deps.store.corpus.documents()} == {n for n, s in status.items() if s == "ingested"}
     assert seen[0] == (0, 5, "a.md") and seen[-1] == (5, 5, "")
 
 
@@ -46,16 +46,16 @@ def test_reingest_unchanged_computes_zero_embeddings(deps: Deps) -> None:
     rechunk = _ingest(deps, GOOD, PipelineConfig().with_overrides({"chunking.strategy": "sentence"}))
     assert {r.status for r in rechunk.results} == {"replaced"}
     assert rechunk.cache_hits > 0
-    assert len(deps.store.documents()) == 3
+    assert len(deps.store.corpus.documents()) == 3
 
 
 def test_changed_file_replaces_old_version(deps: Deps) -> None:
     _ingest(deps, GOOD[:1])
-    old = deps.store.documents()[0].doc_id
+    old = deps.store.corpus.documents()[0].doc_id
     _ingest(deps, [("a.md", b"# Gateway\n\nNew text only.")])
-    docs = deps.store.documents()
+    docs = deps.store.corpus.documents()
     assert len(docs) == 1 and docs[0].doc_id != old
-    assert all(c.doc_id == docs[0].doc_id for c in deps.store.chunks())
+    assert all(c.doc_id == docs[0].doc_id for c in deps.store.corpus.chunks())
 
 
 def test_store_failure_mid_document_leaves_nothing(deps: Deps, monkeypatch) -> None:
@@ -66,4 +66,4 @@ def test_store_failure_mid_document_leaves_nothing(deps: Deps, monkeypatch) -> N
     d2 = Deps(store=deps.store, embedder=Exploding())
     report = _ingest(d2, GOOD[:1])
     assert report.results[0].status == "error"
-    assert deps.store.documents() == [] and deps.store.chunks() == []
+    assert deps.store.corpus.documents() == [] and deps.store.corpus.chunks() == []

@@ -52,7 +52,7 @@ def test_group_stats_and_vectors_match_one_document_at_a_time() -> None:
     grouped_store, single_store = Store(), Store()
     emb = HashEmbedder()
     grouped = embed_groups_with_cache(groups, emb, grouped_store, "default")
-    singles = [embed_with_cache(g, emb, single_store, "default") for g in groups]
+    singles = [embed_with_cache(g, emb, single_store.caches, "default") for g in groups]
     for (gv, gs), (sv, ss) in zip(grouped, singles):
         assert gs == ss
         assert np.array_equal(gv, sv)
@@ -63,14 +63,14 @@ def test_group_boundary_splits_encode_calls(store: Store, monkeypatch: pytest.Mo
     emb = HashEmbedder()
     report = _ingest(store, emb, FILES)
     assert emb.calls == 2 and not report.errors
-    assert len(store.documents()) == 4
+    assert len(store.corpus.documents()) == 4
 
 
 @pytest.mark.parametrize("second, status", [(FILES[0][1], "unchanged"), (b"Entirely new words here.", "replaced")])
 def test_same_name_twice_in_one_upload(store: Store, second: bytes, status: str) -> None:
     report = _ingest(store, HashEmbedder(), [FILES[0], ("alpha.txt", second), FILES[1]])
     assert [r.status for r in report.results] == ["ingested", status, "ingested"]
-    assert sorted(d.name for d in store.documents()) == ["alpha.txt", "beta.txt"]
+    assert sorted(d.name for d in store.corpus.documents()) == ["alpha.txt", "beta.txt"]
 
 
 def test_a_failing_text_costs_only_its_own_file(store: Store) -> None:
@@ -78,11 +78,11 @@ def test_a_failing_text_costs_only_its_own_file(store: Store) -> None:
     report = _ingest(store, PoisonEmbedder(), files)
     assert [r.status for r in report.results] == ["ingested", "error", "ingested"]
     assert "bad.txt" in report.results[1].message and "RuntimeError" in report.results[1].message
-    assert sorted(d.name for d in store.documents()) == ["alpha.txt", "beta.txt"]
-    assert {c.doc_id for c in store.chunks()} == {report.results[0].doc_id, report.results[2].doc_id}
+    assert sorted(d.name for d in store.corpus.documents()) == ["alpha.txt", "beta.txt"]
+    assert {c.doc_id for c in store.corpus.chunks()} == {report.results[0].doc_id, report.results[2].doc_id}
 
 
 def test_one_ledger_row_per_group(store: Store) -> None:
     _ingest(store, HashEmbedder(), FILES)
-    events = [e for e in store.cache_events() if e[3] == "ingest"]
+    events = [e for e in store.caches.cache_events() if e[3] == "ingest"]
     assert [(hits, misses) for _, hits, misses, _, _ in events] == [(1, 3)]

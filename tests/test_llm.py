@@ -42,7 +42,7 @@ def test_sdk_sends_the_key_as_bearer_and_a_wrong_key_fails_cleanly(anthropic_stu
 
 def test_prompt_cache_write_then_reads_with_usage_and_ledger(anthropic_stub: Stub) -> None:
     store = Store(":memory:")
-    llm, _ = _llm(anthropic_stub, ledger=store)
+    llm, _ = _llm(anthropic_stub, ledger=store.ledger)
     r1 = llm.complete(_req(LONG_DOC, "first chunk"), run_id="run1")
     r2 = llm.complete(_req(LONG_DOC, "second chunk"), run_id="run1")
     prefix = stub_tokens("Situate the excerpt.") + stub_tokens(LONG_DOC)
@@ -52,7 +52,7 @@ def test_prompt_cache_write_then_reads_with_usage_and_ledger(anthropic_stub: Stu
     expected = tokens_usd(HAIKU, input_tokens=r2.usage.input_tokens, output_tokens=r2.usage.output_tokens,
                           cache_read_tokens=prefix)
     assert r2.usage.usd == pytest.approx(expected)
-    rows = store.usage_ledger(run_id="run1")
+    rows = store.ledger.usage_ledger(run_id="run1")
     assert [(e.cache_write_tokens, e.cache_read_tokens) for e in rows] == [(prefix, 0), (0, prefix)]
     assert all(e.purpose == "context" and e.ref_id == "d1" and e.usd > 0 for e in rows)
     assert rows[1].usd < rows[1].usd_uncached
@@ -60,12 +60,12 @@ def test_prompt_cache_write_then_reads_with_usage_and_ledger(anthropic_stub: Stu
 
 def test_short_prefix_forms_no_cache_and_the_ledger_says_so(anthropic_stub: Stub) -> None:
     store = Store(":memory:")
-    llm, _ = _llm(anthropic_stub, ledger=store)
+    llm, _ = _llm(anthropic_stub, ledger=store.ledger)
     for chunk in ("a", "b"):
         r = llm.complete(_req("a short document", chunk))
     assert (r.usage.cache_write_tokens, r.usage.cache_read_tokens) == (0, 0)
     assert "4,096" in r.cache_note
-    assert all(e.cache_read_tokens == 0 and "minimum" in e.note for e in store.usage_ledger())
+    assert all(e.cache_read_tokens == 0 and "minimum" in e.note for e in store.ledger.usage_ledger())
 
 
 def test_ttl_expiry_and_one_hour_cache(anthropic_stub: Stub) -> None:
@@ -139,7 +139,7 @@ def test_at_most_four_breakpoints() -> None:
 
 def test_message_batches_poll_and_half_price(anthropic_stub: Stub) -> None:
     store = Store(":memory:")
-    llm, _ = _llm(anthropic_stub, ledger=store)
+    llm, _ = _llm(anthropic_stub, ledger=store.ledger)
     anthropic_stub.state.batch_polls_to_end = 2
     reqs = {f"r{i}": _req(LONG_DOC, f"chunk {i}") for i in range(3)}
     bid = llm.submit_batch(list(reqs.items()))
@@ -152,7 +152,7 @@ def test_message_batches_poll_and_half_price(anthropic_stub: Stub) -> None:
     full = tokens_usd(HAIKU, input_tokens=r.usage.input_tokens, output_tokens=r.usage.output_tokens,
                       cache_read_tokens=r.usage.cache_read_tokens)
     assert r.usage.usd == pytest.approx(full / 2)
-    assert all(e.batch for e in store.usage_ledger(run_id="b1")) and len(store.usage_ledger(run_id="b1")) == 3
+    assert all(e.batch for e in store.ledger.usage_ledger(run_id="b1")) and len(store.ledger.usage_ledger(run_id="b1")) == 3
 
 
 def test_offline_llm_is_honest() -> None:
@@ -169,7 +169,7 @@ def test_build_deps_reads_key_and_base_url_from_env(anthropic_stub: Stub) -> Non
     assert deps.llm.available and deps.llm.base_url == anthropic_stub.base_url
     assert anthropic_stub.key not in repr(deps)
     deps.llm.complete(_req("doc", "c"))
-    assert len(store.usage_ledger()) == 1  # the store is the ledger
+    assert len(store.ledger.usage_ledger()) == 1  # the store is the ledger
     offline = build_deps(PipelineConfig(), {}, store=store, embedder=HashEmbedder())
     assert not offline.llm.available
     assert any("ANTHROPIC_API_KEY" in n for n in offline.notices)

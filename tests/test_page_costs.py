@@ -32,7 +32,7 @@ def _entry(purpose: str, run: str, w: int, r: int) -> LedgerEntry:
 def filled(store: Store, embedder: HashEmbedder) -> Deps:
     ingest_files([("depot.md", DOC)], store=store, embedder=embedder, config=PipelineConfig())
     for e in (_entry("context", "run-a", 6000, 0), _entry("context", "run-a", 0, 6000), _entry("answer", "q1", 0, 0)):
-        store.record_usage(e)
+        store.ledger.record_usage(e)
     deps = Deps(store=store, embedder=embedder)
     run_query("brake pads", PipelineConfig(), deps)
     return deps
@@ -50,7 +50,7 @@ def test_costs_page_shows_ledger_builds_queries_and_hit_rates(filled: Deps) -> N
     assert not at.exception
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Calls"] == "3"
-    expected = sum(e.usd for e in filled.store.usage_ledger())
+    expected = sum(e.usd for e in filled.store.ledger.usage_ledger())
     assert metrics["Spent"] == f"${expected:,.4f}"
     assert metrics["Cache-read share"] == f"{6000 / (150 + 6000 + 6000):.0%}"
     assert len(at.dataframe) >= 4  # ledger, builds, per-query, coverage
@@ -65,14 +65,14 @@ def test_context_panel_builds_heuristic_contexts(filled: Deps) -> None:
     at.button(key="ctx_build").click().run()
     assert not at.exception
     assert any("heuristic: " in s.value for s in at.success)
-    assert len(filled.store.contexts("heuristic")) == filled.store.count("chunks")
+    assert len(filled.store.ledger.contexts("heuristic")) == filled.store.corpus.count("chunks")
 
 
 def test_context_panel_llm_needs_a_key_and_confirmation(filled: Deps, anthropic_stub: Stub) -> None:
     at = _costs(filled)
     at.radio(key="ctx_variant").set_value("llm").run()
     assert any("need Claude" in w.value for w in at.warning)
-    filled.llm = AnthropicLLM(anthropic_stub.key, base_url=anthropic_stub.base_url, ledger=filled.store)
+    filled.llm = AnthropicLLM(anthropic_stub.key, base_url=anthropic_stub.base_url, ledger=filled.store.ledger)
     at = _costs(filled)
     at.session_state[_state.CONFIG_KEY] = PipelineConfig().with_overrides({"context.confirm_above_usd": 0.0})
     at.radio(key="ctx_variant").set_value("llm").run()
@@ -80,5 +80,5 @@ def test_context_panel_llm_needs_a_key_and_confirmation(filled: Deps, anthropic_
     at.checkbox(key="ctx_confirm").check().run()
     at.button(key="ctx_build").click().run()
     assert not at.exception
-    assert len(filled.store.contexts("llm")) == filled.store.count("chunks")
+    assert len(filled.store.ledger.contexts("llm")) == filled.store.corpus.count("chunks")
     assert anthropic_stub.key not in "".join(str(e.value) for e in at.markdown)

@@ -66,7 +66,7 @@ def test_paste_set_run_ab_and_see_tables(page: AppTest, deps: Deps) -> None:
     assert {"recall@5", "mrr", "ndcg@10"} <= set(cmp["metric"])
     assert set(cmp["verdict"]) <= {"A better", "B better", "no clear difference", "n/a"}
     # the unknown document is reported at run time, and that question is left out
-    assert len(deps.store.eval_runs()) == 2
+    assert len(deps.store.runs.eval_runs()) == 2
     (per_q,) = _frames(at, "qid", "status")
     assert list(per_q["qid"]) == ["q1", "q2"] and set(per_q["status"]) <= {"improved", "regressed", "same"}
     # one question's two traces: gold status per stage, and the gold-holding candidate marked
@@ -89,7 +89,7 @@ def test_stored_runs_can_be_reopened(page: AppTest) -> None:
     fresh.radio(key="eval_source").set_value("paste").run()
     options = fresh.multiselect(key="eval_reopen").options
     assert len(options) == 2 and {o.split(" · ")[2] for o in options} == {"session", "bm25-only"}
-    ids = [r["eval_id"] for r in fresh.session_state[_state.DEPS_KEY].store.eval_runs()]  # newest first
+    ids = [r.eval_id for r in fresh.session_state[_state.DEPS_KEY].store.runs.eval_runs()]  # newest first
     fresh.multiselect(key="eval_reopen").set_value([ids[0]]).run()  # one run alone: its metrics
     assert not fresh.exception
     (metrics,) = _frames(fresh, "metric")

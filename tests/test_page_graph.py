@@ -81,16 +81,16 @@ def test_merge_review_approve_reject_undo_from_the_page() -> None:
                  store=store, embedder=emb, config=PipelineConfig())
     cfg = PipelineConfig().with_overrides({"graph.min_phrase_chunks": 1})
     build_graph(store, cfg.graph, embedder=emb)
-    items = {frozenset((q["keep_name"], q["other_name"])): q["item_id"] for q in store.graph_queue("pending")}
+    items = {frozenset((q.keep_name, q.other_name)): q.item_id for q in store.review.queue("pending")}
     firm = items[frozenset(("Corvane Systems", "Corvane Systems B.V"))]
     place = items[frozenset(("Harbor Station", "Harbour Station"))]
     at = _page(deps, cfg)
     at = at.button(key=f"graph_approve_{firm}").click().run()
-    assert not at.exception and "corvane systems b.v" not in {n[0] for n in store.graph_nodes()}
+    assert not at.exception and "corvane systems b.v" not in {n[0] for n in store.graph.nodes()}
     at = at.button(key=f"graph_reject_{place}").click().run()
-    assert {q["item_id"]: q["status"] for q in store.graph_queue()}[place] == "rejected"
+    assert {q.item_id: q.status for q in store.review.queue()}[place] == "rejected"
     at = at.button(key=f"graph_undo_{firm}").click().run()
-    assert not at.exception and "corvane systems b.v" in {n[0] for n in store.graph_nodes()}
+    assert not at.exception and "corvane systems b.v" in {n[0] for n in store.graph.nodes()}
 
 
 def test_synonyms_saved_from_the_page_merge_nodes(deps: Deps) -> None:
@@ -104,7 +104,7 @@ def test_synonyms_saved_from_the_page_merge_nodes(deps: Deps) -> None:
     assert "line 1" in at.error[0].value
     at.text_area(key="graph_synonyms").input("PostgreSQL = Postgres")
     at = at.button(key="graph_save_synonyms").click().run()
-    assert not at.exception and "postgres" not in {n[0] for n in deps.store.graph_nodes()}
+    assert not at.exception and "postgres" not in {n[0] for n in deps.store.graph.nodes()}
 
 
 def test_a_malicious_document_cannot_inject_script_into_the_graph_view() -> None:

@@ -147,7 +147,7 @@ def test_encoding_is_reported_in_the_ingest_result(deps: Deps) -> None:
     rep = ingest_files([("ru.txt", RU.encode("cp1251"))], store=deps.store, embedder=deps.embedder,
                        config=PipelineConfig())
     assert rep.results[0].status == "ingested" and rep.results[0].encoding == "cp1251"
-    assert deps.store.document_text(rep.results[0].doc_id) == RU
+    assert deps.store.corpus.document_text(rep.results[0].doc_id) == RU
 
 
 def test_progress_moves_inside_one_big_file(deps: Deps) -> None:

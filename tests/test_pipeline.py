@@ -80,8 +80,8 @@ def test_trace_json_shape_and_run_log(loaded: Deps) -> None:
         assert {"stage", "ms", "skipped", "candidates"} <= set(stage)
         for c in stage["candidates"]:
             assert {"chunk_id", "doc_id", "rank", "score", "text"} <= set(c)
-    runs = loaded.store.recent_runs()
-    assert runs[0]["query"] == "revenue grew" and runs[0]["trace"]["config_hash"] == trace.config_hash
+    runs = loaded.store.runs.recent_runs()
+    assert runs[0].query == "revenue grew" and runs[0].trace["config_hash"] == trace.config_hash
 
 
 def test_empty_store_gives_empty_stages(deps: Deps) -> None:

@@ -3,7 +3,7 @@ that reads settings and tables and calls the pure operations (extract, resolve, 
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -12,11 +12,14 @@ from core.embed import Embedder
 from core.graph.communities import LEIDEN_VERSIONS, hierarchical_leiden_arrays
 from core.graph.extract import extract_all, make_extractor
 from core.graph.model import LLM_BUILT, STATISTICAL, BuildReport, ChunkExtraction
+from core.graph.rules import merge_item_id, node_rows
 from core.graph.resolve import Resolution, SynonymGroup, parse_synonyms, resolve, suggest_merges
 from core.graph.snapshot import active_graph, name_vectors
 from core.llm import LLMError
-from core.store import Store
 from core.types import DEFAULT_WORKSPACE, Usage
+
+if TYPE_CHECKING:  # a build workflow writes through several repositories: it is handed the whole store
+    from core.store import Store
 
 Progress = Callable[[str, int, int], None]
 
@@ -40,12 +43,12 @@ def builder_label(builder: str) -> str:
 # -- resolution ----------------------------------------------------------------------------------------------------
 def current_resolution(store: Store, cfg: GraphConfig, workspace: str) -> Resolution:
     """Resolution from the stored elements, the synonym list and the review decisions (in decision order)."""
-    groups = [SynonymGroup(tuple(n)) for n in store.graph_synonyms(workspace)]
-    decided = [q for q in store.graph_queue(workspace=workspace) if q["status"] != "pending"]
-    decided.sort(key=lambda q: (q["decided_at"], q["item_id"]))
-    approved = [(q["keep_id"], q["other_id"]) for q in decided if q["status"] == "approved"]
-    rejected = [(q["keep_id"], q["other_id"]) for q in decided if q["status"] == "rejected"]
-    return resolve(store.graph_elements(workspace), synonyms=groups, approved=approved, rejected=rejected,
+    groups = [SynonymGroup(tuple(n)) for n in store.review.synonyms(workspace)]
+    decided = [q for q in store.review.queue(workspace=workspace) if q.status != "pending"]
+    decided.sort(key=lambda q: (q.decided_at, q.item_id))
+    approved = [(q.keep_id, q.other_id) for q in decided if q.status == "approved"]
+    rejected = [(q.keep_id, q.other_id) for q in decided if q.status == "rejected"]
+    return resolve(store.graph.elements(workspace), synonyms=groups, approved=approved, rejected=rejected,
                    split_by_type=cfg.split_by_type)
 
 
@@ -62,7 +65,7 @@ def _store_extractions(store: Store, exts: Sequence[ChunkExtraction], builder: s
         chunk_rows.append((x.chunk_id, x.doc_id, builder))
         mention_rows += [(x.chunk_id, x.doc_id, m.norm, m.surface, m.type, m.count, m.description) for m in x.mentions]
         relation_rows += [(x.chunk_id, x.doc_id, r.src, r.dst, r.weight, r.description) for r in x.relations]
-    store.graph_add_extractions(chunk_rows, mention_rows, relation_rows, workspace)
+    store.graph.add_extractions(chunk_rows, mention_rows, relation_rows, workspace)
     return usage
 
 
@@ -73,7 +76,7 @@ def recompute_communities(store: Store, cfg: GraphConfig, workspace: str) -> tup
                                        resolution=cfg.resolution, max_cluster_size=cfg.max_cluster_size,
                                        max_levels=cfg.max_levels)
     rows = [(c.level, c.community_id, c.parent_id, nid, c.members_hash) for c in comms for nid in c.members]
-    invalidated = store.graph_put_communities(rows, workspace)
+    invalidated = store.communities.put_communities(rows, workspace)
     levels = len({c.level for c in comms})
     return levels, len(comms), invalidated
 
@@ -83,21 +86,22 @@ def refresh_suggestions(store: Store, cfg: GraphConfig, embedder: Embedder, work
     """Queue merge suggestions (name cosine >= merge_threshold) for new nodes against all active nodes, and drop
     pending ones that no longer make sense (a node left, or both already resolve to one node)."""
     nodes = active_graph(store, workspace, cfg.min_phrase_chunks).nodes
-    ids = [n[0] for n in nodes]
+    ids = [n.node_id for n in nodes]
     res = current_resolution(store, cfg, workspace)
     alive = set(ids)
-    stale = [q["item_id"] for q in store.graph_queue("pending", workspace)
-             if res(q["keep_id"]) == res(q["other_id"]) or res(q["keep_id"]) not in alive
-             or res(q["other_id"]) not in alive]
-    store.graph_delete_queue_items(stale, workspace)
+    stale = [q.item_id for q in store.review.queue("pending", workspace)
+             if res(q.keep_id) == res(q.other_id) or res(q.keep_id) not in alive
+             or res(q.other_id) not in alive]
+    store.review.delete_queue_items(stale, workspace)
     if len(ids) < 2:
         return 0
-    names = {n[0]: n[1] for n in nodes}
-    sizes = {n[0]: n[4] for n in nodes}
-    vecs = name_vectors([n[1] for n in nodes], embedder, store, workspace)
-    decided = [(q["keep_id"], q["other_id"]) for q in store.graph_queue(workspace=workspace)]
+    names = {n.node_id: n.name for n in nodes}
+    sizes = {n.node_id: n.n_chunks for n in nodes}
+    vecs = name_vectors([n.name for n in nodes], embedder, store, workspace)
+    decided = [(q.keep_id, q.other_id) for q in store.review.queue(workspace=workspace)]
     found = suggest_merges(ids, vecs, threshold=cfg.merge_threshold, new=new_nodes, skip=decided, sizes=sizes)
-    return store.graph_add_suggestions([(s.a, s.b, names[s.a], names[s.b], s.score) for s in found], workspace)
+    return store.review.add_suggestions([(merge_item_id(s.a, s.b), s.a, s.b, names[s.a], names[s.b], s.score)
+                                         for s in found], workspace)
 
 
 def _finish(store: Store, cfg: GraphConfig, workspace: str, *, mode: str, builder: str, t0: float, embedder: Embedder | None,
@@ -105,13 +109,13 @@ def _finish(store: Store, cfg: GraphConfig, workspace: str, *, mode: str, builde
             notes: Sequence[str] = ()) -> BuildReport:
     levels, n_comms, invalidated = recompute_communities(store, cfg, workspace)
     suggestions = refresh_suggestions(store, cfg, embedder, workspace, new_nodes) if embedder is not None else 0
-    counts = store.graph_counts(workspace)
+    counts = store.graph.counts(workspace)
     active = active_graph(store, workspace, cfg.min_phrase_chunks).nodes
     stats = {"nodes": counts["nodes"], "edges": counts["edges"], "active_nodes": len(active), "levels": levels,
              "communities": n_comms, "chunks": counts["chunks"], "leiden": LEIDEN_VERSIONS,
              "label": builder_label(builder)}
-    store.graph_set_state(corpus_version=store.corpus_version(workspace), builder=builder, settings=_settings(cfg),
-                          stats=stats, workspace=workspace)
+    store.graph.set_state(corpus_version=store.corpus.corpus_version(workspace), builder=builder,
+                          settings=_settings(cfg), stats=stats, workspace=workspace)
     return BuildReport(mode, builder_label(builder), added, removed, counts["nodes"], counts["edges"], len(active),
                        levels, n_comms, invalidated, suggestions, time.perf_counter() - t0, usage, tuple(notes))
 
@@ -126,25 +130,25 @@ def build_graph(
     Node aggregates are rewritten only for the nodes those chunks touch; communities are recomputed (seeded) and
     summaries are invalidated only where a community's membership changed."""
     t0 = time.perf_counter()
-    state = store.graph_state(workspace)
+    state = store.graph.state(workspace)
     notes: list[str] = []
     if full:
-        store.graph_clear(workspace)
+        store.graph.clear(workspace)
         state = None
     elif state is not None:
-        old = state["settings"]
+        old = state.settings
         changed = [k for k in _EXTRACTION_KEYS if k in old and old[k] != getattr(cfg, k)]
         if changed:
             notes.append(f"extraction settings changed since the last build ({', '.join(changed)}); only new chunks "
                          "use them: rebuild fully to apply them everywhere")
         if old.get("split_by_type", cfg.split_by_type) != cfg.split_by_type:
             notes.append("split_by_type changed: re-resolving the whole graph")
-    seen = store.graph_seen_chunks(workspace)
-    chunks = store.chunks(workspace)
+    seen = store.graph.seen_chunks(workspace)
+    chunks = store.corpus.chunks(workspace)
     current = {c.chunk_id for c in chunks}
     removed = sorted(cid for cid in seen if cid not in current)
     added = [c for c in chunks if c.chunk_id not in seen]
-    affected = store.graph_remove_chunks(removed, workspace)
+    affected = store.graph.remove_chunks(removed, workspace)
 
     extractor, builder, notice = make_extractor(cfg.builder, llm=llm, model=cfg.llm_model, workspace=workspace,
                                                 max_entities=cfg.max_entities_per_chunk)
@@ -167,17 +171,17 @@ def build_graph(
     if progress:
         progress("resolving", 0, 1)
     res = current_resolution(store, cfg, workspace)
-    resplit = state is not None and state["settings"].get("split_by_type", cfg.split_by_type) != cfg.split_by_type
-    new_rows = sorted({c.chunk_id for c in added} | set(store.graph_unresolved_chunks(workspace)))
+    resplit = state is not None and state.settings.get("split_by_type", cfg.split_by_type) != cfg.split_by_type
+    new_rows = sorted({c.chunk_id for c in added} | set(store.graph.unresolved_chunks(workspace)))
     scope = None if (state is None or resplit) else new_rows
-    store.graph_apply_resolution(_mapping(res), split_by_type=cfg.split_by_type, chunk_ids=scope, workspace=workspace)
-    affected |= store.graph_node_ids_for_chunks(new_rows, workspace)
+    store.graph.apply_resolution(_mapping(res), split_by_type=cfg.split_by_type, chunk_ids=scope, workspace=workspace)
+    affected |= store.graph.node_ids_for_chunks(new_rows, workspace)
     whole = state is None or resplit
-    store.graph_refresh(None if whole else affected, _display(res), workspace)
+    _reaggregate(store, None if whole else affected, _display(res), workspace)
     if progress:
         progress("communities", 0, 1)
     mode = "full" if full or state is None else "incremental"
-    return _finish(store, cfg, workspace, mode=mode, builder=builder if added or state is None else state["builder"],
+    return _finish(store, cfg, workspace, mode=mode, builder=builder if added or state is None else state.builder,
                    t0=t0, embedder=embedder, new_nodes=None if whole else affected, usage=usage,
                    added=len(added), removed=len(removed), notes=notes)
 
@@ -189,7 +193,7 @@ def update_graph_for_documents(
     """The hook for ingest and the Corpus page after documents were added, replaced or deleted: an incremental
     update when a graph exists (or graph building is enabled), else nothing. `doc_ids` is informational: the
     update finds new and vanished chunks itself, so a missed call is caught up by the next one."""
-    if store.graph_state(workspace) is None and not cfg.enabled:
+    if store.graph.state(workspace) is None and not cfg.enabled:
         return None
     report = build_graph(store, cfg, embedder=embedder, llm=llm, workspace=workspace)
     if doc_ids:
@@ -202,11 +206,11 @@ def reresolve_graph(store: Store, cfg: GraphConfig, *, embedder: Embedder | None
     """After the synonym list or a review decision changed: re-map every mention, re-aggregate, recompute
     communities. No extraction runs."""
     t0 = time.perf_counter()
-    state = store.graph_state(workspace)
+    state = store.graph.state(workspace)
     res = current_resolution(store, cfg, workspace)
-    store.graph_apply_resolution(_mapping(res), split_by_type=cfg.split_by_type, workspace=workspace)
-    store.graph_refresh(None, _display(res), workspace)
-    return _finish(store, cfg, workspace, mode="re-resolve", builder=state["builder"] if state else cfg.builder,
+    store.graph.apply_resolution(_mapping(res), split_by_type=cfg.split_by_type, workspace=workspace)
+    _reaggregate(store, None, _display(res), workspace)
+    return _finish(store, cfg, workspace, mode="re-resolve", builder=state.builder if state else cfg.builder,
                    t0=t0, embedder=embedder, new_nodes=set(), notes=res.conflicts)
 
 
@@ -214,13 +218,20 @@ def _display(res: Resolution) -> dict[str, str]:
     return {res(root): name for root, name in res.display.items()}
 
 
+def _reaggregate(store: Store, node_ids: set[str] | None, display: dict[str, str], workspace: str) -> None:
+    """Rewrite the aggregate rows of every node (None) or of `node_ids` and the edges touching them; the naming
+    rules live in core/graph/rules.py, the store only counts and writes."""
+    nodes = node_rows(store.graph.node_facts(node_ids, workspace), display)
+    store.graph.write_aggregates(node_ids, nodes, workspace)
+
+
 # -- user actions: synonyms and the review queue ---------------------------------------------------------------------
 def set_synonyms(store: Store, cfg: GraphConfig, text: str, *, embedder: Embedder | None = None,
                  workspace: str = DEFAULT_WORKSPACE) -> BuildReport | None:
     """Replace the synonym list from its text form (raises SynonymError naming a bad line) and re-resolve."""
     groups = parse_synonyms(text)
-    store.graph_set_synonyms([g.names for g in groups], workspace)
-    if store.graph_state(workspace) is None:
+    store.review.set_synonyms([g.names for g in groups], workspace)
+    if store.graph.state(workspace) is None:
         return None
     return reresolve_graph(store, cfg, embedder=embedder, workspace=workspace)
 
@@ -232,22 +243,23 @@ def decide_merge(store: Store, cfg: GraphConfig, item_id: str, decision: str, *,
     status = {"approve": "approved", "reject": "rejected", "undo": "pending"}.get(decision)
     if status is None:
         raise ValueError(f"unknown decision {decision!r}: approve, reject or undo")
-    if not store.graph_set_queue_status(item_id, status, workspace):
+    if not store.review.set_queue_status(item_id, status, workspace):
         raise ValueError(f"no merge suggestion {item_id!r}")
     return reresolve_graph(store, cfg, embedder=embedder, workspace=workspace)
 
 
 def synonyms_text(store: Store, workspace: str = DEFAULT_WORKSPACE) -> str:
-    return "\n".join(" = ".join(g) for g in store.graph_synonyms(workspace))
+    return "\n".join(" = ".join(g) for g in store.review.synonyms(workspace))
 
 
 def graph_stats(store: Store, workspace: str = DEFAULT_WORKSPACE) -> dict[str, Any]:
     """Counts, the stored build state and whether the graph is behind the corpus."""
-    state = store.graph_state(workspace)
-    out: dict[str, Any] = {"built": state is not None, **store.graph_counts(workspace)}
+    state = store.graph.state(workspace)
+    out: dict[str, Any] = {"built": state is not None, **store.graph.counts(workspace)}
     if state is not None:
-        out.update({"version": state["version"], "builder": builder_label(state["builder"]),
-                    "graph_corpus_version": state["corpus_version"], "corpus_version": store.corpus_version(workspace),
-                    "stale": state["corpus_version"] != store.corpus_version(workspace), **state["stats"],
-                    "built_at": str(state["built_at"])})
+        corpus_version = store.corpus.corpus_version(workspace)
+        out.update({"version": state.version, "builder": builder_label(state.builder),
+                    "graph_corpus_version": state.corpus_version, "corpus_version": corpus_version,
+                    "stale": state.corpus_version != corpus_version, **state.stats,
+                    "built_at": str(state.built_at)})
     return out

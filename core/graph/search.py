@@ -190,7 +190,8 @@ def local_search(query: str, snap: GraphSnapshot, store: Store, *, query_vec: np
     if snap.builder == "llm":
         # LLM relations are stated in particular chunks: read their provenance (and descriptions) from the store.
         pairs = {(min(ids[a], ids[b]), max(ids[a], ids[b])): (a, b) for a, b, _ in ex.edges}
-        support = [(pairs[(x, y)], c, desc) for x, y, c, _d, _w, desc in store.graph_edge_chunks(list(pairs), workspace)]
+        support = [(pairs[(e.a, e.b)], e.chunk_id, e.description)
+                   for e in store.graph.edge_chunks(list(pairs), workspace)]
     else:
         # Statistical edges are co-occurrence: an edge's source chunks are exactly the chunks naming both ends,
         # so intersecting the node provenance just read saves a scan of the (large) relation table.
@@ -204,7 +205,7 @@ def local_search(query: str, snap: GraphSnapshot, store: Store, *, query_vec: np
         chunk_rels.setdefault(chunk_id, []).append(
             f"{snap.names[a]} — {snap.names[b]}" + (f": {desc}" if desc else ""))
     best = sorted(chunk_score.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
-    texts = store.chunks_by_id([c for c, _ in best], workspace)
+    texts = store.corpus.chunks_by_id([c for c, _ in best], workspace)
     cands = []
     for cid, sc in best:
         if cid not in texts:
@@ -250,8 +251,8 @@ def plan_global(snap: GraphSnapshot, store: Store, *, level: int, max_communitie
     eligible = sorted((cid for cid, m in comms.items() if len(m) >= 2), key=lambda c: (-len(comms[c]), c))
     chosen = tuple(eligible[:max_communities])
     hashes = [snap.members_hash[(level, c)] for c in chosen]
-    have = store.graph_summaries(hashes, workspace)
-    cached = sum(1 for h in hashes if h in have and (have[h]["mode"] == "llm" or not use_llm))
+    have = store.communities.summaries(hashes, workspace)
+    cached = sum(1 for h in hashes if h in have and (have[h].mode == "llm" or not use_llm))
     to_write = len(chosen) - cached
     if not use_llm:
         return GlobalPlan(level, chosen, len(comms), cached, to_write, "extractive", 0, 0, 0.0)
@@ -401,7 +402,7 @@ def global_search(query: str, snap: GraphSnapshot, store: Store, *, query_vec: n
             chunk_doc[chunk_id] = doc_id
             chunk_comm.setdefault(chunk_id, p.community_id)
     best = sorted(chunk_score.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
-    texts = store.chunks_by_id([c for c, _ in best], workspace)
+    texts = store.corpus.chunks_by_id([c for c, _ in best], workspace)
     titles = {p.community_id: p.title for p in kept}
     cands = []
     for cid, sc in best:

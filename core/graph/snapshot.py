@@ -17,13 +17,13 @@ def name_vectors(names: Sequence[str], embedder: Any, store: Store | None, works
     if not names:
         return np.zeros((0, 1), dtype=np.float32)
     hashes = [sha256_text(n) for n in names]
-    known = store.graph_name_vectors(embedder.model_id, hashes, workspace) if store is not None else {}
+    known = store.caches.name_vectors(embedder.model_id, hashes, workspace) if store is not None else {}
     todo = sorted({h: n for h, n in zip(hashes, names) if h not in known}.items())
     if todo:
         fresh = np.asarray(embedder.encode([n for _, n in todo]), dtype=np.float32)
         new = {h: v for (h, _), v in zip(todo, fresh)}
         if store is not None:
-            store.graph_put_name_vectors(embedder.model_id, new, workspace)
+            store.caches.put_name_vectors(embedder.model_id, new, workspace)
         known = {**known, **new}
     vecs = np.stack([known[h] for h in hashes]).astype(np.float32)
     return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
@@ -107,9 +107,9 @@ class ActiveGraph:
 
 
 def active_graph(store: Store, workspace: str, min_phrase_chunks: int) -> ActiveGraph:
-    nodes = [n for n in store.graph_nodes(workspace) if is_active(n[2], n[4], min_phrase_chunks)]
+    nodes = [n for n in store.graph.nodes(workspace) if is_active(n[2], n[4], min_phrase_chunks)]
     pos = {n[0]: i for i, n in enumerate(nodes)}
-    src, dst, w = store.graph_edge_arrays(workspace)
+    src, dst, w = store.graph.edge_arrays(workspace)
     a = np.fromiter((pos.get(x, -1) for x in src), dtype=np.int64, count=len(src))
     b = np.fromiter((pos.get(x, -1) for x in dst), dtype=np.int64, count=len(dst))
     keep = (a >= 0) & (b >= 0)
@@ -117,7 +117,7 @@ def active_graph(store: Store, workspace: str, min_phrase_chunks: int) -> Active
 
 
 def load_snapshot(store: Store, workspace: str, min_phrase_chunks: int) -> GraphSnapshot | None:
-    state = store.graph_state(workspace)
+    state = store.graph.state(workspace)
     if state is None:
         return None
     g = active_graph(store, workspace, min_phrase_chunks)
@@ -144,7 +144,7 @@ def load_snapshot(store: Store, workspace: str, min_phrase_chunks: int) -> Graph
     communities: dict[int, dict[str, list[int]]] = {}
     node_comm: dict[int, dict[int, str]] = {}
     hashes: dict[tuple[int, str], str] = {}
-    for level, cid, _parent, nid, mh in store.graph_communities(workspace):
+    for level, cid, _parent, nid, mh in store.communities.communities(workspace):
         if nid not in pos:
             continue
         communities.setdefault(level, {}).setdefault(cid, []).append(pos[nid])
@@ -152,13 +152,13 @@ def load_snapshot(store: Store, workspace: str, min_phrase_chunks: int) -> Graph
         hashes[(level, cid)] = mh
     # Provenance of the active nodes stays in memory: a query then needs no scan of the mention table.
     node_chunks: list[list[tuple[str, str, int]]] = [[] for _ in range(n)]
-    prov = store.graph_all_node_chunks(workspace)
+    prov = store.graph.all_node_chunks(workspace)
     for nid, cid, did, cnt in zip(prov["node_id"], prov["chunk_id"], prov["doc_id"], prov["mentions"].tolist()):
         p = pos.get(nid)
         if p is not None:
             node_chunks[p].append((cid, did, cnt))
     return GraphSnapshot(
-        version=state["version"], corpus_version=state["corpus_version"], builder=state["builder"], node_ids=ids,
+        version=state.version, corpus_version=state.corpus_version, builder=state.builder, node_ids=ids,
         names=[x[1] for x in nodes], types=[x[2] for x in nodes], descriptions=[x[3] for x in nodes],
         n_chunks=np.asarray([x[4] for x in nodes], dtype=np.int64), indptr=indptr, nbrs=dst, weights=ww,
         alias_index=alias_index, communities=communities, node_community=node_comm, members_hash=hashes,
@@ -175,14 +175,14 @@ class GraphCache:
         self._entries: dict[tuple[int, str, int], GraphSnapshot | None] = {}
 
     def get(self, store: Store, workspace: str, min_phrase_chunks: int) -> GraphSnapshot | None:
-        state = store.graph_state(workspace)
+        state = store.graph.state(workspace)
         key = (id(store), workspace, min_phrase_chunks)
         with self._lock:
             snap = self._entries.get(key)
             if state is None:
                 self._entries.pop(key, None)
                 return None
-            if snap is None or snap.version != state["version"] or snap.store is not store:
+            if snap is None or snap.version != state.version or snap.store is not store:
                 snap = load_snapshot(store, workspace, min_phrase_chunks)
                 self._entries[key] = snap
             return snap

@@ -65,7 +65,7 @@ def community_context(snap: GraphSnapshot, store: Store, level: int, community_i
         for chunk_id, _doc, _n in snap.node_chunks[i]:
             per_chunk[chunk_id] += 1
     best = sorted(per_chunk.items(), key=lambda kv: (-kv[1], kv[0]))[:max_chunks]
-    texts = store.chunks_by_id([c for c, _ in best], snap.workspace)
+    texts = store.corpus.chunks_by_id([c for c, _ in best], snap.workspace)
     chunks = tuple((c, texts[c].text, n) for c, n in best if c in texts)
     return CommunityContext(level, community_id, snap.members_hash[(level, community_id)], ents, relations, chunks)
 
@@ -137,13 +137,13 @@ def get_summaries(snap: GraphSnapshot, store: Store, level: int, community_ids: 
                   model: str = "", use_llm: bool = False, workspace: str = "default") -> list[Summary]:
     """Summaries for these communities: cached ones as stored, missing ones written now and cached."""
     hashes = {cid: snap.members_hash[(level, cid)] for cid in community_ids}
-    cached = store.graph_summaries(list(hashes.values()), workspace)
+    cached = store.communities.summaries(list(hashes.values()), workspace)
     out = []
     for cid in community_ids:
         mh = hashes[cid]
         hit = cached.get(mh)
-        if hit is not None and (hit["mode"] == "llm" or not use_llm):
-            out.append(Summary(level, cid, mh, hit["title"], hit["summary"], hit["mode"], True))
+        if hit is not None and (hit.mode == "llm" or not use_llm):
+            out.append(Summary(level, cid, mh, hit.title, hit.summary, hit.mode, True))
             continue
         ctx = community_context(snap, store, level, cid)
         usage = Usage()
@@ -153,8 +153,8 @@ def get_summaries(snap: GraphSnapshot, store: Store, level: int, community_ids: 
         else:
             title, text = extractive_summary(ctx)
             mode = "extractive"
-        store.graph_put_summary(mh, level=level, community_id=cid, title=title, summary=text, mode=mode,
-                                usage=usage.__dict__, workspace=workspace)
+        store.communities.put_summary(mh, level=level, community_id=cid, title=title, summary=text, mode=mode,
+                                      usage=usage.__dict__, workspace=workspace)
         out.append(Summary(level, cid, mh, title, text, mode, False, usage))
     return out
 

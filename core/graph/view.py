@@ -126,8 +126,8 @@ def entity_detail(snap: GraphSnapshot, store: Store, node_id: str, *, doc_names:
     i = snap.pos[node_id]
     rels = pd.DataFrame([{"entity": snap.names[j], "weight": w, "type": snap.types[j]} for j, w in snap.neighbours(i)],
                         columns=["entity", "weight", "type"])
-    prov = store.graph_node_chunks([node_id], snap.workspace)
-    texts = store.chunks_by_id([c for _, c, _, _ in prov[:max_chunks]], snap.workspace)
+    prov = store.graph.node_chunks([node_id], snap.workspace)
+    texts = store.corpus.chunks_by_id([p.chunk_id for p in prov[:max_chunks]], snap.workspace)
     chunks = pd.DataFrame([{"chunk_id": c, "document": doc_names.get(d, d), "mentions": n,
                             "snippet": snippet(texts[c].text, 200) if c in texts else "(chunk no longer in corpus)"}
                            for _, c, d, n in prov[:max_chunks]], columns=["chunk_id", "document", "mentions", "snippet"])
@@ -151,23 +151,23 @@ def entity_detail(snap: GraphSnapshot, store: Store, node_id: str, *, doc_names:
 
 def queue_frame(store: Store, workspace: str, *, pending: int = 50, decided: int = 20) -> pd.DataFrame:
     """The best pending suggestions, then the most recent decisions (which can be undone)."""
-    allq = store.graph_queue(workspace=workspace)
-    todo = [q for q in allq if q["status"] == "pending"][:pending]
-    done = sorted((q for q in allq if q["status"] != "pending"), key=lambda q: q["decided_at"], reverse=True)
+    allq = store.review.queue(workspace=workspace)
+    todo = [q for q in allq if q.status == "pending"][:pending]
+    done = sorted((q for q in allq if q.status != "pending"), key=lambda q: q.decided_at, reverse=True)
     rows = todo + done[:decided]
-    return pd.DataFrame([{"item": q["item_id"], "keep": q["keep_name"], "merge": q["other_name"],
-                          "cosine": round(q["score"], 3), "status": q["status"]} for q in rows],
+    return pd.DataFrame([{"item": q.item_id, "keep": q.keep_name, "merge": q.other_name,
+                          "cosine": round(q.score, 3), "status": q.status} for q in rows],
                         columns=["item", "keep", "merge", "cosine", "status"])
 
 
 def communities_frame(snap: GraphSnapshot, store: Store, level: int) -> pd.DataFrame:
     """Communities at one level with size and cached summary title (summaries are written lazily by queries)."""
     comms = snap.communities.get(level, {})
-    cached = store.graph_summaries([snap.members_hash[(level, c)] for c in comms], snap.workspace)
+    cached = store.communities.summaries([snap.members_hash[(level, c)] for c in comms], snap.workspace)
     rows = []
     for cid, members in sorted(comms.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         s = cached.get(snap.members_hash[(level, cid)])
         top = sorted(members, key=lambda p: (-int(snap.degree[p]), p))[:3]
         rows.append({"community": cid, "size": len(members), "top entities": ", ".join(snap.names[p] for p in top),
-                     "summary": (s["title"] + f" ({s['mode']})") if s else "— not written yet"})
+                     "summary": (s.title + f" ({s.mode})") if s else "— not written yet"})
     return pd.DataFrame(rows, columns=["community", "size", "top entities", "summary"])

@@ -1,0 +1,81 @@
+"""The only package that imports duckdb: one Database (connection, write lock, schema + version) shared by role
+repositories, each behind a narrow Protocol declared where it is used. Typed records out (core/records.py), no
+technique logic in here. See core/store/db.py for the single-writer / many-readers rule across processes."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.records import DocumentRow
+from core.store import answers, caches, corpus, graph, graph_review, ledger, runs
+from core.store.answers import Answers
+from core.store.workspaces import Workspaces
+from core.store.caches import Caches
+from core.store.corpus import Corpus
+from core.store.db import SCHEMA_VERSION, Database, StoreError
+from core.store.graph import Graph
+from core.store.graph_review import Communities, Review
+from core.store.ledger import Ledger
+from core.store.runs import Runs
+
+__all__ = ["SCHEMA_VERSION", "Caches", "Communities", "Corpus", "Database", "DocumentRow", "Graph", "Ledger",
+           "Review", "Runs", "Store", "StoreError"]
+
+TABLES: tuple[str, ...] = (*corpus.TABLES, *caches.TABLES, *runs.TABLES, *ledger.TABLES, *graph.TABLES,
+                           *graph_review.TABLES, *answers.TABLES)
+
+
+class Store:
+    """A workbench database: the repositories over one shared connection. Pass a stage the repository (or the
+    Protocol it needs), never the Store."""
+
+    def __init__(self, path: str | Path = ":memory:", *, read_only: bool = False) -> None:
+        self.db = Database(path, read_only=read_only, tables=TABLES)
+        self.corpus = Corpus(self.db)
+        self.caches = Caches(self.db)
+        self.ledger = Ledger(self.db)
+        self.runs = Runs(self.db)
+        self.graph = Graph(self.db)
+        self.review = Review(self.db)
+        self.communities = Communities(self.db)
+        self.answers = Answers(self.db)
+        self.workspaces_repo = Workspaces(self.db)
+
+    @classmethod
+    def open(cls, path: str | Path, *, read_only: bool = False) -> Store:
+        """Open a database file; `read_only` never writes and can run beside other read-only processes."""
+        return cls(path, read_only=read_only)
+
+    @property
+    def path(self) -> str:
+        return self.db.path
+
+    @property
+    def read_only(self) -> bool:
+        return self.db.read_only
+
+    def schema_version(self) -> int:
+        return self.db.schema_version()
+
+    def ensure_workspace(self, workspace: str, name: str | None = None) -> None:
+        self.db.ensure_workspace(workspace, name)
+
+    def workspaces(self) -> list[str]:
+        return self.db.workspaces()
+
+    def close(self) -> None:
+        self.db.close()
+
+    # Transitional: old flat method names forward to their repository while call sites move over.
+    def __getattr__(self, name: str):  # noqa: ANN204
+        if name.startswith("_") or name in ("db", "corpus", "caches", "ledger", "runs", "graph", "review",
+                                            "communities", "answers", "workspaces_repo"):
+            raise AttributeError(name)
+        for repo in (self.corpus, self.caches, self.ledger, self.runs):
+            if hasattr(type(repo), name):
+                return getattr(repo, name)
+        if name.startswith("graph_"):
+            short = name.removeprefix("graph_")
+            for repo in (self.graph, self.review, self.communities, self.caches):
+                if hasattr(type(repo), short):
+                    return getattr(repo, short)
+        raise AttributeError(name)

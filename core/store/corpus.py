@@ -1,0 +1,198 @@
+"""Corpus repository: documents, chunks, their vectors and the workspace's corpus version."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from core.records import DocumentRow, VectorSet
+from core.store.db import Cursor, Database, StoreError, insert_workspace, now, vector_frame
+from core.types import DEFAULT_WORKSPACE, Chunk, Document
+
+TABLES: tuple[str, ...] = (
+    """CREATE TABLE IF NOT EXISTS documents (
+        workspace_id VARCHAR, doc_id VARCHAR, name VARCHAR, kind VARCHAR, size_bytes BIGINT,
+        content_hash VARCHAR, lang VARCHAR, title VARCHAR, text VARCHAR, chunker VARCHAR, n_chunks INTEGER,
+        ingested_at TIMESTAMP, PRIMARY KEY (workspace_id, doc_id))""",
+    """CREATE TABLE IF NOT EXISTS chunks (
+        workspace_id VARCHAR, chunk_id VARCHAR, doc_id VARCHAR, ordinal INTEGER, text VARCHAR,
+        start_char INTEGER, end_char INTEGER, heading_path VARCHAR[], n_tokens INTEGER, lang VARCHAR,
+        PRIMARY KEY (workspace_id, chunk_id))""",
+    # variant names the text that was embedded: 'raw', or a contextualised variant ('heuristic', 'llm', ...).
+    """CREATE TABLE IF NOT EXISTS vectors (
+        workspace_id VARCHAR, chunk_id VARCHAR, model_id VARCHAR, variant VARCHAR, dim INTEGER, vec FLOAT[],
+        PRIMARY KEY (workspace_id, chunk_id, model_id, variant))""",
+)
+
+_DOC_COLS = "doc_id, name, kind, size_bytes, content_hash, lang, title, chunker, n_chunks, ingested_at"
+_CHUNK_COLS = "chunk_id, doc_id, ordinal, text, start_char, end_char, heading_path, n_tokens, lang"
+_COUNTED = frozenset({"documents", "chunks", "vectors"})
+
+
+def _chunk(row: tuple[Any, ...]) -> Chunk:
+    cid, did, ordinal, text, s, e, hp, nt, lang = row
+    return Chunk(cid, did, ordinal, text, s, e, tuple(hp or ()), nt, lang)
+
+
+def bump_version(cur: Cursor, workspace: str) -> None:
+    cur.execute("UPDATE workspaces SET corpus_version = corpus_version + 1 WHERE workspace_id = ?", [workspace])
+
+
+def write_vectors(cur: Cursor, ws: str, chunk_ids: Sequence[str], vectors: np.ndarray, model_id: str,
+                  variant: str) -> None:
+    dim = int(vectors.shape[1])
+    cur.register("_new_vectors", vector_frame(chunk_ids, vectors))
+    try:
+        cur.execute("INSERT OR REPLACE INTO vectors SELECT ?, key, ?, ?, ?, vec FROM _new_vectors",
+                    [ws, model_id, variant, dim])
+    finally:
+        cur.unregister("_new_vectors")
+
+
+def _delete_doc(cur: Cursor, ws: str, doc_id: str) -> None:
+    # Everything derived from the document's chunks goes in the same transaction (contexts live in the ledger's
+    # table but mean nothing without their chunk).
+    for table in ("vectors", "chunk_contexts"):
+        cur.execute(f"DELETE FROM {table} WHERE workspace_id = ? AND chunk_id IN "
+                    "(SELECT chunk_id FROM chunks WHERE workspace_id = ? AND doc_id = ?)", [ws, ws, doc_id])
+    cur.execute("DELETE FROM chunks WHERE workspace_id = ? AND doc_id = ?", [ws, doc_id])
+    cur.execute("DELETE FROM documents WHERE workspace_id = ? AND doc_id = ?", [ws, doc_id])
+
+
+class Corpus:
+    """Implements core.expand.DocumentSource, core.rerank.CorpusSource and the retrieval stages' ChunkSource."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    # -- version ----------------------------------------------------------------------------------------------
+    def corpus_version(self, workspace: str = DEFAULT_WORKSPACE) -> int:
+        row = self._db.cursor().execute(
+            "SELECT corpus_version FROM workspaces WHERE workspace_id = ?", [workspace]).fetchone()
+        return int(row[0]) if row else 0
+
+    # -- writes -----------------------------------------------------------------------------------------------
+    def put_document(self, doc: Document, chunks: Sequence[Chunk], vectors: np.ndarray | None, model_id: str, *,
+                     replace_doc_id: str | None = None) -> None:
+        """Write one document, its chunks and their raw vectors in a single transaction (all or nothing).
+        `replace_doc_id` removes an older version of the same file inside the same transaction."""
+        ws = doc.workspace
+        if vectors is not None and len(vectors) != len(chunks):
+            raise StoreError(f"{doc.name}: {len(chunks)} chunks but {len(vectors)} vectors")
+        with self._db.transaction() as cur:
+            # The workspace row inside the document's transaction: on its own it was one more commit (an fsync)
+            # per file.
+            insert_workspace(cur, ws)
+            if replace_doc_id is not None:
+                _delete_doc(cur, ws, replace_doc_id)
+            cur.execute(
+                "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                [ws, doc.doc_id, doc.name, doc.kind, doc.size_bytes, doc.content_hash, doc.lang, doc.title,
+                 doc.text, doc.chunker, len(chunks), now()],
+            )
+            if chunks:
+                cur.executemany(
+                    "INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    [[ws, c.chunk_id, c.doc_id, c.ordinal, c.text, c.start, c.end, list(c.heading_path),
+                      c.n_tokens, c.lang] for c in chunks],
+                )
+            if vectors is not None and len(chunks):
+                write_vectors(cur, ws, [c.chunk_id for c in chunks], vectors, model_id, "raw")
+            bump_version(cur, ws)
+
+    def put_vectors(self, chunk_ids: Sequence[str], vectors: np.ndarray, model_id: str, variant: str = "raw",
+                    workspace: str = DEFAULT_WORKSPACE) -> None:
+        """Add vectors for existing chunks (a newly chosen model or a new text variant)."""
+        if not len(chunk_ids):
+            return
+        with self._db.transaction() as cur:
+            write_vectors(cur, workspace, chunk_ids, vectors, model_id, variant)
+
+    def delete_document(self, doc_id: str, workspace: str = DEFAULT_WORKSPACE) -> bool:
+        with self._db.transaction() as cur:
+            found = cur.execute("SELECT count(*) FROM documents WHERE workspace_id = ? AND doc_id = ?",
+                                [workspace, doc_id]).fetchone()[0]
+            if not found:
+                return False
+            _delete_doc(cur, workspace, doc_id)
+            bump_version(cur, workspace)
+        return True
+
+    # -- documents --------------------------------------------------------------------------------------------
+    def documents(self, workspace: str = DEFAULT_WORKSPACE) -> list[DocumentRow]:
+        rows = self._db.cursor().execute(
+            f"SELECT {_DOC_COLS} FROM documents WHERE workspace_id = ? ORDER BY name, doc_id", [workspace]).fetchall()
+        return [DocumentRow(*r) for r in rows]
+
+    def document_titles(self, doc_ids: Sequence[str], workspace: str = DEFAULT_WORKSPACE) -> dict[str, str]:
+        """doc_id -> title (the file name when the document has no title), for the documents asked about."""
+        if not doc_ids:
+            return {}
+        rows = self._db.cursor().execute(
+            "SELECT doc_id, coalesce(nullif(title, ''), name) FROM documents WHERE workspace_id = ? "
+            "AND doc_id IN (SELECT unnest(?))", [workspace, list(dict.fromkeys(doc_ids))]).fetchall()
+        return {r[0]: r[1] for r in rows}
+
+    def find_document_by_name(self, name: str, workspace: str = DEFAULT_WORKSPACE) -> DocumentRow | None:
+        # Filtered in SQL: ingest asks once per file, and listing every document each time grew as N^2.
+        row = self._db.cursor().execute(
+            f"SELECT {_DOC_COLS} FROM documents WHERE workspace_id = ? AND name = ? ORDER BY doc_id LIMIT 1",
+            [workspace, name]).fetchone()
+        return DocumentRow(*row) if row else None
+
+    def document_text(self, doc_id: str, workspace: str = DEFAULT_WORKSPACE) -> str | None:
+        row = self._db.cursor().execute(
+            "SELECT text FROM documents WHERE workspace_id = ? AND doc_id = ?", [workspace, doc_id]).fetchone()
+        return row[0] if row else None
+
+    def count(self, table: str, workspace: str = DEFAULT_WORKSPACE) -> int:
+        """Rows of 'documents', 'chunks' or 'vectors' in the workspace."""
+        if table not in _COUNTED:
+            raise StoreError(f"unknown table {table!r} (one of {', '.join(sorted(_COUNTED))})")
+        return int(self._db.cursor().execute(
+            f"SELECT count(*) FROM {table} WHERE workspace_id = ?", [workspace]).fetchone()[0])
+
+    # -- chunks -----------------------------------------------------------------------------------------------
+    def chunks(self, workspace: str = DEFAULT_WORKSPACE, doc_id: str | None = None) -> list[Chunk]:
+        sql = f"SELECT {_CHUNK_COLS} FROM chunks WHERE workspace_id = ?"
+        params: list[Any] = [workspace]
+        if doc_id is not None:
+            sql += " AND doc_id = ?"
+            params.append(doc_id)
+        sql += " ORDER BY doc_id, ordinal"
+        return [_chunk(r) for r in self._db.cursor().execute(sql, params).fetchall()]
+
+    def chunks_by_id(self, chunk_ids: Sequence[str], workspace: str = DEFAULT_WORKSPACE) -> dict[str, Chunk]:
+        if not chunk_ids:
+            return {}
+        rows = self._db.cursor().execute(
+            f"SELECT {_CHUNK_COLS} FROM chunks WHERE workspace_id = ? AND list_contains(?, chunk_id)",
+            [workspace, list(chunk_ids)]).fetchall()
+        return {r[0]: _chunk(r) for r in rows}
+
+    # -- vectors ----------------------------------------------------------------------------------------------
+    def vectors(self, model_id: str, variant: str = "raw", workspace: str = DEFAULT_WORKSPACE
+                ) -> tuple[list[str], np.ndarray]:
+        """All vectors of one model and variant, in chunk order. Vectors of other models are never returned."""
+        rows = self._db.cursor().execute(
+            "SELECT v.chunk_id, v.vec FROM vectors v JOIN chunks c USING (workspace_id, chunk_id) "
+            "WHERE v.workspace_id = ? AND v.model_id = ? AND v.variant = ? ORDER BY c.doc_id, c.ordinal",
+            [workspace, model_id, variant]).fetchall()
+        if not rows:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        return [r[0] for r in rows], np.asarray([r[1] for r in rows], dtype=np.float32)
+
+    def chunks_missing_vectors(self, model_id: str, variant: str = "raw", workspace: str = DEFAULT_WORKSPACE
+                               ) -> list[Chunk]:
+        cols = ", ".join("c." + c.strip() for c in _CHUNK_COLS.split(","))
+        rows = self._db.cursor().execute(
+            f"SELECT {cols} FROM chunks c LEFT JOIN vectors v ON v.workspace_id = c.workspace_id "
+            "AND v.chunk_id = c.chunk_id AND v.model_id = ? AND v.variant = ? "
+            "WHERE c.workspace_id = ? AND v.chunk_id IS NULL ORDER BY c.doc_id, c.ordinal",
+            [model_id, variant, workspace]).fetchall()
+        return [_chunk(r) for r in rows]
+
+    def vector_models(self, workspace: str = DEFAULT_WORKSPACE) -> list[VectorSet]:
+        return [VectorSet(r[0], r[1], int(r[2])) for r in self._db.cursor().execute(
+            "SELECT model_id, variant, count(*) FROM vectors WHERE workspace_id = ? GROUP BY 1, 2 ORDER BY 1, 2",
+            [workspace]).fetchall()]

@@ -1,0 +1,192 @@
+"""One DuckDB connection shared by the role repositories: a write lock, a cursor per call, schema + version row.
+
+Concurrency rule (measured with duckdb 1.5.5; tests/test_store.py::test_read_only_* pin it):
+- Inside one process, one `Database` object serves every thread: each call takes its own cursor, writes are
+  serialised by one lock (Streamlit serves sessions from threads).
+- Across processes DuckDB allows EITHER one read-write process OR any number of read-only processes. A process
+  that opens the file while another holds it read-write fails (read-only or not) with a lock error, and a
+  read-write open fails while any read-only process holds it. So the CLI's read commands and a second scoring
+  process open with `read_only=True` and can run side by side, but only while no writer (e.g. the app) is open.
+- A read-only Database never migrates; any write through it raises StoreError instead of a DuckDB error.
+- The same file cannot be opened twice in one process with different modes (DuckDB refuses the second config).
+"""
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import duckdb
+import numpy as np
+
+from core.types import DEFAULT_WORKSPACE
+
+SCHEMA_VERSION = 1
+
+Cursor = duckdb.DuckDBPyConnection
+
+
+class StoreError(RuntimeError):
+    """A store operation failed; the message is fit for the user."""
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+META_TABLES: tuple[str, ...] = (
+    """CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)""",
+    # Every table carries workspace_id so separate workspaces (isolated corpora and caches) need no migration.
+    """CREATE TABLE IF NOT EXISTS workspaces (
+        workspace_id VARCHAR PRIMARY KEY, name VARCHAR, corpus_version BIGINT DEFAULT 0, created_at TIMESTAMP)""",
+)
+
+
+def insert_workspace(cur: Cursor, workspace: str, name: str | None = None) -> None:
+    """Create the workspace row if missing. A name used by a deleted workspace starts above the corpus version that
+    one reached (core/store/workspaces.py), so caches keyed by (workspace, corpus version) never see old for new."""
+    cur.execute("INSERT INTO workspaces SELECT ?, ?, coalesce((SELECT CAST(value AS BIGINT) FROM meta WHERE key = ?), "
+                "0), ? ON CONFLICT DO NOTHING", [workspace, name or workspace, "corpus_version_floor:" + workspace, now()])
+
+
+def _table_name(ddl: str) -> str:
+    return ddl.split("EXISTS", 1)[1].split("(", 1)[0].strip()
+
+
+class Database:
+    """A DuckDB file (or :memory:). `tables` is every repository's DDL; they are created on a read-write open."""
+
+    def __init__(self, path: str | Path = ":memory:", *, read_only: bool = False,
+                 tables: Sequence[str] = ()) -> None:
+        self.path = str(path)
+        self.read_only = bool(read_only)
+        if self.read_only and self.path == ":memory:":
+            raise StoreError("an in-memory database cannot be opened read-only (there is nothing to read)")
+        if self.read_only and not Path(self.path).is_file():
+            raise StoreError(f"cannot open {self.path} read-only: no such database file")
+        if self.path != ":memory:" and not self.read_only:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._con = duckdb.connect(self.path, read_only=self.read_only)
+        except duckdb.Error as exc:
+            msg = str(exc)
+            if "lock" in msg.lower():
+                raise StoreError(
+                    f"database {self.path} is in use by another process: DuckDB allows one writing process or "
+                    f"several read-only ones, not both ({msg.splitlines()[0]})") from exc
+            raise StoreError(f"cannot open database {self.path}: {msg}") from exc
+        self._write_lock = threading.RLock()
+        self._ddl = (*META_TABLES, *tables)
+        if self.read_only:
+            self._check_schema()
+        else:
+            self._migrate()
+
+    # -- plumbing -------------------------------------------------------------------------------------------------
+    def cursor(self) -> Cursor:
+        return self._con.cursor()
+
+    def _refuse_if_read_only(self) -> None:
+        if self.read_only:
+            raise StoreError(f"database {self.path} is open read-only: this operation writes")
+
+    @contextmanager
+    def transaction(self) -> Iterator[Cursor]:
+        """One all-or-nothing write: a failure inside rolls everything back."""
+        self._refuse_if_read_only()
+        with self._write_lock:
+            cur = self.cursor()
+            cur.execute("BEGIN TRANSACTION")
+            try:
+                yield cur
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+            else:
+                cur.execute("COMMIT")
+            finally:
+                cur.close()
+
+    @contextmanager
+    def writer(self) -> Iterator[Cursor]:
+        """A single-statement write (auto-committed) under the write lock."""
+        self._refuse_if_read_only()
+        with self._write_lock:
+            cur = self.cursor()
+            try:
+                yield cur
+            finally:
+                cur.close()
+
+    # -- schema ---------------------------------------------------------------------------------------------------
+    def _migrate(self) -> None:
+        with self.transaction() as cur:
+            for ddl in self._ddl:
+                cur.execute(ddl)
+            row = cur.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if row is None:
+                cur.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+            elif int(row[0]) > SCHEMA_VERSION:
+                raise StoreError(
+                    f"database {self.path} has schema v{row[0]}, newer than this code (v{SCHEMA_VERSION})")
+        self.ensure_workspace(DEFAULT_WORKSPACE)
+
+    def _check_schema(self) -> None:
+        # Read-only cannot create tables: a file written by older code (missing tables) must be opened once
+        # read-write to migrate, and we say so instead of failing later on the first query.
+        have = {r[0] for r in self.cursor().execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        missing = sorted({_table_name(d) for d in self._ddl} - have)
+        if missing:
+            raise StoreError(f"database {self.path} lacks tables {', '.join(missing)}: open it once read-write "
+                             "(e.g. `python -m core ingest`) to create them")
+        v = self.schema_version()
+        if v > SCHEMA_VERSION:
+            raise StoreError(f"database {self.path} has schema v{v}, newer than this code (v{SCHEMA_VERSION})")
+
+    def schema_version(self) -> int:
+        row = self.cursor().execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        return int(row[0])
+
+    def ensure_workspace(self, workspace: str, name: str | None = None) -> None:
+        with self.writer() as cur:
+            insert_workspace(cur, workspace, name)
+
+    def workspaces(self) -> list[str]:
+        return [r[0] for r in self.cursor().execute("SELECT workspace_id FROM workspaces ORDER BY 1").fetchall()]
+
+    def close(self) -> None:
+        self._con.close()
+
+
+# -- bulk frames --------------------------------------------------------------------------------------------------
+def vector_frame(keys: Sequence[str], vectors: np.ndarray) -> Any:
+    """(key, vec) rows as one scan-able frame. Why: executemany binds FLOAT[] lists row by row, measured here at
+    several ms per row; one INSERT ... SELECT from a frame costs about as much as one row (bench/README.md)."""
+    import pandas as pd
+
+    rows = np.asarray(vectors, dtype=np.float32)
+    return pd.DataFrame({"key": pd.Series(list(keys), dtype="object"),
+                         "vec": pd.Series(list(rows), dtype="object")})
+
+
+def register_rows(cur: Cursor, name: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """Register rows as a scan-able relation: bulk inserts and hash joins instead of per-row statements."""
+    import pandas as pd
+
+    data = {c: [r[i] for r in rows] for i, c in enumerate(columns)}
+    frame = pd.DataFrame({c: pd.Series(v, dtype="object" if not v or isinstance(v[0], (list, tuple)) else None)
+                          for c, v in data.items()})
+    cur.register(name, frame)
+
+
+def insert_rows(cur: Cursor, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    if not rows:
+        return
+    register_rows(cur, "_bulk_rows", columns, rows)
+    try:
+        cols = ", ".join(columns)
+        cur.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _bulk_rows")
+    finally:
+        cur.unregister("_bulk_rows")

@@ -1,0 +1,301 @@
+"""Graph repository: GraphRAG extractions (the chunk provenance of every node and edge), node and edge
+aggregates, and the build state. Which name or type a node shows is decided in core/graph/aggregate.py; this
+module only reads and writes rows."""
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+import numpy as np
+
+from core.records import EdgeChunk, GraphEdge, GraphNode, GraphState, NodeChunk, NodeFacts
+from core.store.db import Database, insert_rows, now, register_rows
+from core.types import DEFAULT_WORKSPACE
+
+TABLES: tuple[str, ...] = (
+    # Per-chunk extractions (graph_mentions, graph_relations) are the chunk provenance of every node and edge;
+    # node_id / src_id / dst_id hold the current resolution. graph_nodes and graph_edges are aggregates over them,
+    # rewritten in bulk for the affected keys (no primary key: an index would only slow the rewrites).
+    """CREATE TABLE IF NOT EXISTS graph_chunks (
+        workspace_id VARCHAR, chunk_id VARCHAR, doc_id VARCHAR, builder VARCHAR, extracted_at TIMESTAMP)""",
+    """CREATE TABLE IF NOT EXISTS graph_mentions (
+        workspace_id VARCHAR, chunk_id VARCHAR, doc_id VARCHAR, norm VARCHAR, surface VARCHAR, type VARCHAR,
+        count INTEGER, description VARCHAR, node_id VARCHAR)""",
+    """CREATE TABLE IF NOT EXISTS graph_relations (
+        workspace_id VARCHAR, chunk_id VARCHAR, doc_id VARCHAR, src_norm VARCHAR, dst_norm VARCHAR, weight DOUBLE,
+        description VARCHAR, src_id VARCHAR, dst_id VARCHAR)""",
+    """CREATE TABLE IF NOT EXISTS graph_nodes (
+        workspace_id VARCHAR, node_id VARCHAR, name VARCHAR, type VARCHAR, description VARCHAR, n_chunks INTEGER,
+        n_mentions INTEGER, n_docs INTEGER, aliases VARCHAR[])""",
+    """CREATE TABLE IF NOT EXISTS graph_edges (
+        workspace_id VARCHAR, src VARCHAR, dst VARCHAR, weight DOUBLE, n_chunks INTEGER, description VARCHAR)""",
+    """CREATE TABLE IF NOT EXISTS graph_state (
+        workspace_id VARCHAR PRIMARY KEY, version BIGINT, corpus_version BIGINT, builder VARCHAR,
+        settings_json VARCHAR, stats_json VARCHAR, built_at TIMESTAMP)""",
+)
+
+_NODE_COLS = ("workspace_id", "node_id", "name", "type", "description", "n_chunks", "n_mentions", "n_docs", "aliases")
+
+
+class Graph:
+    """Implements core.graph.search's GraphSource and the build workflow's graph tables."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def state(self, workspace: str = DEFAULT_WORKSPACE) -> GraphState | None:
+        row = self._db.cursor().execute(
+            "SELECT version, corpus_version, builder, settings_json, stats_json, built_at FROM graph_state "
+            "WHERE workspace_id = ?", [workspace]).fetchone()
+        if row is None:
+            return None
+        return GraphState(int(row[0]), int(row[1]), row[2], json.loads(row[3] or "{}"), json.loads(row[4] or "{}"),
+                          row[5])
+
+    def set_state(self, *, corpus_version: int, builder: str, settings: dict[str, Any], stats: dict[str, Any],
+                  workspace: str = DEFAULT_WORKSPACE) -> int:
+        """Record a finished build or update; the version moves so in-memory graph caches reload."""
+        with self._db.transaction() as cur:
+            old = cur.execute("SELECT version FROM graph_state WHERE workspace_id = ?", [workspace]).fetchone()
+            version = (int(old[0]) if old else 0) + 1
+            cur.execute("DELETE FROM graph_state WHERE workspace_id = ?", [workspace])
+            cur.execute("INSERT INTO graph_state VALUES (?,?,?,?,?,?,?)",
+                        [workspace, version, corpus_version, builder, json.dumps(settings, sort_keys=True),
+                         json.dumps(stats, sort_keys=True), now()])
+        return version
+
+    def seen_chunks(self, workspace: str = DEFAULT_WORKSPACE) -> dict[str, str]:
+        """chunk_id -> doc_id of every chunk the graph holds extractions for."""
+        return dict(self._db.cursor().execute(
+            "SELECT chunk_id, doc_id FROM graph_chunks WHERE workspace_id = ?", [workspace]).fetchall())
+
+    def add_extractions(
+        self, chunk_rows: Sequence[tuple[str, str, str]], mention_rows: Sequence[tuple[str, str, str, str, str, int, str]],
+        relation_rows: Sequence[tuple[str, str, str, str, float, str]], workspace: str = DEFAULT_WORKSPACE,
+    ) -> None:
+        """Add the extractions of new chunks: (chunk_id, doc_id, builder), (chunk_id, doc_id, norm, surface, type,
+        count, description), (chunk_id, doc_id, src_norm, dst_norm, weight, description). Node ids are set later
+        by apply_resolution."""
+        at = now()
+        with self._db.transaction() as cur:
+            insert_rows(cur, "graph_chunks", ("workspace_id", "chunk_id", "doc_id", "builder", "extracted_at"),
+                        [(workspace, *r, at) for r in chunk_rows])
+            insert_rows(cur, "graph_mentions", ("workspace_id", "chunk_id", "doc_id", "norm", "surface", "type",
+                                                "count", "description"),
+                        [(workspace, *r) for r in mention_rows])
+            insert_rows(cur, "graph_relations", ("workspace_id", "chunk_id", "doc_id", "src_norm", "dst_norm",
+                                                 "weight", "description"),
+                        [(workspace, *r) for r in relation_rows])
+
+    def unresolved_chunks(self, workspace: str = DEFAULT_WORKSPACE) -> list[str]:
+        """Chunks with stored extractions that were never resolved (an update stopped part-way)."""
+        return [r[0] for r in self._db.cursor().execute(
+            "SELECT DISTINCT chunk_id FROM graph_mentions WHERE workspace_id = ? AND node_id IS NULL ORDER BY 1",
+            [workspace]).fetchall()]
+
+    def node_ids_for_chunks(self, chunk_ids: Sequence[str], workspace: str = DEFAULT_WORKSPACE) -> set[str]:
+        """Nodes whose aggregates depend on these chunks: every mention, and both ends of every relation."""
+        if not chunk_ids:
+            return set()
+        cur = self._db.cursor()
+        register_rows(cur, "_graph_ids", ("chunk_id",), [(c,) for c in chunk_ids])
+        rows = cur.execute(
+            "SELECT node_id FROM graph_mentions WHERE workspace_id = ? AND chunk_id IN (SELECT chunk_id FROM _graph_ids) "
+            "UNION SELECT src_id FROM graph_relations WHERE workspace_id = ? AND chunk_id IN "
+            "(SELECT chunk_id FROM _graph_ids) UNION SELECT dst_id FROM graph_relations WHERE workspace_id = ? AND "
+            "chunk_id IN (SELECT chunk_id FROM _graph_ids)", [workspace] * 3).fetchall()
+        cur.unregister("_graph_ids")
+        return {r[0] for r in rows if r[0] is not None}
+
+    def remove_chunks(self, chunk_ids: Sequence[str], workspace: str = DEFAULT_WORKSPACE) -> set[str]:
+        """Drop the extractions of chunks that left the corpus; returns the node ids that need re-aggregating."""
+        affected = self.node_ids_for_chunks(chunk_ids, workspace)
+        if not chunk_ids:
+            return affected
+        with self._db.transaction() as cur:
+            register_rows(cur, "_graph_ids", ("chunk_id",), [(c,) for c in chunk_ids])
+            for table in ("graph_chunks", "graph_mentions", "graph_relations"):
+                cur.execute(f"DELETE FROM {table} WHERE workspace_id = ? AND chunk_id IN "
+                            "(SELECT chunk_id FROM _graph_ids)", [workspace])
+            cur.unregister("_graph_ids")
+        return affected
+
+    def elements(self, workspace: str = DEFAULT_WORKSPACE) -> list[tuple[str, str]]:
+        """Distinct (norm, type) pairs: the atoms entity resolution maps to nodes."""
+        return self._db.cursor().execute(
+            "SELECT DISTINCT norm, type FROM graph_mentions WHERE workspace_id = ? ORDER BY 1, 2", [workspace]
+        ).fetchall()
+
+    def apply_resolution(self, mapping: dict[str, str], *, split_by_type: bool,
+                         chunk_ids: Sequence[str] | None = None, workspace: str = DEFAULT_WORKSPACE) -> None:
+        """Set node ids from element ids (norm, or norm|type): identity unless `mapping` says otherwise. Relation
+        ends take the node id of the same chunk's mention with that norm. `chunk_ids` limits it to new rows."""
+        elem = "norm || '|' || type" if split_by_type else "norm"
+        with self._db.transaction() as cur:
+            scope, params = "", [workspace]
+            if chunk_ids is not None:
+                register_rows(cur, "_graph_ids", ("chunk_id",), [(c,) for c in chunk_ids])
+                scope = " AND chunk_id IN (SELECT chunk_id FROM _graph_ids)"
+            cur.execute(f"UPDATE graph_mentions SET node_id = {elem} WHERE workspace_id = ?{scope}", params)
+            if mapping:
+                register_rows(cur, "_graph_map", ("element", "node_id"), sorted(mapping.items()))
+                cur.execute(f"UPDATE graph_mentions SET node_id = _graph_map.node_id FROM _graph_map "
+                            f"WHERE _graph_map.element = {elem} AND workspace_id = ?{scope}", params)
+                cur.unregister("_graph_map")
+            r_scope = scope.replace("chunk_id", "r.chunk_id", 1) if scope else ""
+            for end in ("src", "dst"):
+                cur.execute(f"UPDATE graph_relations AS r SET {end}_id = m.node_id FROM graph_mentions AS m "
+                            f"WHERE m.workspace_id = r.workspace_id AND m.chunk_id = r.chunk_id "
+                            f"AND m.norm = r.{end}_norm AND r.workspace_id = ?{r_scope}", params)
+            if chunk_ids is not None:
+                cur.unregister("_graph_ids")
+
+    def node_facts(self, node_ids: set[str] | None, workspace: str = DEFAULT_WORKSPACE) -> list[NodeFacts]:
+        """Plain aggregates of every node (None) or of `node_ids`, from their mentions: surface and type counts,
+        chunk/mention/doc counts, sorted aliases and sorted distinct descriptions. Choosing among them is
+        core/graph/aggregate.py's job."""
+        cur = self._db.cursor()
+        scope = ""
+        if node_ids is not None:
+            register_rows(cur, "_graph_aff", ("node_id",), [(n,) for n in sorted(node_ids)] or [("",)])
+            scope = " AND node_id IN (SELECT node_id FROM _graph_aff)"
+        try:
+            rows = cur.execute(f"""
+                WITH m AS (SELECT * FROM graph_mentions WHERE workspace_id = ? AND node_id IS NOT NULL{scope}),
+                s AS (SELECT node_id, surface, sum(count)::BIGINT AS c FROM m GROUP BY node_id, surface),
+                sl AS (SELECT node_id, list(surface ORDER BY surface) AS surfaces, list(c ORDER BY surface) AS sc
+                       FROM s GROUP BY node_id),
+                t AS (SELECT node_id, type, sum(count)::BIGINT AS c FROM m GROUP BY node_id, type),
+                tl AS (SELECT node_id, list(type ORDER BY type) AS types, list(c ORDER BY type) AS tc
+                       FROM t GROUP BY node_id),
+                ag AS (SELECT node_id, count(DISTINCT chunk_id) AS n_chunks, sum(count) AS n_mentions,
+                              count(DISTINCT doc_id) AS n_docs, list_sort(list_distinct(list(norm))) AS aliases,
+                              list_sort(list_distinct(list(description) FILTER (WHERE description <> ''))) AS descs
+                       FROM m GROUP BY node_id)
+                SELECT ag.node_id, sl.surfaces, sl.sc, tl.types, tl.tc, ag.n_chunks, ag.n_mentions, ag.n_docs,
+                       ag.aliases, ag.descs
+                FROM ag JOIN sl USING (node_id) JOIN tl USING (node_id) ORDER BY ag.node_id
+            """, [workspace]).fetchall()
+        finally:
+            if node_ids is not None:
+                cur.unregister("_graph_aff")
+        return [NodeFacts(nid, dict(zip(surf, map(int, sc))), dict(zip(types, map(int, tc))), int(nc), int(nm),
+                          int(nd), tuple(al or ()), tuple(ds or ()))
+                for nid, surf, sc, types, tc, nc, nm, nd, al, ds in rows]
+
+    def write_aggregates(self, node_ids: set[str] | None, nodes: Sequence[GraphNode],
+                         workspace: str = DEFAULT_WORKSPACE) -> None:
+        """Replace the aggregate rows of every node (None) or of `node_ids` with `nodes`, and re-aggregate the
+        edges touching them from their relations, in one transaction. An edge's weight sums each chunk's
+        strongest relation; its description lists up to three distinct ones (strongest per chunk, ties by text).
+        Edges stay in SQL: SciFact holds ~1M relation rows, too many to pull into Python per update."""
+        with self._db.transaction() as cur:
+            if node_ids is None:
+                cur.execute("DELETE FROM graph_nodes WHERE workspace_id = ?", [workspace])
+                cur.execute("DELETE FROM graph_edges WHERE workspace_id = ?", [workspace])
+                r_scope = ""
+            else:
+                register_rows(cur, "_graph_aff", ("node_id",), [(n,) for n in sorted(node_ids)] or [("",)])
+                cur.execute("DELETE FROM graph_nodes WHERE workspace_id = ? AND node_id IN "
+                            "(SELECT node_id FROM _graph_aff)", [workspace])
+                cur.execute("DELETE FROM graph_edges WHERE workspace_id = ? AND (src IN (SELECT node_id FROM "
+                            "_graph_aff) OR dst IN (SELECT node_id FROM _graph_aff))", [workspace])
+                r_scope = (" AND (src_id IN (SELECT node_id FROM _graph_aff) OR "
+                           "dst_id IN (SELECT node_id FROM _graph_aff))")
+            insert_rows(cur, "graph_nodes", _NODE_COLS, [(workspace, *n[:7], list(n.aliases)) for n in nodes])
+            cur.execute(f"""
+                INSERT INTO graph_edges
+                WITH r AS (SELECT chunk_id, least(src_id, dst_id) AS a, greatest(src_id, dst_id) AS b, weight,
+                                  description FROM graph_relations
+                           WHERE workspace_id = ? AND src_id <> dst_id{r_scope}),
+                pc AS (SELECT a, b, chunk_id, max(weight) AS w,
+                              first(description ORDER BY weight DESC, description) AS d FROM r GROUP BY a, b, chunk_id)
+                SELECT ?, a, b, sum(w), count(*),
+                       coalesce(array_to_string(list_slice(list_sort(list_distinct(list(d) FILTER (WHERE d <> ''))),
+                                                           1, 3), ' | '), '')
+                FROM pc GROUP BY a, b
+            """, [workspace, workspace])
+            if node_ids is not None:
+                cur.unregister("_graph_aff")
+
+    def nodes(self, workspace: str = DEFAULT_WORKSPACE) -> list[GraphNode]:
+        """Ordered by node id."""
+        return [GraphNode(*r[:7], tuple(r[7] or ())) for r in self._db.cursor().execute(
+            "SELECT node_id, name, type, description, n_chunks, n_mentions, n_docs, aliases FROM graph_nodes "
+            "WHERE workspace_id = ? ORDER BY node_id", [workspace]).fetchall()]
+
+    def edges(self, workspace: str = DEFAULT_WORKSPACE) -> list[GraphEdge]:
+        """src < dst, ordered."""
+        return [GraphEdge(*r) for r in self._db.cursor().execute(
+            "SELECT src, dst, weight, n_chunks, description FROM graph_edges WHERE workspace_id = ? ORDER BY src, dst",
+            [workspace]).fetchall()]
+
+    def edge_arrays(self, workspace: str = DEFAULT_WORKSPACE) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """All edges as column arrays (src ids, dst ids, weights), ordered: the bulk read for graph snapshots."""
+        got = self._db.cursor().execute(
+            "SELECT src, dst, weight FROM graph_edges WHERE workspace_id = ? ORDER BY src, dst", [workspace]
+        ).fetchnumpy()
+        return (np.asarray(got["src"], dtype=object), np.asarray(got["dst"], dtype=object),
+                np.asarray(got["weight"], dtype=np.float64))
+
+    def all_node_chunks(self, workspace: str = DEFAULT_WORKSPACE) -> dict[str, np.ndarray]:
+        """Provenance of every node as columns (node_id, chunk_id, doc_id, mentions): the bulk read for snapshots."""
+        return self._db.cursor().execute(
+            "SELECT node_id, chunk_id, doc_id, sum(count)::INTEGER AS mentions FROM graph_mentions "
+            "WHERE workspace_id = ? AND node_id IS NOT NULL GROUP BY ALL ORDER BY node_id, chunk_id", [workspace]
+        ).fetchnumpy()
+
+    def node_chunks(self, node_ids: Sequence[str], workspace: str = DEFAULT_WORKSPACE) -> list[NodeChunk]:
+        """Provenance of nodes, ordered by node and chunk."""
+        if not node_ids:
+            return []
+        return [NodeChunk(*r) for r in self._db.cursor().execute(
+            "SELECT node_id, chunk_id, doc_id, sum(count)::INTEGER FROM graph_mentions WHERE workspace_id = ? AND "
+            "node_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY ALL ORDER BY node_id, chunk_id",
+            [workspace, list(node_ids)]).fetchall()]
+
+    def edge_chunks(self, pairs: Sequence[tuple[str, str]], workspace: str = DEFAULT_WORKSPACE) -> list[EdgeChunk]:
+        """Provenance of edges for the given pairs (a < b): per chunk, its strongest relation."""
+        if not pairs:
+            return []
+        ends = sorted({n for p in pairs for n in p})
+        keys = sorted({f"{min(p)}\x1f{max(p)}" for p in pairs})
+        return [EdgeChunk(*r) for r in self._db.cursor().execute(
+            "SELECT a, b, chunk_id, first(doc_id), max(weight), first(description ORDER BY weight DESC, description) "
+            "FROM (SELECT least(src_id, dst_id) AS a, greatest(src_id, dst_id) AS b, chunk_id, doc_id, weight, "
+            "description FROM graph_relations WHERE workspace_id = ? AND src_id IN (SELECT unnest(?::VARCHAR[])) "
+            "AND dst_id IN (SELECT unnest(?::VARCHAR[]))) WHERE a || chr(31) || b IN (SELECT unnest(?::VARCHAR[])) "
+            "GROUP BY a, b, chunk_id ORDER BY a, b, chunk_id", [workspace, ends, ends, keys]).fetchall()]
+
+    def chunk_nodes(self, chunk_ids: Sequence[str], workspace: str = DEFAULT_WORKSPACE) -> list[tuple[str, str]]:
+        """(chunk_id, node_id) for every node a chunk mentions."""
+        if not chunk_ids:
+            return []
+        return self._db.cursor().execute(
+            "SELECT DISTINCT chunk_id, node_id FROM graph_mentions WHERE workspace_id = ? AND chunk_id IN "
+            "(SELECT unnest(?::VARCHAR[])) ORDER BY 1, 2", [workspace, list(chunk_ids)]).fetchall()
+
+    def clear(self, workspace: str = DEFAULT_WORKSPACE) -> None:
+        """Forget extractions, aggregates and communities (a full rebuild follows). Synonyms, review decisions
+        and summaries stay: summaries of memberships that reappear are still valid."""
+        with self._db.transaction() as cur:
+            for table in ("graph_chunks", "graph_mentions", "graph_relations", "graph_nodes", "graph_edges",
+                          "graph_communities", "graph_state"):
+                cur.execute(f"DELETE FROM {table} WHERE workspace_id = ?", [workspace])
+
+    def counts(self, workspace: str = DEFAULT_WORKSPACE) -> dict[str, int]:
+        cur = self._db.cursor()
+        out = {}
+        for table in ("graph_chunks", "graph_mentions", "graph_relations", "graph_nodes", "graph_edges",
+                      "graph_community_summaries"):
+            out[table.removeprefix("graph_")] = int(cur.execute(
+                f"SELECT count(*) FROM {table} WHERE workspace_id = ?", [workspace]).fetchone()[0])
+        out["communities"] = int(cur.execute(
+            "SELECT count(DISTINCT (level, community_id)) FROM graph_communities WHERE workspace_id = ?",
+            [workspace]).fetchone()[0])
+        out["pending_merges"] = int(cur.execute(
+            "SELECT count(*) FROM graph_merge_queue WHERE workspace_id = ? AND status = 'pending'",
+            [workspace]).fetchone()[0])
+        return out
+
+

@@ -1,0 +1,142 @@
+"""Graph review repository: the synonym list, the merge review queue, communities and their cached summaries.
+Synonyms and review decisions are user data and survive rebuilds; summaries are keyed by the community's
+membership hash, so a community whose members did not change keeps its summary."""
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+from core.records import CommunityMember, CommunitySummary, MergeItem
+from core.store.db import Database, StoreError, insert_rows, now
+from core.types import DEFAULT_WORKSPACE
+
+TABLES: tuple[str, ...] = (
+    """CREATE TABLE IF NOT EXISTS graph_synonyms (
+        workspace_id VARCHAR, line_no INTEGER, names VARCHAR[], created_at TIMESTAMP,
+        PRIMARY KEY (workspace_id, line_no))""",
+    """CREATE TABLE IF NOT EXISTS graph_merge_queue (
+        workspace_id VARCHAR, item_id VARCHAR, keep_id VARCHAR, other_id VARCHAR, keep_name VARCHAR,
+        other_name VARCHAR, score DOUBLE, status VARCHAR, created_at TIMESTAMP, decided_at TIMESTAMP,
+        PRIMARY KEY (workspace_id, item_id))""",
+    """CREATE TABLE IF NOT EXISTS graph_communities (
+        workspace_id VARCHAR, level INTEGER, community_id VARCHAR, parent_id VARCHAR, node_id VARCHAR,
+        members_hash VARCHAR)""",
+    """CREATE TABLE IF NOT EXISTS graph_community_summaries (
+        workspace_id VARCHAR, members_hash VARCHAR, level INTEGER, community_id VARCHAR, title VARCHAR,
+        summary VARCHAR, mode VARCHAR, usage_json VARCHAR, created_at TIMESTAMP,
+        PRIMARY KEY (workspace_id, members_hash))""",
+)
+
+
+class Review:
+    """Synonyms and the merge review queue (core/graph/build.py, the Graph page)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def synonyms(self, workspace: str = DEFAULT_WORKSPACE) -> list[tuple[str, ...]]:
+        return [tuple(r[0]) for r in self._db.cursor().execute(
+            "SELECT names FROM graph_synonyms WHERE workspace_id = ? ORDER BY line_no", [workspace]).fetchall()]
+
+    def set_synonyms(self, groups: Sequence[Sequence[str]], workspace: str = DEFAULT_WORKSPACE) -> None:
+        at = now()
+        with self._db.transaction() as cur:
+            cur.execute("DELETE FROM graph_synonyms WHERE workspace_id = ?", [workspace])
+            for i, names in enumerate(groups):
+                cur.execute("INSERT INTO graph_synonyms VALUES (?,?,?,?)", [workspace, i, list(names), at])
+
+    def queue(self, status: str | None = None, workspace: str = DEFAULT_WORKSPACE) -> list[MergeItem]:
+        """Merge suggestions, best score first (decisions in the order they were taken)."""
+        sql = ("SELECT item_id, keep_id, other_id, keep_name, other_name, score, status, created_at, decided_at "
+               "FROM graph_merge_queue WHERE workspace_id = ?")
+        params: list[Any] = [workspace]
+        if status is not None:
+            sql += " AND status = ?"
+            params.append(status)
+        sql += " ORDER BY decided_at NULLS FIRST, score DESC, item_id"
+        return [MergeItem(*r) for r in self._db.cursor().execute(sql, params).fetchall()]
+
+    def add_suggestions(self, rows: Sequence[tuple[str, str, str, str, str, float]],
+                        workspace: str = DEFAULT_WORKSPACE) -> int:
+        """Queue (item_id, keep_id, other_id, keep_name, other_name, score) as pending unless the item is already
+        queued or decided; returns how many were new. The item id (core.graph.resolve.merge_item_id) names the
+        unordered pair, so a decided pair is never suggested again."""
+        at = now()
+        with self._db.transaction() as cur:
+            known = {r[0] for r in cur.execute("SELECT item_id FROM graph_merge_queue WHERE workspace_id = ?",
+                                                [workspace]).fetchall()}
+            new = []
+            for item, keep, other, kname, oname, score in rows:
+                if item in known:
+                    continue
+                known.add(item)
+                new.append((workspace, item, keep, other, kname, oname, float(score), "pending", at, None))
+            if new:
+                cur.executemany("INSERT INTO graph_merge_queue VALUES (?,?,?,?,?,?,?,?,?,?)", new)
+        return len(new)
+
+    def set_queue_status(self, item_id: str, status: str, workspace: str = DEFAULT_WORKSPACE) -> bool:
+        if status not in ("pending", "approved", "rejected"):
+            raise StoreError(f"unknown review status {status!r}")
+        with self._db.transaction() as cur:
+            found = cur.execute("SELECT count(*) FROM graph_merge_queue WHERE workspace_id = ? AND item_id = ?",
+                                [workspace, item_id]).fetchone()[0]
+            cur.execute("UPDATE graph_merge_queue SET status = ?, decided_at = ? WHERE workspace_id = ? AND item_id = ?",
+                        [status, None if status == "pending" else now(), workspace, item_id])
+        return bool(found)
+
+    def delete_queue_items(self, item_ids: Sequence[str], workspace: str = DEFAULT_WORKSPACE) -> None:
+        if not item_ids:
+            return
+        with self._db.transaction() as cur:
+            cur.executemany("DELETE FROM graph_merge_queue WHERE workspace_id = ? AND item_id = ?",
+                            [[workspace, i] for i in item_ids])
+
+
+class Communities:
+    """Community membership and cached summaries (core/graph/build.py, summaries.py, search.py)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def put_communities(self, rows: Sequence[tuple[int, str, str | None, str, str]],
+                        workspace: str = DEFAULT_WORKSPACE) -> int:
+        """Replace the community membership (level, community_id, parent_id, node_id, members_hash) and drop the
+        cached summaries of memberships that no longer exist; returns how many summaries were invalidated."""
+        with self._db.transaction() as cur:
+            cur.execute("DELETE FROM graph_communities WHERE workspace_id = ?", [workspace])
+            insert_rows(cur, "graph_communities",
+                        ("workspace_id", "level", "community_id", "parent_id", "node_id", "members_hash"),
+                        [(workspace, *r) for r in rows])
+            stale = ("FROM graph_community_summaries WHERE workspace_id = ? AND members_hash NOT IN "
+                     "(SELECT DISTINCT members_hash FROM graph_communities WHERE workspace_id = ?)")
+            gone = cur.execute(f"SELECT count(*) {stale}", [workspace, workspace]).fetchone()[0]
+            cur.execute(f"DELETE {stale}", [workspace, workspace])
+        return int(gone)
+
+    def communities(self, workspace: str = DEFAULT_WORKSPACE) -> list[CommunityMember]:
+        """One row per (community, member node), ordered by level, community and node."""
+        return [CommunityMember(*r) for r in self._db.cursor().execute(
+            "SELECT level, community_id, parent_id, node_id, members_hash FROM graph_communities "
+            "WHERE workspace_id = ? ORDER BY level, community_id, node_id", [workspace]).fetchall()]
+
+    def summaries(self, members_hashes: Sequence[str] | None = None,
+                  workspace: str = DEFAULT_WORKSPACE) -> dict[str, CommunitySummary]:
+        """Cached community summaries by membership hash."""
+        sql = ("SELECT members_hash, level, community_id, title, summary, mode, usage_json, created_at "
+               "FROM graph_community_summaries WHERE workspace_id = ?")
+        params: list[Any] = [workspace]
+        if members_hashes is not None:
+            if not members_hashes:
+                return {}
+            sql += " AND list_contains(?, members_hash)"
+            params.append(list(set(members_hashes)))
+        return {r[0]: CommunitySummary(r[0], int(r[1]), r[2], r[3], r[4], r[5], json.loads(r[6] or "{}"), r[7])
+                for r in self._db.cursor().execute(sql, params).fetchall()}
+
+    def put_summary(self, members_hash: str, *, level: int, community_id: str, title: str, summary: str,
+                    mode: str, usage: dict[str, Any], workspace: str = DEFAULT_WORKSPACE) -> None:
+        with self._db.writer() as cur:
+            cur.execute("INSERT OR REPLACE INTO graph_community_summaries VALUES (?,?,?,?,?,?,?,?,?)",
+                        [workspace, members_hash, level, community_id, title, summary, mode, json.dumps(usage),
+                         now()])
