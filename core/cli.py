@@ -248,13 +248,15 @@ def cmd_context(args: argparse.Namespace) -> int:
                                               ttl=cfg.llm.cache_ttl)
         out["estimate"] = {"calls": est.calls, "with_cache_usd": round(est.with_cache_usd, 6),
                            "without_cache_usd": round(est.without_cache_usd, 6), "warnings": warnings,
-                           "tokens": "estimated (~4 characters per token; no offline Claude tokenizer)"}
+                           "tokens": "estimated per script (~4 ASCII / ~2 other characters per token); the budget "
+                                     "guard uses the provider's token counter or a safe upper bound"}
         if not args.json:
             print(f"estimate for {est.calls} calls on {model}{' (batch -50%)' if use_batches else ''}: "
-                  f"${est.with_cache_usd:.4f} with prompt caching, ${est.without_cache_usd:.4f} without "
-                  "(tokens estimated at ~4 characters each)")
+                  f"{fmt_usd(est.with_cache_usd)} with prompt caching, {fmt_usd(est.without_cache_usd)} without "
+                  "(tokens estimated per script; the budget guard counts them exactly)")
             for w in warnings:
                 print(f"warning: {w}")
+    from core.costs import fmt_usd
         if args.estimate_only:
             if args.json:
                 print(json.dumps(out))
@@ -270,10 +272,11 @@ def cmd_context(args: argparse.Namespace) -> int:
 
     def progress(done: int, total: int, usd: float) -> None:
         if not args.json and sys.stderr.isatty():
-            print(f"\r{done}/{total}  ${usd:.4f}", end="", file=sys.stderr)
+            print(f"\r{done}/{total}  {fmt_usd(usd)}", end="", file=sys.stderr)
 
     req = BuildRequest(args.variant, model=model, budget_usd=budget, use_batches=use_batches,
-                       max_output_tokens=c.max_output_tokens, ttl=cfg.llm.cache_ttl)
+                       max_output_tokens=c.max_output_tokens, ttl=cfg.llm.cache_ttl,
+                       workspace_budget_usd=c.workspace_budget_usd)
     try:
         rep = run_build(req, store, deps.embedder, deps.llm, workspace=args.workspace, progress=progress)
     except (ContextError, LLMError) as exc:
@@ -286,7 +289,7 @@ def cmd_context(args: argparse.Namespace) -> int:
         if sys.stderr.isatty():
             print(file=sys.stderr)
         print(f"{args.variant}: {rep.written} written, {rep.existing} already there, {rep.remaining} remaining, "
-              f"{rep.vectors} vectors embedded, ${rep.usd:.4f} spent")
+              f"{rep.vectors} vectors embedded, {fmt_usd(rep.usd)} spent")
         for w in rep.warnings:
             print(f"warning: {w}")
         if rep.stopped:

@@ -64,6 +64,8 @@ class ContextConfig(Section):
     variant: Literal["none", "heuristic", "late", "llm"] = "none"
     model: str = "claude-haiku-4-5"  # context writer
     budget_usd: float = Field(5.0, ge=0, description="hard stop: a build never spends more than this")
+    workspace_budget_usd: float = Field(0.0, ge=0, description="hard stop for all builds of the workspace together "
+                                                               "(usage ledger total); 0 = no workspace cap")
     confirm_above_usd: float = Field(1.0, ge=0, description="estimates above this ask for confirmation first")
     use_batches: bool = False  # Message Batches API: -50 %, results within 24 h
     max_output_tokens: int = Field(150, ge=16, le=1024)

@@ -10,13 +10,13 @@ from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
-from core.costs import RunEstimate, Ttl, estimate_document, price_for, worst_call_usd
-from core.embed import Embedder, embed_with_cache
-from core.index import variant_texts
+from core.costs import RunEstimate, Ttl, estimate_document, fmt_usd, price_for, worst_call_usd
+from core.embed import Embedder
+from core.index import backfill_vectors
 from core.llm import LLM, LLMError, LLMRequest, LLMResponse, TextBlock
 from core.records import OpenBatch
 from core.store import Store
-from core.text import estimate_llm_tokens, sentence_spans
+from core.text import estimate_llm_tokens, llm_tokens_upper_bound, sentence_spans
 from core.types import DEFAULT_WORKSPACE, Chunk
 
 VARIANTS = ("none", "heuristic", "late", "llm")
@@ -379,6 +379,7 @@ def estimate_llm_contexts(
 def build_llm_contexts(
     store: Store, llm: LLM, *, model: str, budget_usd: float, workspace: str = DEFAULT_WORKSPACE,
     max_output_tokens: int = 150, ttl: Ttl = "5m", progress: Progress | None = None, run_id: str | None = None,
+    workspace_budget_usd: float = 0.0,
 ) -> ContextReport:
     """Write LLM contexts for chunks that have none, one document at a time (its chunks back to back, so the
     cached document stays warm). Before every call the worst case of that call (whole prompt at the cache-write
@@ -402,10 +403,10 @@ def build_llm_contexts(
             warnings.append(f"{names.get(doc_id, doc_id)}: ~{prefix:,} tokens < {p.min_cacheable_tokens:,} minimum "
                             f"of {model}: no prompt cache for this document")
         for c in chunks:
-            bound = worst_call_usd(model, prefix, _call_tokens(c), max_output_tokens, ttl=ttl)
-            if spent + bound > budget_usd:
-                stopped = (f"budget: ${spent:.4f} spent of ${budget_usd:.2f}; the next call could cost up to "
-                           f"${bound:.4f}. Run again (with a budget) to continue; done contexts are kept")
+            bound = worst_call_usd(model, prefix, _call_bound(c), max_output_tokens, ttl=ttl)
+            if spent + bound > limit:
+                stopped = (f"{why.format(spent=fmt_usd(spent))}; the next call could cost up to {fmt_usd(bound)}. "
+                           "Run again (with a budget) to continue; done contexts are kept")
                 break
             try:
                 resp = llm.complete(context_request(text, c, model=model, max_tokens=max_output_tokens),
@@ -430,7 +431,7 @@ def _clean(text: str) -> str:
 def build_llm_contexts_batch(
     store: Store, llm: LLM, *, model: str, budget_usd: float, workspace: str = DEFAULT_WORKSPACE,
     max_output_tokens: int = 150, ttl: Ttl = "5m", poll_s: float = 30.0, max_wait_s: float = 3600.0,
-    sleep: Callable[[float], None] = time.sleep, progress: Progress | None = None,
+    sleep: Callable[[float], None] = time.sleep, progress: Progress | None = None, workspace_budget_usd: float = 0.0,
 ) -> ContextReport:
     """Bulk mode through the Message Batches API (-50 %). Batches already submitted and not yet collected are
     polled and collected first (a resumed run never submits the same chunks twice); then the missing chunks are
@@ -481,13 +482,16 @@ def build_llm_contexts_batch(
         todo, _ = _todo(store, workspace)
         items: list[tuple[Chunk, str]] = []
         bound_total = 0.0
+        limit, why = _limit(store, workspace, budget_usd, workspace_budget_usd)
+        count_warnings: list[str] = []
         for doc_id, chunks in todo.items():
             text = store.corpus.document_text(doc_id, workspace) or ""
             prefix = _prefix_bound(llm, text, model, count_warnings)
             for c in chunks:
-                bound = worst_call_usd(model, prefix, _call_tokens(c), max_output_tokens, ttl=ttl, batch=True)
-                if spent + bound_total + bound > budget_usd:
-                    stopped = f"budget: only {len(items)} requests fit in ${budget_usd:.2f} (worst case)"
+                bound = worst_call_usd(model, prefix, _call_bound(c), max_output_tokens, ttl=ttl, batch=True)
+                if spent + bound_total + bound > limit:
+                    stopped = (f"{why.format(spent=fmt_usd(spent))}: only {len(items)} requests fit "
+                               "(worst case)")
                     break
                 bound_total += bound
                 items.append((c, text))
@@ -524,6 +528,7 @@ class BuildRequest:
     ttl: Ttl = "5m"
     embed: bool = True  # embed context + chunk right after, so the toggle is instant
     extra: dict = field(default_factory=dict)
+    workspace_budget_usd: float = 0.0  # cap on the workspace's ledger total (all runs together); 0 = none
 
 
 def run_build(
@@ -540,10 +545,11 @@ def run_build(
         if req.use_batches:
             rep = build_llm_contexts_batch(store, llm, model=req.model, budget_usd=req.budget_usd, workspace=workspace,
                                            max_output_tokens=req.max_output_tokens, ttl=req.ttl, progress=progress,
-                                           **req.extra)
+                                           workspace_budget_usd=req.workspace_budget_usd, **req.extra)
         else:
             rep = build_llm_contexts(store, llm, model=req.model, budget_usd=req.budget_usd, workspace=workspace,
-                                     max_output_tokens=req.max_output_tokens, ttl=req.ttl, progress=progress)
+                                     max_output_tokens=req.max_output_tokens, ttl=req.ttl, progress=progress,
+                                     workspace_budget_usd=req.workspace_budget_usd)
     else:
         raise ContextError(f"unknown context variant {req.variant!r}; choose one of heuristic, late, llm")
     if req.embed:

@@ -155,6 +155,16 @@ class RunEstimate:
         return [d for d in self.docs if not d.cache_forms and d.calls]
 
 
+def fmt_usd(usd: float) -> str:
+    """Dollars with enough digits to tell budgets apart: "$0.0030", "$0.00012", "$1.25" (never "$0.00" for 0.003)."""
+    if usd == 0:
+        return "$0"
+    if abs(usd) >= 1:
+        return f"${usd:,.2f}"
+    decimals = max(4, 1 - math.floor(math.log10(abs(usd))))
+    return f"${usd:.{decimals}f}"
+
+
 def worst_call_usd(model: str, prefix_tokens: int, call_tokens: int, max_output_tokens: int, *,
                    ttl: Ttl = "5m", batch: bool = False) -> float:
     """Upper bound of one call: the whole prompt at the cache-write price (never cheaper than a miss or a read)

@@ -129,6 +129,20 @@ def count_tokens(text: str) -> int:
     return len(_TOKEN_SPAN.findall(text))
 
 
+def _ascii_count(text: str) -> int:
+    return len(text.encode("ascii", "ignore"))
+
+
 def estimate_llm_tokens(text: str) -> int:
-    """Rough Claude token estimate (no offline tokenizer exists): ~4 chars per token, never below word count."""
-    return max(len(text) // 4, len(text.split()))
+    """Rough Claude token estimate (no offline tokenizer exists), per script: ~4 ASCII characters per token, ~2 for
+    other scripts (Cyrillic, Greek, CJK), never below the word count. For displays; budgets use the bound below."""
+    ascii_chars = _ascii_count(text)
+    return max(ascii_chars // 4 + (len(text) - ascii_chars + 1) // 2, len(text.split()))
+
+
+def llm_tokens_upper_bound(text: str) -> int:
+    """A safe ceiling on Claude tokens when the provider's counter cannot be asked: one token per non-ASCII
+    character (Cyrillic runs ~1 character per token at worst) and one per two ASCII characters. Estimating
+    Russian at 4 characters per token let a budget of $0.009 spend $0.0119; this bound never undercounts."""
+    ascii_chars = _ascii_count(text)
+    return (ascii_chars + 1) // 2 + (len(text) - ascii_chars)

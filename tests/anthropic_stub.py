@@ -65,6 +65,7 @@ class StubState:
     # ("status", code) | ("stall", seconds) | ("latency", seconds) | ("malformed", "truncated"|"no_content"|"html")
     # | ("echo", code)
     faults: deque = field(default_factory=deque)
+    count_faults: deque = field(default_factory=deque)  # the same kinds, for POST /v1/messages/count_tokens
     requests: list[Recorded] = field(default_factory=list)
     responder: Callable[[dict[str, Any]], str] | None = None
     batches: dict[str, _Batch] = field(default_factory=dict)
@@ -187,8 +188,11 @@ class _Handler(BaseHTTPRequestHandler):
         if auth != f"Bearer {st.key}" and self.headers.get("x-api-key") != st.key:
             self._error(401, "authentication_error", "invalid x-api-key")
             return
+        # The token counter has its own fault queue, so a fault queued for the next message is not eaten by the
+        # budget guard's count that precedes it.
+        queue = st.count_faults if self.path.split("?")[0] == "/v1/messages/count_tokens" else st.faults
         with st.lock:
-            fault = st.faults.popleft() if st.faults else None
+            fault = queue.popleft() if queue else None
         if fault is not None:
             kind, value = fault
             if kind == "stall":

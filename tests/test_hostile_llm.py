@@ -102,3 +102,76 @@ def test_llm_answer_falls_back_and_the_key_reaches_nothing(tmp_path: Path, anthr
     assert "upstream failed" in captured.out and anthropic_stub.key not in captured.out + captured.err
     for f in tmp_path.iterdir():  # the database and its WAL: runs.trace_json, the ledger, everything
         assert anthropic_stub.key.encode() not in f.read_bytes()
+
+
+# -- budgets -------------------------------------------------------------------------------------------------------
+def _russian_doc() -> bytes:
+    para = ("Депо Линдквиста планирует ночное обслуживание: бригада проверяет колёсные пары, записывает момент "
+            "затяжки и передаёт журнал утренней смене. ")
+    return ("# Регламент депо\n\n" + "\n\n".join(f"## Раздел {i}\n\n" + para * 3 for i in range(20))).encode()
+
+
+def _ru_store(store, embedder):  # noqa: ANN001, ANN202 - fixtures from conftest
+    rep = ingest_files([("ru.md", _russian_doc())], store=store, embedder=embedder, config=PipelineConfig())
+    assert not rep.errors and len(_russian_doc().decode()) > 5_000
+    return store
+
+
+def _ledger_usd(store) -> float:  # noqa: ANN001
+    return sum(e.usd for e in store.ledger.usage_ledger())
+
+
+@pytest.mark.parametrize("counter_fails", [False, True])
+def test_russian_budget_is_never_overshot(store, embedder, anthropic_stub: Stub, counter_fails: bool) -> None:  # noqa: ANN001
+    """The case of issue #12: ~4 characters per token undercounted Cyrillic and $0.009 spent $0.0119. With the
+    provider's counter (or, when it fails, the per-script upper bound) the run stops within the budget."""
+    from core.context import build_llm_contexts
+
+    _ru_store(store, embedder)
+    llm = AnthropicLLM(anthropic_stub.key, base_url=anthropic_stub.base_url, ledger=store.ledger,
+                       sleep=lambda s: None, max_retries=0)
+    if counter_fails:
+        anthropic_stub.state.count_faults.extend([("status", 500)] * 100)
+    rep = build_llm_contexts(store, llm, model=HAIKU, budget_usd=0.009)
+    assert (rep.written > 0 or counter_fails) and rep.stopped.startswith("budget")  # the bound may refuse call 1
+    assert rep.usd <= 0.009 and _ledger_usd(store) <= 0.009
+    assert "of $0.0090" in rep.stopped  # enough digits to read the budget
+    assert any("upper bound" in w for w in rep.warnings) == counter_fails
+
+
+def test_workspace_budget_caps_several_runs(store, embedder, anthropic_stub: Stub) -> None:  # noqa: ANN001
+    """Three runs at 0.05 / 0.02 / 0.03 used to add up with nothing watching the sum; a workspace budget of 0.008
+    caps their total (the ledger is the running total)."""
+    from core.context import build_llm_contexts
+
+    _ru_store(store, embedder)
+    llm = AnthropicLLM(anthropic_stub.key, base_url=anthropic_stub.base_url, ledger=store.ledger,
+                       sleep=lambda s: None, max_retries=0)
+    reps = [build_llm_contexts(store, llm, model=HAIKU, budget_usd=b, workspace_budget_usd=0.008)
+            for b in (0.05, 0.02, 0.03)]
+    assert 0 < _ledger_usd(store) <= 0.008
+    assert reps[0].written > 0 and all(r.stopped.startswith("workspace budget") for r in reps)
+    assert "of $0.0080 for workspace 'default'" in reps[-1].stopped and reps[-1].written == 0
+
+
+def test_fmt_usd_shows_enough_digits() -> None:
+    from core.costs import fmt_usd
+
+    assert [fmt_usd(x) for x in (0.003, 0.0018, 0.00012, 0.0, 2.5)] == ["$0.0030", "$0.0018", "$0.00012", "$0",
+                                                                         "$2.50"]
+
+
+def test_budget_between_the_old_estimate_and_the_real_cost_is_kept(store, embedder, anthropic_stub: Stub) -> None:  # noqa: ANN001
+    """A budget 1.3x the first call's bound under the old ~4-characters-per-token estimate: the real call costs
+    about twice that for Cyrillic, so the old guard made the call and overshot; the counted bound refuses it."""
+    from core.context import CONTEXT_INSTRUCTIONS, build_llm_contexts
+    from core.costs import worst_call_usd
+
+    _ru_store(store, embedder)
+    text = _russian_doc().decode()
+    old_bound = worst_call_usd(HAIKU, (len(CONTEXT_INSTRUCTIONS) + len(text)) // 4, 60, 150)
+    budget = 1.3 * old_bound
+    llm = AnthropicLLM(anthropic_stub.key, base_url=anthropic_stub.base_url, ledger=store.ledger,
+                       sleep=lambda s: None, max_retries=0)
+    rep = build_llm_contexts(store, llm, model=HAIKU, budget_usd=budget)
+    assert rep.usd <= budget and _ledger_usd(store) <= budget and rep.stopped.startswith("budget")
