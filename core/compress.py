@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from core.embed import Embedder, EmbeddingCacheStore
+from core.embed import Embedder, EmbeddingCacheStore, embed_with_cache
 from core.text import estimate_llm_tokens, normalise, sentence_spans, sha256_text, tokenize
 from core.types import Candidate
 
@@ -472,15 +472,7 @@ def cached_vectors(texts: Sequence[str], embedder: Embedder, cache: EmbeddingCac
                    ) -> np.ndarray:
     """Vectors of texts from the embedding cache (chunk texts are there since ingest), encoding only the misses and
     writing nothing back: query-time texts must not grow the cache."""
-    if not texts:
-        return np.zeros((0, 0), dtype=np.float32)
-    hashes = [sha256_text(t) for t in texts]
-    found = cache.cached_embeddings(embedder.model_id, hashes, workspace) if cache is not None else {}
-    missing = [i for i, h in enumerate(hashes) if h not in found]
-    if missing:
-        fresh = embedder.encode([texts[i] for i in missing])
-        found = {**found, **{hashes[i]: fresh[j] for j, i in enumerate(missing)}}
-    return np.stack([np.asarray(found[h], dtype=np.float32) for h in hashes])
+    return embed_with_cache(texts, embedder, cache, workspace, write=False)[0]
 
 
 def lexical_similarity(texts: Sequence[str]) -> np.ndarray:

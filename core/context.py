@@ -560,22 +560,18 @@ def run_build(
 
 
 def prepare_variant(store: Store, variant: str, workspace: str = DEFAULT_WORKSPACE, model_id: str | None = None) -> list[str]:
-    """Called by the pipeline before searching: heuristic contexts are written on the spot when chunks lack one
-    (pure text, no model); for 'late' and 'llm' the notes say how much of the corpus has them (the rest is
-    searched raw)."""
+    """Called by the pipeline before searching; reads two counts and writes nothing (a query only reads). The notes
+    say how much of the corpus has the variant (the rest is searched raw) and how to build the rest: heuristic
+    contexts are written at ingest, so only a corpus stored before that needs the build."""
     if variant == "none":
         return []
-    if variant == "heuristic":
-        have, total = coverage(store, variant, workspace)
-        if have < total:
-            rep = build_heuristic(store, workspace=workspace)
-            return [f"wrote {rep.written} heuristic contexts (title, heading path, lead sentence; no model)"]
-        return []
-    label = "late-chunking vectors" if variant == "late" else "LLM contexts"
+    label = {"heuristic": "heuristic contexts", "late": "late-chunking vectors"}.get(variant, "LLM contexts")
     have, total = coverage(store, variant, workspace, model_id)
+    build = f"`python -m core context --variant {variant}` or on the Costs page"
     if have == 0 and total:
         return [f"context.variant = {variant} but no {label} exist yet, so raw text is searched; build them with "
-                f"`python -m core context --variant {variant}` or on the Costs page"]
+                f"{build}"]
     if have < total:
-        return [f"{label} cover {have} of {total} chunks; the other chunks are searched raw"]
+        return [f"{label} cover {have} of {total} chunks; the other chunks are searched raw (build the rest with "
+                f"{build})"]
     return []

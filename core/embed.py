@@ -6,7 +6,7 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Protocol, Sequence, runtime_checkable
+from typing import Callable, Generic, Iterator, Mapping, Protocol, Sequence, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -146,27 +146,81 @@ def load_embedder(model_name: str, *, batch_size: int = 64) -> LoadedEmbedder:
 
 @dataclass(frozen=True)
 class EmbedStats:
+    """What a cache-first encode did: `cache_hits` texts came from the cache (or from an earlier copy of the same
+    text in the same call), `computed` distinct texts went through the model. The Costs page's hit rates add these."""
+
     texts: int
     cache_hits: int
     computed: int
 
 
+V = TypeVar("V")
+
+
+@dataclass(frozen=True)
+class CacheFirst(Generic[V]):
+    """The values of one cache-first call, in input order, with its counts and the keys that were computed."""
+
+    values: list[V]
+    stats: EmbedStats
+    fresh: frozenset[str]
+
+
+def cache_first(
+    keys: Sequence[str], texts: Sequence[str], *, lookup: Callable[[list[str]], Mapping[str, V]],
+    compute: Callable[[list[str]], Sequence[V]], save: Callable[[dict[str, V]], None] | None = None,
+) -> CacheFirst[V]:
+    """The one cache-first loop behind every encoder here (text vectors, graph name vectors, token matrices): look
+    every distinct key up once, compute the misses in one call (first text of each key), save them (unless `save`
+    is None: query-time callers read caches and never grow them), and return values in input order."""
+    if len(keys) != len(texts):
+        raise ValueError(f"{len(keys)} keys for {len(texts)} texts")
+    distinct = list(dict.fromkeys(keys))
+    found: dict[str, V] = dict(lookup(distinct)) if distinct else {}
+    todo: dict[str, str] = {}
+    for k, t in zip(keys, texts):
+        if k not in found:
+            todo.setdefault(k, t)
+    if todo:
+        new = list(compute(list(todo.values())))
+        if len(new) != len(todo):
+            raise ValueError(f"the encoder returned {len(new)} results for {len(todo)} texts")
+        fresh = dict(zip(todo, new))
+        if save is not None:
+            save(fresh)
+        found.update(fresh)
+    return CacheFirst([found[k] for k in keys], EmbedStats(len(keys), len(keys) - len(todo), len(todo)),
+                      frozenset(todo))
+
+
 class EmbeddingCacheStore(Protocol):
+    """The embedding cache (core.store's caches repository implements it)."""
+
     def cached_embeddings(self, model_id: str, hashes: Sequence[str], workspace: str = ...) -> dict[str, np.ndarray]: ...
     def cache_embeddings(self, model_id: str, items: dict[str, np.ndarray], workspace: str = ...) -> None: ...
 
 
+def _encode_checked(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    new = np.asarray(embedder.encode(texts), dtype=np.float32)
+    if new.shape[0] != len(texts):
+        raise ValueError(f"embedder {embedder.model_id} returned {new.shape[0]} vectors for {len(texts)} texts")
+    return new
+
+
 def embed_with_cache(
-    texts: Sequence[str], embedder: Embedder, cache: EmbeddingCacheStore, workspace: str
+    texts: Sequence[str], embedder: Embedder, cache: EmbeddingCacheStore | None, workspace: str, *,
+    write: bool = True,
 ) -> tuple[np.ndarray, EmbedStats]:
-    """Vectors for texts, looked up by (model id, sha256 of normalised text) first; only misses are encoded."""
+    """Vectors for texts, looked up by (model id, sha256 of normalised text) first; only misses are encoded.
+    write=False (query time) reads the cache and adds nothing to it."""
     if not texts:
         return np.zeros((0, 0), dtype=np.float32), EmbedStats(0, 0, 0)
-    return embed_groups_with_cache([texts], embedder, cache, workspace)[0]
+    return embed_groups_with_cache([texts], embedder, cache, workspace, write=write)[0]
 
 
 def embed_groups_with_cache(
-    groups: Sequence[Sequence[str]], embedder: Embedder, cache: EmbeddingCacheStore, workspace: str
+    groups: Sequence[Sequence[str]], embedder: Embedder, cache: EmbeddingCacheStore | None, workspace: str, *,
+    write: bool = True,
 ) -> list[tuple[np.ndarray, EmbedStats]]:
     """embed_with_cache for several documents at once: one cache lookup, one encode call and one cache write for
     all of them, with the stats still counted per group (a text shared by two groups is computed for the first
@@ -174,30 +228,24 @@ def embed_groups_with_cache(
     Why: a document of two chunks encoded alone leaves the model's batches mostly empty; measured on 2 CPU cores
     (bench/ingest.py), per-document encode calls ran markedly slower than the same texts in full batches."""
     hashes = [[sha256_text(t) for t in g] for g in groups]
-    found = cache.cached_embeddings(embedder.model_id, [h for hs in hashes for h in hs], workspace)
-    missing: dict[str, int] = {}  # hash -> row in the encode call, first occurrence wins
-    missing_texts: list[str] = []
-    computed: list[int] = []
-    for g, hs in zip(groups, hashes):
-        n = 0
-        for t, h in zip(g, hs):
-            if h not in found and h not in missing:
-                missing[h] = len(missing_texts)
-                missing_texts.append(t)
-                n += 1
-        computed.append(n)
-    if missing_texts:
-        new = embedder.encode(missing_texts)
-        if new.shape[0] != len(missing_texts):
-            raise ValueError(
-                f"embedder {embedder.model_id} returned {new.shape[0]} vectors for {len(missing_texts)} texts")
-        fresh = {h: new[j] for h, j in missing.items()}
-        cache.cache_embeddings(embedder.model_id, fresh, workspace)
-        found = {**found, **fresh}
+    model = embedder.model_id
+    res = cache_first(
+        [h for hs in hashes for h in hs], [t for g in groups for t in g],
+        lookup=(lambda ks: cache.cached_embeddings(model, ks, workspace)) if cache is not None else (lambda ks: {}),
+        compute=lambda ts: list(_encode_checked(embedder, ts)),
+        save=(lambda fresh: cache.cache_embeddings(model, fresh, workspace)) if cache is not None and write else None,
+    )
     out: list[tuple[np.ndarray, EmbedStats]] = []
-    for hs, n in zip(hashes, computed):
+    seen: set[str] = set()
+    at = 0
+    for hs in hashes:
+        vals = res.values[at : at + len(hs)]
+        at += len(hs)
         if not hs:
             out.append((np.zeros((0, 0), dtype=np.float32), EmbedStats(0, 0, 0)))
             continue
-        out.append((np.stack([found[h] for h in hs]).astype(np.float32), EmbedStats(len(hs), len(hs) - n, n)))
+        # A computed text counts as computed in the first group that holds it, as a hit everywhere after.
+        n = len({h for h in hs if h in res.fresh and h not in seen})
+        seen.update(hs)
+        out.append((np.stack(vals).astype(np.float32), EmbedStats(len(hs), len(hs) - n, n)))
     return out

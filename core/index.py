@@ -3,14 +3,53 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Protocol, Sequence
 
 import numpy as np
 
-from core.embed import EmbedStats, Embedder, embed_with_cache
+from core.embed import EmbedStats, Embedder, EmbeddingCacheStore, embed_with_cache
 from core.retrieve.bm25 import BM25Index, BM25Params
 from core.retrieve.dense import DenseIndex
 from core.types import Chunk
+
+
+class CorpusReader(Protocol):
+    """What the indexes read of the corpus (core.store's corpus repository implements it)."""
+
+    def corpus_version(self, workspace: str = ...) -> int: ...
+
+    def chunks(self, workspace: str = ...) -> list[Chunk]: ...
+
+    def vectors(self, model_id: str, variant: str = ..., workspace: str = ...) -> tuple[list[str], np.ndarray]: ...
+
+    def chunks_missing_vectors(self, model_id: str, variant: str = ..., workspace: str = ...) -> list[Chunk]: ...
+
+    def vector_models(self, workspace: str = ...) -> Sequence[tuple[str, str, int]]: ...
+
+
+class ContextReader(Protocol):
+    """Chunk contexts (core.store's ledger repository implements it)."""
+
+    def contexts(self, variant: str, workspace: str = ..., chunk_ids: Sequence[str] | None = None) -> dict[str, str]: ...
+
+    def context_state(self, variant: str, workspace: str = ...) -> str: ...
+
+
+class IndexSources(Protocol):
+    """The three repositories an index is read from; core.store.Store has them as attributes."""
+
+    corpus: CorpusReader
+    ledger: ContextReader
+    caches: EmbeddingCacheStore
+
+
+class VectorWriter(Protocol):
+    def put_vectors(self, chunk_ids: Sequence[str], vectors: np.ndarray, model_id: str, variant: str = ...,
+                    workspace: str = ...) -> None: ...
+
+
+class CacheEvents(EmbeddingCacheStore, Protocol):
+    def record_cache_event(self, cache: str, hits: int, misses: int, purpose: str, workspace: str = ...) -> None: ...
 
 
 def contextual_text(context: str | None, text: str) -> str:
@@ -18,13 +57,27 @@ def contextual_text(context: str | None, text: str) -> str:
     return f"{context}\n\n{text}" if context else text
 
 
-def variant_texts(store: Store, workspace: str, variant: str, chunks: Sequence[Chunk]) -> list[str]:
+def variant_texts(contexts: ContextReader, workspace: str, variant: str, chunks: Sequence[Chunk]) -> list[str]:
     """Texts to index for a variant: raw chunk text, or context + chunk where a context of that variant exists."""
     if variant in ("raw", "late"):
         return [c.text for c in chunks]
     # A long id list makes the IN-filter slower than reading the variant whole.
-    ctx = store.contexts(variant, workspace, None if len(chunks) > 500 else [c.chunk_id for c in chunks])
+    ctx = contexts.contexts(variant, workspace, None if len(chunks) > 500 else [c.chunk_id for c in chunks])
     return [contextual_text(ctx.get(c.chunk_id), c.text) for c in chunks]
+
+
+def backfill_vectors(corpus: CorpusReader, contexts: ContextReader, caches: CacheEvents, writer: VectorWriter,
+                     embedder: Embedder, workspace: str, variant: str = "raw", *, purpose: str = "backfill"
+                     ) -> EmbedStats:
+    """Store the vectors chunks lack for this model and variant (cache first). A build-time write: ingest, a
+    context build or an explicit backfill call it; a query never does (it embeds what is missing in memory)."""
+    missing = corpus.chunks_missing_vectors(embedder.model_id, variant, workspace)
+    if not missing:
+        return EmbedStats(0, 0, 0)
+    vecs, stats = embed_with_cache(variant_texts(contexts, workspace, variant, missing), embedder, caches, workspace)
+    writer.put_vectors([c.chunk_id for c in missing], vecs, embedder.model_id, variant, workspace)
+    caches.record_cache_event("embedding", stats.cache_hits, stats.computed, purpose, workspace)
+    return stats
 
 
 @dataclass
@@ -32,37 +85,27 @@ class _Entry:
     version: int
     key: tuple
     index: object
+    unstored: int = 0  # chunks whose vectors were embedded in memory for this index (none stored for the model)
 
 
 class IndexCache:
     """Holds one BM25 and one dense index per (workspace, variant, params/model). Safe to share across
-    Streamlit sessions: a lock guards rebuilds, and built indexes are immutable."""
+    Streamlit sessions: built indexes are immutable; `_lock` only guards the dictionary (held for lookups, never
+    while reading rows or embedding), and a build lock per slot makes callers of the same index wait for one build
+    instead of repeating it, while every other workspace and variant stays searchable."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._entries: dict[tuple, _Entry] = {}
+        self._building: dict[tuple, threading.Lock] = {}
         self.last_embed_stats: EmbedStats | None = None
 
-    def bm25(self, store: Store, workspace: str, params: BM25Params, variant: str = "raw") -> BM25Index:
-        """`variant` 'heuristic' / 'llm' indexes context + chunk; 'late' only changes vectors, so it reads raw text."""
-        version = store.corpus_version(workspace)
-        text_variant = "raw" if variant in ("raw", "late") else variant
-        slot = ("bm25", workspace, text_variant)
-        state = "" if text_variant == "raw" else store.context_state(text_variant, workspace)
+    def _fresh(self, slot: tuple, version: int, key: tuple) -> _Entry | None:
         with self._lock:
             entry = self._entries.get(slot)
-            if entry is None or entry.version != version or entry.key != (params, state):
-                chunks = store.chunks(workspace)
-                texts = variant_texts(store, workspace, text_variant, chunks)
-                index = BM25Index([c.chunk_id for c in chunks], texts, params)
-                entry = _Entry(version, (params, state), index)
-                self._entries[slot] = entry
-            return entry.index  # type: ignore[return-value]
+            return entry if entry is not None and entry.version == version and entry.key == key else None
 
-    def dense(self, store: Store, embedder: Embedder, workspace: str, variant: str = "raw") -> DenseIndex:
-        """Vectors of the active model only; chunks that lack one (new model) are embedded (cache first) now.
-        Contextual variants embed context + chunk; 'late' vectors are only made by late chunking (core.context),
-        so chunks without one fall back to their raw vector."""
+    def _build_lock(self, slot: tuple) -> threading.Lock:
         with self._lock:
             return self._building.setdefault(slot, threading.Lock())
 
@@ -153,3 +196,12 @@ class IndexCache:
             for slot in [s for s in self._entries if workspace is None or s[1] == workspace]:
                 del self._entries[slot]
 
+
+def _with_fallback(model_id: str, ids: list[str], matrix: np.ndarray, raw: DenseIndex) -> DenseIndex:
+    """Late vectors where they exist, the raw vector for every other chunk."""
+    have = set(ids)
+    extra = [i for i, cid in enumerate(raw.chunk_ids) if cid not in have]
+    if extra:
+        ids = list(ids) + [raw.chunk_ids[i] for i in extra]
+        matrix = raw.matrix[extra] if not len(have) else np.vstack([matrix, raw.matrix[extra]])
+    return DenseIndex(model_id, ids, matrix)

@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from core.compress import local_headings
-from core.embed import declared_languages, one_torch_thread
+from core.embed import cache_first, declared_languages, one_torch_thread
 from core.text import EN_STOP, RU_STOP, detect_language
 from core.types import CONTEXT_KEY, DEFAULT_WORKSPACE, Candidate, Usage
 
@@ -311,32 +311,26 @@ class LateInteractionReranker:
         """(matrices, cache hits, computed): memory LRU, then the persistent store, then the model. Queries pass
         persist=False: they are cached in memory only, so the store holds chunk texts and does not grow per query."""
         store = self.persist if persist else None
-        keys = [text_key(self.model_id, t) for t in texts]
-        found: dict[str, TokenMatrix] = {}
-        for k in set(keys):
-            tm = self.cache.get(self.model_id, k)
-            if tm is not None:
-                found[k] = tm
-        missing = [k for k in dict.fromkeys(keys) if k not in found]
-        if missing and store is not None:
-            for k, (ids, vecs, spans) in store.cached_token_vectors(self.model_id, missing, workspace).items():
-                tm = TokenMatrix(ids, vecs, spans)
-                self.cache.put(self.model_id, k, tm)
-                found[k] = tm
-        todo: dict[str, str] = {}
-        for k, t in zip(keys, texts):
-            if k not in found:
-                todo.setdefault(k, t)
-        if todo:
-            fresh = dict(zip(todo, encode_token_matrices(self.encoder, list(todo.values()))))
+
+        def lookup(keys: list[str]) -> dict[str, TokenMatrix]:
+            found = {k: tm for k in keys if (tm := self.cache.get(self.model_id, k)) is not None}
+            rest = [k for k in keys if k not in found]
+            if rest and store is not None:
+                for k, (ids, vecs, spans) in store.cached_token_vectors(self.model_id, rest, workspace).items():
+                    found[k] = TokenMatrix(ids, vecs, spans)
+                    self.cache.put(self.model_id, k, found[k])
+            return found
+
+        def save(fresh: dict[str, TokenMatrix]) -> None:
             for k, tm in fresh.items():
                 self.cache.put(self.model_id, k, tm)
             if store is not None:
                 store.cache_token_vectors(
                     self.model_id, {k: (tm.ids, tm.vecs, tm.spans) for k, tm in fresh.items()}, workspace)
-            found.update(fresh)
-        hits = sum(1 for k in keys if k not in todo)
-        return [found[k] for k in keys], hits, len(todo)
+
+        res = cache_first([text_key(self.model_id, t) for t in texts], texts, lookup=lookup, save=save,
+                          compute=lambda todo: encode_token_matrices(self.encoder, todo))
+        return res.values, res.stats.cache_hits, res.stats.computed
 
     def warm(self, texts: Sequence[str], workspace: str = DEFAULT_WORKSPACE, batch: int = 64) -> int:
         """Encode and cache texts ahead of queries (bench, or after an ingest); returns how many were computed."""

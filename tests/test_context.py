@@ -86,7 +86,6 @@ def test_contextual_bm25_index_switches_without_reindexing_raw(corpus: Store, em
     raw = deps.indexes.bm25(corpus, "default", BM25Params())
     # "handbook" occurs in the raw text of chunk 0 only; every heuristic context names the document title.
     assert len(raw.search("handbook", 100)) <= 2
-    build_heuristic(corpus)
     ctx_index = deps.indexes.bm25(corpus, "default", BM25Params(), variant="heuristic")
     n_handbook = len(_doc_chunks(corpus, "depot_handbook.md"))
     assert len(ctx_index.search("handbook", 100)) == n_handbook

@@ -211,6 +211,12 @@ def ingest_files(
     flush()
     report.results.extend(r for r in results if r is not None)
     changed = [r.doc_id for r in report.results if r.status in ("ingested", "replaced") and r.doc_id]
+    if changed:
+        # Heuristic contexts (title, heading path, lead sentence; no model, ~free) are written at ingest, so a query
+        # with context.variant = heuristic finds them and writes nothing.
+        from core.context import build_heuristic
+
+        build_heuristic(store, workspace=workspace, doc_ids=changed)
     if config.graph.enabled and changed:
         # Keep the entity graph in step: only the new documents' chunks are extracted (core/graph/build.py).
         from core.graph.build import update_graph_for_documents
