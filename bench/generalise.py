@@ -7,10 +7,12 @@ document level, plus the rerank stage with and without its blend with the fused 
 One pipeline run per question of the *stage* configuration (the default with the rerank reading and handing on its
 whole top_n, combine=replace, prune/MMR off) gives BM25 alone, dense alone, the fused (hybrid) list and the pure
 rerank order, each the stage's own list; the rerank blends (RRF of fused and rerank orders) are computed from that
-same list with core.rerank.blend_scores, so a sweep costs no model call. Then the *default* configuration (and the
-default as it stood before this bench, 'previous-default': combine=replace, prune.keep_all=false) runs for its final
-list. Answers and the answer cache are off: they do not change retrieval, and a cached answer would replay a
-question across configurations.
+same list with core.rerank.blend_scores, so a sweep costs no model call. Then three configurations run for their final
+list: 'default-cascade' is the default retrieval cascade with the router and query transforms off (what issue #11
+tunes), 'previous-cascade' the same as it stood before (combine=replace, prune.keep_all=false), and 'default' the
+whole product default (router and transforms as configured). Answers and the answer cache are off everywhere: they do
+not change retrieval, and a cached answer would replay a question across configurations. The stage configuration
+runs with the router and transforms off too, so BM25 / dense / hybrid are those searches alone.
 
 Scoring: a document's rank is the best rank of any of its chunks; recall@k = share of gold documents in the top k;
 hit@1 = the first document is gold. anthropic_codebase gold is chunk text; its documents are the files holding
@@ -43,6 +45,9 @@ from core.types import Candidate
 KS = (1, 2, 5, 10)
 BLENDS = [(0.5, 60), (1.0, 60), (2.0, 60), (1.0, 10), (1.0, 30)]  # (input_weight, rrf_k)
 OFF = {"answer.enabled": False, "answer_cache.enabled": False}
+# The retrieval cascade alone (what issue #11 tunes): no router picking another route, no query transforms.
+CASCADE = {"router.enabled": False, "transforms.hyde": "off", "transforms.multi_query": "off",
+           "transforms.decompose": "off", "agent.enabled": False}
 RU_SEED = ROOT / "bench" / "sets" / "ru_seed"
 
 
@@ -129,10 +134,11 @@ def run_set(name: str, args: argparse.Namespace, root: Path) -> dict[str, Any]:
     db = args.db or str(ROOT / "data" / "bench" / "generalise.duckdb")
     Path(db).parent.mkdir(parents=True, exist_ok=True)
     # The set's own depth overrides (recall@100, Pass@20) are not applied: every list here is scored at k <= 10.
-    stage_cfg = _cfg({}, {"rerank.combine": "replace", "rerank.k": 50, "rerank.top_n": 50,
-                                    "fusion.k": 50, "prune.enabled": False, "mmr.enabled": False})
+    stage_cfg = _cfg({}, {**CASCADE, "rerank.combine": "replace", "rerank.k": 50, "rerank.top_n": 50,
+                          "fusion.k": 50, "prune.enabled": False, "mmr.enabled": False})
+    cascade_cfg = _cfg({}, CASCADE)
+    previous_cfg = _cfg({}, {**CASCADE, "rerank.combine": "replace", "prune.keep_all": False})
     default_cfg = _cfg({}, {})
-    previous_cfg = _cfg({}, {"rerank.combine": "replace", "prune.keep_all": False})
     deps = build_deps(stage_cfg, store=Store(db))
     ws = gs.workspace or ("gen_sample" if name.startswith("sample") else f"gen_{name}")
     resolved, notes = prepare(gs, deps, workspace=ws, config=stage_cfg)
@@ -158,7 +164,8 @@ def run_set(name: str, args: argparse.Namespace, root: Path) -> dict[str, Any]:
         if rr is not None and rr.skipped is None:
             for w, k in BLENDS:
                 rows[f"rerank-rrf-w{w:g}-k{k}"] = doc_ranks(blended(rr.candidates, w, k))
-        for label, conf in (("default", default_cfg), ("previous-default", previous_cfg)):
+        for label, conf in (("default-cascade", cascade_cfg), ("previous-cascade", previous_cfg),
+                            ("default", default_cfg)):
             t = run_query(q.query, conf, deps, workspace=ws, log=False)
             fin = t.final()
             rows[label] = doc_ranks(fin.candidates) if fin else []
@@ -181,8 +188,8 @@ def run_set(name: str, args: argparse.Namespace, root: Path) -> dict[str, Any]:
     res = {"set": name, "cut": cut, "questions": len(per_q), "workspace": ws, "notes": notes,
            "level": "document", "metrics": {lab: mean(rows) for lab, rows in lists.items()},
            "seconds": round(time.perf_counter() - t0, 1),
-           "configs": {"stage": stage_cfg.stable_hash(), "default": default_cfg.stable_hash(),
-                       "previous-default": previous_cfg.stable_hash()}}
+           "configs": {"stage": stage_cfg.stable_hash(), "default-cascade": cascade_cfg.stable_hash(),
+                       "previous-cascade": previous_cfg.stable_hash(), "default": default_cfg.stable_hash()}}
     if chunk_lists:
         res["chunk_pass@5"] = {lab: round(100 * sum(v) / len(v), 2) for lab, v in chunk_lists.items()}
     res["per_question"] = per_q

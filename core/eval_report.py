@@ -7,6 +7,7 @@ from typing import Any, Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
+from core.eval_records import QuestionResult, StageRecord
 from core.eval_run import NOT_COMPARED, EvalRun
 from core.evaluation import Comparison
 
@@ -65,24 +66,24 @@ def by_type_frame(run: EvalRun, metrics: Sequence[str] = ("recall@5", "recall@10
 
 
 # -- curves --------------------------------------------------------------------------------------------------------
-def _final_hits(result: dict[str, Any], unit: str) -> list[set[int]]:
-    stage = next((s for s in result.get("stages", []) if s["stage"] == result.get("final_stage")), None)
+def _final_hits(result: QuestionResult, unit: str) -> list[set[int]]:
+    stage = result.stage(result.final_stage) if result.final_stage else None
     if stage is None:
         return []
     seen: set[str] = set()
     hits = []
-    for c in stage["candidates"]:
+    for c in stage.candidates:
         if unit == "doc":
-            if c["doc_id"] in seen:
+            if c.doc_id in seen:
                 continue
-            seen.add(c["doc_id"])
-        hits.append(set(c.get("gold", [])))
+            seen.add(c.doc_id)
+        hits.append(set(c.gold))
     return hits
 
 
 def recall_curve(run: EvalRun, max_k: int | None = None) -> list[tuple[int, float]]:
     """Mean recall@k for k = 1..depth of the final list, from the stored per-question hits."""
-    per_q = [(_final_hits(r, run.unit), len(r["gold"])) for r in run.results if r["gold"]]
+    per_q = [(_final_hits(r, run.unit), len(r.gold)) for r in run.results if r.gold]
     if not per_q:
         return []
     depth = max((len(h) for h, _ in per_q), default=0)
@@ -120,11 +121,15 @@ def funnel_fig(runs: Sequence[EvalRun]) -> go.Figure:
     for i, r in enumerate(runs):
         names = [n for n, s in r.stage_recall.items() if s.get("recall") is not None]
         st = [r.stage_recall[n] for n in names]
+        # Bars carry only the recall; depth and token share go to the hover (long labels on grouped bars overlap).
         fig.add_bar(x=names, y=[s["recall"] for s in st], name=_label(r), marker_color=PALETTE[i % len(PALETTE)],
-                    text=[f"@{s['depth']:.0f} · {100 * (s.get('token_share') or 0):.0f}% tokens" for s in st],
-                    textposition="outside")
-    fig.update_layout(title="recall after every stage (depth · share of tokens kept)", barmode="group",
-                      yaxis_title="recall", yaxis_range=[0, 1.15], height=360, margin={"t": 40, "b": 40})
+                    texttemplate="%{y:.2f}", textposition="outside", cliponaxis=False,
+                    customdata=[[s["depth"], 100 * (s.get("token_share") or 0)] for s in st],
+                    hovertemplate="%{x}: recall %{y:.3f}<br>depth %{customdata[0]:.0f} · "
+                                  "%{customdata[1]:.0f}% of tokens kept<extra></extra>")
+    fig.update_layout(title="recall after every stage (hover: depth and share of tokens kept)", barmode="group",
+                      yaxis_title="recall", yaxis_range=[0, 1.15], height=360, margin={"t": 40, "b": 40},
+                      uniformtext={"minsize": 9, "mode": "hide"})
     return fig
 
 
@@ -143,28 +148,31 @@ def latency_fig(runs: Sequence[EvalRun]) -> go.Figure:
 
 
 # -- one question, two traces --------------------------------------------------------------------------------------
-def gold_status(result: dict[str, Any]) -> pd.DataFrame:
+def gold_status(result: QuestionResult | dict[str, Any]) -> pd.DataFrame:
     """Each gold item and where it was found: the first rank in every stage, or 'missing'."""
+    result = QuestionResult.coerce(result)
     rows = []
-    for gi, g in enumerate(result["gold"]):
-        row: dict[str, Any] = {"gold": gi + 1, "doc": g["doc"], "span": g["text"][:120]}
-        for s in result.get("stages", []):
-            if s["skipped"] or not s["depth"]:
+    for gi, g in enumerate(result.gold):
+        row: dict[str, Any] = {"gold": gi + 1, "doc": g.doc, "span": g.text[:120]}
+        for s in result.stages:
+            if s.skipped or not s.depth:
                 continue
-            ranks = s.get("gold_ranks") or [None] * len(result["gold"])
-            row[s["stage"]] = f"#{ranks[gi]}" if ranks[gi] else "missing"
+            ranks = s.gold_ranks or (None,) * len(result.gold)
+            row[s.stage] = f"#{ranks[gi]}" if ranks[gi] else "missing"
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def stage_candidates_frame(stage: dict[str, Any], texts: dict[str, str] | None = None, depth: int = 10) -> pd.DataFrame:
+def stage_candidates_frame(stage: StageRecord | dict[str, Any], texts: dict[str, str] | None = None,
+                           depth: int = 10) -> pd.DataFrame:
     """One stored stage as rows; 'gold' marks the gold items a candidate holds (★1, ★2) for highlighting."""
+    stage = stage if isinstance(stage, StageRecord) else StageRecord.from_dict(stage)
     texts = texts or {}
     rows = []
-    for c in stage["candidates"][:depth]:
-        marks = " ".join(f"★{g + 1}" for g in c.get("gold", []))
-        text = texts.get(c["chunk_id"]) or c.get("text", "")
-        rows.append({"rank": c["rank"], "gold": marks, "score": c["score"], "chunk_id": c["chunk_id"],
+    for c in stage.candidates[:depth]:
+        marks = " ".join(f"★{g + 1}" for g in c.gold)
+        text = texts.get(c.chunk_id) or c.text or ""
+        rows.append({"rank": c.rank, "gold": marks, "score": c.score, "chunk_id": c.chunk_id,
                      "snippet": " ".join(text.split())[:200]})
     return pd.DataFrame(rows, columns=["rank", "gold", "score", "chunk_id", "snippet"])
 

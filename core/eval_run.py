@@ -9,6 +9,7 @@ from typing import Any, Callable, Sequence
 from core.config import PipelineConfig
 from core.datasets import GoldenQuery, GoldenSet, ensure_corpus, resolve_gold
 from core.deps import Deps
+from core.eval_records import AnswerRow, CandidateRow, GoldRow, QuestionResult, StageRecord
 from core.evaluation import (
     LOWER_IS_BETTER, AnswerJudge, Comparison, Gold, QueryScore, answer_metrics, by_group,
     compare_runs, judge, latency_summary, mean_metrics, per_query_status, score_trace, spread, stage_summary,
@@ -50,7 +51,7 @@ class EvalRun:
     stage_recall: dict[str, dict[str, float | None]]
     latency: dict[str, dict[str, float]]
     by_type: dict[str, dict[str, float | None]]
-    results: list[dict[str, Any]]
+    results: list[QuestionResult]
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -73,29 +74,29 @@ class EvalRun:
         a stage can be compared with the ones before it at the same k."""
         sums: dict[str, dict[str, list[float]]] = {}
         for r in self.results:
-            for st in r.get("stages", []):
-                for key, v in (st.get("recall_at") or {}).items():
+            for st in r.stages:
+                for key, v in st.recall_at.items():
                     if v is not None:
-                        sums.setdefault(st["stage"], {}).setdefault(key, []).append(float(v))
+                        sums.setdefault(st.stage, {}).setdefault(key, []).append(float(v))
         return {stage: {k: sum(v) / len(v) for k, v in by_k.items()} for stage, by_k in sums.items()}
 
     def question_ranks(self) -> list[dict[str, Any]]:
         """Per question: its metrics and, per stage, the rank of each gold item (None: not in the list)."""
-        return [{"qid": r["qid"], "query": r["query"], "qtype": r["qtype"], "metrics": r["metrics"],
-                 "final_stage": r.get("final_stage"), "error": r.get("error"),
-                 "stages": [{"stage": st["stage"], "skipped": st["skipped"], "gold_ranks": st["gold_ranks"],
-                             "recall_at": st.get("recall_at", {})} for st in r.get("stages", [])]}
+        return [{"qid": r.qid, "query": r.query, "qtype": r.qtype, "metrics": dict(r.metrics),
+                 "final_stage": r.final_stage, "error": r.error,
+                 "stages": [{"stage": st.stage, "skipped": st.skipped, "gold_ranks": list(st.gold_ranks),
+                             "recall_at": dict(st.recall_at)} for st in r.stages]}
                 for r in self.results]
 
     def per_query(self, metric: str) -> dict[str, float | None]:
-        return {r["qid"]: r["metrics"].get(metric) for r in self.results}
+        return {r.qid: r.metrics.get(metric) for r in self.results}
 
     @classmethod
     def from_stored(cls, d: dict[str, Any]) -> "EvalRun":
         return cls(d["eval_id"], d["dataset"], d["config_name"], d["config_hash"], d["config"], d["corpus_version"],
                    d.get("workspace", DEFAULT_WORKSPACE), d["repeats"], d["metrics"], d.get("spread", {}),
                    d.get("per_repeat", []), d.get("stage_recall", {}), d.get("latency", {}), d.get("by_type", {}),
-                   d.get("results", []), d.get("problems", []), d.get("notes", []), d.get("seconds", 0.0),
+                   [QuestionResult.coerce(r) for r in d.get("results", [])], d.get("problems", []), d.get("notes", []), d.get("seconds", 0.0),
                    d.get("created_at"), d.get("unit", "chunk"), tuple(d.get("ks", (5, 10, 20))))
 
 
@@ -106,7 +107,7 @@ def recall_at(gold_ranks: Sequence[int | None], ks: Sequence[int]) -> dict[str, 
 
 
 def _stage_record(score: QueryScore, trace: Trace, gold: Sequence[Gold],
-                  originals: dict[str, str] | None = None, ks: Sequence[int] = (5, 10, 20)) -> list[dict[str, Any]]:
+                  originals: dict[str, str] | None = None, ks: Sequence[int] = (5, 10, 20)) -> list[StageRecord]:
     by_name = {s.stage: s for s in trace.stages}
     out = []
     for s in score.stages:
@@ -123,30 +124,27 @@ def _stage_record(score: QueryScore, trace: Trace, gold: Sequence[Gold],
                     gold_ranks[g] = pos
         keep = len(res.candidates) if s.stage == score.final_stage else KEEP_DEPTH
         for i, c in enumerate(res.candidates[:keep]):
-            row: dict[str, Any] = {"chunk_id": c.chunk_id, "doc_id": c.doc_id, "rank": c.rank,
-                                   "score": round(float(c.score), 6), "gold": sorted(hits[i])}
-            if i < TEXT_DEPTH:
-                row["text"] = snippet(c.text, 240)
-            cands.append(row)
-        out.append({"stage": s.stage, "skipped": s.skipped, "skip_reason": res.skipped, "ms": round(s.ms, 3),
-                    "depth": s.depth, "recall": s.recall, "first_rank": s.first_rank, "tokens": s.tokens,
-                    "token_share": s.token_share, "gold_ranks": gold_ranks,
-                    "recall_at": recall_at(gold_ranks, ks) if not s.skipped else {}, "candidates": cands})
+            cands.append(CandidateRow(c.chunk_id, c.doc_id, c.rank, round(float(c.score), 6), tuple(sorted(hits[i])),
+                                      snippet(c.text, 240) if i < TEXT_DEPTH else None))
+        out.append(StageRecord(s.stage, s.skipped, res.skipped, round(s.ms, 3), s.depth, s.recall, s.first_rank,
+                               s.tokens, s.token_share, tuple(gold_ranks),
+                               recall_at(gold_ranks, ks) if not s.skipped else {}, tuple(cands)))
     return out
 
 
 def _query_row(q: GoldenQuery, score: QueryScore | None, trace: Trace | None, error: str | None,
-               answer: dict[str, float | None], ks: Sequence[int] = (5, 10, 20)) -> dict[str, Any]:
-    return {
-        "qid": q.qid, "query": q.query, "qtype": q.qtype, "answerable": q.answerable, "line": q.line,
-        "gold": [{"doc": g.doc, "text": g.text, "grade": g.grade, "match": g.match} for g in q.gold],
-        "metrics": {**(score.metrics if score else {}), **answer},
-        "final_stage": score.final_stage if score else None,
-        "stages": _stage_record(score, trace, q.gold, ks=ks) if score and trace else [],
-        "answer": None if trace is None or trace.answer is None else {
-            "text": trace.answer.text, "refused": trace.answer.refused, "citations": list(trace.answer.citations)},
-        "error": error,
-    }
+               answer: dict[str, float | None], ks: Sequence[int] = (5, 10, 20),
+               metrics: dict[str, float | None] | None = None) -> QuestionResult:
+    return QuestionResult(
+        q.qid, q.query, q.qtype, q.answerable, q.line,
+        tuple(GoldRow(g.doc, g.text, g.grade, g.match) for g in q.gold),
+        metrics if metrics is not None else {**(score.metrics if score else {}), **answer},
+        score.final_stage if score else None,
+        tuple(_stage_record(score, trace, q.gold, ks=ks)) if score and trace else (),
+        None if trace is None or trace.answer is None else AnswerRow(
+            trace.answer.text, trace.answer.refused, tuple(trace.answer.citations)),
+        error,
+    )
 
 
 class ProductAnswerJudge:
@@ -221,10 +219,10 @@ def run_config(
     first = runs_scores[0]
     results = []
     for i, (q, score, trace, err, ans) in enumerate(first):
-        row = _query_row(q, score, trace, err, ans, gs.ks)
-        if len(runs_scores) > 1:  # per-question means over repeats; the stage record stays the first repeat's
-            row["metrics"] = mean_metrics({**(r[i][1].metrics if r[i][1] else {}), **r[i][4]} for r in runs_scores)
-        results.append(row)
+        # Per-question means over repeats; the stage record stays the first repeat's.
+        means = mean_metrics({**(r[i][1].metrics if r[i][1] else {}), **r[i][4]} for r in runs_scores) \
+            if len(runs_scores) > 1 else None
+        results.append(_query_row(q, score, trace, err, ans, gs.ks, means))
     keys = list(per_repeat[0]) if per_repeat else []
     metrics = {k: _mean_or_none([p.get(k) for p in per_repeat]) for k in keys}
     spreads = {k: spread([p.get(k) for p in per_repeat]) for k in keys}
@@ -237,7 +235,7 @@ def run_config(
         config=cfg.model_dump(mode="json"), corpus_version=deps.store.corpus.corpus_version(workspace), workspace=workspace,
         repeats=max(1, repeats), metrics=metrics, spread=spreads, per_repeat=per_repeat,
         stage_recall=stage_summary(scored) if scored else {}, latency=latency_summary(all_scores),
-        by_type=by_group([r["metrics"] for r in results], [r["qtype"] for r in results]), results=results,
+        by_type=by_group([r.metrics for r in results], [r.qtype for r in results]), results=results,
         problems=[str(p) for p in gs.problems] + errors, notes=notes, seconds=time.perf_counter() - t0,
         unit=gs.unit, ks=gs.ks,
     )
@@ -327,16 +325,16 @@ def compare(a: EvalRun, b: EvalRun, metrics: Sequence[str] | None = None) -> Com
 
 def per_query_diff(a: EvalRun, b: EvalRun, metric: str = "ndcg@10") -> list[dict[str, Any]]:
     """Every question with its score under A and B and whether B improved, regressed or kept it."""
-    bq = {r["qid"]: r for r in b.results}
+    bq = {r.qid: r for r in b.results}
     rows = []
     for ra in a.results:
-        rb = bq.get(ra["qid"])
+        rb = bq.get(ra.qid)
         if rb is None:
             continue
-        va, vb = ra["metrics"].get(metric), rb["metrics"].get(metric)
-        rows.append({"qid": ra["qid"], "type": ra["qtype"], "query": ra["query"], "A": va, "B": vb,
+        va, vb = ra.metrics.get(metric), rb.metrics.get(metric)
+        rows.append({"qid": ra.qid, "type": ra.qtype, "query": ra.query, "A": va, "B": vb,
                      "delta": None if va is None or vb is None else vb - va,
-                     "A first rank": ra["metrics"].get("first_rank"), "B first rank": rb["metrics"].get("first_rank"),
+                     "A first rank": ra.metrics.get("first_rank"), "B first rank": rb.metrics.get("first_rank"),
                      "status": per_query_status(va, vb, higher_is_better=metric not in LOWER_IS_BETTER)})
     return rows
 

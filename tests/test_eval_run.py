@@ -73,7 +73,7 @@ def test_ab_run_scores_stores_and_reopens(ingested: Deps) -> None:
     listed = ingested.store.runs.eval_runs()
     assert {r.eval_id for r in listed} == {a.eval_id, b.eval_id}
     again = load_run(ingested.store, a.eval_id)
-    assert again.metrics == a.metrics and again.results[0]["stages"][0]["candidates"][0]["gold"] == [0]
+    assert again.metrics == a.metrics and list(again.results[0]["stages"][0]["candidates"][0]["gold"]) == [0]
     assert again.config == A.model_dump(mode="json")
     # A/B tables
     cmp = compare(a, b)
@@ -147,11 +147,11 @@ def test_stored_record_is_compact_but_keeps_gold_ranks_beyond_the_kept_depth() -
     final = tuple(Candidate(f"c{i}", "d", f"filler {i}", 1.0, r) for r, i in enumerate(range(1, 6), start=1))
     trace = Trace("q", "h", 1, (StageResult("bm25", wide, 1.0), StageResult("fused", final, 1.0)))
     gold = [Gold(text="gold words here")]
-    rec = {s["stage"]: s for s in _stage_record(score_trace(trace, gold), trace, gold)}
-    assert len(rec["bm25"]["candidates"]) == KEEP_DEPTH and rec["bm25"]["gold_ranks"] == [25]
+    rec = {s.stage: s for s in _stage_record(score_trace(trace, gold), trace, gold)}
+    assert len(rec["bm25"].candidates) == KEEP_DEPTH and rec["bm25"].gold_ranks == (25,)
     assert rec["bm25"]["depth"] == 30 and rec["bm25"]["recall"] == 1.0
-    assert len(rec["fused"]["candidates"]) == 5 and rec["fused"]["gold_ranks"] == [None]
-    assert sum("text" in c for c in rec["bm25"]["candidates"]) == TEXT_DEPTH
+    assert len(rec["fused"].candidates) == 5 and rec["fused"].gold_ranks == (None,)
+    assert sum(c.text is not None for c in rec["bm25"].candidates) == TEXT_DEPTH
 
 
 def test_eval_cli_contract_k_level_gold_ranks_and_read_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -193,3 +193,18 @@ def test_eval_cli_contract_k_level_gold_ranks_and_read_only(tmp_path: Path, monk
     assert len(Store(db).runs.eval_runs()) == n_runs
     assert cli.main(["eval", "--dataset", str(gold), "--db", str(db), "--k", "1,x"]) == 2
     assert "--k expects" in capsys.readouterr().err
+
+
+def test_question_records_are_typed_and_round_trip_through_json() -> None:
+    from core.eval_records import CandidateRow, GoldRow, QuestionResult, StageRecord
+
+    rec = QuestionResult("q1", "what?", "factoid", True, 3, (GoldRow("a.md", "span", 2, "span"),), {"recall@5": 1.0},
+                         "mmr", (StageRecord("bm25", False, None, 1.5, 10, 1.0, 2, 40, 1.0, (2,), {"recall@1": 0.0},
+                                             (CandidateRow("c1", "a", 1, 0.5, (), "x"),)),), None, None)
+    back = QuestionResult.from_dict(json.loads(json.dumps(rec.to_dict())))
+    assert back == rec and back.stage("bm25").gold_ranks == (2,)
+    assert rec["qid"] == "q1" and rec["stages"][0]["gold_ranks"] == (2,) and rec.get("nope", 7) == 7
+    with pytest.raises(KeyError):
+        rec["nope"]
+    with pytest.raises(AttributeError):
+        rec.qid = "other"  # type: ignore[misc]
