@@ -8,7 +8,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from core.answer import answer_question
 from core.compress import (SpanScorer, bm25_span_scorer, cached_vectors, diversify, flow_info, hybrid_span_scorer,
-                           prune_sentences, sentence_prefixes)
+                           language_aware_similarity, prune_sentences, sentence_prefixes)
 from core.config import PipelineConfig
 from core.context import index_variant, prepare_variant
 from core.deps import Deps
@@ -16,8 +16,8 @@ from core.embed import one_torch_thread
 from core.expand import expand
 from core.graph.stages import graph_stages
 from core.retrieve.bm25 import BM25Params
-from core.rerank import (LateInteractionReranker, attach_contexts, describe, embedder_span_scorer, pooled_span_scorer,
-                         rerank, reranker_span_scorer)
+from core.rerank import (LateInteractionReranker, attach_contexts, covers, describe, embedder_span_scorer,
+                         model_languages, pooled_span_scorer, rerank, reranker_span_scorer)
 from core.retrieve.fusion import rrf
 from core.store import Store
 from core.text import detect_language
@@ -201,10 +201,20 @@ def _rerank(q: _Query, pool: list[Candidate], pool_from: str, config: PipelineCo
 
 def _prune(q: _Query, pool: list[Candidate], config: PipelineConfig, deps: Deps) -> StepOutput:
     p = config.prune
-    scorer = _span_scorer(p.scorer, pool, config, deps, q.workspace, q.vec)
+    notes, kind = [], p.scorer
+    model_blind = q.dense_blind if kind != "reranker" else not covers(
+        model_languages(deps.reranker_for(config.rerank.method, config.rerank.model, config.rerank.llm_model)[0]),
+        q.lang)
+    if model_blind:  # a model that cannot read the query scores its sentences at random: BM25 alone scores them
+        notes.append(f"scorer {kind} -> bm25: its model does not cover '{q.lang}'")
+        kind = "bm25"
+    scorer = (bm25_span_scorer(_prefixes(pool, deps, q.workspace)) if kind == "bm25"
+              else _span_scorer(kind, pool, config, deps, q.workspace, q.vec))
     pr = prune_sentences(q.text, pool, scorer, token_budget=p.token_budget, keep_neighbours=p.keep_neighbours,
-                         max_unit_tokens=p.max_unit_tokens, chunk_weight=p.chunk_weight)
-    notes = [f"no sentence of {', '.join(pr.dropped)} fit the budget of {p.token_budget} tokens"] if pr.dropped else []
+                         max_unit_tokens=p.max_unit_tokens, chunk_weight=p.chunk_weight, keep_all=p.keep_all)
+    notes += [f"no sentence of {', '.join(pr.dropped)} fit the budget of {p.token_budget} tokens"] if pr.dropped else []
+    notes += [f"{len(pr.floored)} chunk(s) kept by their best sentence alone, {pr.over_budget_tokens} tokens over the "
+              f"budget of {p.token_budget}"] if pr.floored else []
     return StepOutput(pr.candidates, notes, info={
         "scorer": kind, "sentences_in": pr.units_in, "sentences_kept": pr.units_kept, "pinned": pr.pinned,
         "dropped": pr.dropped, "floored": pr.floored, "over_budget_tokens": pr.over_budget_tokens,
@@ -252,6 +262,9 @@ def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: 
     # vectors of the embedder; none when the embedder does not read the question's language).
     late = deps.reranker_for("late-interaction")[0] if config.answer.mode != "llm" else None
     b = config.bm25  # the BM25 index's vocabulary tells the answerer which question words the corpus never uses
+    if any(foreign):
+        notes.append(f"{sum(foreign)} chunk(s) in a language {deps.embedder.model_id} does not cover: compared by "
+                     "word overlap (lexical cosine)")
     vocab = deps.indexes.bm25(deps.store, q.workspace, BM25Params(b.k1, b.b, b.method, b.split_identifiers, b.stem),
                               variant=q.bm25_variant).vocabulary() if late is not None and b.enabled else None
     res = answer_question(q.text, cands, config.answer, deps.llm, workspace=q.workspace,
