@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
+from pathlib import Path
 from typing import Sequence
 
 from core.config import ConfigError, PipelineConfig, load_config_file, parse_set_value
@@ -104,9 +107,58 @@ def _db(args: argparse.Namespace) -> str:
     return args.db or db_path()
 
 
+def _open_store(args: argparse.Namespace, mode: str) -> Store:
+    """The CLI beside a running app (README, "CLI beside the app"). DuckDB lets one process write a file OR several
+    read it, never both, and the app holds it for writing. So:
+    - mode "read" (docs, trace) opens read-only; "query" opens read-write (run log, answer cache) when it can;
+      when another process holds the file, both read a snapshot copy (file + WAL, taken now) read-only instead,
+      say so on stderr, and keep nothing they would have written;
+    - mode "write" (ingest, delete, context, graph) waits up to RAG_DB_WAIT_S seconds (default 10) for the file,
+      then stops with a message that says who to stop."""
+    path = _db(args)
+    wait = float(os.environ.get("RAG_DB_WAIT_S", "10"))
+    deadline = time.monotonic() + (wait if mode == "write" else 0.0)
+    while True:
+        try:
+            return Store(path, read_only=mode == "read" and Path(path).is_file())
+        except StoreError as exc:
+            if "in use" not in str(exc):
+                raise
+            if mode != "write":
+                return _snapshot_store(path)
+            if time.monotonic() >= deadline:
+                raise StoreError(f"{exc}; waited {wait:g} s (RAG_DB_WAIT_S) for it to be released. Stop the app "
+                                 "(`make run`) or give --db another file, then run this again") from None
+            time.sleep(0.25)  # polling interval while the other process finishes its write
+
+
+def _snapshot_store(path: str) -> Store:
+    import atexit
+    import shutil
+    import tempfile
+
+    last: Exception | None = None
+    for _ in range(3):  # a copy taken during a checkpoint may not open; a second copy will
+        tmp = Path(tempfile.mkdtemp(prefix="rag-snapshot-"))
+        atexit.register(shutil.rmtree, tmp, True)
+        copy = tmp / Path(path).name
+        shutil.copyfile(path, copy)
+        if Path(path + ".wal").is_file():
+            shutil.copyfile(path + ".wal", str(copy) + ".wal")
+        try:
+            store = Store(copy, read_only=True)
+        except StoreError as exc:
+            last = exc
+            continue
+        print(f"notice: {path} is held by another process (the app?); reading a snapshot copy taken now, and "
+              "nothing this command would write (run log, caches) is kept", file=sys.stderr)
+        return store
+    raise StoreError(f"{path} is held by another process and a snapshot copy could not be opened ({last})")
+
+
 def cmd_ingest(args: argparse.Namespace) -> int:
     cfg = _config(args)
-    store = Store(_db(args))
+    store = _open_store(args, "write")
     if args.if_empty and store.corpus.count("documents", args.workspace):
         print(f"{_db(args)} already holds {store.corpus.count('documents', args.workspace)} documents; nothing to ingest")
         return 0
@@ -118,13 +170,24 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     deps = build_deps(cfg, store=store)
     for n in deps.notices:
         print(f"notice: {n}", file=sys.stderr)
-    report = ingest_files(files, store=store, embedder=deps.embedder, config=cfg, workspace=args.workspace)
+    tty = sys.stderr.isatty() and not args.json
+
+    def progress(done: float, total: int, msg: str) -> None:
+        # One status line per file and per embedding batch inside a big file (issue #12: a 10,000-chunk file
+        # used to show nothing for minutes).
+        if tty:
+            print(f"\r{done:5.1f}/{total} {msg[:90]:<90}", end="" if msg else "\n", file=sys.stderr, flush=True)
+
+    report = ingest_files(files, store=store, embedder=deps.embedder, config=cfg, workspace=args.workspace,
+                          progress=progress)
     if args.json:
         print(json.dumps({"results": [r.__dict__ for r in report.results], "embedded": report.embedded,
                           "cache_hits": report.cache_hits}))
     else:
         for r in report.results:
             detail = r.message if r.status == "error" else f"{r.chunks} chunks, {r.embedded} embedded, {r.cache_hits} cached"
+            if r.encoding and not r.encoding.startswith("utf-8") and r.status != "error":
+                detail += f", decoded as {r.encoding}"
             print(f"{r.status:<9} {r.name}: {detail}")
         print(f"{len(report.ok)} ok, {len(report.errors)} failed; {report.embedded} embeddings computed, "
               f"{report.cache_hits} from cache")
@@ -134,7 +197,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def cmd_query(args: argparse.Namespace) -> int:
     cfg = _config(args)
     validate_query(args.query, cfg)  # fail fast, before a model is loaded
-    deps = build_deps(cfg, store=Store(_db(args)))
+    store = _open_store(args, "query")
+    deps = build_deps(cfg, store=store)
     trace = run_query(args.query, cfg, deps, workspace=args.workspace)
     if args.json:
         out = trace.to_dict()
@@ -148,14 +212,14 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
-    store = Store(_db(args))
+    store = _open_store(args, "read")
     for d in store.corpus.documents(args.workspace):
         print(f"{d.doc_id}  {d.kind:<5} {d.n_chunks:>4} chunks  {d.size_bytes:>9,} B  {d.lang}  {d.name}")
     return 0
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
-    store = Store(_db(args))
+    store = _open_store(args, "write")
     if store.corpus.delete_document(args.doc_id, args.workspace):
         print(f"deleted {args.doc_id}")
         return 0
@@ -229,6 +293,7 @@ def _set_overrides(items: Sequence[str]) -> dict[str, object]:
 
 def cmd_context(args: argparse.Namespace) -> int:
     from core.context import BuildRequest, ContextError, estimate_llm_contexts, run_build
+    from core.costs import fmt_usd
     from core.llm import LLMError
 
     cfg = _config(args)
@@ -256,7 +321,6 @@ def cmd_context(args: argparse.Namespace) -> int:
                   "(tokens estimated per script; the budget guard counts them exactly)")
             for w in warnings:
                 print(f"warning: {w}")
-    from core.costs import fmt_usd
         if args.estimate_only:
             if args.json:
                 print(json.dumps(out))
