@@ -2,14 +2,13 @@
 the retrieved context does not support an answer."""
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Collection, Mapping, Sequence
 
 from core.config import AnswerConfig
 from core.llm import LLM, LLMError, LLMRequest, TextBlock
-from core.text import sentence_spans, tokenize
+from core.support import SentenceRow, SentenceScorer, SupportModel, load_support_model, sentence_table
 from core.types import DEFAULT_WORKSPACE, Answer, Candidate, Usage
 
 REFUSAL = "The corpus does not say."
@@ -35,19 +34,12 @@ ANSWER_SCHEMA = {
     "additionalProperties": False,
 }
 
-# Question words that carry no content (on top of the search stop words), so they do not lower support.
-_QUESTION_FILLER = frozenset(
-    t for w in ("much many tell me about please list name give describe explain our we you your i there any exist "
-                "сколько какой какая какие каков кто когда где почему").split() for t in tokenize(w)
-)
-
-
 @dataclass(frozen=True)
 class AnswerResult:
     answer: Answer
     usage: Usage = Usage()
     notes: tuple[str, ...] = ()
-    support: float | None = None  # extractive: best sentence's share of the question's weighted terms
+    support: float | None = None  # extractive: the support model's probability that the best sentence answers
 
 
 def answer_request(question: str, passages: Sequence[tuple[str, str]], *, model: str, glossary: str = "",
@@ -86,63 +78,72 @@ def llm_answer(
     return AnswerResult(Answer(text, tuple(cited) if not refused else (), refused, "llm"), resp.usage, tuple(notes))
 
 
-def _terms(text: str) -> list[str]:
-    return [t for t in tokenize(text) if t not in _QUESTION_FILLER]
+def _quoted(words: Sequence[str]) -> str:
+    return ", ".join(f"'{w}'" for w in words)
+
+
+def pick_sentences(rows: Sequence[SentenceRow], scores: Sequence[float], *, support: float, cut: float,
+                   max_sentences: int, margin: float) -> list[int]:
+    """Indexes of the sentences an extractive answer quotes, best first: none when the question's support is below
+    `cut` (refuse); else the best sentence and others whose ranker score is within `margin` of it (distinct texts),
+    up to max_sentences."""
+    order = sorted(range(len(rows)), key=lambda i: (-scores[i], rows[i].rank, i))
+    if not order or support < cut:
+        return []
+    best = float(scores[order[0]])
+    picked: list[int] = []
+    for i in order:
+        if len(picked) >= max_sentences or scores[i] < best - margin:
+            break
+        if all(rows[i].text != rows[j].text for j in picked):
+            picked.append(i)
+    return picked
 
 
 def extractive_answer(
-    question: str, candidates: Sequence[Candidate], *, threshold: float = 0.5, max_sentences: int = 3,
+    question: str, candidates: Sequence[Candidate], *, threshold: float | None = None, max_sentences: int = 3,
+    titles: Mapping[str, str] | None = None, li_scorer: SentenceScorer | None = None, blind: bool = False,
+    model: SupportModel | None = None, vocabulary: Collection[str] | None = None,
 ) -> AnswerResult:
-    """Offline answerer: the sentences of the candidates that cover most of the question's terms (weighted by
-    rarity among the candidates' sentences), each with its chunk id. Refuses when even the best sentence covers
-    less than `threshold` of the question: the context does not support an answer."""
-    q = set(_terms(question))
-    sents: list[tuple[str, int, str, set[str], set[str]]] = []  # (chunk id, rank, sentence, its terms, chunk terms)
-    for c in candidates:
-        chunk_terms = set(_terms(c.text))
-        for s, e in sentence_spans(c.text):
-            sent = " ".join(c.text[s:e].split())
-            # Table rows and headings are poor answers; a claim is a sentence of ordinary length.
-            if 4 <= len(sent.split()) <= 80 and not sent.startswith(("|", "#")):
-                sents.append((c.chunk_id, c.rank, sent, set(_terms(sent)), chunk_terms))
-    if not q or not sents:
-        why = "no passages were retrieved" if not sents else "the question has no searchable terms"
+    """Offline answerer: the candidates' sentences that the support model (core.support) ranks most likely to answer
+    the question, each with its chunk id. Refuses when the model's support for an answer (its gate's probability
+    that the best sentence answers) is below `threshold` (None: the threshold fitted with the model). `blind`: the
+    embedder does not read the question's language, so only the lexical and rank signals count."""
+    model = model or load_support_model()
+    cut = model.threshold if threshold is None else threshold
+    table = sentence_table(question, candidates, titles=titles, li_scorer=None if blind else li_scorer,
+                           vocabulary=vocabulary)
+    unseen_words = list(dict.fromkeys(table.terms.words[t] for t in table.unseen))[:4]
+    if not table.rows:
+        why = ("the question has no searchable terms" if not table.terms.terms
+               else "no retrieved passage has a sentence to quote")
         return AnswerResult(Answer(f"{REFUSAL} ({why})", (), True, "extractive"), support=0.0)
-    n = len(sents)
-    df = {t: sum(t in chunk for *_, chunk in sents) for t in q}
-    idf = {t: math.log(1 + n / (1 + df[t])) + (1.0 if df[t] == 0 else 0.0) for t in q}  # unseen terms weigh most
-    total = sum(idf.values())
-
-    def score(terms: set[str], chunk: set[str]) -> float:
-        # A term the sentence lacks but its chunk has (often the heading: division, quarter) counts half: the
-        # chunk is the sentence's context, the very thing a cut-out sentence loses.
-        return sum(idf[t] * (1.0 if t in terms else 0.5 if t in chunk else 0.0) for t in q) / total
-
-    scored = sorted(((score(terms, chunk), -rank, i) for i, (_, rank, _, terms, chunk) in enumerate(sents)),
-                    reverse=True)
-    best = scored[0][0]
-    if best < threshold:
-        missing = sorted((t for t in q if df[t] == 0), key=lambda t: -idf[t])[:4]
-        detail = f"; nothing retrieved mentions {', '.join(missing)}" if missing else ""
-        return AnswerResult(Answer(f"{REFUSAL} The best passage covers {best:.0%} of the question{detail}.", (), True,
-                                   "extractive"), support=best)
-    picked: list[int] = []
-    for score, _, i in scored:
-        if len(picked) >= max_sentences or score < max(threshold, 0.6 * best):
-            break
-        if all(sents[i][2] != sents[j][2] for j in picked):
-            picked.append(i)
-    parts = [f"{sents[i][2]} [{sents[i][0]}]" for i in picked]
-    cites = tuple(dict.fromkeys(sents[i][0] for i in picked))
-    return AnswerResult(Answer(" ".join(parts), cites, False, "extractive"), support=best)
+    probs, best = model.support(table.matrix, blind=blind or li_scorer is None)
+    order = sorted(range(len(table.rows)), key=lambda i: (-probs[i], table.rows[i].rank, i))
+    notes = ("support model: lexical and rank signals only (the embedder does not read this language)",) if (
+        blind or li_scorer is None) else ()
+    if best < cut:
+        detail = (f"; no retrieved passage mentions {_quoted(unseen_words)}" if unseen_words else
+                  f"; closest sentence: \"{table.rows[order[0]].text}\" [{table.rows[order[0]].chunk_id}]")
+        return AnswerResult(Answer(f"{REFUSAL} Support for an answer is {best:.0%}, below the {cut:.0%} an answer "
+                                   f"needs{detail}.", (), True, "extractive"), notes=notes,
+                            support=best)
+    picked = pick_sentences(table.rows, probs, support=best, cut=cut, max_sentences=max_sentences,
+                            margin=model.pick_margin)
+    parts = [f"{table.rows[i].text} [{table.rows[i].chunk_id}]" for i in picked]
+    cites = tuple(dict.fromkeys(table.rows[i].chunk_id for i in picked))
+    return AnswerResult(Answer(" ".join(parts), cites, False, "extractive"), notes=notes, support=best)
 
 
 def answer_question(
     question: str, candidates: Sequence[Candidate], cfg: AnswerConfig, llm: LLM, *,
-    workspace: str = DEFAULT_WORKSPACE, query_id: str = "",
+    workspace: str = DEFAULT_WORKSPACE, query_id: str = "", titles: Mapping[str, str] | None = None,
+    li_scorer: SentenceScorer | None = None, blind: bool = False, vocabulary: Collection[str] | None = None,
 ) -> AnswerResult:
     """The answer stage: picks the answerer (auto = Claude when available), refuses on an empty context without
-    calling anything, and falls back to extractive (saying so) when Claude is unavailable or fails."""
+    calling anything, and falls back to extractive (saying so) when Claude is unavailable or fails. The extractive
+    answerer reads `titles` (doc id -> title) as context and `li_scorer`'s late-interaction sentence scores, unless
+    `blind` (the embedder does not read the question's language)."""
     top = list(candidates)[: cfg.max_chunks]
     if not top:
         return AnswerResult(Answer(f"{REFUSAL} (no passages were retrieved)", (), True,
@@ -160,7 +161,8 @@ def answer_question(
             return res
         except LLMError as exc:
             notes.append(f"Claude answer failed ({exc}); extractive answer instead")
-    res = extractive_answer(question, top, threshold=cfg.refusal_threshold, max_sentences=cfg.max_sentences)
+    res = extractive_answer(question, top, threshold=cfg.refusal_threshold, max_sentences=cfg.max_sentences,
+                            titles=titles, li_scorer=li_scorer, blind=blind, vocabulary=vocabulary)
     notes.append("extractive answer (offline): sentences copied from the passages, not generated")
     return AnswerResult(res.answer, res.usage, tuple(notes) + res.notes, res.support)
 

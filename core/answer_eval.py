@@ -2,6 +2,7 @@
 score says which method produced it (LLM judge, embedding, lexical)."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -119,3 +120,39 @@ def refusal_accuracy(items: Sequence[tuple[bool, bool]]) -> float | None:
     if not items:
         return None
     return sum(refusal_correct(a, r) for a, r in items) / len(items)
+
+
+_WORDS = re.compile(r"\w+", re.UNICODE)
+
+
+def _words(text: str) -> list[str]:
+    return _WORDS.findall(text.lower())
+
+
+def matches_gold(sentence: str, gold_spans: Sequence[str], *, share: float = 0.7) -> bool:
+    """A quoted sentence comes from a gold passage when most of its words are in one gold span or most of the span's
+    words are in it (a span may be part of a sentence, or a sentence part of a span; line breaks do not matter)."""
+    s = _words(strip_citations(sentence))
+    if not s:
+        return False
+    sw = set(s)
+    for g in gold_spans:
+        gw = _words(g)
+        if not gw:
+            continue
+        gs = set(gw)
+        if len(sw & gs) / len(sw) >= share or len(sw & gs) / len(gs) >= share:
+            return True
+    return False
+
+
+def answer_sentences(answer: Answer) -> list[str]:
+    """The quoted sentences of an extractive answer ('sentence [chunk-id] sentence [chunk-id]'), or the claims of a
+    generated one."""
+    parts = [p.strip() for p in re.split(r"\s*\[[^\]]{1,80}\]\s*", answer.text) if p.strip()]
+    return parts if parts else claims(answer.text)
+
+
+def answered_correctly(answer: Answer, gold_spans: Sequence[str]) -> bool:
+    """Not refused and at least one sentence of the answer comes from a gold passage."""
+    return not answer.refused and any(matches_gold(s, gold_spans) for s in answer_sentences(answer))

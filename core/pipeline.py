@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from core.answer import answer_question
+from core.support import late_sentence_scorer
 from core.compress import (SpanScorer, bm25_span_scorer, cached_vectors, diversify, flow_info, hybrid_span_scorer,
                            language_aware_similarity, prune_sentences, sentence_prefixes)
 from core.config import PipelineConfig
@@ -242,6 +243,9 @@ def _mmr(q: _Query, pool: list[Candidate], config: PipelineConfig, deps: Deps) -
     dv = diversify(pool, vecs, lam=m.lam, dedup_threshold=m.dedup_threshold, k=m.k, sims=sims)
     notes = [f"{d.dropped} dropped as {'an exact' if d.exact else 'a near'} duplicate of {d.kept} "
              f"(cosine {d.similarity:.3f})" for d in dv.duplicates]
+    if any(foreign):
+        notes.append(f"{sum(foreign)} chunk(s) in a language {deps.embedder.model_id} does not cover: compared by "
+                     "word overlap (lexical cosine)")
     return StepOutput(dv.candidates, notes, info={"lam": m.lam, "duplicates": [d.__dict__ for d in dv.duplicates],
                                                   **flow_info(pool, dv.candidates)})
 
@@ -262,9 +266,6 @@ def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: 
     # vectors of the embedder; none when the embedder does not read the question's language).
     late = deps.reranker_for("late-interaction")[0] if config.answer.mode != "llm" else None
     b = config.bm25  # the BM25 index's vocabulary tells the answerer which question words the corpus never uses
-    if any(foreign):
-        notes.append(f"{sum(foreign)} chunk(s) in a language {deps.embedder.model_id} does not cover: compared by "
-                     "word overlap (lexical cosine)")
     vocab = deps.indexes.bm25(deps.store, q.workspace, BM25Params(b.k1, b.b, b.method, b.split_identifiers, b.stem),
                               variant=q.bm25_variant).vocabulary() if late is not None and b.enabled else None
     res = answer_question(q.text, cands, config.answer, deps.llm, workspace=q.workspace,

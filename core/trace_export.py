@@ -298,8 +298,11 @@ def trace_json(trace: Mapping[str, Any], *, extra_secrets: Sequence[str] | None 
     return json.loads(clean(json.dumps(trace, ensure_ascii=False, default=str)))
 
 
-def download_bytes(trace: Mapping[str, Any], *, run_id: str, fmt: str = "otlp-json") -> bytes:
-    """One query's trace as a file for st.download_button: 'otlp-json' (importable by OTLP tools) or 'json'."""
+def download_bytes(trace: Mapping[str, Any], *, run_id: str | None = None, fmt: str = "otlp-json") -> bytes:
+    """One query's trace (Trace.to_dict()) as a file for st.download_button: 'otlp-json' (importable by OTLP tools)
+    or 'json'. Without a run-log id, the ids derive from query, config hash and corpus version."""
+    if run_id is None:
+        run_id = _hex_id(_json([trace.get("query"), trace.get("config_hash"), trace.get("corpus_version")]), 16)
     if fmt == "json":
         return json.dumps(trace_json(trace), ensure_ascii=False, indent=2, default=str).encode("utf-8")
     return json.dumps(otlp_json(spans_from_trace(trace, run_id=run_id)), ensure_ascii=False, indent=2).encode("utf-8")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core import readiness
+from core import readiness, trace_export
 from core.config import ConfigError
 from core.counters import Counters, counters
 from core.pipeline import QueryError, run_query
@@ -148,4 +148,7 @@ _widgets.stage_row(trace, doc_names=doc_names, depth=depth, counters=counters(tr
 st.caption(f"query language {trace.query_lang} · config {trace.config_hash} · corpus v{trace.corpus_version} · "
            "click a card to read more; hover a skipped strip for its reason")
 _widgets.answer_panel(trace.answer)
+st.download_button(":material/download: Trace as OpenTelemetry JSON (OpenInference spans)",
+                   trace_export.download_bytes(trace.to_dict()), file_name=f"trace-{trace.config_hash}.otlp.json",
+                   mime="application/json", key="trace_download")
 _widgets.chunk_detail(trace, store.corpus.chunks_by_id, ws, doc_names)

@@ -1,0 +1,355 @@
+"""Offline answer bench: fits the support model (core/support.py) and measures answered-correctly and refusal rates.
+
+Run from the repo root:
+  .venv/bin/python bench/answer.py collect   # run every question of eval.jsonl + eval_holdout.jsonl, keep features
+  .venv/bin/python bench/answer.py fit       # fit on the odd ids of eval.jsonl, choose the threshold there,
+                                             # write core/support_model.json
+  .venv/bin/python bench/answer.py collect   # again: the product's answers now come from the fitted model
+  .venv/bin/python bench/answer.py report    # rates on the even ids and on eval_holdout.jsonl -> results/answer.json
+
+Halves: the model and its threshold see only the odd-numbered questions of sample_corpus/eval.jsonl (q01, q03, ...);
+the even-numbered ones and the whole of sample_corpus/eval_holdout.jsonl are reported, never fitted on.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import ROOT, machine_info, utc_now, write_result  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from core.answer import pick_sentences  # noqa: E402
+from core.answer_eval import answered_correctly, matches_gold  # noqa: E402
+from core.support import (DEFAULT_MODEL_PATH, FEATURES, GATE_FEATURES, MODEL_FEATURES, Gate,  # noqa: E402
+                          SupportModel, claim_spans, fit_conditional_logit, fit_logistic, gate_features,
+                          late_sentence_scorer,
+                          sentence_table)
+
+SETS = {"eval": ROOT / "sample_corpus" / "eval.jsonl", "holdout": ROOT / "sample_corpus" / "eval_holdout.jsonl"}
+CACHE = ROOT / "data" / "bench" / "answer_tables.pkl"
+DEFAULT_DB = ROOT / "data" / "bench" / "answer.duckdb"
+
+
+def load_questions() -> list[dict[str, Any]]:
+    out = []
+    for name, path in SETS.items():
+        if not path.exists():
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                q = json.loads(line)
+                n = int("".join(ch for ch in q["id"] if ch.isdigit()) or 0)
+                q["set"] = name
+                q["split"] = "holdout" if name == "holdout" else ("fit" if n % 2 == 1 else "test")
+                out.append(q)
+    return out
+
+
+_CODE = re.compile(r"\b[A-Z]{1,4}(?:-[A-Z]{1,4})*-\d[\w-]*\b")
+_SNAKE = re.compile(r"\b[A-Z]+(?:_[A-Z]+)+\b")
+
+
+def near_miss(question: str) -> str | None:
+    """An unanswerable twin of an answerable question: one specific term moved to something the corpus does not
+    cover (another code, the fourth quarter, another year, another config key). None when nothing fits."""
+    m = _CODE.search(question)
+    if m:
+        code = m.group(0)
+        shifted = re.sub(r"\d", lambda d: str((int(d.group(0)) + 3) % 10), code)
+        return question.replace(code, shifted)
+    if re.search(r"\bQ[1-3]\b", question):
+        return re.sub(r"\bQ[1-3]\b", "Q4", question, count=1)
+    if re.search(r"\b(first|second|third) quarter\b", question):
+        return re.sub(r"\b(first|second|third) quarter\b", "fourth quarter", question, count=1)
+    m = _SNAKE.search(question)
+    if m:
+        key = m.group(0)
+        return question.replace(key, key.rsplit("_", 1)[0] + ("_LIMIT" if not key.endswith("_LIMIT") else "_CAP"))
+    if re.search(r"\b2024\b", question):
+        return re.sub(r"\b2024\b", "2021", question, count=1)
+    return None
+
+
+def augmented() -> list[dict[str, Any]]:
+    """Near-miss twins of the fit half's answerable questions: more examples of what a refusal looks like, drawn
+    from the fitting half only."""
+    out = []
+    for q in load_questions():
+        if q["split"] == "fit" and q["answerable"] and q["set"] == "eval":
+            twin = near_miss(q["query"])
+            if twin:
+                out.append({"id": q["id"] + "-nm", "query": twin, "type": "unanswerable", "answerable": False,
+                            "gold": [], "answer": "", "set": "augment", "split": "fit"})
+    return out
+
+
+def collect(db: Path, limit: int | None, augment: bool = False) -> None:
+    from core.config import PipelineConfig
+    from core.deps import build_deps
+    from core.pipeline import run_query
+    from core.rerank import LateInteractionReranker
+    from core.store import Store
+
+    if not db.exists():
+        db.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "core", "ingest", str(ROOT / "sample_corpus" / "docs"), "--db", str(db)],
+                       check=True, cwd=ROOT)
+    cfg = PipelineConfig.model_validate({"answer": {"mode": "extractive"}})
+    deps = build_deps(cfg, store=Store(str(db)))
+    late = deps.reranker_for("late-interaction")[0]
+    assert isinstance(late, LateInteractionReranker)
+    scorer = late_sentence_scorer(late, workspace="default")
+    rows = []
+    qs = augmented() if augment else load_questions()[:limit]
+    t0 = time.perf_counter()
+    for i, q in enumerate(qs, 1):
+        t = time.perf_counter()
+        trace = run_query(q["query"], cfg, deps, log=False)
+        ms = (time.perf_counter() - t) * 1000
+        final = trace.final()
+        cands = list(final.candidates)[: cfg.answer.max_chunks] if final else []
+        blind = trace.query_lang not in (deps.embedder.languages or {trace.query_lang})
+        titles = deps.store.corpus.document_titles([c.doc_id for c in cands], "default")
+        li = None if blind or not cands else scorer(q["query"], [(c.text, claim_spans(c.text)) for c in cands])
+        table = sentence_table(q["query"], cands, titles=titles, li_scores=li)
+        gold = [g["span"] for g in q["gold"]]
+        a = trace.answer
+        rows.append({**{k: q[k] for k in ("id", "set", "split", "query", "type", "answerable")}, "gold": gold,
+                     "blind": blind, "table": table, "cands": cands, "titles": titles, "li": li, "labels": [matches_gold(r.text, gold) for r in table.rows],
+                     "answer": None if a is None else {"text": a.text, "refused": a.refused,
+                                                       "citations": list(a.citations)},
+                     "ms": ms})
+        print(f"[{i}/{len(qs)}] {q['id']} {q['set']} {ms:.0f} ms refused={a.refused if a else None}", file=sys.stderr)
+    CACHE.parent.mkdir(parents=True, exist_ok=True)
+    if augment:  # the twins join the collected questions (replacing earlier twins)
+        old = pickle.loads(CACHE.read_bytes())
+        old["rows"] = [r for r in old["rows"] if r["set"] != "augment"] + rows
+        CACHE.write_bytes(pickle.dumps(old))
+        print(f"collected {len(rows)} near-miss twins -> {CACHE}", file=sys.stderr)
+        return
+    CACHE.write_bytes(pickle.dumps({"rows": rows, "collected_at": utc_now(), "db": str(db),
+                                    "seconds": round(time.perf_counter() - t0, 1),
+                                    "model_meta": _model_meta()}))
+    print(f"collected {len(rows)} questions in {time.perf_counter() - t0:.0f} s -> {CACHE}", file=sys.stderr)
+
+
+def _model_meta() -> dict[str, Any]:
+    try:
+        return json.loads(DEFAULT_MODEL_PATH.read_text())["meta"]
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
+def _impute_means(x: np.ndarray) -> dict[str, float]:
+    out = {}
+    for j, name in enumerate(FEATURES):
+        col = x[:, j][np.isfinite(x[:, j])]
+        out[name] = float(col.mean()) if len(col) else 0.0
+    return out
+
+
+def decide(model: SupportModel, row: dict[str, Any], cut: float, max_sentences: int = 3) -> tuple[bool, bool, float]:
+    """(refused, answered with a gold sentence, support) as core.answer.extractive_answer would decide."""
+    table = row["table"]
+    if not table.rows:
+        return True, False, 0.0
+    probs, support = model.support(table.matrix, blind=row["blind"])
+    picked = pick_sentences(table.rows, probs, support=support, cut=cut, max_sentences=max_sentences,
+                            margin=model.pick_margin)
+    if not picked:
+        return True, False, support
+    return False, any(row["labels"][i] for i in picked), support
+
+
+def rates(model: SupportModel, rows: list[dict[str, Any]], cut: float) -> dict[str, Any]:
+    ans = [r for r in rows if r["answerable"]]
+    un = [r for r in rows if not r["answerable"]]
+    d_ans = [decide(model, r, cut) for r in ans]
+    d_un = [decide(model, r, cut) for r in un]
+    ru = [r for r in ans if r["blind"]]
+    return {
+        "answerable": len(ans), "unanswerable": len(un),
+        "answered_correctly": round(sum(ok for _, ok, _ in d_ans) / len(ans), 4) if ans else None,
+        "answered_wrong_sentence": sum((not ref) and not ok for ref, ok, _ in d_ans),
+        "answerable_refused": sum(ref for ref, _, _ in d_ans),
+        "refused_unanswerable": round(sum(ref for ref, _, _ in d_un) / len(un), 4) if un else None,
+        "russian_answerable": len(ru),
+        "russian_answered_correctly": sum(decide(model, r, cut)[1] for r in ru),
+    }
+
+
+def corpus_vocabulary(db: Path) -> frozenset[str]:
+    """The BM25 index's vocabulary of the bench database, as the pipeline hands it to the answer stage."""
+    from core.config import PipelineConfig
+    from core.index import IndexCache
+    from core.retrieve.bm25 import BM25Params
+    from core.store import Store
+
+    b = PipelineConfig().bm25
+    store = Store(str(db), read_only=True)
+    try:
+        return IndexCache().bm25(store, "default", BM25Params(b.k1, b.b, b.method, b.split_identifiers, b.stem)
+                              ).vocabulary()
+    finally:
+        store.close()
+
+
+def load_cache() -> dict[str, Any]:
+    """The collected questions, their features recomputed from the kept inputs (candidates, titles, late-interaction
+    scores), so a change to the features needs no new pipeline run."""
+    data = pickle.loads(CACHE.read_bytes())
+    vocab = corpus_vocabulary(Path(data["db"]))
+    for r in data["rows"]:
+        if "cands" in r:
+            r["table"] = sentence_table(r["query"], r["cands"], titles=r["titles"], li_scores=r["li"],
+                                        vocabulary=vocab)
+            r["labels"] = [matches_gold(x.text, r["gold"]) for x in r["table"].rows]
+    return data
+
+
+# The ranker sees only what differs between sentences of one question; question-level columns would only let it
+# learn which questions have gold (the gate's job).
+RANK_FEATURES = tuple(f for f in FEATURES if f not in ("missing", "spec_missing", "absent", "rerank_gap"))
+
+
+def _standardise(x: np.ndarray, names: tuple[str, ...], impute: dict[str, float]) -> tuple[np.ndarray, np.ndarray,
+                                                                                          np.ndarray]:
+    filled = np.where(np.isfinite(x), x, np.array([impute.get(f, 0.0) for f in names]))
+    mean, scale = filled.mean(axis=0), filled.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    return filled, mean, scale
+
+
+def fit(l2: float, gate_l2: float, margin: float) -> None:
+    data = load_cache()
+    train = [r for r in data["rows"] if r["split"] == "fit" and r["table"].rows]
+    # 1. Ranker: answerable questions only; gold sentences against the other sentences of the same question.
+    ans = [r for r in train if r["answerable"]]
+    x = np.vstack([r["table"].matrix for r in ans])
+    y = np.concatenate([np.array(r["labels"], dtype=float) for r in ans])
+    impute = _impute_means(np.vstack([r["table"].matrix for r in train]))
+    filled, mean, scale = _standardise(x, FEATURES, impute)
+    cols = [FEATURES.index(f) for f in RANK_FEATURES]
+    # Conditional logit: a softmax over each question's own sentences, trained to put a gold one first.
+    z = (filled - mean) / scale
+    groups, pos = [], 0
+    for r in ans:
+        n = len(r["labels"])
+        if any(r["labels"]):
+            groups.append((z[pos:pos + n][:, cols], np.array(r["labels"], dtype=float)))
+        pos += n
+    c_sub = fit_conditional_logit(groups, l2=l2, nonnegative=[f != "novelty" for f in RANK_FEATURES])
+    b = 0.0  # a softmax has no intercept: scores rank sentences, the gate turns the best one into a probability
+    coef = np.zeros(len(FEATURES))
+    coef[cols] = c_sub
+    ranker = SupportModel(FEATURES, tuple(map(float, coef)), b, tuple(map(float, mean)), tuple(map(float, scale)),
+                          {k: v for k, v in impute.items() if k in MODEL_FEATURES | {"absent"}}, 0.5)
+    # 2. Gate: one row per question of the fit half (and its near-miss twins), label = answerable.
+    g = np.vstack([gate_features(r["table"].matrix, ranker.probability(r["table"].matrix, blind=r["blind"]))
+                   for r in train])
+    for i, r in enumerate(train):
+        if r["blind"]:
+            g[i, GATE_FEATURES.index("best_li")] = np.nan
+    gy = np.array([float(r["answerable"]) for r in train])
+    g_imp = {n: float(np.nanmean(g[:, j])) for j, n in enumerate(GATE_FEATURES)}
+    gf, gmean, gscale = _standardise(g, GATE_FEATURES, g_imp)
+    gw = np.where(gy > 0, 1.0, gy.sum() / max(len(gy) - gy.sum(), 1.0))  # balance the classes
+    gc, gb = fit_logistic((gf - gmean) / gscale, gy, l2=gate_l2, weights=gw)
+    gate = Gate(tuple(map(float, gc)), gb, tuple(map(float, gmean)), tuple(map(float, gscale)),
+                {"best_li": g_imp["best_li"], "absent": g_imp["absent"]})
+    model = SupportModel(FEATURES, ranker.coef, ranker.intercept, ranker.mean, ranker.scale, ranker.impute, 0.5,
+                         {}, gate, margin)
+    # Threshold: the cut on the gate's probability that maximises the worse of the two rates on the fit half
+    # (then their sum), taken in the middle of the best interval.
+    sup = sorted({round(decide(model, r, 0.0)[2], 6) for r in train})
+    grid = sorted(set([0.0] + [(a + c) / 2 for a, c in zip(sup, sup[1:])] + [1.0]))
+    scored = []
+    for t in grid:
+        rr = rates(model, train, t)
+        scored.append(((min(rr["answered_correctly"], rr["refused_unanswerable"]),
+                        rr["answered_correctly"] + rr["refused_unanswerable"]), t))
+    top = max(sc for sc, _ in scored)
+    cut = float(statistics.median([t for sc, t in scored if sc == top]))
+    n_twins = sum(r["set"] == "augment" for r in train)
+    meta = {"fitted_on": "sample_corpus/eval.jsonl, odd ids (q01, q03, ...), plus their near-miss twins "
+                         f"(bench/answer.py near_miss: {n_twins} questions)",
+            "questions": len(train), "ranker_sentences": int(len(y)), "gold_sentences": int(y.sum()),
+            "l2": l2, "gate_l2": gate_l2, "pick_margin": margin, "fitted_at": utc_now(), "script": "bench/answer.py fit",
+            "threshold_rule": "max of min(answered-correctly, refused) on the fit half"}
+    model = SupportModel(FEATURES, ranker.coef, ranker.intercept, ranker.mean, ranker.scale, ranker.impute,
+                         round(cut, 4), meta, gate, margin)
+    DEFAULT_MODEL_PATH.write_text(json.dumps(model.to_json(), indent=2) + "\n")
+    print(json.dumps({"threshold": cut, "fit_half": rates(model, train, cut),
+                      "ranker": dict(zip(FEATURES, np.round(coef, 3).tolist())),
+                      "gate": dict(zip(GATE_FEATURES, np.round(gc, 3).tolist())), "gate_intercept": round(gb, 3)},
+                     indent=2))
+
+
+def report() -> None:
+    from core.support import load_support_model
+
+    data = load_cache()
+    model = load_support_model()
+    out: dict[str, Any] = {"machine": machine_info(), "measured_at": utc_now(), "collected_at": data["collected_at"],
+                           "collect_seconds": data["seconds"], "model": model.to_json()}
+    splits = {"fit (eval.jsonl odd ids)": "fit", "test (eval.jsonl even ids)": "test",
+              "holdout (eval_holdout.jsonl)": "holdout"}
+    sim, e2e = {}, {}
+    for label, split in splits.items():
+        rows = [r for r in data["rows"] if r["split"] == split]
+        sim[label] = rates(model, rows, model.threshold)
+        ans = [r for r in rows if r["answerable"]]
+        un = [r for r in rows if not r["answerable"]]
+        if all(r["answer"] is not None for r in rows):
+            from core.types import Answer
+
+            e2e[label] = {
+                "answered_correctly": round(sum(answered_correctly(Answer(r["answer"]["text"], (), r["answer"]["refused"]),
+                                                                   r["gold"]) for r in ans) / len(ans), 4),
+                "refused_unanswerable": round(sum(r["answer"]["refused"] for r in un) / len(un), 4) if un else None,
+                "answerable": len(ans), "unanswerable": len(un),
+                "median_query_ms": round(statistics.median(r["ms"] for r in rows), 1),
+            }
+    out["from_collected_features"] = sim
+    out["product_end_to_end"] = e2e
+    out["product_model_at_collect"] = data.get("model_meta", {})
+    out["per_question"] = [{"id": r["id"], "set": r["set"], "split": r["split"], "type": r["type"],
+                            "answerable": r["answerable"], "blind": r["blind"],
+                            "refused": None if r["answer"] is None else r["answer"]["refused"],
+                            "answer": None if r["answer"] is None else r["answer"]["text"][:300]}
+                           for r in data["rows"]]
+    path = write_result("answer", out)
+    print(json.dumps({"from_collected_features": sim, "product_end_to_end": e2e}, indent=2))
+    print(f"-> {path}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("phase", choices=["collect", "fit", "report"])
+    ap.add_argument("--db", default=str(DEFAULT_DB), help="sample corpus database (ingested when missing)")
+    ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--l2", type=float, default=3.0)
+    ap.add_argument("--augment", action="store_true", help="collect: the fit half's near-miss twins only")
+    ap.add_argument("--gate-l2", type=float, default=1.0)
+    ap.add_argument("--margin", type=float, default=2.3026, help="fit: pick margin in log-odds (ln 10)")
+    a = ap.parse_args()
+    if a.phase == "collect":
+        collect(Path(a.db), a.limit, a.augment)
+    elif a.phase == "fit":
+        fit(a.l2, a.gate_l2, a.margin)
+    else:
+        report()
+
+
+if __name__ == "__main__":
+    main()

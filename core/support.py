@@ -1,0 +1,447 @@
+"""Support model of the offline answer: does a retrieved sentence answer the question? A small logistic regression over
+signals the pipeline already has, with coefficients read from data (core/support_model.json, written by
+bench/answer.py), never fitted at import time."""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Collection, Mapping, Protocol, Sequence
+
+import numpy as np
+
+from core.text import sentence_spans, tokenize
+from core.types import Candidate
+
+Span = tuple[int, int]
+# (question, [(text, sentence spans)]) -> one array of scores per text: the shape of core.compress.SpanScorer
+SentenceScorer = Callable[[str, Sequence[tuple[str, Sequence[Span]]]], list[np.ndarray]]
+
+DEFAULT_MODEL_PATH = Path(__file__).with_name("support_model.json")
+
+FEATURES: tuple[str, ...] = (
+    "sent_cov",      # rarity-weighted share of the question's terms the sentence itself states
+    "ctx_cov",       # ... that the sentence, its chunk or its document title state (a cut-out sentence's context)
+    "missing",       # ... that no retrieved passage or title mentions at all (question-level: other quarter, city)
+    "spec_ctx",      # share of the question's specific terms (codes, numbers, names, quarters) in the sentence's context
+    "spec_sent",     # ... in the sentence itself
+    "spec_missing",  # ... that no retrieved passage mentions (question-level: the other quarter, code or city)
+    "absent",        # share of the question's terms the whole corpus never uses (question-level; parental, Q4)
+    "atype",         # 1 when the sentence holds the kind of thing asked (a number for 'how many', a year for
+                     # 'which year', an amount for 'price'), or nothing in particular is asked; else 0
+    "novelty",       # share of the sentence's terms the question does not use: an answer adds something (an intro
+                     # sentence that restates the question's words does not)
+    "li",            # late-interaction MaxSim of question and sentence, read inside its chunk
+    "li_rel",        # li minus the best sentence's li (0 for the best)
+    "rerank",        # the chunk's rerank score
+    "rerank_rel",    # ... minus the top chunk's
+    "rerank_gap",    # top rerank score minus the second (question-level: one clear winner or a flat list)
+    "agree",         # mean of 1/rank in the BM25 and dense lists (0 when absent): the stages agree on the chunk
+    "pos",           # 1 / the chunk's rank in the final list
+)
+# Signals that come from the embedder's token vectors: meaningless when the embedder does not read the question's
+# language, so they are replaced by their training means and the lexical signals decide (see impute).
+MODEL_FEATURES = frozenset({"li", "li_rel", "rerank", "rerank_rel", "rerank_gap"})
+
+# Question words that carry no content (on top of the search stop words).
+_FILLER_WORDS = ("much many tell me about please list name give describe explain our we you your i there any exist "
+                 "сколько какой какая какие каков кто когда где почему")
+_FILLER = frozenset(t for w in _FILLER_WORDS.split() for t in tokenize(w))
+_IDENT = re.compile(r"[\w][\w.\-]*[\w]|\w", re.UNICODE)
+# Words that pin a question to one period: the near-miss questions differ from answerable ones in exactly these.
+_PERIOD_WORDS = frozenset(t for w in (
+    "first second third fourth q1 q2 q3 q4 january february march april may june july august september october "
+    "november december первый второй третий четвёртый четвертый первом втором третьем четвёртом четвертом квартал "
+    "январь февраль март апрель май июнь июль август сентябрь октябрь ноябрь декабрь").split() for t in tokenize(w))
+
+
+@dataclass(frozen=True)
+class QuestionTerms:
+    """The question's search terms (stems), their surface words for messages, and the specific ones (`codes`: codes,
+    numbers, names, period words) that a near-miss question gets wrong."""
+
+    terms: tuple[str, ...]
+    words: Mapping[str, str]
+    codes: frozenset[str]
+
+
+def question_terms(question: str) -> QuestionTerms:
+    """Stems of the content words (a possessive 's' and other lone letters dropped), each mapped back to the word the
+    user typed, so messages show words, never stems."""
+    terms: list[str] = []
+    words: dict[str, str] = {}
+    codes: set[str] = set()
+    for m in _IDENT.finditer(question):
+        raw = m.group(0)
+        # a capitalised word that does not open the question names something (a city, a person, a product)
+        named = raw[:1].isupper() and m.start() > 0 and question[: m.start()].strip()[-1:] not in ".?!"
+        toks = tokenize(raw)
+        for t in toks:
+            # a lone letter (the possessive 's') or a one-character part of an identifier (the '2' of Q2) would match
+            # anything; a standalone digit ('3 days') stays
+            if t in _FILLER or (len(t) == 1 and (not t.isdigit() or len(toks) > 1)):
+                continue
+            if t not in words:
+                terms.append(t)
+                # a part of an identifier is shown as the whole identifier the user typed
+                words[t] = raw
+            if any(ch.isdigit() for ch in t) or any(ch in t for ch in "_.-") or named or t in _PERIOD_WORDS:
+                codes.add(t)
+    return QuestionTerms(tuple(terms), words, frozenset(codes))
+
+
+# What a question asks for, by its wording, and how to see it in a sentence (numbers the question itself has do
+# not count: 'FB-340' in a sentence does not answer 'how many ... FB-340').
+_ASKS = (
+    ("amount", re.compile(r"(?i)\b(price|prices|cost|costs|fee)\b|стои|цен[аыу]")),
+    ("year", re.compile(r"(?i)\b(which|what) year\b|\bwhen\b|в каком году|когда")),
+    ("number", re.compile(r"(?i)\bhow (many|much|long|large|big|often|far|high)\b|\bwhat (rate|percentage|value|share)"
+                          r"\b|\bdefault\b|сколько|на сколько|каким моментом|какое значение")),
+)
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+_YEARISH = re.compile(r"(?i)\b(19|20)\d\d\b|\b(january|february|march|april|may|june|july|august|september|october|"
+                      r"november|december)\b|январ|феврал|март|апрел|ма[йя]|июн|июл|август|сентябр|октябр|ноябр|декабр")
+_AMOUNT = re.compile(r"(?i)[€$£₸]\s?\d|\d\s?(€|eur|euros?|usd|dollars?|руб|тенге|₸)\b")
+
+
+def asked_type(question: str) -> str | None:
+    """'amount', 'year', 'number' or None: the kind of thing the question asks for."""
+    for kind, pattern in _ASKS:
+        if pattern.search(question):
+            return kind
+    return None
+
+
+_HOW_MANY = re.compile(r"(?i)\bhow many\s+(\w+)(?:\s+(\w+))?|сколько\s+(\w+)")
+_WHICH_YEAR = re.compile(r"(?i)\b(which|what) year\b|в каком году")
+_YEAR = re.compile(r"\b(19|20)\d\d\b")
+
+
+def _counted(question: str) -> set[str]:
+    """Stems of what a 'how many' question counts ('how many weeks of leave' -> week), to find it beside a number."""
+    m = _HOW_MANY.search(question)
+    if not m:
+        return set()
+    return {t for w in m.groups() if w for t in tokenize(w)}
+
+
+def holds_type(sentence: str, kind: str | None, question: str) -> bool:
+    """Whether the sentence holds an answer of that kind that the question does not already contain: an amount of
+    money, a year (or a date for 'when'), a number — for 'how many X', a number within three words of X."""
+    if kind is None:
+        return True
+    own = set(_NUMBER.findall(question))
+    new_numbers = [n for n in _NUMBER.findall(sentence) if n not in own]
+    if not new_numbers:
+        return False
+    if kind == "amount":
+        return bool(_AMOUNT.search(sentence))
+    if kind == "year":
+        if _WHICH_YEAR.search(question):
+            return any(y.group(0) not in own for y in _YEAR.finditer(sentence))
+        return bool(_YEARISH.search(sentence))
+    counted = _counted(question)
+    if not counted:
+        return True
+    words = re.findall(r"\w+(?:[.,]\d+)?", sentence)
+    for i, w in enumerate(words):
+        if _NUMBER.fullmatch(w) and w not in own:
+            near = words[max(0, i - 3): i + 4]
+            if any(t in counted for x in near for t in tokenize(x)):
+                return True
+    return False
+
+
+@dataclass(frozen=True)
+class SentenceRow:
+    """One candidate sentence with its features (in FEATURES order)."""
+
+    chunk_id: str
+    doc_id: str
+    rank: int
+    text: str
+    span: Span
+    features: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class SentenceTable:
+    rows: tuple[SentenceRow, ...]
+    terms: QuestionTerms
+    unseen: tuple[str, ...]  # question stems no retrieved passage (or its title) mentions, rarest first
+    matrix: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, len(FEATURES))))
+
+
+def _is_claim(sent: str) -> bool:
+    # Table rows and headings are poor answers on their own; a claim is a sentence of ordinary length.
+    return 4 <= len(sent.split()) <= 80 and not sent.startswith(("|", "#"))
+
+
+def claim_spans(text: str) -> list[Span]:
+    """The sentences of a passage an extractive answer may quote."""
+    return [(s, e) for s, e in sentence_spans(text) if _is_claim(" ".join(text[s:e].split()))]
+
+
+def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Mapping[str, str] | None = None,
+                   li_scorer: SentenceScorer | None = None,
+                   li_scores: Sequence[np.ndarray] | None = None,
+                   vocabulary: Collection[str] | None = None) -> SentenceTable:
+    """Every claim-like sentence of the candidates with the support features. `titles` (doc id -> title) are part of
+    a sentence's context (the quarter or product often lives only there); `li_scorer` gives late-interaction
+    sentence scores (or `li_scores`, already computed over claim_spans), None when no embedder reads the question's
+    language (those features are then imputed). `vocabulary`: every index term of the corpus (BM25's), for the
+    share of the question the corpus never mentions; None imputes it."""
+    qt = question_terms(question)
+    titles = titles or {}
+    per_cand: list[tuple[Candidate, list[Span], set[str]]] = []
+    for c in candidates:
+        spans = claim_spans(c.text)
+        ctx_terms = set(tokenize(c.text)) | set(tokenize(titles.get(c.doc_id, "")))
+        per_cand.append((c, spans, ctx_terms))
+    q = qt.terms
+    if not q:
+        return SentenceTable((), qt, ())
+    n = max(1, len(per_cand))
+    df = {t: sum(t in ctx for *_, ctx in per_cand) for t in q}
+    # rarity among the retrieved passages; a term none of them has weighs most
+    idf = {t: math.log(1 + n / (1 + df[t])) + (1.0 if df[t] == 0 else 0.0) for t in q}
+    total = sum(idf.values())
+    unseen = tuple(sorted((t for t in q if df[t] == 0), key=lambda t: -idf[t]))
+    missing = sum(idf[t] for t in unseen) / total
+    spec = [t for t in q if t in qt.codes]
+    spec_missing = sum(1 for t in spec if df[t] == 0) / len(spec) if spec else 0.0
+    absent = sum(1 for t in q if t not in vocabulary) / len(q) if vocabulary is not None else math.nan
+    kind = asked_type(question)
+
+    li_all: list[np.ndarray] | None = list(li_scores) if li_scores is not None else None
+    if li_all is None and li_scorer is not None and per_cand:
+        li_all = li_scorer(question, [(c.text, spans) for c, spans, _ in per_cand])
+    rr = [float(c.meta.get("rerank_score", c.score)) for c, *_ in per_cand]
+    top_rr = max(rr) if rr else 0.0
+    ordered = sorted(rr, reverse=True)
+    gap = ordered[0] - ordered[1] if len(ordered) > 1 else 0.0
+    best_li = max((float(a.max()) for a in li_all or [] if len(a)), default=0.0)
+
+    rows: list[SentenceRow] = []
+    for ci, (c, spans, ctx) in enumerate(per_cand):
+        agree = 0.0
+        for key in ("rank_bm25", "rank_dense"):
+            r = c.meta.get(key)
+            agree += 0.5 / float(r) if isinstance(r, (int, float)) and r > 0 else 0.0
+        for si, (s, e) in enumerate(spans):
+            sent = " ".join(c.text[s:e].split())
+            st = set(tokenize(sent))
+            sent_cov = sum(idf[t] for t in q if t in st) / total
+            ctx_cov = sum(idf[t] for t in q if t in st or t in ctx) / total
+            spec_ctx = sum(1 for t in spec if t in st or t in ctx) / len(spec) if spec else 1.0
+            spec_sent = sum(1 for t in spec if t in st) / len(spec) if spec else 1.0
+            li = float(li_all[ci][si]) if li_all is not None and si < len(li_all[ci]) else math.nan
+            atype = 1.0 if holds_type(sent, kind, question) else 0.0
+            novelty = len(st - set(q)) / len(st) if st else 0.0
+            feats = (sent_cov, ctx_cov, missing, spec_ctx, spec_sent, spec_missing, absent, atype, novelty, li, li - best_li if li_all is not None else math.nan,
+                     rr[ci], rr[ci] - top_rr, gap, agree, 1.0 / max(1, c.rank))
+            rows.append(SentenceRow(c.chunk_id, c.doc_id, c.rank, sent, (s, e), feats))
+    matrix = np.array([r.features for r in rows], dtype=np.float64).reshape(len(rows), len(FEATURES))
+    return SentenceTable(tuple(rows), qt, unseen, matrix)
+
+
+# The gate reads the question as a whole, through its best sentence: is there an answer at all?
+GATE_FEATURES: tuple[str, ...] = ("best_score", "absent", "spec_missing", "best_atype", "best_ctx_cov", "best_li")
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-6), 1 - 1e-6)
+    return math.log(p / (1 - p))
+
+
+def gate_features(matrix: np.ndarray, probs: np.ndarray) -> np.ndarray:
+    """GATE_FEATURES of a question from its sentence matrix and the ranker's probabilities (best sentence's row;
+    best_score is the logit of its probability, i.e. its ranker score)."""
+    b = int(np.argmax(probs))
+    row = matrix[b]
+    f = {n: row[FEATURES.index(n)] for n in FEATURES}
+    return np.array([_logit(float(probs[b])), f["absent"], f["spec_missing"], f["atype"], f["ctx_cov"], f["li"]],
+                    dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class Gate:
+    """Question-level logistic regression over GATE_FEATURES (standardised): the probability that the best sentence
+    answers the question. Its refusal cut is SupportModel.threshold."""
+
+    coef: tuple[float, ...]
+    intercept: float
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    impute: Mapping[str, float]
+
+    def probability(self, g: np.ndarray, *, blind: bool = False) -> float:
+        x = np.array(g, dtype=np.float64, copy=True)
+        for j, name in enumerate(GATE_FEATURES):
+            if (blind and name == "best_li") or not np.isfinite(x[j]):
+                x[j] = self.impute.get(name, 0.0)
+        z = float(((x - np.asarray(self.mean)) / np.asarray(self.scale)) @ np.asarray(self.coef) + self.intercept)
+        return 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, z))))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"features": list(GATE_FEATURES), "coef": list(self.coef), "intercept": self.intercept,
+                "mean": list(self.mean), "scale": list(self.scale), "impute": dict(self.impute)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Gate":
+        if tuple(data["features"]) != GATE_FEATURES:
+            raise ValueError(f"support gate features {data['features']} do not match this code's {GATE_FEATURES}: "
+                             "re-run bench/answer.py fit")
+        return cls(tuple(map(float, data["coef"])), float(data["intercept"]), tuple(map(float, data["mean"])),
+                   tuple(map(float, data["scale"])), {k: float(v) for k, v in data["impute"].items()})
+
+
+@dataclass(frozen=True)
+class SupportModel:
+    """Two standardised logistic regressions: a sentence ranker over FEATURES (which sentence answers best) and a
+    question-level gate (does it answer at all); `threshold` is the refusal cut on the gate's probability, chosen by
+    bench/answer.py on the fitting half of the eval set. Without a gate, the best sentence's probability decides."""
+
+    features: tuple[str, ...]
+    coef: tuple[float, ...]
+    intercept: float
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    impute: Mapping[str, float]
+    threshold: float
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    gate: Gate | None = None
+    # An answer quotes the best sentence and those whose score is within this margin of it (log-odds; ln 10: at
+    # least a tenth as likely to be the answer under the ranker's softmax over the question's sentences).
+    pick_margin: float = math.log(10)
+
+    def scores(self, matrix: np.ndarray, *, blind: bool = False) -> np.ndarray:
+        """The ranker's linear score of each sentence (higher: more likely the answer)."""
+        if len(matrix) == 0:
+            return np.zeros(0)
+        return self.prepare(matrix, blind=blind) @ np.asarray(self.coef) + self.intercept
+
+    def support(self, matrix: np.ndarray, *, blind: bool = False) -> tuple[np.ndarray, float]:
+        """(each sentence's ranker score, the question's support: the gate's probability that the best answers)."""
+        z = self.scores(matrix, blind=blind)
+        if len(z) == 0:
+            return z, 0.0
+        probs = 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
+        if self.gate is None:
+            return z, float(probs.max())
+        return z, self.gate.probability(gate_features(matrix, probs), blind=blind)
+
+    def prepare(self, matrix: np.ndarray, *, blind: bool = False) -> np.ndarray:
+        """Model-feature columns replaced by their imputed value when `blind` (or missing), then standardised."""
+        x = np.array(matrix, dtype=np.float64, copy=True).reshape(-1, len(self.features))
+        for j, name in enumerate(self.features):
+            if name in self.impute and (blind and name in MODEL_FEATURES):
+                x[:, j] = self.impute[name]
+            bad = ~np.isfinite(x[:, j])
+            if bad.any():
+                x[bad, j] = self.impute.get(name, 0.0)
+        return (x - np.asarray(self.mean)) / np.asarray(self.scale)
+
+    def probability(self, matrix: np.ndarray, *, blind: bool = False) -> np.ndarray:
+        if len(matrix) == 0:
+            return np.zeros(0)
+        z = self.prepare(matrix, blind=blind) @ np.asarray(self.coef) + self.intercept
+        return 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"features": list(self.features), "coef": list(self.coef), "intercept": self.intercept,
+                "mean": list(self.mean), "scale": list(self.scale), "impute": dict(self.impute),
+                "threshold": self.threshold, "meta": dict(self.meta),
+                "pick_margin": self.pick_margin, **({"gate": self.gate.to_json()} if self.gate else {})}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "SupportModel":
+        feats = tuple(data["features"])
+        if feats != FEATURES:
+            raise ValueError(f"support model features {feats} do not match this code's {FEATURES}: re-run "
+                             "bench/answer.py --fit")
+        return cls(feats, tuple(map(float, data["coef"])), float(data["intercept"]), tuple(map(float, data["mean"])),
+                   tuple(map(float, data["scale"])), {k: float(v) for k, v in data["impute"].items()},
+                   float(data["threshold"]), dict(data.get("meta", {})),
+                   Gate.from_json(data["gate"]) if data.get("gate") else None,
+                   float(data.get("pick_margin", math.log(10))))
+
+
+_CACHE: dict[str, SupportModel] = {}
+
+
+def load_support_model(path: str | Path = DEFAULT_MODEL_PATH) -> SupportModel:
+    """The fitted model from its JSON file (read once per path)."""
+    key = str(path)
+    if key not in _CACHE:
+        _CACHE[key] = SupportModel.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+    return _CACHE[key]
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, *, l2: float = 1.0, iters: int = 50,
+                 weights: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """Newton's method for L2-regularised logistic regression on standardised x (the intercept is not penalised).
+    Used by bench/answer.py; the product only reads the result."""
+    n, d = x.shape
+    xb = np.hstack([x, np.ones((n, 1))])
+    w = np.zeros(d + 1)
+    sw = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+    reg = np.full(d + 1, l2)
+    reg[-1] = 0.0
+    for _ in range(iters):
+        p = 1.0 / (1.0 + np.exp(-np.clip(xb @ w, -40, 40)))
+        grad = xb.T @ (sw * (p - y)) + reg * w
+        h = (xb * (sw * p * (1 - p))[:, None]).T @ xb + np.diag(reg) + 1e-9 * np.eye(d + 1)
+        step = np.linalg.solve(h, grad)
+        w -= step
+        if float(np.abs(step).max()) < 1e-8:
+            break
+    return w[:-1], float(w[-1])
+
+
+def fit_conditional_logit(groups: Sequence[tuple[np.ndarray, np.ndarray]], *, l2: float = 1.0,
+                          nonnegative: Sequence[bool] | None = None) -> np.ndarray:
+    """Weights of a softmax over each question's sentences (x: sentences x features, standardised; y: 1 for gold
+    sentences), L2-regularised: trained to put the gold sentence first among its own question's sentences, which a
+    per-sentence logistic loss does not aim at. `nonnegative` marks evidence features whose weight may not turn
+    negative (more coverage never counts against a sentence), a prior that a few dozen questions cannot overrule by
+    chance. Used by bench/answer.py; the product only reads the result."""
+    from scipy.optimize import minimize
+
+    def objective(w: np.ndarray) -> tuple[float, np.ndarray]:
+        f, g = 0.5 * l2 * float(w @ w), l2 * w
+        for x, y in groups:
+            z = x @ w
+            z = z - z.max()
+            p = np.exp(z) / np.exp(z).sum()
+            t = y / y.sum()
+            f -= float(t @ np.log(p + 1e-12))
+            g = g - x.T @ (t - p)
+        return f, g
+
+    d = groups[0][0].shape[1] if groups else 0
+    bounds = [(0.0, None) if nn else (None, None) for nn in (nonnegative or [False] * d)]
+    return minimize(objective, np.zeros(d), jac=True, method="L-BFGS-B", bounds=bounds).x
+
+
+class TokenVectorSource(Protocol):
+    """What the late-interaction sentence scorer needs from core.rerank.LateInteractionReranker."""
+
+    def query_matrix(self, query: str, workspace: str = ...) -> tuple[np.ndarray, np.ndarray]: ...
+    def token_matrices(self, texts: Sequence[str], workspace: str = ..., *, persist: bool = True) -> Any: ...
+
+
+def late_sentence_scorer(late: TokenVectorSource, *, workspace: str) -> SentenceScorer:
+    """MaxSim of the question against each sentence's token vectors, sliced from its whole (pruned) passage so the
+    sentence is read in context. Passage vectors stay in memory (persist=False): a query writes nothing."""
+    from core.rerank import maxsim
+
+    def score(question: str, items: Sequence[tuple[str, Sequence[Span]]]) -> list[np.ndarray]:
+        q, w = late.query_matrix(question, workspace)
+        mats = late.token_matrices([t for t, _ in items], workspace, persist=False)[0]
+        return [maxsim(q, w, [tm.vecs[tm.rows_in(s, e)] for s, e in spans]) if spans else np.zeros(0)
+                for (_, spans), tm in zip(items, mats)]
+
+    return score
