@@ -3,6 +3,7 @@
 Run from the repo root:
     .venv/bin/python bench/route.py --part router    # classifier -> bench/results/route.json
     .venv/bin/python bench/route.py --part twowiki   # retrieval by question type -> bench/results/route_twowiki.json
+    .venv/bin/python bench/route.py --part scifact   # nDCG@10 routed vs default -> bench/results/route_scifact.json
     .venv/bin/python bench/route.py --part twowiki --limit 60
 
 Router: the labelled set sample_corpus/routing/routing.jsonl was split once (core/route/data_build.py, per source
@@ -134,7 +135,8 @@ def router_part() -> dict[str, Any]:
                 [[c, v["precision"], v["recall"], v["f1"], v["n"]] for c, v in rep["per_class"].items()]))
     return {
         "train_examples": len(train), "test_examples": len(test),
-        "train_seconds_median_of_3": round(statistics.median(times), 3), "train_seconds_all": [round(x, 3) for x in times],
+        "train_seconds_median_of_3": round(statistics.median(times), 3),
+        "train_seconds_all": [round(x, 3) for x in times],
         "predict_ms_per_question": round(per_q_ms, 2),
         "cv_train_macro_f1": cv_f1,
         "thresholds": {"min_confidence": mn, "refuse_confidence": rf, "rule": "costly rate <= 0.5% on 5-fold CV of "
@@ -242,9 +244,35 @@ def twowiki_part(root: Path, db: str, limit: int, rows_wanted: Sequence[str]) ->
     return result
 
 
+def scifact_part(root: Path, db: str, max_questions: int, max_docs: int) -> dict[str, Any]:
+    """nDCG@10 on a SciFact cut (its gold abstracts plus seeded random distractors), router off vs on, through the
+    product's run_eval; retrieval only, 100 deep, as bench/quality.py scores SciFact."""
+    from core.config import PipelineConfig
+    from core.datasets import load_dataset, subsample
+    from core.deps import build_deps
+    from core.eval_run import NamedConfig, run_eval
+
+    gs = subsample(load_dataset("beir_scifact", root), max_docs=max_docs, max_questions=max_questions, seed=0)
+    base = PipelineConfig().with_overrides({**RETRIEVAL, "bm25.k": 100, "dense.k": 100, "fusion.k": 100})
+    Path(db).parent.mkdir(parents=True, exist_ok=True)
+    deps = build_deps(base, db=db)
+    configs = [NamedConfig("default", base.with_overrides(ROWS["default"])),
+               NamedConfig("routed", base.with_overrides(ROWS["routed"]))]
+    runs = run_eval(gs, configs, deps, save=False)
+    out: dict[str, Any] = {"set": gs.name, "questions": len(gs.queries), "max_docs": max_docs,
+                           "note": "subsample: every gold abstract of the drawn questions plus random distractors "
+                                   "(core.datasets.subsample, seed 0), not the full 5,183-abstract corpus"}
+    for r in runs:
+        out[r.config_name] = {k: r.metrics.get(k) for k in ("ndcg@10", "recall@10", "mrr")}
+        out[r.config_name]["latency"] = r.latency
+    print(json.dumps({k: v for k, v in out.items() if k in ("default", "routed")}, indent=1, default=str))
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--part", choices=["router", "twowiki"], required=True)
+    ap.add_argument("--part", choices=["router", "twowiki", "scifact"], required=True)
+    ap.add_argument("--max-docs", type=int, default=1500, help="scifact: corpus cut size")
     ap.add_argument("--datasets")
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--rows", default=",".join(ROWS))
@@ -253,6 +281,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # one results file per part, each holding its own run (bench/_common.write_result)
     if args.part == "router":
         write_result(RESULT, {"router": router_part()})
+    elif args.part == "scifact":
+        db = args.db.replace("route.duckdb", "route_scifact.duckdb")
+        write_result(f"{RESULT}_scifact", {"scifact": scifact_part(datasets_dir(args.datasets), db,
+                                                                   args.limit or 150, args.max_docs)})
     else:
         root = datasets_dir(args.datasets) / "twowiki_multihop"
         if not (root / "questions.jsonl").is_file():

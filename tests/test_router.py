@@ -116,7 +116,8 @@ def test_llm_router_uses_the_schema_and_one_call(anthropic_stub: Stub) -> None:
     assert (r.cls, r.method, r.confidence, r.reason) == ("comparison", "llm", 0.92, "two films compared")
     assert r.queries == ("Aas Ka Panchhi", "Phoolwari") and r.usage.calls == 1
     sent = anthropic_stub.state.messages()
-    assert len(sent) == 1 and sent[0]["output_config"]["format"]["schema"]["properties"]["class"]["enum"] == list(CLASSES)
+    schema = sent[0]["output_config"]["format"]["schema"]
+    assert len(sent) == 1 and schema["properties"]["class"]["enum"] == list(CLASSES)
 
 
 MALFORMED = ["not json at all", "[1, 2]", '{"class": "gossip", "confidence": 0.9, "reason": "x"}',
@@ -149,8 +150,8 @@ def test_decide_route_offline_without_key_override_and_reply() -> None:
                           vocabulary=SAMPLE_VOCAB, titles=lambda: ["Quarterly report Q3 2024", "Remote work policy"])
     assert forced.route.method == "override" and not forced.retrieves
     assert forced.reply.endswith("Quarterly report Q3 2024; Remote work policy.")
-    assert forced.as_json() == {"class": "out-of-scope", "confidence": 1.0, "reason": "chosen by the user for this query",
-                                "config": "out-of-scope", "method": "override"}
+    assert forced.as_json() == {"class": "out-of-scope", "confidence": 1.0, "config": "out-of-scope",
+                                "reason": "chosen by the user for this query", "method": "override"}
     g = decide_route("x", cfg.with_overrides({"router.override": "global-summary"}), None, vocabulary=None)
     assert g.config.graph.enabled and g.config.graph.mode == "global" and g.retrieves
     with pytest.raises(RouteError, match="unknown route"):

@@ -128,8 +128,9 @@ def gate(name: str, config: PipelineConfig, decision: RouteDecision | None, dens
     if name == "hyde" and dense_top is not None and dense_top < config.transforms.weak_retrieval:
         return None
     if name == "hyde":
+        weak = config.transforms.weak_retrieval
         why = ("dense top-1 cosine unknown" if dense_top is None
-               else f"dense top-1 cosine {dense_top:.2f} >= transforms.weak_retrieval {config.transforms.weak_retrieval:g}")
+               else f"dense top-1 cosine {dense_top:.2f} >= transforms.weak_retrieval {weak:g}")
         return f"transforms.hyde = auto; route {decision.named.name} does not ask for it and {why}"
     return f"transforms.{name} = auto; route {decision.named.name} does not ask for it"
 

@@ -66,8 +66,8 @@ def _clean_item(s: str) -> str:
 # -- multi-query offline: split comparisons into one query per item --------------------------------------------------
 _SPLITS = [
     # "Which film came out first, A or B?" (items may hold commas: split at the clause's first comma)
-    re.compile(r"^(?:which|who|what|whose|where|when|кто|что|какой|какая|какое|где|когда)\b[^,:]*?[,:]\s*(?P<a>.+?)\s+"
-               r"(?:or|или)\s+(?P<b>.+?)\s*\?*$", re.I),
+    re.compile(r"^(?:which|who|what|whose|where|when|кто|что|какой|какая|какое|где|когда)\b[^,:]*?[,:]\s*"
+               r"(?P<a>.+?)\s+(?:or|или)\s+(?P<b>.+?)\s*\?*$", re.I),
     # "Does A have the same nationality as B?"
     re.compile(r"^(?:does|do|did|is|was|are|were)\s+(?P<a>.+?)\s+(?:have|has|had|share|is|was|hold)\s+the same\s+\w+"
                r"(?:\s+\w+)?\s+as\s+(?P<b>.+?)\s*\?*$", re.I),
@@ -106,8 +106,8 @@ def split_comparison(question: str) -> Rewrite:
     items = comparison_items(question)
     if not items:
         return Rewrite("multi_query", (), "offline: comparison split",
-                       ("offline multi-query only splits comparisons ('X or Y', 'X vs Y', 'both X and Y', Russian "
-                        "'или', 'против', 'сравните'); this question is not one, so it is searched as asked",))
+                       ("offline multi-query only splits comparisons ('X or Y', 'X vs Y', 'both X and Y', "
+                        "Russian 'или', 'против', 'сравните'); this question is not one, so it is searched as asked",))
     return Rewrite("multi_query", unique_queries(items, question), "offline: comparison split",
                    (f"one query per compared item: {' | '.join(items)}",))
 
@@ -180,7 +180,8 @@ def decompose_plan(question: str) -> tuple[list[str], str, str]:
     m = _OF_CHAIN.search(question)
     if m:
         rest = _TAIL.sub("", m.group("rest"))
-        inner = _OF_CHAIN.search("the " + rest) if rest.lower().startswith(tuple(r + " of" for r in RELATIONS)) else None
+        nested = rest.lower().startswith(tuple(r + " of" for r in RELATIONS))
+        inner = _OF_CHAIN.search("the " + rest) if nested else None
         target = inner.group("rest") if inner else rest
         first_rel = inner.group("rel") if inner else m.group("rel")
         return [_clean_item(target), f"{first_rel} of {_clean_item(target)}"], first_rel.lower(), "bridge"
