@@ -101,6 +101,10 @@ _ASKS = (
                           r"\b|\bdefault\b|сколько|на сколько|каким моментом|какое значение")),
 )
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+# Counts written as words answer 'how many' as well as digits do ('up to three days per week').
+_NUMBER_WORDS = frozenset(
+    "one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty forty fifty hundred "
+    "один одна два две три четыре пять шесть семь восемь девять десять двадцать тридцать сто".split())
 _YEARISH = re.compile(r"(?i)\b(19|20)\d\d\b|\b(january|february|march|april|may|june|july|august|september|october|"
                       r"november|december)\b|январ|феврал|март|апрел|ма[йя]|июн|июл|август|сентябр|октябр|ноябр|декабр")
 _AMOUNT = re.compile(r"(?i)[€$£₸]\s?\d|\d\s?(€|eur|euros?|usd|dollars?|руб|тенге|₸)\b")
@@ -132,8 +136,10 @@ def holds_type(sentence: str, kind: str | None, question: str) -> bool:
     money, a year (or a date for 'when'), a number — for 'how many X', a number within three words of X."""
     if kind is None:
         return True
-    own = set(_NUMBER.findall(question))
+    own = set(_NUMBER.findall(question)) | {w for w in re.findall(r"\w+", question.lower()) if w in _NUMBER_WORDS}
     new_numbers = [n for n in _NUMBER.findall(sentence) if n not in own]
+    if kind == "number":
+        new_numbers += [w for w in re.findall(r"\w+", sentence.lower()) if w in _NUMBER_WORDS and w not in own]
     if not new_numbers:
         return False
     if kind == "amount":
@@ -147,7 +153,7 @@ def holds_type(sentence: str, kind: str | None, question: str) -> bool:
         return True
     words = re.findall(r"\w+(?:[.,]\d+)?", sentence)
     for i, w in enumerate(words):
-        if _NUMBER.fullmatch(w) and w not in own:
+        if (_NUMBER.fullmatch(w) or w.lower() in _NUMBER_WORDS) and w.lower() not in own:
             near = words[max(0, i - 3): i + 4]
             if any(t in counted for x in near for t in tokenize(x)):
                 return True
@@ -175,8 +181,11 @@ class SentenceTable:
 
 
 def _is_claim(sent: str) -> bool:
-    # Table rows and headings are poor answers on their own; a claim is a sentence of ordinary length.
-    return 4 <= len(sent.split()) <= 80 and not sent.startswith(("|", "#"))
+    # Table rows, headings and title lines are poor answers on their own: a claim is a sentence of ordinary length
+    # that ends like one (a short line without closing punctuation is a heading). The pruner's gap mark is no text.
+    sent = sent.strip(" …")
+    n = len(re.findall(r"\w+", sent))
+    return 4 <= n <= 80 and not sent.startswith(("|", "#")) and (sent[-1:] in '.!?:;)»"' or n >= 8)
 
 
 def claim_spans(text: str) -> list[Span]:
