@@ -30,11 +30,17 @@ nav = st.navigation([
 ])
 
 deps = _state.deps()
+# Streamlit's default top padding (6rem) and side padding (5rem) cost a 768 px high window a fifth of its height;
+# the Search Lab needs that room for its stage row.
+st.html("<style>[data-testid=stMainBlockContainer]{padding-top:2.2rem;padding-left:2rem;padding-right:2rem}"
+        "h1{padding-top:0.25rem !important;padding-bottom:0.25rem !important}</style>")
+
 with st.sidebar:
     st.caption("RAG Workbench")
     st.text(f"workspace: {_state.workspace()}")
     config_slot = st.empty()
     st.text(f"embedder: {deps.embedder.model_id}")
+    config_slot.text(f"config: {_state.config().stable_hash()}")  # rewritten after the page, which may change it
     for notice in deps.notices:
         st.warning(notice)
 try:

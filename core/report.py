@@ -13,7 +13,7 @@ from core.types import Chunk, StageResult, Trace
 
 if TYPE_CHECKING:  # annotations only: report.py must not pull in the store (duckdb) at import time
     from core.ingest.pipeline import FileResult
-    from core.store import DocumentRow
+    from core.records import DocumentRow
 
 # A fixed qualitative palette: the same chunk gets the same colour in every column (hash of its id).
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
@@ -231,6 +231,10 @@ def stage_details(stage: StageResult) -> list[tuple[str, str]]:
     return [(k, readable(v)) for k, v in stage.info.items() if k not in _CHIP_ONLY and v not in (None, "", [], {})]
 
 
+# Stages that reorder or filter the list handed to them (their candidates carry their own stage name too).
+REORDERING = frozenset({"rerank", "prune", "mmr", "expand"})
+
+
 def stage_moves(trace: Trace) -> dict[str, dict[str, str]]:
     """Per stage, per chunk id: a short label saying how the chunk got to its rank, for the stage columns.
 
@@ -244,7 +248,7 @@ def stage_moves(trace: Trace) -> dict[str, dict[str, str]]:
         if s.skipped is not None or not s.candidates:
             continue
         inputs = _rank_inputs(s)
-        if all(c.meta.get("stage") == s.stage for c in s.candidates):
+        if s.stage not in REORDERING and all(c.meta.get("stage") == s.stage for c in s.candidates):
             # An independent retrieval: it did not reorder the list before it, so its label is where the chunk
             # stood there ("bm25 #3") or that it is new to this list; the first list has nothing to compare with.
             if previous is None:

@@ -13,7 +13,8 @@ from core.types import Candidate, StageResult, Trace
 
 LAST_INGEST_KEY = "last_ingest"  # the IngestReport of the last upload, shown until the next one
 LAST_QUERY_KEY = "last_query"  # the last submitted query; settings changes re-run it
-COLUMN_PX = 232  # one stage column; five of them and the counters fit 1366 px beside the sidebar
+COLUMN_PX = 206  # one stage column: five fit beside the sidebar in a 1366 px window
+EMPTY_PX = 140  # a stage that ran but hands on no candidates (answer cache, router): its header is all there is
 MORE_CHARS = 1500  # text shown when a card is expanded (the full chunk is under "Chunk detail")
 
 # Retrieval modes of the Search Lab and the switches each one sets.
@@ -65,6 +66,7 @@ ROW_CSS = f"""
 .sl-row{{display:flex;gap:6px;overflow-x:auto;align-items:flex-start;padding:2px 0 8px 0;font-size:12px;line-height:1.3}}
 .sl-col{{flex:0 0 {COLUMN_PX}px;max-width:{COLUMN_PX}px;border:1px solid rgba(128,128,128,.35);border-radius:6px;
   padding:3px 5px;box-sizing:border-box}}
+.sl-col.sl-empty{{flex-basis:{EMPTY_PX}px;max-width:{EMPTY_PX}px}}
 .sl-skip{{flex:0 0 20px;align-self:stretch;min-height:120px;writing-mode:vertical-rl;transform:rotate(180deg);
   font-size:11px;opacity:.65;border:1px dashed rgba(128,128,128,.45);border-radius:6px;padding:4px 1px;
   white-space:nowrap;overflow:hidden}}
@@ -140,7 +142,8 @@ def stage_html(stage: StageResult, *, moves: Mapping[str, str], doc_names: Mappi
     else:
         body = "".join(card_html(c, move=moves.get(c.chunk_id, ""), doc_name=doc_names.get(c.doc_id, ""))
                        for c in stage.candidates[:depth])
-    return f"<div class='sl-col' data-stage='{name}'>{head}{body}</div>"
+    empty = " sl-empty" if not stage.candidates and not (stage.stage == "answer" and answer is not None) else ""
+    return f"<div class='sl-col{empty}' data-stage='{name}'>{head}{body}</div>"
 
 
 def counters_html(query: Counters, session: Counters | None = None) -> str:

@@ -1,6 +1,8 @@
 """Evaluate page: load a golden set, run configurations A and B over it, compare metrics, plots and single questions."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from core import eval_report as rep
@@ -8,12 +10,16 @@ from core.configs import config_diff, list_configs, save_config
 from core.datasets import (
     DatasetError, available_datasets, default_root, describe, load_dataset, parse_jsonl, problems_as_rows,
 )
+from core.deps import db_path
 from core.eval_run import NamedConfig, compare, load_run, per_query_diff, run_eval
+from core.report import escape_md
 from pages import _state
 
 RUNS_KEY = "eval_runs"  # eval ids of the A and B runs on show
+SAVED_KEY = "eval_saved_msg"  # confirmation of the last Save, shown after the rerun that lists the new config
 deps, ws = _state.deps(), _state.workspace()
-data_dir = st.session_state.get("data_dir", "data")  # tests point this at a temporary folder
+# Saved configurations live beside the database in use (RAG_DB), not in a fixed folder; tests set their own.
+data_dir = st.session_state.get("data_dir") or str(Path(db_path()).parent)
 st.title("Evaluate")
 
 # -- golden set ------------------------------------------------------------------------------------------------------
@@ -52,10 +58,16 @@ with st.expander("Save the session configuration"):
     c1, c2, c3 = st.columns([3, 1, 1], vertical_alignment="bottom")
     name = c1.text_input("Name", key="cfg_name")
     fmt = c2.radio("Format", ["json", "toml"], horizontal=True, key="cfg_fmt")
-    if c3.button("Save", key="cfg_save") and name:
+    if st.session_state.get(SAVED_KEY):
+        st.success(st.session_state.pop(SAVED_KEY), icon=":material/check_circle:")
+    clicked = c3.button("Save", key="cfg_save")
+    if clicked and not name.strip():
+        st.warning("Type a name for the configuration first.")
+    elif clicked:
         try:
             path = save_config(name, session_cfg, ws, fmt=fmt, data_dir=data_dir)
-            st.success(f"saved {path.name} · {session_cfg.stable_hash()}")
+            # The rerun below (so the new config shows up in the A/B lists) would wipe a message shown now.
+            st.session_state[SAVED_KEY] = f"Saved '{escape_md(name)}' ({session_cfg.stable_hash()}) to {escape_md(str(path))}"
             st.rerun()
         except ValueError as exc:
             st.error(str(exc))

@@ -59,18 +59,43 @@ tab_graph, tab_entity, tab_comm, tab_review, tab_syn = st.tabs(
     ["Graph", "Entity", "Communities", "Merge review", "Synonyms"])
 
 with tab_graph:
-    f1, f2, f3, f4, f5 = st.columns([1, 2, 2, 1, 1])
+    f1, f2, f3, f4, f5, f6 = st.columns([1, 2, 2, 1, 1, 1.2], vertical_alignment="bottom")
     level = f1.selectbox("Level", snap.levels() or [0], key="graph_level")
     frame = view.nodes_frame(snap, level=level)
     comms = f2.multiselect("Community", sorted(frame["community"].dropna().unique()), key="graph_comms")
     types = f3.multiselect("Type", sorted(frame["type"].unique()), key="graph_types")
     min_deg = f4.number_input("Min degree", 0, 10_000, 1, key="graph_min_degree")
     max_nodes = f5.number_input("Max nodes", 10, 1000, 150, step=10, key="graph_max_nodes")
-    shown = view.filter_nodes(frame, communities=comms, types=types, min_degree=int(min_deg),
-                              max_nodes=int(max_nodes), must_show=used.nodes)
+    full = f6.toggle(f"Full graph ({len(frame):,})", key="graph_full_view",
+                     help="every active entity; large graphs take a while to draw")
+    if full:
+        shown = frame
+    elif comms or types or int(min_deg) > 1:
+        shown = view.filter_nodes(frame, communities=comms, types=types, min_degree=int(min_deg),
+                                  max_nodes=int(max_nodes), must_show=used.nodes)
+    else:  # the default view: each community's best-connected entities, so the picture has labels, not a hairball
+        shown = view.overview_nodes(frame, int(max_nodes), must_show=used.nodes)
+    edges = view.edges_frame(snap, shown["node_id"])
+    if not full:
+        edges = view.strongest_edges(edges, per_node=3)
+    # Positions computed once in Python and kept for this graph version and node set: the browser draws a still
+    # picture (no physics running after load) and stays responsive.
+    lkey = ("graph_layout", snap.version, level, tuple(shown["node_id"]))
+    if st.session_state.get("graph_layout_key") != lkey:
+        with st.spinner(f"Laying out {len(shown):,} entities…"):
+            st.session_state["graph_layout"] = view.static_layout(shown, edges)
+        st.session_state["graph_layout_key"] = lkey
     # st.iframe replaces st.components.v1.html (deprecated in this Streamlit). The HTML is built by us and every
     # string from a document in it is escaped (core/graph/view.py).
-    st.iframe(view.pyvis_html(shown, view.edges_frame(snap, shown["node_id"]), used=used), height=640)
+    hkey = (lkey, used)
+    if st.session_state.get("graph_html_key") != hkey:  # building the page (1-2 s with vis.js inlined) once per view
+        st.session_state["graph_html"] = view.pyvis_html(shown, edges, used=used,
+                                                         layout=st.session_state["graph_layout"])
+        st.session_state["graph_html_key"] = hkey
+    st.iframe(st.session_state["graph_html"], height=640)
+    st.caption(f"{len(shown):,} of {len(frame):,} entities shown · {len(edges):,} links"
+               + ("" if full else " (each entity's three strongest)") + " · colour = community · drag to pan, scroll "
+               "to zoom")
     if used.nodes:
         st.caption(f"Red borders and links: what graph local search used for the last query ({used.query!r}); "
                    "stars are its seed entities.")
@@ -87,7 +112,7 @@ with tab_entity:
         doc_names = {d.doc_id: d.name for d in store.corpus.documents(ws)}
         d = view.entity_detail(snap, store, pick, doc_names=doc_names)
         st.text(f"{d['name']} · type {d['type']} · degree {d['degree']} · {d['chunks_total']} chunks · "
-                f"communities {d['communities']}")
+                "communities " + ", ".join(f"level {lvl}: {c}" for lvl, c in d["communities"].items()))
         st.text(f"aliases: {', '.join(d['aliases'])}")
         st.text(d["description"] or "(no description)")
         c1, c2 = st.columns(2)

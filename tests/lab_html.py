@@ -5,7 +5,7 @@ import html
 import re
 from dataclasses import dataclass, field
 
-_COL = re.compile(r"<div class='(sl-col|sl-skip)' data-stage='([^']*)'([^>]*)>")
+_COL = re.compile(r"<div class='(sl-col|sl-col sl-empty|sl-skip)' data-stage='([^']*)'([^>]*)>")
 
 
 @dataclass

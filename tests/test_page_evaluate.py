@@ -11,6 +11,7 @@ from core.config import PipelineConfig
 from core.configs import save_config
 from core.deps import Deps
 from core.ingest.pipeline import ingest_files
+from core.report import escape_md
 from pages import _state
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,3 +107,21 @@ def test_save_session_config_from_the_page(page: AppTest, tmp_path: Path) -> Non
     at.button(key="cfg_save").click().run()
     assert (tmp_path / "workspaces" / "default" / "configs" / "mine.toml").is_file()
     assert any(o.startswith("mine · ") for o in at.selectbox(key="cfg_a").options)
+    # The save is confirmed after the rerun that lists it, with the file it wrote.
+    saved = escape_md(str(tmp_path / "workspaces" / "default" / "configs" / "mine.toml"))
+    assert [s.value for s in at.success] == [f"Saved 'mine' ({at.session_state['config'].stable_hash()}) to {saved}"]
+    at.text_input(key="cfg_name").input("  ").run()
+    at.button(key="cfg_save").click().run()
+    assert [w.value for w in at.warning] == ["Type a name for the configuration first."] and not at.success
+
+
+def test_saved_configs_live_beside_the_database(monkeypatch: pytest.MonkeyPatch, page: AppTest, tmp_path: Path
+                                                ) -> None:
+    """Without a test override, the page saves under the folder of RAG_DB, not under a fixed data/."""
+    db = tmp_path / "elsewhere" / "wb.duckdb"
+    monkeypatch.setenv("RAG_DB", str(db))
+    at = page
+    del at.session_state["data_dir"]
+    at.text_input(key="cfg_name").input("beside").run()
+    at.button(key="cfg_save").click().run()
+    assert (db.parent / "workspaces" / "default" / "configs" / "beside.json").is_file()

@@ -285,9 +285,9 @@ def test_stage_moves_for_retrievers_fusion_and_a_later_stage() -> None:
     fused = StageResult("fused", (_cand("b", 1, stage="bm25", rank_bm25=2, rank_dense=1),
                                   _cand("a", 2, stage="bm25", rank_bm25=1, rank_dense=None),
                                   _cand("c", 3, stage="dense", rank_bm25=None, rank_dense=2)))
-    rerank = StageResult("rerank", (_cand("c", 1, stage="bm25", rank_bm25=None, rank_dense=2),
-                                    _cand("b", 2, stage="bm25", rank_bm25=2, rank_dense=1),
-                                    _cand("z", 3, stage="x")))
+    rerank = StageResult("rerank", (_cand("c", 1, stage="rerank", rank_bm25=None, rank_dense=2),
+                                    _cand("b", 2, stage="rerank", rank_bm25=2, rank_dense=1),
+                                    _cand("z", 3, stage="rerank")))
     skipped = StageResult("mmr", skipped="mmr.enabled = false")
     moves = stage_moves(Trace("q", "h", 1, (bm25, dense, fused, skipped, rerank)))
     assert moves["bm25"] == {} and moves["dense"] == {"b": "bm25 #2", "c": "new (not in bm25)"}

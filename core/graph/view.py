@@ -78,6 +78,58 @@ def filter_nodes(frame: pd.DataFrame, *, communities: Iterable[str] = (), types:
     return pd.concat([picked, extra]) if len(extra) else picked
 
 
+def overview_nodes(frame: pd.DataFrame, max_nodes: int = 150, must_show: Iterable[str] = ()) -> pd.DataFrame:
+    """The default view: every community's best-connected entities in turn (its hub first, then the next one, ...),
+    bigger communities first, up to max_nodes; plus the nodes a query used. A plain top-degree cut would show
+    only the largest community's hairball."""
+    if frame.empty:
+        return frame
+    f = frame.copy()
+    f["_comm"] = f["community"].fillna("—")
+    f["_size"] = f.groupby("_comm")["node_id"].transform("count")
+    f["_rank"] = f.sort_values(["degree", "chunks", "node_id"], ascending=[False, False, True]) \
+        .groupby("_comm").cumcount()
+    picked = f.sort_values(["_rank", "_size", "degree", "node_id"], ascending=[True, False, False, True]).head(max_nodes)
+    must = set(must_show)
+    extra = f[f["node_id"].isin(must) & ~f["node_id"].isin(picked["node_id"])]
+    out = pd.concat([picked, extra]) if len(extra) else picked
+    return out.drop(columns=["_comm", "_size", "_rank"])
+
+
+def strongest_edges(edges: pd.DataFrame, per_node: int = 3) -> pd.DataFrame:
+    """Each node's `per_node` heaviest links (a link stays when either end keeps it): co-occurrence graphs are dense
+    (17k links among 563 entities on the sample corpus), and drawing every link hides the structure."""
+    if edges.empty:
+        return edges
+    e = edges.reset_index(drop=True)
+    keep: set[int] = set()
+    for end in ("src", "dst"):
+        ranked = e.sort_values(["weight", "src", "dst"], ascending=[False, True, True]).groupby(end).head(per_node)
+        keep.update(ranked.index)
+    return e.loc[sorted(keep)].reset_index(drop=True)
+
+
+def static_layout(nodes: pd.DataFrame, edges: pd.DataFrame, *, seed: int = 7, scale: float = 900.0
+                  ) -> dict[str, tuple[float, float]]:
+    """Node positions computed once in Python (igraph's Fruchterman-Reingold, seeded), so the browser draws a
+    still picture instead of running a physics simulation that keeps the page busy."""
+    import igraph as ig
+
+    ids = list(nodes["node_id"])
+    if not ids:
+        return {}
+    index = {n: k for k, n in enumerate(ids)}
+    g = ig.Graph(n=len(ids), edges=[(index[a], index[b]) for a, b in zip(edges["src"], edges["dst"])
+                                    if a in index and b in index])
+    import random
+
+    random.seed(seed)  # igraph's layouts draw from Python's random module
+    coords = g.layout_fruchterman_reingold(niter=300) if g.ecount() else g.layout_circle()
+    xs, ys = [c[0] for c in coords], [c[1] for c in coords]
+    span = max(max(xs) - min(xs), max(ys) - min(ys), 1e-9)
+    return {n: ((x - min(xs)) / span * scale, (y - min(ys)) / span * scale) for n, x, y in zip(ids, xs, ys)}
+
+
 def find_nodes(frame: pd.DataFrame, text: str, limit: int = 200) -> list[str]:
     """Node ids whose name contains `text` (case-insensitive), busiest first."""
     hit = frame[frame["name"].str.contains(text.strip(), case=False, regex=False)]
@@ -94,22 +146,30 @@ def edges_frame(snap: GraphSnapshot, node_ids: Iterable[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["src", "dst", "weight"])
 
 
-def pyvis_html(nodes: pd.DataFrame, edges: pd.DataFrame, *, used: Used = Used(), height_px: int = 600) -> str:
+def pyvis_html(nodes: pd.DataFrame, edges: pd.DataFrame, *, used: Used = Used(), height_px: int = 600,
+               layout: Mapping[str, tuple[float, float]] | None = None) -> str:
     """A self-contained pyvis page (cdn_resources='in_line': the only mode that renders offline in 0.3.2).
-    vis ids are row numbers, never text; labels and tooltips are HTML-escaped."""
+    vis ids are row numbers, never text; labels and tooltips are HTML-escaped. With `layout` (static_layout) the
+    nodes sit where Python put them and physics is off: the page is idle as soon as it is drawn."""
     from pyvis.network import Network
 
     net = Network(height=f"{height_px}px", width="100%", cdn_resources="in_line", directed=False)
-    net.barnes_hut(gravity=-4000, spring_length=120)
+    if layout is None:
+        net.barnes_hut(gravity=-4000, spring_length=120)
+    else:
+        net.toggle_physics(False)
+        net.options.edges.smooth.enabled = False  # straight links: nothing for the browser to simulate
+        net.options.interaction.hideEdgesOnDrag = True
     vid = {nid: k for k, nid in enumerate(nodes["node_id"])}
     for k, row in enumerate(nodes.itertuples(index=False)):
         hot = row.node_id in used.nodes
         seed = row.node_id in used.seeds
         tip = f"{row.name}\ntype: {row.type}\ndegree: {row.degree}\nchunks: {row.chunks}\ncommunity: {row.community}"
         fill = community_colour(row.community)
-        net.add_node(k, label=esc(row.name), title=esc(tip), size=8 + 3 * math.sqrt(max(row.degree, 0)),
+        where = {"x": layout[row.node_id][0], "y": layout[row.node_id][1]} if layout and row.node_id in layout else {}
+        net.add_node(k, label=esc(row.name), title=esc(tip), size=min(26.0, 7 + 1.5 * math.sqrt(max(row.degree, 0))),
                      color={"background": fill, "border": HIGHLIGHT if hot else fill},
-                     borderWidth=4 if hot else 1, shape="star" if seed else "dot")
+                     borderWidth=4 if hot else 1, shape="star" if seed else "dot", font={"size": 14}, **where)
     for row in edges.itertuples(index=False):
         hot = (min(row.src, row.dst), max(row.src, row.dst)) in used.edges
         net.add_edge(vid[row.src], vid[row.dst], value=float(row.weight), title=esc(f"weight {row.weight:g}"),
@@ -171,3 +231,70 @@ def communities_frame(snap: GraphSnapshot, store: Store, level: int) -> pd.DataF
         rows.append({"community": cid, "size": len(members), "top entities": ", ".join(snap.names[p] for p in top),
                      "summary": (s.title + f" ({s.mode})") if s else "— not written yet"})
     return pd.DataFrame(rows, columns=["community", "size", "top entities", "summary"])
+
+
+def subgraph_svg(local: Any, names: Mapping[str, str], *, width: int = 232, max_per_layer: int = 7,
+                 max_chunks: int = 6) -> str:
+    """The query's subgraph as a small static picture for the Search Lab row: seed entities (left, red), the
+    entities reached from them by hop (middle), the chunks they led to (right, by rank). `local` is the
+    graph_local StageResult; layout is computed here (no JS, no physics), every label escaped."""
+    info = local.info
+    seeds = [s["node"] for s in info.get("seeds", [])][:max_per_layer]
+    label = {**{s["node"]: s.get("name", s["node"]) for s in info.get("seeds", [])}, **names}
+    adj: dict[str, set[str]] = {}
+    for a, b, *_ in info.get("edges", []):
+        adj.setdefault(a, set()).add(b)
+        adj.setdefault(b, set()).add(a)
+    hop = {s: 0 for s in seeds}
+    frontier = list(seeds)
+    while frontier:  # breadth-first from the seeds over the edges the search used
+        nxt = []
+        for n in frontier:
+            for m in sorted(adj.get(n, ())):
+                if m not in hop:
+                    hop[m] = hop[n] + 1
+                    nxt.append(m)
+        frontier = nxt
+    order = [n for n in info.get("nodes", []) if n in hop]
+    layers: list[list[str]] = [seeds] + [[n for n in order if hop[n] == h][:max_per_layer]
+                                         for h in range(1, 1 + max((hop.values()), default=0))]
+    layers = [layer for layer in layers if layer]
+    chunks = list(local.candidates[:max_chunks])
+    n_cols = len(layers) + 1
+    rows = max([len(layer) for layer in layers] + [len(chunks), 1])
+    height = 24 + 26 * rows
+    xs = [10 + k * (width - 52) / max(n_cols - 1, 1) for k in range(n_cols)]
+    pos: dict[str, tuple[float, float]] = {}
+    for k, layer in enumerate(layers):
+        for j, n in enumerate(layer):
+            pos[n] = (xs[k], 20 + j * 26)
+    cpos = {c.chunk_id: (xs[-1], 20 + j * 26) for j, c in enumerate(chunks)}
+    lines = []
+    for a, b, *_ in info.get("edges", []):
+        if a in pos and b in pos:
+            (x1, y1), (x2, y2) = pos[a], pos[b]
+            lines.append(f"<line x1='{x1:.0f}' y1='{y1:.0f}' x2='{x2:.0f}' y2='{y2:.0f}' stroke='{DIM_EDGE}'/>")
+    for c in chunks:
+        named = {x.strip().lower() for x in str(c.meta.get("entities", "")).split(";")}
+        for n, (x, y) in pos.items():
+            if str(label.get(n, n)).lower() in named:
+                cx, cy = cpos[c.chunk_id]
+                lines.append(f"<line x1='{x:.0f}' y1='{y:.0f}' x2='{cx:.0f}' y2='{cy:.0f}' stroke='#9ecae1' "
+                             "stroke-dasharray='2,2'/>")
+    marks = []
+    for n, (x, y) in pos.items():
+        fill = HIGHLIGHT if hop.get(n) == 0 else community_colour(None)
+        name = str(label.get(n, n))
+        short = name if len(name) <= 16 else name[:15] + "…"
+        marks.append(f"<g><title>{esc(name)} · hop {hop.get(n, '?')}</title>"
+                     f"<circle cx='{x:.0f}' cy='{y:.0f}' r='5' fill='{fill}'/>"
+                     f"<text x='{x + 7:.0f}' y='{y + 3:.0f}'>{esc(short)}</text></g>")
+    for c in chunks:
+        x, y = cpos[c.chunk_id]
+        marks.append(f"<g><title>{esc(c.chunk_id)}: {esc(snippet(c.text, 120))}</title>"
+                     f"<rect x='{x - 5:.0f}' y='{y - 5:.0f}' width='10' height='10' fill='#4e79a7'/>"
+                     f"<text x='{x + 8:.0f}' y='{y + 3:.0f}'>#{c.rank}</text></g>")
+    return (f"<div class='sl-col' data-stage='subgraph'><div class='sl-name'>query subgraph</div>"
+            f"<div class='sl-doc'>seeds · hops · chunks</div>"
+            f"<svg class='sl-svg' width='{width - 12}' height='{height}' viewBox='0 0 {width} {height}'>"
+            f"{''.join(lines)}{''.join(marks)}</svg></div>")
