@@ -252,7 +252,8 @@ def plan_global(snap: GraphSnapshot, store: Store, *, level: int, max_communitie
     chosen = tuple(eligible[:max_communities])
     hashes = [snap.members_hash[(level, c)] for c in chosen]
     have = store.communities.summaries(hashes, workspace)
-    cached = sum(1 for h in hashes if h in have and (have[h].mode == "llm" or not use_llm))
+    mem = snap.summaries  # made by earlier queries on this snapshot, kept in memory (a query writes no summary)
+    cached = sum(1 for h in hashes if any(h in src and (src[h].mode == "llm" or not use_llm) for src in (have, mem)))
     to_write = len(chosen) - cached
     if not use_llm:
         return GlobalPlan(level, chosen, len(comms), cached, to_write, "extractive", 0, 0, 0.0)
@@ -376,7 +377,7 @@ def global_search(query: str, snap: GraphSnapshot, store: Store, *, query_vec: n
         vecs = None
         if embedder is not None and query_vec is not None:
             # Summary vectors are stored like name vectors (keyed by text hash): a query encodes only itself.
-            vecs = text_vectors([f"{s.title}. {s.text}" for s in summaries], embedder, store, workspace)
+            vecs = text_vectors([f"{s.title}. {s.text}" for s in summaries], embedder, store, workspace, write=False)
         partials = _map_offline(summaries, query, query_vec, vecs)
     partials.sort(key=lambda p: (-p.score, p.community_id))
     kept = [p for p in partials[:top] if p.score > 0]

@@ -9,23 +9,25 @@ import numpy as np
 
 from core.graph.resolve import normalise_name
 from core.store import Store
+from core.embed import cache_first
 from core.text import sha256_text
 
 
-def name_vectors(names: Sequence[str], embedder: Any, store: Store | None, workspace: str) -> np.ndarray:
-    """L2-normalised vectors of node names, looked up in the store's name-vector table first."""
+def name_vectors(names: Sequence[str], embedder: Any, store: Store | None, workspace: str, *,
+                 write: bool = True) -> np.ndarray:
+    """L2-normalised vectors of node names (or summary texts), looked up in the store's name-vector table first.
+    The graph build stores them (write=True); a query passes write=False: misses are encoded, never stored."""
     if not names:
         return np.zeros((0, 1), dtype=np.float32)
-    hashes = [sha256_text(n) for n in names]
-    known = store.caches.name_vectors(embedder.model_id, hashes, workspace) if store is not None else {}
-    todo = sorted({h: n for h, n in zip(hashes, names) if h not in known}.items())
-    if todo:
-        fresh = np.asarray(embedder.encode([n for _, n in todo]), dtype=np.float32)
-        new = {h: v for (h, _), v in zip(todo, fresh)}
-        if store is not None:
-            store.caches.put_name_vectors(embedder.model_id, new, workspace)
-        known = {**known, **new}
-    vecs = np.stack([known[h] for h in hashes]).astype(np.float32)
+    cache = store.caches if store is not None else None
+    model = embedder.model_id
+    res = cache_first(
+        [sha256_text(n) for n in names], list(names),
+        lookup=(lambda keys: cache.name_vectors(model, keys, workspace)) if cache is not None else (lambda keys: {}),
+        compute=lambda todo: list(np.asarray(embedder.encode(todo), dtype=np.float32)),
+        save=(lambda fresh: cache.put_name_vectors(model, fresh, workspace)) if cache is not None and write else None,
+    )
+    vecs = np.stack(res.values).astype(np.float32)
     return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
 
 
@@ -58,6 +60,8 @@ class GraphSnapshot:
     store: Store | None = field(default=None, repr=False)  # name vectors go through its embedding cache
     workspace: str = "default"
     name_vectors: dict[str, np.ndarray] = field(default_factory=dict)  # model id -> matrix (lazy)
+    # Community summaries a query wrote in memory (members hash -> summary); the store holds only built ones.
+    summaries: dict[str, Any] = field(default_factory=dict, repr=False)
     pos: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -88,7 +92,9 @@ class GraphSnapshot:
         """Name vectors of every node for this embedder, computed once per snapshot (cache-first in the store)."""
         with self._lock:
             if embedder.model_id not in self.name_vectors:
-                self.name_vectors[embedder.model_id] = name_vectors(self.names, embedder, self.store, self.workspace)
+                # Query time: the build stored these names' vectors; any it lacks are encoded, not stored.
+                self.name_vectors[embedder.model_id] = name_vectors(self.names, embedder, self.store, self.workspace,
+                                                                    write=False)
             return self.name_vectors[embedder.model_id]
 
 

@@ -134,8 +134,12 @@ def estimate_summary_tokens(n_communities: int, chars_per_context: int = 6000) -
 
 
 def get_summaries(snap: GraphSnapshot, store: Store, level: int, community_ids: Sequence[str], *, llm: Any = None,
-                  model: str = "", use_llm: bool = False, workspace: str = "default") -> list[Summary]:
-    """Summaries for these communities: cached ones as stored, missing ones written now and cached."""
+                  model: str = "", use_llm: bool = False, workspace: str = "default", write: bool = False
+                  ) -> list[Summary]:
+    """Summaries for these communities: stored ones as they are, then ones this snapshot already made, and the
+    missing ones written now. A query (write=False) keeps new ones in the snapshot's memory only: it reads the store
+    and never writes it, and an LLM summary is still paid once per snapshot, not once per query. build_summaries
+    (write=True) stores them."""
     hashes = {cid: snap.members_hash[(level, cid)] for cid in community_ids}
     cached = store.communities.summaries(list(hashes.values()), workspace)
     out = []
@@ -145,6 +149,10 @@ def get_summaries(snap: GraphSnapshot, store: Store, level: int, community_ids: 
         if hit is not None and (hit.mode == "llm" or not use_llm):
             out.append(Summary(level, cid, mh, hit.title, hit.summary, hit.mode, True))
             continue
+        mem = snap.summaries.get(mh)
+        if mem is not None and (mem.mode == "llm" or not use_llm) and not write:
+            out.append(Summary(level, cid, mh, mem.title, mem.text, mem.mode, True))
+            continue
         ctx = community_context(snap, store, level, cid)
         usage = Usage()
         if use_llm and llm is not None and getattr(llm, "available", False):
@@ -153,10 +161,25 @@ def get_summaries(snap: GraphSnapshot, store: Store, level: int, community_ids: 
         else:
             title, text = extractive_summary(ctx)
             mode = "extractive"
-        store.communities.put_summary(mh, level=level, community_id=cid, title=title, summary=text, mode=mode,
-                                      usage=usage.__dict__, workspace=workspace)
-        out.append(Summary(level, cid, mh, title, text, mode, False, usage))
+        made = Summary(level, cid, mh, title, text, mode, False, usage)
+        snap.summaries[mh] = made
+        if write:
+            store.communities.put_summary(mh, level=level, community_id=cid, title=title, summary=text, mode=mode,
+                                          usage=usage.__dict__, workspace=workspace)
+        out.append(made)
     return out
+
+
+def build_summaries(snap: GraphSnapshot, store: Store, *, levels: Sequence[int] | None = None, llm: Any = None,
+                    model: str = "", use_llm: bool = False, workspace: str = "default") -> int:
+    """Build time: write the summaries of every community of two or more entities (at `levels`, default all), so
+    queries find them stored. Returns how many were written."""
+    written = 0
+    for level in (snap.levels() if levels is None else levels):
+        ids = sorted(cid for cid, m in snap.communities.get(level, {}).items() if len(m) >= 2)
+        written += sum(1 for s in get_summaries(snap, store, level, ids, llm=llm, model=model, use_llm=use_llm,
+                                                workspace=workspace, write=True) if not s.cached)
+    return written
 
 
 _WORD = re.compile(r"\w+", re.UNICODE)
