@@ -377,13 +377,23 @@ def _parse_docx(name: str, data: bytes) -> ParsedDocument:
     parts: list[str] = []
     headings: list[tuple[int, int, str]] = []
     length = 0
-    for para in document.paragraphs:
-        txt = para.text.strip()
+    # Read the XML directly: python-docx's Paragraph.style looks the style up per paragraph (~2.6 ms each, so a
+    # 5,000-paragraph file took 27 s); one id -> name map and an iteration over w:p do the same in milliseconds.
+    w = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+    style_names: dict[str, str] = {}
+    for el in document.styles.element.iter(f"{w}style"):
+        name_el = el.find(f"{w}name")
+        style_names[el.get(f"{w}styleId") or ""] = (name_el.get(f"{w}val") if name_el is not None else "") or ""
+    for p in document.element.body.iterchildren(f"{w}p"):
+        txt = "".join(t.text or "" for t in p.iter(f"{w}t")).strip()
         if not txt:
             continue
-        style = (para.style.name if para.style is not None else "") or ""
-        m = re.match(r"(?:Heading|Заголовок)\s*(\d)", style)
-        if m or style == "Title":
+        ps = p.find(f"{w}pPr/{w}pStyle")
+        sid = (ps.get(f"{w}val") if ps is not None else "") or ""
+        style = style_names.get(sid, sid)
+        # Built-in names are stored lower-case in the XML ("heading 1"); python-docx showed them capitalised.
+        m = re.match(r"(?:heading|заголовок)\s*(\d)", style, re.I)
+        if m or style.lower() == "title":
             headings.append((length, int(m.group(1)) if m else 0, txt))
         parts.append(txt)
         length += len(txt) + 2

@@ -1,0 +1,430 @@
+"""Hostile-input bench (issue #12): >= 300 generated bad files, a concurrency run and a fault-server run.
+
+    .venv/bin/python bench/hostile.py                     # all three parts, writes bench/results/hostile.json
+    .venv/bin/python bench/hostile.py --parts files --real-embedder
+
+Files: every class of issue #12 (decompression bombs, huge headings, 10,000 headings, deep HTML, truncated and
+encrypted PDFs, PDFs with big object streams, fake DOCX, empty files, NUL bytes, UTF-16/32 and Russian code pages,
+Markdown-injection and SQL-ish and path-ish names) is ingested one file at a time into a fresh database. Reported:
+crashes (an exception escaping ingest_files), hangs (a file taking > 30 s), per-class outcomes, peak RSS of this
+process and of the parse workers, and a consistency check of the database (every document has its chunks and
+each chunk its vector; no orphan rows). The default embedder is the deterministic hash fake, so the run measures
+parsing, chunking and storing rather than the model on 2 shared cores; --real-embedder uses the bundled MiniLM.
+
+Concurrency: 8 query threads + 1 ingest thread in this process and a second process running `python -m core docs`
+against the same file (it reads a snapshot: DuckDB allows one writing process) for --seconds: errors and stale
+results (a query for a document's unique code that does not return that document first).
+
+Faults: the loopback Anthropic stub answers 429/500/529/stall/malformed (3 kinds)/echoing-headers faults; 100 runs
+of a query with answer.mode=llm plus an LLM context build under a small budget: tracebacks, budget overshoots,
+and whether the key appears in any database byte, trace or printed error.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import threading
+import time
+import traceback
+import zipfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench._common import ROOT, write_result  # noqa: E402
+
+HANG_S = 30.0
+BEACON = "http://203.0.113.7/pixel.png"
+
+
+# -- the hostile files -------------------------------------------------------------------------------------------
+def _docx(paragraphs: list[tuple[str, str]]) -> bytes:
+    import docx
+
+    d = docx.Document()
+    for style, text in paragraphs:
+        d.add_paragraph(text, style=style)
+    buf = io.BytesIO()
+    d.save(buf)
+    return buf.getvalue()
+
+
+def _docx_body(extra_xml: str) -> bytes:
+    base = _docx([("Normal", "x")])
+    zin = zipfile.ZipFile(io.BytesIO(base))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            if info.filename == "word/document.xml":
+                s = data.decode()
+                i = s.index("<w:body>") + len("<w:body>")
+                data = (s[:i] + extra_xml + s[i:]).encode()
+            z.writestr(info.filename, data)
+    return out.getvalue()
+
+
+def _pdf(text: str, password: str | None = None, extra_stream: bytes | None = None) -> bytes:
+    from pypdf import PdfWriter
+    from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+    w = PdfWriter()
+    page = w.add_blank_page(width=300, height=200)
+    font = DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
+                             NameObject("/BaseFont"): NameObject("/Helvetica")})
+    page[NameObject("/Resources")] = DictionaryObject(
+        {NameObject("/Font"): DictionaryObject({NameObject("/F1"): w._add_object(font)})})
+    stream = DecodedStreamObject()
+    body = f"BT /F1 12 Tf 20 100 Td ({text}) Tj ET".encode()
+    if extra_stream:
+        body += b"\n" + extra_stream
+    stream.set_data(body)
+    if extra_stream:
+        stream = stream.flate_encode()  # a small file whose content stream inflates to many MB
+    page[NameObject("/Contents")] = w._add_object(stream)
+    if password:
+        w.encrypt(user_password=password, owner_password=password + "-owner")
+    buf = io.BytesIO()
+    w.write(buf)
+    return buf.getvalue()
+
+
+def hostile_files(seed: int = 7, scale: float = 1.0) -> list[tuple[str, bytes, str]]:
+    """(name, bytes, class) of >= 300 hostile uploads. `scale` < 1 shrinks the big ones (tests use 0.05)."""
+    rng = random.Random(seed)
+    out: list[tuple[str, bytes, str]] = []
+
+    def add(cls: str, name: str, data: bytes) -> None:
+        out.append((name, data, cls))
+
+    big = max(1, int(scale * 200_000))
+    # decompression bombs and broken zips
+    for i, n in enumerate([20_000, 60_000, 200_000, 600_000, 2_000_000]):
+        n = n if scale >= 1 else max(40_000, int(n * scale))  # 40,000 paragraphs is still a (small) bomb
+        add("docx_bomb", f"bomb_{i}.docx", _docx_body("<w:p><w:r><w:t>a</w:t></w:r></w:p>" * n))
+    many = io.BytesIO()
+    with zipfile.ZipFile(many, "w") as z:
+        for i in range(2500):
+            z.writestr(f"p/{i}.xml", "")
+    add("docx_bomb", "many_entries.docx", many.getvalue())
+    good_docx = _docx([("Heading 1", "Policy"), ("Normal", "Staff may work remotely.")])
+    for i in range(20):
+        add("truncated_docx", f"truncated_{i}.docx", good_docx[: rng.randint(10, len(good_docx) - 1)])
+    for i in range(15):
+        add("fake_docx", f"fake_{i}.docx", rng.choice([b"plain text pretending", b"PK\x03\x04" + os.urandom(200),
+                                                       os.urandom(500), b"<html>no</html>"]))
+    # PDFs
+    good_pdf = _pdf("Quarterly revenue grew 3 percent")
+    for i in range(25):
+        add("truncated_pdf", f"truncated_{i}.pdf", good_pdf[: rng.randint(8, len(good_pdf) - 1)])
+    for i in range(10):
+        add("encrypted_pdf", f"locked_{i}.pdf", _pdf(f"secret {i}", password=f"pw{i}"))
+    for i in range(10):
+        add("garbage_pdf", f"garbage_{i}.pdf", b"%PDF-1.7\n" + os.urandom(rng.randint(10, 4000)))
+    for i, mb in enumerate([1, 5, 20]):
+        add("pdf_object_stream", f"stream_{i}.pdf", _pdf("inflates", extra_stream=b"0 0 m\n" * int(mb * scale * 170_000)))
+    # Markdown and HTML amplification
+    heading = " ".join(f"w{i}" for i in range(big))
+    add("huge_heading", "one_heading.md", f"# {heading}\n\n".encode() + b"Body text line.\n\n" * 2000)
+    add("many_headings", "ten_thousand_headings.md",
+        "".join(f"## H{i}\n\nline {i}\n\n" for i in range(max(100, int(10_000 * scale)))).encode())
+    for i, depth in enumerate([1000, 20_000, int(300_000 * scale) or 1000]):
+        add("deep_html", f"nest_{i}.html", b"<div>" * depth + b"deep text" + b"</div>" * depth)
+    add("deep_html", "huge_attr.html", b"<p title='" + b"x" * int(2_000_000 * scale) + b"'>attr</p>")
+    add("deep_html", "scripts.html", b"<script>" + b"alert(1);" * 10_000 + b"</script><p>after script</p>")
+    # empty, NUL, binary
+    for i, data in enumerate([b"", b" ", b"\n\n\n", b"\t \r\n", b"\xef\xbb\xbf"]):
+        for ext in ("txt", "md", "html"):
+            add("empty", f"empty_{i}.{ext}", data)
+    for i in range(20):
+        add("nul_bytes", f"nul_{i}.txt", b"text\x00" * rng.randint(1, 500) + os.urandom(rng.randint(0, 300)))
+    for i in range(20):
+        add("binary", f"binary_{i}.{rng.choice(['txt', 'md', 'html'])}", os.urandom(rng.randint(50, 5000)))
+    # encodings (must ingest)
+    ru = "Выручка депо выросла на пять процентов, а бригада проверила колёсные пары до утренней смены. "
+    for codec in ("utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be", "cp1251", "koi8_r",
+                  "utf-8-sig"):
+        for i in range(3):
+            add("encoding", f"ru_{codec}_{i}.txt", (ru * (i + 1)).encode(codec))
+    # odd names and injection (must ingest, shown as data)
+    names = ["../../x.txt", "..\\..\\win.txt", "'; DROP TABLE documents;--.md", "a\nb.md", "\u202egnp.txt",
+             f"![p]({BEACON}).md", "<script>alert(1)</script>.html", "$x$.md", ":material/home:.md",
+             "a" * 251 + ".txt", "b" * 400 + ".md", "пробел и ё.txt", "tab\tname.md", "emoji 😀.md", ".hidden.md",
+             "CON.txt", "x.MD", "y.HtMl", "no_extension", "double.pdf.txt", "trailing.txt ", "z.exe"]
+    for i, n in enumerate(names):
+        add("odd_name", n, f"# Odd {i} ![hp]({BEACON})\n\nA document with an odd name, number {i}.\n".encode())
+    # fill up with mixed random damage of valid files to pass 300
+    bases = [("md", b"# T\n\n## S\n\nSome text here.\n"), ("html", b"<h1>T</h1><p>text</p>"), ("txt", b"plain text\n"),
+             ("pdf", good_pdf), ("docx", good_docx)]
+    i = 0
+    while len(out) < 320:
+        ext, base = bases[i % len(bases)]
+        data = bytearray(base)
+        for _ in range(rng.randint(1, 20)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        add("bitflip", f"flip_{i}.{ext}", bytes(data))
+        i += 1
+    return out
+
+
+# -- consistency -----------------------------------------------------------------------------------------------------
+def consistency(store: Any, model_id: str) -> dict[str, int]:
+    """Counts that must all be 0 in a consistent database."""
+    cur = store.db.cursor()
+
+    def one(sql: str, *params: Any) -> int:
+        return int(cur.execute(sql, list(params)).fetchone()[0])
+
+    return {
+        "documents_with_wrong_chunk_count": one(
+            "SELECT count(*) FROM documents d WHERE n_chunks <> (SELECT count(*) FROM chunks c WHERE "
+            "c.workspace_id = d.workspace_id AND c.doc_id = d.doc_id)"),
+        "orphan_chunks": one("SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM documents d WHERE "
+                             "d.workspace_id = c.workspace_id AND d.doc_id = c.doc_id)"),
+        "chunks_without_vector": one("SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE "
+                                     "v.workspace_id = c.workspace_id AND v.chunk_id = c.chunk_id AND "
+                                     "v.variant = 'raw' AND v.model_id = ?)", model_id),
+        "orphan_vectors": one("SELECT count(*) FROM vectors v WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE "
+                              "c.workspace_id = v.workspace_id AND c.chunk_id = v.chunk_id)"),
+    }
+
+
+def _hwm_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+# -- part 1: files ---------------------------------------------------------------------------------------------------
+def run_files(db: Path, *, real: bool, scale: float = 1.0) -> dict[str, Any]:
+    from core.config import PipelineConfig
+    from core.ingest.pipeline import ingest_files
+    from core.ingest.sandbox import ParseSandbox
+    from core.store import Store
+    from tests.fakes import HashEmbedder
+
+    if real:
+        from core.embed import load_embedder
+
+        embedder: Any = load_embedder("bundled:all-MiniLM-L6-v2").embedder
+    else:
+        embedder = HashEmbedder()
+    files = hostile_files(scale=scale)
+    store = Store(db)
+    cfg = PipelineConfig()
+    sandbox = ParseSandbox()
+    rows = []
+    worker_hwm = 0
+    t_all = time.perf_counter()
+    for name, data, cls in files:
+        t = time.perf_counter()
+        try:
+            rep = ingest_files([(name, data)], store=store, embedder=embedder, config=cfg, sandbox=sandbox)
+            r = rep.results[0]
+            status, msg, crash = r.status, r.message, ""
+        except BaseException as exc:  # noqa: BLE001 - a crash is what this bench counts
+            status, msg, crash = "crash", f"{type(exc).__name__}: {exc}", traceback.format_exc(limit=3)
+        secs = time.perf_counter() - t
+        for w in list(sandbox._idle):
+            worker_hwm = max(worker_hwm, _hwm_kb(w.proc.pid))
+        rows.append({"name": name[:80], "class": cls, "bytes": len(data), "status": status, "seconds": round(secs, 3),
+                     "message": msg[:200], "crash": crash})
+    total_s = time.perf_counter() - t_all
+    sandbox.close()
+    checks = consistency(store, embedder.model_id)
+    store.close()
+    by_class: dict[str, Counter] = {}
+    for r in rows:
+        by_class.setdefault(r["class"], Counter())[r["status"]] += 1
+    slowest = sorted(rows, key=lambda r: -r["seconds"])[:8]
+    return {
+        "embedder": "bundled MiniLM" if real else "hash fake (tests/fakes.py)",
+        "files": len(rows), "seconds_total": round(total_s, 1),
+        "crashes": sum(r["status"] == "crash" for r in rows),
+        "hangs_over_30s": sum(r["seconds"] > HANG_S for r in rows),
+        "errors_reported": sum(r["status"] == "error" for r in rows),
+        "ingested": sum(r["status"] in ("ingested", "replaced", "unchanged") for r in rows),
+        "peak_rss_mb_bench_process": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mb_parse_workers": round(max(worker_hwm,
+                                               resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024, 1),
+        "db_bytes": db.stat().st_size,
+        "consistency": checks, "consistent": not any(checks.values()),
+        "by_class": {k: dict(v) for k, v in sorted(by_class.items())},
+        "slowest": [{k: r[k] for k in ("name", "class", "status", "seconds", "message")} for r in slowest],
+        "crash_details": [r for r in rows if r["status"] == "crash"][:5],
+        "encoding_files_ingested": sum(r["class"] == "encoding" and r["status"] == "ingested" for r in rows),
+        "encoding_files": sum(r["class"] == "encoding" for r in rows),
+    }
+
+
+# -- part 2: concurrency ---------------------------------------------------------------------------------------------
+def run_concurrency(db: Path, seconds: float) -> dict[str, Any]:
+    from core.config import PipelineConfig
+    from core.deps import build_deps
+    from core.ingest.pipeline import ingest_files
+    from core.pipeline import run_query
+    from tests.fakes import HashEmbedder
+
+    cfg = PipelineConfig().with_overrides({"answer.mode": "extractive", "answer_cache.enabled": False})
+    deps = build_deps(cfg, {}, db=str(db), embedder=HashEmbedder())
+    codes = [f"QX{n:04d}ZT" for n in range(40)]
+    ingest_files([(f"seed_{c}.md", f"# Seed {c}\n\nThe inspection code {c} belongs to this depot log only.\n".encode())
+                  for c in codes], store=deps.store, embedder=deps.embedder, config=cfg)
+    stop = time.monotonic() + seconds
+    errors: list[str] = []
+    stale = 0
+    queries = 0
+    ingested = 0
+    lock = threading.Lock()
+
+    def querier(k: int) -> None:
+        nonlocal stale, queries
+        rng = random.Random(k)
+        while time.monotonic() < stop:
+            code = rng.choice(codes)
+            try:
+                tr = run_query(code, cfg, deps)
+                bm25 = next(s for s in tr.stages if s.stage == "bm25")
+                top = bm25.candidates[0].text if bm25.candidates else ""
+                with lock:
+                    queries += 1
+                    stale += code not in top
+            except Exception as exc:  # noqa: BLE001 - counted
+                with lock:
+                    errors.append(f"query: {type(exc).__name__}: {exc}"[:200])
+
+    def ingester() -> None:
+        nonlocal ingested
+        n = 0
+        while time.monotonic() < stop:
+            n += 1
+            try:
+                rep = ingest_files([(f"extra_{n}.md", f"# Extra {n}\n\nFiller note {n} about lamps.\n".encode())],
+                                   store=deps.store, embedder=deps.embedder, config=cfg)
+                if rep.errors:
+                    errors.append(f"ingest: {rep.errors[0].message}"[:200])
+                ingested += 1
+            except Exception as exc:  # noqa: BLE001
+                errors.append(f"ingest: {type(exc).__name__}: {exc}"[:200])
+
+    second: list[int] = []
+
+    def other_process() -> None:
+        env = {**os.environ, "RAG_DB_WAIT_S": "2"}
+        while time.monotonic() < stop:
+            p = subprocess.run([sys.executable, "-m", "core", "docs", "--db", str(db)], cwd=ROOT, env=env,
+                               capture_output=True, text=True, timeout=120)
+            second.append(p.returncode)
+            if p.returncode != 0:
+                errors.append(f"second process: exit {p.returncode}: {p.stderr.strip()[-200:]}")
+
+    threads = [threading.Thread(target=querier, args=(k,)) for k in range(8)]
+    threads += [threading.Thread(target=ingester), threading.Thread(target=other_process)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    deps.store.close()
+    return {"seconds": round(time.perf_counter() - t0, 1), "query_threads": 8, "queries": queries,
+            "stale_results": stale, "errors": len(errors), "error_samples": errors[:5], "ingested_during": ingested,
+            "second_process_runs": len(second), "second_process_failures": sum(1 for r in second if r)}
+
+
+# -- part 3: fault server --------------------------------------------------------------------------------------------
+def run_faults(db: Path, runs: int) -> dict[str, Any]:
+    from core.config import PipelineConfig
+    from core.context import build_llm_contexts
+    from core.deps import build_deps
+    from core.ingest.pipeline import ingest_files
+    from core.pipeline import run_query
+    from tests.anthropic_stub import start_stub
+    from tests.fakes import HashEmbedder
+
+    stub = start_stub(key="sk-ant-api03-BENCHSECRET-0123456789abcdef")
+    kinds: list[tuple[str, Any]] = [("status", 429), ("status", 500), ("status", 529), ("stall", 3.0),
+                                    ("malformed", "truncated"), ("malformed", "no_content"), ("malformed", "html"),
+                                    ("echo", 500), ("echo", 400), ("latency", 0.5)]
+    cfg = PipelineConfig().with_overrides({"answer.mode": "llm", "answer_cache.enabled": False,
+                                           "llm.timeout_s": 1.0, "llm.max_retries": 2})
+    env = {"ANTHROPIC_API_KEY": stub.key, "ANTHROPIC_BASE_URL": stub.base_url}
+    deps = build_deps(cfg, env, db=str(db), embedder=HashEmbedder())
+    doc = "# Depot\n\n" + "".join(f"## Part {i}\n\nThe torque for bolt B{i} is {40 + i} Nm per the manual.\n\n"
+                                  for i in range(12))
+    ingest_files([("depot.md", doc.encode())], store=deps.store, embedder=deps.embedder, config=cfg)
+    tracebacks, overshoots, outputs = 0, 0, []
+    rng = random.Random(3)
+    counted: Counter = Counter()
+    t0 = time.perf_counter()
+    for i in range(runs):
+        kind = kinds[i % len(kinds)]
+        counted[f"{kind[0]}:{kind[1]}"] += 1
+        stub.state.faults.clear()
+        stub.state.faults.extend([kind] * rng.randint(1, 3))
+        try:
+            if i % 2 == 0:
+                tr = run_query(f"torque for bolt B{i % 12}", cfg, deps)
+                outputs.append(json.dumps(tr.to_dict()))
+            else:
+                budget = 0.0004 + 0.0002 * (i % 5)
+                before = sum(e.usd for e in deps.store.ledger.usage_ledger())
+                rep = build_llm_contexts(deps.store, deps.llm, model="claude-haiku-4-5", budget_usd=budget)
+                after = sum(e.usd for e in deps.store.ledger.usage_ledger())
+                overshoots += (after - before) > budget + 1e-12 or rep.usd > budget + 1e-12
+                outputs.append(rep.stopped + " ".join(rep.warnings))
+                deps.store.ledger.delete_contexts("llm")  # the next build has work to do again
+        except Exception as exc:  # noqa: BLE001 - counted: nothing may escape
+            tracebacks += 1
+            outputs.append(traceback.format_exc())
+    secs = time.perf_counter() - t0
+    deps.store.close()
+    stub.stop()
+    key = stub.key
+    in_db = any(key.encode() in f.read_bytes() for f in db.parent.iterdir() if f.name.startswith(db.name))
+    return {"runs": runs, "seconds": round(secs, 1), "faults": dict(counted), "tracebacks": tracebacks,
+            "budget_overshoots": overshoots, "secret_in_db_files": in_db,
+            "secret_in_traces_or_messages": any(key in o for o in outputs),
+            "llm_requests_seen_by_stub": len(stub.state.requests)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--parts", default="files,concurrency,faults")
+    ap.add_argument("--real-embedder", action="store_true")
+    ap.add_argument("--seconds", type=float, default=60.0, help="concurrency run length")
+    ap.add_argument("--fault-runs", type=int, default=100)
+    ap.add_argument("--workdir", default="/tmp/rag-hostile")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    work = Path(args.workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    for f in work.glob("*.duckdb*"):
+        f.unlink()
+    result: dict[str, Any] = {}
+    parts = args.parts.split(",")
+    if "files" in parts:
+        result["files"] = run_files(work / "files.duckdb", real=args.real_embedder)
+        print(json.dumps({k: v for k, v in result["files"].items() if k not in ("slowest", "by_class")}, indent=1))
+    if "concurrency" in parts:
+        result["concurrency"] = run_concurrency(work / "conc.duckdb", args.seconds)
+        print(json.dumps(result["concurrency"], indent=1))
+    if "faults" in parts:
+        result["faults"] = run_faults(work / "faults.duckdb", args.fault_runs)
+        print(json.dumps(result["faults"], indent=1))
+    path = write_result("hostile", result, Path(args.out) if args.out else None)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
