@@ -6,6 +6,7 @@ import uuid
 from typing import Any, Sequence
 
 from core.records import EvalRunRecord, RunRecord
+from core.redact import redact
 from core.store.db import Database, now
 from core.types import DEFAULT_WORKSPACE, Trace
 
@@ -39,7 +40,7 @@ class Runs:
         with self._db.writer() as cur:
             cur.execute("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?)",
                         [trace.workspace, run_id, kind, trace.query, trace.config_hash, trace.corpus_version,
-                         json.dumps(trace.to_dict()), now()])
+                         redact(json.dumps(trace.to_dict())), now()])  # no key reaches the file, whatever a note says
         return run_id
 
     def recent_runs(self, workspace: str = DEFAULT_WORKSPACE, limit: int = 50) -> list[RunRecord]:
