@@ -134,8 +134,9 @@ def chunks_frame(chunks: Sequence[Chunk]) -> pd.DataFrame:
 def ingest_frame(results: Sequence["FileResult"]) -> pd.DataFrame:
     """Per-file outcome of one upload: status, chunks, embeddings computed vs served from the cache."""
     rows = [{"file": r.name, "status": r.status, "chunks": r.chunks, "embedded": r.embedded,
-             "cache hits": r.cache_hits, "message": r.message} for r in results]
-    return pd.DataFrame(rows, columns=["file", "status", "chunks", "embedded", "cache hits", "message"])
+             "cache hits": r.cache_hits, "encoding": getattr(r, "encoding", ""), "message": r.message}
+            for r in results]
+    return pd.DataFrame(rows, columns=["file", "status", "chunks", "embedded", "cache hits", "encoding", "message"])
 
 
 def _rank_inputs(stage: StageResult) -> list[str]:
