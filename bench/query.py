@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import PeakRSS, machine_info, table, timed, utc_now, write_result  # noqa: E402
+from _common import PeakRSS, datasets_dir, machine_info, table, timed, utc_now, write_result  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -350,6 +350,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="skip the 'dense right after embedding the query' rows (they load the bundled MiniLM)")
     ap.add_argument("--after-queries", type=int, default=60, help="queries for those rows (default 60)")
     ap.add_argument("--out", type=Path, default=None, help="result JSON (default bench/results/query.json)")
+    ap.add_argument("--context-docs", type=int, nargs="*", default=[1000, 5000],
+                    help="SciFact document counts for the query-time-vs-contexts run (none: skip it)")
+    ap.add_argument("--context-queries", type=int, default=100)
+    ap.add_argument("--datasets", help="folder holding beir_scifact (default $RAG_DATASETS or ../shared/datasets)")
     args = ap.parse_args(argv)
 
     naive_q = args.naive_queries or [100 if n <= 20_000 else 20 for n in args.sizes]
@@ -365,6 +369,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         embedder.encode(["warm-up query"])
     runs = [run_size(n, args.queries, min(nq, args.queries), args.seed, embedder, args.after_queries)
             for n, nq in zip(args.sizes, naive_q)]
+    scaling = (contexts_scaling(datasets_dir(args.datasets), args.context_docs, args.context_queries)
+               if args.context_docs else None)
     total_s = time.perf_counter() - started
 
     lat_rows, build_rows = [], []
@@ -412,8 +418,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "total_s": total_s,
         "load_avg_at_end": list(__import__("os").getloadavg()),
         "runs": runs,
+        **({"contexts_scaling": scaling} if scaling else {}),
     }
-    path = write_result("query", payload, args.out)
+    if scaling:
+        print()
+        print(table(["documents", "contexts", "first query ms", "query median ms", "query p95 ms",
+                     "context check median ms", "old count median ms"],
+                    [[r["documents"], r["contexts"], r["first_query_ms"], r["query_ms"]["median_ms"],
+                      r["query_ms"]["p95_ms"], r["prepare_ms"]["median_ms"], r["old_count_ms"]["median_ms"]]
+                     for r in scaling["runs"]]))
+    path = write_result("query", payload, args.out, argv=argv)
     print(f"wrote {path}")
     return 0
 
