@@ -5,6 +5,7 @@ import streamlit as st
 from PIL import Image
 
 from pages import _state
+from pages._workspace_panel import workspace_panel
 
 # The favicon is an image made here and served by Streamlit itself: a ":material/...:" page icon makes the browser
 # fetch an SVG from fonts.gstatic.com, and the app must make no request outside this machine.
@@ -29,18 +30,18 @@ nav = st.navigation([
     st.Page("pages/graph.py", title="Graph", icon=":material/hub:", url_path="graph"),
 ])
 
-deps = _state.deps()
 # Streamlit's default top padding (6rem) and side padding (5rem) cost a 768 px high window a fifth of its height;
 # the Search Lab needs that room for its stage row.
 st.html("<style>[data-testid=stMainBlockContainer]{padding-top:2.2rem;padding-left:2rem;padding-right:2rem}"
         "h1{padding-top:0.25rem !important;padding-bottom:0.25rem !important}</style>")
 
+deps = _state.deps()
 with st.sidebar:
     st.caption("RAG Workbench")
-    st.text(f"workspace: {_state.workspace()}")
+    workspace_panel(deps.store)  # switch / create / rename / delete (pages/_workspace_panel.py)
     config_slot = st.empty()
-    st.text(f"embedder: {deps.embedder.model_id}")
     config_slot.text(f"config: {_state.config().stable_hash()}")  # rewritten after the page, which may change it
+    st.text(f"embedder: {deps.embedder.model_id}")
     for notice in deps.notices:
         st.warning(notice)
 try:

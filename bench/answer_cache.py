@@ -6,6 +6,7 @@ templates written for this bench (EN and RU: negation, antonym, changed number, 
 paraphrases that keep every slot). The threshold is chosen on one split (a hash of the pair) and reported on the other.
 
 Run from the repo root:  .venv/bin/python bench/answer_cache.py [--datasets DIR] [--out PATH]
+                         .venv/bin/python bench/answer_cache.py --replay   (sample_corpus log -> answer_cache_replay.json)
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import itertools
 import json
 import math
 import random
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -129,11 +131,133 @@ def rate(mask: np.ndarray, sel: np.ndarray) -> dict[str, Any]:
     return {"k": k, "n": n, "rate": round(k / n, 4) if n else None, "ci95": [round(lo, 4), round(hi, 4)]}
 
 
+# -- replay: sample_corpus questions, then our paraphrases (should be served) and changed questions (must not) -------
+PARAPHRASES = {
+    "q01": "What revenue did Corvane's Industrial Hardware division report for Q2 2024?",
+    "q04": "When was Meridian made generally available?",
+    "q05": "How long was the June 2024 ingestion outage at Nordhaven Ports?",
+    "q06": "Under the final remote work policy, how many days a week can employees work remotely?",
+    "q07": "How big is the home office equipment stipend in the final remote work policy?",
+    "q09": "How many pump stations are covered by Project Bluefin?",
+    "q10": "What operating temperature range does the FB-340 Rugged gateway have?",
+    "q11": "What is the daily meal allowance on international business trips?",
+    "q15": "What's the default value of MAX_POOL_SIZE in Tidewater 4.9?",
+    "q16": "What does the error code E-TDW-4107 mean, and what should be done first?",
+    "q18": "What does the retryBackoffMs setting control, and what is its default?",
+    "q19": "Which product has SKU FB-0520-X?",
+    "q20": "What does HISTORIAN_SHARD_COUNT configure, and what is its default value?",
+    "q22": "What is the SKU SM-0091-P?",
+    "q23": "What's the default value of maxInflightBatches in the uplink agent?",
+    "q24": "What does the error code E-FOS-0412 indicate?",
+    "q31": "At what rate do the vibration sensors on Project Bluefin's pumps sample vibration?",
+    "q47": "What is the FB-340 Rugged gateway's list price?",
+    "q48": "How many weeks of paid parental leave do employees at Corvane get?",
+    "q50": "Which year did Corvane open its Gdańsk office?",
+    "q34": "Кто руководит алматинским офисом Corvane",
+}
+CHANGED = {
+    "q01": "What was the revenue of Corvane's Industrial Hardware division in Q3 2024?",
+    "q02": "How did the Hardware division's revenue change in Q3 2024 compared with Q2 2024?",
+    "q04": "When did Tidewater become generally available?",
+    "q05": "How long did the July 2024 ingestion outage at Nordhaven Ports last?",
+    "q06": "Under the draft remote work policy, how many days per week may employees work remotely?",
+    "q11": "What is the daily meal allowance for domestic business trips?",
+    "q15": "What is the default value of MAX_POOL_SIZE in Tidewater 5.0?",
+    "q16": "What does error code E-TDW-4108 mean and what is the recommended first action?",
+    "q19": "Which product has the SKU FB-0521-X?",
+    "q23": "What is the default value of minInflightBatches in the uplink agent?",
+    "q28": "Why was the pilot of the project that Tomas Rehak works on postponed?",
+    "q48": "How many weeks of unpaid parental leave do Corvane employees receive?",
+    "q49": "Which public cloud provider does not host the Meridian platform?",
+    "q50": "In which year did Corvane close its Gdańsk office?",
+    "q51": "How many employees work in Corvane's Gdańsk office?",
+    "q34": "Кто не руководит алматинским офисом Corvane?",
+    "q52": "Сколько стоит месячная подписка Meridian для ТОО «Урал-Степь Агро»?",
+}
+
+
+def replay(out: Path | None) -> int:
+    """Ingest sample_corpus, ask every eval question once (misses that fill the cache), then exact repeats, our
+    paraphrases and our changed questions; count verdicts and the ms the hits saved."""
+    import tempfile
+
+    from core.config import PipelineConfig
+    from core.deps import build_deps
+    from core.ingest.pipeline import ingest_files, read_paths
+    from core.pipeline import run_query
+    from core.store import Store
+
+    root = Path(__file__).resolve().parents[1]
+    started = utc_now()
+    questions = {json.loads(l)["id"]: json.loads(l)["query"]
+                 for l in (root / "sample_corpus" / "eval.jsonl").read_text().splitlines() if l.strip()}
+    cfg = PipelineConfig()
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(Path(tmp) / "replay.duckdb")
+        deps = build_deps(cfg, {}, store=store)  # no key: offline answers, so saved $ is 0 by construction
+        ingest_files(read_paths([str(root / "sample_corpus" / "docs")]), store=store, embedder=deps.embedder,
+                     config=cfg)
+        log: list[dict[str, Any]] = []
+
+        def ask(kind: str, qid: str, text: str) -> None:
+            t0 = time.perf_counter()
+            tr = run_query(text, cfg, deps)
+            wall = (time.perf_counter() - t0) * 1000
+            info = tr.stages[0].info
+            log.append({"kind": kind, "id": qid, "query": text, "verdict": info.get("verdict"),
+                        "cosine": info.get("cosine"), "nearest": info.get("nearest_question"),
+                        "reason": info.get("guard_reason"), "wall_ms": round(wall, 1),
+                        "saved_ms": info.get("saved_ms", 0.0), "saved_usd": info.get("saved_usd", 0.0),
+                        "refused": bool(tr.answer and tr.answer.refused)})
+
+        for qid, q in questions.items():
+            ask("first", qid, q)
+        for qid, q in questions.items():
+            ask("repeat", qid, q)
+        for qid, q in PARAPHRASES.items():
+            ask("paraphrase", qid, q)
+        for qid, q in CHANGED.items():
+            ask("changed", qid, q)
+        store.close()
+
+    def summary(kind: str) -> dict[str, Any]:
+        rows = [r for r in log if r["kind"] == kind]
+        hits = [r for r in rows if r["verdict"] == "hit"]
+        lo, hi = wilson(len(hits), len(rows))
+        return {"n": len(rows), "hits": len(hits), "guarded_misses": sum(r["verdict"] == "guarded_miss" for r in rows),
+                "hit_rate": round(len(hits) / len(rows), 4) if rows else None, "ci95": [round(lo, 4), round(hi, 4)],
+                "saved_ms": round(sum(r["saved_ms"] for r in hits), 1),
+                "saved_usd": round(sum(r["saved_usd"] for r in hits), 6),
+                "median_wall_ms_hit": statistics.median([r["wall_ms"] for r in hits]) if hits else None,
+                "median_wall_ms_miss": statistics.median([r["wall_ms"] for r in rows if r["verdict"] != "hit"])
+                if len(hits) < len(rows) else None}
+
+    first = [r for r in log if r["kind"] == "first"]
+    payload = {
+        "machine": machine_info(), "started": started, "finished": utc_now(),
+        "config": {"threshold": cfg.answer_cache.threshold, "guard": cfg.answer_cache.guard,
+                   "word_check": cfg.answer_cache.word_check},
+        "note": "offline (no key): extractive answers cost $0, so saved $ is 0; refused first answers are not cached, "
+                "so their repeats miss by design",
+        "first_refused": sum(r["refused"] for r in first),
+        "summary": {k: summary(k) for k in ("first", "repeat", "paraphrase", "changed")},
+        "false_hits": [r for r in log if r["kind"] == "changed" and r["verdict"] == "hit"],
+        "log": log,
+    }
+    path = write_result("answer_cache_replay", payload, out)
+    print(json.dumps(payload["summary"], indent=1))
+    print(f"wrote {path}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default=None)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--replay", action="store_true", help="replay sample_corpus questions with paraphrases instead")
     args = ap.parse_args()
+    if args.replay:
+        return replay(args.out)
     started = utc_now()
     src = datasets_dir(args.datasets) / "cache_pairs" / "pairs.jsonl"
     rows: list[dict[str, Any]] = []

@@ -386,6 +386,8 @@ class AnswerCacheStore(Protocol):
 
     def put_answer(self, entry: CachedAnswer) -> None: ...
 
+    def prune_answers(self, workspace: str, below_version: int) -> int: ...
+
     def record_lookup(self, workspace: str, verdict: str, cosine: float | None, saved_ms: float = ...,
                       saved_usd: float = ...) -> None: ...
 
@@ -423,6 +425,7 @@ def remember(store: AnswerCacheStore, key: CacheKey, question: str, vector: np.n
     repeat a retrieval miss."""
     if answer is None or getattr(answer, "refused", False) or not getattr(answer, "text", ""):
         return False
+    store.prune_answers(key.workspace, key.corpus_version)  # answers of an older corpus can never be served again
     store.put_answer(CachedAnswer(key, question, np.asarray(vector, dtype=np.float32), answer.text,
                                   tuple(answer.citations), False, answer.mode, now or utc_now(), cost_usd, ms))
     return True

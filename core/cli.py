@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Sequence
 
 from core.config import ConfigError, PipelineConfig, load_config_file, parse_set_value
+from core.counters import counters
 from core.deps import DEFAULT_DB, build_deps
 from core.ingest.pipeline import ingest_files, read_paths
 from core.pipeline import QueryError, run_query, validate_query
@@ -88,6 +89,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reject", metavar="ITEM", help="review: reject it (the two stay apart for good)")
     p.add_argument("--undo", metavar="ITEM", help="review: put a decision back to pending")
     p.add_argument("--json", action="store_true")
+    p = sub.add_parser("workspaces", help="list workspaces, or create / rename / delete one")
+    p.add_argument("action", nargs="?", choices=["list", "create", "rename", "delete"], default="list")
+    p.add_argument("name", nargs="?")
+    p.add_argument("new_name", nargs="?")
+    p.add_argument("--yes", action="store_true", help="delete: confirm")
+    p.add_argument("--json", action="store_true")
+    _add_common(p, config=False)
+    p = sub.add_parser("cache", help="semantic answer cache: stats, or clear this workspace's cached answers")
+    p.add_argument("action", choices=["stats", "clear"])
+    p.add_argument("--json", action="store_true")
+    _add_common(p, config=False)
+    p = sub.add_parser("cag", help="cache-augmented generation: whole corpus in a cached prompt; estimate first")
+    p.add_argument("question")
+    p.add_argument("--estimate-only", action="store_true", help="print the cost estimate and break-even, no call")
+    p.add_argument("--json", action="store_true")
+    _add_common(p)
     p = sub.add_parser("trace", help="export logged query traces (OpenTelemetry / OpenInference spans, or JSON)")
     p.add_argument("action", choices=["export"])
     _add_common(p, config=False)
@@ -198,10 +215,18 @@ def cmd_query(args: argparse.Namespace) -> int:
     cfg = _config(args)
     validate_query(args.query, cfg)  # fail fast, before a model is loaded
     store = _open_store(args, "query")
+    from core.workspaces import WorkspaceError, require_workspace
+
+    try:
+        require_workspace(store, args.workspace)  # a typo in --workspace is an error, not an empty answer
+    except WorkspaceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     deps = build_deps(cfg, store=store)
     trace = run_query(args.query, cfg, deps, workspace=args.workspace)
     if args.json:
         out = trace.to_dict()
+        out["counters"] = counters(trace).to_dict()  # per-stage ms and $, tokens, cache hits (core/counters.py)
         out["notices"] = deps.notices
         print(json.dumps(out, ensure_ascii=False))
     else:
@@ -545,7 +570,8 @@ def cmd_cag(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"ingest": cmd_ingest, "query": cmd_query, "docs": cmd_docs, "delete": cmd_delete, "eval": cmd_eval,
-            "context": cmd_context, "graph": cmd_graph, "trace": cmd_trace}
+            "context": cmd_context, "graph": cmd_graph, "trace": cmd_trace, "workspaces": cmd_workspaces,
+            "cache": cmd_cache, "cag": cmd_cag}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

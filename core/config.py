@@ -140,6 +140,11 @@ class RerankConfig(Section):
     top_n: int = Field(50, ge=1, le=1000, description="fused candidates the reranker reads")
     k: int = Field(10, ge=1, le=1000, description="candidates handed on")
     use_context: bool = True  # read the chunk's context prefix (contextual retrieval) when one exists
+    # How the reranker's order becomes the stage's order. replace: the reranker alone; rrf: reciprocal-rank fusion
+    # of the incoming (fused) order, weighted input_weight, and the reranker's order (bench/generalise.py).
+    combine: Literal["replace", "rrf"] = "rrf"
+    input_weight: float = Field(1.0, ge=0, le=10, description="rrf: weight of the incoming order")
+    rrf_k: int = Field(60, ge=1, le=10000, description="rrf: the RRF constant of the blend")
 
 
 class PruneConfig(Section):
@@ -158,6 +163,9 @@ class PruneConfig(Section):
     chunk_weight: float = Field(1.0, ge=0, description="how much the chunk's rerank score lifts its sentences")
     keep_neighbours: bool = True  # a sentence opening with 'It', 'This', 'However'... keeps the one before
     max_unit_tokens: int = Field(80, ge=8, le=4096, description="longer sentences are split at line breaks")
+    # A chunk none of whose sentences fit the budget still hands on its best sentence (over the budget, counted in
+    # the trace as over_budget_tokens), so the list keeps its length and later recall@k compares with earlier stages.
+    keep_all: bool = True
 
 
 class MMRConfig(Section):
@@ -176,6 +184,41 @@ class ExpandConfig(Section):
     mode: Literal["parent", "window"] = "window"
     window: int = Field(2, ge=0, le=50, description="sentences added on each side (window mode)")
     parent_max_tokens: int = Field(1000, ge=16, le=100000, description="a longer parent is cut around the chunk")
+
+
+class AgentConfig(Section):
+    """The agentic loop (core/route/agent.py): rounds of retrieval, a grader and hard budgets."""
+
+    enabled: bool = False  # off until it beats single-shot on the dev sets (bench/agent.py); the router may turn it on
+    max_rounds: int = Field(3, ge=1, le=10)
+    max_llm_calls: int = Field(6, ge=0, le=100)
+    max_tokens: int = Field(30000, ge=0, le=10_000_000, description="input + output tokens of the whole run")
+    max_usd: float = Field(0.05, ge=0, le=100)
+    max_seconds: float = Field(60.0, gt=0, le=3600)
+    grader: Literal["auto", "offline", "llm"] = "auto"  # auto: the LLM when a key is set, else the offline grader
+    grader_model: str = "claude-haiku-4-5"
+    per_round: int = Field(2, ge=1, le=5, description="bridging queries per round")
+    round_weight: float = Field(0.8, ge=0, le=5, description="weight of later rounds when the evidence is fused")
+    repeat_threshold: float = Field(0.8, ge=0, le=1, description="term Jaccard at which a query repeats an earlier one")
+    k: int = Field(10, ge=1, le=100, description="evidence pool size handed to the answer")
+
+
+class AnswerCacheConfig(Section):
+    """Semantic answer cache (core/answer_cache.py): a close enough earlier question in the same workspace, corpus
+    version and answer-relevant configuration gets its stored answer, if the guard agrees."""
+
+    enabled: bool = True
+    # 0.73: chosen by bench/answer_cache.py on its dev split (lowest threshold with no guarded false hit there). On
+    # the held-out split: 63% of true paraphrases hit (17/27) and 1.4% of must-not-share pairs (2/141, 95% CI
+    # 0.4-5.0%) were served; the threshold alone at 0.97 serves 4% of paraphrases and 8% of those pairs.
+    threshold: float = Field(0.73, ge=0.5, le=1.0, description="cosine at or above which the guard is asked")
+    guard: bool = True  # off = threshold alone (measured: serves contradictions)
+    # Second check: a content word swapped for an unrelated one ('paint from hair' / 'from pipes') is a different
+    # question; costs one embedder call over a few words per candidate above the threshold.
+    word_check: bool = False
+    word_floor: float = Field(0.3, ge=0, le=1, description="word cosine below which a swapped word is a change")
+    ttl_s: float = Field(7 * 24 * 3600, ge=0, description="seconds a cached answer lives; 0 = no expiry")
+    max_entries: int = Field(5000, ge=1, le=1_000_000, description="newest answers compared per workspace")
 
 
 class RouterConfig(Section):
@@ -217,6 +260,16 @@ class TransformsConfig(Section):
         return {True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v
 
 
+class CagConfig(Section):
+    """Cache-augmented generation (core/cag.py): the whole corpus in a cached prompt prefix, no retrieval."""
+
+    # Well under the models' 200k-token window, leaving room for the question, the answer and the instructions.
+    max_corpus_tokens: int = Field(150_000, ge=1000, le=1_000_000, description="larger corpora use retrieval")
+    model: str = "claude-sonnet-4-6"
+    max_tokens: int = Field(600, ge=64, le=8192)
+    fallback_to_rag: bool = True  # a CAG answer saying the documents do not answer runs retrieval instead
+
+
 class PipelineConfig(Section):
     limits: LimitsConfig = LimitsConfig()
     chunking: ChunkingConfig = ChunkingConfig()
@@ -232,6 +285,9 @@ class PipelineConfig(Section):
     prune: PruneConfig = PruneConfig()
     mmr: MMRConfig = MMRConfig()
     expand: ExpandConfig = ExpandConfig()
+    agent: AgentConfig = AgentConfig()
+    answer_cache: AnswerCacheConfig = AnswerCacheConfig()
+    cag: CagConfig = CagConfig()
     router: RouterConfig = RouterConfig()
     transforms: TransformsConfig = TransformsConfig()
 

@@ -48,6 +48,11 @@ class Counters:
     answer_misses: int = 0
     answer_cache_seen: bool = False  # True when some trace had an answer_cache stage that ran
     extra: Mapping[str, Any] = field(default_factory=dict)
+    # Of answer_misses, those the guard refused although the cosine passed (verdict guarded_miss); and what the hits
+    # saved: the ms and $ the stored answer cost when it was first made (the answer_cache stage's info).
+    answer_guarded: int = 0
+    answer_saved_ms: float = 0.0
+    answer_saved_usd: float = 0.0
 
     def __add__(self, other: "Counters") -> "Counters":
         """Session totals: per-stage lines are merged by name (ms and $ add up), everything else adds."""
@@ -65,7 +70,9 @@ class Counters:
             self.embed_hits + other.embed_hits, self.embed_misses + other.embed_misses,
             self.token_hits + other.token_hits, self.token_computed + other.token_computed,
             self.answer_hits + other.answer_hits, self.answer_misses + other.answer_misses,
-            self.answer_cache_seen or other.answer_cache_seen)
+            self.answer_cache_seen or other.answer_cache_seen, {},
+            self.answer_guarded + other.answer_guarded, self.answer_saved_ms + other.answer_saved_ms,
+            self.answer_saved_usd + other.answer_saved_usd)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of `query --json`'s "counters" (stable keys; per-stage lines in trace order)."""
@@ -75,7 +82,9 @@ class Counters:
             "prompt_cache": {"read_tokens": self.cache_read_tokens, "write_tokens": self.cache_write_tokens},
             "embedding_cache": {"hits": self.embed_hits, "misses": self.embed_misses},
             "token_vector_cache": {"hits": self.token_hits, "computed": self.token_computed},
-            "answer_cache": ({"hits": self.answer_hits, "misses": self.answer_misses}
+            "answer_cache": ({"hits": self.answer_hits, "misses": self.answer_misses,
+                              "guarded_misses": self.answer_guarded, "saved_ms": round(self.answer_saved_ms, 3),
+                              "saved_usd": round(self.answer_saved_usd, 6)}
                              if self.answer_cache_seen else None),
             "stages": [{"stage": s.stage, "ran": s.ran, "ms": round(s.ms, 3), "usd": round(s.usd, 6),
                         "tokens_in": s.tokens_in, "tokens_out": s.tokens_out, "calls": s.calls,
@@ -99,6 +108,16 @@ def _answer_cache(stage: StageResult | None) -> tuple[int, int, bool]:
     return (1, 0, True) if hit else (0, 1, True)
 
 
+def _answer_cache_savings(stage: StageResult | None) -> tuple[int, float, float]:
+    """(guarded misses, saved ms, saved $) from the answer_cache stage's info (core/answer_cache.CacheLookup.info)."""
+    if stage is None or stage.skipped is not None:
+        return 0, 0.0, 0.0
+    info = stage.info
+    ms, usd = info.get("saved_ms"), info.get("saved_usd")
+    return (int(info.get("verdict") == "guarded_miss"), float(ms) if isinstance(ms, (int, float)) else 0.0,
+            float(usd) if isinstance(usd, (int, float)) else 0.0)
+
+
 def stage_counters(s: StageResult) -> StageCounters:
     u = s.usage
     return StageCounters(s.stage, s.skipped is None, s.ms, u.usd, u.input_tokens, u.output_tokens,
@@ -117,4 +136,5 @@ def counters(trace: Trace) -> Counters:
         lines, 1, sum(c.ms for c in lines), sum(c.usd for c in lines), sum(c.tokens_in for c in lines),
         sum(c.tokens_out for c in lines), sum(c.cache_read_tokens for c in lines),
         sum(c.cache_write_tokens for c in lines), sum(_int(s.info, EMBED_HITS) for s in ran),
-        sum(_int(s.info, EMBED_MISSES) for s in ran), token_hits, token_computed, a_hits, a_misses, a_seen)
+        sum(_int(s.info, EMBED_MISSES) for s in ran), token_hits, token_computed, a_hits, a_misses, a_seen, {},
+        *_answer_cache_savings(trace.stage(ANSWER_CACHE_STAGE)))

@@ -95,3 +95,15 @@ def delete_workspace(store: Store, name: str) -> dict[str, int]:
         return store.workspaces_repo.delete(name)
     except StoreError as exc:
         raise WorkspaceError(str(exc)) from exc
+
+
+def answer_cache_table(store: Store) -> list[dict[str, Any]]:
+    """Rows for the Costs page: the semantic answer cache's counters per workspace."""
+    rows = []
+    for w in list_workspaces(store):
+        lookups = w.cache_hits + w.cache_misses + w.cache_guarded_misses
+        rows.append({"workspace": w.name, "cached answers": w.cached_answers, "hits": w.cache_hits,
+                     "misses": w.cache_misses, "guarded misses": w.cache_guarded_misses,
+                     "hit rate": round(w.cache_hits / lookups, 3) if lookups else None,
+                     "saved ms": w.saved_ms, "saved $": w.saved_usd})
+    return rows

@@ -120,14 +120,14 @@ def _chips(chips: Sequence[str], warn: bool = False) -> str:
 
 
 def stage_html(stage: StageResult, *, moves: Mapping[str, str], doc_names: Mapping[str, str], depth: int,
-               answer: Any = None) -> str:
+               answer: Any = None, notes: Sequence[str] = ()) -> str:
     """A column for a stage that ran, or a thin labelled strip for a skipped one (its reason on hover)."""
     name = esc(stage.stage)
     if stage.skipped is not None:
         return (f"<div class='sl-skip' data-stage='{name}' data-skipped='1' title='skipped: {esc(stage.skipped)}'>"
                 f"{name} · skipped</div>")
     details = stage_details(stage)
-    head = (f"<div class='sl-name'>{name}</div><div>{_chips(stage_chips(stage))}"
+    head = (f"<div class='sl-name'>{name}</div><div>{_chips(stage_chips(stage, notes))}"
             f"{_chips([f'{len(stage.notes)} note(s)'], warn=True) if stage.notes else ''}</div>")
     if details or stage.notes:
         rows = "".join(f"<div>⚠ {esc(n)}</div>" for n in stage.notes)
@@ -154,7 +154,9 @@ def counters_html(query: Counters, session: Counters | None = None) -> str:
                  f"token vectors {c.token_hits} hit / {c.token_computed} computed",
                  f"prompt cache read {c.cache_read_tokens:,} / write {c.cache_write_tokens:,} tokens"]
         if c.answer_cache_seen:
-            chips.append(f"answer cache {c.answer_hits} hit / {c.answer_misses} miss")
+            chips.append(f"answer cache {c.answer_hits} hit / {c.answer_misses} miss"
+                         + (f" ({c.answer_guarded} guarded)" if c.answer_guarded else "")
+                         + (f", saved {c.answer_saved_ms:,.0f} ms ${c.answer_saved_usd:.4f}" if c.answer_hits else ""))
         return f"<div class='sl-counters' data-counters='{esc(label)}'><b>{esc(label)}</b>{_chips(chips)}</div>"
 
     out = line("this query", query)
@@ -171,7 +173,7 @@ def stage_row_html(trace: Trace, *, doc_names: Mapping[str, str], depth: int = 1
     parts = []
     for s in trace.stages:
         parts.append(stage_html(s, moves=moves.get(s.stage, {}), doc_names=doc_names, depth=depth,
-                                answer=trace.answer))
+                                answer=trace.answer, notes=trace.notes))
         if inserts and s.stage in inserts:
             parts.append(inserts[s.stage])
     return f"<div class='sl-row' data-testid='stage-row'>{''.join(parts)}</div>"
@@ -185,13 +187,16 @@ def stage_row(trace: Trace, *, doc_names: Mapping[str, str], depth: int = 10, co
         st.html(ROW_CSS + top + stage_row_html(trace, doc_names=doc_names, depth=depth, inserts=inserts))
 
 
-def answer_panel(answer: Any) -> None:
-    """The answer below the stage row: mode label (never pretend an extractive answer was generated), refusal, cites."""
+def answer_panel(answer: Any, served: str | None = None) -> None:
+    """The answer below the stage row: mode label (never pretend an extractive answer was generated), refusal, cites;
+    `served` is the answer cache's label when the stored answer of an earlier question was served."""
     if answer is None:
         return
     label = {"llm": "answer (Claude)", "extractive": "answer (extractive, offline: sentences copied, not generated)"}
     with st.container(border=True, key="answer_panel"):
         st.markdown(f"**{label.get(answer.mode, 'answer (' + answer.mode + ')')}**")
+        if served:
+            st.caption(f":material/cached: {served}")
         if answer.refused:
             st.info(answer.text or "The corpus does not say.", icon=":material/block:")
         else:

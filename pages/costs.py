@@ -6,6 +6,7 @@ import plotly.express as px
 import streamlit as st
 
 from core.costs import cache_read_share, embedding_cache_rate, ledger_frame, prompt_cache_rate, query_stage_costs, run_summary
+from core.workspaces import answer_cache_table
 from pages import _state
 from pages._context_panel import context_panel
 
@@ -83,6 +84,14 @@ with t_cache:
                                 range_y=[0, 1], title="Hit rate over time"))
         st.caption("Prompt cache: share of prompt tokens read from the cache. Embedding cache: share of texts whose "
                    "vector came from the cache.")
+    st.subheader("Semantic answer cache")
+    answer_rows = answer_cache_table(store)
+    if answer_rows:
+        st.dataframe(pd.DataFrame(answer_rows), hide_index=True, key="answer_cache_table")
+    st.caption("Per workspace: hits served a stored answer; guarded misses were close enough by cosine but refused by "
+               "the guard (negation, numbers, names...); saved = the ms and $ the served answers first cost.")
+    if st.button(f"Clear cached answers of '{ws}'", key="answer_cache_clear"):
+        st.toast(f"cleared {store.answers.clear_answers(ws)} cached answers")
 
 with t_build:
     context_panel(deps, cfg, ws)

@@ -60,6 +60,10 @@ with c[2].popover("Context and graph", use_container_width=True):
     graph_modes = ["local", "global", "both"]
     overrides["graph.mode"] = st.radio("graph mode", graph_modes, graph_modes.index(cfg.graph.mode), horizontal=True,
                                        key="graph_mode")
+    routes = ["", "factoid", "comparison", "multi-hop", "global-summary", "chitchat", "out-of-scope", "abstain"]
+    overrides["router.override"] = st.selectbox("Route (this query)", routes, key="route_override",
+                                                format_func=lambda r: r or "router decides",
+                                                help="the 'route' stage shows what the router chose and why")
 with c[3].popover("Rerank · prune · MMR · expand", use_container_width=True):
     methods = ["late-interaction", "cross-encoder", "llm"]
     overrides["rerank.enabled"] = st.toggle("Rerank", cfg.rerank.enabled, key="rerank_on")
@@ -147,7 +151,7 @@ _widgets.stage_row(trace, doc_names=doc_names, depth=depth, counters=counters(tr
                    session=st.session_state.get(SESSION_KEY), inserts=inserts)
 st.caption(f"query language {trace.query_lang} · config {trace.config_hash} · corpus v{trace.corpus_version} · "
            "click a card to read more; hover a skipped strip for its reason")
-_widgets.answer_panel(trace.answer)
+_widgets.answer_panel(trace.answer, served=next((n for n in trace.notes if n.startswith("served from cache")), None))
 st.download_button(":material/download: Trace as OpenTelemetry JSON (OpenInference spans)",
                    trace_export.download_bytes(trace.to_dict()), file_name=f"trace-{trace.config_hash}.otlp.json",
                    mime="application/json", key="trace_download")

@@ -51,7 +51,7 @@ def test_json_shape_is_stable() -> None:
     d = counters(_trace("hit")).to_dict()
     assert set(d) == {"queries", "ms", "usd", "tokens_in", "tokens_out", "prompt_cache", "embedding_cache",
                       "token_vector_cache", "answer_cache", "stages"}
-    assert d["answer_cache"] == {"hits": 1, "misses": 0}
+    assert d["answer_cache"] == {"hits": 1, "misses": 0, "guarded_misses": 0, "saved_ms": 0.0, "saved_usd": 0.0}
     assert d["prompt_cache"] == {"read_tokens": 800, "write_tokens": 300}
     assert [s["stage"] for s in d["stages"]][:2] == ["answer_cache", "bm25"]
     assert d["stages"][4] == {"stage": "rerank", "ran": True, "ms": 40.0, "usd": 0.0021, "tokens_in": 1200,

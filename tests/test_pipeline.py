@@ -35,7 +35,10 @@ def test_three_core_stages_in_order(loaded: Deps) -> None:
     trace = run_query("What is TLS_VERSION_MIN set to?", _cfg(), loaded)
     names = [s.stage for s in trace.stages]
     # Graph stages (skipped unless graph.enabled) sit between dense and fused; the core order is what matters.
-    assert [n for n in names if n in CORE_STAGES] == CORE_STAGES and names[:2] == CORE_STAGES[:2]
+    # The answer cache is the first stage (issue #15's contract for `query --json`), the router the second (issue
+    # #16): a cache hit needs no route. Retrieval follows them.
+    assert names[0] == "answer_cache" and names[1] == "route" and trace.stages[0].info["verdict"] == "miss"
+    assert [n for n in names if n in CORE_STAGES] == CORE_STAGES and names[2:4] == CORE_STAGES[:2]
     for name in CORE_STAGES:
         stage = trace.stage(name)
         assert stage is not None and stage.skipped is None and stage.ms >= 0

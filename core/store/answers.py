@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Sequence
 
 import numpy as np
@@ -80,22 +79,14 @@ class Answers:
             cur.execute("DELETE FROM answer_cache WHERE workspace_id = ?", [workspace])
         return int(n)
 
-    def prune_answers(self, workspace: str, key: CacheKey | None, older_than: datetime | None) -> int:
-        """Drop rows no lookup can serve any more: other corpus versions / configs of the workspace, expired ones."""
-        cond, params = ["workspace_id = ?"], [workspace]
-        extra = []
-        if key is not None:
-            extra.append("(corpus_version <> ? OR config_hash <> ?)")
-            params += [key.corpus_version, key.config_hash]
-        if older_than is not None:
-            extra.append("created_at < ?")
-            params.append(older_than)
-        if not extra:
-            return 0
-        where = " AND ".join(cond) + " AND (" + " OR ".join(extra) + ")"
+    def prune_answers(self, workspace: str, below_version: int) -> int:
+        """Drop rows of corpus versions older than `below_version`: versions only grow, so no lookup can serve them."""
         with self._db.writer() as cur:
-            n = cur.execute(f"SELECT count(*) FROM answer_cache WHERE {where}", params).fetchone()[0]
-            cur.execute(f"DELETE FROM answer_cache WHERE {where}", params)
+            n = cur.execute("SELECT count(*) FROM answer_cache WHERE workspace_id = ? AND corpus_version < ?",
+                            [workspace, below_version]).fetchone()[0]
+            if n:
+                cur.execute("DELETE FROM answer_cache WHERE workspace_id = ? AND corpus_version < ?",
+                            [workspace, below_version])
         return int(n)
 
     def answer_cache_counts(self, workspace: str = DEFAULT_WORKSPACE) -> AnswerCacheCounts:

@@ -1,0 +1,230 @@
+"""Semantic answer cache: the guard's verdicts on hand-made pairs, lookup rules (threshold, key, TTL), the pipeline's
+first stage, invalidation on corpus and config changes, and workspace isolation."""
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta
+
+import numpy as np
+import pytest
+
+from core.answer_cache import (CacheKey, CachedAnswer, answer_config_hash, check_cache, features, guard, lookup,
+                               remember)
+from core.config import PipelineConfig
+from core.counters import counters
+from core.deps import Deps
+from core.ingest.pipeline import ingest_files
+from core.pipeline import run_query
+from core.types import Answer
+
+# -- the guard ------------------------------------------------------------------------------------------------------
+SAME = [
+    ("How do I remove mold from a tent?", "How do I remove mildew from a tent?"),
+    ("How can I help my dog adjust to a move?", "How do I help my dog adjust after moving?"),
+    ("What is the TLS_VERSION_MIN default?", "what's the default of TLS_VERSION_MIN?"),
+    ("Как включить кэш в Kafka?", "Как включить кэш в Kafka"),
+]
+DIFFERENT = [  # (new, old, the word the reason must name)
+    ("Is the gateway not reachable on port 443?", "Is the gateway reachable on port 443?", "negation"),
+    ("Why isn't the build green?", "Why is the build green?", "negation"),
+    ("They are leaving not on Friday, but on Saturday.", "They are leaving not on Saturday, but on Friday.",
+     "negation scope"),
+    ("How do I raise the limit to 30 seconds?", "How do I raise the limit to 60 seconds?", "numbers"),
+    ("What changed in release 2.4?", "What changed in release 2.5?", "numbers"),
+    ("What did we sell in March?", "What did we sell in April?", "numbers"),
+    ("How do I call the Kafka consumer API?", "How do I call the Pulsar consumer API?", "names"),
+    ("Where is NX-4471-B stocked?", "Where is NX-4471-C stocked?", "names"),
+    ("How do I enable the proxy?", "How do I disable the proxy?", "antonym"),
+    ("Is the result likely?", "Is the result unlikely?", "antonym"),
+    ("Why does the dryer stop?", "How does the dryer stop?", "question word"),
+    ("Do all users need a key?", "Do some users need a key?", "quantifier"),
+    ("Можно ли включить кэш?", "Можно ли выключить кэш?", "antonym"),
+    ("Нужно ли продлевать визу?", "Не нужно ли продлевать визу?", "negation"),
+    ("Сколько стоит 3 лицензии?", "Сколько стоит 5 лицензий?", "numbers"),
+]
+
+
+@pytest.mark.parametrize("new,old", SAME)
+def test_guard_lets_same_meaning_through(new: str, old: str) -> None:
+    assert guard(new, old).ok, guard(new, old).reason
+
+
+@pytest.mark.parametrize("new,old,why", DIFFERENT)
+def test_guard_stops_changed_meaning_and_says_why(new: str, old: str, why: str) -> None:
+    res = guard(new, old)
+    assert not res.ok and why in res.reason, res.reason
+    assert not guard(old, new).ok  # symmetric
+
+
+def test_features_read_numbers_and_entities() -> None:
+    f = features("Did Acme ship two orders on 2024-05-01 via the OrderAPI?")
+    assert f.numbers == ("2", "2024-05-01")
+    assert {"acme", "orderapi"} <= f.entities and "did" not in f.entities  # the sentence opener is no name
+
+
+def test_uncovered_language_needs_the_same_words() -> None:
+    # The English-only embedder's cosine means little on Russian: only the same words may share an answer.
+    en = frozenset({"en"})
+    assert not guard("Как настроить прокси?", "Как поменять прокси?", covered_languages=en).ok
+    assert guard("Как настроить прокси?", "как настроить прокси", covered_languages=en).ok
+
+
+def test_word_check_stops_unrelated_swaps() -> None:
+    vecs = {"hair": [1, 0], "pipes": [0, 1], "mold": [0.8, 0.6], "mildew": [0.6, 0.8]}
+
+    def sim(xs, ys):  # noqa: ANN001, ANN202
+        return np.array([[np.dot(vecs[x], vecs[y]) for y in ys] for x in xs])
+
+    assert not guard("How do I remove paint from hair?", "How do I remove paint from pipes?", word_similarity=sim).ok
+    assert guard("How do I remove mold from a tent?", "How do I remove mildew from a tent?", word_similarity=sim).ok
+
+
+# -- lookup ---------------------------------------------------------------------------------------------------------
+KEY = CacheKey("ws", 3, "cfg")
+NOW = datetime(2026, 1, 1, 12, 0, 0)
+
+
+def _unit(*xs: float) -> np.ndarray:
+    v = np.array(xs, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def _entry(q: str, vec: np.ndarray, key: CacheKey = KEY, age_s: float = 0.0, answer: str = "A") -> CachedAnswer:
+    return CachedAnswer(key, q, vec, answer, ("d1#0",), False, "extractive", NOW - timedelta(seconds=age_s), 0.01, 900)
+
+
+def test_lookup_verdicts_with_hand_computed_cosines() -> None:
+    stored = [_entry("How do I reset the router?", _unit(1, 0, 0)),
+              _entry("How do I not reset the router?", _unit(0.6, 0.8, 0))]
+    kw = dict(threshold=0.9, now=NOW, ttl_s=3600)
+    # cosine with (1,0,0) is 0.8: below 0.9, a plain miss naming the nearest question
+    res = lookup("q", _unit(0.8, 0, 0.6), stored, KEY, **kw)
+    assert (res.verdict, res.nearest_question, round(res.cosine, 3)) == ("miss", "How do I reset the router?", 0.8)
+    # identical vector to the negated one (cosine 1.0) but the guard sees one negation fewer -> guarded miss
+    res = lookup("How do I reset the router?", _unit(0.6, 0.8, 0), stored, KEY, **kw)
+    assert res.verdict == "guarded_miss" and "negation" in res.reason and res.entry is None
+    # the same question: a hit with the stored answer, saved ms and $ in its info
+    res = lookup("How do I reset the router?", _unit(1, 0, 0), stored, KEY, **kw)
+    assert res.verdict == "hit" and res.entry.answer == "A"
+    assert res.info()["saved_ms"] == 900 and res.info()["saved_usd"] == 0.01
+
+
+def test_lookup_never_serves_another_key_or_an_expired_entry() -> None:
+    q, v = "How do I reset the router?", _unit(1, 0)
+    for other in (CacheKey("other-ws", 3, "cfg"), CacheKey("ws", 4, "cfg"), CacheKey("ws", 3, "cfg2")):
+        assert lookup(q, v, [_entry(q, v, key=other)], KEY, threshold=0.5, now=NOW, ttl_s=0).verdict == "miss"
+    assert lookup(q, v, [_entry(q, v, age_s=61)], KEY, threshold=0.5, now=NOW, ttl_s=60).verdict == "miss"
+    assert lookup(q, v, [_entry(q, v, age_s=59)], KEY, threshold=0.5, now=NOW, ttl_s=60).verdict == "hit"
+
+
+def test_config_hash_ignores_cache_settings_but_not_answer_settings() -> None:
+    base = PipelineConfig()
+    assert answer_config_hash(base) == answer_config_hash(base.with_overrides({"answer_cache.threshold": 0.9}))
+    assert answer_config_hash(base) != answer_config_hash(base.with_overrides({"rerank.k": 5}))
+    assert answer_config_hash(base) != answer_config_hash(base.with_overrides({"answer.max_sentences": 2}))
+
+
+# -- store + pipeline -----------------------------------------------------------------------------------------------
+FILES = [
+    ("gw.md", b"# Gateway\n\n## TLS\n\nSet TLS_VERSION_MIN to 1.2 for every listener.\n\n"
+              b"## Retries\n\nThe client waits retryBackoffMs milliseconds between attempts."),
+    ("fin.md", b"# Finance\n\nRevenue grew 3% over the previous quarter. Costs stayed flat."),
+]
+Q = "What is TLS_VERSION_MIN set to?"
+
+
+def _cfg(**kw) -> PipelineConfig:  # noqa: ANN003
+    # Cheap pipeline: the cache logic is under test, not the cascade.
+    # Cheap pipeline, and an answerer that never refuses: refusals are not cached, the cache is what is tested.
+    return PipelineConfig().with_overrides({"prune.enabled": False, "rerank.enabled": False, "mmr.enabled": False,
+                                            "answer.refusal_threshold": 0.0, **kw})
+
+
+@pytest.fixture
+def loaded(deps: Deps) -> Deps:
+    ingest_files(FILES, store=deps.store, embedder=deps.embedder, config=PipelineConfig())
+    return deps
+
+
+def test_second_ask_is_served_from_cache_first_stage(loaded: Deps) -> None:
+    first = run_query(Q, _cfg(), loaded)
+    assert first.stages[0].stage == "answer_cache" and first.stages[0].info["verdict"] == "miss"
+    second = run_query(Q, _cfg(), loaded)
+    info = second.stages[0].info
+    assert info["verdict"] == "hit" and info["nearest_question"] == Q and info["cosine"] == pytest.approx(1.0)
+    assert second.answer == first.answer  # the stored answer and citations
+    assert any(n.startswith(f"served from cache (question: {Q}, similarity 1.00, stored at ") for n in second.notes)
+    assert second.stage("bm25").skipped == "answer served from the answer cache"
+    c = counters(first) + counters(second)  # the Search Lab strip and `query --json` read these
+    assert (c.answer_hits, c.answer_misses, c.answer_guarded) == (1, 1, 0)
+    assert c.answer_saved_ms == pytest.approx(info["saved_ms"]) and info["saved_ms"] > 0
+    counts = loaded.store.answers.answer_cache_counts("default")
+    assert (counts.hits, counts.misses, counts.guarded_misses, counts.entries) == (1, 1, 0, 1)
+    assert counts.saved_ms == pytest.approx(info["saved_ms"], abs=0.1)
+
+
+def test_disabled_cache_is_a_skipped_first_stage(loaded: Deps) -> None:
+    run_query(Q, _cfg(), loaded)
+    t = run_query(Q, _cfg(**{"answer_cache.enabled": False}), loaded)
+    assert t.stages[0].stage == "answer_cache" and t.stages[0].skipped == "answer_cache.enabled = false"
+    assert t.stage("bm25").skipped is None
+
+
+def test_no_stale_hits_after_add_change_delete_or_config_change(loaded: Deps) -> None:
+    store = loaded.store
+
+    def verdict(cfg: PipelineConfig | None = None) -> str:
+        return run_query(Q, cfg or _cfg(), loaded).stages[0].info["verdict"]
+
+    run_query(Q, _cfg(), loaded)
+    assert verdict() == "hit"
+    ingest_files([("new.md", b"# New\n\nA new document about listeners.")], store=store, embedder=loaded.embedder,
+                 config=PipelineConfig())
+    assert verdict() == "miss"  # added: corpus version moved
+    assert verdict() == "hit"
+    ingest_files([("gw.md", b"# Gateway\n\n## TLS\n\nSet TLS_VERSION_MIN to 1.3 for every listener.")],
+                 store=store, embedder=loaded.embedder, config=PipelineConfig())
+    assert verdict() == "miss"  # changed
+    assert verdict() == "hit"
+    doc = store.corpus.find_document_by_name("new.md", "default")
+    assert store.corpus.delete_document(doc.doc_id, "default")
+    assert verdict() == "miss"  # deleted
+    assert verdict() == "hit"
+    # rows of older corpus versions were dropped when newer answers were stored: only the current version's remain
+    assert store.answers.answer_cache_counts("default").entries == 1
+    assert verdict(_cfg(**{"answer.max_sentences": 2})) == "miss"  # configuration changed
+    assert verdict(_cfg(**{"answer_cache.threshold": 0.99})) == "hit"  # the cache's own knob is not answer-relevant
+
+
+def test_thousand_random_questions_never_cross_workspaces(store, embedder) -> None:  # noqa: ANN001
+    # Two workspaces asked from one small vocabulary, so the wording overlaps heavily and many questions are
+    # near-identical across them; every hit must come from the asking workspace.
+    rng = random.Random(15)
+    words = "router gateway proxy cache listener timeout backup quota invoice tenant".split()
+    verbs = "reset configure restart inspect rotate".split()
+    answers = store.answers
+    cfg = PipelineConfig().answer_cache
+    keys = {ws: CacheKey(ws, 0, "cfg") for ws in ("alpha", "beta")}
+    questions = [f"How do I {rng.choice(verbs)} the {rng.choice(words)} {rng.choice(words)}?" for _ in range(1000)]
+    vecs = embedder.encode(questions)
+    hits = cross = 0
+    for i, (q, v) in enumerate(zip(questions, vecs)):
+        ws = "alpha" if i % 2 else "beta"
+        res = check_cache(q, v, answers, keys[ws], cfg, covered_languages=None, writable=False, now=NOW)
+        if res.verdict == "hit":
+            hits += 1
+            cross += res.entry.answer != f"answer from {ws}"
+        else:
+            remember(answers, keys[ws], q, v, Answer(f"answer from {ws}", ("c",)), cost_usd=0.0, ms=1.0, now=NOW)
+    assert hits > 100  # the test means something: many repeats were served
+    assert cross == 0
+
+
+def test_guarded_miss_is_counted_with_its_reason(loaded: Deps) -> None:
+    run_query("Is TLS_VERSION_MIN set to 1.2?", _cfg(), loaded)
+    t = run_query("Is TLS_VERSION_MIN not set to 1.2?", _cfg(**{"answer_cache.threshold": 0.5}), loaded)
+    info = t.stages[0].info
+    assert info["verdict"] == "guarded_miss" and "negation" in info["guard_reason"]
+    assert info["nearest_question"] == "Is TLS_VERSION_MIN set to 1.2?" and info["saved_ms"] == 0.0
+    assert counters(t).answer_guarded == 1 and t.stage("bm25").skipped is None  # the pipeline ran
+    assert loaded.store.answers.answer_cache_counts("default").guarded_misses == 1

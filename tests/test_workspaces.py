@@ -1,0 +1,124 @@
+"""Workspaces: create / rename / delete (row counts per table before and after), a re-created name never reuses an
+old corpus version, the CLI, and the same question in two workspaces sharing nothing."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core import cli
+from core.answer_cache import CacheKey, answer_config_hash
+from core.config import PipelineConfig
+from core.costs import LedgerEntry
+from core.deps import Deps
+from core.graph.build import build_graph
+from core.ingest.pipeline import ingest_files
+from core.pipeline import run_query
+from core.workspaces import (WorkspaceError, create_workspace, delete_workspace, list_workspaces, rename_workspace,
+                             validate_name)
+
+ALPHA = [("gw.md", b"# Gateway\n\nThe Harbor gateway sets TLS_VERSION_MIN to 1.2 for every listener. "
+                   b"Harbor runs on the Osprey cluster.")]
+BETA = [("gw.md", b"# Gateway\n\nThe Falcon gateway sets TLS_VERSION_MIN to 1.3 for every listener. "
+                  b"Falcon runs on the Kestrel cluster.")]
+Q = "What does the gateway set TLS_VERSION_MIN to?"
+
+
+def _cfg() -> PipelineConfig:
+    return PipelineConfig().with_overrides({"prune.enabled": False, "mmr.enabled": False, "rerank.enabled": False,
+                                            "graph.enabled": True, "answer.refusal_threshold": 0.0})
+
+
+def _fill(deps: Deps, ws: str, files: list[tuple[str, bytes]]) -> None:
+    ingest_files(files, store=deps.store, embedder=deps.embedder, config=PipelineConfig(), workspace=ws)
+    build_graph(deps.store, PipelineConfig().graph, workspace=ws)
+    deps.store.ledger.record_usage(LedgerEntry("answer", "claude-test", 10, 5, usd=0.001, ref_id=ws, workspace=ws))
+    run_query(Q, _cfg(), deps, workspace=ws)  # miss: stores the answer
+    run_query(Q, _cfg(), deps, workspace=ws)  # hit
+
+
+def test_names_are_checked() -> None:
+    assert validate_name("  team  a ") == "team a"
+    assert validate_name("отдел-2") == "отдел-2"
+    for bad in ("", "   ", "a/b", "-x", "x" * 65, "semi;colon"):
+        with pytest.raises(WorkspaceError):
+            validate_name(bad)
+
+
+def test_same_question_two_workspaces_share_nothing(deps: Deps) -> None:
+    _fill(deps, "alpha", ALPHA)
+    _fill(deps, "beta", BETA)
+    store = deps.store
+    a, b = run_query(Q, _cfg(), deps, workspace="alpha"), run_query(Q, _cfg(), deps, workspace="beta")
+    assert a.stages[0].info["verdict"] == "hit" and b.stages[0].info["verdict"] == "hit"
+    assert "1.2" in a.answer.text and "1.3" not in a.answer.text
+    assert "1.3" in b.answer.text and "1.2" not in b.answer.text
+    # candidates: every stage of a fresh (uncached) run reads its own corpus only
+    fresh = _cfg().with_overrides({"answer_cache.enabled": False})
+    for ws, own, other in (("alpha", "Harbor", "Falcon"), ("beta", "Falcon", "Harbor")):
+        t = run_query(Q, fresh, deps, workspace=ws)
+        texts = [c.text for s in t.stages for c in s.candidates]
+        assert texts and all(other not in x for x in texts) and any(own in x for x in texts)
+        names = {n[1] for n in store.graph.nodes(ws)}
+        assert own in names and other not in names  # graph
+        assert all(e.ref_id == ws for e in store.ledger.usage_ledger(ws))  # ledger
+        cached = store.answers.cached_answers(CacheKey(ws, store.corpus.corpus_version(ws), answer_config_hash(_cfg())))
+        assert len(cached) == 1 and other not in cached[0].answer  # cached answers
+    infos = {w.name: w for w in list_workspaces(store)}
+    assert infos["alpha"].cache_hits == 2 and infos["beta"].cache_hits == 2 and infos["default"].cache_hits == 0
+
+
+def test_delete_removes_every_row_and_nothing_else(deps: Deps) -> None:
+    _fill(deps, "alpha", ALPHA)
+    _fill(deps, "beta", BETA)
+    repo = deps.store.workspaces_repo
+    before_a, before_b = repo.row_counts("alpha"), repo.row_counts("beta")
+    # the test means something: the workspace has rows in the tables the issue names
+    for t in ("documents", "chunks", "vectors", "graph_nodes", "usage_ledger", "runs", "answer_cache",
+              "answer_cache_events", "workspaces"):
+        assert before_a[t] > 0, t
+    deleted = delete_workspace(deps.store, "alpha")
+    assert deleted == before_a
+    assert all(n == 0 for n in repo.row_counts("alpha").values())
+    assert repo.row_counts("beta") == before_b
+    with pytest.raises(WorkspaceError, match="no workspace"):
+        delete_workspace(deps.store, "alpha")
+    with pytest.raises(WorkspaceError, match="cannot be deleted"):
+        delete_workspace(deps.store, "default")
+
+
+def test_recreated_name_starts_above_the_deleted_version(deps: Deps) -> None:
+    _fill(deps, "alpha", ALPHA)
+    old = deps.store.corpus.corpus_version("alpha")
+    delete_workspace(deps.store, "alpha")
+    ingest_files(BETA, store=deps.store, embedder=deps.embedder, config=PipelineConfig(), workspace="alpha")
+    assert deps.store.corpus.corpus_version("alpha") > old
+    # the in-memory index of the old 'alpha' is not reused: the answer reads the new corpus
+    t = run_query(Q, _cfg().with_overrides({"answer_cache.enabled": False}), deps, workspace="alpha")
+    assert "1.3" in t.answer.text
+
+
+def test_rename_moves_every_row(deps: Deps) -> None:
+    _fill(deps, "alpha", ALPHA)
+    before = deps.store.workspaces_repo.row_counts("alpha")
+    moved = rename_workspace(deps.store, "alpha", "gamma")
+    assert moved == sum(before.values())
+    assert deps.store.workspaces_repo.row_counts("gamma") == before
+    assert all(n == 0 for n in deps.store.workspaces_repo.row_counts("alpha").values())
+    create_workspace(deps.store, "alpha")
+    with pytest.raises(WorkspaceError, match="already exists"):
+        rename_workspace(deps.store, "gamma", "alpha")
+
+
+def test_cli_workspaces_and_cache(tmp_path, capsys, monkeypatch) -> None:  # noqa: ANN001
+    db = str(tmp_path / "w.duckdb")
+    assert cli.main(["workspaces", "create", "team a", "--db", db]) == 0
+    assert cli.main(["workspaces", "--json", "--db", db]) == 0
+    out = capsys.readouterr().out.strip().splitlines()[-1]
+    assert [w["name"] for w in json.loads(out)["workspaces"]] == ["default", "team a"]
+    assert cli.main(["workspaces", "delete", "team a", "--db", db]) == 2  # needs --yes
+    assert cli.main(["workspaces", "delete", "team a", "--yes", "--db", db]) == 0
+    assert cli.main(["query", "anything", "--workspace", "team a", "--db", db]) == 2
+    assert "no workspace 'team a'" in capsys.readouterr().err
+    assert cli.main(["cache", "clear", "--json", "--db", db]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == {"workspace": "default", "cleared": 0}
