@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from core.answer import answer_question
 from core.support import late_sentence_scorer
@@ -20,9 +20,8 @@ from core.retrieve.bm25 import BM25Params
 from core.rerank import (LateInteractionReranker, attach_contexts, covers, describe, embedder_span_scorer,
                          model_languages, pooled_span_scorer, rerank, reranker_span_scorer)
 from core.retrieve.fusion import rrf
-from core.store import Store
 from core.text import detect_language
-from core.types import CONTEXT_KEY, DEFAULT_WORKSPACE, Candidate, Stage, StageResult, Trace, Usage
+from core.types import CONTEXT_KEY, DEFAULT_WORKSPACE, Candidate, Chunk, Stage, StageResult, Trace, Usage
 
 
 class QueryError(ValueError):
@@ -93,8 +92,15 @@ def validate_query(query: str, config: PipelineConfig) -> str:
     return q
 
 
-def _to_candidates(hits: list[tuple[str, float]], store: Store, workspace: str, stage: str) -> list[Candidate]:
-    chunks = store.corpus.chunks_by_id([cid for cid, _ in hits], workspace)
+class ChunkSource(Protocol):
+    """Where a stage's (chunk id, score) hits get their text (core.store's corpus repository implements it)."""
+
+    def chunks_by_id(self, chunk_ids: Sequence[str], workspace: str = ...) -> dict[str, Chunk]: ...
+
+
+def _to_candidates(hits: list[tuple[str, float]], source: ChunkSource, workspace: str, stage: str
+                   ) -> list[Candidate]:
+    chunks = source.chunks_by_id([cid for cid, _ in hits], workspace)
     return [
         Candidate(cid, chunks[cid].doc_id, chunks[cid].text, score, rank, {"stage": stage})
         for rank, (cid, score) in enumerate(hits, start=1)
@@ -156,7 +162,7 @@ def _bm25(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
     b, store = config.bm25, deps.store
     index = deps.indexes.bm25(store, q.workspace, BM25Params(b.k1, b.b, b.method, b.split_identifiers, b.stem),
                               variant=q.bm25_variant)
-    hits = _to_candidates(index.search(q.text, b.k), store, q.workspace, "bm25")
+    hits = _to_candidates(index.search(q.text, b.k), store.corpus, q.workspace, "bm25")
     return StepOutput(hits, info={"indexed": len(index), "text": q.bm25_variant})
 
 
@@ -164,7 +170,7 @@ def _dense(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
     dindex = deps.indexes.dense(deps.store, deps.embedder, q.workspace, variant=q.dense_variant)
     with one_torch_thread():  # one short query: a second torch thread only waits for a core
         q.vec = deps.embedder.encode([q.text])[0]
-    hits = _to_candidates(dindex.search(q.vec, config.dense.k), deps.store, q.workspace, "dense")
+    hits = _to_candidates(dindex.search(q.vec, config.dense.k), deps.store.corpus, q.workspace, "dense")
     notes = [f"embedder does not cover '{q.lang}': this list is close to random"] if q.dense_blind else []
     return StepOutput(hits, notes, info={"model": deps.embedder.model_id, "indexed": len(dindex),
                                          "text": q.dense_variant})
@@ -319,7 +325,7 @@ def _transforms(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer, decisi
         return dindex.search(vec, k)
 
     search = hybrid_search(index.search, dense_hits if dindex is not None else None,
-                           lambda hits, stage: _to_candidates(hits, deps.store, q.workspace, stage), k=b.k,
+                           lambda hits, stage: _to_candidates(hits, deps.store.corpus, q.workspace, stage), k=b.k,
                            rrf_k=c.fusion.rrf_k)
     feedback = rrf([bm25, dense], k=c.fusion.rrf_k, names=["bm25", "dense"], top=10) if bm25 or dense else []
     out: dict[str, list[Candidate]] = {}

@@ -31,11 +31,11 @@ def _cand(chunk: Chunk, rank: int = 1, **meta) -> Candidate:
 def test_window_adds_n_sentences_each_side(store: Store) -> None:
     s2 = DOC.index("S2")
     chunk = _doc(store, DOC, [(s2, DOC.index("S3") - 1, ())])[0]
-    out = expand([_cand(chunk)], store, mode="window", window=1)
+    out = expand([_cand(chunk)], store.corpus, mode="window", window=1)
     assert out.candidates[0].text == "S1 follows. S2 is the chunk. S3 is next."
-    wide = expand([_cand(chunk)], store, mode="window", window=10)
+    wide = expand([_cand(chunk)], store.corpus, mode="window", window=10)
     assert wide.candidates[0].text == DOC
-    zero = expand([_cand(chunk)], store, mode="window", window=0)
+    zero = expand([_cand(chunk)], store.corpus, mode="window", window=0)
     assert zero.candidates[0].text == "S2 is the chunk."
     assert out.candidates[0].meta["expanded"] == "window" and out.candidates[0].meta["rank_before"] == 1
 
@@ -46,7 +46,7 @@ def test_window_grows_around_the_sentences_pruning_kept(store: Store) -> None:
     # The prune stage kept S6 only (span relative to the chunk).
     s6 = DOC.index("S6") - start
     pruned = _cand(chunk, kept_spans=[(s6, s6 + len("S6 is the middle."))])
-    out = expand([pruned], store, mode="window", window=1)
+    out = expand([pruned], store.corpus, mode="window", window=1)
     assert out.candidates[0].text == "S5 starts part two. S6 is the middle. S7 ends it."
 
 
@@ -56,7 +56,7 @@ def test_parent_is_the_run_of_chunks_under_the_same_heading(store: Store) -> Non
     u = text.index("## Usage")
     chunks = _doc(store, text, [(0, a - 2, ("Guide",)), (a, b - 2, ("Guide", "Install")),
                                 (b, u - 2, ("Guide", "Install")), (u, len(text), ("Guide", "Usage"))])
-    out = expand([_cand(chunks[2])], store, mode="parent")
+    out = expand([_cand(chunks[2])], store.corpus, mode="parent")
     assert out.candidates[0].text == text[a : u - 2]
     assert parent_span(chunks[3], chunks, len(text)) == (u, len(text))
     flat = Chunk("x", "d", 0, "", 5, 9, (), 0)
@@ -75,7 +75,7 @@ def test_a_long_parent_is_capped_around_the_chunk() -> None:
 def test_overlapping_expansions_merge_into_the_better_ranked(store: Store) -> None:
     s1, s3 = DOC.index("S1"), DOC.index("S3")
     chunks = _doc(store, DOC, [(s1, s1 + len("S1 follows."), ()), (s3, s3 + len("S3 is next."), ())])
-    out = expand([_cand(chunks[1], 1), _cand(chunks[0], 2)], store, mode="window", window=1)
+    out = expand([_cand(chunks[1], 1), _cand(chunks[0], 2)], store.corpus, mode="window", window=1)
     assert len(out.candidates) == 1 and out.merged == [(chunks[0].chunk_id, chunks[1].chunk_id)]
     assert out.candidates[0].text == "S0 opens. S1 follows. S2 is the chunk. S3 is next. S4 is later."
     assert out.candidates[0].meta["merged"] == chunks[0].chunk_id
@@ -85,16 +85,16 @@ def test_separate_expansions_are_joined_with_a_gap(store: Store) -> None:
     s1, s6 = DOC.index("S1"), DOC.index("S6")
     chunk = _doc(store, DOC, [(s1, DOC.index("S7") - 1, ())])[0]
     kept = [(0, len("S1 follows.")), (s6 - s1, s6 - s1 + len("S6 is the middle."))]
-    out = expand([_cand(chunk, kept_spans=kept)], store, mode="window", window=0)
+    out = expand([_cand(chunk, kept_spans=kept)], store.corpus, mode="window", window=0)
     assert out.candidates[0].text == f"S1 follows.{GAP}S6 is the middle."
 
 
 def test_missing_documents_pass_through_unexpanded(store: Store) -> None:
     ghost = Candidate("nope", "nodoc", "text", 1.0, 1)
-    out = expand([ghost], store, mode="parent")
+    out = expand([ghost], store.corpus, mode="parent")
     assert out.unexpanded == ["nope"] and out.candidates[0].text == "text"
     with pytest.raises(ValueError):
-        expand([ghost], store, mode="sideways")
+        expand([ghost], store.corpus, mode="sideways")
 
 
 def test_window_spans_merge_touching_runs() -> None:

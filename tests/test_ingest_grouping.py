@@ -51,7 +51,7 @@ def test_group_stats_and_vectors_match_one_document_at_a_time() -> None:
     groups = [["a b", "c d"], ["c d", "e f", "a b"], [], ["g h", "g h"]]
     grouped_store, single_store = Store(), Store()
     emb = HashEmbedder()
-    grouped = embed_groups_with_cache(groups, emb, grouped_store, "default")
+    grouped = embed_groups_with_cache(groups, emb, grouped_store.caches, "default")
     singles = [embed_with_cache(g, emb, single_store.caches, "default") for g in groups]
     for (gv, gs), (sv, ss) in zip(grouped, singles):
         assert gs == ss

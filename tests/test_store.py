@@ -87,6 +87,115 @@ def test_file_store_persists(tmp_path) -> None:
     s = Store(path)
     s.corpus.put_document(_doc(), _chunks(), np.ones((2, 3), np.float32), "m1")
     s.close()
-    s2 = Store(path)
-    assert s2.corpus_version() == 1 and len(s2.chunks()) == 2
+    s2 = Store.open(path)
+    assert s2.corpus.corpus_version() == 1 and len(s2.corpus.chunks()) == 2
     s2.close()
+
+
+# -- read-only mode and the multi-process rule (core/store/db.py docstring) ---------------------------------------
+_CHILD = """
+import sys
+from core.store import Store, StoreError
+try:
+    s = Store.open(sys.argv[1], read_only=sys.argv[2] == "ro")
+    print("OPEN", s.corpus.count("documents"), s.corpus.corpus_version())
+    s.close()
+except StoreError as exc:
+    print("STOREERROR", exc)
+"""
+
+
+def _child(path, mode: str) -> str:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", _CHILD, str(path), mode], cwd=root, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def _filled(tmp_path):
+    path = tmp_path / "shared.duckdb"
+    s = Store(path)
+    s.corpus.put_document(_doc(), _chunks(), np.ones((2, 3), np.float32), "m1")
+    s.close()
+    return path
+
+
+def test_read_only_store_reads_and_refuses_writes_with_a_clear_error(tmp_path) -> None:
+    path = _filled(tmp_path)
+    ro = Store.open(path, read_only=True)
+    assert ro.read_only and ro.corpus.count("documents") == 1 and len(ro.corpus.chunks()) == 2
+    with pytest.raises(StoreError, match="read-only"):
+        ro.corpus.delete_document("d1")
+    with pytest.raises(StoreError, match="read-only"):
+        ro.runs.delete_eval_run("x")  # any write, whichever repository
+    assert ro.corpus.count("documents") == 1
+    ro.close()
+
+
+def test_read_only_needs_an_existing_file(tmp_path) -> None:
+    with pytest.raises(StoreError, match="no such database file"):
+        Store.open(tmp_path / "missing.duckdb", read_only=True)
+    with pytest.raises(StoreError, match="in-memory"):
+        Store(":memory:", read_only=True)
+
+
+def test_many_read_only_processes_share_the_file(tmp_path) -> None:
+    path = _filled(tmp_path)
+    ro = Store.open(path, read_only=True)  # this process holds it read-only ...
+    try:
+        assert _child(path, "ro") == "OPEN 1 1"  # ... and another process reads it at the same time
+    finally:
+        ro.close()
+
+
+def test_a_writer_process_excludes_every_other_process(tmp_path) -> None:
+    path = _filled(tmp_path)
+    rw = Store.open(path)  # a writer (e.g. the app) holds the file
+    try:
+        for mode in ("ro", "rw"):
+            got = _child(path, mode)
+            assert got.startswith("STOREERROR") and "in use by another process" in got, got
+    finally:
+        rw.close()
+    assert _child(path, "ro") == "OPEN 1 1"  # once the writer is gone, readers get in
+
+
+def test_a_reader_process_blocks_a_writer_process(tmp_path) -> None:
+    path = _filled(tmp_path)
+    ro = Store.open(path, read_only=True)
+    try:
+        got = _child(path, "rw")
+        assert got.startswith("STOREERROR") and "in use by another process" in got, got
+    finally:
+        ro.close()
+
+
+def test_read_only_open_of_an_older_file_says_to_migrate(tmp_path) -> None:
+    import duckdb
+
+    path = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+    con.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    con.close()
+    with pytest.raises(StoreError, match="open it once read-write"):
+        Store.open(path, read_only=True)
+    Store.open(path).close()  # a read-write open creates the missing tables
+    Store.open(path, read_only=True).close()
+
+
+def test_newer_schema_is_refused(tmp_path) -> None:
+    path = _filled(tmp_path)
+    import duckdb
+
+    con = duckdb.connect(str(path))
+    con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION + 1)])
+    con.close()
+    for ro in (False, True):
+        with pytest.raises(StoreError, match="newer than this code"):
+            Store.open(path, read_only=ro)

@@ -13,7 +13,7 @@ from core.graph.extract import STOP
 from core.graph.resolve import normalise_name
 from core.graph.snapshot import GraphSnapshot, name_vectors as text_vectors
 from core.graph.summaries import Summary, best_sentences, estimate_summary_tokens, get_summaries
-from core.store import Store
+from core.graph.sources import GraphSource
 from core.text import estimate_llm_tokens
 from core.types import Candidate, Usage
 
@@ -158,7 +158,7 @@ def _clip(text: str, n: int = 400) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def local_search(query: str, snap: GraphSnapshot, store: Store, *, query_vec: np.ndarray | None = None,
+def local_search(query: str, snap: GraphSnapshot, store: GraphSource, *, query_vec: np.ndarray | None = None,
                  name_matrix: np.ndarray | None = None, hops: int = 2, node_cap: int = 40,
                  hub_percentile: float = 95.0, seed_k: int = 5, seed_min_sim: float = 0.55, k: int = 30,
                  workspace: str = "default") -> LocalResult:
@@ -243,7 +243,7 @@ class GlobalPlan:
                 "est_usd": round(self.est_usd, 4)}
 
 
-def plan_global(snap: GraphSnapshot, store: Store, *, level: int, max_communities: int, use_llm: bool,
+def plan_global(snap: GraphSnapshot, store: GraphSource, *, level: int, max_communities: int, use_llm: bool,
                 model: str = "", workspace: str = "default") -> GlobalPlan:
     """Communities of at least two entities at `level`, largest first, at most `max_communities` (the bound on
     map calls). With an LLM: summaries still to write + one map call per community + one reduce call."""
@@ -348,7 +348,7 @@ def _map_llm(summaries: Sequence[Summary], query: str, llm: Any, model: str, wor
     return out, usage
 
 
-def global_search(query: str, snap: GraphSnapshot, store: Store, *, query_vec: np.ndarray | None = None,
+def global_search(query: str, snap: GraphSnapshot, store: GraphSource, *, query_vec: np.ndarray | None = None,
                   embedder: Any = None, level: int = 0, max_communities: int = 40, top: int = 5, k: int = 30,
                   max_usd: float = 0.5, llm: Any = None, use_llm: bool = True, model: str = "claude-haiku-4-5",
                   workspace: str = "default") -> GlobalResult:

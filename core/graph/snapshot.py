@@ -8,12 +8,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from core.graph.resolve import normalise_name
-from core.store import Store
+from core.graph.sources import GraphSource
 from core.embed import cache_first
 from core.text import sha256_text
 
 
-def name_vectors(names: Sequence[str], embedder: Any, store: Store | None, workspace: str, *,
+def name_vectors(names: Sequence[str], embedder: Any, store: GraphSource | None, workspace: str, *,
                  write: bool = True) -> np.ndarray:
     """L2-normalised vectors of node names (or summary texts), looked up in the store's name-vector table first.
     The graph build stores them (write=True); a query passes write=False: misses are encoded, never stored."""
@@ -57,7 +57,7 @@ class GraphSnapshot:
     node_community: dict[int, dict[int, str]]  # level -> node position -> community id
     members_hash: dict[tuple[int, str], str]
     node_chunks: list[list[tuple[str, str, int]]] = field(default_factory=list)  # (chunk, doc, mentions) per node
-    store: Store | None = field(default=None, repr=False)  # name vectors go through its embedding cache
+    store: GraphSource | None = field(default=None, repr=False)  # name vectors go through its embedding cache
     workspace: str = "default"
     name_vectors: dict[str, np.ndarray] = field(default_factory=dict)  # model id -> matrix (lazy)
     # Community summaries a query wrote in memory (members hash -> summary); the store holds only built ones.
@@ -112,7 +112,7 @@ class ActiveGraph:
         return [n[0] for n in self.nodes]
 
 
-def active_graph(store: Store, workspace: str, min_phrase_chunks: int) -> ActiveGraph:
+def active_graph(store: GraphSource, workspace: str, min_phrase_chunks: int) -> ActiveGraph:
     nodes = [n for n in store.graph.nodes(workspace) if is_active(n[2], n[4], min_phrase_chunks)]
     pos = {n[0]: i for i, n in enumerate(nodes)}
     src, dst, w = store.graph.edge_arrays(workspace)
@@ -122,7 +122,7 @@ def active_graph(store: Store, workspace: str, min_phrase_chunks: int) -> Active
     return ActiveGraph(nodes, a[keep], b[keep], w[keep])
 
 
-def load_snapshot(store: Store, workspace: str, min_phrase_chunks: int) -> GraphSnapshot | None:
+def load_snapshot(store: GraphSource, workspace: str, min_phrase_chunks: int) -> GraphSnapshot | None:
     state = store.graph.state(workspace)
     if state is None:
         return None
@@ -180,7 +180,7 @@ class GraphCache:
         self._lock = threading.Lock()
         self._entries: dict[tuple[int, str, int], GraphSnapshot | None] = {}
 
-    def get(self, store: Store, workspace: str, min_phrase_chunks: int) -> GraphSnapshot | None:
+    def get(self, store: GraphSource, workspace: str, min_phrase_chunks: int) -> GraphSnapshot | None:
         state = store.graph.state(workspace)
         key = (id(store), workspace, min_phrase_chunks)
         with self._lock:

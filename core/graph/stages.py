@@ -9,13 +9,13 @@ from core.graph.build import builder_label
 from core.graph.search import global_search, local_search
 from core.graph.snapshot import GraphCache
 from core.llm import LLMError
-from core.store import Store
+from core.graph.sources import GraphSource
 from core.types import StageResult, Usage
 
 LOCAL, GLOBAL = "graph_local", "graph_global"
 
 
-def graph_stages(query: str, cfg: GraphConfig, store: Store, embedder: Any, llm: Any, cache: GraphCache,
+def graph_stages(query: str, cfg: GraphConfig, store: GraphSource, embedder: Any, llm: Any, cache: GraphCache,
                  workspace: str, *, query_vec: Any = None, query_lang: str | None = None) -> list[StageResult]:
     """Both graph stages, each run or skipped with its reason. Reads the stored graph through the cache (reloaded
     when a build or update moved the graph version); never builds or writes the graph itself.

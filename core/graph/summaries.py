@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from core.graph.snapshot import GraphSnapshot
-from core.store import Store
+from core.graph.sources import GraphSource
 from core.text import estimate_llm_tokens, sentence_spans
 from core.types import Usage
 
@@ -43,7 +43,7 @@ class Summary:
     usage: Usage = Usage()
 
 
-def community_context(snap: GraphSnapshot, store: Store, level: int, community_id: str, *, max_entities: int = 12,
+def community_context(snap: GraphSnapshot, store: GraphSource, level: int, community_id: str, *, max_entities: int = 12,
                       max_relations: int = 10, max_chunks: int = 5) -> CommunityContext:
     members = snap.communities[level][community_id]
     member_set = set(members)
@@ -133,7 +133,7 @@ def estimate_summary_tokens(n_communities: int, chars_per_context: int = 6000) -
     return n_communities * per_in, n_communities * 400
 
 
-def get_summaries(snap: GraphSnapshot, store: Store, level: int, community_ids: Sequence[str], *, llm: Any = None,
+def get_summaries(snap: GraphSnapshot, store: GraphSource, level: int, community_ids: Sequence[str], *, llm: Any = None,
                   model: str = "", use_llm: bool = False, workspace: str = "default", write: bool = False
                   ) -> list[Summary]:
     """Summaries for these communities: stored ones as they are, then ones this snapshot already made, and the
@@ -170,7 +170,7 @@ def get_summaries(snap: GraphSnapshot, store: Store, level: int, community_ids: 
     return out
 
 
-def build_summaries(snap: GraphSnapshot, store: Store, *, levels: Sequence[int] | None = None, llm: Any = None,
+def build_summaries(snap: GraphSnapshot, store: GraphSource, *, levels: Sequence[int] | None = None, llm: Any = None,
                     model: str = "", use_llm: bool = False, workspace: str = "default") -> int:
     """Build time: write the summaries of every community of two or more entities (at `levels`, default all), so
     queries find them stored. Returns how many were written."""

@@ -11,7 +11,7 @@ import pandas as pd
 
 from core.graph.snapshot import GraphSnapshot
 from core.report import PALETTE, snippet
-from core.store import Store
+from core.graph.sources import GraphSource
 
 _REMOTE = re.compile(r"<(link|script)\b[^>]*\b(?:href|src)=\"https?://[^\"]*\"[^>]*>(?:\s*</script>)?", re.S)
 HIGHLIGHT = "#ff2d55"  # nodes and edges the last query used
@@ -179,7 +179,7 @@ def pyvis_html(nodes: pd.DataFrame, edges: pd.DataFrame, *, used: Used = Used(),
     return _REMOTE.sub("", page)
 
 
-def entity_detail(snap: GraphSnapshot, store: Store, node_id: str, *, doc_names: Mapping[str, str],
+def entity_detail(snap: GraphSnapshot, store: GraphSource, node_id: str, *, doc_names: Mapping[str, str],
                   max_chunks: int = 20) -> dict[str, Any]:
     """Description, aliases, relations (by weight) and source chunks of one entity. Statistical graphs have no
     written descriptions: the first sentence naming the entity stands in, labelled as a quote."""
@@ -209,7 +209,7 @@ def entity_detail(snap: GraphSnapshot, store: Store, node_id: str, *, doc_names:
             "relations": rels, "chunks": chunks, "source_chunks": len(prov)}
 
 
-def queue_frame(store: Store, workspace: str, *, pending: int = 50, decided: int = 20) -> pd.DataFrame:
+def queue_frame(store: GraphSource, workspace: str, *, pending: int = 50, decided: int = 20) -> pd.DataFrame:
     """The best pending suggestions, then the most recent decisions (which can be undone)."""
     allq = store.review.queue(workspace=workspace)
     todo = [q for q in allq if q.status == "pending"][:pending]
@@ -220,7 +220,7 @@ def queue_frame(store: Store, workspace: str, *, pending: int = 50, decided: int
                         columns=["item", "keep", "merge", "cosine", "status"])
 
 
-def communities_frame(snap: GraphSnapshot, store: Store, level: int) -> pd.DataFrame:
+def communities_frame(snap: GraphSnapshot, store: GraphSource, level: int) -> pd.DataFrame:
     """Communities at one level with size and cached summary title (summaries are written lazily by queries)."""
     comms = snap.communities.get(level, {})
     cached = store.communities.summaries([snap.members_hash[(level, c)] for c in comms], snap.workspace)

@@ -175,8 +175,8 @@ def ingest_files(
         embedded: list[tuple[object, EmbedStats]] | None = None
         if all(len(p.chunks) <= GROUP_CHUNKS for _, p in group):
             try:
-                embedded = embed_groups_with_cache([[c.text for c in p.chunks] for _, p in group], embedder, store,
-                                                   workspace)
+                embedded = embed_groups_with_cache([[c.text for c in p.chunks] for _, p in group], embedder,
+                                                   store.caches, workspace)
             except Exception:  # noqa: BLE001 - retried per document below so only the guilty file reports the error
                 embedded = None
         hits = computed = 0

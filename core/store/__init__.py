@@ -64,18 +64,3 @@ class Store:
 
     def close(self) -> None:
         self.db.close()
-
-    # Transitional: old flat method names forward to their repository while call sites move over.
-    def __getattr__(self, name: str):  # noqa: ANN204
-        if name.startswith("_") or name in ("db", "corpus", "caches", "ledger", "runs", "graph", "review",
-                                            "communities", "answers", "workspaces_repo"):
-            raise AttributeError(name)
-        for repo in (self.corpus, self.caches, self.ledger, self.runs):
-            if hasattr(type(repo), name):
-                return getattr(repo, name)
-        if name.startswith("graph_"):
-            short = name.removeprefix("graph_")
-            for repo in (self.graph, self.review, self.communities, self.caches):
-                if hasattr(type(repo), short):
-                    return getattr(repo, short)
-        raise AttributeError(name)
