@@ -156,7 +156,8 @@ def transform_stages(question: str, config: PipelineConfig, decision: RouteDecis
             out.append(TransformStage(name, "; ".join(rw.notes) or "no queries generated", usage=rw.usage,
                                       ms=(time.perf_counter() - start) * 1000))
             continue
-        res: TransformResult = run_transform(rw, search, rrf_k=config.fusion.rrf_k, top=max(config.bm25.k, 20))
+        res: TransformResult = run_transform(rw, search, rrf_k=config.fusion.rrf_k, top=max(config.bm25.k, 20),
+                                             per_query=t.per_query_k)
         lists = {q: [c.chunk_id for c in cands[:10]] for q, cands in res.lists.items()}
         info = {"method": rw.method, "queries": list(rw.queries), "lists": lists,
                 "rounds": [list(r) for r in rw.rounds]}

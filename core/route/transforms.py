@@ -72,7 +72,7 @@ _SPLITS = [
     re.compile(r"^(?:does|do|did|is|was|are|were)\s+(?P<a>.+?)\s+(?:have|has|had|share|is|was|hold)\s+the same\s+\w+"
                r"(?:\s+\w+)?\s+as\s+(?P<b>.+?)\s*\?*$", re.I),
     # "Who was born first out of A and B?"  / "between A and B"
-    re.compile(r"\b(?:out of|between|among|of)\s+(?P<a>.+?)\s+(?:and|и)\s+(?P<b>.+?)\s*\??$", re.I),
+    re.compile(r"\b(?:out of|between|among)\s+(?P<a>.+?)\s+(?:and|и)\s+(?P<b>.+?)\s*\??$", re.I),
     # "Are A and B both located ...", "Do both films A and B have ..."
     re.compile(r"^(?:are|were|do|does|did|is)\s+(?:both\s+)?(?P<a>.+?)\s+and\s+(?P<b>.+?)\s+(?:both\b|from\b|located\b|"
                r"have\b|of the same\b|the same\b|in the same\b)", re.I),
@@ -132,7 +132,10 @@ _LEAD = re.compile(r"^(?:(?:when|where|who|whom|what|which|how|why|did|does|do|i
 _TAIL = re.compile(r"\s+(?:born|die|died|dies|from|live|lived|living|work|worked|located|buried|come from|founded|"
                    r"published|based|study|studied|educated|graduate|graduated)\s*\??$", re.I)
 # A capitalised name; lower-case particles (of, de, von...) only between capitalised words ("Ermengarde of Tours").
-_NAME = r"[A-Z][\w.\-']+(?:\s+(?:(?:de|da|von|van|of|del|la|le|di|bin|ibn|y)\s+)?[A-Z][\w.\-']+)*"
+# A word of a name is capitalised; a full stop belongs only to an initial ("Robert A. Stemmle"), so "Bhandal. The"
+# stops at the sentence end.
+_NAME_WORD = r"(?:[A-Z]\.|[A-Z][\w\-']+)"
+_NAME = rf"{_NAME_WORD}(?:\s+(?:(?:de|da|von|van|of|del|la|le|di|bin|ibn|y)\s+)?{_NAME_WORD})*"
 # where a passage names the person a relation points to
 _BRIDGE_CUES = {
     "director": [rf"directed by\s+(?P<n>{_NAME})", rf"director\s+(?P<n>{_NAME})", rf"(?P<n>{_NAME})'s\s+film"],
@@ -338,8 +341,12 @@ def rewrite(transform: str, question: str, *, llm: LLM | None, model: str, searc
     return Rewrite(transform, qs, rw.method, (*notes, *rw.notes), usage, rw.rounds)
 
 
-def run_transform(rw: Rewrite, search: Search, *, rrf_k: int = 60, top: int = 50) -> TransformResult:
-    """Each query's own list from `search`, fused by RRF into the stage's candidates."""
+def run_transform(rw: Rewrite, search: Search, *, rrf_k: int = 60, top: int = 50,
+                  per_query: int | None = None) -> TransformResult:
+    """Each query's own list from `search`, fused by RRF into the stage's candidates. `per_query` keeps only the head
+    of each list: a sub-query's best passage is often in no other list, and over full lists RRF ranks it below
+    passages that sit lower in several (bench/route.py measured the bridge passages falling out of the top 10)."""
     lists = {q: search(q) for q in rw.queries}
-    fused = rrf(list(lists.values()), k=rrf_k, names=[f"q{i + 1}" for i in range(len(lists))], top=top) if lists else []
+    heads = [lst[:per_query] if per_query else lst for lst in lists.values()]
+    fused = rrf(heads, k=rrf_k, names=[f"q{i + 1}" for i in range(len(lists))], top=top) if lists else []
     return TransformResult(rw.transform, rw, lists, fused)
