@@ -176,20 +176,39 @@ def readable(value: Any, limit: int = 400) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def searched_text(stage: StageResult) -> str | None:
-    """What text a retrieval stage really searched, from its info (`searched` wins over the requested `text`)."""
+_NOT_BUILT = re.compile(r"context\.variant = \S+ but no .* exist yet, so raw text is searched")
+_PARTIAL = re.compile(r"cover (\d+) of (\d+) chunks; the other chunks are searched raw")
+
+
+def searched_text(stage: StageResult, notes: Sequence[str] = ()) -> str | None:
+    """What text a retrieval stage really searched: the variant in its info (`searched` wins over the requested
+    `text`), corrected by the trace's coverage notes (core/context.prepare_variant) when the variant is missing
+    or covers only part of the corpus, so the header never claims a variant that was not searched."""
     v = stage.info.get("searched", stage.info.get("text"))
-    return None if v is None else _VARIANT_TEXT.get(str(v), str(v))
+    if v is None:
+        return None
+    label = _VARIANT_TEXT.get(str(v), str(v))
+    if str(v) == "raw":
+        return label
+    for n in notes:
+        if _NOT_BUILT.search(n):
+            return f"raw text ({label} not built yet)"
+        m = _PARTIAL.search(n)
+        if m:
+            return f"{label} for {m.group(1)} of {m.group(2)} chunks, raw for the rest"
+    return label
 
 
-def stage_chips(stage: StageResult) -> list[str]:
-    """The few facts worth a glance beside a stage's name: time, cost, list sizes, what it searched or kept."""
+def stage_chips(stage: StageResult, notes: Sequence[str] = ()) -> list[str]:
+    """The few facts worth a glance beside a stage's name: time, cost, list sizes, what it searched or kept.
+    `notes` are the trace's notes (what the context variant really covered)."""
     i = stage.info
     chips = [f"{stage.ms:,.1f} ms", f"{len(stage.candidates)} cand."]
     if stage.usage.calls or stage.usage.usd:
         chips.append(f"${stage.usage.usd:.4f} · {stage.usage.calls} call(s)")
-    if searched_text(stage):
-        chips.append(f"searched: {searched_text(stage)}")
+    searched = searched_text(stage, notes)
+    if searched:
+        chips.append(f"searched: {searched}")
     if "indexed" in i:
         chips.append(f"of {_num(i['indexed'])} indexed")
     if "reranker" in i:

@@ -149,6 +149,20 @@ def test_upload_search_and_see_three_stage_columns(server: str, tmp_path: Path) 
             expect(first.locator(".sl-more")).to_be_visible()
             page.screenshot(path=str(SHOTS / "searchlab.png"), full_page=False)
 
+            # The sidebar's config hash is the one the query just ran with, also right after a settings change.
+            def hashes() -> tuple[str, str]:
+                side = page.locator("[data-testid=stSidebar]").get_by_text("config: ").inner_text()
+                ran = page.get_by_text("· config ").first.inner_text()
+                return side.split("config: ")[1].split()[0], ran.split("· config ")[1].split()[0]
+
+            side, ran = hashes()
+            assert side == ran, (side, ran)
+            page.locator("[data-testid=stRadio]").first.get_by_text("BM25", exact=True).click()
+            expect(row.locator(".sl-skip[data-stage='dense']")).to_be_attached()
+            page.wait_for_function("!document.querySelector('[data-testid=stStatusWidget]')")
+            side2, ran2 = hashes()
+            assert side2 == ran2 != ran, (side2, ran2, ran)
+
             # Every page has a direct URL, and only real pages are listed in the navigation.
             for path, heading in (("corpus", "Corpus"), ("evaluate", "Evaluate"), ("costs", "Costs"),
                                   ("graph", "Graph"), ("search_lab", "Search Lab")):

@@ -1,8 +1,10 @@
 """AppTest of the Graph page: build button, pyvis view, entity detail, merge review, highlight, escaping."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.config import PipelineConfig
@@ -144,3 +146,57 @@ def test_entity_detail_finds_by_name_and_lists_relations_and_sources(deps: Deps)
     at.text_input(key="graph_find").input("zzz-nothing")
     at = at.run()
     assert not at.exception and any("No entity matches" in c.value for c in at.caption)
+
+
+# -- graph view helpers (core/graph/view.py): default view, link thinning, static layout, the query's subgraph ------
+
+def test_overview_takes_each_communitys_hub_first_then_the_next() -> None:
+    import pandas as pd
+
+    from core.graph.view import overview_nodes
+
+    frame = pd.DataFrame({"node_id": list("abcdefg"), "name": list("ABCDEFG"), "type": ["t"] * 7,
+                          "degree": [9, 8, 7, 6, 5, 1, 3], "chunks": [1] * 7,
+                          "community": ["X", "X", "X", "X", "Y", "Y", None]})
+    # ranks inside communities: X a0 b1 c2 d3 · Y e0 f1 · none g0; ties on rank go to the bigger community
+    assert list(overview_nodes(frame, 4)["node_id"]) == ["a", "e", "g", "b"]
+    assert list(overview_nodes(frame, 2, must_show=["f"])["node_id"]) == ["a", "e", "f"]
+
+
+def test_strongest_edges_keeps_each_nodes_heaviest_links() -> None:
+    import pandas as pd
+
+    from core.graph.view import strongest_edges
+
+    edges = pd.DataFrame({"src": ["a", "a", "a", "b"], "dst": ["b", "c", "d", "c"], "weight": [5.0, 1.0, 3.0, 2.0]})
+    kept = strongest_edges(edges, per_node=1)
+    # a keeps a-b (5); b keeps a-b; c keeps b-c (2, its heaviest); d keeps a-d (its only link)
+    assert sorted(zip(kept["src"], kept["dst"])) == [("a", "b"), ("a", "d"), ("b", "c")]
+
+
+def test_static_layout_is_seeded_and_spread_over_the_canvas() -> None:
+    import pandas as pd
+
+    from core.graph.view import _spread, static_layout
+
+    nodes = pd.DataFrame({"node_id": list("abcde")})
+    edges = pd.DataFrame({"src": ["a", "b", "c"], "dst": ["b", "c", "a"], "weight": [1.0, 1.0, 1.0]})
+    one, two = static_layout(nodes, edges), static_layout(nodes, edges)
+    assert one == two and set(one) == set("abcde")
+    assert _spread([0.0, 0.01, 0.02, 10.0]) == pytest.approx([0.0, 0.7 / 3 + 0.3 * 0.001, 1.4 / 3 + 0.3 * 0.002, 1.0])
+
+
+def test_subgraph_svg_lays_out_seeds_hops_and_chunks_escaped() -> None:
+    from core.graph.view import subgraph_svg
+    from core.types import Candidate, StageResult
+
+    local = StageResult("graph_local", (Candidate("c1", "d", "text <b>", 1.0, 1, {"entities": "Seed<x>; Hop"}),), 1.0,
+                        info={"seeds": [{"node": "s", "name": "Seed<x>", "score": 1.0, "how": "name"}],
+                              "nodes": ["s", "h"], "edges": [["s", "h", 2.0]]})
+    svg = subgraph_svg(local, {"h": "Hop"})
+    assert "<x>" not in svg and "Seed&lt;x&gt;" in svg and "&lt;b&gt;" in svg
+    assert svg.count("<circle") == 2 and svg.count("<rect") == 1
+    # seed (hop 0) left of its neighbour (hop 1), the chunk in the rightmost column, linked to both entities
+    xs = [float(v) for v in re.findall(r"<circle cx='([\d.]+)'", svg)]
+    rect_x = float(re.search(r"<rect x='([\d.]+)'", svg).group(1))
+    assert xs[0] < xs[1] < rect_x and svg.count("stroke-dasharray") == 2

@@ -262,6 +262,46 @@ def test_stage_headers_are_chips_and_readable_details_not_reprs() -> None:
     assert not any("{" in v or "[" in v for v in details.values())
 
 
+def test_a_variant_that_needs_building_is_offered_with_an_estimate_and_built_on_request(search_lab: AppTest
+                                                                                       ) -> None:
+    # The answer cache would serve the same question again once the build is done (same config and corpus).
+    search_lab.session_state[_state.CONFIG_KEY] = PipelineConfig().with_overrides({"answer_cache.enabled": False})
+    at = _search(search_lab, "backups archive")
+    assert not at.exception
+    at.radio(key="context_variant").set_value("heuristic").run()
+    assert not at.exception
+    need = [m.value for m in at.markdown if "Needs building" in m.value]
+    assert len(need) == 1 and "heuristic contexts and their vectors" in need[0] and " s." in need[0], need
+    assert at.button(key="build_context")  # nothing was built by the query itself
+    at.button(key="build_context").click().run()
+    assert not at.exception
+    assert any(s.value.startswith("heuristic: ") for s in at.success)
+    assert not [m.value for m in at.markdown if "Needs building" in m.value]  # built: the offer is gone
+    assert "searched: heuristic contexts" in lab_html.columns(at)["dense"].chips
+
+
+def test_graphrag_without_a_graph_is_offered_for_building_and_the_query_still_runs(search_lab: AppTest) -> None:
+    at = _search(search_lab, "backups archive")
+    at.toggle(key="graph_on").set_value(True).run()
+    assert not at.exception
+    need = [m.value for m in at.markdown if "Needs building" in m.value]
+    assert len(need) == 1 and "entity graph: not built yet" in need[0]
+    row = lab_html.columns(at)
+    assert row["graph_local"].skipped and "no graph" in row["graph_local"].skipped
+    assert row["bm25"].cards  # the query ran on what exists instead of waiting for a build
+
+
+def test_stage_header_says_what_text_was_really_searched() -> None:
+    dense = StageResult("dense", (), 1.0, info={"text": "late"})
+    assert "searched: late-chunking vectors" in stage_chips(dense)
+    none_yet = ["context.variant = late but no late-chunking vectors exist yet, so raw text is searched; build them "
+                "with `python -m core context --variant late` or on the Costs page"]
+    assert "searched: raw text (late-chunking vectors not built yet)" in stage_chips(dense, none_yet)
+    part = ["late-chunking vectors cover 12 of 40 chunks; the other chunks are searched raw (build the rest with x)"]
+    assert "searched: late-chunking vectors for 12 of 40 chunks, raw for the rest" in stage_chips(dense, part)
+    assert "searched: raw text" in stage_chips(StageResult("bm25", (), 1.0, info={"text": "raw"}), none_yet)
+
+
 def test_counters_strip_shows_query_and_session_figures() -> None:
     from core.counters import counters
 

@@ -125,9 +125,23 @@ def static_layout(nodes: pd.DataFrame, edges: pd.DataFrame, *, seed: int = 7, sc
 
     random.seed(seed)  # igraph's layouts draw from Python's random module
     coords = g.layout_fruchterman_reingold(niter=300) if g.ecount() else g.layout_circle()
-    xs, ys = [c[0] for c in coords], [c[1] for c in coords]
-    span = max(max(xs) - min(xs), max(ys) - min(ys), 1e-9)
-    return {n: ((x - min(xs)) / span * scale, (y - min(ys)) / span * scale) for n, x, y in zip(ids, xs, ys)}
+    return {n: (x * scale * 1.6, y * scale) for n, x, y in zip(ids, _spread([c[0] for c in coords]),
+                                                            _spread([c[1] for c in coords]))}
+
+
+def _spread(values: list[float], rank_share: float = 0.7) -> list[float]:
+    """Coordinates on [0, 1], mostly by rank: force layouts pack the dense core into a small knot (labels on top of
+    each other) and fling small components far out; ranks keep every node's order but even out the spacing."""
+    n = len(values)
+    if n < 2:
+        return [0.5] * n
+    lo, hi = min(values), max(values)
+    order = sorted(range(n), key=lambda i: values[i])
+    rank = [0.0] * n
+    for r, i in enumerate(order):
+        rank[i] = r / (n - 1)
+    return [rank_share * rank[i] + (1 - rank_share) * ((values[i] - lo) / (hi - lo) if hi > lo else 0.5)
+            for i in range(n)]
 
 
 def find_nodes(frame: pd.DataFrame, text: str, limit: int = 200) -> list[str]:
