@@ -104,7 +104,8 @@ def collect(db: Path, limit: int | None, augment: bool = False) -> None:
         db.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run([sys.executable, "-m", "core", "ingest", str(ROOT / "sample_corpus" / "docs"), "--db", str(db)],
                        check=True, cwd=ROOT)
-    cfg = PipelineConfig.model_validate({"answer": {"mode": "extractive"}})
+    # The answer stage itself is measured: the semantic answer cache would serve earlier runs' answers.
+    cfg = PipelineConfig.model_validate({"answer": {"mode": "extractive"}, "answer_cache": {"enabled": False}})
     deps = build_deps(cfg, store=Store(str(db)))
     late = deps.reranker_for("late-interaction")[0]
     assert isinstance(late, LateInteractionReranker)

@@ -289,6 +289,9 @@ def answer_config_hash(config: Any) -> str:
     """Hash of the answer-relevant configuration: every section but the cache's own and the input limits, so
     changing the threshold or TTL keeps the cache, and any retrieval or answer setting starts a fresh one."""
     data = {k: v for k, v in config.model_dump(mode="json").items() if k not in _NOT_ANSWER_RELEVANT}
+    from core.support import model_fingerprint  # the offline answerer's fitted model decides answers too
+
+    data["support_model"] = model_fingerprint()
     blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

@@ -3,6 +3,7 @@ signals the pipeline already has, with coefficients read from data (core/support
 bench/answer.py), never fitted at import time."""
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -379,6 +380,15 @@ class SupportModel:
 
 
 _CACHE: dict[str, SupportModel] = {}
+
+
+def model_fingerprint(path: str | Path = DEFAULT_MODEL_PATH) -> str:
+    """A short hash of the fitted model file: part of the answer cache's key, so a refit never serves answers the
+    previous model gave."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
+    except OSError:
+        return "missing"
 
 
 def load_support_model(path: str | Path = DEFAULT_MODEL_PATH) -> SupportModel:
