@@ -6,6 +6,7 @@ from typing import Any, Mapping, Sequence
 
 import streamlit as st
 
+from core import corpus_ops
 from core.config import PipelineConfig
 from core.counters import Counters
 from core.report import chunk_colour, ingest_frame, snippet, stage_chips, stage_details, stage_moves
@@ -36,7 +37,7 @@ def mode_of(cfg: PipelineConfig) -> str:
 
 def empty_store_hint(store: Any, workspace: str) -> bool:
     """Say how to get started when the workspace has no documents; True when it is empty."""
-    if store.corpus.count("documents", workspace):
+    if corpus_ops.has_documents(store, workspace):
         return False
     st.info(f"Workspace '{workspace}' has no documents yet: upload documents on the Corpus page.")
     st.page_link("pages/corpus.py", label="Go to the Corpus page", icon=":material/library_books:")

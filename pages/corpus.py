@@ -5,7 +5,7 @@ import math
 
 import streamlit as st
 
-from core.graph.build import update_graph_for_documents
+from core import corpus_ops
 from core.ingest.pipeline import ingest_files
 from core.report import chunks_frame, documents_frame, escape_md
 from pages import _state, _widgets
@@ -57,7 +57,7 @@ if st.button("Ingest", type="primary", disabled=not uploaded, key="ingest"):
 _widgets.ingest_report(st.session_state.get(_widgets.LAST_INGEST_KEY))
 
 # -- documents ------------------------------------------------------------------------------------------------------
-docs = store.corpus.documents(ws)
+docs = corpus_ops.documents(store, ws)
 if not docs:
     st.info("No documents yet: upload files above and press Ingest.")
     st.stop()
@@ -70,7 +70,7 @@ doc = by_id[doc_id]
 # Names and titles come from uploads: everything shown through Markdown (captions, labels, warnings) is escaped.
 st.caption(f"{escape_md(doc.name)} · {doc.kind} · {doc.n_chunks} chunks · chunker {doc.chunker} · language {doc.lang} · "
            f"sha256 {doc.content_hash[:12]}…")
-st.dataframe(chunks_frame(store.corpus.chunks(ws, doc_id)), hide_index=True, column_config={
+st.dataframe(chunks_frame(corpus_ops.document_chunks(store, doc_id, ws)), hide_index=True, column_config={
     "chunk_id": None, "text": st.column_config.TextColumn("text", width="large")})
 
 # -- delete with confirmation -----------------------------------------------------------------------------------------
@@ -84,9 +84,8 @@ else:
                "This cannot be undone.")
     yes, no = st.columns(2)
     if yes.button("Yes, delete", type="primary", key="confirm_delete"):
-        store.corpus.delete_document(doc_id, ws)
-        # The entity graph forgets the document's mentions now (an incremental update; nothing when no graph).
-        update_graph_for_documents(store, cfg.graph, embedder=deps.embedder, workspace=ws, doc_ids=[doc_id])
+        # The entity graph forgets the document's mentions too (an incremental update; nothing when no graph).
+        corpus_ops.delete_document(store, doc_id, graph=cfg.graph, embedder=deps.embedder, workspace=ws)
         st.session_state.pop("pending_delete", None)
         st.toast(f"deleted {escape_md(doc.name)}")
         st.rerun()

@@ -6,6 +6,7 @@ import plotly.express as px
 import streamlit as st
 
 from core.costs import cache_read_share, embedding_cache_rate, ledger_frame, prompt_cache_rate, query_stage_costs, run_summary
+from core import corpus_ops
 from core.workspaces import answer_cache_table
 from pages import _state
 from pages._context_panel import context_panel
@@ -17,7 +18,7 @@ if not deps.llm.available:
     st.info(f"No LLM is configured ({deps.llm.reason}): answers are extractive and contexts offline, so the ledger "
             "only fills once a key is set. Cache hit rates of the embedding cache are shown either way.")
 
-ledger = ledger_frame(store.ledger.usage_ledger(ws))
+ledger = ledger_frame(corpus_ops.usage_ledger(store, ws))
 t_ledger, t_builds, t_queries, t_cache, t_build = st.tabs(
     ["Ledger", "Per build", "Per query", "Cache hit rates", "Build contexts"])
 
@@ -63,7 +64,7 @@ with t_builds:
                                title="Dollars with vs without prompt caching"))
 
 with t_queries:
-    stages = query_stage_costs(store.runs.recent_runs(ws, limit=100))
+    stages = query_stage_costs(corpus_ops.recent_runs(store, ws, limit=100))
     if stages.empty:
         st.caption("No logged queries yet.")
     else:
@@ -75,7 +76,7 @@ with t_queries:
 
 with t_cache:
     freq = st.selectbox("Bucket", ["1min", "1h", "1D"], index=1, key="cache_freq")
-    rates = pd.concat([prompt_cache_rate(ledger, freq), embedding_cache_rate(store.caches.cache_events(ws), freq)],
+    rates = pd.concat([prompt_cache_rate(ledger, freq), embedding_cache_rate(corpus_ops.cache_events(store, ws), freq)],
                       ignore_index=True)
     if rates.empty:
         st.caption("No cache events yet.")

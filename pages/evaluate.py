@@ -5,6 +5,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from core import corpus_ops
 from core import eval_report as rep
 from core.configs import config_diff, list_configs, save_config
 from core.datasets import (
@@ -92,7 +93,7 @@ if st.button("Run A and B", type="primary", key="eval_run", disabled=gs is None)
 
 # -- past runs: any two stored runs can be reopened ------------------------------------------------------------------
 run_ws = (gs.workspace if gs is not None and gs.workspace else ws)
-past = deps.store.runs.eval_runs(run_ws)
+past = corpus_ops.eval_runs(deps.store, run_ws)
 if past:
     fmt_run = {r.eval_id: f"{r.created_at:%Y-%m-%d %H:%M} · {r.dataset} · {r.config_name} · "
                              f"{r.config_hash}" for r in past}
@@ -140,8 +141,8 @@ with t_query:
                        format_func=lambda q: f"{q} · {next(r['query'] for r in rows if r['qid'] == q)[:80]}")
     ra = next(r for r in a.results if r["qid"] == qid)
     rb = next(r for r in b.results if r["qid"] == qid)
-    texts = {c.chunk_id: c.text for c in deps.store.corpus.chunks_by_id(
-        [c["chunk_id"] for r in (ra, rb) for s in r["stages"] for c in s["candidates"][:10]], a.workspace).values()}
+    texts = corpus_ops.chunk_texts(
+        deps.store, [c["chunk_id"] for r in (ra, rb) for s in r["stages"] for c in s["candidates"][:10]], a.workspace)
     for col, run, res in zip(st.columns(2), (a, b), (ra, rb)):
         with col:
             st.markdown(f"**{run.config_name}** · {run.config_hash}")

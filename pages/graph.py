@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core import corpus_ops
 from core.graph import view
 from core.graph.build import build_graph, decide_merge, graph_stats, set_synonyms, synonyms_text
 from core.graph.resolve import SynonymError
@@ -14,7 +15,7 @@ deps, ws, cfg = _state.deps(), _state.workspace(), _state.config()
 store = deps.store
 st.title("Graph")
 
-if not store.corpus.count("documents", ws):
+if not corpus_ops.has_documents(store, ws):
     st.info(f"Workspace '{ws}' has no documents yet: upload some on the Corpus page, then build the graph here.")
     st.stop()
 
@@ -51,8 +52,7 @@ if snap is None or not len(snap):
 
 last = st.session_state.get("last_trace")
 if last is None:
-    runs = store.runs.recent_runs(ws, 1)
-    last = runs[0].trace if runs else None
+    last = corpus_ops.last_trace(store, ws)
 used = view.used_by_trace(last)
 
 tab_graph, tab_entity, tab_comm, tab_review, tab_syn = st.tabs(
@@ -109,7 +109,7 @@ with tab_entity:
     if pick is None:
         st.caption("No entity matches.")
     else:
-        doc_names = {d.doc_id: d.name for d in store.corpus.documents(ws)}
+        doc_names = corpus_ops.document_names(store, ws)
         d = view.entity_detail(snap, store, pick, doc_names=doc_names)
         st.text(f"{d['name']} · type {d['type']} · degree {d['degree']} · {d['chunks_total']} chunks · "
                 "communities " + ", ".join(f"level {lvl}: {c}" for lvl, c in d["communities"].items()))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core import readiness, trace_export
+from core import corpus_ops, readiness, trace_export
 from core.config import ConfigError
 from core.counters import Counters, counters
 from core.pipeline import QueryError, run_query
@@ -120,7 +120,7 @@ if last is None:
     st.caption("Type a query and press Search. Settings changes re-run the last query.")
     st.stop()
 # A rerun for any other widget (chunk detail, a popover opening) reuses the trace: same query, config and corpus.
-key = (last, cfg.stable_hash(), store.corpus.corpus_version(ws))
+key = (last, cfg.stable_hash(), corpus_ops.corpus_version(store, ws))
 cached = st.session_state.get(TRACE_KEY)
 if cached is not None and cached[0] == key and not submitted:
     trace = cached[1]
@@ -138,7 +138,7 @@ else:
 
 for note in trace.notes:
     st.caption(f":material/info: {note}")
-doc_names = {d.doc_id: d.name for d in store.corpus.documents(ws)}
+doc_names = corpus_ops.document_names(store, ws)
 inserts = {}
 local = trace.stage("graph_local")
 if local is not None and local.skipped is None and local.info.get("nodes"):
@@ -155,4 +155,4 @@ _widgets.answer_panel(trace.answer, served=next((n for n in trace.notes if n.sta
 st.download_button(":material/download: Trace as OpenTelemetry JSON (OpenInference spans)",
                    trace_export.download_bytes(trace.to_dict()), file_name=f"trace-{trace.config_hash}.otlp.json",
                    mime="application/json", key="trace_download")
-_widgets.chunk_detail(trace, store.corpus.chunks_by_id, ws, doc_names)
+_widgets.chunk_detail(trace, corpus_ops.chunk_lookup(store), ws, doc_names)
