@@ -21,6 +21,7 @@ core/route/data/agent_grader.json; reported numbers then say which split they co
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import time
@@ -43,7 +44,7 @@ from core.types import Candidate, Chunk, Document  # noqa: E402
 
 WS = "twowiki"
 RETRIEVAL = {"rerank.enabled": False, "prune.enabled": False, "mmr.enabled": False, "answer.enabled": False,
-             "fusion.k": 20, "bm25.k": 50, "dense.k": 50}
+             "fusion.k": 20, "bm25.k": 50, "dense.k": 50, "router.enabled": False}
 
 
 def predocs(path: Path) -> list[PreDoc]:
@@ -52,7 +53,7 @@ def predocs(path: Path) -> list[PreDoc]:
         d = json.loads(raw)
         text = f"{d['title']}\n{d['text']}"
         chunk = Chunk(f"{d['id']}#0", d["id"], 0, text, 0, len(text), (), count_tokens(text), "en")
-        out.append(PreDoc(Document(d["id"], d["title"], "txt", len(text.encode()), str(hash(text)), "en", text,
+        out.append(PreDoc(Document(d["id"], d["title"], "txt", len(text.encode()), hashlib.sha256(text.encode()).hexdigest(), "en", text,
                                    "as-given", WS, d["title"], 1), (chunk,)))
     return out
 
@@ -95,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--fit", action="store_true", help="fit the offline grader on odd questions and save it")
     ap.add_argument("--db", default=str(ROOT / "data" / "bench" / "agent.duckdb"))
-    ap.add_argument("--round-weight", type=float, default=None)
+    ap.add_argument("--head", type=int, default=None)
     args = ap.parse_args(argv)
     root = datasets_dir(args.datasets) / "twowiki_multihop"
     if not (root / "questions.jsonl").is_file():
@@ -139,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     budget = Budget(cfg_agent.max_rounds, cfg_agent.max_llm_calls, cfg_agent.max_tokens, cfg_agent.max_usd,
                     cfg_agent.max_seconds)
     writer = BridgeWriter(cfg_agent.per_round)
-    weight = cfg_agent.round_weight if args.round_weight is None else args.round_weight
+    head = cfg_agent.head if args.head is None else args.head
     rows: list[dict[str, Any]] = []
     g_scores: dict[str, list[tuple[float, int]]] = {"even": [], "odd": []}
     for i, q in enumerate(questions, start=1):
@@ -166,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         crude += [d for d in single if d not in crude]
         t = time.perf_counter()
         out = run_agent(q["question"], search, budget=budget, grader=grader, writer=writer, workspace=WS,
-                        k=cfg_agent.k, round_weight=weight)
+                        k=cfg_agent.k, head=head)
         ms_agent = (time.perf_counter() - t) * 1000
         agent_docs = [titles[d] for d in doc_order(out.evidence)]
         row = {"i": i, "type": q["type"], "split": split, "rounds": out.rounds, "stop": out.stop_reason,
@@ -203,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"stop reasons: {stops}")
     write_result("agent", {
         "dataset": "twowiki_multihop", "questions": len(rows), "retrieval_overrides": RETRIEVAL,
-        "agent": cfg_agent.model_dump(), "round_weight": weight, "grader": grader.model.fitted_on,
+        "agent": cfg_agent.model_dump(), "head": head, "grader": grader.model.fitted_on,
         "by_type": by_type, "held_out_even": held, "grader_auroc": au, "stop_reasons": stops,
     })
     return 0

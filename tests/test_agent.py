@@ -170,12 +170,14 @@ def test_offline_grader_is_calibrated_by_features_and_verdicts() -> None:
     assert g.grades[0][2] == pytest.approx(1 / (1 + 2.718281828 ** -(4 + 2 - 3)), abs=1e-4)
 
 
-def test_merge_evidence_keeps_round_one_ahead_at_equal_rank() -> None:
-    r1 = [_cand("a#0", "a"), _cand("b#0", "b", rank=2)]
-    r2 = [_cand("c#0", "c"), _cand("a#0", "a", rank=2)]
-    merged = merge_evidence([r1, r2], round_weight=0.8, k=10, rrf_k=10)
-    # a: 1/11 + 0.8/12; c: 0.8/11; b: 1/12  -> a, b, c  (hand-computed)
-    assert [c.chunk_id for c in merged] == ["a#0", "b#0", "c#0"]
+def test_merge_evidence_keeps_the_first_rounds_head_then_takes_turns() -> None:
+    r1 = [_cand(f"{x}#0", x) for x in "abcde"]
+    r2 = [_cand("x#0", "x"), _cand("a#0", "a"), _cand("y#0", "y")]
+    r3 = [_cand("z#0", "z")]
+    merged = merge_evidence([r1, r2, r3], head=2, k=7)
+    # head a, b; then turns: r2 -> x, r3 -> z, r1 rest -> c; r2 -> (a seen) y, r1 rest -> d
+    assert [c.chunk_id[0] for c in merged] == list("abxzcyd")
+    assert [c.rank for c in merged] == list(range(1, 8))
 
 
 def test_llm_grader_and_writer_through_the_stub_with_malformed_replies(anthropic_stub: Stub) -> None:

@@ -26,7 +26,7 @@ STOP_REASONS = ("answered", "refused_no_evidence", "no_new_evidence", "budget_ro
 StopReason = Literal["answered", "refused_no_evidence", "no_new_evidence", "budget_rounds", "budget_llm_calls",
                      "budget_tokens", "budget_usd", "budget_time", "error"]
 Grade = Literal["correct", "ambiguous", "incorrect"]
-GRADER_FILE = Path(__file__).with_name("data") / "agent_grader.json"
+GRADER_FILE = Path(__file__).with_name("agent_grader.json")
 
 
 # -- budgets ---------------------------------------------------------------------------------------------------------
@@ -397,18 +397,34 @@ def _renamed(stage: StageResult, rnd: int, query: str) -> StageResult:
                        {**stage.info, "round": rnd, "round_query": query})
 
 
-def merge_evidence(lists: Sequence[Sequence[Candidate]], *, round_weight: float, k: int, rrf_k: int = 10
-                   ) -> list[Candidate]:
-    """The evidence pool: every round's list fused by weighted RRF (round 1 at weight 1, later rounds at
-    round_weight), deduplicated by chunk."""
-    if len(lists) == 1:
-        return [c.with_rank(i, None) for i, c in enumerate(lists[0][:k], start=1)]
-    weights = [1.0] + [round_weight] * (len(lists) - 1)
-    return rrf(list(lists), k=rrf_k, weights=weights, names=[f"round{i + 1}" for i in range(len(lists))], top=k)
+def merge_evidence(lists: Sequence[Sequence[Candidate]], *, head: int, k: int) -> list[Candidate]:
+    """The evidence pool: the first round's top `head` first (what one search already found well stays on top),
+    then the later queries' lists and the rest of the first round taken in turn, one candidate each, deduplicated by
+    chunk. A bridging query's best hit lands right after the head instead of under the first round's tail."""
+    out: list[Candidate] = []
+    seen: set[str] = set()
+
+    def take(c: Candidate) -> None:
+        if c.chunk_id not in seen and len(out) < k:
+            seen.add(c.chunk_id)
+            out.append(c.with_rank(len(out) + 1, None))
+
+    first = list(lists[0]) if lists else []
+    for c in first[:head]:
+        take(c)
+    queues = [list(x) for x in lists[1:]] + [first[head:]]
+    while len(out) < k and any(queues):
+        for qu in queues:
+            while qu:
+                c = qu.pop(0)
+                if c.chunk_id not in seen:
+                    take(c)
+                    break
+    return out
 
 
 def run_agent(question: str, search: Search, *, budget: Budget, grader: Grader, writer: Writer,
-              workspace: str, k: int = 10, round_weight: float = 0.8, repeat_threshold: float = 0.8,
+              workspace: str, k: int = 10, head: int = 3, repeat_threshold: float = 0.8,
               clock: Callable[[], float] = time.monotonic) -> AgentOutcome:
     """Rounds of search -> grade -> decide until the evidence answers, nothing new turns up, or a budget ends it.
     `search` runs the ordinary pipeline (answer off) on one query; the caller answers from `evidence`."""
@@ -432,7 +448,7 @@ def run_agent(question: str, search: Search, *, budget: Budget, grader: Grader, 
             break
         rnd += 1
         t0 = clock()
-        found: list[Candidate] = []
+        found: list[tuple[str, list[Candidate]]] = []
         try:
             for query in queries:
                 tried.append(query)
@@ -440,8 +456,7 @@ def run_agent(question: str, search: Search, *, budget: Budget, grader: Grader, 
                 stages.extend(_renamed(s, rnd, query) for s in trace.stages)
                 spend.charge(trace.usage)
                 final = trace.final()
-                if final:
-                    found.extend(final.candidates)
+                found.append((query, list(final.candidates) if final else []))
         except LLMError as exc:
             stages.append(StageResult(f"r{rnd}.decide" if rnd > 1 else "decide", (), 0.0, Usage(), None,
                                       (f"search failed: {exc}",), {"round": rnd, "action": "stop", "reason": "error"}))
@@ -449,27 +464,37 @@ def run_agent(question: str, search: Search, *, budget: Budget, grader: Grader, 
             break
         before = {c.chunk_id for c in evidence}
         g0 = clock()
-        grading = grader.grade(question, found, spend, workspace) if found else Grading((), "incorrect")
-        grade_of = {cid: (g, p) for cid, g, p in grading.grades}
-        useful = [c.with_rank(i, None, grade=grade_of[c.chunk_id][0], grade_p=grade_of[c.chunk_id][1])
-                  for i, c in enumerate(found, start=1) if grade_of.get(c.chunk_id, ("incorrect",))[0] != "incorrect"
-                  or rnd == 1]
-        lists.append(useful)
-        evidence = merge_evidence(lists, round_weight=round_weight, k=k)
+        graded: list[Candidate] = []
+        verdicts: list[Grade] = []
+        usage, notes, grader_name = Usage(), [], grader.name
+        for query, cands in found:
+            # Each list is graded against the query that found it: a bridging hit answers the sub-question,
+            # not the words of the original one.
+            grading = grader.grade(query, cands, spend, workspace) if cands else Grading((), "incorrect")
+            usage, notes, grader_name = usage + grading.usage, notes + list(grading.notes), grading.grader
+            verdicts.append(grading.verdict)
+            grade_of = {cid: (g, p) for cid, g, p in grading.grades}
+            kept = [c.with_rank(i, None, grade=grade_of[c.chunk_id][0], grade_p=grade_of[c.chunk_id][1])
+                    for i, c in enumerate(cands, start=1) if c.chunk_id in grade_of]
+            graded.extend(kept)
+            lists.append(kept if rnd == 1 else [c for c in kept if c.meta.get("grade") != "incorrect"])
+        verdict = pool_verdict(verdicts) if verdicts else "incorrect"
+        evidence = merge_evidence(lists, head=head, k=k)
         per_round.append(tuple(c.chunk_id for c in evidence))
         new = [c for c in evidence if c.chunk_id not in before]
         prefix = "" if rnd == 1 else f"r{rnd}."
-        stages.append(StageResult(f"{prefix}grade", tuple(found[:k]), (clock() - g0) * 1000, grading.usage, None,
-                                  grading.notes, {"round": rnd, "grader": grading.grader, "verdict": grading.verdict,
-                                                  "grades": [list(g) for g in grading.grades[:k]]}))
+        stages.append(StageResult(f"{prefix}grade", tuple(graded[: k * len(found)]), (clock() - g0) * 1000, usage,
+                                  None, tuple(notes), {"round": rnd, "grader": grader_name, "verdict": verdict,
+                                                       "grades": [[c.chunk_id, c.meta.get("grade"), c.meta.get("grade_p")]
+                                                                  for c in graded[: k * len(found)]]}))
         round_seconds = clock() - t0
         # decide
         action, reason, queries = "answer", "", []
         over_time = spend.allows()
         if over_time:
             action, stop, reason = "answer", over_time, "the time budget ran out during this round"
-        elif not evidence or (grading.verdict == "incorrect" and rnd == 1 and not useful):
-            action, stop, reason = "stop", "refused_no_evidence", "nothing graded useful"
+        elif not evidence:
+            action, stop, reason = "stop", "refused_no_evidence", "nothing was retrieved"
         elif rnd > 1 and not new:
             action, stop, reason = "stop", "no_new_evidence", "the round added nothing to the pool"
         elif rnd >= budget.max_rounds:
