@@ -303,11 +303,10 @@ def test_build_late_stores_vectors_and_the_dense_index_uses_them(corpus: Store, 
 
 
 @pytest.mark.slow
-def test_late_chunking_with_the_bundled_minilm(store: Store) -> None:
+def test_late_chunking_with_the_bundled_minilm(store: Store, bundled_embedder) -> None:
     from core.context import TransformerTokenEncoder
-    from core.embed import BUNDLED_MODEL, SentenceTransformerEmbedder
 
-    emb = SentenceTransformerEmbedder(BUNDLED_MODEL)
+    emb = bundled_embedder
     enc = TransformerTokenEncoder(emb)
     assert enc.window_tokens == emb.max_seq_length - 2
     text = ("Corvane Systems reported its third quarter. " * 3 + "Revenue grew 3% over the previous quarter. ") * 20

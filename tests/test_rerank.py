@@ -324,10 +324,9 @@ def test_every_cascade_stage_switches_off_with_a_reason(concept_deps: Deps) -> N
 
 
 @pytest.mark.slow
-def test_real_late_interaction_lifts_a_paraphrased_answer() -> None:
+def test_real_late_interaction_lifts_a_paraphrased_answer(bundled_embedder) -> None:
     """The bundled MiniLM, read token by token: the answer paraphrases the question (refund / money back, damaged /
     broken); the distractor shares its words. BM25 would put the distractor first."""
-    from core.embed import BUNDLED_MODEL, SentenceTransformerEmbedder
     from core.retrieve.bm25 import BM25Index
 
     query = "How do I get my money back for a broken order?"
@@ -335,7 +334,7 @@ def test_real_late_interaction_lifts_a_paraphrased_answer() -> None:
     answer = "Refunds for damaged goods are paid within 14 days once the item has been returned to us."
     bm25 = BM25Index(["d", "a"], [distractor, answer])
     assert bm25.search(query, 2)[0][0] == "d"
-    loaded = load_reranker("late-interaction", embedder=SentenceTransformerEmbedder(BUNDLED_MODEL))
+    loaded = load_reranker("late-interaction", embedder=bundled_embedder)
     out, _ = rerank(query, _cands([distractor, answer]), loaded.reranker, k=2)
     assert out[0].text == answer and loaded.notice is None
 
