@@ -247,3 +247,11 @@ def test_chitchat_and_out_of_scope_skip_retrieval_with_a_reply(loaded: Deps) -> 
     assert trace.stage("bm25").skipped == "route out-of-scope: no retrieval"
     assert trace.answer is not None and trace.answer.refused and trace.answer.mode == "route"
     assert "El Tonto" in trace.answer.text  # says what the corpus is about (document titles)
+
+
+def test_the_trained_router_sends_a_greeting_to_chitchat_without_retrieval(loaded: Deps) -> None:
+    trace = run_query("hi there, how are you doing today?", PipelineConfig().with_overrides(RETRIEVAL), loaded,
+                      log=False)
+    route = trace.to_dict()["route"]
+    assert route["class"] == "chitchat" and route["method"] == "offline" and route["config"] == "chitchat"
+    assert trace.stage("bm25").skipped == "route chitchat: no retrieval" and trace.answer.mode == "route"
