@@ -73,7 +73,7 @@ ROW_CSS = f"""
   white-space:nowrap;overflow:hidden}}
 .sl-name{{font-weight:700;font-size:13.5px;margin:0}}
 .sl-chip{{display:inline-block;font-size:10.5px;padding:0 5px;margin:1px 2px 1px 0;border-radius:8px;
-  background:rgba(128,128,128,.16);white-space:nowrap}}
+  background:rgba(128,128,128,.16);max-width:100%;overflow-wrap:anywhere}}
 .sl-chip.warn{{background:rgba(255,170,0,.25)}}
 .sl-det{{font-size:11px;opacity:.85}} .sl-det summary{{cursor:pointer;opacity:.7}}
 .sl-det div{{margin:1px 0;overflow-wrap:anywhere}}

@@ -9,7 +9,8 @@ from core.counters import Counters, counters
 from core.pipeline import QueryError, run_query
 from pages import _state, _widgets
 
-TRACE_KEY, SESSION_KEY, BUILT_KEY = "lab_trace", "lab_session_counters", "lab_build_done"
+TRACE_KEY, SESSION_KEY, BUILT_KEY = "lab_traces", "lab_session_counters", "lab_build_done"
+TRACES_KEPT = 16  # settings flipped back and forth show their trace again without re-running the pipeline
 deps, ws = _state.deps(), _state.workspace()
 store = deps.store
 st.title("Search Lab")
@@ -119,11 +120,12 @@ last = st.session_state.get(_widgets.LAST_QUERY_KEY)
 if last is None:
     st.caption("Type a query and press Search. Settings changes re-run the last query.")
     st.stop()
-# A rerun for any other widget (chunk detail, a popover opening) reuses the trace: same query, config and corpus.
+# A rerun for any other widget (chunk detail, a popover opening) reuses the trace, and so does flipping a setting
+# back: the last TRACES_KEPT traces are kept by (query, config, corpus version); an explicit Search always runs.
 key = (last, cfg.stable_hash(), corpus_ops.corpus_version(store, ws))
-cached = st.session_state.get(TRACE_KEY)
-if cached is not None and cached[0] == key and not submitted:
-    trace = cached[1]
+kept = st.session_state.setdefault(TRACE_KEY, {})
+if key in kept and not submitted:
+    trace = kept[key]
 else:
     try:
         with st.spinner("Running the query…"):
@@ -132,7 +134,9 @@ else:
     except QueryError as exc:
         st.error(str(exc))
         st.stop()
-    st.session_state[TRACE_KEY] = (key, trace)
+    kept[key] = trace
+    for stale in list(kept)[:-TRACES_KEPT]:
+        del kept[stale]
     st.session_state["last_trace"] = trace  # the Graph page highlights what this query used
     st.session_state[SESSION_KEY] = st.session_state.get(SESSION_KEY, Counters()) + counters(trace)
 

@@ -193,7 +193,10 @@ def test_subgraph_svg_lays_out_seeds_hops_and_chunks_escaped() -> None:
     local = StageResult("graph_local", (Candidate("c1", "d", "text <b>", 1.0, 1, {"entities": "Seed<x>; Hop"}),), 1.0,
                         info={"seeds": [{"node": "s", "name": "Seed<x>", "score": 1.0, "how": "name"}],
                               "nodes": ["s", "h"], "edges": [["s", "h", 2.0]]})
-    svg = subgraph_svg(local, {"h": "Hop"})
+    import base64
+
+    html_part = subgraph_svg(local, {"h": "Hop"})
+    svg = base64.b64decode(re.search(r"base64,([A-Za-z0-9+/=]+)", html_part).group(1)).decode()
     assert "<x>" not in svg and "Seed&lt;x&gt;" in svg and "&lt;b&gt;" in svg
     assert svg.count("<circle") == 2 and svg.count("<rect") == 1
     # seed (hop 0) left of its neighbour (hop 1), the chunk in the rightmost column, linked to both entities

@@ -1,6 +1,7 @@
 """Graph page model: filtered node/edge frames, escaped pyvis HTML, entity detail and the nodes a trace used."""
 from __future__ import annotations
 
+import base64
 import html
 import math
 import re
@@ -247,7 +248,7 @@ def communities_frame(snap: GraphSnapshot, store: GraphSource, level: int) -> pd
     return pd.DataFrame(rows, columns=["community", "size", "top entities", "summary"])
 
 
-def subgraph_svg(local: Any, names: Mapping[str, str], *, width: int = 232, max_per_layer: int = 7,
+def subgraph_svg(local: Any, names: Mapping[str, str], *, width: int = 320, max_per_layer: int = 7,
                  max_chunks: int = 6) -> str:
     """The query's subgraph as a small static picture for the Search Lab row: seed entities (left, red), the
     entities reached from them by hop (middle), the chunks they led to (right, by rank). `local` is the
@@ -299,7 +300,7 @@ def subgraph_svg(local: Any, names: Mapping[str, str], *, width: int = 232, max_
     for n, (x, y) in pos.items():
         fill = HIGHLIGHT if hop.get(n) == 0 else community_colour(None)
         name = str(label.get(n, n))
-        short = name if len(name) <= 16 else name[:15] + "…"
+        short = name if len(name) <= 13 else name[:12] + "…"
         marks.append(f"<g><title>{esc(name)} · hop {hop.get(n, '?')}</title>"
                      f"<circle cx='{x:.0f}' cy='{y:.0f}' r='5' fill='{fill}'/>"
                      f"<text x='{x + 7:.0f}' y='{y + 3:.0f}'>{esc(short)}</text></g>")
@@ -308,7 +309,14 @@ def subgraph_svg(local: Any, names: Mapping[str, str], *, width: int = 232, max_
         marks.append(f"<g><title>{esc(c.chunk_id)}: {esc(snippet(c.text, 120))}</title>"
                      f"<rect x='{x - 5:.0f}' y='{y - 5:.0f}' width='10' height='10' fill='#4e79a7'/>"
                      f"<text x='{x + 8:.0f}' y='{y + 3:.0f}'>#{c.rank}</text></g>")
-    return (f"<div class='sl-col' data-stage='subgraph'><div class='sl-name'>query subgraph</div>"
-            f"<div class='sl-doc'>seeds · hops · chunks</div>"
-            f"<svg class='sl-svg' width='{width - 12}' height='{height}' viewBox='0 0 {width} {height}'>"
-            f"{''.join(lines)}{''.join(marks)}</svg></div>")
+    svg = (f"<svg xmlns='http://www.w3.org/2000/svg' width='{width - 12}' height='{height}' "
+           f"viewBox='0 0 {width} {height}' font-family='sans-serif' font-size='9.5'>"
+           f"{''.join(lines)}{''.join(marks)}</svg>")
+    # As an image: st.html sanitises with the HTML profile only and drops inline <svg>; a data: image survives.
+    data = base64.b64encode(svg.encode()).decode()
+    caption = f"{len(seeds)} seed(s) · {sum(1 for h in hop.values() if h)} entities reached · {len(chunks)} chunks"
+    return (f"<div class='sl-col' data-stage='subgraph' style='flex-basis:{width}px;max-width:{width}px'>"
+            f"<div class='sl-name'>query subgraph</div>"
+            f"<div class='sl-doc'>seeds (red) · hops · chunks (squares, by rank)</div>"
+            f"<img class='sl-svg' alt='{esc(caption)}' title='{esc(caption)}' width='{width - 12}' "
+            f"src='data:image/svg+xml;base64,{data}'/></div>")
