@@ -13,7 +13,7 @@ from core.compress import (SpanScorer, bm25_span_scorer, cached_vectors, diversi
 from core.config import PipelineConfig
 from core.context import index_variant, prepare_variant
 from core.deps import Deps
-from core.embed import one_torch_thread
+from core.embed import embed_with_cache, one_torch_thread
 from core.expand import expand
 from core.graph.stages import graph_stages
 from core.retrieve.bm25 import BM25Params
@@ -168,12 +168,14 @@ def _bm25(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
 
 def _dense(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
     dindex = deps.indexes.dense(deps.store, deps.embedder, q.workspace, variant=q.dense_variant)
-    with one_torch_thread():  # one short query: a second torch thread only waits for a core
-        q.vec = deps.embedder.encode([q.text])[0]
+    encoded = q.vec is None
+    if encoded:  # the answer-cache stage may have encoded the query already
+        with one_torch_thread():  # one short query: a second torch thread only waits for a core
+            q.vec = deps.embedder.encode([q.text])[0]
     hits = _to_candidates(dindex.search(q.vec, config.dense.k), deps.store.corpus, q.workspace, "dense")
     notes = [f"embedder does not cover '{q.lang}': this list is close to random"] if q.dense_blind else []
     return StepOutput(hits, notes, info={"model": deps.embedder.model_id, "indexed": len(dindex),
-                                         "text": q.dense_variant})
+                                         "text": q.dense_variant, "embed_cache_misses": int(encoded)})
 
 
 def _fuse(q: _Query, config: PipelineConfig, lists: dict[str, list[Candidate]]) -> StepOutput:
@@ -264,6 +266,8 @@ def _expand(q: _Query, pool: list[Candidate], config: PipelineConfig, deps: Deps
     notes += [f"not expanded (document text or offsets missing): {', '.join(ex.unexpanded)}"] if ex.unexpanded else []
     return StepOutput(ex.candidates, notes, info={"mode": e.mode, "window": e.window,
                                                   **flow_info(pool, ex.candidates)})
+                                                  "embed_cache_hits": estats.cache_hits,
+                                                  "embed_cache_misses": estats.computed,
 
 
 def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: Deps) -> tuple[StepOutput, Any]:
