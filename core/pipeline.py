@@ -255,6 +255,8 @@ def _mmr(q: _Query, pool: list[Candidate], config: PipelineConfig, deps: Deps) -
         notes.append(f"{sum(foreign)} chunk(s) in a language {deps.embedder.model_id} does not cover: compared by "
                      "word overlap (lexical cosine)")
     return StepOutput(dv.candidates, notes, info={"lam": m.lam, "duplicates": [d.__dict__ for d in dv.duplicates],
+                                                  "embed_cache_hits": estats.cache_hits,
+                                                  "embed_cache_misses": estats.computed,
                                                   **flow_info(pool, dv.candidates)})
 
 
@@ -266,8 +268,6 @@ def _expand(q: _Query, pool: list[Candidate], config: PipelineConfig, deps: Deps
     notes += [f"not expanded (document text or offsets missing): {', '.join(ex.unexpanded)}"] if ex.unexpanded else []
     return StepOutput(ex.candidates, notes, info={"mode": e.mode, "window": e.window,
                                                   **flow_info(pool, ex.candidates)})
-                                                  "embed_cache_hits": estats.cache_hits,
-                                                  "embed_cache_misses": estats.computed,
 
 
 def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: Deps) -> tuple[StepOutput, Any]:
