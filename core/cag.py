@@ -153,3 +153,18 @@ def corpus_prefix(corpus: CorpusDocuments, workspace: str = DEFAULT_WORKSPACE) -
     """The prefix of a workspace and its estimated token count."""
     prefix = build_prefix(load_documents(corpus, workspace))
     return prefix, estimate_llm_tokens(prefix)
+
+
+def workspace_estimate(corpus: Any, workspace: str, *, model: str, limit_tokens: int, max_chunks: int,
+                       output_tokens: int, llm: Any, question_tokens: int = 20, ttl: str = "5m"
+                       ) -> tuple[CagEstimate, str]:
+    """The estimate for a workspace as it stands (what the Costs page and the CLI show) and its prefix's sha256.
+    RAG context = the answer's max_chunks chunks of the corpus's average length."""
+    prefix, tokens = corpus_prefix(corpus, workspace)
+    chunks = corpus.chunks(workspace)
+    per_chunk = sum(c.n_tokens for c in chunks) / len(chunks) if chunks else 0.0
+    est = estimate(tokens, model=model, limit_tokens=limit_tokens, question_tokens=question_tokens,
+                   output_tokens=output_tokens, rag_context_tokens=int(per_chunk * max_chunks),
+                   llm_available=bool(getattr(llm, "available", False)), llm_reason=getattr(llm, "reason", ""),
+                   ttl=ttl)
+    return est, prefix_sha(prefix)

@@ -530,14 +530,12 @@ def cmd_cag(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     deps = build_deps(cfg, store=store)
-    prefix, tokens = cag.corpus_prefix(store.corpus, args.workspace)
-    chunks = store.corpus.chunks(args.workspace)
-    per_chunk = sum(c.n_tokens for c in chunks) / len(chunks) if chunks else 0
-    est = cag.estimate(tokens, model=cfg.cag.model, limit_tokens=cfg.cag.max_corpus_tokens,
-                       question_tokens=max(1, len(args.question) // 4), output_tokens=cfg.cag.max_tokens,
-                       rag_context_tokens=int(per_chunk * cfg.answer.max_chunks), llm_available=deps.llm.available,
-                       llm_reason=deps.llm.reason, ttl=cfg.llm.cache_ttl)
-    out: dict = {"estimate": est.to_dict(), "prefix_sha256": cag.prefix_sha(prefix)}
+    prefix, _ = cag.corpus_prefix(store.corpus, args.workspace)
+    est, sha = cag.workspace_estimate(store.corpus, args.workspace, model=cfg.cag.model,
+                                      limit_tokens=cfg.cag.max_corpus_tokens, max_chunks=cfg.answer.max_chunks,
+                                      output_tokens=cfg.cag.max_tokens, llm=deps.llm,
+                                      question_tokens=max(1, len(args.question) // 4), ttl=cfg.llm.cache_ttl)
+    out: dict = {"estimate": est.to_dict(), "prefix_sha256": sha}
     if not args.estimate_only and est.available:
         try:
             res = cag.answer(args.question, prefix, deps.llm, model=cfg.cag.model, max_tokens=cfg.cag.max_tokens,

@@ -7,6 +7,7 @@ import streamlit as st
 
 from core.costs import cache_read_share, embedding_cache_rate, ledger_frame, prompt_cache_rate, query_stage_costs, run_summary
 from core import corpus_ops
+from core.cag import workspace_estimate
 from core.workspaces import answer_cache_table
 from pages import _state
 from pages._context_panel import context_panel
@@ -96,3 +97,15 @@ with t_cache:
 
 with t_build:
     context_panel(deps, cfg, ws)
+
+with st.expander("Cache-augmented generation (CAG): the whole corpus in a cached prompt"):
+    est, sha = workspace_estimate(store.corpus, ws, model=cfg.cag.model, limit_tokens=cfg.cag.max_corpus_tokens,
+                                  max_chunks=cfg.answer.max_chunks, output_tokens=cfg.cag.max_tokens, llm=deps.llm,
+                                  ttl=cfg.llm.cache_ttl)
+    m = st.columns(4)
+    m[0].metric("Corpus tokens", f"~{est.corpus_tokens:,}", help=f"limit {est.limit_tokens:,} (cag.max_corpus_tokens)")
+    m[1].metric("CAG first / next query", f"${est.first_query_usd:.4f} / ${est.next_query_usd:.4f}")
+    m[2].metric("RAG per query", f"${est.rag_query_usd:.4f}")
+    m[3].metric("Break-even", f"{est.break_even_queries} queries" if est.break_even_queries else "never")
+    st.caption(f"{est.model}; first query writes the prompt cache, later ones read it (per cache lifetime); "
+               f"prefix sha256 {sha[:12]}. " + (est.note or "CAG is available for this workspace (python -m core cag)."))

@@ -102,3 +102,17 @@ def test_offline_route_unavailable_but_estimate_shows(tmp_path) -> None:  # noqa
     with pytest.raises(LLMError, match="CAG needs Claude"):
         answer("q", prefix, llm, model=MODEL)
     assert len(load_documents(store.corpus)) == 3
+
+
+
+def test_workspace_estimate_reads_the_store(tmp_path) -> None:  # noqa: ANN001
+    from core.cag import prefix_sha, workspace_estimate
+
+    store = _ingest(str(tmp_path / "w.duckdb"), _files()[:4])
+    prefix, tokens = corpus_prefix(store.corpus)
+    chunks = store.corpus.chunks()
+    est, sha = workspace_estimate(store.corpus, "default", model=MODEL, limit_tokens=150_000, max_chunks=8,
+                                  output_tokens=100, llm=OfflineLLM())
+    assert sha == prefix_sha(prefix) and est.corpus_tokens == tokens and not est.available
+    avg = sum(c.n_tokens for c in chunks) / len(chunks)
+    assert est.rag_query_usd == pytest.approx((int(avg * 8) + 20) * 3e-6 + 100 * 15e-6, abs=1e-6)
