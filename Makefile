@@ -28,7 +28,7 @@ test: $(VENV)/.installed
 
 # Also the slow tests (real models on bigger inputs, public datasets when present).
 test-all: $(VENV)/.installed
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -m "slow or not slow" tests
 
 bench: $(VENV)/.installed
 	$(PY) bench/ingest.py && $(PY) bench/query.py
