@@ -196,16 +196,6 @@ def consistency(store: Any, model_id: str) -> dict[str, int]:
     }
 
 
-def _hwm_kb(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
 # -- part 1: files ---------------------------------------------------------------------------------------------------
 def run_files(db: Path, *, real: bool, scale: float = 1.0) -> dict[str, Any]:
     from core.config import PipelineConfig
@@ -225,7 +215,6 @@ def run_files(db: Path, *, real: bool, scale: float = 1.0) -> dict[str, Any]:
     cfg = PipelineConfig()
     sandbox = ParseSandbox()
     rows = []
-    worker_hwm = 0
     t_all = time.perf_counter()
     for name, data, cls in files:
         t = time.perf_counter()
@@ -236,8 +225,6 @@ def run_files(db: Path, *, real: bool, scale: float = 1.0) -> dict[str, Any]:
         except BaseException as exc:  # noqa: BLE001 - a crash is what this bench counts
             status, msg, crash = "crash", f"{type(exc).__name__}: {exc}", traceback.format_exc(limit=3)
         secs = time.perf_counter() - t
-        for w in list(sandbox._idle):
-            worker_hwm = max(worker_hwm, _hwm_kb(w.proc.pid))
         rows.append({"name": name[:80], "class": cls, "bytes": len(data), "status": status, "seconds": round(secs, 3),
                      "message": msg[:200], "crash": crash})
     total_s = time.perf_counter() - t_all
@@ -256,8 +243,8 @@ def run_files(db: Path, *, real: bool, scale: float = 1.0) -> dict[str, Any]:
         "errors_reported": sum(r["status"] == "error" for r in rows),
         "ingested": sum(r["status"] in ("ingested", "replaced", "unchanged") for r in rows),
         "peak_rss_mb_bench_process": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "peak_rss_mb_parse_workers": round(max(worker_hwm,
-                                               resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024, 1),
+        # From /proc VmHWM of each worker (RUSAGE_CHILDREN would count this process's size at fork time).
+        "peak_rss_mb_parse_workers": round(sandbox.peak_worker_kb / 1024, 1),
         "db_bytes": db.stat().st_size,
         "consistency": checks, "consistent": not any(checks.values()),
         "by_class": {k: dict(v) for k, v in sorted(by_class.items())},

@@ -75,6 +75,16 @@ class _Worker:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def peak_kb(self) -> int:
+        """The worker's resident high-water mark (Linux /proc; 0 elsewhere or once it has gone)."""
+        try:
+            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+        except (OSError, ValueError):
+            pass
+        return 0
+
     def kill(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
@@ -114,6 +124,7 @@ class ParseSandbox:
         self._busy = 0
         self._cond = threading.Condition()
         self.started = 0  # workers started so far (tests and bench read it)
+        self.peak_worker_kb = 0  # largest resident size any worker reached (bench/hostile.py reports it)
 
     def _borrow(self) -> _Worker:
         with self._cond:
@@ -137,6 +148,8 @@ class ParseSandbox:
 
     def _give_back(self, w: _Worker | None) -> None:
         with self._cond:
+            if w is not None:
+                self.peak_worker_kb = max(self.peak_worker_kb, w.peak_kb())
             self._busy -= 1
             if w is not None and w.alive():
                 self._idle.append(w)
@@ -155,10 +168,12 @@ class ParseSandbox:
                 reply = {"crash": True}
             if reply is None:
                 keep = None
+                self.peak_worker_kb = max(self.peak_worker_kb, w.peak_kb())
                 w.kill()
                 raise ParseError(f"{name}: took longer than {self.timeout_s:g} s to parse; skipped")
             if reply.get("crash") or reply.get("oom"):
                 keep = None
+                self.peak_worker_kb = max(self.peak_worker_kb, w.peak_kb())
                 w.kill()
                 if reply.get("oom"):
                     raise ParseError(f"{name}: needs more than {self.memory_mb:,} MB of memory to parse; skipped")
