@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from core.answer import answer_question
+from core.answer_cache import (CacheKey, CacheLookup, answer_config_hash, check_cache, embedder_word_similarity, remember,
+                               served_label)
 from core.support import late_sentence_scorer
-from core.compress import (SpanScorer, bm25_span_scorer, cached_vectors, diversify, flow_info, hybrid_span_scorer,
+from core.compress import (SpanScorer, bm25_span_scorer, diversify, flow_info, hybrid_span_scorer,
                            language_aware_similarity, prune_sentences, sentence_prefixes)
 from core.config import PipelineConfig
 from core.context import index_variant, prepare_variant
@@ -20,8 +22,10 @@ from core.retrieve.bm25 import BM25Params
 from core.rerank import (LateInteractionReranker, attach_contexts, covers, describe, embedder_span_scorer,
                          model_languages, pooled_span_scorer, rerank, reranker_span_scorer)
 from core.retrieve.fusion import rrf
+from core.route.stage import RouteDecision, decide_route, hybrid_search, transform_stages
+from core.route.agent import BridgeWriter, Budget, LLMGrader, LLMWriter, OfflineGrader, run_agent
 from core.text import detect_language
-from core.types import CONTEXT_KEY, DEFAULT_WORKSPACE, Candidate, Chunk, Stage, StageResult, Trace, Usage
+from core.types import CONTEXT_KEY, DEFAULT_WORKSPACE, Answer, Candidate, Chunk, Stage, StageResult, Trace, Usage
 
 
 class QueryError(ValueError):
@@ -174,6 +178,7 @@ def _dense(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
             q.vec = deps.embedder.encode([q.text])[0]
     hits = _to_candidates(dindex.search(q.vec, config.dense.k), deps.store.corpus, q.workspace, "dense")
     notes = [f"embedder does not cover '{q.lang}': this list is close to random"] if q.dense_blind else []
+    # Queries are not cached: an encode here counts as one embedding computed (the counters' "miss").
     return StepOutput(hits, notes, info={"model": deps.embedder.model_id, "indexed": len(dindex),
                                          "text": q.dense_variant, "embed_cache_misses": int(encoded)})
 
@@ -186,8 +191,14 @@ def _fuse(q: _Query, config: PipelineConfig, lists: dict[str, list[Candidate]]) 
     if q.dense_blind:
         weights[1] *= f.foreign_dense_weight
         notes.append(f"dense weight x{f.foreign_dense_weight:g}: embedder does not cover '{q.lang}'")
-    graph = [name for name in lists if name not in (Stage.BM25, Stage.DENSE)]
-    weights += [config.graph.graph_weight] * len(graph)
+    transforms = [name for name in lists if name in (Stage.HYDE, Stage.MULTI_QUERY, Stage.DECOMPOSE)]
+    graph = [name for name in lists if name not in (Stage.BM25, Stage.DENSE, *transforms)]
+    # Graph lists lean on the same embedder (seeds, community map): the same foreign-language weight as dense.
+    gw = config.graph.graph_weight * (f.foreign_dense_weight if q.dense_blind else 1.0)
+    if graph and q.dense_blind:
+        notes.append(f"graph weight x{f.foreign_dense_weight:g}: embedder does not cover '{q.lang}'")
+    weights += [gw] * len(graph)
+    weights += [config.transforms.weight] * len(transforms)  # transform lists come last (see _retrieve)
     # The reranker reads rerank.top_n fused candidates: fusion hands on that many when it is deeper than fusion.k.
     depth = max(f.k, config.rerank.top_n) if config.rerank.enabled else f.k
     if depth > f.k:
@@ -377,16 +388,21 @@ def _no_retrieval(q: _Query, decision: RouteDecision, config: PipelineConfig, de
     return trace
 
 
+def _retrieve(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
+              decision: RouteDecision | None = None) -> list[Candidate]:
+    """One pass of retrieval and the compression cascade, each stage traced; returns what the answer would read."""
     bm25 = tracer.step(Stage.BM25, lambda: _bm25(q, c, deps), skip=off(c.bm25.enabled, "bm25.enabled"))
     dense = tracer.step(Stage.DENSE, lambda: _dense(q, c, deps), skip=off(c.dense.enabled, "dense.enabled"))
     graph: dict[str, list[Candidate]] = {}
-    for g in graph_stages(q.text, c.graph, deps.store, deps.embedder, deps.llm, deps.graph, workspace,
-                          query_vec=q.vec):
+    for g in graph_stages(q.text, c.graph, deps.store, deps.embedder, deps.llm, deps.graph, q.workspace,
+                          query_vec=q.vec, query_lang=q.lang):
         tracer.stages.append(g)
         if g.skipped is None and g.candidates and c.graph.fuse_with_text:
             graph[g.stage] = list(g.candidates)
     why = off(c.fusion.enabled, "fusion.enabled") or (None if bm25 and dense else "needs both BM25 and dense results")
-    fused = tracer.step(Stage.FUSED, lambda: _fuse(q, c, {Stage.BM25: bm25, Stage.DENSE: dense, **graph}), skip=why)
+    extra = _transforms(q, c, deps, tracer, decision, bm25, dense)
+    fused = tracer.step(Stage.FUSED, lambda: _fuse(q, c, {Stage.BM25: bm25, Stage.DENSE: dense, **graph, **extra}),
+                        skip=why)
 
     # The compression cascade: rerank -> prune -> mmr -> expand, each reading what the stage before handed on.
     # With fusion off it starts from the best list that ran (dense unless the embedder is blind to the language).
@@ -416,7 +432,7 @@ def _agentic(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer) -> Mappin
     start = time.perf_counter()
     out = run_agent(q.text, lambda text: run_query(text, inner, deps, workspace=q.workspace, log=False),
                     budget=Budget(a.max_rounds, a.max_llm_calls, a.max_tokens, a.max_usd, a.max_seconds),
-                    grader=grader, writer=writer, workspace=q.workspace, k=a.k, round_weight=a.round_weight,
+                    grader=grader, writer=writer, workspace=q.workspace, k=a.k, head=a.head,
                     repeat_threshold=a.repeat_threshold)
     tracer.stages.extend(out.stages)
     label = "offline: calibrated grader + entity bridging (no LLM)" if not use_llm else f"LLM grader ({a.grader_model})"
@@ -469,8 +485,11 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
     # serves the stored answer and every later stage is skipped.
     key = CacheKey(workspace, version, answer_config_hash(c))
     looked: list[CacheLookup] = []
+    # Unlogged runs are measurements (evaluation, benches, agent rounds): a served answer would skip the stages they
+    # score and time, so they bypass the cache, saying so.
     tracer.step(Stage.ANSWER_CACHE, lambda: _answer_cache(q, c, deps, key, looked),
-                skip=off(c.answer_cache.enabled, "answer_cache.enabled") or off(c.answer.enabled, "answer.enabled"))
+                skip=off(c.answer_cache.enabled, "answer_cache.enabled") or off(c.answer.enabled, "answer.enabled")
+                or (None if log else "unlogged measurement run (evaluation, bench): the answer cache is bypassed"))
     if looked and looked[0].verdict == "hit":
         return _served_from_cache(q, looked[0], config, deps, version, tracer, log)
 
@@ -496,8 +515,13 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
         return out
 
     tracer.step(Stage.ANSWER, answer_step, skip=off(c.answer.enabled, "answer.enabled"))
+    if looked and answered and q.vec is not None and not deps.store.read_only:
+        remember(deps.store.answers, key, q.text, q.vec, answered[0], cost_usd=sum(s.usage.usd for s in tracer.stages),
+                 ms=sum(s.ms for s in tracer.stages))
+    if agent is not None and answered and answered[0].refused and agent["stop_reason"] == "answered":
+        agent = {**agent, "stop_reason": "refused_no_evidence"}  # the loop ended, the answer found no support
     trace = Trace(q.text, config.stable_hash(), version, tuple(tracer.stages), workspace, q.lang, tuple(tracer.notes),
-                  answered[0] if answered else None)
+                  answered[0] if answered else None, agent)
     if log:
         deps.store.runs.log_trace(trace)
     return trace

@@ -168,6 +168,9 @@ def test_disabled_cache_is_a_skipped_first_stage(loaded: Deps) -> None:
     t = run_query(Q, _cfg(**{"answer_cache.enabled": False}), loaded)
     assert t.stages[0].stage == "answer_cache" and t.stages[0].skipped == "answer_cache.enabled = false"
     assert t.stage("bm25").skipped is None
+    # evaluation and benches run unlogged: they must score and time every stage, so the cache stays out of them
+    t = run_query(Q, _cfg(), loaded, log=False)
+    assert "answer cache is bypassed" in t.stages[0].skipped and t.stage("bm25").skipped is None
 
 
 def test_no_stale_hits_after_add_change_delete_or_config_change(loaded: Deps) -> None:
