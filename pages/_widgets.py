@@ -131,7 +131,7 @@ def stage_html(stage: StageResult, *, moves: Mapping[str, str], doc_names: Mappi
     head = (f"<div class='sl-name'>{name}</div><div>{_chips(stage_chips(stage, notes))}"
             f"{_chips([f'{len(stage.notes)} note(s)'], warn=True) if stage.notes else ''}</div>")
     if details or stage.notes:
-        rows = "".join(f"<div>⚠ {esc(n)}</div>" for n in stage.notes)
+        rows = "".join(f"<div><b>note</b>: {esc(n)}</div>" for n in stage.notes)
         rows += "".join(f"<div><b>{esc(k)}</b>: {esc(v)}</div>" for k, v in details)
         head += f"<details class='sl-det'><summary>details</summary>{rows}</details>"
     if stage.stage == "answer" and answer is not None:
@@ -161,6 +161,10 @@ def counters_html(query: Counters, session: Counters | None = None) -> str:
         return f"<div class='sl-counters' data-counters='{esc(label)}'><b>{esc(label)}</b>{_chips(chips)}</div>"
 
     out = line("this query", query)
+    ran = [s for s in query.stages if s.ran]
+    if ran:  # ms and $ of every stage that ran, in one line under the totals
+        per = " · ".join(f"{s.stage} {s.ms:,.0f} ms ${s.usd:.4f}" for s in ran)
+        out += f"<details class='sl-det' data-counters='per stage'><summary>per stage</summary>{esc(per)}</details>"
     if session is not None and session.queries:
         out += line(f"session ({session.queries} quer{'y' if session.queries == 1 else 'ies'})", session)
     return out

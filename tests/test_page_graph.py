@@ -160,7 +160,7 @@ def test_overview_takes_each_communitys_hub_first_then_the_next() -> None:
                           "community": ["X", "X", "X", "X", "Y", "Y", None]})
     # ranks inside communities: X a0 b1 c2 d3 · Y e0 f1 · none g0; ties on rank go to the bigger community
     assert list(overview_nodes(frame, 4)["node_id"]) == ["a", "e", "g", "b"]
-    assert list(overview_nodes(frame, 2, must_show=["f"])["node_id"]) == ["a", "e", "f"]
+    assert list(overview_nodes(frame, 2, must_show=["f"])["node_id"]) == ["a", "f"]  # the cap holds
 
 
 def test_strongest_edges_keeps_each_nodes_heaviest_links() -> None:

@@ -310,6 +310,7 @@ def test_counters_strip_shows_query_and_session_figures() -> None:
     body = _widgets.counters_html(counters(t), counters(t) + counters(t))
     assert "this query" in body and "session (2 queries)" in body
     assert "token vectors 28 hit / 2 computed" in body and "token vectors 56 hit / 4 computed" in body
+    assert "dense 5 ms &#36;0.0000 · rerank 7 ms &#36;0.0000" in body  # per stage, '$' escaped for Streamlit
     assert "embeddings 0 from cache / 1 computed" in body and "answer cache" not in body  # no answer_cache stage
 
 

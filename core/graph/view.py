@@ -81,8 +81,8 @@ def filter_nodes(frame: pd.DataFrame, *, communities: Iterable[str] = (), types:
 
 def overview_nodes(frame: pd.DataFrame, max_nodes: int = 150, must_show: Iterable[str] = ()) -> pd.DataFrame:
     """The default view: every community's best-connected entities in turn (its hub first, then the next one, ...),
-    bigger communities first, up to max_nodes; plus the nodes a query used. A plain top-degree cut would show
-    only the largest community's hairball."""
+    bigger communities first, up to max_nodes in all, the nodes a query used included. A plain top-degree cut would
+    show only the largest community's hairball."""
     if frame.empty:
         return frame
     f = frame.copy()
@@ -90,10 +90,13 @@ def overview_nodes(frame: pd.DataFrame, max_nodes: int = 150, must_show: Iterabl
     f["_size"] = f.groupby("_comm")["node_id"].transform("count")
     f["_rank"] = f.sort_values(["degree", "chunks", "node_id"], ascending=[False, False, True]) \
         .groupby("_comm").cumcount()
-    picked = f.sort_values(["_rank", "_size", "degree", "node_id"], ascending=[True, False, False, True]).head(max_nodes)
-    must = set(must_show)
-    extra = f[f["node_id"].isin(must) & ~f["node_id"].isin(picked["node_id"])]
-    out = pd.concat([picked, extra]) if len(extra) else picked
+    # The nodes a query used always show, inside the cap: the rest of the budget goes by the ranking.
+    must = f[f["node_id"].isin(set(must_show))].sort_values(["degree", "node_id"], ascending=[False, True])
+    must = must.head(max_nodes)
+    rest = f[~f["node_id"].isin(must["node_id"])]
+    picked = rest.sort_values(["_rank", "_size", "degree", "node_id"], ascending=[True, False, False, True]) \
+        .head(max_nodes - len(must))
+    out = pd.concat([picked, must]) if len(must) else picked
     return out.drop(columns=["_comm", "_size", "_rank"])
 
 
