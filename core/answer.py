@@ -107,10 +107,10 @@ def extractive_answer(
 ) -> AnswerResult:
     """Offline answerer: the candidates' sentences that the support model (core.support) ranks most likely to answer
     the question, each with its chunk id. Refuses when the model's support for an answer (its gate's probability
-    that the best sentence answers) is below `threshold` (None: the threshold fitted with the model). `blind`: the
+    that the best sentence answers) is below `threshold` (None or negative: the model's fitted one). `blind`: the
     embedder does not read the question's language, so only the lexical and rank signals count."""
     model = model or load_support_model()
-    cut = model.threshold if threshold is None else threshold
+    cut = model.threshold if threshold is None or threshold < 0 else threshold
     table = sentence_table(question, candidates, titles=titles, li_scorer=None if blind else li_scorer,
                            vocabulary=vocabulary)
     unseen_words = list(dict.fromkeys(table.terms.words[t] for t in table.unseen))[:4]

@@ -75,11 +75,12 @@ class AnswerConfig(Section):
     enabled: bool = True
     mode: Literal["auto", "llm", "extractive"] = "auto"  # auto: Claude when a key is set, else extractive
     model: str = "claude-sonnet-4-6"  # answer writer
-    # Extractive: refuse when the support model's probability for the best sentence is below this. None: the
-    # threshold fitted with the model (core/support_model.json, chosen by bench/answer.py on half of eval.jsonl).
-    refusal_threshold: float | None = Field(None, ge=0, le=1,
-                                            description="extractive: refuse below this support probability "
-                                                        "(empty: the fitted model's threshold)")
+    # Extractive: refuse when the support model's probability that the best sentence answers is below this. -1 (the
+    # default): the threshold fitted with the model (core/support_model.json, chosen by bench/answer.py on half of
+    # eval.jsonl). A number, not None, so a config still saves as TOML.
+    refusal_threshold: float = Field(-1.0, ge=-1, le=1,
+                                     description="extractive: refuse below this support probability "
+                                                 "(-1: the fitted model's threshold)")
     max_chunks: int = Field(8, ge=1, le=50, description="final candidates handed to the answerer")
     max_sentences: int = Field(3, ge=1, le=10)
     max_tokens: int = Field(600, ge=64, le=8192)

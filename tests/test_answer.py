@@ -72,7 +72,9 @@ def test_extractive_refusal_names_missing_words_not_stems() -> None:
     text = res.answer.text
     assert text.startswith(REFUSAL) and "'provider'" in text and "provid'" not in text and "'s'" not in text
     assert "below the 50% an answer needs" in text
-    # a threshold given in the config wins over the model's own
+    # -1 (the config default) means the model's own threshold; a threshold given in the config wins over it
+    assert extractive_answer("Which public cloud provider hosts Corvane's Meridian platform in Q4?", PASSAGES,
+                             model=HAND, threshold=-1.0).answer.refused
     assert not extractive_answer("Which public cloud provider hosts Corvane's Meridian platform in Q4?", PASSAGES,
                                  model=HAND, threshold=0.0).answer.refused
 
