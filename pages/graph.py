@@ -87,15 +87,20 @@ with tab_graph:
         st.session_state["graph_layout_key"] = lkey
     # st.iframe replaces st.components.v1.html (deprecated in this Streamlit). The HTML is built by us and every
     # string from a document in it is escaped (core/graph/view.py).
-    hkey = (lkey, used)
-    if st.session_state.get("graph_html_key") != hkey:  # building the page (1-2 s with vis.js inlined) once per view
-        st.session_state["graph_html"] = view.pyvis_html(shown, edges, used=used,
-                                                         layout=st.session_state["graph_layout"])
-        st.session_state["graph_html_key"] = hkey
-    st.iframe(st.session_state["graph_html"], height=640)
+    # A still SVG by default (a few kB, nothing running in the browser); pan and zoom on demand with pyvis, whose page
+    # inlines vis.js (~0.9 MB, 1-2 s to build) and is therefore built once per view and kept.
+    if st.toggle("Pan and zoom (interactive, slower)", key="graph_interactive"):
+        hkey = (lkey, used)
+        if st.session_state.get("graph_html_key") != hkey:
+            st.session_state["graph_html"] = view.pyvis_html(shown, edges, used=used,
+                                                             layout=st.session_state["graph_layout"])
+            st.session_state["graph_html_key"] = hkey
+        st.iframe(st.session_state["graph_html"], height=640)
+    else:
+        st.iframe(view.svg_graph_html(shown, edges, st.session_state["graph_layout"], used=used), height=640)
     st.caption(f"{len(shown):,} of {len(frame):,} entities shown · {len(edges):,} links"
-               + ("" if full else " (each entity's three strongest)") + " · colour = community · drag to pan, scroll "
-               "to zoom")
+               + ("" if full else " (each entity's three strongest)") + " · colour = community · hover a node for "
+               "its details")
     if used.nodes:
         st.caption(f"Red borders and links: what graph local search used for the last query ({used.query!r}); "
                    "stars are its seed entities.")

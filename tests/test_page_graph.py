@@ -55,7 +55,11 @@ def test_build_button_builds_and_the_view_renders(deps: Deps) -> None:
     assert not at.exception and graph_stats(deps.store)["built"]
     assert any("full build" in s.value for s in at.success)
     html = _iframe_html(at)
+    assert "Tomas Rehak" in html and "<svg" in html and "<script" not in html  # default: a still picture
+    at = at.toggle(key="graph_interactive").set_value(True).run()
+    html = _iframe_html(at)
     assert "Tomas Rehak" in html and "vis.DataSet" in html and "cdn.jsdelivr" not in html  # in_line: offline
+    assert re.search(r'"physics": \{\s*"enabled": false', html)  # positions from Python, nothing simulated
     texts = [t.value for t in at.text]
     assert any("type named" in t for t in texts)
     assert any(t.startswith("Global search at level 0 (before it runs)") and "extractive" in t for t in texts)
@@ -70,6 +74,9 @@ def test_nodes_used_by_the_last_query_are_highlighted(deps: Deps) -> None:
     at = _page(deps, cfg)
     assert not at.exception
     assert any("Who manages the client of Tomas Rehak?" in c.value for c in at.caption)
+    html = _iframe_html(at)
+    assert "stroke='#ff2d55' stroke-width='3'" in html and "stroke='#ff2d55' stroke-width='2'" in html  # nodes, links
+    at = at.toggle(key="graph_interactive").set_value(True).run()
     html = _iframe_html(at)
     assert '"shape": "star"' in html and "#ff2d55" in html  # the seed, and red borders / links
 

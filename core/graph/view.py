@@ -323,3 +323,41 @@ def subgraph_svg(local: Any, names: Mapping[str, str], *, width: int = 320, max_
             f"<div class='sl-doc'>seeds (red) · hops · chunks (squares, by rank)</div>"
             f"<img class='sl-svg' alt='{esc(caption)}' title='{esc(caption)}' width='{width - 12}' "
             f"src='data:image/svg+xml;base64,{data}'/></div>")
+
+
+def svg_graph_html(nodes: pd.DataFrame, edges: pd.DataFrame, layout: Mapping[str, tuple[float, float]], *,
+                   used: Used = Used(), width: int = 1200, height: int = 620) -> str:
+    """The default Graph view as a still SVG page (a few kB, no script): positions from static_layout, community
+    colours, every node labelled, hover titles; what the last query used in red, its seeds as larger marks. The
+    pyvis page (vis.js inlined, ~0.9 MB) stays available for panning and zooming on demand."""
+    if nodes.empty:
+        return "<p>No entities to show.</p>"
+    pad = 60
+    xs = [layout.get(n, (0.0, 0.0))[0] for n in nodes["node_id"]]
+    ys = [layout.get(n, (0.0, 0.0))[1] for n in nodes["node_id"]]
+    x0, x1, y0, y1 = min(xs), max(xs), min(ys), max(ys)
+
+    def place(x: float, y: float) -> tuple[float, float]:
+        return (pad + (x - x0) / max(x1 - x0, 1e-9) * (width - 3 * pad),  # labels run right of the last node
+                pad / 2 + (y - y0) / max(y1 - y0, 1e-9) * (height - pad))
+
+    pos = {n: place(x, y) for n, x, y in zip(nodes["node_id"], xs, ys)}
+    out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='100%' viewBox='0 0 {width} {height}' "
+           "font-family='sans-serif' font-size='10'>"]
+    for row in edges.itertuples(index=False):
+        if row.src in pos and row.dst in pos:
+            hot = (min(row.src, row.dst), max(row.src, row.dst)) in used.edges
+            (ax, ay), (bx, by) = pos[row.src], pos[row.dst]
+            out.append(f"<line x1='{ax:.1f}' y1='{ay:.1f}' x2='{bx:.1f}' y2='{by:.1f}' "
+                       f"stroke='{HIGHLIGHT if hot else DIM_EDGE}' stroke-width='{2 if hot else 0.7}'/>")
+    for row in nodes.itertuples(index=False):
+        x, y = pos[row.node_id]
+        hot, seed = row.node_id in used.nodes, row.node_id in used.seeds
+        r = min(11.0, 3 + 0.8 * math.sqrt(max(row.degree, 0))) + (3 if seed else 0)
+        tip = f"{row.name} · {row.type} · degree {row.degree} · {row.chunks} chunks · community {row.community}"
+        out.append(f"<g><title>{esc(tip)}</title><circle cx='{x:.1f}' cy='{y:.1f}' r='{r:.1f}' "
+                   f"fill='{community_colour(row.community)}' stroke='{HIGHLIGHT if hot else '#ffffff'}' "
+                   f"stroke-width='{3 if hot else 1}'/><text x='{x:.1f}' y='{y + r + 10:.1f}' text-anchor='middle'>"
+                   f"{esc(row.name if len(row.name) <= 24 else row.name[:23] + '…')}</text></g>")
+    out.append("</svg>")
+    return "<!doctype html><html><body style='margin:0'>" + "".join(out) + "</body></html>"
