@@ -12,7 +12,7 @@ Span = tuple[int, int]
 
 
 class DocumentSource(Protocol):
-    """Document text and chunk offsets (core.store.Store implements it)."""
+    """Document text and chunk offsets (core.store's corpus repository, `store.corpus`, implements it)."""
 
     def document_text(self, doc_id: str, workspace: str = ...) -> str | None: ...
 

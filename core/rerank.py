@@ -243,7 +243,7 @@ class TokenCache:
 
 
 class TokenStore(Protocol):
-    """Persistent token-vector cache (core.store.Store implements it); optional."""
+    """Persistent token-vector cache (`store.caches`, core.store's caches repository); optional."""
 
     def cached_token_vectors(self, model_id: str, hashes: Sequence[str], workspace: str = ...
                              ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]: ...
@@ -253,7 +253,7 @@ class TokenStore(Protocol):
 
 
 class CorpusSource(Protocol):
-    """Where corpus-wide token statistics come from (core.store.Store implements it)."""
+    """Where corpus-wide token statistics come from (core.store's corpus repository, `store.corpus`)."""
 
     def corpus_version(self, workspace: str = ...) -> int: ...
 
