@@ -4,6 +4,7 @@ Run from the repo root:
     .venv/bin/python bench/route.py --part router    # classifier -> bench/results/route.json
     .venv/bin/python bench/route.py --part twowiki   # retrieval by question type -> bench/results/route_twowiki.json
     .venv/bin/python bench/route.py --part scifact   # nDCG@10 routed vs default -> bench/results/route_scifact.json
+    .venv/bin/python bench/route.py --part tune      # transform weight / depth on router-train questions only
     .venv/bin/python bench/route.py --part twowiki --limit 60
 
 Router: the labelled set sample_corpus/routing/routing.jsonl was split once (core/route/data_build.py, per source
@@ -165,6 +166,44 @@ ROWS = {
 TYPES = ("comparison", "compositional", "inference", "bridge_comparison")
 
 
+def tune_part(root: Path, db: str, limit: int) -> dict[str, Any]:
+    """transforms.weight x transforms.per_query_k for the routed row, on the twowiki questions of the router's TRAIN
+    split only (the test-split questions are what twowiki_part reports on)."""
+    from core.config import PipelineConfig
+    from core.deps import build_deps
+    from core.pipeline import run_query
+    from agent import doc_order, score
+
+    ws = "twowiki"
+    base = PipelineConfig().with_overrides(RETRIEVAL)
+    deps = build_deps(base, db=db)
+    titles = {d.doc_id: d.name for d in deps.store.corpus.documents(ws)}
+    split = {json.loads(x)["text"]: json.loads(x)["split"] for x in ROUTING_FILE.read_text().splitlines() if x}
+    questions = [json.loads(r) for r in (root / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
+    questions = [q for q in questions if split.get(q["question"]) == "train"][: limit or None]
+    grid = []
+    for w in (1.0, 2.0):
+        for pk in (3, 5):
+            cfg = base.with_overrides({**ROWS["routed"], "transforms.weight": w, "transforms.per_query_k": pk})
+            res = []
+            for q in questions:
+                tr = run_query(q["question"], cfg, deps, workspace=ws, log=False)
+                final = tr.final()
+                res.append((q["type"], *score([titles[d] for d in doc_order(final.candidates if final else [])],
+                                              set(q["gold_titles"]))))
+            row = {"weight": w, "per_query_k": pk, "n": len(res),
+                   "allgold@10": round(100 * float(np.mean([a for _, _, a in res])), 1),
+                   "recall@5": round(100 * float(np.mean([r for _, r, _ in res])), 1)}
+            for t in TYPES:
+                sel = [a for ty, _, a in res if ty == t]
+                row[f"allgold@10 {t}"] = round(100 * float(np.mean(sel)), 1) if sel else None
+            grid.append(row)
+            print(row, flush=True)
+    best = max(grid, key=lambda r: (r["allgold@10"], r["recall@5"], -r["weight"], -r["per_query_k"]))
+    return {"questions": len(questions), "split": "router train split", "grid": grid, "chosen": best,
+            "rule": "highest all-gold@10 over all types, then recall@5, then the smaller weight and k"}
+
+
 def twowiki_part(root: Path, db: str, limit: int, rows_wanted: Sequence[str]) -> dict[str, Any]:
     from agent import doc_order, predocs, score  # bench/agent.py: the same corpus loader and scoring
 
@@ -271,7 +310,7 @@ def scifact_part(root: Path, db: str, max_questions: int, max_docs: int) -> dict
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--part", choices=["router", "twowiki", "scifact"], required=True)
+    ap.add_argument("--part", choices=["router", "twowiki", "scifact", "tune"], required=True)
     ap.add_argument("--max-docs", type=int, default=1500, help="scifact: corpus cut size")
     ap.add_argument("--datasets")
     ap.add_argument("--limit", type=int, default=0)
@@ -281,6 +320,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # one results file per part, each holding its own run (bench/_common.write_result)
     if args.part == "router":
         write_result(RESULT, {"router": router_part()})
+    elif args.part == "tune":
+        write_result(f"{RESULT}_tune", {"tune": tune_part(datasets_dir(args.datasets) / "twowiki_multihop", args.db,
+                                                          args.limit)})
     elif args.part == "scifact":
         db = args.db.replace("route.duckdb", "route_scifact.duckdb")
         write_result(f"{RESULT}_scifact", {"scifact": scifact_part(datasets_dir(args.datasets), db,

@@ -142,6 +142,7 @@ def transform_stages(question: str, config: PipelineConfig, decision: RouteDecis
     t = config.transforms
     out: list[TransformStage] = []
     suggested = decision.route.queries if decision is not None else ()
+    issued: list[str] = []  # sub-queries never repeat across transforms: a later one keeps only what is new
     for name in ("hyde", "multi_query", "decompose"):
         why = gate(name, config, decision, dense_top)
         if why is not None:
@@ -151,7 +152,9 @@ def transform_stages(question: str, config: PipelineConfig, decision: RouteDecis
         rw: Rewrite = rewrite(name, question, llm=llm, model=t.model, search=search, feedback=feedback,
                               suggested=suggested if (name, decision and decision.route.cls) in
                               (("multi_query", "comparison"), ("decompose", "multi-hop")) else (),
-                              limit=t.max_queries, prf_docs=t.prf_docs, prf_terms=t.prf_terms, workspace=workspace)
+                              limit=t.max_queries, prf_docs=t.prf_docs, prf_terms=t.prf_terms,
+                              seen=issued if name != "hyde" else (), workspace=workspace)
+        issued.extend(rw.queries)
         if not rw.queries:
             out.append(TransformStage(name, "; ".join(rw.notes) or "no queries generated", usage=rw.usage,
                                       ms=(time.perf_counter() - start) * 1000))

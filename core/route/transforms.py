@@ -338,7 +338,11 @@ def rewrite(transform: str, question: str, *, llm: LLM | None, model: str, searc
     else:
         rw = decompose_offline(question, search, limit=limit)
     qs = unique_queries(rw.queries, question, seen=seen, limit=2 * limit if rw.rounds else limit)
-    return Rewrite(transform, qs, rw.method, (*notes, *rw.notes), usage, rw.rounds)
+    repeats = [q for q in rw.queries if q not in qs]
+    if repeats and seen:
+        notes.append(f"not repeated (an earlier transform searched them): {' | '.join(repeats)}")
+    rounds = tuple(r for r in (tuple(q for q in rnd if q in qs) for rnd in rw.rounds) if r)
+    return Rewrite(transform, qs, rw.method, (*notes, *rw.notes), usage, rounds)
 
 
 def run_transform(rw: Rewrite, search: Search, *, rrf_k: int = 60, top: int = 50,
