@@ -155,8 +155,10 @@ def test_no_repeated_subquery_and_no_new_evidence_stop() -> None:
 def test_bridge_writer_asks_the_unresolved_part_about_the_bridging_name() -> None:
     evidence = [_cand("lothair#0", "Lothair II\nLothair II was king of Lotharingia. His mother was Ermengarde of "
                                    "Tours, daughter of Hugh of Tours.")]
-    nxt = BridgeWriter(per_round=1).next_queries("When did Lothair II's mother die?", evidence, [], None, "w")
-    assert nxt.queries == ("Ermengarde of Tours die",)
+    nxt = BridgeWriter(per_round=3).next_queries("When did Lothair II's mother die?", evidence, [], None, "w")
+    # the wide query (every new name), then the name in the sentence about the question's relation word first
+    assert nxt.queries == ("Lotharingia Ermengarde of Tours Hugh of Tours", "Ermengarde of Tours die",
+                           "Hugh of Tours die")
     assert names_in("The film was directed by Jean Renoir in France.") == ["Jean Renoir", "France"]
 
 

@@ -32,7 +32,7 @@ GRADER_FILE = Path(__file__).with_name("agent_grader.json")
 # -- budgets ---------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Budget:
-    max_rounds: int = 3
+    max_rounds: int = 2
     max_llm_calls: int = 6
     max_tokens: int = 30_000
     max_usd: float = 0.05
@@ -242,8 +242,8 @@ class LLMGrader:
 
 
 # -- next queries ------------------------------------------------------------------------------------------------------
-_NAME = re.compile(r"(?:[A-ZÀ-ÖØ-ÞА-ЯЁ][\w'’.\-]*)(?:\s+(?:(?:of|the|de|von|van|da|di|la|le|du|del|and|y|у|и)\s+)?"
-                   r"[A-ZÀ-ÖØ-ÞА-ЯЁ0-9][\w'’.\-]*)*")
+_NAME = re.compile(r"(?:[A-ZÀ-ÖØ-ÞА-ЯЁ][\w'’\-]*)(?:[ \t]+(?:(?:of|the|de|von|van|da|di|la|le|du|del|and|y|у|и)[ \t]+)?"
+                   r"[A-ZÀ-ÖØ-ÞА-ЯЁ0-9][\w'’\-]*)*")
 _SENT = re.compile(r"(?<=[.!?])\s+")
 _LEAD_STOP = {"The", "A", "An", "In", "On", "He", "She", "It", "They", "His", "Her", "Its", "This", "That", "After",
               "Before", "During", "When", "As", "At", "By", "For", "From", "With", "Who", "What", "Which", "Where"}
@@ -311,16 +311,27 @@ class BridgeWriter:
         picks.sort(key=lambda p: (-p[0][0], -p[0][1]))
         out: list[str] = []
         seen = {normalise_query(t) for t in tried}
+
+        def add(query: str) -> None:
+            if query and normalise_query(query) not in seen:
+                out.append(query)
+                seen.add(normalise_query(query))
+
+        # One wide query with every new name of the best passages (what any of them may lead to), then targeted
+        # ones: the best-placed names with the question's unresolved words.
+        wide = [n for c in evidence[: self.passages] for n in names_in(c.text)
+                if n.lower() not in q_lower and len(n) >= 3]
+        add(" ".join(dict.fromkeys(wide))[:1000])
+        used: list[str] = []
         for _, name, rest in picks:
-            query = f"{name} {rest}".strip()
-            if normalise_query(query) in seen or any(name in o for o in out):
-                continue
-            out.append(query)
-            seen.add(normalise_query(query))
             if len(out) >= self.per_round:
                 break
-        why = f"bridging names {', '.join(q.split(' ')[0] for q in out)}…" if out else "no new name to bridge on"
-        return NextQueries(tuple(out), why)
+            if any(name in u for u in used):
+                continue
+            used.append(name)
+            add(f"{name} {rest}".strip())
+        why = f"bridging on {', '.join(used) or 'the names found'}" if out else "no new name to bridge on"
+        return NextQueries(tuple(out[: self.per_round]), why)
 
 
 NEXT_SCHEMA = {"type": "object", "properties": {"queries": {"type": "array", "items": {"type": "string"}}},
