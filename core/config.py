@@ -191,15 +191,15 @@ class AgentConfig(Section):
     """The agentic loop (core/route/agent.py): rounds of retrieval, a grader and hard budgets."""
 
     enabled: bool = False  # off until it beats single-shot on the dev sets (bench/agent.py); the router may turn it on
-    max_rounds: int = Field(3, ge=1, le=10)
+    max_rounds: int = Field(2, ge=1, le=10)
     max_llm_calls: int = Field(6, ge=0, le=100)
     max_tokens: int = Field(30000, ge=0, le=10_000_000, description="input + output tokens of the whole run")
     max_usd: float = Field(0.05, ge=0, le=100)
     max_seconds: float = Field(60.0, gt=0, le=3600)
     grader: Literal["auto", "offline", "llm"] = "auto"  # auto: the LLM when a key is set, else the offline grader
     grader_model: str = "claude-haiku-4-5"
-    per_round: int = Field(2, ge=1, le=5, description="bridging queries per round")
-    round_weight: float = Field(0.8, ge=0, le=5, description="weight of later rounds when the evidence is fused")
+    per_round: int = Field(3, ge=1, le=5, description="bridging queries per round")
+    head: int = Field(3, ge=0, le=50, description="first-round candidates kept on top of the evidence pool")
     repeat_threshold: float = Field(0.8, ge=0, le=1, description="term Jaccard at which a query repeats an earlier one")
     k: int = Field(10, ge=1, le=100, description="evidence pool size handed to the answer")
 

@@ -28,6 +28,9 @@ class Stage(StrEnum):
     PRUNE = "prune"
     MMR = "mmr"
     EXPAND = "expand"
+    GRADE = "grade"  # agentic loop: per round, as are "decide" and (later rounds) "r2.bm25" ...
+    DECIDE = "decide"
+    EVIDENCE = "evidence"  # agentic loop: the pool fused across rounds, what the answer reads
     ANSWER = "answer"
 
 
@@ -152,6 +155,7 @@ class Trace:
     query_lang: str = "en"
     notes: tuple[str, ...] = ()
     answer: Answer | None = None
+    agent: Mapping[str, Any] | None = None  # the agentic loop's rounds, stop reason and spend, when it ran
 
     def stage(self, name: str) -> StageResult | None:
         return next((s for s in self.stages if s.stage == name), None)
@@ -217,4 +221,5 @@ class Trace:
                 "mode": self.answer.mode,
             },
             "usage": self.usage.__dict__,
+            **({"agent": dict(self.agent)} if self.agent is not None else {}),
         }
