@@ -484,9 +484,12 @@ def subsample(gs: GoldenSet, *, max_docs: int | None = None, max_questions: int 
     if max_questions is not None and max_questions < len(queries):
         queries = sorted(rng.sample(queries, max_questions), key=lambda q: q.line)
     tag = f"q{max_questions or 'all'}_d{max_docs or 'all'}_s{seed}"
+    cut_corpus = max_docs is not None and gs.predocs is not None
+    # Fewer questions over the whole corpus share the set's workspace (its vectors are reused); a cut corpus is
+    # a different corpus and gets a workspace of its own.
     out = replace(gs, name=f"{gs.name}[{tag}]", queries=queries,
-                  workspace=f"{gs.workspace}__{tag}" if gs.workspace else None)
-    if max_docs is None or gs.predocs is None:
+                  workspace=f"{gs.workspace}__{tag}" if gs.workspace and cut_corpus else gs.workspace)
+    if not cut_corpus:
         return out
     full, ws = gs.predocs, out.workspace
     key = (lambda p: p.doc.doc_id) if gs.doc_key == "id" else (lambda p: p.doc.name)

@@ -290,6 +290,7 @@ def test_subsample_keeps_the_gold_documents_and_fills_with_seeded_distractors(tm
     assert len(small.queries) == 4 and len(ids) == 12 and ids == [p.doc.doc_id for p in again.predocs()]
     assert {g.doc for q in small.queries for g in q.gold} <= set(ids)
     assert small.workspace != gs.workspace and "s7" in small.workspace
+    assert subsample(gs, max_questions=4, seed=7).workspace == gs.workspace  # same corpus, same workspace
 
 
 @pytest.mark.datasets
