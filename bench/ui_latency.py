@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> None:
             page.get_by_role("heading", name="Graph").wait_for(timeout=120_000)
             _idle(page)
             frame = page.frame_locator("iframe").first
-            frame.locator("canvas").first.wait_for(timeout=120_000)
+            frame.locator("svg, canvas").first.wait_for(timeout=120_000)  # the still SVG view (pyvis: canvas)
             loads["graph_page_load_s"] = time.perf_counter() - t0
             probes = []
             for _ in range(5):
