@@ -2,10 +2,12 @@
 eval runs, ledger, caches); the names users type are checked here, the rows live in core/store/workspaces.py."""
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from core.config import ConfigError, PipelineConfig, dump_config, load_config_dict
 from core.store import Store, StoreError
 from core.types import DEFAULT_WORKSPACE
 
@@ -107,3 +109,21 @@ def answer_cache_table(store: Store) -> list[dict[str, Any]]:
                      "hit rate": round(w.cache_hits / lookups, 3) if lookups else None,
                      "saved ms": w.saved_ms, "saved $": w.saved_usd})
     return rows
+
+
+def save_workspace_config(store: Store, workspace: str, config: PipelineConfig) -> None:
+    """Remember the configuration a workspace was last used with (switching back restores it)."""
+    if not store.read_only:
+        store.workspaces_repo.save_config(workspace, dump_config(config))
+
+
+def load_workspace_config(store: Store, workspace: str) -> tuple[PipelineConfig | None, str | None]:
+    """The workspace's saved configuration, or None; a saved one the current code cannot read (a setting was removed
+    or renamed since) gives None and a notice instead of an error."""
+    raw = store.workspaces_repo.load_config(workspace)
+    if raw is None:
+        return None, None
+    try:
+        return load_config_dict(json.loads(raw)), None
+    except (ConfigError, json.JSONDecodeError) as exc:
+        return None, f"the saved configuration of '{workspace}' no longer fits this version ({exc}); using defaults"

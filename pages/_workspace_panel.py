@@ -6,14 +6,29 @@ from typing import Any
 import streamlit as st
 
 from core.types import DEFAULT_WORKSPACE
-from core.workspaces import (WorkspaceError, create_workspace, delete_workspace, rename_workspace,
-                             workspace_names)
+from core.workspaces import (WorkspaceError, create_workspace, delete_workspace, load_workspace_config,
+                             rename_workspace, save_workspace_config, workspace_names)
 from pages import _state
 
 
-def _switch(name: str) -> None:
+def _switch(store: Any, name: str, *, save: bool = True, from_select: bool = False) -> None:
+    """Make `name` the active workspace: the one we leave keeps its configuration, the one we enter gets its own
+    back (each workspace has its own configuration)."""
+    old = _state.workspace()
+    if save and old != name and old in workspace_names(store):
+        save_workspace_config(store, old, _state.config())
     st.session_state[_state.WORKSPACE_KEY] = name
-    st.session_state.pop("ws_select", None)  # the selectbox re-reads the active workspace on the next run
+    if not from_select:
+        st.session_state.pop("ws_select", None)  # the selectbox re-reads the active workspace on the next run
+    cfg, notice = load_workspace_config(store, name)
+    if cfg is not None:
+        _state.set_config(cfg)
+    if notice:
+        st.session_state["ws_notice"] = notice
+
+
+def _on_select(store: Any) -> None:
+    _switch(store, st.session_state["ws_select"], from_select=True)
 
 
 def workspace_panel(store: Any) -> None:
@@ -21,20 +36,22 @@ def workspace_panel(store: Any) -> None:
     names = workspace_names(store)
     if current not in names:
         names = sorted({*names, current})  # a workspace is created on first ingest; until then it is only a name
-    st.selectbox("Workspace", names, index=names.index(current), key="ws_select",
-                 on_change=lambda: st.session_state.__setitem__(_state.WORKSPACE_KEY, st.session_state["ws_select"]))
+    st.selectbox("Workspace", names, index=names.index(current), key="ws_select", on_change=_on_select, args=(store,))
+    if notice := st.session_state.pop("ws_notice", None):
+        st.warning(notice)
     with st.expander("Manage workspaces"):
         new = st.text_input("New workspace", key="ws_new", placeholder="name")
         if st.button("Create", key="ws_create", disabled=not new.strip()):
-            _act(lambda: _switch(create_workspace(store, new)), f"created '{new.strip()}'")
+            _act(lambda: _switch(store, create_workspace(store, new)), f"created '{new.strip()}'")
         ren = st.text_input(f"Rename '{current}' to", key="ws_rename", disabled=current == DEFAULT_WORKSPACE)
         if st.button("Rename", key="ws_rename_go", disabled=not ren.strip() or current == DEFAULT_WORKSPACE):
-            _act(lambda: (rename_workspace(store, current, ren), _switch(" ".join(ren.split()))),
+            _act(lambda: (rename_workspace(store, current, ren), _switch(store, " ".join(ren.split()), save=False)),
                  f"renamed '{current}' to '{ren.strip()}'")
         sure = st.checkbox(f"Delete '{current}' with all its documents, graph, runs, ledger and caches",
                            key="ws_delete_sure", disabled=current == DEFAULT_WORKSPACE)
         if st.button("Delete", key="ws_delete", type="primary", disabled=not sure):
-            _act(lambda: (delete_workspace(store, current), _switch(DEFAULT_WORKSPACE)), f"deleted '{current}'")
+            _act(lambda: (delete_workspace(store, current), _switch(store, DEFAULT_WORKSPACE, save=False)),
+                 f"deleted '{current}'")
 
 
 def _act(fn: Any, done: str) -> None:

@@ -14,8 +14,8 @@ from core.deps import Deps
 from core.graph.build import build_graph
 from core.ingest.pipeline import ingest_files
 from core.pipeline import run_query
-from core.workspaces import (WorkspaceError, create_workspace, delete_workspace, list_workspaces, rename_workspace,
-                             validate_name)
+from core.workspaces import (WorkspaceError, create_workspace, delete_workspace, list_workspaces,
+                             load_workspace_config, rename_workspace, save_workspace_config, validate_name)
 
 ALPHA = [("gw.md", b"# Gateway\n\nThe Harbor gateway sets TLS_VERSION_MIN to 1.2 for every listener. "
                    b"Harbor runs on the Osprey cluster.")]
@@ -96,6 +96,20 @@ def test_recreated_name_starts_above_the_deleted_version(deps: Deps) -> None:
     # the in-memory index of the old 'alpha' is not reused: the answer reads the new corpus
     t = run_query(Q, _cfg().with_overrides({"answer_cache.enabled": False}), deps, workspace="alpha")
     assert "1.3" in t.answer.text
+
+
+def test_workspace_config_is_saved_moved_and_deleted(deps: Deps) -> None:
+    store = deps.store
+    create_workspace(store, "alpha")
+    save_workspace_config(store, "alpha", PipelineConfig().with_overrides({"rerank.k": 3}))
+    assert load_workspace_config(store, "alpha")[0].rerank.k == 3
+    rename_workspace(store, "alpha", "gamma")
+    assert load_workspace_config(store, "alpha") == (None, None) and load_workspace_config(store, "gamma")[0].rerank.k == 3
+    store.workspaces_repo.save_config("gamma", '{"rerank": {"no_such_key": 1}}')
+    cfg, notice = load_workspace_config(store, "gamma")
+    assert cfg is None and "no longer fits" in notice
+    delete_workspace(store, "gamma")
+    assert store.workspaces_repo.load_config("gamma") is None
 
 
 def test_rename_moves_every_row(deps: Deps) -> None:

@@ -60,3 +60,18 @@ def test_bad_name_is_an_error_message(deps: Deps) -> None:
     at = at.button(key="ws_create").click().run()
     assert not at.exception and any("not allowed" in e.value for e in at.error)
     assert deps.store.workspaces() == ["default"]
+
+
+def test_each_workspace_keeps_its_configuration(deps: Deps) -> None:
+    from core.config import PipelineConfig
+
+    at = _app(deps)
+    at.session_state[_state.CONFIG_KEY] = PipelineConfig().with_overrides({"rerank.k": 5})
+    at = at.text_input(key="ws_new").input("team a").run()
+    at = at.button(key="ws_create").click().run()  # 'default' is saved with k=5; the new one starts from it
+    assert at.session_state[_state.CONFIG_KEY].rerank.k == 5
+    at.session_state[_state.CONFIG_KEY] = PipelineConfig().with_overrides({"rerank.k": 7})  # changed in 'team a'
+    at = at.selectbox(key="ws_select").select("default").run()
+    assert at.session_state[_state.WORKSPACE_KEY] == "default" and at.session_state[_state.CONFIG_KEY].rerank.k == 5
+    at = at.selectbox(key="ws_select").select("team a").run()
+    assert at.session_state[_state.WORKSPACE_KEY] == "team a" and at.session_state[_state.CONFIG_KEY].rerank.k == 7

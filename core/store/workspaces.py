@@ -13,6 +13,7 @@ from core.store.db import Cursor, Database, StoreError, now
 # A deleted workspace leaves its last corpus version behind (meta row), so a workspace later created under the same
 # name starts above it: in-process caches keyed by (workspace, corpus version) can never mistake new for old.
 FLOOR_KEY = "corpus_version_floor:"  # the same key core.store.db.insert_workspace reads
+CONFIG_KEY = "workspace_config:"  # meta row: the workspace's last configuration (JSON), restored on switching back
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ class Workspaces:
                     cur.execute(f'UPDATE "{t}" SET workspace_id = ? WHERE workspace_id = ?', [new, old])
                     moved += int(n)
             cur.execute("UPDATE workspaces SET name = ? WHERE workspace_id = ?", [new, new])
+            cur.execute("UPDATE meta SET key = ? WHERE key = ?", [CONFIG_KEY + new, CONFIG_KEY + old])
             # The new name must not start below what the old one reached (see FLOOR_KEY).
             floor = max(self._floor(cur, new), self._floor(cur, old))
             cur.execute("UPDATE workspaces SET corpus_version = greatest(corpus_version, ?) WHERE workspace_id = ?",
@@ -100,4 +102,13 @@ class Workspaces:
                     cur.execute(f'DELETE FROM "{t}" WHERE workspace_id = ?', [workspace])
                 deleted[t] = n
             cur.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [FLOOR_KEY + workspace, str(int(row[0]) + 1)])
+            cur.execute("DELETE FROM meta WHERE key = ?", [CONFIG_KEY + workspace])
         return deleted
+
+    def save_config(self, workspace: str, config_json: str) -> None:
+        with self._db.writer() as cur:
+            cur.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [CONFIG_KEY + workspace, config_json])
+
+    def load_config(self, workspace: str) -> str | None:
+        row = self._db.cursor().execute("SELECT value FROM meta WHERE key = ?", [CONFIG_KEY + workspace]).fetchone()
+        return row[0] if row else None
