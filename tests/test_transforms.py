@@ -257,3 +257,21 @@ def test_the_trained_router_sends_a_greeting_to_chitchat_without_retrieval(loade
     route = trace.to_dict()["route"]
     assert route["class"] == "chitchat" and route["method"] == "offline" and route["config"] == "chitchat"
     assert trace.stage("bm25").skipped == "route chitchat: no retrieval" and trace.answer.mode == "route"
+
+
+def test_llm_mode_spends_at_most_one_extra_call_per_query(anthropic_stub: Stub) -> None:
+    """Router (one call, with sub-queries) + transforms: the stub sees exactly one request."""
+    from core.route.stage import decide_route
+
+    anthropic_stub.state.responder = lambda body: json.dumps(
+        {"class": "comparison", "confidence": 0.9, "reason": "two films", "sub_queries": ["El Tonto",
+                                                                                       "The Heart Of Doreon"]})
+    llm = _llm(anthropic_stub)
+    q = "Which film whose director was born first, El Tonto or The Heart Of Doreon?"
+    cfg = PipelineConfig().with_overrides({"transforms.hyde": "on"})
+    d = decide_route(q, cfg, llm, vocabulary={"el", "tonto"})
+    stages = {s.stage: s for s in transform_stages(q, cfg, d, llm, fake_search, feedback=[_cand("x#0", "silent cinema biography")])}
+    assert d.route.method == "llm" and len(anthropic_stub.state.messages()) == 1
+    assert stages["multi_query"].info["method"] == "llm (from the router's reply)"
+    assert stages["hyde"].info["method"].startswith("offline") and "spent" in stages["hyde"].notes[0]
+    assert stages["decompose"].info["queries"] == ["Charlie Day", "Robert North Bradbury"]

@@ -15,6 +15,7 @@ from core.route.transforms import Rewrite, TransformResult, rewrite, run_transfo
 from core.types import DEFAULT_WORKSPACE, Candidate, Usage
 
 Hits = list[tuple[str, float]]
+MAX_EXTRA_LLM_CALLS = 1
 
 
 @dataclass(frozen=True)
@@ -143,18 +144,26 @@ def transform_stages(question: str, config: PipelineConfig, decision: RouteDecis
     out: list[TransformStage] = []
     suggested = decision.route.queries if decision is not None else ()
     issued: list[str] = []  # sub-queries never repeat across transforms: a later one keeps only what is new
+    # Issue #16's budget: at most one LLM call per query beyond the answer, the router's included. Once it is spent
+    # the remaining transforms use their offline method and say so.
+    calls_left = MAX_EXTRA_LLM_CALLS - (decision.route.usage.calls if decision is not None else 0)
     for name in ("hyde", "multi_query", "decompose"):
         why = gate(name, config, decision, dense_top)
         if why is not None:
             out.append(TransformStage(name, why))
             continue
         start = time.perf_counter()
-        rw: Rewrite = rewrite(name, question, llm=llm, model=t.model, search=search, feedback=feedback,
+        withheld = llm is not None and getattr(llm, "available", False) and calls_left <= 0
+        rw: Rewrite = rewrite(name, question, llm=llm if calls_left > 0 else None, model=t.model, search=search, feedback=feedback,
                               suggested=suggested if (name, decision and decision.route.cls) in
                               (("multi_query", "comparison"), ("decompose", "multi-hop")) else (),
                               limit=t.max_queries, prf_docs=t.prf_docs, prf_terms=t.prf_terms,
                               seen=issued if name != "hyde" else (), workspace=workspace)
         issued.extend(rw.queries)
+        calls_left -= rw.usage.calls
+        if withheld and rw.method.startswith("offline"):
+            rw = Rewrite(rw.transform, rw.queries, rw.method, ("the query's one extra LLM call is spent: offline "
+                                                               "method", *rw.notes), rw.usage, rw.rounds)
         if not rw.queries:
             out.append(TransformStage(name, "; ".join(rw.notes) or "no queries generated", usage=rw.usage,
                                       ms=(time.perf_counter() - start) * 1000))
