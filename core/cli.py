@@ -68,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--level", choices=["document", "chunk"], default=None,
                    help="score documents (any chunk of a gold document counts) or chunks (the set's default)")
     p.add_argument("--read-only", action="store_true",
-                   help="open the database read-only (score beside a running app); nothing is added or stored")
+                   help="open the database read-only: nothing is added or stored; runs beside other read-only "
+                        "processes (DuckDB refuses it while a writer, e.g. the app, holds the file)")
     p.add_argument("--json", action="store_true", help="metrics per run and, per question, each stage's gold ranks")
     p = sub.add_parser("context", help="build chunk contexts: heuristic, late chunking, or LLM (prompt-cached)")
     p.add_argument("--variant", required=True, choices=["heuristic", "late", "llm"])
