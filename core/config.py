@@ -253,8 +253,10 @@ class TransformsConfig(Section):
     weak_retrieval: float = Field(0.3, ge=-1, le=1)
     prf_docs: int = Field(3, ge=1, le=20, description="offline HyDE analogue: feedback passages")
     prf_terms: int = Field(8, ge=1, le=50, description="offline HyDE analogue: expansion terms")
-    weight: float = Field(1.0, ge=0, le=10, description="RRF weight of each transform list in fusion")
-    per_query_k: int = Field(5, ge=1, le=1000, description="head of each generated query's list that its stage fuses")
+    # weight 2 and per_query_k 3: chosen by bench/route.py --part tune on the router-train twowiki questions
+    # (bench/results/route_tune.json); route_twowiki.json reports the test-split questions.
+    weight: float = Field(2.0, ge=0, le=10, description="RRF weight of each transform list in fusion")
+    per_query_k: int = Field(3, ge=1, le=1000, description="head of each generated query's list that its stage fuses")
 
     @field_validator("hyde", "multi_query", "decompose", mode="before")
     @classmethod
