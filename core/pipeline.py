@@ -450,8 +450,10 @@ def _answer_cache(q: _Query, config: PipelineConfig, deps: Deps, key: CacheKey, 
                       covered_languages=deps.embedder.languages, writable=not deps.store.read_only,
                       word_similarity=embedder_word_similarity(deps.embedder))
     looked.append(res)
-    return StepOutput((), [served_label(res)] if res.verdict == "hit" else [],
-                      info={**res.info(), "embed_cache_misses": 1})  # the query was encoded (queries are not cached)
+    notes = [served_label(res)] if res.verdict == "hit" else [
+        f"{res.verdict.replace('_', ' ')}: " + (f"nearest '{res.nearest_question}' (cosine {res.cosine:.3f}); "
+                                                 if res.nearest_question else "") + res.reason]
+    return StepOutput((), notes, info={**res.info(), "embed_cache_misses": 1})  # the query was encoded (not cached)
 
 
 def _served_from_cache(q: _Query, res: CacheLookup, config: PipelineConfig, deps: Deps, version: int, tracer: Tracer,
