@@ -186,7 +186,8 @@ def test_a_stage_that_never_returns_candidates_has_no_recall() -> None:
 # -- answers -------------------------------------------------------------------------------------------------------
 def test_answer_metrics_slot_in_only_when_there_is_an_answer() -> None:
     assert answer_metrics("q", True, None, []) == {"faithfulness": None, "answer_relevancy": None,
-                                                   "refusal_accuracy": None}
+                                                   "refusal_accuracy": None, "answered_correctly": None,
+                                                   "refused_unanswerable": None}
     refused = answer_metrics("q", False, Answer("I cannot answer that.", refused=True), [])
     assert refused["refusal_accuracy"] == 1.0 and refused["faithfulness"] is None
     wrong = answer_metrics("q", True, Answer("", refused=True), [])
