@@ -102,7 +102,8 @@ def _kind(stage: Mapping[str, Any]) -> str:
         return "LLM" if (stage.get("info") or {}).get("mode") == "llm" else "CHAIN"
     if name in RERANKERS:
         return "RERANKER"
-    if name in RETRIEVERS:
+    # any other stage that lists candidates (query transforms, agent rounds) is a retriever, so its list is exported
+    if name in RETRIEVERS or stage.get("candidates"):
         return "RETRIEVER"
     return "CHAIN"
 

@@ -195,6 +195,15 @@ def test_cli_exports_the_run_log(tmp_path: Any, receiver: tuple[str, list], caps
     assert "http(s) URL" in capsys.readouterr().err
 
 
+def test_unknown_stages_with_candidates_keep_their_documents() -> None:
+    t = Trace("q?", "h", 1, (StageResult("route", (), 0.1, info={"route": "factoid"}),
+                             StageResult("hyde", _cands("hyde", 3, 5), 2.0)))
+    spans = {s.name: s.attributes for s in spans_from_trace(t.to_dict(), run_id="u", extra_secrets=())}
+    assert spans["route"]["openinference.span.kind"] == "CHAIN"
+    assert spans["hyde"]["openinference.span.kind"] == "RETRIEVER"
+    assert _docs(dict(spans["hyde"]), "retrieval.documents") == t.to_dict()["stages"][1]["candidates"]
+
+
 def test_otlp_json_ints_are_strings() -> None:
     spans = spans_from_trace(_trace(2, 2).to_dict(), run_id="x", ended_at="2026-01-01T00:00:00+00:00",
                              extra_secrets=())
