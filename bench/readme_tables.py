@@ -229,11 +229,13 @@ def query(d: dict[str, Any], file: str) -> list[str]:
     scale = d.get("contexts_scaling")
     if scale:
         out += ["", f"Query time against the number of contexts ({scale.get('method', '')}):", ""]
-        srows = [[num(r["documents"]), num(r["chunks"]), num(r["contexts"]), num(r["query_ms"]["median_ms"], 1),
-                  num(r["query_ms"]["p95_ms"], 1), num(r.get("prepare_ms", {}).get("median_ms"), 2)]
+        srows = [[num(r["documents"]), num(r["chunks"]), num(r["contexts"]), num(r.get("first_query_ms"), 0),
+                  num(r["query_ms"]["median_ms"], 1), num(r["query_ms"]["p95_ms"], 1),
+                  num(r.get("prepare_ms", {}).get("median_ms"), 2), num(r.get("old_count_ms", {}).get("median_ms"), 2)]
                  for r in scale.get("runs") or []]
-        out.append(md_table(["documents", "chunks", "heuristic contexts", "query median ms", "query p95 ms",
-                             "context check median ms"], srows))
+        out.append(md_table(["documents", "chunks", "heuristic contexts", "first query ms (builds the indexes)",
+                             "query median ms", "query p95 ms", "context check median ms",
+                             "loading every context (before) median ms"], srows))
         if scale.get("ratio_median"):
             out += ["", f"Median query time at {num(scale['runs'][-1]['documents'])} over "
                     f"{num(scale['runs'][0]['documents'])} documents: **×{num(scale['ratio_median'])}** (documents "
@@ -293,6 +295,47 @@ def graph(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
+def generalise(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #11: the default vs BM25, dense and hybrid on every dev set, document level; rerank with and without
+    its blend with the fused order."""
+    sets = d.get("sets") or {}
+    lists = [("bm25", "BM25"), ("dense", "dense"), ("fused", "hybrid"), ("rerank", "rerank alone"),
+             ("previous-cascade", "previous default cascade"), ("default-cascade", "default cascade"),
+             ("default", "product default")]
+    out = ["### Generalisation: every dev set at document level", "", caption(file, d), "",
+           "Each set's own cut is listed below the tables. *hybrid* is the fused list (BM25 + dense, RRF); *rerank "
+           "alone* the late-interaction order that replaces it; the *default cascade* is the default retrieval "
+           "(hybrid, rerank blended with the fused order by RRF, pruning that keeps every chunk, MMR) with the router "
+           "and query transforms off; *previous default cascade* is the same before issue #11 (rerank order alone, "
+           "pruning may drop chunks); *product default* is every default setting, router and transforms included. "
+           "Answers and the answer cache are off in every row.", ""]
+    for metric, title in (("recall@5", "recall@5 (%)"), ("hit@1", "first document is gold (%)")):
+        rows = [[name, *[num((r["metrics"].get(key) or {}).get(metric)) for key, _ in lists]]
+                for name, r in sets.items()]
+        out += [f"**{title}**", "", md_table(["set", *[label for _, label in lists]], rows), ""]
+    blends = [k for k in next(iter(sets.values()), {}).get("metrics", {}) if k.startswith("rerank-rrf")]
+    if blends:
+        rows = [[name, num(r["metrics"]["fused"]["recall@5"]), num(r["metrics"]["rerank"]["recall@5"]),
+                 *[num(r["metrics"][b]["recall@5"]) for b in blends]] for name, r in sets.items()
+                if "rerank" in r["metrics"]]
+        out += ["**rerank blends, recall@5 (%)** (`wX-kY`: RRF of the fused order, weight X, and the rerank order, "
+                "constant Y; computed from the same rerank lists)", "",
+                md_table(["set", "hybrid", "rerank alone", *[b.replace("rerank-rrf-", "") for b in blends]], rows), ""]
+    for name, r in sets.items():
+        run = r.get("run") or {}
+        where = (f" — run `{run['command']}`, {_when({'run': run})} UTC, commit `{(run.get('commit') or '?')[:12]}`"
+                 + (" (uncommitted changes)" if run.get("dirty") else "") if run.get("command") else "")
+        out.append(f"- `{name}`: {r['cut']}; {r['questions']} questions scored in {num(r.get('seconds'), 0)} s{where}")
+    costs = {name: r["prune_tokens_mean"]["default-cascade"] for name, r in sets.items()
+             if (r.get("prune_tokens_mean") or {}).get("default-cascade")}
+    if costs:
+        out += ["", "What keeping every chunk costs (`prune.keep_all`, default cascade, mean per question): "
+                + "; ".join(f"`{n}` {num(c['over_budget_tokens'], 1)} tokens over the budget for "
+                            f"{num(c['floored_chunks'], 1)} chunks kept by one sentence "
+                            f"(pruned list {num(c['tokens_out'], 0)} tokens)" for n, c in costs.items())]
+    return out
+
+
 def hostile(d: dict[str, Any], file: str) -> list[str]:
     """Issue #12: hostile files, concurrency and the fault server (bench/hostile.py)."""
     out = ["### Hostile input", "", caption(file, d), ""]
@@ -335,6 +378,34 @@ def parse_sandbox(d: dict[str, Any], file: str) -> list[str]:
             f"{num(d['worker_startup_s'], 2)} s once per server."]
 
 
+def agent(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #17: the agentic loop vs single-shot and the crude bridge on twowiki_multihop, by question type."""
+    types = d.get("by_type") or {}
+    rows = [[t, v["n"], num(v["single_recall@5"], 1), num(v["crude_recall@5"], 1), num(v["agent_recall@5"], 1),
+             num(v["single_allgold@10"], 1), num(v["crude_allgold@10"], 1), num(v["agent_allgold@10"], 1),
+             num(v["agent_mean_rounds"]), num(v["single_ms_mean"], 0), num(v["agent_ms_mean"], 0)]
+            for t, v in types.items()]
+    held = d.get("held_out_even") or {}
+    au = d.get("grader_auroc") or {}
+    out = ["### Agentic loop: twowiki_multihop by question type", "", caption(file, d), "",
+           f"{d.get('questions')} questions over 2,086 passages, document level; retrieval per round: hybrid "
+           "(BM25 + dense, RRF) without the cascade; *crude bridge*: one extra BM25 round over the capitalised names "
+           "of the top 3 passages that the question does not name, after the first round's top 3; *agent*: "
+           f"`core.route.agent.run_agent` offline (calibrated grader, entity bridging), at most "
+           f"{(d.get('agent') or {}).get('max_rounds')} rounds, first-round head {d.get('head')}.", "",
+           md_table(["type", "n", "single recall@5", "crude recall@5", "agent recall@5", "single all-gold@10",
+                     "crude all-gold@10", "agent all-gold@10", "agent rounds", "single ms", "agent ms"], rows), ""]
+    if held:
+        out.append("Held-out half (even-numbered questions; the grader was fitted on the odd ones): " + "; ".join(
+            f"{t} agent recall@5 {num(v['agent_recall@5'], 1)} vs single {num(v['single_recall@5'], 1)}, "
+            f"all-gold@10 {num(v['agent_allgold@10'], 1)} vs {num(v['single_allgold@10'], 1)}" for t, v in held.items()))
+    if au:
+        out += ["", f"Offline grader AUROC against gold passages (round-1 candidates): odd questions (fitting half) "
+                    f"{num(au.get('odd'), 3)}, even questions (held out) {num(au.get('even'), 3)}. Stop reasons: "
+                    + ", ".join(f"{k} {v}" for k, v in (d.get("stop_reasons") or {}).items()) + "."]
+    return out
+
+
 SECTIONS: list[tuple[str, Callable[[dict[str, Any], str], list[str]]]] = [
     ("quality_anthropic_codebase.json", quality_codebase),
     ("quality_beir_scifact.json", quality_beir),
@@ -347,6 +418,8 @@ SECTIONS: list[tuple[str, Callable[[dict[str, Any], str], list[str]]]] = [
     ("graph.json", graph),
     ("hostile.json", hostile),
     ("parse_sandbox.json", parse_sandbox),
+    ("generalise.json", generalise),
+    ("agent.json", agent),
 ]
 
 INTRO = ("Generated by `bench/readme_tables.py` from `bench/results/*.json`: edit the results (by running a bench), "

@@ -162,6 +162,16 @@ def test_bridge_writer_asks_the_unresolved_part_about_the_bridging_name() -> Non
     assert names_in("The film was directed by Jean Renoir in France.") == ["Jean Renoir", "France"]
 
 
+def test_a_comparison_of_found_items_stops_but_a_bridge_comparison_goes_on() -> None:
+    from core.route.agent import comparison_found
+
+    ev = [_cand("a#0", "Aas Ka Panchhi\nAas Ka Panchhi is a 1961 film."), _cand("b#0", "Phoolwari\nPhoolwari is a 1946 film.")]
+    assert comparison_found("Which film was released first, Aas Ka Panchhi or Phoolwari?", ev)
+    assert not comparison_found("Which film has the director born first, Aas Ka Panchhi or Phoolwari?", ev)
+    assert not comparison_found("Which film was released first, Aas Ka Panchhi or Bhabhi?", ev)
+    assert not comparison_found("When did Lothair II's mother die?", ev)
+
+
 def test_offline_grader_is_calibrated_by_features_and_verdicts() -> None:
     model = GraderModel((4.0, 2.0, 0.0, 0.0), -3.0, 0.6, 0.25)
     cands = [_cand("a#0", "Ermengarde of Tours died on 20 March 851.", 3.0, 1), _cand("b#0", "A film.", 1.0, 2)]
@@ -177,8 +187,8 @@ def test_merge_evidence_keeps_the_first_rounds_head_then_takes_turns() -> None:
     r2 = [_cand("x#0", "x"), _cand("a#0", "a"), _cand("y#0", "y")]
     r3 = [_cand("z#0", "z")]
     merged = merge_evidence([r1, r2, r3], head=2, k=7)
-    # head a, b; then turns: r2 -> x, r3 -> z, r1 rest -> c; r2 -> (a seen) y, r1 rest -> d
-    assert [c.chunk_id[0] for c in merged] == list("abxzcyd")
+    # head a, b; then turns over the later lists: r2 -> x, r3 -> z; r2 -> (a seen) y; then the first round's rest
+    assert [c.chunk_id[0] for c in merged] == list("abxzycd")
     assert [c.rank for c in merged] == list(range(1, 8))
 
 

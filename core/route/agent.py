@@ -245,7 +245,7 @@ class LLMGrader:
 _NAME = re.compile(r"(?:[A-ZÀ-ÖØ-ÞА-ЯЁ][\w'’\-]*)(?:[ \t]+(?:(?:of|the|de|von|van|da|di|la|le|du|del|and|y|у|и)[ \t]+)?"
                    r"[A-ZÀ-ÖØ-ÞА-ЯЁ0-9][\w'’\-]*)*")
 _SENT = re.compile(r"(?<=[.!?])\s+")
-_LEAD_STOP = {"The", "A", "An", "In", "On", "He", "She", "It", "They", "His", "Her", "Its", "This", "That", "After",
+_LEAD_STOP = {"Are", "Is", "Was", "Were", "Do", "Does", "Did", "Both", "How", "The", "A", "An", "In", "On", "He", "She", "It", "They", "His", "Her", "Its", "This", "That", "After",
               "Before", "During", "When", "As", "At", "By", "For", "From", "With", "Who", "What", "Which", "Where"}
 
 
@@ -423,7 +423,7 @@ def merge_evidence(lists: Sequence[Sequence[Candidate]], *, head: int, k: int) -
     first = list(lists[0]) if lists else []
     for c in first[:head]:
         take(c)
-    queues = [list(x) for x in lists[1:]] + [first[head:]]
+    queues = [list(x) for x in lists[1:]]
     while len(out) < k and any(queues):
         for qu in queues:
             while qu:
@@ -431,7 +431,27 @@ def merge_evidence(lists: Sequence[Sequence[Candidate]], *, head: int, k: int) -
                 if c.chunk_id not in seen:
                     take(c)
                     break
+    for c in first[head:]:
+        take(c)
     return out
+
+
+_RELATION = frozenset(
+    "director directed father mother wife husband spouse son daughter child children parent sibling brother sister "
+    "performer composer producer author writer founder creator grandfather grandmother uncle aunt"
+    " режиссёр режиссер отец мать жена муж сын дочь автор основатель".split())
+
+
+def comparison_found(question: str, evidence: Sequence[Candidate], top: int = 5) -> bool:
+    """A comparison of named items ("X or Y?", "both X and Y") that asks about the items themselves, not about a
+    relative of each (no relation word such as director or mother), is complete once every item is among the top
+    passages: a bridging round would only push one of them out."""
+    names = [n for n in names_in(question) if content_terms(n)]
+    words = {w.lower() for w in re.findall(r"\w+", question)}
+    if len(names) < 2 or not ({"or", "and", "или", "и"} & words) or words & _RELATION:
+        return False
+    seen = [content_terms(c.text) for c in evidence[:top]]
+    return all(any(content_terms(n) <= terms for terms in seen) for n in names)
 
 
 def run_agent(question: str, search: Search, *, budget: Budget, grader: Grader, writer: Writer,
@@ -488,7 +508,10 @@ def run_agent(question: str, search: Search, *, budget: Budget, grader: Grader, 
             kept = [c.with_rank(i, None, grade=grade_of[c.chunk_id][0], grade_p=grade_of[c.chunk_id][1])
                     for i, c in enumerate(cands, start=1) if c.chunk_id in grade_of]
             graded.extend(kept)
-            lists.append(kept if rnd == 1 else [c for c in kept if c.meta.get("grade") != "incorrect"])
+            # Later rounds: what the grader calls incorrect goes behind the rest of its list, not out of it (a
+            # query that is a bag of names matches few of its own words even in the passage it was looking for).
+            lists.append(kept if rnd == 1 else [c for c in kept if c.meta.get("grade") != "incorrect"]
+                         + [c for c in kept if c.meta.get("grade") == "incorrect"])
         verdict = pool_verdict(verdicts) if verdicts else "incorrect"
         evidence = merge_evidence(lists, head=head, k=k)
         per_round.append(tuple(c.chunk_id for c in evidence))
@@ -508,6 +531,8 @@ def run_agent(question: str, search: Search, *, budget: Budget, grader: Grader, 
             action, stop, reason = "stop", "refused_no_evidence", "nothing was retrieved"
         elif rnd > 1 and not new:
             action, stop, reason = "stop", "no_new_evidence", "the round added nothing to the pool"
+        elif rnd == 1 and comparison_found(question, evidence):
+            action, stop, reason = "answer", "answered", "every compared item is among the top passages"
         elif rnd >= budget.max_rounds:
             action, stop, reason = "answer", "budget_rounds", f"{rnd} of {budget.max_rounds} rounds used"
         else:
