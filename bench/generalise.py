@@ -131,6 +131,9 @@ def gold_docs(gs: GoldenSet, q: Any, store: Store, ws: str, exact_index: dict[st
 def run_set(name: str, args: argparse.Namespace, root: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
     gs, cut = load(name, root, args.questions, args.scifact_docs, args.seed)
+    if args.score_first and args.score_first < len(gs.queries):  # the corpus stays the cut above; fewer are asked
+        gs.queries = gs.queries[: args.score_first]
+        cut += f"; the first {args.score_first} of them scored (wall time)"
     db = args.db or str(ROOT / "data" / "bench" / "generalise.duckdb")
     Path(db).parent.mkdir(parents=True, exist_ok=True)
     # The set's own depth overrides (recall@100, Pass@20) are not applied: every list here is scored at k <= 10.
@@ -149,6 +152,7 @@ def run_set(name: str, args: argparse.Namespace, root: Path) -> dict[str, Any]:
     qs = [q for q in resolved.queries if q.gold]
     lists: dict[str, list[dict[str, float]]] = {}
     chunk_lists: dict[str, list[float]] = {}
+    prune_tokens: dict[str, dict[str, int]] = {}
     per_q = []
     t_stage = time.perf_counter()
     for i, q in enumerate(qs):
@@ -169,6 +173,16 @@ def run_set(name: str, args: argparse.Namespace, root: Path) -> dict[str, Any]:
             t = run_query(q.query, conf, deps, workspace=ws, log=False)
             fin = t.final()
             rows[label] = doc_ranks(fin.candidates) if fin else []
+            pr = t.stage("prune")
+            if pr is not None and pr.skipped is None:  # what keeping every chunk costs (prune.keep_all)
+                tok = prune_tokens.setdefault(label, {"questions": 0, "over_budget_tokens": 0, "tokens_out": 0,
+                                                      "floored_chunks": 0, "dropped_chunks": 0, "final_depth": 0})
+                tok["questions"] += 1
+                tok["over_budget_tokens"] += int(pr.info.get("over_budget_tokens", 0))
+                tok["tokens_out"] += int(pr.info.get("tokens_out", 0))
+                tok["floored_chunks"] += len(pr.info.get("floored", []))
+                tok["dropped_chunks"] += len(pr.info.get("dropped", []))
+                tok["final_depth"] += len(fin.candidates) if fin else 0
             if exact_index:  # chunk level as the cookbook scores it: exact text of the top 5
                 orig = {c.chunk_id: c.text for c in fin.candidates} if fin else {}
                 full = deps.store.corpus.chunks_by_id(list(orig), ws)
@@ -190,6 +204,8 @@ def run_set(name: str, args: argparse.Namespace, root: Path) -> dict[str, Any]:
            "seconds": round(time.perf_counter() - t0, 1),
            "configs": {"stage": stage_cfg.stable_hash(), "default-cascade": cascade_cfg.stable_hash(),
                        "previous-cascade": previous_cfg.stable_hash(), "default": default_cfg.stable_hash()}}
+    res["prune_tokens_mean"] = {lab: {k: round(v / t["questions"], 2) for k, v in t.items() if k != "questions"}
+                                | {"questions": t["questions"]} for lab, t in prune_tokens.items() if t["questions"]}
     if chunk_lists:
         res["chunk_pass@5"] = {lab: round(100 * sum(v) / len(v), 2) for lab, v in chunk_lists.items()}
     res["per_question"] = per_q
@@ -202,10 +218,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--questions", type=int, default=100, help="questions per public set (seeded sample)")
     ap.add_argument("--scifact-docs", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--score-first", type=int, default=None,
+                    help="score only the first N of the sampled questions (the corpus cut stays the same)")
     ap.add_argument("--db", default=None)
     ap.add_argument("--datasets", default=None)
     ap.add_argument("--out", default=None, help="results file (default bench/results/generalise.json)")
+    ap.add_argument("--merge", nargs="+", metavar="FILE",
+                    help="no runs: gather the sets of earlier results files (each keeps its own run record) into "
+                         "bench/results/generalise.json")
     args = ap.parse_args(argv)
+    if args.merge:
+        merged: dict[str, Any] = {"ks": list(KS), "blends": BLENDS, "sets": {}, "parts": []}
+        for f in args.merge:
+            part = json.loads(Path(f).read_text())
+            merged["parts"].append({"file": f, "run": part.get("run")})
+            for name, r in part["sets"].items():
+                merged["sets"][name] = {**r, "run": part.get("run")}
+        write_result("generalise", merged, Path(args.out) if args.out else None)
+        return 0
     root = datasets_dir(args.datasets)
     started = utc_now()
     out: dict[str, Any] = {"machine": machine_info(), "started": started, "ks": list(KS), "blends": BLENDS,
@@ -217,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         m = r["metrics"]
         print(json.dumps({k: {x: v[x] for x in ("hit@1", "recall@2", "recall@5", "recall@10")} for k, v in m.items()},
                          indent=1), file=sys.stderr, flush=True)
-        write_result("generalise", out, Path(args.out) if args.out else None, argv=sys.argv)
+        write_result("generalise", out, Path(args.out) if args.out else None)
     return 0
 
 
