@@ -453,7 +453,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
 def cmd_trace(args: argparse.Namespace) -> int:
     from core.trace_export import cli_export
 
-    return cli_export(Store(_db(args), read_only=True), args)
+    return cli_export(_open_store(args, "read"), args)
 
 
 def cmd_workspaces(args: argparse.Namespace) -> int:
