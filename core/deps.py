@@ -84,7 +84,9 @@ def build_deps(
     if store is None:
         store = Store(db or db_path(env))
     if embedder is None:
-        loaded = load_embedder(env.get("RAG_EMBED_MODEL", config.embedding.model), batch_size=config.embedding.batch_size)
+        # The exported ONNX model is cached beside the database (data/models/ for the default database).
+        loaded = load_embedder(env.get("RAG_EMBED_MODEL", config.embedding.model), batch_size=config.embedding.batch_size,
+                               runtime=config.embedding.runtime, cache_dir=Path(db or db_path(env)).parent / "models")
         embedder = loaded.embedder
         if loaded.notice:
             notices.append(loaded.notice)

@@ -125,9 +125,33 @@ class LoadedEmbedder:
     notice: str | None  # set when the requested model could not be loaded and a fallback runs instead
 
 
-def load_embedder(model_name: str, *, batch_size: int = 64) -> LoadedEmbedder:
+DEFAULT_MODEL_CACHE = Path("data") / "models"
+
+
+def _local_model_dir(model_name: str) -> Path | None:
+    if model_name.startswith(BUNDLED_PREFIX):
+        return bundled_model_path() if model_name == BUNDLED_MODEL else None
+    path = Path(model_name)
+    return path if path.is_dir() and (path / "tokenizer.json").is_file() else None
+
+
+def load_embedder(model_name: str, *, batch_size: int = 64, runtime: str = "torch",
+                  cache_dir: Path | str | None = None) -> LoadedEmbedder:
     """Load the configured model; if it cannot be loaded (no hub access, bad name), fall back to the bundled
-    MiniLM and say so."""
+    MiniLM and say so. runtime 'onnx' / 'onnx-int8' runs the same model on ONNX Runtime from a file exported
+    once into `cache_dir` (beside the database); the vectors carry the runtime in their model id. A model that is
+    not a local folder, or an export that fails, runs on torch instead, with a notice."""
+    from core.onnx_runtime import RUNTIMES
+
+    if runtime not in RUNTIMES:
+        raise ValueError(f"unknown embedding runtime {runtime!r}; choose one of {', '.join(RUNTIMES)}")
+    if runtime != "torch":
+        loaded = _load_onnx(model_name, batch_size, runtime, Path(cache_dir or DEFAULT_MODEL_CACHE))
+        if loaded.notice is None:
+            return loaded
+        torch_loaded = load_embedder(model_name, batch_size=batch_size)
+        notice = loaded.notice + (f"; {torch_loaded.notice}" if torch_loaded.notice else "")
+        return LoadedEmbedder(torch_loaded.embedder, model_name, notice)
     emb = SentenceTransformerEmbedder(model_name, batch_size=batch_size)
     try:
         emb.warm_up()
@@ -142,6 +166,32 @@ def load_embedder(model_name: str, *, batch_size: int = 64) -> LoadedEmbedder:
             fallback, model_name,
             f"embedding model '{model_name}' could not be loaded ({reason}); using the bundled {BUNDLED_MODEL} instead",
         )
+
+
+def _load_onnx(model_name: str, batch_size: int, runtime: str, cache_dir: Path) -> LoadedEmbedder:
+    """An OnnxEmbedder, or a LoadedEmbedder whose notice says why not (its embedder is then unused)."""
+    from core.onnx_runtime import OnnxEmbedder, ensure_model
+
+    model_dir = _local_model_dir(model_name)
+    if model_dir is None:
+        return LoadedEmbedder(_Unavailable(), model_name,
+                              f"embedding runtime '{runtime}' needs a local model folder; '{model_name}' runs on torch")
+    try:
+        path = ensure_model(model_dir, model_name, runtime, cache_dir)
+        return LoadedEmbedder(OnnxEmbedder(model_name, model_dir, path, runtime, batch_size=batch_size),
+                              model_name, None)
+    except Exception as exc:  # a failed export or a broken cached file is reported, and torch takes over
+        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        return LoadedEmbedder(_Unavailable(), model_name,
+                              f"embedding runtime '{runtime}' could not be loaded ({reason}); running on torch")
+
+
+class _Unavailable:
+    model_id = ""
+    languages = None
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:  # pragma: no cover - never handed out
+        raise RuntimeError("no embedder")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,212 @@
+"""Embedding runtimes side by side: torch vs onnx vs onnx-int8 on a SciFact subsample (issue #14).
+
+Run from the repo root:  .venv/bin/python bench/onnx.py [--docs 400] [--slices 8]
+
+One process, all three runtimes loaded. The abstracts are cut into slices; every slice is encoded by each runtime
+back to back, in an order that rotates per slice, so a change in machine load hits all three alike. Rankings: every
+runtime encodes the test queries whose relevant abstracts all fall in the subsample; dense cosine top-10 against its
+own document vectors; top-10 overlap with torch's ranking and nDCG@10 against the qrels. Bar for the default runtime:
+overlap >= 0.95 and nDCG@10 within 0.005 of torch; the fastest runtime meeting it is the recommendation.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+_HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(_HERE))
+from _common import ROOT, datasets_dir, machine_info, table, utc_now, write_result  # noqa: E402
+
+# This file is named onnx.py: with its folder on sys.path, `import onnx` (export, quantisation) would find it
+# instead of the onnx package. _common is imported; the folder can go.
+sys.path[:] = [p for p in sys.path if p and Path(p).resolve() != _HERE]
+
+import numpy as np  # noqa: E402
+
+from core.embed import BUNDLED_MODEL, load_embedder, one_torch_thread  # noqa: E402
+
+RUNTIMES = ("torch", "onnx", "onnx-int8")
+OVERLAP_BAR = 0.95
+NDCG_BAR = 0.005
+
+
+def load_subsample(root: Path, n_docs: int) -> tuple[list[str], list[str], dict[str, str], dict[str, dict[str, int]]]:
+    """(doc ids, doc texts, {query id: text}, qrels) : the relevant abstracts of the test queries first (in query
+    order, while they fit), then the corpus in file order up to n_docs. Only queries whose every relevant abstract
+    is in the subsample are kept, so nDCG is computed against a complete judgement."""
+    base = root / "beir_scifact"
+    corpus: dict[str, str] = {}
+    order: list[str] = []
+    with (base / "corpus.jsonl").open() as f:
+        for line in f:
+            row = json.loads(line)
+            corpus[row["_id"]] = f"{row['title']}\n\n{row['text']}"
+            order.append(row["_id"])
+    qrels: dict[str, dict[str, int]] = {}
+    with (base / "qrels" / "test.tsv").open() as f:
+        next(f)
+        for line in f:
+            q, d, s = line.rstrip("\n").split("\t")
+            qrels.setdefault(q, {})[d] = int(s)
+    chosen: list[str] = []
+    seen: set[str] = set()
+    for q, rel in qrels.items():
+        new = [d for d in rel if d not in seen and d in corpus]
+        if len(chosen) + len(new) > n_docs // 2:  # half relevant, half the rest: distractors matter for ranking
+            break
+        chosen += new
+        seen.update(new)
+    for d in order:
+        if len(chosen) >= n_docs:
+            break
+        if d not in seen:
+            chosen.append(d)
+            seen.add(d)
+    queries: dict[str, str] = {}
+    with (base / "queries.jsonl").open() as f:
+        for line in f:
+            row = json.loads(line)
+            if row["_id"] in qrels and all(d in seen for d in qrels[row["_id"]]):
+                queries[row["_id"]] = row["text"]
+    return chosen, [corpus[d] for d in chosen], queries, {q: qrels[q] for q in queries}
+
+
+def ndcg10(ranked: Sequence[str], rel: dict[str, int]) -> float:
+    dcg = sum(rel.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:10]))
+    ideal = sorted(rel.values(), reverse=True)[:10]
+    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--docs", type=int, default=400)
+    ap.add_argument("--slices", type=int, default=8)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--latency-queries", type=int, default=30, help="single-query encodes timed per runtime")
+    ap.add_argument("--datasets", default=None)
+    ap.add_argument("--model-cache", type=Path, default=ROOT / "data" / "models")
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args(argv)
+
+    machine = machine_info()
+    ids, texts, queries, qrels = load_subsample(datasets_dir(args.datasets), args.docs)
+    print(f"{len(texts)} abstracts, {len(queries)} test queries fully judged inside them", flush=True)
+
+    embedders: dict[str, Any] = {}
+    load_s: dict[str, float] = {}
+    for rt in RUNTIMES:
+        t = time.perf_counter()
+        loaded = load_embedder(BUNDLED_MODEL, batch_size=args.batch_size, runtime=rt, cache_dir=args.model_cache)
+        if loaded.notice:
+            sys.exit(f"runtime {rt}: {loaded.notice}")
+        embedders[rt] = loaded.embedder
+        for _ in range(2):  # warm-up: first calls allocate and pick kernels
+            loaded.embedder.encode(["warm-up sentence about a protein and a cell line"] * args.batch_size)
+        load_s[rt] = time.perf_counter() - t
+        print(f"  {rt}: loaded + exported if missing + warmed in {load_s[rt]:.1f}s ({loaded.embedder.model_id})",
+              flush=True)
+    machine["torch_threads"] = sys.modules["torch"].get_num_threads()
+
+    cuts = [round(i * len(texts) / args.slices) for i in range(args.slices + 1)]
+    seconds = {rt: [] for rt in RUNTIMES}
+    vecs: dict[str, list[np.ndarray]] = {rt: [] for rt in RUNTIMES}
+    for s in range(args.slices):
+        part = texts[cuts[s]:cuts[s + 1]]
+        rot = RUNTIMES[s % 3:] + RUNTIMES[:s % 3]
+        for rt in rot:
+            t = time.perf_counter()
+            v = embedders[rt].encode(part)
+            seconds[rt].append(time.perf_counter() - t)
+            vecs[rt].append(np.asarray(v, dtype=np.float32))
+        print(f"  slice {s + 1}/{args.slices}: {len(part)} docs, "
+              + ", ".join(f"{rt} {seconds[rt][-1]:.1f}s" for rt in RUNTIMES)
+              + f"; load {os.getloadavg()[0]:.1f}", flush=True)
+    doc_vecs = {rt: np.concatenate(vecs[rt]) for rt in RUNTIMES}
+
+    # Single-query latency, interleaved the same way; queries run the way the pipeline runs them (torch: one thread).
+    qids = list(queries)
+    qtexts = [queries[q] for q in qids]
+    latency = {rt: [] for rt in RUNTIMES}
+    for i, qt in enumerate(qtexts[:args.latency_queries]):
+        for rt in RUNTIMES[i % 3:] + RUNTIMES[:i % 3]:
+            t = time.perf_counter()
+            with one_torch_thread():
+                embedders[rt].encode([qt])
+            latency[rt].append(1000 * (time.perf_counter() - t))
+    qvecs = {}
+    for rt in RUNTIMES:
+        with one_torch_thread():
+            qvecs[rt] = np.asarray(embedders[rt].encode(qtexts), dtype=np.float32)
+
+    def top10(rt: str) -> list[list[str]]:
+        scores = qvecs[rt] @ doc_vecs[rt].T
+        return [[ids[j] for j in np.argsort(-row, kind="stable")[:10]] for row in scores]
+
+    tops = {rt: top10(rt) for rt in RUNTIMES}
+    n_docs = len(texts)
+    results: dict[str, Any] = {}
+    for rt in RUNTIMES:
+        total = sum(seconds[rt])
+        cos_docs = np.sum(doc_vecs[rt] * doc_vecs["torch"], axis=1)
+        cos_q = np.sum(qvecs[rt] * qvecs["torch"], axis=1)
+        overlap = [len(set(a) & set(b)) / 10 for a, b in zip(tops[rt], tops["torch"])]
+        nd = [ndcg10(t, qrels[q]) for t, q in zip(tops[rt], qids)]
+        results[rt] = {
+            "model_id": embedders[rt].model_id, "encode_s": total, "docs_per_s": n_docs / total,
+            "encode_s_per_slice": seconds[rt], "load_export_warm_s": load_s[rt],
+            "query_latency_ms_median": statistics.median(latency[rt]) if latency[rt] else None,
+            "query_latency_ms_p90": (sorted(latency[rt])[int(0.9 * (len(latency[rt]) - 1))] if latency[rt] else None),
+            "worst_cosine_to_torch_docs": float(cos_docs.min()), "mean_cosine_to_torch_docs": float(cos_docs.mean()),
+            "worst_cosine_to_torch_queries": float(cos_q.min()),
+            "max_abs_diff_to_torch": float(np.abs(doc_vecs[rt] - doc_vecs["torch"]).max()),
+            "top10_overlap_with_torch": statistics.fmean(overlap), "min_top10_overlap": min(overlap),
+            "ndcg@10": statistics.fmean(nd),
+        }
+    base = results["torch"]
+    for rt in RUNTIMES:
+        r = results[rt]
+        r["speedup_vs_torch"] = base["encode_s"] / r["encode_s"]
+        r["speedup_vs_torch_per_slice"] = [b / x for b, x in zip(base["encode_s_per_slice"], r["encode_s_per_slice"])]
+        r["ndcg_delta_vs_torch"] = r["ndcg@10"] - base["ndcg@10"]
+        r["meets_bar"] = (r["top10_overlap_with_torch"] >= OVERLAP_BAR and abs(r["ndcg_delta_vs_torch"]) <= NDCG_BAR)
+    passing = [rt for rt in RUNTIMES if results[rt]["meets_bar"]]
+    fastest = max(passing, key=lambda rt: results[rt]["speedup_vs_torch"])
+
+    rows = [[rt, r["encode_s"], r["docs_per_s"], r["speedup_vs_torch"], r["query_latency_ms_median"],
+             r["worst_cosine_to_torch_docs"], r["top10_overlap_with_torch"], r["ndcg@10"], r["meets_bar"]]
+            for rt, r in results.items()]
+    print()
+    print(table(["runtime", "encode s", "docs/s", "x torch", "query ms (median)", "worst cos", "top-10 overlap",
+                 "nDCG@10", "meets bar"], rows))
+    print(f"\nfastest runtime meeting the bar (overlap >= {OVERLAP_BAR}, |dnDCG| <= {NDCG_BAR}): {fastest}; "
+          f"load average now {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+
+    payload = {
+        "benchmark": "onnx",
+        "timestamp": utc_now(),
+        "command": "python bench/onnx.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "machine": machine,
+        "parameters": {"docs": n_docs, "queries": len(qids), "slices": args.slices, "batch_size": args.batch_size,
+                       "model": BUNDLED_MODEL, "subsample": "relevant abstracts of test queries (up to half), then "
+                       "corpus order; queries kept only if all their relevant abstracts are in",
+                       "int8": "dynamic, per-channel QInt8 weights of the feed-forward MatMuls only"},
+        "bar": {"top10_overlap_min": OVERLAP_BAR, "ndcg_delta_max": NDCG_BAR},
+        "runtimes": results,
+        "fastest_meeting_bar": fastest,
+        "load_avg_at_end": list(os.getloadavg()),
+    }
+    path = write_result("onnx", payload, args.out)
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

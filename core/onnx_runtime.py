@@ -1,0 +1,274 @@
+"""ONNX Runtime for the sentence-embedding model: local export of a sentence-transformers folder, graph
+optimisation, selective int8 quantisation, and an Embedder that runs it.
+
+Why not sentence-transformers' own backend="onnx": it goes through `optimum`, whose releases conflict with the
+pinned transformers. The export here needs only torch (already installed), onnx and onnxruntime.
+
+The graph computes the whole sentence embedding (transformer -> mean pooling over the attention mask -> L2
+normalise), so the runtime side is tokenise + one session.run per batch.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Literal, Sequence
+
+import numpy as np
+
+Runtime = Literal["torch", "onnx", "onnx-int8"]
+RUNTIMES: tuple[str, ...] = ("torch", "onnx", "onnx-int8")
+
+# Bump when the export recipe changes, so a cached file made by an older recipe is rebuilt, not reused.
+_RECIPE = "v1"
+
+
+def model_id_for(model_name: str, runtime: str) -> str:
+    """The id stored with every vector. torch keeps the bare name (the vectors already in existing databases were
+    made by torch); another runtime makes different vectors, so it gets its own id and they never mix."""
+    if runtime not in RUNTIMES:
+        raise ValueError(f"unknown embedding runtime {runtime!r}; choose one of {', '.join(RUNTIMES)}")
+    return model_name if runtime == "torch" else f"{model_name}@{runtime}"
+
+
+def _safe_name(model_name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in model_name).strip("_") or "model"
+
+
+def cached_model_path(cache_dir: Path, model_name: str, runtime: str) -> Path:
+    return Path(cache_dir) / f"{_safe_name(model_name)}-{runtime}-{_RECIPE}.onnx"
+
+
+def _max_seq_length(model_dir: Path) -> int:
+    cfg = model_dir / "sentence_bert_config.json"
+    if cfg.is_file():
+        value = json.loads(cfg.read_text()).get("max_seq_length")
+        if value:
+            return int(value)
+    return 512
+
+
+def _check_mean_pooling(model_dir: Path) -> None:
+    """The exported graph hard-codes mean pooling + normalise; refuse a folder that says otherwise rather than
+    producing vectors that silently differ from the torch runtime's."""
+    pool = model_dir / "1_Pooling" / "config.json"
+    if pool.is_file():
+        cfg = json.loads(pool.read_text())
+        if not cfg.get("pooling_mode_mean_tokens", False) or any(
+                cfg.get(k) for k in ("pooling_mode_cls_token", "pooling_mode_max_tokens",
+                                     "pooling_mode_mean_sqrt_len_tokens")):
+            raise ValueError(f"{model_dir}: only mean pooling is supported by the ONNX export")
+    modules = model_dir / "modules.json"
+    if modules.is_file():
+        kinds = [m.get("type", "") for m in json.loads(modules.read_text())]
+        if not any(k.endswith("Normalize") for k in kinds):
+            raise ValueError(f"{model_dir}: the ONNX export normalises; this model does not")
+
+
+def _atomic_target(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".part", dir=path.parent)
+    os.close(fd)
+    os.chmod(tmp, 0o644)  # mkstemp makes it private; the cached model is as readable as the database beside it
+    return Path(tmp)
+
+
+def export_fp32(model_dir: Path, out: Path, *, opset: int = 17) -> Path:
+    """torch.onnx export (TorchScript exporter) of transformer + mean pooling + normalise, dynamic batch and length.
+    Written to a temporary file and renamed, so a killed export never leaves a half file that looks cached."""
+    import torch
+    from transformers import AutoModel
+
+    _check_mean_pooling(model_dir)
+    # eager attention: the traced graph has the plain MatMul/Softmax pattern onnxruntime's optimiser fuses.
+    bert = AutoModel.from_pretrained(str(model_dir), attn_implementation="eager").eval()
+
+    class SentenceEmbedding(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids, attention_mask, token_type_ids):  # noqa: ANN001, ANN201
+            hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask,
+                               token_type_ids=token_type_ids).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            summed = (hidden * mask).sum(dim=1)
+            mean = summed / mask.sum(dim=1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(mean, p=2.0, dim=1)
+
+    ids = torch.tensor([[101, 7592, 2088, 102], [101, 7592, 102, 0]], dtype=torch.long)
+    mask = (ids != 0).long()
+    tmp = _atomic_target(out)
+    try:
+        with torch.no_grad():
+            torch.onnx.export(
+                SentenceEmbedding().eval(), (ids, mask, torch.zeros_like(ids)), str(tmp), dynamo=False,
+                input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["sentence_embedding"],
+                dynamic_axes={"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
+                              "token_type_ids": {0: "batch", 1: "seq"}, "sentence_embedding": {0: "batch"}},
+                opset_version=opset, do_constant_folding=True,
+            )
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
+
+
+def optimise(fp32: Path, out: Path, model_dir: Path) -> Path:
+    """onnxruntime's transformer optimiser (fused attention, layer norm, GELU); the same maths, fewer kernels."""
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    cfg = json.loads((model_dir / "config.json").read_text())
+    opt = optimize_model(str(fp32), model_type="bert", num_heads=int(cfg["num_attention_heads"]),
+                         hidden_size=int(cfg["hidden_size"]), opt_level=1)
+    tmp = _atomic_target(out)
+    try:
+        opt.save_model_to_file(str(tmp))
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
+
+
+def feed_forward_matmuls(onnx_path: Path) -> list[str]:
+    """Names of the MatMul nodes whose weight is a feed-forward matrix (hidden x intermediate or back). Chosen by
+    weight shape, not by node name, so it survives the optimiser renaming nodes. Measured (issue #14): quantising
+    every MatMul dropped the worst-case cosine to torch to 0.85; attention projections are the sensitive part."""
+    import onnx
+
+    model = onnx.load(str(onnx_path), load_external_data=False)
+    shapes = {init.name: tuple(init.dims) for init in model.graph.initializer}
+    # BERT-style feed-forward weights are hidden x 4*hidden and back (MiniLM: 384 x 1536); attention projections
+    # are square (or 3x packed into the fused Attention node), embeddings are not MatMul weights at all.
+    names: list[str] = []
+    for node in model.graph.node:
+        if node.op_type != "MatMul":
+            continue
+        for inp in node.input:
+            s = shapes.get(inp)
+            if s is not None and len(s) == 2 and min(s) >= 16 and 3.5 <= max(s) / min(s) <= 8:
+                names.append(node.name)
+                break
+    return names
+
+
+def quantise_int8(src: Path, out: Path, *, nodes: Sequence[str] | None = None) -> Path:
+    """Dynamic int8 (weights per output channel, activations quantised at run time) of the feed-forward MatMuls."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    selected = list(nodes) if nodes is not None else feed_forward_matmuls(src)
+    if not selected:
+        raise ValueError(f"{src}: no feed-forward MatMul found to quantise")
+    tmp = _atomic_target(out)
+    try:
+        quantize_dynamic(str(src), str(tmp), weight_type=QuantType.QInt8, per_channel=True,
+                         nodes_to_quantize=selected, op_types_to_quantize=["MatMul"],
+                         # the optimiser's fused ops (com.microsoft domain) defeat shape inference; all is float
+                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
+
+
+_EXPORT_LOCK = threading.Lock()
+
+
+def ensure_model(model_dir: Path, model_name: str, runtime: str, cache_dir: Path) -> Path:
+    """The cached .onnx file for (model, runtime), exported (and optimised / quantised) when missing."""
+    if runtime not in ("onnx", "onnx-int8"):
+        raise ValueError(f"no ONNX file for runtime {runtime!r}")
+    target = cached_model_path(cache_dir, model_name, runtime)
+    with _EXPORT_LOCK:
+        if target.is_file():
+            return target
+        fp32 = cached_model_path(cache_dir, model_name, "onnx")
+        if not fp32.is_file():
+            raw = cached_model_path(cache_dir, model_name, "raw")
+            export_fp32(model_dir, raw)
+            try:
+                optimise(raw, fp32, model_dir)
+            except Exception:  # noqa: BLE001 - an optimiser that cannot handle the graph leaves the plain export
+                os.replace(raw, fp32)
+            raw.unlink(missing_ok=True)
+        if runtime == "onnx-int8":
+            quantise_int8(fp32, target)
+        return target
+
+
+class OnnxEmbedder:
+    """Embedder over an exported sentence-embedding graph. Tokenises with the model folder's tokenizer.json (the
+    same fast tokenizer sentence-transformers uses: truncation at max_seq_length, padding to the longest text of
+    the batch), sorts texts by length so a batch pads little, and returns float32 unit vectors in input order."""
+
+    def __init__(self, model_name: str, model_dir: Path, onnx_path: Path, runtime: str, *, batch_size: int = 64,
+                 threads: int | None = None) -> None:
+        from tokenizers import Tokenizer
+
+        self.model_name = model_name
+        self.runtime = runtime
+        self.model_id = model_id_for(model_name, runtime)
+        self.batch_size = batch_size
+        self.onnx_path = Path(onnx_path)
+        from core.embed import declared_languages
+
+        self.languages = declared_languages(model_name)
+        self.max_seq_length = _max_seq_length(model_dir)
+        self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self._tokenizer.enable_truncation(max_length=self.max_seq_length)
+        self._tokenizer.no_padding()
+        self._threads = threads or max(1, min(os.cpu_count() or 1, 4))
+        self._sessions: dict[int, object] = {}
+        self._lock = threading.Lock()
+        self._session(self._threads)  # load now: a broken file fails at load time, not on the first query
+        self.dim = int(self.encode(["dimension probe"]).shape[1])
+
+    def _session(self, threads: int):  # noqa: ANN202 - onnxruntime type stays out of the signature
+        with self._lock:
+            sess = self._sessions.get(threads)
+            if sess is None:
+                import onnxruntime as ort
+
+                opts = ort.SessionOptions()
+                opts.intra_op_num_threads = threads
+                opts.inter_op_num_threads = 1
+                # No busy-waiting between kernels: on a shared 2-core machine spinning threads steal the CPU the
+                # other thread (and every other process) needs.
+                opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+                sess = ort.InferenceSession(str(self.onnx_path), opts, providers=["CPUExecutionProvider"])
+                self._sessions[threads] = sess
+            return sess
+
+    def _batch(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        encs = self._tokenizer.encode_batch(list(texts))
+        width = max(len(e.ids) for e in encs)
+        ids = np.zeros((len(encs), width), dtype=np.int64)
+        mask = np.zeros((len(encs), width), dtype=np.int64)
+        types = np.zeros((len(encs), width), dtype=np.int64)
+        for i, e in enumerate(encs):
+            n = len(e.ids)
+            ids[i, :n] = e.ids
+            mask[i, :n] = 1
+            types[i, :n] = e.type_ids
+        return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
+        # A handful of texts (a query) runs on one thread: two threads on a busy 2-core machine wait on each
+        # other longer than one thread computes (the same reason as core.embed.one_torch_thread).
+        sess = self._session(1 if len(texts) <= 4 else self._threads)
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        out = np.empty((len(texts), 0), dtype=np.float32)
+        parts: list[np.ndarray] = []
+        for at in range(0, len(order), self.batch_size):
+            chunk = [texts[i] for i in order[at:at + self.batch_size]]
+            parts.append(np.asarray(sess.run(["sentence_embedding"], self._batch(chunk))[0], dtype=np.float32))
+        sorted_vecs = np.concatenate(parts, axis=0)
+        out = np.empty_like(sorted_vecs)
+        out[np.asarray(order)] = sorted_vecs
+        return out

@@ -1,0 +1,155 @@
+"""ONNX embedding runtime (core/onnx_runtime.py): export, optimise, int8, cache, and vectors equal to torch's.
+
+The fast tests export a tiny random BERT (2 layers, hidden 32) that uses the bundled model's real tokenizer, saved
+as a sentence-transformers folder: the same code path as the real model in a second or two. The real MiniLM export
+(~30 s on the shared machine) is the slow test."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnxruntime")
+
+from core import onnx_runtime as ort_rt  # noqa: E402
+from core.embed import BUNDLED_MODEL, bundled_model_path, load_embedder  # noqa: E402
+
+SENTENCES = [
+    "A protein binds the receptor.",
+    "Vitamin D deficiency is associated with a higher risk of fractures in elderly women, says a cohort study.",
+    "",
+    "word " * 100,  # longer than the tiny folder's max_seq_length (24): truncated the same way on both sides
+    "Ünïcödé and punctuation!?",
+]
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import torch
+    from transformers import BertConfig, BertModel
+
+    folder = tmp_path_factory.mktemp("tiny_st")
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=128, max_position_embeddings=64)
+    BertModel(cfg).eval().save_pretrained(str(folder))
+    src = bundled_model_path()
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        shutil.copy(src / name, folder / name)
+    (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 24, "do_lower_case": False}))
+    (folder / "1_Pooling").mkdir()
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps({
+        "word_embedding_dimension": 32, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": True,
+        "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False}))
+    (folder / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]))
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_cache(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    cache = tmp_path_factory.mktemp("models")
+    ort_rt.ensure_model(tiny_model, str(tiny_model), "onnx-int8", cache)  # exports fp32 on the way
+    return cache
+
+
+def _torch_vectors(folder: Path) -> np.ndarray:
+    from sentence_transformers import SentenceTransformer
+
+    st = SentenceTransformer(str(folder), device="cpu")
+    return st.encode(SENTENCES, normalize_embeddings=True, convert_to_numpy=True, batch_size=2)
+
+
+def test_model_id_carries_the_runtime_and_torch_keeps_the_bare_name() -> None:
+    assert ort_rt.model_id_for(BUNDLED_MODEL, "torch") == BUNDLED_MODEL  # existing databases keep their vectors
+    ids = {ort_rt.model_id_for(BUNDLED_MODEL, rt) for rt in ort_rt.RUNTIMES}
+    assert ids == {BUNDLED_MODEL, BUNDLED_MODEL + "@onnx", BUNDLED_MODEL + "@onnx-int8"}
+    with pytest.raises(ValueError, match="unknown embedding runtime"):
+        ort_rt.model_id_for(BUNDLED_MODEL, "tensorrt")
+    with pytest.raises(ValueError, match="unknown embedding runtime"):
+        load_embedder(BUNDLED_MODEL, runtime="tensorrt")
+
+
+def test_onnx_fp32_vectors_equal_torch(tiny_model: Path, tiny_cache: Path) -> None:
+    path = ort_rt.cached_model_path(tiny_cache, str(tiny_model), "onnx")
+    emb = ort_rt.OnnxEmbedder(str(tiny_model), tiny_model, path, "onnx", batch_size=2)
+    got = emb.encode(SENTENCES)
+    want = _torch_vectors(tiny_model)
+    assert got.shape == (len(SENTENCES), 32) and got.dtype == np.float32
+    np.testing.assert_allclose(got, want, atol=1e-4)
+    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    assert emb.encode([]).shape == (0, 32)
+    # A single text (the one-thread session) gives the same vector as inside a batch.
+    np.testing.assert_allclose(emb.encode([SENTENCES[1]])[0], got[1], atol=1e-5)
+
+
+def test_int8_quantises_only_the_feed_forward_matmuls(tiny_model: Path, tiny_cache: Path) -> None:
+    import onnx
+
+    fp32 = ort_rt.cached_model_path(tiny_cache, str(tiny_model), "onnx")
+    int8 = ort_rt.cached_model_path(tiny_cache, str(tiny_model), "onnx-int8")
+    # 2 layers x (intermediate, output) dense; attention projections (32 x 32) are left in float.
+    names = ort_rt.feed_forward_matmuls(fp32)
+    assert len(names) == 4 and all("intermediate" in n or "output/dense" in n for n in names)
+    assert not any("attention" in n for n in names)
+    ops = [n.op_type for n in onnx.load(str(int8)).graph.node]
+    assert ops.count("MatMulInteger") + ops.count("DynamicQuantizeMatMul") == 4
+    emb = ort_rt.OnnxEmbedder(str(tiny_model), tiny_model, int8, "onnx-int8")
+    got, want = emb.encode(SENTENCES), _torch_vectors(tiny_model)
+    assert emb.model_id.endswith("@onnx-int8")
+    cos = np.sum(got * want, axis=1)
+    assert cos.min() > 0.98 and np.abs(got - want).max() > 1e-6  # close, but really quantised
+
+
+def test_cached_export_is_reused_and_rebuilt_when_missing(tiny_model: Path, tmp_path: Path) -> None:
+    loaded = load_embedder(str(tiny_model), runtime="onnx", cache_dir=tmp_path)
+    assert loaded.notice is None and loaded.embedder.model_id == f"{tiny_model}@onnx"
+    path = ort_rt.cached_model_path(tmp_path, str(tiny_model), "onnx")
+    stamp = path.stat().st_mtime_ns
+    assert ort_rt.ensure_model(tiny_model, str(tiny_model), "onnx", tmp_path) == path
+    assert path.stat().st_mtime_ns == stamp  # cached: not exported again
+    assert not list(tmp_path.glob("*.part")) and not list(tmp_path.glob("*raw*"))  # no leftovers
+    path.unlink()
+    ort_rt.ensure_model(tiny_model, str(tiny_model), "onnx", tmp_path)
+    assert path.is_file()
+
+
+def test_a_model_that_is_not_a_local_folder_runs_on_torch_and_says_so(tmp_path: Path) -> None:
+    from core.embed import _load_onnx
+
+    loaded = _load_onnx("sentence-transformers/some-hub-model", 8, "onnx", tmp_path)
+    assert loaded.notice is not None and "runs on torch" in loaded.notice
+
+
+def test_a_broken_cached_file_is_reported_not_hidden(tiny_model: Path, tmp_path: Path) -> None:
+    from core.embed import _load_onnx
+
+    ort_rt.cached_model_path(tmp_path, str(tiny_model), "onnx").write_bytes(b"not an onnx file")
+    loaded = _load_onnx(str(tiny_model), 8, "onnx", tmp_path)
+    assert loaded.notice is not None and "could not be loaded" in loaded.notice and "torch" in loaded.notice
+
+
+def test_export_refuses_a_model_that_is_not_mean_pooled(tiny_model: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "cls"
+    shutil.copytree(tiny_model, folder)
+    cfg = json.loads((folder / "1_Pooling" / "config.json").read_text())
+    cfg.update(pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match="mean pooling"):
+        ort_rt.export_fp32(folder, tmp_path / "x.onnx")
+    assert not (tmp_path / "x.onnx").exists()
+
+
+@pytest.mark.slow
+def test_bundled_minilm_onnx_equals_torch(tmp_path: Path) -> None:
+    torch_emb = load_embedder(BUNDLED_MODEL).embedder
+    onnx_emb = load_embedder(BUNDLED_MODEL, runtime="onnx", cache_dir=tmp_path)
+    assert onnx_emb.notice is None and onnx_emb.embedder.model_id == BUNDLED_MODEL + "@onnx"
+    np.testing.assert_allclose(onnx_emb.embedder.encode(SENTENCES), torch_emb.encode(SENTENCES), atol=1e-4)
+    int8 = load_embedder(BUNDLED_MODEL, runtime="onnx-int8", cache_dir=tmp_path).embedder
+    assert float(np.sum(int8.encode(SENTENCES) * torch_emb.encode(SENTENCES), axis=1).min()) > 0.97
