@@ -208,7 +208,9 @@ def text_key(model_id: str, text: str) -> str:
 
 
 class TokenCache:
-    """In-memory LRU of token matrices keyed by (model id, text sha256), bounded in bytes."""
+    """In-memory LRU of token matrices keyed by (model id, text sha256), bounded in bytes: it never holds more than
+    max_bytes (a matrix bigger than the whole budget is not kept at all). A corpus's token vectors can be many times
+    the budget (SciFact: ~2 GB); the persistent store holds them all and a query reads its <= 50 candidates from it."""
 
     def __init__(self, max_bytes: int = 256 * 1024 * 1024) -> None:
         self.max_bytes = max_bytes
@@ -228,11 +230,13 @@ class TokenCache:
             old = self._items.pop((model_id, sha), None)
             if old is not None:
                 self._bytes -= old.nbytes
-            self._items[(model_id, sha)] = tm
-            self._bytes += tm.nbytes
-            while self._bytes > self.max_bytes and len(self._items) > 1:
+            if tm.nbytes > self.max_bytes:
+                return  # the caller still has it; keeping it would break the budget
+            while self._items and self._bytes + tm.nbytes > self.max_bytes:
                 _, dropped = self._items.popitem(last=False)
                 self._bytes -= dropped.nbytes
+            self._items[(model_id, sha)] = tm
+            self._bytes += tm.nbytes
 
     def __len__(self) -> int:
         return len(self._items)
