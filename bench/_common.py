@@ -211,16 +211,22 @@ def command_line(argv: Sequence[str] | None = None, script: str | None = None) -
 
 
 def run_record(argv: Sequence[str] | None = None, script: str | None = None) -> dict[str, Any]:
-    """What ties a results file to its run: commit (+ dirty flag), UTC start/end, load average at start and end,
-    and the exact command line."""
+    """What ties a results file to its run: the commit the code was loaded from (+ dirty flag and paths, at the
+    start), UTC start/end, load average at start and end, and the exact command line. In a shared tree HEAD can move
+    during a long run: `commit_at_end` says so when it did."""
+    end = git_state()
     return {
-        **git_state(),
+        **_GIT_AT_START,
+        **({"commit_at_end": end["commit"]} if end["commit"] != _GIT_AT_START["commit"] else {}),
         "started_at": _STARTED_AT,
         "finished_at": utc_now(),
         "load_avg_start": _LOAD_AT_START,
         "load_avg_end": _load_avg(),
         "command": command_line(argv, script),
     }
+
+
+_GIT_AT_START = git_state()  # at import, i.e. when the bench started and loaded the code it measures
 
 
 def write_result(name: str, payload: dict[str, Any], out: Path | None = None, *, argv: Sequence[str] | None = None,

@@ -53,6 +53,8 @@ def caption(file: str, d: dict[str, Any]) -> str:
     commit = run.get("commit")
     if commit:
         commit_s = f"commit `{commit[:12]}`" + (" (tree had uncommitted changes)" if run.get("dirty") else "")
+        if run.get("commit_at_end"):
+            commit_s += f", HEAD at `{run['commit_at_end'][:12]}` by its end"
     else:
         commit_s = "commit not recorded"
     when = _when(d) or "time not recorded"
