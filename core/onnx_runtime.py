@@ -5,7 +5,8 @@ Why not sentence-transformers' own backend="onnx": it goes through `optimum`, wh
 pinned transformers. The export here needs only torch (already installed), onnx and onnxruntime.
 
 The graph computes the whole sentence embedding (transformer -> mean pooling over the attention mask -> L2
-normalise), so the runtime side is tokenise + one session.run per batch.
+normalise), so the runtime side is tokenise + one session.run per batch. It also outputs the last hidden state, so
+the late-interaction reranker and late chunking get token vectors from the same runtime (OnnxTokenEncoder).
 """
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ Runtime = Literal["torch", "onnx", "onnx-int8"]
 RUNTIMES: tuple[str, ...] = ("torch", "onnx", "onnx-int8")
 
 # Bump when the export recipe changes, so a cached file made by an older recipe is rebuilt, not reused.
-_RECIPE = "v1"
+# v2: the graph also outputs the contextual token vectors (late-interaction rerank, late chunking).
+_RECIPE = "v2"
 
 
 def model_id_for(model_name: str, runtime: str) -> str:
@@ -96,7 +98,7 @@ def export_fp32(model_dir: Path, out: Path, *, opset: int = 17) -> Path:
             mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
             summed = (hidden * mask).sum(dim=1)
             mean = summed / mask.sum(dim=1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(mean, p=2.0, dim=1)
+            return torch.nn.functional.normalize(mean, p=2.0, dim=1), hidden
 
     ids = torch.tensor([[101, 7592, 2088, 102], [101, 7592, 102, 0]], dtype=torch.long)
     mask = (ids != 0).long()
@@ -105,9 +107,11 @@ def export_fp32(model_dir: Path, out: Path, *, opset: int = 17) -> Path:
         with torch.no_grad():
             torch.onnx.export(
                 SentenceEmbedding().eval(), (ids, mask, torch.zeros_like(ids)), str(tmp), dynamo=False,
-                input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["sentence_embedding"],
+                input_names=["input_ids", "attention_mask", "token_type_ids"],
+                output_names=["sentence_embedding", "token_embeddings"],
                 dynamic_axes={"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
-                              "token_type_ids": {0: "batch", 1: "seq"}, "sentence_embedding": {0: "batch"}},
+                              "token_type_ids": {0: "batch", 1: "seq"}, "sentence_embedding": {0: "batch"},
+                              "token_embeddings": {0: "batch", 1: "seq"}},
                 opset_version=opset, do_constant_folding=True,
             )
         os.replace(tmp, out)
@@ -217,7 +221,8 @@ class OnnxEmbedder:
 
         self.languages = declared_languages(model_name)
         self.max_seq_length = _max_seq_length(model_dir)
-        self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self.tokenizer_path = model_dir / "tokenizer.json"
+        self._tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
         self._tokenizer.enable_truncation(max_length=self.max_seq_length)
         self._tokenizer.no_padding()
         self._threads = threads or max(1, min(os.cpu_count() or 1, 4))
@@ -271,4 +276,52 @@ class OnnxEmbedder:
         sorted_vecs = np.concatenate(parts, axis=0)
         out = np.empty_like(sorted_vecs)
         out[np.asarray(order)] = sorted_vecs
+        return out
+
+    def window_encoder(self) -> "OnnxTokenEncoder":
+        """Token vectors for late interaction / late chunking from this runtime (core.rerank.window_encoder_for)."""
+        return OnnxTokenEncoder(self)
+
+    def token_vectors(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        sess = self._session(1 if ids.shape[0] <= 4 else self._threads)
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        return np.asarray(sess.run(["token_embeddings"], feed)[0], dtype=np.float32)
+
+
+class OnnxTokenEncoder:
+    """core.rerank.WindowEncoder on an OnnxEmbedder: the same tokenizer (no special tokens, character offsets) and
+    windows as core.context.TransformerTokenEncoder, the forward pass on ONNX Runtime. Its model id is the
+    embedder's, runtime included, so token vectors of two runtimes never share a cache key either."""
+
+    def __init__(self, embedder: OnnxEmbedder, batch_size: int = 16) -> None:
+        from tokenizers import Tokenizer
+
+        self._emb = embedder
+        self.model_id = embedder.model_id
+        self.window_tokens = embedder.max_seq_length - 2  # room for [CLS] and [SEP]
+        self.batch_size = batch_size
+        self._tok = Tokenizer.from_file(str(embedder.tokenizer_path))
+        self._tok.no_truncation()
+        self._tok.no_padding()
+        self._cls = self._tok.token_to_id("[CLS]")
+        self._sep = self._tok.token_to_id("[SEP]")
+        if self._cls is None or self._sep is None:
+            raise ValueError(f"{embedder.model_id}: tokenizer has no [CLS]/[SEP] tokens")
+
+    def tokenize(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+        enc = self._tok.encode(text, add_special_tokens=False)
+        return list(enc.ids), [tuple(o) for o in enc.offsets]
+
+    def encode_windows(self, windows: Sequence[Sequence[int]]) -> list[np.ndarray]:
+        out: list[np.ndarray] = []
+        for i in range(0, len(windows), self.batch_size):
+            group = [list(w) for w in windows[i:i + self.batch_size]]
+            width = max(len(w) for w in group) + 2
+            ids = np.zeros((len(group), width), dtype=np.int64)
+            mask = np.zeros((len(group), width), dtype=np.int64)
+            for j, w in enumerate(group):
+                ids[j, :len(w) + 2] = [self._cls, *w, self._sep]
+                mask[j, :len(w) + 2] = 1
+            hidden = self._emb.token_vectors(ids, mask)
+            out.extend(hidden[j, 1:1 + len(w)] for j, w in enumerate(group))
         return out

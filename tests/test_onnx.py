@@ -88,6 +88,25 @@ def test_onnx_fp32_vectors_equal_torch(tiny_model: Path, tiny_cache: Path) -> No
     np.testing.assert_allclose(emb.encode([SENTENCES[1]])[0], got[1], atol=1e-5)
 
 
+def test_onnx_token_vectors_equal_torch_for_late_interaction(tiny_model: Path, tiny_cache: Path) -> None:
+    from core.context import TransformerTokenEncoder
+    from core.embed import SentenceTransformerEmbedder
+    from core.rerank import encode_token_matrices, window_encoder_for
+
+    path = ort_rt.cached_model_path(tiny_cache, str(tiny_model), "onnx")
+    onnx_enc = window_encoder_for(ort_rt.OnnxEmbedder(str(tiny_model), tiny_model, path, "onnx"))
+    torch_enc = TransformerTokenEncoder(SentenceTransformerEmbedder(str(tiny_model)))
+    assert onnx_enc.model_id == f"{tiny_model}@onnx" and onnx_enc.window_tokens == torch_enc.window_tokens == 22
+    texts = [s for s in SENTENCES if s]  # includes one text longer than a window: read in overlapping windows
+    for t in texts:
+        assert onnx_enc.tokenize(t) == torch_enc.tokenize(t)
+    got, want = encode_token_matrices(onnx_enc, texts), encode_token_matrices(torch_enc, texts)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.ids, w.ids)
+        np.testing.assert_array_equal(g.spans, w.spans)
+        np.testing.assert_allclose(g.vecs.astype(np.float32), w.vecs.astype(np.float32), atol=2e-3)  # float16
+
+
 def test_int8_quantises_only_the_feed_forward_matmuls(tiny_model: Path, tiny_cache: Path) -> None:
     import onnx
 
