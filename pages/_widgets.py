@@ -1,6 +1,8 @@
 """Shared render helpers for the pages: empty-store hint, ingest report, the stage row, counters and answer panel."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import html
 from typing import Any, Mapping, Sequence
 
@@ -184,11 +186,23 @@ def stage_row_html(trace: Trace, *, doc_names: Mapping[str, str], depth: int = 1
     return f"<div class='sl-row' data-testid='stage-row'>{''.join(parts)}</div>"
 
 
+def split_rounds(trace: Trace) -> tuple[Trace, list[tuple[int, Trace]]]:
+    """The agentic loop's later rounds apart from the main row: (first round + evidence + answer, [(n, round n)])."""
+    later: dict[int, list[Any]] = {}
+    main = []
+    for s in trace.stages:
+        rnd = s.info.get("round") if isinstance(s.info, Mapping) else None
+        (later.setdefault(rnd, []) if isinstance(rnd, int) and rnd > 1 else main).append(s)
+    return replace(trace, stages=tuple(main)), [(n, replace(trace, stages=tuple(st_))) for n, st_ in
+                                                sorted(later.items())]
+
+
 def stage_row(trace: Trace, *, doc_names: Mapping[str, str], depth: int = 10, counters: Counters | None = None,
-              session: Counters | None = None, inserts: Mapping[str, str] | None = None) -> None:
+              session: Counters | None = None, inserts: Mapping[str, str] | None = None,
+              key: str = "stage_row") -> None:
     """Counters strip and stage row as one HTML block (st.html keeps it in the page, styled, scripts removed)."""
     top = counters_html(counters, session) if counters is not None else ""
-    with st.container(key="stage_row"):
+    with st.container(key=key):
         st.html(ROW_CSS + top + stage_row_html(trace, doc_names=doc_names, depth=depth, inserts=inserts))
 
 

@@ -28,7 +28,7 @@ if submitted:
 
 # -- settings: one compact row of popovers; a change re-runs the last query --------------------------------------------
 cfg = _state.config()
-c = st.columns([2.2, 1.2, 1.4, 1.5, 0.9], vertical_alignment="center")
+c = st.columns([2.2, 1.2, 1.4, 1.5, 1.1, 0.9], vertical_alignment="center")
 modes = list(_widgets.MODES)
 mode = c[0].radio("Retrieval", modes, index=modes.index(_widgets.mode_of(cfg)), horizontal=True, key="mode",
                   label_visibility="collapsed")
@@ -87,7 +87,22 @@ with c[3].popover("Rerank · prune · MMR · expand", use_container_width=True):
     overrides["expand.mode"] = e[0].radio("mode", ["window", "parent"], ["window", "parent"].index(cfg.expand.mode),
                                           horizontal=True, key="expand_mode")
     overrides["expand.window"] = int(e[1].number_input("± sentences", 0, 50, cfg.expand.window, key="expand_window"))
-depth = int(c[4].number_input("rows", 1, 200, 10, key="depth", label_visibility="collapsed",
+with c[4].popover("Agentic loop", use_container_width=True):
+    a = cfg.agent
+    overrides["agent.enabled"] = st.toggle("Several rounds (grade, then search again)", a.enabled, key="agent_on",
+                                           help="offline: a calibrated grader and entity bridging; with a key: "
+                                                "Claude grades and writes the next queries. Hard budgets below.")
+    g = st.columns(2)
+    overrides["agent.max_rounds"] = int(g[0].number_input("max rounds", 1, 10, a.max_rounds, key="agent_rounds"))
+    overrides["agent.max_llm_calls"] = int(g[1].number_input("max LLM calls", 0, 100, a.max_llm_calls,
+                                                             key="agent_calls"))
+    overrides["agent.max_usd"] = float(g[0].number_input("max $", 0.0, 100.0, a.max_usd, 0.01, format="%.4f",
+                                                         key="agent_usd"))
+    overrides["agent.max_seconds"] = float(g[1].number_input("max seconds", 1.0, 3600.0, a.max_seconds, 5.0,
+                                                             key="agent_seconds"))
+    overrides["agent.max_tokens"] = int(st.number_input("max tokens (in + out)", 0, 10_000_000, a.max_tokens, 1000,
+                                                        key="agent_tokens"))
+depth = int(c[5].number_input("rows", 1, 200, 10, key="depth", label_visibility="collapsed",
                               help="cards shown per stage"))
 try:
     wanted = cfg.with_overrides(overrides)
@@ -151,8 +166,19 @@ if local is not None and local.skipped is None and local.info.get("nodes"):
     snap = deps.graph.get(store, ws, cfg.graph.min_phrase_chunks)
     names = {nid: snap.names[snap.pos[nid]] for nid in local.info["nodes"] if snap and nid in snap.pos}
     inserts["graph_global" if trace.stage("graph_global") else "graph_local"] = subgraph_svg(local, names)
-_widgets.stage_row(trace, doc_names=doc_names, depth=depth, counters=counters(trace),
+main, rounds = _widgets.split_rounds(trace)
+if trace.agent:
+    spent = trace.agent.get("spent", {})
+    st.caption(f":material/autorenew: agentic loop: {trace.agent['rounds']} round(s), stopped: "
+               f"**{_widgets.esc(trace.agent['stop_reason'])}** · {spent.get('llm_calls', 0)} LLM calls, "
+               f"{spent.get('tokens', 0):,} tokens, ${spent.get('usd', 0):.4f}, {spent.get('seconds', 0):.1f} s")
+_widgets.stage_row(main, doc_names=doc_names, depth=depth, counters=counters(trace),
                    session=st.session_state.get(SESSION_KEY), inserts=inserts)
+for rnd, sub in rounds:
+    queries = sorted({str(s.info.get("round_query", "")) for s in sub.stages if s.info.get("round_query")})
+    with st.expander(f"Round {rnd}: {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} — "
+                     + "; ".join(queries)[:160], expanded=False):
+        _widgets.stage_row(sub, doc_names=doc_names, depth=depth, key=f"round_{rnd}")
 st.caption(f"query language {trace.query_lang} · config {trace.config_hash} · corpus v{trace.corpus_version} · "
            "click a card to read more; hover a skipped strip for its reason")
 _widgets.answer_panel(trace.answer, served=next((n for n in trace.notes if n.startswith("served from cache")), None))

@@ -386,3 +386,32 @@ def test_search_lab_shows_the_labelled_answer_and_switches_context_variant(searc
     assert at.session_state[state.CONFIG_KEY].context.variant == "heuristic"
     # The BM25 column says which text it searched (contexts are stored beside the chunks).
     assert "searched: heuristic contexts" in lab_html.columns(at)["bm25"].chips
+
+
+def test_agentic_loop_toggle_shows_rounds_and_the_stop_reason(search_lab: AppTest) -> None:
+    at = _search(search_lab, "Where are nightly backups kept and for how long?")
+    at.selectbox(key="route_override").set_value("multi-hop")
+    at.toggle(key="agent_on").set_value(True)
+    at.number_input(key="agent_rounds").set_value(2).run()
+    assert not at.exception
+    cfg = at.session_state[_state.CONFIG_KEY]
+    assert (cfg.agent.enabled, cfg.agent.max_rounds) == (True, 2)
+    loop = [c for c in _captions(at) if "agentic loop" in c]
+    assert loop and "stopped" in loop[0] and "LLM calls" in loop[0]
+    rows = [h.value for h in at.html if "data-testid='stage-row'" in h.value]
+    main = list(lab_html.columns(rows[0]))
+    assert "grade" in main and "decide" in main and "evidence" in main and main[-1] == "answer"
+    assert len(rows) == 2 and "r2.bm25" in lab_html.columns(rows[1])  # round 2 in its own expander row
+    assert "r2.answer_cache" not in lab_html.columns(rows[1])  # the inner runs' idle stages are left out
+
+
+def test_split_rounds_keeps_round_one_in_the_main_row() -> None:
+    from core.types import StageResult, Trace
+    from pages._widgets import split_rounds
+
+    t = Trace("q", "h", 1, (StageResult("bm25", info={"round": 1}), StageResult("r2.bm25", info={"round": 2}),
+                            StageResult("r2.decide", info={"round": 2}), StageResult("evidence"),
+                            StageResult("answer")))
+    main, rounds = split_rounds(t)
+    assert [s.stage for s in main.stages] == ["bm25", "evidence", "answer"]
+    assert [(n, [s.stage for s in r.stages]) for n, r in rounds] == [(2, ["r2.bm25", "r2.decide"])]

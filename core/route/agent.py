@@ -400,6 +400,7 @@ class AgentOutcome:
 
 
 Search = Callable[[str], Trace]
+_IDLE = ("answer_cache", "route", "answer")  # switched off inside a round: their skip strips would only repeat
 
 
 def _renamed(stage: StageResult, rnd: int, query: str) -> StageResult:
@@ -484,7 +485,7 @@ def run_agent(question: str, search: Search, *, budget: Budget, grader: Grader, 
             for query in queries:
                 tried.append(query)
                 trace = search(query)
-                stages.extend(_renamed(s, rnd, query) for s in trace.stages)
+                stages.extend(_renamed(s, rnd, query) for s in trace.stages if not (s.skipped and s.stage in _IDLE))
                 spend.charge(trace.usage)
                 final = trace.final()
                 found.append((query, list(final.candidates) if final else []))
