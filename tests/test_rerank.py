@@ -282,7 +282,8 @@ def test_deps_build_the_reranker_once_and_report_fallbacks_once(store: Store) ->
 
 
 def test_pipeline_rerank_stage_moves_the_synonym_answer_up(concept_deps: Deps) -> None:
-    cfg = PipelineConfig().with_overrides({"prune.enabled": False, "mmr.enabled": False, "rerank.combine": "replace"})
+    cfg = PipelineConfig().with_overrides({"prune.enabled": False, "mmr.enabled": False, "rerank.combine": "replace",
+                                           "router.enabled": False})  # the cascade, not the routing, is tested
     trace = run_query("automobile repair price", cfg, concept_deps)
     fused, rr = trace.stage("fused"), trace.stage("rerank")
     assert "Automobile" in fused.candidates[0].text  # lexical overlap wins fusion
@@ -308,7 +309,7 @@ def test_rerank_reads_context_prefixes_when_contextual_retrieval_is_on(concept_d
 
 
 def test_every_cascade_stage_switches_off_with_a_reason(concept_deps: Deps) -> None:
-    base = PipelineConfig()
+    base = PipelineConfig().with_overrides({"router.enabled": False})  # the cascade, not the routing, is tested
     on = run_query("car fee", base, concept_deps)
     assert [on.stage(s).skipped for s in ("rerank", "prune", "mmr")] == [None, None, None]
     assert on.stage("expand").skipped == "expand.enabled = false"
