@@ -34,8 +34,8 @@ import numpy as np
 
 from _common import ROOT, datasets_dir, table, write_result
 
-from core.route.router import (ABSTAIN, CLASSES, NO_RETRIEVAL, ROUTING_FILE, Example, OfflineRouter,  # noqa: E402
-                               decide, load_examples)
+from core.route.router import (ABSTAIN, CLASSES, NO_RETRIEVAL, REFUSE_MAX_COVERAGE, ROUTING_FILE,  # noqa: E402
+                               Example, OfflineRouter, decide, load_examples)
 
 RESULT = "route"
 CORPUS_CLASSES = ("factoid", "comparison", "multi-hop", "global-summary")
@@ -61,6 +61,8 @@ def cv_probs(train: Sequence[Example], folds: int = 5) -> list[dict[str, float]]
 
 def routing_stats(ex: Sequence[Example], probs: Sequence[dict[str, float]], mn: float, rf: float) -> dict[str, Any]:
     decided = [decide(p, min_confidence=mn, refuse_confidence=rf)[0] for p in probs]
+    # the product's coverage guard (core/route/router.py route_offline): no refusal when the corpus knows the terms
+    decided = [ABSTAIN if d in NO_RETRIEVAL and e.coverage >= REFUSE_MAX_COVERAGE else d for e, d in zip(ex, decided)]
     corpus = [(e, d) for e, d in zip(ex, decided) if e.label in CORPUS_CLASSES]
     costly = sum(d in NO_RETRIEVAL for _, d in corpus)
     # abstain runs the default pipeline, which is what a factoid gets: counted right for factoid, wrong otherwise
