@@ -285,10 +285,13 @@ def embedder_word_similarity(embedder: Any) -> WordSimilarity:
 _NOT_ANSWER_RELEVANT = ("answer_cache", "limits")
 
 
-def answer_config_hash(config: Any) -> str:
+def answer_config_hash(config: Any, embedder_id: str = "") -> str:
     """Hash of the answer-relevant configuration: every section but the cache's own and the input limits, so
-    changing the threshold or TTL keeps the cache, and any retrieval or answer setting starts a fresh one."""
+    changing the threshold or TTL keeps the cache, and any retrieval or answer setting starts a fresh one. The
+    embedder actually in use is part of it: cached question vectors of another model (another dimension) never meet
+    this one's, whatever the configuration names."""
     data = {k: v for k, v in config.model_dump(mode="json").items() if k not in _NOT_ANSWER_RELEVANT}
+    data["embedder_in_use"] = embedder_id
     from core.support import model_fingerprint  # the offline answerer's fitted model decides answers too
 
     data["support_model"] = model_fingerprint()

@@ -485,7 +485,7 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
     # First: the semantic answer cache (issue #15's contract: it is the first stage). Keyed by the requested
     # configuration: the route is a function of question and configuration, so it adds nothing to the key. A hit
     # serves the stored answer and every later stage is skipped.
-    key = CacheKey(workspace, version, answer_config_hash(c))
+    key = CacheKey(workspace, version, answer_config_hash(c, deps.embedder.model_id))
     looked: list[CacheLookup] = []
     # Unlogged runs are measurements (evaluation, benches, agent rounds): a served answer would skip the stages they
     # score and time, so they bypass the cache, saying so.

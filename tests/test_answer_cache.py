@@ -122,6 +122,7 @@ def test_config_hash_ignores_cache_settings_but_not_answer_settings() -> None:
     assert answer_config_hash(base) == answer_config_hash(base.with_overrides({"answer_cache.threshold": 0.9}))
     assert answer_config_hash(base) != answer_config_hash(base.with_overrides({"rerank.k": 5}))
     assert answer_config_hash(base) != answer_config_hash(base.with_overrides({"answer.max_sentences": 2}))
+    assert answer_config_hash(base, "model-a") != answer_config_hash(base, "model-b")  # vectors of two models never meet
 
 
 # -- store + pipeline -----------------------------------------------------------------------------------------------

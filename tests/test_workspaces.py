@@ -62,7 +62,7 @@ def test_same_question_two_workspaces_share_nothing(deps: Deps) -> None:
         names = {n[1] for n in store.graph.nodes(ws)}
         assert own in names and other not in names  # graph
         assert all(e.ref_id == ws for e in store.ledger.usage_ledger(ws))  # ledger
-        cached = store.answers.cached_answers(CacheKey(ws, store.corpus.corpus_version(ws), answer_config_hash(_cfg())))
+        cached = store.answers.cached_answers(CacheKey(ws, store.corpus.corpus_version(ws), answer_config_hash(_cfg(), deps.embedder.model_id)))
         assert len(cached) == 1 and other not in cached[0].answer  # cached answers
     infos = {w.name: w for w in list_workspaces(store)}
     assert infos["alpha"].cache_hits == 2 and infos["beta"].cache_hits == 2 and infos["default"].cache_hits == 0
