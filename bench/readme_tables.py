@@ -408,20 +408,401 @@ def agent(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
+# -- issues #13-#17: answers, caches, router, transforms, runtimes, UI ------------------------------------------------
+def _pct(v: Any, digits: int = 1) -> str:
+    """A 0-1 share as a percentage ("–" when absent)."""
+    return "–" if v is None else f"{v * 100:.{digits}f}%"
+
+
+def _met(ok: bool | None) -> str:
+    return "–" if ok is None else ("met" if ok else "**not met**")
+
+
+def quality_sample(d: dict[str, Any], file: str) -> list[str]:
+    """bench/quality.py on sample_corpus/eval.jsonl (chunk-level recall, product rows with answer metrics)."""
+    out = [f"### Quality: `sample_corpus` ({d.get('questions')} questions of `eval.jsonl`)", "", caption(file, d), "",
+           "Chunk-level retrieval metrics by configuration; the answer columns exist only for rows that produce an "
+           "answer. The rows' own measurement times are in the last column (the offline answer section below has "
+           "the answer rates of the current support model).", ""]
+    rows = []
+    for r in d.get("rows") or []:
+        m = r.get("metrics") or {}
+        rows.append([r.get("name", ""), r.get("description", ""), num(m.get("recall@5"), 3), num(m.get("recall@10"), 3),
+                     num(m.get("mrr"), 3), num(m.get("ndcg@10"), 3), num(m.get("ms"), 0),
+                     num(m.get("faithfulness"), 3), num(m.get("refusal_accuracy"), 3), _row_time(r)])
+    out.append(md_table(["configuration", "what", "recall@5", "recall@10", "MRR", "nDCG@10", "ms (mean)",
+                         "faithfulness", "refusal accuracy", "measured (UTC)"], rows))
+    return out
+
+
+def ingest_runtime(d: dict[str, Any], file: str) -> list[str]:
+    """bench/ingest.py --runtime X: the same table as ingest.json, titled with the runtime it embedded with."""
+    out = ingest(d, file)
+    runtime = (d.get("parameters") or {}).get("runtime")
+    if out and runtime:
+        out[0] = out[0].replace("### Ingest speed (", f"### Ingest speed, `embedding.runtime={runtime}` (", 1)
+    return out
+
+
+def onnx(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #14: torch vs onnx vs onnx-int8 encode speed and ranking agreement (bench/onnx.py)."""
+    p = d.get("parameters") or {}
+    bar = d.get("bar") or {}
+    out = [f"### Embedding runtimes (SciFact subsample: {p.get('docs')} abstracts, {p.get('queries')} queries)", "",
+           caption(file, d), "",
+           f"All runtimes in one process, slice by slice in rotating order ({p.get('slices')} slices); speed-up is bare "
+           f"encode against torch in the same run (not the whole ingest path); int8: {p.get('int8', '–')}. Bar for "
+           f"the default: mean top-10 overlap with torch's ranking ≥ {bar.get('top10_overlap_min')} and nDCG@10 "
+           f"within {bar.get('ndcg_delta_max')} of torch.", ""]
+    rows = []
+    for name, r in (d.get("runtimes") or {}).items():
+        rows.append([f"`{name}`", num(r.get("docs_per_s"), 2), f"{num(r.get('speedup_vs_torch'), 2)}×",
+                     num(r.get("query_latency_ms_median"), 1), num(r.get("worst_cosine_to_torch_docs"), 4),
+                     num(r.get("top10_overlap_with_torch"), 3), num(r.get("min_top10_overlap"), 2),
+                     num(r.get("ndcg@10"), 4), num(r.get("ndcg_delta_vs_torch"), 4), num(r.get("meets_bar"))])
+    out.append(md_table(["runtime", "docs/s", "speed-up vs torch", "query ms (median)", "worst cosine to torch",
+                         "top-10 overlap (mean)", "top-10 overlap (min)", "nDCG@10", "Δ nDCG@10", "meets bar"], rows))
+    if d.get("fastest_meeting_bar"):
+        out += ["", f"Fastest runtime meeting the bar: `{d['fastest_meeting_bar']}`. The issue's ≥ 1.3× target is for "
+                "the whole ingest path against bare torch encode (`ingest_onnx.json` when measured)."]
+    return out
+
+
+def generalise_more(d: dict[str, Any], file: str) -> list[str]:
+    """Another generalise.py run with the same shape (e.g. anthropic_codebase, beir_scifact), retitled."""
+    sets = d.get("sets") or {}
+    merged = json.loads((RESULTS / "generalise.json").read_text()) if (RESULTS / "generalise.json").exists() else {}
+    parts = {Path(p.get("file", "")).name for p in merged.get("parts") or []}
+    if file in parts:
+        return [f"*`bench/results/{file}` ({', '.join(f'`{s}`' for s in sets)}): a part merged into "
+                "`generalise.json` by `bench/generalise.py --merge`; its sets are in the generalisation tables above.*"]
+    try:
+        out = generalise(d, file)
+    except (KeyError, TypeError, StopIteration):
+        out = ["### Generalisation", "", caption(file, d), "", "*(results incomplete: the bench may still be running)*"]
+    out[0] = "### Generalisation: " + ", ".join(f"`{s}`" for s in sets) + " at document level"
+    for name, r in sets.items():
+        cp = r.get("chunk_pass@5")
+        if cp:
+            out += ["", f"`{name}` chunk-level Pass@5 (exact chunk text, as the cookbook scores it): "
+                    + "; ".join(f"{k} {num(v, 1)}" for k, v in cp.items())]
+    return out
+
+
+_AGENT_TYPES = ("compositional", "inference", "comparison", "bridge_comparison")
+
+
+def agent_targets(d: dict[str, Any]) -> list[str]:
+    """Issue #17's targets checked against by_type: recall@5 >= crude + 3 (compositional, inference,
+    bridge_comparison), all-gold@10 >= 75 / 75 / 30, comparison never below single-shot, mean rounds <= 2.2."""
+    t = d.get("by_type") or {}
+    checks = []
+    for typ in ("compositional", "inference", "bridge_comparison"):
+        v = t.get(typ) or {}
+        if v.get("agent_recall@5") is not None and v.get("crude_recall@5") is not None:
+            checks.append(f"{typ} recall@5 {num(v['agent_recall@5'], 1)} ≥ crude {num(v['crude_recall@5'], 1)} + 3: "
+                          + _met(v["agent_recall@5"] >= v["crude_recall@5"] + 3))
+    for typ, goal in (("compositional", 75), ("inference", 75), ("bridge_comparison", 30)):
+        v = (t.get(typ) or {}).get("agent_allgold@10")
+        if v is not None:
+            checks.append(f"{typ} all-gold@10 {num(v, 1)} ≥ {goal}: {_met(v >= goal)}")
+    c = t.get("comparison") or {}
+    if c.get("agent_recall@5") is not None and c.get("single_recall@5") is not None:
+        ok = c["agent_recall@5"] >= c["single_recall@5"] and c.get("agent_allgold@10", 0) >= c.get("single_allgold@10", 0)
+        checks.append(f"comparison not below single-shot (recall@5 {num(c['agent_recall@5'], 1)} vs "
+                      f"{num(c['single_recall@5'], 1)}, all-gold@10 {num(c.get('agent_allgold@10'), 1)} vs "
+                      f"{num(c.get('single_allgold@10'), 1)}): {_met(ok)}")
+    rounds = (t.get("all") or {}).get("agent_mean_rounds")
+    if rounds is not None:
+        checks.append(f"mean rounds {num(rounds)} ≤ 2.2: {_met(rounds <= 2.2)}")
+    return ["Issue #17 targets (all 300 questions): " + "; ".join(checks) + "."] if checks else []
+
+
+def agent_decompose(d: dict[str, Any], file: str) -> list[str]:
+    """bench/agent.py --decompose: the same three rows with transforms.decompose on in every round."""
+    types = d.get("by_type") or {}
+    cols = ["single_recall@5", "crude_recall@5", "agent_recall@5", "single_allgold@10", "crude_allgold@10",
+            "agent_allgold@10"]
+    rows = [[t, v.get("n"), *[num(v.get(c), 1) for c in cols], num(v.get("agent_mean_rounds")),
+             num(v.get("single_ms_mean"), 0), num(v.get("agent_ms_mean"), 0)] for t, v in types.items()]
+    au = d.get("grader_auroc") or {}
+    out = ["### Agentic loop with decomposition in every round: twowiki_multihop", "", caption(file, d), "",
+           f"Same rows as the agentic-loop table above ({d.get('questions')} questions), but single-shot, the crude "
+           "bridge's first round and every agent round run with `transforms.decompose=on` (offline templates); at "
+           f"most {(d.get('agent') or {}).get('max_rounds')} rounds.", "",
+           md_table(["type", "n", "single recall@5", "crude recall@5", "agent recall@5", "single all-gold@10",
+                     "crude all-gold@10", "agent all-gold@10", "agent rounds", "single ms", "agent ms"], rows), ""]
+    out += agent_targets(d)
+    if au or d.get("stop_reasons"):
+        out += ["", f"Grader AUROC: odd (fitting half) {num(au.get('odd'), 3)}, even (held out) {num(au.get('even'), 3)}. "
+                "Stop reasons: " + ", ".join(f"{k} {v}" for k, v in (d.get("stop_reasons") or {}).items()) + "."]
+    return out
+
+
+def agent_with_targets(d: dict[str, Any], file: str) -> list[str]:
+    return agent(d, file) + [""] + agent_targets(d) if agent_targets(d) else agent(d, file)
+
+
+def route(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #16: the offline router's test-split scores (bench/route.py --part router)."""
+    r = d.get("router") or {}
+    t = r.get("test") or {}
+    th = r.get("thresholds") or {}
+    out = ["### Router: six classes, offline classifier", "", caption(file, d), "",
+           f"Trained on {num(r.get('train_examples'))} labelled questions, scored once on the {num(r.get('test_examples'))}"
+           f"-question test split (split by source and label). Thresholds chosen by 5-fold CV on the train split: "
+           f"`router.min_confidence` {th.get('min_confidence')}, `router.refuse_confidence` {th.get('refuse_confidence')}"
+           f" ({th.get('rule', '')}). Prediction {num(r.get('predict_ms_per_question'), 1)} ms per question.", ""]
+    rows = [[c, num(v.get("precision"), 3), num(v.get("recall"), 3), num(v.get("f1"), 3), v.get("n")]
+            for c, v in (t.get("per_class") or {}).items()]
+    if rows:
+        out.append(md_table(["class", "precision", "recall", "F1", "n"], rows))
+    if t:
+        mf, cr = t.get("macro_f1"), t.get("costly_rate")
+        out += ["", f"Test split: macro-F1 **{num(mf, 3)}** (target ≥ 0.90: {_met(mf >= 0.90 if mf is not None else None)}); "
+                f"corpus questions routed to chitchat or out-of-scope {t.get('costly')} of {t.get('corpus_questions')} "
+                f"= **{_pct(cr, 2)}** (target ≤ 1%: {_met(cr <= 0.01 if cr is not None else None)}); abstained "
+                f"{_pct(t.get('abstain_rate'))}; accuracy {num(t.get('accuracy'), 3)}."]
+    conf = t.get("confusion_routed") or {}
+    if conf:
+        cols = list(next(iter(conf.values())))
+        out += ["", "Confusion after thresholds (rows: true class, columns: route taken):", "",
+                md_table(["true \\ routed", *cols], [[c, *[v.get(k, 0) for k in cols]] for c, v in conf.items()])]
+    src = t.get("by_source") or {}
+    if src:
+        out += ["", "Accuracy by source: " + "; ".join(f"{s} {num(v.get('accuracy'), 3)} (n {v.get('n')})"
+                                                        for s, v in src.items()) + "."]
+    return out
+
+
+def route_twowiki(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #16: twowiki_multihop by question type: default, each transform forced on, routed."""
+    tw = d.get("twowiki") or {}
+    rows_in = tw.get("rows") or {}
+    types = ["comparison", "compositional", "inference", "bridge_comparison", "all"]
+    out = [f"### Query transforms and routing: twowiki_multihop ({tw.get('questions')} questions, document level)", "",
+           caption(file, d), "",
+           "Retrieval only (rerank, prune, MMR, answers, answer cache and agent off); *default* has the router off, "
+           "each transform row forces that transform on with the router off, *routed* has the router on and "
+           "transforms on auto. Cells: recall@5 / all-gold@10 (%), mean ms in the last column.", ""]
+    rows = []
+    for name, r in rows_in.items():
+        bt = r.get("by_type") or {}
+        fr = r.get("firing_rate") or {}
+        rows.append([name, *[f"{num((bt.get(t) or {}).get('recall@5'), 1)} / {num((bt.get(t) or {}).get('allgold@10'), 1)}"
+                             for t in types],
+                     ", ".join(f"{k} {_pct(v, 0)}" for k, v in fr.items() if v) or "none",
+                     num((bt.get("all") or {}).get("ms_mean"), 0)])
+    out.append(md_table(["row", *types, "transforms fired", "ms (mean)"], rows))
+    dflt = (rows_in.get("default") or {}).get("by_type") or {}
+    routed = (rows_in.get("routed") or {}).get("by_type") or {}
+    if dflt and routed:
+        checks = []
+        b0, b1 = (dflt.get("bridge_comparison") or {}).get("allgold@10"), (routed.get("bridge_comparison") or {}).get("allgold@10")
+        if b0 is not None and b1 is not None:
+            checks.append(f"bridge_comparison all-gold@10 {num(b1, 1)} vs default {num(b0, 1)} + 25: {_met(b1 >= b0 + 25)}")
+        worst = [(t, routed[t][m] - dflt[t][m]) for t in types[:4] if t in routed and t in dflt
+                 for m in ("recall@5", "allgold@10") if m in routed[t] and m in dflt[t]]
+        if worst:
+            t, gap = min(worst, key=lambda x: x[1])
+            checks.append(f"no type more than 1 point below default (largest drop {num(-gap, 1) if gap < 0 else '0.0'} "
+                          f"points, {t}): {_met(gap >= -1)}")
+        out += ["", "Issue #16 targets, routed vs default (all 300): " + "; ".join(checks) + "."]
+    rt = (rows_in.get("routed") or {})
+    test, dtest = rt.get("test_split_only") or {}, rt.get("default_on_test_split") or {}
+    if test and dtest:
+        out += ["", f"The router was trained on 70% of these questions; on the {(test.get('all') or {}).get('n')} "
+                "test-split questions alone, routed vs default recall@5 / all-gold@10: " + "; ".join(
+                    f"{t} {num((test.get(t) or {}).get('recall@5'), 1)} / {num((test.get(t) or {}).get('allgold@10'), 1)}"
+                    f" vs {num((dtest.get(t) or {}).get('recall@5'), 1)} / {num((dtest.get(t) or {}).get('allgold@10'), 1)}"
+                    for t in types if t in test) + "."]
+    rbt = rt.get("routes_by_type") or {}
+    if rbt:
+        out += ["", "Routes taken: " + "; ".join(f"{t} → " + ", ".join(f"{c} {n}" for c, n in v.items())
+                                                 for t, v in rbt.items()) + "."]
+    return out
+
+
+def route_scifact(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #16: beir_scifact nDCG@10 with routing on vs the default."""
+    s = d.get("scifact") or {}
+    dflt, routed = s.get("default") or {}, s.get("routed") or {}
+    out = [f"### Routing on `beir_scifact` ({s.get('questions')} questions, {num(s.get('max_docs'))} abstracts)", "",
+           caption(file, d), "", f"{s.get('note', '')}.", ""]
+    rows = [[name, num(r.get("ndcg@10"), 4), num(r.get("recall@10"), 3), num(r.get("mrr"), 4),
+             ", ".join(f"{st} {num((v or {}).get('p50'), 0)}" for st, v in (r.get("latency") or {}).items())]
+            for name, r in (("default (router off)", dflt), ("routed", routed)) if r]
+    out.append(md_table(["row", "nDCG@10", "recall@10", "MRR", "stage ms (median)"], rows))
+    a, b = dflt.get("ndcg@10"), routed.get("ndcg@10")
+    if a is not None and b is not None:
+        out += ["", f"Routed minus default nDCG@10: {(b - a) * 100:+.2f}".replace("-", "−") + " points (target: not below by more than 0.5 "
+                f"point: {_met(b >= a - 0.005)}) — on this subsample, not the full corpus."]
+    return out
+
+
+def route_tune(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #16: transform fusion weight / depth, tuned on router-train twowiki questions only."""
+    t = d.get("tune") or {}
+    grid = t.get("grid") or []
+    out = [f"### Transform fusion tuning ({t.get('questions')} twowiki questions of the {t.get('split', '')})", "",
+           caption(file, d), ""]
+    keys = ["allgold@10 comparison", "allgold@10 compositional", "allgold@10 inference", "allgold@10 bridge_comparison"]
+    rows = [[g.get("weight"), g.get("per_query_k"), num(g.get("recall@5"), 1), num(g.get("allgold@10"), 1),
+             *[num(g.get(k), 1) for k in keys]] for g in grid]
+    out.append(md_table(["`transforms.weight`", "`transforms.per_query_k`", "recall@5", "all-gold@10",
+                         *[k.replace("allgold@10 ", "all-gold@10 ") for k in keys]], rows))
+    ch = t.get("chosen") or {}
+    if ch:
+        out += ["", f"Chosen: weight {ch.get('weight')}, per_query_k {ch.get('per_query_k')} ({t.get('rule', '')}); "
+                "the twowiki table above reports the test-split questions separately."]
+    return out
+
+
+def answer_support(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #13: the offline answer's support model, answered-correctly and refusal rates by split."""
+    res = d.get("product_end_to_end") or d.get("from_collected_features") or {}
+    meth = d.get("method") or {}
+    meta = (d.get("model") or {}).get("meta") or {}
+    out = ["### Offline answer: support model", "", caption(file, d), "",
+           f"*Answered correctly*: {meth.get('answered_correctly', 'answerable questions answered from a gold span')}; "
+           f"*refused*: {meth.get('refused_unanswerable', 'unanswerable questions refused')}. Fitted on "
+           f"{meta.get('fitted_on', 'the fit split')}; threshold {num((d.get('model') or {}).get('threshold'), 3)} "
+           f"({meta.get('threshold_rule', '')}). Rows run end to end through the product with the fitted model.", ""]
+    rows = [[split, v.get("answerable"), _pct(v.get("answered_correctly")), v.get("unanswerable"),
+             _pct(v.get("refused_unanswerable")), num(v.get("median_query_ms"), 0)] for split, v in res.items()]
+    out.append(md_table(["split", "answerable", "answered correctly", "unanswerable", "refused", "median query ms"],
+                        rows))
+    held = {k: v for k, v in res.items() if not k.startswith("fit")}
+    if held:
+        out += ["", "Targets (≥ 85% each, held-out questions): " + "; ".join(
+            f"{k}: answered {_pct(v.get('answered_correctly'))} ({_met((v.get('answered_correctly') or 0) >= 0.85)}), "
+            f"refused {_pct(v.get('refused_unanswerable'))} of {v.get('unanswerable')} "
+            f"({_met((v.get('refused_unanswerable') or 0) >= 0.85)})" for k, v in held.items()) + "."]
+    if meth.get("disclosure"):
+        out += ["", f"Disclosure: {meth['disclosure']}."]
+    return out
+
+
+def answer_cache(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #15: answer-cache guard on cache_pairs plus pairs of our own: false hits vs paraphrase hits."""
+    tg = d.get("targets") or {}
+    fmax, hmin = tg.get("false_hit_max", 0.005), tg.get("paraphrase_hit_min", 0.5)
+    out = [f"### Semantic answer cache: threshold vs guard ({num(d.get('pairs'))} pairs)", "", caption(file, d), "",
+           f"Split: {d.get('split', '')}. *False hit*: a pair that must not share an answer (NaN-NLI contradiction / "
+           "neutral, SemEval scored ≤ 2, our negation / antonym / number / name pairs) served; *hit*: a paraphrase "
+           f"(SemEval ≥ 4, our paraphrases) served. Targets: false hits ≤ {_pct(fmax)}, hits ≥ {_pct(hmin, 0)}. "
+           f"The guard costs {num(d.get('guard_ms_per_pair'), 2)} ms per pair.", ""]
+
+    def cell(g: dict[str, Any] | None) -> str:
+        g = g or {}
+        ci = g.get("ci95") or [None, None]
+        return f"{g.get('k')}/{g.get('n')} = {_pct(g.get('rate'))} [{_pct(ci[0])}–{_pct(ci[1])}]" if g else "–"
+
+    rows = []
+    for name, v in (d.get("variants") or {}).items():
+        tp, both = v.get("test_public") or {}, v.get("test_public_plus_own_test") or {}
+        fh, h = (both.get("false_hit") or {}).get("rate"), (both.get("hit") or {}).get("rate")
+        ru = ((v.get("own_by_language") or {}).get("ru") or {}).get("paraphrase_hit") or {}
+        rows.append([f"`{name}`", num(v.get("chosen_threshold")), cell(tp.get("false_hit")), cell(tp.get("hit")),
+                     cell(both.get("false_hit")), cell(both.get("hit")), _pct(ru.get("rate")),
+                     _met(fh <= fmax and h >= hmin) if fh is not None and h is not None else "–"])
+    out.append(md_table(["variant", "threshold (dev)", "public test: false hits", "public test: hits",
+                         "public + own test: false hits", "public + own test: hits", "own RU paraphrases hit",
+                         "targets (public + own test)"], rows))
+    t97 = d.get("threshold_only_at_0.97") or {}
+    if t97:
+        out += ["", f"The threshold alone at 0.97 (public pairs): {_pct(t97.get('public_pos_hit'))} of paraphrases "
+                f"hit, {_pct(t97.get('public_neg_false_hit'))} of must-not-share pairs served."]
+    curves = {n: {c["threshold"]: c for c in v.get("curve_public_test") or []}
+              for n, v in (d.get("variants") or {}).items()}
+    marks = [0.7, 0.73, 0.8, 0.85, 0.9, 0.95, 0.97]
+    if any(curves.values()):
+        out += ["", "Curve on the public test pairs, false hits / hits by threshold:", "",
+                md_table(["variant", *[str(m) for m in marks]],
+                         [[f"`{n}`", *[f"{_pct(c[m]['false_hit'])} / {_pct(c[m]['hit'])}" if m in c else "–"
+                                       for m in marks]] for n, c in curves.items() if c])]
+    return out
+
+
+def answer_cache_replay(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #15: replayed log of sample questions (first asks, repeats, paraphrases, changed questions)."""
+    cfg = d.get("config") or {}
+    out = ["### Semantic answer cache: replayed sample log", "", caption(file, d), "",
+           f"The sample questions asked once (*first*), again (*repeat*), in our own paraphrases (*paraphrase*) and "
+           f"with one fact changed (*changed*: must not hit), threshold {cfg.get('threshold')}, guard "
+           f"{num(cfg.get('guard'))}, word check {num(cfg.get('word_check'))}. {d.get('note', '')}.", ""]
+    rows = []
+    for kind, s in (d.get("summary") or {}).items():
+        ci = s.get("ci95") or [None, None]
+        rows.append([kind, s.get("n"), s.get("hits"), s.get("guarded_misses"),
+                     f"{_pct(s.get('hit_rate'))} [{_pct(ci[0])}–{_pct(ci[1])}]",
+                     num((s.get("saved_ms") or 0) / 1000, 1), num(s.get("saved_usd")),
+                     num(s.get("median_wall_ms_hit"), 0), num(s.get("median_wall_ms_miss"), 0)])
+    out.append(md_table(["kind", "n", "hits", "guarded misses", "hit rate [95% CI]", "saved s", "saved $",
+                         "median ms (hit)", "median ms (miss)"], rows))
+    fh = d.get("false_hits")
+    if fh is not None:
+        out += ["", f"False hits in the replay: {len(fh)}" + (": " + "; ".join(
+            f"“{x.get('query')}” served the answer to “{x.get('nearest')}” (cosine {num(x.get('cosine'), 3)})"
+            for x in fh) if fh else "") + "."]
+    return out
+
+
+def ui_latency(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #13: Search Lab toggle -> updated stage row, and the Graph page, in Chromium (bench/ui_latency.py)."""
+    tg = d.get("targets") or {}
+    out = ["### Search Lab responsiveness", "", caption(file, d), "",
+           f"{d.get('what', '')}: {d.get('toggles')} toggles over {d.get('rounds')} rounds, each timed from the click "
+           "to the updated stage row; builds are never part of it.", ""]
+    rows = [[name, len(v), num(min(v), 2), num(max(v), 2)] for name, v in (d.get("per_toggle_s") or {}).items() if v]
+    if rows:
+        out += [md_table(["toggle", "times", "fastest s", "slowest s"], rows), ""]
+    checks = []
+    for key, label, unit in (("median_s", "toggle median", "s"), ("max_s", "toggle max", "s"),
+                             ("graph_page_load_s", "Graph page load", "s"),
+                             ("graph_js_probe_max_ms", "JS call right after", "ms")):
+        v, goal = d.get(key), tg.get(key)
+        if v is not None:
+            checks.append(f"{label} **{num(v, 2 if unit == 's' else 1)} {unit}**"
+                          + (f" (target ≤ {num(goal, 1 if unit == 's' else 0)} {unit}: {_met(v <= goal)})" if goal is not None else ""))
+    if checks:
+        out.append("; ".join(checks) + ".")
+    if d.get("first_query_s") is not None or d.get("search_lab_first_load_s") is not None:
+        out += ["", f"Search Lab first load {num(d.get('search_lab_first_load_s'), 1)} s, first query "
+                f"{num(d.get('first_query_s'), 1)} s (model loads; not toggles)."]
+    return out
+
+
 SECTIONS: list[tuple[str, Callable[[dict[str, Any], str], list[str]]]] = [
     ("quality_anthropic_codebase.json", quality_codebase),
     ("quality_beir_scifact.json", quality_beir),
+    ("quality_sample.json", quality_sample),
     ("cascade_quality.json", cascade_quality),
     ("cascade_compression.json", cascade_compression),
     ("cascade_latency.json", cascade_latency),
     ("ingest.json", ingest),
+    ("ingest_onnx.json", ingest_runtime),
+    ("onnx.json", onnx),
     ("query.json", query),
     ("context.json", context),
     ("graph.json", graph),
     ("hostile.json", hostile),
     ("parse_sandbox.json", parse_sandbox),
     ("generalise.json", generalise),
-    ("agent.json", agent),
+    ("generalise_twowiki.json", generalise_more),
+    ("generalise_sample.json", generalise_more),
+    ("generalise_ac.json", generalise_more),
+    ("generalise_sf.json", generalise_more),
+    ("agent.json", agent_with_targets),
+    ("agent_decompose.json", agent_decompose),
+    ("route.json", route),
+    ("route_tune.json", route_tune),
+    ("route_twowiki.json", route_twowiki),
+    ("route_scifact.json", route_scifact),
+    ("answer.json", answer_support),
+    ("answer_cache.json", answer_cache),
+    ("answer_cache_replay.json", answer_cache_replay),
+    ("ui_latency.json", ui_latency),
 ]
 
 INTRO = ("Generated by `bench/readme_tables.py` from `bench/results/*.json`: edit the results (by running a bench), "
