@@ -97,6 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--fit", action="store_true", help="fit the offline grader on odd questions and save it")
     ap.add_argument("--db", default=str(ROOT / "data" / "bench" / "agent.duckdb"))
     ap.add_argument("--head", type=int, default=None)
+    ap.add_argument("--decompose", action="store_true",
+                    help="every round (and the single-shot row) runs with transforms.decompose = on")
     args = ap.parse_args(argv)
     root = datasets_dir(args.datasets) / "twowiki_multihop"
     if not (root / "questions.jsonl").is_file():
@@ -104,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     Path(args.db).parent.mkdir(parents=True, exist_ok=True)
     base = PipelineConfig()
-    cfg = base.with_overrides(RETRIEVAL)
+    cfg = base.with_overrides({**RETRIEVAL, **({"transforms.decompose": "on"} if args.decompose else {})})
     deps = build_deps(cfg, db=args.db)
     t0 = time.perf_counter()
     rep = ingest_predocs(predocs(root), store=deps.store, embedder=deps.embedder, workspace=WS)
@@ -202,7 +204,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(table(cols, [[t, *[v[c] for c in cols[1:]]] for t, v in by_type.items()]))
     print(f"grader AUROC (round-1 candidates, gold passage = positive): {au}; grader: {grader.model.fitted_on}")
     print(f"stop reasons: {stops}")
-    write_result("agent", {
+    write_result("agent_decompose" if args.decompose else "agent", {
+        "decompose": args.decompose,
         "dataset": "twowiki_multihop", "questions": len(rows), "retrieval_overrides": RETRIEVAL,
         "agent": cfg_agent.model_dump(), "head": head, "grader": grader.model.fitted_on,
         "by_type": by_type, "held_out_even": held, "grader_auroc": au, "stop_reasons": stops,

@@ -420,12 +420,16 @@ def _retrieve(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
     return pool
 
 
-def _agentic(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer) -> Mapping[str, Any]:
+def _agentic(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
+             decision: RouteDecision | None = None) -> Mapping[str, Any]:
     """The agentic loop (core/route/agent.py) around single passes of this pipeline: each round's stages, its grade
-    and decide records join the trace, then the fused evidence pool as the stage the answer reads."""
+    and decide records join the trace, then the fused evidence pool as the stage the answer reads. Rounds run with
+    the router off, so the transforms this question's route asked for (auto) are switched on for them."""
     a = c.agent
+    asked = decision.named.transforms if decision is not None else ()
+    fire = {f"transforms.{t}": "on" for t in asked if getattr(c.transforms, t, "off") == "auto"}
     inner = c.with_overrides({"agent.enabled": False, "answer.enabled": False, "answer_cache.enabled": False,
-                              **({"router.enabled": False} if "router" in type(c).model_fields else {})})
+                              "router.enabled": False, **fire})
     use_llm = a.grader == "llm" or (a.grader == "auto" and deps.llm.available)
     grader = LLMGrader(deps.llm, a.grader_model) if use_llm else OfflineGrader()
     writer = LLMWriter(deps.llm, a.grader_model, a.per_round) if use_llm else BridgeWriter(a.per_round)
@@ -504,7 +508,7 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
         if not decision.retrieves:
             return _no_retrieval(q, decision, c, deps, version, tracer, log)
 
-    agent = _agentic(q, c, deps, tracer) if c.agent.enabled else None
+    agent = _agentic(q, c, deps, tracer, decision) if c.agent.enabled else None
     if agent is None:
         _retrieve(q, c, deps, tracer, decision)
 

@@ -233,3 +233,24 @@ def test_pipeline_runs_the_loop_and_reports_it(tmp_path) -> None:
     assert "grade" in names and "decide" in names and names[-1] == "answer"
     evidence = trace.stage("evidence")
     assert evidence is not None and any("20 March 851" in c.text for c in evidence.candidates)
+
+
+def test_the_multi_hop_route_runs_the_loop_with_decomposition_in_every_round(tmp_path) -> None:
+    from core.config import PipelineConfig
+    from core.deps import Deps
+    from core.ingest.pipeline import ingest_files
+    from core.pipeline import run_query
+    from core.store import Store
+    from tests.fakes import HashEmbedder
+
+    store = Store(tmp_path / "r.duckdb")
+    deps = Deps(store=store, embedder=HashEmbedder())
+    cfg = PipelineConfig().with_overrides({"router.override": "multi-hop", "rerank.enabled": False})
+    ingest_files([("lothair.md", b"# Lothair II\n\nLothair II was king. His mother was Ermengarde of Tours."),
+                  ("erm.md", b"# Ermengarde of Tours\n\nErmengarde of Tours died on 20 March 851.")],
+                 store=store, embedder=deps.embedder, config=cfg)
+    trace = run_query("When did Lothair II's mother die?", cfg, deps)
+    assert trace.agent is not None and trace.agent["rounds"] >= 1
+    decompose = trace.stage("decompose")
+    assert decompose is not None and decompose.info.get("round") == 1
+    assert decompose.skipped is None or "auto" not in decompose.skipped  # switched on for the rounds, not gated off

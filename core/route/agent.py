@@ -514,7 +514,10 @@ def run_agent(question: str, search: Search, *, budget: Budget, grader: Grader, 
             lists.append(kept if rnd == 1 else [c for c in kept if c.meta.get("grade") != "incorrect"]
                          + [c for c in kept if c.meta.get("grade") == "incorrect"])
         verdict = pool_verdict(verdicts) if verdicts else "incorrect"
-        evidence = merge_evidence(lists, head=head, k=k)
+        # What the first round already found well stays on top: at least `head`, more when the grader calls more of
+        # its list correct (a decomposed comparison often has all four passages there), never the whole pool.
+        first_correct = sum(1 for c in lists[0][:k] if c.meta.get("grade") == "correct") if lists else 0
+        evidence = merge_evidence(lists, head=max(0, min(max(head, first_correct), k - 3)), k=k)
         per_round.append(tuple(c.chunk_id for c in evidence))
         new = [c for c in evidence if c.chunk_id not in before]
         prefix = "" if rnd == 1 else f"r{rnd}."
