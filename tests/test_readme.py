@@ -49,3 +49,23 @@ def test_markers_must_be_present_once() -> None:
         readme_tables.splice("# README without markers\n", "x")
     both = f"a\n{readme_tables.BEGIN}\nold\n{readme_tables.END}\nb\n"
     assert readme_tables.splice(both, "NEW") == "a\nNEW\nb\n"
+
+
+def test_new_renderers_tolerate_missing_keys_and_check_targets_against_the_file() -> None:
+    # A results file being rewritten by a running bench may lack any key: render what exists, never raise.
+    for fn in (readme_tables.quality_sample, readme_tables.onnx, readme_tables.route, readme_tables.route_tune,
+               readme_tables.route_twowiki, readme_tables.route_scifact, readme_tables.answer_support,
+               readme_tables.answer_cache, readme_tables.answer_cache_replay, readme_tables.ui_latency,
+               readme_tables.agent_decompose, readme_tables.agent_with_targets):
+        assert fn({}, "x.json")[0].startswith("### ")
+    ui = "\n".join(readme_tables.ui_latency({"median_s": 0.8, "max_s": 3.5,
+                                             "targets": {"median_s": 1.0, "max_s": 3.0}}, "ui_latency.json"))
+    assert "toggle median **0.80 s** (target ≤ 1.0 s: met)" in ui
+    assert "toggle max **3.50 s** (target ≤ 3.0 s: **not met**)" in ui
+    sf = "\n".join(readme_tables.route_scifact({"scifact": {"default": {"ndcg@10": 0.80},
+                                                            "routed": {"ndcg@10": 0.794}}}, "route_scifact.json"))
+    assert "Routed minus default nDCG@10: −0.60 points" in sf and ": **not met**)" in sf
+    ans = "\n".join(readme_tables.answer_support({"product_end_to_end": {
+        "test": {"answerable": 20, "answered_correctly": 0.9, "unanswerable": 10, "refused_unanswerable": 0.8}}},
+        "answer.json"))
+    assert "answered 90.0% (met), refused 80.0% of 10 (**not met**)" in ans
