@@ -14,11 +14,13 @@ WORKSPACE_KEY = "workspace"
 
 
 @st.cache_resource(show_spinner="Loading the embedding model and opening the store…")
-def _shared_deps(db: str, model: str) -> Any:
+def _shared_deps(db: str, model: str, runtime: str = "torch") -> Any:
     # One store connection and one model per process, shared by every session (cursors per call in the store).
+    # The runtime is part of the key: it changes the vectors (and their model id), like the model does.
     from core.deps import build_deps
 
-    return build_deps(PipelineConfig().with_overrides({"embedding.model": model}), db=db, api_key=_secret_key())
+    cfg = PipelineConfig().with_overrides({"embedding.model": model, "embedding.runtime": runtime})
+    return build_deps(cfg, db=db, api_key=_secret_key())
 
 
 def _secret_key() -> str | None:
@@ -36,7 +38,8 @@ def deps() -> Any:
     if DEPS_KEY not in st.session_state or st.session_state.get("_deps_auto"):
         from core.deps import db_path  # the one place that knows RAG_DB and the default path
 
-        st.session_state[DEPS_KEY] = _shared_deps(db_path(), config().embedding.model)
+        emb = config().embedding
+        st.session_state[DEPS_KEY] = _shared_deps(db_path(), emb.model, emb.runtime)
         st.session_state["_deps_auto"] = True
     return st.session_state[DEPS_KEY]
 

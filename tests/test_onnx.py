@@ -107,17 +107,19 @@ def test_onnx_token_vectors_equal_torch_for_late_interaction(tiny_model: Path, t
         np.testing.assert_allclose(g.vecs.astype(np.float32), w.vecs.astype(np.float32), atol=2e-3)  # float16
 
 
-def test_int8_quantises_only_the_feed_forward_matmuls(tiny_model: Path, tiny_cache: Path) -> None:
+def test_int8_quantises_only_the_feed_forward_up_projections(tiny_model: Path, tiny_cache: Path) -> None:
     import onnx
 
     fp32 = ort_rt.cached_model_path(tiny_cache, str(tiny_model), "onnx")
     int8 = ort_rt.cached_model_path(tiny_cache, str(tiny_model), "onnx-int8")
-    # 2 layers x (intermediate, output) dense; attention projections (32 x 32) are left in float.
+    # 2 layers x (intermediate, output) dense are feed-forward; attention projections (32 x 32) are not.
     names = ort_rt.feed_forward_matmuls(fp32)
     assert len(names) == 4 and all("intermediate" in n or "output/dense" in n for n in names)
     assert not any("attention" in n for n in names)
+    up = ort_rt.feed_forward_matmuls(fp32, up_only=True)
+    assert len(up) == 2 and all("intermediate" in n for n in up)
     ops = [n.op_type for n in onnx.load(str(int8)).graph.node]
-    assert ops.count("MatMulInteger") + ops.count("DynamicQuantizeMatMul") == 4
+    assert ops.count("MatMulInteger") + ops.count("DynamicQuantizeMatMul") == 2  # the up-projections only
     emb = ort_rt.OnnxEmbedder(str(tiny_model), tiny_model, int8, "onnx-int8")
     got, want = emb.encode(SENTENCES), _torch_vectors(tiny_model)
     assert emb.model_id.endswith("@onnx-int8")
@@ -125,11 +127,13 @@ def test_int8_quantises_only_the_feed_forward_matmuls(tiny_model: Path, tiny_cac
     assert cos.min() > 0.98 and np.abs(got - want).max() > 1e-6  # close, but really quantised
 
 
-def test_cached_export_is_reused_and_rebuilt_when_missing(tiny_model: Path, tmp_path: Path) -> None:
+def test_cached_export_is_reused_and_rebuilt_when_missing(tiny_model: Path, tiny_cache: Path, tmp_path: Path
+                                                          ) -> None:
+    path = ort_rt.cached_model_path(tmp_path, str(tiny_model), "onnx")
+    shutil.copy(ort_rt.cached_model_path(tiny_cache, str(tiny_model), "onnx"), path)
+    stamp = path.stat().st_mtime_ns
     loaded = load_embedder(str(tiny_model), runtime="onnx", cache_dir=tmp_path)
     assert loaded.notice is None and loaded.embedder.model_id == f"{tiny_model}@onnx"
-    path = ort_rt.cached_model_path(tmp_path, str(tiny_model), "onnx")
-    stamp = path.stat().st_mtime_ns
     assert ort_rt.ensure_model(tiny_model, str(tiny_model), "onnx", tmp_path) == path
     assert path.stat().st_mtime_ns == stamp  # cached: not exported again
     assert not list(tmp_path.glob("*.part")) and not list(tmp_path.glob("*raw*"))  # no leftovers
