@@ -328,6 +328,10 @@ def generalise(d: dict[str, Any], file: str) -> list[str]:
         where = (f" — run `{run['command']}`, {_when({'run': run})} UTC, commit `{(run.get('commit') or '?')[:12]}`"
                  + (" (uncommitted changes)" if run.get("dirty") else "") if run.get("command") else "")
         out.append(f"- `{name}`: {r['cut']}; {r['questions']} questions scored in {num(r.get('seconds'), 0)} s{where}")
+    for name, r in sets.items():
+        if r.get("chunk_pass@5"):
+            out.append(f"- `{name}` at chunk level (Pass@5, exact chunk text as the cookbook scores it): "
+                       + ", ".join(f"{k} {num(v)}" for k, v in r["chunk_pass@5"].items()))
     costs = {name: r["prune_tokens_mean"]["default-cascade"] for name, r in sets.items()
              if (r.get("prune_tokens_mean") or {}).get("default-cascade")}
     if costs:
