@@ -84,9 +84,14 @@ def build_deps(
     if store is None:
         store = Store(db or db_path(env))
     if embedder is None:
-        # The exported ONNX model is cached beside the database (data/models/ for the default database).
+        # The exported ONNX model is cached beside the database (data/models/ for the default database), unless
+        # RAG_MODEL_CACHE names one folder for every database (tests: one export per machine, not per temp DB);
+        # an in-memory store has no folder, so its export goes to the default place.
+        where = getattr(store, "path", None) or db or db_path(env)
+        models = (Path(env["RAG_MODEL_CACHE"]) if env.get("RAG_MODEL_CACHE") else
+                  (DEFAULT_DB.parent if where == ":memory:" else Path(where).parent) / "models")
         loaded = load_embedder(env.get("RAG_EMBED_MODEL", config.embedding.model), batch_size=config.embedding.batch_size,
-                               runtime=config.embedding.runtime, cache_dir=Path(db or db_path(env)).parent / "models")
+                               runtime=config.embedding.runtime, cache_dir=models)
         embedder = loaded.embedder
         if loaded.notice:
             notices.append(loaded.notice)

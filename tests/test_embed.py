@@ -33,3 +33,23 @@ def test_unloadable_model_falls_back_to_the_bundled_one_and_says_so(monkeypatch,
     assert loaded.notice is not None and "could not be loaded" in loaded.notice and BUNDLED_MODEL in loaded.notice
     vec = loaded.embedder.encode(["hello world"])
     assert vec.shape == (1, 384) and abs(float(np.linalg.norm(vec[0])) - 1.0) < 1e-4
+
+
+def test_deps_cache_the_onnx_export_beside_the_database_or_in_rag_model_cache(monkeypatch, tmp_path) -> None:
+    import core.deps as deps_mod
+    from core.config import PipelineConfig
+    from core.embed import LoadedEmbedder
+    from tests.fakes import HashEmbedder
+
+    seen: list[tuple[str, object]] = []
+
+    def fake_load(name, *, batch_size, runtime, cache_dir):  # noqa: ANN001, ANN202
+        seen.append((runtime, cache_dir))
+        return LoadedEmbedder(HashEmbedder(), name, None)
+
+    monkeypatch.setattr(deps_mod, "load_embedder", fake_load)
+    cfg = PipelineConfig().with_overrides({"embedding.runtime": "onnx-int8"})
+    db = tmp_path / "w" / "x.duckdb"
+    deps_mod.build_deps(cfg, {}, db=str(db)).store.close()
+    deps_mod.build_deps(cfg, {"RAG_MODEL_CACHE": str(tmp_path / "shared")}, db=str(db)).store.close()
+    assert seen == [("onnx-int8", db.parent / "models"), ("onnx-int8", tmp_path / "shared")]
