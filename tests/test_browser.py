@@ -160,7 +160,12 @@ def test_upload_search_and_see_three_stage_columns(server: str, tmp_path: Path) 
             page.locator("[data-testid=stRadio]").first.get_by_text("BM25", exact=True).click()
             expect(row.locator(".sl-skip[data-stage='dense']")).to_be_attached()
             page.wait_for_function("!document.querySelector('[data-testid=stStatusWidget]')")
+            # The sidebar is rewritten when the page's script ends, a moment after the stage row is drawn: poll.
+            deadline = time.monotonic() + 20
             side2, ran2 = hashes()
+            while side2 != ran2 and time.monotonic() < deadline:
+                page.wait_for_timeout(250)
+                side2, ran2 = hashes()
             assert side2 == ran2 != ran, (side2, ran2, ran)
 
             # Every page has a direct URL, and only real pages are listed in the navigation.
