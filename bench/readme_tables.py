@@ -452,7 +452,7 @@ def onnx(d: dict[str, Any], file: str) -> list[str]:
     """Issue #14: torch vs onnx vs onnx-int8 encode speed and ranking agreement (bench/onnx.py)."""
     p = d.get("parameters") or {}
     bar = d.get("bar") or {}
-    split = {"tail": ", taken from the end of the corpus and queries (report split)",
+    split = {"tail": "; report split: taken from the end of the corpus and queries",
              "head": ", taken from the start of the corpus and queries"}.get(p.get("split"), "")
     out = [f"### Embedding runtimes (SciFact subsample: {p.get('docs')} abstracts, {p.get('queries')} queries{split})",
            "",
