@@ -449,7 +449,7 @@ def ingest_runtime(d: dict[str, Any], file: str) -> list[str]:
 
 
 def onnx(d: dict[str, Any], file: str) -> list[str]:
-    """Issue #14: torch vs onnx vs onnx-int8 encode speed and ranking agreement (bench/onnx.py)."""
+    """Issue #14: torch vs onnx vs onnx-int8 encode speed and ranking agreement (bench/embed_runtime.py)."""
     p = d.get("parameters") or {}
     bar = d.get("bar") or {}
     split = {"tail": "; report split: taken from the end of the corpus and queries",

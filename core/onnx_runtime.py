@@ -163,7 +163,7 @@ def feed_forward_matmuls(onnx_path: Path, *, up_only: bool = False) -> list[str]
 def quantise_int8(src: Path, out: Path, *, nodes: Sequence[str] | None = None) -> Path:
     """Dynamic int8 (weights per output channel, activations quantised at run time) of the feed-forward
     up-projections (hidden -> intermediate) only. Chosen on a 300-abstract SciFact split (queries from the front of
-    qrels/test.tsv; bench/onnx.py reports on the tail): all 12 feed-forward MatMuls kept top-10 overlap with torch
+    qrels/test.tsv; bench/embed_runtime.py reports on the tail): all 12 feed-forward MatMuls kept top-10 overlap with torch
     at 0.925, down-projections only 0.949, up-projections only 0.960 (worst cosine 0.998)."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic

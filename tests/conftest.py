@@ -11,6 +11,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# One ONNX export of the embedding model per machine, shared by every temporary test database (and CLI subprocess).
+os.environ.setdefault("RAG_MODEL_CACHE", str(ROOT / "data" / "models"))
 
 from core.config import PipelineConfig  # noqa: E402
 from core.deps import Deps  # noqa: E402

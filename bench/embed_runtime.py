@@ -1,6 +1,6 @@
 """Embedding runtimes side by side: torch vs onnx vs onnx-int8 on a SciFact subsample (issue #14).
 
-Run from the repo root:  .venv/bin/python bench/onnx.py [--docs 400] [--slices 8]
+Run from the repo root:  .venv/bin/python bench/embed_runtime.py [--docs 300] [--slices 6] [--split tail]
 
 One process, all three runtimes loaded. The abstracts are cut into slices; every slice is encoded by each runtime
 back to back, in an order that rotates per slice, so a change in machine load hits all three alike. Rankings: every
@@ -20,13 +20,10 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-_HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(_HERE))
+# Not named onnx.py: with bench/ on sys.path (tests import bench modules), `import onnx` would find this file
+# instead of the onnx package. Its results still go to bench/results/onnx.json.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, datasets_dir, machine_info, table, utc_now, write_result  # noqa: E402
-
-# This file is named onnx.py: with its folder on sys.path, `import onnx` (export, quantisation) would find it
-# instead of the onnx package. _common is imported; the folder can go.
-sys.path[:] = [p for p in sys.path if p and Path(p).resolve() != _HERE]
 
 import numpy as np  # noqa: E402
 
@@ -196,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     payload = {
         "benchmark": "onnx",
         "timestamp": utc_now(),
-        "command": "python bench/onnx.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "command": "python bench/embed_runtime.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "machine": machine,
         "parameters": {"docs": n_docs, "queries": len(qids), "slices": args.slices, "batch_size": args.batch_size,
                        "split": args.split,
