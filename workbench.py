@@ -4,6 +4,7 @@ from __future__ import annotations
 import streamlit as st
 from PIL import Image
 
+from core.report import escape_md
 from pages import _state
 from pages._workspace_panel import workspace_panel
 
@@ -43,7 +44,7 @@ with st.sidebar:
     config_slot.text(f"config: {_state.config().stable_hash()}")  # rewritten after the page, which may change it
     st.text(f"embedder: {deps.embedder.model_id}")
     for notice in deps.notices:
-        st.warning(notice)
+        st.warning(escape_md(notice))  # may quote a path or a provider's error text
 try:
     nav.run()
 finally:

@@ -8,6 +8,7 @@ import streamlit as st
 from core.config import PipelineConfig
 from core.context import BuildRequest, ContextError, coverage, estimate_llm_contexts, run_build
 from core.llm import LLMError
+from core.report import escape_md
 
 LABELS = {"heuristic": "heuristic (title, heading path, lead sentence; offline)",
           "late": "late chunking (whole-document token vectors; offline)",
@@ -31,7 +32,8 @@ def context_panel(deps: Any, cfg: PipelineConfig, workspace: str) -> None:
     ready = True
     if variant == "llm":
         if not deps.llm.available:
-            st.warning(f"LLM contexts need Claude: {deps.llm.reason}. The offline variants work without a key.")
+            st.warning(f"LLM contexts need Claude: {escape_md(deps.llm.reason)}. The offline variants work without a "
+                       "key.")
             return
         a, b, d = st.columns([2, 1, 1])
         model = a.text_input("Model", c.model, key="ctx_model")
@@ -47,10 +49,11 @@ def context_panel(deps: Any, cfg: PipelineConfig, workspace: str) -> None:
         m3.metric("Without caching", f"${est.without_cache_usd:,.4f}")
         st.caption("Tokens are estimated at ~4 characters each (there is no offline Claude tokenizer).")
         for w in warnings[:20]:
-            st.warning(w)
+            st.warning(escape_md(w))
         if est.with_cache_usd > c.confirm_above_usd:
-            ready = st.checkbox(f"I accept an estimated ${est.with_cache_usd:,.4f} (above the "
-                                f"${c.confirm_above_usd:,.2f} confirmation threshold)", key="ctx_confirm")
+            # Two '$' in one label would be typeset as maths: escaped.
+            ready = st.checkbox(f"I accept an estimated \\${est.with_cache_usd:,.4f} (above the "
+                                f"\\${c.confirm_above_usd:,.2f} confirmation threshold)", key="ctx_confirm")
         ready = ready and est.calls > 0
     if st.button("Build contexts", key="ctx_build", disabled=not ready, type="primary"):
         bar = st.progress(0.0, text="starting…")
@@ -61,12 +64,12 @@ def context_panel(deps: Any, cfg: PipelineConfig, workspace: str) -> None:
         try:
             rep = run_build(req, store, deps.embedder, deps.llm, workspace=workspace, progress=progress)
         except (ContextError, LLMError) as exc:
-            st.error(str(exc))
+            st.error(escape_md(exc))  # may quote a gateway's error body
             return
         bar.progress(1.0, text="done")
         st.success(f"{variant}: {rep.written} written, {rep.existing} already there, {rep.remaining} remaining, "
                    f"{rep.vectors} vectors embedded, ${rep.usd:,.4f} spent")
         for w in rep.warnings[:20]:
-            st.warning(w)
+            st.warning(escape_md(w))
         if rep.stopped:
-            st.info(f"Stopped — {rep.stopped}")
+            st.info(f"Stopped — {escape_md(rep.stopped)}")

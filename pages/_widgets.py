@@ -11,7 +11,7 @@ import streamlit as st
 from core import corpus_ops
 from core.config import PipelineConfig
 from core.counters import Counters
-from core.report import chunk_colour, ingest_frame, snippet, stage_chips, stage_details, stage_moves
+from core.report import chunk_colour, escape_md, ingest_frame, snippet, stage_chips, stage_details, stage_moves
 from core.types import Candidate, StageResult, Trace
 
 LAST_INGEST_KEY = "last_ingest"  # the IngestReport of the last upload, shown until the next one
@@ -41,7 +41,7 @@ def empty_store_hint(store: Any, workspace: str) -> bool:
     """Say how to get started when the workspace has no documents; True when it is empty."""
     if corpus_ops.has_documents(store, workspace):
         return False
-    st.info(f"Workspace '{workspace}' has no documents yet: upload documents on the Corpus page.")
+    st.info(f"Workspace '{escape_md(workspace)}' has no documents yet: upload documents on the Corpus page.")
     st.page_link("pages/corpus.py", label="Go to the Corpus page", icon=":material/library_books:")
     return True
 
@@ -54,7 +54,8 @@ def ingest_report(report: Any) -> None:
     st.success(f"{len(ok)} of {len(report.results)} file(s) ingested or up to date · embeddings: "
                f"{report.embedded} computed, {report.cache_hits} from the cache")
     for r in errors:
-        st.error(r.message if r.message.startswith(r.name) else f"{r.name}: {r.message}")
+        # The name and the parser's text come from the upload: escaped, so a name like ![p](http://…) stays text.
+        st.error(escape_md(r.message if r.message.startswith(r.name) else f"{r.name}: {r.message}"))
     st.dataframe(ingest_frame(report.results), hide_index=True)
 
 
@@ -215,13 +216,13 @@ def answer_panel(answer: Any, served: str | None = None) -> None:
     with st.container(border=True, key="answer_panel"):
         st.markdown(f"**{label.get(answer.mode, 'answer (' + answer.mode + ')')}**")
         if served:
-            st.caption(f":material/cached: {served}")
+            st.caption(f":material/cached: {escape_md(served)}")  # quotes an earlier question
         if answer.refused:
-            st.info(answer.text or "The corpus does not say.", icon=":material/block:")
+            st.info(escape_md(answer.text or "The corpus does not say."), icon=":material/block:")
         else:
             st.text(answer.text)
         if answer.citations:
-            st.caption("citations: " + " · ".join(answer.citations) + " (open them under Chunk detail)")
+            st.caption("citations: " + escape_md(" · ".join(answer.citations)) + " (open them under Chunk detail)")
 
 
 def chunk_detail(trace: Trace, chunks_by_id: Any, workspace: str, doc_names: Mapping[str, str]) -> None:
@@ -237,6 +238,8 @@ def chunk_detail(trace: Trace, chunks_by_id: Any, workspace: str, doc_names: Map
             st.caption("this chunk is no longer in the store")
             return
         ranks = " · ".join(f"{s.stage} #{c.rank}" for s in trace.stages for c in s.candidates if c.chunk_id == cid)
-        st.caption(f"{doc_names.get(chunk.doc_id, chunk.doc_id)} · {' › '.join(chunk.heading_path) or '(no heading)'}"
+        # Document name and headings come from the file: escaped, so `### ![hp](http://…)` is shown, not fetched.
+        st.caption(f"{escape_md(doc_names.get(chunk.doc_id, chunk.doc_id))} · "
+                   f"{escape_md(' › '.join(chunk.heading_path)) or '(no heading)'}"
                    f" · chars {chunk.start}–{chunk.end} · {chunk.n_tokens} tokens · {chunk.lang} · {ranks}")
         st.code(chunk.text, language=None, wrap_lines=True)

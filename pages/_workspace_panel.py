@@ -5,6 +5,7 @@ from typing import Any
 
 import streamlit as st
 
+from core.report import escape_md
 from core.types import DEFAULT_WORKSPACE
 from core.workspaces import (WorkspaceError, create_workspace, delete_workspace, load_workspace_config,
                              rename_workspace, save_workspace_config, workspace_names)
@@ -38,27 +39,29 @@ def workspace_panel(store: Any) -> None:
         names = sorted({*names, current})  # a workspace is created on first ingest; until then it is only a name
     st.selectbox("Workspace", names, index=names.index(current), key="ws_select", on_change=_on_select, args=(store,))
     if notice := st.session_state.pop("ws_notice", None):
-        st.warning(notice)
+        st.warning(escape_md(notice))
+    # Workspace names are typed by users and labels render Markdown: every name shown in a label is escaped.
+    shown = escape_md(current)
     with st.expander("Manage workspaces"):
         new = st.text_input("New workspace", key="ws_new", placeholder="name")
         if st.button("Create", key="ws_create", disabled=not new.strip()):
-            _act(lambda: _switch(store, create_workspace(store, new)), f"created '{new.strip()}'")
-        ren = st.text_input(f"Rename '{current}' to", key="ws_rename", disabled=current == DEFAULT_WORKSPACE)
+            _act(lambda: _switch(store, create_workspace(store, new)), f"created '{escape_md(new.strip())}'")
+        ren = st.text_input(f"Rename '{shown}' to", key="ws_rename", disabled=current == DEFAULT_WORKSPACE)
         if st.button("Rename", key="ws_rename_go", disabled=not ren.strip() or current == DEFAULT_WORKSPACE):
             _act(lambda: (rename_workspace(store, current, ren), _switch(store, " ".join(ren.split()), save=False)),
-                 f"renamed '{current}' to '{ren.strip()}'")
-        sure = st.checkbox(f"Delete '{current}' with all its documents, graph, runs, ledger and caches",
+                 f"renamed '{shown}' to '{escape_md(ren.strip())}'")
+        sure = st.checkbox(f"Delete '{shown}' with all its documents, graph, runs, ledger and caches",
                            key="ws_delete_sure", disabled=current == DEFAULT_WORKSPACE)
         if st.button("Delete", key="ws_delete", type="primary", disabled=not sure):
             _act(lambda: (delete_workspace(store, current), _switch(store, DEFAULT_WORKSPACE, save=False)),
-                 f"deleted '{current}'")
+                 f"deleted '{shown}'")
 
 
 def _act(fn: Any, done: str) -> None:
     try:
         fn()
     except WorkspaceError as exc:
-        st.error(str(exc))
+        st.error(escape_md(exc))
         return
     st.toast(done)
     st.rerun()

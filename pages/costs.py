@@ -8,6 +8,7 @@ import streamlit as st
 from core.costs import cache_read_share, embedding_cache_rate, ledger_frame, prompt_cache_rate, query_stage_costs, run_summary
 from core import corpus_ops
 from core.cag import workspace_estimate
+from core.report import escape_md
 from core.workspaces import answer_cache_table
 from pages import _state
 from pages._context_panel import context_panel
@@ -16,8 +17,8 @@ deps, ws = _state.deps(), _state.workspace()
 store, cfg = deps.store, _state.config()
 st.title("Costs")
 if not deps.llm.available:
-    st.info(f"No LLM is configured ({deps.llm.reason}): answers are extractive and contexts offline, so the ledger "
-            "only fills once a key is set. Cache hit rates of the embedding cache are shown either way.")
+    st.info(f"No LLM is configured ({escape_md(deps.llm.reason)}): answers are extractive and contexts offline, so "
+            "the ledger only fills once a key is set. Cache hit rates of the embedding cache are shown either way.")
 
 ledger = ledger_frame(corpus_ops.usage_ledger(store, ws))
 t_ledger, t_builds, t_queries, t_cache, t_build = st.tabs(
@@ -92,7 +93,7 @@ with t_cache:
         st.dataframe(pd.DataFrame(answer_rows), hide_index=True, key="answer_cache_table")
     st.caption("Per workspace: hits served a stored answer; guarded misses were close enough by cosine but refused by "
                "the guard (negation, numbers, names...); saved = the ms and $ the served answers first cost.")
-    if st.button(f"Clear cached answers of '{ws}'", key="answer_cache_clear"):
+    if st.button(f"Clear cached answers of '{escape_md(ws)}'", key="answer_cache_clear"):
         st.toast(f"cleared {store.answers.clear_answers(ws)} cached answers")
 
 with t_build:
@@ -107,5 +108,7 @@ with st.expander("Cache-augmented generation (CAG): the whole corpus in a cached
     m[1].metric("CAG first / next query", f"${est.first_query_usd:.4f} / ${est.next_query_usd:.4f}")
     m[2].metric("RAG per query", f"${est.rag_query_usd:.4f}")
     m[3].metric("Break-even", f"{est.break_even_queries} queries" if est.break_even_queries else "never")
-    st.caption(f"{est.model}; first query writes the prompt cache, later ones read it (per cache lifetime); "
-               f"prefix sha256 {sha[:12]}. " + (est.note or "CAG is available for this workspace (python -m core cag)."))
+    st.caption(f"{escape_md(est.model)}; first query writes the prompt cache, later ones read it (per cache "
+               "lifetime); "
+               f"prefix sha256 {sha[:12]}. "
+               + (escape_md(est.note) if est.note else "CAG is available for this workspace (python -m core cag)."))

@@ -38,15 +38,16 @@ try:
     else:
         gs = load_dataset(src, root)
 except DatasetError as exc:
-    st.error(str(exc))
+    st.error(escape_md(exc))  # names the uploaded file
 if gs is None:
     st.caption('Each line: {"id", "query", "type", "answerable", "gold": [{"doc": file name, "span": text}], '
                '"answer"}')
 else:
     d = describe(gs)
+    # Types and the workspace come from the golden-set file: escaped like every user string shown as Markdown.
     st.caption(f"{d['questions']} questions ({d['with_gold']} with gold, {d['unanswerable']} unanswerable) · types "
-               + ", ".join(f"{t} {n}" for t, n in d["types"].items())
-               + (f" · evaluated in workspace '{gs.workspace}'" if gs.workspace else ""))
+               + escape_md(", ".join(f"{t} {n}" for t, n in d["types"].items()))
+               + (f" · evaluated in workspace '{escape_md(gs.workspace)}'" if gs.workspace else ""))
     if gs.problems:
         st.warning(f"{len(gs.problems)} line(s) with problems; the other lines are used")
         st.dataframe(problems_as_rows(gs.problems), hide_index=True, key="eval_problems")
@@ -71,15 +72,15 @@ with st.expander("Save the session configuration"):
             st.session_state[SAVED_KEY] = f"Saved '{escape_md(name)}' ({session_cfg.stable_hash()}) to {escape_md(str(path))}"
             st.rerun()
         except ValueError as exc:
-            st.error(str(exc))
+            st.error(escape_md(exc))
 labels = list(options)
 ca, cb, cr = st.columns([2, 2, 1])
 a_label = ca.selectbox("Configuration A", labels, key="cfg_a")
 b_label = cb.selectbox("Configuration B", labels, index=min(1, len(labels) - 1), key="cfg_b")
 repeats = cr.number_input("Repeats", 1, 10, 1, key="eval_repeats", help="for non-deterministic stages")
 diff = config_diff(options[a_label], options[b_label])
-st.caption("B changes: " + (", ".join(f"{k} {a!r} → {b!r}" for k, (a, b) in diff.items())
-                            or "nothing (same settings)"))
+st.caption("B changes: " + (", ".join(f"{k} {escape_md(repr(a))} → {escape_md(repr(b))}"
+                                      for k, (a, b) in diff.items()) or "nothing (same settings)"))
 
 if st.button("Run A and B", type="primary", key="eval_run", disabled=gs is None):
     bar = st.progress(0.0, text="preparing the corpus…")
@@ -87,7 +88,7 @@ if st.button("Run A and B", type="primary", key="eval_run", disabled=gs is None)
     if b_label != a_label:
         pairs.append(NamedConfig(b_label.split(" · ")[0], options[b_label]))
     runs = run_eval(gs, pairs, deps, workspace=ws, repeats=int(repeats),
-                    progress=lambda d, t, m: bar.progress(min(1.0, d / max(t, 1)), text=f"{d}/{t} {m}"))
+                    progress=lambda d, t, m: bar.progress(min(1.0, d / max(t, 1)), text=f"{d}/{t} {escape_md(m)}"))
     bar.empty()
     st.session_state[RUNS_KEY] = [(r.workspace, r.eval_id) for r in runs]
 
@@ -109,13 +110,14 @@ if not shown:
 # -- results -----------------------------------------------------------------------------------------------------------
 for r in shown:
     for note in r.notes:
-        st.caption(f"{r.config_name}: {note}")
+        st.caption(f"{escape_md(r.config_name)}: {escape_md(note)}")
 if len(shown) == 2:
     a, b = shown
-    st.subheader(f"A = {a.config_name} ({a.config_hash}) · B = {b.config_name} ({b.config_hash})")
+    st.subheader(f"A = {escape_md(a.config_name)} ({a.config_hash}) · "
+                 f"B = {escape_md(b.config_name)} ({b.config_hash})")
     st.dataframe(rep.comparison_frame(compare(a, b)), hide_index=True, key="eval_cmp")
 else:
-    st.subheader(f"{shown[0].config_name} ({shown[0].config_hash})")
+    st.subheader(f"{escape_md(shown[0].config_name)} ({shown[0].config_hash})")
     st.dataframe(rep.metrics_frame(shown), hide_index=True, key="eval_metrics")
 
 t_plots, t_stages, t_query, t_types = st.tabs(["Plots", "Per stage", "Per question", "By type"])
@@ -125,11 +127,12 @@ with t_plots:
     st.plotly_chart(rep.latency_fig(shown), key="fig_latency")
 with t_stages:
     for r in shown:
-        st.caption(f"{r.config_name}: recall of each stage's whole list; token share = tokens kept of the largest list")
+        st.caption(f"{escape_md(r.config_name)}: recall of each stage's whole list; token share = tokens kept of the "
+                   "largest list")
         st.dataframe(rep.stage_frame(r), hide_index=True, key=f"stages_{r.eval_id}")
 with t_types:
     for r in shown:
-        st.caption(r.config_name)
+        st.caption(escape_md(r.config_name))
         st.dataframe(rep.by_type_frame(r), hide_index=True, key=f"types_{r.eval_id}")
 with t_query:
     a, b = shown[0], shown[-1]
@@ -145,10 +148,10 @@ with t_query:
         deps.store, [c["chunk_id"] for r in (ra, rb) for s in r["stages"] for c in s["candidates"][:10]], a.workspace)
     for col, run, res in zip(st.columns(2), (a, b), (ra, rb)):
         with col:
-            st.markdown(f"**{run.config_name}** · {run.config_hash}")
+            st.markdown(f"**{escape_md(run.config_name)}** · {run.config_hash}")
             st.dataframe(rep.gold_status(res), hide_index=True, key=f"gold_{run.eval_id}")
             for s in res["stages"]:
-                st.markdown(f"*{s['stage']}*" + (f" — skipped: {s['skip_reason']}" if s["skipped"] else
+                st.markdown(f"*{s['stage']}*" + (f" — skipped: {escape_md(s['skip_reason'])}" if s["skipped"] else
                                                   f" — recall {s['recall'] if s['recall'] is not None else '—'}"))
                 if not s["skipped"]:
                     frame = rep.stage_candidates_frame(s, texts)

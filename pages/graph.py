@@ -8,6 +8,7 @@ from core.graph import view
 from core.graph.build import build_graph, decide_merge, graph_stats, set_synonyms, synonyms_text
 from core.graph.resolve import SynonymError
 from core.graph.search import plan_global
+from core.report import escape_md
 from pages import _state
 
 REPORT_KEY = "graph_build_report"
@@ -16,7 +17,8 @@ store = deps.store
 st.title("Graph")
 
 if not corpus_ops.has_documents(store, ws):
-    st.info(f"Workspace '{ws}' has no documents yet: upload some on the Corpus page, then build the graph here.")
+    st.info(f"Workspace '{escape_md(ws)}' has no documents yet: upload some on the Corpus page, then build the graph "
+            "here.")
     st.stop()
 
 # -- build / update ------------------------------------------------------------------------------------------------
@@ -44,7 +46,7 @@ with st.container(border=True):
         st.success(f"{rep.mode} build in {rep.seconds:.2f} s: +{rep.chunks_added} / -{rep.chunks_removed} chunks, "
                    f"{rep.suggestions} new merge suggestions, {rep.summaries_invalidated} summaries invalidated")
         for note in rep.notes:
-            st.warning(note)
+            st.warning(escape_md(note))
 
 snap = deps.graph.get(store, ws, cfg.graph.min_phrase_chunks)
 if snap is None or not len(snap):
@@ -102,8 +104,8 @@ with tab_graph:
                + ("" if full else " (each entity's three strongest)") + " · colour = community · hover a node for "
                "its details")
     if used.nodes:
-        st.caption(f"Red borders and links: what graph local search used for the last query ({used.query!r}); "
-                   "stars are its seed entities.")
+        st.caption("Red borders and links: what graph local search used for the last query "
+                   f"('{escape_md(used.query)}'); stars are its seed entities.")
     else:
         st.caption("Run a query with graph.enabled = true in the Search Lab to see which entities it used.")
 
@@ -160,4 +162,4 @@ with tab_syn:
             set_synonyms(store, cfg.graph, text, embedder=deps.embedder, workspace=ws)
             st.rerun()
         except SynonymError as exc:
-            st.error(str(exc))
+            st.error(escape_md(exc))

@@ -7,6 +7,7 @@ from core import corpus_ops, readiness, trace_export
 from core.config import ConfigError
 from core.counters import Counters, counters
 from core.pipeline import QueryError, run_query
+from core.report import escape_md
 from pages import _state, _widgets
 
 TRACE_KEY, SESSION_KEY, BUILT_KEY = "lab_traces", "lab_session_counters", "lab_build_done"
@@ -107,7 +108,7 @@ depth = int(c[5].number_input("rows", 1, 200, 10, key="depth", label_visibility=
 try:
     wanted = cfg.with_overrides(overrides)
 except ConfigError as exc:
-    st.error(str(exc))
+    st.error(escape_md(exc))
     wanted = cfg
 if wanted != cfg:
     _state.set_config(wanted)
@@ -128,7 +129,7 @@ for need in readiness.needs(store, cfg, ws, deps.embedder.model_id):
             st.session_state.pop(TRACE_KEY, None)  # the cached trace searched without the build
             st.rerun()
 if st.session_state.get(BUILT_KEY):
-    st.success(st.session_state.pop(BUILT_KEY))
+    st.success(st.session_state.pop(BUILT_KEY))  # our own summary: counts and seconds only
 
 # -- run and render -----------------------------------------------------------------------------------------------------
 last = st.session_state.get(_widgets.LAST_QUERY_KEY)
@@ -147,7 +148,7 @@ else:
             # Only an explicit search goes to the run log; re-runs caused by settings changes would flood it.
             trace = run_query(last, cfg, deps, workspace=ws, log=submitted)
     except QueryError as exc:
-        st.error(str(exc))
+        st.error(escape_md(exc))  # may quote the query
         st.stop()
     kept[key] = trace
     for stale in list(kept)[:-TRACES_KEPT]:
@@ -155,8 +156,9 @@ else:
     st.session_state["last_trace"] = trace  # the Graph page highlights what this query used
     st.session_state[SESSION_KEY] = st.session_state.get(SESSION_KEY, Counters()) + counters(trace)
 
+# Notes quote queries, cached questions and gateway error text: escaped for Markdown like every user string here.
 for note in trace.notes:
-    st.caption(f":material/info: {note}")
+    st.caption(f":material/info: {escape_md(note)}")
 doc_names = corpus_ops.document_names(store, ws)
 inserts = {}
 local = trace.stage("graph_local")
@@ -170,14 +172,15 @@ main, rounds = _widgets.split_rounds(trace)
 if trace.agent:
     spent = trace.agent.get("spent", {})
     st.caption(f":material/autorenew: agentic loop: {trace.agent['rounds']} round(s), stopped: "
-               f"**{_widgets.esc(trace.agent['stop_reason'])}** · {spent.get('llm_calls', 0)} LLM calls, "
+               f"**{escape_md(trace.agent['stop_reason'])}** · {spent.get('llm_calls', 0)} LLM calls, "
                f"{spent.get('tokens', 0):,} tokens, ${spent.get('usd', 0):.4f}, {spent.get('seconds', 0):.1f} s")
 _widgets.stage_row(main, doc_names=doc_names, depth=depth, counters=counters(trace),
                    session=st.session_state.get(SESSION_KEY), inserts=inserts)
 for rnd, sub in rounds:
     queries = sorted({str(s.info.get("round_query", "")) for s in sub.stages if s.info.get("round_query")})
+    # Cut before escaping: a cut escaped text could end in a lone backslash.
     with st.expander(f"Round {rnd}: {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} — "
-                     + "; ".join(queries)[:160], expanded=False):
+                     + escape_md("; ".join(queries)[:160]), expanded=False):
         _widgets.stage_row(sub, doc_names=doc_names, depth=depth, key=f"round_{rnd}")
 st.caption(f"query language {trace.query_lang} · config {trace.config_hash} · corpus v{trace.corpus_version} · "
            "click a card to read more; hover a skipped strip for its reason")

@@ -167,8 +167,9 @@ def edges_frame(snap: GraphSnapshot, node_ids: Iterable[str]) -> pd.DataFrame:
 def pyvis_html(nodes: pd.DataFrame, edges: pd.DataFrame, *, used: Used = Used(), height_px: int = 600,
                layout: Mapping[str, tuple[float, float]] | None = None) -> str:
     """A self-contained pyvis page (cdn_resources='in_line': the only mode that renders offline in 0.3.2).
-    vis ids are row numbers, never text; labels and tooltips are HTML-escaped. With `layout` (static_layout) the
-    nodes sit where Python put them and physics is off: the page is idle as soon as it is drawn."""
+    vis ids are row numbers, never text; labels and tooltips go in as plain text and are escaped exactly once (see
+    _vis_text). With `layout` (static_layout) the nodes sit where Python put them and physics is off: the page is
+    idle as soon as it is drawn."""
     from pyvis.network import Network
 
     net = Network(height=f"{height_px}px", width="100%", cdn_resources="in_line", directed=False)
@@ -182,19 +183,30 @@ def pyvis_html(nodes: pd.DataFrame, edges: pd.DataFrame, *, used: Used = Used(),
     for k, row in enumerate(nodes.itertuples(index=False)):
         hot = row.node_id in used.nodes
         seed = row.node_id in used.seeds
-        tip = f"{row.name}\ntype: {row.type}\ndegree: {row.degree}\nchunks: {row.chunks}\ncommunity: {row.community}"
+        tip = _vis_text(f"{row.name}\ntype: {row.type}\ndegree: {row.degree}\nchunks: {row.chunks}\n"
+                        f"community: {row.community}")
         fill = community_colour(row.community)
         where = {"x": layout[row.node_id][0], "y": layout[row.node_id][1]} if layout and row.node_id in layout else {}
-        net.add_node(k, label=esc(row.name), title=esc(tip), size=min(26.0, 7 + 1.5 * math.sqrt(max(row.degree, 0))),
+        net.add_node(k, label=_vis_text(row.name), title=tip,
+                     size=min(26.0, 7 + 1.5 * math.sqrt(max(row.degree, 0))),
                      color={"background": fill, "border": HIGHLIGHT if hot else fill},
                      borderWidth=4 if hot else 1, shape="star" if seed else "dot", font={"size": 14}, **where)
     for row in edges.itertuples(index=False):
         hot = (min(row.src, row.dst), max(row.src, row.dst)) in used.edges
-        net.add_edge(vid[row.src], vid[row.dst], value=float(row.weight), title=esc(f"weight {row.weight:g}"),
+        net.add_edge(vid[row.src], vid[row.dst], value=float(row.weight), title=f"weight {row.weight:g}",
                      color=HIGHLIGHT if hot else DIM_EDGE, width=3 if hot else 1)
     page = net.generate_html(notebook=False)
     # The template still pulls bootstrap from a CDN for menus we do not use: drop it so the view is fully offline.
     return _REMOTE.sub("", page)
+
+
+def _vis_text(text: Any) -> str:
+    """A label or tooltip for the pyvis page, as plain text. vis-network draws labels on a canvas and sets string
+    tooltips with innerText, and the template writes the data with Jinja's `tojson` (<, >, & and ' become \\u
+    escapes, so nothing closes the <script>): that is the one escape. HTML-escaping as well showed a literal
+    `&lt;script&gt;`. pyvis switches to a template that sets tooltips with innerHTML when any title contains
+    "href"; a zero-width space keeps a document's "href" from turning that on."""
+    return str(text).replace("href", "hr\u200bef")
 
 
 def entity_detail(snap: GraphSnapshot, store: GraphSource, node_id: str, *, doc_names: Mapping[str, str],
