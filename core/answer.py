@@ -95,9 +95,15 @@ def pick_sentences(rows: Sequence[SentenceRow], scores: Sequence[float], *, supp
     for i in order:
         if len(picked) >= max_sentences or scores[i] < best - margin:
             break
-        if all(rows[i].text != rows[j].text for j in picked):
+        if all(not _same_claim(rows[i].text, rows[j].text) for j in picked):
             picked.append(i)
     return picked
+
+
+def _same_claim(a: str, b: str) -> bool:
+    """Two sentences that say the same thing (the same words, one perhaps extended): quoting both adds nothing."""
+    wa, wb = set(re.findall(r"\w+", a.lower())), set(re.findall(r"\w+", b.lower()))
+    return a == b or (bool(wa and wb) and len(wa & wb) / min(len(wa), len(wb)) >= 0.8)
 
 
 def extractive_answer(

@@ -383,7 +383,7 @@ def _no_retrieval(q: _Query, decision: RouteDecision, config: PipelineConfig, de
         tracer.skip(Stage.ANSWER, "answer.enabled = false")
     trace = Trace(q.text, config.stable_hash(), version, tuple(tracer.stages), q.workspace, q.lang,
                   tuple(tracer.notes), answer)
-    if log:
+    if log and not deps.store.read_only:  # a read-only (snapshot) store keeps no run log
         deps.store.runs.log_trace(trace)
     return trace
 
@@ -473,7 +473,7 @@ def _served_from_cache(q: _Query, res: CacheLookup, config: PipelineConfig, deps
     tracer.notes.append(served_label(res))
     trace = Trace(q.text, config.stable_hash(), version, tuple(tracer.stages), q.workspace, q.lang,
                   tuple(tracer.notes), answer)
-    if log:
+    if log and not deps.store.read_only:  # a read-only (snapshot) store keeps no run log
         deps.store.runs.log_trace(trace)
     return trace
 
@@ -528,6 +528,6 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
         agent = {**agent, "stop_reason": "refused_no_evidence"}  # the loop ended, the answer found no support
     trace = Trace(q.text, config.stable_hash(), version, tuple(tracer.stages), workspace, q.lang, tuple(tracer.notes),
                   answered[0] if answered else None, agent)
-    if log:
+    if log and not deps.store.read_only:  # a read-only (snapshot) store keeps no run log
         deps.store.runs.log_trace(trace)
     return trace

@@ -208,3 +208,11 @@ def test_answered_correctly_needs_a_gold_sentence() -> None:
     u = answer_metrics("q?", False, Answer(REFUSAL, (), True), [], None)
     assert u["refused_unanswerable"] == 1.0 and u["answered_correctly"] is None
     assert answer_metrics("q?", False, wrong, [], None)["refused_unanswerable"] == 0.0
+
+
+def test_an_answer_never_quotes_the_same_claim_twice() -> None:
+    from core.answer import _same_claim
+
+    a = "The Industrial Hardware division sells Fieldbox gateways, Vibra sensors and accessories."
+    assert _same_claim(a, a[:-1] + ", and it recognises revenue when units are shipped.")
+    assert not _same_claim(a, "Revenue grew 2.8% over the previous quarter, to €18.1 million.")

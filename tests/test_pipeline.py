@@ -127,3 +127,21 @@ def test_tracer_step_runs_times_and_skips_with_keep():
     assert (prune.skipped, mmr.skipped) == ("prune.enabled = false", "nothing to do")
     assert tracer.final() is rerank
     assert off(True, "x.enabled", pool) is None
+
+
+def test_a_read_only_store_runs_queries_and_keeps_no_run_log(tmp_path) -> None:
+    from core.config import PipelineConfig
+    from core.deps import Deps
+    from core.ingest.pipeline import ingest_files
+    from core.pipeline import run_query
+    from core.store import Store
+    from tests.fakes import HashEmbedder
+
+    path = tmp_path / "ro.duckdb"
+    writer = Store(path)
+    ingest_files([("a.md", b"# Backups\n\nNightly backups go to the cold archive in Reykjavik.")], store=writer,
+                 embedder=HashEmbedder(), config=PipelineConfig())
+    writer.close()
+    store = Store(path, read_only=True)
+    trace = run_query("where do nightly backups go", PipelineConfig(), Deps(store=store, embedder=HashEmbedder()))
+    assert trace.stage("bm25").candidates and store.runs.recent_runs() == []
