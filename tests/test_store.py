@@ -1,6 +1,7 @@
 """Store contract on :memory: — schema version, typed round trips, model isolation, atomic writes, deletes."""
 from __future__ import annotations
 
+import duckdb
 import numpy as np
 import pytest
 
@@ -53,7 +54,7 @@ def test_failed_write_leaves_nothing(store: Store) -> None:
         store.corpus.put_document(_doc(), _chunks(n=3), np.ones((2, 3), np.float32), "m1")  # 3 chunks, 2 vectors
     bad = _chunks(n=2)
     bad[1] = bad[0]  # duplicate primary key fails inside the transaction, after the document row went in
-    with pytest.raises(Exception):
+    with pytest.raises(duckdb.ConstraintException):  # the database's own error, raised inside the transaction
         store.corpus.put_document(_doc(), bad, np.ones((2, 3), np.float32), "m1")
     assert store.corpus.documents() == [] and store.corpus.chunks() == [] and store.corpus.count("vectors") == 0
     assert store.corpus.corpus_version() == 0
