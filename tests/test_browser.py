@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
@@ -56,12 +57,11 @@ def _wait_healthy(url: str, proc: subprocess.Popen, log: Path, timeout: float = 
     raise TimeoutError(f"streamlit did not become healthy in {timeout:.0f} s:\n{log.read_text()[-3000:]}")
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[str]:
+@contextmanager
+def streamlit_app(db: Path, log: Path) -> Iterator[str]:
+    """`streamlit run workbench.py` on a free loopback port over the database `db`; yields its URL, stops it after."""
     port = _free_port()
-    log = tmp_path / "streamlit.log"
-    env = {**os.environ, "RAG_DB": str(tmp_path / "browser.duckdb"), "HF_HUB_OFFLINE": "1",
-           "TRANSFORMERS_OFFLINE": "1"}
+    env = {**os.environ, "RAG_DB": str(db), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     cmd = [sys.executable, "-m", "streamlit", "run", "workbench.py", "--server.headless", "true",
            "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
            # Edits to the source tree while the test runs must not trigger reruns under the browser.
@@ -79,6 +79,12 @@ def server(tmp_path: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[str]:
+    with streamlit_app(tmp_path / "browser.duckdb", tmp_path / "streamlit.log") as url:
+        yield url
 
 
 def test_upload_search_and_see_three_stage_columns(server: str, tmp_path: Path) -> None:

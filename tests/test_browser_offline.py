@@ -4,15 +4,13 @@ the page makes is checked."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Iterator
 from urllib.parse import urlparse
 
 import pytest
 
-from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, ROOT, VIEWPORT, _free_port, _wait_healthy
+from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, streamlit_app
 
 pytestmark = pytest.mark.browser
 
@@ -43,25 +41,8 @@ def seeded_server(tmp_path: Path) -> Iterator[str]:
                        config=PipelineConfig())
     assert rep.results[0].status == "ingested"
     store.close()
-    port = _free_port()
-    log = tmp_path / "streamlit.log"
-    env = {**os.environ, "RAG_DB": str(db), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    cmd = [sys.executable, "-m", "streamlit", "run", "workbench.py", "--server.headless", "true",
-           "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none", "--server.runOnSave", "false"]
-    with log.open("w") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, proc, log)
+    with streamlit_app(db, tmp_path / "streamlit.log") as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def _outside(url: str) -> bool:
