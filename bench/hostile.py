@@ -39,38 +39,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._common import ROOT, write_result  # noqa: E402
+from tests.bad_inputs import docx_with, docx_with_body  # noqa: E402 - the same generators the tests use
 
 HANG_S = 30.0
 BEACON = "http://203.0.113.7/pixel.png"
 
 
 # -- the hostile files -------------------------------------------------------------------------------------------
-def _docx(paragraphs: list[tuple[str, str]]) -> bytes:
-    import docx
-
-    d = docx.Document()
-    for style, text in paragraphs:
-        d.add_paragraph(text, style=style)
-    buf = io.BytesIO()
-    d.save(buf)
-    return buf.getvalue()
-
-
-def _docx_body(extra_xml: str) -> bytes:
-    base = _docx([("Normal", "x")])
-    zin = zipfile.ZipFile(io.BytesIO(base))
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
-        for info in zin.infolist():
-            data = zin.read(info.filename)
-            if info.filename == "word/document.xml":
-                s = data.decode()
-                i = s.index("<w:body>") + len("<w:body>")
-                data = (s[:i] + extra_xml + s[i:]).encode()
-            z.writestr(info.filename, data)
-    return out.getvalue()
-
-
 def _pdf(text: str, password: str | None = None, extra_stream: bytes | None = None) -> bytes:
     from pypdf import PdfWriter
     from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
@@ -108,13 +83,13 @@ def hostile_files(seed: int = 7, scale: float = 1.0) -> list[tuple[str, bytes, s
     # decompression bombs and broken zips
     for i, n in enumerate([20_000, 60_000, 200_000, 600_000, 2_000_000]):
         n = n if scale >= 1 else max(40_000, int(n * scale))  # 40,000 paragraphs is still a (small) bomb
-        add("docx_bomb", f"bomb_{i}.docx", _docx_body("<w:p><w:r><w:t>a</w:t></w:r></w:p>" * n))
+        add("docx_bomb", f"bomb_{i}.docx", docx_with_body("<w:p><w:r><w:t>a</w:t></w:r></w:p>" * n))
     many = io.BytesIO()
     with zipfile.ZipFile(many, "w") as z:
         for i in range(2500):
             z.writestr(f"p/{i}.xml", "")
     add("docx_bomb", "many_entries.docx", many.getvalue())
-    good_docx = _docx([("Heading 1", "Policy"), ("Normal", "Staff may work remotely.")])
+    good_docx = docx_with([("Heading 1", "Policy"), ("Normal", "Staff may work remotely.")])
     for i in range(20):
         add("truncated_docx", f"truncated_{i}.docx", good_docx[: rng.randint(10, len(good_docx) - 1)])
     for i in range(15):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import zipfile
 
 
 def pdf_with_text(text: str, password: str | None = None) -> bytes:
@@ -44,3 +45,19 @@ def docx_with(paragraphs: list[tuple[str, str]]) -> bytes:
     buf = io.BytesIO()
     d.save(buf)
     return buf.getvalue()
+
+
+def docx_with_body(extra_xml: str) -> bytes:
+    """A real .docx whose document.xml gets `extra_xml` inserted at the start of the body."""
+    base = docx_with([("Normal", "x")])
+    zin = zipfile.ZipFile(io.BytesIO(base))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            if info.filename == "word/document.xml":
+                s = data.decode()
+                i = s.index("<w:body>") + len("<w:body>")
+                data = (s[:i] + extra_xml + s[i:]).encode()
+            z.writestr(info.filename, data)
+    return out.getvalue()

@@ -13,29 +13,13 @@ from core.ingest.chunk import chunk_document
 from core.ingest.parse import MAX_HEADING_CHARS, MAX_PATH_CHARS, MAX_TITLE_CHARS, ParseError, parse
 from core.ingest.pipeline import GROUP_CHUNKS, ingest_files
 from core.ingest.sandbox import ParseSandbox
-from tests.bad_inputs import docx_with
+from tests.bad_inputs import docx_with_body
 
 RU = "Выручка выросла на пять процентов во втором квартале, а расходы снизились."
 
 
-def _docx_with_body(extra_xml: str) -> bytes:
-    """A real .docx whose document.xml gets `extra_xml` inserted at the start of the body."""
-    base = docx_with([("Normal", "x")])
-    zin = zipfile.ZipFile(io.BytesIO(base))
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
-        for info in zin.infolist():
-            data = zin.read(info.filename)
-            if info.filename == "word/document.xml":
-                s = data.decode()
-                i = s.index("<w:body>") + len("<w:body>")
-                data = (s[:i] + extra_xml + s[i:]).encode()
-            z.writestr(info.filename, data)
-    return out.getvalue()
-
-
 def test_docx_bomb_is_refused_before_parsing() -> None:
-    bomb = _docx_with_body("<w:p><w:r><w:t>a</w:t></w:r></w:p>" * 60_000)  # ~2 MB of XML packed ~300x
+    bomb = docx_with_body("<w:p><w:r><w:t>a</w:t></w:r></w:p>" * 60_000)  # ~2 MB of XML packed ~300x
     assert len(bomb) < 60_000  # the empty template is ~37 kB of it
     with pytest.raises(ParseError, match=r"^bomb.docx: word/document.xml unpacks \d+x .*decompression bomb"):
         parse("bomb.docx", bomb)
