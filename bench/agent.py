@@ -21,11 +21,9 @@ core/route/data/agent_grader.json; reported numbers then say which split they co
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -34,28 +32,16 @@ import numpy as np
 from _common import ROOT, datasets_dir, table, write_result
 
 from core.config import PipelineConfig  # noqa: E402
-from core.datasets import PreDoc, ingest_predocs  # noqa: E402
+from core.datasets import ingest_predocs, twowiki_predocs  # noqa: E402
 from core.deps import build_deps  # noqa: E402
 from core.pipeline import run_query  # noqa: E402
 from core.route.agent import (GRADER_FILE, BridgeWriter, Budget, GraderModel, OfflineGrader,  # noqa: E402
                               grade_features, names_in, run_agent)
-from core.text import count_tokens  # noqa: E402
-from core.types import Candidate, Chunk, Document  # noqa: E402
+from core.types import Candidate  # noqa: E402
 
 WS = "twowiki"
 RETRIEVAL = {"rerank.enabled": False, "prune.enabled": False, "mmr.enabled": False, "answer.enabled": False,
              "fusion.k": 20, "bm25.k": 50, "dense.k": 50, "router.enabled": False}
-
-
-def predocs(path: Path) -> list[PreDoc]:
-    out = []
-    for raw in (path / "corpus.jsonl").read_text(encoding="utf-8").splitlines():
-        d = json.loads(raw)
-        text = f"{d['title']}\n{d['text']}"
-        chunk = Chunk(f"{d['id']}#0", d["id"], 0, text, 0, len(text), (), count_tokens(text), "en")
-        out.append(PreDoc(Document(d["id"], d["title"], "txt", len(text.encode()), hashlib.sha256(text.encode()).hexdigest(), "en", text,
-                                   "as-given", WS, d["title"], 1), (chunk,)))
-    return out
 
 
 def doc_order(cands: Sequence[Candidate]) -> list[str]:
@@ -109,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg = base.with_overrides({**RETRIEVAL, **({"transforms.decompose": "on"} if args.decompose else {})})
     deps = build_deps(cfg, db=args.db)
     t0 = time.perf_counter()
-    rep = ingest_predocs(predocs(root), store=deps.store, embedder=deps.embedder, workspace=WS)
+    rep = ingest_predocs(twowiki_predocs(root, WS), store=deps.store, embedder=deps.embedder, workspace=WS)
     print(f"corpus: {rep.documents} passages, embedded {rep.embedded} in {time.perf_counter() - t0:.1f}s")
     titles = {d.doc_id: d.name for d in deps.store.corpus.documents(WS)}
     questions = [json.loads(r) for r in (root / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
