@@ -1,10 +1,11 @@
 """Runs pipeline configurations over a golden set: per-question scores, repeats for variance, stored runs, A/B."""
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from core.config import PipelineConfig
 from core.datasets import GoldenQuery, GoldenSet, ensure_corpus, resolve_gold
@@ -67,7 +68,12 @@ class EvalRun:
                 "per_repeat": self.per_repeat, "stage_recall": self.stage_recall, "latency": self.latency,
                 "by_type": self.by_type, "n_queries": len(self.results), "problems": self.problems,
                 "notes": self.notes, "seconds": round(self.seconds, 3), "unit": self.unit, "ks": list(self.ks),
-                "stage_recall_at": self.stage_recall_at()}
+                "stage_recall_at": self.stage_recall_at(), "round_recall": self.round_recall()}
+
+    def round_recall(self) -> list[dict[str, Any]]:
+        """Per-round recall of the agentic loop's evidence pool (empty when the loop never ran): see round_recall."""
+        return round_recall([{n: st.recall_at for st in r.stages if not st.skipped
+                              and (n := loop_round(st.stage)) is not None} for r in self.results if r.stages])
 
     def stage_recall_at(self) -> dict[str, dict[str, float | None]]:
         """Mean recall@k of every stage's own list over the questions with gold (from each stage's gold ranks), so
@@ -98,6 +104,47 @@ class EvalRun:
                    d.get("per_repeat", []), d.get("stage_recall", {}), d.get("latency", {}), d.get("by_type", {}),
                    [QuestionResult.coerce(r) for r in d.get("results", [])], d.get("problems", []), d.get("notes", []), d.get("seconds", 0.0),
                    d.get("created_at"), d.get("unit", "chunk"), tuple(d.get("ks", (5, 10, 20))))
+
+
+_DECIDE = re.compile(r"(?:r(\d+)\.)?decide")
+
+
+def loop_round(stage: str) -> int | None:
+    """The agentic round whose evidence pool a stage holds: the loop's `decide` record of round 1 is 'decide', of
+    round r 'r<r>.decide' (core/route/agent.py); None for every other stage."""
+    m = _DECIDE.fullmatch(stage)
+    return None if m is None else int(m.group(1) or 1)
+
+
+def round_recall(per_question: Sequence[Mapping[int, Mapping[str, float | None]]]) -> list[dict[str, Any]]:
+    """How much each round of the agentic loop added, over the questions where it ran (gold only).
+
+    `per_question`: for each question, round -> recall@k of the evidence pool after that round. Row r: how many
+    questions ran round r, the mean recall@k of the pool after round r over every loop question (one that stopped
+    earlier keeps its last pool, so the means are over one fixed set of questions and never fall because a
+    question stopped), and `added@k`, the gain over round r-1 (round 1: over nothing)."""
+    rows_in = [q for q in per_question if q and any(v is not None for rec in q.values() for v in rec.values())]
+    if not rows_in:
+        return []
+    last = max(max(q) for q in rows_in)
+    keys = sorted({k for q in rows_in for rec in q.values() for k in rec}, key=lambda k: int(k.split("@")[1]))
+    out: list[dict[str, Any]] = []
+    prev: dict[str, float] = {}
+    for rnd in range(1, last + 1):
+        row: dict[str, Any] = {"round": rnd, "questions": sum(1 for q in rows_in if rnd in q)}
+        for key in keys:
+            vals = []
+            for q in rows_in:
+                upto = [r for r in q if r <= rnd and q[r].get(key) is not None]
+                if upto:
+                    vals.append(float(q[max(upto)][key]))  # type: ignore[arg-type]
+            mean = sum(vals) / len(vals) if vals else None
+            row[key] = mean
+            row[f"added@{key.split('@')[1]}"] = None if mean is None else mean - prev.get(key, 0.0)
+            if mean is not None:
+                prev[key] = mean
+        out.append(row)
+    return out
 
 
 def recall_at(gold_ranks: Sequence[int | None], ks: Sequence[int]) -> dict[str, float | None]:

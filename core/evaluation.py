@@ -236,7 +236,8 @@ def score_trace(
         golden = [g.text for g in gold]
         for k in ks:
             m[f"pass@{k}"] = 100.0 * pass_at_k(texts, golden, k) if golden else None
-    m["ms"] = sum(s.ms for s in trace.stages)
+    # The agentic loop's evidence stage already timed its rounds: their own stages (info "round") are not added again.
+    m["ms"] = sum(s.ms for s in trace.stages if "round" not in s.info)
     return QueryScore(m, tuple(stages), final.stage if final else None, n_gold)
 
 

@@ -130,6 +130,12 @@ with t_stages:
         st.caption(f"{escape_md(r.config_name)}: recall of each stage's whole list; token share = tokens kept of the "
                    "largest list")
         st.dataframe(rep.stage_frame(r), hide_index=True, key=f"stages_{r.eval_id}")
+        rounds = r.round_recall()
+        if rounds:  # the agentic loop ran on some questions: what each round's evidence pool gained
+            st.caption(f"{escape_md(r.config_name)}: agentic loop, recall of the evidence pool after each round "
+                       f"(over the {rounds[0]['questions']} questions where it ran; a question that stopped "
+                       "earlier keeps its last pool); added = gain over the round before")
+            st.dataframe(rounds, hide_index=True, key=f"rounds_{r.eval_id}")
 with t_types:
     for r in shown:
         st.caption(escape_md(r.config_name))

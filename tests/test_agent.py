@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -254,3 +255,97 @@ def test_the_multi_hop_route_runs_the_loop_with_decomposition_in_every_round(tmp
     decompose = trace.stage("decompose")
     assert decompose is not None and decompose.info.get("round") == 1
     assert decompose.skipped is None or "auto" not in decompose.skipped  # switched on for the rounds, not gated off
+
+
+def test_round_recall_says_how_much_each_round_added() -> None:
+    from core.eval_run import loop_round, round_recall
+
+    assert [loop_round(s) for s in ("decide", "r2.decide", "r10.decide", "r2.grade", "fused", "xdecide")] == \
+        [1, 2, 10, None, None, None]
+    # q1: 1/2 gold after round 1, 2/2 after round 2; q2 stopped after round 1 with 1/3 (kept for round 2);
+    # a question without the loop ({}) is left out.
+    rows = round_recall([{1: {"recall@5": 0.5, "recall@10": 0.5}, 2: {"recall@5": 1.0, "recall@10": 1.0}},
+                         {1: {"recall@5": 1 / 3, "recall@10": 2 / 3}}, {}])
+    assert [r["round"] for r in rows] == [1, 2] and [r["questions"] for r in rows] == [2, 1]
+    assert rows[0]["recall@5"] == pytest.approx((0.5 + 1 / 3) / 2) and rows[0]["added@5"] == rows[0]["recall@5"]
+    assert rows[1]["recall@5"] == pytest.approx((1.0 + 1 / 3) / 2)
+    assert rows[1]["added@5"] == pytest.approx(0.25) and rows[1]["added@10"] == pytest.approx(0.25)
+    assert round_recall([{}, {}]) == []
+
+
+def _bridge_corpus(deps: Any) -> None:
+    from core.config import PipelineConfig
+    from core.ingest.pipeline import ingest_files
+
+    ingest_files([("staff.md", b"# Staffing\n\nAlice Brown is the engineer for Project Heron in Rotterdam."),
+                  ("clients.md", b"# Clients\n\nProject Heron is run for Kestrel Water. The account manager of "
+                                 b"Kestrel Water is Lena Brightwater."),
+                  ("other.md", b"# Weather\n\nRain fell in Paris all week.")],
+                 store=deps.store, embedder=deps.embedder, config=PipelineConfig())
+
+
+GOLD_LINE = json.dumps({"id": "m1", "query": "Who is the account manager for the project of Alice Brown?",
+                        "type": "multi-hop", "gold": [
+                            {"doc": "staff.md", "span": "Alice Brown is the engineer for Project Heron"},
+                            {"doc": "clients.md", "span": "The account manager of Kestrel Water is Lena Brightwater"}]})
+
+
+def test_evaluation_records_per_round_recall_of_the_loop(deps: Any) -> None:
+    from core.config import PipelineConfig
+    from core.datasets import parse_jsonl
+    from core.eval_run import NamedConfig, load_run, run_eval
+
+    _bridge_corpus(deps)
+    loop = PipelineConfig().with_overrides({"agent.enabled": True, "router.enabled": False, "answer.enabled": False})
+    plain = loop.with_overrides({"agent.enabled": False})
+    a, b = run_eval(parse_jsonl(GOLD_LINE, "t"), [NamedConfig("loop", loop), NamedConfig("plain", plain)], deps,
+                    workspace="default")
+    assert b.round_recall() == [] and b.summary()["round_recall"] == []
+    rows = a.round_recall()
+    assert rows and rows[0]["round"] == 1 and rows[0]["questions"] == 1
+    # the oracle: the pool after each round, read off the stored stage records directly
+    (res,) = a.results
+    pools = {st.stage: st.recall_at["recall@10"] for st in res.stages if st.stage.endswith("decide")}
+    assert [r["recall@10"] for r in rows] == [pools["decide" if r["round"] == 1 else f"r{r['round']}.decide"]
+                                             for r in rows]
+    assert sum(r["added@10"] for r in rows) == pytest.approx(rows[-1]["recall@10"])
+    stored = load_run(deps.store, a.eval_id, "default")
+    assert stored is not None and stored.round_recall() == rows  # rebuilt from the stored per-question records
+
+
+def test_evaluate_page_shows_the_rounds_table(deps: Any, tmp_path) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    from core.config import PipelineConfig
+    from core.configs import save_config
+    from pages import _state
+
+    _bridge_corpus(deps)
+    loop = PipelineConfig().with_overrides({"agent.enabled": True, "router.enabled": False})
+    save_config("loop", loop, "default", data_dir=tmp_path)
+    save_config("plain", loop.with_overrides({"agent.enabled": False}), "default", data_dir=tmp_path)
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "workbench.py"), default_timeout=60)
+    at.session_state[_state.DEPS_KEY] = deps
+    at.session_state["data_dir"] = str(tmp_path)
+    at.run()
+    at.switch_page("pages/evaluate.py").run()
+    at.radio(key="eval_source").set_value("paste").run()
+    at.text_area(key="eval_paste").input(GOLD_LINE).run()
+    labels = at.selectbox(key="cfg_a").options
+    at.selectbox(key="cfg_a").set_value(next(lbl for lbl in labels if lbl.startswith("loop"))).run()
+    at.selectbox(key="cfg_b").set_value(next(lbl for lbl in labels if lbl.startswith("plain"))).run()  # no loop
+    at.button(key="eval_run").click().run()
+    assert not at.exception
+    tables = [d.value for d in at.dataframe if {"round", "questions", "added@5"} <= set(d.value.columns)]
+    assert len(tables) == 1 and list(tables[0]["round"])[0] == 1
+    assert any("agentic loop" in c.value and "loop" in c.value for c in at.caption)
+
+
+def test_evaluation_time_counts_the_loops_rounds_once() -> None:
+    from core.evaluation import score_trace
+
+    c = _cand("d1#0", "text")
+    stages = (StageResult("fused", (c,), 30.0, info={"round": 1}), StageResult("decide", (c,), 0.0, info={"round": 1}),
+              StageResult("r2.fused", (c,), 40.0, info={"round": 2}), StageResult("evidence", (c,), 75.0),
+              StageResult("answer", (), 5.0))
+    assert score_trace(Trace("q", "h", 1, stages), []).metrics["ms"] == 80.0  # evidence (all rounds) + answer
