@@ -568,7 +568,12 @@ def route(d: dict[str, Any], file: str) -> list[str]:
            f"Trained on {num(r.get('train_examples'))} labelled questions, scored once on the {num(r.get('test_examples'))}"
            f"-question test split (split by source and label). Thresholds chosen by 5-fold CV on the train split: "
            f"`router.min_confidence` {th.get('min_confidence')}, `router.refuse_confidence` {th.get('refuse_confidence')}"
-           f" ({th.get('rule', '')}). Prediction {num(r.get('predict_ms_per_question'), 1)} ms per question.", ""]
+           f" ({th.get('rule', '')}). Prediction {num(r.get('predict_ms_per_question'), 1)} ms per question."
+           + (f" Queries load the fitted model shipped as data (`core/route/router_model.npz`, "
+              f"{num(r.get('shipped_model_bytes', 0) / 1e6, 2)} MB) in {num(r.get('shipped_load_ms_median_of_5'), 1)} ms"
+              f" instead of fitting it ({num(r.get('train_seconds_median_of_3'), 2)} s); largest probability difference "
+              f"from the fit on the test split {r.get('shipped_vs_fitted_max_abs_diff'):.1e}."
+              if r.get("shipped_load_ms_median_of_5") is not None else ""), ""]
     rows = [[c, num(v.get("precision"), 3), num(v.get("recall"), 3), num(v.get("f1"), 3), v.get("n")]
             for c, v in (t.get("per_class") or {}).items()]
     if rows:

@@ -34,14 +34,15 @@ import numpy as np
 
 from _common import ROOT, datasets_dir, table, write_result
 
-from core.route.router import (ABSTAIN, CLASSES, NO_RETRIEVAL, REFUSE_MAX_COVERAGE, ROUTING_FILE,  # noqa: E402
-                               Example, OfflineRouter, decide, load_examples)
+from core.route.router import (ABSTAIN, CLASSES, MODEL_FILE, NO_RETRIEVAL, ROUTING_FILE,  # noqa: E402
+                               Example, OfflineRouter, ShippedRouter, decide, load_examples, refusal_guard,
+                               training_sha)
 
 RESULT = "route"
 CORPUS_CLASSES = ("factoid", "comparison", "multi-hop", "global-summary")
 
 
-def _probs(model: OfflineRouter, ex: Sequence[Example]) -> list[dict[str, float]]:
+def _probs(model: OfflineRouter | ShippedRouter, ex: Sequence[Example]) -> list[dict[str, float]]:
     p = model.probabilities([e.text for e in ex], [e.coverage for e in ex])
     return [dict(zip(model.classes, map(float, row))) for row in p]
 
@@ -61,8 +62,8 @@ def cv_probs(train: Sequence[Example], folds: int = 5) -> list[dict[str, float]]
 
 def routing_stats(ex: Sequence[Example], probs: Sequence[dict[str, float]], mn: float, rf: float) -> dict[str, Any]:
     decided = [decide(p, min_confidence=mn, refuse_confidence=rf)[0] for p in probs]
-    # the product's coverage guard (core/route/router.py route_offline): no refusal when the corpus knows the terms
-    decided = [ABSTAIN if d in NO_RETRIEVAL and e.coverage >= REFUSE_MAX_COVERAGE else d for e, d in zip(ex, decided)]
+    # the product's keyword guard (core/route/router.py route_offline): no refusal of a short query the corpus knows
+    decided = [ABSTAIN if d in NO_RETRIEVAL and refusal_guard(e.text, e.coverage) else d for e, d in zip(ex, decided)]
     corpus = [(e, d) for e, d in zip(ex, decided) if e.label in CORPUS_CLASSES]
     costly = sum(d in NO_RETRIEVAL for _, d in corpus)
     # abstain runs the default pipeline, which is what a factoid gets: counted right for factoid, wrong otherwise
@@ -70,6 +71,13 @@ def routing_stats(ex: Sequence[Example], probs: Sequence[dict[str, float]], mn: 
     return {"costly_rate": costly / max(1, len(corpus)), "costly": costly, "corpus_questions": len(corpus),
             "abstain_rate": sum(d == ABSTAIN for d in decided) / len(ex), "effective_accuracy": effective / len(ex),
             "decided": decided}
+
+
+def costly_upper(k: int, n: int, level: float = 0.95) -> float:
+    """Two-sided Clopper-Pearson upper bound of a rate seen k times in n."""
+    from scipy.stats import beta
+
+    return 1.0 if k >= n else float(beta.ppf(1 - (1 - level) / 2, k + 1, n - k))
 
 
 def f1_report(labels: Sequence[str], pred: Sequence[str]) -> dict[str, Any]:
@@ -100,6 +108,15 @@ def router_part() -> dict[str, Any]:
         model = OfflineRouter(train)
         times.append(time.perf_counter() - t)
     print(f"train: {len(train)} examples, {statistics.median(times):.2f} s (median of 3)")
+    # What a query pays instead: loading the shipped export (core/route/router_model.npz), no scikit-learn import.
+    loads = []
+    for _ in range(5):
+        t = time.perf_counter()
+        shipped = ShippedRouter()
+        loads.append(time.perf_counter() - t)
+    if shipped.source_sha != training_sha():
+        raise SystemExit("core/route/router_model.npz is stale: run `python -m core.route.data_build --fit`")
+    print(f"shipped model load: {1000 * statistics.median(loads):.1f} ms (median of 5)")
 
     # thresholds on train CV only
     cvp = cv_probs(train)
@@ -110,17 +127,22 @@ def router_part() -> dict[str, Any]:
             s = routing_stats(train, cvp, float(mn), float(rf))
             sweep.append({"refuse_confidence": float(rf), "min_confidence": float(mn),
                           **{k: round(v, 4) for k, v in s.items() if k != "decided"}})
-    # rule: costly mistakes at most 0.5% on CV (half the 1% target, for margin), then the best effective accuracy
-    ok = [s for s in sweep if s["costly_rate"] <= 0.005] or sweep
+    # rule: the 95% upper bound (Clopper-Pearson) of the CV costly rate at most the 1% target, then the best
+    # effective accuracy. (The previous rule, a point estimate <= 0.5%, paired with a coverage guard that abstained on
+    # 39% of the test split; the bound keeps the margin without that guard.)
+    ok = [s for s in sweep if costly_upper(s["costly"], s["corpus_questions"]) <= 0.01] or sweep
     best = max(ok, key=lambda s: (s["effective_accuracy"], -s["refuse_confidence"], -s["min_confidence"]))
     mn, rf = best["min_confidence"], best["refuse_confidence"]
     print(f"train CV macro-F1 {cv_f1:.4f}; chosen min_confidence {mn}, refuse_confidence {rf}: {best}")
 
     # test, once
-    tp = _probs(model, test)
+    tp = _probs(shipped, test)
+    fitted = model.probabilities([e.text for e in test], [e.coverage for e in test])
+    shipped_vs_fitted = float(np.abs(fitted - shipped.probabilities([e.text for e in test],
+                                                                    [e.coverage for e in test])).max())
     t = time.perf_counter()
     for e in test[:200]:
-        model.probabilities([e.text], [e.coverage])
+        shipped.probabilities([e.text], [e.coverage])
     per_q_ms = (time.perf_counter() - t) * 1000 / min(200, len(test))
     labels = [e.label for e in test]
     argmax = [max(p, key=p.get) for p in tp]
@@ -140,10 +162,14 @@ def router_part() -> dict[str, Any]:
         "train_examples": len(train), "test_examples": len(test),
         "train_seconds_median_of_3": round(statistics.median(times), 3),
         "train_seconds_all": [round(x, 3) for x in times],
+        "shipped_load_ms_median_of_5": round(1000 * statistics.median(loads), 1),
+        "shipped_model_bytes": MODEL_FILE.stat().st_size,
+        "shipped_vs_fitted_max_abs_diff": shipped_vs_fitted,
         "predict_ms_per_question": round(per_q_ms, 2),
         "cv_train_macro_f1": cv_f1,
-        "thresholds": {"min_confidence": mn, "refuse_confidence": rf, "rule": "costly rate <= 0.5% on 5-fold CV of "
-                       "the train split, then the highest effective accuracy (abstain counts right for factoid)",
+        "thresholds": {"min_confidence": mn, "refuse_confidence": rf, "rule": "95% upper bound (Clopper-Pearson) of the "
+                       "costly rate <= 1% on 5-fold CV of the train split, then the highest effective accuracy "
+                       "(abstain counts right for factoid)",
                        "cv_at_choice": best},
         "test": {**rep, "confusion_argmax": confusion(labels, argmax, CLASSES),
                  "confusion_routed": confusion(labels, st["decided"], (*CLASSES, ABSTAIN)),

@@ -3,15 +3,19 @@ questions it never saw, and the LLM router through the loopback stub, malformed 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
+
+import numpy as np
 
 import pytest
 
 from core.config import PipelineConfig
 from core.llm import AnthropicLLM, OfflineLLM
 from core.route.features import coverage
-from core.route.router import (ABSTAIN, CLASSES, RouteError, corpus_topics, decide, load_examples, load_routes,
-                               route_llm, route_offline, trained_router)
+from core.route.router import (ABSTAIN, CLASSES, OfflineRouter, RouteError, ShippedRouter, _char_grams, _word_grams,
+                               corpus_topics, decide, load_examples, load_routes, refusal_guard, route_llm,
+                               route_offline, training_sha)
 from core.route.stage import decide_route
 from core.text import tokenize
 from tests.anthropic_stub import Stub, anthropic_stub  # noqa: F401 - fixture
@@ -90,10 +94,36 @@ def test_empty_corpus_sets_coverage_neutral_and_says_so() -> None:
     assert any("coverage set to 0.5" in n for n in r.notes)
 
 
-def test_router_is_deterministic() -> None:
-    a = trained_router().probabilities(["which is older, a or b?"], [1.0])
-    b = type(trained_router())(load_examples("train")).probabilities(["which is older, a or b?"], [1.0])
-    assert (abs(a - b) < 1e-9).all()
+def test_shipped_model_is_the_fitted_one_and_loads_fast() -> None:
+    """The numpy-only shipped model (core/route/router_model.npz) against a fresh scikit-learn fit on the train split:
+    same probabilities on every test-split question and on odd inputs (spacing, short words, accents, identifiers)."""
+    train, test = load_examples("train"), load_examples("test")
+    shipped = ShippedRouter()
+    assert shipped.source_sha == training_sha(), "stale model: python -m core.route.data_build --fit"
+    fitted = OfflineRouter(train)
+    texts = [e.text for e in test] + ["  two   spaces\tand\nlines ", "", "a", "ab", "É ü İstanbul", "x" * 30,
+                                      "FB-340 vs FB-350?", "выручка квартал"]
+    covs = [e.coverage for e in test] + [0.0, 0.3, 0.5, 1.0, 0.7, 0.2, 1.0, 0.9]
+    a, b = fitted.probabilities(texts, covs), shipped.probabilities(texts, covs)
+    assert shipped.classes == fitted.classes
+    assert np.abs(a - b).max() < 1e-9 and (a.argmax(axis=1) == b.argmax(axis=1)).all()
+    start = time.perf_counter()
+    ShippedRouter()
+    assert time.perf_counter() - start < 1.0  # ~30 ms measured (bench/results/route.json); loose for a loaded box
+
+
+def test_char_and_word_grams_follow_scikit_learn_by_hand() -> None:
+    # " ab " has length 4: 2-, 3-grams, then itself once at n = 4 and nothing longer
+    assert _char_grams("Ab") == [" a", "ab", "b ", " ab", "ab ", " ab "]
+    assert _char_grams("a  b") == [" a", "a ", " a ", " b", "b ", " b "]
+    assert _word_grams("Is X, y?") == ["is", "x", "y", "is x", "x y"]
+
+
+def test_keyword_guard_keeps_short_known_queries_from_refusal() -> None:
+    assert refusal_guard("Tomas Rehak", 1.0).startswith("a keyword query (2 words)")
+    assert refusal_guard("Tomas Rehak", 0.5) == ""  # a term the corpus lacks
+    assert refusal_guard("is the lead architect on leave today", 1.0) == ""  # a sentence
+    assert refusal_guard("hello", None) == ""  # no corpus to compare with
 
 
 def test_corpus_topics_lists_titles() -> None:

@@ -2,7 +2,9 @@
 a small trained classifier, or by Claude Haiku with a JSON schema when a key is set (falling back to offline)."""
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import time
 import tomllib
 from dataclasses import dataclass, field
@@ -20,10 +22,14 @@ from core.types import DEFAULT_WORKSPACE, Usage
 CLASSES = ("chitchat", "factoid", "comparison", "multi-hop", "global-summary", "out-of-scope")
 ABSTAIN = "abstain"
 NO_RETRIEVAL = frozenset({"chitchat", "out-of-scope"})  # the costly mistakes: a corpus question gets no answer
-REFUSE_MAX_COVERAGE = 0.5  # offline: never skip retrieval for a question at least half of whose terms the corpus has
+# Offline: a short query every term of which the corpus has is a keyword lookup ("Tomas Rehak", "выручка квартал"),
+# never small talk, whatever the classifier (trained on sentences) thinks. The previous guard (half the terms known)
+# stopped 80% of true refusals on large corpora, whose vocabulary covers everyday English (bench/results/route.json).
+KEYWORD_MAX_WORDS = 3
 DATA_DIR = Path(__file__).resolve().parents[2] / "sample_corpus" / "routing"
 ROUTING_FILE = DATA_DIR / "routing.jsonl"
 ROUTES_FILE = Path(__file__).parent / "routes.toml"
+MODEL_FILE = Path(__file__).parent / "router_model.npz"  # written by `python -m core.route.data_build --fit`
 
 
 class RouteError(ValueError):
@@ -100,11 +106,18 @@ def _extra(cov: float) -> np.ndarray:
     return np.array([[2.0 * cov, 2.0 * (1.0 - cov)]])
 
 
-class OfflineRouter:
-    """TF-IDF over words (1-2) and characters (2-5, within words) plus the corpus-coverage feature, and a
-    multinomial logistic regression. Trained deterministically in well under a second (bench/route.py measures)."""
+EXTRA_NAMES = ("corpus coverage", "terms unknown to the corpus")
+WORD_PATTERN = r"(?u)\b\w+\b"
+WORD_NGRAMS, CHAR_NGRAMS = (1, 2), (2, 5)
 
-    EXTRA_NAMES = ("corpus coverage", "terms unknown to the corpus")
+
+class OfflineRouter:
+    """The fitting side: TF-IDF over words (1-2) and characters (2-5, within words) plus the corpus-coverage feature,
+    and a multinomial logistic regression, fitted with scikit-learn. Queries never use it: `export` writes what it
+    learnt to core/route/router_model.npz, which ShippedRouter reads without scikit-learn (bench/route.py and
+    tests/test_router.py check the two agree)."""
+
+    EXTRA_NAMES = EXTRA_NAMES
 
     def __init__(self, examples: Sequence[Example], *, alpha: float = 1e-4, epochs: int = 50) -> None:
         from scipy.sparse import csr_matrix, hstack
@@ -112,9 +125,9 @@ class OfflineRouter:
         from sklearn.linear_model import SGDClassifier
 
         self._hstack, self._csr = hstack, csr_matrix
-        self.words = TfidfVectorizer(analyzer="word", ngram_range=(1, 2), sublinear_tf=True, lowercase=True,
-                                     token_pattern=r"(?u)\b\w+\b")
-        self.chars = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 5), sublinear_tf=True, lowercase=True,
+        self.words = TfidfVectorizer(analyzer="word", ngram_range=WORD_NGRAMS, sublinear_tf=True, lowercase=True,
+                                     token_pattern=WORD_PATTERN)
+        self.chars = TfidfVectorizer(analyzer="char_wb", ngram_range=CHAR_NGRAMS, sublinear_tf=True, lowercase=True,
                                      min_df=2)
         texts = [e.text for e in examples]
         xw = self.words.fit_transform(texts)
@@ -127,8 +140,6 @@ class OfflineRouter:
                                    random_state=0)
         self.model.fit(x, [e.label for e in examples])
         self.classes: tuple[str, ...] = tuple(self.model.classes_)
-        self.names = ([f"word '{w}'" for w in self.words.get_feature_names_out()]
-                      + [f"chars '{g}'" for g in self.chars.get_feature_names_out()] + list(self.EXTRA_NAMES))
 
     def _x(self, texts: Sequence[str], coverages: Sequence[float]) -> Any:
         extra = np.vstack([_extra(c) for c in coverages])
@@ -137,27 +148,124 @@ class OfflineRouter:
     def probabilities(self, texts: Sequence[str], coverages: Sequence[float]) -> np.ndarray:
         return self.model.predict_proba(self._x(texts, coverages))
 
+    def export(self, path: Path, *, source_sha: str) -> None:
+        """Write the fitted vocabularies, idf weights and coefficients (float64, so the shipped model's numbers are
+        the fitted ones to rounding) with the sha256 of the training rows they came from."""
+        np.savez_compressed(
+            path, classes=np.array(self.classes), word_terms=self.words.get_feature_names_out().astype(str),
+            word_idf=self.words.idf_, char_terms=self.chars.get_feature_names_out().astype(str),
+            char_idf=self.chars.idf_, coef=np.ascontiguousarray(self.model.coef_.T),
+            intercept=self.model.intercept_, source_sha=np.array(source_sha))
+
+
+def _word_grams(text: str) -> list[str]:
+    """scikit-learn's word analyzer for WORD_NGRAMS = (1, 2): lower-cased tokens, then adjacent pairs."""
+    toks = re.findall(WORD_PATTERN, text.lower())
+    return toks + [f"{a} {b}" for a, b in zip(toks, toks[1:])]
+
+
+def _char_grams(text: str) -> list[str]:
+    """scikit-learn's char_wb analyzer for CHAR_NGRAMS = (2, 5): n-grams inside each space-padded word; a padded word
+    no longer than n gives itself once and no longer n-grams."""
+    out: list[str] = []
+    lo, hi = CHAR_NGRAMS
+    for w in re.sub(r"\s\s+", " ", text.lower()).split():
+        w = f" {w} "
+        for n in range(lo, hi + 1):
+            if len(w) <= n:
+                out.append(w)
+                break
+            out.extend(w[i:i + n] for i in range(len(w) - n + 1))
+    return out
+
+
+def _tfidf(grams: list[str], index: Mapping[str, int], idf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(feature indices, values): sublinear tf x idf, L2-normalised, as TfidfVectorizer(sublinear_tf=True) does."""
+    counts: dict[int, int] = {}
+    for g in grams:
+        j = index.get(g)
+        if j is not None:
+            counts[j] = counts.get(j, 0) + 1
+    if not counts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    idx = np.fromiter(counts, dtype=np.int64, count=len(counts))
+    val = (1.0 + np.log(np.fromiter(counts.values(), dtype=np.float64, count=len(counts)))) * idf[idx]
+    return idx, val / np.linalg.norm(val)
+
+
+class ShippedRouter:
+    """The router that queries use: the exported model (core/route/router_model.npz), applied with numpy alone, so it
+    loads in milliseconds instead of the ~2 s that importing scikit-learn and fitting took at first use."""
+
+    def __init__(self, path: Path = MODEL_FILE) -> None:
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                self.classes: tuple[str, ...] = tuple(str(c) for c in z["classes"])
+                word_terms, char_terms = z["word_terms"].tolist(), z["char_terms"].tolist()
+                self.word_idf, self.char_idf = z["word_idf"], z["char_idf"]
+                self.coef, self.intercept = z["coef"], z["intercept"]
+                self.source_sha = str(z["source_sha"])
+        except (OSError, KeyError, ValueError) as exc:
+            raise RouteError(f"cannot read the router model {path}: {exc}; rebuild it with "
+                             "`python -m core.route.data_build --fit`") from exc
+        self.word_index = {t: i for i, t in enumerate(word_terms)}
+        self.char_index = {t: i for i, t in enumerate(char_terms)}
+        self._char0 = len(word_terms)
+        self._extra0 = self._char0 + len(char_terms)
+        self.names = ([f"word '{w}'" for w in word_terms] + [f"chars '{g}'" for g in char_terms] + list(EXTRA_NAMES))
+
+    def features(self, text: str, cov: float) -> tuple[np.ndarray, np.ndarray]:
+        """One question's non-zero features as (column indices, values) over words, characters, then the two extras."""
+        wi, wv = _tfidf(_word_grams(text), self.word_index, self.word_idf)
+        ci, cv = _tfidf(_char_grams(text), self.char_index, self.char_idf)
+        extra = _extra(cov)[0]
+        return (np.concatenate([wi, ci + self._char0, np.arange(2) + self._extra0]),
+                np.concatenate([wv, cv, extra]))
+
+    def probabilities(self, texts: Sequence[str], coverages: Sequence[float]) -> np.ndarray:
+        rows = []
+        for text, cov in zip(texts, coverages):
+            idx, val = self.features(text, cov)
+            rows.append(val @ self.coef[idx] + self.intercept)
+        z = np.asarray(rows, dtype=np.float64).reshape(len(rows), len(self.classes))
+        # One-vs-rest logistic outputs normalised to sum to one: what SGDClassifier(loss="log_loss").predict_proba does
+        p = 1.0 / (1.0 + np.exp(-z))
+        return p / p.sum(axis=1, keepdims=True)
+
     def explain(self, text: str, cov: float, cls: str, top: int = 3) -> list[str]:
         """The features that pushed hardest toward `cls`: value x (weight for cls - mean weight)."""
-        x = self._x([text], [cov])
+        idx, val = self.features(text, cov)
         i = self.classes.index(cls)
-        coef = self.model.coef_
-        rel = coef[i] - coef.mean(axis=0)
-        row = x.getrow(0)
-        contrib = sorted(zip(row.indices, row.data * rel[row.indices]), key=lambda t: -t[1])
+        w = self.coef[idx]
+        contrib = val * (w[:, i] - w.mean(axis=1))
         out = []
-        for j, v in contrib[:top]:
-            if v <= 0:
+        for k in np.argsort(-contrib, kind="stable")[:top]:
+            if contrib[k] <= 0:
                 break
-            name = self.names[j]
+            name = self.names[int(idx[k])]
             out.append(f"{name} = {cov:.2f}" if name == "corpus coverage" else name)
         return out
 
 
+def training_sha(path: Path = ROUTING_FILE) -> str:
+    """sha256 of the train split's rows: the shipped model records it, so a changed data file shows it is stale."""
+    rows = [line for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip() and json.loads(line)["split"] == "train"]
+    return hashlib.sha256("\n".join(rows).encode("utf-8")).hexdigest()
+
+
+def fit_and_ship(path: Path = MODEL_FILE) -> OfflineRouter:
+    """Fit on the shipped train split and export (`python -m core.route.data_build --fit`)."""
+    model = OfflineRouter(load_examples("train"))
+    model.export(path, source_sha=training_sha())
+    trained_router.cache_clear()
+    return model
+
+
 @lru_cache(maxsize=1)
-def trained_router() -> OfflineRouter:
-    """The router trained on the shipped train split; cached for the life of the process."""
-    return OfflineRouter(load_examples("train"))
+def trained_router() -> ShippedRouter:
+    """The shipped router, loaded once per process."""
+    return ShippedRouter()
 
 
 def decide(probs: Mapping[str, float], *, min_confidence: float, refuse_confidence: float) -> tuple[str, str]:
@@ -172,8 +280,17 @@ def decide(probs: Mapping[str, float], *, min_confidence: float, refuse_confiden
     return best, ""
 
 
+def refusal_guard(question: str, cov: float | None) -> str:
+    """Why a chitchat / out-of-scope decision must not stand for this question (the default pipeline runs instead),
+    or "" when it may. `cov` is None when there is no corpus to compare with."""
+    words = len(question.split())
+    if cov is not None and cov >= 1.0 and words <= KEYWORD_MAX_WORDS:
+        return f"a keyword query ({words} word{'s' if words > 1 else ''}) all of whose terms the corpus has"
+    return ""
+
+
 def route_offline(question: str, vocabulary: Collection[str] | None, *, min_confidence: float,
-                  refuse_confidence: float, router: OfflineRouter | None = None,
+                  refuse_confidence: float, router: ShippedRouter | None = None,
                   tokenizer: Callable[[str], list[str]] = tokenize) -> Route:
     """`tokenizer` must be the one that built `vocabulary` (the BM25 index's), so the terms compare."""
     r = router or trained_router()
@@ -185,11 +302,9 @@ def route_offline(question: str, vocabulary: Collection[str] | None, *, min_conf
         notes.append("no corpus vocabulary (empty workspace): corpus coverage set to 0.5")
     probs = dict(zip(r.classes, (float(p) for p in r.probabilities([question], [cov])[0])))
     cls, why = decide(probs, min_confidence=min_confidence, refuse_confidence=refuse_confidence)
-    if cls in NO_RETRIEVAL and vocabulary and cov >= REFUSE_MAX_COVERAGE:
-        # The corpus knows most of the question's terms: refusing it would be the costly mistake (keyword queries such
-        # as "Tomas Rehak" or "выручка квартал" look like small talk or a task to a model trained on sentences, and
-        # stemming misses some forms), so the default pipeline runs instead. Measured in bench/results/route.json.
-        cls, why = ABSTAIN, f"the corpus knows {cov:.0%} of its terms (>= {REFUSE_MAX_COVERAGE:.0%}); not sent to {cls}"
+    guard = refusal_guard(question, cov if vocabulary else None)
+    if cls in NO_RETRIEVAL and guard:
+        cls, why = ABSTAIN, f"{guard}; not sent to {cls}"
     best = max(probs, key=lambda k: probs[k])
     feats = r.explain(question, cov, best)
     reason = f"{best} {probs[best]:.2f}: " + (", ".join(feats) if feats else "no single feature stands out")
