@@ -349,3 +349,19 @@ def test_evaluation_time_counts_the_loops_rounds_once() -> None:
               StageResult("r2.fused", (c,), 40.0, info={"round": 2}), StageResult("evidence", (c,), 75.0),
               StageResult("answer", (), 5.0))
     assert score_trace(Trace("q", "h", 1, stages), []).metrics["ms"] == 80.0  # evidence (all rounds) + answer
+
+
+def test_readme_table_of_the_sample_run() -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import readme_tables
+
+    assert readme_tables.agent_sample({}, "agent_sample.json")[0].startswith("### ")
+    text = "\n".join(readme_tables.agent_sample({"multi_hop_questions": 2, "by_config": {"loop": {
+        "n": 2, "recall@5": 50.0, "allgold@10": 50.0, "mean_rounds": 1.5, "ms_mean": 10.0,
+        "per_round": [{"round": 1, "recall@10": 50.0, "added@10": 50.0}, {"round": 2, "recall@10": 45.0,
+                                                                          "added@10": -5.0}]}},
+        "grader_auroc": {"final": {"all": {"auroc": 0.9, "candidates": 20}}}}, "agent_sample.json"))
+    assert "| loop | 2 | 50.0 | 50.0 | 1.50 | 10 | r1 50.0 (+50.0) · r2 45.0 (-5.0) |" in text
+    assert "all 0.900 (20 candidates)" in text
