@@ -4,6 +4,7 @@ A query never builds: it searches what exists and says so. The Search Lab asks t
 estimate and runs the build with a progress bar only when the user confirms."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -17,13 +18,16 @@ from core.types import DEFAULT_WORKSPACE
 # chunk together). They are estimates shown as such ("about"), never used as limits.
 EMBED_S_PER_CHUNK = 0.13
 GRAPH_S_PER_CHUNK = 0.08
+# Late-interaction token vectors of the sample corpus: 215 chunks in 21.7 s at load average ~7 (bench/ui_latency.py
+# setup), ~0.1 s each.
+TOKENS_S_PER_CHUNK = 0.1
 
 
 @dataclass(frozen=True)
 class Need:
     """One thing to build: kind 'context' (a variant's contexts and vectors) or 'graph'."""
 
-    kind: str
+    kind: str  # 'context', 'graph' or 'tokens'
     variant: str
     todo: int
     total: int
@@ -52,6 +56,47 @@ def needs(store: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE, m
     return out
 
 
+def _late_texts(store: Any, cfg: PipelineConfig, workspace: str) -> list[str]:
+    """Every chunk as late interaction reads it: context + chunk when the reranker reads contexts (the same text the
+    rerank stage builds, so the vectors warmed here are the ones it looks up)."""
+    from core.index import contextual_text
+
+    chunks = store.corpus.chunks(workspace)
+    bm25_variant, _ = index_variant(cfg.context.variant)
+    if cfg.rerank.use_context and bm25_variant != "raw":
+        ctx = store.ledger.contexts(bm25_variant, workspace)
+        return [contextual_text(ctx.get(c.chunk_id), c.text) for c in chunks]
+    return [c.text for c in chunks]
+
+
+def _late_reranker(deps: Any, cfg: PipelineConfig) -> Any:
+    """The late-interaction reranker when this config reads token vectors of chunks (rerank, the pooled sentence
+    scorer of pruning), else None."""
+    from core.rerank import LateInteractionReranker
+
+    reads = (cfg.rerank.enabled and cfg.rerank.method == "late-interaction") or (
+        cfg.prune.enabled and cfg.prune.scorer == "hybrid")
+    if not reads:
+        return None
+    late = deps.reranker_for("late-interaction")[0]
+    return late if isinstance(late, LateInteractionReranker) else None
+
+
+def token_need(deps: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE) -> Need | None:
+    """Token vectors not encoded yet. A query encodes the chunks it meets for the first time, so without them the
+    first queries and setting switches (another retriever brings other chunks) spend seconds in the model."""
+    late = _late_reranker(deps, cfg)
+    if late is None:
+        return None
+    texts = _late_texts(deps.store, cfg, workspace)
+    todo = len(late.unseen(texts, workspace))
+    if not todo:
+        return None
+    return Need("tokens", cfg.context.variant, todo, len(texts), todo * TOKENS_S_PER_CHUNK,
+                f"token vectors for late-interaction rerank: {todo:,} of {len(texts):,} chunks not encoded yet "
+                "(until then a query encodes the chunks it meets first, which slows first queries and switches)")
+
+
 def build(need: Need, cfg: PipelineConfig, deps: Any, workspace: str = DEFAULT_WORKSPACE,
           progress: Callable[[int, int], None] | None = None) -> str:
     """Run one build; progress(done, total). Returns a one-line summary for the user."""
@@ -61,6 +106,14 @@ def build(need: Need, cfg: PipelineConfig, deps: Any, workspace: str = DEFAULT_W
         rep = build_graph(deps.store, cfg.graph, embedder=deps.embedder, llm=deps.llm, workspace=workspace,
                           progress=(lambda _step, d, t: progress(d, t)) if progress else None)
         return f"graph built in {rep.seconds:.1f} s ({rep.chunks_added} chunks read)"
+    if need.kind == "tokens":
+        late = _late_reranker(deps, cfg)
+        if late is None:
+            return "token vectors: nothing to encode for these settings"
+        t0 = time.perf_counter()
+        texts = late.unseen(_late_texts(deps.store, cfg, workspace), workspace)
+        done = late.warm(texts, workspace, batch=16, progress=progress)
+        return f"token vectors: {done} chunks encoded in {time.perf_counter() - t0:.1f} s"
     c = cfg.context
     req = BuildRequest(need.variant, model=c.model, budget_usd=c.budget_usd, use_batches=c.use_batches,
                        max_output_tokens=c.max_output_tokens, ttl=cfg.llm.cache_ttl)

@@ -336,12 +336,25 @@ class LateInteractionReranker:
                           compute=lambda todo: encode_token_matrices(self.encoder, todo))
         return res.values, res.stats.cache_hits, res.stats.computed
 
-    def warm(self, texts: Sequence[str], workspace: str = DEFAULT_WORKSPACE, batch: int = 64) -> int:
-        """Encode and cache texts ahead of queries (bench, or after an ingest); returns how many were computed."""
+    def warm(self, texts: Sequence[str], workspace: str = DEFAULT_WORKSPACE, batch: int = 64,
+             progress: Callable[[int, int], None] | None = None) -> int:
+        """Encode and cache texts ahead of queries (bench, or after an ingest); returns how many were computed.
+        progress(done, total) after each batch."""
         computed = 0
         for i in range(0, len(texts), batch):
             computed += self.token_matrices(texts[i : i + batch], workspace)[2]
+            if progress:
+                progress(min(i + batch, len(texts)), len(texts))
         return computed
+
+    def unseen(self, texts: Sequence[str], workspace: str = DEFAULT_WORKSPACE) -> list[str]:
+        """The texts warm() would still encode: in neither the memory cache nor the store (whose vectors are not
+        read here, only their keys)."""
+        keys = {text_key(self.model_id, t): t for t in texts}
+        rest = [k for k in keys if self.cache.get(self.model_id, k) is None]
+        held = getattr(self.persist, "held_token_vectors", None)
+        stored = held(self.model_id, rest, workspace) if rest and callable(held) else set()
+        return [keys[k] for k in rest if k not in stored]
 
     # query side
     def _idf_table(self, workspace: str) -> tuple[dict[int, float], float]:

@@ -10,7 +10,7 @@ from core.pipeline import QueryError, run_query
 from core.report import escape_md
 from pages import _state, _widgets
 
-TRACE_KEY, SESSION_KEY, BUILT_KEY = "lab_traces", "lab_session_counters", "lab_build_done"
+TRACE_KEY, SESSION_KEY, BUILT_KEY, TOKENS_KEY = "lab_traces", "lab_session_counters", "lab_build_done", "lab_tokens"
 TRACES_KEPT = 16  # settings flipped back and forth show their trace again without re-running the pipeline
 deps, ws = _state.deps(), _state.workspace()
 store = deps.store
@@ -115,11 +115,19 @@ if wanted != cfg:
     cfg = wanted
 
 # -- builds the settings need: said with an estimate, run only when confirmed ------------------------------------------
-for need in readiness.needs(store, cfg, ws, deps.embedder.model_id):
+# The token-vector check reads every chunk's text: done once per (workspace, corpus version, config), not per rerun.
+# Queries meanwhile encode some chunks themselves, so the count it shows can only be too high, never hide a need.
+tkey = (ws, corpus_ops.corpus_version(store, ws), cfg.stable_hash())
+if st.session_state.get(TOKENS_KEY, (None,))[0] != tkey:
+    st.session_state[TOKENS_KEY] = (tkey, readiness.token_need(deps, cfg, ws))
+UNTIL = {"tokens": "Queries run meanwhile and encode the chunks they meet.",
+         "context": "Until then this query searches raw text.", "graph": "Until then this query runs without a graph."}
+token_need = st.session_state[TOKENS_KEY][1]
+for need in readiness.needs(store, cfg, ws, deps.embedder.model_id) + ([token_need] if token_need else []):
     with st.container(border=True, key=f"need_{need.kind}"):
         n1, n2 = st.columns([5, 1], vertical_alignment="center")
         n1.markdown(f":material/construction: **Needs building** — {need.label}; about {need.est_seconds:,.0f} s. "
-                    "Until then this query searches what exists (raw text, no graph).")
+                    + UNTIL.get(need.kind, ""))
         if n2.button("Build now", key=f"build_{need.kind}", type="primary"):
             bar = st.progress(0.0, text=f"building {need.kind}…")
             with st.spinner(f"Building {need.kind} (about {need.est_seconds:,.0f} s)…"):
@@ -127,6 +135,7 @@ for need in readiness.needs(store, cfg, ws, deps.embedder.model_id):
                     min(1.0, d / t) if t else 1.0, text=f"{need.kind}: {d:,}/{t:,}"))
             st.session_state[BUILT_KEY] = msg
             st.session_state.pop(TRACE_KEY, None)  # the cached trace searched without the build
+            st.session_state.pop(TOKENS_KEY, None)
             st.rerun()
 if st.session_state.get(BUILT_KEY):
     st.success(st.session_state.pop(BUILT_KEY))  # our own summary: counts and seconds only
@@ -185,7 +194,9 @@ for rnd, sub in rounds:
 st.caption(f"query language {trace.query_lang} · config {trace.config_hash} · corpus v{trace.corpus_version} · "
            "click a card to read more; hover a skipped strip for its reason")
 _widgets.answer_panel(trace.answer, served=next((n for n in trace.notes if n.startswith("served from cache")), None))
+# Serialised on click, not on every rerun (tens of ms for a trace of a few hundred candidates); no rerun after it.
 st.download_button(":material/download: Trace as OpenTelemetry JSON (OpenInference spans)",
-                   trace_export.download_bytes(trace.to_dict()), file_name=f"trace-{trace.config_hash}.otlp.json",
-                   mime="application/json", key="trace_download")
+                   lambda: trace_export.download_bytes(trace.to_dict()),
+                   file_name=f"trace-{trace.config_hash}.otlp.json",
+                   mime="application/json", key="trace_download", on_click="ignore")
 _widgets.chunk_detail(trace, corpus_ops.chunk_lookup(store), ws, doc_names)

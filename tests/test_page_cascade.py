@@ -7,6 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.config import PipelineConfig
+from core.counters import counters
 from core.deps import Deps
 from core.ingest.pipeline import ingest_files
 from core.store import Store
@@ -66,3 +67,25 @@ def test_budget_and_lambda_reach_the_config(lab: AppTest) -> None:
     cfg = lab.session_state[_state.CONFIG_KEY]
     assert (cfg.prune.token_budget, cfg.mmr.lam, cfg.prune.scorer) == (40, 0.5, "embedder") and not lab.exception
     assert "<b>scorer</b>: embedder" in lab_html.columns(lab)["prune"].head
+
+
+def test_token_vectors_are_offered_with_an_estimate_and_built_on_request(store: Store) -> None:
+    deps = Deps(store=store, embedder=ConceptEmbedder({"automobile": "car"}))
+    assert not ingest_files(DOCS, store=store, embedder=deps.embedder, config=PipelineConfig()).errors
+    n = len(store.corpus.chunks())
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.session_state[_state.DEPS_KEY] = deps
+    at.session_state[_state.CONFIG_KEY] = PipelineConfig().with_overrides({"router.enabled": False})
+    at = at.run().switch_page("pages/search_lab.py").run()
+    need = [m.value for m in at.markdown if "Needs building" in m.value]
+    assert len(need) == 1 and f"{n:,} of {n:,} chunks not encoded yet" in need[0] and " s. " in need[0], need
+    encoded = deps.embedder.encoder.windows_encoded
+    at = at.button(key="build_tokens").click().run()
+    assert not at.exception and deps.embedder.encoder.windows_encoded > encoded
+    assert [s.value for s in at.success] and at.success[0].value.startswith(f"token vectors: {n} chunks encoded")
+    assert not [m.value for m in at.markdown if "Needs building" in m.value]
+    # The query that follows finds every candidate's token vectors cached: no chunk is encoded on its path.
+    at.text_input(key="query").input("automobile price")
+    at = at.button(key="search").click().run()
+    c = counters(at.session_state["last_trace"])
+    assert not at.exception and c.token_computed == 0 and c.token_hits > 0

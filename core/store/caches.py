@@ -105,6 +105,22 @@ class Caches:
         with self._db.transaction() as cur:
             cur.executemany("INSERT OR IGNORE INTO token_vectors VALUES (?,?,?,?,?,?,?,?,?)", rows)
 
+    def held_token_vectors(self, model_id: str, hashes: Sequence[str], workspace: str = DEFAULT_WORKSPACE
+                           ) -> set[str]:
+        """The hashes among `hashes` whose token vectors are stored, without reading the vectors: the Search Lab
+        asks on every new query whether a warm-up is still worth offering, and the blobs are megabytes."""
+        if not hashes:
+            return set()
+        cur = self._db.cursor()
+        register_rows(cur, "_tv_h", ("h",), [(h,) for h in set(hashes)])
+        try:
+            rows = cur.execute(
+                "SELECT text_sha256 FROM token_vectors WHERE workspace_id = ? AND model_id = ? AND "
+                "text_sha256 IN (SELECT h FROM _tv_h)", [workspace, model_id]).fetchall()
+        finally:
+            cur.unregister("_tv_h")
+        return {r[0] for r in rows}
+
     def clear_token_vectors(self, workspace: str = DEFAULT_WORKSPACE, model_id: str | None = None) -> int:
         with self._db.transaction() as cur:
             sql, params = "FROM token_vectors WHERE workspace_id = ?", [workspace]

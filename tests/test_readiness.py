@@ -1,0 +1,78 @@
+"""core.readiness token vectors: what late interaction would encode on first sight is offered as a build, counted
+without reading the vectors, built with progress, and gone once built."""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from core import readiness
+from core.config import PipelineConfig
+from core.deps import Deps
+from core.ingest.pipeline import ingest_files
+from core.store import Store
+from tests.cascade_fakes import ConceptEmbedder
+from tests.fakes import HashEmbedder
+
+DOCS = [
+    ("garage.md", b"# Garage\n\nMending a car costs about 300 euros. The fee covers the fix. Opening hours are 8 to 5."),
+    ("city.md", b"# City\n\nParking for every automobile owner is free on Sundays. Bus routes change in May."),
+]
+
+
+def _deps(store: Store, embedder=None) -> Deps:
+    deps = Deps(store=store, embedder=embedder or ConceptEmbedder())
+    assert not ingest_files(DOCS, store=store, embedder=deps.embedder, config=PipelineConfig()).errors
+    return deps
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_held_token_vectors_names_only_the_stored_hashes(store: Store) -> None:
+    rows = (np.array([1], np.int32), np.ones((1, 4), np.float16), np.array([[0, 1]], np.int32))
+    store.caches.cache_token_vectors("m", {"a": rows, "b": rows})
+    store.caches.cache_token_vectors("other-model", {"c": rows})
+    assert store.caches.held_token_vectors("m", ["a", "c", "zz"]) == {"a"}
+    assert store.caches.held_token_vectors("m", []) == set()
+    assert store.caches.held_token_vectors("m", ["a"], workspace="elsewhere") == set()
+
+
+def test_unbuilt_token_vectors_are_offered_then_built_with_progress_then_gone(store: Store) -> None:
+    deps = _deps(store)
+    chunks = store.corpus.chunks()
+    cfg = PipelineConfig()
+    need = readiness.token_need(deps, cfg)
+    assert need is not None and need.kind == "tokens"
+    assert (need.todo, need.total) == (len(chunks), len(chunks))
+    assert need.est_seconds == len(chunks) * readiness.TOKENS_S_PER_CHUNK
+    seen: list[tuple[int, int]] = []
+    msg = readiness.build(need, cfg, deps, progress=lambda d, t: seen.append((d, t)))
+    assert msg.startswith(f"token vectors: {len(chunks)} chunks encoded")
+    assert seen[-1] == (len(chunks), len(chunks))
+    # Stored under the hash of exactly the text the rerank stage reads (raw chunk text with no contexts on).
+    late = deps.reranker_for("late-interaction")[0]
+    assert store.caches.held_token_vectors(late.model_id, [_sha(c.text) for c in chunks]) == {
+        _sha(c.text) for c in chunks}
+    assert readiness.token_need(deps, cfg) is None
+    # A fresh process (empty memory cache) finds them in the store.
+    assert readiness.token_need(Deps(store=store, embedder=ConceptEmbedder()), cfg) is None
+
+
+def test_contextual_variant_needs_the_context_plus_chunk_texts(store: Store) -> None:
+    deps = _deps(store)
+    readiness.build(readiness.token_need(deps, PipelineConfig()), PipelineConfig(), deps)
+    heur = PipelineConfig().with_overrides({"context.variant": "heuristic"})
+    ctx = store.ledger.contexts("heuristic")
+    assert ctx  # written at ingest
+    need = readiness.token_need(deps, heur)
+    assert need is not None and need.todo == len(ctx)  # every chunk with a context reads another text
+
+
+def test_no_offer_when_nothing_reads_token_vectors(store: Store) -> None:
+    deps = _deps(store)
+    off = PipelineConfig().with_overrides({"rerank.enabled": False, "prune.scorer": "embedder"})
+    assert readiness.token_need(deps, off) is None
+    # An embedder without token vectors reranks by cosine: there is nothing to warm.
+    assert readiness.token_need(_deps(Store(":memory:"), HashEmbedder()), PipelineConfig()) is None
