@@ -31,9 +31,20 @@ _NEG_EN = frozenset("not no never none nobody nothing neither nor nowhere withou
 _NEG_RU = frozenset("не нет ни никогда никто ничто ничего никого никому нигде никуда никак без нельзя "
                     "невозможно едва вряд редко".split())
 NEGATORS = _NEG_EN | _NEG_RU
+# Verbs that carry the negation themselves ('are employees forbidden to work abroad' vs 'can employees work
+# abroad'): their count must match like the negators', but they do not demand the same words (a rewording of 'why
+# did the deploy fail' is still the same question). Stems, matched as prefixes.
+_NEG_VERBS = ("forbid", "prohibit", "banned", "exclud", "refus", "fail", "lack", "denied", "deny", "unable",
+              "avoid", "prevent", "stop",
+              "запрещ", "отказ", "исключ")
 # Question words: "why" and "how" ask for different answers even about the same thing.
 _WH = frozenset("what why how when where who whom whose which почему зачем как что где когда кто какой какая какое "
                 "какие сколько куда откуда чей".split())
+# ... but only a reason, a time or a place is a different kind of answer: "how do I X" and "what is the way to X",
+# "who won" and "which rider won", "what database" and "which database" ask for the same thing. Question words
+# outside these classes are the open class and are not compared.
+_WH_CLASS = {"why": "reason", "почему": "reason", "зачем": "reason", "when": "time", "когда": "time",
+             "where": "place", "где": "place", "куда": "place", "откуда": "place"}
 # Closed-class words whose change changes the question (quantifiers, focus particles, modals of obligation,
 # comparison, coordination). Unshared ones cause a guarded miss.
 _CRITICAL = frozenset((
@@ -55,10 +66,16 @@ _ANTONYMS: tuple[tuple[str, str], ...] = tuple(tuple(p.split("/")) for p in (  #
     "above/below over/under min/max in/out inbound/outbound incoming/outgoing send/receive lock/unlock "
     "connect/disconnect install/uninstall mount/unmount show/hide visible/hidden internal/external "
     "increas/decreas warm/cool more/less most/least cheapest/expensive many/few much/little "
+    "allow/forbid allow/prohibit allow/ban permit/forbid permit/prohibit cover/exclude start/end begin/end "
+    "start/finish succeed/fail pass/fail join/leave arrive/leave arrive/depart boil/freez boiling/freezing "
+    "rise/fall rise/drop grow/shrink gain/loss profit/loss income/expense revenue/cost import/export "
+    "senior/junior adult/child free/paid accept/decline approve/reject approve/deny present/absent "
+    "lost/found before/during during/after online/offline introduc/remov introduc/deprecat add/deprecat "
     "увелич/уменьш включ/выключ добав/удал перв/послед максим/миним высок/низк быстр/медлен больш/маленьк "
     "длин/коротк куп/прода откр/закр нача/останов разреш/запрет вход/выход стар/нов ранн/поздн дешев/дорог "
     "лучш/худш горяч/холод прав/лев север/юг восток/запад внутр/внешн отправ/получ загруз/выгруз "
-    "подключ/отключ установ/удал показ/скры можно/нельзя возможн/невозможн безопасн/опасн"
+    "подключ/отключ установ/удал показ/скры можно/нельзя возможн/невозможн безопасн/опасн "
+    "разреш/запрещ выигр/проигр начина/заканчива кипен/замерз доход/расход прибыл/убыт"
 ).split())
 _NUMBER_WORDS = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
@@ -78,6 +95,29 @@ _MONTHS_DAYS = frozenset((
     "wednesday thursday friday saturday sunday yesterday today tomorrow "
     "январ феврал март апрел мая май июн июл август сентябр октябр ноябр декабр понедельник вторник сред "
     "четверг пятниц суббот воскресен вчера сегодня завтра").split())
+
+# Closed sets of values: one value swapped for another of the same set ("per month" / "per year", "in summer" /
+# "in winter", "yellow" / "red" light) changes the fact asked about, like a changed number. Only a swap counts: a
+# value on one side only ("how long" / "how many minutes") is an added detail. Matched by prefix (RU inflections).
+# A value of 4+ letters matches as a prefix (plurals, Russian cases); a shorter one only as the whole word.
+_VALUE_SETS: dict[str, tuple[str, ...]] = {
+    "time unit": ("second", "minute", "hour", "day", "days", "daily", "week", "month", "year", "annual", "decade",
+                  "секунд", "минут", "час", "часа", "часов", "сутк", "недел", "месяц", "месячн", "год", "года",
+                  "годов", "годовой", "годовая", "лет"),
+    "season": ("spring", "summer", "autumn", "fall", "winter", "весн", "весен", "лето", "летом", "летн", "осен",
+               "зима", "зимой", "зимн", "зиму"),
+    "colour": ("red", "orange", "yellow", "green", "blue", "purple", "black", "white", "grey", "gray", "pink",
+               "brown", "красн", "оранжев", "жёлт", "желт", "зелён", "зелен", "сини", "синя", "сине", "голуб",
+               "фиолет", "чёрн", "черн", "белы", "бела", "бело", "серы", "сера", "серо", "розов", "коричнев"),
+    "size unit": ("kb", "mb", "gb", "tb", "кб", "мб", "гб", "тб"),
+    "direction": ("north", "south", "east", "west", "север", "юг", "восток", "запад"),
+    "time of day": ("morning", "afternoon", "evening", "night", "noon", "midnight", "утр", "днём", "днем", "вечер",
+                    "ночь", "ночью", "ночн"),
+    "size": ("tiny", "small", "medium", "large", "huge", "big", "маленьк", "небольш", "средн", "больш", "крупн",
+             "огромн"),
+    "bound": ("default", "minimum", "maximum", "recommended", "average", "typical", "минимальн", "максимальн",
+              "рекомендуем", "средн", "умолчани"),
+}
 
 # Words too common to mark a change of topic (beyond core.text's stop lists).
 _EXTRA_STOP = frozenset("i me my you your we our they their he she his her it its there is are be been being get got "
@@ -111,6 +151,9 @@ class QuestionFeatures:
     entities: frozenset[str]          # identifiers, acronyms, capitalised words not opening a sentence
     wh: frozenset[str]
     critical: frozenset[str]
+    neg_verbs: int = 0                # negative verbs (_NEG_VERBS)
+    values: frozenset[tuple[str, str]] = frozenset()  # (set name, value) from _VALUE_SETS
+    from_to: tuple[str | None, str | None] = (None, None)  # the word after 'from' and after 'to'
 
 
 def _number_value(tok: str) -> str | None:
@@ -132,6 +175,23 @@ def _number_value(tok: str) -> str | None:
     for m_ in _MONTHS_DAYS:
         if t.startswith(m_) and (len(t) - len(m_)) <= 3:
             return m_
+    return None
+
+
+def _value_of(tok: str) -> tuple[str, str] | None:
+    for name, values in _VALUE_SETS.items():
+        for v in values:
+            if tok == v or (len(v) >= 4 and tok.startswith(v) and len(tok) - len(v) <= 4):
+                return name, v
+    return None
+
+
+def _after(tokens: tuple[str, ...], prep: str) -> str | None:
+    """The first word after `prep` that is not an article (the thing moved from / to)."""
+    for i, t in enumerate(tokens):
+        if t == prep:
+            rest = [w for w in tokens[i + 1:i + 3] if w not in ("the", "a", "an", "my", "our", "your")]
+            return rest[0] if rest else None
     return None
 
 
@@ -169,6 +229,9 @@ def features(text: str) -> QuestionFeatures:
         wh=frozenset(("как" if low.startswith("как") else low) for (tok, start), low in zip(raw, tokens)
                      if (low in _WH or low.startswith("как")) and re.search(r"(?:^|[.!?:;,]\s*)$", text[:start])),
         critical=frozenset(t for t in tokens if t in _CRITICAL),
+        neg_verbs=sum(any(t.startswith(v) for v in _NEG_VERBS) for t in tokens),
+        values=frozenset(v for t in tokens if _number_value(t) is None and (v := _value_of(t)) is not None),
+        from_to=(_after(tokens, "from"), _after(tokens, "to")),
     )
 
 
@@ -202,11 +265,17 @@ def _fmt(values: Iterable[str]) -> str:
 
 
 def guard(new: str | QuestionFeatures, old: str | QuestionFeatures, *, covered_languages: frozenset[str] | None = None,
-          word_similarity: WordSimilarity | None = None, min_word_similarity: float = 0.5) -> GuardResult:
-    """May the answer to `old` be served for `new`? Only the cheap, explainable checks; the cosine is checked apart.
+          word_similarity: WordSimilarity | None = None, min_word_similarity: float = 0.5,
+          cosine: float | None = None, swap_threshold: float = 0.0) -> GuardResult:
+    """May the answer to `old` be served for `new`? Only the cheap, explainable checks; the cosine threshold itself is
+    checked apart.
 
     covered_languages: the embedder's languages. Outside them its cosine says little, so the pair must then use the
-    same words (after stemming) to pass."""
+    same words (after stemming) to pass.
+    swap_threshold: when each question has content words the other lacks (a word swapped, not only added or
+    dropped), the pair's cosine must reach this higher bar. MiniLM's word vectors cannot tell a synonym
+    ('mold' / 'mildew') from a sibling ('laptop' / 'phone', 'summer' / 'winter'), but a one-word swap of a sibling
+    leaves the sentence cosine lower than a rewording of the whole question does, on the tuning split."""
     a = features(new) if isinstance(new, str) else new
     b = features(old) if isinstance(old, str) else old
     if covered_languages is not None and isinstance(new, str):
@@ -220,6 +289,8 @@ def guard(new: str | QuestionFeatures, old: str | QuestionFeatures, *, covered_l
     if a.negations != b.negations:
         return GuardResult(False, "negation scope differs: " + "; ".join(" ".join(n) for n in a.negations)
                            + " vs " + "; ".join(" ".join(n) for n in b.negations))
+    if a.neg_verbs != b.neg_verbs:
+        return GuardResult(False, f"negative verb differs: {a.neg_verbs} vs {b.neg_verbs} (forbid, exclude, fail...)")
     if a.negations and a.stems != b.stems:
         # In a negated question a single changed word (at/in, must/need, few/none) flips the meaning: require the
         # same words.
@@ -227,15 +298,32 @@ def guard(new: str | QuestionFeatures, old: str | QuestionFeatures, *, covered_l
         return GuardResult(False, f"negated question with different words: {_fmt(diff)}")
     if a.numbers != b.numbers:
         return GuardResult(False, f"numbers/dates differ: {_fmt(a.numbers)} vs {_fmt(b.numbers)}")
-    if a.entities != b.entities:
-        return GuardResult(False, f"names/identifiers differ: {_fmt(a.entities ^ b.entities)}")
-    if a.wh != b.wh:
+    # A name on one side is shared when the other side has the same word in lower case ('Rough' / 'rough').
+    names = {e for e in a.entities - b.entities if _stem(e) not in b.stems} | \
+            {e for e in b.entities - a.entities if _stem(e) not in a.stems}
+    if names:
+        return GuardResult(False, f"names/identifiers differ: {_fmt(names)}")
+    wa, wb = {_WH_CLASS[w] for w in a.wh if w in _WH_CLASS}, {_WH_CLASS[w] for w in b.wh if w in _WH_CLASS}
+    if wa != wb:
         return GuardResult(False, f"question word differs: {_fmt(a.wh)} vs {_fmt(b.wh)}")
+    for name in {n for n, _ in a.values} & {n for n, _ in b.values}:
+        va, vb = {v for n, v in a.values if n == name}, {v for n, v in b.values if n == name}
+        if va != vb:
+            return GuardResult(False, f"{name} differs: {_fmt(va)} vs {_fmt(vb)}")
+    fa, ta = a.from_to
+    fb, tb = b.from_to
+    if fa and fb and fa != fb and (fa == tb or fb == ta):
+        return GuardResult(False, f"direction swapped: from {fa} vs from {fb}")
     if a.critical != b.critical:
         return GuardResult(False, f"quantifier/modal differs: {_fmt(a.critical ^ b.critical)}")
     swap = _antonym_swap(a, b)
     if swap:
         return GuardResult(False, f"antonym swap: {swap[0]} / {swap[1]}")
+    if cosine is not None and cosine < swap_threshold:
+        only_a, only_b = _content_only(a, b), _content_only(b, a)
+        if only_a and only_b:
+            return GuardResult(False, f"words swapped ({_fmt(only_a)} / {_fmt(only_b)}) at cosine {cosine:.3f} < "
+                                      f"{swap_threshold:g}")
     if word_similarity is not None:
         sub = _unmatched_substitution(a, b, word_similarity, min_word_similarity)
         if sub:
@@ -343,8 +431,8 @@ class CacheLookup:
 
 def lookup(question: str, vector: np.ndarray, entries: Sequence[CachedAnswer], key: CacheKey, *, threshold: float,
            now: datetime, ttl_s: float, covered_languages: frozenset[str] | None = None,
-           use_guard: bool = True, word_similarity: WordSimilarity | None = None, word_floor: float = 0.3
-           ) -> CacheLookup:
+           use_guard: bool = True, word_similarity: WordSimilarity | None = None, word_floor: float = 0.3,
+           swap_threshold: float = 0.0) -> CacheLookup:
     """Find a stored answer for `question`. Entries under another key or older than the TTL are never served, even if
     the store handed them in. Above the threshold the nearest entry that passes the guard is a hit; if none passes,
     the verdict is a guarded miss with the nearest one's reason."""
@@ -371,7 +459,7 @@ def lookup(question: str, vector: np.ndarray, entries: Sequence[CachedAnswer], k
             return CacheLookup("hit", entry.question, sim, "", entry, len(fresh))
         g = guard(question if covered_languages is not None else qf, entry.question,
                   covered_languages=covered_languages, word_similarity=word_similarity,
-                  min_word_similarity=word_floor)
+                  min_word_similarity=word_floor, cosine=sim, swap_threshold=swap_threshold)
         if g.ok:
             return CacheLookup("hit", entry.question, sim, "", entry, len(fresh))
         first_reason = first_reason or g.reason
@@ -400,6 +488,7 @@ class AnswerCacheStore(Protocol):
 
 class CacheSettings(Protocol):
     threshold: float
+    swap_threshold: float
     guard: bool
     word_check: bool
     word_floor: float
@@ -418,7 +507,8 @@ def check_cache(question: str, vector: np.ndarray, store: AnswerCacheStore, key:
     entries = store.cached_answers(key, limit=settings.max_entries)
     res = lookup(question, vector, entries, key, threshold=settings.threshold, now=now or utc_now(),
                  ttl_s=settings.ttl_s, covered_languages=covered_languages, use_guard=settings.guard,
-                 word_similarity=word_similarity if settings.word_check else None, word_floor=settings.word_floor)
+                 word_similarity=word_similarity if settings.word_check else None, word_floor=settings.word_floor,
+                 swap_threshold=settings.swap_threshold)
     if writable:
         info = res.info()
         store.record_lookup(key.workspace, res.verdict, res.cosine, info["saved_ms"], info["saved_usd"])

@@ -79,6 +79,70 @@ def test_word_check_stops_unrelated_swaps() -> None:
     assert guard("How do I remove mold from a tent?", "How do I remove mildew from a tent?", word_similarity=sim).ok
 
 
+CHANGED_FACT = [  # (new, old, the words the reason must hold): one fact changed without 'not' or a listed antonym
+    ("How much does the Enterprise tier cost per seat per month?",
+     "How much does the Enterprise tier cost per seat per year?", "time unit differs"),
+    ("Should I water tomato plants every day in summer?", "Should I water tomato plants every day in winter?",
+     "season differs"),
+    ("What does a yellow warning light mean?", "What does a red warning light mean?", "colour differs"),
+    ("Can employees work remotely from another country?",
+     "Are employees forbidden to work remotely from another country?", "negative verb"),
+    ("How do I get from the airport to the city centre at night?",
+     "How do I get from the city centre to the airport at night?", "direction swapped"),
+    ("Почему выручка выросла летом?", "Почему выручка выросла зимой?", "season differs"),
+]
+
+
+@pytest.mark.parametrize("new,old,why", CHANGED_FACT)
+def test_guard_stops_a_changed_value_negative_verb_or_direction(new: str, old: str, why: str) -> None:
+    res = guard(new, old)
+    assert not res.ok and why in res.reason, res.reason
+    assert not guard(old, new).ok
+
+
+@pytest.mark.parametrize("new,old", [
+    ("What database does the billing service write to?", "Which database does the billing service write to?"),
+    ("Who won the Tour de France in 2019?", "Which rider won the Tour de France in 2019?"),
+    ("How long should I boil an egg?", "How many minutes should I boil an egg?"),  # a unit on one side: detail
+    ("What about a rough opening for new windows?", "What about a Rough opening for the new windows?"),
+])
+def test_guard_lets_same_question_in_other_words_through(new: str, old: str) -> None:
+    assert guard(new, old).ok, guard(new, old).reason
+
+
+def test_a_swapped_word_needs_the_higher_swap_threshold() -> None:
+    a, b = "How much memory does the Redis node need?", "How much disk does the Redis node need?"
+    res = guard(a, b, cosine=0.93, swap_threshold=0.95)
+    assert not res.ok and "words swapped (memory / disk)" in res.reason, res.reason
+    assert guard(a, b, cosine=0.95, swap_threshold=0.95).ok  # at the bar it passes
+    # Only a word added (no word of one side missing from the other): the ordinary threshold is enough.
+    assert guard("How can I remove this screw?", "How can I remove a really stuck screw?", cosine=0.8,
+                 swap_threshold=0.95).ok
+
+
+def test_lookup_applies_the_swap_threshold_to_the_pair_cosine() -> None:
+    old = "How much memory does the Redis node need?"
+    stored = [_entry(old, _unit(1, 0, 0))]
+    new, vec = "How much disk does the Redis node need?", _unit(0.9, 0.436, 0)  # cosine 0.9 with the stored one
+    kw = dict(threshold=0.8, now=NOW, ttl_s=0)
+    res = lookup(new, vec, stored, KEY, swap_threshold=0.95, **kw)
+    assert res.verdict == "guarded_miss" and "words swapped" in res.reason, res.reason
+    assert lookup(new, vec, stored, KEY, swap_threshold=0.85, **kw).verdict == "hit"
+
+
+def test_hand_written_pairs_file_is_well_formed() -> None:
+    import json
+    from pathlib import Path
+
+    rows = [json.loads(line) for line in (Path(__file__).resolve().parents[1] / "bench" / "sets"
+                                          / "cache_pairs_extra.jsonl").read_text().splitlines() if line.strip()]
+    kinds = {"paraphrase", "negation", "antonym", "number", "name", "swap"}
+    assert all(r["kind"] in kinds and r["lang"] in ("en", "ru") and r["a"] != r["b"] for r in rows)
+    assert all((r["label"] == "pos") == (r["kind"] == "paraphrase") and r["batch"] in (1, 2) for r in rows)
+    assert len({(r["a"], r["b"]) for r in rows}) == len(rows)
+    assert {(r["lang"], r["kind"]) for r in rows} == {(lang, k) for lang in ("en", "ru") for k in kinds}
+
+
 # -- lookup ---------------------------------------------------------------------------------------------------------
 KEY = CacheKey("ws", 3, "cfg")
 NOW = datetime(2026, 1, 1, 12, 0, 0)
