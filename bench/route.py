@@ -6,6 +6,8 @@ Run from the repo root:
     .venv/bin/python bench/route.py --part scifact   # nDCG@10 routed vs default -> bench/results/route_scifact.json
     .venv/bin/python bench/route.py --part tune      # transform weight / depth on router-train questions only
     .venv/bin/python bench/route.py --part twowiki --limit 60
+    .venv/bin/python bench/route.py --part latency --dataset twowiki_multihop   # every single config vs routed
+    .venv/bin/python bench/route.py --part latency --dataset sample             #   -> route_latency_<set>.json
 
 Router: the labelled set sample_corpus/routing/routing.jsonl was split once (core/route/data_build.py, per source
 and label, seed 16). The two thresholds (router.min_confidence, router.refuse_confidence) are chosen by 5-fold
@@ -336,9 +338,129 @@ def scifact_part(root: Path, db: str, max_questions: int, max_docs: int) -> dict
     return out
 
 
+# -- every single configuration vs routed, per class, in one interleaved run ----------------------------------------
+SINGLES = {
+    "default": {**OFF, "router.enabled": False},
+    "hyde (offline: PRF)": {**OFF, "router.enabled": False, "transforms.hyde": "on"},
+    "multi_query": {**OFF, "router.enabled": False, "transforms.multi_query": "on"},
+    "decompose": {**OFF, "router.enabled": False, "transforms.decompose": "on"},
+    # the multi-hop route's configuration for every question: the agentic loop over decomposition
+    "loop (agent + decompose)": {**OFF, "router.enabled": False, "transforms.decompose": "on", "agent.enabled": True},
+}
+
+
+def _gold_class(qtype: str) -> str:
+    from core.route.data_build import SAMPLE_CLASS, TWOWIKI_CLASS
+
+    return {**SAMPLE_CLASS, **TWOWIKI_CLASS}.get(qtype, "factoid")
+
+
+def latency_part(dataset: str, root: Path, db: str, limit: int) -> dict[str, Any]:
+    """Each question through every single configuration and the routed one, in rotating order (so load hits all
+    rows alike: the ratios hold under load, the absolute ms do not). Quality = document-level recall@5 and
+    all-gold@10 of the final list. Per gold class (the router's classes, from the question's type), the best single
+    configuration in hindsight; routed quality against the class-weighted sum of those bests; routed mean latency
+    against the heaviest single configuration's."""
+    from core.config import PipelineConfig
+    from core.datasets import load_dataset
+    from core.deps import build_deps
+    from core.eval_run import prepare
+    from core.pipeline import run_query
+
+    gs = load_dataset(dataset, root)
+    ws = {"sample": "route_sample", "twowiki_multihop": "twowiki"}.get(dataset, dataset)
+    base = PipelineConfig().with_overrides(RETRIEVAL)
+    Path(db).parent.mkdir(parents=True, exist_ok=True)
+    deps = build_deps(base, db=db)
+    t0 = time.perf_counter()
+    gs, notes = prepare(gs, deps, workspace=ws, config=base)
+    print(f"corpus ready in {time.perf_counter() - t0:.1f}s; " + "; ".join(notes), flush=True)
+    qs = [q for q in gs.queries if q.gold and any(g.doc_ids for g in q.gold)]
+    if limit:
+        qs = qs[:limit]
+    configs = {name: base.with_overrides(o) for name, o in {**SINGLES, "routed": {"router.enabled": True}}.items()}
+    names = list(configs)
+    for name in names:  # warm-up: indexes, model, first-call costs are not part of any row
+        run_query(qs[0].query, configs[name], deps, workspace=ws, log=False)
+    rows: list[dict[str, Any]] = []
+    for i, q in enumerate(qs):
+        gold = [g.doc_ids for g in q.gold]
+        rec: dict[str, Any] = {"id": q.qid, "type": q.qtype, "class": _gold_class(q.qtype)}
+        for name in names[i % len(names):] + names[: i % len(names)]:
+            t = time.perf_counter()
+            trace = run_query(q.query, configs[name], deps, workspace=ws, log=False)
+            ms = (time.perf_counter() - t) * 1000
+            final = trace.final()
+            docs = doc_ids_in_order(final.candidates if final else [])
+            r5 = sum(bool(g & set(docs[:5])) for g in gold) / len(gold)
+            a10 = float(all(g & set(docs[:10]) for g in gold))
+            rec[name] = {"r5": r5, "a10": a10, "ms": ms}
+            if name == "routed":
+                route = trace.route() or {}
+                rec[name]["route"] = route.get("class")
+                rec[name]["stage_ms"] = {str(getattr(s.stage, "value", s.stage)): round(s.ms, 1) for s in trace.stages if s.skipped is None}
+                rec[name]["rounds"] = (trace.agent or {}).get("rounds") if trace.agent else 0
+        rows.append(rec)
+        if (i + 1) % 20 == 0:
+            print(f"{i + 1}/{len(qs)} questions", flush=True)
+    return summarise_latency(dataset, rows, names)
+
+
+def doc_ids_in_order(cands: Sequence[Any]) -> list[str]:
+    return list(dict.fromkeys(c.doc_id for c in cands))
+
+
+def summarise_latency(dataset: str, rows: Sequence[dict[str, Any]], names: Sequence[str]) -> dict[str, Any]:
+    classes = sorted({r["class"] for r in rows})
+
+    def mean(sel: Sequence[dict[str, Any]], name: str, key: str) -> float:
+        return float(np.mean([r[name][key] for r in sel])) if sel else float("nan")
+
+    per_config = {n: {"recall@5": round(100 * mean(rows, n, "r5"), 2), "allgold@10": round(100 * mean(rows, n, "a10"), 2),
+                      "ms_mean": round(mean(rows, n, "ms"), 1)} for n in names}
+    singles = [n for n in names if n != "routed"]
+    heaviest = max(singles, key=lambda n: per_config[n]["ms_mean"])
+    out: dict[str, Any] = {"dataset": dataset, "questions": len(rows), "configs": per_config, "by_class": {},
+                           "heaviest_single": heaviest}
+    for metric, key in (("recall@5", "r5"), ("allgold@10", "a10")):
+        hind = 0.0
+        for c in classes:
+            sel = [r for r in rows if r["class"] == c]
+            q = {n: round(100 * mean(sel, n, key), 2) for n in names}
+            best = max(singles, key=lambda n: (q[n], -per_config[n]["ms_mean"]))
+            hind += q[best] * len(sel)
+            cls = out["by_class"].setdefault(c, {"n": len(sel), "ms_mean": {n: round(mean(sel, n, "ms"), 1)
+                                                                               for n in names}})
+            cls[metric] = q
+            cls[f"best_single_{metric}"] = best
+        hind /= len(rows)
+        routed = per_config["routed"][metric]
+        out[f"hindsight_{metric}"] = round(hind, 2)
+        out[f"routed_over_hindsight_{metric}"] = round(routed / hind, 4) if hind else None
+    lat = per_config["routed"]["ms_mean"] / per_config[heaviest]["ms_mean"]
+    out["routed_over_heaviest_ms"] = round(lat, 4)
+    routed_rows = [r["routed"] for r in rows]
+    out["routes"] = {c: {k: sum(1 for r in rows if r["class"] == c and r["routed"].get("route") == k)
+                         for k in sorted({str(r["routed"].get("route")) for r in rows})} for c in classes}
+    stages = sorted({s for r in routed_rows for s in r.get("stage_ms", {})})
+    out["routed_stage_ms_mean"] = {s: round(float(np.mean([r.get("stage_ms", {}).get(s, 0.0) for r in routed_rows])), 1)
+                                   for s in stages}
+    out["routed_mean_rounds"] = round(float(np.mean([r.get("rounds") or 0 for r in routed_rows])), 3)
+    out["targets"] = {
+        "routed recall@5 >= 95% of hindsight": (out["routed_over_hindsight_recall@5"] or 0) >= 0.95,
+        "routed all-gold@10 >= 95% of hindsight": (out["routed_over_hindsight_allgold@10"] or 0) >= 0.95,
+        "routed ms <= 60% of heaviest": lat <= 0.60}
+    out["per_question"] = rows
+    cols = ["config", "recall@5", "allgold@10", "ms_mean"]
+    print(table(cols, [[n, v["recall@5"], v["allgold@10"], v["ms_mean"]] for n, v in per_config.items()]))
+    print({k: v for k, v in out.items() if k not in ("per_question", "by_class", "configs")})
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--part", choices=["router", "twowiki", "scifact", "tune"], required=True)
+    ap.add_argument("--part", choices=["router", "twowiki", "scifact", "tune", "latency"], required=True)
+    ap.add_argument("--dataset", default="twowiki_multihop", help="latency: sample or twowiki_multihop")
     ap.add_argument("--max-docs", type=int, default=1500, help="scifact: corpus cut size")
     ap.add_argument("--datasets")
     ap.add_argument("--limit", type=int, default=0)
@@ -351,6 +473,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.part == "tune":
         write_result(f"{RESULT}_tune", {"tune": tune_part(datasets_dir(args.datasets) / "twowiki_multihop", args.db,
                                                           args.limit)})
+    elif args.part == "latency":
+        name = "sample" if args.dataset == "sample" else "twowiki"
+        db = args.db.replace("route.duckdb", f"route_{name}.duckdb") if name == "sample" else args.db
+        write_result(f"{RESULT}_latency_{name}", {"latency": latency_part(args.dataset, datasets_dir(args.datasets),
+                                                                         db, args.limit)})
     elif args.part == "scifact":
         db = args.db.replace("route.duckdb", "route_scifact.duckdb")
         write_result(f"{RESULT}_scifact", {"scifact": scifact_part(datasets_dir(args.datasets), db,

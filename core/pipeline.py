@@ -341,7 +341,7 @@ def _transforms(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer, decisi
 
     search = hybrid_search(index.search, dense_hits if dindex is not None else None,
                            lambda hits, stage: _to_candidates(hits, deps.store.corpus, q.workspace, stage), k=b.k,
-                           rrf_k=c.fusion.rrf_k)
+                           rrf_k=c.fusion.rrf_k, keep=max(10, c.transforms.per_query_k))  # what the stages read
     feedback = rrf([bm25, dense], k=c.fusion.rrf_k, names=["bm25", "dense"], top=10) if bm25 or dense else []
     out: dict[str, list[Candidate]] = {}
     for ts in transform_stages(q.text, c, decision, deps.llm, search, feedback=feedback,

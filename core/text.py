@@ -68,12 +68,25 @@ def split_identifier(token: str) -> list[str]:
 
 def tokenize(text: str, *, split_identifiers: bool = True, stem: bool = True) -> list[str]:
     """Search tokens: lower-cased words, stemmed per script, plus identifier parts as extra tokens."""
+    return list(_tokens(text, split_identifiers, stem))
+
+
+def _plain_word(raw: str) -> bool:
+    # An ASCII word, lower-case after its first letter, is one piece for split_identifier: skip its regexes.
+    return raw.isascii() and raw.isalpha() and (len(raw) == 1 or raw[1:].islower())
+
+
+@lru_cache(maxsize=4096)
+def _tokens(text: str, split_identifiers: bool, stem: bool) -> tuple[str, ...]:
+    # Cached: the agentic loop's grader and the transforms tokenise the same retrieved chunks round after round
+    # (a third of a multi-hop query's time before, bench/results/route_latency_twowiki.json). A tuple, so no caller
+    # can change the cached tokens.
     out: list[str] = []
     en, ru = _stemmer("english"), _stemmer("russian")
     for m in _IDENT.finditer(text):
         raw = m.group(0)
         low = raw.lower()
-        pieces = split_identifier(raw) if split_identifiers else []
+        pieces = ([raw] if _plain_word(raw) else split_identifier(raw)) if split_identifiers else []
         compound = len(pieces) > 1 or any(ch in raw for ch in "_.-")
         if compound:
             # Keep the whole identifier verbatim (exact-id match) and add its parts.
@@ -87,7 +100,7 @@ def tokenize(text: str, *, split_identifiers: bool = True, stem: bool = True) ->
             if stem:
                 w = ru.stemWord(w) if _CYRILLIC.search(w) else en.stemWord(w)
             out.append(w)
-    return out
+    return tuple(out)
 
 
 _SENT_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-ZА-ЯЁ0-9])|\n{2,}|\n(?=\s*[-*•]\s)|\n(?=#)")

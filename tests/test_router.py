@@ -186,3 +186,14 @@ def test_decide_route_offline_without_key_override_and_reply() -> None:
     assert g.config.graph.enabled and g.config.graph.mode == "global" and g.retrieves
     with pytest.raises(RouteError, match="unknown route"):
         decide_route("x", cfg.with_overrides({"router.override": "poetry"}), None, vocabulary=None)
+
+
+def test_cached_tokenizer_hands_out_fresh_lists_and_splits_as_before() -> None:
+    """core.text.tokenize is cached (the loop re-reads the same chunks); a caller changing its list must not change
+    the next caller's, and the fast path for plain words keeps identifier splitting as it was."""
+    a = tokenize("Retry the FB-340 gateway")
+    a.append("poison")
+    assert tokenize("Retry the FB-340 gateway") == ["retri", "fb-340", "fb", "340", "gateway"]
+    # compounds stay verbatim beside their stemmed parts; "café" is split by the camel regex as it always was
+    assert tokenize("retryBackoffMs café iPhone") == ["retrybackoffms", "retri", "backoff", "ms", "café", "caf", "é",
+                                                      "iphone", "i", "phone"]

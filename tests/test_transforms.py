@@ -149,11 +149,21 @@ def test_hybrid_search_fuses_and_memoises() -> None:
     def dense(text: str, k: int) -> list[tuple[str, float]]:
         return [("b", 0.9), ("c", 0.5)]
 
-    search = hybrid_search(bm25, dense, lambda hits, st: [_cand(c, c, r) for r, (c, _) in enumerate(hits, 1)], k=5)
+    fetched: list[list[str]] = []
+
+    def hydrate(hits: list[tuple[str, float]], stage: str) -> list[Candidate]:
+        fetched.append([c for c, _ in hits])
+        return [_cand(c, f"doc-{c}", r) for r, (c, _) in enumerate(hits, 1) if c != "gone"]
+
+    search = hybrid_search(bm25, dense, hydrate, k=5)
     out = search("x")
     assert [c.chunk_id for c in out] == ["b", "a", "c"]  # b: 1/62 + 1/61 beats a: 1/61
+    assert out[0].score == pytest.approx(1 / 62 + 1 / 61) and (out[0].doc_id, out[0].text) == ("b", "doc-b")
+    assert (out[0].meta["rank_bm25"], out[0].meta["rank_dense"], out[2].meta["rank_bm25"]) == (2, 1, None)
     search("x")
-    assert calls == ["x"]
+    assert calls == ["x"] and fetched == [["b", "a", "c"]]  # one text fetch, of the fused list
+    head = hybrid_search(bm25, lambda t, k: [("gone", 0.9), ("c", 0.5)], hydrate, k=5, keep=2)("y")
+    assert fetched[-1] == ["a", "gone"] and [(c.chunk_id, c.rank) for c in head] == [("a", 1)]
 
 
 # -- LLM rewrites through the stub ------------------------------------------------------------------------------------

@@ -82,19 +82,28 @@ def decide_route(question: str, config: PipelineConfig, llm: LLM | None, *, voca
 
 def hybrid_search(bm25: Callable[[str, int], Hits], dense: Callable[[str, int], Hits] | None,
                   hydrate: Callable[[Hits, str], list[Candidate]], *, k: int = 50, rrf_k: int = 60,
-                  dense_weight: float = 1.0) -> Callable[[str], list[Candidate]]:
+                  dense_weight: float = 1.0, keep: int | None = None) -> Callable[[str], list[Candidate]]:
     """One generated query's list: BM25 and dense for that text, fused by RRF as the main fusion does. Memoised per
-    text, so a sub-query two transforms share is searched once."""
+    text, so a sub-query two transforms share is searched once. The lists are fused on chunk ids and only the first
+    `keep` (default k) fused hits fetch their text: a transform reads the head of each list, and two full fetches per
+    generated query were a tenth of a multi-hop query's time (bench/results/route_latency_twowiki.json)."""
     memo: dict[str, list[Candidate]] = {}
+
+    def ids(hits: Hits, name: str) -> list[Candidate]:
+        return [Candidate(cid, "", "", score, rank, {"stage": name}) for rank, (cid, score) in enumerate(hits, 1)]
 
     def search(text: str) -> list[Candidate]:
         if text not in memo:
-            lists = [hydrate(bm25(text, k), "bm25")]
+            lists = [ids(bm25(text, k), "bm25")]
             weights = [1.0]
             if dense is not None and dense_weight > 0:
-                lists.append(hydrate(dense(text, k), "dense"))
+                lists.append(ids(dense(text, k), "dense"))
                 weights.append(dense_weight)
-            memo[text] = rrf(lists, k=rrf_k, weights=weights, names=["bm25", "dense"][: len(lists)], top=k)
+            fused = rrf(lists, k=rrf_k, weights=weights, names=["bm25", "dense"][: len(lists)], top=keep or k)
+            full = {c.chunk_id: c for c in hydrate([(c.chunk_id, c.score) for c in fused], "hybrid")}
+            found = [c for c in fused if c.chunk_id in full]  # a chunk deleted meanwhile is left out
+            memo[text] = [Candidate(c.chunk_id, full[c.chunk_id].doc_id, full[c.chunk_id].text, c.score, rank,
+                                    c.meta) for rank, c in enumerate(found, 1)]
         return memo[text]
 
     return search
