@@ -46,6 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     p.add_argument("--if-empty", action="store_true", help="do nothing when the workspace already has documents")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--engine", choices=["local", "ray"], default="local",
+                   help="local (this process) or ray (parse, chunk and embed on Ray workers; this process writes)")
+    p.add_argument("--ray-address", default=None, metavar="ADDR",
+                   help="with --engine ray: a running cluster ('auto', 'ray://head:10001'); default a local runtime")
     p = sub.add_parser("query", help="run one query and print every stage")
     p.add_argument("query")
     _add_common(p)
@@ -196,8 +200,25 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         if tty:
             print(f"\r{done:5.1f}/{total} {msg[:90]:<90}", end="" if msg else "\n", file=sys.stderr, flush=True)
 
-    report = ingest_files(files, store=store, embedder=deps.embedder, config=cfg, workspace=args.workspace,
-                          progress=progress)
+    if args.engine == "ray":
+        from core.deps import model_cache_dir
+        from core.ingest.ray_engine import EmbedderSpec, RayEngineError, RayOptions, ingest_files_ray
+
+        spec = EmbedderSpec.from_config(cfg, model=os.environ.get("RAG_EMBED_MODEL"),
+                                        cache_dir=model_cache_dir(_db(args)).resolve())
+        try:
+            report = ingest_files_ray(files, store=store, embedder=deps.embedder, make_embedder=spec, config=cfg,
+                                      workspace=args.workspace, progress=progress,
+                                      options=RayOptions(address=args.ray_address))
+        except RayEngineError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    else:
+        if args.ray_address:
+            print("error: --ray-address needs --engine ray", file=sys.stderr)
+            return 2
+        report = ingest_files(files, store=store, embedder=deps.embedder, config=cfg, workspace=args.workspace,
+                              progress=progress)
     if args.json:
         print(json.dumps({"results": [r.__dict__ for r in report.results], "embedded": report.embedded,
                           "cache_hits": report.cache_hits}))

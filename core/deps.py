@@ -67,6 +67,14 @@ def datasets_root(env: Mapping[str, str] | None = None) -> Path:
     return Path(env.get("RAG_DATASETS") or DEFAULT_DATASETS)
 
 
+def model_cache_dir(where: str | Path, env: Mapping[str, str] | None = None) -> Path:
+    """Where the exported ONNX model of the database at `where` lives (the Ray engine's workers use it too)."""
+    env = os.environ if env is None else env
+    if env.get("RAG_MODEL_CACHE"):
+        return Path(env["RAG_MODEL_CACHE"])
+    return (DEFAULT_DB.parent if str(where) == ":memory:" else Path(where).parent) / "models"
+
+
 def build_deps(
     config: PipelineConfig,
     env: Mapping[str, str] | None = None,
@@ -87,9 +95,7 @@ def build_deps(
         # The exported ONNX model is cached beside the database (data/models/ for the default database), unless
         # RAG_MODEL_CACHE names one folder for every database (tests: one export per machine, not per temp DB);
         # an in-memory store has no folder, so its export goes to the default place.
-        where = getattr(store, "path", None) or db or db_path(env)
-        models = (Path(env["RAG_MODEL_CACHE"]) if env.get("RAG_MODEL_CACHE") else
-                  (DEFAULT_DB.parent if where == ":memory:" else Path(where).parent) / "models")
+        models = model_cache_dir(getattr(store, "path", None) or db or db_path(env), env)
         loaded = load_embedder(env.get("RAG_EMBED_MODEL", config.embedding.model), batch_size=config.embedding.batch_size,
                                runtime=config.embedding.runtime, cache_dir=models)
         embedder = loaded.embedder

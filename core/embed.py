@@ -136,17 +136,18 @@ def _local_model_dir(model_name: str) -> Path | None:
 
 
 def load_embedder(model_name: str, *, batch_size: int = 64, runtime: str = "torch",
-                  cache_dir: Path | str | None = None) -> LoadedEmbedder:
+                  cache_dir: Path | str | None = None, threads: int | None = None) -> LoadedEmbedder:
     """Load the configured model; if it cannot be loaded (no hub access, bad name), fall back to the bundled
     MiniLM and say so. runtime 'onnx' / 'onnx-int8' runs the same model on ONNX Runtime from a file exported
     once into `cache_dir` (beside the database); the vectors carry the runtime in their model id. A model that is
-    not a local folder, or an export that fails, runs on torch instead, with a notice."""
+    not a local folder, or an export that fails, runs on torch instead, with a notice. `threads` caps ONNX
+    Runtime's intra-op threads (a Ray actor granted one CPU must not spin two); torch's are the caller's to set."""
     from core.onnx_runtime import RUNTIMES
 
     if runtime not in RUNTIMES:
         raise ValueError(f"unknown embedding runtime {runtime!r}; choose one of {', '.join(RUNTIMES)}")
     if runtime != "torch":
-        loaded = _load_onnx(model_name, batch_size, runtime, Path(cache_dir or DEFAULT_MODEL_CACHE))
+        loaded = _load_onnx(model_name, batch_size, runtime, Path(cache_dir or DEFAULT_MODEL_CACHE), threads)
         if loaded.notice is None:
             return loaded
         torch_loaded = load_embedder(model_name, batch_size=batch_size)
@@ -168,7 +169,8 @@ def load_embedder(model_name: str, *, batch_size: int = 64, runtime: str = "torc
         )
 
 
-def _load_onnx(model_name: str, batch_size: int, runtime: str, cache_dir: Path) -> LoadedEmbedder:
+def _load_onnx(model_name: str, batch_size: int, runtime: str, cache_dir: Path,
+               threads: int | None = None) -> LoadedEmbedder:
     """An OnnxEmbedder, or a LoadedEmbedder whose notice says why not (its embedder is then unused)."""
     from core.onnx_runtime import OnnxEmbedder, ensure_model
 
@@ -178,7 +180,8 @@ def _load_onnx(model_name: str, batch_size: int, runtime: str, cache_dir: Path) 
                               f"embedding runtime '{runtime}' needs a local model folder; '{model_name}' runs on torch")
     try:
         path = ensure_model(model_dir, model_name, runtime, cache_dir)
-        return LoadedEmbedder(OnnxEmbedder(model_name, model_dir, path, runtime, batch_size=batch_size),
+        return LoadedEmbedder(OnnxEmbedder(model_name, model_dir, path, runtime, batch_size=batch_size,
+                                           threads=threads),
                               model_name, None)
     except Exception as exc:  # a failed export or a broken cached file is reported, and torch takes over
         reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
@@ -250,6 +253,13 @@ class EmbeddingCacheStore(Protocol):
     def cache_embeddings(self, model_id: str, items: dict[str, np.ndarray], workspace: str = ...) -> None: ...
 
 
+class TokenVectorSink(Protocol):
+    """Where ingest puts chunk token vectors for late-interaction rerank (core.store's caches repository)."""
+
+    def cache_token_vectors(self, model_id: str, items: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
+                            workspace: str = ...) -> None: ...
+
+
 def _encode_checked(embedder: Embedder, texts: list[str]) -> np.ndarray:
     new = np.asarray(embedder.encode(texts), dtype=np.float32)
     if new.shape[0] != len(texts):
@@ -257,32 +267,62 @@ def _encode_checked(embedder: Embedder, texts: list[str]) -> np.ndarray:
     return new
 
 
+def _encode_keeping_tokens(embedder: Embedder, texts: list[str], sink: TokenVectorSink, workspace: str
+                           ) -> np.ndarray:
+    """Sentence vectors, and the same forward pass's token vectors stored for late-interaction rerank. Without
+    this, a query reranking a chunk runs the model over it a second time (issue #14: share the forward). Texts the
+    sentence encoding truncated are read in windows by the reranker's own encoder, as a query would."""
+    from core.rerank import encode_token_matrices, text_key, token_matrix
+
+    vecs, raw = embedder.encode_with_tokens(texts)  # type: ignore[attr-defined]
+    vecs = np.asarray(vecs, dtype=np.float32)
+    if vecs.shape[0] != len(texts) or len(raw) != len(texts):
+        raise ValueError(f"embedder {embedder.model_id} returned {vecs.shape[0]} vectors for {len(texts)} texts")
+    mats = {text_key(embedder.model_id, t): token_matrix(t, *r) for t, r in zip(texts, raw) if r is not None}
+    long = [t for t, r in zip(texts, raw) if r is None]
+    if long:
+        for t, tm in zip(long, encode_token_matrices(embedder.window_encoder(), long)):  # type: ignore[attr-defined]
+            mats[text_key(embedder.model_id, t)] = tm
+    sink.cache_token_vectors(embedder.model_id, {k: (m.ids, m.vecs, m.spans) for k, m in mats.items()}, workspace)
+    return vecs
+
+
+def shares_token_forward(embedder: object) -> bool:
+    """Whether this embedder gives token vectors from its sentence forward pass (the ONNX runtimes do)."""
+    return callable(getattr(embedder, "encode_with_tokens", None)) and callable(
+        getattr(embedder, "window_encoder", None))
+
+
 def embed_with_cache(
     texts: Sequence[str], embedder: Embedder, cache: EmbeddingCacheStore | None, workspace: str, *,
-    write: bool = True,
+    write: bool = True, tokens: TokenVectorSink | None = None,
 ) -> tuple[np.ndarray, EmbedStats]:
     """Vectors for texts, looked up by (model id, sha256 of normalised text) first; only misses are encoded.
-    write=False (query time) reads the cache and adds nothing to it."""
+    write=False (query time) reads the cache and adds nothing to it. `tokens`: see embed_groups_with_cache."""
     if not texts:
         return np.zeros((0, 0), dtype=np.float32), EmbedStats(0, 0, 0)
-    return embed_groups_with_cache([texts], embedder, cache, workspace, write=write)[0]
+    return embed_groups_with_cache([texts], embedder, cache, workspace, write=write, tokens=tokens)[0]
 
 
 def embed_groups_with_cache(
     groups: Sequence[Sequence[str]], embedder: Embedder, cache: EmbeddingCacheStore | None, workspace: str, *,
-    write: bool = True,
+    write: bool = True, tokens: TokenVectorSink | None = None,
 ) -> list[tuple[np.ndarray, EmbedStats]]:
     """embed_with_cache for several documents at once: one cache lookup, one encode call and one cache write for
     all of them, with the stats still counted per group (a text shared by two groups is computed for the first
     and a cache hit for the second, exactly as if the groups had gone one after the other).
     Why: a document of two chunks encoded alone leaves the model's batches mostly empty; measured on 2 CPU cores
-    (bench/ingest.py), per-document encode calls ran markedly slower than the same texts in full batches."""
+    (bench/ingest.py), per-document encode calls ran markedly slower than the same texts in full batches.
+    `tokens` (ingest, when late-interaction rerank is on): an embedder that shares its forward pass
+    (shares_token_forward) also stores the computed texts' token vectors there; other embedders ignore it."""
     hashes = [[sha256_text(t) for t in g] for g in groups]
     model = embedder.model_id
+    sink = tokens if tokens is not None and write and shares_token_forward(embedder) else None
     res = cache_first(
         [h for hs in hashes for h in hs], [t for g in groups for t in g],
         lookup=(lambda ks: cache.cached_embeddings(model, ks, workspace)) if cache is not None else (lambda ks: {}),
-        compute=lambda ts: list(_encode_checked(embedder, ts)),
+        compute=(lambda ts: list(_encode_keeping_tokens(embedder, ts, sink, workspace))) if sink is not None
+        else (lambda ts: list(_encode_checked(embedder, ts))),
         save=(lambda fresh: cache.cache_embeddings(model, fresh, workspace)) if cache is not None and write else None,
     )
     out: list[tuple[np.ndarray, EmbedStats]] = []

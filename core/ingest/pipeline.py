@@ -9,7 +9,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from core.config import PipelineConfig
-from core.embed import Embedder, EmbedStats, embed_groups_with_cache, embed_with_cache
+from core.embed import Embedder, EmbedStats, TokenVectorSink, embed_groups_with_cache, embed_with_cache
 from core.ingest.chunk import chunk_document
 from core.ingest.parse import ParseError
 from core.ingest.sandbox import ParseSandbox, default_sandbox
@@ -20,6 +20,14 @@ from core.types import DEFAULT_WORKSPACE, Chunk, Document, ParsedDocument
 # ingest_files embeds the chunks of consecutive documents together until this many are pending: small documents
 # alone would leave the model's batches (64) nearly empty, which bench/ingest.py measured as a large slowdown.
 GROUP_CHUNKS = 256
+
+
+def token_sink(store: Store, config: PipelineConfig) -> TokenVectorSink | None:
+    """Where the chunks' token vectors go while they are embedded, or None. Late-interaction rerank reads every
+    candidate's token vectors; an ONNX embedder gives them from the forward pass that makes the chunk vector, so
+    ingest stores them and no query runs the model over a chunk a second time (issue #14)."""
+    r = config.rerank
+    return store.caches if r.enabled and r.method == "late-interaction" else None
 
 
 @dataclass(frozen=True)
@@ -80,7 +88,8 @@ def ingest_one(
     if isinstance(prepared, FileResult):
         return prepared
     try:
-        vectors, stats = embed_with_cache([c.text for c in prepared.chunks], embedder, store.caches, workspace)
+        vectors, stats = embed_with_cache([c.text for c in prepared.chunks], embedder, store.caches, workspace,
+                                          tokens=token_sink(store, config))
     except Exception as exc:  # a model failure costs this file only; the upload goes on
         return _failed(name, exc)
     result = _store_prepared(prepared, vectors, stats, store=store, embedder=embedder, workspace=workspace)
@@ -161,7 +170,8 @@ def ingest_files(
         texts = [c.text for c in p.chunks]
         parts, hits, computed = [], 0, 0
         for start in range(0, len(texts), GROUP_CHUNKS):
-            vecs, st = embed_with_cache(texts[start : start + GROUP_CHUNKS], embedder, store.caches, workspace)
+            vecs, st = embed_with_cache(texts[start : start + GROUP_CHUNKS], embedder, store.caches, workspace,
+                                        tokens=token_sink(store, config))
             parts.append(vecs)
             hits, computed = hits + st.cache_hits, computed + st.computed
             done = min(len(texts), start + GROUP_CHUNKS)
@@ -176,7 +186,7 @@ def ingest_files(
         if all(len(p.chunks) <= GROUP_CHUNKS for _, p in group):
             try:
                 embedded = embed_groups_with_cache([[c.text for c in p.chunks] for _, p in group], embedder,
-                                                   store.caches, workspace)
+                                                   store.caches, workspace, tokens=token_sink(store, config))
             except Exception:  # noqa: BLE001 - retried per document below so only the guilty file reports the error
                 embedded = None
         hits = computed = 0
@@ -210,6 +220,15 @@ def ingest_files(
             flush()
     flush()
     report.results.extend(r for r in results if r is not None)
+    after_ingest(report, store=store, embedder=embedder, config=config, workspace=workspace)
+    if progress:
+        progress(len(files), len(files), "")
+    return report
+
+
+def after_ingest(report: IngestReport, *, store: Store, embedder: Embedder, config: PipelineConfig,
+                 workspace: str) -> None:
+    """What follows the document writes, whichever engine made them (local here, core/ingest/ray_engine.py)."""
     changed = [r.doc_id for r in report.results if r.status in ("ingested", "replaced") and r.doc_id]
     if changed:
         # Heuristic contexts (title, heading path, lead sentence; no model, ~free) are written at ingest, so a query
@@ -222,9 +241,6 @@ def ingest_files(
         from core.graph.build import update_graph_for_documents
 
         update_graph_for_documents(store, config.graph, embedder=embedder, workspace=workspace, doc_ids=changed)
-    if progress:
-        progress(len(files), len(files), "")
-    return report
 
 
 def read_paths(paths: Iterable[str | Path]) -> list[tuple[str, bytes]]:

@@ -1,0 +1,329 @@
+"""Ingest and LLM context building on Ray: workers parse, chunk, embed and call the LLM; the driver alone writes DuckDB.
+
+Why this split: parsing, chunking, embedding and context calls are independent per document, so they spread over a
+cluster; DuckDB allows one writer per file, so the driver stays the only writer and commits one transaction per
+document exactly as the local engine does (core/ingest/pipeline.py). A worker killed mid-batch loses nothing that was
+committed: Ray restarts the actor and retries the batch, and the driver writes each document once, in input order.
+A re-run skips documents already stored (same name, bytes and chunker) before any worker sees them.
+
+Workers never receive a model or an API key over the wire: each embedding actor loads its model from an
+EmbedderSpec (a path on the node), and each context task builds its LLM client from the node's environment.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+import pickle
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from core.config import PipelineConfig
+from core.costs import LedgerEntry, fmt_usd, price_for, worst_call_usd
+from core.embed import Embedder, EmbedStats, embed_groups_with_cache
+from core.ingest.chunk import chunk_document
+from core.ingest.parse import ParseError
+from core.ingest.pipeline import (
+    FileResult, IngestReport, Progress, _Prepared, _store_prepared, after_ingest, chunker_label, doc_id_for,
+)
+from core.text import sha256_text
+from core.types import DEFAULT_WORKSPACE, Chunk, ParsedDocument
+
+if TYPE_CHECKING:  # the store and the LLM types are only named here; workers never import the store
+    from core.context import ContextReport
+    from core.llm import LLM
+    from core.store import Store
+
+ENGINES = ("local", "ray")
+# Documents per map_batches batch: a SciFact abstract is 1-3 chunks, so 64 documents fill a few model batches of 64,
+# the same fill the local engine reaches with GROUP_CHUNKS = 256.
+BATCH_DOCS = 64
+# A deterministic crash (a file that makes the model run out of memory) must not restart an actor forever.
+MAX_RESTARTS = 3
+
+
+class RayEngineError(RuntimeError):
+    """Ray is missing, the cluster cannot be reached, or workers disagree with the driver about the model."""
+
+
+# -- the Ray runtime ----------------------------------------------------------------------------------------------
+def _import_ray() -> Any:
+    try:
+        import ray
+        import ray.data  # noqa: F401 - the ingest path needs Ray Data, not only Ray core
+    except ImportError as exc:
+        raise RayEngineError(f"--engine ray needs Ray Data: pip install 'ray[data]==2.60.0' ({exc})") from None
+    return ray
+
+
+@contextmanager
+def ray_runtime(address: str | None = None, *, num_cpus: int | None = None) -> Iterator[Any]:
+    """Join the cluster at `address` ("auto", "ray://host:10001", "host:6379"), or start a local one, or reuse the one
+    this process already joined (tests start one per module). A cluster gets this checkout's `core` package through
+    runtime_env py_modules, so its workers run the driver's code; their Python packages must already match."""
+    ray = _import_ray()
+    if ray.is_initialized():
+        yield ray
+        return
+    # Ray Data's per-operator INFO lines and progress bars would bury the CLI's own output.
+    logging.getLogger("ray").setLevel(logging.WARNING)
+    kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING,
+                              "configure_logging": False}
+    if address:
+        kwargs["runtime_env"] = {"py_modules": [str(Path(__file__).resolve().parents[1])]}
+    else:
+        kwargs["num_cpus"] = num_cpus
+    try:
+        ray.init(address=address or None, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - any start/connect failure becomes one clear message
+        where = f"the Ray cluster at {address}" if address else "a local Ray runtime"
+        raise RayEngineError(f"could not start or reach {where}: {type(exc).__name__}: {str(exc)[:300]}") from None
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+def _data_context(ray: Any) -> None:
+    ctx = ray.data.DataContext.get_current()
+    # The driver commits in input order, so its database is the local engine's, row for row.
+    ctx.execution_options.preserve_order = True
+    ctx.enable_progress_bars = False
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
+
+
+# -- worker side: typed records -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EmbedderSpec:
+    """How an embedding actor builds its own embedder on its node (models are loaded there, never shipped)."""
+
+    model: str
+    runtime: str = "torch"
+    batch_size: int = 64
+    cache_dir: str | None = None  # where the ONNX export lives on the node (exported there once if missing)
+    threads: int = 1  # the CPUs Ray grants each actor
+
+    def __call__(self) -> Embedder:
+        from core.embed import load_embedder
+
+        if self.runtime == "torch":
+            import torch
+
+            torch.set_num_threads(self.threads)
+        return load_embedder(self.model, batch_size=self.batch_size, runtime=self.runtime, cache_dir=self.cache_dir,
+                             threads=self.threads).embedder
+
+    @classmethod
+    def from_config(cls, config: PipelineConfig, *, model: str | None = None, cache_dir: str | Path | None = None,
+                    threads: int = 1) -> "EmbedderSpec":
+        e = config.embedding
+        return cls(model or e.model, e.runtime, e.batch_size, str(cache_dir) if cache_dir is not None else None,
+                   threads)
+
+
+@dataclass(frozen=True)
+class WorkerDoc:
+    """One file as a worker hands it back: parsed, chunked and (after the embed stage) embedded, or the reason why
+    not. Vectors are in chunk order; `computed` counts the distinct texts that went through the model."""
+
+    index: int
+    name: str
+    size: int
+    content_hash: str
+    doc_id: str = ""
+    parsed: ParsedDocument | None = None
+    chunks: tuple[Chunk, ...] = ()
+    vectors: np.ndarray | None = None
+    model_id: str = ""
+    computed: int = 0
+    error: str = ""
+
+
+def cut_file(index: int, name: str, data: bytes, *, config: PipelineConfig, parse: Callable[..., ParsedDocument]
+             ) -> WorkerDoc:
+    """Parse and chunk one file as the local engine does (same doc id, same chunker), reporting errors by name."""
+    content_hash = hashlib.sha256(data).hexdigest()
+    base = WorkerDoc(index, name, len(data), content_hash)
+    try:
+        parsed = parse(name, data, max_bytes=int(config.limits.max_file_mb * 1_000_000))
+    except ParseError as exc:
+        return replace(base, error=str(exc))
+    except Exception as exc:  # noqa: BLE001 - a parser surprise costs this file only
+        return replace(base, error=f"{name}: could not be parsed ({type(exc).__name__}: {exc})")
+    doc_id = doc_id_for(name, content_hash)
+    c = config.chunking
+    chunks = chunk_document(parsed, doc_id, strategy=c.strategy, size=c.size_tokens, overlap=c.overlap_tokens)
+    if not chunks:
+        return replace(base, error=f"{name}: no chunks could be cut from the text")
+    return replace(base, doc_id=doc_id, parsed=parsed, chunks=tuple(chunks))
+
+
+def embed_docs(docs: Sequence[WorkerDoc], embedder: Embedder) -> list[WorkerDoc]:
+    """Embed the chunks of several documents in one model call (full batches), each document getting its own
+    vectors; if that call fails, each document is retried alone so only the guilty file reports the error."""
+    todo = [d for d in docs if not d.error]
+    out = {d.index: d for d in docs}
+
+    def done(d: WorkerDoc, vecs: np.ndarray, st: EmbedStats) -> WorkerDoc:
+        return replace(d, vectors=vecs, model_id=embedder.model_id, computed=st.computed)
+
+    try:
+        res = embed_groups_with_cache([[c.text for c in d.chunks] for d in todo], embedder, None, "")
+        for d, (vecs, st) in zip(todo, res):
+            out[d.index] = done(d, vecs, st)
+    except Exception:  # noqa: BLE001 - retried one by one below
+        for d in todo:
+            try:
+                vecs, st = embed_groups_with_cache([[c.text for c in d.chunks]], embedder, None, "")[0]
+                out[d.index] = done(d, vecs, st)
+            except Exception as exc:  # noqa: BLE001 - a model failure costs this file only
+                out[d.index] = replace(d, error=f"{d.name}: could not be embedded ({type(exc).__name__}: {exc})")
+    return [out[d.index] for d in docs]
+
+
+class _IngestActor:
+    """The Ray Data stage: a stateful actor that holds one loaded model (and one parse sandbox) for its whole life,
+    parses and chunks a batch of files, then embeds all their chunks together. One stage, not a parse task stage
+    feeding an actor stage: on a small cluster the actors hold every CPU and a separate task stage would starve."""
+
+    def __init__(self, make_embedder: Callable[[], Embedder], config: PipelineConfig) -> None:
+        from core.ingest.sandbox import default_sandbox  # the hostile-file guard runs on the worker too
+
+        self.embedder = make_embedder()
+        self.config = config
+        self.parse = default_sandbox().parse
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        docs = [cut_file(int(i), str(n), bytes(d), config=self.config, parse=self.parse)
+                for i, n, d in zip(batch["i"], batch["name"], batch["data"])]
+        # Pickled by hand: Ray Data would first try (and fail) to fit the records into an Arrow column.
+        return {"doc": [pickle.dumps(d, protocol=pickle.HIGHEST_PROTOCOL) for d in embed_docs(docs, self.embedder)]}
+
+
+# -- driver side --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RayOptions:
+    """Knobs of the Ray engine. `actors` None: one embedding actor per CPU of the cluster."""
+
+    address: str | None = None
+    actors: int | None = None
+    cpus_per_actor: float = 1.0
+    batch_docs: int = BATCH_DOCS
+    max_restarts: int = MAX_RESTARTS
+    num_cpus: int | None = None  # a locally started runtime only
+
+
+def _unchanged(store: "Store", name: str, content_hash: str, label: str, workspace: str) -> FileResult | None:
+    prev = store.corpus.find_document_by_name(name, workspace)
+    if prev is not None and prev.content_hash == content_hash and prev.chunker == label:
+        return FileResult(name, "unchanged", "same content and chunker; nothing to do", prev.doc_id, prev.n_chunks)
+    return None
+
+
+def ingest_files_ray(
+    files: Sequence[tuple[str, bytes]], *, store: "Store", embedder: Embedder, make_embedder: Callable[[], Embedder],
+    config: PipelineConfig, workspace: str = DEFAULT_WORKSPACE, progress: Progress | None = None,
+    options: RayOptions = RayOptions(),
+) -> IngestReport:
+    """ingest_files on Ray. Workers (make_embedder builds each actor's model) return WorkerDocs; this driver writes
+    each document in its own transaction, in input order, with the local engine's own commit code. `embedder` is the
+    driver's: its model id must match the workers' (vectors of two models never mix) and the graph update uses it."""
+    label = chunker_label(config)
+    results: list[FileResult | None] = [None] * len(files)
+    todo: list[int] = []
+    first: dict[tuple[str, str], int] = {}  # (name, content hash) -> the copy that goes to the workers
+    repeats: list[tuple[int, int]] = []
+    for i, (name, data) in enumerate(files):
+        content_hash = hashlib.sha256(data).hexdigest()
+        if (name, content_hash) in first:  # an identical second copy is judged after the first one is written
+            repeats.append((i, first[(name, content_hash)]))
+            continue
+        first[(name, content_hash)] = i
+        # Already stored (an earlier or interrupted run): decided here, so no worker parses or embeds it again.
+        same = _unchanged(store, name, content_hash, label, workspace)
+        if same is not None:
+            results[i] = same
+            continue
+        todo.append(i)
+    if progress:
+        progress(len(files) - len(todo), len(files), f"{len(todo):,} files to workers")
+    if todo:
+        with ray_runtime(options.address, num_cpus=options.num_cpus) as ray:
+            _run_dataset(ray, files, todo, results, store=store, embedder=embedder, make_embedder=make_embedder,
+                         config=config, workspace=workspace, progress=progress, options=options, label=label)
+    for i, j in repeats:
+        # Unchanged once its first copy is stored; an error of the first copy is this copy's error too.
+        results[i] = _unchanged(store, files[i][0], hashlib.sha256(files[i][1]).hexdigest(), label, workspace) or \
+            results[j]
+    report = IngestReport([r for r in results if r is not None])
+    after_ingest(report, store=store, embedder=embedder, config=config, workspace=workspace)
+    if progress:
+        progress(len(files), len(files), "")
+    return report
+
+
+def _run_dataset(
+    ray: Any, files: Sequence[tuple[str, bytes]], todo: list[int], results: list[FileResult | None], *,
+    store: "Store", embedder: Embedder, make_embedder: Callable[[], Embedder], config: PipelineConfig,
+    workspace: str, progress: Progress | None, options: RayOptions, label: str,
+) -> None:
+    _data_context(ray)
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    actors = options.actors or max(1, int(cpus // max(options.cpus_per_actor, 0.01)))
+    # One block per batch: from_items would otherwise make one block, and one block feeds one actor only.
+    ds = ray.data.from_items([{"i": i, "name": files[i][0], "data": files[i][1]} for i in todo],
+                             override_num_blocks=max(1, math.ceil(len(todo) / options.batch_docs)))
+    ds = ds.map_batches(_IngestActor, fn_constructor_args=(make_embedder, config), batch_size=options.batch_docs,
+                        compute=ray.data.ActorPoolStrategy(size=actors), num_cpus=options.cpus_per_actor,
+                        max_restarts=options.max_restarts, max_task_retries=options.max_restarts)
+    hits = computed = 0
+    done = len(files) - len(todo)
+    try:
+        for row in ds.iter_rows():
+            d: WorkerDoc = pickle.loads(row["doc"])  # our own workers' records (Ray pickles everything anyway)
+            results[d.index] = r = _commit(d, store=store, embedder=embedder, label=label, workspace=workspace)
+            if r.status in ("ingested", "replaced"):
+                hits, computed = hits + r.cache_hits, computed + r.embedded
+            done += 1
+            if progress:
+                progress(done, len(files), d.name)
+    except RayEngineError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - workers gave up: keep what was committed, say how to finish
+        msg = (f"the Ray workers stopped ({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''});"
+               " documents already written are kept; run the same command again to finish")
+        for i in todo:
+            if results[i] is None:
+                results[i] = FileResult(files[i][0], "error", f"{files[i][0]}: not ingested: {msg}")
+    finally:
+        if hits or computed:
+            store.caches.record_cache_event("embedding", hits, computed, "ingest", workspace)
+
+
+def _commit(d: WorkerDoc, *, store: "Store", embedder: Embedder, label: str, workspace: str) -> FileResult:
+    if d.error:
+        return FileResult(d.name, "error", d.error)
+    if d.model_id != embedder.model_id:
+        # Vectors of another model (a node without the configured model fell back) must never land beside ours.
+        raise RayEngineError(f"a worker embedded {d.name} with {d.model_id!r} but this run uses {embedder.model_id!r};"
+                             " give every node the same model and runtime")
+    # A second copy of a file in the same run: judged against the first one, now stored (as the local engine does).
+    same = _unchanged(store, d.name, d.content_hash, label, workspace)
+    if same is not None:
+        return same
+    assert d.parsed is not None and d.vectors is not None
+    previous = store.corpus.find_document_by_name(d.name, workspace)
+    # The embedding cache gets the vectors the worker computed, as embed_with_cache would have saved them locally.
+    store.caches.cache_embeddings(d.model_id, {sha256_text(c.text): v for c, v in zip(d.chunks, d.vectors)},
+                                  workspace)
+    p = _Prepared(d.name, d.size, d.content_hash, label, d.parsed, d.doc_id, list(d.chunks), previous)
+    return _store_prepared(p, d.vectors, EmbedStats(len(d.chunks), len(d.chunks) - d.computed, d.computed),
+                           store=store, embedder=embedder, workspace=workspace)

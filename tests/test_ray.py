@@ -1,0 +1,148 @@
+"""The Ray engine (core/ingest/ray_engine.py) against the local engine, on one in-process Ray runtime per module."""
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pytest
+
+from core.config import PipelineConfig
+from core.ingest.pipeline import IngestReport, ingest_files
+from core.store import Store
+from tests.fakes import HashEmbedder
+
+ray = pytest.importorskip("ray")
+from core.ingest.ray_engine import RayOptions, ingest_files_ray  # noqa: E402
+
+# Small chunks, so each document has several and a batch of documents several model rows.
+CONFIG = PipelineConfig().with_overrides({"chunking.size_tokens": 24, "chunking.overlap_tokens": 4})
+TOPICS = ["torque wrench calibration", "duckdb write-ahead log", "leiden community detection",
+          "prompt caching minimum", "sentence window expansion", "reciprocal rank fusion"]
+
+
+def _files() -> list[tuple[str, bytes]]:
+    """Six documents sharing no chunk text (a text repeated across two documents in two batches is embedded once per
+    batch on Ray, where the local engine's embedding cache would serve the second one), an empty file and a copy."""
+    out = []
+    for i, topic in enumerate(TOPICS):
+        body = "\n\n".join(f"Paragraph {p} about {topic}: step {p} checks the {topic} setting number {i * 10 + p} "
+                           f"before the {topic} stage reads it, and logs why." for p in range(4))
+        out.append((f"doc{i}.md", f"# {topic.title()}\n\n{body}\n".encode()))
+    out.append(("empty.txt", b"   \n"))  # an error by name, like the local engine's
+    out.append(("doc1.md", out[1][1]))  # a second copy in the same run: unchanged, never stored twice
+    return out
+
+
+class LoggingEmbedderFactory:
+    """Builds, inside each Ray actor, a HashEmbedder that appends every text it encodes to a log file (so the test
+    counts what was embedded across processes) and, while `kill_marker` exists, kills its process on the first encode
+    of a batch holding `kill_doc`: the marker is removed first, so the retried batch goes through."""
+
+    def __init__(self, log: Path, kill_marker: Path | None = None, kill_text: str = "") -> None:
+        self.log, self.kill_marker, self.kill_text = str(log), str(kill_marker or ""), kill_text
+
+    def __call__(self) -> "_LoggingEmbedder":
+        return _LoggingEmbedder(self)
+
+
+class _LoggingEmbedder(HashEmbedder):
+    def __init__(self, spec: LoggingEmbedderFactory) -> None:
+        super().__init__()
+        self.spec = spec
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        s = self.spec
+        if s.kill_marker and any(s.kill_text in t for t in texts) and os.path.exists(s.kill_marker):
+            os.remove(s.kill_marker)
+            os._exit(1)  # the actor's process dies mid-batch, as an OOM kill or a lost node would end it
+        with open(s.log, "a") as f:
+            f.writelines(t.replace("\n", " ") + "\n" for t in texts)
+        return super().encode(texts)
+
+
+@pytest.fixture(scope="module")
+def ray_runtime():  # noqa: ANN201
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING, configure_logging=False)
+    yield ray
+    ray.shutdown()
+
+
+def _snapshot(store: Store) -> dict:
+    docs = sorted((d.doc_id, d.name, d.content_hash, d.n_chunks, d.chunker, d.title) for d in store.corpus.documents())
+    chunks = sorted((c.chunk_id, c.doc_id, c.ordinal, c.text, c.start, c.end, tuple(c.heading_path))
+                    for c in store.corpus.chunks())
+    ids, vecs = store.corpus.vectors("fake-hash-64")
+    return {"docs": docs, "chunks": chunks, "vector_ids": ids, "vectors": vecs,
+            "heuristic": store.ledger.contexts("heuristic"),
+            "rows": {t: store.corpus.count(t) for t in ("documents", "chunks", "vectors")}}
+
+
+def _assert_same(a: dict, b: dict) -> None:
+    assert a["docs"] == b["docs"] and a["chunks"] == b["chunks"] and a["vector_ids"] == b["vector_ids"]
+    assert a["heuristic"] == b["heuristic"] and a["rows"] == b["rows"]
+    assert np.abs(a["vectors"] - b["vectors"]).max() <= 1e-6
+
+
+@pytest.fixture(scope="module")
+def local_db() -> dict:
+    store = Store(":memory:")
+    rep = ingest_files(_files(), store=store, embedder=HashEmbedder(), config=CONFIG)
+    assert [r.status for r in rep.results] == ["ingested"] * 6 + ["error", "unchanged"]
+    return {"snapshot": _snapshot(store), "statuses": [r.status for r in rep.results],
+            "messages": [r.message for r in rep.results]}
+
+
+def _ray_ingest(store: Store, factory: LoggingEmbedderFactory, **opts) -> IngestReport:
+    return ingest_files_ray(_files(), store=store, embedder=HashEmbedder(), make_embedder=factory, config=CONFIG,
+                            options=RayOptions(batch_docs=2, **opts))
+
+
+def _logged(log: Path) -> list[str]:
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def test_ray_database_equals_local_and_a_rerun_embeds_nothing(ray_runtime, local_db, tmp_path: Path) -> None:
+    store, log = Store(":memory:"), tmp_path / "embedded.log"
+    rep = _ray_ingest(store, LoggingEmbedderFactory(log), actors=2)
+    assert [r.status for r in rep.results] == local_db["statuses"]
+    assert [r.message for r in rep.results] == local_db["messages"]
+    _assert_same(_snapshot(store), local_db["snapshot"])
+    distinct = sorted({c[3].replace("\n", " ") for c in local_db["snapshot"]["chunks"]})
+    assert sorted(_logged(log)) == distinct  # each distinct chunk text went through a model exactly once
+    again = _ray_ingest(store, LoggingEmbedderFactory(log), actors=2)
+    assert [r.status for r in again.results] == ["unchanged"] * 6 + ["error", "unchanged"]
+    assert sorted(_logged(log)) == distinct  # nothing stored was sent to a worker again
+    _assert_same(_snapshot(store), local_db["snapshot"])
+
+
+def test_killed_worker_is_retried_without_duplicates(ray_runtime, local_db, tmp_path: Path) -> None:
+    store, log, marker = Store(":memory:"), tmp_path / "embedded.log", tmp_path / "kill-once"
+    marker.touch()
+    rep = _ray_ingest(store, LoggingEmbedderFactory(log, marker, "prompt caching"), actors=1)
+    assert not marker.exists()  # the actor did die once
+    assert [r.status for r in rep.results] == local_db["statuses"]
+    _assert_same(_snapshot(store), local_db["snapshot"])
+    # The killed batch died before logging, so the log holds each distinct chunk text exactly once after the retry.
+    assert sorted(_logged(log)) == sorted({c[3].replace("\n", " ") for c in local_db["snapshot"]["chunks"]})
+
+
+def test_workers_giving_up_leave_whole_documents_and_a_rerun_finishes(ray_runtime, local_db, tmp_path: Path) -> None:
+    store, log, marker = Store(":memory:"), tmp_path / "embedded.log", tmp_path / "kill"
+    marker.touch()
+    first = _ray_ingest(store, LoggingEmbedderFactory(log, marker, "sentence window"), actors=1, max_restarts=0)
+    failed = [r for r in first.results if r.status == "error" and "run the same command again" in r.message]
+    assert failed and not marker.exists()
+    stored = {d.doc_id: d.n_chunks for d in store.corpus.documents()}
+    ids, _ = store.corpus.vectors("fake-hash-64")
+    for doc_id, n in stored.items():  # nothing half-written: every stored document has all its chunks and vectors
+        assert len(store.corpus.chunks(doc_id=doc_id)) == n
+        assert sum(1 for c in store.corpus.chunks(doc_id=doc_id) if c.chunk_id in set(ids)) == n
+    before = len(_logged(log))
+    second = _ray_ingest(store, LoggingEmbedderFactory(log), actors=1)
+    assert [r.status for r in second.results].count("ingested") == 6 - len(stored)
+    _assert_same(_snapshot(store), local_db["snapshot"])
+    missing = {c[3].replace("\n", " ") for c in local_db["snapshot"]["chunks"] if c[1] not in stored}
+    assert sorted(_logged(log)[before:]) == sorted(missing)  # the re-run embedded only what was not stored
