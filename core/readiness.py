@@ -93,8 +93,7 @@ def token_need(deps: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPAC
     if not todo:
         return None
     return Need("tokens", cfg.context.variant, todo, len(texts), todo * TOKENS_S_PER_CHUNK,
-                f"token vectors for late-interaction rerank: {todo:,} of {len(texts):,} chunks not encoded yet "
-                "(until then a query encodes the chunks it meets first, which slows first queries and switches)")
+                f"late-interaction token vectors: {todo:,} of {len(texts):,} chunks not encoded yet")
 
 
 def build(need: Need, cfg: PipelineConfig, deps: Any, workspace: str = DEFAULT_WORKSPACE,

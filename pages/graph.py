@@ -12,6 +12,15 @@ from core.report import escape_md
 from pages import _state
 
 REPORT_KEY = "graph_build_report"
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _layout(ids: tuple[str, ...], links: tuple[tuple[str, str], ...], _nodes: object, _edges: object
+            ) -> dict[str, tuple[float, float]]:
+    # Keyed by the node ids and link ends only (what static_layout reads); the frames themselves are not hashed.
+    return view.static_layout(_nodes, _edges)
+
+
 deps, ws, cfg = _state.deps(), _state.workspace(), _state.config()
 store = deps.store
 st.title("Graph")
@@ -80,12 +89,14 @@ with tab_graph:
     edges = view.edges_frame(snap, shown["node_id"])
     if not full:
         edges = view.strongest_edges(edges, per_node=3)
-    # Positions computed once in Python and kept for this graph version and node set: the browser draws a still
-    # picture (no physics running after load) and stays responsive.
+    # Positions computed once in Python: the browser draws a still picture (no physics running after load) and stays
+    # responsive. A layout depends only on the nodes and links drawn, so it is kept per process (every session and
+    # every reload of the page reuses it) under that key.
     lkey = ("graph_layout", snap.version, level, tuple(shown["node_id"]))
     if st.session_state.get("graph_layout_key") != lkey:
         with st.spinner(f"Laying out {len(shown):,} entities…"):
-            st.session_state["graph_layout"] = view.static_layout(shown, edges)
+            st.session_state["graph_layout"] = _layout(tuple(shown["node_id"]), tuple(zip(edges["src"], edges["dst"])),
+                                                       shown, edges)
         st.session_state["graph_layout_key"] = lkey
     # st.iframe replaces st.components.v1.html (deprecated in this Streamlit). The HTML is built by us and every
     # string from a document in it is escaped (core/graph/view.py).

@@ -120,7 +120,7 @@ if wanted != cfg:
 tkey = (ws, corpus_ops.corpus_version(store, ws), cfg.stable_hash())
 if st.session_state.get(TOKENS_KEY, (None,))[0] != tkey:
     st.session_state[TOKENS_KEY] = (tkey, readiness.token_need(deps, cfg, ws))
-UNTIL = {"tokens": "Queries run meanwhile and encode the chunks they meet.",
+UNTIL = {"tokens": "Until then a query encodes the chunks it meets first, which slows first queries and switches.",
          "context": "Until then this query searches raw text.", "graph": "Until then this query runs without a graph."}
 token_need = st.session_state[TOKENS_KEY][1]
 for need in readiness.needs(store, cfg, ws, deps.embedder.model_id) + ([token_need] if token_need else []):

@@ -66,6 +66,25 @@ def test_build_button_builds_and_the_view_renders(deps: Deps) -> None:
     assert at.button(key="graph_build").label == "Update graph"
 
 
+def test_the_layout_is_computed_once_for_every_session_that_draws_the_same_graph(
+        deps: Deps, monkeypatch: pytest.MonkeyPatch) -> None:
+    import streamlit as st
+
+    from core.graph import view
+
+    ingest_files(DOCS, store=deps.store, embedder=deps.embedder, config=PipelineConfig())
+    cfg = PipelineConfig().with_overrides({"graph.min_phrase_chunks": 1})
+    build_graph(deps.store, cfg.graph, embedder=deps.embedder, workspace="default")
+    st.cache_data.clear()
+    calls: list[int] = []
+    real = view.static_layout
+    monkeypatch.setattr(view, "static_layout", lambda n, e, **kw: calls.append(len(n)) or real(n, e, **kw))
+    first = _iframe_html(_page(deps, cfg))
+    second = _iframe_html(_page(deps, cfg))  # a new session: a reload, or another user
+    assert len(calls) == 1 and calls[0] > 0
+    assert first == second  # the same picture, positions included
+
+
 def test_nodes_used_by_the_last_query_are_highlighted(deps: Deps) -> None:
     ingest_files(DOCS, store=deps.store, embedder=deps.embedder, config=PipelineConfig())
     cfg = PipelineConfig().with_overrides({"graph.enabled": True, "graph.min_phrase_chunks": 1})
