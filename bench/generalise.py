@@ -44,6 +44,7 @@ from core.types import Candidate
 
 KS = (1, 2, 5, 10)
 BLENDS = [(0.5, 60), (1.0, 60), (2.0, 60), (1.0, 10), (1.0, 30)]  # (input_weight, rrf_k)
+DEPTH = PipelineConfig().mmr.k  # chunks in the default's final list
 OFF = {"answer.enabled": False, "answer_cache.enabled": False}
 # The retrieval cascade alone (what issue #11 tunes): no router picking another route, no query transforms.
 CASCADE = {"router.enabled": False, "transforms.hyde": "off", "transforms.multi_query": "off",
@@ -150,12 +151,17 @@ def run_set(name: str, args: argparse.Namespace, root: Path) -> dict[str, Any]:
         for c in deps.store.corpus.chunks(ws):
             exact_index.setdefault(c.text.strip(), set()).add(c.doc_id)
     qs = [q for q in resolved.queries if q.gold]
+    random.Random(args.seed).shuffle(qs)  # a run stopped early (--max-seconds) has still scored a random sample
     lists: dict[str, list[dict[str, float]]] = {}
     chunk_lists: dict[str, list[float]] = {}
     prune_tokens: dict[str, dict[str, int]] = {}
     per_q = []
     t_stage = time.perf_counter()
     for i, q in enumerate(qs):
+        if args.max_seconds and time.perf_counter() - t_stage > args.max_seconds:
+            # The questions are a seeded shuffle, so the ones scored before the stop are still a random sample.
+            cut += f"; stopped by --max-seconds {args.max_seconds:g} after {len(per_q)} questions"
+            break
         gold = gold_docs(resolved, q, deps.store, ws, exact_index)
         if not gold:
             continue
@@ -165,14 +171,29 @@ def run_set(name: str, args: argparse.Namespace, root: Path) -> dict[str, Any]:
             s = tr.stage(st)
             rows[st] = doc_ranks(s.candidates) if s and s.skipped is None else []
         rr = tr.stage("rerank")
+        fz = tr.stage("fused")
+        # Equal depth: the default's final list is DEPTH chunks (rerank.k / mmr.k), the stage lists are 50 deep.
+        # A document-level recall@5 of 50 chunks against one of 10 mixes the cost of the cut with that of the order;
+        # '@10' rows cut the stage list to DEPTH chunks first, so they measure the order alone.
+        if fz is not None and fz.skipped is None:
+            rows[f"fused@{DEPTH}"] = doc_ranks(fz.candidates[:DEPTH])
+        chunk_rows: dict[str, list[Candidate]] = {}
         if rr is not None and rr.skipped is None:
             for w, k in BLENDS:
-                rows[f"rerank-rrf-w{w:g}-k{k}"] = doc_ranks(blended(rr.candidates, w, k))
-        for label, conf in (("default-cascade", cascade_cfg), ("previous-cascade", previous_cfg),
-                            ("default", default_cfg)):
+                bl = blended(rr.candidates, w, k)
+                rows[f"rerank-rrf-w{w:g}-k{k}"] = doc_ranks(bl)
+                chunk_rows[f"rerank-rrf-w{w:g}-k{k}"] = bl
+                if (w, k) == (1.0, 60):
+                    rows[f"rerank-rrf-w1-k60@{DEPTH}"] = doc_ranks(bl[:DEPTH])
+            rows[f"rerank@{DEPTH}"] = doc_ranks(rr.candidates[:DEPTH])
+        for label, conf in [(lab, c) for lab, c in (("default-cascade", cascade_cfg), ("previous-cascade", previous_cfg),
+                                                    ("default", default_cfg)) if lab in args.configs.split(",")]:
             t = run_query(q.query, conf, deps, workspace=ws, log=False)
             fin = t.final()
             rows[label] = doc_ranks(fin.candidates) if fin else []
+            if label == "default":  # the fused list the default itself builds (fusion.k deep, 20 chunks)
+                dfz = t.stage("fused")
+                rows["default-fused"] = doc_ranks(dfz.candidates) if dfz and dfz.skipped is None else []
             pr = t.stage("prune")
             if pr is not None and pr.skipped is None:  # what keeping every chunk costs (prune.keep_all)
                 tok = prune_tokens.setdefault(label, {"questions": 0, "over_budget_tokens": 0, "tokens_out": 0,
@@ -194,6 +215,8 @@ def run_set(name: str, args: argparse.Namespace, root: Path) -> dict[str, Any]:
                 ok = s is not None and s.skipped is None
                 chunk_lists.setdefault(st, []).append(
                     pass_at_k([c.text for c in s.candidates], [g.text for g in q.gold], 5) if ok else 0.0)
+            for lab, bl in chunk_rows.items():
+                chunk_lists.setdefault(lab, []).append(pass_at_k([c.text for c in bl], [g.text for g in q.gold], 5))
         for label, docs in rows.items():
             lists.setdefault(label, []).append(score(docs, gold))
         per_q.append({"qid": q.qid, "gold": sorted(gold), **{lab: docs[:10] for lab, docs in rows.items()}})
@@ -220,6 +243,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--score-first", type=int, default=None,
                     help="score only the first N of the sampled questions (the corpus cut stays the same)")
+    ap.add_argument("--max-seconds", type=float, default=None,
+                    help="stop asking new questions of a set after this many seconds of querying (recorded in its cut)")
+    ap.add_argument("--configs", default="default-cascade,previous-cascade,default",
+                    help="which whole-pipeline configurations to run per question (each costs a query)")
     ap.add_argument("--db", default=None)
     ap.add_argument("--datasets", default=None)
     ap.add_argument("--out", default=None, help="results file (default bench/results/generalise.json)")
