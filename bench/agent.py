@@ -14,7 +14,9 @@ Rows, all through the product's own run_query on the same store in one run:
 - single-shot: the retrieval configuration below, one query;
 - crude bridge: one extra round that queries BM25 with the capitalised names found in the top-3 passages and not in
   the question, appended after the first round's top-3 (the floor the issue names);
-- agent: core.route.agent.run_agent with the offline grader and entity-bridging writer, <= 3 rounds.
+- agent: core.route.agent.run_agent with the offline grader and entity-bridging writer, agent.max_rounds rounds;
+- agentprev: the same loop with the earlier evidence merge (rest_in_turn=False: the first round's candidates after
+  the head come only after every later query's list), to judge the merge change within one run.
 The grader's AUROC (passage useful = a gold passage) is computed on round-1 candidates. With --fit the grader is
 fitted on odd-numbered questions of this set plus odd questions of sample_corpus/eval.jsonl and saved to
 core/route/data/agent_grader.json; reported numbers then say which split they come from.
@@ -277,9 +279,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         k=cfg_agent.k, head=head)
         ms_agent = (time.perf_counter() - t) * 1000
         agent_docs = [titles[d] for d in doc_order(out.evidence)]
+        # The same loop with the evidence merge as it was before (the first round's rest after the later lists):
+        # measured side by side so the change is judged in one run (chosen on the odd questions).
+        prev = run_agent(q["question"], search, budget=budget, grader=grader, writer=writer, workspace=WS,
+                         k=cfg_agent.k, head=head, rest_in_turn=False)
+        prev_docs = [titles[d] for d in doc_order(prev.evidence)]
         row = {"i": i, "type": q["type"], "split": split, "rounds": out.rounds, "stop": out.stop_reason,
                "ms_single": ms_single, "ms_agent": ms_agent}
-        for name, docs in (("single", single), ("crude", crude), ("agent", agent_docs)):
+        for name, docs in (("single", single), ("crude", crude), ("agent", agent_docs), ("agentprev", prev_docs)):
             row[f"{name}_r5"], row[f"{name}_all10"] = score(docs, gold)
         rows.append(row)
         if i % 25 == 0:
@@ -287,7 +294,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def summary(sel: list[dict[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {"n": len(sel)}
-        for name in ("single", "crude", "agent"):
+        for name in ("single", "crude", "agent", "agentprev"):
             out[f"{name}_recall@5"] = round(100 * float(np.mean([r[f"{name}_r5"] for r in sel])), 1)
             out[f"{name}_allgold@10"] = round(100 * float(np.mean([r[f"{name}_all10"] for r in sel])), 1)
         out["agent_mean_rounds"] = round(float(np.mean([r["rounds"] for r in sel])), 2)

@@ -188,9 +188,11 @@ def test_merge_evidence_keeps_the_first_rounds_head_then_takes_turns() -> None:
     r2 = [_cand("x#0", "x"), _cand("a#0", "a"), _cand("y#0", "y")]
     r3 = [_cand("z#0", "z")]
     merged = merge_evidence([r1, r2, r3], head=2, k=7)
-    # head a, b; then turns over the later lists: r2 -> x, r3 -> z; r2 -> (a seen) y; then the first round's rest
-    assert [c.chunk_id[0] for c in merged] == list("abxzycd")
+    # head a, b; then turns, the first round's rest first: c, r2 -> x, r3 -> z; d, r2 -> (a seen) y; k reached
+    assert [c.chunk_id[0] for c in merged] == list("abcxzdy")
     assert [c.rank for c in merged] == list(range(1, 8))
+    # the earlier order: turns over the later lists only, then the first round's rest
+    assert [c.chunk_id[0] for c in merge_evidence([r1, r2, r3], head=2, k=7, rest_in_turn=False)] == list("abxzycd")
 
 
 def test_llm_grader_and_writer_through_the_stub_with_malformed_replies(anthropic_stub: Stub) -> None:

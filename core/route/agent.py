@@ -409,10 +409,14 @@ def _renamed(stage: StageResult, rnd: int, query: str) -> StageResult:
                        {**stage.info, "round": rnd, "round_query": query})
 
 
-def merge_evidence(lists: Sequence[Sequence[Candidate]], *, head: int, k: int) -> list[Candidate]:
+def merge_evidence(lists: Sequence[Sequence[Candidate]], *, head: int, k: int,
+                   rest_in_turn: bool = True) -> list[Candidate]:
     """The evidence pool: the first round's top `head` first (what one search already found well stays on top),
-    then the later queries' lists and the rest of the first round taken in turn, one candidate each, deduplicated by
-    chunk. A bridging query's best hit lands right after the head instead of under the first round's tail."""
+    then turns of one candidate from each list, deduplicated by chunk: the rest of the first round first in each
+    turn, then the later queries' lists in order. A bridging query's best hit still lands in the top 5, and the
+    first round's next candidates are no longer pushed under every later list. Chosen on twowiki's odd questions
+    (bench/agent.py, row agentprev = rest_in_turn=False, the earlier order: the first round's rest only after the
+    later lists run dry); the held-out figures are in bench/results/agent*.json."""
     out: list[Candidate] = []
     seen: set[str] = set()
 
@@ -424,7 +428,8 @@ def merge_evidence(lists: Sequence[Sequence[Candidate]], *, head: int, k: int) -
     first = list(lists[0]) if lists else []
     for c in first[:head]:
         take(c)
-    queues = [list(x) for x in lists[1:]]
+    rest = list(first[head:])
+    queues = ([rest] if rest_in_turn else []) + [list(x) for x in lists[1:]]
     while len(out) < k and any(queues):
         for qu in queues:
             while qu:
@@ -432,7 +437,7 @@ def merge_evidence(lists: Sequence[Sequence[Candidate]], *, head: int, k: int) -
                 if c.chunk_id not in seen:
                     take(c)
                     break
-    for c in first[head:]:
+    for c in rest if not rest_in_turn else ():
         take(c)
     return out
 
@@ -457,7 +462,7 @@ def comparison_found(question: str, evidence: Sequence[Candidate], top: int = 5)
 
 def run_agent(question: str, search: Search, *, budget: Budget, grader: Grader, writer: Writer,
               workspace: str, k: int = 10, head: int = 3, repeat_threshold: float = 0.8,
-              clock: Callable[[], float] = time.monotonic) -> AgentOutcome:
+              clock: Callable[[], float] = time.monotonic, rest_in_turn: bool = True) -> AgentOutcome:
     """Rounds of search -> grade -> decide until the evidence answers, nothing new turns up, or a budget ends it.
     `search` runs the ordinary pipeline (answer off) on one query; the caller answers from `evidence`."""
     spend = Spend(budget, clock)
@@ -517,7 +522,8 @@ def run_agent(question: str, search: Search, *, budget: Budget, grader: Grader, 
         # What the first round already found well stays on top: at least `head`, more when the grader calls more of
         # its list correct (a decomposed comparison often has all four passages there), never the whole pool.
         first_correct = sum(1 for c in lists[0][:k] if c.meta.get("grade") == "correct") if lists else 0
-        evidence = merge_evidence(lists, head=max(0, min(max(head, first_correct), k - 3)), k=k)
+        evidence = merge_evidence(lists, head=max(0, min(max(head, first_correct), k - 3)), k=k,
+                                  rest_in_turn=rest_in_turn)
         per_round.append(tuple(c.chunk_id for c in evidence))
         new = [c for c in evidence if c.chunk_id not in before]
         prefix = "" if rnd == 1 else f"r{rnd}."
