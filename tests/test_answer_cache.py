@@ -104,6 +104,8 @@ def test_guard_stops_a_changed_value_negative_verb_or_direction(new: str, old: s
     ("What database does the billing service write to?", "Which database does the billing service write to?"),
     ("Who won the Tour de France in 2019?", "Which rider won the Tour de France in 2019?"),
     ("How long should I boil an egg?", "How many minutes should I boil an egg?"),  # a unit on one side: detail
+    ("How big is the equipment stipend?", "How large is the equipment stipend?"),  # synonyms in one value set
+    ("Какие скидки летом?", "Какие скидки в летний сезон?"),
     ("What about a rough opening for new windows?", "What about a Rough opening for the new windows?"),
 ])
 def test_guard_lets_same_question_in_other_words_through(new: str, old: str) -> None:
