@@ -160,6 +160,16 @@ def workspace_estimate(corpus: Any, workspace: str, *, model: str, limit_tokens:
                        ) -> tuple[CagEstimate, str]:
     """The estimate for a workspace as it stands (what the Costs page and the CLI show) and its prefix's sha256.
     RAG context = the answer's max_chunks chunks of the corpus's average length."""
+    est, prefix = estimate_with_prefix(corpus, workspace, model=model, limit_tokens=limit_tokens,
+                                       max_chunks=max_chunks, output_tokens=output_tokens, llm=llm,
+                                       question_tokens=question_tokens, ttl=ttl)
+    return est, prefix_sha(prefix)
+
+
+def estimate_with_prefix(corpus: Any, workspace: str, *, model: str, limit_tokens: int, max_chunks: int,
+                         output_tokens: int, llm: Any, question_tokens: int = 20, ttl: str = "5m"
+                         ) -> tuple[CagEstimate, str]:
+    """workspace_estimate with the prefix itself, so the cag route reads the corpus once per query."""
     prefix, tokens = corpus_prefix(corpus, workspace)
     chunks = corpus.chunks(workspace)
     per_chunk = sum(c.n_tokens for c in chunks) / len(chunks) if chunks else 0.0
@@ -167,4 +177,4 @@ def workspace_estimate(corpus: Any, workspace: str, *, model: str, limit_tokens:
                    output_tokens=output_tokens, rag_context_tokens=int(per_chunk * max_chunks),
                    llm_available=bool(getattr(llm, "available", False)), llm_reason=getattr(llm, "reason", ""),
                    ttl=ttl)
-    return est, prefix_sha(prefix)
+    return est, prefix

@@ -278,6 +278,10 @@ class TransformsConfig(Section):
 class CagConfig(Section):
     """Cache-augmented generation (core/cag.py): the whole corpus in a cached prompt prefix, no retrieval."""
 
+    # true: the router sends corpus questions to the cag route when a key is set and the corpus fits (the Search Lab
+    # can also choose it for one query); off by default, as every such question then goes to Claude with the corpus
+    enabled: bool = False
+
     # Well under the models' 200k-token window, leaving room for the question, the answer and the instructions.
     max_corpus_tokens: int = Field(150_000, ge=1000, le=1_000_000, description="larger corpora use retrieval")
     model: str = "claude-sonnet-4-6"

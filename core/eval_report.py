@@ -148,6 +148,17 @@ def latency_fig(runs: Sequence[EvalRun]) -> go.Figure:
 
 
 # -- one question, two traces --------------------------------------------------------------------------------------
+def router_confusion_fig(rows: Sequence[str], columns: Sequence[str], matrix: Sequence[Sequence[int]],
+                         title: str = "") -> go.Figure:
+    """The router's confusion matrix as a heatmap: true class down, route taken across, each cell its count."""
+    fig = go.Figure(go.Heatmap(z=[list(r) for r in matrix], x=list(columns), y=list(rows), colorscale="Blues",
+                               text=[[str(v) for v in r] for r in matrix], texttemplate="%{text}",
+                               hovertemplate="true %{y} → routed %{x}: %{z}<extra></extra>"))
+    fig.update_layout(title=title, xaxis_title="route taken", yaxis_title="true class", height=380,
+                      yaxis_autorange="reversed", margin={"t": 50, "l": 10, "r": 10, "b": 10})
+    return fig
+
+
 def gold_status(result: QuestionResult | dict[str, Any]) -> pd.DataFrame:
     """Each gold item and where it was found: the first rank in every stage, or 'missing'."""
     result = QuestionResult.coerce(result)

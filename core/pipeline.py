@@ -22,7 +22,8 @@ from core.retrieve.bm25 import BM25Params
 from core.rerank import (LateInteractionReranker, attach_contexts, covers, describe, embedder_span_scorer,
                          model_languages, pooled_span_scorer, rerank, reranker_span_scorer)
 from core.retrieve.fusion import rrf
-from core.route.stage import RouteDecision, decide_route, hybrid_search, transform_stages
+from core.route.router import CAG_ROUTE
+from core.route.stage import RouteDecision, cag_estimator, cag_stage, decide_route, hybrid_search, transform_stages
 from core.route.agent import BridgeWriter, Budget, LLMGrader, LLMWriter, OfflineGrader, run_agent
 from core.text import detect_language
 from core.types import CONTEXT_KEY, DEFAULT_WORKSPACE, Answer, Candidate, Chunk, Stage, StageResult, Trace, Usage
@@ -361,20 +362,37 @@ def _route(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer) -> RouteDec
                               variant=q.bm25_variant)
     decision = decide_route(q.text, c, deps.llm, vocabulary=index.vocabulary(), tokenizer=index.tokens,
                             titles=lambda: [d.title or d.name for d in deps.store.corpus.documents(q.workspace)],
-                            workspace=q.workspace)
+                            workspace=q.workspace,
+                            cag_estimate=cag_estimator(deps.store.corpus, q.workspace, c, deps.llm, q.text))
     tracer.add(Stage.ROUTE, (), decision.ms, usage=decision.route.usage, notes=decision.notes, **decision.info())
     return decision
 
 
 def _no_retrieval(q: _Query, decision: RouteDecision, config: PipelineConfig, deps: Deps, version: int,
-                  tracer: Tracer, log: bool) -> Trace:
-    """Chitchat and out-of-scope: no retrieval; the route's reply (out-of-scope says what the corpus is about)."""
+                  tracer: Tracer, log: bool) -> Trace | None:
+    """Chitchat and out-of-scope: no retrieval; the route's reply (out-of-scope says what the corpus is about). The
+    cag route: Claude answers from the whole corpus; None when it did not (retrieval then answers, as the trace says)."""
+    cag = None
+    if decision.named.name == CAG_ROUTE:
+        if not config.answer.enabled:
+            tracer.notes.append("cag route: answer.enabled = false, so no CAG call; retrieval runs instead")
+            return None
+        cag = cag_stage(q.text, decision, config, deps.llm, [d.name for d in deps.store.corpus.documents(q.workspace)],
+                        workspace=q.workspace)
+        tracer.add(CAG_ROUTE, (), cag.ms, usage=cag.usage, notes=cag.notes, **cag.info)
+        if cag.answer is None:
+            tracer.notes.extend(cag.notes)
+            return None
     why = f"route {decision.named.name}: no retrieval"
     for stage in (Stage.HYDE, Stage.MULTI_QUERY, Stage.DECOMPOSE, Stage.BM25, Stage.DENSE, Stage.FUSED, Stage.RERANK,
                   Stage.PRUNE, Stage.MMR, Stage.EXPAND):
         tracer.skip(stage, why)
     answer = None
-    if config.answer.enabled:
+    if cag is not None and cag.answer is not None:
+        answer = cag.answer
+        tracer.add(Stage.ANSWER, (), 0.0, notes=["answered by CAG from the whole corpus (no retrieval)"], mode="cag",
+                   refused=answer.refused, citations=list(answer.citations), support=None, source=CAG_ROUTE)
+    elif config.answer.enabled:
         refused = decision.route.cls == "out-of-scope"
         answer = Answer(decision.reply, (), refused, "route")
         tracer.add(Stage.ANSWER, (), 0.0, notes=[f"reply of route {decision.named.name} (routes.toml)"], mode="route",
@@ -506,7 +524,10 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
     else:
         c = decision.config
         if not decision.retrieves:
-            return _no_retrieval(q, decision, c, deps, version, tracer, log)
+            served = _no_retrieval(q, decision, c, deps, version, tracer, log)
+            if served is not None:
+                return served
+            decision = decision.without_cag(f"CAG gave no answer: route {decision.fallback.name} retrieves instead")
 
     agent = _agentic(q, c, deps, tracer, decision) if c.agent.enabled else None
     if agent is None:

@@ -14,6 +14,8 @@ from core.datasets import (
 from core.deps import db_path
 from core.eval_run import NamedConfig, compare, load_run, per_query_diff, run_eval
 from core.report import escape_md
+from core.route.router import router_report
+from core.route.stage import routed_variants
 from pages import _state
 
 RUNS_KEY = "eval_runs"  # eval ids of the A and B runs on show
@@ -55,7 +57,9 @@ else:
 # -- configurations ----------------------------------------------------------------------------------------------------
 session_cfg = _state.config()
 saved = {f"{c.name} · {c.hash}": c.config for c in list_configs(ws, data_dir) if c.config is not None}
-options = {f"session · {session_cfg.stable_hash()}": session_cfg, **saved}
+# "routed" and "single pipeline": the session's settings with the router on (transforms left to each route) / off
+variants = {f"{n} · {c.stable_hash()}": c for n, c in routed_variants(session_cfg).items()}
+options = {f"session · {session_cfg.stable_hash()}": session_cfg, **variants, **saved}
 with st.expander("Save the session configuration"):
     c1, c2, c3 = st.columns([3, 1, 1], vertical_alignment="bottom")
     name = c1.text_input("Name", key="cfg_name")
@@ -91,6 +95,23 @@ if st.button("Run A and B", type="primary", key="eval_run", disabled=gs is None)
                     progress=lambda d, t, m: bar.progress(min(1.0, d / max(t, 1)), text=f"{d}/{t} {escape_md(m)}"))
     bar.empty()
     st.session_state[RUNS_KEY] = [(r.workspace, r.eval_id) for r in runs]
+
+# -- the router itself: its held-out test split, with the session's thresholds ----------------------------------------
+with st.expander("Router: confusion matrix on its test split"):
+    rc = session_cfg.router
+    rr = router_report(min_confidence=rc.min_confidence, refuse_confidence=rc.refuse_confidence)
+    m1, m2, m3 = st.columns(3)
+    m1.metric("macro-F1 (six classes)", f"{rr.macro_f1:.3f}", help="target ≥ 0.90; from the classifier's best class")
+    m2.metric("costly mistakes", f"{rr.costly_rate:.2%}", help=f"{rr.costly} of {rr.corpus_questions} corpus questions "
+              "sent to chitchat or out-of-scope (no retrieval); target ≤ 1%")
+    m3.metric("abstained", f"{rr.abstain_rate:.1%}", help="low confidence: the default pipeline")
+    st.plotly_chart(rep.router_confusion_fig(rr.rows, rr.columns, rr.matrix,
+                                             f"{rr.n} held-out questions · router.min_confidence {rc.min_confidence:g}"
+                                             f" · router.refuse_confidence {rc.refuse_confidence:g}"),
+                    key="fig_router_confusion")
+    st.caption("Offline router (core/route/router_model.npz) on the test split of sample_corpus/routing/routing.jsonl, "
+               "never used in fitting; each question with its corpus-coverage feature as stored. The LLM router "
+               "(with a key) is not scored here.")
 
 # -- past runs: any two stored runs can be reopened ------------------------------------------------------------------
 run_ws = (gs.workspace if gs is not None and gs.workspace else ws)

@@ -62,7 +62,9 @@ with c[2].popover("Context and graph", use_container_width=True):
     graph_modes = ["local", "global", "both"]
     overrides["graph.mode"] = st.radio("graph mode", graph_modes, graph_modes.index(cfg.graph.mode), horizontal=True,
                                        key="graph_mode")
-    routes = ["", "factoid", "comparison", "multi-hop", "global-summary", "chitchat", "out-of-scope", "abstain"]
+    # cag: the whole corpus in Claude's cached prompt (needs a key and a corpus under cag.max_corpus_tokens; the route
+    # stage says why when it is unavailable, with the estimate)
+    routes = ["", "factoid", "comparison", "multi-hop", "global-summary", "chitchat", "out-of-scope", "abstain", "cag"]
     overrides["router.override"] = st.selectbox("Route (this query)", routes, key="route_override",
                                                 format_func=lambda r: r or "router decides",
                                                 help="the 'route' stage shows what the router chose and why")

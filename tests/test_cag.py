@@ -116,3 +116,81 @@ def test_workspace_estimate_reads_the_store(tmp_path) -> None:  # noqa: ANN001
     assert sha == prefix_sha(prefix) and est.corpus_tokens == tokens and not est.available
     avg = sum(c.n_tokens for c in chunks) / len(chunks)
     assert est.rag_query_usd == pytest.approx((int(avg * 8) + 20) * 3e-6 + 100 * 15e-6, abs=1e-6)
+
+
+# -- the cag route through run_query ---------------------------------------------------------------------------------
+def _deps(tmp_path, llm, n: int = 4):  # noqa: ANN001, ANN202
+    from core.deps import Deps
+
+    return Deps(store=_ingest(str(tmp_path / "r.duckdb"), _files()[:n]), embedder=HashEmbedder(), llm=llm)
+
+
+def _is_cag(body: dict) -> bool:
+    return '<document name="' in repr(body.get("system"))
+
+
+CAG_ON = {"cag.enabled": True, "cag.model": MODEL, "router.method": "offline", "answer.mode": "extractive"}
+
+
+def test_cag_route_answers_from_the_whole_corpus_without_retrieval(anthropic_stub: Stub, tmp_path) -> None:  # noqa: ANN001, F811
+    from core.pipeline import run_query
+
+    anthropic_stub.state.responder = lambda body: "Pump P-102 runs at 12 bar [plant-01.md]."
+    deps = _deps(tmp_path, AnthropicLLM(anthropic_stub.key, base_url=anthropic_stub.base_url))
+    trace = run_query("Which pump runs at 12 bar in plant 1?", PipelineConfig().with_overrides(CAG_ON), deps)
+    assert trace.route()["config"] == "cag" and trace.route()["class"] in ("factoid", "abstain")
+    cag = trace.stage("cag")
+    assert cag is not None and cag.skipped is None and cag.usage.calls == 1
+    assert cag.info["prefix_sha256"] == hashlib.sha256(corpus_prefix(deps.store.corpus)[0].encode()).hexdigest()
+    assert all(trace.stage(s).skipped for s in ("bm25", "dense", "fused"))
+    assert trace.answer.text.startswith("Pump P-102") and trace.answer.mode == "cag"
+    assert trace.answer.citations == ("plant-01.md",)
+    route = trace.stage("route").info
+    assert route["cag"]["available"] and route["cag"]["corpus_tokens"] > 0  # the estimate is in the trace
+    sent = anthropic_stub.state.messages()
+    assert len(sent) == 1 and _is_cag(sent[0])  # one call: the offline router, then CAG
+
+
+def test_cag_refusal_falls_back_to_retrieval_and_says_so(anthropic_stub: Stub, tmp_path) -> None:  # noqa: ANN001, F811
+    from core.pipeline import run_query
+
+    anthropic_stub.state.responder = lambda body: NOT_IN_CORPUS
+    deps = _deps(tmp_path, AnthropicLLM(anthropic_stub.key, base_url=anthropic_stub.base_url))
+    trace = run_query("Which pump runs at 12 bar in plant 1?", PipelineConfig().with_overrides(CAG_ON), deps)
+    cag = trace.stage("cag")
+    assert cag.info["refused"] and cag.info["fell_back"]
+    assert any("answered by retrieval instead" in n for n in trace.notes)
+    assert trace.stage("bm25").skipped is None and trace.final() is not None  # retrieval ran after all
+    assert trace.answer is not None and trace.answer.mode != "cag"
+    # with the fallback off, the refusal is the answer
+    off = run_query("Which pump runs at 12 bar in plant 2?",
+                    PipelineConfig().with_overrides({**CAG_ON, "cag.fallback_to_rag": False}), deps, log=False)
+    assert off.answer.refused and off.answer.mode == "cag" and off.stage("bm25").skipped
+
+
+def test_cag_offline_is_unavailable_with_a_note_and_the_estimate(tmp_path) -> None:  # noqa: ANN001
+    from core.pipeline import run_query
+
+    deps = _deps(tmp_path, OfflineLLM())
+    for over in ({"cag.enabled": True}, {"router.override": "cag"}):
+        trace = run_query("Which pump runs at 12 bar in plant 1?",
+                          PipelineConfig().with_overrides({**over, "cag.model": MODEL}), deps, log=False)
+        route = trace.stage("route")
+        assert route.info["config"] != "cag" and trace.stage("cag") is None
+        assert any("unavailable" in n and "CAG needs Claude" in n for n in route.notes)
+        assert route.info["cag"]["first_query_usd"] > 0 and not route.info["cag"]["available"]
+        assert trace.stage("bm25").skipped is None
+    # not asked for: no estimate is made (it reads the whole corpus)
+    plain = run_query("Which pump runs at 12 bar in plant 1?", PipelineConfig(), deps, log=False)
+    assert "cag" not in plain.stage("route").info
+
+
+def test_cag_over_the_token_limit_keeps_retrieval(anthropic_stub: Stub, tmp_path) -> None:  # noqa: ANN001, F811
+    from core.pipeline import run_query
+
+    deps = _deps(tmp_path, AnthropicLLM(anthropic_stub.key, base_url=anthropic_stub.base_url), n=12)
+    assert corpus_prefix(deps.store.corpus)[1] > 2000
+    trace = run_query("Which pump runs at 12 bar in plant 1?",
+                      PipelineConfig().with_overrides({**CAG_ON, "cag.max_corpus_tokens": 1000}), deps, log=False)
+    assert trace.stage("cag") is None and any("over the CAG limit" in n for n in trace.stage("route").notes)
+    assert not any(_is_cag(b) for b in anthropic_stub.state.messages())

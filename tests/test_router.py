@@ -13,10 +13,11 @@ import pytest
 from core.config import PipelineConfig
 from core.llm import AnthropicLLM, OfflineLLM
 from core.route.features import coverage
-from core.route.router import (ABSTAIN, CLASSES, OfflineRouter, RouteError, ShippedRouter, _char_grams, _word_grams,
-                               corpus_topics, decide, load_examples, load_routes, refusal_guard, route_llm,
-                               route_offline, training_sha)
-from core.route.stage import decide_route
+from core.deps import Deps
+from core.route.router import (ABSTAIN, CLASSES, Example, OfflineRouter, RouteError, ShippedRouter, _char_grams,
+                               _word_grams, corpus_topics, decide, load_examples, load_routes, refusal_guard,
+                               route_llm, route_offline, router_report, training_sha)
+from core.route.stage import decide_route, routed_variants
 from core.text import tokenize
 from tests.anthropic_stub import Stub, anthropic_stub  # noqa: F401 - fixture
 
@@ -41,7 +42,7 @@ def test_decide_abstains_below_confidence_and_guards_the_costly_classes() -> Non
 
 def test_shipped_routes_cover_every_class_and_bad_files_say_why(tmp_path: Path) -> None:
     routes = load_routes()
-    assert set(routes) == {*CLASSES, ABSTAIN}
+    assert set(routes) == {*CLASSES, ABSTAIN, "cag"} and not routes["cag"].retrieve
     assert not routes["chitchat"].retrieve and not routes["out-of-scope"].retrieve
     assert "{topics}" in routes["out-of-scope"].reply
     assert routes["comparison"].transforms == ("multi_query", "decompose")
@@ -197,3 +198,79 @@ def test_cached_tokenizer_hands_out_fresh_lists_and_splits_as_before() -> None:
     # compounds stay verbatim beside their stemmed parts; "café" is split by the camel regex as it always was
     assert tokenize("retryBackoffMs café iPhone") == ["retrybackoffms", "retri", "backoff", "ms", "café", "caf", "é",
                                                       "iphone", "i", "phone"]
+
+
+# -- Evaluate: the router's test split and "routed" as a configuration -------------------------------------------------
+class _FixedRouter:
+    """Stands in for the shipped model: the class probabilities of each text are given."""
+
+    classes = CLASSES
+
+    def __init__(self, table: dict[str, dict[str, float]]) -> None:
+        self.table = table
+
+    def probabilities(self, texts: list[str], coverages: list[float]) -> np.ndarray:
+        return np.array([[self.table[t].get(c, 0.0) for c in CLASSES] for t in texts])
+
+
+def test_router_report_counts_routes_after_thresholds_and_the_guard() -> None:
+    ex = [Example("hi there friend", "chitchat", 0.2), Example("Tomas Rehak", "factoid", 1.0),
+          Example("revenue of Corvane in Q2?", "factoid", 1.0), Example("is A older than B?", "comparison", 1.0),
+          Example("book a table", "out-of-scope", 0.0), Example("what themes?", "global-summary", 0.9)]
+    probs = {"hi there friend": {"chitchat": 0.9, "factoid": 0.1}, "Tomas Rehak": {"chitchat": 0.7, "factoid": 0.3},
+             "revenue of Corvane in Q2?": {"out-of-scope": 0.6, "factoid": 0.4},
+             "is A older than B?": {"comparison": 0.4, "factoid": 0.35, "multi-hop": 0.25},
+             "book a table": {"out-of-scope": 0.5, "chitchat": 0.3, "factoid": 0.2},
+             "what themes?": {"global-summary": 0.8, "factoid": 0.2}}
+    r = router_report(min_confidence=0.45, refuse_confidence=0.55, examples=ex, router=_FixedRouter(probs))
+    m = {(row, col): r.matrix[i][j] for i, row in enumerate(r.rows) for j, col in enumerate(r.columns)}
+    # Tomas Rehak: chitchat 0.7 passes refuse_confidence, but the keyword guard keeps it from refusal -> abstain
+    assert m[("factoid", "abstain")] == 1 and m[("chitchat", "chitchat")] == 1
+    assert m[("factoid", "out-of-scope")] == 1  # the costly mistake: 0.6 >= 0.55, a sentence
+    assert m[("comparison", "abstain")] == 1  # 0.4 < min_confidence
+    assert m[("out-of-scope", "out-of-scope")] == 0 and sum(sum(row) for row in r.matrix) == 6
+    assert (r.costly, r.corpus_questions, r.abstained, r.n) == (1, 4, 3, 6)
+    # best classes: chitchat, chitchat, out-of-scope, comparison, out-of-scope, global-summary
+    # F1: chitchat 2/3, factoid 0, comparison 1, multi-hop 0, global-summary 1, out-of-scope 2*1/(2+1+0) = 2/3
+    assert r.macro_f1 == pytest.approx((2 / 3 + 0 + 1 + 0 + 1 + 2 / 3) / 6)
+
+
+def test_routed_variants_switch_the_router_and_leave_transforms_to_the_route() -> None:
+    cfg = PipelineConfig().with_overrides({"router.enabled": False, "transforms.decompose": "on",
+                                           "router.override": "factoid"})
+    v = routed_variants(cfg)
+    assert v["routed"].router.enabled and v["routed"].router.override == ""
+    assert v["routed"].transforms.decompose == "auto" and v["routed"].transforms.hyde == "auto"
+    assert not v["single pipeline"].router.enabled and v["single pipeline"].transforms.decompose == "off"
+
+
+def test_evaluate_page_runs_routed_and_shows_the_router_confusion(deps: Deps, tmp_path: Path) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    from core.ingest.pipeline import ingest_files
+    from pages import _state
+
+    ingest_files([("finance.md", b"# Finance\n\nRevenue grew 3% over the previous quarter, to 18.1 million euros.\n")],
+                 store=deps.store, embedder=deps.embedder, config=PipelineConfig())
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "workbench.py"), default_timeout=60)
+    at.session_state[_state.DEPS_KEY] = deps
+    at.session_state["data_dir"] = str(tmp_path)
+    at.run()
+    at = at.switch_page("pages/evaluate.py").run()
+    assert not at.exception
+    want = router_report(min_confidence=PipelineConfig().router.min_confidence,
+                         refuse_confidence=PipelineConfig().router.refuse_confidence)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["macro-F1 (six classes)"] == f"{want.macro_f1:.3f}"
+    assert metrics["costly mistakes"] == f"{want.costly_rate:.2%}"
+    labels = at.selectbox(key="cfg_a").options
+    assert [lbl.split(" · ")[0] for lbl in labels[:3]] == ["session", "routed", "single pipeline"]
+    at.radio(key="eval_source").set_value("paste").run()
+    at.text_area(key="eval_paste").input(json.dumps({"id": "q1", "query": "How much did revenue grow?", "gold": [
+        {"doc": "finance.md", "span": "Revenue grew 3%"}]})).run()
+    at.selectbox(key="cfg_a").set_value(labels[1]).run()
+    at.selectbox(key="cfg_b").set_value(labels[2]).run()
+    at.button(key="eval_run").click().run()
+    assert not at.exception
+    runs = {r.config_name: r for r in deps.store.runs.eval_runs()}
+    assert set(runs) == {"routed", "single pipeline"}

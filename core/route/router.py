@@ -21,6 +21,7 @@ from core.types import DEFAULT_WORKSPACE, Usage
 
 CLASSES = ("chitchat", "factoid", "comparison", "multi-hop", "global-summary", "out-of-scope")
 ABSTAIN = "abstain"
+CAG_ROUTE = "cag"  # not a class: a path any corpus question may take when CAG is asked for and available
 NO_RETRIEVAL = frozenset({"chitchat", "out-of-scope"})  # the costly mistakes: a corpus question gets no answer
 # Offline: a short query every term of which the corpus has is a keyword lookup ("Tomas Rehak", "выручка квартал"),
 # never small talk, whatever the classifier (trained on sentences) thinks. The previous guard (half the terms known)
@@ -57,8 +58,9 @@ def load_routes(path: str | Path | None = None) -> dict[str, RouteConfig]:
         raise RouteError(f"cannot read routes file {p}: {exc}") from exc
     routes: dict[str, RouteConfig] = {}
     for name, sec in data.items():
-        if name not in (*CLASSES, ABSTAIN):
-            raise RouteError(f"routes file {p.name}: unknown class {name!r}; classes are {', '.join(CLASSES)}, abstain")
+        if name not in (*CLASSES, ABSTAIN, CAG_ROUTE):
+            raise RouteError(f"routes file {p.name}: unknown class {name!r}; classes are {', '.join(CLASSES)}, abstain "
+                             f"(and the {CAG_ROUTE} route)")
         bad = set(sec.get("transforms", ())) - {"hyde", "multi_query", "decompose"}
         if bad:
             raise RouteError(f"routes file {p.name}: [{name}] unknown transforms {sorted(bad)}")
@@ -68,6 +70,11 @@ def load_routes(path: str | Path | None = None) -> dict[str, RouteConfig]:
     missing = set((*CLASSES, ABSTAIN)) - set(routes)
     if missing:
         raise RouteError(f"routes file {p.name}: no section for {', '.join(sorted(missing))}")
+    # An older routes file without [cag] still works: CAG then reads with the built-in description.
+    routes.setdefault(CAG_ROUTE, RouteConfig(CAG_ROUTE, "cache-augmented generation: the whole corpus in Claude's "
+                                                        "cached prompt, no retrieval", retrieve=False))
+    if routes[CAG_ROUTE].retrieve or routes[CAG_ROUTE].transforms:
+        raise RouteError(f"routes file {p.name}: [{CAG_ROUTE}] never retrieves (retrieve = false, no transforms)")
     return routes
 
 
@@ -311,6 +318,64 @@ def route_offline(question: str, vocabulary: Collection[str] | None, *, min_conf
     if cls == ABSTAIN:
         reason = f"abstain ({why}); " + reason
     return Route(cls, probs[best], reason, "offline", best, probs, tuple(notes))
+
+
+# -- how good the offline router is: its test split, as Evaluate shows it ---------------------------------------------
+CORPUS_CLASSES = tuple(c for c in CLASSES if c not in NO_RETRIEVAL)
+
+
+@dataclass(frozen=True)
+class RouterReport:
+    """The shipped router scored on the test split of sample_corpus/routing/routing.jsonl (never used in fitting)."""
+
+    rows: tuple[str, ...]  # true classes
+    columns: tuple[str, ...]  # routes taken, abstain last
+    matrix: tuple[tuple[int, ...], ...]  # matrix[i][j]: questions of rows[i] sent to columns[j]
+    macro_f1: float  # over the six classes, from the classifier's best class (before thresholds)
+    costly: int  # corpus questions sent to chitchat or out-of-scope (after thresholds and the keyword guard)
+    corpus_questions: int
+    abstained: int
+    n: int
+
+    @property
+    def costly_rate(self) -> float:
+        return self.costly / self.corpus_questions if self.corpus_questions else 0.0
+
+    @property
+    def abstain_rate(self) -> float:
+        return self.abstained / self.n if self.n else 0.0
+
+
+def macro_f1(labels: Sequence[str], predicted: Sequence[str], classes: Sequence[str] = CLASSES) -> float:
+    f1s = []
+    for c in classes:
+        tp = sum(a == c and b == c for a, b in zip(labels, predicted))
+        fp = sum(a != c and b == c for a, b in zip(labels, predicted))
+        fn = sum(a == c and b != c for a, b in zip(labels, predicted))
+        f1s.append(2 * tp / (2 * tp + fp + fn) if tp else 0.0)
+    return sum(f1s) / len(f1s)
+
+
+def router_report(*, min_confidence: float, refuse_confidence: float, examples: Sequence[Example] | None = None,
+                  router: ShippedRouter | None = None) -> RouterReport:
+    """Confusion of true class against the route taken with these thresholds, as route_offline decides (each
+    question's coverage is the one stored with it, measured against the corpus it was asked about)."""
+    ex = list(examples) if examples is not None else load_examples("test")
+    r = router or trained_router()
+    probs = r.probabilities([e.text for e in ex], [e.coverage for e in ex])
+    best, taken = [], []
+    for e, row in zip(ex, probs):
+        p = dict(zip(r.classes, (float(x) for x in row)))
+        cls, _ = decide(p, min_confidence=min_confidence, refuse_confidence=refuse_confidence)
+        if cls in NO_RETRIEVAL and refusal_guard(e.text, e.coverage):
+            cls = ABSTAIN
+        best.append(max(p, key=lambda k: p[k]))
+        taken.append(cls)
+    cols = (*CLASSES, ABSTAIN)
+    matrix = tuple(tuple(sum(e.label == a and t == b for e, t in zip(ex, taken)) for b in cols) for a in CLASSES)
+    corpus = [t for e, t in zip(ex, taken) if e.label in CORPUS_CLASSES]
+    return RouterReport(CLASSES, cols, matrix, macro_f1([e.label for e in ex], best),
+                        sum(t in NO_RETRIEVAL for t in corpus), len(corpus), taken.count(ABSTAIN), len(ex))
 
 
 # -- LLM router ------------------------------------------------------------------------------------------------------

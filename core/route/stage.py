@@ -3,16 +3,17 @@ the LLM, the corpus vocabulary and an injected `search`; each hands back what it
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Collection, Mapping, Sequence
 
+from core.cag import CagEstimate, answer as cag_answer, estimate_with_prefix, prefix_sha
 from core.config import ConfigError, PipelineConfig
-from core.llm import LLM
+from core.llm import LLM, LLMError
 from core.retrieve.fusion import rrf
-from core.route.router import (ABSTAIN, Route, RouteConfig, RouteError, corpus_topics, load_routes, override_route,
-                               route_llm, route_offline)
+from core.route.router import (ABSTAIN, CAG_ROUTE, Route, RouteConfig, RouteError, corpus_topics, load_routes,
+                               override_route, route_llm, route_offline)
 from core.route.transforms import Rewrite, TransformResult, rewrite, run_transform
-from core.types import DEFAULT_WORKSPACE, Candidate, Usage
+from core.types import DEFAULT_WORKSPACE, Answer, Candidate, Usage
 
 Hits = list[tuple[str, float]]
 MAX_EXTRA_LLM_CALLS = 1
@@ -28,6 +29,9 @@ class RouteDecision:
     reply: str = ""  # chitchat / out-of-scope: the text given instead of an answer
     notes: tuple[str, ...] = ()
     ms: float = 0.0
+    cag: Mapping[str, Any] | None = None  # the CAG estimate, when CAG was asked for (shown even when unavailable)
+    fallback: RouteConfig | None = None  # the cag route: the class's own route, should CAG not answer
+    cag_prefix: str = field(default="", repr=False)  # the cag route: the prompt prefix (instructions + corpus)
 
     @property
     def retrieves(self) -> bool:
@@ -42,21 +46,28 @@ class RouteDecision:
         return {**self.as_json(), "predicted": self.route.predicted, "description": self.named.description,
                 "transforms": list(self.named.transforms), "overrides": dict(self.named.overrides),
                 "probabilities": {k: round(v, 4) for k, v in self.route.probabilities.items()},
-                "retrieve": self.named.retrieve}
+                "retrieve": self.named.retrieve, **({"cag": dict(self.cag)} if self.cag is not None else {})}
+
+    def without_cag(self, why: str) -> "RouteDecision":
+        """The decision retrieval continues with after CAG gave no answer: the class's own route."""
+        assert self.fallback is not None
+        return replace(self, named=self.fallback, fallback=None, notes=(*self.notes, why))
 
 
 def decide_route(question: str, config: PipelineConfig, llm: LLM | None, *, vocabulary: Collection[str] | None,
                  titles: Callable[[], Sequence[str]] = tuple, tokenizer: Callable[[str], list[str]] | None = None,
-                 workspace: str = DEFAULT_WORKSPACE) -> RouteDecision:
+                 workspace: str = DEFAULT_WORKSPACE,
+                 cag_estimate: Callable[[], tuple[CagEstimate, str]] | None = None) -> RouteDecision:
     """Classify the question (user override, LLM, or the offline classifier) and resolve its named configuration.
-    `titles` is called only when the corpus's topics are needed (the LLM prompt, the out-of-scope reply)."""
+    `titles` is called only when the corpus's topics are needed (the LLM prompt, the out-of-scope reply);
+    `cag_estimate` only when CAG is asked for (it reads the whole corpus)."""
     rc = config.router
     start = time.perf_counter()
     routes = load_routes(rc.routes_file or None)
     notes: list[str] = []
     kw = {"min_confidence": rc.min_confidence, "refuse_confidence": rc.refuse_confidence}
     topics = ""
-    if rc.override:
+    if rc.override and rc.override != CAG_ROUTE:  # asking for CAG still classifies: retrieval may need the class
         route = override_route(rc.override, routes)
     else:
         offline = route_offline(question, vocabulary, **kw, **({"tokenizer": tokenizer} if tokenizer else {}))
@@ -77,7 +88,80 @@ def decide_route(question: str, config: PipelineConfig, llm: LLM | None, *, voca
             raise RouteError(f"route {named.name}: {exc}") from exc
         notes.append("route settings: " + ", ".join(f"{k}={v}" for k, v in named.overrides.items()))
     reply = named.reply.replace("{topics}", topics or corpus_topics(titles())) if not named.retrieve else ""
-    return RouteDecision(route, named, cfg, reply, (*route.notes, *notes), (time.perf_counter() - start) * 1000)
+    decision = RouteDecision(route, named, cfg, reply, (*route.notes, *notes))
+    if named.retrieve and (rc.override == CAG_ROUTE or (config.cag.enabled and not rc.override)):
+        decision = _with_cag(decision, routes, cag_estimate, asked=rc.override == CAG_ROUTE)
+    return replace(decision, ms=(time.perf_counter() - start) * 1000)
+
+
+def _with_cag(decision: RouteDecision, routes: Mapping[str, RouteConfig],
+              estimate: Callable[[], tuple[CagEstimate, str]] | None, *, asked: bool) -> RouteDecision:
+    """The cag route when CAG was asked for (cag.enabled, or the user's choice for this query) and is available: a key
+    is set and the corpus fits under cag.max_corpus_tokens. Otherwise the class's route, with the reason; the
+    estimate is shown either way."""
+    who = "chosen for this query" if asked else "cag.enabled"
+    if estimate is None:
+        return replace(decision, notes=(*decision.notes, f"CAG ({who}) unavailable: no corpus estimate here"))
+    est, prefix = estimate()
+    if not est.available:
+        return replace(decision, cag=est.to_dict(), notes=(*decision.notes, f"CAG ({who}) unavailable: {est.note}; "
+                                                           f"route {decision.named.name} instead"))
+    return replace(decision, named=routes[CAG_ROUTE], fallback=decision.named, cag=est.to_dict(), cag_prefix=prefix,
+                   notes=(*decision.notes, f"CAG ({who}): the whole corpus (~{est.corpus_tokens:,} tokens) is in the "
+                                           f"cached prompt, no retrieval"))
+
+
+def cag_estimator(corpus: Any, workspace: str, config: PipelineConfig, llm: LLM, question: str
+                  ) -> Callable[[], tuple[CagEstimate, str]]:
+    """What decide_route calls when CAG is asked for: the workspace's estimate and prompt prefix, read once."""
+    c = config.cag
+    return lambda: estimate_with_prefix(corpus, workspace, model=c.model, limit_tokens=c.max_corpus_tokens,
+                                        max_chunks=config.answer.max_chunks, output_tokens=c.max_tokens, llm=llm,
+                                        question_tokens=max(1, len(question) // 4), ttl=config.llm.cache_ttl)
+
+
+@dataclass(frozen=True)
+class CagOutcome:
+    """The cag stage: Claude's answer from the whole corpus, or None when retrieval must answer instead."""
+
+    answer: Answer | None
+    usage: Usage = Usage()
+    ms: float = 0.0
+    notes: tuple[str, ...] = ()
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+
+def cag_stage(question: str, decision: RouteDecision, config: PipelineConfig, llm: LLM, document_names: Sequence[str],
+              *, workspace: str = DEFAULT_WORKSPACE) -> CagOutcome:
+    """One CAG call with the decision's prefix. A NOT_IN_CORPUS reply (with cag.fallback_to_rag) or a failed call
+    hands the question back to retrieval, saying so; citations are the [document] names the answer quotes."""
+    start = time.perf_counter()
+    info: dict[str, Any] = {"model": config.cag.model, "prefix_sha256": prefix_sha(decision.cag_prefix)}
+    try:
+        res = cag_answer(question, decision.cag_prefix, llm, model=config.cag.model,
+                         max_tokens=config.cag.max_tokens, workspace=workspace)
+    except LLMError as exc:
+        return CagOutcome(None, Usage(), (time.perf_counter() - start) * 1000,
+                          (f"CAG call failed ({str(exc)[:160]}): answered by retrieval instead",),
+                          {**info, "fell_back": True})
+    ms = (time.perf_counter() - start) * 1000
+    info.update(refused=res.refused, cache_read_share=round(res.cache_read_share, 4))
+    if res.refused and config.cag.fallback_to_rag:
+        return CagOutcome(None, res.usage, ms, ("CAG: the documents in the prompt do not answer this (NOT_IN_CORPUS): "
+                                                "answered by retrieval instead (cag.fallback_to_rag)",),
+                          {**info, "fell_back": True})
+    cited = tuple(n for n in dict.fromkeys(document_names) if f"[{n}]" in res.text)
+    notes = tuple(n for n in (res.note,) if n)
+    return CagOutcome(Answer(res.text, cited, res.refused, "cag"), res.usage, ms, notes, {**info, "fell_back": False})
+
+
+def routed_variants(config: PipelineConfig) -> dict[str, PipelineConfig]:
+    """Evaluate's two fixed choices beside the session's own settings: "routed" (router on, every transform left to
+    the route) and "single pipeline" (router off, transforms off: today's one path for every question)."""
+    auto = {f"transforms.{t}": "auto" for t in ("hyde", "multi_query", "decompose")}
+    off = {f"transforms.{t}": "off" for t in ("hyde", "multi_query", "decompose")}
+    return {"routed": config.with_overrides({"router.enabled": True, "router.override": "", **auto}),
+            "single pipeline": config.with_overrides({"router.enabled": False, **off})}
 
 
 def hybrid_search(bm25: Callable[[str, int], Hits], dense: Callable[[str, int], Hits] | None,
