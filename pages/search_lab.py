@@ -117,20 +117,22 @@ if wanted != cfg:
     cfg = wanted
 
 # -- builds the settings need: said with an estimate, run only when confirmed ------------------------------------------
-# The token-vector check reads every chunk's text: done once per (workspace, corpus version, config), not per rerun.
-# Queries meanwhile encode some chunks themselves, so the count it shows can only be too high, never hide a need.
-tkey = (ws, corpus_ops.corpus_version(store, ws), cfg.stable_hash())
-if st.session_state.get(TOKENS_KEY, (None,))[0] != tkey:
-    st.session_state[TOKENS_KEY] = (tkey, readiness.token_need(deps, cfg, ws))
-UNTIL = {"tokens": "Until then a query encodes the chunks it meets first, which slows first queries and switches.",
-         "context": "Until then this query searches raw text.", "graph": "Until then this query runs without a graph."}
-token_need = st.session_state[TOKENS_KEY][1]
-for need in readiness.needs(store, cfg, ws, deps.embedder.model_id) + ([token_need] if token_need else []):
-    with st.container(border=True, key=f"need_{need.kind}"):
-        n1, n2 = st.columns([5, 1], vertical_alignment="center")
-        n1.markdown(f":material/construction: **Needs building** — {need.label}; about {need.est_seconds:,.0f} s. "
-                    + UNTIL.get(need.kind, ""))
-        if n2.button("Build now", key=f"build_{need.kind}", type="primary"):
+UNTIL = {"context": "Until then this query searches raw text.", "graph": "Until then this query runs without a graph."}
+
+
+def offer(need: readiness.Need) -> None:
+    """One build with its estimate and a button; it runs only when clicked (progress bar, then a rerun)."""
+    quiet = need.kind == "tokens"  # a speed-up, not a missing index: one quiet line, no box
+    with st.container(border=not quiet, key=f"need_{need.kind}"):
+        n1, n2 = st.columns([6, 1] if quiet else [5, 1], vertical_alignment="center")
+        if quiet:
+            n1.caption(f":material/speed: {need.label} (about {need.est_seconds:,.0f} s); until then first queries "
+                       "and setting switches encode the chunks they meet.")
+        else:
+            n1.markdown(f":material/construction: **Needs building** — {need.label}; about "
+                        f"{need.est_seconds:,.0f} s. " + UNTIL.get(need.kind, ""))
+        if n2.button("Encode now" if quiet else "Build now", key=f"build_{need.kind}",
+                     type="secondary" if quiet else "primary", use_container_width=quiet):
             bar = st.progress(0.0, text=f"building {need.kind}…")
             with st.spinner(f"Building {need.kind} (about {need.est_seconds:,.0f} s)…"):
                 msg = readiness.build(need, cfg, deps, ws, progress=lambda d, t: bar.progress(
@@ -139,19 +141,37 @@ for need in readiness.needs(store, cfg, ws, deps.embedder.model_id) + ([token_ne
             st.session_state.pop(TRACE_KEY, None)  # the cached trace searched without the build
             st.session_state.pop(TOKENS_KEY, None)
             st.rerun()
+
+
+def token_offer(recount: bool = False) -> None:
+    """Late-interaction token vectors not encoded yet, offered below the stage row (whose counters show what the
+    query encoded), so the row keeps its room on a 768 px screen. The check reads every chunk's text: once per
+    (workspace, corpus version, config), and again after a query that ran while some were missing."""
+    tkey = (ws, corpus_ops.corpus_version(store, ws), cfg.stable_hash())
+    memo = st.session_state.get(TOKENS_KEY)
+    if memo is None or memo[0] != tkey or (recount and memo[1] is not None):
+        st.session_state[TOKENS_KEY] = memo = (tkey, readiness.token_need(deps, cfg, ws))
+    if memo[1] is not None:
+        offer(memo[1])
+
+
+for need in readiness.needs(store, cfg, ws, deps.embedder.model_id):
+    offer(need)
 if st.session_state.get(BUILT_KEY):
     st.success(st.session_state.pop(BUILT_KEY))  # our own summary: counts and seconds only
 
 # -- run and render -----------------------------------------------------------------------------------------------------
 last = st.session_state.get(_widgets.LAST_QUERY_KEY)
 if last is None:
+    token_offer()
     st.caption("Type a query and press Search. Settings changes re-run the last query.")
     st.stop()
 # A rerun for any other widget (chunk detail, a popover opening) reuses the trace, and so does flipping a setting
 # back: the last TRACES_KEPT traces are kept by (query, config, corpus version); an explicit Search always runs.
 key = (last, cfg.stable_hash(), corpus_ops.corpus_version(store, ws))
 kept = st.session_state.setdefault(TRACE_KEY, {})
-if key in kept and not submitted:
+fresh = not (key in kept and not submitted)
+if not fresh:
     trace = kept[key]
 else:
     try:
@@ -193,6 +213,7 @@ for rnd, sub in rounds:
     with st.expander(f"Round {rnd}: {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} — "
                      + escape_md("; ".join(queries)[:160]), expanded=False):
         _widgets.stage_row(sub, doc_names=doc_names, depth=depth, key=f"round_{rnd}")
+token_offer(recount=fresh)
 st.caption(f"query language {trace.query_lang} · config {trace.config_hash} · corpus v{trace.corpus_version} · "
            "click a card to read more; hover a skipped strip for its reason")
 _widgets.answer_panel(trace.answer, served=next((n for n in trace.notes if n.startswith("served from cache")), None))
