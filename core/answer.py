@@ -110,15 +110,18 @@ def extractive_answer(
     question: str, candidates: Sequence[Candidate], *, threshold: float | None = None, max_sentences: int = 3,
     titles: Mapping[str, str] | None = None, li_scorer: SentenceScorer | None = None, blind: bool = False,
     model: SupportModel | None = None, vocabulary: Collection[str] | None = None,
+    full_texts: Mapping[str, str] | None = None,
 ) -> AnswerResult:
     """Offline answerer: the candidates' sentences that the support model (core.support) ranks most likely to answer
     the question, each with its chunk id. Refuses when the model's support for an answer (its gate's probability
     that the best sentence answers) is below `threshold` (None or negative: the model's fitted one). `blind`: the
-    embedder does not read the question's language, so only the lexical and rank signals count."""
+    embedder does not read the question's language, so only the lexical and rank signals count. `full_texts` (chunk
+    id -> whole chunk text): read whole chunks, not the pruned drafts (pruning keeps what fits a token budget for
+    a model, and may drop the one sentence that answers); the pruner's choice stays a feature."""
     model = model or load_support_model()
     cut = model.threshold if threshold is None or threshold < 0 else threshold
     table = sentence_table(question, candidates, titles=titles, li_scorer=None if blind else li_scorer,
-                           vocabulary=vocabulary)
+                           vocabulary=vocabulary, full_texts=full_texts)
     unseen_words = list(dict.fromkeys(table.terms.words[t] for t in table.unseen))[:4]
     if not table.rows:
         why = ("the question has no searchable terms" if not table.terms.terms
@@ -145,11 +148,13 @@ def answer_question(
     question: str, candidates: Sequence[Candidate], cfg: AnswerConfig, llm: LLM, *,
     workspace: str = DEFAULT_WORKSPACE, query_id: str = "", titles: Mapping[str, str] | None = None,
     li_scorer: SentenceScorer | None = None, blind: bool = False, vocabulary: Collection[str] | None = None,
+    full_texts: Mapping[str, str] | None = None,
 ) -> AnswerResult:
     """The answer stage: picks the answerer (auto = Claude when available), refuses on an empty context without
     calling anything, and falls back to extractive (saying so) when Claude is unavailable or fails. The extractive
     answerer reads `titles` (doc id -> title) as context and `li_scorer`'s late-interaction sentence scores, unless
-    `blind` (the embedder does not read the question's language)."""
+    `blind` (the embedder does not read the question's language); it reads whole chunks from `full_texts` (chunk id
+    -> text) when given. Claude reads what the pipeline handed on (the pruned, budgeted context)."""
     top = list(candidates)[: cfg.max_chunks]
     if not top:
         return AnswerResult(Answer(f"{REFUSAL} (no passages were retrieved)", (), True,
@@ -168,7 +173,8 @@ def answer_question(
         except LLMError as exc:
             notes.append(f"Claude answer failed ({exc}); extractive answer instead")
     res = extractive_answer(question, top, threshold=cfg.refusal_threshold, max_sentences=cfg.max_sentences,
-                            titles=titles, li_scorer=li_scorer, blind=blind, vocabulary=vocabulary)
+                            titles=titles, li_scorer=li_scorer, blind=blind, vocabulary=vocabulary,
+                            full_texts=full_texts)
     notes.append("extractive answer (offline): sentences copied from the passages, not generated")
     return AnswerResult(res.answer, res.usage, tuple(notes) + res.notes, res.support)
 

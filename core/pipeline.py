@@ -295,11 +295,20 @@ def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: 
                           titles=deps.store.corpus.document_titles([c.doc_id for c in cands], q.workspace),
                           li_scorer=late_sentence_scorer(late, workspace=q.workspace)
                           if isinstance(late, LateInteractionReranker) else None, blind=q.dense_blind,
-                          vocabulary=vocab)
+                          vocabulary=vocab, full_texts=_whole_chunks(cands, config, deps, q.workspace))
     a = res.answer
     return StepOutput((), res.notes, res.usage, {
         "mode": a.mode, "refused": a.refused, "citations": list(a.citations), "support": res.support,
         "source": final.stage if final else None}), a
+
+
+def _whole_chunks(cands: Sequence[Candidate], config: PipelineConfig, deps: Deps, workspace: str) -> dict[str, str]:
+    """Whole texts of the chunks the offline answerer reads (pruning may have cut the sentence that answers); Claude
+    reads the pruned context, so nothing is fetched for it."""
+    if config.answer.mode == "llm" or not cands:
+        return {}
+    top = [c.chunk_id for c in cands[: config.answer.max_chunks]]
+    return {cid: ch.text for cid, ch in deps.store.corpus.chunks_by_id(top, workspace).items()}
 
 
 def _start(query: str, config: PipelineConfig, deps: Deps, workspace: str, tracer: Tracer) -> _Query:

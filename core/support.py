@@ -7,7 +7,7 @@ import hashlib
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Collection, Mapping, Protocol, Sequence
 
@@ -41,6 +41,13 @@ FEATURES: tuple[str, ...] = (
     "rerank_gap",    # top rerank score minus the second (question-level: one clear winner or a flat list)
     "agree",         # mean of 1/rank in the BM25 and dense lists (0 when absent): the stages agree on the chunk
     "pos",           # 1 / the chunk's rank in the final list
+    "kept",          # 1 when sentence pruning kept the sentence (or the text was not pruned): the pruner's verdict,
+                     # now that the answer reads whole chunks
+    "head_cov",      # rarity-weighted share of the question's terms the sentence, its heading or its document title
+                     # state: the sentence's local subject ('Industrial Hardware division' above 'Revenue grew ...')
+    "contradict",    # 1 when the question names a quarter, year, code, version or config key that the sentence (with
+                     # its heading and document title) does not state while it states a sibling of the same kind
+                     # ('Q4' asked, a Q3 report read): the near miss that word overlap alone rewards
 )
 # Signals that come from the embedder's token vectors: meaningless when the embedder does not read the question's
 # language, so they are replaced by their training means and the lexical signals decide (see impute).
@@ -96,7 +103,11 @@ def question_terms(question: str) -> QuestionTerms:
 # What a question asks for, by its wording, and how to see it in a sentence (numbers the question itself has do
 # not count: 'FB-340' in a sentence does not answer 'how many ... FB-340').
 _ASKS = (
-    ("amount", re.compile(r"(?i)\b(price|prices|cost|costs|fee)\b|стои|цен[аыу]")),
+    ("person", re.compile(r"(?i)^\s*(who|whom)\b|^\s*кто\b|^\s*кем\b")),
+    ("version", re.compile(r"(?i)\b(which|what) (\w+ )?(version|release)\b|как(ой|ая) (верси|выпуск|релиз)")),
+    ("amount", re.compile(r"(?i)\b(price|prices|cost|costs|fee|fees|revenue|revenues|budget|turnover|salary|"
+                          r"salaries|stipend|allowance|margin|spend|spent)\b|стои|цен[аыу]|выручк|бюджет|зарплат|"
+                          r"надбавк|маржа")),
     ("year", re.compile(r"(?i)\b(which|what) year\b|\bwhen\b|в каком году|когда")),
     ("number", re.compile(r"(?i)\bhow (many|much|long|large|big|often|far|high)\b|\bwhat (rate|percentage|value|share)"
                           r"\b|\bdefault\b|сколько|на сколько|каким моментом|какое значение")),
@@ -108,11 +119,17 @@ _NUMBER_WORDS = frozenset(
     "один одна два две три четыре пять шесть семь восемь девять десять двадцать тридцать сто".split())
 _YEARISH = re.compile(r"(?i)\b(19|20)\d\d\b|\b(january|february|march|april|may|june|july|august|september|october|"
                       r"november|december)\b|январ|феврал|март|апрел|ма[йя]|июн|июл|август|сентябр|октябр|ноябр|декабр")
-_AMOUNT = re.compile(r"(?i)[€$£₸]\s?\d|\d\s?(€|eur|euros?|usd|dollars?|руб|тенге|₸)\b")
+_AMOUNT = re.compile(r"(?i)[€$£₸]\s?\d|\b(eur|usd)\s?\d|\d\s?(€|eur|euros?|usd|dollars?|руб\w*|тенге|₸|евро|"
+                     r"млн|million|billion)(?!\w)|\d\s?%")
+# Two capitalised words in a row (Latin or Cyrillic): a person's name answers 'who'.
+_NAME = re.compile(r"\b([A-ZА-ЯЁ][a-zа-яё]+(?:-[A-ZА-ЯЁ][a-zа-яё]+)?)\s+((?:van |de |der )?[A-ZА-ЯЁ][a-zа-яё]+)")
+_VERSION = re.compile(r"\b\d+\.\d+(?:\.\d+)?\b")
+_CODE_WORD = re.compile(r"(?<![\w-])(?=[\w-]*[^\W\d_])(?=[\w-]*\d)\w+(?:-\w+)+|(?<![\w-])[^\W\d_]+\d\w*|"
+                        r"(?<![\w.,-])\d+[^\W\d_]\w*")
 
 
 def asked_type(question: str) -> str | None:
-    """'amount', 'year', 'number' or None: the kind of thing the question asks for."""
+    """'person', 'version', 'amount', 'year', 'number' or None: the kind of thing the question asks for."""
     for kind, pattern in _ASKS:
         if pattern.search(question):
             return kind
@@ -133,10 +150,18 @@ def _counted(question: str) -> set[str]:
 
 
 def holds_type(sentence: str, kind: str | None, question: str) -> bool:
-    """Whether the sentence holds an answer of that kind that the question does not already contain: an amount of
-    money, a year (or a date for 'when'), a number — for 'how many X', a number within three words of X."""
+    """Whether the sentence holds an answer of that kind that the question does not already contain: a person's name
+    (two capitalised words), a version number, an amount of money or a percentage, a year (or a date for 'when'), a
+    number — for 'how many X', a number within three words of X."""
     if kind is None:
         return True
+    if kind == "person":
+        asked = {w.lower() for w in re.findall(r"\w+", question)}
+        return any({m.group(1).lower(), m.group(2).split()[-1].lower()} - asked for m in _NAME.finditer(sentence))
+    if kind == "version":
+        return any(v not in question for v in _VERSION.findall(sentence))
+    # the digits of a code ('FB-0340-R', 'QM-55', '5G') are no quantity
+    sentence = _CODE_WORD.sub(" ", sentence)
     own = set(_NUMBER.findall(question)) | {w for w in re.findall(r"\w+", question.lower()) if w in _NUMBER_WORDS}
     new_numbers = [n for n in _NUMBER.findall(sentence) if n not in own]
     if kind == "number":
@@ -159,6 +184,45 @@ def holds_type(sentence: str, kind: str | None, question: str) -> bool:
             if any(t in counted for x in near for t in tokenize(x)):
                 return True
     return False
+
+
+# Specific terms by kind, each reduced to a canonical form so two spellings of one thing agree ('Q3', 'third
+# quarter', 'III квартал', 'третьем квартале' -> q3; 'FB-340' and 'FB-0340-R' -> FB 340) and siblings of one kind
+# can be told apart ('Q3' vs 'Q4', 'E-TDW-4107' vs 'E-TDW-4108', 'MAX_POOL_SIZE' vs 'MAX_QUEUE_SIZE').
+_Q_ORD = {"first": 1, "second": 2, "third": 3, "fourth": 4, "перв": 1, "втор": 2, "трет": 3, "четв": 4,
+          "i": 1, "ii": 2, "iii": 3, "iv": 4}
+_QUARTER = re.compile(r"(?i)\bq([1-4])\b|\b(first|second|third|fourth)\s+quarter|\b(i{1,3}|iv)\s+квартал|"
+                      r"\b(перв|втор|трет|четв)[а-яё]*\s+квартал")
+_YEAR_TERM = re.compile(r"\b(19[89]\d|20\d\d)\b")
+_CODE_TERM = re.compile(r"\b([A-Z]{1,4}(?:-[A-Z]{1,4})*)-(\d+)((?:-\d+)*)(?:-[A-Z]{1,2})?\b")
+_KEY_TERM = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
+_PRODUCT_VERSION = re.compile(r"\b(FieldOS|Meridian|Tidewater|TLS)\s+(\d+(?:\.\d+)+)")
+
+
+def specific_terms(text: str) -> dict[str, set[str]]:
+    """The text's quarters, years, product codes (by prefix), versions (by product) and config keys, canonical."""
+    out: dict[str, set[str]] = {}
+    for m in _QUARTER.finditer(text):
+        key = next(g for g in m.groups() if g)
+        out.setdefault("quarter", set()).add(f"q{_Q_ORD.get(key.lower(), key)}")
+    for m in _YEAR_TERM.finditer(text):
+        out.setdefault("year", set()).add(m.group(1))
+    for m in _CODE_TERM.finditer(text):
+        if m.group(1).lower() == "q" or _YEAR_TERM.fullmatch(m.group(2)) and not m.group(3):
+            continue
+        nums = ".".join(str(int(n)) for n in [m.group(2)] + m.group(3).split("-")[1:])
+        out.setdefault("code:" + m.group(1), set()).add(nums)
+    for m in _PRODUCT_VERSION.finditer(text):
+        out.setdefault("version:" + m.group(1).lower(), set()).add(m.group(2))
+    for m in _KEY_TERM.finditer(text):
+        out.setdefault("key", set()).add(m.group(0))
+    return out
+
+
+def contradicts(asked: Mapping[str, set[str]], stated: Mapping[str, set[str]]) -> bool:
+    """True when, for some kind, none of the question's terms is stated but another term of that kind is: a report
+    on another quarter, the neighbouring error code, another config key."""
+    return any(kind in stated and not (terms & stated[kind]) for kind, terms in asked.items())
 
 
 @dataclass(frozen=True)
@@ -194,22 +258,45 @@ def claim_spans(text: str) -> list[Span]:
     return [(s, e) for s, e in sentence_spans(text) if _is_claim(" ".join(text[s:e].split()))]
 
 
+def reading_texts(candidates: Sequence[Candidate], full_texts: Mapping[str, str] | None) -> list[Candidate]:
+    """The candidates as the answer reads them: each chunk's whole text when `full_texts` has it (sentence pruning
+    may have cut the very sentence that answers), else the text the pipeline handed on."""
+    if not full_texts:
+        return list(candidates)
+    return [replace(c, text=full_texts[c.chunk_id]) if full_texts.get(c.chunk_id) else c for c in candidates]
+
+
+def _kept_mask(c: Candidate, spans: Sequence[Span]) -> list[float]:
+    """1 for each sentence the pruner kept (its kept spans are offsets into the whole chunk text); a chunk that was
+    never pruned is all kept."""
+    kept = c.meta.get("kept_spans")
+    if not kept:
+        return [1.0] * len(spans)
+    return [1.0 if any(s < ke and e > ks for ks, ke in kept) else 0.0 for s, e in spans]
+
+
 def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Mapping[str, str] | None = None,
                    li_scorer: SentenceScorer | None = None,
                    li_scores: Sequence[np.ndarray] | None = None,
-                   vocabulary: Collection[str] | None = None) -> SentenceTable:
+                   vocabulary: Collection[str] | None = None,
+                   full_texts: Mapping[str, str] | None = None) -> SentenceTable:
     """Every claim-like sentence of the candidates with the support features. `titles` (doc id -> title) are part of
     a sentence's context (the quarter or product often lives only there); `li_scorer` gives late-interaction
-    sentence scores (or `li_scores`, already computed over claim_spans), None when no embedder reads the question's
-    language (those features are then imputed). `vocabulary`: every index term of the corpus (BM25's), for the
-    share of the question the corpus never mentions; None imputes it."""
+    sentence scores (or `li_scores`, already computed over claim_spans of the texts read), None when no embedder
+    reads the question's language (those features are then imputed). `vocabulary`: every index term of the corpus
+    (BM25's), for the share of the question the corpus never mentions; None imputes it. `full_texts` (chunk id ->
+    whole chunk text): read whole chunks instead of their pruned drafts (see reading_texts)."""
     qt = question_terms(question)
     titles = titles or {}
+    asked_specific = specific_terms(question)
     per_cand: list[tuple[Candidate, list[Span], set[str]]] = []
-    for c in candidates:
+    kept_masks: list[list[float]] = []
+    for orig in candidates:
+        c = reading_texts([orig], full_texts)[0]
         spans = claim_spans(c.text)
         ctx_terms = set(tokenize(c.text)) | set(tokenize(titles.get(c.doc_id, "")))
         per_cand.append((c, spans, ctx_terms))
+        kept_masks.append(_kept_mask(orig, spans) if c.text != orig.text else [1.0] * len(spans))
     q = qt.terms
     if not q:
         return SentenceTable((), qt, ())
@@ -236,6 +323,9 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
 
     rows: list[SentenceRow] = []
     for ci, (c, spans, ctx) in enumerate(per_cand):
+        heads = _headings(c.text, spans)
+        title_specific = specific_terms(titles.get(c.doc_id, ""))
+        title_terms = set(tokenize(titles.get(c.doc_id, "")))
         agree = 0.0
         for key in ("rank_bm25", "rank_dense"):
             r = c.meta.get(key)
@@ -248,17 +338,56 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
             spec_ctx = sum(1 for t in spec if t in st or t in ctx) / len(spec) if spec else 1.0
             spec_sent = sum(1 for t in spec if t in st) / len(spec) if spec else 1.0
             li = float(li_all[ci][si]) if li_all is not None and si < len(li_all[ci]) else math.nan
-            atype = 1.0 if holds_type(sent, kind, question) else 0.0
+            atype = 1.0 if holds_type(sent + (" " + heads[si] if kind == "version" else ""), kind, question) else 0.0
+            stated: dict[str, set[str]] = {}
+            for part in (specific_terms(sent), specific_terms(heads[si]), title_specific):
+                for k, v in part.items():
+                    stated.setdefault(k, set()).update(v)
+            if "quarter" in title_specific:  # a report's period is its title's ('fourth quarter in a row' is not)
+                stated["quarter"] = set(title_specific["quarter"])
+            contra = 1.0 if contradicts(asked_specific, stated) else 0.0
+            local = st | set(tokenize(heads[si])) | title_terms
+            head_cov = sum(idf[t] for t in q if t in local) / total
             novelty = len(st - set(q)) / len(st) if st else 0.0
             feats = (sent_cov, ctx_cov, missing, spec_ctx, spec_sent, spec_missing, absent, atype, novelty, li, li - best_li if li_all is not None else math.nan,
-                     rr[ci], rr[ci] - top_rr, gap, agree, 1.0 / max(1, c.rank))
+                     rr[ci], rr[ci] - top_rr, gap, agree, 1.0 / max(1, c.rank), kept_masks[ci][si], head_cov,
+                     contra)
             rows.append(SentenceRow(c.chunk_id, c.doc_id, c.rank, sent, (s, e), feats))
     matrix = np.array([r.features for r in rows], dtype=np.float64).reshape(len(rows), len(FEATURES))
     return SentenceTable(tuple(rows), qt, unseen, matrix)
 
 
+def _heading_line(line: str) -> str:
+    """The line as a heading ('' when it is not one): short, no closing punctuation, decorations stripped."""
+    line = line.strip().strip("#=-| ").strip()
+    return line if line and len(line.split()) <= 9 and not line.endswith((".", "!", "?", ";", ":", ",")) else ""
+
+
+def _headings(text: str, spans: Sequence[Span]) -> list[str]:
+    """For each sentence, the nearest heading line above it in the chunk (a config key's '### MAX_POOL_SIZE', a
+    release's 'FieldOS 3.8.2 - released ...', a PDF's 'Summary' glued to the sentence after it): the local subject
+    a sentence does not repeat. A heading is a short unit of its own or the short first line of a longer unit."""
+    marks: list[tuple[int, str]] = []
+    for s, e in sentence_spans(text):
+        lines = [ln for ln in text[s:e].split("\n") if ln.strip(" -=")]
+        for k, ln in enumerate(lines[:-1] if len(lines) > 1 else lines):
+            h = _heading_line(ln)
+            # a PDF wraps sentences mid-way: a short line whose next line goes on in lower case is no heading
+            if not h or (k + 1 < len(lines) and lines[k + 1].strip()[:1].islower()):
+                break
+            marks.append((s, h))
+    out, j, current = [], 0, ""
+    for s, e in spans:
+        while j < len(marks) and marks[j][0] < e:
+            current = marks[j][1]
+            j += 1
+        out.append(current)
+    return out
+
+
 # The gate reads the question as a whole, through its best sentence: is there an answer at all?
-GATE_FEATURES: tuple[str, ...] = ("best_score", "absent", "spec_missing", "best_atype", "best_ctx_cov", "best_li")
+GATE_FEATURES: tuple[str, ...] = ("best_score", "absent", "spec_missing", "best_atype", "best_ctx_cov", "best_li",
+                                  "best_spec_ctx", "best_contradict", "best_sent_cov")
 
 
 def _logit(p: float) -> float:
@@ -272,8 +401,8 @@ def gate_features(matrix: np.ndarray, probs: np.ndarray) -> np.ndarray:
     b = int(np.argmax(probs))
     row = matrix[b]
     f = {n: row[FEATURES.index(n)] for n in FEATURES}
-    return np.array([_logit(float(probs[b])), f["absent"], f["spec_missing"], f["atype"], f["ctx_cov"], f["li"]],
-                    dtype=np.float64)
+    return np.array([_logit(float(probs[b])), f["absent"], f["spec_missing"], f["atype"], f["ctx_cov"], f["li"],
+                     f["spec_ctx"], f["contradict"], f["sent_cov"]], dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -326,12 +455,20 @@ class SupportModel:
     # An answer quotes the best sentence and those whose score is within this margin of it (log-odds; ln 10: at
     # least a tenth as likely to be the answer under the ranker's softmax over the question's sentences).
     pick_margin: float = math.log(10)
+    # Log-odds taken off a sentence that contradicts a specific term of the question (another quarter, code, key):
+    # a fixed prior, not a fitted weight, since such a sentence cannot answer however well its words match; with
+    # other candidates it drops out of the ranking, and when every sentence contradicts, support falls.
+    contradiction_penalty: float = 0.0
 
     def scores(self, matrix: np.ndarray, *, blind: bool = False) -> np.ndarray:
         """The ranker's linear score of each sentence (higher: more likely the answer)."""
         if len(matrix) == 0:
             return np.zeros(0)
-        return self.prepare(matrix, blind=blind) @ np.asarray(self.coef) + self.intercept
+        z = self.prepare(matrix, blind=blind) @ np.asarray(self.coef) + self.intercept
+        if self.contradiction_penalty:
+            z = z - self.contradiction_penalty * np.nan_to_num(
+                np.asarray(matrix, dtype=np.float64).reshape(-1, len(self.features))[:, FEATURES.index("contradict")])
+        return z
 
     def support(self, matrix: np.ndarray, *, blind: bool = False) -> tuple[np.ndarray, float]:
         """(each sentence's ranker score, the question's support: the gate's probability that the best answers)."""
@@ -357,14 +494,15 @@ class SupportModel:
     def probability(self, matrix: np.ndarray, *, blind: bool = False) -> np.ndarray:
         if len(matrix) == 0:
             return np.zeros(0)
-        z = self.prepare(matrix, blind=blind) @ np.asarray(self.coef) + self.intercept
+        z = self.scores(matrix, blind=blind)
         return 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
 
     def to_json(self) -> dict[str, Any]:
         return {"features": list(self.features), "coef": list(self.coef), "intercept": self.intercept,
                 "mean": list(self.mean), "scale": list(self.scale), "impute": dict(self.impute),
                 "threshold": self.threshold, "meta": dict(self.meta),
-                "pick_margin": self.pick_margin, **({"gate": self.gate.to_json()} if self.gate else {})}
+                "pick_margin": self.pick_margin, "contradiction_penalty": self.contradiction_penalty,
+                **({"gate": self.gate.to_json()} if self.gate else {})}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "SupportModel":
@@ -376,7 +514,7 @@ class SupportModel:
                    tuple(map(float, data["scale"])), {k: float(v) for k, v in data["impute"].items()},
                    float(data["threshold"]), dict(data.get("meta", {})),
                    Gate.from_json(data["gate"]) if data.get("gate") else None,
-                   float(data.get("pick_margin", math.log(10))))
+                   float(data.get("pick_margin", math.log(10))), float(data.get("contradiction_penalty", 0.0)))
 
 
 _CACHE: dict[str, SupportModel] = {}
@@ -421,12 +559,14 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, *, l2: float = 1.0, iters: int = 
 
 
 def fit_conditional_logit(groups: Sequence[tuple[np.ndarray, np.ndarray]], *, l2: float = 1.0,
-                          nonnegative: Sequence[bool] | None = None) -> np.ndarray:
+                          nonnegative: Sequence[bool] | None = None, signs: Sequence[int] | None = None
+                          ) -> np.ndarray:
     """Weights of a softmax over each question's sentences (x: sentences x features, standardised; y: 1 for gold
     sentences), L2-regularised: trained to put the gold sentence first among its own question's sentences, which a
     per-sentence logistic loss does not aim at. `nonnegative` marks evidence features whose weight may not turn
     negative (more coverage never counts against a sentence), a prior that a few dozen questions cannot overrule by
-    chance. Used by bench/answer.py; the product only reads the result."""
+    chance; `signs` generalises it (1: >= 0, -1: <= 0, 0: free). Used by bench/answer.py; the product only reads the
+    result."""
     from scipy.optimize import minimize
 
     def objective(w: np.ndarray) -> tuple[float, np.ndarray]:
@@ -441,7 +581,9 @@ def fit_conditional_logit(groups: Sequence[tuple[np.ndarray, np.ndarray]], *, l2
         return f, g
 
     d = groups[0][0].shape[1] if groups else 0
-    bounds = [(0.0, None) if nn else (None, None) for nn in (nonnegative or [False] * d)]
+    if signs is None:
+        signs = [1 if nn else 0 for nn in (nonnegative or [False] * d)]
+    bounds = [(0.0, None) if sg > 0 else (None, 0.0) if sg < 0 else (None, None) for sg in signs]
     return minimize(objective, np.zeros(d), jac=True, method="L-BFGS-B", bounds=bounds).x
 
 

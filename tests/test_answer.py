@@ -216,3 +216,34 @@ def test_an_answer_never_quotes_the_same_claim_twice() -> None:
     a = "The Industrial Hardware division sells Fieldbox gateways, Vibra sensors and accessories."
     assert _same_claim(a, a[:-1] + ", and it recognises revenue when units are shipped.")
     assert not _same_claim(a, "Revenue grew 2.8% over the previous quarter, to €18.1 million.")
+
+
+def test_extractive_answer_reads_the_whole_chunk_that_pruning_cut() -> None:
+    # The Q2 revenue question: pruning kept the 'sells...' line and cut the revenue line; read whole, the answer
+    # quotes the revenue line (it holds an amount, which a revenue question asks for).
+    full = ("Industrial Hardware division\n\nThe Industrial Hardware division sells gateways and sensors.\n\n"
+            "Revenue grew 2.8% over the previous quarter, to €18.1 million.")
+    kept = (full.index("The Industrial"), full.index("sensors.") + len("sensors."))
+    pruned = Candidate("c7", "d7", full[kept[0]:kept[1]], 1.0, 1, {"kept_spans": [kept]})
+    q = "What was the revenue of the Industrial Hardware division in Q2 2024?"
+    model = _model(head_cov=2.0, atype=3.0)
+    cut = extractive_answer(q, [pruned], model=model, max_sentences=1, titles={"d7": "Report, Q2 2024"},
+                            threshold=0.0)
+    assert "sells" in cut.answer.text  # the pruned draft has nothing better
+    whole = extractive_answer(q, [pruned], model=model, max_sentences=1, titles={"d7": "Report, Q2 2024"},
+                              full_texts={"c7": full})
+    assert not whole.answer.refused and whole.answer.citations == ("c7",)
+    assert whole.answer.text == "Revenue grew 2.8% over the previous quarter, to €18.1 million. [c7]"
+    # terms revenu, industri, hardwar, divis, q2, 2024; head_cov 1 (title and heading), atype 1: z = 2 + 3 - 3 = 2
+    assert whole.support == pytest.approx(1 / (1 + math.exp(-2.0)))
+
+
+def test_pipeline_hands_whole_chunks_to_the_offline_answer(store: Store) -> None:
+    from core.pipeline import _whole_chunks
+
+    deps = _corpus(store)
+    t = run_query("How many pump stations does Project Bluefin cover?", PipelineConfig(), deps)
+    final = list(t.final().candidates)
+    whole = _whole_chunks(final, PipelineConfig(), deps, "default")
+    assert set(whole) == {c.chunk_id for c in final} and all(whole[c.chunk_id].strip() for c in final)
+    assert _whole_chunks(final, PipelineConfig().with_overrides({"answer.mode": "llm"}), deps, "default") == {}

@@ -96,3 +96,66 @@ def test_shipped_model_is_fitted_data() -> None:
     m = load_support_model()
     assert m.features == FEATURES and 0.0 < m.threshold < 1.0
     assert "odd ids" in m.meta.get("fitted_on", "")  # fitted by bench/answer.py on one half, not by hand
+
+
+def test_asked_kinds_and_what_holds_them() -> None:
+    from core.support import asked_type, holds_type
+
+    q = "What was the revenue of the Industrial Hardware division in Q2 2024?"
+    assert asked_type(q) == "amount"  # revenue asks for money (the Q2 revenue question quoted a 'sells...' line)
+    assert holds_type("Revenue grew 2.8% over the previous quarter, to €18.1 million.", "amount", q)
+    assert not holds_type("The Industrial Hardware division sells Fieldbox gateways and sensors.", "amount", q)
+    assert holds_type("Выручка выросла на 12% и составила 1,9 млн евро.", "amount", "Какая выручка у офиса?")
+    who = "Who is the account manager for Greyling Pharmaceuticals?"
+    assert asked_type(who) == "person" and asked_type("Кто руководит проектом?") == "person"
+    assert holds_type("The account manager for Greyling Pharmaceuticals is Lena Brightwater.", "person", who)
+    # the only name in the sentence is the one the question already has
+    assert not holds_type("Greyling Pharmaceuticals makes sterile injectables in Belgium.", "person", who)
+    rel = "Which FieldOS release fixed CRV-SEC-2024-011?"
+    assert asked_type(rel) == "version"
+    assert holds_type("FieldOS 3.8.2 - released 20 June 2024 Fixes a weakness.", "version", rel)
+    assert not holds_type("Fixes a weakness in the bootloader.", "version", rel)
+
+
+def test_specific_terms_agree_across_spellings_and_flag_siblings() -> None:
+    from core.support import contradicts, specific_terms
+
+    assert specific_terms("Q3 2024")["quarter"] == {"q3"} == specific_terms("the third quarter")["quarter"]
+    assert specific_terms("отчёт за III квартал")["quarter"] == {"q3"} == specific_terms("в третьем квартале")["quarter"]
+    assert specific_terms("FB-340")["code:FB"] == specific_terms("SKU FB-0340-R")["code:FB"] == {"340"}
+    assert specific_terms("set TLS_VERSION_MIN on FieldOS 3.9.0")["key"] == {"TLS_VERSION_MIN"}
+    asked = specific_terms("What was the revenue in Q4 2024?")
+    assert contradicts(asked, specific_terms("Quarterly Business Report, Q3 2024"))  # q4 asked, q3 stated
+    assert not contradicts(asked, specific_terms("Revenue grew 7% in 2024"))  # nothing of the quarter kind stated
+    assert not contradicts(specific_terms("What does E-TDW-4107 mean?"), specific_terms("E-TDW-4107 and E-TDW-2203"))
+    assert contradicts(specific_terms("What does E-TDW-4108 mean?"), specific_terms("E-TDW-4107 - Batch rejected"))
+
+
+def test_whole_chunk_is_read_and_the_pruners_choice_is_a_feature() -> None:
+    full = ("Industrial Hardware division\n\nThe division sells gateways and sensors.\n\n"
+            "Revenue grew 2.8% over the previous quarter, to 18.1 million.")
+    kept = (full.index("The division"), full.index(" sensors.") + len(" sensors."))
+    pruned = Candidate("k1", "d1", full[kept[0]:kept[1]], 1.0, 1, {"kept_spans": [kept]})
+    plain = sentence_table("What was the revenue in Q2 2024?", [pruned], titles={"d1": "Report, Q3 2024"})
+    assert [r.text for r in plain.rows] == ["The division sells gateways and sensors."]
+    t = sentence_table("What was the revenue in Q2 2024?", [pruned], titles={"d1": "Report, Q3 2024"},
+                       full_texts={"k1": full})
+    by_text = {r.text: r.features for r in t.rows}
+    rev = by_text["Revenue grew 2.8% over the previous quarter, to 18.1 million."]
+    sells = by_text["The division sells gateways and sensors."]
+    assert _f(rev, "kept") == 0.0 and _f(sells, "kept") == 1.0  # pruning cut the revenue line; it is read anyway
+    assert _f(rev, "atype") == 1.0 and _f(sells, "atype") == 0.0
+    assert _f(rev, "contradict") == 1.0  # Q2 asked, the document's title says Q3
+    same = sentence_table("What was the revenue in Q3 2024?", [pruned], titles={"d1": "Report, Q3 2024"},
+                          full_texts={"k1": full})
+    assert all(_f(r.features, "contradict") == 0.0 for r in same.rows)
+
+
+def test_a_heading_is_the_local_subject_of_the_sentences_below_it() -> None:
+    text = ("### MAX_POOL_SIZE\n\nMAX_POOL_SIZE is the maximum number of connections.\n\n"
+            "The default is 20 connections.\n\n### INGEST_WORKERS\n\nThe default is 8 workers.")
+    c = Candidate("k1", "d1", text, 1.0, 1)
+    rows = sentence_table("What is the default of MAX_POOL_SIZE?", [c]).rows
+    assert [(r.text, _f(r.features, "contradict")) for r in rows] == [
+        ("MAX_POOL_SIZE is the maximum number of connections.", 0.0), ("The default is 20 connections.", 0.0),
+        ("The default is 8 workers.", 1.0)]  # under another key's heading
