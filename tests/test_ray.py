@@ -12,6 +12,7 @@ import pytest
 from core.config import PipelineConfig
 from core.ingest.pipeline import IngestReport, ingest_files
 from core.store import Store
+from tests.anthropic_stub import anthropic_stub  # noqa: F401 - fixture
 from tests.fakes import HashEmbedder
 
 ray = pytest.importorskip("ray")
@@ -104,29 +105,22 @@ def _logged(log: Path) -> list[str]:
     return log.read_text().splitlines() if log.exists() else []
 
 
-def test_ray_database_equals_local_and_a_rerun_embeds_nothing(ray_runtime, local_db, tmp_path: Path) -> None:
-    store, log = Store(":memory:"), tmp_path / "embedded.log"
-    rep = _ray_ingest(store, LoggingEmbedderFactory(log), actors=2)
+def test_ray_database_equals_local_with_a_killed_worker_and_a_rerun_embeds_nothing(ray_runtime, local_db,
+                                                                                   tmp_path: Path) -> None:
+    store, log, marker = Store(":memory:"), tmp_path / "embedded.log", tmp_path / "kill-once"
+    marker.touch()
+    rep = _ray_ingest(store, LoggingEmbedderFactory(log, marker, "prompt caching"), actors=2)
+    assert not marker.exists()  # an actor did die once, mid-batch
     assert [r.status for r in rep.results] == local_db["statuses"]
     assert [r.message for r in rep.results] == local_db["messages"]
-    _assert_same(_snapshot(store), local_db["snapshot"])
+    _assert_same(_snapshot(store), local_db["snapshot"])  # nothing duplicated, nothing missing, same vectors
+    # The killed batch died before logging, so after the retry each distinct chunk text was embedded exactly once.
     distinct = sorted({c[3].replace("\n", " ") for c in local_db["snapshot"]["chunks"]})
-    assert sorted(_logged(log)) == distinct  # each distinct chunk text went through a model exactly once
+    assert sorted(_logged(log)) == distinct
     again = _ray_ingest(store, LoggingEmbedderFactory(log), actors=2)
     assert [r.status for r in again.results] == ["unchanged"] * 6 + ["error", "unchanged"]
     assert sorted(_logged(log)) == distinct  # nothing stored was sent to a worker again
     _assert_same(_snapshot(store), local_db["snapshot"])
-
-
-def test_killed_worker_is_retried_without_duplicates(ray_runtime, local_db, tmp_path: Path) -> None:
-    store, log, marker = Store(":memory:"), tmp_path / "embedded.log", tmp_path / "kill-once"
-    marker.touch()
-    rep = _ray_ingest(store, LoggingEmbedderFactory(log, marker, "prompt caching"), actors=1)
-    assert not marker.exists()  # the actor did die once
-    assert [r.status for r in rep.results] == local_db["statuses"]
-    _assert_same(_snapshot(store), local_db["snapshot"])
-    # The killed batch died before logging, so the log holds each distinct chunk text exactly once after the retry.
-    assert sorted(_logged(log)) == sorted({c[3].replace("\n", " ") for c in local_db["snapshot"]["chunks"]})
 
 
 def test_workers_giving_up_leave_whole_documents_and_a_rerun_finishes(ray_runtime, local_db, tmp_path: Path) -> None:
@@ -146,3 +140,71 @@ def test_workers_giving_up_leave_whole_documents_and_a_rerun_finishes(ray_runtim
     _assert_same(_snapshot(store), local_db["snapshot"])
     missing = {c[3].replace("\n", " ") for c in local_db["snapshot"]["chunks"] if c[1] not in stored}
     assert sorted(_logged(log)[before:]) == sorted(missing)  # the re-run embedded only what was not stored
+
+
+# -- LLM contexts as Ray tasks ------------------------------------------------------------------------------------
+HAIKU = "claude-haiku-4-5"
+
+
+def _no_sleep(_: float) -> None:
+    return None
+
+
+class StubLLMFactory:
+    """Each worker's AnthropicLLM against the loopback stub (a test double: the product reads the node's key)."""
+
+    def __init__(self, key: str, base_url: str, max_retries: int = 4) -> None:
+        self.key, self.base_url, self.max_retries = key, base_url, max_retries
+
+    def __call__(self, ledger):  # noqa: ANN001, ANN204
+        from core.llm import AnthropicLLM
+
+        return AnthropicLLM(self.key, base_url=self.base_url, ledger=ledger, sleep=_no_sleep,
+                            max_retries=self.max_retries)
+
+
+def test_rate_gate_books_one_slot_per_interval() -> None:
+    from core.ingest.ray_engine import RateGate
+
+    g = RateGate(per_minute=120)  # one slot every 0.5 s
+    assert [g.reserve(now=10.0) for _ in range(3)] == [0.0, 0.5, 1.0]
+    assert g.reserve(now=10.2) == pytest.approx(1.3)  # the 4th slot is at 11.5
+    assert g.reserve(now=20.0) == 0.0  # idle time is not saved up into a burst
+    with pytest.raises(ValueError):
+        RateGate(0)
+
+
+def test_ray_contexts_keep_the_hard_budget_resume_and_equal_local_ones(ray_runtime, anthropic_stub) -> None:
+    import time
+
+    from core.context import build_llm_contexts
+    from core.ingest.ray_engine import build_llm_contexts_ray
+    from core.llm import AnthropicLLM
+
+    local, on_ray = Store(":memory:"), Store(":memory:")
+    for s in (local, on_ray):
+        ingest_files(_files()[:3], store=s, embedder=HashEmbedder(), config=CONFIG)
+    make = StubLLMFactory(anthropic_stub.key, anthropic_stub.base_url)
+    driver = AnthropicLLM(anthropic_stub.key, base_url=anthropic_stub.base_url, sleep=_no_sleep)
+    total = on_ray.corpus.count("chunks")
+    ref = build_llm_contexts(local, make(local.ledger), model=HAIKU, budget_usd=5.0)
+    assert ref.written == total
+    calls_before = len(anthropic_stub.state.messages())
+
+    budget = 0.003
+    first = build_llm_contexts_ray(on_ray, driver, make, model=HAIKU, budget_usd=budget, requests_per_minute=6000,
+                                   max_in_flight=2)
+    assert first.stopped.startswith("budget") and 0 < first.written < total
+    paid = sum(e.usd for e in on_ray.ledger.usage_ledger(run_id=first.run_id))
+    assert paid <= budget and paid == pytest.approx(first.usd, abs=1e-12)  # ledger rows came back from the workers
+    assert len(on_ray.ledger.contexts("llm")) == first.written  # everything paid for is kept
+
+    start = time.monotonic()
+    second = build_llm_contexts_ray(on_ray, driver, make, model=HAIKU, budget_usd=5.0, requests_per_minute=600,
+                                    max_in_flight=2)
+    assert time.monotonic() - start >= (second.written - 1) * 0.1  # 600 a minute across all workers
+    assert second.written == total - first.written and second.remaining == 0 and not second.stopped
+    assert len(anthropic_stub.state.messages()) - calls_before == total  # each chunk paid for exactly once
+    assert on_ray.ledger.contexts("llm") == local.ledger.contexts("llm")
+    # Below the cache minimum every call costs the same on both engines.
+    assert first.usd + second.usd == pytest.approx(ref.usd, abs=1e-12)

@@ -327,3 +327,191 @@ def _commit(d: WorkerDoc, *, store: "Store", embedder: Embedder, label: str, wor
     p = _Prepared(d.name, d.size, d.content_hash, label, d.parsed, d.doc_id, list(d.chunks), previous)
     return _store_prepared(p, d.vectors, EmbedStats(len(d.chunks), len(d.chunks) - d.computed, d.computed),
                            store=store, embedder=embedder, workspace=workspace)
+
+
+# -- LLM contexts on Ray ------------------------------------------------------------------------------------------
+class RateGate:
+    """One request slot every 60/per_minute seconds, shared by every worker (as a Ray actor): the provider's rate
+    limit is per key, not per worker. reserve() books the next slot and says how long the caller waits for it."""
+
+    def __init__(self, per_minute: float) -> None:
+        if per_minute <= 0:
+            raise ValueError("requests per minute must be positive")
+        self.interval = 60.0 / per_minute
+        self.next_at = 0.0
+
+    def reserve(self, now: float | None = None) -> float:
+        # The actor's own clock decides: workers on other nodes need no synchronised clocks.
+        now = time.monotonic() if now is None else now
+        at = max(now, self.next_at)
+        self.next_at = at + self.interval
+        return at - now
+
+
+@dataclass
+class _Collected:
+    """A LedgerSink that keeps the worker's ledger rows; the driver writes them (workers never touch DuckDB)."""
+
+    entries: list[LedgerEntry] = field(default_factory=list)
+
+    def record_usage(self, entry: LedgerEntry) -> None:
+        self.entries.append(entry)
+
+
+@dataclass(frozen=True)
+class EnvLLMFactory:
+    """Builds a worker's Claude client from ANTHROPIC_API_KEY on the worker's node, so the key never travels inside
+    a task or lands in Ray's object store or logs. (This runs on the worker, where no Deps is built.)"""
+
+    base_url: str | None = None
+    max_retries: int = 4
+    timeout_s: float = 60.0
+    cache_ttl: str = "5m"
+
+    def __call__(self, ledger: Any) -> "LLM":
+        from core.llm import build_llm
+
+        llm, notice = build_llm(os.environ.get("ANTHROPIC_API_KEY"), base_url=self.base_url, ledger=ledger,
+                                max_retries=self.max_retries, timeout_s=self.timeout_s,
+                                cache_ttl=self.cache_ttl)  # type: ignore[arg-type]
+        if not llm.available:
+            raise RayEngineError(f"a Ray worker has no Claude client: {notice}")
+        return llm
+
+
+@dataclass(frozen=True)
+class DocContexts:
+    """What one context task returns: (chunk id, context, model) per call that succeeded, the ledger rows of every
+    paid call, and the error that stopped it, if any."""
+
+    done: tuple[tuple[str, str, str], ...]
+    entries: tuple[LedgerEntry, ...]
+    error: str = ""
+
+
+def contexts_for_document(make_llm: Callable[[Any], "LLM"], reserve: Callable[[], float], doc_text: str,
+                          chunks: Sequence[Chunk], *, model: str, max_tokens: int, workspace: str, run_id: str
+                          ) -> DocContexts:
+    """One document's chunks back to back (its cached prefix stays warm), each call waiting for its rate slot."""
+    from core.context import _clean, context_request
+    from core.llm import LLMError
+
+    sink = _Collected()
+    llm = make_llm(sink)
+    done: list[tuple[str, str, str]] = []
+    error = ""
+    for c in chunks:
+        time.sleep(reserve())
+        try:
+            resp = llm.complete(context_request(doc_text, c, model=model, max_tokens=max_tokens),
+                                workspace=workspace, run_id=run_id)
+        except LLMError as exc:
+            error = str(exc)
+            break
+        done.append((c.chunk_id, _clean(resp.text), resp.model))
+    return DocContexts(tuple(done), tuple(sink.entries), error)
+
+
+def _context_task(make_llm: Callable[[Any], "LLM"], gate: Any, doc_text: str, chunks: Sequence[Chunk],
+                  kw: dict[str, Any]) -> DocContexts:
+    import ray
+
+    return contexts_for_document(make_llm, lambda: float(ray.get(gate.reserve.remote())), doc_text, chunks, **kw)
+
+
+def build_llm_contexts_ray(
+    store: "Store", llm: "LLM", make_llm: Callable[[Any], "LLM"], *, model: str, budget_usd: float,
+    workspace: str = DEFAULT_WORKSPACE, max_output_tokens: int = 150, ttl: str = "5m",
+    progress: Callable[[int, int, float], None] | None = None, run_id: str | None = None,
+    workspace_budget_usd: float = 0.0, requests_per_minute: float = 50.0, max_in_flight: int = 4,
+    options: RayOptions = RayOptions(),
+) -> "ContextReport":
+    """build_llm_contexts with one Ray task per document, several documents at once, under one shared RateGate and
+    the same hard budget: before a task is sent, the worst case of every call in it (whole prompt at the cache-write
+    price + the full output allowance) must fit in the budget minus what was spent minus the worst cases of the tasks
+    still running. A finished task's real cost replaces its reservation; a task whose worker died keeps its worst case
+    as spent (its calls may have been paid). Tasks are never retried by Ray: a retry would pay for its calls twice.
+    `llm` (driver side) only answers `available` and counts tokens; `make_llm` builds each worker's client."""
+    from core.context import ContextError, ContextReport, _call_bound, _limit, _prefix_bound, _todo
+
+    if not llm.available:
+        raise ContextError(f"LLM contexts need Claude: {llm.reason}. Offline variants: heuristic, late")
+    run_id = run_id or uuid.uuid4().hex
+    todo, existing = _todo(store, workspace)
+    total = sum(len(cs) for cs in todo.values())
+    p = price_for(model)
+    limit, why = _limit(store, workspace, budget_usd, workspace_budget_usd)
+    names = {d.doc_id: d.name for d in store.corpus.documents(workspace)}
+    warnings: list[str] = []
+    spent, written, stopped = 0.0, 0, ""
+    next_bound: float | None = None  # set when the budget stops the run: the worst case that did not fit
+    kw = {"model": model, "max_tokens": max_output_tokens, "workspace": workspace, "run_id": run_id}
+    with ray_runtime(options.address, num_cpus=options.num_cpus) as ray:
+        gate = ray.remote(num_cpus=0)(RateGate).remote(requests_per_minute)
+        task = ray.remote(num_cpus=0.25, max_retries=0)(_context_task)
+        running: dict[Any, float] = {}  # task -> its reserved worst case
+
+        def settle(ref: Any) -> None:
+            nonlocal spent, written, stopped
+            bound = running.pop(ref)
+            try:
+                res: DocContexts = ray.get(ref)
+            except Exception as exc:  # noqa: BLE001 - a dead worker: its calls may have been paid, keep the bound
+                spent += bound
+                stopped = stopped or (f"error: a context worker stopped ({type(exc).__name__}); its worst case "
+                                      f"{fmt_usd(bound)} is counted as spent. Run again to continue; done contexts "
+                                      "are kept")
+                return
+            for e in res.entries:
+                store.ledger.record_usage(e)
+            spent += sum(e.usd for e in res.entries)
+            by_model: dict[str, list[tuple[str, str]]] = {}
+            for cid, text, m in res.done:
+                by_model.setdefault(m, []).append((cid, text))
+            for m, items in by_model.items():
+                store.ledger.put_contexts(items, "llm", m, workspace)
+            written += len(res.done)
+            if res.error:
+                stopped = stopped or f"error: {res.error}. Run again to continue; done contexts are kept"
+            if progress:
+                progress(written, total, spent)
+
+        def wait_one() -> None:
+            ready, _ = ray.wait(list(running), num_returns=1)
+            settle(ready[0])
+
+        for doc_id, chunks in todo.items():
+            if stopped:
+                break
+            text = store.corpus.document_text(doc_id, workspace) or ""
+            prefix = _prefix_bound(llm, text, model, warnings)
+            if prefix < p.min_cacheable_tokens and len(chunks) > 1:
+                warnings.append(f"{names.get(doc_id, doc_id)}: ~{prefix:,} tokens < {p.min_cacheable_tokens:,} "
+                                f"minimum of {model}: no prompt cache for this document")
+            bounds = [worst_call_usd(model, prefix, _call_bound(c), max_output_tokens, ttl=ttl) for c in chunks]
+            while True:
+                room = limit - spent - sum(running.values())
+                take, cum = 0, 0.0
+                while take < len(chunks) and cum + bounds[take] <= room:
+                    cum += bounds[take]
+                    take += 1
+                if take < len(chunks) and running:
+                    wait_one()  # a running task's real cost is usually far below its worst case
+                    if stopped:
+                        break
+                    continue
+                if take:
+                    running[task.remote(make_llm, gate, text, list(chunks[:take]), kw)] = cum
+                if take < len(chunks):
+                    next_bound = bounds[take]
+                break
+            if next_bound is not None:
+                break
+            while len(running) >= max_in_flight:
+                wait_one()
+        while running:
+            wait_one()
+    if next_bound is not None and not stopped:  # worded after the running tasks settled, with the final spend
+        stopped = (f"{why.format(spent=fmt_usd(spent))}; the next call could cost up to {fmt_usd(next_bound)}. "
+                   "Run again (with a budget) to continue; done contexts are kept")
+    return ContextReport("llm", written, existing, total - written, spent, stopped, tuple(warnings), run_id)
