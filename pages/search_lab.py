@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core import corpus_ops, readiness, trace_export
-from core.config import ConfigError
+from core.config import ConfigError, PipelineConfig
 from core.counters import Counters, counters
 from core.pipeline import QueryError, run_query
 from core.report import escape_md
@@ -120,8 +120,10 @@ if wanted != cfg:
 UNTIL = {"context": "Until then this query searches raw text.", "graph": "Until then this query runs without a graph."}
 
 
-def offer(need: readiness.Need) -> None:
-    """One build with its estimate and a button; it runs only when clicked (progress bar, then a rerun)."""
+def offer(need: readiness.Need, for_cfg: PipelineConfig) -> None:
+    """One build with its estimate and a button; it runs only when clicked (progress bar, then a rerun). A context
+    variant's build also encodes the token vectors late interaction will read for it, so the first query on the new
+    variant does not spend seconds encoding its candidates."""
     quiet = need.kind == "tokens"  # a speed-up, not a missing index: one quiet line, no box
     with st.container(border=not quiet, key=f"need_{need.kind}"):
         n1, n2 = st.columns([6, 1] if quiet else [5, 1], vertical_alignment="center")
@@ -135,40 +137,48 @@ def offer(need: readiness.Need) -> None:
                      type="secondary" if quiet else "primary", use_container_width=quiet):
             bar = st.progress(0.0, text=f"building {need.kind}…")
             with st.spinner(f"Building {need.kind} (about {need.est_seconds:,.0f} s)…"):
-                msg = readiness.build(need, cfg, deps, ws, progress=lambda d, t: bar.progress(
+                msg = readiness.build(need, for_cfg, deps, ws, progress=lambda d, t: bar.progress(
                     min(1.0, d / t) if t else 1.0, text=f"{need.kind}: {d:,}/{t:,}"))
+                then = readiness.token_need(deps, for_cfg, ws) if need.kind == "context" else None
+                if then is not None:
+                    msg += "; " + readiness.build(then, for_cfg, deps, ws, progress=lambda d, t: bar.progress(
+                        min(1.0, d / t) if t else 1.0, text=f"token vectors: {d:,}/{t:,}"))
             st.session_state[BUILT_KEY] = msg
             st.session_state.pop(TRACE_KEY, None)  # the cached trace searched without the build
             st.session_state.pop(TOKENS_KEY, None)
             st.rerun()
 
 
-def token_offer(recount: bool = False) -> None:
+def token_offer(run_cfg: PipelineConfig, recount: bool = False) -> None:
     """Late-interaction token vectors not encoded yet, offered below the stage row (whose counters show what the
     query encoded), so the row keeps its room on a 768 px screen. The check reads every chunk's text: once per
     (workspace, corpus version, config), and again after a query that ran while some were missing."""
-    tkey = (ws, corpus_ops.corpus_version(store, ws), cfg.stable_hash())
+    tkey = (ws, corpus_ops.corpus_version(store, ws), run_cfg.stable_hash())
     memo = st.session_state.get(TOKENS_KEY)
     if memo is None or memo[0] != tkey or (recount and memo[1] is not None):
-        st.session_state[TOKENS_KEY] = memo = (tkey, readiness.token_need(deps, cfg, ws))
+        st.session_state[TOKENS_KEY] = memo = (tkey, readiness.token_need(deps, run_cfg, ws))
     if memo[1] is not None:
-        offer(memo[1])
+        offer(memo[1], run_cfg)
 
 
-for need in readiness.needs(store, cfg, ws, deps.embedder.model_id):
-    offer(need)
+needs = readiness.needs(store, cfg, ws, deps.embedder.model_id)
+for need in needs:
+    offer(need, cfg)
+# A context variant whose vectors are missing is searched as raw text until it is built, as its offer says: the dense
+# index would otherwise embed every missing chunk in memory on this query's path (minutes on a large corpus).
+run_cfg = cfg.with_overrides({"context.variant": "none"}) if any(n.kind == "context" for n in needs) else cfg
 if st.session_state.get(BUILT_KEY):
     st.success(st.session_state.pop(BUILT_KEY))  # our own summary: counts and seconds only
 
 # -- run and render -----------------------------------------------------------------------------------------------------
 last = st.session_state.get(_widgets.LAST_QUERY_KEY)
 if last is None:
-    token_offer()
+    token_offer(run_cfg)
     st.caption("Type a query and press Search. Settings changes re-run the last query.")
     st.stop()
 # A rerun for any other widget (chunk detail, a popover opening) reuses the trace, and so does flipping a setting
 # back: the last TRACES_KEPT traces are kept by (query, config, corpus version); an explicit Search always runs.
-key = (last, cfg.stable_hash(), corpus_ops.corpus_version(store, ws))
+key = (last, run_cfg.stable_hash(), corpus_ops.corpus_version(store, ws))
 kept = st.session_state.setdefault(TRACE_KEY, {})
 fresh = not (key in kept and not submitted)
 if not fresh:
@@ -177,7 +187,7 @@ else:
     try:
         with st.spinner("Running the query…"):
             # Only an explicit search goes to the run log; re-runs caused by settings changes would flood it.
-            trace = run_query(last, cfg, deps, workspace=ws, log=submitted)
+            trace = run_query(last, run_cfg, deps, workspace=ws, log=submitted)
     except QueryError as exc:
         st.error(escape_md(exc))  # may quote the query
         st.stop()
@@ -187,6 +197,9 @@ else:
     st.session_state["last_trace"] = trace  # the Graph page highlights what this query used
     st.session_state[SESSION_KEY] = st.session_state.get(SESSION_KEY, Counters()) + counters(trace)
 
+if run_cfg is not cfg:
+    st.caption(f":material/info: context.variant = {cfg.context.variant} is not built yet: this query searched raw "
+               f"text (config {run_cfg.stable_hash()}); build it above to search it.")
 # Notes quote queries, cached questions and gateway error text: escaped for Markdown like every user string here.
 for note in trace.notes:
     st.caption(f":material/info: {escape_md(note)}")
@@ -213,7 +226,7 @@ for rnd, sub in rounds:
     with st.expander(f"Round {rnd}: {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} — "
                      + escape_md("; ".join(queries)[:160]), expanded=False):
         _widgets.stage_row(sub, doc_names=doc_names, depth=depth, key=f"round_{rnd}")
-token_offer(recount=fresh)
+token_offer(run_cfg, recount=fresh)
 st.caption(f"query language {trace.query_lang} · config {trace.config_hash} · corpus v{trace.corpus_version} · "
            "click a card to read more; hover a skipped strip for its reason")
 _widgets.answer_panel(trace.answer, served=next((n for n in trace.notes if n.startswith("served from cache")), None))

@@ -106,3 +106,29 @@ def test_the_offer_is_counted_again_after_a_query_that_encoded_chunks(store: Sto
     # The rerank stage read (and stored) every chunk of this two-document corpus: nothing is left to offer.
     assert counters(at.session_state["last_trace"]).token_computed >= n
     assert not at.exception and not [c.value for c in at.caption if "token vectors:" in c.value]
+
+
+def test_an_unbuilt_context_variant_is_searched_raw_then_built_with_its_token_vectors(store: Store) -> None:
+    deps = Deps(store=store, embedder=ConceptEmbedder({"automobile": "car"}))
+    assert not ingest_files(DOCS, store=store, embedder=deps.embedder, config=PipelineConfig()).errors
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.session_state[_state.DEPS_KEY] = deps
+    at.session_state[_state.CONFIG_KEY] = PipelineConfig().with_overrides({"router.enabled": False,
+                                                                           "answer_cache.enabled": False})
+    at = at.run().switch_page("pages/search_lab.py").run()
+    at.text_input(key="query").input("automobile price")
+    at = at.button(key="search").click().run()
+    calls = deps.embedder.calls
+    at = at.radio(key="context_variant").set_value("heuristic").run()
+    # Heuristic contexts exist from ingest, their vectors do not: the query searches raw text and embeds no chunk
+    # (only the query itself, once) instead of embedding every context on its path.
+    assert not at.exception and deps.embedder.calls - calls <= 1
+    assert lab_html.columns(at)["dense"].chips.count("searched: raw text") == 1
+    assert any("context.variant = heuristic is not built yet" in c.value for c in at.caption)
+    at = at.button(key="build_context").click().run()
+    assert not at.exception
+    done = [s.value for s in at.success]
+    assert done and done[0].startswith("heuristic: ") and "token vectors: " in done[0], done
+    assert "searched: heuristic contexts" in lab_html.columns(at)["dense"].chips
+    c = counters(at.session_state["last_trace"])
+    assert c.token_computed == 0 and c.token_hits > 0  # the build encoded what rerank reads on this variant

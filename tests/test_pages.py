@@ -384,8 +384,12 @@ def test_search_lab_shows_the_labelled_answer_and_switches_context_variant(searc
     from pages import _state as state
 
     assert at.session_state[state.CONFIG_KEY].context.variant == "heuristic"
-    # The BM25 column says which text it searched (contexts are stored beside the chunks).
-    assert "searched: heuristic contexts" in lab_html.columns(at)["bm25"].chips
+    # The BM25 column says which text it searched (contexts are stored beside the chunks). Until the variant's vectors
+    # are built a hybrid query searches raw text (the dense index would embed every context on the query's path);
+    # BM25 alone needs no vectors and searches the contexts at once.
+    assert "searched: raw text" in lab_html.columns(at)["bm25"].chips
+    at.radio(key="mode").set_value("BM25").run()
+    assert not at.exception and "searched: heuristic contexts" in lab_html.columns(at)["bm25"].chips
 
 
 def test_agentic_loop_toggle_shows_rounds_and_the_stop_reason(search_lab: AppTest) -> None:
