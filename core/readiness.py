@@ -48,8 +48,12 @@ def needs(store: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE, m
         if have < total:
             todo = total - have
             what = "late-chunking vectors" if variant == "late" else f"{variant} contexts and their vectors"
-            out.append(Need("context", variant, todo, total, todo * EMBED_S_PER_CHUNK,
-                            f"{what}: {todo:,} of {total:,} chunks missing"))
+            # The Search Lab's build also encodes the token vectors late interaction reads on a contextual variant.
+            tokens = variant != "late" and cfg.rerank.enabled and cfg.rerank.method == "late-interaction"
+            out.append(Need("context", variant, todo, total,
+                            todo * (EMBED_S_PER_CHUNK + (TOKENS_S_PER_CHUNK if tokens else 0.0)),
+                            f"{what}: {todo:,} of {total:,} chunks missing"
+                            + (" (and the token vectors rerank reads)" if tokens else "")))
     if cfg.graph.enabled and store.graph.state(workspace) is None:
         out.append(Need("graph", "", total, total, total * GRAPH_S_PER_CHUNK,
                         f"entity graph: not built yet ({total:,} chunks to read)"))
