@@ -7,7 +7,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from core.config import ConfigError, PipelineConfig, load_config_file, parse_set_value
 from core.counters import counters
@@ -17,6 +17,10 @@ from core.pipeline import QueryError, run_query, validate_query
 from core.report import text_table
 from core.store import Store, StoreError
 from core.types import DEFAULT_WORKSPACE
+
+if TYPE_CHECKING:  # named in annotations only; imported where used
+    from core.context import BuildRequest, ContextReport
+    from core.deps import Deps
 
 
 def _config(args: argparse.Namespace) -> PipelineConfig:
@@ -84,6 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true", help="skip the confirmation above context.confirm_above_usd")
     p.add_argument("--estimate-only", action="store_true", help="print the cost estimate and stop")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--engine", choices=["local", "ray"], default="local",
+                   help="llm variant: ray sends the calls from Ray workers (shared rate limit, same hard budget)")
+    p.add_argument("--ray-address", default=None, metavar="ADDR", help="with --engine ray: a running cluster")
+    p.add_argument("--rpm", type=float, default=50.0, help="with --engine ray: requests per minute, all workers")
     p = sub.add_parser("graph", help="entity graph: build/update it, stats, synonyms, merge review")
     p.add_argument("action", choices=["build", "update", "stats", "synonyms", "review"])
     _add_common(p)
@@ -389,7 +397,14 @@ def cmd_context(args: argparse.Namespace) -> int:
                        max_output_tokens=c.max_output_tokens, ttl=cfg.llm.cache_ttl,
                        workspace_budget_usd=c.workspace_budget_usd)
     try:
-        rep = run_build(req, store, deps.embedder, deps.llm, workspace=args.workspace, progress=progress)
+        if args.engine == "ray" and args.variant == "llm" and not use_batches:
+            rep = _llm_contexts_on_ray(args, req, store, deps, progress)
+        elif args.engine == "ray":
+            print("error: --engine ray runs the llm variant without --batch (heuristic is free; late and batches "
+                  "run locally)", file=sys.stderr)
+            return 2
+        else:
+            rep = run_build(req, store, deps.embedder, deps.llm, workspace=args.workspace, progress=progress)
     except (ContextError, LLMError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -406,6 +421,27 @@ def cmd_context(args: argparse.Namespace) -> int:
         if rep.stopped:
             print(f"stopped: {rep.stopped}")
     return 4 if rep.stopped and rep.remaining else 0
+
+
+def _llm_contexts_on_ray(args: argparse.Namespace, req: "BuildRequest", store: Store, deps: "Deps",
+                         progress: Callable[[int, int, float], None]) -> "ContextReport":
+    """`context --variant llm --engine ray`: the calls run on Ray workers (core/ingest/ray_engine.py), each worker
+    reading its own node's ANTHROPIC_API_KEY; this process writes the contexts and the ledger, then embeds."""
+    from dataclasses import replace
+
+    from core.context import ContextError, embed_variant
+    from core.ingest.ray_engine import EnvLLMFactory, RayEngineError, RayOptions, build_llm_contexts_ray
+
+    make = EnvLLMFactory(base_url=getattr(deps.llm, "base_url", None),
+                         max_retries=getattr(deps.llm, "max_retries", 4), cache_ttl=req.ttl)
+    try:
+        rep = build_llm_contexts_ray(store, deps.llm, make, model=req.model, budget_usd=req.budget_usd,
+                                     workspace=args.workspace, max_output_tokens=req.max_output_tokens, ttl=req.ttl,
+                                     progress=progress, workspace_budget_usd=req.workspace_budget_usd,
+                                     requests_per_minute=args.rpm, options=RayOptions(address=args.ray_address))
+    except RayEngineError as exc:
+        raise ContextError(str(exc)) from None
+    return replace(rep, vectors=embed_variant(store, deps.embedder, "llm", workspace=args.workspace))
 
 
 def cmd_graph(args: argparse.Namespace) -> int:

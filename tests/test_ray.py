@@ -187,14 +187,16 @@ def test_ray_contexts_keep_the_hard_budget_resume_and_equal_local_ones(ray_runti
     make = StubLLMFactory(anthropic_stub.key, anthropic_stub.base_url)
     driver = AnthropicLLM(anthropic_stub.key, base_url=anthropic_stub.base_url, sleep=_no_sleep)
     total = on_ray.corpus.count("chunks")
+    budget = 0.003
+    ref_first = build_llm_contexts(local, make(local.ledger), model=HAIKU, budget_usd=budget)
     ref = build_llm_contexts(local, make(local.ledger), model=HAIKU, budget_usd=5.0)
-    assert ref.written == total
+    assert ref_first.written + ref.written == total
     calls_before = len(anthropic_stub.state.messages())
 
-    budget = 0.003
     first = build_llm_contexts_ray(on_ray, driver, make, model=HAIKU, budget_usd=budget, requests_per_minute=6000,
                                    max_in_flight=2)
     assert first.stopped.startswith("budget") and 0 < first.written < total
+    assert first.written == ref_first.written  # it waits for running tasks' real cost before giving up, as local
     paid = sum(e.usd for e in on_ray.ledger.usage_ledger(run_id=first.run_id))
     assert paid <= budget and paid == pytest.approx(first.usd, abs=1e-12)  # ledger rows came back from the workers
     assert len(on_ray.ledger.contexts("llm")) == first.written  # everything paid for is kept
@@ -207,4 +209,4 @@ def test_ray_contexts_keep_the_hard_budget_resume_and_equal_local_ones(ray_runti
     assert len(anthropic_stub.state.messages()) - calls_before == total  # each chunk paid for exactly once
     assert on_ray.ledger.contexts("llm") == local.ledger.contexts("llm")
     # Below the cache minimum every call costs the same on both engines.
-    assert first.usd + second.usd == pytest.approx(ref.usd, abs=1e-12)
+    assert first.usd + second.usd == pytest.approx(ref_first.usd + ref.usd, abs=1e-12)

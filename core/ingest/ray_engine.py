@@ -489,22 +489,25 @@ def build_llm_contexts_ray(
                 warnings.append(f"{names.get(doc_id, doc_id)}: ~{prefix:,} tokens < {p.min_cacheable_tokens:,} "
                                 f"minimum of {model}: no prompt cache for this document")
             bounds = [worst_call_usd(model, prefix, _call_bound(c), max_output_tokens, ttl=ttl) for c in chunks]
-            while True:
+            rest = list(chunks)
+            while rest and not stopped:
                 room = limit - spent - sum(running.values())
                 take, cum = 0, 0.0
-                while take < len(chunks) and cum + bounds[take] <= room:
+                while take < len(rest) and cum + bounds[take] <= room:
                     cum += bounds[take]
                     take += 1
-                if take < len(chunks) and running:
-                    wait_one()  # a running task's real cost is usually far below its worst case
-                    if stopped:
-                        break
+                if take == len(rest):
+                    running[task.remote(make_llm, gate, text, rest, kw)] = cum
+                    break
+                if running:
+                    wait_one()  # a running task's real cost is usually far below its worst case: room grows
                     continue
-                if take:
-                    running[task.remote(make_llm, gate, text, list(chunks[:take]), kw)] = cum
-                if take < len(chunks):
-                    next_bound = bounds[take]
-                break
+                if take == 0:  # nothing runs and the next call alone does not fit: the budget stops the run
+                    next_bound = bounds[0]
+                    break
+                # Part of the document fits: send it alone and wait for it (its chunks stay in order), then retry.
+                running[task.remote(make_llm, gate, text, rest[:take], kw)] = cum
+                rest, bounds = rest[take:], bounds[take:]
             if next_bound is not None:
                 break
             while len(running) >= max_in_flight:
