@@ -343,8 +343,10 @@ def main() -> int:
 
     def choose(passed: np.ndarray, swap_grid: list[float | None]) -> tuple[float, float | None]:
         """On dev only: among (threshold, swap threshold) whose false hits over every must-not-share pair (public and
-        ours) stay <= target, the most public paraphrase hits, then the most of all paraphrases, then the lowest
-        thresholds. No feasible point: 1.0 (the cache serves only exact repeats)."""
+        ours) stay <= target, the most public paraphrase hits, then the most of all paraphrases, then the HIGHEST
+        thresholds: among points the dev split cannot tell apart, the safest (the lowest one sat on the grid's edge,
+        0.6, and served 'Which client does Tomas Rehak work for?' from 'Tomas Rehak' in a pipeline test). No
+        feasible point: 1.0 (the cache serves only exact repeats)."""
         best: tuple[Any, ...] | None = None
         for t in GRID:
             for ts in swap_grid:
@@ -353,7 +355,7 @@ def main() -> int:
                 hit = served(passed, t, ts)
                 if (rate(hit, neg & dev)["rate"] or 0.0) > TARGET_FALSE:
                     continue
-                score = (int((hit & pos & public & dev).sum()), int((hit & pos & dev).sum()), -t, -(ts or 0))
+                score = (int((hit & pos & public & dev).sum()), int((hit & pos & dev).sum()), t, ts or 0)
                 if best is None or score > best[0]:
                     best = (score, t, ts)
         return (1.0, None if swap_grid == [None] else 1.0) if best is None else (best[1], best[2])
@@ -404,7 +406,7 @@ def main() -> int:
         "split": "sha1(a + 0x1f + b)[0] % 2: even = dev (thresholds chosen), odd = test (reported); the fresh "
                  "hand-written batch is all test",
         "selection": "on dev: false hits over all must-not-share pairs (public + ours) <= target, then the most "
-                     "public (SemEval >= 4) hits, then the most paraphrase hits of all, then the lowest thresholds",
+                     "public (SemEval >= 4) hits, then the most paraphrase hits of all, then the highest thresholds",
         "targets": {"false_hit_max": TARGET_FALSE, "paraphrase_hit_min": TARGET_HIT,
                     "false_hit_over": "test split, public + ours (templated + written + fresh)",
                     "hit_over": "test split, SemEval pairs scored >= 4"},

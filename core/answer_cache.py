@@ -44,11 +44,12 @@ _NEG_VERBS = ("forbid", "prohibit", "banned", "exclud", "refus", "fail", "lack",
 # Question words: "why" and "how" ask for different answers even about the same thing.
 _WH = frozenset("what why how when where who whom whose which почему зачем как что где когда кто какой какая какое "
                 "какие сколько куда откуда чей".split())
-# ... but only a reason, a time or a place is a different kind of answer: "how do I X" and "what is the way to X",
-# "who won" and "which rider won", "what database" and "which database" ask for the same thing. Question words
-# outside these classes are the open class and are not compared.
+# ... but only a reason, a time, a place or a person is a different kind of answer: "how do I X" and "what is the
+# way to X", "what database" and "which database" ask for the same thing. Question words outside these classes are
+# the open class and are not compared.
 _WH_CLASS = {"why": "reason", "почему": "reason", "зачем": "reason", "when": "time", "когда": "time",
-             "where": "place", "где": "place", "куда": "place", "откуда": "place"}
+             "where": "place", "где": "place", "куда": "place", "откуда": "place", "who": "person", "whom": "person",
+             "whose": "person", "кто": "person", "чей": "person"}
 # Closed-class words whose change changes the question (quantifiers, focus particles, modals of obligation,
 # comparison, coordination). Unshared ones cause a guarded miss.
 _CRITICAL = frozenset((
@@ -155,6 +156,7 @@ class QuestionFeatures:
     wh: frozenset[str]
     critical: frozenset[str]
     neg_verbs: int = 0                # negative verbs (_NEG_VERBS)
+    keywords: bool = False            # a few words with no question word and no '?': a search, not a question
     values: frozenset[tuple[str, str]] = frozenset()  # (set name, value) from _VALUE_SETS
     from_to: tuple[str | None, str | None] = (None, None)  # the word after 'from' and after 'to'
 
@@ -242,6 +244,7 @@ def features(text: str) -> QuestionFeatures:
                      if (low in _WH or low.startswith("как")) and re.search(r"(?:^|[.!?:;,]\s*)$", text[:start])),
         critical=frozenset(t for t in tokens if t in _CRITICAL),
         neg_verbs=sum(any(t.startswith(v) for v in _NEG_VERBS) for t in tokens),
+        keywords=len(tokens) <= 4 and "?" not in text and not any(t in _WH or t.startswith("как") for t in tokens),
         values=frozenset(v for t in tokens if _number_value(t) is None and (v := _value_of(t)) is not None),
         from_to=(_after(tokens, "from"), _after(tokens, "to")),
     )
@@ -290,6 +293,10 @@ def guard(new: str | QuestionFeatures, old: str | QuestionFeatures, *, covered_l
     leaves the sentence cosine lower than a rewording of the whole question does, on the tuning split."""
     a = features(new) if isinstance(new, str) else new
     b = features(old) if isinstance(old, str) else old
+    if (a.keywords or b.keywords) and a.stems != b.stems:
+        # 'Tomas Rehak' asks nothing in particular: an answer to it fits no narrower question, and the answer to
+        # 'which client does Tomas Rehak work for?' is no overview of him.
+        return GuardResult(False, "a keyword query (no question) reuses only an answer to the same words")
     if covered_languages is not None and isinstance(new, str):
         lang = detect_language(new)
         if lang not in covered_languages and a.stems != b.stems:
