@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -856,8 +857,8 @@ def ui_latency(d: dict[str, Any], file: str) -> list[str]:
     """Issue #13: Search Lab toggle -> updated stage row, and the Graph page, in Chromium (bench/ui_latency.py)."""
     tg = d.get("targets") or {}
     out = ["### Search Lab responsiveness", "", caption(file, d), "",
-           f"{d.get('what', '')}: {d.get('toggles')} toggles over {d.get('rounds')} rounds, each timed from the click "
-           "to the updated stage row; builds are never part of it.", ""]
+           f"{d.get('what', '')}: {d.get('toggles')} toggles over {d.get('rounds')} rounds, each timed from "
+           f"{d.get('timed_from', 'the click')} to the updated stage row; builds are never part of it.", ""]
     rows = [[name, len(v), num(min(v), 2), num(max(v), 2)] for name, v in (d.get("per_toggle_s") or {}).items() if v]
     if rows:
         out += [md_table(["toggle", "times", "fastest s", "slowest s"], rows), ""]
@@ -874,6 +875,15 @@ def ui_latency(d: dict[str, Any], file: str) -> list[str]:
     if d.get("first_query_s") is not None or d.get("search_lab_first_load_s") is not None:
         out += ["", f"Search Lab first load {num(d.get('search_lab_first_load_s'), 1)} s, first query "
                 f"{num(d.get('first_query_s'), 1)} s (model loads; not toggles)."]
+    if d.get("token_build_s"):
+        out += ["", f"Token vectors built on the page's offer before the toggles (confirmed, as a user would): "
+                f"{num(d['token_build_s'], 1)} s."]
+    if d.get("popover_open_s"):
+        po = d["popover_open_s"]
+        out += ["", f"Opening the cascade popover (browser only, no script runs): median "
+                f"{num(statistics.median(po), 2)} s, slowest {num(max(po), 2)} s."]
+    for part, err in (d.get("errors") or {}).items():
+        out += ["", f"**{part} failed**: {err}"]
     return out
 
 
