@@ -187,6 +187,9 @@ def _snapshot_store(path: str) -> Store:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
+    if args.ray_address and args.engine != "ray":
+        print("error: --ray-address needs --engine ray", file=sys.stderr)
+        return 2
     cfg = _config(args)
     store = _open_store(args, "write")
     if args.if_empty and store.corpus.count("documents", args.workspace):
@@ -222,9 +225,6 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
     else:
-        if args.ray_address:
-            print("error: --ray-address needs --engine ray", file=sys.stderr)
-            return 2
         report = ingest_files(files, store=store, embedder=deps.embedder, config=cfg, workspace=args.workspace,
                               progress=progress)
     if args.json:

@@ -210,3 +210,29 @@ def test_ray_contexts_keep_the_hard_budget_resume_and_equal_local_ones(ray_runti
     assert on_ray.ledger.contexts("llm") == local.ledger.contexts("llm")
     # Below the cache minimum every call costs the same on both engines.
     assert first.usd + second.usd == pytest.approx(ref_first.usd + ref.usd, abs=1e-12)
+
+
+def test_an_unreachable_cluster_fails_fast_with_a_clear_message() -> None:
+    import socket
+    import time
+
+    from core.ingest.ray_engine import RayEngineError, check_reachable
+
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    start = time.monotonic()
+    with pytest.raises(RayEngineError, match="nothing answers at ray://127.0.0.1"):
+        check_reachable(f"ray://127.0.0.1:{port}")
+    assert time.monotonic() - start < 6
+    with pytest.raises(RayEngineError, match="expected 'auto'"):
+        check_reachable("head-node")
+    check_reachable("auto")  # left to Ray, which resolves it from the local node's files
+
+
+def test_cli_ray_address_needs_the_ray_engine(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from core.cli import main
+
+    assert main(["ingest", str(tmp_path), "--ray-address", "auto", "--db", str(tmp_path / "w.duckdb")]) == 2
+    assert "--ray-address needs --engine ray" in capsys.readouterr().err
+    assert not (tmp_path / "w.duckdb").exists()  # stopped before opening anything

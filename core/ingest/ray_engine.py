@@ -16,7 +16,6 @@ import logging
 import math
 import os
 import pickle
-import threading
 import time
 import uuid
 from contextlib import contextmanager
@@ -42,7 +41,6 @@ if TYPE_CHECKING:  # the store and the LLM types are only named here; workers ne
     from core.llm import LLM
     from core.store import Store
 
-ENGINES = ("local", "ray")
 # Documents per map_batches batch: a SciFact abstract is 1-3 chunks, so 64 documents fill a few model batches of 64,
 # the same fill the local engine reaches with GROUP_CHUNKS = 256.
 BATCH_DOCS = 64
@@ -78,6 +76,7 @@ def ray_runtime(address: str | None = None, *, num_cpus: int | None = None) -> I
     kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING,
                               "configure_logging": False}
     if address:
+        check_reachable(address)
         kwargs["runtime_env"] = {"py_modules": [str(Path(__file__).resolve().parents[1])]}
     else:
         kwargs["num_cpus"] = num_cpus
@@ -90,6 +89,24 @@ def ray_runtime(address: str | None = None, *, num_cpus: int | None = None) -> I
         yield ray
     finally:
         ray.shutdown()
+
+
+def check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Fail fast on an address nobody listens at: ray.init retries a missing GCS for minutes (measured here: still
+    waiting after 5 minutes on a closed port). 'auto' is resolved by Ray itself from the local node's files."""
+    import socket
+
+    if address == "auto":
+        return
+    hostport = address.split("://", 1)[-1].rstrip("/")
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit():
+        raise RayEngineError(f"--ray-address {address!r}: expected 'auto', 'HOST:PORT' or 'ray://HOST:PORT'")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise RayEngineError(f"nothing answers at {address} ({exc.strerror or type(exc).__name__}); start the "
+                             "cluster (`ray start --head` on the head node) or check the address") from None
 
 
 def _data_context(ray: Any) -> None:
