@@ -6,7 +6,7 @@ So a hit needs a cosine above the threshold AND the same negation polarity and s
 the same numbers, dates, identifiers and named entities, the same values of closed sets (time unit, season, colour,
 size...), the same kind of question word and quantifiers, and no antonym or from/to swap. A pair where each side
 has words the other lacks needs a second, higher cosine (swap_threshold): MiniLM cannot tell a synonym from a
-sibling word ('memory' / 'disk'). Limits, measured on hand-written pairs never tuned on: about 6% of one-fact
+sibling word ('memory' / 'disk'). Limits, measured on hand-written pairs never tuned on: about 5% of one-fact
 changes still pass (bench/results/answer_cache.json, 'fresh'). Everything here is pure: no store, no model; vectors
 and cached entries come in as data.
 """
