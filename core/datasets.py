@@ -578,11 +578,11 @@ def _batches(items: Sequence[PreDoc], max_chunks: int) -> Iterator[list[PreDoc]]
 
 def ingest_predocs(
     predocs: Sequence[PreDoc], *, store: Any, embedder: Embedder, workspace: str, progress: Progress | None = None,
-    batch_chunks: int = 256,
+    batch_chunks: int = 256, tokens: Any = None,
 ) -> CorpusReport:
     """Write pre-chunked documents with their raw vectors; documents already stored with the same content hash
     are left alone, so a second run costs nothing. Texts are embedded in batches across documents (cache first)
-    and each document is still written in its own transaction."""
+    and each document is still written in its own transaction. `tokens`: as core.ingest.pipeline.token_sink."""
     store.ensure_workspace(workspace)
     existing = {d.doc_id: (d.content_hash, d.chunker) for d in store.corpus.documents(workspace)}
     todo = [p for p in predocs if existing.get(p.doc.doc_id) != (p.doc.content_hash, p.doc.chunker)]
@@ -592,7 +592,7 @@ def ingest_predocs(
     stored: list[str] = []
     for batch in _batches(todo, batch_chunks):
         texts = [c.text for p in batch for c in p.chunks]
-        vecs, stats = embed_with_cache(texts, embedder, store.caches, workspace)
+        vecs, stats = embed_with_cache(texts, embedder, store.caches, workspace, tokens=tokens)
         embedded += stats.computed
         hits += stats.cache_hits
         i = 0
@@ -624,7 +624,11 @@ def ensure_corpus(
     """Make sure the set's corpus is in the workspace: pre-chunked documents as given, or the sample files that
     the gold names but the workspace lacks (ingested with the given config's chunker). None: nothing to do."""
     if gs.predocs is not None:
-        return ingest_predocs(gs.predocs(), store=store, embedder=embedder, workspace=workspace, progress=progress)
+        from core.config import PipelineConfig
+        from core.ingest.pipeline import token_sink
+
+        return ingest_predocs(gs.predocs(), store=store, embedder=embedder, workspace=workspace, progress=progress,
+                              tokens=token_sink(store, config or PipelineConfig()))
     if gs.corpus_dir is None:
         return None
     have = {d.name for d in store.corpus.documents(workspace)}

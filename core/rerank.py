@@ -191,15 +191,23 @@ def encode_token_matrices(encoder: WindowEncoder, texts: Sequence[str], *, overl
     for ti, (text, (ids, offsets)) in enumerate(zip(texts, toks)):
         dim = next((p.shape[1] for p in parts[ti] if p.ndim == 2), 0)
         vecs = np.concatenate(parts[ti]).astype(np.float32) if parts[ti] else np.zeros((0, dim), dtype=np.float32)
-        keep = np.array([_is_content(text[s:e]) for s, e in offsets], dtype=bool) if offsets else np.zeros(0, bool)
-        vecs = vecs[keep]
-        norms = np.linalg.norm(vecs, axis=1, keepdims=True) if len(vecs) else np.ones((0, 1))
-        out.append(TokenMatrix(
-            np.asarray(ids, dtype=np.int32)[keep],
-            (vecs / np.maximum(norms, 1e-12)).astype(np.float16),
-            np.asarray(offsets, dtype=np.int32).reshape(-1, 2)[keep],
-        ))
+        out.append(token_matrix(text, ids, offsets, vecs))
     return out
+
+
+def token_matrix(text: str, ids: Sequence[int], offsets: Sequence[tuple[int, int]], vecs: np.ndarray) -> TokenMatrix:
+    """One text's TokenMatrix from its tokens (no special tokens) and their contextual vectors: punctuation dropped,
+    rows made unit length, float16. Shared by the windowed reader above and by ingest, which takes the vectors from
+    the forward pass that made the chunk's sentence vector (core.embed.embed_groups_with_cache)."""
+    vecs = np.asarray(vecs, dtype=np.float32)
+    keep = np.array([_is_content(text[s:e]) for s, e in offsets], dtype=bool) if len(offsets) else np.zeros(0, bool)
+    vecs = vecs[keep]
+    norms = np.linalg.norm(vecs, axis=1, keepdims=True) if len(vecs) else np.ones((0, 1))
+    return TokenMatrix(
+        np.asarray(ids, dtype=np.int32)[keep],
+        (vecs / np.maximum(norms, 1e-12)).astype(np.float16),
+        np.asarray(offsets, dtype=np.int32).reshape(-1, 2)[keep],
+    )
 
 
 def text_key(model_id: str, text: str) -> str:

@@ -68,7 +68,8 @@ def _torch_vectors(folder: Path) -> np.ndarray:
 def test_model_id_carries_the_runtime_and_torch_keeps_the_bare_name() -> None:
     assert ort_rt.model_id_for(BUNDLED_MODEL, "torch") == BUNDLED_MODEL  # existing databases keep their vectors
     ids = {ort_rt.model_id_for(BUNDLED_MODEL, rt) for rt in ort_rt.RUNTIMES}
-    assert ids == {BUNDLED_MODEL, BUNDLED_MODEL + "@onnx", BUNDLED_MODEL + "@onnx-int8"}
+    # int8 vectors change with the quantisation recipe, so its id names the recipe too
+    assert ids == {BUNDLED_MODEL, BUNDLED_MODEL + "@onnx", BUNDLED_MODEL + "@onnx-int8.v4"}
     with pytest.raises(ValueError, match="unknown embedding runtime"):
         ort_rt.model_id_for(BUNDLED_MODEL, "tensorrt")
     with pytest.raises(ValueError, match="unknown embedding runtime"):
@@ -107,22 +108,80 @@ def test_onnx_token_vectors_equal_torch_for_late_interaction(tiny_model: Path, t
         np.testing.assert_allclose(g.vecs.astype(np.float32), w.vecs.astype(np.float32), atol=2e-3)  # float16
 
 
-def test_int8_quantises_only_the_feed_forward_up_projections(tiny_model: Path, tiny_cache: Path) -> None:
+def test_ingest_stores_token_vectors_from_the_sentence_forward(tiny_model: Path, tiny_cache: Path, store) -> None:
+    """Issue #14: an ONNX embedder hands ingest the token vectors of the same forward pass; what ingest stores is
+    what the late-interaction reader would compute itself (short chunks), and a chunk the sentence encoding
+    truncated is still stored, read in windows. With rerank off nothing is stored."""
+    from core.config import PipelineConfig
+    from core.embed import shares_token_forward
+    from core.ingest.pipeline import ingest_files
+    from core.rerank import encode_token_matrices, text_key, window_encoder_for
+
+    path = ort_rt.cached_model_path(tiny_cache, str(tiny_model), "onnx")
+    emb = ort_rt.OnnxEmbedder(str(tiny_model), tiny_model, path, "onnx", batch_size=2)
+    assert shares_token_forward(emb)
+    short = ["A protein binds the receptor.", "Vitamin D, fractures; elderly women!"]
+    vecs, raw = emb.encode_with_tokens(short + ["word " * 100])
+    np.testing.assert_allclose(vecs, emb.encode(short + ["word " * 100]), atol=1e-5)
+    assert raw[2] is None and all(r is not None for r in raw[:2])  # truncated at 24 tokens: left to the reader
+
+    files = [("a.txt", "A protein binds the receptor.".encode()), ("b.txt", ("word " * 100).encode())]
+    cfg = PipelineConfig().with_overrides({"chunking.strategy": "fixed", "chunking.size_tokens": 200})
+    ingest_files(files, store=store, embedder=emb, config=cfg)
+    texts = [c.text for c in store.corpus.chunks()]
+    assert len(texts) == 2 and any(len(t) > 300 for t in texts)
+    stored = store.caches.cached_token_vectors(emb.model_id, [text_key(emb.model_id, t) for t in texts])
+    assert len(stored) == 2
+    want = encode_token_matrices(window_encoder_for(emb), texts)
+    for t, w in zip(texts, want):
+        ids, vecs16, spans = stored[text_key(emb.model_id, t)]
+        np.testing.assert_array_equal(ids, w.ids)
+        np.testing.assert_array_equal(spans, w.spans)
+        np.testing.assert_allclose(vecs16.astype(np.float32), w.vecs.astype(np.float32), atol=2e-3)
+
+    store.caches.clear_token_vectors()
+    off = cfg.with_overrides({"rerank.enabled": False})
+    ingest_files([("c.txt", b"Another short chunk about cells.")], store=store, embedder=emb, config=off)
+    assert store.caches.cached_token_vectors(emb.model_id, [text_key(emb.model_id, "Another short chunk about cells.")
+                                                            ]) == {}
+
+
+def test_int8_quantises_the_chosen_matrices_after_smoothing(tiny_model: Path, tiny_cache: Path) -> None:
     import onnx
+    from onnx import numpy_helper
 
     fp32 = ort_rt.cached_model_path(tiny_cache, str(tiny_model), "onnx")
     int8 = ort_rt.cached_model_path(tiny_cache, str(tiny_model), "onnx-int8")
-    # 2 layers x (intermediate, output) dense are feed-forward; attention projections (32 x 32) are not.
-    names = ort_rt.feed_forward_matmuls(fp32)
-    assert len(names) == 4 and all("intermediate" in n or "output/dense" in n for n in names)
-    assert not any("attention" in n for n in names)
-    up = ort_rt.feed_forward_matmuls(fp32, up_only=True)
-    assert len(up) == 2 and all("intermediate" in n for n in up)
-    ops = [n.op_type for n in onnx.load(str(int8)).graph.node]
-    assert ops.count("MatMulInteger") + ops.count("DynamicQuantizeMatMul") == 2  # the up-projections only
+    model = onnx.load(str(fp32))
+    kinds = sorted(t[3] for t in ort_rt._quant_targets(model, frozenset({"up", "down", "square", "attention"})))
+    # 2 layers: one up- and one down-projection of the feed-forward (32 <-> 128) each, one attention output
+    # projection (32 x 32) each, and the optimiser's fused Attention (packed QKV) each.
+    assert kinds == ["attention"] * 2 + ["down"] * 2 + ["square"] * 2 + ["up"] * 2
+    nodes = onnx.load(str(int8)).graph.node
+    ops = [n.op_type for n in nodes]
+    assert ops.count("QAttention") == 2  # the fused QKV projections
+    assert ops.count("MatMulInteger") + ops.count("DynamicQuantizeMatMul") == 4  # up + attention output; not down
+    assert sum(n.op_type == "Mul" and n.name.endswith("_smooth") for n in nodes) == 6  # one smoothing Mul each
+
+    # Smoothing is exact in fp32: scaled activations times scaled weights give the same vectors.
+    targets = ort_rt._quant_targets(model, ort_rt.INT8_KINDS)
+    absmax = ort_rt.activation_absmax(fp32, tiny_model, sorted({t[1] for t in targets}), ort_rt.calibration_texts())
+    w_before = {t[2]: numpy_helper.to_array(next(i for i in model.graph.initializer if i.name == t[2])).copy()
+                for t in targets}
+    ort_rt.smooth(model, targets, absmax)
+    changed = [not np.allclose(numpy_helper.to_array(i), w_before[i.name]) for i in model.graph.initializer
+               if i.name in w_before]
+    assert len(changed) == 6 and all(changed)
+    smoothed = tiny_cache / "smoothed_probe.onnx"
+    onnx.save(model, str(smoothed))
+    plain = ort_rt.OnnxEmbedder(str(tiny_model), tiny_model, fp32, "onnx").encode(SENTENCES)
+    np.testing.assert_allclose(ort_rt.OnnxEmbedder(str(tiny_model), tiny_model, smoothed, "onnx").encode(SENTENCES),
+                               plain, atol=1e-5)
+    smoothed.unlink()
+
     emb = ort_rt.OnnxEmbedder(str(tiny_model), tiny_model, int8, "onnx-int8")
     got, want = emb.encode(SENTENCES), _torch_vectors(tiny_model)
-    assert emb.model_id.endswith("@onnx-int8")
+    assert emb.model_id == f"{tiny_model}@onnx-int8.v4"  # the int8 recipe is part of the id
     cos = np.sum(got * want, axis=1)
     assert cos.min() > 0.98 and np.abs(got - want).max() > 1e-6  # close, but really quantised
 
