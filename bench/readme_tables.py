@@ -737,6 +737,60 @@ def route_scifact(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
+def route_tune_loop(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #16: bridging queries per round of the multi-hop route's loop, chosen on the router-train split."""
+    t = d.get("tune_loop") or {}
+    out = ["### Multi-hop route: bridging queries per round of the loop", "", caption(file, d), "",
+           f"{num(t.get('questions'))} twowiki questions of the multi-hop class from the router's train split, each "
+           f"through the loop over decomposition with `agent.per_round` 1, 2 and 3 (rotating order). Rule: "
+           f"{t.get('rule', '')}. Chosen: **{(t.get('chosen') or {}).get('per_round')}**.", ""]
+    rows = [[r.get("per_round"), num(r.get("recall@5"), 1), num(r.get("allgold@10"), 1), num(r.get("ms_mean"), 0),
+             num(r.get("ms_median"), 0)] for r in t.get("grid") or []]
+    if rows:
+        out.append(md_table(["per_round", "recall@5", "all-gold@10", "ms mean", "ms median"], rows))
+    return out
+
+
+def route_latency(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #16: routed against every single configuration, per class best in hindsight, and mean latency."""
+    t = d.get("latency") or {}
+    out = [f"### Routed vs every single configuration on `{t.get('dataset', '?')}`", "", caption(file, d), "",
+           f"{num(t.get('questions'))} questions with gold, each through every configuration in rotating order "
+           "(retrieval only: rerank, prune, MMR, answers and the answer cache off; the ratios hold under load, the "
+           "absolute ms do not). Quality is document-level recall@5 and all-gold@10 of the final list. The loop row is "
+           "the multi-hop route's configuration for every question.", ""]
+    cfgs = t.get("configs") or {}
+    if cfgs:
+        out.append(md_table(["configuration", "recall@5", "all-gold@10", "ms mean"],
+                            [[n, num(v.get("recall@5"), 1), num(v.get("allgold@10"), 1), num(v.get("ms_mean"), 0)]
+                             for n, v in cfgs.items()]))
+    by = t.get("by_class") or {}
+    if by:
+        rows = [[c, v.get("n"), f"{v.get('best_single_recall@5')} {num((v.get('recall@5') or {}).get(v.get('best_single_recall@5')), 1)}",
+                 num((v.get("recall@5") or {}).get("routed"), 1),
+                 f"{v.get('best_single_allgold@10')} {num((v.get('allgold@10') or {}).get(v.get('best_single_allgold@10')), 1)}",
+                 num((v.get("allgold@10") or {}).get("routed"), 1),
+                 num((v.get("ms_mean") or {}).get("routed"), 0)] for c, v in by.items()]
+        out += ["", "Per gold class (the router's classes, from each question's type): the best single configuration "
+                "in hindsight and routed.", "",
+                md_table(["class", "n", "best single, recall@5", "routed recall@5", "best single, all-gold@10",
+                          "routed all-gold@10", "routed ms"], rows)]
+    r5, a10, lat = (t.get("routed_over_hindsight_recall@5"), t.get("routed_over_hindsight_allgold@10"),
+                    t.get("routed_over_heaviest_ms"))
+    if r5 is not None and lat is not None:
+        out += ["", f"Routed quality over the per-class best in hindsight: recall@5 **{_pct(r5)}**, all-gold@10 "
+                f"**{_pct(a10)}** (target ≥ 95%: {_met(r5 >= 0.95)} / {_met(a10 is not None and a10 >= 0.95)}); routed "
+                f"mean latency **{_pct(lat)}** of the heaviest single configuration ({t.get('heaviest_single')}) "
+                f"(target ≤ 60%: {_met(lat <= 0.60)}). Routes taken by gold class: "
+                + "; ".join(f"{c}: " + ", ".join(f"{k} {n}" for k, n in v.items() if n) for c, v in
+                            (t.get("routes") or {}).items()) + "."]
+    st = t.get("routed_stage_ms_mean") or {}
+    if st:
+        out += ["", "Routed, mean ms per question by stage (a loop's rounds are inside `evidence`): "
+                + ", ".join(f"{k} {num(v, 1)}" for k, v in sorted(st.items(), key=lambda kv: -kv[1])[:8]) + "."]
+    return out
+
+
 def route_tune(d: dict[str, Any], file: str) -> list[str]:
     """Issue #16: transform fusion weight / depth, tuned on router-train twowiki questions only."""
     t = d.get("tune") or {}
@@ -914,6 +968,9 @@ SECTIONS: list[tuple[str, Callable[[dict[str, Any], str], list[str]]]] = [
     ("route_tune.json", route_tune),
     ("route_twowiki.json", route_twowiki),
     ("route_scifact.json", route_scifact),
+    ("route_tune_loop.json", route_tune_loop),
+    ("route_latency_sample.json", route_latency),
+    ("route_latency_twowiki.json", route_latency),
     ("answer.json", answer_support),
     ("answer_cache.json", answer_cache),
     ("answer_cache_replay.json", answer_cache_replay),
