@@ -152,7 +152,7 @@ def offer(need: readiness.Need, for_cfg: PipelineConfig) -> None:
 def token_offer(run_cfg: PipelineConfig, recount: bool = False) -> None:
     """Late-interaction token vectors not encoded yet, offered below the stage row (whose counters show what the
     query encoded), so the row keeps its room on a 768 px screen. The check reads every chunk's text: once per
-    (workspace, corpus version, config), and again after a query that ran while some were missing."""
+    (workspace, corpus version, config), and again after a query that encoded some while they were missing."""
     tkey = (ws, corpus_ops.corpus_version(store, ws), run_cfg.stable_hash())
     memo = st.session_state.get(TOKENS_KEY)
     if memo is None or memo[0] != tkey or (recount and memo[1] is not None):
@@ -226,7 +226,7 @@ for rnd, sub in rounds:
     with st.expander(f"Round {rnd}: {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} — "
                      + escape_md("; ".join(queries)[:160]), expanded=False):
         _widgets.stage_row(sub, doc_names=doc_names, depth=depth, key=f"round_{rnd}")
-token_offer(run_cfg, recount=fresh)
+token_offer(run_cfg, recount=fresh and counters(trace).token_computed > 0)  # only a query that encoded some
 st.caption(f"query language {trace.query_lang} · config {trace.config_hash} · corpus v{trace.corpus_version} · "
            "click a card to read more; hover a skipped strip for its reason")
 _widgets.answer_panel(trace.answer, served=next((n for n in trace.notes if n.startswith("served from cache")), None))
