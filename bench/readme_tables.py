@@ -829,6 +829,11 @@ def answer_support(d: dict[str, Any], file: str) -> list[str]:
             f"{k}: answered {_pct(v.get('answered_correctly'))} ({_met((v.get('answered_correctly') or 0) >= 0.85)}), "
             f"refused {_pct(v.get('refused_unanswerable'))} of {v.get('unanswerable')} "
             f"({_met((v.get('refused_unanswerable') or 0) >= 0.85)})" for k, v in held.items()) + "."]
+    cv = d.get("crossval_on_fitting_questions") or {}
+    if cv:
+        out += ["", f"{cv.get('folds')}-fold cross-validation on the fitting questions (how features and settings "
+                f"were chosen): answered {_pct(cv.get('answered_correctly'))} of {cv.get('ans')}, refused "
+                f"{_pct(cv.get('refused_unanswerable'))} of {cv.get('un')}."]
     if meth.get("disclosure"):
         out += ["", f"Disclosure: {meth['disclosure']}."]
     return out

@@ -45,6 +45,9 @@ FEATURES: tuple[str, ...] = (
                      # now that the answer reads whole chunks
     "head_cov",      # rarity-weighted share of the question's terms the sentence, its heading or its document title
                      # state: the sentence's local subject ('Industrial Hardware division' above 'Revenue grew ...')
+    "attr_cov",      # ... of the question's general words only (what is asked about: 'project manager', 'salary',
+                     # 'lead time'), names and codes left out: a sentence about the right thing but another attribute
+                     # (the integration lead, not the project manager) misses exactly these
     "contradict",    # 1 when the question names a quarter, year, code, version or config key that the sentence (with
                      # its heading and document title) does not state while it states a sibling of the same kind
                      # ('Q4' asked, a Q3 report read): the near miss that word overlap alone rewards
@@ -308,6 +311,8 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
     unseen = tuple(sorted((t for t in q if df[t] == 0), key=lambda t: -idf[t]))
     missing = sum(idf[t] for t in unseen) / total
     spec = [t for t in q if t in qt.codes]
+    general = [t for t in q if t not in qt.codes]
+    general_total = sum(idf[t] for t in general)
     spec_missing = sum(1 for t in spec if df[t] == 0) / len(spec) if spec else 0.0
     absent = sum(1 for t in q if t not in vocabulary) / len(q) if vocabulary is not None else math.nan
     kind = asked_type(question)
@@ -348,10 +353,11 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
             contra = 1.0 if contradicts(asked_specific, stated) else 0.0
             local = st | set(tokenize(heads[si])) | title_terms
             head_cov = sum(idf[t] for t in q if t in local) / total
+            attr_cov = sum(idf[t] for t in general if t in local) / general_total if general else 1.0
             novelty = len(st - set(q)) / len(st) if st else 0.0
             feats = (sent_cov, ctx_cov, missing, spec_ctx, spec_sent, spec_missing, absent, atype, novelty, li, li - best_li if li_all is not None else math.nan,
                      rr[ci], rr[ci] - top_rr, gap, agree, 1.0 / max(1, c.rank), kept_masks[ci][si], head_cov,
-                     contra)
+                     attr_cov, contra)
             rows.append(SentenceRow(c.chunk_id, c.doc_id, c.rank, sent, (s, e), feats))
     matrix = np.array([r.features for r in rows], dtype=np.float64).reshape(len(rows), len(FEATURES))
     return SentenceTable(tuple(rows), qt, unseen, matrix)
@@ -387,7 +393,7 @@ def _headings(text: str, spans: Sequence[Span]) -> list[str]:
 
 # The gate reads the question as a whole, through its best sentence: is there an answer at all?
 GATE_FEATURES: tuple[str, ...] = ("best_score", "absent", "spec_missing", "best_atype", "best_ctx_cov", "best_li",
-                                  "best_spec_ctx", "best_contradict", "best_sent_cov")
+                                  "best_spec_ctx", "best_contradict", "best_sent_cov", "best_attr_cov")
 
 
 def _logit(p: float) -> float:
@@ -402,7 +408,7 @@ def gate_features(matrix: np.ndarray, probs: np.ndarray) -> np.ndarray:
     row = matrix[b]
     f = {n: row[FEATURES.index(n)] for n in FEATURES}
     return np.array([_logit(float(probs[b])), f["absent"], f["spec_missing"], f["atype"], f["ctx_cov"], f["li"],
-                     f["spec_ctx"], f["contradict"], f["sent_cov"]], dtype=np.float64)
+                     f["spec_ctx"], f["contradict"], f["sent_cov"], f["attr_cov"]], dtype=np.float64)
 
 
 @dataclass(frozen=True)

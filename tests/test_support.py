@@ -159,3 +159,15 @@ def test_a_heading_is_the_local_subject_of_the_sentences_below_it() -> None:
     assert [(r.text, _f(r.features, "contradict")) for r in rows] == [
         ("MAX_POOL_SIZE is the maximum number of connections.", 0.0), ("The default is 20 connections.", 0.0),
         ("The default is 8 workers.", 1.0)]  # under another key's heading
+
+
+def test_attribute_coverage_leaves_names_out() -> None:
+    c = Candidate("k1", "d1", "Marta Kowalczyk is the hardware integration lead for Project Driftwood. "
+                              "Bram Hoekstra is the project manager at 40%.", 1.0, 1)
+    q = "Who is the project manager of Project Driftwood?"
+    assert set(question_terms(q).terms) - question_terms(q).codes == {"manag"}  # 'project' is part of a name here
+    rows = sentence_table(q, [c]).rows
+    lead, pm = rows
+    assert _f(lead.features, "attr_cov") == 0.0  # the right project, another role
+    assert _f(pm.features, "attr_cov") == 1.0
+    assert _f(lead.features, "spec_sent") == 1.0 and _f(pm.features, "spec_sent") == pytest.approx(0.5)
