@@ -243,6 +243,29 @@ def _toggles(page, url: str, rounds: int, timings: dict, pipeline_ms: dict, load
                               ("Sentence pruning", "prune")):
             timed(f"{stage} off", cascade(toggle), stage, "skipped", popover=True)
             timed(f"{stage} on", cascade(toggle), stage, "ran", popover=True)
+    _context_switch(page, loads)
+
+
+def _context_switch(page, loads: dict) -> None:
+    """The issue's worst freeze: the first switch to the heuristic context embedded every context on the query's
+    path (131 s). Now the page offers the build and searches raw text meanwhile. Timed from the click to the offer
+    drawn with Streamlit idle (the stage row may not change: the same raw query), and back to 'none'. Not a toggle
+    of the median (a different done-signal), reported apart."""
+    page.get_by_role("button", name="Context and graph").click()
+    radio = page.locator(".st-key-context_variant")
+    radio.get_by_text("heuristic", exact=True).wait_for(timeout=60_000)
+    t0 = time.perf_counter()
+    radio.get_by_text("heuristic", exact=True).click()
+    need = page.locator(".st-key-need_context")
+    need.wait_for(timeout=300_000)
+    _idle(page)
+    loads["context_heuristic_unbuilt_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    radio.get_by_text("none", exact=True).click()
+    need.wait_for(state="detached", timeout=300_000)
+    _idle(page)
+    loads["context_back_to_none_s"] = time.perf_counter() - t0
+    page.keyboard.press("Escape")
 
 
 def _graph(page, url: str, loads: dict) -> None:
