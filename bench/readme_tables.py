@@ -489,6 +489,32 @@ def ingest_runtime(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
+def _sci(v: Any) -> str:
+    return f"{v:.1e}" if isinstance(v, (int, float)) else "–"
+
+
+def ray_ingest(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #14 part 3: bench/ray_ingest.py, local vs ray ingest on this machine."""
+    s, a = d.get("summary") or {}, d.get("agreement") or {}
+    out = [f"### Ingest on Ray vs local ({d.get('corpus', '')})", "", caption(file, d), "",
+           "Each engine in a fresh process on the same abstracts into a fresh database; Ray is a local runtime on this "
+           "2-core machine (one embedding actor per CPU, one ONNX thread each). Memory: peak summed PSS of the "
+           "process tree (driver, parse sandbox, and for Ray its GCS, raylet and workers).", ""]
+    rows = [[r.get("engine"), r.get("round"), num(r.get("ingest_s"), 1), num(r.get("chunks_per_s"), 1),
+             num(r.get("ray_start_s"), 1) if r.get("ray_start_s") is not None else "–", num(r.get("peak_tree_mib"), 0),
+             r.get("peak_tree_processes")] for r in d.get("runs") or []]
+    out.append(md_table(["engine", "round", "ingest s", "chunks/s", "Ray start s", "peak MiB", "processes"], rows))
+    if s:
+        out += ["", f"Ray / local ingest time **{num(s.get('overhead_ratio'), 2)}×** "
+                f"({num(s.get('overhead_ratio_with_start'), 2)}× counting the runtime's start); peak memory "
+                f"{num(s.get('memory_ratio'), 2)}× ({num(s.get('ray_peak_mib'), 0)} vs {num(s.get('local_peak_mib'), 0)} MiB)."
+                f" Same documents: {a.get('documents_equal')}; same chunk ids and texts: {a.get('chunks_equal')}; "
+                f"largest vector difference {_sci(a.get('max_abs_vector_diff'))} ({a.get('vector_model')}). "
+                "Seconds here depend mostly on the other jobs sharing the machine (load average in the caption); "
+                "the two engines ran one after the other, not side by side."]
+    return out
+
+
 def onnx(d: dict[str, Any], file: str) -> list[str]:
     """Issue #14: torch vs onnx vs onnx-int8 encode speed and ranking agreement (bench/embed_runtime.py)."""
     p = d.get("parameters") or {}
@@ -955,6 +981,7 @@ SECTIONS: list[tuple[str, Callable[[dict[str, Any], str], list[str]]]] = [
     ("cascade_latency.json", cascade_latency),
     ("ingest.json", ingest),
     ("ingest_onnx.json", ingest_runtime),
+    ("ray_ingest.json", ray_ingest),
     ("onnx.json", onnx),
     ("query.json", query),
     ("context.json", context),
