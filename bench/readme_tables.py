@@ -810,6 +810,16 @@ def route_latency(d: dict[str, Any], file: str) -> list[str]:
                 f"(target ≤ 60%: {_met(lat <= 0.60)}). Routes taken by gold class: "
                 + "; ".join(f"{c}: " + ", ".join(f"{k} {n}" for k, n in v.items() if n) for c, v in
                             (t.get("routes") or {}).items()) + "."]
+    if t.get("routed_floor_over_heaviest_ms") is not None:
+        out += ["", f"{_pct(t.get('multi_hop_share'))} of these questions take the multi-hop route, whose loop is the "
+                f"heaviest configuration: the loop's time on them alone is {_pct(t.get('routed_floor_over_heaviest_ms'))}"
+                " of the heaviest configuration's mean, a floor for routed even if every other question cost nothing."]
+    w = t.get("what_if_multi_hop_decompose") or {}
+    if w:
+        out += ["", "What-if from the same run (each question routed multi-hop scored with its own decomposition row "
+                f"instead of the loop): recall@5 {num(w.get('recall@5'), 1)} ({_pct(w.get('over_hindsight_recall@5'))} "
+                f"of hindsight), all-gold@10 {num(w.get('allgold@10'), 1)} ({_pct(w.get('over_hindsight_allgold@10'))}),"
+                f" latency {_pct(w.get('over_heaviest_ms'))} of the heaviest."]
     st = t.get("routed_stage_ms_mean") or {}
     if st:
         out += ["", "Routed, mean ms per question by stage (a loop's rounds are inside `evidence`): "

@@ -403,7 +403,7 @@ def _gold_class(qtype: str) -> str:
     return {**SAMPLE_CLASS, **TWOWIKI_CLASS}.get(qtype, "factoid")
 
 
-def latency_part(dataset: str, root: Path, db: str, limit: int) -> dict[str, Any]:
+def latency_part(dataset: str, root: Path, db: str, limit: int, every: int = 1) -> dict[str, Any]:
     """Each question through every single configuration and the routed one, in rotating order (so load hits all
     rows alike: the ratios hold under load, the absolute ms do not). Quality = document-level recall@5 and
     all-gold@10 of the final list. Per gold class (the router's classes, from the question's type), the best single
@@ -423,7 +423,7 @@ def latency_part(dataset: str, root: Path, db: str, limit: int) -> dict[str, Any
     t0 = time.perf_counter()
     gs, notes = prepare(gs, deps, workspace=ws, config=base)
     print(f"corpus ready in {time.perf_counter() - t0:.1f}s; " + "; ".join(notes), flush=True)
-    qs = [q for q in gs.queries if q.gold and any(g.doc_ids for g in q.gold)]
+    qs = [q for q in gs.queries if q.gold and any(g.doc_ids for g in q.gold)][::every]
     if limit:
         qs = qs[:limit]
     configs = {name: base.with_overrides(o) for name, o in {**SINGLES, "routed": {"router.enabled": True}}.items()}
@@ -494,6 +494,25 @@ def summarise_latency(dataset: str, rows: Sequence[dict[str, Any]], names: Seque
     out["routed_stage_ms_mean"] = {s: round(float(np.mean([r.get("stage_ms", {}).get(s, 0.0) for r in routed_rows])), 1)
                                    for s in stages}
     out["routed_mean_rounds"] = round(float(np.mean([r.get("rounds") or 0 for r in routed_rows])), 3)
+    # Why routed cannot reach 60% where most questions need the loop: even if every other question cost nothing,
+    # routed >= (the loop's ms on the questions routed multi-hop) / N.
+    mh = [r for r in rows if r["routed"].get("route") == "multi-hop"]
+    heavy_ms = per_config[heaviest]["ms_mean"]
+    out["multi_hop_share"] = round(len(mh) / len(rows), 4)
+    if "loop (agent + decompose)" in names:
+        out["routed_floor_over_heaviest_ms"] = round(sum(r["loop (agent + decompose)"]["ms"] for r in mh)
+                                                     / len(rows) / heavy_ms, 4)
+    if "decompose" in names and mh:
+        # What-if from the same run: the multi-hop route as decomposition alone (each such question's decompose row)
+        alt = [r["decompose"] if r["routed"].get("route") == "multi-hop" else r["routed"] for r in rows]
+        out["what_if_multi_hop_decompose"] = {
+            "recall@5": round(100 * float(np.mean([a["r5"] for a in alt])), 2),
+            "allgold@10": round(100 * float(np.mean([a["a10"] for a in alt])), 2),
+            "ms_mean": round(float(np.mean([a["ms"] for a in alt])), 1),
+            "over_hindsight_recall@5": round(100 * float(np.mean([a["r5"] for a in alt])) / out["hindsight_recall@5"], 4),
+            "over_hindsight_allgold@10": round(100 * float(np.mean([a["a10"] for a in alt]))
+                                               / out["hindsight_allgold@10"], 4),
+            "over_heaviest_ms": round(float(np.mean([a["ms"] for a in alt])) / heavy_ms, 4)}
     out["targets"] = {
         "routed recall@5 >= 95% of hindsight": (out["routed_over_hindsight_recall@5"] or 0) >= 0.95,
         "routed all-gold@10 >= 95% of hindsight": (out["routed_over_hindsight_allgold@10"] or 0) >= 0.95,
@@ -509,12 +528,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--part", choices=["router", "twowiki", "scifact", "tune", "tune_loop", "latency"], required=True)
     ap.add_argument("--dataset", default="twowiki_multihop", help="latency: sample or twowiki_multihop")
+    ap.add_argument("--every", type=int, default=1, help="latency: every n-th question (a spread sample)")
+    ap.add_argument("--resummarise", metavar="RESULTS_JSON",
+                    help="latency: recompute the summary of a results file from its per-question rows (no new "
+                         "measurement; the file keeps its run record and says it was re-summarised)")
     ap.add_argument("--max-docs", type=int, default=1500, help="scifact: corpus cut size")
     ap.add_argument("--datasets")
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--rows", default=",".join(ROWS))
     ap.add_argument("--db", default=str(ROOT / "data" / "bench" / "route.duckdb"))
     args = ap.parse_args(argv)
+    if args.resummarise:
+        path = Path(args.resummarise)
+        d = json.loads(path.read_text(encoding="utf-8"))
+        lat = d["latency"]
+        d["latency"] = summarise_latency(lat["dataset"], lat["per_question"], list(lat["configs"]))
+        d["run"]["resummarised_by"] = f"bench/route.py --resummarise {path.name} (summary from the per-question rows)"
+        path.write_text(json.dumps(d, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        return 0
     # one results file per part, each holding its own run (bench/_common.write_result)
     if args.part == "router":
         write_result(RESULT, {"router": router_part()})
@@ -528,7 +559,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         name = "sample" if args.dataset == "sample" else "twowiki"
         db = args.db.replace("route.duckdb", f"route_{name}.duckdb") if name == "sample" else args.db
         write_result(f"{RESULT}_latency_{name}", {"latency": latency_part(args.dataset, datasets_dir(args.datasets),
-                                                                         db, args.limit)})
+                                                                         db, args.limit, args.every)})
     elif args.part == "scifact":
         db = args.db.replace("route.duckdb", "route_scifact.duckdb")
         write_result(f"{RESULT}_scifact", {"scifact": scifact_part(datasets_dir(args.datasets), db,
