@@ -977,6 +977,10 @@ def ui_latency(d: dict[str, Any], file: str) -> list[str]:
         po = d["popover_open_s"]
         out += ["", f"Opening the cascade popover (browser only, no script runs): median "
                 f"{num(statistics.median(po), 2)} s, slowest {num(max(po), 2)} s."]
+    if d.get("context_heuristic_unbuilt_s") is not None:
+        out += ["", f"Switching to the heuristic context before its vectors exist (the issue's 131 s freeze): the "
+                f"build is offered and raw text searched in {num(d['context_heuristic_unbuilt_s'], 2)} s; back to "
+                f"none in {num(d.get('context_back_to_none_s'), 2)} s."]
     for part, err in (d.get("errors") or {}).items():
         out += ["", f"**{part} failed**: {err}"]
     return out
