@@ -184,6 +184,20 @@ def cascade_compression(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
+def cascade_scifact(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #14 part 2: late-interaction rerank on the whole SciFact corpus (bench/cascade.py --only scifact)."""
+    out = [f"### Rerank on the whole SciFact corpus ({num(d.get('documents'))} abstracts, {d.get('queries')} queries, "
+           f"{d.get('candidates_per_call')} candidates per call)", "", caption(file, d), ""]
+    rows = [[name, num(r.get("median_ms"), 1), num(r.get("p95_ms"), 1), num(r.get("cpu_median_ms"), 1),
+             num(r.get("chunks_encoded"))] for name, r in (d.get("rerank") or {}).items()]
+    out.append(md_table(["late-interaction rerank", "median ms", "p95 ms", "CPU median ms", "chunks encoded"], rows))
+    out += ["", f"Token vectors stored at ingest: {num(d.get('token_vectors_stored'))} texts, "
+                f"{num(d.get('token_vector_mb'), 1)} MB of float16 in DuckDB; memory cache bounded at "
+                f"{num(d.get('memory_cache_max_mb'), 1)} MB; peak RSS of the bench process {num(d.get('peak_rss_mb'), 1)} "
+                f"MB. Target: {d.get('target')} — met: {num(d.get('meets_target'))}."]
+    return out
+
+
 def cascade_latency(d: dict[str, Any], file: str) -> list[str]:
     per = d.get("candidates_per_call") or {}
     n = per.get("max") if per.get("min") == per.get("max") else f"{per.get('min')}–{per.get('max')}"
@@ -204,6 +218,11 @@ def ingest(d: dict[str, Any], file: str) -> list[str]:
                f"{num(d.get('ratio_goal'), 1)})")
     out.append(f"- {num(d.get('ingest_chunks_per_s'), 1)} chunks/s ingest vs {num(d.get('bare_chunks_per_s'), 1)} "
                "chunks/s bare encode")
+    if p.get("runtime"):
+        tokens = p.get("token_vectors_at_ingest")
+        out.append(f"- ingest embeds with `embedding.runtime={p['runtime']}` (`{p.get('model_id')}`); bare encode is "
+                   "torch" + ("; ingest also stores every chunk's late-interaction token vectors, taken from the same "
+                              "forward pass" if tokens else "" if tokens is None else "; no token vectors stored"))
     rows = [[ph["phase"], num(ph.get("seconds"), 1), num(ph.get("encode_seconds"), 1), num(ph.get("chunks")),
              num(ph.get("embedded")), num(ph.get("cache_hits"))] for ph in d.get("phases") or []]
     if rows:
@@ -993,6 +1012,7 @@ SECTIONS: list[tuple[str, Callable[[dict[str, Any], str], list[str]]]] = [
     ("cascade_quality.json", cascade_quality),
     ("cascade_compression.json", cascade_compression),
     ("cascade_latency.json", cascade_latency),
+    ("cascade_scifact.json", cascade_scifact),
     ("ingest.json", ingest),
     ("ingest_onnx.json", ingest_runtime),
     ("ray_ingest.json", ray_ingest),
