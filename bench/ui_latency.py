@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import socket
 import statistics
 import subprocess
@@ -185,6 +186,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{len(flat)} toggles: median {result.get('median_s')} s, max {result.get('max_s')} s; "
               f"graph page {result.get('graph_page_load_s')} s, JS probe max {result.get('graph_js_probe_max_ms')} "
               f"ms; errors {errors or 'none'} -> {path}")
+        if errors:
+            print(f"server log and database kept in {tmp}", file=sys.stderr)
+        else:  # the temporary database (tens of MB) and the server log
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _toggles(page, url: str, rounds: int, timings: dict, pipeline_ms: dict, loads: dict,
