@@ -59,7 +59,7 @@ session_cfg = _state.config()
 saved = {f"{c.name} · {c.hash}": c.config for c in list_configs(ws, data_dir) if c.config is not None}
 # "routed" and "single pipeline": the session's settings with the router on (transforms left to each route) / off
 variants = {f"{n} · {c.stable_hash()}": c for n, c in routed_variants(session_cfg).items()}
-options = {f"session · {session_cfg.stable_hash()}": session_cfg, **variants, **saved}
+options = {f"session · {session_cfg.stable_hash()}": session_cfg, **saved, **variants}
 with st.expander("Save the session configuration"):
     c1, c2, c3 = st.columns([3, 1, 1], vertical_alignment="bottom")
     name = c1.text_input("Name", key="cfg_name")
