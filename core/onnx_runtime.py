@@ -389,14 +389,21 @@ class OnnxEmbedder:
             for j, (i, e) in enumerate(zip(idx, encs)):
                 if e.overflowing:
                     continue
+                # Each property access copies the whole list out of the tokenizer: read them once.
+                ids, offsets = e.ids, e.offsets
                 rows = [k for k, special in enumerate(e.special_tokens_mask) if not special]
-                tokens[i] = ([e.ids[k] for k in rows], [tuple(e.offsets[k]) for k in rows],
+                tokens[i] = ([ids[k] for k in rows], [tuple(offsets[k]) for k in rows],
                              np.asarray(hidden[j, rows], dtype=np.float32))
         return vecs, tokens
 
     def window_encoder(self) -> "OnnxTokenEncoder":
-        """Token vectors for late interaction / late chunking from this runtime (core.rerank.window_encoder_for)."""
-        return OnnxTokenEncoder(self)
+        """Token vectors for late interaction / late chunking from this runtime (core.rerank.window_encoder_for).
+        One per embedder: ingest asks for it on every batch holding a long chunk, and building one reads the
+        tokenizer file."""
+        with self._lock:
+            if getattr(self, "_window_encoder", None) is None:
+                self._window_encoder = OnnxTokenEncoder(self)
+            return self._window_encoder
 
     def token_vectors(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         sess = self._session(1 if ids.shape[0] <= 4 else self._threads)
