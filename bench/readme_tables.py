@@ -1015,6 +1015,7 @@ SECTIONS: list[tuple[str, Callable[[dict[str, Any], str], list[str]]]] = [
     ("cascade_scifact.json", cascade_scifact),
     ("ingest.json", ingest),
     ("ingest_onnx.json", ingest_runtime),
+    ("ingest_int8.json", ingest_runtime),
     ("ray_ingest.json", ray_ingest),
     ("onnx.json", onnx),
     ("query.json", query),
