@@ -80,7 +80,11 @@ with st.expander("Save the session configuration"):
 labels = list(options)
 ca, cb, cr = st.columns([2, 2, 1])
 a_label = ca.selectbox("Configuration A", labels, key="cfg_a")
-b_label = cb.selectbox("Configuration B", labels, index=min(1, len(labels) - 1), key="cfg_b")
+# B starts on the first option that differs from the session's settings (with the router on by default, "routed"
+# is the session itself and comparing it with A would measure nothing).
+b_first = next((i for i, label in enumerate(labels) if options[label].stable_hash() != session_cfg.stable_hash()),
+               min(1, len(labels) - 1))
+b_label = cb.selectbox("Configuration B", labels, index=b_first, key="cfg_b")
 repeats = cr.number_input("Repeats", 1, 10, 1, key="eval_repeats", help="for non-deterministic stages")
 diff = config_diff(options[a_label], options[b_label])
 st.caption("B changes: " + (", ".join(f"{k} {escape_md(repr(a))} → {escape_md(repr(b))}"

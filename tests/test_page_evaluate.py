@@ -125,3 +125,18 @@ def test_saved_configs_live_beside_the_database(monkeypatch: pytest.MonkeyPatch,
     at.text_input(key="cfg_name").input("beside").run()
     at.button(key="cfg_save").click().run()
     assert (db.parent / "workspaces" / "default" / "configs" / "beside.json").is_file()
+
+
+def test_configuration_b_starts_on_settings_that_differ_from_the_session(deps: Deps, tmp_path: Path) -> None:
+    # No saved configuration: the list is session, routed, single pipeline. With the router on by default, "routed"
+    # hashes like the session itself; B must not start on a copy of A.
+    ingest_files(DOCS, store=deps.store, embedder=deps.embedder, config=PipelineConfig())
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state[_state.DEPS_KEY] = deps
+    at.session_state["data_dir"] = str(tmp_path)
+    at.run()
+    at = at.switch_page("pages/evaluate.py").run()
+    a, b = at.selectbox(key="cfg_a").value, at.selectbox(key="cfg_b").value
+    assert a.startswith("session · ")
+    assert b.split(" · ")[-1] != a.split(" · ")[-1], (a, b)
+    assert not any("B changes: nothing" in c.value for c in at.caption)
