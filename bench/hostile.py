@@ -39,38 +39,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._common import ROOT, write_result  # noqa: E402
-from tests.bad_inputs import docx_with, docx_with_body  # noqa: E402 - the same generators the tests use
+from tests.bad_inputs import docx_with, docx_with_body, pdf_with_text as _pdf  # noqa: E402 - the same generators the tests use
 
 HANG_S = 30.0
 BEACON = "http://203.0.113.7/pixel.png"
 
 
 # -- the hostile files -------------------------------------------------------------------------------------------
-def _pdf(text: str, password: str | None = None, extra_stream: bytes | None = None) -> bytes:
-    from pypdf import PdfWriter
-    from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
-
-    w = PdfWriter()
-    page = w.add_blank_page(width=300, height=200)
-    font = DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
-                             NameObject("/BaseFont"): NameObject("/Helvetica")})
-    page[NameObject("/Resources")] = DictionaryObject(
-        {NameObject("/Font"): DictionaryObject({NameObject("/F1"): w._add_object(font)})})
-    stream = DecodedStreamObject()
-    body = f"BT /F1 12 Tf 20 100 Td ({text}) Tj ET".encode()
-    if extra_stream:
-        body += b"\n" + extra_stream
-    stream.set_data(body)
-    if extra_stream:
-        stream = stream.flate_encode()  # a small file whose content stream inflates to many MB
-    page[NameObject("/Contents")] = w._add_object(stream)
-    if password:
-        w.encrypt(user_password=password, owner_password=password + "-owner")
-    buf = io.BytesIO()
-    w.write(buf)
-    return buf.getvalue()
-
-
 def hostile_files(seed: int = 7, scale: float = 1.0) -> list[tuple[str, bytes, str]]:
     """(name, bytes, class) of >= 300 hostile uploads. `scale` < 1 shrinks the big ones (tests use 0.05)."""
     rng = random.Random(seed)

@@ -5,8 +5,9 @@ import io
 import zipfile
 
 
-def pdf_with_text(text: str, password: str | None = None) -> bytes:
-    """A one-page PDF carrying `text`, optionally encrypted with a user password."""
+def pdf_with_text(text: str, password: str | None = None, extra_stream: bytes | None = None) -> bytes:
+    """A one-page PDF carrying `text`, optionally encrypted with a user password. `extra_stream` is appended to the
+    page's content stream, which is then deflated: a small file that inflates to many MB (a decompression bomb)."""
     from pypdf import PdfWriter
     from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
@@ -17,7 +18,10 @@ def pdf_with_text(text: str, password: str | None = None) -> bytes:
     page[NameObject("/Resources")] = DictionaryObject(
         {NameObject("/Font"): DictionaryObject({NameObject("/F1"): w._add_object(font)})})
     stream = DecodedStreamObject()
-    stream.set_data(f"BT /F1 12 Tf 20 100 Td ({text}) Tj ET".encode())
+    body = f"BT /F1 12 Tf 20 100 Td ({text}) Tj ET".encode()
+    stream.set_data(body + b"\n" + extra_stream if extra_stream else body)
+    if extra_stream:
+        stream = stream.flate_encode()
     page[NameObject("/Contents")] = w._add_object(stream)
     if password:
         w.encrypt(user_password=password, owner_password=password + "-owner")
