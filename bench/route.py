@@ -197,21 +197,29 @@ ROWS = {
 TYPES = ("comparison", "compositional", "inference", "bridge_comparison")
 
 
-def tune_part(root: Path, db: str, limit: int) -> dict[str, Any]:
-    """transforms.weight x transforms.per_query_k for the routed row, on the twowiki questions of the router's TRAIN
-    split only (the test-split questions are what twowiki_part reports on)."""
+def _twowiki_train(root: Path, db: str, ws: str) -> tuple[Any, Any, dict[str, str], list[dict[str, Any]]]:
+    """The tuning parts' inputs: the retrieval-only base config, deps on `db`, doc id -> title in workspace `ws`, and
+    the twowiki questions that sit in the router's TRAIN split (the test split stays for the reported parts)."""
     from core.config import PipelineConfig
     from core.deps import build_deps
-    from core.pipeline import run_query
-    from agent import doc_order, score
 
-    ws = "twowiki"
     base = PipelineConfig().with_overrides(RETRIEVAL)
     deps = build_deps(base, db=db)
     titles = {d.doc_id: d.name for d in deps.store.corpus.documents(ws)}
     split = {json.loads(x)["text"]: json.loads(x)["split"] for x in ROUTING_FILE.read_text().splitlines() if x}
     questions = [json.loads(r) for r in (root / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
-    questions = [q for q in questions if split.get(q["question"]) == "train"][: limit or None]
+    return base, deps, titles, [q for q in questions if split.get(q["question"]) == "train"]
+
+
+def tune_part(root: Path, db: str, limit: int) -> dict[str, Any]:
+    """transforms.weight x transforms.per_query_k for the routed row, on the twowiki questions of the router's TRAIN
+    split only (the test-split questions are what twowiki_part reports on)."""
+    from core.pipeline import run_query
+    from agent import doc_order, score
+
+    ws = "twowiki"
+    base, deps, titles, questions = _twowiki_train(root, db, ws)
+    questions = questions[: limit or None]
     grid = []
     for w in (1.0, 2.0):
         for pk in (3, 5):
@@ -357,18 +365,11 @@ def tune_loop_part(root: Path, db: str, limit: int) -> dict[str, Any]:
     twowiki questions of the multi-hop class only (the latency part reports all 300). Interleaved per question."""
     from agent import doc_order, score
 
-    from core.config import PipelineConfig
-    from core.deps import build_deps
     from core.pipeline import run_query
 
     ws = "twowiki"
-    base = PipelineConfig().with_overrides(RETRIEVAL)
-    deps = build_deps(base, db=db)
-    titles = {d.doc_id: d.name for d in deps.store.corpus.documents(ws)}
-    split = {json.loads(x)["text"]: json.loads(x)["split"] for x in ROUTING_FILE.read_text().splitlines() if x}
-    questions = [json.loads(r) for r in (root / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
-    questions = [q for q in questions if split.get(q["question"]) == "train" and _gold_class(q["type"]) == "multi-hop"]
-    questions = questions[: limit or None]
+    base, deps, titles, questions = _twowiki_train(root, db, ws)
+    questions = [q for q in questions if _gold_class(q["type"]) == "multi-hop"][: limit or None]
     grid = {pr: base.with_overrides({**SINGLES["loop (agent + decompose)"], "agent.per_round": pr}) for pr in (1, 2, 3)}
     res: dict[int, list[tuple[float, float, float]]] = {pr: [] for pr in grid}
     for cfg in grid.values():  # warm-up: model load (or ONNX export), indexes; not part of any row
