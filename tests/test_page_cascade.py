@@ -69,14 +69,18 @@ def test_budget_and_lambda_reach_the_config(lab: AppTest) -> None:
     assert "<b>scorer</b>: embedder" in lab_html.columns(lab)["prune"].head
 
 
-def test_token_vectors_are_offered_with_an_estimate_and_built_on_request(store: Store) -> None:
+def _lab_without_token_vectors(store: Store) -> tuple[Deps, int, AppTest]:
+    """Search Lab over a fresh ingest whose late-interaction token vectors were never encoded: deps, chunk count, page."""
     deps = Deps(store=store, embedder=ConceptEmbedder({"automobile": "car"}))
     assert not ingest_files(DOCS, store=store, embedder=deps.embedder, config=PipelineConfig()).errors
-    n = len(store.corpus.chunks())
     at = AppTest.from_file(APP, default_timeout=30)
     at.session_state[_state.DEPS_KEY] = deps
     at.session_state[_state.CONFIG_KEY] = PipelineConfig().with_overrides({"router.enabled": False})
-    at = at.run().switch_page("pages/search_lab.py").run()
+    return deps, len(store.corpus.chunks()), at.run().switch_page("pages/search_lab.py").run()
+
+
+def test_token_vectors_are_offered_with_an_estimate_and_built_on_request(store: Store) -> None:
+    deps, n, at = _lab_without_token_vectors(store)
     need = [c.value for c in at.caption if "token vectors" in c.value]
     assert len(need) == 1 and f"{n:,} of {n:,} chunks not encoded yet (about " in need[0], need
     assert not [m.value for m in at.markdown if "Needs building" in m.value]  # a speed-up, not a missing index
@@ -93,13 +97,7 @@ def test_token_vectors_are_offered_with_an_estimate_and_built_on_request(store: 
 
 
 def test_the_offer_is_counted_again_after_a_query_that_encoded_chunks(store: Store) -> None:
-    deps = Deps(store=store, embedder=ConceptEmbedder({"automobile": "car"}))
-    assert not ingest_files(DOCS, store=store, embedder=deps.embedder, config=PipelineConfig()).errors
-    n = len(store.corpus.chunks())
-    at = AppTest.from_file(APP, default_timeout=30)
-    at.session_state[_state.DEPS_KEY] = deps
-    at.session_state[_state.CONFIG_KEY] = PipelineConfig().with_overrides({"router.enabled": False})
-    at = at.run().switch_page("pages/search_lab.py").run()
+    deps, n, at = _lab_without_token_vectors(store)
     assert [c.value for c in at.caption if f"{n} of {n} chunks not encoded yet" in c.value]
     at.text_input(key="query").input("automobile price")
     at = at.button(key="search").click().run()
