@@ -501,7 +501,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
         print(f"{report.mode} build ({report.builder}) in {report.seconds:.2f} s: +{report.chunks_added} / "
               f"-{report.chunks_removed} chunks; {report.nodes} nodes ({report.active_nodes} active), "
               f"{report.edges} edges; {report.communities} communities on {report.levels} level(s); "
-              f"{report.summaries_invalidated} summaries invalidated; {report.suggestions} new merge suggestions")
+              f"{report.summaries_invalidated} summaries invalidated, {report.summaries_written} written; {report.suggestions} new merge suggestions")
         for n in report.notes:
             print(f"note: {n}")
     return 0

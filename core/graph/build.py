@@ -14,7 +14,8 @@ from core.graph.extract import extract_all, make_extractor
 from core.graph.model import LLM_BUILT, STATISTICAL, BuildReport, ChunkExtraction
 from core.graph.rules import merge_item_id, node_rows
 from core.graph.resolve import Resolution, SynonymGroup, parse_synonyms, resolve, suggest_merges
-from core.graph.snapshot import active_graph, name_vectors
+from core.graph.snapshot import active_graph, load_snapshot, name_vectors
+from core.graph.summaries import build_summaries
 from core.llm import LLMError
 from core.types import DEFAULT_WORKSPACE, Usage
 
@@ -116,8 +117,14 @@ def _finish(store: Store, cfg: GraphConfig, workspace: str, *, mode: str, builde
              "label": builder_label(builder)}
     store.graph.set_state(corpus_version=store.corpus.corpus_version(workspace), builder=builder,
                           settings=_settings(cfg), stats=stats, workspace=workspace)
+    # Extractive summaries cost no model call, so the build stores them for every community whose membership is
+    # new: global search then reads them instead of writing them into each process's memory on first use. LLM
+    # summaries stay a query-time (or explicit) cost the user sees estimated first.
+    snap = load_snapshot(store, workspace, cfg.min_phrase_chunks)
+    written = build_summaries(snap, store, workspace=workspace) if snap is not None else 0
     return BuildReport(mode, builder_label(builder), added, removed, counts["nodes"], counts["edges"], len(active),
-                       levels, n_comms, invalidated, suggestions, time.perf_counter() - t0, usage, tuple(notes))
+                       levels, n_comms, invalidated, suggestions, time.perf_counter() - t0, usage, tuple(notes),
+                       written)
 
 
 # -- entry points --------------------------------------------------------------------------------------------------

@@ -79,3 +79,4 @@ class BuildReport:
     seconds: float = 0.0
     usage: Usage = Usage()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    summaries_written: int = 0  # extractive community summaries stored at build time (global search reads them)
