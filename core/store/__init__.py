@@ -63,4 +63,5 @@ class Store:
         return self.db.workspaces()
 
     def close(self) -> None:
+        self.caches.close()  # the token-vector file beside the database (core/store/tokvec_file.py)
         self.db.close()
