@@ -53,7 +53,7 @@ with st.container(border=True):
     rep = st.session_state.get(REPORT_KEY)
     if rep is not None:
         st.success(f"{rep.mode} build in {rep.seconds:.2f} s: +{rep.chunks_added} / -{rep.chunks_removed} chunks, "
-                   f"{rep.suggestions} new merge suggestions, {rep.summaries_invalidated} summaries invalidated")
+                   f"{rep.suggestions} new merge suggestions, {rep.summaries_invalidated} summaries invalidated, {rep.summaries_written} written")
         for note in rep.notes:
             st.warning(escape_md(note))
 
