@@ -1,4 +1,5 @@
-"""Frozen records of the entity graph: what an extractor saw in one chunk, and the nodes and edges built from it."""
+"""Frozen records of the entity graph: what an extractor saw in one chunk and what a build did. The stored node
+and edge rows are core.records.GraphNode / GraphEdge (the store returns them)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -39,26 +40,6 @@ class ChunkExtraction:
     relations: tuple[Relation, ...]
     source: str = "statistical"  # statistical | llm
     usage: Usage = Usage()
-
-
-@dataclass(frozen=True)
-class GraphNode:
-    node_id: str
-    name: str
-    type: str
-    description: str
-    n_chunks: int
-    n_mentions: int
-    aliases: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class GraphEdge:
-    src: str
-    dst: str
-    weight: float
-    n_chunks: int
-    description: str = ""
 
 
 @dataclass(frozen=True)
