@@ -111,17 +111,25 @@ _ASKS = (
     ("amount", re.compile(r"(?i)\b(price|prices|cost|costs|fee|fees|revenue|revenues|budget|turnover|salary|"
                           r"salaries|stipend|allowance|margin|spend|spent)\b|стои|цен[аыу]|выручк|бюджет|зарплат|"
                           r"надбавк|маржа")),
-    ("year", re.compile(r"(?i)\b(which|what) year\b|\bwhen\b|в каком году|когда")),
+    # 'when' opens the question (or a second part of it): 'the first action when a gateway reports ...' asks no date
+    ("year", re.compile(r"(?i)\b(which|what) year\b|^\s*(by |since |until )?when\b|\b(and|or),? when\b|"
+                        r"в каком году|^\s*когда\b|\bи когда\b")),
     ("number", re.compile(r"(?i)\bhow (many|much|long|large|big|often|far|high)\b|\bwhat (rate|percentage|value|share)"
                           r"\b|\bdefault\b|сколько|на сколько|каким моментом|какое значение")),
 )
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 # Counts written as words answer 'how many' as well as digits do ('up to three days per week').
 _NUMBER_WORDS = frozenset(
-    "one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty forty fifty hundred "
-    "один одна два две три четыре пять шесть семь восемь девять десять двадцать тридцать сто".split())
-_YEARISH = re.compile(r"(?i)\b(19|20)\d\d\b|\b(january|february|march|april|may|june|july|august|september|october|"
-                      r"november|december)\b|январ|феврал|март|апрел|ма[йя]|июн|июл|август|сентябр|октябр|ноябр|декабр")
+    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
+    "eighteen nineteen twenty thirty forty fifty sixty hundred thousand "
+    "один одна одно два две двух двум двумя три трёх трех трём трем тремя четыре четырёх четырех четырём четырем "
+    "четырьмя пять пяти пятью шесть шести шестью семь семи восемь восьми девять девяти десять десяти двенадцать "
+    "пятнадцать двадцать двадцати тридцать тридцати сорок сто".split())
+# A rule's 'when' ('When may first-class tickets be booked?') is answered by a condition as well as by a date.
+_WHEN_RULE = re.compile(r"(?i)^\s*when\s+(may|must|should|can|do|does)\b|^\s*когда\s+(можно|нужно|следует)")
+_CONDITION = re.compile(r"(?i)\b(when|whenever|if|once|after|before|until|within)\b|\b(когда|если|после|пока)\b")
+_YEARISH = re.compile(r"\b(19|20)\d\d\b|\b(January|February|March|April|May|June|July|August|September|October|"
+                      r"November|December)\b|(?i:январ|феврал|март|апрел|ма[йя]|июн|июл|август|сентябр|октябр|ноябр|декабр)")
 _AMOUNT = re.compile(r"(?i)[€$£₸]\s?\d|\b(eur|usd)\s?\d|\d\s?(€|eur|euros?|usd|dollars?|руб\w*|тенге|₸|евро|"
                      r"млн|million|billion)(?!\w)|\d\s?%")
 # Two capitalised words in a row (Latin or Cyrillic): a person's name answers 'who'.
@@ -139,7 +147,11 @@ def asked_type(question: str) -> str | None:
     return None
 
 
-_HOW_MANY = re.compile(r"(?i)\bhow many\s+(\w+)(?:\s+(\w+))?|сколько\s+(\w+)")
+_HOW_MANY = re.compile(r"(?i)\bhow many\s+((?:[\w-]+\s+){0,2}[\w-]+)|сколько\s+(\w+)")
+# Words that end the counted phrase ('how many QM-55 modules did ...'): a verb or auxiliary after the noun.
+_COUNT_STOP = frozenset("did do does is are was were have has had can could will would should may must".split())
+# 'one' is mostly a determiner ('receives one gateway'): on its own it does not answer 'how much' or 'what value'.
+_DETERMINER_NUMBERS = frozenset("one один одна одно".split())
 _WHICH_YEAR = re.compile(r"(?i)\b(which|what) year\b|в каком году")
 _YEAR = re.compile(r"\b(19|20)\d\d\b")
 
@@ -149,7 +161,13 @@ def _counted(question: str) -> set[str]:
     m = _HOW_MANY.search(question)
     if not m:
         return set()
-    return {t for w in m.groups() if w for t in tokenize(w)}
+    out: set[str] = set()
+    for w in (m.group(1) or m.group(2) or "").split():
+        if w.lower() in _COUNT_STOP:
+            break
+        if not any(ch.isdigit() for ch in w):  # a code ('QM-55') names what is counted, the noun after it is counted
+            out.update(tokenize(w))
+    return out
 
 
 def holds_type(sentence: str, kind: str | None, question: str) -> bool:
@@ -167,19 +185,20 @@ def holds_type(sentence: str, kind: str | None, question: str) -> bool:
     sentence = _CODE_WORD.sub(" ", sentence)
     own = set(_NUMBER.findall(question)) | {w for w in re.findall(r"\w+", question.lower()) if w in _NUMBER_WORDS}
     new_numbers = [n for n in _NUMBER.findall(sentence) if n not in own]
+    if kind == "year" and not _WHICH_YEAR.search(question):
+        # a date ('in September', 'on 14 May 2024'), or for a rule's 'when' also a condition
+        return bool(_YEARISH.search(sentence)) or bool(_WHEN_RULE.search(question) and _CONDITION.search(sentence))
     if kind == "number":
         new_numbers += [w for w in re.findall(r"\w+", sentence.lower()) if w in _NUMBER_WORDS and w not in own]
     if not new_numbers:
         return False
     if kind == "amount":
         return bool(_AMOUNT.search(sentence))
-    if kind == "year":
-        if _WHICH_YEAR.search(question):
-            return any(y.group(0) not in own for y in _YEAR.finditer(sentence))
-        return bool(_YEARISH.search(sentence))
+    if kind == "year":  # 'which year': a year the question does not name
+        return any(y.group(0) not in own for y in _YEAR.finditer(sentence))
     counted = _counted(question)
     if not counted:
-        return True
+        return any(n.lower() not in _DETERMINER_NUMBERS for n in new_numbers)
     words = re.findall(r"\w+(?:[.,]\d+)?", sentence)
     for i, w in enumerate(words):
         if (_NUMBER.fullmatch(w) or w.lower() in _NUMBER_WORDS) and w.lower() not in own:
@@ -199,6 +218,11 @@ _QUARTER = re.compile(r"(?i)\bq([1-4])\b|\b(first|second|third|fourth)\s+quarter
 _YEAR_TERM = re.compile(r"\b(19[89]\d|20\d\d)\b")
 _CODE_TERM = re.compile(r"\b([A-Z]{1,4}(?:-[A-Z]{1,4})*)-(\d+)((?:-\d+)*)(?:-[A-Z]{1,2})?\b")
 _KEY_TERM = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
+# A named project ('Project Heron', 'проект «Степной пульс»'): the staffing plan's 'Wen Li is the data engineer' under
+# the heading 'Project Bluefin' does not answer who the data engineer of Project Heron is. Words that follow 'Project'
+# in a document's title ('Project Brief') name no project.
+_PROJECT = re.compile(r"\bProject\s+([A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)|\bпроект[а-яё]*\s+«([^»]{2,40})»", re.IGNORECASE)
+_NOT_PROJECT = frozenset("brief status update report plan passport manager office code name team".split())
 _PRODUCT_VERSION = re.compile(r"\b(FieldOS|Meridian|Tidewater|TLS)\s+(\d+(?:\.\d+)+)")
 
 
@@ -219,6 +243,18 @@ def specific_terms(text: str) -> dict[str, set[str]]:
         out.setdefault("version:" + m.group(1).lower(), set()).add(m.group(2))
     for m in _KEY_TERM.finditer(text):
         out.setdefault("key", set()).add(m.group(0))
+    for m in _PROJECT.finditer(text):
+        if m.group(1):
+            name = m.group(1)
+            if not name[:1].isupper():
+                continue
+            words = [w for w in name.split() if w[:1].isupper()]
+            if not words or words[0].lower() in _NOT_PROJECT:
+                continue
+            out.setdefault("project:latin", set()).add(" ".join(words[:2]).lower() if len(words) > 1 and
+                                                       words[1].lower() not in _NOT_PROJECT else words[0].lower())
+        else:  # by script: 'Steppe Pulse' asked in English is not contradicted by «Степной пульс» in a Russian text
+            out.setdefault("project:cyrillic", set()).add(" ".join(m.group(2).lower().split()))
     return out
 
 
@@ -329,6 +365,7 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
     rows: list[SentenceRow] = []
     for ci, (c, spans, ctx) in enumerate(per_cand):
         heads = _headings(c.text, spans)
+        release_heads = _headings(c.text, spans, versioned=True) if kind == "version" else heads
         title_specific = specific_terms(titles.get(c.doc_id, ""))
         title_terms = set(tokenize(titles.get(c.doc_id, "")))
         agree = 0.0
@@ -343,7 +380,8 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
             spec_ctx = sum(1 for t in spec if t in st or t in ctx) / len(spec) if spec else 1.0
             spec_sent = sum(1 for t in spec if t in st) / len(spec) if spec else 1.0
             li = float(li_all[ci][si]) if li_all is not None and si < len(li_all[ci]) else math.nan
-            atype = 1.0 if holds_type(sent + (" " + heads[si] if kind == "version" else ""), kind, question) else 0.0
+            atype = 1.0 if holds_type(sent + (" " + release_heads[si] if kind == "version" else ""), kind,
+                                      question) else 0.0
             stated: dict[str, set[str]] = {}
             for part in (specific_terms(sent), specific_terms(heads[si]), title_specific):
                 for k, v in part.items():
@@ -369,10 +407,12 @@ def _heading_line(line: str) -> str:
     return line if line and len(line.split()) <= 9 and not line.endswith((".", "!", "?", ";", ":", ",")) else ""
 
 
-def _headings(text: str, spans: Sequence[Span]) -> list[str]:
+def _headings(text: str, spans: Sequence[Span], *, versioned: bool = False) -> list[str]:
     """For each sentence, the nearest heading line above it in the chunk (a config key's '### MAX_POOL_SIZE', a
     release's 'FieldOS 3.8.2 - released ...', a PDF's 'Summary' glued to the sentence after it): the local subject
-    a sentence does not repeat. A heading is a short unit of its own or the short first line of a longer unit."""
+    a sentence does not repeat. A heading is a short unit of its own or the short first line of a longer unit.
+    `versioned`: the nearest heading above that names a version (a release's heading above its 'Security' and
+    'Fixes' subheadings): what a 'which release' question is answered by."""
     marks: list[tuple[int, str]] = []
     for s, e in sentence_spans(text):
         lines = [ln for ln in text[s:e].split("\n") if ln.strip(" -=")]
@@ -381,7 +421,8 @@ def _headings(text: str, spans: Sequence[Span]) -> list[str]:
             # a PDF wraps sentences mid-way: a short line whose next line goes on in lower case is no heading
             if not h or (k + 1 < len(lines) and lines[k + 1].strip()[:1].islower()):
                 break
-            marks.append((s, h))
+            if not versioned or _VERSION.search(h):
+                marks.append((s, h))
     out, j, current = [], 0, ""
     for s, e in spans:
         while j < len(marks) and marks[j][0] < e:
@@ -465,15 +506,21 @@ class SupportModel:
     # a fixed prior, not a fitted weight, since such a sentence cannot answer however well its words match; with
     # other candidates it drops out of the ranking, and when every sentence contradicts, support falls.
     contradiction_penalty: float = 0.0
+    # Log-odds taken off a sentence that does not hold the kind of thing asked (no date for 'when', no amount for
+    # 'how much does it cost'): the answer then quotes a sentence that does, and when none does, the gate reads a
+    # weak best sentence and support falls (the natural unanswerable question asks an attribute the corpus lacks).
+    kind_penalty: float = 0.0
 
     def scores(self, matrix: np.ndarray, *, blind: bool = False) -> np.ndarray:
         """The ranker's linear score of each sentence (higher: more likely the answer)."""
         if len(matrix) == 0:
             return np.zeros(0)
         z = self.prepare(matrix, blind=blind) @ np.asarray(self.coef) + self.intercept
+        m = np.asarray(matrix, dtype=np.float64).reshape(-1, len(self.features))
         if self.contradiction_penalty:
-            z = z - self.contradiction_penalty * np.nan_to_num(
-                np.asarray(matrix, dtype=np.float64).reshape(-1, len(self.features))[:, FEATURES.index("contradict")])
+            z = z - self.contradiction_penalty * np.nan_to_num(m[:, FEATURES.index("contradict")])
+        if self.kind_penalty:
+            z = z - self.kind_penalty * (1.0 - np.nan_to_num(m[:, FEATURES.index("atype")], nan=1.0))
         return z
 
     def support(self, matrix: np.ndarray, *, blind: bool = False) -> tuple[np.ndarray, float]:
@@ -508,6 +555,7 @@ class SupportModel:
                 "mean": list(self.mean), "scale": list(self.scale), "impute": dict(self.impute),
                 "threshold": self.threshold, "meta": dict(self.meta),
                 "pick_margin": self.pick_margin, "contradiction_penalty": self.contradiction_penalty,
+                "kind_penalty": self.kind_penalty,
                 **({"gate": self.gate.to_json()} if self.gate else {})}
 
     @classmethod
@@ -520,7 +568,8 @@ class SupportModel:
                    tuple(map(float, data["scale"])), {k: float(v) for k, v in data["impute"].items()},
                    float(data["threshold"]), dict(data.get("meta", {})),
                    Gate.from_json(data["gate"]) if data.get("gate") else None,
-                   float(data.get("pick_margin", math.log(10))), float(data.get("contradiction_penalty", 0.0)))
+                   float(data.get("pick_margin", math.log(10))), float(data.get("contradiction_penalty", 0.0)),
+                   float(data.get("kind_penalty", 0.0)))
 
 
 _CACHE: dict[str, SupportModel] = {}
@@ -562,6 +611,30 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, *, l2: float = 1.0, iters: int = 
         if float(np.abs(step).max()) < 1e-8:
             break
     return w[:-1], float(w[-1])
+
+
+def fit_logistic_signed(x: np.ndarray, y: np.ndarray, *, l2: float = 1.0, weights: np.ndarray | None = None,
+                        signs: Sequence[int] | None = None) -> tuple[np.ndarray, float]:
+    """L2-regularised logistic regression on standardised x whose weights keep given signs (1: >= 0, -1: <= 0, 0:
+    free; the intercept is free and not penalised): a few dozen questions with correlated features otherwise give a
+    coverage feature a negative weight by chance. Used by bench/answer.py; the product only reads the result."""
+    from scipy.optimize import minimize
+
+    n, d = x.shape
+    sw = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+
+    def objective(wb: np.ndarray) -> tuple[float, np.ndarray]:
+        w, b = wb[:-1], wb[-1]
+        z = x @ w + b
+        p = 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
+        f = float(sw @ (np.logaddexp(0.0, z) - y * z)) + 0.5 * l2 * float(w @ w)
+        r = sw * (p - y)
+        return f, np.append(x.T @ r + l2 * w, r.sum())
+
+    signs = list(signs) if signs is not None else [0] * d
+    bounds = [(0.0, None) if sg > 0 else (None, 0.0) if sg < 0 else (None, None) for sg in signs] + [(None, None)]
+    res = minimize(objective, np.zeros(d + 1), jac=True, method="L-BFGS-B", bounds=bounds)
+    return res.x[:-1], float(res.x[-1])
 
 
 def fit_conditional_logit(groups: Sequence[tuple[np.ndarray, np.ndarray]], *, l2: float = 1.0,
