@@ -8,7 +8,12 @@ question with a rewording, and one-fact changes: negation, antonym, number, name
 which are the hard ones for an embedder). The thresholds are chosen on one split (a hash of the pair) and reported on
 the other.
 
-Run from the repo root:  .venv/bin/python bench/answer_cache.py [--datasets DIR] [--out PATH]
+The second check (core/answer_cache_verifier.py): a logistic regression over the embedder's token vectors of both
+questions and the guard's rules, fitted on dev pairs only. Its thresholds are chosen on out-of-fold probabilities
+(5 folds grouped by the first question, dev only); the model fitted on the whole dev split scores the test split and
+is what --save-model ships. A third hand-written batch (bench/sets/cache_pairs_extra_dev.jsonl) is dev only.
+
+Run from the repo root:  .venv/bin/python bench/answer_cache.py [--datasets DIR] [--out PATH] [--save-model]
                          .venv/bin/python bench/answer_cache.py --replay   (sample_corpus log -> answer_cache_replay.json)
 """
 from __future__ import annotations
@@ -30,7 +35,7 @@ from _common import datasets_dir, machine_info, utc_now, write_result  # noqa: E
 
 import numpy as np  # noqa: E402
 
-from core.answer_cache import _content_only, features, guard  # noqa: E402
+from core.answer_cache import _content_only, features, guard, same_words  # noqa: E402
 
 TARGET_FALSE = 0.005
 TARGET_HIT = 0.50
@@ -39,6 +44,9 @@ GRID = [round(0.60 + 0.01 * i, 2) for i in range(41)]  # 0.60 .. 1.00
 SWAP_GRID: list[float | None] = [round(0.80 + 0.01 * i, 2) for i in range(21)]  # 0.80 .. 1.00
 ROOT = Path(__file__).resolve().parents[1]
 EXTRA = ROOT / "bench" / "sets" / "cache_pairs_extra.jsonl"  # hand-written pairs (EN + RU), see its README
+EXTRA_DEV = ROOT / "bench" / "sets" / "cache_pairs_extra_dev.jsonl"  # batch 3: dev only (fits the verifier)
+PROB_GRID = [round(0.05 * i, 2) for i in range(20)]  # verifier P(same) thresholds 0 .. 0.95
+VERIFIER_C = 0.1  # L2 strength of the verifier's logistic regression (few, correlated features: keep it smooth)
 
 # -- our own pairs --------------------------------------------------------------------------------------------------
 # Each template: (question, paraphrase, negated question) with slots {v} (one side of an antonym pair), {name}, {n}.
@@ -256,7 +264,7 @@ def replay(out: Path | None) -> int:
     return 0
 
 
-def load_rows(datasets: str | None, extra: Path) -> list[dict[str, Any]]:
+def load_rows(datasets: str | None, extra: Path, extra_dev: Path | None = None) -> list[dict[str, Any]]:
     """Public pairs (labelled as the dataset README says), our templated pairs and our hand-written pairs."""
     src = datasets_dir(datasets) / "cache_pairs" / "pairs.jsonl"
     rows: list[dict[str, Any]] = []
@@ -278,6 +286,9 @@ def load_rows(datasets: str | None, extra: Path) -> list[dict[str, Any]]:
         if line.strip():
             p = json.loads(line)
             rows.append({**p, "origin": "written" if p.get("batch", 1) == 1 else "fresh"})
+    if extra_dev is not None and extra_dev.exists():
+        rows += [{**json.loads(line), "origin": "written_dev"} for line in extra_dev.read_text().splitlines()
+                 if line.strip()]
     return rows
 
 
@@ -287,19 +298,23 @@ def main() -> int:
     ap.add_argument("--extra", type=Path, default=EXTRA, help="hand-written pairs (JSONL: a, b, label, kind, lang)")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--replay", action="store_true", help="replay sample_corpus questions with paraphrases instead")
+    ap.add_argument("--extra-dev", type=Path, default=EXTRA_DEV, help="hand-written pairs used on dev only")
+    ap.add_argument("--save-model", action="store_true",
+                    help="write the verifier fitted on the dev split to core/answer_cache_verifier.npz")
     args = ap.parse_args()
     if args.replay:
         return replay(args.out)
     started = utc_now()
-    rows = load_rows(args.datasets, args.extra)
+    rows = load_rows(args.datasets, args.extra, args.extra_dev)
 
+    from core.answer_cache_verifier import MODEL_PATH, encode_questions, pair_features, vetoed
     from core.embed import load_embedder, one_torch_thread  # heavy import only when we run
 
-    embedder = load_embedder("bundled:all-MiniLM-L6-v2").embedder
+    # The product's runtime (onnx, the default of embed.runtime): sentence and token vectors from one forward.
+    embedder = load_embedder("bundled:all-MiniLM-L6-v2", runtime="onnx").embedder
     texts = sorted({t for r in rows for t in (r["a"], r["b"])})
     t0 = time.perf_counter()
-    with one_torch_thread():
-        vecs = np.asarray(embedder.encode(texts), dtype=np.float32)
+    vecs, qtokens = encode_questions(embedder, texts)
     encode_s = time.perf_counter() - t0
     index = {t: i for i, t in enumerate(texts)}
     cos = np.array([float(vecs[index[r["a"]]] @ vecs[index[r["b"]]]) for r in rows])
@@ -330,47 +345,72 @@ def main() -> int:
     pos = ~neg
     origin = np.array([r["origin"] for r in rows])
     public = origin == "public"
-    dev = np.array([split_of(r["a"], r["b"]) == "dev" and r["origin"] != "fresh" for r in rows])
+    dev = np.array([r.get("split") == "dev" or (split_of(r["a"], r["b"]) == "dev" and r["origin"] != "fresh")
+                    for r in rows])
     everything = np.ones(len(rows), dtype=bool)
 
-    def served(passed: np.ndarray, t: float, ts: float | None) -> np.ndarray:
+    # -- the verifier: features of every pair, out-of-fold probabilities on dev, the whole-dev fit on test ---------
+    t0 = time.perf_counter()
+    X = np.stack([pair_features(float(cos[i]), qtokens[index[r["a"]]], qtokens[index[r["b"]]], feats[r["a"]],
+                                feats[r["b"]]) for i, r in enumerate(rows)])
+    feature_ms = (time.perf_counter() - t0) * 1000 / max(1, len(rows))
+    # The pairs the verifier decides on: no veto broken (the product's guard(hard_only=True), language included).
+    base = np.array([guard(r["a"], r["b"], covered_languages=embedder.languages, hard_only=True).ok for r in rows])
+    assert not (base & vetoed(X)).any(), "the verifier's veto columns disagree with guard(hard_only=True)"
+    prob_dev, prob_test, model = fit_verifier(X, pos.astype(int), dev & base, dev, [r["a"] for r in rows])
+    # The same words in the same order never reach the verifier in the product (core.answer_cache.same_words).
+    same = np.array([same_words(feats[r["a"]], feats[r["b"]]) for r in rows])
+    prob = np.where(same, 1.0, np.where(dev, prob_dev, prob_test))
+
+    def served(passed: np.ndarray, t: float, ts: float | None, pt: float | None = None) -> np.ndarray:
         hit = (cos >= t - 1e-9) & passed
+        if pt is not None:
+            hit &= prob >= pt - 1e-9
         return hit if ts is None else hit & (~swapped | (cos >= ts - 1e-9))
 
-    variants: dict[str, tuple[np.ndarray, list[float | None]]] = {
-        "threshold_only": (everything, [None]), "guard": (lang_ok, [None]),
-        "guard+word_check": (word_ok, [None]), "guard+swap": (lang_ok, SWAP_GRID)}
+    variants: dict[str, tuple[np.ndarray, list[float | None], list[float | None]]] = {
+        "threshold_only": (everything, [None], [None]), "guard": (lang_ok, [None], [None]),
+        "guard+word_check": (word_ok, [None], [None]), "guard+swap": (lang_ok, SWAP_GRID, [None]),
+        # The product's second check (answer_cache.verifier): the guard's vetoes, then the learned verifier.
+        "vetoes+verifier": (base, [None], PROB_GRID)}
 
-    def choose(passed: np.ndarray, swap_grid: list[float | None]) -> tuple[float, float | None]:
+    def choose(passed: np.ndarray, swap_grid: list[float | None], prob_grid: list[float | None]
+               ) -> tuple[tuple[int, int], float, float | None, float | None]:
         """On dev only: among (threshold, swap threshold) whose false hits over every must-not-share pair (public and
         ours) stay <= target, the most public paraphrase hits, then the most of all paraphrases, then the HIGHEST
         thresholds: among points the dev split cannot tell apart, the safest (the lowest one sat on the grid's edge,
         0.6, and served 'Which client does Tomas Rehak work for?' from 'Tomas Rehak' in a pipeline test). No
-        feasible point: 1.0 (the cache serves only exact repeats)."""
+        feasible point: 1.0 (the cache serves only exact repeats). The verifier's dev probabilities are out of fold."""
         best: tuple[Any, ...] | None = None
         for t in GRID:
             for ts in swap_grid:
                 if ts is not None and ts < t:
                     continue
-                hit = served(passed, t, ts)
-                if (rate(hit, neg & dev)["rate"] or 0.0) > TARGET_FALSE:
-                    continue
-                score = (int((hit & pos & public & dev).sum()), int((hit & pos & dev).sum()), t, ts or 0)
-                if best is None or score > best[0]:
-                    best = (score, t, ts)
-        return (1.0, None if swap_grid == [None] else 1.0) if best is None else (best[1], best[2])
+                for pt in prob_grid:
+                    hit = served(passed, t, ts, pt)
+                    if (rate(hit, neg & dev)["rate"] or 0.0) > TARGET_FALSE:
+                        continue
+                    score = (int((hit & pos & public & dev).sum()), int((hit & pos & dev).sum()), t, ts or 0, pt or 0)
+                    if best is None or score > best[0]:
+                        best = (score, t, ts, pt)
+        if best is None:
+            return (0, 0), 1.0, None if swap_grid == [None] else 1.0, None if prob_grid == [None] else 1.0
+        return best[0][:2], best[1], best[2], best[3]
 
-    def curve(passed: np.ndarray, ts: float | None, sel: np.ndarray) -> list[dict[str, Any]]:
+    def curve(passed: np.ndarray, ts: float | None, pt: float | None, sel: np.ndarray) -> list[dict[str, Any]]:
         return [{"threshold": t, "false_hit": rate(hit, neg & sel)["rate"], "hit": rate(hit, pos & sel)["rate"]}
-                for t in GRID for hit in [served(passed, t, None if ts is None else max(ts, t))]]
+                for t in GRID for hit in [served(passed, t, None if ts is None else max(ts, t), pt)]]
 
     groups = {"public": public, "written": origin == "written", "templated": origin == "templated",
-              "fresh": origin == "fresh", "all": everything}
+              "fresh": origin == "fresh", "written_dev": origin == "written_dev", "all": everything}
     report: dict[str, Any] = {}
-    for vname, (passed, swap_grid) in variants.items():
-        chosen, chosen_ts = choose(passed, swap_grid)
-        hit = served(passed, chosen, chosen_ts)
-        entry: dict[str, Any] = {"chosen_threshold": chosen, "chosen_swap_threshold": chosen_ts}
+    dev_scores: dict[str, tuple[int, int]] = {}
+    for vname, (passed, swap_grid, prob_grid) in variants.items():
+        dev_scores[vname], chosen, chosen_ts, chosen_pt = choose(passed, swap_grid, prob_grid)
+        hit = served(passed, chosen, chosen_ts, chosen_pt)
+        entry: dict[str, Any] = {"chosen_threshold": chosen, "chosen_swap_threshold": chosen_ts,
+                                 "chosen_verifier_threshold": chosen_pt,
+                                 "dev_score": {"public_hits": dev_scores[vname][0], "paraphrase_hits": dev_scores[vname][1]}}
         for split_name, sel_split in (("dev", dev), ("test", ~dev)):
             entry[split_name] = {g: {"false_hit": rate(hit, neg & sel & sel_split), "hit": rate(hit, pos & sel & sel_split)}
                                  for g, sel in groups.items()}
@@ -385,15 +425,26 @@ def main() -> int:
         entry["false_hits_test"] = [{"a": r["a"], "b": r["b"], "origin": r["origin"], "kind": r["kind"],
                                      "cosine": round(float(c), 3)}
                                     for r, c, h, d in zip(rows, cos, hit, dev) if h and r["label"] == "neg" and not d]
-        entry["curve_public_test"] = curve(passed, chosen_ts, public & ~dev)
-        entry["curve_all_test"] = curve(passed, chosen_ts, ~dev)
-        entry["curve_public_dev"] = curve(passed, chosen_ts, public & dev)
+        entry["curve_public_test"] = curve(passed, chosen_ts, chosen_pt, public & ~dev)
+        entry["curve_all_test"] = curve(passed, chosen_ts, chosen_pt, ~dev)
+        entry["curve_public_dev"] = curve(passed, chosen_ts, chosen_pt, public & dev)
         if chosen_ts is not None:  # the second knob's own curve, at the chosen threshold
             entry["swap_curve_test"] = [
                 {"swap_threshold": ts, "false_hit_all": rate(h, neg & ~dev)["rate"],
                  "hit_public": rate(h, pos & public & ~dev)["rate"]}
-                for ts in SWAP_GRID if ts >= chosen for h in [served(passed, chosen, ts)]]
+                for ts in SWAP_GRID if ts >= chosen for h in [served(passed, chosen, ts, chosen_pt)]]
+        if chosen_pt is not None:  # the verifier's own curve, at the chosen thresholds
+            entry["verifier_curve_test"] = [
+                {"verifier_threshold": pt, "false_hit_all": rate(h, neg & ~dev)["rate"],
+                 "hit_public": rate(h, pos & public & ~dev)["rate"], "hit_all": rate(h, pos & ~dev)["rate"]}
+                for pt in PROB_GRID for h in [served(passed, chosen, chosen_ts, pt)]]
         report[vname] = entry
+    # The product default: the variant the same rule ranks first on dev (most public hits, then most paraphrases).
+    default_variant = max(dev_scores, key=lambda v: dev_scores[v])
+    if args.save_model:
+        model.save(MODEL_PATH, fitted_on=f"{int((dev & base).sum())} dev pairs breaking no hard rule",
+                   selected=default_variant)
+    verifier_ms = time_verifier(embedder, model, [(r["a"], r["b"]) for r in rows if not r["a"] == r["b"]][:60])
     at_097 = {"public_neg_false_hit": rate(cos >= 0.97, neg & public)["rate"],
               "public_pos_hit": rate(cos >= 0.97, pos & public)["rate"]}
     payload = {
@@ -403,26 +454,84 @@ def main() -> int:
                             for g, sel in groups.items()},
         "extra_file": str(args.extra.relative_to(ROOT)) if args.extra.is_relative_to(ROOT) else str(args.extra),
         "encode_s": round(encode_s, 2), "guard_ms_per_pair": round(guard_ms, 3), "word_floor": WORD_FLOOR,
-        "split": "sha1(a + 0x1f + b)[0] % 2: even = dev (thresholds chosen), odd = test (reported); the fresh "
-                 "hand-written batch is all test",
+        "split": "sha1(a + 0x1f + b)[0] % 2: even = dev (thresholds chosen, verifier fitted), odd = test "
+                 "(reported); the fresh hand-written batch 2 is all test, batch 3 (cache_pairs_extra_dev.jsonl) all dev",
         "selection": "on dev: false hits over all must-not-share pairs (public + ours) <= target, then the most "
                      "public (SemEval >= 4) hits, then the most paraphrase hits of all, then the highest thresholds",
         "targets": {"false_hit_max": TARGET_FALSE, "paraphrase_hit_min": TARGET_HIT,
                     "false_hit_over": "test split, public + ours (templated + written + fresh)",
                     "hit_over": "test split, SemEval pairs scored >= 4"},
-        "threshold_only_at_0.97": at_097, "variants": report,
+        "threshold_only_at_0.97": at_097, "variants": report, "default_variant": default_variant,
+        "verifier": {"model": str(MODEL_PATH.relative_to(ROOT)), "saved": bool(args.save_model),
+                     "features": list(model_features()), "fitted_on_dev_pairs": int((dev & base).sum()),
+                     "C": VERIFIER_C, "feature_ms_per_pair": round(feature_ms, 3),
+                     "ms_per_pair_encode_features_score": verifier_ms,
+                     "coef": {f: round(float(c), 4) for f, c in zip(model_features(), model.coef)},
+                     "note": "dev probabilities are out of fold (5 folds grouped by the first question); test "
+                             "probabilities come from the model fitted on all dev pairs that break no hard rule"},
     }
     path = write_result("answer_cache", payload, args.out)
     for vname, e in report.items():
         te = e["test"]
-        print(f"{vname}: t={e['chosen_threshold']} ts={e['chosen_swap_threshold']} | test all FH "
+        print(f"{vname}: t={e['chosen_threshold']} ts={e['chosen_swap_threshold']} pt={e['chosen_verifier_threshold']}"
+              f" dev {e['dev_score']} | test all FH "
               f"{te['all']['false_hit']} | public FH {te['public']['false_hit']['k']}/{te['public']['false_hit']['n']}"
               f" hit {te['public']['hit']['k']}/{te['public']['hit']['n']} | written FH "
               f"{te['written']['false_hit']['k']}/{te['written']['false_hit']['n']} | fresh FH "
               f"{te['fresh']['false_hit']['k']}/{te['fresh']['false_hit']['n']} hit "
               f"{te['fresh']['hit']['k']}/{te['fresh']['hit']['n']}")
+    print(f"default (dev): {default_variant}; verifier {verifier_ms} ms per pair")
     print(f"wrote {path}")
     return 0
+
+
+def model_features() -> tuple[str, ...]:
+    from core.answer_cache_verifier import FEATURES
+
+    return FEATURES
+
+
+def fit_verifier(X: np.ndarray, y: np.ndarray, train: np.ndarray, dev: np.ndarray, first: list[str]
+                 ) -> tuple[np.ndarray, np.ndarray, Any]:
+    """Out-of-fold P(same) on the dev pairs (5 folds, grouped by the first question so a base question's variants
+    never sit on both sides), and the model fitted on every `train` pair, scoring all pairs."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GroupKFold
+
+    from core.answer_cache_verifier import PairVerifier
+
+    def fit(rows_: np.ndarray) -> PairVerifier:
+        mean = X[rows_].mean(axis=0)
+        scale = X[rows_].std(axis=0)
+        scale[scale < 1e-6] = 1.0  # a constant feature (a rule no training pair breaks) stays inert
+        lr = LogisticRegression(C=VERIFIER_C, max_iter=5000).fit((X[rows_] - mean) / scale, y[rows_])
+        return PairVerifier(mean.astype(np.float32), scale.astype(np.float32), lr.coef_[0].astype(np.float32),
+                            float(lr.intercept_[0]), 0.5, "answer-cache-verifier-lr-v1")
+
+    groups = np.array([int(hashlib.sha1(a.encode()).hexdigest()[:8], 16) for a in first])
+    oof = np.zeros(len(y))
+    idx = np.flatnonzero(dev)
+    for tr, te in GroupKFold(5).split(idx, groups=groups[idx]):
+        tr_rows = idx[tr][train[idx[tr]]]
+        oof[idx[te]] = fit(tr_rows).prob(X[idx[te]])
+    model = fit(np.flatnonzero(train))
+    return oof, model.prob(X), model
+
+
+def time_verifier(embedder: Any, model: Any, pairs: list[tuple[str, str]]) -> dict[str, float]:
+    """What the second check costs a lookup in the product: both questions through one forward (sentence and token
+    vectors), the features and the score. Median and p95 ms over `pairs`."""
+    from core.answer_cache_verifier import encode_questions, pair_features
+
+    times = []
+    for a, b in pairs:
+        t0 = time.perf_counter()
+        v, tk = encode_questions(embedder, [a, b])
+        model.prob(pair_features(float(v[0] @ v[1]), tk[0], tk[1]))
+        times.append((time.perf_counter() - t0) * 1000)
+    times.sort()
+    return {"n": len(times), "median": round(statistics.median(times), 2),
+            "p95": round(times[int(0.95 * (len(times) - 1))], 2)}
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
-from typing import Any, Callable, Iterable, Literal, Protocol, Sequence
+from typing import Any, Callable, Iterable, Iterator, Literal, Protocol, Sequence
 
 import numpy as np
 
@@ -53,7 +53,7 @@ _WH_CLASS = {"why": "reason", "почему": "reason", "зачем": "reason", 
 # Closed-class words whose change changes the question (quantifiers, focus particles, modals of obligation,
 # comparison, coordination). Unshared ones cause a guarded miss.
 _CRITICAL = frozenset((
-    "all every each some any less least fewer few little lots several only even just both "
+    "all every each some any less least fewer few little lots several only even just both too "
     "either than but or nor must should may might ought unless "
     "always often sometimes usually again "
     "все всё каждый каждая каждое некоторые любой много больше меньше мало несколько только даже лишь оба "
@@ -75,7 +75,7 @@ _ANTONYMS: tuple[tuple[str, str], ...] = tuple(tuple(p.split("/")) for p in (  #
     "start/finish succeed/fail pass/fail join/leave arrive/leave arrive/depart boil/freez boiling/freezing "
     "rise/fall rise/drop grow/shrink gain/loss profit/loss income/expense revenue/cost import/export "
     "senior/junior adult/child free/paid accept/decline approve/reject approve/deny present/absent "
-    "lost/found before/during during/after online/offline introduc/remov introduc/deprecat add/deprecat "
+    "lost/found before/during during/after between/within online/offline introduc/remov introduc/deprecat add/deprecat "
     "увелич/уменьш включ/выключ добав/удал перв/послед максим/миним высок/низк быстр/медлен больш/маленьк "
     "длин/коротк куп/прода откр/закр нача/останов разреш/запрет вход/выход стар/нов ранн/поздн дешев/дорог "
     "лучш/худш горяч/холод прав/лев север/юг восток/запад внутр/внешн отправ/получ загруз/выгруз "
@@ -159,6 +159,7 @@ class QuestionFeatures:
     keywords: bool = False            # a few words with no question word and no '?': a search, not a question
     values: frozenset[tuple[str, str]] = frozenset()  # (set name, value) from _VALUE_SETS
     from_to: tuple[str | None, str | None] = (None, None)  # the word after 'from' and after 'to'
+    roles: tuple[tuple[str, str], ...] = ()  # (preposition, the first word after it) for _ROLE_PREPS
 
 
 def _number_value(tok: str) -> str | None:
@@ -247,6 +248,7 @@ def features(text: str) -> QuestionFeatures:
         keywords=len(tokens) <= 4 and "?" not in text and not any(t in _WH or t.startswith("как") for t in tokens),
         values=frozenset(v for t in tokens if _number_value(t) is None and (v := _value_of(t)) is not None),
         from_to=(_after(tokens, "from"), _after(tokens, "to")),
+        roles=tuple((p, w) for p in _ROLE_PREPS if (w := _after(tokens, p)) is not None),
     )
 
 
@@ -279,9 +281,97 @@ def _fmt(values: Iterable[str]) -> str:
     return ", ".join(sorted(values)) or "none"
 
 
+RULES = ("keywords", "negation_count", "negation_scope", "negative_verb", "negated_words", "numbers", "names",
+         "question_word", "values", "direction", "roles", "quantifier", "antonym")
+# Prepositions whose object names a role: 'convert my Roth IRA to a traditional IRA' and 'my traditional IRA to a
+# Roth IRA' use the same words, but the two things trade places.
+_ROLE_PREPS = ("to", "into", "for", "with", "after", "before", "in", "on", "of", "from", "в", "на", "для", "из")
+
+
+def _rule_failures(a: QuestionFeatures, b: QuestionFeatures) -> Iterator[tuple[str, str]]:
+    """Every word rule the pair breaks, in the guard's order, as (rule, reason). Lazy: the guard stops at the first;
+    the verifier (core/answer_cache_verifier.py) reads them all as features."""
+    if (a.keywords or b.keywords) and a.stems != b.stems:
+        # 'Tomas Rehak' asks nothing in particular: an answer to it fits no narrower question, and the answer to
+        # 'which client does Tomas Rehak work for?' is no overview of him.
+        yield "keywords", "a keyword query (no question) reuses only an answer to the same words"
+    na, nb = Counter(t[0] for t in a.negations), Counter(t[0] for t in b.negations)
+    if sum(na.values()) != sum(nb.values()):
+        yield "negation_count", f"negation differs: {sum(na.values())} negation(s) vs {sum(nb.values())}"
+    elif a.negations != b.negations:
+        yield "negation_scope", ("negation scope differs: " + "; ".join(" ".join(n) for n in a.negations)
+                                 + " vs " + "; ".join(" ".join(n) for n in b.negations))
+    if a.neg_verbs != b.neg_verbs:
+        yield "negative_verb", f"negative verb differs: {a.neg_verbs} vs {b.neg_verbs} (forbid, exclude, fail...)"
+    if a.negations and a.stems != b.stems:
+        # In a negated question a single changed word (at/in, must/need, few/none) flips the meaning: require the
+        # same words.
+        yield "negated_words", f"negated question with different words: {_fmt(a.stems ^ b.stems)}"
+    if a.numbers != b.numbers:
+        yield "numbers", f"numbers/dates differ: {_fmt(a.numbers)} vs {_fmt(b.numbers)}"
+    # A name on one side is shared when the other side has the same word in lower case ('Rough' / 'rough').
+    names = {e for e in a.entities - b.entities if _stem(e) not in b.stems} | \
+            {e for e in b.entities - a.entities if _stem(e) not in a.stems}
+    if names:
+        yield "names", f"names/identifiers differ: {_fmt(names)}"
+    wa, wb = {_WH_CLASS[w] for w in a.wh if w in _WH_CLASS}, {_WH_CLASS[w] for w in b.wh if w in _WH_CLASS}
+    if wa != wb:
+        yield "question_word", f"question word differs: {_fmt(a.wh)} vs {_fmt(b.wh)}"
+    for name in sorted({n for n, _ in a.values} & {n for n, _ in b.values}):
+        va, vb = {v for n, v in a.values if n == name}, {v for n, v in b.values if n == name}
+        if va != vb:
+            yield "values", f"{name} differs: {_fmt(va)} vs {_fmt(vb)}"
+            break
+    fa, ta = a.from_to
+    fb, tb = b.from_to
+    if fa and fb and fa != fb and (fa == tb or fb == ta):
+        yield "direction", f"direction swapped: from {fa} vs from {fb}"
+    else:
+        ra, rb = dict(a.roles), dict(b.roles)
+        for prep in (p for p in _ROLE_PREPS if p in ra and p in rb):
+            wa_, wb_ = ra[prep], rb[prep]
+            if wa_ != wb_ and wa_ in b.tokens and wb_ in a.tokens:
+                yield "roles", f"roles swapped: {prep} {wa_} vs {prep} {wb_}"
+                break
+    if a.critical != b.critical:
+        yield "quantifier", f"quantifier/modal differs: {_fmt(a.critical ^ b.critical)}"
+    swap = _antonym_swap(a, b)
+    if swap:
+        yield "antonym", f"antonym swap: {swap[0]} / {swap[1]}"
+
+
+def guard_flags(a: QuestionFeatures, b: QuestionFeatures) -> dict[str, bool]:
+    """Which of the word rules (RULES) the pair breaks: all of them, not only the first."""
+    broken = {rule for rule, _ in _rule_failures(a, b)}
+    return {rule: rule in broken for rule in RULES}
+
+
+def one_sided_ids(a: QuestionFeatures, b: QuestionFeatures) -> tuple[set[str], set[str]]:
+    """The numbers and names each side has and the other lacks (a name also written in lower case on the other side
+    is shared)."""
+    ids_a = (set(a.numbers) - set(b.numbers)) | {e for e in a.entities - b.entities if _stem(e) not in b.stems}
+    ids_b = (set(b.numbers) - set(a.numbers)) | {e for e in b.entities - a.entities if _stem(e) not in a.stems}
+    return ids_a, ids_b
+
+
+def same_words(a: QuestionFeatures, b: QuestionFeatures) -> bool:
+    """The same words in the same order (case and punctuation aside): the same question, nothing to verify."""
+    return [t for t in a.tokens if any(ch.isalnum() for ch in t)] == [t for t in b.tokens if any(ch.isalnum() for ch in t)]
+
+
+# Rules a verifier (core/answer_cache_verifier.py) leaves to itself: a number or name on ONE side only is an added
+# detail ('my GFCI' / 'my GFCI outlet'), which SemEval paraphrases do; one on each side is still a veto.
+SOFT_RULES = ("numbers", "names")
+
+
+def swapped_words(a: QuestionFeatures, b: QuestionFeatures) -> tuple[list[str], list[str]]:
+    """The content words each side has and the other lacks (both non-empty: a word swapped, not only added)."""
+    return _content_only(a, b), _content_only(b, a)
+
+
 def guard(new: str | QuestionFeatures, old: str | QuestionFeatures, *, covered_languages: frozenset[str] | None = None,
           word_similarity: WordSimilarity | None = None, min_word_similarity: float = 0.5,
-          cosine: float | None = None, swap_threshold: float = 0.0) -> GuardResult:
+          cosine: float | None = None, swap_threshold: float = 0.0, hard_only: bool = False) -> GuardResult:
     """May the answer to `old` be served for `new`? Only the cheap, explainable checks; the cosine threshold itself is
     checked apart.
 
@@ -290,54 +380,25 @@ def guard(new: str | QuestionFeatures, old: str | QuestionFeatures, *, covered_l
     swap_threshold: when each question has content words the other lacks (a word swapped, not only added or
     dropped), the pair's cosine must reach this higher bar. MiniLM's word vectors cannot tell a synonym
     ('mold' / 'mildew') from a sibling ('laptop' / 'phone', 'summer' / 'winter'), but a one-word swap of a sibling
-    leaves the sentence cosine lower than a rewording of the whole question does, on the tuning split."""
+    leaves the sentence cosine lower than a rewording of the whole question does, on the tuning split.
+    hard_only: the vetoes only, for when the learned verifier decides the rest: SOFT_RULES fire only when each side
+    has a number or name the other lacks, and the swap and word checks are the verifier's job."""
     a = features(new) if isinstance(new, str) else new
     b = features(old) if isinstance(old, str) else old
-    if (a.keywords or b.keywords) and a.stems != b.stems:
-        # 'Tomas Rehak' asks nothing in particular: an answer to it fits no narrower question, and the answer to
-        # 'which client does Tomas Rehak work for?' is no overview of him.
-        return GuardResult(False, "a keyword query (no question) reuses only an answer to the same words")
     if covered_languages is not None and isinstance(new, str):
         lang = detect_language(new)
         if lang not in covered_languages and a.stems != b.stems:
             return GuardResult(False, f"the embedder does not cover '{lang}': only a question with the same words "
                                       "can reuse an answer")
-    na, nb = Counter(t[0] for t in a.negations), Counter(t[0] for t in b.negations)
-    if sum(na.values()) != sum(nb.values()):
-        return GuardResult(False, f"negation differs: {sum(na.values())} negation(s) vs {sum(nb.values())}")
-    if a.negations != b.negations:
-        return GuardResult(False, "negation scope differs: " + "; ".join(" ".join(n) for n in a.negations)
-                           + " vs " + "; ".join(" ".join(n) for n in b.negations))
-    if a.neg_verbs != b.neg_verbs:
-        return GuardResult(False, f"negative verb differs: {a.neg_verbs} vs {b.neg_verbs} (forbid, exclude, fail...)")
-    if a.negations and a.stems != b.stems:
-        # In a negated question a single changed word (at/in, must/need, few/none) flips the meaning: require the
-        # same words.
-        diff = (a.stems ^ b.stems)
-        return GuardResult(False, f"negated question with different words: {_fmt(diff)}")
-    if a.numbers != b.numbers:
-        return GuardResult(False, f"numbers/dates differ: {_fmt(a.numbers)} vs {_fmt(b.numbers)}")
-    # A name on one side is shared when the other side has the same word in lower case ('Rough' / 'rough').
-    names = {e for e in a.entities - b.entities if _stem(e) not in b.stems} | \
-            {e for e in b.entities - a.entities if _stem(e) not in a.stems}
-    if names:
-        return GuardResult(False, f"names/identifiers differ: {_fmt(names)}")
-    wa, wb = {_WH_CLASS[w] for w in a.wh if w in _WH_CLASS}, {_WH_CLASS[w] for w in b.wh if w in _WH_CLASS}
-    if wa != wb:
-        return GuardResult(False, f"question word differs: {_fmt(a.wh)} vs {_fmt(b.wh)}")
-    for name in {n for n, _ in a.values} & {n for n, _ in b.values}:
-        va, vb = {v for n, v in a.values if n == name}, {v for n, v in b.values if n == name}
-        if va != vb:
-            return GuardResult(False, f"{name} differs: {_fmt(va)} vs {_fmt(vb)}")
-    fa, ta = a.from_to
-    fb, tb = b.from_to
-    if fa and fb and fa != fb and (fa == tb or fb == ta):
-        return GuardResult(False, f"direction swapped: from {fa} vs from {fb}")
-    if a.critical != b.critical:
-        return GuardResult(False, f"quantifier/modal differs: {_fmt(a.critical ^ b.critical)}")
-    swap = _antonym_swap(a, b)
-    if swap:
-        return GuardResult(False, f"antonym swap: {swap[0]} / {swap[1]}")
+    for rule, reason in _rule_failures(a, b):
+        if hard_only and rule in SOFT_RULES:
+            continue
+        return GuardResult(False, reason)
+    if hard_only:
+        ids_a, ids_b = one_sided_ids(a, b)
+        if ids_a and ids_b:
+            return GuardResult(False, f"names/numbers differ: {_fmt(ids_a)} vs {_fmt(ids_b)}")
+        return GuardResult(True)
     if cosine is not None and cosine < swap_threshold:
         only_a, only_b = _content_only(a, b), _content_only(b, a)
         if only_a and only_b:
@@ -351,6 +412,8 @@ def guard(new: str | QuestionFeatures, old: str | QuestionFeatures, *, covered_l
 
 
 WordSimilarity = Callable[[Sequence[str], Sequence[str]], np.ndarray]
+# The learned second check: (new question, cached question, their cosine) -> P(same question).
+PairCheck = Callable[[str, str, float], float]
 
 
 def _content_only(f: QuestionFeatures, other: QuestionFeatures) -> list[str]:
@@ -451,10 +514,13 @@ class CacheLookup:
 def lookup(question: str, vector: np.ndarray, entries: Sequence[CachedAnswer], key: CacheKey, *, threshold: float,
            now: datetime, ttl_s: float, covered_languages: frozenset[str] | None = None,
            use_guard: bool = True, word_similarity: WordSimilarity | None = None, word_floor: float = 0.3,
-           swap_threshold: float = 0.0) -> CacheLookup:
+           swap_threshold: float = 0.0, verifier: PairCheck | None = None, verifier_threshold: float = 0.5
+           ) -> CacheLookup:
     """Find a stored answer for `question`. Entries under another key or older than the TTL are never served, even if
     the store handed them in. Above the threshold the nearest entry that passes the guard is a hit; if none passes,
-    the verdict is a guarded miss with the nearest one's reason."""
+    the verdict is a guarded miss with the nearest one's reason.
+    verifier: the learned second check (P(same question) of a pair). With it the guard keeps only its vetoes
+    (hard_only) and a pair that passes them needs P >= verifier_threshold, unless both use the same words."""
     fresh = [e for e in entries if e.key == key and (ttl_s <= 0 or (now - e.stored_at) <= timedelta(seconds=ttl_s))]
     if not fresh:
         return CacheLookup("miss", reason="no cached answer under this workspace, corpus version and configuration")
@@ -476,9 +542,18 @@ def lookup(question: str, vector: np.ndarray, entries: Sequence[CachedAnswer], k
         entry = fresh[int(i)]
         if not use_guard:
             return CacheLookup("hit", entry.question, sim, "", entry, len(fresh))
-        g = guard(question if covered_languages is not None else qf, entry.question,
-                  covered_languages=covered_languages, word_similarity=word_similarity,
-                  min_word_similarity=word_floor, cosine=sim, swap_threshold=swap_threshold)
+        if verifier is not None:
+            ef = features(entry.question)
+            g = guard(question if covered_languages is not None else qf, ef, covered_languages=covered_languages,
+                      hard_only=True)
+            if g.ok and not same_words(qf, ef):
+                p = verifier(question, entry.question, sim)
+                if p < verifier_threshold:
+                    g = GuardResult(False, f"verifier: P(same question) {p:.2f} < {verifier_threshold:g}")
+        else:
+            g = guard(question if covered_languages is not None else qf, entry.question,
+                      covered_languages=covered_languages, word_similarity=word_similarity,
+                      min_word_similarity=word_floor, cosine=sim, swap_threshold=swap_threshold)
         if g.ok:
             return CacheLookup("hit", entry.question, sim, "", entry, len(fresh))
         first_reason = first_reason or g.reason
@@ -513,6 +588,8 @@ class CacheSettings(Protocol):
     word_floor: float
     ttl_s: float
     max_entries: int
+    verifier: bool
+    verifier_threshold: float
 
 
 def utc_now() -> datetime:
@@ -521,13 +598,17 @@ def utc_now() -> datetime:
 
 def check_cache(question: str, vector: np.ndarray, store: AnswerCacheStore, key: CacheKey, settings: CacheSettings,
                 *, covered_languages: frozenset[str] | None, writable: bool = True,
-                now: datetime | None = None, word_similarity: WordSimilarity | None = None) -> CacheLookup:
-    """Look the question up under its key and count the verdict (when the store can be written)."""
+                now: datetime | None = None, word_similarity: WordSimilarity | None = None,
+                verifier: PairCheck | None = None) -> CacheLookup:
+    """Look the question up under its key and count the verdict (when the store can be written). `verifier` is used
+    when the settings ask for it; without one (an embedder without token vectors) the full guard decides."""
     entries = store.cached_answers(key, limit=settings.max_entries)
+    use_verifier = verifier is not None and getattr(settings, "verifier", False)
     res = lookup(question, vector, entries, key, threshold=settings.threshold, now=now or utc_now(),
                  ttl_s=settings.ttl_s, covered_languages=covered_languages, use_guard=settings.guard,
                  word_similarity=word_similarity if settings.word_check else None, word_floor=settings.word_floor,
-                 swap_threshold=settings.swap_threshold)
+                 swap_threshold=settings.swap_threshold, verifier=verifier if use_verifier else None,
+                 verifier_threshold=getattr(settings, "verifier_threshold", 0.5))
     if writable:
         info = res.info()
         store.record_lookup(key.workspace, res.verdict, res.cosine, info["saved_ms"], info["saved_usd"])

@@ -9,6 +9,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 from core.answer import answer_question
 from core.answer_cache import (CacheKey, CacheLookup, answer_config_hash, check_cache, embedder_word_similarity, remember,
                                served_label)
+from core.answer_cache_verifier import make_verifier
 from core.support import late_sentence_scorer
 from core.compress import (SpanScorer, bm25_span_scorer, diversify, flow_info, hybrid_span_scorer,
                            language_aware_similarity, prune_sentences, sentence_prefixes)
@@ -479,7 +480,8 @@ def _answer_cache(q: _Query, config: PipelineConfig, deps: Deps, key: CacheKey, 
         q.vec = deps.embedder.encode([q.text])[0]
     res = check_cache(q.text, q.vec, deps.store.answers, key, config.answer_cache,
                       covered_languages=deps.embedder.languages, writable=not deps.store.read_only,
-                      word_similarity=embedder_word_similarity(deps.embedder))
+                      word_similarity=embedder_word_similarity(deps.embedder),
+                      verifier=make_verifier(deps.embedder) if config.answer_cache.verifier else None)
     looked.append(res)
     notes = [served_label(res)] if res.verdict == "hit" else [
         f"{res.verdict.replace('_', ' ')}: " + (f"nearest '{res.nearest_question}' (cosine {res.cosine:.3f}); "

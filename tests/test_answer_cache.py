@@ -146,6 +146,13 @@ def test_hand_written_pairs_file_is_well_formed() -> None:
     assert all((r["label"] == "pos") == (r["kind"] == "paraphrase") and r["batch"] in (1, 2) for r in rows)
     assert len({(r["a"], r["b"]) for r in rows}) == len(rows)
     assert {(r["lang"], r["kind"]) for r in rows} == {(lang, k) for lang in ("en", "ru") for k in kinds}
+    # Batch 3 fits the verifier (dev only): no question of it may appear in a pair the bench reports on.
+    dev = [json.loads(line) for line in (Path(__file__).resolve().parents[1] / "bench" / "sets"
+                                         / "cache_pairs_extra_dev.jsonl").read_text().splitlines() if line.strip()]
+    assert dev and all(r["split"] == "dev" and r["batch"] == 3 and r["a"] != r["b"] for r in dev)
+    assert all((r["label"] == "pos") == (r["kind"] == "paraphrase") for r in dev)
+    seen = {t.lower() for r in rows for t in (r["a"], r["b"])}
+    assert not seen & {t.lower() for r in dev for t in (r["a"], r["b"])}
 
 
 # -- lookup ---------------------------------------------------------------------------------------------------------
@@ -192,6 +199,99 @@ def test_config_hash_ignores_cache_settings_but_not_answer_settings() -> None:
     assert answer_config_hash(base) != answer_config_hash(base.with_overrides({"rerank.k": 5}))
     assert answer_config_hash(base) != answer_config_hash(base.with_overrides({"answer.max_sentences": 2}))
     assert answer_config_hash(base, "model-a") != answer_config_hash(base, "model-b")  # vectors of two models never meet
+
+
+# -- the learned second check (core/answer_cache_verifier.py) --------------------------------------------------------
+def _qtokens(text: str, vecs: dict[str, list[float]]):  # noqa: ANN202
+    """QuestionTokens with one token per word and hand-set vectors (unknown words: a vector of their own)."""
+    import re
+
+    from core.answer_cache_verifier import question_tokens
+
+    spans = [(m.start(), m.end()) for m in re.finditer(r"\w+", text)]
+    rows = []
+    for s, e in spans:
+        w = text[s:e].lower()
+        rows.append(vecs.get(w, [0.0, 0.0, 1.0 + (hash(w) % 7)]))  # not aligned with any hand-set vector
+    return question_tokens(text, spans, np.array(rows, dtype=np.float32))
+
+
+def test_verifier_features_maxsim_and_edit_shape_by_hand() -> None:
+    from core.answer_cache_verifier import FEATURES, pair_features
+
+    # 'memory' and 'disk' at 60 degrees (cosine 0.5); every other word the same vector on both sides.
+    common = {w: [1.0, 0.0, 0.0] for w in "how much does the node need".split()}
+    a = _qtokens("How much memory does the node need?", {**common, "memory": [0.0, 1.0, 0.0]})
+    b = _qtokens("How much disk does the node need?", {**common, "disk": [0.0, 0.5, 0.866]})
+    x = dict(zip(FEATURES, pair_features(0.9, a, b)))
+    # content tokens: 'memory' / 'disk' and 'node' ('need' too); each side's least-aligned token is the swapped word
+    assert x["a2b_min"] == pytest.approx(0.5, abs=1e-3) and x["b2a_min"] == pytest.approx(0.5, abs=1e-3)
+    assert x["swap_pair_sim"] == pytest.approx(0.5, abs=1e-3) and x["swapped"] == 1.0
+    # one span replaced, 6 of 7 words kept on each side
+    assert (x["edit_spans"], x["one_slot_replaced"]) == (1.0, 1.0)
+    assert x["equal_frac"] == pytest.approx(12 / 14)
+    assert x["cosine"] == pytest.approx(0.9) and x["ids_changed"] == 0.0
+
+
+@pytest.mark.parametrize("new,old,vetoed_", [
+    ("Is the gateway not reachable?", "Is the gateway reachable?", True),             # negation: a veto
+    ("How do I convert my Roth IRA to a traditional IRA?",
+     "How do I convert my traditional IRA to a Roth IRA?", True),                       # roles swapped: a veto
+    ("How fast can the Model S accelerate?", "How fast can the Model 3 accelerate?", True),  # a name for a number
+    ("Layover at Narita. Do I need a transit visa?",
+     "Layover at Narita for 3 hours. Do I need a transit visa?", False),               # a number on one side: soft
+    ("What could be causing my GFCI to trip?", "What could be causing my GFCI outlet to trip?", False),
+    ("How much memory does the node need?", "How much disk does the node need?", False),  # the verifier's job
+])
+def test_hard_only_guard_and_the_verifiers_veto_columns_agree(new: str, old: str, vetoed_: bool) -> None:
+    from core.answer_cache_verifier import pair_features, vetoed
+
+    assert guard(new, old, hard_only=True).ok is (not vetoed_), guard(new, old, hard_only=True).reason
+    assert bool(vetoed(pair_features(0.9, _qtokens(new, {}), _qtokens(old, {})))[0]) is vetoed_
+    assert not guard(new, old).ok or not vetoed_  # the full guard stops every vetoed pair too
+
+
+def test_lookup_with_a_verifier_serves_only_what_it_accepts() -> None:
+    calls: list[tuple[str, str]] = []
+
+    def verifier(p: float):  # noqa: ANN202
+        def check(new: str, old: str, cosine: float) -> float:
+            calls.append((new, old))
+            return p
+        return check
+
+    old = "How much memory does the Redis node need?"
+    stored = [_entry(old, _unit(1, 0, 0))]
+    kw = dict(threshold=0.8, now=NOW, ttl_s=0, swap_threshold=0.99)
+    new, vec = "How much disk does the Redis node need?", _unit(0.9, 0.436, 0)
+    res = lookup(new, vec, stored, KEY, verifier=verifier(0.3), verifier_threshold=0.5, **kw)
+    assert res.verdict == "guarded_miss" and res.reason == "verifier: P(same question) 0.30 < 0.5"
+    # accepted: the verifier replaces the swap rule (0.9 < swap_threshold 0.99 would have stopped it)
+    assert lookup(new, vec, stored, KEY, verifier=verifier(0.7), verifier_threshold=0.5, **kw).verdict == "hit"
+    calls.clear()
+    # a veto is never asked about; the same words in the same order are never asked about either
+    res = lookup("How much memory does the Redis node not need?", vec, stored, KEY, verifier=verifier(1.0), **kw)
+    assert res.verdict == "guarded_miss" and "negation" in res.reason
+    assert lookup("how much memory does the Redis node need", _unit(1, 0, 0), stored, KEY, verifier=verifier(0.0),
+                  **kw).verdict == "hit"
+    assert calls == []
+
+
+def test_shipped_verifier_loads_and_refuses_a_model_of_other_features(tmp_path) -> None:  # noqa: ANN001
+    from core.answer_cache_verifier import FEATURES, MODEL_PATH, load_verifier, make_verifier
+    from tests.fakes import HashEmbedder
+
+    model = load_verifier()
+    assert model is not None and model.coef.shape == (len(FEATURES),)
+    x = np.zeros(len(FEATURES), dtype=np.float32)
+    assert 0.0 < float(model.prob(x)[0]) < 1.0
+    with np.load(MODEL_PATH) as z:
+        np.savez(tmp_path / "old.npz", **{k: z[k] for k in z.files if k != "features"},
+                 features=np.array(FEATURES[:-1]))
+    with pytest.raises(ValueError, match="other features"):
+        load_verifier(tmp_path / "old.npz")
+    assert load_verifier(tmp_path / "absent.npz") is None
+    assert make_verifier(HashEmbedder()) is None  # no token vectors from its forward: the full guard decides
 
 
 # -- store + pipeline -----------------------------------------------------------------------------------------------
