@@ -357,6 +357,11 @@ SINGLES = {
     # per round (core/route/routes.toml; the tune_loop part chose it)
     "loop (agent + decompose)": {**OFF, "router.enabled": False, "transforms.decompose": "on", "agent.enabled": True,
                                  "agent.per_round": 1},
+    # the same loop with the multi-hop route's two savings (routes.toml; the tune_gate part chose them on the train
+    # split), for every question: a single configuration too, so it competes for the best in hindsight
+    "loop, early stop + BM25 bridging": {**OFF, "router.enabled": False, "transforms.decompose": "on",
+                                         "agent.enabled": True, "agent.per_round": 1, "agent.stop_when_found": True,
+                                         "agent.bridge_dense": False},
 }
 
 
@@ -398,13 +403,51 @@ def tune_loop_part(root: Path, db: str, limit: int) -> dict[str, Any]:
                                                                           for pr, v in res.items()}}
 
 
+GATES = {"loop": {}, "loop + early stop": {"agent.stop_when_found": True},
+         "loop + BM25 bridging": {"agent.bridge_dense": False},
+         "loop + both": {"agent.stop_when_found": True, "agent.bridge_dense": False}}
+
+
+def tune_gate_part(root: Path, db: str, limit: int) -> dict[str, Any]:
+    """The multi-hop route's savings (agent.stop_when_found, agent.bridge_dense) on the router's TRAIN-split twowiki
+    questions whose gold class is multi-hop, interleaved per question in rotating order: recall@5, all-gold@10, ms."""
+    from agent import doc_order, score
+
+    from core.pipeline import run_query
+
+    ws = "twowiki"
+    base, deps, titles, questions = _twowiki_train(root, db, ws)
+    questions = [q for q in questions if _gold_class(q["type"]) == "multi-hop"][: limit or None]
+    grid = {name: base.with_overrides({**SINGLES["loop (agent + decompose)"], **o}) for name, o in GATES.items()}
+    names = list(grid)
+    for cfg in grid.values():  # warm-up
+        run_query(questions[0]["question"], cfg, deps, workspace=ws, log=False)
+    res: dict[str, list[tuple[float, float, float, int]]] = {n: [] for n in names}
+    for i, q in enumerate(questions):
+        for name in names[i % len(names):] + names[: i % len(names)]:
+            t = time.perf_counter()
+            tr = run_query(q["question"], grid[name], deps, workspace=ws, log=False)
+            ms = (time.perf_counter() - t) * 1000
+            final = tr.final()
+            r5, a10 = score([titles[d] for d in doc_order(final.candidates if final else [])], set(q["gold_titles"]))
+            res[name].append((r5, a10, ms, (tr.agent or {}).get("rounds", 0)))
+    rows = [{"config": n, "n": len(v), "recall@5": round(100 * float(np.mean([x[0] for x in v])), 1),
+             "allgold@10": round(100 * float(np.mean([x[1] for x in v])), 1),
+             "ms_mean": round(float(np.mean([x[2] for x in v])), 1),
+             "ms_median": round(float(np.median([x[2] for x in v])), 1),
+             "mean_rounds": round(float(np.mean([x[3] for x in v])), 2)} for n, v in res.items()]
+    print(table(list(rows[0]), [list(r.values()) for r in rows]))
+    return {"questions": len(questions), "split": "router train split, multi-hop class", "grid": rows,
+            "overrides": GATES}
+
+
 def _gold_class(qtype: str) -> str:
     from core.route.data_build import SAMPLE_CLASS, TWOWIKI_CLASS
 
     return {**SAMPLE_CLASS, **TWOWIKI_CLASS}.get(qtype, "factoid")
 
 
-def latency_part(dataset: str, root: Path, db: str, limit: int, every: int = 1) -> dict[str, Any]:
+def latency_part(dataset: str, root: Path, db: str, limit: int, every: int = 1, split: str = "all") -> dict[str, Any]:
     """Each question through every single configuration and the routed one, in rotating order (so load hits all
     rows alike: the ratios hold under load, the absolute ms do not). Quality = document-level recall@5 and
     all-gold@10 of the final list. Per gold class (the router's classes, from the question's type), the best single
@@ -425,6 +468,9 @@ def latency_part(dataset: str, root: Path, db: str, limit: int, every: int = 1) 
     gs, notes = prepare(gs, deps, workspace=ws, config=base)
     print(f"corpus ready in {time.perf_counter() - t0:.1f}s; " + "; ".join(notes), flush=True)
     qs = [q for q in gs.queries if q.gold and any(g.doc_ids for g in q.gold)][::every]
+    if split != "all":  # the router's split of these questions (sample_corpus/routing/routing.jsonl)
+        of = {json.loads(x)["text"]: json.loads(x)["split"] for x in ROUTING_FILE.read_text().splitlines() if x}
+        qs = [q for q in qs if of.get(q.query) == split]
     if limit:
         qs = qs[:limit]
     configs = {name: base.with_overrides(o) for name, o in {**SINGLES, "routed": {"router.enabled": True}}.items()}
@@ -452,7 +498,7 @@ def latency_part(dataset: str, root: Path, db: str, limit: int, every: int = 1) 
         rows.append(rec)
         if (i + 1) % 20 == 0:
             print(f"{i + 1}/{len(qs)} questions", flush=True)
-    return summarise_latency(dataset, rows, names)
+    return {**summarise_latency(dataset, rows, names), "split": split, "every": every}
 
 
 def doc_ids_in_order(cands: Sequence[Any]) -> list[str]:
@@ -488,6 +534,9 @@ def summarise_latency(dataset: str, rows: Sequence[dict[str, Any]], names: Seque
         out[f"routed_over_hindsight_{metric}"] = round(routed / hind, 4) if hind else None
     lat = per_config["routed"]["ms_mean"] / per_config[heaviest]["ms_mean"]
     out["routed_over_heaviest_ms"] = round(lat, 4)
+    # against every single configuration, so the reader sees the ratio to the cheaper loop variants too
+    out["routed_over_single_ms"] = {n: round(per_config["routed"]["ms_mean"] / per_config[n]["ms_mean"], 4)
+                                    for n in singles}
     routed_rows = [r["routed"] for r in rows]
     out["routes"] = {c: {k: sum(1 for r in rows if r["class"] == c and r["routed"].get("route") == k)
                          for k in sorted({str(r["routed"].get("route")) for r in rows})} for c in classes}
@@ -527,9 +576,12 @@ def summarise_latency(dataset: str, rows: Sequence[dict[str, Any]], names: Seque
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--part", choices=["router", "twowiki", "scifact", "tune", "tune_loop", "latency"], required=True)
+    ap.add_argument("--part", choices=["router", "twowiki", "scifact", "tune", "tune_loop", "tune_gate", "latency"],
+                    required=True)
     ap.add_argument("--dataset", default="twowiki_multihop", help="latency: sample or twowiki_multihop")
     ap.add_argument("--every", type=int, default=1, help="latency: every n-th question (a spread sample)")
+    ap.add_argument("--split", choices=["all", "train", "test"], default="all",
+                    help="latency: only the questions in this split of the router's labelled set")
     ap.add_argument("--resummarise", metavar="RESULTS_JSON",
                     help="latency: recompute the summary of a results file from its per-question rows (no new "
                          "measurement; the file keeps its run record and says it was re-summarised)")
@@ -556,11 +608,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.part == "tune_loop":
         write_result(f"{RESULT}_tune_loop", {"tune_loop": tune_loop_part(datasets_dir(args.datasets) /
                                                                          "twowiki_multihop", args.db, args.limit)})
+    elif args.part == "tune_gate":
+        write_result(f"{RESULT}_tune_gate", {"tune_gate": tune_gate_part(datasets_dir(args.datasets) /
+                                                                         "twowiki_multihop", args.db, args.limit)})
     elif args.part == "latency":
         name = "sample" if args.dataset == "sample" else "twowiki"
         db = args.db.replace("route.duckdb", f"route_{name}.duckdb") if name == "sample" else args.db
         write_result(f"{RESULT}_latency_{name}", {"latency": latency_part(args.dataset, datasets_dir(args.datasets),
-                                                                         db, args.limit, args.every)})
+                                                                         db, args.limit, args.every, args.split)})
     elif args.part == "scifact":
         db = args.db.replace("route.duckdb", "route_scifact.duckdb")
         write_result(f"{RESULT}_scifact", {"scifact": scifact_part(datasets_dir(args.datasets), db,

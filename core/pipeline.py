@@ -24,7 +24,8 @@ from core.rerank import (LateInteractionReranker, attach_contexts, covers, descr
                          model_languages, pooled_span_scorer, rerank, reranker_span_scorer)
 from core.retrieve.fusion import rrf
 from core.route.router import CAG_ROUTE
-from core.route.stage import RouteDecision, cag_estimator, cag_stage, decide_route, hybrid_search, transform_stages
+from core.route.stage import (RouteDecision, bridge_found, cag_estimator, cag_stage, decide_route, hybrid_search,
+                              transform_stages)
 from core.route.agent import BridgeWriter, Budget, LLMGrader, LLMWriter, OfflineGrader, run_agent
 from core.text import detect_language
 from core.types import CONTEXT_KEY, DEFAULT_WORKSPACE, Answer, Candidate, Chunk, Stage, StageResult, Trace, Usage
@@ -461,11 +462,17 @@ def _agentic(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
     use_llm = a.grader == "llm" or (a.grader == "auto" and deps.llm.available)
     grader = LLMGrader(deps.llm, a.grader_model) if use_llm else OfflineGrader()
     writer = LLMWriter(deps.llm, a.grader_model, a.per_round) if use_llm else BridgeWriter(a.per_round)
+    # Bridging queries (every query after the question itself) may search BM25 alone (agent.bridge_dense = false).
+    # Their lists then are BM25's own (no fusion, no transform of a bag of names).
+    later = inner if a.bridge_dense else inner.with_overrides({"dense.enabled": False, "transforms.hyde": "off",
+                                                                "transforms.multi_query": "off",
+                                                                "transforms.decompose": "off"})
     start = time.perf_counter()
-    out = run_agent(q.text, lambda text: run_query(text, inner, deps, workspace=q.workspace, log=False),
+    out = run_agent(q.text, lambda text: run_query(text, inner if text == q.text else later, deps,
+                                                   workspace=q.workspace, log=False),
                     budget=Budget(a.max_rounds, a.max_llm_calls, a.max_tokens, a.max_usd, a.max_seconds),
                     grader=grader, writer=writer, workspace=q.workspace, k=a.k, head=a.head,
-                    repeat_threshold=a.repeat_threshold)
+                    repeat_threshold=a.repeat_threshold, enough=bridge_found if a.stop_when_found else None)
     tracer.stages.extend(out.stages)
     label = "offline: calibrated grader + entity bridging (no LLM)" if not use_llm else f"LLM grader ({a.grader_model})"
     tracer.add(Stage.EVIDENCE, out.evidence, (time.perf_counter() - start) * 1000, notes=[label],

@@ -13,10 +13,10 @@ from core.ingest.pipeline import ingest_files
 from core.llm import AnthropicLLM, OfflineLLM
 from core.pipeline import run_query
 from core.route.router import Route, load_routes
-from core.route.stage import RouteDecision, gate, hybrid_search, transform_stages
+from core.route.stage import RouteDecision, bridge_found, gate, hybrid_search, transform_stages
 from core.route.transforms import (bridge_name, comparison_items, decompose_offline, decompose_plan, prf_expansion,
                                    rewrite, run_transform, split_comparison, unique_queries)
-from core.types import Candidate
+from core.types import Candidate, StageResult, Usage
 from tests.anthropic_stub import Stub, anthropic_stub  # noqa: F401 - fixture
 
 
@@ -285,3 +285,49 @@ def test_llm_mode_spends_at_most_one_extra_call_per_query(anthropic_stub: Stub) 
     assert stages["multi_query"].info["method"] == "llm (from the router's reply)"
     assert stages["hyde"].info["method"].startswith("offline") and "spent" in stages["hyde"].notes[0]
     assert stages["decompose"].info["queries"] == ["Charlie Day", "Robert North Bradbury"]
+
+
+# -- the multi-hop route's savings: early stop when decomposition found every bridge, BM25-only bridging rounds -------
+def _decompose_stage(rounds: list[list[str]], skipped: str | None = None) -> StageResult:
+    return StageResult("decompose", (), 1.0, Usage(), skipped, (), {"rounds": rounds} if skipped is None else {})
+
+
+def test_bridge_found_needs_the_item_and_every_bridge_name_heading_a_top_passage() -> None:
+    top = [_cand("El Tonto#0", "El Tonto\nEl Tonto is a 2024 film directed by Charlie Day.", 1),
+           *[_cand(f"x{i}#0", f"Filler {i}\nnothing here", i + 2) for i in range(3)],
+           _cand("Charlie Day#0", "Charlie Day\nCharles Peckham Day is an American actor.", 5)]
+    stages = [_decompose_stage([["El Tonto", "director of El Tonto"], ["Charlie Day"]])]
+    why = bridge_found(stages, top)
+    assert why is not None and "'El Tonto', 'Charlie Day'" in why and "top 5" in why
+    # the bridge page at rank 6: not among the top 5, so the loop goes on
+    assert bridge_found(stages, [*top[:4], _cand("y#0", "Other\ntext", 5), top[4]]) is None
+    # a name only in a passage's body (not its first line) does not count as found
+    body_only = [*top[:4], _cand("z#0", "Some film\nIt starred Charlie Day.", 5)]
+    assert bridge_found(stages, body_only) is None
+    # no bridge round (decomposition read no person), or decomposition did not run: round 2 is where the hop is found
+    assert bridge_found([_decompose_stage([["El Tonto", "director of El Tonto"]])], top) is None
+    assert bridge_found([_decompose_stage([], skipped="transforms.decompose = off")], top) is None
+    assert bridge_found([], top) is None
+
+
+def test_multi_hop_route_savings_in_the_trace(loaded: Deps) -> None:
+    q = "Where was the director of film El Tonto born?"
+    # the multi-hop route's loop without the router (a route's overrides would set both savings)
+    loop = {**RETRIEVAL, "answer.enabled": False, "router.enabled": False, "transforms.decompose": "on",
+            "agent.enabled": True, "agent.per_round": 1, "agent.stop_when_found": False, "agent.bridge_dense": True}
+    plain = run_query(q, PipelineConfig().with_overrides(loop), loaded, log=False)
+    assert plain.agent is not None and plain.agent["rounds"] == 2  # the loop alone bridges in a second round
+    assert plain.stage("r2.dense").skipped is None
+    # BM25-only bridging: the second round's dense stage is skipped with the reason, its list is BM25's
+    lean = run_query(q, PipelineConfig().with_overrides({**loop, "agent.bridge_dense": False}), loaded, log=False)
+    assert lean.stage("r2.dense").skipped == "dense.enabled = false" and lean.stage("r2.bm25").skipped is None
+    # early stop: decomposition read 'Charlie Day' from El Tonto's page and both pages are in the top 5
+    early = run_query(q, PipelineConfig().with_overrides({**loop, "agent.stop_when_found": True}), loaded, log=False)
+    assert early.agent is not None and early.agent["rounds"] == 1 and early.agent["stop_reason"] == "answered"
+    assert "no bridging round" in early.stage("decide").notes[0]
+    # the shipped multi-hop route turns both on
+    assert load_routes()["multi-hop"].overrides["agent.stop_when_found"] is True
+    assert load_routes()["multi-hop"].overrides["agent.bridge_dense"] is False
+    routed = run_query(q, PipelineConfig().with_overrides({**RETRIEVAL, "answer.enabled": False,
+                                                           "router.override": "multi-hop"}), loaded, log=False)
+    assert routed.agent is not None and routed.agent["rounds"] == 1

@@ -462,9 +462,12 @@ def comparison_found(question: str, evidence: Sequence[Candidate], top: int = 5)
 
 def run_agent(question: str, search: Search, *, budget: Budget, grader: Grader, writer: Writer,
               workspace: str, k: int = 10, head: int = 3, repeat_threshold: float = 0.8,
-              clock: Callable[[], float] = time.monotonic, rest_in_turn: bool = True) -> AgentOutcome:
+              clock: Callable[[], float] = time.monotonic, rest_in_turn: bool = True,
+              enough: Callable[[Sequence[StageResult], Sequence[Candidate]], str | None] | None = None
+              ) -> AgentOutcome:
     """Rounds of search -> grade -> decide until the evidence answers, nothing new turns up, or a budget ends it.
-    `search` runs the ordinary pipeline (answer off) on one query; the caller answers from `evidence`."""
+    `search` runs the ordinary pipeline (answer off) on one query; the caller answers from `evidence`. `enough`
+    (the route's early stop) reads the first round's stages and evidence and names why no second round is needed."""
     spend = Spend(budget, clock)
     stages: list[StageResult] = []
     tried: list[str] = []
@@ -543,6 +546,8 @@ def run_agent(question: str, search: Search, *, budget: Budget, grader: Grader, 
             action, stop, reason = "stop", "no_new_evidence", "the round added nothing to the pool"
         elif rnd == 1 and comparison_found(question, evidence):
             action, stop, reason = "answer", "answered", "every compared item is among the top passages"
+        elif rnd == 1 and enough is not None and (found_why := enough(stages, evidence)):
+            action, stop, reason = "answer", "answered", found_why
         elif rnd >= budget.max_rounds:
             action, stop, reason = "answer", "budget_rounds", f"{rnd} of {budget.max_rounds} rounds used"
         else:

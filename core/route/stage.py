@@ -164,6 +164,31 @@ def routed_variants(config: PipelineConfig) -> dict[str, PipelineConfig]:
             "single pipeline": config.with_overrides({"router.enabled": False, **off})}
 
 
+def _headed_by(name: str, passages: Sequence[Candidate]) -> bool:
+    """Some passage's first line (its title, where the corpus gives one) holds every content word of `name`."""
+    from core.route.agent import content_terms  # the loop's own notion of a content word
+
+    words = content_terms(name)
+    return bool(words) and any(words <= content_terms(c.text.split("\n", 1)[0][:120]) for c in passages)
+
+
+def bridge_found(stages: Sequence[Any], evidence: Sequence[Candidate], *, top: int = 5) -> str | None:
+    """The multi-hop route's early stop (agent.stop_when_found): decomposition's bridge round already read the person a
+    relation points to ('the director of X' -> 'Y'); when X and every such name head a passage among the top `top` of
+    the first round's evidence, a bridging round has nothing left to find. None otherwise (also when no bridge was
+    read: then round 2 is where the second hop is found). On the router-train split's multi-hop questions this held
+    for a third of them, and stopping there lost no recall@5 (bench/results/route_tune_gate.json)."""
+    dec = next((s for s in stages if s.stage == "decompose" and s.skipped is None), None)
+    rounds = list((dec.info.get("rounds") or []) if dec is not None else [])
+    if len(rounds) < 2 or not rounds[0] or not rounds[1]:
+        return None
+    head = list(evidence[:top])
+    names = [rounds[0][0], *rounds[1]]
+    if all(_headed_by(n, head) for n in names):
+        return f"decomposition already found {', '.join(repr(n) for n in names)} among the top {top}: no bridging round"
+    return None
+
+
 def hybrid_search(bm25: Callable[[str, int], Hits], dense: Callable[[str, int], Hits] | None,
                   hydrate: Callable[[Hits, str], list[Candidate]], *, k: int = 50, rrf_k: int = 60,
                   dense_weight: float = 1.0, keep: int | None = None) -> Callable[[str], list[Candidate]]:
