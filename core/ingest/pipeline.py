@@ -144,14 +144,39 @@ def _store_prepared(
 ) -> FileResult:
     """Write one prepared document in its own transaction (put_document); a failure costs this file only."""
     try:
-        doc = Document(p.doc_id, p.name, p.parsed.kind, p.size, p.content_hash, detect_language(p.parsed.text),
-                       p.parsed.text, p.label, workspace, p.parsed.title, len(p.chunks))
-        store.corpus.put_document(doc, p.chunks, vectors, embedder.model_id,  # type: ignore[arg-type]
-                           replace_doc_id=p.previous.doc_id if p.previous is not None else None)
+        store.corpus.put_document(_document(p, workspace), p.chunks, vectors, embedder.model_id,  # type: ignore[arg-type]
+                                  replace_doc_id=p.previous.doc_id if p.previous is not None else None)
     except Exception as exc:  # a store failure costs this file only; the upload goes on
         return _failed(p.name, exc)
+    return _stored(p, stats)
+
+
+def _document(p: _Prepared, workspace: str) -> Document:
+    return Document(p.doc_id, p.name, p.parsed.kind, p.size, p.content_hash, detect_language(p.parsed.text),
+                    p.parsed.text, p.label, workspace, p.parsed.title, len(p.chunks))
+
+
+def _stored(p: _Prepared, stats: EmbedStats) -> FileResult:
     return FileResult(p.name, "replaced" if p.previous is not None else "ingested", "", p.doc_id, len(p.chunks),
                       stats.computed, stats.cache_hits, p.parsed.encoding)
+
+
+def _store_group(
+    ready: Sequence[tuple[_Prepared, object, EmbedStats]], *, store: Store, embedder: Embedder, workspace: str
+) -> list[FileResult]:
+    """Write a group of embedded documents in one transaction (Corpus.put_documents: all or nothing, one bulk
+    insert per table instead of seven statements and a commit per file). If that fails, nothing of the group was
+    written, and each document is written again in its own transaction, so only the faulty file reports an error;
+    either way no document is ever half-written."""
+    if len(ready) > 1:
+        try:
+            store.corpus.put_documents(
+                [(_document(p, workspace), p.chunks, v, p.previous.doc_id if p.previous is not None else None)
+                 for p, v, _ in ready], embedder.model_id)  # type: ignore[misc]
+            return [_stored(p, st) for p, _, st in ready]
+        except Exception:  # noqa: BLE001 - the group rolled back whole; per document below finds the faulty one
+            pass
+    return [_store_prepared(p, v, st, store=store, embedder=embedder, workspace=workspace) for p, v, st in ready]
 
 
 def ingest_files(
@@ -190,6 +215,7 @@ def ingest_files(
             except Exception:  # noqa: BLE001 - retried per document below so only the guilty file reports the error
                 embedded = None
         hits = computed = 0
+        ready: list[tuple[int, _Prepared, object, EmbedStats]] = []
         for j, (i, p) in enumerate(group):
             if embedded is not None:
                 vectors, stats = embedded[j]
@@ -199,8 +225,12 @@ def ingest_files(
                 except Exception as exc:  # a model failure costs this file only
                     results[i] = _failed(p.name, exc)
                     continue
-            results[i] = _store_prepared(p, vectors, stats, store=store, embedder=embedder, workspace=workspace)
-            if results[i].status != "error":  # type: ignore[union-attr]
+            ready.append((i, p, vectors, stats))
+        written = _store_group([(p, v, st) for _, p, v, st in ready], store=store, embedder=embedder,
+                               workspace=workspace)
+        for (i, _, _, stats), res in zip(ready, written):
+            results[i] = res
+            if res.status != "error":
                 hits, computed = hits + stats.cache_hits, computed + stats.computed
         if hits or computed:  # one ledger row per group: each row is a commit, and the sums are what is read
             store.caches.record_cache_event("embedding", hits, computed, "ingest", workspace)
