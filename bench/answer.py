@@ -239,7 +239,8 @@ SIGNS = {"novelty": 0, "contradict": -1}
 # and falls with terms nobody retrieved (or the corpus never uses) and with a contradiction.
 _SIGNED = __import__("os").environ.get("A_UNSIGNED") is None
 GATE_SIGNS = {"best_score": 1, "absent": -1, "spec_missing": -1, "best_atype": 1, "best_ctx_cov": 1, "best_li": 1,
-              "best_spec_ctx": 1, "best_contradict": -1, "best_sent_cov": 1, "best_attr_cov": 1}
+              "best_spec_ctx": 1, "best_contradict": -1, "best_sent_cov": 1, "best_attr_cov": 1,
+              "best_pair_cov": 1}
 
 
 def _standardise(x: np.ndarray, names: tuple[str, ...], impute: dict[str, float]) -> tuple[np.ndarray, np.ndarray,

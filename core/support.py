@@ -51,6 +51,9 @@ FEATURES: tuple[str, ...] = (
     "contradict",    # 1 when the question names a quarter, year, code, version or config key that the sentence (with
                      # its heading and document title) does not state while it states a sibling of the same kind
                      # ('Q4' asked, a Q3 report read): the near miss that word overlap alone rewards
+    "pair_cov",      # share of the question's attribute phrases (two general words in a row: 'project manager',
+                     # 'list price', 'data engineer') that the sentence or its heading says as a phrase (at most one
+                     # word between): 'account manager' covers 'manager' but not 'project manager'
 )
 # Signals that come from the embedder's token vectors: meaningless when the embedder does not read the question's
 # language, so they are replaced by their training means and the lexical signals decide (see impute).
@@ -76,6 +79,43 @@ class QuestionTerms:
     terms: tuple[str, ...]
     words: Mapping[str, str]
     codes: frozenset[str]
+
+
+def _word_stems(text: str) -> list[str | None]:
+    """One stem per word, in order; None for a stop word or a lone letter (it breaks a phrase)."""
+    out: list[str | None] = []
+    for m in _IDENT.finditer(text):
+        toks = [t for t in tokenize(m.group(0)) if len(t) > 1 or t.isdigit()]
+        out.append(toks[0] if toks else None)
+    return out
+
+
+def attribute_pairs(question: str) -> list[tuple[str, str]]:
+    """Pairs of general content words that stand side by side in the question ('project manager', 'list price'):
+    no name (a capitalised word inside the question), code, number, period or filler word; a stop word between two
+    words breaks the pair."""
+    seq: list[str | None] = []
+    for m in _IDENT.finditer(question):
+        raw = m.group(0)
+        toks = [t for t in tokenize(raw) if len(t) > 1 or t.isdigit()]
+        named = raw[:1].isupper() and m.start() > 0 and question[: m.start()].strip()[-1:] not in ".?!"
+        general = bool(toks) and not named and not any(ch.isdigit() or ch in "_.-" for ch in raw) and \
+            toks[0] not in _FILLER and toks[0] not in _PERIOD_WORDS
+        seq.append(toks[0] if general else None)
+    return list(dict.fromkeys((a, b) for a, b in zip(seq, seq[1:]) if a and b and a != b))
+
+
+def pair_coverage(pairs: Sequence[tuple[str, str]], *texts: str) -> float:
+    """Share of `pairs` said as phrases in one of `texts`: both words within three words of each other, in either
+    order (Russian moves words freely: 'выросла выручка' / 'Выручка выросла')."""
+    if not pairs:
+        return 1.0
+    found = 0
+    seqs = [_word_stems(t) for t in texts if t]
+    for a, b in pairs:
+        if any(w == a and b in seq[max(0, i - 3): i + 4] for seq in seqs for i, w in enumerate(seq)):
+            found += 1
+    return found / len(pairs)
 
 
 def question_terms(question: str) -> QuestionTerms:
@@ -292,9 +332,35 @@ def _is_claim(sent: str) -> bool:
     return 4 <= n <= 80 and not sent.startswith(("|", "#")) and (sent[-1:] in '.!?:;)»"' or n >= 8)
 
 
+def _strip_heading_lines(text: str, s: int, e: int) -> int:
+    """Start of the span past its leading heading and decoration lines ('Supply chain' glued above 'The quoted lead
+    time ...', a release's '-----' rule and 'FieldOS 3.9.1 - released ...' line, a memo's 'Date: ...' line): they
+    are the sentence's context (see _headings), not part of a quotable claim. A short line followed by one that goes
+    on in lower case is a wrapped sentence (PDF), not a heading."""
+    while True:
+        nl = text.find("\n", s, e)
+        if nl < 0:
+            return s
+        line = text[s:nl].strip()
+        rest = text[nl + 1:e].lstrip()
+        if not rest:
+            return s
+        decoration = bool(line) and not line.strip("-=*_#| ")
+        if not (decoration or not line or (_heading_line(line) and not rest[:1].islower())):
+            return s
+        s = nl + 1
+
+
 def claim_spans(text: str) -> list[Span]:
-    """The sentences of a passage an extractive answer may quote."""
-    return [(s, e) for s, e in sentence_spans(text) if _is_claim(" ".join(text[s:e].split()))]
+    """The sentences of a passage an extractive answer may quote, without the heading lines glued above them."""
+    out = []
+    for s, e in sentence_spans(text):
+        s = _strip_heading_lines(text, s, e)
+        while s < e and text[s].isspace():
+            s += 1
+        if s < e and _is_claim(" ".join(text[s:e].split())):
+            out.append((s, e))
+    return out
 
 
 def reading_texts(candidates: Sequence[Candidate], full_texts: Mapping[str, str] | None) -> list[Candidate]:
@@ -352,6 +418,7 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
     spec_missing = sum(1 for t in spec if df[t] == 0) / len(spec) if spec else 0.0
     absent = sum(1 for t in q if t not in vocabulary) / len(q) if vocabulary is not None else math.nan
     kind = asked_type(question)
+    pairs = attribute_pairs(question)
 
     li_all: list[np.ndarray] | None = list(li_scores) if li_scores is not None else None
     if li_all is None and li_scorer is not None and per_cand:
@@ -395,7 +462,7 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
             novelty = len(st - set(q)) / len(st) if st else 0.0
             feats = (sent_cov, ctx_cov, missing, spec_ctx, spec_sent, spec_missing, absent, atype, novelty, li, li - best_li if li_all is not None else math.nan,
                      rr[ci], rr[ci] - top_rr, gap, agree, 1.0 / max(1, c.rank), kept_masks[ci][si], head_cov,
-                     attr_cov, contra)
+                     attr_cov, contra, pair_coverage(pairs, sent, heads[si], titles.get(c.doc_id, "")))
             rows.append(SentenceRow(c.chunk_id, c.doc_id, c.rank, sent, (s, e), feats))
     matrix = np.array([r.features for r in rows], dtype=np.float64).reshape(len(rows), len(FEATURES))
     return SentenceTable(tuple(rows), qt, unseen, matrix)
@@ -434,7 +501,8 @@ def _headings(text: str, spans: Sequence[Span], *, versioned: bool = False) -> l
 
 # The gate reads the question as a whole, through its best sentence: is there an answer at all?
 GATE_FEATURES: tuple[str, ...] = ("best_score", "absent", "spec_missing", "best_atype", "best_ctx_cov", "best_li",
-                                  "best_spec_ctx", "best_contradict", "best_sent_cov", "best_attr_cov")
+                                  "best_spec_ctx", "best_contradict", "best_sent_cov", "best_attr_cov",
+                                  "best_pair_cov")
 
 
 def _logit(p: float) -> float:
@@ -449,7 +517,7 @@ def gate_features(matrix: np.ndarray, probs: np.ndarray) -> np.ndarray:
     row = matrix[b]
     f = {n: row[FEATURES.index(n)] for n in FEATURES}
     return np.array([_logit(float(probs[b])), f["absent"], f["spec_missing"], f["atype"], f["ctx_cov"], f["li"],
-                     f["spec_ctx"], f["contradict"], f["sent_cov"], f["attr_cov"]], dtype=np.float64)
+                     f["spec_ctx"], f["contradict"], f["sent_cov"], f["attr_cov"], f["pair_cov"]], dtype=np.float64)
 
 
 @dataclass(frozen=True)

@@ -171,3 +171,92 @@ def test_attribute_coverage_leaves_names_out() -> None:
     assert _f(lead.features, "attr_cov") == 0.0  # the right project, another role
     assert _f(pm.features, "attr_cov") == 1.0
     assert _f(lead.features, "spec_sent") == 1.0 and _f(pm.features, "spec_sent") == pytest.approx(0.5)
+
+
+def test_kind_cues_read_the_question_not_any_word() -> None:
+    from core.support import asked_type, holds_type
+
+    many = "How many QM-55 modules did the board approve buying in September 2024?"
+    # the counted noun comes after the code; the code's digits are no quantity
+    assert holds_type("The board approved the purchase of 3,000 QM-55 modules for about EUR 2.4 million.", "number",
+                      many)
+    assert not holds_type("The QM-55 module supports network slicing.", "number", many)
+    much = "How much power does the FB-340 Rugged draw?"
+    assert not holds_type("Each station receives one FB-340 Rugged gateway.", "number", much)  # 'one' is a determiner
+    assert holds_type("It draws at most six watts.", "number", much)
+    # 'when' inside the question is no date question; at its start it is
+    assert asked_type("What is the first action when a gateway reports E-FOS-0412?") is None
+    assert asked_type("When will Meridian 1.3 be released?") == "year"
+    assert not holds_type("Meridian accepts only TLS 1.3 from its first release.", "year",
+                          "When will Meridian 1.3 be released?")
+    assert not holds_type("Tickets may be booked in the tool.", "year", "When was the tool introduced?")  # 'may' verb
+    assert holds_type("Meridian 1.0 became generally available on 14 May 2024.", "year", "When did Meridian launch?")
+    # a rule's 'when' is answered by a condition
+    assert holds_type("First-class tickets may be booked when the journey is longer than two hours.", "year",
+                      "When may first-class rail tickets be booked?")
+    assert holds_type("Сотрудники получили ключи для входа в VPN в сентябре.", "year", "Когда сотрудники получили ключи?")
+    assert holds_type("Закрепите кронштейн четырьмя винтами M6.", "number", "Сколько винтов нужно для кронштейна?")
+
+
+def test_a_project_named_in_the_heading_contradicts_another_project() -> None:
+    from core.support import contradicts, specific_terms
+
+    assert specific_terms("Project Bluefin — Project Brief") == {"project:latin": {"bluefin"}}
+    assert specific_terms("проект «Степной пульс»") == {"project:cyrillic": {"степной пульс"}}
+    asked = specific_terms("Who is the data engineer for Project Heron?")
+    assert contradicts(asked, specific_terms("Project Bluefin"))
+    assert not contradicts(asked, specific_terms("Project Heron"))
+    # the same project in the other script is not a sibling: nothing of the asked kind is stated
+    assert not contradicts(specific_terms("Who runs Project Steppe Pulse?"), specific_terms("проект «Степной пульс»"))
+    text = "Project Bluefin\n\nWen Li is the data engineer at 50%.\n\nProject Heron\n\nNoor Haddad is the QA lead here."
+    rows = sentence_table("Who is the data engineer for Project Heron?", [Candidate("k1", "d1", text, 1.0, 1)]).rows
+    assert [(r.text, _f(r.features, "contradict")) for r in rows] == [
+        ("Wen Li is the data engineer at 50%.", 1.0), ("Noor Haddad is the QA lead here.", 0.0)]
+
+
+def test_attribute_phrases_must_be_said_as_phrases() -> None:
+    from core.support import attribute_pairs, pair_coverage
+
+    q = "Who is the project manager of Project Driftwood?"
+    assert attribute_pairs(q) == [("project", "manag")]  # the capitalised 'Project' is a name, not an attribute
+    assert pair_coverage(attribute_pairs(q), "The account manager for Baltimar Shipping is Rafael Quintero.") == 0.0
+    assert pair_coverage(attribute_pairs(q), "Hannah Okoro is the project manager at 60%.") == 1.0
+    assert attribute_pairs("What is the price of the FB-340?") == []  # one general word: nothing to pair
+    assert pair_coverage([], "anything") == 1.0
+    ru = attribute_pairs("На сколько выросла выручка офиса?")
+    assert ("выросл", "выручк") in ru and pair_coverage(ru, "Выручка выросла на 12%.") == pytest.approx(1 / len(ru))
+
+
+def test_claims_leave_glued_heading_lines_out() -> None:
+    text = ("Supply chain\nThe quoted lead time for the module remained at 38 weeks throughout the quarter.\n\n"
+            "-------------\nFieldOS 3.9.1 - released 8 October 2024\n-------------\nFixes\n"
+            "- Fixed a memory leak in the Modbus driver that restarted gateways.\n\n"
+            "REPORT TITLE\nDate: 2 October 2024\nPrepared by: the project office, Gdansk\n\n"
+            "The decline is explained by the FB-520, whose\nshipments were 62% below plan.")
+    assert [text[s:e] for s, e in claim_spans(text)] == [
+        "The quoted lead time for the module remained at 38 weeks throughout the quarter.",
+        "- Fixed a memory leak in the Modbus driver that restarted gateways.",
+        "The decline is explained by the FB-520, whose\nshipments were 62% below plan."]  # a wrapped line stays
+
+
+def test_signed_logistic_fit_is_free_fit_within_bounds() -> None:
+    from core.support import fit_logistic_signed
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(300, 3))
+    y = (x @ np.array([1.5, -1.0, 0.0]) + rng.normal(size=300) > 0).astype(float)
+    free_w, free_b = fit_logistic(x, y, l2=1.0)
+    w, b = fit_logistic_signed(x, y, l2=1.0)
+    assert np.allclose(w, free_w, atol=1e-4) and b == pytest.approx(free_b, abs=1e-4)
+    w2, _ = fit_logistic_signed(x, y, l2=1.0, signs=[1, 1, 0])
+    assert w2[1] == 0.0 and w2[0] > 0  # the negative weight is held at its bound
+
+
+def test_kind_penalty_moves_the_best_sentence_to_one_holding_the_kind() -> None:
+    m = _hand_model(head_cov=2.0)
+    m = SupportModel(m.features, m.coef, m.intercept, m.mean, m.scale, m.impute, m.threshold, kind_penalty=3.0)
+    rows = np.zeros((2, len(FEATURES)))
+    rows[:, FEATURES.index("head_cov")] = [1.0, 0.5]
+    rows[:, FEATURES.index("atype")] = [0.0, 1.0]
+    z = m.scores(rows)
+    assert z[0] == pytest.approx(-1.0 + 2.0 - 3.0) and z[1] == pytest.approx(-1.0 + 1.0)
