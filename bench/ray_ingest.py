@@ -134,7 +134,34 @@ def compare(local_db: str, ray_db: str) -> dict[str, Any]:
         out["vector_model"] = m.model_id
         out["vector_ids_equal"] = ia == ib
         out["max_abs_vector_diff"] = float(np.abs(va - vb).max()) if ia == ib and len(ia) else None
+        out.update(compare_token_vectors(a, b, m.model_id, [c[2] for c in chunks[0]]))
     return out
+
+
+def compare_token_vectors(a: Any, b: Any, model_id: str, texts: list[str], batch: int = 200) -> dict[str, Any]:
+    """Late-interaction token vectors of every chunk text: held by both databases, same token ids and spans, largest
+    absolute difference of the float16 vectors (read `batch` texts at a time, never all at once)."""
+    import numpy as np
+
+    from core.rerank import text_key
+
+    keys = sorted({text_key(model_id, t) for t in texts})
+    held = [len(s.caches.held_token_vectors(model_id, keys)) for s in (a, b)]
+    same_tokens, diff = True, 0.0
+    for i in range(0, len(keys), batch):
+        ka = a.caches.cached_token_vectors(model_id, keys[i:i + batch])
+        kb = b.caches.cached_token_vectors(model_id, keys[i:i + batch])
+        if set(ka) != set(kb):
+            same_tokens = False
+        for k in set(ka) & set(kb):
+            (ia, va, sa), (ib, vb, sb) = ka[k], kb[k]
+            if not (np.array_equal(ia, ib) and np.array_equal(sa, sb)) or va.shape != vb.shape:
+                same_tokens = False
+                continue
+            if va.size:
+                diff = max(diff, float(np.abs(va.astype(np.float32) - vb.astype(np.float32)).max()))
+    return {"token_vector_texts": len(keys), "token_vectors_held": held, "token_ids_spans_equal": same_tokens,
+            "max_abs_token_vector_diff": diff}
 
 
 def main() -> None:

@@ -1,8 +1,10 @@
 """The Ray engine (core/ingest/ray_engine.py) against the local engine, on one in-process Ray runtime per module."""
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import re
 from pathlib import Path
 from typing import Sequence
 
@@ -11,6 +13,7 @@ import pytest
 
 from core.config import PipelineConfig
 from core.ingest.pipeline import IngestReport, ingest_files
+from core.rerank import text_key
 from core.store import Store
 from tests.anthropic_stub import anthropic_stub  # noqa: F401 - fixture
 from tests.fakes import HashEmbedder
@@ -37,6 +40,25 @@ def _files() -> list[tuple[str, bytes]]:
     return out
 
 
+class TokenHashEmbedder(HashEmbedder):
+    """A HashEmbedder whose 'forward pass' also gives per-token vectors, as the ONNX runtimes do, so ingest (either
+    engine) stores late-interaction token vectors. Tokens are whitespace words; rows depend on word and position."""
+
+    def encode_with_tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, list]:
+        vecs = self.encode(texts)
+        out = []
+        for t in texts:
+            spans = [(m.start(), m.end()) for m in re.finditer(r"\S+", t)]
+            ids = [int(hashlib.md5(t[a:b].encode()).hexdigest()[:6], 16) % 30000 for a, b in spans]
+            rows = np.array([[(i * 7 + j * 3 + k) % 11 - 5.0 for k in range(8)] for j, i in enumerate(ids)],
+                            dtype=np.float32).reshape(len(ids), 8)
+            out.append((ids, spans, rows))
+        return vecs, out
+
+    def window_encoder(self):  # noqa: ANN201 - only texts longer than one forward need it; none here are
+        raise AssertionError("no chunk in these tests needs windows")
+
+
 class LoggingEmbedderFactory:
     """Builds, inside each Ray actor, a HashEmbedder that appends every text it encodes to a log file (so the test
     counts what was embedded across processes) and, while `kill_marker` exists, kills its process on the first encode
@@ -49,7 +71,7 @@ class LoggingEmbedderFactory:
         return _LoggingEmbedder(self)
 
 
-class _LoggingEmbedder(HashEmbedder):
+class _LoggingEmbedder(TokenHashEmbedder):
     def __init__(self, spec: LoggingEmbedderFactory) -> None:
         super().__init__()
         self.spec = spec
@@ -76,29 +98,38 @@ def _snapshot(store: Store) -> dict:
     chunks = sorted((c.chunk_id, c.doc_id, c.ordinal, c.text, c.start, c.end, tuple(c.heading_path))
                     for c in store.corpus.chunks())
     ids, vecs = store.corpus.vectors("fake-hash-64")
+    keys = sorted({text_key("fake-hash-64", c[3]) for c in chunks})
+    tokens = store.caches.cached_token_vectors("fake-hash-64", keys)
     return {"docs": docs, "chunks": chunks, "vector_ids": ids, "vectors": vecs,
             "heuristic": store.ledger.contexts("heuristic"),
-            "rows": {t: store.corpus.count(t) for t in ("documents", "chunks", "vectors")}}
+            "rows": {t: store.corpus.count(t) for t in ("documents", "chunks", "vectors")},
+            "token_keys": keys, "tokens": tokens}
 
 
 def _assert_same(a: dict, b: dict) -> None:
     assert a["docs"] == b["docs"] and a["chunks"] == b["chunks"] and a["vector_ids"] == b["vector_ids"]
     assert a["heuristic"] == b["heuristic"] and a["rows"] == b["rows"]
     assert np.abs(a["vectors"] - b["vectors"]).max() <= 1e-6
+    # Late-interaction token vectors, from the same forward on both engines: every chunk text has them, same tokens.
+    assert sorted(a["tokens"]) == sorted(b["tokens"]) == a["token_keys"]
+    for k, (ids, vecs, spans) in a["tokens"].items():
+        ids2, vecs2, spans2 = b["tokens"][k]
+        assert np.array_equal(ids, ids2) and np.array_equal(spans, spans2) and len(ids) > 0
+        assert np.abs(vecs.astype(np.float32) - vecs2.astype(np.float32)).max() <= 1e-6
 
 
 @pytest.fixture(scope="module")
 def local_db() -> dict:
     store = Store(":memory:")
-    rep = ingest_files(_files(), store=store, embedder=HashEmbedder(), config=CONFIG)
+    rep = ingest_files(_files(), store=store, embedder=TokenHashEmbedder(), config=CONFIG)
     assert [r.status for r in rep.results] == ["ingested"] * 6 + ["error", "unchanged"]
     return {"snapshot": _snapshot(store), "statuses": [r.status for r in rep.results],
             "messages": [r.message for r in rep.results]}
 
 
-def _ray_ingest(store: Store, factory: LoggingEmbedderFactory, **opts) -> IngestReport:
-    return ingest_files_ray(_files(), store=store, embedder=HashEmbedder(), make_embedder=factory, config=CONFIG,
-                            options=RayOptions(batch_docs=2, **opts))
+def _ray_ingest(store: Store, factory: LoggingEmbedderFactory, files: list | None = None, **opts) -> IngestReport:
+    return ingest_files_ray(files or _files(), store=store, embedder=TokenHashEmbedder(), make_embedder=factory,
+                            config=CONFIG, options=RayOptions(batch_docs=2, **opts))
 
 
 def _logged(log: Path) -> list[str]:
@@ -140,6 +171,29 @@ def test_workers_giving_up_leave_whole_documents_and_a_rerun_finishes(ray_runtim
     _assert_same(_snapshot(store), local_db["snapshot"])
     missing = {c[3].replace("\n", " ") for c in local_db["snapshot"]["chunks"] if c[1] not in stored}
     assert sorted(_logged(log)[before:]) == sorted(missing)  # the re-run embedded only what was not stored
+
+
+def test_a_changed_documents_unchanged_chunks_come_from_the_embedding_cache_as_locally(ray_runtime, tmp_path: Path
+                                                                                       ) -> None:
+    first = _files()[:3]
+    name, body = first[0]
+    changed = [(name, body.replace(b"step 3 checks", b"step 3 re-checks")), *first[1:]]  # one chunk's text changes
+    local, emb = Store(":memory:"), TokenHashEmbedder()
+    ingest_files(first, store=local, embedder=emb, config=CONFIG)
+    local_rep = ingest_files(changed, store=local, embedder=emb, config=CONFIG)
+    store, log = Store(":memory:"), tmp_path / "embedded.log"
+    _ray_ingest(store, LoggingEmbedderFactory(log), first, actors=1)
+    before = _logged(log)
+    ray_rep = _ray_ingest(store, LoggingEmbedderFactory(log), changed, actors=1)
+    assert [r.status for r in ray_rep.results] == [r.status for r in local_rep.results] == ["replaced", "unchanged",
+                                                                                             "unchanged"]
+    got = [(r.embedded, r.cache_hits) for r in ray_rep.results]
+    assert got == [(r.embedded, r.cache_hits) for r in local_rep.results]
+    assert got[0][0] >= 1 and got[0][1] >= 1  # some chunks changed, some were reused: the check means something
+    old_texts = {t for t in before}
+    new_texts = sorted({c.text.replace("\n", " ") for c in store.corpus.chunks()} - old_texts)
+    assert sorted(_logged(log)[len(before):]) == new_texts  # only the changed chunks went through the model
+    _assert_same(_snapshot(store), _snapshot(local))
 
 
 # -- LLM contexts as Ray tasks ------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from core.ingest.chunk import chunk_document
 from core.ingest.parse import ParseError
 from core.ingest.pipeline import (
     FileResult, IngestReport, Progress, _Prepared, _store_prepared, after_ingest, chunker_label, doc_id_for,
+    token_sink,
 )
 from core.text import sha256_text
 from core.types import DEFAULT_WORKSPACE, Chunk, ParsedDocument
@@ -146,10 +147,16 @@ class EmbedderSpec:
                    threads)
 
 
+TokenRows = tuple[np.ndarray, np.ndarray, np.ndarray]  # as core.store.caches: ids int32, vecs float16, spans
+
+
 @dataclass(frozen=True)
 class WorkerDoc:
     """One file as a worker hands it back: parsed, chunked and (after the embed stage) embedded, or the reason why
-    not. Vectors are in chunk order; `computed` counts the distinct texts that went through the model."""
+    not. Vectors are in chunk order; the rows listed in `from_cache` are zeros, to be filled by the driver from its
+    embedding cache (the worker was told those texts are cached and did not embed them). `computed` counts the
+    distinct texts that went through the model; `tokens` their late-interaction token vectors (text key -> rows)
+    when the run stores them, from the same forward pass as the vectors, as the local engine does."""
 
     index: int
     name: str
@@ -162,6 +169,8 @@ class WorkerDoc:
     model_id: str = ""
     computed: int = 0
     error: str = ""
+    from_cache: tuple[int, ...] = ()
+    tokens: tuple[tuple[str, TokenRows], ...] = ()
 
 
 def cut_file(index: int, name: str, data: bytes, *, config: PipelineConfig, parse: Callable[..., ParsedDocument]
@@ -183,27 +192,71 @@ def cut_file(index: int, name: str, data: bytes, *, config: PipelineConfig, pars
     return replace(base, doc_id=doc_id, parsed=parsed, chunks=tuple(chunks))
 
 
-def embed_docs(docs: Sequence[WorkerDoc], embedder: Embedder) -> list[WorkerDoc]:
+class _TokenCollector:
+    """A TokenVectorSink that keeps what the embedder's forward gave (workers never touch the store)."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, TokenRows] = {}
+
+    def cache_token_vectors(self, model_id: str, items: Any, workspace: str = "") -> None:
+        self.items.update(items)
+
+
+def embed_docs(docs: Sequence[WorkerDoc], embedder: Embedder, *, cached: frozenset[str] = frozenset(),
+               tokens: bool = False) -> list[WorkerDoc]:
     """Embed the chunks of several documents in one model call (full batches), each document getting its own
-    vectors; if that call fails, each document is retried alone so only the guilty file reports the error."""
+    vectors; if that call fails, each document is retried alone so only the guilty file reports the error.
+    `cached`: text hashes (core.text.sha256_text) the driver's embedding cache holds; those chunks are not embedded
+    here (a changed document's unchanged chunks, as locally). `tokens`: keep the forward's token vectors too."""
     todo = [d for d in docs if not d.error]
     out = {d.index: d for d in docs}
 
-    def done(d: WorkerDoc, vecs: np.ndarray, st: EmbedStats) -> WorkerDoc:
-        return replace(d, vectors=vecs, model_id=embedder.model_id, computed=st.computed)
+    def split(d: WorkerDoc) -> tuple[list[str], tuple[int, ...]]:
+        hashes = [sha256_text(c.text) for c in d.chunks]
+        return ([c.text for c, h in zip(d.chunks, hashes) if h not in cached],
+                tuple(i for i, h in enumerate(hashes) if h in cached))
+
+    def done(d: WorkerDoc, vecs: np.ndarray, st: EmbedStats, hit_rows: tuple[int, ...], sink: _TokenCollector
+             ) -> WorkerDoc:
+        full = vecs
+        if hit_rows:
+            dim = vecs.shape[1] if vecs.size else _dim(embedder)
+            full = np.zeros((len(d.chunks), dim), dtype=np.float32)
+            fresh = [i for i in range(len(d.chunks)) if i not in set(hit_rows)]
+            if fresh:
+                full[fresh] = vecs
+        keys = dict.fromkeys(_text_key(c.text) for c in d.chunks)
+        toks = tuple((k, sink.items[k]) for k in keys if k in sink.items)
+        return replace(d, vectors=full, model_id=embedder.model_id, computed=st.computed, from_cache=hit_rows,
+                       tokens=toks)
+
+    def run(group: Sequence[WorkerDoc]) -> list[WorkerDoc]:
+        parts = [split(d) for d in group]
+        sink = _TokenCollector()
+        res = embed_groups_with_cache([p[0] for p in parts], embedder, None, "", tokens=sink if tokens else None)
+        return [done(d, vecs, st, hits, sink) for d, (vecs, st), (_, hits) in zip(group, res, parts)]
 
     try:
-        res = embed_groups_with_cache([[c.text for c in d.chunks] for d in todo], embedder, None, "")
-        for d, (vecs, st) in zip(todo, res):
-            out[d.index] = done(d, vecs, st)
+        for d in run(todo):
+            out[d.index] = d
     except Exception:  # noqa: BLE001 - retried one by one below
         for d in todo:
             try:
-                vecs, st = embed_groups_with_cache([[c.text for c in d.chunks]], embedder, None, "")[0]
-                out[d.index] = done(d, vecs, st)
+                out[d.index] = run([d])[0]
             except Exception as exc:  # noqa: BLE001 - a model failure costs this file only
                 out[d.index] = replace(d, error=f"{d.name}: could not be embedded ({type(exc).__name__}: {exc})")
     return [out[d.index] for d in docs]
+
+
+def _text_key(text: str) -> str:
+    from core.rerank import text_key
+
+    return text_key("", text)  # sha256 of the exact text; the model is the row's model id
+
+
+def _dim(embedder: Embedder) -> int:
+    dim = getattr(embedder, "dim", None)
+    return int(dim) if dim else int(np.asarray(embedder.encode(["dimension probe"])).shape[1])
 
 
 class _IngestActor:
@@ -211,18 +264,22 @@ class _IngestActor:
     parses and chunks a batch of files, then embeds all their chunks together. One stage, not a parse task stage
     feeding an actor stage: on a small cluster the actors hold every CPU and a separate task stage would starve."""
 
-    def __init__(self, make_embedder: Callable[[], Embedder], config: PipelineConfig) -> None:
+    def __init__(self, make_embedder: Callable[[], Embedder], config: PipelineConfig, cached: frozenset[str] = frozenset(),
+                 tokens: bool = False) -> None:
         from core.ingest.sandbox import default_sandbox  # the hostile-file guard runs on the worker too
 
         self.embedder = make_embedder()
         self.config = config
         self.parse = default_sandbox().parse
+        self.cached = cached
+        self.tokens = tokens
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         docs = [cut_file(int(i), str(n), bytes(d), config=self.config, parse=self.parse)
                 for i, n, d in zip(batch["i"], batch["name"], batch["data"])]
         # Pickled by hand: Ray Data would first try (and fail) to fit the records into an Arrow column.
-        return {"doc": [pickle.dumps(d, protocol=pickle.HIGHEST_PROTOCOL) for d in embed_docs(docs, self.embedder)]}
+        embedded = embed_docs(docs, self.embedder, cached=self.cached, tokens=self.tokens)
+        return {"doc": [pickle.dumps(d, protocol=pickle.HIGHEST_PROTOCOL) for d in embedded]}
 
 
 # -- driver side --------------------------------------------------------------------------------------------------
@@ -298,7 +355,12 @@ def _run_dataset(
     # One block per batch: from_items would otherwise make one block, and one block feeds one actor only.
     ds = ray.data.from_items([{"i": i, "name": files[i][0], "data": files[i][1]} for i in todo],
                              override_num_blocks=max(1, math.ceil(len(todo) / options.batch_docs)))
-    ds = ds.map_batches(_IngestActor, fn_constructor_args=(make_embedder, config), batch_size=options.batch_docs,
+    # What the workers need of the driver's store, read here once: the text hashes already in the embedding cache
+    # (each actor gets them once, with its constructor), and whether token vectors are kept (late-interaction on).
+    cached = store.caches.embedding_hashes(embedder.model_id, workspace)
+    tokens = token_sink(store, config) is not None
+    ds = ds.map_batches(_IngestActor, fn_constructor_args=(make_embedder, config, cached, tokens),
+                        batch_size=options.batch_docs,
                         compute=ray.data.ActorPoolStrategy(size=actors), num_cpus=options.cpus_per_actor,
                         max_restarts=options.max_restarts, max_task_retries=options.max_restarts)
     hits = computed = 0
@@ -338,11 +400,26 @@ def _commit(d: WorkerDoc, *, store: "Store", embedder: Embedder, label: str, wor
         return same
     assert d.parsed is not None and d.vectors is not None
     previous = store.corpus.find_document_by_name(d.name, workspace)
+    vectors = d.vectors
+    if d.from_cache:
+        want = {i: sha256_text(d.chunks[i].text) for i in d.from_cache}
+        got = store.caches.cached_embeddings(d.model_id, list(want.values()), workspace)
+        lost = [i for i, h in want.items() if h not in got]
+        if lost:  # the cache was cleared during the run: nothing is written, a re-run embeds them
+            return FileResult(d.name, "error", f"{d.name}: {len(lost)} cached chunk vectors vanished during the run; "
+                              "run the same command again")
+        vectors = vectors.copy()
+        for i, h in want.items():
+            vectors[i] = got[h]
+    # Token vectors first, as the local engine stores them while it embeds (a cache: harmless if the commit fails).
+    if d.tokens:
+        store.caches.cache_token_vectors(d.model_id, dict(d.tokens), workspace)
     # The embedding cache gets the vectors the worker computed, as embed_with_cache would have saved them locally.
-    store.caches.cache_embeddings(d.model_id, {sha256_text(c.text): v for c, v in zip(d.chunks, d.vectors)},
+    fresh = set(range(len(d.chunks))) - set(d.from_cache)
+    store.caches.cache_embeddings(d.model_id, {sha256_text(d.chunks[i].text): vectors[i] for i in sorted(fresh)},
                                   workspace)
     p = _Prepared(d.name, d.size, d.content_hash, label, d.parsed, d.doc_id, list(d.chunks), previous)
-    return _store_prepared(p, d.vectors, EmbedStats(len(d.chunks), len(d.chunks) - d.computed, d.computed),
+    return _store_prepared(p, vectors, EmbedStats(len(d.chunks), len(d.chunks) - d.computed, d.computed),
                            store=store, embedder=embedder, workspace=workspace)
 
 

@@ -70,6 +70,13 @@ class Caches:
             finally:
                 cur.unregister("_new_cache")
 
+    def embedding_hashes(self, model_id: str, workspace: str = DEFAULT_WORKSPACE) -> frozenset[str]:
+        """Every text hash the embedding cache holds for this model: the Ray engine ships it to its workers (they
+        cannot read DuckDB), so they embed only what is not cached, as the local engine does."""
+        rows = self._db.cursor().execute("SELECT text_sha256 FROM embedding_cache WHERE workspace_id = ? AND "
+                                         "model_id = ?", [workspace, model_id]).fetchall()
+        return frozenset(r[0] for r in rows)
+
     def count_embeddings(self, workspace: str = DEFAULT_WORKSPACE) -> int:
         return int(self._db.cursor().execute(
             "SELECT count(*) FROM embedding_cache WHERE workspace_id = ?", [workspace]).fetchone()[0])
