@@ -339,18 +339,24 @@ def scifact_eval(root: Path, db: Path, n_queries: int, limit: int | None) -> dic
     from core.eval_run import NamedConfig, resolve_gold, run_config
 
     gs = load_dataset("beir_scifact", root)
-    deps = build_deps(PipelineConfig(), store=Store(str(db)))  # default memory cache for token vectors (256 MiB)
     ws = gs.workspace or "default"
+    store = Store(str(db))
+    # Queries must use the runtime the ingest phase used (the default then): if the default changed in between
+    # (another runtime chosen while this ran), the stored vectors' runtime is kept rather than mixing two models.
+    ingested = [m.model_id for m in store.corpus.vector_models(ws)]
+    runtime = ingested[0].rsplit("@", 1)[1] if ingested and "@" in ingested[0] else PipelineConfig().embedding.runtime
+    same = {"embedding.runtime": runtime}
+    deps = build_deps(PipelineConfig().with_overrides(same), store=store)  # default token memory cache (256 MiB)
     t = time.perf_counter()
     # run_config on the corpus as the ingest phase left it (run_eval would first add any abstract still missing,
     # which in a --scifact-docs smoke run is nearly all of them, and measure that ingest here)
     run = run_config(resolve_gold(gs, deps.store, ws),
-                     NamedConfig("product-defaults", PipelineConfig().with_overrides(gs.overrides)), deps,
+                     NamedConfig("product-defaults", PipelineConfig().with_overrides({**gs.overrides, **same})), deps,
                      workspace=ws, limit=limit)
     eval_s = time.perf_counter() - t
     rss_eval = _rss_mb()
     keys = ("ndcg@10", "recall@100", "recall@10", "mrr")
-    cfg = PipelineConfig().with_overrides({**OFF, "fusion.k": 50})
+    cfg = PipelineConfig().with_overrides({**OFF, "fusion.k": 50, **same})
     lists = []
     for q in gs.queries[:n_queries]:
         fused = run_query(q.query, cfg, deps, workspace=ws, log=False).stage("fused")
@@ -378,6 +384,7 @@ def scifact_eval(root: Path, db: Path, n_queries: int, limit: int | None) -> dic
         print(f"  {name:<36} wall median {rows[name]['median_ms']} ms p95 {rows[name]['p95_ms']} ms; "
               f"encoded {computed}", file=sys.stderr)
     return {"documents": len(deps.store.corpus.documents(ws)), "questions": len(run.results),
+            "runtime": deps.embedder.model_id, "vectors_model": ingested,
             "config": "product-defaults (PipelineConfig() + the set's overrides, as bench/quality.py)",
             "metrics": {k: round(float(run.metrics[k]), 4) for k in keys if run.metrics.get(k) is not None},
             "eval_seconds": round(eval_s, 1), "peak_rss_after_eval_mb": rss_eval,
