@@ -15,7 +15,7 @@ from core.deps import DEFAULT_DB, build_deps
 from core.ingest.pipeline import ingest_files, read_paths
 from core.pipeline import QueryError, run_query, validate_query
 from core.report import text_table
-from core.store import Store, StoreError
+from core.store import Store, StoreError, token_vector_files
 from core.types import DEFAULT_WORKSPACE
 
 if TYPE_CHECKING:  # named in annotations only; imported where used
@@ -109,8 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true", help="delete: confirm")
     p.add_argument("--json", action="store_true")
     _add_common(p, config=False)
-    p = sub.add_parser("cache", help="semantic answer cache: stats, or clear this workspace's cached answers")
-    p.add_argument("action", choices=["stats", "clear"])
+    p = sub.add_parser("cache", help="semantic answer cache: stats, or clear this workspace's cached answers; "
+                       "compact: reclaim the token-vector file's deleted space")
+    p.add_argument("action", choices=["stats", "clear", "compact"])
+    p.add_argument("--prune", action="store_true",
+                   help="compact: first drop this workspace's token vectors no current chunk reads (deleted documents')")
     p.add_argument("--json", action="store_true")
     _add_common(p, config=False)
     p = sub.add_parser("cag", help="cache-augmented generation: whole corpus in a cached prompt; estimate first")
@@ -175,6 +178,8 @@ def _snapshot_store(path: str) -> Store:
         shutil.copyfile(path, copy)
         if Path(path + ".wal").is_file():
             shutil.copyfile(path + ".wal", str(copy) + ".wal")
+        for tv in token_vector_files(path):  # append-only: a link is as good as a copy, and it may be gigabytes
+            (tmp / (copy.name + tv.name[len(Path(path).name):])).symlink_to(tv.resolve())
         try:
             store = Store(copy, read_only=True)
         except StoreError as exc:
@@ -557,10 +562,30 @@ def cmd_workspaces(args: argparse.Namespace) -> int:
         return 2
 
 
+def _live_token_keys(store: Store, workspace: str) -> set[str]:
+    """Text keys late-interaction rerank can still ask for: every chunk's text, alone and behind each stored context
+    (core.rerank.rerank_text). Token vectors of other texts belong to deleted or replaced documents."""
+    from core.index import contextual_text
+    from core.rerank import text_key
+
+    chunks = store.corpus.chunks(workspace)
+    keys = {text_key("", c.text) for c in chunks}
+    for variant in ("heuristic", "llm"):
+        ctx = store.ledger.contexts(variant, workspace)
+        keys |= {text_key("", contextual_text(ctx[c.chunk_id], c.text)) for c in chunks if c.chunk_id in ctx}
+    return keys
+
+
 def cmd_cache(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     store = Store(_db(args), read_only=args.action == "stats" and Path(_db(args)).is_file())
+    if args.action == "compact":
+        dropped = store.caches.drop_token_vectors_except(_live_token_keys(store, args.workspace), args.workspace) \
+            if args.prune else 0
+        res = {"workspace": args.workspace, "token_vectors_dropped": dropped, **store.caches.compact_token_vectors()}
+        print(json.dumps(res) if args.json else "  ".join(f"{k}={v}" for k, v in res.items()))
+        return 0
     if args.action == "clear":
         n = store.answers.clear_answers(args.workspace)
         print(json.dumps({"workspace": args.workspace, "cleared": n}) if args.json

@@ -154,3 +154,63 @@ def test_an_in_memory_database_keeps_token_vectors_in_a_temporary_file() -> None
     with pytest.raises(RuntimeError, match="in-memory"):
         store.caches.compact_token_vectors()
     store.close()
+
+
+def _two_documents_with_token_vectors(db: Path) -> tuple[Store, list, list]:
+    from core.config import PipelineConfig
+    from core.ingest.pipeline import ingest_files
+    from core.rerank import text_key
+    from tests.fakes import HashEmbedder
+
+    store = Store(db)
+    cfg = PipelineConfig().with_overrides({"chunking.size_tokens": 24, "chunking.overlap_tokens": 4})
+    files = [(f"{n}.md", f"# {n}\n\n{n} one two three. {n} four five six seven.\n\nAnd {n} again eight nine.\n".encode())
+             for n in ("alpha", "beta")]
+    rep = ingest_files(files, store=store, embedder=HashEmbedder(), config=cfg)
+    a, b = (store.corpus.chunks(doc_id=r.doc_id) for r in rep.results)
+    store.caches.cache_token_vectors("m", {text_key("", c.text): _rows(3, seed=i) for i, c in enumerate([*a, *b])})
+    return store, a, b
+
+
+def test_cli_compact_prune_frees_a_deleted_documents_token_vectors(tmp_path: Path) -> None:
+    from core.cli import main
+    from core.rerank import text_key
+
+    db = tmp_path / "w.duckdb"
+    store, a, b = _two_documents_with_token_vectors(db)
+    assert store.corpus.delete_document(a[0].doc_id)
+    store.close()
+    assert main(["cache", "compact", "--prune", "--json", "--db", str(db)]) == 0
+    store = Store(db)
+    keys_a, keys_b = [text_key("", c.text) for c in a], [text_key("", c.text) for c in b]
+    assert store.caches.held_token_vectors("m", keys_a + keys_b) == set(keys_b)
+    space = store.caches.token_vector_space()
+    assert (space["rows"], space["file_bytes"], space["dead_bytes"]) == (len(keys_b), 64 * len(keys_b), 0)
+    store.close()
+
+
+def test_cli_compact_reports_what_it_did(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from core.cli import main
+
+    db = tmp_path / "w.duckdb"
+    store, a, b = _two_documents_with_token_vectors(db)
+    store.close()
+    assert main(["cache", "compact", "--json", "--db", str(db)]) == 0
+    got = json.loads(capsys.readouterr().out)
+    n = len(a) + len(b)
+    assert got["token_vectors_dropped"] == 0 and got["rows"] == n and got["generation"] == 1
+    assert got["bytes_before"] == got["bytes_after"] == 64 * n  # nothing was dead
+
+
+def test_a_snapshot_copy_reads_the_token_vectors_through_a_link(tmp_path: Path) -> None:
+    from core.cli import _snapshot_store
+
+    db = tmp_path / "w.duckdb"
+    store = Store(db)
+    store.caches.cache_token_vectors("m", {"a": _rows(3)})
+    store.close()
+    snap = _snapshot_store(str(db))
+    assert snap.read_only and _same(snap.caches.cached_token_vectors("m", ["a"])["a"], _rows(3))
+    snap.close()

@@ -16,9 +16,10 @@ from core.store.graph import Graph
 from core.store.graph_review import Communities, Review
 from core.store.ledger import Ledger
 from core.store.runs import Runs
+from core.store.tokvec_file import files_beside as token_vector_files
 
 __all__ = ["SCHEMA_VERSION", "Caches", "Communities", "Corpus", "Database", "DocumentRow", "Graph", "Ledger",
-           "Review", "Runs", "Store", "StoreError"]
+           "Review", "Runs", "Store", "StoreError", "token_vector_files"]
 
 TABLES: tuple[str, ...] = (*corpus.TABLES, *caches.TABLES, *runs.TABLES, *ledger.TABLES, *graph.TABLES,
                            *graph_review.TABLES, *answers.TABLES)

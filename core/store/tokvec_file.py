@@ -73,6 +73,13 @@ def file_path(db_path: str, generation: int) -> Path:
     return Path(f"{db_path}.tokvec.{generation}")
 
 
+def files_beside(db_path: str) -> list[Path]:
+    """Every generation's file of this database (a snapshot links them; the copied database says which is read)."""
+    base = Path(db_path)
+    prefix = base.name + ".tokvec."
+    return sorted(p for p in base.parent.glob(prefix + "*") if p.name[len(prefix):].isdigit())
+
+
 def stray_files(db_path: str, generation: int) -> list[Path]:
     """Generations other than the current one (left by a compaction that crashed before or after its commit)."""
     base = Path(db_path)
