@@ -157,10 +157,71 @@ def test_bridge_writer_asks_the_unresolved_part_about_the_bridging_name() -> Non
     evidence = [_cand("lothair#0", "Lothair II\nLothair II was king of Lotharingia. His mother was Ermengarde of "
                                    "Tours, daughter of Hugh of Tours.")]
     nxt = BridgeWriter(per_round=3).next_queries("When did Lothair II's mother die?", evidence, [], None, "w")
-    # the wide query (every new name), then the name in the sentence about the question's relation word first
-    assert nxt.queries == ("Lotharingia Ermengarde of Tours Hugh of Tours", "Ermengarde of Tours die",
-                           "Hugh of Tours die")
+    # the targeted hop (the name after 'mother' in the subject's passage, alone; not counted in per_round), then the
+    # wide query (every new name), then the name in the sentence about the question's relation word first
+    assert nxt.queries == ("Ermengarde of Tours", "Lotharingia Ermengarde of Tours Hugh of Tours",
+                           "Ermengarde of Tours die", "Hugh of Tours die")
+    assert nxt.targeted == 1
+    assert BridgeWriter(per_round=3, hops=0).next_queries("When did Lothair II's mother die?", evidence, [], None,
+                                                          "w").queries[0].startswith("Lotharingia")
     assert names_in("The film was directed by Jean Renoir in France.") == ["Jean Renoir", "France"]
+
+
+def test_hop_reads_the_first_hop_of_the_questions_relation_from_the_subjects_passage() -> None:
+    from core.route.agent import hop_names, hop_queries, hop_relation
+
+    # the relation's first hop: an in-law goes through the spouse, a paternal grandparent through the father
+    assert [hop_relation(q) for q in ("Who is the father-in-law of Sisowath Kossamak?",
+                                      "Who is Karl Von Habsburg's paternal grandmother?",
+                                      "Who is the maternal grandfather of Anne Smith?",
+                                      "Where was the director of film Blood Street born?",
+                                      "Which film was released first, Aas Ka Panchhi or Phoolwari?")] == \
+        ["spouse", "father", "mother", "director", ""]
+    # a cue, then a name within a few words; titles and a lone nationality word are not names to look up
+    assert hop_names("Karl is the son of Archduke Otto von Habsburg and Regina.", "father", {"karl"}) == \
+        ["Otto von Habsburg"]
+    assert hop_names("It was directed by an American, Leo Fong.", "director", set()) == ["Leo Fong"]
+    assert hop_names("Kossamak, Queen of Cambodia, married Norodom Suramarit in 1920.", "spouse",
+                     {"sisowath", "kossamak"}) == ["Norodom Suramarit"]
+    assert hop_names("Blood Street is a 1988 film.", "director", set()) == []
+    # one hop per subject passage (both items of a bridge comparison); a passage about someone else gives none
+    ev = [_cand("a#0", "El Tonto\nEl Tonto is a 2010 film directed by Charlie Day."),
+          _cand("b#0", "The Heart of Doreon\nThe Heart of Doreon is a 1921 film directed by Robert North Bradbury."),
+          _cand("c#0", "To the Heart\nTo the Heart is a film directed by Mario Sabato.")]
+    q = "Which film whose director was born first, El Tonto or The Heart Of Doreon?"
+    assert hop_queries(q, ev) == ["Charlie Day", "Robert North Bradbury"]
+    assert hop_queries("Which film was released first, El Tonto or The Heart Of Doreon?", ev) == []
+
+
+def test_merge_evidence_puts_each_targeted_hops_first_new_hit_after_the_head() -> None:
+    r1 = [_cand(f"{x}#0", x) for x in "abcde"]
+    hop1 = [_cand("a#0", "a"), _cand("x#0", "x"), _cand("w#0", "w")]  # its first new candidate is x
+    hop2 = [_cand("y#0", "y")]
+    wide = [_cand("z#0", "z")]
+    merged = merge_evidence([r1, hop1, hop2, wide], head=2, k=8, priority=[1, 2])
+    # head a, b; the hops' first new hits x, y; then turns: c, (hop1) w, (hop2 empty), z; d
+    assert [c.chunk_id[0] for c in merged] == list("abxycwzd")
+    assert [c.chunk_id[0] for c in merge_evidence([r1, hop1, hop2, wide], head=2, k=8)] == list("abcxyzdw")
+
+
+def test_several_queries_in_a_round_get_their_own_stage_names() -> None:
+    clock = FakeClock()
+    search, _ = _search_factory(clock)
+
+    class TwoWriter:
+        name = "two"
+
+        def next_queries(self, question, evidence, tried, spend, workspace):
+            return NextQueries(("Carol Day", "Dan Eve wide query"), "two", targeted=1)
+
+    out = run_agent("Who did Alice Brown meet?", search, budget=Budget(max_rounds=2), grader=OfflineGrader(),
+                    writer=TwoWriter(), workspace="w", clock=clock)
+    names = [s.stage for s in out.stages]
+    assert names[:3] == ["fused", "grade", "decide"]
+    assert names[3:] == ["r2.q1.fused", "r2.q2.fused", "r2.grade", "r2.decide"]
+    assert len(set(names)) == len(names) and {s.info["round"] for s in out.stages[3:]} == {2}
+    # the targeted hop's first new hit comes right after the head of round 1
+    assert out.evidence[2].chunk_id == "d2a#0"
 
 
 def test_a_comparison_of_found_items_stops_but_a_bridge_comparison_goes_on() -> None:

@@ -268,6 +268,7 @@ class NextQueries:
     notes: tuple[str, ...] = ()
     writer: str = "offline-bridge"
     blocked: StopReason | None = None  # a budget refused the writer's call
+    targeted: int = 0  # the first `targeted` queries each name the one entity a hop points to (see hop_queries)
 
 
 class Writer(Protocol):
@@ -277,15 +278,94 @@ class Writer(Protocol):
                      workspace: str) -> NextQueries: ...
 
 
+# The first hop of a relation the question asks about: "X's father-in-law" is the father of X's spouse, so X's own
+# passage names the spouse, not the father-in-law; "paternal grandmother" goes through the father.
+_HOP = {"father-in-law": "spouse", "mother-in-law": "spouse", "sibling-in-law": "spouse", "brother-in-law": "spouse",
+        "sister-in-law": "spouse", "child-in-law": "child", "son-in-law": "child", "daughter-in-law": "child",
+        "paternal grandfather": "father", "paternal grandmother": "father", "maternal grandfather": "mother",
+        "maternal grandmother": "mother", "grandfather": "father", "grandmother": "father", "stepmother": "father",
+        "stepfather": "mother", "uncle": "father", "aunt": "father", "grandson": "child", "granddaughter": "child",
+        "husband": "spouse", "wife": "spouse", "singer": "performer", "writer": "author", "screenwriter": "author"}
+# Where a passage names the entity of a hop: the cue, then a capitalised name within a few words after it. Cue
+# phrases, not reading: a stand-in for "search again with what you learned" without a model.
+_CUES = {"director": r"direct\w*(?: and \w+)?(?: by)?", "composer": r"(?:compos\w*|music|score)(?: \w+)?(?: by)?",
+         "performer": r"(?:perform\w*|sung|recorded|released|single|song|album) by|by",
+         "father": r"(?:son|daughter|child|heir) of|father,?", "mother": r"mother,?|(?:son|daughter|child) of [^.]*? and",
+         "spouse": r"married(?: to)?|marriage to|(?:wife|husband|spouse|consort)(?: of)?|wed",
+         "child": r"(?:son|daughter|children|child|heir)s?,?|(?:mother|father) of",
+         "author": r"(?:written|authored|writer|author|novel) by|by", "producer": r"produc\w*(?: by)?",
+         "founder": r"found\w*(?: by)?", "creator": r"creat\w*(?: by)?", "publisher": r"publish\w*(?: by)?"}
+_TITLES = re.compile(r"^(?:(?:King|Queen|Emperor|Empress|Holy Roman Emperor|Caliph|Pope|Sir|Dame|Archduke|Archduchess|"
+                     r"Prince|Princess|Duke|Duchess|Count|Countess|Lord|Lady)\s+)+(?=\S+\s+\S)")
+# A lone capitalised word that is a nationality or a language ("American", "Polish") is not an entity to look up.
+_DEMONYM = re.compile(r"^[A-ZÀ-Þ][a-zà-ÿ]+(?:ian|ean|can|ese|ish|ic|an|i)$")
+
+
+def hop_relation(question: str) -> str:
+    """The relation whose entity the question's own subject passage names ('director' for "Where was the director
+    of film X born?", 'spouse' for "Who is X's father-in-law?"), or '' when the question names none."""
+    from core.route.transforms import decompose_plan  # the same templates the decomposition transform uses
+
+    rel = decompose_plan(question)[1].lower().strip()
+    return _HOP.get(rel, rel.split()[-1] if rel else "")
+
+
+def hop_names(text: str, hop: str, exclude: set[str], limit: int = 1) -> list[str]:
+    """Names a passage gives right after a cue for `hop` ('directed by X', 'son of X', 'married X'), skipping names
+    made only of the question's words (the subject itself) and lone nationality words."""
+    cue = _CUES.get(hop) or (rf"{re.escape(hop)}\w*(?: of| by| is| was)?" if hop else "")
+    out: list[str] = []
+    for m in re.finditer(rf"\b(?:{cue})\s+", text, re.I) if cue else ():
+        tail = text[m.end(): m.end() + 80]
+        for n in names_in(tail):
+            if tail.find(n) > 25:
+                break
+            n = _TITLES.sub("", re.split(r"\s+and\s+", n)[0]).strip()
+            terms = content_terms(n)
+            if len(n) < 3 or not terms or terms <= exclude or (" " not in n and _DEMONYM.match(n)):
+                continue
+            if n not in out:
+                out.append(n)
+            break
+        if len(out) >= limit:
+            break
+    return out
+
+
+def subject_passages(question: str, evidence: Sequence[Candidate], top: int = 6) -> list[Candidate]:
+    """The passages about an entity the question names: their leading name is made of the question's words."""
+    q = content_terms(question)
+    out = []
+    for c in evidence[:top]:
+        lead = names_in(c.text[:120])
+        if lead and content_terms(lead[0]) and content_terms(lead[0]) <= q:
+            out.append(c)
+    return out
+
+
+def hop_queries(question: str, evidence: Sequence[Candidate], limit: int = 2) -> list[str]:
+    """One query per subject passage (two for a comparison of two items): the name its hop cue points to, alone, so
+    that entity's own passage comes first (the relation's other words would pull the subject's passage back)."""
+    hop = hop_relation(question)
+    if not hop:
+        return []
+    q_terms = content_terms(question)
+    out: list[str] = []
+    for c in subject_passages(question, evidence)[:limit]:
+        out += [n for n in hop_names(c.text, hop, q_terms) if n not in out]
+    return out[:limit]
+
+
 class BridgeWriter:
-    """Offline next query by entity bridging (IRCoT-style, no LLM): in the best graded passages, the sentence that
-    covers the most of the question names someone or something the question does not; the next query asks the
-    question's unresolved words about that name."""
+    """Offline next query by entity bridging (IRCoT-style, no LLM). First the targeted hops: in each passage about
+    the question's subject, the name a cue for the question's relation points to ("directed by X" for "the director
+    of film ..."), searched alone. Then one wide query with every new name of the best passages, then the sentence
+    that covers most of the question, asked about a name the question does not give."""
 
     name = "offline-bridge"
 
-    def __init__(self, per_round: int = 2, passages: int = 3) -> None:
-        self.per_round, self.passages = per_round, passages
+    def __init__(self, per_round: int = 2, passages: int = 3, hops: int = 2) -> None:
+        self.per_round, self.passages, self.hops = per_round, passages, hops
 
     def next_queries(self, question: str, evidence: Sequence[Candidate], tried: Sequence[str], spend: Spend,
                      workspace: str) -> NextQueries:
@@ -317,21 +397,28 @@ class BridgeWriter:
                 out.append(query)
                 seen.add(normalise_query(query))
 
-        # One wide query with every new name of the best passages (what any of them may lead to), then targeted
-        # ones: the best-placed names with the question's unresolved words.
+        # The targeted hops do not count against per_round: they are what the question needs next.
+        hops = [h for h in hop_queries(question, evidence, self.hops) if normalise_query(h) not in seen]
+        for h in hops:
+            add(h)
+        targeted = len(out)
+        # One wide query with every new name of the best passages (what any of them may lead to), then the
+        # best-placed names with the question's unresolved words.
         wide = [n for c in evidence[: self.passages] for n in names_in(c.text)
                 if n.lower() not in q_lower and len(n) >= 3]
         add(" ".join(dict.fromkeys(wide))[:1000])
         used: list[str] = []
         for _, name, rest in picks:
-            if len(out) >= self.per_round:
+            if len(out) >= targeted + self.per_round:
                 break
             if any(name in u for u in used):
                 continue
             used.append(name)
             add(f"{name} {rest}".strip())
-        why = f"bridging on {', '.join(used) or 'the names found'}" if out else "no new name to bridge on"
-        return NextQueries(tuple(out[: self.per_round]), why)
+        why = (f"hop to {', '.join(out[:targeted])}; " if targeted else "") + (
+            f"bridging on {', '.join(used) or 'the names found'}" if len(out) > targeted else "")
+        return NextQueries(tuple(out[: targeted + self.per_round]), why.strip("; ") or "no new name to bridge on",
+                           targeted=targeted)
 
 
 NEXT_SCHEMA = {"type": "object", "properties": {"queries": {"type": "array", "items": {"type": "string"}}},
@@ -403,20 +490,26 @@ Search = Callable[[str], Trace]
 _IDLE = ("answer_cache", "route", "answer")  # switched off inside a round: their skip strips would only repeat
 
 
-def _renamed(stage: StageResult, rnd: int, query: str) -> StageResult:
-    name = stage.stage if rnd == 1 else f"r{rnd}.{stage.stage}"
+def _renamed(stage: StageResult, rnd: int, query: str, nth: int = 0) -> StageResult:
+    """Round r's stages are 'r<r>.<stage>'; when a round runs several queries, each has its own prefix
+    ('r2.q1.bm25', 'r2.q2.bm25'), so a per-stage table does not merge them into one row."""
+    name = stage.stage if rnd == 1 else f"r{rnd}.q{nth}.{stage.stage}" if nth else f"r{rnd}.{stage.stage}"
     return StageResult(name, stage.candidates, stage.ms, stage.usage, stage.skipped, stage.notes,
                        {**stage.info, "round": rnd, "round_query": query})
 
 
 def merge_evidence(lists: Sequence[Sequence[Candidate]], *, head: int, k: int,
-                   rest_in_turn: bool = True) -> list[Candidate]:
+                   rest_in_turn: bool = True, priority: Sequence[int] = ()) -> list[Candidate]:
     """The evidence pool: the first round's top `head` first (what one search already found well stays on top),
     then turns of one candidate from each list, deduplicated by chunk: the rest of the first round first in each
     turn, then the later queries' lists in order. A bridging query's best hit still lands in the top 5, and the
     first round's next candidates are no longer pushed under every later list. Chosen on twowiki's odd questions
     (bench/agent.py, row agentprev = rest_in_turn=False, the earlier order: the first round's rest only after the
-    later lists run dry); the held-out figures are in bench/results/agent*.json."""
+    later lists run dry); the held-out figures are in bench/results/agent*.json.
+
+    `priority`: indexes of lists from a targeted hop (the entity a relation points to, searched alone): right after
+    the head, each gives its first new candidate, before any turn, because that passage is the one the next hop
+    of the question reads."""
     out: list[Candidate] = []
     seen: set[str] = set()
 
@@ -428,6 +521,12 @@ def merge_evidence(lists: Sequence[Sequence[Candidate]], *, head: int, k: int,
     first = list(lists[0]) if lists else []
     for c in first[:head]:
         take(c)
+    for i in priority:
+        if 0 < i < len(lists):
+            for c in lists[i]:
+                if c.chunk_id not in seen:
+                    take(c)
+                    break
     rest = list(first[head:])
     queues = ([rest] if rest_in_turn else []) + [list(x) for x in lists[1:]]
     while len(out) < k and any(queues):
@@ -474,6 +573,8 @@ def run_agent(question: str, search: Search, *, budget: Budget, grader: Grader, 
     lists: list[list[Candidate]] = []
     per_round: list[tuple[str, ...]] = []
     queries = [question]
+    targeted = 0  # how many of `queries` are targeted hops (their lists get priority in the pool)
+    priority: list[int] = []
     stop: StopReason | None = None
     rnd = 0
     evidence: list[Candidate] = []
@@ -490,10 +591,11 @@ def run_agent(question: str, search: Search, *, budget: Budget, grader: Grader, 
         t0 = clock()
         found: list[tuple[str, list[Candidate]]] = []
         try:
-            for query in queries:
+            for nth, query in enumerate(queries, start=1):
                 tried.append(query)
                 trace = search(query)
-                stages.extend(_renamed(s, rnd, query) for s in trace.stages if not (s.skipped and s.stage in _IDLE))
+                stages.extend(_renamed(s, rnd, query, nth if len(queries) > 1 else 0)
+                              for s in trace.stages if not (s.skipped and s.stage in _IDLE))
                 spend.charge(trace.usage)
                 final = trace.final()
                 found.append((query, list(final.candidates) if final else []))
@@ -507,6 +609,7 @@ def run_agent(question: str, search: Search, *, budget: Budget, grader: Grader, 
         graded: list[Candidate] = []
         verdicts: list[Grade] = []
         usage, notes, grader_name = Usage(), [], grader.name
+        priority += [len(lists) + j for j in range(min(targeted, len(found)))]
         for query, cands in found:
             # Each list is graded against the query that found it: a bridging hit answers the sub-question,
             # not the words of the original one.
@@ -526,7 +629,7 @@ def run_agent(question: str, search: Search, *, budget: Budget, grader: Grader, 
         # its list correct (a decomposed comparison often has all four passages there), never the whole pool.
         first_correct = sum(1 for c in lists[0][:k] if c.meta.get("grade") == "correct") if lists else 0
         evidence = merge_evidence(lists, head=max(0, min(max(head, first_correct), k - 3)), k=k,
-                                  rest_in_turn=rest_in_turn)
+                                  rest_in_turn=rest_in_turn, priority=priority)
         per_round.append(tuple(c.chunk_id for c in evidence))
         new = [c for c in evidence if c.chunk_id not in before]
         prefix = "" if rnd == 1 else f"r{rnd}."
@@ -558,6 +661,9 @@ def run_agent(question: str, search: Search, *, budget: Budget, grader: Grader, 
             reason = nxt.why + (f"; not run again (too close to an earlier query): {repeats}" if repeats else "")
             if fresh:
                 action, queries = "refine", fresh
+                hop_set = set(nxt.queries[: nxt.targeted])
+                targeted = sum(1 for q in fresh if q in hop_set)
+                queries = [q for q in fresh if q in hop_set] + [q for q in fresh if q not in hop_set]
             else:
                 action, stop = "answer", nxt.blocked or "answered"
         stages.append(StageResult(f"{prefix}decide", tuple(evidence), 0.0, Usage(), None, (reason,) if reason else (),
