@@ -906,8 +906,16 @@ def answer_cache(d: dict[str, Any], file: str) -> list[str]:
            "name / swapped-object pairs) served; *hit*: a paraphrase (SemEval ≥ 4, our rewordings) served. "
            + (f"Pairs (must-not-share / paraphrase): {counts}. " if counts else "")
            + "*written*: hand-written batch 1 (its dev half tuned the guard); *fresh*: hand-written batch 2, never "
-           f"tuned on. Targets: false hits ≤ {_pct(fmax)} (all test pairs), SemEval hits ≥ {_pct(hmin, 0)}. The "
-           f"guard costs {num(d.get('guard_ms_per_pair'), 2)} ms per pair.", ""]
+           "tuned on; *fresh 2*: batch 4, written after the verifier's first held-out run and never run before this "
+           f"one. Targets: false hits ≤ {_pct(fmax)} (all test pairs), SemEval hits ≥ {_pct(hmin, 0)}. The "
+           f"guard costs {num(d.get('guard_ms_per_pair'), 2)} ms per pair."
+           + (f" The verifier (`vetoes+verifier`: the guard's vetoes, then a logistic regression over both questions' "
+              f"token vectors and the guard's rules) costs {num(ver['ms_per_pair_encode_features_score'].get('median'), 1)}"
+              f" ms per pair (median; one forward over both questions), fitted on {ver.get('fitted_on_dev_pairs')} dev "
+              "pairs." if (ver := d.get("verifier") or {}).get("ms_per_pair_encode_features_score") else "")
+           + (f" Product default: `{d['default_variant']}`." if d.get("default_variant") else ""), ""]
+    if d.get("disclosure"):
+        out += [f"Disclosure: {d['disclosure']}", ""]
 
     def cell(g: dict[str, Any] | None) -> str:
         g = g or {}
@@ -920,13 +928,15 @@ def answer_cache(d: dict[str, Any], file: str) -> list[str]:
         tp, both = v.get("test_public") or {}, v.get("test_public_plus_own_test") or {}
         fh, h = (both.get("false_hit") or {}).get("rate"), (tp.get("hit") or {}).get("rate")
         rows.append([f"`{name}`", num(v.get("chosen_threshold")), num(v.get("chosen_swap_threshold")),
-                     cell(tp.get("false_hit")), cell(tp.get("hit")),
+                     num(v.get("chosen_verifier_threshold")), cell(tp.get("false_hit")), cell(tp.get("hit")),
                      cell((te.get("written") or {}).get("false_hit")), cell((te.get("fresh") or {}).get("false_hit")),
-                     cell((te.get("fresh") or {}).get("hit")), cell(both.get("false_hit")),
+                     cell((te.get("fresh") or {}).get("hit")), cell((te.get("fresh2") or {}).get("false_hit")),
+                     cell((te.get("fresh2") or {}).get("hit")), cell(both.get("false_hit")),
                      _met(fh <= fmax and h >= hmin) if fh is not None and h is not None else "–"])
-    out.append(md_table(["variant", "threshold (dev)", "swap threshold (dev)", "public test: false hits",
-                         "public test: SemEval hits", "written test: false hits", "fresh: false hits",
-                         "fresh: paraphrase hits", "all test: false hits", "targets"], rows))
+    out.append(md_table(["variant", "threshold (dev)", "swap threshold (dev)", "verifier P (dev)",
+                         "public test: false hits", "public test: SemEval hits", "written test: false hits",
+                         "fresh: false hits", "fresh: paraphrase hits", "fresh 2: false hits",
+                         "fresh 2: paraphrase hits", "all test: false hits", "targets"], rows))
     t97 = d.get("threshold_only_at_0.97") or {}
     if t97:
         out += ["", f"The threshold alone at 0.97 (public pairs): {_pct(t97.get('public_pos_hit'))} of paraphrases "
@@ -936,7 +946,8 @@ def answer_cache(d: dict[str, Any], file: str) -> list[str]:
                       ("curve_all_test", "all test pairs (public + ours): false hits / paraphrase hits")):
         curves = {n: {c["threshold"]: c for c in v.get(key) or []} for n, v in (d.get("variants") or {}).items()}
         if any(curves.values()):
-            out += ["", f"Curve over the threshold, {what} (`guard+swap` at its chosen swap threshold):", "",
+            out += ["", f"Curve over the threshold, {what} (`guard+swap` at its chosen swap threshold, "
+                    "`vetoes+verifier` at its chosen verifier P):", "",
                     md_table(["variant", *[str(m) for m in marks]],
                              [[f"`{n}`", *[f"{_pct(c[m]['false_hit'])} / {_pct(c[m]['hit'])}" if m in c else "–"
                                            for m in marks]] for n, c in curves.items() if c])]
@@ -949,16 +960,20 @@ def answer_cache_replay(d: dict[str, Any], file: str) -> list[str]:
     out = ["### Semantic answer cache: replayed sample log", "", caption(file, d), "",
            f"The sample questions asked once (*first*), again (*repeat*), in our own paraphrases (*paraphrase*) and "
            f"with one fact changed (*changed*: must not hit), threshold {cfg.get('threshold')}, guard "
-           f"{num(cfg.get('guard'))}, word check {num(cfg.get('word_check'))}. {d.get('note', '')}.", ""]
+           f"{num(cfg.get('guard'))}, word check {num(cfg.get('word_check'))}"
+           + (f", verifier {num(cfg.get('verifier_active'))} (P ≥ {cfg.get('verifier_threshold')})"
+              if "verifier_active" in cfg else "") + f". {d.get('note', '')}.", ""]
     rows = []
     for kind, s in (d.get("summary") or {}).items():
         ci = s.get("ci95") or [None, None]
         rows.append([kind, s.get("n"), s.get("hits"), s.get("guarded_misses"),
                      f"{_pct(s.get('hit_rate'))} [{_pct(ci[0])}–{_pct(ci[1])}]",
                      num((s.get("saved_ms") or 0) / 1000, 1), num(s.get("saved_usd")),
-                     num(s.get("median_wall_ms_hit"), 0), num(s.get("median_wall_ms_miss"), 0)])
+                     num(s.get("median_wall_ms_hit"), 0), num(s.get("median_wall_ms_miss"), 0),
+                     num(s.get("cache_stage_ms_median"), 1), num(s.get("cache_stage_ms_max"), 1)])
     out.append(md_table(["kind", "n", "hits", "guarded misses", "hit rate [95% CI]", "saved s", "saved $",
-                         "median ms (hit)", "median ms (miss)"], rows))
+                         "median ms (hit)", "median ms (miss)", "cache stage ms (median)", "cache stage ms (max)"],
+                        rows))
     fh = d.get("false_hits")
     if fh is not None:
         out += ["", f"False hits in the replay: {len(fh)}" + (": " + "; ".join(

@@ -34,10 +34,10 @@ FEATURES: tuple[str, ...] = (
     "weak_frac_08", "log_len_a", "log_len_b", "len_ratio", "stem_jaccard", "only_a", "only_b", "swapped",
     "order_inversions", "same_bag_other_order", "swap_pair_sim", "numbers_added", "names_added", "ids_changed",
     "edit_spans", "one_slot_replaced", "equal_frac", *(f"rule_{r}" for r in RULES))
-# Rules that stay vetoes when the verifier decides: each flips or changes the fact asked about. Only a number or a
-# name on ONE side (an added detail: 'Layover at Narita for 3 hours' / 'Layover at Narita, Japan', 'my GFCI' / 'my
-# GFCI outlet') is left to the verifier; a name or number on each side that the other lacks ('Model S' / 'Model 3')
-# is a changed fact and a veto (ids_changed).
+# Rules that stay vetoes when the verifier decides: each flips or changes the fact asked about. Only a name on ONE
+# side (an added detail: 'trips the outlet' / 'trips the GFCI receptacle') is left to the verifier; a name or number
+# on each side that the other lacks ('Model S' / 'Model 3') is a changed fact and a veto (ids_changed), and so is any
+# changed number (core.answer_cache.SOFT_RULES says why).
 HARD_RULES = tuple(r for r in RULES if r not in SOFT_RULES)
 _HARD_COLUMNS = [FEATURES.index(f"rule_{r}") for r in HARD_RULES] + [FEATURES.index("ids_changed")]
 

@@ -92,6 +92,9 @@ CHANGED_FACT = [  # (new, old, the words the reason must hold): one fact changed
     ("Почему выручка выросла летом?", "Почему выручка выросла зимой?", "season differs"),
     ("Which client does Tomas Rehak work for?", "Tomas Rehak", "keyword query"),
     ("Which client does Tomas Rehak work for?", "Who is Tomas Rehak?", "question word"),
+    # an amount vs a point in time, though most words are shared (the replay served this one to the verifier)
+    ("How many employees work in Corvane's Gdańsk office?", "In which year did Corvane open its Gdańsk office?",
+     "question word"),
 ]
 
 
@@ -143,7 +146,7 @@ def test_hand_written_pairs_file_is_well_formed() -> None:
                                           / "cache_pairs_extra.jsonl").read_text().splitlines() if line.strip()]
     kinds = {"paraphrase", "negation", "antonym", "number", "name", "swap"}
     assert all(r["kind"] in kinds and r["lang"] in ("en", "ru") and r["a"] != r["b"] for r in rows)
-    assert all((r["label"] == "pos") == (r["kind"] == "paraphrase") and r["batch"] in (1, 2) for r in rows)
+    assert all((r["label"] == "pos") == (r["kind"] == "paraphrase") and r["batch"] in (1, 2, 4) for r in rows)
     assert len({(r["a"], r["b"]) for r in rows}) == len(rows)
     assert {(r["lang"], r["kind"]) for r in rows} == {(lang, k) for lang in ("en", "ru") for k in kinds}
     # Batch 3 fits the verifier (dev only): no question of it may appear in a pair the bench reports on.
@@ -239,7 +242,9 @@ def test_verifier_features_maxsim_and_edit_shape_by_hand() -> None:
      "How do I convert my traditional IRA to a Roth IRA?", True),                       # roles swapped: a veto
     ("How fast can the Model S accelerate?", "How fast can the Model 3 accelerate?", True),  # a name for a number
     ("Layover at Narita. Do I need a transit visa?",
-     "Layover at Narita for 3 hours. Do I need a transit visa?", False),               # a number on one side: soft
+     "Layover at Narita for 3 hours. Do I need a transit visa?", True),                # a number, even on one side
+    ("How can I find out why my washing machine trips the outlet?",
+     "How can I find out why my washing machine trips the GFCI receptacle?", False),   # a name on one side: soft
     ("What could be causing my GFCI to trip?", "What could be causing my GFCI outlet to trip?", False),
     ("How much memory does the node need?", "How much disk does the node need?", False),  # the verifier's job
 ])
