@@ -69,7 +69,7 @@ def test_model_id_carries_the_runtime_and_torch_keeps_the_bare_name() -> None:
     assert ort_rt.model_id_for(BUNDLED_MODEL, "torch") == BUNDLED_MODEL  # existing databases keep their vectors
     ids = {ort_rt.model_id_for(BUNDLED_MODEL, rt) for rt in ort_rt.RUNTIMES}
     # int8 vectors change with the quantisation recipe, so its id names the recipe too
-    assert ids == {BUNDLED_MODEL, BUNDLED_MODEL + "@onnx", BUNDLED_MODEL + "@onnx-int8.v4"}
+    assert ids == {BUNDLED_MODEL, BUNDLED_MODEL + "@onnx", BUNDLED_MODEL + "@onnx-int8.v5"}
     with pytest.raises(ValueError, match="unknown embedding runtime"):
         ort_rt.model_id_for(BUNDLED_MODEL, "tensorrt")
     with pytest.raises(ValueError, match="unknown embedding runtime"):
@@ -146,7 +146,8 @@ def test_ingest_stores_token_vectors_from_the_sentence_forward(tiny_model: Path,
                                                             ]) == {}
 
 
-def test_int8_quantises_the_chosen_matrices_after_smoothing(tiny_model: Path, tiny_cache: Path) -> None:
+def test_int8_quantises_the_chosen_matrices_per_token_and_smoothing_is_exact(tiny_model: Path, tiny_cache: Path
+                                                                             ) -> None:
     import onnx
     from onnx import numpy_helper
 
@@ -159,12 +160,15 @@ def test_int8_quantises_the_chosen_matrices_after_smoothing(tiny_model: Path, ti
     assert kinds == ["attention"] * 2 + ["down"] * 2 + ["square"] * 2 + ["up"] * 2
     nodes = onnx.load(str(int8)).graph.node
     ops = [n.op_type for n in nodes]
-    assert ops.count("QAttention") == 2  # the fused QKV projections
-    assert ops.count("MatMulInteger") + ops.count("DynamicQuantizeMatMul") == 4  # up + attention output; not down
-    assert sum(n.op_type == "Mul" and n.name.endswith("_smooth") for n in nodes) == 6  # one smoothing Mul each
+    # recipe v5: up, down and attention output projections per token; the fused QKV stays fp32, nothing smoothed
+    assert ops.count("QAttention") == 0 and ops.count("Attention") == 2
+    assert ops.count("MatMulInteger") == 6 and ops.count("DynamicQuantizeLinear") == 0
+    assert ops.count("ReduceMax") == 6  # one per-token scale per quantised matrix
+    assert not any(n.op_type == "Mul" and n.name.endswith("_smooth") for n in nodes)
 
-    # Smoothing is exact in fp32: scaled activations times scaled weights give the same vectors.
-    targets = ort_rt._quant_targets(model, ort_rt.INT8_KINDS)
+    # Smoothing (the v4 recipe's, still available) is exact in fp32: scaled activations times scaled weights give
+    # the same vectors.
+    targets = ort_rt._quant_targets(model, frozenset({"up", "square", "attention"}))
     absmax = ort_rt.activation_absmax(fp32, tiny_model, sorted({t[1] for t in targets}), ort_rt.calibration_texts())
     w_before = {t[2]: numpy_helper.to_array(next(i for i in model.graph.initializer if i.name == t[2])).copy()
                 for t in targets}
@@ -181,9 +185,44 @@ def test_int8_quantises_the_chosen_matrices_after_smoothing(tiny_model: Path, ti
 
     emb = ort_rt.OnnxEmbedder(str(tiny_model), tiny_model, int8, "onnx-int8")
     got, want = emb.encode(SENTENCES), _torch_vectors(tiny_model)
-    assert emb.model_id == f"{tiny_model}@onnx-int8.v4"  # the int8 recipe is part of the id
+    assert emb.model_id == f"{tiny_model}@onnx-int8.v5"  # the int8 recipe is part of the id
     cos = np.sum(got * want, axis=1)
     assert cos.min() > 0.98 and np.abs(got - want).max() > 1e-6  # close, but really quantised
+
+
+def test_per_token_int8_matches_its_numpy_oracle(tmp_path: Path) -> None:
+    """One MatMul rewritten by per_token_int8 computes exactly: per-token scale s = max|x_row| / 127, per-column
+    weight scale w = max|W_col| / 127, y = (round(x / s) @ round(W / w)) * s * w (hand-written below in numpy), and
+    is within int8 rounding of the float product; a token with a huge channel does not coarsen the other tokens."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    weight = rng.normal(size=(16, 8)).astype(np.float32)
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["y"], name="mm")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, None, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(weight, "W")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    targets = ort_rt._quant_targets(model, frozenset({"up", "down", "square", "other"}))
+    assert [t[3] for t in targets] == ["other"]  # 16 -> 8 is none of the named kinds; 'other' selects it
+    ort_rt.per_token_int8(model, targets)
+    assert [n.op_type for n in model.graph.node].count("MatMulInteger") == 1
+    assert not any(i.name == "W" for i in model.graph.initializer)  # the float weight is gone
+    x = rng.normal(size=(2, 3, 16)).astype(np.float32)
+    x[0, 0, 5] = 300.0  # an outlier channel in one token
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = sess.run(None, {"x": x})[0]
+
+    s = np.abs(x).max(axis=-1, keepdims=True) / 127.0
+    w = np.abs(weight).max(axis=0) / 127.0
+    want = (np.rint(x / s) @ np.rint(weight / w)) * s * w
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    exact = x @ weight
+    err = np.abs(got - exact)
+    assert err[0, 1:].max() < 0.05 * np.abs(exact[0, 1:]).max()  # tokens beside the outlier keep their resolution
+    assert err.max() > 1e-6  # really quantised
 
 
 def test_cached_export_is_reused_and_rebuilt_when_missing(tiny_model: Path, tiny_cache: Path, tmp_path: Path
