@@ -796,14 +796,34 @@ def route_tune_loop(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
+def route_tune_gate(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #16: the multi-hop route's savings (early stop, BM25-only bridging), chosen on the router-train split."""
+    t = d.get("tune_gate") or {}
+    out = ["### Multi-hop route: early stop and BM25-only bridging rounds", "", caption(file, d), "",
+           f"{num(t.get('questions'))} twowiki questions of the multi-hop class from the router's train split, each "
+           "through the loop over decomposition with and without `agent.stop_when_found` (no second round when "
+           "decomposition's item and every bridge name it read head a passage in the top 5) and `agent.bridge_dense` "
+           "false (bridging rounds search BM25 alone), rotating order. The multi-hop route uses both.", ""]
+    rows = [[r.get("config"), num(r.get("recall@5"), 1), num(r.get("allgold@10"), 1), num(r.get("ms_mean"), 0),
+             num(r.get("ms_median"), 0), num(r.get("mean_rounds"), 2)] for r in t.get("grid") or []]
+    if rows:
+        out.append(md_table(["configuration", "recall@5", "all-gold@10", "ms mean", "ms median", "rounds"], rows))
+    return out
+
+
 def route_latency(d: dict[str, Any], file: str) -> list[str]:
     """Issue #16: routed against every single configuration, per class best in hindsight, and mean latency."""
     t = d.get("latency") or {}
     out = [f"### Routed vs every single configuration on `{t.get('dataset', '?')}`", "", caption(file, d), "",
            f"{num(t.get('questions'))} questions with gold, each through every configuration in rotating order "
            "(retrieval only: rerank, prune, MMR, answers and the answer cache off; the ratios hold under load, the "
-           "absolute ms do not). Quality is document-level recall@5 and all-gold@10 of the final list. The loop row is "
-           "the multi-hop route's configuration for every question.", ""]
+           "absolute ms do not). Quality is document-level recall@5 and all-gold@10 of the final list. "
+           + ("*loop (agent + decompose)* is the agentic loop over decomposition for every question; *loop, early stop "
+              "+ BM25 bridging* is the multi-hop route's configuration (routes.toml) for every question."
+              if "loop, early stop + BM25 bridging" in (t.get("configs") or {}) else
+              "The loop row is the multi-hop route's configuration for every question.")
+           + (f" Questions: the router's {t['split']}-split questions only (the router and the route settings were "
+              "chosen on the train split)." if t.get("split") in ("test", "train") else ""), ""]
     cfgs = t.get("configs") or {}
     if cfgs:
         out.append(md_table(["configuration", "recall@5", "all-gold@10", "ms mean"],
@@ -829,10 +849,14 @@ def route_latency(d: dict[str, Any], file: str) -> list[str]:
                 f"(target ≤ 60%: {_met(lat <= 0.60)}). Routes taken by gold class: "
                 + "; ".join(f"{c}: " + ", ".join(f"{k} {n}" for k, n in v.items() if n) for c, v in
                             (t.get("routes") or {}).items()) + "."]
+    if t.get("routed_over_single_ms"):
+        out += ["", "Routed mean latency over each single configuration's: " + ", ".join(
+            f"{n} {_pct(v)}" for n, v in t["routed_over_single_ms"].items()) + "."]
     if t.get("routed_floor_over_heaviest_ms") is not None:
-        out += ["", f"{_pct(t.get('multi_hop_share'))} of these questions take the multi-hop route, whose loop is the "
-                f"heaviest configuration: the loop's time on them alone is {_pct(t.get('routed_floor_over_heaviest_ms'))}"
-                " of the heaviest configuration's mean, a floor for routed even if every other question cost nothing."]
+        out += ["", f"{_pct(t.get('multi_hop_share'))} of these questions take the multi-hop route: its loop "
+                f"({t.get('routed_floor_config', 'loop (agent + decompose)')}) on them alone is "
+                f"{_pct(t.get('routed_floor_over_heaviest_ms'))} of the heaviest configuration's mean, a floor for "
+                "routed even if every other question cost nothing."]
     w = t.get("what_if_multi_hop_decompose") or {}
     if w:
         out += ["", "What-if from the same run (each question routed multi-hop scored with its own decomposition row "
@@ -1051,6 +1075,7 @@ SECTIONS: list[tuple[str, Callable[[dict[str, Any], str], list[str]]]] = [
     ("route_twowiki.json", route_twowiki),
     ("route_scifact.json", route_scifact),
     ("route_tune_loop.json", route_tune_loop),
+    ("route_tune_gate.json", route_tune_gate),
     ("route_latency_sample.json", route_latency),
     ("route_latency_twowiki.json", route_latency),
     ("answer.json", answer_support),

@@ -283,6 +283,8 @@ class TransformsConfig(Section):
     # (bench/results/route_tune.json); route_twowiki.json reports the test-split questions.
     weight: float = Field(2.0, ge=0, le=10, description="RRF weight of each transform list in fusion")
     per_query_k: int = Field(3, ge=1, le=1000, description="head of each generated query's list that its stage fuses")
+    dense: bool = Field(True, description="generated queries search dense as well as BM25; false: BM25 alone (item "
+                                          "and bridge names are lexical matches; a route may save the encodes)")
 
     @field_validator("hyde", "multi_query", "decompose", mode="before")
     @classmethod

@@ -343,7 +343,7 @@ def _transforms(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer, decisi
     index = deps.indexes.bm25(deps.store, q.workspace, BM25Params(b.k1, b.b, b.method, b.split_identifiers, b.stem),
                               variant=q.bm25_variant)
     dindex = (deps.indexes.dense(deps.store, deps.embedder, q.workspace, variant=q.dense_variant)
-              if c.dense.enabled and not q.dense_blind else None)
+              if c.dense.enabled and c.transforms.dense and not q.dense_blind else None)
 
     def dense_hits(text: str, k: int) -> list[tuple[str, float]]:
         assert dindex is not None
