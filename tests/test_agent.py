@@ -181,6 +181,8 @@ def test_hop_reads_the_first_hop_of_the_questions_relation_from_the_subjects_pas
     assert hop_names("Karl is the son of Archduke Otto von Habsburg and Regina.", "father", {"karl"}) == \
         ["Otto von Habsburg"]
     assert hop_names("It was directed by an American, Leo Fong.", "director", set()) == ["Leo Fong"]
+    assert hop_names("It is a song by Trinidadian-American rapper Nicki Minaj.", "performer", set()) == ["Nicki Minaj"]
+    assert hop_names("It was directed by Brian De Palma.", "director", set()) == ["Brian De Palma"]  # a first name
     assert hop_names("Kossamak, Queen of Cambodia, married Norodom Suramarit in 1920.", "spouse",
                      {"sisowath", "kossamak"}) == ["Norodom Suramarit"]
     assert hop_names("Blood Street is a 1988 film.", "director", set()) == []

@@ -297,8 +297,27 @@ _CUES = {"director": r"direct\w*(?: and \w+)?(?: by)?", "composer": r"(?:compos\
          "founder": r"found\w*(?: by)?", "creator": r"creat\w*(?: by)?", "publisher": r"publish\w*(?: by)?"}
 _TITLES = re.compile(r"^(?:(?:King|Queen|Emperor|Empress|Holy Roman Emperor|Caliph|Pope|Sir|Dame|Archduke|Archduchess|"
                      r"Prince|Princess|Duke|Duchess|Count|Countess|Lord|Lady)\s+)+(?=\S+\s+\S)")
-# A lone capitalised word that is a nationality or a language ("American", "Polish") is not an entity to look up.
+# A lone capitalised word that is a nationality or a language ("American", "Polish") is not an entity to look up;
+# leading ones ("Trinidadian-American Nicki Minaj") are dropped only when they are in this list (a first name such
+# as Brian or Susan ends the same way).
 _DEMONYM = re.compile(r"^[A-ZÀ-Þ][a-zà-ÿ]+(?:ian|ean|can|ese|ish|ic|an|i)$")
+_NATIONALITIES = frozenset(
+    "American British English French German Italian Spanish Indian Canadian Australian Japanese Chinese Russian Polish "
+    "Swedish Danish Norwegian Dutch Irish Scottish Welsh Mexican Brazilian Argentine Argentinian Korean Greek Turkish "
+    "Austrian Swiss Belgian Hungarian Czech Finnish Portuguese Iranian Persian Egyptian Israeli Filipino Indonesian "
+    "Pakistani Bengali Tamil Telugu Malayalam Kannada Hindi Soviet Trinidadian Nigerian African Venezuelan Colombian "
+    "Chilean Cuban Romanian Bulgarian Serbian Croatian Ukrainian Armenian Estonian Latvian Lithuanian Icelandic "
+    "Jamaican Kenyan Thai Vietnamese Malaysian Singaporean Lebanese Syrian Iraqi Saudi Moroccan Algerian Tunisian "
+    "Catalan Basque Flemish Slovak Slovenian Albanian Macedonian Bosnian Georgian Peruvian Uruguayan Bolivian "
+    "Ecuadorian Hollywood Bollywood".split())
+
+
+def _drop_nationality(name: str) -> str:
+    words = name.split()
+    while len(words) > 1 and all(p in _NATIONALITIES or _DEMONYM.match(p) for p in words[0].split("-")) and (
+            "-" in words[0] or words[0] in _NATIONALITIES):
+        words = words[1:]
+    return " ".join(words)
 
 
 def hop_relation(question: str) -> str:
@@ -318,11 +337,12 @@ def hop_names(text: str, hop: str, exclude: set[str], limit: int = 1) -> list[st
     for m in re.finditer(rf"\b(?:{cue})\s+", text, re.I) if cue else ():
         tail = text[m.end(): m.end() + 80]
         for n in names_in(tail):
-            if tail.find(n) > 25:
+            if tail.find(n) > 40:
                 break
-            n = _TITLES.sub("", re.split(r"\s+and\s+", n)[0]).strip()
+            n = _TITLES.sub("", _drop_nationality(re.split(r"\s+and\s+", n)[0])).strip()
             terms = content_terms(n)
-            if len(n) < 3 or not terms or terms <= exclude or (" " not in n and _DEMONYM.match(n)):
+            if len(n) < 3 or not terms or terms <= exclude or (" " not in n and (
+                    _DEMONYM.match(n) or all(_DEMONYM.match(p) for p in n.split("-")))):
                 continue
             if n not in out:
                 out.append(n)
