@@ -30,10 +30,11 @@ class EmbeddingConfig(Section):
     model: str = "bundled:all-MiniLM-L6-v2"
     batch_size: int = Field(64, ge=1, le=1024)
     # torch: sentence-transformers as loaded. onnx / onnx-int8: the same model exported once to ONNX Runtime
-    # (int8: smoothed, then int8 up-projections, attention output and QKV); different vectors, so the model id
-    # carries the runtime (core/onnx_runtime.py). Default onnx: the fastest runtime that meets the bar of issue #14
-    # in bench/results/onnx.json (SciFact tail split: 1.20x torch encode, identical rankings; int8 1.76x, top-10
-    # overlap 0.956, but nDCG@10 +0.0065 is outside the +-0.005 window, so it is not the default).
+    # (int8 recipe v5: feed-forward and attention output matrices, one activation scale per token); different
+    # vectors, so the model id carries the runtime (core/onnx_runtime.py). Default onnx: the fastest runtime that
+    # meets the bar of issue #14 in bench/results/onnx.json (SciFact tail split: 1.24x torch encode, identical
+    # rankings; int8 v5 1.95x, top-10 overlap 0.965, but nDCG@10 +0.0065 is outside the +-0.005 window, so it is not
+    # the default).
     runtime: Literal["torch", "onnx", "onnx-int8"] = "onnx"
 
 
