@@ -54,6 +54,9 @@ FEATURES: tuple[str, ...] = (
     "pair_cov",      # share of the question's attribute phrases (two general words in a row: 'project manager',
                      # 'list price', 'data engineer') that the sentence or its heading says as a phrase (at most one
                      # word between): 'account manager' covers 'manager' but not 'project manager'
+    "spec_local",    # share of the question's specific terms (names, codes, numbers, periods) that the sentence, its
+                     # heading or its document title state: 'Meridian' asked, a sentence of the Tidewater reference
+                     # read (spec_ctx also counts the rest of the chunk, which may name it in passing)
 )
 # Signals that come from the embedder's token vectors: meaningless when the embedder does not read the question's
 # language, so they are replaced by their training means and the lexical signals decide (see impute).
@@ -69,6 +72,23 @@ _PERIOD_WORDS = frozenset(t for w in (
     "first second third fourth q1 q2 q3 q4 january february march april may june july august september october "
     "november december первый второй третий четвёртый четвертый первом втором третьем четвёртом четвертом квартал "
     "январь февраль март апрель май июнь июль август сентябрь октябрь ноябрь декабрь").split() for t in tokenize(w))
+
+
+_ORDINALS = frozenset(t for w in "first second third fourth первый второй третий четвёртый четвертый первом втором "
+                     "третьем четвёртом четвертом".split() for t in tokenize(w))
+_QUARTER_AFTER = re.compile(r"(?i)^\W+(quarter|квартал)")
+
+
+def _names_period(question: str, m: re.Match[str], stem: str) -> bool:
+    """Whether this word pins the question to a period: a quarter ('Q3', 'third quarter', 'квартал'), or a month
+    written as one ('May', not the verb 'may'; Russian months are lower case). 'first action' or 'первые инженеры'
+    name no period."""
+    if stem not in _PERIOD_WORDS:
+        return False
+    if stem in _ORDINALS:
+        return bool(_QUARTER_AFTER.match(question[m.end():]))
+    raw = m.group(0)
+    return not raw.isascii() or raw[:1].isupper() or raw.lower().startswith("q")
 
 
 @dataclass(frozen=True)
@@ -138,7 +158,7 @@ def question_terms(question: str) -> QuestionTerms:
                 terms.append(t)
                 # a part of an identifier is shown as the whole identifier the user typed
                 words[t] = raw
-            if any(ch.isdigit() for ch in t) or any(ch in t for ch in "_.-") or named or t in _PERIOD_WORDS:
+            if any(ch.isdigit() for ch in t) or any(ch in t for ch in "_.-") or named or _names_period(question, m, t):
                 codes.add(t)
     return QuestionTerms(tuple(terms), words, frozenset(codes))
 
@@ -462,7 +482,8 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
             novelty = len(st - set(q)) / len(st) if st else 0.0
             feats = (sent_cov, ctx_cov, missing, spec_ctx, spec_sent, spec_missing, absent, atype, novelty, li, li - best_li if li_all is not None else math.nan,
                      rr[ci], rr[ci] - top_rr, gap, agree, 1.0 / max(1, c.rank), kept_masks[ci][si], head_cov,
-                     attr_cov, contra, pair_coverage(pairs, sent, heads[si], titles.get(c.doc_id, "")))
+                     attr_cov, contra, pair_coverage(pairs, sent, heads[si], titles.get(c.doc_id, "")),
+                     sum(1 for t in spec if t in local) / len(spec) if spec else 1.0)
             rows.append(SentenceRow(c.chunk_id, c.doc_id, c.rank, sent, (s, e), feats))
     matrix = np.array([r.features for r in rows], dtype=np.float64).reshape(len(rows), len(FEATURES))
     return SentenceTable(tuple(rows), qt, unseen, matrix)
@@ -502,7 +523,7 @@ def _headings(text: str, spans: Sequence[Span], *, versioned: bool = False) -> l
 # The gate reads the question as a whole, through its best sentence: is there an answer at all?
 GATE_FEATURES: tuple[str, ...] = ("best_score", "absent", "spec_missing", "best_atype", "best_ctx_cov", "best_li",
                                   "best_spec_ctx", "best_contradict", "best_sent_cov", "best_attr_cov",
-                                  "best_pair_cov")
+                                  "best_pair_cov", "best_spec_local")
 
 
 def _logit(p: float) -> float:
@@ -517,7 +538,8 @@ def gate_features(matrix: np.ndarray, probs: np.ndarray) -> np.ndarray:
     row = matrix[b]
     f = {n: row[FEATURES.index(n)] for n in FEATURES}
     return np.array([_logit(float(probs[b])), f["absent"], f["spec_missing"], f["atype"], f["ctx_cov"], f["li"],
-                     f["spec_ctx"], f["contradict"], f["sent_cov"], f["attr_cov"], f["pair_cov"]], dtype=np.float64)
+                     f["spec_ctx"], f["contradict"], f["sent_cov"], f["attr_cov"], f["pair_cov"],
+                     f["spec_local"]], dtype=np.float64)
 
 
 @dataclass(frozen=True)
