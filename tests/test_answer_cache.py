@@ -406,3 +406,25 @@ def test_guarded_miss_is_counted_with_its_reason(loaded: Deps) -> None:
     assert info["nearest_question"] == "Is TLS_VERSION_MIN set to 1.2?" and info["saved_ms"] == 0.0
     assert counters(t).answer_guarded == 1 and t.stage("bm25").skipped is None  # the pipeline ran
     assert loaded.store.answers.answer_cache_counts("default").guarded_misses == 1
+
+
+@pytest.mark.slow
+def test_shipped_verifier_on_the_real_model_keeps_its_dev_fit() -> None:
+    # Two dev pairs the shipped model was fitted on: a rewording from batch 3 (cache_pairs_extra_dev.jsonl) it must
+    # accept and a sibling swap from batch 1's dev half it must refuse at the configured P (ONNX token vectors).
+    from core.answer_cache_verifier import make_verifier
+    from core.embed import load_embedder
+
+    emb = load_embedder("bundled:all-MiniLM-L6-v2", runtime="onnx").embedder
+    check = make_verifier(emb)
+    assert check is not None
+    p_min = PipelineConfig().answer_cache.verifier_threshold
+
+    def p(a: str, b: str) -> float:
+        v = emb.encode([a, b])
+        return check(a, b, float(v[0] @ v[1] / np.linalg.norm(v[0]) / np.linalg.norm(v[1])))
+
+    assert p("How do I get rid of rust on my bike chain?",
+             "What is the best way to remove rust from a bicycle chain?") >= p_min
+    assert p("Why does my laptop battery drain so fast when it is asleep?",
+             "Why does my phone battery drain so fast when it is asleep?") < p_min
