@@ -330,9 +330,32 @@ def test_multi_hop_route_savings_in_the_trace(loaded: Deps) -> None:
     early = run_query(q, PipelineConfig().with_overrides({**loop, "agent.stop_when_found": True}), loaded, log=False)
     assert early.agent is not None and early.agent["rounds"] == 1 and early.agent["stop_reason"] == "answered"
     assert "no bridging round" in early.stage("decide").notes[0]
-    # the shipped multi-hop route turns both on
-    assert load_routes()["multi-hop"].overrides["agent.stop_when_found"] is True
-    assert load_routes()["multi-hop"].overrides["agent.bridge_dense"] is False
+    # the shipped multi-hop route: BM25 alone for its decomposition's sub-queries and its bridging round; no early stop
+    assert "agent.stop_when_found" not in load_routes()["multi-hop"].overrides
     routed = run_query(q, PipelineConfig().with_overrides({**RETRIEVAL, "answer.enabled": False,
                                                            "router.override": "multi-hop"}), loaded, log=False)
-    assert routed.agent is not None and routed.agent["rounds"] == 1
+    assert routed.agent is not None and routed.agent["rounds"] == 2
+    assert all(s.skipped == "dense.enabled = false" for s in round2(routed, "dense"))
+    assert routed.stage("decompose").info["method"] == "offline: templates + bridge round"
+
+
+def test_transforms_dense_false_searches_generated_queries_with_bm25_alone(loaded: Deps,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    encoded: list[str] = []
+    real = loaded.embedder.encode
+
+    def counting(texts, *a, **kw):  # noqa: ANN001, ANN202 - pass-through spy
+        encoded.extend(texts)
+        return real(texts, *a, **kw)
+
+    monkeypatch.setattr(loaded.embedder, "encode", counting)
+    q = "Where was the director of film El Tonto born?"
+    cfg = {**RETRIEVAL, "answer.enabled": False, "router.enabled": False, "transforms.decompose": "on"}
+    with_dense = run_query(q, PipelineConfig().with_overrides(cfg), loaded, log=False)
+    subs = with_dense.stage("decompose").info["queries"]
+    assert subs == ["El Tonto", "director of El Tonto", "Charlie Day"] and encoded == [q, *subs]
+    encoded.clear()
+    lean = run_query(q, PipelineConfig().with_overrides({**cfg, "transforms.dense": False}), loaded, log=False)
+    # the question itself is still encoded for the main dense list; its sub-queries are not
+    assert encoded == [q] and lean.stage("decompose").info["queries"] == subs
+    assert lean.stage("dense").skipped is None and lean.stage("fused").skipped is None
