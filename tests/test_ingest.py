@@ -108,7 +108,7 @@ def test_put_documents_rolls_back_every_document_of_the_call(deps: Deps) -> None
     assert deps.store.corpus.corpus_version() == version
     deps.store.corpus.put_documents(items[:2], "m")  # the same call without the bad document goes in whole
     assert [d.doc_id for d in deps.store.corpus.documents()] == ["d1", "d2"]
-    assert deps.store.corpus.corpus_version() == version + 1
+    assert deps.store.corpus.corpus_version() == version + 2  # one step per document, as put_document makes
 
 
 def test_crash_in_group_write_leaves_nothing_and_rerun_embeds_nothing(deps: Deps, monkeypatch) -> None:
@@ -117,7 +117,7 @@ def test_crash_in_group_write_leaves_nothing_and_rerun_embeds_nothing(deps: Deps
     ingests every file and takes all vectors from the embedding cache, written before the documents."""
     import core.store.corpus as corpus_mod
 
-    def crash(cur, ws):  # noqa: ANN001, ANN202
+    def crash(cur, ws, by=1):  # noqa: ANN001, ANN202
         raise RuntimeError("simulated crash before commit")
 
     monkeypatch.setattr(corpus_mod, "bump_version", crash)

@@ -39,8 +39,8 @@ def _chunk(row: tuple[Any, ...]) -> Chunk:
     return Chunk(cid, did, ordinal, text, s, e, tuple(hp or ()), nt, lang)
 
 
-def bump_version(cur: Cursor, workspace: str) -> None:
-    cur.execute("UPDATE workspaces SET corpus_version = corpus_version + 1 WHERE workspace_id = ?", [workspace])
+def bump_version(cur: Cursor, workspace: str, by: int = 1) -> None:
+    cur.execute("UPDATE workspaces SET corpus_version = corpus_version + ? WHERE workspace_id = ?", [by, workspace])
 
 
 def write_vectors(cur: Cursor, ws: str, chunk_ids: Sequence[str], vectors: np.ndarray, model_id: str,
@@ -136,7 +136,7 @@ class Corpus:
             if with_vecs:
                 write_vectors(cur, ws, [c.chunk_id for cs, _ in with_vecs for c in cs],
                               np.concatenate([np.asarray(v, dtype=np.float32) for _, v in with_vecs]), model_id, "raw")
-            bump_version(cur, ws)
+            bump_version(cur, ws, len(items))  # one step per document, as put_document makes: the same versions
 
     def put_vectors(self, chunk_ids: Sequence[str], vectors: np.ndarray, model_id: str, variant: str = "raw",
                     workspace: str = DEFAULT_WORKSPACE) -> None:
