@@ -572,9 +572,13 @@ def onnx(d: dict[str, Any], file: str) -> list[str]:
                          "top-10 overlap (mean)", "top-10 overlap (min)", "nDCG@10", "Δ nDCG@10", "meets bar"], rows))
     moved = [(n, r) for n, r in (d.get("runtimes") or {}).items() if r.get("ndcg_changed_queries")]
     if moved:
-        out += ["", "Queries whose nDCG@10 changed against torch: " + "; ".join(
-            f"`{n}` {r['ndcg_changed_queries']} (largest changes {', '.join(num(x, 2) for x in r['ndcg_changes_sorted'][:1] + r['ndcg_changes_sorted'][-3:])})"
-            for n, r in moved) + f"; one query's full swing moves the mean by {num(1 / max(p.get('queries') or 1, 1), 4)}."]
+        def extremes(r: dict[str, Any]) -> str:
+            ch = r.get("ndcg_changes_sorted") or []
+            return ", ".join(num(x, 2) for x in ch[:1] + ch[-3:])
+
+        out += ["", "Queries whose nDCG@10 changed against torch: "
+                + "; ".join(f"`{n}` {r['ndcg_changed_queries']} (largest changes {extremes(r)})" for n, r in moved)
+                + f"; one query's full swing moves the mean by {num(1 / max(p.get('queries') or 1, 1), 4)}."]
     if d.get("fastest_meeting_bar"):
         out += ["", f"Fastest runtime meeting the bar: `{d['fastest_meeting_bar']}`. The issue's ≥ 1.3× target is for "
                 "the whole ingest path against bare torch encode (`ingest.json`, default runtime)."]
