@@ -574,7 +574,7 @@ def onnx(d: dict[str, Any], file: str) -> list[str]:
     if moved:
         def extremes(r: dict[str, Any]) -> str:
             ch = r.get("ndcg_changes_sorted") or []
-            return ", ".join(num(x, 2) for x in ch[:1] + ch[-3:])
+            return ", ".join(num(x, 2) for x in (ch if len(ch) <= 4 else ch[:1] + ch[-3:]))
 
         out += ["", "Queries whose nDCG@10 changed against torch: "
                 + "; ".join(f"`{n}` {r['ndcg_changed_queries']} (largest changes {extremes(r)})" for n, r in moved)
