@@ -672,8 +672,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_result(f"{RESULT}_tune_route", {"tune_route": tune_route_part(datasets_dir(args.datasets) /
                                                                            "twowiki_multihop", args.db, args.limit)})
     elif args.part == "latency":
-        name = "sample" if args.dataset == "sample" else "twowiki"
-        db = args.db.replace("route.duckdb", f"route_{name}.duckdb") if name == "sample" else args.db
+        name = ("sample" if args.dataset == "sample" else "twowiki") + ("_train" if args.split == "train" else "")
+        db = args.db.replace("route.duckdb", "route_sample.duckdb") if args.dataset == "sample" else args.db
         write_result(f"{RESULT}_latency_{name}", {"latency": latency_part(args.dataset, datasets_dir(args.datasets),
                                                                          db, args.limit, args.every, args.split)})
     elif args.part == "scifact":
