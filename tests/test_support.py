@@ -260,3 +260,11 @@ def test_kind_penalty_moves_the_best_sentence_to_one_holding_the_kind() -> None:
     rows[:, FEATURES.index("atype")] = [0.0, 1.0]
     z = m.scores(rows)
     assert z[0] == pytest.approx(-1.0 + 2.0 - 3.0) and z[1] == pytest.approx(-1.0 + 1.0)
+
+
+def test_only_a_named_period_is_a_specific_term() -> None:
+    assert question_terms("Above what share may no engineer be allocated?").codes == frozenset()  # 'may' the verb
+    assert question_terms("What is the first action when a gateway reports it?").codes == frozenset()
+    assert {"third", "2024"} <= question_terms("Revenue in the third quarter of 2024?").codes
+    assert {"q2", "may"} <= question_terms("Lead time in Q2, from May onwards?").codes
+    assert "перв" not in question_terms("Когда выйдут на работу первые новые инженеры?").codes
