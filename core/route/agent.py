@@ -290,7 +290,8 @@ _HOP = {"father-in-law": "spouse", "mother-in-law": "spouse", "sibling-in-law": 
 # phrases, not reading: a stand-in for "search again with what you learned" without a model.
 _CUES = {"director": r"direct\w*(?: and \w+)?(?: by)?", "composer": r"(?:compos\w*|music|score)(?: \w+)?(?: by)?",
          "performer": r"(?:perform\w*|sung|recorded|released|single|song|album) by|by",
-         "father": r"(?:son|daughter|child|heir) of|father,?", "mother": r"mother,?|(?:son|daughter|child) of [^.]*? and",
+         "father": r"(?:son|daughter|child|heir) of|father,?",
+         "mother": r"mother,?|(?:son|daughter|child) of [^.]*? and",
          "spouse": r"married(?: to)?|marriage to|(?:wife|husband|spouse|consort)(?: of)?|wed",
          "child": r"(?:son|daughter|children|child|heir)s?,?|(?:mother|father) of",
          "author": r"(?:written|authored|writer|author|novel) by|by", "producer": r"produc\w*(?: by)?",
