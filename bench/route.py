@@ -9,6 +9,10 @@ Run from the repo root:
     .venv/bin/python bench/route.py --part tune_loop # agent.per_round of the multi-hop route, train split only
     .venv/bin/python bench/route.py --part latency --dataset twowiki_multihop   # every single config vs routed
     .venv/bin/python bench/route.py --part latency --dataset sample             #   -> route_latency_<set>.json
+    .venv/bin/python bench/route.py --part latency --split test     # only the router's test-split questions
+    .venv/bin/python bench/route.py --part latency --split train --every 2      # -> route_latency_twowiki_train.json
+    .venv/bin/python bench/route.py --part tune_gate  # multi-hop route: early stop / BM25 bridging, train split only
+    .venv/bin/python bench/route.py --part tune_route # routed with / without dense for generated queries, train split
 
 Router: the labelled set sample_corpus/routing/routing.jsonl was split once (core/route/data_build.py, per source
 and label, seed 16). The two thresholds (router.min_confidence, router.refuse_confidence) are chosen by 5-fold
