@@ -451,11 +451,12 @@ def agent(d: dict[str, Any], file: str) -> list[str]:
             "crude_allgold@10", "agent_allgold@10", "nohop_allgold@10"]
     head = ["type", "n", "single recall@5", "crude recall@5", "loop recall@5", "loop without hops recall@5",
             "single all-gold@10", "crude all-gold@10", "loop all-gold@10", "loop without hops all-gold@10",
-            "loop rounds", "single ms", "loop ms"]
+            "loop rounds", "single ms", "loop ms", "loop without hops ms"]
 
     def rows(by: dict[str, Any]) -> list[list[Any]]:
         return [[t, v["n"], *[num(v.get(c), 1) for c in cols], num(v.get("agent_mean_rounds")),
-                 num(v.get("single_ms_mean"), 0), num(v.get("agent_ms_mean"), 0)] for t, v in by.items()]
+                 num(v.get("single_ms_mean"), 0), num(v.get("agent_ms_mean"), 0), num(v.get("nohop_ms_mean"), 0)]
+                for t, v in by.items()]
     held = d.get("held_out") or {}
     au = d.get("grader_auroc") or {}
     ag = d.get("agent") or {}
