@@ -864,7 +864,8 @@ def route_tune_gate(d: dict[str, Any], file: str) -> list[str]:
 def route_latency(d: dict[str, Any], file: str) -> list[str]:
     """Issue #16: routed against every single configuration, per class best in hindsight, and mean latency."""
     t = d.get("latency") or {}
-    out = [f"### Routed vs every single configuration on `{t.get('dataset', '?')}`", "", caption(file, d), "",
+    split = f" ({t['split']}-split questions)" if t.get("split") in ("test", "train") else ""
+    out = [f"### Routed vs every single configuration on `{t.get('dataset', '?')}`{split}", "", caption(file, d), "",
            f"{num(t.get('questions'))} questions with gold, each through every configuration in rotating order "
            "(retrieval only: rerank, prune, MMR, answers and the answer cache off; the ratios hold under load, the "
            "absolute ms do not). Quality is document-level recall@5 and all-gold@10 of the final list. "
@@ -1130,6 +1131,7 @@ SECTIONS: list[tuple[str, Callable[[dict[str, Any], str], list[str]]]] = [
     ("route_tune_gate.json", route_tune_gate),
     ("route_latency_sample.json", route_latency),
     ("route_latency_twowiki.json", route_latency),
+    ("route_latency_twowiki_train.json", route_latency),
     ("answer.json", answer_support),
     ("answer_cache.json", answer_cache),
     ("answer_cache_replay.json", answer_cache_replay),
