@@ -469,7 +469,8 @@ def _agentic(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
                                                                 "transforms.decompose": "off"})
     start = time.perf_counter()
     out = run_agent(q.text, lambda text: run_query(text, inner if text == q.text else later, deps,
-                                                   workspace=q.workspace, log=False),
+                                                   workspace=q.workspace, log=False,
+                                                   reuse_route=decision if text == q.text else None),
                     budget=Budget(a.max_rounds, a.max_llm_calls, a.max_tokens, a.max_usd, a.max_seconds),
                     grader=grader, writer=writer, workspace=q.workspace, k=a.k, head=a.head,
                     repeat_threshold=a.repeat_threshold, enough=bridge_found if a.stop_when_found else None)
@@ -515,8 +516,10 @@ def _served_from_cache(q: _Query, res: CacheLookup, config: PipelineConfig, deps
 
 
 def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str = DEFAULT_WORKSPACE,
-              log: bool = True) -> Trace:
-    """One query through every stage, each recorded by the tracer (run, or skipped with its reason)."""
+              log: bool = True, reuse_route: RouteDecision | None = None) -> Trace:
+    """One query through every stage, each recorded by the tracer (run, or skipped with its reason).
+    `reuse_route` (the agentic loop's first round, run with the router off): the question's own route, whose
+    sub-queries and spent LLM call the transforms read, so a round never pays for a second rewrite."""
     tracer = Tracer()
     q = _start(query, config, deps, workspace, tracer)
     version = deps.store.corpus.corpus_version(workspace)
@@ -538,7 +541,8 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
     # Then the router picks the path and this route's settings; chitchat and out-of-scope stop at the route's reply.
     decision = _route(q, c, deps, tracer) if c.router.enabled else None
     if decision is None:
-        tracer.skip(Stage.ROUTE, "router.enabled = false")
+        tracer.skip(Stage.ROUTE, "router.enabled = false" if reuse_route is None
+                    else f"agent round: the question's route ({reuse_route.named.name}) is reused")
     else:
         c = decision.config
         if not decision.retrieves:
@@ -549,7 +553,7 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
 
     agent = _agentic(q, c, deps, tracer, decision) if c.agent.enabled else None
     if agent is None:
-        _retrieve(q, c, deps, tracer, decision)
+        _retrieve(q, c, deps, tracer, decision if decision is not None else reuse_route)
 
     # Last stage. Answer: reads the final candidates of whatever ran before (their original chunk text).
     answered: list[Any] = []
