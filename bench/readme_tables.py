@@ -1121,7 +1121,6 @@ SECTIONS: list[tuple[str, Callable[[dict[str, Any], str], list[str]]]] = [
     ("generalise_ac.json", generalise_more),
     ("generalise_sf.json", generalise_more),
     ("agent.json", agent_with_targets),
-    ("agent_decompose.json", agent_decompose),
     ("agent_sample.json", agent_sample),
     ("route.json", route),
     ("route_tune.json", route_tune),
