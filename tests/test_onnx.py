@@ -190,6 +190,26 @@ def test_int8_quantises_the_chosen_matrices_per_token_and_smoothing_is_exact(tin
     assert cos.min() > 0.98 and np.abs(got - want).max() > 1e-6  # close, but really quantised
 
 
+def test_run_batch_does_not_change_vectors(tiny_model: Path, tiny_cache: Path) -> None:
+    """ONNX Runtime runs at most RUN_BATCH texts per call (faster than the configured batch); every text is masked
+    to its own tokens, so vectors and token vectors are the same for any split of the batch."""
+    fp32 = ort_rt.cached_model_path(tiny_cache, str(tiny_model), "onnx")
+    emb = ort_rt.OnnxEmbedder(str(tiny_model), tiny_model, fp32, "onnx", batch_size=64)
+    assert emb.run_batch == min(64, ort_rt.RUN_BATCH)
+    texts = SENTENCES * 3
+    small_v, small_t = emb.encode_with_tokens(texts)
+    small = emb.encode(texts)
+    emb.run_batch = 64
+    big_v, big_t = emb.encode_with_tokens(texts)
+    np.testing.assert_allclose(small, emb.encode(texts), atol=1e-6)
+    np.testing.assert_allclose(small_v, big_v, atol=1e-6)
+    for a, b in zip(small_t, big_t):
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert a[0] == b[0] and a[1] == b[1]
+            np.testing.assert_allclose(a[2], b[2], atol=1e-5)
+
+
 def test_per_token_int8_matches_its_numpy_oracle(tmp_path: Path) -> None:
     """One MatMul rewritten by per_token_int8 computes exactly: per-token scale s = max|x_row| / 127, per-column
     weight scale w = max|W_col| / 127, y = (round(x / s) @ round(W / w)) * s * w (hand-written below in numpy), and
