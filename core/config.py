@@ -32,9 +32,9 @@ class EmbeddingConfig(Section):
     # torch: sentence-transformers as loaded. onnx / onnx-int8: the same model exported once to ONNX Runtime
     # (int8 recipe v5: feed-forward and attention output matrices, one activation scale per token); different
     # vectors, so the model id carries the runtime (core/onnx_runtime.py). Default onnx: the fastest runtime that
-    # meets the bar of issue #14 in bench/results/onnx.json (SciFact tail split: 1.24x torch encode, identical
-    # rankings; int8 v5 1.95x, top-10 overlap 0.965, but nDCG@10 +0.0065 is outside the +-0.005 window, so it is not
-    # the default).
+    # meets the bar of issue #14 in bench/results/onnx.json (SciFact tail split: identical rankings; int8 v5 1.58x
+    # torch encode, top-10 overlap 0.965, but nDCG@10 +0.0065 is outside the +-0.005 window, so it is not the
+    # default). With onnx the whole ingest path runs at 1.32x bare torch encode (bench/results/ingest.json).
     runtime: Literal["torch", "onnx", "onnx-int8"] = "onnx"
 
 
