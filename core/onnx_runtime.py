@@ -364,11 +364,11 @@ def ensure_model(model_dir: Path, model_name: str, runtime: str, cache_dir: Path
         return target
 
 
-# Texts per session.run, whatever the configured batch size. Measured on SciFact chunks (259 texts, this 2-core
-# machine, one run, fp32 model, speed against torch encode at batch 64): ONNX Runtime at 64 texts per run 1.45x,
-# 32 -> 1.85x, 16 -> 2.07x, 8 -> 2.33x; torch itself gains nothing from smaller batches (16: 0.96x, 32: 1.16x).
-# Big padded batches cost ONNX Runtime more than the per-call overhead saved. Vectors do not depend on it (each text
-# is masked to its own tokens).
+# Texts per session.run, whatever the configured batch size. Vectors do not depend on it (each text is masked to its
+# own tokens). The evidence for 8 is weak, say so: on SciFact chunks with other jobs on the machine (load ~6), fp32
+# at 8 per run was 2.33x torch encode (batch 64) against 1.45x at 64 per run, and 1.6x faster for
+# encode_with_tokens; on a quiet machine (load ~2) all run sizes 8-64 were within 2% (1.37-1.46x), and one run at
+# load ~2.4 on other chunks had 8 slower (0.89x vs 1.34x). Kept at 8 because the ingest results were measured so.
 RUN_BATCH = 8
 
 
