@@ -238,6 +238,15 @@ def ingest(d: dict[str, Any], file: str) -> list[str]:
         out.append(f"- ingest embeds with `embedding.runtime={p['runtime']}` (`{p.get('model_id')}`); bare encode is "
                    "torch" + ("; ingest also stores every chunk's late-interaction token vectors, taken from the same "
                               "forward pass" if tokens else "" if tokens is None else "; no token vectors stored"))
+    other = RESULTS / "ingest_b16.json"
+    if file == "ingest.json" and other.exists():
+        # The baseline runs at the configured batch size; torch is faster at a smaller one, so say what that gives.
+        b = json.loads(other.read_text())
+        out.append(f"- with both sides at batch {(b.get('parameters') or {}).get('batch_size')} instead of "
+                   f"{p.get('batch_size')} (torch's bare encode was faster there): ratio "
+                   f"{num(b.get('ratio_ingest_to_bare'))} (per slice "
+                   f"{', '.join(num(x) for x in b.get('ratio_per_slice') or [])}; `bench/results/ingest_b16.json`, "
+                   f"`{(b.get('run') or {}).get('command', '')}`)")
     rows = [[ph["phase"], num(ph.get("seconds"), 1), num(ph.get("encode_seconds"), 1), num(ph.get("chunks")),
              num(ph.get("embedded")), num(ph.get("cache_hits"))] for ph in d.get("phases") or []]
     if rows:
