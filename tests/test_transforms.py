@@ -287,20 +287,22 @@ def test_llm_mode_spends_at_most_one_extra_call_per_query(anthropic_stub: Stub) 
     assert stages["decompose"].info["queries"] == ["Charlie Day", "Robert North Bradbury"]
 
 
-def test_routed_comparison_with_a_key_still_spends_one_llm_call(loaded: Deps, anthropic_stub: Stub) -> None:
-    """The comparison route runs the loop; with a key its grader and writer stay offline, so the stub sees the
-    router's call alone (answer off: the answer's own call is not an extra one)."""
+@pytest.mark.parametrize("cls, subs", [("comparison", ["El Tonto", "The Heart Of Doreon"]),
+                                       ("multi-hop", ["director of El Tonto", "Charlie Day"])])
+def test_routed_loop_with_a_key_still_spends_one_llm_call(loaded: Deps, anthropic_stub: Stub, cls: str,
+                                                          subs: list[str]) -> None:
+    """The comparison and multi-hop routes run the loop; with a key its grader and writer stay offline, so the stub
+    sees the router's call alone (answer off: the answer's own call is not an extra one)."""
     import dataclasses
 
     anthropic_stub.state.responder = lambda body: json.dumps(
-        {"class": "comparison", "confidence": 0.9, "reason": "two films", "sub_queries": ["El Tonto",
-                                                                                       "The Heart Of Doreon"]})
+        {"class": cls, "confidence": 0.9, "reason": "two films", "sub_queries": subs})
     deps = dataclasses.replace(loaded, llm=_llm(anthropic_stub))
     cfg = PipelineConfig().with_overrides({**RETRIEVAL, "answer.enabled": False, "router.method": "llm"})
     trace = run_query("Which film whose director was born first, El Tonto or The Heart Of Doreon?", cfg, deps,
                       log=False)
     out = trace.to_dict()
-    assert out["route"]["class"] == "comparison" and out["route"]["method"] == "llm"
+    assert out["route"]["class"] == cls and out["route"]["method"] == "llm"
     assert out["agent"] is not None and out["agent"]["spent"]["llm_calls"] == 0
     assert len(anthropic_stub.state.messages()) == 1
 
