@@ -838,7 +838,7 @@ def route_scifact(d: dict[str, Any], file: str) -> list[str]:
     """Issue #16: beir_scifact nDCG@10 with routing on vs the default."""
     s = d.get("scifact") or {}
     dflt, routed = s.get("default") or {}, s.get("routed") or {}
-    out = [f"### Routing on `beir_scifact` ({s.get('questions')} questions, {num(s.get('max_docs'))} abstracts)", "",
+    out = [f"### Routing on `beir_scifact` ({s.get('questions')} questions, {num(s.get('docs') or s.get('max_docs'))} abstracts)", "",
            caption(file, d), "", f"{s.get('note', '')}.", ""]
     rows = [[name, num(r.get("ndcg@10"), 4), num(r.get("recall@10"), 3), num(r.get("mrr"), 4),
              ", ".join(f"{st} {num((v or {}).get('p50'), 0)}" for st, v in (r.get("latency") or {}).items())]
@@ -847,7 +847,8 @@ def route_scifact(d: dict[str, Any], file: str) -> list[str]:
     a, b = dflt.get("ndcg@10"), routed.get("ndcg@10")
     if a is not None and b is not None:
         out += ["", f"Routed minus default nDCG@10: {(b - a) * 100:+.2f}".replace("-", "−") + " points (target: not below by more than 0.5 "
-                f"point: {_met(b >= a - 0.005)}) — on this subsample, not the full corpus."]
+                f"point: {_met(b >= a - 0.005)})"
+                + (" — on this subsample, not the full corpus." if s.get("note", "").startswith("subsample") else ".")]
     return out
 
 
