@@ -336,7 +336,8 @@ def scifact_part(root: Path, db: str, max_questions: int, max_docs: int) -> dict
     from core.deps import build_deps
     from core.eval_run import NamedConfig, run_eval
 
-    gs = subsample(load_dataset("beir_scifact", root), max_docs=max_docs, max_questions=max_questions, seed=0)
+    whole = load_dataset("beir_scifact", root)
+    gs = subsample(whole, max_docs=max_docs, max_questions=max_questions, seed=0)
     base = PipelineConfig().with_overrides({**RETRIEVAL, "bm25.k": 100, "dense.k": 100, "fusion.k": 100})
     Path(db).parent.mkdir(parents=True, exist_ok=True)
     deps = build_deps(base, db=db)
@@ -344,7 +345,7 @@ def scifact_part(root: Path, db: str, max_questions: int, max_docs: int) -> dict
                NamedConfig("routed", base.with_overrides(ROWS["routed"]))]
     runs = run_eval(gs, configs, deps, save=False)
     n_docs = sum(1 for _ in gs.predocs()) if gs.predocs is not None else None
-    full = sum(1 for _ in load_dataset("beir_scifact", root).predocs())
+    full = sum(1 for _ in whole.predocs())
     out: dict[str, Any] = {"set": gs.name, "questions": len(gs.queries), "max_docs": max_docs, "docs": n_docs,
                            "note": (f"the whole corpus ({full:,} abstracts)" if n_docs == full else
                                     "subsample: every gold abstract of the drawn questions plus random distractors "
