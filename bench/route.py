@@ -35,7 +35,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -383,24 +383,16 @@ def tune_loop_part(root: Path, db: str, limit: int) -> dict[str, Any]:
     twowiki questions of the multi-hop class only (the latency part reports all 300). Interleaved per question."""
     from agent import doc_order, score
 
-    from core.pipeline import run_query
-
     ws = "twowiki"
     base, deps, titles, questions = _twowiki_train(root, db, ws)
     questions = [q for q in questions if _gold_class(q["type"]) == "multi-hop"][: limit or None]
     grid = {pr: base.with_overrides({**SINGLES["loop (agent + decompose)"], "agent.per_round": pr}) for pr in (1, 2, 3)}
     res: dict[int, list[tuple[float, float, float]]] = {pr: [] for pr in grid}
-    for cfg in grid.values():  # warm-up: model load (or ONNX export), indexes; not part of any row
-        run_query(questions[0]["question"], cfg, deps, workspace=ws, log=False)
-    for i, q in enumerate(questions):
-        order = list(grid)[i % 3:] + list(grid)[: i % 3]
-        for pr in order:
-            t = time.perf_counter()
-            tr = run_query(q["question"], grid[pr], deps, workspace=ws, log=False)
-            ms = (time.perf_counter() - t) * 1000
-            final = tr.final()
-            r5, a10 = score([titles[d] for d in doc_order(final.candidates if final else [])], set(q["gold_titles"]))
-            res[pr].append((r5, a10, ms))
+    for i, pr, tr, ms in _rotating([q["question"] for q in questions], grid, deps, ws):
+        final = tr.final()
+        r5, a10 = score([titles[d] for d in doc_order(final.candidates if final else [])],
+                        set(questions[i]["gold_titles"]))
+        res[pr].append((r5, a10, ms))
     rows = [{"per_round": pr, "n": len(v), "recall@5": round(100 * float(np.mean([x[0] for x in v])), 1),
              "allgold@10": round(100 * float(np.mean([x[1] for x in v])), 1),
              "ms_mean": round(float(np.mean([x[2] for x in v])), 1),
@@ -424,29 +416,40 @@ GATES = {"loop": {}, "loop + early stop": {"agent.stop_when_found": True},
 TUNE_GATE_RULE = "the fastest (mean ms) within 1 point of the best recall@5 and all-gold@10 (the tune_loop rule)"
 
 
+def _rotating(texts: Sequence[str], configs: dict[Any, Any], deps: Any, ws: str
+              ) -> Iterator[tuple[int, str, Any, float]]:
+    """Every configuration on every question, after one warm-up query each (indexes, model and first-call costs are
+    no row's), the order rotating per question so a slow spell of the shared machine falls on all configurations
+    alike: ratios hold under load, absolute ms do not. Yields (question index, configuration name, trace, ms)."""
+    from core.pipeline import run_query
+
+    names = list(configs)
+    for cfg in configs.values():
+        run_query(texts[0], cfg, deps, workspace=ws, log=False)
+    for i, text in enumerate(texts):
+        for name in names[i % len(names):] + names[: i % len(names)]:
+            t = time.perf_counter()
+            trace = run_query(text, configs[name], deps, workspace=ws, log=False)
+            yield i, name, trace, (time.perf_counter() - t) * 1000
+        if (i + 1) % 20 == 0:
+            print(f"{i + 1}/{len(texts)} questions", flush=True)
+
+
 def tune_gate_part(root: Path, db: str, limit: int) -> dict[str, Any]:
     """The multi-hop route's savings (agent.stop_when_found, agent.bridge_dense) on the router's TRAIN-split twowiki
     questions whose gold class is multi-hop, interleaved per question in rotating order: recall@5, all-gold@10, ms."""
     from agent import doc_order, score
 
-    from core.pipeline import run_query
-
     ws = "twowiki"
     base, deps, titles, questions = _twowiki_train(root, db, ws)
     questions = [q for q in questions if _gold_class(q["type"]) == "multi-hop"][: limit or None]
     grid = {name: base.with_overrides({**SINGLES["loop (agent + decompose)"], **o}) for name, o in GATES.items()}
-    names = list(grid)
-    for cfg in grid.values():  # warm-up
-        run_query(questions[0]["question"], cfg, deps, workspace=ws, log=False)
-    res: dict[str, list[tuple[float, float, float, int]]] = {n: [] for n in names}
-    for i, q in enumerate(questions):
-        for name in names[i % len(names):] + names[: i % len(names)]:
-            t = time.perf_counter()
-            tr = run_query(q["question"], grid[name], deps, workspace=ws, log=False)
-            ms = (time.perf_counter() - t) * 1000
-            final = tr.final()
-            r5, a10 = score([titles[d] for d in doc_order(final.candidates if final else [])], set(q["gold_titles"]))
-            res[name].append((r5, a10, ms, (tr.agent or {}).get("rounds", 0)))
+    res: dict[str, list[tuple[float, float, float, int]]] = {n: [] for n in grid}
+    for i, name, tr, ms in _rotating([q["question"] for q in questions], grid, deps, ws):
+        final = tr.final()
+        r5, a10 = score([titles[d] for d in doc_order(final.candidates if final else [])],
+                        set(questions[i]["gold_titles"]))
+        res[name].append((r5, a10, ms, (tr.agent or {}).get("rounds", 0)))
     rows = [{"config": n, "n": len(v), "recall@5": round(100 * float(np.mean([x[0] for x in v])), 1),
              "allgold@10": round(100 * float(np.mean([x[1] for x in v])), 1),
              "ms_mean": round(float(np.mean([x[2] for x in v])), 1),
@@ -469,24 +472,17 @@ def tune_route_part(root: Path, db: str, limit: int) -> dict[str, Any]:
     question of the router's TRAIN split, beside the heaviest single configuration (the loop), rotating order."""
     from agent import doc_order, score
 
-    from core.pipeline import run_query
-
     ws = "twowiki"
     base, deps, titles, questions = _twowiki_train(root, db, ws)
     questions = questions[: limit or None]
     grid = {name: base.with_overrides(o) for name, o in ROUTE_TUNE.items()}
     names = list(grid)
-    for cfg in grid.values():  # warm-up
-        run_query(questions[0]["question"], cfg, deps, workspace=ws, log=False)
     res: dict[str, list[tuple[str, float, float, float]]] = {n: [] for n in names}
-    for i, q in enumerate(questions):
-        for name in names[i % len(names):] + names[: i % len(names)]:
-            t = time.perf_counter()
-            tr = run_query(q["question"], grid[name], deps, workspace=ws, log=False)
-            ms = (time.perf_counter() - t) * 1000
-            final = tr.final()
-            r5, a10 = score([titles[d] for d in doc_order(final.candidates if final else [])], set(q["gold_titles"]))
-            res[name].append((_gold_class(q["type"]), r5, a10, ms))
+    for i, name, tr, ms in _rotating([q["question"] for q in questions], grid, deps, ws):
+        q = questions[i]
+        final = tr.final()
+        r5, a10 = score([titles[d] for d in doc_order(final.candidates if final else [])], set(q["gold_titles"]))
+        res[name].append((_gold_class(q["type"]), r5, a10, ms))
 
     def summ(v: Sequence[tuple[str, float, float, float]]) -> dict[str, Any]:
         return {"n": len(v), "recall@5": round(100 * float(np.mean([x[1] for x in v])), 1),
@@ -522,7 +518,6 @@ def latency_part(dataset: str, root: Path, db: str, limit: int, every: int = 1, 
     from core.datasets import load_dataset
     from core.deps import build_deps
     from core.eval_run import prepare
-    from core.pipeline import run_query
 
     gs = load_dataset(dataset, root)
     ws = {"sample": "route_sample", "twowiki_multihop": "twowiki"}.get(dataset, dataset)
@@ -540,29 +535,19 @@ def latency_part(dataset: str, root: Path, db: str, limit: int, every: int = 1, 
         qs = qs[:limit]
     configs = {name: base.with_overrides(o) for name, o in {**SINGLES, "routed": {"router.enabled": True}}.items()}
     names = list(configs)
-    for name in names:  # warm-up: indexes, model, first-call costs are not part of any row
-        run_query(qs[0].query, configs[name], deps, workspace=ws, log=False)
-    rows: list[dict[str, Any]] = []
-    for i, q in enumerate(qs):
-        gold = [g.doc_ids for g in q.gold]
-        rec: dict[str, Any] = {"id": q.qid, "type": q.qtype, "class": _gold_class(q.qtype)}
-        for name in names[i % len(names):] + names[: i % len(names)]:
-            t = time.perf_counter()
-            trace = run_query(q.query, configs[name], deps, workspace=ws, log=False)
-            ms = (time.perf_counter() - t) * 1000
-            final = trace.final()
-            docs = doc_ids_in_order(final.candidates if final else [])
-            r5 = sum(bool(g & set(docs[:5])) for g in gold) / len(gold)
-            a10 = float(all(g & set(docs[:10]) for g in gold))
-            rec[name] = {"r5": r5, "a10": a10, "ms": ms}
-            if name == "routed":
-                route = trace.route() or {}
-                rec[name]["route"] = route.get("class")
-                rec[name]["stage_ms"] = {str(getattr(s.stage, "value", s.stage)): round(s.ms, 1) for s in trace.stages if s.skipped is None}
-                rec[name]["rounds"] = (trace.agent or {}).get("rounds") if trace.agent else 0
-        rows.append(rec)
-        if (i + 1) % 20 == 0:
-            print(f"{i + 1}/{len(qs)} questions", flush=True)
+    rows: list[dict[str, Any]] = [{"id": q.qid, "type": q.qtype, "class": _gold_class(q.qtype)} for q in qs]
+    for i, name, trace, ms in _rotating([q.query for q in qs], configs, deps, ws):
+        gold = [g.doc_ids for g in qs[i].gold]
+        final = trace.final()
+        docs = doc_ids_in_order(final.candidates if final else [])
+        r5 = sum(bool(g & set(docs[:5])) for g in gold) / len(gold)
+        a10 = float(all(g & set(docs[:10]) for g in gold))
+        rec = rows[i][name] = {"r5": r5, "a10": a10, "ms": ms}
+        if name == "routed":
+            rec["route"] = (trace.route() or {}).get("class")
+            rec["stage_ms"] = {str(getattr(s.stage, "value", s.stage)): round(s.ms, 1) for s in trace.stages
+                               if s.skipped is None}
+            rec["rounds"] = (trace.agent or {}).get("rounds") if trace.agent else 0
     return {**summarise_latency(dataset, rows, names), "split": split, "every": every}
 
 
