@@ -10,7 +10,7 @@ from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
-from core.costs import RunEstimate, Ttl, estimate_document, fmt_usd, price_for, worst_call_usd
+from core.costs import ModelPrice, RunEstimate, Ttl, estimate_document, fmt_usd, price_for, worst_call_usd
 from core.embed import Embedder
 from core.index import backfill_vectors
 from core.llm import LLM, LLMError, LLMRequest, LLMResponse, TextBlock
@@ -359,6 +359,18 @@ def _todo(store: Store, workspace: str, exclude: set[str] = frozenset()) -> tupl
     return _by_doc(todo), len(have)
 
 
+def _start_llm_run(store: Store, workspace: str, llm: LLM, model: str, run_id: str | None
+                   ) -> tuple[str, dict[str, list[Chunk]], int, int, ModelPrice, dict[str, str]]:
+    """What both LLM-context builders (build_llm_contexts here, the Ray one in core/ingest/ray_engine.py) start
+    from: the key check, the run id, the chunks still without a context by document (and how many have one), their
+    count, the model's price and the document names."""
+    if not llm.available:
+        raise ContextError(f"LLM contexts need Claude: {llm.reason}. Offline variants: heuristic, late")
+    todo, existing = _todo(store, workspace)
+    return (run_id or uuid.uuid4().hex, todo, existing, sum(len(cs) for cs in todo.values()), price_for(model),
+            {d.doc_id: d.name for d in store.corpus.documents(workspace)})
+
+
 def estimate_llm_contexts(
     store: Store, *, model: str, workspace: str = DEFAULT_WORKSPACE, output_tokens: int = 80, ttl: Ttl = "5m",
     batch: bool = False,
@@ -394,15 +406,9 @@ def build_llm_contexts(
     cached document stays warm). Before every call the worst case of that call (whole prompt at the cache-write
     price + the full output allowance) must fit in what is left of the budget, so the budget is never overshot;
     each context is stored the moment it arrives, so a stopped run resumes without paying for it again."""
-    if not llm.available:
-        raise ContextError(f"LLM contexts need Claude: {llm.reason}. Offline variants: heuristic, late")
-    run_id = run_id or uuid.uuid4().hex
-    todo, existing = _todo(store, workspace)
-    total = sum(len(cs) for cs in todo.values())
-    p = price_for(model)
+    run_id, todo, existing, total, p, names = _start_llm_run(store, workspace, llm, model, run_id)
     spent, written, stopped = 0.0, 0, ""
     warnings: list[str] = []
-    names = {d.doc_id: d.name for d in store.corpus.documents(workspace)}
     # The run may spend up to the smaller of its own budget and what the workspace budget has left (ledger total).
     limit, why = _limit(store, workspace, budget_usd, workspace_budget_usd)
     for doc_id, chunks in todo.items():

@@ -17,7 +17,6 @@ import math
 import os
 import pickle
 import time
-import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 import numpy as np
 
 from core.config import PipelineConfig
-from core.costs import LedgerEntry, fmt_usd, price_for, worst_call_usd
+from core.costs import LedgerEntry, fmt_usd, worst_call_usd
 from core.embed import Embedder, EmbedStats, embed_groups_with_cache
 from core.ingest.chunk import chunk_document
 from core.ingest.parse import ParseError
@@ -526,16 +525,10 @@ def build_llm_contexts_ray(
     still running. A finished task's real cost replaces its reservation; a task whose worker died keeps its worst case
     as spent (its calls may have been paid). Tasks are never retried by Ray: a retry would pay for its calls twice.
     `llm` (driver side) only answers `available` and counts tokens; `make_llm` builds each worker's client."""
-    from core.context import ContextError, ContextReport, _call_bound, _limit, _prefix_bound, _todo
+    from core.context import ContextReport, _call_bound, _limit, _prefix_bound, _start_llm_run
 
-    if not llm.available:
-        raise ContextError(f"LLM contexts need Claude: {llm.reason}. Offline variants: heuristic, late")
-    run_id = run_id or uuid.uuid4().hex
-    todo, existing = _todo(store, workspace)
-    total = sum(len(cs) for cs in todo.values())
-    p = price_for(model)
+    run_id, todo, existing, total, p, names = _start_llm_run(store, workspace, llm, model, run_id)
     limit, why = _limit(store, workspace, budget_usd, workspace_budget_usd)
-    names = {d.doc_id: d.name for d in store.corpus.documents(workspace)}
     warnings: list[str] = []
     spent, written, stopped = 0.0, 0, ""
     next_bound: float | None = None  # set when the budget stops the run: the worst case that did not fit
