@@ -93,6 +93,30 @@ def test_file_store_persists(tmp_path) -> None:
     s2.close()
 
 
+def test_corpus_version_memo_sees_every_write_in_the_process(tmp_path) -> None:
+    """corpus_version is memoised per write generation; every write path must still move what readers see,
+    including a write through a second Store on the same file (DuckDB shares one database per file in a process)."""
+    path = tmp_path / "w.duckdb"
+    a, b = Store(path), Store(path)
+    assert a.corpus.corpus_version() == 0 and b.corpus.corpus_version() == 0   # both memos filled
+    b.corpus.put_document(_doc(), _chunks(), np.ones((2, 3), np.float32), "m1")
+    assert a.corpus.corpus_version() == 1 and b.corpus.corpus_version() == 1
+    a.corpus.put_document(_doc("d2", "b.md"), _chunks("d2"), np.ones((2, 3), np.float32), "m1")
+    assert b.corpus.corpus_version() == 2
+    b.corpus.delete_document("d1")
+    assert a.corpus.corpus_version() == 3
+    with pytest.raises(RuntimeError):             # a rolled-back write leaves the version where it was
+        with a.db.transaction() as cur:
+            cur.execute("UPDATE workspaces SET corpus_version = 99")
+            raise RuntimeError("boom")
+    assert b.corpus.corpus_version() == 3
+    # In-memory stores are separate databases: their memos never mix.
+    m1, m2 = Store(":memory:"), Store(":memory:")
+    m1.corpus.put_document(_doc(), _chunks(), np.ones((2, 3), np.float32), "m1")
+    assert (m1.corpus.corpus_version(), m2.corpus.corpus_version()) == (1, 0)
+    a.close(), b.close()
+
+
 # -- read-only mode and the multi-process rule (core/store/db.py docstring) ---------------------------------------
 _CHILD = """
 import sys

@@ -27,6 +27,14 @@ SCHEMA_VERSION = 1
 
 Cursor = duckdb.DuckDBPyConnection
 
+# Write generation per database file: bumped after every write this process makes through a `Database`
+# (transaction or writer, committed or rolled back). Keyed by the file, not the object: DuckDB hands two
+# connections to the same file in one process the same database, so a write through one must be seen by a reader
+# of the other. Another process cannot write while we hold the file (see the concurrency rule above), so reads may
+# be memoised per generation (Corpus.corpus_version is read ~9 times per query).
+_GENERATIONS: dict[str, int] = {}
+_GEN_LOCK = threading.Lock()
+
 
 class StoreError(RuntimeError):
     """A store operation failed; the message is fit for the user."""
@@ -78,6 +86,8 @@ class Database:
                     f"several read-only ones, not both ({msg.splitlines()[0]})") from exc
             raise StoreError(f"cannot open database {self.path}: {msg}") from exc
         self._write_lock = threading.RLock()
+        # An in-memory database is private to its connection: its own key.
+        self._gen_key = f"memory:{id(self)}" if self.path == ":memory:" else str(Path(self.path).resolve())
         self._ddl = (*META_TABLES, *tables)
         if self.read_only:
             self._check_schema()
@@ -87,6 +97,15 @@ class Database:
     # -- plumbing -------------------------------------------------------------------------------------------------
     def cursor(self) -> Cursor:
         return self._con.cursor()
+
+    @property
+    def generation(self) -> int:
+        """Changes after every write to this file made in this process (memo key for cheap re-reads)."""
+        return _GENERATIONS.get(self._gen_key, 0)
+
+    def _bump(self) -> None:
+        with _GEN_LOCK:
+            _GENERATIONS[self._gen_key] = _GENERATIONS.get(self._gen_key, 0) + 1
 
     def _refuse_if_read_only(self) -> None:
         if self.read_only:
@@ -108,6 +127,7 @@ class Database:
                 cur.execute("COMMIT")
             finally:
                 cur.close()
+                self._bump()
 
     @contextmanager
     def writer(self) -> Iterator[Cursor]:
@@ -119,6 +139,7 @@ class Database:
                 yield cur
             finally:
                 cur.close()
+                self._bump()
 
     # -- schema ---------------------------------------------------------------------------------------------------
     def _migrate(self) -> None:
