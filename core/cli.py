@@ -59,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     p.add_argument("--json", action="store_true")
     p.add_argument("--depth", type=int, default=10, help="rows per stage in the table")
+    p.add_argument("--build", action="store_true",
+                   help="build a missing context variant (heuristic / late vectors) before the query; without it "
+                        "the query searches raw text and says so, as the Search Lab does")
     p = sub.add_parser("docs", help="list documents")
     _add_common(p, config=False)
     p = sub.add_parser("delete", help="delete a document and everything derived from it")
@@ -79,6 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="open the database read-only: nothing is added or stored; runs beside other read-only "
                         "processes (DuckDB refuses it while a writer, e.g. the app, holds the file)")
     p.add_argument("--json", action="store_true", help="metrics per run and, per question, each stage's gold ranks")
+    p.add_argument("--engine", choices=["local", "ray"], default="local",
+                   help="local (this process) or ray (Ray workers score chunks of questions on a read-only copy "
+                        "of the database; this process stores the runs); offline only")
+    p.add_argument("--ray-address", default=None, metavar="ADDR",
+                   help="with --engine ray: a running cluster ('auto', 'ray://head:10001'); default a local runtime")
     p = sub.add_parser("context", help="build chunk contexts: heuristic, late chunking, or LLM (prompt-cached)")
     p.add_argument("--variant", required=True, choices=["heuristic", "late", "llm"])
     _add_common(p)
@@ -258,17 +266,55 @@ def cmd_query(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     deps = build_deps(cfg, store=store)
-    trace = run_query(args.query, cfg, deps, workspace=args.workspace)
+    run_cfg, notices = _unbuilt_variant(cfg, deps, args.workspace, build=args.build)
+    trace = run_query(args.query, run_cfg, deps, workspace=args.workspace)
     if args.json:
         out = trace.to_dict()
         out["counters"] = counters(trace).to_dict()  # per-stage ms and $, tokens, cache hits (core/counters.py)
-        out["notices"] = deps.notices
+        out["notices"] = deps.notices + notices
         print(json.dumps(out, ensure_ascii=False))
     else:
-        for n in deps.notices:
+        for n in deps.notices + notices:
             print(f"notice: {n}")
         print(text_table(trace, depth=args.depth))
     return 0
+
+
+def _unbuilt_variant(cfg: PipelineConfig, deps: "Deps", workspace: str, *, build: bool
+                     ) -> tuple[PipelineConfig, list[str]]:
+    """A context variant whose vectors are missing: built first (--build, on a writable database) or searched as raw
+    text with a notice, the Search Lab's rule. Without it the dense index embedded every missing chunk in memory on
+    the query's path, and threw the work away (minutes on a large corpus, again on the next query)."""
+    from core import readiness
+
+    need = next((n for n in readiness.needs(deps.store, cfg, workspace, deps.embedder.model_id)
+                 if n.kind == "context"), None)
+    if need is None:
+        return cfg, []
+    v = cfg.context.variant
+    if build and not getattr(deps.store, "read_only", False):
+        print(f"building: {need.label} (about {need.est_seconds:,.0f} s)", file=sys.stderr)
+        done = readiness.build(need, cfg, deps, workspace, progress=_stderr_progress(need.kind))
+        tokens = readiness.token_need(deps, cfg, workspace)
+        if tokens is not None:
+            done += "; " + readiness.build(tokens, cfg, deps, workspace, progress=_stderr_progress("token vectors"))
+        return cfg, [f"built before the query: {done}"]
+    why = ("the database is open read-only, so --build cannot write it" if build
+           else f"add --build, or run `python -m core context --variant {v}`, to build it "
+                f"(about {need.est_seconds:,.0f} s)")
+    return (cfg.with_overrides({"context.variant": "none"}),
+            [f"context.variant = {v} is not built yet ({need.label}): this query searched raw text; {why}"])
+
+
+def _stderr_progress(what: str) -> Callable[[int, int], None]:
+    tty = sys.stderr.isatty()
+
+    def show(done: int, total: int) -> None:
+        if tty:
+            print(f"\r{what}: {done:,}/{total:,}", end="" if done < total else "\n", file=sys.stderr)
+        elif done == total:
+            print(f"{what}: {done:,}/{total:,}", file=sys.stderr)
+    return show
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
@@ -294,6 +340,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from core.eval_report import text_report
     from core.eval_run import NamedConfig, compare, run_eval
 
+    if args.ray_address and args.engine != "ray":
+        print("error: --ray-address needs --engine ray", file=sys.stderr)
+        return 2
     try:
         ks = [int(k) for k in args.k.split(",") if k.strip()] if args.k else None
     except ValueError:
@@ -327,7 +376,22 @@ def cmd_eval(args: argparse.Namespace) -> int:
         elif done == total or done % max(1, total // 10) == 0:
             print(f"[{done}/{total}] {msg[:60]}", file=sys.stderr)
 
-    runs = run_eval(gs, configs, deps, workspace=ws, repeats=args.repeats, progress=progress, limit=args.limit)
+    engine, engine_errors = None, ()  # type: ignore[var-annotated]
+    if args.engine == "ray":
+        from core.deps import model_cache_dir
+        from core.eval_ray import RayEvalEngine, RayEvalOptions
+        from core.ingest.ray_engine import EmbedderSpec, RayEngineError
+
+        # Each worker loads the driver's model and runtime on its node (the store's vectors are that model's).
+        spec = EmbedderSpec.from_config(configs[0].config, model=os.environ.get("RAG_EMBED_MODEL"),
+                                        cache_dir=model_cache_dir(_db(args)).resolve())
+        engine, engine_errors = RayEvalEngine(spec, RayEvalOptions(address=args.ray_address)), (RayEngineError,)
+    try:
+        runs = run_eval(gs, configs, deps, workspace=ws, repeats=args.repeats, progress=progress, limit=args.limit,
+                        engine=engine)
+    except engine_errors as exc:  # Ray missing, unreachable, or workers gave up: nothing was stored
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     cmp = compare(runs[0], runs[1]) if len(runs) >= 2 else None
     if args.json:
         print(json.dumps({"dataset": gs.name, "workspace": ws, "questions": len(runs[0].results) if runs else 0,

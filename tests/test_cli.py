@@ -45,6 +45,22 @@ def test_cli_ingest_and_query_json(tmp_path: Path) -> None:
     assert counted["ms"] == pytest.approx(sum(s["ms"] for s in data["stages"]), abs=0.01)
     assert counted["embedding_cache"]["misses"] >= 1  # the query itself was encoded
 
+    # An unbuilt context variant is searched as raw text with a notice (no in-memory embedding on the query's path);
+    # --build builds and keeps it, so the next query searches it.
+    raw = _run("query", "minimum TLS version", "--json", "--set", "context.variant=heuristic", db=db)
+    assert raw.returncode == 0, raw.stderr
+    got = json.loads(raw.stdout)
+    assert any("heuristic is not built yet" in n and "searched raw text" in n for n in got["notices"])
+    searched = lambda d: {s["stage"]: s["info"].get("text") for s in d["stages"] if s["stage"] in ("bm25", "dense")}  # noqa: E731
+    assert searched(got) == {"bm25": "raw", "dense": "raw"}
+    built = _run("query", "minimum TLS version", "--json", "--set", "context.variant=heuristic", "--build", db=db)
+    assert built.returncode == 0, built.stderr
+    got = json.loads(built.stdout)
+    assert searched(got) == {"bm25": "heuristic", "dense": "heuristic"}, searched(got)
+    assert any("built before the query: heuristic" in n for n in got["notices"])
+    again = json.loads(_run("query", "revenue growth", "--json", "--set", "context.variant=heuristic", db=db).stdout)
+    assert searched(again)["dense"] == "heuristic" and not any("not built" in n for n in again["notices"])
+
     empty = _run("query", " ", db=db)
     assert empty.returncode == 2 and "query is empty" in empty.stderr
     bad = _run("query", "x", "--set", "fusion.nope=1", db=db)
