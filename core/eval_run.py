@@ -5,7 +5,7 @@ import re
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from core.config import PipelineConfig
 from core.datasets import GoldenQuery, GoldenSet, ensure_corpus, resolve_gold
@@ -228,6 +228,41 @@ def prepare(gs: GoldenSet, deps: Deps, *, workspace: str, config: PipelineConfig
     return resolve_gold(gs, deps.store, workspace), notes
 
 
+# One question's outcome: (question, score, trace, error, answer metrics); score and trace are None on an error.
+Row = tuple[GoldenQuery, QueryScore | None, Trace | None, str | None, dict]
+
+
+class EvalEngine(Protocol):
+    """Scores every (configuration, repeat, question) somewhere other than this loop (core/eval_ray.py: Ray workers).
+    Returns rows[config][repeat][question], questions in set order, each scored by score_question."""
+
+    def score(self, gs: GoldenSet, configs: Sequence[NamedConfig], deps: Deps, *, workspace: str, repeats: int,
+              limit: int | None, progress: Progress | None, answer_judge: AnswerJudge | None,
+              ) -> list[list[list[Row]]]: ...
+
+    def describe(self) -> str:
+        """One note for the stored run: where and how it was scored (seconds are the whole fan-out's)."""
+        ...
+
+
+def score_question(q: GoldenQuery, gs: GoldenSet, cfg: PipelineConfig, deps: Deps, *, workspace: str,
+                   answer_judge: AnswerJudge) -> Row:
+    """Run one question through the pipeline and score it: the unit of work of every engine (local or Ray), so the
+    two score a question with the same code."""
+    try:
+        trace = run_query(q.query, cfg, deps, workspace=workspace, log=False)
+    except QueryError as exc:
+        return (q, None, None, str(exc), answer_metrics(q.query, q.answerable, None, []))
+    originals = _originals(trace, deps, workspace) if any(g.match == "exact" for g in q.gold) else None
+    score = score_trace(trace, q.gold, ks=gs.ks, ndcg_ks=gs.ndcg_ks, unit=gs.unit, pass_k=gs.pass_k,
+                        originals=originals)
+    final = trace.final()
+    contexts = [c.text for c in final.candidates] if final else []
+    ans = answer_metrics(q.query, q.answerable, trace.answer, contexts, answer_judge,
+                         gold_texts=[g.text for g in q.gold])
+    return (q, score, trace, None, ans)
+
+
 def run_config(
     gs: GoldenSet, nc: NamedConfig, deps: Deps, *, workspace: str, repeats: int = 1, progress: Progress | None = None,
     offset: int = 0, total: int | None = None, answer_judge: AnswerJudge | None = None, limit: int | None = None,
@@ -239,29 +274,26 @@ def run_config(
         answer_judge = ProductAnswerJudge(deps.embedder)
     queries = gs.queries[:limit] if limit else list(gs.queries)
     total = total if total is not None else len(queries) * repeats
-    runs_scores: list[list[tuple[GoldenQuery, QueryScore | None, Trace | None, str | None, dict]]] = []
+    runs_scores: list[list[Row]] = []
     done = offset
     for _ in range(max(1, repeats)):
         rows = []
         for q in queries:
-            try:
-                trace = run_query(q.query, cfg, deps, workspace=workspace, log=False)
-            except QueryError as exc:
-                rows.append((q, None, None, str(exc), answer_metrics(q.query, q.answerable, None, [])))
-            else:
-                originals = _originals(trace, deps, workspace) if any(g.match == "exact" for g in q.gold) else None
-                score = score_trace(trace, q.gold, ks=gs.ks, ndcg_ks=gs.ndcg_ks, unit=gs.unit, pass_k=gs.pass_k,
-                                    originals=originals)
-                final = trace.final()
-                contexts = [c.text for c in final.candidates] if final else []
-                ans = answer_metrics(q.query, q.answerable, trace.answer, contexts, answer_judge,
-                                     gold_texts=[g.text for g in q.gold])
-                rows.append((q, score, trace, None, ans))
+            rows.append(score_question(q, gs, cfg, deps, workspace=workspace, answer_judge=answer_judge))
             done += 1
             if progress:
                 progress(done, total, f"{nc.name}: {q.qid}")
         runs_scores.append(rows)
+    return aggregate(gs, nc, runs_scores, corpus_version=deps.store.corpus.corpus_version(workspace),
+                     workspace=workspace, seconds=time.perf_counter() - t0)
 
+
+def aggregate(gs: GoldenSet, nc: NamedConfig, runs_scores: Sequence[Sequence[Row]], *, corpus_version: int,
+              workspace: str, seconds: float) -> EvalRun:
+    """One configuration's EvalRun from its rows (one list per repeat, questions in set order), whichever engine
+    produced them: means, spread, per-stage recall, latency, notes."""
+    cfg = nc.config
+    runs_scores = [list(rows) for rows in runs_scores]
     per_repeat = [mean_metrics({**(s.metrics if s else {}), **a} for _, s, _, _, a in rows) for rows in runs_scores]
     first = runs_scores[0]
     results = []
@@ -279,11 +311,11 @@ def run_config(
     errors = sorted({f"{q.qid}: {e}" for rows in runs_scores for q, _, _, e, _ in rows if e})
     return EvalRun(
         eval_id=uuid.uuid4().hex, dataset=gs.name, config_name=nc.name, config_hash=cfg.stable_hash(),
-        config=cfg.model_dump(mode="json"), corpus_version=deps.store.corpus.corpus_version(workspace), workspace=workspace,
-        repeats=max(1, repeats), metrics=metrics, spread=spreads, per_repeat=per_repeat,
+        config=cfg.model_dump(mode="json"), corpus_version=corpus_version, workspace=workspace,
+        repeats=len(runs_scores), metrics=metrics, spread=spreads, per_repeat=per_repeat,
         stage_recall=stage_summary(scored) if scored else {}, latency=latency_summary(all_scores),
         by_type=by_group([r.metrics for r in results], [r.qtype for r in results]), results=results,
-        problems=[str(p) for p in gs.problems] + errors, notes=notes, seconds=time.perf_counter() - t0,
+        problems=[str(p) for p in gs.problems] + errors, notes=notes, seconds=seconds,
         unit=gs.unit, ks=gs.ks,
     )
 
@@ -329,10 +361,11 @@ def _notes(gs: GoldenSet, cfg: PipelineConfig, runs: list[list[tuple]], metrics:
 def run_eval(
     gs: GoldenSet, configs: Sequence[NamedConfig], deps: Deps, *, workspace: str | None = None, repeats: int = 1,
     progress: Progress | None = None, save: bool = True, answer_judge: AnswerJudge | None = None,
-    limit: int | None = None,
+    limit: int | None = None, engine: "EvalEngine | None" = None,
 ) -> list[EvalRun]:
     """Prepare the corpus once, run every configuration (all questions of one config before the next, so indexes
-    are built once per config), store each run, and return them in order."""
+    are built once per config), store each run, and return them in order. `engine` (e.g. core.eval_ray's) scores
+    the questions elsewhere; this process still prepares, aggregates with the same code and alone writes."""
     ws = gs.workspace or workspace or DEFAULT_WORKSPACE
     if getattr(deps.store, "read_only", False):  # scoring beside a running app: read what is there, write nothing
         resolved = resolve_gold(gs, deps.store, ws)
@@ -344,9 +377,21 @@ def run_eval(
     n = len(resolved.queries[:limit] if limit else resolved.queries)
     total = n * max(1, repeats) * len(configs)
     out = []
+    if engine is not None:
+        t0 = time.perf_counter()
+        rows = engine.score(resolved, configs, deps, workspace=ws, repeats=max(1, repeats), limit=limit,
+                            progress=progress, answer_judge=answer_judge)
+        seconds = time.perf_counter() - t0
+        version = deps.store.corpus.corpus_version(ws)
+        runs = [aggregate(resolved, nc, per_repeat, corpus_version=version, workspace=ws, seconds=seconds)
+                for nc, per_repeat in zip(configs, rows)]
+        notes = notes + [engine.describe()]
     for i, nc in enumerate(configs):
-        run = run_config(resolved, nc, deps, workspace=ws, repeats=repeats, progress=progress,
-                         offset=i * n * max(1, repeats), total=total, answer_judge=answer_judge, limit=limit)
+        if engine is not None:
+            run = runs[i]
+        else:
+            run = run_config(resolved, nc, deps, workspace=ws, repeats=repeats, progress=progress,
+                             offset=i * n * max(1, repeats), total=total, answer_judge=answer_judge, limit=limit)
         run.notes = notes + run.notes
         if save:
             deps.store.runs.save_eval_run(ws, run.summary(), [r.to_dict() for r in run.results])
