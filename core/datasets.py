@@ -323,26 +323,38 @@ def anthropic_predocs(path: Path, workspace: str) -> list[PreDoc]:
     return out
 
 
+def _jsonl_questions(file: Path, make: Callable[[int, dict[str, Any]], GoldenQuery]
+                     ) -> tuple[list[GoldenQuery], list[Problem]]:
+    """One question per JSON line (numbered from 1, blank lines skipped): a line that does not parse, lacks a field
+    or that `make` rejects becomes a Problem with its line number, never an exception, so one bad line loses nothing
+    else."""
+    queries: list[GoldenQuery] = []
+    problems: list[Problem] = []
+    for n, raw in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            queries.append(make(n, json.loads(raw)))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            problems.append(Problem(n, "", f"unreadable line ({type(exc).__name__}: {exc})"))
+    return queries, problems
+
+
 def anthropic_set(root: Path) -> GoldenSet:
     """248 questions; gold = the golden chunks' text, matched by stripped equality as the cookbook does.
     The set has no question types, so the type is the source repository (per-repo breakdown)."""
     path = root / "anthropic_codebase"
     if not (path / "evaluation_set.jsonl").is_file() or not (path / "codebase_chunks.json").is_file():
         raise DatasetError(f"anthropic_codebase not found under {root} (set RAG_DATASETS to its parent folder)")
-    queries, problems = [], []
-    for n, raw in enumerate((path / "evaluation_set.jsonl").read_text(encoding="utf-8").splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-            gold = tuple(Gold(doc=obj["meta"].get("relative_path", g["doc_uuid"]), text=g["content"], match="exact")
-                         for g in obj["golden_chunks"])
-            if not obj["query"].strip() or not gold:
-                raise ValueError("empty query or no golden chunks")
-            queries.append(GoldenQuery(f"ac{n:03d}", obj["query"], obj["meta"].get("repo_name", "codebase"), True,
-                                       gold, obj.get("answer", ""), n))
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
-            problems.append(Problem(n, "", f"unreadable line ({type(exc).__name__}: {exc})"))
+    def question(n: int, obj: dict[str, Any]) -> GoldenQuery:
+        gold = tuple(Gold(doc=obj["meta"].get("relative_path", g["doc_uuid"]), text=g["content"], match="exact")
+                     for g in obj["golden_chunks"])
+        if not obj["query"].strip() or not gold:
+            raise ValueError("empty query or no golden chunks")
+        return GoldenQuery(f"ac{n:03d}", obj["query"], obj["meta"].get("repo_name", "codebase"), True, gold,
+                           obj.get("answer", ""), n)
+
+    queries, problems = _jsonl_questions(path / "evaluation_set.jsonl", question)
     ws = "anthropic_codebase"
     # Pass@20 needs 20 whole chunks at the end: later stages hand on 20, and sentence pruning stays off.
     needs = {"rerank.k": 20, "mmr.k": 20, "prune.enabled": False}
@@ -455,17 +467,10 @@ def twowiki_set(root: Path) -> GoldenSet:
     path = root / "twowiki_multihop"
     if not (path / "questions.jsonl").is_file() or not (path / "corpus.jsonl").is_file():
         raise DatasetError(f"twowiki_multihop not found under {root} (set RAG_DATASETS to its parent folder)")
-    queries, problems = [], []
-    for n, raw in enumerate((path / "questions.jsonl").read_text(encoding="utf-8").splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            d = json.loads(raw)
-            gold = tuple(Gold(doc=t, match="doc") for t in d["gold_titles"])
-            queries.append(GoldenQuery(str(d["id"]), d["question"], d.get("type", "multi-hop"), True, gold,
-                                       str(d.get("answer", "")), n))
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            problems.append(Problem(n, "", f"unreadable line ({type(exc).__name__}: {exc})"))
+    queries, problems = _jsonl_questions(path / "questions.jsonl", lambda n, d: GoldenQuery(
+        str(d["id"]), d["question"], d.get("type", "multi-hop"), True, tuple(Gold(doc=t, match="doc")
+                                                                              for t in d["gold_titles"]),
+        str(d.get("answer", "")), n))
     ws = "twowiki_multihop"
     return GoldenSet("twowiki_multihop", queries, problems, unit="doc", ks=(1, 2, 5, 10), workspace=ws,
                      doc_key="name", source=str(path), predocs=lambda: twowiki_predocs(path, ws))
