@@ -196,3 +196,26 @@ def test_cli_eval_ray_address_needs_the_ray_engine(tmp_path: Path, capsys: pytes
     assert main(["eval", "--dataset", "sample", "--ray-address", "auto", "--db", str(tmp_path / "w.duckdb")]) == 2
     assert "--ray-address needs --engine ray" in capsys.readouterr().err
     assert not (tmp_path / "w.duckdb").exists()
+
+
+def test_a_read_only_store_serves_its_stored_token_vectors_to_late_interaction(tmp_path: Path) -> None:
+    """What every Ray eval worker opens: a read-only copy. Its token vectors are read, never recomputed or written
+    (before, a read-only store was not read at all and every candidate was re-encoded on every query)."""
+    from core.rerank import LateInteractionReranker, late_interaction_or_cosine
+    from tests.cascade_fakes import ConceptEmbedder, ConceptWindowEncoder
+
+    texts = [f"the {t} stage checks setting {i} before the next one" for i, t in enumerate(TOPICS)]
+    path = tmp_path / "w.duckdb"
+    rw = Store(path)
+    LateInteractionReranker(ConceptWindowEncoder(model_id="fake-hash-64"), persist=rw.caches).warm(texts)
+    rw.close()
+    sizes = {p.name: p.stat().st_size for p in tmp_path.iterdir()}
+    ro = Store(path, read_only=True)
+    emb = ConceptEmbedder()
+    reranker, notice = late_interaction_or_cosine(emb, store=ro)
+    assert notice is None
+    got = reranker.score("which stage checks setting 3", texts)
+    assert got.computed == 0 and got.cache_hits == len(texts)
+    assert emb.encoder.windows_encoded <= 1  # the query alone went through the encoder
+    ro.close()
+    assert {p.name: p.stat().st_size for p in tmp_path.iterdir()} == sizes  # nothing written
