@@ -15,6 +15,8 @@ millisecond; make_verifier wraps an embedder for the pipeline, whose one forward
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import lru_cache
@@ -185,9 +187,11 @@ class TokenEncoder(Protocol):
     def encode_with_tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, list[Any]]: ...
 
 
-def encode_questions(encoder: TokenEncoder, texts: Sequence[str]) -> tuple[np.ndarray, list[QuestionTokens]]:
-    """Sentence vectors (unit length) and QuestionTokens of short questions. A text too long for one window gets
-    empty token vectors (its features then say nothing aligns, so the verifier refuses it)."""
+def encode_questions(encoder: TokenEncoder, texts: Sequence[str], *, normalise: bool = True
+                     ) -> tuple[np.ndarray, list[QuestionTokens]]:
+    """Sentence vectors (unit length unless normalise=False: then exactly what the runtime returns) and
+    QuestionTokens of short questions. A text too long for one window gets empty token vectors (its features then
+    say nothing aligns, so the verifier refuses it)."""
     vecs, toks = encoder.encode_with_tokens(list(texts))
     out = []
     for t, tk in zip(texts, toks):
@@ -197,13 +201,63 @@ def encode_questions(encoder: TokenEncoder, texts: Sequence[str]) -> tuple[np.nd
             _ids, offsets, rows = tk
             out.append(question_tokens(t, offsets, rows))
     v = np.asarray(vecs, dtype=np.float32)
+    if not normalise:
+        return v, out
     return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-9), out
+
+
+# Token vectors of questions already encoded, keyed by (embedder model id, text): the query's own from the cache
+# stage's forward (query_vector), and each cached question once the verifier has read it, so a later check against
+# the same entry needs no forward at all. A function of the text and the model only (no answer, no workspace data).
+_TOKENS: OrderedDict[tuple[str, str], QuestionTokens] = OrderedDict()
+_TOKENS_MAX = 1024
+_TOKENS_LOCK = threading.Lock()
+
+
+def _remember_tokens(model_id: str, tok: QuestionTokens) -> None:
+    with _TOKENS_LOCK:
+        _TOKENS[(model_id, tok.text)] = tok
+        _TOKENS.move_to_end((model_id, tok.text))
+        while len(_TOKENS) > _TOKENS_MAX:
+            _TOKENS.popitem(last=False)
+
+
+def _known_tokens(model_id: str, text: str) -> QuestionTokens | None:
+    with _TOKENS_LOCK:
+        return _TOKENS.get((model_id, text))
+
+
+def query_vector(embedder: Any, text: str) -> np.ndarray:
+    """The query's sentence vector for the cache stage. With an embedder that gives token vectors from the same
+    forward (the onnx runtimes) it keeps them for the verifier, so a check encodes at most the cached question (about
+    half of a check's cost, bench/results/answer_cache.json). The vector is the one encode() gives: same session,
+    same single-text input."""
+    if not callable(getattr(embedder, "encode_with_tokens", None)):
+        return np.asarray(embedder.encode([text])[0])
+    vecs, toks = encode_questions(embedder, [text], normalise=False)
+    _remember_tokens(getattr(embedder, "model_id", ""), toks[0])
+    return vecs[0]
+
+
+def tokens_for(embedder: Any, texts: Sequence[str]) -> list[QuestionTokens]:
+    """QuestionTokens of each text: from the memo when this embedder already encoded it, else one forward over the
+    rest (remembered for the next check)."""
+    mid = getattr(embedder, "model_id", "")
+    found = {t: _known_tokens(mid, t) for t in texts}
+    missing = [t for t in dict.fromkeys(texts) if found[t] is None]
+    if missing:
+        _vecs, toks = encode_questions(embedder, missing)
+        for tok in toks:
+            _remember_tokens(mid, tok)
+            found[tok.text] = tok
+    return [found[t] for t in texts]  # type: ignore[misc]
 
 
 def make_verifier(embedder: Any, path: Path = MODEL_PATH) -> Callable[[str, str, float], float] | None:
     """The pair check core.answer_cache.lookup takes, or None when this embedder gives no token vectors from its
-    forward pass (the torch runtime) or no model file ships: the full guard then decides alone. One forward over the
-    two questions per call; lookup calls it only for a pair above the threshold that breaks no veto."""
+    forward pass (the torch runtime) or no model file ships: the full guard then decides alone. Token vectors come
+    from the memo (the query's from query_vector, a cached question's from an earlier check) or one forward over the
+    questions it lacks; lookup calls it only for a pair above the threshold that breaks no veto."""
     if not callable(getattr(embedder, "encode_with_tokens", None)):
         return None
     model = load_verifier(path)
@@ -211,7 +265,7 @@ def make_verifier(embedder: Any, path: Path = MODEL_PATH) -> Callable[[str, str,
         return None
 
     def check(new: str, old: str, cosine: float) -> float:
-        _vecs, toks = encode_questions(embedder, [new, old])
+        toks = tokens_for(embedder, [new, old])
         if not toks[0].words or not toks[1].words:
             return 0.0  # a question longer than one window: nothing to compare token by token
         return float(model.prob(pair_features(cosine, toks[0], toks[1]))[0])

@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 from core.answer import answer_question
 from core.answer_cache import (CacheKey, CacheLookup, answer_config_hash, check_cache, embedder_word_similarity, remember,
                                served_label)
-from core.answer_cache_verifier import make_verifier
+from core.answer_cache_verifier import make_verifier, query_vector
 from core.support import late_sentence_scorer
 from core.compress import (SpanScorer, bm25_span_scorer, diversify, flow_info, hybrid_span_scorer,
                            language_aware_similarity, prune_sentences, sentence_prefixes)
@@ -485,7 +485,9 @@ def _answer_cache(q: _Query, config: PipelineConfig, deps: Deps, key: CacheKey, 
                   ) -> StepOutput:
     """Encode the query (dense and graph reuse the vector) and look it up in this workspace's answer cache."""
     with one_torch_thread():
-        q.vec = deps.embedder.encode([q.text])[0]
+        # With the verifier on, the same forward keeps the query's token vectors for it (no second encode).
+        q.vec = (query_vector(deps.embedder, q.text) if config.answer_cache.verifier
+                 else deps.embedder.encode([q.text])[0])
     res = check_cache(q.text, q.vec, deps.store.answers, key, config.answer_cache,
                       covered_languages=deps.embedder.languages, writable=not deps.store.read_only,
                       word_similarity=embedder_word_similarity(deps.embedder),

@@ -428,3 +428,53 @@ def test_shipped_verifier_on_the_real_model_keeps_its_dev_fit() -> None:
              "What is the best way to remove rust from a bicycle chain?") >= p_min
     assert p("Why does my laptop battery drain so fast when it is asleep?",
              "Why does my phone battery drain so fast when it is asleep?") < p_min
+
+
+class _TokenCountingEmbedder:
+    """A tiny embedder with token vectors from its forward (like the onnx runtimes): each word is a fixed random
+    vector, the sentence vector their mean. Counts the texts each forward reads."""
+
+    model_id = "fake-token-embedder"
+    languages = None
+
+    def __init__(self) -> None:
+        self.forwards: list[list[str]] = []
+
+    def _word(self, w: str) -> np.ndarray:
+        return np.random.default_rng(sum(map(ord, w.lower()))).standard_normal(8).astype(np.float32)
+
+    def encode_with_tokens(self, texts):  # noqa: ANN001, ANN201
+        import re
+
+        self.forwards.append(list(texts))
+        vecs, toks = [], []
+        for t in texts:
+            spans = [(m.start(), m.end()) for m in re.finditer(r"\w+", t)]
+            rows = np.stack([self._word(t[s:e]) for s, e in spans])
+            v = rows.mean(axis=0)
+            vecs.append(v / np.linalg.norm(v))
+            toks.append((list(range(len(spans))), spans, rows))
+        return np.stack(vecs), toks
+
+    def encode(self, texts):  # noqa: ANN001, ANN201
+        return self.encode_with_tokens(texts)[0]
+
+
+def test_verifier_reuses_the_query_forward_and_remembers_cached_questions() -> None:
+    # The cache stage's forward keeps the query's token vectors: a check then encodes only the cached question, and a
+    # second check against the same cached question encodes nothing. The vector is the one encode() gives.
+    from core.answer_cache_verifier import make_verifier, query_vector
+
+    emb = _TokenCountingEmbedder()
+    new, old = "How do I descale a kettle quickly?", "What is the fastest way to descale a kettle?"
+    vec = query_vector(emb, new)
+    assert np.array_equal(vec, emb.encode([new])[0])
+    emb.forwards.clear()
+    check = make_verifier(emb)
+    assert check is not None
+    p1 = check(new, old, 0.9)
+    assert emb.forwards == [[old]]
+    p2 = make_verifier(emb)(new, old, 0.9)  # next query's verifier: the memo outlives one call
+    assert emb.forwards == [[old]] and p1 == p2 and 0.0 <= p1 <= 1.0
+    check("A question never seen before?", old, 0.9)
+    assert emb.forwards == [[old], ["A question never seen before?"]]
