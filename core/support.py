@@ -171,6 +171,7 @@ _ASKS = (
     ("amount", re.compile(r"(?i)\b(price|prices|cost|costs|fee|fees|revenue|revenues|budget|turnover|salary|"
                           r"salaries|stipend|allowance|margin|spend|spent)\b|стои|цен[аыу]|выручк|бюджет|зарплат|"
                           r"надбавк|маржа")),
+    ("month", re.compile(r"(?i)\b(which|what|in which) month\b|в каком месяце|какого месяца")),
     # 'when' opens the question (or a second part of it): 'the first action when a gateway reports ...' asks no date
     ("year", re.compile(r"(?i)\b(which|what) year\b|^\s*(by |since |until )?when\b|\b(and|or),? when\b|"
                         r"в каком году|^\s*когда\b|\bи когда\b")),
@@ -195,6 +196,8 @@ _AMOUNT = re.compile(r"(?i)[€$£₸]\s?\d|\b(eur|usd)\s?\d|\d\s?(€|eur|euros
 # Two capitalised words in a row (Latin or Cyrillic): a person's name answers 'who'.
 _NAME = re.compile(r"\b([A-ZА-ЯЁ][a-zа-яё]+(?:-[A-ZА-ЯЁ][a-zа-яё]+)?)\s+((?:van |de |der )?[A-ZА-ЯЁ][a-zа-яё]+)")
 _VERSION = re.compile(r"\b\d+\.\d+(?:\.\d+)?\b")
+_MONTH = re.compile(r"\b(January|February|March|April|May|June|July|August|September|October|November|December)\b|"
+                    r"(?i:\b(январ|феврал|март|апрел|ма[йяе]|июн|июл|август|сентябр|октябр|ноябр|декабр)[а-яё]*)")
 _CODE_WORD = re.compile(r"(?<![\w-])(?=[\w-]*[^\W\d_])(?=[\w-]*\d)\w+(?:-\w+)+|(?<![\w-])[^\W\d_]+\d\w*|"
                         r"(?<![\w.,-])\d+[^\W\d_]\w*")
 
@@ -241,6 +244,8 @@ def holds_type(sentence: str, kind: str | None, question: str) -> bool:
         return any({m.group(1).lower(), m.group(2).split()[-1].lower()} - asked for m in _NAME.finditer(sentence))
     if kind == "version":
         return any(v not in question for v in _VERSION.findall(sentence))
+    if kind == "month":  # a month the question does not name ('a pilot for 2025' does not say which month)
+        return any(m.group(0).lower() not in question.lower() for m in _MONTH.finditer(sentence))
     # the digits of a code ('FB-0340-R', 'QM-55', '5G') are no quantity
     sentence = _CODE_WORD.sub(" ", sentence)
     own = set(_NUMBER.findall(question)) | {w for w in re.findall(r"\w+", question.lower()) if w in _NUMBER_WORDS}
@@ -400,6 +405,32 @@ def _kept_mask(c: Candidate, spans: Sequence[Span]) -> list[float]:
     return [1.0 if any(s < ke and e > ks for ks, ke in kept) else 0.0 for s, e in spans]
 
 
+_CYRILLIC = re.compile(r"[а-яё]")
+# Russian inflects names and nouns beyond what the stemmer folds ('Алматы' -> алмат, 'алматинского' -> алматинск,
+# 'инженеров'/'инженеры'): a Cyrillic stem is matched by its first five letters, on both sides.
+_RU_KEY = 5
+
+
+def _key(term: str) -> str:
+    return term[:_RU_KEY] if len(term) > _RU_KEY and _CYRILLIC.search(term) else term
+
+
+def _terms(text: str) -> set[str]:
+    """A text's stems, Cyrillic ones by their key (see _key): what a question's (keyed) term is looked up in."""
+    return {_key(t) for t in tokenize(text)}
+
+
+def _keyed(qt: QuestionTerms) -> QuestionTerms:
+    """The question's terms by key; each key keeps the word the user typed (messages show words, never stems)."""
+    if not any(_CYRILLIC.search(t) for t in qt.terms):
+        return qt
+    terms = tuple(dict.fromkeys(_key(t) for t in qt.terms))
+    words: dict[str, str] = {}
+    for t in qt.terms:
+        words.setdefault(_key(t), qt.words[t])
+    return QuestionTerms(terms, words, frozenset(_key(t) for t in qt.codes))
+
+
 def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Mapping[str, str] | None = None,
                    li_scorer: SentenceScorer | None = None,
                    li_scores: Sequence[np.ndarray] | None = None,
@@ -412,6 +443,10 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
     (BM25's), for the share of the question the corpus never mentions; None imputes it. `full_texts` (chunk id ->
     whole chunk text): read whole chunks instead of their pruned drafts (see reading_texts)."""
     qt = question_terms(question)
+    # the corpus's words for the share the corpus never uses: the stems as the index has them
+    absent = sum(1 for t in qt.terms if t not in vocabulary) / len(qt.terms) if vocabulary is not None and \
+        qt.terms else math.nan
+    qt = _keyed(qt)
     titles = titles or {}
     asked_specific = specific_terms(question)
     per_cand: list[tuple[Candidate, list[Span], set[str]]] = []
@@ -419,7 +454,7 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
     for orig in candidates:
         c = reading_texts([orig], full_texts)[0]
         spans = claim_spans(c.text)
-        ctx_terms = set(tokenize(c.text)) | set(tokenize(titles.get(c.doc_id, "")))
+        ctx_terms = _terms(c.text) | _terms(titles.get(c.doc_id, ""))
         per_cand.append((c, spans, ctx_terms))
         kept_masks.append(_kept_mask(orig, spans) if c.text != orig.text else [1.0] * len(spans))
     q = qt.terms
@@ -436,7 +471,6 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
     general = [t for t in q if t not in qt.codes]
     general_total = sum(idf[t] for t in general)
     spec_missing = sum(1 for t in spec if df[t] == 0) / len(spec) if spec else 0.0
-    absent = sum(1 for t in q if t not in vocabulary) / len(q) if vocabulary is not None else math.nan
     kind = asked_type(question)
     pairs = attribute_pairs(question)
 
@@ -454,14 +488,14 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
         heads = _headings(c.text, spans)
         release_heads = _headings(c.text, spans, versioned=True) if kind == "version" else heads
         title_specific = specific_terms(titles.get(c.doc_id, ""))
-        title_terms = set(tokenize(titles.get(c.doc_id, "")))
+        title_terms = _terms(titles.get(c.doc_id, ""))
         agree = 0.0
         for key in ("rank_bm25", "rank_dense"):
             r = c.meta.get(key)
             agree += 0.5 / float(r) if isinstance(r, (int, float)) and r > 0 else 0.0
         for si, (s, e) in enumerate(spans):
             sent = " ".join(c.text[s:e].split())
-            st = set(tokenize(sent))
+            st = _terms(sent)
             sent_cov = sum(idf[t] for t in q if t in st) / total
             ctx_cov = sum(idf[t] for t in q if t in st or t in ctx) / total
             spec_ctx = sum(1 for t in spec if t in st or t in ctx) / len(spec) if spec else 1.0
@@ -476,7 +510,7 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
             if "quarter" in title_specific:  # a report's period is its title's ('fourth quarter in a row' is not)
                 stated["quarter"] = set(title_specific["quarter"])
             contra = 1.0 if contradicts(asked_specific, stated) else 0.0
-            local = st | set(tokenize(heads[si])) | title_terms
+            local = st | _terms(heads[si]) | title_terms
             head_cov = sum(idf[t] for t in q if t in local) / total
             attr_cov = sum(idf[t] for t in general if t in local) / general_total if general else 1.0
             novelty = len(st - set(q)) / len(st) if st else 0.0
@@ -600,6 +634,11 @@ class SupportModel:
     # 'how much does it cost'): the answer then quotes a sentence that does, and when none does, the gate reads a
     # weak best sentence and support falls (the natural unanswerable question asks an attribute the corpus lacks).
     kind_penalty: float = 0.0
+    # Log-odds taken off a sentence whose local context (the sentence, its heading, its document title) holds none
+    # of the question's general words (what is asked about: 'power', 'weigh', 'data engineer'): a sentence about the
+    # right thing that states another attribute of it, the near miss ('the FB-340's power draw' read from its
+    # temperature range) that names and codes alone reward.
+    attr_penalty: float = 0.0
 
     def scores(self, matrix: np.ndarray, *, blind: bool = False) -> np.ndarray:
         """The ranker's linear score of each sentence (higher: more likely the answer)."""
@@ -611,6 +650,8 @@ class SupportModel:
             z = z - self.contradiction_penalty * np.nan_to_num(m[:, FEATURES.index("contradict")])
         if self.kind_penalty:
             z = z - self.kind_penalty * (1.0 - np.nan_to_num(m[:, FEATURES.index("atype")], nan=1.0))
+        if self.attr_penalty:
+            z = z - self.attr_penalty * (np.nan_to_num(m[:, FEATURES.index("attr_cov")], nan=1.0) <= 0.0)
         return z
 
     def support(self, matrix: np.ndarray, *, blind: bool = False) -> tuple[np.ndarray, float]:
@@ -645,7 +686,7 @@ class SupportModel:
                 "mean": list(self.mean), "scale": list(self.scale), "impute": dict(self.impute),
                 "threshold": self.threshold, "meta": dict(self.meta),
                 "pick_margin": self.pick_margin, "contradiction_penalty": self.contradiction_penalty,
-                "kind_penalty": self.kind_penalty,
+                "kind_penalty": self.kind_penalty, "attr_penalty": self.attr_penalty,
                 **({"gate": self.gate.to_json()} if self.gate else {})}
 
     @classmethod
@@ -659,7 +700,7 @@ class SupportModel:
                    float(data["threshold"]), dict(data.get("meta", {})),
                    Gate.from_json(data["gate"]) if data.get("gate") else None,
                    float(data.get("pick_margin", math.log(10))), float(data.get("contradiction_penalty", 0.0)),
-                   float(data.get("kind_penalty", 0.0)))
+                   float(data.get("kind_penalty", 0.0)), float(data.get("attr_penalty", 0.0)))
 
 
 _CACHE: dict[str, SupportModel] = {}

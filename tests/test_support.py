@@ -268,3 +268,44 @@ def test_only_a_named_period_is_a_specific_term() -> None:
     assert {"third", "2024"} <= question_terms("Revenue in the third quarter of 2024?").codes
     assert {"q2", "may"} <= question_terms("Lead time in Q2, from May onwards?").codes
     assert "перв" not in question_terms("Когда выйдут на работу первые новые инженеры?").codes
+
+
+def test_attribute_penalty_hits_only_a_sentence_without_any_asked_attribute_word() -> None:
+    m = _hand_model(head_cov=2.0)
+    m = SupportModel(m.features, m.coef, m.intercept, m.mean, m.scale, m.impute, m.threshold, attr_penalty=4.0)
+    rows = np.zeros((3, len(FEATURES)))
+    rows[:, FEATURES.index("head_cov")] = [1.0, 0.5, 0.5]
+    rows[:, FEATURES.index("attr_cov")] = [0.0, 0.3, float("nan")]  # nan: nothing general asked, no penalty
+    z = m.scores(rows)
+    assert z.tolist() == pytest.approx([-1.0 + 2.0 - 4.0, -1.0 + 1.0, -1.0 + 1.0])
+    assert SupportModel.from_json(m.to_json()).attr_penalty == 4.0
+    # the near miss: the FB-340's power asked, its temperature range read; the sentence that says 'draws' is covered
+    q = "How much power does the FB-340 draw?"
+    t = sentence_table(q, [Candidate("k1", "d1", "The FB-340 operates from -40 to +70 degrees. The FB-340 draws "
+                                                 "at most 6 W from its supply.", 1.0, 1)])
+    # general terms power (in no passage: idf ln 2 + 1) and draw (df 1 of 1: idf ln 1.5); the second states draw
+    assert [_f(r.features, "attr_cov") for r in t.rows] == pytest.approx(
+        [0.0, math.log(1.5) / (math.log(1.5) + math.log(2) + 1)])
+
+
+def test_a_month_question_needs_a_month_the_question_does_not_name() -> None:
+    from core.support import asked_type, holds_type
+
+    q = "In which month of 2025 will the bug bounty pilot start?"
+    assert asked_type(q) == "month"
+    assert not holds_type("A bug bounty programme is planned as a pilot for 2025.", "month", q)
+    assert holds_type("The pilot starts in March 2025.", "month", q)
+    ru = "В каком месяце начался пилотный проект?"
+    assert asked_type(ru) == "month" and holds_type("Пилотный проект начался в августе.", "month", ru)
+
+
+def test_russian_terms_match_by_their_first_five_letters() -> None:
+    # 'Алматы' stems to алмат, 'алматинского' to алматинск: the same city, five letters in common
+    q = "Когда выйдут на работу первые инженеры в Алматы?"
+    c = Candidate("k1", "d1", "Первые двое инженеров выйдут на работу в ноябре.", 1.0, 1)
+    t = sentence_table(q, [c], titles={"d1": "Отчёт алматинского офиса"})
+    assert t.unseen == ()  # every term is found: no 'missing' refusal for the city's other form
+    assert _f(t.rows[0].features, "spec_missing") == 0.0 and _f(t.rows[0].features, "spec_ctx") == 1.0
+    assert "Алматы" in t.terms.words.values()  # messages still show the user's word
+    # English terms are untouched
+    assert sentence_table("Who leads the Almaty office?", [c]).unseen != ()
