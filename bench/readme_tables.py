@@ -577,6 +577,43 @@ def ray_ingest(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
+def ray_eval(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #14 part 3: bench/ray_eval.py, batch eval over two configurations, local vs ray, on this machine."""
+    s, snap = d.get("summary") or {}, d.get("snapshot_methods") or {}
+    out = [f"### Batch eval on Ray vs local ({d.get('corpus', '')}, {num(d.get('questions'))} questions x "
+           f"{len(d.get('configs') or [])} configurations)", "", caption(file, d), "",
+           "Configurations " + ", ".join(f"`{c}`" for c in d.get("configs") or []) + " over the same questions; each "
+           "engine in a fresh process, the corpus already in the database. Ray is a local runtime on this 2-core "
+           "machine: one eval actor per CPU on a read-only snapshot of the database, one ONNX thread each. Eval s: "
+           "run_eval's wall time (for Ray: snapshot, actor start and model loads, fan-out, aggregation), without "
+           "the runtime's start. CPU s: user + system seconds of the whole process tree (model loads included). "
+           "Memory: peak summed PSS of the process tree.", ""]
+    rows = [[r.get("engine"), r.get("round"), num(r.get("eval_s"), 1),
+             num(r.get("ray_start_s"), 1) if r.get("ray_start_s") is not None else "–", num(r.get("tree_cpu_s"), 1),
+             num(r.get("peak_tree_mib"), 0), r.get("peak_tree_processes"),
+             " / ".join(num((r.get("metrics") or {}).get(c, {}).get("ndcg@10"), 4) for c in d.get("configs") or [])]
+            for r in d.get("runs") or []]
+    out.append(md_table(["engine", "round", "eval s", "Ray start s", "CPU s", "peak MiB", "processes",
+                         "nDCG@10 " + " / ".join(d.get("configs") or [])], rows))
+    if s:
+        agree = d.get("agreement") or {}
+        same = "; ".join(f"`{c}` {num(a.get('same_final_list'))}/{num(a.get('questions'))} same final lists, largest "
+                         f"metric difference {num(a.get('max_metric_diff'), 4)}" for c, a in agree.items())
+        out += ["", f"Ray / local eval time **{num(s.get('overhead_ratio'), 2)}×** "
+                f"({num(s.get('overhead_ratio_with_start'), 2)}× counting the runtime's start of "
+                f"{num(s.get('ray_start_s'), 1)} s); CPU seconds {num(s.get('ray_cpu_s'), 0)} vs "
+                f"{num(s.get('local_cpu_s'), 0)}; peak memory {num(s.get('memory_ratio'), 2)}× "
+                f"({num(s.get('ray_peak_mib'), 0)} vs {num(s.get('local_peak_mib'), 0)} MiB). Last Ray run: "
+                f"{s.get('actors')} actors, {s.get('tasks')} tasks of up to {s.get('chunk')} questions, snapshot "
+                f"{num(s.get('snapshot_s'), 3)} s, actors ready after {num(s.get('actor_start_s'), 1)} s, "
+                f"{s.get('duplicates')} duplicate results dropped. Agreement, Ray against local: {same}. "
+                f"Snapshot of the {num(snap.get('db_mib'), 1)} MiB database: checkpoint + copy + token-vector link "
+                f"{num(snap.get('copy_s'), 3)} s; DuckDB EXPORT + IMPORT DATABASE {num(snap.get('export_import_s'), 3)} "
+                "s (without the token vectors). Seconds depend on the other jobs sharing the machine (load average in "
+                "the caption); the engines ran one after the other, not side by side."]
+    return out
+
+
 def onnx(d: dict[str, Any], file: str) -> list[str]:
     """Issue #14: torch vs onnx vs onnx-int8 encode speed and ranking agreement (bench/embed_runtime.py)."""
     p = d.get("parameters") or {}
@@ -1016,6 +1053,11 @@ def answer_cache(d: dict[str, Any], file: str) -> list[str]:
               f"token vectors and the guard's rules) costs {num(ver['ms_per_pair_encode_features_score'].get('median'), 1)}"
               f" ms per pair (median; one forward over both questions), fitted on {ver.get('fitted_on_dev_pairs')} dev "
               "pairs." if (ver := d.get("verifier") or {}).get("ms_per_pair_encode_features_score") else "")
+           + (f" In the product the query's token vectors come from the cache stage's own forward: a check then costs "
+              f"{num(vm['cached_encoded'].get('median'), 1)} ms (median, the cached question encoded) or "
+              f"{num(vm['both_known'].get('median'), 1)} ms (a cached question read before), measured interleaved "
+              "with the first." if "cached_encoded" in (vm := (d.get("verifier") or {}).get(
+                  "ms_per_pair_encode_features_score") or {}) else "")
            + (f" Product default: `{d['default_variant']}`." if d.get("default_variant") else ""), ""]
     if d.get("disclosure"):
         out += [f"Disclosure: {d['disclosure']}", ""]
@@ -1135,6 +1177,7 @@ SECTIONS: list[tuple[str, Callable[[dict[str, Any], str], list[str]]]] = [
     ("ingest_onnx.json", ingest_runtime),
     ("ingest_int8.json", ingest_runtime),
     ("ray_ingest.json", ray_ingest),
+    ("ray_eval.json", ray_eval),
     ("onnx.json", onnx),
     ("int8_recipes.json", int8_recipes),
     ("int8_recipes_tensor.json", int8_recipes),

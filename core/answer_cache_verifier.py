@@ -227,6 +227,12 @@ def _known_tokens(model_id: str, text: str) -> QuestionTokens | None:
         return _TOKENS.get((model_id, text))
 
 
+def forget_tokens() -> None:
+    """Empty the memo (benches time a check with and without it)."""
+    with _TOKENS_LOCK:
+        _TOKENS.clear()
+
+
 def query_vector(embedder: Any, text: str) -> np.ndarray:
     """The query's sentence vector for the cache stage. With an embedder that gives token vectors from the same
     forward (the onnx runtimes) it keeps them for the verifier, so a check encodes at most the cached question (about
