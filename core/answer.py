@@ -8,7 +8,7 @@ from typing import Collection, Mapping, Sequence
 
 from core.config import AnswerConfig
 from core.llm import LLM, LLMError, LLMRequest, TextBlock
-from core.support import SentenceRow, SentenceScorer, SupportModel, load_support_model, sentence_table
+from core.support import SentenceRow, SentenceScorer, SupportModel, continues, load_support_model, sentence_table
 from core.types import DEFAULT_WORKSPACE, Answer, Candidate, Usage
 
 REFUSAL = "The corpus does not say."
@@ -97,7 +97,15 @@ def pick_sentences(rows: Sequence[SentenceRow], scores: Sequence[float], *, supp
             break
         if all(not _same_claim(rows[i].text, rows[j].text) for j in picked):
             picked.append(i)
-    return picked
+    # a quoted sentence that goes on from the one before it ('The default is 5.', 'Первые двое выйдут ...') is
+    # quoted with that sentence, which says what it is about
+    out: list[int] = []
+    for i in picked:
+        if i > 0 and continues(rows[i].text) and rows[i - 1].chunk_id == rows[i].chunk_id and \
+                rows[i - 1].span[1] <= rows[i].span[0] and i - 1 not in picked and i - 1 not in out:
+            out.append(i - 1)
+        out.append(i)
+    return out
 
 
 def _same_claim(a: str, b: str) -> bool:

@@ -523,6 +523,18 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
     return SentenceTable(tuple(rows), qt, unseen, matrix)
 
 
+# A sentence that goes on from the one before it ('It ...', 'The default is 5.', 'Первые двое ...', 'Если ошибка
+# повторяется ...'): read alone it does not say what it is about.
+_CONTINUES = re.compile(r"(?i)^\W*(it|its|this|these|those|they|their|he|she|his|her|such|both|the default (is|was)|"
+                        r"the (same|latter|former|rest|remaining)|он|она|оно|они|его|её|ее|их|это|этот|эта|эти|"
+                        r"первые|если ошибка)\b")
+
+
+def continues(sentence: str) -> bool:
+    """Whether the sentence opens with a word that points back to the sentence before it."""
+    return bool(_CONTINUES.match(sentence))
+
+
 def _heading_line(line: str) -> str:
     """The line as a heading ('' when it is not one): short, no closing punctuation, decorations stripped."""
     line = line.strip().strip("#=-| ").strip()

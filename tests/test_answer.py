@@ -247,3 +247,19 @@ def test_pipeline_hands_whole_chunks_to_the_offline_answer(store: Store) -> None
     whole = _whole_chunks(final, PipelineConfig(), deps, "default")
     assert set(whole) == {c.chunk_id for c in final} and all(whole[c.chunk_id].strip() for c in final)
     assert _whole_chunks(final, PipelineConfig().with_overrides({"answer.mode": "llm"}), deps, "default") == {}
+
+
+def test_a_quoted_sentence_that_goes_on_from_the_one_before_is_quoted_with_it() -> None:
+    from core.answer import pick_sentences
+    from core.support import SentenceRow, continues
+
+    assert continues("The default is 5.") and continues("Первые двое выйдут на работу в ноябре.")
+    assert not continues("The default MAX_POOL_SIZE is 20 connections.") and not continues("Item three.")
+    rows = tuple(SentenceRow(cid, "d", 1, text, span, ()) for cid, text, span in (
+        ("k1", "AUTH_LOCKOUT_ATTEMPTS is the number of failed logins before a lock.", (0, 70)),
+        ("k1", "The default is 5.", (71, 88)),
+        ("k2", "It is unrelated.", (0, 16))))
+    # the best is the continuation: its sentence before it comes first; k2's 'It' has no sentence before it
+    assert pick_sentences(rows, [0.0, 5.0, 4.5], support=0.9, cut=0.5, max_sentences=3, margin=3.0) == [0, 1, 2]
+    assert pick_sentences(rows, [0.0, 5.0, 1.0], support=0.9, cut=0.5, max_sentences=3, margin=3.0) == [0, 1]
+    assert pick_sentences(rows, [0.0, 5.0, 1.0], support=0.4, cut=0.5, max_sentences=3, margin=3.0) == []
