@@ -1028,9 +1028,13 @@ def answer_support(d: dict[str, Any], file: str) -> list[str]:
     if cv:
         out += ["", f"{cv.get('folds')}-fold cross-validation on the fitting questions (how features and settings "
                 f"were chosen): answered {_pct(cv.get('answered_correctly'))} of {cv.get('ans')}, refused "
-                f"{_pct(cv.get('refused_unanswerable'))} of {cv.get('un')}."]
+                f"{_pct(cv.get('refused_unanswerable'))} of {cv.get('un')}"
+                + (f" ({_pct(cv['refused_unanswerable_written'])} of the {cv.get('un_written')} written by hand, "
+                   "near-miss twins left out)" if cv.get("refused_unanswerable_written") is not None else "") + "."]
     if meth.get("disclosure"):
         out += ["", f"Disclosure: {meth['disclosure']}."]
+    if d.get("held_out_looks"):
+        out += ["", "Held-out sets seen: " + "; ".join(f"{k}: {v}" for k, v in d["held_out_looks"].items()) + "."]
     return out
 
 
