@@ -46,6 +46,8 @@ ROOT = Path(__file__).resolve().parents[1]
 EXTRA = ROOT / "bench" / "sets" / "cache_pairs_extra.jsonl"  # hand-written pairs (EN + RU), see its README
 EXTRA_DEV = ROOT / "bench" / "sets" / "cache_pairs_extra_dev.jsonl"  # batch 3: dev only (fits the verifier)
 PROB_GRID = [round(0.05 * i, 2) for i in range(20)]
+# Out-of-fold P(same) of the fine-tuned pair model (bench/answer_cache_pair_model.py --cv) on the dev pairs.
+PAIR_OOF = ROOT / "bench" / "results" / "answer_cache_pair_oof.json"
 # The verifier's first held-out run (commit 81bbe0a, bench/results/answer_cache.json there) was read before this
 # revision: it is recorded here, and batch 4 (fresh2) is the measure nothing was chosen on.
 FIRST_LOOK = (
@@ -56,7 +58,13 @@ FIRST_LOOK = (
     "run on it) is the clean held-out measure of this revision. A second run (numbers a veto) served 15/702 test pairs "
     "with 14/27 SemEval hits and, in the replay, one changed question ('How many employees work in Corvane's Gdansk "
     "office?' from 'In which year did Corvane open its Gdansk office?'); that led to one more rule (an amount vs a "
-    "point in time: 'how many' / 'which year'), so these test rows, batch 4 included, are a third look.")  # verifier P(same) thresholds 0 .. 0.95
+    "point in time: 'how many' / 'which year'), so these test rows, batch 4 included, were a third look (15/702, "
+    "14/27). This run (session 5) is the FOURTH look. Changed since the third, all chosen on dev only: 106 more "
+    "hand-written dev pairs (batch 5: narrowing details, sibling swaps, EN + RU; the third look's verifier served 8 "
+    "of its 75 must-not-share pairs before they were added), so the verifier is refitted and every threshold "
+    "re-chosen on 937 dev pairs; and a new second check, the bundled MiniLM fine-tuned as a pair classifier on the "
+    "dev pairs (vetoes+verifier+pair_model: the mean of its P and the verifier's), compared on out-of-fold dev P "
+    "(pair_model_dev_only) before this run. Nothing was chosen on this run.")  # verifier P(same) thresholds 0 .. 0.95
 VERIFIER_C = 0.1  # L2 strength of the verifier's logistic regression (few, correlated features: keep it smooth)
 
 # -- our own pairs --------------------------------------------------------------------------------------------------
@@ -381,18 +389,25 @@ def main() -> int:
     # The same words in the same order never reach the verifier in the product (core.answer_cache.same_words).
     same = np.array([same_words(feats[r["a"]], feats[r["b"]]) for r in rows])
     prob = np.where(same, 1.0, np.where(dev, prob_dev, prob_test))
+    pair_dev = compare_pair_model_on_dev(rows, cos, base, same, pos, public, dev, prob_dev)
+    # The fine-tuned pair model's P: out of fold on dev, the shipped model on the test pairs a check is asked about.
+    pair_p, pair_ms = pair_model_probabilities(rows, cos, base, same, dev)
+    cur = {"prob": prob}  # the P the variant being chosen / reported reads
 
     def served(passed: np.ndarray, t: float, ts: float | None, pt: float | None = None) -> np.ndarray:
         hit = (cos >= t - 1e-9) & passed
         if pt is not None:
-            hit &= prob >= pt - 1e-9
+            hit &= cur["prob"] >= pt - 1e-9
         return hit if ts is None else hit & (~swapped | (cos >= ts - 1e-9))
 
-    variants: dict[str, tuple[np.ndarray, list[float | None], list[float | None]]] = {
+    variants: dict[str, tuple[Any, ...]] = {
         "threshold_only": (everything, [None], [None]), "guard": (lang_ok, [None], [None]),
         "guard+word_check": (word_ok, [None], [None]), "guard+swap": (lang_ok, SWAP_GRID, [None]),
         # The product's second check (answer_cache.verifier): the guard's vetoes, then the learned verifier.
         "vetoes+verifier": (base, [None], PROB_GRID)}
+    if pair_p is not None:  # the vetoes, then the mean of the verifier's and the pair model's P
+        variants["vetoes+verifier+pair_model"] = (
+            base, [None], PROB_GRID, np.where(same, 1.0, (np.where(dev, prob_dev, prob_test) + pair_p) / 2))
 
     def choose(passed: np.ndarray, swap_grid: list[float | None], prob_grid: list[float | None]
                ) -> tuple[tuple[int, int], float, float | None, float | None]:
@@ -426,7 +441,8 @@ def main() -> int:
               "all": everything}
     report: dict[str, Any] = {}
     dev_scores: dict[str, tuple[int, int]] = {}
-    for vname, (passed, swap_grid, prob_grid) in variants.items():
+    for vname, (passed, swap_grid, prob_grid, *own_prob) in variants.items():
+        cur["prob"] = own_prob[0] if own_prob else prob
         dev_scores[vname], chosen, chosen_ts, chosen_pt = choose(passed, swap_grid, prob_grid)
         hit = served(passed, chosen, chosen_ts, chosen_pt)
         entry: dict[str, Any] = {"chosen_threshold": chosen, "chosen_swap_threshold": chosen_ts,
@@ -485,6 +501,13 @@ def main() -> int:
                     "hit_over": "test split, SemEval pairs scored >= 4"},
         "threshold_only_at_0.97": at_097, "variants": report, "default_variant": default_variant,
         "disclosure": FIRST_LOOK,
+        "pair_model_dev_only": pair_dev,
+        "pair_model": None if pair_ms is None else {
+            "model": "core/answer_cache_pair_model.npz", "oof_file": str(PAIR_OOF.relative_to(ROOT)),
+            "ms_per_pair_both_orders": pair_ms,
+            "note": "the bundled MiniLM with its top layers and a head fine-tuned as a pair classifier on the dev "
+                    "pairs (bench/answer_cache_pair_model.py); dev P out of fold, test P from the model fitted on all "
+                    "dev pairs"},
         "verifier": {"model": str(MODEL_PATH.relative_to(ROOT)), "saved": bool(args.save_model),
                      "features": list(model_features()), "fitted_on_dev_pairs": int((dev & base).sum()),
                      "C": VERIFIER_C, "feature_ms_per_pair": round(feature_ms, 3),
@@ -508,6 +531,84 @@ def main() -> int:
     print(f"default (dev): {default_variant}; verifier {verifier_ms} ms per pair")
     print(f"wrote {path}")
     return 0
+
+
+def pair_model_probabilities(rows: list[dict[str, Any]], cos: np.ndarray, base: np.ndarray, same: np.ndarray,
+                             dev: np.ndarray) -> tuple[np.ndarray | None, dict[str, Any] | None]:
+    """P(same) of the pair model for every row: out of fold (PAIR_OOF) on dev, the shipped model
+    (core/answer_cache_pair_model.npz, fitted on all dev pairs) on the test pairs a check could be asked about (no
+    veto broken, cosine on the grid, not the same words); 0 elsewhere, where no variant reads it. Also the model's ms
+    per pair (both orders in one forward). (None, None) without the OOF file or the model."""
+    from answer_cache_pair_model import pair_key
+
+    from core.answer_cache_pair import PAIR_MODEL_PATH, pair_probability
+    from core.embed import one_torch_thread
+
+    if not PAIR_OOF.exists() or not PAIR_MODEL_PATH.exists():
+        return None, None
+    oof = json.loads(PAIR_OOF.read_text())["p"]
+    keys = [pair_key(r["a"], r["b"]) for r in rows]
+    if not all(k in oof for k, d in zip(keys, dev) if d):
+        return None, None
+    out = np.array([oof.get(k, 0.0) if d else 0.0 for k, d in zip(keys, dev)])
+    asked = np.flatnonzero(~dev & base & ~same & (cos >= GRID[0] - 1e-9))
+    times = []
+    for i in asked:
+        t0 = time.perf_counter()
+        with one_torch_thread():  # as the product runs it
+            out[i] = pair_probability([(rows[i]["a"], rows[i]["b"])])[0]
+        times.append((time.perf_counter() - t0) * 1000)
+    times.sort()
+    ms = {"n": len(times), "median": round(statistics.median(times), 2) if times else None,
+          "p95": round(times[int(0.95 * (len(times) - 1))], 2) if times else None}
+    return out, ms
+
+
+def compare_pair_model_on_dev(rows: list[dict[str, Any]], cos: np.ndarray, base: np.ndarray, same: np.ndarray,
+                              pos: np.ndarray, public: np.ndarray, dev: np.ndarray, prob_dev: np.ndarray
+                              ) -> dict[str, Any] | None:
+    """Dev only: the fine-tuned pair model's out-of-fold P (PAIR_OOF), alone and combined with the verifier's
+    out-of-fold P, each at its best (threshold, P) by the same rule as the variants (false hits over every dev
+    must-not-share pair <= target, then the most SemEval hits, then the most paraphrase hits, then the highest
+    thresholds), next to the verifier alone. It decides whether the pair model may ship; no test pair is read here.
+    None when the OOF file is absent or was made on other dev pairs."""
+    from sklearn.metrics import roc_auc_score
+
+    from answer_cache_pair_model import pair_key
+
+    if not PAIR_OOF.exists():
+        return None
+    oof = json.loads(PAIR_OOF.read_text())
+    keys = [pair_key(r["a"], r["b"]) for r in rows]
+    if not all(k in oof["p"] for k, d in zip(keys, dev) if d):
+        return {"note": f"{PAIR_OOF.name} lacks some dev pairs (made on an older dev set): re-run --cv"}
+    pp = np.array([oof["p"].get(k, 0.0) for k in keys])
+    neg = ~pos
+    candidates = {"verifier": prob_dev, "pair_model": pp, "mean(verifier, pair_model)": (prob_dev + pp) / 2,
+                  "min(verifier, pair_model)": np.minimum(prob_dev, pp),
+                  "geometric_mean(verifier, pair_model)": np.sqrt(prob_dev * pp)}
+    asked = dev & base & ~same & (cos >= GRID[0])  # the pairs a check is ever asked about on this grid
+    out: dict[str, Any] = {"oof_file": str(PAIR_OOF.relative_to(ROOT)), "hyper": oof.get("hyper"),
+                           "asked_pairs": int(asked.sum())}
+    for name, p in candidates.items():
+        p = np.where(same, 1.0, p)
+        best: tuple[Any, ...] | None = None
+        for t in GRID:
+            for pt in PROB_GRID:
+                hit = dev & base & (cos >= t - 1e-9) & (p >= pt - 1e-9)
+                fh = int((hit & neg).sum())
+                if fh / max(1, int((neg & dev).sum())) > TARGET_FALSE:
+                    continue
+                score = (int((hit & pos & public).sum()), int((hit & pos).sum()), t, pt)
+                if best is None or score > best[0]:
+                    best = (score, fh)
+        out[name] = {"auroc_asked_pairs": round(float(roc_auc_score(pos[asked], p[asked])), 4),
+                     "auroc_all_dev": round(float(roc_auc_score(pos[dev], p[dev])), 4),
+                     **({"threshold": best[0][2], "p": best[0][3],
+                         "public_hits": f"{best[0][0]}/{int((pos & public & dev).sum())}",
+                         "paraphrase_hits": f"{best[0][1]}/{int((pos & dev).sum())}",
+                         "false_hits": f"{best[1]}/{int((neg & dev).sum())}"} if best else {"feasible": False})}
+    return out
 
 
 def model_features() -> tuple[str, ...]:

@@ -9,8 +9,11 @@ partner on the other (MaxSim both ways, the least-aligned tokens), whether the s
 lexical overlap, and which of the guard's rules the pair breaks. A logistic regression over these, fitted by
 bench/answer_cache.py on the dev split only, gives P(same question); the model ships as data
 (core/answer_cache_verifier.npz). The features and the score are pure (vectors come in as data) and take about a
-millisecond; make_verifier wraps an embedder for the pipeline, whose one forward over both questions is most of the
-~30 ms a check costs (bench/results/answer_cache.json, under load).
+millisecond; make_verifier wraps an embedder for the pipeline. A forward is most of a check's cost, so the query's
+token vectors come from the cache stage's own forward (query_vector) and a cached question's are remembered after
+its first check: a check encodes at most the cached question, once (bench/results/answer_cache.json times the three
+states). With answer_cache.pair_model the check averages P with a fine-tuned MiniLM pair model
+(core/answer_cache_pair.py).
 """
 from __future__ import annotations
 
@@ -259,21 +262,37 @@ def tokens_for(embedder: Any, texts: Sequence[str]) -> list[QuestionTokens]:
     return [found[t] for t in texts]  # type: ignore[misc]
 
 
-def make_verifier(embedder: Any, path: Path = MODEL_PATH) -> Callable[[str, str, float], float] | None:
+def make_verifier(embedder: Any, path: Path = MODEL_PATH, *, pair_model: bool = False,
+                  pair_path: Path | None = None) -> Callable[[str, str, float], float] | None:
     """The pair check core.answer_cache.lookup takes, or None when this embedder gives no token vectors from its
     forward pass (the torch runtime) or no model file ships: the full guard then decides alone. Token vectors come
     from the memo (the query's from query_vector, a cached question's from an earlier check) or one forward over the
-    questions it lacks; lookup calls it only for a pair above the threshold that breaks no veto."""
+    questions it lacks; lookup calls it only for a pair above the threshold that breaks no veto.
+    pair_model: average P with the fine-tuned MiniLM pair model (core/answer_cache_pair.py) when its file ships; the
+    mean of the two beat the verifier alone on the dev split (bench/results/answer_cache.json)."""
     if not callable(getattr(embedder, "encode_with_tokens", None)):
         return None
     model = load_verifier(path)
     if model is None:
         return None
+    from core.answer_cache_pair import PAIR_MODEL_PATH
+
+    pair_file = pair_path or PAIR_MODEL_PATH
+    use_pair = pair_model and pair_file.exists()
 
     def check(new: str, old: str, cosine: float) -> float:
         toks = tokens_for(embedder, [new, old])
         if not toks[0].words or not toks[1].words:
             return 0.0  # a question longer than one window: nothing to compare token by token
-        return float(model.prob(pair_features(cosine, toks[0], toks[1]))[0])
+        p = float(model.prob(pair_features(cosine, toks[0], toks[1]))[0])
+        if use_pair:
+            import torch  # noqa: F401 - loaded before one_torch_thread looks for it
+
+            from core.answer_cache_pair import pair_probability
+            from core.embed import one_torch_thread
+
+            with one_torch_thread():  # two short sequences: a second thread only waits for a core
+                p = (p + float(pair_probability([(new, old)], pair_file)[0])) / 2
+        return p
 
     return check

@@ -246,6 +246,9 @@ class AnswerCacheConfig(Section):
     # chosen on bench/answer_cache.py's dev split). Without token vectors the whole guard decides, as before.
     verifier: bool = True
     verifier_threshold: float = Field(0.4, ge=0, le=1, description="P(same question) the verifier needs for a hit")
+    # With the verifier: average its P with the fine-tuned MiniLM pair model's (core/answer_cache_pair.py, a
+    # cross-encoder made here from the bundled model, bench/answer_cache_pair_model.py); off = the verifier alone.
+    pair_model: bool = True
     ttl_s: float = Field(7 * 24 * 3600, ge=0, description="seconds a cached answer lives; 0 = no expiry")
     max_entries: int = Field(5000, ge=1, le=1_000_000, description="newest answers compared per workspace")
 

@@ -491,7 +491,8 @@ def _answer_cache(q: _Query, config: PipelineConfig, deps: Deps, key: CacheKey, 
     res = check_cache(q.text, q.vec, deps.store.answers, key, config.answer_cache,
                       covered_languages=deps.embedder.languages, writable=not deps.store.read_only,
                       word_similarity=embedder_word_similarity(deps.embedder),
-                      verifier=make_verifier(deps.embedder) if config.answer_cache.verifier else None)
+                      verifier=make_verifier(deps.embedder, pair_model=config.answer_cache.pair_model)
+                      if config.answer_cache.verifier else None)
     looked.append(res)
     notes = [served_label(res)] if res.verdict == "hit" else [
         f"{res.verdict.replace('_', ' ')}: " + (f"nearest '{res.nearest_question}' (cosine {res.cosine:.3f}); "

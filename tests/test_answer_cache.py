@@ -478,3 +478,32 @@ def test_verifier_reuses_the_query_forward_and_remembers_cached_questions() -> N
     assert emb.forwards == [[old]] and p1 == p2 and 0.0 <= p1 <= 1.0
     check("A question never seen before?", old, 0.9)
     assert emb.forwards == [[old], ["A question never seen before?"]]
+
+
+def test_shipped_pair_model_scores_known_dev_pairs() -> None:
+    # The fine-tuned MiniLM pair model over the bundled base (core/answer_cache_pair_model.npz, fitted on dev pairs):
+    # a rewording it was fitted on scores high, a sibling swap and a narrowing detail low, and the score does not
+    # depend on the order of the two questions (the mean over both orders).
+    from core.answer_cache_pair import PAIR_MODEL_PATH, model_meta, pair_probability
+
+    assert PAIR_MODEL_PATH.stat().st_size < 10_000_000  # only the trained top layers and the head ship
+    assert model_meta()["top"] == 2
+    rust = ("How do I get rid of rust on my bike chain?", "What is the best way to remove rust from a bicycle chain?")
+    swap = ("Why does my laptop battery drain so fast when it is asleep?",
+            "Why does my phone battery drain so fast when it is asleep?")
+    narrow = ("Why does my dog eat grass?", "Why does my dog eat grass and then vomit blood?")
+    p = pair_probability([rust, swap, narrow, rust[::-1]])
+    assert p[0] > 0.7 and p[1] < 0.3 and p[2] < 0.3
+    assert abs(p[0] - p[3]) < 1e-6
+
+
+def test_verifier_averages_with_the_pair_model_when_asked(monkeypatch) -> None:  # noqa: ANN001
+    import core.answer_cache_pair as pair
+    from core.answer_cache_verifier import make_verifier
+
+    monkeypatch.setattr(pair, "pair_probability", lambda pairs, path=None: np.zeros(len(pairs)))
+    emb = _TokenCountingEmbedder()
+    new, old = "How do I descale a kettle quickly?", "What is the fastest way to descale a kettle?"
+    alone = make_verifier(emb)(new, old, 0.9)
+    assert make_verifier(emb, pair_model=False)(new, old, 0.9) == alone
+    assert make_verifier(emb, pair_model=True)(new, old, 0.9) == pytest.approx(alone / 2)
