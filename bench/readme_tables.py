@@ -1062,7 +1062,11 @@ def answer_cache(d: dict[str, Any], file: str) -> list[str]:
               f"{num(vm['both_known'].get('median'), 1)} ms (a cached question read before), measured interleaved "
               "with the first." if "cached_encoded" in (vm := (d.get("verifier") or {}).get(
                   "ms_per_pair_encode_features_score") or {}) else "")
-           + (f" Product default: `{d['default_variant']}`." if d.get("default_variant") else ""), ""]
+           + (f" Product default: `{d['default_variant']}`." if d.get("default_variant") and not d.get(
+               "product_default") else "")
+           + (f" The dev rule ranks `{d.get('default_variant')}` first; product default: "
+              f"`{d['product_default'].get('variant')}`. Why: {d['product_default'].get('why')}"
+              if isinstance(d.get("product_default"), dict) else ""), ""]
     if d.get("disclosure"):
         out += [f"Disclosure: {d['disclosure']}", ""]
 

@@ -269,7 +269,8 @@ def make_verifier(embedder: Any, path: Path = MODEL_PATH, *, pair_model: bool = 
     from the memo (the query's from query_vector, a cached question's from an earlier check) or one forward over the
     questions it lacks; lookup calls it only for a pair above the threshold that breaks no veto.
     pair_model: average P with the fine-tuned MiniLM pair model (core/answer_cache_pair.py) when its file ships; the
-    mean of the two beat the verifier alone on the dev split (bench/results/answer_cache.json)."""
+    mean of the two beat the verifier alone on the dev split but not on the product's own questions
+    (bench/results/answer_cache.json, product_default), so answer_cache.pair_model is off by default."""
     if not callable(getattr(embedder, "encode_with_tokens", None)):
         return None
     model = load_verifier(path)
