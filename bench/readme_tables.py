@@ -584,7 +584,8 @@ def ray_eval(d: dict[str, Any], file: str) -> list[str]:
            f"{len(d.get('configs') or [])} configurations)", "", caption(file, d), "",
            "Configurations " + ", ".join(f"`{c}`" for c in d.get("configs") or []) + " over the same questions; each "
            "engine in a fresh process, the corpus already in the database. Ray is a local runtime on this 2-core "
-           "machine: one eval actor per CPU on a read-only snapshot of the database, one ONNX thread each. Eval s: "
+           "machine: one eval actor per CPU on a read-only snapshot of the database, one ONNX thread each; local-1t "
+           "is the local engine with OMP_NUM_THREADS=1, the thread setting Ray gives those workers. Eval s: "
            "run_eval's wall time (for Ray: snapshot, actor start and model loads, fan-out, aggregation), without "
            "the runtime's start. CPU s: user + system seconds of the whole process tree (model loads included). "
            "Memory: peak summed PSS of the process tree.", ""]
@@ -598,11 +599,24 @@ def ray_eval(d: dict[str, Any], file: str) -> list[str]:
     if s:
         agree = d.get("agreement") or {}
         same = "; ".join(f"`{c}` {num(a.get('same_final_list'))}/{num(a.get('questions'))} same final lists, largest "
-                         f"metric difference {num(a.get('max_metric_diff'), 4)}" for c, a in agree.items())
+                         f"metric difference {num(a.get('max_metric_diff'), 4)}"
+                         + (f" ({num(a['n_differing'])} metric values differ, listed in the file)"
+                            if a.get("n_differing") else "") for c, a in agree.items())
+        one_t = d.get("agreement_local_1t") or {}
+        if one_t:
+            same += "; local-1t against local: " + ", ".join(
+                f"`{c}` {num(a.get('same_final_list'))}/{num(a.get('questions'))} same final lists, largest metric "
+                f"difference {num(a.get('max_metric_diff'), 4)}" for c, a in one_t.items())
+        same_threads = (f" Against local-1t: **{num(s.get('ratio_vs_local_1t'), 2)}×** "
+                        f"({num(s.get('ratio_vs_local_1t_with_start'), 2)}× with the start; local-1t / local "
+                        f"{num(s['local_1t_eval_s'] / s['local_eval_s'], 2)}×): what Ray itself gains or costs here."
+                        if s.get("ratio_vs_local_1t") and s.get("local_eval_s") else "")
         out += ["", f"Ray / local eval time **{num(s.get('overhead_ratio'), 2)}×** "
                 f"({num(s.get('overhead_ratio_with_start'), 2)}× counting the runtime's start of "
-                f"{num(s.get('ray_start_s'), 1)} s); CPU seconds {num(s.get('ray_cpu_s'), 0)} vs "
-                f"{num(s.get('local_cpu_s'), 0)}; peak memory {num(s.get('memory_ratio'), 2)}× "
+                f"{num(s.get('ray_start_s'), 1)} s).{same_threads} CPU seconds: Ray {num(s.get('ray_cpu_s'), 0)}, local "
+                f"{num(s.get('local_cpu_s'), 0)}"
+                + (f", local-1t {num(s.get('local_1t_cpu_s'), 0)}" if s.get("local_1t_cpu_s") is not None else "")
+                + f"; peak memory {num(s.get('memory_ratio'), 2)}× "
                 f"({num(s.get('ray_peak_mib'), 0)} vs {num(s.get('local_peak_mib'), 0)} MiB). Last Ray run: "
                 f"{s.get('actors')} actors, {s.get('tasks')} tasks of up to {s.get('chunk')} questions, snapshot "
                 f"{num(s.get('snapshot_s'), 3)} s, actors ready after {num(s.get('actor_start_s'), 1)} s, "
