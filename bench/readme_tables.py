@@ -628,6 +628,24 @@ def ray_eval(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
+def blas_threads(d: dict[str, Any], file: str) -> list[str]:
+    """numpy's BLAS threads during queries (bench/blas_threads.py): OpenBLAS's default vs one thread, side by side."""
+    p, st = d.get("parameters") or {}, d.get("settings") or {}
+    busy = p.get("busy_processes") or 0
+    out = [f"### Query time by BLAS threads ({p.get('corpus')}, {num(p.get('documents'))} documents, "
+           f"{num(p.get('questions'))} questions"
+           + (f", {busy} busy-looping processes beside it" if busy else ", nothing else started") + ")", "",
+           caption(file, d), "",
+           "The default configuration's queries in one process, the two settings alternating per question in rotating "
+           "order (threadpoolctl). `core.deps.build_deps` limits BLAS to one thread since this run.", ""]
+    rows = [[k, st[k].get("threads"), num(st[k].get("wall_ms_mean"), 1), num(st[k].get("wall_ms_median"), 1),
+             num(st[k].get("cpu_ms_mean"), 1)] for k in st]
+    out.append(md_table(["setting", "BLAS threads", "wall ms mean", "wall ms median", "CPU ms mean"], rows))
+    out += ["", f"Default / one thread: wall **{num(d.get('wall_ratio_default_to_1'), 2)}×**, CPU "
+            f"{num(d.get('cpu_ratio_default_to_1'), 2)}×; identical final lists {d.get('identical_final_lists')}."]
+    return out
+
+
 def onnx(d: dict[str, Any], file: str) -> list[str]:
     """Issue #14: torch vs onnx vs onnx-int8 encode speed and ranking agreement (bench/embed_runtime.py)."""
     p = d.get("parameters") or {}
@@ -1200,6 +1218,9 @@ SECTIONS: list[tuple[str, Callable[[dict[str, Any], str], list[str]]]] = [
     ("ingest_int8.json", ingest_runtime),
     ("ray_ingest.json", ray_ingest),
     ("ray_eval.json", ray_eval),
+    ("blas_threads.json", blas_threads),
+    ("blas_threads_scifact.json", blas_threads),
+    ("blas_threads_scifact_busy.json", blas_threads),
     ("onnx.json", onnx),
     ("int8_recipes.json", int8_recipes),
     ("int8_recipes_tensor.json", int8_recipes),

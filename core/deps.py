@@ -18,6 +18,21 @@ from core.store import Store
 DEFAULT_DB = Path("data") / "workbench.duckdb"
 
 
+def limit_blas_threads(threads: int | None = 1) -> None:
+    """numpy's BLAS (OpenBLAS) to `threads` threads for this process (None: leave it). Why: a query's numpy work
+    (dense scores, MaxSim, MMR) is small matrices between ONNX Runtime calls; OpenBLAS's second thread spins on the
+    second core that ONNX and the other sessions want. bench/results/blas_threads.json measures queries both ways in
+    one run; bench/ray_eval.py found the local eval twice as slow as one-thread Ray workers under load for this
+    reason. Set at run time (threadpoolctl), because numpy is often imported before our code (Streamlit)."""
+    if threads is None:
+        return
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl is pinned in requirements.txt
+        return
+    threadpool_limits(limits=threads, user_api="blas")
+
+
 @dataclass
 class Deps:
     """Everything a pipeline run needs from the outside world, built once and injected."""
@@ -84,10 +99,12 @@ def build_deps(
     embedder: Embedder | None = None,
     api_key: str | None = None,
     llm: LLM | None = None,
+    blas_threads: int | None = 1,
 ) -> Deps:
     """`api_key` (e.g. from Streamlit secrets) wins over ANTHROPIC_API_KEY; it is handed to the SDK client only,
     never stored in the database, a log, a trace or a page. ANTHROPIC_BASE_URL points the SDK elsewhere (tests)."""
     env = os.environ if env is None else env
+    limit_blas_threads(blas_threads)
     notices: list[str] = []
     if store is None:
         store = Store(db or db_path(env))
