@@ -374,6 +374,7 @@ def run_eval(
     else:
         resolved, notes = prepare(gs, deps, workspace=ws, config=configs[0].config if configs else None,
                                   progress=progress)
+        notes = notes + build_missing_variants(configs, deps, ws, progress)
     n = len(resolved.queries[:limit] if limit else resolved.queries)
     total = n * max(1, repeats) * len(configs)
     out = []
@@ -397,6 +398,36 @@ def run_eval(
             deps.store.runs.save_eval_run(ws, run.summary(), [r.to_dict() for r in run.results])
         out.append(run)
     return out
+
+
+def build_missing_variants(configs: Sequence[NamedConfig], deps: Deps, workspace: str,
+                           progress: Progress | None = None) -> list[str]:
+    """A configuration's context variant (heuristic / late) whose vectors are missing is built and kept before any
+    question is scored, with progress, and said in the run's notes. Without it the dense index embedded every missing
+    chunk in memory inside the first question's timed query, once per configuration and run, and threw the work
+    away. LLM contexts cost money and are never built here (the Costs page builds them; readiness.needs leaves them
+    out). On a read-only database run_eval does not call this: the variant is embedded in memory as before."""
+    from core import readiness
+
+    notes: list[str] = []
+    done: set[str] = set()
+    for nc in configs:
+        for need in readiness.needs(deps.store, nc.config, workspace, deps.embedder.model_id):
+            if need.kind != "context" or need.variant in done:
+                continue
+            done.add(need.variant)
+
+            def show(d: int, t: int, what: str = need.label) -> None:
+                if progress is not None:
+                    progress(d, t, f"building {what}")
+            show(0, need.todo)  # said before it starts: a step may report no progress of its own (vectors only)
+            msg = readiness.build(need, nc.config, deps, workspace, progress=show)
+            tokens = readiness.token_need(deps, nc.config, workspace)
+            if tokens is not None:
+                msg += "; " + readiness.build(tokens, nc.config, deps, workspace,
+                                              progress=lambda d, t: show(d, t, tokens.label))
+            notes.append(f"built before scoring (for {nc.name}): {msg}")
+    return notes
 
 
 def load_run(store: Any, eval_id: str, workspace: str = DEFAULT_WORKSPACE) -> EvalRun | None:

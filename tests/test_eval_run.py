@@ -96,6 +96,27 @@ def test_ab_run_scores_stores_and_reopens(ingested: Deps) -> None:
     assert "recall@5" in text_report([a, b], cmp) and "A/B" in text_report([a, b], cmp)
 
 
+def test_an_unbuilt_context_variant_is_built_once_before_scoring(ingested: Deps) -> None:
+    """Heuristic contexts missing: built and stored before the first question (said in the notes), not embedded in
+    memory inside a timed query; a second run finds them built."""
+    heur = B.with_overrides({"context.variant": "heuristic"})
+    store, model = ingested.store, ingested.embedder.model_id
+    variants = lambda: {v for m, v, n in store.corpus.vector_models() if m == model}  # noqa: E731
+    assert "heuristic" not in variants()
+    seen: list[str] = []
+    run = run_eval(_set(), [NamedConfig("heur", heur), NamedConfig("heur-again", heur)], ingested,
+                   progress=lambda d, t, m: seen.append(m), save=False)
+    assert "heuristic" in variants()
+    built = [n for n in run[0].notes if n.startswith("built before scoring (for heur)")]
+    assert len(built) == 1 and "heuristic" in built[0] and not any("heur-again" in n for n in run[1].notes)
+    assert any(m.startswith("building heuristic") for m in seen)
+    scored = [i for i, m in enumerate(seen) if m.startswith(("heur: ", "heur-again: "))]
+    assert seen[0].startswith("building heuristic") and len(scored) == 8 and min(scored) > 0  # built, then scored
+    again = run_eval(_set(), [NamedConfig("heur", heur)], ingested, save=False)[0]
+    assert not any("built before scoring" in n for n in again.notes)
+    assert again.metrics["recall@5"] == run[0].metrics["recall@5"]
+
+
 def test_missing_gold_is_marked_missing(ingested: Deps) -> None:
     run = run_eval(_set(), [NamedConfig("bm25-1", A.with_overrides({"bm25.k": 1}))], ingested, save=False)[0]
     q2 = next(r for r in run.results if r["qid"] == "q2")
