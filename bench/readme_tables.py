@@ -646,6 +646,30 @@ def blas_threads(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
+def route_names(d: dict[str, Any], file: str) -> list[str]:
+    """The router's name guard (bench/route_names.py): what it changes on the routing set, per split and in Russian."""
+    p = d.get("parameters") or {}
+    out = ["### Router name guard (chitchat / out-of-scope overruled when the question names a corpus term)", "",
+           caption(file, d), "",
+           f"Every question of `{p.get('file')}` against the vocabulary of the corpus it was asked about, the shipped "
+           f"router at min_confidence {p.get('min_confidence')} / refuse_confidence {p.get('refuse_confidence')}. A "
+           "rule, not a fitted threshold: nothing was chosen on these questions. *costly*: corpus questions sent to "
+           "chitchat or out-of-scope; *refusals kept*: chitchat / out-of-scope questions given their own route.", ""]
+    rows = []
+    for part in ("train", "test", "russian"):
+        for k in ("without", "with"):
+            r = (d.get(part) or {}).get(k) or {}
+            rows.append([part, k, num(r.get("questions")), f"{num(r.get('costly'))}/{num(r.get('corpus_questions'))}",
+                         f"{num(r.get('no_retrieval_kept'))}/{num(r.get('no_retrieval_questions'))}",
+                         num(r.get("abstain_rate"), 4)])
+    out.append(md_table(["questions", "guard", "n", "costly", "refusals kept", "abstain rate"], rows))
+    out += ["", f"Decisions the guard overruled: {len(d.get('overruled') or [])} (listed in the file). It was added "
+            "for a question seen in the browser, not in this set: \"Какой максимальный размер пакета в Tidewater?\" "
+            "on the sample corpus went to out-of-scope; with the guard it runs the default pipeline "
+            "(tests/test_router.py)."]
+    return out
+
+
 def onnx(d: dict[str, Any], file: str) -> list[str]:
     """Issue #14: torch vs onnx vs onnx-int8 encode speed and ranking agreement (bench/embed_runtime.py)."""
     p = d.get("parameters") or {}
@@ -1237,6 +1261,7 @@ SECTIONS: list[tuple[str, Callable[[dict[str, Any], str], list[str]]]] = [
     ("agent.json", agent_with_targets),
     ("agent_sample.json", agent_sample),
     ("route.json", route),
+    ("route_names.json", route_names),
     ("route_tune.json", route_tune),
     ("route_twowiki.json", route_twowiki),
     ("route_scifact.json", route_scifact),

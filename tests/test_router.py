@@ -275,3 +275,20 @@ def test_evaluate_page_runs_routed_and_shows_the_router_confusion(deps: Deps, tm
     assert not at.exception
     runs = {r.config_name: r for r in deps.store.runs.eval_runs()}
     assert set(runs) == {"routed", "single pipeline"}
+
+
+def test_a_question_naming_something_the_corpus_knows_is_not_refused_as_out_of_scope() -> None:
+    """Seen in the browser: a Russian question about an English corpus has low term coverage and read as
+    out-of-scope; the name it uses ('Tidewater') is the corpus's, so the default pipeline runs instead."""
+    from core.route.router import known_names, route_offline, tokenize
+
+    vocab = set(tokenize("Tidewater gateways accept a batch of at most 8 MB. FB-340 grounding torque. Meridian"))
+    q = "Какой максимальный размер пакета в Tidewater?"
+    without = route_offline(q, vocab, min_confidence=0.2, refuse_confidence=0.55, name_guard=False)
+    with_guard = route_offline(q, vocab, min_confidence=0.2, refuse_confidence=0.55)
+    assert without.cls == "out-of-scope"  # what the user saw
+    assert with_guard.cls == "abstain" and "it names 'Tidewater', which the corpus knows" in with_guard.reason
+    # A refusal without a known name stands; a capitalised first word is not a name; an unknown name is not known.
+    assert route_offline("Закажи мне пиццу", vocab, min_confidence=0.2, refuse_confidence=0.55).cls == "out-of-scope"
+    assert known_names("Meridian is great, tell me a joke", vocab) == []
+    assert known_names("Does FB-340 work with Zanzibar or TLS_VERSION_MIN?", vocab) == ["FB-340"]

@@ -300,9 +300,33 @@ def refusal_guard(question: str, cov: float | None) -> str:
     return ""
 
 
+# A name in a question: a capitalised word that does not start the question ("Tidewater", "Bluefin"), or an
+# identifier with a digit, an underscore or an inner capital ("FB-340", "TLS_VERSION_MIN", "QuellLink").
+_NAME = re.compile(r"(?<![\w-])(?:[A-Z][a-z]+[A-Z]\w*|[A-Za-z]+[-_]?\d[\w-]*|[A-Z][A-Z0-9]*_[A-Z0-9_]+|[A-Z][\w-]{2,})")
+
+
+def known_names(question: str, vocabulary: Collection[str] | None,
+                tokenizer: Callable[[str], list[str]] = tokenize) -> list[str]:
+    """Names in the question (see _NAME; the first word only when it is an identifier) whose every index term the
+    corpus has. A question that names something the corpus knows is a corpus question even when its other words
+    are not the corpus's: a Russian question about an English corpus ("Какой максимальный размер пакета в
+    Tidewater?") has low term coverage and read as out of scope."""
+    if not vocabulary:
+        return []
+    out = []
+    for m in _NAME.finditer(question):
+        word = m.group(0)
+        if m.start() == len(question) - len(question.lstrip()) and not re.search(r"[\d_]|.[A-Z]", word):
+            continue  # a capitalised first word is the sentence's capital, not a name
+        terms = tokenizer(word)
+        if terms and all(t in vocabulary for t in terms):
+            out.append(word)
+    return out
+
+
 def route_offline(question: str, vocabulary: Collection[str] | None, *, min_confidence: float,
                   refuse_confidence: float, router: ShippedRouter | None = None,
-                  tokenizer: Callable[[str], list[str]] = tokenize) -> Route:
+                  tokenizer: Callable[[str], list[str]] = tokenize, name_guard: bool = True) -> Route:
     """`tokenizer` must be the one that built `vocabulary` (the BM25 index's), so the terms compare."""
     r = router or trained_router()
     notes: list[str] = []
@@ -314,6 +338,10 @@ def route_offline(question: str, vocabulary: Collection[str] | None, *, min_conf
     probs = dict(zip(r.classes, (float(p) for p in r.probabilities([question], [cov])[0])))
     cls, why = decide(probs, min_confidence=min_confidence, refuse_confidence=refuse_confidence)
     guard = refusal_guard(question, cov if vocabulary else None)
+    if cls in NO_RETRIEVAL and not guard and name_guard:
+        names = known_names(question, vocabulary, tokenizer)
+        if names:
+            guard = "it names " + ", ".join(f"'{n}'" for n in names[:3]) + ", which the corpus knows"
     if cls in NO_RETRIEVAL and guard:
         cls, why = ABSTAIN, f"{guard}; not sent to {cls}"
     best = max(probs, key=lambda k: probs[k])
