@@ -1,12 +1,8 @@
 """The Ray engine (core/ingest/ray_engine.py) against the local engine, on one in-process Ray runtime per module."""
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
-import re
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pytest
@@ -17,6 +13,7 @@ from core.rerank import text_key
 from core.store import Store
 from tests.anthropic_stub import anthropic_stub  # noqa: F401 - fixture
 from tests.fakes import HashEmbedder
+from tests.ray_fakes import LoggingEmbedderFactory as _Factory, TokenHashEmbedder
 
 ray = pytest.importorskip("ray")
 from core.ingest.ray_engine import RayOptions, ingest_files_ray  # noqa: E402
@@ -40,50 +37,8 @@ def _files() -> list[tuple[str, bytes]]:
     return out
 
 
-class TokenHashEmbedder(HashEmbedder):
-    """A HashEmbedder whose 'forward pass' also gives per-token vectors, as the ONNX runtimes do, so ingest (either
-    engine) stores late-interaction token vectors. Tokens are whitespace words; rows depend on word and position."""
-
-    def encode_with_tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, list]:
-        vecs = self.encode(texts)
-        out = []
-        for t in texts:
-            spans = [(m.start(), m.end()) for m in re.finditer(r"\S+", t)]
-            ids = [int(hashlib.md5(t[a:b].encode()).hexdigest()[:6], 16) % 30000 for a, b in spans]
-            rows = np.array([[(i * 7 + j * 3 + k) % 11 - 5.0 for k in range(8)] for j, i in enumerate(ids)],
-                            dtype=np.float32).reshape(len(ids), 8)
-            out.append((ids, spans, rows))
-        return vecs, out
-
-    def window_encoder(self):  # noqa: ANN201 - only texts longer than one forward need it; none here are
-        raise AssertionError("no chunk in these tests needs windows")
-
-
-class LoggingEmbedderFactory:
-    """Builds, inside each Ray actor, a HashEmbedder that appends every text it encodes to a log file (so the test
-    counts what was embedded across processes) and, while `kill_marker` exists, kills its process on the first encode
-    of a batch holding `kill_doc`: the marker is removed first, so the retried batch goes through."""
-
-    def __init__(self, log: Path, kill_marker: Path | None = None, kill_text: str = "") -> None:
-        self.log, self.kill_marker, self.kill_text = str(log), str(kill_marker or ""), kill_text
-
-    def __call__(self) -> "_LoggingEmbedder":
-        return _LoggingEmbedder(self)
-
-
-class _LoggingEmbedder(TokenHashEmbedder):
-    def __init__(self, spec: LoggingEmbedderFactory) -> None:
-        super().__init__()
-        self.spec = spec
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        s = self.spec
-        if s.kill_marker and any(s.kill_text in t for t in texts) and os.path.exists(s.kill_marker):
-            os.remove(s.kill_marker)
-            os._exit(1)  # the actor's process dies mid-batch, as an OOM kill or a lost node would end it
-        with open(s.log, "a") as f:
-            f.writelines(t.replace("\n", " ") + "\n" for t in texts)
-        return super().encode(texts)
+def _factory(*args, **kw) -> _Factory:  # noqa: ANN002, ANN003
+    return _Factory(*args, tokens=True, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +82,7 @@ def local_db() -> dict:
             "messages": [r.message for r in rep.results]}
 
 
-def _ray_ingest(store: Store, factory: LoggingEmbedderFactory, files: list | None = None, **opts) -> IngestReport:
+def _ray_ingest(store: Store, factory: _Factory, files: list | None = None, **opts) -> IngestReport:
     return ingest_files_ray(files or _files(), store=store, embedder=TokenHashEmbedder(), make_embedder=factory,
                             config=CONFIG, options=RayOptions(batch_docs=2, **opts))
 
@@ -140,7 +95,7 @@ def test_ray_database_equals_local_with_a_killed_worker_and_a_rerun_embeds_nothi
                                                                                    tmp_path: Path) -> None:
     store, log, marker = Store(":memory:"), tmp_path / "embedded.log", tmp_path / "kill-once"
     marker.touch()
-    rep = _ray_ingest(store, LoggingEmbedderFactory(log, marker, "prompt caching"), actors=2)
+    rep = _ray_ingest(store, _factory(log, marker, "prompt caching"), actors=2)
     assert not marker.exists()  # an actor did die once, mid-batch
     assert [r.status for r in rep.results] == local_db["statuses"]
     assert [r.message for r in rep.results] == local_db["messages"]
@@ -148,7 +103,7 @@ def test_ray_database_equals_local_with_a_killed_worker_and_a_rerun_embeds_nothi
     # The killed batch died before logging, so after the retry each distinct chunk text was embedded exactly once.
     distinct = sorted({c[3].replace("\n", " ") for c in local_db["snapshot"]["chunks"]})
     assert sorted(_logged(log)) == distinct
-    again = _ray_ingest(store, LoggingEmbedderFactory(log), actors=2)
+    again = _ray_ingest(store, _factory(log), actors=2)
     assert [r.status for r in again.results] == ["unchanged"] * 6 + ["error", "unchanged"]
     assert sorted(_logged(log)) == distinct  # nothing stored was sent to a worker again
     _assert_same(_snapshot(store), local_db["snapshot"])
@@ -157,7 +112,7 @@ def test_ray_database_equals_local_with_a_killed_worker_and_a_rerun_embeds_nothi
 def test_workers_giving_up_leave_whole_documents_and_a_rerun_finishes(ray_runtime, local_db, tmp_path: Path) -> None:
     store, log, marker = Store(":memory:"), tmp_path / "embedded.log", tmp_path / "kill"
     marker.touch()
-    first = _ray_ingest(store, LoggingEmbedderFactory(log, marker, "sentence window"), actors=1, max_restarts=0)
+    first = _ray_ingest(store, _factory(log, marker, "sentence window"), actors=1, max_restarts=0)
     failed = [r for r in first.results if r.status == "error" and "run the same command again" in r.message]
     assert failed and not marker.exists()
     stored = {d.doc_id: d.n_chunks for d in store.corpus.documents()}
@@ -166,7 +121,7 @@ def test_workers_giving_up_leave_whole_documents_and_a_rerun_finishes(ray_runtim
         assert len(store.corpus.chunks(doc_id=doc_id)) == n
         assert sum(1 for c in store.corpus.chunks(doc_id=doc_id) if c.chunk_id in set(ids)) == n
     before = len(_logged(log))
-    second = _ray_ingest(store, LoggingEmbedderFactory(log), actors=1)
+    second = _ray_ingest(store, _factory(log), actors=1)
     assert [r.status for r in second.results].count("ingested") == 6 - len(stored)
     _assert_same(_snapshot(store), local_db["snapshot"])
     missing = {c[3].replace("\n", " ") for c in local_db["snapshot"]["chunks"] if c[1] not in stored}
@@ -182,9 +137,9 @@ def test_a_changed_documents_unchanged_chunks_come_from_the_embedding_cache_as_l
     ingest_files(first, store=local, embedder=emb, config=CONFIG)
     local_rep = ingest_files(changed, store=local, embedder=emb, config=CONFIG)
     store, log = Store(":memory:"), tmp_path / "embedded.log"
-    _ray_ingest(store, LoggingEmbedderFactory(log), first, actors=1)
+    _ray_ingest(store, _factory(log), first, actors=1)
     before = _logged(log)
-    ray_rep = _ray_ingest(store, LoggingEmbedderFactory(log), changed, actors=1)
+    ray_rep = _ray_ingest(store, _factory(log), changed, actors=1)
     assert [r.status for r in ray_rep.results] == [r.status for r in local_rep.results] == ["replaced", "unchanged",
                                                                                              "unchanged"]
     got = [(r.embedded, r.cache_hits) for r in ray_rep.results]

@@ -3,11 +3,8 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
-from typing import Sequence
 
-import numpy as np
 import pytest
 
 from core.config import PipelineConfig
@@ -17,6 +14,7 @@ from core.eval_run import EvalRun, NamedConfig, load_run, run_eval
 from core.ingest.pipeline import ingest_files
 from core.store import Store
 from tests.fakes import HashEmbedder
+from tests.ray_fakes import LoggingEmbedderFactory
 
 ray = pytest.importorskip("ray")
 from core.eval_ray import RayEvalEngine, RayEvalOptions, plan_chunks  # noqa: E402
@@ -49,33 +47,6 @@ def _golden():  # noqa: ANN202
                      "gold": [{"doc": f"doc{i}.md"}]})
     rows.append({"id": "u1", "query": "who founded the Mars office?", "answerable": False, "gold": []})
     return parse_jsonl("\n".join(json.dumps(r) for r in rows), "tiny.jsonl")
-
-
-class LoggingEmbedderFactory:
-    """Builds, inside each Ray actor, a HashEmbedder that logs every text it encodes (to count work across
-    processes) and, while `kill_marker` exists, kills its process on the first encode of a text holding `kill_text`
-    (the marker is removed first, so the retried chunk goes through)."""
-
-    def __init__(self, log: Path, kill_marker: Path | None = None, kill_text: str = "") -> None:
-        self.log, self.kill_marker, self.kill_text = str(log), str(kill_marker or ""), kill_text
-
-    def __call__(self) -> "_LoggingEmbedder":
-        return _LoggingEmbedder(self)
-
-
-class _LoggingEmbedder(HashEmbedder):
-    def __init__(self, spec: LoggingEmbedderFactory) -> None:
-        super().__init__()
-        self.spec = spec
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        s = self.spec
-        if s.kill_marker and any(s.kill_text in t for t in texts) and os.path.exists(s.kill_marker):
-            os.remove(s.kill_marker)
-            os._exit(1)  # the actor's process dies mid-chunk, as an OOM kill or a lost node would end it
-        with open(s.log, "a") as f:
-            f.writelines(t.replace("\n", " ") + "\n" for t in texts)
-        return super().encode(texts)
 
 
 @pytest.fixture(scope="module")
