@@ -34,7 +34,7 @@ class EmbeddingConfig(Section):
     # vectors, so the model id carries the runtime (core/onnx_runtime.py). Default onnx: the fastest runtime that
     # meets the bar of issue #14 in bench/results/onnx.json (SciFact tail split: identical rankings; int8 v5 1.58x
     # torch encode, top-10 overlap 0.965, but nDCG@10 +0.0065 is outside the +-0.005 window, so it is not the
-    # default). With onnx the whole ingest path runs at 1.28x bare torch encode at batch 64 on a quiet machine
+    # default). With onnx the whole ingest path runs at 1.27x bare torch encode at batch 64 on a quiet machine
     # (bench/results/ingest.json; goal 1.3x) and 0.99x with both sides at batch 16 (ingest_b16.json).
     runtime: Literal["torch", "onnx", "onnx-int8"] = "onnx"
 
