@@ -224,3 +224,25 @@ def test_newer_schema_is_refused(tmp_path) -> None:
     for ro in (False, True):
         with pytest.raises(StoreError, match="newer than this code"):
             Store.open(path, read_only=ro)
+
+
+def test_snapshot_copy_opens_read_only_with_the_same_rows(tmp_path) -> None:
+    """core/store/snapshot.py: a read-write store is checkpointed and copied (the copy opens read-only beside the
+    writer), a read-only store is copied as it is; a folder holds one snapshot; removing it leaves the original."""
+    from core.store.snapshot import remove_snapshot, write_snapshot
+
+    path = tmp_path / "w.duckdb"
+    s = Store(path)
+    s.corpus.put_document(_doc(), _chunks(), np.ones((2, 3), np.float32), "m1")
+    copy = write_snapshot(s, tmp_path / "snap")
+    s.corpus.put_document(_doc("d2", "b.md"), _chunks("d2"), np.ones((2, 3), np.float32), "m1")  # after the copy
+    r = Store(copy, read_only=True)
+    assert [d.name for d in r.corpus.documents()] == ["a.md"] and r.corpus.corpus_version() == 1
+    with pytest.raises(StoreError, match="already exists"):
+        write_snapshot(s, tmp_path / "snap")
+    r.close()
+    remove_snapshot(tmp_path / "snap")
+    assert not (tmp_path / "snap").exists() and len(s.corpus.documents()) == 2
+    with pytest.raises(StoreError, match="in-memory"):
+        write_snapshot(Store(":memory:"), tmp_path / "mem")
+    s.close()

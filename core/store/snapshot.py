@@ -35,20 +35,27 @@ def write_snapshot(store: "Store", folder: str | Path) -> Path:
     dest = folder / Path(src).name
     if dest.exists():
         raise StoreError(f"{dest} already exists: a snapshot folder holds one snapshot")
-    if not store.read_only:
-        # Folds the WAL into the file under the write lock, so no commit of this process lands mid-copy.
+    if store.read_only:
+        _copy(src, dest)
+    else:
+        # Folds the WAL into the file and copies it under the write lock, so no commit of this process (another
+        # Streamlit session, say) lands between the checkpoint and the copy.
         with store.db.writer() as cur:
             cur.execute("CHECKPOINT")
+            _copy(src, dest)
+    return dest
+
+
+def _copy(src: str, dest: Path) -> None:
     shutil.copyfile(src, dest)
     if Path(src + ".wal").is_file():  # a read-only store cannot checkpoint: its WAL travels with the file
         shutil.copyfile(src + ".wal", str(dest) + ".wal")
     for tv in files_beside(src):
-        target = folder / (dest.name + tv.name[len(Path(src).name):])
+        target = dest.parent / (dest.name + tv.name[len(Path(src).name):])
         try:
             os.link(tv, target)
         except OSError:  # another file system (the folder on shared storage): copy instead
             shutil.copyfile(tv, target)
-    return dest
 
 
 def remove_snapshot(folder: str | Path) -> None:
