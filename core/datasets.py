@@ -364,20 +364,29 @@ def anthropic_set(root: Path) -> GoldenSet:
 
 
 # -- BEIR folders (beir_scifact, or any corpus.jsonl + queries.jsonl + qrels/<split>.tsv) -------------------------
+def _jsonl_objects(file: Path) -> Iterator[dict[str, Any]]:
+    """The non-blank lines of a JSON-lines file, parsed, in file order."""
+    with file.open(encoding="utf-8") as fh:
+        for raw in fh:
+            if raw.strip():
+                yield json.loads(raw)
+
+
+def _passage_predoc(did: str, name: str, title: str, text: str, lang: str, workspace: str) -> PreDoc:
+    """A passage that is its own document and its own single chunk (BEIR abstracts, twowiki paragraphs)."""
+    chunk = Chunk(f"{did}#0", did, 0, text, 0, len(text), (), count_tokens(text), lang)
+    return PreDoc(Document(did, name, "txt", len(text.encode()), _sha(text), lang, text, "as-given", workspace,
+                           title[:200], 1), (chunk,))
+
+
 def beir_predocs(path: Path, workspace: str) -> list[PreDoc]:
     """Each corpus entry as one chunk (title + text), the standard BEIR way; doc_id is the corpus _id."""
     out = []
-    with (path / "corpus.jsonl").open(encoding="utf-8") as fh:
-        for raw in fh:
-            if not raw.strip():
-                continue
-            d = json.loads(raw)
-            title, body = str(d.get("title") or "").strip(), str(d.get("text") or "").strip()
-            text = f"{title}\n{body}" if title else body
-            did = str(d["_id"])
-            chunk = Chunk(f"{did}#0", did, 0, text, 0, len(text), (), count_tokens(text), detect_language(text))
-            out.append(PreDoc(Document(did, did, "txt", len(text.encode()), _sha(text), detect_language(text), text,
-                                       "as-given", workspace, title[:200], 1), (chunk,)))
+    for d in _jsonl_objects(path / "corpus.jsonl"):
+        title, body = str(d.get("title") or "").strip(), str(d.get("text") or "").strip()
+        text = f"{title}\n{body}" if title else body
+        did = str(d["_id"])
+        out.append(_passage_predoc(did, did, title, text, detect_language(text), workspace))
     return out
 
 
@@ -448,16 +457,9 @@ def scifact_set(root: Path) -> GoldenSet:
 def twowiki_predocs(path: Path, workspace: str) -> list[PreDoc]:
     """Each passage as one document and one chunk ('title\ntext'); the document name is the Wikipedia title."""
     out = []
-    with (path / "corpus.jsonl").open(encoding="utf-8") as fh:
-        for raw in fh:
-            if not raw.strip():
-                continue
-            d = json.loads(raw)
-            title, body, did = d["title"].strip(), d["text"].strip(), str(d["id"])
-            text = f"{title}\n{body}"
-            chunk = Chunk(f"{did}#0", did, 0, text, 0, len(text), (), count_tokens(text), "en")
-            out.append(PreDoc(Document(did, title, "txt", len(text.encode()), _sha(text), "en", text, "as-given",
-                                       workspace, title[:200], 1), (chunk,)))
+    for d in _jsonl_objects(path / "corpus.jsonl"):
+        title, body, did = d["title"].strip(), d["text"].strip(), str(d["id"])
+        out.append(_passage_predoc(did, title, title, f"{title}\n{body}", "en", workspace))
     return out
 
 
