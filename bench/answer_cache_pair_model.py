@@ -37,8 +37,8 @@ SEED = 13
 
 
 def dev_rows(datasets: str | None = None) -> list[dict[str, Any]]:
-    """The dev pairs exactly as bench/answer_cache.py splits them (public + templated + written by hash, batch 3 all;
-    batches 2 and 4 never)."""
+    """The dev pairs exactly as bench/answer_cache.py splits them (public + templated + written by hash; batches 3,
+    5 and 6 all; batches 2 and 4 never)."""
     import answer_cache as ac
 
     rows = ac.load_rows(datasets, ac.EXTRA, ac.EXTRA_DEV)
@@ -158,7 +158,9 @@ def main() -> int:
     hp = {"layers": args.layers, "epochs": args.epochs, "lr": args.lr, "pooling": args.pooling, "batch": args.batch,
           "min_cos": args.min_cos, "seed": SEED}
     if args.cv:
-        groups = np.array([int(hashlib.sha1(r["a"].encode()).hexdigest()[:8], 16) for r in rows])
+        import answer_cache as ac
+
+        groups = ac.question_groups(rows)  # pairs sharing a question (either side) stay in one fold
         oof = np.zeros(len(rows))
         t0 = time.perf_counter()
         for f, (tr, te) in enumerate(GroupKFold(5).split(np.arange(len(rows)), groups=groups)):
@@ -174,7 +176,7 @@ def main() -> int:
 
         write_result("answer_cache_pair_oof", {
             "note": "out-of-fold P(same) of the fine-tuned pair model on bench/answer_cache.py's dev pairs (5 folds "
-                    "grouped by the first question; each fold's model never saw its pairs); read by "
+                    "grouped by shared questions; each fold's model never saw its pairs); read by "
                     "bench/answer_cache.py to choose thresholds on dev. Not a test-split number.",
             "hyper": hp, "auroc_dev_oof": round(float(auc), 4), "train_s": round(time.perf_counter() - t0, 1),
             "p": {pair_key(r["a"], r["b"]): round(float(p), 5) for r, p in zip(rows, oof)}}, args.oof_out)

@@ -109,6 +109,10 @@ _NUMBER_WORDS = {w: i for i, w in enumerate(
 _NUMBER_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
                       "ninety": 90, "hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9,
                       "once": 1, "twice": 2, "half": 0.5, "double": 2, "dozen": 12, "single": 1})
+# 'one' / 'single' as a word counts like the article ('one end ripped out' / 'ripped out', 'in one shower' / 'in my
+# shower'): SemEval paraphrases use it so, and 'one' against a real count on the other side ('two lights') still
+# leaves a number on one side only, a veto. A digit '1' stays a number.
+_ONE_AS_ARTICLE = frozenset({"one", "single"})
 _ORDINALS = {w: i + 1 for i, w in enumerate(
     "first second third fourth fifth sixth seventh eighth ninth tenth".split())}
 _RU_NUMBER_STEMS = (("один", 1), ("одн", 1), ("два", 2), ("две", 2), ("двух", 2), ("три", 3), ("трёх", 3),
@@ -243,6 +247,8 @@ def features(text: str) -> QuestionFeatures:
     numbers = []
     entities = set()
     for (tok, start), low in zip(raw, tokens):
+        if low in _ONE_AS_ARTICLE:
+            continue
         val = _number_value(low)
         if val is not None:
             numbers.append(val)

@@ -158,6 +158,45 @@ def test_hand_written_pairs_file_is_well_formed() -> None:
     assert not seen & {t.lower() for r in dev for t in (r["a"], r["b"])}
 
 
+def test_semeval_dev_labels_leak_no_test_question() -> None:
+    """Batch 6 (our labels of unscored SemEval pairs) fits and chooses on dev: a header says how it was labelled, and
+    no question of it may appear, after whitespace / case normalisation, in a pair the bench reports on (the test
+    split). Needs the shared dataset."""
+    import json
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "bench"))
+    import answer_cache as ac
+    from _common import datasets_dir
+
+    lines = (root / "bench" / "sets" / "cache_pairs_semeval_dev.jsonl").read_text().splitlines()
+    assert "unscored" in json.loads(lines[0])["note"]
+    mine = [json.loads(line) for line in lines[1:] if line.strip()]
+    assert len(mine) >= 300 and all(r["split"] == "dev" and r["batch"] == 6 and r["label"] in ("pos", "neg", "skip")
+                                    for r in mine)
+    assert {r["label"] for r in mine} == {"pos", "neg", "skip"}
+    src = datasets_dir(None) / "cache_pairs" / "pairs.jsonl"
+    if not src.exists():
+        pytest.skip("shared cache_pairs dataset absent")
+    unscored = {(p["a"], p["b"]) for line in src.read_text().splitlines() for p in [json.loads(line)]
+                if p["source"].startswith("sts") and p["label_or_score"] is None}
+    assert all((r["a"], r["b"]) in unscored for r in mine)
+
+    def norm(t: str) -> str:
+        return " ".join(t.lower().split())
+
+    rows = ac.load_rows(None, ac.EXTRA, ac.EXTRA_DEV)
+    test_side = {norm(t) for r in rows if not (r.get("split") == "dev" or (
+        ac.split_of(r["a"], r["b"]) == "dev" and r["origin"] not in ("fresh", "fresh2"))) for t in (r["a"], r["b"])}
+    assert test_side and not test_side & {norm(t) for r in mine for t in (r["a"], r["b"])}
+    # Only pos / neg reach the bench; the groups keep a question that sits in two pairs inside one fold.
+    assert sum(r["origin"] == "semeval_dev" for r in rows) == sum(r["label"] != "skip" for r in mine)
+    groups = ac.question_groups([{"a": "A x", "b": "B"}, {"a": "C", "b": "a  X"}, {"a": "D", "b": "E"}])
+    assert groups[0] == groups[1] != groups[2]
+
+
 # -- lookup ---------------------------------------------------------------------------------------------------------
 KEY = CacheKey("ws", 3, "cfg")
 NOW = datetime(2026, 1, 1, 12, 0, 0)
@@ -247,6 +286,10 @@ def test_verifier_features_maxsim_and_edit_shape_by_hand() -> None:
      "How can I find out why my washing machine trips the GFCI receptacle?", False),   # a name on one side: soft
     ("What could be causing my GFCI to trip?", "What could be causing my GFCI outlet to trip?", False),
     ("How much memory does the node need?", "How much disk does the node need?", False),  # the verifier's job
+    # 'one' / 'single' as a word reads like the article; against a real count it still leaves a number on one side
+    ("How can I fix low water pressure in one shower?", "How can I fix low water pressure in my shower?", False),
+    ("Can I wire one light to this switch?", "Can I wire two lights to this switch?", True),
+    ("How do I remove 1 GB of logs?", "How do I remove the logs?", True),               # a digit stays a number
 ])
 def test_hard_only_guard_and_the_verifiers_veto_columns_agree(new: str, old: str, vetoed_: bool) -> None:
     from core.answer_cache_verifier import pair_features, vetoed
