@@ -83,7 +83,13 @@ FIRST_LOOK = (
     "re-chosen on 937 dev pairs; and a new second check, the bundled MiniLM fine-tuned as a pair classifier on the "
     "dev pairs (vetoes+verifier+pair_model: the mean of its P and the verifier's), compared on out-of-fold dev P "
     "(pair_model_dev_only) before this run. Nothing was chosen on this run's test rows; it was executed twice with "
-    "the same code for the numbers (the second time only to record product_default, decided from the replay).")  # verifier P(same) thresholds 0 .. 0.95
+    "the same code for the numbers (the second time only to record product_default, decided from the replay). "
+    "This run (session 6) is the FIFTH look. Changed since the fourth, all chosen on dev and on the replay before "
+    "this run (bench/answer_cache.py --dev-only prints no test row): batch 6, 337 unscored SemEval pairs labelled by "
+    "reading (19 pos, 303 neg, 15 skipped), none sharing a question with a test pair, joins dev; the folds group pairs "
+    "linked by a shared question (not only by the first question); a word 'one' / 'single' no longer counts as a "
+    "number; the shipped verifier and the product default (product_default) and its thresholds were fixed before "
+    "this run; the pair model was refitted with batch 6. Nothing was chosen on this run's test rows.")  # verifier P(same) thresholds 0 .. 0.95
 VERIFIER_C = 0.1  # L2 strength of the verifier's logistic regression (few, correlated features: keep it smooth)
 
 # -- our own pairs --------------------------------------------------------------------------------------------------
