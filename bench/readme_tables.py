@@ -1125,6 +1125,16 @@ def answer_cache(d: dict[str, Any], file: str) -> list[str]:
               if isinstance(d.get("product_default"), dict) else ""), ""]
     if d.get("disclosure"):
         out += [f"Disclosure: {d['disclosure']}", ""]
+    if isinstance(b6 := d.get("shipped_before_on_batch6"), dict):
+        def cell_k(g: dict[str, Any] | None) -> str:
+            g = g or {}
+            return f"{g.get('k')}/{g.get('n')} ({_pct(g.get('rate'))})"
+
+        out += [f"*semeval_dev* (batch 6, dev only): unscored SemEval pairs labelled by us "
+                "(`bench/sets/cache_pairs_semeval_dev.jsonl`). The verifier and thresholds shipped before it "
+                f"({num(b6.get('threshold'))} / P {num(b6.get('verifier_threshold'))}) serve "
+                f"{cell_k(b6.get('paraphrase_hits'))} of its paraphrases and {cell_k(b6.get('false_hits'))} of its "
+                "must-not-share pairs, which it was never fitted on.", ""]
 
     def cell(g: dict[str, Any] | None) -> str:
         g = g or {}
