@@ -562,8 +562,8 @@ def main() -> int:
         "extra_file": str(args.extra.relative_to(ROOT)) if args.extra.is_relative_to(ROOT) else str(args.extra),
         "encode_s": round(encode_s, 2), "guard_ms_per_pair": round(guard_ms, 3), "word_floor": WORD_FLOOR,
         "split": "sha1(a + 0x1f + b)[0] % 2: even = dev (thresholds chosen, verifier fitted), odd = test "
-                 "(reported); hand-written batches 2 (fresh) and 4 (fresh2) are all test, batch 3 "
-                 "(cache_pairs_extra_dev.jsonl) all dev",
+                 "(reported); hand-written batches 2 (fresh) and 4 (fresh2) are all test, batches 3 and 5 "
+                 "(cache_pairs_extra_dev.jsonl) and 6 (cache_pairs_semeval_dev.jsonl) all dev",
         "selection": "on dev: false hits over all must-not-share pairs (public + ours) <= target, then the most "
                      "public (SemEval >= 4) hits, then the most paraphrase hits of all, then the highest thresholds",
         "targets": {"false_hit_max": TARGET_FALSE, "paraphrase_hit_min": TARGET_HIT,
