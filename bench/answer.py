@@ -25,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,8 @@ import numpy as np  # noqa: E402
 
 from core.answer import pick_sentences  # noqa: E402
 from core.answer_eval import answered_correctly, matches_gold  # noqa: E402
-from core.support import (DEFAULT_MODEL_PATH, FEATURES, GATE_FEATURES, MODEL_FEATURES, Gate,  # noqa: E402
+from core.support import (DEFAULT_MODEL_PATH, FEATURES, GATE_FEATURES, MODEL_FEATURES, SCORER_GATE_FEATURES,  # noqa: E402
+                          Gate,
                           SupportModel, claim_spans, fit_conditional_logit, fit_logistic_signed, gate_features,
                           late_sentence_scorer, reading_texts, sentence_table)
 
@@ -43,11 +45,16 @@ SETS = {"eval": ROOT / "sample_corpus" / "eval.jsonl", "holdout": ROOT / "sample
         "train": ROOT / "sample_corpus" / "eval_train.jsonl",
         # written before the model of its session changed, read only by that session's final report
         "holdout2": ROOT / "sample_corpus" / "eval_holdout2.jsonl",
-        "holdout3": ROOT / "sample_corpus" / "eval_holdout3.jsonl"}
+        "holdout3": ROOT / "sample_corpus" / "eval_holdout3.jsonl",
+        # written blind by another helper in session 6; the lead runs it once, in the final report
+        "holdout4": ROOT / "sample_corpus" / "eval_holdout4.jsonl"}
 # Sets run only by `collect --final` (the report's run): while features and settings are chosen they stay unrun.
-FINAL_ONLY = frozenset({"holdout3"})
+FINAL_ONLY = frozenset({"holdout3", "holdout4"})
 # Sets whose per-question outcomes the collect log does not print.
-HIDDEN = frozenset({"holdout2", "holdout3"})
+HIDDEN = frozenset({"holdout2", "holdout3", "holdout4"})
+# Splits never fitted on: since session 6 a plain `collect` runs the fitting questions only (what cv and fit read),
+# and every held-out split waits for `collect --final`.
+HELD_OUT = frozenset({"test", "holdout", "holdout2", "holdout3", "holdout4"})
 CACHE = ROOT / "data" / "bench" / "answer_tables.pkl"
 DEFAULT_DB = ROOT / "data" / "bench" / "answer.duckdb"
 
@@ -62,7 +69,10 @@ def load_questions(final: bool = False) -> list[dict[str, Any]]:
                 q = json.loads(line)
                 n = int("".join(ch for ch in q["id"] if ch.isdigit()) or 0)
                 q["set"] = name
-                q["split"] = name if name in ("holdout", "holdout2", "holdout3", "train") else ("fit" if n % 2 == 1 else "test")
+                q["split"] = name if name in ("holdout", "holdout2", "holdout3", "holdout4", "train") else (
+                    "fit" if n % 2 == 1 else "test")
+                if q["split"] in HELD_OUT and not final:
+                    continue
                 out.append(q)
     return out
 
@@ -182,7 +192,7 @@ def decide(model: SupportModel, row: dict[str, Any], cut: float, max_sentences: 
     table = row["table"]
     if not table.rows:
         return True, False, 0.0
-    probs, support = model.support(table.matrix, blind=row["blind"])
+    probs, support = model.support(table.matrix, blind=row["blind"], row_scorer=row_scorer_of(row))
     picked = pick_sentences(table.rows, probs, support=support, cut=cut, max_sentences=max_sentences,
                             margin=model.pick_margin)
     if not picked:
@@ -246,7 +256,7 @@ SIGNS = {"novelty": 0, "contradict": -1}
 # and falls with terms nobody retrieved (or the corpus never uses) and with a contradiction.
 GATE_SIGNS = {"best_score": 1, "absent": -1, "spec_missing": -1, "best_atype": 1, "best_ctx_cov": 1, "best_li": 1,
               "best_spec_ctx": 1, "best_contradict": -1, "best_sent_cov": 1, "best_attr_cov": 1,
-              "best_pair_cov": 1, "best_spec_local": 1}
+              "best_pair_cov": 1, "best_spec_local": 1, "best_xenc": 1}
 
 
 def _standardise(x: np.ndarray, names: tuple[str, ...], impute: dict[str, float]) -> tuple[np.ndarray, np.ndarray,
@@ -258,8 +268,12 @@ def _standardise(x: np.ndarray, names: tuple[str, ...], impute: dict[str, float]
 
 
 def fit_model(train: list[dict[str, Any]], l2: float, gate_l2: float, margin: float,
-              penalty: float = 0.0, kind_penalty: float = 0.0, attr_penalty: float = 0.0) -> SupportModel:
-    """Ranker, gate and threshold from the given questions only (their own sentences, labels and features)."""
+              penalty: float = 0.0, kind_penalty: float = 0.0, attr_penalty: float = 0.0,
+              scorer_k: int = 0, scorer_l2: float = 1.0) -> SupportModel:
+    """Ranker, gate and threshold from the given questions only (their own sentences, labels and features).
+    `scorer_k` > 0: the answerability scorer's out-of-fold scores (r['xenc'], see attach_scores) of the ranker's
+    top k sentences join the ranking (weights fitted as a second conditional logit over [ranker score, scorer
+    score]) and the gate (best_xenc)."""
     # 1. Ranker: answerable questions only; gold sentences against the other sentences of the same question.
     ans = [r for r in train if r["answerable"]]
     x = np.vstack([r["table"].matrix for r in ans])
@@ -281,22 +295,31 @@ def fit_model(train: list[dict[str, Any]], l2: float, gate_l2: float, margin: fl
     ranker = SupportModel(FEATURES, tuple(map(float, coef)), b, tuple(map(float, mean)), tuple(map(float, scale)),
                           {k: v for k, v in impute.items() if k in MODEL_FEATURES | {"absent"}}, 0.5,
                           contradiction_penalty=penalty, kind_penalty=kind_penalty, attr_penalty=attr_penalty)
+    scorer = _fit_scorer_weights(ranker, train, scorer_k, scorer_l2) if scorer_k else None
+    if scorer:
+        ranker = replace(ranker, scorer=scorer)
+    gate_names = SCORER_GATE_FEATURES if scorer else GATE_FEATURES
     # 2. Gate: one row per question (and near-miss twin), label = answerable.
-    g = np.vstack([gate_features(r["table"].matrix, ranker.probability(r["table"].matrix, blind=r["blind"]))
-                   for r in train])
+    g_rows = []
+    for r in train:
+        sc, xv = ranker.combined(r["table"].matrix, blind=r["blind"], row_scorer=row_scorer_of(r))
+        g_rows.append(gate_features(r["table"].matrix, 1.0 / (1.0 + np.exp(-np.clip(sc, -40, 40))), xv))
+    g = np.vstack(g_rows)
     for i, r in enumerate(train):
         if r["blind"]:
             g[i, GATE_FEATURES.index("best_li")] = np.nan
+            if scorer:
+                g[i, gate_names.index("best_xenc")] = np.nan
     gy = np.array([float(r["answerable"]) for r in train])
-    g_imp = {n: float(np.nanmean(g[:, j])) for j, n in enumerate(GATE_FEATURES)}
-    gf, gmean, gscale = _standardise(g, GATE_FEATURES, g_imp)
+    g_imp = {n: float(np.nanmean(g[:, j])) for j, n in enumerate(gate_names)}
+    gf, gmean, gscale = _standardise(g, gate_names, g_imp)
     gw = np.where(gy > 0, 1.0, gy.sum() / max(len(gy) - gy.sum(), 1.0))  # balance the classes
     gc, gb = fit_logistic_signed((gf - gmean) / gscale, gy, l2=gate_l2, weights=gw,
-                                 signs=[GATE_SIGNS.get(n, 0) for n in GATE_FEATURES])
+                                 signs=[GATE_SIGNS.get(n, 0) for n in gate_names])
     gate = Gate(tuple(map(float, gc)), gb, tuple(map(float, gmean)), tuple(map(float, gscale)),
-                {"best_li": g_imp["best_li"], "absent": g_imp["absent"]})
+                {n: g_imp[n] for n in ("best_li", "absent", "best_xenc") if n in g_imp}, gate_names)
     model = SupportModel(FEATURES, ranker.coef, ranker.intercept, ranker.mean, ranker.scale, ranker.impute, 0.5,
-                         {}, gate, margin, penalty, kind_penalty, attr_penalty)
+                         {}, gate, margin, penalty, kind_penalty, attr_penalty, scorer)
     # Threshold: the cut on the gate's probability that maximises the worse of the two rates on these questions
     # (then their sum), taken in the middle of the best interval.
     sup = sorted({round(decide(model, r, 0.0)[2], 6) for r in train})
@@ -309,7 +332,63 @@ def fit_model(train: list[dict[str, Any]], l2: float, gate_l2: float, margin: fl
     top = max(sc for sc, _ in scored)
     cut = float(statistics.median([t for sc, t in scored if sc == top]))
     return SupportModel(FEATURES, ranker.coef, ranker.intercept, ranker.mean, ranker.scale, ranker.impute,
-                        round(cut, 4), {}, gate, margin, penalty, kind_penalty, attr_penalty)
+                        round(cut, 4), {}, gate, margin, penalty, kind_penalty, attr_penalty, scorer)
+
+
+def _fit_scorer_weights(ranker: SupportModel, train: list[dict[str, Any]], k: int, l2: float) -> dict[str, Any] | None:
+    """How the scorer's values enter: standardisation over the top-k sentences of the training questions, the value
+    of a sentence it did not read (a low quantile: unread means unlikely), and the weights of [ranker score, scorer
+    value] in a conditional logit over the answerable questions' sentences (both kept >= 0)."""
+    vals, groups = [], []
+    for r in train:
+        if r["blind"] or r.get("xenc") is None:
+            continue
+        top = np.argsort(-ranker.scores(r["table"].matrix), kind="stable")[:k]
+        v = r["xenc"][top]
+        vals.extend(v[np.isfinite(v)].tolist())
+    if len(vals) < 10:
+        return None
+    mean, scale = float(np.mean(vals)), float(np.std(vals)) or 1.0
+    fill = float(np.percentile((np.array(vals) - mean) / scale, 5))
+    probe = {"k": k, "a": 1.0, "w": 0.0, "mean": mean, "scale": scale, "fill": fill, "impute": 0.0,
+             "file": "answer_scorer.npz"}
+    with_probe = replace(ranker, scorer=probe)
+    for r in train:
+        if r["blind"] or r.get("xenc") is None or not r["answerable"] or not any(r["labels"]):
+            continue
+        zr, xv = with_probe.combined(r["table"].matrix, row_scorer=row_scorer_of(r))
+        groups.append((np.column_stack([zr, xv]), np.array(r["labels"], dtype=float)))
+    a, w = fit_conditional_logit(groups, l2=l2, signs=[1, 1])
+    return {**probe, "a": round(float(a), 4), "w": round(float(w), 4)}
+
+
+def row_scorer_of(r: dict[str, Any]) -> Any:
+    """The collected question's out-of-fold scorer values as a RowScorer; a held-out question (the report) is read by
+    the shipped scorer, as the product does; None for a fitting question without values."""
+    xv = r.get("xenc")
+    if xv is not None:
+        return lambda idx: xv[np.asarray(idx, dtype=int)]
+    if r["split"] in HELD_OUT:
+        from core.answer_scorer import SCORER_PATH, row_scorer
+
+        return row_scorer(r["query"], r["table"].rows) if SCORER_PATH.exists() else None
+    return None
+
+
+SCORER_OOF = ROOT / "data" / "bench" / "answer_scorer_oof.pkl"
+
+
+def attach_scores(data: dict[str, Any], path: Path = SCORER_OOF) -> int:
+    """r['xenc'] per collected question: the out-of-fold scorer logit of each of its sentences (NaN: not scored),
+    from bench/answer_scorer.py --cv. Returns the number of questions with scores."""
+    oof = pickle.loads(path.read_bytes())["scores"]
+    n = 0
+    for r in data["rows"]:
+        got = oof.get(r["id"])
+        r["xenc"] = None if got is None else np.array(
+            [got.get((x.chunk_id, x.span[0], x.span[1]), np.nan) for x in r["table"].rows], dtype=np.float64)
+        n += got is not None
+    return n
 
 
 def training_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
@@ -318,10 +397,12 @@ def training_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def fit(l2: float, gate_l2: float, margin: float, penalty: float, kind_penalty: float = 0.0,
-        attr_penalty: float = 0.0) -> None:
+        attr_penalty: float = 0.0, scorer_k: int = 0, scorer_l2: float = 1.0) -> None:
     data = load_cache()
+    if scorer_k:
+        attach_scores(data)
     train = training_rows(data)
-    model = fit_model(train, l2, gate_l2, margin, penalty, kind_penalty, attr_penalty)
+    model = fit_model(train, l2, gate_l2, margin, penalty, kind_penalty, attr_penalty, scorer_k, scorer_l2)
     n_twins = sum(r["set"] == "augment" for r in train)
     ans = [r for r in train if r["answerable"]]
     meta = {"fitted_on": "sample_corpus/eval.jsonl odd ids (q01, q03, ...) + sample_corpus/eval_train.jsonl + their "
@@ -329,24 +410,31 @@ def fit(l2: float, gate_l2: float, margin: float, penalty: float, kind_penalty: 
             "questions": len(train), "ranker_sentences": int(sum(len(r["labels"]) for r in ans)),
             "gold_sentences": int(sum(sum(r["labels"]) for r in ans)),
             "l2": l2, "gate_l2": gate_l2, "pick_margin": margin, "contradiction_penalty": penalty,
-            "kind_penalty": kind_penalty, "attr_penalty": attr_penalty,
+            "kind_penalty": kind_penalty, "attr_penalty": attr_penalty, "scorer_k": scorer_k, "scorer_l2": scorer_l2,
+            **({"scorer_values": "out-of-fold scores of bench/answer_scorer.py --cv (the scorer that scored a "
+                                 "question never trained on it)"} if scorer_k else {}),
             "fitted_at": utc_now(), "script": "bench/answer.py fit",
             "threshold_rule": "max of min(answered-correctly, refused) on the training questions"}
     model = SupportModel(FEATURES, model.coef, model.intercept, model.mean, model.scale, model.impute,
-                         model.threshold, meta, model.gate, margin, penalty, kind_penalty, attr_penalty)
+                         model.threshold, meta, model.gate, margin, penalty, kind_penalty, attr_penalty, model.scorer)
     DEFAULT_MODEL_PATH.write_text(json.dumps(model.to_json(), indent=2) + "\n")
     by_set = {name: rates(model, [r for r in train if r["split"] == name], model.threshold) for name in ("fit", "train")}
     print(json.dumps({"threshold": model.threshold, "training": rates(model, train, model.threshold), **by_set,
                       "ranker": dict(zip(FEATURES, np.round(model.coef, 3).tolist())),
-                      "gate": dict(zip(GATE_FEATURES, np.round(model.gate.coef, 3).tolist())) if model.gate else {},
+                      "gate": dict(zip(model.gate.features, np.round(model.gate.coef, 3).tolist())) if model.gate
+                      else {}, "scorer": model.scorer,
                       "gate_intercept": round(model.gate.intercept, 3) if model.gate else None}, indent=2))
 
 
 def crossval(l2: float, gate_l2: float, margin: float, penalty: float = 0.0, kind_penalty: float = 0.0, folds: int = 5,
-             data: dict[str, Any] | None = None, attr_penalty: float = 0.0) -> dict[str, Any]:
+             data: dict[str, Any] | None = None, attr_penalty: float = 0.0, scorer_k: int = 0,
+             scorer_l2: float = 1.0) -> dict[str, Any]:
     """Rates of models fitted on k-1 folds of the training questions and scored on the held-out fold (a twin goes
-    with its source question): how hyper-parameters and features are chosen, without the test or holdout sets."""
+    with its source question): how hyper-parameters and features are chosen, without the test or holdout sets.
+    With `scorer_k`, the answerability scorer's out-of-fold values (same folds) join as in fit_model."""
     data = data or load_cache()
+    if scorer_k and not any(r.get("xenc") is not None for r in data["rows"]):
+        attach_scores(data)
     train = training_rows(data)
     base = sorted({r["id"].removesuffix("-nm") for r in train})
     fold_of = {q: i % folds for i, q in enumerate(base)}
@@ -354,7 +442,7 @@ def crossval(l2: float, gate_l2: float, margin: float, penalty: float = 0.0, kin
     for k in range(folds):
         tr = [r for r in train if fold_of[r["id"].removesuffix("-nm")] != k]
         te = [r for r in train if fold_of[r["id"].removesuffix("-nm")] == k]
-        m = fit_model(tr, l2, gate_l2, margin, penalty, kind_penalty, attr_penalty)
+        m = fit_model(tr, l2, gate_l2, margin, penalty, kind_penalty, attr_penalty, scorer_k, scorer_l2)
         for r in te:
             refused, ok, _ = decide(m, r, m.threshold)
             if r["answerable"]:
@@ -367,7 +455,8 @@ def crossval(l2: float, gate_l2: float, margin: float, penalty: float = 0.0, kin
                     got["un_written"] += 1
                     got["un_written_ref"] += refused
     out = {"l2": l2, "gate_l2": gate_l2, "margin": margin, "contradiction_penalty": penalty,
-           "kind_penalty": kind_penalty, "attr_penalty": attr_penalty, "folds": folds,
+           "kind_penalty": kind_penalty, "attr_penalty": attr_penalty, "scorer_k": scorer_k, "scorer_l2": scorer_l2,
+           "folds": folds,
            "answered_correctly": round(got["ans_ok"] / got["ans"], 4),
            "refused_unanswerable": round(got["un_ref"] / got["un"], 4),
            "refused_unanswerable_written": round(got["un_written_ref"] / max(got["un_written"], 1), 4), **got}
@@ -384,7 +473,8 @@ def report() -> None:
                            "collect_seconds": data["seconds"], "model": model.to_json()}
     splits = {"fit (eval.jsonl odd ids)": "fit", "fit (eval_train.jsonl)": "train",
               "test (eval.jsonl even ids)": "test", "holdout (eval_holdout.jsonl)": "holdout",
-              "holdout2 (eval_holdout2.jsonl)": "holdout2", "holdout3 (eval_holdout3.jsonl)": "holdout3"}
+              "holdout2 (eval_holdout2.jsonl)": "holdout2", "holdout3 (eval_holdout3.jsonl)": "holdout3",
+              "holdout4 (eval_holdout4.jsonl)": "holdout4"}
     sim, e2e = {}, {}
     for label, split in splits.items():
         rows = [r for r in data["rows"] if r["split"] == split]
@@ -448,7 +538,9 @@ def report() -> None:
     out["crossval_on_fitting_questions"] = crossval(float(meta.get("l2", 3.0)), float(meta.get("gate_l2", 1.0)),
                                                     model.pick_margin, model.contradiction_penalty,
                                                     model.kind_penalty, data=data,
-                                                    attr_penalty=model.attr_penalty)
+                                                    attr_penalty=model.attr_penalty,
+                                                    scorer_k=int(meta.get("scorer_k", 0)),
+                                                    scorer_l2=float(meta.get("scorer_l2", 1.0)))
     out["per_question"] = [{"id": r["id"], "set": r["set"], "split": r["split"], "type": r["type"],
                             "answerable": r["answerable"], "blind": r["blind"],
                             "refused": None if r["answer"] is None else r["answer"]["refused"],
@@ -481,13 +573,18 @@ def main() -> None:
     ap.add_argument("--attr-penalty", type=float, default=4.0,
                     help="fit: log-odds taken off a sentence whose local context holds none of the question's general "
                          "words (cv: 0, 2, 4, 8 tried; 4 best)")
+    ap.add_argument("--scorer-k", type=int, default=0,
+                    help="fit/cv: the answerability scorer reads the ranker's top k sentences (0: no scorer); its "
+                         "out-of-fold values come from bench/answer_scorer.py --cv")
+    ap.add_argument("--scorer-l2", type=float, default=1.0)
     a = ap.parse_args()
     if a.phase == "collect":
         collect(Path(a.db), a.limit, a.augment, a.final)
     elif a.phase == "fit":
-        fit(a.l2, a.gate_l2, a.margin, a.penalty, a.kind_penalty, a.attr_penalty)
+        fit(a.l2, a.gate_l2, a.margin, a.penalty, a.kind_penalty, a.attr_penalty, a.scorer_k, a.scorer_l2)
     elif a.phase == "cv":
-        crossval(a.l2, a.gate_l2, a.margin, a.penalty, a.kind_penalty, attr_penalty=a.attr_penalty)
+        crossval(a.l2, a.gate_l2, a.margin, a.penalty, a.kind_penalty, attr_penalty=a.attr_penalty,
+                 scorer_k=a.scorer_k, scorer_l2=a.scorer_l2)
     else:
         report()
 
