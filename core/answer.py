@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Collection, Mapping, Sequence
+from typing import Callable, Collection, Mapping, Sequence
 
 from core.config import AnswerConfig
 from core.llm import LLM, LLMError, LLMRequest, TextBlock
-from core.support import SentenceRow, SentenceScorer, SupportModel, continues, load_support_model, sentence_table
+from core.support import (RowScorer, SentenceRow, SentenceScorer, SupportModel, continues, load_support_model,
+                          sentence_table)
 from core.types import DEFAULT_WORKSPACE, Answer, Candidate, Usage
 
 REFUSAL = "The corpus does not say."
@@ -119,13 +120,16 @@ def extractive_answer(
     titles: Mapping[str, str] | None = None, li_scorer: SentenceScorer | None = None, blind: bool = False,
     model: SupportModel | None = None, vocabulary: Collection[str] | None = None,
     full_texts: Mapping[str, str] | None = None,
+    answer_scorer: Callable[[str, Sequence[SentenceRow]], RowScorer] | None = None,
 ) -> AnswerResult:
     """Offline answerer: the candidates' sentences that the support model (core.support) ranks most likely to answer
     the question, each with its chunk id. Refuses when the model's support for an answer (its gate's probability
     that the best sentence answers) is below `threshold` (None or negative: the model's fitted one). `blind`: the
     embedder does not read the question's language, so only the lexical and rank signals count. `full_texts` (chunk
     id -> whole chunk text): read whole chunks, not the pruned drafts (pruning keeps what fits a token budget for
-    a model, and may drop the one sentence that answers); the pruner's choice stays a feature."""
+    a model, and may drop the one sentence that answers); the pruner's choice stays a feature. `answer_scorer`
+    (question, sentence rows) -> RowScorer: the learned answerability scorer the model reads when it was fitted with
+    one (default: core.answer_scorer's shipped file)."""
     model = model or load_support_model()
     cut = model.threshold if threshold is None or threshold < 0 else threshold
     table = sentence_table(question, candidates, titles=titles, li_scorer=None if blind else li_scorer,
@@ -135,7 +139,10 @@ def extractive_answer(
         why = ("the question has no searchable terms" if not table.terms.terms
                else "no retrieved passage has a sentence to quote")
         return AnswerResult(Answer(f"{REFUSAL} ({why})", (), True, "extractive"), support=0.0)
-    probs, best = model.support(table.matrix, blind=blind or li_scorer is None)
+    reader = None
+    if model.scorer and not (blind or li_scorer is None):
+        reader = (answer_scorer or _shipped_scorer())(question, table.rows)
+    probs, best = model.support(table.matrix, blind=blind or li_scorer is None, row_scorer=reader)
     order = sorted(range(len(table.rows)), key=lambda i: (-probs[i], table.rows[i].rank, i))
     notes = ("support model: lexical and rank signals only (the embedder does not read this language)",) if (
         blind or li_scorer is None) else ()
@@ -150,6 +157,12 @@ def extractive_answer(
     parts = [f"{table.rows[i].text} [{table.rows[i].chunk_id}]" for i in picked]
     cites = tuple(dict.fromkeys(table.rows[i].chunk_id for i in picked))
     return AnswerResult(Answer(" ".join(parts), cites, False, "extractive"), notes=notes, support=best)
+
+
+def _shipped_scorer() -> Callable[[str, Sequence[SentenceRow]], RowScorer]:
+    from core.answer_scorer import row_scorer
+
+    return row_scorer
 
 
 def answer_question(

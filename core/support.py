@@ -339,6 +339,9 @@ class SentenceRow:
     text: str
     span: Span
     features: tuple[float, ...]
+    # the sentence's local subject as a reader sees it: document title and nearest heading ('Tidewater 4.9
+    # Configuration Reference / MAX_POOL_SIZE'); what the answerability scorer (core.answer_scorer) reads before it
+    context: str = ""
 
 
 @dataclass(frozen=True)
@@ -518,7 +521,9 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
                      rr[ci], rr[ci] - top_rr, gap, agree, 1.0 / max(1, c.rank), kept_masks[ci][si], head_cov,
                      attr_cov, contra, pair_coverage(pairs, sent, heads[si], titles.get(c.doc_id, "")),
                      sum(1 for t in spec if t in local) / len(spec) if spec else 1.0)
-            rows.append(SentenceRow(c.chunk_id, c.doc_id, c.rank, sent, (s, e), feats))
+            title = titles.get(c.doc_id, "")
+            context = " / ".join(dict.fromkeys(x for x in (title, heads[si]) if x))
+            rows.append(SentenceRow(c.chunk_id, c.doc_id, c.rank, sent, (s, e), feats, context))
     matrix = np.array([r.features for r in rows], dtype=np.float64).reshape(len(rows), len(FEATURES))
     return SentenceTable(tuple(rows), qt, unseen, matrix)
 
@@ -570,6 +575,10 @@ def _headings(text: str, spans: Sequence[Span], *, versioned: bool = False) -> l
 GATE_FEATURES: tuple[str, ...] = ("best_score", "absent", "spec_missing", "best_atype", "best_ctx_cov", "best_li",
                                   "best_spec_ctx", "best_contradict", "best_sent_cov", "best_attr_cov",
                                   "best_pair_cov", "best_spec_local")
+# With the learned answerability scorer (core.answer_scorer): its standardised score of the best sentence.
+SCORER_GATE_FEATURES: tuple[str, ...] = GATE_FEATURES + ("best_xenc",)
+# Sentence scores the scorer is asked for, by row index -> one score per index (NaN: not scored).
+RowScorer = Callable[[Sequence[int]], np.ndarray]
 
 
 def _logit(p: float) -> float:
@@ -577,15 +586,18 @@ def _logit(p: float) -> float:
     return math.log(p / (1 - p))
 
 
-def gate_features(matrix: np.ndarray, probs: np.ndarray) -> np.ndarray:
+def gate_features(matrix: np.ndarray, probs: np.ndarray, xenc: np.ndarray | None = None) -> np.ndarray:
     """GATE_FEATURES of a question from its sentence matrix and the ranker's probabilities (best sentence's row;
-    best_score is the logit of its probability, i.e. its ranker score)."""
+    best_score is the logit of its probability, i.e. its ranker score); with `xenc` (the scorer's standardised score
+    per sentence), SCORER_GATE_FEATURES."""
     b = int(np.argmax(probs))
     row = matrix[b]
     f = {n: row[FEATURES.index(n)] for n in FEATURES}
-    return np.array([_logit(float(probs[b])), f["absent"], f["spec_missing"], f["atype"], f["ctx_cov"], f["li"],
-                     f["spec_ctx"], f["contradict"], f["sent_cov"], f["attr_cov"], f["pair_cov"],
-                     f["spec_local"]], dtype=np.float64)
+    base = [_logit(float(probs[b])), f["absent"], f["spec_missing"], f["atype"], f["ctx_cov"], f["li"],
+            f["spec_ctx"], f["contradict"], f["sent_cov"], f["attr_cov"], f["pair_cov"], f["spec_local"]]
+    if xenc is not None:
+        base.append(float(xenc[b]))
+    return np.array(base, dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -598,26 +610,28 @@ class Gate:
     mean: tuple[float, ...]
     scale: tuple[float, ...]
     impute: Mapping[str, float]
+    features: tuple[str, ...] = GATE_FEATURES
 
     def probability(self, g: np.ndarray, *, blind: bool = False) -> float:
         x = np.array(g, dtype=np.float64, copy=True)
-        for j, name in enumerate(GATE_FEATURES):
-            if (blind and name == "best_li") or not np.isfinite(x[j]):
+        for j, name in enumerate(self.features):
+            if (blind and name in ("best_li", "best_xenc")) or not np.isfinite(x[j]):
                 x[j] = self.impute.get(name, 0.0)
         z = float(((x - np.asarray(self.mean)) / np.asarray(self.scale)) @ np.asarray(self.coef) + self.intercept)
         return 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, z))))
 
     def to_json(self) -> dict[str, Any]:
-        return {"features": list(GATE_FEATURES), "coef": list(self.coef), "intercept": self.intercept,
+        return {"features": list(self.features), "coef": list(self.coef), "intercept": self.intercept,
                 "mean": list(self.mean), "scale": list(self.scale), "impute": dict(self.impute)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "Gate":
-        if tuple(data["features"]) != GATE_FEATURES:
+        feats = tuple(data["features"])
+        if feats not in (GATE_FEATURES, SCORER_GATE_FEATURES):
             raise ValueError(f"support gate features {data['features']} do not match this code's {GATE_FEATURES}: "
                              "re-run bench/answer.py fit")
         return cls(tuple(map(float, data["coef"])), float(data["intercept"]), tuple(map(float, data["mean"])),
-                   tuple(map(float, data["scale"])), {k: float(v) for k, v in data["impute"].items()})
+                   tuple(map(float, data["scale"])), {k: float(v) for k, v in data["impute"].items()}, feats)
 
 
 @dataclass(frozen=True)
@@ -651,6 +665,30 @@ class SupportModel:
     # right thing that states another attribute of it, the near miss ('the FB-340's power draw' read from its
     # temperature range) that names and codes alone reward.
     attr_penalty: float = 0.0
+    # The learned answerability scorer (core.answer_scorer), when the fit found it worth its cost: it reads the k best
+    # sentences by the ranker; their score is standardised (mean, scale) and a sentence's final score is
+    # a * ranker score + w * that (fill: the value of a sentence it did not read, impute: every sentence's value
+    # when it reads nothing, e.g. in a language the embedder does not read). Keys: k, a, w, mean, scale, fill,
+    # impute, file.
+    scorer: Mapping[str, Any] | None = None
+
+    def combined(self, matrix: np.ndarray, *, blind: bool = False, row_scorer: "RowScorer | None" = None
+                 ) -> tuple[np.ndarray, np.ndarray | None]:
+        """(each sentence's final score, the scorer's standardised value per sentence or None without a scorer).
+        Without `row_scorer` (or when blind) the scorer's part is the same constant for every sentence: the ranking
+        is the ranker's and the gate imputes the scorer's value."""
+        z = self.scores(matrix, blind=blind)
+        sc = self.scorer
+        if not sc or len(z) == 0:
+            return z, None
+        x = np.full(len(z), float(sc["impute"]))
+        if row_scorer is not None and not blind:
+            x[:] = float(sc["fill"])
+            top = [int(i) for i in np.argsort(-z, kind="stable")[: int(sc["k"])]]
+            raw = np.asarray(row_scorer(top), dtype=np.float64)
+            std = (raw - float(sc["mean"])) / float(sc["scale"])
+            x[top] = np.where(np.isfinite(std), std, float(sc["fill"]))
+        return float(sc["a"]) * z + float(sc["w"]) * x, x
 
     def scores(self, matrix: np.ndarray, *, blind: bool = False) -> np.ndarray:
         """The ranker's linear score of each sentence (higher: more likely the answer)."""
@@ -666,15 +704,17 @@ class SupportModel:
             z = z - self.attr_penalty * (np.nan_to_num(m[:, FEATURES.index("attr_cov")], nan=1.0) <= 0.0)
         return z
 
-    def support(self, matrix: np.ndarray, *, blind: bool = False) -> tuple[np.ndarray, float]:
-        """(each sentence's ranker score, the question's support: the gate's probability that the best answers)."""
-        z = self.scores(matrix, blind=blind)
+    def support(self, matrix: np.ndarray, *, blind: bool = False, row_scorer: "RowScorer | None" = None
+                ) -> tuple[np.ndarray, float]:
+        """(each sentence's score, the question's support: the gate's probability that the best answers).
+        `row_scorer` gives the answerability scorer's values when the model uses it (see `scorer`)."""
+        z, x = self.combined(matrix, blind=blind, row_scorer=row_scorer)
         if len(z) == 0:
             return z, 0.0
         probs = 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
         if self.gate is None:
             return z, float(probs.max())
-        return z, self.gate.probability(gate_features(matrix, probs), blind=blind)
+        return z, self.gate.probability(gate_features(matrix, probs, x), blind=blind)
 
     def prepare(self, matrix: np.ndarray, *, blind: bool = False) -> np.ndarray:
         """Model-feature columns replaced by their imputed value when `blind` (or missing), then standardised."""
@@ -699,7 +739,8 @@ class SupportModel:
                 "threshold": self.threshold, "meta": dict(self.meta),
                 "pick_margin": self.pick_margin, "contradiction_penalty": self.contradiction_penalty,
                 "kind_penalty": self.kind_penalty, "attr_penalty": self.attr_penalty,
-                **({"gate": self.gate.to_json()} if self.gate else {})}
+                **({"gate": self.gate.to_json()} if self.gate else {}),
+                **({"scorer": dict(self.scorer)} if self.scorer else {})}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "SupportModel":
@@ -712,7 +753,8 @@ class SupportModel:
                    float(data["threshold"]), dict(data.get("meta", {})),
                    Gate.from_json(data["gate"]) if data.get("gate") else None,
                    float(data.get("pick_margin", math.log(10))), float(data.get("contradiction_penalty", 0.0)),
-                   float(data.get("kind_penalty", 0.0)), float(data.get("attr_penalty", 0.0)))
+                   float(data.get("kind_penalty", 0.0)), float(data.get("attr_penalty", 0.0)),
+                   dict(data["scorer"]) if data.get("scorer") else None)
 
 
 _CACHE: dict[str, SupportModel] = {}

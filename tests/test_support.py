@@ -309,3 +309,28 @@ def test_russian_terms_match_by_their_first_five_letters() -> None:
     assert "Алматы" in t.terms.words.values()  # messages still show the user's word
     # English terms are untouched
     assert sentence_table("Who leads the Almaty office?", [c]).unseen != ()
+
+
+def test_scorer_reads_only_the_rankers_top_k_and_combines_by_hand() -> None:
+    # ranker: score = 2 * ctx_cov - 1 (mean 0, scale 1); three sentences with ctx_cov 1.0, 0.5, 0.0 -> z 1, 0, -1
+    base = _hand_model(ctx_cov=2.0)
+    m = SupportModel(base.features, base.coef, base.intercept, base.mean, base.scale, base.impute, 0.5,
+                     scorer={"k": 2, "a": 0.5, "w": 2.0, "mean": 1.0, "scale": 2.0, "fill": -3.0, "impute": 0.0,
+                             "file": "answer_scorer.npz"})
+    x = np.zeros((3, len(FEATURES)))
+    x[:, FEATURES.index("ctx_cov")] = [1.0, 0.5, 0.0]
+    asked: list[list[int]] = []
+
+    def reader(idx: list[int]) -> np.ndarray:
+        asked.append(list(idx))
+        return np.array([-1.0, 5.0])[: len(idx)]  # raw logits of rows 0 and 1
+
+    s, xv = m.combined(x, row_scorer=reader)
+    assert asked == [[0, 1]]  # the two best by the ranker, nothing else
+    # standardised (raw - 1) / 2: row 0 -> -1, row 1 -> 2; row 2 unread -> fill -3
+    assert xv.tolist() == [-1.0, 2.0, -3.0]
+    assert s.tolist() == pytest.approx([0.5 * 1 + 2 * -1, 0.5 * 0 + 2 * 2, 0.5 * -1 + 2 * -3])
+    # blind (or no reader): one constant for every sentence, so the ranking stays the ranker's
+    sb, xb = m.combined(x, blind=True, row_scorer=reader)
+    assert len(asked) == 1 and xb.tolist() == [0.0, 0.0, 0.0] and sb.tolist() == pytest.approx([0.5, 0.0, -0.5])
+    assert SupportModel.from_json(m.to_json()) == m
