@@ -99,10 +99,12 @@ def main() -> int:
     ap.add_argument("--report", action="store_true")
     ap.add_argument("--negatives", type=int, default=10, help="non-gold sentences per question to train on")
     ap.add_argument("--swaps", type=int, default=2, help="wrong-entity copies per gold sentence to train on")
-    ap.add_argument("--k", type=int, nargs="*", default=[5, 8, 12, 20], help="--report: scorer_k values to cv")
+    ap.add_argument("--k", type=int, nargs="*", default=[8, 12, 20], help="--report: scorer_k values to cv")
+    ap.add_argument("--oof", type=Path, nargs="*", default=[OOF_PATH],
+                    help="--report: out-of-fold score files to compare (one per --cv run)")
     args = ap.parse_args()
     if args.report:
-        return report(args.k)
+        return report(args.k, args.oof)
     import torch
 
     from answer_cache_pair_model import predict, train
@@ -209,7 +211,16 @@ def latency(k_values: list[int], questions: int = 30, repeats: int = 3) -> dict[
 
     from core.answer_scorer import load_scorer, row_scorer
 
-    load_scorer()
+    from core.answer_scorer import SCORER_PATH, encode_bottom, pair_text
+
+    if SCORER_PATH.exists():
+        load_scorer()
+        stand_in = None
+    else:  # not shipped: the same architecture with the bundled top layers and an untrained head costs the same
+        from core.answer_cache_pair import PairModelBits, _module_class
+
+        bits = PairModelBits.load(2)
+        stand_in = (bits, _module_class().fresh(bits, pooling="cls").eval())
     data = ab.load_cache()
     rows = [r for r in ab.training_rows(data) if not r["blind"] and r["set"] != "augment"][:questions]
     model = base_model(ab.training_rows(data))
@@ -217,6 +228,12 @@ def latency(k_values: list[int], questions: int = 30, repeats: int = 3) -> dict[
     for r in rows:
         top = top_rows(model, r, max(k_values))
         read = row_scorer(r["query"], r["table"].rows)
+        if stand_in is not None:
+            def read(idx: list[int], r: dict[str, Any] = r) -> Any:
+                with torch.no_grad():
+                    h, mask = encode_bottom(stand_in[0], r["query"], [pair_text(r["table"].rows[i].context,
+                                                                                r["table"].rows[i].text) for i in idx])
+                    return stand_in[1].logits_from_states(h, mask).numpy()
         for k in k_values:
             best = float("inf")
             for _ in range(repeats):
@@ -224,32 +241,39 @@ def latency(k_values: list[int], questions: int = 30, repeats: int = 3) -> dict[
                 read(top[:k])
                 best = min(best, (time.perf_counter() - t) * 1000)
             got[k].append(best)
-    return {"torch_threads": torch.get_num_threads(), "questions": len(rows),
+    return {"model": "shipped core/answer_scorer.npz" if stand_in is None else
+            "not shipped: a stand-in of the same architecture (bundled top 2 layers, untrained head), same compute",
+            "torch_threads": torch.get_num_threads(), "questions": len(rows),
             "ms_median": {str(k): round(statistics.median(v), 1) for k, v in got.items()},
             "ms_max": {str(k): round(max(v), 1) for k, v in got.items()},
             "sentences_per_question_median": statistics.median(len(r["table"].rows) for r in rows)}
 
 
-def report(k_values: list[int]) -> int:
-    """cv on the fitting questions with and without the scorer (the same folds, its out-of-fold values), and the
-    shipped scorer's cost per query -> bench/results/answer_scorer.json. Held-out sets are not read."""
+def report(k_values: list[int], oof_files: list[Path]) -> int:
+    """cv on the fitting questions without the scorer and with each scorer run's out-of-fold values (the same
+    folds), and the scorer's cost per query -> bench/results/answer_scorer.json. Held-out sets are not read."""
     from _common import write_result
 
     data = ab.load_cache()
-    n = ab.attach_scores(data)
     settings = (10.0, 1.0, 3.0, 4.0, 4.0)
-    runs = {"no scorer": ab.crossval(*settings, data=data, attr_penalty=4.0)}
-    for k in k_values:
-        for l2 in (1.0, 10.0):
-            runs[f"scorer k={k} l2={l2:g}"] = ab.crossval(*settings, data=data, attr_penalty=4.0, scorer_k=k,
-                                                         scorer_l2=l2)
-    oof = pickle.loads(OOF_PATH.read_bytes())
+    runs: dict[str, Any] = {"no scorer": ab.crossval(*settings, data=data, attr_penalty=4.0)}
+    scorers = {}
+    for f in oof_files:
+        n = ab.attach_scores(data, f)
+        oof = pickle.loads(f.read_bytes())
+        hp = oof["hyper"]
+        name = (f"{hp['layers']} layers {hp['pooling']} {hp['epochs']} epochs lr {hp['lr']:g} negatives "
+                f"{hp.get('negatives', TOP)} swaps {hp.get('swaps', 0)}")
+        scorers[name] = {"questions_with_values": n, "gold_first_of_answerable": oof["gold_first"],
+                         "train_s": oof["train_s"], "hyper": hp}
+        for k in k_values:
+            runs[f"{name}; k={k}"] = ab.crossval(*settings, data=data, attr_penalty=4.0, scorer_k=k)
     out = {"note": "5-fold cv on the fitting questions only (eval.jsonl odd ids, eval_train.jsonl, near-miss twins); "
-                   "the scorer's values are out of fold (bench/answer_scorer.py --cv, same folds). No held-out set "
-                   "was read. refused_unanswerable_written: hand-written unanswerable questions (twins left out).",
-           "questions_with_scorer_values": n, "scorer_oof": {k: oof[k] for k in ("hyper", "made_at", "train_s",
-                                                                                  "gold_first")},
-           "cv": runs}
+                   "each scorer's values are out of fold (bench/answer_scorer.py --cv, same folds as cv). No held-out "
+                   "set was read. refused_unanswerable_written: hand-written unanswerable questions (twins left "
+                   "out). gold_first_of_answerable: answerable questions whose gold sentence the scorer alone ranks "
+                   "first among the sentences it was asked about.",
+           "scorers": scorers, "cv": runs}
     if (ROOT / "core" / "answer_scorer.npz").exists():
         out["latency"] = latency(sorted(set(k_values)))
     path = write_result("answer_scorer", out)
