@@ -17,8 +17,9 @@ see gradients (bench/answer_cache_pair_model.py's loop, both 'orders' being the 
 Run from the repo root, after `bench/answer.py collect` and `collect --augment` (nice -n 5; CPU only):
   .venv/bin/python bench/answer_scorer.py --cv      # out-of-fold scores -> data/bench/answer_scorer_oof.pkl
   .venv/bin/python bench/answer_scorer.py --save    # fit on every fitting question -> core/answer_scorer.npz
-  .venv/bin/python bench/answer_scorer.py --report  # cv with and without the scorer (fitting questions only) and
-                                                    # the shipped scorer's cost per query -> results/answer_scorer.json
+  .venv/bin/python bench/answer_scorer.py --report --oof F1 F2 ...  # cv with and without each scorer run's
+                                                    # out-of-fold values (fitting questions only) -> results/answer_scorer.json
+  .venv/bin/python bench/answer_scorer.py --latency # the scorer's cost per query -> results/answer_scorer_latency.json
 """
 from __future__ import annotations
 
@@ -102,9 +103,21 @@ def main() -> int:
     ap.add_argument("--k", type=int, nargs="*", default=[8, 12, 20], help="--report: scorer_k values to cv")
     ap.add_argument("--oof", type=Path, nargs="*", default=[OOF_PATH],
                     help="--report: out-of-fold score files to compare (one per --cv run)")
+    ap.add_argument("--latency", action="store_true",
+                    help="time the scorer on the top k sentences of fitting questions -> results/answer_scorer_latency.json")
     args = ap.parse_args()
     if args.report:
         return report(args.k, args.oof)
+    if args.latency:
+        from _common import write_result
+
+        path = write_result("answer_scorer_latency", {
+            "note": "ms for the answerability scorer to read a question's top k sentences (pair texts, tokenising, "
+                    "forward), minimum of 3 per question, median and max over 30 fitting questions; absolute ms "
+                    "under a shared 2-core machine (see load average), k values interleaved per question",
+            **latency(sorted(set(args.k) | {5}))})
+        print(path.read_text())
+        return 0
     import torch
 
     from answer_cache_pair_model import predict, train
@@ -274,8 +287,6 @@ def report(k_values: list[int], oof_files: list[Path]) -> int:
                    "out). gold_first_of_answerable: answerable questions whose gold sentence the scorer alone ranks "
                    "first among the sentences it was asked about.",
            "scorers": scorers, "cv": runs}
-    if (ROOT / "core" / "answer_scorer.npz").exists():
-        out["latency"] = latency(sorted(set(k_values)))
     path = write_result("answer_scorer", out)
     print(json.dumps({k: {m: v.get(m) for m in ("answered_correctly", "refused_unanswerable",
                                                 "refused_unanswerable_written")} for k, v in runs.items()}, indent=1))
