@@ -263,3 +263,35 @@ def test_a_quoted_sentence_that_goes_on_from_the_one_before_is_quoted_with_it() 
     assert pick_sentences(rows, [0.0, 5.0, 4.5], support=0.9, cut=0.5, max_sentences=3, margin=3.0) == [0, 1, 2]
     assert pick_sentences(rows, [0.0, 5.0, 1.0], support=0.9, cut=0.5, max_sentences=3, margin=3.0) == [0, 1]
     assert pick_sentences(rows, [0.0, 5.0, 1.0], support=0.4, cut=0.5, max_sentences=3, margin=3.0) == []
+
+
+def test_a_model_with_a_scorer_asks_it_about_its_top_sentences_only() -> None:
+    # A hand model with the answerability scorer on (a fitted model has none today: see bench/results/
+    # answer_scorer.json): the scorer is asked about the ranker's top k sentences, with their title as context, and
+    # the gate reads its value; a blind question never asks it (the gate imputes the value).
+    from dataclasses import replace
+
+    from core.support import SCORER_GATE_FEATURES, Gate
+
+    n = len(SCORER_GATE_FEATURES)
+    gate = Gate(tuple([0.0] * (n - 1) + [1.0]), 0.0, tuple([0.0] * n), tuple([1.0] * n), {"best_xenc": 0.0},
+                SCORER_GATE_FEATURES)
+    m = replace(HAND, gate=gate, pick_margin=1.0, scorer={"k": 1, "a": 1.0, "w": 3.0, "mean": 0.0, "scale": 1.0,
+                                                          "fill": -2.0, "impute": 0.0, "file": "x.npz"})
+    asked: list[tuple[str, list[str]]] = []
+
+    def scorer(question: str, rows: Any) -> Any:
+        def read(idx: list[int]) -> np.ndarray:
+            asked.append((question, [f"{rows[i].context}: {rows[i].text}" for i in idx]))
+            return np.array([2.0] * len(idx))
+        return read
+
+    q = "How many pump stations does Project Bluefin cover?"
+    res = extractive_answer(q, PASSAGES, model=m, answer_scorer=scorer, li_scorer=lambda q, items: [
+        np.zeros(len(sp)) for _, sp in items], titles={"d1": "Project Bluefin brief"})
+    assert len(asked) == 1 and asked[0][0] == q and len(asked[0][1]) == 1  # k = 1: one sentence read
+    assert asked[0][1][0].startswith("Project Bluefin brief: ") and "64 pump stations" in asked[0][1][0]
+    # gate: sigmoid(best_xenc) = sigmoid(2.0) with every other gate weight 0
+    assert not res.answer.refused and res.support == pytest.approx(1 / (1 + math.exp(-2.0)))
+    blind = extractive_answer(q, PASSAGES, model=m, answer_scorer=scorer, blind=True)
+    assert len(asked) == 1 and blind.support == pytest.approx(0.5)  # imputed best_xenc 0 -> sigmoid(0)
