@@ -135,9 +135,10 @@ class _Lazy:
 PairModel: Any = _Lazy()  # PairModel.fresh(...) builds the torch module on first use
 
 
-@lru_cache(maxsize=2)
-def load_pair_model(path: Path = PAIR_MODEL_PATH) -> tuple[PairModelBits, Any] | None:
-    """The shipped pair model over the bundled base, or None when the file is absent."""
+def load_top_layers(path: Path) -> tuple[PairModelBits, Any] | None:
+    """A saved fine-tuned top (layers + head, fp16 .npz as PairModel.save writes it) put over the bundled base, in
+    eval mode with gradients off; None when the file is absent. The answer cache's pair model and the offline
+    answer's scorer (core/answer_scorer.py) are both such files."""
     if not path.exists():
         return None
     import torch
@@ -152,6 +153,12 @@ def load_pair_model(path: Path = PAIR_MODEL_PATH) -> tuple[PairModelBits, Any] |
     for p in pm.parameters():
         p.requires_grad_(False)
     return bits, pm
+
+
+@lru_cache(maxsize=2)
+def load_pair_model(path: Path = PAIR_MODEL_PATH) -> tuple[PairModelBits, Any] | None:
+    """The shipped pair model over the bundled base, or None when the file is absent."""
+    return load_top_layers(path)
 
 
 def pair_probability(pairs: list[tuple[str, str]], path: Path = PAIR_MODEL_PATH) -> np.ndarray:

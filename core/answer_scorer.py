@@ -52,22 +52,9 @@ def encode_bottom(bits: Any, question: str, texts: Sequence[str]) -> tuple[Any, 
 @lru_cache(maxsize=2)
 def load_scorer(path: Path = SCORER_PATH) -> tuple[Any, Any] | None:
     """(base bits, trained top) of the shipped scorer over the bundled base, or None when the file is absent."""
-    if not path.exists():
-        return None
-    import torch
+    from core.answer_cache_pair import load_top_layers
 
-    from core.answer_cache_pair import PairModelBits, _module_class
-
-    with np.load(path, allow_pickle=False) as z:
-        top, pooling = int(z["top"]), str(z["pooling"])
-        weights = {k[3:]: torch.from_numpy(z[k].astype(np.float32)) for k in z.files if k.startswith("w::")}
-    bits = PairModelBits.load(top)
-    pm = _module_class().fresh(bits, pooling=pooling)
-    pm.load_state_dict(weights)
-    pm.eval()
-    for p in pm.parameters():
-        p.requires_grad_(False)
-    return bits, pm
+    return load_top_layers(path)
 
 
 def score(question: str, texts: Sequence[str], path: Path = SCORER_PATH) -> np.ndarray:
