@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -65,11 +65,14 @@ def _additive(mask: Any) -> Any:
     return ((~mask)[:, None, None, :]).to(torch.float32) * torch.finfo(torch.float32).min
 
 
-def _encode_pair(bits: PairModelBits, pairs: list[tuple[str, str]]) -> tuple[Any, Any]:
+def encode_bottom_pairs(bits: PairModelBits, pairs: Sequence[tuple[str, str]], *,
+                        truncation: str = "longest_first", max_length: int = MAX_TOKENS) -> tuple[Any, Any]:
+    """Hidden states below the fine-tuned top for [CLS] a [SEP] b [SEP], one row per pair, and the mask. The answer
+    cache cuts the longer of two questions; the answer scorer passes truncation='only_second' (never the question)."""
     import torch
 
-    enc = bits.tokenizer([a for a, _ in pairs], [b for _, b in pairs], truncation="longest_first",
-                         max_length=MAX_TOKENS, padding=True, return_tensors="pt")
+    enc = bits.tokenizer([a for a, _ in pairs], [b for _, b in pairs], truncation=truncation,
+                         max_length=max_length, padding=True, return_tensors="pt")
     with torch.no_grad():
         h = bits.base.embeddings(input_ids=enc["input_ids"], token_type_ids=enc["token_type_ids"])
         mask = enc["attention_mask"].bool()
@@ -83,7 +86,7 @@ def _encode_pair(bits: PairModelBits, pairs: list[tuple[str, str]]) -> tuple[Any
 def bottom_states(bits: PairModelBits, a: str, b: str) -> Any:
     """The frozen bottom's hidden states of the sequence [CLS] a [SEP] b [SEP]: (tokens, 384), computed once per pair
     for training."""
-    h, mask = _encode_pair(bits, [(a, b)])
+    h, mask = encode_bottom_pairs(bits, [(a, b)])
     return h[0, : int(mask[0].sum())].clone()
 
 
@@ -171,7 +174,7 @@ def pair_probability(pairs: list[tuple[str, str]], path: Path = PAIR_MODEL_PATH)
     bits, pm = loaded
     both = [p for a, b in pairs for p in ((a, b), (b, a))]
     with torch.no_grad():
-        h, mask = _encode_pair(bits, both)
+        h, mask = encode_bottom_pairs(bits, both)
         p = torch.sigmoid(pm.logits_from_states(h, mask)).numpy()
     return p.reshape(-1, 2).mean(axis=1).astype(np.float64)
 

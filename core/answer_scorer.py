@@ -33,20 +33,9 @@ def pair_text(context: str, sentence: str) -> str:
 
 def encode_bottom(bits: Any, question: str, texts: Sequence[str]) -> tuple[Any, Any]:
     """Hidden states below the trained layers for [CLS] question [SEP] text [SEP], one row per text, and the mask."""
-    import torch
+    from core.answer_cache_pair import encode_bottom_pairs
 
-    from core.answer_cache_pair import _additive
-
-    enc = bits.tokenizer([question] * len(texts), list(texts), truncation="only_second", max_length=MAX_TOKENS,
-                         padding=True, return_tensors="pt")
-    with torch.no_grad():
-        h = bits.base.embeddings(input_ids=enc["input_ids"], token_type_ids=enc["token_type_ids"])
-        mask = enc["attention_mask"].bool()
-        add = _additive(mask)
-        for layer in bits.base.encoder.layer[: len(bits.base.encoder.layer) - bits.top]:
-            h = layer(h, attention_mask=add)
-            h = h[0] if isinstance(h, tuple) else h
-    return h, mask
+    return encode_bottom_pairs(bits, [(question, t) for t in texts], truncation="only_second", max_length=MAX_TOKENS)
 
 
 @lru_cache(maxsize=2)
