@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import html
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import streamlit as st
 
@@ -207,9 +207,24 @@ def stage_row(trace: Trace, *, doc_names: Mapping[str, str], depth: int = 10, co
         st.html(ROW_CSS + top + stage_row_html(trace, doc_names=doc_names, depth=depth, inserts=inserts))
 
 
-def answer_panel(answer: Any, served: str | None = None) -> None:
-    """The answer below the stage row: mode label (never pretend an extractive answer was generated), refusal, cites;
-    `served` is the answer cache's label when the stored answer of an earlier question was served."""
+def citation_labels(citations: Sequence[str], trace: Trace | None, doc_names: Mapping[str, str],
+                    lookup: Callable[[list[str]], Mapping[str, Any]] | None = None) -> list[str]:
+    """Each cited chunk id with the name of its document ('d7e9…-0001 (q2_2024_report.html)'), so a reader sees at
+    once that two quoted sentences come from, say, a draft and a final policy. Chunks no stage listed (an answer
+    served from the cache) are read through `lookup` (ids -> chunks); an id found nowhere stays bare."""
+    docs = {c.chunk_id: c.doc_id for s in (trace.stages if trace else ()) for c in s.candidates}
+    missing = [cid for cid in citations if cid not in docs]
+    if missing and lookup is not None:
+        docs.update({cid: chunk.doc_id for cid, chunk in lookup(missing).items()})
+    return [f"{cid} ({doc_names.get(docs[cid], docs[cid])})" if cid in docs else cid for cid in citations]
+
+
+def answer_panel(answer: Any, served: str | None = None, *, trace: Trace | None = None,
+                 doc_names: Mapping[str, str] | None = None,
+                 lookup: Callable[[list[str]], Mapping[str, Any]] | None = None) -> None:
+    """The answer below the stage row: mode label (never pretend an extractive answer was generated), refusal, cites
+    with their documents' names; `served` is the answer cache's label when the stored answer of an earlier question
+    was served."""
     if answer is None:
         return
     label = {"llm": "answer (Claude)", "extractive": "answer (extractive, offline: sentences copied, not generated)"}
@@ -222,7 +237,10 @@ def answer_panel(answer: Any, served: str | None = None) -> None:
         else:
             st.text(answer.text)
         if answer.citations:
-            st.caption("citations: " + escape_md(" · ".join(answer.citations)) + " (open them under Chunk detail)")
+            listed = {c.chunk_id for s in (trace.stages if trace else ()) for c in s.candidates}
+            where = " (open them under Chunk detail)" if set(answer.citations) <= listed else ""
+            cites = citation_labels(answer.citations, trace, doc_names or {}, lookup)
+            st.caption("citations: " + escape_md(" · ".join(cites)) + where)
 
 
 def chunk_detail(trace: Trace, chunks_by_id: Any, workspace: str, doc_names: Mapping[str, str]) -> None:

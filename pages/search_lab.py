@@ -229,7 +229,9 @@ for rnd, sub in rounds:
 token_offer(run_cfg, recount=fresh and counters(trace).token_computed > 0)  # only a query that encoded some
 st.caption(f"query language {trace.query_lang} · config {trace.config_hash} · corpus v{trace.corpus_version} · "
            "click a card to read more; hover a skipped strip for its reason")
-_widgets.answer_panel(trace.answer, served=next((n for n in trace.notes if n.startswith("served from cache")), None))
+_widgets.answer_panel(trace.answer, served=next((n for n in trace.notes if n.startswith("served from cache")), None),
+                      trace=trace, doc_names=doc_names,
+                      lookup=lambda ids: corpus_ops.chunk_lookup(store)(ids, ws))
 # Serialised on click, not on every rerun (tens of ms for a trace of a few hundred candidates); no rerun after it.
 st.download_button(":material/download: Trace as OpenTelemetry JSON (OpenInference spans)",
                    lambda: trace_export.download_bytes(trace.to_dict()),

@@ -1,6 +1,7 @@
 """AppTests of the Corpus and Search Lab pages (fakes injected through session state) and their pure helpers."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -374,11 +375,40 @@ def test_page_trace_matches_a_direct_run(search_lab: AppTest, deps: Deps) -> Non
             assert c.chunk_id in card and f"<b>#{c.rank}</b>" in card and f"{c.score:.4f}" in card
 
 
+def test_citation_labels_name_each_cited_chunks_document() -> None:
+    a1 = Candidate("a-0001", "a", "x", 1.0, 1)
+    b2 = Candidate("b-0002", "b", "y", 0.5, 2)
+    t = Trace("q", "h", 1, (StageResult("bm25", (a1, b2)), StageResult("final", (b2,))))
+    names = {"a": "policy_final.md"}
+    # a named document; a document without a name shows its id; a chunk no stage listed stays bare
+    assert _widgets.citation_labels(["a-0001", "b-0002", "c-0003"], t, names) == [
+        "a-0001 (policy_final.md)", "b-0002 (b)", "c-0003"]
+    assert _widgets.citation_labels(["a-0001"], None, names) == ["a-0001"]
+    # an answer served from the cache has no candidates in its trace: the chunks are read, once, for what is missing
+    asked: list[list[str]] = []
+
+    def lookup(ids: list[str]) -> dict[str, Candidate]:
+        asked.append(ids)
+        return {i: a1 for i in ids if i == "a-0001"}
+
+    served = Trace("q", "h", 1, (StageResult("answer_cache"),))
+    assert _widgets.citation_labels(["a-0001", "c-0003"], served, names, lookup) == [
+        "a-0001 (policy_final.md)", "c-0003"]
+    assert asked == [["a-0001", "c-0003"]]
+    assert _widgets.citation_labels(["b-0002"], t, names, lookup) == ["b-0002 (b)"] and len(asked) == 1
+
+
 def test_search_lab_shows_the_labelled_answer_and_switches_context_variant(search_lab: AppTest) -> None:
     at = _search(search_lab, "TLS_VERSION_MIN gateway")
     assert not at.exception
     labels = [m.value for m in at.markdown if m.value.startswith("**answer")]
     assert labels == ["**answer (extractive, offline: sentences copied, not generated)**"]
+    cites = [c.value for c in at.caption if c.value.startswith("citations:")]
+    # each citation carries its document's file name
+    assert len(cites) == 1
+    shown = cites[0].replace("\\", "").removeprefix("citations: ").removesuffix(" (open them under Chunk detail)")
+    assert shown and all(re.fullmatch(r"\w+-\d{4} \([\w.-]+\.(md|txt|html|pdf|docx)\)", part.strip())
+                         for part in shown.split("·")), cites
     at.radio(key="context_variant").set_value("heuristic").run()
     assert not at.exception
     from pages import _state as state
