@@ -14,6 +14,7 @@ import json
 import os
 import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal, Sequence
 
@@ -364,12 +365,15 @@ def ensure_model(model_dir: Path, model_name: str, runtime: str, cache_dir: Path
         return target
 
 
-# Texts per session.run, whatever the configured batch size. Vectors do not depend on it (each text is masked to its
-# own tokens). The evidence for 8 is weak, say so: on SciFact chunks with other jobs on the machine (load ~6), fp32
-# at 8 per run was 2.33x torch encode (batch 64) against 1.45x at 64 per run, and 1.6x faster for
-# encode_with_tokens; on a quiet machine (load ~2) all run sizes 8-64 were within 2% (1.37-1.46x), and one run at
-# load ~2.4 on other chunks had 8 slower (0.89x vs 1.34x). Kept at 8 because the ingest results were measured so.
-RUN_BATCH = 8
+# How a list of texts is cut into session.run calls. Vectors do not depend on it (each text is masked to its own
+# tokens); speed does. Texts are sorted by token count (sorting by characters, as before, padded runs of 8 SciFact
+# chunks by 18% instead of 2%: token counts per character vary with numbers and chemical names), and a run holds
+# at most RUN_TOKENS padded tokens and RUN_BATCH texts, so a 180-token chunk runs alone (no padding at all) and
+# short sentences run several at a time. Runs go to `threads` workers sharing one single-threaded session rather
+# than one session splitting every small kernel over two threads that wait for each other at each kernel's end.
+# Measured side by side, every plan in one process (bench/onnx_runs.py, bench/results/onnx_runs.json).
+RUN_TOKENS = 256
+RUN_BATCH = 64
 
 
 class OnnxEmbedder:
@@ -398,6 +402,9 @@ class OnnxEmbedder:
         self._threads = threads or max(1, min(os.cpu_count() or 1, 4))
         self._sessions: dict[int, object] = {}
         self._lock = threading.Lock()
+        self.run_tokens = RUN_TOKENS
+        self.workers = self._threads  # 1: every run here, on a session with `threads` intra-op threads
+        self._pool: ThreadPoolExecutor | None = None
         self._session(self._threads)  # load now: a broken file fails at load time, not on the first query
         self.dim = int(self.encode(["dimension probe"]).shape[1])
 
@@ -418,8 +425,35 @@ class OnnxEmbedder:
                 self._sessions[threads] = sess
             return sess
 
-    def _batch(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
-        return self._feed(self._tokenizer.encode_batch(list(texts)))
+    def _plan(self, encs: Sequence) -> list[list[int]]:  # noqa: ANN001 - tokenizers.Encoding
+        """Indices of `encs` cut into runs: longest first, a new run when the next text would take the run past
+        run_tokens padded tokens (every text pads to the run's first, longest one) or past run_batch texts."""
+        order = sorted(range(len(encs)), key=lambda i: -len(encs[i].ids))
+        runs: list[list[int]] = []
+        for i in order:
+            run = runs[-1] if runs else None
+            if (run is None or len(run) >= self.run_batch
+                    or len(encs[run[0]].ids) * (len(run) + 1) > self.run_tokens):
+                runs.append([i])
+            else:
+                run.append(i)
+        return runs
+
+    def _run_all(self, encs: Sequence, outputs: list[str]) -> list[tuple[list[int], list]]:  # noqa: ANN001
+        """session.run over every planned run: (indices, outputs) per run. Several runs go to the worker pool on
+        the single-threaded session (see RUN_TOKENS); one run, or one worker, runs here."""
+        runs = self._plan(encs)
+        n_texts = len(encs)
+        if len(runs) == 1 or self.workers <= 1:
+            sess = self._session(1 if n_texts <= 4 else self._threads)
+            return [(run, sess.run(outputs, self._feed([encs[i] for i in run]))) for run in runs]
+        sess = self._session(1)
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="onnx-run")
+            pool = self._pool
+        futures = [pool.submit(sess.run, outputs, self._feed([encs[i] for i in run])) for run in runs]
+        return [(run, f.result()) for run, f in zip(runs, futures)]
 
     @staticmethod
     def _feed(encs: Sequence) -> dict[str, np.ndarray]:  # noqa: ANN001 - tokenizers.Encoding
@@ -437,18 +471,13 @@ class OnnxEmbedder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
-        # A handful of texts (a query) runs on one thread: two threads on a busy 2-core machine wait on each
-        # other longer than one thread computes (the same reason as core.embed.one_torch_thread).
-        sess = self._session(1 if len(texts) <= 4 else self._threads)
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        out = np.empty((len(texts), 0), dtype=np.float32)
-        parts: list[np.ndarray] = []
-        for at in range(0, len(order), self.run_batch):
-            chunk = [texts[i] for i in order[at:at + self.run_batch]]
-            parts.append(np.asarray(sess.run(["sentence_embedding"], self._batch(chunk))[0], dtype=np.float32))
-        sorted_vecs = np.concatenate(parts, axis=0)
-        out = np.empty_like(sorted_vecs)
-        out[np.asarray(order)] = sorted_vecs
+        encs = self._tokenizer.encode_batch(list(texts))
+        out: np.ndarray | None = None
+        for run, (sent,) in self._run_all(encs, ["sentence_embedding"]):
+            if out is None:
+                out = np.empty((len(texts), sent.shape[1]), dtype=np.float32)
+            out[np.asarray(run)] = sent
+        assert out is not None
         return out
 
     def encode_with_tokens(self, texts: Sequence[str]
@@ -460,16 +489,13 @@ class OnnxEmbedder:
         gets None (the reader covers it in overlapping windows)."""
         if not texts:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32), []
-        sess = self._session(1 if len(texts) <= 4 else self._threads)
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        encs = self._tokenizer.encode_batch(list(texts))
         vecs = np.empty((len(texts), self.dim), dtype=np.float32)
         tokens: list[tuple[list[int], list[tuple[int, int]], np.ndarray] | None] = [None] * len(texts)
-        for at in range(0, len(order), self.run_batch):
-            idx = order[at:at + self.run_batch]
-            encs = self._tokenizer.encode_batch([texts[i] for i in idx])
-            sent, hidden = sess.run(["sentence_embedding", "token_embeddings"], self._feed(encs))
-            vecs[np.asarray(idx)] = np.asarray(sent, dtype=np.float32)
-            for j, (i, e) in enumerate(zip(idx, encs)):
+        for run, (sent, hidden) in self._run_all(encs, ["sentence_embedding", "token_embeddings"]):
+            vecs[np.asarray(run)] = np.asarray(sent, dtype=np.float32)
+            for j, i in enumerate(run):
+                e = encs[i]
                 if e.overflowing:
                     continue
                 # Each property access copies the whole list out of the tokenizer: read them once.

@@ -190,16 +190,35 @@ def test_int8_quantises_the_chosen_matrices_per_token_and_smoothing_is_exact(tin
     assert cos.min() > 0.98 and np.abs(got - want).max() > 1e-6  # close, but really quantised
 
 
-def test_run_batch_does_not_change_vectors(tiny_model: Path, tiny_cache: Path) -> None:
-    """ONNX Runtime runs at most RUN_BATCH texts per call (faster than the configured batch); every text is masked
-    to its own tokens, so vectors and token vectors are the same for any split of the batch."""
+def test_run_plan_cuts_by_padded_tokens() -> None:
+    """The plan by hand: longest first; a run closes when one more text would pad it past run_tokens (the first
+    text's length times the run's size) or past run_batch texts."""
+    class Enc:
+        def __init__(self, n: int) -> None:
+            self.ids = [0] * n
+
+    emb = ort_rt.OnnxEmbedder.__new__(ort_rt.OnnxEmbedder)
+    emb.run_tokens, emb.run_batch = 100, 3
+    lengths = [10, 60, 30, 30, 10, 10, 10, 45]
+    # Longest first (ties keep input order): 60(i1) 45(i7) 30(i2) 30(i3) 10(i0) 10(i4) 10(i5) 10(i6).
+    # [i1]: adding i7 pads to 60*2 = 120 > 100, close.  [i7, i2]: 45*2 = 90; adding i3 pads to 135, close.
+    # [i3, i0, i4]: 30*3 = 90, and 3 texts is run_batch, close.  [i5, i6].
+    assert emb._plan([Enc(n) for n in lengths]) == [[1], [7, 2], [3, 0, 4], [5, 6]]
+
+
+def test_run_plan_does_not_change_vectors(tiny_model: Path, tiny_cache: Path) -> None:
+    """Every text is masked to its own tokens, so vectors and token vectors are the same for any cut of the texts
+    into runs and whether the runs go to the worker pool or run one by one."""
     fp32 = ort_rt.cached_model_path(tiny_cache, str(tiny_model), "onnx")
-    emb = ort_rt.OnnxEmbedder(str(tiny_model), tiny_model, fp32, "onnx", batch_size=64)
-    assert emb.run_batch == min(64, ort_rt.RUN_BATCH)
+    emb = ort_rt.OnnxEmbedder(str(tiny_model), tiny_model, fp32, "onnx", batch_size=64, threads=2)
+    assert emb.run_batch == min(64, ort_rt.RUN_BATCH) and emb.run_tokens == ort_rt.RUN_TOKENS
     texts = SENTENCES * 3
+    emb.run_tokens = 1  # one text per run: many runs, to the pool
+    assert len(emb._plan(emb._tokenizer.encode_batch(texts))) == len(texts)
     small_v, small_t = emb.encode_with_tokens(texts)
     small = emb.encode(texts)
-    emb.run_batch = 64
+    emb.run_tokens, emb.run_batch = 10**6, 64  # everything in one run, on this thread
+    assert len(emb._plan(emb._tokenizer.encode_batch(texts))) == 1
     big_v, big_t = emb.encode_with_tokens(texts)
     np.testing.assert_allclose(small, emb.encode(texts), atol=1e-6)
     np.testing.assert_allclose(small_v, big_v, atol=1e-6)
@@ -208,6 +227,7 @@ def test_run_batch_does_not_change_vectors(tiny_model: Path, tiny_cache: Path) -
         if a is not None:
             assert a[0] == b[0] and a[1] == b[1]
             np.testing.assert_allclose(a[2], b[2], atol=1e-5)
+    assert emb._pool is not None  # the many-run pass did use the workers
 
 
 def test_per_token_int8_matches_its_numpy_oracle(tmp_path: Path) -> None:
