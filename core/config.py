@@ -271,6 +271,13 @@ class RouterConfig(Section):
     # the costly-mistake rate <= 1%, then best accuracy); bench/results/route.json has the test-split figures.
     min_confidence: float = Field(0.2, ge=0, le=1)
     refuse_confidence: float = Field(0.55, ge=0, le=1)
+    # The offline router's evidence guard (core/route/router.py evidence_guard): a chitchat / out-of-scope decision
+    # yields to the default pipeline when the question's best BM25 passage holds >= evidence_min_terms of its terms
+    # carrying >= evidence_min_share of its idf (terms the corpus never uses count evidence_unknown_weight times).
+    # Chosen by bench/route_evidence.py on 5-fold CV of the router's train split; evidence_min_terms 0 = off.
+    evidence_min_terms: int = Field(4, ge=0, le=20)
+    evidence_min_share: float = Field(0.4, ge=0, le=1)
+    evidence_unknown_weight: float = Field(0.5, ge=0, le=1)
     override: str = ""  # a class name forces that route (the Search Lab's per-query override); "" = decide
     routes_file: str = ""  # "" = core/route/routes.toml
 

@@ -374,7 +374,8 @@ def _route(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer) -> RouteDec
     decision = decide_route(q.text, c, deps.llm, vocabulary=index.vocabulary(), tokenizer=index.tokens,
                             titles=lambda: [d.title or d.name for d in deps.store.corpus.documents(q.workspace)],
                             workspace=q.workspace,
-                            cag_estimate=cag_estimator(deps.store.corpus, q.workspace, c, deps.llm, q.text))
+                            cag_estimate=cag_estimator(deps.store.corpus, q.workspace, c, deps.llm, q.text),
+                            evidence=index.best_passage_terms)
     tracer.add(Stage.ROUTE, (), decision.ms, usage=decision.route.usage, notes=decision.notes, **decision.info())
     return decision
 

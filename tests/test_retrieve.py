@@ -194,3 +194,22 @@ def test_weighted_rrf_and_dropped_list() -> None:
     assert len(rrf([a, b], k=60, top=1)) == 1
     with pytest.raises(ValueError):
         rrf([a, b], weights=[1.0])
+
+
+def test_best_passage_terms_by_hand() -> None:
+    """The best chunk's share of the query terms, and every query term's idf = ln(1 + (N - df + 0.5) / (df + 0.5)),
+    with df = 0 for a term the corpus never uses."""
+    import math
+
+    from core.retrieve.bm25 import BM25Index
+
+    index = BM25Index(["a", "b", "c"], ["pump station alarm", "pump station", "gateway alarm"])
+    ev = index.best_passage_terms("pump alarm zebra")
+    matched, idf = ev.matched, ev.idf
+    assert matched == ("pump", "alarm") and ev.unknown == {"zebra"}  # chunk a holds both; b and c one each
+    assert idf["pump"] == pytest.approx(math.log(1 + (3 - 2 + 0.5) / (2 + 0.5)))
+    assert idf["alarm"] == pytest.approx(math.log(1 + 1.5 / 2.5))
+    assert idf["zebra"] == pytest.approx(math.log(1 + 3.5 / 0.5))
+    assert BM25Index([], []).best_passage_terms("pump").matched == ()
+    zebra = index.best_passage_terms("zebra")
+    assert zebra.matched == () and zebra.idf == {"zebra": pytest.approx(math.log(8.0))}

@@ -292,3 +292,45 @@ def test_a_question_naming_something_the_corpus_knows_is_not_refused_as_out_of_s
     assert route_offline("Закажи мне пиццу", vocab, min_confidence=0.2, refuse_confidence=0.55).cls == "out-of-scope"
     assert known_names("Meridian is great, tell me a joke", vocab) == []
     assert known_names("Does FB-340 work with Zanzibar or TLS_VERSION_MIN?", vocab) == ["FB-340"]
+
+
+def test_evidence_guard_by_hand() -> None:
+    """Fires when the best passage holds >= min_terms of the question's terms carrying >= min_share of its idf:
+    'meal' + 'allow' carry (2 + 3) / (1 + 2 + 3 + 2) = 62.5%; with the unknown term 'abroad' at half weight,
+    5 / (1 + 2 + 3 + 1) = 71.4%."""
+    from core.retrieve.bm25 import PassageTerms
+    from core.route.router import evidence_guard
+
+    ev = PassageTerms(("meal", "allow"), {"daili": 1.0, "meal": 2.0, "allow": 3.0, "abroad": 2.0}, frozenset({"abroad"}))
+    assert evidence_guard(ev, min_terms=2, min_share=0.6) == \
+        "one passage holds 2 of its terms ('meal', 'allow': 62% of its idf >= 60%)"
+    assert evidence_guard(ev, min_terms=2, min_share=0.7) == ""
+    assert evidence_guard(ev, min_terms=2, min_share=0.7, unknown_weight=0.5).startswith(
+        "one passage holds 2 of its terms ('meal', 'allow': 71% of its idf")
+    assert evidence_guard(ev, min_terms=3, min_share=0.1) == ""
+    assert evidence_guard(ev, min_terms=0, min_share=0.0) == ""  # 0 = off
+    assert evidence_guard(PassageTerms((), ev.idf, frozenset()), min_terms=1, min_share=0.0) == ""
+
+
+def test_out_of_scope_decision_yields_to_a_passage_about_the_question() -> None:
+    """Seen on a blind question set: 'What daily meal allowance do I get when travelling abroad?' was refused as out
+    of scope on a corpus holding the travel policy. With the evidence guard the default pipeline runs instead (whose
+    answer stage can still refuse); a request no passage is about is still refused."""
+    from core.retrieve.bm25 import BM25Index
+
+    texts = ["Travel policy. For international trips the daily meal allowance is 65 euros; domestic trips have 45.",
+             "Gateways accept a batch of at most 8 MB.", "The board approved the budget for 2025."]
+    index = BM25Index(["a", "b", "c"], texts)
+    q = "What daily meal allowance do I get when travelling abroad?"
+    kw = {"min_confidence": 0.2, "refuse_confidence": 0.55, "tokenizer": index.tokens}
+    plain = route_offline(q, index.vocabulary(), **kw)
+    assert plain.cls == "out-of-scope"  # the classifier alone: what the user saw
+    rc = PipelineConfig().router  # the shipped guard: 4 terms, 40% of the idf, unknown terms at half weight
+    assert (rc.evidence_min_terms, rc.evidence_min_share, rc.evidence_unknown_weight) == (4, 0.4, 0.5)
+    ekw = {"evidence": index.best_passage_terms, "evidence_min_terms": rc.evidence_min_terms,
+           "evidence_min_share": rc.evidence_min_share, "evidence_unknown_weight": rc.evidence_unknown_weight}
+    # 4 * 0.98 / (4 * 0.98 + 3 * 2.08 / 2) = 56% of the idf
+    guarded = route_offline(q, index.vocabulary(), **kw, **ekw)
+    assert guarded.cls == "abstain" and "one passage holds 4 of its terms ('daili', 'meal', 'allow', 'travel'" in guarded.reason
+    pizza = route_offline("Order me a pizza with extra cheese", index.vocabulary(), **kw, **ekw)
+    assert pizza.cls == "out-of-scope"

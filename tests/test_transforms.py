@@ -261,6 +261,23 @@ def test_chitchat_and_out_of_scope_skip_retrieval_with_a_reply(loaded: Deps) -> 
     assert "El Tonto" in trace.answer.text  # says what the corpus is about (document titles)
 
 
+def test_a_request_worded_like_an_assistant_intent_still_searches_a_corpus_about_it(loaded: Deps) -> None:
+    """The classifier reads "recommend me ... film" as an out-of-scope request; one passage holds six of its terms,
+    so the evidence guard (router.evidence_*, the shipped defaults) sends it to the default pipeline instead. A
+    request no passage is about is still refused without retrieval."""
+    cfg = PipelineConfig().with_overrides(RETRIEVAL)
+    trace = run_query("recommend me an american comedy film directed by charlie day", cfg, loaded, log=False)
+    route = trace.to_dict()["route"]
+    assert route["class"] == "abstain" and route["reason"].startswith(
+        "abstain (one passage holds 6 of its terms ('american', 'comedi', 'film', 'direct', …")
+    assert trace.stage("bm25").skipped is None and "El Tonto is a 2024 American comedy" in trace.stage("fused").candidates[0].text
+    off = run_query("recommend me an american comedy film directed by charlie day",
+                    cfg.with_overrides({"router.evidence_min_terms": 0}), loaded, log=False)
+    assert off.to_dict()["route"]["class"] == "out-of-scope"  # the guard is what changed it
+    refused = run_query("book me a table for two", cfg, loaded, log=False)
+    assert refused.to_dict()["route"]["class"] == "out-of-scope" and refused.stage("bm25").skipped
+
+
 def test_the_trained_router_sends_a_greeting_to_chitchat_without_retrieval(loaded: Deps) -> None:
     trace = run_query("hi there, how are you doing today?", PipelineConfig().with_overrides(RETRIEVAL), loaded,
                       log=False)

@@ -19,6 +19,17 @@ class BM25Params:
     stem: bool = True
 
 
+@dataclass(frozen=True)
+class PassageTerms:
+    """A query against the corpus: its distinct index terms that the best-scoring chunk holds (query order), the
+    idf ln(1 + (N - df + 0.5) / (df + 0.5)) of every distinct query term, and the terms the corpus never uses
+    (df 0, so the largest idf a corpus of N chunks gives)."""
+
+    matched: tuple[str, ...]
+    idf: dict[str, float]
+    unknown: frozenset[str]
+
+
 class BM25Index:
     """An immutable BM25 index over (chunk_id, text) pairs. Rebuilt when the corpus version changes: bm25s has
     no incremental update, and a rebuild of 100k chunks takes seconds, only on the first query after a change."""
@@ -55,6 +66,26 @@ class BM25Index:
         if not toks:
             return np.zeros(len(self.chunk_ids), dtype=np.float32)
         return np.asarray(self._retriever.get_scores(toks), dtype=np.float32)
+
+    def best_passage_terms(self, query: str) -> PassageTerms:
+        """What the query's best-scoring chunk holds of it (PassageTerms). The router asks this before it refuses a
+        question as out of scope: one passage holding several of the question's rarer terms says the corpus is
+        about it. One sparse score vector per query term: meant for that rare check, not for every query."""
+        terms = list(dict.fromkeys(self.tokens(query)))
+        n = len(self.chunk_ids)
+        if not terms or self._retriever is None or n == 0:
+            return PassageTerms((), {}, frozenset())
+        vocab = self.vocabulary()
+        per = {t: np.asarray(self._retriever.get_scores([t]), dtype=np.float32) for t in terms if t in vocab}
+        idf = {}
+        for t in terms:
+            df = int(np.count_nonzero(per[t])) if t in per else 0
+            idf[t] = float(np.log(1.0 + (n - df + 0.5) / (df + 0.5)))
+        unknown = frozenset(t for t in terms if t not in per)
+        if not per:
+            return PassageTerms((), idf, unknown)
+        best = int(np.argmax(sum(per.values())))
+        return PassageTerms(tuple(t for t in terms if t in per and per[t][best] > 0), idf, unknown)
 
     def search(self, query: str, k: int) -> list[tuple[str, float]]:
         """Top-k (chunk_id, score), best first; chunks with score 0 (no shared term) are not returned."""

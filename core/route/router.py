@@ -10,7 +10,7 @@ import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -18,6 +18,9 @@ from core.llm import LLM, LLMError, LLMRequest, TextBlock
 from core.route.features import coverage
 from core.text import tokenize
 from core.types import DEFAULT_WORKSPACE, Usage
+
+if TYPE_CHECKING:  # the router only reads what the index hands it; bm25s stays unimported here
+    from core.retrieve.bm25 import PassageTerms
 
 CLASSES = ("chitchat", "factoid", "comparison", "multi-hop", "global-summary", "out-of-scope")
 ABSTAIN = "abstain"
@@ -300,6 +303,25 @@ def refusal_guard(question: str, cov: float | None) -> str:
     return ""
 
 
+def evidence_guard(ev: PassageTerms, *, min_terms: int, min_share: float, unknown_weight: float = 1.0) -> str:
+    """Why a chitchat / out-of-scope decision must not stand because one passage is plainly about the question, or ""
+    when it may. `ev` is the BM25 index's PassageTerms for the question. Fires when its best passage holds at least
+    `min_terms` of the question's terms carrying at least `min_share` of the question's idf mass, where a term the
+    corpus never uses counts `unknown_weight` times its idf (everyday words such as 'get' or 'I' are often absent
+    from a formal corpus and would otherwise outweigh everything). "What daily meal allowance do I get when
+    travelling abroad?" reads as a travel request to a classifier trained on assistant intents, but a travel policy
+    passage holds 'daili', 'meal', 'allow', 'travel'. min_terms 0 turns the guard off."""
+    weight = {t: v * (unknown_weight if t in ev.unknown else 1.0) for t, v in ev.idf.items()}
+    total = sum(weight.values())
+    if min_terms <= 0 or not ev.matched or total <= 0 or len(ev.matched) < min_terms:
+        return ""
+    share = sum(weight.get(t, 0.0) for t in ev.matched) / total
+    if share < min_share:
+        return ""
+    shown = ", ".join(f"'{t}'" for t in ev.matched[:4]) + (", …" if len(ev.matched) > 4 else "")
+    return f"one passage holds {len(ev.matched)} of its terms ({shown}: {share:.0%} of its idf >= {min_share:.0%})"
+
+
 # A name in a question: a capitalised word that does not start the question ("Tidewater", "Bluefin"), or an
 # identifier with a digit, an underscore or an inner capital ("FB-340", "TLS_VERSION_MIN", "QuellLink").
 _NAME = re.compile(r"(?<![\w-])(?:[A-Z][a-z]+[A-Z]\w*|[A-Za-z]+[-_]?\d[\w-]*|[A-Z][A-Z0-9]*_[A-Z0-9_]+|[A-Z][\w-]{2,})")
@@ -326,8 +348,12 @@ def known_names(question: str, vocabulary: Collection[str] | None,
 
 def route_offline(question: str, vocabulary: Collection[str] | None, *, min_confidence: float,
                   refuse_confidence: float, router: ShippedRouter | None = None,
-                  tokenizer: Callable[[str], list[str]] = tokenize, name_guard: bool = True) -> Route:
-    """`tokenizer` must be the one that built `vocabulary` (the BM25 index's), so the terms compare."""
+                  tokenizer: Callable[[str], list[str]] = tokenize, name_guard: bool = True,
+                  evidence: Callable[[str], PassageTerms] | None = None, evidence_min_terms: int = 0,
+                  evidence_min_share: float = 1.0, evidence_unknown_weight: float = 1.0) -> Route:
+    """`tokenizer` must be the one that built `vocabulary` (the BM25 index's), so the terms compare. `evidence`
+    (the BM25 index's best_passage_terms) is asked only when the decision would skip retrieval and no cheaper
+    guard stopped it."""
     r = router or trained_router()
     notes: list[str] = []
     if vocabulary:
@@ -342,6 +368,9 @@ def route_offline(question: str, vocabulary: Collection[str] | None, *, min_conf
         names = known_names(question, vocabulary, tokenizer)
         if names:
             guard = "it names " + ", ".join(f"'{n}'" for n in names[:3]) + ", which the corpus knows"
+    if cls in NO_RETRIEVAL and not guard and evidence is not None and evidence_min_terms > 0:
+        guard = evidence_guard(evidence(question), min_terms=evidence_min_terms, min_share=evidence_min_share,
+                               unknown_weight=evidence_unknown_weight)
     if cls in NO_RETRIEVAL and guard:
         cls, why = ABSTAIN, f"{guard}; not sent to {cls}"
     best = max(probs, key=lambda k: probs[k])

@@ -9,6 +9,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 from core.cag import CagEstimate, answer as cag_answer, estimate_with_prefix, prefix_sha
 from core.config import ConfigError, PipelineConfig
 from core.llm import LLM, LLMError
+from core.retrieve.bm25 import PassageTerms
 from core.retrieve.fusion import rrf
 from core.route.router import (ABSTAIN, CAG_ROUTE, Route, RouteConfig, RouteError, corpus_topics, load_routes,
                                override_route, route_llm, route_offline)
@@ -57,10 +58,12 @@ class RouteDecision:
 def decide_route(question: str, config: PipelineConfig, llm: LLM | None, *, vocabulary: Collection[str] | None,
                  titles: Callable[[], Sequence[str]] = tuple, tokenizer: Callable[[str], list[str]] | None = None,
                  workspace: str = DEFAULT_WORKSPACE,
-                 cag_estimate: Callable[[], tuple[CagEstimate, str]] | None = None) -> RouteDecision:
+                 cag_estimate: Callable[[], tuple[CagEstimate, str]] | None = None,
+                 evidence: Callable[[str], PassageTerms] | None = None) -> RouteDecision:
     """Classify the question (user override, LLM, or the offline classifier) and resolve its named configuration.
     `titles` is called only when the corpus's topics are needed (the LLM prompt, the out-of-scope reply);
-    `cag_estimate` only when CAG is asked for (it reads the whole corpus)."""
+    `cag_estimate` only when CAG is asked for (it reads the whole corpus); `evidence` (the BM25 index's
+    best_passage_terms) only when the offline router would skip retrieval."""
     rc = config.router
     start = time.perf_counter()
     routes = load_routes(rc.routes_file or None)
@@ -70,7 +73,10 @@ def decide_route(question: str, config: PipelineConfig, llm: LLM | None, *, voca
     if rc.override and rc.override != CAG_ROUTE:  # asking for CAG still classifies: retrieval may need the class
         route = override_route(rc.override, routes)
     else:
-        offline = route_offline(question, vocabulary, **kw, **({"tokenizer": tokenizer} if tokenizer else {}))
+        offline = route_offline(question, vocabulary, **kw, **({"tokenizer": tokenizer} if tokenizer else {}),
+                                evidence=evidence, evidence_min_terms=rc.evidence_min_terms,
+                                evidence_min_share=rc.evidence_min_share,
+                                evidence_unknown_weight=rc.evidence_unknown_weight)
         use_llm = rc.method == "llm" or (rc.method == "auto" and llm is not None and getattr(llm, "available", False))
         if use_llm and llm is not None:
             topics = corpus_topics(titles())
