@@ -553,7 +553,12 @@ def report() -> None:
                       "similarity scores), tried a learned answerability scorer (bench/answer_scorer.py) and chose "
                       "by 5-fold cross-validation on the fitting questions only; since then a plain collect runs no "
                       "held-out question, and no held-out rate or per-question row was read before this report. "
-                      "sample_corpus/eval_holdout4.jsonl was written blind by another helper in session 6",
+                      "sample_corpus/eval_holdout4.jsonl was written blind by another helper in session 6. "
+                      "Session 7 read holdout4's per-question rows of session 6's report: four of its answerable "
+                      "questions had been refused by the router as out of scope. That led to the router's evidence "
+                      "guard (core/route/router.py evidence_guard), whose settings were chosen on the router's own "
+                      "train split (bench/route_evidence.py), not on any question here; the support model is "
+                      "unchanged. holdout4 is no longer blind",
     }
     # How often each held-out set's rates have been seen, over all sessions, counting this report (see disclosure).
     out["held_out_looks"] = {
@@ -561,10 +566,11 @@ def report() -> None:
                                       "session before its report, and in every report since, this one included",
         "holdout (eval_holdout.jsonl)": "aggregate rates seen twice by one session before its report, and in every "
                                         "report since, this one included",
-        "holdout2 (eval_holdout2.jsonl)": "seen twice: in the previous session's report and in this one",
-        "holdout3 (eval_holdout3.jsonl)": "seen twice: in session 5's report (its first run) and in this one",
-        "holdout4 (eval_holdout4.jsonl)": "seen once: written blind in session 6 by a helper who did not change the "
-                                          "model; never run before this report",
+        "holdout2 (eval_holdout2.jsonl)": "in the reports of sessions 4 (its first run), 5, 6 and 7",
+        "holdout3 (eval_holdout3.jsonl)": "in the reports of sessions 5 (its first run), 6 and 7",
+        "holdout4 (eval_holdout4.jsonl)": "seen twice: written blind in session 6 and first run in its report; "
+                                          "session 7 read its per-question rows (the four out-of-scope refusals "
+                                          "led to the router's evidence guard) and this is its second report",
     }
     out["from_collected_features"] = sim
     out["product_end_to_end"] = e2e

@@ -670,6 +670,44 @@ def route_names(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
+def route_evidence(d: dict[str, Any], file: str) -> list[str]:
+    """The router's evidence guard (bench/route_evidence.py): chosen on router-train CV, reported on the test split
+    and on the sample corpus's question sets."""
+    p = d.get("parameters") or {}
+    ch = (d.get("train_cv") or {}).get("chosen") or {}
+    out = ["### Router evidence guard (chitchat / out-of-scope overruled when one passage is about the question)", "",
+           caption(file, d), "",
+           f"The shipped router at min_confidence {p.get('min_confidence')} / refuse_confidence "
+           f"{p.get('refuse_confidence')}, with the keyword and name guards; each question against the BM25 index of "
+           f"the corpus it was asked about. Rule ({p.get('rule')}) chose `router.evidence_min_terms` "
+           f"{ch.get('min_terms')}, `evidence_min_share` {ch.get('min_share')}, `evidence_unknown_weight` "
+           f"{ch.get('unknown_weight')}. *fires on*: corpus questions whose best passage meets the guard, whatever "
+           "the classifier said; *extra sent*: chitchat / out-of-scope lines it sends to retrieval (the answer stage "
+           "can still refuse them).", ""]
+    rows = []
+    for part, label in (("train_cv", "router train (5-fold CV)"), ("test", "router test")):
+        for k in ("without_guard", "chosen"):
+            r = (d.get(part) or {}).get(k) or {}
+            if not r:
+                continue
+            rows.append([label, "without" if k == "without_guard" else "with",
+                         f"{num(r.get('costly'))}/{num(r.get('corpus_questions'))}",
+                         _pct(r.get("fire_rate_on_corpus_questions")),
+                         f"{num(r.get('extra_sent_to_retrieval'))}/{num(r.get('non_corpus_lines'))}"])
+    out.append(md_table(["questions", "guard", "costly", "fires on", "extra sent"], rows))
+    sets = d.get("sample_sets") or {}
+    if sets:
+        out += ["", "Sample corpus question sets, questions sent to a no-retrieval route without → with the guard "
+                "(`eval_holdout4.jsonl`'s four were seen before this guard was written: they are why it exists):", ""]
+        srows = [[f"`{name}`", f"{num(st['answerable']['no_retrieval_without_guard'])} → "
+                  f"{num(st['answerable']['no_retrieval_with_guard'])} of {num(st['answerable']['n'])}",
+                  f"{num(st['unanswerable']['no_retrieval_without_guard'])} → "
+                  f"{num(st['unanswerable']['no_retrieval_with_guard'])} of {num(st['unanswerable']['n'])}"]
+                 for name, st in sets.items()]
+        out.append(md_table(["set", "answerable", "unanswerable"], srows))
+    return out
+
+
 def onnx(d: dict[str, Any], file: str) -> list[str]:
     """Issue #14: torch vs onnx vs onnx-int8 encode speed and ranking agreement (bench/embed_runtime.py)."""
     p = d.get("parameters") or {}
@@ -703,6 +741,29 @@ def onnx(d: dict[str, Any], file: str) -> list[str]:
     if d.get("fastest_meeting_bar"):
         out += ["", f"Fastest runtime meeting the bar: `{d['fastest_meeting_bar']}`. The issue's ≥ 1.3× target is for "
                 "the whole ingest path against bare torch encode (`ingest.json`, default runtime)."]
+    return out
+
+
+def onnx_runs(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #14: how the ONNX embedder cuts texts into session.run calls (bench/onnx_runs.py)."""
+    p = d.get("parameters") or {}
+    mt = p.get("mean_tokens") or {}
+    out = [f"### ONNX run plans ({p.get('chunks')} chunks, {p.get('sentences')} sentences)", "", caption(file, d), "",
+           f"The same fp32 model, one embedder per plan, every plan on both workloads in each of {p.get('rounds')} "
+           f"rounds (order reversed every round), median seconds; chunks average {num(mt.get('chunks'), 0)} tokens, "
+           f"sentences {num(mt.get('sentences'), 0)}. Both outputs as ingest asks for them (sentence vectors and "
+           "token vectors). Padding: padded tokens run / real tokens. Speed-up against the plan the embedder had "
+           "before; the last column checks that the cut changes no vector.", ""]
+    rows = []
+    for r in d.get("plans") or []:
+        pad, med, sp = r.get("padded_over_real_tokens") or {}, r.get("median_s") or {}, r.get("speedup_vs_before") or {}
+        name = r.get("plan", "?")
+        rows.append([f"**{name}**" if name == p.get("default") else name,
+                     num(pad.get("chunks"), 2), num(med.get("chunks"), 2), f"{num(sp.get('chunks'), 2)}×",
+                     num(pad.get("sentences"), 2), num(med.get("sentences"), 2), f"{num(sp.get('sentences'), 2)}×",
+                     f"{max((r.get('max_abs_diff_vs_default') or {0: 0.0}).values()):.1e}"])
+    out.append(md_table(["plan", "chunks: padding", "s", "speed-up", "sentences: padding", "s", "speed-up",
+                         "max abs diff to default"], rows))
     return out
 
 
@@ -1256,6 +1317,7 @@ SECTIONS: list[tuple[str, Callable[[dict[str, Any], str], list[str]]]] = [
     ("blas_threads_scifact.json", blas_threads),
     ("blas_threads_scifact_busy.json", blas_threads),
     ("onnx.json", onnx),
+    ("onnx_runs.json", onnx_runs),
     ("int8_recipes.json", int8_recipes),
     ("int8_recipes_tensor.json", int8_recipes),
     ("query.json", query),
@@ -1272,6 +1334,7 @@ SECTIONS: list[tuple[str, Callable[[dict[str, Any], str], list[str]]]] = [
     ("agent_sample.json", agent_sample),
     ("route.json", route),
     ("route_names.json", route_names),
+    ("route_evidence.json", route_evidence),
     ("route_tune.json", route_tune),
     ("route_twowiki.json", route_twowiki),
     ("route_scifact.json", route_scifact),
