@@ -748,12 +748,14 @@ def onnx_runs(d: dict[str, Any], file: str) -> list[str]:
     """Issue #14: how the ONNX embedder cuts texts into session.run calls (bench/onnx_runs.py)."""
     p = d.get("parameters") or {}
     mt = p.get("mean_tokens") or {}
-    out = [f"### ONNX run plans ({p.get('chunks')} chunks, {p.get('sentences')} sentences)", "", caption(file, d), "",
+    busy = f" Note: {p['note']}." if p.get("note") else ""
+    out = [f"### ONNX run plans ({p.get('chunks')} chunks, {p.get('sentences')} sentences"
+           f"{', busy machine' if busy else ''})", "", caption(file, d), "",
            f"The same fp32 model, one embedder per plan, every plan on both workloads in each of {p.get('rounds')} "
            f"rounds (order reversed every round), median seconds; chunks average {num(mt.get('chunks'), 0)} tokens, "
            f"sentences {num(mt.get('sentences'), 0)}. Both outputs as ingest asks for them (sentence vectors and "
            "token vectors). Padding: padded tokens run / real tokens. Speed-up against the plan the embedder had "
-           "before; the last column checks that the cut changes no vector.", ""]
+           "before; the last column checks that the cut changes no vector." + busy, ""]
     rows = []
     for r in d.get("plans") or []:
         pad, med, sp = r.get("padded_over_real_tokens") or {}, r.get("median_s") or {}, r.get("speedup_vs_before") or {}
@@ -1318,6 +1320,7 @@ SECTIONS: list[tuple[str, Callable[[dict[str, Any], str], list[str]]]] = [
     ("blas_threads_scifact_busy.json", blas_threads),
     ("onnx.json", onnx),
     ("onnx_runs.json", onnx_runs),
+    ("onnx_runs_busy.json", onnx_runs),
     ("int8_recipes.json", int8_recipes),
     ("int8_recipes_tensor.json", int8_recipes),
     ("query.json", query),

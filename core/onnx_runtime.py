@@ -366,12 +366,14 @@ def ensure_model(model_dir: Path, model_name: str, runtime: str, cache_dir: Path
 
 
 # How a list of texts is cut into session.run calls. Vectors do not depend on it (each text is masked to its own
-# tokens); speed does. Texts are sorted by token count (sorting by characters, as before, padded runs of 8 SciFact
-# chunks by 18% instead of 2%: token counts per character vary with numbers and chemical names), and a run holds
-# at most RUN_TOKENS padded tokens and RUN_BATCH texts, so a 180-token chunk runs alone (no padding at all) and
-# short sentences run several at a time. Runs go to `threads` workers sharing one single-threaded session rather
-# than one session splitting every small kernel over two threads that wait for each other at each kernel's end.
-# Measured side by side, every plan in one process (bench/onnx_runs.py, bench/results/onnx_runs.json).
+# tokens); speed does. Texts are sorted by token count: sorting by characters, as before, padded runs of 8 SciFact
+# chunks by 18% instead of 2% (token counts per character vary with numbers and chemical names), and that alone made
+# encoding 1.16x faster on chunks and 1.25x on sentences (bench/results/onnx_runs.json, quiet machine). A run holds
+# at most RUN_TOKENS padded tokens and RUN_BATCH texts (a 180-token chunk runs alone, short sentences several at a
+# time), and the runs go to `threads` workers sharing one single-threaded session rather than one session splitting
+# every small kernel over two threads that wait for each other at each kernel's end. On a quiet machine that is on
+# par with 8 texts per run on two intra-op threads (1.16x vs 1.16x, 1.26x vs 1.25x); with another process busy
+# beside it, ahead (1.18x vs 1.06x on chunks: onnx_runs_busy.json), so it is the default.
 RUN_TOKENS = 256
 RUN_BATCH = 64
 
