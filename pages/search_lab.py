@@ -11,6 +11,7 @@ from core.report import escape_md
 from pages import _state, _widgets
 
 TRACE_KEY, SESSION_KEY, BUILT_KEY, TOKENS_KEY = "lab_traces", "lab_session_counters", "lab_build_done", "lab_tokens"
+ANYWAY_KEY = "lab_search_anyway"  # the route override was set by "Search the documents anyway", for this question only
 TRACES_KEPT = 16  # settings flipped back and forth show their trace again without re-running the pipeline
 deps, ws = _state.deps(), _state.workspace()
 store = deps.store
@@ -26,6 +27,8 @@ with st.form("query_form", border=False):
     submitted = b_col.form_submit_button("Search", type="primary", key="search", use_container_width=True)
 if submitted:
     st.session_state[_widgets.LAST_QUERY_KEY] = query
+    if st.session_state.pop(ANYWAY_KEY, False):  # "search anyway" held for one question; the router decides again
+        st.session_state["route_override"] = ""
 
 # -- settings: one compact row of popovers; a change re-runs the last query --------------------------------------------
 cfg = _state.config()
@@ -232,6 +235,17 @@ st.caption(f"query language {trace.query_lang} · config {trace.config_hash} · 
 _widgets.answer_panel(trace.answer, served=next((n for n in trace.notes if n.startswith("served from cache")), None),
                       trace=trace, doc_names=doc_names,
                       lookup=lambda ids: corpus_ops.chunk_lookup(store)(ids, ws))
+route = trace.to_dict().get("route") or {}
+if trace.answer is not None and trace.answer.mode == "route" and route.get("config") in ("chitchat", "out-of-scope"):
+    def _search_anyway() -> None:
+        # A callback runs before the rerun builds the route selectbox, so its value may still be set here; the new
+        # config re-runs this question through the default pipeline, whose answer stage can still refuse.
+        st.session_state["route_override"] = "abstain"
+        st.session_state[ANYWAY_KEY] = True
+
+    st.button(":material/search: Search the documents anyway", key="search_anyway", on_click=_search_anyway,
+              help=f"the router sent this question to {route.get('config')} without searching "
+                   "(Route: abstain, the default pipeline, for this question; the next one is routed again)")
 # Serialised on click, not on every rerun (tens of ms for a trace of a few hundred candidates); no rerun after it.
 st.download_button(":material/download: Trace as OpenTelemetry JSON (OpenInference spans)",
                    lambda: trace_export.download_bytes(trace.to_dict()),

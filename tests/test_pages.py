@@ -450,3 +450,24 @@ def test_split_rounds_keeps_round_one_in_the_main_row() -> None:
     main, rounds = split_rounds(t)
     assert [s.stage for s in main.stages] == ["bm25", "evidence", "answer"]
     assert [(n, [s.stage for s in r.stages]) for n, r in rounds] == [(2, ["r2.bm25", "r2.decide"])]
+
+
+def test_a_question_refused_without_searching_can_be_searched_anyway(search_lab: AppTest) -> None:
+    """The router may send a corpus question to out-of-scope (an intent classifier reads 'book me ...' as a request
+    to an assistant). The answer panel then offers one click that re-runs this question through the default pipeline;
+    the next question is routed again."""
+    at = _search(search_lab, "book me a table for two")
+    assert not at.exception
+    assert at.session_state["lab_traces"] and "search_anyway" in [b.key for b in at.button]
+    trace = at.session_state["last_trace"]
+    assert trace.to_dict()["route"]["config"] == "out-of-scope" and trace.stage("bm25").skipped
+    at.button(key="search_anyway").click().run()
+    assert not at.exception
+    again = at.session_state["last_trace"]
+    assert again.query == "book me a table for two" and again.to_dict()["route"]["config"] == "abstain"
+    assert again.stage("bm25").skipped is None and again.answer.mode != "route"
+    assert at.selectbox(key="route_override").value == "abstain"
+    assert "search_anyway" not in [b.key for b in at.button]  # it searched: nothing left to offer
+    after = _search(at, "Where are nightly backups kept?")
+    assert not after.exception and after.selectbox(key="route_override").value == ""
+    assert after.session_state["last_trace"].to_dict()["route"]["method"] == "offline"
