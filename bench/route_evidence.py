@@ -4,17 +4,22 @@ lets through (issue #13: sample-corpus questions refused as out of scope).
 Run from the repo root:  .venv/bin/python bench/route_evidence.py [--report]
 
 The offline router sends a question to chitchat / out-of-scope (no retrieval) when its classifier is confident and no
-guard objects. This bench adds the evidence guard (core/route/router.py evidence_guard: the best BM25 passage holds
->= min_terms of the question's terms carrying >= min_share of its idf, terms the corpus never uses weighted by
-unknown_weight) and sweeps its two settings on the router's
-train split (5-fold CV probabilities, as bench/route.py chooses the thresholds), each question against the BM25
-index of the corpus it was asked about (sample corpus chunked as ingest does; twowiki and SciFact passages; the
-codebase's chunks). The train split has almost no costly mistake left to remove (1 of 705 corpus questions), so
-the rule is a Neyman-Pearson one, fixed before any test number: among settings that send at most 2% of the train
-split's chitchat / out-of-scope lines to retrieval in addition to today, the one that fires on the most train corpus
-questions (whatever the classifier said of them: how many a wrong refusal would be caught on), then the fewest
-extra lines sent. --report then runs the chosen
-setting once on the test split and on the sample corpus's question sets (answerable and unanswerable).
+guard objects. Each question is read against the BM25 index of the corpus it was asked about (sample corpus chunked
+as ingest does; twowiki and SciFact passages; the codebase's chunks), with the router's train split scored by 5-fold
+CV probabilities (as bench/route.py chooses its thresholds) and the test split by the shipped model.
+
+1. The keyword guard (a query of at most 5 words, at least 50% of whose terms the corpus knows, is not refused) by
+   plain term count or weighted by idf (core/route/router.py idf_coverage). Rule: the weighted one replaces the
+   plain one if on train CV it makes no more costly mistakes (corpus questions left without retrieval) and leaves
+   more chitchat / out-of-scope lines without retrieval.
+2. The evidence guard (evidence_guard: the best BM25 passage holds >= min_terms of the question's terms carrying
+   >= min_share of its idf, terms the corpus never uses weighted by unknown_weight), on top of the chosen keyword
+   guard, its three settings swept on train CV. The train split has almost no costly mistake left to remove, so the
+   rule is a Neyman-Pearson one, fixed before any test number: among settings that send at most 2% of the train
+   split's chitchat / out-of-scope lines to retrieval in addition, the one that fires on the most train corpus
+   questions (whatever the classifier said of them: how many a wrong refusal would be caught on), then the fewest
+   extra lines sent.
+--report then runs both once on the test split and the evidence guard on the sample corpus's question sets.
 """
 from __future__ import annotations
 
@@ -35,7 +40,7 @@ from core.retrieve.bm25 import BM25Index, BM25Params  # noqa: E402
 from core.route.data_build import corpus_texts  # noqa: E402
 from core.route.features import coverage  # noqa: E402
 from core.route.router import (ABSTAIN, NO_RETRIEVAL, ROUTING_FILE, Example, ShippedRouter, decide,  # noqa: E402
-                               evidence_guard, known_names, load_examples, refusal_guard)
+                               evidence_guard, idf_coverage, known_names, load_examples, refusal_guard)
 
 CORPUS_CLASSES = ("factoid", "comparison", "multi-hop", "global-summary")
 MIN_TERMS = (1, 2, 3, 4)
@@ -63,10 +68,15 @@ def build_indexes(root: Path, params: BM25Params) -> dict[str, BM25Index]:
     return out
 
 
-def routed(text: str, probs: dict[str, float], cov: float, index: BM25Index, mn: float, rf: float) -> str:
-    """The offline router's decision without the evidence guard: thresholds, keyword guard, name guard."""
+def routed(text: str, probs: dict[str, float], cov: float, index: BM25Index, mn: float, rf: float, *,
+           weighted: bool) -> str:
+    """The offline router's decision without the evidence guard: thresholds, keyword guard (by plain term coverage,
+    or weighted by idf as the product now does when it has the index), name guard."""
     cls, _ = decide(probs, min_confidence=mn, refuse_confidence=rf)
-    if cls in NO_RETRIEVAL and (refusal_guard(text, cov) or known_names(text, index.vocabulary(), index.tokens)):
+    if cls not in NO_RETRIEVAL:
+        return cls
+    kw = refusal_guard(text, idf_coverage(index.best_passage_terms(text)) if weighted else cov)
+    if kw or known_names(text, index.vocabulary(), index.tokens):
         return ABSTAIN
     return cls
 
@@ -75,11 +85,12 @@ def fires(r: dict[str, Any], mt: int, ms: float, uw: float) -> bool:
     return bool(evidence_guard(r["ev"], min_terms=mt, min_share=ms, unknown_weight=uw))
 
 
-def sweep_stats(rows: Sequence[dict[str, Any]], mt: int, ms: float, uw: float) -> dict[str, Any]:
-    costly = sent = refused_lines = corpus = caught = 0
+def sweep_stats(rows: Sequence[dict[str, Any]], mt: int, ms: float, uw: float, *, base: str = "base"
+                ) -> dict[str, Any]:
+    costly = sent = refused_lines = corpus = caught = kept = 0
     for r in rows:
-        guarded = r["base"] in NO_RETRIEVAL and fires(r, mt, ms, uw)
-        final = ABSTAIN if guarded else r["base"]
+        guarded = r[base] in NO_RETRIEVAL and fires(r, mt, ms, uw)
+        final = ABSTAIN if guarded else r[base]
         if r["label"] in CORPUS_CLASSES:
             corpus += 1
             costly += final in NO_RETRIEVAL
@@ -87,20 +98,30 @@ def sweep_stats(rows: Sequence[dict[str, Any]], mt: int, ms: float, uw: float) -
         else:
             refused_lines += 1
             sent += guarded
+            kept += final in NO_RETRIEVAL
     return {"min_terms": mt, "min_share": ms, "unknown_weight": uw, "costly": costly, "corpus_questions": corpus,
             "corpus_questions_it_fires_on": caught, "fire_rate_on_corpus_questions": caught / max(1, corpus),
             "non_corpus_lines": refused_lines, "extra_sent_to_retrieval": sent,
-            "extra_sent_rate": sent / max(1, refused_lines)}
+            "extra_sent_rate": sent / max(1, refused_lines), "non_corpus_without_retrieval": kept}
 
 
 def with_evidence(examples: Sequence[Example], corpora: Sequence[str], probs: Sequence[dict[str, float]],
                   indexes: dict[str, BM25Index], mn: float, rf: float) -> list[dict[str, Any]]:
+    """One row per question; 'base' is the product's decision before the evidence guard (idf-weighted keyword
+    guard), 'base_plain' the same with the keyword guard by plain term coverage (as before)."""
     out = []
     for e, c, p in zip(examples, corpora, probs):
         idx = indexes[c]
-        out.append({"text": e.text, "label": e.label, "corpus": c, "base": routed(e.text, p, e.coverage, idx, mn, rf),
+        out.append({"text": e.text, "label": e.label, "corpus": c,
+                    "base": routed(e.text, p, e.coverage, idx, mn, rf, weighted=True),
+                    "base_plain": routed(e.text, p, e.coverage, idx, mn, rf, weighted=False),
                     "ev": idx.best_passage_terms(e.text)})
     return out
+
+
+def keyword_guard(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The keyword guard by plain term coverage vs weighted by idf, the evidence guard off."""
+    return {"plain": sweep_stats(rows, 0, 1.0, 1.0, base="base_plain"), "weighted": sweep_stats(rows, 0, 1.0, 1.0)}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -123,6 +144,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     test_corpora = [r["corpus"] for r in raw if r["split"] == "test"]
 
     rows = with_evidence(train, train_corpora, cv_probs(train), indexes, rc.min_confidence, rc.refuse_confidence)
+    kw = keyword_guard(rows)
+    print(f"train (CV), keyword guard plain vs idf-weighted: costly {kw['plain']['costly']} vs "
+          f"{kw['weighted']['costly']}; chitchat/out-of-scope lines left without retrieval "
+          f"{kw['plain']['non_corpus_without_retrieval']} vs {kw['weighted']['non_corpus_without_retrieval']} "
+          f"of {kw['plain']['non_corpus_lines']}")
     sweep = [sweep_stats(rows, mt, ms, uw) for mt in MIN_TERMS for ms in MIN_SHARE for uw in UNKNOWN_WEIGHT]
     off = sweep_stats(rows, 0, 1.0, 1.0)
     ok = [s for s in sweep if s["extra_sent_rate"] <= MAX_EXTRA_SENT]
@@ -141,6 +167,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                        "bm25": vars(params), "max_extra_sent_rate": MAX_EXTRA_SENT,
                        "rule": "on router-train 5-fold CV: extra chitchat/out-of-scope lines sent to retrieval <= 2%, "
                                "then the most train corpus questions it fires on, then fewest extra sent"},
+        "keyword_guard": {"rule": "the idf-weighted keyword guard replaces the plain one if, on router-train 5-fold "
+                                  "CV, it makes no more costly mistakes and leaves more chitchat/out-of-scope lines "
+                                  "without retrieval (same thresholds: 5 words, 50%)", "train_cv": kw},
         "train_cv": {"without_guard": off, "sweep": sweep, "chosen": best},
     }
     if args.report:
@@ -149,9 +178,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         tp = [dict(zip(shipped.classes, map(float, p)))
               for p in shipped.probabilities([e.text for e in test], [e.coverage for e in test])]
         trows = with_evidence(test, test_corpora, tp, indexes, rc.min_confidence, rc.refuse_confidence)
+        result["keyword_guard"]["test"] = keyword_guard(trows)
         result["test"] = {"without_guard": sweep_stats(trows, 0, 1.0, 1.0), "chosen": sweep_stats(trows, mt, ms, uw),
                           "sent_lines": [r["text"] for r in trows if r["label"] not in CORPUS_CLASSES
                                          and r["base"] in NO_RETRIEVAL and fires(r, mt, ms, uw)],
+                          "kept_from_retrieval_by_weighting": [r["text"] for r in trows if r["base"] in NO_RETRIEVAL
+                                                               and r["base_plain"] not in NO_RETRIEVAL],
                           "still_costly": [r["text"] for r in trows if r["label"] in CORPUS_CLASSES
                                            and r["base"] in NO_RETRIEVAL and not fires(r, mt, ms, uw)]}
         sample = indexes["sample"]

@@ -3,11 +3,11 @@ questions it never saw, and the LLM router through the loopback stub, malformed 
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 
 import numpy as np
-
 import pytest
 
 from core.config import PipelineConfig
@@ -334,3 +334,24 @@ def test_out_of_scope_decision_yields_to_a_passage_about_the_question() -> None:
     assert guarded.cls == "abstain" and "one passage holds 4 of its terms ('daili', 'meal', 'allow', 'travel'" in guarded.reason
     pizza = route_offline("Order me a pizza with extra cheese", index.vocabulary(), **kw, **ekw)
     assert pizza.cls == "out-of-scope"
+
+
+def test_keyword_guard_weighs_terms_by_idf_when_the_index_is_at_hand() -> None:
+    """"hi, how are you?" has two index terms, 'hi' (unknown: idf ln(1 + 3.5/0.5) = 2.08) and 'you' (in 1 of 3 chunks:
+    ln(1 + 2.5/1.5) = 0.98). By plain count half is known, so the keyword guard kept it from chitchat and it was
+    searched; weighted, 0.98 / 3.06 = 32% < 50%, so the greeting gets its reply. A short lookup whose terms the
+    corpus has still passes."""
+    from core.retrieve.bm25 import BM25Index
+    from core.route.router import idf_coverage
+
+    index = BM25Index(["a", "b", "c"], ["Thank you for calling the service desk.", "Tomas Rehak leads the Almaty office.",
+                                        "Gateways accept a batch of at most 8 MB."])
+    ev = index.best_passage_terms("hi, how are you?")
+    assert idf_coverage(ev) == pytest.approx(math.log(1 + 2.5 / 1.5) / (math.log(1 + 2.5 / 1.5) + math.log(8.0)))
+    kw = {"min_confidence": 0.2, "refuse_confidence": 0.55, "tokenizer": index.tokens}
+    plain = route_offline("hi, how are you?", index.vocabulary(), **kw)
+    assert plain.cls == ABSTAIN and "whose terms the corpus knows (50% >= 50%)" in plain.reason  # as before
+    weighted = route_offline("hi, how are you?", index.vocabulary(), **kw, evidence=index.best_passage_terms)
+    assert weighted.cls == "chitchat"
+    lookup = route_offline("Tomas Rehak", index.vocabulary(), **kw, evidence=index.best_passage_terms)
+    assert lookup.cls != "chitchat" and lookup.cls != "out-of-scope"
