@@ -695,6 +695,20 @@ def route_evidence(d: dict[str, Any], file: str) -> list[str]:
                          _pct(r.get("fire_rate_on_corpus_questions")),
                          f"{num(r.get('extra_sent_to_retrieval'))}/{num(r.get('non_corpus_lines'))}"])
     out.append(md_table(["questions", "guard", "costly", "fires on", "extra sent"], rows))
+    kg = d.get("keyword_guard") or {}
+    if kg:
+        out += ["", f"Keyword guard by plain term count vs weighted by idf (evidence guard off; rule: {kg.get('rule')}). "
+                "*left without retrieval*: chitchat / out-of-scope lines the router answers without searching. The routed "
+                "figures of \"Router: six classes\" (`route.json`) use the plain keyword guard and no evidence guard; "
+                "the product's router is the weighted row plus the evidence guard above.", ""]
+        krows = []
+        for part, label in (("train_cv", "router train (5-fold CV)"), ("test", "router test")):
+            for k in ("plain", "weighted"):
+                r = (kg.get(part) or {}).get(k) or {}
+                if r:
+                    krows.append([label, k, f"{num(r.get('costly'))}/{num(r.get('corpus_questions'))}",
+                                  f"{num(r.get('non_corpus_without_retrieval'))}/{num(r.get('non_corpus_lines'))}"])
+        out.append(md_table(["questions", "keyword guard", "costly", "left without retrieval"], krows))
     sets = d.get("sample_sets") or {}
     if sets:
         out += ["", "Sample corpus question sets, questions sent to a no-retrieval route without → with the guard "
