@@ -697,10 +697,11 @@ def route_evidence(d: dict[str, Any], file: str) -> list[str]:
     out.append(md_table(["questions", "guard", "costly", "fires on", "extra sent"], rows))
     kg = d.get("keyword_guard") or {}
     if kg:
-        out += ["", f"Keyword guard by plain term count vs weighted by idf (evidence guard off; rule: {kg.get('rule')}). "
+        out += ["", f"Keyword guard by plain term count (the product's) vs weighted by idf (evidence guard off; "
+                f"{kg.get('rule')}). "
                 "*left without retrieval*: chitchat / out-of-scope lines the router answers without searching. The routed "
-                "figures of \"Router: six classes\" (`route.json`) use the plain keyword guard and no evidence guard; "
-                "the product's router is the weighted row plus the evidence guard above.", ""]
+                "figures of \"Router: six classes\" (`route.json`) have the plain keyword guard and no evidence guard; "
+                "the product's router adds the evidence guard above.", ""]
         krows = []
         for part, label in (("train_cv", "router train (5-fold CV)"), ("test", "router test")):
             for k in ("plain", "weighted"):
