@@ -67,6 +67,9 @@ _FILLER_WORDS = ("much many tell me about please list name give describe explain
                  "сколько какой какая какие каков кто когда где почему")
 _FILLER = frozenset(t for w in _FILLER_WORDS.split() for t in tokenize(w))
 _IDENT = re.compile(r"[\w][\w.\-]*[\w]|\w", re.UNICODE)
+# The plural of a product code ('the interim FB-340s'): passages write the code itself, so the question's term is the
+# code. Letters, an optional hyphen or underscore, digits, then one 's'.
+_CODE_PLURAL = re.compile(r"([^\W\d_]+[-_]?\d+)s")
 # Words that pin a question to one period: the near-miss questions differ from answerable ones in exactly these.
 _PERIOD_WORDS = frozenset(t for w in (
     "first second third fourth q1 q2 q3 q4 january february march april may june july august september october "
@@ -146,9 +149,10 @@ def question_terms(question: str) -> QuestionTerms:
     codes: set[str] = set()
     for m in _IDENT.finditer(question):
         raw = m.group(0)
+        plural = _CODE_PLURAL.fullmatch(raw)
         # a capitalised word that does not open the question names something (a city, a person, a product)
         named = raw[:1].isupper() and m.start() > 0 and question[: m.start()].strip()[-1:] not in ".?!"
-        toks = tokenize(raw)
+        toks = tokenize(plural.group(1) if plural else raw)
         for t in toks:
             # a lone letter (the possessive 's') or a one-character part of an identifier (the '2' of Q2) would match
             # anything; a standalone digit ('3 days') stays

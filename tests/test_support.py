@@ -334,3 +334,13 @@ def test_scorer_reads_only_the_rankers_top_k_and_combines_by_hand() -> None:
     sb, xb = m.combined(x, blind=True, row_scorer=reader)
     assert len(asked) == 1 and xb.tolist() == [0.0, 0.0, 0.0] and sb.tolist() == pytest.approx([0.5, 0.0, -0.5])
     assert SupportModel.from_json(m.to_json()) == m
+
+
+def test_the_plural_of_a_code_is_the_code() -> None:
+    """'the interim FB-340s' asks about FB-340 gateways; passages write 'FB-340'. Seen on a held-out question that was
+    refused with "no retrieved passage mentions 'FB-340s', 'FB-520s'". A decade ('1990s') is not a code plural."""
+    qt = question_terms("Who pays for replacing the interim FB-340s with FB-520s on the reefer pilot?")
+    assert {"fb-340", "fb-520"} <= set(qt.terms) and not {"fb-340s", "fb-520s"} & set(qt.terms)
+    assert qt.words["fb-340"] == "FB-340s"  # messages still quote what the user typed
+    assert question_terms("How many FB-340 units?").terms == ("fb-340", "fb", "340", "unit")
+    assert "1990s" in question_terms("What changed in the 1990s?").terms
