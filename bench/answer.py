@@ -557,8 +557,9 @@ def report() -> None:
                       "Session 7 read holdout4's per-question rows of session 6's report: four of its answerable "
                       "questions had been refused by the router as out of scope. That led to the router's evidence "
                       "guard (core/route/router.py evidence_guard), whose settings were chosen on the router's own "
-                      "train split (bench/route_evidence.py), not on any question here; the support model is "
-                      "unchanged. holdout4 is no longer blind",
+                      "train split (bench/route_evidence.py), not on any question here. A holdout4 question seen "
+                      "in the browser also led to reading a product code's plural as the code (core/support.py; "
+                      "no fitting question has one, so the fitted model is unchanged). holdout4 is no longer blind",
     }
     # How often each held-out set's rates have been seen, over all sessions, counting this report (see disclosure).
     out["held_out_looks"] = {
