@@ -293,27 +293,14 @@ def decide(probs: Mapping[str, float], *, min_confidence: float, refuse_confiden
     return best, ""
 
 
-def refusal_guard(question: str, cov: float | None, *, weighted: bool = False) -> str:
+def refusal_guard(question: str, cov: float | None) -> str:
     """Why a chitchat / out-of-scope decision must not stand for this question (the default pipeline runs instead),
-    or "" when it may. `cov` is None when there is no corpus to compare with; `weighted`: cov is idf_coverage."""
+    or "" when it may. `cov` is None when there is no corpus to compare with."""
     words = len(question.split())
     if cov is not None and cov >= KEYWORD_MIN_COVERAGE and words <= KEYWORD_MAX_WORDS:
-        of = " of its idf" if weighted else ""
-        return (f"a short query ({words} word{'s' if words > 1 else ''}) whose terms the corpus knows ({cov:.0%}{of} "
-                f">= {KEYWORD_MIN_COVERAGE:.0%})")
+        return (f"a short query ({words} word{'s' if words > 1 else ''}) whose terms the corpus knows ({cov:.0%} >= "
+                f"{KEYWORD_MIN_COVERAGE:.0%})")
     return ""
-
-
-def idf_coverage(ev: PassageTerms) -> float:
-    """Share of the question's idf mass on terms the corpus uses, a term it never uses at full (the largest) idf.
-    Measured as the keyword guard's coverage and not adopted. It would send "hi, how are you?" to chitchat (by plain
-    count half known: 'you' yes, 'hi' no, so it is kept from chitchat and searched), and on the router's train split
-    (5-fold CV) it gave 30 more of 613 chitchat / out-of-scope lines their own route with no more costly mistakes
-    (bench/route_evidence.py). But on a three-chunk corpus saying "Revenue grew 3%" it left the lookup "revenue
-    growth" without retrieval ('growth' unknown outweighs 'revenu'; tests/test_cli.py), the same 32% as the greeting:
-    a lookup lost costs more than a greeting searched, so the plain count stays."""
-    total = sum(ev.idf.values())
-    return sum(v for t, v in ev.idf.items() if t not in ev.unknown) / total if total > 0 else 0.0
 
 
 def evidence_guard(ev: PassageTerms, *, min_terms: int, min_share: float, unknown_weight: float = 1.0) -> str:
@@ -376,7 +363,7 @@ def route_offline(question: str, vocabulary: Collection[str] | None, *, min_conf
         notes.append("no corpus vocabulary (empty workspace): corpus coverage set to 0.5")
     probs = dict(zip(r.classes, (float(p) for p in r.probabilities([question], [cov])[0])))
     cls, why = decide(probs, min_confidence=min_confidence, refuse_confidence=refuse_confidence)
-    # Plain term count, not idf_coverage: see idf_coverage for why the weighting was measured and not adopted.
+    # Plain term count: weighting the terms by idf was measured and not adopted (bench/route_evidence.py idf_coverage).
     guard = refusal_guard(question, cov if vocabulary else None)
     if cls in NO_RETRIEVAL and not guard and name_guard:
         names = known_names(question, vocabulary, tokenizer)
