@@ -76,21 +76,33 @@ class BM25Index:
         if not terms or self._retriever is None or n == 0:
             return PassageTerms((), {}, frozenset())
         vocab = self.vocabulary()
-        per = {t: np.asarray(self._retriever.get_scores([t]), dtype=np.float32) for t in terms if t in vocab}
-        idf = {}
+        # One dense score vector at a time, kept as the running total and the term's chunk positions: a long query
+        # (up to limits.max_query_chars) on a large corpus never holds a vector per term.
+        total = np.zeros(n, dtype=np.float32)
+        holds: dict[str, np.ndarray] = {}
         for t in terms:
-            df = int(np.count_nonzero(per[t])) if t in per else 0
-            idf[t] = float(np.log(1.0 + (n - df + 0.5) / (df + 0.5)))
-        unknown = frozenset(t for t in terms if t not in per)
-        if not per:
+            if t in vocab:
+                scores = np.asarray(self._retriever.get_scores([t]), dtype=np.float32)
+                holds[t] = np.flatnonzero(scores)
+                total += scores
+        idf = {t: float(np.log(1.0 + (n - len(holds.get(t, ())) + 0.5) / (len(holds.get(t, ())) + 0.5)))
+               for t in terms}
+        unknown = frozenset(t for t in terms if t not in holds)
+        if not holds:
             return PassageTerms((), idf, unknown)
-        best = int(np.argmax(sum(per.values())))
-        return PassageTerms(tuple(t for t in terms if t in per and per[t][best] > 0), idf, unknown)
+        best = int(np.argmax(total))
+        return PassageTerms(tuple(t for t in terms if t in holds and _sorted_has(holds[t], best)), idf, unknown)
 
     def search(self, query: str, k: int) -> list[tuple[str, float]]:
         """Top-k (chunk_id, score), best first; chunks with score 0 (no shared term) are not returned."""
         s = self.scores(query)
         return [(self.chunk_ids[i], float(s[i])) for i in top_k_indices(s, k) if s[i] > 0]
+
+
+def _sorted_has(positions: np.ndarray, i: int) -> bool:
+    """Whether a sorted index array (np.flatnonzero's) holds i."""
+    at = int(np.searchsorted(positions, i))
+    return at < len(positions) and int(positions[at]) == i
 
 
 def top_k_indices(scores: np.ndarray, k: int) -> list[int]:
