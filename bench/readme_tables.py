@@ -670,6 +670,17 @@ def route_names(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
+def _router_splits(d: dict[str, Any], variants: Sequence[str]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(split label, variant, its stats) for the router's train (CV) and test splits, those present."""
+    out = []
+    for part, label in (("train_cv", "router train (5-fold CV)"), ("test", "router test")):
+        for k in variants:
+            r = (d.get(part) or {}).get(k) or {}
+            if r:
+                out.append((label, k, r))
+    return out
+
+
 def route_evidence(d: dict[str, Any], file: str) -> list[str]:
     """The router's evidence guard (bench/route_evidence.py): chosen on router-train CV, reported on the test split
     and on the sample corpus's question sets."""
@@ -684,16 +695,10 @@ def route_evidence(d: dict[str, Any], file: str) -> list[str]:
            f"{ch.get('unknown_weight')}. *fires on*: corpus questions whose best passage meets the guard, whatever "
            "the classifier said; *extra sent*: chitchat / out-of-scope lines it sends to retrieval (the answer stage "
            "can still refuse them).", ""]
-    rows = []
-    for part, label in (("train_cv", "router train (5-fold CV)"), ("test", "router test")):
-        for k in ("without_guard", "chosen"):
-            r = (d.get(part) or {}).get(k) or {}
-            if not r:
-                continue
-            rows.append([label, "without" if k == "without_guard" else "with",
-                         f"{num(r.get('costly'))}/{num(r.get('corpus_questions'))}",
-                         _pct(r.get("fire_rate_on_corpus_questions")),
-                         f"{num(r.get('extra_sent_to_retrieval'))}/{num(r.get('non_corpus_lines'))}"])
+    rows = [[label, "without" if k == "without_guard" else "with",
+             f"{num(r.get('costly'))}/{num(r.get('corpus_questions'))}", _pct(r.get("fire_rate_on_corpus_questions")),
+             f"{num(r.get('extra_sent_to_retrieval'))}/{num(r.get('non_corpus_lines'))}"]
+            for label, k, r in _router_splits(d, ("without_guard", "chosen"))]
     out.append(md_table(["questions", "guard", "costly", "fires on", "extra sent"], rows))
     kg = d.get("keyword_guard") or {}
     if kg:
@@ -702,13 +707,9 @@ def route_evidence(d: dict[str, Any], file: str) -> list[str]:
                 "*left without retrieval*: chitchat / out-of-scope lines the router answers without searching. The routed "
                 "figures of \"Router: six classes\" (`route.json`) have the plain keyword guard and no evidence guard; "
                 "the product's router adds the evidence guard above.", ""]
-        krows = []
-        for part, label in (("train_cv", "router train (5-fold CV)"), ("test", "router test")):
-            for k in ("plain", "weighted"):
-                r = (kg.get(part) or {}).get(k) or {}
-                if r:
-                    krows.append([label, k, f"{num(r.get('costly'))}/{num(r.get('corpus_questions'))}",
-                                  f"{num(r.get('non_corpus_without_retrieval'))}/{num(r.get('non_corpus_lines'))}"])
+        krows = [[label, k, f"{num(r.get('costly'))}/{num(r.get('corpus_questions'))}",
+                  f"{num(r.get('non_corpus_without_retrieval'))}/{num(r.get('non_corpus_lines'))}"]
+                 for label, k, r in _router_splits(kg, ("plain", "weighted"))]
         out.append(md_table(["questions", "keyword guard", "costly", "left without retrieval"], krows))
     sets = d.get("sample_sets") or {}
     if sets:

@@ -8,6 +8,7 @@ from core.config import ConfigError, PipelineConfig
 from core.counters import Counters, counters
 from core.pipeline import QueryError, run_query
 from core.report import escape_md
+from core.route.router import NO_RETRIEVAL
 from pages import _state, _widgets
 
 TRACE_KEY, SESSION_KEY, BUILT_KEY, TOKENS_KEY = "lab_traces", "lab_session_counters", "lab_build_done", "lab_tokens"
@@ -236,7 +237,7 @@ _widgets.answer_panel(trace.answer, served=next((n for n in trace.notes if n.sta
                       trace=trace, doc_names=doc_names,
                       lookup=lambda ids: corpus_ops.chunk_lookup(store)(ids, ws))
 route = trace.to_dict().get("route") or {}
-if trace.answer is not None and trace.answer.mode == "route" and route.get("config") in ("chitchat", "out-of-scope"):
+if trace.answer is not None and trace.answer.mode == "route" and route.get("config") in NO_RETRIEVAL:
     def _search_anyway() -> None:
         # A callback runs before the rerun builds the route selectbox, so its value may still be set here; the new
         # config re-runs this question through the default pipeline, whose answer stage can still refuse.

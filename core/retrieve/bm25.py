@@ -85,8 +85,8 @@ class BM25Index:
                 scores = np.asarray(self._retriever.get_scores([t]), dtype=np.float32)
                 holds[t] = np.flatnonzero(scores)
                 total += scores
-        idf = {t: float(np.log(1.0 + (n - len(holds.get(t, ())) + 0.5) / (len(holds.get(t, ())) + 0.5)))
-               for t in terms}
+        df = {t: len(holds[t]) if t in holds else 0 for t in terms}
+        idf = {t: float(np.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5))) for t in terms}
         unknown = frozenset(t for t in terms if t not in holds)
         if not holds:
             return PassageTerms((), idf, unknown)
