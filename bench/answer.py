@@ -27,7 +27,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, machine_info, utc_now, write_result  # noqa: E402
@@ -49,14 +49,23 @@ SETS = {"eval": ROOT / "sample_corpus" / "eval.jsonl", "holdout": ROOT / "sample
         # written blind by another helper in session 6; the lead runs it once, in the final report
         "holdout4": ROOT / "sample_corpus" / "eval_holdout4.jsonl",
         # written blind by another helper at the start of session 8 (bfb8dc8), before that session's model change
-        "holdout5": ROOT / "sample_corpus" / "eval_holdout5.jsonl"}
+        "holdout5": ROOT / "sample_corpus" / "eval_holdout5.jsonl",
+        # written blind by another helper in session 8 after holdout5's first look, before the fitting-set change
+        "holdout6": ROOT / "sample_corpus" / "eval_holdout6.jsonl"}
+# Held-out sets retired in session 8: every one had been looked at (rates, and some rows) over several sessions, so
+# they stopped being clean judges; their questions, most of them worded by people who never saw the model's features,
+# became fitting questions. Fresh blind sets (holdout5, holdout6) and the even half of eval.jsonl judge instead.
+RETIRED = ("holdout", "holdout2", "holdout3", "holdout4")
+# What the model may learn from ('narrow': the fitting questions before session 8, for comparison runs).
+FITTING_SPLITS: tuple[str, ...] = ("fit", "train", *RETIRED)
+NARROW_FITTING = ("fit", "train")
 # Sets run only by `collect --final` (the report's run): while features and settings are chosen they stay unrun.
-FINAL_ONLY = frozenset({"holdout3", "holdout4", "holdout5"})
+FINAL_ONLY = frozenset({"holdout5", "holdout6"})
 # Sets whose per-question outcomes the collect log does not print.
-HIDDEN = frozenset({"holdout2", "holdout3", "holdout4", "holdout5"})
+HIDDEN = frozenset({"holdout5", "holdout6"})
 # Splits never fitted on: since session 6 a plain `collect` runs the fitting questions only (what cv and fit read),
 # and every held-out split waits for `collect --final`.
-HELD_OUT = frozenset({"test", "holdout", "holdout2", "holdout3", "holdout4", "holdout5"})
+HELD_OUT = frozenset({"test", "holdout5", "holdout6"})
 CACHE = ROOT / "data" / "bench" / "answer_tables.pkl"
 DEFAULT_DB = ROOT / "data" / "bench" / "answer.duckdb"
 
@@ -71,7 +80,7 @@ def load_questions(final: bool = False) -> list[dict[str, Any]]:
                 q = json.loads(line)
                 n = int("".join(ch for ch in q["id"] if ch.isdigit()) or 0)
                 q["set"] = name
-                q["split"] = name if name in ("holdout", "holdout2", "holdout3", "holdout4", "holdout5", "train") else (
+                q["split"] = name if name in (*RETIRED, "holdout5", "holdout6", "train") else (
                     "fit" if n % 2 == 1 else "test")
                 if q["split"] in HELD_OUT and not final:
                     continue
@@ -109,7 +118,7 @@ def augmented() -> list[dict[str, Any]]:
     from the fitting half only."""
     out = []
     for q in load_questions():
-        if q["split"] in ("fit", "train") and q["answerable"]:
+        if q["split"] in FITTING_SPLITS and q["answerable"]:
             twin = near_miss(q["query"])
             if twin:
                 out.append({"id": q["id"] + "-nm", "query": twin, "type": "unanswerable", "answerable": False,
@@ -271,7 +280,8 @@ def _standardise(x: np.ndarray, names: tuple[str, ...], impute: dict[str, float]
 
 def fit_model(train: list[dict[str, Any]], l2: float, gate_l2: float, margin: float,
               penalty: float = 0.0, kind_penalty: float = 0.0, attr_penalty: float = 0.0,
-              scorer_k: int = 0, scorer_l2: float = 1.0, scorer_kind: str = "finetuned") -> SupportModel:
+              scorer_k: int = 0, scorer_l2: float = 1.0, scorer_kind: str = "finetuned",
+              threshold_rule: str = "insample") -> SupportModel:
     """Ranker, gate and threshold from the given questions only (their own sentences, labels and features).
     `scorer_k` > 0: the answerability scorer's out-of-fold scores (r['xenc'], see attach_scores) of the ranker's
     top k sentences join the ranking (weights fitted as a second conditional logit over [ranker score, scorer
@@ -322,19 +332,51 @@ def fit_model(train: list[dict[str, Any]], l2: float, gate_l2: float, margin: fl
                 {n: g_imp[n] for n in ("best_li", "absent", "best_xenc") if n in g_imp}, gate_names)
     model = SupportModel(FEATURES, ranker.coef, ranker.intercept, ranker.mean, ranker.scale, ranker.impute, 0.5,
                          {}, gate, margin, penalty, kind_penalty, attr_penalty, scorer)
-    # Threshold: the cut on the gate's probability that maximises the worse of the two rates on these questions
-    # (then their sum), taken in the middle of the best interval.
-    sup = sorted({round(decide(model, r, 0.0)[2], 6) for r in train})
-    grid = sorted(set([0.0] + [(a + c) / 2 for a, c in zip(sup, sup[1:])] + [1.0]))
-    scored = []
-    for t in grid:
-        rr = rates(model, train, t)
-        scored.append(((min(rr["answered_correctly"], rr["refused_unanswerable"]),
-                        rr["answered_correctly"] + rr["refused_unanswerable"]), t))
-    top = max(sc for sc, _ in scored)
-    cut = float(statistics.median([t for sc, t in scored if sc == top]))
+    if threshold_rule == "oof":
+        outcomes = inner_outcomes(train, l2, gate_l2, margin, penalty, kind_penalty, attr_penalty, scorer_k,
+                                  scorer_l2, scorer_kind)
+    else:
+        outcomes = [(r["answerable"], *decide(model, r, 0.0)) for r in train]
+    cut = choose_cut(outcomes)
     return SupportModel(FEATURES, ranker.coef, ranker.intercept, ranker.mean, ranker.scale, ranker.impute,
                         round(cut, 4), {}, gate, margin, penalty, kind_penalty, attr_penalty, scorer)
+
+
+def choose_cut(outcomes: list[tuple[bool, bool, bool, float]]) -> float:
+    """The threshold: the cut on the gate's probability that maximises the worse of the two rates (then their sum),
+    taken in the middle of the best interval. `outcomes`: (answerable, refused at cut 0, answered with a gold
+    sentence at cut 0, support) per question; a cut only adds refusals (support below it), never changes the quote."""
+    sup = sorted({round(s, 6) for *_, s in outcomes})
+    grid = sorted(set([0.0] + [(a + c) / 2 for a, c in zip(sup, sup[1:])] + [1.0]))
+    ans = np.array([a for a, *_ in outcomes], dtype=bool)
+    ref0 = np.array([r for _, r, _, _ in outcomes], dtype=bool)
+    ok0 = np.array([o for _, _, o, _ in outcomes], dtype=bool)
+    support = np.array([s for *_, s in outcomes], dtype=np.float64)
+    n_ans, n_un = max(int(ans.sum()), 1), max(int((~ans).sum()), 1)
+    scored = []
+    for t in grid:
+        refused = ref0 | (support < t)
+        a = round(float((ans & ok0 & ~refused).sum()) / n_ans, 4)
+        u = round(float((~ans & refused).sum()) / n_un, 4)
+        scored.append(((min(a, u), a + u), t))
+    top = max(sc for sc, _ in scored)
+    return float(statistics.median([t for sc, t in scored if sc == top]))
+
+
+def inner_outcomes(train: list[dict[str, Any]], *args: Any, folds: int = 5) -> list[tuple[bool, bool, bool, float]]:
+    """Out-of-fold outcomes (as choose_cut reads them) of the training questions: each scored by a model fitted
+    without its fold (twins with their source). A threshold chosen on these sees questions the way a new question
+    is seen; one chosen on the fitted questions themselves sits too high, since their gold sentences were learned."""
+    keys = sorted({question_key(r) for r in train})
+    fold_of = {q: i % folds for i, q in enumerate(keys)}
+    out: dict[int, tuple[bool, bool, bool, float]] = {}
+    for k in range(folds):
+        tr = [r for r in train if fold_of[question_key(r)] != k]
+        m = fit_model(tr, *args, threshold_rule="insample")
+        for i, r in enumerate(train):
+            if fold_of[question_key(r)] == k:
+                out[i] = (r["answerable"], *decide(m, r, 0.0))
+    return [out[i] for i in range(len(train))]
 
 
 def _fit_scorer_weights(ranker: SupportModel, train: list[dict[str, Any]], k: int, l2: float,
@@ -416,21 +458,31 @@ def attach_scorer(data: dict[str, Any], kind: str) -> int:
 
 def training_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
     """What the model may learn from: eval.jsonl's odd ids, eval_train.jsonl, and their near-miss twins."""
-    return [r for r in data["rows"] if r["split"] in ("fit", "train") and r["table"].rows]
+    return [r for r in data["rows"] if r["split"] in FITTING_SPLITS and r["table"].rows]
+
+
+def question_key(r: dict[str, Any]) -> str:
+    """A question's key for cross-validation folds (a twin shares its source's): the id, prefixed by its set's split
+    for the retired held-out sets (eval_holdout.jsonl and eval_holdout4.jsonl both number theirs h01, h02, ...)."""
+    qid = r["id"].removesuffix("-nm")
+    return qid if r["split"] in NARROW_FITTING else f"{r['split']}:{qid}"
 
 
 def fit(l2: float, gate_l2: float, margin: float, penalty: float, kind_penalty: float = 0.0,
-        attr_penalty: float = 0.0, scorer_k: int = 0, scorer_l2: float = 1.0, scorer_kind: str = "finetuned") -> None:
+        attr_penalty: float = 0.0, scorer_k: int = 0, scorer_l2: float = 1.0, scorer_kind: str = "finetuned",
+        threshold_rule: str = "insample") -> None:
     data = load_cache()
     if scorer_k:
         attach_scorer(data, scorer_kind)
     train = training_rows(data)
     model = fit_model(train, l2, gate_l2, margin, penalty, kind_penalty, attr_penalty, scorer_k, scorer_l2,
-                      scorer_kind)
+                      scorer_kind, threshold_rule)
     n_twins = sum(r["set"] == "augment" for r in train)
     ans = [r for r in train if r["answerable"]]
-    meta = {"fitted_on": "sample_corpus/eval.jsonl odd ids (q01, q03, ...) + sample_corpus/eval_train.jsonl + their "
-                         f"near-miss twins (bench/answer.py near_miss: {n_twins} questions)",
+    retired = [f"eval_{name}.jsonl" for name in RETIRED if name in FITTING_SPLITS]
+    meta = {"fitted_on": "sample_corpus/eval.jsonl odd ids (q01, q03, ...) + sample_corpus/eval_train.jsonl + "
+                         + (f"the retired held-out sets ({', '.join(retired)}) + " if retired else "")
+                         + f"their near-miss twins (bench/answer.py near_miss: {n_twins} questions)",
             "questions": len(train), "ranker_sentences": int(sum(len(r["labels"]) for r in ans)),
             "gold_sentences": int(sum(sum(r["labels"]) for r in ans)),
             "l2": l2, "gate_l2": gate_l2, "pick_margin": margin, "contradiction_penalty": penalty,
@@ -440,11 +492,13 @@ def fit(l2: float, gate_l2: float, margin: float, penalty: float, kind_penalty: 
                 if scorer_kind == "e5" else "out-of-fold scores of bench/answer_scorer.py --cv (the scorer that "
                                             "scored a question never trained on it)"} if scorer_k else {}),
             "fitted_at": utc_now(), "script": "bench/answer.py fit",
-            "threshold_rule": "max of min(answered-correctly, refused) on the training questions"}
+            "threshold_rule": "max of min(answered-correctly, refused) on the training questions" + (
+                " scored out of fold (5 folds, twins with their source)" if threshold_rule == "oof" else
+                " scored by the model fitted on them")}
     model = SupportModel(FEATURES, model.coef, model.intercept, model.mean, model.scale, model.impute,
                          model.threshold, meta, model.gate, margin, penalty, kind_penalty, attr_penalty, model.scorer)
     DEFAULT_MODEL_PATH.write_text(json.dumps(model.to_json(), indent=2) + "\n")
-    by_set = {name: rates(model, [r for r in train if r["split"] == name], model.threshold) for name in ("fit", "train")}
+    by_set = {name: rates(model, [r for r in train if r["split"] == name], model.threshold) for name in FITTING_SPLITS}
     print(json.dumps({"threshold": model.threshold, "training": rates(model, train, model.threshold), **by_set,
                       "ranker": dict(zip(FEATURES, np.round(model.coef, 3).tolist())),
                       "gate": dict(zip(model.gate.features, np.round(model.gate.coef, 3).tolist())) if model.gate
@@ -454,7 +508,8 @@ def fit(l2: float, gate_l2: float, margin: float, penalty: float, kind_penalty: 
 
 def crossval(l2: float, gate_l2: float, margin: float, penalty: float = 0.0, kind_penalty: float = 0.0, folds: int = 5,
              data: dict[str, Any] | None = None, attr_penalty: float = 0.0, scorer_k: int = 0,
-             scorer_l2: float = 1.0, scorer_kind: str = "finetuned") -> dict[str, Any]:
+             scorer_l2: float = 1.0, scorer_kind: str = "finetuned", threshold_rule: str = "insample"
+             ) -> dict[str, Any]:
     """Rates of models fitted on k-1 folds of the training questions and scored on the held-out fold (a twin goes
     with its source question): how hyper-parameters and features are chosen, without the test or holdout sets.
     With `scorer_k`, the answerability scorer's out-of-fold values (same folds) join as in fit_model."""
@@ -462,13 +517,14 @@ def crossval(l2: float, gate_l2: float, margin: float, penalty: float = 0.0, kin
     if scorer_k and not any(r.get("xenc") is not None for r in data["rows"]):
         attach_scorer(data, scorer_kind)
     train = training_rows(data)
-    base = sorted({r["id"].removesuffix("-nm") for r in train})
+    base = sorted({question_key(r) for r in train})
     fold_of = {q: i % folds for i, q in enumerate(base)}
     got = {"ans": 0, "ans_ok": 0, "un": 0, "un_ref": 0, "un_written": 0, "un_written_ref": 0}
     for k in range(folds):
-        tr = [r for r in train if fold_of[r["id"].removesuffix("-nm")] != k]
-        te = [r for r in train if fold_of[r["id"].removesuffix("-nm")] == k]
-        m = fit_model(tr, l2, gate_l2, margin, penalty, kind_penalty, attr_penalty, scorer_k, scorer_l2, scorer_kind)
+        tr = [r for r in train if fold_of[question_key(r)] != k]
+        te = [r for r in train if fold_of[question_key(r)] == k]
+        m = fit_model(tr, l2, gate_l2, margin, penalty, kind_penalty, attr_penalty, scorer_k, scorer_l2, scorer_kind,
+                      threshold_rule)
         for r in te:
             refused, ok, _ = decide(m, r, m.threshold)
             if r["answerable"]:
@@ -482,7 +538,7 @@ def crossval(l2: float, gate_l2: float, margin: float, penalty: float = 0.0, kin
                     got["un_written_ref"] += refused
     out = {"l2": l2, "gate_l2": gate_l2, "margin": margin, "contradiction_penalty": penalty,
            "kind_penalty": kind_penalty, "attr_penalty": attr_penalty, "scorer_k": scorer_k, "scorer_l2": scorer_l2,
-           "scorer_kind": scorer_kind if scorer_k else None, "folds": folds,
+           "scorer_kind": scorer_kind if scorer_k else None, "threshold_rule": threshold_rule, "folds": folds,
            "answered_correctly": round(got["ans_ok"] / got["ans"], 4),
            "refused_unanswerable": round(got["un_ref"] / got["un"], 4),
            "refused_unanswerable_written": round(got["un_written_ref"] / max(got["un_written"], 1), 4), **got}
@@ -508,7 +564,7 @@ def _add_unshared(all_rows: list[dict[str, Any]], splits: dict[str, str], split:
     rows = [r for r in all_rows if r["split"] == split]
     if not rows:
         return
-    fitting = [r for r in all_rows if r["split"] in ("fit", "train") and r["set"] != "augment"]
+    fitting = [r for r in all_rows if r["split"] in FITTING_SPLITS and r["set"] != "augment"]
     keep = {r["id"] for r in unshared(rows, fitting)}
     for r in rows:
         if r["id"] in keep:
@@ -516,10 +572,10 @@ def _add_unshared(all_rows: list[dict[str, Any]], splits: dict[str, str], split:
     splits[f"{split} without gold spans shared with fitting questions"] = f"{split}_unshared"
 
 
-def report(previous: Path | None = None) -> None:
-    """Rates of the shipped model on every split; with `previous` (a support model file, e.g. the one the session
-    started from, `git show <commit>:core/support_model.json`), that model's rates on the same collected features
-    too: a before / after on a set neither was chosen on."""
+def report(previous: Sequence[Path] = ()) -> None:
+    """Rates of the shipped model on every split; with `previous` (support model files, e.g. the one the session
+    started from, `git show <commit>:core/support_model.json`), those models' rates on the same collected features
+    too: a before / after on sets none was chosen on."""
     from core.support import load_support_model
 
     data = load_cache()
@@ -607,13 +663,15 @@ def report(previous: Path | None = None) -> None:
                                           "led to the router's evidence guard) and this is its second report",
     }
     out["from_collected_features"] = sim
-    if previous is not None:
-        old = load_support_model(previous)
-        out["previous_model"] = {"file": str(previous), "fitted_at": old.meta.get("fitted_at"),
-                                 "from_collected_features": {
-                                     label: rates(old, [r for r in data["rows"] if split in (r["split"], r.get("also"))],
-                                                  old.threshold)
-                                     for label, split in splits.items() if label in sim}}
+    out["previous_models"] = []
+    for path in previous:
+        old = load_support_model(path)
+        out["previous_models"].append({
+            "file": path.name, "fitted_on": old.meta.get("fitted_on"), "fitted_at": old.meta.get("fitted_at"),
+            "scorer": (old.scorer or {}).get("file"), "threshold": old.threshold,
+            "from_collected_features": {
+                label: rates(old, [r for r in data["rows"] if split in (r["split"], r.get("also"))], old.threshold)
+                for label, split in splits.items() if label in sim}})
     out["product_end_to_end"] = e2e
     out["product_model_at_collect"] = data.get("model_meta", {})
     meta = model.meta
@@ -623,7 +681,9 @@ def report(previous: Path | None = None) -> None:
                                                     attr_penalty=model.attr_penalty,
                                                     scorer_k=int(meta.get("scorer_k", 0)),
                                                     scorer_l2=float(meta.get("scorer_l2", 1.0)),
-                                                    scorer_kind=str(meta.get("scorer_kind", "finetuned")))
+                                                    scorer_kind=str(meta.get("scorer_kind", "finetuned")),
+                                                    threshold_rule="oof" if "out of fold" in str(
+                                                        meta.get("threshold_rule", "")) else "insample")
     out["per_question"] = [{"id": r["id"], "set": r["set"], "split": r["split"], "type": r["type"],
                             "answerable": r["answerable"], "blind": r["blind"],
                             "refused": None if r["answer"] is None else r["answer"]["refused"],
@@ -661,19 +721,30 @@ def main() -> None:
                     help="fit/cv: the answerability scorer reads the ranker's top k sentences (0: no scorer); its "
                          "out-of-fold values come from bench/answer_scorer.py --cv")
     ap.add_argument("--scorer-l2", type=float, default=1.0)
-    ap.add_argument("--previous", type=Path, default=None,
-                    help="report: also the rates of this support model file on the same collected features")
+    ap.add_argument("--previous", type=Path, action="append", default=[],
+                    help="report: also the rates of this support model file on the same collected features "
+                         "(repeatable)")
     ap.add_argument("--scorer", choices=["finetuned", "e5"], default="finetuned",
                     help="fit/cv: which answerability scorer (core.answer_scorer, or core.e5_scorer's multilingual "
                          "cosine)")
+    ap.add_argument("--threshold-rule", choices=["insample", "oof"], default="insample",
+                    help="fit/cv: choose the refusal cut on the fitted questions' own supports (insample) or on their "
+                         "out-of-fold supports (oof: an inner 5-fold fit)")
+    ap.add_argument("--fitting", choices=["wide", "narrow"], default="wide",
+                    help="fit/cv: the fitting questions since session 8 (wide: with the retired held-out sets) or "
+                         "before it (narrow: eval.jsonl odd ids and eval_train.jsonl), for comparison")
     a = ap.parse_args()
+    if a.fitting == "narrow":
+        global FITTING_SPLITS
+        FITTING_SPLITS = NARROW_FITTING
     if a.phase == "collect":
         collect(Path(a.db), a.limit, a.augment, a.final)
     elif a.phase == "fit":
-        fit(a.l2, a.gate_l2, a.margin, a.penalty, a.kind_penalty, a.attr_penalty, a.scorer_k, a.scorer_l2, a.scorer)
+        fit(a.l2, a.gate_l2, a.margin, a.penalty, a.kind_penalty, a.attr_penalty, a.scorer_k, a.scorer_l2, a.scorer,
+            a.threshold_rule)
     elif a.phase == "cv":
         crossval(a.l2, a.gate_l2, a.margin, a.penalty, a.kind_penalty, attr_penalty=a.attr_penalty,
-                 scorer_k=a.scorer_k, scorer_l2=a.scorer_l2, scorer_kind=a.scorer)
+                 scorer_k=a.scorer_k, scorer_l2=a.scorer_l2, scorer_kind=a.scorer, threshold_rule=a.threshold_rule)
     else:
         report(a.previous)
 
