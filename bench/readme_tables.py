@@ -1149,10 +1149,26 @@ def answer_support(d: dict[str, Any], file: str) -> list[str]:
            f"*refused*: {meth.get('refused_unanswerable', 'unanswerable questions refused')}. Fitted on "
            f"{meta.get('fitted_on', 'the fit split')}; threshold {num((d.get('model') or {}).get('threshold'), 3)} "
            f"({meta.get('threshold_rule', '')}). Rows run end to end through the product with the fitted model.", ""]
-    rows = [[split, v.get("answerable"), _pct(v.get("answered_correctly")), v.get("unanswerable"),
+    sim = d.get("from_collected_features") or {}
+    rows = [[split, v.get("answerable"), _pct(v.get("answered_correctly")),
+             _pct((sim.get(split) or {}).get("answered_correctly_if_never_refused")), v.get("unanswerable"),
              _pct(v.get("refused_unanswerable")), num(v.get("median_query_ms"), 0)] for split, v in res.items()]
-    out.append(md_table(["split", "answerable", "answered correctly", "unanswerable", "refused", "median query ms"],
-                        rows))
+    out.append(md_table(["split", "answerable", "answered correctly", "ceiling (never refusing)", "unanswerable",
+                         "refused", "median query ms"], rows))
+    out += ["", "*Ceiling*: answerable questions whose answer would quote a gold sentence if no question were refused "
+                "(retrieval and the sentence ranking alone); no refusal threshold can answer more."]
+    prev = d.get("previous_models") or []
+    if prev:
+        held_labels = [k for k in sim if not k.startswith("fit")]
+        out += ["", "The session's earlier support models on the same collected features (answered correctly / "
+                    "refused):", ""]
+        out.append(md_table(["model", "fitted on", *held_labels], [
+            [p.get("file"), p.get("fitted_on"), *[
+                f"{_pct((p['from_collected_features'].get(k) or {}).get('answered_correctly'))} / "
+                f"{_pct((p['from_collected_features'].get(k) or {}).get('refused_unanswerable'))}" for k in held_labels]]
+            for p in prev] + [["shipped (core/support_model.json)", meta.get("fitted_on"), *[
+                f"{_pct(sim[k].get('answered_correctly'))} / {_pct(sim[k].get('refused_unanswerable'))}"
+                for k in held_labels]]]))
     held = {k: v for k, v in res.items() if not k.startswith("fit")}
     if held:
         out += ["", "Targets (≥ 85% each, held-out questions): " + "; ".join(
