@@ -1268,6 +1268,19 @@ def answer_cache(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
+def cache_embedders(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #15: MiniLM against multilingual-e5 as the answer cache's paraphrase signal, dev pairs only."""
+    out = ["### Answer cache: MiniLM vs multilingual-e5 as the paraphrase signal (dev pairs)", "", caption(file, d), "",
+           f"{d.get('method', '')}. {d.get('pairs_dev')} dev pairs, {d.get('passed_vetoes')} past the vetoes, "
+           f"{d.get('paraphrases')} paraphrases ({d.get('semeval_paraphrases')} SemEval pairs scored >= 4).", ""]
+    rows = [[name, num(m.get("auroc_after_vetoes"), 3), num(m.get("threshold_at_0.5pct_false_hits"), 3),
+             _pct(m.get("false_hit_rate")), m.get("paraphrases_hit"), m.get("semeval_paraphrases_hit")]
+            for name, m in (d.get("models") or {}).items()]
+    out.append(md_table(["model", "AUROC after vetoes", "lowest cosine with <= 0.5% false hits", "false hits",
+                         "paraphrases hit", "SemEval paraphrases hit"], rows))
+    return out
+
+
 def answer_cache_replay(d: dict[str, Any], file: str) -> list[str]:
     """Issue #15: replayed log of sample questions (first asks, repeats, paraphrases, changed questions)."""
     cfg = d.get("config") or {}
@@ -1381,6 +1394,7 @@ SECTIONS: list[tuple[str, Callable[[dict[str, Any], str], list[str]]]] = [
     ("answer.json", answer_support),
     ("answer_cache.json", answer_cache),
     ("answer_cache_replay.json", answer_cache_replay),
+    ("cache_embedders.json", cache_embedders),
     ("ui_latency.json", ui_latency),
 ]
 
