@@ -703,13 +703,15 @@ def route_evidence(d: dict[str, Any], file: str) -> list[str]:
     kg = d.get("keyword_guard") or {}
     if kg:
         out += ["", f"Keyword guard by plain term count (the product's) vs weighted by idf (evidence guard off; "
-                f"{kg.get('rule')}). "
+                f"{kg.get('rule')}). *plain_without_conversation_rule*: the plain guard before session 8, which also "
+                "held for short queries worded as conversation ('hi, how are you?'); since then such a query "
+                "(core/route/router.py conversational) gets no keyword guard. "
                 "*left without retrieval*: chitchat / out-of-scope lines the router answers without searching. The routed "
                 "figures of \"Router: six classes\" (`route.json`) have the plain keyword guard and no evidence guard; "
                 "the product's router adds the evidence guard above.", ""]
         krows = [[label, k, f"{num(r.get('costly'))}/{num(r.get('corpus_questions'))}",
                   f"{num(r.get('non_corpus_without_retrieval'))}/{num(r.get('non_corpus_lines'))}"]
-                 for label, k, r in _router_splits(kg, ("plain", "weighted"))]
+                 for label, k, r in _router_splits(kg, ("plain_without_conversation_rule", "plain", "weighted"))]
         out.append(md_table(["questions", "keyword guard", "costly", "left without retrieval"], krows))
     sets = d.get("sample_sets") or {}
     if sets:

@@ -83,13 +83,14 @@ def idf_coverage(ev: PassageTerms) -> float:
 
 
 def routed(text: str, probs: dict[str, float], cov: float, index: BM25Index, mn: float, rf: float, *,
-           weighted: bool) -> str:
+           weighted: bool, conversation_rule: bool = True) -> str:
     """The offline router's decision without the evidence guard: thresholds, keyword guard (by plain term coverage,
     or weighted by idf as the product now does when it has the index), name guard."""
     cls, _ = decide(probs, min_confidence=mn, refuse_confidence=rf)
     if cls not in NO_RETRIEVAL:
         return cls
-    kw = refusal_guard(text, idf_coverage(index.best_passage_terms(text)) if weighted else cov)
+    kw = refusal_guard(text, idf_coverage(index.best_passage_terms(text)) if weighted else cov,
+                       conversation_rule=conversation_rule)
     if kw or known_names(text, index.vocabulary(), index.tokens):
         return ABSTAIN
     return cls
@@ -129,13 +130,17 @@ def with_evidence(examples: Sequence[Example], corpora: Sequence[str], probs: Se
         out.append({"text": e.text, "label": e.label, "corpus": c,
                     "base": routed(e.text, p, e.coverage, idx, mn, rf, weighted=False),
                     "base_weighted": routed(e.text, p, e.coverage, idx, mn, rf, weighted=True),
+                    # before session 8: the keyword guard also held for queries worded as conversation
+                    "base_no_conversation_rule": routed(e.text, p, e.coverage, idx, mn, rf, weighted=False,
+                                                        conversation_rule=False),
                     "ev": idx.best_passage_terms(e.text)})
     return out
 
 
 def keyword_guard(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The keyword guard by plain term coverage vs weighted by idf, the evidence guard off."""
-    return {"plain": sweep_stats(rows, 0, 1.0, 1.0), "weighted": sweep_stats(rows, 0, 1.0, 1.0, base="base_weighted")}
+    return {"plain": sweep_stats(rows, 0, 1.0, 1.0), "weighted": sweep_stats(rows, 0, 1.0, 1.0, base="base_weighted"),
+            "plain_without_conversation_rule": sweep_stats(rows, 0, 1.0, 1.0, base="base_no_conversation_rule")}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -340,7 +340,8 @@ def test_out_of_scope_decision_yields_to_a_passage_about_the_question() -> None:
 def test_idf_coverage_by_hand_and_why_the_keyword_guard_keeps_the_plain_count() -> None:
     """idf_coverage: 'hi' unknown (idf ln(1 + 3.5/0.5) = 2.08), 'you' in 1 of 3 chunks (ln(1 + 2.5/1.5) = 0.98):
     0.98 / 3.06 = 32%. The lookup "revenue growth" on a corpus saying 'grew' scores the same 32%, which is why the
-    keyword guard still counts terms: both keep the default pipeline."""
+    keyword guard still counts terms: the lookup keeps the default pipeline. The greeting, half of whose terms the
+    corpus also knows, is worded as conversation, so since session 8 the keyword guard does not hold for it."""
     from bench.route_evidence import idf_coverage
     from core.retrieve.bm25 import BM25Index
 
@@ -351,6 +352,18 @@ def test_idf_coverage_by_hand_and_why_the_keyword_guard_keeps_the_plain_count() 
     assert idf_coverage(greeting) == pytest.approx(want) and idf_coverage(lookup) == pytest.approx(want)
     kw = {"min_confidence": 0.2, "refuse_confidence": 0.55, "tokenizer": index.tokens,
           "evidence": index.best_passage_terms}
-    for q in ("hi, how are you?", "revenue growth"):
-        r = route_offline(q, index.vocabulary(), **kw)
-        assert r.cls == ABSTAIN and "whose terms the corpus knows (50% >= 50%)" in r.reason, (q, r.reason)
+    r = route_offline("revenue growth", index.vocabulary(), **kw)
+    assert r.cls == ABSTAIN and "whose terms the corpus knows (50% >= 50%)" in r.reason, r.reason
+    assert route_offline("hi, how are you?", index.vocabulary(), **kw).cls == "chitchat"
+
+
+def test_a_short_query_worded_as_conversation_is_no_keyword_lookup() -> None:
+    # 'hi, how are you?' has everyday words a corpus knows (half its terms): before, the keyword guard kept it from
+    # chitchat and it was searched and refused. A lookup names things and addresses no one.
+    assert refusal_guard("hi, how are you?", 0.5) == ""
+    assert refusal_guard("thanks, that helps", 1.0) == "" and refusal_guard("Привет, как дела?", 1.0) == ""
+    assert refusal_guard("good morning", 1.0) == ""
+    assert refusal_guard("revenue growth", 1.0).startswith("a short query (2 words)")
+    assert refusal_guard("hi, how are you?", 0.5, conversation_rule=False).startswith("a short query (4 words)")
+    # a word that merely contains one ('yours' in 'Yoursoft'?) does not count: whole words only
+    assert refusal_guard("Myriad hexapod", 1.0).startswith("a short query")

@@ -293,10 +293,26 @@ def decide(probs: Mapping[str, float], *, min_confidence: float, refuse_confiden
     return best, ""
 
 
-def refusal_guard(question: str, cov: float | None) -> str:
+# Words that address or greet someone: a keyword lookup ('revenue growth', 'FB-340 temperature') names things and has
+# none of them; 'hi, how are you?', 'thanks, that helps' and 'good morning' do, and their few words are everyday words
+# any corpus knows. Measured on the router's labelled lines (bench/route_evidence.py, keyword guard rows).
+_CONVERSATIONAL = re.compile(
+    r"(?i)(?<!\w)(you|your|yours|yourself|u|i|me|my|mine|we|us|hi|hello|hey|thanks|thank|thx|bye|goodbye|morning|"
+    r"evening|night|ты|вы|тебя|вас|тебе|вам|твой|ваш|я|мне|меня|привет|здравствуй|здравствуйте|спасибо|пока)(?!\w)")
+
+
+def conversational(question: str) -> bool:
+    """Whether the question addresses or greets someone (see _CONVERSATIONAL)."""
+    return bool(_CONVERSATIONAL.search(question))
+
+
+def refusal_guard(question: str, cov: float | None, *, conversation_rule: bool = True) -> str:
     """Why a chitchat / out-of-scope decision must not stand for this question (the default pipeline runs instead),
-    or "" when it may. `cov` is None when there is no corpus to compare with."""
+    or "" when it may. `cov` is None when there is no corpus to compare with. A short query worded as conversation
+    (conversational) is not a keyword lookup, however many of its everyday words the corpus knows."""
     words = len(question.split())
+    if conversation_rule and conversational(question):
+        return ""
     if cov is not None and cov >= KEYWORD_MIN_COVERAGE and words <= KEYWORD_MAX_WORDS:
         return (f"a short query ({words} word{'s' if words > 1 else ''}) whose terms the corpus knows ({cov:.0%} >= "
                 f"{KEYWORD_MIN_COVERAGE:.0%})")
