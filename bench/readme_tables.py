@@ -694,11 +694,14 @@ def route_evidence(d: dict[str, Any], file: str) -> list[str]:
            f"{ch.get('min_terms')}, `evidence_min_share` {ch.get('min_share')}, `evidence_unknown_weight` "
            f"{ch.get('unknown_weight')}. *fires on*: corpus questions whose best passage meets the guard, whatever "
            "the classifier said; *extra sent*: chitchat / out-of-scope lines it sends to retrieval (the answer stage "
-           "can still refuse them).", ""]
-    rows = [[label, "without" if k == "without_guard" else "with",
+           "can still refuse them)."
+           + (f" The product ships `evidence_unknown_weight` {d['shipped_setting'].get('unknown_weight')} "
+              f"(*shipped* rows): {d['shipped_setting'].get('note')}." if d.get("shipped_setting") and
+              d["shipped_setting"].get("unknown_weight") != ch.get("unknown_weight") else ""), ""]
+    rows = [[label, {"without_guard": "without", "chosen": "with (rule's choice)", "shipped": "with (shipped)"}[k],
              f"{num(r.get('costly'))}/{num(r.get('corpus_questions'))}", _pct(r.get("fire_rate_on_corpus_questions")),
              f"{num(r.get('extra_sent_to_retrieval'))}/{num(r.get('non_corpus_lines'))}"]
-            for label, k, r in _router_splits(d, ("without_guard", "chosen"))]
+            for label, k, r in _router_splits(d, ("without_guard", "chosen", "shipped"))]
     out.append(md_table(["questions", "guard", "costly", "fires on", "extra sent"], rows))
     kg = d.get("keyword_guard") or {}
     if kg:
@@ -720,9 +723,12 @@ def route_evidence(d: dict[str, Any], file: str) -> list[str]:
         srows = [[f"`{name}`", f"{num(st['answerable']['no_retrieval_without_guard'])} → "
                   f"{num(st['answerable']['no_retrieval_with_guard'])} of {num(st['answerable']['n'])}",
                   f"{num(st['unanswerable']['no_retrieval_without_guard'])} → "
-                  f"{num(st['unanswerable']['no_retrieval_with_guard'])} of {num(st['unanswerable']['n'])}"]
+                  f"{num(st['unanswerable']['no_retrieval_with_guard'])} of {num(st['unanswerable']['n'])}",
+                  num(st['answerable'].get('no_retrieval_with_shipped_guard')),
+                  num(st['unanswerable'].get('no_retrieval_with_shipped_guard'))]
                  for name, st in sets.items()]
-        out.append(md_table(["set", "answerable", "unanswerable"], srows))
+        out.append(md_table(["set", "answerable", "unanswerable", "answerable, shipped guard",
+                             "unanswerable, shipped guard"], srows))
     return out
 
 
