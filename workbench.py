@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 from PIL import Image
 
-from core.report import escape_md
+from core.app.report import escape_md
 from pages import _state
 from pages._workspace_panel import workspace_panel
 

@@ -21,7 +21,7 @@ Rows, all through the product's own run_query on the same store in one run (retr
 - nohop: the same loop without the targeted hops (the wide bag-of-names query only), to judge them in one run.
 Tuning was done on the router's train split of these questions; `held_out` reports its test split.
 The grader's AUROC (passage useful = a gold passage) is computed on plain round-1 candidates. With --fit the grader is
-fitted on odd-numbered questions and saved to core/route/agent_grader.json.
+fitted on odd-numbered questions and saved to core/models/data/agent_grader.json.
 """
 from __future__ import annotations
 
@@ -33,16 +33,23 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
-
 from _common import ROOT, datasets_dir, table, write_result
 
 from core.config import PipelineConfig  # noqa: E402
-from core.datasets import ingest_predocs, twowiki_predocs  # noqa: E402
 from core.deps import build_deps  # noqa: E402
-from core.eval_run import loop_round  # noqa: E402
+from core.eval.datasets import ingest_predocs, twowiki_predocs  # noqa: E402
+from core.eval.run import loop_round  # noqa: E402
 from core.pipeline import run_query  # noqa: E402
-from core.route.agent import (GRADER_FILE, BridgeWriter, Budget, GraderModel, OfflineGrader,  # noqa: E402
-                              grade_features, names_in, run_agent)
+from core.route.agent import (  # noqa: E402
+    GRADER_FILE,
+    BridgeWriter,
+    Budget,
+    GraderModel,
+    OfflineGrader,
+    grade_features,
+    names_in,
+    run_agent,
+)
 from core.types import Candidate  # noqa: E402
 
 WS = "twowiki"
@@ -101,10 +108,10 @@ SAMPLE_CONFIGS: dict[str, dict[str, Any]] = {
 def sample_main(args: argparse.Namespace) -> int:
     """The loop on sample_corpus/eval.jsonl: grader AUROC on every answerable question (the grader was fitted on
     twowiki only, so all of them are held out) and, on its multi-hop questions, recall@5 / all-gold@10 / rounds /
-    latency of single-shot vs the loop. Chunk level: a gold item is a text span (core.evaluation's rule)."""
-    from core.datasets import sample_set
-    from core.eval_run import prepare, round_recall
-    from core.evaluation import judge, recall_at_k, score_trace
+    latency of single-shot vs the loop. Chunk level: a gold item is a text span (core.eval.metrics's rule)."""
+    from core.eval.datasets import sample_set
+    from core.eval.metrics import judge, recall_at_k, score_trace
+    from core.eval.run import prepare, round_recall
 
     base = PipelineConfig()
     db = args.db if args.db != DEFAULT_DB else str(ROOT / "data" / "bench" / "agent_sample.duckdb")
@@ -182,7 +189,7 @@ def sample_main(args: argparse.Namespace) -> int:
     cols = ["config", "n", "recall@5", "allgold@10", "mean_rounds", "ms_mean"]
     print(table(cols, [[n, *[v[c] for c in cols[1:]]] for n, v in summary.items()]))
     write_result("agent_sample", {
-        "dataset": "sample_corpus/eval.jsonl", "unit": "chunk (gold = text span, core.evaluation rule)",
+        "dataset": "sample_corpus/eval.jsonl", "unit": "chunk (gold = text span, core.eval.metrics rule)",
         "multi_hop_questions": len(multi), "auroc_questions": len(questions), "configs": SAMPLE_CONFIGS,
         "agent": base.agent.model_dump(), "grader": grader.model.fitted_on,
         "grader_auroc": au, "by_config": summary,

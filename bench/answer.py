@@ -1,11 +1,11 @@
-"""Offline answer bench: fits the support model (core/support.py) and measures answered-correctly and refusal rates.
+"""Offline answer bench: fits the support model (core/answer/support.py) and measures answered-correctly and refusal rates.
 
 Run from the repo root:
   .venv/bin/python bench/answer.py collect            # run the fitting questions (eval.jsonl odd ids, eval_train.jsonl)
                                                       # through the pipeline, keep the answer's inputs
   .venv/bin/python bench/answer.py collect --augment  # add near-miss twins of the fitting questions
   .venv/bin/python bench/answer.py cv                 # 5-fold cross-validation on the fitting questions only
-  .venv/bin/python bench/answer.py fit                # fit and choose the threshold on them -> core/support_model.json
+  .venv/bin/python bench/answer.py fit                # fit and choose the threshold on them -> core/models/data/support_model.json
   .venv/bin/python bench/answer.py collect (+ --augment) # again: the product's answers now come from the fitted model
   .venv/bin/python bench/answer.py collect --final    # the report's run: also every held-out set (kept unrun until then)
   .venv/bin/python bench/answer.py report             # rates on every split -> results/answer.json
@@ -31,16 +31,27 @@ from pathlib import Path
 from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import numpy as np  # noqa: E402
 from _common import ROOT, machine_info, utc_now, write_result  # noqa: E402
 
-import numpy as np  # noqa: E402
-
-from core.answer import pick_sentences  # noqa: E402
-from core.answer_eval import answered_correctly, matches_gold  # noqa: E402
-from core.support import (DEFAULT_MODEL_PATH, FEATURES, GATE_FEATURES, MODEL_FEATURES, SCORER_GATE_FEATURES,  # noqa: E402
-                          Gate,
-                          SupportModel, claim_spans, fit_conditional_logit, fit_logistic_signed, gate_features,
-                          late_sentence_scorer, reading_texts, sentence_table)
+from core.answer.stage import pick_sentences  # noqa: E402
+from core.answer.support import (  # noqa: E402
+    DEFAULT_MODEL_PATH,
+    FEATURES,
+    GATE_FEATURES,
+    MODEL_FEATURES,
+    SCORER_GATE_FEATURES,
+    Gate,
+    SupportModel,
+    claim_spans,
+    fit_conditional_logit,
+    fit_logistic_signed,
+    gate_features,
+    late_sentence_scorer,
+    reading_texts,
+    sentence_table,
+)
+from core.eval.answer import answered_correctly, matches_gold  # noqa: E402
 
 SETS = {"eval": ROOT / "sample_corpus" / "eval.jsonl", "holdout": ROOT / "sample_corpus" / "eval_holdout.jsonl",
         "train": ROOT / "sample_corpus" / "eval_train.jsonl",
@@ -128,10 +139,10 @@ def augmented() -> list[dict[str, Any]]:
 
 
 def collect(db: Path, limit: int | None, augment: bool = False, final: bool = False) -> None:
+    from core.cascade.rerank import LateInteractionReranker
     from core.config import PipelineConfig
     from core.deps import build_deps
     from core.pipeline import run_query
-    from core.rerank import LateInteractionReranker
     from core.store import Store
 
     if not db.exists():
@@ -200,7 +211,7 @@ def _impute_means(x: np.ndarray) -> dict[str, float]:
 
 
 def decide(model: SupportModel, row: dict[str, Any], cut: float, max_sentences: int = 3) -> tuple[bool, bool, float]:
-    """(refused, answered with a gold sentence, support) as core.answer.extractive_answer would decide."""
+    """(refused, answered with a gold sentence, support) as core.answer.stage.extractive_answer would decide."""
     table = row["table"]
     if not table.rows:
         return True, False, 0.0
@@ -244,8 +255,8 @@ def rates(model: SupportModel, rows: list[dict[str, Any]], cut: float) -> dict[s
 def corpus_vocabulary(db: Path) -> frozenset[str]:
     """The BM25 index's vocabulary of the bench database, as the pipeline hands it to the answer stage."""
     from core.config import PipelineConfig
-    from core.index import IndexCache
     from core.retrieve.bm25 import BM25Params
+    from core.retrieve.index import IndexCache
     from core.store import Store
 
     b = PipelineConfig().bm25
@@ -397,7 +408,7 @@ def _fit_scorer_weights(ranker: SupportModel, train: list[dict[str, Any]], k: in
     """How the scorer's values enter: standardisation over the top-k sentences of the training questions, the value
     of a sentence it did not read (a low quantile: unread means unlikely), and the weights of [ranker score, scorer
     value] in a conditional logit over the answerable questions' sentences (both kept >= 0). `kind`: 'finetuned'
-    (core.answer_scorer, English only like the embedder it was made from) or 'e5' (core.e5_scorer, multilingual: it
+    (core.answer.scorer, English only like the embedder it was made from) or 'e5' (core.answer.e5_scorer, multilingual: it
     also reads the questions the embedder is blind to)."""
     multi = kind == "e5"
     vals, groups = [], []
@@ -430,7 +441,7 @@ def row_scorer_of(r: dict[str, Any]) -> Any:
     if xv is not None:
         return lambda idx: xv[np.asarray(idx, dtype=int)]
     if r["split"] in HELD_OUT:
-        from core.answer_scorer import SCORER_PATH, row_scorer
+        from core.answer.scorer import SCORER_PATH, row_scorer
 
         return row_scorer(r["query"], r["table"].rows) if SCORER_PATH.exists() else None
     return None
@@ -453,11 +464,11 @@ def attach_scores(data: dict[str, Any], path: Path = SCORER_OOF) -> int:
 
 
 def attach_e5(data: dict[str, Any]) -> int:
-    """r['xenc'] per collected question: core.e5_scorer's cosine of the question and each of its sentences. The
+    """r['xenc'] per collected question: core.answer.e5_scorer's cosine of the question and each of its sentences. The
     model is pretrained and never fitted on these questions, so every question (held-out ones too) gets the value
     the product computes; nothing is out of fold."""
-    from core.e5_scorer import pair_text as e5_text
-    from core.e5_scorer import score
+    from core.answer.e5_scorer import pair_text as e5_text
+    from core.answer.e5_scorer import score
 
     for r in data["rows"]:
         rows = r["table"].rows
@@ -501,7 +512,7 @@ def fit(l2: float, gate_l2: float, margin: float, penalty: float, kind_penalty: 
             "l2": l2, "gate_l2": gate_l2, "pick_margin": margin, "contradiction_penalty": penalty,
             "kind_penalty": kind_penalty, "attr_penalty": attr_penalty, "scorer_k": scorer_k, "scorer_l2": scorer_l2,
             "scorer_kind": scorer_kind if scorer_k else None,
-            **({"scorer_values": "core.e5_scorer's cosines (pretrained, never fitted on these questions)"
+            **({"scorer_values": "core.answer.e5_scorer's cosines (pretrained, never fitted on these questions)"
                 if scorer_kind == "e5" else "out-of-fold scores of bench/answer_scorer.py --cv (the scorer that "
                                             "scored a question never trained on it)"} if scorer_k else {}),
             "fitted_at": utc_now(), "script": "bench/answer.py fit",
@@ -587,9 +598,9 @@ def _add_unshared(all_rows: list[dict[str, Any]], splits: dict[str, str], split:
 
 def report(previous: Sequence[str] = ()) -> None:
     """Rates of the shipped model on every split; with `previous` (support model files, e.g. the one the session
-    started from, `git show <commit>:core/support_model.json`), those models' rates on the same collected features
+    started from, `git show <commit>:core/models/data/support_model.json`), those models' rates on the same collected features
     too: a before / after on sets none was chosen on."""
-    from core.support import load_support_model
+    from core.answer.support import load_support_model
 
     data = load_cache()
     model = load_support_model()
@@ -626,7 +637,7 @@ def report(previous: Sequence[str] = ()) -> None:
             }
     out["method"] = {
         "answered_correctly": "answerable questions not refused whose answer quotes a sentence of a gold span "
-                              "(core.answer_eval.matches_gold: 70% word overlap either way)",
+                              "(core.eval.answer.matches_gold: 70% word overlap either way)",
         "refused_unanswerable": "unanswerable questions refused",
         "fit": "ranker and gate fitted, threshold chosen, on eval.jsonl odd ids + sample_corpus/eval_train.jsonl "
                "(177 questions written for fitting) + near-miss twins of both; hyper-parameters and features chosen "
@@ -661,10 +672,10 @@ def report(previous: Sequence[str] = ()) -> None:
                       "questions had been refused by the router as out of scope. That led to the router's evidence "
                       "guard (core/route/router.py evidence_guard), whose settings were chosen on the router's own "
                       "train split (bench/route_evidence.py), not on any question here. A holdout4 question seen "
-                      "in the browser also led to reading a product code's plural as the code (core/support.py; "
+                      "in the browser also led to reading a product code's plural as the code (core/answer/support.py; "
                       "no fitting question has one, so the fitted model is unchanged). holdout4 is no longer blind. "
                       "Session 8: a helper wrote sample_corpus/eval_holdout5.jsonl blind (bfb8dc8) before any model "
-                      "change; the multilingual-e5 sentence match (core/e5_scorer.py) was chosen by 5-fold CV on the "
+                      "change; the multilingual-e5 sentence match (core/answer/e5_scorer.py) was chosen by 5-fold CV on the "
                       "fitting questions of the time; holdout5 was then run once and looked at in aggregate (rates, "
                       "and how many answerable questions were refused with a gold sentence retrieved: 15 of 51 "
                       "refused that way, then 21 of 51 with e5). That look showed the model refusing blind-worded "
@@ -760,7 +771,7 @@ def main() -> None:
                     help="report: also the rates of this support model file (or COMMIT:path, read from git) on "
                          "the same collected features (repeatable)")
     ap.add_argument("--scorer", choices=["finetuned", "e5"], default="finetuned",
-                    help="fit/cv: which answerability scorer (core.answer_scorer, or core.e5_scorer's multilingual "
+                    help="fit/cv: which answerability scorer (core.answer.scorer, or core.answer.e5_scorer's multilingual "
                          "cosine)")
     ap.add_argument("--threshold-rule", choices=["insample", "oof"], default="insample",
                     help="fit/cv: choose the refusal cut on the fitted questions' own supports (insample) or on their "

@@ -8,7 +8,7 @@ question with a rewording, and one-fact changes: negation, antonym, number, name
 which are the hard ones for an embedder). The thresholds are chosen on one split (a hash of the pair) and reported on
 the other.
 
-The second check (core/answer_cache_verifier.py): a logistic regression over the embedder's token vectors of both
+The second check (core/answer/cache_verifier.py): a logistic regression over the embedder's token vectors of both
 questions and the guard's rules, fitted on dev pairs only. Its thresholds are chosen on out-of-fold probabilities
 (5 folds grouped by the first question, dev only); the model fitted on the whole dev split scores the test split and
 is what --save-model ships. A third hand-written batch (bench/sets/cache_pairs_extra_dev.jsonl) is dev only.
@@ -32,11 +32,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import numpy as np  # noqa: E402
 from _common import datasets_dir, machine_info, utc_now, write_result  # noqa: E402
 
-import numpy as np  # noqa: E402
-
-from core.answer_cache import _content_only, features, guard, same_words  # noqa: E402
+from core.answer.cache import _content_only, features, guard, same_words  # noqa: E402
 
 TARGET_FALSE = 0.005
 TARGET_HIT = 0.50
@@ -241,10 +240,10 @@ def replay(out: Path | None, overrides: dict[str, Any] | None = None) -> int:
     held-out look)."""
     import tempfile
 
+    from core.answer.cache_verifier import make_verifier
     from core.config import PipelineConfig
     from core.deps import build_deps
     from core.ingest.pipeline import ingest_files, read_paths
-    from core.answer_cache_verifier import make_verifier
     from core.pipeline import run_query
     from core.store import Store
 
@@ -361,7 +360,7 @@ def main() -> int:
     ap.add_argument("--replay", action="store_true", help="replay sample_corpus questions with paraphrases instead")
     ap.add_argument("--extra-dev", type=Path, default=EXTRA_DEV, help="hand-written pairs used on dev only")
     ap.add_argument("--save-model", action="store_true",
-                    help="write the verifier fitted on the dev split to core/answer_cache_verifier.npz")
+                    help="write the verifier fitted on the dev split to core/models/data/answer_cache_verifier.npz")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=JSON",
                     help="with --replay: a configuration override, e.g. answer_cache.pair_model=true")
     ap.add_argument("--dev-only", action="store_true",
@@ -373,8 +372,16 @@ def main() -> int:
     started = utc_now()
     rows = load_rows(args.datasets, args.extra, args.extra_dev)
 
-    from core.answer_cache_verifier import MODEL_PATH, encode_questions, pair_features, vetoed
-    from core.embed import load_embedder, one_torch_thread  # heavy import only when we run
+    from core.answer.cache_verifier import (
+        MODEL_PATH,
+        encode_questions,
+        pair_features,
+        vetoed,
+    )
+    from core.models.embed import (  # heavy import only when we run
+        load_embedder,
+        one_torch_thread,
+    )
 
     # The product's runtime (onnx, the default of embed.runtime): sentence and token vectors from one forward.
     embedder = load_embedder("bundled:all-MiniLM-L6-v2", runtime="onnx").embedder
@@ -429,7 +436,7 @@ def main() -> int:
     # rule on the same dev pairs (batch 6 included there): what the new dev pairs add, measured on dev.
     batch6 = origin == "semeval_dev"
     prob_dev_nob6, prob_test_nob6, model_nob6 = fit_verifier(X, pos.astype(int), dev & base & ~batch6, dev, qgroups)
-    # The same words in the same order never reach the verifier in the product (core.answer_cache.same_words).
+    # The same words in the same order never reach the verifier in the product (core.answer.cache.same_words).
     same = np.array([same_words(feats[r["a"]], feats[r["b"]]) for r in rows])
     # The verifier shipped before batch 6, at its shipped thresholds, on batch 6 (pairs it was never fitted on).
     before = shipped_on(X, cos, base, same, batch6, pos)
@@ -575,7 +582,7 @@ def main() -> int:
         "pair_model_dev_only": pair_dev,
         "shipped_before_on_batch6": before,
         "pair_model": None if pair_ms is None else {
-            "model": "core/answer_cache_pair_model.npz", "oof_file": str(PAIR_OOF.relative_to(ROOT)),
+            "model": "core/models/data/answer_cache_pair_model.npz", "oof_file": str(PAIR_OOF.relative_to(ROOT)),
             "ms_per_pair_both_orders": pair_ms,
             "note": "the bundled MiniLM with its top layers and a head fine-tuned as a pair classifier on the dev "
                     "pairs (bench/answer_cache_pair_model.py); dev P out of fold, test P from the model fitted on all "
@@ -609,13 +616,13 @@ def pair_model_probabilities(rows: list[dict[str, Any]], cos: np.ndarray, base: 
                              dev: np.ndarray, *, score_test: bool = True
                              ) -> tuple[np.ndarray | None, dict[str, Any] | None]:
     """P(same) of the pair model for every row: out of fold (PAIR_OOF) on dev, the shipped model
-    (core/answer_cache_pair_model.npz, fitted on all dev pairs) on the test pairs a check could be asked about (no
+    (core/models/data/answer_cache_pair_model.npz, fitted on all dev pairs) on the test pairs a check could be asked about (no
     veto broken, cosine on the grid, not the same words); 0 elsewhere, where no variant reads it. Also the model's ms
     per pair (both orders in one forward). (None, None) without the OOF file or the model."""
     from answer_cache_pair_model import pair_key
 
-    from core.answer_cache_pair import PAIR_MODEL_PATH, pair_probability
-    from core.embed import one_torch_thread
+    from core.answer.cache_pair import PAIR_MODEL_PATH, pair_probability
+    from core.models.embed import one_torch_thread
 
     if not PAIR_OOF.exists() or not PAIR_MODEL_PATH.exists():
         return None, None
@@ -645,9 +652,8 @@ def compare_pair_model_on_dev(rows: list[dict[str, Any]], cos: np.ndarray, base:
     must-not-share pair <= target, then the most SemEval hits, then the most paraphrase hits, then the highest
     thresholds), next to the verifier alone. It decides whether the pair model may ship; no test pair is read here.
     None when the OOF file is absent or was made on other dev pairs."""
-    from sklearn.metrics import roc_auc_score
-
     from answer_cache_pair_model import pair_key
+    from sklearn.metrics import roc_auc_score
 
     if not PAIR_OOF.exists():
         return None
@@ -685,7 +691,7 @@ def compare_pair_model_on_dev(rows: list[dict[str, Any]], cos: np.ndarray, base:
 
 
 def model_features() -> tuple[str, ...]:
-    from core.answer_cache_verifier import FEATURES
+    from core.answer.cache_verifier import FEATURES
 
     return FEATURES
 
@@ -722,12 +728,12 @@ def shipped_on(X: np.ndarray, cos: np.ndarray, base: np.ndarray, same: np.ndarra
     import subprocess
     import tempfile
 
-    from core.answer_cache_verifier import load_verifier
+    from core.answer.cache_verifier import load_verifier
 
     if not sel.any():
         return None
     try:
-        blob = subprocess.run(["git", "show", f"{BEFORE_BATCH6['commit']}:core/answer_cache_verifier.npz"],
+        blob = subprocess.run(["git", "show", f"{BEFORE_BATCH6['commit']}:core/models/data/answer_cache_verifier.npz"],
                               cwd=ROOT, capture_output=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
@@ -752,7 +758,7 @@ def fit_verifier(X: np.ndarray, y: np.ndarray, train: np.ndarray, dev: np.ndarra
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import GroupKFold
 
-    from core.answer_cache_verifier import PairVerifier
+    from core.answer.cache_verifier import PairVerifier
 
     def fit(rows_: np.ndarray) -> PairVerifier:
         mean = X[rows_].mean(axis=0)
@@ -775,12 +781,17 @@ def time_verifier(embedder: Any, model: Any, pairs: list[tuple[str, str]]) -> di
     """What the second check costs a lookup, median and p95 ms over `pairs`, in three states:
     both_encoded: both questions through one forward, the features and the score (the check before the cache stage
     kept the query's token vectors); cached_encoded: the product's path on a cached question the verifier has not
-    read yet (the query's token vectors come from the cache stage's own forward, core.answer_cache_verifier.
+    read yet (the query's token vectors come from the cache stage's own forward, core.answer.cache_verifier.
     query_vector, so only the cached question is encoded); both_known: a cached question read before (the memo),
     features and score only. The first key stays the median of both_encoded for older readers. Timings interleave
     the three per pair, so the ratios hold under load; absolute ms do not."""
-    from core.answer_cache_verifier import (encode_questions, forget_tokens, pair_features, query_vector,
-                                            tokens_for)
+    from core.answer.cache_verifier import (
+        encode_questions,
+        forget_tokens,
+        pair_features,
+        query_vector,
+        tokens_for,
+    )
 
     times: dict[str, list[float]] = {"both_encoded": [], "cached_encoded": [], "both_known": []}
     for a, b in pairs:

@@ -1,11 +1,11 @@
 """Fine-tune the bundled MiniLM as a pair classifier ("may these two questions share an answer?") for the answer
 cache's second check, on the DEV split of bench/answer_cache.py only.
 
-Why a cross-encoder: the shipped verifier (core/answer_cache_verifier.py) reads each question's token vectors
+Why a cross-encoder: the shipped verifier (core/answer/cache_verifier.py) reads each question's token vectors
 separately, so it cannot see, in context, that an added detail narrows the question ('in a Honda lawn mower') while
 another only rewords it. A model that reads both questions in one sequence can. No cross-encoder can be downloaded,
 so this one is made here: the bundled all-MiniLM-L6-v2, its bottom layers frozen, the top `--layers` layers and a
-small head trained on dev pairs; only the trained layers and the head ship (fp16, core/answer_cache_pair_model.npz),
+small head trained on dev pairs; only the trained layers and the head ship (fp16, core/models/data/answer_cache_pair_model.npz),
 loaded over the bundled base by path.
 
 Training is cheap on CPU because the frozen bottom runs once: the hidden states below the trained layers are computed
@@ -56,7 +56,7 @@ def train(model_bits: Any, states: list, ys: np.ndarray, idx: np.ndarray, *, epo
     once, in a random one of its two orders (half the cost of both, and the model still learns both)."""
     import torch
 
-    from core.answer_cache_pair import PairModel
+    from core.answer.cache_pair import PairModel
 
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
@@ -136,7 +136,7 @@ def main() -> int:
     import torch
     from sklearn.model_selection import GroupKFold
 
-    from core.answer_cache_pair import PAIR_MODEL_PATH, PairModelBits, bottom_states
+    from core.answer.cache_pair import PAIR_MODEL_PATH, PairModelBits, bottom_states
 
     torch.set_num_threads(args.threads)
     rows = dev_rows(args.datasets)
@@ -144,7 +144,7 @@ def main() -> int:
     bits = PairModelBits.load(args.layers)
     trainable = np.ones(len(rows), dtype=bool)
     if args.min_cos > 0:
-        from core.embed import load_embedder
+        from core.models.embed import load_embedder
 
         emb = load_embedder("bundled:all-MiniLM-L6-v2", runtime="onnx").embedder
         va, vb = emb.encode([r["a"] for r in rows]), emb.encode([r["b"] for r in rows])

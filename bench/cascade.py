@@ -11,10 +11,10 @@ Run from the repo root (each part can run alone; each writes its own bench/resul
   an architecture twin of ms-marco-MiniLM-L-6-v2 (the bundled MiniLM-L6 weights with an untrained one-logit head,
   built in a temp folder: no reranker weights can be downloaded here), so its scores mean nothing but its cost is
   that of the real model. The llm reranker needs an API key and is not timed.
-- quality: Pass@5/10/20 on anthropic_codebase (cookbook scoring, core.evaluation) for hybrid vs hybrid + late
+- quality: Pass@5/10/20 on anthropic_codebase (cookbook scoring, core.eval.metrics) for hybrid vs hybrid + late
   interaction over the fused top-50, through the product pipeline (core.pipeline.run_query).
 - compression: on sample_corpus/eval.jsonl, tokens handed to the model and recall@10 (span rule of
-  core.evaluation) with and without sentence pruning, plus the full default cascade.
+  core.eval.metrics) with and without sentence pruning, plus the full default cascade.
 """
 from __future__ import annotations
 
@@ -30,15 +30,19 @@ from typing import Any, Sequence
 
 from _common import ROOT, datasets_dir, machine_info, table, utc_now, write_result
 
-from core.compress import llm_tokens  # noqa: E402
+from core.cascade.prune import llm_tokens  # noqa: E402
+from core.cascade.rerank import (
+    CrossEncoderReranker,
+    EmbedderCosineReranker,
+    LateInteractionReranker,
+)
 from core.config import PipelineConfig  # noqa: E402
-from core.datasets import GoldenSet, load_dataset  # noqa: E402
 from core.deps import Deps, build_deps  # noqa: E402
-from core.eval_run import prepare  # noqa: E402
-from core.evaluation import score_trace  # noqa: E402
+from core.eval.datasets import GoldenSet, load_dataset  # noqa: E402
+from core.eval.metrics import score_trace  # noqa: E402
+from core.eval.run import prepare  # noqa: E402
+from core.models.tokens import TokenCache, window_encoder_for
 from core.pipeline import run_query  # noqa: E402
-from core.rerank import (CrossEncoderReranker, EmbedderCosineReranker, LateInteractionReranker,  # noqa: E402
-                         TokenCache, window_encoder_for)
 from core.store import Store  # noqa: E402
 
 OFF = {"rerank.enabled": False, "prune.enabled": False, "mmr.enabled": False, "expand.enabled": False,
@@ -49,7 +53,7 @@ HEUR = {"context.variant": "heuristic"}
 QUALITY = [
     ("hybrid", "BM25 + dense, RRF k=60 (no cascade)", OFF),
     ("hybrid+late-interaction", "hybrid, then MaxSim rerank of the fused top-50", LI),
-    ("heur-hybrid", "heuristic chunk context (core.context), hybrid, no cascade", {**OFF, **HEUR}),
+    ("heur-hybrid", "heuristic chunk context (core.ingest.context), hybrid, no cascade", {**OFF, **HEUR}),
     ("heur-hybrid+late-interaction", "heuristic context; the reranker reads context + chunk", {**LI, **HEUR}),
 ]
 PUBLISHED = {"voyage-2 basic RAG": {"pass@5": 80.92, "pass@10": 87.15, "pass@20": 90.06},
@@ -132,7 +136,7 @@ def corpus(dataset: str, root: Path, db: Path) -> tuple[GoldenSet, Deps, str]:
 
 def warm_late_interaction(deps: Deps, ws: str, variant: str | None = None) -> dict[str, Any]:
     """Token vectors of every chunk (and of context + chunk for a variant), computed once and kept in the store."""
-    from core.index import contextual_text
+    from core.retrieve.index import contextual_text
 
     reranker, _ = deps.reranker_for("late-interaction")
     assert isinstance(reranker, LateInteractionReranker)
@@ -153,7 +157,7 @@ def part_quality(root: Path, db: Path, limit: int | None) -> dict[str, Any]:
     rows = []
     for name, desc, ov in QUALITY:
         if ov.get("context.variant") == "heuristic" and "heuristic" not in warm:
-            from core.context import build_heuristic
+            from core.ingest.context import build_heuristic
 
             build_heuristic(deps.store, workspace=ws)
             warm["heuristic"] = warm_late_interaction(deps, ws, "heuristic")
@@ -165,7 +169,7 @@ def part_quality(root: Path, db: Path, limit: int | None) -> dict[str, Any]:
               f"pass@20 {m.get('pass@20', 0):.2f}  ({row['seconds']} s)", file=sys.stderr)
     return {"dataset": "anthropic_codebase", "published": PUBLISHED, "token_vector_warmup": warm, "rows": rows,
             "scoring": "Pass@k as the cookbook: per query, share of golden chunks whose stripped text equals a top-k "
-                       "chunk's, averaged x100 (core.evaluation.pass_at_k)"}
+                       "chunk's, averaged x100 (core.eval.metrics.pass_at_k)"}
 
 
 def part_compression(limit: int | None, db: Path) -> dict[str, Any]:
@@ -305,9 +309,9 @@ def _rss_mb() -> float:
 
 
 def scifact_ingest(root: Path, db: Path, docs: int | None) -> dict[str, Any]:
-    """Child process: the corpus into `db` the way core.eval_run.prepare puts it there (core.datasets.ensure_corpus ->
+    """Child process: the corpus into `db` the way core.eval.run.prepare puts it there (core.eval.datasets.ensure_corpus ->
     ingest_predocs with the default config's token sink), or its first `docs` documents for a smoke run."""
-    from core.datasets import ingest_predocs
+    from core.eval.datasets import ingest_predocs
     from core.ingest.pipeline import token_sink
 
     gs = load_dataset("beir_scifact", root)
@@ -334,9 +338,9 @@ def scifact_ingest(root: Path, db: Path, docs: int | None) -> dict[str, Any]:
 
 
 def scifact_eval(root: Path, db: Path, n_queries: int, limit: int | None) -> dict[str, Any]:
-    """Child process: the product default configuration over the set (core.eval_run.run_eval, not stored), then the
+    """Child process: the product default configuration over the set (core.eval.run.run_eval, not stored), then the
     rerank timing over the first n_queries' fused top-50."""
-    from core.eval_run import NamedConfig, resolve_gold, run_config
+    from core.eval.run import NamedConfig, resolve_gold, run_config
 
     gs = load_dataset("beir_scifact", root)
     ws = gs.workspace or "default"
@@ -399,7 +403,7 @@ def twin_cross_encoder(folder: Path) -> Path:
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    from core.embed import bundled_model_path
+    from core.models.embed import bundled_model_path
 
     hf_logging.set_verbosity_error()
     src = bundled_model_path()

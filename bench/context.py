@@ -12,21 +12,36 @@ from __future__ import annotations
 import argparse
 import sys
 
-from _common import ROOT, datasets_dir, machine_info, table, timed, utc_now, write_result
+from _common import (
+    ROOT,
+    datasets_dir,
+    machine_info,
+    table,
+    timed,
+    utc_now,
+    write_result,
+)
 
 sys.path.insert(0, str(ROOT))
 
+from core.app.costs import cache_read_share
 from core.config import PipelineConfig  # noqa: E402
-from core.context import (  # noqa: E402
-    CONTEXT_INSTRUCTIONS, TransformerTokenEncoder, build_heuristic, build_late, build_llm_contexts, coverage,
-    embed_variant, estimate_llm_contexts,
-)
-from core.costs import cache_read_share, price_for  # noqa: E402
-from core.datasets import anthropic_set, ingest_predocs  # noqa: E402
 from core.deps import Deps  # noqa: E402
-from core.embed import BUNDLED_MODEL, load_embedder  # noqa: E402
-from core.evaluation import pass_at_k  # noqa: E402
-from core.llm import AnthropicLLM  # noqa: E402
+from core.eval.datasets import anthropic_set, ingest_predocs  # noqa: E402
+from core.eval.metrics import pass_at_k  # noqa: E402
+from core.ingest.context import (
+    CONTEXT_INSTRUCTIONS,
+    build_heuristic,
+    build_late,
+    build_llm_contexts,
+    coverage,
+    embed_variant,
+    estimate_llm_contexts,
+)
+from core.models.embed import BUNDLED_MODEL, load_embedder  # noqa: E402
+from core.models.llm import AnthropicLLM  # noqa: E402
+from core.models.pricing import price_for  # noqa: E402
+from core.models.tokens import TransformerTokenEncoder
 from core.pipeline import run_query  # noqa: E402
 from core.store import Store  # noqa: E402
 from tests.anthropic_stub import start_stub, stub_tokens  # noqa: E402

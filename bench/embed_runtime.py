@@ -23,11 +23,10 @@ from typing import Any, Sequence
 # Not named onnx.py: with bench/ on sys.path (tests import bench modules), `import onnx` would find this file
 # instead of the onnx package. Its results still go to bench/results/onnx.json.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import numpy as np  # noqa: E402
 from _common import ROOT, datasets_dir, machine_info, table, utc_now, write_result  # noqa: E402
 
-import numpy as np  # noqa: E402
-
-from core.embed import BUNDLED_MODEL, load_embedder, one_torch_thread  # noqa: E402
+from core.models.embed import BUNDLED_MODEL, load_embedder, one_torch_thread  # noqa: E402
 
 RUNTIMES = ("torch", "onnx", "onnx-int8")
 OVERLAP_BAR = 0.95

@@ -7,7 +7,7 @@ document level, plus the rerank stage with and without its blend with the fused 
 One pipeline run per question of the *stage* configuration (the default with the rerank reading and handing on its
 whole top_n, combine=replace, prune/MMR off) gives BM25 alone, dense alone, the fused (hybrid) list and the pure
 rerank order, each the stage's own list; the rerank blends (RRF of fused and rerank orders) are computed from that
-same list with core.rerank.blend_scores, so a sweep costs no model call. Then three configurations run for their final
+same list with core.cascade.rerank.blend_scores, so a sweep costs no model call. Then three configurations run for their final
 list: 'default-cascade' is the default retrieval cascade with the router and query transforms off (what issue #11
 tunes), 'previous-cascade' the same as it stood before (combine=replace, prune.keep_all=false), and 'default' the
 whole product default (router and transforms as configured). Answers and the answer cache are off everywhere: they do
@@ -31,13 +31,13 @@ from typing import Any, Sequence
 
 from _common import ROOT, datasets_dir, machine_info, utc_now, write_result
 
+from core.cascade.rerank import blend_scores
 from core.config import PipelineConfig
-from core.datasets import GoldenSet, at_level, load_dataset, parse_jsonl, subsample
 from core.deps import build_deps
-from core.eval_run import prepare
-from core.evaluation import pass_at_k
+from core.eval.datasets import GoldenSet, at_level, load_dataset, parse_jsonl, subsample
+from core.eval.metrics import pass_at_k
+from core.eval.run import prepare
 from core.pipeline import run_query
-from core.rerank import blend_scores
 from core.store import Store
 from core.text import detect_language
 from core.types import Candidate

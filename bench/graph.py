@@ -6,7 +6,7 @@ local-search latency, and multi-hop recall on sample_corpus/eval.jsonl with the 
 SciFact: corpus.jsonl is read directly, one chunk per abstract (title + text), written without vectors (the
 builder needs none). Name embeddings (merge suggestions, embedding seeds) use the bundled MiniLM and are timed on
 their own. Multi-hop: the sample corpus is ingested with the bundled MiniLM; the same pipeline runs with the graph
-off and on (local search fused by RRF), scored by core.evaluation's span rule. Writes bench/results/graph.json.
+off and on (local search fused by RRF), scored by core.eval.metrics's span rule. Writes bench/results/graph.json.
 """
 from __future__ import annotations
 
@@ -18,18 +18,27 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from _common import ROOT, PeakRSS, datasets_dir, machine_info, table, timed, utc_now, write_result
+from _common import (
+    ROOT,
+    PeakRSS,
+    datasets_dir,
+    machine_info,
+    table,
+    timed,
+    utc_now,
+    write_result,
+)
 
 sys.path.insert(0, str(ROOT))
 
 from core.config import PipelineConfig  # noqa: E402
-from core.datasets import sample_set, scifact_predocs  # noqa: E402
 from core.deps import Deps  # noqa: E402
-from core.embed import load_embedder  # noqa: E402
-from core.eval_run import NamedConfig, prepare, run_config  # noqa: E402
+from core.eval.datasets import sample_set, scifact_predocs  # noqa: E402
+from core.eval.run import NamedConfig, prepare, run_config  # noqa: E402
 from core.graph.build import build_graph, refresh_suggestions  # noqa: E402
 from core.graph.search import local_search  # noqa: E402
 from core.graph.snapshot import GraphCache, active_graph, name_vectors  # noqa: E402
+from core.models.embed import load_embedder  # noqa: E402
 from core.store import Store  # noqa: E402
 from core.types import Document  # noqa: E402
 
@@ -37,7 +46,7 @@ WS = "default"
 
 
 def load_scifact(root: Path, store: Store) -> int:
-    """Every SciFact abstract as one stored chunk (core.datasets, as the evaluation lab loads it), no vectors."""
+    """Every SciFact abstract as one stored chunk (core.eval.datasets, as the evaluation lab loads it), no vectors."""
     docs = scifact_predocs(root / "beir_scifact", WS)
     for p in docs:
         store.corpus.put_document(p.doc, list(p.chunks), None, "none")

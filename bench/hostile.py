@@ -39,7 +39,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._common import ROOT, write_result  # noqa: E402
-from tests.bad_inputs import docx_with, docx_with_body, pdf_with_text as _pdf  # noqa: E402 - the same generators the tests use
+from tests.bad_inputs import docx_with, docx_with_body  # noqa: E402 - the same generators the tests use
+from tests.bad_inputs import pdf_with_text as _pdf
 
 HANG_S = 30.0
 BEACON = "http://203.0.113.7/pixel.png"
@@ -155,7 +156,7 @@ def run_files(db: Path, *, real: bool, scale: float = 1.0) -> dict[str, Any]:
     from tests.fakes import HashEmbedder
 
     if real:
-        from core.embed import load_embedder
+        from core.models.embed import load_embedder
 
         embedder: Any = load_embedder("bundled:all-MiniLM-L6-v2").embedder
     else:
@@ -282,8 +283,8 @@ def run_concurrency(db: Path, seconds: float) -> dict[str, Any]:
 # -- part 3: fault server --------------------------------------------------------------------------------------------
 def run_faults(db: Path, runs: int) -> dict[str, Any]:
     from core.config import PipelineConfig
-    from core.context import build_llm_contexts
     from core.deps import build_deps
+    from core.ingest.context import build_llm_contexts
     from core.ingest.pipeline import ingest_files
     from core.pipeline import run_query
     from tests.anthropic_stub import start_stub

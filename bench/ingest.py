@@ -21,15 +21,22 @@ from pathlib import Path
 from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, datasets_dir, machine_info, table, timed, utc_now, write_result  # noqa: E402
-
 import numpy as np  # noqa: E402
+from _common import (  # noqa: E402
+    ROOT,
+    datasets_dir,
+    machine_info,
+    table,
+    timed,
+    utc_now,
+    write_result,
+)
 
 from core.config import PipelineConfig  # noqa: E402
-from core.embed import BUNDLED_MODEL, load_embedder  # noqa: E402
 from core.ingest.chunk import chunk_document  # noqa: E402
 from core.ingest.parse import ParseError, parse  # noqa: E402
 from core.ingest.pipeline import IngestReport, doc_id_for, ingest_files, read_paths  # noqa: E402
+from core.models.embed import BUNDLED_MODEL, load_embedder  # noqa: E402
 from core.store import Store  # noqa: E402
 
 
@@ -222,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # One-time process costs stay out of both sides, as model load does: the parse sandbox's worker start and the
     # import of the heuristic-context module (bm25s, scipy) that ingest's first call would otherwise pay.
     with timed() as t_proc:
-        import core.context  # noqa: F401
+        import core.ingest.context  # noqa: F401
         from core.ingest.sandbox import default_sandbox
 
         default_sandbox().parse("warm-up.txt", b"warm-up")

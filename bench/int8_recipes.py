@@ -20,15 +20,19 @@ from pathlib import Path
 from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import numpy as np  # noqa: E402
 from _common import ROOT, datasets_dir, machine_info, table, utc_now, write_result  # noqa: E402
 from embed_runtime import NDCG_BAR, OVERLAP_BAR, load_subsample, ndcg10  # noqa: E402
 
-import numpy as np  # noqa: E402
+from core.models.embed import (  # noqa: E402
+    BUNDLED_MODEL,
+    bundled_model_path,
+    load_embedder,
+    one_torch_thread,
+)
+from core.models.onnx import OnnxEmbedder, ensure_model, quantise_int8  # noqa: E402
 
-from core.embed import BUNDLED_MODEL, bundled_model_path, load_embedder, one_torch_thread  # noqa: E402
-from core.onnx_runtime import OnnxEmbedder, ensure_model, quantise_int8  # noqa: E402
-
-# name -> keyword arguments of core.onnx_runtime.quantise_int8
+# name -> keyword arguments of core.models.onnx.quantise_int8
 RECIPES: dict[str, dict[str, Any]] = {
     "v4 (up+square+qkv, smooth 0.5)": {"kinds": frozenset({"up", "square", "attention"}), "alpha": 0.5,
                                        "activations": "tensor"},

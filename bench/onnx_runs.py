@@ -18,15 +18,14 @@ from pathlib import Path
 from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, datasets_dir, machine_info, table, write_result  # noqa: E402
-
 import numpy as np  # noqa: E402
+from _common import ROOT, datasets_dir, machine_info, table, write_result  # noqa: E402
+from ingest import chunk_texts, load_files  # noqa: E402
 
 from core.config import PipelineConfig  # noqa: E402
-from core.embed import BUNDLED_MODEL, load_embedder  # noqa: E402
-from core.onnx_runtime import RUN_BATCH, RUN_TOKENS  # noqa: E402
+from core.models.embed import BUNDLED_MODEL, load_embedder  # noqa: E402
+from core.models.onnx import RUN_BATCH, RUN_TOKENS  # noqa: E402
 from core.text import sentence_spans  # noqa: E402
-from ingest import chunk_texts, load_files  # noqa: E402
 
 # name -> (texts per run at most, padded tokens per run at most, pool workers; 1 = serial on 2 intra-op threads)
 BEFORE = "by characters, 8 per run, 2 intra-op threads (before)"

@@ -4,7 +4,7 @@ Run from the repo root:
     .venv/bin/python bench/quality.py --dataset anthropic_codebase        # or beir_scifact, sample
     .venv/bin/python bench/quality.py --dataset anthropic_codebase --only bm25,hybrid-rrf60
 
-Each configuration goes through the product's own path (core.eval_run.run_eval -> core.pipeline.run_query), in a
+Each configuration goes through the product's own path (core.eval.run.run_eval -> core.pipeline.run_query), in a
 bench DuckDB under data/bench/ that keeps the corpus, its embeddings and every run, so a second invocation embeds
 nothing. Query vectors are encoded once per set in batches (the only shortcut: same model, same texts), so the
 latency columns say little about dense search; the quality numbers are what this file is for.
@@ -20,13 +20,20 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
-
-from _common import RESULTS, ROOT, datasets_dir, machine_info, table, utc_now, write_result
+from _common import (
+    RESULTS,
+    ROOT,
+    datasets_dir,
+    machine_info,
+    table,
+    utc_now,
+    write_result,
+)
 
 from core.config import PipelineConfig  # noqa: E402
-from core.datasets import load_dataset  # noqa: E402
 from core.deps import Deps, build_deps  # noqa: E402
-from core.eval_run import EvalRun, NamedConfig, run_eval  # noqa: E402
+from core.eval.datasets import load_dataset  # noqa: E402
+from core.eval.run import EvalRun, NamedConfig, run_eval  # noqa: E402
 from core.store import Store  # noqa: E402
 
 HYBRID = {"bm25.enabled": True, "dense.enabled": True, "fusion.enabled": True}
@@ -224,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "embedder": base.embedder.model_id, "measured_at": utc_now(), "machine": machine_info(),
         "reference": REFERENCE.get(args.dataset, {}),
         "metric_notes": "pass@k on the cookbook's 0-100 scale (golden chunk text == retrieved chunk text, stripped); "
-                        "recall/ndcg/mrr per core/evaluation.py (BEIR sets score documents)",
+                        "recall/ndcg/mrr per core/eval/metrics.py (BEIR sets score documents)",
         "selection_check": selection_check(args.dataset, runs, ["pass@5", "pass@10", "pass@20"])
         if args.dataset == "anthropic_codebase" else [],
         "rows": merged,

@@ -12,9 +12,16 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import PeakRSS, datasets_dir, machine_info, table, timed, utc_now, write_result  # noqa: E402
-
 import numpy as np  # noqa: E402
+from _common import (  # noqa: E402
+    PeakRSS,
+    datasets_dir,
+    machine_info,
+    table,
+    timed,
+    utc_now,
+    write_result,
+)
 
 from core.retrieve.bm25 import BM25Index, BM25Params  # noqa: E402
 from core.retrieve.dense import DenseIndex  # noqa: E402
@@ -278,9 +285,9 @@ def contexts_scaling(datasets: Path, sizes: Sequence[int], n_queries: int) -> di
     import tempfile
 
     from core.config import PipelineConfig
-    from core.context import prepare_variant
-    from core.datasets import ingest_predocs, scifact_predocs
     from core.deps import Deps
+    from core.eval.datasets import ingest_predocs, scifact_predocs
+    from core.ingest.context import prepare_variant
     from core.pipeline import run_query
     from core.store import Store
 
@@ -363,7 +370,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     embedder = None
     if not args.no_model:
-        from core.embed import BUNDLED_MODEL, load_embedder
+        from core.models.embed import BUNDLED_MODEL, load_embedder
 
         embedder = load_embedder(BUNDLED_MODEL).embedder
         embedder.encode(["warm-up query"])

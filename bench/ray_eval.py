@@ -1,11 +1,11 @@
 """Batch eval over two configurations, local vs Ray, on this machine: wall time, overhead ratio, peak memory, agreement.
 
 Run from the repo root:  nice -n 5 .venv/bin/python bench/ray_eval.py [--docs 1000] [--questions 300] [--rounds 1]
-The corpus (SciFact: the gold abstracts of the drawn questions plus random others up to --docs, core.datasets.subsample,
+The corpus (SciFact: the gold abstracts of the drawn questions plus random others up to --docs, core.eval.datasets.subsample,
 seed 0) is put in the bench's own database once (data/bench/ray_eval.duckdb), before any timed run. Then each engine
 runs in its own fresh process (so each has its own memory peak), rounds interleaved local, ray, local, ray...: both
 configurations ("default": the set's settings, the whole cascade; "no-rerank": the same without the rerank stage)
-over the same questions through core.eval_run.run_eval, not stored (save=False, so the database and its snapshot stay
+over the same questions through core.eval.run.run_eval, not stored (save=False, so the database and its snapshot stay
 the same size between rounds). Ray is a local runtime, one eval actor per CPU (ONNX threads = 1 per actor); its
 runtime start is timed apart. Memory: peak summed PSS of the process tree (driver; for ray also the GCS, raylet and
 actors), sampled every 0.25 s. A third engine, local-1t, is the local engine with OMP_NUM_THREADS=1, the setting Ray
@@ -63,7 +63,7 @@ class TreeUsage(TreeMemory):
 
 
 def _golden(n_docs: int, n_questions: int, datasets: str | None) -> Any:
-    from core.datasets import load_dataset, subsample
+    from core.eval.datasets import load_dataset, subsample
 
     return subsample(load_dataset("beir_scifact", datasets_dir(datasets)), max_docs=n_docs,
                      max_questions=n_questions, seed=0)
@@ -71,7 +71,7 @@ def _golden(n_docs: int, n_questions: int, datasets: str | None) -> Any:
 
 def _configs(gs: Any) -> list[Any]:
     from core.config import PipelineConfig
-    from core.eval_run import NamedConfig
+    from core.eval.run import NamedConfig
 
     base = PipelineConfig().with_overrides(gs.overrides)
     return [NamedConfig("default", base), NamedConfig("no-rerank", base.with_overrides({"rerank.enabled": False}))]
@@ -81,7 +81,7 @@ def prepare_db(db: str, n_docs: int, n_questions: int, datasets: str | None) -> 
     """Child process: the cut corpus into the bench database the way an eval would put it there (untimed)."""
     from core.config import PipelineConfig
     from core.deps import build_deps
-    from core.eval_run import prepare
+    from core.eval.run import prepare
     from core.store import Store
 
     gs = _golden(n_docs, n_questions, datasets)
@@ -99,7 +99,7 @@ def child(engine: str, db: str, n_docs: int, n_questions: int, datasets: str | N
           rows_out: str) -> dict[str, Any]:
     """One engine over both configurations, in this (fresh) process. Writes per-question rows to `rows_out`."""
     from core.deps import build_deps, model_cache_dir
-    from core.eval_run import run_eval
+    from core.eval.run import run_eval
     from core.store import Store
 
     gs = _golden(n_docs, n_questions, datasets)
@@ -119,7 +119,7 @@ def child(engine: str, db: str, n_docs: int, n_questions: int, datasets: str | N
         else:
             import ray
 
-            from core.eval_ray import RayEvalEngine, RayEvalOptions
+            from core.eval.ray_eval import RayEvalEngine, RayEvalOptions
             from core.ingest.ray_engine import EmbedderSpec, ray_runtime
 
             t0 = time.perf_counter()

@@ -73,8 +73,8 @@ def child(engine: str, db: str, n_docs: int, datasets: str | None, actors: int |
 
     from core.config import PipelineConfig
     from core.deps import model_cache_dir
-    from core.embed import load_embedder
     from core.ingest.pipeline import ingest_files
+    from core.models.embed import load_embedder
     from core.store import Store
 
     config = PipelineConfig()
@@ -94,7 +94,12 @@ def child(engine: str, db: str, n_docs: int, datasets: str | None, actors: int |
         else:
             import ray
 
-            from core.ingest.ray_engine import EmbedderSpec, RayOptions, ingest_files_ray, ray_runtime
+            from core.ingest.ray_engine import (
+                EmbedderSpec,
+                RayOptions,
+                ingest_files_ray,
+                ray_runtime,
+            )
 
             t0 = time.perf_counter()
             with ray_runtime(None) as rt:
@@ -143,7 +148,7 @@ def compare_token_vectors(a: Any, b: Any, model_id: str, texts: list[str], batch
     absolute difference of the float16 vectors (read `batch` texts at a time, never all at once)."""
     import numpy as np
 
-    from core.rerank import text_key
+    from core.models.tokens import text_key
 
     keys = sorted({text_key(model_id, t) for t in texts})
     held = [len(s.caches.held_token_vectors(model_id, keys)) for s in (a, b)]

@@ -939,7 +939,7 @@ def route(d: dict[str, Any], file: str) -> list[str]:
            f"-question test split (split by source and label). Thresholds chosen by 5-fold CV on the train split: "
            f"`router.min_confidence` {th.get('min_confidence')}, `router.refuse_confidence` {th.get('refuse_confidence')}"
            f" ({th.get('rule', '')}). Prediction {num(r.get('predict_ms_per_question'), 1)} ms per question."
-           + (f" Queries load the fitted model shipped as data (`core/route/router_model.npz`, "
+           + (f" Queries load the fitted model shipped as data (`core/models/data/router_model.npz`, "
               f"{num(r.get('shipped_model_bytes', 0) / 1e6, 2)} MB) in {num(r.get('shipped_load_ms_median_of_5'), 1)} ms"
               f" instead of fitting it ({num(r.get('train_seconds_median_of_3'), 2)} s); largest probability difference "
               f"from the fit on the test split {r.get('shipped_vs_fitted_max_abs_diff'):.1e}."
@@ -1174,7 +1174,7 @@ def answer_support(d: dict[str, Any], file: str) -> list[str]:
             [p.get("file"), p.get("fitted_on"), *[
                 f"{_pct((p['from_collected_features'].get(k) or {}).get('answered_correctly'))} / "
                 f"{_pct((p['from_collected_features'].get(k) or {}).get('refused_unanswerable'))}" for k in held_labels]]
-            for p in prev] + [["shipped (core/support_model.json)", meta.get("fitted_on"), *[
+            for p in prev] + [["shipped (core/models/data/support_model.json)", meta.get("fitted_on"), *[
                 f"{_pct(sim[k].get('answered_correctly'))} / {_pct(sim[k].get('refused_unanswerable'))}"
                 for k in held_labels]]]))
     held = {k: v for k, v in res.items() if not k.startswith("fit")}

@@ -38,12 +38,22 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import numpy as np
-
 from _common import ROOT, datasets_dir, table, write_result
 
-from core.route.router import (ABSTAIN, CLASSES, MODEL_FILE, NO_RETRIEVAL, ROUTING_FILE,  # noqa: E402
-                               Example, OfflineRouter, ShippedRouter, decide, load_examples, refusal_guard,
-                               training_sha)
+from core.route.router import (  # noqa: E402
+    ABSTAIN,
+    CLASSES,
+    MODEL_FILE,
+    NO_RETRIEVAL,
+    ROUTING_FILE,
+    Example,
+    OfflineRouter,
+    ShippedRouter,
+    decide,
+    load_examples,
+    refusal_guard,
+    training_sha,
+)
 
 RESULT = "route"
 CORPUS_CLASSES = ("factoid", "comparison", "multi-hop", "global-summary")
@@ -115,14 +125,14 @@ def router_part() -> dict[str, Any]:
         model = OfflineRouter(train)
         times.append(time.perf_counter() - t)
     print(f"train: {len(train)} examples, {statistics.median(times):.2f} s (median of 3)")
-    # What a query pays instead: loading the shipped export (core/route/router_model.npz), no scikit-learn import.
+    # What a query pays instead: loading the shipped export (core/models/data/router_model.npz), no scikit-learn import.
     loads = []
     for _ in range(5):
         t = time.perf_counter()
         shipped = ShippedRouter()
         loads.append(time.perf_counter() - t)
     if shipped.source_sha != training_sha():
-        raise SystemExit("core/route/router_model.npz is stale: run `python -m core.route.data_build --fit`")
+        raise SystemExit("core/models/data/router_model.npz is stale: run `python -m core.route.data_build --fit`")
     print(f"shipped model load: {1000 * statistics.median(loads):.1f} ms (median of 5)")
 
     # thresholds on train CV only
@@ -218,8 +228,9 @@ def _twowiki_train(root: Path, db: str, ws: str) -> tuple[Any, Any, dict[str, st
 def tune_part(root: Path, db: str, limit: int) -> dict[str, Any]:
     """transforms.weight x transforms.per_query_k for the routed row, on the twowiki questions of the router's TRAIN
     split only (the test-split questions are what twowiki_part reports on)."""
-    from core.pipeline import run_query
     from agent import doc_order, score
+
+    from core.pipeline import run_query
 
     ws = "twowiki"
     base, deps, titles, questions = _twowiki_train(root, db, ws)
@@ -248,11 +259,15 @@ def tune_part(root: Path, db: str, limit: int) -> dict[str, Any]:
 
 
 def twowiki_part(root: Path, db: str, limit: int, rows_wanted: Sequence[str]) -> dict[str, Any]:
-    from agent import doc_order, predocs, score  # bench/agent.py: the same corpus loader and scoring
+    from agent import (  # bench/agent.py: the same corpus loader and scoring
+        doc_order,
+        predocs,
+        score,
+    )
 
     from core.config import PipelineConfig
-    from core.datasets import ingest_predocs
     from core.deps import build_deps
+    from core.eval.datasets import ingest_predocs
     from core.pipeline import run_query
 
     ws = "twowiki"
@@ -332,9 +347,9 @@ def scifact_part(root: Path, db: str, max_questions: int, max_docs: int) -> dict
     """nDCG@10 on a SciFact cut (its gold abstracts plus seeded random distractors), router off vs on, through the
     product's run_eval; retrieval only, 100 deep, as bench/quality.py scores SciFact."""
     from core.config import PipelineConfig
-    from core.datasets import load_dataset, subsample
     from core.deps import build_deps
-    from core.eval_run import NamedConfig, run_eval
+    from core.eval.datasets import load_dataset, subsample
+    from core.eval.run import NamedConfig, run_eval
 
     whole = load_dataset("beir_scifact", root)
     gs = subsample(whole, max_docs=max_docs, max_questions=max_questions, seed=0)
@@ -349,7 +364,7 @@ def scifact_part(root: Path, db: str, max_questions: int, max_docs: int) -> dict
     out: dict[str, Any] = {"set": gs.name, "questions": len(gs.queries), "max_docs": max_docs, "docs": n_docs,
                            "note": (f"the whole corpus ({full:,} abstracts)" if n_docs == full else
                                     "subsample: every gold abstract of the drawn questions plus random distractors "
-                                    f"(core.datasets.subsample, seed 0), not the full {full:,}-abstract corpus")}
+                                    f"(core.eval.datasets.subsample, seed 0), not the full {full:,}-abstract corpus")}
     for r in runs:
         out[r.config_name] = {k: r.metrics.get(k) for k in ("ndcg@10", "recall@10", "mrr")}
         out[r.config_name]["latency"] = r.latency
@@ -515,9 +530,9 @@ def latency_part(dataset: str, root: Path, db: str, limit: int, every: int = 1, 
     configuration in hindsight; routed quality against the class-weighted sum of those bests; routed mean latency
     against the heaviest single configuration's."""
     from core.config import PipelineConfig
-    from core.datasets import load_dataset
     from core.deps import build_deps
-    from core.eval_run import prepare
+    from core.eval.datasets import load_dataset
+    from core.eval.run import prepare
 
     gs = load_dataset(dataset, root)
     ws = {"sample": "route_sample", "twowiki_multihop": "twowiki"}.get(dataset, dataset)

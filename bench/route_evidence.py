@@ -37,12 +37,25 @@ from route import cv_probs  # noqa: E402
 from core.config import PipelineConfig  # noqa: E402
 from core.ingest.chunk import chunk_document  # noqa: E402
 from core.ingest.parse import parse  # noqa: E402
-from core.retrieve.bm25 import BM25Index, BM25Params  # noqa: E402
+from core.retrieve.bm25 import (  # noqa: E402
+    BM25Index,
+    BM25Params,
+    PassageTerms,  # noqa: E402
+)
 from core.route.data_build import corpus_texts  # noqa: E402
 from core.route.features import coverage  # noqa: E402
-from core.retrieve.bm25 import PassageTerms  # noqa: E402
-from core.route.router import (ABSTAIN, NO_RETRIEVAL, ROUTING_FILE, Example, ShippedRouter, decide,  # noqa: E402
-                               evidence_guard, known_names, load_examples, refusal_guard)
+from core.route.router import (  # noqa: E402
+    ABSTAIN,
+    NO_RETRIEVAL,
+    ROUTING_FILE,
+    Example,
+    ShippedRouter,
+    decide,
+    evidence_guard,
+    known_names,
+    load_examples,
+    refusal_guard,
+)
 
 CORPUS_CLASSES = ("factoid", "comparison", "multi-hop", "global-summary")
 MIN_TERMS = (1, 2, 3, 4)
@@ -138,7 +151,7 @@ def with_evidence(examples: Sequence[Example], corpora: Sequence[str], probs: Se
 
 
 def shipped_note(shipped: dict[str, Any], best: dict[str, Any]) -> str:
-    """Why the product's setting (core/config.py) may differ from the rule's choice, from the train figures."""
+    """Why the product's setting (core/config/__init__.py) may differ from the rule's choice, from the train figures."""
     if (shipped["min_terms"], shipped["min_share"], shipped["unknown_weight"]) == (
             best["min_terms"], best["min_share"], best["unknown_weight"]):
         return "the rule's choice"

@@ -25,8 +25,16 @@ sys.path.insert(0, str(ROOT))
 from bench._common import datasets_dir, write_result  # noqa: E402
 from core.config import PipelineConfig  # noqa: E402
 from core.route.data_build import CORPORA, vocabulary  # noqa: E402
-from core.route.router import (ABSTAIN, CORPUS_CLASSES, NO_RETRIEVAL, ROUTING_FILE, decide, known_names,  # noqa: E402
-                               refusal_guard, trained_router)
+from core.route.router import (  # noqa: E402
+    ABSTAIN,
+    CORPUS_CLASSES,
+    NO_RETRIEVAL,
+    ROUTING_FILE,
+    decide,
+    known_names,
+    refusal_guard,
+    trained_router,
+)
 
 
 def stats(rows: list[dict[str, Any]], decided: list[str]) -> dict[str, Any]:
@@ -63,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
             overruled.append({"text": x["text"], "label": x["label"], "split": x["split"], "corpus": x["corpus"],
                               "was": cls, "names": names})
     out: dict[str, Any] = {"benchmark": "route_names", "parameters": {
-        "router": "shipped (core/route/router_model.npz)", "min_confidence": rc.min_confidence,
+        "router": "shipped (core/models/data/router_model.npz)", "min_confidence": rc.min_confidence,
         "refuse_confidence": rc.refuse_confidence, "file": str(ROUTING_FILE.relative_to(ROOT)),
         "vocabularies": {k: len(v) for k, v in vocabs.items()}}}
     for split in ("train", "test"):

@@ -25,8 +25,8 @@ import sys
 import tempfile
 import time
 import urllib.request
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._common import machine_info, write_result  # noqa: E402

@@ -9,18 +9,18 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from core.app.counters import counters
+from core.app.report import text_table
 from core.config import ConfigError, PipelineConfig, load_config_file, parse_set_value
-from core.counters import counters
 from core.deps import DEFAULT_DB, build_deps
 from core.ingest.pipeline import ingest_files, read_paths
 from core.pipeline import QueryError, run_query, validate_query
-from core.report import text_table
 from core.store import Store, StoreError, token_vector_files
 from core.types import DEFAULT_WORKSPACE
 
 if TYPE_CHECKING:  # named in annotations only; imported where used
-    from core.context import BuildRequest, ContextReport
     from core.deps import Deps
+    from core.ingest.context import BuildRequest, ContextReport
 
 
 def _config(args: argparse.Namespace) -> PipelineConfig:
@@ -226,7 +226,12 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
     if args.engine == "ray":
         from core.deps import model_cache_dir
-        from core.ingest.ray_engine import EmbedderSpec, RayEngineError, RayOptions, ingest_files_ray
+        from core.ingest.ray_engine import (
+            EmbedderSpec,
+            RayEngineError,
+            RayOptions,
+            ingest_files_ray,
+        )
 
         spec = EmbedderSpec.from_config(cfg, model=os.environ.get("RAG_EMBED_MODEL"),
                                         cache_dir=model_cache_dir(_db(args)).resolve())
@@ -258,7 +263,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     cfg = _config(args)
     validate_query(args.query, cfg)  # fail fast, before a model is loaded
     store = _open_store(args, "query")
-    from core.workspaces import WorkspaceError, require_workspace
+    from core.app.workspaces import WorkspaceError, require_workspace
 
     try:
         require_workspace(store, args.workspace)  # a typo in --workspace is an error, not an empty answer
@@ -270,7 +275,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     trace = run_query(args.query, run_cfg, deps, workspace=args.workspace)
     if args.json:
         out = trace.to_dict()
-        out["counters"] = counters(trace).to_dict()  # per-stage ms and $, tokens, cache hits (core/counters.py)
+        out["counters"] = counters(trace).to_dict()  # per-stage ms and $, tokens, cache hits (core/app/counters.py)
         out["notices"] = deps.notices + notices
         print(json.dumps(out, ensure_ascii=False))
     else:
@@ -285,7 +290,7 @@ def _unbuilt_variant(cfg: PipelineConfig, deps: "Deps", workspace: str, *, build
     """A context variant whose vectors are missing: built first (--build, on a writable database) or searched as raw
     text with a notice, the Search Lab's rule. Without it the dense index embedded every missing chunk in memory on
     the query's path, and threw the work away (minutes on a large corpus, again on the next query)."""
-    from core import readiness
+    from core.app import readiness
 
     need = next((n for n in readiness.needs(deps.store, cfg, workspace, deps.embedder.model_id)
                  if n.kind == "context"), None)
@@ -334,11 +339,11 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from core.configs import resolve_config
-    from core.datasets import DatasetError, at_level, load_dataset
+    from core.config.saved import resolve_config
     from core.deps import datasets_root
-    from core.eval_report import text_report
-    from core.eval_run import NamedConfig, compare, run_eval
+    from core.eval.datasets import DatasetError, at_level, load_dataset
+    from core.eval.report import text_report
+    from core.eval.run import NamedConfig, compare, run_eval
 
     if args.ray_address and args.engine != "ray":
         print("error: --ray-address needs --engine ray", file=sys.stderr)
@@ -379,7 +384,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     engine, engine_errors = None, ()  # type: ignore[var-annotated]
     if args.engine == "ray":
         from core.deps import model_cache_dir
-        from core.eval_ray import RayEvalEngine, RayEvalOptions
+        from core.eval.ray_eval import RayEvalEngine, RayEvalOptions
         from core.ingest.ray_engine import EmbedderSpec, RayEngineError
 
         # Each worker loads the driver's model and runtime on its node (the store's vectors are that model's).
@@ -416,9 +421,14 @@ def _set_overrides(items: Sequence[str]) -> dict[str, object]:
 
 
 def cmd_context(args: argparse.Namespace) -> int:
-    from core.context import BuildRequest, ContextError, estimate_llm_contexts, run_build
-    from core.costs import fmt_usd
-    from core.llm import LLMError
+    from core.ingest.context import (
+        BuildRequest,
+        ContextError,
+        estimate_llm_contexts,
+        run_build,
+    )
+    from core.models.llm import LLMError
+    from core.models.pricing import fmt_usd
 
     cfg = _config(args)
     c = cfg.context
@@ -498,8 +508,13 @@ def _llm_contexts_on_ray(args: argparse.Namespace, req: "BuildRequest", store: S
     reading its own node's ANTHROPIC_API_KEY; this process writes the contexts and the ledger, then embeds."""
     from dataclasses import replace
 
-    from core.context import ContextError, embed_variant
-    from core.ingest.ray_engine import EnvLLMFactory, RayEngineError, RayOptions, build_llm_contexts_ray
+    from core.ingest.context import ContextError, embed_variant
+    from core.ingest.ray_engine import (
+        EnvLLMFactory,
+        RayEngineError,
+        RayOptions,
+        build_llm_contexts_ray,
+    )
 
     make = EnvLLMFactory(base_url=getattr(deps.llm, "base_url", None),
                          max_retries=getattr(deps.llm, "max_retries", 4), cache_ttl=req.ttl)
@@ -514,8 +529,13 @@ def _llm_contexts_on_ray(args: argparse.Namespace, req: "BuildRequest", store: S
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
-    from core.graph.build import (build_graph, decide_merge, graph_stats, reresolve_graph, set_synonyms,
-                                  synonyms_text)
+    from core.graph.build import (
+        build_graph,
+        decide_merge,
+        graph_stats,
+        set_synonyms,
+        synonyms_text,
+    )
     from core.graph.resolve import SynonymError
 
     cfg = _config(args)
@@ -577,16 +597,21 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
-    from core.trace_export import cli_export
+    from core.app.trace_export import cli_export
 
     return cli_export(_open_store(args, "read"), args)
 
 
 def cmd_workspaces(args: argparse.Namespace) -> int:
-    from core.workspaces import (WorkspaceError, create_workspace, delete_workspace, list_workspaces,
-                                 rename_workspace)
-
     from pathlib import Path
+
+    from core.app.workspaces import (
+        WorkspaceError,
+        create_workspace,
+        delete_workspace,
+        list_workspaces,
+        rename_workspace,
+    )
 
     action = args.action or "list"
     store = Store(_db(args), read_only=action == "list" and Path(_db(args)).is_file())
@@ -628,9 +653,9 @@ def cmd_workspaces(args: argparse.Namespace) -> int:
 
 def _live_token_keys(store: Store, workspace: str) -> set[str]:
     """Text keys late-interaction rerank can still ask for: every chunk's text, alone and behind each stored context
-    (core.rerank.rerank_text). Token vectors of other texts belong to deleted or replaced documents."""
-    from core.index import contextual_text
-    from core.rerank import text_key
+    (core.cascade.rerank.rerank_text). Token vectors of other texts belong to deleted or replaced documents."""
+    from core.models.tokens import text_key
+    from core.retrieve.index import contextual_text
 
     chunks = store.corpus.chunks(workspace)
     keys = {text_key("", c.text) for c in chunks}
@@ -665,9 +690,9 @@ def cmd_cache(args: argparse.Namespace) -> int:
 
 def cmd_cag(args: argparse.Namespace) -> int:
     """Cache-augmented generation: the estimate first (always), then the answer when a key is set."""
-    from core import cag
-    from core.llm import LLMError
-    from core.workspaces import WorkspaceError, require_workspace
+    from core.app.workspaces import WorkspaceError, require_workspace
+    from core.models.llm import LLMError
+    from core.route import cag
 
     cfg = _config(args)
     store = Store(_db(args))

@@ -7,12 +7,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
+from core.cascade.rerank import Reranker, load_reranker
 from core.config import PipelineConfig
-from core.embed import Embedder, load_embedder
 from core.graph.snapshot import GraphCache
-from core.index import IndexCache
-from core.llm import LLM, OfflineLLM, build_llm
-from core.rerank import Reranker, TokenCache, load_reranker
+from core.models.embed import Embedder, load_embedder
+from core.models.llm import LLM, OfflineLLM, build_llm
+from core.models.tokens import TokenCache
+from core.retrieve.index import IndexCache
 from core.store import Store
 
 DEFAULT_DB = Path("data") / "workbench.duckdb"
@@ -43,7 +44,7 @@ class Deps:
     notices: list[str] = field(default_factory=list)  # user-facing: fallbacks, missing keys, ...
     llm: LLM = field(default_factory=OfflineLLM)  # OfflineLLM unless a key was given; never holds the key in clear
     graph: GraphCache = field(default_factory=GraphCache)  # in-memory entity graph, reloaded when its version moves
-    # Rerank (core/rerank.py): a test injects `reranker`; otherwise one is built on first use per configured method
+    # Rerank (core/cascade/rerank.py): a test injects `reranker`; otherwise one is built on first use per configured method
     # and model, and kept (its token-vector cache is what makes a warm query cheap).
     reranker: Reranker | None = None
     hub_offline: bool = False  # HF_HUB_OFFLINE: a cross-encoder name is looked up in the local cache only

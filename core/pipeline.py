@@ -6,29 +6,77 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
-from core.answer import answer_question
-from core.answer_cache import (CacheKey, CacheLookup, answer_config_hash, check_cache, embedder_word_similarity, remember,
-                               served_label)
-from core.answer_cache_verifier import make_verifier, query_vector
-from core.support import late_sentence_scorer
-from core.compress import (SpanScorer, bm25_span_scorer, diversify, flow_info, hybrid_span_scorer,
-                           language_aware_similarity, prune_sentences, sentence_prefixes)
+from core.answer.cache import (
+    CacheLookup,
+    answer_config_hash,
+    check_cache,
+    embedder_word_similarity,
+    remember,
+    served_label,
+)
+from core.answer.cache_verifier import make_verifier, query_vector
+from core.answer.stage import answer_question
+from core.answer.support import late_sentence_scorer
+from core.cascade.expand import expand
+from core.cascade.prune import (
+    SpanScorer,
+    bm25_span_scorer,
+    diversify,
+    flow_info,
+    hybrid_span_scorer,
+    language_aware_similarity,
+    prune_sentences,
+    sentence_prefixes,
+)
+from core.cascade.rerank import (
+    LateInteractionReranker,
+    attach_contexts,
+    covers,
+    describe,
+    embedder_span_scorer,
+    model_languages,
+    pooled_span_scorer,
+    rerank,
+    reranker_span_scorer,
+)
 from core.config import PipelineConfig
-from core.context import index_variant, prepare_variant
 from core.deps import Deps
-from core.embed import embed_with_cache, one_torch_thread
-from core.expand import expand
 from core.graph.stages import graph_stages
+from core.ingest.context import index_variant, prepare_variant
+from core.models.embed import embed_with_cache, one_torch_thread
 from core.retrieve.bm25 import BM25Params
-from core.rerank import (LateInteractionReranker, attach_contexts, covers, describe, embedder_span_scorer,
-                         model_languages, pooled_span_scorer, rerank, reranker_span_scorer)
 from core.retrieve.fusion import rrf
+from core.route.agent import (
+    BridgeWriter,
+    Budget,
+    LLMGrader,
+    LLMWriter,
+    OfflineGrader,
+    run_agent,
+)
 from core.route.router import CAG_ROUTE
-from core.route.stage import (RouteDecision, bridge_found, cag_estimator, cag_stage, decide_route, hybrid_search,
-                              transform_stages)
-from core.route.agent import BridgeWriter, Budget, LLMGrader, LLMWriter, OfflineGrader, run_agent
+from core.route.stage import (
+    RouteDecision,
+    bridge_found,
+    cag_estimator,
+    cag_stage,
+    decide_route,
+    hybrid_search,
+    transform_stages,
+)
 from core.text import detect_language
-from core.types import CONTEXT_KEY, DEFAULT_WORKSPACE, Answer, Candidate, Chunk, Stage, StageResult, Trace, Usage
+from core.types import (
+    CONTEXT_KEY,
+    DEFAULT_WORKSPACE,
+    Answer,
+    CacheKey,
+    Candidate,
+    Chunk,
+    Stage,
+    StageResult,
+    Trace,
+    Usage,
+)
 
 
 class QueryError(ValueError):

@@ -5,10 +5,16 @@ from typing import Any
 
 import streamlit as st
 
+from core.app.report import escape_md
 from core.config import PipelineConfig
-from core.context import BuildRequest, ContextError, coverage, estimate_llm_contexts, run_build
-from core.llm import LLMError
-from core.report import escape_md
+from core.ingest.context import (
+    BuildRequest,
+    ContextError,
+    coverage,
+    estimate_llm_contexts,
+    run_build,
+)
+from core.models.llm import LLMError
 
 LABELS = {"heuristic": "heuristic (title, heading path, lead sentence; offline)",
           "late": "late chunking (whole-document token vectors; offline)",

@@ -36,7 +36,9 @@ def deps() -> Any:
     re-keyed by the configured model so a model change takes effect without a restart. Built here rather than in
     workbench.py so a page opened by its own URL in a fresh session works too."""
     if DEPS_KEY not in st.session_state or st.session_state.get("_deps_auto"):
-        from core.deps import db_path  # the one place that knows RAG_DB and the default path
+        from core.deps import (
+            db_path,  # the one place that knows RAG_DB and the default path
+        )
 
         emb = config().embedding
         st.session_state[DEPS_KEY] = _shared_deps(db_path(), emb.model, emb.runtime)

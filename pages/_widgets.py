@@ -1,17 +1,24 @@
 """Shared render helpers for the pages: empty-store hint, ingest report, the stage row, counters and answer panel."""
 from __future__ import annotations
 
-from dataclasses import replace
-
 import html
+from dataclasses import replace
 from typing import Any, Callable, Mapping, Sequence
 
 import streamlit as st
 
-from core import corpus_ops
+from core.app import corpus_ops
+from core.app.counters import Counters
+from core.app.report import (
+    chunk_colour,
+    escape_md,
+    ingest_frame,
+    snippet,
+    stage_chips,
+    stage_details,
+    stage_moves,
+)
 from core.config import PipelineConfig
-from core.counters import Counters
-from core.report import chunk_colour, escape_md, ingest_frame, snippet, stage_chips, stage_details, stage_moves
 from core.types import Candidate, StageResult, Trace
 
 LAST_INGEST_KEY = "last_ingest"  # the IngestReport of the last upload, shown until the next one

@@ -1,14 +1,21 @@
-"""Sidebar workspace panel: switch, create, rename and delete workspaces (core/workspaces.py does the work)."""
+"""Sidebar workspace panel: switch, create, rename and delete workspaces (core/app/workspaces.py does the work)."""
 from __future__ import annotations
 
 from typing import Any
 
 import streamlit as st
 
-from core.report import escape_md
+from core.app.report import escape_md
+from core.app.workspaces import (
+    WorkspaceError,
+    create_workspace,
+    delete_workspace,
+    load_workspace_config,
+    rename_workspace,
+    save_workspace_config,
+    workspace_names,
+)
 from core.types import DEFAULT_WORKSPACE
-from core.workspaces import (WorkspaceError, create_workspace, delete_workspace, load_workspace_config,
-                             rename_workspace, save_workspace_config, workspace_names)
 from pages import _state
 
 

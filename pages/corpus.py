@@ -5,9 +5,9 @@ import math
 
 import streamlit as st
 
-from core import corpus_ops
+from core.app import corpus_ops
+from core.app.report import chunks_frame, documents_frame, escape_md
 from core.ingest.pipeline import ingest_files
-from core.report import chunks_frame, documents_frame, escape_md
 from pages import _state, _widgets
 
 UPLOAD_TYPES = ["pdf", "docx", "md", "markdown", "html", "htm", "txt"]

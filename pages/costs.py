@@ -5,11 +5,18 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from core.costs import cache_read_share, embedding_cache_rate, ledger_frame, prompt_cache_rate, query_stage_costs, run_summary
-from core import corpus_ops
-from core.cag import workspace_estimate
-from core.report import escape_md
-from core.workspaces import answer_cache_table
+from core.app import corpus_ops
+from core.app.costs import (
+    cache_read_share,
+    embedding_cache_rate,
+    ledger_frame,
+    prompt_cache_rate,
+    query_stage_costs,
+    run_summary,
+)
+from core.app.report import escape_md
+from core.app.workspaces import answer_cache_table
+from core.route.cag import workspace_estimate
 from pages import _state
 from pages._context_panel import context_panel
 

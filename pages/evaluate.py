@@ -5,15 +5,21 @@ from pathlib import Path
 
 import streamlit as st
 
-from core import corpus_ops
-from core import eval_report as rep
-from core.configs import config_diff, list_configs, save_config
-from core.datasets import (
-    DatasetError, available_datasets, default_root, describe, load_dataset, parse_jsonl, problems_as_rows,
-)
+from core.app import corpus_ops
+from core.app.report import escape_md
+from core.config.saved import config_diff, list_configs, save_config
 from core.deps import db_path
-from core.eval_run import NamedConfig, compare, load_run, per_query_diff, run_eval
-from core.report import escape_md
+from core.eval import report as rep
+from core.eval.datasets import (
+    DatasetError,
+    available_datasets,
+    default_root,
+    describe,
+    load_dataset,
+    parse_jsonl,
+    problems_as_rows,
+)
+from core.eval.run import NamedConfig, compare, load_run, per_query_diff, run_eval
 from core.route.router import router_report
 from core.route.stage import routed_variants
 from pages import _state
@@ -113,7 +119,7 @@ with st.expander("Router: confusion matrix on its test split"):
                                              f"{rr.n} held-out questions · router.min_confidence {rc.min_confidence:g}"
                                              f" · router.refuse_confidence {rc.refuse_confidence:g}"),
                     key="fig_router_confusion")
-    st.caption("Offline router (core/route/router_model.npz) on the test split of sample_corpus/routing/routing.jsonl, "
+    st.caption("Offline router (core/models/data/router_model.npz) on the test split of sample_corpus/routing/routing.jsonl, "
                "never used in fitting; each question with its corpus-coverage feature as stored. The LLM router "
                "(with a key) is not scored here.")
 

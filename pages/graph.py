@@ -3,12 +3,18 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core import corpus_ops
+from core.app import corpus_ops
+from core.app.report import escape_md
 from core.graph import view
-from core.graph.build import build_graph, decide_merge, graph_stats, set_synonyms, synonyms_text
+from core.graph.build import (
+    build_graph,
+    decide_merge,
+    graph_stats,
+    set_synonyms,
+    synonyms_text,
+)
 from core.graph.resolve import SynonymError
 from core.graph.search import plan_global
-from core.report import escape_md
 from pages import _state
 
 REPORT_KEY = "graph_build_report"

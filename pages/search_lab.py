@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core import corpus_ops, readiness, trace_export
+from core.app import corpus_ops, readiness, trace_export
+from core.app.counters import Counters, counters
+from core.app.report import escape_md
 from core.config import ConfigError, PipelineConfig
-from core.counters import Counters, counters
 from core.pipeline import QueryError, run_query
-from core.report import escape_md
 from core.route.router import NO_RETRIEVAL
 from pages import _state, _widgets
 

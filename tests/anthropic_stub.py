@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-# The stub's own copy of the documented minimums: an independent oracle, not core/prices.toml.
+# The stub's own copy of the documented minimums: an independent oracle, not core/models/data/prices.toml.
 MIN_CACHEABLE = {"claude-haiku-4-5": 4096, "claude-opus-4-5": 4096, "claude-opus-4-6": 4096,
                  "claude-sonnet-4-6": 2048, "claude-sonnet-4-5": 1024}
 DEFAULT_MIN = 1024

@@ -78,7 +78,7 @@ class ScriptedListwiseLLM:
         self.requests: list[Any] = []
 
     def complete(self, request: Any, *, workspace: str = "default", run_id: str = "") -> Any:
-        from core.llm import LLMResponse
+        from core.models.llm import LLMResponse
 
         self.requests.append(request)
         reply = self.replies.pop(0)
@@ -98,7 +98,7 @@ class FixedReranker:
         self.calls = 0
 
     def score(self, query: str, texts: Sequence[str], *, workspace: str = "default") -> Any:
-        from core.rerank import RerankScores
+        from core.cascade.rerank import RerankScores
 
         self.calls += 1
         return RerankScores(np.array([next((v for k, v in self.table.items() if k in t), 0.0) for t in texts],

@@ -55,7 +55,7 @@ def datasets_dir() -> Path:
 def bundled_embedder():  # noqa: ANN201 - the sentence-transformers type stays out of test signatures
     """The bundled MiniLM, loaded once per test session and shared by the tests that need the real model (all
     marked slow, so `make test` never loads it through this fixture)."""
-    from core.embed import BUNDLED_MODEL, SentenceTransformerEmbedder
+    from core.models.embed import BUNDLED_MODEL, SentenceTransformerEmbedder
 
     emb = SentenceTransformerEmbedder(BUNDLED_MODEL)
     emb.warm_up()

@@ -6,7 +6,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from core.llm import LLMRequest, LLMResponse
+from core.models.llm import LLMRequest, LLMResponse
 from core.types import Usage
 
 

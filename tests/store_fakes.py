@@ -9,9 +9,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from core.costs import LedgerEntry
-from core.records import RunRecord
-from core.types import DEFAULT_WORKSPACE, Chunk, Document, Trace
+from core.types import DEFAULT_WORKSPACE, Chunk, Document, LedgerEntry, RunRecord, Trace
 
 
 class MemoryCorpus:
@@ -48,7 +46,7 @@ class MemoryCorpus:
 
 
 class MemoryCaches:
-    """The embedding cache and the token-vector cache (EmbeddingCacheStore, core.rerank.TokenStore) over dicts."""
+    """The embedding cache and the token-vector cache (EmbeddingCacheStore, core.cascade.rerank.TokenStore) over dicts."""
 
     def __init__(self) -> None:
         self._emb: dict[tuple[str, str, str], np.ndarray] = {}
@@ -75,7 +73,7 @@ class MemoryCaches:
 
 
 class MemoryLedger:
-    """core.llm.LedgerSink plus the ledger's read side."""
+    """core.models.llm.LedgerSink plus the ledger's read side."""
 
     def __init__(self) -> None:
         self._rows: list[LedgerEntry] = []

@@ -10,11 +10,26 @@ from typing import Any
 
 import pytest
 
-from core.costs import price_for, tokens_usd
-from core.llm import AnthropicLLM, LLMRequest, LLMResponse, TextBlock
-from core.route.agent import (STOP_REASONS, BridgeWriter, Budget, GraderModel, Grading, LLMGrader, LLMWriter,
-                              NextQueries, OfflineGrader, Spend, grade_features, guarded_call, merge_evidence,
-                              names_in, run_agent, too_close, worst_case)
+from core.models.llm import AnthropicLLM, LLMRequest, LLMResponse, TextBlock
+from core.models.pricing import price_for, tokens_usd
+from core.route.agent import (
+    STOP_REASONS,
+    BridgeWriter,
+    Budget,
+    GraderModel,
+    LLMGrader,
+    LLMWriter,
+    NextQueries,
+    OfflineGrader,
+    Spend,
+    grade_features,
+    guarded_call,
+    merge_evidence,
+    names_in,
+    run_agent,
+    too_close,
+    worst_case,
+)
 from core.types import Candidate, StageResult, Trace, Usage
 from tests.anthropic_stub import Stub, anthropic_stub  # noqa: F401 - fixture
 
@@ -323,7 +338,7 @@ def test_the_multi_hop_route_runs_the_loop_with_decomposition_in_every_round(tmp
 
 
 def test_round_recall_says_how_much_each_round_added() -> None:
-    from core.eval_run import loop_round, round_recall
+    from core.eval.run import loop_round, round_recall
 
     assert [loop_round(s) for s in ("decide", "r2.decide", "r10.decide", "r2.grade", "fused", "xdecide")] == \
         [1, 2, 10, None, None, None]
@@ -357,8 +372,8 @@ GOLD_LINE = json.dumps({"id": "m1", "query": "Who is the account manager for the
 
 def test_evaluation_records_per_round_recall_of_the_loop(deps: Any) -> None:
     from core.config import PipelineConfig
-    from core.datasets import parse_jsonl
-    from core.eval_run import NamedConfig, load_run, run_eval
+    from core.eval.datasets import parse_jsonl
+    from core.eval.run import NamedConfig, load_run, run_eval
 
     _bridge_corpus(deps)
     loop = PipelineConfig().with_overrides({"agent.enabled": True, "router.enabled": False, "answer.enabled": False})
@@ -382,7 +397,7 @@ def test_evaluate_page_shows_the_rounds_table(deps: Any, tmp_path) -> None:
     from streamlit.testing.v1 import AppTest
 
     from core.config import PipelineConfig
-    from core.configs import save_config
+    from core.config.saved import save_config
     from pages import _state
 
     _bridge_corpus(deps)
@@ -407,7 +422,7 @@ def test_evaluate_page_shows_the_rounds_table(deps: Any, tmp_path) -> None:
 
 
 def test_evaluation_time_counts_the_loops_rounds_once() -> None:
-    from core.evaluation import score_trace
+    from core.eval.metrics import score_trace
 
     c = _cand("d1#0", "text")
     stages = (StageResult("fused", (c,), 30.0, info={"round": 1}), StageResult("decide", (c,), 0.0, info={"round": 1}),

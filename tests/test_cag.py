@@ -6,10 +6,17 @@ import hashlib
 
 import pytest
 
-from core.cag import NOT_IN_CORPUS, answer, build_prefix, corpus_prefix, estimate, load_documents
 from core.config import PipelineConfig
 from core.ingest.pipeline import ingest_files
-from core.llm import AnthropicLLM, LLMError, OfflineLLM
+from core.models.llm import AnthropicLLM, LLMError, OfflineLLM
+from core.route.cag import (
+    NOT_IN_CORPUS,
+    answer,
+    build_prefix,
+    corpus_prefix,
+    estimate,
+    load_documents,
+)
 from core.store import Store
 from tests.anthropic_stub import Stub, anthropic_stub  # noqa: F401 - fixture
 from tests.fakes import HashEmbedder
@@ -65,7 +72,7 @@ def test_prefix_is_stable_and_cache_reads_dominate(anthropic_stub: Stub, tmp_pat
 
 
 def test_documents_sorted_by_name_then_hash() -> None:
-    from core.cag import CagDocument
+    from core.route.cag import CagDocument
 
     p = build_prefix([CagDocument("b.md", "2", "B"), CagDocument("a.md", "9", "A2"), CagDocument("a.md", "1", "A1")])
     assert p.index("A1") < p.index("A2") < p.index("B")
@@ -79,7 +86,7 @@ def test_refusal_says_fall_back(anthropic_stub: Stub) -> None:  # noqa: F811
 
 
 def test_estimate_by_hand() -> None:
-    # sonnet-4-6: $3/M input, $15/M output, cache write 1.25x, read 0.1x (core/prices.toml)
+    # sonnet-4-6: $3/M input, $15/M output, cache write 1.25x, read 0.1x (core/models/data/prices.toml)
     e = estimate(10_000, model=MODEL, limit_tokens=150_000, question_tokens=20, output_tokens=100,
                  rag_context_tokens=2_000, llm_available=True)
     assert e.first_query_usd == pytest.approx(20 * 3e-6 + 10_000 * 3.75e-6 + 100 * 15e-6)  # 0.03906
@@ -106,7 +113,7 @@ def test_offline_route_unavailable_but_estimate_shows(tmp_path) -> None:  # noqa
 
 
 def test_workspace_estimate_reads_the_store(tmp_path) -> None:  # noqa: ANN001
-    from core.cag import prefix_sha, workspace_estimate
+    from core.route.cag import prefix_sha, workspace_estimate
 
     store = _ingest(str(tmp_path / "w.duckdb"), _files()[:4])
     prefix, tokens = corpus_prefix(store.corpus)

@@ -40,7 +40,7 @@ def test_cli_ingest_and_query_json(tmp_path: Path) -> None:
     assert [n for n in names if n in ("bm25", "dense", "fused")] == ["bm25", "dense", "fused"]
     assert "TLS_VERSION_MIN" in data["stages"][names.index("fused")]["candidates"][0]["text"]
     assert data["query"] == "minimum TLS version" and len(data["config_hash"]) == 12
-    counted = data["counters"]  # per-stage ms and $ and cache figures (core/counters.py), one line per stage
+    counted = data["counters"]  # per-stage ms and $ and cache figures (core/app/counters.py), one line per stage
     assert [s["stage"] for s in counted["stages"]] == names and counted["queries"] == 1
     assert counted["ms"] == pytest.approx(sum(s["ms"] for s in data["stages"]), abs=0.01)
     assert counted["embedding_cache"]["misses"] >= 1  # the query itself was encoded

@@ -7,10 +7,26 @@ from typing import Sequence
 import numpy as np
 import pytest
 
-from core.compress import (GAP, bm25_span_scorer, cached_vectors, collapse_duplicates, diversify, exact_terms,
-                           flow_info, hybrid_span_scorer, is_title_like, local_headings, mmr_order, needs_previous, pin_terms,
-                           prune_sentences, sentence_prefixes, sentence_units, zscores)
-from core.rerank import embedder_span_scorer
+from core.cascade.prune import (
+    GAP,
+    bm25_span_scorer,
+    cached_vectors,
+    collapse_duplicates,
+    diversify,
+    exact_terms,
+    flow_info,
+    hybrid_span_scorer,
+    is_title_like,
+    local_headings,
+    mmr_order,
+    needs_previous,
+    pin_terms,
+    prune_sentences,
+    sentence_prefixes,
+    sentence_units,
+    zscores,
+)
+from core.cascade.rerank import embedder_span_scorer
 from core.store import Store
 from core.text import estimate_llm_tokens, sha256_text
 from core.types import Candidate
@@ -283,7 +299,7 @@ def test_keep_all_gives_each_dropped_chunk_its_best_sentence_and_counts_the_cost
 
 
 def test_lexical_similarity_by_hand() -> None:
-    from core.compress import lexical_similarity
+    from core.cascade.prune import lexical_similarity
 
     # Three texts; 'кошка' appears in two of them: idf log(1 + 3/2); the others log(1 + 3/1).
     sims = lexical_similarity(["кошка собака", "кошка", "дом"])
@@ -293,7 +309,7 @@ def test_lexical_similarity_by_hand() -> None:
 
 
 def test_language_aware_similarity_uses_words_for_pairs_with_a_foreign_text() -> None:
-    from core.compress import language_aware_similarity, lexical_similarity
+    from core.cascade.prune import language_aware_similarity, lexical_similarity
 
     texts = ["alpha beta", "alpha gamma", "Выручка выросла", "Выручка выросла"]
     vecs = np.array([[1, 0], [1, 0], [0, 1], [1, 0]], dtype=np.float32)  # the embedder sees 2 and 3 as unrelated

@@ -6,8 +6,15 @@ from pathlib import Path
 import pytest
 
 from core.config import ConfigError, PipelineConfig
-from core.configs import (
-    config_diff, configs_dir, delete_config, list_configs, load_named, resolve_config, save_config, to_toml,
+from core.config.saved import (
+    config_diff,
+    configs_dir,
+    delete_config,
+    list_configs,
+    load_named,
+    resolve_config,
+    save_config,
+    to_toml,
 )
 
 

@@ -12,14 +12,27 @@ import numpy as np
 import pytest
 
 from core.config import PipelineConfig
-from core.context import (
-    BuildRequest, ContextError, build_heuristic, build_late, build_llm_contexts, build_llm_contexts_batch,
-    chunk_spans, context_request, coverage, embed_variant, estimate_llm_contexts, heuristic_context,
-    late_chunk_vectors, lead_sentence, run_build, token_windows,
-)
 from core.deps import Deps, build_deps
+from core.ingest.context import (
+    BuildRequest,
+    ContextError,
+    build_heuristic,
+    build_late,
+    build_llm_contexts,
+    build_llm_contexts_batch,
+    chunk_spans,
+    context_request,
+    coverage,
+    embed_variant,
+    estimate_llm_contexts,
+    heuristic_context,
+    late_chunk_vectors,
+    lead_sentence,
+    run_build,
+)
 from core.ingest.pipeline import ingest_files
-from core.llm import AnthropicLLM, OfflineLLM
+from core.models.llm import AnthropicLLM, OfflineLLM
+from core.models.tokens import token_windows
 from core.pipeline import run_query
 from core.retrieve.bm25 import BM25Params
 from core.store import Store
@@ -304,7 +317,7 @@ def test_build_late_stores_vectors_and_the_dense_index_uses_them(corpus: Store, 
 
 @pytest.mark.slow
 def test_late_chunking_with_the_bundled_minilm(store: Store, bundled_embedder) -> None:
-    from core.context import TransformerTokenEncoder
+    from core.models.tokens import TransformerTokenEncoder
 
     emb = bundled_embedder
     enc = TransformerTokenEncoder(emb)

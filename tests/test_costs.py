@@ -5,12 +5,23 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from core.costs import (
-    LedgerEntry, estimate_document, ledger_frame, load_prices, price_for, prompt_cache_rate, query_stage_costs,
-    run_summary, tokens_usd, uncached_usd, usage_usd, worst_call_usd, embedding_cache_rate,
+from core.app.costs import (
+    embedding_cache_rate,
+    ledger_frame,
+    prompt_cache_rate,
+    query_stage_costs,
+    run_summary,
 )
-from core.records import RunRecord
-from core.types import Usage
+from core.models.pricing import (
+    estimate_document,
+    load_prices,
+    price_for,
+    tokens_usd,
+    uncached_usd,
+    usage_usd,
+    worst_call_usd,
+)
+from core.types import LedgerEntry, RunRecord, Usage
 
 HAIKU = "claude-haiku-4-5"
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.counters import Counters, counters
+from core.app.counters import Counters, counters
 from core.types import StageResult, Trace, Usage
 
 

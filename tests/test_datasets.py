@@ -7,11 +7,21 @@ from pathlib import Path
 import pytest
 
 from core.config import PipelineConfig
-from core.datasets import (
-    DatasetError, PreDoc, anthropic_set, code_outline, enclosing_definitions, ensure_corpus, ingest_predocs,
-    load_dataset, parse_jsonl, resolve_gold, sample_set, scifact_set,
+from core.eval.datasets import (
+    DatasetError,
+    PreDoc,
+    anthropic_set,
+    code_outline,
+    enclosing_definitions,
+    ensure_corpus,
+    ingest_predocs,
+    load_dataset,
+    parse_jsonl,
+    resolve_gold,
+    sample_set,
+    scifact_set,
 )
-from core.evaluation import span_in_text
+from core.eval.metrics import span_in_text
 from core.ingest.pipeline import ingest_files, read_paths
 from core.types import Chunk, Document
 
@@ -206,7 +216,7 @@ def test_sample_corpus_is_never_mixed_into_a_foreign_workspace(store, embedder) 
 
 # -- golden sets as users bring them (issue #11) --------------------------------------------------------------------
 def test_csv_golden_set_with_documents_spans_and_chunk_ids() -> None:
-    from core.datasets import parse_csv
+    from core.eval.datasets import parse_csv
 
     text = ("Question,gold_docs,gold_spans,gold_ids,id\n"
             "How long was the outage?,ops.md,The outage lasted 3 hours,,c1\n"
@@ -232,8 +242,8 @@ def test_jsonl_accepts_question_and_gold_shorthands() -> None:
 
 
 def test_document_level_scores_spans_and_chunk_ids_as_their_documents(store, embedder) -> None:
-    from core.datasets import at_level
-    from core.evaluation import is_relevant
+    from core.eval.datasets import at_level
+    from core.eval.metrics import is_relevant
 
     ingest_files([("ops.md", b"# Ops\n\nThe outage lasted 3 hours and 40 minutes. Then it was fixed.\n"),
                   ("hr.md", b"# HR\n\nLeave is 25 days a year.\n")], store=store, embedder=embedder,
@@ -277,7 +287,7 @@ def test_beir_folder_loads_as_a_set_with_its_corpus(tmp_path: Path) -> None:
 
 
 def test_subsample_keeps_the_gold_documents_and_fills_with_seeded_distractors(tmp_path: Path) -> None:
-    from core.datasets import subsample
+    from core.eval.datasets import subsample
 
     (tmp_path / "qrels").mkdir()
     (tmp_path / "corpus.jsonl").write_text(_jsonl(*[{"_id": f"d{i}", "text": f"text {i}"} for i in range(50)]))
@@ -295,7 +305,7 @@ def test_subsample_keeps_the_gold_documents_and_fills_with_seeded_distractors(tm
 
 @pytest.mark.datasets
 def test_twowiki_loader_reads_titles_as_document_gold(datasets_dir: Path) -> None:
-    from core.datasets import twowiki_set
+    from core.eval.datasets import twowiki_set
 
     gs = twowiki_set(datasets_dir)
     assert len(gs.queries) == 300 and gs.unit == "doc" and gs.ks[:2] == (1, 2)

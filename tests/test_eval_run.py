@@ -8,13 +8,22 @@ import pytest
 
 from core import cli
 from core.config import PipelineConfig
-from core.datasets import parse_jsonl
 from core.deps import Deps
-from core.eval_report import (
-    by_type_frame, comparison_frame, funnel_fig, gold_status, latency_fig, metrics_frame, recall_curve,
-    recall_curve_fig, stage_candidates_frame, stage_frame, text_report,
+from core.eval.datasets import parse_jsonl
+from core.eval.report import (
+    by_type_frame,
+    comparison_frame,
+    funnel_fig,
+    gold_status,
+    latency_fig,
+    metrics_frame,
+    recall_curve,
+    recall_curve_fig,
+    stage_candidates_frame,
+    stage_frame,
+    text_report,
 )
-from core.eval_run import NamedConfig, compare, load_run, per_query_diff, run_eval
+from core.eval.run import NamedConfig, compare, load_run, per_query_diff, run_eval
 from core.ingest.pipeline import ingest_files
 from core.store import Store
 from tests.fakes import HashEmbedder
@@ -161,8 +170,8 @@ def test_eval_cli_json_shape(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ca
 
 
 def test_stored_record_is_compact_but_keeps_gold_ranks_beyond_the_kept_depth() -> None:
-    from core.eval_run import KEEP_DEPTH, TEXT_DEPTH, _stage_record
-    from core.evaluation import Gold, score_trace
+    from core.eval.metrics import Gold, score_trace
+    from core.eval.run import KEEP_DEPTH, TEXT_DEPTH, _stage_record
     from core.types import Candidate, StageResult, Trace
 
     wide = tuple(Candidate(f"c{i}", "d", "gold words here" if i == 25 else f"filler {i}", 1.0, i) for i in range(1, 31))
@@ -218,7 +227,7 @@ def test_eval_cli_contract_k_level_gold_ranks_and_read_only(tmp_path: Path, monk
 
 
 def test_question_records_are_typed_and_round_trip_through_json() -> None:
-    from core.eval_records import CandidateRow, GoldRow, QuestionResult, StageRecord
+    from core.eval.records import CandidateRow, GoldRow, QuestionResult, StageRecord
 
     rec = QuestionResult("q1", "what?", "factoid", True, 3, (GoldRow("a.md", "span", 2, "span"),), {"recall@5": 1.0},
                          "mmr", (StageRecord("bm25", False, None, 1.5, 10, 1.0, 2, 40, 1.0, (2,), {"recall@1": 0.0},

@@ -5,10 +5,24 @@ import math
 
 import pytest
 
-from core.evaluation import (
-    Gold, LexicalAnswerJudge, answer_metrics, collapse_to_docs, compare_metric, first_relevant_rank, judge,
-    mean_metrics, ndcg_at_k, paired_noise, pass_at_k, precision, recall_at_k, reciprocal_rank, score_trace,
-    span_in_text, stage_summary,
+from core.eval.metrics import (
+    Gold,
+    LexicalAnswerJudge,
+    answer_metrics,
+    collapse_to_docs,
+    compare_metric,
+    first_relevant_rank,
+    judge,
+    mean_metrics,
+    ndcg_at_k,
+    paired_noise,
+    pass_at_k,
+    precision,
+    recall_at_k,
+    reciprocal_rank,
+    score_trace,
+    span_in_text,
+    stage_summary,
 )
 from core.types import Answer, Candidate, StageResult, Trace
 

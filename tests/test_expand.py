@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from core.compress import GAP
+from core.cascade.expand import capped_parent, expand, parent_span, window_spans
+from core.cascade.prune import GAP
 from core.config import PipelineConfig
 from core.deps import Deps
-from core.expand import capped_parent, expand, parent_span, window_spans
 from core.ingest.pipeline import ingest_files
 from core.pipeline import run_query
 from core.store import Store

@@ -1,10 +1,9 @@
 """GraphRAG: extraction, resolution, Leiden communities, local/global search, incremental updates, escaping."""
 from __future__ import annotations
 
-
 import itertools
-from collections import Counter
 import json
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -12,11 +11,23 @@ import pytest
 from core.config import GraphConfig, PipelineConfig
 from core.deps import Deps
 from core.graph import view
-from core.graph.build import build_graph, decide_merge, graph_stats, reresolve_graph, set_synonyms
+from core.graph.build import (
+    build_graph,
+    decide_merge,
+    graph_stats,
+    reresolve_graph,
+    set_synonyms,
+)
 from core.graph.communities import hierarchical_leiden
 from core.graph.extract import extract_statistical, extraction_from_json, token_kind
 from core.graph.resolve import SynonymError, normalise_name, parse_synonyms, resolve
-from core.graph.search import expand, find_seeds, global_search, local_search, plan_global
+from core.graph.search import (
+    expand,
+    find_seeds,
+    global_search,
+    local_search,
+    plan_global,
+)
 from core.graph.snapshot import GraphCache, load_snapshot
 from core.graph.summaries import get_summaries
 from core.ingest.pipeline import ingest_files
@@ -458,7 +469,7 @@ def test_global_search_with_an_llm_summarises_maps_and_reduces_within_budget(dep
 
 def test_a_failing_llm_keeps_what_was_extracted_and_the_next_update_finishes(store: Store, monkeypatch) -> None:
     import core.graph.build as gb
-    from core.llm import LLMError
+    from core.models.llm import LLMError
 
     monkeypatch.setattr(gb, "EXTRACT_BATCH", 1)
     _store_with_chunks(store, {"dl": ["Acme hires Bob.", "Bob meets Carol.", "Carol joins Acme."]})

@@ -10,9 +10,9 @@ import pytest
 from core.config import PipelineConfig
 from core.deps import build_deps
 from core.ingest.pipeline import ingest_files
-from core.llm import AnthropicLLM, LLMError, LLMRequest, TextBlock
+from core.models.llm import AnthropicLLM, LLMError, LLMRequest, TextBlock
 from core.pipeline import run_query
-from core.redact import redact, register_secret
+from core.text import redact, register_secret
 from tests.anthropic_stub import Stub, anthropic_stub, stub_tokens  # noqa: F401 - fixture
 from tests.fakes import HashEmbedder
 
@@ -125,7 +125,7 @@ def _ledger_usd(store) -> float:  # noqa: ANN001
 def test_russian_budget_is_never_overshot(store, embedder, anthropic_stub: Stub, counter_fails: bool) -> None:  # noqa: ANN001
     """The case of issue #12: ~4 characters per token undercounted Cyrillic and $0.009 spent $0.0119. With the
     provider's counter (or, when it fails, the per-script upper bound) the run stops within the budget."""
-    from core.context import build_llm_contexts
+    from core.ingest.context import build_llm_contexts
 
     _ru_store(store, embedder)
     llm = AnthropicLLM(anthropic_stub.key, base_url=anthropic_stub.base_url, ledger=store.ledger,
@@ -142,7 +142,7 @@ def test_russian_budget_is_never_overshot(store, embedder, anthropic_stub: Stub,
 def test_workspace_budget_caps_several_runs(store, embedder, anthropic_stub: Stub) -> None:  # noqa: ANN001
     """Three runs at 0.05 / 0.02 / 0.03 used to add up with nothing watching the sum; a workspace budget of 0.008
     caps their total (the ledger is the running total)."""
-    from core.context import build_llm_contexts
+    from core.ingest.context import build_llm_contexts
 
     _ru_store(store, embedder)
     llm = AnthropicLLM(anthropic_stub.key, base_url=anthropic_stub.base_url, ledger=store.ledger,
@@ -155,7 +155,7 @@ def test_workspace_budget_caps_several_runs(store, embedder, anthropic_stub: Stu
 
 
 def test_fmt_usd_shows_enough_digits() -> None:
-    from core.costs import fmt_usd
+    from core.models.pricing import fmt_usd
 
     assert [fmt_usd(x) for x in (0.003, 0.0018, 0.00012, 0.0, 2.5)] == ["$0.0030", "$0.0018", "$0.00012", "$0",
                                                                          "$2.50"]
@@ -164,8 +164,8 @@ def test_fmt_usd_shows_enough_digits() -> None:
 def test_budget_between_the_old_estimate_and_the_real_cost_is_kept(store, embedder, anthropic_stub: Stub) -> None:  # noqa: ANN001
     """A budget 1.3x the first call's bound under the old ~4-characters-per-token estimate: the real call costs
     about twice that for Cyrillic, so the old guard made the call and overshot; the counted bound refuses it."""
-    from core.context import CONTEXT_INSTRUCTIONS, build_llm_contexts
-    from core.costs import worst_call_usd
+    from core.ingest.context import CONTEXT_INSTRUCTIONS, build_llm_contexts
+    from core.models.pricing import worst_call_usd
 
     _ru_store(store, embedder)
     text = _russian_doc().decode()

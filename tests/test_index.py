@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 
 from core.config import PipelineConfig
-from core.index import IndexCache, backfill_vectors
 from core.ingest.pipeline import ingest_files
 from core.retrieve.bm25 import BM25Params
+from core.retrieve.index import IndexCache, backfill_vectors
 from core.store import Store
 from tests.fakes import HashEmbedder
 

@@ -8,8 +8,8 @@ import pytest
 
 import core.ingest.pipeline as ingest_pipeline
 from core.config import PipelineConfig
-from core.embed import embed_groups_with_cache, embed_with_cache
 from core.ingest.pipeline import ingest_files
+from core.models.embed import embed_groups_with_cache, embed_with_cache
 from core.store import Store
 from tests.fakes import HashEmbedder
 

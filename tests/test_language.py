@@ -10,11 +10,11 @@ from typing import Any, Sequence
 import numpy as np
 import pytest
 
+from core.cascade.rerank import RerankScores
 from core.config import PipelineConfig
 from core.deps import Deps
 from core.ingest.pipeline import ingest_files
 from core.pipeline import run_query
-from core.rerank import RerankScores
 from tests.fakes import HashEmbedder
 
 # Facts from the Russian seed articles, in sentences written for this test; two English documents beside them.
@@ -98,7 +98,7 @@ def test_an_english_query_is_still_reranked_and_russian_candidates_hold_their_pl
 def test_real_model_default_first_hit_never_below_bm25_on_russian_questions(tmp_path: Path, bundled_embedder) -> None:
     """The bundled English MiniLM on the Russian questions of sample_corpus and bench/sets/ru_seed (document level):
     the default pipeline's rank-1 hit rate is at least BM25's."""
-    from core.datasets import sample_set
+    from core.eval.datasets import sample_set
     from core.store import Store
     from core.text import detect_language
 

@@ -6,9 +6,16 @@ import json
 import pytest
 
 from core.config import PipelineConfig
-from core.costs import tokens_usd
 from core.deps import build_deps
-from core.llm import AnthropicLLM, LLMError, LLMRequest, LLMUnavailable, OfflineLLM, TextBlock
+from core.models.llm import (
+    AnthropicLLM,
+    LLMError,
+    LLMRequest,
+    LLMUnavailable,
+    OfflineLLM,
+    TextBlock,
+)
+from core.models.pricing import tokens_usd
 from core.store import Store
 from tests.anthropic_stub import Stub, anthropic_stub, stub_tokens  # noqa: F401 - fixture
 from tests.fakes import HashEmbedder

@@ -1,4 +1,4 @@
-"""ONNX embedding runtime (core/onnx_runtime.py): export, optimise, int8, cache, and vectors equal to torch's.
+"""ONNX embedding runtime (core/models/onnx.py): export, optimise, int8, cache, and vectors equal to torch's.
 
 The fast tests export a tiny random BERT (2 layers, hidden 32) that uses the bundled model's real tokenizer, saved
 as a sentence-transformers folder: the same code path as the real model in a second or two. The real MiniLM export
@@ -14,8 +14,8 @@ import pytest
 
 pytest.importorskip("onnxruntime")
 
-from core import onnx_runtime as ort_rt  # noqa: E402
-from core.embed import BUNDLED_MODEL, bundled_model_path, load_embedder  # noqa: E402
+from core.models import onnx as ort_rt  # noqa: E402
+from core.models.embed import BUNDLED_MODEL, bundled_model_path, load_embedder  # noqa: E402
 
 SENTENCES = [
     "A protein binds the receptor.",
@@ -90,9 +90,12 @@ def test_onnx_fp32_vectors_equal_torch(tiny_model: Path, tiny_cache: Path) -> No
 
 
 def test_onnx_token_vectors_equal_torch_for_late_interaction(tiny_model: Path, tiny_cache: Path) -> None:
-    from core.context import TransformerTokenEncoder
-    from core.embed import SentenceTransformerEmbedder
-    from core.rerank import encode_token_matrices, window_encoder_for
+    from core.models.embed import SentenceTransformerEmbedder
+    from core.models.tokens import (
+        TransformerTokenEncoder,
+        encode_token_matrices,
+        window_encoder_for,
+    )
 
     path = ort_rt.cached_model_path(tiny_cache, str(tiny_model), "onnx")
     onnx_enc = window_encoder_for(ort_rt.OnnxEmbedder(str(tiny_model), tiny_model, path, "onnx"))
@@ -113,9 +116,9 @@ def test_ingest_stores_token_vectors_from_the_sentence_forward(tiny_model: Path,
     what the late-interaction reader would compute itself (short chunks), and a chunk the sentence encoding
     truncated is still stored, read in windows. With rerank off nothing is stored."""
     from core.config import PipelineConfig
-    from core.embed import shares_token_forward
     from core.ingest.pipeline import ingest_files
-    from core.rerank import encode_token_matrices, text_key, window_encoder_for
+    from core.models.embed import shares_token_forward
+    from core.models.tokens import encode_token_matrices, text_key, window_encoder_for
 
     path = ort_rt.cached_model_path(tiny_cache, str(tiny_model), "onnx")
     emb = ort_rt.OnnxEmbedder(str(tiny_model), tiny_model, path, "onnx", batch_size=2)
@@ -234,7 +237,6 @@ def test_per_token_int8_matches_its_numpy_oracle(tmp_path: Path) -> None:
     """One MatMul rewritten by per_token_int8 computes exactly: per-token scale s = max|x_row| / 127, per-column
     weight scale w = max|W_col| / 127, y = (round(x / s) @ round(W / w)) * s * w (hand-written below in numpy), and
     is within int8 rounding of the float product; a token with a huge channel does not coarsen the other tokens."""
-    import onnx
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
 
@@ -281,14 +283,14 @@ def test_cached_export_is_reused_and_rebuilt_when_missing(tiny_model: Path, tiny
 
 
 def test_a_model_that_is_not_a_local_folder_runs_on_torch_and_says_so(tmp_path: Path) -> None:
-    from core.embed import _load_onnx
+    from core.models.embed import _load_onnx
 
     loaded = _load_onnx("sentence-transformers/some-hub-model", 8, "onnx", tmp_path)
     assert loaded.notice is not None and "runs on torch" in loaded.notice
 
 
 def test_a_broken_cached_file_is_reported_not_hidden(tiny_model: Path, tmp_path: Path) -> None:
-    from core.embed import _load_onnx
+    from core.models.embed import _load_onnx
 
     ort_rt.cached_model_path(tmp_path, str(tiny_model), "onnx").write_bytes(b"not an onnx file")
     loaded = _load_onnx(str(tiny_model), 8, "onnx", tmp_path)

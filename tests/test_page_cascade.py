@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core.app.counters import counters
 from core.config import PipelineConfig
-from core.counters import counters
 from core.deps import Deps
 from core.ingest.pipeline import ingest_files
 from core.store import Store

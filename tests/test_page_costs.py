@@ -7,12 +7,13 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.config import PipelineConfig
-from core.costs import LedgerEntry, tokens_usd
 from core.deps import Deps
 from core.ingest.pipeline import ingest_files
-from core.llm import AnthropicLLM
+from core.models.llm import AnthropicLLM
+from core.models.pricing import tokens_usd
 from core.pipeline import run_query
 from core.store import Store
+from core.types import LedgerEntry
 from pages import _state
 from tests.anthropic_stub import Stub, anthropic_stub  # noqa: F401 - fixture
 from tests.fakes import HashEmbedder

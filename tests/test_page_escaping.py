@@ -10,13 +10,13 @@ from pathlib import Path
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
+from core.app.report import escape_md
 from core.config import PipelineConfig
 from core.deps import Deps
 from core.graph import view
 from core.graph.build import build_graph
 from core.ingest.pipeline import ingest_files
 from core.pipeline import run_query
-from core.report import escape_md
 from pages import _state, _widgets
 
 APP = str(Path(__file__).resolve().parents[1] / "workbench.py")

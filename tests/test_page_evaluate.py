@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core.app.report import escape_md
 from core.config import PipelineConfig
-from core.configs import save_config
+from core.config.saved import save_config
 from core.deps import Deps
 from core.ingest.pipeline import ingest_files
-from core.report import escape_md
 from pages import _state
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,12 +7,18 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core.app.report import (
+    chunks_frame,
+    documents_frame,
+    human_size,
+    stage_chips,
+    stage_details,
+    stage_moves,
+)
 from core.config import PipelineConfig
 from core.deps import Deps
 from core.ingest.pipeline import IngestReport, ingest_files
 from core.pipeline import run_query
-from core.report import chunks_frame, documents_frame, human_size, stage_chips, stage_details, stage_moves
-from core.store import Store
 from core.types import Candidate, StageResult, Trace
 from pages import _state, _widgets
 from tests import lab_html
@@ -304,7 +310,7 @@ def test_stage_header_says_what_text_was_really_searched() -> None:
 
 
 def test_counters_strip_shows_query_and_session_figures() -> None:
-    from core.counters import counters
+    from core.app.counters import counters
 
     t = Trace("q", "h", 1, (StageResult("dense", (), 5.0, info={"embed_cache_hits": 0, "embed_cache_misses": 1}),
                             StageResult("rerank", (), 7.0, info={"cache_hits": 28, "computed": 2})))
@@ -315,7 +321,7 @@ def test_counters_strip_shows_query_and_session_figures() -> None:
     assert "embeddings 0 from cache / 1 computed" in body and "answer cache" not in body  # no answer_cache stage
 
 
-# -- pure helpers the pages use (core/report.py) -----------------------------------------------------------------------
+# -- pure helpers the pages use (core/app/report.py) -----------------------------------------------------------------------
 
 def _cand(cid: str, rank: int, **meta: object) -> Candidate:
     return Candidate(cid, "d", cid, 1.0 / rank, rank, meta)

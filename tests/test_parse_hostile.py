@@ -10,7 +10,13 @@ import pytest
 from core.config import PipelineConfig
 from core.deps import Deps
 from core.ingest.chunk import chunk_document
-from core.ingest.parse import MAX_HEADING_CHARS, MAX_PATH_CHARS, MAX_TITLE_CHARS, ParseError, parse
+from core.ingest.parse import (
+    MAX_HEADING_CHARS,
+    MAX_PATH_CHARS,
+    MAX_TITLE_CHARS,
+    ParseError,
+    parse,
+)
 from core.ingest.pipeline import GROUP_CHUNKS, ingest_files
 from core.ingest.sandbox import ParseSandbox
 from tests.bad_inputs import docx_with_body

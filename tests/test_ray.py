@@ -9,11 +9,12 @@ import pytest
 
 from core.config import PipelineConfig
 from core.ingest.pipeline import IngestReport, ingest_files
-from core.rerank import text_key
+from core.models.tokens import text_key
 from core.store import Store
 from tests.anthropic_stub import anthropic_stub  # noqa: F401 - fixture
 from tests.fakes import HashEmbedder
-from tests.ray_fakes import LoggingEmbedderFactory as _Factory, TokenHashEmbedder
+from tests.ray_fakes import LoggingEmbedderFactory as _Factory
+from tests.ray_fakes import TokenHashEmbedder
 
 ray = pytest.importorskip("ray")
 from core.ingest.ray_engine import RayOptions, ingest_files_ray  # noqa: E402
@@ -166,7 +167,7 @@ class StubLLMFactory:
         self.key, self.base_url, self.max_retries = key, base_url, max_retries
 
     def __call__(self, ledger):  # noqa: ANN001, ANN204
-        from core.llm import AnthropicLLM
+        from core.models.llm import AnthropicLLM
 
         return AnthropicLLM(self.key, base_url=self.base_url, ledger=ledger, sleep=_no_sleep,
                             max_retries=self.max_retries)
@@ -186,9 +187,9 @@ def test_rate_gate_books_one_slot_per_interval() -> None:
 def test_ray_contexts_keep_the_hard_budget_resume_and_equal_local_ones(ray_runtime, anthropic_stub) -> None:
     import time
 
-    from core.context import build_llm_contexts
+    from core.ingest.context import build_llm_contexts
     from core.ingest.ray_engine import build_llm_contexts_ray
-    from core.llm import AnthropicLLM
+    from core.models.llm import AnthropicLLM
 
     local, on_ray = Store(":memory:"), Store(":memory:")
     for s in (local, on_ray):

@@ -1,4 +1,4 @@
-"""Batch eval on Ray (core/eval_ray.py) against the local eval, on one in-process Ray runtime for the module."""
+"""Batch eval on Ray (core/eval/ray_eval.py) against the local eval, on one in-process Ray runtime for the module."""
 from __future__ import annotations
 
 import json
@@ -8,16 +8,16 @@ from pathlib import Path
 import pytest
 
 from core.config import PipelineConfig
-from core.datasets import parse_jsonl
 from core.deps import Deps
-from core.eval_run import EvalRun, NamedConfig, load_run, run_eval
+from core.eval.datasets import parse_jsonl
+from core.eval.run import EvalRun, NamedConfig, load_run, run_eval
 from core.ingest.pipeline import ingest_files
 from core.store import Store
 from tests.fakes import HashEmbedder
 from tests.ray_fakes import LoggingEmbedderFactory
 
 ray = pytest.importorskip("ray")
-from core.eval_ray import RayEvalEngine, RayEvalOptions, plan_chunks  # noqa: E402
+from core.eval.ray_eval import RayEvalEngine, RayEvalOptions, plan_chunks  # noqa: E402
 from core.ingest.ray_engine import RayEngineError  # noqa: E402
 
 TOPICS = ["torque wrench calibration", "duckdb write-ahead log", "leiden community detection",
@@ -172,7 +172,7 @@ def test_cli_eval_ray_address_needs_the_ray_engine(tmp_path: Path, capsys: pytes
 def test_a_read_only_store_serves_its_stored_token_vectors_to_late_interaction(tmp_path: Path) -> None:
     """What every Ray eval worker opens: a read-only copy. Its token vectors are read, never recomputed or written
     (before, a read-only store was not read at all and every candidate was re-encoded on every query)."""
-    from core.rerank import LateInteractionReranker, late_interaction_or_cosine
+    from core.cascade.rerank import LateInteractionReranker, late_interaction_or_cosine
     from tests.cascade_fakes import ConceptEmbedder, ConceptWindowEncoder
 
     texts = [f"the {t} stage checks setting {i} before the next one" for i, t in enumerate(TOPICS)]

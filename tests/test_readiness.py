@@ -1,4 +1,4 @@
-"""core.readiness token vectors: what late interaction would encode on first sight is offered as a build, counted
+"""core.app.readiness token vectors: what late interaction would encode on first sight is offered as a build, counted
 without reading the vectors, built with progress, and gone once built."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import hashlib
 
 import numpy as np
 
-from core import readiness
+from core.app import readiness
 from core.config import PipelineConfig
 from core.deps import Deps
 from core.ingest.pipeline import ingest_files

@@ -7,17 +7,37 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from core.cascade.rerank import (
+    CrossEncoderReranker,
+    EmbedderCosineReranker,
+    LateInteractionReranker,
+    LLMListwiseReranker,
+    listwise_scores,
+    load_reranker,
+    pooled_span_scorer,
+    rerank,
+    rerank_text,
+)
 from core.config import PipelineConfig
 from core.deps import Deps
 from core.ingest.pipeline import ingest_files
-from core.llm import LLMError, OfflineLLM
+from core.models.llm import LLMError, OfflineLLM
+from core.models.tokens import (
+    TokenCache,
+    TokenMatrix,
+    encode_token_matrices,
+    maxsim,
+    text_key,
+)
 from core.pipeline import run_query
-from core.rerank import (CrossEncoderReranker, EmbedderCosineReranker, LateInteractionReranker, LLMListwiseReranker,
-                         TokenCache, TokenMatrix, encode_token_matrices, listwise_scores, load_reranker, maxsim,
-                         pooled_span_scorer, rerank, rerank_text, text_key)
 from core.store import Store
 from core.types import CONTEXT_KEY, Candidate
-from tests.cascade_fakes import ConceptEmbedder, ConceptWindowEncoder, FixedReranker, ScriptedListwiseLLM
+from tests.cascade_fakes import (
+    ConceptEmbedder,
+    ConceptWindowEncoder,
+    FixedReranker,
+    ScriptedListwiseLLM,
+)
 from tests.fakes import HashEmbedder
 
 SYN = {"automobile": "car", "vehicle": "car", "mend": "repair", "fix": "repair", "price": "cost", "fee": "cost"}
@@ -184,7 +204,11 @@ def _tiny_cross_encoder(folder: Path) -> Path:
     """A 2-layer, 32-wide BERT with random weights and a one-logit head, plus a 40-word vocabulary, saved the way a
     cross-encoder folder is: checks the wiring, says nothing about quality."""
     import torch
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+    from transformers import (
+        BertConfig,
+        BertForSequenceClassification,
+        BertTokenizerFast,
+    )
 
     words = "the a car fix cost fee bus route gateway tls port log is what how much does to of in".split()
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words, *[f"w{i}" for i in range(20)]]
@@ -350,7 +374,7 @@ class _EnglishOnly(FixedReranker):
 
 
 def test_blend_scores_by_hand() -> None:
-    from core.rerank import blend_scores
+    from core.cascade.rerank import blend_scores
 
     # Incoming order a, b, c; reranker order c, a, b. With k=1, weight 1: a = 1/2 + 1/3, b = 1/3 + 1/4,
     # c = 1/4 + 1/2; scaled by the best possible (1/2 + 1/2).

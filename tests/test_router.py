@@ -11,12 +11,28 @@ import numpy as np
 import pytest
 
 from core.config import PipelineConfig
-from core.llm import AnthropicLLM, OfflineLLM
-from core.route.features import coverage
 from core.deps import Deps
-from core.route.router import (ABSTAIN, CLASSES, Example, OfflineRouter, RouteError, ShippedRouter, _char_grams,
-                               _word_grams, corpus_topics, decide, load_examples, load_routes, refusal_guard,
-                               route_llm, route_offline, router_report, training_sha)
+from core.models.llm import AnthropicLLM, OfflineLLM
+from core.route.features import coverage
+from core.route.router import (
+    ABSTAIN,
+    CLASSES,
+    Example,
+    OfflineRouter,
+    RouteError,
+    ShippedRouter,
+    _char_grams,
+    _word_grams,
+    corpus_topics,
+    decide,
+    load_examples,
+    load_routes,
+    refusal_guard,
+    route_llm,
+    route_offline,
+    router_report,
+    training_sha,
+)
 from core.route.stage import decide_route, routed_variants
 from core.text import tokenize
 from tests.anthropic_stub import Stub, anthropic_stub  # noqa: F401 - fixture
@@ -96,7 +112,7 @@ def test_empty_corpus_sets_coverage_neutral_and_says_so() -> None:
 
 
 def test_shipped_model_is_the_fitted_one_and_loads_fast() -> None:
-    """The numpy-only shipped model (core/route/router_model.npz) against a fresh scikit-learn fit on the train split:
+    """The numpy-only shipped model (core/models/data/router_model.npz) against a fresh scikit-learn fit on the train split:
     same probabilities on every test-split question and on odd inputs (spacing, short words, accents, identifiers)."""
     train, test = load_examples("train"), load_examples("test")
     shipped = ShippedRouter()

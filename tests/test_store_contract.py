@@ -7,12 +7,19 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from core.costs import LedgerEntry
-from core.expand import DocumentSource
+from core.cascade.expand import DocumentSource
 from core.graph.rules import merge_item_id, most_frequent, node_row
-from core.records import GraphNode, NodeFacts
 from core.store import Store
-from core.types import Candidate, Chunk, Document, StageResult, Trace
+from core.types import (
+    Candidate,
+    Chunk,
+    Document,
+    GraphNode,
+    LedgerEntry,
+    NodeFacts,
+    StageResult,
+    Trace,
+)
 from tests.store_fakes import MemoryCaches, MemoryCorpus, MemoryLedger, MemoryRunLog
 
 TEXT = "Alpha one. Beta two. Gamma three."
@@ -72,7 +79,7 @@ def test_corpus_workspaces_do_not_mix(corpus) -> None:
 
 
 def test_expand_gives_the_same_answer_on_either_corpus() -> None:
-    from core.expand import expand
+    from core.cascade.expand import expand
 
     outs = []
     for name in sorted(CORPORA):
@@ -116,7 +123,7 @@ def test_token_cache_round_trip_keeps_dtypes_and_shapes(caches) -> None:
     assert caches.cached_token_vectors("other-model", ["t"]) == {}
 
 
-# -- LedgerSink (core.llm) --------------------------------------------------------------------------------------
+# -- LedgerSink (core.models.llm) --------------------------------------------------------------------------------------
 @pytest.fixture(params=sorted(LEDGERS))
 def ledger(request: pytest.FixtureRequest):
     return LEDGERS[request.param]()

@@ -159,7 +159,7 @@ def test_an_in_memory_database_keeps_token_vectors_in_a_temporary_file() -> None
 def _two_documents_with_token_vectors(db: Path) -> tuple[Store, list, list]:
     from core.config import PipelineConfig
     from core.ingest.pipeline import ingest_files
-    from core.rerank import text_key
+    from core.models.tokens import text_key
     from tests.fakes import HashEmbedder
 
     store = Store(db)
@@ -174,7 +174,7 @@ def _two_documents_with_token_vectors(db: Path) -> tuple[Store, list, list]:
 
 def test_cli_compact_prune_frees_a_deleted_documents_token_vectors(tmp_path: Path) -> None:
     from core.cli import main
-    from core.rerank import text_key
+    from core.models.tokens import text_key
 
     db = tmp_path / "w.duckdb"
     store, a, b = _two_documents_with_token_vectors(db)

@@ -8,8 +8,16 @@ import math
 import numpy as np
 import pytest
 
-from core.support import (FEATURES, MODEL_FEATURES, SupportModel, claim_spans, fit_logistic, load_support_model,
-                          question_terms, sentence_table)
+from core.answer.support import (
+    FEATURES,
+    MODEL_FEATURES,
+    SupportModel,
+    claim_spans,
+    fit_logistic,
+    load_support_model,
+    question_terms,
+    sentence_table,
+)
 from core.types import Candidate
 
 
@@ -99,7 +107,7 @@ def test_shipped_model_is_fitted_data() -> None:
 
 
 def test_asked_kinds_and_what_holds_them() -> None:
-    from core.support import asked_type, holds_type
+    from core.answer.support import asked_type, holds_type
 
     q = "What was the revenue of the Industrial Hardware division in Q2 2024?"
     assert asked_type(q) == "amount"  # revenue asks for money (the Q2 revenue question quoted a 'sells...' line)
@@ -118,7 +126,7 @@ def test_asked_kinds_and_what_holds_them() -> None:
 
 
 def test_specific_terms_agree_across_spellings_and_flag_siblings() -> None:
-    from core.support import contradicts, specific_terms
+    from core.answer.support import contradicts, specific_terms
 
     assert specific_terms("Q3 2024")["quarter"] == {"q3"} == specific_terms("the third quarter")["quarter"]
     assert specific_terms("отчёт за III квартал")["quarter"] == {"q3"} == specific_terms("в третьем квартале")["quarter"]
@@ -174,7 +182,7 @@ def test_attribute_coverage_leaves_names_out() -> None:
 
 
 def test_kind_cues_read_the_question_not_any_word() -> None:
-    from core.support import asked_type, holds_type
+    from core.answer.support import asked_type, holds_type
 
     many = "How many QM-55 modules did the board approve buying in September 2024?"
     # the counted noun comes after the code; the code's digits are no quantity
@@ -199,7 +207,7 @@ def test_kind_cues_read_the_question_not_any_word() -> None:
 
 
 def test_a_project_named_in_the_heading_contradicts_another_project() -> None:
-    from core.support import contradicts, specific_terms
+    from core.answer.support import contradicts, specific_terms
 
     assert specific_terms("Project Bluefin — Project Brief") == {"project:latin": {"bluefin"}}
     assert specific_terms("проект «Степной пульс»") == {"project:cyrillic": {"степной пульс"}}
@@ -215,7 +223,7 @@ def test_a_project_named_in_the_heading_contradicts_another_project() -> None:
 
 
 def test_attribute_phrases_must_be_said_as_phrases() -> None:
-    from core.support import attribute_pairs, pair_coverage
+    from core.answer.support import attribute_pairs, pair_coverage
 
     q = "Who is the project manager of Project Driftwood?"
     assert attribute_pairs(q) == [("project", "manag")]  # the capitalised 'Project' is a name, not an attribute
@@ -240,7 +248,7 @@ def test_claims_leave_glued_heading_lines_out() -> None:
 
 
 def test_signed_logistic_fit_is_free_fit_within_bounds() -> None:
-    from core.support import fit_logistic_signed
+    from core.answer.support import fit_logistic_signed
 
     rng = np.random.default_rng(3)
     x = rng.normal(size=(300, 3))
@@ -289,7 +297,7 @@ def test_attribute_penalty_hits_only_a_sentence_without_any_asked_attribute_word
 
 
 def test_a_month_question_needs_a_month_the_question_does_not_name() -> None:
-    from core.support import asked_type, holds_type
+    from core.answer.support import asked_type, holds_type
 
     q = "In which month of 2025 will the bug bounty pilot start?"
     assert asked_type(q) == "month"

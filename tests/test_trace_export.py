@@ -10,11 +10,20 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any, Iterator
 
 import pytest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+)
 
+from core.app.trace_export import (
+    ExportError,
+    download_bytes,
+    otlp_json,
+    post_otlp,
+    spans_from_trace,
+    traces_endpoint,
+)
 from core.cli import main as cli_main
 from core.store import Store
-from core.trace_export import (ExportError, download_bytes, otlp_json, post_otlp, spans_from_trace, traces_endpoint)
 from core.types import Answer, Candidate, StageResult, Trace, Usage
 
 KEY = "sk-ant-api03-THISISNOTAREALKEY0123456789"

@@ -10,12 +10,27 @@ import pytest
 from core.config import PipelineConfig
 from core.deps import Deps
 from core.ingest.pipeline import ingest_files
-from core.llm import AnthropicLLM, OfflineLLM
+from core.models.llm import AnthropicLLM, OfflineLLM
 from core.pipeline import run_query
 from core.route.router import Route, load_routes
-from core.route.stage import RouteDecision, bridge_found, gate, hybrid_search, transform_stages
-from core.route.transforms import (bridge_name, comparison_items, decompose_offline, decompose_plan, prf_expansion,
-                                   rewrite, run_transform, split_comparison, unique_queries)
+from core.route.stage import (
+    RouteDecision,
+    bridge_found,
+    gate,
+    hybrid_search,
+    transform_stages,
+)
+from core.route.transforms import (
+    bridge_name,
+    comparison_items,
+    decompose_offline,
+    decompose_plan,
+    prf_expansion,
+    rewrite,
+    run_transform,
+    split_comparison,
+    unique_queries,
+)
 from core.types import Candidate, StageResult, Trace, Usage
 from tests.anthropic_stub import Stub, anthropic_stub  # noqa: F401 - fixture
 

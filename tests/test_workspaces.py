@@ -7,15 +7,23 @@ import json
 import pytest
 
 from core import cli
-from core.answer_cache import CacheKey, answer_config_hash
+from core.answer.cache import answer_config_hash
+from core.app.workspaces import (
+    WorkspaceError,
+    create_workspace,
+    delete_workspace,
+    list_workspaces,
+    load_workspace_config,
+    rename_workspace,
+    save_workspace_config,
+    validate_name,
+)
 from core.config import PipelineConfig
-from core.costs import LedgerEntry
 from core.deps import Deps
 from core.graph.build import build_graph
 from core.ingest.pipeline import ingest_files
 from core.pipeline import run_query
-from core.workspaces import (WorkspaceError, create_workspace, delete_workspace, list_workspaces,
-                             load_workspace_config, rename_workspace, save_workspace_config, validate_name)
+from core.types import CacheKey, LedgerEntry
 
 ALPHA = [("gw.md", b"# Gateway\n\nThe Harbor gateway sets TLS_VERSION_MIN to 1.2 for every listener. "
                    b"Harbor runs on the Osprey cluster.")]

@@ -8,15 +8,21 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 
 from core.config import GraphConfig
-from core.embed import Embedder
 from core.graph.communities import LEIDEN_VERSIONS, hierarchical_leiden_arrays
 from core.graph.extract import extract_all, make_extractor
 from core.graph.model import LLM_BUILT, STATISTICAL, BuildReport, ChunkExtraction
+from core.graph.resolve import (
+    Resolution,
+    SynonymGroup,
+    parse_synonyms,
+    resolve,
+    suggest_merges,
+)
 from core.graph.rules import merge_item_id, node_rows
-from core.graph.resolve import Resolution, SynonymGroup, parse_synonyms, resolve, suggest_merges
 from core.graph.snapshot import active_graph, load_snapshot, name_vectors
 from core.graph.summaries import build_summaries
-from core.llm import LLMError
+from core.models.embed import Embedder
+from core.models.llm import LLMError
 from core.types import DEFAULT_WORKSPACE, Usage
 
 if TYPE_CHECKING:  # a build workflow writes through several repositories: it is handed the whole store

@@ -221,7 +221,7 @@ EXTRACTION_INSTRUCTIONS = (
 
 
 class ExtractionLLM(Protocol):
-    """The slice of core.llm.LLM this module needs."""
+    """The slice of core.models.llm.LLM this module needs."""
 
     available: bool
 
@@ -264,7 +264,7 @@ def extraction_from_json(chunk: Chunk, data: Any, usage: Usage) -> ChunkExtracti
 
 def extract_llm(chunk: Chunk, llm: ExtractionLLM, *, model: str, workspace: str, run_id: str = "") -> ChunkExtraction:
     """One structured-output call per chunk; the instructions are a cached system block (identical every call)."""
-    from core.llm import LLMRequest, TextBlock
+    from core.models.llm import LLMRequest, TextBlock
 
     req = LLMRequest(model=model, system=(TextBlock(EXTRACTION_INSTRUCTIONS, cache=True),),
                      user=(TextBlock(f"Passage:\n{chunk.text}"),), max_tokens=1500, json_schema=EXTRACTION_SCHEMA,
@@ -272,7 +272,7 @@ def extract_llm(chunk: Chunk, llm: ExtractionLLM, *, model: str, workspace: str,
     resp = llm.complete(req, workspace=workspace, run_id=run_id)
     data = resp.data
     if data is None:
-        from core.llm import parse_json
+        from core.models.llm import parse_json
 
         data = parse_json(resp.text)
     return extraction_from_json(chunk, data, resp.usage)

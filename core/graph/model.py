@@ -1,5 +1,5 @@
 """Frozen records of the entity graph: what an extractor saw in one chunk and what a build did. The stored node
-and edge rows are core.records.GraphNode / GraphEdge (the store returns them)."""
+and edge rows are core.types.GraphNode / GraphEdge (the store returns them)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

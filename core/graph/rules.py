@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Iterable, Mapping, Sequence
 
-from core.records import GraphNode, NodeFacts
+from core.types import GraphNode, NodeFacts
 
 DESCRIPTIONS_SHOWN = 3  # a node lists at most this many of its distinct descriptions
 DESCRIPTION_SEP = " | "

@@ -11,9 +11,15 @@ import numpy as np
 
 from core.graph.extract import STOP
 from core.graph.resolve import normalise_name
-from core.graph.snapshot import GraphSnapshot, name_vectors as text_vectors
-from core.graph.summaries import Summary, best_sentences, estimate_summary_tokens, get_summaries
+from core.graph.snapshot import GraphSnapshot
+from core.graph.snapshot import name_vectors as text_vectors
 from core.graph.sources import GraphSource
+from core.graph.summaries import (
+    Summary,
+    best_sentences,
+    estimate_summary_tokens,
+    get_summaries,
+)
 from core.text import estimate_llm_tokens
 from core.types import Candidate, Usage
 
@@ -263,7 +269,7 @@ def plan_global(snap: GraphSnapshot, store: GraphSource, *, level: int, max_comm
     red_in, red_out = estimate_llm_tokens(REDUCE_INSTRUCTIONS) + min(len(chosen), 10) * 300, 600
     tin, tout = s_in + map_in + red_in, s_out + map_out + red_out
     try:
-        from core.costs import tokens_usd
+        from core.models.pricing import tokens_usd
 
         usd = tokens_usd(model, input_tokens=tin, output_tokens=tout)
     except Exception:  # an unknown model has no price: say it is unbounded rather than guess
@@ -330,7 +336,7 @@ def _map_offline(summaries: Sequence[Summary], query: str, query_vec: np.ndarray
 
 def _map_llm(summaries: Sequence[Summary], query: str, llm: Any, model: str, workspace: str
              ) -> tuple[list[Partial], Usage]:
-    from core.llm import LLMRequest, TextBlock, parse_json
+    from core.models.llm import LLMRequest, TextBlock, parse_json
 
     out, usage = [], Usage()
     for s in summaries:
@@ -383,7 +389,7 @@ def global_search(query: str, snap: GraphSnapshot, store: GraphSource, *, query_
     kept = [p for p in partials[:top] if p.score > 0]
     answer = ""
     if kept and llm_on:
-        from core.llm import LLMRequest, TextBlock
+        from core.models.llm import LLMRequest, TextBlock
 
         body = "\n".join(f"[{p.score}] {p.title}: {p.text}" for p in kept)
         resp = llm.complete(LLMRequest(model=model, system=(TextBlock(REDUCE_INSTRUCTIONS, cache=True),),

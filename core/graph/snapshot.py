@@ -9,7 +9,7 @@ import numpy as np
 
 from core.graph.resolve import normalise_name
 from core.graph.sources import GraphSource
-from core.embed import cache_first
+from core.models.embed import cache_first
 from core.text import sha256_text
 
 

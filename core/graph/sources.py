@@ -6,8 +6,16 @@ from typing import Any, Mapping, Protocol, Sequence
 
 import numpy as np
 
-from core.records import CommunityMember, CommunitySummary, EdgeChunk, GraphNode, GraphState, MergeItem, NodeChunk
-from core.types import Chunk
+from core.types import (
+    Chunk,
+    CommunityMember,
+    CommunitySummary,
+    EdgeChunk,
+    GraphNode,
+    GraphState,
+    MergeItem,
+    NodeChunk,
+)
 
 
 class ChunkLookup(Protocol):

@@ -8,8 +8,8 @@ from core.config import GraphConfig
 from core.graph.build import builder_label
 from core.graph.search import global_search, local_search
 from core.graph.snapshot import GraphCache
-from core.llm import LLMError
 from core.graph.sources import GraphSource
+from core.models.llm import LLMError
 from core.types import StageResult, Usage
 
 LOCAL, GLOBAL = "graph_local", "graph_global"

@@ -117,7 +117,7 @@ SUMMARY_INSTRUCTIONS = (
 
 
 def llm_summary(ctx: CommunityContext, llm: Any, *, model: str, workspace: str) -> tuple[str, str, Usage]:
-    from core.llm import LLMRequest, TextBlock, parse_json
+    from core.models.llm import LLMRequest, TextBlock, parse_json
 
     req = LLMRequest(model=model, system=(TextBlock(SUMMARY_INSTRUCTIONS, cache=True),),
                      user=(TextBlock(ctx.prompt_text()),), max_tokens=400, json_schema=SUMMARY_SCHEMA,

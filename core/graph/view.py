@@ -10,8 +10,8 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
+from core.app.report import PALETTE, snippet
 from core.graph.snapshot import GraphSnapshot
-from core.report import PALETTE, snippet
 from core.graph.sources import GraphSource
 
 _REMOTE = re.compile(r"<(link|script)\b[^>]*\b(?:href|src)=\"https?://[^\"]*\"[^>]*>(?:\s*</script>)?", re.S)

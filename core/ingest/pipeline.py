@@ -9,10 +9,16 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from core.config import PipelineConfig
-from core.embed import Embedder, EmbedStats, TokenVectorSink, embed_groups_with_cache, embed_with_cache
 from core.ingest.chunk import chunk_document
 from core.ingest.parse import ParseError
 from core.ingest.sandbox import ParseSandbox, default_sandbox
+from core.models.embed import (
+    Embedder,
+    EmbedStats,
+    TokenVectorSink,
+    embed_groups_with_cache,
+    embed_with_cache,
+)
 from core.store import DocumentRow, Store
 from core.text import detect_language
 from core.types import DEFAULT_WORKSPACE, Chunk, Document, ParsedDocument
@@ -263,7 +269,7 @@ def after_ingest(report: IngestReport, *, store: Store, embedder: Embedder, conf
     if changed:
         # Heuristic contexts (title, heading path, lead sentence; no model, ~free) are written at ingest, so a query
         # with context.variant = heuristic finds them and writes nothing.
-        from core.context import build_heuristic
+        from core.ingest.context import build_heuristic
 
         build_heuristic(store, workspace=workspace, doc_ids=changed)
     if config.graph.enabled and changed:

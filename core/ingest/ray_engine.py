@@ -25,20 +25,27 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 import numpy as np
 
 from core.config import PipelineConfig
-from core.costs import LedgerEntry, fmt_usd, worst_call_usd
-from core.embed import Embedder, EmbedStats, embed_groups_with_cache
 from core.ingest.chunk import chunk_document
 from core.ingest.parse import ParseError
 from core.ingest.pipeline import (
-    FileResult, IngestReport, Progress, _Prepared, _store_prepared, after_ingest, chunker_label, doc_id_for,
+    FileResult,
+    IngestReport,
+    Progress,
+    _Prepared,
+    _store_prepared,
+    after_ingest,
+    chunker_label,
+    doc_id_for,
     token_sink,
 )
+from core.models.embed import Embedder, EmbedStats, embed_groups_with_cache
+from core.models.pricing import fmt_usd, worst_call_usd
 from core.text import sha256_text
-from core.types import DEFAULT_WORKSPACE, Chunk, ParsedDocument
+from core.types import DEFAULT_WORKSPACE, Chunk, LedgerEntry, ParsedDocument
 
 if TYPE_CHECKING:  # the store and the LLM types are only named here; workers never import the store
-    from core.context import ContextReport
-    from core.llm import LLM
+    from core.ingest.context import ContextReport
+    from core.models.llm import LLM
     from core.store import Store
 
 # Documents per map_batches batch: a SciFact abstract is 1-3 chunks, so 64 documents fill a few model batches of 64,
@@ -129,7 +136,7 @@ class EmbedderSpec:
     threads: int = 1  # the CPUs Ray grants each actor
 
     def __call__(self) -> Embedder:
-        from core.embed import load_embedder
+        from core.models.embed import load_embedder
 
         if self.runtime == "torch":
             import torch
@@ -248,7 +255,7 @@ def embed_docs(docs: Sequence[WorkerDoc], embedder: Embedder, *, cached: frozens
 
 
 def _text_key(text: str) -> str:
-    from core.rerank import text_key
+    from core.models.tokens import text_key
 
     return text_key("", text)  # sha256 of the exact text; the model is the row's model id
 
@@ -265,7 +272,9 @@ class _IngestActor:
 
     def __init__(self, make_embedder: Callable[[], Embedder], config: PipelineConfig, cached: frozenset[str] = frozenset(),
                  tokens: bool = False) -> None:
-        from core.ingest.sandbox import default_sandbox  # the hostile-file guard runs on the worker too
+        from core.ingest.sandbox import (
+            default_sandbox,  # the hostile-file guard runs on the worker too
+        )
 
         self.embedder = make_embedder()
         self.config = config
@@ -462,7 +471,7 @@ class EnvLLMFactory:
     cache_ttl: str = "5m"
 
     def __call__(self, ledger: Any) -> "LLM":
-        from core.llm import build_llm
+        from core.models.llm import build_llm
 
         llm, notice = build_llm(os.environ.get("ANTHROPIC_API_KEY"), base_url=self.base_url, ledger=ledger,
                                 max_retries=self.max_retries, timeout_s=self.timeout_s,
@@ -486,8 +495,8 @@ def contexts_for_document(make_llm: Callable[[Any], "LLM"], reserve: Callable[[]
                           chunks: Sequence[Chunk], *, model: str, max_tokens: int, workspace: str, run_id: str
                           ) -> DocContexts:
     """One document's chunks back to back (its cached prefix stays warm), each call waiting for its rate slot."""
-    from core.context import _clean, context_request
-    from core.llm import LLMError
+    from core.ingest.context import _clean, context_request
+    from core.models.llm import LLMError
 
     sink = _Collected()
     llm = make_llm(sink)
@@ -525,7 +534,13 @@ def build_llm_contexts_ray(
     still running. A finished task's real cost replaces its reservation; a task whose worker died keeps its worst case
     as spent (its calls may have been paid). Tasks are never retried by Ray: a retry would pay for its calls twice.
     `llm` (driver side) only answers `available` and counts tokens; `make_llm` builds each worker's client."""
-    from core.context import ContextReport, _call_bound, _limit, _prefix_bound, _start_llm_run
+    from core.ingest.context import (
+        ContextReport,
+        _call_bound,
+        _limit,
+        _prefix_bound,
+        _start_llm_run,
+    )
 
     run_id, todo, existing, total, p, names = _start_llm_run(store, workspace, llm, model, run_id)
     limit, why = _limit(store, workspace, budget_usd, workspace_budget_usd)

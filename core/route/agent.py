@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Protocol, Sequence
 
-from core.costs import price_for, tokens_usd
-from core.llm import LLM, LLMError, LLMRequest, TextBlock
-from core.retrieve.fusion import rrf
+from core.models import DATA_DIR
+from core.models.llm import LLM, LLMError, LLMRequest, TextBlock
+from core.models.pricing import price_for, tokens_usd
 from core.text import EN_STOP, RU_STOP, tokenize
 from core.types import Candidate, StageResult, Trace, Usage
 
@@ -26,7 +26,7 @@ STOP_REASONS = ("answered", "refused_no_evidence", "no_new_evidence", "budget_ro
 StopReason = Literal["answered", "refused_no_evidence", "no_new_evidence", "budget_rounds", "budget_llm_calls",
                      "budget_tokens", "budget_usd", "budget_time", "error"]
 Grade = Literal["correct", "ambiguous", "incorrect"]
-GRADER_FILE = Path(__file__).with_name("agent_grader.json")
+GRADER_FILE = DATA_DIR / "agent_grader.json"
 
 
 # -- budgets ---------------------------------------------------------------------------------------------------------
@@ -324,7 +324,9 @@ def _drop_nationality(name: str) -> str:
 def hop_relation(question: str) -> str:
     """The relation whose entity the question's own subject passage names ('director' for "Where was the director
     of film X born?", 'spouse' for "Who is X's father-in-law?"), or '' when the question names none."""
-    from core.route.transforms import decompose_plan  # the same templates the decomposition transform uses
+    from core.route.transforms import (
+        decompose_plan,  # the same templates the decomposition transform uses
+    )
 
     rel = decompose_plan(question)[1].lower().strip()
     return _HOP.get(rel, rel.split()[-1] if rel else "")

@@ -1,7 +1,7 @@
 """Builds the labelled routing set (sample_corpus/routing/routing.jsonl) from the shared datasets and handwritten lines.
 
 Run once: `python -m core.route.data_build [DATASETS_ROOT]`; then `python -m core.route.data_build --fit` fits the
-router on the train split and writes core/route/router_model.npz, the model queries load. The split is drawn here, once, per (source, label)
+router on the train split and writes core/models/data/router_model.npz, the model queries load. The split is drawn here, once, per (source, label)
 stratum with a fixed seed, and written into the file, so tuning never sees the test rows. Each row also carries the
 share of its query terms found in the vocabulary of the corpus it was asked about (the router's corpus feature):
 questions from a dataset are measured against that dataset's own corpus; chitchat and out-of-scope lines against
@@ -121,7 +121,7 @@ def build(root: Path) -> list[dict]:
 
 def main(argv: list[str]) -> None:
     if argv[:1] == ["--fit"]:
-        # The router ships fitted (core/route/router_model.npz): queries load it in milliseconds, never refit it.
+        # The router ships fitted (core/models/data/router_model.npz): queries load it in milliseconds, never refit it.
         from core.route.router import MODEL_FILE, fit_and_ship
 
         model = fit_and_ship()

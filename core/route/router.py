@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable, Mapping, 
 
 import numpy as np
 
-from core.llm import LLM, LLMError, LLMRequest, TextBlock
+from core.models import DATA_DIR as MODELS_DIR
+from core.models.llm import LLM, LLMError, LLMRequest, TextBlock
 from core.route.features import coverage
 from core.text import tokenize
 from core.types import DEFAULT_WORKSPACE, Usage
@@ -36,7 +37,7 @@ KEYWORD_MIN_COVERAGE = 0.5
 DATA_DIR = Path(__file__).resolve().parents[2] / "sample_corpus" / "routing"
 ROUTING_FILE = DATA_DIR / "routing.jsonl"
 ROUTES_FILE = Path(__file__).parent / "routes.toml"
-MODEL_FILE = Path(__file__).parent / "router_model.npz"  # written by `python -m core.route.data_build --fit`
+MODEL_FILE = MODELS_DIR / "router_model.npz"  # written by `python -m core.route.data_build --fit`
 
 
 class RouteError(ValueError):
@@ -127,7 +128,7 @@ WORD_NGRAMS, CHAR_NGRAMS = (1, 2), (2, 5)
 class OfflineRouter:
     """The fitting side: TF-IDF over words (1-2) and characters (2-5, within words) plus the corpus-coverage feature,
     and a multinomial logistic regression, fitted with scikit-learn. Queries never use it: `export` writes what it
-    learnt to core/route/router_model.npz, which ShippedRouter reads without scikit-learn (bench/route.py and
+    learnt to core/models/data/router_model.npz, which ShippedRouter reads without scikit-learn (bench/route.py and
     tests/test_router.py check the two agree)."""
 
     EXTRA_NAMES = EXTRA_NAMES
@@ -207,7 +208,7 @@ def _tfidf(grams: list[str], index: Mapping[str, int], idf: np.ndarray) -> tuple
 
 
 class ShippedRouter:
-    """The router that queries use: the exported model (core/route/router_model.npz), applied with numpy alone, so it
+    """The router that queries use: the exported model (core/models/data/router_model.npz), applied with numpy alone, so it
     loads in milliseconds instead of the ~2 s that importing scikit-learn and fitting took at first use."""
 
     def __init__(self, path: Path = MODEL_FILE) -> None:

@@ -6,13 +6,24 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Collection, Mapping, Sequence
 
-from core.cag import CagEstimate, answer as cag_answer, estimate_with_prefix, prefix_sha
 from core.config import ConfigError, PipelineConfig
-from core.llm import LLM, LLMError
+from core.models.llm import LLM, LLMError
 from core.retrieve.bm25 import PassageTerms
 from core.retrieve.fusion import rrf
-from core.route.router import (ABSTAIN, CAG_ROUTE, Route, RouteConfig, RouteError, corpus_topics, load_routes,
-                               override_route, route_llm, route_offline)
+from core.route.cag import CagEstimate, estimate_with_prefix, prefix_sha
+from core.route.cag import answer as cag_answer
+from core.route.router import (
+    ABSTAIN,
+    CAG_ROUTE,
+    Route,
+    RouteConfig,
+    RouteError,
+    corpus_topics,
+    load_routes,
+    override_route,
+    route_llm,
+    route_offline,
+)
 from core.route.transforms import Rewrite, TransformResult, rewrite, run_transform
 from core.types import DEFAULT_WORKSPACE, Answer, Candidate, Usage
 
@@ -172,7 +183,9 @@ def routed_variants(config: PipelineConfig) -> dict[str, PipelineConfig]:
 
 def _headed_by(name: str, passages: Sequence[Candidate]) -> bool:
     """Some passage's first line (its title, where the corpus gives one) holds every content word of `name`."""
-    from core.route.agent import content_terms  # the loop's own notion of a content word
+    from core.route.agent import (
+        content_terms,  # the loop's own notion of a content word
+    )
 
     words = content_terms(name)
     return bool(words) and any(words <= content_terms(c.text.split("\n", 1)[0][:120]) for c in passages)

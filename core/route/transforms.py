@@ -9,7 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from core.llm import LLM, LLMError, LLMRequest, TextBlock
+from core.models.llm import LLM, LLMError, LLMRequest, TextBlock
 from core.retrieve.fusion import rrf
 from core.text import EN_STOP, RU_STOP, tokenize
 from core.types import DEFAULT_WORKSPACE, Candidate, Usage

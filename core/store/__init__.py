@@ -1,14 +1,12 @@
 """The only package that imports duckdb: one Database (connection, write lock, schema + version) shared by role
-repositories, each behind a narrow Protocol declared where it is used. Typed records out (core/records.py), no
+repositories, each behind a narrow Protocol declared where it is used. Typed records out (core/types.py), no
 technique logic in here. See core/store/db.py for the single-writer / many-readers rule across processes."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from core.records import DocumentRow
 from core.store import answers, caches, corpus, graph, graph_review, ledger, runs
 from core.store.answers import Answers
-from core.store.workspaces import Workspaces
 from core.store.caches import Caches
 from core.store.corpus import Corpus
 from core.store.db import SCHEMA_VERSION, Database, StoreError
@@ -17,6 +15,8 @@ from core.store.graph_review import Communities, Review
 from core.store.ledger import Ledger
 from core.store.runs import Runs
 from core.store.tokvec_file import files_beside as token_vector_files
+from core.store.workspaces import Workspaces
+from core.types import DocumentRow
 
 __all__ = ["SCHEMA_VERSION", "Caches", "Communities", "Corpus", "Database", "DocumentRow", "Graph", "Ledger",
            "Review", "Runs", "Store", "StoreError", "token_vector_files"]

@@ -3,13 +3,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
-from core.answer_cache import CacheKey, CachedAnswer
 from core.store.db import Database, now
-from core.types import DEFAULT_WORKSPACE
+from core.types import DEFAULT_WORKSPACE, CachedAnswer, CacheKey
 
 TABLES: tuple[str, ...] = (
     # Provenance on every row: workspace, corpus version and the answer-relevant config hash form the key, so an

@@ -5,10 +5,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from core.records import CacheEvent
 from core.store import tokvec_file as tvf
 from core.store.db import Cursor, Database, now, register_rows, vector_frame
-from core.types import DEFAULT_WORKSPACE
+from core.types import DEFAULT_WORKSPACE, CacheEvent
 
 TokenRows = tuple[np.ndarray, np.ndarray, np.ndarray]  # token ids int32, unit vectors float16 (n, dim), spans (n, 2)
 
@@ -18,7 +17,7 @@ TABLES: tuple[str, ...] = (
         PRIMARY KEY (workspace_id, model_id, text_sha256))""",
     """CREATE TABLE IF NOT EXISTS cache_events (
         workspace_id VARCHAR, cache VARCHAR, hits INTEGER, misses INTEGER, purpose VARCHAR, created_at TIMESTAMP)""",
-    # Late-interaction rerank (core/rerank.py): token vectors of a text (float16), their token ids and character
+    # Late-interaction rerank (core/cascade/rerank.py): token vectors of a text (float16), their token ids and character
     # spans, keyed by model and sha256 of the exact text, so a restart does not re-read every candidate. The bytes
     # live in an append-only file beside the database (core/store/tokvec_file.py); a row says where.
     """CREATE TABLE IF NOT EXISTS token_vector_slots (
@@ -38,7 +37,7 @@ TABLES: tuple[str, ...] = (
 
 
 class Caches:
-    """Implements core.rerank.TokenStore and the embedders' cache-first helpers' EmbeddingCache."""
+    """Implements core.cascade.rerank.TokenStore and the embedders' cache-first helpers' EmbeddingCache."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -93,7 +92,7 @@ class Caches:
             "SELECT cache, hits, misses, purpose, created_at FROM cache_events WHERE workspace_id = ? "
             "ORDER BY created_at", [workspace]).fetchall()]
 
-    # -- late-interaction token vectors (owned by core/rerank.py) ---------------------------------------------
+    # -- late-interaction token vectors (owned by core/cascade/rerank.py) ---------------------------------------------
     # Bytes in core/store/tokvec_file.py's file, rows in token_vector_slots; legacy blob rows (token_vectors) are
     # read too. Every append + commit holds the path lock, so an open elsewhere in this process never cuts bytes
     # whose rows are about to be committed.

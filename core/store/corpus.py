@@ -5,9 +5,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from core.records import DocumentRow, VectorSet
-from core.store.db import Cursor, Database, StoreError, insert_rows, insert_workspace, now, vector_frame
-from core.types import DEFAULT_WORKSPACE, Chunk, Document
+from core.store.db import (
+    Cursor,
+    Database,
+    StoreError,
+    insert_rows,
+    insert_workspace,
+    now,
+    vector_frame,
+)
+from core.types import DEFAULT_WORKSPACE, Chunk, Document, DocumentRow, VectorSet
 
 TABLES: tuple[str, ...] = (
     """CREATE TABLE IF NOT EXISTS documents (
@@ -65,7 +72,7 @@ def _delete_doc(cur: Cursor, ws: str, doc_id: str) -> None:
 
 
 class Corpus:
-    """Implements core.expand.DocumentSource, core.rerank.CorpusSource and the retrieval stages' ChunkSource."""
+    """Implements core.cascade.expand.DocumentSource, core.cascade.rerank.CorpusSource and the retrieval stages' ChunkSource."""
 
     def __init__(self, db: Database) -> None:
         self._db = db

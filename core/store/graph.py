@@ -8,9 +8,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from core.records import EdgeChunk, GraphEdge, GraphNode, GraphState, NodeChunk, NodeFacts
 from core.store.db import Database, insert_rows, now, register_rows
-from core.types import DEFAULT_WORKSPACE
+from core.types import (
+    DEFAULT_WORKSPACE,
+    EdgeChunk,
+    GraphEdge,
+    GraphNode,
+    GraphState,
+    NodeChunk,
+    NodeFacts,
+)
 
 TABLES: tuple[str, ...] = (
     # Per-chunk extractions (graph_mentions, graph_relations) are the chunk provenance of every node and edge;

@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from core.records import CommunityMember, CommunitySummary, MergeItem
 from core.store.db import Database, StoreError, insert_rows, now
-from core.types import DEFAULT_WORKSPACE
+from core.types import DEFAULT_WORKSPACE, CommunityMember, CommunitySummary, MergeItem
 
 TABLES: tuple[str, ...] = (
     """CREATE TABLE IF NOT EXISTS graph_synonyms (

@@ -2,14 +2,10 @@
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
-from core.records import OpenBatch
 from core.store.db import Database, now
-from core.types import DEFAULT_WORKSPACE
-
-if TYPE_CHECKING:
-    from core.costs import LedgerEntry
+from core.types import DEFAULT_WORKSPACE, LedgerEntry, OpenBatch
 
 TABLES: tuple[str, ...] = (
     # Chunk contexts live apart from the chunk text, one per variant ('heuristic', 'llm'); every LLM call is a
@@ -30,7 +26,7 @@ TABLES: tuple[str, ...] = (
 
 
 class Ledger:
-    """Implements core.llm.UsageSink (record_usage) and the context builder's ContextStore."""
+    """Implements core.models.llm.UsageSink (record_usage) and the context builder's ContextStore."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -105,8 +101,6 @@ class Ledger:
     def usage_ledger(self, workspace: str = DEFAULT_WORKSPACE, *, purpose: str | None = None,
                      run_id: str | None = None, limit: int | None = None) -> list[LedgerEntry]:
         """Ledger rows, oldest first."""
-        from core.costs import LedgerEntry
-
         sql = ("SELECT purpose, model, input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, usd, "
                "usd_uncached, latency_ms, ref_id, run_id, batch, cache_ttl, note, workspace_id, created_at "
                "FROM usage_ledger WHERE workspace_id = ?")

@@ -5,10 +5,9 @@ import json
 import uuid
 from typing import Any, Sequence
 
-from core.records import EvalRunRecord, RunRecord
-from core.redact import redact
 from core.store.db import Database, now
-from core.types import DEFAULT_WORKSPACE, Trace
+from core.text import redact
+from core.types import DEFAULT_WORKSPACE, EvalRunRecord, RunRecord, Trace
 
 TABLES: tuple[str, ...] = (
     """CREATE TABLE IF NOT EXISTS runs (
@@ -54,7 +53,7 @@ class Runs:
         return int(self._db.cursor().execute(
             "SELECT count(*) FROM runs WHERE workspace_id = ?", [workspace]).fetchone()[0])
 
-    # -- evaluation runs (written by core/eval_run.py) --------------------------------------------------------
+    # -- evaluation runs (written by core/eval/run.py) --------------------------------------------------------
     def save_eval_run(self, workspace: str, run: dict[str, Any], results: Sequence[dict[str, Any]]) -> str:
         """Store one configuration's run over a golden set and its per-question results in one transaction.
         `run` holds eval_id, dataset, config_name, config_hash, config (dict), corpus_version, repeats and the rest

@@ -3,7 +3,7 @@
 Why not DuckDB blobs: SciFact's 5,183 abstracts carry ~1.2 GB of float16 token vectors; writing them as blobs took the
 ingesting process to 4.24 GB RSS (DuckDB buffers what it writes), over the 3 GB goal. Here the bytes go straight to a
 plain file and DuckDB keeps only a small row per text (offset, length, shape) in `token_vector_slots`, so memory stays
-bounded by what a query reads (its <= 50 candidates) and the byte-bounded LRU in core/rerank.py.
+bounded by what a query reads (its <= 50 candidates) and the byte-bounded LRU in core/cascade/rerank.py.
 
 Layout of one record (one text): token ids int32[n] | char spans int32[n, 2] | unit vectors float16[n, dim], each
 record starting on an 8-byte boundary. The file only grows; compaction writes a new generation (`<db>.tokvec.<g>`).

