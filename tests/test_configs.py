@@ -77,3 +77,22 @@ def test_config_diff_lists_only_changed_settings() -> None:
     diff = config_diff(PipelineConfig(), _cfg())
     assert diff == {"bm25.enabled": (True, False), "fusion.bm25_weight": (1.0, 1.5),
                     "fusion.method": ("rrf", "weighted_rrf"), "fusion.rrf_k": (60, 10)}
+
+
+# The stable hash names every cached answer, run and trace: moving or describing fields must never change it. These
+# values were computed at 1eaf686, before the config was split into files and described.
+PINNED_HASHES = {
+    "default": ({}, "adb05a934c49"),
+    "rerank off": ({"rerank.enabled": False}, "dacef95d4cba"),
+    "heuristic context": ({"context.variant": "heuristic"}, "622c91b9dea6"),
+    "router off": ({"router.enabled": False}, "ba4331480c4d"),
+    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "246cc74e81c5"),
+    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "3e4cd2c79225"),
+    "torch runtime": ({"embedding.runtime": "torch"}, "fdc051bdc0ac"),
+}
+
+
+@pytest.mark.parametrize("name", list(PINNED_HASHES))
+def test_stable_hash_is_pinned(name: str) -> None:
+    overrides, expected = PINNED_HASHES[name]
+    assert PipelineConfig().with_overrides(overrides).stable_hash() == expected
