@@ -1,0 +1,81 @@
+"""Answer-side sections: the answerer, the LLM client's transport settings and the semantic answer cache."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from core.config.base import Section, chosen_in
+
+
+class AnswerConfig(Section):
+    """The answer stage: Claude with citations, or the offline extractive answerer; both refuse without support."""
+
+    enabled: bool = Field(True, description="write an answer; false: the trace ends with the candidates")
+    mode: Literal["auto", "llm", "extractive"] = Field(
+        "auto", description="auto: Claude when a key is set, else extractive; llm: Claude (extractive, saying so, "
+                            "without a key); extractive: sentences copied from the candidates")
+    model: str = Field("claude-sonnet-4-6", description="model that writes llm answers")
+    # A number, not None, so a config still saves as TOML.
+    refusal_threshold: float = Field(
+        -1.0, ge=-1, le=1, description="extractive: refuse below this support probability (-1: the fitted model's "
+                                       "threshold)",
+        json_schema_extra=chosen_in("bench/results/answer.json",
+                                    "-1 takes the threshold fitted with the support model "
+                                    "(core/models/data/support_model.json), chosen by bench/answer.py on its "
+                                    "fitting questions and checked on held-out ones"))
+    max_chunks: int = Field(8, ge=1, le=50, description="final candidates handed to the answerer")
+    max_sentences: int = Field(3, ge=1, le=10, description="extractive: sentences quoted at most")
+    max_tokens: int = Field(600, ge=64, le=8192, description="llm: output tokens of the answer at most")
+    glossary: str = Field("", description="stable text cached with the instructions (terms and abbreviations of "
+                                          "this corpus); \"\" = none")
+
+
+class LLMConfig(Section):
+    """The Claude client shared by every stage: retries, timeout, prompt-cache lifetime and the grader's model."""
+
+    grader_model: str = Field("claude-haiku-4-5", description="faithfulness judge model; not read yet (the judge "
+                                                              "uses its own default, the same model)")
+    max_retries: int = Field(4, ge=0, le=10, description="retries of a failed or malformed call (with backoff); "
+                                                         "0 = one attempt")
+    timeout_s: float = Field(60.0, gt=0, description="seconds one call may take")
+    cache_ttl: Literal["5m", "1h"] = Field("5m", description="prompt-cache lifetime of cached prefixes (1h costs "
+                                                             "more to write)")
+
+
+class AnswerCacheConfig(Section):
+    """Semantic answer cache (core/answer/cache.py): a close enough earlier question in the same workspace, corpus
+    version and answer-relevant configuration gets its stored answer, if the guard agrees."""
+
+    enabled: bool = Field(True, description="look up and store answers; false: every question is answered afresh")
+    threshold: float = Field(
+        0.75, ge=0.5, le=1.0, description="cosine at or above which the guard is asked",
+        json_schema_extra=chosen_in("bench/results/answer_cache.json",
+                                    "on bench/answer_cache.py's dev split: the most paraphrase hits with false hits "
+                                    "at most 0.5% of the must-not-share pairs, then the highest thresholds"))
+    swap_threshold: float = Field(
+        0.95, ge=0, le=1.0, description="higher cosine needed when each question has words the other lacks (a word "
+                                        "swapped, not only added)",
+        json_schema_extra=chosen_in("bench/results/answer_cache.json",
+                                    "the guard+swap variant's dev choice; it decides when the embedder gives no "
+                                    "token vectors and the verifier cannot run"))
+    guard: bool = Field(True, description="check negation, numbers, names and other vetoes; false: the cosine "
+                                          "threshold alone (serves contradictions)")
+    word_check: bool = Field(False, description="second check: a content word swapped for an unrelated one makes a "
+                                                "different question (one embedder call per candidate)")
+    word_floor: float = Field(0.3, ge=0, le=1, description="word cosine below which a swapped word is a change")
+    verifier: bool = Field(True, description="with token vectors: a pair passing the vetoes is served only when the "
+                                             "learned verifier agrees (core/answer/cache_verifier.py)")
+    verifier_threshold: float = Field(
+        0.6, ge=0, le=1, description="P(same question) the verifier needs for a hit",
+        json_schema_extra=chosen_in("bench/results/answer_cache.json",
+                                    "fitted and chosen with the verifier on bench/answer_cache.py's dev split"))
+    pair_model: bool = Field(
+        False, description="with the verifier: average its P with the fine-tuned MiniLM pair model's "
+                           "(core/answer/cache_pair.py)",
+        json_schema_extra=chosen_in("bench/results/answer_cache.json",
+                                    "it wins on the dev pairs but scores plain rewordings of a corpus's own "
+                                    "questions low (product_default); turned on, use threshold 0.68 and "
+                                    "verifier_threshold 0.65, its dev choice"))
+    ttl_s: float = Field(7 * 24 * 3600, ge=0, description="seconds a cached answer lives; 0 = no expiry")
+    max_entries: int = Field(5000, ge=1, le=1_000_000, description="newest answers compared per workspace")

@@ -1,0 +1,74 @@
+"""The compression cascade's sections, in stage order: rerank -> prune -> mmr -> expand."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from core.config.base import Section, chosen_in
+
+
+class RerankConfig(Section):
+    """Reorder the fused top_n by reading query and chunk together; hand on the best k."""
+
+    enabled: bool = Field(True, description="run the reranker; false: the stage is skipped")
+    method: Literal["late-interaction", "cross-encoder", "llm"] = Field(
+        "late-interaction", description="late-interaction: MaxSim over the embedder's token vectors (offline, no "
+                                        "extra model); cross-encoder: the CrossEncoder `model`; llm: listwise by "
+                                        "`llm_model` (needs a key)")
+    model: str = Field("cross-encoder/ms-marco-MiniLM-L-6-v2", description="cross-encoder name or local path")
+    llm_model: str = Field("claude-haiku-4-5", description="model of the llm method")
+    top_n: int = Field(50, ge=1, le=1000, description="fused candidates the reranker reads")
+    k: int = Field(10, ge=1, le=1000, description="candidates handed on")
+    use_context: bool = Field(True, description="read the chunk's stored context (contextual retrieval) with it, "
+                                                "when the searched variant has one")
+    combine: Literal["replace", "rrf"] = Field(
+        "rrf", description="replace: the reranker's order alone; rrf: reciprocal-rank fusion of the incoming order "
+                           "(weight input_weight) and the reranker's",
+        json_schema_extra=chosen_in("bench/results/generalise.json",
+                                    "on the four evaluation sets the blend keeps the fused recall where the "
+                                    "reranker alone loses it and most of the reranker's gain where it helps"))
+    input_weight: float = Field(1.0, ge=0, le=10, description="rrf: weight of the incoming order")
+    rrf_k: int = Field(60, ge=1, le=10000, description="rrf: the RRF constant of the blend")
+
+
+class PruneConfig(Section):
+    """Keep only the sentences that matter to the query, under a token budget. Whole sentences only: identifiers,
+    SKUs, versions and sums are never cut."""
+
+    enabled: bool = Field(True, description="prune sentences; false: whole chunks are handed on")
+    token_budget: int = Field(550, ge=16, le=100000,
+                              description="tokens handed on, all chunks together (estimated LLM tokens)",
+                              json_schema_extra=chosen_in("bench/results/cascade_compression.json",
+                                                          "the smallest budget of the sweep whose recall@10 (hybrid "
+                                                          "scorer) stays within 2 points of the unpruned rerank "
+                                                          "top-10; tighter budgets trade recall for tokens"))
+    scorer: Literal["hybrid", "hybrid-encoded", "embedder", "reranker"] = Field(
+        "hybrid", description="hybrid: sentence BM25 plus the cosine of the sentence's pooled token vectors (no "
+                              "model call); hybrid-encoded: BM25 plus an encoded sentence (slower, stronger under "
+                              "tight budgets); embedder: that cosine alone; reranker: the rerank model's scores")
+    chunk_weight: float = Field(1.0, ge=0, description="how much the chunk's rerank score lifts its sentences")
+    keep_neighbours: bool = Field(True, description="a kept sentence opening with 'It', 'This', 'However'... keeps "
+                                                    "the one before")
+    max_unit_tokens: int = Field(80, ge=8, le=4096, description="longer sentences are split at line breaks")
+    keep_all: bool = Field(True, description="a chunk none of whose sentences fit still hands on its best one "
+                                             "(over budget, counted in the trace), so the list keeps its length")
+
+
+class MMRConfig(Section):
+    """Collapse exact and near duplicates, then reorder by maximal marginal relevance."""
+
+    enabled: bool = Field(True, description="collapse duplicates and diversify; false: the stage is skipped")
+    lam: float = Field(0.7, ge=0, le=1, description="MMR lambda: 1 = relevance only, 0 = diversity only")
+    dedup_threshold: float = Field(0.95, ge=0, le=1, description="cosine at or above which a chunk is a duplicate")
+    k: int = Field(10, ge=1, le=1000, description="candidates handed on")
+
+
+class ExpandConfig(Section):
+    """Retrieve small, hand over more: the parent section, or n sentences either side of what was kept."""
+
+    enabled: bool = Field(False, description="expand the kept text; false: the stage is skipped")
+    mode: Literal["window", "parent"] = Field(
+        "window", description="window: sentences either side of the kept text; parent: the chunk's heading section")
+    window: int = Field(2, ge=0, le=50, description="sentences added on each side (window mode)")
+    parent_max_tokens: int = Field(1000, ge=16, le=100000, description="a longer parent is cut around the chunk")

@@ -1,0 +1,54 @@
+"""The GraphRAG section: entity graph build settings and its local and global search stages."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from core.config.base import Section
+
+
+class GraphConfig(Section):
+    """GraphRAG: the entity graph built by `python -m core graph build` or the Graph page, and its two search
+    stages. Build settings (builder ... max_levels) take effect at the next build or update."""
+
+    enabled: bool = Field(False, description="run the graph search stages (a graph must be built first)")
+    mode: Literal["local", "global", "both"] = Field(
+        "local", description="local: entities near the query's and their chunks; global: map-reduce over community "
+                             "summaries; both: the two stages")
+    fuse_with_text: bool = Field(True, description="put the graph lists into the RRF fusion beside BM25 and dense")
+    graph_weight: float = Field(1.0, ge=0, description="RRF weight of each graph list when fused")
+    k: int = Field(30, ge=1, le=500, description="chunk candidates per graph stage")
+    # local search
+    hops: int = Field(2, ge=1, le=2, description="local: links followed out from the seed entities")
+    node_cap: int = Field(40, ge=1, le=1000, description="local: entities held at most while expanding")
+    hub_percentile: float = Field(95.0, ge=50, le=100, description="local: nodes above this degree percentile are "
+                                                                   "not expanded")
+    seed_k: int = Field(5, ge=0, le=50, description="local: extra seeds by embedding similarity of node names, beside "
+                                                    "the names the query contains; 0 = names only")
+    seed_min_sim: float = Field(0.55, ge=-1, le=1, description="local: cosine a node name needs to the query to be "
+                                                               "a seed")
+    # global search
+    level: int = Field(0, ge=0, le=10, description="global: community level searched (0 = the top, coarsest)")
+    global_max_communities: int = Field(40, ge=1, le=1000, description="global: map calls at most (cost bound)")
+    global_top: int = Field(5, ge=1, le=50, description="global: partial answers kept for the reduce step")
+    global_max_usd: float = Field(0.50, ge=0, description="global: LLM summaries and map calls above this estimate "
+                                                          "(USD) are skipped")
+    llm_summaries: bool = Field(True, description="with a key: LLM community summaries and map-reduce; without, or "
+                                                  "false: extractive")
+    # build
+    builder: Literal["statistical", "llm"] = Field(
+        "statistical", description="statistical: names, identifiers and terms, linked by co-occurrence (offline); "
+                                   "llm: entities and relations extracted by the LLM")
+    llm_model: str = Field("claude-haiku-4-5", description="model of the llm builder, community summaries and "
+                                                           "global map calls")
+    max_entities_per_chunk: int = Field(20, ge=2, le=200, description="entities extracted from one chunk at most")
+    min_phrase_chunks: int = Field(2, ge=1, le=100, description="lower-case terms need this many chunks to count")
+    merge_threshold: float = Field(0.93, ge=0.5, le=1.0, description="name cosine for merge suggestions")
+    split_by_type: bool = Field(False, description="key nodes by (name, type): homonyms with different types stay "
+                                                   "apart")
+    max_cluster_size: int = Field(30, ge=2, le=100000, description="communities larger than this split a level down")
+    max_levels: int = Field(3, ge=1, le=10, description="community levels built at most")
+    resolution: float = Field(1.0, gt=0, le=100, description="Leiden resolution: higher gives more, smaller "
+                                                             "communities")
+    seed: int = Field(42, description="Leiden random seed: the same graph gives the same communities")

@@ -1,0 +1,64 @@
+"""Ingest-side sections: input limits, chunking, the embedding model and contextual retrieval."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from core.config.base import Section, chosen_in
+
+
+class LimitsConfig(Section):
+    """Input limits checked at the edge: upload size and query length."""
+
+    max_file_mb: float = Field(20.0, gt=0, description="uploads above this size (MB) are refused, naming the file")
+    max_query_chars: int = Field(2000, ge=10, description="queries longer than this many characters are refused "
+                                                          "with a message")
+
+
+class ChunkingConfig(Section):
+    """How documents are cut into chunks at ingest; a file ingested with other settings is re-chunked."""
+
+    strategy: Literal["structure", "sentence", "fixed"] = Field(
+        "structure", description="structure: sentences packed within each heading section; sentence: whole "
+                                 "sentences packed up to the size; fixed: a plain token window")
+    size_tokens: int = Field(180, ge=16, le=4096, description="chunk size, in chunking tokens (words and "
+                                                              "punctuation marks)")
+    overlap_tokens: int = Field(30, ge=0, le=1024, description="tokens a chunk repeats from the one before "
+                                                               "(whole sentences for the sentence strategies); "
+                                                               "0 = none")
+
+
+class EmbeddingConfig(Section):
+    """The model that makes the dense vectors and the runtime that runs it; vectors carry its model id."""
+
+    model: str = Field("bundled:all-MiniLM-L6-v2",
+                       description="sentence-transformers name or local path; 'bundled:NAME' is a model shipped in "
+                                   "an installed package, loaded by path (RAG_EMBED_MODEL overrides it)")
+    batch_size: int = Field(64, ge=1, le=1024, description="texts per encode call")
+    runtime: Literal["torch", "onnx", "onnx-int8"] = Field(
+        "onnx", description="torch: sentence-transformers as loaded; onnx / onnx-int8: the same model exported to "
+                            "ONNX Runtime (other vectors, so the model id names the runtime)",
+        json_schema_extra=chosen_in("bench/results/onnx.json",
+                                    "the fastest runtime that meets issue #14's bar (rankings identical to torch); "
+                                    "onnx-int8 encodes faster still but moves nDCG@10 outside the allowed window. "
+                                    "bench/results/ingest.json and ingest_b16.json time the whole ingest path "
+                                    "with it"))
+
+
+class ContextConfig(Section):
+    """Which chunk text the indexes search: raw ('none'), or with a context stored beside the chunk. 'heuristic'
+    (title, heading path, lead sentence) and 'late' (late-chunking vectors) are offline; 'llm' needs a key."""
+
+    variant: Literal["none", "heuristic", "late", "llm"] = Field(
+        "none", description="none: raw chunks; heuristic: title, heading path and lead sentence; late: "
+                            "late-chunking vectors; llm: contexts written by the context model")
+    model: str = Field("claude-haiku-4-5", description="model that writes the llm contexts")
+    budget_usd: float = Field(5.0, ge=0, description="hard stop: a build never spends more than this (USD)")
+    workspace_budget_usd: float = Field(0.0, ge=0, description="hard stop for all builds of the workspace together "
+                                                               "(usage ledger total, USD); 0 = no workspace cap")
+    confirm_above_usd: float = Field(1.0, ge=0, description="build estimates above this (USD) ask for "
+                                                            "confirmation first")
+    use_batches: bool = Field(False, description="send llm contexts through the Message Batches API: half the "
+                                                 "price, results within 24 h")
+    max_output_tokens: int = Field(150, ge=16, le=1024, description="output tokens allowed per written context")
