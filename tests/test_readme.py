@@ -1,7 +1,10 @@
-"""README's measured section is generated from bench/results/*.json: it fails when the two drift apart."""
+"""README's headline table and docs/measured.md are generated from bench/results/*.json: they fail when either drifts
+from the results; the README stays a short front page whose links lead inside the repository."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -12,11 +15,35 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import readme_tables  # noqa: E402
 
+README = ROOT / "README.md"
+MEASURED = ROOT / "docs" / "measured.md"
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+STALE = "out of date: run .venv/bin/python bench/readme_tables.py"
 
-def test_readme_measured_section_is_what_the_results_files_say() -> None:
-    readme = (ROOT / "README.md").read_text()
-    expected = readme_tables.splice(readme, readme_tables.render())
-    assert readme == expected, "README.md is out of date: run .venv/bin/python bench/readme_tables.py"
+
+def test_readme_headline_is_what_the_results_files_say() -> None:
+    readme = README.read_text()
+    assert readme == readme_tables.splice(readme, readme_tables.headline()), f"README.md is {STALE}"
+
+
+def test_measured_doc_is_what_the_results_files_say() -> None:
+    assert MEASURED.read_text() == readme_tables.render(), f"docs/measured.md is {STALE}"
+
+
+def test_check_mode_reports_either_file_stale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    readme, measured = tmp_path / "README.md", tmp_path / "measured.md"
+    shutil.copy(README, readme)
+    shutil.copy(MEASURED, measured)
+    monkeypatch.setattr(readme_tables, "README", readme)
+    monkeypatch.setattr(readme_tables, "MEASURED", measured)
+    assert readme_tables.main(["--check"]) == 0
+    measured.write_text(measured.read_text().replace("**ratio 1.", "**ratio 9.", 1))
+    assert readme_tables.main(["--check"]) == 1
+    assert readme_tables.main([]) == 0 and readme_tables.main(["--check"]) == 0  # rewritten from the results
+    text = readme.read_text()
+    row = next(line for line in text.splitlines() if "ingest.json" in line)
+    readme.write_text(text.replace(row, row.replace("×", "x")))
+    assert readme_tables.main(["--check"]) == 1
 
 
 def test_caption_names_the_run_or_says_it_is_not_recorded() -> None:
@@ -33,15 +60,37 @@ def test_caption_names_the_run_or_says_it_is_not_recorded() -> None:
         "commit `0123456789ab` (tree had uncommitted changes) · load average 3.0 at start, 4.5 at end*")
 
 
-def test_a_changed_number_in_a_results_file_changes_the_readme(tmp_path: Path) -> None:
+def test_a_changed_number_in_a_results_file_changes_both_outputs(tmp_path: Path) -> None:
     for f in (ROOT / "bench" / "results").glob("*.json"):
         (tmp_path / f.name).write_text(f.read_text())
-    before = readme_tables.render(tmp_path)
+    before, head_before = readme_tables.render(tmp_path), readme_tables.headline(tmp_path)
     data = json.loads((tmp_path / "ingest.json").read_text())
     data["ratio_ingest_to_bare"] = 0.4242
     (tmp_path / "ingest.json").write_text(json.dumps(data))
-    after = readme_tables.render(tmp_path)
+    after, head_after = readme_tables.render(tmp_path), readme_tables.headline(tmp_path)
     assert "**ratio 0.42**" in after and "**ratio 0.42**" not in before
+    assert "**0.42×**" in head_after and "**0.42×**" not in head_before
+
+
+def test_headline_is_one_table_of_at_most_eight_rows_each_naming_its_results_file() -> None:
+    readme = README.read_text()
+    region = readme.split(readme_tables.BEGIN, 1)[1].split(readme_tables.END, 1)[0]
+    rows = [line for line in region.strip().splitlines()[2:] if line.startswith("|")]
+    assert 1 <= len(rows) <= 8
+    parts = {title for title, _ in readme_tables.PARTS}
+    for row in rows:
+        file = re.search(r"\(bench/results/([\w.]+\.json)\)", row)
+        assert file and (ROOT / "bench" / "results" / file.group(1)).exists(), row
+        assert "not recorded" not in row, row
+        section = re.search(r"\[([^\]]+)\]\(docs/measured\.md#([\w-]+)\)", row)
+        assert section and section.group(1) in parts and f"\n## {section.group(1)}\n" in MEASURED.read_text(), row
+        assert section.group(2) == readme_tables.anchor(section.group(1))
+
+
+def test_headline_renders_without_results_and_says_so(tmp_path: Path) -> None:
+    rows = readme_tables.headline(tmp_path).splitlines()[3:-1]
+    assert len(rows) == len(readme_tables._headline_rows(ROOT / "bench" / "results"))
+    assert all("| not recorded |" in r for r in rows)
 
 
 def test_markers_must_be_present_once() -> None:
@@ -51,13 +100,25 @@ def test_markers_must_be_present_once() -> None:
     assert readme_tables.splice(both, "NEW") == "a\nNEW\nb\n"
 
 
+def test_measured_doc_has_every_results_file_and_distinct_section_titles(tmp_path: Path) -> None:
+    text = MEASURED.read_text()
+    for f in (ROOT / "bench" / "results").glob("*.json"):
+        assert f"bench/results/{f.name}" in text, f.name
+    titles = [line for line in text.splitlines() if line.startswith("### ")]
+    assert len(titles) == len(set(titles))
+    for title, _ in readme_tables.PARTS:
+        assert f"[{title}](#{readme_tables.anchor(title)})" in text
+    (tmp_path / "new_bench.json").write_text("{}")  # a results file with no renderer yet is listed, not dropped
+    assert "`bench/results/new_bench.json`" in readme_tables.render(tmp_path)
+
+
 def test_new_renderers_tolerate_missing_keys_and_check_targets_against_the_file() -> None:
     # A results file being rewritten by a running bench may lack any key: render what exists, never raise.
     for fn in (readme_tables.quality_sample, readme_tables.onnx, readme_tables.route, readme_tables.route_tune,
                readme_tables.route_twowiki, readme_tables.route_scifact, readme_tables.answer_support,
                readme_tables.answer_cache, readme_tables.answer_cache_replay, readme_tables.ui_latency,
                readme_tables.agent_decompose, readme_tables.agent_with_targets, readme_tables.cascade_scifact,
-               readme_tables.cache_embedders):
+               readme_tables.cache_embedders, readme_tables.answer_scorer):
         assert fn({}, "x.json")[0].startswith("### ")
     ui = "\n".join(readme_tables.ui_latency({"median_s": 0.8, "max_s": 3.5,
                                              "targets": {"median_s": 1.0, "max_s": 3.0}}, "ui_latency.json"))
@@ -70,3 +131,73 @@ def test_new_renderers_tolerate_missing_keys_and_check_targets_against_the_file(
         "test": {"answerable": 20, "answered_correctly": 0.9, "unanswerable": 10, "refused_unanswerable": 0.8}}},
         "answer.json"))
     assert "answered 90.0% (met), refused 80.0% of 10 (**not met**)" in ans
+    scorer = "\n".join(readme_tables.answer_scorer({"cv": {"no scorer": {
+        "answered_correctly": 0.8318, "ans_ok": 89, "ans": 107, "refused_unanswerable": 0.8611, "un_ref": 124,
+        "un": 144}}}, "other.json"))
+    assert "| no scorer | 83.2% (89 of 107) | 86.1% (124 of 144) |" in scorer
+
+
+# -- the front page -------------------------------------------------------------------------------------------------
+def test_readme_is_a_short_front_page_with_the_two_commands() -> None:
+    readme = README.read_text()
+    assert len(readme.splitlines()) <= 300
+    commands = re.search(r"## Two commands\n\n```bash\n(.*?)```", readme, re.S)
+    assert commands and re.search(r"^make run\b", commands.group(1), re.M) and re.search(
+        r"^make test\b", commands.group(1), re.M)
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^run:", makefile, re.M) and re.search(r"^test:", makefile, re.M)
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+    pages = {p.stem for p in (ROOT / "pages").glob("*.py") if not p.stem.startswith("_")}
+    for page in pages:  # one line per page, naming its file
+        assert re.search(rf"^- \*\*[^*]+\*\* \(`pages/{page}\.py`\)", readme, re.M), page
+    assert "ANTHROPIC_API_KEY" in readme and "offline" in readme.lower()
+
+
+def test_readme_layout_names_every_core_package() -> None:
+    layout = README.read_text().split("## Layout", 1)[1].split("\n## ", 1)[0]
+    packages = [p.name for p in (ROOT / "core").iterdir() if p.is_dir() and (p / "__init__.py").exists()]
+    for name in packages:
+        assert re.search(rf"^  {name}/ ", layout, re.M), name
+
+
+def test_architecture_doc_names_every_package_and_existing_modules_only() -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    for p in (ROOT / "core").iterdir():
+        if p.is_dir() and (p / "__init__.py").exists():
+            assert re.search(rf"^  {p.name}/ ", text, re.M), p.name
+    for path in set(re.findall(r"`(core/[\w/]+\.(?:py|toml))`", text)):
+        assert (ROOT / path).exists(), path
+
+
+def _links(text: str) -> list[str]:
+    return [m for m in re.findall(r"\]\(([^)\s]+)\)", text) if not re.match(r"[a-z]+://", m)]
+
+
+@pytest.mark.parametrize("doc", [README, *DOCS], ids=lambda p: p.name)
+def test_links_stay_inside_the_repository_and_resolve(doc: Path) -> None:
+    text = doc.read_text()
+    assert "ARCHITECTURE.md" not in text  # the design document is docs/architecture.md, inside the repository
+    for link in _links(text):
+        target, _, fragment = link.partition("#")
+        path = (doc.parent / target).resolve() if target else doc
+        assert path.is_relative_to(ROOT), link
+        if path == ROOT / "docs" / "config.md" and not path.exists():
+            continue  # generated from the config's field descriptions by its own generator
+        assert path.exists(), link
+        if fragment and path.suffix == ".md":
+            anchors = {readme_tables.anchor(h) for h in re.findall(r"^#+ (.+)$", path.read_text(), re.M)}
+            assert fragment in anchors, link
+
+
+def test_readme_architecture_pointer_leads_to_docs_architecture() -> None:
+    built = README.read_text().split("## How it is built", 1)[1].split("\n## ", 1)[0]
+    assert "](docs/architecture.md)" in built
+
+
+def test_module_paths_named_in_the_docs_exist() -> None:
+    # Prose may name modules; a move must carry the docs along (results files keep their historic paths).
+    for doc in [README, *DOCS]:
+        if doc == MEASURED:
+            continue
+        for path in set(re.findall(r"(?<![\w/.])(core/[\w/]+\.(?:py|toml|json|npz))", doc.read_text())):
+            assert (ROOT / path).exists(), f"{doc.name}: {path}"
