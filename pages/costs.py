@@ -15,8 +15,8 @@ from core.app.costs import (
     run_summary,
 )
 from core.app.report import escape_md
+from core.app.routing import workspace_estimate
 from core.app.workspaces import answer_cache_table
-from core.route.cag import workspace_estimate
 from pages import _state
 from pages._context_panel import context_panel
 

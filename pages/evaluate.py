@@ -7,8 +7,9 @@ import streamlit as st
 
 from core.app import corpus_ops
 from core.app.report import escape_md
+from core.app.routing import routed_variants, router_report
+from core.app.setup import db_path
 from core.config.saved import config_diff, list_configs, save_config
-from core.deps import db_path
 from core.eval import report as rep
 from core.eval.datasets import (
     DatasetError,
@@ -20,8 +21,6 @@ from core.eval.datasets import (
     problems_as_rows,
 )
 from core.eval.run import NamedConfig, compare, load_run, per_query_diff, run_eval
-from core.route.router import router_report
-from core.route.stage import routed_variants
 from pages import _state
 
 RUNS_KEY = "eval_runs"  # eval ids of the A and B runs on show

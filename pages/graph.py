@@ -4,17 +4,17 @@ from __future__ import annotations
 import streamlit as st
 
 from core.app import corpus_ops
-from core.app.report import escape_md
-from core.graph import view
-from core.graph.build import (
+from core.app.graph_ops import (
+    SynonymError,
     build_graph,
     decide_merge,
     graph_stats,
+    plan_global,
     set_synonyms,
     synonyms_text,
+    view,
 )
-from core.graph.resolve import SynonymError
-from core.graph.search import plan_global
+from core.app.report import escape_md
 from pages import _state
 
 REPORT_KEY = "graph_build_report"
