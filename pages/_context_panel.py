@@ -5,16 +5,17 @@ from typing import Any
 
 import streamlit as st
 
-from core.app.report import escape_md
-from core.config import PipelineConfig
-from core.ingest.context import (
+from core.app.builds import (
     BuildRequest,
     ContextError,
+    LLMError,
     coverage,
     estimate_llm_contexts,
     run_build,
 )
-from core.models.llm import LLMError
+from core.app.report import escape_md
+from core.config import PipelineConfig
+from pages import _form
 
 LABELS = {"heuristic": "heuristic (title, heading path, lead sentence; offline)",
           "late": "late chunking (whole-document token vectors; offline)",
@@ -31,7 +32,9 @@ def context_panel(deps: Any, cfg: PipelineConfig, workspace: str) -> None:
     st.dataframe(rows, hide_index=True)
     st.caption("Contexts are stored beside the chunks: the Search Lab's context toggle switches indexes without "
                "re-indexing. The answer always reads the original chunk.")
-    variant = st.radio("Build", list(LABELS), format_func=LABELS.get, horizontal=True, key="ctx_variant")
+    # The variants a build writes: the config's choices but 'none'; the widget keeps its own state.
+    variant = _form.setting(cfg, "context.variant", "Build", key="ctx_variant", widget="radio", help="",
+                            options=list(LABELS), labels=LABELS, from_config=False)
     c = cfg.context
     req = BuildRequest(variant, model=c.model, budget_usd=c.budget_usd, use_batches=c.use_batches,
                        max_output_tokens=c.max_output_tokens, ttl=cfg.llm.cache_ttl)
@@ -42,10 +45,12 @@ def context_panel(deps: Any, cfg: PipelineConfig, workspace: str) -> None:
                        "key.")
             return
         a, b, d = st.columns([2, 1, 1])
-        model = a.text_input("Model", c.model, key="ctx_model")
-        budget = b.number_input("Budget (USD, hard stop)", 0.0, 10_000.0, float(c.budget_usd), step=0.5, key="ctx_budget")
-        batches = d.checkbox("Message Batches (−50 %)", c.use_batches, key="ctx_batches")
-        req = BuildRequest("llm", model=model, budget_usd=float(budget), use_batches=batches,
+        model = _form.setting(cfg, "context.model", "Model", key="ctx_model", where=a)
+        budget = _form.setting(cfg, "context.budget_usd", "Budget (USD, hard stop)", key="ctx_budget", where=b,
+                               max_value=10_000.0, step=0.5)
+        batches = _form.setting(cfg, "context.use_batches", "Message Batches (−50 %)", key="ctx_batches", where=d,
+                                widget="checkbox")
+        req = BuildRequest("llm", model=model, budget_usd=budget, use_batches=batches,
                            max_output_tokens=c.max_output_tokens, ttl=cfg.llm.cache_ttl)
         est, warnings = estimate_llm_contexts(store, model=model, workspace=workspace, batch=batches,
                                               ttl=cfg.llm.cache_ttl)

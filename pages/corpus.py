@@ -6,9 +6,9 @@ import math
 import streamlit as st
 
 from core.app import corpus_ops
+from core.app.builds import ingest_files
 from core.app.report import chunks_frame, documents_frame, escape_md
-from core.ingest.pipeline import ingest_files
-from pages import _state, _widgets
+from pages import _form, _state, _widgets
 
 UPLOAD_TYPES = ["pdf", "docx", "md", "markdown", "html", "htm", "txt"]
 STRATEGIES = {"structure": "structure-aware (headings)", "sentence": "sentence-aware", "fixed": "fixed token window"}
@@ -22,12 +22,11 @@ cfg = _state.config()
 with st.container(border=True):
     st.markdown("**Chunker** — applies to the next ingest; a file ingested with another chunker is re-chunked.")
     c1, c2, c3 = st.columns([2, 1, 1])
-    strategy = c1.selectbox("Strategy", list(STRATEGIES), index=list(STRATEGIES).index(cfg.chunking.strategy),
-                            format_func=STRATEGIES.get, key="chunk_strategy")
-    size = c2.number_input("Size (tokens)", 16, 4096, cfg.chunking.size_tokens, step=10, key="chunk_size")
-    overlap = c3.number_input("Overlap (tokens)", 0, 1024, cfg.chunking.overlap_tokens, step=5, key="chunk_overlap")
-    wanted = cfg.with_overrides({"chunking.strategy": strategy, "chunking.size_tokens": int(size),
-                                 "chunking.overlap_tokens": int(overlap)})
+    strategy = _form.setting(cfg, "chunking.strategy", "Strategy", key="chunk_strategy", where=c1, labels=STRATEGIES)
+    size = _form.setting(cfg, "chunking.size_tokens", "Size (tokens)", key="chunk_size", where=c2, step=10)
+    overlap = _form.setting(cfg, "chunking.overlap_tokens", "Overlap (tokens)", key="chunk_overlap", where=c3, step=5)
+    wanted = cfg.with_overrides({"chunking.strategy": strategy, "chunking.size_tokens": size,
+                                 "chunking.overlap_tokens": overlap})
     if wanted != cfg:
         _state.set_config(wanted)
         cfg = wanted

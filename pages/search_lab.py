@@ -5,11 +5,12 @@ import streamlit as st
 
 from core.app import corpus_ops, readiness, trace_export
 from core.app.counters import Counters, counters
+from core.app.graph_ops import subgraph_svg
 from core.app.report import escape_md
+from core.app.routing import NO_RETRIEVAL, route_names
 from core.config import ConfigError, PipelineConfig
 from core.pipeline import QueryError, run_query
-from core.route.router import NO_RETRIEVAL
-from pages import _state, _widgets
+from pages import _form, _state, _widgets
 
 TRACE_KEY, SESSION_KEY, BUILT_KEY, TOKENS_KEY = "lab_traces", "lab_session_counters", "lab_build_done", "lab_tokens"
 ANYWAY_KEY = "lab_search_anyway"  # the route override was set by "Search the documents anyway", for this question only
@@ -39,76 +40,62 @@ mode = c[0].radio("Retrieval", modes, index=modes.index(_widgets.mode_of(cfg)), 
                   label_visibility="collapsed")
 hybrid = mode == "hybrid"
 overrides: dict = dict(_widgets.MODES[mode])
+
+
+def setting(dotted: str, label: str, key: str, where: object = None, **kw: object) -> None:
+    """One setting's widget, built from its field (bounds, choices, help), into the overrides."""
+    overrides[dotted] = _form.setting(cfg, dotted, label, key=key, where=where, **kw)
+
+
 with c[1].popover("Lists and fusion", use_container_width=True):
-    overrides["bm25.k"] = int(st.number_input("BM25 k", 1, 1000, cfg.bm25.k, key="bm25_k", disabled=mode == "dense"))
-    overrides["dense.k"] = int(st.number_input("dense k", 1, 1000, cfg.dense.k, key="dense_k", disabled=mode == "BM25"))
-    overrides["fusion.k"] = int(st.number_input("fused k", 1, 1000, cfg.fusion.k, key="fusion_k", disabled=not hybrid))
-    overrides["fusion.rrf_k"] = int(st.number_input(
-        "RRF k", 1, 10000, cfg.fusion.rrf_k, key="rrf_k", disabled=not hybrid,
-        help="score = Σ weight / (k + rank); larger k flattens the difference between ranks"))
-    method = st.selectbox("Fusion", ["rrf", "weighted_rrf"], index=["rrf", "weighted_rrf"].index(cfg.fusion.method),
-                          key="fusion_method", disabled=not hybrid)
-    overrides["fusion.method"] = method
-    if method == "weighted_rrf" and hybrid:
-        overrides["fusion.bm25_weight"] = st.number_input("BM25 weight", 0.0, 10.0, cfg.fusion.bm25_weight, 0.1,
-                                                          key="w_bm25")
-        overrides["fusion.dense_weight"] = st.number_input("dense weight", 0.0, 10.0, cfg.fusion.dense_weight, 0.1,
-                                                           key="w_dense")
+    setting("bm25.k", "BM25 k", "bm25_k", disabled=mode == "dense")
+    setting("dense.k", "dense k", "dense_k", disabled=mode == "BM25")
+    setting("fusion.k", "fused k", "fusion_k", disabled=not hybrid)
+    setting("fusion.rrf_k", "RRF k", "rrf_k", disabled=not hybrid)
+    setting("fusion.method", "Fusion", "fusion_method", disabled=not hybrid)
+    if overrides["fusion.method"] == "weighted_rrf" and hybrid:
+        setting("fusion.bm25_weight", "BM25 weight", "w_bm25", max_value=10.0, step=0.1)
+        setting("fusion.dense_weight", "dense weight", "w_dense", max_value=10.0, step=0.1)
 with c[2].popover("Context and graph", use_container_width=True):
-    variants = ["none", "heuristic", "late", "llm"]
-    overrides["context.variant"] = st.radio(
-        "Chunk context", variants, variants.index(cfg.context.variant), horizontal=True, key="context_variant",
-        help="none: raw chunks · heuristic: title, heading path and lead sentence (no LLM) · late: late-chunking "
-             "vectors · llm: contexts written by Claude (build them on the Costs page). A variant that is not built "
-             "yet is offered for building here; until then raw text is searched.")
-    overrides["graph.enabled"] = st.toggle("GraphRAG search", cfg.graph.enabled, key="graph_on",
-                                           help="needs a graph: build it here or on the Graph page")
-    graph_modes = ["local", "global", "both"]
-    overrides["graph.mode"] = st.radio("graph mode", graph_modes, graph_modes.index(cfg.graph.mode), horizontal=True,
-                                       key="graph_mode")
+    setting("context.variant", "Chunk context", "context_variant", widget="radio",
+            help="none: raw chunks · heuristic: title, heading path and lead sentence (no LLM) · late: late-chunking "
+                 "vectors · llm: contexts written by Claude (build them on the Costs page). A variant that is not "
+                 "built yet is offered for building here; until then raw text is searched.")
+    setting("graph.enabled", "GraphRAG search", "graph_on", help="needs a graph: build it here or on the Graph page")
+    setting("graph.mode", "graph mode", "graph_mode", widget="radio")
     # cag: the whole corpus in Claude's cached prompt (needs a key and a corpus under cag.max_corpus_tokens; the route
-    # stage says why when it is unavailable, with the estimate)
-    routes = ["", "factoid", "comparison", "multi-hop", "global-summary", "chitchat", "out-of-scope", "abstain", "cag"]
-    overrides["router.override"] = st.selectbox("Route (this query)", routes, key="route_override",
-                                                format_func=lambda r: r or "router decides",
-                                                help="the 'route' stage shows what the router chose and why")
+    # stage says why when it is unavailable, with the estimate). Per query: the widget keeps its own state.
+    setting("router.override", "Route (this query)", "route_override", from_config=False,
+            options=["", *route_names(cfg.router.routes_file)], labels={"": "router decides"},
+            help="the 'route' stage shows what the router chose and why")
 with c[3].popover("Rerank · prune · MMR · expand", use_container_width=True):
-    methods = ["late-interaction", "cross-encoder", "llm"]
-    overrides["rerank.enabled"] = st.toggle("Rerank", cfg.rerank.enabled, key="rerank_on")
+    setting("rerank.enabled", "Rerank", "rerank_on")
     r = st.columns(3)
-    overrides["rerank.method"] = r[0].selectbox("method", methods, methods.index(cfg.rerank.method), key="rerank_method")
-    overrides["rerank.top_n"] = int(r[1].number_input("reads top n", 1, 1000, cfg.rerank.top_n, key="rerank_top_n"))
-    overrides["rerank.k"] = int(r[2].number_input("keeps k", 1, 1000, cfg.rerank.k, key="rerank_k"))
-    overrides["prune.enabled"] = st.toggle("Sentence pruning", cfg.prune.enabled, key="prune_on")
+    setting("rerank.method", "method", "rerank_method", r[0])
+    setting("rerank.top_n", "reads top n", "rerank_top_n", r[1])
+    setting("rerank.k", "keeps k", "rerank_k", r[2])
+    setting("prune.enabled", "Sentence pruning", "prune_on")
     p = st.columns(2)
-    overrides["prune.token_budget"] = int(p[0].number_input("token budget", 16, 100000, cfg.prune.token_budget,
-                                                            key="prune_budget"))
-    scorers = {"hybrid": "hybrid (pooled token cosine + BM25)", "hybrid-encoded": "hybrid, sentences encoded (slow)",
-               "embedder": "embedder cosine (slow)", "reranker": "the reranker's own"}
-    overrides["prune.scorer"] = p[1].selectbox("sentence scorer", list(scorers), list(scorers).index(cfg.prune.scorer),
-                                               format_func=scorers.get, key="prune_scorer")
-    overrides["mmr.enabled"] = st.toggle("MMR + duplicate collapse", cfg.mmr.enabled, key="mmr_on")
-    overrides["mmr.lam"] = st.slider("λ (1 = relevance only)", 0.0, 1.0, cfg.mmr.lam, 0.05, key="mmr_lam")
-    overrides["expand.enabled"] = st.toggle("Expansion", cfg.expand.enabled, key="expand_on")
+    setting("prune.token_budget", "token budget", "prune_budget", p[0])
+    setting("prune.scorer", "sentence scorer", "prune_scorer", p[1], labels={
+        "hybrid": "hybrid (pooled token cosine + BM25)", "hybrid-encoded": "hybrid, sentences encoded (slow)",
+        "embedder": "embedder cosine (slow)", "reranker": "the reranker's own"})
+    setting("mmr.enabled", "MMR + duplicate collapse", "mmr_on")
+    setting("mmr.lam", "λ (1 = relevance only)", "mmr_lam", widget="slider", step=0.05)
+    setting("expand.enabled", "Expansion", "expand_on")
     e = st.columns(2)
-    overrides["expand.mode"] = e[0].radio("mode", ["window", "parent"], ["window", "parent"].index(cfg.expand.mode),
-                                          horizontal=True, key="expand_mode")
-    overrides["expand.window"] = int(e[1].number_input("± sentences", 0, 50, cfg.expand.window, key="expand_window"))
+    setting("expand.mode", "mode", "expand_mode", e[0], widget="radio")
+    setting("expand.window", "± sentences", "expand_window", e[1])
 with c[4].popover("Agentic loop", use_container_width=True):
-    a = cfg.agent
-    overrides["agent.enabled"] = st.toggle("Several rounds (grade, then search again)", a.enabled, key="agent_on",
-                                           help="offline: a calibrated grader and entity bridging; with a key: "
-                                                "Claude grades and writes the next queries. Hard budgets below.")
+    setting("agent.enabled", "Several rounds (grade, then search again)", "agent_on",
+            help="offline: a calibrated grader and entity bridging; with a key: Claude grades and writes the next "
+                 "queries. Hard budgets below.")
     g = st.columns(2)
-    overrides["agent.max_rounds"] = int(g[0].number_input("max rounds", 1, 10, a.max_rounds, key="agent_rounds"))
-    overrides["agent.max_llm_calls"] = int(g[1].number_input("max LLM calls", 0, 100, a.max_llm_calls,
-                                                             key="agent_calls"))
-    overrides["agent.max_usd"] = float(g[0].number_input("max $", 0.0, 100.0, a.max_usd, 0.01, format="%.4f",
-                                                         key="agent_usd"))
-    overrides["agent.max_seconds"] = float(g[1].number_input("max seconds", 1.0, 3600.0, a.max_seconds, 5.0,
-                                                             key="agent_seconds"))
-    overrides["agent.max_tokens"] = int(st.number_input("max tokens (in + out)", 0, 10_000_000, a.max_tokens, 1000,
-                                                        key="agent_tokens"))
+    setting("agent.max_rounds", "max rounds", "agent_rounds", g[0])
+    setting("agent.max_llm_calls", "max LLM calls", "agent_calls", g[1])
+    setting("agent.max_usd", "max $", "agent_usd", g[0], step=0.01, format="%.4f")
+    setting("agent.max_seconds", "max seconds", "agent_seconds", g[1], min_value=1.0, step=5.0)
+    setting("agent.max_tokens", "max tokens (in + out)", "agent_tokens", step=1000)
 depth = int(c[5].number_input("rows", 1, 200, 10, key="depth", label_visibility="collapsed",
                               help="cards shown per stage"))
 try:
@@ -211,8 +198,6 @@ doc_names = corpus_ops.document_names(store, ws)
 inserts = {}
 local = trace.stage("graph_local")
 if local is not None and local.skipped is None and local.info.get("nodes"):
-    from core.graph.view import subgraph_svg
-
     snap = deps.graph.get(store, ws, cfg.graph.min_phrase_chunks)
     names = {nid: snap.names[snap.pos[nid]] for nid in local.info["nodes"] if snap and nid in snap.pos}
     inserts["graph_global" if trace.stage("graph_global") else "graph_local"] = subgraph_svg(local, names)
