@@ -9,7 +9,7 @@ from core.app import corpus_ops
 from core.app.report import escape_md
 from core.app.routing import routed_variants, router_report
 from core.app.setup import db_path
-from core.config.saved import config_diff, list_configs, save_config
+from core.config.saved import FORMATS, config_diff, list_configs, save_config
 from core.eval import report as rep
 from core.eval.datasets import (
     DatasetError,
@@ -68,7 +68,7 @@ options = {f"session · {session_cfg.stable_hash()}": session_cfg, **saved, **va
 with st.expander("Save the session configuration"):
     c1, c2, c3 = st.columns([3, 1, 1], vertical_alignment="bottom")
     name = c1.text_input("Name", key="cfg_name")
-    fmt = c2.radio("Format", ["json", "toml"], horizontal=True, key="cfg_fmt")
+    fmt = c2.radio("Format", [f.lstrip(".") for f in FORMATS], horizontal=True, key="cfg_fmt")
     if st.session_state.get(SAVED_KEY):
         st.success(st.session_state.pop(SAVED_KEY), icon=":material/check_circle:")
     clicked = c3.button("Save", key="cfg_save")

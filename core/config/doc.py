@@ -53,7 +53,7 @@ def _section(name: str) -> list[str]:
 def render() -> str:
     """The whole of docs/config.md."""
     names = list(sections())
-    lines = [HEADER, "Sections: " + " · ".join(f"[{n}](#{n})" for n in names) + "", ""]
+    lines = [HEADER, "Sections: " + " · ".join(f"[{n}](#{n})" for n in names), ""]
     for name in names:
         lines += _section(name)
     return "\n".join(lines)
