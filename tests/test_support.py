@@ -139,6 +139,24 @@ def test_specific_terms_agree_across_spellings_and_flag_siblings() -> None:
     assert contradicts(specific_terms("What does E-TDW-4108 mean?"), specific_terms("E-TDW-4107 - Batch rejected"))
 
 
+def test_a_version_belongs_to_whatever_name_precedes_it() -> None:
+    """No list of products: a capitalised, CamelCase or all-capital name directly before a dotted version is a kind of
+    its own, so one product's versions are siblings and another product's are not."""
+    from core.answer.support import contradicts, specific_terms
+
+    assert specific_terms("Upgrade Zephyrine 4.9 first")["version:zephyrine"] == {"4.9"}  # a name nobody listed
+    assert specific_terms("It needs AcmeOS 3.9.1.")["version:acmeos"] == {"3.9.1"}
+    assert specific_terms("TLS 1.3 only; FieldOS 3.8.2 fixed it")["version:tls"] == {"1.3"}
+    asked = specific_terms("Which settings changed in Python 3.12?")
+    assert contradicts(asked, specific_terms("Added in Python 3.11: exception groups."))  # a sibling version
+    assert not contradicts(asked, specific_terms("Python 3.12 allows nested f-strings."))
+    assert not contradicts(asked, specific_terms("Node 18.2 is required."))  # another product is no sibling
+    # amounts, lower-case words and function words opening a sentence are no product
+    for text in ("Revenue 16.1 million", "Revenue grew 7.3% to EUR 16.1 million.", "USD 2.4 per unit",
+                 "Since 3.2, keys are read at start-up.", "upgrade to 4.0"):
+        assert not [k for k in specific_terms(text) if k.startswith("version:")], text
+
+
 def test_whole_chunk_is_read_and_the_pruners_choice_is_a_feature() -> None:
     full = ("Industrial Hardware division\n\nThe division sells gateways and sensors.\n\n"
             "Revenue grew 2.8% over the previous quarter, to 18.1 million.")

@@ -14,7 +14,7 @@ from typing import Any, Callable, Collection, Mapping, Protocol, Sequence
 import numpy as np
 
 from core.models import DATA_DIR
-from core.text import sentence_spans, tokenize
+from core.text import EN_STOP, RU_STOP, sentence_spans, tokenize
 from core.types import Candidate
 
 Span = tuple[int, int]
@@ -45,7 +45,7 @@ FEATURES: tuple[str, ...] = (
     "kept",          # 1 when sentence pruning kept the sentence (or the text was not pruned): the pruner's verdict,
                      # now that the answer reads whole chunks
     "head_cov",      # rarity-weighted share of the question's terms the sentence, its heading or its document title
-                     # state: the sentence's local subject ('Industrial Hardware division' above 'Revenue grew ...')
+                     # state: the sentence's local subject ('Consumer division' above 'Revenue grew ...')
     "attr_cov",      # ... of the question's general words only (what is asked about: 'project manager', 'salary',
                      # 'lead time'), names and codes left out: a sentence about the right thing but another attribute
                      # (the integration lead, not the project manager) misses exactly these
@@ -56,7 +56,7 @@ FEATURES: tuple[str, ...] = (
                      # 'list price', 'data engineer') that the sentence or its heading says as a phrase (at most one
                      # word between): 'account manager' covers 'manager' but not 'project manager'
     "spec_local",    # share of the question's specific terms (names, codes, numbers, periods) that the sentence, its
-                     # heading or its document title state: 'Meridian' asked, a sentence of the Tidewater reference
+                     # heading or its document title state: 'Kafka' asked, a sentence of the Redis reference
                      # read (spec_ctx also counts the rest of the chunk, which may name it in passing)
 )
 # Signals that come from the embedder's token vectors: meaningless when the embedder does not read the question's
@@ -169,7 +169,7 @@ def question_terms(question: str) -> QuestionTerms:
 
 
 # What a question asks for, by its wording, and how to see it in a sentence (numbers the question itself has do
-# not count: 'FB-340' in a sentence does not answer 'how many ... FB-340').
+# not count: 'NX-200' in a sentence does not answer 'how many ... NX-200').
 _ASKS = (
     ("person", re.compile(r"(?i)^\s*(who|whom)\b|^\s*кто\b|^\s*кем\b")),
     ("version", re.compile(r"(?i)\b(which|what) (\w+ )?(version|release)\b|как(ой|ая) (верси|выпуск|релиз)")),
@@ -216,7 +216,7 @@ def asked_type(question: str) -> str | None:
 
 
 _HOW_MANY = re.compile(r"(?i)\bhow many\s+((?:[\w-]+\s+){0,2}[\w-]+)|сколько\s+(\w+)")
-# Words that end the counted phrase ('how many QM-55 modules did ...'): a verb or auxiliary after the noun.
+# Words that end the counted phrase ('how many AB-12 modules did ...'): a verb or auxiliary after the noun.
 _COUNT_STOP = frozenset("did do does is are was were have has had can could will would should may must".split())
 # 'one' is mostly a determiner ('receives one gateway'): on its own it does not answer 'how much' or 'what value'.
 _DETERMINER_NUMBERS = frozenset("one один одна одно".split())
@@ -233,7 +233,7 @@ def _counted(question: str) -> set[str]:
     for w in (m.group(1) or m.group(2) or "").split():
         if w.lower() in _COUNT_STOP:
             break
-        if not any(ch.isdigit() for ch in w):  # a code ('QM-55') names what is counted, the noun after it is counted
+        if not any(ch.isdigit() for ch in w):  # a code ('AB-12') names what is counted, the noun after it is counted
             out.update(tokenize(w))
     return out
 
@@ -251,7 +251,7 @@ def holds_type(sentence: str, kind: str | None, question: str) -> bool:
         return any(v not in question for v in _VERSION.findall(sentence))
     if kind == "month":  # a month the question does not name ('a pilot for 2025' does not say which month)
         return any(m.group(0).lower() not in question.lower() for m in _MONTH.finditer(sentence))
-    # the digits of a code ('FB-0340-R', 'QM-55', '5G') are no quantity
+    # the digits of a code ('NX-0200-R', 'AB-12', '5G') are no quantity
     sentence = _CODE_WORD.sub(" ", sentence)
     own = set(_NUMBER.findall(question)) | {w for w in re.findall(r"\w+", question.lower()) if w in _NUMBER_WORDS}
     new_numbers = [n for n in _NUMBER.findall(sentence) if n not in own]
@@ -279,8 +279,8 @@ def holds_type(sentence: str, kind: str | None, question: str) -> bool:
 
 
 # Specific terms by kind, each reduced to a canonical form so two spellings of one thing agree ('Q3', 'third
-# quarter', 'III квартал', 'третьем квартале' -> q3; 'FB-340' and 'FB-0340-R' -> FB 340) and siblings of one kind
-# can be told apart ('Q3' vs 'Q4', 'E-TDW-4107' vs 'E-TDW-4108', 'MAX_POOL_SIZE' vs 'MAX_QUEUE_SIZE').
+# quarter', 'III квартал', 'третьем квартале' -> q3; 'NX-200' and 'NX-0200-R' -> NX 200) and siblings of one kind
+# can be told apart ('Q3' vs 'Q4', 'E-APP-4107' vs 'E-APP-4108', 'CACHE_TTL' vs 'CACHE_SIZE').
 _Q_ORD = {"first": 1, "second": 2, "third": 3, "fourth": 4, "перв": 1, "втор": 2, "трет": 3, "четв": 4,
           "i": 1, "ii": 2, "iii": 3, "iv": 4}
 _QUARTER = re.compile(r"(?i)\bq([1-4])\b|\b(first|second|third|fourth)\s+quarter|\b(i{1,3}|iv)\s+квартал|"
@@ -288,12 +288,20 @@ _QUARTER = re.compile(r"(?i)\bq([1-4])\b|\b(first|second|third|fourth)\s+quarter
 _YEAR_TERM = re.compile(r"\b(19[89]\d|20\d\d)\b")
 _CODE_TERM = re.compile(r"\b([A-Z]{1,4}(?:-[A-Z]{1,4})*)-(\d+)((?:-\d+)*)(?:-[A-Z]{1,2})?\b")
 _KEY_TERM = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
-# A named project ('Project Heron', 'проект «Степной пульс»'): the staffing plan's 'Wen Li is the data engineer' under
-# the heading 'Project Bluefin' does not answer who the data engineer of Project Heron is. Words that follow 'Project'
+# A named project ('Project Orion', 'проект «Северный ветер»'): a staffing plan's 'Jane Doe is the data engineer' under
+# the heading 'Project Vega' does not answer who the data engineer of Project Orion is. Words that follow 'Project'
 # in a document's title ('Project Brief') name no project.
 _PROJECT = re.compile(r"\bProject\s+([A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)|\bпроект[а-яё]*\s+«([^»]{2,40})»", re.IGNORECASE)
 _NOT_PROJECT = frozenset("brief status update report plan passport manager office code name team".split())
-_PRODUCT_VERSION = re.compile(r"\b(FieldOS|Meridian|Tidewater|TLS)\s+(\d+(?:\.\d+)+)")
+# A name directly followed by a dotted version ('Python 3.11', 'TLS 1.3', 'AcmeOS 3.9.1'): a capitalised, CamelCase
+# or all-capital word, each name its own kind (version:python), so one product's versions are siblings of each other
+# only. An amount is no version ('EUR 2.4 million', 'grew 7.3%'), nor a function word opening a sentence ('Since 3.2').
+_PRODUCT_VERSION = re.compile(r"\b([^\W\d_][^\W_]*)\s+v?(\d+(?:\.\d+)+)"
+                              r"(?!\d|\s*(?:%|percent|million|billion|bn\b|млн|млрд))")
+# Function words on top of the stop words, then currency codes.
+_NOT_PRODUCT = EN_STOP | RU_STOP | frozenset("since after before until till than into over under about up down then "
+                                             "also only "
+                                             "eur usd gbp chf jpy cny rub kzt sek nok dkk pln cad aud".split())
 
 
 def specific_terms(text: str) -> dict[str, set[str]]:
@@ -310,7 +318,9 @@ def specific_terms(text: str) -> dict[str, set[str]]:
         nums = ".".join(str(int(n)) for n in [m.group(2)] + m.group(3).split("-")[1:])
         out.setdefault("code:" + m.group(1), set()).add(nums)
     for m in _PRODUCT_VERSION.finditer(text):
-        out.setdefault("version:" + m.group(1).lower(), set()).add(m.group(2))
+        name = m.group(1)
+        if name[:1].isupper() and name.lower() not in _NOT_PRODUCT:
+            out.setdefault("version:" + name.lower(), set()).add(m.group(2))
     for m in _KEY_TERM.finditer(text):
         out.setdefault("key", set()).add(m.group(0))
     for m in _PROJECT.finditer(text):
@@ -323,7 +333,7 @@ def specific_terms(text: str) -> dict[str, set[str]]:
                 continue
             out.setdefault("project:latin", set()).add(" ".join(words[:2]).lower() if len(words) > 1 and
                                                        words[1].lower() not in _NOT_PROJECT else words[0].lower())
-        else:  # by script: 'Steppe Pulse' asked in English is not contradicted by «Степной пульс» in a Russian text
+        else:  # by script: 'North Wind' asked in English is not contradicted by «Северный ветер» in a Russian text
             out.setdefault("project:cyrillic", set()).add(" ".join(m.group(2).lower().split()))
     return out
 
@@ -344,8 +354,8 @@ class SentenceRow:
     text: str
     span: Span
     features: tuple[float, ...]
-    # the sentence's local subject as a reader sees it: document title and nearest heading ('Tidewater 4.9
-    # Configuration Reference / MAX_POOL_SIZE'); what the answerability scorer (core.answer.scorer) reads before it
+    # the sentence's local subject as a reader sees it: document title and nearest heading ('Acme Server 4.9
+    # Configuration Reference / CACHE_TTL'); what the answerability scorer (core.answer.scorer) reads before it
     context: str = ""
 
 
@@ -367,7 +377,7 @@ def _is_claim(sent: str) -> bool:
 
 def _strip_heading_lines(text: str, s: int, e: int) -> int:
     """Start of the span past its leading heading and decoration lines ('Supply chain' glued above 'The quoted lead
-    time ...', a release's '-----' rule and 'FieldOS 3.9.1 - released ...' line, a memo's 'Date: ...' line): they
+    time ...', a release's '-----' rule and 'AcmeOS 3.9.1 - released ...' line, a memo's 'Date: ...' line): they
     are the sentence's context (see _headings), not part of a quotable claim. A short line followed by one that goes
     on in lower case is a wrapped sentence (PDF), not a heading."""
     while True:
@@ -414,7 +424,7 @@ def _kept_mask(c: Candidate, spans: Sequence[Span]) -> list[float]:
 
 
 _CYRILLIC = re.compile(r"[а-яё]")
-# Russian inflects names and nouns beyond what the stemmer folds ('Алматы' -> алмат, 'алматинского' -> алматинск,
+# Russian inflects names and nouns beyond what the stemmer folds ('Самара' -> самар, 'самарского' -> самарск,
 # 'инженеров'/'инженеры'): a Cyrillic stem is matched by its first five letters, on both sides.
 _RU_KEY = 5
 
@@ -552,8 +562,8 @@ def _heading_line(line: str) -> str:
 
 
 def _headings(text: str, spans: Sequence[Span], *, versioned: bool = False) -> list[str]:
-    """For each sentence, the nearest heading line above it in the chunk (a config key's '### MAX_POOL_SIZE', a
-    release's 'FieldOS 3.8.2 - released ...', a PDF's 'Summary' glued to the sentence after it): the local subject
+    """For each sentence, the nearest heading line above it in the chunk (a config key's '### CACHE_TTL', a
+    release's 'AcmeOS 3.8.2 - released ...', a PDF's 'Summary' glued to the sentence after it): the local subject
     a sentence does not repeat. A heading is a short unit of its own or the short first line of a longer unit.
     `versioned`: the nearest heading above that names a version (a release's heading above its 'Security' and
     'Fixes' subheadings): what a 'which release' question is answered by."""
@@ -670,7 +680,7 @@ class SupportModel:
     kind_penalty: float = 0.0
     # Log-odds taken off a sentence whose local context (the sentence, its heading, its document title) holds none
     # of the question's general words (what is asked about: 'power', 'weigh', 'data engineer'): a sentence about the
-    # right thing that states another attribute of it, the near miss ('the FB-340's power draw' read from its
+    # right thing that states another attribute of it, the near miss ('the NX-200's power draw' read from its
     # temperature range) that names and codes alone reward.
     attr_penalty: float = 0.0
     # The learned answerability scorer (core.answer.scorer), when the fit found it worth its cost: it reads the k best

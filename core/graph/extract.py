@@ -61,7 +61,7 @@ def token_kind(tok: str) -> str:
             return "ident"
         if re.fullmatch(r"[^\W\d_]{2,}(?:\.[^\W\d_]{2,})+", tok):  # dotted config paths: ingest.batch_size
             return "ident"
-        if re.search(r"[a-zа-яё][A-ZА-ЯЁ]", tok) and tok[0].islower():  # retryBackoffMs
+        if re.search(r"[a-zа-яё][A-ZА-ЯЁ]", tok) and tok[0].islower():  # maxRetryCount
             return "ident"
     if low in STOP:
         return "stop"
@@ -118,7 +118,7 @@ def _spans(tokens: list[tuple[str, int, int, bool]], mid_caps: set[str]) -> list
     if kinds and kinds[0] == "cap" and (tokens[0][0] not in mid_caps) and not tokens[0][0].isupper():
         nxt = kinds[1] if len(kinds) > 1 and tokens[1][3] else None
         via_connector = (len(kinds) > 2 and tokens[1][0].lower() in _CONNECTORS and kinds[2] == "cap"
-                         and tokens[2][3])  # "Sanne de Vries is ..."
+                         and tokens[2][3])  # "Jan de Wit is ..."
         if nxt != "cap" and not via_connector:
             low = tokens[0][0].lower()
             kinds[0] = "stop" if low in STOP else "word"
@@ -155,7 +155,7 @@ def _spans(tokens: list[tuple[str, int, int, bool]], mid_caps: set[str]) -> list
 
 def _lone_mid_sentence_caps(per_sent: list[list[tuple[str, int, int, bool]]]) -> set[str]:
     """Capitalised words that stand alone (no capitalised neighbour) somewhere other than a sentence start:
-    evidence that the word is a name in its own right ('Corvane'), not a sentence opener ('Project code names')."""
+    evidence that the word is a name in its own right ('Acme'), not a sentence opener ('Project code names')."""
     out = set()
     for toks in per_sent:
         for i in range(1, len(toks)):
@@ -171,7 +171,7 @@ def _lone_mid_sentence_caps(per_sent: list[list[tuple[str, int, int, bool]]]) ->
 
 def extract_statistical(chunk: Chunk, *, max_entities: int = 20) -> ChunkExtraction:
     """Entities and co-occurrence relations of one chunk, no model involved. Deterministic: same text, same rows."""
-    text = _POSSESSIVE.sub("", chunk.text)  # "Corvane's" -> "Corvane" keeps offsets stable enough for our use
+    text = _POSSESSIVE.sub("", chunk.text)  # "Acme's" -> "Acme" keeps offsets stable enough for our use
     sents = sentence_spans(text)
     per_sent = [_tokens(text, s, e) for s, e in sents]
     mid_caps = _lone_mid_sentence_caps(per_sent)

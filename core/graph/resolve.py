@@ -38,7 +38,7 @@ def _singular(word: str) -> str:
 
 
 def _fold_latin_accents(text: str) -> str:
-    """'Gdańsk' -> 'Gdansk', 'Müller' -> 'Muller'; Cyrillic is left alone ('й' is a letter, not 'и' + accent)."""
+    """'Kraków' -> 'Krakow', 'Müller' -> 'Muller'; Cyrillic is left alone ('й' is a letter, not 'и' + accent)."""
     if text.isascii():
         return text
     out = []
@@ -59,8 +59,8 @@ def is_identifier_like(text: str) -> bool:
 def normalise_name(name: str) -> str:
     """The resolution key of a surface form: NFKC, case-folded, possessive and edge punctuation stripped, hyphens
     in plain words as spaces, the last English word singular, Russian words stemmed (cases and plurals meet).
-    Keys are for matching, not display: 'Sanne de Vries' keys as 'sanne de vrie', the same as any query naming
-    her; only two names differing by that final 's' alone would meet wrongly (split_by_type cannot undo it)."""
+    Keys are for matching, not display: 'Jan Peters' keys as 'jan peter', the same as any query naming
+    him; only two names differing by that final 's' alone would meet wrongly (split_by_type cannot undo it)."""
     s = _fold_latin_accents(unicodedata.normalize("NFKC", name)).strip(_EDGE_PUNCT)
     s = re.sub(r"['’]s$", "", s)
     s = " ".join(s.split())
@@ -70,9 +70,9 @@ def normalise_name(name: str) -> str:
         return s.casefold()
     words = re.sub(r"[-‐–—/]+", " ", s).split()
     # The head word is folded when it is lower-case, or Title-case at the end of a longer name ('Binding Proteins'
-    # in a title = 'binding proteins' in the text); a lone name ('Postgres') or an acronym ('TLS', 'FieldOS') never.
+    # in a title = 'binding proteins' in the text); a lone name ('Postgres') or an acronym ('TLS', 'DuckDB') never.
     head = words[-1]
-    # 'MAIN OUTCOMES' (a shouted heading) folds like 'Main Outcomes'; a short capital head ('Corvane APIs') stays.
+    # 'MAIN OUTCOMES' (a shouted heading) folds like 'Main Outcomes'; a short capital head ('Acme APIs') stays.
     title_head = len(words) > 1 and head[:1].isupper() and (head[1:].islower() or (head.isupper() and len(head) >= 5))
     last_caps = any(ch.isupper() for ch in head) and not title_head
     out = []

@@ -27,7 +27,7 @@ CLASSES = ("chitchat", "factoid", "comparison", "multi-hop", "global-summary", "
 ABSTAIN = "abstain"
 CAG_ROUTE = "cag"  # not a class: a path any corpus question may take when CAG is asked for and available
 NO_RETRIEVAL = frozenset({"chitchat", "out-of-scope"})  # the costly mistakes: a corpus question gets no answer
-# Offline: a short query at least half of whose terms the corpus has is a lookup ("Tomas Rehak", "выручка квартал",
+# Offline: a short query at least half of whose terms the corpus has is a lookup ("Jane Doe", "выручка квартал",
 # "where do nightly backups go"), never small talk, whatever the classifier (trained on sentences) thinks. The
 # previous guard (half the terms known, any length) abstained on 39% of the test split: large corpora's vocabulary
 # covers everyday English. Up to 5 words: 12.7% abstain on train CV, 3 words: 5.5% but the product's own tests
@@ -294,7 +294,7 @@ def decide(probs: Mapping[str, float], *, min_confidence: float, refuse_confiden
     return best, ""
 
 
-# Words that address or greet someone: a keyword lookup ('revenue growth', 'FB-340 temperature') names things and has
+# Words that address or greet someone: a keyword lookup ('revenue growth', 'NX-200 temperature') names things and has
 # none of them; 'hi, how are you?', 'thanks, that helps' and 'good morning' do, and their few words are everyday words
 # any corpus knows. Measured on the router's labelled lines (bench/route_evidence.py, keyword guard rows).
 _CONVERSATIONAL = re.compile(
@@ -339,8 +339,8 @@ def evidence_guard(ev: PassageTerms, *, min_terms: int, min_share: float, unknow
     return f"one passage holds {len(ev.matched)} of its terms ({shown}: {share:.0%} of its idf >= {min_share:.0%})"
 
 
-# A name in a question: a capitalised word that does not start the question ("Tidewater", "Bluefin"), or an
-# identifier with a digit, an underscore or an inner capital ("FB-340", "TLS_VERSION_MIN", "QuellLink").
+# A name in a question: a capitalised word that does not start the question ("Kafka", "Orion"), or an
+# identifier with a digit, an underscore or an inner capital ("NX-200", "CACHE_TTL", "DuckDB").
 _NAME = re.compile(r"(?<![\w-])(?:[A-Z][a-z]+[A-Z]\w*|[A-Za-z]+[-_]?\d[\w-]*|[A-Z][A-Z0-9]*_[A-Z0-9_]+|[A-Z][\w-]{2,})")
 
 
@@ -349,7 +349,7 @@ def known_names(question: str, vocabulary: Collection[str] | None,
     """Names in the question (see _NAME; the first word only when it is an identifier) whose every index term the
     corpus has. A question that names something the corpus knows is a corpus question even when its other words
     are not the corpus's: a Russian question about an English corpus ("Какой максимальный размер пакета в
-    Tidewater?") has low term coverage and read as out of scope."""
+    Kafka?") has low term coverage and read as out of scope."""
     if not vocabulary:
         return []
     out = []

@@ -1,0 +1,111 @@
+"""No demo facts in core (architecture rule 7): no file under core/ names the sample corpus's products, projects,
+companies, people, places, codes or config keys. What a rule needs to know about a corpus it learns from the
+workspace, never from a list of ours.
+
+Two sources of names: a hand list of the corpus's proper names (each checked to occur in sample_corpus/docs, so the
+list stays the corpus's), and every identifier the documents hold (codes with a digit such as SKUs and error codes,
+SCREAMING_SNAKE and camelCase config keys), collected from the parsed documents. Fitted binary artefacts
+(core/models/data/*.npz) are not read: their vocabularies are weights, refitted by the benches, not rules."""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+
+from core.ingest.parse import parse
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "sample_corpus" / "docs"
+SCANNED = (".py", ".json", ".toml", ".txt")
+
+# Coined names, matched as whole words in any case.
+NAMES = (
+    # the company, its products, programmes and customer projects
+    "Corvane", "Tidewater", "FieldOS", "Meridian", "Fieldbox", "Vibra", "Bluefin", "Saltmarsh", "Driftwood",
+    # clients and suppliers
+    "Kestrel", "Greyling", "Nordhaven", "Baltimar", "Quellink", "Falkmoor", "Arvesto", "Expensa",
+    # people
+    "Lindqvist", "Leeuwen", "Talvik", "Quintero", "Brightwater", "Rehak", "Dekkers", "Haddad", "Kowalczyk",
+    "Oyelaran", "Solberg", "Okoro", "Pryce", "Armbruster", "Varga", "Omarov", "Verhoef", "Hoekstra", "Okafor",
+    "Teague", "Sadykova", "Daniyar", "Aigerim",
+    # places the corpus's offices and projects are in
+    "Rotterdam", "Gdańsk", "Almaty", "Austin", "Astana", "Kostanay", "Khorgos",
+)
+# Names made of everyday words: only the whole phrase is the corpus's.
+PHRASES = (
+    "Project Heron", "Project Lantern", "Steppe Pulse", "Steppe Agro", "Industrial Hardware", "Helen Marsh",
+    "Priya Anand", "Wen Li", "Sanne de Vries", "Tomas Rehak", "Joost van Leeuwen", "Noor Haddad",
+)
+# Russian names by stem (they inflect: Алматы, Алматинский офис; Степной пульс, «Степного пульса»).
+RU_STEMS = ("Алмат", "Степн", "Омаров", "Садыков", "Айгерим", "Данияр", "Линдквист", "Хоргос", "Костана")
+# Identifiers of the documents that are no demo fact: a public standard.
+GENERAL = frozenset({"RS-485"})
+# A folded spelling of a listed name ('Gdansk' for 'Gdańsk') is the same name.
+FOLDED = {"Gdańsk": "Gdansk"}
+
+_CODE = re.compile(r"(?<![\w-])[A-Z]{1,5}(?:-[A-Z0-9]+)*-[A-Z0-9]*\d[A-Z0-9]*(?:-[A-Z0-9]+)*(?![\w-])")
+_ERROR_FAMILY = re.compile(r"(E-[A-Z]+)-\d+")  # 'E-TDW' names the product's error family on its own
+_SNAKE_KEY = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
+_CAMEL_KEY = re.compile(r"\b[a-z]+(?:[A-Z][a-z0-9]+){2,}\b")  # two inner capitals: retryBackoffMs, not camelCase
+_LOWER_KEY = re.compile(r"\b[a-z]+(?:_[a-z]+){2,}\b")  # three parts: ingest_batch_size, not snake_case
+
+
+@lru_cache(maxsize=1)
+def corpus_text() -> str:
+    return "\n".join(parse(p.name, p.read_bytes()).text for p in sorted(DOCS.iterdir()) if p.is_file())
+
+
+@lru_cache(maxsize=1)
+def corpus_identifiers() -> frozenset[str]:
+    text = corpus_text()
+    codes = set(_CODE.findall(text))
+    codes |= {m.group(1) for c in codes if (m := _ERROR_FAMILY.fullmatch(c))}
+    keys = set(_SNAKE_KEY.findall(text)) | set(_CAMEL_KEY.findall(text)) | set(_LOWER_KEY.findall(text))
+    return frozenset((codes | keys) - GENERAL)
+
+
+def patterns() -> list[re.Pattern[str]]:
+    words = [*NAMES, *FOLDED.values(), *PHRASES]
+    out = [re.compile(r"(?<!\w)" + re.escape(w).replace(r"\ ", r"\s+") + r"(?!\w)", re.IGNORECASE) for w in words]
+    out += [re.compile(re.escape(stem), re.IGNORECASE) for stem in RU_STEMS]
+    out += [re.compile(r"(?<![\w-])" + re.escape(i) + r"(?![\w-])") for i in sorted(corpus_identifiers())]
+    return out
+
+
+def scanned_files() -> list[Path]:
+    return sorted(p for p in (ROOT / "core").rglob("*") if p.is_file() and p.suffix in SCANNED)
+
+
+def demo_facts_in(text: str, pats: list[re.Pattern[str]]) -> list[tuple[int, str]]:
+    """(line number, name) for every listed name or corpus identifier in the text."""
+    hits = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        hits += [(n, m.group(0)) for pat in pats for m in pat.finditer(line)]
+    return hits
+
+
+def test_the_name_list_is_the_sample_corpus_s() -> None:
+    text = corpus_text()
+    missing = [w for w in (*NAMES, *PHRASES) if not re.search(r"(?<!\w)" + re.escape(w) + r"(?!\w)", text)]
+    missing += [s for s in RU_STEMS if s.lower() not in text.lower()]
+    assert not missing, f"not in sample_corpus/docs (the list must hold the corpus's names only): {missing}"
+    ids = corpus_identifiers()
+    # the collected identifiers are the ones the documents are known for (sample_corpus/README.md)
+    assert {"FB-340", "E-TDW-4107", "E-TDW", "TLS_VERSION_MIN", "retryBackoffMs", "ingest_batch_size"} <= ids
+
+
+def test_the_scan_finds_a_demo_fact_and_passes_a_general_example() -> None:
+    pats = patterns()
+    hits = demo_facts_in("x = 1\n# Corvane's gateways, FB-0340-R, «Степного пульса»", pats)
+    assert sorted(hits) == [(2, "Corvane"), (2, "FB-0340-R"), (2, "Степн")]
+    assert demo_facts_in("# a product name before a version ('AcmeOS 3.9.1'), a code ('NX-200'), CACHE_TTL", pats) == []
+
+
+def test_no_file_under_core_names_the_sample_corpus() -> None:
+    pats = patterns()
+    files = scanned_files()
+    assert any(p.suffix == ".toml" for p in files) and any(p.suffix == ".txt" for p in files)
+    found = [f"{p.relative_to(ROOT)}:{n}: {name}" for p in files
+             for n, name in demo_facts_in(p.read_text(encoding="utf-8", errors="replace"), pats)]
+    assert not found, "sample-corpus names in core/ (use a generic example, or learn it from the workspace):\n" + \
+        "\n".join(found)
