@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence, TypeVar
 
 from core.answer.cache import (
     CacheLookup,
@@ -44,7 +44,7 @@ from core.deps import Deps
 from core.graph.stages import graph_stages
 from core.ingest.context import index_variant, prepare_variant
 from core.models.embed import embed_with_cache, one_torch_thread
-from core.retrieve.bm25 import BM25Params
+from core.retrieve.bm25 import BM25Index, BM25Params
 from core.retrieve.fusion import rrf
 from core.route.agent import (
     BridgeWriter,
@@ -69,6 +69,7 @@ from core.types import (
     CONTEXT_KEY,
     DEFAULT_WORKSPACE,
     Answer,
+    AnswerInfo,
     CacheKey,
     Candidate,
     Chunk,
@@ -93,6 +94,23 @@ class StepOutput:
     info: Mapping[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, kw_only=True)
+class CacheStep(StepOutput):
+    """The answer-cache stage's output and its lookup (a hit serves the stored answer)."""
+
+    lookup: CacheLookup
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnswerStep(StepOutput):
+    """The answer stage's output and the answer it gave."""
+
+    answer: Answer
+
+
+Out = TypeVar("Out", bound=StepOutput)
+
+
 def off(enabled: bool, flag: str, pool: Sequence[Candidate] | None = None, empty: str = "") -> str | None:
     """The reason a stage does not run (its switch is off, or nothing reached it), or None when it runs."""
     if not enabled:
@@ -110,25 +128,33 @@ class Tracer:
     notes: list[str] = field(default_factory=list)
 
     def add(self, stage: str, candidates: Sequence[Candidate], ms: float, *, usage: Usage = Usage(),
-            notes: Sequence[str] = (), **info: Any) -> list[Candidate]:
-        self.stages.append(StageResult(stage, tuple(candidates), ms, usage, None, tuple(notes), info))
+            notes: Sequence[str] = (), info: Mapping[str, Any] | None = None) -> list[Candidate]:
+        self.stages.append(StageResult(stage, tuple(candidates), ms, usage, None, tuple(notes),
+                                       {} if info is None else info))
         return list(candidates)
 
     def skip(self, stage: str, reason: str) -> list[Candidate]:
         self.stages.append(StageResult(stage, (), 0.0, Usage(), reason))
         return []
 
-    def step(self, stage: str, fn: Callable[[], StepOutput], *, skip: str | None = None,
-             keep: Sequence[Candidate] = ()) -> list[Candidate]:
-        """Run one stage and record it: skipped with `skip` as its reason (handing on `keep`, the list the stage
-        would have read), or timed around `fn`, whose candidates become the stage's list and what it hands on."""
+    def run(self, stage: str, fn: Callable[[], Out], *, skip: str | None = None) -> Out | None:
+        """Run one stage and record it: skipped with `skip` as its reason (None back), or timed around `fn`, whose
+        output (candidates, notes, usage, info and whatever else the stage hands on) it returns."""
         if skip is not None:
             self.skip(stage, skip)
-            return list(keep)
+            return None
         start = time.perf_counter()
         out = fn()
-        ms = (time.perf_counter() - start) * 1000
-        return self.add(stage, out.candidates, ms, usage=out.usage, notes=out.notes, **dict(out.info))
+        self.add(stage, out.candidates, (time.perf_counter() - start) * 1000, usage=out.usage, notes=out.notes,
+                 info=out.info)
+        return out
+
+    def step(self, stage: str, fn: Callable[[], StepOutput], *, skip: str | None = None,
+             keep: Sequence[Candidate] = ()) -> list[Candidate]:
+        """One stage of the candidate flow (see run): its candidates, or `keep` (the list the stage would have read)
+        when it is skipped."""
+        out = self.run(stage, fn, skip=skip)
+        return list(keep) if out is None else list(out.candidates)
 
     def final(self) -> StageResult | None:
         """The last stage so far that ran with candidates: what the answer stage reads."""
@@ -207,17 +233,34 @@ class _Query:
     text: str
     lang: str
     workspace: str
+    version: int  # the corpus version the query ran against
     dense_blind: bool
     bm25_variant: str
     dense_variant: str
     vec: Any = None
 
 
+def _finish(q: _Query, tracer: Tracer, config: PipelineConfig, deps: Deps, log: bool, answer: Answer | None = None,
+            agent: Mapping[str, Any] | None = None) -> Trace:
+    """The query's trace, written to the run log unless the run is unlogged (a measurement) or the store is
+    read-only (a snapshot keeps no run log)."""
+    trace = Trace(q.text, config.stable_hash(), q.version, tuple(tracer.stages), q.workspace, q.lang,
+                  tuple(tracer.notes), answer, agent)
+    if log and not deps.store.read_only:
+        deps.store.runs.log_trace(trace)
+    return trace
+
+
+def _bm25_index(q: _Query, config: PipelineConfig, deps: Deps) -> BM25Index:
+    """The workspace's BM25 index (bm25.* parameters) over the text variant this query searches; deps caches it."""
+    b = config.bm25
+    return deps.indexes.bm25(deps.store, q.workspace, BM25Params(b.k1, b.b, b.method, b.split_identifiers, b.stem),
+                             variant=q.bm25_variant)
+
+
 def _bm25(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
-    b, store = config.bm25, deps.store
-    index = deps.indexes.bm25(store, q.workspace, BM25Params(b.k1, b.b, b.method, b.split_identifiers, b.stem),
-                              variant=q.bm25_variant)
-    hits = _to_candidates(index.search(q.text, b.k), store.corpus, q.workspace, "bm25")
+    index = _bm25_index(q, config, deps)
+    hits = _to_candidates(index.search(q.text, config.bm25.k), deps.store.corpus, q.workspace, "bm25")
     return StepOutput(hits, info={"indexed": len(index), "text": q.bm25_variant})
 
 
@@ -332,24 +375,20 @@ def _expand(q: _Query, pool: list[Candidate], config: PipelineConfig, deps: Deps
                                                   **flow_info(pool, ex.candidates)})
 
 
-def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: Deps) -> tuple[StepOutput, Any]:
+def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: Deps) -> AnswerStep:
     cands = final.candidates if final else ()
     # The offline answerer reads each sentence with its document title and scores it by late interaction (token
     # vectors of the embedder; none when the embedder does not read the question's language).
     late = deps.reranker_for("late-interaction")[0] if config.answer.mode != "llm" else None
-    b = config.bm25  # the BM25 index's vocabulary tells the answerer which question words the corpus never uses
-    vocab = deps.indexes.bm25(deps.store, q.workspace, BM25Params(b.k1, b.b, b.method, b.split_identifiers, b.stem),
-                              variant=q.bm25_variant).vocabulary() if late is not None and b.enabled else None
+    # The BM25 index's vocabulary tells the answerer which question words the corpus never uses.
+    vocab = _bm25_index(q, config, deps).vocabulary() if late is not None and config.bm25.enabled else None
     res = answer_question(q.text, cands, config.answer, deps.llm, workspace=q.workspace,
                           query_id="q" + hashlib.sha1(q.text.encode()).hexdigest()[:12],
                           titles=deps.store.corpus.document_titles([c.doc_id for c in cands], q.workspace),
                           li_scorer=late_sentence_scorer(late, workspace=q.workspace)
                           if isinstance(late, LateInteractionReranker) else None, blind=q.dense_blind,
                           vocabulary=vocab, full_texts=_whole_chunks(cands, config, deps, q.workspace))
-    a = res.answer
-    return StepOutput((), res.notes, res.usage, {
-        "mode": a.mode, "refused": a.refused, "citations": list(a.citations), "support": res.support,
-        "source": final.stage if final else None}), a
+    return AnswerStep((), res.notes, res.usage, res.info(final.stage if final else None), answer=res.answer)
 
 
 def _whole_chunks(cands: Sequence[Candidate], config: PipelineConfig, deps: Deps, workspace: str) -> dict[str, str]:
@@ -376,7 +415,8 @@ def _start(query: str, config: PipelineConfig, deps: Deps, workspace: str, trace
     # Which text the indexes search (context.variant): contexts live beside the chunks, so a switch re-indexes nothing.
     bm25_variant, dense_variant = index_variant(config.context.variant)
     tracer.notes.extend(prepare_variant(deps.store, config.context.variant, workspace, deps.embedder.model_id))
-    return _Query(text, lang, workspace, blind, bm25_variant, dense_variant)
+    return _Query(text, lang, workspace, deps.store.corpus.corpus_version(workspace), blind, bm25_variant,
+                  dense_variant)
 
 
 def _transforms(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer, decision: RouteDecision | None,
@@ -387,9 +427,7 @@ def _transforms(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer, decisi
         for name in (Stage.HYDE, Stage.MULTI_QUERY, Stage.DECOMPOSE):
             tracer.skip(name, "query transforms search with BM25 (+ dense): bm25.enabled = false")
         return {}
-    b = c.bm25
-    index = deps.indexes.bm25(deps.store, q.workspace, BM25Params(b.k1, b.b, b.method, b.split_identifiers, b.stem),
-                              variant=q.bm25_variant)
+    index = _bm25_index(q, c, deps)
     dindex = (deps.indexes.dense(deps.store, deps.embedder, q.workspace, variant=q.dense_variant)
               if c.dense.enabled and c.transforms.dense and not q.dense_blind else None)
 
@@ -400,8 +438,9 @@ def _transforms(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer, decisi
         return dindex.search(vec, k)
 
     search = hybrid_search(index.search, dense_hits if dindex is not None else None,
-                           lambda hits, stage: _to_candidates(hits, deps.store.corpus, q.workspace, stage), k=b.k,
-                           rrf_k=c.fusion.rrf_k, keep=max(10, c.transforms.per_query_k))  # what the stages read
+                           lambda hits, stage: _to_candidates(hits, deps.store.corpus, q.workspace, stage),
+                           k=c.bm25.k, rrf_k=c.fusion.rrf_k,
+                           keep=max(10, c.transforms.per_query_k))  # what the stages read
     feedback = rrf([bm25, dense], k=c.fusion.rrf_k, names=["bm25", "dense"], top=10) if bm25 or dense else []
     out: dict[str, list[Candidate]] = {}
     for ts in transform_stages(q.text, c, decision, deps.llm, search, feedback=feedback,
@@ -410,26 +449,24 @@ def _transforms(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer, decisi
         if ts.skipped is not None:
             tracer.stages.append(StageResult(ts.stage, (), ts.ms, ts.usage, ts.skipped, ts.notes))
         else:
-            out[ts.stage] = tracer.add(ts.stage, ts.candidates, ts.ms, usage=ts.usage, notes=ts.notes, **ts.info)
+            out[ts.stage] = tracer.add(ts.stage, ts.candidates, ts.ms, usage=ts.usage, notes=ts.notes, info=ts.info)
     return out
 
 
 def _route(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer) -> RouteDecision:
     """The first stage: which class of question this is, hence which named configuration it runs with."""
-    b = c.bm25
-    index = deps.indexes.bm25(deps.store, q.workspace, BM25Params(b.k1, b.b, b.method, b.split_identifiers, b.stem),
-                              variant=q.bm25_variant)
+    index = _bm25_index(q, c, deps)
     decision = decide_route(q.text, c, deps.llm, vocabulary=index.vocabulary(), tokenizer=index.tokens,
                             titles=lambda: [d.title or d.name for d in deps.store.corpus.documents(q.workspace)],
                             workspace=q.workspace,
                             cag_estimate=cag_estimator(deps.store.corpus, q.workspace, c, deps.llm, q.text),
                             evidence=index.best_passage_terms)
-    tracer.add(Stage.ROUTE, (), decision.ms, usage=decision.route.usage, notes=decision.notes, **decision.info())
+    tracer.add(Stage.ROUTE, (), decision.ms, usage=decision.route.usage, notes=decision.notes, info=decision.info())
     return decision
 
 
-def _no_retrieval(q: _Query, decision: RouteDecision, config: PipelineConfig, deps: Deps, version: int,
-                  tracer: Tracer, log: bool) -> Trace | None:
+def _no_retrieval(q: _Query, decision: RouteDecision, config: PipelineConfig, deps: Deps, tracer: Tracer,
+                  log: bool) -> Trace | None:
     """Chitchat and out-of-scope: no retrieval; the route's reply (out-of-scope says what the corpus is about). The
     cag route: Claude answers from the whole corpus; None when it did not (retrieval then answers, as the trace says)."""
     cag = None
@@ -439,7 +476,7 @@ def _no_retrieval(q: _Query, decision: RouteDecision, config: PipelineConfig, de
             return None
         cag = cag_stage(q.text, decision, config, deps.llm, [d.name for d in deps.store.corpus.documents(q.workspace)],
                         workspace=q.workspace)
-        tracer.add(CAG_ROUTE, (), cag.ms, usage=cag.usage, notes=cag.notes, **cag.info)
+        tracer.add(CAG_ROUTE, (), cag.ms, usage=cag.usage, notes=cag.notes, info=cag.info)
         if cag.answer is None:
             tracer.notes.extend(cag.notes)
             return None
@@ -450,20 +487,15 @@ def _no_retrieval(q: _Query, decision: RouteDecision, config: PipelineConfig, de
     answer = None
     if cag is not None and cag.answer is not None:
         answer = cag.answer
-        tracer.add(Stage.ANSWER, (), 0.0, notes=["answered by CAG from the whole corpus (no retrieval)"], mode="cag",
-                   refused=answer.refused, citations=list(answer.citations), support=None, source=CAG_ROUTE)
+        tracer.add(Stage.ANSWER, (), 0.0, notes=["answered by CAG from the whole corpus (no retrieval)"],
+                   info=AnswerInfo.of(answer, CAG_ROUTE))
     elif config.answer.enabled:
-        refused = decision.route.cls == "out-of-scope"
-        answer = Answer(decision.reply, (), refused, "route")
-        tracer.add(Stage.ANSWER, (), 0.0, notes=[f"reply of route {decision.named.name} (routes.toml)"], mode="route",
-                   refused=refused, citations=[], support=None, source=Stage.ROUTE)
+        answer = Answer(decision.reply, (), decision.route.cls == "out-of-scope", "route")
+        tracer.add(Stage.ANSWER, (), 0.0, notes=[f"reply of route {decision.named.name} (routes.toml)"],
+                   info=AnswerInfo.of(answer, Stage.ROUTE))
     else:
         tracer.skip(Stage.ANSWER, "answer.enabled = false")
-    trace = Trace(q.text, config.stable_hash(), version, tuple(tracer.stages), q.workspace, q.lang,
-                  tuple(tracer.notes), answer)
-    if log and not deps.store.read_only:  # a read-only (snapshot) store keeps no run log
-        deps.store.runs.log_trace(trace)
-    return trace
+    return _finish(q, tracer, config, deps, log, answer)
 
 
 def _retrieve(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
@@ -526,12 +558,11 @@ def _agentic(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
     tracer.stages.extend(out.stages)
     label = "offline: calibrated grader + entity bridging (no LLM)" if not use_llm else f"LLM grader ({a.grader_model})"
     tracer.add(Stage.EVIDENCE, out.evidence, (time.perf_counter() - start) * 1000, notes=[label],
-               rounds=out.rounds, stop_reason=out.stop_reason, spent=dict(out.spent))
+               info={"rounds": out.rounds, "stop_reason": out.stop_reason, "spent": dict(out.spent)})
     return out.as_dict()
 
 
-def _answer_cache(q: _Query, config: PipelineConfig, deps: Deps, key: CacheKey, looked: list[CacheLookup]
-                  ) -> StepOutput:
+def _answer_cache(q: _Query, config: PipelineConfig, deps: Deps, key: CacheKey) -> CacheStep:
     """Encode the query (dense and graph reuse the vector) and look it up in this workspace's answer cache."""
     with one_torch_thread():
         # With the verifier on, the same forward keeps the query's token vectors for it (no second encode).
@@ -542,14 +573,14 @@ def _answer_cache(q: _Query, config: PipelineConfig, deps: Deps, key: CacheKey, 
                       word_similarity=embedder_word_similarity(deps.embedder),
                       verifier=make_verifier(deps.embedder, pair_model=config.answer_cache.pair_model)
                       if config.answer_cache.verifier else None)
-    looked.append(res)
     notes = [served_label(res)] if res.verdict == "hit" else [
         f"{res.verdict.replace('_', ' ')}: " + (f"nearest '{res.nearest_question}' (cosine {res.cosine:.3f}); "
                                                  if res.nearest_question else "") + res.reason]
-    return StepOutput((), notes, info={**res.info(), "embed_cache_misses": 1})  # the query was encoded (not cached)
+    # The query was encoded here (queries are not cached): one embedding computed.
+    return CacheStep((), notes, info={**res.info(), "embed_cache_misses": 1}, lookup=res)
 
 
-def _served_from_cache(q: _Query, res: CacheLookup, config: PipelineConfig, deps: Deps, version: int, tracer: Tracer,
+def _served_from_cache(q: _Query, res: CacheLookup, config: PipelineConfig, deps: Deps, tracer: Tracer,
                        log: bool) -> Trace:
     """The trace of a cache hit: the stored answer and citations, every retrieval stage skipped with the reason."""
     entry = res.entry
@@ -557,14 +588,10 @@ def _served_from_cache(q: _Query, res: CacheLookup, config: PipelineConfig, deps
     for stage in (Stage.ROUTE, Stage.BM25, Stage.DENSE, Stage.FUSED, Stage.RERANK, Stage.PRUNE, Stage.MMR, Stage.EXPAND):
         tracer.skip(stage, "answer served from the answer cache")
     answer = Answer(entry.answer, entry.citations, entry.refused, entry.mode)
-    tracer.add(Stage.ANSWER, (), 0.0, notes=[served_label(res)], mode=entry.mode, refused=entry.refused,
-               citations=list(entry.citations), support=None, source=Stage.ANSWER_CACHE, cached=True)
+    tracer.add(Stage.ANSWER, (), 0.0, notes=[served_label(res)],
+               info=AnswerInfo.of(answer, Stage.ANSWER_CACHE, cached=True))
     tracer.notes.append(served_label(res))
-    trace = Trace(q.text, config.stable_hash(), version, tuple(tracer.stages), q.workspace, q.lang,
-                  tuple(tracer.notes), answer)
-    if log and not deps.store.read_only:  # a read-only (snapshot) store keeps no run log
-        deps.store.runs.log_trace(trace)
-    return trace
+    return _finish(q, tracer, config, deps, log, answer)
 
 
 def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str = DEFAULT_WORKSPACE,
@@ -574,21 +601,20 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
     sub-queries and spent LLM call the transforms read, so a round never pays for a second rewrite."""
     tracer = Tracer()
     q = _start(query, config, deps, workspace, tracer)
-    version = deps.store.corpus.corpus_version(workspace)
     c = config
 
     # First: the semantic answer cache (issue #15's contract: it is the first stage). Keyed by the requested
     # configuration: the route is a function of question and configuration, so it adds nothing to the key. A hit
-    # serves the stored answer and every later stage is skipped.
-    key = CacheKey(workspace, version, answer_config_hash(c, deps.embedder.model_id))
-    looked: list[CacheLookup] = []
-    # Unlogged runs are measurements (evaluation, benches, agent rounds): a served answer would skip the stages they
-    # score and time, so they bypass the cache, saying so.
-    tracer.step(Stage.ANSWER_CACHE, lambda: _answer_cache(q, c, deps, key, looked),
-                skip=off(c.answer_cache.enabled, "answer_cache.enabled") or off(c.answer.enabled, "answer.enabled")
-                or (None if log else "unlogged measurement run (evaluation, bench): the answer cache is bypassed"))
-    if looked and looked[0].verdict == "hit":
-        return _served_from_cache(q, looked[0], config, deps, version, tracer, log)
+    # serves the stored answer and every later stage is skipped. Unlogged runs are measurements (evaluation,
+    # benches, agent rounds): a served answer would skip the stages they score and time, so they bypass the cache.
+    key = CacheKey(workspace, q.version, answer_config_hash(c, deps.embedder.model_id))
+    cached = tracer.run(Stage.ANSWER_CACHE, lambda: _answer_cache(q, c, deps, key),
+                        skip=off(c.answer_cache.enabled, "answer_cache.enabled")
+                        or off(c.answer.enabled, "answer.enabled")
+                        or (None if log else "unlogged measurement run (evaluation, bench): the answer cache is "
+                                             "bypassed"))
+    if cached is not None and cached.lookup.verdict == "hit":
+        return _served_from_cache(q, cached.lookup, config, deps, tracer, log)
 
     # Then the router picks the path and this route's settings; chitchat and out-of-scope stop at the route's reply.
     decision = _route(q, c, deps, tracer) if c.router.enabled else None
@@ -598,7 +624,7 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
     else:
         c = decision.config
         if not decision.retrieves:
-            served = _no_retrieval(q, decision, c, deps, version, tracer, log)
+            served = _no_retrieval(q, decision, c, deps, tracer, log)
             if served is not None:
                 return served
             decision = decision.without_cag(f"CAG gave no answer: route {decision.fallback.name} retrieves instead")
@@ -608,21 +634,12 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
         _retrieve(q, c, deps, tracer, decision if decision is not None else reuse_route)
 
     # Last stage. Answer: reads the final candidates of whatever ran before (their original chunk text).
-    answered: list[Any] = []
-
-    def answer_step() -> StepOutput:
-        out, a = _answer(q, tracer.final(), c, deps)
-        answered.append(a)
-        return out
-
-    tracer.step(Stage.ANSWER, answer_step, skip=off(c.answer.enabled, "answer.enabled"))
-    if looked and answered and q.vec is not None and not deps.store.read_only:
-        remember(deps.store.answers, key, q.text, q.vec, answered[0], cost_usd=sum(s.usage.usd for s in tracer.stages),
+    answered = tracer.run(Stage.ANSWER, lambda: _answer(q, tracer.final(), c, deps),
+                          skip=off(c.answer.enabled, "answer.enabled"))
+    answer = answered.answer if answered is not None else None
+    if cached is not None and answer is not None and q.vec is not None and not deps.store.read_only:
+        remember(deps.store.answers, key, q.text, q.vec, answer, cost_usd=sum(s.usage.usd for s in tracer.stages),
                  ms=sum(s.ms for s in tracer.stages))
-    if agent is not None and answered and answered[0].refused and agent["stop_reason"] == "answered":
+    if agent is not None and answer is not None and answer.refused and agent["stop_reason"] == "answered":
         agent = {**agent, "stop_reason": "refused_no_evidence"}  # the loop ended, the answer found no support
-    trace = Trace(q.text, config.stable_hash(), version, tuple(tracer.stages), workspace, q.lang, tuple(tracer.notes),
-                  answered[0] if answered else None, agent)
-    if log and not deps.store.read_only:  # a read-only (snapshot) store keeps no run log
-        deps.store.runs.log_trace(trace)
-    return trace
+    return _finish(q, tracer, config, deps, log, answer, agent)

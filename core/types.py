@@ -1,10 +1,11 @@
 """Frozen data records that flow between stages: documents, chunks, candidates, usage and the trace."""
 from __future__ import annotations
 
+from abc import abstractmethod
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, NamedTuple
 
 if TYPE_CHECKING:
     import numpy as np
@@ -126,6 +127,74 @@ class Usage:
         )
 
 
+class StageInfo(Mapping[str, Any]):
+    """A stage's info as a typed record. Code that knows the stage reads the record's attributes; views that read
+    any stage's info (headers, details, the JSON trace, the run log) see the mapping `to_dict()` gives, with the
+    keys and values the trace has always shown."""
+
+    __slots__ = ()
+
+    @abstractmethod
+    def to_dict(self) -> dict[str, Any]: ...
+
+    def __getitem__(self, key: str) -> Any:
+        return self.to_dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_dict())
+
+    def __len__(self) -> int:
+        return len(self.to_dict())
+
+
+# eq=False: a record compares as the mapping it shows (equal to the dict with the same keys and values).
+@dataclass(frozen=True, eq=False)
+class RouteInfo(StageInfo):
+    """What the route stage records: the router's decision and the named configuration the query runs with."""
+
+    cls: str  # the class decided (its key is "class"): a route name, or "abstain" (the default pipeline)
+    confidence: float
+    reason: str
+    config: str  # the named route (routes.toml) the query runs with: "cag" when Claude reads the whole corpus
+    method: str  # offline | llm | override | disabled
+    predicted: str = ""  # the classifier's best class, kept when it abstains
+    description: str = ""
+    transforms: tuple[str, ...] = ()  # the query transforms this route asks for
+    overrides: Mapping[str, Any] = field(default_factory=dict)  # the route's settings, section.key -> value
+    probabilities: Mapping[str, float] = field(default_factory=dict)
+    retrieve: bool = True
+    cag: Mapping[str, Any] | None = None  # the CAG estimate, when CAG was asked for (shown even when unavailable)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"class": self.cls, "confidence": self.confidence, "reason": self.reason, "config": self.config,
+                "method": self.method, "predicted": self.predicted, "description": self.description,
+                "transforms": list(self.transforms), "overrides": dict(self.overrides),
+                "probabilities": dict(self.probabilities), "retrieve": self.retrieve,
+                **({"cag": dict(self.cag)} if self.cag is not None else {})}
+
+
+@dataclass(frozen=True, eq=False)
+class AnswerInfo(StageInfo):
+    """What the answer stage records beside the Answer: how it answered, and from what."""
+
+    mode: str  # extractive | llm | route (the route's reply) | cag
+    refused: bool
+    citations: tuple[str, ...] = ()
+    support: float | None = None  # extractive: the support model's probability that the best sentence answers
+    source: str | None = None  # the stage whose candidates it read, or the one that answered instead (route, cag,
+    # answer_cache); None when no stage handed on candidates
+    cached: bool = False  # served from the semantic answer cache
+
+    @classmethod
+    def of(cls, answer: Answer, source: str | None, *, support: float | None = None,
+           cached: bool = False) -> "AnswerInfo":
+        return cls(answer.mode, answer.refused, tuple(answer.citations), support, source, cached)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mode": self.mode, "refused": self.refused, "citations": list(self.citations), "support": self.support,
+                "source": self.source, **({"cached": True} if self.cached else {})}
+
+
 @dataclass(frozen=True)
 class StageResult:
     """What one stage did for one query. `skipped` holds the reason when the stage did not run."""
@@ -175,6 +244,16 @@ class Trace:
         for s in self.stages:
             total = total + s.usage
         return total
+
+    def route_info(self) -> RouteInfo | None:
+        """The route stage's record, or None when the router did not run."""
+        s = self.stage(Stage.ROUTE)
+        return s.info if s is not None and s.skipped is None and isinstance(s.info, RouteInfo) else None
+
+    def answer_info(self) -> AnswerInfo | None:
+        """The answer stage's record, or None when no answer stage ran."""
+        s = self.stage(Stage.ANSWER)
+        return s.info if s is not None and s.skipped is None and isinstance(s.info, AnswerInfo) else None
 
     def route(self) -> dict[str, Any] | None:
         """The router's decision {class, confidence, reason, config, method}, or None when the router did not run."""

@@ -221,8 +221,8 @@ st.caption(f"query language {trace.query_lang} · config {trace.config_hash} · 
 _widgets.answer_panel(trace.answer, served=next((n for n in trace.notes if n.startswith("served from cache")), None),
                       trace=trace, doc_names=doc_names,
                       lookup=lambda ids: corpus_ops.chunk_lookup(store)(ids, ws))
-route = trace.to_dict().get("route") or {}
-if trace.answer is not None and trace.answer.mode == "route" and route.get("config") in NO_RETRIEVAL:
+route = trace.route_info()
+if trace.answer is not None and trace.answer.mode == "route" and route is not None and route.config in NO_RETRIEVAL:
     def _search_anyway() -> None:
         # A callback runs before the rerun builds the route selectbox, so its value may still be set here; the new
         # config re-runs this question through the default pipeline, whose answer stage can still refuse.
@@ -230,7 +230,7 @@ if trace.answer is not None and trace.answer.mode == "route" and route.get("conf
         st.session_state[ANYWAY_KEY] = True
 
     st.button(":material/search: Search the documents anyway", key="search_anyway", on_click=_search_anyway,
-              help=f"the router sent this question to {route.get('config')} without searching "
+              help=f"the router sent this question to {route.config} without searching "
                    "(Route: abstain, the default pipeline, for this question; the next one is routed again)")
 # Serialised on click, not on every rerun (tens of ms for a trace of a few hundred candidates); no rerun after it.
 st.download_button(":material/download: Trace as OpenTelemetry JSON (OpenInference spans)",

@@ -145,3 +145,46 @@ def test_a_read_only_store_runs_queries_and_keeps_no_run_log(tmp_path) -> None:
     store = Store(path, read_only=True)
     trace = run_query("where do nightly backups go", PipelineConfig(), Deps(store=store, embedder=HashEmbedder()))
     assert trace.stage("bm25").candidates and store.runs.recent_runs() == []
+
+
+def test_tracer_run_hands_back_the_stage_output():
+    from core.pipeline import AnswerStep, Tracer
+    from core.types import Answer, Stage
+
+    tracer = Tracer()
+    out = tracer.run(Stage.ANSWER, lambda: AnswerStep((), ["n"], info={"mode": "extractive"}, answer=Answer("a")))
+    assert out is not None and out.answer == Answer("a")  # what the stage gave, with no closure to carry it out
+    assert tracer.run(Stage.ANSWER, lambda: AnswerStep((), answer=Answer("b")), skip="answer.enabled = false") is None
+    assert [s.skipped for s in tracer.stages] == [None, "answer.enabled = false"]
+
+
+def test_route_and_answer_stages_record_typed_info_with_the_same_json(loaded: Deps) -> None:
+    from core.types import AnswerInfo, RouteInfo
+
+    trace = run_query("What is TLS_VERSION_MIN set to?", _cfg(), loaded)
+    route, answer = trace.route_info(), trace.answer_info()
+    assert isinstance(route, RouteInfo) and isinstance(answer, AnswerInfo)
+    assert trace.stage("route").info is route and trace.stage("answer").info is answer
+    assert route.config == route["config"] == trace.route()["config"] and route.retrieve
+    assert (answer.mode, answer.refused, answer.citations) == (trace.answer.mode, trace.answer.refused,
+                                                              trace.answer.citations)
+    assert answer.source == trace.final().stage and not answer.cached
+    # The trace's JSON (query --json, the run log) shows each record as the mapping it always was.
+    stages = {s["stage"]: s for s in json.loads(json.dumps(trace.to_dict()))["stages"]}
+    assert list(stages["route"]["info"]) == ["class", "confidence", "reason", "config", "method", "predicted",
+                                             "description", "transforms", "overrides", "probabilities", "retrieve"]
+    assert stages["answer"]["info"] == {"mode": answer.mode, "refused": answer.refused,
+                                        "citations": list(answer.citations), "support": answer.support,
+                                        "source": answer.source}
+    assert route == route.to_dict() and dict(answer) == answer.to_dict()
+    off = run_query("What is TLS_VERSION_MIN set to?", _cfg(**{"router.enabled": False, "answer.enabled": False}),
+                    loaded)
+    assert off.route_info() is None and off.answer_info() is None
+
+
+def test_a_cache_hit_records_where_its_answer_came_from(loaded: Deps) -> None:
+    q = "What is TLS_VERSION_MIN set to?"
+    run_query(q, _cfg(), loaded)
+    hit = run_query(q, _cfg(), loaded)
+    info = hit.answer_info()
+    assert info is not None and info.cached and info.source == "answer_cache" and info["cached"] is True

@@ -17,7 +17,7 @@ from core.answer.support import (
 )
 from core.config import AnswerConfig
 from core.models.llm import LLM, LLMError, LLMRequest, TextBlock
-from core.types import DEFAULT_WORKSPACE, Answer, Candidate, Usage
+from core.types import DEFAULT_WORKSPACE, Answer, AnswerInfo, Candidate, Usage
 
 REFUSAL = "The corpus does not say."
 
@@ -42,12 +42,17 @@ ANSWER_SCHEMA = {
     "additionalProperties": False,
 }
 
+
 @dataclass(frozen=True)
 class AnswerResult:
     answer: Answer
     usage: Usage = Usage()
     notes: tuple[str, ...] = ()
     support: float | None = None  # extractive: the support model's probability that the best sentence answers
+
+    def info(self, source: str | None) -> AnswerInfo:
+        """What the answer stage shows in the trace; `source` is the stage whose candidates it read."""
+        return AnswerInfo.of(self.answer, source, support=self.support)
 
 
 def answer_request(question: str, passages: Sequence[tuple[str, str]], *, model: str, glossary: str = "",

@@ -25,7 +25,7 @@ from core.route.router import (
     route_offline,
 )
 from core.route.transforms import Rewrite, TransformResult, rewrite, run_transform
-from core.types import DEFAULT_WORKSPACE, Answer, Candidate, Usage
+from core.types import DEFAULT_WORKSPACE, Answer, Candidate, RouteInfo, Usage
 
 Hits = list[tuple[str, float]]
 MAX_EXTRA_LLM_CALLS = 1
@@ -53,12 +53,13 @@ class RouteDecision:
         """`query --json`'s "route" object."""
         return self.route.as_json(self.named.name)
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> RouteInfo:
         """What the route stage shows in the trace."""
-        return {**self.as_json(), "predicted": self.route.predicted, "description": self.named.description,
-                "transforms": list(self.named.transforms), "overrides": dict(self.named.overrides),
-                "probabilities": {k: round(v, 4) for k, v in self.route.probabilities.items()},
-                "retrieve": self.named.retrieve, **({"cag": dict(self.cag)} if self.cag is not None else {})}
+        r, named = self.route, self.named
+        return RouteInfo(r.cls, round(r.confidence, 4), r.reason, named.name, r.method, r.predicted,
+                         named.description, tuple(named.transforms), dict(named.overrides),
+                         {k: round(v, 4) for k, v in r.probabilities.items()}, named.retrieve,
+                         dict(self.cag) if self.cag is not None else None)
 
     def without_cag(self, why: str) -> "RouteDecision":
         """The decision retrieval continues with after CAG gave no answer: the class's own route."""
