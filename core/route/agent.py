@@ -582,6 +582,132 @@ def comparison_found(question: str, evidence: Sequence[Candidate], top: int = 5)
     return all(any(content_terms(n) <= terms for terms in seen) for n in names)
 
 
+@dataclass
+class _Run:
+    """The loop's state across rounds: its spend, its trace stages, the queries tried, each graded list and the pool."""
+
+    spend: Spend
+    stages: list[StageResult] = field(default_factory=list)
+    tried: list[str] = field(default_factory=list)
+    lists: list[list[Candidate]] = field(default_factory=list)  # one graded list per query run, in order
+    priority: list[int] = field(default_factory=list)  # indexes of `lists` that come from targeted hops
+    evidence: list[Candidate] = field(default_factory=list)
+    per_round: list[tuple[str, ...]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """What a round ends with: answer, stop or refine (search again with `queries`); `stop` set ends the loop."""
+
+    action: Literal["answer", "stop", "refine"]
+    stop: StopReason | None
+    reason: str = ""
+    queries: tuple[str, ...] = ()
+    targeted: int = 0  # how many of `queries` are targeted hops (their lists get priority in the pool)
+
+
+def _prefix(rnd: int) -> str:
+    return "" if rnd == 1 else f"r{rnd}."
+
+
+def _out_of_budget(rnd: int, budget: Budget, spend: Spend, round_seconds: float) -> StopReason | None:
+    """Before a round: the budget another one would break (rounds, or time at the last round's pace)."""
+    if rnd >= budget.max_rounds:
+        return "budget_rounds"
+    return spend.allows(est_seconds=round_seconds)
+
+
+def _search_round(run: _Run, search: Search, queries: Sequence[str], rnd: int) -> list[tuple[str, list[Candidate]]]:
+    """Each of the round's queries through the pipeline: its stages join the trace, its usage the spend; what it
+    found is its final list. An LLMError from a search ends the round (the caller stops)."""
+    found: list[tuple[str, list[Candidate]]] = []
+    for nth, query in enumerate(queries, start=1):
+        run.tried.append(query)
+        trace = search(query)
+        run.stages.extend(_renamed(s, rnd, query, nth if len(queries) > 1 else 0)
+                          for s in trace.stages if not (s.skipped and s.stage in _IDLE))
+        run.spend.charge(trace.usage)
+        final = trace.final()
+        found.append((query, list(final.candidates) if final else []))
+    return found
+
+
+def _grade_round(run: _Run, found: Sequence[tuple[str, list[Candidate]]], rnd: int, targeted: int, grader: Grader,
+                 workspace: str, *, k: int, head: int, rest_in_turn: bool, clock: Callable[[], float]
+                 ) -> list[Candidate]:
+    """Grade each list, add it to the lists, merge the pool and record the round's grade stage; the candidates
+    this round added to the pool come back."""
+    before = {c.chunk_id for c in run.evidence}
+    g0 = clock()
+    graded: list[Candidate] = []
+    verdicts: list[Grade] = []
+    usage, notes, grader_name = Usage(), [], grader.name
+    run.priority += [len(run.lists) + j for j in range(min(targeted, len(found)))]
+    for query, cands in found:
+        # Each list is graded against the query that found it: a bridging hit answers the sub-question,
+        # not the words of the original one.
+        grading = grader.grade(query, cands, run.spend, workspace) if cands else Grading((), "incorrect")
+        usage, notes, grader_name = usage + grading.usage, notes + list(grading.notes), grading.grader
+        verdicts.append(grading.verdict)
+        grade_of = {cid: (g, p) for cid, g, p in grading.grades}
+        kept = [c.with_rank(i, None, grade=grade_of[c.chunk_id][0], grade_p=grade_of[c.chunk_id][1])
+                for i, c in enumerate(cands, start=1) if c.chunk_id in grade_of]
+        graded.extend(kept)
+        # Later rounds: what the grader calls incorrect goes behind the rest of its list, not out of it (a
+        # query that is a bag of names matches few of its own words even in the passage it was looking for).
+        run.lists.append(kept if rnd == 1 else [c for c in kept if c.meta.get("grade") != "incorrect"]
+                         + [c for c in kept if c.meta.get("grade") == "incorrect"])
+    verdict = pool_verdict(verdicts) if verdicts else "incorrect"
+    # What the first round already found well stays on top: at least `head`, more when the grader calls more of
+    # its list correct (a decomposed comparison often has all four passages there), never the whole pool.
+    first_correct = sum(1 for c in run.lists[0][:k] if c.meta.get("grade") == "correct") if run.lists else 0
+    run.evidence = merge_evidence(run.lists, head=max(0, min(max(head, first_correct), k - 3)), k=k,
+                                  rest_in_turn=rest_in_turn, priority=run.priority)
+    run.per_round.append(tuple(c.chunk_id for c in run.evidence))
+    shown = graded[: k * len(found)]
+    run.stages.append(StageResult(f"{_prefix(rnd)}grade", tuple(shown), (clock() - g0) * 1000, usage, None,
+                                  tuple(notes), {"round": rnd, "grader": grader_name, "verdict": verdict,
+                                                 "grades": [[c.chunk_id, c.meta.get("grade"), c.meta.get("grade_p")]
+                                                            for c in shown]}))
+    return [c for c in run.evidence if c.chunk_id not in before]
+
+
+def _decide(question: str, run: _Run, rnd: int, new: Sequence[Candidate], budget: Budget, writer: Writer,
+            workspace: str, repeat_threshold: float,
+            enough: Callable[[Sequence[StageResult], Sequence[Candidate]], str | None] | None) -> _Decision:
+    """After a round's grades: the stop reason, if the loop should end, else the next queries."""
+    over_time = run.spend.allows()
+    if over_time:
+        return _Decision("answer", over_time, "the time budget ran out during this round")
+    if not run.evidence:
+        return _Decision("stop", "refused_no_evidence", "nothing was retrieved")
+    if rnd > 1 and not new:
+        return _Decision("stop", "no_new_evidence", "the round added nothing to the pool")
+    if rnd == 1 and comparison_found(question, run.evidence):
+        return _Decision("answer", "answered", "every compared item is among the top passages")
+    if rnd == 1 and enough is not None and (found_why := enough(run.stages, run.evidence)):
+        return _Decision("answer", "answered", found_why)
+    if rnd >= budget.max_rounds:
+        return _Decision("answer", "budget_rounds", f"{rnd} of {budget.max_rounds} rounds used")
+    return _plan_next(question, run, writer, workspace, repeat_threshold)
+
+
+def _plan_next(question: str, run: _Run, writer: Writer, workspace: str, repeat_threshold: float) -> _Decision:
+    """The writer's next queries, less those too close to one already run, targeted hops first; none left: answer
+    (or the budget that refused the writer's call)."""
+    nxt = writer.next_queries(question, run.evidence, run.tried, run.spend, workspace)
+    fresh: list[str] = []
+    repeats: list[str] = []
+    for q in nxt.queries:
+        (repeats if too_close(q, run.tried + fresh, repeat_threshold) else fresh).append(q)
+    reason = nxt.why + (f"; not run again (too close to an earlier query): {repeats}" if repeats else "")
+    if not fresh:
+        return _Decision("answer", nxt.blocked or "answered", reason)
+    hop_set = set(nxt.queries[: nxt.targeted])
+    hops = [q for q in fresh if q in hop_set]
+    return _Decision("refine", None, reason, (*hops, *(q for q in fresh if q not in hop_set)), len(hops))
+
+
 def run_agent(question: str, search: Search, *, budget: Budget, grader: Grader, writer: Writer,
               workspace: str, k: int = 10, head: int = 3, repeat_threshold: float = 0.8,
               clock: Callable[[], float] = time.monotonic, rest_in_turn: bool = True,
@@ -590,106 +716,31 @@ def run_agent(question: str, search: Search, *, budget: Budget, grader: Grader, 
     """Rounds of search -> grade -> decide until the evidence answers, nothing new turns up, or a budget ends it.
     `search` runs the ordinary pipeline (answer off) on one query; the caller answers from `evidence`. `enough`
     (the route's early stop) reads the first round's stages and evidence and names why no second round is needed."""
-    spend = Spend(budget, clock)
-    stages: list[StageResult] = []
-    tried: list[str] = []
-    lists: list[list[Candidate]] = []
-    per_round: list[tuple[str, ...]] = []
-    queries = [question]
-    targeted = 0  # how many of `queries` are targeted hops (their lists get priority in the pool)
-    priority: list[int] = []
+    run = _Run(Spend(budget, clock))
+    queries: Sequence[str] = (question,)
+    targeted, rnd, round_seconds = 0, 0, 0.0
     stop: StopReason | None = None
-    rnd = 0
-    evidence: list[Candidate] = []
-    round_seconds = 0.0
     while stop is None:
-        if rnd >= budget.max_rounds:
-            stop = "budget_rounds"
-            break
-        why_time = spend.allows(est_seconds=round_seconds)
-        if why_time:
-            stop = why_time
+        stop = _out_of_budget(rnd, budget, run.spend, round_seconds)
+        if stop is not None:
             break
         rnd += 1
         t0 = clock()
-        found: list[tuple[str, list[Candidate]]] = []
         try:
-            for nth, query in enumerate(queries, start=1):
-                tried.append(query)
-                trace = search(query)
-                stages.extend(_renamed(s, rnd, query, nth if len(queries) > 1 else 0)
-                              for s in trace.stages if not (s.skipped and s.stage in _IDLE))
-                spend.charge(trace.usage)
-                final = trace.final()
-                found.append((query, list(final.candidates) if final else []))
+            found = _search_round(run, search, queries, rnd)
         except LLMError as exc:
-            stages.append(StageResult(f"r{rnd}.decide" if rnd > 1 else "decide", (), 0.0, Usage(), None,
-                                      (f"search failed: {exc}",), {"round": rnd, "action": "stop", "reason": "error"}))
+            run.stages.append(StageResult(f"{_prefix(rnd)}decide", (), 0.0, Usage(), None, (f"search failed: {exc}",),
+                                          {"round": rnd, "action": "stop", "reason": "error"}))
             stop = "error"
             break
-        before = {c.chunk_id for c in evidence}
-        g0 = clock()
-        graded: list[Candidate] = []
-        verdicts: list[Grade] = []
-        usage, notes, grader_name = Usage(), [], grader.name
-        priority += [len(lists) + j for j in range(min(targeted, len(found)))]
-        for query, cands in found:
-            # Each list is graded against the query that found it: a bridging hit answers the sub-question,
-            # not the words of the original one.
-            grading = grader.grade(query, cands, spend, workspace) if cands else Grading((), "incorrect")
-            usage, notes, grader_name = usage + grading.usage, notes + list(grading.notes), grading.grader
-            verdicts.append(grading.verdict)
-            grade_of = {cid: (g, p) for cid, g, p in grading.grades}
-            kept = [c.with_rank(i, None, grade=grade_of[c.chunk_id][0], grade_p=grade_of[c.chunk_id][1])
-                    for i, c in enumerate(cands, start=1) if c.chunk_id in grade_of]
-            graded.extend(kept)
-            # Later rounds: what the grader calls incorrect goes behind the rest of its list, not out of it (a
-            # query that is a bag of names matches few of its own words even in the passage it was looking for).
-            lists.append(kept if rnd == 1 else [c for c in kept if c.meta.get("grade") != "incorrect"]
-                         + [c for c in kept if c.meta.get("grade") == "incorrect"])
-        verdict = pool_verdict(verdicts) if verdicts else "incorrect"
-        # What the first round already found well stays on top: at least `head`, more when the grader calls more of
-        # its list correct (a decomposed comparison often has all four passages there), never the whole pool.
-        first_correct = sum(1 for c in lists[0][:k] if c.meta.get("grade") == "correct") if lists else 0
-        evidence = merge_evidence(lists, head=max(0, min(max(head, first_correct), k - 3)), k=k,
-                                  rest_in_turn=rest_in_turn, priority=priority)
-        per_round.append(tuple(c.chunk_id for c in evidence))
-        new = [c for c in evidence if c.chunk_id not in before]
-        prefix = "" if rnd == 1 else f"r{rnd}."
-        stages.append(StageResult(f"{prefix}grade", tuple(graded[: k * len(found)]), (clock() - g0) * 1000, usage,
-                                  None, tuple(notes), {"round": rnd, "grader": grader_name, "verdict": verdict,
-                                                       "grades": [[c.chunk_id, c.meta.get("grade"), c.meta.get("grade_p")]
-                                                                  for c in graded[: k * len(found)]]}))
+        new = _grade_round(run, found, rnd, targeted, grader, workspace, k=k, head=head, rest_in_turn=rest_in_turn,
+                           clock=clock)
         round_seconds = clock() - t0
-        # decide
-        action, reason, queries = "answer", "", []
-        over_time = spend.allows()
-        if over_time:
-            action, stop, reason = "answer", over_time, "the time budget ran out during this round"
-        elif not evidence:
-            action, stop, reason = "stop", "refused_no_evidence", "nothing was retrieved"
-        elif rnd > 1 and not new:
-            action, stop, reason = "stop", "no_new_evidence", "the round added nothing to the pool"
-        elif rnd == 1 and comparison_found(question, evidence):
-            action, stop, reason = "answer", "answered", "every compared item is among the top passages"
-        elif rnd == 1 and enough is not None and (found_why := enough(stages, evidence)):
-            action, stop, reason = "answer", "answered", found_why
-        elif rnd >= budget.max_rounds:
-            action, stop, reason = "answer", "budget_rounds", f"{rnd} of {budget.max_rounds} rounds used"
-        else:
-            nxt = writer.next_queries(question, evidence, tried, spend, workspace)
-            fresh, repeats = [], []
-            for q in nxt.queries:
-                (repeats if too_close(q, tried + fresh, repeat_threshold) else fresh).append(q)
-            reason = nxt.why + (f"; not run again (too close to an earlier query): {repeats}" if repeats else "")
-            if fresh:
-                action, queries = "refine", fresh
-                hop_set = set(nxt.queries[: nxt.targeted])
-                targeted = sum(1 for q in fresh if q in hop_set)
-                queries = [q for q in fresh if q in hop_set] + [q for q in fresh if q not in hop_set]
-            else:
-                action, stop = "answer", nxt.blocked or "answered"
-        stages.append(StageResult(f"{prefix}decide", tuple(evidence), 0.0, Usage(), None, (reason,) if reason else (),
-                                  {"round": rnd, "action": action, "next_queries": queries,
-                                   "stop_reason": stop, "spent": spend.as_dict()}))
-    return AgentOutcome(tuple(stages), tuple(evidence), rnd, stop or "answered", spend.as_dict(), tuple(per_round))
+        d = _decide(question, run, rnd, new, budget, writer, workspace, repeat_threshold, enough)
+        run.stages.append(StageResult(f"{_prefix(rnd)}decide", tuple(run.evidence), 0.0, Usage(), None,
+                                      (d.reason,) if d.reason else (),
+                                      {"round": rnd, "action": d.action, "next_queries": list(d.queries),
+                                       "stop_reason": d.stop, "spent": run.spend.as_dict()}))
+        stop, queries, targeted = d.stop, d.queries, d.targeted
+    return AgentOutcome(tuple(run.stages), tuple(run.evidence), rnd, stop or "answered", run.spend.as_dict(),
+                        tuple(run.per_round))
