@@ -6,6 +6,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
@@ -25,16 +26,17 @@ if TYPE_CHECKING:  # named in annotations only; imported where used
 
 def _config(args: argparse.Namespace) -> PipelineConfig:
     cfg = load_config_file(args.config) if getattr(args, "config", None) else PipelineConfig()
-    overrides = {}
-    for item in getattr(args, "set", None) or []:
-        key, eq, value = item.partition("=")
-        if not eq:
-            raise ConfigError(f"--set expects section.key=value, got {item!r}")
-        overrides[key.strip()] = parse_set_value(value.strip())
+    overrides = _set_overrides(getattr(args, "set", None) or [])
     return cfg.with_overrides(overrides) if overrides else cfg
 
 
-def _add_common(p: argparse.ArgumentParser, *, config: bool = True) -> None:
+# -- the command line: each command's argument builder sits above its handler; COMMANDS (at the end) lists them ---
+Parser = argparse.ArgumentParser
+RAY_ADDRESS = "with --engine ray: a running cluster ('auto', 'ray://head:10001'); default a local runtime"
+
+
+def _add_common(p: Parser, *, config: bool = True) -> None:
+    """--db and --workspace; with `config`, --config and --set for the pipeline configuration."""
     p.add_argument("--db", default=None, help=f"DuckDB file (default {DEFAULT_DB}; env RAG_DB)")
     p.add_argument("--workspace", default=DEFAULT_WORKSPACE)
     if config:
@@ -42,103 +44,21 @@ def _add_common(p: argparse.ArgumentParser, *, config: bool = True) -> None:
         p.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE", help="override one setting")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _add_json(p: Parser, help: str | None = None) -> None:
+    p.add_argument("--json", action="store_true", help=help)
+
+
+def _add_engine(p: Parser, engine: str, address: str = RAY_ADDRESS) -> None:
+    """--engine local|ray and --ray-address; `engine` says what ray runs for this command."""
+    p.add_argument("--engine", choices=["local", "ray"], default="local", help=engine)
+    p.add_argument("--ray-address", default=None, metavar="ADDR", help=address)
+
+
+def build_parser() -> Parser:
     ap = argparse.ArgumentParser(prog="python -m core", description="RAG Workbench, headless")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    p = sub.add_parser("ingest", help="ingest files or folders")
-    p.add_argument("paths", nargs="+")
-    _add_common(p)
-    p.add_argument("--if-empty", action="store_true", help="do nothing when the workspace already has documents")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--engine", choices=["local", "ray"], default="local",
-                   help="local (this process) or ray (parse, chunk and embed on Ray workers; this process writes)")
-    p.add_argument("--ray-address", default=None, metavar="ADDR",
-                   help="with --engine ray: a running cluster ('auto', 'ray://head:10001'); default a local runtime")
-    p = sub.add_parser("query", help="run one query and print every stage")
-    p.add_argument("query")
-    _add_common(p)
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--depth", type=int, default=10, help="rows per stage in the table")
-    p.add_argument("--build", action="store_true",
-                   help="build a missing context variant (heuristic / late vectors) before the query; without it "
-                        "the query searches raw text and says so, as the Search Lab does")
-    p = sub.add_parser("docs", help="list documents")
-    _add_common(p, config=False)
-    p = sub.add_parser("delete", help="delete a document and everything derived from it")
-    p.add_argument("doc_id")
-    _add_common(p, config=False)
-    p = sub.add_parser("eval", help="score configurations over a golden set (recall@k, MRR, nDCG, per stage)")
-    p.add_argument("--dataset", required=True, help="sample, anthropic_codebase, beir_scifact or a .jsonl path")
-    _add_common(p, config=False)
-    p.set_defaults(workspace=None)  # public sets use their own workspace unless one is named
-    p.add_argument("--config", action="append", default=[], help="config file or saved name; twice for A/B")
-    p.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE", help="override one setting in every config")
-    p.add_argument("--repeats", type=int, default=1, help="runs per config, for the spread of non-deterministic stages")
-    p.add_argument("--limit", type=int, default=None, help="only the first N questions")
-    p.add_argument("--k", default=None, help="cutoffs for recall@k, comma-separated (e.g. 1,2,5,10,20)")
-    p.add_argument("--level", choices=["document", "chunk"], default=None,
-                   help="score documents (any chunk of a gold document counts) or chunks (the set's default)")
-    p.add_argument("--read-only", action="store_true",
-                   help="open the database read-only: nothing is added or stored; runs beside other read-only "
-                        "processes (DuckDB refuses it while a writer, e.g. the app, holds the file)")
-    p.add_argument("--json", action="store_true", help="metrics per run and, per question, each stage's gold ranks")
-    p.add_argument("--engine", choices=["local", "ray"], default="local",
-                   help="local (this process) or ray (Ray workers score chunks of questions on a read-only copy "
-                        "of the database; this process stores the runs); offline only")
-    p.add_argument("--ray-address", default=None, metavar="ADDR",
-                   help="with --engine ray: a running cluster ('auto', 'ray://head:10001'); default a local runtime")
-    p = sub.add_parser("context", help="build chunk contexts: heuristic, late chunking, or LLM (prompt-cached)")
-    p.add_argument("--variant", required=True, choices=["heuristic", "late", "llm"])
-    _add_common(p)
-    p.add_argument("--budget-usd", type=float, default=None, help="hard dollar stop (default context.budget_usd)")
-    p.add_argument("--batch", action="store_true", help="Message Batches API (-50%%); run again to collect")
-    p.add_argument("--model", default=None, help="context writer (default context.model)")
-    p.add_argument("--yes", action="store_true", help="skip the confirmation above context.confirm_above_usd")
-    p.add_argument("--estimate-only", action="store_true", help="print the cost estimate and stop")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--engine", choices=["local", "ray"], default="local",
-                   help="llm variant: ray sends the calls from Ray workers (shared rate limit, same hard budget)")
-    p.add_argument("--ray-address", default=None, metavar="ADDR", help="with --engine ray: a running cluster")
-    p.add_argument("--rpm", type=float, default=50.0, help="with --engine ray: requests per minute, all workers")
-    p = sub.add_parser("graph", help="entity graph: build/update it, stats, synonyms, merge review")
-    p.add_argument("action", choices=["build", "update", "stats", "synonyms", "review"])
-    _add_common(p)
-    p.add_argument("--full", action="store_true", help="build: forget all extractions and rebuild from scratch")
-    p.add_argument("--no-suggest", action="store_true", help="build: skip merge suggestions (no name embeddings)")
-    p.add_argument("--file", help="synonyms: replace the list with this file ('A = B = C' per line)")
-    p.add_argument("--approve", metavar="ITEM", help="review: approve a merge suggestion")
-    p.add_argument("--reject", metavar="ITEM", help="review: reject it (the two stay apart for good)")
-    p.add_argument("--undo", metavar="ITEM", help="review: put a decision back to pending")
-    p.add_argument("--json", action="store_true")
-    p = sub.add_parser("workspaces", help="list workspaces, or create / rename / delete one")
-    p.add_argument("action", nargs="?", choices=["list", "create", "rename", "delete"], default="list")
-    p.add_argument("name", nargs="?")
-    p.add_argument("new_name", nargs="?")
-    p.add_argument("--yes", action="store_true", help="delete: confirm")
-    p.add_argument("--json", action="store_true")
-    _add_common(p, config=False)
-    p = sub.add_parser("cache", help="semantic answer cache: stats, or clear this workspace's cached answers; "
-                       "compact: reclaim the token-vector file's deleted space")
-    p.add_argument("action", choices=["stats", "clear", "compact"])
-    p.add_argument("--prune", action="store_true",
-                   help="compact: first drop this workspace's token vectors no current chunk reads (deleted documents')")
-    p.add_argument("--json", action="store_true")
-    _add_common(p, config=False)
-    p = sub.add_parser("cag", help="cache-augmented generation: whole corpus in a cached prompt; estimate first")
-    p.add_argument("question")
-    p.add_argument("--estimate-only", action="store_true", help="print the cost estimate and break-even, no call")
-    p.add_argument("--json", action="store_true")
-    _add_common(p)
-    p = sub.add_parser("trace", help="export logged query traces (OpenTelemetry / OpenInference spans, or JSON)")
-    p.add_argument("action", choices=["export"])
-    _add_common(p, config=False)
-    p.add_argument("--last", type=int, default=1, help="the N most recent queries of the run log")
-    p.add_argument("--format", default="otlp-json", choices=["otlp-json", "json"],
-                   help="otlp-json: OTLP/JSON spans (OpenInference); json: the workbench's own trace JSON")
-    p.add_argument("--endpoint", help="OTLP/HTTP receiver, e.g. http://127.0.0.1:6006/v1/traces (Phoenix)")
-    p.add_argument("--protocol", default="http/protobuf", choices=["http/protobuf", "http/json"],
-                   help="body sent to --endpoint")
-    p.add_argument("--out", help="write the export to this file instead of stdout")
+    for c in COMMANDS:
+        c.add_args(sub.add_parser(c.name, help=c.help))
     return ap
 
 
@@ -199,6 +119,14 @@ def _snapshot_store(path: str) -> Store:
     raise StoreError(f"{path} is held by another process and a snapshot copy could not be opened ({last})")
 
 
+def _ingest_args(p: Parser) -> None:
+    p.add_argument("paths", nargs="+")
+    _add_common(p)
+    p.add_argument("--if-empty", action="store_true", help="do nothing when the workspace already has documents")
+    _add_json(p)
+    _add_engine(p, "local (this process) or ray (parse, chunk and embed on Ray workers; this process writes)")
+
+
 def cmd_ingest(args: argparse.Namespace) -> int:
     if args.ray_address and args.engine != "ray":
         print("error: --ray-address needs --engine ray", file=sys.stderr)
@@ -257,6 +185,16 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         print(f"{len(report.ok)} ok, {len(report.errors)} failed; {report.embedded} embeddings computed, "
               f"{report.cache_hits} from cache")
     return 1 if report.errors and not report.ok else 0
+
+
+def _query_args(p: Parser) -> None:
+    p.add_argument("query")
+    _add_common(p)
+    _add_json(p)
+    p.add_argument("--depth", type=int, default=10, help="rows per stage in the table")
+    p.add_argument("--build", action="store_true",
+                   help="build a missing context variant (heuristic / late vectors) before the query; without it "
+                        "the query searches raw text and says so, as the Search Lab does")
 
 
 def cmd_query(args: argparse.Namespace) -> int:
@@ -322,11 +260,20 @@ def _stderr_progress(what: str) -> Callable[[int, int], None]:
     return show
 
 
+def _docs_args(p: Parser) -> None:
+    _add_common(p, config=False)
+
+
 def cmd_docs(args: argparse.Namespace) -> int:
     store = _open_store(args, "read")
     for d in store.corpus.documents(args.workspace):
         print(f"{d.doc_id}  {d.kind:<5} {d.n_chunks:>4} chunks  {d.size_bytes:>9,} B  {d.lang}  {d.name}")
     return 0
+
+
+def _delete_args(p: Parser) -> None:
+    p.add_argument("doc_id")
+    _add_common(p, config=False)
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
@@ -336,6 +283,25 @@ def cmd_delete(args: argparse.Namespace) -> int:
         return 0
     print(f"error: no document {args.doc_id}", file=sys.stderr)
     return 1
+
+
+def _eval_args(p: Parser) -> None:
+    p.add_argument("--dataset", required=True, help="sample, anthropic_codebase, beir_scifact or a .jsonl path")
+    _add_common(p, config=False)
+    p.set_defaults(workspace=None)  # public sets use their own workspace unless one is named
+    p.add_argument("--config", action="append", default=[], help="config file or saved name; twice for A/B")
+    p.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE", help="override one setting in every config")
+    p.add_argument("--repeats", type=int, default=1, help="runs per config, for the spread of non-deterministic stages")
+    p.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    p.add_argument("--k", default=None, help="cutoffs for recall@k, comma-separated (e.g. 1,2,5,10,20)")
+    p.add_argument("--level", choices=["document", "chunk"], default=None,
+                   help="score documents (any chunk of a gold document counts) or chunks (the set's default)")
+    p.add_argument("--read-only", action="store_true",
+                   help="open the database read-only: nothing is added or stored; runs beside other read-only "
+                        "processes (DuckDB refuses it while a writer, e.g. the app, holds the file)")
+    _add_json(p, "metrics per run and, per question, each stage's gold ranks")
+    _add_engine(p, "local (this process) or ray (Ray workers score chunks of questions on a read-only copy of the "
+                   "database; this process stores the runs); offline only")
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -418,6 +384,20 @@ def _set_overrides(items: Sequence[str]) -> dict[str, object]:
             raise ConfigError(f"--set expects section.key=value, got {item!r}")
         out[key.strip()] = parse_set_value(value.strip())
     return out
+
+
+def _context_args(p: Parser) -> None:
+    p.add_argument("--variant", required=True, choices=["heuristic", "late", "llm"])
+    _add_common(p)
+    p.add_argument("--budget-usd", type=float, default=None, help="hard dollar stop (default context.budget_usd)")
+    p.add_argument("--batch", action="store_true", help="Message Batches API (-50%%); run again to collect")
+    p.add_argument("--model", default=None, help="context writer (default context.model)")
+    p.add_argument("--yes", action="store_true", help="skip the confirmation above context.confirm_above_usd")
+    p.add_argument("--estimate-only", action="store_true", help="print the cost estimate and stop")
+    _add_json(p)
+    _add_engine(p, "llm variant: ray sends the calls from Ray workers (shared rate limit, same hard budget)",
+                "with --engine ray: a running cluster")
+    p.add_argument("--rpm", type=float, default=50.0, help="with --engine ray: requests per minute, all workers")
 
 
 def cmd_context(args: argparse.Namespace) -> int:
@@ -528,6 +508,18 @@ def _llm_contexts_on_ray(args: argparse.Namespace, req: "BuildRequest", store: S
     return replace(rep, vectors=embed_variant(store, deps.embedder, "llm", workspace=args.workspace))
 
 
+def _graph_args(p: Parser) -> None:
+    p.add_argument("action", choices=["build", "update", "stats", "synonyms", "review"])
+    _add_common(p)
+    p.add_argument("--full", action="store_true", help="build: forget all extractions and rebuild from scratch")
+    p.add_argument("--no-suggest", action="store_true", help="build: skip merge suggestions (no name embeddings)")
+    p.add_argument("--file", help="synonyms: replace the list with this file ('A = B = C' per line)")
+    p.add_argument("--approve", metavar="ITEM", help="review: approve a merge suggestion")
+    p.add_argument("--reject", metavar="ITEM", help="review: reject it (the two stay apart for good)")
+    p.add_argument("--undo", metavar="ITEM", help="review: put a decision back to pending")
+    _add_json(p)
+
+
 def cmd_graph(args: argparse.Namespace) -> int:
     from core.graph.build import (
         build_graph,
@@ -596,10 +588,31 @@ def cmd_graph(args: argparse.Namespace) -> int:
     return 0
 
 
+def _trace_args(p: Parser) -> None:
+    p.add_argument("action", choices=["export"])
+    _add_common(p, config=False)
+    p.add_argument("--last", type=int, default=1, help="the N most recent queries of the run log")
+    p.add_argument("--format", default="otlp-json", choices=["otlp-json", "json"],
+                   help="otlp-json: OTLP/JSON spans (OpenInference); json: the workbench's own trace JSON")
+    p.add_argument("--endpoint", help="OTLP/HTTP receiver, e.g. http://127.0.0.1:6006/v1/traces (Phoenix)")
+    p.add_argument("--protocol", default="http/protobuf", choices=["http/protobuf", "http/json"],
+                   help="body sent to --endpoint")
+    p.add_argument("--out", help="write the export to this file instead of stdout")
+
+
 def cmd_trace(args: argparse.Namespace) -> int:
     from core.app.trace_export import cli_export
 
     return cli_export(_open_store(args, "read"), args)
+
+
+def _workspaces_args(p: Parser) -> None:
+    p.add_argument("action", nargs="?", choices=["list", "create", "rename", "delete"], default="list")
+    p.add_argument("name", nargs="?")
+    p.add_argument("new_name", nargs="?")
+    p.add_argument("--yes", action="store_true", help="delete: confirm")
+    _add_json(p)
+    _add_common(p, config=False)
 
 
 def cmd_workspaces(args: argparse.Namespace) -> int:
@@ -665,6 +678,15 @@ def _live_token_keys(store: Store, workspace: str) -> set[str]:
     return keys
 
 
+def _cache_args(p: Parser) -> None:
+    p.add_argument("action", choices=["stats", "clear", "compact"])
+    p.add_argument("--prune", action="store_true",
+                   help="compact: first drop this workspace's token vectors no current chunk reads "
+                        "(deleted documents')")
+    _add_json(p)
+    _add_common(p, config=False)
+
+
 def cmd_cache(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -686,6 +708,13 @@ def cmd_cache(args: argparse.Namespace) -> int:
             "saved_usd": round(c.saved_usd, 6)}
     print(json.dumps(data) if args.json else "  ".join(f"{k}={v}" for k, v in data.items()))
     return 0
+
+
+def _cag_args(p: Parser) -> None:
+    p.add_argument("question")
+    p.add_argument("--estimate-only", action="store_true", help="print the cost estimate and break-even, no call")
+    _add_json(p)
+    _add_common(p)
 
 
 def cmd_cag(args: argparse.Namespace) -> int:
@@ -739,15 +768,39 @@ def cmd_cag(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"ingest": cmd_ingest, "query": cmd_query, "docs": cmd_docs, "delete": cmd_delete, "eval": cmd_eval,
-            "context": cmd_context, "graph": cmd_graph, "trace": cmd_trace, "workspaces": cmd_workspaces,
-            "cache": cmd_cache, "cag": cmd_cag}
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: its name and help line, the builder of its arguments and the handler main() runs."""
+
+    name: str
+    help: str
+    add_args: Callable[[Parser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+COMMANDS = (
+    Command("ingest", "ingest files or folders", _ingest_args, cmd_ingest),
+    Command("query", "run one query and print every stage", _query_args, cmd_query),
+    Command("docs", "list documents", _docs_args, cmd_docs),
+    Command("delete", "delete a document and everything derived from it", _delete_args, cmd_delete),
+    Command("eval", "score configurations over a golden set (recall@k, MRR, nDCG, per stage)", _eval_args, cmd_eval),
+    Command("context", "build chunk contexts: heuristic, late chunking, or LLM (prompt-cached)", _context_args,
+            cmd_context),
+    Command("graph", "entity graph: build/update it, stats, synonyms, merge review", _graph_args, cmd_graph),
+    Command("workspaces", "list workspaces, or create / rename / delete one", _workspaces_args, cmd_workspaces),
+    Command("cache", "semantic answer cache: stats, or clear this workspace's cached answers; compact: reclaim the "
+            "token-vector file's deleted space", _cache_args, cmd_cache),
+    Command("cag", "cache-augmented generation: whole corpus in a cached prompt; estimate first", _cag_args, cmd_cag),
+    Command("trace", "export logged query traces (OpenTelemetry / OpenInference spans, or JSON)", _trace_args,
+            cmd_trace),
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    run = next(c.run for c in COMMANDS if c.name == args.cmd)
     try:
-        return COMMANDS[args.cmd](args)
+        return run(args)
     except (ConfigError, QueryError, StoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -65,3 +65,18 @@ def test_cli_ingest_and_query_json(tmp_path: Path) -> None:
     assert empty.returncode == 2 and "query is empty" in empty.stderr
     bad = _run("query", "x", "--set", "fusion.nope=1", db=db)
     assert bad.returncode == 2 and "unknown setting" in bad.stderr
+
+
+def test_every_command_in_the_table_is_a_subcommand_in_order() -> None:
+    import argparse
+
+    from core.cli import COMMANDS, build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(sub.choices) == [c.name for c in COMMANDS] == [
+        "ingest", "query", "docs", "delete", "eval", "context", "graph", "workspaces", "cache", "cag", "trace"]
+    assert [a.help for a in sub._choices_actions] == [c.help for c in COMMANDS]
+    ev = sub.choices["eval"].parse_args(["--dataset", "sample"])
+    assert ev.workspace is None and ev.config == [] and ev.engine == "local"  # eval's own defaults survive
+    q = sub.choices["query"].parse_args(["q?", "--set", "a.b=1", "--set", "c.d=2"])
+    assert (q.depth, q.set, q.json, q.build) == (10, ["a.b=1", "c.d=2"], False, False)
