@@ -162,6 +162,18 @@ def llm_tokens_upper_bound(text: str) -> int:
     return (ascii_chars + 1) // 2 + (len(text) - ascii_chars)
 
 
+# -- display helpers every view shares (core.app's frames, core.graph's pictures) ---------------------------------
+# A fixed qualitative palette: the same chunk gets the same colour in every column (hash of its id).
+PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
+           "#bab0ac", "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
+
+
+def snippet(text: str, n: int = 160) -> str:
+    """The text on one line, cut to at most n characters (an ellipsis marks the cut)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= n else flat[: n - 1] + "…"
+
+
 # -- secret redaction at the boundary: API keys never reach an error text, trace, log, row or export ---------------
 
 # Anthropic keys look like sk-ant-api03-...; anything of that shape is hidden even when we never saw the key.

@@ -24,7 +24,9 @@ from functools import lru_cache
 from typing import Any, Callable, Iterable, Iterator, Literal, Protocol, Sequence
 
 import numpy as np
+import Stemmer
 
+from core.answer.support import model_fingerprint
 from core.text import EN_STOP, RU_STOP, detect_language
 from core.types import CachedAnswer, CacheKey
 
@@ -159,8 +161,6 @@ _CONTRACTION = re.compile(r"(\w)n't\b", re.IGNORECASE)
 
 @lru_cache(maxsize=2)
 def _stemmer(lang: str):  # noqa: ANN202 - PyStemmer object
-    import Stemmer
-
     return Stemmer.Stemmer(lang)
 
 
@@ -492,11 +492,7 @@ def answer_config_hash(config: Any, embedder_id: str = "") -> str:
     this one's, whatever the configuration names."""
     data = {k: v for k, v in config.model_dump(mode="json").items() if k not in _NOT_ANSWER_RELEVANT}
     data["embedder_in_use"] = embedder_id
-    from core.answer.support import (
-        model_fingerprint,  # the offline answerer's fitted model decides answers too
-    )
-
-    data["support_model"] = model_fingerprint()
+    data["support_model"] = model_fingerprint()  # the offline answerer's fitted model decides answers too
     blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

@@ -22,6 +22,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from core.models import DATA_DIR
+from core.models.embed import bundled_model_path
 
 PAIR_MODEL_PATH = DATA_DIR / "answer_cache_pair_model.npz"
 MAX_TOKENS = 128  # both questions together; cache questions are short, longer pairs are cut at the longer side
@@ -45,8 +46,6 @@ class PairModelBits:
 def _bits(top: int) -> PairModelBits:
     import torch
     from transformers import AutoModel, AutoTokenizer
-
-    from core.models.embed import bundled_model_path
 
     path = str(bundled_model_path())
     tok = AutoTokenizer.from_pretrained(path)

@@ -39,7 +39,9 @@ from core.answer.cache import (
     one_sided_ids,
     swapped_words,
 )
+from core.answer import cache_pair
 from core.models import DATA_DIR
+from core.models.embed import one_torch_thread
 from core.text import EN_STOP, RU_STOP
 
 MODEL_PATH = DATA_DIR / "answer_cache_verifier.npz"
@@ -286,9 +288,7 @@ def make_verifier(embedder: Any, path: Path = MODEL_PATH, *, pair_model: bool = 
     model = load_verifier(path)
     if model is None:
         return None
-    from core.answer.cache_pair import PAIR_MODEL_PATH
-
-    pair_file = pair_path or PAIR_MODEL_PATH
+    pair_file = pair_path or cache_pair.PAIR_MODEL_PATH
     use_pair = pair_model and pair_file.exists()
 
     def check(new: str, old: str, cosine: float) -> float:
@@ -299,11 +299,8 @@ def make_verifier(embedder: Any, path: Path = MODEL_PATH, *, pair_model: bool = 
         if use_pair:
             import torch  # noqa: F401 - loaded before one_torch_thread looks for it
 
-            from core.answer.cache_pair import pair_probability
-            from core.models.embed import one_torch_thread
-
             with one_torch_thread():  # two short sequences: a second thread only waits for a core
-                p = (p + float(pair_probability([(new, old)], pair_file)[0])) / 2
+                p = (p + float(cache_pair.pair_probability([(new, old)], pair_file)[0])) / 2
         return p
 
     return check

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from core.answer.cache_pair import encode_bottom_pairs, load_top_layers
 from core.models import DATA_DIR
 
 SCORER_PATH = DATA_DIR / "answer_scorer.npz"
@@ -35,16 +36,12 @@ def pair_text(context: str, sentence: str) -> str:
 
 def encode_bottom(bits: Any, question: str, texts: Sequence[str]) -> tuple[Any, Any]:
     """Hidden states below the trained layers for [CLS] question [SEP] text [SEP], one row per text, and the mask."""
-    from core.answer.cache_pair import encode_bottom_pairs
-
     return encode_bottom_pairs(bits, [(question, t) for t in texts], truncation="only_second", max_length=MAX_TOKENS)
 
 
 @lru_cache(maxsize=2)
 def load_scorer(path: Path = SCORER_PATH) -> tuple[Any, Any] | None:
     """(base bits, trained top) of the shipped scorer over the bundled base, or None when the file is absent."""
-    from core.answer.cache_pair import load_top_layers
-
     return load_top_layers(path)
 
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, Collection, Mapping, Protocol, Sequence
 import numpy as np
 
 from core.models import DATA_DIR
+from core.models.tokens import maxsim
 from core.text import EN_STOP, RU_STOP, sentence_spans, tokenize
 from core.types import Candidate
 
@@ -885,8 +886,6 @@ class TokenVectorSource(Protocol):
 def late_sentence_scorer(late: TokenVectorSource, *, workspace: str) -> SentenceScorer:
     """MaxSim of the question against each sentence's token vectors, sliced from its whole (pruned) passage so the
     sentence is read in context. Passage vectors stay in memory (persist=False): a query writes nothing."""
-    from core.models.tokens import maxsim
-
     def score(question: str, items: Sequence[tuple[str, Sequence[Span]]]) -> list[np.ndarray]:
         q, w = late.query_matrix(question, workspace)
         mats = late.token_matrices([t for t, _ in items], workspace, persist=False)[0]

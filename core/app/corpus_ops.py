@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Protocol, Sequence
 
 from core.config import GraphConfig
+from core.graph.build import update_graph_for_documents
 from core.types import (
     DEFAULT_WORKSPACE,
     CacheEvent,
@@ -85,10 +86,6 @@ def delete_document(store: Any, doc_id: str, *, graph: GraphConfig, embedder: An
                     workspace: str = DEFAULT_WORKSPACE) -> bool:
     """Delete a document with its chunks, vectors and contexts, then take its mentions out of the entity graph
     (an incremental update; nothing when no graph exists). False when there was no such document."""
-    from core.graph.build import (
-        update_graph_for_documents,  # the graph workflow needs the whole store
-    )
-
     if not store.corpus.delete_document(doc_id, workspace):
         return False
     update_graph_for_documents(store, graph, embedder=embedder, workspace=workspace, doc_ids=[doc_id])

@@ -8,8 +8,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from core.cascade.rerank import LateInteractionReranker
 from core.config import PipelineConfig
+from core.graph.build import build_graph
 from core.ingest.context import BuildRequest, index_variant, run_build
+from core.retrieve.index import contextual_text
 from core.types import DEFAULT_WORKSPACE
 
 # Rough CPU costs, seconds per chunk, from this machine's runs (2 shared cores): the sample corpus ingest embedded
@@ -63,8 +66,6 @@ def needs(store: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE, m
 def _late_texts(store: Any, cfg: PipelineConfig, workspace: str) -> list[str]:
     """Every chunk as late interaction reads it: context + chunk when the reranker reads contexts (the same text the
     rerank stage builds, so the vectors warmed here are the ones it looks up)."""
-    from core.retrieve.index import contextual_text
-
     chunks = store.corpus.chunks(workspace)
     bm25_variant, _ = index_variant(cfg.context.variant)
     if cfg.rerank.use_context and bm25_variant != "raw":
@@ -76,8 +77,6 @@ def _late_texts(store: Any, cfg: PipelineConfig, workspace: str) -> list[str]:
 def _late_reranker(deps: Any, cfg: PipelineConfig) -> Any:
     """The late-interaction reranker when this config reads token vectors of chunks (rerank, the pooled sentence
     scorer of pruning), else None."""
-    from core.cascade.rerank import LateInteractionReranker
-
     reads = (cfg.rerank.enabled and cfg.rerank.method == "late-interaction") or (
         cfg.prune.enabled and cfg.prune.scorer == "hybrid")
     if not reads:
@@ -104,8 +103,6 @@ def build(need: Need, cfg: PipelineConfig, deps: Any, workspace: str = DEFAULT_W
           progress: Callable[[int, int], None] | None = None) -> str:
     """Run one build; progress(done, total). Returns a one-line summary for the user."""
     if need.kind == "graph":
-        from core.graph.build import build_graph
-
         rep = build_graph(deps.store, cfg.graph, embedder=deps.embedder, llm=deps.llm, workspace=workspace,
                           progress=(lambda _step, d, t: progress(d, t)) if progress else None)
         return f"graph built in {rep.seconds:.1f} s ({rep.chunks_added} chunks read)"

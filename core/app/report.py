@@ -8,15 +8,12 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import pandas as pd
 
 from core.ingest.parse import human_size  # one size format for upload errors and tables
+from core.text import PALETTE, snippet  # snippet: re-exported for the pages
 from core.types import Chunk, StageResult, Trace
 
 if TYPE_CHECKING:  # annotations only: report.py must not pull in the store (duckdb) at import time
     from core.ingest.pipeline import FileResult
     from core.types import DocumentRow
-
-# A fixed qualitative palette: the same chunk gets the same colour in every column (hash of its id).
-PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
-           "#bab0ac", "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^&])")
@@ -31,11 +28,6 @@ def escape_md(text: Any) -> str:
 
 def chunk_colour(chunk_id: str) -> str:
     return PALETTE[int(hashlib.md5(chunk_id.encode()).hexdigest(), 16) % len(PALETTE)]
-
-
-def snippet(text: str, n: int = 160) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= n else flat[: n - 1] + "…"
 
 
 def stage_frame(stage: StageResult, previous: StageResult | None = None) -> pd.DataFrame:

@@ -12,12 +12,16 @@ import hashlib
 import json
 import os
 import re
+import sys
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
+
+from core.text import redact
 
 AttrValue = str | int | float | bool
 SERVICE_NAME = "rag-workbench"
@@ -58,8 +62,6 @@ class SpanRecord:
 def redactor(extra_secrets: Sequence[str] = ()) -> Any:
     """A function that blanks API keys out of a string: the keys core.text knows (registered at start-up), the
     given secret values (e.g. ANTHROPIC_API_KEY's), and anything shaped like a key or a bearer token."""
-    from core.text import redact
-
     secrets = sorted((s for s in extra_secrets if s and len(s) >= 8), key=len, reverse=True)
 
     def clean(text: str) -> str:
@@ -314,9 +316,6 @@ def download_bytes(trace: Mapping[str, Any], *, run_id: str | None = None, fmt: 
 def cli_export(store: Any, args: Any) -> int:
     """`python -m core trace export`: the last N logged queries, printed/written, and POSTed when --endpoint is
     given. Returns the process exit code; errors are one line on stderr."""
-    import sys
-    from pathlib import Path
-
     if args.last < 1:
         print("error: --last must be at least 1", file=sys.stderr)
         return 2

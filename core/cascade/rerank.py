@@ -4,13 +4,14 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
 from core.cascade.prune import local_headings
 from core.models.embed import cache_first, one_torch_thread
+from core.models.llm import LLMError, LLMRequest, TextBlock, parse_json
 from core.models.protocols import declared_languages
 from core.models.tokens import (
     ReadOnlyTokens,
@@ -346,8 +347,6 @@ class LLMListwiseReranker:
         self.languages: frozenset[str] | None = None  # reads any language the corpus is written in
 
     def request(self, query: str, texts: Sequence[str]) -> Any:
-        from core.models.llm import LLMRequest, TextBlock
-
         passages = "\n\n".join(f"[{i}] {t[: self.max_chars]}" for i, t in enumerate(texts, start=1))
         return LLMRequest(
             model=self.model, system=(TextBlock(_LISTWISE_SYSTEM, cache=True),),
@@ -358,8 +357,6 @@ class LLMListwiseReranker:
         )
 
     def score(self, query: str, texts: Sequence[str], *, workspace: str = DEFAULT_WORKSPACE) -> RerankScores:
-        from core.models.llm import LLMError, parse_json
-
         if not texts:
             return RerankScores(np.zeros(0, dtype=np.float32))
         try:
@@ -397,8 +394,6 @@ SpanScorer = Callable[[str, Sequence[tuple[str, Sequence[Span]]]], list[np.ndarr
 
 def attach_contexts(candidates: Sequence[Candidate], contexts: Mapping[str, str]) -> list[Candidate]:
     """Candidates carrying their chunk's context prefix in meta[CONTEXT_KEY] (those that have one)."""
-    from dataclasses import replace
-
     return [replace(c, meta={**c.meta, CONTEXT_KEY: contexts[c.chunk_id]}) if contexts.get(c.chunk_id) else c
             for c in candidates]
 

@@ -7,14 +7,21 @@ their own workspace, so their numbers compare with the published ones; a second 
 """
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import json
+import random
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
 
+from core.config import PipelineConfig
+from core.deps import datasets_root
 from core.eval.metrics import DEFAULT_KS, Gold, MatchMode, Unit
+from core.ingest.context import build_heuristic
+from core.ingest.pipeline import ingest_files, read_paths, token_sink
 from core.models.embed import Embedder, embed_with_cache
 from core.text import count_tokens, detect_language
 from core.types import Chunk, Document
@@ -212,9 +219,6 @@ def _cells(row: Mapping[str, str], names: Sequence[str]) -> list[str]:
 def parse_csv(data: str | bytes, name: str = "upload.csv") -> GoldenSet:
     """A golden set from CSV (see _CSV_COLUMNS); every row becomes the JSON object parse_line reads, so problems
     are reported per line the same way (line 1 is the header)."""
-    import csv
-    import io
-
     if isinstance(data, bytes):
         try:
             data = data.decode("utf-8-sig")
@@ -484,8 +488,6 @@ def subsample(gs: GoldenSet, *, max_docs: int | None = None, max_questions: int 
     """A smaller copy of a set with a pre-chunked corpus: `max_questions` questions drawn with `seed`, and a corpus
     of the documents their gold names plus random distractors up to `max_docs` (fixed seed). It gets a workspace
     of its own, named after the cut, so it never mixes with the full corpus."""
-    import random
-
     rng = random.Random(seed)
     queries = list(gs.queries)
     if max_questions is not None and max_questions < len(queries):
@@ -558,8 +560,6 @@ def load_dataset(name_or_path: str, root: Path) -> GoldenSet:
 
 def default_root() -> Path:
     """Where the public sets live (RAG_DATASETS or ../shared/datasets), as core.deps decides."""
-    from core.deps import datasets_root
-
     return datasets_root()
 
 
@@ -618,8 +618,6 @@ def ingest_predocs(
     if embedded or hits:
         store.caches.record_cache_event("embedding", hits, embedded, "eval corpus", workspace)
     if stored:  # heuristic contexts at ingest, as core/ingest does: a heuristic-variant query then writes nothing
-        from core.ingest.context import build_heuristic
-
         build_heuristic(store, workspace=workspace, doc_ids=stored)
     return CorpusReport(len(predocs), done - len(errors), present, embedded, hits, tuple(errors))
 
@@ -631,9 +629,6 @@ def ensure_corpus(
     """Make sure the set's corpus is in the workspace: pre-chunked documents as given, or the sample files that
     the gold names but the workspace lacks (ingested with the given config's chunker). None: nothing to do."""
     if gs.predocs is not None:
-        from core.config import PipelineConfig
-        from core.ingest.pipeline import token_sink
-
         return ingest_predocs(gs.predocs(), store=store, embedder=embedder, workspace=workspace, progress=progress,
                               tokens=token_sink(store, config or PipelineConfig()))
     if gs.corpus_dir is None:
@@ -642,9 +637,6 @@ def ensure_corpus(
     wanted = {g.doc for q in gs.queries for g in q.gold if g.doc}
     if wanted <= have:
         return None
-    from core.config import PipelineConfig
-    from core.ingest.pipeline import ingest_files, read_paths
-
     available = read_paths([gs.corpus_dir])
     if have - {n for n, _ in available}:
         # The workspace holds someone's own corpus: never mix the sample files into it behind their back.

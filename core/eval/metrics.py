@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Iterable, Literal, Mapping, Protocol, Sequence
 
+from core.eval.answer import answered_correctly
 from core.text import count_tokens
 from core.types import Answer, Candidate, Trace
 
@@ -285,10 +286,6 @@ def answer_metrics(
     refused_unanswerable for one query; all None when there is no answer."""
     if answer is None:
         return {name: None for name in ANSWER_METRICS}
-    from core.eval.answer import (
-        answered_correctly,  # the answer layer sits above this module
-    )
-
     refusal_ok = 1.0 if answer.refused == (not answerable) else 0.0
     kinds = {"answered_correctly": (float(answered_correctly(answer, gold_texts))
                                     if answerable and any(gold_texts) else None),

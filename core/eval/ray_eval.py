@@ -20,16 +20,17 @@ import time
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
+from core.deps import Deps, build_deps
+from core.eval.datasets import GoldenSet
+from core.eval.metrics import AnswerJudge
 from core.eval.run import NamedConfig, ProductAnswerJudge, Progress, Row, score_question
 from core.ingest.ray_engine import MAX_RESTARTS, RayEngineError, ray_runtime
-
-if TYPE_CHECKING:
-    from core.deps import Deps
-    from core.eval.datasets import GoldenSet
-    from core.eval.metrics import AnswerJudge
-    from core.models.embed import Embedder
+from core.models.embed import Embedder
+from core.models.llm import OfflineLLM
+from core.store import Store
+from core.store.snapshot import remove_snapshot, write_snapshot
 
 # Questions per task when not given: small enough that a killed actor loses little and the actors stay evenly busy
 # to the end, large enough that the per-task overhead (a round trip, a pickled trace per question) stays small.
@@ -67,12 +68,8 @@ class _EvalActor:
     every chunk it scores), offline LLM. The set travels without its corpus loader (only its scoring settings and
     questions are read here)."""
 
-    def __init__(self, db_path: str, make_embedder: Callable[[], "Embedder"], gs: "GoldenSet",
-                 configs: Sequence[Any], workspace: str, answer_judge: "AnswerJudge | None") -> None:
-        from core.deps import build_deps
-        from core.models.llm import OfflineLLM
-        from core.store import Store
-
+    def __init__(self, db_path: str, make_embedder: Callable[[], Embedder], gs: GoldenSet,
+                 configs: Sequence[Any], workspace: str, answer_judge: AnswerJudge | None) -> None:
         self.store = Store(db_path, read_only=True)
         embedder = make_embedder()
         self.deps = build_deps(configs[0], store=self.store, embedder=embedder,
@@ -113,7 +110,7 @@ class RayEvalEngine:
     shipped); its model id must equal the driver's, or the vectors in the store would be searched with another model.
     After score(): `stats` says how it went (actors, tasks, snapshot seconds, duplicates dropped)."""
 
-    def __init__(self, make_embedder: Callable[[], "Embedder"], options: RayEvalOptions = RayEvalOptions()) -> None:
+    def __init__(self, make_embedder: Callable[[], Embedder], options: RayEvalOptions = RayEvalOptions()) -> None:
         self.make_embedder, self.options = make_embedder, options
         self.stats: dict[str, Any] = {}
 
@@ -123,8 +120,8 @@ class RayEvalEngine:
                 f"{s.get('chunk', '?')} questions, on a read-only {s.get('source', 'snapshot')} of the database; "
                 "seconds are the whole fan-out's, every configuration together")
 
-    def score(self, gs: "GoldenSet", configs: Sequence[NamedConfig], deps: "Deps", *, workspace: str, repeats: int,
-              limit: int | None, progress: Progress | None, answer_judge: "AnswerJudge | None",
+    def score(self, gs: GoldenSet, configs: Sequence[NamedConfig], deps: Deps, *, workspace: str, repeats: int,
+              limit: int | None, progress: Progress | None, answer_judge: AnswerJudge | None,
               ) -> list[list[list[Row]]]:
         if getattr(deps.llm, "available", False):
             raise RayEngineError("--engine ray evaluates offline only: Ray workers calling the LLM would need the "
@@ -143,8 +140,6 @@ class RayEvalEngine:
         if store.read_only:
             db_path, self.stats["source"] = store.path, "open (the driver reads it read-only too)"
         else:
-            from core.store.snapshot import write_snapshot
-
             base = Path(self.options.snapshot_dir) if self.options.snapshot_dir else Path(store.path).parent
             folder = base / f"{Path(store.path).name}.eval-snapshot-{uuid.uuid4().hex[:12]}"
             try:
@@ -164,8 +159,8 @@ class RayEvalEngine:
         return [[[(queries[i], *slots[(c, r, i)]) for i in range(len(queries))] for r in range(repeats)]
                 for c in range(len(configs))]
 
-    def _fan_out(self, ray: Any, db_path: str, gs: "GoldenSet", configs: Sequence[NamedConfig], deps: "Deps",
-                 workspace: str, repeats: int, progress: Progress | None, answer_judge: "AnswerJudge | None",
+    def _fan_out(self, ray: Any, db_path: str, gs: GoldenSet, configs: Sequence[NamedConfig], deps: Deps,
+                 workspace: str, repeats: int, progress: Progress | None, answer_judge: AnswerJudge | None,
                  slots: dict[tuple[int, int, int], tuple]) -> None:
         o = self.options
         cpus = int(ray.cluster_resources().get("CPU", 1))
@@ -185,8 +180,8 @@ class RayEvalEngine:
             for a in actors:
                 ray.kill(a)
 
-    def _drive(self, ray: Any, actors: list[Any], tasks: list[tuple[int, int, tuple[int, ...]]], gs: "GoldenSet",
-               configs: Sequence[NamedConfig], deps: "Deps", repeats: int, progress: Progress | None,
+    def _drive(self, ray: Any, actors: list[Any], tasks: list[tuple[int, int, tuple[int, ...]]], gs: GoldenSet,
+               configs: Sequence[NamedConfig], deps: Deps, repeats: int, progress: Progress | None,
                slots: dict[tuple[int, int, int], tuple]) -> None:
         n_actors = len(actors)
         t_start = time.perf_counter()
@@ -243,6 +238,4 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _remove(folder: Path) -> None:
-    from core.store.snapshot import remove_snapshot
-
     remove_snapshot(folder)

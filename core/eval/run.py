@@ -7,9 +7,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
-from core.app.report import snippet
+from core.app import readiness
 from core.config import PipelineConfig
 from core.deps import Deps
+from core.eval.answer import answer_relevancy, faithfulness
 from core.eval.datasets import GoldenQuery, GoldenSet, ensure_corpus, resolve_gold
 from core.eval.metrics import (
     LOWER_IS_BETTER,
@@ -36,6 +37,7 @@ from core.eval.records import (
     StageRecord,
 )
 from core.pipeline import QueryError, run_query
+from core.text import snippet
 from core.types import DEFAULT_WORKSPACE, Trace
 
 Progress = Callable[[int, int, str], None]
@@ -222,13 +224,9 @@ class ProductAnswerJudge:
         self.embedder, self.llm = embedder, llm
 
     def faithfulness(self, answer: Any, contexts: Sequence[str]) -> float | None:
-        from core.eval.answer import faithfulness
-
         return faithfulness(answer, contexts, llm=self.llm).value
 
     def relevancy(self, question: str, answer: Any) -> float | None:
-        from core.eval.answer import answer_relevancy
-
         return answer_relevancy(question, answer, embedder=self.embedder).value
 
 
@@ -426,8 +424,6 @@ def build_missing_variants(configs: Sequence[NamedConfig], deps: Deps, workspace
     chunk in memory inside the first question's timed query, once per configuration and run, and threw the work
     away. LLM contexts cost money and are never built here (the Costs page builds them; readiness.needs leaves them
     out). On a read-only database run_eval does not call this: the variant is embedded in memory as before."""
-    from core.app import readiness
-
     notes: list[str] = []
     done: set[str] = set()
     for nc in configs:

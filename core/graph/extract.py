@@ -8,6 +8,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 from core.graph.model import ChunkExtraction, Mention, Relation
 from core.graph.resolve import normalise_name
+from core.models.llm import LLMRequest, TextBlock, parse_json
 from core.text import EN_STOP, RU_STOP, sentence_spans
 from core.types import Chunk, Usage
 
@@ -264,16 +265,12 @@ def extraction_from_json(chunk: Chunk, data: Any, usage: Usage) -> ChunkExtracti
 
 def extract_llm(chunk: Chunk, llm: ExtractionLLM, *, model: str, workspace: str, run_id: str = "") -> ChunkExtraction:
     """One structured-output call per chunk; the instructions are a cached system block (identical every call)."""
-    from core.models.llm import LLMRequest, TextBlock
-
     req = LLMRequest(model=model, system=(TextBlock(EXTRACTION_INSTRUCTIONS, cache=True),),
                      user=(TextBlock(f"Passage:\n{chunk.text}"),), max_tokens=1500, json_schema=EXTRACTION_SCHEMA,
                      purpose="graph_extract", ref_id=chunk.chunk_id)
     resp = llm.complete(req, workspace=workspace, run_id=run_id)
     data = resp.data
     if data is None:
-        from core.models.llm import parse_json
-
         data = parse_json(resp.text)
     return extraction_from_json(chunk, data, resp.usage)
 

@@ -20,6 +20,8 @@ from core.graph.summaries import (
     estimate_summary_tokens,
     get_summaries,
 )
+from core.models.llm import LLMRequest, TextBlock, parse_json
+from core.models.pricing import tokens_usd
 from core.text import estimate_llm_tokens
 from core.types import Candidate, Usage
 
@@ -269,8 +271,6 @@ def plan_global(snap: GraphSnapshot, store: GraphSource, *, level: int, max_comm
     red_in, red_out = estimate_llm_tokens(REDUCE_INSTRUCTIONS) + min(len(chosen), 10) * 300, 600
     tin, tout = s_in + map_in + red_in, s_out + map_out + red_out
     try:
-        from core.models.pricing import tokens_usd
-
         usd = tokens_usd(model, input_tokens=tin, output_tokens=tout)
     except Exception:  # an unknown model has no price: say it is unbounded rather than guess
         usd = float("inf")
@@ -336,8 +336,6 @@ def _map_offline(summaries: Sequence[Summary], query: str, query_vec: np.ndarray
 
 def _map_llm(summaries: Sequence[Summary], query: str, llm: Any, model: str, workspace: str
              ) -> tuple[list[Partial], Usage]:
-    from core.models.llm import LLMRequest, TextBlock, parse_json
-
     out, usage = [], Usage()
     for s in summaries:
         req = LLMRequest(model=model, system=(TextBlock(MAP_INSTRUCTIONS, cache=True),),
@@ -389,8 +387,6 @@ def global_search(query: str, snap: GraphSnapshot, store: GraphSource, *, query_
     kept = [p for p in partials[:top] if p.score > 0]
     answer = ""
     if kept and llm_on:
-        from core.models.llm import LLMRequest, TextBlock
-
         body = "\n".join(f"[{p.score}] {p.title}: {p.text}" for p in kept)
         resp = llm.complete(LLMRequest(model=model, system=(TextBlock(REDUCE_INSTRUCTIONS, cache=True),),
                                        user=(TextBlock(f"Partial answers:\n{body}"), TextBlock(f"Question: {query}")),

@@ -9,6 +9,7 @@ from typing import Any, Sequence
 
 from core.graph.snapshot import GraphSnapshot
 from core.graph.sources import GraphSource
+from core.models.llm import LLMRequest, TextBlock, parse_json
 from core.text import estimate_llm_tokens, sentence_spans
 from core.types import Usage
 
@@ -117,8 +118,6 @@ SUMMARY_INSTRUCTIONS = (
 
 
 def llm_summary(ctx: CommunityContext, llm: Any, *, model: str, workspace: str) -> tuple[str, str, Usage]:
-    from core.models.llm import LLMRequest, TextBlock, parse_json
-
     req = LLMRequest(model=model, system=(TextBlock(SUMMARY_INSTRUCTIONS, cache=True),),
                      user=(TextBlock(ctx.prompt_text()),), max_tokens=400, json_schema=SUMMARY_SCHEMA,
                      purpose="graph_summary", ref_id=f"{ctx.level}:{ctx.community_id}")

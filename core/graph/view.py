@@ -4,15 +4,16 @@ from __future__ import annotations
 import base64
 import html
 import math
+import random
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
-from core.app.report import PALETTE, snippet
 from core.graph.snapshot import GraphSnapshot
 from core.graph.sources import GraphSource
+from core.text import PALETTE, snippet
 
 _REMOTE = re.compile(r"<(link|script)\b[^>]*\b(?:href|src)=\"https?://[^\"]*\"[^>]*>(?:\s*</script>)?", re.S)
 HIGHLIGHT = "#ff2d55"  # nodes and edges the last query used
@@ -125,8 +126,6 @@ def static_layout(nodes: pd.DataFrame, edges: pd.DataFrame, *, seed: int = 7, sc
     index = {n: k for k, n in enumerate(ids)}
     g = ig.Graph(n=len(ids), edges=[(index[a], index[b]) for a, b in zip(edges["src"], edges["dst"])
                                     if a in index and b in index])
-    import random
-
     random.seed(seed)  # igraph's layouts draw from Python's random module
     coords = g.layout_fruchterman_reingold(niter=300) if g.ecount() else g.layout_circle()
     return {n: (x * scale * 1.6, y * scale) for n, x, y in zip(ids, _spread([c[0] for c in coords]),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -517,8 +517,6 @@ def run_build(
     else:
         raise ContextError(f"unknown context variant {req.variant!r}; choose one of heuristic, late, llm")
     if req.embed:
-        from dataclasses import replace
-
         rep = replace(rep, vectors=embed_variant(store, embedder, req.variant, workspace=workspace))
     return rep
 

@@ -9,6 +9,8 @@ from html import unescape
 from html.parser import HTMLParser
 from pathlib import PurePath
 
+from charset_normalizer import from_bytes
+
 from core.types import ParsedDocument, Section
 
 # Metadata caps (issue #12, item 2): every chunk carries its heading path, so one 1 MB heading copied into 1,334
@@ -166,8 +168,6 @@ def decode_text(name: str, data: bytes) -> tuple[str, str]:
 
 
 def _legacy_decode(name: str, data: bytes, exc: UnicodeDecodeError) -> tuple[str, str]:
-    from charset_normalizer import from_bytes
-
     candidates = list(_LEGACY)
     guess = from_bytes(data[:200_000]).best()
     if guess is not None and guess.encoding not in candidates:

@@ -9,8 +9,10 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from core.config import PipelineConfig
+from core.graph.build import update_graph_for_documents
 from core.ingest.chunk import chunk_document
-from core.ingest.parse import ParseError
+from core.ingest.context import build_heuristic
+from core.ingest.parse import SUPPORTED, ParseError
 from core.ingest.sandbox import ParseSandbox, default_sandbox
 from core.models.embed import (
     Embedder,
@@ -269,20 +271,14 @@ def after_ingest(report: IngestReport, *, store: Store, embedder: Embedder, conf
     if changed:
         # Heuristic contexts (title, heading path, lead sentence; no model, ~free) are written at ingest, so a query
         # with context.variant = heuristic finds them and writes nothing.
-        from core.ingest.context import build_heuristic
-
         build_heuristic(store, workspace=workspace, doc_ids=changed)
     if config.graph.enabled and changed:
         # Keep the entity graph in step: only the new documents' chunks are extracted (core/graph/build.py).
-        from core.graph.build import update_graph_for_documents
-
         update_graph_for_documents(store, config.graph, embedder=embedder, workspace=workspace, doc_ids=changed)
 
 
 def read_paths(paths: Iterable[str | Path]) -> list[tuple[str, bytes]]:
     """Files named on the command line; folders are walked for supported extensions (sorted, hidden skipped)."""
-    from core.ingest.parse import SUPPORTED
-
     out: list[tuple[str, bytes]] = []
     for raw in paths:
         p = Path(raw)

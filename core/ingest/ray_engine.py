@@ -16,16 +16,26 @@ import logging
 import math
 import os
 import pickle
+import socket
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
 from core.config import PipelineConfig
 from core.ingest.chunk import chunk_document
+from core.ingest.context import (
+    ContextReport,
+    _call_bound,
+    _clean,
+    _limit,
+    _prefix_bound,
+    _start_llm_run,
+    context_request,
+)
 from core.ingest.parse import ParseError
 from core.ingest.pipeline import (
     FileResult,
@@ -38,15 +48,14 @@ from core.ingest.pipeline import (
     doc_id_for,
     token_sink,
 )
-from core.models.embed import Embedder, EmbedStats, embed_groups_with_cache
+from core.ingest.sandbox import default_sandbox
+from core.models.embed import Embedder, EmbedStats, embed_groups_with_cache, load_embedder
+from core.models.llm import LLM, LLMError, build_llm
 from core.models.pricing import fmt_usd, worst_call_usd
+from core.models.tokens import text_key
+from core.store import Store
 from core.text import sha256_text
 from core.types import DEFAULT_WORKSPACE, Chunk, LedgerEntry, ParsedDocument
-
-if TYPE_CHECKING:  # the store and the LLM types are only named here; workers never import the store
-    from core.ingest.context import ContextReport
-    from core.models.llm import LLM
-    from core.store import Store
 
 # Documents per map_batches batch: a SciFact abstract is 1-3 chunks, so 64 documents fill a few model batches of 64,
 # the same fill the local engine reaches with GROUP_CHUNKS = 256.
@@ -101,8 +110,6 @@ def ray_runtime(address: str | None = None, *, num_cpus: int | None = None) -> I
 def check_reachable(address: str, timeout_s: float = 5.0) -> None:
     """Fail fast on an address nobody listens at: ray.init retries a missing GCS for minutes (measured here: still
     waiting after 5 minutes on a closed port). 'auto' is resolved by Ray itself from the local node's files."""
-    import socket
-
     if address == "auto":
         return
     hostport = address.split("://", 1)[-1].rstrip("/")
@@ -136,8 +143,6 @@ class EmbedderSpec:
     threads: int = 1  # the CPUs Ray grants each actor
 
     def __call__(self) -> Embedder:
-        from core.models.embed import load_embedder
-
         if self.runtime == "torch":
             import torch
 
@@ -255,8 +260,6 @@ def embed_docs(docs: Sequence[WorkerDoc], embedder: Embedder, *, cached: frozens
 
 
 def _text_key(text: str) -> str:
-    from core.models.tokens import text_key
-
     return text_key("", text)  # sha256 of the exact text; the model is the row's model id
 
 
@@ -272,13 +275,9 @@ class _IngestActor:
 
     def __init__(self, make_embedder: Callable[[], Embedder], config: PipelineConfig, cached: frozenset[str] = frozenset(),
                  tokens: bool = False) -> None:
-        from core.ingest.sandbox import (
-            default_sandbox,  # the hostile-file guard runs on the worker too
-        )
-
         self.embedder = make_embedder()
         self.config = config
-        self.parse = default_sandbox().parse
+        self.parse = default_sandbox().parse  # the hostile-file guard runs on the worker too
         self.cached = cached
         self.tokens = tokens
 
@@ -303,7 +302,7 @@ class RayOptions:
     num_cpus: int | None = None  # a locally started runtime only
 
 
-def _unchanged(store: "Store", name: str, content_hash: str, label: str, workspace: str) -> FileResult | None:
+def _unchanged(store: Store, name: str, content_hash: str, label: str, workspace: str) -> FileResult | None:
     prev = store.corpus.find_document_by_name(name, workspace)
     if prev is not None and prev.content_hash == content_hash and prev.chunker == label:
         return FileResult(name, "unchanged", "same content and chunker; nothing to do", prev.doc_id, prev.n_chunks)
@@ -311,7 +310,7 @@ def _unchanged(store: "Store", name: str, content_hash: str, label: str, workspa
 
 
 def ingest_files_ray(
-    files: Sequence[tuple[str, bytes]], *, store: "Store", embedder: Embedder, make_embedder: Callable[[], Embedder],
+    files: Sequence[tuple[str, bytes]], *, store: Store, embedder: Embedder, make_embedder: Callable[[], Embedder],
     config: PipelineConfig, workspace: str = DEFAULT_WORKSPACE, progress: Progress | None = None,
     options: RayOptions = RayOptions(),
 ) -> IngestReport:
@@ -354,7 +353,7 @@ def ingest_files_ray(
 
 def _run_dataset(
     ray: Any, files: Sequence[tuple[str, bytes]], todo: list[int], results: list[FileResult | None], *,
-    store: "Store", embedder: Embedder, make_embedder: Callable[[], Embedder], config: PipelineConfig,
+    store: Store, embedder: Embedder, make_embedder: Callable[[], Embedder], config: PipelineConfig,
     workspace: str, progress: Progress | None, options: RayOptions, label: str,
 ) -> None:
     _data_context(ray)
@@ -395,7 +394,7 @@ def _run_dataset(
             store.caches.record_cache_event("embedding", hits, computed, "ingest", workspace)
 
 
-def _commit(d: WorkerDoc, *, store: "Store", embedder: Embedder, label: str, workspace: str) -> FileResult:
+def _commit(d: WorkerDoc, *, store: Store, embedder: Embedder, label: str, workspace: str) -> FileResult:
     if d.error:
         return FileResult(d.name, "error", d.error)
     if d.model_id != embedder.model_id:
@@ -470,9 +469,7 @@ class EnvLLMFactory:
     timeout_s: float = 60.0
     cache_ttl: str = "5m"
 
-    def __call__(self, ledger: Any) -> "LLM":
-        from core.models.llm import build_llm
-
+    def __call__(self, ledger: Any) -> LLM:
         llm, notice = build_llm(os.environ.get("ANTHROPIC_API_KEY"), base_url=self.base_url, ledger=ledger,
                                 max_retries=self.max_retries, timeout_s=self.timeout_s,
                                 cache_ttl=self.cache_ttl)  # type: ignore[arg-type]
@@ -491,13 +488,10 @@ class DocContexts:
     error: str = ""
 
 
-def contexts_for_document(make_llm: Callable[[Any], "LLM"], reserve: Callable[[], float], doc_text: str,
+def contexts_for_document(make_llm: Callable[[Any], LLM], reserve: Callable[[], float], doc_text: str,
                           chunks: Sequence[Chunk], *, model: str, max_tokens: int, workspace: str, run_id: str
                           ) -> DocContexts:
     """One document's chunks back to back (its cached prefix stays warm), each call waiting for its rate slot."""
-    from core.ingest.context import _clean, context_request
-    from core.models.llm import LLMError
-
     sink = _Collected()
     llm = make_llm(sink)
     done: list[tuple[str, str, str]] = []
@@ -514,7 +508,7 @@ def contexts_for_document(make_llm: Callable[[Any], "LLM"], reserve: Callable[[]
     return DocContexts(tuple(done), tuple(sink.entries), error)
 
 
-def _context_task(make_llm: Callable[[Any], "LLM"], gate: Any, doc_text: str, chunks: Sequence[Chunk],
+def _context_task(make_llm: Callable[[Any], LLM], gate: Any, doc_text: str, chunks: Sequence[Chunk],
                   kw: dict[str, Any]) -> DocContexts:
     import ray
 
@@ -522,26 +516,18 @@ def _context_task(make_llm: Callable[[Any], "LLM"], gate: Any, doc_text: str, ch
 
 
 def build_llm_contexts_ray(
-    store: "Store", llm: "LLM", make_llm: Callable[[Any], "LLM"], *, model: str, budget_usd: float,
+    store: Store, llm: LLM, make_llm: Callable[[Any], LLM], *, model: str, budget_usd: float,
     workspace: str = DEFAULT_WORKSPACE, max_output_tokens: int = 150, ttl: str = "5m",
     progress: Callable[[int, int, float], None] | None = None, run_id: str | None = None,
     workspace_budget_usd: float = 0.0, requests_per_minute: float = 50.0, max_in_flight: int = 4,
     options: RayOptions = RayOptions(),
-) -> "ContextReport":
+) -> ContextReport:
     """build_llm_contexts with one Ray task per document, several documents at once, under one shared RateGate and
     the same hard budget: before a task is sent, the worst case of every call in it (whole prompt at the cache-write
     price + the full output allowance) must fit in the budget minus what was spent minus the worst cases of the tasks
     still running. A finished task's real cost replaces its reservation; a task whose worker died keeps its worst case
     as spent (its calls may have been paid). Tasks are never retried by Ray: a retry would pay for its calls twice.
     `llm` (driver side) only answers `available` and counts tokens; `make_llm` builds each worker's client."""
-    from core.ingest.context import (
-        ContextReport,
-        _call_bound,
-        _limit,
-        _prefix_bound,
-        _start_llm_run,
-    )
-
     run_id, todo, existing, total, p, names = _start_llm_run(store, workspace, llm, model, run_id)
     limit, why = _limit(store, workspace, budget_usd, workspace_budget_usd)
     warnings: list[str] = []

@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import resource
 import selectors
 import struct
 import subprocess
@@ -218,8 +219,6 @@ def _read_exact(stream: Any, n: int) -> bytes:
 
 
 def _serve(memory_mb: int) -> None:
-    import resource
-
     limit = memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     sys.setrecursionlimit(5000)

@@ -15,7 +15,9 @@ import sys
 from pathlib import Path
 from typing import Iterable
 
+from core.ingest.parse import parse
 from core.route.features import coverage
+from core.route.router import MODEL_FILE, fit_and_ship
 from core.text import tokenize
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "sample_corpus" / "routing"
@@ -50,8 +52,6 @@ def corpus_texts(name: str, root: Path) -> Iterable[str]:
         for d in json.loads((root / "anthropic_codebase" / "codebase_chunks.json").read_text(encoding="utf-8")):
             yield d["content"]
     elif name == "sample":
-        from core.ingest.parse import parse
-
         for p in sorted((REPO / "sample_corpus" / "docs").iterdir()):
             yield parse(p.name, p.read_bytes()).text
     else:
@@ -122,8 +122,6 @@ def build(root: Path) -> list[dict]:
 def main(argv: list[str]) -> None:
     if argv[:1] == ["--fit"]:
         # The router ships fitted (core/models/data/router_model.npz): queries load it in milliseconds, never refit it.
-        from core.route.router import MODEL_FILE, fit_and_ship
-
         model = fit_and_ship()
         print(f"fitted on the train split of {ROUTING_FILE.name}: {len(model.classes)} classes; wrote {MODEL_FILE}")
         return
