@@ -5,7 +5,7 @@ from abc import abstractmethod
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, NamedTuple, Sequence
 
 if TYPE_CHECKING:
     import numpy as np
@@ -13,6 +13,12 @@ if TYPE_CHECKING:
 DEFAULT_WORKSPACE = "default"
 # Candidate.meta key of a chunk's context prefix (contextual retrieval): rerankers read it, generation does not.
 CONTEXT_KEY = "context"
+
+# A character span [start, end) of a text: a sentence, a token, a window.
+Span = tuple[int, int]
+# (query, [(text, its sentence spans)]) -> one array of scores per text, one score per span: how sentence pruning and
+# the offline answer score sentences read in their passage (core.cascade.prune, core.answer.support).
+SpanScorer = Callable[[str, Sequence[tuple[str, Sequence[Span]]]], list["np.ndarray"]]
 
 
 class Stage(StrEnum):

@@ -16,11 +16,9 @@ import numpy as np
 from core.models import DATA_DIR
 from core.models.tokens import maxsim
 from core.text import EN_STOP, RU_STOP, sentence_spans, tokenize
-from core.types import Candidate
+from core.types import Candidate, Span, SpanScorer
 
-Span = tuple[int, int]
-# (question, [(text, sentence spans)]) -> one array of scores per text: the shape of core.cascade.prune.SpanScorer
-SentenceScorer = Callable[[str, Sequence[tuple[str, Sequence[Span]]]], list[np.ndarray]]
+SentenceScorer = SpanScorer  # the answer stage's name for the sentence scorer it hands in
 
 DEFAULT_MODEL_PATH = DATA_DIR / "support_model.json"
 

@@ -6,9 +6,7 @@ from typing import Protocol, Sequence
 
 from core.cascade.prune import GAP
 from core.text import estimate_llm_tokens, sentence_spans
-from core.types import DEFAULT_WORKSPACE, Candidate, Chunk
-
-Span = tuple[int, int]
+from core.types import DEFAULT_WORKSPACE, Candidate, Chunk, Span
 
 
 class DocumentSource(Protocol):

@@ -5,7 +5,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -17,10 +17,8 @@ from core.text import (
     sha256_text,
     tokenize,
 )
-from core.types import Candidate
+from core.types import Candidate, Span, SpanScorer
 
-Span = tuple[int, int]
-SpanScorer = Callable[[str, Sequence[tuple[str, Sequence[Span]]]], list[np.ndarray]]
 
 GAP = " … "  # stands between kept runs that were not adjacent in the chunk
 

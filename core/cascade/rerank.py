@@ -25,9 +25,7 @@ from core.models.tokens import (
     window_encoder_for,
 )
 from core.text import EN_STOP, RU_STOP, detect_language
-from core.types import CONTEXT_KEY, DEFAULT_WORKSPACE, Candidate, Usage
-
-Span = tuple[int, int]
+from core.types import CONTEXT_KEY, DEFAULT_WORKSPACE, Candidate, Span, SpanScorer, Usage
 
 
 @dataclass(frozen=True)
@@ -389,7 +387,6 @@ def listwise_scores(ranking: Sequence[Any], n: int) -> np.ndarray:
 
 
 # -- span scoring for sentence pruning ------------------------------------------------------------------------------
-SpanScorer = Callable[[str, Sequence[tuple[str, Sequence[Span]]]], list[np.ndarray]]
 
 
 def attach_contexts(candidates: Sequence[Candidate], contexts: Mapping[str, str]) -> list[Candidate]:

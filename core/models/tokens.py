@@ -12,9 +12,7 @@ from typing import Any, Mapping, Protocol, Sequence
 import numpy as np
 
 from core.models.protocols import Embedder, TokenEncoder
-from core.types import DEFAULT_WORKSPACE
-
-Span = tuple[int, int]
+from core.types import DEFAULT_WORKSPACE, Span
 
 
 class NoTokenVectors(ValueError):
@@ -220,7 +218,6 @@ def window_encoder_for(embedder: Any) -> TokenEncoder:
     if callable(own):
         return own()
     return TransformerTokenEncoder(embedder)
-
 
 
 class ReadOnlyTokens:

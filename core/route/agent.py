@@ -13,7 +13,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping, Protocol, Sequence
+from typing import Any, Callable, Literal, Mapping, Protocol, Sequence, get_args
 
 from core.models import DATA_DIR
 from core.models.llm import LLM, LLMError, LLMRequest, TextBlock
@@ -21,10 +21,9 @@ from core.models.pricing import price_for, tokens_usd
 from core.text import EN_STOP, RU_STOP, tokenize
 from core.types import Candidate, StageResult, Trace, Usage
 
-STOP_REASONS = ("answered", "refused_no_evidence", "no_new_evidence", "budget_rounds", "budget_llm_calls",
-                "budget_tokens", "budget_usd", "budget_time", "error")
 StopReason = Literal["answered", "refused_no_evidence", "no_new_evidence", "budget_rounds", "budget_llm_calls",
                      "budget_tokens", "budget_usd", "budget_time", "error"]
+STOP_REASONS: tuple[str, ...] = get_args(StopReason)
 Grade = Literal["correct", "ambiguous", "incorrect"]
 GRADER_FILE = DATA_DIR / "agent_grader.json"
 
