@@ -18,7 +18,7 @@ import hashlib
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Iterator, Literal, Protocol, Sequence
@@ -27,6 +27,7 @@ import numpy as np
 import Stemmer
 
 from core.answer.support import model_fingerprint
+from core.models.protocols import Embedder
 from core.text import EN_STOP, RU_STOP, detect_language
 from core.types import CachedAnswer, CacheKey
 
@@ -472,7 +473,7 @@ def _unmatched_substitution(a: QuestionFeatures, b: QuestionFeatures, sim: WordS
     return None
 
 
-def embedder_word_similarity(embedder: Any) -> WordSimilarity:
+def embedder_word_similarity(embedder: Embedder) -> WordSimilarity:
     """Cosine of the embedder's vectors of single words (a model call over a handful of words)."""
     def sim(xs: Sequence[str], ys: Sequence[str]) -> np.ndarray:
         v = np.asarray(embedder.encode([*xs, *ys]), dtype=np.float32)

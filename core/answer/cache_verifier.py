@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -42,6 +42,7 @@ from core.answer.cache import (
 from core.answer import cache_pair
 from core.models import DATA_DIR
 from core.models.embed import one_torch_thread
+from core.models.protocols import Embedder, TokenEmbedder
 from core.text import EN_STOP, RU_STOP
 
 MODEL_PATH = DATA_DIR / "answer_cache_verifier.npz"
@@ -196,13 +197,7 @@ def load_verifier(path: Path = MODEL_PATH) -> PairVerifier | None:
                             str(z["model_id"]))
 
 
-class TokenEncoder(Protocol):
-    """What the verifier needs from the embedder: sentence vectors and token vectors from one forward pass."""
-
-    def encode_with_tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, list[Any]]: ...
-
-
-def encode_questions(encoder: TokenEncoder, texts: Sequence[str], *, normalise: bool = True
+def encode_questions(encoder: TokenEmbedder, texts: Sequence[str], *, normalise: bool = True
                      ) -> tuple[np.ndarray, list[QuestionTokens]]:
     """Sentence vectors (unit length unless normalise=False: then exactly what the runtime returns) and
     QuestionTokens of short questions. A text too long for one window gets empty token vectors (its features then
@@ -248,22 +243,22 @@ def forget_tokens() -> None:
         _TOKENS.clear()
 
 
-def query_vector(embedder: Any, text: str) -> np.ndarray:
+def query_vector(embedder: Embedder, text: str) -> np.ndarray:
     """The query's sentence vector for the cache stage. With an embedder that gives token vectors from the same
     forward (the onnx runtimes) it keeps them for the verifier, so a check encodes at most the cached question (about
     half of a check's cost, bench/results/answer_cache.json). The vector is the one encode() gives: same session,
     same single-text input."""
-    if not callable(getattr(embedder, "encode_with_tokens", None)):
+    if not isinstance(embedder, TokenEmbedder):
         return np.asarray(embedder.encode([text])[0])
     vecs, toks = encode_questions(embedder, [text], normalise=False)
-    _remember_tokens(getattr(embedder, "model_id", ""), toks[0])
+    _remember_tokens(embedder.model_id, toks[0])
     return vecs[0]
 
 
-def tokens_for(embedder: Any, texts: Sequence[str]) -> list[QuestionTokens]:
+def tokens_for(embedder: TokenEmbedder, texts: Sequence[str]) -> list[QuestionTokens]:
     """QuestionTokens of each text: from the memo when this embedder already encoded it, else one forward over the
     rest (remembered for the next check)."""
-    mid = getattr(embedder, "model_id", "")
+    mid = embedder.model_id
     found = {t: _known_tokens(mid, t) for t in texts}
     missing = [t for t in dict.fromkeys(texts) if found[t] is None]
     if missing:
@@ -274,7 +269,7 @@ def tokens_for(embedder: Any, texts: Sequence[str]) -> list[QuestionTokens]:
     return [found[t] for t in texts]  # type: ignore[misc]
 
 
-def make_verifier(embedder: Any, path: Path = MODEL_PATH, *, pair_model: bool = False,
+def make_verifier(embedder: Embedder, path: Path = MODEL_PATH, *, pair_model: bool = False,
                   pair_path: Path | None = None) -> Callable[[str, str, float], float] | None:
     """The pair check core.answer.cache.lookup takes, or None when this embedder gives no token vectors from its
     forward pass (the torch runtime) or no model file ships: the full guard then decides alone. Token vectors come
@@ -283,7 +278,7 @@ def make_verifier(embedder: Any, path: Path = MODEL_PATH, *, pair_model: bool = 
     pair_model: average P with the fine-tuned MiniLM pair model (core/answer/cache_pair.py) when its file ships; the
     mean of the two beat the verifier alone on the dev split but not on the product's own questions
     (bench/results/answer_cache.json, product_default), so answer_cache.pair_model is off by default."""
-    if not callable(getattr(embedder, "encode_with_tokens", None)):
+    if not isinstance(embedder, TokenEmbedder):
         return None
     model = load_verifier(path)
     if model is None:

@@ -7,6 +7,7 @@ from typing import Any, Protocol, Sequence
 
 from core.config import GraphConfig
 from core.graph.build import update_graph_for_documents
+from core.models.protocols import Embedder
 from core.types import (
     DEFAULT_WORKSPACE,
     CacheEvent,
@@ -82,7 +83,7 @@ def chunk_lookup(store: WorkspaceData) -> Any:
     return store.corpus.chunks_by_id
 
 
-def delete_document(store: Any, doc_id: str, *, graph: GraphConfig, embedder: Any = None,
+def delete_document(store: Any, doc_id: str, *, graph: GraphConfig, embedder: Embedder | None = None,
                     workspace: str = DEFAULT_WORKSPACE) -> bool:
     """Delete a document with its chunks, vectors and contexts, then take its mentions out of the entity graph
     (an incremental update; nothing when no graph exists). False when there was no such document."""

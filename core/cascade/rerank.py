@@ -11,9 +11,10 @@ import numpy as np
 
 from core.cascade.prune import local_headings
 from core.models.embed import cache_first, one_torch_thread
-from core.models.llm import LLMError, LLMRequest, TextBlock, parse_json
-from core.models.protocols import declared_languages
+from core.models.llm import LLM, LLMError, LLMRequest, TextBlock, parse_json
+from core.models.protocols import Embedder, declared_languages, model_languages
 from core.models.tokens import (
+    HeldTokenKeys,
     ReadOnlyTokens,
     TokenCache,
     TokenEncoder,
@@ -48,6 +49,15 @@ class Reranker(Protocol):
     def score(self, query: str, texts: Sequence[str], *, workspace: str = DEFAULT_WORKSPACE) -> RerankScores: ...
 
 
+@runtime_checkable
+class SpanReranker(Protocol):
+    """Optional capability of a Reranker: scores character spans (sentences) of texts read whole, so a sentence is
+    scored in context (late interaction does; the others score one pair per sentence)."""
+
+    def score_spans(self, query: str, items: Sequence[tuple[str, Sequence[Span]]], *,
+                    workspace: str = DEFAULT_WORKSPACE) -> tuple[list[np.ndarray], RerankScores]: ...
+
+
 def rerank_text(candidate: Candidate, use_context: bool = True) -> str:
     """What the reranker reads: the context prefix (contextual retrieval) and a blank line before the chunk text.
     Generation reads `candidate.text` alone."""
@@ -59,11 +69,6 @@ def covers(languages: frozenset[str] | None, lang: str | None) -> bool:
     """Whether a model that declares `languages` reads text in `lang`. None on either side means no known gap
     (a multilingual or undeclared model; a text whose language was not detected)."""
     return languages is None or lang is None or lang in languages
-
-
-def model_languages(model: Any) -> frozenset[str] | None:
-    """The languages a model object declares (`languages` attribute); None when it declares none."""
-    return getattr(model, "languages", None)
 
 
 def blend_scores(rerank_scores: np.ndarray, *, input_weight: float, rrf_k: int) -> np.ndarray:
@@ -212,8 +217,8 @@ class LateInteractionReranker:
         read here, only their keys)."""
         keys = {text_key(self.model_id, t): t for t in texts}
         rest = [k for k in keys if self.cache.get(self.model_id, k) is None]
-        held = getattr(self.persist, "held_token_vectors", None)
-        stored = held(self.model_id, rest, workspace) if rest and callable(held) else set()
+        stored = (self.persist.held_token_vectors(self.model_id, rest, workspace)
+                  if rest and isinstance(self.persist, HeldTokenKeys) else set())
         return [keys[k] for k in rest if k not in stored]
 
     # query side
@@ -306,7 +311,7 @@ class EmbedderCosineReranker:
     """Bi-encoder cosine of query and text with the active embedder: the honest last resort when late interaction
     is impossible (an embedder without token vectors). Reported by name, never passed off as late interaction."""
 
-    def __init__(self, embedder: Any) -> None:
+    def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
         self.name = f"embedder-cosine:{embedder.model_id}"
         self.languages = model_languages(embedder)
@@ -336,7 +341,7 @@ class LLMListwiseReranker:
     """Listwise rerank by an LLM with structured output (one call per query; cost in the trace and the ledger).
     When the call fails, `fallback` scores the list instead and the notes say so."""
 
-    def __init__(self, llm: Any, model: str, fallback: Reranker, *, max_chars: int = 1200) -> None:
+    def __init__(self, llm: LLM, model: str, fallback: Reranker, *, max_chars: int = 1200) -> None:
         self.llm = llm
         self.model = model
         self.fallback = fallback
@@ -344,7 +349,7 @@ class LLMListwiseReranker:
         self.name = f"llm:{model}"
         self.languages: frozenset[str] | None = None  # reads any language the corpus is written in
 
-    def request(self, query: str, texts: Sequence[str]) -> Any:
+    def request(self, query: str, texts: Sequence[str]) -> LLMRequest:
         passages = "\n\n".join(f"[{i}] {t[: self.max_chars]}" for i, t in enumerate(texts, start=1))
         return LLMRequest(
             model=self.model, system=(TextBlock(_LISTWISE_SYSTEM, cache=True),),
@@ -415,8 +420,8 @@ def reranker_span_scorer(reranker: Reranker, *, workspace: str = DEFAULT_WORKSPA
     prefixes = dict(contexts or {})
 
     def score(query: str, items: Sequence[tuple[str, Sequence[Span]]]) -> list[np.ndarray]:
-        if hasattr(reranker, "score_spans"):
-            return reranker.score_spans(query, _as_read(items, prefixes), workspace=workspace)[0]  # type: ignore[attr-defined]
+        if isinstance(reranker, SpanReranker):
+            return reranker.score_spans(query, _as_read(items, prefixes), workspace=workspace)[0]
         flat = [t[s:e] for t, spans in items for s, e in spans]
         scores = reranker.score(query, flat, workspace=workspace).scores if flat else np.zeros(0)
         out, pos = [], 0
@@ -428,7 +433,7 @@ def reranker_span_scorer(reranker: Reranker, *, workspace: str = DEFAULT_WORKSPA
     return score
 
 
-def pooled_span_scorer(late: "LateInteractionReranker", embedder: Any, *, fallback: SpanScorer,
+def pooled_span_scorer(late: "LateInteractionReranker", embedder: Embedder, *, fallback: SpanScorer,
                        workspace: str = DEFAULT_WORKSPACE, contexts: Mapping[str, str] | None = None,
                        query_vec: np.ndarray | None = None) -> SpanScorer:
     """Cosine of the query embedding and each sentence's mean token vector, sliced from its chunk's contextual token
@@ -467,7 +472,7 @@ def pooled_span_scorer(late: "LateInteractionReranker", embedder: Any, *, fallba
     return score
 
 
-def embedder_span_scorer(embedder: Any, prefixes: Mapping[str, str] | None = None) -> SpanScorer:
+def embedder_span_scorer(embedder: Embedder, prefixes: Mapping[str, str] | None = None) -> SpanScorer:
     """Sentence scores as cosine of query and sentence vectors from the active embedder. With `prefixes` (chunk text
     -> document title and section path) each sentence is embedded as 'prefix. sentence', so a sentence that never
     names its subject ('Revenue grew 2.8%') is read with the report and section it belongs to."""
@@ -499,7 +504,7 @@ class LoadedReranker:
     notice: str | None = None  # set when the requested reranker could not be used and another one runs instead
 
 
-def late_interaction_or_cosine(embedder: Any, *, store: Any = None, cache: TokenCache | None = None
+def late_interaction_or_cosine(embedder: Embedder, *, store: Any = None, cache: TokenCache | None = None
                                ) -> tuple[Reranker, str | None]:
     try:
         encoder = window_encoder_for(embedder)
@@ -519,7 +524,7 @@ def late_interaction_or_cosine(embedder: Any, *, store: Any = None, cache: Token
 
 
 def load_reranker(
-    method: str, *, model: str = "", embedder: Any, store: Any = None, llm: Any = None, llm_model: str = "",
+    method: str, *, model: str = "", embedder: Embedder, store: Any = None, llm: LLM | None = None, llm_model: str = "",
     local_files_only: bool = False, cache: TokenCache | None = None,
 ) -> LoadedReranker:
     """Build the configured reranker; when it cannot run here (model not loadable, no LLM key, no token vectors),
@@ -534,8 +539,8 @@ def load_reranker(
             return LoadedReranker(fallback, method, f"{note}. {why}" if why else note)
     if method == "llm":
         fallback, why = late_interaction_or_cosine(embedder, store=store, cache=cache)
-        if llm is None or not getattr(llm, "available", False):
-            reason = getattr(llm, "reason", "no LLM configured")
+        if llm is None or not llm.available:
+            reason = llm.reason if llm is not None else "no LLM configured"
             note = f"LLM rerank needs an LLM ({reason}); {fallback.name} reranks instead"
             return LoadedReranker(fallback, method, f"{note}. {why}" if why else note)
         return LoadedReranker(LLMListwiseReranker(llm, llm_model or model, fallback), method, why)

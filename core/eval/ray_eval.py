@@ -123,7 +123,7 @@ class RayEvalEngine:
     def score(self, gs: GoldenSet, configs: Sequence[NamedConfig], deps: Deps, *, workspace: str, repeats: int,
               limit: int | None, progress: Progress | None, answer_judge: AnswerJudge | None,
               ) -> list[list[list[Row]]]:
-        if getattr(deps.llm, "available", False):
+        if deps.llm is not None and deps.llm.available:
             raise RayEngineError("--engine ray evaluates offline only: Ray workers calling the LLM would need the "
                                  "shared rate gate and hard budget of the context builder (not built); unset "
                                  "ANTHROPIC_API_KEY for an offline run or use --engine local")

@@ -36,6 +36,8 @@ from core.eval.records import (
     QuestionResult,
     StageRecord,
 )
+from core.models.llm import LLM
+from core.models.protocols import Embedder
 from core.pipeline import QueryError, run_query
 from core.text import snippet
 from core.types import DEFAULT_WORKSPACE, Trace
@@ -220,7 +222,7 @@ class ProductAnswerJudge:
     lexical claim support (or an LLM judge when `llm` is given: it costs money, so it is opt-in) and relevancy by
     embedding cosine with the workbench's embedder."""
 
-    def __init__(self, embedder: Any = None, llm: Any = None) -> None:
+    def __init__(self, embedder: Embedder | None = None, llm: LLM | None = None) -> None:
         self.embedder, self.llm = embedder, llm
 
     def faithfulness(self, answer: Any, contexts: Sequence[str]) -> float | None:

@@ -20,8 +20,9 @@ from core.graph.summaries import (
     estimate_summary_tokens,
     get_summaries,
 )
-from core.models.llm import LLMRequest, TextBlock, parse_json
+from core.models.llm import LLM, LLMRequest, TextBlock, parse_json
 from core.models.pricing import tokens_usd
+from core.models.protocols import Embedder
 from core.text import estimate_llm_tokens
 from core.types import Candidate, Usage
 
@@ -353,12 +354,12 @@ def _map_llm(summaries: Sequence[Summary], query: str, llm: Any, model: str, wor
 
 
 def global_search(query: str, snap: GraphSnapshot, store: GraphSource, *, query_vec: np.ndarray | None = None,
-                  embedder: Any = None, level: int = 0, max_communities: int = 40, top: int = 5, k: int = 30,
-                  max_usd: float = 0.5, llm: Any = None, use_llm: bool = True, model: str = "claude-haiku-4-5",
+                  embedder: Embedder | None = None, level: int = 0, max_communities: int = 40, top: int = 5, k: int = 30,
+                  max_usd: float = 0.5, llm: LLM | None = None, use_llm: bool = True, model: str = "claude-haiku-4-5",
                   workspace: str = "default") -> GlobalResult:
     """Map-reduce over community summaries. Refuses (empty result, note) when the LLM plan's estimate exceeds
     `max_usd`; offline it costs nothing and is extractive."""
-    llm_on = bool(use_llm and llm is not None and getattr(llm, "available", False))
+    llm_on = bool(use_llm and llm is not None and llm.available)
     plan = plan_global(snap, store, level=level, max_communities=max_communities, use_llm=llm_on, model=model,
                        workspace=workspace)
     notes = [f"plan: {len(plan.community_ids)} of {plan.total_at_level} communities at level {level}, "

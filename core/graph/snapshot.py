@@ -10,10 +10,11 @@ import numpy as np
 from core.graph.resolve import normalise_name
 from core.graph.sources import GraphSource
 from core.models.embed import cache_first
+from core.models.protocols import Embedder
 from core.text import sha256_text
 
 
-def name_vectors(names: Sequence[str], embedder: Any, store: GraphSource | None, workspace: str, *,
+def name_vectors(names: Sequence[str], embedder: Embedder, store: GraphSource | None, workspace: str, *,
                  write: bool = True) -> np.ndarray:
     """L2-normalised vectors of node names (or summary texts), looked up in the store's name-vector table first.
     The graph build stores them (write=True); a query passes write=False: misses are encoded, never stored."""
@@ -88,7 +89,7 @@ class GraphSnapshot:
     def levels(self) -> list[int]:
         return sorted(self.communities)
 
-    def name_matrix(self, embedder: Any) -> np.ndarray:
+    def name_matrix(self, embedder: Embedder) -> np.ndarray:
         """Name vectors of every node for this embedder, computed once per snapshot (cache-first in the store)."""
         with self._lock:
             if embedder.model_id not in self.name_vectors:

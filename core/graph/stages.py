@@ -9,19 +9,20 @@ from core.graph.build import builder_label
 from core.graph.search import global_search, local_search
 from core.graph.snapshot import GraphCache
 from core.graph.sources import GraphSource
-from core.models.llm import LLMError
+from core.models.llm import LLM, LLMError
+from core.models.protocols import Embedder, model_languages
 from core.types import StageResult, Usage
 
 LOCAL, GLOBAL = "graph_local", "graph_global"
 
 
-def graph_stages(query: str, cfg: GraphConfig, store: GraphSource, embedder: Any, llm: Any, cache: GraphCache,
+def graph_stages(query: str, cfg: GraphConfig, store: GraphSource, embedder: Embedder, llm: LLM | None, cache: GraphCache,
                  workspace: str, *, query_vec: Any = None, query_lang: str | None = None) -> list[StageResult]:
     """Both graph stages, each run or skipped with its reason. Reads the stored graph through the cache (reloaded
     when a build or update moved the graph version); never builds or writes the graph itself.
     A query in a language the embedder does not cover (`query_lang`) seeds local search by entity names only, and
     the offline global map (which ranks communities by embedder cosine) does not run."""
-    languages = getattr(embedder, "languages", None)
+    languages = model_languages(embedder)
     blind = languages is not None and query_lang is not None and query_lang not in languages
     if not cfg.enabled:
         return [StageResult(LOCAL, skipped="graph.enabled = false"), StageResult(GLOBAL, skipped="graph.enabled = false")]
@@ -40,7 +41,7 @@ def graph_stages(query: str, cfg: GraphConfig, store: GraphSource, embedder: Any
         if qvec is None:
             qvec = embedder.encode([query])[0]
         seed_k = 0 if blind else cfg.seed_k
-        lang_note = [f"embedding seeds off: embedder {getattr(embedder, 'model_id', '')} does not cover "
+        lang_note = [f"embedding seeds off: embedder {embedder.model_id} does not cover "
                      f"'{query_lang}'; seeds are entity names the query contains"] if blind and cfg.seed_k else []
         names = snap.name_matrix(embedder) if seed_k else None
         res = local_search(query, snap, store, query_vec=qvec, name_matrix=names, hops=cfg.hops,
@@ -50,7 +51,7 @@ def graph_stages(query: str, cfg: GraphConfig, store: GraphSource, embedder: Any
                                tuple(common + lang_note + res.notes), {**res.info(snap), "embedding_seeds": bool(seed_k)}))
     else:
         out.append(StageResult(LOCAL, skipped=f"graph.mode = {cfg.mode}"))
-    offline_map = not (cfg.llm_summaries and llm is not None and getattr(llm, "available", False))
+    offline_map = not (cfg.llm_summaries and llm is not None and llm.available)
     if cfg.mode in ("global", "both") and blind and offline_map:
         out.append(StageResult(GLOBAL, skipped=f"embedder does not cover '{query_lang}': the offline map would rank "
                                                "communities at random (an LLM map reads any language)"))

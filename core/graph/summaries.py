@@ -154,7 +154,7 @@ def get_summaries(snap: GraphSnapshot, store: GraphSource, level: int, community
             continue
         ctx = community_context(snap, store, level, cid)
         usage = Usage()
-        if use_llm and llm is not None and getattr(llm, "available", False):
+        if use_llm and llm is not None and llm.available:
             title, text, usage = llm_summary(ctx, llm, model=model, workspace=workspace)
             mode = "llm"
         else:

@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from core.models.embed import Embedder
-from core.models.llm import LLM, LLMError, LLMRequest, LLMResponse, TextBlock
+from core.models.llm import LLM, LLMError, LLMRequest, LLMResponse, TextBlock, TokenCountingLLM
 from core.models.pricing import (
     ModelPrice,
     RunEstimate,
@@ -270,12 +270,11 @@ def _call_bound(chunk: Chunk) -> int:
 def _prefix_bound(llm: LLM, doc_text: str, model: str, warnings: list[str]) -> int:
     """Tokens of the cached prefix for the budget guard: the provider's own count when it can be asked (exact, free),
     else a per-script upper bound. Never the ~4-characters estimate, which undercounts Russian by half."""
-    counter = getattr(llm, "count_tokens", None)
-    if counter is not None:
+    if isinstance(llm, TokenCountingLLM):
         probe = LLMRequest(model, (TextBlock(CONTEXT_INSTRUCTIONS), TextBlock(f"<document>\n{doc_text}\n</document>")),
                            (TextBlock("."),), purpose="count")
         try:
-            return int(counter(probe))
+            return int(llm.count_tokens(probe))
         except LLMError as exc:
             if not any(w.startswith("token counter") for w in warnings):
                 warnings.append(f"token counter unavailable ({exc}); budget checked against an upper bound")

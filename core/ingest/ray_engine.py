@@ -52,6 +52,7 @@ from core.ingest.sandbox import default_sandbox
 from core.models.embed import Embedder, EmbedStats, embed_groups_with_cache, load_embedder
 from core.models.llm import LLM, LLMError, build_llm
 from core.models.pricing import fmt_usd, worst_call_usd
+from core.models.protocols import KnowsDimension
 from core.models.tokens import text_key
 from core.store import Store
 from core.text import sha256_text
@@ -264,7 +265,7 @@ def _text_key(text: str) -> str:
 
 
 def _dim(embedder: Embedder) -> int:
-    dim = getattr(embedder, "dim", None)
+    dim = embedder.dim if isinstance(embedder, KnowsDimension) else None
     return int(dim) if dim else int(np.asarray(embedder.encode(["dimension probe"])).shape[1])
 
 

@@ -11,7 +11,7 @@ from typing import Callable, Generic, Iterator, Mapping, Protocol, Sequence, Typ
 import numpy as np
 
 from core.models.onnx import RUNTIMES, OnnxEmbedder, ensure_model
-from core.models.protocols import Embedder, declared_languages
+from core.models.protocols import Embedder, SharedForwardEmbedder, declared_languages, shares_token_forward
 from core.models.tokens import encode_token_matrices, text_key, token_matrix
 from core.text import sha256_text
 
@@ -244,28 +244,22 @@ def _encode_checked(embedder: Embedder, texts: list[str]) -> np.ndarray:
     return new
 
 
-def _encode_keeping_tokens(embedder: Embedder, texts: list[str], sink: TokenVectorSink, workspace: str
+def _encode_keeping_tokens(embedder: SharedForwardEmbedder, texts: list[str], sink: TokenVectorSink, workspace: str
                            ) -> np.ndarray:
     """Sentence vectors, and the same forward pass's token vectors stored for late-interaction rerank. Without
     this, a query reranking a chunk runs the model over it a second time (issue #14: share the forward). Texts the
     sentence encoding truncated are read in windows by the reranker's own encoder, as a query would."""
-    vecs, raw = embedder.encode_with_tokens(texts)  # type: ignore[attr-defined]
+    vecs, raw = embedder.encode_with_tokens(texts)
     vecs = np.asarray(vecs, dtype=np.float32)
     if vecs.shape[0] != len(texts) or len(raw) != len(texts):
         raise ValueError(f"embedder {embedder.model_id} returned {vecs.shape[0]} vectors for {len(texts)} texts")
     mats = {text_key(embedder.model_id, t): token_matrix(t, *r) for t, r in zip(texts, raw) if r is not None}
     long = [t for t, r in zip(texts, raw) if r is None]
     if long:
-        for t, tm in zip(long, encode_token_matrices(embedder.window_encoder(), long)):  # type: ignore[attr-defined]
+        for t, tm in zip(long, encode_token_matrices(embedder.window_encoder(), long)):
             mats[text_key(embedder.model_id, t)] = tm
     sink.cache_token_vectors(embedder.model_id, {k: (m.ids, m.vecs, m.spans) for k, m in mats.items()}, workspace)
     return vecs
-
-
-def shares_token_forward(embedder: object) -> bool:
-    """Whether this embedder gives token vectors from its sentence forward pass (the ONNX runtimes do)."""
-    return callable(getattr(embedder, "encode_with_tokens", None)) and callable(
-        getattr(embedder, "window_encoder", None))
 
 
 def embed_with_cache(

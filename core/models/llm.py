@@ -125,6 +125,14 @@ class LLM(Protocol):
                       run_id: str = "") -> dict[str, LLMResponse | LLMError]: ...
 
 
+@runtime_checkable
+class TokenCountingLLM(Protocol):
+    """Optional capability of an LLM: the provider counts a request's input tokens (exact, free; it may raise
+    LLMError when it cannot be asked)."""
+
+    def count_tokens(self, request: LLMRequest) -> int: ...
+
+
 class OfflineLLM:
     """The honest stand-in when no key is configured: it never invents text; every call raises LLMUnavailable
     so the caller runs its offline method (heuristic context, extractive answer, lexical judge) and labels it."""

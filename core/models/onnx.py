@@ -409,6 +409,8 @@ class OnnxEmbedder:
         self.run_tokens = RUN_TOKENS
         self.workers = self._threads  # 1: every run here, on a session with `threads` intra-op threads
         self._pool: ThreadPoolExecutor | None = None
+        self._window_encoder: OnnxTokenEncoder | None = None
+        self.dim = 0  # until the probe below has run
         self._session(self._threads)  # load now: a broken file fails at load time, not on the first query
         self.dim = int(self.encode(["dimension probe"]).shape[1])
 
@@ -474,7 +476,7 @@ class OnnxEmbedder:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
-            return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
+            return np.zeros((0, self.dim), dtype=np.float32)
         encs = self._tokenizer.encode_batch(list(texts))
         out: np.ndarray | None = None
         for run, (sent,) in self._run_all(encs, ["sentence_embedding"]):
@@ -492,7 +494,7 @@ class OnnxEmbedder:
         ingest can store a chunk's token vectors without a second forward. A text the sentence encoding truncated
         gets None (the reader covers it in overlapping windows)."""
         if not texts:
-            return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32), []
+            return np.zeros((0, self.dim), dtype=np.float32), []
         encs = self._tokenizer.encode_batch(list(texts))
         vecs = np.empty((len(texts), self.dim), dtype=np.float32)
         tokens: list[tuple[list[int], list[tuple[int, int]], np.ndarray] | None] = [None] * len(texts)
@@ -510,11 +512,11 @@ class OnnxEmbedder:
         return vecs, tokens
 
     def window_encoder(self) -> "OnnxTokenEncoder":
-        """Token vectors for late interaction / late chunking from this runtime (core.cascade.rerank.window_encoder_for).
+        """Token vectors for late interaction / late chunking from this runtime (core.models.tokens.window_encoder_for).
         One per embedder: ingest asks for it on every batch holding a long chunk, and building one reads the
         tokenizer file."""
         with self._lock:
-            if getattr(self, "_window_encoder", None) is None:
+            if self._window_encoder is None:
                 self._window_encoder = OnnxTokenEncoder(self)
             return self._window_encoder
 

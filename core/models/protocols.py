@@ -1,7 +1,8 @@
-"""The model layer's protocols: an Embedder (texts to vectors) and a TokenEncoder (its contextual token vectors)."""
+"""The model layer's protocols: an Embedder (texts to vectors), a TokenEncoder (its contextual token vectors), and
+the optional capabilities an embedder may have, each a runtime-checkable Protocol that code asks with isinstance."""
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Protocol, Sequence, TypeGuard, runtime_checkable
 
 import numpy as np
 
@@ -26,6 +27,56 @@ class TokenEncoder(Protocol):
     def tokenize(self, text: str) -> tuple[list[int], list[tuple[int, int]]]: ...
 
     def encode_windows(self, windows: Sequence[Sequence[int]]) -> list[np.ndarray]: ...
+
+
+# One text's token vectors from a forward pass: (token ids, character offsets, rows), special tokens left out.
+TokenRows = tuple[list[int], list[tuple[int, int]], np.ndarray]
+
+
+@runtime_checkable
+class TokenEmbedder(Embedder, Protocol):
+    """An Embedder with the optional token capability: its sentence forward pass also gives each text's token vectors
+    (None for a text the sentence encoding truncated), so ingest and the answer cache's verifier need no second
+    forward."""
+
+    def encode_with_tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, list[TokenRows | None]]: ...
+
+
+@runtime_checkable
+class HasTokenEncoder(Protocol):
+    """Optional capability of an Embedder: a TokenEncoder of its own (late interaction, late chunking, and the long
+    texts a TokenEmbedder's sentence forward truncated). Without it core.models.tokens wraps a transformer's model."""
+
+    def window_encoder(self) -> TokenEncoder: ...
+
+
+class SharedForwardEmbedder(TokenEmbedder, HasTokenEncoder, Protocol):
+    """An Embedder with both token capabilities (the ONNX runtimes): ingest stores chunk token vectors from the forward
+    pass that makes the chunk vectors."""
+
+
+def shares_token_forward(embedder: Embedder) -> TypeGuard[SharedForwardEmbedder]:
+    """Whether this embedder gives token vectors from its sentence forward pass and reads longer texts in windows."""
+    return isinstance(embedder, TokenEmbedder) and isinstance(embedder, HasTokenEncoder)
+
+
+@runtime_checkable
+class KnowsDimension(Protocol):
+    """Optional capability of an Embedder: its vector width without encoding a probe text."""
+
+    dim: int
+
+
+@runtime_checkable
+class DeclaresLanguages(Protocol):
+    """A model (embedder, reranker) that says which languages it reads; None: multilingual or unknown-but-broad."""
+
+    languages: frozenset[str] | None
+
+
+def model_languages(model: object) -> frozenset[str] | None:
+    """The languages a model object declares (DeclaresLanguages); None when it declares none."""
+    return model.languages if isinstance(model, DeclaresLanguages) else None
 
 
 _ENGLISH_ONLY_HINTS = ("all-minilm", "all-mpnet", "msmarco", "ms-marco", "bge-small-en", "bge-base-en",

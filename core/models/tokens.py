@@ -7,11 +7,11 @@ import hashlib
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from core.models.protocols import Embedder, TokenEncoder
+from core.models.protocols import Embedder, HasTokenEncoder, TokenEncoder
 from core.types import DEFAULT_WORKSPACE, Span
 
 
@@ -157,6 +157,14 @@ class TokenStore(Protocol):
                             workspace: str = ...) -> None: ...
 
 
+@runtime_checkable
+class HeldTokenKeys(Protocol):
+    """Optional capability of a TokenStore: which keys it holds, asked without reading their vectors (core.store's
+    caches repository has it; a read-only wrapper does not)."""
+
+    def held_token_vectors(self, model_id: str, hashes: Sequence[str], workspace: str = ...) -> set[str]: ...
+
+
 def maxsim(query: np.ndarray, weights: np.ndarray, docs: Sequence[np.ndarray]) -> np.ndarray:
     """Sum over query tokens of (weight x best cosine with any token of the doc), divided by the weight sum.
     One matrix product over all docs stacked; a doc without tokens scores 0."""
@@ -211,12 +219,12 @@ class TransformerTokenEncoder:
         return out
 
 
-def window_encoder_for(embedder: Any) -> TokenEncoder:
-    """The embedder's own token encoder: a fake may offer `window_encoder()`; a sentence-transformers embedder is
-    wrapped by TransformerTokenEncoder. Raises ValueError when the embedder has no token vectors."""
-    own = getattr(embedder, "window_encoder", None)
-    if callable(own):
-        return own()
+def window_encoder_for(embedder: Embedder) -> TokenEncoder:
+    """The embedder's own token encoder when it has one (HasTokenEncoder: the ONNX runtimes, test fakes); a
+    sentence-transformers embedder is wrapped by TransformerTokenEncoder. Raises ValueError when the embedder has no
+    token vectors."""
+    if isinstance(embedder, HasTokenEncoder):
+        return embedder.window_encoder()
     return TransformerTokenEncoder(embedder)
 
 

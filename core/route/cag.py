@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
-from core.models.llm import LLMError, LLMRequest, TextBlock
+from core.models.llm import LLM, LLMError, LLMRequest, TextBlock
 from core.models.pricing import price_for, tokens_usd
 from core.text import estimate_llm_tokens
 from core.types import DEFAULT_WORKSPACE, Usage
@@ -137,11 +137,11 @@ class CagAnswer:
         return self.usage.cache_read_tokens / total if total else 0.0
 
 
-def answer(question: str, prefix: str, llm: Any, *, model: str, max_tokens: int = 600,
+def answer(question: str, prefix: str, llm: LLM | None, *, model: str, max_tokens: int = 600,
            workspace: str = DEFAULT_WORKSPACE) -> CagAnswer:
     """One CAG call. Offline (no key) raises LLMError with the reason, which the caller shows."""
-    if not getattr(llm, "available", False):
-        raise LLMError(f"CAG needs Claude: {getattr(llm, 'reason', 'no key')}", "unavailable")
+    if llm is None or not llm.available:
+        raise LLMError(f"CAG needs Claude: {llm.reason if llm is not None else 'no key'}", "unavailable")
     resp = llm.complete(cag_request(prefix, question, model=model, max_tokens=max_tokens), workspace=workspace)
     text = resp.text.strip()
     refused = text == NOT_IN_CORPUS or text.startswith(NOT_IN_CORPUS)
@@ -156,7 +156,7 @@ def corpus_prefix(corpus: CorpusDocuments, workspace: str = DEFAULT_WORKSPACE) -
 
 
 def workspace_estimate(corpus: Any, workspace: str, *, model: str, limit_tokens: int, max_chunks: int,
-                       output_tokens: int, llm: Any, question_tokens: int = 20, ttl: str = "5m"
+                       output_tokens: int, llm: LLM | None, question_tokens: int = 20, ttl: str = "5m"
                        ) -> tuple[CagEstimate, str]:
     """The estimate for a workspace as it stands (what the Costs page and the CLI show) and its prefix's sha256.
     RAG context = the answer's max_chunks chunks of the corpus's average length."""
@@ -167,7 +167,7 @@ def workspace_estimate(corpus: Any, workspace: str, *, model: str, limit_tokens:
 
 
 def estimate_with_prefix(corpus: Any, workspace: str, *, model: str, limit_tokens: int, max_chunks: int,
-                         output_tokens: int, llm: Any, question_tokens: int = 20, ttl: str = "5m"
+                         output_tokens: int, llm: LLM | None, question_tokens: int = 20, ttl: str = "5m"
                          ) -> tuple[CagEstimate, str]:
     """workspace_estimate with the prefix itself, so the cag route reads the corpus once per query."""
     prefix, tokens = corpus_prefix(corpus, workspace)
@@ -175,6 +175,6 @@ def estimate_with_prefix(corpus: Any, workspace: str, *, model: str, limit_token
     per_chunk = sum(c.n_tokens for c in chunks) / len(chunks) if chunks else 0.0
     est = estimate(tokens, model=model, limit_tokens=limit_tokens, question_tokens=question_tokens,
                    output_tokens=output_tokens, rag_context_tokens=int(per_chunk * max_chunks),
-                   llm_available=bool(getattr(llm, "available", False)), llm_reason=getattr(llm, "reason", ""),
+                   llm_available=llm is not None and bool(llm.available), llm_reason=llm.reason if llm is not None else "",
                    ttl=ttl)
     return est, prefix

@@ -325,7 +325,7 @@ def rewrite(transform: str, question: str, *, llm: LLM | None, model: str, searc
         if qs:
             return Rewrite(transform, qs, "llm (from the router's reply)", ("sub-queries came with the route: no "
                                                                             "extra LLM call",))
-    if llm is not None and getattr(llm, "available", False):
+    if llm is not None and llm.available:
         qs, problem, usage = llm_rewrite(transform, question, llm, model, limit=limit, workspace=workspace)
         qs = unique_queries(qs, question, seen=seen, limit=limit) if transform != "hyde" else qs
         if qs and not problem:
