@@ -29,7 +29,7 @@ import Stemmer
 from core.answer.support import model_fingerprint
 from core.models.protocols import Embedder
 from core.text import EN_STOP, RU_STOP, detect_language
-from core.types import CachedAnswer, CacheKey
+from core.types import Answer, CachedAnswer, CacheKey
 
 Verdict = Literal["hit", "miss", "guarded_miss"]
 
@@ -609,23 +609,23 @@ def check_cache(question: str, vector: np.ndarray, store: AnswerCacheStore, key:
     """Look the question up under its key and count the verdict (when the store can be written). `verifier` is used
     when the settings ask for it; without one (an embedder without token vectors) the full guard decides."""
     entries = store.cached_answers(key, limit=settings.max_entries)
-    use_verifier = verifier is not None and getattr(settings, "verifier", False)
+    use_verifier = verifier is not None and settings.verifier
     res = lookup(question, vector, entries, key, threshold=settings.threshold, now=now or utc_now(),
                  ttl_s=settings.ttl_s, covered_languages=covered_languages, use_guard=settings.guard,
                  word_similarity=word_similarity if settings.word_check else None, word_floor=settings.word_floor,
                  swap_threshold=settings.swap_threshold, verifier=verifier if use_verifier else None,
-                 verifier_threshold=getattr(settings, "verifier_threshold", 0.5))
+                 verifier_threshold=settings.verifier_threshold)
     if writable:
         info = res.info()
         store.record_lookup(key.workspace, res.verdict, res.cosine, info["saved_ms"], info["saved_usd"])
     return res
 
 
-def remember(store: AnswerCacheStore, key: CacheKey, question: str, vector: np.ndarray, answer: Any, *,
+def remember(store: AnswerCacheStore, key: CacheKey, question: str, vector: np.ndarray, answer: Answer | None, *,
              cost_usd: float, ms: float, now: datetime | None = None) -> bool:
     """Store a fresh answer under its key. Refusals are not stored: they are cheap to redo, and serving one would
     repeat a retrieval miss."""
-    if answer is None or getattr(answer, "refused", False) or not getattr(answer, "text", ""):
+    if answer is None or answer.refused or not answer.text:
         return False
     store.prune_answers(key.workspace, key.corpus_version)  # answers of an older corpus can never be served again
     store.put_answer(CachedAnswer(key, question, np.asarray(vector, dtype=np.float32), answer.text,

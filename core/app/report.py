@@ -125,7 +125,7 @@ def chunks_frame(chunks: Sequence[Chunk]) -> pd.DataFrame:
 def ingest_frame(results: Sequence["FileResult"]) -> pd.DataFrame:
     """Per-file outcome of one upload: status, chunks, embeddings computed vs served from the cache."""
     rows = [{"file": r.name, "status": r.status, "chunks": r.chunks, "embedded": r.embedded,
-             "cache hits": r.cache_hits, "encoding": getattr(r, "encoding", ""), "message": r.message}
+             "cache hits": r.cache_hits, "encoding": r.encoding, "message": r.message}
             for r in results]
     return pd.DataFrame(rows, columns=["file", "status", "chunks", "embedded", "cache hits", "encoding", "message"])
 
