@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
@@ -69,7 +72,7 @@ def _db(args: argparse.Namespace) -> str:
 
 
 def _open_store(args: argparse.Namespace, mode: str) -> Store:
-    """The CLI beside a running app (README, "CLI beside the app"). DuckDB lets one process write a file OR several
+    """The CLI beside a running app (docs/cli.md, "CLI beside the app"). DuckDB lets one process write a file OR several
     read it, never both, and the app holds it for writing. So:
     - mode "read" (docs, trace) opens read-only; "query" opens read-write (run log, answer cache) when it can;
       when another process holds the file, both read a snapshot copy (file + WAL, taken now) read-only instead,
@@ -94,10 +97,6 @@ def _open_store(args: argparse.Namespace, mode: str) -> Store:
 
 
 def _snapshot_store(path: str) -> Store:
-    import atexit
-    import shutil
-    import tempfile
-
     last: Exception | None = None
     for _ in range(3):  # a copy taken during a checkpoint may not open; a second copy will
         tmp = Path(tempfile.mkdtemp(prefix="rag-snapshot-"))
@@ -486,8 +485,6 @@ def _llm_contexts_on_ray(args: argparse.Namespace, req: "BuildRequest", store: S
                          progress: Callable[[int, int, float], None]) -> "ContextReport":
     """`context --variant llm --engine ray`: the calls run on Ray workers (core/ingest/ray_engine.py), each worker
     reading its own node's ANTHROPIC_API_KEY; this process writes the contexts and the ledger, then embeds."""
-    from dataclasses import replace
-
     from core.ingest.context import ContextError, embed_variant
     from core.ingest.ray_engine import (
         EnvLLMFactory,
@@ -616,8 +613,6 @@ def _workspaces_args(p: Parser) -> None:
 
 
 def cmd_workspaces(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from core.app.workspaces import (
         WorkspaceError,
         create_workspace,
@@ -688,8 +683,6 @@ def _cache_args(p: Parser) -> None:
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     store = Store(_db(args), read_only=args.action == "stats" and Path(_db(args)).is_file())
     if args.action == "compact":
         dropped = store.caches.drop_token_vectors_except(_live_token_keys(store, args.workspace), args.workspace) \

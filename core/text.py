@@ -10,7 +10,7 @@ from functools import lru_cache
 import Stemmer
 
 _WORD = re.compile(r"[^\W_]+(?:[_'][^\W_]+)*|\w+", re.UNICODE)
-# Identifier-ish tokens keep '_', '.', '-' inside so TLS_VERSION_MIN and NX-4471-B survive whole.
+# Identifier-ish tokens keep '_', '.', '-' inside so CACHE_TTL and NX-4471-B survive whole.
 _IDENT = re.compile(r"[\w][\w.\-]*[\w]|\w", re.UNICODE)
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+", re.UNICODE)
 _CYRILLIC = re.compile(r"[\u0400-\u04FF]")
@@ -60,7 +60,7 @@ def _stemmer(lang: str) -> Stemmer.Stemmer:
 
 
 def split_identifier(token: str) -> list[str]:
-    """Parts of camelCase / snake_case / dotted identifiers: 'retryBackoffMs' -> ['retry', 'backoff', 'ms']."""
+    """Parts of camelCase / snake_case / dotted identifiers: 'maxRetryCount' -> ['max', 'retry', 'count']."""
     parts: list[str] = []
     for piece in re.split(r"[_.\-]+", token):
         parts.extend(m.group(0) for m in _CAMEL.finditer(piece))

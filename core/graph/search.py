@@ -45,7 +45,7 @@ def find_seeds(query: str, snap: GraphSnapshot, *, query_vec: np.ndarray | None 
     `seed_k` nodes whose name vectors are closest to the query (cosine >= seed_min_sim; score = cosine)."""
     toks = [m.group(0) for m in _QTOKEN.finditer(query)]
     found: dict[int, Seed] = {}
-    covered: set[int] = set()  # query words inside a longer match: "Project Bluefin" does not also seed "Project"
+    covered: set[int] = set()  # query words inside a longer match: "Project Orion" does not also seed "Project"
     for n in range(min(max_ngram, len(toks)), 0, -1):
         for i in range(len(toks) - n + 1):
             words = toks[i:i + n]

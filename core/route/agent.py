@@ -18,6 +18,9 @@ from typing import Any, Callable, Literal, Mapping, Protocol, Sequence, get_args
 from core.models import DATA_DIR
 from core.models.llm import LLM, LLMError, LLMRequest, TextBlock
 from core.models.pricing import price_for, tokens_usd
+from core.route.transforms import (
+    decompose_plan,  # the templates the decomposition transform uses
+)
 from core.text import EN_STOP, RU_STOP, tokenize
 from core.types import Candidate, StageResult, Trace, Usage
 
@@ -323,10 +326,6 @@ def _drop_nationality(name: str) -> str:
 def hop_relation(question: str) -> str:
     """The relation whose entity the question's own subject passage names ('director' for "Where was the director
     of film X born?", 'spouse' for "Who is X's father-in-law?"), or '' when the question names none."""
-    from core.route.transforms import (
-        decompose_plan,  # the same templates the decomposition transform uses
-    )
-
     rel = decompose_plan(question)[1].lower().strip()
     return _HOP.get(rel, rel.split()[-1] if rel else "")
 

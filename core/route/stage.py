@@ -10,6 +10,7 @@ from core.config import ConfigError, PipelineConfig
 from core.models.llm import LLM, LLMError
 from core.retrieve.bm25 import PassageTerms
 from core.retrieve.fusion import rrf
+from core.route.agent import content_terms  # the loop's own notion of a content word
 from core.route.cag import CagEstimate, estimate_with_prefix, prefix_sha
 from core.route.cag import answer as cag_answer
 from core.route.router import (
@@ -184,10 +185,6 @@ def routed_variants(config: PipelineConfig) -> dict[str, PipelineConfig]:
 
 def _headed_by(name: str, passages: Sequence[Candidate]) -> bool:
     """Some passage's first line (its title, where the corpus gives one) holds every content word of `name`."""
-    from core.route.agent import (
-        content_terms,  # the loop's own notion of a content word
-    )
-
     words = content_terms(name)
     return bool(words) and any(words <= content_terms(c.text.split("\n", 1)[0][:120]) for c in passages)
 
