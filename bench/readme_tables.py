@@ -1379,6 +1379,26 @@ def answer_scorer(d: dict[str, Any], file: str) -> list[str]:
 Section = Callable[[dict[str, Any], str], list[str]]
 
 # docs/measured.md, part by part: (part title, [(results file, renderer), ...]).
+def house_proof(d: dict[str, Any], file: str) -> list[str]:
+    """A refactor's proof of no behaviour change (bench/house_proof.py): query --json and the sample eval, two commits."""
+    out = ["### No behaviour change across a refactor", "", caption(file, d), "",
+           f"`{d.get('before')}` against `{d.get('after')}`, each exported and run from its own code on a fresh "
+           f"sample-corpus database: {d.get('note', '')}.", ""]
+    rows = [["query --json outputs identical", f"{d.get('queries_identical')} of {d.get('queries_compared')}"],
+            ["queries that failed at the later commit", d.get("queries_failed")],
+            ["sample eval metrics identical", "yes" if d.get("eval_metrics_identical") else "**no**"]]
+    m = d.get("eval_metrics") or {}
+    for key in ("recall@5", "mrr", "ndcg@10", "answered_correctly", "refused_unanswerable"):
+        if key in m:
+            rows.append([f"sample eval {key}", num(m[key], 3)])
+    out += [md_table(["check", "result"], rows), ""]
+    out.append("Settings: " + "; ".join(f"{k} ({', '.join(v) or 'defaults'})" for k, v in (d.get("settings") or {}).items())
+               + ".")
+    for diff in d.get("differing") or []:
+        out += ["", f"- differs: {diff.get('setting')} / {diff.get('query')}"]
+    return out
+
+
 PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
     ("Retrieval quality", [
         ("quality_anthropic_codebase.json", quality_codebase),
@@ -1450,6 +1470,9 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
     ]),
     ("Search Lab responsiveness", [
         ("ui_latency.json", ui_latency),
+    ]),
+    ("Refactors", [
+        ("house_proof.json", house_proof),
     ]),
 ]
 SECTIONS: list[tuple[str, Section]] = [s for _, sections in PARTS for s in sections]
