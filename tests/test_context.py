@@ -38,6 +38,7 @@ from core.retrieve.bm25 import BM25Params
 from core.store import Store
 from core.types import Chunk
 from tests.anthropic_stub import Stub, anthropic_stub  # noqa: F401 - fixture
+from tests.cascade_fakes import ConceptEmbedder
 from tests.fakes import HashEmbedder
 
 HAIKU = "claude-haiku-4-5"
@@ -379,3 +380,14 @@ def test_deleting_a_document_removes_its_contexts_and_variant_vectors(corpus: St
     assert len(corpus.corpus.vectors(embedder.model_id, "heuristic")[0]) == before - n_short
     assert corpus.ledger.delete_contexts("heuristic") == before - n_short
     assert corpus.ledger.contexts("heuristic") == {} and corpus.corpus.vectors(embedder.model_id, "heuristic")[0] == []
+
+
+def test_late_build_uses_the_embedders_own_token_encoder(corpus: Store, embedder: HashEmbedder) -> None:
+    """An embedder that brings its own token encoder (the ONNX runtimes do, through window_encoder()) gets late
+    chunking from it; only an embedder with neither that nor a transformer behind it is refused, with a message."""
+    own = ConceptEmbedder(model_id=embedder.model_id)
+    rep = run_build(BuildRequest("late", embed=False), corpus, own, OfflineLLM())
+    n = len(corpus.corpus.chunks())
+    assert rep.written == n and coverage(corpus, "late", model_id=own.model_id) == (n, n)
+    with pytest.raises(ContextError, match="no token vectors"):
+        run_build(BuildRequest("late", embed=False), corpus, HashEmbedder(model_id="other-64"), OfflineLLM())

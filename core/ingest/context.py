@@ -25,6 +25,7 @@ from core.models.tokens import (
     NoTokenVectors,
     TokenEncoder,
     TransformerTokenEncoder,
+    window_encoder_for,
     token_windows,
 )
 from core.retrieve.index import backfill_vectors
@@ -500,7 +501,7 @@ def run_build(
         rep = build_heuristic(store, workspace=workspace, progress=progress)
     elif req.variant == "late":
         try:
-            encoder = encoder or TransformerTokenEncoder(embedder)
+            encoder = encoder or window_encoder_for(embedder)  # the embedder's own token encoder, any runtime
         except NoTokenVectors as exc:
             raise ContextError(str(exc)) from exc
         return build_late(store, encoder, workspace=workspace, progress=progress)
