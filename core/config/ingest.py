@@ -16,10 +16,14 @@ class LimitsConfig(Section):
                                                           "with a message")
 
 
+ChunkStrategy = Literal["structure", "sentence", "fixed"]  # the chunkers core.ingest.chunk implements
+ContextVariant = Literal["none", "heuristic", "late", "llm"]  # the chunk texts core.ingest.context builds
+
+
 class ChunkingConfig(Section):
     """How documents are cut into chunks at ingest; a file ingested with other settings is re-chunked."""
 
-    strategy: Literal["structure", "sentence", "fixed"] = Field(
+    strategy: ChunkStrategy = Field(
         "structure", description="structure: sentences packed within each heading section; sentence: whole "
                                  "sentences packed up to the size; fixed: a plain token window")
     size_tokens: int = Field(180, ge=16, le=4096, description="chunk size, in chunking tokens (words and "
@@ -50,7 +54,7 @@ class ContextConfig(Section):
     """Which chunk text the indexes search: raw ('none'), or with a context stored beside the chunk. 'heuristic'
     (title, heading path, lead sentence) and 'late' (late-chunking vectors) are offline; 'llm' needs a key."""
 
-    variant: Literal["none", "heuristic", "late", "llm"] = Field(
+    variant: ContextVariant = Field(
         "none", description="none: raw chunks; heuristic: title, heading path and lead sentence; late: "
                             "late-chunking vectors; llm: contexts written by the context model")
     model: str = Field("claude-haiku-4-5", description="model that writes the llm contexts")

@@ -2,12 +2,10 @@
 from __future__ import annotations
 
 import bisect
-from typing import Literal
 
+from core.config.ingest import ChunkStrategy as Strategy
 from core.text import count_tokens, detect_language, sentence_spans, token_spans
 from core.types import Chunk, ParsedDocument, Section
-
-Strategy = Literal["fixed", "sentence", "structure"]
 
 
 def _windows(spans: list[tuple[int, int]], size: int, overlap: int) -> list[tuple[int, int]]:

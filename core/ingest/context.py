@@ -6,12 +6,20 @@ import re
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Callable, Sequence
+from typing import Callable, Sequence, get_args
 
 import numpy as np
 
+from core.config.ingest import ContextVariant
 from core.models.embed import Embedder
-from core.models.llm import LLM, LLMError, LLMRequest, LLMResponse, TextBlock, TokenCountingLLM
+from core.models.llm import (
+    LLM,
+    LLMError,
+    LLMRequest,
+    LLMResponse,
+    TextBlock,
+    TokenCountingLLM,
+)
 from core.models.pricing import (
     ModelPrice,
     RunEstimate,
@@ -24,16 +32,15 @@ from core.models.pricing import (
 from core.models.tokens import (
     NoTokenVectors,
     TokenEncoder,
-    TransformerTokenEncoder,
-    window_encoder_for,
     token_windows,
+    window_encoder_for,
 )
 from core.retrieve.index import backfill_vectors
 from core.store import Store
 from core.text import estimate_llm_tokens, llm_tokens_upper_bound, sentence_spans
 from core.types import DEFAULT_WORKSPACE, Chunk, OpenBatch
 
-VARIANTS = ("none", "heuristic", "late", "llm")
+VARIANTS: tuple[str, ...] = get_args(ContextVariant)
 HEURISTIC_LABEL = "heuristic"  # the `model` column of a heuristic context says what made it
 Progress = Callable[[int, int, float], None]  # (done, total, dollars spent so far)
 
