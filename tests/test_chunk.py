@@ -81,3 +81,26 @@ def test_chunk_language_is_detected() -> None:
     doc = parse("r.txt", "Выручка выросла на 5%. Это хороший результат.".encode())
     chunks = chunk_document(doc, "d3", strategy="sentence", size=100, overlap=0)
     assert chunks[0].lang == "ru"
+
+
+def test_a_spaceless_run_is_hard_split_within_the_character_bound() -> None:
+    from core.ingest.chunk import max_chunk_chars
+    from core.types import ParsedDocument
+
+    run = ("ab0" * 70_000)[:200_000]  # a 200 KB line with no space: one chunking token
+    text = "Intro sentence here.\n\n" + run + "\n\nA closing sentence."
+    doc = parse("run.txt", text.encode())
+    assert run in doc.text
+    for strategy in ("fixed", "sentence", "structure"):
+        chunks = chunk_document(doc, "d", strategy=strategy, size=64, overlap=8)
+        bound = max_chunk_chars(64)
+        assert max(len(c.text) for c in chunks) <= bound, strategy
+        assert all(c.text == doc.text[c.start : c.end] for c in chunks)
+        covered = [False] * len(doc.text)
+        for c in chunks:
+            covered[c.start : c.end] = [True] * (c.end - c.start)
+        assert all(covered[i] or doc.text[i].isspace() for i in range(len(doc.text))), strategy
+        assert len(chunks) >= 200_000 // bound
+    # ordinary prose is never cut by the bound: the token window ends the chunk first
+    prose = ParsedDocument(name="p.txt", kind="txt", text=" ".join(f"word{i % 50}" for i in range(2000)), title="p", sections=())
+    assert [c.n_tokens for c in chunk_document(prose, "p", strategy="fixed", size=100, overlap=0)][:3] == [100] * 3

@@ -65,6 +65,35 @@ def sentence_ranges(
     return out
 
 
+CHARS_PER_TOKEN = 8  # the character bound per chunking token: ordinary prose averages 4-7 characters a word
+
+
+def max_chunk_chars(size: int) -> int:
+    """The most characters a chunk of `size` chunking tokens may hold. A chunking token is a word, so a run of text
+    without spaces (a 10 MB line, an unclosed HTML comment) is one token of any length: this bound keeps every chunk
+    within the embedder's window whatever the text."""
+    return max(1, size) * CHARS_PER_TOKEN
+
+
+def bound_ranges(text: str, ranges: list[tuple[int, int]], max_chars: int) -> list[tuple[int, int]]:
+    """Each range longer than `max_chars` cut into consecutive pieces of at most `max_chars` characters, at the last
+    whitespace of the piece's second half when there is one and hard at `max_chars` when there is none; the
+    pieces cover the range exactly."""
+    out: list[tuple[int, int]] = []
+    for s, e in ranges:
+        while e - s > max_chars:
+            limit = s + max_chars
+            cut = max(text.rfind(" ", s + max_chars // 2, limit), text.rfind("\n", s + max_chars // 2, limit))
+            cut = cut + 1 if cut > s else limit
+            out.append((s, cut))
+            s = cut
+            while s < e and text[s].isspace():
+                s += 1
+        if e > s:
+            out.append((s, e))
+    return out
+
+
 def _heading_at(sections: tuple[Section, ...], pos: int) -> tuple[str, ...]:
     starts = [s.start for s in sections]
     i = bisect.bisect_right(starts, pos) - 1
@@ -93,6 +122,9 @@ def chunk_document(doc: ParsedDocument, doc_id: str, *, strategy: Strategy, size
             ranges.append((pending, len(text), _heading_at(sections, pending)))
     else:
         raise ValueError(f"unknown chunking strategy {strategy!r}")
+    limit = max_chunk_chars(size)
+    if any(e - s > limit for s, e, _ in ranges):
+        ranges = [(a, b, path) for s, e, path in ranges for a, b in bound_ranges(text, [(s, e)], limit)]
     chunks = []
     for i, (s, e, path) in enumerate(ranges):
         body = text[s:e]
