@@ -176,8 +176,15 @@ def snippet(text: str, n: int = 160) -> str:
 
 # -- secret redaction at the boundary: API keys never reach an error text, trace, log, row or export ---------------
 
-# Anthropic keys look like sk-ant-api03-...; anything of that shape is hidden even when we never saw the key.
+# Anthropic keys look like sk-ant-api03-...; anything of that shape is hidden even when we never saw the key, and so
+# is the value of any credential header a gateway may quote back (Authorization: Bearer ..., x-api-key: ...), in
+# header, JSON or query-string form.
 SECRET_PATTERN = re.compile(r"sk-ant-[A-Za-z0-9_\-]{4,}")
+# A credential, not a word: 8+ characters with a digit, or 20+ ("Authorization: required" stays readable).
+_CRED = r"(?:(?=[^\s\"',;&}<>]*\d)[^\s\"',;&}<>]{8,}|[^\s\"',;&}<>]{20,})"
+_BEARER = re.compile(r"(?i)(\bbearer\s+)" + _CRED)
+_HEADER = re.compile(r"(?i)(\b(?:x-api-key|api[-_]?key|authorization|proxy-authorization)[\"']?\s*[:=]\s*[\"']?"
+                     r"(?:(?:bearer|basic|token)\s+)?)(?!\[redacted\])" + _CRED)
 MASK = "[redacted]"
 _known: set[str] = set()
 _lock = threading.Lock()
@@ -191,7 +198,8 @@ def register_secret(value: str | None) -> None:
 
 
 def redact(text: str) -> str:
-    """text with every registered secret and every sk-ant-... token replaced by [redacted]."""
+    """text with every registered secret, every sk-ant-... token and every quoted credential header value (Bearer
+    tokens, x-api-key / authorization values) replaced by [redacted]."""
     if not text:
         return text
     with _lock:
@@ -199,4 +207,18 @@ def redact(text: str) -> str:
     for secret in known:
         if secret in text:
             text = text.replace(secret, MASK)
-    return SECRET_PATTERN.sub(MASK, text)
+    text = SECRET_PATTERN.sub(MASK, text)
+    text = _BEARER.sub(lambda m: m.group(1) + MASK, text)
+    return _HEADER.sub(lambda m: m.group(1) + MASK, text)
+
+
+def redact_value(value: object) -> object:
+    """A parsed JSON value (or tool input) with `redact` applied to every string in it, keys included: a reply's
+    structured data reaches the graph and the answer as text too."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact_value(k): redact_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_value(v) for v in value]
+    return value

@@ -518,6 +518,7 @@ class LedgerEntry:
     cache_ttl: str = "5m"
     note: str = ""
     workspace: str = "default"
+    usage_flag: str = ""  # why the provider's usage was replaced by our own bound; "" when it was plausible
     created_at: datetime | None = field(default=None, compare=False)
 
     @property

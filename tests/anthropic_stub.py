@@ -8,6 +8,10 @@ Faults can be queued to exercise retries and error handling: an HTTP status, a s
 latency before a normal answer, a 200 with a malformed body (truncated JSON, no `content`, an HTML page), and an
 error body that echoes the request headers (the API key among them) as a careless gateway would.
 `POST /v1/messages/count_tokens` answers with the same token count the Messages endpoint bills.
+Hostile modes for issue #33: `echo_headers` makes every answer quote the request headers (in the text, in every
+string of a structured reply and in a tool_use block's input; streamed answers too); `usage_fault` makes every
+answer report bad usage (negative, huge, missing, non-numeric, cache-heavy, 1-hour writes, zero); a ("trickle",
+seconds) fault sends a normal answer one byte per `seconds`, headers included ("trickle_body": after the headers).
 """
 from __future__ import annotations
 
@@ -70,6 +74,8 @@ class StubState:
     responder: Callable[[dict[str, Any]], str] | None = None
     batches: dict[str, _Batch] = field(default_factory=dict)
     batch_polls_to_end: int = 1  # status polls before a batch ends
+    echo_headers: bool = False  # every answer quotes the request headers (the key among them)
+    usage_fault: str | None = None  # negative | huge | missing | nonnumeric | cache | cache_1h | zero
     lock: threading.RLock = field(default_factory=threading.RLock)
     ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -84,7 +90,7 @@ class StubState:
         return [r.json() for r in self.requests if r.path == "/v1/messages" and r.method == "POST"]
 
     # -- the model ------------------------------------------------------------------------------------------------
-    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
+    def answer(self, body: dict[str, Any], headers: dict[str, str] | None = None) -> dict[str, Any]:
         model = body["model"]
         blocks: list[dict[str, Any]] = []
         system = body.get("system") or []
@@ -124,36 +130,76 @@ class StubState:
                     new = cum[i] - read - write
                     write += new
                     w1h += new if ttl == "1h" else 0
-        text = self.responder(body) if self.responder else default_reply(body)
+        echo = ("request headers: " + "; ".join(f"{k}: {v}" for k, v in (headers or {}).items())
+                if self.echo_headers else "")
+        text = self.responder(body) if self.responder else default_reply(body, echo)
+        content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+        if echo:
+            content.append({"type": "tool_use", "id": "toolu_stub", "name": "echo", "input": {"headers": echo}})
+        # Like the API, never more output than max_tokens (plain text is cut; a structured reply is kept whole).
+        out = stub_tokens(text)
+        stop = "end_turn"
+        if out > body["max_tokens"]:
+            stop, out = "max_tokens", body["max_tokens"]
+            if not (body.get("output_config") or {}).get("format"):
+                content[0]["text"] = text.encode()[: 4 * out].decode("utf-8", "ignore")
+        usage: dict[str, Any] = {
+            "input_tokens": total - read - write, "output_tokens": out,
+            "cache_creation_input_tokens": write, "cache_read_input_tokens": read,
+            "cache_creation": {"ephemeral_5m_input_tokens": write - w1h, "ephemeral_1h_input_tokens": w1h}}
+        usage = bad_usage(usage, self.usage_fault, total) if self.usage_fault else usage
         return {
             "id": f"msg_stub_{next(self.ids)}", "type": "message", "role": "assistant", "model": model,
-            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": total - read - write, "output_tokens": stub_tokens(text),
-                      "cache_creation_input_tokens": write, "cache_read_input_tokens": read,
-                      "cache_creation": {"ephemeral_5m_input_tokens": write - w1h, "ephemeral_1h_input_tokens": w1h}},
+            "content": content, "stop_reason": stop, "stop_sequence": None, "usage": usage,
         }
 
 
-def _fill(schema: dict[str, Any]) -> Any:
+def bad_usage(usage: dict[str, Any], fault: str, total: int) -> dict[str, Any]:
+    """Usage a hostile or broken provider might report for a request of `total` input tokens."""
+    if fault == "negative":
+        return {**usage, "input_tokens": -10_000_000, "output_tokens": -5_000_000}
+    if fault == "huge":
+        return {**usage, "input_tokens": 10**15, "output_tokens": 10**12}
+    if fault == "missing":
+        return {}
+    if fault == "nonnumeric":
+        return {**usage, "input_tokens": "lots", "output_tokens": None, "cache_read_input_tokens": [1]}
+    if fault == "zero":
+        return {**usage, "input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0}
+    if fault == "cache":  # every input token claimed as a (dearer) cache write, plus a hundred times more
+        return {**usage, "input_tokens": 0, "cache_creation_input_tokens": total * 100,
+                "cache_creation": {"ephemeral_5m_input_tokens": total * 100, "ephemeral_1h_input_tokens": 0}}
+    if fault == "cache_1h":  # plausible sizes, but written at the 1-hour price the request did not ask for
+        return {**usage, "input_tokens": 0, "cache_creation_input_tokens": total,
+                "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": total}}
+    raise ValueError(f"unknown usage fault {fault!r}")
+
+
+def _fill(schema: dict[str, Any], echo: str = "") -> Any:
     t = schema.get("type")
     if t == "object":
-        return {k: _fill(v) for k, v in schema.get("properties", {}).items()}
+        return {k: _fill(v, echo) for k, v in schema.get("properties", {}).items()}
     if t == "array":
-        return []
+        item = schema.get("items")
+        return [_fill(item, echo)] if echo and isinstance(item, dict) else []
     if t == "boolean":
         return False
     if t in ("number", "integer"):
         return 0
-    return "stub"
+    if "enum" in schema:
+        return schema["enum"][0]
+    return f"stub {echo}" if echo else "stub"
 
 
-def default_reply(body: dict[str, Any]) -> str:
+def default_reply(body: dict[str, Any], echo: str = "") -> str:
     fmt = (body.get("output_config") or {}).get("format")
     if fmt:
-        return json.dumps(_fill(fmt["schema"]))
+        return json.dumps(_fill(fmt["schema"], echo))
     last = body["messages"][-1]["content"]
     text = last if isinstance(last, str) else " ".join(b.get("text", "") for b in last)
-    return "This chunk is part of the document; it covers " + " ".join(text.split()[:10]) + "."
+    return "This chunk is part of the document; it covers " + " ".join(text.split()[:10]) + "." + (
+        f" {echo}" if echo else "")
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -163,9 +209,15 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:  # keep test output clean
         pass
 
+    _trickle = 0.0
+    _trickle_head = False
+
     def _send(self, status: int, payload: Any, *, content_type: str = "application/json", raw: bytes | None = None,
               headers: dict[str, str] | None = None) -> None:
         data = raw if raw is not None else json.dumps(payload).encode()
+        if self._trickle:
+            self._send_trickled(status, data, content_type)
+            return
         self.send_response(status)
         self.send_header("content-type", content_type)
         self.send_header("content-length", str(len(data)))
@@ -176,6 +228,23 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass
+
+    def _send_trickled(self, status: int, data: bytes, content_type: str) -> None:
+        """The whole response one byte per `_trickle` seconds (headers too unless `trickle_body`)."""
+        head = (f"HTTP/1.1 {status} OK\r\ncontent-type: {content_type}\r\ncontent-length: {len(data)}\r\n\r\n"
+                ).encode()
+        try:
+            if not self._trickle_head:
+                self.wfile.write(head)
+                self.wfile.flush()
+                head = b""
+            for i in range(len(head) + len(data)):
+                self.wfile.write((head + data)[i:i + 1])
+                self.wfile.flush()
+                time.sleep(self._trickle)
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            pass
+        self.close_connection = True
 
     def _error(self, status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> None:
         self._send(status, {"type": "error", "error": {"type": kind, "message": message}}, headers=headers)
@@ -218,6 +287,8 @@ class _Handler(BaseHTTPRequestHandler):
                             headers={"retry-after": "0"})
                 return
         st.requests.append(Recorded(method, self.path, dict(self.headers), body))
+        self._trickle = fault[1] if fault is not None and fault[0] in ("trickle", "trickle_body") else 0.0
+        self._trickle_head = fault is not None and fault[0] == "trickle"
         try:
             self._route(method, json.loads(body) if body else None)
         except ValueError as exc:
@@ -226,8 +297,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _route(self, method: str, payload: Any) -> None:
         st = self.server.state
         path = self.path.split("?")[0]
-        if method == "POST" and path == "/v1/messages":
-            self._send(200, st.answer(payload))
+        if method == "POST" and path == "/v1/messages" and payload.get("stream"):
+            self._stream(st.answer(payload, dict(self.headers)))
+        elif method == "POST" and path == "/v1/messages":
+            self._send(200, st.answer(payload, dict(self.headers)))
         elif method == "POST" and path == "/v1/messages/count_tokens":
             self._send(200, st.answer({**payload, "_count_only": True}))
         elif method == "POST" and path == "/v1/messages/batches":
@@ -250,12 +323,32 @@ class _Handler(BaseHTTPRequestHandler):
                 b.polls_left -= 1
                 if b.polls_left <= 0:
                     b.results = [{"custom_id": r["custom_id"], "result": {"type": "succeeded",
-                                                                        "message": st.answer(r["params"])}}
+                                                                        "message": st.answer(r["params"], dict(self.headers))}}
                                  for r in b.requests]
                     b.ended = datetime.now(timezone.utc)
             self._send(200, self._batch_json(b))
         else:
             self._error(404, "not_found_error", f"no route {method} {path}")
+
+    def _stream(self, msg: dict[str, Any]) -> None:
+        """A message as server-sent events, its text in deltas of 7 characters (an echoed key is split across them)."""
+        def ev(kind: str, data: dict[str, Any]) -> bytes:
+            return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n".encode()
+
+        parts = [ev("message_start", {"message": {**msg, "content": [], "stop_reason": None,
+                                                  "usage": {**msg["usage"], "output_tokens": 1}}})]
+        for i, block in enumerate(msg["content"]):
+            if block["type"] != "text":
+                continue
+            parts.append(ev("content_block_start", {"index": i, "content_block": {"type": "text", "text": ""}}))
+            text = block["text"]
+            parts += [ev("content_block_delta", {"index": i, "delta": {"type": "text_delta", "text": text[j:j + 7]}})
+                      for j in range(0, len(text), 7)]
+            parts.append(ev("content_block_stop", {"index": i}))
+        parts.append(ev("message_delta", {"delta": {"stop_reason": msg["stop_reason"], "stop_sequence": None},
+                                          "usage": {"output_tokens": msg["usage"].get("output_tokens")}}))
+        parts.append(ev("message_stop", {}))
+        self._send(200, None, raw=b"".join(parts), content_type="text/event-stream")
 
     def _batch_json(self, b: _Batch) -> dict[str, Any]:
         n = len(b.requests)

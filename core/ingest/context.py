@@ -360,7 +360,7 @@ def build_llm_contexts(
     price + the full output allowance) must fit in what is left of the budget, so the budget is never overshot;
     each context is stored the moment it arrives, so a stopped run resumes without paying for it again."""
     run_id, todo, existing, total, p, names = _start_llm_run(store, workspace, llm, model, run_id)
-    spent, written, stopped = 0.0, 0, ""
+    spent, written, stopped, flagged = 0.0, 0, "", 0
     warnings: list[str] = []
     # The run may spend up to the smaller of its own budget and what the workspace budget has left (ledger total).
     limit, why = _limit(store, workspace, budget_usd, workspace_budget_usd)
@@ -376,19 +376,27 @@ def build_llm_contexts(
                 stopped = (f"{why.format(spent=fmt_usd(spent))}; the next call could cost up to {fmt_usd(bound)}. "
                            "Run again (with a budget) to continue; done contexts are kept")
                 break
+            # The bound this check used goes with the request: the client books no more than it, whatever the
+            # provider reports (core/models/llm.py check_usage), so one call cannot overshoot.
+            req = replace(context_request(text, c, model=model, max_tokens=max_output_tokens),
+                          input_bound=prefix + _call_bound(c))
             try:
-                resp = llm.complete(context_request(text, c, model=model, max_tokens=max_output_tokens),
-                                    workspace=workspace, run_id=run_id)
+                resp = llm.complete(req, workspace=workspace, run_id=run_id)
             except LLMError as exc:
                 stopped = f"error: {exc}. Run again to continue; done contexts are kept"
                 break
             spent += resp.usage.usd
+            if resp.usage_flag:
+                flagged += 1
             store.ledger.put_contexts([(c.chunk_id, _clean(resp.text))], "llm", resp.model, workspace)
             written += 1
             if progress:
                 progress(written, total, spent)
         if stopped:
             break
+    if flagged:
+        warnings.append(f"{flagged} replies reported implausible usage; each was booked at its bound (ledger "
+                        "column usage_flag)")
     return ContextReport("llm", written, existing, total - written, spent, stopped, tuple(warnings), run_id)
 
 

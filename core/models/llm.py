@@ -1,16 +1,27 @@
 """LLM protocol, the Anthropic implementation (prompt caching, JSON output, retries, batches), an honest offline
-stand-in, and the hook that puts every call in the usage ledger."""
+stand-in, and the hook that puts every call in the usage ledger.
+
+The Anthropic client is the one point every reply passes, so three guards live here (issue #33): every reply's text,
+structured data, tool input, model name and error is redacted before any stage, store or page sees it; the usage a
+provider reports is validated against what the request could have produced (a bad value is replaced by our own
+bound and flagged in the ledger); and every attempt has a total wall-clock deadline (connect, send and every read
+together), retries start only while the caller's deadline (`call_limits`) leaves time for them.
+"""
 from __future__ import annotations
 
+import contextvars
 import json
+import math
 import random
 import re
+import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
 
 from core.models.pricing import Ttl, price_for, tokens_usd, uncached_usd
-from core.text import redact, register_secret
+from core.text import llm_tokens_upper_bound, redact, redact_value, register_secret
 from core.types import DEFAULT_WORKSPACE, LedgerEntry, Usage
 
 MAX_BREAKPOINTS = 4  # the Messages API accepts at most four cache_control blocks per request
@@ -57,6 +68,9 @@ class LLMRequest:
     json_schema: Mapping[str, Any] | None = None  # structured output: the reply is JSON valid for this schema
     purpose: str = "other"  # ledger category: context, answer, judge, ...
     ref_id: str = ""  # document or query the call is about (ledger)
+    # The caller's own bound on the input tokens (e.g. the provider's count of the cached prefix plus a character
+    # bound of the rest), the one its budget check used: reported usage above it is implausible and replaced.
+    input_bound: int | None = None
 
     def breakpoints(self) -> int:
         return sum(b.cache for b in (*self.system, *self.user))
@@ -89,7 +103,10 @@ class LLMResponse:
     data: Any = None  # the parsed JSON when the request asked for structured output
     usd_uncached: float = 0.0
     stop_reason: str = ""
-    cache_note: str = ""  # e.g. "no cache: prefix below the 4,096-token minimum"
+    # The call's note for traces and the ledger: a replaced usage first (see usage_flag), then the cache's, e.g.
+    # "no cache: prefix below the 4,096-token minimum".
+    cache_note: str = ""
+    usage_flag: str = ""  # "" when the provider's usage was plausible, else what was replaced and why
 
 
 @dataclass(frozen=True)
@@ -177,6 +194,173 @@ def parse_json(text: str) -> Any:
     raise LLMError(f"the model did not return valid JSON: {text[:120]!r}")
 
 
+# -- what a request can cost: the bounds reported usage is checked against -------------------------------------
+# Tokens the API may add around the prompt text (message framing; structured output adds its own instructions).
+FRAMING_TOKENS = 64
+SCHEMA_TOKENS = 512
+# Fewer input tokens than one per this many non-blank prompt characters is implausible (no tokenizer's tokens are
+# that long on average): a provider reporting ~0 would otherwise let every budget fail open.
+MAX_CHARS_PER_TOKEN = 32
+
+
+def _prompt_text(request: LLMRequest) -> str:
+    return "".join(b.text for b in (*request.system, *request.user))
+
+
+def input_token_bound(request: LLMRequest) -> int:
+    """At most this many input tokens (cached or not) can a request bill: the caller's own bound when it gave one,
+    else a per-script character bound of the prompt (core/text.py) plus the API's framing."""
+    own = llm_tokens_upper_bound(_prompt_text(request)) + FRAMING_TOKENS
+    if request.json_schema is not None:
+        own += llm_tokens_upper_bound(json.dumps(dict(request.json_schema))) + SCHEMA_TOKENS
+    return own if request.input_bound is None else min(own, max(0, int(request.input_bound)))
+
+
+def input_token_floor(request: LLMRequest) -> int:
+    """At least this many input tokens does a request bill (a deliberately low floor; see MAX_CHARS_PER_TOKEN)."""
+    return sum(not ch.isspace() for ch in _prompt_text(request)) // MAX_CHARS_PER_TOKEN
+
+
+def worst_usd(request: LLMRequest, ttl: Ttl = "5m", *, batch: bool = False) -> float:
+    """The most a request can be booked at: every input token of the bound at the dearer of the base and the
+    cache-write price, plus the whole output allowance. Validated usage never prices above it, so a budget that
+    admits a call by this bound cannot be overshot by that call, whatever the provider reports."""
+    p = price_for(request.model)
+    mult = max(1.0, p.write_multiplier(ttl)) if request.breakpoints() else 1.0
+    return tokens_usd(p, input_tokens=math.ceil(input_token_bound(request) * mult),
+                      output_tokens=request.max_tokens, batch=batch)
+
+
+def _count(value: Any) -> int | None:
+    """A token count as the provider reported it, or None when it is missing, not a number, negative or not whole."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float) and math.isfinite(value) and value >= 0 and value.is_integer():
+        return int(value)
+    return None
+
+
+@dataclass(frozen=True)
+class _Checked:
+    input_tokens: int
+    output_tokens: int
+    write_5m: int
+    write_1h: int
+    read: int
+    flag: str
+
+
+def check_usage(usage: Any, request: LLMRequest, text: str, ttl: Ttl) -> _Checked:
+    """The provider's usage if it is possible for this request, else our own bound in its place with the reason.
+    Output: 0..max_tokens (and at least 1 for a non-empty reply). Input (uncached + cache writes + cache reads):
+    between input_token_floor and input_token_bound. Cache writes at the 1-hour price only when the request asked
+    for 1-hour caching, cache tokens at all only when the request has a breakpoint. A replaced input side is booked
+    as the bound, written to the cache when the request has a breakpoint (the dearest reading); a replaced output as
+    the character bound of the reply, at most max_tokens."""
+    why: list[str] = []
+
+    def field_(name: str, obj: Any = usage, default_zero: bool = False) -> int | None:
+        raw = getattr(obj, name, None) if obj is not None else None
+        if raw is None and default_zero:
+            return 0
+        n = _count(raw)
+        if n is None:
+            why.append(f"{name}={raw!r:.40}")
+        return n
+
+    out = field_("output_tokens")
+    if out is not None and (out > request.max_tokens or (text.strip() and out == 0)):
+        why.append(f"output_tokens={out} (max_tokens {request.max_tokens})")
+        out = None
+    if out is None:
+        out = min(request.max_tokens, max(1 if text.strip() else 0, llm_tokens_upper_bound(text)))
+    bad_out = bool(why)
+    inp = field_("input_tokens")
+    write = field_("cache_creation_input_tokens", default_zero=True)
+    read = field_("cache_read_input_tokens", default_zero=True)
+    cc = getattr(usage, "cache_creation", None) if usage is not None else None
+    w1h = field_("ephemeral_1h_input_tokens", cc, default_zero=True) if cc is not None else (
+        write if ttl == "1h" and write is not None else 0)
+    bound, floor = input_token_bound(request), input_token_floor(request)
+    sides_ok = None not in (inp, write, read, w1h)
+    if sides_ok:
+        total = inp + write + read  # type: ignore[operator]
+        if total > bound or total < floor:
+            why.append(f"input {total:,} tokens outside {floor:,}..{bound:,} for this request")
+            sides_ok = False
+        elif (write or read) and not request.breakpoints():
+            why.append("cache tokens on a request without a cache breakpoint")
+            sides_ok = False
+        elif w1h > write or (w1h and ttl != "1h"):  # type: ignore[operator]
+            why.append(f"1-hour cache writes {w1h:,} on a {ttl} request")
+            sides_ok = False
+    if not sides_ok:
+        cached = bound if request.breakpoints() else 0
+        inp, write, read = bound - cached, cached, 0
+        w1h = cached if ttl == "1h" else 0
+    if not why:
+        return _Checked(inp, out, write - w1h, w1h, read, "")  # type: ignore[operator]
+    replaced = ("output" if bad_out else "") + (" and " if bad_out and not sides_ok else "") + (
+        "input" if not sides_ok else "")
+    return _Checked(inp, out, write - w1h, w1h, read,  # type: ignore[operator]
+                    redact(f"provider usage implausible ({'; '.join(why)}): {replaced} booked at our own bound"))
+
+
+# -- the caller's limits: a deadline and dollars every call and retry inside a scope respects ---------------------
+@dataclass
+class CallLimits:
+    """What a caller (the agentic loop, a build) still allows the LLM calls it makes, directly or through stages
+    it runs: a wall-clock deadline (time.monotonic) and dollars (each booked call is taken off). A call, or a retry,
+    that cannot finish before the deadline or whose worst case does not fit the dollars is not started."""
+
+    deadline: float | None = None
+    usd_left: float | None = None
+    parent: "CallLimits | None" = None
+
+    def chain(self) -> Iterator["CallLimits"]:
+        lim: CallLimits | None = self
+        while lim is not None:
+            yield lim
+            lim = lim.parent
+
+    def earliest(self) -> float | None:
+        times = [lim.deadline for lim in self.chain() if lim.deadline is not None]
+        return min(times) if times else None
+
+    def usd(self) -> float | None:
+        left = [lim.usd_left for lim in self.chain() if lim.usd_left is not None]
+        return min(left) if left else None
+
+    def spend(self, usd: float) -> None:
+        for lim in self.chain():
+            if lim.usd_left is not None:
+                lim.usd_left -= usd
+
+
+_LIMITS: contextvars.ContextVar[CallLimits | None] = contextvars.ContextVar("llm_call_limits", default=None)
+
+
+@contextmanager
+def call_limits(*, deadline: float | None = None, usd: float | None = None) -> Iterator[CallLimits]:
+    """Limits for every LLM call made in this block (in this thread), nested inside any outer ones."""
+    lim = CallLimits(deadline, usd, _LIMITS.get())
+    token = _LIMITS.set(lim)
+    try:
+        yield lim
+    finally:
+        _LIMITS.reset(token)
+
+
+def current_limits() -> CallLimits | None:
+    return _LIMITS.get()
+
+
+class _DeadlinePassed(Exception):
+    """An attempt ran past its total deadline; the worker thread is abandoned (it ends at its next read)."""
+
+
 _RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 # A malformed 200 is retried once only: a gateway hiccup is worth one more try, but the call may have been billed.
 MALFORMED_RETRIES = 1
@@ -195,15 +379,80 @@ def _status_kind(code: int) -> str:
 
 
 def _checked_message(msg: Any) -> Any:
-    """The SDK's Message, or _Malformed when the body did not carry one (the SDK passes odd bodies through)."""
+    """The SDK's Message, or _Malformed when the body did not carry one (the SDK passes odd bodies through). Its
+    usage is not judged here: check_usage replaces what is missing or implausible."""
     content = getattr(msg, "content", None)
-    usage = getattr(msg, "usage", None)
-    if not isinstance(content, list) or usage is None or not isinstance(getattr(usage, "input_tokens", None), int) \
-            or not isinstance(getattr(usage, "output_tokens", None), int):
+    if not isinstance(content, list) or (isinstance(msg, str) or not hasattr(msg, "usage")):
         what = "an HTML page" if isinstance(msg, str) and "<" in msg[:200] else (
             "a body without content/usage" if not isinstance(msg, str) else "a non-JSON body")
         raise _Malformed(what)
     return msg
+
+
+def _http_client(timeout_s: float) -> Any:
+    """The SDK's own httpx client with a transport that ends a response body at the attempt's total deadline: a
+    server trickling one byte at a time never waits out a per-read timeout again and again."""
+    import anthropic
+    import httpx2
+
+    class _DeadlineStream(httpx2.SyncByteStream):
+        def __init__(self, inner: Any, deadline: float, request: Any) -> None:
+            self._inner, self._deadline, self._request = inner, deadline, request
+
+        def __iter__(self) -> Iterator[bytes]:
+            for chunk in self._inner:
+                if time.monotonic() > self._deadline:
+                    raise httpx2.ReadTimeout("the call's total deadline passed", request=self._request)
+                yield chunk
+
+        def close(self) -> None:
+            close = getattr(self._inner, "close", None)
+            if close is not None:
+                close()
+
+    class _DeadlineTransport(httpx2.BaseTransport):
+        def __init__(self) -> None:
+            self._inner = httpx2.HTTPTransport(limits=anthropic.DEFAULT_CONNECTION_LIMITS)
+
+        def handle_request(self, request: Any) -> Any:
+            deadline = _ATTEMPT_DEADLINE.get()
+            resp = self._inner.handle_request(request)
+            if deadline is None:
+                return resp
+            return httpx2.Response(resp.status_code, headers=resp.headers, extensions=resp.extensions,
+                                   stream=_DeadlineStream(resp.stream, deadline, request))
+
+        def close(self) -> None:
+            self._inner.close()
+
+    return anthropic.DefaultHttpxClient(transport=_DeadlineTransport(), timeout=timeout_s)
+
+
+_ATTEMPT_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("llm_attempt_deadline",
+                                                                                 default=None)
+
+
+def _run_until(fn: Callable[[float], Any], deadline: float) -> Any:
+    """fn(seconds left) in a daemon thread, waited for until `deadline` at most: the total deadline holds however
+    the server dribbles its bytes (headers included). A late worker is abandoned; its own timeouts end it."""
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def work() -> None:
+        _ATTEMPT_DEADLINE.set(deadline)
+        try:
+            box["value"] = fn(max(0.001, deadline - time.monotonic()))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="llm-call", daemon=True).start()
+    if not done.wait(max(0.0, deadline - time.monotonic())):
+        raise _DeadlinePassed()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 class AnthropicLLM:
@@ -223,7 +472,9 @@ class AnthropicLLM:
 
         register_secret(api_key)
         self._anthropic = anthropic
-        self._client = anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
+        self._client = anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s,
+                                           http_client=_http_client(timeout_s))
+        self.timeout_s = timeout_s
         self.base_url = base_url or "https://api.anthropic.com"
         self.ledger = ledger
         self.max_retries = max_retries
@@ -249,24 +500,43 @@ class AnthropicLLM:
         base = min(self.backoff_cap_s, self.backoff_s * (2 ** attempt))
         return base * (0.5 + self._rng.random() / 2)  # jitter: retries of parallel callers do not collide
 
-    def _with_retries(self, what: str, fn: Callable[[], Any]) -> Any:
-        """fn() with backoff on retryable failures; every failure leaves as one LLMError (never an SDK or JSON
-        exception), and `from None` keeps the SDK exception, which may quote the request, out of tracebacks."""
+    def _with_retries(self, what: str, fn: Callable[[float], Any], request: LLMRequest | None = None,
+                      *, batch: bool = False) -> Any:
+        """fn(timeout) with backoff on retryable failures; every failure leaves as one LLMError (never an SDK or JSON
+        exception), and `from None` keeps the SDK exception, which may quote the request, out of tracebacks.
+        Each attempt has `timeout_s` in total (connect, send and every read together) and ends at the caller's
+        deadline (`call_limits`) if that comes first; an attempt or a retry that the caller's deadline or dollars
+        (`call_limits`) cannot hold is not started."""
         a = self._anthropic
         malformed = 0
+        limits = _LIMITS.get()
         for attempt in range(self.max_retries + 1):
+            deadline = time.monotonic() + self.timeout_s
+            if limits is not None:
+                if (until := limits.earliest()) is not None:
+                    if time.monotonic() >= until:
+                        raise LLMError(f"{what} not {'retried' if attempt else 'started'}: the caller's time "
+                                       "budget has run out", "deadline")
+                    deadline = min(deadline, until)
+                left = limits.usd()
+                if request is not None and left is not None and worst_usd(request, self.cache_ttl,
+                                                                          batch=batch) > left + 1e-12:
+                    raise LLMError(f"{what} not {'retried' if attempt else 'started'}: its worst case "
+                                   f"${worst_usd(request, self.cache_ttl, batch=batch):.6f} is above the "
+                                   f"${max(left, 0.0):.6f} the caller has left", "budget")
             try:
-                return fn()
+                return _run_until(fn, deadline)
             except a.APIStatusError as exc:
                 if exc.status_code not in _RETRY_STATUS or attempt == self.max_retries:
                     raise LLMError(f"{what} failed: HTTP {exc.status_code} {_short(exc)}",
                                    _status_kind(exc.status_code)) from None
                 last: Exception = exc
-            except a.APIConnectionError as exc:  # includes APITimeoutError
-                timeout = isinstance(exc, a.APITimeoutError)
+            except (a.APIConnectionError, _DeadlinePassed) as exc:  # includes APITimeoutError
+                timeout = isinstance(exc, (a.APITimeoutError, _DeadlinePassed))
                 if attempt == self.max_retries:
                     raise LLMError(f"{what} {'timed out' if timeout else 'could not connect'} after {attempt + 1} "
-                                   "attempts", "timeout" if timeout else "connection") from None
+                                   f"attempts of at most {self.timeout_s:g} s each",
+                                   "timeout" if timeout else "connection") from None
                 last = exc
             except (_Malformed, ValueError, a.APIResponseValidationError) as exc:  # JSONDecodeError is a ValueError
                 detail = str(exc) if isinstance(exc, _Malformed) else f"invalid JSON ({type(exc).__name__})"
@@ -278,9 +548,14 @@ class AnthropicLLM:
             except LLMError:
                 raise
             except Exception as exc:  # noqa: BLE001 - an SDK surprise is still one typed, redacted error
-                raise LLMError(f"{what} failed ({type(exc).__name__}: {str(exc)[:200]})", "error") from None
+                raise LLMError(f"{what} failed ({type(exc).__name__}: {redact(str(exc))[:200]})", "error") from None
+            delay = self._delay(attempt, last)
+            until = limits.earliest() if limits is not None else None
+            if until is not None and time.monotonic() + delay >= until:
+                raise LLMError(f"{what} failed ({type(last).__name__}) and the caller's time budget leaves no room "
+                               "for a retry", "deadline") from None
             self.retries += 1
-            self._sleep(self._delay(attempt, last))
+            self._sleep(delay)
         raise LLMError(f"{what} failed")  # unreachable: the loop returns or raises
 
     # -- one call -----------------------------------------------------------------------------------------------
@@ -288,20 +563,28 @@ class AnthropicLLM:
         params = request.params(self.cache_ttl)
         start = time.perf_counter()
         msg = self._with_retries(f"{request.purpose} call to {request.model}",
-                                 lambda: _checked_message(self._client.messages.create(**params)))
+                                 lambda t: _checked_message(self._client.messages.create(**params, timeout=t)),
+                                 request)
         ms = (time.perf_counter() - start) * 1000
         resp = self._response(msg, request, ms, batch=False)
         self._record(resp, request, workspace, run_id, batch=False)
+        if (limits := _LIMITS.get()) is not None:
+            limits.spend(resp.usage.usd)
         return resp
 
     def count_tokens(self, request: LLMRequest) -> int:
         """Input tokens of a request by the provider's own counter (free, rate-limited): budgets bound spend with it."""
         params = {k: v for k, v in request.params(self.cache_ttl).items() if k in ("model", "system", "messages")}
         res = self._with_retries(f"token count for {request.model}",
-                                 lambda: self._client.messages.count_tokens(**params))
-        n = getattr(res, "input_tokens", None)
-        if not isinstance(n, int):
+                                 lambda t: self._client.messages.count_tokens(**params, timeout=t))
+        n = _count(getattr(res, "input_tokens", None))
+        if n is None:
             raise LLMError(f"token count for {request.model}: the API answered without input_tokens", "malformed")
+        # A count outside what the prompt could be is not believed: budgets would be checked against it.
+        bound = input_token_bound(replace(request, input_bound=None, json_schema=None))
+        if not input_token_floor(request) <= n <= bound:
+            raise LLMError(f"token count for {request.model}: {n:,} is outside what the prompt could be "
+                           f"(at most {bound:,})", "malformed")
         return n
 
     def _response(self, msg: Any, request: LLMRequest, ms: float, *, batch: bool) -> LLMResponse:
@@ -314,27 +597,30 @@ class AnthropicLLM:
                            "malformed") from None
 
     def _response_unchecked(self, msg: Any, request: LLMRequest, ms: float, *, batch: bool) -> LLMResponse:
-        text = "".join(getattr(b, "text", "") for b in msg.content if getattr(b, "type", "") == "text")
-        u = msg.usage
-        write = int(u.cache_creation_input_tokens or 0)
-        read = int(u.cache_read_input_tokens or 0)
-        model = msg.model or request.model
-        p = price_for(model)
-        # The API splits cache writes by TTL when it can; price each part at its own multiplier.
-        cc = getattr(u, "cache_creation", None)
-        w1h = int(getattr(cc, "ephemeral_1h_input_tokens", 0) or 0) if cc is not None else (write if self.cache_ttl == "1h" else 0)
-        w5m = write - w1h
-        usd = (tokens_usd(p, input_tokens=int(u.input_tokens), output_tokens=int(u.output_tokens),
-                          cache_write_tokens=w5m, cache_read_tokens=read, batch=batch)
-               + tokens_usd(p, cache_write_tokens=w1h, ttl="1h", batch=batch))
-        usage = Usage(int(u.input_tokens), int(u.output_tokens), write, read, usd, 1)
-        note = ""
-        if request.breakpoints() and not write and not read:
-            note = (f"no prompt cache: the prefix is probably below the {p.min_cacheable_tokens:,}-token minimum "
-                    f"of {model}")
-        data = parse_json(text) if request.json_schema is not None else None
-        return LLMResponse(text, model, usage, ms, data, uncached_usd(usage, model, batch=batch),
-                           str(msg.stop_reason or ""), note)
+        # Redacted here, once, before anything else reads the reply: text, tool input, structured data, model name.
+        text = redact("".join(str(getattr(b, "text", "") or "") for b in msg.content
+                              if getattr(b, "type", "") == "text"))
+        tool_inputs = [redact_value(getattr(b, "input", None)) for b in msg.content
+                       if getattr(b, "type", "") == "tool_use"]
+        model = redact(msg.model) if isinstance(msg.model, str) and msg.model else request.model
+        u = check_usage(getattr(msg, "usage", None), request,
+                        text + json.dumps(tool_inputs, default=str) if tool_inputs else text, self.cache_ttl)
+        # Priced as the model asked for: a reply naming a cheaper model does not make the call cheaper.
+        p = price_for(request.model)
+        usd = (tokens_usd(p, input_tokens=u.input_tokens, output_tokens=u.output_tokens,
+                          cache_write_tokens=u.write_5m, cache_read_tokens=u.read, batch=batch)
+               + tokens_usd(p, cache_write_tokens=u.write_1h, ttl="1h", batch=batch))
+        write = u.write_5m + u.write_1h
+        usage = Usage(u.input_tokens, u.output_tokens, write, u.read, usd, 1)
+        notes = [u.flag] if u.flag else []
+        if request.breakpoints() and not write and not u.read:
+            notes.append(f"no prompt cache: the prefix is probably below the {p.min_cacheable_tokens:,}-token "
+                         f"minimum of {model}")
+        data = None
+        if request.json_schema is not None:
+            data = redact_value(parse_json(text)) if text.strip() or not tool_inputs else tool_inputs[0]
+        return LLMResponse(text, model, usage, ms, data, uncached_usd(usage, request.model, batch=batch),
+                           redact(str(msg.stop_reason or "")), "; ".join(notes), u.flag)
 
     def _record(self, resp: LLMResponse, request: LLMRequest, workspace: str, run_id: str, *, batch: bool) -> None:
         if self.ledger is None:
@@ -343,20 +629,22 @@ class AnthropicLLM:
         self.ledger.record_usage(LedgerEntry(
             request.purpose, resp.model, u.input_tokens, u.output_tokens, u.cache_write_tokens, u.cache_read_tokens,
             u.usd, resp.usd_uncached, resp.ms, request.ref_id, run_id, batch, self.cache_ttl, resp.cache_note,
-            workspace,
+            workspace, resp.usage_flag,
         ))
 
     # -- Message Batches (-50 %) ---------------------------------------------------------------------------------
     def submit_batch(self, items: Sequence[tuple[str, LLMRequest]]) -> str:
         reqs = [{"custom_id": cid, "params": r.params(self.cache_ttl)} for cid, r in items]
-        batch = self._with_retries("batch submit", lambda: self._client.messages.batches.create(requests=reqs))
-        return str(batch.id)
+        batch = self._with_retries("batch submit",
+                                   lambda t: self._client.messages.batches.create(requests=reqs, timeout=t))
+        return redact(str(batch.id))
 
     def poll_batch(self, batch_id: str) -> BatchStatus:
-        b = self._with_retries("batch status", lambda: self._client.messages.batches.retrieve(batch_id))
+        b = self._with_retries("batch status",
+                               lambda t: self._client.messages.batches.retrieve(batch_id, timeout=t))
         try:
             counts = b.request_counts
-            return BatchStatus(b.id, b.processing_status, {k: int(getattr(counts, k)) for k in
+            return BatchStatus(redact(str(b.id)), redact(str(b.processing_status)), {k: int(getattr(counts, k)) for k in
                                                            ("processing", "succeeded", "errored", "canceled",
                                                             "expired")})
         except (AttributeError, TypeError, ValueError) as exc:
@@ -366,7 +654,8 @@ class AnthropicLLM:
                       run_id: str = "") -> dict[str, LLMResponse | LLMError]:
         """Results of an ended batch by custom id; each success is priced at the batch rate and ledgered."""
         out: dict[str, LLMResponse | LLMError] = {}
-        lines = self._with_retries("batch results", lambda: list(self._client.messages.batches.results(batch_id)))
+        lines = self._with_retries("batch results",
+                                   lambda t: list(self._client.messages.batches.results(batch_id, timeout=t)))
         for line in lines:
             cid = getattr(line, "custom_id", None)
             req = requests.get(cid) if isinstance(cid, str) else None

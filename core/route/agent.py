@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Protocol, Sequence, get_args
 
 from core.models import DATA_DIR
-from core.models.llm import LLM, LLMError, LLMRequest, TextBlock
-from core.models.pricing import price_for, tokens_usd
+from core.models.llm import LLM, LLMError, LLMRequest, TextBlock, call_limits, input_token_bound, worst_usd
 from core.route.transforms import (
     decompose_plan,  # the templates the decomposition transform uses
 )
@@ -85,12 +84,9 @@ class Spend:
 
 
 def worst_case(request: LLMRequest) -> tuple[int, float]:
-    """An upper bound on a call's tokens and dollars: one token per character of prompt (no tokenizer produces
-    more for text in any script) plus max_tokens of output, priced as uncached input."""
-    chars = sum(len(b.text) for b in (*request.system, *request.user)) + 200
-    tokens = chars + request.max_tokens
-    usd = tokens_usd(price_for(request.model), input_tokens=chars, output_tokens=request.max_tokens)
-    return tokens, usd
+    """An upper bound on a call's tokens and dollars: the client's own bound (core/models/llm.py), which no reply's
+    usage is ever booked above (a cache write at its price included), plus max_tokens of output."""
+    return input_token_bound(request) + request.max_tokens, worst_usd(request)
 
 
 def guarded_call(llm: LLM, request: LLMRequest, spend: Spend, workspace: str) -> tuple[Any, StopReason | None]:
@@ -715,6 +711,17 @@ def run_agent(question: str, search: Search, *, budget: Budget, grader: Grader, 
     `search` runs the ordinary pipeline (answer off) on one query; the caller answers from `evidence`. `enough`
     (the route's early stop) reads the first round's stages and evidence and names why no second round is needed."""
     run = _Run(Spend(budget, clock))
+    # Every LLM call of the loop (its searches' transforms included) and every retry starts only if it can end
+    # before the time budget and fits the dollars left: the loop ends within one call's timeout of max_seconds.
+    with call_limits(deadline=time.monotonic() + budget.max_seconds, usd=budget.max_usd):
+        return _loop(question, search, run, budget=budget, grader=grader, writer=writer, workspace=workspace, k=k,
+                     head=head, repeat_threshold=repeat_threshold, clock=clock, rest_in_turn=rest_in_turn,
+                     enough=enough)
+
+
+def _loop(question: str, search: Search, run: _Run, *, budget: Budget, grader: Grader, writer: Writer,
+          workspace: str, k: int, head: int, repeat_threshold: float, clock: Callable[[], float], rest_in_turn: bool,
+          enough: Callable[[Sequence[StageResult], Sequence[Candidate]], str | None] | None) -> AgentOutcome:
     queries: Sequence[str] = (question,)
     targeted, rnd, round_seconds = 0, 0, 0.0
     stop: StopReason | None = None
@@ -727,9 +734,9 @@ def run_agent(question: str, search: Search, *, budget: Budget, grader: Grader, 
         try:
             found = _search_round(run, search, queries, rnd)
         except LLMError as exc:
+            stop = {"deadline": "budget_time", "budget": "budget_usd"}.get(exc.kind, "error")
             run.stages.append(StageResult(f"{_prefix(rnd)}decide", (), 0.0, Usage(), None, (f"search failed: {exc}",),
-                                          {"round": rnd, "action": "stop", "reason": "error"}))
-            stop = "error"
+                                          {"round": rnd, "action": "stop", "reason": stop}))
             break
         new = _grade_round(run, found, rnd, targeted, grader, workspace, k=k, head=head, rest_in_turn=rest_in_turn,
                            clock=clock)

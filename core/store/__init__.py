@@ -23,6 +23,7 @@ __all__ = ["SCHEMA_VERSION", "Caches", "Communities", "Corpus", "Database", "Doc
 
 TABLES: tuple[str, ...] = (*corpus.TABLES, *caches.TABLES, *runs.TABLES, *ledger.TABLES, *graph.TABLES,
                            *graph_review.TABLES, *answers.TABLES)
+MIGRATIONS: tuple[tuple[int, str], ...] = (*ledger.MIGRATIONS,)
 
 
 class Store:
@@ -30,7 +31,7 @@ class Store:
     Protocol it needs), never the Store."""
 
     def __init__(self, path: str | Path = ":memory:", *, read_only: bool = False) -> None:
-        self.db = Database(path, read_only=read_only, tables=TABLES)
+        self.db = Database(path, read_only=read_only, tables=TABLES, migrations=MIGRATIONS)
         self.corpus = Corpus(self.db)
         self.caches = Caches(self.db)
         self.ledger = Ledger(self.db)

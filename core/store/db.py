@@ -23,7 +23,7 @@ import numpy as np
 
 from core.types import DEFAULT_WORKSPACE
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 Cursor = duckdb.DuckDBPyConnection
 
@@ -67,7 +67,7 @@ class Database:
     """A DuckDB file (or :memory:). `tables` is every repository's DDL; they are created on a read-write open."""
 
     def __init__(self, path: str | Path = ":memory:", *, read_only: bool = False,
-                 tables: Sequence[str] = ()) -> None:
+                 tables: Sequence[str] = (), migrations: Sequence[tuple[int, str]] = ()) -> None:
         self.path = str(path)
         self.read_only = bool(read_only)
         if self.read_only and self.path == ":memory:":
@@ -89,6 +89,9 @@ class Database:
         # An in-memory database is private to its connection: its own key.
         self._gen_key = f"memory:{id(self)}" if self.path == ":memory:" else str(Path(self.path).resolve())
         self._ddl = (*META_TABLES, *tables)
+        # (version, statement): what turns a file of version-1 into one of `version`; idempotent statements, since
+        # the tables above are created in their newest form.
+        self._migrations = tuple(sorted(migrations))
         if self.read_only:
             self._check_schema()
         else:
@@ -152,6 +155,11 @@ class Database:
             elif int(row[0]) > SCHEMA_VERSION:
                 raise StoreError(
                     f"database {self.path} has schema v{row[0]}, newer than this code (v{SCHEMA_VERSION})")
+            elif int(row[0]) < SCHEMA_VERSION:
+                for version, sql in self._migrations:
+                    if version > int(row[0]):
+                        cur.execute(sql)
+                cur.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
         self.ensure_workspace(DEFAULT_WORKSPACE)
 
     def _check_schema(self) -> None:
@@ -165,6 +173,9 @@ class Database:
         v = self.schema_version()
         if v > SCHEMA_VERSION:
             raise StoreError(f"database {self.path} has schema v{v}, newer than this code (v{SCHEMA_VERSION})")
+        if v < SCHEMA_VERSION:
+            raise StoreError(f"database {self.path} has schema v{v}, older than this code (v{SCHEMA_VERSION}): open "
+                             "it once read-write (e.g. `python -m core ingest`) to migrate it")
 
     def schema_version(self) -> int:
         row = self.cursor().execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()

@@ -17,11 +17,16 @@ TABLES: tuple[str, ...] = (
         workspace_id VARCHAR, call_id VARCHAR, purpose VARCHAR, model VARCHAR, input_tokens BIGINT,
         output_tokens BIGINT, cache_write_tokens BIGINT, cache_read_tokens BIGINT, usd DOUBLE, usd_uncached DOUBLE,
         latency_ms DOUBLE, ref_id VARCHAR, run_id VARCHAR, batch BOOLEAN, cache_ttl VARCHAR, note VARCHAR,
-        created_at TIMESTAMP, PRIMARY KEY (workspace_id, call_id))""",
+        created_at TIMESTAMP, usage_flag VARCHAR DEFAULT '', PRIMARY KEY (workspace_id, call_id))""",
     """CREATE TABLE IF NOT EXISTS llm_batches (
         workspace_id VARCHAR, batch_id VARCHAR, purpose VARCHAR, variant VARCHAR, model VARCHAR, run_id VARCHAR,
         n_requests INTEGER, status VARCHAR, chunk_ids VARCHAR[], created_at TIMESTAMP,
         PRIMARY KEY (workspace_id, batch_id))""",
+)
+
+# Schema v2: usage_flag says when a call's provider-reported usage was implausible and booked at our own bound.
+MIGRATIONS: tuple[tuple[int, str], ...] = (
+    (2, "ALTER TABLE usage_ledger ADD COLUMN IF NOT EXISTS usage_flag VARCHAR DEFAULT ''"),
 )
 
 
@@ -92,17 +97,21 @@ class Ledger:
         """One LLM call. Holds tokens, dollars and ids only: never a key or a prompt."""
         with self._db.writer() as cur:
             cur.execute(
-                "INSERT INTO usage_ledger VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO usage_ledger (workspace_id, call_id, purpose, model, input_tokens, output_tokens, "
+                "cache_write_tokens, cache_read_tokens, usd, usd_uncached, latency_ms, ref_id, run_id, batch, "
+                "cache_ttl, note, created_at, usage_flag) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [entry.workspace, uuid.uuid4().hex, entry.purpose, entry.model, entry.input_tokens,
                  entry.output_tokens, entry.cache_write_tokens, entry.cache_read_tokens, entry.usd, entry.usd_uncached,
-                 entry.latency_ms, entry.ref_id, entry.run_id, entry.batch, entry.cache_ttl, entry.note, now()],
+                 entry.latency_ms, entry.ref_id, entry.run_id, entry.batch, entry.cache_ttl, entry.note, now(),
+                 entry.usage_flag],
             )
 
     def usage_ledger(self, workspace: str = DEFAULT_WORKSPACE, *, purpose: str | None = None,
                      run_id: str | None = None, limit: int | None = None) -> list[LedgerEntry]:
         """Ledger rows, oldest first."""
         sql = ("SELECT purpose, model, input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, usd, "
-               "usd_uncached, latency_ms, ref_id, run_id, batch, cache_ttl, note, workspace_id, created_at "
+               "usd_uncached, latency_ms, ref_id, run_id, batch, cache_ttl, note, workspace_id, "
+               "coalesce(usage_flag, ''), created_at "
                "FROM usage_ledger WHERE workspace_id = ?")
         params: list[Any] = [workspace]
         for col, value in (("purpose", purpose), ("run_id", run_id)):
