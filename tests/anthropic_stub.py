@@ -198,8 +198,8 @@ def default_reply(body: dict[str, Any], echo: str = "") -> str:
         return json.dumps(_fill(fmt["schema"], echo))
     last = body["messages"][-1]["content"]
     text = last if isinstance(last, str) else " ".join(b.get("text", "") for b in last)
-    return "This chunk is part of the document; it covers " + " ".join(text.split()[:10]) + "." + (
-        f" {echo}" if echo else "")
+    return (f"{echo} " if echo else "") + "This chunk is part of the document; it covers " + " ".join(
+        text.split()[:10]) + "."
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -268,8 +268,8 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(value)  # the client times out; nothing is processed
                 self._error(500, "api_error", "stalled")
                 return
-            if kind == "latency":
-                time.sleep(value)  # slow but fine: the request is answered below
+            if kind in ("latency", "trickle", "trickle_body"):
+                time.sleep(value if kind == "latency" else 0)  # slow but fine: the request is answered below
             elif kind == "malformed":
                 raw = {"truncated": b'{"id": "msg_x", "type": "message", "content": [{"type": "te',
                        "no_content": json.dumps({"id": "msg_x", "type": "message", "model": "m"}).encode(),
