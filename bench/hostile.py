@@ -18,10 +18,19 @@ results (a query for a document's unique code that does not return that document
 Faults: the loopback Anthropic stub answers 429/500/529/stall/malformed (3 kinds)/echoing-headers faults; 100 runs
 of a query with answer.mode=llm plus an LLM context build under a small budget: tracebacks, budget overshoots,
 and whether the key appears in any database byte, trace or printed error.
+
+LLM (issue #33 items 1-3; `--parts llm`, written to bench/results/hostile_llm.json): an endpoint that quotes the
+request headers in every reply (200 text, structured replies, tool input) and in 4xx/5xx bodies, through a context
+build, an LLM graph build, the LLM answer, multi-query, the agent's LLM grader and CAG, then the key counted in the
+database and token-vector bytes, traces, exported spans, error texts and everything printed; every bad-usage mode
+(negative, huge, missing, non-numeric, zero, cache-heavy, 1-hour writes) under a small context-build budget and
+agent budget (overshoot in % of the budget, ledger total); and a server trickling one byte per 0.2 s (headers or
+body) against llm.timeout_s = 1 for one call, a call with retries, and the agent loop's time budget.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import io
 import json
 import os
@@ -336,9 +345,228 @@ def run_faults(db: Path, runs: int) -> dict[str, Any]:
             "llm_requests_seen_by_stub": len(stub.state.requests)}
 
 
+# -- part 4: the LLM client (issue #33 items 1-3) ---------------------------------------------------------------------
+LLM_KEY = "proxy-Token-7f3a9c1e5b2d4a6f8e0c"  # not of the sk-ant- shape: only the registered key can hide it
+USAGE_FAULTS = ("negative", "huge", "missing", "nonnumeric", "zero", "cache", "cache_1h")
+
+
+def _llm_docs() -> list[tuple[str, bytes]]:
+    return [(f"depot-{i}.md", ("# Depot {i}\n\n".format(i=i) + "".join(
+        f"## Part {j}\n\nThe hub bolt B{i}{j} of Alice Brown's depot takes {40 + j} Nm; lamp L{j} is checked "
+        f"nightly in Paris before the morning shift.\n\n" for j in range(12))).encode()) for i in range(3)]
+
+
+def _key_echo(work: Path) -> dict[str, Any]:
+    """Every path that calls Claude, against an endpoint quoting the request headers: key occurrences anywhere."""
+    import contextlib
+
+    from core.app.trace_export import otlp_json, spans_from_trace
+    from core.config import PipelineConfig
+    from core.deps import build_deps
+    from core.graph.build import build_graph
+    from core.ingest.context import build_llm_contexts
+    from core.ingest.pipeline import ingest_files
+    from core.models.llm import LLMError
+    from core.pipeline import run_query
+    from tests.anthropic_stub import start_stub
+    from tests.fakes import HashEmbedder
+
+    db = work / "llm_echo.duckdb"
+    stub = start_stub(key=LLM_KEY)
+    stub.state.echo_headers = True
+    out, err = io.StringIO(), io.StringIO()
+    texts: dict[str, list[str]] = {}
+    calls: Counter = Counter()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        env = {"ANTHROPIC_API_KEY": LLM_KEY, "ANTHROPIC_BASE_URL": stub.base_url}
+        cfg = PipelineConfig().with_overrides({"answer.mode": "llm", "answer_cache.enabled": False,
+                                               "graph.builder": "llm", "llm.max_retries": 1, "llm.timeout_s": 5.0})
+        deps = build_deps(cfg, env, db=str(db), embedder=HashEmbedder())
+        ingest_files(_llm_docs(), store=deps.store, embedder=deps.embedder, config=cfg)
+
+        def seen() -> int:
+            return sum(r.path == "/v1/messages" for r in stub.state.requests)
+
+        n0 = seen()
+        rep = build_llm_contexts(deps.store, deps.llm, model="claude-haiku-4-5", budget_usd=1.0)
+        texts["context build"] = [rep.stopped, *rep.warnings, *deps.store.ledger.contexts("llm").values()]
+        calls["context build"], n0 = seen() - n0, seen()
+        g = build_graph(deps.store, cfg.graph, embedder=deps.embedder, llm=deps.llm)
+        texts["graph build"] = [json.dumps(g.__dict__, default=str), *(repr(n) for n in deps.store.graph.nodes())]
+        calls["graph build"], n0 = seen() - n0, seen()
+        runs = {"answer": cfg, "multi-query": cfg.with_overrides({"transforms.multi_query": "on"}),
+                "agent (LLM grader)": cfg.with_overrides({"agent.enabled": True, "agent.grader": "llm",
+                                                          "router.enabled": False}),
+                "cag": cfg.with_overrides({"cag.enabled": True, "cag.model": "claude-haiku-4-5",
+                                           "router.method": "offline", "answer.mode": "extractive"})}
+        for name, c in runs.items():
+            tr = run_query("What torque does the hub bolt B11 take?", c, deps)
+            d = tr.to_dict()
+            texts[name] = [json.dumps(d), json.dumps(otlp_json(spans_from_trace(d, run_id=name)))]
+            calls[name], n0 = seen() - n0, seen()
+        # 4xx / 5xx bodies quoting the headers, on every attempt
+        errors: list[str] = []
+        for code in (400, 401, 500, 529):
+            stub.state.faults.clear()
+            stub.state.faults.extend([("echo", code)] * 3)
+            try:
+                tr = run_query("What torque does the hub bolt B11 take?", cfg, deps)
+                errors.append(json.dumps(tr.to_dict()))
+            except LLMError as exc:  # never expected: the answer stage falls back
+                errors.append(str(exc))
+        texts["4xx/5xx echo"] = errors
+        calls["4xx/5xx echo"] = sum(1 for r in stub.state.requests if r.path == "/v1/messages") - n0
+        deps.store.close()
+    stub.stop()
+    texts["stdout/stderr"] = [out.getvalue(), err.getvalue()]
+    files = [f for f in work.iterdir() if f.name.startswith(db.name) or f.name.startswith("llm_echo")]
+    in_files = {f.name: f.read_bytes().count(LLM_KEY.encode()) for f in files}
+    redacted = {k: sum("[redacted]" in t for t in v) for k, v in texts.items()}
+    return {
+        "paths": {k: {"llm_calls": calls.get(k, 0), "key_occurrences": sum(t.count(LLM_KEY) for t in v),
+                      "texts_with_a_redaction": redacted[k]} for k, v in texts.items()},
+        "key_occurrences_in_files": in_files,
+        "key_occurrences_total": sum(in_files.values()) + sum(sum(t.count(LLM_KEY) for t in v) for v in texts.values()),
+        "streamed": "not applicable: the client does not stream (every reply is read whole, then redacted)",
+    }
+
+
+def _usage_faults(work: Path) -> dict[str, Any]:
+    """Each bad-usage mode under a small context-build budget and agent budget: calls, ledger total, overshoot."""
+    from core.config import PipelineConfig
+    from core.ingest.context import build_llm_contexts
+    from core.ingest.pipeline import ingest_files
+    from core.models.llm import AnthropicLLM
+    from core.route.agent import Budget, LLMGrader, LLMWriter, run_agent
+    from core.store import Store
+    from core.types import Candidate, StageResult, Trace
+    from tests.anthropic_stub import start_stub
+    from tests.fakes import HashEmbedder
+
+    stub = start_stub(key=LLM_KEY)
+    rows = []
+    budget, agent_budget = 0.02, 0.01
+
+    def search(q: str) -> Trace:  # new passages for every query, so only a budget ends the loop
+        tag = hashlib.sha1(q.encode()).hexdigest()[:8]
+        cands = tuple(Candidate(f"c{tag}{i}", f"d{i}", f"Alice Brown met person {i} in Paris ({q}).", 1.0 / (i + 1),
+                                i + 1) for i in range(5))
+        return Trace(q, "h", 1, (StageResult("fused", cands, 1.0),))
+
+    asked = Counter()
+
+    def responder(body: dict[str, Any]) -> str:
+        """Every passage graded incorrect and a fresh query asked for: the loop searches on until a budget stops it."""
+        schema = ((body.get("output_config") or {}).get("format") or {}).get("schema") or {}
+        text = " ".join(b.get("text", "") for m in body["messages"] for b in m["content"])
+        if "grades" in schema.get("properties", {}):
+            ids = [part.split('"')[0] for part in text.split('<passage id="')[1:]]
+            return json.dumps({"grades": [{"id": i, "grade": "incorrect"} for i in ids]})
+        if "queries" in schema.get("properties", {}):
+            asked["q"] += 1
+            n = asked["q"]  # words no earlier query had, so no query is dropped as a repeat
+            words = " ".join(hashlib.sha1(f"{n}:{k}".encode()).hexdigest()[:7] for k in range(3))
+            return json.dumps({"queries": [f"{words} Alice Brown"]})
+        return "This chunk is part of the depot manual."
+
+    stub.state.responder = responder
+    for fault in (None, *USAGE_FAULTS):
+        stub.state.usage_fault = fault
+        store = Store(":memory:")
+        ingest_files(_llm_docs(), store=store, embedder=HashEmbedder(), config=PipelineConfig())
+        llm = AnthropicLLM(LLM_KEY, base_url=stub.base_url, ledger=store.ledger, max_retries=0, sleep=lambda s: None)
+        rep = build_llm_contexts(store, llm, model="claude-haiku-4-5", budget_usd=budget, run_id="ctx")
+        ctx = store.ledger.usage_ledger(run_id="ctx")
+        ctx_total = sum(e.usd for e in ctx)
+        before = len(store.ledger.usage_ledger())
+        out = run_agent("Who did Alice Brown meet in Paris?", search,
+                        budget=Budget(max_rounds=20, max_llm_calls=200, max_tokens=10**9, max_usd=agent_budget,
+                                      max_seconds=120), grader=LLMGrader(llm, "claude-haiku-4-5"),
+                        writer=LLMWriter(llm, "claude-haiku-4-5"), workspace="default")
+        agent_rows = store.ledger.usage_ledger()[before:]
+        agent_total = sum(e.usd for e in agent_rows)
+        rows.append({
+            "usage_fault": fault or "honest",
+            "context_calls": len(ctx), "context_ledger_usd": round(ctx_total, 6),
+            "context_overshoot_pct": round(max(0.0, ctx_total - budget) / budget * 100, 3),
+            "context_stopped_by_budget": rep.stopped.startswith("budget"),
+            "context_rows_flagged": sum(bool(e.usage_flag) for e in ctx),
+            "agent_calls": len(agent_rows), "agent_ledger_usd": round(agent_total, 6),
+            "agent_spend_usd": out.spent["usd"], "agent_stop": out.stop_reason,
+            "agent_overshoot_pct": round(max(0.0, agent_total - agent_budget) / agent_budget * 100, 3),
+            "min_row_usd": round(min((e.usd for e in ctx + agent_rows), default=0.0), 8),
+            "max_row_usd": round(max((e.usd for e in ctx + agent_rows), default=0.0), 8),
+        })
+        store.close()
+    stub.stop()
+    return {"context_budget_usd": budget, "agent_budget_usd": agent_budget, "rows": rows,
+            "max_overshoot_pct": max(max(r["context_overshoot_pct"], r["agent_overshoot_pct"]) for r in rows),
+            "negative_rows": sum(r["min_row_usd"] < 0 for r in rows)}
+
+
+def _trickle() -> dict[str, Any]:
+    """A server sending one byte per 0.2 s against llm.timeout_s = 1: one call, a call with retries, the agent loop."""
+    from core.models.llm import AnthropicLLM, LLMError, LLMRequest, TextBlock
+    from core.route.agent import Budget, LLMGrader, LLMWriter, run_agent
+    from core.types import Candidate, StageResult, Trace
+    from tests.anthropic_stub import start_stub
+
+    stub = start_stub(key=LLM_KEY)
+    req = LLMRequest("claude-haiku-4-5", (TextBlock("You are terse."),), (TextBlock("Where is the torque?"),),
+                     max_tokens=50)
+    out: dict[str, Any] = {"timeout_s": 1.0, "byte_every_s": 0.2}
+    for kind in ("trickle", "trickle_body"):
+        for retries in (0, 2):
+            llm = AnthropicLLM(LLM_KEY, base_url=stub.base_url, max_retries=retries, timeout_s=1.0)
+            stub.state.faults.clear()
+            stub.state.faults.extend([(kind, 0.2)] * (retries + 1))
+            t0 = time.monotonic()
+            try:
+                llm.complete(req)
+                result = "answered"
+            except LLMError as exc:
+                result = exc.kind
+            out[f"{kind}_retries{retries}"] = {"seconds": round(time.monotonic() - t0, 2), "result": result,
+                                               "attempts": retries + 1}
+
+    def search(q: str) -> Trace:
+        return Trace(q, "h", 1, (StageResult("fused", (Candidate("c1", "d1", f"text about {q}", 1.0, 1),), 1.0),))
+
+    llm = AnthropicLLM(LLM_KEY, base_url=stub.base_url, max_retries=4, timeout_s=1.0)  # real backoff sleeps
+    stub.state.faults.clear()
+    stub.state.faults.extend([("trickle_body", 0.2)] * 200)
+    t0 = time.monotonic()
+    res = run_agent("Who did Alice Brown meet in Paris?", search,
+                    budget=Budget(max_rounds=10, max_llm_calls=100, max_tokens=10**9, max_usd=1.0, max_seconds=3.0),
+                    grader=LLMGrader(llm, "claude-haiku-4-5"), writer=LLMWriter(llm, "claude-haiku-4-5"),
+                    workspace="default")
+    out["agent_trickle"] = {"max_seconds": 3.0, "seconds": round(time.monotonic() - t0, 2), "stop": res.stop_reason}
+    stub.state.faults.clear()
+    stub.state.faults.extend([("status", 500)] * 200)
+    t0 = time.monotonic()
+    res = run_agent("Who did Alice Brown meet in Paris?", search,
+                    budget=Budget(max_rounds=10, max_llm_calls=100, max_tokens=10**9, max_usd=1.0, max_seconds=3.0),
+                    grader=LLMGrader(llm, "claude-haiku-4-5"), writer=LLMWriter(llm, "claude-haiku-4-5"),
+                    workspace="default")
+    out["agent_500s"] = {"max_seconds": 3.0, "seconds": round(time.monotonic() - t0, 2), "stop": res.stop_reason}
+    stub.stop()
+    secs = [v["seconds"] for v in out.values() if isinstance(v, dict) and "attempts" in v]
+    out["hangs_over_30s"] = sum(s > HANG_S for s in secs)
+    out["single_call_max_s"] = max(out[f"{k}_retries0"]["seconds"] for k in ("trickle", "trickle_body"))
+    return out
+
+
+def run_llm(work: Path) -> dict[str, Any]:
+    """Issue #33 items 1-3: key echo in every mode, bad usage under budgets, a trickling server."""
+    t0 = time.perf_counter()
+    res = {"key_echo": _key_echo(work), "usage": _usage_faults(work), "trickle": _trickle()}
+    res["seconds"] = round(time.perf_counter() - t0, 1)
+    return res
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--parts", default="files,concurrency,faults")
+    ap.add_argument("--parts", default="files,concurrency,faults", help="any of files,concurrency,faults,llm")
     ap.add_argument("--real-embedder", action="store_true")
     ap.add_argument("--seconds", type=float, default=60.0, help="concurrency run length")
     ap.add_argument("--fault-runs", type=int, default=100)
@@ -360,8 +588,13 @@ def main() -> None:
     if "faults" in parts:
         result["faults"] = run_faults(work / "faults.duckdb", args.fault_runs)
         print(json.dumps(result["faults"], indent=1))
-    path = write_result("hostile", result, Path(args.out) if args.out else None)
-    print(f"wrote {path}")
+    if "llm" in parts:  # its own results file: bench/results/hostile_llm.json
+        llm = run_llm(work)
+        print(json.dumps(llm, indent=1))
+        print(f"wrote {write_result('hostile_llm', llm)}")
+    if result:
+        path = write_result("hostile", result, Path(args.out) if args.out else None)
+        print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -444,6 +444,34 @@ def hostile(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
+def hostile_llm(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #33 items 1-3: key echo, provider usage, a trickling server (bench/hostile.py --parts llm)."""
+    ke, us, tr = d["key_echo"], d["usage"], d["trickle"]
+    out = ["### Hostile LLM endpoint", "", caption(file, d), "",
+           "An endpoint quoting the request headers (the key among them) in every reply and in 4xx/5xx bodies; key "
+           f"occurrences in total: **{ke['key_occurrences_total']}** (database and token-vector bytes, traces, "
+           "exported spans, error texts, stdout and stderr). Streamed replies: " + ke["streamed"] + ".", "",
+           md_table(["path", "LLM calls", "key occurrences", "texts showing [redacted]"],
+                    [[k, v["llm_calls"], v["key_occurrences"], v["texts_with_a_redaction"]]
+                     for k, v in ke["paths"].items()]), "",
+           f"Provider usage under a context-build budget of ${us['context_budget_usd']} and an agent budget of "
+           f"${us['agent_budget_usd']}: largest overshoot **{num(us['max_overshoot_pct'], 2)} %**, rows with a "
+           f"negative cost: {us['negative_rows']}.", "",
+           md_table(["usage reported", "context calls", "context $", "flagged rows", "agent calls", "agent $",
+                     "agent stop", "overshoot % (context / agent)"],
+                    [[r["usage_fault"], r["context_calls"], num(r["context_ledger_usd"], 4), r["context_rows_flagged"],
+                      r["agent_calls"], num(r["agent_ledger_usd"], 4), r["agent_stop"],
+                      f"{num(r['context_overshoot_pct'], 2)} / {num(r['agent_overshoot_pct'], 2)}"]
+                     for r in us["rows"]]), "",
+           f"A server sending one byte every {tr['byte_every_s']} s against `llm.timeout_s` = {tr['timeout_s']:g}: "
+           + "; ".join(f"{k.replace('_retries', ', retries ')}: {num(v['seconds'], 2)} s ({v['result']})"
+                       for k, v in tr.items() if isinstance(v, dict) and "attempts" in v)
+           + f"; the agent loop with a {tr['agent_trickle']['max_seconds']:g} s budget: "
+           f"{num(tr['agent_trickle']['seconds'], 2)} s under trickling, {num(tr['agent_500s']['seconds'], 2)} s "
+           f"under repeated 500s; hangs over 30 s: {tr['hangs_over_30s']}."]
+    return out
+
+
 def parse_sandbox(d: dict[str, Any], file: str) -> list[str]:
     """Issue #12: what parsing in the sandbox worker costs on ordinary files."""
     return ["### Parse sandbox overhead", "", caption(file, d), "",
@@ -1442,6 +1470,7 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
     ]),
     ("Hostile input", [
         ("hostile.json", hostile),
+        ("hostile_llm.json", hostile_llm),
         ("parse_sandbox.json", parse_sandbox),
     ]),
     ("Agentic loop", [

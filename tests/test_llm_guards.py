@@ -96,6 +96,7 @@ def test_echoed_key_reaches_no_row_file_export_or_output(tmp_path: Path, stub: S
     assert rep.written > 0
     assert any("[redacted]" in c for c in deps.store.ledger.contexts("llm").values())
     build_graph(deps.store, cfg.graph, embedder=deps.embedder, llm=deps.llm)
+    assert any("[redacted]" in repr(n) for n in deps.store.graph.nodes())  # the echo reached the graph, scrubbed
     runs = [cfg, cfg.with_overrides({"transforms.multi_query": "on"}),
             cfg.with_overrides({"agent.enabled": True, "agent.grader": "llm", "router.enabled": False}),
             cfg.with_overrides({"cag.enabled": True, "cag.model": HAIKU, "router.method": "offline",
