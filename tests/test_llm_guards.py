@@ -168,6 +168,21 @@ def test_context_build_budget_holds_in_every_usage_fault(embedder, stub: Stub) -
         store.ledger.delete_contexts("llm")  # the next build has the same work to do
 
 
+def test_batch_build_budget_holds_under_huge_usage(embedder, stub: Stub) -> None:  # noqa: ANN001
+    from core.ingest.context import build_llm_contexts_batch
+    from core.ingest.pipeline import ingest_files
+
+    store = Store(":memory:")
+    ingest_files([("m.md", _doc())], store=store, embedder=embedder, config=PipelineConfig())
+    stub.state.usage_fault = "huge"
+    budget = 0.004
+    rep = build_llm_contexts_batch(store, _llm(stub, ledger=store.ledger), model=HAIKU, budget_usd=budget, poll_s=1,
+                                   max_wait_s=5, sleep=lambda s: None)
+    rows = store.ledger.usage_ledger()
+    assert rep.written > 0 and rows and all(e.usage_flag and e.batch for e in rows)
+    assert 0 < sum(e.usd for e in rows) <= budget * 1.01
+
+
 def test_call_limits_stop_calls_at_the_dollars_left(stub: Stub) -> None:
     store = Store(":memory:")
     llm = _llm(stub, ledger=store.ledger)

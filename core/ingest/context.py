@@ -432,6 +432,7 @@ def build_llm_contexts_batch(
         ids = list(b.chunk_ids)
         chunks = store.corpus.chunks_by_id(ids, workspace)
         texts: dict[str, str] = {}
+        prefixes: dict[str, int] = {}
         requests = {}
         for i, cid in enumerate(ids):
             c = chunks.get(cid)
@@ -439,7 +440,11 @@ def build_llm_contexts_batch(
                 continue  # the document was deleted meanwhile
             if c.doc_id not in texts:
                 texts[c.doc_id] = store.corpus.document_text(c.doc_id, workspace) or ""
-            requests[f"r{i}"] = context_request(texts[c.doc_id], c, model=b.model, max_tokens=max_output_tokens)
+                prefixes[c.doc_id] = _prefix_bound(llm, texts[c.doc_id], b.model, [])
+            # The bound the submit-time budget check used: no result is booked above it (see build_llm_contexts).
+            requests[f"r{i}"] = replace(context_request(texts[c.doc_id], c, model=b.model,
+                                                        max_tokens=max_output_tokens),
+                                        input_bound=prefixes[c.doc_id] + _call_bound(c))
         results = llm.batch_results(b.batch_id, requests, workspace=workspace, run_id=b.run_id)
         good = [(ids[int(k[1:])], _clean(r.text)) for k, r in results.items() if isinstance(r, LLMResponse)]
         spent += sum(r.usage.usd for r in results.values() if isinstance(r, LLMResponse))

@@ -102,6 +102,12 @@ def guarded_call(llm: LLM, request: LLMRequest, spend: Spend, workspace: str) ->
     return resp, None
 
 
+def _flag_note(resp: Any) -> tuple[str, ...]:
+    """The trace note of a call whose provider usage was replaced (core/models/llm.py check_usage)."""
+    flag = getattr(resp, "usage_flag", "")
+    return (flag,) if flag else ()
+
+
 # -- grading ---------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Grading:
@@ -231,7 +237,7 @@ class LLMGrader:
             grade = by_id.get(c.chunk_id, "ambiguous")
             grade = grade if grade in ("correct", "ambiguous", "incorrect") else "ambiguous"
             grades.append((c.chunk_id, grade, {"correct": 1.0, "ambiguous": 0.5, "incorrect": 0.0}[grade]))
-        return Grading(tuple(grades), pool_verdict([g for _, g, _ in grades]), usage, (), "llm")
+        return Grading(tuple(grades), pool_verdict([g for _, g, _ in grades]), usage, _flag_note(resp), "llm")
 
     def _fallback(self, question: str, candidates: Sequence[Candidate], spend: Spend, workspace: str,
                   why: str) -> Grading:
@@ -472,7 +478,7 @@ class LLMWriter:
             return NextQueries(fb.queries, fb.why, Usage(0, 0, 0, 0, spend.usd - before[0], spend.llm_calls - before[1]),
                                (f"writer failed ({type(exc).__name__}); entity bridging instead",), fb.writer)
         usage = Usage(0, 0, 0, 0, spend.usd - before[0], spend.llm_calls - before[1])
-        return NextQueries(tuple(queries), "the model's next queries", usage, (), "llm")
+        return NextQueries(tuple(queries), "the model's next queries", usage, _flag_note(resp), "llm")
 
 
 def normalise_query(text: str) -> str:
