@@ -38,7 +38,9 @@ class LLMConfig(Section):
                                                               "uses its own default, the same model)")
     max_retries: int = Field(4, ge=0, le=10, description="retries of a failed or malformed call (with backoff); "
                                                          "0 = one attempt")
-    timeout_s: float = Field(60.0, gt=0, description="seconds one call may take")
+    timeout_s: float = Field(60.0, gt=0, description="seconds one attempt may take in total (connect, send and every "
+                                                      "read together); a retry starts only within the caller's time "
+                                                      "budget")
     cache_ttl: Literal["5m", "1h"] = Field("5m", description="prompt-cache lifetime of cached prefixes (1h costs "
                                                              "more to write)")
 
