@@ -490,9 +490,10 @@ class DocContexts:
 
 
 def contexts_for_document(make_llm: Callable[[Any], LLM], reserve: Callable[[], float], doc_text: str,
-                          chunks: Sequence[Chunk], *, model: str, max_tokens: int, workspace: str, run_id: str
-                          ) -> DocContexts:
-    """One document's chunks back to back (its cached prefix stays warm), each call waiting for its rate slot."""
+                          chunks: Sequence[Chunk], *, model: str, max_tokens: int, workspace: str, run_id: str,
+                          prefix_tokens: int | None = None) -> DocContexts:
+    """One document's chunks back to back (its cached prefix stays warm), each call waiting for its rate slot.
+    `prefix_tokens`: the prefix bound the driver's budget check used; no call is booked above it plus the chunk's."""
     sink = _Collected()
     llm = make_llm(sink)
     done: list[tuple[str, str, str]] = []
@@ -500,8 +501,10 @@ def contexts_for_document(make_llm: Callable[[Any], LLM], reserve: Callable[[], 
     for c in chunks:
         time.sleep(reserve())
         try:
-            resp = llm.complete(context_request(doc_text, c, model=model, max_tokens=max_tokens),
-                                workspace=workspace, run_id=run_id)
+            req = context_request(doc_text, c, model=model, max_tokens=max_tokens)
+            if prefix_tokens is not None:
+                req = replace(req, input_bound=prefix_tokens + _call_bound(c))
+            resp = llm.complete(req, workspace=workspace, run_id=run_id)
         except LLMError as exc:
             error = str(exc)
             break
@@ -586,7 +589,7 @@ def build_llm_contexts_ray(
                     cum += bounds[take]
                     take += 1
                 if take == len(rest):
-                    running[task.remote(make_llm, gate, text, rest, kw)] = cum
+                    running[task.remote(make_llm, gate, text, rest, {**kw, "prefix_tokens": prefix})] = cum
                     break
                 if running:
                     wait_one()  # a running task's real cost is usually far below its worst case: room grows
@@ -595,7 +598,7 @@ def build_llm_contexts_ray(
                     next_bound = bounds[0]
                     break
                 # Part of the document fits: send it alone and wait for it (its chunks stay in order), then retry.
-                running[task.remote(make_llm, gate, text, rest[:take], kw)] = cum
+                running[task.remote(make_llm, gate, text, rest[:take], {**kw, "prefix_tokens": prefix})] = cum
                 rest, bounds = rest[take:], bounds[take:]
             if next_bound is not None:
                 break
