@@ -10,7 +10,7 @@ from core.types import LedgerEntry, RunRecord
 
 LEDGER_COLUMNS = ["created_at", "purpose", "model", "ref_id", "run_id", "input_tokens", "cache_write_tokens",
                   "cache_read_tokens", "output_tokens", "usd", "usd_uncached", "latency_ms", "batch", "cache_ttl",
-                  "note"]
+                  "note", "usage_flag"]
 
 
 def ledger_frame(entries: Iterable[LedgerEntry]) -> pd.DataFrame:
