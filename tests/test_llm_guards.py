@@ -69,7 +69,7 @@ def test_echoed_headers_are_redacted_in_text_data_and_tool_input(stub: Stub) -> 
         assert KEY not in resp.text + json.dumps(resp.data) + resp.model + resp.cache_note + resp.stop_reason
 
 
-def test_echoed_key_reaches_no_row_file_export_or_output(tmp_path: Path, stub: Stub,
+def test_echoed_key_reaches_no_row_file_export_or_output(tmp_path: Path, stub: Stub, monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     """Context build, LLM graph build, the LLM answer, multi-query transform, the agent's LLM grader and CAG, all
     against an endpoint that quotes the request headers in every reply: the key is in no database or token-vector
@@ -108,8 +108,17 @@ def test_echoed_key_reaches_no_row_file_export_or_output(tmp_path: Path, stub: S
     deps.store.close()
     seen = len([r for r in stub.state.requests if r.path == "/v1/messages"])
     assert seen >= rep.written + 4  # every path above really called the endpoint
-    out = capsys.readouterr()
-    for text in (*dumps, *exported, out.out, out.err):
+    import core.cli as cli
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", stub.base_url)
+    monkeypatch.setattr(cli, "build_deps", lambda c, **kw: build_deps(c, embedder=HashEmbedder(), **kw))
+    before = capsys.readouterr()
+    assert cli.main(["query", "What torque does the hub bolt B1 take?", "--db", str(db), "--json",
+                     "--set", "answer.mode=llm", "--set", "answer_cache.enabled=false"]) == 0
+    printed = capsys.readouterr()
+    assert "[redacted]" in printed.out  # the CLI printed the scrubbed echo
+    for text in (*dumps, *exported, before.out, before.err, printed.out, printed.err):
         assert KEY not in text
     files = [f for f in tmp_path.rglob("*") if f.is_file()]
     assert any(f.name.startswith("wb.duckdb") for f in files)
