@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
+from core.cascade.guard import GuardCache
 from core.cascade.rerank import Reranker, load_reranker
 from core.config import PipelineConfig
 from core.graph.snapshot import GraphCache
@@ -49,6 +50,7 @@ class Deps:
     reranker: Reranker | None = None
     hub_offline: bool = False  # HF_HUB_OFFLINE: a cross-encoder name is looked up in the local cache only
     token_cache: TokenCache = field(default_factory=TokenCache, repr=False)
+    guards: GuardCache = field(default_factory=GuardCache, repr=False)  # the cascade guard's evidence per workspace
     _rerankers: dict[tuple[str, str, str], Reranker] = field(default_factory=dict, repr=False)
     _rerank_notes: dict[tuple[str, str, str], str | None] = field(default_factory=dict, repr=False)
     _rerank_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)

@@ -18,6 +18,7 @@ from core.answer.cache_verifier import make_verifier, query_vector
 from core.answer.stage import answer_question
 from core.answer.support import late_sentence_scorer
 from core.cascade.expand import expand
+from core.cascade.guard import steps_aside
 from core.cascade.prune import (
     SpanScorer,
     bm25_span_scorer,
@@ -518,16 +519,29 @@ def _retrieve(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
     # With fusion off it starts from the best list that ran (dense unless the embedder is blind to the language).
     pool, pool_from = (fused, "fused") if fused else (
         (dense, "dense") if dense and not (q.dense_blind and bm25) else (bm25, "bm25"))
+    aside = _guarded(q, c, deps)
     pool = tracer.step(Stage.RERANK, lambda: _rerank(q, pool, pool_from, c, deps), keep=pool,
-                       skip=off(c.rerank.enabled, "rerank.enabled", pool, "no candidates to rerank"))
+                       skip=off(c.rerank.enabled, "rerank.enabled", pool, "no candidates to rerank")
+                       or aside.get(Stage.RERANK))
     pool = tracer.step(Stage.PRUNE, lambda: _prune(q, pool, c, deps), keep=pool,
-                       skip=off(c.prune.enabled, "prune.enabled", pool, "no candidates to prune"))
+                       skip=off(c.prune.enabled, "prune.enabled", pool, "no candidates to prune")
+                       or aside.get(Stage.PRUNE))
     pool = tracer.step(Stage.MMR, lambda: _mmr(q, pool, c, deps), keep=pool,
-                       skip=off(c.mmr.enabled, "mmr.enabled", pool, "no candidates to diversify"))
+                       skip=off(c.mmr.enabled, "mmr.enabled", pool, "no candidates to diversify")
+                       or aside.get(Stage.MMR))
     pool = tracer.step(Stage.EXPAND, lambda: _expand(q, pool, c, deps), keep=pool,
                        skip=off(c.expand.enabled, "expand.enabled", pool, "no candidates to expand"))
 
     return pool
+
+
+def _guarded(q: _Query, c: PipelineConfig, deps: Deps) -> dict[str, str]:
+    """{cascade stage: why it steps aside} from the workspace's own evaluation runs (core/cascade/guard.py)."""
+    g = c.cascade_guard
+    if not g.enabled:
+        return {}
+    evidence = deps.guards.evidence(deps.store.runs, q.workspace, k=g.k)
+    return steps_aside(evidence, z=g.z, min_loss=g.min_loss, min_questions=g.min_questions)
 
 
 def _agentic(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,

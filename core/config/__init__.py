@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from core.config.answer import AnswerCacheConfig, AnswerConfig, LLMConfig
 from core.config.base import Section, chosen_in
-from core.config.cascade import ExpandConfig, MMRConfig, PruneConfig, RerankConfig
+from core.config.cascade import CascadeGuardConfig, ExpandConfig, MMRConfig, PruneConfig, RerankConfig
 from core.config.graph import GraphConfig
 from core.config.ingest import (
     ChunkingConfig,
@@ -32,7 +32,7 @@ from core.config.route import (
 )
 
 __all__ = [
-    "AgentConfig", "AnswerCacheConfig", "AnswerConfig", "BM25Config", "CagConfig", "ChunkingConfig", "ConfigError",
+    "AgentConfig", "AnswerCacheConfig", "AnswerConfig", "BM25Config", "CagConfig", "CascadeGuardConfig", "ChunkingConfig", "ConfigError",
     "ContextConfig", "DenseConfig", "EmbeddingConfig", "ExpandConfig", "FusionConfig", "GraphConfig", "LLMConfig",
     "LimitsConfig", "MMRConfig", "PipelineConfig", "PruneConfig", "RerankConfig", "RouterConfig", "Section",
     "TransformMode", "TransformsConfig", "chosen_in", "dump_config", "load_config_dict", "load_config_file",
@@ -57,6 +57,7 @@ class PipelineConfig(Section):
     prune: PruneConfig = PruneConfig()
     mmr: MMRConfig = MMRConfig()
     expand: ExpandConfig = ExpandConfig()
+    cascade_guard: CascadeGuardConfig = CascadeGuardConfig()
     agent: AgentConfig = AgentConfig()
     answer_cache: AnswerCacheConfig = AnswerCacheConfig()
     cag: CagConfig = CagConfig()

@@ -64,6 +64,22 @@ class MMRConfig(Section):
     k: int = Field(10, ge=1, le=1000, description="candidates handed on")
 
 
+class CascadeGuardConfig(Section):
+    """Step a cascade stage (rerank, prune, MMR) aside in a workspace whose own evaluation shows it losing recall
+    against the list it read (core/cascade/guard.py): the stage knows it from the workspace's golden set."""
+
+    enabled: bool = Field(True, description="read the workspace's newest evaluation run in which each stage ran; a "
+                                            "stage losing recall there beyond noise hands its input on unchanged")
+    k: int = Field(5, ge=1, le=100, description="the cutoff of the recall compared (recall@k of the stage's own list "
+                                                "against its input's)")
+    z: float = Field(1.96, ge=0, le=10, description="standard errors the mean paired loss must exceed (1.96: a "
+                                                    "two-sided 95% interval that excludes zero)")
+    min_loss: float = Field(0.5, ge=0, le=100, description="the smallest mean loss, in points of recall@k, that "
+                                                           "steps a stage aside")
+    min_questions: int = Field(20, ge=1, le=100000, description="questions with gold the run must have scored for "
+                                                                "the stage before its verdict counts")
+
+
 class ExpandConfig(Section):
     """Retrieve small, hand over more: the parent section, or n sentences either side of what was kept."""
 
