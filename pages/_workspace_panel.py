@@ -66,8 +66,10 @@ def workspace_panel(store: Any) -> None:
         sure = st.checkbox(f"Delete '{shown}' with all its documents, graph, runs, ledger and caches",
                            key="ws_delete_sure", disabled=current == DEFAULT_WORKSPACE)
         if st.button("Delete", key="ws_delete", type="primary", disabled=not sure):
-            _act(lambda: (delete_workspace(store, current), _switch(store, DEFAULT_WORKSPACE, save=False)),
-                 f"deleted '{shown}'")
+            # The delete rewrites the database file (no trace of the text left in it): that takes a moment.
+            with st.status(f"Deleting '{shown}'…") as box:
+                _act(lambda: (delete_workspace(store, current, progress=lambda m: box.write(escape_md(m))),
+                              _switch(store, DEFAULT_WORKSPACE, save=False)), f"deleted '{shown}'")
 
 
 def _act(fn: Any, done: str) -> None:
