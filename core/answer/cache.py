@@ -4,7 +4,9 @@ Why a guard: with the bundled MiniLM a cosine threshold alone cannot separate pa
 (bench/answer_cache.py: at cosine >= 0.97 16% of NaN-NLI contradictions match and only 4% of true paraphrases do).
 So a hit needs a cosine above the threshold AND the same negation polarity and scope (negators and negative verbs),
 the same numbers, dates, identifiers and named entities, the same values of closed sets (time unit, season, colour,
-size...), the same kind of question word and quantifiers, and no antonym or from/to swap. A pair where each side
+size...), the same kind of question word and quantifiers, no antonym or from/to swap, the same direction of change
+(increase / reduce, растёт / падает) and no one-word change of a title, role or unit ('data engineer' / 'data
+analyst', 'in km' / 'in miles'). A pair where each side
 has words the other lacks needs a second, higher cosine (swap_threshold): MiniLM cannot tell a synonym from a
 sibling word ('memory' / 'disk'). With the learned verifier (core/answer/cache_verifier.py, the default when the
 embedder gives token vectors) the guard keeps only its vetoes (hard_only) and the verifier replaces the swap rule.

@@ -113,6 +113,7 @@ class Database:
                     f"several read-only ones, not both ({msg.splitlines()[0]})") from exc
             raise StoreError(f"cannot open database {self.path}: {msg}") from exc
         self._write_lock = threading.RLock()
+        self._swap_lock = threading.RLock()
         # An in-memory database is private to its connection: its own key.
         self._gen_key = f"memory:{id(self)}" if self.path == ":memory:" else str(Path(self.path).resolve())
         self._ddl = (*META_TABLES, *tables)
@@ -130,7 +131,8 @@ class Database:
 
     # -- plumbing -------------------------------------------------------------------------------------------------
     def cursor(self) -> Cursor:
-        return self._con.cursor()
+        with self._swap_lock:  # waits only while compact() swaps the file (between close and reopen)
+            return self._con.cursor()
 
     @property
     def generation(self) -> int:
@@ -224,8 +226,9 @@ class Database:
         How: checkpoint, copy every table into a new file (ATTACH + COPY FROM DATABASE), close every connection of
         this process to the file, swap the new file in (os.replace: a crash leaves the old or the new file, never
         half of one; a leftover copy is removed on the next open), reopen. Writes wait on the write lock of every
-        Database on the file; a read running in another thread at the moment of the swap fails (its connection is
-        closed under it) and may be retried. An in-memory database has no file: nothing to do."""
+        Database on the file and new cursors wait for the reopen; a read already running in another thread at the
+        moment of the swap fails (its connection is closed under it). An in-memory database has no file: nothing to
+        do."""
         say = progress or (lambda _msg: None)
         if self.path == ":memory:":
             return CompactReport(0, 0, 0.0)
@@ -254,6 +257,8 @@ class Database:
                 raise
             self._con.execute("DETACH __compact")
             say("compacting the database: swapping in the rewritten file…")
+            for db in peers:
+                stack.enter_context(db._swap_lock)  # noqa: SLF001 - new cursors wait for the reopen
             for db in peers:
                 db._con.close()  # noqa: SLF001
             try:
