@@ -48,6 +48,13 @@ EXTRA_DEV = ROOT / "bench" / "sets" / "cache_pairs_extra_dev.jsonl"  # batch 3: 
 # Batch 6: unscored SemEval pairs labelled here (dev only; none shares a question with a test-split pair): the only
 # dev pairs from the same StackExchange distribution as the SemEval paraphrases the target counts.
 SEMEVAL_DEV = ROOT / "bench" / "sets" / "cache_pairs_semeval_dev.jsonl"
+# Issue #33 item 12, reported apart (never fitted or chosen on): our pairs of a changed direction of change
+# (increase / reduce, растёт / падает) and of one changed word of a title, role or unit, with paraphrases that keep
+# them; written after the two rules, so they show what the rules do, not a held-out rate.
+DIRECTION_OWN = ROOT / "bench" / "sets" / "cache_pairs_direction.jsonl"
+# SciFact claims with near-identical wording and opposite evidence: the same abstract SUPPORTs one and CONTRADICTs
+# the other, and at least half their words are shared (token Jaccard >= 0.5; fixed before looking at any verdict).
+SCIFACT_JACCARD = 0.5
 PROB_GRID = [round(0.05 * i, 2) for i in range(20)]
 # What the product runs by default, when it is not the dev split's winner (default_variant), and why.
 PRODUCT_DEFAULT = {
@@ -352,6 +359,153 @@ def load_rows(datasets: str | None, extra: Path, extra_dev: Path | None = None,
     return rows
 
 
+def scifact_contradicting_pairs(datasets: str | None) -> list[dict[str, Any]]:
+    """Pairs of SciFact claims (train, validation and test claim files of the upstream release) that one abstract
+    supports and the other contradicts, sharing >= SCIFACT_JACCARD of their words: must not share an answer."""
+    import csv
+    import io
+    import re
+    import zipfile
+
+    src = datasets_dir(datasets) / "beir_scifact" / "source" / "scifact.zip"
+    if not src.exists():
+        return []
+    labels: dict[str, dict[str, set[str]]] = {}
+    with zipfile.ZipFile(src) as z:
+        for name in ("claims_train.csv", "claims_validation.csv", "claims_test.csv"):
+            for row in csv.DictReader(io.TextIOWrapper(z.open(name), encoding="utf-8")):
+                if row["evidence_doc_id"] and row["evidence_label"]:
+                    labels.setdefault(row["evidence_doc_id"], {}).setdefault(" ".join(row["claim"].split()),
+                                                                            set()).add(row["evidence_label"])
+
+    def words(t: str) -> set[str]:
+        return set(re.findall(r"\w+", t.lower()))
+
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for doc in sorted(labels):
+        claims = labels[doc]
+        for a in sorted(c for c, ls in claims.items() if "SUPPORT" in ls):
+            for b in sorted(c for c, ls in claims.items() if "CONTRADICT" in ls):
+                wa, wb = words(a), words(b)
+                if a == b or (a, b) in seen or len(wa & wb) / len(wa | wb) < SCIFACT_JACCARD:
+                    continue
+                seen.add((a, b))
+                out.append({"a": a, "b": b, "label": "neg", "kind": "scifact support/contradict", "lang": "en",
+                            "origin": "scifact_contradict"})
+    return out
+
+
+def direction_title_report(embedder: Any, datasets: str | None,
+                           main: list[tuple[dict[str, Any], bool]] = ()) -> dict[str, Any]:
+    """The product's own lookup (core.answer.cache.lookup with the default thresholds, the shipped verifier and the
+    guard's vetoes) over the pairs of issue #33 item 12, each pair asked both ways (one question cached, the other
+    asked): false hits on must-not-share pairs and served paraphrases, by origin, kind and language, with the guard
+    as it is ('after') and with its direction and one-word rules off ('before', the guard of the previous commit).
+    `main`: the bench's own pairs with their dev flag, asked one way (a asked, b cached) through the same lookup, so
+    the product's false hits and served paraphrases on them are compared before / after too."""
+    from datetime import datetime
+
+    import core.answer.cache as cache_mod
+    from core.answer.cache_verifier import make_verifier
+    from core.config import PipelineConfig
+    from core.types import CachedAnswer, CacheKey
+
+    rows = scifact_contradicting_pairs(datasets)
+    rows += [{**json.loads(line), "origin": "direction_own"} for line in DIRECTION_OWN.read_text().splitlines()
+             if line.strip()]
+    settings = PipelineConfig().answer_cache
+    verifier = make_verifier(embedder) if settings.verifier else None
+    texts = sorted({t for r in [*rows, *(m for m, _ in main)] for t in (r["a"], r["b"])})
+    vecs = dict(zip(texts, np.asarray(embedder.encode(texts), dtype=np.float32)))
+    key = CacheKey("bench", 1, "cfg")
+    now = datetime(2026, 1, 1)
+
+    def served(asked: str, cached: str) -> tuple[bool, str]:
+        entry = CachedAnswer(key, cached, vecs[cached], "stored answer", stored_at=now)
+        res = cache_mod.lookup(asked, vecs[asked], [entry], key, threshold=settings.threshold, now=now, ttl_s=0,
+                               covered_languages=embedder.languages, verifier=verifier,
+                               verifier_threshold=settings.verifier_threshold)
+        return res.verdict == "hit", res.reason
+
+    def run() -> list[dict[str, Any]]:
+        out = []
+        for r in rows:
+            for asked, cached in ((r["a"], r["b"]), (r["b"], r["a"])):
+                hit, reason = served(asked, cached)
+                out.append({**r, "asked": asked, "hit": hit, "reason": reason,
+                            "cosine": round(float(vecs[asked] @ vecs[cached]), 4),
+                            "split": split_of(r["a"], r["b"])})
+        return out
+
+    def run_main() -> tuple[dict[str, Any], list[tuple[dict[str, Any], bool, bool]]]:
+        hits = [(r, d, served(r["a"], r["b"])[0]) for r, d in main]
+        out: dict[str, Any] = {}
+        for split, want_dev in (("dev", True), ("test", False)):
+            for label, name in (("neg", "false_hit"), ("pos", "served_paraphrases")):
+                sel = [h for r, d, h in hits if d == want_dev and r["label"] == label]
+                k, n = sum(sel), len(sel)
+                lo, hi = wilson(k, n)
+                out.setdefault(split, {})[name] = {"k": k, "n": n, "rate": round(k / n, 4) if n else None,
+                                                   "ci95": [round(lo, 4), round(hi, 4)]}
+        out["newly_refused_paraphrases"] = []
+        return out, hits
+
+    after = run()
+    main_after, hits_after = run_main()
+    saved = cache_mod._direction_change, cache_mod._one_word_swap
+    try:
+        cache_mod._direction_change = lambda a, b: None  # type: ignore[assignment]
+        cache_mod._one_word_swap = lambda a, b: None  # type: ignore[assignment]
+        before = run()
+        main_before, hits_before = run_main()
+    finally:
+        cache_mod._direction_change, cache_mod._one_word_swap = saved
+    main_after["newly_refused_paraphrases"] = [
+        {"a": r["a"], "b": r["b"], "origin": r["origin"], "dev": d}
+        for (r, d, h1), (_, _, h0) in zip(hits_after, hits_before) if h0 and not h1 and r["label"] == "pos"]
+    main_after["newly_refused_must_not_share"] = sum(
+        h0 and not h1 for (r, d, h1), (_, _, h0) in zip(hits_after, hits_before) if r["label"] == "neg")
+
+    def summary(log: list[dict[str, Any]]) -> dict[str, Any]:
+        def cell(sel: list[dict[str, Any]]) -> dict[str, Any]:
+            k, n = sum(x["hit"] for x in sel), len(sel)
+            lo, hi = wilson(k, n)
+            return {"k": k, "n": n, "rate": round(k / n, 4) if n else None, "ci95": [round(lo, 4), round(hi, 4)]}
+
+        groups: dict[str, Any] = {}
+        for name, pick in (("scifact_contradict", lambda x: x["origin"] == "scifact_contradict"),
+                           ("scifact_contradict_test", lambda x: x["origin"] == "scifact_contradict"
+                            and x["split"] == "test"),
+                           ("own_en", lambda x: x["origin"] == "direction_own" and x["lang"] == "en"),
+                           ("own_ru", lambda x: x["origin"] == "direction_own" and x["lang"] == "ru")):
+            sel = [x for x in log if pick(x)]
+            groups[name] = {"false_hit": cell([x for x in sel if x["label"] == "neg"]),
+                            "served_paraphrases": cell([x for x in sel if x["label"] == "pos"])}
+        groups["by_kind"] = {kind: cell([x for x in log if x["kind"] == kind])
+                             for kind in sorted({x["kind"] for x in log})}
+        return groups
+
+    return {
+        "pairs": {"scifact_contradict": sum(r["origin"] == "scifact_contradict" for r in rows),
+                  "direction_own": sum(r["origin"] == "direction_own" for r in rows)},
+        "lookups": "each pair asked both ways (2 lookups per pair); a hit serves the other question's answer",
+        "settings": {"threshold": settings.threshold, "verifier_threshold": settings.verifier_threshold,
+                     "verifier_active": verifier is not None},
+        "before": summary(before), "after": summary(after),
+        "main_pairs_product_lookup": {"asked": "a asked, b cached (one way)", "before": main_before,
+                                      "after": main_after},
+        "false_hits_after": [{k: x[k] for k in ("asked", "a", "b", "origin", "kind", "cosine")}
+                             for x in after if x["hit"] and x["label"] == "neg"],
+        "paraphrases_refused_after": [{k: x[k] for k in ("asked", "a", "b", "kind", "cosine", "reason")}
+                                      for x in after if not x["hit"] and x["label"] == "pos"],
+        "scifact_rule": f"same evidence abstract, SUPPORT vs CONTRADICT, token Jaccard >= {SCIFACT_JACCARD}",
+        "note": "nothing is fitted or chosen on these pairs; 'before' switches off the two rules of issue #33 item 12 "
+                "(direction of change, one word of a title / role / unit) in the same run; our pairs were written "
+                "after the rules, so they illustrate rather than hold out",
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default=None)
@@ -577,6 +731,7 @@ def main() -> int:
                     "false_hit_over": "test split, public + ours (templated + written + fresh)",
                     "hit_over": "test split, SemEval pairs scored >= 4"},
         "threshold_only_at_0.97": at_097, "variants": report, "default_variant": default_variant,
+        "direction_and_title": direction_title_report(embedder, args.datasets, list(zip(rows, dev.tolist()))),
         "product_default": PRODUCT_DEFAULT,
         "disclosure": FIRST_LOOK,
         "pair_model_dev_only": pair_dev,
@@ -608,6 +763,15 @@ def main() -> int:
               f"{te['fresh2']['false_hit']['k']}/{te['fresh2']['false_hit']['n']} hit "
               f"{te['fresh2']['hit']['k']}/{te['fresh2']['hit']['n']}")
     print(f"default (dev): {default_variant}; verifier {verifier_ms} ms per pair")
+    dt = payload["direction_and_title"]
+    for phase in ("before", "after"):
+        print(f"direction/title pairs, {phase}: " + "; ".join(
+            f"{g} FH {v['false_hit']['k']}/{v['false_hit']['n']} served {v['served_paraphrases']['k']}/"
+            f"{v['served_paraphrases']['n']}" for g, v in dt[phase].items() if g != "by_kind"))
+        mp = dt["main_pairs_product_lookup"][phase]
+        print(f"  main pairs through the product's lookup, {phase}: " + "; ".join(
+            f"{sp} FH {mp[sp]['false_hit']['k']}/{mp[sp]['false_hit']['n']} served "
+            f"{mp[sp]['served_paraphrases']['k']}/{mp[sp]['served_paraphrases']['n']}" for sp in ("dev", "test")))
     print(f"wrote {path}")
     return 0
 

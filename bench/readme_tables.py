@@ -1301,6 +1301,33 @@ def answer_cache(d: dict[str, Any], file: str) -> list[str]:
                     md_table(["variant", *[str(m) for m in marks]],
                              [[f"`{n}`", *[f"{_pct(c[m]['false_hit'])} / {_pct(c[m]['hit'])}" if m in c else "–"
                                            for m in marks]] for n, c in curves.items() if c])]
+    if isinstance(dt := d.get("direction_and_title"), dict):
+        out += ["", f"Direction of change and one-word title / role / unit changes (issue #33 item 12), reported apart "
+                f"and never chosen on: {dt.get('pairs', {}).get('scifact_contradict')} SciFact claim pairs "
+                f"({dt.get('scifact_rule')}) and {dt.get('pairs', {}).get('direction_own')} of our own (EN + RU), "
+                f"through the product's lookup at threshold {num((dt.get('settings') or {}).get('threshold'))} and "
+                f"verifier P {num((dt.get('settings') or {}).get('verifier_threshold'))}; {dt.get('lookups')}. "
+                f"*before*: the same run with the two new rules off. {dt.get('note', '')}.", ""]
+        groups = ("scifact_contradict", "scifact_contradict_test", "own_en", "own_ru")
+        out.append(md_table(["guard", *[f"{g}: false hits" for g in groups], "own_en: paraphrases served",
+                             "own_ru: paraphrases served"],
+                            [[phase, *[cell((dt.get(phase) or {}).get(g, {}).get("false_hit")) for g in groups],
+                              cell((dt.get(phase) or {}).get("own_en", {}).get("served_paraphrases")),
+                              cell((dt.get(phase) or {}).get("own_ru", {}).get("served_paraphrases"))]
+                             for phase in ("before", "after")]))
+        if isinstance(mp := dt.get("main_pairs_product_lookup"), dict):
+            def split_cells(phase: str) -> list[str]:
+                m = mp.get(phase) or {}
+                return [cell((m.get(sp) or {}).get(k)) for sp in ("dev", "test")
+                        for k in ("false_hit", "served_paraphrases")]
+
+            out += ["", "The bench's own pairs above through the same product lookup (the shipped verifier at the "
+                    f"default thresholds; {mp.get('asked')}), before / after the two rules: must-not-share pairs "
+                    f"served {(mp.get('after') or {}).get('newly_refused_must_not_share')} fewer; paraphrases newly "
+                    f"refused: {len((mp.get('after') or {}).get('newly_refused_paraphrases') or [])}.", "",
+                    md_table(["guard", "dev: false hits", "dev: paraphrases served", "test: false hits",
+                              "test: paraphrases served"],
+                             [[phase, *split_cells(phase)] for phase in ("before", "after")])]
     return out
 
 

@@ -647,7 +647,7 @@ def cmd_workspaces(args: argparse.Namespace) -> int:
             if not args.yes:
                 raise WorkspaceError(f"deleting '{args.name}' removes all of its documents, graph, runs, ledger and "
                                      "caches; add --yes to confirm")
-            deleted = delete_workspace(store, args.name)
+            deleted = delete_workspace(store, args.name, progress=lambda msg: print(msg, file=sys.stderr))
             if args.json:
                 print(json.dumps({"deleted": args.name, "rows": deleted}))
             else:

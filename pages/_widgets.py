@@ -12,6 +12,7 @@ from core.app.counters import Counters
 from core.app.report import (
     chunk_colour,
     escape_md,
+    inert_text,
     ingest_frame,
     snippet,
     stage_chips,
@@ -67,8 +68,9 @@ def ingest_report(report: Any) -> None:
 
 
 def esc(text: Any) -> str:
-    # Documents and queries are untrusted: escape everything, and '$' too so Streamlit does not typeset it as maths.
-    return html.escape(str(text), quote=True).replace("$", "&#36;")
+    # Documents and queries are untrusted: escape everything, and '$' too so Streamlit does not typeset it as maths;
+    # addresses unclickable and bidi controls visible (inert_text).
+    return html.escape(inert_text(text), quote=True).replace("$", "&#36;")
 
 
 # -- the stage row: pure HTML builders (tested without a browser) ------------------------------------------------------
@@ -242,7 +244,7 @@ def answer_panel(answer: Any, served: str | None = None, *, trace: Trace | None 
         if answer.refused:
             st.info(escape_md(answer.text or "The corpus does not say."), icon=":material/block:")
         else:
-            st.text(answer.text)
+            st.text(inert_text(answer.text))
         if answer.citations:
             listed = {c.chunk_id for s in (trace.stages if trace else ()) for c in s.candidates}
             where = " (open them under Chunk detail)" if set(answer.citations) <= listed else ""
@@ -257,7 +259,8 @@ def chunk_detail(trace: Trace, chunks_by_id: Any, workspace: str, doc_names: Map
         return
     with st.expander("Chunk detail"):
         texts = {c.chunk_id: c.text for s in trace.stages for c in s.candidates}
-        cid = st.selectbox("Chunk", ids, format_func=lambda i: f"{i} — {snippet(texts[i], 70)}", key="detail_chunk")
+        cid = st.selectbox("Chunk", ids, format_func=lambda i: f"{i} — {inert_text(snippet(texts[i], 70))}",
+                           key="detail_chunk")
         chunk = chunks_by_id([cid], workspace).get(cid)
         if chunk is None:
             st.caption("this chunk is no longer in the store")
@@ -267,4 +270,4 @@ def chunk_detail(trace: Trace, chunks_by_id: Any, workspace: str, doc_names: Map
         st.caption(f"{escape_md(doc_names.get(chunk.doc_id, chunk.doc_id))} · "
                    f"{escape_md(' › '.join(chunk.heading_path)) or '(no heading)'}"
                    f" · chars {chunk.start}–{chunk.end} · {chunk.n_tokens} tokens · {chunk.lang} · {ranks}")
-        st.code(chunk.text, language=None, wrap_lines=True)
+        st.code(inert_text(chunk.text), language=None, wrap_lines=True)

@@ -18,16 +18,16 @@ from core.app.workspaces import (
 from core.types import DEFAULT_WORKSPACE
 from pages import _state
 
+SELECT_KEY = "ws_select"
 
-def _switch(store: Any, name: str, *, save: bool = True, from_select: bool = False) -> None:
+
+def _switch(store: Any, name: str, *, save: bool = True) -> None:
     """Make `name` the active workspace: the one we leave keeps its configuration, the one we enter gets its own
     back (each workspace has its own configuration)."""
     old = _state.workspace()
     if save and old != name and old in workspace_names(store):
         save_workspace_config(store, old, _state.config())
     st.session_state[_state.WORKSPACE_KEY] = name
-    if not from_select:
-        st.session_state.pop("ws_select", None)  # the selectbox re-reads the active workspace on the next run
     cfg, notice = load_workspace_config(store, name)
     if cfg is not None:
         _state.set_config(cfg)
@@ -36,7 +36,7 @@ def _switch(store: Any, name: str, *, save: bool = True, from_select: bool = Fal
 
 
 def _on_select(store: Any) -> None:
-    _switch(store, st.session_state["ws_select"], from_select=True)
+    _switch(store, st.session_state[SELECT_KEY])
 
 
 def workspace_panel(store: Any) -> None:
@@ -44,7 +44,13 @@ def workspace_panel(store: Any) -> None:
     names = workspace_names(store)
     if current not in names:
         names = sorted({*names, current})  # a workspace is created on first ingest; until then it is only a name
-    st.selectbox("Workspace", names, index=names.index(current), key="ws_select", on_change=_on_select, args=(store,))
+    # The active workspace is the truth and the selector shows it. Why through its session-state key (before the
+    # widget is built) and not `index=`: a keyed selectbox keeps its identity when `index` changes, so the browser
+    # keeps showing the old choice and sends it back on the next unrelated click (a silent switch back). A value set
+    # through session state is pushed to the browser.
+    if st.session_state.get(SELECT_KEY) != current:
+        st.session_state[SELECT_KEY] = current
+    st.selectbox("Workspace", names, key=SELECT_KEY, on_change=_on_select, args=(store,))
     if notice := st.session_state.pop("ws_notice", None):
         st.warning(escape_md(notice))
     # Workspace names are typed by users and labels render Markdown: every name shown in a label is escaped.
@@ -60,8 +66,10 @@ def workspace_panel(store: Any) -> None:
         sure = st.checkbox(f"Delete '{shown}' with all its documents, graph, runs, ledger and caches",
                            key="ws_delete_sure", disabled=current == DEFAULT_WORKSPACE)
         if st.button("Delete", key="ws_delete", type="primary", disabled=not sure):
-            _act(lambda: (delete_workspace(store, current), _switch(store, DEFAULT_WORKSPACE, save=False)),
-                 f"deleted '{shown}'")
+            # The delete rewrites the database file (no trace of the text left in it): that takes a moment.
+            with st.status(f"Deleting '{shown}'…") as box:
+                _act(lambda: (delete_workspace(store, current, progress=lambda m: box.write(escape_md(m))),
+                              _switch(store, DEFAULT_WORKSPACE, save=False)), f"deleted '{shown}'")
 
 
 def _act(fn: Any, done: str) -> None:

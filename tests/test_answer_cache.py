@@ -148,6 +148,9 @@ def test_hand_written_pairs_file_is_well_formed() -> None:
     import json
     from pathlib import Path
 
+    import json
+    from pathlib import Path
+
     rows = [json.loads(line) for line in (Path(__file__).resolve().parents[1] / "bench" / "sets"
                                           / "cache_pairs_extra.jsonl").read_text().splitlines() if line.strip()]
     kinds = {"paraphrase", "negation", "antonym", "number", "name", "swap"}
@@ -561,3 +564,55 @@ def test_verifier_averages_with_the_pair_model_when_asked(monkeypatch) -> None: 
     alone = make_verifier(emb)(new, old, 0.9)
     assert make_verifier(emb, pair_model=False)(new, old, 0.9) == alone
     assert make_verifier(emb, pair_model=True)(new, old, 0.9) == pytest.approx(alone / 2)
+
+
+# Issue #33 item 12: a changed direction of change and a one-word change of a title, role or unit are vetoes (also
+# with the verifier: hard_only), while the same direction or title in other words still passes.
+DIRECTION_OR_TITLE = [  # (new, old, the words the reason must hold)
+    ("Chenodeoxycholic acid treatment reduces whole-body energy expenditure.",
+     "Chenodeoxycholic acid treatment increases whole-body energy expenditure.", "direction of change"),
+    ("Does the drug raise blood pressure?", "Does the drug lower blood pressure?", "antonym"),
+    ("Did sales rise in May?", "Did sales decline in May?", "direction of change"),
+    ("Do members gain points on refunds?", "Do members lose points on refunds?", "direction of change"),
+    ("Why does the heap grow at night?", "Why does the heap shrink at night?", "antonym"),
+    ("Does statin therapy improve outcomes?", "Does statin therapy impair outcomes?", "direction of change"),
+    ("Увеличивает ли кофеин давление?", "Уменьшает ли кофеин давление?", "antonym"),
+    ("Повышает ли реформа налоги?", "Понижает ли реформа налоги?", "direction of change"),
+    ("Почему растёт спрос на медь?", "Почему падает спрос на медь?", "direction of change"),
+    ("What does a senior data engineer earn?", "What does a senior data analyst earn?", "title, role or unit"),
+    ("What is the distance in km?", "What is the distance in miles?", "title, role or unit"),
+    ("Who is the chief technology officer?", "Who is the chief financial officer?", "title, role or unit"),
+    ("Сколько зарабатывает старший инженер данных?", "Сколько зарабатывает старший аналитик данных?",
+     "title, role or unit"),
+]
+
+
+@pytest.mark.parametrize("new,old,why", DIRECTION_OR_TITLE)
+def test_guard_vetoes_a_changed_direction_or_title(new: str, old: str, why: str) -> None:
+    for hard_only in (False, True):
+        res = guard(new, old, hard_only=hard_only)
+        assert not res.ok and why in res.reason, res.reason
+        assert not guard(old, new, hard_only=hard_only).ok
+
+
+@pytest.mark.parametrize("new,old", [
+    ("Does caffeine increase blood pressure?", "Does caffeine raise blood pressure?"),  # same direction
+    ("Did revenue rise in May?", "Did revenue grow in May?"),
+    ("Снижает ли сжатие скорость записи?", "Уменьшает ли сжатие скорость записи?"),
+    ("How do I fix a flat bicycle tire?", "How do I repair a flat bicycle tire?"),  # a verb after 'I'
+    ("Как заменить батарейку в пульте?", "Как поменять батарейку в пульте?"),
+    ("How much memory does the node need?", "How much disk does the node need?"),  # after a question word: verifier
+    ("Does the raisin bread rise?", "Does the raisin bread rise?"),
+])
+def test_same_direction_or_a_verb_in_other_words_is_no_veto(new: str, old: str) -> None:
+    assert guard(new, old, hard_only=True).ok, guard(new, old, hard_only=True).reason
+
+
+def test_direction_pairs_file_is_well_formed() -> None:
+    import json
+    from pathlib import Path
+
+    rows = [json.loads(line) for line in (Path(__file__).resolve().parents[1] / "bench" / "sets"
+                                          / "cache_pairs_direction.jsonl").read_text().splitlines() if line.strip()]
+    assert len(rows) >= 40 and {r["lang"] for r in rows} == {"en", "ru"}
+    assert {r["label"] for r in rows} == {"pos", "neg"} and all(r["a"] != r["b"] for r in rows)

@@ -328,3 +328,45 @@ def test_bundled_minilm_onnx_equals_torch(tmp_path: Path) -> None:
     np.testing.assert_allclose(onnx_emb.embedder.encode(SENTENCES), torch_emb.encode(SENTENCES), atol=1e-4)
     int8 = load_embedder(BUNDLED_MODEL, runtime="onnx-int8", cache_dir=tmp_path).embedder
     assert float(np.sum(int8.encode(SENTENCES) * torch_emb.encode(SENTENCES), axis=1).min()) > 0.97
+
+
+def test_int8_checks_itself_against_fp32_at_load(tiny_model: Path, tiny_cache: Path, monkeypatch) -> None:
+    """Issue #33: the int8 runtime compares itself with fp32 on fixed sentences when it loads; it runs when they
+    agree, and is refused with a notice (fp32 ONNX runs, under its own model id) when they do not."""
+    loaded = load_embedder(str(tiny_model), runtime="onnx-int8", cache_dir=tiny_cache)
+    check = loaded.embedder.self_check
+    assert check is not None and check.reference in ("cached", "computed") and check.ms > 0
+    assert -1.0 <= check.min_cosine <= check.mean_cosine <= 1.0 + 1e-6
+    ref_file = Path(str(ort_rt.cached_model_path(tiny_cache, str(tiny_model), "onnx-int8")) + ".fp32ref.npz")
+    assert ref_file.is_file()
+    # The reference vectors are the fp32 model's own.
+    fp32 = load_embedder(str(tiny_model), runtime="onnx", cache_dir=tiny_cache).embedder
+    with np.load(ref_file) as data:
+        np.testing.assert_allclose(data["vectors"], fp32.encode(list(ort_rt.SELF_CHECK_TEXTS)), atol=1e-5)
+    if check.passed:
+        assert loaded.notice is None and loaded.embedder.model_id.endswith("@" + ort_rt._INT8_ID)
+    # A bar no int8 model reaches: refused, fp32 ONNX runs (not torch), the notice says why.
+    monkeypatch.setattr(ort_rt, "SELF_CHECK_MIN_COSINE", 1.0 + 1e-6)
+    again = load_embedder(str(tiny_model), runtime="onnx-int8", cache_dir=tiny_cache)
+    assert again.embedder.model_id == ort_rt.model_id_for(str(tiny_model), "onnx")
+    assert again.embedder.runtime == "onnx" and again.embedder.self_check.reference == "cached"
+    assert again.notice and "refused" in again.notice and "min cosine" in again.notice
+    np.testing.assert_allclose(again.embedder.encode(SENTENCES[:2]), fp32.encode(SENTENCES[:2]), atol=1e-6)
+
+
+def test_int8_self_check_catches_a_broken_model(tiny_model: Path, tiny_cache: Path) -> None:
+    # A reference from another model (here: the vectors shuffled between sentences) is what a kernel gone wrong
+    # looks like: far below the bar.
+    int8 = load_embedder(str(tiny_model), runtime="onnx-int8", cache_dir=tiny_cache).embedder
+    ref_file = Path(str(int8.onnx_path) + ".fp32ref.npz")
+    with np.load(ref_file) as data:
+        key, vecs = data["key"], data["vectors"]
+    try:
+        with open(ref_file, "wb") as fh:
+            np.savez(fh, key=key, vectors=np.roll(vecs, 1, axis=0))
+        fp32_path = ort_rt.cached_model_path(tiny_cache, str(tiny_model), "onnx")
+        check = ort_rt.int8_self_check(int8, tiny_model, fp32_path)
+        assert check.reference == "cached" and not check.passed
+    finally:
+        with open(ref_file, "wb") as fh:
+            np.savez(fh, key=key, vectors=vecs)

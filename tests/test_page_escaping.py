@@ -27,8 +27,8 @@ BAD_NAME = f"![e]({BEACON}/err.png).docx"
 BODY = (f"# Staffing\n\n### {HEADING}\n\nTomas Rehak is the lead architect for Project Bluefin.\n\n"
         "Kestrel Water Authority runs Project Bluefin; Rafael Quintero manages it.\n").encode()
 # What escape_md makes of them, written out by hand: every Markdown character behind a backslash.
-NAME_ESC = r"\!\[p\]\(http\://127\.0\.0\.1\:8999/pixel\.png\)\.md"
-HEADING_ESC = r"\!\[hp\]\(http\://127\.0\.0\.1\:8999/heading\.png\)"
+NAME_ESC = r"\!\[p\]\(http\[\:\]//127\.0\.0\.1\:8999/pixel\.png\)\.md"
+HEADING_ESC = r"\!\[hp\]\(http\[\:\]//127\.0\.0\.1\:8999/heading\.png\)"
 
 
 def _rendered(at: AppTest) -> list[str]:
@@ -72,7 +72,7 @@ def test_corpus_shows_a_hostile_file_name_and_error_as_text(deps: Deps) -> None:
     values = _no_image(at)
     assert any(c.value.startswith(NAME_ESC + " · ") for c in at.caption)  # the document caption
     assert at.button(key="delete").label == f"Delete {NAME_ESC}…"
-    assert len(at.error) == 1 and at.error[0].value.startswith(r"\!\[e\]\(http\://127\.0\.0\.1\:8999/err\.png\)\.docx")
+    assert len(at.error) == 1 and at.error[0].value.startswith(r"\!\[e\]\(http\[\:\]//127\.0\.0\.1\:8999/err\.png\)\.docx")
     at.button(key="delete").click().run()
     assert any(NAME_ESC in w.value for w in at.warning)  # the confirmation names it, escaped
     assert _no_image(at) and values
@@ -97,7 +97,7 @@ def test_graph_page_escapes_the_workspace_and_the_last_query(deps: Deps) -> None
     hostile_ws = f"![w]({BEACON}/ws.png)"
     at = _app(deps, workspace=hostile_ws).switch_page("pages/graph.py").run()
     assert not at.exception
-    assert at.info[0].value.startswith(r"Workspace '\!\[w\]\(http\://127\.0\.0\.1\:8999/ws\.png\)' has no documents")
+    assert at.info[0].value.startswith(r"Workspace '\!\[w\]\(http\[\:\]//127\.0\.0\.1\:8999/ws\.png\)' has no documents")
     _no_image(at)  # the sidebar's rename and delete labels name the workspace too
 
     ingest_files([(NAME, BODY), ("clients.md", b"# Clients\n\nKestrel Water Authority runs Project Bluefin.\n")],
@@ -109,7 +109,7 @@ def test_graph_page_escapes_the_workspace_and_the_last_query(deps: Deps) -> None
     assert trace.stage("graph_local").info.get("nodes")
     at = _app(deps, cfg).switch_page("pages/graph.py").run()
     assert not at.exception
-    assert any(r"('\!\[q\]\(http\://127\.0\.0\.1\:8999/q\.png\) who runs Project Bluefin?')" in c.value
+    assert any(r"('\!\[q\]\(http\[\:\]//127\.0\.0\.1\:8999/q\.png\) who runs Project Bluefin?')" in c.value
                for c in at.caption)
     _no_image(at)
 
@@ -141,3 +141,39 @@ def test_graph_labels_are_escaped_exactly_once() -> None:
     texts = re.findall(r"<text [^>]*>([^<]*)</text>", svg)
     assert [html.unescape(t) for t in texts] == ["<script>alert(1)</scrip…", EVIL[1], "<a href='http://127.0.0…"]
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in svg and "&amp;lt;" not in svg and "<script" not in svg
+
+
+# Issue #33 item 15: addresses in document text are not links, bidi controls are visible.
+URL_DOC = ("# Links\n\nThe payload sits at https://evil.example/payload and www.evil.example, mail ops@evil.example "
+           "for the Bluefin lead architect. The file invoice_\u202etxt.exe is signed\u2066 here\u2069.\n").encode()
+_BIDI_CHARS = [chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))]
+# What Markdown leaves of a string once its backslash escapes are resolved: links are found in that text.
+_LINKISH = re.compile(r"(?i)https?://|\bwww\.|[\w.+-]@[\w-]+\.[\w-]")
+
+
+def test_inert_text_oracle() -> None:
+    from core.app.report import inert_text
+
+    assert inert_text("see https://evil.example/x, www.evil.example and ops@evil.example") == \
+        "see https[:]//evil.example/x, www[.]evil.example and ops[@]evil.example"
+    assert inert_text("a\u202eb\u2066c\u2069d") == "a[U+202E]b[U+2066]c[U+2069]d"
+    assert inert_text("plain text: 3.5 km, a@b") == "plain text: 3.5 km, a@b"  # nothing else changes
+    for ch in _BIDI_CHARS:
+        assert ch not in inert_text(f"x{ch}y") and ch not in escape_md(f"x{ch}y")
+    unescaped = re.sub(r"\\(.)", r"\1", escape_md("![p](https://evil.example/p.png) www.evil.example a@evil.example"))
+    assert not _LINKISH.search(unescaped), unescaped
+
+
+def test_search_lab_shows_addresses_and_bidi_inert(deps: Deps) -> None:
+    ingest_files([("links.md", URL_DOC)], store=deps.store, embedder=deps.embedder, config=PipelineConfig())
+    at = _app(deps).switch_page("pages/search_lab.py").run()
+    at.text_input(key="query").input("Bluefin lead architect payload")
+    at = at.button(key="search").click().run()
+    assert not at.exception and not at.error
+    at = at.selectbox(key="detail_chunk").set_value(at.selectbox(key="detail_chunk").options[0]).run()
+    shown = [h.value for h in at.html] + [c.value for c in at.code] + [t.value for t in at.text] + _rendered(at)
+    shown += list(at.selectbox(key="detail_chunk").options)
+    page = html.unescape("\n".join(shown))
+    assert "evil" in page and "[U+202E]" in page  # the text is there, visibly marked
+    assert not _LINKISH.search(page), [page[max(0, m.start() - 60):m.end() + 20] for m in _LINKISH.finditer(page)]
+    assert not [ch for ch in _BIDI_CHARS if ch in page]

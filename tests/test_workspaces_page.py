@@ -75,3 +75,50 @@ def test_each_workspace_keeps_its_configuration(deps: Deps) -> None:
     assert at.session_state[_state.WORKSPACE_KEY] == "default" and at.session_state[_state.CONFIG_KEY].rerank.k == 5
     at = at.selectbox(key="ws_select").select("team a").run()
     assert at.session_state[_state.WORKSPACE_KEY] == "team a" and at.session_state[_state.CONFIG_KEY].rerank.k == 7
+
+
+def test_created_workspace_sticks_in_the_selector(deps: Deps) -> None:
+    """Issue #33 item 7: after Create the selector shows the new workspace in the browser too (its value is pushed:
+    a keyed selectbox keeps its identity, so the browser would otherwise keep showing 'default' and send it back on
+    the next click), unrelated clicks keep it, and what the pages ingest goes there."""
+    at = _app(deps)
+    at = at.text_input(key="ws_new").input("team a").run()
+    at = at.button(key="ws_create").click().run()
+    sel = at.selectbox(key="ws_select")
+    assert sel.value == "team a" and sel.proto.set_value and sel.proto.raw_value == "team a"
+    assert list(sel.options) == ["default", "team a"]
+    for _ in range(2):  # unrelated clicks: typing elsewhere, a bare rerun
+        at = at.text_input(key="ws_new").input("something else").run()
+        at = at.run()
+        assert at.session_state[_state.WORKSPACE_KEY] == "team a" and at.selectbox(key="ws_select").value == "team a"
+    assert _state.WORKSPACE_KEY in at.session_state and at.session_state[_state.WORKSPACE_KEY] == "team a"
+
+
+def _panel_and_ingest() -> None:
+    # The panel plus the Corpus page's ingest call (the page ingests into _state.workspace(); AppTest cannot drive
+    # a file uploader, so a button hands it the bytes).
+    import streamlit as st
+
+    from core.app.builds import ingest_files
+    from pages import _state
+    from pages._workspace_panel import workspace_panel
+
+    deps = st.session_state[_state.DEPS_KEY]
+    with st.sidebar:
+        workspace_panel(deps.store)
+    if st.button("fake upload", key="fake_upload"):
+        ingest_files([("note.txt", b"Quarterly figures for the new team.")], store=deps.store,
+                     embedder=deps.embedder, config=_state.config(), workspace=_state.workspace())
+
+
+def test_upload_after_create_lands_in_the_new_workspace(deps: Deps) -> None:
+    at = AppTest.from_function(_panel_and_ingest, default_timeout=30)
+    at.session_state[_state.DEPS_KEY] = deps
+    at = at.run()
+    at = at.text_input(key="ws_new").input("team b").run()
+    at = at.button(key="ws_create").click().run()
+    at = at.text_input(key="ws_new").input("").run()  # an unrelated click first
+    at = at.button(key="fake_upload").click().run()
+    assert not at.exception
+    counts = {w.workspace_id: w.documents for w in deps.store.workspaces_repo.list()}
+    assert counts == {"default": 0, "team b": 1}

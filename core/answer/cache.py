@@ -4,7 +4,9 @@ Why a guard: with the bundled MiniLM a cosine threshold alone cannot separate pa
 (bench/answer_cache.py: at cosine >= 0.97 16% of NaN-NLI contradictions match and only 4% of true paraphrases do).
 So a hit needs a cosine above the threshold AND the same negation polarity and scope (negators and negative verbs),
 the same numbers, dates, identifiers and named entities, the same values of closed sets (time unit, season, colour,
-size...), the same kind of question word and quantifiers, and no antonym or from/to swap. A pair where each side
+size...), the same kind of question word and quantifiers, no antonym or from/to swap, the same direction of change
+(increase / reduce, растёт / падает) and no one-word change of a title, role or unit ('data engineer' / 'data
+analyst', 'in km' / 'in miles'). A pair where each side
 has words the other lacks needs a second, higher cosine (swap_threshold): MiniLM cannot tell a synonym from a
 sibling word ('memory' / 'disk'). With the learned verifier (core/answer/cache_verifier.py, the default when the
 embedder gives token vectors) the guard keeps only its vetoes (hard_only) and the verifier replaces the swap rule.
@@ -107,6 +109,114 @@ _ANTONYMS: tuple[tuple[str, str], ...] = tuple(tuple(p.split("/")) for p in (  #
     "подключ/отключ установ/удал показ/скры можно/нельзя возможн/невозможн безопасн/опасн "
     "разреш/запрещ выигр/проигр начина/заканчива кипен/замерз доход/расход прибыл/убыт"
 ).split())
+# Direction of a change: a question asking whether something goes up and one asking whether it goes down want
+# opposite answers ('X increases Y' / 'X reduces Y' embed at cosine 0.99). A closed set written from the verbs of
+# change in both languages, not from any corpus: any word of one class against any word of the other on the other
+# side is a veto (pairs need not be listed one by one). Whole words with their inflections, not prefixes: 'raisin'
+# and 'растение' are not verbs of change.
+_UP_EN = ("increase", "raise", "rise", "rose", "risen", "grow", "grew", "grown", "growth", "gain", "boost", "elevate",
+          "enhance", "augment", "accelerate", "expand", "amplify", "strengthen", "improve", "promote", "activate",
+          "stimulate", "upregulate", "up-regulate", "heighten", "intensify", "lengthen", "widen", "up")
+_DOWN_EN = ("decrease", "reduce", "reduction", "lower", "fall", "fell", "fallen", "drop", "decline", "shrink",
+            "shrank", "shrunk", "lose", "loss", "lost", "diminish", "attenuate", "slow", "weaken", "worsen", "impair",
+            "inhibit", "suppress", "deactivate", "downregulate", "down-regulate", "lessen", "shorten", "narrow", "cut",
+            "down")
+# Russian: stems with the endings the verbs and their nouns take (matched as prefixes of at least 4 letters; the
+# short ones are listed whole).
+_UP_RU = ("увелич", "повыш", "повыс", "растёт", "растет", "растут", "рост", "вырос", "выраст", "возраст", "усил",
+          "ускор", "улучш", "поднима", "подня", "поднял", "расшир", "активир", "стимулир", "прибав", "прирост")
+_DOWN_RU = ("уменьш", "сниж", "сниз", "пониж", "пониз", "пада", "упал", "упад", "паден", "сокращ", "сократ", "ослаб",
+            "замедл", "ухудш", "опуска", "опуст", "сужа", "сузи", "подавл", "подав", "ингибир", "убав", "убыва")
+
+
+def _en_forms(base: str) -> set[str]:
+    if base.endswith("e"):
+        stem = base[:-1]
+        return {base, base + "s", base + "d", stem + "ing", stem + "ion", base + "r", base + "rs"}
+    forms = {base, base + "s", base + "ed", base + "ing", base + "er", base + "ers", base + "es"}
+    if len(base) >= 3 and base[-1] in "pt" and base[-2] in "aeiou" and base[-3] not in "aeiou":
+        forms |= {base + base[-1] + "ed", base + base[-1] + "ing"}  # drop / dropped, cut / cutting
+    if base.endswith("y"):
+        forms.add(base[:-1] + "ied")
+    return forms
+
+
+_DIRECTION_EN = {**{f: "up" for w in _UP_EN for f in _en_forms(w)}, **{f: "down" for w in _DOWN_EN for f in _en_forms(w)}}
+for _w in ("higher", "lower"):  # comparatives: 'lower' is also the verb; 'higher' only the adjective
+    _DIRECTION_EN[_w] = "up" if _w == "higher" else "down"
+
+
+def _direction(word: str) -> str | None:
+    """'up', 'down' or None for a lower-case word."""
+    if word in _DIRECTION_EN:
+        return _DIRECTION_EN[word]
+    if re.search(r"[\u0400-\u04FF]", word):
+        for stems, d in ((_UP_RU, "up"), (_DOWN_RU, "down")):
+            if any(word == s or (len(s) >= 4 and word.startswith(s)) for s in stems):
+                return d
+    return None
+
+
+def _direction_change(a: QuestionFeatures, b: QuestionFeatures) -> tuple[str, str] | None:
+    """A word of change up on one side only against a word of change down on the other side only."""
+    only_a = [t for t in a.tokens if t not in b.tokens]
+    only_b = [t for t in b.tokens if t not in a.tokens]
+    da = {d: w for w in only_a if (d := _direction(w))}
+    db = {d: w for w in only_b if (d := _direction(w))}
+    for d, other in (("up", "down"), ("down", "up")):
+        if d in da and other in db and other not in da and d not in db:
+            return da[d], db[other]
+    return None
+
+
+# A one-word change of a title, role or unit: the changed word sits in a noun phrase, i.e. walking back over the
+# content words both questions share ('senior data' before 'engineer' / 'analyst') reaches a determiner, a
+# preposition or a number ('a senior data engineer', 'in km', '5 miles'), or in Russian (no articles) a verb
+# ('зарабатывает старший инженер'). After a pronoun or a question word the run is a verb and its object ('I remove
+# mold' / 'mildew'), left to the other checks: a synonym there is common.
+_NOUN_SLOT_AFTER = frozenset("a an the this that these those my our your their his her its of in per into as "
+                             "в во на для из у о об при к с со от до за под над про".split())
+# Endings of verb forms (a changed verb after its subject is not a title or unit: 'fridge staying / getting cold',
+# 'выключить / отключить'); a noun with such an ending ('meeting') is merely left to the other checks.
+_VERB_ENDING = re.compile(r"(?:ing|ed|ть|ться|тся|ет|ит|ют|ят|ут|ся|ено|ано|ется|ится|ёт)$")
+_CYRILLIC = re.compile(r"[\u0400-\u04FF]")
+
+
+def _content(word: str) -> bool:
+    return (word.isalpha() and word not in EN_STOP and word not in RU_STOP and word not in _EXTRA_STOP
+            and word not in _WH and not word.startswith(("как", "скольк")))
+
+
+def _one_word_swap(a: QuestionFeatures, b: QuestionFeatures) -> tuple[str, str] | None:
+    """The two questions are the same words but one ('engineer' / 'analyst', 'km' / 'miles') and that word sits in a
+    noun phrase (see _NOUN_SLOT_AFTER): a title, role or unit changed, which changes what is asked however close the
+    sentences embed. An inflection is no swap (same stem); verbs are left to the other checks (a verb of change to
+    the direction rule)."""
+    ta = [t for t in a.tokens if any(ch.isalnum() for ch in t)]
+    tb = [t for t in b.tokens if any(ch.isalnum() for ch in t)]
+    if len(ta) != len(tb) or len(ta) < 3:
+        return None
+    diff = [i for i, (x, y) in enumerate(zip(ta, tb)) if x != y]
+    if len(diff) != 1:
+        return None
+    i = diff[0]
+    x, y = ta[i], tb[i]
+    if i == 0 or _stem(x) == _stem(y) or not (_content(x) and _content(y)) or len(x) < 2 or len(y) < 2:
+        return None
+    if _direction(x) or _direction(y) or _VERB_ENDING.search(x) or _VERB_ENDING.search(y):
+        return None
+    j = i - 1
+    while j >= 0 and _content(ta[j]) and not (_CYRILLIC.search(ta[j]) and _VERB_ENDING.search(ta[j])):
+        j -= 1
+    if j < 0:
+        return None
+    edge = ta[j]
+    if edge in _NOUN_SLOT_AFTER or _number_value(edge) is not None or edge.isdigit() or \
+            (_CYRILLIC.search(edge) and _VERB_ENDING.search(edge) and j < i - 1):
+        return x, y
+    return None
+
+
 _NUMBER_WORDS = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty".split())}
@@ -367,6 +477,14 @@ def _rule_failures(a: QuestionFeatures, b: QuestionFeatures) -> Iterator[tuple[s
     swap = _antonym_swap(a, b)
     if swap:
         yield "antonym", f"antonym swap: {swap[0]} / {swap[1]}"
+    else:
+        turn = _direction_change(a, b)
+        if turn:
+            yield "antonym", f"direction of change differs: {turn[0]} / {turn[1]}"
+    one = _one_word_swap(a, b)
+    if one:
+        # Counted with the closed-set values (RULES is the verifier's feature list: it keeps its length).
+        yield "values", f"one word of a title, role or unit changed: {one[0]} vs {one[1]}"
 
 
 def guard_flags(a: QuestionFeatures, b: QuestionFeatures) -> dict[str, bool]:

@@ -19,11 +19,35 @@ if TYPE_CHECKING:  # annotations only: report.py must not pull in the store (duc
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^&])")
 
 
+# Bidirectional embeddings, overrides and isolates: invisible, they reorder what is shown ('invoice_\u202etxt.exe'
+# reads 'invoice_exe.txt'). Shown as a visible mark instead, so a reader sees that the text carries one.
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
+# A URL scheme before '//' and a bare 'www.' are what renderers (GitHub-flavoured Markdown, linkifiers) turn into a
+# link; a bracket in the scheme's colon breaks that while a reader still reads the address.
+_SCHEME = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]{1,20}):(?=//)")
+_WWW = re.compile(r"(?i)\bwww\.")
+# An e-mail address becomes a mailto: link the same way.
+_EMAIL = re.compile(r"(?<=[\w.+\-])@(?=[\w\-]+\.[\w\-])")
+
+
+def show_bidi(text: str) -> str:
+    """Each bidi control character replaced by a visible mark naming it ('[U+202E]')."""
+    return _BIDI.sub(lambda m: f"[U+{ord(m.group(0)):04X}]", text)
+
+
+def inert_text(text: Any) -> str:
+    """Document text (a chunk, a snippet, an answer) as a page shows it: bidi controls made visible and remote
+    addresses made unclickable ('https[:]//host/x', 'www[.]host', 'name[@]host.org'), the rest unchanged. Why not
+    rely on escape_md's backslashes: Markdown resolves them first and finds links in the text left over."""
+    return _EMAIL.sub("[@]", _WWW.sub("www[.]", _SCHEME.sub(r"\1[:]", show_bidi(str(text)))))
+
+
 def escape_md(text: Any) -> str:
     """A user-controlled string (file name, title, heading, query) made inert for st.markdown / captions / button
     labels: every Markdown, emoji-shortcode (':') and maths ('$') character is backslash-escaped and line breaks
-    become spaces, so `![p](http://host/pixel.png)` shows as text instead of fetching an image."""
-    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).splitlines()))
+    become spaces, so `![p](http://host/pixel.png)` shows as text instead of fetching an image; addresses are
+    broken and bidi controls shown as marks (inert_text)."""
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(inert_text(text).splitlines()))
 
 
 def chunk_colour(chunk_id: str) -> str:
@@ -44,7 +68,7 @@ def stage_frame(stage: StageResult, previous: StageResult | None = None) -> pd.D
         else:
             move = "new"
         rows.append({"rank": c.rank, "score": round(float(c.score), 4), "move": move, "chunk_id": c.chunk_id,
-                     "doc_id": c.doc_id, "snippet": snippet(c.text), "colour": chunk_colour(c.chunk_id)})
+                     "doc_id": c.doc_id, "snippet": inert_text(snippet(c.text)), "colour": chunk_colour(c.chunk_id)})
     return pd.DataFrame(rows, columns=["rank", "score", "move", "chunk_id", "doc_id", "snippet", "colour"])
 
 
@@ -117,7 +141,7 @@ def documents_frame(docs: Sequence["DocumentRow"]) -> pd.DataFrame:
 def chunks_frame(chunks: Sequence[Chunk]) -> pd.DataFrame:
     """One document's chunks with their metadata; heading paths read as breadcrumbs."""
     rows = [{"#": c.ordinal, "heading path": " › ".join(c.heading_path), "chars": f"{c.start}–{c.end}",
-             "tokens": c.n_tokens, "lang": c.lang, "text": c.text, "chunk_id": c.chunk_id}
+             "tokens": c.n_tokens, "lang": c.lang, "text": inert_text(c.text), "chunk_id": c.chunk_id}
             for c in sorted(chunks, key=lambda c: c.ordinal)]
     return pd.DataFrame(rows, columns=["#", "heading path", "chars", "tokens", "lang", "text", "chunk_id"])
 

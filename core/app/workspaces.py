@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Callable
 
 from core.config import ConfigError, PipelineConfig, dump_config, load_config_dict
 from core.store import Store, StoreError
@@ -89,14 +89,20 @@ def rename_workspace(store: Store, old: str, new: str) -> int:
         raise WorkspaceError(str(exc)) from exc
 
 
-def delete_workspace(store: Store, name: str) -> dict[str, int]:
-    """Delete the workspace and every row it owns in every table. Returns rows deleted per table."""
+def delete_workspace(store: Store, name: str, progress: Callable[[str], None] | None = None) -> dict[str, int]:
+    """Delete the workspace and every row it owns in every table, then rewrite the database file (and the
+    token-vector file) so no byte of its text or cached answers stays readable in them; `progress` hears each step.
+    Returns rows deleted per table."""
     if name == DEFAULT_WORKSPACE:
         raise WorkspaceError(f"the '{DEFAULT_WORKSPACE}' workspace cannot be deleted; delete its documents instead")
     try:
-        return store.workspaces_repo.delete(name)
+        deleted = store.workspaces_repo.delete(name)
     except StoreError as exc:
         raise WorkspaceError(str(exc)) from exc
+    if progress:
+        progress(f"deleted {sum(deleted.values()):,} rows of '{name}'")
+    store.compact(progress)
+    return deleted
 
 
 def answer_cache_table(store: Store) -> list[dict[str, Any]]:

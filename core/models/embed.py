@@ -10,7 +10,7 @@ from typing import Callable, Generic, Iterator, Mapping, Protocol, Sequence, Typ
 
 import numpy as np
 
-from core.models.onnx import RUNTIMES, OnnxEmbedder, ensure_model
+from core.models.onnx import RUNTIMES, load_onnx_embedder
 from core.models.protocols import Embedder, SharedForwardEmbedder, declared_languages, shares_token_forward
 from core.models.tokens import encode_token_matrices, text_key, token_matrix
 from core.text import sha256_text
@@ -126,8 +126,8 @@ def load_embedder(model_name: str, *, batch_size: int = 64, runtime: str = "torc
         raise ValueError(f"unknown embedding runtime {runtime!r}; choose one of {', '.join(RUNTIMES)}")
     if runtime != "torch":
         loaded = _load_onnx(model_name, batch_size, runtime, Path(cache_dir or DEFAULT_MODEL_CACHE), threads)
-        if loaded.notice is None:
-            return loaded
+        if loaded.notice is None or not isinstance(loaded.embedder, _Unavailable):
+            return loaded  # (with a notice: the int8 runtime refused itself and fp32 ONNX runs)
         torch_loaded = load_embedder(model_name, batch_size=batch_size)
         notice = loaded.notice + (f"; {torch_loaded.notice}" if torch_loaded.notice else "")
         return LoadedEmbedder(torch_loaded.embedder, model_name, notice)
@@ -149,17 +149,17 @@ def load_embedder(model_name: str, *, batch_size: int = 64, runtime: str = "torc
 
 def _load_onnx(model_name: str, batch_size: int, runtime: str, cache_dir: Path,
                threads: int | None = None) -> LoadedEmbedder:
-    """An OnnxEmbedder, or a LoadedEmbedder whose notice says why not (its embedder is then unused)."""
+    """An OnnxEmbedder (with a notice when the int8 runtime refused itself and fp32 runs), or a LoadedEmbedder whose
+    notice says why not (its embedder is then unused)."""
 
     model_dir = _local_model_dir(model_name)
     if model_dir is None:
         return LoadedEmbedder(_Unavailable(), model_name,
                               f"embedding runtime '{runtime}' needs a local model folder; '{model_name}' runs on torch")
     try:
-        path = ensure_model(model_dir, model_name, runtime, cache_dir)
-        return LoadedEmbedder(OnnxEmbedder(model_name, model_dir, path, runtime, batch_size=batch_size,
-                                           threads=threads),
-                              model_name, None)
+        emb, notice = load_onnx_embedder(model_name, model_dir, runtime, cache_dir, batch_size=batch_size,
+                                         threads=threads)
+        return LoadedEmbedder(emb, model_name, notice)
     except Exception as exc:  # a failed export or a broken cached file is reported, and torch takes over
         reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         return LoadedEmbedder(_Unavailable(), model_name,

@@ -10,11 +10,14 @@ the late-interaction reranker and late chunking get token vectors from the same 
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Sequence
 
@@ -411,6 +414,7 @@ class OnnxEmbedder:
         self._pool: ThreadPoolExecutor | None = None
         self._window_encoder: OnnxTokenEncoder | None = None
         self.dim = 0  # until the probe below has run
+        self.self_check: Int8Check | None = None  # the int8 runtime's load-time check (load_onnx_embedder)
         self._session(self._threads)  # load now: a broken file fails at load time, not on the first query
         self.dim = int(self.encode(["dimension probe"]).shape[1])
 
@@ -524,6 +528,102 @@ class OnnxEmbedder:
         sess = self._session(1 if ids.shape[0] <= 4 else self._threads)
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         return np.asarray(sess.run(["token_embeddings"], feed)[0], dtype=np.float32)
+
+
+# -- the int8 runtime checks itself against fp32 at every load -------------------------------------------------------
+# Why at load and on this machine: integer kernels differ by CPU (ONNX Runtime's AVX2 u8 x s8 kernel saturates where
+# VNNI does not), so an int8 model that was good where it was made can be worse where it runs, and that would only
+# show as worse retrieval. A few fixed sentences (English, Russian, code, numbers, short and long; written for this
+# check, not taken from any corpus) are embedded by the int8 model and compared with the fp32 model's vectors. No
+# one- or two-token text: there a single rounding moves the mean of two token vectors (a lone "ok" measured 0.9906
+# where every sentence sat at 0.998-0.999).
+SELF_CHECK_TEXTS: tuple[str, ...] = (
+    "How do I rotate the API key without downtime?",
+    "The committee approved the budget for the next fiscal year after a long debate about maintenance costs.",
+    "Vitamin D deficiency is associated with a higher risk of fractures in elderly women.",
+    "Сколько дней в неделю сотрудники могут работать удалённо?",
+    "def parse_config(path: str) -> dict: return json.loads(open(path).read())",
+    "Error 0x80070005: access denied while writing C:\\ProgramData\\cache (retry 3 of 5).",
+    "Who signed the contract?",
+    "The river rose two metres overnight, flooding the lower town; by morning the bridge was closed and trains "
+    "between the two stations ran on a single track while engineers inspected the piers for damage.",
+)
+# Below this cosine for any of the sentences the int8 model is refused and fp32 runs instead. The shipped recipe's
+# vectors sit far above it where it was measured (bench/results/int8_recipes.json); a kernel gone wrong sits far
+# below. Not fitted: a round bar between the two.
+SELF_CHECK_MIN_COSINE = 0.99
+
+
+@dataclass(frozen=True)
+class Int8Check:
+    """The load-time comparison: the worst and mean cosine of int8 to fp32 over SELF_CHECK_TEXTS, the bar, what it
+    cost (ms at load) and whether the fp32 reference was read from its cache file or computed now."""
+
+    min_cosine: float
+    mean_cosine: float
+    threshold: float
+    ms: float
+    reference: str  # "cached" | "computed"
+
+    @property
+    def passed(self) -> bool:
+        return self.min_cosine >= self.threshold
+
+    def describe(self) -> str:
+        return (f"int8 vs fp32 on {len(SELF_CHECK_TEXTS)} fixed sentences: min cosine {self.min_cosine:.4f}, mean "
+                f"{self.mean_cosine:.4f} (bar {self.threshold:g}), checked in {self.ms:.0f} ms")
+
+
+def _reference_vectors(int8: OnnxEmbedder, model_dir: Path, fp32_path: Path) -> tuple[np.ndarray, str]:
+    """The fp32 model's vectors of SELF_CHECK_TEXTS: from a small file beside the int8 model (fp32 vectors do not
+    depend on the CPU beyond rounding), else computed once with the fp32 model and saved."""
+    key = hashlib.sha256(("\x1f".join(SELF_CHECK_TEXTS) + f"|{fp32_path.stat().st_size}").encode()).hexdigest()
+    ref_file = Path(str(int8.onnx_path) + ".fp32ref.npz")
+    if ref_file.is_file():
+        try:
+            with np.load(ref_file) as data:
+                if str(data["key"]) == key:
+                    return np.asarray(data["vectors"], dtype=np.float32), "cached"
+        except (OSError, KeyError, ValueError):
+            pass  # unreadable: computed again below
+    fp32 = OnnxEmbedder(int8.model_name, model_dir, fp32_path, "onnx", threads=1)
+    ref = fp32.encode(list(SELF_CHECK_TEXTS))
+    tmp = _atomic_target(ref_file)
+    with open(tmp, "wb") as fh:
+        np.savez(fh, key=np.array(key), vectors=ref)
+    os.replace(tmp, ref_file)
+    return ref, "computed"
+
+
+def int8_self_check(int8: OnnxEmbedder, model_dir: Path, fp32_path: Path, *,
+                    threshold: float | None = None) -> Int8Check:
+    """Compare the int8 embedder with fp32 on SELF_CHECK_TEXTS (see above), timed."""
+    t0 = time.perf_counter()
+    ref, how = _reference_vectors(int8, model_dir, fp32_path)
+    got = int8.encode(list(SELF_CHECK_TEXTS))
+    cos = np.sum(got * ref, axis=1) / (np.linalg.norm(got, axis=1) * np.linalg.norm(ref, axis=1) + 1e-12)
+    bar = SELF_CHECK_MIN_COSINE if threshold is None else threshold
+    return Int8Check(float(cos.min()), float(cos.mean()), bar, (time.perf_counter() - t0) * 1000, how)
+
+
+def load_onnx_embedder(model_name: str, model_dir: Path, runtime: str, cache_dir: Path, *, batch_size: int = 64,
+                       threads: int | None = None) -> tuple[OnnxEmbedder, str | None]:
+    """The OnnxEmbedder for (model, runtime), exported when missing; the int8 runtime is first checked against fp32
+    on this machine (int8_self_check) and, when it disagrees, refused: the fp32 ONNX model runs instead and the
+    returned notice says why (the app shows it; the vectors carry the fp32 model id)."""
+    path = ensure_model(model_dir, model_name, runtime, cache_dir)
+    emb = OnnxEmbedder(model_name, model_dir, path, runtime, batch_size=batch_size, threads=threads)
+    if runtime != "onnx-int8":
+        return emb, None
+    fp32_path = ensure_model(model_dir, model_name, "onnx", cache_dir)
+    check = int8_self_check(emb, model_dir, fp32_path)
+    emb.self_check = check
+    if check.passed:
+        return emb, None
+    fp32 = OnnxEmbedder(model_name, model_dir, fp32_path, "onnx", batch_size=batch_size, threads=threads)
+    fp32.self_check = check
+    return fp32, (f"embedding runtime 'onnx-int8' refused on this CPU: {check.describe()}; running the fp32 ONNX "
+                  "model instead")
 
 
 class OnnxTokenEncoder:

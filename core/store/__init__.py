@@ -9,7 +9,9 @@ from core.store import answers, caches, corpus, graph, graph_review, ledger, run
 from core.store.answers import Answers
 from core.store.caches import Caches
 from core.store.corpus import Corpus
-from core.store.db import SCHEMA_VERSION, Database, StoreError
+from typing import Callable
+
+from core.store.db import SCHEMA_VERSION, CompactReport, Database, StoreError
 from core.store.graph import Graph
 from core.store.graph_review import Communities, Review
 from core.store.ledger import Ledger
@@ -18,7 +20,7 @@ from core.store.tokvec_file import files_beside as token_vector_files
 from core.store.workspaces import Workspaces
 from core.types import DocumentRow
 
-__all__ = ["SCHEMA_VERSION", "Caches", "Communities", "Corpus", "Database", "DocumentRow", "Graph", "Ledger",
+__all__ = ["SCHEMA_VERSION", "Caches", "CompactReport", "Communities", "Corpus", "Database", "DocumentRow", "Graph", "Ledger",
            "Review", "Runs", "Store", "StoreError", "token_vector_files"]
 
 TABLES: tuple[str, ...] = (*corpus.TABLES, *caches.TABLES, *runs.TABLES, *ledger.TABLES, *graph.TABLES,
@@ -63,6 +65,17 @@ class Store:
 
     def workspaces(self) -> list[str]:
         return self.db.workspaces()
+
+    def compact(self, progress: Callable[[str], None] | None = None) -> CompactReport:
+        """Rewrite the files with live rows only (after a workspace delete): the token-vector file when it holds
+        dead records, then the database file (core/store/db.py Database.compact)."""
+        if self.path != ":memory:" and not self.read_only and token_vector_files(self.path):
+            space = self.caches.token_vector_space()
+            if space["dead_bytes"] > 0 or space["legacy_rows"] > 0:
+                if progress:
+                    progress(f"compacting token vectors: {space['dead_bytes'] / 2**20:,.1f} MiB of deleted records…")
+                self.caches.compact_token_vectors()
+        return self.db.compact(progress)
 
     def close(self) -> None:
         self.caches.close()  # the token-vector file beside the database (core/store/tokvec_file.py)

@@ -12,11 +12,15 @@ Concurrency rule (measured with duckdb 1.5.5; tests/test_store.py::test_read_onl
 """
 from __future__ import annotations
 
+import os
 import threading
-from contextlib import contextmanager
+import time
+import weakref
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import duckdb
 import numpy as np
@@ -34,6 +38,10 @@ Cursor = duckdb.DuckDBPyConnection
 # be memoised per generation (Corpus.corpus_version is read ~9 times per query).
 _GENERATIONS: dict[str, int] = {}
 _GEN_LOCK = threading.Lock()
+# Every open read-write Database per file in this process: compaction swaps the file, so each of them must let go
+# of the old one first (DuckDB keeps a file open while any connection to it lives) and open the new one after.
+_OPEN: dict[str, "weakref.WeakSet[Database]"] = {}
+COMPACT_SUFFIX = ".compact"  # the rewritten copy while it is written; a stray one (a crash) is removed on open
 
 
 class StoreError(RuntimeError):
@@ -63,6 +71,25 @@ def _table_name(ddl: str) -> str:
     return ddl.split("EXISTS", 1)[1].split("(", 1)[0].strip()
 
 
+@dataclass(frozen=True)
+class CompactReport:
+    """What a compaction did: file bytes (database + WAL) before and after, and the seconds it took."""
+
+    bytes_before: int
+    bytes_after: int
+    seconds: float
+
+
+def _file_bytes(path: str) -> int:
+    return sum(os.path.getsize(p) for p in (path, path + ".wal") if os.path.exists(p))
+
+
+def _remove(path: str) -> None:
+    for p in (path, path + ".wal"):
+        if os.path.exists(p):
+            os.remove(p)
+
+
 class Database:
     """A DuckDB file (or :memory:). `tables` is every repository's DDL; they are created on a read-write open."""
 
@@ -86,6 +113,7 @@ class Database:
                     f"several read-only ones, not both ({msg.splitlines()[0]})") from exc
             raise StoreError(f"cannot open database {self.path}: {msg}") from exc
         self._write_lock = threading.RLock()
+        self._swap_lock = threading.RLock()
         # An in-memory database is private to its connection: its own key.
         self._gen_key = f"memory:{id(self)}" if self.path == ":memory:" else str(Path(self.path).resolve())
         self._ddl = (*META_TABLES, *tables)
@@ -95,11 +123,19 @@ class Database:
         if self.read_only:
             self._check_schema()
         else:
+            if self.path != ":memory:":
+                with _GEN_LOCK:
+                    peers = _OPEN.setdefault(self._gen_key, weakref.WeakSet())
+                    first = not peers
+                    peers.add(self)
+                if first:
+                    _remove(self.path + COMPACT_SUFFIX)  # a compaction that did not finish: the old file is in force
             self._migrate()
 
     # -- plumbing -------------------------------------------------------------------------------------------------
     def cursor(self) -> Cursor:
-        return self._con.cursor()
+        with self._swap_lock:  # waits only while compact() swaps the file (between close and reopen)
+            return self._con.cursor()
 
     @property
     def generation(self) -> int:
@@ -189,7 +225,82 @@ class Database:
         return [r[0] for r in self.cursor().execute("SELECT workspace_id FROM workspaces ORDER BY 1").fetchall()]
 
     def close(self) -> None:
+        with _GEN_LOCK:
+            _OPEN.get(self._gen_key, weakref.WeakSet()).discard(self)
         self._con.close()
+
+    # -- compaction -----------------------------------------------------------------------------------------------
+    def compact(self, progress: Callable[[str], None] | None = None) -> CompactReport:
+        """Rewrite the file with its live rows only, so deleted rows leave no bytes behind (DuckDB reuses freed
+        blocks but never clears them: a deleted document's text stays readable in the file until overwritten).
+
+        How: checkpoint, copy every table into a new file (ATTACH + COPY FROM DATABASE), close every connection of
+        this process to the file, swap the new file in (os.replace: a crash leaves the old or the new file, never
+        half of one; a leftover copy is removed on the next open), reopen. Writes wait on the write lock of every
+        Database on the file and new cursors wait for the reopen; a read already running in another thread at the
+        moment of the swap fails (its connection is closed under it). An in-memory database has no file: nothing to
+        do."""
+        say = progress or (lambda _msg: None)
+        if self.path == ":memory:":
+            return CompactReport(0, 0, 0.0)
+        self._refuse_if_read_only()
+        t0 = time.perf_counter()
+        with _GEN_LOCK:
+            peers = sorted(_OPEN.get(self._gen_key, weakref.WeakSet()), key=id)
+        if self not in peers:
+            peers.append(self)
+        tmp = self.path + COMPACT_SUFFIX
+        with ExitStack() as stack:
+            for db in peers:
+                stack.enter_context(db._write_lock)  # noqa: SLF001 - Database's own plumbing
+            before = _file_bytes(self.path)
+            say(f"compacting the database: copying live rows out of {before / 2**20:,.1f} MiB…")
+            self._con.execute("CHECKPOINT")
+            name = self._con.execute("SELECT current_database()").fetchone()[0]
+            _remove(tmp)
+            quoted = tmp.replace("'", "''")
+            self._con.execute(f"ATTACH '{quoted}' AS __compact")
+            try:
+                self._con.execute(f'COPY FROM DATABASE "{name}" TO __compact')
+            except BaseException:
+                self._con.execute("DETACH __compact")
+                _remove(tmp)
+                raise
+            self._con.execute("DETACH __compact")
+            say("compacting the database: swapping in the rewritten file…")
+            for db in peers:
+                stack.enter_context(db._swap_lock)  # noqa: SLF001 - new cursors wait for the reopen
+            for db in peers:
+                db._con.close()  # noqa: SLF001
+            try:
+                # The closes checkpointed the old file: its WAL (if any) belongs to it and must not be replayed into
+                # the new one.
+                if os.path.exists(self.path + ".wal"):
+                    os.remove(self.path + ".wal")
+                os.replace(tmp, self.path)
+                _fsync_dir(self.path)
+            finally:
+                for db in peers:
+                    db._con = duckdb.connect(self.path)  # noqa: SLF001
+            self._bump()
+        after = _file_bytes(self.path)
+        report = CompactReport(before, after, round(time.perf_counter() - t0, 3))
+        say(f"compacted the database: {before / 2**20:,.1f} MiB -> {after / 2**20:,.1f} MiB in {report.seconds:.1f} s")
+        return report
+
+
+def _fsync_dir(path: str) -> None:
+    """Make the rename itself durable (the directory entry), where the platform allows opening a directory."""
+    try:
+        fd = os.open(str(Path(path).parent), os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 # -- bulk frames --------------------------------------------------------------------------------------------------
