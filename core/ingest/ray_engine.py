@@ -46,6 +46,7 @@ from core.ingest.pipeline import (
     after_ingest,
     chunker_label,
     doc_id_for,
+    earlier_version,
     token_sink,
 )
 from core.ingest.sandbox import default_sandbox
@@ -198,7 +199,11 @@ def cut_file(index: int, name: str, data: bytes, *, config: PipelineConfig, pars
         return replace(base, error=f"{name}: could not be parsed ({type(exc).__name__}: {exc})")
     doc_id = doc_id_for(name, content_hash)
     c = config.chunking
-    chunks = chunk_document(parsed, doc_id, strategy=c.strategy, size=c.size_tokens, overlap=c.overlap_tokens)
+    try:
+        chunks = chunk_document(parsed, doc_id, strategy=c.strategy, size=c.size_tokens, overlap=c.overlap_tokens,
+                                max_chunks=config.limits.max_chunks_per_file)
+    except ParseError as exc:  # over the per-file chunk cap
+        return replace(base, error=str(exc))
     if not chunks:
         return replace(base, error=f"{name}: no chunks could be cut from the text")
     return replace(base, doc_id=doc_id, parsed=parsed, chunks=tuple(chunks))
@@ -304,10 +309,7 @@ class RayOptions:
 
 
 def _unchanged(store: Store, name: str, content_hash: str, label: str, workspace: str) -> FileResult | None:
-    prev = store.corpus.find_document_by_name(name, workspace)
-    if prev is not None and prev.content_hash == content_hash and prev.chunker == label:
-        return FileResult(name, "unchanged", "same content and chunker; nothing to do", prev.doc_id, prev.n_chunks)
-    return None
+    return earlier_version(store, name, content_hash, label, workspace)[1]
 
 
 def ingest_files_ray(
@@ -407,7 +409,7 @@ def _commit(d: WorkerDoc, *, store: Store, embedder: Embedder, label: str, works
     if same is not None:
         return same
     assert d.parsed is not None and d.vectors is not None
-    previous = store.corpus.find_document_by_name(d.name, workspace)
+    previous = store.corpus.find_document_for_key(d.name, workspace)
     vectors = d.vectors
     if d.from_cache:
         want = {i: sha256_text(d.chunks[i].text) for i in d.from_cache}
