@@ -125,12 +125,10 @@ class Corpus:
                 [ws, doc.doc_id, doc.name, doc.kind, doc.size_bytes, doc.content_hash, doc.lang, doc.title,
                  doc.text, doc.chunker, len(chunks), now()],
             )
-            if chunks:
-                cur.executemany(
-                    "INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    [[ws, c.chunk_id, c.doc_id, c.ordinal, c.text, c.start, c.end, list(c.heading_path),
-                      c.n_tokens, c.lang] for c in chunks],
-                )
+            if chunks:  # one bulk insert, as put_documents makes: executemany binds row by row, slow for a big file
+                insert_rows(cur, "chunks", _CHUNK_TABLE_COLS,
+                            [[ws, c.chunk_id, c.doc_id, c.ordinal, c.text, c.start, c.end, list(c.heading_path),
+                              c.n_tokens, c.lang] for c in chunks])
             if vectors is not None and len(chunks):
                 write_vectors(cur, ws, [c.chunk_id for c in chunks], vectors, model_id, "raw")
             bump_version(cur, ws)
