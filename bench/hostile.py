@@ -357,9 +357,11 @@ if log:
 
     def cache_first(keys, texts, *, lookup, compute, save=None):
         def counted(ts):
+            with open(log, "a") as f:  # "s N": N texts going into the model; "d N": their vectors made
+                f.write(f"s {len(ts)}\\n")
             out = compute(ts)
             with open(log, "a") as f:
-                f.write(f"{len(ts)}\\n")
+                f.write(f"d {len(ts)}\\n")
             return out
         return real_cache_first(keys, texts, lookup=lookup, compute=counted, save=save)
 
@@ -491,17 +493,32 @@ def _kill_docs(root: Path, n: int) -> None:
         (root / f"team{d % 5}" / f"notes{d // 5}.md").write_text(f"# Notes {d}\n\n" + "\n\n".join(paras) + "\n")
 
 
-def case_kill_resume(work: Path, model_cache: Path, kills: tuple[str, ...] = ("first", "half", "late")
+def _logged(log: Path, kind: str) -> int:
+    """Texts the hooked CLI sent into the model ("s") or got vectors for ("d")."""
+    if not log.exists():
+        return 0
+    return sum(int(n) for k, n in (ln.split() for ln in log.read_text().splitlines() if ln.strip()) if k == kind)
+
+
+# (printed file lines to wait for, then seconds before the kill): right after a commit, inside the next group's
+# encode, later in the run, and during start-up (model load) before anything is committed.
+KILL_MOMENTS: tuple[tuple[int, float], ...] = ((1, 0.0), (1, 3.0), (20, 1.5), (0, 4.0))
+
+
+def case_kill_resume(work: Path, model_cache: Path, moments: tuple[tuple[int, float], ...] = KILL_MOMENTS
                      ) -> dict[str, Any]:
     """`kill -9` of a real CLI ingest (the shipped embedder) at several moments, then the same command again:
-    documents kept, and vectors made twice (made before the kill + made by the resume - chunks in the corpus)."""
+    documents kept, and the work done twice: texts that went into the model before the kill (finished or not)
+    plus texts the resume embeds, minus the chunks in the corpus. At most one group (GROUP_CHUNKS) may be lost."""
+    from core.ingest.pipeline import GROUP_CHUNKS
     from core.store import Store
 
     root = work / "kill_docs"
     _kill_docs(root, 40)
     out = []
-    for when in kills:
-        db, log = work / f"kill_{when}.duckdb", work / f"kill_{when}.log"
+    for lines, delay in moments:
+        tag = f"{lines}_{delay:g}"
+        db, log = work / f"kill_{tag}.duckdb", work / f"kill_{tag}.log"
         for f in (db, Path(str(db) + ".wal"), log):
             f.unlink(missing_ok=True)
         env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "RAG_MODEL_CACHE": str(model_cache),
@@ -510,18 +527,18 @@ def case_kill_resume(work: Path, model_cache: Path, kills: tuple[str, ...] = ("f
         proc = subprocess.Popen([sys.executable, "-c", CLI_HOOKED, "ingest", str(root), "--db", str(db)], cwd=ROOT,
                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         assert proc.stdout is not None
-        seen = 0
-        target = {"first": 1, "half": 20, "late": 35}[when]
-        last_line_s = 0.0
-        for _ in proc.stdout:  # the CLI prints each file's line as it is committed
-            seen += 1
-            last_line_s = time.perf_counter() - t
-            if seen >= target:
-                break
+        seen, last_line_s = 0, 0.0
+        if lines:
+            for _ in proc.stdout:  # the CLI prints each file's line as it is committed
+                seen += 1
+                last_line_s = time.perf_counter() - t
+                if seen >= lines:
+                    break
+        time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         killed_at = time.perf_counter() - t
-        made_before = sum(int(x) for x in log.read_text().split()) if log.exists() else 0
+        started_before, made_before = _logged(log, "s"), _logged(log, "d")
         store = Store(db)
         kept = store.corpus.count("documents")
         store.close()
@@ -529,22 +546,22 @@ def case_kill_resume(work: Path, model_cache: Path, kills: tuple[str, ...] = ("f
         p, secs, _ = _cli(["ingest", str(root), "--db", str(db), "--json"], env={
             "RAG_MODEL_CACHE": str(model_cache), "HOSTILE_ENCODE_LOG": str(log)})
         rep = json.loads(p.stdout) if p and p.returncode == 0 else {"results": []}
-        made_after = sum(int(x) for x in log.read_text().split()) if log.exists() else 0
+        made_after = _logged(log, "d")
         store = Store(db, read_only=True)
         chunks, docs = store.corpus.count("chunks"), store.corpus.count("documents")
         store.close()
         statuses = Counter(r["status"] for r in rep["results"])
-        out.append({"kill_after_lines": target, "lines_seen": seen, "killed_at_s": round(killed_at, 1),
-                    "last_line_s": round(last_line_s, 1), "documents_kept": kept,
-                    "resume_unchanged": statuses.get("unchanged", 0), "resume_ingested": statuses.get("ingested", 0),
-                    "resume_errors": statuses.get("error", 0), "resume_seconds": round(secs, 1),
+        out.append({"kill_after_lines": lines, "then_s": delay, "lines_seen": seen, "killed_at_s": round(killed_at, 1),
+                    "seconds_since_last_line": round(killed_at - last_line_s, 1) if seen else None,
+                    "documents_kept": kept, "resume_unchanged": statuses.get("unchanged", 0),
+                    "resume_ingested": statuses.get("ingested", 0), "resume_errors": statuses.get("error", 0),
+                    "resume_seconds": round(secs, 1), "texts_into_model_before_kill": started_before,
                     "vectors_made_before_kill": made_before, "vectors_made_by_resume": made_after,
                     "chunks_in_corpus": chunks, "documents_after_resume": docs,
-                    "vectors_made_twice": made_before + made_after - chunks})
-    from core.ingest.pipeline import GROUP_CHUNKS
-
+                    "vectors_made_twice": made_before + made_after - chunks,
+                    "texts_embedded_twice": started_before + made_after - chunks})
     return {"files": 40, "group_chunks": GROUP_CHUNKS, "kills": out,
-            "max_vectors_made_twice": max(k["vectors_made_twice"] for k in out),
+            "max_texts_embedded_twice": max(k["texts_embedded_twice"] for k in out),
             "documents_lost_after_resume": sum(40 - k["documents_after_resume"] for k in out)}
 
 
@@ -596,7 +613,7 @@ def run_ingest(work: Path) -> dict[str, Any]:
         "hangs": out["special_files"]["hangs"], "tracebacks": out["special_files"]["tracebacks"],
         "outside_file_ingested": out["special_files"]["outside_file_ingested"],
         "capped_files": out["amplification"]["capped"],
-        "max_vectors_made_twice_after_kill": out["kill_resume"]["max_vectors_made_twice"],
+        "max_texts_embedded_twice_after_kill": out["kill_resume"]["max_texts_embedded_twice"],
         "peak_rss_mb_first_ingest": out["first_ingest"]["fresh_model_cache"]["peak_rss_mb"],
     }
     return out

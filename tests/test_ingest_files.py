@@ -59,6 +59,15 @@ def test_same_named_files_in_two_folders_are_two_documents(tmp_path: Path, sandb
     assert [f.key for f in scan_paths([tmp_path / "docs" / "a" / "report.md"])] == ["report.md"]
 
 
+def test_a_key_caps_its_file_name_and_its_whole_path(sandbox: ParseSandbox) -> None:
+    deep = "/".join(["d" * 200] * 6) + "/x.md"
+    rep = ingest_files([("sub/" + "a" * 252 + ".md", b"# Long\n\nname"), (deep, b"# Deep\n\npath")],
+                       store=Store(":memory:"), embedder=HashEmbedder(), config=PipelineConfig(), sandbox=sandbox)
+    assert rep.results[0].status == "ingested"  # a 255-character name inside a folder is still a file name
+    assert rep.results[1].status == "error" and "the path is 1,210 characters long (at most 1,024)" in \
+        rep.results[1].message
+
+
 def test_two_roots_giving_one_key_refuse_the_second(tmp_path: Path) -> None:
     a = _write(tmp_path / "x" / "report.md", "# X\n\nx")
     _write(tmp_path / "y" / "report.md", "# Y\n\ny")

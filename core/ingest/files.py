@@ -15,9 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from core.ingest.parse import SUPPORTED, ParseError, human_size
-
-MAX_KEY_CHARS = 1024  # a document key is a relative path: deeper than this is refused (the base name has its own cap)
+from core.ingest.parse import MAX_KEY_CHARS, SUPPORTED, ParseError, human_size
 
 
 @dataclass(frozen=True)
