@@ -459,7 +459,9 @@ def hostile_ingest(d: dict[str, Any], file: str) -> list[str]:
             + "; ".join(f"{r['case']}: {len(r['messages'])} refused in {num(r['seconds'], 1)} s" for r in sp["runs"])
             + ".", ""]
     am = d["amplification"]
-    out += [md_table(["file", "bytes", "outcome", "chunks", "seconds"],
+    out += [f"Files under the size limit that cut into many chunks (per-file cap {am['max_chunks_per_file']:,}; parsed "
+            "and chunked in the sandbox, embedded by the hash fake):", "",
+            md_table(["file", "bytes", "outcome", "chunks", "seconds"],
                      [[r["file"], f"{r['bytes']:,}", r["status"] + (" (chunk cap)" if "max_chunks_per_file" in
                                                                      r["message"] else ""), r["chunks"],
                        num(r["seconds"], 1)] for r in am["files"]]), ""]
