@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/hostile.py                     # all three parts, writes bench/results/hostile.json
     .venv/bin/python bench/hostile.py --parts files --real-embedder
+    .venv/bin/python bench/hostile.py --parts ingest         # the file/ingest cases: bench/results/hostile_ingest.json
 
 Files: every class of issue #12 (decompression bombs, huge headings, 10,000 headings, deep HTML, truncated and
 encrypted PDFs, PDFs with big object streams, fake DOCX, empty files, NUL bytes, UTF-16/32 and Russian code pages,
@@ -14,6 +15,11 @@ parsing, chunking and storing rather than the model on 2 shared cores; --real-em
 Concurrency: 8 query threads + 1 ingest thread in this process and a second process running `python -m core docs`
 against the same file (it reads a snapshot: DuckDB allows one writing process) for --seconds: errors and stale
 results (a query for a document's unique code that does not return that document first).
+
+Ingest (issue #33, its own results file): the CLI and ingest_files against the disk: same-named files in many
+folders (files lost), a FIFO, a link to the zero device and links out of the folder (refused, seconds taken), 0.7 MB
+of headings and 2 MB tables (chunk cap and message), `kill -9` of a real CLI ingest at several moments and its
+resume (documents kept, vectors made twice), and the peak RSS of a first ingest on a fresh model cache (ONNX export).
 
 Faults: the loopback Anthropic stub answers 429/500/529/stall/malformed (3 kinds)/echoing-headers faults; 100 runs
 of a query with answer.mode=llm plus an LLM context build under a small budget: tracebacks, budget overshoots,
@@ -36,6 +42,7 @@ import json
 import os
 import random
 import resource
+import signal
 import subprocess
 import sys
 import threading
@@ -564,14 +571,292 @@ def run_llm(work: Path) -> dict[str, Any]:
     return res
 
 
+# -- part 5: files on disk and the ingest path (issue #33) ----------------------------------------------------------
+# The CLI exactly as shipped, with what the case measures hooked in: every text the embedder makes is counted in a
+# log (the kill cases), or the embedder is the hash fake (cases that measure refusals, not the model).
+CLI_HOOKED = """
+import os, sys
+import core.cli as cli
+import core.models.embed as embed
+
+log = os.environ.get("HOSTILE_ENCODE_LOG")
+if log:
+    real_cache_first = embed.cache_first
+
+    def cache_first(keys, texts, *, lookup, compute, save=None):
+        def counted(ts):
+            with open(log, "a") as f:  # "s N": N texts going into the model; "d N": their vectors made
+                f.write(f"s {len(ts)}\\n")
+            out = compute(ts)
+            with open(log, "a") as f:
+                f.write(f"d {len(ts)}\\n")
+            return out
+        return real_cache_first(keys, texts, lookup=lookup, compute=counted, save=save)
+
+    embed.cache_first = cache_first
+if os.environ.get("HOSTILE_FAKE_EMBEDDER"):
+    from tests.fakes import HashEmbedder
+    real_build = cli.build_deps
+    cli.build_deps = lambda cfg, *a, **kw: real_build(cfg, *a, embedder=HashEmbedder(), **kw)
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def _cli(args: list[str], *, env: dict[str, str] | None = None, timeout: float = 600.0
+         ) -> tuple[subprocess.CompletedProcess | None, float, float]:
+    """(completed process or None on a hang, seconds, peak RSS MB of the CLI and its children) for one CLI run."""
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", **(env or {})}
+    t = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", CLI_HOOKED, *args], cwd=ROOT, env=full_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return None, time.perf_counter() - t, 0.0
+    secs = time.perf_counter() - t
+    # RUSAGE_CHILDREN: the largest finished child so far (the CLI, or a parse worker it waited for).
+    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), secs, rss
+
+
+def _lines(out: str) -> dict[str, str]:
+    return {ln.split(None, 1)[1].split(":", 1)[0]: ln.split(None, 1)[0] for ln in out.splitlines()
+            if ln.split(None, 1)[0] in ("ingested", "replaced", "unchanged", "error") and ":" in ln}
+
+
+def case_same_names(work: Path, folders: int = 40) -> dict[str, Any]:
+    """README.md / index.html in many folders, ingested by the CLI: documents stored vs files given."""
+    root = work / "same_names"
+    for i in range(folders):
+        d = root / f"part{i:02d}" / ("sub" if i % 3 == 0 else "")
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "README.md").write_text(f"# Part {i}\n\nThe read-me of part {i} says item {i} ships on day {i}.\n")
+        (d / "index.html").write_text(f"<h1>Index {i}</h1><p>The index page of part {i}.</p>")
+    files = 2 * folders
+    db = work / "same_names.duckdb"
+    p, secs, _ = _cli(["ingest", str(root), "--db", str(db)], env={"HOSTILE_FAKE_EMBEDDER": "1"})
+    from core.store import Store
+
+    store = Store(db, read_only=True)
+    names = sorted(d.name for d in store.corpus.documents())
+    store.close()
+    return {"files": files, "documents": len(names), "lost": files - len(names), "seconds": round(secs, 1),
+            "exit": p.returncode if p else "hang", "example_keys": names[:3]}
+
+
+def case_special_files(work: Path, hang_s: float = HANG_S) -> dict[str, Any]:
+    """A FIFO, a link to the zero device and links out of the folder, in a folder and named on the command line:
+    each must be refused by name, with nothing read and nothing hung."""
+    root = work / "special"
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "ok.md").write_text("# Fine\n\nAn ordinary file beside the odd ones.\n")
+    os.mkfifo(root / "pipe.md")
+    (root / "zero.txt").symlink_to("/dev/zero")
+    outside = work / "outside"
+    outside.mkdir(exist_ok=True)
+    (outside / "secret.txt").write_text("a file outside the ingest folder: SECRET-OUTSIDE-42")
+    (root / "passwd.txt").symlink_to(outside / "secret.txt")
+    (root / "elsewhere").symlink_to(outside, target_is_directory=True)
+    db = work / "special.duckdb"
+    rows = []
+    for label, target in [("folder", [str(root)]), ("named FIFO", [str(root / "pipe.md")]),
+                          ("named link to /dev/zero", [str(root / "zero.txt")])]:
+        p, secs, _ = _cli(["ingest", *target, "--db", str(db)], env={"HOSTILE_FAKE_EMBEDDER": "1"}, timeout=hang_s)
+        rows.append({"case": label, "hang": p is None, "seconds": round(secs, 1),
+                     "exit": p.returncode if p else None, "traceback": bool(p and "Traceback" in p.stderr),
+                     "results": _lines(p.stdout) if p else {},
+                     "messages": [ln for ln in (p.stdout.splitlines() if p else []) if ln.startswith("error")]})
+    from core.store import Store
+
+    store = Store(db, read_only=True)
+    docs = [d.name for d in store.corpus.documents()]
+    leaked = any("SECRET-OUTSIDE-42" in (store.corpus.document_text(d.doc_id) or "") for d in store.corpus.documents())
+    store.close()
+    return {"runs": rows, "hangs": sum(r["hang"] for r in rows), "tracebacks": sum(r["traceback"] for r in rows),
+            "documents": docs, "outside_file_ingested": leaked}
+
+
+def case_amplification(work: Path) -> dict[str, Any]:
+    """Files small enough to pass the size limit that cut into very many chunks: refused by the per-file chunk cap
+    with a message, in the sandbox's deadline (seconds per file)."""
+    from core.config import PipelineConfig
+    from core.ingest.pipeline import ingest_files
+    from core.ingest.sandbox import ParseSandbox
+    from core.store import Store
+    from tests.fakes import HashEmbedder
+
+    headings = "".join(f"## H{i}\n\nline {i}\n\n" for i in range(60_000)).encode()[:700_000]
+    md_table = ("| " + " | ".join(f"c{j}" for j in range(6)) + " |\n|" + "---|" * 6 + "\n" + "".join(
+        "| " + " | ".join(f"r{i}c{j}" for j in range(6)) + " |\n" for i in range(70_000))).encode()[:2_000_000]
+    html_table = ("<table>" + "".join(f"<tr><td>r{i}</td><td>{i * 7}</td><td>v{i % 13}</td></tr>"
+                                      for i in range(60_000)) + "</table>").encode()[:2_000_000]
+    cases = [("headings_0.7MB.md", headings), ("table_2MB.md", md_table), ("table_2MB.html", html_table)]
+    cfg = PipelineConfig()
+    sb = ParseSandbox()
+    rows = []
+    store = Store(":memory:")
+    for name, data in cases:
+        t = time.perf_counter()
+        r = ingest_files([(name, data)], store=store, embedder=HashEmbedder(), config=cfg, sandbox=sb).results[0]
+        rows.append({"file": name, "bytes": len(data), "status": r.status, "chunks": r.chunks,
+                     "seconds": round(time.perf_counter() - t, 2), "message": r.message})
+    sb.close()
+    store.close()
+    return {"max_chunks_per_file": cfg.limits.max_chunks_per_file, "files": rows,
+            "capped": sum("max_chunks_per_file" in r["message"] for r in rows)}
+
+
+def _kill_docs(root: Path, n: int) -> None:
+    rng = random.Random(11)
+    words = ("axle brake coupling depot engine freight gauge hopper inspection junction kilometre lamp motor "
+             "noise overhaul pantograph quota rail signal track unit valve wheel yard").split()
+    for d in range(n):
+        paras = []
+        for p in range(14):
+            sent = " ".join(rng.choice(words) for _ in range(18))
+            paras.append(f"## Section {p}\n\nDocument {d} section {p}: {sent} (ref D{d}S{p}).")
+        (root / f"team{d % 5}").mkdir(parents=True, exist_ok=True)
+        (root / f"team{d % 5}" / f"notes{d // 5}.md").write_text(f"# Notes {d}\n\n" + "\n\n".join(paras) + "\n")
+
+
+def _logged(log: Path, kind: str) -> int:
+    """Texts the hooked CLI sent into the model ("s") or got vectors for ("d")."""
+    if not log.exists():
+        return 0
+    return sum(int(n) for k, n in (ln.split() for ln in log.read_text().splitlines() if ln.strip()) if k == kind)
+
+
+# (printed file lines to wait for, then seconds before the kill): right after a commit, inside the next group's
+# encode, later in the run, and during start-up (model load) before anything is committed.
+KILL_MOMENTS: tuple[tuple[int, float], ...] = ((1, 0.0), (1, 3.0), (20, 1.5), (0, 4.0))
+
+
+def case_kill_resume(work: Path, model_cache: Path, moments: tuple[tuple[int, float], ...] = KILL_MOMENTS
+                     ) -> dict[str, Any]:
+    """`kill -9` of a real CLI ingest (the shipped embedder) at several moments, then the same command again:
+    documents kept, and the work done twice: texts that went into the model before the kill (finished or not)
+    plus texts the resume embeds, minus the chunks in the corpus. At most one group (GROUP_CHUNKS) may be lost."""
+    from core.ingest.pipeline import GROUP_CHUNKS
+    from core.store import Store
+
+    root = work / "kill_docs"
+    _kill_docs(root, 40)
+    out = []
+    for lines, delay in moments:
+        tag = f"{lines}_{delay:g}"
+        db, log = work / f"kill_{tag}.duckdb", work / f"kill_{tag}.log"
+        for f in (db, Path(str(db) + ".wal"), log):
+            f.unlink(missing_ok=True)
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "RAG_MODEL_CACHE": str(model_cache),
+               "HOSTILE_ENCODE_LOG": str(log)}
+        t = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-c", CLI_HOOKED, "ingest", str(root), "--db", str(db)], cwd=ROOT,
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        assert proc.stdout is not None
+        seen, last_line_s = 0, 0.0
+        if lines:
+            for _ in proc.stdout:  # the CLI prints each file's line as it is committed
+                seen += 1
+                last_line_s = time.perf_counter() - t
+                if seen >= lines:
+                    break
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        killed_at = time.perf_counter() - t
+        started_before, made_before = _logged(log, "s"), _logged(log, "d")
+        store = Store(db)
+        kept = store.corpus.count("documents")
+        store.close()
+        log.unlink(missing_ok=True)
+        p, secs, _ = _cli(["ingest", str(root), "--db", str(db), "--json"], env={
+            "RAG_MODEL_CACHE": str(model_cache), "HOSTILE_ENCODE_LOG": str(log)})
+        rep = json.loads(p.stdout) if p and p.returncode == 0 else {"results": []}
+        made_after = _logged(log, "d")
+        store = Store(db, read_only=True)
+        chunks, docs = store.corpus.count("chunks"), store.corpus.count("documents")
+        store.close()
+        statuses = Counter(r["status"] for r in rep["results"])
+        out.append({"kill_after_lines": lines, "then_s": delay, "lines_seen": seen, "killed_at_s": round(killed_at, 1),
+                    "seconds_since_last_line": round(killed_at - last_line_s, 1) if seen else None,
+                    "documents_kept": kept, "resume_unchanged": statuses.get("unchanged", 0),
+                    "resume_ingested": statuses.get("ingested", 0), "resume_errors": statuses.get("error", 0),
+                    "resume_seconds": round(secs, 1), "texts_into_model_before_kill": started_before,
+                    "vectors_made_before_kill": made_before, "vectors_made_by_resume": made_after,
+                    "chunks_in_corpus": chunks, "documents_after_resume": docs,
+                    "vectors_made_twice": made_before + made_after - chunks,
+                    "texts_embedded_twice": started_before + made_after - chunks})
+    return {"files": 40, "group_chunks": GROUP_CHUNKS, "kills": out,
+            "max_texts_embedded_twice": max(k["texts_embedded_twice"] for k in out),
+            "documents_lost_after_resume": sum(40 - k["documents_after_resume"] for k in out)}
+
+
+def case_first_ingest_rss(work: Path, model_cache: Path) -> dict[str, Any]:
+    """Peak RSS of `python -m core ingest sample_corpus/docs` on a fresh model cache (it exports the ONNX model
+    first), then of the same command on a new database with the cache warm."""
+    rows = {}
+    for label in ("fresh_model_cache", "warm_model_cache"):
+        db = work / f"rss_{label}.duckdb"
+        db.unlink(missing_ok=True)
+        # A child per run so RUSAGE_CHILDREN's high-water mark is this run's alone.
+        code = ("import json, resource, subprocess, sys, time; t = time.perf_counter(); "
+                "p = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+                "print(json.dumps({'exit': p.returncode, 'seconds': time.perf_counter() - t, 'tail': p.stdout[-200:],"
+                " 'rss_mb': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))")
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "RAG_MODEL_CACHE": str(model_cache)}
+        p = subprocess.run([sys.executable, "-c", code, sys.executable, "-m", "core", "ingest",
+                            str(ROOT / "sample_corpus" / "docs"), "--db", str(db)], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=1800)
+        got = json.loads(p.stdout)
+        rows[label] = {"exit": got["exit"], "seconds": round(got["seconds"], 1), "peak_rss_mb": round(got["rss_mb"]),
+                       "summary": got["tail"].strip().splitlines()[-1] if got["tail"].strip() else ""}
+    return rows
+
+
+def run_ingest(work: Path) -> dict[str, Any]:
+    """Part 4 (issue #33): files on disk and the ingest path."""
+    import shutil
+
+    work.mkdir(parents=True, exist_ok=True)
+    for sub in ("same_names", "special", "outside", "kill_docs", "models"):
+        shutil.rmtree(work / sub, ignore_errors=True)
+    for f in work.glob("*.duckdb*"):
+        f.unlink()
+    cache = work / "models"  # fresh: the first ingest exports the ONNX model, later cases reuse it
+    out: dict[str, Any] = {}
+    out["first_ingest"] = case_first_ingest_rss(work, cache)
+    print(json.dumps(out["first_ingest"], indent=1), flush=True)
+    out["same_names"] = case_same_names(work)
+    print(json.dumps(out["same_names"], indent=1), flush=True)
+    out["special_files"] = case_special_files(work)
+    print(json.dumps(out["special_files"], indent=1), flush=True)
+    out["amplification"] = case_amplification(work)
+    print(json.dumps(out["amplification"], indent=1), flush=True)
+    out["kill_resume"] = case_kill_resume(work, cache)
+    print(json.dumps(out["kill_resume"], indent=1), flush=True)
+    out["summary"] = {
+        "files_lost": out["same_names"]["lost"] + out["kill_resume"]["documents_lost_after_resume"],
+        "hangs": out["special_files"]["hangs"], "tracebacks": out["special_files"]["tracebacks"],
+        "outside_file_ingested": out["special_files"]["outside_file_ingested"],
+        "capped_files": out["amplification"]["capped"],
+        "max_texts_embedded_twice_after_kill": out["kill_resume"]["max_texts_embedded_twice"],
+        "peak_rss_mb_first_ingest": out["first_ingest"]["fresh_model_cache"]["peak_rss_mb"],
+    }
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--parts", default="files,concurrency,faults", help="any of files,concurrency,faults,llm")
+    ap.add_argument("--parts", default="files,concurrency,faults", help="any of files, concurrency, faults, llm, ingest")
     ap.add_argument("--real-embedder", action="store_true")
     ap.add_argument("--seconds", type=float, default=60.0, help="concurrency run length")
     ap.add_argument("--fault-runs", type=int, default=100)
     ap.add_argument("--workdir", default="/tmp/rag-hostile")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--out-ingest", default=None, help="results of --parts ingest (default "
+                                                        "bench/results/hostile_ingest.json)")
     args = ap.parse_args()
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
@@ -594,6 +879,10 @@ def main() -> None:
         print(f"wrote {write_result('hostile_llm', llm)}")
     if result:
         path = write_result("hostile", result, Path(args.out) if args.out else None)
+        print(f"wrote {path}")
+    if "ingest" in parts:  # a results file of its own: the other parts' file keeps its run
+        path = write_result("hostile_ingest", run_ingest(work / "ingest"),
+                            Path(args.out_ingest) if args.out_ingest else None)
         print(f"wrote {path}")
 
 

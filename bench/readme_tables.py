@@ -472,6 +472,45 @@ def hostile_llm(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
+def hostile_ingest(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #33: files on disk and the ingest path (bench/hostile.py --parts ingest)."""
+    out = ["### Hostile files on disk and kill -9", "", caption(file, d), ""]
+    sm, sn, sp = d["summary"], d["same_names"], d["special_files"]
+    fi = d["first_ingest"]
+    out += [md_table(["files lost", "hangs", "tracebacks", "file outside the folder ingested", "files capped",
+                      "most texts embedded twice after a kill", "peak RSS first ingest (MB)"],
+                     [[sm["files_lost"], sm["hangs"], sm["tracebacks"], "yes" if sm["outside_file_ingested"] else "no",
+                       sm["capped_files"], sm["max_texts_embedded_twice_after_kill"], sm["peak_rss_mb_first_ingest"]]]),
+            "",
+            f"Same-named files: {sn['files']} files (a README.md and an index.html in each of {sn['files'] // 2} "
+            f"folders) gave {sn['documents']} documents. Special files, refused by name: "
+            + "; ".join(f"{r['case']}: {len(r['messages'])} refused in {num(r['seconds'], 1)} s" for r in sp["runs"])
+            + ".", ""]
+    am = d["amplification"]
+    out += [f"Files under the size limit that cut into many chunks (per-file cap {am['max_chunks_per_file']:,}; parsed "
+            "and chunked in the sandbox, embedded by the hash fake):", "",
+            md_table(["file", "bytes", "outcome", "chunks", "seconds"],
+                     [[r["file"], f"{r['bytes']:,}", r["status"] + (" (chunk cap)" if "max_chunks_per_file" in
+                                                                     r["message"] else ""), r["chunks"],
+                       num(r["seconds"], 1)] for r in am["files"]]), ""]
+    kr = d["kill_resume"]
+    out += [f"`kill -9` of `python -m core ingest` ({kr['files']} files in 5 folders, the shipped embedder) after "
+            "the n-th printed file line and a pause (0 lines: during start-up), then the same command again; texts "
+            "embedded twice = texts sent into the model before the kill + texts the resume embeds - chunks (groups "
+            f"of at most {kr['group_chunks']} chunks are committed at a time):", "",
+            md_table(["kill after lines + s", "killed at (s)", "documents kept", "resume: unchanged",
+                      "resume: ingested", "into the model before kill", "embedded by resume", "chunks",
+                      "embedded twice"],
+                     [[f"{k['kill_after_lines']} + {num(k['then_s'], 1)}", num(k["killed_at_s"], 1),
+                       k["documents_kept"], k["resume_unchanged"], k["resume_ingested"],
+                       k["texts_into_model_before_kill"], k["vectors_made_by_resume"], k["chunks_in_corpus"],
+                       k["texts_embedded_twice"]] for k in kr["kills"]]), "",
+            "First ingest of sample_corpus/docs: " + "; ".join(
+                f"{label.replace('_', ' ')}: peak RSS {v['peak_rss_mb']} MB in {num(v['seconds'], 0)} s"
+                for label, v in fi.items()) + "."]
+    return out
+
+
 def parse_sandbox(d: dict[str, Any], file: str) -> list[str]:
     """Issue #12: what parsing in the sandbox worker costs on ordinary files."""
     return ["### Parse sandbox overhead", "", caption(file, d), "",
@@ -1498,6 +1537,7 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
     ("Hostile input", [
         ("hostile.json", hostile),
         ("hostile_llm.json", hostile_llm),
+        ("hostile_ingest.json", hostile_ingest),
         ("parse_sandbox.json", parse_sandbox),
     ]),
     ("Agentic loop", [

@@ -17,7 +17,9 @@ from core.app.counters import counters
 from core.app.report import text_table
 from core.config import ConfigError, PipelineConfig, load_config_file, parse_set_value
 from core.deps import DEFAULT_DB, build_deps
-from core.ingest.pipeline import ingest_files, read_paths
+from core.ingest.files import read_file, scan_paths
+from core.ingest.parse import ParseError
+from core.ingest.pipeline import FileResult, ingest_files
 from core.pipeline import QueryError, run_query, validate_query
 from core.store import Store, StoreError, token_vector_files
 from core.types import DEFAULT_WORKSPACE
@@ -126,6 +128,16 @@ def _ingest_args(p: Parser) -> None:
     _add_engine(p, "local (this process) or ray (parse, chunk and embed on Ray workers; this process writes)")
 
 
+def _result_line(r: FileResult) -> str:
+    message = r.message[len(r.name) + 2:] if r.message.startswith(f"{r.name}: ") else r.message
+    detail = message if r.status == "error" else f"{r.chunks} chunks, {r.embedded} embedded, {r.cache_hits} cached"
+    if r.encoding and not r.encoding.startswith("utf-8") and r.status != "error":
+        detail += f", decoded as {r.encoding}"
+    if r.status == "unchanged" and r.message.startswith("same content and chunker; stored as"):
+        detail += f" ({r.message.split('; ', 1)[1]})"
+    return f"{r.status:<9} {r.name}: {detail}"
+
+
 def cmd_ingest(args: argparse.Namespace) -> int:
     if args.ray_address and args.engine != "ray":
         print("error: --ray-address needs --engine ray", file=sys.stderr)
@@ -136,7 +148,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         print(f"{_db(args)} already holds {store.corpus.count('documents', args.workspace)} documents; nothing to ingest")
         return 0
     try:
-        files = read_paths(args.paths)
+        # Documents are keyed by their path relative to the folder named (a named file: its base name); only
+        # regular files are read, each when its turn comes, and its size is checked first (core/ingest/files.py).
+        files = scan_paths(args.paths)
     except OSError as exc:
         print(f"error: cannot read {exc.filename}: {exc.strerror}", file=sys.stderr)
         return 2
@@ -151,6 +165,12 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         if tty:
             print(f"\r{done:5.1f}/{total} {msg[:90]:<90}", end="" if msg else "\n", file=sys.stderr, flush=True)
 
+    def on_result(r: FileResult) -> None:
+        # Each file's line as soon as it is committed (issue #33: a 338-file folder printed nothing for 20 minutes).
+        if tty:
+            print("\r" + " " * 100 + "\r", end="", file=sys.stderr, flush=True)
+        print(_result_line(r), flush=True)
+
     if args.engine == "ray":
         from core.deps import model_cache_dir
         from core.ingest.ray_engine import (
@@ -160,27 +180,34 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             ingest_files_ray,
         )
 
+        max_bytes = int(cfg.limits.max_file_mb * 1_000_000)
+        loaded: list[tuple[str, bytes]] = []
+        refused: list[FileResult] = []
+        for f in files:
+            try:
+                loaded.append((f.key, read_file(f, max_bytes)))
+            except ParseError as exc:
+                refused.append(FileResult(f.key, "error", str(exc)))
         spec = EmbedderSpec.from_config(cfg, model=os.environ.get("RAG_EMBED_MODEL"),
                                         cache_dir=model_cache_dir(_db(args)).resolve())
         try:
-            report = ingest_files_ray(files, store=store, embedder=deps.embedder, make_embedder=spec, config=cfg,
+            report = ingest_files_ray(loaded, store=store, embedder=deps.embedder, make_embedder=spec, config=cfg,
                                       workspace=args.workspace, progress=progress,
                                       options=RayOptions(address=args.ray_address))
         except RayEngineError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
+        report.results[:0] = refused
+        if not args.json:
+            for r in report.results:
+                print(_result_line(r), flush=True)
     else:
         report = ingest_files(files, store=store, embedder=deps.embedder, config=cfg, workspace=args.workspace,
-                              progress=progress)
+                              progress=progress, on_result=None if args.json else on_result)
     if args.json:
         print(json.dumps({"results": [r.__dict__ for r in report.results], "embedded": report.embedded,
                           "cache_hits": report.cache_hits}))
     else:
-        for r in report.results:
-            detail = r.message if r.status == "error" else f"{r.chunks} chunks, {r.embedded} embedded, {r.cache_hits} cached"
-            if r.encoding and not r.encoding.startswith("utf-8") and r.status != "error":
-                detail += f", decoded as {r.encoding}"
-            print(f"{r.status:<9} {r.name}: {detail}")
         print(f"{len(report.ok)} ok, {len(report.errors)} failed; {report.embedded} embeddings computed, "
               f"{report.cache_hits} from cache")
     return 1 if report.errors and not report.ok else 0

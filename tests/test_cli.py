@@ -27,7 +27,7 @@ def test_cli_ingest_and_query_json(tmp_path: Path) -> None:
     db = tmp_path / "w.duckdb"
     out = _run("ingest", str(docs), db=db)
     assert out.returncode == 0, out.stderr
-    assert "error     bad.pdf: bad.pdf: not a PDF" in out.stdout and "2 ok, 1 failed" in out.stdout
+    assert "error     bad.pdf: not a PDF" in out.stdout and "2 ok, 1 failed" in out.stdout
 
     again = _run("ingest", str(docs / "gw.md"), "--json", db=db)
     assert json.loads(again.stdout)["embedded"] == 0  # unchanged file: zero embeddings

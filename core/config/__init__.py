@@ -76,8 +76,9 @@ class PipelineConfig(Section):
             section, _, key = dotted.partition(".")
             if not key or section not in data or not isinstance(data[section], dict):
                 raise ConfigError(f"unknown setting {dotted!r}")
-            if key not in data[section]:
-                raise ConfigError(f"unknown setting {dotted!r}; {section} has: {', '.join(sorted(data[section]))}")
+            fields = type(getattr(self, section)).model_fields  # a field may be left out of the dump at its default
+            if key not in fields:
+                raise ConfigError(f"unknown setting {dotted!r}; {section} has: {', '.join(sorted(fields))}")
             data[section][key] = value
         return load_config_dict(data)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import bisect
 
 from core.config.ingest import ChunkStrategy as Strategy
+from core.ingest.parse import ParseError
 from core.text import count_tokens, detect_language, sentence_spans, token_spans
 from core.types import Chunk, ParsedDocument, Section
 
@@ -100,10 +101,19 @@ def _heading_at(sections: tuple[Section, ...], pos: int) -> tuple[str, ...]:
     return sections[i].heading_path if i >= 0 else ()
 
 
-def chunk_document(doc: ParsedDocument, doc_id: str, *, strategy: Strategy, size: int, overlap: int) -> list[Chunk]:
+class ChunkLimitError(ParseError):
+    """A file cut into more chunks than the per-file cap allows; str() names the file, the count and the setting."""
+
+
+Ranges = list[tuple[int, int, tuple[str, ...]]]
+
+
+def chunk_ranges(doc: ParsedDocument, *, strategy: Strategy, size: int, overlap: int) -> Ranges:
+    """(start, end, heading path) of every chunk, each within max_chunk_chars(size): the cut without the per-chunk
+    work (token counts, language), so a file over the chunk cap is refused before that work is done."""
     text = doc.text
     sections = doc.sections or (Section((), 0, len(text)),)
-    ranges: list[tuple[int, int, tuple[str, ...]]] = []
+    ranges: Ranges = []
     if strategy == "fixed":
         ranges = [(s, e, _heading_at(sections, s)) for s, e in fixed_ranges(text, size, overlap)]
     elif strategy == "sentence":
@@ -125,20 +135,32 @@ def chunk_document(doc: ParsedDocument, doc_id: str, *, strategy: Strategy, size
     limit = max_chunk_chars(size)
     if any(e - s > limit for s, e, _ in ranges):
         ranges = [(a, b, path) for s, e, path in ranges for a, b in bound_ranges(text, [(s, e)], limit)]
-    chunks = []
-    for i, (s, e, path) in enumerate(ranges):
-        body = text[s:e]
-        chunks.append(
-            Chunk(
-                chunk_id=f"{doc_id}-{i:04d}",
-                doc_id=doc_id,
-                ordinal=i,
-                text=body,
-                start=s,
-                end=e,
-                heading_path=path,
-                n_tokens=count_tokens(body),
-                lang=detect_language(body),
-            )
-        )
-    return chunks
+    return ranges
+
+
+def check_chunk_cap(name: str, n_chunks: int, max_chunks: int | None) -> None:
+    """Refuse a file cut into more than `max_chunks` chunks (limits.max_chunks_per_file): a small file of headings
+    or table rows can make tens of thousands of chunks, each a model call's worth of work."""
+    if max_chunks is not None and n_chunks > max_chunks:
+        raise ChunkLimitError(f"{name}: cut into {n_chunks:,} chunks, over the limit of {max_chunks:,} per file "
+                              "(setting limits.max_chunks_per_file); split the file or raise the limit; skipped")
+
+
+def chunk_facts(text: str, ranges: Ranges) -> list[tuple[int, str]]:
+    """(token count, language) of each chunk range: the per-chunk work, done where the cut was made."""
+    return [(count_tokens(text[s:e]), detect_language(text[s:e])) for s, e, _ in ranges]
+
+
+def build_chunks(text: str, doc_id: str, ranges: Ranges, facts: list[tuple[int, str]]) -> list[Chunk]:
+    """Chunk records from their ranges and facts; ids are the document id and the ordinal."""
+    return [Chunk(chunk_id=f"{doc_id}-{i:04d}", doc_id=doc_id, ordinal=i, text=text[s:e], start=s, end=e,
+                  heading_path=path, n_tokens=n, lang=lang)
+            for i, ((s, e, path), (n, lang)) in enumerate(zip(ranges, facts))]
+
+
+def chunk_document(doc: ParsedDocument, doc_id: str, *, strategy: Strategy, size: int, overlap: int,
+                   max_chunks: int | None = None) -> list[Chunk]:
+    """The document's chunks; over `max_chunks` a ChunkLimitError (see check_chunk_cap)."""
+    ranges = chunk_ranges(doc, strategy=strategy, size=size, overlap=overlap)
+    check_chunk_cap(doc.name, len(ranges), max_chunks)
+    return build_chunks(doc.text, doc_id, ranges, chunk_facts(doc.text, ranges))

@@ -19,6 +19,7 @@ MAX_HEADING_CHARS = 160
 MAX_PATH_CHARS = 400
 MAX_TITLE_CHARS = 200
 MAX_NAME_CHARS = 255
+MAX_KEY_CHARS = 1024  # a document key (a path relative to the ingest root), folders included
 # Zip-based uploads (docx): the upload limit checks compressed bytes only, so a 518 KB file could unpack to a
 # document.xml that keeps python-docx busy for minutes. These bound what is unpacked before any parsing starts.
 MAX_ZIP_ENTRIES = 2000
@@ -34,8 +35,11 @@ class ParseError(ValueError):
 
 
 def kind_of(name: str) -> str:
-    if len(name) > MAX_NAME_CHARS:
-        raise ParseError(f"{name[:60]}…: the file name is {len(name):,} characters long (at most {MAX_NAME_CHARS})")
+    base = name.rsplit("/", 1)[-1]  # a document key is a path relative to the ingest root; its last part is the name
+    if len(base) > MAX_NAME_CHARS:
+        raise ParseError(f"{name[:60]}…: the file name is {len(base):,} characters long (at most {MAX_NAME_CHARS})")
+    if len(name) > MAX_KEY_CHARS:
+        raise ParseError(f"{name[:60]}…: the path is {len(name):,} characters long (at most {MAX_KEY_CHARS:,})")
     ext = PurePath(name).suffix.lower()
     if ext not in SUPPORTED:
         raise ParseError(f"{name}: unsupported file type '{ext or '(none)'}' (supported: pdf, docx, md, html, txt)")

@@ -1,4 +1,4 @@
-"""ingest_files: parse -> chunk -> embed (cache first) -> store, each document in its own transaction."""
+"""ingest_files: parse -> chunk -> embed (cache first) -> store, committed a small batch of documents at a time."""
 from __future__ import annotations
 
 import hashlib
@@ -10,10 +10,10 @@ import numpy as np
 
 from core.config import PipelineConfig
 from core.graph.build import update_graph_for_documents
-from core.ingest.chunk import chunk_document
 from core.ingest.context import build_heuristic
-from core.ingest.parse import SUPPORTED, ParseError
-from core.ingest.sandbox import ParseSandbox, default_sandbox
+from core.ingest.files import LocalFile, read_file, scan_paths
+from core.ingest.parse import ParseError
+from core.ingest.sandbox import ChunkSpec, ParseSandbox, default_sandbox
 from core.models.embed import (
     Embedder,
     EmbedStats,
@@ -25,8 +25,10 @@ from core.store import DocumentRow, Store
 from core.text import detect_language
 from core.types import DEFAULT_WORKSPACE, Chunk, Document, ParsedDocument
 
-# ingest_files embeds the chunks of consecutive documents together until this many are pending: small documents
-# alone would leave the model's batches (64) nearly empty, which bench/ingest.py measured as a large slowdown.
+# ingest_files embeds the chunks of consecutive documents together, up to this many at a time, and commits them
+# before the next group: small documents alone would leave the model's batches (64) nearly empty, which
+# bench/ingest.py measured as a large slowdown, and a bounded group is what a kill -9 can cost (its embeddings are
+# computed again on resume; everything committed before it is kept, and its vectors are cache hits).
 GROUP_CHUNKS = 256
 
 
@@ -70,6 +72,9 @@ class IngestReport:
     def cache_hits(self) -> int:
         return sum(r.cache_hits for r in self.results)
 
+
+# Called with each file's result as soon as it is final (committed, unchanged or refused), in finishing order.
+OnResult = Callable[[FileResult], None]
 
 # (files done, files, what is happening). `done` is fractional while a big file's chunks are embedded batch by batch,
 # so a bar keeps moving through a 10,000-chunk file instead of sitting still for minutes.
@@ -124,24 +129,45 @@ def _failed(name: str, exc: Exception) -> FileResult:
     return FileResult(name, "error", f"{name}: could not be embedded or stored ({type(exc).__name__}: {exc})")
 
 
+def earlier_version(store: Store, name: str, content_hash: str, label: str, workspace: str, *,
+                    legacy: bool = True) -> tuple[DocumentRow | None, FileResult | None]:
+    """The stored earlier version of the file keyed `name` and, when nothing needs doing, the file's result.
+    A document from before path keys (stored under the base name; Corpus.find_document_for_key) with the same
+    content and chunker is renamed to the path in place, keeping its chunks, vectors and contexts."""
+    previous = store.corpus.find_document_for_key(name, workspace, legacy=legacy)
+    if previous is None or previous.content_hash != content_hash or previous.chunker != label:
+        return previous, None
+    if previous.name != name:
+        store.corpus.rename_document(previous.doc_id, name, workspace)
+        return previous, FileResult(name, "unchanged", f"same content and chunker; stored as '{previous.name}' "
+                                    f"before documents were keyed by their path, now keyed '{name}'",
+                                    previous.doc_id, previous.n_chunks)
+    return previous, FileResult(name, "unchanged", "same content and chunker; nothing to do", previous.doc_id,
+                                previous.n_chunks)
+
+
+def chunk_spec(config: PipelineConfig) -> ChunkSpec:
+    c = config.chunking
+    return ChunkSpec(c.strategy, c.size_tokens, c.overlap_tokens, config.limits.max_chunks_per_file)
+
+
 def _prepare(
-    name: str, data: bytes, *, store: Store, config: PipelineConfig, workspace: str, sandbox: ParseSandbox
+    name: str, data: bytes, *, store: Store, config: PipelineConfig, workspace: str, sandbox: ParseSandbox,
+    legacy: bool = True,
 ) -> _Prepared | FileResult:
-    """Parse (in the sandbox: deadline + memory bound) and chunk one file, or say why there is nothing to embed
-    (error, or unchanged since last time)."""
-    try:
-        parsed = sandbox.parse(name, data, max_bytes=int(config.limits.max_file_mb * 1_000_000))
-    except ParseError as exc:
-        return FileResult(name, "error", str(exc))
+    """Parse and chunk one file in the sandbox (one CPU-time deadline and a memory bound for both), or say why
+    there is nothing to embed (an error, the chunk cap, or unchanged since last time: then it is not parsed)."""
     content_hash = hashlib.sha256(data).hexdigest()
     label = chunker_label(config)
-    previous = store.corpus.find_document_by_name(name, workspace)
-    if previous is not None and previous.content_hash == content_hash and previous.chunker == label:
-        return FileResult(name, "unchanged", "same content and chunker; nothing to do", previous.doc_id,
-                          previous.n_chunks)
+    previous, done = earlier_version(store, name, content_hash, label, workspace, legacy=legacy)
+    if done is not None:
+        return done
     doc_id = doc_id_for(name, content_hash)
-    chunks = chunk_document(parsed, doc_id, strategy=config.chunking.strategy, size=config.chunking.size_tokens,
-                            overlap=config.chunking.overlap_tokens)
+    try:
+        parsed, chunks = sandbox.parse_chunks(name, data, doc_id, chunk_spec(config),
+                                              max_bytes=int(config.limits.max_file_mb * 1_000_000))
+    except ParseError as exc:
+        return FileResult(name, "error", str(exc))
     if not chunks:
         return FileResult(name, "error", f"{name}: no chunks could be cut from the text")
     return _Prepared(name, len(data), content_hash, label, parsed, doc_id, chunks, previous)
@@ -188,18 +214,31 @@ def _store_group(
 
 
 def ingest_files(
-    files: Sequence[tuple[str, bytes]], *, store: Store, embedder: Embedder, config: PipelineConfig,
+    files: Sequence[tuple[str, bytes] | LocalFile], *, store: Store, embedder: Embedder, config: PipelineConfig,
     workspace: str = DEFAULT_WORKSPACE, progress: Progress | None = None, sandbox: ParseSandbox | None = None,
+    on_result: OnResult | None = None,
 ) -> IngestReport:
-    """Ingest several files; a bad file is reported by name and the others still go in. Chunks of consecutive
-    files are embedded together (GROUP_CHUNKS), yet every document is still written in its own transaction."""
+    """Ingest several files (bytes in hand, or LocalFiles read one at a time when their turn comes); a bad file is
+    reported by name and the others still go in. Chunks of consecutive files are embedded together, at most
+    GROUP_CHUNKS at a time (a bigger file alone, GROUP_CHUNKS per encode call), and each group is committed before
+    the next is parsed, with its heuristic contexts: a kill loses at most the group in flight. `on_result` hears
+    each file's result as soon as it is final."""
     report = IngestReport()
     results: list[FileResult | None] = [None] * len(files)
+    keys = [f.key if isinstance(f, LocalFile) else f[0] for f in files]
+    in_run = set(keys)
     group: list[tuple[int, _Prepared]] = []
     box = sandbox or default_sandbox()
+    max_bytes = int(config.limits.max_file_mb * 1_000_000)
+
+    def finish(i: int, res: FileResult) -> None:
+        results[i] = res
+        if on_result:
+            on_result(res)
 
     def in_batches(i: int, p: _Prepared) -> tuple[object, EmbedStats]:
-        """A big file's vectors, GROUP_CHUNKS at a time, reporting progress after each batch."""
+        """A big file's vectors, GROUP_CHUNKS at a time (each batch saved to the embedding cache as it is made),
+        reporting progress after each batch."""
         texts = [c.text for c in p.chunks]
         parts, hits, computed = [], 0, 0
         for start in range(0, len(texts), GROUP_CHUNKS):
@@ -224,6 +263,7 @@ def ingest_files(
                 embedded = None
         hits = computed = 0
         ready: list[tuple[int, _Prepared, object, EmbedStats]] = []
+        failed: dict[int, FileResult] = {}
         for j, (i, p) in enumerate(group):
             if embedded is not None:
                 vectors, stats = embedded[j]
@@ -231,44 +271,70 @@ def ingest_files(
                 try:
                     vectors, stats = in_batches(i, p)
                 except Exception as exc:  # a model failure costs this file only
-                    results[i] = _failed(p.name, exc)
+                    failed[i] = _failed(p.name, exc)
                     continue
             ready.append((i, p, vectors, stats))
         written = _store_group([(p, v, st) for _, p, v, st in ready], store=store, embedder=embedder,
                                workspace=workspace)
+        done = dict(failed)
         for (i, _, _, stats), res in zip(ready, written):
-            results[i] = res
+            done[i] = res
             if res.status != "error":
                 hits, computed = hits + stats.cache_hits, computed + stats.computed
         if hits or computed:  # one ledger row per group: each row is a commit, and the sums are what is read
             store.caches.record_cache_event("embedding", hits, computed, "ingest", workspace)
+        changed = [r.doc_id for r in done.values() if r.status in ("ingested", "replaced") and r.doc_id]
+        if changed:
+            # Heuristic contexts (title, heading path, lead sentence; no model, ~free) with each group, so a query
+            # with context.variant = heuristic finds them and writes nothing, even after a kill and a resume.
+            build_heuristic(store, workspace=workspace, doc_ids=changed)
+        for i in sorted(done):
+            finish(i, done[i])
         group.clear()
 
-    for i, (name, data) in enumerate(files):
+    for i, item in enumerate(files):
+        name = keys[i]
         if progress:
             progress(i, len(files), name)
-        if any(p.name == name for _, p in group):
-            flush()  # a second copy of a file must find the first one stored to be judged unchanged or replaced
-        prepared = _prepare(name, data, store=store, config=config, workspace=workspace, sandbox=box)
+        base = name.rsplit("/", 1)[-1]
+        if any(p.name == name or (p.previous is not None and p.previous.name == base != p.name) for _, p in group):
+            # A second copy of a file must find the first one stored to be judged unchanged or replaced, and a
+            # pre-path document claimed by one key must be gone before another key looks for it.
+            flush()
+        if isinstance(item, LocalFile):
+            try:
+                data = read_file(item, max_bytes)
+            except ParseError as exc:
+                finish(i, FileResult(name, "error", str(exc)))
+                continue
+        else:
+            data = item[1]
+        # A pre-path document `report.md` belongs to the root's own `report.md` when this run has one.
+        prepared = _prepare(name, data, store=store, config=config, workspace=workspace, sandbox=box,
+                            legacy=base not in in_run)
+        del data
         if isinstance(prepared, FileResult):
-            results[i] = prepared
+            finish(i, prepared)
             continue
+        if group and sum(len(p.chunks) for _, p in group) + len(prepared.chunks) > GROUP_CHUNKS:
+            flush()
         group.append((i, prepared))
         if sum(len(p.chunks) for _, p in group) >= GROUP_CHUNKS:
             flush()
     flush()
     report.results.extend(r for r in results if r is not None)
-    after_ingest(report, store=store, embedder=embedder, config=config, workspace=workspace)
+    after_ingest(report, store=store, embedder=embedder, config=config, workspace=workspace, heuristic=False)
     if progress:
         progress(len(files), len(files), "")
     return report
 
 
 def after_ingest(report: IngestReport, *, store: Store, embedder: Embedder, config: PipelineConfig,
-                 workspace: str) -> None:
-    """What follows the document writes, whichever engine made them (local here, core/ingest/ray_engine.py)."""
+                 workspace: str, heuristic: bool = True) -> None:
+    """What follows the document writes, whichever engine made them (local here, core/ingest/ray_engine.py);
+    `heuristic=False` when the engine wrote the heuristic contexts with each commit."""
     changed = [r.doc_id for r in report.results if r.status in ("ingested", "replaced") and r.doc_id]
-    if changed:
+    if changed and heuristic:
         # Heuristic contexts (title, heading path, lead sentence; no model, ~free) are written at ingest, so a query
         # with context.variant = heuristic finds them and writes nothing.
         build_heuristic(store, workspace=workspace, doc_ids=changed)
@@ -278,16 +344,6 @@ def after_ingest(report: IngestReport, *, store: Store, embedder: Embedder, conf
 
 
 def read_paths(paths: Iterable[str | Path]) -> list[tuple[str, bytes]]:
-    """Files named on the command line; folders are walked for supported extensions (sorted, hidden skipped)."""
-    out: list[tuple[str, bytes]] = []
-    for raw in paths:
-        p = Path(raw)
-        if p.is_dir():
-            for f in sorted(p.rglob("*")):
-                if f.is_file() and f.suffix.lower() in SUPPORTED and not any(
-                    part.startswith((".", "_")) for part in f.relative_to(p).parts
-                ):
-                    out.append((f.name, f.read_bytes()))
-        else:
-            out.append((p.name, p.read_bytes()))
-    return out
+    """The files named (folders walked: core/ingest/files.py) read whole, keyed by their path relative to the
+    ingest root. A file the scan refuses (a FIFO, a device, a link out of the folder) raises its ParseError."""
+    return [(f.key, read_file(f)) for f in scan_paths(paths)]

@@ -26,7 +26,6 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from core.config import PipelineConfig
-from core.ingest.chunk import chunk_document
 from core.ingest.context import (
     ContextReport,
     _call_bound,
@@ -44,11 +43,13 @@ from core.ingest.pipeline import (
     _Prepared,
     _store_prepared,
     after_ingest,
+    chunk_spec,
     chunker_label,
     doc_id_for,
+    earlier_version,
     token_sink,
 )
-from core.ingest.sandbox import default_sandbox
+from core.ingest.sandbox import ParseSandbox, default_sandbox
 from core.models.embed import Embedder, EmbedStats, embed_groups_with_cache, load_embedder
 from core.models.llm import LLM, LLMError, build_llm
 from core.models.pricing import fmt_usd, worst_call_usd
@@ -185,20 +186,19 @@ class WorkerDoc:
     tokens: tuple[tuple[str, TokenRows], ...] = ()
 
 
-def cut_file(index: int, name: str, data: bytes, *, config: PipelineConfig, parse: Callable[..., ParsedDocument]
-             ) -> WorkerDoc:
-    """Parse and chunk one file as the local engine does (same doc id, same chunker), reporting errors by name."""
+def cut_file(index: int, name: str, data: bytes, *, config: PipelineConfig, sandbox: ParseSandbox) -> WorkerDoc:
+    """Parse and chunk one file as the local engine does (same doc id, same chunker, the same sandbox deadline over
+    both and the same chunk cap), reporting errors by name."""
     content_hash = hashlib.sha256(data).hexdigest()
     base = WorkerDoc(index, name, len(data), content_hash)
+    doc_id = doc_id_for(name, content_hash)
     try:
-        parsed = parse(name, data, max_bytes=int(config.limits.max_file_mb * 1_000_000))
+        parsed, chunks = sandbox.parse_chunks(name, data, doc_id, chunk_spec(config),
+                                              max_bytes=int(config.limits.max_file_mb * 1_000_000))
     except ParseError as exc:
         return replace(base, error=str(exc))
     except Exception as exc:  # noqa: BLE001 - a parser surprise costs this file only
         return replace(base, error=f"{name}: could not be parsed ({type(exc).__name__}: {exc})")
-    doc_id = doc_id_for(name, content_hash)
-    c = config.chunking
-    chunks = chunk_document(parsed, doc_id, strategy=c.strategy, size=c.size_tokens, overlap=c.overlap_tokens)
     if not chunks:
         return replace(base, error=f"{name}: no chunks could be cut from the text")
     return replace(base, doc_id=doc_id, parsed=parsed, chunks=tuple(chunks))
@@ -278,12 +278,12 @@ class _IngestActor:
                  tokens: bool = False) -> None:
         self.embedder = make_embedder()
         self.config = config
-        self.parse = default_sandbox().parse  # the hostile-file guard runs on the worker too
+        self.sandbox = default_sandbox()  # the hostile-file guard runs on the worker too
         self.cached = cached
         self.tokens = tokens
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
-        docs = [cut_file(int(i), str(n), bytes(d), config=self.config, parse=self.parse)
+        docs = [cut_file(int(i), str(n), bytes(d), config=self.config, sandbox=self.sandbox)
                 for i, n, d in zip(batch["i"], batch["name"], batch["data"])]
         # Pickled by hand: Ray Data would first try (and fail) to fit the records into an Arrow column.
         embedded = embed_docs(docs, self.embedder, cached=self.cached, tokens=self.tokens)
@@ -304,10 +304,7 @@ class RayOptions:
 
 
 def _unchanged(store: Store, name: str, content_hash: str, label: str, workspace: str) -> FileResult | None:
-    prev = store.corpus.find_document_by_name(name, workspace)
-    if prev is not None and prev.content_hash == content_hash and prev.chunker == label:
-        return FileResult(name, "unchanged", "same content and chunker; nothing to do", prev.doc_id, prev.n_chunks)
-    return None
+    return earlier_version(store, name, content_hash, label, workspace)[1]
 
 
 def ingest_files_ray(
@@ -407,7 +404,7 @@ def _commit(d: WorkerDoc, *, store: Store, embedder: Embedder, label: str, works
     if same is not None:
         return same
     assert d.parsed is not None and d.vectors is not None
-    previous = store.corpus.find_document_by_name(d.name, workspace)
+    previous = store.corpus.find_document_for_key(d.name, workspace)
     vectors = d.vectors
     if d.from_cache:
         want = {i: sha256_text(d.chunks[i].text) for i in d.from_cache}

@@ -1,8 +1,12 @@
-"""Parse uploads in a worker process with a deadline and a memory bound, so a hostile file costs one skipped file.
+"""Parse and chunk uploads in a worker process with a CPU-time deadline and a memory bound, so a hostile file costs
+one skipped file.
 
 Why a separate process: python-docx, pypdf and html.parser run pure-Python loops that cannot be interrupted from
 another thread, and a decompression bomb can take gigabytes. A worker (started with `python -m`, not forked from the
-Streamlit or torch process) runs under RLIMIT_AS; the caller waits at most `timeout_s` and kills it otherwise.
+Streamlit or torch process) runs under RLIMIT_AS; the caller lets it spend at most `timeout_s` seconds of CPU time on
+one file (read from /proc, so a busy machine that leaves the worker waiting for a core does not refuse a legitimate
+file) with a generous wall-clock backstop, and kills it otherwise. Chunking runs in the worker too, under the same
+deadline: a 2 MB table cut into 13,000 chunks is CPU work like any parse.
 Workers are reused across files (start-up ~0.3 s is paid once, bench/hostile.py measures the per-file overhead)
 and replaced after a kill, a crash or an out-of-memory error. The wire format is length-prefixed JSON plus the raw
 bytes, so nothing the worker sends back is unpickled.
@@ -19,13 +23,19 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.ingest.chunk import build_chunks, check_chunk_cap, chunk_facts, chunk_ranges
 from core.ingest.parse import ParseError, human_size, kind_of, parse
-from core.types import ParsedDocument, Section
+from core.types import Chunk, ParsedDocument, Section
 
-PARSE_TIMEOUT_S = 20.0
+PARSE_TIMEOUT_S = 20.0  # seconds of the worker's CPU time per file (parse + chunk)
+# Wall-clock backstop per file: a multiple of the CPU deadline, so a worker starved of CPU on a busy machine is not
+# refused, while one blocked without using CPU cannot hold a caller forever.
+WALL_BACKSTOP_FACTOR = 6.0
+WALL_BACKSTOP_MIN_S = 120.0
 PARSE_MEMORY_MB = 1024
 STARTUP_TIMEOUT_S = 60.0  # a worker's imports on a busy 2-core machine; not counted in the parse deadline
 MAX_WORKERS = 2  # Streamlit sessions ingesting at once; more callers wait for a free worker
@@ -45,6 +55,54 @@ def _doc_from_json(d: dict[str, Any]) -> ParsedDocument:
                           str(d.get("encoding", "")))
 
 
+_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def process_cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds a process has used so far (Linux /proc/PID/stat), or None where unreadable."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    fields = raw[raw.rfind(b")") + 2 :].split()  # after "pid (comm) ": state is field 3, utime 14, stime 15
+    try:
+        return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+    except (IndexError, ValueError):
+        return None
+
+
+@dataclass
+class Deadline:
+    """When a worker's request has run too long: `cpu_s` seconds of the worker's CPU time since the request began
+    (wall time when its CPU time cannot be read), or `wall_s` seconds of wall time whatever the CPU did."""
+
+    pid: int
+    cpu_s: float
+    wall_s: float
+    start_wall: float = field(default_factory=time.monotonic)
+    start_cpu: float | None = None
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        self.start_cpu = process_cpu_s(self.pid)
+
+    def expired(self) -> bool:
+        wall = time.monotonic() - self.start_wall
+        if wall >= self.wall_s:
+            self.reason = "wall"
+            return True
+        cpu = process_cpu_s(self.pid) if self.start_cpu is not None else None
+        used = cpu - self.start_cpu if cpu is not None and self.start_cpu is not None else wall
+        if used >= self.cpu_s:
+            self.reason = "cpu"
+            return True
+        return False
+
+    def poll_s(self) -> float:
+        """How long to wait for output before looking at the clocks again."""
+        return max(0.01, min(0.2, self.cpu_s / 4, self.wall_s - (time.monotonic() - self.start_wall)))
+
+
 class _Worker:
     def __init__(self, memory_mb: int) -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(_ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(
@@ -53,20 +111,21 @@ class _Worker:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      cwd=str(_ROOT), env=env)
         # The deadline is for parsing, not for start-up: wait for the worker's ready byte (imports done) first.
-        if self._read(1, time.monotonic() + STARTUP_TIMEOUT_S) != b"R":
+        if self._read(1, Deadline(self.proc.pid, STARTUP_TIMEOUT_S, STARTUP_TIMEOUT_S)) != b"R":
             self.kill()
             raise OSError("the parse worker did not start")
 
-    def _read(self, n: int, deadline: float) -> bytes | None:
+    def _read(self, n: int, deadline: Deadline) -> bytes | None:
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
         buf = bytearray()
         with selectors.DefaultSelector() as sel:
             sel.register(fd, selectors.EVENT_READ)
             while len(buf) < n:
-                left = deadline - time.monotonic()
-                if left <= 0 or not sel.select(timeout=left):
+                if deadline.expired():
                     return None
+                if not sel.select(timeout=deadline.poll_s()):
+                    continue
                 piece = os.read(fd, n - len(buf))
                 if not piece:
                     raise EOFError("worker closed its output")
@@ -99,7 +158,7 @@ class _Worker:
             except OSError:
                 pass
 
-    def request(self, header: dict[str, Any], data: bytes, deadline: float) -> dict[str, Any] | None:
+    def request(self, header: dict[str, Any], data: bytes, deadline: Deadline) -> dict[str, Any] | None:
         """The worker's reply, or None when the deadline passed (the caller kills the worker)."""
         head = json.dumps(header).encode()
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -113,12 +172,24 @@ class _Worker:
         return None if body is None else json.loads(body)
 
 
+@dataclass(frozen=True)
+class ChunkSpec:
+    """How the worker cuts a parsed file (the config's chunking section and the per-file chunk cap)."""
+
+    strategy: str
+    size: int
+    overlap: int
+    max_chunks: int | None = None
+
+
 class ParseSandbox:
-    """parse() with a deadline and a memory bound per file; thread-safe (each caller borrows a worker)."""
+    """parse() (and parse_chunks()) with a CPU-time deadline and a memory bound per file; thread-safe (each caller
+    borrows a worker). `timeout_s` counts the worker's CPU seconds; `wall_s` is the wall-clock backstop."""
 
     def __init__(self, *, timeout_s: float = PARSE_TIMEOUT_S, memory_mb: int = PARSE_MEMORY_MB,
-                 max_workers: int = MAX_WORKERS) -> None:
+                 max_workers: int = MAX_WORKERS, wall_s: float | None = None) -> None:
         self.timeout_s = timeout_s
+        self.wall_s = wall_s if wall_s is not None else max(WALL_BACKSTOP_MIN_S, WALL_BACKSTOP_FACTOR * timeout_s)
         self.memory_mb = memory_mb
         self.max_workers = max_workers
         self._idle: list[_Worker] = []
@@ -157,21 +228,37 @@ class ParseSandbox:
             self._cond.notify()
 
     def parse(self, name: str, data: bytes, *, max_bytes: int | None = None) -> ParsedDocument:
+        return _doc_from_json(self._call(name, data, {"name": name, "max_bytes": max_bytes}, max_bytes)["doc"])
+
+    def parse_chunks(self, name: str, data: bytes, doc_id: str, spec: ChunkSpec, *, max_bytes: int | None = None
+                     ) -> tuple[ParsedDocument, list[Chunk]]:
+        """Parse and chunk in the worker, both inside the deadline; a ChunkLimitError (a ParseError) over the cap."""
+        reply = self._call(name, data, {"name": name, "max_bytes": max_bytes, "chunk": [
+            spec.strategy, spec.size, spec.overlap, spec.max_chunks]}, max_bytes)
+        doc = _doc_from_json(reply["doc"])
+        rows = reply["chunks"]
+        ranges = [(int(r[0]), int(r[1]), tuple(str(h) for h in r[2])) for r in rows]
+        return doc, build_chunks(doc.text, doc_id, ranges, [(int(r[3]), str(r[4])) for r in rows])
+
+    def _call(self, name: str, data: bytes, header: dict[str, Any], max_bytes: int | None) -> dict[str, Any]:
         kind_of(name)  # cheap refusals stay in this process: unknown type, over-long name, over the size limit
         if max_bytes is not None and len(data) > max_bytes:
             raise ParseError(f"{name}: {human_size(len(data))} is over the upload limit of {human_size(max_bytes)}")
         w = self._borrow()
         keep: _Worker | None = w
         try:
+            deadline = Deadline(w.proc.pid, self.timeout_s, self.wall_s)
             try:
-                reply = w.request({"name": name, "max_bytes": max_bytes}, data, time.monotonic() + self.timeout_s)
+                reply = w.request(header, data, deadline)
             except (OSError, EOFError, ValueError):
                 reply = {"crash": True}
             if reply is None:
                 keep = None
                 self.peak_worker_kb = max(self.peak_worker_kb, w.peak_kb())
                 w.kill()
-                raise ParseError(f"{name}: took longer than {self.timeout_s:g} s to parse; skipped")
+                if deadline.reason == "wall":
+                    raise ParseError(f"{name}: still not parsed after {self.wall_s:g} s of wall-clock time; skipped")
+                raise ParseError(f"{name}: took more than {self.timeout_s:g} s of CPU time to parse; skipped")
             if reply.get("crash") or reply.get("oom"):
                 keep = None
                 self.peak_worker_kb = max(self.peak_worker_kb, w.peak_kb())
@@ -182,7 +269,7 @@ class ParseSandbox:
                                  "skipped")
             if "error" in reply:
                 raise ParseError(str(reply["error"]))
-            return _doc_from_json(reply["doc"])
+            return reply
         finally:
             self._give_back(keep)
 
@@ -218,6 +305,19 @@ def _read_exact(stream: Any, n: int) -> bytes:
     return bytes(out)
 
 
+def _handle(header: dict[str, Any], data: bytes) -> dict[str, Any]:
+    """One request: parse, and with a "chunk" spec also cut the chunks (ranges, token counts, languages)."""
+    doc = parse(header["name"], data, max_bytes=header["max_bytes"])
+    reply: dict[str, Any] = {"doc": _doc_to_json(doc)}
+    if header.get("chunk"):
+        strategy, size, overlap, max_chunks = header["chunk"]
+        ranges = chunk_ranges(doc, strategy=strategy, size=size, overlap=overlap)
+        check_chunk_cap(doc.name, len(ranges), max_chunks)
+        reply["chunks"] = [[s, e, list(path), n, lang]
+                           for (s, e, path), (n, lang) in zip(ranges, chunk_facts(doc.text, ranges))]
+    return reply
+
+
 def _serve(memory_mb: int) -> None:
     limit = memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
@@ -240,7 +340,7 @@ def _serve(memory_mb: int) -> None:
         data = b""
         try:
             data = _read_exact(inp, dlen)
-            reply: dict[str, Any] = {"doc": _doc_to_json(parse(header["name"], data, max_bytes=header["max_bytes"]))}
+            reply: dict[str, Any] = _handle(header, data)
         except ParseError as exc:
             reply = {"error": str(exc)[:1000]}
         except MemoryError:

@@ -41,6 +41,14 @@ _CHUNK_TABLE_COLS = ("workspace_id", "chunk_id", "doc_id", "ordinal", "text", "s
                      "heading_path", "n_tokens", "lang")
 
 
+# Documents used to be keyed by their base name; they are keyed by their path relative to the ingest root now. This
+# meta row records when a database first met this code (a new database: when it was made). A document ingested
+# before it holds a base name, and find_document_for_key maps it: `sub/report.md` with no document of that key
+# takes the pre-path document `report.md` as its earlier version (renamed in place when unchanged, replaced when
+# changed), once. Documents never ingested again keep their base names and keep working.
+PATH_KEYS_SINCE = "doc_keys_are_paths_since"
+
+
 def _chunk(row: tuple[Any, ...]) -> Chunk:
     cid, did, ordinal, text, s, e, hp, nt, lang = row
     return Chunk(cid, did, ordinal, text, s, e, tuple(hp or ()), nt, lang)
@@ -77,6 +85,9 @@ class Corpus:
     def __init__(self, db: Database) -> None:
         self._db = db
         self._versions: dict[str, tuple[int, int]] = {}  # workspace -> (write generation, corpus version)
+        if not db.read_only:
+            with db.writer() as cur:
+                cur.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT DO NOTHING", [PATH_KEYS_SINCE, str(now())])
 
     # -- version ----------------------------------------------------------------------------------------------
     def corpus_version(self, workspace: str = DEFAULT_WORKSPACE) -> int:
@@ -114,12 +125,10 @@ class Corpus:
                 [ws, doc.doc_id, doc.name, doc.kind, doc.size_bytes, doc.content_hash, doc.lang, doc.title,
                  doc.text, doc.chunker, len(chunks), now()],
             )
-            if chunks:
-                cur.executemany(
-                    "INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    [[ws, c.chunk_id, c.doc_id, c.ordinal, c.text, c.start, c.end, list(c.heading_path),
-                      c.n_tokens, c.lang] for c in chunks],
-                )
+            if chunks:  # one bulk insert, as put_documents makes: executemany binds row by row, slow for a big file
+                insert_rows(cur, "chunks", _CHUNK_TABLE_COLS,
+                            [[ws, c.chunk_id, c.doc_id, c.ordinal, c.text, c.start, c.end, list(c.heading_path),
+                              c.n_tokens, c.lang] for c in chunks])
             if vectors is not None and len(chunks):
                 write_vectors(cur, ws, [c.chunk_id for c in chunks], vectors, model_id, "raw")
             bump_version(cur, ws)
@@ -196,6 +205,28 @@ class Corpus:
             f"SELECT {_DOC_COLS} FROM documents WHERE workspace_id = ? AND name = ? ORDER BY doc_id LIMIT 1",
             [workspace, name]).fetchone()
         return DocumentRow(*row) if row else None
+
+    def find_document_for_key(self, key: str, workspace: str = DEFAULT_WORKSPACE, *, legacy: bool = True
+                              ) -> DocumentRow | None:
+        """The document stored under `key` (a path relative to the ingest root); failing that, with `legacy` and a
+        key inside a folder, the document a database from before path keys holds under the key's base name (see
+        PATH_KEYS_SINCE): the caller treats it as this file's earlier version, so the key moves to the path."""
+        found = self.find_document_by_name(key, workspace)
+        base = key.rsplit("/", 1)[-1]
+        if found is not None or not legacy or base == key:
+            return found
+        row = self._db.cursor().execute(
+            f"SELECT {_DOC_COLS} FROM documents WHERE workspace_id = ? AND name = ? AND ingested_at < "
+            "(SELECT CAST(value AS TIMESTAMP) FROM meta WHERE key = ?) ORDER BY doc_id LIMIT 1",
+            [workspace, base, PATH_KEYS_SINCE]).fetchone()
+        return DocumentRow(*row) if row else None
+
+    def rename_document(self, doc_id: str, name: str, workspace: str = DEFAULT_WORKSPACE) -> None:
+        """Give a stored document a new key (a pre-path base name becoming its path); chunks, vectors and contexts
+        stay. The corpus version moves: names are shown with answers."""
+        with self._db.transaction() as cur:
+            cur.execute("UPDATE documents SET name = ? WHERE workspace_id = ? AND doc_id = ?", [name, workspace, doc_id])
+            bump_version(cur, workspace)
 
     def document_text(self, doc_id: str, workspace: str = DEFAULT_WORKSPACE) -> str | None:
         row = self._db.cursor().execute(
