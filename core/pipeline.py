@@ -552,8 +552,10 @@ def _agentic(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
     a = c.agent
     asked = decision.named.transforms if decision is not None else ()
     fire = {f"transforms.{t}": "on" for t in asked if getattr(c.transforms, t, "off") == "auto"}
+    # The cascade guard judges a stage by the single-pass list it hands the answer; inside the loop a stage's order
+    # feeds the grader and the next round instead, which that evidence does not measure (bench/results/guard.json).
     inner = c.with_overrides({"agent.enabled": False, "answer.enabled": False, "answer_cache.enabled": False,
-                              "router.enabled": False, **fire})
+                              "router.enabled": False, "cascade_guard.enabled": False, **fire})
     use_llm = a.grader == "llm" or (a.grader == "auto" and deps.llm.available)
     grader = LLMGrader(deps.llm, a.grader_model) if use_llm else OfflineGrader()
     writer = LLMWriter(deps.llm, a.grader_model, a.per_round) if use_llm else BridgeWriter(a.per_round)
