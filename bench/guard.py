@@ -30,7 +30,7 @@ from core.cascade.guard import steps_aside
 from core.config import PipelineConfig
 from core.deps import build_deps
 from core.eval.run import NamedConfig, prepare, run_eval
-from core.pipeline import run_query
+from core.pipeline import guard_key, run_query
 from core.store import Store
 
 OFF = {"answer.enabled": False, "answer_cache.enabled": False}
@@ -73,7 +73,8 @@ def run_set(name: str, args: argparse.Namespace, root: Path) -> dict[str, Any]:
     run_eval(gs_a, [NamedConfig("default (guard off)", base.with_overrides(CONFIGS["default (guard off)"]))], deps,
              workspace=ws)
     g = base.cascade_guard
-    evidence = deps.guards.evidence(deps.store.runs, ws, k=g.k)
+    on = base.with_overrides(CONFIGS["default (guard on)"])  # what the guard reads evidence for
+    evidence = deps.guards.evidence(deps.store.runs, ws, k=g.k, config_key=guard_key(on), key_of=guard_key)
     aside = steps_aside(evidence, z=g.z, min_loss=g.min_loss, min_questions=g.min_questions)
     seconds_a = time.perf_counter() - t_a
     print(f"  {name}: evidence from {len(half_a)} questions in {seconds_a:.0f} s; steps aside: {sorted(aside)}",
