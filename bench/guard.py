@@ -8,7 +8,8 @@ Per set, the scorable questions are shuffled (seed) and split in two halves. Hal
 it is evaluated through the product's own path (core.eval.run.run_eval with the default configuration and the guard
 off, the run stored in the set's workspace), and the guard reads that stored run as it would in Search Lab. Half B is
 never seen by the guard: on it the bench reports document-level recall@1/@5 of the final list of bm25, dense and
-hybrid (BM25 + dense + RRF, no cascade), the default with the guard off, and the default with the guard on, plus
+hybrid (BM25 + dense + RRF, no cascade), the default with the guard off and on, the cascade alone (router off, so no
+agentic loop, whose rounds the guard leaves alone) with the guard off and on, plus
 every cascade stage's own list in the default run (stage by stage). Router, transforms, answer and answer cache are
 on as shipped except answer and answer cache (they do not change retrieval, and a cached answer would replay a
 question across configurations).
@@ -29,7 +30,7 @@ from core.cascade.guard import steps_aside
 from core.config import PipelineConfig
 from core.deps import build_deps
 from core.eval.run import NamedConfig, prepare, run_eval
-from core.pipeline import run_query
+from core.pipeline import guard_key, run_query
 from core.store import Store
 
 OFF = {"answer.enabled": False, "answer_cache.enabled": False}
@@ -41,6 +42,9 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "hybrid": {**OFF, **NO_CASCADE},
     "default (guard off)": {**OFF, "cascade_guard.enabled": False},
     "default (guard on)": {**OFF},
+    # The cascade alone (no router, so no agentic loop): where a stage's own list is the one the answer reads.
+    "cascade (guard off)": {**OFF, "router.enabled": False, "cascade_guard.enabled": False},
+    "cascade (guard on)": {**OFF, "router.enabled": False},
 }
 STAGES = ("bm25", "dense", "fused", "rerank", "prune", "mmr")
 
@@ -69,7 +73,8 @@ def run_set(name: str, args: argparse.Namespace, root: Path) -> dict[str, Any]:
     run_eval(gs_a, [NamedConfig("default (guard off)", base.with_overrides(CONFIGS["default (guard off)"]))], deps,
              workspace=ws)
     g = base.cascade_guard
-    evidence = deps.guards.evidence(deps.store.runs, ws, k=g.k)
+    on = base.with_overrides(CONFIGS["default (guard on)"])  # what the guard reads evidence for
+    evidence = deps.guards.evidence(deps.store.runs, ws, k=g.k, config_key=guard_key(on), key_of=guard_key)
     aside = steps_aside(evidence, z=g.z, min_loss=g.min_loss, min_questions=g.min_questions)
     seconds_a = time.perf_counter() - t_a
     print(f"  {name}: evidence from {len(half_a)} questions in {seconds_a:.0f} s; steps aside: {sorted(aside)}",
@@ -100,7 +105,8 @@ def run_set(name: str, args: argparse.Namespace, root: Path) -> dict[str, Any]:
         "metrics": metrics,
         "best_simple_recall@5": simple,
         "default_minus_best_simple": {lab: round(metrics[lab]["recall@5"] - simple, 2)
-                                      for lab in ("default (guard off)", "default (guard on)")},
+                                      for lab in ("default (guard off)", "default (guard on)", "cascade (guard off)",
+                                                  "cascade (guard on)")},
         "seconds": round(time.perf_counter() - t0, 1),
     }
 

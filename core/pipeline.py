@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence, TypeVar
@@ -239,6 +240,7 @@ class _Query:
     bm25_variant: str
     dense_variant: str
     vec: Any = None
+    guard_key: str = ""  # the requested configuration (core/cascade/guard.py reads evidence measured with it)
 
 
 def _finish(q: _Query, tracer: Tracer, config: PipelineConfig, deps: Deps, log: bool, answer: Answer | None = None,
@@ -520,13 +522,16 @@ def _retrieve(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
     pool, pool_from = (fused, "fused") if fused else (
         (dense, "dense") if dense and not (q.dense_blind and bm25) else (bm25, "bm25"))
     aside = _guarded(q, c, deps)
-    pool = tracer.step(Stage.RERANK, lambda: _rerank(q, pool, pool_from, c, deps), keep=pool,
+    # A stage that steps aside hands on what it would have handed on had it kept the order it read (the top k), so
+    # the stages after it read a list of the length they expect.
+    pool = tracer.step(Stage.RERANK, lambda: _rerank(q, pool, pool_from, c, deps),
+                       keep=pool[: c.rerank.k] if Stage.RERANK in aside else pool,
                        skip=off(c.rerank.enabled, "rerank.enabled", pool, "no candidates to rerank")
                        or aside.get(Stage.RERANK))
     pool = tracer.step(Stage.PRUNE, lambda: _prune(q, pool, c, deps), keep=pool,
                        skip=off(c.prune.enabled, "prune.enabled", pool, "no candidates to prune")
                        or aside.get(Stage.PRUNE))
-    pool = tracer.step(Stage.MMR, lambda: _mmr(q, pool, c, deps), keep=pool,
+    pool = tracer.step(Stage.MMR, lambda: _mmr(q, pool, c, deps), keep=pool[: c.mmr.k] if Stage.MMR in aside else pool,
                        skip=off(c.mmr.enabled, "mmr.enabled", pool, "no candidates to diversify")
                        or aside.get(Stage.MMR))
     pool = tracer.step(Stage.EXPAND, lambda: _expand(q, pool, c, deps), keep=pool,
@@ -535,12 +540,20 @@ def _retrieve(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
     return pool
 
 
+def guard_key(config: PipelineConfig | Mapping[str, Any]) -> str:
+    """The configuration an evaluation run measured, its cascade_guard settings left out (a run made with the guard
+    off is evidence for the same configuration with the guard on)."""
+    data = dict(config.model_dump(mode="json") if isinstance(config, PipelineConfig) else config)
+    data.pop("cascade_guard", None)
+    return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:12]
+
+
 def _guarded(q: _Query, c: PipelineConfig, deps: Deps) -> dict[str, str]:
     """{cascade stage: why it steps aside} from the workspace's own evaluation runs (core/cascade/guard.py)."""
     g = c.cascade_guard
     if not g.enabled:
         return {}
-    evidence = deps.guards.evidence(deps.store.runs, q.workspace, k=g.k)
+    evidence = deps.guards.evidence(deps.store.runs, q.workspace, k=g.k, config_key=q.guard_key, key_of=guard_key)
     return steps_aside(evidence, z=g.z, min_loss=g.min_loss, min_questions=g.min_questions)
 
 
@@ -552,8 +565,10 @@ def _agentic(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
     a = c.agent
     asked = decision.named.transforms if decision is not None else ()
     fire = {f"transforms.{t}": "on" for t in asked if getattr(c.transforms, t, "off") == "auto"}
+    # The cascade guard judges a stage by the single-pass list it hands the answer; inside the loop a stage's order
+    # feeds the grader and the next round instead, which that evidence does not measure (bench/results/guard.json).
     inner = c.with_overrides({"agent.enabled": False, "answer.enabled": False, "answer_cache.enabled": False,
-                              "router.enabled": False, **fire})
+                              "router.enabled": False, "cascade_guard.enabled": False, **fire})
     use_llm = a.grader == "llm" or (a.grader == "auto" and deps.llm.available)
     grader = LLMGrader(deps.llm, a.grader_model) if use_llm else OfflineGrader()
     writer = LLMWriter(deps.llm, a.grader_model, a.per_round) if use_llm else BridgeWriter(a.per_round)
@@ -615,6 +630,7 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
     sub-queries and spent LLM call the transforms read, so a round never pays for a second rewrite."""
     tracer = Tracer()
     q = _start(query, config, deps, workspace, tracer)
+    q.guard_key = guard_key(config) if config.cascade_guard.enabled else ""
     c = config
 
     # First: the semantic answer cache (issue #15's contract: it is the first stage). Keyed by the requested

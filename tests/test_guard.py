@@ -10,7 +10,7 @@ from core.cascade.guard import EvalEvidence, GuardCache, paired_deltas, stage_ev
 from core.config import PipelineConfig
 from core.deps import Deps
 from core.ingest.pipeline import ingest_files
-from core.pipeline import run_query
+from core.pipeline import guard_key, run_query
 
 RULE = {"z": 1.96, "min_loss": 0.5, "min_questions": 20}
 
@@ -61,9 +61,9 @@ FILES = [("gw.md", b"# Gateway\n\nSet TLS_VERSION_MIN to 1.2 for every listener.
          ("fin.md", b"# Finance\n\nRevenue grew 3% over the previous quarter. Costs stayed flat.")]
 
 
-def _save(deps: Deps, eval_id: str, questions: list[dict[str, Any]]) -> None:
-    run = {"eval_id": eval_id, "dataset": "my-set", "config_name": "default", "config_hash": "h", "config": {},
-           "corpus_version": 1, "repeats": 1}
+def _save(deps: Deps, eval_id: str, questions: list[dict[str, Any]], config: PipelineConfig) -> None:
+    run = {"eval_id": eval_id, "dataset": "my-set", "config_name": "default", "config_hash": "h",
+           "config": config.model_dump(mode="json"), "corpus_version": 1, "repeats": 1}
     deps.store.runs.save_eval_run("default", run, [{**q, "qid": f"q{i}", "query": "x", "qtype": "factoid",
                                                     "answerable": True} for i, q in enumerate(questions)])
 
@@ -73,20 +73,27 @@ def test_the_pipeline_steps_a_losing_stage_aside_and_says_why(deps: Deps) -> Non
     cfg = PipelineConfig().with_overrides({"answer.enabled": False, "router.enabled": False})
     before = run_query("What is TLS_VERSION_MIN?", cfg, deps)
     assert before.stage("rerank").skipped is None
-    _save(deps, "e" * 32, [_q(fused=1.0, rerank=0.0, prune=0.0, mmr=0.0) for _ in range(25)])
+    # Evidence measured with another configuration says nothing of this one
+    _save(deps, "f" * 32, [_q(fused=1.0, rerank=0.0, prune=0.0, mmr=0.0) for _ in range(25)],
+          cfg.with_overrides({"mmr.lam": 0.5}))
+    assert run_query("What is TLS_VERSION_MIN?", cfg, deps).stage("rerank").skipped is None
+    # Measured with this configuration (the guard off while measuring): rerank steps aside
+    _save(deps, "e" * 32, [_q(fused=1.0, rerank=0.0, prune=0.0, mmr=0.0) for _ in range(25)],
+          cfg.with_overrides({"cascade_guard.enabled": False}))
     after = run_query("What is TLS_VERSION_MIN?", cfg, deps)
     reason = after.stage("rerank").skipped
     assert reason is not None and reason.startswith("steps aside: on golden set 'my-set'")
-    # The list it would have read is handed on: prune reads the fused list
+    # The fused order is handed on, cut to what rerank hands on (rerank.k): prune reads that list
     assert after.stage("prune").skipped is None
-    assert [c.chunk_id for c in after.stage("fused").candidates][:1] == [
-        c.chunk_id for c in after.stage("prune").candidates][:1]
+    fused = [c.chunk_id for c in after.stage("fused").candidates]
+    assert [c.chunk_id for c in after.stage("prune").candidates] == fused[: cfg.rerank.k]
     off = run_query("What is TLS_VERSION_MIN?", cfg.with_overrides({"cascade_guard.enabled": False}), deps)
     assert off.stage("rerank").skipped is None
 
 
 def test_the_cache_rereads_only_when_the_runs_change(deps: Deps) -> None:
-    cache = GuardCache()
-    assert cache.evidence(deps.store.runs, "default", k=5) == {}
-    _save(deps, "a" * 32, [_q(fused=1.0, rerank=0.0) for _ in range(25)])
-    assert cache.evidence(deps.store.runs, "default", k=5)["rerank"].questions == 25
+    cache, cfg = GuardCache(), PipelineConfig()
+    key = guard_key(cfg)
+    assert cache.evidence(deps.store.runs, "default", k=5, config_key=key, key_of=guard_key) == {}
+    _save(deps, "a" * 32, [_q(fused=1.0, rerank=0.0) for _ in range(25)], cfg)
+    assert cache.evidence(deps.store.runs, "default", k=5, config_key=key, key_of=guard_key)["rerank"].questions == 25

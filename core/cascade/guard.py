@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from core.types import EvalRunRecord, Stage
 
@@ -126,16 +126,22 @@ class GuardCache:
     """Each workspace's stage evidence, re-read only when its list of evaluation runs changes (one small query per
     search otherwise). Thread-safe enough for Streamlit: a race computes the same value twice."""
 
-    _seen: dict[tuple[str, int], tuple[tuple[str, ...], dict[str, StageEvidence]]] = field(default_factory=dict)
+    _seen: dict[tuple[str, int, str], tuple[tuple[str, ...], dict[str, StageEvidence]]] = field(
+        default_factory=dict)
 
-    def evidence(self, runs: EvalRunSource, workspace: str, *, k: int) -> dict[str, StageEvidence]:
+    def evidence(self, runs: EvalRunSource, workspace: str, *, k: int, config_key: str,
+                 key_of: Callable[[Mapping[str, Any]], str]) -> dict[str, StageEvidence]:
+        """The evidence of the runs made with this configuration (`key_of(run.config) == config_key`: the caller
+        leaves the guard's own settings out of the key). A stage's loss measured under one configuration says
+        nothing of another: bench/results/guard.json measured a verdict from the routed default costing the
+        cascade alone 6.5 points of recall@5."""
         heads = runs.eval_runs(workspace, limit=RUNS_READ)
         ids = tuple(r.eval_id for r in heads)
-        cached = self._seen.get((workspace, k))
+        cached = self._seen.get((workspace, k, config_key))
         if cached is not None and cached[0] == ids:
             return cached[1]
         found: dict[str, StageEvidence] = {}
-        for head in heads:  # newest first; stop once every guarded stage has its newest run
+        for head in (h for h in heads if key_of(h.config) == config_key):  # newest first, until every stage has one
             full = runs.eval_run(head.eval_id, workspace)
             if full is None:
                 continue
@@ -143,5 +149,5 @@ class GuardCache:
                 found.setdefault(stage, ev)
             if len(found) == len(GUARDED):
                 break
-        self._seen[(workspace, k)] = (ids, found)
+        self._seen[(workspace, k, config_key)] = (ids, found)
         return found
