@@ -238,7 +238,7 @@ class CorpusIndex:
 
 
 # -- item builders ---------------------------------------------------------------------------------------------------
-def _iid(*parts: str) -> str:
+def item_key(*parts: str) -> str:
     return "g" + hashlib.sha1("\x1f".join(parts).encode()).hexdigest()[:10]
 
 
@@ -253,7 +253,7 @@ def single_item(f: Fact, rng: random.Random) -> GoldenItem:
         anchors = content_words(f.subject) if f.kind == "definition" else [f.subject]
     qtype = "exact-id" if f.kind == "identifier" else "factoid"
     answer = f.answer if f.kind != "code" else f.sentence
-    return GoldenItem(_iid(q, f.passage.chunk.chunk_id), q, qtype, True, answer, (_ref(f),), GENERATOR,
+    return GoldenItem(item_key(q, f.passage.chunk.chunk_id), q, qtype, True, answer, (_ref(f),), GENERATOR,
                       meta={"fact": f.kind, "anchors": anchors, "overlap": round(overlap(q, f.sentence), 3),
                             "lang": f.passage.chunk.lang})
 
@@ -275,7 +275,7 @@ def bridge_item(a: Fact, b: Fact, entity: str, rng: random.Random) -> GoldenItem
         wh = (_WH_RU if ru else _WH_EN).get(b.kind, "What")
         q = (f"{wh} указано для: {' '.join(b_anchors)} у {ref}?" if ru
              else f"{wh} is given for the {' '.join(b_anchors) or 'subject'} of {ref}?")
-    return GoldenItem(_iid(q, a.passage.chunk.chunk_id, b.passage.chunk.chunk_id), q, "multi-hop", True, b.answer,
+    return GoldenItem(item_key(q, a.passage.chunk.chunk_id, b.passage.chunk.chunk_id), q, "multi-hop", True, b.answer,
                       (_ref(a), _ref(b)), GENERATOR,
                       meta={"fact": f"bridge:{b.kind}", "entity": entity, "lang": a.passage.chunk.lang,
                             "overlap": round(overlap(q, a.sentence + " " + b.sentence), 3)})
@@ -302,7 +302,7 @@ def comparison_item(a: Fact, b: Fact, shared: str) -> GoldenItem:
     answer = f"{ta}: {a.answer}; {tb}: {b.answer}"
     if a.kind == "number" and va is not None and vb is not None and va != vb:
         answer = f"{ta if va > vb else tb} ({answer})"
-    return GoldenItem(_iid(q, a.passage.chunk.chunk_id, b.passage.chunk.chunk_id), q, "comparison", True, answer,
+    return GoldenItem(item_key(q, a.passage.chunk.chunk_id, b.passage.chunk.chunk_id), q, "comparison", True, answer,
                       (_ref(a), _ref(b)), GENERATOR,
                       meta={"fact": "comparison", "shared": shared, "lang": a.passage.chunk.lang,
                             "overlap": round(overlap(q, a.sentence + " " + b.sentence), 3)})
@@ -337,7 +337,7 @@ def near_miss(item: GoldenItem, f: Fact, index: CorpusIndex, vocab: Sequence[str
 
 
 def _nm(item: GoldenItem, q: str, swap: str) -> GoldenItem:
-    return replace(item, item_id=_iid("nm", q), query=q, qtype="unanswerable", answerable=False, answer="",
+    return replace(item, item_id=item_key("nm", q), query=q, qtype="unanswerable", answerable=False, answer="",
                    gold=(), meta={**dict(item.meta), "near_miss_of": item.item_id, "swap": swap})
 
 
