@@ -22,6 +22,7 @@ from core.eval.datasets import (
 )
 from core.eval.run import NamedConfig, compare, load_run, per_query_diff, run_eval
 from pages import _state
+from pages._golden_panel import golden_panel
 
 RUNS_KEY = "eval_runs"  # eval ids of the A and B runs on show
 SAVED_KEY = "eval_saved_msg"  # confirmation of the last Save, shown after the rerun that lists the new config
@@ -122,6 +123,7 @@ with st.expander("Router: confusion matrix on its test split"):
                "never used in fitting; each question with its corpus-coverage feature as stored. The LLM router "
                "(with a key) is not scored here.")
 
+golden_panel(deps, ws)  # generate and curate this workspace's own golden sets
 # -- past runs: any two stored runs can be reopened ------------------------------------------------------------------
 run_ws = (gs.workspace if gs is not None and gs.workspace else ws)
 past = corpus_ops.eval_runs(deps.store, run_ws)

@@ -7,10 +7,13 @@ which survives re-chunking. Rejected items are never written; `meta` (generator,
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any, Iterable, Sequence
 
-from core.store.golden import GoldenItem
+from core.store.golden import STATUSES, GoldenItem, GoldRef
+
+__all__ = ["STATUSES", "USABLE", "GoldRef", "GoldenItem", "item_json", "lab_item", "to_jsonl", "usable"]
 
 USABLE = ("pending", "accepted", "edited")  # what evaluation and export read: everything not rejected
 
@@ -39,3 +42,18 @@ def to_jsonl(items: Iterable[GoldenItem]) -> str:
 
 def usable(items: Sequence[GoldenItem]) -> list[GoldenItem]:
     return [it for it in items if it.status in USABLE]
+
+
+def lab_item(query: str, gold: Sequence[tuple[str, str]], *, answer: str = "", unanswerable: bool = False,
+             spans: Sequence[str] | None = None) -> GoldenItem:
+    """A question saved from the Search Lab: the chunks a person ticked as gold ((document name, chunk id) pairs),
+    or none and "the corpus does not answer this". Accepted as written: a person chose it."""
+    q = " ".join(query.split())
+    if not q:
+        raise ValueError("the question is empty")
+    if not unanswerable and not gold:
+        raise ValueError("tick the gold chunk(s), or mark that the corpus does not answer this")
+    refs = () if unanswerable else tuple(GoldRef(d, c, (spans[i] if spans else "")) for i, (d, c) in enumerate(gold))
+    key = hashlib.sha1("\x1f".join([q, *(c for _, c in gold)]).encode()).hexdigest()[:10]
+    return GoldenItem(f"lab{key}", q, "unanswerable" if unanswerable else "factoid", not unanswerable, answer.strip(),
+                      refs, "search-lab", "accepted")
