@@ -163,14 +163,21 @@ _GIVE_RU = {"number": "указывает", "date": "называет", "name": 
 
 
 def _anchors(f: Fact, rng: random.Random, k: int = 3) -> list[str]:
-    """A few content words of the sentence (not the answer's, not the title's), in sentence order."""
+    """The k content words of the sentence nearest the answer (not the answer's, not the title's), in sentence
+    order: the words a person would use to point at that fact, not a random bag."""
     banned = {w.casefold() for w in words(f.answer)} | {w.casefold() for w in words(_short_title(f.passage))}
-    cands = [w for w in dict.fromkeys(content_words(f.sentence)) if w.casefold() not in banned
-             and not any(c.isdigit() for c in w)]
-    if len(cands) <= k:
-        return cands
-    keep = set(rng.sample(range(len(cands)), k))
-    return [w for i, w in enumerate(cands) if i in keep]
+    ws = words(f.sentence)
+    ans = words(f.answer)
+    at = next((i for i in range(len(ws)) if ans and ws[i : i + len(ans)] == ans), len(ws) // 2)
+    seen: set[str] = set()
+    cands = []
+    for i, w in enumerate(ws):
+        key = w.casefold()
+        if key in STOP or key in banned or key in seen or len(w) <= 2 or any(c.isdigit() for c in w):
+            continue
+        seen.add(key)
+        cands.append((abs(i - at), rng.random(), i, w))
+    return [w for _, _, _, w in sorted(sorted(cands)[:k], key=lambda t: t[2])]
 
 
 def _lower_first(s: str) -> str:
@@ -180,6 +187,33 @@ def _lower_first(s: str) -> str:
 def _split_ident(name: str) -> str:
     parts = re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+", name)
     return " ".join(p.lower() for p in parts) or name
+
+
+_CLAUSE = re.compile(r"[,;:()]|\s[-–—]\s")
+_WH_SLOT_EN = {"number": "how much", "date": "when", "name": "who or what", "identifier": "which identifier"}
+_WH_SLOT_RU = {"number": "сколько", "date": "когда", "name": "кто или что", "identifier": "какой идентификатор"}
+
+
+def cloze(sentence: str, answer: str, slot: str, *, reach: int = 6) -> str:
+    """The clause around the answer with the answer replaced by `slot` and every word more than `reach` words away
+    dropped: the question points at the fact with its nearest words only."""
+    i = sentence.find(answer)
+    if i < 0:
+        return ""
+    before, after = sentence[:i], sentence[i + len(answer):]
+    cut_b = [m.end() for m in _CLAUSE.finditer(before)]
+    before = before[cut_b[-1]:] if cut_b else before
+    m = _CLAUSE.search(after)
+    after = after[: m.start()] if m else after
+    bw, aw = before.split(), after.rstrip(" .!?").split()
+    bw, aw = bw[-reach:], aw[:reach]
+    while bw and bw[0].casefold() in STOP | {"and", "but", "или", "и"}:
+        bw = bw[1:]
+    while aw and aw[-1].casefold() in STOP:
+        aw = aw[:-1]
+    if len(content_words(" ".join(bw + aw))) < 2:
+        return ""
+    return " ".join([*bw, slot, *aw])
 
 
 def word_question(f: Fact, anchors: Sequence[str], title: str | None = None) -> str:
@@ -198,7 +232,17 @@ def word_question(f: Fact, anchors: Sequence[str], title: str | None = None) -> 
         what = _split_ident(f.subject)
         return (f"Что делает {f.verb} {what}?" if ru
                 else f"What does the {f.verb} for {what} do" + (f" in {title}?" if title else "?"))
+    slot = (_WH_SLOT_RU if ru else _WH_SLOT_EN)[f.kind]
+    c = cloze(f.sentence, f.answer, slot)
+    if c:
+        c = c[:1].upper() + c[1:] if c.startswith(slot) else c
+        names_subject = any(w[:1].isupper() for w in content_words(c.replace(slot, ""))[1:])
+        where = "" if names_subject or not title else (f" (в «{title}»)" if ru else f" (in “{title}”)")
+        return f"{c}{where}?"
     a = " ".join(anchors) or ("этого" if ru else "this")
+    if any(w[:1].isupper() for w in anchors[1:]) or any(w[:1].isupper() and w.casefold() not in STOP for w in
+                                                         anchors[:1]):
+        title = ""  # the anchors name their subject: no need to point at the document
     if ru:
         where = f"«{title}»" if title else "документ"
         return f"{_WH_RU[f.kind]} {where} {_GIVE_RU[f.kind]} для: {a}?"
@@ -258,24 +302,36 @@ def single_item(f: Fact, rng: random.Random) -> GoldenItem:
                             "lang": f.passage.chunk.lang})
 
 
+def _head(description: str, k: int = 4) -> str:
+    """The head of a definition's predicate: 'the internal code name for a ...' -> 'internal code name'."""
+    ws = description.split()
+    if ws and ws[0].casefold() in ("a", "an", "the", "one"):
+        ws = ws[1:]
+    out = []
+    for w in ws[:k]:
+        if w.casefold() in ("for", "of", "that", "which", "who", "in", "on", "at", "with", "and", "by", "from", "to",
+                            "для", "в", "на", "с", "и", "по", "от", "который", "которая", "которое") or \
+                w.endswith((",", ";", ":")):
+            if w.endswith((",", ";", ":")):
+                out.append(w.rstrip(",;:"))
+            break
+        out.append(w)
+    return " ".join(out)
+
+
 def bridge_item(a: Fact, b: Fact, entity: str, rng: random.Random) -> GoldenItem:
-    """a's sentence names `entity`; b is a fact from the document about it. The question names neither b's title
-    nor the entity: it points at the entity through a's document and a's anchor words."""
-    a_anchors = [w for w in _anchors(a, rng, 2) if w.casefold() not in entity.casefold()]
-    at = _short_title(a.passage) or a.passage.doc
+    """a's sentence names `entity`; b defines it. The question is a's clause with the entity replaced by what b
+    says it is ("... runs which internal code name?"): finding the answer needs a, knowing what it is needs b."""
     ru = _ru(a.passage)
-    if ru:
-        ref = f"того, кто (что) упомянут в «{at}» рядом со словами {' '.join(a_anchors) or 'этого'}"
-    else:
-        ref = f"the one “{at}” mentions with the {' '.join(a_anchors) or 'same topic'}"
-    if b.kind == "definition":
-        q = f"Что такое {ref}?" if ru else f"What is {ref}?"
-    else:
-        b_anchors = [w for w in _anchors(b, rng, 2) if w.casefold() not in entity.casefold()]
-        wh = (_WH_RU if ru else _WH_EN).get(b.kind, "What")
-        q = (f"{wh} указано для: {' '.join(b_anchors)} у {ref}?" if ru
-             else f"{wh} is given for the {' '.join(b_anchors) or 'subject'} of {ref}?")
-    return GoldenItem(item_key(q, a.passage.chunk.chunk_id, b.passage.chunk.chunk_id), q, "multi-hop", True, b.answer,
+    head = _head(b.answer) if b.kind == "definition" else ""
+    slot = (f"какой {head}" if head else "кто или что") if ru else (f"which {head}" if head else "who or what")
+    c = cloze(a.sentence, entity, slot)
+    if not c:
+        at = _short_title(a.passage) or a.passage.doc
+        c = (f"{slot} упомянут в «{at}»" if ru else f"{slot} does “{at}” mention")
+    q = (c[:1].upper() + c[1:]).rstrip(" ?") + "?"
+    answer = f"{entity}: {b.answer}" if b.kind == "definition" else b.answer
+    return GoldenItem(item_key(q, a.passage.chunk.chunk_id, b.passage.chunk.chunk_id), q, "multi-hop", True, answer,
                       (_ref(a), _ref(b)), GENERATOR,
                       meta={"fact": f"bridge:{b.kind}", "entity": entity, "lang": a.passage.chunk.lang,
                             "overlap": round(overlap(q, a.sentence + " " + b.sentence), 3)})
@@ -292,7 +348,13 @@ def _as_float(s: str) -> float | None:
 def comparison_item(a: Fact, b: Fact, shared: str) -> GoldenItem:
     ta, tb = _short_title(a.passage) or a.passage.doc, _short_title(b.passage) or b.passage.doc
     ru = _ru(a.passage)
-    if a.kind == "date":
+    ca, cb = cloze(a.sentence, a.answer, "…", reach=4), cloze(b.sentence, b.answer, "…", reach=4)
+    if ca and cb and ca != cb:
+        if a.kind == "date":
+            q = f"Что было раньше: «{ca}» или «{cb}»?" if ru else f"Which came first: “{ca}” or “{cb}”?"
+        else:
+            q = f"Где больше: «{ca}» или «{cb}»?" if ru else f"Which is higher: “{ca}” or “{cb}”?"
+    elif a.kind == "date":
         q = (f"Что раньше по дате ({shared}): «{ta}» или «{tb}»?" if ru
              else f"Which came first for the {shared}: “{ta}” or “{tb}”?")
     else:
@@ -347,7 +409,7 @@ class Mix:
     """Shares of the set by question type (the rest are single-fact questions)."""
 
     multi_hop: float = 0.15
-    comparison: float = 0.10
+    comparison: float = 0.05
     unanswerable: float = 0.15
 
 
@@ -444,6 +506,7 @@ def _bridges(facts: Sequence[Fact], n: int, rng: random.Random) -> list[GoldenIt
                 about.setdefault(key, []).append(f)
     out: list[GoldenItem] = []
     pairs: set[tuple[str, str]] = set()
+    per_entity: Counter[str] = Counter()  # one popular name must not fill the multi-hop share alone
     for a in rng.sample(list(facts), len(facts)):
         if len(out) >= n:
             break
@@ -451,12 +514,15 @@ def _bridges(facts: Sequence[Fact], n: int, rng: random.Random) -> list[GoldenIt
             continue
         for nm in _NAME.finditer(a.sentence):
             ent = nm.group(1).strip().casefold()
-            targets = [b for b in about.get(ent, ()) if b.passage.doc != a.passage.doc and b.kind != "code"
+            targets = [b for b in about.get(ent, ()) if b.passage.doc != a.passage.doc and b.kind == "definition"
                        and (a.passage.chunk.chunk_id, b.passage.chunk.chunk_id) not in pairs]
-            if targets:
+            if targets and per_entity[ent] < 2:
                 b = rng.choice(targets)
                 pairs.add((a.passage.chunk.chunk_id, b.passage.chunk.chunk_id))
-                out.append(bridge_item(a, b, nm.group(1).strip(), rng))
+                item = bridge_item(a, b, nm.group(1).strip(), rng)
+                if item.query not in {o.query for o in out}:
+                    per_entity[ent] += 1
+                    out.append(item)
                 break
     return out
 
