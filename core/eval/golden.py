@@ -107,8 +107,21 @@ def _short_title(p: Passage) -> str:
     return t if 0 < len(t.split()) <= 7 and len(t) <= 60 else ""
 
 
+def _lines(text: str) -> str:
+    """A line that ends without punctuation before a capitalised line is a title or heading: its own paragraph
+    (else a passage given as 'Title\nBody' would glue the title onto the first sentence)."""
+    lines = text.split("\n")
+    out = []
+    for i, line in enumerate(lines):
+        nxt = lines[i + 1].lstrip() if i + 1 < len(lines) else ""
+        ends = line.rstrip()[-1:] in (".", "!", "?", ":", ";", ",")
+        out.append(line + ("\n\n" if line.strip() and nxt[:1].isupper() and not ends else "\n"))
+    return "".join(out)
+
+
 def _sentences(text: str) -> list[str]:
     out = []
+    text = _lines(text)
     for s, e in sentence_spans(text):
         sent = " ".join(text[s:e].split())
         if 5 <= len(sent.split()) <= 60 and not sent.startswith("#") and sum(c.isalpha() for c in sent) > 20:
@@ -147,9 +160,10 @@ def find_facts(p: Passage) -> list[Fact]:
         if i:
             facts.append(Fact(p, sent, "identifier", (i.group(1) or i.group(2)).strip()))
         title = (p.title or p.doc).casefold()
+        first = next((i for i, ch in enumerate(sent) if ch.isalpha()), 0)  # "* Unless ..." starts at 'U'
         for nm in _NAME.finditer(sent):
             name = nm.group(1).strip()
-            if nm.start() > 0 and name.casefold() not in title and name.split()[0].casefold() not in STOP \
+            if nm.start() > first and name.casefold() not in title and name.split()[0].casefold() not in STOP \
                     and len(name) > 3:
                 facts.append(Fact(p, sent, "name", name))
                 break
@@ -555,6 +569,7 @@ def _comparisons(facts: Sequence[Fact], n: int, index: CorpusIndex, rng: random.
         fs = by_word[(kind, w)]
         a = rng.choice(fs)
         others = [f for f in fs if f.passage.doc != a.passage.doc and f.passage.chunk.lang == a.passage.chunk.lang]
+        others = [f for f in others if f.answer != a.answer]  # equal figures compare nothing
         if others:
             out.append(comparison_item(a, rng.choice(others), w))
     return out
