@@ -290,6 +290,11 @@ class CorpusIndex:
                 out = set(hit) if out is None else out & hit
         return out or set()
 
+    def count(self, phrase: str) -> int:
+        """Chunks whose text holds the phrase (case-folded, spaces normalised)."""
+        ph = " ".join(phrase.casefold().split())
+        return sum(ph in " ".join(t.split()) for t in self.texts) if len(ph) > 20 else 0
+
     def contains(self, phrase: str) -> bool:
         ph = phrase.casefold()
         return any(ph in t for t in self.texts)
@@ -449,7 +454,8 @@ def generate(passages: Sequence[Passage], n: int, *, seed: int = 0, mix: Mix = M
         for d in docs:
             if r < len(by_doc[d]) and len(with_facts) < want:
                 p = by_doc[d][r]
-                found = find_facts(p)
+                # A sentence many chunks repeat (a licence header, a footer) identifies no passage.
+                found = [f for f in find_facts(p) if index.count(f.sentence) <= 2]
                 if found:
                     with_facts.add(p.chunk.chunk_id)
                     facts.extend(found)
