@@ -401,12 +401,16 @@ def near_miss(item: GoldenItem, f: Fact, index: CorpusIndex, vocab: Sequence[str
             alt = str(int(y) + d)
             if d and not index.contains(alt):
                 return _nm(item, q.replace(y, alt, 1), f"year {y} -> {alt}")
+    if f.kind in ("code", "identifier"):
+        return None  # a swapped identifier reads as noise, not as a question someone would ask
     anchors = list(item.meta.get("anchors", ()))
-    rest_terms = lambda drop: [a for a in anchors if a != drop] + ([] if f.kind == "code" else  # noqa: E731
-                                                                    [_short_title(f.passage)])
-    for target in rng.sample(anchors, len(anchors)) if anchors else []:
-        alike = [w for w in vocab if w[:1].isupper() == target[:1].isupper()]  # a name for a name, a word for a word
-        for cand in rng.sample(alike, min(40, len(alike))):
+    rest_terms = lambda drop: [a for a in anchors if a != drop] + [_short_title(f.passage)]  # noqa: E731
+    # Only a name is swapped, for another name the corpus uses: a swapped common word makes nonsense.
+    first = next((i for i, ch in enumerate(f.sentence) if ch.isalpha()), 0)
+    mid = {w for nm in _NAME.finditer(f.sentence) if nm.start() > first for w in nm.group(1).split()}
+    named = [a for a in anchors if a in mid and a.isalpha() and not q.startswith(a) and len(anchors) > 1]
+    for target in rng.sample(named, len(named)):
+        for cand in rng.sample(list(vocab), min(40, len(vocab))):
             if cand.casefold() == target.casefold() or cand.casefold() in q.casefold():
                 continue
             if index.together([*rest_terms(target), cand]):
@@ -469,11 +473,13 @@ def generate(passages: Sequence[Passage], n: int, *, seed: int = 0, mix: Mix = M
     single_facts = _spread(facts, n_single, len(docs), rng)
     singles = [single_item(f, rng) for f in single_facts]
     # Near-misses of single-fact questions, worded the same way as the answerable ones; a shortfall is left short.
-    vocab: dict[bool, list[str]] = {}
+    vocab: dict[bool, list[str]] = {}  # names the corpus uses mid-sentence, by language
     for f in facts:
-        for w in content_words(f.sentence):
-            if not any(c.isdigit() for c in w) and len(w) > 3:
-                vocab.setdefault(f.passage.chunk.lang == "ru", []).append(w)
+        first = next((i for i, ch in enumerate(f.sentence) if ch.isalpha()), 0)
+        for nm in _NAME.finditer(f.sentence):
+            for w in nm.group(1).split():
+                if nm.start() > first and w.isalpha() and len(w) > 3 and w.casefold() not in STOP:
+                    vocab.setdefault(f.passage.chunk.lang == "ru", []).append(w)
     vocab = {k: sorted(set(v)) for k, v in vocab.items()}
     misses: list[GoldenItem] = []
     for it, f in rng.sample(list(zip(singles, single_facts)), len(singles)):
