@@ -527,7 +527,8 @@ def _bridges(facts: Sequence[Fact], n: int, rng: random.Random) -> list[GoldenIt
     """A name in one chunk that another document is about (its title, or a definition's subject)."""
     about: dict[str, list[Fact]] = {}
     for f in facts:
-        for key in {(f.passage.title or "").casefold(), f.subject.casefold() if f.kind == "definition" else ""}:
+        subject = f.subject.casefold() if f.kind == "definition" else ""
+        for key in dict.fromkeys(((f.passage.title or "").casefold(), subject)):  # ordered: no set between runs
             if key and len(key) > 3:
                 about.setdefault(key, []).append(f)
     out: list[GoldenItem] = []
@@ -571,7 +572,7 @@ def _comparisons(facts: Sequence[Fact], n: int, index: CorpusIndex, rng: random.
     by_word: dict[tuple[str, str], list[Fact]] = {}
     for f in facts:
         if f.kind in ("number", "date"):
-            for w in _near_answer(f):
+            for w in sorted(_near_answer(f)):  # sorted: set order differs between processes
                 by_word.setdefault((f.kind, w), []).append(f)
     keys = [k for k, fs in by_word.items() if len({f.passage.doc for f in fs}) >= 2 and index.idf(k[1]) > 1.0]
     out: list[GoldenItem] = []
