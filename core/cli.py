@@ -285,7 +285,8 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def _eval_args(p: Parser) -> None:
-    p.add_argument("--dataset", required=True, help="sample, anthropic_codebase, beir_scifact or a .jsonl path")
+    p.add_argument("--dataset", required=True, help="sample, anthropic_codebase, beir_scifact, golden:NAME (a set "
+                   "stored in the workspace) or a .jsonl path")
     _add_common(p, config=False)
     p.set_defaults(workspace=None)  # public sets use their own workspace unless one is named
     p.add_argument("--config", action="append", default=[], help="config file or saved name; twice for A/B")
@@ -319,7 +320,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"error: --k expects whole numbers separated by commas, got {args.k!r}", file=sys.stderr)
         return 2
     try:
-        gs = at_level(load_dataset(args.dataset, datasets_root()), args.level, ks)
+        if args.dataset.startswith("golden:"):  # a set stored in this database (--db), read and closed again
+            if not Path(_db(args)).is_file():
+                raise DatasetError(f"{args.dataset}: no database at {_db(args)}")
+            golden_store = Store(_db(args), read_only=True)
+            try:
+                gs = at_level(load_dataset(args.dataset, store=golden_store), args.level, ks)
+            finally:
+                golden_store.close()
+        else:
+            gs = at_level(load_dataset(args.dataset, datasets_root()), args.level, ks)
     except DatasetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
