@@ -15,6 +15,11 @@ from core.eval.golden_llm import MODEL, LLMBudget, estimate, generate_llm_into
 PAGE = 10  # items listed per page in the overview
 
 
+def golden_sources(deps: Any, workspace: str) -> list[str]:
+    """The workspace's stored golden sets as Evaluate's sources ('golden:WORKSPACE/NAME', loaded by load_dataset)."""
+    return [f"golden:{workspace}/{s.name}" for s in deps.store.golden.sets(workspace)]
+
+
 def golden_panel(deps: Any, workspace: str) -> None:
     store = deps.store
     with st.expander("Golden sets from this workspace's documents: generate, curate, export", expanded=False):

@@ -62,6 +62,8 @@ def test_generate_then_accept_edit_reject_and_mark_unanswerable(evaluate: AppTes
     assert not got.answerable and got.qtype == "unanswerable"
     at.button(key="gold_reject").click().run()
     assert deps.store.golden.items("default", "mine")[0].status == "rejected"
+    at.radio(key="eval_source").set_value("golden:default/mine").run()  # the stored set is a source to evaluate
+    assert any("questions (" in c.value and "workspace 'default'" in c.value for c in at.caption)
     # rejected items leave the default view: the next item is on show
     assert at.selectbox(key="gold_item").options and "rejected" not in at.selectbox(key="gold_item").options[0]
     assert not at.exception
