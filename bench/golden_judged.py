@@ -2,8 +2,9 @@
 
     .venv/bin/python bench/golden_judged.py     # -> bench/sets/golden_judged_50.jsonl
 
-17 items from each of the beir_scifact and twowiki_multihop cuts and 16 from anthropic_codebase, generated exactly
-as bench/golden_validity.py generates them (same cut, same seed), drawn with seed 1. The verdicts in REJECT were
+17 items from each of the beir_scifact and twowiki_multihop cuts and 16 from anthropic_codebase, generated as
+bench/golden_validity.py generates them (seed 0) from corpus cuts of 200, 200 and 40 documents (its first run's
+cuts), drawn with seed 1. The verdicts in REJECT were
 written by a person reading each question, its answer and its gold sentence: rejected when the question is not
 understandable as a question (a fragment without its subject, a list of identifiers), when the gold does not give
 its answer or the answer is no fact, when it is ambiguous (a person could not tell which passage is meant), or when
