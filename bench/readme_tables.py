@@ -1493,6 +1493,33 @@ def house_proof(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
+def golden_validity(d: dict[str, Any], file: str) -> list[str]:
+    """Generated golden set vs the real one: Kendall tau of the configuration rankings by recall@5, per set."""
+    sets = d.get("sets") or []
+    out = ["### Generated golden sets against the real ones", "", caption(file, d), "",
+           f"Generator `{d.get('generator', '?')}`. Each set's corpus alone (never its questions) fed the offline "
+           f"generator; the same configurations were scored on both sets by {d.get('metric', 'recall@5')}. "
+           f"Dev set: {d.get('dev_set', 'not recorded')}. The split-half tau is the real set against itself (its "
+           "odd against its even questions): how well two halves of one hand-written set agree.", ""]
+    rows = []
+    for r in sets:
+        g = r.get("generated") or {}
+        sub = r.get("subsample") or {}
+        rows.append([f"`{r.get('set')}`", r.get("unit", "–"), num(r.get("real_scored")), num(r.get("generated_scored")),
+                     num(g.get("mean_overlap")), num(r.get("kendall_tau_b")),
+                     num((r.get("real_split_half_tau") or {}).get("tau")), f"`{r.get('real_winner')}`",
+                     f"`{r.get('generated_winner')}`", num(r.get("generated_winner_gap_points")),
+                     f"{num(sub.get('max_docs'))} docs / {num(sub.get('max_real_questions'))} q"])
+    out.append(md_table(["set", "level", "real q", "generated q", "overlap", "tau", "split-half tau", "real winner",
+                         "generated winner", "gap (points)", "cut"], rows))
+    for r in sets:
+        real = {x["config"]: x.get("recall@5") for x in r.get("rows", []) if x.get("set") == "real"}
+        gen = {x["config"]: x.get("recall@5") for x in r.get("rows", []) if x.get("set") == "generated"}
+        out += ["", f"`{r.get('set')}` recall@5, real / generated: "
+                + "; ".join(f"{c} {num(real.get(c), 3)} / {num(gen.get(c), 3)}" for c in real)]
+    return out
+
+
 PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
     ("Retrieval quality", [
         ("quality_anthropic_codebase.json", quality_codebase),
@@ -1503,6 +1530,7 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("generalise_sample.json", generalise_more),
         ("generalise_ac.json", generalise_more),
         ("generalise_sf.json", generalise_more),
+        ("golden_validity.json", golden_validity),
     ]),
     ("Compression cascade", [
         ("cascade_quality.json", cascade_quality),

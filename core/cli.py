@@ -312,7 +312,8 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def _eval_args(p: Parser) -> None:
-    p.add_argument("--dataset", required=True, help="sample, anthropic_codebase, beir_scifact or a .jsonl path")
+    p.add_argument("--dataset", required=True, help="sample, anthropic_codebase, beir_scifact, golden:NAME (a set "
+                   "stored in the workspace) or a .jsonl path")
     _add_common(p, config=False)
     p.set_defaults(workspace=None)  # public sets use their own workspace unless one is named
     p.add_argument("--config", action="append", default=[], help="config file or saved name; twice for A/B")
@@ -346,7 +347,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"error: --k expects whole numbers separated by commas, got {args.k!r}", file=sys.stderr)
         return 2
     try:
-        gs = at_level(load_dataset(args.dataset, datasets_root()), args.level, ks)
+        if args.dataset.startswith("golden:"):  # a set stored in this database (--db), read and closed again
+            if not Path(_db(args)).is_file():
+                raise DatasetError(f"{args.dataset}: no database at {_db(args)}")
+            golden_store = Store(_db(args), read_only=True)
+            try:
+                gs = at_level(load_dataset(args.dataset, store=golden_store), args.level, ks)
+            finally:
+                golden_store.close()
+        else:
+            gs = at_level(load_dataset(args.dataset, datasets_root()), args.level, ks)
     except DatasetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -788,6 +798,102 @@ def cmd_cag(args: argparse.Namespace) -> int:
     return 0
 
 
+def _golden_args(p: Parser) -> None:
+    sub = p.add_subparsers(dest="action", required=True)
+    g = sub.add_parser("generate", help="generate a golden set from the workspace's own documents and store it")
+    _add_common(g, config=False)
+    g.add_argument("--n", type=int, default=150, help="number of questions (default 150)")
+    g.add_argument("--name", default=None, help="set name (default generated-v<corpus version>-n<N>)")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--llm", action="store_true", help="Claude writes the items (needs ANTHROPIC_API_KEY); "
+                   "offline otherwise")
+    g.add_argument("--budget-usd", type=float, default=1.0, help="with --llm: stop before spending more")
+    _add_json(g, "the report as JSON")
+    e = sub.add_parser("export", help="write a stored golden set as JSONL (id, query, gold doc/chunk/span, answer, "
+                       "answerable, type)")
+    e.add_argument("name", help="set name, or WORKSPACE/NAME")
+    _add_common(e, config=False)
+    e.set_defaults(workspace=None)
+    e.add_argument("--out", required=True, help="JSONL file to write ('-' for stdout)")
+    ls = sub.add_parser("list", help="the workspace's golden sets with counts by status and type")
+    _add_common(ls, config=False)
+    _add_json(ls)
+
+
+def cmd_golden(args: argparse.Namespace) -> int:
+    from core.eval.golden import generate_into
+    from core.eval.golden_io import to_jsonl
+
+    if args.action == "list":
+        store = _open_store(args, "read")
+        rows = [{"name": r.name, "items": r.items, "by_status": dict(r.by_status), "by_type": dict(r.by_type),
+                 "generator": r.generator, "corpus_version": r.corpus_version} for r in
+                store.golden.sets(args.workspace)]
+        if args.json:
+            print(json.dumps(rows, ensure_ascii=False))
+        for r in [] if args.json else rows:
+            status = ", ".join(f"{k} {v}" for k, v in sorted(r["by_status"].items()))
+            types = ", ".join(f"{k} {v}" for k, v in sorted(r["by_type"].items()))
+            print(f"{r['name']}: {r['items']} items ({status}; {types}) by {r['generator'] or 'hand'}")
+        return 0
+    if args.action == "export":
+        store = _open_store(args, "read")
+        ws, name = args.workspace, args.name
+        if ws is None and "/" in name:
+            ws, name = name.split("/", 1)
+        if ws is None:
+            where = store.golden.find_set(name)
+            if len(where) != 1:
+                print(f"error: golden set {name!r} is in {len(where)} workspaces{': ' + ', '.join(where) if where else ''}"
+                      "; name one with --workspace", file=sys.stderr)
+                return 2
+            ws = where[0]
+        items = store.golden.items(ws, name)
+        if not items and name not in {r.name for r in store.golden.sets(ws)}:
+            print(f"error: no golden set {name!r} in workspace {ws!r}", file=sys.stderr)
+            return 2
+        text = to_jsonl(items)
+        if args.out == "-":
+            sys.stdout.write(text)
+        else:
+            Path(args.out).write_text(text, encoding="utf-8")
+            print(f"wrote {text.count(chr(10))} items of {ws}/{name} to {args.out}")
+        return 0
+    if args.n < 1:
+        print("error: --n must be 1 or more", file=sys.stderr)
+        return 2
+    store = _open_store(args, "write")
+    progress = _stderr_progress("facts") if sys.stderr.isatty() else None
+    if args.llm:
+        from core.eval.golden_llm import LLMBudget, generate_llm_into
+
+        deps = build_deps(PipelineConfig(), store=store)
+        if deps.llm is None or not deps.llm.available:
+            print("error: --llm needs an Anthropic key (ANTHROPIC_API_KEY); without --llm the offline generator "
+                  "runs", file=sys.stderr)
+            return 2
+        report = generate_llm_into(store.golden, store.corpus, deps.llm, args.workspace, args.n, name=args.name,
+                                   seed=args.seed, budget=LLMBudget(args.budget_usd),
+                                   corpus_version=store.corpus.corpus_version(args.workspace))
+    else:
+        try:
+            report = generate_into(store.golden, store.corpus, args.workspace, args.n, name=args.name,
+                                   seed=args.seed, corpus_version=store.corpus.corpus_version(args.workspace),
+                                   progress=(lambda d, t, m: progress(d, t)) if progress else None)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    if args.json:
+        print(json.dumps(report.to_dict(), ensure_ascii=False))
+    else:
+        types = ", ".join(f"{k} {v}" for k, v in sorted(report.by_type.items()))
+        print(f"golden set {report.name} in workspace {report.workspace}: {report.items} items ({types}); "
+              f"mean question-gold sentence overlap {report.mean_overlap}")
+        for note in report.notes:
+            print(f"note: {note}")
+    return 0
+
+
 @dataclass(frozen=True)
 class Command:
     """One subcommand: its name and help line, the builder of its arguments and the handler main() runs."""
@@ -811,6 +917,8 @@ COMMANDS = (
     Command("cache", "semantic answer cache: stats, or clear this workspace's cached answers; compact: reclaim the "
             "token-vector file's deleted space", _cache_args, cmd_cache),
     Command("cag", "cache-augmented generation: whole corpus in a cached prompt; estimate first", _cag_args, cmd_cag),
+    Command("golden", "golden sets from the workspace's own documents: generate, list, export as JSONL", _golden_args,
+            cmd_golden),
     Command("trace", "export logged query traces (OpenTelemetry / OpenInference spans, or JSON)", _trace_args,
             cmd_trace),
 )

@@ -22,6 +22,7 @@ from core.eval.datasets import (
 )
 from core.eval.run import NamedConfig, compare, load_run, per_query_diff, run_eval
 from pages import _state
+from pages._golden_panel import golden_panel, golden_sources
 
 RUNS_KEY = "eval_runs"  # eval ids of the A and B runs on show
 SAVED_KEY = "eval_saved_msg"  # confirmation of the last Save, shown after the rerun that lists the new config
@@ -32,7 +33,7 @@ st.title("Evaluate")
 
 # -- golden set ------------------------------------------------------------------------------------------------------
 root = default_root()
-sources = available_datasets(root) + ["upload", "paste"]
+sources = available_datasets(root) + golden_sources(deps, ws) + ["upload", "paste"]
 src = st.radio("Golden set", sources, horizontal=True, key="eval_source")
 gs = None
 try:
@@ -43,7 +44,7 @@ try:
         text = st.text_area("One JSON object per line", key="eval_paste", height=120)
         gs = parse_jsonl(text, "pasted") if text.strip() else None
     else:
-        gs = load_dataset(src, root)
+        gs = load_dataset(src, root, store=deps.store)
 except DatasetError as exc:
     st.error(escape_md(exc))  # names the uploaded file
 if gs is None:
@@ -122,6 +123,7 @@ with st.expander("Router: confusion matrix on its test split"):
                "never used in fitting; each question with its corpus-coverage feature as stored. The LLM router "
                "(with a key) is not scored here.")
 
+golden_panel(deps, ws)  # generate and curate this workspace's own golden sets
 # -- past runs: any two stored runs can be reopened ------------------------------------------------------------------
 run_ws = (gs.workspace if gs is not None and gs.workspace else ws)
 past = corpus_ops.eval_runs(deps.store, run_ws)

@@ -11,6 +11,7 @@ from core.app.routing import NO_RETRIEVAL, route_names
 from core.config import ConfigError, PipelineConfig
 from core.pipeline import QueryError, run_query
 from pages import _form, _state, _widgets
+from pages._gold_from_lab import add_to_golden
 
 TRACE_KEY, SESSION_KEY, BUILT_KEY, TOKENS_KEY = "lab_traces", "lab_session_counters", "lab_build_done", "lab_tokens"
 ANYWAY_KEY = "lab_search_anyway"  # the route override was set by "Search the documents anyway", for this question only
@@ -238,3 +239,4 @@ st.download_button(":material/download: Trace as OpenTelemetry JSON (OpenInferen
                    file_name=f"trace-{trace.config_hash}.otlp.json",
                    mime="application/json", key="trace_download", on_click="ignore")
 _widgets.chunk_detail(trace, corpus_ops.chunk_lookup(store), ws, doc_names)
+add_to_golden(deps, ws, trace, doc_names)

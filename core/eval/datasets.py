@@ -18,11 +18,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
 
 from core.config import PipelineConfig
-from core.deps import datasets_root
+from core.deps import datasets_root, db_path
+from core.eval.golden_io import item_json, usable
 from core.eval.metrics import DEFAULT_KS, Gold, MatchMode, Unit
 from core.ingest.context import build_heuristic
 from core.ingest.pipeline import ingest_files, read_paths, token_sink
 from core.models.embed import Embedder, embed_with_cache
+from core.store import Store, StoreError
 from core.text import count_tokens, detect_language
 from core.types import Chunk, Document
 
@@ -532,10 +534,54 @@ def at_level(gs: GoldenSet, level: str | None = None, ks: Sequence[int] | None =
     return replace(out, unit=unit)  # type: ignore[arg-type]
 
 
+# -- a golden set stored in a workspace (core/store/golden.py) ------------------------------------------------------
+def golden_set(name: str, store: Any = None, workspace: str | None = None) -> GoldenSet:
+    """The stored set `name` ('WORKSPACE/NAME' names the workspace) as a GoldenSet over its own workspace; rejected
+    items are left out. Each item goes through the JSONL reader (parse_line), so a stored set and its export read
+    back alike. Without `store` the database at RAG_DB (core.deps) is opened read-only for the read and closed."""
+    if "/" in name and workspace is None:
+        workspace, name = name.split("/", 1)
+    if store is None:
+        path = db_path()
+        if not Path(path).is_file():
+            raise DatasetError(f"golden:{name}: no database at {path} (set RAG_DB or pass --db)")
+        try:
+            own = Store(path, read_only=True)
+        except StoreError as exc:
+            raise DatasetError(f"golden:{name}: {exc}") from exc
+        try:
+            return golden_set(name, own, workspace)
+        finally:
+            own.close()
+    if workspace is None:
+        where = store.golden.find_set(name)
+        if not where:
+            raise DatasetError(f"no golden set named {name!r} in any workspace (python -m core golden generate)")
+        if len(where) > 1:
+            raise DatasetError(f"golden set {name!r} exists in workspaces {', '.join(where)}: name one as "
+                               f"golden:WORKSPACE/{name}")
+        workspace = where[0]
+    items = store.golden.items(workspace, name)
+    if not items and name not in {s.name for s in store.golden.sets(workspace)}:
+        raise DatasetError(f"no golden set named {name!r} in workspace {workspace!r}")
+    queries: list[GoldenQuery] = []
+    problems: list[Problem] = []
+    for n, it in enumerate(usable(items), start=1):
+        try:
+            queries.append(parse_line(item_json(it), n))
+        except ValueError as exc:
+            problems.append(Problem(n, it.item_id, str(exc)))
+    return GoldenSet(name, queries, problems, workspace=workspace, source=f"golden:{workspace}/{name}")
+
+
 # -- resolving a name or path -------------------------------------------------------------------------------------
-def load_dataset(name_or_path: str, root: Path) -> GoldenSet:
+def load_dataset(name_or_path: str, root: Path | None = None, *, store: Any = None) -> GoldenSet:
     """'sample', 'anthropic_codebase', 'beir_scifact', 'twowiki_multihop' (under root), 'beir:PATH' (a BEIR folder),
+    'golden:NAME' or 'golden:WORKSPACE/NAME' (a set stored in the database: `store`, else RAG_DB read-only),
     or a path to a .jsonl / .csv golden set (or to a BEIR folder)."""
+    if name_or_path.startswith("golden:"):
+        return golden_set(name_or_path[7:], store)
+    root = datasets_root() if root is None else root
     if name_or_path == "sample":
         return sample_set()
     if name_or_path == "anthropic_codebase":

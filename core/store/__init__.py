@@ -4,14 +4,14 @@ technique logic in here. See core/store/db.py for the single-writer / many-reade
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
-from core.store import answers, caches, corpus, graph, graph_review, ledger, runs
+from core.store import answers, caches, corpus, golden, graph, graph_review, ledger, runs
 from core.store.answers import Answers
 from core.store.caches import Caches
 from core.store.corpus import Corpus
-from typing import Callable
-
 from core.store.db import SCHEMA_VERSION, CompactReport, Database, StoreError
+from core.store.golden import Golden
 from core.store.graph import Graph
 from core.store.graph_review import Communities, Review
 from core.store.ledger import Ledger
@@ -20,11 +20,11 @@ from core.store.tokvec_file import files_beside as token_vector_files
 from core.store.workspaces import Workspaces
 from core.types import DocumentRow
 
-__all__ = ["SCHEMA_VERSION", "Caches", "CompactReport", "Communities", "Corpus", "Database", "DocumentRow", "Graph", "Ledger",
-           "Review", "Runs", "Store", "StoreError", "token_vector_files"]
+__all__ = ["SCHEMA_VERSION", "Caches", "CompactReport", "Communities", "Corpus", "Database", "DocumentRow", "Golden",
+           "Graph", "Ledger", "Review", "Runs", "Store", "StoreError", "token_vector_files"]
 
 TABLES: tuple[str, ...] = (*corpus.TABLES, *caches.TABLES, *runs.TABLES, *ledger.TABLES, *graph.TABLES,
-                           *graph_review.TABLES, *answers.TABLES)
+                           *graph_review.TABLES, *answers.TABLES, *golden.TABLES)
 MIGRATIONS: tuple[tuple[int, str], ...] = (*ledger.MIGRATIONS,)
 
 
@@ -43,6 +43,7 @@ class Store:
         self.communities = Communities(self.db)
         self.answers = Answers(self.db)
         self.workspaces_repo = Workspaces(self.db)
+        self.golden = Golden(self.db)
 
     @classmethod
     def open(cls, path: str | Path, *, read_only: bool = False) -> Store:

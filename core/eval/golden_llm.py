@@ -1,0 +1,218 @@
+"""Golden-set items written by Claude: per sampled chunk, the document as a cached prefix, a JSON schema, a budget.
+
+Documents are taken one at a time: every call about a chunk of a document sends the same system block and the same
+document block (both cache breakpoints), so the second and later calls read the prefix from the cache. Before each
+call the worst case (the whole prompt at the cache-write price plus the full output allowance) is checked against
+what is left of the budget, so the budget is never overshot. Every item is validated before it is kept: the gold
+span must be in its chunk, the answer's words in the span, and a near-miss's swapped-in term absent from every
+chunk; a malformed reply or a failed call costs that chunk's items and nothing else.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from core.eval.golden import (
+    CorpusIndex,
+    CorpusReader,
+    GenerateReport,
+    GoldenWriter,
+    Passage,
+    content_words,
+    counts_by_type,
+    default_name,
+    mean_overlap,
+    overlap,
+    passages_from,
+    item_key,
+)
+from core.eval.metrics import span_in_text
+from core.models.llm import LLM, LLMError, LLMRequest, TextBlock, parse_json
+from core.models.pricing import worst_call_usd
+from core.store.golden import GoldenItem, GoldRef
+from core.text import estimate_llm_tokens
+
+GENERATOR = "claude-v1"
+MODEL = "claude-haiku-4-5"
+MAX_DOC_CHARS = 60_000  # a longer document is cut: the chunk itself is always sent whole
+MAX_OUTPUT = 700
+Progress = Callable[[int, int, str], None]
+
+INSTRUCTIONS = """You write evaluation questions for a retrieval system over the user's own documents.
+You are given a whole document and then one passage of it. Write questions a user of these documents would ask
+whose answer is stated in THAT passage. Rules:
+- Ask about one fact (a name, number, date, identifier, definition or relation) in your own words: do not copy the
+  passage's sentence; mention only what a person would need to say to be understood.
+- "gold_span" is copied exactly, character for character, from the passage: the shortest sentence or clause that
+  states the answer.
+- "answer" is short and its words appear in gold_span.
+- Also write one near-miss: the same kind of question with one entity, period or attribute swapped for one the
+  document does not mention; give that swapped-in term as "missing_term" and set answerable to false, gold_span "".
+- Write in the passage's language (a Russian passage gets Russian questions).
+Reply with JSON only, valid for the schema."""
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"items": {"type": "array", "items": {
+        "type": "object",
+        "properties": {
+            "question": {"type": "string"}, "answer": {"type": "string"}, "gold_span": {"type": "string"},
+            "type": {"type": "string", "enum": ["factoid", "exact-id", "unanswerable"]},
+            "answerable": {"type": "boolean"}, "missing_term": {"type": "string"},
+        },
+        "required": ["question", "answer", "gold_span", "type", "answerable", "missing_term"],
+        "additionalProperties": False}}},
+    "required": ["items"], "additionalProperties": False,
+}
+
+
+@dataclass
+class LLMBudget:
+    """A hard dollar limit; `spent` grows with each call's priced usage."""
+
+    usd: float
+    spent: float = 0.0
+
+    def allows(self, worst: float) -> bool:
+        return self.spent + worst <= self.usd
+
+
+@dataclass
+class Outcome:
+    items: list[GoldenItem] = field(default_factory=list)
+    calls: int = 0
+    rejected: dict[str, int] = field(default_factory=dict)
+    stopped: str = ""  # why it ended early ("budget", ...), "" when it finished
+
+    def reject(self, why: str) -> None:
+        self.rejected[why] = self.rejected.get(why, 0) + 1
+
+
+def _norm(s: str) -> str:
+    return " ".join(s.split())
+
+
+def request_for(p: Passage, doc_text: str, model: str = MODEL) -> LLMRequest:
+    """The prefix (instructions, document) is byte-identical for every chunk of one document."""
+    doc = doc_text[:MAX_DOC_CHARS]
+    return LLMRequest(model, (TextBlock(INSTRUCTIONS, cache=True),),
+                      (TextBlock(f"<document title=\"{p.title}\">\n{doc}\n</document>", cache=True),
+                       TextBlock(f"<passage>\n{p.chunk.text}\n</passage>\nWrite one or two answerable questions and "
+                                 "one near-miss about this passage.")),
+                      max_tokens=MAX_OUTPUT, json_schema=SCHEMA, purpose="golden", ref_id=p.chunk.chunk_id)
+
+
+def validate(raw: Any, p: Passage, index: CorpusIndex, out: Outcome) -> list[GoldenItem]:
+    """Items of one reply that pass every check; each failure is counted by its reason."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("items"), list):
+        out.reject("malformed reply")
+        return []
+    kept = []
+    text = _norm(p.chunk.text)
+    for obj in raw["items"]:
+        if not isinstance(obj, dict) or not isinstance(obj.get("question"), str) or not obj["question"].strip():
+            out.reject("no question")
+            continue
+        q = _norm(obj["question"])
+        answerable = obj.get("answerable") is not False and obj.get("type") != "unanswerable"
+        if answerable:
+            span, answer = _norm(str(obj.get("gold_span", ""))), _norm(str(obj.get("answer", "")))
+            if not span or not (span in text or span_in_text(span, text, 0.9)):
+                out.reject("span not in its chunk")
+                continue
+            aw = {w.casefold() for w in content_words(answer)}
+            if not answer or (aw and len(aw & {w.casefold() for w in content_words(span)}) < 0.5 * len(aw)):
+                out.reject("answer not in its span")
+                continue
+            qtype = obj.get("type") if obj.get("type") in ("factoid", "exact-id") else "factoid"
+            kept.append(GoldenItem(item_key("llm", q, p.chunk.chunk_id), q, qtype, True, answer,
+                                   (GoldRef(p.doc, p.chunk.chunk_id, span),), GENERATOR,
+                                   meta={"overlap": round(overlap(q, span), 3), "lang": p.chunk.lang}))
+        else:
+            term = _norm(str(obj.get("missing_term", "")))
+            if not term or index.contains(term):
+                out.reject("near-miss term found in the corpus" if term else "near-miss without its term")
+                continue
+            kept.append(GoldenItem(item_key("llm-nm", q), q, "unanswerable", False, "", (), GENERATOR,
+                                   meta={"missing_term": term, "lang": p.chunk.lang, "near_miss_of": p.chunk.chunk_id}))
+    return kept
+
+
+def estimate(passages: Sequence[Passage], doc_texts: dict[str, str], calls: int, model: str = MODEL) -> float:
+    """Worst-case dollars for `calls` chunk calls (every prompt at the cache-write price, full output)."""
+    if not passages or calls <= 0:
+        return 0.0
+    sizes = [estimate_llm_tokens(INSTRUCTIONS) + estimate_llm_tokens(doc_texts.get(p.doc, "")[:MAX_DOC_CHARS])
+             + estimate_llm_tokens(p.chunk.text) + 40 for p in passages]
+    mean = sum(sizes) / len(sizes)
+    return calls * worst_call_usd(model, int(mean), 0, MAX_OUTPUT)
+
+
+def generate_llm(passages: Sequence[Passage], doc_texts: dict[str, str], llm: LLM, n: int, *, budget: LLMBudget,
+                 seed: int = 0, model: str = MODEL, workspace: str = "default",
+                 progress: Progress | None = None) -> Outcome:
+    """About n items (each call gives up to three): documents one at a time, a few chunks of each."""
+    rng = random.Random(seed)
+    index = CorpusIndex(passages)
+    by_doc: dict[str, list[Passage]] = {}
+    for p in passages:
+        by_doc.setdefault(p.doc, []).append(p)
+    docs = sorted(by_doc)
+    rng.shuffle(docs)
+    calls_wanted = max(1, -(-n // 2))
+    per_doc = max(1, -(-calls_wanted // max(1, len(docs))))
+    out = Outcome()
+    for d in docs:
+        for p in rng.sample(by_doc[d], min(per_doc, len(by_doc[d]))):
+            if len(out.items) >= n:
+                return out
+            req = request_for(p, doc_texts.get(d, p.chunk.text), model)
+            prefix = sum(estimate_llm_tokens(b.text) for b in (*req.system, *req.user))
+            if not budget.allows(worst_call_usd(model, prefix, 0, MAX_OUTPUT)):
+                out.stopped = "budget"
+                return out
+            out.calls += 1
+            try:
+                resp = llm.complete(req, workspace=workspace)
+            except LLMError as exc:
+                out.reject(f"call failed ({exc.kind})")
+                if exc.kind in ("auth", "unavailable", "budget"):
+                    out.stopped = exc.kind
+                    return out
+                continue
+            budget.spent += resp.usage.usd
+            try:
+                data = resp.data if resp.data is not None else parse_json(resp.text)
+            except LLMError:
+                out.reject("malformed reply")
+                continue
+            out.items.extend(validate(data, p, index, out))
+            if progress:
+                progress(min(len(out.items), n), n, f"{out.calls} calls, ${budget.spent:.4f}")
+    return out
+
+
+def generate_llm_into(golden: GoldenWriter, corpus: CorpusReader, llm: LLM, workspace: str, n: int, *,
+                      name: str | None = None, seed: int = 0, budget: LLMBudget, corpus_version: int = 0,
+                      model: str = MODEL, progress: Progress | None = None,
+                      doc_text: Callable[[str], str | None] | None = None) -> GenerateReport:
+    passages = passages_from(corpus, workspace)
+    if not passages:
+        raise ValueError(f"workspace {workspace!r} holds no chunks: ingest documents first")
+    texts: dict[str, str] = {}
+    by_name = {p.doc: p.chunk.doc_id for p in passages}
+    for nm, did in by_name.items():
+        t = doc_text(did) if doc_text else None
+        texts[nm] = t if t else "\n\n".join(q.chunk.text for q in passages if q.doc == nm)
+    out = generate_llm(passages, texts, llm, n, budget=budget, seed=seed, model=model, workspace=workspace,
+                       progress=progress)
+    items = out.items[:n]
+    name = name or default_name(corpus_version, n) + "-claude"
+    golden.put_set(workspace, name, items, generator=GENERATOR, corpus_version=corpus_version,
+                   notes=f"{model}, seed {seed}, ${budget.spent:.4f} of ${budget.usd:.2f}")
+    notes = tuple([f"{out.calls} calls, ${budget.spent:.4f} spent of ${budget.usd:.2f}"]
+                  + [f"rejected {v}: {k}" for k, v in sorted(out.rejected.items())]
+                  + ([f"stopped early: {out.stopped}"] if out.stopped else []))
+    return GenerateReport(name, workspace, len(items), counts_by_type(items), mean_overlap(items), GENERATOR,
+                          budget.spent, notes)
