@@ -44,3 +44,5 @@ class FusionConfig(Section):
     foreign_dense_weight: float = Field(0.0, ge=0, le=1,
                                         description="factor on the dense and graph weights when the embedder does "
                                                     "not cover the query's language; 0 = drop those lists")
+    multilingual_weight: float = Field(1.0, ge=0, description="weight of the multilingual dense list (dense_ml) "
+                                                               "in fusion when it runs")
