@@ -304,6 +304,16 @@ def _ml_plan(q: _Query, config: PipelineConfig, deps: Deps) -> tuple[Multilingua
 ML_EMBED_S_PER_CHUNK = 0.2
 
 
+def _cross_lingual_aside(q: _Query, dense_ml: Sequence[Candidate]) -> str | None:
+    """Why MMR steps aside for this question, or None: a cross-lingual question ranked by the multilingual list. MMR
+    trades that ranking for diversity by the main embedder's vectors; on xquad de->en it cost recall@5
+    (bench/results/xquad.json, 'cascade_ceiling')."""
+    if not dense_ml or q.ml is None or not q.ml.cross_lingual:
+        return None
+    return (f"cross-lingual question ({q.ml.note.removeprefix('dense·e5: ').split(' (')[0]}): MMR steps aside, "
+            "keeping the multilingual ranking")
+
+
 def _dense_ml(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
     """The multilingual list: the question's e5 query vector against the corpus's stored e5 passage vectors."""
     assert q.ml is not None
@@ -328,6 +338,10 @@ def _fuse(q: _Query, config: PipelineConfig, lists: dict[str, list[Candidate]]) 
         notes.append(f"dense weight x{f.foreign_dense_weight:g}: embedder does not cover '{q.lang}'")
     transforms = [name for name in lists if name in (Stage.HYDE, Stage.MULTI_QUERY, Stage.DECOMPOSE)]
     ml = [name for name in lists if name == Stage.DENSE_ML]
+    if ml and q.ml is not None and q.ml.cross_lingual:
+        weights[0] *= f.cross_lingual_bm25_weight
+        notes.append(f"bm25 weight x{f.cross_lingual_bm25_weight:g}: the question's language ({q.lang}) is none of the "
+                     "corpus's, so BM25 matches only names, numbers and shared words (fusion.cross_lingual_bm25_weight)")
     weights += [f.multilingual_weight] * len(ml)  # the multilingual list comes right after dense (see _retrieve)
     graph = [name for name in lists if name not in (Stage.BM25, Stage.DENSE, Stage.DENSE_ML, *transforms)]
     # Graph lists lean on the same embedder (seeds, community map): the same foreign-language weight as dense.
@@ -579,7 +593,8 @@ def _retrieve(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
     pool = tracer.step(Stage.PRUNE, lambda: _prune(q, pool, c, deps), keep=pool,
                        skip=off(c.prune.enabled, "prune.enabled", pool, "no candidates to prune"))
     pool = tracer.step(Stage.MMR, lambda: _mmr(q, pool, c, deps), keep=pool,
-                       skip=off(c.mmr.enabled, "mmr.enabled", pool, "no candidates to diversify"))
+                       skip=off(c.mmr.enabled, "mmr.enabled", pool, "no candidates to diversify")
+                       or _cross_lingual_aside(q, dense_ml))
     pool = tracer.step(Stage.EXPAND, lambda: _expand(q, pool, c, deps), keep=pool,
                        skip=off(c.expand.enabled, "expand.enabled", pool, "no candidates to expand"))
 

@@ -82,15 +82,15 @@ def test_config_diff_lists_only_changed_settings() -> None:
 # The stable hash names every cached answer, run and trace: moving or describing fields must never change it. These
 # values were computed at 1eaf686, before the config was split into files and described, and moved once since, on
 # purpose: issue #34 added embedding.multilingual (default auto: a cross-lingual question now reads another list),
-# embedding.multilingual_model and fusion.multilingual_weight, so a default run is a different configuration.
+# embedding.multilingual_model, fusion.multilingual_weight and fusion.cross_lingual_bm25_weight, so a default run is a different configuration.
 PINNED_HASHES = {
-    "default": ({}, "39c743e70547"),
-    "rerank off": ({"rerank.enabled": False}, "aa15fa1f656d"),
-    "heuristic context": ({"context.variant": "heuristic"}, "e5e1c2558e98"),
-    "router off": ({"router.enabled": False}, "3b637110920b"),
-    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "55ab7d763b76"),
-    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "61e7d402ef01"),
-    "torch runtime": ({"embedding.runtime": "torch"}, "23885c14f555"),
+    "default": ({}, "9c232f69cf7a"),
+    "rerank off": ({"rerank.enabled": False}, "97eef70deaea"),
+    "heuristic context": ({"context.variant": "heuristic"}, "f98c229e75ab"),
+    "router off": ({"router.enabled": False}, "4b4a81434c74"),
+    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "878710744498"),
+    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "afced7323aed"),
+    "torch runtime": ({"embedding.runtime": "torch"}, "99fd05fa4f5f"),
 }
 
 

@@ -105,6 +105,8 @@ def test_a_cross_lingual_question_reads_the_multilingual_list_once_built(ml_deps
     fused = after.stage("fused")
     assert "Revenue grew" in fused.candidates[0].text and fused.candidates[0].meta["rank_dense_ml"] == 1
     assert after.stage("route").info["class"] not in ("out-of-scope", "chitchat")
+    assert any("bm25 weight x0" in n for n in fused.notes) and fused.info["weights"][0] == 0.0
+    assert "cross-lingual question (question ru, corpus en): MMR steps aside" in after.stage("mmr").skipped
     assert "dense_ml" in [s["stage"] for s in json.loads(json.dumps(after.to_dict()))["stages"]]
 
 

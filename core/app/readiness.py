@@ -99,6 +99,15 @@ def multilingual_need(store: Any, cfg: PipelineConfig, workspace: str, total: in
                 f"{total:,} chunks missing")
 
 
+def trace_multilingual_need(store: Any, cfg: PipelineConfig, workspace: str, trace: Any) -> Need | None:
+    """The multilingual build a query's trace asked for: its dense_ml stage was skipped because the vectors are
+    missing (the Search Lab offers it under the trace)."""
+    st = trace.stage("dense_ml")
+    if st is None or not st.skipped or "not built" not in st.skipped:
+        return None
+    return multilingual_need(store, cfg, workspace, store.corpus.count("chunks", workspace))
+
+
 def _late_texts(store: Any, cfg: PipelineConfig, workspace: str) -> list[str]:
     """Every chunk as late interaction reads it: context + chunk when the reranker reads contexts (the same text the
     rerank stage builds, so the vectors warmed here are the ones it looks up)."""

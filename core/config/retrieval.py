@@ -46,3 +46,7 @@ class FusionConfig(Section):
                                                     "not cover the query's language; 0 = drop those lists")
     multilingual_weight: float = Field(1.0, ge=0, description="weight of the multilingual dense list (dense_ml) "
                                                                "in fusion when it runs")
+    cross_lingual_bm25_weight: float = Field(
+        0.0, ge=0, le=1, description="factor on the BM25 weight when the question's language is none of the corpus's "
+                                     "and the multilingual list ran (BM25 then matches only names, numbers and "
+                                     "shared words); 0 = drop BM25")

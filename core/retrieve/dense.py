@@ -48,7 +48,7 @@ class MultilingualPlan:
 
     run: bool
     note: str
-    cross_lingual: bool = False  # the question's language is not the corpus's main language
+    cross_lingual: bool = False  # the question's language is none of the corpus's
 
 
 def corpus_languages(counts: Mapping[str, int]) -> list[str]:
@@ -65,16 +65,14 @@ def multilingual_plan(mode: str, question_lang: str, counts: Mapping[str, int],
     langs = corpus_languages(counts)
     corpus = "+".join(langs) if langs else "empty"
     facts = f"question {question_lang}, corpus {corpus}"
-    cross = bool(langs) and question_lang != langs[0]
+    cross = bool(langs) and question_lang not in langs
     if mode == "off":
         return MultilingualPlan(False, "embedding.multilingual = off", cross)
     if mode == "on":
         return MultilingualPlan(True, f"dense·e5: {facts} (embedding.multilingual = on)", cross)
     reasons = []
-    if langs and question_lang not in langs:
+    if cross:
         reasons.append("the question's language is not the corpus's")
-    elif cross:
-        reasons.append("the question is not in the corpus's main language")
     if len(langs) > 1:
         reasons.append("the corpus is mixed")
     if main_languages is not None and question_lang not in main_languages:
