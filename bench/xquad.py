@@ -7,7 +7,7 @@ vectors in the workspace; core.pipeline.run_query runs it, unlogged). Recall is 
 document): a stage hits @k when a gold paragraph is among the first k distinct documents of its list.
 
     nice -n 10 .venv/bin/python bench/xquad.py                 # all four directions -> bench/results/xquad.json
-    nice -n 10 .venv/bin/python bench/xquad.py --directions ru-en --set fusion.multilingual_weight=2 --no-write
+    nice -n 10 .venv/bin/python bench/xquad.py --directions en,ru --set embedding.multilingual=off --name xquad_off
 """
 from __future__ import annotations
 
@@ -182,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="score only the first N questions of each direction")
     ap.add_argument("--set", action="append", default=[], help="KEY=VALUE over the shipped defaults")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--name", default="xquad", help="results file name (bench/results/NAME.json)")
     ap.add_argument("--dump", default=None, help="also write every question's stage lists (top 20) to this file")
     args = ap.parse_args(argv)
     overrides = {k: parse_set_value(v) for k, v in (s.split("=", 1) for s in args.set)}
@@ -214,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in out["directions"].values():
         r.pop("_per_question", None)
     if not args.no_write:
-        write_result("xquad", out)
+        write_result(args.name, out)
     else:
         print(json.dumps({d: {k: v for k, v in r.items() if k in ("routes", "skipped", "notes", "no_retrieval_examples")}
                           for d, r in out["directions"].items()}, ensure_ascii=False, indent=1))

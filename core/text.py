@@ -208,7 +208,7 @@ _LATIN_STOP = {
     "en": EN_STOP | frozenset("there their they been but not which into than then also".split()),
     "de": frozenset("der die das und ist nicht ein eine einer eines dem den des mit von zu auf für im sich wie "
                     "wer was wann wo warum welche welcher welches wurde wurden hat haben sind auch bei aus nach "
-                    "oder als noch durch über vom zum zur dass welchem welchen worauf wohin woher man unter".split()),
+                    "oder als noch durch über vom zum zur dass welchem welchen worauf wohin woher man unter in".split()),
     "fr": frozenset("le la les et est une des du dans pour qui que quel quelle quels pas par sur avec sont au aux "
                     "ce cette il elle ont été comment pourquoi où".split()),
     "es": frozenset("el la los las y es una del en por que qué cuál cuándo dónde quién con para se su sus al "
