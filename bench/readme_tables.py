@@ -1380,9 +1380,10 @@ Section = Callable[[dict[str, Any], str], list[str]]
 
 def xquad(d: dict[str, Any], file: str) -> list[str]:
     """Cross-lingual retrieval (bench/xquad.py): recall@1 / @5 per stage and direction, routes, costs, weight choice."""
-    out = ["### Cross-lingual retrieval (xquad_crosslingual)", "", caption(file, d), "",
+    title = "Cross-lingual retrieval (xquad_crosslingual)" + (", multilingual list off" if file != "xquad.json" else "")
+    out = [f"### {title}", "", caption(file, d), "",
            "Questions in one language over paragraphs in another (issue #34), shipped defaults (answer off: it reads "
-           "the final list and changes none). Document-level recall@1 / @5 of each stage; a stage that did not run "
+           f"the final list and changes none); settings {d.get('config')}. Document-level recall@1 / @5 of each stage; a stage that did not run "
            "for a question counts as a miss.", ""]
     stages = ("bm25", "dense", "dense_ml", "fused", "final")
     rows = []
@@ -1449,6 +1450,7 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("generalise_ac.json", generalise_more),
         ("generalise_sf.json", generalise_more),
         ("xquad.json", xquad),
+        ("xquad_off.json", xquad),
     ]),
     ("Compression cascade", [
         ("cascade_quality.json", cascade_quality),
