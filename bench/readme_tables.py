@@ -1472,6 +1472,46 @@ def answer_scorer(d: dict[str, Any], file: str) -> list[str]:
 
 Section = Callable[[dict[str, Any], str], list[str]]
 
+def xquad(d: dict[str, Any], file: str) -> list[str]:
+    """Cross-lingual retrieval (bench/xquad.py): recall@1 / @5 per stage and direction, routes, costs, weight choice."""
+    title = "Cross-lingual retrieval (xquad_crosslingual)" + (", multilingual list off" if file != "xquad.json" else "")
+    out = [f"### {title}", "", caption(file, d), "",
+           "Questions in one language over paragraphs in another (issue #34), shipped defaults (answer off: it reads "
+           f"the final list and changes none); settings {d.get('config')}. Document-level recall@1 / @5 of each stage; a stage that did not run "
+           "for a question counts as a miss.", ""]
+    stages = ("bm25", "dense", "dense_ml", "fused", "final")
+    rows = []
+    for name, r in (d.get("directions") or {}).items():
+        rec = r.get("recall") or {}
+        rows.append([name, r.get("questions"), r.get("no_retrieval")]
+                    + [f"{num(rec.get(s, {}).get('recall@1'), 1)} / {num(rec.get(s, {}).get('recall@5'), 1)}"
+                       for s in stages])
+    out += [md_table(["direction", "questions", "no retrieval", *stages], rows), ""]
+    cost = d.get("encode_cost") or {}
+    if cost:
+        out += [f"Embedding cost per chunk ({cost.get('chunks')} chunks, no cache): main embedder "
+                f"{num(cost.get('main_s_per_chunk'), 3)} s, multilingual-e5 {num(cost.get('multilingual_s_per_chunk'), 3)}"
+                f" s ({num(cost.get('ratio'), 1)}x).", ""]
+    wc = d.get("weight_choice") or {}
+    if wc.get("grid"):
+        heads = list(wc["grid"])
+        weights = list(next(iter(wc["grid"].values())))
+        out += [f"fusion.cross_lingual_bm25_weight: chosen {wc.get('chosen')}, shipped {wc.get('shipped')} "
+                "(recall@1 / @5 of RRF(BM25 x weight, dense_ml) from this run's own lists):", "",
+                md_table(["weight", *heads], [[w] + [f"{num(wc['grid'][h][w].get('recall@1'), 1)} / "
+                                                      f"{num(wc['grid'][h][w].get('recall@5'), 1)}" for h in heads]
+                                               for w in weights]), ""]
+    rr = d.get("routing_russian_lines") or {}
+    if rr:
+        out += ["Router on the routing set's Russian lines (all asked of English corpora): corpus questions refused "
+                "and small talk / out-of-scope lines refused, before issue #34 and now:", "",
+                md_table(["rule / split", "corpus questions refused", "no-retrieval lines refused"],
+                         [[k, f"{v.get('corpus_questions_refused')} of {v.get('corpus_questions')}",
+                           f"{v.get('no_retrieval_lines_refused')} of {v.get('no_retrieval_lines')}"]
+                          for k, v in rr.items()]), ""]
+    return out
+
+
 # docs/measured.md, part by part: (part title, [(results file, renderer), ...]).
 def house_proof(d: dict[str, Any], file: str) -> list[str]:
     """A refactor's proof of no behaviour change (bench/house_proof.py): query --json and the sample eval, two commits."""
@@ -1531,6 +1571,8 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("generalise_ac.json", generalise_more),
         ("generalise_sf.json", generalise_more),
         ("golden_validity.json", golden_validity),
+        ("xquad.json", xquad),
+        ("xquad_off.json", xquad),
     ]),
     ("Compression cascade", [
         ("cascade_quality.json", cascade_quality),

@@ -126,6 +126,9 @@ def _ingest_args(p: Parser) -> None:
     p.add_argument("--if-empty", action="store_true", help="do nothing when the workspace already has documents")
     _add_json(p)
     _add_engine(p, "local (this process) or ray (parse, chunk and embed on Ray workers; this process writes)")
+    p.add_argument("--multilingual", action="store_true",
+                   help="then build the multilingual vectors (embedding.multilingual_model) the dense_ml list reads, "
+                        "on the same engine")
 
 
 def _result_line(r: FileResult) -> str:
@@ -204,6 +207,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     else:
         report = ingest_files(files, store=store, embedder=deps.embedder, config=cfg, workspace=args.workspace,
                               progress=progress, on_result=None if args.json else on_result)
+    if args.multilingual:
+        code = _ingest_multilingual(args, cfg, deps)
+        if code:
+            return code
     if args.json:
         print(json.dumps({"results": [r.__dict__ for r in report.results], "embedded": report.embedded,
                           "cache_hits": report.cache_hits}))
@@ -219,7 +226,8 @@ def _query_args(p: Parser) -> None:
     _add_json(p)
     p.add_argument("--depth", type=int, default=10, help="rows per stage in the table")
     p.add_argument("--build", action="store_true",
-                   help="build a missing context variant (heuristic / late vectors) before the query; without it "
+                   help="build a missing context variant (heuristic / late vectors) and the multilingual vectors "
+                        "(embedding.multilingual) before the query; without it "
                         "the query searches raw text and says so, as the Search Lab does")
 
 
@@ -236,6 +244,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         return 2
     deps = build_deps(cfg, store=store)
     run_cfg, notices = _unbuilt_variant(cfg, deps, args.workspace, build=args.build)
+    notices += _build_multilingual(cfg, deps, args.workspace) if args.build else []
     trace = run_query(args.query, run_cfg, deps, workspace=args.workspace)
     if args.json:
         out = trace.to_dict()
@@ -273,6 +282,44 @@ def _unbuilt_variant(cfg: PipelineConfig, deps: "Deps", workspace: str, *, build
                 f"(about {need.est_seconds:,.0f} s)")
     return (cfg.with_overrides({"context.variant": "none"}),
             [f"context.variant = {v} is not built yet ({need.label}): this query searched raw text; {why}"])
+
+
+def _ingest_multilingual(args: argparse.Namespace, cfg: PipelineConfig, deps: "Deps") -> int:
+    """ingest --multilingual: the multilingual vectors after the documents, locally or on Ray workers."""
+    from core.app import readiness
+
+    model = cfg.embedding.multilingual_model
+    show = _stderr_progress("multilingual vectors")
+    t0 = time.perf_counter()
+    if args.engine == "ray":
+        from core.ingest.ray_engine import MultilingualSpec, RayEngineError, RayOptions, build_vectors_ray
+
+        try:
+            stats = build_vectors_ray(deps.store, MultilingualSpec(model), model, workspace=args.workspace,
+                                      options=RayOptions(address=args.ray_address), progress=show)
+        except RayEngineError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    else:
+        emb, notice = deps.multilingual_for(model)
+        if emb is None:
+            print(f"error: {notice}", file=sys.stderr)
+            return 2
+        stats = readiness.build_multilingual(deps.store, emb, args.workspace, progress=show)
+    print(f"multilingual vectors: {stats.computed} embedded, {stats.cache_hits} from the cache in "
+          f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return 0
+
+
+def _build_multilingual(cfg: PipelineConfig, deps: "Deps", workspace: str) -> list[str]:
+    """--build: the multilingual vectors the dense_ml list reads (embedding.multilingual not off), when missing."""
+    from core.app import readiness
+
+    need = readiness.multilingual_need(deps.store, cfg, workspace, deps.store.corpus.count("chunks", workspace))
+    if need is None or getattr(deps.store, "read_only", False):
+        return []
+    print(f"building: {need.label} (about {need.est_seconds:,.0f} s)", file=sys.stderr)
+    return [f"built before the query: {readiness.build(need, cfg, deps, workspace, progress=_stderr_progress(need.kind))}"]
 
 
 def _stderr_progress(what: str) -> Callable[[int, int], None]:

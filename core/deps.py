@@ -13,6 +13,7 @@ from core.config import PipelineConfig
 from core.graph.snapshot import GraphCache
 from core.models.embed import Embedder, load_embedder
 from core.models.llm import LLM, OfflineLLM, build_llm
+from core.models.multilingual import load_multilingual
 from core.models.tokens import TokenCache
 from core.retrieve.index import IndexCache
 from core.store import Store
@@ -51,6 +52,9 @@ class Deps:
     hub_offline: bool = False  # HF_HUB_OFFLINE: a cross-encoder name is looked up in the local cache only
     token_cache: TokenCache = field(default_factory=TokenCache, repr=False)
     guards: GuardCache = field(default_factory=GuardCache, repr=False)  # the cascade guard's evidence per workspace
+    # The multilingual embedder (embedding.multilingual): a test injects one; otherwise loaded on first use per model.
+    multilingual: Embedder | None = None
+    _multilingual: dict[str, tuple[Embedder | None, str | None]] = field(default_factory=dict, repr=False)
     _rerankers: dict[tuple[str, str, str], Reranker] = field(default_factory=dict, repr=False)
     _rerank_notes: dict[tuple[str, str, str], str | None] = field(default_factory=dict, repr=False)
     _rerank_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -69,6 +73,17 @@ class Deps:
                 if loaded.notice and loaded.notice not in self.notices:
                     self.notices.append(loaded.notice)
             return self._rerankers[key], self._rerank_notes.get(key)
+
+
+    def multilingual_for(self, model_id: str) -> tuple[Embedder | None, str | None]:
+        """(the multilingual embedder, None) or (None, why it could not be loaded); loaded once per model id."""
+        if self.multilingual is not None:
+            return self.multilingual, None
+        with self._rerank_lock:
+            if model_id not in self._multilingual:
+                loaded = load_multilingual(model_id)
+                self._multilingual[model_id] = (loaded.embedder, loaded.notice)
+            return self._multilingual[model_id]
 
 
 def db_path(env: Mapping[str, str] | None = None) -> str:

@@ -46,7 +46,9 @@ from core.deps import Deps
 from core.graph.stages import graph_stages
 from core.ingest.context import index_variant, prepare_variant
 from core.models.embed import embed_with_cache, one_torch_thread
+from core.models.protocols import encode_query
 from core.retrieve.bm25 import BM25Index, BM25Params
+from core.retrieve.dense import MultilingualPlan, corpus_languages, multilingual_plan
 from core.retrieve.fusion import rrf
 from core.route.agent import (
     BridgeWriter,
@@ -66,7 +68,7 @@ from core.route.stage import (
     hybrid_search,
     transform_stages,
 )
-from core.text import detect_language
+from core.text import detect_language, guess_language
 from core.types import (
     CONTEXT_KEY,
     DEFAULT_WORKSPACE,
@@ -241,6 +243,7 @@ class _Query:
     dense_variant: str
     vec: Any = None
     guard_key: str = ""  # the requested configuration (core/cascade/guard.py reads evidence measured with it)
+    ml: MultilingualPlan | None = None  # the multilingual list's plan, once _retrieve decided it
 
 
 def _finish(q: _Query, tracer: Tracer, config: PipelineConfig, deps: Deps, log: bool, answer: Answer | None = None,
@@ -280,6 +283,54 @@ def _dense(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
                                          "text": q.dense_variant, "embed_cache_misses": int(encoded)})
 
 
+def _ml_plan(q: _Query, config: PipelineConfig, deps: Deps) -> tuple[MultilingualPlan, str | None]:
+    """The multilingual list's plan for this question (from the languages the corpus recorded) and the reason it
+    does not run: switched off or not asked for, vectors not built (with the build to run), or no engine."""
+    e = config.embedding
+    plan = multilingual_plan(e.multilingual, q.lang, deps.indexes.languages(deps.store, q.workspace),
+                             deps.embedder.languages)
+    if not plan.run:
+        return plan, plan.note
+    total = deps.store.corpus.count("chunks", q.workspace)
+    have = sum(n for m, v, n in deps.store.corpus.vector_models(q.workspace) if m == e.multilingual_model and v == "raw")
+    if have < total:
+        return plan, (f"{plan.note}; not built: {e.multilingual_model} vectors cover {have:,} of {total:,} chunks. "
+                      "Build them (Search Lab: build; or `python -m core query ... --build`) - "
+                      f"about {(total - have) * ML_EMBED_S_PER_CHUNK:,.0f} s")
+    emb, notice = deps.multilingual_for(e.multilingual_model)
+    if emb is None:
+        return plan, f"{plan.note}; {notice}"
+    return plan, None
+
+
+# Seconds per chunk to embed with multilingual-e5 on this machine (bench/results/xquad.json measures it).
+ML_EMBED_S_PER_CHUNK = 0.2
+
+
+def _cross_lingual_aside(q: _Query, dense_ml: Sequence[Candidate]) -> str | None:
+    """Why MMR steps aside for this question, or None: a cross-lingual question ranked by the multilingual list. MMR
+    trades that ranking for diversity by the main embedder's vectors; on xquad de->en it cost recall@5
+    (bench/results/xquad.json, 'cascade_ceiling')."""
+    if not dense_ml or q.ml is None or not q.ml.cross_lingual:
+        return None
+    return (f"cross-lingual question ({q.ml.note.removeprefix('dense·e5: ').split(' (')[0]}): MMR steps aside, "
+            "keeping the multilingual ranking")
+
+
+def _dense_ml(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
+    """The multilingual list: the question's e5 query vector against the corpus's stored e5 passage vectors."""
+    assert q.ml is not None
+    model = config.embedding.multilingual_model
+    emb, _ = deps.multilingual_for(model)
+    assert emb is not None
+    dindex = deps.indexes.dense(deps.store, emb, q.workspace, variant="raw")
+    vec = encode_query(emb, q.text)
+    hits = _to_candidates(dindex.search(vec, config.dense.k), deps.store.corpus, q.workspace, Stage.DENSE_ML)
+    return StepOutput(hits, [q.ml.note], info={"model": emb.model_id, "indexed": len(dindex), "text": "raw",
+                                               "question_lang": q.lang, "cross_lingual": q.ml.cross_lingual,
+                                               "embed_cache_misses": 1})
+
+
 def _fuse(q: _Query, config: PipelineConfig, lists: dict[str, list[Candidate]]) -> StepOutput:
     """RRF of BM25, dense and (graph.fuse_with_text) the graph lists; a dense list blind to the language is scaled."""
     f = config.fusion
@@ -289,7 +340,13 @@ def _fuse(q: _Query, config: PipelineConfig, lists: dict[str, list[Candidate]]) 
         weights[1] *= f.foreign_dense_weight
         notes.append(f"dense weight x{f.foreign_dense_weight:g}: embedder does not cover '{q.lang}'")
     transforms = [name for name in lists if name in (Stage.HYDE, Stage.MULTI_QUERY, Stage.DECOMPOSE)]
-    graph = [name for name in lists if name not in (Stage.BM25, Stage.DENSE, *transforms)]
+    ml = [name for name in lists if name == Stage.DENSE_ML]
+    if ml and q.ml is not None and q.ml.cross_lingual:
+        weights[0] *= f.cross_lingual_bm25_weight
+        notes.append(f"bm25 weight x{f.cross_lingual_bm25_weight:g}: the question's language ({q.lang}) is none of the "
+                     "corpus's, so BM25 matches only names, numbers and shared words (fusion.cross_lingual_bm25_weight)")
+    weights += [f.multilingual_weight] * len(ml)  # the multilingual list comes right after dense (see _retrieve)
+    graph = [name for name in lists if name not in (Stage.BM25, Stage.DENSE, Stage.DENSE_ML, *transforms)]
     # Graph lists lean on the same embedder (seeds, community map): the same foreign-language weight as dense.
     gw = config.graph.graph_weight * (f.foreign_dense_weight if q.dense_blind else 1.0)
     if graph and q.dense_blind:
@@ -406,7 +463,7 @@ def _whole_chunks(cands: Sequence[Candidate], config: PipelineConfig, deps: Deps
 def _start(query: str, config: PipelineConfig, deps: Deps, workspace: str, tracer: Tracer) -> _Query:
     """Validate the query, detect its language and say which text each index searches."""
     text = validate_query(query, config)
-    lang = detect_language(text)
+    lang = guess_language(text)
     covered = deps.embedder.languages
     blind = covered is not None and lang not in covered
     if blind:
@@ -456,6 +513,13 @@ def _transforms(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer, decisi
     return out
 
 
+def _unjudged(q: _Query, deps: Deps) -> str:
+    """Why the corpus's vocabulary cannot judge this question for the router ("" when it can): the question's
+    language is none of the languages the corpus's chunks were recorded in."""
+    langs = corpus_languages(deps.indexes.languages(deps.store, q.workspace))
+    return f"a '{q.lang}' question, corpus {'+'.join(langs)}" if langs and q.lang not in langs else ""
+
+
 def _route(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer) -> RouteDecision:
     """The first stage: which class of question this is, hence which named configuration it runs with."""
     index = _bm25_index(q, c, deps)
@@ -463,7 +527,7 @@ def _route(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer) -> RouteDec
                             titles=lambda: [d.title or d.name for d in deps.store.corpus.documents(q.workspace)],
                             workspace=q.workspace,
                             cag_estimate=cag_estimator(deps.store.corpus, q.workspace, c, deps.llm, q.text),
-                            evidence=index.best_passage_terms)
+                            evidence=index.best_passage_terms, unjudged=_unjudged(q, deps))
     tracer.add(Stage.ROUTE, (), decision.ms, usage=decision.route.usage, notes=decision.notes, info=decision.info())
     return decision
 
@@ -484,7 +548,8 @@ def _no_retrieval(q: _Query, decision: RouteDecision, config: PipelineConfig, de
             tracer.notes.extend(cag.notes)
             return None
     why = f"route {decision.named.name}: no retrieval"
-    for stage in (Stage.HYDE, Stage.MULTI_QUERY, Stage.DECOMPOSE, Stage.BM25, Stage.DENSE, Stage.FUSED, Stage.RERANK,
+    for stage in (Stage.HYDE, Stage.MULTI_QUERY, Stage.DECOMPOSE, Stage.BM25, Stage.DENSE, Stage.DENSE_ML, Stage.FUSED,
+                  Stage.RERANK,
                   Stage.PRUNE, Stage.MMR, Stage.EXPAND):
         tracer.skip(stage, why)
     answer = None
@@ -506,20 +571,25 @@ def _retrieve(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
     """One pass of retrieval and the compression cascade, each stage traced; returns what the answer would read."""
     bm25 = tracer.step(Stage.BM25, lambda: _bm25(q, c, deps), skip=off(c.bm25.enabled, "bm25.enabled"))
     dense = tracer.step(Stage.DENSE, lambda: _dense(q, c, deps), skip=off(c.dense.enabled, "dense.enabled"))
+    q.ml, ml_skip = _ml_plan(q, c, deps)
+    dense_ml = tracer.step(Stage.DENSE_ML, lambda: _dense_ml(q, c, deps), skip=ml_skip)
+    ml_list = {Stage.DENSE_ML: dense_ml} if dense_ml else {}
     graph: dict[str, list[Candidate]] = {}
     for g in graph_stages(q.text, c.graph, deps.store, deps.embedder, deps.llm, deps.graph, q.workspace,
                           query_vec=q.vec, query_lang=q.lang):
         tracer.stages.append(g)
         if g.skipped is None and g.candidates and c.graph.fuse_with_text:
             graph[g.stage] = list(g.candidates)
-    why = off(c.fusion.enabled, "fusion.enabled") or (None if bm25 and dense else "needs both BM25 and dense results")
+    why = off(c.fusion.enabled, "fusion.enabled") or (
+        None if sum(1 for hits in (bm25, dense, dense_ml) if hits) >= 2 else "needs both BM25 and dense results")
     extra = _transforms(q, c, deps, tracer, decision, bm25, dense)
-    fused = tracer.step(Stage.FUSED, lambda: _fuse(q, c, {Stage.BM25: bm25, Stage.DENSE: dense, **graph, **extra}),
+    fused = tracer.step(Stage.FUSED, lambda: _fuse(q, c, {Stage.BM25: bm25, Stage.DENSE: dense, **ml_list, **graph, **extra}),
                         skip=why)
 
     # The compression cascade: rerank -> prune -> mmr -> expand, each reading what the stage before handed on.
     # With fusion off it starts from the best list that ran (dense unless the embedder is blind to the language).
     pool, pool_from = (fused, "fused") if fused else (
+        (dense_ml, "dense_ml") if dense_ml and q.dense_blind else
         (dense, "dense") if dense and not (q.dense_blind and bm25) else (bm25, "bm25"))
     aside = _guarded(q, c, deps)
     # A stage that steps aside hands on what it would have handed on had it kept the order it read (the top k), so
@@ -531,9 +601,10 @@ def _retrieve(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
     pool = tracer.step(Stage.PRUNE, lambda: _prune(q, pool, c, deps), keep=pool,
                        skip=off(c.prune.enabled, "prune.enabled", pool, "no candidates to prune")
                        or aside.get(Stage.PRUNE))
-    pool = tracer.step(Stage.MMR, lambda: _mmr(q, pool, c, deps), keep=pool[: c.mmr.k] if Stage.MMR in aside else pool,
+    mmr_aside = aside.get(Stage.MMR)
+    pool = tracer.step(Stage.MMR, lambda: _mmr(q, pool, c, deps), keep=pool[: c.mmr.k] if mmr_aside else pool,
                        skip=off(c.mmr.enabled, "mmr.enabled", pool, "no candidates to diversify")
-                       or aside.get(Stage.MMR))
+                       or _cross_lingual_aside(q, dense_ml) or mmr_aside)
     pool = tracer.step(Stage.EXPAND, lambda: _expand(q, pool, c, deps), keep=pool,
                        skip=off(c.expand.enabled, "expand.enabled", pool, "no candidates to expand"))
 
@@ -614,7 +685,8 @@ def _served_from_cache(q: _Query, res: CacheLookup, config: PipelineConfig, deps
     """The trace of a cache hit: the stored answer and citations, every retrieval stage skipped with the reason."""
     entry = res.entry
     assert entry is not None
-    for stage in (Stage.ROUTE, Stage.BM25, Stage.DENSE, Stage.FUSED, Stage.RERANK, Stage.PRUNE, Stage.MMR, Stage.EXPAND):
+    for stage in (Stage.ROUTE, Stage.BM25, Stage.DENSE, Stage.DENSE_ML, Stage.FUSED, Stage.RERANK, Stage.PRUNE,
+                  Stage.MMR, Stage.EXPAND):
         tracer.skip(stage, "answer served from the answer cache")
     answer = Answer(entry.answer, entry.citations, entry.refused, entry.mode)
     tracer.add(Stage.ANSWER, (), 0.0, notes=[served_label(res)],

@@ -32,6 +32,7 @@ class Stage(StrEnum):
     DECOMPOSE = "decompose"
     BM25 = "bm25"
     DENSE = "dense"
+    DENSE_ML = "dense_ml"  # the multilingual embedder's list (embedding.multilingual)
     GRAPH_LOCAL = "graph_local"
     GRAPH_GLOBAL = "graph_global"
     FUSED = "fused"

@@ -109,7 +109,8 @@ if wanted != cfg:
     cfg = wanted
 
 # -- builds the settings need: said with an estimate, run only when confirmed ------------------------------------------
-UNTIL = {"context": "Until then this query searches raw text.", "graph": "Until then this query runs without a graph."}
+UNTIL = {"context": "Until then this query searches raw text.", "graph": "Until then this query runs without a graph.",
+         "multilingual": "Until then questions in another language skip the multilingual list (dense_ml)."}
 
 
 def offer(need: readiness.Need, for_cfg: PipelineConfig) -> None:
@@ -195,6 +196,9 @@ if run_cfg is not cfg:
 # Notes quote queries, cached questions and gateway error text: escaped for Markdown like every user string here.
 for note in trace.notes:
     st.caption(f":material/info: {escape_md(note)}")
+ml_need = readiness.trace_multilingual_need(store, run_cfg, ws, trace)  # a cross-language question met no vectors
+if ml_need is not None and all(n.kind != ml_need.kind for n in needs):
+    offer(ml_need, run_cfg)
 doc_names = corpus_ops.document_names(store, ws)
 inserts = {}
 local = trace.stage("graph_local")

@@ -229,6 +229,22 @@ def test_foreign_query_language_warns(search_lab: AppTest) -> None:
     assert any("not covered by embedder" in c for c in _captions(at))
 
 
+def test_a_cross_language_question_offers_the_multilingual_build_and_then_reads_the_list(search_lab: AppTest,
+                                                                                           deps: Deps) -> None:
+    from tests.test_multilingual import FakeE5
+
+    deps.multilingual = FakeE5()
+    search_lab.session_state[_state.CONFIG_KEY] = PipelineConfig().with_overrides({"answer_cache.enabled": False})
+    at = _search(search_lab, "где хранятся ночные резервные копии")
+    assert not at.exception
+    need = [m.value for m in at.markdown if "Needs building" in m.value]
+    assert len(need) == 1 and "multilingual vectors" in need[0], need
+    at.button(key="build_multilingual").click().run()
+    assert not at.exception and any(s.value.startswith("multilingual vectors: ") for s in at.success)
+    assert not [m.value for m in at.markdown if "Needs building" in m.value]
+    assert "dense_ml" in lab_html.columns(at)
+
+
 # -- rendering helpers (pure HTML builders) ----------------------------------------------------------------------------
 
 def test_candidate_card_escapes_untrusted_text() -> None:

@@ -3,7 +3,7 @@ the retrieved context does not support an answer."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Collection, Mapping, Sequence
 
 from core.answer import e5_scorer
@@ -19,6 +19,7 @@ from core.answer.support import (
 )
 from core.config import AnswerConfig
 from core.models.llm import LLM, LLMError, LLMRequest, TextBlock
+from core.text import guess_language
 from core.types import DEFAULT_WORKSPACE, Answer, AnswerInfo, Candidate, Usage
 
 REFUSAL = "The corpus does not say."
@@ -218,7 +219,25 @@ def answer_question(
                             titles=titles, li_scorer=li_scorer, blind=blind, vocabulary=vocabulary,
                             full_texts=full_texts)
     notes.append("extractive answer (offline): sentences copied from the passages, not generated")
-    return AnswerResult(res.answer, res.usage, tuple(notes) + res.notes, res.support)
+    answer, said = quoted_language(question, res.answer)
+    return AnswerResult(answer, res.usage, tuple(notes) + res.notes + said, res.support)
+
+
+LANGUAGE_NAMES = {"en": "English", "ru": "Russian", "de": "German", "fr": "French", "es": "Spanish"}
+
+
+def quoted_language(question: str, answer: Answer) -> tuple[Answer, tuple[str, ...]]:
+    """An extractive answer quotes the documents; when they are in another language than the question, the answer
+    says which ("(quoted in English)") and the trace notes both languages. Refusals and same-language answers pass."""
+    if answer.refused:
+        return answer, ()
+    q_lang, a_lang = guess_language(question), guess_language(strip_citations(answer.text))
+    if q_lang == a_lang or a_lang == "other":
+        return answer, ()
+    name = LANGUAGE_NAMES.get(a_lang, a_lang)
+    return (replace(answer, text=f"{answer.text} (quoted in {name})"),
+            (f"quoted in {name}, the document's language; the question is in "
+             f"{LANGUAGE_NAMES.get(q_lang, q_lang)}",))
 
 
 _CITE = re.compile(r"\s*\[[^\]]{1,80}\]")

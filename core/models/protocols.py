@@ -91,3 +91,18 @@ def declared_languages(model_name: str) -> frozenset[str] | None:
     if any(h in low for h in _ENGLISH_ONLY_HINTS):
         return frozenset({"en"})
     return None
+
+
+@runtime_checkable
+class QueryEmbedder(Protocol):
+    """Optional capability of an Embedder trained with separate query and passage inputs (e5's prefixes):
+    `encode` embeds passages, `encode_queries` questions."""
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def encode_query(embedder: Embedder, text: str) -> np.ndarray:
+    """One question's vector: the query side of a QueryEmbedder, else the embedder's only side."""
+    if isinstance(embedder, QueryEmbedder):
+        return np.asarray(embedder.encode_queries([text]), dtype=np.float32)[0]
+    return np.asarray(embedder.encode([text]), dtype=np.float32)[0]

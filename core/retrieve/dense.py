@@ -1,7 +1,8 @@
 """Exact cosine top-k over the active model's vectors (numpy matrix kept in step with the store)."""
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -34,3 +35,49 @@ class DenseIndex:
         # chunks (31 vs 0.6 ms on a busy machine), even at 100k (bench/query.py "dense after embed", bench/README.md).
         sims = np.einsum("ij,j->i", self.matrix, q)
         return [(self.chunk_ids[i], float(sims[i])) for i in top_k_indices(sims, k)]
+
+
+# A corpus is mixed when a second language holds at least this share of its chunks: a design bound (one stray
+# foreign chunk does not make a corpus mixed), not a fitted value.
+MIXED_SHARE = 0.1
+
+
+@dataclass(frozen=True)
+class MultilingualPlan:
+    """Whether the multilingual dense list runs for a question, and the line the trace shows either way."""
+
+    run: bool
+    note: str
+    cross_lingual: bool = False  # the question's language is none of the corpus's
+
+
+def corpus_languages(counts: Mapping[str, int]) -> list[str]:
+    """The corpus's languages, most chunks first; those under MIXED_SHARE of the chunks are left out."""
+    total = sum(counts.values())
+    return [lang for lang, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+            if total and n >= MIXED_SHARE * total]
+
+
+def multilingual_plan(mode: str, question_lang: str, counts: Mapping[str, int],
+                      main_languages: frozenset[str] | None) -> MultilingualPlan:
+    """embedding.multilingual for one question: 'off' never, 'on' always; 'auto' when the question's language is
+    not the corpus's (main) language, when the corpus is mixed, or when the main embedder cannot read the question."""
+    langs = corpus_languages(counts)
+    corpus = "+".join(langs) if langs else "empty"
+    facts = f"question {question_lang}, corpus {corpus}"
+    cross = bool(langs) and question_lang not in langs
+    if mode == "off":
+        return MultilingualPlan(False, "embedding.multilingual = off", cross)
+    if mode == "on":
+        return MultilingualPlan(True, f"dense·e5: {facts} (embedding.multilingual = on)", cross)
+    reasons = []
+    if cross:
+        reasons.append("the question's language is not the corpus's")
+    if len(langs) > 1:
+        reasons.append("the corpus is mixed")
+    if main_languages is not None and question_lang not in main_languages:
+        reasons.append(f"the main embedder reads {', '.join(sorted(main_languages))} only")
+    if not reasons:
+        return MultilingualPlan(False, f"embedding.multilingual = auto: {facts}, one language; the main embedder "
+                                       "reads it", cross)
+    return MultilingualPlan(True, f"dense·e5: {facts} ({'; '.join(reasons)})", cross)

@@ -15,6 +15,7 @@ from core.models.embed import (
 )
 from core.retrieve.bm25 import BM25Index, BM25Params
 from core.retrieve.dense import DenseIndex
+from core.text import guess_language
 from core.types import Chunk
 
 
@@ -69,6 +70,16 @@ def variant_texts(contexts: ContextReader, workspace: str, variant: str, chunks:
     # A long id list makes the IN-filter slower than reading the variant whole.
     ctx = contexts.contexts(variant, workspace, None if len(chunks) > 500 else [c.chunk_id for c in chunks])
     return [contextual_text(ctx.get(c.chunk_id), c.text) for c in chunks]
+
+
+def chunk_languages(chunks: Sequence[Chunk]) -> dict[str, int]:
+    """Chunks per language: the language ingest recorded, Latin-script chunks told apart by their function words
+    (ingest records every Latin-script text as 'en')."""
+    counts: dict[str, int] = {}
+    for c in chunks:
+        lang = guess_language(c.text) if c.lang == "en" else c.lang
+        counts[lang] = counts.get(lang, 0) + 1
+    return counts
 
 
 def backfill_vectors(corpus: CorpusReader, contexts: ContextReader, caches: CacheEvents, writer: VectorWriter,
@@ -148,7 +159,8 @@ class IndexCache:
         no stored vector for the model (a new model, a context written after its vectors) are embedded cache-first
         in memory for this index and nothing is written: a query only reads. `unstored()` says how many; the
         build-time `backfill_vectors` stores them."""
-        slot = ("dense", workspace, variant)
+        # One slot per model: the main and the multilingual embedder keep their own index of the same chunks.
+        slot = ("dense", workspace, variant, embedder.model_id)
 
         def stamp() -> tuple[int, tuple]:
             if variant == "raw":
@@ -190,11 +202,24 @@ class IndexCache:
             matrix = vecs if not len(have) else np.vstack([matrix, vecs])
         return _Entry(version, key, DenseIndex(embedder.model_id, ids, matrix), len(missing))
 
-    def unstored(self, workspace: str, variant: str = "raw") -> int:
-        """Chunks the current dense index of this slot embedded in memory because no vector was stored."""
+    def unstored(self, workspace: str, variant: str = "raw", model_id: str | None = None) -> int:
+        """Chunks the current dense index of this slot embedded in memory because no vector was stored (the most of
+        any model's index when `model_id` is None)."""
         with self._lock:
-            entry = self._entries.get(("dense", workspace, variant))
-            return entry.unstored if entry is not None else 0
+            return max((e.unstored for s, e in self._entries.items()
+                        if s[:3] == ("dense", workspace, variant) and model_id in (None, s[3])), default=0)
+
+    def languages(self, store: IndexSources, workspace: str) -> dict[str, int]:
+        """Chunks per language in the workspace, as ingest recorded them (chunk.lang) with Latin-script chunks told
+        apart by their function words (core.text.guess_language; ingest records every Latin text as 'en').
+        Computed once per corpus version."""
+        slot = ("languages", workspace)
+        version = store.corpus.corpus_version(workspace)
+        if (entry := self._fresh(slot, version, ())) is not None:
+            return dict(entry.index)  # type: ignore[call-overload]
+        counts = chunk_languages(store.corpus.chunks(workspace))
+        self._store(slot, _Entry(version, (), counts))
+        return dict(counts)
 
     def invalidate(self, workspace: str | None = None) -> None:
         with self._lock:

