@@ -22,6 +22,7 @@ from core.eval.datasets import (
 )
 from core.eval.run import NamedConfig, compare, load_run, per_query_diff, run_eval
 from pages import _state
+from pages._sweep_panel import tuning_panels
 
 RUNS_KEY = "eval_runs"  # eval ids of the A and B runs on show
 SAVED_KEY = "eval_saved_msg"  # confirmation of the last Save, shown after the rerun that lists the new config
@@ -121,6 +122,8 @@ with st.expander("Router: confusion matrix on its test split"):
     st.caption("Offline router (core/models/data/router_model.npz) on the test split of sample_corpus/routing/routing.jsonl, "
                "never used in fitting; each question with its corpus-coverage feature as stored. The LLM router "
                "(with a key) is not scored here.")
+
+tuning_panels(gs, deps, ws)  # calibration and sweep: pages/_calibration_panel.py, pages/_sweep_panel.py
 
 # -- past runs: any two stored runs can be reopened ------------------------------------------------------------------
 run_ws = (gs.workspace if gs is not None and gs.workspace else ws)
