@@ -451,6 +451,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     gs = _golden_set(args)
     if gs is None:
         return 2
+    if args.limit:  # the first N questions, as a set of their own (stored results apart from the whole set's)
+        gs = replace(gs, queries=gs.queries[: args.limit])
     ws = args.workspace or gs.workspace or DEFAULT_WORKSPACE
     base = _config(args).with_overrides(gs.overrides) if gs.overrides else _config(args)
     configs = grid_configs(base, load_grid(args.grid) if args.grid else STANDARD_GRID)
@@ -464,7 +466,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print("error: some configurations call the LLM: " + ", ".join(f"{n} ≤ ${u:.4f}" for n, u in paid.items())
               + "; run again with --yes to spend it", file=sys.stderr)
         return 2
-    res = run_sweep(gs, configs, deps, workspace=ws, limit=args.limit, fresh=args.fresh,
+    res = run_sweep(gs, configs, deps, workspace=ws, fresh=args.fresh,
                     progress=lambda d, t, m: print(f"\r[{d}/{t}] {m[:60]:<60}", end="" if d < t else "\n",
                                                    file=sys.stderr))
     if args.json:

@@ -87,8 +87,10 @@ def test_sweep_ranks_stores_and_resumes(deps: Deps) -> None:
     assert len(plan(gs, more, deps, workspace="default")[1]) == 1
     again = run_sweep(gs, more, deps)
     assert again.ran == 1 and again.resumed == 2 and len(again.rows) == 3
+    # its first question alone is another set, even when asked for with `limit`
+    assert run_sweep(gs, configs, deps, limit=1).ran == 2
     # an edited set is another set: nothing is reused
-    edited = parse_jsonl("\n".join(json.dumps(x) for x in LINES[:1]), "tiny.jsonl")
+    edited = parse_jsonl("\n".join(json.dumps({**x, "query": x["query"] + " exactly"}) for x in LINES), "tiny.jsonl")
     assert len(plan(edited, configs, deps, workspace="default")[1]) == 2
 
 
@@ -134,3 +136,8 @@ def test_evaluate_panel_runs_the_sweep_and_uses_one(deps: Deps, monkeypatch: pyt
     stored, _ = load_workspace_config(deps.store, "default")
     assert stored is not None and stored.stable_hash() == chosen.stable_hash()
     assert any("is now the configuration" in s.value for s in at.success)
+    # the calibration panel beside it: none yet; this two-question set cannot calibrate, and says why
+    assert any("No calibration in workspace 'default'" in c.value for c in at.caption)
+    at.button(key="cal_run").click().run()
+    assert not at.exception and any("at least 5" in w.value for w in at.warning)
+    assert deps.store.calibrations.get("default") is None

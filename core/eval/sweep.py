@@ -7,7 +7,7 @@ import hashlib
 import json
 import statistics
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -217,12 +217,14 @@ def run_sweep(gs: GoldenSet, configs: Sequence[NamedConfig], deps: Deps, *, work
     """Run every configuration not already stored for this set (workspace + set + config hash + corpus version),
     store each as it finishes (a stopped sweep resumes where it stopped), and rank them all."""
     ws = gs.workspace or workspace
+    if limit:  # the first `limit` questions are another set (their results never stand for the whole one's)
+        gs = replace(gs, queries=gs.queries[:limit])
     key = set_key(gs)
     if fresh and not deps.store.read_only:
         deps.store.sweeps.clear(ws, key)
     est, todo = plan(gs, configs, deps, workspace=ws)
     stored = deps.store.sweeps.done(ws, key, deps.store.corpus.corpus_version(ws))
-    n = len(gs.queries[:limit] if limit else gs.queries)
+    n = len(gs.queries)
     rows: dict[str, SweepRow] = {}
     for i, nc in enumerate(configs):
         h = nc.config.stable_hash()
@@ -234,7 +236,7 @@ def run_sweep(gs: GoldenSet, configs: Sequence[NamedConfig], deps: Deps, *, work
         def show(d: int, t: int, msg: str, j: int = j) -> None:
             if progress:
                 progress(j * n + min(d, n), len(todo) * n, f"{nc.name} ({j + 1}/{len(todo)}): {msg}")
-        run = run_eval(gs, [nc], deps, workspace=ws, progress=show, limit=limit, save=not deps.store.read_only)[0]
+        run = run_eval(gs, [nc], deps, workspace=ws, progress=show, save=not deps.store.read_only)[0]
         row = row_of(run, _spent(deps, ws) - before)
         rows[row.config_hash] = row
         version = deps.store.corpus.corpus_version(ws)
