@@ -199,7 +199,13 @@ def run_set(gs: GoldenSet, split: dict[str, str], counts: dict[str, Any], deps: 
         "report_split": {"prior": pct(prior_rep), "calibrated": pct(cal_rep)},
         "calibrated_beats_prior_on_both": beats(cal_rep, prior_rep),
         "goal_met": (cal_rep["refused_correctly"] or 0) >= 0.8 and (cal_rep["answered_correctly_retrieved"] or 0) >= 0.7,
-        "ceiling_answered_correctly_sentence_retrieved": _r(cal_rep["answered_correctly_sentence"]),
+        # the ceilings, as bench/answer.py reports them: answered correctly if no question were refused (no cut
+        # can answer more), and the share of answerable questions whose gold sentence the answer read at all
+        "ceiling_never_refusing": pct(rates(rep_rows, 0.0)),
+        "gold_sentence_retrieved": _r(cal_rep["sentence_retrieved"] / max(1, cal_rep["answerable"])),
+        "per_question": [{"qid": o.qid, "split": split.get(o.qid), "answerable": o.answerable,
+                          "support": round(o.support, 4), "correct": o.correct, "retrieved": o.retrieved,
+                          "sentence_retrieved": o.sentence_retrieved} for o in got.outcomes],
         "best_possible_on_report": _best(rep_rows),
         "seconds": round(time.perf_counter() - t0, 1),
     }
