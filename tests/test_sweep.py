@@ -100,7 +100,7 @@ def test_sweep_cli_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys:
     ingest_files(DOCS, store=store, embedder=HashEmbedder(), config=PipelineConfig())
     store.close()
     gold = tmp_path / "tiny.jsonl"
-    gold.write_text("\n".join(json.dumps(x) for x in LINES))
+    gold.write_text(json.dumps(LINES[0]))  # one question: the contract's shape, not the scores
     grid = tmp_path / "g.json"
     grid.write_text(json.dumps({"configs": [{"name": n, "set": s} for n, s in GRID]}))
     monkeypatch.setattr(cli, "build_deps", lambda cfg, **kw: Deps(store=kw["store"], embedder=HashEmbedder()))
