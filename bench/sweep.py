@@ -10,6 +10,8 @@ Sets:
 - xquad: XQuAD articles 40-47, English questions over the English paragraphs, with near-miss unanswerable twins made
   by bench/calibrate.py's builder (see its docstring); `--questions` answerable questions drawn with `--seed`, each
   with its twin when it has one (subsampled to keep the run under ~8 minutes on 2 shared cores).
+- twowiki: 2WikiMultihopQA, `--questions` drawn with `--seed` over a corpus cut to their gold passages plus random
+  distractors up to `--docs` (core.eval.datasets.subsample); retrieval only (gold is documents, no answer spans).
 The entity graph is built first (statistical extraction, no LLM) so the graph row searches a graph. Every row is the
 workspace's default configuration with the grid row's settings; the answer cache is off. Stored results resume: a
 rerun with the same database skips finished configurations (--fresh forgets them).
@@ -27,7 +29,7 @@ from _common import ROOT, datasets_dir, machine_info, write_result
 
 from core.config import PipelineConfig
 from core.deps import build_deps
-from core.eval.datasets import load_dataset
+from core.eval.datasets import load_dataset, subsample
 from core.eval.run import prepare
 from core.eval.sweep import STANDARD_GRID, grid_configs, run_sweep
 from core.graph.build import build_graph
@@ -36,7 +38,8 @@ from core.store import Store
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--set", choices=["sample", "xquad"], required=True)
+    ap.add_argument("--set", choices=["sample", "xquad", "twowiki"], required=True)
+    ap.add_argument("--docs", type=int, default=300, help="twowiki: corpus cut to the gold passages + distractors")
     ap.add_argument("--questions", type=int, default=40, help="questions drawn (xquad: answerable ones, + their twins)")
     ap.add_argument("--limit", type=int, default=None, help="only the first N questions")
     ap.add_argument("--seed", type=int, default=0)
@@ -52,6 +55,12 @@ def main() -> None:
         keep = {q.qid for q in random.Random(args.seed).sample(full.queries, n)}
         gs = replace(full, name=f"sample[q{n}_s{args.seed}]", queries=[q for q in full.queries if q.qid in keep])
         cut = f"{n} of {len(full.queries)} questions drawn with seed {args.seed}; whole corpus"
+    elif args.set == "twowiki":
+        full = load_dataset("twowiki_multihop", root)
+        gs = subsample(full, max_questions=args.questions, max_docs=args.docs, seed=args.seed)
+        ws = gs.workspace or "twowiki"
+        cut = (f"{args.questions} of {len(full.queries)} questions and a corpus of their gold passages plus random "
+               f"distractors up to {args.docs} (seed {args.seed}); document-level gold, no unanswerable questions")
     else:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         from calibrate import xquad
