@@ -1407,8 +1407,7 @@ def calibration(d: dict[str, Any], file: str) -> list[str]:
            "both cuts judged on the *report* split. Answerable questions carry a gold sentence containing the "
            "data set's answer; unanswerable ones are near-miss twins made by bench/calibrate.py (one name, year or "
            "number swapped for one the corpus does not hold, checked by search). Rates in %: answered correctly "
-           "where the gold passage was retrieved / refused among unanswerable; ceiling = answered correctly where "
-           "the gold sentence was among those the answer read; ceiling = answered correctly (gold passage "
+           "where the gold passage was retrieved / refused among unanswerable; ceiling = answered correctly (gold passage "
            "retrieved) if no question were refused, as bench/answer.py reports it (older runs: at the calibrated "
            "cut among questions whose gold sentence was read).", ""]
     rows = []
@@ -1441,7 +1440,8 @@ def sweep(d: dict[str, Any], file: str) -> list[str]:
     out = [f"### Sweep: which technique helps on {d.get('set', 'a golden set')}", "", caption(file, d), "",
            f"{d.get('questions', '?')} questions ({d.get('unanswerable', '?')} unanswerable; {d.get('cut', '')}), "
            f"ranked by {', then '.join(d.get('rank_by') or ['recall@5'])}; band 1 = no clear difference from the "
-           "best (paired per-question noise). Rates in %.", ""]
+           "best (paired per-question noise). Rates in %. Median ms are read on a shared, loaded machine and in grid "
+           "order (the first configurations pay the caches' warm-up): compare them within one run only, loosely.", ""]
     rows = [[r.get("rank"), r.get("band"), r.get("config"), _pct(r.get("recall@5")), _pct(r.get("recall@10")),
              num(r.get("mrr"), 3), _pct(r.get("answered_correctly")), _pct(r.get("refused_unanswerable")),
              num(r.get("median ms"), 0), num(r.get("$ / query"), 4)] for r in d.get("table") or []]
@@ -1522,6 +1522,7 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("calibration.json", calibration),
         ("sweep_sample.json", sweep),
         ("sweep_xquad.json", sweep),
+        ("sweep_twowiki.json", sweep),
     ]),
     ("Search Lab responsiveness", [
         ("ui_latency.json", ui_latency),
