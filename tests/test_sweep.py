@@ -141,3 +141,14 @@ def test_evaluate_panel_runs_the_sweep_and_uses_one(deps: Deps, monkeypatch: pyt
     at.button(key="cal_run").click().run()
     assert not at.exception and any("at least 5" in w.value for w in at.warning)
     assert deps.store.calibrations.get("default") is None
+
+
+def test_a_new_session_starts_from_the_workspace_configuration(deps: Deps) -> None:
+    from core.app.workspaces import save_workspace_config
+
+    chosen = PipelineConfig().with_overrides({"dense.enabled": False})
+    save_workspace_config(deps.store, "default", chosen)
+    at = AppTest.from_file(str(ROOT / "workbench.py"), default_timeout=120)
+    at.session_state[_state.DEPS_KEY] = deps
+    at.run()
+    assert not at.exception and at.session_state[_state.CONFIG_KEY].stable_hash() == chosen.stable_hash()
