@@ -6,6 +6,7 @@ from PIL import Image
 
 from core.app.report import escape_md
 from pages import _state
+from pages._sweep_panel import restore_workspace_config
 from pages._workspace_panel import workspace_panel
 
 # The favicon is an image made here and served by Streamlit itself: a ":material/...:" page icon makes the browser
@@ -37,6 +38,7 @@ st.html("<style>[data-testid=stMainBlockContainer]{padding-top:2.2rem;padding-le
         "h1{padding-top:0.25rem !important;padding-bottom:0.25rem !important}</style>")
 
 deps = _state.deps()
+restore_workspace_config(deps.store)  # a new session starts from the workspace's stored configuration
 with st.sidebar:
     st.caption("RAG Workbench")
     workspace_panel(deps.store)  # switch / create / rename / delete (pages/_workspace_panel.py)

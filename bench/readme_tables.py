@@ -1560,6 +1560,56 @@ def golden_validity(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
+
+def calibration(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #27 item 4: the refusal threshold calibrated by k-fold CV on a corpus's own questions vs the prior."""
+    out = ["### Per-workspace calibration of the offline answer", "", caption(file, d), "",
+           "The refusal cut chosen by k-fold CV on the *fit* split of each set (questions split by gold document), "
+           "both cuts judged on the *report* split. Answerable questions carry a gold sentence containing the "
+           "data set's answer; unanswerable ones are near-miss twins made by bench/calibrate.py (one name, year or "
+           "number swapped for one the corpus does not hold, checked by search). Rates in %: answered correctly "
+           "where the gold passage was retrieved / refused among unanswerable; ceiling = answered correctly (gold passage "
+           "retrieved) if no question were refused, as bench/answer.py reports it (older runs: at the calibrated "
+           "cut among questions whose gold sentence was read).", ""]
+    rows = []
+    for name, r in (d.get("sets") or {}).items():
+        rep = r.get("report_split") or {}
+        pr, ca = rep.get("prior") or {}, rep.get("calibrated") or {}
+        q = r.get("questions") or {}
+        rows.append([name, f"{q.get('fit')} / {q.get('report')}",
+                     f"{num(r.get('prior_threshold'), 3)} → {num(r.get('calibrated_threshold'), 3)}",
+                     f"{num(pr.get('answered_correctly_retrieved'), 1)} / {num(pr.get('refused_correctly'), 1)}",
+                     f"{num(ca.get('answered_correctly_retrieved'), 1)} / {num(ca.get('refused_correctly'), 1)}",
+                     _ceiling(r),
+                     _met(r.get("calibrated_beats_prior_on_both")), _met(r.get("goal_met"))])
+    out.append(md_table(["set", "questions fit / report", "threshold prior → calibrated", "prior: answered / refused",
+                         "calibrated: answered / refused", "ceiling", "beats prior on both", "goal ≥ 70 / ≥ 80"],
+                        rows))
+    return out
+
+
+def _ceiling(r: dict[str, Any]) -> str:
+    never = r.get("ceiling_never_refusing")
+    if isinstance(never, dict):
+        return f"{num(never.get('answered_correctly_retrieved'), 1)} (gold sentence read: " \
+               f"{num(r.get('gold_sentence_retrieved'), 1)})"
+    return num(r.get("ceiling_answered_correctly_sentence_retrieved"), 1)
+
+
+def sweep(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #27 item 5: the standard grid over one golden set, ranked, with no-clear-difference bands."""
+    out = [f"### Sweep: which technique helps on {d.get('set', 'a golden set')}", "", caption(file, d), "",
+           f"{d.get('questions', '?')} questions ({d.get('unanswerable', '?')} unanswerable; {d.get('cut', '')}), "
+           f"ranked by {', then '.join(d.get('rank_by') or ['recall@5'])}; band 1 = no clear difference from the "
+           "best (paired per-question noise). Rates in %. Median ms are read on a shared, loaded machine and in grid "
+           "order (the first configurations pay the caches' warm-up): compare them within one run only, loosely.", ""]
+    rows = [[r.get("rank"), r.get("band"), r.get("config"), _pct(r.get("recall@5")), _pct(r.get("recall@10")),
+             num(r.get("mrr"), 3), _pct(r.get("answered_correctly")), _pct(r.get("refused_unanswerable")),
+             num(r.get("median ms"), 0), num(r.get("$ / query"), 4)] for r in d.get("table") or []]
+    out.append(md_table(["rank", "band", "configuration", "recall@5", "recall@10", "MRR", "answered correctly",
+                         "refused", "median ms", "$ / query"], rows))
+    return out
+
 PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
     ("Retrieval quality", [
         ("quality_anthropic_codebase.json", quality_codebase),
@@ -1633,6 +1683,12 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("answer_cache.json", answer_cache),
         ("answer_cache_replay.json", answer_cache_replay),
         ("cache_embedders.json", cache_embedders),
+    ]),
+    ("Tuning on a workspace's own golden set", [
+        ("calibration.json", calibration),
+        ("sweep_sample.json", sweep),
+        ("sweep_xquad.json", sweep),
+        ("sweep_twowiki.json", sweep),
     ]),
     ("Search Lab responsiveness", [
         ("ui_latency.json", ui_latency),

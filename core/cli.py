@@ -26,6 +26,7 @@ from core.types import DEFAULT_WORKSPACE
 
 if TYPE_CHECKING:  # named in annotations only; imported where used
     from core.deps import Deps
+    from core.eval.datasets import GoldenSet
     from core.ingest.context import BuildRequest, ContextReport
 
 
@@ -456,6 +457,108 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(text_report(runs, cmp))
         for p in (runs[0].problems if runs else [])[:50]:
             print(f"problem: {p}")
+    return 0
+
+
+def _golden_args(p: Parser, *, what: str) -> None:
+    """--golden NAME or --dataset D (one of them), --workspace, --config/--set for the base configuration, --json."""
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--golden", metavar="NAME", help=f"a golden set stored in the workspace to {what}")
+    g.add_argument("--dataset", metavar="D", help="sample, a public set's name, or a .jsonl / .csv golden set path")
+    _add_common(p)
+    p.set_defaults(workspace=None)  # public sets use their own workspace unless one is named
+    _add_json(p)
+
+
+def _golden_set(args: argparse.Namespace) -> "GoldenSet | None":
+    from core.deps import datasets_root
+    from core.eval.datasets import DatasetError, load_dataset
+
+    try:
+        return load_dataset(f"golden:{args.golden}" if args.golden else args.dataset, datasets_root())
+    except DatasetError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
+
+
+def _calibrate_args(p: Parser) -> None:
+    _golden_args(p, what="calibrate on")
+    p.add_argument("--folds", type=int, default=5, help="k of the k-fold cross-validation (default 5)")
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from core.eval.calibrate import CalibrationError, calibrate, summary_rows
+    from core.eval.sweep import text_rows
+
+    gs = _golden_set(args)
+    if gs is None:
+        return 2
+    ws = args.workspace or gs.workspace or DEFAULT_WORKSPACE
+    base = _config(args).with_overrides(gs.overrides) if gs.overrides else _config(args)
+    deps = build_deps(base, store=_open_store(args, "write"))
+    try:
+        rep = calibrate(gs, deps, workspace=ws, config=base, k=args.folds,
+                        progress=lambda d, t, m: print(f"\r[{d}/{t}] {m[:50]:<50}", end="" if d < t else "\n",
+                                                       file=sys.stderr))
+    except CalibrationError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    cal = rep.calibration
+    if args.json:
+        print(json.dumps({"workspace": cal.workspace, "threshold": cal.threshold, "dataset": cal.dataset,
+                          "corpus_version": cal.corpus_version, "folds": cal.folds,
+                          "figures": {k: v for k, v in cal.figures.items() if k != "per_question"},
+                          "notes": rep.notes}, ensure_ascii=False, default=str))
+        return 0
+    print(f"workspace '{cal.workspace}': refusal threshold {cal.threshold:.3f} ({cal.describe()}; the shipped "
+          f"prior is {cal.figures['prior_threshold']:.3f})")
+    print(text_rows(summary_rows(cal)))
+    for why, n in rep.skipped.items():
+        print(f"left out: {n} ({why})")
+    for n in rep.notes:
+        print(f"note: {n}")
+    return 0
+
+
+def _sweep_args(p: Parser) -> None:
+    _golden_args(p, what="sweep over")
+    p.add_argument("--grid", metavar="FILE", help="TOML or JSON grid: configs = [{name, set = {section.key = value}}]"
+                                                  " (default: the standard grid, core/eval/sweep.py)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    p.add_argument("--fresh", action="store_true", help="forget this set's stored results and run every config")
+    p.add_argument("--yes", action="store_true", help="run configurations that call the LLM without asking")
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from core.eval.sweep import STANDARD_GRID, grid_configs, load_grid, plan, run_sweep, text_rows
+
+    gs = _golden_set(args)
+    if gs is None:
+        return 2
+    if args.limit:  # the first N questions, as a set of their own (stored results apart from the whole set's)
+        gs = replace(gs, queries=gs.queries[: args.limit])
+    ws = args.workspace or gs.workspace or DEFAULT_WORKSPACE
+    base = _config(args).with_overrides(gs.overrides) if gs.overrides else _config(args)
+    configs = grid_configs(base, load_grid(args.grid) if args.grid else STANDARD_GRID)
+    deps = build_deps(base, store=_open_store(args, "write"))
+    est, todo = plan(gs, configs, deps, workspace=ws)
+    paid = {n: usd for n, usd in est.items() if usd > 0 and any(nc.name == n for nc in todo)}
+    print(f"{len(todo)} of {len(configs)} configurations to run ({len(configs) - len(todo)} stored); LLM cost "
+          f"estimate (upper bound): ${sum(paid.values()):.4f}" + (" — offline: nothing is spent" if not paid else ""),
+          file=sys.stderr)
+    if paid and not args.yes:
+        print("error: some configurations call the LLM: " + ", ".join(f"{n} ≤ ${u:.4f}" for n, u in paid.items())
+              + "; run again with --yes to spend it", file=sys.stderr)
+        return 2
+    res = run_sweep(gs, configs, deps, workspace=ws, fresh=args.fresh,
+                    progress=lambda d, t, m: print(f"\r[{d}/{t}] {m[:60]:<60}", end="" if d < t else "\n",
+                                                   file=sys.stderr))
+    if args.json:
+        print(json.dumps(res.to_dict(), ensure_ascii=False, default=str))
+    else:
+        print(f"{res.dataset} in '{res.workspace}' (corpus v{res.corpus_version}), ranked by "
+              f"{', then '.join(res.rank_by)}; band 1 = no clear difference from the best")
+        print(text_rows(res.table()))
     return 0
 
 
@@ -957,6 +1060,10 @@ COMMANDS = (
     Command("docs", "list documents", _docs_args, cmd_docs),
     Command("delete", "delete a document and everything derived from it", _delete_args, cmd_delete),
     Command("eval", "score configurations over a golden set (recall@k, MRR, nDCG, per stage)", _eval_args, cmd_eval),
+    Command("calibrate", "fit the workspace's offline refusal threshold on a golden set (k-fold CV) and store it",
+            _calibrate_args, cmd_calibrate),
+    Command("sweep", "run a grid of configurations over a golden set and rank them (resumable)", _sweep_args,
+            cmd_sweep),
     Command("context", "build chunk contexts: heuristic, late chunking, or LLM (prompt-cached)", _context_args,
             cmd_context),
     Command("graph", "entity graph: build/update it, stats, synonyms, merge review", _graph_args, cmd_graph),

@@ -447,7 +447,8 @@ def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: 
                           titles=deps.store.corpus.document_titles([c.doc_id for c in cands], q.workspace),
                           li_scorer=late_sentence_scorer(late, workspace=q.workspace)
                           if isinstance(late, LateInteractionReranker) else None, blind=q.dense_blind,
-                          vocabulary=vocab, full_texts=_whole_chunks(cands, config, deps, q.workspace))
+                          vocabulary=vocab, full_texts=_whole_chunks(cands, config, deps, q.workspace),
+                          calibration=deps.store.calibrations.get(q.workspace))
     return AnswerStep((), res.notes, res.usage, res.info(final.stage if final else None), answer=res.answer)
 
 

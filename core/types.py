@@ -191,15 +191,20 @@ class AnswerInfo(StageInfo):
     source: str | None = None  # the stage whose candidates it read, or the one that answered instead (route, cag,
     # answer_cache); None when no stage handed on candidates
     cached: bool = False  # served from the semantic answer cache
+    threshold: float | None = None  # extractive: the refusal cut the support was held against
+    threshold_from: str | None = None  # where that cut came from: config, calibration (set, corpus version), prior
 
     @classmethod
-    def of(cls, answer: Answer, source: str | None, *, support: float | None = None,
-           cached: bool = False) -> "AnswerInfo":
-        return cls(answer.mode, answer.refused, tuple(answer.citations), support, source, cached)
+    def of(cls, answer: Answer, source: str | None, *, support: float | None = None, cached: bool = False,
+           threshold: float | None = None, threshold_from: str | None = None) -> "AnswerInfo":
+        return cls(answer.mode, answer.refused, tuple(answer.citations), support, source, cached, threshold,
+                   threshold_from)
 
     def to_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "refused": self.refused, "citations": list(self.citations), "support": self.support,
-                "source": self.source, **({"cached": True} if self.cached else {})}
+                "source": self.source, **({"cached": True} if self.cached else {}),
+                **({"threshold": self.threshold, "threshold_from": self.threshold_from}
+                   if self.threshold is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -550,3 +555,23 @@ class CachedAnswer:
     stored_at: datetime = datetime(1970, 1, 1)
     cost_usd: float = 0.0  # what producing the answer cost: a hit saves this
     ms: float = 0.0        # how long producing it took: a hit saves this
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A workspace's refusal threshold for the offline answer, fitted on its golden set by k-fold cross-validation:
+    the cut, the set and corpus version it was fitted on, the support model it belongs to, and its CV figures
+    (answered correctly among answerable, refused among unanswerable; the shipped prior's beside them)."""
+
+    workspace: str
+    threshold: float
+    dataset: str
+    corpus_version: int
+    model: str  # fingerprint of the support model the supports came from (a refit model makes it stale)
+    config_hash: str
+    folds: int
+    figures: Mapping[str, Any] = field(default_factory=dict)
+    created_at: Any = None
+
+    def describe(self) -> str:
+        return f"calibration on '{self.dataset}' (corpus v{self.corpus_version}, {self.folds}-fold CV)"

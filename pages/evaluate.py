@@ -23,6 +23,7 @@ from core.eval.datasets import (
 from core.eval.run import NamedConfig, compare, load_run, per_query_diff, run_eval
 from pages import _state
 from pages._golden_panel import golden_panel, golden_sources
+from pages._sweep_panel import tuning_panels
 
 RUNS_KEY = "eval_runs"  # eval ids of the A and B runs on show
 SAVED_KEY = "eval_saved_msg"  # confirmation of the last Save, shown after the rerun that lists the new config
@@ -124,6 +125,8 @@ with st.expander("Router: confusion matrix on its test split"):
                "(with a key) is not scored here.")
 
 golden_panel(deps, ws)  # generate and curate this workspace's own golden sets
+tuning_panels(gs, deps, ws)  # calibration and sweep: pages/_calibration_panel.py, pages/_sweep_panel.py
+
 # -- past runs: any two stored runs can be reopened ------------------------------------------------------------------
 run_ws = (gs.workspace if gs is not None and gs.workspace else ws)
 past = corpus_ops.eval_runs(deps.store, run_ws)

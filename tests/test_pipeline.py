@@ -175,7 +175,9 @@ def test_route_and_answer_stages_record_typed_info_with_the_same_json(loaded: De
                                              "description", "transforms", "overrides", "probabilities", "retrieve"]
     assert stages["answer"]["info"] == {"mode": answer.mode, "refused": answer.refused,
                                         "citations": list(answer.citations), "support": answer.support,
-                                        "source": answer.source}
+                                        "source": answer.source, "threshold": answer.threshold,
+                                        "threshold_from": answer.threshold_from}
+    assert answer.threshold is not None and answer.threshold_from.startswith("shipped prior")  # offline answer
     assert route == route.to_dict() and dict(answer) == answer.to_dict()
     off = run_query("What is TLS_VERSION_MIN set to?", _cfg(**{"router.enabled": False, "answer.enabled": False}),
                     loaded)

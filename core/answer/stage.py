@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Collection, Mapping, Sequence
 
 from core.answer import e5_scorer
+from core.answer.calibration import refusal_cut
 from core.answer.scorer import row_scorer
 from core.answer.support import (
     RowScorer,
@@ -15,12 +16,13 @@ from core.answer.support import (
     SupportModel,
     continues,
     load_support_model,
+    model_fingerprint,
     sentence_table,
 )
 from core.config import AnswerConfig
 from core.models.llm import LLM, LLMError, LLMRequest, TextBlock
 from core.text import guess_language
-from core.types import DEFAULT_WORKSPACE, Answer, AnswerInfo, Candidate, Usage
+from core.types import DEFAULT_WORKSPACE, Answer, AnswerInfo, Calibration, Candidate, Usage
 
 REFUSAL = "The corpus does not say."
 
@@ -52,10 +54,13 @@ class AnswerResult:
     usage: Usage = Usage()
     notes: tuple[str, ...] = ()
     support: float | None = None  # extractive: the support model's probability that the best sentence answers
+    threshold: float | None = None  # extractive: the refusal cut used
+    threshold_from: str | None = None  # ... and where it came from (core.answer.calibration.refusal_cut)
 
     def info(self, source: str | None) -> AnswerInfo:
         """What the answer stage shows in the trace; `source` is the stage whose candidates it read."""
-        return AnswerInfo.of(self.answer, source, support=self.support)
+        return AnswerInfo.of(self.answer, source, support=self.support, threshold=self.threshold,
+                             threshold_from=self.threshold_from)
 
 
 def answer_request(question: str, passages: Sequence[tuple[str, str]], *, model: str, glossary: str = "",
@@ -191,13 +196,14 @@ def answer_question(
     question: str, candidates: Sequence[Candidate], cfg: AnswerConfig, llm: LLM, *,
     workspace: str = DEFAULT_WORKSPACE, query_id: str = "", titles: Mapping[str, str] | None = None,
     li_scorer: SentenceScorer | None = None, blind: bool = False, vocabulary: Collection[str] | None = None,
-    full_texts: Mapping[str, str] | None = None,
+    full_texts: Mapping[str, str] | None = None, calibration: Calibration | None = None,
 ) -> AnswerResult:
     """The answer stage: picks the answerer (auto = Claude when available), refuses on an empty context without
     calling anything, and falls back to extractive (saying so) when Claude is unavailable or fails. The extractive
     answerer reads `titles` (doc id -> title) as context and `li_scorer`'s late-interaction sentence scores, unless
     `blind` (the embedder does not read the question's language); it reads whole chunks from `full_texts` (chunk id
-    -> text) when given. Claude reads what the pipeline handed on (the pruned, budgeted context)."""
+    -> text) when given. Claude reads what the pipeline handed on (the pruned, budgeted context). Its refusal cut is
+    the config's when set, else the workspace's `calibration` (core.answer.calibration), else the model's prior."""
     top = list(candidates)[: cfg.max_chunks]
     if not top:
         return AnswerResult(Answer(f"{REFUSAL} (no passages were retrieved)", (), True,
@@ -215,12 +221,14 @@ def answer_question(
             return res
         except LLMError as exc:
             notes.append(f"Claude answer failed ({exc}); extractive answer instead")
-    res = extractive_answer(question, top, threshold=cfg.refusal_threshold, max_sentences=cfg.max_sentences,
+    cut = refusal_cut(cfg.refusal_threshold, calibration, load_support_model().threshold, model_fingerprint())
+    res = extractive_answer(question, top, threshold=cut.value, max_sentences=cfg.max_sentences,
                             titles=titles, li_scorer=li_scorer, blind=blind, vocabulary=vocabulary,
                             full_texts=full_texts)
     notes.append("extractive answer (offline): sentences copied from the passages, not generated")
+    notes.append(f"refusal threshold {cut.value:.2f}: {cut.source}")
     answer, said = quoted_language(question, res.answer)
-    return AnswerResult(answer, res.usage, tuple(notes) + res.notes + said, res.support)
+    return AnswerResult(answer, res.usage, tuple(notes) + res.notes + said, res.support, cut.value, cut.source)
 
 
 LANGUAGE_NAMES = {"en": "English", "ru": "Russian", "de": "German", "fr": "French", "es": "Spanish"}

@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from core.store import answers, caches, corpus, golden, graph, graph_review, ledger, runs
+from core.store import answers, calibrations, caches, corpus, golden, graph, graph_review, ledger, runs, sweeps
 from core.store.answers import Answers
 from core.store.caches import Caches
+from core.store.calibrations import Calibrations
 from core.store.corpus import Corpus
 from core.store.db import SCHEMA_VERSION, CompactReport, Database, StoreError
 from core.store.golden import Golden
@@ -16,15 +17,17 @@ from core.store.graph import Graph
 from core.store.graph_review import Communities, Review
 from core.store.ledger import Ledger
 from core.store.runs import Runs
+from core.store.sweeps import Sweeps
 from core.store.tokvec_file import files_beside as token_vector_files
 from core.store.workspaces import Workspaces
 from core.types import DocumentRow
 
-__all__ = ["SCHEMA_VERSION", "Caches", "CompactReport", "Communities", "Corpus", "Database", "DocumentRow", "Golden",
-           "Graph", "Ledger", "Review", "Runs", "Store", "StoreError", "token_vector_files"]
+__all__ = ["SCHEMA_VERSION", "Caches", "Calibrations", "CompactReport", "Communities", "Corpus", "Database",
+           "DocumentRow", "Golden", "Graph", "Ledger", "Review", "Runs", "Store", "StoreError", "Sweeps",
+           "token_vector_files"]
 
 TABLES: tuple[str, ...] = (*corpus.TABLES, *caches.TABLES, *runs.TABLES, *ledger.TABLES, *graph.TABLES,
-                           *graph_review.TABLES, *answers.TABLES, *golden.TABLES)
+                           *graph_review.TABLES, *answers.TABLES, *golden.TABLES, *calibrations.TABLES, *sweeps.TABLES)
 MIGRATIONS: tuple[tuple[int, str], ...] = (*ledger.MIGRATIONS,)
 
 
@@ -44,6 +47,8 @@ class Store:
         self.answers = Answers(self.db)
         self.workspaces_repo = Workspaces(self.db)
         self.golden = Golden(self.db)
+        self.calibrations = Calibrations(self.db)
+        self.sweeps = Sweeps(self.db)
 
     @classmethod
     def open(cls, path: str | Path, *, read_only: bool = False) -> Store:
