@@ -381,8 +381,7 @@ def _eval_args(p: Parser) -> None:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from core.config.saved import resolve_config
-    from core.deps import datasets_root
-    from core.eval.datasets import DatasetError, at_level, load_dataset
+    from core.eval.datasets import DatasetError, at_level
     from core.eval.report import text_report
     from core.eval.run import NamedConfig, compare, run_eval
 
@@ -395,16 +394,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"error: --k expects whole numbers separated by commas, got {args.k!r}", file=sys.stderr)
         return 2
     try:
-        if args.dataset.startswith("golden:"):  # a set stored in this database (--db), read and closed again
-            if not Path(_db(args)).is_file():
-                raise DatasetError(f"{args.dataset}: no database at {_db(args)}")
-            golden_store = Store(_db(args), read_only=True)
-            try:
-                gs = at_level(load_dataset(args.dataset, store=golden_store), args.level, ks)
-            finally:
-                golden_store.close()
-        else:
-            gs = at_level(load_dataset(args.dataset, datasets_root()), args.level, ks)
+        gs = at_level(_read_dataset(args, args.dataset), args.level, ks)
     except DatasetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -460,7 +450,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _golden_args(p: Parser, *, what: str) -> None:
+def _set_source_args(p: Parser, *, what: str) -> None:
     """--golden NAME or --dataset D (one of them), --workspace, --config/--set for the base configuration, --json."""
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--golden", metavar="NAME", help=f"a golden set stored in the workspace to {what}")
@@ -470,19 +460,35 @@ def _golden_args(p: Parser, *, what: str) -> None:
     _add_json(p)
 
 
-def _golden_set(args: argparse.Namespace) -> "GoldenSet | None":
+def _read_dataset(args: argparse.Namespace, name: str) -> "GoldenSet":
+    """A public or file set (load_dataset), or 'golden:NAME': a set stored in this database (--db), read through a
+    read-only connection that is closed again before the command opens the file for writing."""
     from core.deps import datasets_root
     from core.eval.datasets import DatasetError, load_dataset
 
+    if not name.startswith("golden:"):
+        return load_dataset(name, datasets_root())
+    if not Path(_db(args)).is_file():
+        raise DatasetError(f"{name}: no database at {_db(args)}")
+    golden_store = Store(_db(args), read_only=True)
     try:
-        return load_dataset(f"golden:{args.golden}" if args.golden else args.dataset, datasets_root())
+        return load_dataset(name, store=golden_store)
+    finally:
+        golden_store.close()
+
+
+def _golden_set(args: argparse.Namespace) -> "GoldenSet | None":
+    from core.eval.datasets import DatasetError
+
+    try:
+        return _read_dataset(args, f"golden:{args.golden}" if args.golden else args.dataset)
     except DatasetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
 
 
 def _calibrate_args(p: Parser) -> None:
-    _golden_args(p, what="calibrate on")
+    _set_source_args(p, what="calibrate on")
     p.add_argument("--folds", type=int, default=5, help="k of the k-fold cross-validation (default 5)")
 
 
@@ -521,7 +527,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _sweep_args(p: Parser) -> None:
-    _golden_args(p, what="sweep over")
+    _set_source_args(p, what="sweep over")
     p.add_argument("--grid", metavar="FILE", help="TOML or JSON grid: configs = [{name, set = {section.key = value}}]"
                                                   " (default: the standard grid, core/eval/sweep.py)")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions")
