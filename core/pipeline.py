@@ -514,11 +514,23 @@ def _transforms(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer, decisi
     return out
 
 
+def unjudged_language(question_lang: str, counts: Mapping[str, int]) -> str:
+    """Why the corpus's vocabulary cannot judge a question in `question_lang` for the router ("" when it can), from
+    the corpus's chunks per language: its language is not the corpus's main one. In a mixed corpus the vocabulary of
+    the question's language is only its minority part's, and a question in it may well be about the rest (a Russian
+    question about an English policy in a mostly English corpus with a few Russian reports)."""
+    langs = corpus_languages(counts)
+    if not langs or question_lang == langs[0]:
+        return ""
+    total = sum(counts.values())
+    share = counts.get(question_lang, 0) / total if total else 0.0
+    return (f"a '{question_lang}' question, corpus {'+'.join(langs)}" if question_lang not in langs else
+            f"a '{question_lang}' question, corpus mostly {langs[0]} ({question_lang} {share:.0%} of its chunks)")
+
+
 def _unjudged(q: _Query, deps: Deps) -> str:
-    """Why the corpus's vocabulary cannot judge this question for the router ("" when it can): the question's
-    language is none of the languages the corpus's chunks were recorded in."""
-    langs = corpus_languages(deps.indexes.languages(deps.store, q.workspace))
-    return f"a '{q.lang}' question, corpus {'+'.join(langs)}" if langs and q.lang not in langs else ""
+    """unjudged_language for this query's workspace."""
+    return unjudged_language(q.lang, deps.indexes.languages(deps.store, q.workspace))
 
 
 def _route(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer) -> RouteDecision:

@@ -176,3 +176,14 @@ def test_an_extractive_answer_in_another_language_than_the_question_says_so() ->
     assert quoted_language("How much did revenue grow?", en) == (en, ())
     refused = Answer("The corpus does not say.", (), True)
     assert quoted_language("Насколько выросла выручка?", refused) == (refused, ())
+
+
+def test_a_question_outside_the_corpus_main_language_is_not_judged_by_its_vocabulary() -> None:
+    from core.pipeline import unjudged_language
+
+    # A mostly English corpus with a few Russian reports: the Russian vocabulary is the minority's only
+    assert unjudged_language("ru", {"en": 87, "ru": 13}) == "a 'ru' question, corpus mostly en (ru 13% of its chunks)"
+    assert unjudged_language("en", {"en": 87, "ru": 13}) == ""
+    assert unjudged_language("ru", {"ru": 90, "en": 10}) == ""
+    assert unjudged_language("de", {"en": 100}) == "a 'de' question, corpus en"
+    assert unjudged_language("en", {}) == ""
