@@ -574,4 +574,6 @@ class Calibration:
     created_at: Any = None
 
     def describe(self) -> str:
-        return f"calibration on '{self.dataset}' (corpus v{self.corpus_version}, {self.folds}-fold CV)"
+        kept = ("; its cross-validated cut did no better than the shipped prior, so the prior is kept"
+                if self.figures.get("kept_prior") else "")
+        return f"calibration on '{self.dataset}' (corpus v{self.corpus_version}, {self.folds}-fold CV{kept})"

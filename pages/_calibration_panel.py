@@ -28,7 +28,9 @@ def calibration_panel(gs: GoldenSet | None, deps: Any, workspace: str) -> None:
             version = deps.store.corpus.corpus_version(ws)
             st.markdown(f"Threshold **{cal.threshold:.3f}** · fitted on '{escape_md(cal.dataset)}' · corpus "
                         f"v{cal.corpus_version}{' (the corpus has changed since)' if version != cal.corpus_version else ''}"
-                        f" · {cal.folds}-fold CV")
+                        f" · {cal.folds}-fold CV"
+                        + (" · the cut fitted on this set did no better than the shipped prior in cross-validation, "
+                           "so the prior is kept" if cal.figures.get("kept_prior") else ""))
             st.dataframe(summary_rows(cal), hide_index=True, key="cal_figures")
             st.caption("CV figures: each fold's questions judged at the cut chosen on the other folds. Answered "
                        "correctly = the answer quotes a gold sentence; the ceiling counts questions whose gold "

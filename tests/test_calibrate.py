@@ -159,3 +159,15 @@ def test_calibrate_fits_stores_and_the_cli_reports(ingested: Deps, tmp_path: Pat
     assert out["workspace"] == "default" and out["folds"] == 3 and "cv" in out["figures"]
     assert cli.main(["calibrate", "--dataset", str(tmp_path / "missing.jsonl"), "--db", db]) == 2
 
+
+
+def test_a_fitted_cut_that_does_no_better_in_cv_keeps_the_prior() -> None:
+    # Supports that do not separate the classes: any cut fitted on some folds misjudges the held-out ones, so the
+    # CV objective cannot beat the prior's and the prior is what the workspace uses
+    outs = _outcomes([0.2, 0.8, 0.3, 0.7, 0.4, 0.6], [0.25, 0.75, 0.35, 0.65, 0.45, 0.55])
+    fit = cross_validate(outs, prior=0.5, k=3)
+    assert fit.figures["kept_prior"] is True and fit.threshold == 0.5
+    assert fit.figures["fitted_threshold"] != 0.5 or fit.figures["in_sample"] == fit.figures["prior"]
+    # Separable supports: the fitted cut wins in CV and is used
+    sep = cross_validate(_outcomes([0.6, 0.7, 0.8, 0.9, 0.65, 0.75], [0.1, 0.2, 0.3, 0.25, 0.15, 0.35]), prior=0.9, k=3)
+    assert sep.figures["kept_prior"] is False and sep.threshold == sep.figures["fitted_threshold"] < 0.6

@@ -102,11 +102,16 @@ def cross_validate(outcomes: Sequence[Outcome], *, prior: float, k: int = 5, see
         fold_cuts.append(round(cut, 4))
         for i in fold:
             held[i] = cut
-    final = choose_cut(outcomes, prior)
-    figures = {"cv": rates(outcomes, held), "prior": rates(outcomes, prior), "prior_threshold": prior,
-               "fold_thresholds": fold_cuts, "in_sample": rates(outcomes, final), "questions": len(outcomes),
+    fitted = choose_cut(outcomes, prior)
+    cv, at_prior = rates(outcomes, held), rates(outcomes, prior)
+    # The CV figures say whether a cut fitted on this set does better than the prior on questions it was not fitted
+    # on; where it does not, the fitted cut is noise of this set and the prior stays (the figures say so).
+    keeps_prior = objective(cv) <= objective(at_prior)
+    figures = {"cv": cv, "prior": at_prior, "prior_threshold": prior, "fitted_threshold": fitted,
+               "kept_prior": keeps_prior, "fold_thresholds": fold_cuts, "in_sample": rates(outcomes, fitted),
+               "questions": len(outcomes),
                "objective": "mean of answered-correctly (gold passage retrieved) and refused-correctly"}
-    return Fit(final, k, figures)
+    return Fit(prior if keeps_prior else fitted, k, figures)
 
 
 @dataclass(frozen=True)

@@ -132,8 +132,10 @@ def summary_rows(cal: Calibration) -> list[dict[str, object]]:
     """The calibration's figures as rows: the shipped prior and the cross-validated cut, side by side."""
     f = cal.figures
     rows = []
-    for label, key, cut in (("shipped prior", "prior", f.get("prior_threshold")),
-                            (f"calibrated ({cal.folds}-fold CV)", "cv", cal.threshold)):
+    fitted = f.get("fitted_threshold", cal.threshold)
+    for label, key, cut in (("shipped prior" + (" (kept: the fitted cut did no better in CV)" if f.get("kept_prior")
+                                                else ""), "prior", f.get("prior_threshold")),
+                            (f"fitted on this set ({cal.folds}-fold CV)", "cv", fitted)):
         r = f.get(key) or {}
         rows.append({"threshold": cut, "figures": label,
                      "answered correctly (gold passage retrieved)": r.get("answered_correctly_retrieved"),
