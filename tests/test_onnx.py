@@ -370,3 +370,28 @@ def test_int8_self_check_catches_a_broken_model(tiny_model: Path, tiny_cache: Pa
     finally:
         with open(ref_file, "wb") as fh:
             np.savez(fh, key=key, vectors=vecs)
+
+
+@pytest.mark.parametrize("runtime", ["torch", "onnx", "onnx-int8"])
+def test_late_chunking_builds_on_every_runtime(runtime: str, tiny_model: Path, tiny_cache: Path, store) -> None:
+    """Issue #33 item 13: a late-chunking build on each shipped runtime writes one late vector per chunk, of the
+    embedder's own model id (each runtime reads the whole document with its own token encoder)."""
+    from core.config import PipelineConfig
+    from core.ingest.context import BuildRequest, coverage, run_build
+    from core.ingest.pipeline import ingest_files
+    from core.models.embed import SentenceTransformerEmbedder
+    from core.models.llm import OfflineLLM
+
+    if runtime == "torch":
+        emb = SentenceTransformerEmbedder(str(tiny_model))
+    else:
+        emb = ort_rt.OnnxEmbedder(str(tiny_model), tiny_model, ort_rt.cached_model_path(tiny_cache, str(tiny_model),
+                                                                                        runtime), runtime)
+    text = "# Depot\n\n" + "".join(f"## Bay {i}\n\nBay {i} holds pallets of part P{i}. The crane lifts them.\n\n"
+                                   for i in range(6))
+    cfg = PipelineConfig().with_overrides({"chunking.size_tokens": 24, "chunking.overlap_tokens": 0})
+    ingest_files([("depot.md", text.encode())], store=store, embedder=emb, config=cfg)
+    n = store.corpus.count("chunks")
+    assert n >= 3
+    rep = run_build(BuildRequest("late", embed=False), store, emb, OfflineLLM())
+    assert rep.written == n and coverage(store, "late", model_id=emb.model_id) == (n, n)
