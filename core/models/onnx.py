@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -349,25 +351,48 @@ def quantise_int8(src: Path, out: Path, model_dir: Path, *, kinds: frozenset[str
 _EXPORT_LOCK = threading.Lock()
 
 
+def build_model_files(model_dir: Path, model_name: str, runtime: str, cache_dir: Path) -> Path:
+    """Export (and optimise / quantise) the .onnx file for (model, runtime) in this process."""
+    target = cached_model_path(cache_dir, model_name, runtime)
+    fp32 = cached_model_path(cache_dir, model_name, "onnx")
+    if not fp32.is_file():
+        raw = cached_model_path(cache_dir, model_name, "raw")
+        export_fp32(model_dir, raw)
+        try:
+            optimise(raw, fp32, model_dir)
+        except Exception:  # noqa: BLE001 - an optimiser that cannot handle the graph leaves the plain export
+            os.replace(raw, fp32)
+        raw.unlink(missing_ok=True)
+    if runtime == "onnx-int8" and not target.is_file():
+        quantise_int8(fp32, target, model_dir)
+    return target
+
+
+# The export runs in a child process: torch, the transformer and the exporter's graph copies (most of a first
+# ingest's peak memory) are freed when it exits, and the process that embeds never imports torch.
+_CHILD = ("import sys; from pathlib import Path; from core.models.onnx import build_model_files; "
+          "build_model_files(Path(sys.argv[1]), sys.argv[2], sys.argv[3], Path(sys.argv[4]))")
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _build_in_child(model_dir: Path, model_name: str, runtime: str, cache_dir: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(_ROOT), os.environ.get("PYTHONPATH")) if p)}
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(model_dir), model_name, runtime, str(cache_dir)],
+                          env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"the ONNX export of {model_name} failed (exit {done.returncode}): {last}")
+
+
 def ensure_model(model_dir: Path, model_name: str, runtime: str, cache_dir: Path) -> Path:
-    """The cached .onnx file for (model, runtime), exported (and optimised / quantised) when missing."""
+    """The cached .onnx file for (model, runtime), exported (and optimised / quantised) in a child process when
+    missing."""
     if runtime not in ("onnx", "onnx-int8"):
         raise ValueError(f"no ONNX file for runtime {runtime!r}")
     target = cached_model_path(cache_dir, model_name, runtime)
     with _EXPORT_LOCK:
-        if target.is_file():
-            return target
-        fp32 = cached_model_path(cache_dir, model_name, "onnx")
-        if not fp32.is_file():
-            raw = cached_model_path(cache_dir, model_name, "raw")
-            export_fp32(model_dir, raw)
-            try:
-                optimise(raw, fp32, model_dir)
-            except Exception:  # noqa: BLE001 - an optimiser that cannot handle the graph leaves the plain export
-                os.replace(raw, fp32)
-            raw.unlink(missing_ok=True)
-        if runtime == "onnx-int8":
-            quantise_int8(fp32, target, model_dir)
+        if not target.is_file():
+            _build_in_child(model_dir, model_name, runtime, cache_dir)
         return target
 
 
