@@ -104,3 +104,40 @@ def test_a_spaceless_run_is_hard_split_within_the_character_bound() -> None:
     # ordinary prose is never cut by the bound: the token window ends the chunk first
     prose = ParsedDocument(name="p.txt", kind="txt", text=" ".join(f"word{i % 50}" for i in range(2000)), title="p", sections=())
     assert [c.n_tokens for c in chunk_document(prose, "p", strategy="fixed", size=100, overlap=0)][:3] == [100] * 3
+
+
+def test_token_bound_fits_the_embedders_window_and_covers_the_text() -> None:
+    from core.ingest.chunk import token_bound
+
+    def count(t: str) -> int:  # a tokenizer that reads each digit as a token and each word as one
+        return sum(len(w) if w.isdigit() else 1 for w in t.split())
+
+    text = "Order " + " ".join(str(10**6 + i) for i in range(20)) + " shipped. " + "x" * 50
+    pieces = token_bound(text, 0, len(text), count, 30)
+    assert all(count(text[a:b]) <= 30 for a, b in pieces) and len(pieces) >= 5
+    assert "".join(text[a:b] for a, b in pieces).replace(" ", "") == text.replace(" ", "")
+    # a run without spaces is cut hard where the count allows
+    assert token_bound("9" * 100, 0, 100, count, 30) == [(0, 30), (30, 60), (60, 90), (90, 100)]
+    assert token_bound("a b c", 0, 5, count, 30) == [(0, 5)]
+
+
+def test_ingest_cuts_chunks_to_the_window_of_an_embedder_that_counts_its_tokens() -> None:
+    from core.config import PipelineConfig
+    from core.ingest.pipeline import ingest_files
+    from core.store import Store
+    from tests.fakes import HashEmbedder
+
+    class Counting(HashEmbedder):
+        max_seq_length = 12  # a window of 10 tokens once [CLS] and [SEP] are in
+
+        def token_count(self, text: str) -> int:
+            return sum(len(w) if w.isdigit() else 1 for w in text.split())
+
+    text = "# Parts\n\n" + " ".join(f"Part {100000 + i} fits bay {i}." for i in range(12))
+    plain, counting = Store(), Store()
+    ingest_files([("parts.md", text.encode())], store=plain, embedder=HashEmbedder(), config=PipelineConfig())
+    ingest_files([("parts.md", text.encode())], store=counting, embedder=Counting(), config=PipelineConfig())
+    before, after = plain.corpus.chunks(), counting.corpus.chunks()
+    assert any(Counting().token_count(c.text) > 10 for c in before)  # the chunker alone leaves chunks over it
+    assert all(Counting().token_count(c.text) <= 10 for c in after) and len(after) > len(before)
+    assert [c.ordinal for c in after] == list(range(len(after)))

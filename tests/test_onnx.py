@@ -113,8 +113,7 @@ def test_onnx_token_vectors_equal_torch_for_late_interaction(tiny_model: Path, t
 
 def test_ingest_stores_token_vectors_from_the_sentence_forward(tiny_model: Path, tiny_cache: Path, store) -> None:
     """Issue #14: an ONNX embedder hands ingest the token vectors of the same forward pass; what ingest stores is
-    what the late-interaction reader would compute itself (short chunks), and a chunk the sentence encoding
-    truncated is still stored, read in windows. With rerank off nothing is stored."""
+    what the late-interaction reader would compute itself. With rerank off nothing is stored."""
     from core.config import PipelineConfig
     from core.ingest.pipeline import ingest_files
     from core.models.embed import shares_token_forward
@@ -132,9 +131,11 @@ def test_ingest_stores_token_vectors_from_the_sentence_forward(tiny_model: Path,
     cfg = PipelineConfig().with_overrides({"chunking.strategy": "fixed", "chunking.size_tokens": 200})
     ingest_files(files, store=store, embedder=emb, config=cfg)
     texts = [c.text for c in store.corpus.chunks()]
-    assert len(texts) == 2 and any(len(t) > 300 for t in texts)
+    # ingest cuts every chunk to the model's window (22 tokens here, issue #33), so the 100-word file is several
+    # chunks and no chunk is left to the sentence encoding's truncation
+    assert len(texts) > 2 and all(emb.token_count(t) <= emb.max_seq_length - 2 for t in texts)
     stored = store.caches.cached_token_vectors(emb.model_id, [text_key(emb.model_id, t) for t in texts])
-    assert len(stored) == 2
+    assert len(stored) == len(set(texts))
     want = encode_token_matrices(window_encoder_for(emb), texts)
     for t, w in zip(texts, want):
         ids, vecs16, spans = stored[text_key(emb.model_id, t)]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import bisect
+from typing import Callable
 
 from core.config.ingest import ChunkStrategy as Strategy
 from core.ingest.parse import ParseError
@@ -93,6 +94,44 @@ def bound_ranges(text: str, ranges: list[tuple[int, int]], max_chars: int) -> li
         if e > s:
             out.append((s, e))
     return out
+
+
+def token_bound(text: str, start: int, end: int, count: Callable[[str], int], max_tokens: int
+                ) -> list[tuple[int, int]]:
+    """[start, end) cut into consecutive pieces of at most `max_tokens` by `count` (the embedder's tokenizer): each
+    piece ends at the last whitespace of its second half when there is one, else where the count allows (a run
+    without spaces is cut hard); the pieces cover the range exactly. A chunking token is a word, so a chunk within
+    its size can still be more of the embedder's tokens than it reads (numbers, identifiers, other scripts)."""
+    out: list[tuple[int, int]] = []
+    s = start
+    while s < end and count(text[s:end]) > max_tokens:
+        lo, hi = s + 1, end  # the longest prefix that fits: count(text[s:lo]) <= max_tokens < count(text[s:hi])
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if count(text[s:mid]) <= max_tokens:
+                lo = mid
+            else:
+                hi = mid
+        cut = max(text.rfind(" ", s + (lo - s) // 2, lo), text.rfind("\n", s + (lo - s) // 2, lo))
+        cut = cut + 1 if cut > s else lo
+        out.append((s, cut))
+        s = cut
+        while s < end and text[s].isspace():
+            s += 1
+    if end > s:
+        out.append((s, end))
+    return out
+
+
+def fit_to_window(text: str, doc_id: str, chunks: list[Chunk], count: Callable[[str], int], max_tokens: int
+                  ) -> list[Chunk]:
+    """The chunks, each that `count` says is over `max_tokens` split by token_bound (ids renumbered in order);
+    unchanged when all fit."""
+    if all(count(c.text) <= max_tokens for c in chunks):
+        return chunks
+    ranges: Ranges = [(a, b, c.heading_path) for c in chunks for a, b in token_bound(text, c.start, c.end, count,
+                                                                                      max_tokens)]
+    return build_chunks(text, doc_id, ranges, chunk_facts(text, ranges))
 
 
 def _heading_at(sections: tuple[Section, ...], pos: int) -> tuple[str, ...]:

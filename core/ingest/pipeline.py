@@ -12,6 +12,7 @@ from core.config import PipelineConfig
 from core.graph.build import update_graph_for_documents
 from core.ingest.context import build_heuristic
 from core.ingest.files import LocalFile, read_file, scan_paths
+from core.ingest.chunk import check_chunk_cap, fit_to_window
 from core.ingest.parse import ParseError
 from core.ingest.sandbox import ChunkSpec, ParseSandbox, default_sandbox
 from core.models.embed import (
@@ -21,6 +22,7 @@ from core.models.embed import (
     embed_groups_with_cache,
     embed_with_cache,
 )
+from core.models.protocols import CountsTokens
 from core.store import DocumentRow, Store
 from core.text import detect_language
 from core.types import DEFAULT_WORKSPACE, Chunk, Document, ParsedDocument
@@ -97,7 +99,7 @@ def ingest_one(
     """Ingest one file. An unchanged file (same name, bytes and chunker) is skipped; a changed one replaces the
     old version atomically. Errors come back as a FileResult, never as a half-written document."""
     prepared = _prepare(name, data, store=store, config=config, workspace=workspace,
-                        sandbox=sandbox or default_sandbox())
+                        sandbox=sandbox or default_sandbox(), window=fit_window(embedder))
     if isinstance(prepared, FileResult):
         return prepared
     try:
@@ -151,9 +153,31 @@ def chunk_spec(config: PipelineConfig) -> ChunkSpec:
     return ChunkSpec(c.strategy, c.size_tokens, c.overlap_tokens, config.limits.max_chunks_per_file)
 
 
+Window = tuple[Callable[[str], int], int]  # (the embedder's token count, the most tokens a chunk may hold)
+
+
+def fit_window(embedder: Embedder) -> Window | None:
+    """What ingest cuts chunks to (CountsTokens): the embedder's window less [CLS] and [SEP]; None for an embedder
+    that cannot count its tokens (test fakes)."""
+    if isinstance(embedder, CountsTokens):
+        return embedder.token_count, int(embedder.max_seq_length) - 2
+    return None
+
+
+def cut_to_window(name: str, parsed: ParsedDocument, doc_id: str, chunks: list[Chunk], window: Window | None,
+                  max_chunks: int | None) -> list[Chunk]:
+    """Chunks that the embedder reads whole (fit_to_window), the per-file cap checked again on the result."""
+    if window is None:
+        return chunks
+    fitted = fit_to_window(parsed.text, doc_id, chunks, window[0], window[1])
+    if len(fitted) != len(chunks):
+        check_chunk_cap(name, len(fitted), max_chunks)
+    return fitted
+
+
 def _prepare(
     name: str, data: bytes, *, store: Store, config: PipelineConfig, workspace: str, sandbox: ParseSandbox,
-    legacy: bool = True,
+    legacy: bool = True, window: Window | None = None,
 ) -> _Prepared | FileResult:
     """Parse and chunk one file in the sandbox (one CPU-time deadline and a memory bound for both), or say why
     there is nothing to embed (an error, the chunk cap, or unchanged since last time: then it is not parsed)."""
@@ -166,6 +190,7 @@ def _prepare(
     try:
         parsed, chunks = sandbox.parse_chunks(name, data, doc_id, chunk_spec(config),
                                               max_bytes=int(config.limits.max_file_mb * 1_000_000))
+        chunks = cut_to_window(name, parsed, doc_id, chunks, window, config.limits.max_chunks_per_file)
     except ParseError as exc:
         return FileResult(name, "error", str(exc))
     if not chunks:
@@ -229,6 +254,7 @@ def ingest_files(
     in_run = set(keys)
     group: list[tuple[int, _Prepared]] = []
     box = sandbox or default_sandbox()
+    window = fit_window(embedder)
     max_bytes = int(config.limits.max_file_mb * 1_000_000)
 
     def finish(i: int, res: FileResult) -> None:
@@ -311,7 +337,7 @@ def ingest_files(
             data = item[1]
         # A pre-path document `report.md` belongs to the root's own `report.md` when this run has one.
         prepared = _prepare(name, data, store=store, config=config, workspace=workspace, sandbox=box,
-                            legacy=base not in in_run)
+                            legacy=base not in in_run, window=window)
         del data
         if isinstance(prepared, FileResult):
             finish(i, prepared)

@@ -43,7 +43,10 @@ from core.ingest.pipeline import (
     _Prepared,
     _store_prepared,
     after_ingest,
+    Window,
     chunk_spec,
+    cut_to_window,
+    fit_window,
     chunker_label,
     doc_id_for,
     earlier_version,
@@ -187,7 +190,8 @@ class WorkerDoc:
     tokens: tuple[tuple[str, TokenRows], ...] = ()
 
 
-def cut_file(index: int, name: str, data: bytes, *, config: PipelineConfig, sandbox: ParseSandbox) -> WorkerDoc:
+def cut_file(index: int, name: str, data: bytes, *, config: PipelineConfig, sandbox: ParseSandbox,
+             window: Window | None = None) -> WorkerDoc:
     """Parse and chunk one file as the local engine does (same doc id, same chunker, the same sandbox deadline over
     both and the same chunk cap), reporting errors by name."""
     content_hash = hashlib.sha256(data).hexdigest()
@@ -196,6 +200,7 @@ def cut_file(index: int, name: str, data: bytes, *, config: PipelineConfig, sand
     try:
         parsed, chunks = sandbox.parse_chunks(name, data, doc_id, chunk_spec(config),
                                               max_bytes=int(config.limits.max_file_mb * 1_000_000))
+        chunks = cut_to_window(name, parsed, doc_id, chunks, window, config.limits.max_chunks_per_file)
     except ParseError as exc:
         return replace(base, error=str(exc))
     except Exception as exc:  # noqa: BLE001 - a parser surprise costs this file only
@@ -278,13 +283,14 @@ class _IngestActor:
     def __init__(self, make_embedder: Callable[[], Embedder], config: PipelineConfig, cached: frozenset[str] = frozenset(),
                  tokens: bool = False) -> None:
         self.embedder = make_embedder()
+        self.window = fit_window(self.embedder)  # chunks cut to the model's window, as the local engine does
         self.config = config
         self.sandbox = default_sandbox()  # the hostile-file guard runs on the worker too
         self.cached = cached
         self.tokens = tokens
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
-        docs = [cut_file(int(i), str(n), bytes(d), config=self.config, sandbox=self.sandbox)
+        docs = [cut_file(int(i), str(n), bytes(d), config=self.config, sandbox=self.sandbox, window=self.window)
                 for i, n, d in zip(batch["i"], batch["name"], batch["data"])]
         # Pickled by hand: Ray Data would first try (and fail) to fit the records into an Arrow column.
         embedded = embed_docs(docs, self.embedder, cached=self.cached, tokens=self.tokens)

@@ -83,6 +83,10 @@ class SentenceTransformerEmbedder:
     def max_seq_length(self) -> int:
         return int(self.model.max_seq_length)
 
+    def token_count(self, text: str) -> int:
+        """The model tokenizer's count of `text` (no special tokens, not truncated): CountsTokens."""
+        return len(self.model.tokenizer(text, add_special_tokens=False, truncation=False, verbose=False)["input_ids"])
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)

@@ -540,6 +540,11 @@ class OnnxEmbedder:
                              np.asarray(hidden[j, rows], dtype=np.float32))
         return vecs, tokens
 
+    def token_count(self, text: str) -> int:
+        """The tokenizer's count of `text` without special tokens (CountsTokens). The sentence tokenizer truncates at
+        max_seq_length, so a count stops there: enough to tell whether a text fits the window (max_seq_length - 2)."""
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
     def window_encoder(self) -> "OnnxTokenEncoder":
         """Token vectors for late interaction / late chunking from this runtime (core.models.tokens.window_encoder_for).
         One per embedder: ingest asks for it on every batch holding a long chunk, and building one reads the

@@ -61,6 +61,17 @@ def shares_token_forward(embedder: Embedder) -> TypeGuard[SharedForwardEmbedder]
 
 
 @runtime_checkable
+class CountsTokens(Protocol):
+    """An embedder that says how many of its own tokens a text is (no special tokens; a count may stop just past
+    max_seq_length) and how many it reads in one forward (max_seq_length, with [CLS] and [SEP]): ingest cuts every
+    chunk to fit that window, so no chunk text goes unread."""
+
+    max_seq_length: int
+
+    def token_count(self, text: str) -> int: ...
+
+
+@runtime_checkable
 class KnowsDimension(Protocol):
     """Optional capability of an Embedder: its vector width without encoding a probe text."""
 
