@@ -77,50 +77,48 @@ def max_chunk_chars(size: int) -> int:
     return max(1, size) * CHARS_PER_TOKEN
 
 
-def bound_ranges(text: str, ranges: list[tuple[int, int]], max_chars: int) -> list[tuple[int, int]]:
-    """Each range longer than `max_chars` cut into consecutive pieces of at most `max_chars` characters, at the last
-    whitespace of the piece's second half when there is one and hard at `max_chars` when there is none; the
-    pieces cover the range exactly."""
+def _pieces(text: str, s: int, e: int, longest: Callable[[int], int | None]) -> list[tuple[int, int]]:
+    """[s, e) cut into consecutive pieces: `longest(s)` is where the longest piece starting at s that fits ends (None
+    when the rest fits). Each piece ends at the last whitespace of that span's second half when there is one, else
+    there (a run without spaces is cut hard); the pieces cover the range exactly."""
     out: list[tuple[int, int]] = []
-    for s, e in ranges:
-        while e - s > max_chars:
-            limit = s + max_chars
-            cut = max(text.rfind(" ", s + max_chars // 2, limit), text.rfind("\n", s + max_chars // 2, limit))
-            cut = cut + 1 if cut > s else limit
-            out.append((s, cut))
-            s = cut
-            while s < e and text[s].isspace():
-                s += 1
-        if e > s:
-            out.append((s, e))
+    while s < e and (limit := longest(s)) is not None:
+        half = s + (limit - s) // 2
+        cut = max(text.rfind(" ", half, limit), text.rfind("\n", half, limit))
+        cut = cut + 1 if cut > s else limit
+        out.append((s, cut))
+        s = cut
+        while s < e and text[s].isspace():
+            s += 1
+    if e > s:
+        out.append((s, e))
     return out
+
+
+def bound_ranges(text: str, ranges: list[tuple[int, int]], max_chars: int) -> list[tuple[int, int]]:
+    """Each range longer than `max_chars` cut into consecutive pieces of at most `max_chars` characters (_pieces)."""
+    return [piece for s, e in ranges
+            for piece in _pieces(text, s, e, lambda at, e=e: at + max_chars if e - at > max_chars else None)]
 
 
 def token_bound(text: str, start: int, end: int, count: Callable[[str], int], max_tokens: int
                 ) -> list[tuple[int, int]]:
-    """[start, end) cut into consecutive pieces of at most `max_tokens` by `count` (the embedder's tokenizer): each
-    piece ends at the last whitespace of its second half when there is one, else where the count allows (a run
-    without spaces is cut hard); the pieces cover the range exactly. A chunking token is a word, so a chunk within
-    its size can still be more of the embedder's tokens than it reads (numbers, identifiers, other scripts)."""
-    out: list[tuple[int, int]] = []
-    s = start
-    while s < end and count(text[s:end]) > max_tokens:
-        lo, hi = s + 1, end  # the longest prefix that fits: count(text[s:lo]) <= max_tokens < count(text[s:hi])
+    """[start, end) cut into consecutive pieces of at most `max_tokens` by `count` (the embedder's tokenizer; see
+    _pieces). A chunking token is a word, so a chunk within its size can still be more of the embedder's tokens than
+    it reads (numbers, identifiers, other scripts)."""
+    def longest(s: int) -> int | None:
+        if count(text[s:end]) <= max_tokens:
+            return None
+        lo, hi = s + 1, end  # count(text[s:lo]) <= max_tokens < count(text[s:hi])
         while hi - lo > 1:
             mid = (lo + hi) // 2
             if count(text[s:mid]) <= max_tokens:
                 lo = mid
             else:
                 hi = mid
-        cut = max(text.rfind(" ", s + (lo - s) // 2, lo), text.rfind("\n", s + (lo - s) // 2, lo))
-        cut = cut + 1 if cut > s else lo
-        out.append((s, cut))
-        s = cut
-        while s < end and text[s].isspace():
-            s += 1
-    if end > s:
-        out.append((s, end))
-    return out
+        return lo
+
+    return _pieces(text, start, end, longest)
 
 
 def fit_to_window(text: str, doc_id: str, chunks: list[Chunk], count: Callable[[str], int], max_tokens: int
