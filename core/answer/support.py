@@ -67,7 +67,7 @@ _FILLER_WORDS = ("much many tell me about please list name give describe explain
                  "сколько какой какая какие каков кто когда где почему")
 _FILLER = frozenset(t for w in _FILLER_WORDS.split() for t in tokenize(w))
 _IDENT = re.compile(r"[\w][\w.\-]*[\w]|\w", re.UNICODE)
-# The plural of a product code ('the interim FB-340s'): passages write the code itself, so the question's term is the
+# The plural of a product code ('the interim XR-200s'): passages write the code itself, so the question's term is the
 # code. Letters, an optional hyphen or underscore, digits, then one 's'.
 _CODE_PLURAL = re.compile(r"([^\W\d_]+[-_]?\d+)s")
 # Words that pin a question to one period: the near-miss questions differ from answerable ones in exactly these.
