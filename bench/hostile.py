@@ -540,22 +540,16 @@ def _trickle() -> dict[str, Any]:
         return Trace(q, "h", 1, (StageResult("fused", (Candidate("c1", "d1", f"text about {q}", 1.0, 1),), 1.0),))
 
     llm = AnthropicLLM(LLM_KEY, base_url=stub.base_url, max_retries=4, timeout_s=1.0)  # real backoff sleeps
-    stub.state.faults.clear()
-    stub.state.faults.extend([("trickle_body", 0.2)] * 200)
-    t0 = time.monotonic()
-    res = run_agent("Who did Alice Brown meet in Paris?", search,
-                    budget=Budget(max_rounds=10, max_llm_calls=100, max_tokens=10**9, max_usd=1.0, max_seconds=3.0),
-                    grader=LLMGrader(llm, "claude-haiku-4-5"), writer=LLMWriter(llm, "claude-haiku-4-5"),
-                    workspace="default")
-    out["agent_trickle"] = {"max_seconds": 3.0, "seconds": round(time.monotonic() - t0, 2), "stop": res.stop_reason}
-    stub.state.faults.clear()
-    stub.state.faults.extend([("status", 500)] * 200)
-    t0 = time.monotonic()
-    res = run_agent("Who did Alice Brown meet in Paris?", search,
-                    budget=Budget(max_rounds=10, max_llm_calls=100, max_tokens=10**9, max_usd=1.0, max_seconds=3.0),
-                    grader=LLMGrader(llm, "claude-haiku-4-5"), writer=LLMWriter(llm, "claude-haiku-4-5"),
-                    workspace="default")
-    out["agent_500s"] = {"max_seconds": 3.0, "seconds": round(time.monotonic() - t0, 2), "stop": res.stop_reason}
+    for label, fault in (("agent_trickle", ("trickle_body", 0.2)), ("agent_500s", ("status", 500))):
+        stub.state.faults.clear()
+        stub.state.faults.extend([fault] * 200)
+        t0 = time.monotonic()
+        res = run_agent("Who did Alice Brown meet in Paris?", search,
+                        budget=Budget(max_rounds=10, max_llm_calls=100, max_tokens=10**9, max_usd=1.0,
+                                      max_seconds=3.0),
+                        grader=LLMGrader(llm, "claude-haiku-4-5"), writer=LLMWriter(llm, "claude-haiku-4-5"),
+                        workspace="default")
+        out[label] = {"max_seconds": 3.0, "seconds": round(time.monotonic() - t0, 2), "stop": res.stop_reason}
     stub.stop()
     secs = [v["seconds"] for v in out.values() if isinstance(v, dict) and "attempts" in v]
     out["hangs_over_30s"] = sum(s > HANG_S for s in secs)

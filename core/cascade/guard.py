@@ -116,6 +116,8 @@ class EvalRunSource(Protocol):
 
     def eval_run(self, eval_id: str, workspace: str = ...) -> EvalRunRecord | None: ...
 
+    def eval_run_ids(self, workspace: str = ..., limit: int = ...) -> tuple[str, ...]: ...
+
 
 # How many of a workspace's newest runs the guard reads at most (a run with the stage stepped aside has no record).
 RUNS_READ = 20
@@ -135,11 +137,11 @@ class GuardCache:
         leaves the guard's own settings out of the key). A stage's loss measured under one configuration says
         nothing of another: bench/results/guard.json measured a verdict from the routed default costing the
         cascade alone 6.5 points of recall@5."""
-        heads = runs.eval_runs(workspace, limit=RUNS_READ)
-        ids = tuple(r.eval_id for r in heads)
+        ids = runs.eval_run_ids(workspace, limit=RUNS_READ)  # one small query per search while nothing changed
         cached = self._seen.get((workspace, k, config_key))
         if cached is not None and cached[0] == ids:
             return cached[1]
+        heads = runs.eval_runs(workspace, limit=RUNS_READ)
         found: dict[str, StageEvidence] = {}
         for head in (h for h in heads if key_of(h.config) == config_key):  # newest first, until every stage has one
             full = runs.eval_run(head.eval_id, workspace)

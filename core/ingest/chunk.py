@@ -125,10 +125,11 @@ def fit_to_window(text: str, doc_id: str, chunks: list[Chunk], count: Callable[[
                   ) -> list[Chunk]:
     """The chunks, each that `count` says is over `max_tokens` split by token_bound (ids renumbered in order);
     unchanged when all fit."""
-    if all(count(c.text) <= max_tokens for c in chunks):
+    over = [count(c.text) > max_tokens for c in chunks]  # each chunk counted once; only those over are cut
+    if not any(over):
         return chunks
-    ranges: Ranges = [(a, b, c.heading_path) for c in chunks for a, b in token_bound(text, c.start, c.end, count,
-                                                                                      max_tokens)]
+    ranges: Ranges = [(a, b, c.heading_path) for c, cut in zip(chunks, over)
+                      for a, b in (token_bound(text, c.start, c.end, count, max_tokens) if cut else [(c.start, c.end)])]
     return build_chunks(text, doc_id, ranges, chunk_facts(text, ranges))
 
 

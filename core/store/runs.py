@@ -91,6 +91,13 @@ class Runs:
         return [EvalRunRecord(r[0], r[1], r[2], r[3], json.loads(r[4]), int(r[5]), int(r[6]), int(r[7]),
                               json.loads(r[8]), r[9]) for r in self._db.cursor().execute(sql, params).fetchall()]
 
+    def eval_run_ids(self, workspace: str = DEFAULT_WORKSPACE, limit: int = 200) -> tuple[str, ...]:
+        """The ids of the newest runs, newest first: a cheap check of whether the runs changed (read per query)."""
+        rows = self._db.cursor().execute(
+            "SELECT eval_id FROM eval_runs WHERE workspace_id = ? ORDER BY created_at DESC LIMIT ?",
+            [workspace, limit]).fetchall()
+        return tuple(r[0] for r in rows)
+
     def eval_run(self, eval_id: str, workspace: str = DEFAULT_WORKSPACE) -> EvalRunRecord | None:
         """One run with its per-question results, or None."""
         found = self.eval_runs(workspace, eval_id=eval_id)
