@@ -76,9 +76,8 @@ class PipelineConfig(Section):
             section, _, key = dotted.partition(".")
             if not key or section not in data or not isinstance(data[section], dict):
                 raise ConfigError(f"unknown setting {dotted!r}")
-            fields = type(getattr(self, section)).model_fields  # a field may be left out of the dump at its default
-            if key not in fields:
-                raise ConfigError(f"unknown setting {dotted!r}; {section} has: {', '.join(sorted(fields))}")
+            if key not in data[section]:
+                raise ConfigError(f"unknown setting {dotted!r}; {section} has: {', '.join(sorted(data[section]))}")
             data[section][key] = value
         return load_config_dict(data)
 

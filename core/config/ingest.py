@@ -1,14 +1,12 @@
 """Ingest-side sections: input limits, chunking, the embedding model and contextual retrieval."""
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field
 
 from core.config.base import Section, chosen_in
 
-
-MAX_CHUNKS_PER_FILE = 5000
 
 
 class LimitsConfig(Section):
@@ -16,20 +14,11 @@ class LimitsConfig(Section):
 
     max_file_mb: float = Field(20.0, gt=0, description="uploads above this size (MB) are refused, naming the file")
     max_chunks_per_file: int = Field(
-        MAX_CHUNKS_PER_FILE, ge=1, description="a file cut into more chunks than this is refused with a message naming the count "
-                                "(a small file of headings or table rows can make tens of thousands of chunks, each "
-                                "one embedding's work); split the file or raise the limit")
+        5000, ge=1, description="a file cut into more chunks than this is refused with a message naming the count (a "
+                                "small file of headings or table rows can make tens of thousands of chunks, each one "
+                                "embedding's work); split the file or raise the limit")
     max_query_chars: int = Field(2000, ge=10, description="queries longer than this many characters are refused "
                                                           "with a message")
-
-    @model_serializer(mode="wrap")
-    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Added after the stable hash was pinned (tests/test_configs.py): at its default the cap stays out of the dump,
-        # so every configuration that does not set it keeps its hash, and one that sets it gets a hash of its own.
-        data: dict[str, Any] = handler(self)
-        if data.get("max_chunks_per_file") == MAX_CHUNKS_PER_FILE:
-            del data["max_chunks_per_file"]
-        return data
 
 
 ChunkStrategy = Literal["structure", "sentence", "fixed"]  # the chunkers core.ingest.chunk implements
