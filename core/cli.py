@@ -964,6 +964,9 @@ def _golden_args(p: Parser) -> None:
     g.add_argument("--llm", action="store_true", help="Claude writes the items (needs ANTHROPIC_API_KEY); "
                    "offline otherwise")
     g.add_argument("--budget-usd", type=float, default=1.0, help="with --llm: stop before spending more")
+    g.add_argument("--batch", action="store_true", help="with --llm: one Message Batch (-50%%); a batch still "
+                   "running after --wait-s is collected by the next --batch run")
+    g.add_argument("--wait-s", type=float, default=3600.0, help="with --batch: how long to wait for the batch")
     _add_json(g, "the report as JSON")
     e = sub.add_parser("export", help="write a stored golden set as JSONL (id, query, gold doc/chunk/span, answer, "
                        "answerable, type)")
@@ -1018,6 +1021,9 @@ def cmd_golden(args: argparse.Namespace) -> int:
     if args.n < 1:
         print("error: --n must be 1 or more", file=sys.stderr)
         return 2
+    if args.batch and not args.llm:
+        print("error: --batch sends Claude's requests as one Message Batch: use it with --llm", file=sys.stderr)
+        return 2
     store = _open_store(args, "write")
     progress = _stderr_progress("facts") if sys.stderr.isatty() else None
     if args.llm:
@@ -1030,7 +1036,8 @@ def cmd_golden(args: argparse.Namespace) -> int:
             return 2
         report = generate_llm_into(store.golden, store.corpus, deps.llm, args.workspace, args.n, name=args.name,
                                    seed=args.seed, budget=LLMBudget(args.budget_usd),
-                                   corpus_version=store.corpus.corpus_version(args.workspace))
+                                   corpus_version=store.corpus.corpus_version(args.workspace),
+                                   ledger=store.ledger if args.batch else None, max_wait_s=args.wait_s)
     else:
         try:
             report = generate_into(store.golden, store.corpus, args.workspace, args.n, name=args.name,

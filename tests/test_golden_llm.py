@@ -86,3 +86,41 @@ def test_budget_is_never_overshot(anthropic_stub: Stub) -> None:
     out = generate_llm(ps, texts, _llm(anthropic_stub), 20, budget=budget, seed=0)
     # each call is let through only while its worst case fits what is left: it stops before the third
     assert 1 <= out.calls < 3 and out.stopped == "budget" and 0 < budget.spent <= budget.usd
+
+
+def test_batch_mode_waits_resumes_and_never_resubmits(anthropic_stub: Stub, tmp_path, monkeypatch) -> None:
+    from core.eval.golden_llm import generate_llm_into
+    from core.store import Store
+
+    ps, texts = _passages()
+    anthropic_stub.state.responder = _good
+    anthropic_stub.state.batch_polls_to_end = 4
+    store = Store(tmp_path / "g.duckdb")
+    chunks = {p.chunk.chunk_id: p for p in ps}
+
+    class Corpus:  # the generator reads the workspace's passages through CorpusReader
+        def chunks(self, workspace: str = "default"):
+            return [p.chunk for p in ps]
+
+        def documents(self, workspace: str = "default"):
+            return []
+
+    import core.eval.golden_llm as gl
+    monkeypatch.setattr(gl, "passages_from", lambda corpus, ws: ps)  # the passages above, as the store gives them
+    llm = _llm(anthropic_stub)
+    first = generate_llm_into(store.golden, Corpus(), llm, "default", 20, name="b", budget=LLMBudget(1.0),
+                              ledger=store.ledger, poll_s=10, max_wait_s=10, sleep=lambda s: None,
+                              doc_text=lambda d: None)
+    assert first.items == 0 and any("still in_progress" in n for n in first.notes)
+    assert "b" not in {r.name for r in store.golden.sets("default")}  # nothing half-stored
+    second = generate_llm_into(store.golden, Corpus(), llm, "default", 20, name="b", budget=LLMBudget(1.0),
+                               ledger=store.ledger, poll_s=10, max_wait_s=100, sleep=lambda s: None,
+                               doc_text=lambda d: None)
+    submits = [r for r in anthropic_stub.state.requests if r.method == "POST" and r.path == "/v1/messages/batches"]
+    # the second run collected the open batch; its three chunks were every chunk, so nothing was submitted again
+    # 3 answerable items (one per chunk) + the Oslo near-miss, which every chunk wrote alike, once
+    assert len(submits) == 1 and second.items == 4
+    items = store.golden.items("default", "b")
+    assert {it.gold[0].chunk for it in items if it.answerable} <= set(chunks)
+    assert all(it.gold[0].span in chunks[it.gold[0].chunk].chunk.text for it in items if it.answerable)
+    assert not store.ledger.open_batches("golden", "claude-v1", "default")

@@ -6,12 +6,18 @@ call the worst case (the whole prompt at the cache-write price plus the full out
 what is left of the budget, so the budget is never overshot. Every item is validated before it is kept: the gold
 span must be in its chunk, the answer's words in the span, and a near-miss's swapped-in term absent from every
 chunk; a malformed reply or a failed call costs that chunk's items and nothing else.
+
+With `batch`, the same requests go through the Message Batches API at half the price: every planned call is
+checked against the budget at the batch rate's worst case before one batch is submitted, the batch is remembered in
+the ledger (purpose "golden"), polled until it ends or the wait runs out, and collected; a batch still running when
+the wait ends is collected by the next batched run instead of being submitted again.
 """
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from core.eval.golden import (
     CorpusIndex,
@@ -32,6 +38,7 @@ from core.models.llm import LLM, LLMError, LLMRequest, TextBlock, parse_json
 from core.models.pricing import worst_call_usd
 from core.store.golden import GoldenItem, GoldRef
 from core.text import estimate_llm_tokens
+from core.types import OpenBatch
 
 GENERATOR = "claude-v1"
 MODEL = "claude-haiku-4-5"
@@ -149,12 +156,10 @@ def estimate(passages: Sequence[Passage], doc_texts: dict[str, str], calls: int,
     return calls * worst_call_usd(model, int(mean), 0, MAX_OUTPUT)
 
 
-def generate_llm(passages: Sequence[Passage], doc_texts: dict[str, str], llm: LLM, n: int, *, budget: LLMBudget,
-                 seed: int = 0, model: str = MODEL, workspace: str = "default",
-                 progress: Progress | None = None) -> Outcome:
-    """About n items (each call gives up to three): documents one at a time, a few chunks of each."""
+def plan_calls(passages: Sequence[Passage], n: int, seed: int = 0) -> list[Passage]:
+    """The chunks to ask about, in call order: documents one at a time (shuffled), a few sampled chunks of each, about
+    n/2 calls in all (each call gives up to three items, a near-miss among them)."""
     rng = random.Random(seed)
-    index = CorpusIndex(passages)
     by_doc: dict[str, list[Passage]] = {}
     for p in passages:
         by_doc.setdefault(p.doc, []).append(p)
@@ -162,41 +167,141 @@ def generate_llm(passages: Sequence[Passage], doc_texts: dict[str, str], llm: LL
     rng.shuffle(docs)
     calls_wanted = max(1, -(-n // 2))
     per_doc = max(1, -(-calls_wanted // max(1, len(docs))))
+    return [p for d in docs for p in rng.sample(by_doc[d], min(per_doc, len(by_doc[d])))]
+
+
+def generate_llm(passages: Sequence[Passage], doc_texts: dict[str, str], llm: LLM, n: int, *, budget: LLMBudget,
+                 seed: int = 0, model: str = MODEL, workspace: str = "default",
+                 progress: Progress | None = None) -> Outcome:
+    """About n items, one call at a time (see plan_calls), stopping before the budget could be overshot."""
+    index = CorpusIndex(passages)
     out = Outcome()
-    for d in docs:
-        for p in rng.sample(by_doc[d], min(per_doc, len(by_doc[d]))):
-            if len(out.items) >= n:
+    for p in plan_calls(passages, n, seed):
+        d = p.doc
+        if len(out.items) >= n:
+            return out
+        req = request_for(p, doc_texts.get(d, p.chunk.text), model)
+        prefix = sum(estimate_llm_tokens(b.text) for b in (*req.system, *req.user))
+        if not budget.allows(worst_call_usd(model, prefix, 0, MAX_OUTPUT)):
+            out.stopped = "budget"
+            return out
+        out.calls += 1
+        try:
+            resp = llm.complete(req, workspace=workspace)
+        except LLMError as exc:
+            out.reject(f"call failed ({exc.kind})")
+            if exc.kind in ("auth", "unavailable", "budget"):
+                out.stopped = exc.kind
                 return out
-            req = request_for(p, doc_texts.get(d, p.chunk.text), model)
-            prefix = sum(estimate_llm_tokens(b.text) for b in (*req.system, *req.user))
-            if not budget.allows(worst_call_usd(model, prefix, 0, MAX_OUTPUT)):
-                out.stopped = "budget"
-                return out
-            out.calls += 1
-            try:
-                resp = llm.complete(req, workspace=workspace)
-            except LLMError as exc:
-                out.reject(f"call failed ({exc.kind})")
-                if exc.kind in ("auth", "unavailable", "budget"):
-                    out.stopped = exc.kind
-                    return out
+            continue
+        budget.spent += resp.usage.usd
+        try:
+            data = resp.data if resp.data is not None else parse_json(resp.text)
+        except LLMError:
+            out.reject("malformed reply")
+            continue
+        out.items.extend(validate(data, p, index, out))
+        if progress:
+            progress(min(len(out.items), n), n, f"{out.calls} calls, ${budget.spent:.4f}")
+    return out
+
+
+class BatchLedger(Protocol):
+    """Where submitted batches are remembered until collected (core.store's ledger implements it)."""
+
+    def put_batch(self, batch_id: str, *, purpose: str, variant: str, model: str, run_id: str,
+                  chunk_ids: Sequence[str], status: str = ..., workspace: str = ...) -> None: ...
+
+    def set_batch_status(self, batch_id: str, status: str, workspace: str = ...) -> None: ...
+
+    def open_batches(self, purpose: str, variant: str, workspace: str = ...) -> list[OpenBatch]: ...
+
+
+BATCH_PURPOSE, BATCH_VARIANT = "golden", GENERATOR
+
+
+def generate_llm_batch(passages: Sequence[Passage], doc_texts: dict[str, str], llm: LLM, n: int, *,
+                       budget: LLMBudget, ledger: BatchLedger, seed: int = 0, model: str = MODEL,
+                       workspace: str = "default", poll_s: float = 30.0, max_wait_s: float = 3600.0,
+                       sleep: Callable[[float], None] = time.sleep, progress: Progress | None = None) -> Outcome:
+    """The planned calls of generate_llm as one Message Batch (-50 %). Batches of an earlier run still open in the
+    ledger are collected first; if one is still running when the wait ends, nothing new is submitted."""
+    index = CorpusIndex(passages)
+    by_chunk = {p.chunk.chunk_id: p for p in passages}
+    out = Outcome()
+
+    def collect(b: OpenBatch) -> bool:
+        waited = 0.0
+        status = llm.poll_batch(b.batch_id)
+        while not status.ended and waited < max_wait_s:
+            sleep(poll_s)
+            waited += poll_s
+            status = llm.poll_batch(b.batch_id)
+        if not status.ended:
+            out.stopped = f"batch {b.batch_id} still {status.status}; run again later to collect it"
+            return False
+        reqs = {f"r{i}": request_for(by_chunk[cid], doc_texts.get(by_chunk[cid].doc, by_chunk[cid].chunk.text),
+                                     b.model)
+                for i, cid in enumerate(b.chunk_ids) if cid in by_chunk}  # a deleted chunk's result is dropped
+        results = llm.batch_results(b.batch_id, reqs, workspace=workspace, run_id=b.run_id)
+        for key in sorted(results, key=lambda k: int(k[1:])):
+            r = results[key]
+            if key not in reqs:
                 continue
-            budget.spent += resp.usage.usd
+            if isinstance(r, LLMError):
+                out.reject(f"call failed ({r.kind})")
+                continue
+            budget.spent += r.usage.usd
             try:
-                data = resp.data if resp.data is not None else parse_json(resp.text)
+                data = r.data if r.data is not None else parse_json(r.text)
             except LLMError:
                 out.reject("malformed reply")
                 continue
-            out.items.extend(validate(data, p, index, out))
-            if progress:
-                progress(min(len(out.items), n), n, f"{out.calls} calls, ${budget.spent:.4f}")
+            out.items.extend(validate(data, by_chunk[b.chunk_ids[int(key[1:])]], index, out))
+        ledger.set_batch_status(b.batch_id, "collected", workspace)
+        if progress:
+            progress(min(len(out.items), n), n, f"batch {b.batch_id} collected, ${budget.spent:.4f}")
+        return True
+
+    asked: set[str] = set()
+    for b in ledger.open_batches(BATCH_PURPOSE, BATCH_VARIANT, workspace):
+        if not collect(b):
+            return out
+        asked.update(b.chunk_ids)
+    planned: list[tuple[Passage, LLMRequest]] = []
+    bound = 0.0
+    rest = [p for p in passages if p.chunk.chunk_id not in asked]  # a collected batch's chunks are not asked again
+    for p in plan_calls(rest, max(0, n - len(out.items)), seed) if len(out.items) < n and rest else []:
+        req = request_for(p, doc_texts.get(p.doc, p.chunk.text), model)
+        prefix = sum(estimate_llm_tokens(x.text) for x in (*req.system, *req.user))
+        worst = worst_call_usd(model, prefix, 0, MAX_OUTPUT, batch=True)
+        if not budget.allows(bound + worst):
+            out.stopped = f"budget: {len(planned)} requests fit (worst case at the batch rate)"
+            break
+        bound += worst
+        planned.append((p, req))
+    if not planned:
+        return out
+    batch_id = llm.submit_batch([(f"r{i}", req) for i, (_, req) in enumerate(planned)])
+    out.calls += len(planned)
+    run_id = f"golden-{batch_id}"
+    ledger.put_batch(batch_id, purpose=BATCH_PURPOSE, variant=BATCH_VARIANT, model=model, run_id=run_id,
+                     chunk_ids=[p.chunk.chunk_id for p, _ in planned], workspace=workspace)
+    budget_note = out.stopped
+    out.stopped = ""
+    collect(OpenBatch(batch_id, model, run_id, len(planned), "in_progress",
+                      tuple(p.chunk.chunk_id for p, _ in planned), None))
+    out.stopped = out.stopped or budget_note
     return out
 
 
 def generate_llm_into(golden: GoldenWriter, corpus: CorpusReader, llm: LLM, workspace: str, n: int, *,
                       name: str | None = None, seed: int = 0, budget: LLMBudget, corpus_version: int = 0,
                       model: str = MODEL, progress: Progress | None = None,
-                      doc_text: Callable[[str], str | None] | None = None) -> GenerateReport:
+                      doc_text: Callable[[str], str | None] | None = None, ledger: BatchLedger | None = None,
+                      max_wait_s: float = 3600.0, poll_s: float = 30.0,
+                      sleep: Callable[[float], None] = time.sleep) -> GenerateReport:
+    """Generate and store a set; with a `ledger`, through the Message Batches API (see generate_llm_batch)."""
     passages = passages_from(corpus, workspace)
     if not passages:
         raise ValueError(f"workspace {workspace!r} holds no chunks: ingest documents first")
@@ -205,13 +310,25 @@ def generate_llm_into(golden: GoldenWriter, corpus: CorpusReader, llm: LLM, work
     for nm, did in by_name.items():
         t = doc_text(did) if doc_text else None
         texts[nm] = t if t else "\n\n".join(q.chunk.text for q in passages if q.doc == nm)
-    out = generate_llm(passages, texts, llm, n, budget=budget, seed=seed, model=model, workspace=workspace,
-                       progress=progress)
-    items = out.items[:n]
+    if ledger is not None:
+        out = generate_llm_batch(passages, texts, llm, n, budget=budget, ledger=ledger, seed=seed, model=model,
+                                 workspace=workspace, poll_s=poll_s, max_wait_s=max_wait_s, sleep=sleep,
+                                 progress=progress)
+    else:
+        out = generate_llm(passages, texts, llm, n, budget=budget, seed=seed, model=model, workspace=workspace,
+                           progress=progress)
+    unique: dict[str, GoldenItem] = {}
+    for it in out.items:  # two chunks can yield the same near-miss question: it is one item
+        unique.setdefault(it.item_id, it)
+    items = list(unique.values())[:n]
     name = name or default_name(corpus_version, n) + "-claude"
+    if not items and out.stopped.startswith("batch "):  # nothing to store yet: the next run collects the batch
+        return GenerateReport(name, workspace, 0, {}, None, GENERATOR, budget.spent,
+                              (f"{out.calls} requests submitted", f"stopped early: {out.stopped}"))
     golden.put_set(workspace, name, items, generator=GENERATOR, corpus_version=corpus_version,
                    notes=f"{model}, seed {seed}, ${budget.spent:.4f} of ${budget.usd:.2f}")
-    notes = tuple([f"{out.calls} calls, ${budget.spent:.4f} spent of ${budget.usd:.2f}"]
+    notes = tuple([f"{out.calls} {'batched requests' if ledger is not None else 'calls'}, ${budget.spent:.4f} spent "
+                   f"of ${budget.usd:.2f}"]
                   + [f"rejected {v}: {k}" for k, v in sorted(out.rejected.items())]
                   + ([f"stopped early: {out.stopped}"] if out.stopped else []))
     return GenerateReport(name, workspace, len(items), counts_by_type(items), mean_overlap(items), GENERATOR,
