@@ -51,11 +51,14 @@ def _generate(deps: Any, workspace: str) -> None:
     if not passages:
         st.caption("Ingest documents first: the generator reads this workspace's chunks.")
         return
+    batch = how == "Claude" and st.checkbox(
+        "as one Message Batch (half price; results within 24 h)", key="gold_batch",
+        help="The page waits up to 10 minutes; a batch still running is collected when you press Generate again")
     if how == "Claude":
         texts: dict[str, str] = {}
         for p in passages:  # a document's chunks stand in for its text in the estimate
             texts[p.doc] = texts.get(p.doc, "") + p.chunk.text
-        worst = estimate(passages, texts, max(1, -(-n // 2)), MODEL)
+        worst = estimate(passages, texts, max(1, -(-n // 2)), MODEL, batch=batch)
         st.caption(f"Estimate: about {max(1, -(-n // 2))} calls to {MODEL}, at most ${worst:.4f} before prompt "
                    f"caching (the document is the cached prefix); the run stops before it would pass ${budget:.2f}.")
     else:
@@ -72,7 +75,8 @@ def _generate(deps: Any, workspace: str) -> None:
             if how == "Claude":
                 rep = generate_llm_into(store.golden, store.corpus, deps.llm, workspace, n, name=name,
                                         budget=LLMBudget(budget), corpus_version=version, progress=progress,
-                                        doc_text=lambda d: store.corpus.document_text(d, workspace))
+                                        doc_text=lambda d: store.corpus.document_text(d, workspace),
+                                        ledger=store.ledger if batch else None, max_wait_s=600.0, poll_s=10.0)
             else:
                 rep = generate_into(store.golden, store.corpus, workspace, n, name=name, corpus_version=version,
                                     progress=progress)

@@ -146,14 +146,16 @@ def validate(raw: Any, p: Passage, index: CorpusIndex, out: Outcome) -> list[Gol
     return kept
 
 
-def estimate(passages: Sequence[Passage], doc_texts: dict[str, str], calls: int, model: str = MODEL) -> float:
-    """Worst-case dollars for `calls` chunk calls (every prompt at the cache-write price, full output)."""
+def estimate(passages: Sequence[Passage], doc_texts: dict[str, str], calls: int, model: str = MODEL, *,
+             batch: bool = False) -> float:
+    """Worst-case dollars for `calls` chunk calls (every prompt at the cache-write price, full output; at the batch
+    rate with `batch`)."""
     if not passages or calls <= 0:
         return 0.0
     sizes = [estimate_llm_tokens(INSTRUCTIONS) + estimate_llm_tokens(doc_texts.get(p.doc, "")[:MAX_DOC_CHARS])
              + estimate_llm_tokens(p.chunk.text) + 40 for p in passages]
     mean = sum(sizes) / len(sizes)
-    return calls * worst_call_usd(model, int(mean), 0, MAX_OUTPUT)
+    return calls * worst_call_usd(model, int(mean), 0, MAX_OUTPUT, batch=batch)
 
 
 def plan_calls(passages: Sequence[Passage], n: int, seed: int = 0) -> list[Passage]:
