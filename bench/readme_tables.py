@@ -1561,6 +1561,56 @@ def golden_validity(d: dict[str, Any], file: str) -> list[str]:
 
 
 
+def golden_ceiling(d: dict[str, Any], file: str) -> list[str]:
+    """A hand-written set against itself at full size: the split-half tau a generated set could at best reach."""
+    out = ["### How far two halves of one hand-written set agree", "", caption(file, d), "",
+           "Every real question scored once per configuration (the nine of the generated-set table), then split at "
+           "random into two halves many times: Kendall tau between the halves' rankings by recall@5 (goal for a "
+           f"generated set: {num(d.get('goal_tau'))}). The closest pairs of configurations and their paired standard "
+           "error say how much of the ranking is within the questions' sampling noise.", ""]
+    rows = []
+    for name, r in (d.get("sets") or {}).items():
+        t, c = r.get("split_half_tau") or {}, r.get("configurations") or {}
+        pairs = c.get("adjacent_pairs") or []
+        rows.append([f"`{name}`", num(r.get("questions_scored")), num(t.get("half_size")), num(t.get("median")),
+                     f"{num(t.get('p10'))} – {num(t.get('p90'))}", _pct(t.get("share_at_least_0.7")),
+                     num(c.get("spread_points")),
+                     f"{num(c.get('adjacent_pairs_beyond_2se'))} of {len(pairs)}"])
+    out.append(md_table(["set", "questions", "half", "median tau", "p10 – p90", "halves reaching 0.7",
+                         "spread (points)", "adjacent pairs beyond 2 se"], rows))
+    for name, r in (d.get("sets") or {}).items():
+        rec = (r.get("configurations") or {}).get("recall@5_points") or {}
+        out += ["", f"`{name}` recall@5: " + "; ".join(f"{k} {num(v)}" for k, v in rec.items())]
+    return out
+
+
+def route_dense_guard(d: dict[str, Any], file: str) -> list[str]:
+    """The router's dense-evidence guard: threshold chosen on the public corpora's train split, reported apart."""
+    tr = d.get("train_public") or {}
+    out = ["### The router's dense-evidence guard", "", caption(file, d), "",
+           f"Rule: {d.get('rule', 'not recorded')}. Chosen: {num(tr.get('chosen'))} (the product ships "
+           "`router.dense_guard_min_cosine`; see docs/config.md). Counts are decisions left without retrieval "
+           "after every other shipped guard.", ""]
+    rows = []
+    for label, key in (("test, public corpora", "public"), ("test, sample corpus", "sample")):
+        t = ((d.get("test") or {}).get(key) or {})
+        w, c = t.get("without") or {}, t.get("chosen") or {}
+        rows.append([label, f"{num(w.get('corpus_without_retrieval_before'))} → "
+                            f"{num(c.get('corpus_without_retrieval_after'))} of {num(w.get('corpus_questions'))}",
+                     f"{num(c.get('extra_sent_to_retrieval'))} of {num(w.get('non_corpus_lines'))}"])
+    x = d.get("xquad_en") or {}
+    if x:
+        rows.append(["xquad English questions", f"{num((x.get('without') or {}).get('corpus_without_retrieval_before'))}"
+                     f" → {num((x.get('chosen') or {}).get('corpus_without_retrieval_after'))} of "
+                     f"{num((x.get('chosen') or {}).get('corpus_questions'))}", "–"])
+    for name, st in (d.get("sample_sets") or {}).items():
+        rows.append([f"sample `{name}`", f"{num(st.get('before'))} → {num(st.get('after'))} of {num(st.get('n'))}",
+                     "–"])
+    out.append(md_table(["rows", "corpus questions without retrieval (before → after)",
+                         "chitchat / out-of-scope lines sent to retrieval"], rows))
+    return out
+
+
 def calibration(d: dict[str, Any], file: str) -> list[str]:
     """Issue #27 item 4: the refusal threshold calibrated by k-fold CV on a corpus's own questions vs the prior."""
     out = ["### Per-workspace calibration of the offline answer", "", caption(file, d), "",
@@ -1621,6 +1671,7 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("generalise_ac.json", generalise_more),
         ("generalise_sf.json", generalise_more),
         ("golden_validity.json", golden_validity),
+        ("golden_ceiling.json", golden_ceiling),
         ("xquad.json", xquad),
         ("xquad_off.json", xquad),
     ]),
@@ -1668,6 +1719,7 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("route.json", route),
         ("route_names.json", route_names),
         ("route_evidence.json", route_evidence),
+        ("route_dense_guard.json", route_dense_guard),
         ("route_tune.json", route_tune),
         ("route_twowiki.json", route_twowiki),
         ("route_scifact.json", route_scifact),

@@ -533,6 +533,21 @@ def _unjudged(q: _Query, deps: Deps) -> str:
     return unjudged_language(q.lang, deps.indexes.languages(deps.store, q.workspace))
 
 
+def _dense_top(q: _Query, c: PipelineConfig, deps: Deps) -> Callable[[], float | None]:
+    """The question's best cosine with the workspace's chunk vectors (raw text, the main embedder), for the router's
+    dense guard; None when dense search is off or the embedder does not read the question's language."""
+    def top() -> float | None:
+        if not c.dense.enabled or q.dense_blind:
+            return None
+        dindex = deps.indexes.dense(deps.store, deps.embedder, q.workspace, variant="raw")
+        if q.vec is None:
+            with one_torch_thread():
+                q.vec = deps.embedder.encode([q.text])[0]
+        hits = dindex.search(q.vec, 1)
+        return hits[0][1] if hits else None
+    return top
+
+
 def _route(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer) -> RouteDecision:
     """The first stage: which class of question this is, hence which named configuration it runs with."""
     index = _bm25_index(q, c, deps)
@@ -540,7 +555,8 @@ def _route(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer) -> RouteDec
                             titles=lambda: [d.title or d.name for d in deps.store.corpus.documents(q.workspace)],
                             workspace=q.workspace,
                             cag_estimate=cag_estimator(deps.store.corpus, q.workspace, c, deps.llm, q.text),
-                            evidence=index.best_passage_terms, unjudged=_unjudged(q, deps))
+                            evidence=index.best_passage_terms, unjudged=_unjudged(q, deps),
+                            dense_top=_dense_top(q, c, deps))
     tracer.add(Stage.ROUTE, (), decision.ms, usage=decision.route.usage, notes=decision.notes, info=decision.info())
     return decision
 

@@ -85,13 +85,13 @@ def test_config_diff_lists_only_changed_settings() -> None:
 # embedding.multilingual_model, fusion.multilingual_weight and fusion.cross_lingual_bm25_weight, the cascade_guard
 # section and limits.max_chunks_per_file, so a default run is a different configuration.
 PINNED_HASHES = {
-    "default": ({}, "36d1e906f9ff"),
-    "rerank off": ({"rerank.enabled": False}, "57a879d4d228"),
-    "heuristic context": ({"context.variant": "heuristic"}, "07b0a1870f48"),
-    "router off": ({"router.enabled": False}, "80b5d976fb29"),
-    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "f8db61460a88"),
-    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "1566d055ef83"),
-    "torch runtime": ({"embedding.runtime": "torch"}, "b486c8fd566f"),
+    "default": ({}, "ce49b3b72cc0"),
+    "rerank off": ({"rerank.enabled": False}, "5ac4da625d68"),
+    "heuristic context": ({"context.variant": "heuristic"}, "e31aa72cdea2"),
+    "router off": ({"router.enabled": False}, "2323f324e655"),
+    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "ef990c7eb3ab"),
+    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "e953535380f0"),
+    "torch runtime": ({"embedding.runtime": "torch"}, "4638386f57b1"),
 }
 
 

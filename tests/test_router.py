@@ -383,3 +383,27 @@ def test_a_short_query_worded_as_conversation_is_no_keyword_lookup() -> None:
     assert refusal_guard("hi, how are you?", 0.5, conversation_rule=False).startswith("a short query (4 words)")
     # a word that merely contains one ('yours' in 'Yoursoft'?) does not count: whole words only
     assert refusal_guard("Myriad hexapod", 1.0).startswith("a short query")
+
+
+def test_dense_guard_keeps_a_reworded_corpus_question_from_refusal() -> None:
+    """A no-retrieval decision yields when the question's best dense cosine reaches the threshold; the guard is asked
+    only after every other guard let the decision stand, and 0 turns it off."""
+    from core.route.router import dense_guard
+
+    assert dense_guard(0.61, min_cosine=0.6) == "a passage is close to it in meaning (dense cosine 0.61 >= 0.60)"
+    assert dense_guard(0.59, min_cosine=0.6) == "" and dense_guard(None, min_cosine=0.6) == ""
+    assert dense_guard(0.99, min_cosine=0.0) == ""
+    q = "please book me a flight to lisbon for friday"
+    asked: list[int] = []
+
+    def top(v: float):
+        return lambda: asked.append(1) or v
+
+    assert route_offline(q, SAMPLE_VOCAB, **KW).cls == "out-of-scope"
+    assert route_offline(q, SAMPLE_VOCAB, **KW, dense_top=top(0.3), dense_min_cosine=0.6).cls == "out-of-scope"
+    r = route_offline(q, SAMPLE_VOCAB, **KW, dense_top=top(0.7), dense_min_cosine=0.6)
+    assert r.cls == "abstain" and "close to it in meaning" in r.reason
+    assert route_offline(q, SAMPLE_VOCAB, **KW, dense_top=top(0.9), dense_min_cosine=0.0).cls == "out-of-scope"
+    n = len(asked)
+    route_offline("What does error code E-TDW-4107 mean?", SAMPLE_VOCAB, **KW, dense_top=top(0.9), dense_min_cosine=0.6)
+    assert len(asked) == n  # a retrieval decision never pays for the dense lookup

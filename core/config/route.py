@@ -41,6 +41,13 @@ class RouterConfig(Section):
         0.5, ge=0, le=1, description="evidence guard: weight of question terms the corpus never uses",
         json_schema_extra=chosen_in("bench/results/route_evidence.json", "chosen with evidence_min_terms; the file "
                                     "reports the shipped setting beside the rule's own choice"))
+    dense_guard_min_cosine: float = Field(
+        0.45, ge=0, le=1, description="dense evidence guard: a no-retrieval decision yields to the default pipeline "
+                                     "when a passage's dense cosine with the question reaches this (the passage says "
+                                     "it in other words); 0 = guard off",
+        json_schema_extra=chosen_in("bench/results/route_dense_guard.json", "on 5-fold CV of the router's train "
+                                    "split, public corpora only: the lowest threshold sending at most 2% of their "
+                                    "chitchat / out-of-scope lines to retrieval in addition"))
     override: str = Field("", description="a route name forces that route (the Search Lab's per-query override); "
                                           "\"\" = the router decides")
     routes_file: str = Field("", description="TOML file of named routes; \"\" = core/route/routes.toml")

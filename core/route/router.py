@@ -352,6 +352,16 @@ def evidence_guard(ev: PassageTerms, *, min_terms: int, min_share: float, unknow
     return f"one passage holds {len(ev.matched)} of its terms ({shown}: {share:.0%} of its idf >= {min_share:.0%})"
 
 
+def dense_guard(top_cosine: float | None, *, min_cosine: float) -> str:
+    """Why a chitchat / out-of-scope decision must not stand because a passage is close to the question in the dense
+    embedding space (it says the same in other words: "What topic do private bills typically have?" against "Private
+    bills normally relate to large-scale development projects"), or "". `top_cosine` is the best cosine of the
+    question's vector with the corpus's chunk vectors; None when there is no dense index. min_cosine 0 = off."""
+    if min_cosine <= 0 or top_cosine is None or top_cosine < min_cosine:
+        return ""
+    return f"a passage is close to it in meaning (dense cosine {top_cosine:.2f} >= {min_cosine:.2f})"
+
+
 # A name in a question: a capitalised word that does not start the question ("Kafka", "Orion"), or an
 # identifier with a digit, an underscore or an inner capital ("NX-200", "CACHE_TTL", "DuckDB").
 _NAME = re.compile(r"(?<![\w-])(?:[A-Z][a-z]+[A-Z]\w*|[A-Za-z]+[-_]?\d[\w-]*|[A-Z][A-Z0-9]*_[A-Z0-9_]+|[A-Z][\w-]{2,})")
@@ -380,11 +390,13 @@ def route_offline(question: str, vocabulary: Collection[str] | None, *, min_conf
                   refuse_confidence: float, router: ShippedRouter | None = None,
                   tokenizer: Callable[[str], list[str]] = tokenize, name_guard: bool = True,
                   evidence: Callable[[str], PassageTerms] | None = None, evidence_min_terms: int = 0,
-                  evidence_min_share: float = 1.0, evidence_unknown_weight: float = 1.0, unjudged: str = "") -> Route:
+                  evidence_min_share: float = 1.0, evidence_unknown_weight: float = 1.0, unjudged: str = "",
+                  dense_top: Callable[[], float | None] | None = None, dense_min_cosine: float = 0.0) -> Route:
     """`tokenizer` must be the one that built `vocabulary` (the BM25 index's), so the terms compare. `evidence`
     (the BM25 index's best_passage_terms) is asked only when the decision would skip retrieval and no cheaper
     guard stopped it. `unjudged`: why the corpus's vocabulary cannot judge this question (its language is none of
-    the corpus's, e.g. "a 'ru' question, corpus en"); see language_guard."""
+    the corpus's, e.g. "a 'ru' question, corpus en"); see language_guard. `dense_top` (the question's best dense
+    cosine in the corpus) is asked last, only when every other guard let a no-retrieval decision stand."""
     r = router or trained_router()
     notes: list[str] = []
     if unjudged:  # coverage would only measure the language: the feature is set to neutral, and said so
@@ -407,6 +419,8 @@ def route_offline(question: str, vocabulary: Collection[str] | None, *, min_conf
     if cls in NO_RETRIEVAL and not guard and evidence is not None and evidence_min_terms > 0:
         guard = evidence_guard(evidence(question), min_terms=evidence_min_terms, min_share=evidence_min_share,
                                unknown_weight=evidence_unknown_weight)
+    if cls in NO_RETRIEVAL and not guard and dense_top is not None and dense_min_cosine > 0:
+        guard = dense_guard(dense_top(), min_cosine=dense_min_cosine)
     if cls in NO_RETRIEVAL and guard:
         cls, why = ABSTAIN, f"{guard}; not sent to {cls}"
     best = max(probs, key=lambda k: probs[k])

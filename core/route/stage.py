@@ -72,11 +72,13 @@ def decide_route(question: str, config: PipelineConfig, llm: LLM | None, *, voca
                  titles: Callable[[], Sequence[str]] = tuple, tokenizer: Callable[[str], list[str]] | None = None,
                  workspace: str = DEFAULT_WORKSPACE,
                  cag_estimate: Callable[[], tuple[CagEstimate, str]] | None = None,
-                 evidence: Callable[[str], PassageTerms] | None = None, unjudged: str = "") -> RouteDecision:
+                 evidence: Callable[[str], PassageTerms] | None = None, unjudged: str = "",
+                 dense_top: Callable[[], float | None] | None = None) -> RouteDecision:
     """Classify the question (user override, LLM, or the offline classifier) and resolve its named configuration.
     `titles` is called only when the corpus's topics are needed (the LLM prompt, the out-of-scope reply);
     `cag_estimate` only when CAG is asked for (it reads the whole corpus); `evidence` (the BM25 index's
-    best_passage_terms) only when the offline router would skip retrieval."""
+    best_passage_terms) and `dense_top` (the question's best dense cosine) only when the offline router would skip
+    retrieval."""
     rc = config.router
     start = time.perf_counter()
     routes = load_routes(rc.routes_file or None)
@@ -89,7 +91,8 @@ def decide_route(question: str, config: PipelineConfig, llm: LLM | None, *, voca
         offline = route_offline(question, vocabulary, **kw, **({"tokenizer": tokenizer} if tokenizer else {}),
                                 evidence=evidence, evidence_min_terms=rc.evidence_min_terms,
                                 evidence_min_share=rc.evidence_min_share,
-                                evidence_unknown_weight=rc.evidence_unknown_weight, unjudged=unjudged)
+                                evidence_unknown_weight=rc.evidence_unknown_weight, unjudged=unjudged,
+                                dense_top=dense_top, dense_min_cosine=rc.dense_guard_min_cosine)
         use_llm = rc.method == "llm" or (rc.method == "auto" and llm is not None and getattr(llm, "available", False))
         if use_llm and llm is not None:
             topics = corpus_topics(titles())
