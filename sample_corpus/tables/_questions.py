@@ -194,6 +194,67 @@ HOLDOUT = [
     ("text", "text", "How many employees did Corvane have at the end of Q1 2024?", None),
 ]
 
+# Written after the translator was changed on HOLDOUT's failures (so HOLDOUT is no longer held out: its first run,
+# 80.0% answered correctly on the claimed forms, is in the bench's notes), never used to tune it.
+HOLDOUT2 = [
+    ("table", "count", "How many gateways are in the product table?",
+     "SELECT count(*) FROM products WHERE family = 'gateway'"),
+    ("table", "count", "Number of Tidewater error codes?", "SELECT count(*) FROM error_codes WHERE platform = 'Tidewater'"),
+    ("table", "count", "How many clients have a green health rating?",
+     "SELECT count(*) FROM clients WHERE health = 'green'"),
+    ("table", "count", "How many error codes are critical on FieldOS?",
+     "SELECT count(*) FROM error_codes WHERE severity = 'critical' AND platform = 'FieldOS'"),
+    ("table", "sum", "Total revenue for Nordhaven Terminal South?",
+     "SELECT sum(revenue_keur) FROM revenue WHERE client = 'Nordhaven Terminal South'"),
+    ("table", "sum", "How much software revenue did we book in 2024-Q1?",
+     "SELECT sum(revenue_keur) FROM revenue WHERE product_line = 'software' AND quarter = '2024-Q1'"),
+    ("table", "sum", "What is the total number of tickets for critical errors?",
+     "SELECT sum(tickets_2024) FROM error_codes WHERE severity = 'critical'"),
+    ("table", "sum", "How many units of gateways were shipped in 2024 in total?",
+     "SELECT sum(units_shipped_2024) FROM products WHERE family = 'gateway'"),
+    ("table", "avg", "What is the average revenue of Baltimar Reefer Services?",
+     "SELECT avg(revenue_keur) FROM revenue WHERE client = 'Baltimar Reefer Services'"),
+    ("table", "avg", "Average tickets for major error codes?",
+     "SELECT avg(tickets_2024) FROM error_codes WHERE severity = 'major'"),
+    ("table", "max", "What is the most tickets a Meridian error code received?",
+     "SELECT max(tickets_2024) FROM error_codes WHERE platform = 'Meridian'"),
+    ("table", "min", "Lowest revenue figure for hardware?",
+     "SELECT min(revenue_keur) FROM revenue WHERE product_line = 'hardware'"),
+    ("table", "min", "What's the minimum units shipped in 2024 for a sensor?",
+     "SELECT min(units_shipped_2024) FROM products WHERE family = 'sensor'"),
+    ("table", "group", "Software revenue per quarter?",
+     "SELECT quarter, sum(revenue_keur) FROM revenue WHERE product_line = 'software' GROUP BY quarter"),
+    ("table", "group", "Total tickets per platform in 2024?",
+     "SELECT platform, sum(tickets_2024) FROM error_codes GROUP BY platform"),
+    ("table", "group", "How many clients per country are rated green?",
+     "SELECT country, count(*) FROM clients WHERE health = 'green' GROUP BY country"),
+    ("table", "topk", "Top 3 error codes by tickets?", "SELECT code FROM error_codes ORDER BY tickets_2024 DESC LIMIT 3"),
+    ("table", "topk", "Which product shipped the most units in 2024?",
+     "SELECT sku FROM products ORDER BY units_shipped_2024 DESC LIMIT 1"),
+    ("table", "topk", "Which client had the highest hardware revenue in 2024-Q2?",
+     "SELECT client FROM revenue WHERE product_line = 'hardware' AND quarter = '2024-Q2' GROUP BY client "
+     "ORDER BY sum(revenue_keur) DESC LIMIT 1"),
+    ("table", "filter", "Which error codes are minor on Meridian?",
+     "SELECT code FROM error_codes WHERE severity = 'minor' AND platform = 'Meridian'"),
+    ("table", "filter", "List the clients managed by Aigerim Sadykova.",
+     "SELECT client FROM clients WHERE account_manager = 'Aigerim Sadykova'"),
+    ("table", "join", "What is the total revenue of green-rated clients in 2024-Q1?",
+     "SELECT sum(r.revenue_keur) FROM revenue r JOIN clients c ON c.client = r.client WHERE c.health = 'green' "
+     "AND r.quarter = '2024-Q1'"),
+    ("table", "join", "Revenue of Greyling Pharmaceuticals' subsidiaries?",
+     "SELECT sum(r.revenue_keur) FROM revenue r JOIN clients c ON c.client = r.client "
+     "WHERE c.parent = 'Greyling Pharmaceuticals'"),
+    ("mixed", "mixed", "How many Meridian error codes are there, and what does the retry budget error mean?",
+     "SELECT count(*) FROM error_codes WHERE platform = 'Meridian'"),
+    ("mixed", "mixed", "Describe the deployment of the client with the most 2024-Q1 hardware revenue.",
+     "SELECT client FROM revenue WHERE product_line = 'hardware' AND quarter = '2024-Q1' GROUP BY client "
+     "ORDER BY sum(revenue_keur) DESC LIMIT 1"),
+    ("text", "text", "What is the expense limit for hotel stays in the travel policy?", None),
+    ("text", "text", "Who signed contract BSH-2024-002 and when?", None),
+    ("text", "text", "What causes E-FOS-0733 and how do I fix it?", None),
+    ("text", "text", "Which sensors does Kestrel Water Authority use?", None),
+]
+
 
 def _value(v):
     if isinstance(v, float):
@@ -208,6 +269,7 @@ def main() -> None:
             con.execute(f"CREATE TABLE {f.stem} AS SELECT * FROM read_csv('{f}', header=true)")
     _write(con, Q, "questions.jsonl", "t", lambda i: "test" if i % 3 == 0 else "dev")
     _write(con, HOLDOUT, "questions_holdout.jsonl", "h", lambda i: "holdout")
+    _write(con, HOLDOUT2, "questions_holdout2.jsonl", "g", lambda i: "holdout2")
 
 
 def _write(con, items, filename, prefix, split) -> None:
