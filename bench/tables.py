@@ -2,7 +2,7 @@
 translator on the forms it claims, what it declines, and routing accuracy text / table / mixed.
 
 The four tables of sample_corpus/tables are ingested through the product's ingest (a bench-local hash embedder: the
-text form's vectors play no part here) into an in-memory store; each question of sample_corpus/tables/questions.jsonl
+text form's vectors play no part here) into an in-memory store; each question of sample_corpus/tables/_questions/questions.jsonl
 (answers from hand-written reference SQL, written before the translator) is routed (core.route.sql.classify) and
 translated (template_sql), and the query runs in the workspace's SQL sandbox. A result is correct when it equals the
 known answer (numbers within 0.01, text case-insensitive; lists in order for rankings, as sets for filters; groups as
@@ -95,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     questions = [json.loads(line) for f in ("questions.jsonl", "questions_holdout.jsonl",
                                                           "questions_holdout2.jsonl")
-                 for line in (TABLES_DIR / f).read_text().splitlines() if line]
+                 for line in (TABLES_DIR / "_questions" / f).read_text().splitlines() if line]
     store = load_store()
     ws = "default"
     tables = store.tables.list(ws)

@@ -804,15 +804,21 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
                     else f"agent round: the question's route ({reuse_route.named.name}) is reused")
     else:
         c = decision.config
-        if not decision.retrieves:
+    # The workspace's tables: a question about them gets a query (and the table route its answer from the rows),
+    # whatever the router made of it (a count is no chitchat, and a table is in scope).
+    sql = _sql(q, c, deps, tracer) if reuse_route is None else None
+    if sql is not None and sql.route.kind == "table" and sql.answered:
+        return _answered_by_sql(q, sql, config, deps, tracer, log)
+    if decision is not None and not decision.retrieves:
+        if sql is not None and sql.route.kind != "text":
+            tracer.notes.append(f"route {decision.named.name} set aside: the question is about the workspace's "
+                                "tables; retrieval runs")
+            decision = None
+        else:
             served = _no_retrieval(q, decision, c, deps, tracer, log)
             if served is not None:
                 return served
             decision = decision.without_cag(f"CAG gave no answer: route {decision.fallback.name} retrieves instead")
-
-    sql = _sql(q, c, deps, tracer) if reuse_route is None else None
-    if sql is not None and sql.route.kind == "table" and sql.answered:
-        return _answered_by_sql(q, sql, config, deps, tracer, log)
     agent = _agentic(q, c, deps, tracer, decision) if c.agent.enabled else None
     if agent is None:
         _retrieve(_with_sql_values(q, sql), c, deps, tracer, decision if decision is not None else reuse_route)

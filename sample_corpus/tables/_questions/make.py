@@ -1,12 +1,14 @@
 """Writes questions.jsonl: the table questions and their known answers, each answer computed by the hand-written
-reference SQL over the CSV/TSV files beside this script (run: .venv/bin/python sample_corpus/tables/_questions.py).
+reference SQL over the CSV/TSV files of sample_corpus/tables (run: .venv/bin/python
+sample_corpus/tables/_questions/make.py). A folder starting with '_' is not ingested with the tables.
 Written before the offline SQL translator existed; the bench (bench/tables.py) scores the product against it."""
 import json
 from pathlib import Path
 
 import duckdb
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parent  # the question files
+TABLES = HERE.parent  # the tables
 # (route, form, question, reference SQL or None). route: table | mixed | text. form: what the question asks.
 Q = [
     # -- single-table aggregates ------------------------------------------------------------------------------
@@ -264,7 +266,7 @@ def _value(v):
 
 def main() -> None:
     con = duckdb.connect()
-    for f in sorted(HERE.iterdir()):
+    for f in sorted(TABLES.iterdir()):
         if f.suffix in (".csv", ".tsv"):
             con.execute(f"CREATE TABLE {f.stem} AS SELECT * FROM read_csv('{f}', header=true)")
     _write(con, Q, "questions.jsonl", "t", lambda i: "test" if i % 3 == 0 else "dev")
@@ -283,7 +285,7 @@ def _write(con, items, filename, prefix, split) -> None:
             elif rows and len(rows[0]) == 1:
                 answer = [_value(r[0]) for r in rows]
             else:
-                answer = {str(r[0]): _value(r[1]) for r in rows}
+                answer = {str(r[0]): _value(r[1]) for r in sorted(rows, key=lambda r: str(r[0]))}
         out.append({"id": f"{prefix}{i:02d}", "split": split(i), "route": route, "form": form,
                     "question": question, "sql": sql, "answer": answer})
     (HERE / filename).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in out))
