@@ -692,8 +692,12 @@ def _sql(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer) -> SqlOutcome
     if not tables:
         return None
 
-    def values(table: str, column: str) -> list[Any]:
-        return deps.store.tables.values(q.workspace, table, column, MAX_VALUES)
+    seen: dict[tuple[str, str], list[Any]] = {}
+
+    def values(table: str, column: str) -> list[Any]:  # the route and the translator read each column's values
+        if (table, column) not in seen:
+            seen[(table, column)] = deps.store.tables.values(q.workspace, table, column, MAX_VALUES)
+        return seen[(table, column)]
 
     route = classify_tables(q.text, tables, values)
 

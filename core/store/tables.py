@@ -48,7 +48,8 @@ class Tables:
 
     def __init__(self, db: Database) -> None:
         self._db = db
-        self._sandboxes: dict[str, tuple[int, SqlSandbox]] = {}
+        self._sandboxes: dict[str, tuple[tuple[tuple[str, str], ...], SqlSandbox]] = {}
+        self._values: dict[tuple[str, str, int], list[Any]] = {}  # (physical, column, limit): written once, never changed
         self._lock = threading.Lock()
 
     # -- writes -----------------------------------------------------------------------------------------------------
@@ -140,6 +141,10 @@ class Tables:
 
     def values(self, workspace: str, name: str, column: str, limit: int = 500) -> list[Any]:
         """Distinct non-null values of a column, most frequent first (at most `limit`)."""
+        physical = self._live_physical(workspace).get(name, "")
+        memo = (physical, column, int(limit))
+        if memo in self._values:  # read by the translator for every question: a physical table never changes
+            return self._values[memo]
         info, physical = self._physical_of(workspace, name)
         if column not in {c for c, _ in info.columns}:
             raise StoreError(f"table '{name}' has no column '{column}'")
@@ -147,25 +152,36 @@ class Tables:
         rows = self._db.cursor().execute(
             f"SELECT {q} FROM {_quote(physical)} WHERE {q} IS NOT NULL GROUP BY {q} ORDER BY count(*) DESC, {q} "
             "LIMIT ?", [int(limit)]).fetchall()
-        return [r[0] for r in rows]
+        with self._lock:
+            if len(self._values) > 4096:
+                self._values.clear()
+            self._values[memo] = [r[0] for r in rows]
+        return self._values[memo]
 
     def sandbox(self, workspace: str = DEFAULT_WORKSPACE) -> SqlSandbox:
-        """The workspace's SQL sandbox: a private connection holding copies of its tables (built again after any
-        write to the database)."""
-        gen = self._db.generation
+        """The workspace's SQL sandbox: a private connection holding copies of its tables, kept while its set of
+        tables is the same (a physical table never changes once written: new content is a new one)."""
+        live = self._live_physical(workspace)
+        key = tuple(sorted(live.items()))
         with self._lock:
             hit = self._sandboxes.get(workspace)
-            if hit is not None and hit[0] == gen:
+            if hit is not None and hit[0] == key:
                 return hit[1]
         frames = {}
         for info in self.list(workspace):
-            _, physical = self._physical_of(workspace, info.name)
             cols = ", ".join(_quote(c) for c, _ in info.columns)
-            frames[info.name] = self._db.cursor().execute(f"SELECT {cols} FROM {_quote(physical)}").fetch_arrow_table()
+            frames[info.name] = self._db.cursor().execute(
+                f"SELECT {cols} FROM {_quote(live[info.name])}").fetch_arrow_table()
         box = SqlSandbox(frames)
         with self._lock:
             old = self._sandboxes.get(workspace)
-            self._sandboxes[workspace] = (gen, box)
-        if old is not None:
+            self._sandboxes[workspace] = (key, box)
+        if old is not None and old[1] is not box:
             old[1].close()
         return box
+
+    def _live_physical(self, workspace: str) -> dict[str, str]:
+        rows = self._db.cursor().execute(
+            "SELECT t.name, t.physical FROM ws_tables t JOIN documents d ON d.workspace_id = t.workspace_id AND "
+            "d.doc_id = t.doc_id WHERE t.workspace_id = ?", [workspace]).fetchall()
+        return {r[0]: r[1] for r in rows}
