@@ -18,8 +18,9 @@ REVENUE = b"client,quarter,revenue\nAcme,Q1,100\nAcme,Q2,150\nBeta,Q1,80\nBeta,Q
 CLIENTS = b"client,manager\nAcme,Ann\nBeta,Bob\nGamma,Ann\n"
 
 
-@pytest.fixture
-def ws(tmp_path: Path) -> tuple[Store, Path]:
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, Path]:
+    tmp_path = tmp_path_factory.mktemp("sandbox")
     store = Store(tmp_path / "w.duckdb")
     rep = ingest_files([("revenue.csv", REVENUE), ("clients.csv", CLIENTS)], store=store, embedder=HashEmbedder(),
                        config=PipelineConfig())
