@@ -85,20 +85,24 @@ class SqlSandbox:
         first = _FIRST_WORD.match(text)
         if first and first.group(1).upper() not in _READ_STARTS:
             raise SqlRefused(f"only a read-only SELECT may run; this starts with {first.group(1).upper()}")
+        cur = self._con.cursor()  # a cursor per call: Streamlit sessions share the sandbox from several threads
         try:
-            # Parsing some statements touches files (IMPORT DATABASE reads its schema.sql): this connection has no
-            # file access, so that is refused, not read.
-            statements = self._con.extract_statements(text)
-        except duckdb.PermissionException as exc:
-            raise SqlRefused("it refers to a file or URL: only the workspace's tables may be read") from exc
-        except duckdb.Error as exc:
-            raise SqlRefused(f"not valid SQL: {str(exc).splitlines()[0]}") from exc
-        if len(statements) != 1:
-            raise SqlRefused(f"one statement only: found {len(statements)} (no ';' between statements)")
-        kind = statements[0].type.name
-        if kind != "SELECT":
-            raise SqlRefused(f"only a read-only SELECT may run; this is a {kind} statement")
-        row = self._con.execute("SELECT json_serialize_sql(?)", [text]).fetchone()
+            try:
+                # Parsing some statements touches files (IMPORT DATABASE reads its schema.sql): this connection has
+                # no file access, so that is refused, not read.
+                statements = cur.extract_statements(text)
+            except duckdb.PermissionException as exc:
+                raise SqlRefused("it refers to a file or URL: only the workspace's tables may be read") from exc
+            except duckdb.Error as exc:
+                raise SqlRefused(f"not valid SQL: {str(exc).splitlines()[0]}") from exc
+            if len(statements) != 1:
+                raise SqlRefused(f"one statement only: found {len(statements)} (no ';' between statements)")
+            kind = statements[0].type.name
+            if kind != "SELECT":
+                raise SqlRefused(f"only a read-only SELECT may run; this is a {kind} statement")
+            row = cur.execute("SELECT json_serialize_sql(?)", [text]).fetchone()
+        finally:
+            cur.close()
         tree = json.loads(row[0]) if row else {"error": True}
         if tree.get("error"):
             raise SqlRefused("only a plain SELECT may run (PIVOT, EXPLAIN and the like are not allowed): "

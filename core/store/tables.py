@@ -49,6 +49,7 @@ class Tables:
     def __init__(self, db: Database) -> None:
         self._db = db
         self._sandboxes: dict[str, tuple[tuple[tuple[str, str], ...], SqlSandbox]] = {}
+        self._live_memo: dict[str, tuple[int, dict[str, str]]] = {}
         self._values: dict[tuple[str, str, int], list[Any]] = {}  # (physical, column, limit): written once, never changed
         self._lock = threading.Lock()
 
@@ -181,7 +182,14 @@ class Tables:
         return box
 
     def _live_physical(self, workspace: str) -> dict[str, str]:
+        """{table name: physical table} of the workspace's live tables, re-read after any write to the database."""
+        gen = self._db.generation
+        hit = self._live_memo.get(workspace)
+        if hit is not None and hit[0] == gen:
+            return hit[1]
         rows = self._db.cursor().execute(
             "SELECT t.name, t.physical FROM ws_tables t JOIN documents d ON d.workspace_id = t.workspace_id AND "
             "d.doc_id = t.doc_id WHERE t.workspace_id = ?", [workspace]).fetchall()
-        return {r[0]: r[1] for r in rows}
+        live = {r[0]: r[1] for r in rows}
+        self._live_memo[workspace] = (gen, live)
+        return live
