@@ -1475,6 +1475,12 @@ def tables_sql(d: dict[str, Any], file: str) -> list[str]:
                    f"{_met(acc is not None and acc >= targets.get('answered_pct', 0))}), routing **{num(rt, 1)}%** "
                    f"(target ≥ {num(targets.get('routing_pct'), 0)}%: "
                    f"{_met(rt is not None and rt >= targets.get('routing_pct', 0))}).")
+    stub = d.get("stub_plumbing") or {}
+    if stub:
+        out.append(f"With the loopback stub (plumbing only): {stub.get('questions')} questions, "
+                   f"{stub.get('llm_calls')} LLM calls, outcomes "
+                   + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted((stub.get("outcomes") or {}).items()))
+                   + ".")
     for note in d.get("notes") or []:
         out.append(f"- {note}")
     return out

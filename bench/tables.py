@@ -89,6 +89,43 @@ def correct(got: Any, want: Any, form: str) -> bool:
     return not isinstance(got, (list, dict)) and _same(got, want)
 
 
+def stub_plumbing(questions: Sequence[dict[str, Any]], store: Store) -> dict[str, Any]:
+    """The LLM path's wiring through the loopback Messages stub (tests/anthropic_stub.py): the stub replies with each
+    question's reference SQL as the JSON the schema asks for (every third reply malformed), so this counts
+    round trips, sandbox runs and the template fallback; it says nothing of Claude's own SQL."""
+    from core.models.llm import AnthropicLLM
+    from core.route.sql import sql_route
+    from tests.anthropic_stub import start_stub
+
+    stub = start_stub()
+    by_question = {q["question"]: q for q in questions if q["sql"]}
+    calls = {"n": 0}
+
+    def reply(body: dict[str, Any]) -> str:
+        calls["n"] += 1
+        text = json.dumps(body)
+        q = next((v for k, v in by_question.items() if json.dumps(k)[1:-1] in text), None)
+        if q is None or calls["n"] % 3 == 0:
+            return "{not json"
+        return json.dumps({"sql": q["sql"], "reason": "stub: the reference query"})
+
+    stub.state.responder = reply
+    try:
+        llm = AnthropicLLM(stub.key, base_url=stub.base_url, sleep=lambda s: None, max_retries=0)
+        tables = store.tables.list("default")
+        box = store.tables.sandbox("default")
+        out = Counter()
+        for q in by_question.values():
+            res = sql_route(q["question"], tables, lambda t, c: store.tables.values("default", t, c), box, llm=llm,
+                            model="claude-haiku-4-5")
+            got = result_value(res.result.columns, res.result.rows) if res.result else None
+            ok = res.result is not None and correct(got, q["answer"], q["form"])
+            out[f"{res.plan.translator}_{'correct' if ok else 'declined' if res.result is None else 'wrong'}"] += 1
+        return {"questions": len(by_question), "llm_calls": calls["n"], "outcomes": dict(out)}
+    finally:
+        stub.stop()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=None, help="results file (default bench/results/tables.json)")
@@ -168,6 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if p["outcome"] in ("wrong", "refused") or p["route"] != p["routed"]:
             print(f"  {p['id']} [{p['split']}] {p['form']} route {p['route']}->{p['routed']} {p['outcome']}: "
                   f"{p['sql'] or p['reason']} -> {p['got']} (want {p['answer']})")
+    plumbing = stub_plumbing(questions, store)
+    print(f"stub plumbing: {plumbing}")
     write_result("tables", {
         "what": "sample_corpus/tables: offline template translator answered-correctly on the forms it claims "
                 f"({', '.join(CLAIMED)}), what it declines, and routing accuracy text / table / mixed "
@@ -187,7 +226,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "need a relation the table has no column for are declined (an LLM writes joins), never answered.",
             "Small sets (20-32 claimed-form questions per split): one question moves a split's figure by 3-5 "
             "points.",
+            "stub_plumbing: the LLM path through the loopback Messages stub, which answers each question with its "
+            "reference SQL (every third reply malformed JSON, so the template translator stands in): wiring only, "
+            "not Claude's SQL.",
         ],
+        "stub_plumbing": plumbing,
         "summary": summary, "by_form": {k: dict(v) for k, v in by_form.items()}, "per_question": per_q,
     }, Path(args.out) if args.out else None)
     return 0
