@@ -172,8 +172,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         sel = [p for p in per_q if split == "all" or p["split"] == split]
         claimed = [p for p in sel if p["form"] in CLAIMED]
         oc = Counter(p["outcome"] for p in claimed)
-        other = [p for p in sel if p["form"] not in CLAIMED and p["sql"] is not None or p["form"] in ("join", "mixed")
-                 and p["outcome"] != "n/a"]
         ooc = Counter(p["outcome"] for p in sel if p["form"] in ("join", "mixed"))
         routed_ok = sum(p["route"] == p["routed"] for p in sel)
         confusion: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -194,7 +192,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows_out.append([split, len(sel), len(claimed), s["claimed_forms"]["correct"], s["claimed_forms"]["wrong"],
                          s["claimed_forms"]["declined"], s["claimed_forms"]["answered_correctly_pct"],
                          s["routing"]["accuracy_pct"]])
-        del other
     by_form: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for p in per_q:
         by_form[p["form"]][p["outcome"]] += 1

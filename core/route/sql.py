@@ -178,10 +178,8 @@ def _ident(name: str) -> str:
 
 
 def _numeric_target(m: _Match, q: str) -> str | None:
-    """The numeric column the question is about (named in it), or None."""
+    """The numeric column the question is about: the first one it names (in the table's column order), or None."""
     named = [c for c in m.columns if dict(m.table.columns)[c] in NUMERIC]
-    if len(named) > 1:  # the one named closest to an aggregate word, else the first
-        return named[0]
     return named[0] if named else None
 
 
@@ -249,7 +247,6 @@ def template_sql(question: str, tables: Sequence[TableInfo], values: Values) -> 
     if missing:
         return SqlPlan("", "template", f"needs a join: {missing} (an LLM writes joins)", m.table.name)
     t, cols = m.table, dict(m.table.columns)
-    where = [f"{_ident(c)} = {_lit(v)}" for c, v, _, _ in m.filters]
     # Two values of one column are alternatives (x = a OR x = b), different columns all apply.
     by_col: dict[str, list[str]] = {}
     for c, v, _, _ in m.filters:
