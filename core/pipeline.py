@@ -726,7 +726,7 @@ def _answered_by_sql(q: _Query, sql: SqlOutcome, config: PipelineConfig, deps: D
         tracer.skip(stage, why)
     assert sql.result is not None
     answer = Answer(f"{sql.answer_text()} (SQL over the workspace's tables: {sql.result.sql})",
-                    tuple(dict.fromkeys(c.doc_id for c in tracer.stages[-1].candidates)), False, "sql")
+                    tuple(c.chunk_id for c in tracer.stages[-1].candidates[:5]), False, "sql")  # the rows
     if config.answer.enabled:
         tracer.add(Stage.ANSWER, (), 0.0, notes=[f"the sql stage's rows ({sql.plan.translator} translator)"],
                    info=AnswerInfo.of(answer, Stage.SQL))
