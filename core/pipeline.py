@@ -59,7 +59,7 @@ from core.route.agent import (
     run_agent,
 )
 from core.route.router import CAG_ROUTE
-from core.route.sql import MAX_VALUES, SqlOutcome, sql_route
+from core.route.sql import MAX_VALUES, SqlOutcome, sql_route, with_values
 from core.route.sql import classify as classify_tables
 from core.route.stage import (
     RouteDecision,
@@ -742,7 +742,7 @@ def _with_sql_values(q: _Query, sql: SqlOutcome | None) -> _Query:
     if sql is None or not sql.answered or sql.route.kind != "mixed" or sql.result is None:
         return q
     found = [str(v) for row in sql.result.rows[:5] for v in row[:1] if v is not None]
-    return replace(q, text=f"{q.text} {' '.join(found)}", vec=None) if found else q
+    return replace(q, text=with_values(q.text, found), vec=None) if found else q
 
 
 def _answer_cache(q: _Query, config: PipelineConfig, deps: Deps, key: CacheKey) -> CacheStep:
@@ -824,11 +824,12 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
                 return served
             decision = decision.without_cag(f"CAG gave no answer: route {decision.fallback.name} retrieves instead")
     agent = _agentic(q, c, deps, tracer, decision) if c.agent.enabled else None
+    asked = _with_sql_values(q, sql)  # a mixed question searches, and is answered, with the values SQL found
     if agent is None:
-        _retrieve(_with_sql_values(q, sql), c, deps, tracer, decision if decision is not None else reuse_route)
+        _retrieve(asked, c, deps, tracer, decision if decision is not None else reuse_route)
 
     # Last stage. Answer: reads the final candidates of whatever ran before (their original chunk text).
-    answered = tracer.run(Stage.ANSWER, lambda: _answer(q, tracer.final(), c, deps),
+    answered = tracer.run(Stage.ANSWER, lambda: _answer(asked, tracer.final(), c, deps),
                           skip=off(c.answer.enabled, "answer.enabled"))
     answer = answered.answer if answered is not None else None
     if answer is not None and sql is not None and sql.answered and not answer.refused:

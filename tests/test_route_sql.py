@@ -144,3 +144,15 @@ def test_cli_sql_runs_a_select_and_refuses_the_rest(tmp_path, capsys) -> None:
     assert out["rows"] == [["pump", 42], ["valve", 8]] and out["columns"][0] == "system"
     assert cli.main(["sql", "DROP TABLE faults", "--db", db]) == 2
     assert "only a read-only SELECT" in capsys.readouterr().err
+
+
+def test_a_mixed_question_is_asked_again_with_what_sql_found() -> None:
+    from core.route.sql import with_values
+
+    assert with_values("What is the first action for the fault code with the most reports in 2024?", ["F-2"]) == \
+        "What is the first action for fault code F-2?"
+    assert with_values("Which parts does the customer with the highest total amount use, and why?", ["Acme"]) == \
+        "Which parts does customer Acme use, and why?"
+    assert with_values("Describe the owner of the customer that had the highest Q1 amount.", ["Acme"]) == \
+        "Describe the owner of customer Acme."
+    assert with_values("Explain the busiest fault", ["F-2"]) == "Explain the busiest fault F-2"

@@ -435,3 +435,23 @@ def sql_route(question: str, tables: Sequence[TableInfo], values: Values, sandbo
     err = notes[-1] if notes else "no query"
     return SqlOutcome(route, SqlPlan("", last.translator, last.reason, last.table, usage), None, err,
                       (*notes, "type your own query in the SQL box (Search Lab) or `python -m core sql`"))
+
+
+_NOUN_WORD = r"(?!(?:of|the|for|in|to|a|an|and|with)\b)[a-z0-9-]+"
+# "the <noun, 1-3 words> with the most <measure, up to 3 words>", ending before punctuation, "and" or a common verb.
+_SUPERLATIVE_PHRASE = re.compile(
+    rf"\bthe ((?:{_NOUN_WORD} ){{0,2}}{_NOUN_WORD}) (?:with|that had|that has|having|which had|which has|that "
+    r"shipped|that received) the (?:most|highest|lowest|largest|smallest|fewest|least|biggest|greatest)"
+    r"(?: [a-z0-9-]+){0,3}?(?=,| and\b| (?:use|uses|used|cover|covers|mean|means|have|has|had|is|are|was|were|do|"
+    r"does|get|gets|got)\b|\?|\.|;|$)", re.IGNORECASE)
+
+
+def with_values(question: str, found: Sequence[str]) -> str:
+    """A mixed question with what SQL found put in place of the phrase that asked for it ("the first action for the
+    error code with the most tickets" -> "... for error code E-1"), else appended, so retrieval and the answer look
+    for the thing itself."""
+    if not found:
+        return question
+    value = " and ".join(found[:5])
+    out, n = _SUPERLATIVE_PHRASE.subn(lambda m: f"{m.group(1)} {value}", question, count=1)
+    return out if n else f"{question} {' '.join(found[:5])}"
