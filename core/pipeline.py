@@ -712,8 +712,13 @@ def _sql(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer) -> SqlOutcome
                            {"stage": Stage.SQL}) for i, row in enumerate(rows[:50], start=1)] if out.result else []
         return SqlStep(cands, [out.route.reason, *out.notes], out.plan.usage, out.info(), outcome=out)
 
-    ran = tracer.run(Stage.SQL, step, skip=None if route.kind != "text" else f"a text question ({route.reason}): "
-                     "the documents answer it")
+    try:
+        ran = tracer.run(Stage.SQL, step, skip=None if route.kind != "text" else f"a text question ({route.reason}): "
+                         "the documents answer it")
+    except Exception as exc:  # noqa: BLE001 - the tables failing (memory, a damaged table) costs the sql stage only
+        tracer.skip(Stage.SQL, f"the SQL sandbox failed ({type(exc).__name__}: {str(exc)[:200]}); the documents "
+                               "answer instead")
+        return None
     return ran.outcome if ran is not None else None
 
 

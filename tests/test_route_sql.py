@@ -156,3 +156,13 @@ def test_a_mixed_question_is_asked_again_with_what_sql_found() -> None:
     assert with_values("Describe the owner of the customer that had the highest Q1 amount.", ["Acme"]) == \
         "Describe the owner of customer Acme."
     assert with_values("Explain the busiest fault", ["F-2"]) == "Explain the busiest fault F-2"
+
+
+def test_a_failing_sandbox_costs_the_sql_stage_only(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(workspace: str = "default") -> Any:
+        raise MemoryError("no room for the tables")
+
+    monkeypatch.setattr(store.tables, "sandbox", broken)
+    trace = run_query("How many fault codes per system?", PipelineConfig().with_overrides({"answer.enabled": False}),
+                      Deps(store=store, embedder=HashEmbedder()))
+    assert "SQL sandbox failed (MemoryError" in trace.stage("sql").skipped and trace.stage("bm25").skipped is None
