@@ -129,3 +129,12 @@ def test_workspaces_keep_their_tables_apart() -> None:
     store.workspaces_repo.delete("hr")
     assert store.tables.list("hr") == [] and store.tables.drop_orphans() == 1  # its rows went with the workspace
     assert json.dumps(store.tables.list("default")[0].columns) == '[["k", "BIGINT"]]'
+
+
+def test_two_files_of_one_ingest_with_the_same_stem_the_second_is_refused() -> None:
+    store = Store()
+    rep = ingest_files([("a/sales.csv", b"k\n1\n"), ("b/sales.tsv", b"k\n2\n")], store=store, embedder=HashEmbedder(),
+                       config=PipelineConfig())
+    assert [r.status for r in rep.results] == ["ingested", "error"]
+    assert "already comes from a/sales.csv" in rep.results[1].message
+    assert store.tables.sandbox().run("SELECT k FROM sales").rows == ((1,),)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from datetime import timedelta
 from typing import Any, Sequence
 
 from core.store.db import Cursor, Database, StoreError, now
@@ -21,6 +22,7 @@ TABLES: tuple[str, ...] = (
 )
 COLUMN_TYPES = frozenset({"BIGINT", "DOUBLE", "BOOLEAN", "DATE", "TIMESTAMP", "VARCHAR"})
 PHYSICAL_PREFIX = "wstbl_"
+IN_FLIGHT = timedelta(hours=1)  # a table row younger than this without its document may be a file still on its way
 _ARROW = {"BIGINT": "int64", "DOUBLE": "float64", "BOOLEAN": "bool_", "DATE": "date32", "VARCHAR": "string"}
 
 
@@ -66,9 +68,11 @@ class Tables:
         physical = _physical(workspace, name, doc_id)
         frame = _arrow_table(columns, rows)
         with self._db.transaction() as cur:
-            old = cur.execute("SELECT source, physical, doc_id FROM ws_tables WHERE workspace_id = ? AND name = ?",
-                              [workspace, name]).fetchone()
-            if old is not None and old[0] != source and self._live(cur, workspace, old[2]):
+            old = cur.execute("SELECT source, physical, doc_id, created_at > ? FROM ws_tables WHERE workspace_id = ? "
+                              "AND name = ?", [now() - IN_FLIGHT, workspace, name]).fetchone()
+            # Another file's table: kept while its document lives, or while it may still be on its way (a file of
+            # the same ingest whose document is not written yet).
+            if old is not None and old[0] != source and (self._live(cur, workspace, old[2]) or old[3]):
                 raise StoreError(f"{source}: a table named '{name}' already comes from {old[0]}; rename one of the "
                                  "files (a table is named after its file's stem)")
             if old is not None:
@@ -102,9 +106,9 @@ class Tables:
     @staticmethod
     def _drop_orphans(cur: Cursor) -> int:
         # A row is written before its document (ingest), so a young row without a live document may be another
-        # thread's file in flight: only rows an hour old are judged orphans.
+        # thread's file in flight: only rows older than IN_FLIGHT are judged orphans.
         cur.execute("DELETE FROM ws_tables t WHERE NOT EXISTS (SELECT 1 FROM documents d WHERE d.workspace_id = "
-                    "t.workspace_id AND d.doc_id = t.doc_id) AND t.created_at < now()::TIMESTAMP - INTERVAL 1 HOUR")
+                    "t.workspace_id AND d.doc_id = t.doc_id) AND t.created_at < ?", [now() - IN_FLIGHT])
         kept = {r[0] for r in cur.execute("SELECT physical FROM ws_tables").fetchall()}
         have = [r[0] for r in cur.execute(
             "SELECT table_name FROM information_schema.tables WHERE starts_with(table_name, ?)",
