@@ -1449,6 +1449,43 @@ def ui_latency(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
+def tables_sql(d: dict[str, Any], file: str) -> list[str]:
+    """bench/tables.py: the template translator on the forms it claims, what it declines, text/table/mixed routing."""
+    out = ["### Tables: the offline SQL translator and the text / table / mixed route", "", caption(file, d), ""]
+    summary = d.get("summary") or {}
+    rows = []
+    for split, s in summary.items():
+        c, r = s.get("claimed_forms") or {}, s.get("routing") or {}
+        jm = s.get("join_and_mixed_sql") or {}
+        rows.append([split, s.get("questions"), c.get("questions"), c.get("correct"), c.get("wrong"), c.get("declined"),
+                     _pct((c.get("answered_correctly_pct") or 0) / 100) if c else "-",
+                     f"{jm.get('correct', 0)} / {jm.get('wrong', 0)} / {jm.get('declined', 0)}",
+                     _pct((r.get("accuracy_pct") or 0) / 100) if r else "-"])
+    if rows:
+        out += [md_table(["split", "questions", "on claimed forms", "correct", "wrong", "declined",
+                          "answered correctly", "joins + mixed: correct / wrong / declined", "routing accuracy"], rows),
+                ""]
+    targets = d.get("targets") or {}
+    held = summary.get(targets.get("split", "")) or {}
+    if targets and held:
+        acc = (held.get("claimed_forms") or {}).get("answered_correctly_pct")
+        rt = (held.get("routing") or {}).get("accuracy_pct")
+        out.append(f"On the `{targets['split']}` split (written before it was ever run): answered correctly "
+                   f"**{num(acc, 1)}%** on the claimed forms (target ≥ {num(targets.get('answered_pct'), 0)}%: "
+                   f"{_met(acc is not None and acc >= targets.get('answered_pct', 0))}), routing **{num(rt, 1)}%** "
+                   f"(target ≥ {num(targets.get('routing_pct'), 0)}%: "
+                   f"{_met(rt is not None and rt >= targets.get('routing_pct', 0))}).")
+    stub = d.get("stub_plumbing") or {}
+    if stub:
+        out.append(f"With the loopback stub (plumbing only): {stub.get('questions')} questions, "
+                   f"{stub.get('llm_calls')} LLM calls, outcomes "
+                   + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted((stub.get("outcomes") or {}).items()))
+                   + ".")
+    for note in d.get("notes") or []:
+        out.append(f"- {note}")
+    return out
+
+
 def answer_scorer(d: dict[str, Any], file: str) -> list[str]:
     """A learned answerability scorer for the offline answer, tried and not shipped (bench/answer_scorer.py): the
     support model's cross-validation with and without it, and what reading k sentences costs per query."""
@@ -1741,6 +1778,9 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("sweep_sample.json", sweep),
         ("sweep_xquad.json", sweep),
         ("sweep_twowiki.json", sweep),
+    ]),
+    ("Tables and SQL", [
+        ("tables.json", tables_sql),
     ]),
     ("Search Lab responsiveness", [
         ("ui_latency.json", ui_latency),

@@ -334,6 +334,32 @@ def _stderr_progress(what: str) -> Callable[[int, int], None]:
     return show
 
 
+def _sql_args(p: Parser) -> None:
+    p.add_argument("sql", help="one read-only SELECT over the workspace's tables")
+    _add_common(p, config=False)
+    _add_json(p, "print {sql, columns, rows, truncated, ms} (or {error}) as JSON")
+    p.add_argument("--max-rows", type=int, default=1000, help="row cap (more rows are cut and flagged)")
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    from core.app.tables import run_user_sql
+
+    store = _open_store(args, "read")
+    out = run_user_sql(store, args.sql, args.workspace, max_rows=max(1, args.max_rows))
+    if args.json:
+        print(json.dumps(out.to_dict(), ensure_ascii=False, default=str))
+    elif out.result is None:
+        print(f"error: {out.error}", file=sys.stderr)
+    else:
+        r = out.result
+        print("\t".join(r.columns))
+        for row in r.rows:
+            print("\t".join("" if v is None else str(v) for v in row))
+        print(f"({len(r.rows):,} row{'s' if len(r.rows) != 1 else ''}{', cut at the row cap' if r.truncated else ''};"
+              f" {r.ms:.0f} ms)", file=sys.stderr)
+    return 0 if out.result is not None else 2
+
+
 def _docs_args(p: Parser) -> None:
     _add_common(p, config=False)
 
@@ -1088,6 +1114,7 @@ COMMANDS = (
             cmd_golden),
     Command("trace", "export logged query traces (OpenTelemetry / OpenInference spans, or JSON)", _trace_args,
             cmd_trace),
+    Command("sql", "run one read-only SELECT over the workspace's tables in the SQL sandbox", _sql_args, cmd_sql),
 )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Protocol, Sequence, TypeVar
 
 from core.answer.cache import (
@@ -59,6 +59,8 @@ from core.route.agent import (
     run_agent,
 )
 from core.route.router import CAG_ROUTE
+from core.route.sql import MAX_VALUES, SqlOutcome, sql_route, with_values
+from core.route.sql import classify as classify_tables
 from core.route.stage import (
     RouteDecision,
     bridge_found,
@@ -691,6 +693,79 @@ def _agentic(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
     return out.as_dict()
 
 
+@dataclass(frozen=True, kw_only=True)
+class SqlStep(StepOutput):
+    """The sql stage's output and its outcome (route, plan, rows)."""
+
+    outcome: SqlOutcome
+
+
+def _sql(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer) -> SqlOutcome | None:
+    """The sql stage (core/route/sql.py), recorded only in a workspace that has tables: a question about them
+    (table or mixed) gets a query, written by Claude with a key (router.method not offline) or by the template
+    translator, run in the workspace's SQL sandbox."""
+    tables = deps.store.tables.list(q.workspace)
+    if not tables:
+        return None
+
+    seen: dict[tuple[str, str], list[Any]] = {}
+
+    def values(table: str, column: str) -> list[Any]:  # the route and the translator read each column's values
+        if (table, column) not in seen:
+            seen[(table, column)] = deps.store.tables.values(q.workspace, table, column, MAX_VALUES)
+        return seen[(table, column)]
+
+    route = classify_tables(q.text, tables, values)
+
+    def step() -> SqlStep:
+        out = sql_route(q.text, tables, values, deps.store.tables.sandbox(q.workspace),
+                        llm=deps.llm if c.router.method != "offline" else None, model=c.router.model,
+                        route=route, workspace=q.workspace)
+        doc = {t.name: t.doc_id for t in tables}.get(out.plan.table, tables[0].doc_id)
+        rows = out.result.rows if out.result is not None else ()
+        cands = [Candidate(f"sql:{out.plan.table or 'result'}:{i}", doc,
+                           "; ".join(f"{col}: {v}" for col, v in zip(out.result.columns, row)), 1.0, i,
+                           {"stage": Stage.SQL}) for i, row in enumerate(rows[:50], start=1)] if out.result else []
+        return SqlStep(cands, [out.route.reason, *out.notes], out.plan.usage, out.info(), outcome=out)
+
+    try:
+        ran = tracer.run(Stage.SQL, step, skip=None if route.kind != "text" else f"a text question ({route.reason}): "
+                         "the documents answer it")
+    except Exception as exc:  # noqa: BLE001 - the tables failing (memory, a damaged table) costs the sql stage only
+        tracer.skip(Stage.SQL, f"the SQL sandbox failed ({type(exc).__name__}: {str(exc)[:200]}); the documents "
+                               "answer instead")
+        return None
+    return ran.outcome if ran is not None else None
+
+
+def _answered_by_sql(q: _Query, sql: SqlOutcome, config: PipelineConfig, deps: Deps, tracer: Tracer,
+                     log: bool) -> Trace:
+    """A table question SQL answered: the rows are the answer, every retrieval stage skipped with the reason."""
+    why = "route table: answered by SQL over the workspace's tables"
+    for stage in (Stage.HYDE, Stage.MULTI_QUERY, Stage.DECOMPOSE, Stage.BM25, Stage.DENSE, Stage.DENSE_ML, Stage.FUSED,
+                  Stage.RERANK, Stage.PRUNE, Stage.MMR, Stage.EXPAND):
+        tracer.skip(stage, why)
+    assert sql.result is not None
+    answer = Answer(f"{sql.answer_text()} (SQL over the workspace's tables: {sql.result.sql})",
+                    tuple(c.chunk_id for c in tracer.stages[-1].candidates[:5]), False, "sql")  # the rows
+    if config.answer.enabled:
+        tracer.add(Stage.ANSWER, (), 0.0, notes=[f"the sql stage's rows ({sql.plan.translator} translator)"],
+                   info=AnswerInfo.of(answer, Stage.SQL))
+    else:
+        tracer.skip(Stage.ANSWER, "answer.enabled = false")
+        answer = None
+    return _finish(q, tracer, config, deps, log, answer)
+
+
+def _with_sql_values(q: _Query, sql: SqlOutcome | None) -> _Query:
+    """A mixed question's retrieval also searches the values SQL found (the code with the most tickets: its code),
+    so the passage about them is retrieved."""
+    if sql is None or not sql.answered or sql.route.kind != "mixed" or sql.result is None:
+        return q
+    found = [str(v) for row in sql.result.rows[:5] for v in row[:1] if v is not None]
+    return replace(q, text=with_values(q.text, found), vec=None) if found else q
+
+
 def _answer_cache(q: _Query, config: PipelineConfig, deps: Deps, key: CacheKey) -> CacheStep:
     """Encode the query (dense and graph reuse the vector) and look it up in this workspace's answer cache."""
     with one_torch_thread():
@@ -754,20 +829,32 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
                     else f"agent round: the question's route ({reuse_route.named.name}) is reused")
     else:
         c = decision.config
-        if not decision.retrieves:
+    # The workspace's tables: a question about them gets a query (and the table route its answer from the rows),
+    # whatever the router made of it (a count is no chitchat, and a table is in scope).
+    sql = _sql(q, c, deps, tracer) if reuse_route is None else None
+    if sql is not None and sql.route.kind == "table" and sql.answered:
+        return _answered_by_sql(q, sql, config, deps, tracer, log)
+    if decision is not None and not decision.retrieves:
+        if sql is not None and sql.route.kind != "text":
+            tracer.notes.append(f"route {decision.named.name} set aside: the question is about the workspace's "
+                                "tables; retrieval runs")
+            decision = None
+        else:
             served = _no_retrieval(q, decision, c, deps, tracer, log)
             if served is not None:
                 return served
             decision = decision.without_cag(f"CAG gave no answer: route {decision.fallback.name} retrieves instead")
-
     agent = _agentic(q, c, deps, tracer, decision) if c.agent.enabled else None
+    asked = _with_sql_values(q, sql)  # a mixed question searches, and is answered, with the values SQL found
     if agent is None:
-        _retrieve(q, c, deps, tracer, decision if decision is not None else reuse_route)
+        _retrieve(asked, c, deps, tracer, decision if decision is not None else reuse_route)
 
     # Last stage. Answer: reads the final candidates of whatever ran before (their original chunk text).
-    answered = tracer.run(Stage.ANSWER, lambda: _answer(q, tracer.final(), c, deps),
+    answered = tracer.run(Stage.ANSWER, lambda: _answer(asked, tracer.final(), c, deps),
                           skip=off(c.answer.enabled, "answer.enabled"))
     answer = answered.answer if answered is not None else None
+    if answer is not None and sql is not None and sql.answered and not answer.refused:
+        answer = replace(answer, text=f"From the tables: {sql.answer_text()}.\n\n{answer.text}")
     if cached is not None and answer is not None and q.vec is not None and not deps.store.read_only:
         remember(deps.store.answers, key, q.text, q.vec, answer, cost_usd=sum(s.usage.usd for s in tracer.stages),
                  ms=sum(s.ms for s in tracer.stages))

@@ -27,6 +27,7 @@ class Stage(StrEnum):
 
     ANSWER_CACHE = "answer_cache"
     ROUTE = "route"
+    SQL = "sql"  # the workspace's tables: a query over them (issue #29), when the question is about them
     HYDE = "hyde"
     MULTI_QUERY = "multi_query"
     DECOMPOSE = "decompose"
@@ -577,3 +578,30 @@ class Calibration:
         kept = ("; its cross-validated cut did no better than the shipped prior, so the prior is kept"
                 if self.figures.get("kept_prior") else "")
         return f"calibration on '{self.dataset}' (corpus v{self.corpus_version}, {self.folds}-fold CV{kept})"
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """A table in a workspace (issue #29): a table file's rows as typed columns, named after the file's stem."""
+
+    name: str
+    doc_id: str  # the document its text form is (deleting the document drops the table)
+    source: str  # the document key it came from
+    columns: tuple[tuple[str, str], ...]  # (column, DuckDB type)
+    n_rows: int
+    created_at: Any = None
+
+    def schema_line(self) -> str:
+        return f"{self.name}({', '.join(f'{c} {t}' for c, t in self.columns)})  -- {self.n_rows:,} rows"
+
+
+@dataclass(frozen=True)
+class SqlResult:
+    """One read-only query's result from the SQL sandbox: the checked SQL, column names, rows (at most the row cap;
+    `truncated` when there were more) and its wall time."""
+
+    sql: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    truncated: bool = False
+    ms: float = 0.0

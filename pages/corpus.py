@@ -9,8 +9,10 @@ from core.app import corpus_ops
 from core.app.builds import ingest_files
 from core.app.report import chunks_frame, documents_frame, escape_md
 from pages import _form, _state, _widgets
+from pages._tables_panel import tables_panel
 
-UPLOAD_TYPES = ["pdf", "docx", "md", "markdown", "html", "htm", "txt"]
+UPLOAD_TYPES = ["pdf", "docx", "md", "markdown", "html", "htm", "txt",
+                "csv", "tsv", "xlsx", "parquet", "jsonl", "ndjson"]  # tables (core/ingest/tables.py)
 STRATEGIES = {"structure": "structure-aware (headings)", "sentence": "sentence-aware", "fixed": "fixed token window"}
 
 deps, ws = _state.deps(), _state.workspace()
@@ -37,7 +39,8 @@ with st.container(border=True):
 # A fresh uploader key after each ingest empties the uploader, so the same files are not ingested twice by accident.
 upload_round = st.session_state.setdefault("upload_round", 0)
 # The browser refuses files over the configured limit early; core/ingest checks it again and names the file.
-uploaded = st.file_uploader("Upload documents (PDF, DOCX, Markdown, HTML, plain text)", type=UPLOAD_TYPES,
+uploaded = st.file_uploader("Upload documents (PDF, DOCX, Markdown, HTML, plain text) or tables (CSV, TSV, XLSX, "
+                            "Parquet, JSON-lines)", type=UPLOAD_TYPES,
                             accept_multiple_files=True, key=f"uploads_{upload_round}",
                             max_upload_size=max(1, math.ceil(cfg.limits.max_file_mb)))
 if st.button("Ingest", type="primary", disabled=not uploaded, key="ingest"):
@@ -63,6 +66,7 @@ if not docs:
 
 st.subheader(f"Documents ({len(docs)})")
 st.dataframe(documents_frame(docs), hide_index=True, column_config={"doc_id": None})
+tables_panel(store, ws)
 by_id = {d.doc_id: d for d in docs}
 doc_id = st.selectbox("Browse a document's chunks", list(by_id), format_func=lambda d: by_id[d].name, key="doc_pick")
 doc = by_id[doc_id]

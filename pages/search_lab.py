@@ -12,6 +12,7 @@ from core.config import ConfigError, PipelineConfig
 from core.pipeline import QueryError, run_query
 from pages import _form, _state, _widgets
 from pages._gold_from_lab import add_to_golden
+from pages._sql_panel import sql_panel
 
 TRACE_KEY, SESSION_KEY, BUILT_KEY, TOKENS_KEY = "lab_traces", "lab_session_counters", "lab_build_done", "lab_tokens"
 ANYWAY_KEY = "lab_search_anyway"  # the route override was set by "Search the documents anyway", for this question only
@@ -162,6 +163,8 @@ for need in needs:
 run_cfg = cfg.with_overrides({"context.variant": "none"}) if any(n.kind == "context" for n in needs) else cfg
 if st.session_state.get(BUILT_KEY):
     st.success(st.session_state.pop(BUILT_KEY))  # our own summary: counts and seconds only
+
+sql_panel(store, ws)
 
 # -- run and render -----------------------------------------------------------------------------------------------------
 last = st.session_state.get(_widgets.LAST_QUERY_KEY)

@@ -78,6 +78,8 @@ LAZY_LIBRARIES: dict[str, str] = {
     "pypdf": "only a PDF needs it",
     "docx": "only a .docx needs it (python-docx pulls lxml)",
     "threadpoolctl": "optional: BLAS thread limits are skipped without it",
+    "openpyxl": "only an .xlsx table needs it",
+    "pyarrow": "only a Parquet table or a table write needs it",
     "streamlit": "pages/__init__ looks for a Streamlit internal that other Streamlit layouts lack",
 }
 

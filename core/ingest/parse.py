@@ -27,7 +27,11 @@ MAX_ZIP_UNCOMPRESSED = 100_000_000
 MAX_ZIP_RATIO = 100  # per entry above 1 MB: plain Office XML packs ~5-20x; a bomb packs 100x and more
 
 SUPPORTED = {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".txt": "txt", ".text": "txt",
-             ".pdf": "pdf", ".docx": "docx"}
+             ".pdf": "pdf", ".docx": "docx",
+             # tables (core/ingest/tables.py reads them; core.ingest.tables.parse_any is their parse)
+             ".csv": "csv", ".tsv": "tsv", ".xlsx": "xlsx", ".parquet": "parquet", ".jsonl": "jsonl",
+             ".ndjson": "jsonl"}
+TABLE_KINDS = frozenset({"csv", "tsv", "xlsx", "parquet", "jsonl"})
 
 
 class ParseError(ValueError):
@@ -42,7 +46,8 @@ def kind_of(name: str) -> str:
         raise ParseError(f"{name[:60]}…: the path is {len(name):,} characters long (at most {MAX_KEY_CHARS:,})")
     ext = PurePath(name).suffix.lower()
     if ext not in SUPPORTED:
-        raise ParseError(f"{name}: unsupported file type '{ext or '(none)'}' (supported: pdf, docx, md, html, txt)")
+        raise ParseError(f"{name}: unsupported file type '{ext or '(none)'}' (supported: pdf, docx, md, html, txt; "
+                         "tables: csv, tsv, xlsx, parquet, jsonl)")
     return SUPPORTED[ext]
 
 
@@ -59,6 +64,8 @@ def parse(name: str, data: bytes, *, max_bytes: int | None = None) -> ParsedDocu
         raise ParseError(f"{name}: {human_size(len(data))} is over the upload limit of {human_size(max_bytes)}")
     if not data.strip():
         raise ParseError(f"{name}: the file is empty")
+    if kind in TABLE_KINDS:
+        raise ParseError(f"{name}: a table file; core.ingest.tables.parse_any reads it")
     parser = {"md": _parse_markdown, "html": _parse_html, "txt": _parse_text, "pdf": _parse_pdf,
               "docx": _parse_docx}[kind]
     doc = parser(name, data)

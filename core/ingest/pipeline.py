@@ -15,6 +15,7 @@ from core.ingest.files import LocalFile, read_file, scan_paths
 from core.ingest.chunk import check_chunk_cap, fit_to_window
 from core.ingest.parse import ParseError
 from core.ingest.sandbox import ChunkSpec, ParseSandbox, default_sandbox
+from core.ingest.tables import is_table, put_table
 from core.models.embed import (
     Embedder,
     EmbedStats,
@@ -195,6 +196,10 @@ def _prepare(
         return FileResult(name, "error", str(exc))
     if not chunks:
         return FileResult(name, "error", f"{name}: no chunks could be cut from the text")
+    if is_table(name):  # the typed table first: it stays hidden until its document is written
+        failed = put_table(store.tables, name, data, doc_id, workspace)
+        if failed:
+            return FileResult(name, "error", failed)
     return _Prepared(name, len(data), content_hash, label, parsed, doc_id, chunks, previous)
 
 

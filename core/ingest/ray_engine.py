@@ -35,7 +35,8 @@ from core.ingest.context import (
     _start_llm_run,
     context_request,
 )
-from core.ingest.parse import ParseError
+from core.ingest.parse import ParseError, human_size
+from core.ingest.tables import is_table, put_table
 from core.ingest.pipeline import (
     FileResult,
     IngestReport,
@@ -338,6 +339,14 @@ def ingest_files_ray(
         if same is not None:
             results[i] = same
             continue
+        if is_table(name):  # the typed table, written by the driver (workers never touch the store); hidden until
+            failed = ""    # its document is written, as in the local engine
+            if len(data) > config.limits.max_file_mb * 1_000_000:
+                failed = f"{name}: {human_size(len(data))} is over the upload limit"
+            failed = failed or put_table(store.tables, name, data, doc_id_for(name, content_hash), workspace)
+            if failed:
+                results[i] = FileResult(name, "error", failed)
+                continue
         todo.append(i)
     if progress:
         progress(len(files) - len(todo), len(files), f"{len(todo):,} files to workers")

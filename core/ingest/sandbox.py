@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from core.ingest.chunk import build_chunks, check_chunk_cap, chunk_facts, chunk_ranges
-from core.ingest.parse import ParseError, human_size, kind_of, parse
+from core.ingest.parse import ParseError, human_size, kind_of
+from core.ingest.tables import parse_any
 from core.types import Chunk, ParsedDocument, Section
 
 PARSE_TIMEOUT_S = 20.0  # seconds of the worker's CPU time per file (parse + chunk)
@@ -307,7 +308,7 @@ def _read_exact(stream: Any, n: int) -> bytes:
 
 def _handle(header: dict[str, Any], data: bytes) -> dict[str, Any]:
     """One request: parse, and with a "chunk" spec also cut the chunks (ranges, token counts, languages)."""
-    doc = parse(header["name"], data, max_bytes=header["max_bytes"])
+    doc = parse_any(header["name"], data, max_bytes=header["max_bytes"])
     reply: dict[str, Any] = {"doc": _doc_to_json(doc)}
     if header.get("chunk"):
         strategy, size, overlap, max_chunks = header["chunk"]

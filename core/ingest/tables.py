@@ -1,0 +1,381 @@
+"""Table files (csv, tsv, xlsx, parquet, jsonl) read into typed columns and rows, or a clear ParseError; and their
+text form, which is chunked for search like any document."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import PurePath
+from typing import Any, Iterable, Protocol, Sequence
+
+from core.ingest.parse import ParseError, check_zip, decode_text, human_size, kind_of, parse
+from core.types import ParsedDocument, Section
+
+TABLE_KINDS = {".csv": "csv", ".tsv": "tsv", ".xlsx": "xlsx", ".parquet": "parquet", ".jsonl": "jsonl",
+               ".ndjson": "jsonl"}
+# Bounds checked before and while a table is read; the upload limit (limits.max_file_mb) applies first.
+MAX_COLUMNS = 500
+MAX_ROWS = 1_000_000
+MAX_CELLS = 5_000_000
+MAX_CELL_CHARS = 10_000
+MAX_NAME_CHARS = 63  # a table or column name (DuckDB allows more; a longer one is unreadable in SQL)
+TEXT_ROWS = 2_000  # rows written into the searchable text form; the rest are reachable by SQL only
+# DuckDB column types a table column may get (the store maps them one to one).
+TYPES = ("BIGINT", "DOUBLE", "BOOLEAN", "DATE", "TIMESTAMP", "VARCHAR")
+
+
+@dataclass(frozen=True)
+class TableData:
+    """A table read from a file: its SQL name, typed columns and rows (Python values: int, float, bool, date,
+    datetime, str or None)."""
+
+    name: str
+    source: str
+    columns: tuple[tuple[str, str], ...]  # (column name, DuckDB type)
+    rows: tuple[tuple[Any, ...], ...]
+    notes: tuple[str, ...] = ()
+
+
+class TableSink(Protocol):
+    """Where a table file's typed rows go (core.store's Tables repository implements it)."""
+
+    def put_table(self, workspace: str, doc_id: str, source: str, name: str, columns: Sequence[tuple[str, str]],
+                  rows: Sequence[Sequence[Any]]) -> Any: ...
+
+
+def put_table(sink: TableSink, key: str, data: bytes, doc_id: str, workspace: str) -> str:
+    """Read the file's table and store it; "" when stored, else the reason it was not (fit for the user)."""
+    try:
+        table = read_table(key, data)
+        sink.put_table(workspace, doc_id, key, table.name, table.columns, table.rows)
+    except ParseError as exc:
+        return str(exc)
+    except Exception as exc:  # noqa: BLE001 - a store failure costs this file only; nothing of it is visible
+        return f"{key}: the table could not be stored ({type(exc).__name__}: {str(exc)[:300]})"
+    return ""
+
+
+def is_table(name: str) -> bool:
+    return PurePath(name).suffix.lower() in TABLE_KINDS
+
+
+def sql_name(text: str, fallback: str = "t") -> str:
+    """A SQL identifier from a file stem or a header: lower-cased, every other character `_`, never starting with a
+    digit, at most MAX_NAME_CHARS."""
+    name = re.sub(r"[^a-z0-9_]", "_", text.strip().lower())[:MAX_NAME_CHARS]
+    if not name.strip("_"):
+        name = fallback
+    if name[0].isdigit():
+        name = ("_" + name)[:MAX_NAME_CHARS]
+    return name
+
+
+def table_name_for(key: str) -> str:
+    """The table a file becomes: its stem (last path part, extension dropped), lower-cased, other characters `_`."""
+    return sql_name(PurePath(key.rsplit("/", 1)[-1]).stem)
+
+
+def parse_any(name: str, data: bytes, *, max_bytes: int | None = None) -> ParsedDocument:
+    """parse() for documents and tables alike: a table's document is its text form (render_text)."""
+    if not is_table(name):
+        return parse(name, data, max_bytes=max_bytes)
+    kind = kind_of(name)
+    if max_bytes is not None and len(data) > max_bytes:
+        raise ParseError(f"{name}: {human_size(len(data))} is over the upload limit of {human_size(max_bytes)}")
+    table = read_table(name, data)
+    text = render_text(table)
+    rows_at = text.index("## Rows")
+    sections = (Section((f"Table {table.name}",), 0, rows_at), Section((f"Table {table.name}", "Rows"), rows_at,
+                                                                        len(text)))
+    return ParsedDocument(name, kind, text, sections, f"Table {table.name}", "")
+
+
+def read_table(name: str, data: bytes) -> TableData:
+    """The file's table, typed; ParseError names the file and the problem (ragged rows, too many columns or cells,
+    formulas without saved values, an undecodable file)."""
+    kind = TABLE_KINDS.get(PurePath(name).suffix.lower())
+    if kind is None:
+        raise ParseError(f"{name}: not a table file (tables: {', '.join(sorted(set(TABLE_KINDS.values())))})")
+    if not data.strip():
+        raise ParseError(f"{name}: the file is empty")
+    reader = {"csv": _read_delimited, "tsv": _read_delimited, "xlsx": _read_xlsx, "parquet": _read_parquet,
+              "jsonl": _read_jsonl}[kind]
+    header, rows, notes = reader(name, data, kind)
+    columns = _column_names(name, header)
+    if not rows:
+        raise ParseError(f"{name}: the table has a header but no rows")
+    types = tuple(_column_type([r[i] for r in rows]) for i in range(len(columns)))
+    typed = tuple(tuple(_convert(r[i], types[i]) for i in range(len(columns))) for r in rows)
+    return TableData(table_name_for(name), name, tuple(zip(columns, types)), typed, tuple(notes))
+
+
+def _check_shape(name: str, n_cols: int, n_rows: int) -> None:
+    if n_cols > MAX_COLUMNS:
+        raise ParseError(f"{name}: {n_cols:,} columns (at most {MAX_COLUMNS:,}); split the table or drop columns")
+    if n_rows > MAX_ROWS:
+        raise ParseError(f"{name}: more than {MAX_ROWS:,} rows; split the table")
+    if n_cols * n_rows > MAX_CELLS:
+        raise ParseError(f"{name}: {n_cols:,} columns x {n_rows:,} rows is over {MAX_CELLS:,} cells; split the table")
+
+
+def _column_names(name: str, header: Sequence[Any]) -> tuple[str, ...]:
+    if not header:
+        raise ParseError(f"{name}: no header row (the first row names the columns)")
+    _check_shape(name, len(header), 0)
+    out: list[str] = []
+    seen: set[str] = set()
+    for i, h in enumerate(header, start=1):
+        base = sql_name("" if h is None else str(h), f"col_{i}")
+        col, n = base, 2
+        while col in seen:
+            col, n = f"{base}_{n}", n + 1
+        seen.add(col)
+        out.append(col)
+    return tuple(out)
+
+
+def _cell(name: str, value: Any, where: str) -> Any:
+    if isinstance(value, str):
+        value = value.strip()
+        if len(value) > MAX_CELL_CHARS:
+            raise ParseError(f"{name}: {where} holds {len(value):,} characters (at most {MAX_CELL_CHARS:,} per cell)")
+        return value or None
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    return value
+
+
+def _read_delimited(name: str, data: bytes, kind: str) -> tuple[list[Any], list[list[Any]], list[str]]:
+    text, enc = decode_text(name, data)
+    first = text.split("\n", 1)[0]
+    delim = "\t" if kind == "tsv" else (";" if first.count(";") > first.count(",") else ",")
+    try:
+        lines = list(csv.reader(io.StringIO(text), delimiter=delim, strict=True))
+    except csv.Error as exc:
+        raise ParseError(f"{name}: not a well-formed {kind.upper()} file ({exc})") from exc
+    lines = [ln for ln in lines if any(c.strip() for c in ln)]
+    if not lines:
+        raise ParseError(f"{name}: the file is empty")
+    header, body = lines[0], lines[1:]
+    _check_shape(name, len(header), len(body))
+    for i, row in enumerate(body, start=2):
+        if len(row) != len(header):
+            raise ParseError(f"{name}: ragged rows: row {i} has {len(row)} fields, the header has {len(header)}; "
+                             "fix the file (every row needs the same number of fields)")
+    rows = [[_cell(name, v, f"row {i}") for v in row] for i, row in enumerate(body, start=2)]
+    return header, rows, [f"decoded as {enc}"] if enc not in ("utf-8", "utf-8 (BOM)") else []
+
+
+def _xlsx_ref(row: int, col: int) -> str:
+    letters = ""
+    while col:
+        col, r = divmod(col - 1, 26)
+        letters = chr(65 + r) + letters
+    return f"{letters}{row}"
+
+
+def _read_xlsx(name: str, data: bytes, kind: str) -> tuple[list[Any], list[list[Any]], list[str]]:
+    check_zip(name, data)
+    import openpyxl
+
+    try:
+        formulas = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=False)
+        values = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+    except Exception as exc:  # noqa: BLE001 - openpyxl raises many kinds for a damaged workbook
+        raise ParseError(f"{name}: not a readable XLSX workbook ({type(exc).__name__}: {exc})") from exc
+    ws_f, ws_v = formulas.worksheets[0], values.worksheets[0]
+    notes = [f"sheet '{ws_v.title}' read; {len(values.worksheets) - 1} other sheet(s) ignored"] \
+        if len(values.worksheets) > 1 else []
+    max_col, max_row = ws_v.max_column or 0, ws_v.max_row or 0
+    _check_shape(name, max_col, max(0, max_row - 1))
+    grid: list[list[Any]] = []
+    computed = 0
+    for r, (frow, vrow) in enumerate(zip(ws_f.iter_rows(values_only=True), ws_v.iter_rows(values_only=True)), 1):
+        out = []
+        for c, (f, v) in enumerate(zip(frow, vrow), start=1):
+            if isinstance(f, str) and f.startswith("="):
+                if v is None:
+                    raise ParseError(f"{name}: cell {_xlsx_ref(r, c)} holds a formula ({f[:40]}) with no saved value; "
+                                     "open and save the workbook in Excel or LibreOffice (which store the values), "
+                                     "or export the sheet as CSV")
+                computed += 1
+            out.append(_cell(name, v, f"cell {_xlsx_ref(r, c)}"))
+        if any(x is not None for x in out):
+            grid.append(out)
+        if len(grid) > MAX_ROWS + 1:
+            _check_shape(name, max_col, len(grid))
+    formulas.close()
+    values.close()
+    if not grid:
+        raise ParseError(f"{name}: the first sheet is empty")
+    width = max(len(r) for r in grid)
+    grid = [r + [None] * (width - len(r)) for r in grid]
+    while width and all(r[width - 1] is None for r in grid):  # trailing empty columns
+        width -= 1
+        grid = [r[:width] for r in grid]
+    header = grid[0]
+    if computed:
+        notes.append(f"{computed} formula cell(s) read as their saved values")
+    return header, grid[1:], notes
+
+
+def _read_parquet(name: str, data: bytes, kind: str) -> tuple[list[Any], list[list[Any]], list[str]]:
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(io.BytesIO(data))
+        meta = pf.metadata
+        _check_shape(name, meta.num_columns, meta.num_rows)
+        table = pf.read()
+    except ParseError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises many kinds for a damaged file
+        raise ParseError(f"{name}: not a readable Parquet file ({type(exc).__name__}: {exc})") from exc
+    header = list(table.column_names)
+    cols = [table.column(i).to_pylist() for i in range(table.num_columns)]
+    rows = [[_cell(name, _plain(c[j]), f"row {j + 1}") for c in cols] for j in range(table.num_rows)]
+    return header, rows, []
+
+
+def _plain(v: Any) -> Any:
+    """A value a table column can hold: nested lists / maps become their JSON text."""
+    if isinstance(v, (list, dict, tuple)):
+        return json.dumps(v, default=str, ensure_ascii=False)
+    if isinstance(v, bytes):
+        return v.hex()
+    return v
+
+
+def _read_jsonl(name: str, data: bytes, kind: str) -> tuple[list[Any], list[list[Any]], list[str]]:
+    text, _ = decode_text(name, data)
+    objs: list[dict[str, Any]] = []
+    keys: dict[str, None] = {}
+    for i, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ParseError(f"{name}: line {i} is not JSON ({exc.msg})") from exc
+        if not isinstance(obj, dict):
+            raise ParseError(f"{name}: line {i} is not a JSON object (each line must be one row: {{\"col\": value}})")
+        objs.append(obj)
+        keys.update(dict.fromkeys(obj))
+        _check_shape(name, len(keys), len(objs))
+    header = list(keys)
+    rows = [[_cell(name, _plain(o.get(k)), f"line {i + 1}") for k in header] for i, o in enumerate(objs)]
+    return header, rows, []
+
+
+_INT = re.compile(r"[+-]?\d{1,18}")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?")
+_BOOLS = {"true": True, "false": False}
+
+
+def _is_float(s: str) -> bool:
+    try:
+        f = float(s)
+    except ValueError:
+        return False
+    return math.isfinite(f) and not s.strip().lower().startswith(("nan", "inf", "+inf", "-inf"))
+
+
+def _kind(v: Any) -> str:
+    """The narrowest column type one value fits."""
+    if isinstance(v, bool):
+        return "BOOLEAN"
+    if isinstance(v, int):
+        return "BIGINT" if -2**63 <= v < 2**63 else "VARCHAR"
+    if isinstance(v, float):
+        return "DOUBLE"
+    if isinstance(v, datetime):
+        return "TIMESTAMP"
+    if isinstance(v, date):
+        return "DATE"
+    s = str(v)
+    if _INT.fullmatch(s):
+        return "BIGINT"
+    if _is_float(s):
+        return "DOUBLE"
+    if s.lower() in _BOOLS:
+        return "BOOLEAN"
+    if _DATE.fullmatch(s) and _valid(s, "%Y-%m-%d"):
+        return "DATE"
+    if _TIMESTAMP.fullmatch(s) and _valid(s.replace("T", " ")[:19], "%Y-%m-%d %H:%M:%S" if len(s) >= 19 else
+                                          "%Y-%m-%d %H:%M"):
+        return "TIMESTAMP"
+    return "VARCHAR"
+
+
+def _valid(s: str, fmt: str) -> bool:
+    try:
+        datetime.strptime(s, fmt)
+    except ValueError:
+        return False
+    return True
+
+
+def _column_type(values: Iterable[Any]) -> str:
+    """The narrowest type every non-empty value fits: integers widen to doubles, dates to timestamps, anything else
+    mixed is text."""
+    kinds = {_kind(v) for v in values if v is not None}
+    if not kinds:
+        return "VARCHAR"
+    if len(kinds) == 1:
+        return kinds.pop()
+    if kinds <= {"BIGINT", "DOUBLE"}:
+        return "DOUBLE"
+    if kinds <= {"DATE", "TIMESTAMP"}:
+        return "TIMESTAMP"
+    return "VARCHAR"
+
+
+def _convert(v: Any, typ: str) -> Any:
+    if v is None:
+        return None
+    if typ == "VARCHAR":
+        if isinstance(v, float) and v.is_integer():
+            return str(int(v))
+        return v if isinstance(v, str) else (v.isoformat() if isinstance(v, (date, datetime)) else str(v))
+    if typ == "BIGINT":
+        return int(v)
+    if typ == "DOUBLE":
+        return float(v)
+    if typ == "BOOLEAN":
+        return v if isinstance(v, bool) else _BOOLS[str(v).lower()]
+    if typ == "DATE":
+        return v if isinstance(v, date) and not isinstance(v, datetime) else date.fromisoformat(str(v)[:10])
+    if isinstance(v, datetime):  # TIMESTAMP
+        return v
+    if isinstance(v, date):
+        return datetime(v.year, v.month, v.day)
+    return datetime.fromisoformat(str(v).replace(" ", "T"))
+
+
+def _show(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.10g}"
+    if isinstance(v, (date, datetime)):
+        return v.isoformat()
+    return str(v)
+
+
+def render_text(table: TableData, *, max_rows: int = TEXT_ROWS) -> str:
+    """The table's searchable text: a heading with its name and columns, then one line per row ("col: value; ...")
+    under a heading, so a row can be retrieved as a passage."""
+    cols = [c for c, _ in table.columns]
+    lines = [f"# Table {table.name}", "",
+             f"Table {table.name} from {table.source}: {len(table.rows):,} rows; columns "
+             + ", ".join(f"{c} ({t.lower()})" for c, t in table.columns) + ".", "", "## Rows", ""]
+    for row in table.rows[:max_rows]:
+        lines.append("; ".join(f"{c}: {_show(v)}" for c, v in zip(cols, row) if v is not None) + ".")
+    if len(table.rows) > max_rows:
+        lines += ["", f"... {len(table.rows) - max_rows:,} more rows in table {table.name} (query it with SQL)."]
+    return "\n".join(lines) + "\n"
