@@ -34,7 +34,9 @@ nav = st.navigation([
 
 # Streamlit's default top padding (6rem) and side padding (5rem) cost a 768 px high window a fifth of its height;
 # the Search Lab needs that room for its stage row.
-st.html("<style>[data-testid=stMainBlockContainer]{padding-top:2.2rem;padding-left:2rem;padding-right:2rem}"
+# The sidebar's default 300 px is narrowed too: the Search Lab's stage columns take what it gives back.
+st.html("<style>[data-testid=stMainBlockContainer]{padding-top:2.2rem;padding-left:1.5rem;padding-right:1.5rem}"
+        "[data-testid=stSidebar]{width:244px !important;min-width:244px !important}"
         "h1{padding-top:0.25rem !important;padding-bottom:0.25rem !important}</style>")
 
 deps = _state.deps()

@@ -10,7 +10,7 @@ from core.app.report import escape_md
 from core.app.routing import NO_RETRIEVAL, route_names
 from core.config import ConfigError, PipelineConfig
 from core.pipeline import QueryError, run_query
-from pages import _form, _state, _widgets
+from pages import _answer_box, _form, _state, _widgets
 from pages._gold_from_lab import add_to_golden
 
 TRACE_KEY, SESSION_KEY, BUILT_KEY, TOKENS_KEY = "lab_traces", "lab_session_counters", "lab_build_done", "lab_tokens"
@@ -155,8 +155,6 @@ def token_offer(run_cfg: PipelineConfig, recount: bool = False) -> None:
 
 
 needs = readiness.needs(store, cfg, ws, deps.embedder.model_id)
-for need in needs:
-    offer(need, cfg)
 # A context variant whose vectors are missing is searched as raw text until it is built, as its offer says: the dense
 # index would otherwise embed every missing chunk in memory on this query's path (minutes on a large corpus).
 run_cfg = cfg.with_overrides({"context.variant": "none"}) if any(n.kind == "context" for n in needs) else cfg
@@ -166,6 +164,8 @@ if st.session_state.get(BUILT_KEY):
 # -- run and render -----------------------------------------------------------------------------------------------------
 last = st.session_state.get(_widgets.LAST_QUERY_KEY)
 if last is None:
+    for need in needs:
+        offer(need, cfg)
     token_offer(run_cfg)
     st.caption("Type a query and press Search. Settings changes re-run the last query.")
     st.stop()
@@ -190,15 +190,6 @@ else:
     st.session_state["last_trace"] = trace  # the Graph page highlights what this query used
     st.session_state[SESSION_KEY] = st.session_state.get(SESSION_KEY, Counters()) + counters(trace)
 
-if run_cfg is not cfg:
-    st.caption(f":material/info: context.variant = {cfg.context.variant} is not built yet: this query searched raw "
-               f"text (config {run_cfg.stable_hash()}); build it above to search it.")
-# Notes quote queries, cached questions and gateway error text: escaped for Markdown like every user string here.
-for note in trace.notes:
-    st.caption(f":material/info: {escape_md(note)}")
-ml_need = readiness.trace_multilingual_need(store, run_cfg, ws, trace)  # a cross-language question met no vectors
-if ml_need is not None and all(n.kind != ml_need.kind for n in needs):
-    offer(ml_need, run_cfg)
 doc_names = corpus_ops.document_names(store, ws)
 inserts = {}
 local = trace.stage("graph_local")
@@ -207,25 +198,8 @@ if local is not None and local.skipped is None and local.info.get("nodes"):
     names = {nid: snap.names[snap.pos[nid]] for nid in local.info["nodes"] if snap and nid in snap.pos}
     inserts["graph_global" if trace.stage("graph_global") else "graph_local"] = subgraph_svg(local, names)
 main, rounds = _widgets.split_rounds(trace)
-if trace.agent:
-    spent = trace.agent.get("spent", {})
-    st.caption(f":material/autorenew: agentic loop: {trace.agent['rounds']} round(s), stopped: "
-               f"**{escape_md(trace.agent['stop_reason'])}** · {spent.get('llm_calls', 0)} LLM calls, "
-               f"{spent.get('tokens', 0):,} tokens, ${spent.get('usd', 0):.4f}, {spent.get('seconds', 0):.1f} s")
-_widgets.stage_row(main, doc_names=doc_names, depth=depth, counters=counters(trace),
-                   session=st.session_state.get(SESSION_KEY), inserts=inserts)
-for rnd, sub in rounds:
-    queries = sorted({str(s.info.get("round_query", "")) for s in sub.stages if s.info.get("round_query")})
-    # Cut before escaping: a cut escaped text could end in a lone backslash.
-    with st.expander(f"Round {rnd}: {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} — "
-                     + escape_md("; ".join(queries)[:160]), expanded=False):
-        _widgets.stage_row(sub, doc_names=doc_names, depth=depth, key=f"round_{rnd}")
-token_offer(run_cfg, recount=fresh and counters(trace).token_computed > 0)  # only a query that encoded some
-st.caption(f"query language {trace.query_lang} · config {trace.config_hash} · corpus v{trace.corpus_version} · "
-           "click a card to read more; hover a skipped strip for its reason")
-_widgets.answer_panel(trace.answer, served=next((n for n in trace.notes if n.startswith("served from cache")), None),
-                      trace=trace, doc_names=doc_names,
-                      lookup=lambda ids: corpus_ops.chunk_lookup(store)(ids, ws))
+# The answer first, in view at 1366x768; the stage row right under it; everything else below the row.
+actions = []
 route = trace.route_info()
 if trace.answer is not None and trace.answer.mode == "route" and route is not None and route.config in NO_RETRIEVAL:
     def _search_anyway() -> None:
@@ -234,9 +208,39 @@ if trace.answer is not None and trace.answer.mode == "route" and route is not No
         st.session_state["route_override"] = "abstain"
         st.session_state[ANYWAY_KEY] = True
 
-    st.button(":material/search: Search the documents anyway", key="search_anyway", on_click=_search_anyway,
-              help=f"the router sent this question to {route.config} without searching "
-                   "(Route: abstain, the default pipeline, for this question; the next one is routed again)")
+    actions.append(lambda: st.button(
+        ":material/search: Search anyway", key="search_anyway", on_click=_search_anyway, use_container_width=True,
+        help=f"the router sent this question to {route.config} without searching (Route: abstain, the default "
+             "pipeline, for this question; the next one is routed again)"))
+_answer_box.answer_box(trace, doc_names=doc_names, lookup=lambda ids: corpus_ops.chunk_lookup(store)(ids, ws),
+                       actions=actions)
+_widgets.stage_row(main, doc_names=doc_names, depth=depth, counters=counters(trace),
+                   session=st.session_state.get(SESSION_KEY), inserts=inserts)
+if trace.agent:
+    spent = trace.agent.get("spent", {})
+    st.caption(f":material/autorenew: agentic loop: {trace.agent['rounds']} round(s), stopped: "
+               f"**{escape_md(trace.agent['stop_reason'])}** · {spent.get('llm_calls', 0)} LLM calls, "
+               f"{spent.get('tokens', 0):,} tokens, ${spent.get('usd', 0):.4f}, {spent.get('seconds', 0):.1f} s")
+for rnd, sub in rounds:
+    queries = sorted({str(s.info.get("round_query", "")) for s in sub.stages if s.info.get("round_query")})
+    # Cut before escaping: a cut escaped text could end in a lone backslash.
+    with st.expander(f"Round {rnd}: {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} — "
+                     + escape_md("; ".join(queries)[:160]), expanded=False):
+        _widgets.stage_row(sub, doc_names=doc_names, depth=depth, key=f"round_{rnd}")
+if run_cfg is not cfg:
+    st.caption(f":material/info: context.variant = {cfg.context.variant} is not built yet: this query searched raw "
+               f"text (config {run_cfg.stable_hash()}); build it below to search it.")
+# Notes quote queries, cached questions and gateway error text: escaped for Markdown like every user string here.
+for note in trace.notes:
+    st.caption(f":material/info: {escape_md(note)}")
+for need in needs:
+    offer(need, cfg)
+ml_need = readiness.trace_multilingual_need(store, run_cfg, ws, trace)  # a cross-language question met no vectors
+if ml_need is not None and all(n.kind != ml_need.kind for n in needs):
+    offer(ml_need, run_cfg)
+token_offer(run_cfg, recount=fresh and counters(trace).token_computed > 0)  # only a query that encoded some
+st.caption(f"query language {trace.query_lang} · config {trace.config_hash} · corpus v{trace.corpus_version} · "
+           "click a card to read more; hover a skipped strip for its reason")
 # Serialised on click, not on every rerun (tens of ms for a trace of a few hundred candidates); no rerun after it.
 st.download_button(":material/download: Trace as OpenTelemetry JSON (OpenInference spans)",
                    lambda: trace_export.download_bytes(trace.to_dict()),
