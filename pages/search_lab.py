@@ -35,7 +35,7 @@ if submitted:
 
 # -- settings: one compact row of popovers; a change re-runs the last query --------------------------------------------
 cfg = _state.config()
-c = st.columns([2.2, 1.2, 1.4, 1.5, 1.1, 0.9], vertical_alignment="center")
+c = st.columns([1.9, 1.1, 1.3, 1.5, 1.3, 1.1, 0.7], vertical_alignment="center")
 modes = list(_widgets.MODES)
 mode = c[0].radio("Retrieval", modes, index=modes.index(_widgets.mode_of(cfg)), horizontal=True, key="mode",
                   label_visibility="collapsed")
@@ -87,7 +87,14 @@ with c[3].popover("Rerank · prune · MMR · expand", use_container_width=True):
     e = st.columns(2)
     setting("expand.mode", "mode", "expand_mode", e[0], widget="radio")
     setting("expand.window", "± sentences", "expand_window", e[1])
-with c[4].popover("Agentic loop", use_container_width=True):
+with c[4].popover("HyDE · multi-query · decompose", use_container_width=True):
+    # Each transform searches its own generated queries and shows their fused list as its own stage.
+    st.caption("off: never · auto: when the route asks for it (HyDE also when the dense top-1 is weak) · on: every "
+               "query that searches")
+    setting("transforms.hyde", "HyDE (offline: pseudo-relevance feedback)", "hyde_mode", widget="radio")
+    setting("transforms.multi_query", "Multi-query", "multi_query_mode", widget="radio")
+    setting("transforms.decompose", "Decomposition", "decompose_mode", widget="radio")
+with c[5].popover("Agentic loop", use_container_width=True):
     setting("agent.enabled", "Several rounds (grade, then search again)", "agent_on",
             help="offline: a calibrated grader and entity bridging; with a key: Claude grades and writes the next "
                  "queries. Hard budgets below.")
@@ -97,7 +104,7 @@ with c[4].popover("Agentic loop", use_container_width=True):
     setting("agent.max_usd", "max $", "agent_usd", g[0], step=0.01, format="%.4f")
     setting("agent.max_seconds", "max seconds", "agent_seconds", g[1], min_value=1.0, step=5.0)
     setting("agent.max_tokens", "max tokens (in + out)", "agent_tokens", step=1000)
-depth = int(c[5].number_input("rows", 1, 200, 10, key="depth", label_visibility="collapsed",
+depth = int(c[6].number_input("rows", 1, 200, 10, key="depth", label_visibility="collapsed",
                               help="cards shown per stage"))
 try:
     wanted = cfg.with_overrides(overrides)
