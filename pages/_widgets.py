@@ -143,6 +143,14 @@ def short_move(move: str) -> str:
     return " ".join(parts)
 
 
+def short_score(score: float) -> str:
+    """A score in at most five characters for the card's line ('.9761', '4.488', '27.70'); the tooltip has four
+    decimals."""
+    s = f"{score:.4f}"
+    s = s[1:] if s.startswith("0.") else ("-" + s[2:] if s.startswith("-0.") else s)
+    return s[:5].rstrip(".")
+
+
 def _stem(name: str) -> str:
     """A document name without its extension: the card's line has room for a few characters of it."""
     head, dot, ext = name.rpartition(".")
@@ -161,7 +169,7 @@ def card_html(c: Candidate, *, move: str = "", doc_name: str = "") -> str:
                                 snippet(c.text, 240)) if x)
     return (f"<details class='sl-card' data-chunk='{esc(c.chunk_id)}' data-rank='{c.rank}' "
             f"style='border-left-color:{colour}'><summary title='{esc(tip)}'>"
-            f"<b>#{c.rank}</b>{mv}<span class='sl-doc'>{esc(_stem(doc))}</span><code>{c.score:.4f}</code></summary>"
+            f"<b>#{c.rank}</b>{mv}<span class='sl-doc'>{esc(_stem(doc))}</span><code>{short_score(c.score)}</code></summary>"
             f"<div class='sl-more'>{more}</div>{extra_html}</details>")
 
 

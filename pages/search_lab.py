@@ -35,7 +35,7 @@ if submitted:
 
 # -- settings: one compact row of popovers; a change re-runs the last query --------------------------------------------
 cfg = _state.config()
-c = st.columns([1.9, 1.1, 1.3, 1.5, 1.3, 1.1, 0.7], vertical_alignment="center")
+c = st.columns([2.0, 1.0, 1.1, 1.5, 1.55, 0.95, 0.5], vertical_alignment="center")
 modes = list(_widgets.MODES)
 mode = c[0].radio("Retrieval", modes, index=modes.index(_widgets.mode_of(cfg)), horizontal=True, key="mode",
                   label_visibility="collapsed")
@@ -48,7 +48,7 @@ def setting(dotted: str, label: str, key: str, where: object = None, **kw: objec
     overrides[dotted] = _form.setting(cfg, dotted, label, key=key, where=where, **kw)
 
 
-with c[1].popover("Lists and fusion", use_container_width=True):
+with c[1].popover("Lists · fusion", use_container_width=True):
     setting("bm25.k", "BM25 k", "bm25_k", disabled=mode == "dense")
     setting("dense.k", "dense k", "dense_k", disabled=mode == "BM25")
     setting("fusion.k", "fused k", "fusion_k", disabled=not hybrid)
@@ -57,7 +57,7 @@ with c[1].popover("Lists and fusion", use_container_width=True):
     if overrides["fusion.method"] == "weighted_rrf" and hybrid:
         setting("fusion.bm25_weight", "BM25 weight", "w_bm25", max_value=10.0, step=0.1)
         setting("fusion.dense_weight", "dense weight", "w_dense", max_value=10.0, step=0.1)
-with c[2].popover("Context and graph", use_container_width=True):
+with c[2].popover("Context · graph", use_container_width=True):
     setting("context.variant", "Chunk context", "context_variant", widget="radio",
             help="none: raw chunks · heuristic: title, heading path and lead sentence (no LLM) · late: late-chunking "
                  "vectors · llm: contexts written by Claude (build them on the Costs page). A variant that is not "

@@ -37,7 +37,7 @@ def test_a_card_is_one_line_with_rank_move_document_and_score() -> None:
     c = Candidate("c1-0001", "d1", "The harbour office hired four engineers.", 0.25, 3, {"stage": "fused"})
     body = _widgets.card_html(c, move="bm25 #2 ▼1 · dense #12 ▼9", doc_name="q2_report.html")
     summary = body.split("<summary", 1)[1].split("</summary>", 1)[0]
-    assert "<b>#3</b>" in summary and ">b2 d12<" in summary and ">q2_report<" in summary and "0.2500" in summary
+    assert "<b>#3</b>" in summary and ">b2 d12<" in summary and ">q2_report<" in summary and ">.2500<" in summary and "score 0.2500" in body
     assert "harbour office" in summary.split(">", 1)[0]  # the snippet is the line's tooltip, not a second line
     assert _widgets.short_move("new (not in bm25)") == "new" and _widgets.short_move("▲2") == "▲2"
     assert _widgets.short_move("bm25 — · dense #4 =") == "b– d4"
