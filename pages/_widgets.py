@@ -114,6 +114,8 @@ ROW_CSS = f"""
 .sl-counters{{display:flex;flex-wrap:wrap;gap:2px 4px;align-items:center;font-size:11.5px;margin:0 0 2px 0}}
 .sl-counters b{{margin-right:2px}}
 .sl-svg text{{font-size:9.5px}}
+.sl-row [data-cached='1']{{border-color:rgba(230,140,0,.85);border-style:dashed}}
+.sl-cached-note{{font-size:11.5px;margin:0 0 2px 0;color:#b26a00}}
 </style>
 """
 
@@ -204,15 +206,15 @@ def strip_html(stage: StageResult, *, answer: Any = None, notes: Sequence[str] =
     """A thin labelled strip: a skipped stage (its reason on hover), or one that ran but has no list of its own to
     show: none at all, or the same list as the stage before (`same_as`); click it for its chips and details."""
     name = esc(stage.stage)
+    cache = " data-cached='1'" if from_cache else ""
     if stage.skipped is not None:
-        return (f"<div class='sl-skip' data-stage='{name}' data-skipped='1' title='skipped: {esc(stage.skipped)}'>"
-                f"{name} · skipped</div>")
+        return (f"<div class='sl-skip' data-stage='{name}' data-skipped='1' title='skipped: {esc(stage.skipped)}'"
+                f"{cache}>{name} · skipped</div>")
     label = (f"{stage.stage} = {same_as} ({len(stage.candidates)})" if same_as is not None
              else _idle_label(stage, answer))
     tip = (f"{stage.stage}: the same {len(stage.candidates)} candidates in the same order as {same_as}"
            if same_as is not None else f"{stage.stage}: {len(stage.candidates)} candidates; click for details")
     kind = "sl-same" if same_as is not None else "sl-idle"
-    cache = " data-cached='1'" if from_cache else ""
     return (f"<details class='sl-strip {kind}' data-stage='{name}'{cache}><summary title='{esc(tip)}'>{esc(label)}"
             f"</summary><div class='sl-pop'>{_head_details(stage, notes)}</div></details>")
 
@@ -287,18 +289,19 @@ def stage_row_html(trace: Trace, *, doc_names: Mapping[str, str], depth: int = 1
             stack.clear()
 
     for s in trace.stages:
+        mark = from_cache and s.stage != "answer_cache"  # the live lookup that served the stored trace is not
         ran = s.skipped is None and bool(s.candidates)
         # A reordering stage that kept its input as it was shows as a strip saying so; an independent list (bm25,
         # then dense) is never "the same" as the one before it, even when it happens to match.
         if ran and s.stage in REORDERING and same_list(previous, s):
             stack.append(strip_html(s, notes=trace.notes, same_as=previous.stage if previous else None,
-                                    from_cache=from_cache))
+                                    from_cache=mark))
         elif ran:
             flush()
             parts.append(stage_html(s, moves=moves.get(s.stage, {}), doc_names=doc_names, depth=depth,
-                                    answer=trace.answer, notes=trace.notes, from_cache=from_cache))
+                                    answer=trace.answer, notes=trace.notes, from_cache=mark))
         else:
-            stack.append(strip_html(s, answer=trace.answer, notes=trace.notes, from_cache=from_cache))
+            stack.append(strip_html(s, answer=trace.answer, notes=trace.notes, from_cache=mark))
         if ran:
             previous = s
         if inserts and s.stage in inserts:
@@ -321,11 +324,15 @@ def split_rounds(trace: Trace) -> tuple[Trace, list[tuple[int, Trace]]]:
 
 def stage_row(trace: Trace, *, doc_names: Mapping[str, str], depth: int = 10, counters: Counters | None = None,
               session: Counters | None = None, inserts: Mapping[str, str] | None = None,
-              key: str = "stage_row") -> None:
-    """Counters strip and stage row as one HTML block (st.html keeps it in the page, styled, scripts removed)."""
+              key: str = "stage_row", from_cache: str = "") -> None:
+    """Counters strip and stage row as one HTML block (st.html keeps it in the page, styled, scripts removed).
+    `from_cache`: the row is a stored trace's (said in that line above it, every stage marked)."""
     top = counters_html(counters, session) if counters is not None else ""
+    if from_cache:
+        top += f"<div class='sl-cached-note' data-cached-note='1'>{esc(from_cache)}</div>"
     with st.container(key=key):
-        st.html(ROW_CSS + top + stage_row_html(trace, doc_names=doc_names, depth=depth, inserts=inserts))
+        st.html(ROW_CSS + top + stage_row_html(trace, doc_names=doc_names, depth=depth, inserts=inserts,
+                                               from_cache=bool(from_cache)))
 
 
 def citation_labels(citations: Sequence[str], trace: Trace | None, doc_names: Mapping[str, str],

@@ -1,6 +1,8 @@
 """Search Lab page: one query through the pipeline, every stage side by side in one row, counters beside them."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import streamlit as st
 
 from core.app import corpus_ops, readiness, trace_export
@@ -14,6 +16,7 @@ from pages import _answer_box, _form, _state, _widgets
 from pages._gold_from_lab import add_to_golden
 
 TRACE_KEY, SESSION_KEY, BUILT_KEY, TOKENS_KEY = "lab_traces", "lab_session_counters", "lab_build_done", "lab_tokens"
+RECOMPUTE_KEY = "lab_recompute"  # "Recompute" was pressed: the next run bypasses the answer cache for this query
 ANYWAY_KEY = "lab_search_anyway"  # the route override was set by "Search the documents anyway", for this question only
 TRACES_KEPT = 16  # settings flipped back and forth show their trace again without re-running the pipeline
 deps, ws = _state.deps(), _state.workspace()
@@ -180,14 +183,16 @@ if last is None:
 # back: the last TRACES_KEPT traces are kept by (query, config, corpus version); an explicit Search always runs.
 key = (last, run_cfg.stable_hash(), corpus_ops.corpus_version(store, ws))
 kept = st.session_state.setdefault(TRACE_KEY, {})
-fresh = not (key in kept and not submitted)
+recompute = bool(st.session_state.pop(RECOMPUTE_KEY, False))
+fresh = recompute or not (key in kept and not submitted)
 if not fresh:
     trace = kept[key]
 else:
     try:
         with st.spinner("Running the query…"):
-            # Only an explicit search goes to the run log; re-runs caused by settings changes would flood it.
-            trace = run_query(last, run_cfg, deps, workspace=ws, log=submitted)
+            # Only an explicit search (or recompute) goes to the run log; re-runs caused by settings changes would
+            # flood it.
+            trace = run_query(last, run_cfg, deps, workspace=ws, log=submitted or recompute, use_cache=not recompute)
     except QueryError as exc:
         st.error(escape_md(exc))  # may quote the query
         st.stop()
@@ -219,10 +224,25 @@ if trace.answer is not None and trace.answer.mode == "route" and route is not No
         ":material/search: Search anyway", key="search_anyway", on_click=_search_anyway, use_container_width=True,
         help=f"the router sent this question to {route.config} without searching (Route: abstain, the default "
              "pipeline, for this question; the next one is routed again)"))
+hit = _answer_box.cache_hit(trace)
+if hit is not None:
+    def _recompute() -> None:
+        st.session_state[RECOMPUTE_KEY] = True
+
+    actions.append(lambda: st.button(
+        ":material/refresh: Recompute", key="recompute", on_click=_recompute, use_container_width=True,
+        help="run the whole pipeline for this query now, bypassing the answer cache"))
 _answer_box.answer_box(trace, doc_names=doc_names, lookup=lambda ids: corpus_ops.chunk_lookup(store)(ids, ws),
                        actions=actions)
-_widgets.stage_row(main, doc_names=doc_names, depth=depth, counters=counters(trace),
-                   session=st.session_state.get(SESSION_KEY), inserts=inserts)
+shown, cached_note = main, ""
+if hit is not None and trace.stored is not None:
+    # The stages that produced the served answer, from the trace stored with it, after this query's cache lookup.
+    shown = replace(main, stages=(*main.stages[:1], *(s for s in _widgets.split_rounds(trace.stored)[0].stages
+                                                        if s.stage != "answer_cache")))
+    cached_note = (f"stages from the stored trace that produced this answer ({_answer_box.age_text(hit.get('stored_at'))}"
+                   f", question “{trace.stored.query}”): not run now; Recompute runs them")
+_widgets.stage_row(shown, doc_names=doc_names, depth=depth, counters=counters(trace),
+                   session=st.session_state.get(SESSION_KEY), inserts=inserts, from_cache=cached_note)
 if trace.agent:
     spent = trace.agent.get("spent", {})
     st.caption(f":material/autorenew: agentic loop: {trace.agent['rounds']} round(s), stopped: "

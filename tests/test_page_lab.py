@@ -77,3 +77,30 @@ def test_transform_switches_rerun_the_query_and_show_each_transform_as_a_stage(s
         at.radio(key=key).set_value("on").run()
         assert not at.exception and getattr(at.session_state[_state.CONFIG_KEY].transforms, name) == "on"
         assert lab_html.columns(at)[name].skipped != f"transforms.{name} = off"
+
+
+def test_a_cached_answer_says_so_shows_its_stored_stages_and_recomputes(search_lab: AppTest) -> None:
+    at = _search(search_lab, "Where are nightly backups kept?")
+    assert not at.exception and lab_html.answer_box(at) is not None
+    first = at.session_state["last_trace"]
+    at = _search(at, "Where are nightly backups kept?")  # asked again: the answer cache serves it
+    assert not at.exception
+    served = at.session_state["last_trace"]
+    assert served.stages[0].info["verdict"] == "hit" and served.stored is not None
+    box = lab_html.answer_box(at)
+    chip = next(c for c in box.chips if c.startswith("served from cache"))
+    assert "Where are nightly backups kept?" in chip and "similarity 1.00" in chip and " ago" in chip
+    assert "recompute" in [b.key for b in at.button]
+    # the stages that produced it, read from its stored trace and marked as such
+    body = lab_html.row_html(at)
+    assert "data-cached-note='1'" in body and "not run now" in body
+    row = lab_html.columns(at)
+    assert [c.chunk_id for c in first.stage("bm25").candidates][0] in row["bm25"].cards[0]
+    assert "data-cached='1'" in body.split("data-stage='bm25'", 1)[1][:40]  # the live lookup is not marked
+    assert "data-cached='1'" not in body.split("data-stage='answer_cache'", 1)[1][:120].split('>')[0]
+    at.button(key="recompute").click().run()
+    assert not at.exception
+    again = at.session_state["last_trace"]
+    assert again.stages[0].skipped == "recompute asked for: the answer cache is bypassed for this query"
+    assert again.stage("bm25").skipped is None and not any(c.startswith("served") for c in lab_html.answer_box(at).chips)
+    assert "data-cached='1'" not in lab_html.row_html(at).split('</style>')[1] and "recompute" not in [b.key for b in at.button]
