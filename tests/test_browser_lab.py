@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -40,7 +41,17 @@ def test_answer_box_and_six_stages_of_five_cards_fit_in_1366x768(tmp_path: Path)
             expect = sync_api.expect
             expect.set_options(timeout=90_000)
             page.goto(f"{url}/search_lab")
-            expect(page.get_by_role("heading", name="Search Lab")).to_be_visible()
+            # From the first paint of a fresh server the sidebar lists the five pages and nothing else (Streamlit's
+            # own list would show every module under pages/ until workbench.py's navigation ran).
+            seen: set[str] = set()
+            heading = page.get_by_role("heading", name="Search Lab")
+            deadline = time.monotonic() + 90
+            while not heading.is_visible() and time.monotonic() < deadline:
+                seen.update(t.split("\n")[-1].strip() for t in page.locator(
+                    "[data-testid=stSidebarNav] a, [data-testid=stSidebar] [data-testid=stPageLink-NavLink]").all_inner_texts())
+                page.wait_for_timeout(50)
+            assert seen <= {"Corpus", "Search Lab", "Evaluate", "Costs", "Graph"}, seen
+            expect(page.locator("[data-testid=stSidebar] [data-testid=stPageLink-NavLink]")).to_have_count(5)
             page.get_by_label("Query").fill(QUESTION)
             page.get_by_role("button", name="Search").click()
             row = page.locator("[data-testid=stage-row]")
