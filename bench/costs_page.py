@@ -12,6 +12,7 @@ is timed apart and left out of the figure.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -117,6 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--db", type=Path, default=None, help="a database this script seeded before: reused as it is")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--browser", action="store_true", help="also time the page in Chromium at 1366x768")
+    ap.add_argument("--before", type=Path, default=None,
+                    help="a results file of this script at an earlier commit, kept under 'before' (its run record "
+                         "included)")
     a = ap.parse_args(argv)
     db = a.db or Path(tempfile.mkdtemp(prefix="costs_page_")) / "costs.duckdb"
     t = time.perf_counter()
@@ -148,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         assert not at.exception, at.exception
     result = {"seeded": seeded, "seed_seconds": round(seed_s, 1), "first_open_seconds": round(first, 3),
               "open_seconds": [round(x, 3) for x in times], "open_median_seconds": round(statistics.median(times), 3),
-              "target_seconds": 1.0, **({"browser": browser} if browser else {}), "machine": machine_info()}
+              "target_seconds": 1.0, **({"browser": browser} if browser else {}), "machine": machine_info(),
+              **({"before": json.loads(a.before.read_text())} if a.before else {})}
     print(result)
     write_result("costs_page", result, a.out, argv=sys.argv)
     return 0
