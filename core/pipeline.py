@@ -713,11 +713,13 @@ def _served_from_cache(q: _Query, res: CacheLookup, config: PipelineConfig, deps
 
 
 def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str = DEFAULT_WORKSPACE,
-              log: bool = True, reuse_route: RouteDecision | None = None, use_cache: bool = True) -> Trace:
+              log: bool = True, reuse_route: RouteDecision | None = None, use_cache: bool | None = None) -> Trace:
     """One query through every stage, each recorded by the tracer (run, or skipped with its reason).
     `reuse_route` (the agentic loop's first round, run with the router off): the question's own route, whose
     sub-queries and spent LLM call the transforms read, so a round never pays for a second rewrite.
-    `use_cache=False` (the Search Lab's "recompute"): the answer cache is skipped for this query, saying so."""
+    `use_cache`: None = the answer cache serves logged runs only (an unlogged run is a measurement); True = it
+    serves this run though unlogged (the Search Lab's re-run after a settings change); False = it is skipped for
+    this query, saying so (the Search Lab's "recompute")."""
     tracer = Tracer()
     q = _start(query, config, deps, workspace, tracer)
     q.guard_key = guard_key(config) if config.cascade_guard.enabled else ""
@@ -731,9 +733,10 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
     cached = tracer.run(Stage.ANSWER_CACHE, lambda: _answer_cache(q, c, deps, key),
                         skip=off(c.answer_cache.enabled, "answer_cache.enabled")
                         or off(c.answer.enabled, "answer.enabled")
-                        or (None if log else "unlogged measurement run (evaluation, bench): the answer cache is "
-                                             "bypassed")
-                        or (None if use_cache else "recompute asked for: the answer cache is bypassed for this query"))
+                        or (None if log or use_cache else "unlogged measurement run (evaluation, bench): the "
+                                                          "answer cache is bypassed")
+                        or (None if use_cache is not False
+                            else "recompute asked for: the answer cache is bypassed for this query"))
     if cached is not None and cached.lookup.verdict == "hit":
         return _served_from_cache(q, cached.lookup, config, deps, tracer, log)
 

@@ -192,6 +192,7 @@ else:
         with st.spinner("Running the query…"):
             # Only an explicit search (or recompute) goes to the run log; re-runs caused by settings changes would
             # flood it.
+            # A settings re-run is unlogged but still a user's query: the answer cache serves it (use_cache=True).
             trace = run_query(last, run_cfg, deps, workspace=ws, log=submitted or recompute, use_cache=not recompute)
     except QueryError as exc:
         st.error(escape_md(exc))  # may quote the query

@@ -104,3 +104,12 @@ def test_a_cached_answer_says_so_shows_its_stored_stages_and_recomputes(search_l
     assert again.stages[0].skipped == "recompute asked for: the answer cache is bypassed for this query"
     assert again.stage("bm25").skipped is None and not any(c.startswith("served") for c in lab_html.answer_box(at).chips)
     assert "data-cached='1'" not in lab_html.row_html(at).split('</style>')[1] and "recompute" not in [b.key for b in at.button]
+
+
+def test_a_settings_rerun_looks_up_the_answer_cache_instead_of_blaming_an_evaluation(search_lab: AppTest) -> None:
+    at = _search(search_lab, "Where are nightly backups kept?")
+    at.toggle(key="mmr_on").set_value(False).run()  # not logged, but a user's query all the same
+    assert not at.exception
+    cache = at.session_state["last_trace"].stages[0]
+    assert cache.stage == "answer_cache" and cache.skipped is None and cache.info["verdict"] in ("miss", "hit",
+                                                                                                   "guarded_miss")
