@@ -46,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     ticks: list[tuple[float, int, int]] = []
     t0 = time.perf_counter()
     readiness.build(need, cfg, deps, "default", progress=lambda d, n: ticks.append((time.perf_counter() - t0, d, n)))
+    context_wall = time.perf_counter() - t0
     then = readiness.token_need(deps, cfg, "default")
     if then is not None:
         readiness.build(then, cfg, deps, "default",
@@ -53,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     wall = time.perf_counter() - t0
     moved = next((s for s, d, n in ticks if d > 0), None)
     result = {"variant": a.variant, "chunks": need.todo, "estimate_seconds": round(need.est_seconds, 1),
-              "measured_seconds": round(wall, 1), "ratio_measured_to_estimate": round(wall / need.est_seconds, 2),
+              "measured_seconds": round(wall, 1), "context_build_seconds": round(context_wall, 1),
+              "token_build_estimate_seconds": None if then is None else round(then.est_seconds, 1), "ratio_measured_to_estimate": round(wall / need.est_seconds, 2),
               "token_build_chained": then is not None, "probe_seconds": round(estimate_s, 2),
               "first_progress_past_zero_seconds": None if moved is None else round(moved, 2),
               "progress_calls": len(ticks), "target_ratio": [1 / 1.5, 1.5], "machine": machine_info()}
