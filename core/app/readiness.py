@@ -91,9 +91,10 @@ def needs(store: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE, m
             # The Search Lab's build also encodes the token vectors late interaction reads on a contextual variant.
             tokens = variant != "late" and cfg.rerank.enabled and cfg.rerank.method == "late-interaction"
             rate = EMBED_S_PER_CHUNK if embedder is None else embed_seconds_per_chunk(store, embedder, workspace)
-            # A contextual text is context + chunk (longer than the probe's chunks); token vectors are one more
-            # forward pass of the chunk through a model of the same size.
-            per = rate * (CONTEXT_TEXT_FACTOR if variant != "late" else LATE_FACTOR) + (rate if tokens else 0.0)
+            # A contextual text is context + chunk (longer than the probe's chunks); token vectors go at the rate
+            # the last token build here measured, else the constant (token_need's own estimate uses the same).
+            per = rate * (CONTEXT_TEXT_FACTOR if variant != "late" else LATE_FACTOR) + (
+                _RATES.get(("tokens", model_id), TOKENS_S_PER_CHUNK) if tokens else 0.0)
             out.append(Need("context", variant, todo, total, todo * per,
                             f"{what}: {todo:,} of {total:,} chunks missing"
                             + (" (and the token vectors rerank reads)" if tokens else "")))
@@ -175,7 +176,8 @@ def token_need(deps: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPAC
     todo = len(late.unseen(texts, workspace))
     if not todo:
         return None
-    return Need("tokens", cfg.context.variant, todo, len(texts), todo * TOKENS_S_PER_CHUNK,
+    return Need("tokens", cfg.context.variant, todo, len(texts),
+                todo * _RATES.get(("tokens", deps.embedder.model_id), TOKENS_S_PER_CHUNK),
                 f"late-interaction token vectors: {todo:,} of {len(texts):,} chunks not encoded yet")
 
 
@@ -227,7 +229,10 @@ def build(need: Need, cfg: PipelineConfig, deps: Any, workspace: str = DEFAULT_W
         t0 = time.perf_counter()
         texts = late.unseen(_late_texts(deps.store, cfg, workspace), workspace)
         done = late.warm(texts, workspace, batch=16, progress=progress)
-        return f"token vectors: {done} chunks encoded in {time.perf_counter() - t0:.1f} s"
+        secs = time.perf_counter() - t0
+        if done:
+            _RATES[("tokens", deps.embedder.model_id)] = secs / done
+        return f"token vectors: {done} chunks encoded in {secs:.1f} s"
     if need.kind == "multilingual":
         emb, notice = deps.multilingual_for(cfg.embedding.multilingual_model)
         if emb is None:
