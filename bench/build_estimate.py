@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
               "first_progress_past_zero_seconds": None if moved is None else round(moved, 2),
               "progress_calls": len(ticks), "target_ratio": [1 / 1.5, 1.5], "machine": machine_info()}
     print(result)
-    write_result("build_estimate", result, a.out, argv=sys.argv)
+    write_result("build_estimate", result, a.out, argv=argv)
     return 0
 
 

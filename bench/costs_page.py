@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
               "target_seconds": 1.0, **({"browser": browser} if browser else {}), "machine": machine_info(),
               **({"before": json.loads(a.before.read_text())} if a.before else {})}
     print(result)
-    write_result("costs_page", result, a.out, argv=sys.argv)
+    write_result("costs_page", result, a.out, argv=argv)
     return 0
 
 
