@@ -113,3 +113,12 @@ def test_a_settings_rerun_looks_up_the_answer_cache_instead_of_blaming_an_evalua
     cache = at.session_state["last_trace"].stages[0]
     assert cache.stage == "answer_cache" and cache.skipped is None and cache.info["verdict"] in ("miss", "hit",
                                                                                                    "guarded_miss")
+
+
+def test_sentences_from_two_documents_name_theirs_inline() -> None:
+    t = Trace("q", "h", 1, (StageResult("answer", info={"refused": False}),),
+              answer=Answer("Three days. [a-0001] Two days. [b-0002]", ("a-0001", "b-0002")))
+    box = lab_html.answer_box(_answer_box.box_html(t, cites=["a-0001 (policy_final.md)", "b-0002 (policy_draft.md)"]))
+    assert box.text == "Three days. [a-0001 · policy_final.md] Two days. [b-0002 · policy_draft.md]"
+    one = lab_html.answer_box(_answer_box.box_html(t, cites=["a-0001 (policy.md)", "b-0002 (policy.md)"]))
+    assert one.text == "Three days. [a-0001] Two days. [b-0002]"  # one document: the citation line says it
