@@ -402,7 +402,7 @@ def svg_graph_html(nodes: pd.DataFrame, edges: pd.DataFrame, layout: Mapping[str
               for r in order}
     marks = {n: (x - radius[n], y - radius[n], x + radius[n], y + radius[n]) for n, (x, y) in pos.items()}
     boxes: list[tuple[float, float, float, float]] = []
-    labelled: set[str] = set()
+    labelled: dict[str, float] = {}  # node id -> the label's centre x (moved inside the picture at its edges)
 
     def hits(box: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
         return box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3]
@@ -411,20 +411,21 @@ def svg_graph_html(nodes: pd.DataFrame, edges: pd.DataFrame, layout: Mapping[str
         x, y = pos[row.node_id]
         r = radius[row.node_id]
         w = LABEL_CHAR_PX * len(_label_text(row.name))
-        box = (x - w / 2 - 1, y + r + 1, x + w / 2 + 1, y + r + 12)
-        if box[0] < 0 or box[2] > width or box[3] > height:
+        lx = min(max(x, w / 2 + 1), width - w / 2 - 1)
+        box = (lx - w / 2 - 1, y + r + 1, lx + w / 2 + 1, y + r + 12)
+        if box[3] > height:
             continue
         if any(hits(box, b) for b in boxes) or any(hits(box, m) for n, m in marks.items() if n != row.node_id):
             continue
         boxes.append(box)
-        labelled.add(row.node_id)
+        labelled[row.node_id] = lx
     for row in nodes.itertuples(index=False):
         x, y = pos[row.node_id]
         hot, seed = row.node_id in used.nodes, row.node_id in used.seeds
         r = min(11.0, 3 + 0.8 * math.sqrt(max(row.degree, 0))) + (3 if seed else 0)
         tip = f"{row.name} · {row.type} · degree {row.degree} · {row.chunks} chunks · community {row.community}"
-        label = (f"<text x='{x:.1f}' y='{y + r + 10:.1f}' text-anchor='middle'>{esc(_label_text(row.name))}</text>"
-                 if row.node_id in labelled else "")
+        label = (f"<text x='{labelled[row.node_id]:.1f}' y='{y + r + 10:.1f}' text-anchor='middle'>"
+                 f"{esc(_label_text(row.name))}</text>" if row.node_id in labelled else "")
         out.append(f"<g><title>{esc(tip)}</title><circle cx='{x:.1f}' cy='{y:.1f}' r='{r:.1f}' "
                    f"fill='{community_colour(row.community)}' stroke='{HIGHLIGHT if hot else '#ffffff'}' "
                    f"stroke-width='{3 if hot else 1}'/>{label}</g>")
