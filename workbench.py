@@ -21,20 +21,27 @@ def _home() -> None:
     st.switch_page("pages/corpus.py")
 
 
-# Navigation first, before the model loads: until st.navigation runs, Streamlit lists every module under pages/
-# (helpers such as _state and _widgets included) as if it were a page.
-nav = st.navigation([
-    st.Page(_home, title="Home", url_path="home", default=True, visibility="hidden"),
+# Navigation first, before the model loads. Streamlit's own sidebar list is switched off (.streamlit/config.toml,
+# client.showSidebarNavigation = false): a fresh server's first run lists every module under pages/ (helpers such as
+# _state and _widgets included) as a page for seconds before this line runs, so the list is drawn here instead.
+PAGES = [
     st.Page("pages/corpus.py", title="Corpus", icon=":material/library_books:", url_path="corpus"),
     st.Page("pages/search_lab.py", title="Search Lab", icon=":material/science:", url_path="search_lab"),
     st.Page("pages/evaluate.py", title="Evaluate", icon=":material/fact_check:", url_path="evaluate"),
     st.Page("pages/costs.py", title="Costs", icon=":material/payments:", url_path="costs"),
     st.Page("pages/graph.py", title="Graph", icon=":material/hub:", url_path="graph"),
-])
+]
+nav = st.navigation([st.Page(_home, title="Home", url_path="home", default=True, visibility="hidden"), *PAGES],
+                    position="hidden")
+with st.sidebar.container(key="page_nav"):
+    for page in PAGES:
+        st.page_link(page)
 
 # Streamlit's default top padding (6rem) and side padding (5rem) cost a 768 px high window a fifth of its height;
 # the Search Lab needs that room for its stage row.
-st.html("<style>[data-testid=stMainBlockContainer]{padding-top:2.2rem;padding-left:2rem;padding-right:2rem}"
+# The sidebar's default 300 px is narrowed too: the Search Lab's stage columns take what it gives back.
+st.html("<style>[data-testid=stMainBlockContainer]{padding-top:2.2rem;padding-left:1.5rem;padding-right:1.5rem}"
+        "[data-testid=stSidebar]{width:244px !important;min-width:244px !important}"
         "h1{padding-top:0.25rem !important;padding-bottom:0.25rem !important}</style>")
 
 deps = _state.deps()

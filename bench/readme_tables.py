@@ -1411,6 +1411,39 @@ def answer_cache_replay(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
+def costs_page(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #28: the Costs page opened on a ledger of 10,000 calls (bench/costs_page.py)."""
+    s, b, before = d.get("seeded") or {}, d.get("browser") or {}, d.get("before") or {}
+    out = ["### Costs page on a large ledger", "", caption(file, d), "",
+           f"{num(s.get('ledger_rows'))} ledger rows and {num(s.get('queries'))} logged queries; the page's script "
+           f"(Streamlit AppTest) median **{num(d.get('open_median_seconds'), 2)} s**"
+           + (f", in Chromium from the click to a drawn, responsive page median **{num(b.get('open_median_seconds'), 2)}"
+              f" s** (target ≤ {num(d.get('target_seconds'), 1)} s: {_met(b['open_median_seconds'] <= d['target_seconds'])}"
+              f"; a light page, Corpus, {num(b.get('corpus_open_median_seconds'), 2)} s at the same time)"
+              if b.get("open_median_seconds") is not None and d.get("target_seconds") is not None else "") + "."]
+    bb = before.get("browser") or {}
+    if before:
+        out += ["", f"Before (every tab built on each open; run record kept in the file): script "
+                f"{num(before.get('open_median_seconds'), 2)} s, Chromium {num(bb.get('open_median_seconds'), 2)} s, "
+                f"longest main-thread task {num(max(bb.get('longest_task_ms') or [0]), 0)} ms against "
+                f"{num(max(b.get('longest_task_ms') or [0]), 0)} ms now. Load averages differ between the two runs "
+                "(both in their run records)."]
+    return out
+
+
+def build_estimate(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #28: a context build's estimate against its wall time (bench/build_estimate.py)."""
+    r, lo_hi = d.get("ratio_measured_to_estimate"), d.get("target_ratio") or [None, None]
+    ok = r is not None and lo_hi[0] is not None and lo_hi[0] <= r <= lo_hi[1]
+    return ["### Build estimate against the build", "", caption(file, d), "",
+            f"The Search Lab's offer for the {d.get('variant')} context variant on {num(d.get('chunks'))} chunks "
+            f"(contexts, their vectors, then the token vectors rerank reads): estimated "
+            f"{num(d.get('estimate_seconds'), 1)} s, took **{num(d.get('measured_seconds'), 1)} s** (contexts and "
+            f"vectors {num(d.get('context_build_seconds'), 1)} s), ratio **{num(r, 2)}** (target within "
+            f"{num(lo_hi[1], 1)}x: {_met(ok)}); the progress bar moved past 0 after "
+            f"{num(d.get('first_progress_past_zero_seconds'), 1)} s ({d.get('progress_calls')} updates)."]
+
+
 def ui_latency(d: dict[str, Any], file: str) -> list[str]:
     """Issue #13: Search Lab toggle -> updated stage row, and the Graph page, in Chromium (bench/ui_latency.py)."""
     tg = d.get("targets") or {}
@@ -1784,6 +1817,8 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
     ]),
     ("Search Lab responsiveness", [
         ("ui_latency.json", ui_latency),
+        ("costs_page.json", costs_page),
+        ("build_estimate.json", build_estimate),
     ]),
     ("Refactors", [
         ("house_proof.json", house_proof),

@@ -14,6 +14,8 @@ from core.answer.cache import (
     embedder_word_similarity,
     remember,
     served_label,
+    trace_from_json,
+    trace_json,
 )
 from core.answer.cache_verifier import make_verifier, query_vector
 from core.answer.stage import answer_question
@@ -796,14 +798,19 @@ def _served_from_cache(q: _Query, res: CacheLookup, config: PipelineConfig, deps
     tracer.add(Stage.ANSWER, (), 0.0, notes=[served_label(res)],
                info=AnswerInfo.of(answer, Stage.ANSWER_CACHE, cached=True))
     tracer.notes.append(served_label(res))
-    return _finish(q, tracer, config, deps, log, answer)
+    stored = deps.store.answers.cached_trace(entry.key, entry.question)  # the stages that produced the answer
+    return replace(_finish(q, tracer, config, deps, log, answer),
+                   stored=trace_from_json(stored) if stored is not None else None)
 
 
 def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str = DEFAULT_WORKSPACE,
-              log: bool = True, reuse_route: RouteDecision | None = None) -> Trace:
+              log: bool = True, reuse_route: RouteDecision | None = None, use_cache: bool | None = None) -> Trace:
     """One query through every stage, each recorded by the tracer (run, or skipped with its reason).
     `reuse_route` (the agentic loop's first round, run with the router off): the question's own route, whose
-    sub-queries and spent LLM call the transforms read, so a round never pays for a second rewrite."""
+    sub-queries and spent LLM call the transforms read, so a round never pays for a second rewrite.
+    `use_cache`: None = the answer cache serves logged runs only (an unlogged run is a measurement); True = it
+    serves this run though unlogged (the Search Lab's re-run after a settings change); False = it is skipped for
+    this query, saying so (the Search Lab's "recompute")."""
     tracer = Tracer()
     q = _start(query, config, deps, workspace, tracer)
     q.guard_key = guard_key(config) if config.cascade_guard.enabled else ""
@@ -817,8 +824,10 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
     cached = tracer.run(Stage.ANSWER_CACHE, lambda: _answer_cache(q, c, deps, key),
                         skip=off(c.answer_cache.enabled, "answer_cache.enabled")
                         or off(c.answer.enabled, "answer.enabled")
-                        or (None if log else "unlogged measurement run (evaluation, bench): the answer cache is "
-                                             "bypassed"))
+                        or (None if log or use_cache else "unlogged measurement run (evaluation, bench): the "
+                                                          "answer cache is bypassed")
+                        or (None if use_cache is not False
+                            else "recompute asked for: the answer cache is bypassed for this query"))
     if cached is not None and cached.lookup.verdict == "hit":
         return _served_from_cache(q, cached.lookup, config, deps, tracer, log)
 
@@ -856,8 +865,11 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
     if answer is not None and sql is not None and sql.answered and not answer.refused:
         answer = replace(answer, text=f"From the tables: {sql.answer_text()}.\n\n{answer.text}")
     if cached is not None and answer is not None and q.vec is not None and not deps.store.read_only:
-        remember(deps.store.answers, key, q.text, q.vec, answer, cost_usd=sum(s.usage.usd for s in tracer.stages),
-                 ms=sum(s.ms for s in tracer.stages))
+        if remember(deps.store.answers, key, q.text, q.vec, answer,
+                    cost_usd=sum(s.usage.usd for s in tracer.stages), ms=sum(s.ms for s in tracer.stages)):
+            deps.store.answers.put_trace(key, q.text, trace_json(Trace(
+                q.text, config.stable_hash(), q.version, tuple(tracer.stages), q.workspace, q.lang,
+                tuple(tracer.notes), answer, agent)))
     if agent is not None and answer is not None and answer.refused and agent["stop_reason"] == "answered":
         agent = {**agent, "stop_reason": "refused_no_evidence"}  # the loop ended, the answer found no support
     return _finish(q, tracer, config, deps, log, answer, agent)

@@ -242,6 +242,7 @@ class Trace:
     notes: tuple[str, ...] = ()
     answer: Answer | None = None
     agent: Mapping[str, Any] | None = None  # the agentic loop's rounds, stop reason and spend, when it ran
+    stored: "Trace | None" = None  # an answer served from the answer cache: the stored trace that produced it
 
     def stage(self, name: str) -> StageResult | None:
         return next((s for s in self.stages if s.stage == name), None)
@@ -318,6 +319,7 @@ class Trace:
             },
             "usage": self.usage.__dict__,
             **({"agent": dict(self.agent)} if self.agent is not None else {}),
+            **({"stored_trace": self.stored.to_dict()} if self.stored is not None else {}),
         }
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import replace
 from typing import Any, Callable, Mapping, Sequence
 
@@ -10,6 +11,7 @@ import streamlit as st
 from core.app import corpus_ops
 from core.app.counters import Counters
 from core.app.report import (
+    REORDERING,
     chunk_colour,
     escape_md,
     inert_text,
@@ -24,8 +26,8 @@ from core.types import Candidate, StageResult, Trace
 
 LAST_INGEST_KEY = "last_ingest"  # the IngestReport of the last upload, shown until the next one
 LAST_QUERY_KEY = "last_query"  # the last submitted query; settings changes re-run it
-COLUMN_PX = 206  # one stage column: five fit beside the sidebar in a 1366 px window
-EMPTY_PX = 140  # a stage that ran but hands on no candidates (answer cache, router): its header is all there is
+COLUMN_PX = 112  # a stage column's least width: six lists and three stacks of strips fit in a 1366 px window
+STACK_PX = 76  # a column of thin strips (skipped stages, stages without a list of their own)
 MORE_CHARS = 1500  # text shown when a card is expanded (the full chunk is under "Chunk detail")
 
 # Retrieval modes of the Search Lab and the switches each one sets.
@@ -74,32 +76,46 @@ def esc(text: Any) -> str:
 
 
 # -- the stage row: pure HTML builders (tested without a browser) ------------------------------------------------------
+# Sized for a 1366x768 window beside the sidebar: a column per stage with a list (one line per card), and every stage
+# without its own list to show (skipped, ran with none, or the same list as the stage before) a thin labelled strip;
+# consecutive strips stack in one narrow column, so six or more lists fit side by side.
 ROW_CSS = f"""
 <style>
-.sl-row{{display:flex;gap:6px;overflow-x:auto;align-items:flex-start;padding:2px 0 8px 0;font-size:12px;line-height:1.3}}
-.sl-col{{flex:0 0 {COLUMN_PX}px;max-width:{COLUMN_PX}px;border:1px solid rgba(128,128,128,.35);border-radius:6px;
-  padding:3px 5px;box-sizing:border-box}}
-.sl-col.sl-empty{{flex-basis:{EMPTY_PX}px;max-width:{EMPTY_PX}px}}
-.sl-skip{{flex:0 0 20px;align-self:stretch;min-height:120px;writing-mode:vertical-rl;transform:rotate(180deg);
-  font-size:11px;opacity:.65;border:1px dashed rgba(128,128,128,.45);border-radius:6px;padding:4px 1px;
-  white-space:nowrap;overflow:hidden}}
-.sl-name{{font-weight:700;font-size:13.5px;margin:0}}
+.sl-row{{display:flex;gap:5px;overflow-x:auto;align-items:flex-start;padding:2px 0 6px 0;font-size:12px;line-height:1.3}}
+.sl-col{{flex:1 1 0;min-width:{COLUMN_PX}px;max-width:300px;border:1px solid rgba(128,128,128,.35);border-radius:6px;
+  padding:2px 4px;box-sizing:border-box}}
+.sl-stack{{flex:0 0 {STACK_PX}px;max-width:{STACK_PX}px;display:flex;flex-direction:column;gap:2px;min-width:0}}
+.sl-skip,.sl-strip{{font-size:10.5px;line-height:13px;border-radius:4px;padding:1px 3px;box-sizing:border-box;
+  overflow-wrap:anywhere;max-width:{STACK_PX}px}}
+.sl-skip{{border:1px dashed rgba(128,128,128,.45);opacity:.7;cursor:help}}
+.sl-strip{{border:1px solid rgba(128,128,128,.35);background:rgba(128,128,128,.07)}}
+.sl-strip summary{{list-style:none;cursor:pointer}}
+.sl-strip summary::-webkit-details-marker{{display:none}}
+.sl-strip .sl-pop{{white-space:normal;overflow-wrap:anywhere;font-size:10.5px}}
+.sl-name{{font-weight:700;font-size:13px;margin:0;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}}
+.sl-meta{{font-size:10.5px;opacity:.75;font-weight:400}}
 .sl-chip{{display:inline-block;font-size:10.5px;padding:0 5px;margin:1px 2px 1px 0;border-radius:8px;
   background:rgba(128,128,128,.16);max-width:100%;overflow-wrap:anywhere}}
 .sl-chip.warn{{background:rgba(255,170,0,.25)}}
 .sl-det{{font-size:11px;opacity:.85}} .sl-det summary{{cursor:pointer;opacity:.7}}
 .sl-det div{{margin:1px 0;overflow-wrap:anywhere}}
-.sl-card{{border-left:5px solid #888;padding:1px 5px;margin:3px 0;border-radius:2px;background:rgba(128,128,128,.05)}}
-.sl-card summary{{list-style:none;cursor:pointer}} .sl-card summary::-webkit-details-marker{{display:none}}
-.sl-top{{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}}
-.sl-mv{{font-size:11px;opacity:.85}} .sl-up{{color:#2e7d32}} .sl-down{{color:#c62828}} .sl-new{{color:#1565c0}}
-.sl-doc{{opacity:.65;font-size:11px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}}
-.sl-snip{{display:-webkit-box;-webkit-line-clamp:2;-webkit-box-orient:vertical;overflow:hidden}}
+.sl-head-det{{font-size:10.5px;margin:0}} .sl-head-det > summary{{cursor:pointer;opacity:.75;white-space:nowrap;
+  overflow:hidden;text-overflow:ellipsis}}
+.sl-card{{border-left:4px solid #888;padding:0 3px;margin:1px 0;border-radius:2px;background:rgba(128,128,128,.05)}}
+.sl-card summary{{list-style:none;cursor:pointer;display:flex;gap:3px;align-items:baseline;white-space:nowrap;
+  overflow:hidden;height:17px;line-height:17px}}
+.sl-card summary::-webkit-details-marker{{display:none}}
+.sl-card code{{font-size:9.5px;padding:0;margin-left:auto;flex:0 0 auto;background:none}}
+.sl-mv{{font-size:10.5px;opacity:.85;flex:0 0 auto}} .sl-up{{color:#2e7d32}} .sl-down{{color:#c62828}}
+.sl-new{{color:#1565c0}}
+.sl-doc{{opacity:.7;font-size:10.5px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;min-width:0;flex:1 1 auto}}
 .sl-more{{font-size:11.5px;white-space:pre-wrap;overflow-wrap:anywhere;max-height:240px;overflow-y:auto;
   border-top:1px dotted rgba(128,128,128,.5);margin-top:2px;padding-top:2px}}
-.sl-counters{{display:flex;flex-wrap:wrap;gap:2px 4px;align-items:center;font-size:11.5px;margin:0 0 4px 0}}
+.sl-counters{{display:flex;flex-wrap:wrap;gap:2px 4px;align-items:center;font-size:11.5px;margin:0 0 2px 0}}
 .sl-counters b{{margin-right:2px}}
 .sl-svg text{{font-size:9.5px}}
+.sl-row [data-cached='1']{{border-color:rgba(230,140,0,.85);border-style:dashed}}
+.sl-cached-note{{font-size:11.5px;margin:0 0 2px 0;color:#b26a00}}
 </style>
 """
 
@@ -112,18 +128,50 @@ def _move_class(move: str) -> str:
     return "sl-new" if move.startswith("new") else ""
 
 
+_RANK_IN = re.compile(r"^(\S+) (#\d+|—)(?: (▲\d+|▼\d+|=))?$")
+
+
+def short_move(move: str) -> str:
+    """The move label cut to fit a one-line card: 'bm25 #2 ▲1 · dense #1 =' -> 'b2 d1', 'bm25 #4' -> 'b4',
+    'new (not in bm25)' -> 'new'; '▲2', '▼1', '=' and 'new' stay as they are. The full label is the card's tooltip."""
+    if move.startswith("new"):
+        return "new"
+    parts = []
+    for part in move.split(" · "):
+        m = _RANK_IN.match(part.strip())
+        if m is None:
+            return move
+        parts.append(m.group(1)[:1] + (m.group(2)[1:] if m.group(2) != "—" else "–"))
+    return " ".join(parts)
+
+
+def short_score(score: float) -> str:
+    """A score in at most five characters for the card's line ('.9761', '4.488', '27.70'); the tooltip has four
+    decimals."""
+    s = f"{score:.4f}"
+    s = s[1:] if s.startswith("0.") else ("-" + s[2:] if s.startswith("-0.") else s)
+    return s[:5].rstrip(".")
+
+
+def _stem(name: str) -> str:
+    """A document name without its extension: the card's line has room for a few characters of it."""
+    head, dot, ext = name.rpartition(".")
+    return head if dot and head and len(ext) <= 5 else name
+
+
 def card_html(c: Candidate, *, move: str = "", doc_name: str = "") -> str:
-    """One compact card: rank, score, move and document on one line, a two-line snippet; click to read more."""
+    """One card on one line: rank, move, document, score; the snippet is its tooltip and a click opens more text."""
     colour = chunk_colour(c.chunk_id)
-    mv = f" <span class='sl-mv {_move_class(move)}'>{esc(move)}</span>" if move else ""
+    mv = f"<span class='sl-mv {_move_class(move)}'>{esc(short_move(move))}</span>" if move else ""
     extra = [f"{k}: {v}" for k, v in c.meta.items() if k in ("entities", "relations", "hop", "context")]
     more = esc(c.text[:MORE_CHARS] + ("…" if len(c.text) > MORE_CHARS else ""))
     extra_html = "".join(f"<div class='sl-doc'>{esc(snippet(x, 200))}</div>" for x in extra)
+    doc = doc_name or c.doc_id
+    tip = "\n".join(x for x in (f"{doc} · {c.chunk_id}", f"score {c.score:.4f}" + (f" · {move}" if move else ""),
+                                snippet(c.text, 240)) if x)
     return (f"<details class='sl-card' data-chunk='{esc(c.chunk_id)}' data-rank='{c.rank}' "
-            f"style='border-left-color:{colour}'><summary>"
-            f"<div class='sl-top' title='{esc(move)}'><b>#{c.rank}</b> <code>{c.score:.4f}</code>{mv}</div>"
-            f"<div class='sl-doc' title='{esc(c.chunk_id)}'>{esc(doc_name or c.doc_id)} · {esc(c.chunk_id)}</div>"
-            f"<div class='sl-snip'>{esc(snippet(c.text, 240))}</div></summary>"
+            f"style='border-left-color:{colour}'><summary title='{esc(tip)}'>"
+            f"<b>#{c.rank}</b>{mv}<span class='sl-doc'>{esc(_stem(doc))}</span><code>{short_score(c.score)}</code></summary>"
             f"<div class='sl-more'>{more}</div>{extra_html}</details>")
 
 
@@ -132,67 +180,134 @@ def _chips(chips: Sequence[str], warn: bool = False) -> str:
     return "".join(f"<span class='{cls}'>{esc(c)}</span>" for c in chips)
 
 
-def stage_html(stage: StageResult, *, moves: Mapping[str, str], doc_names: Mapping[str, str], depth: int,
-               answer: Any = None, notes: Sequence[str] = ()) -> str:
-    """A column for a stage that ran, or a thin labelled strip for a skipped one (its reason on hover)."""
+def _head_details(stage: StageResult, notes: Sequence[str]) -> str:
+    """A stage's chips, notes and details: what its header shows when opened (its first line stays one line)."""
+    rows = "".join(f"<div><b>note</b>: {esc(n)}</div>" for n in stage.notes)
+    rows += "".join(f"<div><b>{esc(k)}</b>: {esc(v)}</div>" for k, v in stage_details(stage))
+    warn = _chips([f"{len(stage.notes)} note(s)"], warn=True) if stage.notes else ""
+    return f"<div>{_chips(stage_chips(stage, notes))}{warn}</div>" + (
+        f"<details class='sl-det'><summary>details</summary>{rows}</details>" if rows else "")
+
+
+def _idle_label(stage: StageResult, answer: Any) -> str:
+    """The strip label of a stage that ran without a list of its own to show."""
+    i = stage.info
+    if stage.stage == "answer":
+        return "answer ↑ above" if answer is not None else "answer"
+    if i.get("verdict"):
+        return f"{stage.stage} · {str(i['verdict']).replace('_', ' ')}"
+    if stage.stage == "route" and i.get("config"):
+        return f"route · {i['config']}"
+    return f"{stage.stage} · 0 cand."
+
+
+def strip_html(stage: StageResult, *, answer: Any = None, notes: Sequence[str] = (), same_as: str | None = None,
+               from_cache: bool = False) -> str:
+    """A thin labelled strip: a skipped stage (its reason on hover), or one that ran but has no list of its own to
+    show: none at all, or the same list as the stage before (`same_as`); click it for its chips and details."""
     name = esc(stage.stage)
+    cache = " data-cached='1'" if from_cache else ""
     if stage.skipped is not None:
-        return (f"<div class='sl-skip' data-stage='{name}' data-skipped='1' title='skipped: {esc(stage.skipped)}'>"
-                f"{name} · skipped</div>")
-    details = stage_details(stage)
-    head = (f"<div class='sl-name'>{name}</div><div>{_chips(stage_chips(stage, notes))}"
-            f"{_chips([f'{len(stage.notes)} note(s)'], warn=True) if stage.notes else ''}</div>")
-    if details or stage.notes:
-        rows = "".join(f"<div><b>note</b>: {esc(n)}</div>" for n in stage.notes)
-        rows += "".join(f"<div><b>{esc(k)}</b>: {esc(v)}</div>" for k, v in details)
-        head += f"<details class='sl-det'><summary>details</summary>{rows}</details>"
-    if stage.stage == "answer" and answer is not None:
-        state = "refused" if answer.refused else answer.mode
-        body = (f"<div class='sl-card' style='border-left-color:#555'><div><b>{esc(state)}</b></div>"
-                f"<div class='sl-more' style='border:0;max-height:300px'>{esc(answer.text)}</div></div>")
-    elif not stage.candidates:
-        body = "<div class='sl-doc'>no candidates</div>"
-    else:
-        body = "".join(card_html(c, move=moves.get(c.chunk_id, ""), doc_name=doc_names.get(c.doc_id, ""))
-                       for c in stage.candidates[:depth])
-    empty = " sl-empty" if not stage.candidates and not (stage.stage == "answer" and answer is not None) else ""
-    return f"<div class='sl-col{empty}' data-stage='{name}'>{head}{body}</div>"
+        return (f"<div class='sl-skip' data-stage='{name}' data-skipped='1' title='skipped: {esc(stage.skipped)}'"
+                f"{cache}>{name} · skipped</div>")
+    label = (f"{stage.stage} = {same_as} ({len(stage.candidates)})" if same_as is not None
+             else _idle_label(stage, answer))
+    tip = (f"{stage.stage}: the same {len(stage.candidates)} candidates in the same order as {same_as}"
+           if same_as is not None else f"{stage.stage}: {len(stage.candidates)} candidates; click for details")
+    kind = "sl-same" if same_as is not None else "sl-idle"
+    return (f"<details class='sl-strip {kind}' data-stage='{name}'{cache}><summary title='{esc(tip)}'>{esc(label)}"
+            f"</summary><div class='sl-pop'>{_head_details(stage, notes)}</div></details>")
+
+
+def stage_html(stage: StageResult, *, moves: Mapping[str, str], doc_names: Mapping[str, str], depth: int,
+               answer: Any = None, notes: Sequence[str] = (), from_cache: bool = False) -> str:
+    """A column for a stage that ran with candidates: its name, time and count on one line (chips and details on a
+    click), then one line per candidate. Any other stage is a strip (strip_html)."""
+    if stage.skipped is not None or not stage.candidates:
+        return strip_html(stage, answer=answer, notes=notes, from_cache=from_cache)
+    name = esc(stage.stage)
+    meta = f"{stage.ms:,.1f} ms · {len(stage.candidates)}" + (" · cached" if from_cache else "")
+    warn = " ⚠" if stage.notes else ""
+    head = (f"<div class='sl-name' title='{name}'>{name} <span class='sl-meta'>{esc(meta)}{warn}</span></div>"
+            f"<details class='sl-head-det'><summary>chips · details</summary>{_head_details(stage, notes)}</details>")
+    body = "".join(card_html(c, move=moves.get(c.chunk_id, ""), doc_name=doc_names.get(c.doc_id, ""))
+                   for c in stage.candidates[:depth])
+    cache = " data-cached='1'" if from_cache else ""
+    return f"<div class='sl-col' data-stage='{name}'{cache}>{head}{body}</div>"
 
 
 def counters_html(query: Counters, session: Counters | None = None) -> str:
-    """The counters strip: this query's cost and cache figures, then the session's running totals."""
-    def line(label: str, c: Counters) -> str:
-        chips = [f"{c.ms:,.0f} ms", f"${c.usd:.4f}", f"tokens in/out {c.tokens_in:,}/{c.tokens_out:,}",
-                 f"embeddings {c.embed_hits} from cache / {c.embed_misses} computed",
-                 f"token vectors {c.token_hits} hit / {c.token_computed} computed",
-                 f"prompt cache read {c.cache_read_tokens:,} / write {c.cache_write_tokens:,} tokens"]
+    """The counters strip: this query's cost and cache figures on one line; per stage and the session's running
+    totals one click away."""
+    def chips(c: Counters) -> list[str]:
+        out = [f"{c.ms:,.0f} ms", f"${c.usd:.4f}", f"tokens in/out {c.tokens_in:,}/{c.tokens_out:,}",
+               f"embeddings {c.embed_hits} from cache / {c.embed_misses} computed",
+               f"token vectors {c.token_hits} hit / {c.token_computed} computed",
+               f"prompt cache read {c.cache_read_tokens:,} / write {c.cache_write_tokens:,} tokens"]
         if c.answer_cache_seen:
-            chips.append(f"answer cache {c.answer_hits} hit / {c.answer_misses} miss"
-                         + (f" ({c.answer_guarded} guarded)" if c.answer_guarded else "")
-                         + (f", saved {c.answer_saved_ms:,.0f} ms ${c.answer_saved_usd:.4f}" if c.answer_hits else ""))
-        return f"<div class='sl-counters' data-counters='{esc(label)}'><b>{esc(label)}</b>{_chips(chips)}</div>"
+            out.append(f"answer cache {c.answer_hits} hit / {c.answer_misses} miss"
+                       + (f" ({c.answer_guarded} guarded)" if c.answer_guarded else "")
+                       + (f", saved {c.answer_saved_ms:,.0f} ms ${c.answer_saved_usd:.4f}" if c.answer_hits else ""))
+        return out
+
+    def line(label: str, c: Counters) -> str:
+        return f"<div class='sl-counters' data-counters='{esc(label)}'><b>{esc(label)}</b>{_chips(chips(c))}</div>"
 
     out = line("this query", query)
+    more = ""
     ran = [s for s in query.stages if s.ran]
     if ran:  # ms and $ of every stage that ran, in one line under the totals
-        per = " · ".join(f"{s.stage} {s.ms:,.0f} ms ${s.usd:.4f}" for s in ran)
-        out += f"<details class='sl-det' data-counters='per stage'><summary>per stage</summary>{esc(per)}</details>"
+        more += ("<div data-counters='per stage'><b>per stage</b> "
+                 + esc(" · ".join(f"{s.stage} {s.ms:,.0f} ms ${s.usd:.4f}" for s in ran)) + "</div>")
     if session is not None and session.queries:
-        out += line(f"session ({session.queries} quer{'y' if session.queries == 1 else 'ies'})", session)
+        more += line(f"session ({session.queries} quer{'y' if session.queries == 1 else 'ies'})", session)
+    if more:
+        out += f"<details class='sl-det' data-counters='more'><summary>per stage · session</summary>{more}</details>"
     return out
 
 
+def same_list(a: StageResult | None, b: StageResult) -> bool:
+    """True when stage b hands on exactly the list a handed it: the same chunks, in the same order, with the same
+    text (pruning and expansion change a chunk's text without moving it)."""
+    return (a is not None and len(a.candidates) == len(b.candidates)
+            and all(x.chunk_id == y.chunk_id and x.text == y.text for x, y in zip(a.candidates, b.candidates)))
+
+
 def stage_row_html(trace: Trace, *, doc_names: Mapping[str, str], depth: int = 10,
-                   inserts: Mapping[str, str] | None = None) -> str:
-    """Every stage in trace order in one horizontal row (it scrolls sideways). `inserts` puts extra columns (the
-    query's subgraph) right after the named stage."""
+                   inserts: Mapping[str, str] | None = None, from_cache: bool = False) -> str:
+    """Every stage in trace order in one horizontal row (it scrolls sideways only when the window is too narrow).
+    `inserts` puts extra columns (the query's subgraph) right after the named stage; `from_cache` marks every stage
+    as read from a stored trace."""
     moves = stage_moves(trace)
-    parts = []
+    parts: list[str] = []
+    stack: list[str] = []
+    previous: StageResult | None = None  # the last stage that handed on a list
+
+    def flush() -> None:
+        if stack:
+            parts.append(f"<div class='sl-stack'>{''.join(stack)}</div>")
+            stack.clear()
+
     for s in trace.stages:
-        parts.append(stage_html(s, moves=moves.get(s.stage, {}), doc_names=doc_names, depth=depth,
-                                answer=trace.answer, notes=trace.notes))
+        mark = from_cache and s.stage != "answer_cache"  # the live lookup that served the stored trace is not
+        ran = s.skipped is None and bool(s.candidates)
+        # A reordering stage that kept its input as it was shows as a strip saying so; an independent list (bm25,
+        # then dense) is never "the same" as the one before it, even when it happens to match.
+        if ran and s.stage in REORDERING and same_list(previous, s):
+            stack.append(strip_html(s, notes=trace.notes, same_as=previous.stage if previous else None,
+                                    from_cache=mark))
+        elif ran:
+            flush()
+            parts.append(stage_html(s, moves=moves.get(s.stage, {}), doc_names=doc_names, depth=depth,
+                                    answer=trace.answer, notes=trace.notes, from_cache=mark))
+        else:
+            stack.append(strip_html(s, answer=trace.answer, notes=trace.notes, from_cache=mark))
+        if ran:
+            previous = s
         if inserts and s.stage in inserts:
+            flush()
             parts.append(inserts[s.stage])
+    flush()
     return f"<div class='sl-row' data-testid='stage-row'>{''.join(parts)}</div>"
 
 
@@ -209,11 +324,15 @@ def split_rounds(trace: Trace) -> tuple[Trace, list[tuple[int, Trace]]]:
 
 def stage_row(trace: Trace, *, doc_names: Mapping[str, str], depth: int = 10, counters: Counters | None = None,
               session: Counters | None = None, inserts: Mapping[str, str] | None = None,
-              key: str = "stage_row") -> None:
-    """Counters strip and stage row as one HTML block (st.html keeps it in the page, styled, scripts removed)."""
+              key: str = "stage_row", from_cache: str = "") -> None:
+    """Counters strip and stage row as one HTML block (st.html keeps it in the page, styled, scripts removed).
+    `from_cache`: the row is a stored trace's (said in that line above it, every stage marked)."""
     top = counters_html(counters, session) if counters is not None else ""
+    if from_cache:
+        top += f"<div class='sl-cached-note' data-cached-note='1'>{esc(from_cache)}</div>"
     with st.container(key=key):
-        st.html(ROW_CSS + top + stage_row_html(trace, doc_names=doc_names, depth=depth, inserts=inserts))
+        st.html(ROW_CSS + top + stage_row_html(trace, doc_names=doc_names, depth=depth, inserts=inserts,
+                                               from_cache=bool(from_cache)))
 
 
 def citation_labels(citations: Sequence[str], trace: Trace | None, doc_names: Mapping[str, str],
@@ -226,30 +345,6 @@ def citation_labels(citations: Sequence[str], trace: Trace | None, doc_names: Ma
     if missing and lookup is not None:
         docs.update({cid: chunk.doc_id for cid, chunk in lookup(missing).items()})
     return [f"{cid} ({doc_names.get(docs[cid], docs[cid])})" if cid in docs else cid for cid in citations]
-
-
-def answer_panel(answer: Any, served: str | None = None, *, trace: Trace | None = None,
-                 doc_names: Mapping[str, str] | None = None,
-                 lookup: Callable[[list[str]], Mapping[str, Any]] | None = None) -> None:
-    """The answer below the stage row: mode label (never pretend an extractive answer was generated), refusal, cites
-    with their documents' names; `served` is the answer cache's label when the stored answer of an earlier question
-    was served."""
-    if answer is None:
-        return
-    label = {"llm": "answer (Claude)", "extractive": "answer (extractive, offline: sentences copied, not generated)"}
-    with st.container(border=True, key="answer_panel"):
-        st.markdown(f"**{label.get(answer.mode, 'answer (' + answer.mode + ')')}**")
-        if served:
-            st.caption(f":material/cached: {escape_md(served)}")  # quotes an earlier question
-        if answer.refused:
-            st.info(escape_md(answer.text or "The corpus does not say."), icon=":material/block:")
-        else:
-            st.text(inert_text(answer.text))
-        if answer.citations:
-            listed = {c.chunk_id for s in (trace.stages if trace else ()) for c in s.candidates}
-            where = " (open them under Chunk detail)" if set(answer.citations) <= listed else ""
-            cites = citation_labels(answer.citations, trace, doc_names or {}, lookup)
-            st.caption("citations: " + escape_md(" · ".join(cites)) + where)
 
 
 def chunk_detail(trace: Trace, chunks_by_id: Any, workspace: str, doc_names: Mapping[str, str]) -> None:

@@ -165,6 +165,9 @@ with t_stages:
         st.caption(f"{escape_md(r.config_name)}: recall of each stage's whole list; token share = tokens kept of the "
                    "largest list")
         st.dataframe(rep.stage_frame(r), hide_index=True, key=f"stages_{r.eval_id}")
+        idle = rep.idle_stages(r)
+        if idle:
+            st.caption("no candidates to score (skipped, or no list of their own): " + escape_md(", ".join(idle)))
         rounds = r.round_recall()
         if rounds:  # the agentic loop ran on some questions: what each round's evidence pool gained
             st.caption(f"{escape_md(r.config_name)}: agentic loop, recall of the evidence pool after each round "

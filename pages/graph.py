@@ -79,6 +79,11 @@ with tab_graph:
     f1, f2, f3, f4, f5, f6 = st.columns([1, 2, 2, 1, 1, 1.2], vertical_alignment="bottom")
     level = f1.selectbox("Level", snap.levels() or [0], key="graph_level")
     frame = view.nodes_frame(snap, level=level)
+    noise = view.common_phrases(frame, len(corpus_ops.document_names(store, ws)))
+    if not st.toggle(f"Show common phrases ({int(noise.sum())})", key="graph_show_noise",
+                     help="lowercase phrases that hold a stop word, are a cut-off piece of a longer phrase, or run "
+                          "through a large share of the documents: hidden from the views by default"):
+        frame = frame[~noise | frame["node_id"].isin(used.nodes)]
     comms = f2.multiselect("Community", sorted(frame["community"].dropna().unique()), key="graph_comms")
     types = f3.multiselect("Type", sorted(frame["type"].unique()), key="graph_types")
     min_deg = f4.number_input("Min degree", 0, 10_000, 1, key="graph_min_degree")

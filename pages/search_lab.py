@@ -1,6 +1,8 @@
 """Search Lab page: one query through the pipeline, every stage side by side in one row, counters beside them."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import streamlit as st
 
 from core.app import corpus_ops, readiness, trace_export
@@ -10,11 +12,12 @@ from core.app.report import escape_md
 from core.app.routing import NO_RETRIEVAL, route_names
 from core.config import ConfigError, PipelineConfig
 from core.pipeline import QueryError, run_query
-from pages import _form, _state, _widgets
+from pages import _answer_box, _form, _state, _widgets
 from pages._gold_from_lab import add_to_golden
 from pages._sql_panel import sql_panel
 
 TRACE_KEY, SESSION_KEY, BUILT_KEY, TOKENS_KEY = "lab_traces", "lab_session_counters", "lab_build_done", "lab_tokens"
+RECOMPUTE_KEY = "lab_recompute"  # "Recompute" was pressed: the next run bypasses the answer cache for this query
 ANYWAY_KEY = "lab_search_anyway"  # the route override was set by "Search the documents anyway", for this question only
 TRACES_KEPT = 16  # settings flipped back and forth show their trace again without re-running the pipeline
 deps, ws = _state.deps(), _state.workspace()
@@ -36,7 +39,7 @@ if submitted:
 
 # -- settings: one compact row of popovers; a change re-runs the last query --------------------------------------------
 cfg = _state.config()
-c = st.columns([2.2, 1.2, 1.4, 1.5, 1.1, 0.9], vertical_alignment="center")
+c = st.columns([2.0, 1.0, 1.1, 1.5, 1.55, 0.95, 0.5], vertical_alignment="center")
 modes = list(_widgets.MODES)
 mode = c[0].radio("Retrieval", modes, index=modes.index(_widgets.mode_of(cfg)), horizontal=True, key="mode",
                   label_visibility="collapsed")
@@ -49,7 +52,7 @@ def setting(dotted: str, label: str, key: str, where: object = None, **kw: objec
     overrides[dotted] = _form.setting(cfg, dotted, label, key=key, where=where, **kw)
 
 
-with c[1].popover("Lists and fusion", use_container_width=True):
+with c[1].popover("Lists · fusion", use_container_width=True):
     setting("bm25.k", "BM25 k", "bm25_k", disabled=mode == "dense")
     setting("dense.k", "dense k", "dense_k", disabled=mode == "BM25")
     setting("fusion.k", "fused k", "fusion_k", disabled=not hybrid)
@@ -58,7 +61,7 @@ with c[1].popover("Lists and fusion", use_container_width=True):
     if overrides["fusion.method"] == "weighted_rrf" and hybrid:
         setting("fusion.bm25_weight", "BM25 weight", "w_bm25", max_value=10.0, step=0.1)
         setting("fusion.dense_weight", "dense weight", "w_dense", max_value=10.0, step=0.1)
-with c[2].popover("Context and graph", use_container_width=True):
+with c[2].popover("Context · graph", use_container_width=True):
     setting("context.variant", "Chunk context", "context_variant", widget="radio",
             help="none: raw chunks · heuristic: title, heading path and lead sentence (no LLM) · late: late-chunking "
                  "vectors · llm: contexts written by Claude (build them on the Costs page). A variant that is not "
@@ -88,7 +91,14 @@ with c[3].popover("Rerank · prune · MMR · expand", use_container_width=True):
     e = st.columns(2)
     setting("expand.mode", "mode", "expand_mode", e[0], widget="radio")
     setting("expand.window", "± sentences", "expand_window", e[1])
-with c[4].popover("Agentic loop", use_container_width=True):
+with c[4].popover("HyDE · multi-query · decompose", use_container_width=True):
+    # Each transform searches its own generated queries and shows their fused list as its own stage.
+    st.caption("off: never · auto: when the route asks for it (HyDE also when the dense top-1 is weak) · on: every "
+               "query that searches")
+    setting("transforms.hyde", "HyDE (offline: pseudo-relevance feedback)", "hyde_mode", widget="radio")
+    setting("transforms.multi_query", "Multi-query", "multi_query_mode", widget="radio")
+    setting("transforms.decompose", "Decomposition", "decompose_mode", widget="radio")
+with c[5].popover("Agentic loop", use_container_width=True):
     setting("agent.enabled", "Several rounds (grade, then search again)", "agent_on",
             help="offline: a calibrated grader and entity bridging; with a key: Claude grades and writes the next "
                  "queries. Hard budgets below.")
@@ -98,7 +108,7 @@ with c[4].popover("Agentic loop", use_container_width=True):
     setting("agent.max_usd", "max $", "agent_usd", g[0], step=0.01, format="%.4f")
     setting("agent.max_seconds", "max seconds", "agent_seconds", g[1], min_value=1.0, step=5.0)
     setting("agent.max_tokens", "max tokens (in + out)", "agent_tokens", step=1000)
-depth = int(c[5].number_input("rows", 1, 200, 10, key="depth", label_visibility="collapsed",
+depth = int(c[6].number_input("rows", 1, 200, 10, key="depth", label_visibility="collapsed",
                               help="cards shown per stage"))
 try:
     wanted = cfg.with_overrides(overrides)
@@ -155,9 +165,7 @@ def token_offer(run_cfg: PipelineConfig, recount: bool = False) -> None:
         offer(memo[1], run_cfg)
 
 
-needs = readiness.needs(store, cfg, ws, deps.embedder.model_id)
-for need in needs:
-    offer(need, cfg)
+needs = readiness.needs(store, cfg, ws, deps.embedder.model_id, embedder=deps.embedder)
 # A context variant whose vectors are missing is searched as raw text until it is built, as its offer says: the dense
 # index would otherwise embed every missing chunk in memory on this query's path (minutes on a large corpus).
 run_cfg = cfg.with_overrides({"context.variant": "none"}) if any(n.kind == "context" for n in needs) else cfg
@@ -169,6 +177,8 @@ sql_panel(store, ws)
 # -- run and render -----------------------------------------------------------------------------------------------------
 last = st.session_state.get(_widgets.LAST_QUERY_KEY)
 if last is None:
+    for need in needs:
+        offer(need, cfg)
     token_offer(run_cfg)
     st.caption("Type a query and press Search. Settings changes re-run the last query.")
     st.stop()
@@ -176,14 +186,17 @@ if last is None:
 # back: the last TRACES_KEPT traces are kept by (query, config, corpus version); an explicit Search always runs.
 key = (last, run_cfg.stable_hash(), corpus_ops.corpus_version(store, ws))
 kept = st.session_state.setdefault(TRACE_KEY, {})
-fresh = not (key in kept and not submitted)
+recompute = bool(st.session_state.pop(RECOMPUTE_KEY, False))
+fresh = recompute or not (key in kept and not submitted)
 if not fresh:
     trace = kept[key]
 else:
     try:
         with st.spinner("Running the query…"):
-            # Only an explicit search goes to the run log; re-runs caused by settings changes would flood it.
-            trace = run_query(last, run_cfg, deps, workspace=ws, log=submitted)
+            # Only an explicit search (or recompute) goes to the run log; re-runs caused by settings changes would
+            # flood it.
+            # A settings re-run is unlogged but still a user's query: the answer cache serves it (use_cache=True).
+            trace = run_query(last, run_cfg, deps, workspace=ws, log=submitted or recompute, use_cache=not recompute)
     except QueryError as exc:
         st.error(escape_md(exc))  # may quote the query
         st.stop()
@@ -193,15 +206,6 @@ else:
     st.session_state["last_trace"] = trace  # the Graph page highlights what this query used
     st.session_state[SESSION_KEY] = st.session_state.get(SESSION_KEY, Counters()) + counters(trace)
 
-if run_cfg is not cfg:
-    st.caption(f":material/info: context.variant = {cfg.context.variant} is not built yet: this query searched raw "
-               f"text (config {run_cfg.stable_hash()}); build it above to search it.")
-# Notes quote queries, cached questions and gateway error text: escaped for Markdown like every user string here.
-for note in trace.notes:
-    st.caption(f":material/info: {escape_md(note)}")
-ml_need = readiness.trace_multilingual_need(store, run_cfg, ws, trace)  # a cross-language question met no vectors
-if ml_need is not None and all(n.kind != ml_need.kind for n in needs):
-    offer(ml_need, run_cfg)
 doc_names = corpus_ops.document_names(store, ws)
 inserts = {}
 local = trace.stage("graph_local")
@@ -210,25 +214,8 @@ if local is not None and local.skipped is None and local.info.get("nodes"):
     names = {nid: snap.names[snap.pos[nid]] for nid in local.info["nodes"] if snap and nid in snap.pos}
     inserts["graph_global" if trace.stage("graph_global") else "graph_local"] = subgraph_svg(local, names)
 main, rounds = _widgets.split_rounds(trace)
-if trace.agent:
-    spent = trace.agent.get("spent", {})
-    st.caption(f":material/autorenew: agentic loop: {trace.agent['rounds']} round(s), stopped: "
-               f"**{escape_md(trace.agent['stop_reason'])}** · {spent.get('llm_calls', 0)} LLM calls, "
-               f"{spent.get('tokens', 0):,} tokens, ${spent.get('usd', 0):.4f}, {spent.get('seconds', 0):.1f} s")
-_widgets.stage_row(main, doc_names=doc_names, depth=depth, counters=counters(trace),
-                   session=st.session_state.get(SESSION_KEY), inserts=inserts)
-for rnd, sub in rounds:
-    queries = sorted({str(s.info.get("round_query", "")) for s in sub.stages if s.info.get("round_query")})
-    # Cut before escaping: a cut escaped text could end in a lone backslash.
-    with st.expander(f"Round {rnd}: {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} — "
-                     + escape_md("; ".join(queries)[:160]), expanded=False):
-        _widgets.stage_row(sub, doc_names=doc_names, depth=depth, key=f"round_{rnd}")
-token_offer(run_cfg, recount=fresh and counters(trace).token_computed > 0)  # only a query that encoded some
-st.caption(f"query language {trace.query_lang} · config {trace.config_hash} · corpus v{trace.corpus_version} · "
-           "click a card to read more; hover a skipped strip for its reason")
-_widgets.answer_panel(trace.answer, served=next((n for n in trace.notes if n.startswith("served from cache")), None),
-                      trace=trace, doc_names=doc_names,
-                      lookup=lambda ids: corpus_ops.chunk_lookup(store)(ids, ws))
+# The answer first, in view at 1366x768; the stage row right under it; everything else below the row.
+actions = []
 route = trace.route_info()
 if trace.answer is not None and trace.answer.mode == "route" and route is not None and route.config in NO_RETRIEVAL:
     def _search_anyway() -> None:
@@ -237,9 +224,54 @@ if trace.answer is not None and trace.answer.mode == "route" and route is not No
         st.session_state["route_override"] = "abstain"
         st.session_state[ANYWAY_KEY] = True
 
-    st.button(":material/search: Search the documents anyway", key="search_anyway", on_click=_search_anyway,
-              help=f"the router sent this question to {route.config} without searching "
-                   "(Route: abstain, the default pipeline, for this question; the next one is routed again)")
+    actions.append(lambda: st.button(
+        ":material/search: Search anyway", key="search_anyway", on_click=_search_anyway, use_container_width=True,
+        help=f"the router sent this question to {route.config} without searching (Route: abstain, the default "
+             "pipeline, for this question; the next one is routed again)"))
+hit = _answer_box.cache_hit(trace)
+if hit is not None:
+    def _recompute() -> None:
+        st.session_state[RECOMPUTE_KEY] = True
+
+    actions.append(lambda: st.button(
+        ":material/refresh: Recompute", key="recompute", on_click=_recompute, use_container_width=True,
+        help="run the whole pipeline for this query now, bypassing the answer cache"))
+_answer_box.answer_box(trace, doc_names=doc_names, lookup=lambda ids: corpus_ops.chunk_lookup(store)(ids, ws),
+                       actions=actions)
+shown, cached_note = main, ""
+if hit is not None and trace.stored is not None:
+    # The stages that produced the served answer, from the trace stored with it, after this query's cache lookup.
+    shown = replace(main, stages=(*main.stages[:1], *(s for s in _widgets.split_rounds(trace.stored)[0].stages
+                                                        if s.stage != "answer_cache")))
+    cached_note = (f"stages from the stored trace that produced this answer ({_answer_box.age_text(hit.get('stored_at'))}"
+                   f", question “{trace.stored.query}”): not run now; Recompute runs them")
+_widgets.stage_row(shown, doc_names=doc_names, depth=depth, counters=counters(trace),
+                   session=st.session_state.get(SESSION_KEY), inserts=inserts, from_cache=cached_note)
+if trace.agent:
+    spent = trace.agent.get("spent", {})
+    st.caption(f":material/autorenew: agentic loop: {trace.agent['rounds']} round(s), stopped: "
+               f"**{escape_md(trace.agent['stop_reason'])}** · {spent.get('llm_calls', 0)} LLM calls, "
+               f"{spent.get('tokens', 0):,} tokens, ${spent.get('usd', 0):.4f}, {spent.get('seconds', 0):.1f} s")
+for rnd, sub in rounds:
+    queries = sorted({str(s.info.get("round_query", "")) for s in sub.stages if s.info.get("round_query")})
+    # Cut before escaping: a cut escaped text could end in a lone backslash.
+    with st.expander(f"Round {rnd}: {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} — "
+                     + escape_md("; ".join(queries)[:160]), expanded=False):
+        _widgets.stage_row(sub, doc_names=doc_names, depth=depth, key=f"round_{rnd}")
+if run_cfg is not cfg:
+    st.caption(f":material/info: context.variant = {cfg.context.variant} is not built yet: this query searched raw "
+               f"text (config {run_cfg.stable_hash()}); build it below to search it.")
+# Notes quote queries, cached questions and gateway error text: escaped for Markdown like every user string here.
+for note in trace.notes:
+    st.caption(f":material/info: {escape_md(note)}")
+for need in needs:
+    offer(need, cfg)
+ml_need = readiness.trace_multilingual_need(store, run_cfg, ws, trace)  # a cross-language question met no vectors
+if ml_need is not None and all(n.kind != ml_need.kind for n in needs):
+    offer(ml_need, run_cfg)
+token_offer(run_cfg, recount=fresh and counters(trace).token_computed > 0)  # only a query that encoded some
+st.caption(f"query language {trace.query_lang} · config {trace.config_hash} · corpus v{trace.corpus_version} · "
+           "click a card to read more; hover a skipped strip for its reason")
 # Serialised on click, not on every rerun (tens of ms for a trace of a few hundred candidates); no rerun after it.
 st.download_button(":material/download: Trace as OpenTelemetry JSON (OpenInference spans)",
                    lambda: trace_export.download_bytes(trace.to_dict()),

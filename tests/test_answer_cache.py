@@ -616,3 +616,26 @@ def test_direction_pairs_file_is_well_formed() -> None:
                                           / "cache_pairs_direction.jsonl").read_text().splitlines() if line.strip()]
     assert len(rows) >= 40 and {r["lang"] for r in rows} == {"en", "ru"}
     assert {r["label"] for r in rows} == {"pos", "neg"} and all(r["a"] != r["b"] for r in rows)
+
+
+def test_a_served_answer_carries_the_stored_trace_and_recompute_bypasses_the_cache(loaded: Deps) -> None:
+    """Issue #28: the stages that produced a cached answer travel with it (read from the stored trace, candidate
+    texts cut), and use_cache=False runs the whole pipeline for that query, saying why the cache stage was skipped."""
+    first = run_query(Q, _cfg(), loaded)
+    assert first.stored is None
+    second = run_query(Q, _cfg(), loaded)
+    assert second.stages[0].info["verdict"] == "hit" and second.stored is not None
+    stored = second.stored
+    assert [s.stage for s in stored.stages] == [s.stage for s in first.stages]
+    for was, now in zip(first.stages, stored.stages):
+        assert [c.chunk_id for c in now.candidates] == [c.chunk_id for c in was.candidates]
+        assert all(n.text == w.text[:300] for n, w in zip(now.candidates, was.candidates))
+        assert now.skipped == was.skipped
+    assert stored.answer == first.answer and "stored_trace" in second.to_dict()
+    again = run_query(Q, _cfg(), loaded, use_cache=False)
+    assert again.stages[0].skipped == "recompute asked for: the answer cache is bypassed for this query"
+    assert again.stage("bm25").skipped is None and again.stored is None and again.answer == first.answer
+    n_traces = "SELECT count(*) FROM answer_cache_traces"
+    assert loaded.store.db.cursor().execute(n_traces).fetchone()[0] == 1  # stored with the answer, once
+    loaded.store.answers.clear_answers("default")
+    assert loaded.store.db.cursor().execute(n_traces).fetchone()[0] == 0

@@ -239,3 +239,27 @@ def test_question_records_are_typed_and_round_trip_through_json() -> None:
         rec["nope"]
     with pytest.raises(AttributeError):
         rec.qid = "other"  # type: ignore[misc]
+
+
+def test_funnel_shows_only_stages_with_candidates_and_ab_labels_sit_in_their_own_bars() -> None:
+    """Issue #28: route and answer (no list of their own) and skipped stages are not funnel rows, even in a run
+    stored with recall 0.0 for them; side-by-side bars carry their labels inside, upright."""
+    from core.eval.report import idle_stages
+    from core.eval.run import EvalRun
+
+    def run(eid: str, recalls: dict[str, tuple[float | None, float | None]]) -> EvalRun:
+        sr = {n: {"ran": 1.0 if d else 0.0, "depth": d, "recall": r, "tokens": None, "token_share": None, "ms": 1.0}
+              for n, (r, d) in recalls.items()}
+        return EvalRun(eid, "set", eid, "h", {}, 1, "default", 1, {}, {}, [], sr, {}, {}, [])
+
+    a = run("A", {"answer_cache": (None, None), "route": (0.0, 0.0), "bm25": (1.0, 50.0), "hyde": (None, None),
+                  "fused": (1.0, 50.0), "answer": (0.0, 0.0)})
+    b = run("B", {"route": (0.0, 0.0), "bm25": (0.9, 50.0), "hyde": (0.5, 3.0), "fused": (1.0, 50.0)})
+    assert list(stage_frame(a)["stage"]) == ["bm25", "fused"] and idle_stages(a) == ["answer_cache", "route", "hyde",
+                                                                                      "answer"]
+    fig = funnel_fig([a, b])
+    assert [list(t.x) for t in fig.data] == [["bm25", "fused"], ["bm25", "hyde", "fused"]]
+    assert list(fig.layout.xaxis.categoryarray) == ["bm25", "hyde", "fused"]  # pipeline order over both runs
+    assert all(t.textposition == "inside" and t.textangle == -90 for t in fig.data)
+    single = funnel_fig([a])
+    assert single.data[0].textposition == "outside"

@@ -492,3 +492,29 @@ def test_a_failing_llm_keeps_what_was_extracted_and_the_next_update_finishes(sto
     rep2 = build_graph(store, _cfg(builder="llm"), llm=ScriptedLLM(good))
     assert rep2.chunks_added == 1 and not rep2.notes
     assert {(a, b) for a, b, *_ in store.graph.edges()} == {("acme", "bob"), ("bob", "carol"), ("acme", "carol")}
+
+
+def test_common_phrases_are_flagged_and_svg_labels_never_overlap() -> None:
+    """Issue #28: lowercase phrases holding a stop word, cut-off pieces of a longer phrase seen as often, and phrases
+    spread over a large share of the documents are noise; names and identifiers never are. The default picture
+    labels a node only where its label touches no other."""
+    import re
+
+    import pandas as pd
+
+    rows = [("n1", "Helen Marsh", "named", 9, 4, 2), ("n2", "fewer remote", "phrase", 2, 2, 2),
+            ("n3", "fewer remote days", "phrase", 2, 2, 2), ("n4", "messages with", "phrase", 2, 2, 2),
+            ("n5", "quarterly report", "phrase", 5, 9, 9), ("n6", "pump stations", "phrase", 3, 3, 3),
+            ("n7", "FB-340", "identifier", 3, 9, 9)]
+    frame = pd.DataFrame(rows, columns=["node_id", "name", "type", "degree", "chunks", "docs"]).assign(community="c0")
+    noise = view.common_phrases(frame, n_docs=20)
+    assert list(frame.name[noise]) == ["fewer remote", "messages with", "quarterly report"]
+    # twelve nodes on one spot: one label, the rest keep their hover titles
+    crowd = pd.DataFrame([(f"m{i}", f"entity number {i}", "named", 10 - i, 1, 1, "c0") for i in range(12)],
+                         columns=["node_id", "name", "type", "degree", "chunks", "docs", "community"])
+    layout = {f"m{i}": (0.0 + i * 0.001, 0.0) for i in range(12)}
+    layout["far"] = (100.0, 100.0)
+    crowd.loc[len(crowd)] = ("far", "far away", "named", 1, 1, 1, "c0")
+    svg = view.svg_graph_html(crowd, pd.DataFrame(columns=["src", "dst", "weight"]), layout)
+    labels = re.findall(r"<text [^>]*>([^<]*)</text>", svg)
+    assert labels == ["entity number 0", "far away"] and svg.count("<title>") == 13

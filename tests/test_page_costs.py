@@ -1,6 +1,7 @@
 """AppTest of the Costs page: ledger with filters, per-build and per-query tables, hit rates, the context panel."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -39,11 +40,18 @@ def filled(store: Store, embedder: HashEmbedder) -> Deps:
     return deps
 
 
-def _costs(deps: Deps) -> AppTest:
+def _costs(deps: Deps, tab: str | None = None) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=20)
     at.session_state[_state.DEPS_KEY] = deps
     at.run()
-    return at.switch_page("pages/costs.py").run()
+    at = at.switch_page("pages/costs.py").run()
+    return _open(at, tab) if tab else at
+
+
+def _open(at: AppTest, tab: str) -> AppTest:
+    """Only the open tab runs (lazy tabs): open one as a click would."""
+    at.session_state["costs_tab"] = tab
+    return at.run()
 
 
 def test_costs_page_shows_ledger_builds_queries_and_hit_rates(filled: Deps) -> None:
@@ -54,14 +62,17 @@ def test_costs_page_shows_ledger_builds_queries_and_hit_rates(filled: Deps) -> N
     expected = sum(e.usd for e in filled.store.ledger.usage_ledger())
     assert metrics["Spent"] == f"${expected:,.4f}"
     assert metrics["Cache-read share"] == f"{6000 / (150 + 6000 + 6000):.0%}"
-    assert len(at.dataframe) >= 4  # ledger, builds, per-query, coverage
+    assert len(at.dataframe) == 1  # the ledger; the other tabs run only when opened
     at.multiselect(key="led_purpose").select("answer").run()
     assert {m.label: m.value for m in at.metric}["Calls"] == "1"
     assert any("No LLM is configured" in i.value for i in at.info)
+    for tab in ("Per build", "Per query", "Build contexts"):
+        at = _open(at, tab)
+        assert not at.exception and len(at.dataframe) == 1, tab
 
 
 def test_context_panel_builds_heuristic_contexts(filled: Deps) -> None:
-    at = _costs(filled)
+    at = _costs(filled, "Build contexts")
     at.radio(key="ctx_variant").set_value("heuristic").run()
     at.button(key="ctx_build").click().run()
     assert not at.exception
@@ -70,11 +81,11 @@ def test_context_panel_builds_heuristic_contexts(filled: Deps) -> None:
 
 
 def test_context_panel_llm_needs_a_key_and_confirmation(filled: Deps, anthropic_stub: Stub) -> None:
-    at = _costs(filled)
+    at = _costs(filled, "Build contexts")
     at.radio(key="ctx_variant").set_value("llm").run()
     assert any("need Claude" in w.value for w in at.warning)
     filled.llm = AnthropicLLM(anthropic_stub.key, base_url=anthropic_stub.base_url, ledger=filled.store.ledger)
-    at = _costs(filled)
+    at = _costs(filled, "Build contexts")
     at.session_state[_state.CONFIG_KEY] = PipelineConfig().with_overrides({"context.confirm_above_usd": 0.0})
     at.radio(key="ctx_variant").set_value("llm").run()
     assert at.button(key="ctx_build").disabled  # above the threshold: not until confirmed
@@ -83,3 +94,38 @@ def test_context_panel_llm_needs_a_key_and_confirmation(filled: Deps, anthropic_
     assert not at.exception
     assert len(filled.store.ledger.contexts("llm")) == filled.store.corpus.count("chunks")
     assert anthropic_stub.key not in "".join(str(e.value) for e in at.markdown)
+
+
+def test_builds_runs_and_the_embedding_chart_read_as_a_person_reads_them(filled: Deps) -> None:
+    """Issue #28: an offline build (the ingest) is a build, so "No builds yet" only when none ran; no raw 32-character
+    run id anywhere; the query line of the embedding-cache chart is what the queries' counters say."""
+    from core.app.costs import embedding_cache_rate, query_embedding_events
+    from core.app.counters import counters
+    from core.types import Trace
+
+    at = _costs(filled, "Per build")
+    assert not any("No builds yet" in c.value for c in at.caption)
+    builds = at.dataframe[0].value
+    assert any(k.startswith("offline ingest") for k in builds["kind"]) and "LLM context" in set(builds["kind"])
+    assert not any(k.startswith("LLM answer") for k in builds["kind"])  # a query's answer call is not a build
+    hex32 = re.compile(r"\b[0-9a-f]{32}\b")
+    for tab in ("Ledger", "Per build", "Per query"):
+        at = _open(at, tab)
+        for frame in at.dataframe:
+            assert not hex32.search(frame.value.to_csv()), tab
+    runs = filled.store.runs.recent_runs("default")
+    line = embedding_cache_rate(query_embedding_events(runs), "1D")
+    total = sum((counters(_as_trace(r.trace)) for r in runs), start=counters(Trace("", "", 0, ())))
+    assert len(line) == 1 and line.cache[0] == "embedding cache, queries (texts)"
+    assert line.volume[0] == total.embed_hits + total.embed_misses > 0
+    assert line.hit_rate[0] == pytest.approx(total.embed_hits / (total.embed_hits + total.embed_misses))
+    empty = Deps(store=Store(), embedder=filled.embedder)
+    at = _costs(empty, "Per build")
+    assert any("No builds yet" in c.value for c in at.caption)
+
+
+def _as_trace(d: dict):  # noqa: ANN202 - the stored JSON back as a Trace, for the counters
+    from core.answer.cache import trace_from_json
+    import json
+
+    return trace_from_json(json.dumps(d))

@@ -52,3 +52,50 @@ def test_size_limit() -> None:
 def test_markdown_fenced_code_is_not_a_heading() -> None:
     doc = parse("c.md", b"# Real\n\n```\n# not a heading\n```\n")
     assert [s.heading_path for s in doc.sections] == [("Real",)]
+
+
+def _styled_pdf(lines: list[tuple[str, str, float]]) -> bytes:
+    """A one-page PDF with one text line per (font 'R' regular or 'B' bold, text, size), top to bottom."""
+    import io
+
+    from pypdf import PdfWriter
+    from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+    w = PdfWriter()
+    page = w.add_blank_page(width=595, height=842)
+
+    def font(base: str) -> DictionaryObject:
+        return DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
+                                 NameObject("/BaseFont"): NameObject(base)})
+
+    page[NameObject("/Resources")] = DictionaryObject({NameObject("/Font"): DictionaryObject(
+        {NameObject("/R"): w._add_object(font("/Helvetica")), NameObject("/B"): w._add_object(font("/Helvetica-Bold"))})})
+    y, ops = 800.0, []
+    for f, text, size in lines:
+        y -= size * 1.6
+        ops.append(f"BT /{f} {size} Tf 1 0 0 1 50 {y:.1f} Tm ({text}) Tj ET")
+    stream = DecodedStreamObject()
+    stream.set_data("\n".join(ops).encode())
+    page[NameObject("/Contents")] = w._add_object(stream)
+    buf = io.BytesIO()
+    w.write(buf)
+    return buf.getvalue()
+
+
+def test_pdf_headings_come_from_font_size_and_bold_runs() -> None:
+    body = "The pump station logs the pressure every hour and the crew reads it at dawn."
+    pdf = _styled_pdf([("B", "Field Manual for", 18), ("B", "Pump Stations", 18), ("R", body, 10),
+                       ("B", "Maintenance", 13), ("R", body, 10), ("R", body, 10),
+                       ("B", "Valve checks", 10), ("R", body, 10), ("B", "Bold words close a sentence.", 10),
+                       ("R", body, 10), ("B", "Staffing", 13), ("R", body, 10)])
+    doc = parse("manual.pdf", pdf)
+    paths = [s.heading_path for s in doc.sections]
+    assert paths == [("Field Manual for Pump Stations",),  # a title wrapped onto two lines joins
+                     ("Field Manual for Pump Stations", "Maintenance"),
+                     ("Field Manual for Pump Stations", "Maintenance", "Valve checks"),  # bold at body size: lowest
+                     ("Field Manual for Pump Stations", "Staffing")]
+    assert doc.title == "Field Manual for Pump Stations"
+    assert doc.text[doc.sections[1].start:].startswith("Maintenance")
+    # every line bold (or no size contrast at all): no structure is read into it
+    flat = parse("flat.pdf", _styled_pdf([("B", "Pump log", 10), ("B", body, 10), ("B", "Valve log", 10)]))
+    assert [s.heading_path for s in flat.sections] == [()]

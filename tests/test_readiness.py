@@ -43,6 +43,7 @@ def test_unbuilt_token_vectors_are_offered_then_built_with_progress_then_gone(st
     deps = _deps(store)
     chunks = store.corpus.chunks()
     cfg = PipelineConfig()
+    readiness._RATES.clear()  # no token build measured in this process yet: the estimate is the constant's
     need = readiness.token_need(deps, cfg)
     assert need is not None and need.kind == "tokens"
     assert (need.todo, need.total) == (len(chunks), len(chunks))
@@ -76,3 +77,39 @@ def test_no_offer_when_nothing_reads_token_vectors(store: Store) -> None:
     assert readiness.token_need(deps, off) is None
     # An embedder without token vectors reranks by cosine: there is nothing to warm.
     assert readiness.token_need(_deps(Store(":memory:"), HashEmbedder()), PipelineConfig()) is None
+
+
+class _TimedEmbedder(HashEmbedder):
+    """The hash fake at a known speed: `per` seconds of work for every text it encodes."""
+
+    def __init__(self, per: float) -> None:
+        super().__init__()
+        self.per = per
+
+    def encode(self, texts, *a, **kw):  # noqa: ANN001, ANN002, ANN003, ANN201
+        import time
+
+        time.sleep(self.per * len(texts))
+        return super().encode(texts, *a, **kw)
+
+
+def test_context_estimate_is_read_off_the_embedder_and_the_build_reports_progress_per_batch(store: Store) -> None:
+    """Issue #28: the estimate follows the embedder's measured speed (the probe), and the progress bar moves after
+    every batch of vectors instead of once at the end."""
+    docs = [(f"d{i}.md", f"# Doc {i}\n\n".encode() + b"".join(
+        f"## Part {j}\n\nSection {j} of document {i} says the pump {j} runs at dawn.\n\n".encode() for j in range(10)))
+            for i in range(8)]
+    emb = _TimedEmbedder(0.002)
+    assert not ingest_files(docs, store=store, embedder=emb, config=PipelineConfig()).errors
+    deps = Deps(store=store, embedder=emb)
+    readiness._RATES.clear()
+    cfg = PipelineConfig().with_overrides({"context.variant": "heuristic", "rerank.enabled": False})
+    [need] = [n for n in readiness.needs(store, cfg, "default", emb.model_id, embedder=emb) if n.kind == "context"]
+    per_text = need.est_seconds / need.todo / readiness.CONTEXT_TEXT_FACTOR
+    assert 0.002 <= per_text < 0.02, per_text  # the probe's figure, not the 0.13 s constant
+    seen: list[tuple[int, int]] = []
+    readiness.build(need, cfg, deps, "default", progress=lambda d, t: seen.append((d, t)))
+    vec = [d for d, t in seen if t == need.todo]
+    assert need.todo > 64 and vec[0] == 0 and len(vec) >= need.todo // 32 and vec[-1] == need.todo
+    assert vec == sorted(vec)
+    assert not [n for n in readiness.needs(store, cfg, "default", emb.model_id) if n.kind == "context"]

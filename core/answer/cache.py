@@ -31,7 +31,7 @@ import Stemmer
 from core.answer.support import model_fingerprint
 from core.models.protocols import Embedder
 from core.text import EN_STOP, RU_STOP, detect_language
-from core.types import Answer, CachedAnswer, CacheKey
+from core.types import DEFAULT_WORKSPACE, Answer, CachedAnswer, CacheKey, Candidate, StageResult, Trace, Usage
 
 Verdict = Literal["hit", "miss", "guarded_miss"]
 
@@ -737,6 +737,35 @@ def check_cache(question: str, vector: np.ndarray, store: AnswerCacheStore, key:
         info = res.info()
         store.record_lookup(key.workspace, res.verdict, res.cosine, info["saved_ms"], info["saved_usd"])
     return res
+
+
+def trace_json(trace: Trace, *, text_chars: int = 300) -> str:
+    """The trace of a freshly cached answer as the JSON stored beside it, each candidate's text cut to `text_chars`
+    (what a stage column shows of it)."""
+    d = trace.to_dict()
+    for s in d["stages"]:
+        for c in s["candidates"]:
+            c["text"] = c["text"][:text_chars]
+    return json.dumps(d, default=str)
+
+
+def trace_from_json(text: str) -> Trace:
+    """A stored trace read back for display: stages, candidates, notes and answer (stage infos as plain mappings)."""
+    d = json.loads(text)
+    stages = []
+    for s in d.get("stages", []):
+        cands = tuple(Candidate(c["chunk_id"], c["doc_id"], c.get("text", ""), float(c["score"]), int(c["rank"]),
+                                {k: v for k, v in c.items() if k not in ("chunk_id", "doc_id", "text", "score", "rank")})
+                      for c in s.get("candidates", []))
+        stages.append(StageResult(s["stage"], cands, float(s.get("ms", 0.0)), Usage(**s.get("usage", {})),
+                                  s.get("skip_reason") if s.get("skipped") else None, tuple(s.get("notes", ())),
+                                  dict(s.get("info", {}))))
+    a = d.get("answer")
+    answer = Answer(a["text"], tuple(a.get("citations", ())), bool(a.get("refused")), a.get("mode", "extractive")) \
+        if a else None
+    return Trace(d.get("query", ""), d.get("config_hash", ""), int(d.get("corpus_version", 0)), tuple(stages),
+                 d.get("workspace", DEFAULT_WORKSPACE), d.get("query_lang", "en"), tuple(d.get("notes", ())), answer,
+                 d.get("agent"))
 
 
 def remember(store: AnswerCacheStore, key: CacheKey, question: str, vector: np.ndarray, answer: Answer | None, *,

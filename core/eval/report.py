@@ -50,11 +50,24 @@ def per_query_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(list(rows), columns=cols)
 
 
+def ranked_stages(run: EvalRun) -> list[str]:
+    """The stages that handed on candidates (a depth above 0 with a recall) in pipeline order: the funnel's rows.
+    A stage that never ran, or ran without a list (answer cache, route, answer), has no recall to show."""
+    return [n for n, s in run.stage_recall.items() if s.get("recall") is not None and (s.get("depth") or 0) > 0]
+
+
+def idle_stages(run: EvalRun) -> list[str]:
+    """The stages the funnel leaves out (ranked_stages' complement), for a caption that names them."""
+    shown = set(ranked_stages(run))
+    return [n for n in run.stage_recall if n not in shown]
+
+
 def stage_frame(run: EvalRun) -> pd.DataFrame:
-    """The per-stage funnel as a table: recall of each stage's whole list, its depth, tokens kept and time."""
+    """The per-stage funnel as a table: recall of each stage's whole list, its depth, tokens kept and time; only
+    the stages that handed on candidates (idle_stages names the rest)."""
     rows = [{"stage": name, "ran": s.get("ran"), "depth": s.get("depth"), "recall": s.get("recall"),
              "tokens": s.get("tokens"), "token share": s.get("token_share"), "ms": s.get("ms")}
-            for name, s in run.stage_recall.items()]
+            for name, s in ((n, run.stage_recall[n]) for n in ranked_stages(run))]
     return pd.DataFrame(rows, columns=["stage", "ran", "depth", "recall", "tokens", "token share", "ms"])
 
 
@@ -118,17 +131,32 @@ def recall_curve_fig(runs: Sequence[EvalRun]) -> go.Figure:
 def funnel_fig(runs: Sequence[EvalRun]) -> go.Figure:
     """Recall after every stage (bars) with the stage depth and token share in the hover."""
     fig = go.Figure()
+    # Only stages that handed on candidates, in pipeline order over all runs (one run may have a stage another lacks).
+    order: list[str] = []
+    for r in runs:
+        last = -1
+        for n in ranked_stages(r):  # a stage new to the order goes right after its predecessor in this run
+            if n in order:
+                last = order.index(n)
+            else:
+                last += 1
+                order.insert(last, n)
+    grouped = len(runs) > 1
     for i, r in enumerate(runs):
-        names = [n for n, s in r.stage_recall.items() if s.get("recall") is not None]
+        names = [n for n in order if n in ranked_stages(r)]
         st = [r.stage_recall[n] for n in names]
-        # Bars carry only the recall; depth and token share go to the hover (long labels on grouped bars overlap).
+        # Bars carry only the recall; depth and token share go to the hover. Side by side (A/B), each label sits
+        # inside its own bar, turned upright, so two neighbours never run together ("1.001.00"); a label that does
+        # not fit its bar is hidden (uniformtext), never drawn over the next one.
         fig.add_bar(x=names, y=[s["recall"] for s in st], name=_label(r), marker_color=PALETTE[i % len(PALETTE)],
-                    texttemplate="%{y:.2f}", textposition="outside", cliponaxis=False,
+                    texttemplate="%{y:.2f}", textposition="inside" if grouped else "outside", cliponaxis=False,
+                    textangle=-90 if grouped else 0, insidetextanchor="end",
                     customdata=[[s["depth"], 100 * (s.get("token_share") or 0)] for s in st],
                     hovertemplate="%{x}: recall %{y:.3f}<br>depth %{customdata[0]:.0f} · "
                                   "%{customdata[1]:.0f}% of tokens kept<extra></extra>")
     fig.update_layout(title="recall after every stage (hover: depth and share of tokens kept)", barmode="group",
                       yaxis_title="recall", yaxis_range=[0, 1.15], height=360, margin={"t": 40, "b": 40},
+                      xaxis={"categoryorder": "array", "categoryarray": order},
                       uniformtext={"minsize": 9, "mode": "hide"})
     return fig
 

@@ -11,6 +11,7 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
+from core.graph.extract import STOP as STOP_WORDS  # the extractor's own stop words
 from core.graph.snapshot import GraphSnapshot
 from core.graph.sources import GraphSource
 from core.text import PALETTE, snippet
@@ -56,14 +57,39 @@ def community_colour(cid: str | None) -> str:
 
 
 def nodes_frame(snap: GraphSnapshot, *, level: int) -> pd.DataFrame:
-    """Every active node with its type, degree, chunk count and community at `level`."""
+    """Every active node with its type, degree, chunk count, document count and community at `level`."""
     comm = snap.node_community.get(level, {})
     deg = snap.degree
+    docs = [len({d for _, d, _ in nc}) for nc in snap.node_chunks] if snap.node_chunks else [0] * len(snap)
     return pd.DataFrame({
         "node_id": snap.node_ids, "name": snap.names, "type": snap.types,
-        "degree": deg.astype(int) if len(deg) else [], "chunks": snap.n_chunks.astype(int),
+        "degree": deg.astype(int) if len(deg) else [], "chunks": snap.n_chunks.astype(int), "docs": docs,
         "community": [comm.get(i) for i in range(len(snap))],
     })
+
+
+# A lowercase phrase used in this share of the documents or more is the corpus's everyday language, not a thing.
+COMMON_DOC_SHARE = 0.3
+COMMON_MIN_DOCS = 3
+_WORDS = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
+
+
+def common_phrases(frame: pd.DataFrame, n_docs: int) -> pd.Series:
+    """True for the 'phrase' entities (lowercase multi-word terms) a reader would call noise: one holding a stop
+    word ('messages with'), a cut-off piece of a longer phrase seen as often ('fewer remote' inside 'fewer remote
+    days'), or one spread over COMMON_DOC_SHARE of the documents. Named entities and identifiers are never noise."""
+    phrase = frame["type"] == "phrase"
+    names = frame["name"].str.lower()
+    stop = names.map(lambda n: any(w in STOP_WORDS for w in _WORDS.findall(n)))
+    chunks = dict(zip(names, frame["chunks"]))
+    longer = [n for n, t in zip(names, frame["type"]) if t == "phrase"]
+
+    def cut_off(n: str) -> bool:  # a longer phrase starts or ends with it and is seen at least as often
+        return any(m != n and (m.startswith(n + " ") or m.endswith(" " + n)) and chunks[m] >= chunks[n]
+                   for m in longer)
+
+    common = frame["docs"] >= max(COMMON_MIN_DOCS, COMMON_DOC_SHARE * n_docs) if n_docs else False
+    return phrase & (stop | names.map(cut_off) | common)
 
 
 def filter_nodes(frame: pd.DataFrame, *, communities: Iterable[str] = (), types: Iterable[str] = (),
@@ -336,6 +362,13 @@ def subgraph_svg(local: Any, names: Mapping[str, str], *, width: int = 320, max_
             f"src='data:image/svg+xml;base64,{data}'/></div>")
 
 
+LABEL_CHAR_PX = 5.8  # mean width of a character of the 10 px sans-serif labels (wide enough for capitals)
+
+
+def _label_text(name: str) -> str:
+    return name if len(name) <= 24 else name[:23] + "…"
+
+
 def svg_graph_html(nodes: pd.DataFrame, edges: pd.DataFrame, layout: Mapping[str, tuple[float, float]], *,
                    used: Used = Used(), width: int = 1200, height: int = 620) -> str:
     """The default Graph view as a still SVG page (a few kB, no script): positions from static_layout, community
@@ -361,14 +394,40 @@ def svg_graph_html(nodes: pd.DataFrame, edges: pd.DataFrame, layout: Mapping[str
             (ax, ay), (bx, by) = pos[row.src], pos[row.dst]
             out.append(f"<line x1='{ax:.1f}' y1='{ay:.1f}' x2='{bx:.1f}' y2='{by:.1f}' "
                        f"stroke='{HIGHLIGHT if hot else DIM_EDGE}' stroke-width='{2 if hot else 0.7}'/>")
+    # Labels never overlap: placed greedily, the nodes a query used first, then by degree; a label whose box would
+    # touch one already placed is left out (the node keeps its hover title).
+    # Nor do they run over another node's mark or off the picture.
+    order = sorted(nodes.itertuples(index=False), key=lambda r: (r.node_id not in used.nodes, -r.degree, r.node_id))
+    radius = {r.node_id: min(11.0, 3 + 0.8 * math.sqrt(max(r.degree, 0))) + (3 if r.node_id in used.seeds else 0)
+              for r in order}
+    marks = {n: (x - radius[n], y - radius[n], x + radius[n], y + radius[n]) for n, (x, y) in pos.items()}
+    boxes: list[tuple[float, float, float, float]] = []
+    labelled: dict[str, float] = {}  # node id -> the label's centre x (moved inside the picture at its edges)
+
+    def hits(box: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+        return box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3]
+
+    for row in order:
+        x, y = pos[row.node_id]
+        r = radius[row.node_id]
+        w = LABEL_CHAR_PX * len(_label_text(row.name))
+        lx = min(max(x, w / 2 + 1), width - w / 2 - 1)
+        box = (lx - w / 2 - 1, y + r + 1, lx + w / 2 + 1, y + r + 12)
+        if box[3] > height:
+            continue
+        if any(hits(box, b) for b in boxes) or any(hits(box, m) for n, m in marks.items() if n != row.node_id):
+            continue
+        boxes.append(box)
+        labelled[row.node_id] = lx
     for row in nodes.itertuples(index=False):
         x, y = pos[row.node_id]
         hot, seed = row.node_id in used.nodes, row.node_id in used.seeds
         r = min(11.0, 3 + 0.8 * math.sqrt(max(row.degree, 0))) + (3 if seed else 0)
         tip = f"{row.name} · {row.type} · degree {row.degree} · {row.chunks} chunks · community {row.community}"
+        label = (f"<text x='{labelled[row.node_id]:.1f}' y='{y + r + 10:.1f}' text-anchor='middle'>"
+                 f"{esc(_label_text(row.name))}</text>" if row.node_id in labelled else "")
         out.append(f"<g><title>{esc(tip)}</title><circle cx='{x:.1f}' cy='{y:.1f}' r='{r:.1f}' "
                    f"fill='{community_colour(row.community)}' stroke='{HIGHLIGHT if hot else '#ffffff'}' "
-                   f"stroke-width='{3 if hot else 1}'/><text x='{x:.1f}' y='{y + r + 10:.1f}' text-anchor='middle'>"
-                   f"{esc(row.name if len(row.name) <= 24 else row.name[:23] + '…')}</text></g>")
+                   f"stroke-width='{3 if hot else 1}'/>{label}</g>")
     out.append("</svg>")
     return "<!doctype html><html><body style='margin:0'>" + "".join(out) + "</body></html>"

@@ -8,6 +8,7 @@ from dataclasses import replace
 from html import unescape
 from html.parser import HTMLParser
 from pathlib import PurePath
+from typing import Any, Sequence
 
 from charset_normalizer import from_bytes
 
@@ -339,7 +340,13 @@ def _parse_pdf(name: str, data: bytes) -> ParsedDocument:
                 ok = 0
             if not ok:
                 raise ParseError(f"{name}: the PDF is password-protected; remove the password and upload again")
-        pages = [(page.extract_text() or "") for page in reader.pages]
+        page_runs: list[list[tuple[str, float, bool]]] = []  # per page: (text, size, bold) runs in reading order
+        pages = []
+        for page in reader.pages:
+            runs: list[tuple[str, float, bool]] = []
+            pages.append(page.extract_text(visitor_text=lambda t, cm, tm, font, size: runs.append(
+                (t, _run_size(size, cm, tm), _is_bold(font)))) or "")
+            page_runs.append(runs)
     except ParseError:
         raise
     except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as exc:
@@ -352,7 +359,96 @@ def _parse_pdf(name: str, data: bytes) -> ParsedDocument:
     if not text.strip():
         raise ParseError(f"{name}: the PDF has no extractable text (scanned images need OCR, which is not supported)")
     first = next((ln.strip() for ln in text.split("\n") if ln.strip()), PurePath(name).stem)
-    return ParsedDocument(name, "pdf", text, (Section((), 0, len(text)),), first[:120])
+    headings = pdf_headings(text, [r for page in page_runs for r in page])
+    title = headings[0][2] if headings and not text[:headings[0][0]].strip() else first  # a heading that opens it
+    return ParsedDocument(name, "pdf", text, _sections_from_headings(text, headings), title[:120])
+
+
+# -- PDF headings from the fonts: larger than the body text, or bold at its size --------------------------------------
+HEADING_SCALE = 1.12  # a line this much larger than the body size is a heading
+MAX_HEADING_WORDS = 14
+MAX_HEADING_SHARE = 0.5  # more heading-like lines than this (an all-bold file, a slide deck): no structure is read
+
+
+def _run_size(size: float, cm: Any, tm: Any) -> float:
+    """The rendered font size of a text run: the font size scaled by the text and transformation matrices."""
+    try:
+        scale = abs(float(tm[3])) * (abs(float(cm[3])) or 1.0)
+    except (TypeError, IndexError, ValueError):
+        scale = 1.0
+    return round(float(size or 0.0) * (scale or 1.0), 2)
+
+
+def _is_bold(font: Any) -> bool:
+    try:
+        base = str(font.get("/BaseFont", "")) if font else ""
+    except AttributeError:
+        return False
+    return any(w in base.lower() for w in ("bold", "black", "heavy", "semibold", "demi"))
+
+
+def pdf_headings(text: str, runs: Sequence[tuple[str, float, bool]]) -> list[tuple[int, int, str]]:
+    """Heading lines of a PDF's extracted text from its text runs (text, rendered size, bold): a short line set
+    larger than the body text (the size most characters have), or bold at the body size, without a closing period.
+    Levels follow the sizes (largest = 1); adjacent lines of one heading (a wrapped title) join. Returns
+    (char offset in `text`, level, title) as _sections_from_headings takes them; [] when the file shows no
+    such structure."""
+    lines: list[tuple[str, float, bool]] = []
+    cur: list[tuple[str, float, bool]] = []
+    for t, size, bold in [*runs, ("\n", 0.0, False)]:
+        parts = t.split("\n")
+        for k, part in enumerate(parts):
+            if part:
+                cur.append((part, size, bold))
+            if k < len(parts) - 1 and cur:
+                chars = [(len(p.strip()), s, b) for p, s, b in cur if p.strip()]
+                n = sum(c for c, _, _ in chars)
+                if n:
+                    size_of = max({s for _, s, _ in chars}, key=lambda s: sum(c for c, x, _ in chars if x == s))
+                    lines.append(("".join(p for p, _, _ in cur).strip(), size_of,
+                                  sum(c for c, _, b in chars if b) == n))
+                cur = []
+    if not lines:
+        return []
+    weight: dict[float, int] = {}
+    for line, size, _ in lines:
+        weight[size] = weight.get(size, 0) + len(line)
+    body = max(weight, key=weight.__getitem__)
+    # Bold marks a heading only where the body text is not bold itself.
+    at_body = [(len(line), bold) for line, size, bold in lines if size == body]
+    bold_body = sum(n for n, b in at_body if b) > 0.5 * sum(n for n, _ in at_body)
+
+    def heading_like(line: str, size: float, bold: bool) -> bool:
+        words = line.split()
+        return (0 < len(words) <= MAX_HEADING_WORDS and not line.endswith((".", ",", ";", ":"))
+                and any(ch.isalpha() for ch in line)
+                and (size >= body * HEADING_SCALE or (bold and not bold_body and size >= body * 0.95)))
+
+    marks = [heading_like(*ln) for ln in lines]
+    if sum(marks) > MAX_HEADING_SHARE * len(lines):
+        return []
+    sizes = sorted({round(s * 2) / 2 for (_, s, _), m in zip(lines, marks) if m and s >= body * HEADING_SCALE},
+                   reverse=True)
+    out: list[tuple[int, int, str]] = []
+    pos = 0
+    prev: tuple[int, float] | None = None  # index and size of the heading line just before
+    for i, ((line, size, _), m) in enumerate(zip(lines, marks)):
+        found = text.find(line, pos)
+        if found < 0:
+            continue
+        pos = found + len(line)
+        if not m:
+            prev = None
+            continue
+        big = round(size * 2) / 2
+        level = min(6, sizes.index(big) + 1 if big in sizes else len(sizes) + 1)
+        if prev is not None and prev == (i - 1, size) and out:
+            at, lvl, title = out[-1]
+            out[-1] = (at, lvl, f"{title} {line}")  # a heading wrapped onto a second line
+        else:
+            out.append((found, level, line))
+        prev = (i, size)
+    return out
 
 
 def check_zip(name: str, data: bytes) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+import duckdb
 import numpy as np
 
 from core.store.db import Database, now
@@ -15,6 +16,11 @@ TABLES: tuple[str, ...] = (
     """CREATE TABLE IF NOT EXISTS answer_cache (
         workspace_id VARCHAR, corpus_version BIGINT, config_hash VARCHAR, question VARCHAR, vec FLOAT[],
         answer VARCHAR, citations VARCHAR, refused BOOLEAN, mode VARCHAR, cost_usd DOUBLE, ms DOUBLE,
+        created_at TIMESTAMP)""",
+    # The trace that produced a cached answer (JSON, candidate texts cut), so a served answer can show its stages.
+    # Its own table, created on open like the others: older files gain it without a schema version.
+    """CREATE TABLE IF NOT EXISTS answer_cache_traces (
+        workspace_id VARCHAR, corpus_version BIGINT, config_hash VARCHAR, question VARCHAR, trace VARCHAR,
         created_at TIMESTAMP)""",
     """CREATE TABLE IF NOT EXISTS answer_cache_events (
         workspace_id VARCHAR, verdict VARCHAR, cosine DOUBLE, saved_ms DOUBLE, saved_usd DOUBLE,
@@ -64,6 +70,24 @@ class Answers:
                          json.dumps(list(entry.citations)), entry.refused, entry.mode, entry.cost_usd, entry.ms,
                          entry.stored_at if entry.stored_at.year > 1970 else now()])
 
+    def put_trace(self, key: CacheKey, question: str, trace_json: str) -> None:
+        """The trace that produced the answer just stored for `question` under `key`."""
+        with self._db.writer() as cur:
+            cur.execute("INSERT INTO answer_cache_traces VALUES (?, ?, ?, ?, ?, ?)",
+                        [key.workspace, key.corpus_version, key.config_hash, question, trace_json, now()])
+
+    def cached_trace(self, key: CacheKey, question: str) -> str | None:
+        """The newest stored trace of `question` under `key` (JSON), or None (none kept, or a file opened read-only
+        from before the table existed)."""
+        try:
+            row = self._db.cursor().execute(
+                "SELECT trace FROM answer_cache_traces WHERE workspace_id = ? AND corpus_version = ? AND "
+                "config_hash = ? AND question = ? ORDER BY created_at DESC LIMIT 1",
+                [key.workspace, key.corpus_version, key.config_hash, question]).fetchone()
+        except duckdb.CatalogException:
+            return None
+        return str(row[0]) if row else None
+
     def record_lookup(self, workspace: str, verdict: str, cosine: float | None, saved_ms: float = 0.0,
                       saved_usd: float = 0.0) -> None:
         with self._db.writer() as cur:
@@ -75,6 +99,7 @@ class Answers:
         with self._db.writer() as cur:
             n = cur.execute("SELECT count(*) FROM answer_cache WHERE workspace_id = ?", [workspace]).fetchone()[0]
             cur.execute("DELETE FROM answer_cache WHERE workspace_id = ?", [workspace])
+            cur.execute("DELETE FROM answer_cache_traces WHERE workspace_id = ?", [workspace])
         return int(n)
 
     def prune_answers(self, workspace: str, below_version: int) -> int:
@@ -85,6 +110,8 @@ class Answers:
             if n:
                 cur.execute("DELETE FROM answer_cache WHERE workspace_id = ? AND corpus_version < ?",
                             [workspace, below_version])
+            cur.execute("DELETE FROM answer_cache_traces WHERE workspace_id = ? AND corpus_version < ?",
+                        [workspace, below_version])
         return int(n)
 
     def answer_cache_counts(self, workspace: str = DEFAULT_WORKSPACE) -> AnswerCacheCounts:
