@@ -135,6 +135,11 @@ def _ingest_args(p: Parser) -> None:
 def _result_line(r: FileResult) -> str:
     message = r.message[len(r.name) + 2:] if r.message.startswith(f"{r.name}: ") else r.message
     detail = message if r.status == "error" else f"{r.chunks} chunks, {r.embedded} embedded, {r.cache_hits} cached"
+    if r.status == "replaced":
+        detail += f" ({r.chunk_changes()}"
+        if r.contexts_kept or r.contexts_to_write:
+            detail += f"; llm contexts: {r.contexts_kept} kept, {r.contexts_to_write} to write"
+        detail += ")"
     if r.encoding and not r.encoding.startswith("utf-8") and r.status != "error":
         detail += f", decoded as {r.encoding}"
     if r.status == "unchanged" and r.message.startswith("same content and chunker; stored as"):
@@ -214,10 +219,20 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             return code
     if args.json:
         print(json.dumps({"results": [r.__dict__ for r in report.results], "embedded": report.embedded,
-                          "cache_hits": report.cache_hits}))
+                          "cache_hits": report.cache_hits, "chunks": report.chunk_changes(),
+                          "graph": {**report.graph.__dict__, "usage": report.graph.usage.__dict__}
+                          if report.graph else None, "notes": report.notes}))
     else:
+        ch = report.chunk_changes()
         print(f"{len(report.ok)} ok, {len(report.errors)} failed; {report.embedded} embeddings computed, "
-              f"{report.cache_hits} from cache")
+              f"{report.cache_hits} from cache; chunks: {ch['unchanged']} unchanged, {ch['changed']} changed, "
+              f"{ch['new']} new, {ch['removed']} removed")
+        if report.graph is not None:
+            g = report.graph
+            print(f"graph updated in {g.seconds:.2f} s: +{g.chunks_added} / -{g.chunks_removed} chunks, "
+                  f"{g.summaries_invalidated} community summaries invalidated")
+        for n in report.notes:
+            print(f"notice: {n}", file=sys.stderr)
     return 1 if report.errors and not report.ok else 0
 
 
@@ -347,13 +362,20 @@ def cmd_docs(args: argparse.Namespace) -> int:
 
 def _delete_args(p: Parser) -> None:
     p.add_argument("doc_id")
-    _add_common(p, config=False)
+    _add_common(p)
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
+    from core.app.corpus_ops import delete_document
+
+    cfg = _config(args)
     store = _open_store(args, "write")
-    if store.corpus.delete_document(args.doc_id, args.workspace):
+    notices: list[str] = []
+    # The entity graph follows, as on the Corpus page (an incremental update; no model is loaded for it).
+    if delete_document(store, args.doc_id, graph=cfg.graph, workspace=args.workspace, notices=notices):
         print(f"deleted {args.doc_id}")
+        for n in notices:
+            print(f"notice: {n}", file=sys.stderr)
         return 0
     print(f"error: no document {args.doc_id}", file=sys.stderr)
     return 1

@@ -59,8 +59,18 @@ def ingest_report(report: Any) -> None:
     if report is None or not report.results:
         return
     ok, errors = report.ok, report.errors
+    ch = report.chunk_changes()
     st.success(f"{len(ok)} of {len(report.results)} file(s) ingested or up to date · embeddings: "
-               f"{report.embedded} computed, {report.cache_hits} from the cache")
+               f"{report.embedded} computed, {report.cache_hits} from the cache · chunks: {ch['unchanged']} "
+               f"unchanged, {ch['changed']} changed, {ch['new']} new, {ch['removed']} removed"
+               + (f" · llm contexts: {ch['contexts_kept']} kept, {ch['contexts_to_write']} to write"
+                  if ch["contexts_kept"] or ch["contexts_to_write"] else ""))
+    if report.graph is not None:
+        st.caption(f"Entity graph updated in {report.graph.seconds:.2f} s: +{report.graph.chunks_added} / "
+                   f"-{report.graph.chunks_removed} chunks, {report.graph.summaries_invalidated} community summaries "
+                   "invalidated")
+    for note in report.notes:
+        st.info(note)
     for r in errors:
         # The name and the parser's text come from the upload: escaped, so a name like ![p](http://…) stays text.
         st.error(escape_md(r.message if r.message.startswith(r.name) else f"{r.name}: {r.message}"))

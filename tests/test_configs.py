@@ -83,15 +83,16 @@ def test_config_diff_lists_only_changed_settings() -> None:
 # values were computed at 1eaf686, before the config was split into files and described, and moved on purpose since:
 # issue #34 added embedding.multilingual (default auto: a cross-lingual question now reads another list),
 # embedding.multilingual_model, fusion.multilingual_weight and fusion.cross_lingual_bm25_weight, the cascade_guard
-# section and limits.max_chunks_per_file, so a default run is a different configuration.
+# section and limits.max_chunks_per_file, so a default run is a different configuration; issue #31 added
+# context.reindex, context.major_share, graph.follow_ingest and graph.communities.
 PINNED_HASHES = {
-    "default": ({}, "36d1e906f9ff"),
-    "rerank off": ({"rerank.enabled": False}, "57a879d4d228"),
-    "heuristic context": ({"context.variant": "heuristic"}, "07b0a1870f48"),
-    "router off": ({"router.enabled": False}, "80b5d976fb29"),
-    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "f8db61460a88"),
-    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "1566d055ef83"),
-    "torch runtime": ({"embedding.runtime": "torch"}, "b486c8fd566f"),
+    "default": ({}, "d7ea129aa00d"),
+    "rerank off": ({"rerank.enabled": False}, "f4a9fa723178"),
+    "heuristic context": ({"context.variant": "heuristic"}, "64cd4f796b60"),
+    "router off": ({"router.enabled": False}, "7d57611a494f"),
+    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "58955274e043"),
+    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "b1ccddea30e1"),
+    "torch runtime": ({"embedding.runtime": "torch"}, "cd808f979a87"),
 }
 
 

@@ -3,12 +3,13 @@ that reads settings and tables and calls the pure operations (extract, resolve, 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
 from core.config import GraphConfig
-from core.graph.communities import LEIDEN_VERSIONS, hierarchical_leiden_arrays
+from core.graph.communities import LEIDEN_VERSIONS, Community, hierarchical_leiden_arrays, local_update
 from core.graph.extract import extract_all, make_extractor
 from core.graph.model import LLM_BUILT, STATISTICAL, BuildReport, ChunkExtraction
 from core.graph.resolve import (
@@ -76,12 +77,36 @@ def _store_extractions(store: Store, exts: Sequence[ChunkExtraction], builder: s
     return usage
 
 
-def recompute_communities(store: Store, cfg: GraphConfig, workspace: str) -> tuple[int, int, int]:
-    """Hierarchical Leiden over the active graph; returns (levels, communities, summaries invalidated)."""
+def stored_communities(store: Store, workspace: str) -> list[Community]:
+    """The stored community tree as Community records (members sorted)."""
+    groups: dict[tuple[int, str], tuple[str | None, list[str]]] = {}
+    for level, cid, parent, nid, _mh in store.communities.communities(workspace):
+        groups.setdefault((level, cid), (parent, []))[1].append(nid)
+    return [Community(level, cid, parent, tuple(sorted(members))) for (level, cid), (parent, members) in groups.items()]
+
+
+def cluster(store: Store, cfg: GraphConfig, workspace: str, touched: set[str] | None = None
+            ) -> tuple[list[Community], Any]:
+    """The communities of the active graph: all of it re-clustered (touched None, graph.communities = full, or no
+    stored communities), or only the communities the touched nodes are in (core/graph/communities.py
+    local_update). Returns them with the active graph they partition."""
     g = active_graph(store, workspace, cfg.min_phrase_chunks)
-    comms = hierarchical_leiden_arrays(g.ids, np.minimum(g.a, g.b), np.maximum(g.a, g.b), g.w, seed=cfg.seed,
-                                       resolution=cfg.resolution, max_cluster_size=cfg.max_cluster_size,
-                                       max_levels=cfg.max_levels)
+    a, b = np.minimum(g.a, g.b), np.maximum(g.a, g.b)
+    kw = dict(seed=cfg.seed, resolution=cfg.resolution, max_cluster_size=cfg.max_cluster_size,
+              max_levels=cfg.max_levels)
+    previous = stored_communities(store, workspace) if touched is not None and cfg.communities == "local" else []
+    if previous:
+        comms, _ = local_update(g.ids, a, b, g.w, previous, touched or set(), **kw)
+    else:
+        comms = hierarchical_leiden_arrays(g.ids, a, b, g.w, **kw)
+    return comms, g
+
+
+def recompute_communities(store: Store, cfg: GraphConfig, workspace: str, touched: set[str] | None = None
+                          ) -> tuple[int, int, int]:
+    """Communities over the active graph (cluster: all, or only those `touched` nodes are in); returns (levels,
+    communities, summaries invalidated)."""
+    comms, _ = cluster(store, cfg, workspace, touched)
     rows = [(c.level, c.community_id, c.parent_id, nid, c.members_hash) for c in comms for nid in c.members]
     invalidated = store.communities.put_communities(rows, workspace)
     levels = len({c.level for c in comms})
@@ -114,7 +139,10 @@ def refresh_suggestions(store: Store, cfg: GraphConfig, embedder: Embedder, work
 def _finish(store: Store, cfg: GraphConfig, workspace: str, *, mode: str, builder: str, t0: float, embedder: Embedder | None,
             new_nodes: set[str] | None, usage: Usage = Usage(), added: int = 0, removed: int = 0,
             notes: Sequence[str] = ()) -> BuildReport:
-    levels, n_comms, invalidated = recompute_communities(store, cfg, workspace)
+    # An incremental update (new_nodes: the nodes its chunks touched) re-clusters only their communities.
+    levels, n_comms, invalidated = recompute_communities(store, cfg, workspace,
+                                                         None if new_nodes is None or mode != "incremental"
+                                                         else new_nodes)
     suggestions = refresh_suggestions(store, cfg, embedder, workspace, new_nodes) if embedder is not None else 0
     counts = store.graph.counts(workspace)
     active = active_graph(store, workspace, cfg.min_phrase_chunks).nodes
@@ -199,19 +227,47 @@ def build_graph(
                    added=len(added), removed=len(removed), notes=notes)
 
 
+@dataclass(frozen=True)
+class Follow:
+    """What a corpus change did to the graph: the update's report, or a notice that the graph was left behind."""
+
+    report: BuildReport | None = None
+    notice: str = ""
+
+
+BEHIND_NOTICE = ("the entity graph was not updated (graph.follow_ingest = false) and is behind the corpus now; "
+                 "`python -m core graph update` (or Update on the Graph page) catches it up")
+
+
+def follow_corpus(
+    store: Store, cfg: GraphConfig, *, embedder: Embedder | None = None, llm: Any = None,
+    workspace: str = DEFAULT_WORKSPACE, doc_ids: Sequence[str] = (),
+) -> Follow:
+    """The hook for every path that adds, replaces or deletes documents (ingest on either engine, the Corpus page,
+    `python -m core delete`): an incremental update when a graph exists (or graph building is enabled), unless
+    graph.follow_ingest is off, when the first change after each build says so once, with the command.
+    `doc_ids` is informational: the update finds new and vanished chunks itself, so a missed call is caught up by
+    the next one."""
+    state = store.graph.state(workspace)
+    if state is None and not cfg.enabled:
+        return Follow()
+    if not cfg.follow_ingest:
+        if state is not None and store.graph.first_notice(f"graph_behind:{state.version}:{state.built_at}",
+                                                          workspace):
+            return Follow(notice=BEHIND_NOTICE)
+        return Follow()
+    report = build_graph(store, cfg, embedder=embedder, llm=llm, workspace=workspace)
+    if doc_ids:
+        report = BuildReport(**{**report.__dict__, "notes": (*report.notes, f"documents: {', '.join(doc_ids)}")})
+    return Follow(report)
+
+
 def update_graph_for_documents(
     store: Store, cfg: GraphConfig, *, embedder: Embedder | None = None, llm: Any = None,
     workspace: str = DEFAULT_WORKSPACE, doc_ids: Sequence[str] = (),
 ) -> BuildReport | None:
-    """The hook for ingest and the Corpus page after documents were added, replaced or deleted: an incremental
-    update when a graph exists (or graph building is enabled), else nothing. `doc_ids` is informational: the
-    update finds new and vanished chunks itself, so a missed call is caught up by the next one."""
-    if store.graph.state(workspace) is None and not cfg.enabled:
-        return None
-    report = build_graph(store, cfg, embedder=embedder, llm=llm, workspace=workspace)
-    if doc_ids:
-        report = BuildReport(**{**report.__dict__, "notes": (*report.notes, f"documents: {', '.join(doc_ids)}")})
-    return report
+    """follow_corpus's report (None when nothing ran)."""
+    return follow_corpus(store, cfg, embedder=embedder, llm=llm, workspace=workspace, doc_ids=doc_ids).report
 
 
 def reresolve_graph(store: Store, cfg: GraphConfig, *, embedder: Embedder | None = None,

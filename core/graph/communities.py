@@ -123,3 +123,117 @@ def hierarchical_leiden_arrays(
             break
         level_groups, parents = next_groups, next_parents
     return out
+
+
+# -- local updates -------------------------------------------------------------------------------------------------
+def _index(cid: str) -> int:
+    """The number of a community id 'L{level}-{k}' (0 for an id of another form)."""
+    tail = cid.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
+def local_update(
+    order: Sequence[str], a: np.ndarray, b: np.ndarray, w: np.ndarray, previous: Sequence[Community],
+    touched: set[str], *, seed: int = 42, resolution: float = 1.0, max_cluster_size: int = 30, max_levels: int = 3,
+) -> tuple[list[Community], set[str]]:
+    """Re-cluster only what a change touched. A top-level community is touched when it holds a touched node (one
+    whose mentions, edges or activity changed) or lost a node; those communities' surviving members and every node
+    of no previous community form the region, which hierarchical Leiden (seeded) partitions on its own induced
+    subgraph. Every untouched top-level community keeps its id, members and whole subtree, so its summaries stay
+    valid. Edges from the region to untouched communities did not change (an edge is made by chunks, and a changed
+    chunk touches both its ends), so leaving them out is the usual local approximation; `graph communities --full`
+    re-clusters everything, and bench/incremental.py measures the two against each other. Returns the communities
+    and the ids of the top-level communities that were re-clustered."""
+    n = len(order)
+    present = set(order)
+    by_level: dict[int, list[Community]] = {}
+    for c in previous:
+        by_level.setdefault(c.level, []).append(c)
+    roots = by_level.get(0, [])
+    hit = {c.community_id for c in roots if touched.intersection(c.members) or not present.issuperset(c.members)}
+    kept_roots = [c for c in roots if c.community_id not in hit]
+    outside = set().union(*(c.members for c in kept_roots)) if kept_roots else set()
+    region = [i for i, nid in enumerate(order) if nid not in outside]
+    kept: list[Community] = []
+    keep_ids = {c.community_id for c in kept_roots}
+    for level in sorted(by_level):
+        for c in by_level[level]:
+            if (level == 0 and c.community_id in keep_ids) or (level > 0 and c.parent_id in keep_ids):
+                kept.append(c)
+                if level > 0:
+                    keep_ids.add(c.community_id)
+    fresh: list[Community] = []
+    if region:
+        local = np.full(n, -1, dtype=np.int64)
+        local[region] = np.arange(len(region))
+        inside = (local[a] >= 0) & (local[b] >= 0)
+        sub = hierarchical_leiden_arrays([order[i] for i in region], local[a[inside]], local[b[inside]], w[inside],
+                                         seed=seed, resolution=resolution, max_cluster_size=max_cluster_size,
+                                         max_levels=max_levels)
+        # New communities take the ids the re-clustered ones freed (smallest first), then continue after the highest
+        # id the level has held: a kept community's id is never reused, and re-clustering everything names the
+        # communities as a full build does.
+        held = {c.community_id for c in kept}
+        free = {lv: sorted((_index(c.community_id) for c in cs if c.community_id not in held), reverse=True)
+                for lv, cs in by_level.items()}
+        nxt = {lv: 1 + max(_index(c.community_id) for c in cs) for lv, cs in by_level.items()}
+        rename: dict[str, str] = {}
+        for c in sorted(sub, key=lambda c: (c.level, _index(c.community_id))):
+            pool = free.get(c.level)
+            if pool:
+                k = pool.pop()
+            else:
+                k = nxt.get(c.level, 0)
+                nxt[c.level] = k + 1
+            rename[c.community_id] = f"L{c.level}-{k}"
+            fresh.append(Community(c.level, rename[c.community_id], rename.get(c.parent_id or "", None), c.members))
+    return _extend_levels([*kept, *fresh], max_levels), {c.community_id for c in roots if c.community_id in hit}
+
+
+def _extend_levels(comms: list[Community], max_levels: int) -> list[Community]:
+    """Every level a full partition: a leaf above the deepest level is carried down (a new id, itself the parent),
+    as hierarchical_leiden_arrays carries an unsplit community; kept subtrees and the re-clustered region may end
+    at different depths."""
+    depth = min(max_levels, 1 + max((c.level for c in comms), default=-1))
+    parents = {c.parent_id for c in comms if c.parent_id}
+    by_level: dict[int, list[Community]] = {}
+    for c in comms:
+        by_level.setdefault(c.level, []).append(c)
+    nxt = {lv: 1 + max(_index(c.community_id) for c in cs) for lv, cs in by_level.items()}
+    out = list(comms)
+    for level in range(depth - 1):
+        for c in sorted(by_level.get(level, []), key=lambda c: _index(c.community_id)):
+            if c.community_id in parents:
+                continue
+            k = nxt.get(level + 1, 0)
+            nxt[level + 1] = k + 1
+            copy = Community(level + 1, f"L{level + 1}-{k}", c.community_id, c.members)
+            by_level.setdefault(level + 1, []).append(copy)
+            out.append(copy)
+    return sorted(out, key=lambda c: (c.level, _index(c.community_id)))
+
+
+def modularity(order: Sequence[str], a: np.ndarray, b: np.ndarray, w: np.ndarray, comms: Sequence[Community],
+               level: int = 0) -> float:
+    """Weighted modularity (resolution 1) of one level's partition over the graph."""
+    label = {nid: k for k, c in enumerate(c for c in comms if c.level == level) for nid in c.members}
+    g = ig.Graph(n=len(order), edges=np.column_stack([a, b]).tolist() if len(a) else [], directed=False)
+    membership = [label.get(nid, -1) for nid in order]
+    spare = max(membership, default=0) + 1
+    membership = [m if m >= 0 else spare + i for i, m in enumerate(membership)]  # a missing node: its own community
+    return float(g.modularity(membership, weights=w.tolist() if len(w) else None))
+
+
+def agreement(order: Sequence[str], x: Sequence[Community], y: Sequence[Community], level: int = 0
+              ) -> dict[str, float]:
+    """How alike two partitions of the same nodes are at one level: NMI and adjusted Rand index (1 = identical)."""
+    def labels(cs: Sequence[Community]) -> list[int]:
+        lab = {nid: k for k, c in enumerate(c for c in cs if c.level == level) for nid in c.members}
+        spare = len(lab) + 1
+        return [lab.get(nid, spare + i) for i, nid in enumerate(order)]
+
+    lx, ly = labels(x), labels(y)
+    if not order:
+        return {"nmi": 1.0, "ari": 1.0}
+    return {"nmi": float(ig.compare_communities(lx, ly, method="nmi")),
+            "ari": float(ig.compare_communities(lx, ly, method="adjusted_rand"))}

@@ -118,15 +118,17 @@ def heuristic_context(title: str, name: str, heading_path: Sequence[str], lead: 
 def build_heuristic(store: Store, *, workspace: str = DEFAULT_WORKSPACE, progress: Progress | None = None,
                     doc_ids: Sequence[str] | None = None) -> ContextReport:
     """Write heuristic contexts for every chunk that has none (cheap, offline, idempotent). Ingest calls it with the
-    documents it just stored (`doc_ids`), so queries find them built and never write."""
+    documents it just stored (`doc_ids`): then every chunk of them is recomputed and written when its context is
+    missing or differs, since an unchanged chunk of an edited document keeps its stored context, and that context
+    reads the document's title and lead sentence (an edit there changes it). Queries find them built, never write."""
     docs = {d.doc_id: d for d in store.corpus.documents(workspace)}
     if doc_ids is None:
         chunks = store.corpus.chunks(workspace)
     else:
         chunks = [c for d in dict.fromkeys(doc_ids) for c in store.corpus.chunks(workspace, doc_id=d)]
-    have = set(store.ledger.contexts("heuristic", workspace, [c.chunk_id for c in chunks] if doc_ids is not None
-                                     else None))
-    todo = [c for c in chunks if c.chunk_id not in have]
+    have = store.ledger.contexts("heuristic", workspace, [c.chunk_id for c in chunks] if doc_ids is not None
+                                 else None)
+    todo = chunks if doc_ids is not None else [c for c in chunks if c.chunk_id not in have]
     written = 0
     pending: list[tuple[str, str]] = []
     for i, (doc_id, chunks) in enumerate(_by_doc(todo).items()):
@@ -135,13 +137,15 @@ def build_heuristic(store: Store, *, workspace: str = DEFAULT_WORKSPACE, progres
         title = (d.title if d else "") or ""
         name = d.name if d else doc_id
         lead = lead_sentence(text, title)
-        pending += [(c.chunk_id, heuristic_context(title, name, c.heading_path, lead)) for c in chunks]
+        made = [(c.chunk_id, heuristic_context(title, name, c.heading_path, lead)) for c in chunks]
+        made = [(cid, ctx) for cid, ctx in made if have.get(cid) != ctx]
+        pending += made
         # Free to recompute, so written in batches rather than one transaction per document: per document it was
         # about a quarter of the non-model time of ingesting SciFact abstracts (bench/ingest.py, issue #14).
         if len(pending) >= _HEURISTIC_BATCH:
             store.ledger.put_contexts(pending, "heuristic", HEURISTIC_LABEL, workspace)
             pending = []
-        written += len(chunks)
+        written += len(made)
         if progress:
             progress(written, len(todo), 0.0)
     store.ledger.put_contexts(pending, "heuristic", HEURISTIC_LABEL, workspace)

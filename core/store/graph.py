@@ -69,6 +69,12 @@ class Graph:
                          json.dumps(stats, sort_keys=True), now()])
         return version
 
+    def first_notice(self, key: str, workspace: str = DEFAULT_WORKSPACE) -> bool:
+        """True the first time `key` is claimed for the workspace (a meta row remembers it): a notice said once."""
+        with self._db.writer() as cur:
+            return bool(cur.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT DO NOTHING RETURNING key",
+                                    [f"notice:{workspace}:{key}", str(now())]).fetchall())
+
     def seen_chunks(self, workspace: str = DEFAULT_WORKSPACE) -> dict[str, str]:
         """chunk_id -> doc_id of every chunk the graph holds extractions for."""
         return dict(self._db.cursor().execute(
