@@ -608,6 +608,8 @@ def _context_args(p: Parser) -> None:
     p.add_argument("--model", default=None, help="context writer (default context.model)")
     p.add_argument("--yes", action="store_true", help="skip the confirmation above context.confirm_above_usd")
     p.add_argument("--estimate-only", action="store_true", help="print the cost estimate and stop")
+    p.add_argument("--refresh-stale", action="store_true", help="llm: first forget the contexts marked possibly "
+                   "stale (kept across an edit under context.reindex = major), so this build rewrites them")
     _add_json(p)
     _add_engine(p, "llm variant: ray sends the calls from Ray workers (shared rate limit, same hard budget)",
                 "with --engine ray: a running cluster")
@@ -637,6 +639,9 @@ def cmd_context(args: argparse.Namespace) -> int:
             print(f"error: LLM contexts need Claude ({deps.llm.reason}); offline: --variant heuristic or late",
                   file=sys.stderr)
             return 2
+        if args.refresh_stale and not args.estimate_only:
+            stale = store.ledger.stale_contexts("llm", args.workspace)
+            out["refreshed_stale"] = store.ledger.drop_contexts(stale, "llm", args.workspace)
         est, warnings = estimate_llm_contexts(store, model=model, workspace=args.workspace, batch=use_batches,
                                               ttl=cfg.llm.cache_ttl)
         out["estimate"] = {"calls": est.calls, "with_cache_usd": round(est.with_cache_usd, 6),
@@ -648,7 +653,7 @@ def cmd_context(args: argparse.Namespace) -> int:
                   f"{fmt_usd(est.with_cache_usd)} with prompt caching, {fmt_usd(est.without_cache_usd)} without "
                   "(tokens estimated per script; the budget guard counts them exactly)")
             for w in warnings:
-                print(f"warning: {w}")
+                print(w if w.startswith("plan: ") else f"warning: {w}")
         if args.estimate_only:
             if args.json:
                 print(json.dumps(out))

@@ -93,7 +93,8 @@ with t_cache:
         st.plotly_chart(px.line(rates, x="time", y="hit_rate", color="cache", markers=True, hover_data=["volume"],
                                 range_y=[0, 1], title="Hit rate over time"))
         st.caption("Prompt cache: share of prompt tokens read from the cache. Embedding cache: share of texts whose "
-                   "vector came from the cache.")
+                   "vector came from the cache. LLM contexts kept: share of an edited document's contexts its unchanged "
+                   "chunks kept (context.reindex).")
     st.subheader("Semantic answer cache")
     answer_rows = answer_cache_table(store)
     if answer_rows:

@@ -196,3 +196,21 @@ def test_local_update_is_deterministic_and_full_reclustering_is_available(store:
     assert one == two
     full, _ = cluster(store, cfg.graph.model_copy(update={"communities": "full"}), "default", touched)
     assert {c.members for c in full if c.level == 0} == {c.members for c in one if c.level == 0}
+
+
+def test_the_estimate_says_what_will_be_rebuilt_and_what_the_edit_saved(store: Store) -> None:
+    from core.app.costs import embedding_cache_rate
+    from core.ingest.context import estimate_llm_contexts
+
+    emb = HashEmbedder()
+    _ingest(store, emb, DOC)
+    n = len(_llm_contexts_for_all(store))
+    _ingest(store, emb, EDITED, PipelineConfig().with_overrides({"context.reindex": "major"}))
+    est, notes = estimate_llm_contexts(store, model="claude-haiku-4-5")
+    plan = [x for x in notes if x.startswith("plan: ")]
+    assert est.calls == 1
+    assert any(f"1 changed or new chunks of 1 edited documents need one; their {n - 1} unchanged" in x for x in plan)
+    assert any(f"{n - 1} kept contexts are marked possibly stale" in x for x in plan)
+    rate = embedding_cache_rate(store.caches.cache_events(), "1h")
+    kept = rate[rate.cache == "llm contexts kept across edits"]
+    assert list(kept.hit_rate) == [pytest.approx((n - 1) / n)]

@@ -56,16 +56,17 @@ def prompt_cache_rate(ledger: pd.DataFrame, freq: str = "1h") -> pd.DataFrame:
 
 
 def embedding_cache_rate(events: Sequence[tuple[str, int, int, str, datetime]], freq: str = "1h") -> pd.DataFrame:
-    """Embedding-cache hit rate per time bucket from cache events (cache, hits, misses, purpose, created_at)."""
-    rows = [(at, h, m) for cache, h, m, _, at in events if cache == "embedding"]
+    """Embedding-cache hit rate per time bucket from cache events (cache, hits, misses, purpose, created_at), and
+    beside it the share of an edited document's llm contexts its unchanged chunks kept (context.reindex)."""
+    labels = {"embedding": "embedding cache (texts)", "llm_context": "llm contexts kept across edits"}
+    rows = [(at, labels[cache], h, m) for cache, h, m, _, at in events if cache in labels]
     if not rows:
         return pd.DataFrame(columns=["time", "cache", "hit_rate", "volume"])
-    df = pd.DataFrame(rows, columns=["at", "hits", "misses"])
+    df = pd.DataFrame(rows, columns=["at", "cache", "hits", "misses"])
     df["time"] = pd.to_datetime(df["at"]).dt.floor(freq)
-    g = df.groupby("time").agg(hits=("hits", "sum"), misses=("misses", "sum")).reset_index()
+    g = df.groupby(["time", "cache"]).agg(hits=("hits", "sum"), misses=("misses", "sum")).reset_index()
     g["volume"] = g.hits + g.misses
     g["hit_rate"] = [h / v if v else 0.0 for h, v in zip(g.hits, g.volume)]
-    g["cache"] = "embedding cache (texts)"
     return g[["time", "cache", "hit_rate", "volume"]]
 
 
