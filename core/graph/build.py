@@ -189,7 +189,8 @@ def build_graph(
     current = {c.chunk_id for c in chunks}
     removed = sorted(cid for cid in seen if cid not in current)
     added = [c for c in chunks if c.chunk_id not in seen]
-    affected = store.graph.remove_chunks(removed, workspace)
+    # Nodes an update killed half-way touched (graph_dirty) are finished by this one.
+    affected = store.graph.remove_chunks(removed, workspace) | (set() if full else store.graph.dirty_nodes(workspace))
 
     extractor, builder, notice = make_extractor(cfg.builder, llm=llm, model=cfg.llm_model, workspace=workspace,
                                                 max_entities=cfg.max_entities_per_chunk)

@@ -447,8 +447,11 @@ def after_ingest(report: IngestReport, *, store: Store, embedder: Embedder, conf
         # Heuristic contexts (title, heading path, lead sentence; no model, ~free) are written at ingest, so a query
         # with context.variant = heuristic finds them and writes nothing.
         build_heuristic(store, workspace=workspace, doc_ids=changed)
-    if changed:
-        # Keep an existing entity graph in step whichever path ingested: only the changed chunks are extracted and
+    state = store.graph.state(workspace)
+    behind = state is not None and state.corpus_version != store.corpus.corpus_version(workspace)
+    if changed or behind:
+        # Keep an existing entity graph in step whichever path ingested (behind: a run killed after its writes and
+        # before the graph update, or documents deleted elsewhere): only the changed chunks are extracted and
         # only the communities they touch re-clustered (core/graph/build.py); or say once that it was left behind.
         follow = follow_corpus(store, config.graph, embedder=embedder, workspace=workspace, doc_ids=changed)
         report.graph = follow.report
