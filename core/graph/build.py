@@ -85,12 +85,12 @@ def stored_communities(store: Store, workspace: str) -> list[Community]:
     return [Community(level, cid, parent, tuple(sorted(members))) for (level, cid), (parent, members) in groups.items()]
 
 
-def cluster(store: Store, cfg: GraphConfig, workspace: str, touched: set[str] | None = None
+def cluster(store: Store, cfg: GraphConfig, workspace: str, touched: set[str] | None = None, g: Any = None
             ) -> tuple[list[Community], Any]:
     """The communities of the active graph: all of it re-clustered (touched None, graph.communities = full, or no
     stored communities), or only the communities the touched nodes are in (core/graph/communities.py
-    local_update). Returns them with the active graph they partition."""
-    g = active_graph(store, workspace, cfg.min_phrase_chunks)
+    local_update). Returns them with the active graph they partition (`g`, when the caller has it loaded)."""
+    g = g if g is not None else active_graph(store, workspace, cfg.min_phrase_chunks)
     a, b = np.minimum(g.a, g.b), np.maximum(g.a, g.b)
     kw = dict(seed=cfg.seed, resolution=cfg.resolution, max_cluster_size=cfg.max_cluster_size,
               max_levels=cfg.max_levels)
@@ -102,11 +102,11 @@ def cluster(store: Store, cfg: GraphConfig, workspace: str, touched: set[str] | 
     return comms, g
 
 
-def recompute_communities(store: Store, cfg: GraphConfig, workspace: str, touched: set[str] | None = None
-                          ) -> tuple[int, int, int]:
+def recompute_communities(store: Store, cfg: GraphConfig, workspace: str, touched: set[str] | None = None,
+                          g: Any = None) -> tuple[int, int, int]:
     """Communities over the active graph (cluster: all, or only those `touched` nodes are in); returns (levels,
     communities, summaries invalidated)."""
-    comms, _ = cluster(store, cfg, workspace, touched)
+    comms, _ = cluster(store, cfg, workspace, touched, g)
     rows = [(c.level, c.community_id, c.parent_id, nid, c.members_hash) for c in comms for nid in c.members]
     invalidated = store.communities.put_communities(rows, workspace)
     levels = len({c.level for c in comms})
@@ -114,10 +114,10 @@ def recompute_communities(store: Store, cfg: GraphConfig, workspace: str, touche
 
 
 def refresh_suggestions(store: Store, cfg: GraphConfig, embedder: Embedder, workspace: str,
-                        new_nodes: set[str] | None) -> int:
+                        new_nodes: set[str] | None, g: Any = None) -> int:
     """Queue merge suggestions (name cosine >= merge_threshold) for new nodes against all active nodes, and drop
     pending ones that no longer make sense (a node left, or both already resolve to one node)."""
-    nodes = active_graph(store, workspace, cfg.min_phrase_chunks).nodes
+    nodes = (g if g is not None else active_graph(store, workspace, cfg.min_phrase_chunks)).nodes
     ids = [n.node_id for n in nodes]
     res = current_resolution(store, cfg, workspace)
     alive = set(ids)
@@ -139,13 +139,15 @@ def refresh_suggestions(store: Store, cfg: GraphConfig, embedder: Embedder, work
 def _finish(store: Store, cfg: GraphConfig, workspace: str, *, mode: str, builder: str, t0: float, embedder: Embedder | None,
             new_nodes: set[str] | None, usage: Usage = Usage(), added: int = 0, removed: int = 0,
             notes: Sequence[str] = ()) -> BuildReport:
+    # The active graph is read once (its nodes and edges are the update's biggest read) for every step below.
+    g = active_graph(store, workspace, cfg.min_phrase_chunks)
     # An incremental update (new_nodes: the nodes its chunks touched) re-clusters only their communities.
     levels, n_comms, invalidated = recompute_communities(store, cfg, workspace,
                                                          None if new_nodes is None or mode != "incremental"
-                                                         else new_nodes)
-    suggestions = refresh_suggestions(store, cfg, embedder, workspace, new_nodes) if embedder is not None else 0
+                                                         else new_nodes, g)
+    suggestions = refresh_suggestions(store, cfg, embedder, workspace, new_nodes, g) if embedder is not None else 0
     counts = store.graph.counts(workspace)
-    active = active_graph(store, workspace, cfg.min_phrase_chunks).nodes
+    active = g.nodes
     stats = {"nodes": counts["nodes"], "edges": counts["edges"], "active_nodes": len(active), "levels": levels,
              "communities": n_comms, "chunks": counts["chunks"], "leiden": LEIDEN_VERSIONS,
              "label": builder_label(builder)}
@@ -154,7 +156,7 @@ def _finish(store: Store, cfg: GraphConfig, workspace: str, *, mode: str, builde
     # Extractive summaries cost no model call, so the build stores them for every community whose membership is
     # new: global search then reads them instead of writing them into each process's memory on first use. LLM
     # summaries stay a query-time (or explicit) cost the user sees estimated first.
-    snap = load_snapshot(store, workspace, cfg.min_phrase_chunks)
+    snap = load_snapshot(store, workspace, cfg.min_phrase_chunks, g)
     written = build_summaries(snap, store, workspace=workspace) if snap is not None else 0
     return BuildReport(mode, builder_label(builder), added, removed, counts["nodes"], counts["edges"], len(active),
                        levels, n_comms, invalidated, suggestions, time.perf_counter() - t0, usage, tuple(notes),

@@ -123,11 +123,13 @@ def active_graph(store: GraphSource, workspace: str, min_phrase_chunks: int) -> 
     return ActiveGraph(nodes, a[keep], b[keep], w[keep])
 
 
-def load_snapshot(store: GraphSource, workspace: str, min_phrase_chunks: int) -> GraphSnapshot | None:
+def load_snapshot(store: GraphSource, workspace: str, min_phrase_chunks: int, g: ActiveGraph | None = None
+                  ) -> GraphSnapshot | None:
+    """The snapshot of the stored graph (`g`: its active graph when the caller has just read it)."""
     state = store.graph.state(workspace)
     if state is None:
         return None
-    g = active_graph(store, workspace, min_phrase_chunks)
+    g = g if g is not None else active_graph(store, workspace, min_phrase_chunks)
     nodes, ids = g.nodes, g.ids
     n = len(ids)
     if len(g.a):

@@ -142,6 +142,7 @@ def get_summaries(snap: GraphSnapshot, store: GraphSource, level: int, community
     hashes = {cid: snap.members_hash[(level, cid)] for cid in community_ids}
     cached = store.communities.summaries(list(hashes.values()), workspace)
     out = []
+    rows: list[tuple[str, int, str, str, str, str, dict[str, Any]]] = []
     for cid in community_ids:
         mh = hashes[cid]
         hit = cached.get(mh)
@@ -163,9 +164,10 @@ def get_summaries(snap: GraphSnapshot, store: GraphSource, level: int, community
         made = Summary(level, cid, mh, title, text, mode, False, usage)
         snap.summaries[mh] = made
         if write:
-            store.communities.put_summary(mh, level=level, community_id=cid, title=title, summary=text, mode=mode,
-                                          usage=usage.__dict__, workspace=workspace)
+            rows.append((mh, level, cid, title, text, mode, usage.__dict__))
         out.append(made)
+    if rows:  # one transaction for all of them: a commit per summary was most of an incremental update's time
+        store.communities.put_summaries(rows, workspace)
     return out
 
 

@@ -133,6 +133,15 @@ class Communities:
         return {r[0]: CommunitySummary(r[0], int(r[1]), r[2], r[3], r[4], r[5], json.loads(r[6] or "{}"), r[7])
                 for r in self._db.cursor().execute(sql, params).fetchall()}
 
+    def put_summaries(self, rows: Sequence[tuple[str, int, str, str, str, str, dict[str, Any]]],
+                      workspace: str = DEFAULT_WORKSPACE) -> None:
+        """Several summaries (members_hash, level, community_id, title, summary, mode, usage) in one transaction."""
+        at = now()
+        with self._db.transaction() as cur:
+            for mh, level, cid, title, summary, mode, usage in rows:
+                cur.execute("INSERT OR REPLACE INTO graph_community_summaries VALUES (?,?,?,?,?,?,?,?,?)",
+                            [workspace, mh, level, cid, title, summary, mode, json.dumps(usage), at])
+
     def put_summary(self, members_hash: str, *, level: int, community_id: str, title: str, summary: str,
                     mode: str, usage: dict[str, Any], workspace: str = DEFAULT_WORKSPACE) -> None:
         with self._db.writer() as cur:
