@@ -214,3 +214,19 @@ def test_the_estimate_says_what_will_be_rebuilt_and_what_the_edit_saved(store: S
     rate = embedding_cache_rate(store.caches.cache_events(), "1h")
     kept = rate[rate.cache == "llm contexts kept across edits"]
     assert list(kept.hit_rate) == [pytest.approx((n - 1) / n)]
+
+
+def test_cli_line_and_corpus_frame_show_the_chunk_changes(store: Store) -> None:
+    from core.app.report import ingest_frame
+    from core.cli import _result_line
+
+    emb = HashEmbedder()
+    _ingest(store, emb, DOC)
+    _llm_contexts_for_all(store)
+    res = _ingest(store, emb, EDITED).results[0]
+    line = _result_line(res)
+    assert line.startswith("replaced") and f"({res.unchanged} unchanged · 1 changed · 0 new · 0 removed; llm " \
+        f"contexts: {res.unchanged} kept, 1 to write)" in line
+    row = ingest_frame([res]).iloc[0]
+    assert (row["unchanged"], row["changed"], row["new"], row["removed"], row["contexts kept"]) == (
+        res.unchanged, 1, 0, 0, res.unchanged)
