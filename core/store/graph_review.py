@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from core.store.db import Database, StoreError, insert_rows, now
+from core.store.db import Database, StoreError, insert_rows, now, register_rows
 from core.types import DEFAULT_WORKSPACE, CommunityMember, CommunitySummary, MergeItem
 
 TABLES: tuple[str, ...] = (
@@ -137,10 +137,18 @@ class Communities:
                       workspace: str = DEFAULT_WORKSPACE) -> None:
         """Several summaries (members_hash, level, community_id, title, summary, mode, usage) in one transaction."""
         at = now()
+        cols = ("workspace_id", "members_hash", "level", "community_id", "title", "summary", "mode", "usage_json",
+                "created_at")
+        last = {r[0]: r for r in rows}  # one row per membership hash (INSERT OR REPLACE takes one per key)
         with self._db.transaction() as cur:
-            for mh, level, cid, title, summary, mode, usage in rows:
-                cur.execute("INSERT OR REPLACE INTO graph_community_summaries VALUES (?,?,?,?,?,?,?,?,?)",
-                            [workspace, mh, level, cid, title, summary, mode, json.dumps(usage), at])
+            register_rows(cur, "_new_summaries", cols, [(workspace, mh, level, cid, title, summary, mode,
+                                                         json.dumps(usage), at)
+                                                        for mh, level, cid, title, summary, mode, usage in last.values()])
+            try:
+                cur.execute(f"INSERT OR REPLACE INTO graph_community_summaries SELECT {', '.join(cols)} "
+                            "FROM _new_summaries")
+            finally:
+                cur.unregister("_new_summaries")
 
     def put_summary(self, members_hash: str, *, level: int, community_id: str, title: str, summary: str,
                     mode: str, usage: dict[str, Any], workspace: str = DEFAULT_WORKSPACE) -> None:
