@@ -70,9 +70,12 @@ def test_reindex_full_rewrites_the_document_and_major_marks_the_rest_stale(store
     assert res.contexts_kept == res.chunks - 1
     assert set(store.ledger.stale_contexts("llm")) == set(store.ledger.contexts("llm"))
     # Writing a stale context again clears its mark.
-    one = store.ledger.stale_contexts("llm")[0]
+    one, two = store.ledger.stale_contexts("llm")[:2]
     store.ledger.put_contexts([(one, "fresh")], "llm", "stub")
     assert one not in store.ledger.stale_contexts("llm")
+    # What `context --refresh-stale` does first: the stale contexts go, so the build writes them again.
+    assert store.ledger.drop_contexts([two], "llm") == 1 and two not in store.ledger.contexts("llm")
+    assert two not in store.ledger.stale_contexts("llm")
     strict = PipelineConfig().with_overrides({"context.reindex": "major", "context.major_share": 0.1})
     res = _ingest(store, emb, EDITED, strict).results[0]  # 1/7 > 0.1: the whole document is re-contextualised
     assert store.ledger.contexts("llm") == {} and store.ledger.stale_contexts("llm") == []
