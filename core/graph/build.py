@@ -114,12 +114,12 @@ def recompute_communities(store: Store, cfg: GraphConfig, workspace: str, touche
 
 
 def refresh_suggestions(store: Store, cfg: GraphConfig, embedder: Embedder, workspace: str,
-                        new_nodes: set[str] | None, g: Any = None) -> int:
+                        new_nodes: set[str] | None, g: Any = None, res: Resolution | None = None) -> int:
     """Queue merge suggestions (name cosine >= merge_threshold) for new nodes against all active nodes, and drop
     pending ones that no longer make sense (a node left, or both already resolve to one node)."""
     nodes = (g if g is not None else active_graph(store, workspace, cfg.min_phrase_chunks)).nodes
     ids = [n.node_id for n in nodes]
-    res = current_resolution(store, cfg, workspace)
+    res = res if res is not None else current_resolution(store, cfg, workspace)
     alive = set(ids)
     stale = [q.item_id for q in store.review.queue("pending", workspace)
              if res(q.keep_id) == res(q.other_id) or res(q.keep_id) not in alive
@@ -138,14 +138,15 @@ def refresh_suggestions(store: Store, cfg: GraphConfig, embedder: Embedder, work
 
 def _finish(store: Store, cfg: GraphConfig, workspace: str, *, mode: str, builder: str, t0: float, embedder: Embedder | None,
             new_nodes: set[str] | None, usage: Usage = Usage(), added: int = 0, removed: int = 0,
-            notes: Sequence[str] = ()) -> BuildReport:
+            notes: Sequence[str] = (), res: Resolution | None = None) -> BuildReport:
     # The active graph is read once (its nodes and edges are the update's biggest read) for every step below.
     g = active_graph(store, workspace, cfg.min_phrase_chunks)
     # An incremental update (new_nodes: the nodes its chunks touched) re-clusters only their communities.
     levels, n_comms, invalidated = recompute_communities(store, cfg, workspace,
                                                          None if new_nodes is None or mode != "incremental"
                                                          else new_nodes, g)
-    suggestions = refresh_suggestions(store, cfg, embedder, workspace, new_nodes, g) if embedder is not None else 0
+    suggestions = (refresh_suggestions(store, cfg, embedder, workspace, new_nodes, g, res) if embedder is not None
+                   else 0)
     counts = store.graph.counts(workspace)
     active = g.nodes
     stats = {"nodes": counts["nodes"], "edges": counts["edges"], "active_nodes": len(active), "levels": levels,
@@ -227,7 +228,7 @@ def build_graph(
     mode = "full" if full or state is None else "incremental"
     return _finish(store, cfg, workspace, mode=mode, builder=builder if added or state is None else state.builder,
                    t0=t0, embedder=embedder, new_nodes=None if whole else affected, usage=usage,
-                   added=len(added), removed=len(removed), notes=notes)
+                   added=len(added), removed=len(removed), notes=notes, res=res)
 
 
 @dataclass(frozen=True)
@@ -283,7 +284,7 @@ def reresolve_graph(store: Store, cfg: GraphConfig, *, embedder: Embedder | None
     store.graph.apply_resolution(_mapping(res), split_by_type=cfg.split_by_type, workspace=workspace)
     _reaggregate(store, None, _display(res), workspace)
     return _finish(store, cfg, workspace, mode="re-resolve", builder=state.builder if state else cfg.builder,
-                   t0=t0, embedder=embedder, new_nodes=set(), notes=res.conflicts)
+                   t0=t0, embedder=embedder, new_nodes=set(), notes=res.conflicts, res=res)
 
 
 def _display(res: Resolution) -> dict[str, str]:
