@@ -18,7 +18,8 @@ community update is compared with a full re-clustering of the same graph (level-
 index) and with the fresh store's communities. Heuristic contexts (free, recomputed for every chunk of an edited
 document) say whether a neighbour's context depends on the change: the unchanged chunks whose heuristic context
 text changed are counted. Last, the kill -9 tests (tests/test_incremental_kill.py, marked slow) run and their
-outcome is recorded. Writes bench/results/incremental.json.
+outcome is recorded. Writes bench/results/incremental.json (`--kill-only`: the kill -9 tests alone, into
+bench/results/incremental_kill.json).
 
 SciFact: the abstracts of the first --queries test claims' gold documents, filled up to --scifact-docs with other
 abstracts in a seeded random order, one file each (title, blank line, text): a subsample, to stay within minutes on
@@ -287,8 +288,13 @@ def main() -> None:
     ap.add_argument("--skip-scifact", action="store_true")
     ap.add_argument("--skip-sample", action="store_true")
     ap.add_argument("--skip-kill", action="store_true")
+    ap.add_argument("--kill-only", action="store_true", help="only the kill -9 tests, into incremental_kill.json")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    if args.kill_only:
+        path = write_result("incremental_kill", {"kill9": run_kill_tests()}, Path(args.out) if args.out else None)
+        print(f"wrote {path}", file=sys.stderr)
+        return
     out: dict[str, Any] = {"started_at": utc_now(), "share": args.share, "seed": args.seed,
                            "search_config": SEARCH, "edit": f"one sentence: {EDIT!r} inserted before its final stop"}
     emb = None

@@ -1654,10 +1654,19 @@ def incremental(d: dict[str, Any], file: str) -> list[str]:
                 out.append(f"  - subsample: {r['subsample']}")
     k = d.get("kill9")
     if k:
-        cases = k.get("cases") or {}
-        out.append(f"- kill -9 mid-step, then the step again (`{k.get('command')}`): "
-                   + ", ".join(f"{c} {v.lower()}" for c, v in cases.items()) + f" ({num(k.get('seconds'), 0)} s)")
+        out += incremental_kill(d, "")[3:]
     return out
+
+
+def incremental_kill(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #31: each incremental step killed with SIGKILL mid-way, then run again (tests/test_incremental_kill.py)."""
+    k = d.get("kill9") or {}
+    cases = k.get("cases") or {}
+    return ["### Incremental re-indexing: kill -9 mid-step", "", caption(file, d) if file else "", "",
+            f"- `{k.get('command')}`: " + ", ".join(f"{c} {v.lower()}" for c, v in cases.items())
+            + f" ({num(k.get('seconds'), 0)} s); each case: the step (ingest of edits with the graph update that "
+              "follows it, or the llm context build) forked, SIGKILLed at the named write, run again, and compared "
+              "with a run that was never killed"]
 
 PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
     ("Retrieval quality", [
@@ -1703,6 +1712,7 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("context.json", context),
         ("graph.json", graph),
         ("incremental.json", incremental),
+        ("incremental_kill.json", incremental_kill),
     ]),
     ("Hostile input", [
         ("hostile.json", hostile),

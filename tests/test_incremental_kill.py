@@ -111,7 +111,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     ("ingest", ("graph", "write_aggregates", 1)),  # edits committed; the graph update stops after extraction
     ("ingest", ("communities", "put_communities", 1)),  # ... after the aggregates, before the communities
     ("context", ("ledger", "put_contexts", 2)),  # one changed chunk's context written, the other not
-])
+], ids=["ingest-after-first-document", "graph-after-extraction", "graph-after-aggregates", "contexts-one-of-two"])
 def test_kill_9_mid_step_then_the_same_step_again_finishes_the_job(tmp_path: Path, base: dict[str, Path],
                                                                     step: str, kill: tuple[str, str, int]) -> None:
     ref, db = tmp_path / "ref.duckdb", tmp_path / "killed.duckdb"

@@ -79,9 +79,12 @@ def _store_extractions(store: Store, exts: Sequence[ChunkExtraction], builder: s
 
 def stored_communities(store: Store, workspace: str) -> list[Community]:
     """The stored community tree as Community records (members sorted)."""
+    cols = store.communities.membership_columns(workspace)
+    levels, cids, nids = cols["level"].tolist(), cols["community_id"].tolist(), cols["node_id"].tolist()
+    parents = [None if p is None or p != p else p for p in cols["parent_id"].tolist()]  # NULL may read as NaN
     groups: dict[tuple[int, str], tuple[str | None, list[str]]] = {}
-    for level, cid, parent, nid, _mh in store.communities.communities(workspace):
-        groups.setdefault((level, cid), (parent, []))[1].append(nid)
+    for level, cid, parent, nid in zip(levels, cids, parents, nids):
+        groups.setdefault((int(level), cid), (parent, []))[1].append(nid)
     return [Community(level, cid, parent, tuple(sorted(members))) for (level, cid), (parent, members) in groups.items()]
 
 
