@@ -1627,8 +1627,10 @@ def incremental(d: dict[str, Any], file: str) -> list[str]:
                      f"{e['unchanged']:,} / {e['changed']} / {e['new']} / {e['removed']}",
                      f"{e['re_embedded']} ({num(e['re_embedded_per_changed'])}x)",
                      f"{c['rewritten']} ({num(c['rewritten_per_changed'])}x; full: {c['full_reindex_would_write']})",
-                     f"{num(g['seconds'], 2)} s = {num(100 * g['share_of_full_build'], 0)}% of "
-                     f"{num(r['graph_full_build']['seconds'], 2)} s",
+                     f"{num(g['seconds'], 2)} s = {num(100 * g['share_of_full_build'], 0)}% of the first build "
+                     f"({num(r['graph_full_build']['seconds'], 2)} s), "
+                     f"{num(100 * g.get('share_of_full_rebuild_names_cached', float('nan')), 0)}% of a rebuild "
+                     f"({num(g.get('full_rebuild_names_cached_s'), 2)} s)",
                      f"{g['summaries_invalidated']} / {g['communities_with_a_changed_chunk']}",
                      f"{num(v['recall@5_incremental'], 2)} / {num(v['recall@5_rebuild'], 2)}",
                      f"{num(cm['modularity_local'], 3)} / {num(cm['modularity_full'], 3)}, NMI "
