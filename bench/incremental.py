@@ -17,7 +17,8 @@ same store after the edit, when the names are already embedded. A second store i
 recall@5 (document level, first five distinct documents of the fused list of a hybrid BM25 + dense configuration:
 rerank, pruning, MMR, router and the answer off on both sides) over the corpus's questions must match. The local
 community update is compared with a full re-clustering of the same graph (level-0 modularity, NMI and adjusted Rand
-index) and with the fresh store's communities. Heuristic contexts (free, recomputed for every chunk of an edited
+index) and with the fresh store's communities; as the baseline of Leiden's own sensitivity, the full clustering
+before the edit is compared with the full re-clustering after it. Heuristic contexts (free, recomputed for every chunk of an edited
 document) say whether a neighbour's context depends on the change: the unchanged chunks whose heuristic context
 text changed are counted. Last, the kill -9 tests (tests/test_incremental_kill.py, marked slow) run and their
 outcome is recorded. Writes bench/results/incremental.json (`--kill-only`: the kill -9 tests alone, into
@@ -147,6 +148,7 @@ def run_corpus(label: str, files: list[tuple[str, bytes]], questions: list[tuple
         out["graph_full_build"] = {"seconds": round(t_full, 3), "nodes": full.nodes, "edges": full.edges,
                                    "communities": full.communities, "levels": full.levels,
                                    "summaries_written": full.summaries_written}
+        full_before = stored_communities(store, WS)  # the full clustering before the edit: Leiden's own baseline
         heur_before = store.ledger.contexts("heuristic", WS)
         old_chunks = {c.chunk_id for c in store.corpus.chunks(WS)}
         old_nodes: dict[str, set[str]] = {}
@@ -199,6 +201,10 @@ def run_corpus(label: str, files: list[tuple[str, bytes]], questions: list[tuple
         out["communities"] = {"modularity_local": round(modularity(ag.ids, lo, hi, ag.w, local), 4),
                               "modularity_full": round(modularity(ag.ids, lo, hi, ag.w, whole), 4),
                               **{f"{k}_local_vs_full": round(v, 4) for k, v in agreement(ag.ids, local, whole).items()},
+                              **{f"{k}_full_before_vs_full_after": round(v, 4)
+                                 for k, v in agreement(ag.ids, full_before, whole).items()},
+                              **{f"{k}_full_before_vs_local_after": round(v, 4)
+                                 for k, v in agreement(ag.ids, full_before, local).items()},
                               "level0_local": sum(1 for c in local if c.level == 0),
                               "level0_full": sum(1 for c in whole if c.level == 0)}
         r_inc = recall_at_5(deps, cfg, questions)

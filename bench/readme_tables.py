@@ -1647,6 +1647,13 @@ def incremental(d: dict[str, Any], file: str) -> list[str]:
             missed = [k for k, ok in t.items() if not ok]
             out.append(f"- {key}: targets met {sum(t.values())} of {len(t)}" + (f" (missed: {'; '.join(missed)})"
                                                                                if missed else ""))
+            cm = r.get("communities") or {}
+            if "ari_full_before_vs_full_after" in cm:
+                out.append(f"  - Leiden's own sensitivity: a full clustering before the edit against a full re-clustering "
+                           f"after it: NMI {num(cm['nmi_full_before_vs_full_after'], 3)}, ARI "
+                           f"{num(cm['ari_full_before_vs_full_after'], 3)} (the local update against the full "
+                           f"clustering before the edit: NMI {num(cm['nmi_full_before_vs_local_after'], 3)}, ARI "
+                           f"{num(cm['ari_full_before_vs_local_after'], 3)})")
             h = r.get("heuristic_neighbours") or {}
             if h:
                 out.append(f"  - neighbours: {h['their_heuristic_context_changed']} of "

@@ -726,7 +726,8 @@ def _llm_contexts_on_ray(args: argparse.Namespace, req: "BuildRequest", store: S
 
 
 def _graph_args(p: Parser) -> None:
-    p.add_argument("action", choices=["build", "update", "stats", "synonyms", "review"])
+    p.add_argument("action", choices=["build", "update", "stats", "synonyms", "review", "communities"],
+                   help="communities: re-cluster the whole graph now and compare it with the partition it replaces")
     _add_common(p)
     p.add_argument("--full", action="store_true", help="build: forget all extractions and rebuild from scratch")
     p.add_argument("--no-suggest", action="store_true", help="build: skip merge suggestions (no name embeddings)")
@@ -755,6 +756,23 @@ def cmd_graph(args: argparse.Namespace) -> int:
         return 0
     if args.action == "synonyms" and not args.file:
         print(synonyms_text(store, ws))
+        return 0
+    if args.action == "communities":
+        from core.graph.build import recluster
+
+        try:
+            rep, cmp_ = recluster(store, cfg.graph, workspace=ws)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        if args.json:
+            print(json.dumps({"seconds": rep.seconds, "communities": rep.communities, "levels": rep.levels,
+                              "summaries_invalidated": rep.summaries_invalidated, **cmp_}))
+        else:
+            print(f"re-clustered in {rep.seconds:.2f} s: {rep.communities} communities on {rep.levels} level(s), "
+                  f"{rep.summaries_invalidated} summaries invalidated; level-0 modularity "
+                  f"{cmp_['modularity_before']:.4f} -> {cmp_['modularity_after']:.4f}; against the previous "
+                  f"partition NMI {cmp_['nmi']:.3f}, ARI {cmp_['ari']:.3f}")
         return 0
     if args.action == "review" and not (args.approve or args.reject or args.undo):
         for q in store.review.queue("pending", ws):

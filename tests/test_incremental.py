@@ -233,3 +233,41 @@ def test_cli_line_and_corpus_frame_show_the_chunk_changes(store: Store) -> None:
     row = ingest_frame([res]).iloc[0]
     assert (row["unchanged"], row["changed"], row["new"], row["removed"], row["contexts kept"]) == (
         res.unchanged, 1, 0, 0, res.unchanged)
+
+
+def test_full_reclustering_on_demand_is_measured_against_the_local_partition(store: Store) -> None:
+    from core.app.graph_ops import build_graph
+    from core.graph.build import recluster
+
+    emb = HashEmbedder()
+    cfg = _graph_cfg()
+    ingest_files([_team_doc(k) for k in range(4)], store=store, embedder=emb, config=cfg)
+    build_graph(store, cfg.graph, embedder=emb)
+    ingest_files([_team_doc(1, " Dorset Group hires Mallory Quist.")], store=store, embedder=emb, config=cfg)
+    version = store.graph.state().version
+    rep, cmp_ = recluster(store, cfg.graph)
+    assert rep.mode == "re-cluster" and store.graph.state().version == version + 1
+    assert 0.0 <= cmp_["modularity_before"] <= cmp_["modularity_after"] + 0.05 and 0.0 <= cmp_["ari"] <= 1.0
+    again, same = recluster(store, cfg.graph)  # seeded: a second full re-clustering changes nothing
+    assert same["nmi"] == pytest.approx(1.0) and same["ari"] == pytest.approx(1.0) and again.summaries_invalidated == 0
+
+
+def test_cli_graph_communities_and_delete_follow(tmp_path, capsys) -> None:
+    from core.app.graph_ops import build_graph
+    from core.cli import main
+
+    db = tmp_path / "w.duckdb"
+    store = Store(db)
+    emb = HashEmbedder()
+    cfg = _graph_cfg()
+    ingest_files([_team_doc(k) for k in range(3)], store=store, embedder=emb, config=cfg)
+    build_graph(store, cfg.graph)
+    doc = store.corpus.documents()[0].doc_id
+    store.close()
+    assert main(["graph", "communities", "--db", str(db), "--set", "graph.min_phrase_chunks=1"]) == 0
+    assert "re-clustered in" in capsys.readouterr().out
+    # `delete` takes the document out of the graph too (it used to leave the graph behind the corpus).
+    assert main(["delete", doc, "--db", str(db), "--set", "graph.min_phrase_chunks=1"]) == 0
+    store = Store(db)
+    assert graph_stats_ok(store) and doc not in set(store.graph.seen_chunks().values())
+    store.close()

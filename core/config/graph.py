@@ -57,5 +57,5 @@ class GraphConfig(Section):
                                                   "and the first change says so, with the command that catches up")
     communities: Literal["local", "full"] = Field(
         "local", description="an update re-clusters: local, only the communities the changed chunks touch (seeded; "
-                             "only their summaries are invalidated); full, the whole graph (`graph build --full` "
-                             "or `graph communities --full` do that on demand)")
+                             "only their summaries are invalidated); full, the whole graph (`graph communities` "
+                             "re-clusters everything on demand and compares the two)")

@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 
 from core.config import GraphConfig
-from core.graph.communities import LEIDEN_VERSIONS, Community, hierarchical_leiden_arrays, local_update
+from core.graph.communities import (
+    LEIDEN_VERSIONS,
+    Community,
+    agreement,
+    hierarchical_leiden_arrays,
+    local_update,
+    modularity,
+)
 from core.graph.extract import extract_all, make_extractor
 from core.graph.model import LLM_BUILT, STATISTICAL, BuildReport, ChunkExtraction
 from core.graph.resolve import (
@@ -275,6 +282,26 @@ def update_graph_for_documents(
 ) -> BuildReport | None:
     """follow_corpus's report (None when nothing ran)."""
     return follow_corpus(store, cfg, embedder=embedder, llm=llm, workspace=workspace, doc_ids=doc_ids).report
+
+
+def recluster(store: Store, cfg: GraphConfig, *, workspace: str = DEFAULT_WORKSPACE
+              ) -> tuple[BuildReport, dict[str, float]]:
+    """The periodic full re-clustering (`python -m core graph communities`): hierarchical Leiden over the whole
+    active graph, whatever graph.communities says, measured against the partition it replaces (level-0 modularity
+    before and after, NMI and adjusted Rand index between them). No extraction runs; summaries are invalidated and
+    written only where a membership changed."""
+    t0 = time.perf_counter()
+    state = store.graph.state(workspace)
+    if state is None:
+        raise ValueError("no graph yet: build it first (`python -m core graph build`)")
+    g = active_graph(store, workspace, cfg.min_phrase_chunks)
+    lo, hi = np.minimum(g.a, g.b), np.maximum(g.a, g.b)
+    before = stored_communities(store, workspace)
+    report = _finish(store, cfg.model_copy(update={"communities": "full"}), workspace, mode="re-cluster",
+                     builder=state.builder, t0=t0, embedder=None, new_nodes=None)
+    after = stored_communities(store, workspace)
+    return report, {"modularity_before": modularity(g.ids, lo, hi, g.w, before),
+                    "modularity_after": modularity(g.ids, lo, hi, g.w, after), **agreement(g.ids, before, after)}
 
 
 def reresolve_graph(store: Store, cfg: GraphConfig, *, embedder: Embedder | None = None,
