@@ -1640,6 +1640,7 @@ def incremental(d: dict[str, Any], file: str) -> list[str]:
                          "llm contexts rewritten", "graph update vs full build",
                          "summaries invalidated / communities with a changed chunk", "recall@5 incremental / rebuild",
                          "modularity local / full re-clustering"], rows))
+    out.append("")
     for key in ("sample", "beir_scifact"):
         r = d.get(key)
         if r:
