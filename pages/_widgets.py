@@ -228,7 +228,7 @@ def stage_row(trace: Trace, *, doc_names: Mapping[str, str], depth: int = 10, co
 
 def citation_labels(citations: Sequence[str], trace: Trace | None, doc_names: Mapping[str, str],
                     lookup: Callable[[list[str]], Mapping[str, Any]] | None = None) -> list[str]:
-    """Each cited chunk id with the name of its document ('d7e9…-0001 (q2_2024_report.html)'), so a reader sees at
+    """Each cited chunk id with the name of its document ('d7e9…-5e7a… (q2_2024_report.html)'), so a reader sees at
     once that two quoted sentences come from, say, a draft and a final policy. Chunks no stage listed (an answer
     served from the cache) are read through `lookup` (ids -> chunks); an id found nowhere stays bare."""
     docs = {c.chunk_id: c.doc_id for s in (trace.stages if trace else ()) for c in s.candidates}
