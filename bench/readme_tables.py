@@ -1730,6 +1730,74 @@ def sweep(d: dict[str, Any], file: str) -> list[str]:
                          "refused", "median ms", "$ / query"], rows))
     return out
 
+
+def incremental(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #31: what an edit of 1% of the documents redoes, against a full rebuild."""
+    out = ["### Incremental re-indexing", "", caption(file, d), "",
+           f"Edit: {d.get('edit', 'one sentence per document')}; retrieval compared with the hybrid configuration "
+           "(BM25 + dense, fused) on both sides; llm contexts written through the loopback Messages API stub.", ""]
+    rows = []
+    for key, label in (("sample", "sample corpus"), ("beir_scifact", "beir_scifact")):
+        r = d.get(key)
+        if not r:
+            continue
+        e, c, g, v, cm = r["edit"], r["contexts"], r["graph_update"], r["versus_rebuild"], r["communities"]
+        changed = e["changed"] + e["new"]
+        rows.append([label, f"{r['edited_documents']} of {num(r['documents'])}", f"{num(r['chunks'])}",
+                     f"{e['unchanged']:,} / {e['changed']} / {e['new']} / {e['removed']}",
+                     f"{e['re_embedded']} ({num(e['re_embedded_per_changed'])}x)",
+                     f"{c['rewritten']} ({num(c['rewritten_per_changed'])}x; full: {c['full_reindex_would_write']})",
+                     f"{num(g['seconds'], 2)} s = {num(100 * g['share_of_full_build'], 0)}% of the first build "
+                     f"({num(r['graph_full_build']['seconds'], 2)} s), "
+                     f"{num(100 * g.get('share_of_full_rebuild_names_cached', float('nan')), 0)}% of a rebuild "
+                     f"({num(g.get('full_rebuild_names_cached_s'), 2)} s)",
+                     f"{g['summaries_invalidated']} / {g['communities_with_a_changed_chunk']}",
+                     f"{num(v['recall@5_incremental'], 2)} / {num(v['recall@5_rebuild'], 2)}",
+                     f"{num(cm['modularity_local'], 3)} / {num(cm['modularity_full'], 3)}, NMI "
+                     f"{num(cm['nmi_local_vs_full'], 3)}, ARI {num(cm['ari_local_vs_full'], 3)}"])
+        _ = changed
+    out.append(md_table(["corpus", "edited docs", "chunks", "unchanged / changed / new / removed", "re-embedded",
+                         "llm contexts rewritten", "graph update vs full build",
+                         "summaries invalidated / communities with a changed chunk", "recall@5 incremental / rebuild",
+                         "modularity local / full re-clustering"], rows))
+    out.append("")
+    for key in ("sample", "beir_scifact"):
+        r = d.get(key)
+        if r:
+            t = r.get("targets") or {}
+            missed = [k for k, ok in t.items() if not ok]
+            out.append(f"- {key}: targets met {sum(t.values())} of {len(t)}" + (f" (missed: {'; '.join(missed)})"
+                                                                               if missed else ""))
+            cm = r.get("communities") or {}
+            if "ari_full_before_vs_full_after" in cm:
+                out.append(f"  - Leiden's own sensitivity: a full clustering before the edit against a full re-clustering "
+                           f"after it: NMI {num(cm['nmi_full_before_vs_full_after'], 3)}, ARI "
+                           f"{num(cm['ari_full_before_vs_full_after'], 3)} (the local update against the full "
+                           f"clustering before the edit: NMI {num(cm['nmi_full_before_vs_local_after'], 3)}, ARI "
+                           f"{num(cm['ari_full_before_vs_local_after'], 3)})")
+            h = r.get("heuristic_neighbours") or {}
+            if h:
+                out.append(f"  - neighbours: {h['their_heuristic_context_changed']} of "
+                           f"{h['unchanged_chunks_in_edited_documents']} unchanged chunks of the edited documents got a "
+                           "different heuristic context")
+            if r.get("subsample"):
+                out.append(f"  - subsample: {r['subsample']}")
+    k = d.get("kill9")
+    if k:
+        out += incremental_kill(d, "")[3:]
+    return out
+
+
+def incremental_kill(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #31: each incremental step killed with SIGKILL mid-way, then run again (tests/test_incremental_kill.py)."""
+    k = d.get("kill9") or {}
+    cases = k.get("cases") or {}
+    return ["### Incremental re-indexing: kill -9 mid-step", "", caption(file, d) if file else "", "",
+            f"- `{k.get('command')}`: " + ", ".join(f"{c} {v.lower()}" for c, v in cases.items())
+            + f" ({num(k.get('seconds'), 0)} s); each case: the step (ingest of edits with the graph update that "
+              "follows it, or the llm context build) forked, SIGKILLed at the named write, run again, and compared "
+              "with a run that was never killed"]
+
 PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
     ("Retrieval quality", [
         ("quality_anthropic_codebase.json", quality_codebase),
@@ -1774,6 +1842,8 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
     ("Contextual retrieval and GraphRAG", [
         ("context.json", context),
         ("graph.json", graph),
+        ("incremental.json", incremental),
+        ("incremental_kill.json", incremental_kill),
     ]),
     ("Hostile input", [
         ("hostile.json", hostile),

@@ -135,6 +135,11 @@ def _ingest_args(p: Parser) -> None:
 def _result_line(r: FileResult) -> str:
     message = r.message[len(r.name) + 2:] if r.message.startswith(f"{r.name}: ") else r.message
     detail = message if r.status == "error" else f"{r.chunks} chunks, {r.embedded} embedded, {r.cache_hits} cached"
+    if r.status == "replaced":
+        detail += f" ({r.chunk_changes()}"
+        if r.contexts_kept or r.contexts_to_write:
+            detail += f"; llm contexts: {r.contexts_kept} kept, {r.contexts_to_write} to write"
+        detail += ")"
     if r.encoding and not r.encoding.startswith("utf-8") and r.status != "error":
         detail += f", decoded as {r.encoding}"
     if r.status == "unchanged" and r.message.startswith("same content and chunker; stored as"):
@@ -214,10 +219,20 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             return code
     if args.json:
         print(json.dumps({"results": [r.__dict__ for r in report.results], "embedded": report.embedded,
-                          "cache_hits": report.cache_hits}))
+                          "cache_hits": report.cache_hits, "chunks": report.chunk_changes(),
+                          "graph": {**report.graph.__dict__, "usage": report.graph.usage.__dict__}
+                          if report.graph else None, "notes": report.notes}))
     else:
+        ch = report.chunk_changes()
         print(f"{len(report.ok)} ok, {len(report.errors)} failed; {report.embedded} embeddings computed, "
-              f"{report.cache_hits} from cache")
+              f"{report.cache_hits} from cache; chunks: {ch['unchanged']} unchanged, {ch['changed']} changed, "
+              f"{ch['new']} new, {ch['removed']} removed")
+        if report.graph is not None:
+            g = report.graph
+            print(f"graph updated in {g.seconds:.2f} s: +{g.chunks_added} / -{g.chunks_removed} chunks, "
+                  f"{g.summaries_invalidated} community summaries invalidated")
+        for n in report.notes:
+            print(f"notice: {n}", file=sys.stderr)
     return 1 if report.errors and not report.ok else 0
 
 
@@ -373,13 +388,20 @@ def cmd_docs(args: argparse.Namespace) -> int:
 
 def _delete_args(p: Parser) -> None:
     p.add_argument("doc_id")
-    _add_common(p, config=False)
+    _add_common(p)
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
+    from core.app.corpus_ops import delete_document
+
+    cfg = _config(args)
     store = _open_store(args, "write")
-    if store.corpus.delete_document(args.doc_id, args.workspace):
+    notices: list[str] = []
+    # The entity graph follows, as on the Corpus page (an incremental update; no model is loaded for it).
+    if delete_document(store, args.doc_id, graph=cfg.graph, workspace=args.workspace, notices=notices):
         print(f"deleted {args.doc_id}")
+        for n in notices:
+            print(f"notice: {n}", file=sys.stderr)
         return 0
     print(f"error: no document {args.doc_id}", file=sys.stderr)
     return 1
@@ -612,6 +634,8 @@ def _context_args(p: Parser) -> None:
     p.add_argument("--model", default=None, help="context writer (default context.model)")
     p.add_argument("--yes", action="store_true", help="skip the confirmation above context.confirm_above_usd")
     p.add_argument("--estimate-only", action="store_true", help="print the cost estimate and stop")
+    p.add_argument("--refresh-stale", action="store_true", help="llm: first forget the contexts marked possibly "
+                   "stale (kept across an edit under context.reindex = major), so this build rewrites them")
     _add_json(p)
     _add_engine(p, "llm variant: ray sends the calls from Ray workers (shared rate limit, same hard budget)",
                 "with --engine ray: a running cluster")
@@ -641,6 +665,9 @@ def cmd_context(args: argparse.Namespace) -> int:
             print(f"error: LLM contexts need Claude ({deps.llm.reason}); offline: --variant heuristic or late",
                   file=sys.stderr)
             return 2
+        if args.refresh_stale and not args.estimate_only:
+            stale = store.ledger.stale_contexts("llm", args.workspace)
+            out["refreshed_stale"] = store.ledger.drop_contexts(stale, "llm", args.workspace)
         est, warnings = estimate_llm_contexts(store, model=model, workspace=args.workspace, batch=use_batches,
                                               ttl=cfg.llm.cache_ttl)
         out["estimate"] = {"calls": est.calls, "with_cache_usd": round(est.with_cache_usd, 6),
@@ -652,7 +679,7 @@ def cmd_context(args: argparse.Namespace) -> int:
                   f"{fmt_usd(est.with_cache_usd)} with prompt caching, {fmt_usd(est.without_cache_usd)} without "
                   "(tokens estimated per script; the budget guard counts them exactly)")
             for w in warnings:
-                print(f"warning: {w}")
+                print(w if w.startswith("plan: ") else f"warning: {w}")
         if args.estimate_only:
             if args.json:
                 print(json.dumps(out))
@@ -725,7 +752,8 @@ def _llm_contexts_on_ray(args: argparse.Namespace, req: "BuildRequest", store: S
 
 
 def _graph_args(p: Parser) -> None:
-    p.add_argument("action", choices=["build", "update", "stats", "synonyms", "review"])
+    p.add_argument("action", choices=["build", "update", "stats", "synonyms", "review", "communities"],
+                   help="communities: re-cluster the whole graph now and compare it with the partition it replaces")
     _add_common(p)
     p.add_argument("--full", action="store_true", help="build: forget all extractions and rebuild from scratch")
     p.add_argument("--no-suggest", action="store_true", help="build: skip merge suggestions (no name embeddings)")
@@ -754,6 +782,23 @@ def cmd_graph(args: argparse.Namespace) -> int:
         return 0
     if args.action == "synonyms" and not args.file:
         print(synonyms_text(store, ws))
+        return 0
+    if args.action == "communities":
+        from core.graph.build import recluster
+
+        try:
+            rep, cmp_ = recluster(store, cfg.graph, workspace=ws)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        if args.json:
+            print(json.dumps({"seconds": rep.seconds, "communities": rep.communities, "levels": rep.levels,
+                              "summaries_invalidated": rep.summaries_invalidated, **cmp_}))
+        else:
+            print(f"re-clustered in {rep.seconds:.2f} s: {rep.communities} communities on {rep.levels} level(s), "
+                  f"{rep.summaries_invalidated} summaries invalidated; level-0 modularity "
+                  f"{cmp_['modularity_before']:.4f} -> {cmp_['modularity_after']:.4f}; against the previous "
+                  f"partition NMI {cmp_['nmi']:.3f}, ARI {cmp_['ari']:.3f}")
         return 0
     if args.action == "review" and not (args.approve or args.reject or args.undo):
         for q in store.review.queue("pending", ws):

@@ -341,6 +341,19 @@ class DocumentRow:
     ingested_at: datetime
 
 
+@dataclass(frozen=True)
+class Replacement:
+    """How a new version of a document replaces the stored one (core/store/corpus.py): the chunk ids it keeps (their
+    vectors, and their contexts when `keep_contexts`, stay), context variants whose kept rows are marked possibly
+    stale, and vector variants made from the whole document (dropped for every chunk, kept or not)."""
+
+    doc_id: str
+    keep: frozenset[str] = frozenset()
+    keep_contexts: bool = True
+    stale_variants: tuple[str, ...] = ()
+    whole_doc_variants: tuple[str, ...] = ("late",)
+
+
 class VectorSet(NamedTuple):
     """(model, variant) and how many chunk vectors the workspace holds for it."""
 

@@ -59,8 +59,8 @@ def context_panel(deps: Any, cfg: PipelineConfig, workspace: str) -> None:
         m2.metric("Estimate with prompt caching", f"${est.with_cache_usd:,.4f}")
         m3.metric("Without caching", f"${est.without_cache_usd:,.4f}")
         st.caption("Tokens are estimated at ~4 characters each (there is no offline Claude tokenizer).")
-        for w in warnings[:20]:
-            st.warning(escape_md(w))
+        for w in warnings[:20]:  # "plan: ..." lines say what the build writes and why (context.reindex)
+            (st.info if w.startswith("plan: ") else st.warning)(escape_md(w.removeprefix("plan: ")))
         if est.with_cache_usd > c.confirm_above_usd:
             # Two '$' in one label would be typeset as maths: escaped.
             ready = st.checkbox(f"I accept an estimated \\${est.with_cache_usd:,.4f} (above the "

@@ -61,8 +61,18 @@ def ingest_report(report: Any) -> None:
     if report is None or not report.results:
         return
     ok, errors = report.ok, report.errors
+    ch = report.chunk_changes()
     st.success(f"{len(ok)} of {len(report.results)} file(s) ingested or up to date · embeddings: "
-               f"{report.embedded} computed, {report.cache_hits} from the cache")
+               f"{report.embedded} computed, {report.cache_hits} from the cache · chunks: {ch['unchanged']} "
+               f"unchanged, {ch['changed']} changed, {ch['new']} new, {ch['removed']} removed"
+               + (f" · llm contexts: {ch['contexts_kept']} kept, {ch['contexts_to_write']} to write"
+                  if ch["contexts_kept"] or ch["contexts_to_write"] else ""))
+    if report.graph is not None:
+        st.caption(f"Entity graph updated in {report.graph.seconds:.2f} s: +{report.graph.chunks_added} / "
+                   f"-{report.graph.chunks_removed} chunks, {report.graph.summaries_invalidated} community summaries "
+                   "invalidated")
+    for note in report.notes:
+        st.info(note)
     for r in errors:
         # The name and the parser's text come from the upload: escaped, so a name like ![p](http://…) stays text.
         st.error(escape_md(r.message if r.message.startswith(r.name) else f"{r.name}: {r.message}"))
@@ -337,7 +347,7 @@ def stage_row(trace: Trace, *, doc_names: Mapping[str, str], depth: int = 10, co
 
 def citation_labels(citations: Sequence[str], trace: Trace | None, doc_names: Mapping[str, str],
                     lookup: Callable[[list[str]], Mapping[str, Any]] | None = None) -> list[str]:
-    """Each cited chunk id with the name of its document ('d7e9…-0001 (q2_2024_report.html)'), so a reader sees at
+    """Each cited chunk id with the name of its document ('d7e9…-5e7a… (q2_2024_report.html)'), so a reader sees at
     once that two quoted sentences come from, say, a draft and a final policy. Chunks no stage listed (an answer
     served from the cache) are read through `lookup` (ids -> chunks); an id found nowhere stays bare."""
     docs = {c.chunk_id: c.doc_id for s in (trace.stages if trace else ()) for c in s.candidates}

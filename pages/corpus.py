@@ -88,9 +88,11 @@ else:
     yes, no = st.columns(2)
     if yes.button("Yes, delete", type="primary", key="confirm_delete"):
         # The entity graph forgets the document's mentions too (an incremental update; nothing when no graph).
-        corpus_ops.delete_document(store, doc_id, graph=cfg.graph, embedder=deps.embedder, workspace=ws)
+        notices: list[str] = []
+        corpus_ops.delete_document(store, doc_id, graph=cfg.graph, embedder=deps.embedder, workspace=ws,
+                                   notices=notices)
         st.session_state.pop("pending_delete", None)
-        st.toast(f"deleted {escape_md(doc.name)}")
+        st.toast(f"deleted {escape_md(doc.name)}" + "".join(f" · {n}" for n in notices))
         st.rerun()
     if no.button("Cancel", key="cancel_delete"):
         st.session_state.pop("pending_delete", None)

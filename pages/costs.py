@@ -121,7 +121,8 @@ if t_cache.open:
             st.caption("Prompt cache: share of prompt tokens read from the cache. Embedding cache, queries: the "
                        "share each logged query's counters show ('10 from cache / 1 computed'; the query itself is "
                        "never cached), last 500 queries. Embedding cache, builds: ingest and context builds (new "
-                       "texts are computed by nature).")
+                       "texts are computed by nature). LLM contexts kept: share of an edited document's contexts its "
+                       "unchanged chunks kept (context.reindex).")
         st.subheader("Semantic answer cache")
         answer_rows = answer_cache_table(store)
         if answer_rows:

@@ -83,15 +83,16 @@ def test_config_diff_lists_only_changed_settings() -> None:
 # values were computed at 1eaf686, before the config was split into files and described, and moved on purpose since:
 # issue #34 added embedding.multilingual (default auto: a cross-lingual question now reads another list),
 # embedding.multilingual_model, fusion.multilingual_weight and fusion.cross_lingual_bm25_weight, the cascade_guard
-# section and limits.max_chunks_per_file, so a default run is a different configuration.
+# section and limits.max_chunks_per_file, so a default run is a different configuration; issue #31 added
+# context.reindex, context.major_share, graph.follow_ingest and graph.communities.
 PINNED_HASHES = {
-    "default": ({}, "ce49b3b72cc0"),
-    "rerank off": ({"rerank.enabled": False}, "5ac4da625d68"),
-    "heuristic context": ({"context.variant": "heuristic"}, "e31aa72cdea2"),
-    "router off": ({"router.enabled": False}, "2323f324e655"),
-    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "ef990c7eb3ab"),
-    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "e953535380f0"),
-    "torch runtime": ({"embedding.runtime": "torch"}, "4638386f57b1"),
+    "default": ({}, "34dda234c6e2"),
+    "rerank off": ({"rerank.enabled": False}, "38830572954e"),
+    "heuristic context": ({"context.variant": "heuristic"}, "984847eaf43c"),
+    "router off": ({"router.enabled": False}, "7308b371d9a8"),
+    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "348aa58c3d10"),
+    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "186b4708d669"),
+    "torch runtime": ({"embedding.runtime": "torch"}, "39e9ea46d323"),
 }
 
 

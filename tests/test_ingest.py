@@ -51,10 +51,12 @@ def test_reingest_unchanged_computes_zero_embeddings(deps: Deps) -> None:
 
 def test_changed_file_replaces_old_version(deps: Deps) -> None:
     _ingest(deps, GOOD[:1])
-    old = deps.store.corpus.documents()[0].doc_id
+    before = deps.store.corpus.documents()[0]
     _ingest(deps, [("a.md", b"# Gateway\n\nNew text only.")])
     docs = deps.store.corpus.documents()
-    assert len(docs) == 1 and docs[0].doc_id != old
+    # A new version keeps its document's id (core/ingest/identity.py) with the new content.
+    assert len(docs) == 1 and docs[0].doc_id == before.doc_id and docs[0].content_hash != before.content_hash
+    assert [c.text for c in deps.store.corpus.chunks()] == ["# Gateway\n\nNew text only."]
     assert all(c.doc_id == docs[0].doc_id for c in deps.store.corpus.chunks())
 
 

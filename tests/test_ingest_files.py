@@ -109,7 +109,8 @@ def test_pre_path_documents_are_mapped_to_their_paths(tmp_path: Path, sandbox: P
     assert status["sub/notes.md"].status == "ingested"
     docs = {d.name: d.doc_id for d in store.corpus.documents()}
     assert sorted(docs) == ["a/report.md", "b/report.md", "keep.md", "notes.md", "sub/notes.md", "x/guide.md"]
-    assert docs["keep.md"] == ids["keep.md"] and ids["guide.md"] not in docs.values()
+    # The replaced pre-path guide keeps its document id under its new key (a new version keeps its lineage id).
+    assert docs["keep.md"] == ids["keep.md"] and docs["x/guide.md"] == ids["guide.md"]
     model_ids, _ = store.corpus.vectors(emb.model_id)
     assert len(model_ids) == store.corpus.count("chunks")  # every chunk still has its vector
     store.close()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Protocol, Sequence
 
 from core.config import GraphConfig
-from core.graph.build import update_graph_for_documents
+from core.graph.build import follow_corpus
 from core.models.protocols import Embedder
 from core.types import (
     DEFAULT_WORKSPACE,
@@ -84,12 +84,15 @@ def chunk_lookup(store: WorkspaceData) -> Any:
 
 
 def delete_document(store: Any, doc_id: str, *, graph: GraphConfig, embedder: Embedder | None = None,
-                    workspace: str = DEFAULT_WORKSPACE) -> bool:
+                    workspace: str = DEFAULT_WORKSPACE, notices: list[str] | None = None) -> bool:
     """Delete a document with its chunks, vectors and contexts, then take its mentions out of the entity graph
-    (an incremental update; nothing when no graph exists). False when there was no such document."""
+    (an incremental update; nothing when no graph exists; with graph.follow_ingest off, a notice appended to
+    `notices` once). False when there was no such document."""
     if not store.corpus.delete_document(doc_id, workspace):
         return False
-    update_graph_for_documents(store, graph, embedder=embedder, workspace=workspace, doc_ids=[doc_id])
+    follow = follow_corpus(store, graph, embedder=embedder, workspace=workspace, doc_ids=[doc_id])
+    if follow.notice and notices is not None:
+        notices.append(follow.notice)
     return True
 
 

@@ -63,9 +63,10 @@ def prompt_cache_rate(ledger: pd.DataFrame, freq: str = "1h") -> pd.DataFrame:
 def embedding_cache_rate(events: Sequence[tuple[str, int, int, str, datetime]], freq: str = "1h") -> pd.DataFrame:
     """Embedding-cache hit rate per time bucket from cache events (cache, hits, misses, purpose, created_at), one
     line for queries (what each query's counters say, query_embedding_events) and one for builds (ingest, context
-    builds: new texts are misses by nature), so neither hides the other."""
-    rows = [(at, h, m, "queries" if p == "query" else "builds") for cache, h, m, p, at in events
-            if cache == "embedding"]
+    builds: new texts are misses by nature), so neither hides the other; and beside them the share of an edited
+    document's llm contexts its unchanged chunks kept (context.reindex)."""
+    rows = [(at, h, m, ("queries" if p == "query" else "builds") if cache == "embedding" else "llm_context")
+            for cache, h, m, p, at in events if cache in ("embedding", "llm_context")]
     if not rows:
         return pd.DataFrame(columns=["time", "cache", "hit_rate", "volume"])
     df = pd.DataFrame(rows, columns=["at", "hits", "misses", "side"])
@@ -73,7 +74,8 @@ def embedding_cache_rate(events: Sequence[tuple[str, int, int, str, datetime]], 
     g = df.groupby(["time", "side"]).agg(hits=("hits", "sum"), misses=("misses", "sum")).reset_index()
     g["volume"] = g.hits + g.misses
     g["hit_rate"] = [h / v if v else 0.0 for h, v in zip(g.hits, g.volume)]
-    g["cache"] = [f"embedding cache, {s} (texts)" for s in g.side]
+    g["cache"] = ["llm contexts kept across edits" if s == "llm_context" else f"embedding cache, {s} (texts)"
+                  for s in g.side]
     return g[["time", "cache", "hit_rate", "volume"]]
 
 

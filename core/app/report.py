@@ -147,11 +147,15 @@ def chunks_frame(chunks: Sequence[Chunk]) -> pd.DataFrame:
 
 
 def ingest_frame(results: Sequence["FileResult"]) -> pd.DataFrame:
-    """Per-file outcome of one upload: status, chunks, embeddings computed vs served from the cache."""
-    rows = [{"file": r.name, "status": r.status, "chunks": r.chunks, "embedded": r.embedded,
-             "cache hits": r.cache_hits, "encoding": r.encoding, "message": r.message}
+    """Per-file outcome of one upload: status, chunks (unchanged / changed / new / removed against the stored
+    version), embeddings computed vs served from the cache, llm contexts kept."""
+    cols = ["file", "status", "chunks", "unchanged", "changed", "new", "removed", "embedded", "cache hits",
+            "contexts kept", "encoding", "message"]
+    rows = [{"file": r.name, "status": r.status, "chunks": r.chunks, "unchanged": r.unchanged, "changed": r.changed,
+             "new": r.new, "removed": r.removed, "embedded": r.embedded, "cache hits": r.cache_hits,
+             "contexts kept": r.contexts_kept, "encoding": r.encoding, "message": r.message}
             for r in results]
-    return pd.DataFrame(rows, columns=["file", "status", "chunks", "embedded", "cache hits", "encoding", "message"])
+    return pd.DataFrame(rows, columns=cols)
 
 
 def _rank_inputs(stage: StageResult) -> list[str]:

@@ -52,3 +52,10 @@ class GraphConfig(Section):
     resolution: float = Field(1.0, gt=0, le=100, description="Leiden resolution: higher gives more, smaller "
                                                              "communities")
     seed: int = Field(42, description="Leiden random seed: the same graph gives the same communities")
+    follow_ingest: bool = Field(True, description="when a graph exists, every ingest or delete (page, CLI, Ray) "
+                                                  "updates it incrementally; false: the graph stays behind the corpus "
+                                                  "and the first change says so, with the command that catches up")
+    communities: Literal["local", "full"] = Field(
+        "local", description="an update re-clusters: local, only the communities the changed chunks touch (seeded; "
+                             "only their summaries are invalidated); full, the whole graph (`graph communities` "
+                             "re-clusters everything on demand and compares the two)")

@@ -23,6 +23,7 @@ class LimitsConfig(Section):
 
 ChunkStrategy = Literal["structure", "sentence", "fixed"]  # the chunkers core.ingest.chunk implements
 ContextVariant = Literal["none", "heuristic", "late", "llm"]  # the chunk texts core.ingest.context builds
+ContextReindex = Literal["full", "changed", "major"]  # what an edited document's stored contexts become
 
 
 class ChunkingConfig(Section):
@@ -79,3 +80,10 @@ class ContextConfig(Section):
     use_batches: bool = Field(False, description="send llm contexts through the Message Batches API: half the "
                                                  "price, results within 24 h")
     max_output_tokens: int = Field(150, ge=16, le=1024, description="output tokens allowed per written context")
+    reindex: ContextReindex = Field(
+        "changed", description="when a document is edited: full rewrites every chunk's llm context; changed writes "
+                               "contexts only for changed and new chunks (unchanged chunks keep theirs); major "
+                               "rewrites the whole document only when more than major_share of it changed, "
+                               "otherwise as changed, marking the kept contexts possibly stale")
+    major_share: float = Field(0.3, ge=0.0, le=1.0, description="context.reindex = major: the share of a "
+                               "document's chunks that must change before all of its contexts are rewritten")

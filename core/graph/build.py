@@ -3,12 +3,20 @@ that reads settings and tables and calls the pure operations (extract, resolve, 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
 from core.config import GraphConfig
-from core.graph.communities import LEIDEN_VERSIONS, hierarchical_leiden_arrays
+from core.graph.communities import (
+    LEIDEN_VERSIONS,
+    Community,
+    agreement,
+    hierarchical_leiden_arrays,
+    local_update,
+    modularity,
+)
 from core.graph.extract import extract_all, make_extractor
 from core.graph.model import LLM_BUILT, STATISTICAL, BuildReport, ChunkExtraction
 from core.graph.resolve import (
@@ -76,12 +84,39 @@ def _store_extractions(store: Store, exts: Sequence[ChunkExtraction], builder: s
     return usage
 
 
-def recompute_communities(store: Store, cfg: GraphConfig, workspace: str) -> tuple[int, int, int]:
-    """Hierarchical Leiden over the active graph; returns (levels, communities, summaries invalidated)."""
-    g = active_graph(store, workspace, cfg.min_phrase_chunks)
-    comms = hierarchical_leiden_arrays(g.ids, np.minimum(g.a, g.b), np.maximum(g.a, g.b), g.w, seed=cfg.seed,
-                                       resolution=cfg.resolution, max_cluster_size=cfg.max_cluster_size,
-                                       max_levels=cfg.max_levels)
+def stored_communities(store: Store, workspace: str) -> list[Community]:
+    """The stored community tree as Community records (members sorted)."""
+    cols = store.communities.membership_columns(workspace)
+    levels, cids, nids = cols["level"].tolist(), cols["community_id"].tolist(), cols["node_id"].tolist()
+    parents = [None if p is None or p != p else p for p in cols["parent_id"].tolist()]  # NULL may read as NaN
+    groups: dict[tuple[int, str], tuple[str | None, list[str]]] = {}
+    for level, cid, parent, nid in zip(levels, cids, parents, nids):
+        groups.setdefault((int(level), cid), (parent, []))[1].append(nid)
+    return [Community(level, cid, parent, tuple(sorted(members))) for (level, cid), (parent, members) in groups.items()]
+
+
+def cluster(store: Store, cfg: GraphConfig, workspace: str, touched: set[str] | None = None, g: Any = None
+            ) -> tuple[list[Community], Any]:
+    """The communities of the active graph: all of it re-clustered (touched None, graph.communities = full, or no
+    stored communities), or only the communities the touched nodes are in (core/graph/communities.py
+    local_update). Returns them with the active graph they partition (`g`, when the caller has it loaded)."""
+    g = g if g is not None else active_graph(store, workspace, cfg.min_phrase_chunks)
+    a, b = np.minimum(g.a, g.b), np.maximum(g.a, g.b)
+    kw = dict(seed=cfg.seed, resolution=cfg.resolution, max_cluster_size=cfg.max_cluster_size,
+              max_levels=cfg.max_levels)
+    previous = stored_communities(store, workspace) if touched is not None and cfg.communities == "local" else []
+    if previous:
+        comms, _ = local_update(g.ids, a, b, g.w, previous, touched or set(), **kw)
+    else:
+        comms = hierarchical_leiden_arrays(g.ids, a, b, g.w, **kw)
+    return comms, g
+
+
+def recompute_communities(store: Store, cfg: GraphConfig, workspace: str, touched: set[str] | None = None,
+                          g: Any = None) -> tuple[int, int, int]:
+    """Communities over the active graph (cluster: all, or only those `touched` nodes are in); returns (levels,
+    communities, summaries invalidated)."""
+    comms, _ = cluster(store, cfg, workspace, touched, g)
     rows = [(c.level, c.community_id, c.parent_id, nid, c.members_hash) for c in comms for nid in c.members]
     invalidated = store.communities.put_communities(rows, workspace)
     levels = len({c.level for c in comms})
@@ -89,12 +124,12 @@ def recompute_communities(store: Store, cfg: GraphConfig, workspace: str) -> tup
 
 
 def refresh_suggestions(store: Store, cfg: GraphConfig, embedder: Embedder, workspace: str,
-                        new_nodes: set[str] | None) -> int:
+                        new_nodes: set[str] | None, g: Any = None, res: Resolution | None = None) -> int:
     """Queue merge suggestions (name cosine >= merge_threshold) for new nodes against all active nodes, and drop
     pending ones that no longer make sense (a node left, or both already resolve to one node)."""
-    nodes = active_graph(store, workspace, cfg.min_phrase_chunks).nodes
+    nodes = (g if g is not None else active_graph(store, workspace, cfg.min_phrase_chunks)).nodes
     ids = [n.node_id for n in nodes]
-    res = current_resolution(store, cfg, workspace)
+    res = res if res is not None else current_resolution(store, cfg, workspace)
     alive = set(ids)
     stale = [q.item_id for q in store.review.queue("pending", workspace)
              if res(q.keep_id) == res(q.other_id) or res(q.keep_id) not in alive
@@ -113,11 +148,17 @@ def refresh_suggestions(store: Store, cfg: GraphConfig, embedder: Embedder, work
 
 def _finish(store: Store, cfg: GraphConfig, workspace: str, *, mode: str, builder: str, t0: float, embedder: Embedder | None,
             new_nodes: set[str] | None, usage: Usage = Usage(), added: int = 0, removed: int = 0,
-            notes: Sequence[str] = ()) -> BuildReport:
-    levels, n_comms, invalidated = recompute_communities(store, cfg, workspace)
-    suggestions = refresh_suggestions(store, cfg, embedder, workspace, new_nodes) if embedder is not None else 0
+            notes: Sequence[str] = (), res: Resolution | None = None) -> BuildReport:
+    # The active graph is read once (its nodes and edges are the update's biggest read) for every step below.
+    g = active_graph(store, workspace, cfg.min_phrase_chunks)
+    # An incremental update (new_nodes: the nodes its chunks touched) re-clusters only their communities.
+    levels, n_comms, invalidated = recompute_communities(store, cfg, workspace,
+                                                         None if new_nodes is None or mode != "incremental"
+                                                         else new_nodes, g)
+    suggestions = (refresh_suggestions(store, cfg, embedder, workspace, new_nodes, g, res) if embedder is not None
+                   else 0)
     counts = store.graph.counts(workspace)
-    active = active_graph(store, workspace, cfg.min_phrase_chunks).nodes
+    active = g.nodes
     stats = {"nodes": counts["nodes"], "edges": counts["edges"], "active_nodes": len(active), "levels": levels,
              "communities": n_comms, "chunks": counts["chunks"], "leiden": LEIDEN_VERSIONS,
              "label": builder_label(builder)}
@@ -126,7 +167,7 @@ def _finish(store: Store, cfg: GraphConfig, workspace: str, *, mode: str, builde
     # Extractive summaries cost no model call, so the build stores them for every community whose membership is
     # new: global search then reads them instead of writing them into each process's memory on first use. LLM
     # summaries stay a query-time (or explicit) cost the user sees estimated first.
-    snap = load_snapshot(store, workspace, cfg.min_phrase_chunks)
+    snap = load_snapshot(store, workspace, cfg.min_phrase_chunks, g)
     written = build_summaries(snap, store, workspace=workspace) if snap is not None else 0
     return BuildReport(mode, builder_label(builder), added, removed, counts["nodes"], counts["edges"], len(active),
                        levels, n_comms, invalidated, suggestions, time.perf_counter() - t0, usage, tuple(notes),
@@ -161,7 +202,8 @@ def build_graph(
     current = {c.chunk_id for c in chunks}
     removed = sorted(cid for cid in seen if cid not in current)
     added = [c for c in chunks if c.chunk_id not in seen]
-    affected = store.graph.remove_chunks(removed, workspace)
+    # Nodes an update killed half-way touched (graph_dirty) are finished by this one.
+    affected = store.graph.remove_chunks(removed, workspace) | (set() if full else store.graph.dirty_nodes(workspace))
 
     extractor, builder, notice = make_extractor(cfg.builder, llm=llm, model=cfg.llm_model, workspace=workspace,
                                                 max_entities=cfg.max_entities_per_chunk)
@@ -196,22 +238,70 @@ def build_graph(
     mode = "full" if full or state is None else "incremental"
     return _finish(store, cfg, workspace, mode=mode, builder=builder if added or state is None else state.builder,
                    t0=t0, embedder=embedder, new_nodes=None if whole else affected, usage=usage,
-                   added=len(added), removed=len(removed), notes=notes)
+                   added=len(added), removed=len(removed), notes=notes, res=res)
+
+
+@dataclass(frozen=True)
+class Follow:
+    """What a corpus change did to the graph: the update's report, or a notice that the graph was left behind."""
+
+    report: BuildReport | None = None
+    notice: str = ""
+
+
+BEHIND_NOTICE = ("the entity graph was not updated (graph.follow_ingest = false) and is behind the corpus now; "
+                 "`python -m core graph update` (or Update on the Graph page) catches it up")
+
+
+def follow_corpus(
+    store: Store, cfg: GraphConfig, *, embedder: Embedder | None = None, llm: Any = None,
+    workspace: str = DEFAULT_WORKSPACE, doc_ids: Sequence[str] = (),
+) -> Follow:
+    """The hook for every path that adds, replaces or deletes documents (ingest on either engine, the Corpus page,
+    `python -m core delete`): an incremental update when a graph exists (or graph building is enabled), unless
+    graph.follow_ingest is off, when the first change after each build says so once, with the command.
+    `doc_ids` is informational: the update finds new and vanished chunks itself, so a missed call is caught up by
+    the next one."""
+    state = store.graph.state(workspace)
+    if state is None and not cfg.enabled:
+        return Follow()
+    if not cfg.follow_ingest:
+        if state is not None and store.graph.first_notice(f"graph_behind:{state.version}:{state.built_at}",
+                                                          workspace):
+            return Follow(notice=BEHIND_NOTICE)
+        return Follow()
+    report = build_graph(store, cfg, embedder=embedder, llm=llm, workspace=workspace)
+    if doc_ids:
+        report = BuildReport(**{**report.__dict__, "notes": (*report.notes, f"documents: {', '.join(doc_ids)}")})
+    return Follow(report)
 
 
 def update_graph_for_documents(
     store: Store, cfg: GraphConfig, *, embedder: Embedder | None = None, llm: Any = None,
     workspace: str = DEFAULT_WORKSPACE, doc_ids: Sequence[str] = (),
 ) -> BuildReport | None:
-    """The hook for ingest and the Corpus page after documents were added, replaced or deleted: an incremental
-    update when a graph exists (or graph building is enabled), else nothing. `doc_ids` is informational: the
-    update finds new and vanished chunks itself, so a missed call is caught up by the next one."""
-    if store.graph.state(workspace) is None and not cfg.enabled:
-        return None
-    report = build_graph(store, cfg, embedder=embedder, llm=llm, workspace=workspace)
-    if doc_ids:
-        report = BuildReport(**{**report.__dict__, "notes": (*report.notes, f"documents: {', '.join(doc_ids)}")})
-    return report
+    """follow_corpus's report (None when nothing ran)."""
+    return follow_corpus(store, cfg, embedder=embedder, llm=llm, workspace=workspace, doc_ids=doc_ids).report
+
+
+def recluster(store: Store, cfg: GraphConfig, *, workspace: str = DEFAULT_WORKSPACE
+              ) -> tuple[BuildReport, dict[str, float]]:
+    """The periodic full re-clustering (`python -m core graph communities`): hierarchical Leiden over the whole
+    active graph, whatever graph.communities says, measured against the partition it replaces (level-0 modularity
+    before and after, NMI and adjusted Rand index between them). No extraction runs; summaries are invalidated and
+    written only where a membership changed."""
+    t0 = time.perf_counter()
+    state = store.graph.state(workspace)
+    if state is None:
+        raise ValueError("no graph yet: build it first (`python -m core graph build`)")
+    g = active_graph(store, workspace, cfg.min_phrase_chunks)
+    lo, hi = np.minimum(g.a, g.b), np.maximum(g.a, g.b)
+    before = stored_communities(store, workspace)
+    report = _finish(store, cfg.model_copy(update={"communities": "full"}), workspace, mode="re-cluster",
+                     builder=state.builder, t0=t0, embedder=None, new_nodes=None)
+    after = stored_communities(store, workspace)
+    return report, {"modularity_before": modularity(g.ids, lo, hi, g.w, before),
+                    "modularity_after": modularity(g.ids, lo, hi, g.w, after), **agreement(g.ids, before, after)}
 
 
 def reresolve_graph(store: Store, cfg: GraphConfig, *, embedder: Embedder | None = None,
@@ -224,7 +314,7 @@ def reresolve_graph(store: Store, cfg: GraphConfig, *, embedder: Embedder | None
     store.graph.apply_resolution(_mapping(res), split_by_type=cfg.split_by_type, workspace=workspace)
     _reaggregate(store, None, _display(res), workspace)
     return _finish(store, cfg, workspace, mode="re-resolve", builder=state.builder if state else cfg.builder,
-                   t0=t0, embedder=embedder, new_nodes=set(), notes=res.conflicts)
+                   t0=t0, embedder=embedder, new_nodes=set(), notes=res.conflicts, res=res)
 
 
 def _display(res: Resolution) -> dict[str, str]:

@@ -5,7 +5,7 @@ import hashlib
 import random
 import threading
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import igraph as ig
 import numpy as np
@@ -123,3 +123,193 @@ def hierarchical_leiden_arrays(
             break
         level_groups, parents = next_groups, next_parents
     return out
+
+
+# -- local updates -------------------------------------------------------------------------------------------------
+def _index(cid: str) -> int:
+    """The number of a community id 'L{level}-{k}' (0 for an id of another form)."""
+    tail = cid.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
+@dataclass
+class _Node:
+    """A community of the tree being rebuilt: `old` when it is a stored community kept as it was (its id stays)."""
+
+    level: int
+    members: tuple[str, ...]
+    parent: "_Node | None" = None
+    old: Community | None = None
+
+
+def local_update(
+    order: Sequence[str], a: np.ndarray, b: np.ndarray, w: np.ndarray, previous: Sequence[Community],
+    touched: set[str], *, seed: int = 42, resolution: float = 1.0, max_cluster_size: int = 30, max_levels: int = 3,
+) -> tuple[list[Community], set[str]]:
+    """Re-cluster only what a change touched. A community is touched when it holds a touched node (one whose
+    mentions, edges or activity changed) or lost a node. Untouched top-level communities keep their ids, members and
+    subtrees. The touched top-level communities are re-clustered (Leiden, seeded) together with the nodes of no
+    previous community, on their induced subgraph, in which each of their untouched child communities is one
+    contracted unit (its inner weight kept as a loop, so degrees stay as in the whole graph): such a child comes out
+    inside one new top-level community, with its id, members and subtree, so its summaries stay valid. Inside a new
+    top-level community over max_cluster_size, the nodes of no kept child are split as hierarchical Leiden splits
+    (twice the resolution a level down). Edges from the region to untouched communities did not change (an edge is
+    made by chunks, and a changed chunk touches both its ends), so leaving them out is the usual local approximation;
+    `graph.communities = full` re-clusters everything, and bench/incremental.py measures the two against each other.
+    Returns the communities and the ids of the top-level communities that were re-clustered."""
+    n = len(order)
+    pos = {nid: i for i, nid in enumerate(order)}
+    present = set(order)
+    children: dict[str, list[Community]] = {}
+    for c in previous:
+        if c.parent_id:
+            children.setdefault(c.parent_id, []).append(c)
+    roots = [c for c in previous if c.level == 0]
+
+    def is_hit(c: Community) -> bool:
+        return bool(touched.intersection(c.members)) or not present.issuperset(c.members)
+
+    def keep_subtree(c: Community, parent: _Node | None, level: int) -> list[_Node]:
+        node = _Node(level, c.members, parent, c)
+        out = [node]
+        for ch in children.get(c.community_id, []):
+            out += keep_subtree(ch, node, level + 1)
+        return out
+
+    tree: list[_Node] = []
+    hit_roots = [c for c in roots if is_hit(c)]
+    for c in roots:
+        if not is_hit(c):
+            tree += keep_subtree(c, None, 0)
+    covered = {m for nd in tree for m in nd.members}
+    # Units of the region: untouched real children of touched roots (contracted), then single nodes.
+    units: list[tuple[str, ...]] = []
+    unit_comm: list[Community | None] = []
+    for r in hit_roots:
+        for ch in children.get(r.community_id, []):
+            if ch.members != r.members and not is_hit(ch):  # equal members: a carried copy, not a split
+                units.append(ch.members)
+                unit_comm.append(ch)
+    in_units = {m for u in units for m in u}
+    for nid in order:
+        if nid not in covered and nid not in in_units:
+            units.append((nid,))
+            unit_comm.append(None)
+    if units:
+        unit_of = np.full(n, -1, dtype=np.int64)
+        for k, u in enumerate(units):
+            unit_of[[pos[m] for m in u]] = k
+        ua, ub = unit_of[a], unit_of[b]
+        ok = (ua >= 0) & (ub >= 0)
+        lo, hi, ww = np.minimum(ua[ok], ub[ok]), np.maximum(ua[ok], ub[ok]), w[ok]
+        keys, inv = np.unique(lo * len(units) + hi, return_inverse=True)
+        sums = np.bincount(inv, weights=ww, minlength=len(keys))
+        labels = leiden(len(units), keys // len(units), keys % len(units), sums, seed=seed, resolution=resolution)
+        for grp in _ordered_groups(labels, np.arange(len(units))):
+            members = tuple(sorted(m for k in grp for m in units[k]))
+            top = _Node(0, members)
+            tree.append(top)
+            if len(members) <= max_cluster_size or max_levels < 2:
+                continue  # not split a level down (a carried copy follows in _extend_levels)
+            loose = sorted(m for k in grp if unit_comm[k] is None for m in units[k])
+            for k in grp:
+                if unit_comm[k] is not None:
+                    tree += keep_subtree(unit_comm[k], top, 1)  # type: ignore[arg-type]
+            if loose:
+                tree += _split(order, pos, a, b, w, loose, top, seed=seed, resolution=resolution * 2,
+                               max_cluster_size=max_cluster_size, max_levels=max_levels - 1)
+    return _name(tree, previous, max_levels), {c.community_id for c in hit_roots}
+
+
+def _split(order: Sequence[str], pos: dict[str, int], a: np.ndarray, b: np.ndarray, w: np.ndarray,
+           loose: list[str], parent: _Node, **kw: Any) -> list[_Node]:
+    """Hierarchical Leiden over the loose nodes' induced subgraph, one level below `parent`."""
+    local = np.full(len(order), -1, dtype=np.int64)
+    local[[pos[m] for m in loose]] = np.arange(len(loose))
+    inside = (local[a] >= 0) & (local[b] >= 0)
+    sub = hierarchical_leiden_arrays(loose, local[a[inside]], local[b[inside]], w[inside], **kw)
+    made: dict[str, _Node] = {}
+    out = []
+    for c in sorted(sub, key=lambda c: (c.level, _index(c.community_id))):
+        node = _Node(parent.level + 1 + c.level, c.members, made.get(c.parent_id or "", parent))
+        made[c.community_id] = node
+        out.append(node)
+    return out
+
+
+def _name(tree: list[_Node], previous: Sequence[Community], max_levels: int) -> list[Community]:
+    """Community records for the rebuilt tree: a kept community keeps its id; a new one takes an id a re-clustered
+    community freed at its level (smallest first), then the next after the highest the level has held, so
+    re-clustering everything names the communities as a full build does."""
+    held = {nd.old.community_id for nd in tree if nd.old is not None}
+    by_level: dict[int, list[Community]] = {}
+    for c in previous:
+        by_level.setdefault(c.level, []).append(c)
+    free = {lv: sorted((_index(c.community_id) for c in cs if c.community_id not in held), reverse=True)
+            for lv, cs in by_level.items()}
+    nxt = {lv: 1 + max(_index(c.community_id) for c in cs) for lv, cs in by_level.items()}
+    ids: dict[int, str] = {}
+    for nd in tree:
+        if nd.old is not None:
+            ids[id(nd)] = nd.old.community_id
+    fresh = sorted((nd for nd in tree if nd.old is None), key=lambda nd: (nd.level, -len(nd.members), nd.members))
+    for nd in fresh:
+        pool = free.get(nd.level)
+        if pool:
+            k = pool.pop()
+        else:
+            k = nxt.get(nd.level, 0)
+            nxt[nd.level] = k + 1
+        ids[id(nd)] = f"L{nd.level}-{k}"
+    comms = [Community(nd.level, ids[id(nd)], ids[id(nd.parent)] if nd.parent is not None else None, nd.members)
+             for nd in tree]
+    return _extend_levels(comms, max_levels)
+
+
+def _extend_levels(comms: list[Community], max_levels: int) -> list[Community]:
+    """Every level a full partition: a leaf above the deepest level is carried down (a new id, itself the parent),
+    as hierarchical_leiden_arrays carries an unsplit community; kept subtrees and the re-clustered region may end
+    at different depths."""
+    depth = min(max_levels, 1 + max((c.level for c in comms), default=-1))
+    parents = {c.parent_id for c in comms if c.parent_id}
+    by_level: dict[int, list[Community]] = {}
+    for c in comms:
+        by_level.setdefault(c.level, []).append(c)
+    nxt = {lv: 1 + max(_index(c.community_id) for c in cs) for lv, cs in by_level.items()}
+    out = list(comms)
+    for level in range(depth - 1):
+        for c in sorted(by_level.get(level, []), key=lambda c: _index(c.community_id)):
+            if c.community_id in parents:
+                continue
+            k = nxt.get(level + 1, 0)
+            nxt[level + 1] = k + 1
+            copy = Community(level + 1, f"L{level + 1}-{k}", c.community_id, c.members)
+            by_level.setdefault(level + 1, []).append(copy)
+            out.append(copy)
+    return sorted(out, key=lambda c: (c.level, _index(c.community_id)))
+
+
+def modularity(order: Sequence[str], a: np.ndarray, b: np.ndarray, w: np.ndarray, comms: Sequence[Community],
+               level: int = 0) -> float:
+    """Weighted modularity (resolution 1) of one level's partition over the graph."""
+    label = {nid: k for k, c in enumerate(c for c in comms if c.level == level) for nid in c.members}
+    g = ig.Graph(n=len(order), edges=np.column_stack([a, b]).tolist() if len(a) else [], directed=False)
+    membership = [label.get(nid, -1) for nid in order]
+    spare = max(membership, default=0) + 1
+    membership = [m if m >= 0 else spare + i for i, m in enumerate(membership)]  # a missing node: its own community
+    return float(g.modularity(membership, weights=w.tolist() if len(w) else None))
+
+
+def agreement(order: Sequence[str], x: Sequence[Community], y: Sequence[Community], level: int = 0
+              ) -> dict[str, float]:
+    """How alike two partitions of the same nodes are at one level: NMI and adjusted Rand index (1 = identical)."""
+    def labels(cs: Sequence[Community]) -> list[int]:
+        lab = {nid: k for k, c in enumerate(c for c in cs if c.level == level) for nid in c.members}
+        spare = len(lab) + 1
+        return [lab.get(nid, spare + i) for i, nid in enumerate(order)]
+
+    lx, ly = labels(x), labels(y)
+    if not order:
+        return {"nmi": 1.0, "ari": 1.0}
+    return {"nmi": float(ig.compare_communities(lx, ly, method="nmi")),
+            "ari": float(ig.compare_communities(lx, ly, method="adjusted_rand"))}

@@ -53,6 +53,11 @@ class CommunityStore(Protocol):
     def put_summary(self, members_hash: str, *, level: int, community_id: str, title: str, summary: str, mode: str,
                     usage: dict[str, Any], workspace: str = ...) -> None: ...
 
+    def summary_hashes(self, workspace: str = ...) -> set[str]: ...
+
+    def put_summaries(self, rows: Sequence[tuple[str, int, str, str, str, str, dict[str, Any]]],
+                      workspace: str = ...) -> None: ...
+
 
 class NameVectorCache(Protocol):
     """core.store's caches repository: vectors of node names and summary texts keyed by text hash."""

@@ -142,6 +142,7 @@ def get_summaries(snap: GraphSnapshot, store: GraphSource, level: int, community
     hashes = {cid: snap.members_hash[(level, cid)] for cid in community_ids}
     cached = store.communities.summaries(list(hashes.values()), workspace)
     out = []
+    rows: list[tuple[str, int, str, str, str, str, dict[str, Any]]] = []
     for cid in community_ids:
         mh = hashes[cid]
         hit = cached.get(mh)
@@ -163,9 +164,10 @@ def get_summaries(snap: GraphSnapshot, store: GraphSource, level: int, community
         made = Summary(level, cid, mh, title, text, mode, False, usage)
         snap.summaries[mh] = made
         if write:
-            store.communities.put_summary(mh, level=level, community_id=cid, title=title, summary=text, mode=mode,
-                                          usage=usage.__dict__, workspace=workspace)
+            rows.append((mh, level, cid, title, text, mode, usage.__dict__))
         out.append(made)
+    if rows:  # one transaction for all of them: a commit per summary was most of an incremental update's time
+        store.communities.put_summaries(rows, workspace)
     return out
 
 
@@ -174,8 +176,12 @@ def build_summaries(snap: GraphSnapshot, store: GraphSource, *, levels: Sequence
     """Build time: write the summaries of every community of two or more entities (at `levels`, default all), so
     queries find them stored. Returns how many were written."""
     written = 0
+    # Extractive summaries already stored serve as they are: only the missing memberships are looked at (an
+    # incremental update changes a few communities of thousands).
+    stored = set() if use_llm else store.communities.summary_hashes(workspace)
     for level in (snap.levels() if levels is None else levels):
-        ids = sorted(cid for cid, m in snap.communities.get(level, {}).items() if len(m) >= 2)
+        ids = sorted(cid for cid, m in snap.communities.get(level, {}).items()
+                     if len(m) >= 2 and snap.members_hash[(level, cid)] not in stored)
         written += sum(1 for s in get_summaries(snap, store, level, ids, llm=llm, model=model, use_llm=use_llm,
                                                 workspace=workspace, write=True) if not s.cached)
     return written

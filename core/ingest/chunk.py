@@ -5,6 +5,7 @@ import bisect
 from typing import Callable
 
 from core.config.ingest import ChunkStrategy as Strategy
+from core.ingest.identity import content_ids, content_key
 from core.ingest.parse import ParseError
 from core.text import count_tokens, detect_language, sentence_spans, token_spans
 from core.types import Chunk, ParsedDocument, Section
@@ -190,10 +191,13 @@ def chunk_facts(text: str, ranges: Ranges) -> list[tuple[int, str]]:
 
 
 def build_chunks(text: str, doc_id: str, ranges: Ranges, facts: list[tuple[int, str]]) -> list[Chunk]:
-    """Chunk records from their ranges and facts; ids are the document id and the ordinal."""
-    return [Chunk(chunk_id=f"{doc_id}-{i:04d}", doc_id=doc_id, ordinal=i, text=text[s:e], start=s, end=e,
+    """Chunk records from their ranges and facts; ids are content-defined (core/ingest/identity.py): the document
+    id and a hash of the chunk's heading path and text, so an unchanged chunk keeps its id when its document is
+    edited."""
+    ids = content_ids(doc_id, [content_key(text[s:e], path) for s, e, path in ranges])
+    return [Chunk(chunk_id=cid, doc_id=doc_id, ordinal=i, text=text[s:e], start=s, end=e,
                   heading_path=path, n_tokens=n, lang=lang)
-            for i, ((s, e, path), (n, lang)) in enumerate(zip(ranges, facts))]
+            for i, (cid, (s, e, path), (n, lang)) in enumerate(zip(ids, ranges, facts))]
 
 
 def chunk_document(doc: ParsedDocument, doc_id: str, *, strategy: Strategy, size: int, overlap: int,

@@ -118,15 +118,17 @@ def heuristic_context(title: str, name: str, heading_path: Sequence[str], lead: 
 def build_heuristic(store: Store, *, workspace: str = DEFAULT_WORKSPACE, progress: Progress | None = None,
                     doc_ids: Sequence[str] | None = None) -> ContextReport:
     """Write heuristic contexts for every chunk that has none (cheap, offline, idempotent). Ingest calls it with the
-    documents it just stored (`doc_ids`), so queries find them built and never write."""
+    documents it just stored (`doc_ids`): then every chunk of them is recomputed and written when its context is
+    missing or differs, since an unchanged chunk of an edited document keeps its stored context, and that context
+    reads the document's title and lead sentence (an edit there changes it). Queries find them built, never write."""
     docs = {d.doc_id: d for d in store.corpus.documents(workspace)}
     if doc_ids is None:
         chunks = store.corpus.chunks(workspace)
     else:
         chunks = [c for d in dict.fromkeys(doc_ids) for c in store.corpus.chunks(workspace, doc_id=d)]
-    have = set(store.ledger.contexts("heuristic", workspace, [c.chunk_id for c in chunks] if doc_ids is not None
-                                     else None))
-    todo = [c for c in chunks if c.chunk_id not in have]
+    have = store.ledger.contexts("heuristic", workspace, [c.chunk_id for c in chunks] if doc_ids is not None
+                                 else None)
+    todo = chunks if doc_ids is not None else [c for c in chunks if c.chunk_id not in have]
     written = 0
     pending: list[tuple[str, str]] = []
     for i, (doc_id, chunks) in enumerate(_by_doc(todo).items()):
@@ -135,13 +137,15 @@ def build_heuristic(store: Store, *, workspace: str = DEFAULT_WORKSPACE, progres
         title = (d.title if d else "") or ""
         name = d.name if d else doc_id
         lead = lead_sentence(text, title)
-        pending += [(c.chunk_id, heuristic_context(title, name, c.heading_path, lead)) for c in chunks]
+        made = [(c.chunk_id, heuristic_context(title, name, c.heading_path, lead)) for c in chunks]
+        made = [(cid, ctx) for cid, ctx in made if have.get(cid) != ctx]
+        pending += made
         # Free to recompute, so written in batches rather than one transaction per document: per document it was
         # about a quarter of the non-model time of ingesting SciFact abstracts (bench/ingest.py, issue #14).
         if len(pending) >= _HEURISTIC_BATCH:
             store.ledger.put_contexts(pending, "heuristic", HEURISTIC_LABEL, workspace)
             pending = []
-        written += len(chunks)
+        written += len(made)
         if progress:
             progress(written, len(todo), 0.0)
     store.ledger.put_contexts(pending, "heuristic", HEURISTIC_LABEL, workspace)
@@ -335,19 +339,51 @@ def estimate_llm_contexts(
     p = price_for(model)
     docs, warnings = [], []
     names = {d.doc_id: d.name for d in store.corpus.documents(workspace)}
+    have = set(store.ledger.contexts("llm", workspace))
+    edited = {"docs": 0, "write": 0, "kept": 0, "full_usd": 0.0, "usd": 0.0}
     for doc_id, chunks in todo.items():
         text = store.corpus.document_text(doc_id, workspace) or ""
         est = estimate_document(_prefix_tokens(text), len(chunks), model=model,
                                 per_call_tokens=[_call_tokens(c) for c in chunks], output_tokens=output_tokens,
                                 ttl=ttl, batch=batch, doc_id=doc_id)
         docs.append(est)
+        every = store.corpus.chunks(workspace, doc_id)
+        kept = sum(1 for c in every if c.chunk_id in have)
+        if kept:  # an edited document: its unchanged chunks kept their contexts (context.reindex)
+            full = estimate_document(_prefix_tokens(text), len(every), model=model,
+                                     per_call_tokens=[_call_tokens(c) for c in every], output_tokens=output_tokens,
+                                     ttl=ttl, batch=batch, doc_id=doc_id)
+            edited = {"docs": edited["docs"] + 1, "write": edited["write"] + len(chunks),
+                      "kept": edited["kept"] + kept, "full_usd": edited["full_usd"] + full.with_cache_usd,
+                      "usd": edited["usd"] + est.with_cache_usd}
         if not est.cache_forms and len(chunks) > 1:
             warnings.append(f"{names.get(doc_id, doc_id)}: about {est.prefix_tokens:,} tokens, below the "
                             f"{p.min_cacheable_tokens:,}-token minimum of {model}; the prompt cache will not form "
                             "(cache reads stay 0) and each of its calls pays the full document")
     if not p.known:
         warnings.append(f"{model} is not in core/models/data/prices.toml: priced as the most expensive listed model")
-    return RunEstimate(model, tuple(docs), batch, p.known), warnings
+    return RunEstimate(model, tuple(docs), batch, p.known), rebuild_plan(store, todo, edited, workspace) + warnings
+
+
+def rebuild_plan(store: Store, todo: dict[str, list[Chunk]], edited: dict[str, float], workspace: str) -> list[str]:
+    """What a build will write and why, as 'plan:' lines: chunks of documents never contextualised, changed and
+    new chunks of edited documents (with the contexts kept and what rewriting those documents whole would cost),
+    and contexts marked possibly stale."""
+    n = sum(len(cs) for cs in todo.values())
+    out = []
+    fresh = n - int(edited["write"])
+    if fresh:
+        out.append(f"plan: {fresh:,} chunks of {len(todo) - int(edited['docs']):,} documents have no llm context yet")
+    if edited["docs"]:
+        out.append(f"plan: {int(edited['write']):,} changed or new chunks of {int(edited['docs']):,} edited documents "
+                   f"need one; their {int(edited['kept']):,} unchanged chunks keep theirs (context.reindex): "
+                   f"{fmt_usd(edited['usd'])} instead of {fmt_usd(edited['full_usd'])} for rewriting those documents "
+                   "whole")
+    stale = store.ledger.stale_contexts("llm", workspace)
+    if stale:
+        out.append(f"plan: {len(stale):,} kept contexts are marked possibly stale (context.reindex = major) and are "
+                   "not rewritten; `python -m core context --variant llm --refresh-stale` rewrites them")
+    return out
 
 
 def build_llm_contexts(

@@ -9,10 +9,12 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from core.config import PipelineConfig
-from core.graph.build import update_graph_for_documents
+from core.graph.build import follow_corpus
+from core.graph.model import BuildReport
 from core.ingest.context import build_heuristic
 from core.ingest.files import LocalFile, read_file, scan_paths
 from core.ingest.chunk import check_chunk_cap, fit_to_window
+from core.ingest.identity import ChunkDiff, adopt_ids, diff_chunks
 from core.ingest.parse import ParseError
 from core.ingest.sandbox import ChunkSpec, ParseSandbox, default_sandbox
 from core.ingest.tables import is_table, put_table
@@ -26,7 +28,7 @@ from core.models.embed import (
 from core.models.protocols import CountsTokens
 from core.store import DocumentRow, Store
 from core.text import detect_language
-from core.types import DEFAULT_WORKSPACE, Chunk, Document, ParsedDocument
+from core.types import DEFAULT_WORKSPACE, Chunk, Document, ParsedDocument, Replacement
 
 # ingest_files embeds the chunks of consecutive documents together, up to this many at a time, and commits them
 # before the next group: small documents alone would leave the model's batches (64) nearly empty, which
@@ -53,11 +55,27 @@ class FileResult:
     embedded: int = 0
     cache_hits: int = 0
     encoding: str = ""  # how a text file was decoded ("utf-8", "cp1251", "utf-16-le (BOM)"); "" for pdf/docx
+    # The new version's chunks against the stored one (core/ingest/identity.py); a new file's chunks are all new.
+    unchanged: int = 0
+    changed: int = 0
+    new: int = 0
+    removed: int = 0
+    contexts_kept: int = 0  # llm contexts the unchanged chunks kept (context.reindex)
+    contexts_to_write: int = 0  # chunks of a document that had llm contexts now without one
+
+    def chunk_changes(self) -> str:
+        """'59 unchanged · 1 changed · 0 new · 0 removed' for a stored version; '' otherwise."""
+        if self.status not in ("ingested", "replaced"):
+            return ""
+        return (f"{self.unchanged:,} unchanged · {self.changed:,} changed · {self.new:,} new · "
+                f"{self.removed:,} removed")
 
 
 @dataclass
 class IngestReport:
     results: list[FileResult] = field(default_factory=list)
+    graph: BuildReport | None = None  # the entity graph's incremental update after the writes, when one ran
+    notes: list[str] = field(default_factory=list)  # e.g. the graph left behind (graph.follow_ingest = false)
 
     @property
     def errors(self) -> list[FileResult]:
@@ -75,6 +93,12 @@ class IngestReport:
     def cache_hits(self) -> int:
         return sum(r.cache_hits for r in self.results)
 
+    def chunk_changes(self) -> dict[str, int]:
+        """Chunks of the stored versions, summed: unchanged / changed / new / removed, and the llm contexts kept
+        and left to write."""
+        keys = ("unchanged", "changed", "new", "removed", "contexts_kept", "contexts_to_write")
+        return {k: sum(getattr(r, k) for r in self.ok) for k in keys}
+
 
 # Called with each file's result as soon as it is final (committed, unchanged or refused), in finishing order.
 OnResult = Callable[[FileResult], None]
@@ -85,7 +109,41 @@ Progress = Callable[[float, int, str], None]
 
 
 def doc_id_for(name: str, content_hash: str) -> str:
+    """A new file's document id. A new version of a stored file keeps the stored id (carry_over), so its unchanged
+    chunks keep theirs."""
     return "d" + hashlib.sha256(f"{name}\x00{content_hash}".encode()).hexdigest()[:11]
+
+
+@dataclass(frozen=True)
+class CarryOver:
+    """What a new version takes from the stored one: its chunks under the stored ids, their diff, the store's
+    replacement plan, and the llm contexts kept and had before."""
+
+    chunks: list[Chunk]
+    diff: ChunkDiff | None = None
+    plan: Replacement | None = None
+    contexts_kept: int = 0
+    contexts_had: int = 0
+
+
+def carry_over(store: Store, config: PipelineConfig, chunks: list[Chunk], previous: DocumentRow | None,
+               workspace: str) -> CarryOver:
+    """The new version's chunks under the stored document's id, unchanged chunks keeping their ids (and with them
+    their vectors, contexts and graph mentions), and what happens to the kept contexts under context.reindex:
+    full rewrites the document's contexts; changed keeps them; major rewrites them when more than
+    context.major_share of the document changed, otherwise keeps them marked possibly stale."""
+    if previous is None:
+        return CarryOver(chunks)
+    old = store.corpus.chunks(workspace, previous.doc_id)
+    chunks = adopt_ids(chunks, previous.doc_id, old)
+    diff = diff_chunks([c.chunk_id for c in old], [c.chunk_id for c in chunks])
+    ctx = config.context
+    rewrite = ctx.reindex == "full" or (ctx.reindex == "major" and diff.changed_share > ctx.major_share)
+    stale = ("llm",) if ctx.reindex == "major" and not rewrite else ()
+    had = store.ledger.contexts("llm", workspace, [c.chunk_id for c in old]) if old else {}
+    kept = 0 if rewrite else sum(1 for cid in diff.unchanged if cid in had)
+    plan = Replacement(previous.doc_id, frozenset(diff.unchanged), keep_contexts=not rewrite, stale_variants=stale)
+    return CarryOver(chunks, diff, plan, kept, len(had))
 
 
 def chunker_label(config: PipelineConfig) -> str:
@@ -111,6 +169,7 @@ def ingest_one(
     result = _store_prepared(prepared, vectors, stats, store=store, embedder=embedder, workspace=workspace)
     if result.status != "error":
         store.caches.record_cache_event("embedding", stats.cache_hits, stats.computed, "ingest", workspace)
+        record_context_reuse(store, [result], workspace)
     return result
 
 
@@ -126,6 +185,7 @@ class _Prepared:
     doc_id: str
     chunks: list[Chunk]
     previous: DocumentRow | None
+    carried: CarryOver | None = None
 
 
 def _failed(name: str, exc: Exception) -> FileResult:
@@ -187,7 +247,7 @@ def _prepare(
     previous, done = earlier_version(store, name, content_hash, label, workspace, legacy=legacy)
     if done is not None:
         return done
-    doc_id = doc_id_for(name, content_hash)
+    doc_id = previous.doc_id if previous is not None else doc_id_for(name, content_hash)
     try:
         parsed, chunks = sandbox.parse_chunks(name, data, doc_id, chunk_spec(config),
                                               max_bytes=int(config.limits.max_file_mb * 1_000_000))
@@ -200,7 +260,15 @@ def _prepare(
         failed = put_table(store.tables, name, data, doc_id, workspace)
         if failed:
             return FileResult(name, "error", failed)
-    return _Prepared(name, len(data), content_hash, label, parsed, doc_id, chunks, previous)
+    carried = carry_over(store, config, chunks, previous, workspace)
+    return _Prepared(name, len(data), content_hash, label, parsed, doc_id, carried.chunks, previous, carried)
+
+
+def _replacing(p: _Prepared) -> str | Replacement | None:
+    """What put_document(s) removes of the stored version: the carry-over plan, or the whole old document."""
+    if p.carried is not None and p.carried.plan is not None:
+        return p.carried.plan
+    return p.previous.doc_id if p.previous is not None else None
 
 
 def _store_prepared(
@@ -209,7 +277,7 @@ def _store_prepared(
     """Write one prepared document in its own transaction (put_document); a failure costs this file only."""
     try:
         store.corpus.put_document(_document(p, workspace), p.chunks, vectors, embedder.model_id,  # type: ignore[arg-type]
-                                  replace_doc_id=p.previous.doc_id if p.previous is not None else None)
+                                  replace_doc_id=_replacing(p))
     except Exception as exc:  # a store failure costs this file only; the upload goes on
         return _failed(p.name, exc)
     return _stored(p, stats)
@@ -221,8 +289,22 @@ def _document(p: _Prepared, workspace: str) -> Document:
 
 
 def _stored(p: _Prepared, stats: EmbedStats) -> FileResult:
+    c = p.carried
+    diff = c.diff if c is not None and c.diff is not None else ChunkDiff(new=tuple(x.chunk_id for x in p.chunks))
+    kept = c.contexts_kept if c is not None else 0
+    to_write = len(p.chunks) - kept if c is not None and c.contexts_had else 0
     return FileResult(p.name, "replaced" if p.previous is not None else "ingested", "", p.doc_id, len(p.chunks),
-                      stats.computed, stats.cache_hits, p.parsed.encoding)
+                      stats.computed, stats.cache_hits, p.parsed.encoding, len(diff.unchanged), len(diff.changed),
+                      len(diff.new), len(diff.removed), kept, to_write)
+
+
+def record_context_reuse(store: Store, results: Sequence[FileResult], workspace: str) -> None:
+    """One cache-events row for the llm contexts edited documents kept (hits) and lost (misses): the Costs page's
+    history shows what context.reindex saved."""
+    kept = sum(r.contexts_kept for r in results if r.status != "error")
+    lost = sum(r.contexts_to_write for r in results if r.status != "error")
+    if kept or lost:
+        store.caches.record_cache_event("llm_context", kept, lost, "ingest", workspace)
 
 
 def _store_group(
@@ -235,8 +317,8 @@ def _store_group(
     if len(ready) > 1:
         try:
             store.corpus.put_documents(
-                [(_document(p, workspace), p.chunks, v, p.previous.doc_id if p.previous is not None else None)
-                 for p, v, _ in ready], embedder.model_id)  # type: ignore[misc]
+                [(_document(p, workspace), p.chunks, v, _replacing(p)) for p, v, _ in ready],
+                embedder.model_id)  # type: ignore[misc]
             return [_stored(p, st) for p, _, st in ready]
         except Exception:  # noqa: BLE001 - the group rolled back whole; per document below finds the faulty one
             pass
@@ -314,6 +396,7 @@ def ingest_files(
                 hits, computed = hits + stats.cache_hits, computed + stats.computed
         if hits or computed:  # one ledger row per group: each row is a commit, and the sums are what is read
             store.caches.record_cache_event("embedding", hits, computed, "ingest", workspace)
+        record_context_reuse(store, list(done.values()), workspace)
         changed = [r.doc_id for r in done.values() if r.status in ("ingested", "replaced") and r.doc_id]
         if changed:
             # Heuristic contexts (title, heading path, lead sentence; no model, ~free) with each group, so a query
@@ -369,9 +452,16 @@ def after_ingest(report: IngestReport, *, store: Store, embedder: Embedder, conf
         # Heuristic contexts (title, heading path, lead sentence; no model, ~free) are written at ingest, so a query
         # with context.variant = heuristic finds them and writes nothing.
         build_heuristic(store, workspace=workspace, doc_ids=changed)
-    if config.graph.enabled and changed:
-        # Keep the entity graph in step: only the new documents' chunks are extracted (core/graph/build.py).
-        update_graph_for_documents(store, config.graph, embedder=embedder, workspace=workspace, doc_ids=changed)
+    state = store.graph.state(workspace)
+    behind = state is not None and state.corpus_version != store.corpus.corpus_version(workspace)
+    if changed or behind:
+        # Keep an existing entity graph in step whichever path ingested (behind: a run killed after its writes and
+        # before the graph update, or documents deleted elsewhere): only the changed chunks are extracted and
+        # only the communities they touch re-clustered (core/graph/build.py); or say once that it was left behind.
+        follow = follow_corpus(store, config.graph, embedder=embedder, workspace=workspace, doc_ids=changed)
+        report.graph = follow.report
+        if follow.notice:
+            report.notes.append(follow.notice)
 
 
 def read_paths(paths: Iterable[str | Path]) -> list[tuple[str, bytes]]:

@@ -49,8 +49,10 @@ from core.ingest.pipeline import (
     cut_to_window,
     fit_window,
     chunker_label,
+    carry_over,
     doc_id_for,
     earlier_version,
+    record_context_reuse,
     token_sink,
 )
 from core.ingest.sandbox import ParseSandbox, default_sandbox
@@ -359,6 +361,7 @@ def ingest_files_ray(
         results[i] = _unchanged(store, files[i][0], hashlib.sha256(files[i][1]).hexdigest(), label, workspace) or \
             results[j]
     report = IngestReport([r for r in results if r is not None])
+    record_context_reuse(store, report.results, workspace)
     after_ingest(report, store=store, embedder=embedder, config=config, workspace=workspace)
     if progress:
         progress(len(files), len(files), "")
@@ -389,7 +392,8 @@ def _run_dataset(
     try:
         for row in ds.iter_rows():
             d: WorkerDoc = pickle.loads(row["doc"])  # our own workers' records (Ray pickles everything anyway)
-            results[d.index] = r = _commit(d, store=store, embedder=embedder, label=label, workspace=workspace)
+            results[d.index] = r = _commit(d, store=store, embedder=embedder, label=label, workspace=workspace,
+                                           config=config)
             if r.status in ("ingested", "replaced"):
                 hits, computed = hits + r.cache_hits, computed + r.embedded
             done += 1
@@ -408,7 +412,8 @@ def _run_dataset(
             store.caches.record_cache_event("embedding", hits, computed, "ingest", workspace)
 
 
-def _commit(d: WorkerDoc, *, store: Store, embedder: Embedder, label: str, workspace: str) -> FileResult:
+def _commit(d: WorkerDoc, *, store: Store, embedder: Embedder, label: str, workspace: str,
+            config: PipelineConfig) -> FileResult:
     if d.error:
         return FileResult(d.name, "error", d.error)
     if d.model_id != embedder.model_id:
@@ -439,7 +444,10 @@ def _commit(d: WorkerDoc, *, store: Store, embedder: Embedder, label: str, works
     fresh = set(range(len(d.chunks))) - set(d.from_cache)
     store.caches.cache_embeddings(d.model_id, {sha256_text(d.chunks[i].text): vectors[i] for i in sorted(fresh)},
                                   workspace)
-    p = _Prepared(d.name, d.size, d.content_hash, label, d.parsed, d.doc_id, list(d.chunks), previous)
+    # A new version keeps the stored document's id and its unchanged chunks' ids, as the local engine does.
+    carried = carry_over(store, config, list(d.chunks), previous, workspace)
+    p = _Prepared(d.name, d.size, d.content_hash, label, d.parsed, previous.doc_id if previous else d.doc_id,
+                  carried.chunks, previous, carried)
     return _store_prepared(p, vectors, EmbedStats(len(d.chunks), len(d.chunks) - d.computed, d.computed),
                            store=store, embedder=embedder, workspace=workspace)
 

@@ -12,9 +12,10 @@ from core.store.db import (
     insert_rows,
     insert_workspace,
     now,
+    register_rows,
     vector_frame,
 )
-from core.types import DEFAULT_WORKSPACE, Chunk, Document, DocumentRow, VectorSet
+from core.types import DEFAULT_WORKSPACE, Chunk, Document, DocumentRow, Replacement, VectorSet
 
 TABLES: tuple[str, ...] = (
     """CREATE TABLE IF NOT EXISTS documents (
@@ -69,14 +70,38 @@ def write_vectors(cur: Cursor, ws: str, chunk_ids: Sequence[str], vectors: np.nd
         cur.unregister("_new_vectors")
 
 
-def _delete_doc(cur: Cursor, ws: str, doc_id: str) -> None:
-    # Everything derived from the document's chunks goes in the same transaction (contexts live in the ledger's
-    # table but mean nothing without their chunk).
-    for table in ("vectors", "chunk_contexts"):
-        cur.execute(f"DELETE FROM {table} WHERE workspace_id = ? AND chunk_id IN "
-                    "(SELECT chunk_id FROM chunks WHERE workspace_id = ? AND doc_id = ?)", [ws, ws, doc_id])
-    cur.execute("DELETE FROM chunks WHERE workspace_id = ? AND doc_id = ?", [ws, doc_id])
-    cur.execute("DELETE FROM documents WHERE workspace_id = ? AND doc_id = ?", [ws, doc_id])
+def _delete_doc(cur: Cursor, ws: str, doc_id: str | Replacement) -> None:
+    """Remove a stored document, its chunks and everything derived from them, in the caller's transaction. Given a
+    Replacement, the chunk ids it keeps keep their vectors (all but the whole-document variants) and, with
+    `keep_contexts`, their contexts and contextual vectors; the new version's rows are written after this."""
+    # Contexts live in the ledger's tables but mean nothing without their chunk: they go in the same transaction.
+    plan = doc_id if isinstance(doc_id, Replacement) else Replacement(doc_id)
+    params: list[Any] = [ws, ws, plan.doc_id]
+    of_doc = "chunk_id IN (SELECT chunk_id FROM chunks WHERE workspace_id = ? AND doc_id = ?)"
+    keep = ""
+    if plan.keep:
+        register_rows(cur, "_kept_ids", ("chunk_id",), [(c,) for c in sorted(plan.keep)])
+        keep = " AND chunk_id NOT IN (SELECT chunk_id FROM _kept_ids)"
+    try:
+        cur.execute(f"DELETE FROM vectors WHERE workspace_id = ? AND {of_doc}{keep}", params)
+        if plan.whole_doc_variants:
+            cur.execute(f"DELETE FROM vectors WHERE workspace_id = ? AND {of_doc} AND list_contains(?, variant)",
+                        [*params, list(plan.whole_doc_variants)])
+        context_scope = keep if plan.keep_contexts else ""
+        for table in ("chunk_contexts", "chunk_context_stale"):
+            cur.execute(f"DELETE FROM {table} WHERE workspace_id = ? AND {of_doc}{context_scope}", params)
+        if plan.keep and not plan.keep_contexts:
+            # The kept chunks' contexts were dropped: so are the vectors embedded from context + chunk.
+            cur.execute(f"DELETE FROM vectors WHERE workspace_id = ? AND {of_doc} AND variant <> 'raw'", params)
+        if plan.keep and plan.keep_contexts and plan.stale_variants:
+            cur.execute("INSERT OR REPLACE INTO chunk_context_stale SELECT workspace_id, chunk_id, variant, ? FROM "
+                        f"chunk_contexts WHERE workspace_id = ? AND {of_doc} AND list_contains(?, variant)"
+                        f"{keep.replace('NOT IN', 'IN')}", [now(), *params, list(plan.stale_variants)])
+    finally:
+        if plan.keep:
+            cur.unregister("_kept_ids")
+    cur.execute("DELETE FROM chunks WHERE workspace_id = ? AND doc_id = ?", [ws, plan.doc_id])
+    cur.execute("DELETE FROM documents WHERE workspace_id = ? AND doc_id = ?", [ws, plan.doc_id])
 
 
 class Corpus:
@@ -108,9 +133,10 @@ class Corpus:
 
     # -- writes -----------------------------------------------------------------------------------------------
     def put_document(self, doc: Document, chunks: Sequence[Chunk], vectors: np.ndarray | None, model_id: str, *,
-                     replace_doc_id: str | None = None) -> None:
+                     replace_doc_id: str | Replacement | None = None) -> None:
         """Write one document, its chunks and their raw vectors in a single transaction (all or nothing).
-        `replace_doc_id` removes an older version of the same file inside the same transaction."""
+        `replace_doc_id` removes an older version of the same file inside the same transaction (a Replacement keeps
+        the rows of the chunks it names: core/ingest/identity.py)."""
         ws = doc.workspace
         if vectors is not None and len(vectors) != len(chunks):
             raise StoreError(f"{doc.name}: {len(chunks)} chunks but {len(vectors)} vectors")
@@ -133,7 +159,8 @@ class Corpus:
                 write_vectors(cur, ws, [c.chunk_id for c in chunks], vectors, model_id, "raw")
             bump_version(cur, ws)
 
-    def put_documents(self, items: Sequence[tuple[Document, Sequence[Chunk], np.ndarray | None, str | None]],
+    def put_documents(self, items: Sequence[tuple[Document, Sequence[Chunk], np.ndarray | None,
+                                              str | Replacement | None]],
                       model_id: str) -> None:
         """put_document for several documents (document, chunks, vectors, replace_doc_id) in ONE transaction, all or
         nothing, with one bulk insert per table. Why: per document, put_document's seven statements and its commit

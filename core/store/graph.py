@@ -36,6 +36,10 @@ TABLES: tuple[str, ...] = (
         n_mentions INTEGER, n_docs INTEGER, aliases VARCHAR[])""",
     """CREATE TABLE IF NOT EXISTS graph_edges (
         workspace_id VARCHAR, src VARCHAR, dst VARCHAR, weight DOUBLE, n_chunks INTEGER, description VARCHAR)""",
+    # Nodes an update has touched and not yet finished (aggregates, communities): written in the transaction that
+    # changes their rows, cleared with the state row, so an update killed half-way is finished by the next one.
+    # A new table, no migration: created on the first read-write open.
+    """CREATE TABLE IF NOT EXISTS graph_dirty (workspace_id VARCHAR, node_id VARCHAR)""",
     """CREATE TABLE IF NOT EXISTS graph_state (
         workspace_id VARCHAR PRIMARY KEY, version BIGINT, corpus_version BIGINT, builder VARCHAR,
         settings_json VARCHAR, stats_json VARCHAR, built_at TIMESTAMP)""",
@@ -64,10 +68,17 @@ class Graph:
             old = cur.execute("SELECT version FROM graph_state WHERE workspace_id = ?", [workspace]).fetchone()
             version = (int(old[0]) if old else 0) + 1
             cur.execute("DELETE FROM graph_state WHERE workspace_id = ?", [workspace])
+            cur.execute("DELETE FROM graph_dirty WHERE workspace_id = ?", [workspace])
             cur.execute("INSERT INTO graph_state VALUES (?,?,?,?,?,?,?)",
                         [workspace, version, corpus_version, builder, json.dumps(settings, sort_keys=True),
                          json.dumps(stats, sort_keys=True), now()])
         return version
+
+    def first_notice(self, key: str, workspace: str = DEFAULT_WORKSPACE) -> bool:
+        """True the first time `key` is claimed for the workspace (a meta row remembers it): a notice said once."""
+        with self._db.writer() as cur:
+            return bool(cur.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT DO NOTHING RETURNING key",
+                                    [f"notice:{workspace}:{key}", str(now())]).fetchall())
 
     def seen_chunks(self, workspace: str = DEFAULT_WORKSPACE) -> dict[str, str]:
         """chunk_id -> doc_id of every chunk the graph holds extractions for."""
@@ -112,12 +123,24 @@ class Graph:
         cur.unregister("_graph_ids")
         return {r[0] for r in rows if r[0] is not None}
 
+    def dirty_nodes(self, workspace: str = DEFAULT_WORKSPACE) -> set[str]:
+        """Nodes an unfinished update touched (see graph_dirty)."""
+        return {r[0] for r in self._db.cursor().execute(
+            "SELECT DISTINCT node_id FROM graph_dirty WHERE workspace_id = ?", [workspace]).fetchall()}
+
+    def mark_dirty(self, node_ids: set[str], workspace: str = DEFAULT_WORKSPACE) -> None:
+        if node_ids:
+            with self._db.transaction() as cur:
+                insert_rows(cur, "graph_dirty", ("workspace_id", "node_id"), [(workspace, n) for n in sorted(node_ids)])
+
     def remove_chunks(self, chunk_ids: Sequence[str], workspace: str = DEFAULT_WORKSPACE) -> set[str]:
-        """Drop the extractions of chunks that left the corpus; returns the node ids that need re-aggregating."""
+        """Drop the extractions of chunks that left the corpus; returns the node ids that need re-aggregating
+        (marked dirty in the same transaction)."""
         affected = self.node_ids_for_chunks(chunk_ids, workspace)
         if not chunk_ids:
             return affected
         with self._db.transaction() as cur:
+            insert_rows(cur, "graph_dirty", ("workspace_id", "node_id"), [(workspace, n) for n in sorted(affected)])
             register_rows(cur, "_graph_ids", ("chunk_id",), [(c,) for c in chunk_ids])
             for table in ("graph_chunks", "graph_mentions", "graph_relations"):
                 cur.execute(f"DELETE FROM {table} WHERE workspace_id = ? AND chunk_id IN "
@@ -153,6 +176,9 @@ class Graph:
                             f"WHERE m.workspace_id = r.workspace_id AND m.chunk_id = r.chunk_id "
                             f"AND m.norm = r.{end}_norm AND r.workspace_id = ?{r_scope}", params)
             if chunk_ids is not None:
+                # The resolved chunks' nodes still need their aggregates and communities: dirty until the update ends.
+                cur.execute("INSERT INTO graph_dirty SELECT DISTINCT workspace_id, node_id FROM graph_mentions WHERE "
+                            f"workspace_id = ? AND node_id IS NOT NULL{scope}", params)
                 cur.unregister("_graph_ids")
 
     def node_facts(self, node_ids: set[str] | None, workspace: str = DEFAULT_WORKSPACE) -> list[NodeFacts]:
@@ -296,7 +322,7 @@ class Graph:
         and summaries stay: summaries of memberships that reappear are still valid."""
         with self._db.transaction() as cur:
             for table in ("graph_chunks", "graph_mentions", "graph_relations", "graph_nodes", "graph_edges",
-                          "graph_communities", "graph_state"):
+                          "graph_communities", "graph_state", "graph_dirty"):
                 cur.execute(f"DELETE FROM {table} WHERE workspace_id = ?", [workspace])
 
     def counts(self, workspace: str = DEFAULT_WORKSPACE) -> dict[str, int]:

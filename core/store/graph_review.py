@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from core.store.db import Database, StoreError, insert_rows, now
+from core.store.db import Database, StoreError, insert_rows, now, register_rows
 from core.types import DEFAULT_WORKSPACE, CommunityMember, CommunitySummary, MergeItem
 
 TABLES: tuple[str, ...] = (
@@ -119,6 +119,12 @@ class Communities:
             "SELECT level, community_id, parent_id, node_id, members_hash FROM graph_communities "
             "WHERE workspace_id = ? ORDER BY level, community_id, node_id", [workspace]).fetchall()]
 
+    def membership_columns(self, workspace: str = DEFAULT_WORKSPACE) -> dict[str, Any]:
+        """communities() as columns (level, community_id, parent_id, node_id), ordered: the bulk read of an update."""
+        return self._db.cursor().execute(
+            "SELECT level, community_id, parent_id, node_id FROM graph_communities WHERE workspace_id = ? "
+            "ORDER BY level, community_id, node_id", [workspace]).fetchnumpy()
+
     def summaries(self, members_hashes: Sequence[str] | None = None,
                   workspace: str = DEFAULT_WORKSPACE) -> dict[str, CommunitySummary]:
         """Cached community summaries by membership hash."""
@@ -132,6 +138,28 @@ class Communities:
             params.append(list(set(members_hashes)))
         return {r[0]: CommunitySummary(r[0], int(r[1]), r[2], r[3], r[4], r[5], json.loads(r[6] or "{}"), r[7])
                 for r in self._db.cursor().execute(sql, params).fetchall()}
+
+    def summary_hashes(self, workspace: str = DEFAULT_WORKSPACE) -> set[str]:
+        """Membership hashes that have a stored summary."""
+        return {r[0] for r in self._db.cursor().execute(
+            "SELECT members_hash FROM graph_community_summaries WHERE workspace_id = ?", [workspace]).fetchall()}
+
+    def put_summaries(self, rows: Sequence[tuple[str, int, str, str, str, str, dict[str, Any]]],
+                      workspace: str = DEFAULT_WORKSPACE) -> None:
+        """Several summaries (members_hash, level, community_id, title, summary, mode, usage) in one transaction."""
+        at = now()
+        cols = ("workspace_id", "members_hash", "level", "community_id", "title", "summary", "mode", "usage_json",
+                "created_at")
+        last = {r[0]: r for r in rows}  # one row per membership hash (INSERT OR REPLACE takes one per key)
+        with self._db.transaction() as cur:
+            register_rows(cur, "_new_summaries", cols, [(workspace, mh, level, cid, title, summary, mode,
+                                                         json.dumps(usage), at)
+                                                        for mh, level, cid, title, summary, mode, usage in last.values()])
+            try:
+                cur.execute(f"INSERT OR REPLACE INTO graph_community_summaries SELECT {', '.join(cols)} "
+                            "FROM _new_summaries")
+            finally:
+                cur.unregister("_new_summaries")
 
     def put_summary(self, members_hash: str, *, level: int, community_id: str, title: str, summary: str,
                     mode: str, usage: dict[str, Any], workspace: str = DEFAULT_WORKSPACE) -> None:

@@ -13,6 +13,12 @@ TABLES: tuple[str, ...] = (
     """CREATE TABLE IF NOT EXISTS chunk_contexts (
         workspace_id VARCHAR, chunk_id VARCHAR, variant VARCHAR, context VARCHAR, model VARCHAR,
         created_at TIMESTAMP, PRIMARY KEY (workspace_id, chunk_id, variant))""",
+    # Contexts kept across an edit of their document under context.reindex = major (the document changed, the chunk
+    # did not): possibly stale, listed so the estimate and a refresh can name them. A new table, no migration: it is
+    # created on the first read-write open like any table this code adds.
+    """CREATE TABLE IF NOT EXISTS chunk_context_stale (
+        workspace_id VARCHAR, chunk_id VARCHAR, variant VARCHAR, since TIMESTAMP,
+        PRIMARY KEY (workspace_id, chunk_id, variant))""",
     """CREATE TABLE IF NOT EXISTS usage_ledger (
         workspace_id VARCHAR, call_id VARCHAR, purpose VARCHAR, model VARCHAR, input_tokens BIGINT,
         output_tokens BIGINT, cache_write_tokens BIGINT, cache_read_tokens BIGINT, usd DOUBLE, usd_uncached DOUBLE,
@@ -54,9 +60,11 @@ class Ledger:
             try:
                 cur.execute("INSERT OR REPLACE INTO chunk_contexts SELECT ?, chunk_id, ?, context, ?, ? "
                             "FROM _new_contexts", [workspace, variant, model, at])
-                # A vector embedded before this context existed no longer matches the variant's text.
-                cur.execute("DELETE FROM vectors WHERE workspace_id = ? AND variant = ? AND chunk_id IN "
-                            "(SELECT chunk_id FROM _new_contexts)", [workspace, variant])
+                # A vector embedded before this context existed no longer matches the variant's text; a rewritten
+                # context is no longer possibly stale.
+                for table in ("vectors", "chunk_context_stale"):
+                    cur.execute(f"DELETE FROM {table} WHERE workspace_id = ? AND variant = ? AND chunk_id IN "
+                                "(SELECT chunk_id FROM _new_contexts)", [workspace, variant])
             finally:
                 cur.unregister("_new_contexts")
 
@@ -88,8 +96,27 @@ class Ledger:
         with self._db.transaction() as cur:
             n = cur.execute("SELECT count(*) FROM chunk_contexts WHERE workspace_id = ? AND variant = ?",
                             [workspace, variant]).fetchone()[0]
-            cur.execute("DELETE FROM chunk_contexts WHERE workspace_id = ? AND variant = ?", [workspace, variant])
-            cur.execute("DELETE FROM vectors WHERE workspace_id = ? AND variant = ?", [workspace, variant])
+            for table in ("chunk_contexts", "chunk_context_stale", "vectors"):
+                cur.execute(f"DELETE FROM {table} WHERE workspace_id = ? AND variant = ?", [workspace, variant])
+        return int(n)
+
+    def stale_contexts(self, variant: str, workspace: str = DEFAULT_WORKSPACE) -> list[str]:
+        """Chunk ids whose `variant` context was kept across an edit of its document and may be stale."""
+        return [r[0] for r in self._db.cursor().execute(
+            "SELECT chunk_id FROM chunk_context_stale WHERE workspace_id = ? AND variant = ? ORDER BY 1",
+            [workspace, variant]).fetchall()]
+
+    def drop_contexts(self, chunk_ids: Sequence[str], variant: str, workspace: str = DEFAULT_WORKSPACE) -> int:
+        """Forget these chunks' `variant` contexts (and the vectors embedded from them) so a build writes them
+        again; returns how many contexts were dropped."""
+        if not chunk_ids:
+            return 0
+        with self._db.transaction() as cur:
+            n = cur.execute("SELECT count(*) FROM chunk_contexts WHERE workspace_id = ? AND variant = ? AND "
+                            "list_contains(?, chunk_id)", [workspace, variant, list(chunk_ids)]).fetchone()[0]
+            for table in ("chunk_contexts", "chunk_context_stale", "vectors"):
+                cur.execute(f"DELETE FROM {table} WHERE workspace_id = ? AND variant = ? AND list_contains(?, chunk_id)",
+                            [workspace, variant, list(chunk_ids)])
         return int(n)
 
     # -- usage ledger -----------------------------------------------------------------------------------------
