@@ -16,7 +16,7 @@ from core.answer.cache import (
     served_label,
 )
 from core.answer.cache_verifier import make_verifier, query_vector
-from core.answer.stage import answer_question
+from core.answer.synthesis import synthesized_answer
 from core.answer.support import late_sentence_scorer
 from core.cascade.expand import expand
 from core.cascade.guard import steps_aside
@@ -435,21 +435,31 @@ def _expand(q: _Query, pool: list[Candidate], config: PipelineConfig, deps: Deps
                                                   **flow_info(pool, ex.candidates)})
 
 
-def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: Deps) -> AnswerStep:
+def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: Deps,
+            tracer: Tracer | None = None) -> AnswerStep:
+    """The answer stage (core/answer/synthesis.py): its map / reduce / refine calls join the trace before it."""
     cands = final.candidates if final else ()
+    seen = Trace("", "", 0, tuple(tracer.stages) if tracer is not None else ())
+    route = seen.route_info()
+    glob = seen.stage(Stage.GRAPH_GLOBAL) if config.graph.enabled and config.graph.mode == "global" else None
     # The offline answerer reads each sentence with its document title and scores it by late interaction (token
     # vectors of the embedder; none when the embedder does not read the question's language).
     late = deps.reranker_for("late-interaction")[0] if config.answer.mode != "llm" else None
     # The BM25 index's vocabulary tells the answerer which question words the corpus never uses.
     vocab = _bm25_index(q, config, deps).vocabulary() if late is not None and config.bm25.enabled else None
-    res = answer_question(q.text, cands, config.answer, deps.llm, workspace=q.workspace,
+    syn = synthesized_answer(q.text, cands, config.answer, deps.llm, workspace=q.workspace,
+                          route=route.config if route is not None else None, global_stage=glob,
                           query_id="q" + hashlib.sha1(q.text.encode()).hexdigest()[:12],
                           titles=deps.store.corpus.document_titles([c.doc_id for c in cands], q.workspace),
                           li_scorer=late_sentence_scorer(late, workspace=q.workspace)
                           if isinstance(late, LateInteractionReranker) else None, blind=q.dense_blind,
                           vocabulary=vocab, full_texts=_whole_chunks(cands, config, deps, q.workspace),
                           calibration=deps.store.calibrations.get(q.workspace))
-    return AnswerStep((), res.notes, res.usage, res.info(final.stage if final else None), answer=res.answer)
+    if tracer is not None:
+        tracer.stages.extend(syn.calls)
+    res = syn.result
+    source = syn.source or (final.stage if final else None)
+    return AnswerStep((), res.notes, res.usage, res.info(source), answer=res.answer)
 
 
 def _whole_chunks(cands: Sequence[Candidate], config: PipelineConfig, deps: Deps, workspace: str) -> dict[str, str]:
@@ -749,7 +759,7 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
         _retrieve(q, c, deps, tracer, decision if decision is not None else reuse_route)
 
     # Last stage. Answer: reads the final candidates of whatever ran before (their original chunk text).
-    answered = tracer.run(Stage.ANSWER, lambda: _answer(q, tracer.final(), c, deps),
+    answered = tracer.run(Stage.ANSWER, lambda: _answer(q, tracer.final(), c, deps, tracer),
                           skip=off(c.answer.enabled, "answer.enabled"))
     answer = answered.answer if answered is not None else None
     if cached is not None and answer is not None and q.vec is not None and not deps.store.read_only:
