@@ -226,6 +226,10 @@ def _query_args(p: Parser) -> None:
     _add_common(p)
     _add_json(p)
     p.add_argument("--depth", type=int, default=10, help="rows per stage in the table")
+    p.add_argument("--history", metavar="FILE", help="a conversation's earlier turns (JSON list or JSONL of "
+                   "{question, answer}, or one question per line): the query is condensed into a standalone question")
+    p.add_argument("--session", metavar="ID", help="a named conversation kept beside the database: its turns are "
+                   "the history, and this query's turn is added to it")
     p.add_argument("--build", action="store_true",
                    help="build a missing context variant (heuristic / late vectors) and the multilingual vectors "
                         "(embedding.multilingual) before the query; without it "
@@ -246,7 +250,18 @@ def cmd_query(args: argparse.Namespace) -> int:
     deps = build_deps(cfg, store=store)
     run_cfg, notices = _unbuilt_variant(cfg, deps, args.workspace, build=args.build)
     notices += _build_multilingual(cfg, deps, args.workspace) if args.build else []
-    trace = run_query(args.query, run_cfg, deps, workspace=args.workspace)
+    from core.app.conversation import ConversationError, load_turns, save_turns, session_path, turn_of
+
+    try:
+        history = load_turns(args.history) if args.history else []
+        spath = session_path(_db(args), args.session) if args.session else None
+        history += load_turns(spath) if spath is not None and spath.exists() else []
+    except ConversationError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    trace = run_query(args.query, run_cfg, deps, workspace=args.workspace, history=history)
+    if spath is not None:
+        save_turns(spath, [*history, turn_of(args.query, trace)])
     if args.json:
         out = trace.to_dict()
         out["counters"] = counters(trace).to_dict()  # per-stage ms and $, tokens, cache hits (core/app/counters.py)

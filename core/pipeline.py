@@ -58,6 +58,7 @@ from core.route.agent import (
     OfflineGrader,
     run_agent,
 )
+from core.route.condense import condense
 from core.route.router import CAG_ROUTE
 from core.route.stage import (
     RouteDecision,
@@ -80,6 +81,7 @@ from core.types import (
     Stage,
     StageResult,
     Trace,
+    Turn,
     Usage,
 )
 
@@ -719,11 +721,22 @@ def _served_from_cache(q: _Query, res: CacheLookup, config: PipelineConfig, deps
 
 
 def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str = DEFAULT_WORKSPACE,
-              log: bool = True, reuse_route: RouteDecision | None = None) -> Trace:
+              log: bool = True, reuse_route: RouteDecision | None = None, history: Sequence[Turn] = ()) -> Trace:
     """One query through every stage, each recorded by the tracer (run, or skipped with its reason).
     `reuse_route` (the agentic loop's first round, run with the router off): the question's own route, whose
-    sub-queries and spent LLM call the transforms read, so a round never pays for a second rewrite."""
+    sub-queries and spent LLM call the transforms read, so a round never pays for a second rewrite.
+    `history` (a conversation's earlier turns): the query is first condensed into a standalone question (the
+    `condense` stage), which every later stage, the answer cache's key included, reads."""
     tracer = Tracer()
+    if history:
+        validate_query(query, config)
+        t0 = time.perf_counter()
+        cond = condense(query, history, deps.llm, use_llm=config.answer.mode != "extractive",
+                        model=config.transforms.model, workspace=workspace)
+        tracer.add(Stage.CONDENSE, (), (time.perf_counter() - t0) * 1000, usage=cond.usage,
+                   notes=[f"condensed ({cond.method}): {cond.text}" if cond.changed else "stands alone", *cond.notes],
+                   info=cond.info())
+        query = cond.text
     q = _start(query, config, deps, workspace, tracer)
     q.guard_key = guard_key(config) if config.cascade_guard.enabled else ""
     c = config

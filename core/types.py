@@ -25,6 +25,7 @@ class Stage(StrEnum):
     """Stage names as the trace records them, in pipeline order; shared by the pipeline, the views and evaluation.
     A StrEnum, so a name compares equal to its plain string (old traces and JSON stay valid)."""
 
+    CONDENSE = "condense"  # a conversation's follow-up rewritten as a standalone question (only with history)
     ANSWER_CACHE = "answer_cache"
     ROUTE = "route"
     HYDE = "hyde"
@@ -44,6 +45,19 @@ class Stage(StrEnum):
     DECIDE = "decide"
     EVIDENCE = "evidence"  # agentic loop: the pool fused across rounds, what the answer reads
     ANSWER = "answer"
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One earlier turn of a conversation: what was asked, the standalone question it ran as, what was answered."""
+
+    question: str
+    answer: str = ""
+    condensed: str = ""  # "" = the question stood alone
+
+    @property
+    def standalone(self) -> str:
+        return self.condensed or self.question
 
 
 @dataclass(frozen=True)

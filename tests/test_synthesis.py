@@ -68,21 +68,22 @@ def test_offline_map_reduce_refine_and_tree_are_cited_and_traced() -> None:
     rows = [_row("a", "Bluefin has 64 pump stations.", 1), _row("a", "Bluefin started in April.", 1),
             _row("b", "Bluefin has 64 pump stations in total.", 2), _row("c", "The client is a water authority.", 3),
             _row("d", "Lunch is at noon.", 4), _row("e", "Bluefin runs in three regions.", 5)]
-    probs = [0.9, 0.4, 0.85, 0.7, 0.1, 0.6]
-    mr = extractive_synthesis("map_reduce", "How many pump stations and regions does Bluefin have?", cands, rows,
-                              probs, cut=0.5, max_sentences=5)
-    # one sentence per chunk, the near-repeat of a's in b dropped, d below the cut, best first
+    scores = [3.0, 0.0, 2.9, 2.5, -4.0, 2.0]  # log-odds; margin 2.0 keeps chunks scoring >= 1.0
+    q = "How many pump stations and regions does Bluefin have?"
+    mr = extractive_synthesis("map_reduce", q, cands, rows, scores, support=0.9, cut=0.5, margin=2.0,
+                              max_sentences=5)
+    # one sentence per chunk, the near-repeat of a's in b dropped, d outside the margin, best first
     assert mr.result.answer.citations == ("a", "c", "e")
     assert [s.stage for s in mr.calls] == ["map", "reduce"] and len(mr.calls[0].info["chunks"]) == 5
     assert all(s.candidates == () for s in mr.calls)  # the trace's final candidates stay the retrieval stage's
-    rf = extractive_synthesis("refine", "How many pump stations and regions does Bluefin have?", cands, rows, probs,
-                              cut=0.5, max_sentences=5)
+    rf = extractive_synthesis("refine", q, cands, rows, scores, support=0.9, cut=0.5, margin=2.0, max_sentences=5)
     # refine keeps a (stations), skips c (adds no question word), keeps e (regions)
     assert rf.result.answer.citations == ("a", "e") and [s.stage for s in rf.calls] == ["map", "refine"]
-    tr = extractive_synthesis("tree", "pump stations", cands, rows, probs, cut=0.5, max_sentences=5)
+    tr = extractive_synthesis("tree", q, cands, rows, scores, support=0.9, cut=0.5, margin=2.0, max_sentences=5)
     assert [s.stage for s in tr.calls] == ["map", "tree·1", "reduce"] and tr.result.answer.citations == ("a", "e")
-    low = extractive_synthesis("map_reduce", "pump stations", cands, rows, [0.1] * 6, cut=0.5, max_sentences=5)
-    assert low.result.answer.refused
+    low = extractive_synthesis("map_reduce", q, cands, rows, scores, support=0.3, cut=0.5, margin=2.0,
+                               max_sentences=5)
+    assert low.result.answer.refused and low.result.answer.citations == ()
 
 
 def test_pick_mode_follows_the_setting_or_the_route() -> None:

@@ -180,7 +180,7 @@ class ScoredSentences:
     """The candidates' sentences with the support model's probability that each answers the question."""
 
     table: SentenceTable
-    probs: Sequence[float]
+    probs: Sequence[float]  # each sentence's ranker score (log-odds), what pick_sentences orders by
     best: float  # the model's support for an answer (its gate's probability)
     notes: tuple[str, ...] = ()
 

@@ -3,6 +3,7 @@ final chunks (offline extractive or Claude, each call its own trace stage) and c
 compared item."""
 from __future__ import annotations
 
+import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -251,69 +252,62 @@ class _Calls:
 
 
 def extractive_synthesis(mode: str, question: str, candidates: Sequence[Candidate], rows: Sequence[SentenceRow],
-                         probs: Sequence[float], *, cut: float, max_sentences: int) -> Synthesis:
-    """Offline map-reduce / refine / tree over the support model's sentence probabilities.
-    map: each chunk's best sentence for the question (one stage lists them); reduce: those at or above the refusal
-    cut, best first, one per chunk, repeats dropped, cited. refine: chunks in rank order, a sentence kept only when it
-    brings question words the answer does not have yet. tree: chunks in groups of four, each group's best sentence,
-    then the reduce over the groups' winners."""
+                         scores: Sequence[float], *, support: float, cut: float, margin: float,
+                         max_sentences: int) -> Synthesis:
+    """Offline map-reduce / refine / tree over the support model's sentence scores (its ranker's log-odds) and its
+    support for an answer (the gate's probability, held to `cut` as the stuff answer is).
+    map: each chunk's best sentence for the question (one stage lists them); reduce: those within `margin` of the
+    best, best first, one per chunk, repeats dropped, cited. refine: chunks in rank order, a sentence (within the
+    margin) kept only when it brings question words the answer does not have yet. tree: chunks in groups of four,
+    each group's best sentence, then the reduce over the groups' winners."""
     calls = _Calls()
     t0 = time.perf_counter()
     by_chunk: dict[str, list[int]] = {}
     for i, r in enumerate(rows):
         by_chunk.setdefault(r.chunk_id, []).append(i)
-    order = [c.chunk_id for c in candidates if c.chunk_id in by_chunk]
-    best = {cid: max(by_chunk[cid], key=lambda i: (probs[i], -i)) for cid in order}
-    mapped = [Candidate(c.chunk_id, c.doc_id, rows[best[c.chunk_id]].text, float(probs[best[c.chunk_id]]), n,
-                        {"stage": "map", "support": round(float(probs[best[c.chunk_id]]), 4)})
-              for n, c in enumerate((c for c in candidates if c.chunk_id in best), 1)]
+    order = list(dict.fromkeys(c.chunk_id for c in candidates if c.chunk_id in by_chunk))
+    best = {cid: max(by_chunk[cid], key=lambda i: (scores[i], -i)) for cid in order}
+    docs = {c.chunk_id: c.doc_id for c in candidates}
+    mapped = [Candidate(cid, docs[cid], rows[best[cid]].text, float(scores[best[cid]]), n,
+                        {"stage": "map", "support": round(1 / (1 + math.exp(-max(-40.0, min(40.0, scores[best[cid]])))),
+                                                          4)})
+              for n, cid in enumerate(order, 1)]
     calls.add("map", mapped, t0, notes=[f"offline map: the best sentence of each of {len(mapped)} chunks"])
     t0 = time.perf_counter()
+    pool = order
     if mode == "tree":
-        groups = [order[i:i + 4] for i in range(0, len(order), 4)]
-        winners = []
-        for g in groups:
-            w = max(g, key=lambda cid: probs[best[cid]])
-            winners.append(w)
-        calls.add("tree·1", [m for m in mapped if m.chunk_id in winners], t0,
-                  notes=[f"{len(groups)} group(s) of up to 4 chunks: each group's best sentence"])
+        pool = [max(order[g:g + 4], key=lambda cid: scores[best[cid]]) for g in range(0, len(order), 4)]
+        calls.add("tree·1", [m for m in mapped if m.chunk_id in pool], t0,
+                  notes=[f"{(len(order) + 3) // 4} group(s) of up to 4 chunks: each group's best sentence"])
         t0 = time.perf_counter()
-        pool = winners
-    else:
-        pool = order
-    picked: list[int] = []
-    if mode == "refine":
-        have = set()
-        q = _content(question)
-        for cid in pool:
-            i = best[cid]
-            new = (q & _content(rows[i].text)) - have
-            if probs[i] >= cut and (not picked or new) and all(not _same_claim(rows[i].text, rows[j].text)
-                                                                 for j in picked):
-                picked.append(i)
-                have |= q & _content(rows[i].text)
-            if len(picked) >= max_sentences:
-                break
-    else:
-        for cid in sorted(pool, key=lambda c: -probs[best[c]]):
-            i = best[cid]
-            if probs[i] < cut or len(picked) >= max_sentences:
-                break
-            if all(not _same_claim(rows[i].text, rows[j].text) for j in picked):
-                picked.append(i)
-    top = max(probs, default=0.0)
-    if not picked:
-        calls.add("reduce" if mode != "refine" else "refine", [], t0, notes=["no chunk's best sentence reaches the cut"])
-        return Synthesis(AnswerResult(Answer(f"{REFUSAL} Support for an answer is {top:.0%}, below the {cut:.0%} an "
-                                             "answer needs.", (), True, "extractive"), support=top),
+    step = "refine" if mode == "refine" else "reduce"
+    if support < cut:
+        calls.add(step, [], t0, notes=[f"support {support:.2f} below the cut {cut:.2f}: refused"])
+        return Synthesis(AnswerResult(Answer(f"{REFUSAL} Support for an answer is {support:.0%}, below the {cut:.0%} "
+                                             "an answer needs.", (), True, "extractive"), support=support),
                          tuple(calls.stages))
-    kept = [m for m in mapped if rows[best[m.chunk_id]] in [rows[i] for i in picked]]
-    calls.add("reduce" if mode != "refine" else "refine", kept, t0,
-              notes=[f"{len(picked)} sentence(s) at or above the cut {cut:.2f}, one per chunk, repeats dropped"])
+    top = max(scores[best[cid]] for cid in pool)
+    near = [cid for cid in pool if scores[best[cid]] >= top - margin]
+    picked: list[int] = []
+    have: set[str] = set()
+    q = _content(question)
+    for cid in (near if mode == "refine" else sorted(near, key=lambda c: -scores[best[c]])):
+        i = best[cid]
+        if len(picked) >= max_sentences:
+            break
+        if any(_same_claim(rows[i].text, rows[j].text) for j in picked):
+            continue
+        if mode == "refine" and picked and not ((q & _content(rows[i].text)) - have):
+            continue  # adds no question word the answer lacks
+        picked.append(i)
+        have |= q & _content(rows[i].text)
+    kept_ids = {rows[i].chunk_id for i in picked}
+    calls.add(step, [m for m in mapped if m.chunk_id in kept_ids], t0,
+              notes=[f"{len(picked)} sentence(s) within {margin:.2f} of the best score, one per chunk, repeats dropped"])
     text = " ".join(f"{rows[i].text} [{rows[i].chunk_id}]" for i in picked)
     return Synthesis(AnswerResult(Answer(text, tuple(dict.fromkeys(rows[i].chunk_id for i in picked)), False,
                                          "extractive"), notes=(f"answer.synthesis = {mode} (offline, extractive)",),
-                                  support=top), tuple(calls.stages))
+                                  support=support), tuple(calls.stages))
 
 
 MAP_INSTRUCTIONS = (
@@ -450,7 +444,8 @@ def synthesized_answer(
     cut = refusal_cut(cfg.refusal_threshold, calibration, model.threshold, model_fingerprint())
     scored = scored_sentences(question, top, titles=titles, li_scorer=li_scorer, blind=blind, model=model,
                               vocabulary=vocabulary, full_texts=full_texts)
-    rows, probs = scored.table.rows, scored.probs
+    rows, scores = scored.table.rows, scored.probs
+    row_p = [1 / (1 + math.exp(-max(-40.0, min(40.0, z)))) for z in scores]  # each sentence's own probability
     if not rows:
         return Synthesis(answer_question(question, candidates, cfg, llm, workspace=workspace, query_id=query_id,
                                          titles=titles, li_scorer=li_scorer, blind=blind, vocabulary=vocabulary,
@@ -458,12 +453,13 @@ def synthesized_answer(
     common = fallback + (f"refusal threshold {cut.value:.2f}: {cut.source}",) + scored.notes
     if mode == "compare":
         t0 = time.perf_counter()
-        res = compare_answer(question, items, rows, probs, floor=COMPARE_FLOOR * cut.value)
+        res = compare_answer(question, items, rows, row_p, floor=COMPARE_FLOOR * cut.value)
         calls = _Calls()
         calls.add("compare", [], t0, info={"items": list(items)})
-        return Synthesis(AnswerResult(res.answer, res.usage, common + res.notes, res.support, cut.value, cut.source),
+        return Synthesis(AnswerResult(res.answer, res.usage, common + res.notes, scored.best, cut.value, cut.source),
                          tuple(calls.stages))
-    syn = extractive_synthesis(mode, question, top, rows, probs, cut=cut.value, max_sentences=cfg.max_sentences)
+    syn = extractive_synthesis(mode, question, top, rows, scores, support=scored.best, cut=cut.value,
+                               margin=model.pick_margin, max_sentences=cfg.max_sentences)
     r = syn.result
     return Synthesis(AnswerResult(r.answer, r.usage, common + r.notes, r.support, cut.value, cut.source), syn.calls)
 
