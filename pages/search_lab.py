@@ -10,7 +10,7 @@ from core.app.report import escape_md
 from core.app.routing import NO_RETRIEVAL, route_names
 from core.config import ConfigError, PipelineConfig
 from core.pipeline import QueryError, run_query
-from pages import _form, _state, _widgets
+from pages import _conversation, _form, _state, _widgets
 from pages._gold_from_lab import add_to_golden
 
 TRACE_KEY, SESSION_KEY, BUILT_KEY, TOKENS_KEY = "lab_traces", "lab_session_counters", "lab_build_done", "lab_tokens"
@@ -180,7 +180,8 @@ else:
     try:
         with st.spinner("Running the query…"):
             # Only an explicit search goes to the run log; re-runs caused by settings changes would flood it.
-            trace = run_query(last, run_cfg, deps, workspace=ws, log=submitted)
+            trace = run_query(last, run_cfg, deps, workspace=ws, log=submitted,
+                              history=_conversation.history(submitted))
     except QueryError as exc:
         st.error(escape_md(exc))  # may quote the query
         st.stop()
@@ -190,6 +191,7 @@ else:
     st.session_state["last_trace"] = trace  # the Graph page highlights what this query used
     st.session_state[SESSION_KEY] = st.session_state.get(SESSION_KEY, Counters()) + counters(trace)
 
+_conversation.panel(last, trace, submitted and fresh)
 if run_cfg is not cfg:
     st.caption(f":material/info: context.variant = {cfg.context.variant} is not built yet: this query searched raw "
                f"text (config {run_cfg.stable_hash()}); build it above to search it.")

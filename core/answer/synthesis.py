@@ -454,6 +454,13 @@ def synthesized_answer(
     if mode == "compare":
         t0 = time.perf_counter()
         res = compare_answer(question, items, rows, row_p, floor=COMPARE_FLOOR * cut.value)
+        if res.answer.refused:  # no item found by name: the items may be named otherwise; the plain answer reads it
+            plain = answer_question(question, candidates, cfg, llm, workspace=workspace, query_id=query_id,
+                                    titles=titles, li_scorer=li_scorer, blind=blind, vocabulary=vocabulary,
+                                    full_texts=full_texts, calibration=calibration)
+            return Synthesis(AnswerResult(plain.answer, plain.usage, plain.notes + res.notes + (
+                "no compared item named in a retrieved sentence: the plain answer instead",), plain.support,
+                plain.threshold, plain.threshold_from))
         calls = _Calls()
         calls.add("compare", [], t0, info={"items": list(items)})
         return Synthesis(AnswerResult(res.answer, res.usage, common + res.notes, scored.best, cut.value, cut.source),
