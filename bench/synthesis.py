@@ -5,7 +5,9 @@ refusals, at the code of the commit it runs on (run it before and after a change
 
 Questions: every multi-hop and global question of sample_corpus/eval.jsonl and eval_holdout*.jsonl, and every
 question of sample_corpus/eval_synthesis.jsonl (comparisons and global questions written for issue #30 before any
-answer-stage change; none of them is a fitting set: nothing was tuned on them). The sample corpus is ingested into
+answer-stage change; the comparison answer was revised once after its first run on them, so they are its dev set)
+and of sample_corpus/eval_synthesis_holdout.jsonl (8 comparisons written before that revision: the report split,
+"comparison (holdout)"). The sample corpus is ingested into
 --db when missing and its statistical graph built (the global-summary route turns graph global search on).
 Configuration: the default, offline (no key), answer cache off (a measurement reads fresh answers).
 Scores (core.eval.answer): answered_correctly (not refused and one quoted sentence from a gold span), gold coverage
@@ -39,7 +41,7 @@ TYPES = ("comparison", "multi-hop", "global")
 def questions() -> list[dict]:
     out = []
     files = [ROOT / "sample_corpus" / "eval.jsonl", *sorted((ROOT / "sample_corpus").glob("eval_holdout*.jsonl")),
-             ROOT / "sample_corpus" / "eval_synthesis.jsonl"]
+             ROOT / "sample_corpus" / "eval_synthesis.jsonl", ROOT / "sample_corpus" / "eval_synthesis_holdout.jsonl"]
     for f in files:
         for line in f.read_text(encoding="utf-8").splitlines():
             if line.strip():
@@ -74,11 +76,12 @@ def main() -> None:
     ap.add_argument("--label", required=True)
     ap.add_argument("--db", default=str(DEFAULT_DB))
     ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--code", default="", help="what code ran, when not this checkout's (e.g. a base commit's archive)")
     args = ap.parse_args()
     db = Path(args.db)
     ensure_db(db)
     cfg = PipelineConfig().with_overrides({"answer_cache.enabled": False})
-    deps = build_deps(cfg, store=Store(str(db)))
+    deps = build_deps(cfg, store=Store(str(db), read_only=True))
     qs = questions()[: args.limit]
     rows = []
     t0 = time.perf_counter()
@@ -94,8 +97,10 @@ def main() -> None:
         print(f"{q['id']:>6} {q['type']:<10} {'OK ' if rows[-1]['correct'] else ('REF' if a.refused else 'no ')} "
               f"{a.text[:110]!r}", file=sys.stderr)
     summary = {}
-    for t in (*TYPES, "all"):
-        sel = [r for r in rows if t == "all" or r["type"] == t]
+    groups = {t: [r for r in rows if r["type"] == t and r["set"] != "eval_synthesis_holdout"] for t in TYPES}
+    groups["comparison (holdout)"] = [r for r in rows if r["set"] == "eval_synthesis_holdout"]
+    groups["all"] = rows
+    for t, sel in groups.items():
         if sel:
             summary[t] = {"n": len(sel), "correct": round(100 * sum(r["correct"] for r in sel) / len(sel), 1),
                           "gold_coverage": round(100 * sum(r["coverage"] for r in sel) / len(sel), 1),
@@ -105,7 +110,7 @@ def main() -> None:
                 [[t, s["n"], s["correct"], s["gold_coverage"], s["refused"], s["median_ms"]]
                  for t, s in summary.items()]))
     write_result(f"synthesis_{args.label}", {
-        "label": args.label, "db": str(db.relative_to(ROOT)) if db.is_relative_to(ROOT) else str(db),
+        "label": args.label, **({"code": args.code} if args.code else {}), "db": str(db.relative_to(ROOT)) if db.is_relative_to(ROOT) else str(db),
         "config": "default, offline (no key), answer_cache.enabled = false",
         "questions": "multi-hop + global of sample_corpus/eval.jsonl and eval_holdout*.jsonl; all of "
                      "sample_corpus/eval_synthesis.jsonl (answerable only)",

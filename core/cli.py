@@ -713,6 +713,46 @@ def _llm_contexts_on_ray(args: argparse.Namespace, req: "BuildRequest", store: S
     return replace(rep, vectors=embed_variant(store, deps.embedder, "llm", workspace=args.workspace))
 
 
+def _raptor_args(p: Parser) -> None:
+    p.add_argument("action", choices=["build", "estimate", "stats"])
+    _add_common(p)
+    _add_json(p)
+
+
+def cmd_raptor(args: argparse.Namespace) -> int:
+    """RAPTOR: estimate, build (replacing the workspace's tree) or show the stored tree."""
+    from core.graph.raptor import plan_raptor, timed_build
+
+    cfg = _config(args)
+    r = cfg.raptor
+    store = _open_store(args, "query" if args.action != "build" else "write")  # an older file gains its table
+    if args.action == "stats":
+        nodes, _ = store.raptor.nodes(args.workspace)
+        out = {"nodes": len(nodes), "levels": {str(lv): sum(1 for n in nodes if n.level == lv)
+                                               for lv in sorted({n.level for n in nodes})},
+               "state": store.raptor.state(args.workspace)}
+        print(json.dumps(out) if args.json else "\n".join(f"{k}: {v}" for k, v in out.items()))
+        return 0
+    deps = build_deps(cfg, store=store)
+    ids, matrix = store.corpus.vectors(deps.embedder.model_id, "raw", args.workspace)
+    plan = plan_raptor(len(ids), cluster_size=r.cluster_size, max_levels=r.max_levels)
+    if args.action == "estimate" or not ids:
+        print(json.dumps(plan.__dict__) if args.json else (plan.label() if ids else
+              f"no {deps.embedder.model_id} vectors in workspace {args.workspace}: ingest first"))
+        return 0 if ids else 2
+    print(f"building: {plan.label()}", file=sys.stderr)
+    nodes, vecs, secs = timed_build(store.corpus.chunks(args.workspace), ids, matrix, deps.embedder,
+                                    cluster_size=r.cluster_size, max_levels=r.max_levels,
+                                    summary_sentences=r.summary_sentences, seed=r.seed,
+                                    corpus_version=store.corpus.corpus_version(args.workspace),
+                                    progress=_stderr_progress("summaries"))
+    store.raptor.replace(args.workspace, nodes, vecs)
+    out = {"nodes": len(nodes), "levels": max((n.level for n in nodes), default=0), "seconds": round(secs, 2)}
+    print(json.dumps(out) if args.json else f"RAPTOR tree: {out['nodes']} summaries on {out['levels']} level(s) "
+          f"in {secs:.1f} s (extractive)")
+    return 0
+
+
 def _graph_args(p: Parser) -> None:
     p.add_argument("action", choices=["build", "update", "stats", "synonyms", "review"])
     _add_common(p)
@@ -1088,6 +1128,7 @@ COMMANDS = (
     Command("context", "build chunk contexts: heuristic, late chunking, or LLM (prompt-cached)", _context_args,
             cmd_context),
     Command("graph", "entity graph: build/update it, stats, synonyms, merge review", _graph_args, cmd_graph),
+    Command("raptor", "RAPTOR tree of cluster summaries: estimate, build, stats", _raptor_args, cmd_raptor),
     Command("workspaces", "list workspaces, or create / rename / delete one", _workspaces_args, cmd_workspaces),
     Command("cache", "semantic answer cache: stats, or clear this workspace's cached answers; compact: reclaim the "
             "token-vector file's deleted space", _cache_args, cmd_cache),

@@ -43,6 +43,7 @@ from core.cascade.rerank import (
 )
 from core.config import PipelineConfig
 from core.deps import Deps
+from core.graph.raptor import raptor_search
 from core.graph.stages import graph_stages
 from core.ingest.context import index_variant, prepare_variant
 from core.models.embed import embed_with_cache, one_torch_thread
@@ -333,6 +334,35 @@ def _dense_ml(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
                                                "embed_cache_misses": 1})
 
 
+def _raptor_skip(q: _Query, c: PipelineConfig, deps: Deps) -> str | None:
+    """Why the raptor stage does not run: switched off, no tree, or a tree made with another embedder."""
+    if not c.raptor.enabled:
+        return "raptor.enabled = false"
+    state = deps.store.raptor.state(q.workspace)
+    if state is None:
+        return "no RAPTOR tree built yet: run `python -m core raptor build`"
+    if state[1] != deps.embedder.model_id:
+        return f"the RAPTOR tree's vectors are {state[1]}'s, not {deps.embedder.model_id}'s: rebuild it"
+    return None
+
+
+def _raptor(q: _Query, c: PipelineConfig, deps: Deps) -> StepOutput:
+    """RAPTOR's collapsed tree: summary nodes of every level and the leaf chunks, by cosine to the query."""
+    nodes, node_vecs = deps.store.raptor.nodes(q.workspace)
+    dindex = deps.indexes.dense(deps.store, deps.embedder, q.workspace, variant="raw")
+    if q.vec is None:
+        with one_torch_thread():
+            q.vec = deps.embedder.encode([q.text])[0]
+    hits = raptor_search(q.vec, nodes, node_vecs, dindex.chunk_ids, dindex.matrix,
+                         lambda ids: deps.store.corpus.chunks_by_id(ids, q.workspace), k=c.raptor.k)
+    version = nodes[0].corpus_version if nodes else q.version
+    notes = [f"tree: {len(nodes)} summaries on {max((n.level for n in nodes), default=0)} level(s), built at corpus "
+             f"v{version}"] + ([f"tree is behind the corpus (now v{q.version}): rebuild it"] if version != q.version
+                               else [])
+    return StepOutput(hits.candidates, notes, info={"nodes_hit": [{"node": n, "level": lv, "cosine": round(s, 4)}
+                                                                  for n, lv, s in hits.nodes_hit]})
+
+
 def _fuse(q: _Query, config: PipelineConfig, lists: dict[str, list[Candidate]]) -> StepOutput:
     """RRF of BM25, dense and (graph.fuse_with_text) the graph lists; a dense list blind to the language is scaled."""
     f = config.fusion
@@ -353,7 +383,7 @@ def _fuse(q: _Query, config: PipelineConfig, lists: dict[str, list[Candidate]]) 
     gw = config.graph.graph_weight * (f.foreign_dense_weight if q.dense_blind else 1.0)
     if graph and q.dense_blind:
         notes.append(f"graph weight x{f.foreign_dense_weight:g}: embedder does not cover '{q.lang}'")
-    weights += [gw] * len(graph)
+    weights += [config.raptor.weight if name == Stage.RAPTOR else gw for name in graph]
     weights += [config.transforms.weight] * len(transforms)  # transform lists come last (see _retrieve)
     # The reranker reads rerank.top_n fused candidates: fusion hands on that many when it is deeper than fusion.k.
     depth = max(f.k, config.rerank.top_n) if config.rerank.enabled else f.k
@@ -605,6 +635,8 @@ def _retrieve(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
         tracer.stages.append(g)
         if g.skipped is None and g.candidates and c.graph.fuse_with_text:
             graph[g.stage] = list(g.candidates)
+    raptor = tracer.step(Stage.RAPTOR, lambda: _raptor(q, c, deps), skip=_raptor_skip(q, c, deps))
+    graph.update({Stage.RAPTOR: raptor} if raptor else {})
     why = off(c.fusion.enabled, "fusion.enabled") or (
         None if sum(1 for hits in (bm25, dense, dense_ml) if hits) >= 2 else "needs both BM25 and dense results")
     extra = _transforms(q, c, deps, tracer, decision, bm25, dense)

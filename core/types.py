@@ -36,6 +36,7 @@ class Stage(StrEnum):
     DENSE_ML = "dense_ml"  # the multilingual embedder's list (embedding.multilingual)
     GRAPH_LOCAL = "graph_local"
     GRAPH_GLOBAL = "graph_global"
+    RAPTOR = "raptor"  # RAPTOR: the tree of cluster summaries, searched at every level
     FUSED = "fused"
     RERANK = "rerank"
     PRUNE = "prune"
@@ -45,6 +46,20 @@ class Stage(StrEnum):
     DECIDE = "decide"
     EVIDENCE = "evidence"  # agentic loop: the pool fused across rounds, what the answer reads
     ANSWER = "answer"
+
+
+@dataclass(frozen=True)
+class RaptorNode:
+    """One summary node of a RAPTOR tree: the cluster of `children` (chunks at level 1, nodes above) it summarises."""
+
+    node_id: str
+    level: int  # 1 = clusters of chunks, 2 = clusters of level-1 nodes, ...
+    text: str
+    children: tuple[str, ...]
+    chunk_ids: tuple[str, ...]  # every chunk under it (provenance)
+    mode: str  # extractive | llm
+    model_id: str  # the embedder of its vector
+    corpus_version: int
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,11 @@ def test_english_follow_ups_carry_the_previous_subject() -> None:
     assert (c.text, c.method, c.carried) == ("Who leads Project Kite?", "pronoun", ("Project Kite",))
     assert condense_offline("What about the AB-200?", [Turn("What is the lead time of the AB-100?")]).text == \
         "What is the lead time of the AB-200?"
+    # the phrase of the same frame swapped; a pronoun resolved beside a name of the follow-up's own
+    assert condense_offline("And for domestic trips?", [Turn("What is the meal allowance for international trips?")]
+                            ).text == "What is the meal allowance for domestic trips?"
+    assert condense_offline("What must it be set to by 2025?", [Turn("What does TLS_MIN control?")]).text == \
+        "What must TLS_MIN be set to by 2025?"
     # a question with its own subject stands alone
     own = condense_offline("What does MAX_POOL_SIZE do?", [Turn("What is TLS_MIN?")])
     assert own.text == "What does MAX_POOL_SIZE do?" and not own.changed

@@ -86,13 +86,13 @@ def test_config_diff_lists_only_changed_settings() -> None:
 # section and limits.max_chunks_per_file, so a default run is a different configuration; issue #30 added
 # answer.synthesis (auto: comparisons and the multi-hop route synthesize), moving them again.
 PINNED_HASHES = {
-    "default": ({}, "a2c15ad7b106"),
-    "rerank off": ({"rerank.enabled": False}, "86432c29607a"),
-    "heuristic context": ({"context.variant": "heuristic"}, "e07d3564f292"),
-    "router off": ({"router.enabled": False}, "37d347293251"),
-    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "2016f592fabd"),
-    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "02510f4581d0"),
-    "torch runtime": ({"embedding.runtime": "torch"}, "d45b3c530fe3"),
+    "default": ({}, "075353de77a4"),
+    "rerank off": ({"rerank.enabled": False}, "3c9c08523f6e"),
+    "heuristic context": ({"context.variant": "heuristic"}, "a633f4ec2cc4"),
+    "router off": ({"router.enabled": False}, "7c04465a5ff3"),
+    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "449813b83472"),
+    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "f05e0b6e4381"),
+    "torch runtime": ({"embedding.runtime": "torch"}, "540e619f520b"),
 }
 
 

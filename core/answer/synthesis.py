@@ -200,12 +200,14 @@ def _names(row: SentenceRow, item: str) -> bool:
 def compare_answer(question: str, items: Sequence[str], rows: Sequence[SentenceRow], probs: Sequence[float], *,
                    floor: float) -> AnswerResult:
     """One cited sentence per compared item: the best-supported sentence whose text or its document title and
-    heading names the item, held to `floor`; an item no such sentence reaches is said to be missing. Refuses only
+    heading names the item (one naming no other item first), held to `floor`; an item no such sentence reaches is said to be missing. Refuses only
     when every item is missing."""
     lines, cites, missing = [], [], []
     for item in items:
-        best = max((i for i, r in enumerate(rows) if _names(r, item)), key=lambda i: (probs[i], -rows[i].rank),
-                   default=None)
+        named = [i for i, r in enumerate(rows) if _names(r, item)]
+        # a sentence about this item alone says more about it than one naming every item
+        alone = [i for i in named if not any(_names(rows[i], other) for other in items if other != item)]
+        best = max(alone or named, key=lambda i: (probs[i], -rows[i].rank), default=None)
         if best is None or probs[best] < floor:
             missing.append(item)
             lines.append(f"{item}: {REFUSAL[:-1]} (no retrieved passage about {item} answers this).")

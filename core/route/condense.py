@@ -77,18 +77,39 @@ class Condensed:
                 "carried": list(self.carried)}
 
 
+def _reframe(prev: str, rest: str) -> str:
+    """The previous question with the phrase that frames like `rest` replaced by it ('and for domestic trips?' on
+    '... allowance for international trips?': 'for ... trips' swapped), or "" when no phrase of it shares the
+    follow-up's first and last words."""
+    r = [m.group(0).lower() for m in _TOKEN.finditer(rest)]
+    p = list(_TOKEN.finditer(prev))
+    low = [m.group(0).lower() for m in p]
+    if len(r) < 2 or r[-1] not in low:
+        return ""
+    j = max(k for k, w in enumerate(low) if w == r[-1])
+    i = max((k for k in range(j) if low[k] == r[0]), default=-1)
+    if i < 0 or j - i > len(r) + 3 or low[i:j + 1] == r:
+        return ""
+    return prev[:p[i].start()] + rest + prev[p[j].end():]
+
+
+_PERSONAL_EN = frozenset({"it", "its", "they", "them", "their", "he", "she", "him", "her", "his"})
+
+
 def condense_offline(question: str, history: Sequence[Turn]) -> Condensed:
-    """The previous turn's subject carried in. A short follow-up naming a slot of the same kind as one in the previous
-    question ('and in Q3?') reruns that question with the slot replaced; a pronoun with no name of its own ('who
-    leads it?') gets the previous subject in its place; an opener with no name ('and the lead time?') gets it
-    appended. A question with names of its own stands alone."""
+    """The previous turn's subject carried in. An elliptical follow-up ('and in Q3?', 'and for domestic trips?')
+    reruns the previous question with the slot of the same kind, or the phrase of the same frame, replaced; a
+    personal pronoun ('who leads it?', 'кто им руководит?') gets the previous subject in its place unless the
+    follow-up names that subject already; an opener with nothing else ('and the lead time?') gets the subject
+    appended. Anything else stands alone."""
     q = " ".join(question.split())
     if not history:
         return Condensed(q, q, "unchanged")
     prev = history[-1].standalone
     subject = _entity_runs(prev)
     own = _entity_runs(q)
-    words = [w.lower() for w in _TOKEN.findall(q)]
+    toks = _TOKEN.findall(q)
+    words = [w.lower() for w in toks]
     opener = bool(_OPENERS.match(q))
     short = len(words) <= 6
     elliptical = opener or (short and bool(words) and words[0] not in _ASKS)  # 'and in Q3?', 'In 2023?'
@@ -100,22 +121,31 @@ def condense_offline(question: str, history: Sequence[Turn]) -> Condensed:
                 text = prev.replace(old, e, 1)
                 return Condensed(q, text, "replaced", tuple(x for x in subject if x != old),
                                  notes=(f"follow-up: '{old}' of the previous question replaced by '{e}'",))
-    if own or not subject:
-        why = "it names its own subject" if own else "the previous question names no subject to carry"
-        return Condensed(q, q, "unchanged", notes=(f"standalone: {why}",))
-    if all(_shape(e) in ("year", "number") for e in subject):  # a bare period is no subject: the question's words
-        subject = [" ".join(w for w in _TOKEN.findall(prev) if w.lower() not in _QUESTION_WORDS)]
+    rest = _OPENERS.sub("", q).rstrip("?.! ")
+    if elliptical:
+        framed = _reframe(prev, rest)
+        if framed:
+            return Condensed(q, framed, "replaced", notes=(f"follow-up: '{rest}' put in the previous question's "
+                                                           "frame",))
+    if not subject or all(_shape(e) in ("year", "number") for e in subject):
+        # no name to carry (or a bare period): the previous question's own words are its subject
+        content = [w for w in _TOKEN.findall(prev) if w.lower() not in _QUESTION_WORDS]
+        subject = [" ".join(content)] if content else []
+    if not subject:
+        return Condensed(q, q, "unchanged", notes=("standalone: the previous question names no subject to carry",))
     carried = " ".join(subject[:2]) if len(" ".join(subject[:2])) <= 60 else subject[0]
-    for i, w in enumerate(_TOKEN.findall(q)):
-        low = w.lower()
-        if low in _PRONOUNS_EN and (low not in ("this", "that", "these", "those") or i > 0):
-            text = re.sub(rf"\b{re.escape(w)}\b", carried + _PRONOUNS_EN[low], q, count=1)
-            return Condensed(q, text, "pronoun", (carried,), notes=(f"'{w}' read as '{carried}'",))
-        if low in _PRONOUNS_RU:
-            text = re.sub(rf"(?<!\w){re.escape(w)}(?!\w)", f"{w} ({carried})", q, count=1)
-            return Condensed(q, text, "pronoun", (carried,), notes=(f"'{w}' read as '{carried}'",))
-    if opener or short:
-        rest = _OPENERS.sub("", q).rstrip("?.! ")
+    if carried.lower() not in q.lower():
+        for i, w in enumerate(toks):
+            low = w.lower()
+            if low in _PERSONAL_EN or (low in _PRONOUNS_EN and not own and i > 0):
+                text = re.sub(rf"\b{re.escape(w)}\b", carried + _PRONOUNS_EN[low], q, count=1)
+                return Condensed(q, text, "pronoun", (carried,), notes=(f"'{w}' read as '{carried}'",))
+            if low in _PRONOUNS_RU:
+                text = re.sub(rf"(?<!\w){re.escape(w)}(?!\w)", f"{w} ({carried})", q, count=1)
+                return Condensed(q, text, "pronoun", (carried,), notes=(f"'{w}' read as '{carried}'",))
+    if own:
+        return Condensed(q, q, "unchanged", notes=("standalone: it names its own subject",))
+    if elliptical:
         text = f"{rest[:1].upper()}{rest[1:]} ({carried})?" if rest else prev
         return Condensed(q, text, "appended", (carried,), notes=(f"follow-up without a subject: '{carried}' carried "
                                                                  "in from the previous question",))

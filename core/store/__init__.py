@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from core.store import answers, calibrations, caches, corpus, golden, graph, graph_review, ledger, runs, sweeps
+from core.store import answers, calibrations, caches, corpus, golden, graph, graph_review, ledger, raptor, runs, sweeps
 from core.store.answers import Answers
 from core.store.caches import Caches
 from core.store.calibrations import Calibrations
@@ -16,6 +16,7 @@ from core.store.golden import Golden
 from core.store.graph import Graph
 from core.store.graph_review import Communities, Review
 from core.store.ledger import Ledger
+from core.store.raptor import Raptor
 from core.store.runs import Runs
 from core.store.sweeps import Sweeps
 from core.store.tokvec_file import files_beside as token_vector_files
@@ -23,11 +24,12 @@ from core.store.workspaces import Workspaces
 from core.types import DocumentRow
 
 __all__ = ["SCHEMA_VERSION", "Caches", "Calibrations", "CompactReport", "Communities", "Corpus", "Database",
-           "DocumentRow", "Golden", "Graph", "Ledger", "Review", "Runs", "Store", "StoreError", "Sweeps",
+           "DocumentRow", "Golden", "Graph", "Ledger", "Raptor", "Review", "Runs", "Store", "StoreError", "Sweeps",
            "token_vector_files"]
 
 TABLES: tuple[str, ...] = (*corpus.TABLES, *caches.TABLES, *runs.TABLES, *ledger.TABLES, *graph.TABLES,
-                           *graph_review.TABLES, *answers.TABLES, *golden.TABLES, *calibrations.TABLES, *sweeps.TABLES)
+                           *graph_review.TABLES, *answers.TABLES, *golden.TABLES, *calibrations.TABLES, *sweeps.TABLES,
+                           *raptor.TABLES)
 MIGRATIONS: tuple[tuple[int, str], ...] = (*ledger.MIGRATIONS,)
 
 
@@ -49,6 +51,7 @@ class Store:
         self.golden = Golden(self.db)
         self.calibrations = Calibrations(self.db)
         self.sweeps = Sweeps(self.db)
+        self.raptor = Raptor(self.db)
 
     @classmethod
     def open(cls, path: str | Path, *, read_only: bool = False) -> Store:
