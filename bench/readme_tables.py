@@ -600,6 +600,18 @@ def synthesis(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
+def raptor(d: dict[str, Any], file: str) -> list[str]:
+    """bench/raptor.py: RAPTOR beside graph global search and plain retrieval."""
+    t = d.get("tree") or {}
+    out = ["### RAPTOR, graph global search and plain retrieval on global and comparison questions", "",
+           caption(file, d), "", f"{d.get('config')}; tree: {t.get('nodes')} summaries ({t.get('embedder')}).", ""]
+    out.append(md_table(["configuration / questions", "n", "gold recall@10 %", "answered correctly %", "refused %",
+                         "median ms"], [[k, v.get("n"), num(v.get("recall@10"), 1), num(v.get("correct"), 1),
+                                         num(v.get("refused"), 1), num(v.get("median_ms"), 0)]
+                                        for k, v in (d.get("summary") or {}).items()]))
+    return out
+
+
 def conversation(d: dict[str, Any], file: str) -> list[str]:
     """bench/conversation.py: follow-ups condensed offline against their standalone forms."""
     s = d.get("summary") or {}
@@ -1713,6 +1725,7 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("synthesis_after.json", synthesis),
         ("conversation_holdout.json", conversation),
         ("conversation_dev.json", conversation),
+        ("raptor.json", raptor),
     ]),
     ("Tuning on a workspace's own golden set", [
         ("calibration.json", calibration),
