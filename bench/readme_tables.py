@@ -592,7 +592,11 @@ def _met(ok: bool | None) -> str:
 def synthesis(d: dict[str, Any], file: str) -> list[str]:
     """bench/synthesis.py: comparison, multi-hop and global questions answered offline (before / after #30)."""
     out = [f"### Synthesis answers offline: {d.get('label')}", "", caption(file, d), "",
-           f"{d.get('questions')}; {d.get('config')}.", ""]
+           f"Multi-hop and global questions of `sample_corpus/eval.jsonl` and `eval_holdout*.jsonl`; comparisons and "
+           f"global questions of `eval_synthesis.jsonl` (the comparison answer's dev set); \"comparison (holdout)\": "
+           f"`eval_synthesis_holdout.jsonl`, written before the comparison answer's one revision. {d.get('config')}."
+           + (f" Code: {d['code']}." if d.get("code") else "") + " Milliseconds were taken on a shared 2-core machine "
+           "under heavy load (see the load averages): compare them within a run only.", ""]
     rows = [[t, v.get("n"), num(v.get("correct"), 1), num(v.get("gold_coverage"), 1), num(v.get("refused"), 1),
              num(v.get("median_ms"), 0)] for t, v in (d.get("summary") or {}).items()]
     out.append(md_table(["type", "questions", "answered correctly %", "gold spans covered %", "refused %",

@@ -113,7 +113,7 @@ def main() -> None:
         "label": args.label, **({"code": args.code} if args.code else {}), "db": str(db.relative_to(ROOT)) if db.is_relative_to(ROOT) else str(db),
         "config": "default, offline (no key), answer_cache.enabled = false",
         "questions": "multi-hop + global of sample_corpus/eval.jsonl and eval_holdout*.jsonl; all of "
-                     "sample_corpus/eval_synthesis.jsonl (answerable only)",
+                     "sample_corpus/eval_synthesis.jsonl (dev) and eval_synthesis_holdout.jsonl (answerable only)",
         "seconds": round(time.perf_counter() - t0, 1), "summary": summary, "rows": rows})
 
 
