@@ -721,7 +721,8 @@ def _raptor_args(p: Parser) -> None:
 
 def cmd_raptor(args: argparse.Namespace) -> int:
     """RAPTOR: estimate, build (replacing the workspace's tree) or show the stored tree."""
-    from core.graph.raptor import plan_raptor, timed_build
+    from core.app.raptor_ops import build_raptor
+    from core.graph.raptor import plan_raptor
 
     cfg = _config(args)
     r = cfg.raptor
@@ -741,15 +742,9 @@ def cmd_raptor(args: argparse.Namespace) -> int:
               f"no {deps.embedder.model_id} vectors in workspace {args.workspace}: ingest first"))
         return 0 if ids else 2
     print(f"building: {plan.label()}", file=sys.stderr)
-    nodes, vecs, secs = timed_build(store.corpus.chunks(args.workspace), ids, matrix, deps.embedder,
-                                    cluster_size=r.cluster_size, max_levels=r.max_levels,
-                                    summary_sentences=r.summary_sentences, seed=r.seed,
-                                    corpus_version=store.corpus.corpus_version(args.workspace),
-                                    progress=_stderr_progress("summaries"))
-    store.raptor.replace(args.workspace, nodes, vecs)
-    out = {"nodes": len(nodes), "levels": max((n.level for n in nodes), default=0), "seconds": round(secs, 2)}
+    out = build_raptor(deps, cfg, args.workspace, progress=_stderr_progress("summaries"))
     print(json.dumps(out) if args.json else f"RAPTOR tree: {out['nodes']} summaries on {out['levels']} level(s) "
-          f"in {secs:.1f} s (extractive)")
+          f"in {out['seconds']} s (extractive)")
     return 0
 
 
