@@ -616,6 +616,18 @@ def raptor(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
+def raptor_twowiki(d: dict[str, Any], file: str) -> list[str]:
+    """bench/raptor_twowiki.py: RAPTOR on twowiki_multihop's comparison questions."""
+    t = d.get("tree") or {}
+    out = [f"### RAPTOR on `twowiki_multihop` comparisons ({d.get('questions')} questions, document level)", "",
+           caption(file, d), "", f"{d.get('config')}; tree: {t.get('nodes')} summaries on {t.get('levels')} level(s), "
+           f"built in {t.get('seconds')} s.", ""]
+    out.append(md_table(["configuration", "recall@5", "recall@10", "MRR"],
+                        [[k, num(v.get("recall@5"), 3), num(v.get("recall@10"), 3), num(v.get("mrr"), 3)]
+                         for k, v in (d.get("results") or {}).items()]))
+    return out
+
+
 def conversation(d: dict[str, Any], file: str) -> list[str]:
     """bench/conversation.py: follow-ups condensed offline against their standalone forms."""
     s = d.get("summary") or {}
@@ -1730,6 +1742,7 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("conversation_holdout.json", conversation),
         ("conversation_dev.json", conversation),
         ("raptor.json", raptor),
+        ("raptor_twowiki.json", raptor_twowiki),
     ]),
     ("Tuning on a workspace's own golden set", [
         ("calibration.json", calibration),
