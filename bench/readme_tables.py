@@ -589,6 +589,60 @@ def _met(ok: bool | None) -> str:
     return "–" if ok is None else ("met" if ok else "**not met**")
 
 
+def synthesis(d: dict[str, Any], file: str) -> list[str]:
+    """bench/synthesis.py: comparison, multi-hop and global questions answered offline (before / after #30)."""
+    out = [f"### Synthesis answers offline: {d.get('label')}", "", caption(file, d), "",
+           f"Multi-hop and global questions of `sample_corpus/eval.jsonl` and `eval_holdout*.jsonl`; comparisons and "
+           f"global questions of `eval_synthesis.jsonl` (the comparison answer's dev set); \"comparison (holdout)\": "
+           f"`eval_synthesis_holdout.jsonl`, written before the comparison answer's one revision. {d.get('config')}."
+           + (f" Code: {d['code']}." if d.get("code") else "") + " Milliseconds were taken on a shared 2-core machine "
+           "under heavy load (see the load averages): compare them within a run only.", ""]
+    rows = [[t, v.get("n"), num(v.get("correct"), 1), num(v.get("gold_coverage"), 1), num(v.get("refused"), 1),
+             num(v.get("median_ms"), 0)] for t, v in (d.get("summary") or {}).items()]
+    out.append(md_table(["type", "questions", "answered correctly %", "gold spans covered %", "refused %",
+                         "median ms"], rows))
+    return out
+
+
+def raptor(d: dict[str, Any], file: str) -> list[str]:
+    """bench/raptor.py: RAPTOR beside graph global search and plain retrieval."""
+    t = d.get("tree") or {}
+    out = ["### RAPTOR, graph global search and plain retrieval on global and comparison questions", "",
+           caption(file, d), "", f"{d.get('config')}; tree: {t.get('nodes')} summaries ({t.get('embedder')}).", ""]
+    out.append(md_table(["configuration / questions", "n", "gold recall@10 %", "answered correctly %", "refused %",
+                         "median ms"], [[k, v.get("n"), num(v.get("recall@10"), 1), num(v.get("correct"), 1),
+                                         num(v.get("refused"), 1), num(v.get("median_ms"), 0)]
+                                        for k, v in (d.get("summary") or {}).items()]))
+    return out
+
+
+def raptor_twowiki(d: dict[str, Any], file: str) -> list[str]:
+    """bench/raptor_twowiki.py: RAPTOR on twowiki_multihop's comparison questions."""
+    t = d.get("tree") or {}
+    out = [f"### RAPTOR on `twowiki_multihop` comparisons ({d.get('questions')} questions, document level)", "",
+           caption(file, d), "", f"{d.get('config')}; tree: {t.get('nodes')} summaries on {t.get('levels')} level(s), "
+           f"built in {t.get('seconds')} s.", ""]
+    out.append(md_table(["configuration", "recall@5", "recall@10", "MRR"],
+                        [[k, num(v.get("recall@5"), 3), num(v.get("recall@10"), 3), num(v.get("mrr"), 3)]
+                         for k, v in (d.get("results") or {}).items()]))
+    return out
+
+
+def conversation(d: dict[str, Any], file: str) -> list[str]:
+    """bench/conversation.py: follow-ups condensed offline against their standalone forms."""
+    s = d.get("summary") or {}
+    out = [f"### Conversation: {s.get('turns')} scripted turns over the sample corpus ({file.split('_')[-1][:-5]})", "",
+           caption(file, d), "",
+           f"`{d.get('set')}`; {d.get('config')}. A follow-up scores when its answer cites the same first chunk as "
+           "its standalone form (both refusing counts).", ""]
+    out.append(md_table(["follow-ups", "both answered", "same first citation %", "any common citation %",
+                         "condensed vs standalone word F1", "control: as written, no history, same first citation %"],
+                        [[s.get("follow_ups"), s.get("both_answered"), num(s.get("same_first_citation"), 1),
+                          num(s.get("any_common_citation"), 1), num(s.get("mean_word_f1"), 3),
+                          num(s.get("no_history_same_first_citation"), 1)]]))
+    return out
+
+
 def quality_sample(d: dict[str, Any], file: str) -> list[str]:
     """bench/quality.py on sample_corpus/eval.jsonl (chunk-level recall, product rows with answer metrics)."""
     out = [f"### Quality: `sample_corpus` ({d.get('questions')} questions of `eval.jsonl`)", "", caption(file, d), "",
@@ -1875,6 +1929,12 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("answer_cache.json", answer_cache),
         ("answer_cache_replay.json", answer_cache_replay),
         ("cache_embedders.json", cache_embedders),
+        ("synthesis_before.json", synthesis),
+        ("synthesis_after.json", synthesis),
+        ("conversation_holdout.json", conversation),
+        ("conversation_dev.json", conversation),
+        ("raptor.json", raptor),
+        ("raptor_twowiki.json", raptor_twowiki),
     ]),
     ("Tuning on a workspace's own golden set", [
         ("calibration.json", calibration),

@@ -241,6 +241,10 @@ def _query_args(p: Parser) -> None:
     _add_common(p)
     _add_json(p)
     p.add_argument("--depth", type=int, default=10, help="rows per stage in the table")
+    p.add_argument("--history", metavar="FILE", help="a conversation's earlier turns (JSON list or JSONL of "
+                   "{question, answer}, or one question per line): the query is condensed into a standalone question")
+    p.add_argument("--session", metavar="ID", help="a named conversation kept beside the database: its turns are "
+                   "the history, and this query's turn is added to it")
     p.add_argument("--build", action="store_true",
                    help="build a missing context variant (heuristic / late vectors) and the multilingual vectors "
                         "(embedding.multilingual) before the query; without it "
@@ -261,7 +265,18 @@ def cmd_query(args: argparse.Namespace) -> int:
     deps = build_deps(cfg, store=store)
     run_cfg, notices = _unbuilt_variant(cfg, deps, args.workspace, build=args.build)
     notices += _build_multilingual(cfg, deps, args.workspace) if args.build else []
-    trace = run_query(args.query, run_cfg, deps, workspace=args.workspace)
+    from core.app.conversation import ConversationError, load_turns, save_turns, session_path, turn_of
+
+    try:
+        history = load_turns(args.history) if args.history else []
+        spath = session_path(_db(args), args.session) if args.session else None
+        history += load_turns(spath) if spath is not None and spath.exists() else []
+    except ConversationError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    trace = run_query(args.query, run_cfg, deps, workspace=args.workspace, history=history)
+    if spath is not None:
+        save_turns(spath, [*history, turn_of(args.query, trace)])
     if args.json:
         out = trace.to_dict()
         out["counters"] = counters(trace).to_dict()  # per-stage ms and $, tokens, cache hits (core/app/counters.py)
@@ -751,6 +766,41 @@ def _llm_contexts_on_ray(args: argparse.Namespace, req: "BuildRequest", store: S
     return replace(rep, vectors=embed_variant(store, deps.embedder, "llm", workspace=args.workspace))
 
 
+def _raptor_args(p: Parser) -> None:
+    p.add_argument("action", choices=["build", "estimate", "stats"])
+    _add_common(p)
+    _add_json(p)
+
+
+def cmd_raptor(args: argparse.Namespace) -> int:
+    """RAPTOR: estimate, build (replacing the workspace's tree) or show the stored tree."""
+    from core.app.raptor_ops import build_raptor
+    from core.graph.raptor import plan_raptor
+
+    cfg = _config(args)
+    r = cfg.raptor
+    store = _open_store(args, "query" if args.action != "build" else "write")  # an older file gains its table
+    if args.action == "stats":
+        nodes, _ = store.raptor.nodes(args.workspace)
+        out = {"nodes": len(nodes), "levels": {str(lv): sum(1 for n in nodes if n.level == lv)
+                                               for lv in sorted({n.level for n in nodes})},
+               "state": store.raptor.state(args.workspace)}
+        print(json.dumps(out) if args.json else "\n".join(f"{k}: {v}" for k, v in out.items()))
+        return 0
+    deps = build_deps(cfg, store=store)
+    ids, matrix = store.corpus.vectors(deps.embedder.model_id, "raw", args.workspace)
+    plan = plan_raptor(len(ids), cluster_size=r.cluster_size, max_levels=r.max_levels)
+    if args.action == "estimate" or not ids:
+        print(json.dumps(plan.__dict__) if args.json else (plan.label() if ids else
+              f"no {deps.embedder.model_id} vectors in workspace {args.workspace}: ingest first"))
+        return 0 if ids else 2
+    print(f"building: {plan.label()}", file=sys.stderr)
+    out = build_raptor(deps, cfg, args.workspace, progress=_stderr_progress("summaries"))
+    print(json.dumps(out) if args.json else f"RAPTOR tree: {out['nodes']} summaries on {out['levels']} level(s) "
+          f"in {out['seconds']} s (extractive)")
+    return 0
+
+
 def _graph_args(p: Parser) -> None:
     p.add_argument("action", choices=["build", "update", "stats", "synonyms", "review", "communities"],
                    help="communities: re-cluster the whole graph now and compare it with the partition it replaces")
@@ -1151,6 +1201,7 @@ COMMANDS = (
     Command("context", "build chunk contexts: heuristic, late chunking, or LLM (prompt-cached)", _context_args,
             cmd_context),
     Command("graph", "entity graph: build/update it, stats, synonyms, merge review", _graph_args, cmd_graph),
+    Command("raptor", "RAPTOR tree of cluster summaries: estimate, build, stats", _raptor_args, cmd_raptor),
     Command("workspaces", "list workspaces, or create / rename / delete one", _workspaces_args, cmd_workspaces),
     Command("cache", "semantic answer cache: stats, or clear this workspace's cached answers; compact: reclaim the "
             "token-vector file's deleted space", _cache_args, cmd_cache),

@@ -18,7 +18,7 @@ from core.answer.cache import (
     trace_json,
 )
 from core.answer.cache_verifier import make_verifier, query_vector
-from core.answer.stage import answer_question
+from core.answer.synthesis import synthesized_answer
 from core.answer.support import late_sentence_scorer
 from core.cascade.expand import expand
 from core.cascade.guard import steps_aside
@@ -45,6 +45,7 @@ from core.cascade.rerank import (
 )
 from core.config import PipelineConfig
 from core.deps import Deps
+from core.graph.raptor import raptor_search
 from core.graph.stages import graph_stages
 from core.ingest.context import index_variant, prepare_variant
 from core.models.embed import embed_with_cache, one_torch_thread
@@ -60,6 +61,7 @@ from core.route.agent import (
     OfflineGrader,
     run_agent,
 )
+from core.route.condense import condense
 from core.route.router import CAG_ROUTE
 from core.route.sql import MAX_VALUES, SqlOutcome, sql_route, with_values
 from core.route.sql import classify as classify_tables
@@ -84,6 +86,7 @@ from core.types import (
     Stage,
     StageResult,
     Trace,
+    Turn,
     Usage,
 )
 
@@ -335,6 +338,35 @@ def _dense_ml(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
                                                "embed_cache_misses": 1})
 
 
+def _raptor_skip(q: _Query, c: PipelineConfig, deps: Deps) -> str | None:
+    """Why the raptor stage does not run: switched off, no tree, or a tree made with another embedder."""
+    if not c.raptor.enabled:
+        return "raptor.enabled = false"
+    state = deps.store.raptor.state(q.workspace)
+    if state is None:
+        return "no RAPTOR tree built yet: run `python -m core raptor build`"
+    if state[1] != deps.embedder.model_id:
+        return f"the RAPTOR tree's vectors are {state[1]}'s, not {deps.embedder.model_id}'s: rebuild it"
+    return None
+
+
+def _raptor(q: _Query, c: PipelineConfig, deps: Deps) -> StepOutput:
+    """RAPTOR's collapsed tree: summary nodes of every level and the leaf chunks, by cosine to the query."""
+    nodes, node_vecs = deps.store.raptor.nodes(q.workspace)
+    dindex = deps.indexes.dense(deps.store, deps.embedder, q.workspace, variant="raw")
+    if q.vec is None:
+        with one_torch_thread():
+            q.vec = deps.embedder.encode([q.text])[0]
+    hits = raptor_search(q.vec, nodes, node_vecs, dindex.chunk_ids, dindex.matrix,
+                         lambda ids: deps.store.corpus.chunks_by_id(ids, q.workspace), k=c.raptor.k)
+    version = nodes[0].corpus_version if nodes else q.version
+    notes = [f"tree: {len(nodes)} summaries on {max((n.level for n in nodes), default=0)} level(s), built at corpus "
+             f"v{version}"] + ([f"tree is behind the corpus (now v{q.version}): rebuild it"] if version != q.version
+                               else [])
+    return StepOutput(hits.candidates, notes, info={"nodes_hit": [{"node": n, "level": lv, "cosine": round(s, 4)}
+                                                                  for n, lv, s in hits.nodes_hit]})
+
+
 def _fuse(q: _Query, config: PipelineConfig, lists: dict[str, list[Candidate]]) -> StepOutput:
     """RRF of BM25, dense and (graph.fuse_with_text) the graph lists; a dense list blind to the language is scaled."""
     f = config.fusion
@@ -355,7 +387,7 @@ def _fuse(q: _Query, config: PipelineConfig, lists: dict[str, list[Candidate]]) 
     gw = config.graph.graph_weight * (f.foreign_dense_weight if q.dense_blind else 1.0)
     if graph and q.dense_blind:
         notes.append(f"graph weight x{f.foreign_dense_weight:g}: embedder does not cover '{q.lang}'")
-    weights += [gw] * len(graph)
+    weights += [config.raptor.weight if name == Stage.RAPTOR else gw for name in graph]
     weights += [config.transforms.weight] * len(transforms)  # transform lists come last (see _retrieve)
     # The reranker reads rerank.top_n fused candidates: fusion hands on that many when it is deeper than fusion.k.
     depth = max(f.k, config.rerank.top_n) if config.rerank.enabled else f.k
@@ -439,21 +471,31 @@ def _expand(q: _Query, pool: list[Candidate], config: PipelineConfig, deps: Deps
                                                   **flow_info(pool, ex.candidates)})
 
 
-def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: Deps) -> AnswerStep:
+def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: Deps,
+            tracer: Tracer | None = None) -> AnswerStep:
+    """The answer stage (core/answer/synthesis.py): its map / reduce / refine calls join the trace before it."""
     cands = final.candidates if final else ()
+    seen = Trace("", "", 0, tuple(tracer.stages) if tracer is not None else ())
+    route = seen.route_info()
+    glob = seen.stage(Stage.GRAPH_GLOBAL) if config.graph.enabled and config.graph.mode == "global" else None
     # The offline answerer reads each sentence with its document title and scores it by late interaction (token
     # vectors of the embedder; none when the embedder does not read the question's language).
     late = deps.reranker_for("late-interaction")[0] if config.answer.mode != "llm" else None
     # The BM25 index's vocabulary tells the answerer which question words the corpus never uses.
     vocab = _bm25_index(q, config, deps).vocabulary() if late is not None and config.bm25.enabled else None
-    res = answer_question(q.text, cands, config.answer, deps.llm, workspace=q.workspace,
+    syn = synthesized_answer(q.text, cands, config.answer, deps.llm, workspace=q.workspace,
+                          route=route.config if route is not None else None, global_stage=glob,
                           query_id="q" + hashlib.sha1(q.text.encode()).hexdigest()[:12],
                           titles=deps.store.corpus.document_titles([c.doc_id for c in cands], q.workspace),
                           li_scorer=late_sentence_scorer(late, workspace=q.workspace)
                           if isinstance(late, LateInteractionReranker) else None, blind=q.dense_blind,
                           vocabulary=vocab, full_texts=_whole_chunks(cands, config, deps, q.workspace),
                           calibration=deps.store.calibrations.get(q.workspace))
-    return AnswerStep((), res.notes, res.usage, res.info(final.stage if final else None), answer=res.answer)
+    if tracer is not None:
+        tracer.stages.extend(syn.calls)
+    res = syn.result
+    source = syn.source or (final.stage if final else None)
+    return AnswerStep((), res.notes, res.usage, res.info(source), answer=res.answer)
 
 
 def _whole_chunks(cands: Sequence[Candidate], config: PipelineConfig, deps: Deps, workspace: str) -> dict[str, str]:
@@ -613,6 +655,8 @@ def _retrieve(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
         tracer.stages.append(g)
         if g.skipped is None and g.candidates and c.graph.fuse_with_text:
             graph[g.stage] = list(g.candidates)
+    raptor = tracer.step(Stage.RAPTOR, lambda: _raptor(q, c, deps), skip=_raptor_skip(q, c, deps))
+    graph.update({Stage.RAPTOR: raptor} if raptor else {})
     why = off(c.fusion.enabled, "fusion.enabled") or (
         None if sum(1 for hits in (bm25, dense, dense_ml) if hits) >= 2 else "needs both BM25 and dense results")
     extra = _transforms(q, c, deps, tracer, decision, bm25, dense)
@@ -804,14 +848,26 @@ def _served_from_cache(q: _Query, res: CacheLookup, config: PipelineConfig, deps
 
 
 def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str = DEFAULT_WORKSPACE,
-              log: bool = True, reuse_route: RouteDecision | None = None, use_cache: bool | None = None) -> Trace:
+              log: bool = True, reuse_route: RouteDecision | None = None, use_cache: bool | None = None,
+              history: Sequence[Turn] = ()) -> Trace:
     """One query through every stage, each recorded by the tracer (run, or skipped with its reason).
     `reuse_route` (the agentic loop's first round, run with the router off): the question's own route, whose
     sub-queries and spent LLM call the transforms read, so a round never pays for a second rewrite.
     `use_cache`: None = the answer cache serves logged runs only (an unlogged run is a measurement); True = it
     serves this run though unlogged (the Search Lab's re-run after a settings change); False = it is skipped for
-    this query, saying so (the Search Lab's "recompute")."""
+    this query, saying so (the Search Lab's "recompute").
+    `history` (a conversation's earlier turns): the query is first condensed into a standalone question (the
+    `condense` stage), which every later stage, the answer cache's key included, reads."""
     tracer = Tracer()
+    if history:
+        validate_query(query, config)
+        t0 = time.perf_counter()
+        cond = condense(query, history, deps.llm, use_llm=config.answer.mode != "extractive",
+                        model=config.transforms.model, workspace=workspace)
+        tracer.add(Stage.CONDENSE, (), (time.perf_counter() - t0) * 1000, usage=cond.usage,
+                   notes=[f"condensed ({cond.method}): {cond.text}" if cond.changed else "stands alone", *cond.notes],
+                   info=cond.info())
+        query = cond.text
     q = _start(query, config, deps, workspace, tracer)
     q.guard_key = guard_key(config) if config.cascade_guard.enabled else ""
     c = config
@@ -859,7 +915,7 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
         _retrieve(asked, c, deps, tracer, decision if decision is not None else reuse_route)
 
     # Last stage. Answer: reads the final candidates of whatever ran before (their original chunk text).
-    answered = tracer.run(Stage.ANSWER, lambda: _answer(asked, tracer.final(), c, deps),
+    answered = tracer.run(Stage.ANSWER, lambda: _answer(asked, tracer.final(), c, deps, tracer),
                           skip=off(c.answer.enabled, "answer.enabled"))
     answer = answered.answer if answered is not None else None
     if answer is not None and sql is not None and sql.answered and not answer.refused:

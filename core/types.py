@@ -25,6 +25,7 @@ class Stage(StrEnum):
     """Stage names as the trace records them, in pipeline order; shared by the pipeline, the views and evaluation.
     A StrEnum, so a name compares equal to its plain string (old traces and JSON stay valid)."""
 
+    CONDENSE = "condense"  # a conversation's follow-up rewritten as a standalone question (only with history)
     ANSWER_CACHE = "answer_cache"
     ROUTE = "route"
     SQL = "sql"  # the workspace's tables: a query over them (issue #29), when the question is about them
@@ -36,6 +37,7 @@ class Stage(StrEnum):
     DENSE_ML = "dense_ml"  # the multilingual embedder's list (embedding.multilingual)
     GRAPH_LOCAL = "graph_local"
     GRAPH_GLOBAL = "graph_global"
+    RAPTOR = "raptor"  # RAPTOR: the tree of cluster summaries, searched at every level
     FUSED = "fused"
     RERANK = "rerank"
     PRUNE = "prune"
@@ -45,6 +47,33 @@ class Stage(StrEnum):
     DECIDE = "decide"
     EVIDENCE = "evidence"  # agentic loop: the pool fused across rounds, what the answer reads
     ANSWER = "answer"
+
+
+@dataclass(frozen=True)
+class RaptorNode:
+    """One summary node of a RAPTOR tree: the cluster of `children` (chunks at level 1, nodes above) it summarises."""
+
+    node_id: str
+    level: int  # 1 = clusters of chunks, 2 = clusters of level-1 nodes, ...
+    text: str
+    children: tuple[str, ...]
+    chunk_ids: tuple[str, ...]  # every chunk under it (provenance)
+    mode: str  # extractive | llm
+    model_id: str  # the embedder of its vector
+    corpus_version: int
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One earlier turn of a conversation: what was asked, the standalone question it ran as, what was answered."""
+
+    question: str
+    answer: str = ""
+    condensed: str = ""  # "" = the question stood alone
+
+    @property
+    def standalone(self) -> str:
+        return self.condensed or self.question
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,9 @@ MODES: dict[str, dict[str, bool]] = {
 }
 
 
+# Stages a served-from-cache query really ran (its follow-up condensed, then the lookup): never marked as stored.
+LIVE_WHEN_CACHED = ("condense", "answer_cache")
+
 def mode_of(cfg: PipelineConfig) -> str:
     """The mode a config corresponds to; anything that is not clearly one retriever counts as hybrid."""
     if cfg.bm25.enabled and not cfg.dense.enabled:
@@ -299,7 +302,7 @@ def stage_row_html(trace: Trace, *, doc_names: Mapping[str, str], depth: int = 1
             stack.clear()
 
     for s in trace.stages:
-        mark = from_cache and s.stage != "answer_cache"  # the live lookup that served the stored trace is not
+        mark = from_cache and s.stage not in LIVE_WHEN_CACHED  # the live lookup that served the stored trace is not
         ran = s.skipped is None and bool(s.candidates)
         # A reordering stage that kept its input as it was shows as a strip saying so; an independent list (bm25,
         # then dense) is never "the same" as the one before it, even when it happens to match.

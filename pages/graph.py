@@ -15,7 +15,7 @@ from core.app.graph_ops import (
     view,
 )
 from core.app.report import escape_md
-from pages import _state
+from pages import _raptor, _state
 
 REPORT_KEY = "graph_build_report"
 
@@ -63,6 +63,7 @@ with st.container(border=True):
         for note in rep.notes:
             st.warning(escape_md(note))
 
+_raptor.panel(deps, cfg, ws)
 snap = deps.graph.get(store, ws, cfg.graph.min_phrase_chunks)
 if snap is None or not len(snap):
     st.stop()

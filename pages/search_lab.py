@@ -12,7 +12,7 @@ from core.app.report import escape_md
 from core.app.routing import NO_RETRIEVAL, route_names
 from core.config import ConfigError, PipelineConfig
 from core.pipeline import QueryError, run_query
-from pages import _answer_box, _form, _state, _widgets
+from pages import _answer_box, _conversation, _form, _state, _widgets
 from pages._gold_from_lab import add_to_golden
 from pages._sql_panel import sql_panel
 
@@ -196,7 +196,8 @@ else:
             # Only an explicit search (or recompute) goes to the run log; re-runs caused by settings changes would
             # flood it.
             # A settings re-run is unlogged but still a user's query: the answer cache serves it (use_cache=True).
-            trace = run_query(last, run_cfg, deps, workspace=ws, log=submitted or recompute, use_cache=not recompute)
+            trace = run_query(last, run_cfg, deps, workspace=ws, log=submitted or recompute, use_cache=not recompute,
+                              history=_conversation.history(submitted))
     except QueryError as exc:
         st.error(escape_md(exc))  # may quote the query
         st.stop()
@@ -206,6 +207,7 @@ else:
     st.session_state["last_trace"] = trace  # the Graph page highlights what this query used
     st.session_state[SESSION_KEY] = st.session_state.get(SESSION_KEY, Counters()) + counters(trace)
 
+_conversation.panel(last, trace, submitted and fresh)
 doc_names = corpus_ops.document_names(store, ws)
 inserts = {}
 local = trace.stage("graph_local")
@@ -240,9 +242,11 @@ _answer_box.answer_box(trace, doc_names=doc_names, lookup=lambda ids: corpus_ops
                        actions=actions)
 shown, cached_note = main, ""
 if hit is not None and trace.stored is not None:
-    # The stages that produced the served answer, from the trace stored with it, after this query's cache lookup.
-    shown = replace(main, stages=(*main.stages[:1], *(s for s in _widgets.split_rounds(trace.stored)[0].stages
-                                                        if s.stage != "answer_cache")))
+    # The stages that produced the served answer, from the trace stored with it, after this query's own condense
+    # and cache lookup (the live stages).
+    live = tuple(s for s in main.stages if s.stage in _widgets.LIVE_WHEN_CACHED)
+    shown = replace(main, stages=(*live, *(s for s in _widgets.split_rounds(trace.stored)[0].stages
+                                           if s.stage not in _widgets.LIVE_WHEN_CACHED)))
     cached_note = (f"stages from the stored trace that produced this answer ({_answer_box.age_text(hit.get('stored_at'))}"
                    f", question “{trace.stored.query}”): not run now; Recompute runs them")
 _widgets.stage_row(shown, doc_names=doc_names, depth=depth, counters=counters(trace),

@@ -84,15 +84,16 @@ def test_config_diff_lists_only_changed_settings() -> None:
 # issue #34 added embedding.multilingual (default auto: a cross-lingual question now reads another list),
 # embedding.multilingual_model, fusion.multilingual_weight and fusion.cross_lingual_bm25_weight, the cascade_guard
 # section and limits.max_chunks_per_file, so a default run is a different configuration; issue #31 added
-# context.reindex, context.major_share, graph.follow_ingest and graph.communities.
+# context.reindex, context.major_share, graph.follow_ingest and graph.communities; issue #30 answer.synthesis (auto:
+# comparisons and the multi-hop route synthesize) and the raptor section; router.dense_guard_min_cosine (#34).
 PINNED_HASHES = {
-    "default": ({}, "34dda234c6e2"),
-    "rerank off": ({"rerank.enabled": False}, "38830572954e"),
-    "heuristic context": ({"context.variant": "heuristic"}, "984847eaf43c"),
-    "router off": ({"router.enabled": False}, "7308b371d9a8"),
-    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "348aa58c3d10"),
-    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "186b4708d669"),
-    "torch runtime": ({"embedding.runtime": "torch"}, "39e9ea46d323"),
+    "default": ({}, "be8136c3f78d"),
+    "rerank off": ({"rerank.enabled": False}, "49cac7866fee"),
+    "heuristic context": ({"context.variant": "heuristic"}, "ffe7f91cddb7"),
+    "router off": ({"router.enabled": False}, "dd987b08ab5d"),
+    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "8d192a7daf49"),
+    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "c95519ae977a"),
+    "torch runtime": ({"embedding.runtime": "torch"}, "f89196a224e2"),
 }
 
 

@@ -229,3 +229,15 @@ def test_subgraph_svg_lays_out_seeds_hops_and_chunks_escaped() -> None:
     xs = [float(v) for v in re.findall(r"<circle cx='([\d.]+)'", svg)]
     rect_x = float(re.search(r"<rect x='([\d.]+)'", svg).group(1))
     assert xs[0] < xs[1] < rect_x and svg.count("stroke-dasharray") == 2
+
+
+def test_raptor_panel_estimates_builds_and_shows_the_tree(deps: Deps) -> None:
+    ingest_files(DOCS, store=deps.store, embedder=deps.embedder, config=PipelineConfig())
+    at = _page(deps, PipelineConfig().with_overrides({"raptor.cluster_size": 2}))
+    assert not at.exception and any(e.label == "RAPTOR tree: not built" for e in at.expander)
+    assert any("summaries on" in c.value for c in at.caption)  # the estimate, before anything runs
+    at = at.button(key="raptor_build").click().run()
+    assert not at.exception and deps.store.raptor.state("default") is not None
+    assert any("(extractive)" in s.value for s in at.success)
+    frame = next(d.value for d in at.dataframe if "summary" in d.value.columns)
+    assert len(frame) >= 1 and frame["level"].max() >= 1

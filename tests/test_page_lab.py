@@ -86,7 +86,7 @@ def test_a_cached_answer_says_so_shows_its_stored_stages_and_recomputes(search_l
     at = _search(at, "Where are nightly backups kept?")  # asked again: the answer cache serves it
     assert not at.exception
     served = at.session_state["last_trace"]
-    assert served.stages[0].info["verdict"] == "hit" and served.stored is not None
+    assert served.stage("answer_cache").info["verdict"] == "hit" and served.stored is not None
     box = lab_html.answer_box(at)
     chip = next(c for c in box.chips if c.startswith("served from cache"))
     assert "Where are nightly backups kept?" in chip and "similarity 1.00" in chip and " ago" in chip
@@ -101,7 +101,7 @@ def test_a_cached_answer_says_so_shows_its_stored_stages_and_recomputes(search_l
     at.button(key="recompute").click().run()
     assert not at.exception
     again = at.session_state["last_trace"]
-    assert again.stages[0].skipped == "recompute asked for: the answer cache is bypassed for this query"
+    assert again.stage("answer_cache").skipped == "recompute asked for: the answer cache is bypassed for this query"
     assert again.stage("bm25").skipped is None and not any(c.startswith("served") for c in lab_html.answer_box(at).chips)
     assert "data-cached='1'" not in lab_html.row_html(at).split('</style>')[1] and "recompute" not in [b.key for b in at.button]
 
@@ -110,7 +110,7 @@ def test_a_settings_rerun_looks_up_the_answer_cache_instead_of_blaming_an_evalua
     at = _search(search_lab, "Where are nightly backups kept?")
     at.toggle(key="mmr_on").set_value(False).run()  # not logged, but a user's query all the same
     assert not at.exception
-    cache = at.session_state["last_trace"].stages[0]
+    cache = at.session_state["last_trace"].stage("answer_cache")
     assert cache.stage == "answer_cache" and cache.skipped is None and cache.info["verdict"] in ("miss", "hit",
                                                                                                    "guarded_miss")
 

@@ -185,6 +185,17 @@ def test_search_lab_shows_three_stage_columns_with_the_expected_top_chunk(search
     assert "bm25 #1" in cols["dense"][0]
 
 
+def test_search_lab_keeps_the_conversation_and_condenses_a_follow_up(search_lab: AppTest) -> None:
+    at = _search(search_lab, "What does TLS_VERSION_MIN set?")
+    at = _search(at, "What is its default?")
+    assert not at.exception
+    turns = at.session_state["conversation_turns"]
+    assert [t.question for t in turns] == ["What does TLS_VERSION_MIN set?", "What is its default?"]
+    assert turns[1].condensed == "What is TLS_VERSION_MIN's default?"
+    at = at.button(key="new_conversation").click().run()
+    assert at.session_state["conversation_turns"] == []
+
+
 def test_search_lab_empty_and_oversized_queries_give_messages(search_lab: AppTest) -> None:
     at = _search(search_lab, "   ")
     assert not at.exception

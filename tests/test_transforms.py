@@ -287,8 +287,12 @@ def test_a_request_worded_like_an_assistant_intent_still_searches_a_corpus_about
         "abstain (one passage holds 6 of its terms ('american', 'comedi', 'film', 'direct', …")
     assert trace.stage("bm25").skipped is None and "El Tonto is a 2024 American comedy" in trace.stage("fused").candidates[0].text
     off = run_query("recommend me an american comedy film directed by charlie day",
-                    cfg.with_overrides({"router.evidence_min_terms": 0}), loaded, log=False)
-    assert off.to_dict()["route"]["class"] == "out-of-scope"  # the guard is what changed it
+                    cfg.with_overrides({"router.evidence_min_terms": 0, "router.dense_guard_min_cosine": 0}), loaded,
+                    log=False)
+    assert off.to_dict()["route"]["class"] == "out-of-scope"  # the guards are what changed it
+    dense_only = run_query("recommend me an american comedy film directed by charlie day",
+                           cfg.with_overrides({"router.evidence_min_terms": 0}), loaded, log=False)
+    assert "close to it in meaning" in dense_only.to_dict()["route"]["reason"]  # the passage says it in meaning too
     refused = run_query("book me a table for two", cfg, loaded, log=False)
     assert refused.to_dict()["route"]["class"] == "out-of-scope" and refused.stage("bm25").skipped
 

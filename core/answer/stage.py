@@ -14,6 +14,7 @@ from core.answer.support import (
     RowScorer,
     SentenceRow,
     SentenceScorer,
+    SentenceTable,
     SupportModel,
     continues,
     load_support_model,
@@ -153,24 +154,15 @@ def extractive_answer(
     one (default: core.answer.scorer's shipped file)."""
     model = model or load_support_model()
     cut = model.threshold if threshold is None or threshold < 0 else threshold
-    table = sentence_table(question, candidates, titles=titles, li_scorer=None if blind else li_scorer,
-                           vocabulary=vocabulary, full_texts=full_texts)
+    scored = scored_sentences(question, candidates, titles=titles, li_scorer=li_scorer, blind=blind, model=model,
+                              vocabulary=vocabulary, full_texts=full_texts, answer_scorer=answer_scorer)
+    table, probs, best, notes = scored.table, scored.probs, scored.best, scored.notes
     unseen_words = list(dict.fromkeys(table.terms.words[t] for t in table.unseen))[:4]
     if not table.rows:
         why = ("the question has no searchable terms" if not table.terms.terms
                else "no retrieved passage has a sentence to quote")
         return AnswerResult(Answer(f"{REFUSAL} ({why})", (), True, "extractive"), support=0.0)
-    reader = None
-    if model.scorer_reads(blind or li_scorer is None):
-        make = answer_scorer or _shipped_scorer(model.scorer)
-        reader = make(question, table.rows) if make else None
-    probs, best = model.support(table.matrix, blind=blind or li_scorer is None, row_scorer=reader)
     order = sorted(range(len(table.rows)), key=lambda i: (-probs[i], table.rows[i].rank, i))
-    notes: tuple[str, ...] = ()
-    if blind or li_scorer is None:
-        notes = (("support model: lexical and rank signals, and multilingual-e5's sentence match (the embedder does "
-                  "not read this language)",) if reader is not None else
-                 ("support model: lexical and rank signals only (the embedder does not read this language)",))
     if best < cut:
         detail = (f"; no retrieved passage mentions {_quoted(unseen_words)}" if unseen_words else
                   f"; closest sentence: \"{table.rows[order[0]].text}\" [{table.rows[order[0]].chunk_id}]")
@@ -194,6 +186,41 @@ def extractive_answer(
     parts = [f"{table.rows[i].text} [{table.rows[i].chunk_id}]" for i in picked]
     cites = tuple(dict.fromkeys(table.rows[i].chunk_id for i in picked))
     return AnswerResult(Answer(" ".join(parts), cites, False, "extractive"), notes=notes, support=best)
+
+
+@dataclass(frozen=True)
+class ScoredSentences:
+    """The candidates' sentences with the support model's probability that each answers the question."""
+
+    table: SentenceTable
+    probs: Sequence[float]  # each sentence's ranker score (log-odds), what pick_sentences orders by
+    best: float  # the model's support for an answer (its gate's probability)
+    notes: tuple[str, ...] = ()
+
+
+def scored_sentences(
+    question: str, candidates: Sequence[Candidate], *, titles: Mapping[str, str] | None = None,
+    li_scorer: SentenceScorer | None = None, blind: bool = False, model: SupportModel | None = None,
+    vocabulary: Collection[str] | None = None, full_texts: Mapping[str, str] | None = None,
+    answer_scorer: Callable[[str, Sequence[SentenceRow]], RowScorer] | None = None,
+) -> ScoredSentences:
+    """Every quotable sentence of the candidates scored by the support model (see extractive_answer's arguments)."""
+    model = model or load_support_model()
+    table = sentence_table(question, candidates, titles=titles, li_scorer=None if blind else li_scorer,
+                           vocabulary=vocabulary, full_texts=full_texts)
+    if not table.rows:
+        return ScoredSentences(table, [], 0.0)
+    reader = None
+    if model.scorer_reads(blind or li_scorer is None):
+        make = answer_scorer or _shipped_scorer(model.scorer)
+        reader = make(question, table.rows) if make else None
+    probs, best = model.support(table.matrix, blind=blind or li_scorer is None, row_scorer=reader)
+    notes: tuple[str, ...] = ()
+    if blind or li_scorer is None:
+        notes = (("support model: lexical and rank signals, and multilingual-e5's sentence match (the embedder does "
+                  "not read this language)",) if reader is not None else
+                 ("support model: lexical and rank signals only (the embedder does not read this language)",))
+    return ScoredSentences(table, [float(p) for p in probs], float(best), notes)
 
 
 def _shipped_scorer(scorer: Mapping[str, Any] | None) -> Callable[[str, Sequence[SentenceRow]], RowScorer] | None:

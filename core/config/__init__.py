@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from core.config.answer import AnswerCacheConfig, AnswerConfig, LLMConfig
 from core.config.base import Section, chosen_in
 from core.config.cascade import CascadeGuardConfig, ExpandConfig, MMRConfig, PruneConfig, RerankConfig
-from core.config.graph import GraphConfig
+from core.config.graph import GraphConfig, RaptorConfig
 from core.config.ingest import (
     ChunkingConfig,
     ContextConfig,
@@ -33,7 +33,7 @@ from core.config.route import (
 
 __all__ = [
     "AgentConfig", "AnswerCacheConfig", "AnswerConfig", "BM25Config", "CagConfig", "CascadeGuardConfig", "ChunkingConfig", "ConfigError",
-    "ContextConfig", "DenseConfig", "EmbeddingConfig", "ExpandConfig", "FusionConfig", "GraphConfig", "LLMConfig",
+    "ContextConfig", "DenseConfig", "EmbeddingConfig", "ExpandConfig", "FusionConfig", "GraphConfig", "LLMConfig", "RaptorConfig",
     "LimitsConfig", "MMRConfig", "PipelineConfig", "PruneConfig", "RerankConfig", "RouterConfig", "Section",
     "TransformMode", "TransformsConfig", "chosen_in", "dump_config", "load_config_dict", "load_config_file",
     "parse_set_value",
@@ -53,6 +53,7 @@ class PipelineConfig(Section):
     answer: AnswerConfig = AnswerConfig()
     llm: LLMConfig = LLMConfig()
     graph: GraphConfig = GraphConfig()
+    raptor: RaptorConfig = RaptorConfig()
     rerank: RerankConfig = RerankConfig()
     prune: PruneConfig = PruneConfig()
     mmr: MMRConfig = MMRConfig()

@@ -15,6 +15,13 @@ class AnswerConfig(Section):
     mode: Literal["auto", "llm", "extractive"] = Field(
         "auto", description="auto: Claude when a key is set, else extractive; llm: Claude (extractive, saying so, "
                             "without a key); extractive: sentences copied from the candidates")
+    synthesis: Literal["auto", "stuff", "map_reduce", "refine", "tree"] = Field(
+        "auto", description="how the answer reads its chunks: stuff: all at once; map_reduce: each chunk alone (its "
+                            "best sentences offline, a Claude call each with a key), then one merged, cited answer; "
+                            "refine: chunk by chunk, the answer grown only by what a chunk adds; tree: map, then "
+                            "reduce in groups of four, then once more; auto: a comparison with two items found gets "
+                            "one sentence per item, the multi-hop route map_reduce, others stuff. When graph global "
+                            "search ran (graph.mode = global), its reduce is the answer")
     model: str = Field("claude-sonnet-4-6", description="model that writes llm answers")
     # A number, not None, so a config still saves as TOML.
     refusal_threshold: float = Field(

@@ -59,3 +59,18 @@ class GraphConfig(Section):
         "local", description="an update re-clusters: local, only the communities the changed chunks touch (seeded; "
                              "only their summaries are invalidated); full, the whole graph (`graph communities` "
                              "re-clusters everything on demand and compares the two)")
+
+
+class RaptorConfig(Section):
+    """RAPTOR: a tree of cluster summaries over the chunk vectors (`python -m core raptor build`), searched at every
+    level as its own list and fused with the others."""
+
+    enabled: bool = Field(False, description="run the raptor stage (a tree must be built first)")
+    cluster_size: int = Field(8, ge=2, le=100, description="build: members per cluster on average (k-means with "
+                                                           "ceil(n / cluster_size) clusters per level)")
+    max_levels: int = Field(3, ge=1, le=8, description="build: summary levels at most (a level of one cluster ends "
+                                                       "the tree)")
+    summary_sentences: int = Field(3, ge=1, le=10, description="build: sentences an extractive summary quotes")
+    k: int = Field(30, ge=1, le=500, description="chunk candidates the stage hands to fusion")
+    weight: float = Field(1.0, ge=0, description="RRF weight of the raptor list when fused")
+    seed: int = Field(42, description="k-means seed: the same vectors give the same tree")

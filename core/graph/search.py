@@ -291,9 +291,15 @@ MAP_INSTRUCTIONS = (
     "report. If the report does not help, return one point with score 0. Reply with JSON only."
 )
 REDUCE_INSTRUCTIONS = (
-    "You combine partial answers, each with a usefulness score, into one answer to the question. Prefer "
-    "higher-scored points, drop what does not help, keep it under 200 words, and add nothing the points do not say."
+    "You combine partial answers, each with a usefulness score and the id of the community it came from, into one "
+    "answer to the question. Prefer higher-scored points, drop what does not help, keep it under 200 words, and add "
+    "nothing the points do not say. List in `communities` the ids of the partial answers you used."
 )
+REDUCE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"answer": {"type": "string"}, "communities": {"type": "array", "items": {"type": "string"}}},
+    "required": ["answer", "communities"], "additionalProperties": False,
+}
 
 
 @dataclass(frozen=True)
@@ -312,9 +318,10 @@ class GlobalResult:
     answer: str
     usage: Usage
     notes: list[str]
+    cited: tuple[str, ...] = ()  # communities the LLM reduce says it used
 
     def info(self) -> dict[str, Any]:
-        return {"plan": self.plan.as_dict(), "answer": self.answer,
+        return {"plan": self.plan.as_dict(), "answer": self.answer, "cited": list(self.cited),
                 "partials": [{"community": p.community_id, "title": p.title, "score": p.score, "text": p.text}
                              for p in self.partials]}
 
@@ -387,12 +394,20 @@ def global_search(query: str, snap: GraphSnapshot, store: GraphSource, *, query_
     partials.sort(key=lambda p: (-p.score, p.community_id))
     kept = [p for p in partials[:top] if p.score > 0]
     answer = ""
+    cited: tuple[str, ...] = ()
     if kept and llm_on:
-        body = "\n".join(f"[{p.score}] {p.title}: {p.text}" for p in kept)
+        body = "\n".join(f"[{p.score}] (community {p.community_id}) {p.title}: {p.text}" for p in kept)
         resp = llm.complete(LLMRequest(model=model, system=(TextBlock(REDUCE_INSTRUCTIONS, cache=True),),
                                        user=(TextBlock(f"Partial answers:\n{body}"), TextBlock(f"Question: {query}")),
-                                       max_tokens=600, purpose="graph_reduce", ref_id="global"), workspace=workspace)
-        usage, answer = usage + resp.usage, resp.text.strip()
+                                       max_tokens=600, json_schema=REDUCE_SCHEMA, purpose="graph_reduce",
+                                       ref_id="global"), workspace=workspace)
+        usage = usage + resp.usage
+        if isinstance(resp.data, dict):
+            answer = str(resp.data.get("answer", "")).strip()
+            ids = {p.community_id for p in kept}
+            cited = tuple(dict.fromkeys(str(c) for c in resp.data.get("communities") or [] if str(c) in ids))
+        else:
+            answer = resp.text.strip()
     elif kept:
         answer = "\n".join(f"- {p.title} [{p.score}]: {p.text}" for p in kept)
     # Candidates: chunks of the most useful communities, by how many of the community's entities they name.
@@ -415,4 +430,4 @@ def global_search(query: str, snap: GraphSnapshot, store: GraphSource, *, query_
             cands.append(Candidate(cid, chunk_doc[cid], texts[cid].text, sc, len(cands) + 1,
                                    {"stage": "graph_global", "community": comm, "community_title": titles[comm]}))
     notes.append(f"{len(kept)} partial answers kept of {len(partials)}")
-    return GlobalResult(cands, plan, partials, answer, usage, notes)
+    return GlobalResult(cands, plan, partials, answer, usage, notes, cited)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from core.store import answers, calibrations, caches, corpus, golden, graph, graph_review, ledger, runs, sweeps, tables
+from core.store import (answers, calibrations, caches, corpus, golden, graph, graph_review, ledger, raptor, runs,
+                        sweeps, tables)
 from core.store.answers import Answers
 from core.store.caches import Caches
 from core.store.calibrations import Calibrations
@@ -16,6 +17,7 @@ from core.store.golden import Golden
 from core.store.graph import Graph
 from core.store.graph_review import Communities, Review
 from core.store.ledger import Ledger
+from core.store.raptor import Raptor
 from core.store.runs import Runs
 from core.store.sql import SqlRefused, SqlSandbox
 from core.store.sweeps import Sweeps
@@ -25,12 +27,12 @@ from core.store.workspaces import Workspaces
 from core.types import DocumentRow
 
 __all__ = ["SCHEMA_VERSION", "Caches", "Calibrations", "CompactReport", "Communities", "Corpus", "Database",
-           "DocumentRow", "Golden", "Graph", "Ledger", "Review", "Runs", "Store", "StoreError", "Sweeps",
+           "DocumentRow", "Golden", "Graph", "Ledger", "Raptor", "Review", "Runs", "Store", "StoreError", "Sweeps",
            "SqlRefused", "SqlSandbox", "Tables", "token_vector_files"]
 
 TABLES: tuple[str, ...] = (*corpus.TABLES, *caches.TABLES, *runs.TABLES, *ledger.TABLES, *graph.TABLES,
                            *graph_review.TABLES, *answers.TABLES, *golden.TABLES, *calibrations.TABLES, *sweeps.TABLES,
-                           *tables.TABLES)
+                           *tables.TABLES, *raptor.TABLES)
 MIGRATIONS: tuple[tuple[int, str], ...] = (*ledger.MIGRATIONS,)
 
 
@@ -53,6 +55,7 @@ class Store:
         self.calibrations = Calibrations(self.db)
         self.sweeps = Sweeps(self.db)
         self.tables = Tables(self.db)
+        self.raptor = Raptor(self.db)
 
     @classmethod
     def open(cls, path: str | Path, *, read_only: bool = False) -> Store:

@@ -1,0 +1,185 @@
+"""A conversation's follow-up condensed into a standalone question: offline by carrying the previous turn's subject
+into it, or rewritten by Claude."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from core.models.llm import LLM, LLMError, LLMRequest, TextBlock
+from core.types import Turn, Usage
+
+_TOKEN = re.compile(r"[\w][\w\-./]*", re.UNICODE)
+_QUESTION_WORDS = frozenset("""what which who whom whose when where why how is are was were do does did can could
+should would will may and but or so the a an in on at for of to by what's who's how's
+что какой какая какое какие кто кого кому когда где почему зачем как сколько ли и а но или в во на по за для о об
+с со у из""".split())
+_PRONOUNS_EN = {"it": "", "its": "'s", "they": "", "them": "", "their": "'s", "he": "", "she": "", "him": "",
+                "her": "", "his": "'s", "this": "", "that": "", "these": "", "those": ""}
+_PRONOUNS_RU = frozenset("""он она оно они его её ее их него неё нее них им ему ей нему ней ними ею ним нём нем
+этот эта это эти этого этой этих этим том тот той""".split())
+_ASKS = frozenset("""what which who whom whose when where why how is are was were do does did can could should would
+will что какой какая какое какие кто когда где почему как сколько""".split())
+_OPENERS = re.compile(r"^(?:and|but|also|what about|how about|and what about|then|и|а|а что|а как|ну а|тогда)\b[\s,]*",
+                      re.IGNORECASE)
+
+
+def _entity_runs(text: str) -> list[str]:
+    """Names, identifiers, periods and numbers of a question: runs of capitalised or numbered words (the first word
+    counts only when it is no question word)."""
+    toks = _TOKEN.findall(text)
+    runs: list[list[str]] = []
+    cur: list[str] = []
+    for i, t in enumerate(toks):
+        named = (any(ch.isdigit() for ch in t) or t[:1].isupper() or (len(t) > 1 and t.isupper())) and \
+            not (i == 0 and t.lower() in _QUESTION_WORDS) and t.lower() not in _PRONOUNS_EN
+        if named:
+            cur.append(t)
+        elif cur:
+            runs.append(cur)
+            cur = []
+    if cur:
+        runs.append(cur)
+    return [" ".join(r) for r in runs]
+
+
+def _shape(entity: str) -> str:
+    """What kind of slot an entity fills: a quarter, a year, a number, an identifier, or a name."""
+    e = entity.strip()
+    if re.fullmatch(r"Q[1-4](?:\s+\d{4})?", e, re.IGNORECASE):
+        return "quarter"
+    if re.fullmatch(r"(?:19|20)\d{2}", e):
+        return "year"
+    if re.fullmatch(r"[\d.,]+%?", e):
+        return "number"
+    if any(ch.isdigit() for ch in e):
+        return "id"
+    return "name"
+
+
+@dataclass(frozen=True)
+class Condensed:
+    """A follow-up as the standalone question the pipeline runs (text), and how it became one."""
+
+    original: str
+    text: str
+    method: str  # unchanged | replaced | pronoun | appended | llm
+    carried: tuple[str, ...] = ()  # what came in from the earlier turn
+    usage: Usage = Usage()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return self.text != self.original
+
+    def info(self) -> dict[str, Any]:
+        return {"original": self.original, "condensed": self.text, "method": self.method,
+                "carried": list(self.carried)}
+
+
+def _reframe(prev: str, rest: str) -> str:
+    """The previous question with the phrase that frames like `rest` replaced by it ('and for domestic trips?' on
+    '... allowance for international trips?': 'for ... trips' swapped), or "" when no phrase of it shares the
+    follow-up's first and last words."""
+    r = [m.group(0).lower() for m in _TOKEN.finditer(rest)]
+    p = list(_TOKEN.finditer(prev))
+    low = [m.group(0).lower() for m in p]
+    if len(r) < 2 or r[-1] not in low:
+        return ""
+    j = max(k for k, w in enumerate(low) if w == r[-1])
+    i = max((k for k in range(j) if low[k] == r[0]), default=-1)
+    if i < 0 or j - i > len(r) + 3 or low[i:j + 1] == r:
+        return ""
+    return prev[:p[i].start()] + rest + prev[p[j].end():]
+
+
+_PERSONAL_EN = frozenset({"it", "its", "they", "them", "their", "he", "she", "him", "her", "his"})
+
+
+def condense_offline(question: str, history: Sequence[Turn]) -> Condensed:
+    """The previous turn's subject carried in. An elliptical follow-up ('and in Q3?', 'and for domestic trips?')
+    reruns the previous question with the slot of the same kind, or the phrase of the same frame, replaced; a
+    personal pronoun ('who leads it?', 'кто им руководит?') gets the previous subject in its place unless the
+    follow-up names that subject already; an opener with nothing else ('and the lead time?') gets the subject
+    appended. Anything else stands alone."""
+    q = " ".join(question.split())
+    if not history:
+        return Condensed(q, q, "unchanged")
+    prev = history[-1].standalone
+    subject = _entity_runs(prev)
+    own = _entity_runs(q)
+    toks = _TOKEN.findall(q)
+    words = [w.lower() for w in toks]
+    opener = bool(_OPENERS.match(q))
+    short = len(words) <= 6
+    elliptical = opener or (short and bool(words) and words[0] not in _ASKS)  # 'and in Q3?', 'In 2023?'
+    if own and elliptical:
+        kinds = {_shape(e): e for e in subject}
+        for e in own:
+            old = kinds.get(_shape(e))
+            if old is not None and old != e and old in prev:
+                text = prev.replace(old, e, 1)
+                return Condensed(q, text, "replaced", tuple(x for x in subject if x != old),
+                                 notes=(f"follow-up: '{old}' of the previous question replaced by '{e}'",))
+    rest = _OPENERS.sub("", q).rstrip("?.! ")
+    if elliptical:
+        framed = _reframe(prev, rest)
+        if framed:
+            return Condensed(q, framed, "replaced", notes=(f"follow-up: '{rest}' put in the previous question's "
+                                                           "frame",))
+    if not subject or all(_shape(e) in ("year", "number") for e in subject):
+        # no name to carry (or a bare period): the previous question's own words are its subject
+        content = [w for w in _TOKEN.findall(prev) if w.lower() not in _QUESTION_WORDS]
+        subject = [" ".join(content)] if content else []
+    if not subject:
+        return Condensed(q, q, "unchanged", notes=("standalone: the previous question names no subject to carry",))
+    carried = " ".join(subject[:2]) if len(" ".join(subject[:2])) <= 60 else subject[0]
+    if carried.lower() not in q.lower():
+        for i, w in enumerate(toks):
+            low = w.lower()
+            if low in _PERSONAL_EN or (low in _PRONOUNS_EN and not own and i > 0):
+                text = re.sub(rf"\b{re.escape(w)}\b", carried + _PRONOUNS_EN[low], q, count=1)
+                return Condensed(q, text, "pronoun", (carried,), notes=(f"'{w}' read as '{carried}'",))
+            if low in _PRONOUNS_RU:
+                text = re.sub(rf"(?<!\w){re.escape(w)}(?!\w)", f"{w} ({carried})", q, count=1)
+                return Condensed(q, text, "pronoun", (carried,), notes=(f"'{w}' read as '{carried}'",))
+    if own:
+        return Condensed(q, q, "unchanged", notes=("standalone: it names its own subject",))
+    if elliptical:
+        text = f"{rest[:1].upper()}{rest[1:]} ({carried})?" if rest else prev
+        return Condensed(q, text, "appended", (carried,), notes=(f"follow-up without a subject: '{carried}' carried "
+                                                                 "in from the previous question",))
+    return Condensed(q, q, "unchanged", notes=("standalone: no pronoun or opener refers back",))
+
+
+CONDENSE_INSTRUCTIONS = (
+    "You rewrite the last message of a conversation about a document collection as one standalone question that "
+    "can be searched without the conversation: carry in the names, periods and subjects it refers to, change nothing "
+    "else, keep its language. If it already stands alone, return it unchanged. Reply with JSON only."
+)
+CONDENSE_SCHEMA = {"type": "object", "properties": {"question": {"type": "string"}}, "required": ["question"],
+                   "additionalProperties": False}
+
+
+def condense(question: str, history: Sequence[Turn], llm: LLM | None = None, *, use_llm: bool = False,
+             model: str = "claude-haiku-4-5", workspace: str = "default", turns: int = 3) -> Condensed:
+    """The follow-up as a standalone question: Claude rewrites it (with the last `turns` turns) when `use_llm` and
+    a key is set, else the offline rule; a failed call falls back to the offline rule, saying so."""
+    offline = condense_offline(question, history)
+    if not history or not use_llm or llm is None or not llm.available:
+        return offline
+    convo = "\n".join(f"User: {t.question}\nAssistant: {t.answer[:400]}" for t in history[-turns:])
+    req = LLMRequest(model=model, system=(TextBlock(CONDENSE_INSTRUCTIONS, cache=True),),
+                     user=(TextBlock(f"Conversation:\n{convo}"), TextBlock(f"Last message: {offline.original}")),
+                     max_tokens=200, json_schema=CONDENSE_SCHEMA, purpose="condense", ref_id="condense")
+    try:
+        resp = llm.complete(req, workspace=workspace)
+    except LLMError as exc:
+        return Condensed(offline.original, offline.text, offline.method, offline.carried,
+                         notes=offline.notes + (f"Claude's rewrite failed ({exc}): offline rule instead",))
+    data = resp.data if isinstance(resp.data, dict) else {}
+    text = " ".join(str(data.get("question", "")).split())
+    if not text:
+        return Condensed(offline.original, offline.text, offline.method, offline.carried, resp.usage,
+                         offline.notes + ("Claude returned no question: offline rule instead",))
+    return Condensed(offline.original, text, "llm", (), resp.usage, (f"rewritten by {model}",))

@@ -1,0 +1,90 @@
+"""Conversation follow-ups condensed into standalone questions (core/route/condense.py), in English and Russian, the
+`condense` stage in the trace, the answer cache keyed on the condensed question, and the CLI's --history/--session."""
+from __future__ import annotations
+
+import json
+
+from core.app.conversation import ConversationError, parse_turns, session_path, turn_of
+from core.config import PipelineConfig
+from core.deps import Deps
+from core.ingest.pipeline import ingest_files
+from core.pipeline import run_query
+from core.route.condense import condense, condense_offline
+from core.types import Turn
+from tests.graph_fakes import ScriptedLLM
+
+
+def test_english_follow_ups_carry_the_previous_subject() -> None:
+    prev = [Turn("What was the revenue of the Software division in Q2 2024?")]
+    assert condense_offline("and in Q3?", prev).text == "What was the revenue of the Software division in Q3?"
+    c = condense_offline("Who leads it?", [Turn("When did Project Kite start?")])
+    assert (c.text, c.method, c.carried) == ("Who leads Project Kite?", "pronoun", ("Project Kite",))
+    assert condense_offline("What about the AB-200?", [Turn("What is the lead time of the AB-100?")]).text == \
+        "What is the lead time of the AB-200?"
+    # the phrase of the same frame swapped; a pronoun resolved beside a name of the follow-up's own
+    assert condense_offline("And for domestic trips?", [Turn("What is the meal allowance for international trips?")]
+                            ).text == "What is the meal allowance for domestic trips?"
+    assert condense_offline("What must it be set to by 2025?", [Turn("What does TLS_MIN control?")]).text == \
+        "What must TLS_MIN be set to by 2025?"
+    # a question with its own subject stands alone
+    own = condense_offline("What does MAX_POOL_SIZE do?", [Turn("What is TLS_MIN?")])
+    assert own.text == "What does MAX_POOL_SIZE do?" and not own.changed
+    assert condense_offline("Who leads it?", []).method == "unchanged"
+
+
+def test_russian_follow_ups_carry_the_previous_subject() -> None:
+    c = condense_offline("Кто им руководит?", [Turn("Когда начался проект Kite?")])
+    assert c.text == "Кто им (Kite) руководит?" and c.carried == ("Kite",)
+    r = condense_offline("А в Q3?", [Turn("Какая выручка была в Q2 2024?")])
+    assert r.text == "Какая выручка была в Q3?" and r.method == "replaced"
+    a = condense_offline("А сроки?", [Turn("Когда выйдет AB-100?")])
+    assert a.text == "Сроки (AB-100)?" and a.method == "appended"
+
+
+def test_claude_rewrites_with_a_key_and_the_offline_rule_stands_in_when_it_fails() -> None:
+    llm = ScriptedLLM(lambda req: {"question": "Who leads Project Kite?"})
+    c = condense("who runs it", [Turn("When did Project Kite start?", "In May.")], llm, use_llm=True)
+    assert c.text == "Who leads Project Kite?" and c.method == "llm" and c.usage.calls == 1
+    assert "When did Project Kite start?" in llm.requests[0].user[0].text and llm.requests[0].purpose == "condense"
+    empty = condense("who runs it", [Turn("When did Project Kite start?")], ScriptedLLM(lambda r: {"question": ""}),
+                     use_llm=True)
+    assert empty.text == "who runs Project Kite" and "offline rule instead" in empty.notes[-1]
+
+
+DOCS = [("kite.md", b"# Project Kite\n\nProject Kite started in May 2024 at the northern depot.\n\n"
+                    b"Ana Varga leads Project Kite for the regional water utility.\n"),
+        ("other.md", b"# Travel\n\nThe daily meal allowance for trips abroad is 65 euros.\n")]
+
+
+def test_the_condense_stage_runs_first_and_the_cache_keys_on_the_condensed_question(deps: Deps) -> None:
+    cfg = PipelineConfig().with_overrides({"router.enabled": False, "rerank.enabled": False})
+    ingest_files(DOCS, store=deps.store, embedder=deps.embedder, config=cfg)
+    first = run_query("Who leads Project Kite?", cfg, deps)
+    follow = run_query("Who leads it?", cfg, deps, history=[Turn("When did Project Kite start?", "In May 2024.")])
+    assert [s.stage for s in follow.stages][:2] == ["condense", "answer_cache"]
+    assert follow.query == "Who leads Project Kite?" and follow.stages[0].info["original"] == "Who leads it?"
+    cache = follow.stage("answer_cache")
+    assert cache is not None and cache.info["verdict"] == "hit"  # the standalone question's stored answer
+    assert follow.answer == first.answer
+    assert turn_of("Who leads it?", follow) == Turn("Who leads it?", follow.answer.text, "Who leads Project Kite?")
+    assert "condense" not in [s.stage for s in first.stages]  # no history: no stage
+
+
+def test_history_files_and_session_ids(tmp_path) -> None:
+    assert parse_turns("When did Kite start?\n\nWho leads it?\n") == [Turn("When did Kite start?"),
+                                                                       Turn("Who leads it?")]
+    assert parse_turns(json.dumps([{"question": "q1", "answer": "a1"}, "q2"])) == [Turn("q1", "a1"), Turn("q2")]
+    assert parse_turns('{"question": "q", "condensed": "qq"}') == [Turn("q", "", "qq")]
+    for bad in ('[{"answer": 1}]', "[oops"):
+        try:
+            parse_turns(bad)
+        except ConversationError:
+            continue
+        raise AssertionError(bad)
+    assert session_path(tmp_path / "w.duckdb", "s-1") == tmp_path / "sessions" / "s-1.json"
+    try:
+        session_path(tmp_path / "w.duckdb", "../x")
+    except ConversationError:
+        pass
+    else:
+        raise AssertionError("a session id is a plain name")
