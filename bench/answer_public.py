@@ -371,11 +371,43 @@ def _model_from(given: str) -> SupportModel:
 
 def _brief(r: dict[str, Any]) -> dict[str, Any]:
     keys = ("answerable", "unanswerable", "answered_correctly", "refused_unanswerable", "gold_sentence_retrieved",
-            "answered_correctly_if_never_refused", "answered_wrong_sentence", "answerable_refused")
+            "answered_correctly_if_never_refused", "answered_wrong_sentence", "answerable_refused",
+            "russian_answerable", "russian_answered_correctly")
     return {k: r[k] for k in keys}
 
 
-def report(before: str) -> None:
+def _outcome(model: SupportModel, r: dict[str, Any]) -> Any:
+    from core.answer.calibration import Outcome
+
+    refused0, ok0, support = A.decide(model, r, 0.0)
+    # refused at cut 0 (nothing read, nothing picked): refused at every cut
+    return Outcome(f"{r['set']}:{r['id']}", r["answerable"], -1.0 if refused0 else support, ok0 and not refused0,
+                   True, any(r["labels"]))
+
+
+def calibrated_on_sample(model: SupportModel, rows: list[dict[str, Any]], folds: int = 5) -> dict[str, Any]:
+    """What the per-workspace calibration (core.answer.calibration.cross_validate, the product's own) makes of the
+    public prior on the sample corpus: the refusal cut chosen by k-fold CV on the sample's dev questions (the sets the
+    old model was fitted on, with their twins: a user's golden set), judged on the sets held out from both models."""
+    from core.answer.calibration import cross_validate
+    from core.answer.calibration import rates as cal_rates
+
+    dev = [_outcome(model, r) for r in rows if r["split"] in A.FITTING_SPLITS or r["set"] == "augment"]
+    held = [_outcome(model, r) for r in rows if r["split"] in ("test", "holdout5", "holdout6") and r["set"] != "augment"]
+    fit = cross_validate(dev, prior=model.threshold, k=folds, seed=SEED)
+
+    def brief(x: dict[str, Any]) -> dict[str, Any]:
+        return {"answered_correctly": x["answered_correctly"], "refused_unanswerable": x["refused_correctly"],
+                "answerable": x["answerable"], "unanswerable": x["unanswerable"]}
+
+    return {"dev_questions": len(dev), "held_out_questions": len(held), "prior_threshold": model.threshold,
+            "calibrated_threshold": round(fit.threshold, 4), "kept_prior": fit.figures.get("kept_prior"),
+            "dev_cv": brief(fit.figures["cv"]), "dev_at_prior": brief(fit.figures["prior"]),
+            "held_out_at_prior": brief(cal_rates(held, model.threshold)),
+            "held_out_calibrated": brief(cal_rates(held, fit.threshold))}
+
+
+def report(before: str, before_on_fit: bool = False) -> None:
     old, new = _model_from(before), load_support_model()
     pub = load_public()
     sample = load_sample()
@@ -402,8 +434,14 @@ def report(before: str) -> None:
     groups["sample every set pooled"] = ("sample corpus, report only", allrows)
     table = {}
     for label, (kind, rows) in groups.items():
-        table[label] = {"kind": kind, "before": _brief(A.rates(old, rows, old.threshold)),
+        # the old model on the new one's fitting split: left out unless asked (its e5 reads are the slow part)
+        skip = label.startswith(FIT_SPLITS) and not before_on_fit
+        table[label] = {"kind": kind, "before": None if skip else _brief(A.rates(old, rows, old.threshold)),
                         "after": _brief(A.rates(new, rows, new.threshold))}
+        print(label, table[label], file=sys.stderr, flush=True)
+        save_e5()
+    cal = calibrated_on_sample(new, sample["rows"])
+    print(json.dumps(cal, indent=1), file=sys.stderr)
     cvres = CACHE.with_suffix(".cv.json")
     out = {"machine": machine_info(), "measured_at": utc_now(), "collected_at": pub["collected_at"],
            "collect_seconds": pub["seconds"], "sample_collected_at": sample["collected_at"],
@@ -419,7 +457,7 @@ def report(before: str) -> None:
                                                  "those the answer read",
                       "how": "every figure from the collected features of one pipeline run per question (answer "
                              "cache off), decided as core.answer.stage does, by each model at its own threshold"},
-           "splits": table}
+           "splits": table, "sample_calibrated": cal}
     save_e5()
     path = write_result("answer_public", out)
     print(json.dumps({k: {"before": v["before"]["answered_correctly"], "before_ref": v["before"]["refused_unanswerable"],
@@ -448,6 +486,8 @@ def main() -> None:
     ap.add_argument("--before", default="651d7426fdd28f208d0459ec5b9c3bb7132b7ec7:core/models/data/support_model.json",
                     help="report: the model to compare with (file or COMMIT:path; default: the sample-fitted model "
                          "shipped before this bench)")
+    ap.add_argument("--before-on-fit", action="store_true",
+                    help="report: also the old model's rates on the public fitting split")
     a = ap.parse_args()
     if a.phase == "collect":
         db = a.db or str(DEFAULT_DB if a.source == "public" else A.DEFAULT_DB)
@@ -458,7 +498,7 @@ def main() -> None:
     elif a.phase == "fit":
         fit(settings(a.l2, a.gate_l2, a.penalty, a.scorer_k, a.threshold_rule))
     else:
-        report(a.before)
+        report(a.before, a.before_on_fit)
 
 
 if __name__ == "__main__":
