@@ -448,6 +448,8 @@ def report(before: str, before_on_fit: bool = False) -> None:
            "before": {"file": before, "threshold": old.threshold, "fitted_on": old.meta.get("fitted_on")},
            "after": {"threshold": new.threshold, "meta": new.meta},
            "cv": json.loads(cvres.read_text())["chosen"] if cvres.exists() else None,
+           # every setting cross-validated on the public fitting split (the choice: max of min of the two rates)
+           "cv_grid": json.loads(cvres.read_text())["grid"] if cvres.exists() else None,
            "method": {"answered_correctly": "answerable questions not refused whose quoted sentences include a "
                                             "correct one (public sets: in a gold passage and holding the answer "
                                             "string; sample sets: bench/answer.py's matches_gold on gold spans)",

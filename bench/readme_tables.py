@@ -1241,6 +1241,16 @@ def answer_public(d: dict[str, Any], file: str) -> list[str]:
                      "–" if not n else f"{_pct((a.get('gold_sentence_retrieved') or 0) / n)}"])
     out.append(md_table(["rows", "what they are", "answerable / unanswerable", "before: answered / refused",
                          "after: answered / refused", "ceiling"], rows))
+    grid = d.get("cv_grid") or []
+    if grid:
+        out += ["", "Settings cross-validated (5 folds) on the public fitting split only; the chosen one maximises the "
+                    "worse of the two rates, then their sum (penalties: the contradiction, kind and attribute "
+                    "penalties together; scorer k: e5's read of the ranker's top k sentences, 0 = none):", ""]
+        out.append(md_table(["ranker L2", "gate L2", "penalties", "scorer k", "threshold rule", "CV answered",
+                             "CV refused"],
+                            [[num(g.get("l2"), 0), num(g.get("gate_l2"), 0), num(g.get("penalty"), 0),
+                              g.get("scorer_k"), g.get("threshold_rule"), _pct(g.get("answered_correctly")),
+                              _pct(g.get("refused_unanswerable"))] for g in grid]))
     cal = d.get("sample_calibrated") or {}
     if cal:
         ap, ac = cal.get("held_out_at_prior") or {}, cal.get("held_out_calibrated") or {}
