@@ -1,12 +1,16 @@
-"""Offline answer bench: fits the support model (core/answer/support.py) and measures answered-correctly and refusal rates.
+"""Offline answer bench on the sample corpus: measures answered-correctly and refusal rates of the support model
+(core/answer/support.py) and fits a DEV model on the sample sets for comparison.
+
+The shipped model (core/models/data/support_model.json) is fitted on public data by bench/answer_public.py; the sample
+corpus's eval files are dev data like any user's golden set, so `fit` here writes data/bench/support_model_sample.json
+(never the shipped file) and `report` reads the shipped model.
 
 Run from the repo root:
   .venv/bin/python bench/answer.py collect            # run the fitting questions (eval.jsonl odd ids, eval_train.jsonl)
                                                       # through the pipeline, keep the answer's inputs
   .venv/bin/python bench/answer.py collect --augment  # add near-miss twins of the fitting questions
   .venv/bin/python bench/answer.py cv                 # 5-fold cross-validation on the fitting questions only
-  .venv/bin/python bench/answer.py fit                # fit and choose the threshold on them -> core/models/data/support_model.json
-  .venv/bin/python bench/answer.py collect (+ --augment) # again: the product's answers now come from the fitted model
+  .venv/bin/python bench/answer.py fit                # a dev model fitted on them -> data/bench/support_model_sample.json
   .venv/bin/python bench/answer.py collect --final    # the report's run: also every held-out set (kept unrun until then)
   .venv/bin/python bench/answer.py report             # rates on every split -> results/answer.json
 
@@ -80,6 +84,7 @@ HIDDEN = frozenset({"holdout5", "holdout6"})
 HELD_OUT = frozenset({"test", "holdout5", "holdout6"})
 CACHE = ROOT / "data" / "bench" / "answer_tables.pkl"
 DEFAULT_DB = ROOT / "data" / "bench" / "answer.duckdb"
+SAMPLE_MODEL = ROOT / "data" / "bench" / "support_model_sample.json"
 
 
 def load_questions(final: bool = False) -> list[dict[str, Any]]:
@@ -488,7 +493,7 @@ def training_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
 def question_key(r: dict[str, Any]) -> str:
     """A question's key for cross-validation folds (a twin shares its source's): the id, prefixed by its set's split
     for the retired held-out sets (eval_holdout.jsonl and eval_holdout4.jsonl both number theirs h01, h02, ...)."""
-    qid = r["id"].removesuffix("-nm")
+    qid = re.sub(r"-(nm|omit)$", "", r["id"])  # a twin, or the question asked without its gold passage
     return qid if r["split"] in NARROW_FITTING else f"{r['split']}:{qid}"
 
 
@@ -521,7 +526,9 @@ def fit(l2: float, gate_l2: float, margin: float, penalty: float, kind_penalty: 
                 " scored by the model fitted on them")}
     model = SupportModel(FEATURES, model.coef, model.intercept, model.mean, model.scale, model.impute,
                          model.threshold, meta, model.gate, margin, penalty, kind_penalty, attr_penalty, model.scorer)
-    DEFAULT_MODEL_PATH.write_text(json.dumps(model.to_json(), indent=2) + "\n")
+    SAMPLE_MODEL.parent.mkdir(parents=True, exist_ok=True)
+    SAMPLE_MODEL.write_text(json.dumps(model.to_json(), indent=2) + "\n")  # a dev model: never the shipped file
+    print(f"-> {SAMPLE_MODEL}", file=sys.stderr)
     by_set = {name: rates(model, [r for r in train if r["split"] == name], model.threshold) for name in FITTING_SPLITS}
     print(json.dumps({"threshold": model.threshold, "training": rates(model, train, model.threshold), **by_set,
                       "ranker": dict(zip(FEATURES, np.round(model.coef, 3).tolist())),

@@ -1,10 +1,12 @@
-"""Per-workspace calibration bench (issue #27 item 4): on corpora nobody here tuned the support model on, does a
-refusal cut fitted by k-fold CV on the corpus's own questions beat the shipped prior on both rates?
+"""Per-workspace calibration bench (issue #27 item 4): on questions the shipped support model was not fitted on, does
+a refusal cut fitted by k-fold CV on the corpus's own questions beat the shipped prior on both rates?
 
     nice -n 10 .venv/bin/python bench/calibrate.py [--sets xquad,twowiki] [--twowiki-questions 80]
                                                    [--twowiki-docs 300] [--folds 5] [--db data/bench/calibrate.duckdb]
 
-Sets (public, in ../shared/datasets; the support model was fitted on sample_corpus questions only):
+Sets (public, in ../shared/datasets). The shipped support model (the prior) is fitted by bench/answer_public.py on
+these sets' *fit* splits (xquad: the same even-position paragraphs; twowiki: questions outside this bench's default
+80), so the *report* splits below stay unseen by the prior as well as by the calibrated cut:
 - xquad: XQuAD articles 40-47, English questions over the English paragraphs (one paragraph a document). Gold span:
   the paragraph's sentence that contains the dataset's answer string (questions whose answer is in no one sentence
   are left out).

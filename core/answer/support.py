@@ -1,6 +1,7 @@
 """Support model of the offline answer: does a retrieved sentence answer the question? A small logistic regression over
-signals the pipeline already has, with coefficients read from data (core/models/data/support_model.json, written by
-bench/answer.py), never fitted at import time."""
+signals the pipeline already has, with coefficients read from data (core/models/data/support_model.json, fitted on
+public question-answering data by bench/answer_public.py), never fitted at import time. The shipped model is a prior:
+a workspace with a curated golden set calibrates its refusal cut on it (core.answer.calibration)."""
 from __future__ import annotations
 
 import hashlib
@@ -646,7 +647,7 @@ class Gate:
         feats = tuple(data["features"])
         if feats not in (GATE_FEATURES, SCORER_GATE_FEATURES):
             raise ValueError(f"support gate features {data['features']} do not match this code's {GATE_FEATURES}: "
-                             "re-run bench/answer.py fit")
+                             "re-run bench/answer_public.py fit")
         return cls(tuple(map(float, data["coef"])), float(data["intercept"]), tuple(map(float, data["mean"])),
                    tuple(map(float, data["scale"])), {k: float(v) for k, v in data["impute"].items()}, feats)
 
@@ -654,8 +655,9 @@ class Gate:
 @dataclass(frozen=True)
 class SupportModel:
     """Two standardised logistic regressions: a sentence ranker over FEATURES (which sentence answers best) and a
-    question-level gate (does it answer at all); `threshold` is the refusal cut on the gate's probability, chosen by
-    bench/answer.py on the fitting half of the eval set. Without a gate, the best sentence's probability decides."""
+    question-level gate (does it answer at all); `threshold` is the refusal cut on the gate's probability, chosen on
+    the fitting questions the model was fitted on (the prior; a workspace's calibration may replace it). Without a
+    gate, the best sentence's probability decides."""
 
     features: tuple[str, ...]
     coef: tuple[float, ...]
@@ -770,7 +772,7 @@ class SupportModel:
         feats = tuple(data["features"])
         if feats != FEATURES:
             raise ValueError(f"support model features {feats} do not match this code's {FEATURES}: re-run "
-                             "bench/answer.py --fit")
+                             "bench/answer_public.py fit")
         return cls(feats, tuple(map(float, data["coef"])), float(data["intercept"]), tuple(map(float, data["mean"])),
                    tuple(map(float, data["scale"])), {k: float(v) for k, v in data["impute"].items()},
                    float(data["threshold"]), dict(data.get("meta", {})),

@@ -27,10 +27,11 @@ class AnswerConfig(Section):
     refusal_threshold: float = Field(
         -1.0, ge=-1, le=1, description="extractive: refuse below this support probability (-1: the fitted model's "
                                        "threshold)",
-        json_schema_extra=chosen_in("bench/results/answer.json",
-                                    "-1 takes the threshold fitted with the support model "
-                                    "(core/models/data/support_model.json), chosen by bench/answer.py on its "
-                                    "fitting questions and checked on held-out ones"))
+        json_schema_extra=chosen_in("bench/results/answer_public.json",
+                                    "-1 takes the workspace's calibrated threshold, else the prior fitted with the "
+                                    "support model (core/models/data/support_model.json) by "
+                                    "bench/answer_public.py on public data's fitting split and checked on its "
+                                    "report split and the sample sets"))
     max_chunks: int = Field(8, ge=1, le=50, description="final candidates handed to the answerer")
     max_sentences: int = Field(3, ge=1, le=10, description="extractive: sentences quoted at most")
     max_tokens: int = Field(600, ge=64, le=8192, description="llm: output tokens of the answer at most")
