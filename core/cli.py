@@ -212,6 +212,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         code = _ingest_multilingual(args, cfg, deps)
         if code:
             return code
+    if report.ok:
+        for line in _build_answer_vectors(cfg, deps, args.workspace):
+            print(line, file=sys.stderr)
     if args.json:
         print(json.dumps({"results": [r.__dict__ for r in report.results], "embedded": report.embedded,
                           "cache_hits": report.cache_hits}))
@@ -246,6 +249,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     deps = build_deps(cfg, store=store)
     run_cfg, notices = _unbuilt_variant(cfg, deps, args.workspace, build=args.build)
     notices += _build_multilingual(cfg, deps, args.workspace) if args.build else []
+    notices += _build_answer_vectors(cfg, deps, args.workspace) if args.build else []
     trace = run_query(args.query, run_cfg, deps, workspace=args.workspace)
     if args.json:
         out = trace.to_dict()
@@ -321,6 +325,17 @@ def _build_multilingual(cfg: PipelineConfig, deps: "Deps", workspace: str) -> li
         return []
     print(f"building: {need.label} (about {need.est_seconds:,.0f} s)", file=sys.stderr)
     return [f"built before the query: {readiness.build(need, cfg, deps, workspace, progress=_stderr_progress(need.kind))}"]
+
+
+def _build_answer_vectors(cfg: PipelineConfig, deps: "Deps", workspace: str) -> list[str]:
+    """After ingest (and query --build): the offline answer's sentence vectors, so a question encodes only itself."""
+    from core.app import readiness
+
+    need = readiness.answer_need(deps.store, cfg, workspace)
+    if need is None or getattr(deps.store, "read_only", False):
+        return []
+    print(f"building: {need.label} (about {need.est_seconds:,.0f} s)", file=sys.stderr)
+    return [f"built: {readiness.build(need, cfg, deps, workspace, progress=_stderr_progress('sentence vectors'))}"]
 
 
 def _stderr_progress(what: str) -> Callable[[int, int], None]:

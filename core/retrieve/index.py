@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 
@@ -104,6 +105,30 @@ class _Entry:
     unstored: int = 0  # chunks whose vectors were embedded in memory for this index (none stored for the model)
 
 
+class QueryVectors:
+    """Question vectors by (model id, exact text), least recently used dropped first: a repeated question (an
+    evaluation's repeats, A/B runs over the same set, a user asking again) computes no embedding."""
+
+    def __init__(self, size: int = 2_000) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._vecs: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+
+    def get(self, model_id: str, text: str) -> np.ndarray | None:
+        with self._lock:
+            v = self._vecs.get((model_id, text))
+            if v is not None:
+                self._vecs.move_to_end((model_id, text))
+            return v
+
+    def put(self, model_id: str, text: str, vec: np.ndarray) -> None:
+        with self._lock:
+            self._vecs[(model_id, text)] = np.asarray(vec)
+            self._vecs.move_to_end((model_id, text))
+            while len(self._vecs) > self._size:
+                self._vecs.popitem(last=False)
+
+
 class IndexCache:
     """Holds one BM25 and one dense index per (workspace, variant, params/model). Safe to share across
     Streamlit sessions: built indexes are immutable; `_lock` only guards the dictionary (held for lookups, never
@@ -115,6 +140,7 @@ class IndexCache:
         self._entries: dict[tuple, _Entry] = {}
         self._building: dict[tuple, threading.Lock] = {}
         self.last_embed_stats: EmbedStats | None = None
+        self.queries = QueryVectors()
 
     def _fresh(self, slot: tuple, version: int, key: tuple) -> _Entry | None:
         with self._lock:
