@@ -14,17 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from core.app.counters import counters
-from core.app.report import text_table
 from core.config import ConfigError, PipelineConfig, load_config_file, parse_set_value
 from core.deps import DEFAULT_DB, build_deps
-from core.ingest.files import read_file, scan_paths
-from core.ingest.parse import ParseError
-from core.ingest.pipeline import FileResult, ingest_files
 from core.pipeline import QueryError, run_query, validate_query
 from core.store import Store, StoreError, token_vector_files
 from core.types import DEFAULT_WORKSPACE
 
 if TYPE_CHECKING:  # named in annotations only; imported where used
+    from core.ingest.pipeline import FileResult
     from core.deps import Deps
     from core.eval.datasets import GoldenSet
     from core.ingest.context import BuildRequest, ContextReport
@@ -143,6 +140,11 @@ def _result_line(r: FileResult) -> str:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
+    # ingest's modules load here, not when a query starts the CLI (a cold `query` skips them)
+    from core.ingest.files import read_file, scan_paths
+    from core.ingest.parse import ParseError
+    from core.ingest.pipeline import FileResult, ingest_files
+
     if args.ray_address and args.engine != "ray":
         print("error: --ray-address needs --engine ray", file=sys.stderr)
         return 2
@@ -259,6 +261,8 @@ def cmd_query(args: argparse.Namespace) -> int:
     else:
         for n in deps.notices + notices:
             print(f"notice: {n}")
+        from core.app.report import text_table
+
         print(text_table(trace, depth=args.depth))
     return 0
 
