@@ -4,6 +4,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol, Sequence
 
 import numpy as np
@@ -14,6 +15,7 @@ from core.models.embed import (
     EmbedStats,
     embed_with_cache,
 )
+from core.retrieve.ann import ANN_MIN_CHUNKS, Sync, ann_path, synced
 from core.retrieve.bm25 import BM25Index, BM25Params
 from core.retrieve.dense import DenseIndex
 from core.text import guess_language
@@ -135,7 +137,14 @@ class IndexCache:
     while reading rows or embedding), and a build lock per slot makes callers of the same index wait for one build
     instead of repeating it, while every other workspace and variant stays searchable."""
 
-    def __init__(self) -> None:
+    def __init__(self, ann_dir: Path | None = None, ann_min_chunks: int = ANN_MIN_CHUNKS, *,
+                 ann_writable: bool = True) -> None:
+        """`ann_dir`: where dense indexes of `ann_min_chunks` vectors or more keep their ANN graph (None: built in
+        memory, never saved); `ann_writable` false: a saved graph is read, never written (a read-only database)."""
+        self.ann_dir = ann_dir
+        self.ann_writable = ann_writable
+        self.ann_min_chunks = ann_min_chunks
+        self.last_ann_sync: Sync | None = None
         self._lock = threading.Lock()
         self._entries: dict[tuple, _Entry] = {}
         self._building: dict[tuple, threading.Lock] = {}
@@ -211,8 +220,17 @@ class IndexCache:
                 entry = _Entry(version, key, _with_fallback(embedder.model_id, ids, matrix, raw))
             else:
                 entry = self._dense_rows(store, embedder, workspace, variant, version, key)
+            self._attach_ann(entry.index, workspace, variant)  # type: ignore[arg-type]
             self._store(slot, entry)
             return entry.index  # type: ignore[return-value]
+
+    def _attach_ann(self, index: DenseIndex, workspace: str, variant: str) -> None:
+        """Above the threshold, the saved ANN graph brought in step with these vectors (or built and saved)."""
+        if len(index) < self.ann_min_chunks or not len(index):
+            return
+        path = ann_path(self.ann_dir, workspace, index.model_id, variant) if self.ann_dir is not None else None
+        ann, self.last_ann_sync = synced(path, index.model_id, index.chunk_ids, index.matrix, save=self.ann_writable)
+        index.attach_ann(ann)
 
     def _dense_rows(self, store: IndexSources, embedder: Embedder, workspace: str, variant: str, version: int,
                     key: tuple) -> _Entry:
