@@ -27,7 +27,9 @@ KEEP = ("recall@5", "recall@10", "mrr", "ndcg@10", "answered_correctly", "refusa
 
 def extract(rev: str, into: Path) -> str:
     full = subprocess.run(["git", "rev-parse", rev], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
-    arch = subprocess.run(["git", "archive", full, "core"], cwd=ROOT, capture_output=True, check=True).stdout
+    # the code and the sample set's files it reads (sample_corpus/eval.jsonl) at that commit
+    arch = subprocess.run(["git", "archive", full, "core", "sample_corpus"], cwd=ROOT, capture_output=True,
+                          check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(into)], input=arch, check=True)
     return full
 
