@@ -9,7 +9,7 @@ from core.retrieve import ann as ann_mod
 from core.retrieve.ann import AnnIndex, ann_path, synced
 from core.retrieve.dense import DenseIndex
 
-pytest.importorskip("usearch")
+pytest.importorskip("hnswlib")
 
 
 def _unit(rng: np.random.Generator, n: int, dim: int = 32) -> np.ndarray:
@@ -70,7 +70,7 @@ def test_the_index_cache_attaches_a_graph_above_its_threshold_only(tmp_path, dep
     cache = IndexCache(tmp_path, ann_min_chunks=1)
     big = cache.dense(deps.store, deps.embedder, "default")
     assert big.ann is not None and cache.last_ann_sync is not None and cache.last_ann_sync.built
-    assert list(tmp_path.glob("dense-*.usearch"))
+    assert list(tmp_path.glob("dense-*.hnsw"))
     q = deps.embedder.encode(["widgets of size 3"])[0]
     # the same scores (the fake embedder ties some chunks, so ids may swap places within a tie)
     assert np.allclose([s for _, s in big.search(q, 6)], [s for _, s in small.search(q, 6)], atol=1e-6)

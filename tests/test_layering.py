@@ -73,7 +73,7 @@ LAZY_LIBRARIES: dict[str, str] = {
     "scipy": "heavy submodules (optimize, sparse); only fitting and the router need them",
     "pandas": "heavy; only frames and bulk writes need it, not a query",
     "igraph": "only a graph layout or a Leiden run needs it",
-    "usearch": "only a dense index past the ANN threshold needs it",
+    "hnswlib": "only a dense index past the ANN threshold needs it",
     "pyvis": "only the interactive graph view needs it",
     "opentelemetry": "only the OTLP protobuf export needs it",
     "pypdf": "only a PDF needs it",

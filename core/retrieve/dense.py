@@ -40,8 +40,13 @@ class DenseIndex:
             return []
         q = query_vec.astype(np.float32).ravel()
         q = q / max(float(np.linalg.norm(q)), 1e-12)
+        keys = None
         if self.ann is not None:
-            keys = self.ann.search(q, max(k, MIN_CANDIDATES))
+            try:
+                keys = self.ann.search(q, max(k, MIN_CANDIDATES))
+            except RuntimeError:  # hnswlib found fewer than asked (a graph thinned by removals): scan exactly
+                keys = None
+        if keys is not None:
             rows = self._key_rows[keys[keys < len(self._key_rows)]]
             rows = rows[rows >= 0]
             sims = np.einsum("ij,j->i", self.matrix[rows], q)
