@@ -16,6 +16,7 @@ from core.answer.cache import (
     served_label,
 )
 from core.answer.cache_verifier import make_verifier, query_vector
+from core.answer.e5_scorer import prefetch_question
 from core.answer.stage import answer_question
 from core.answer.support import late_sentence_scorer
 from core.cascade.expand import expand
@@ -755,6 +756,8 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
                 return served
             decision = decision.without_cag(f"CAG gave no answer: route {decision.fallback.name} retrieves instead")
 
+    if c.answer.enabled and (c.answer.mode == "extractive" or (c.answer.mode == "auto" and not deps.llm.available)):
+        prefetch_question(q.text)  # the offline answer's question vector, encoded beside retrieval on a spare core
     agent = _agentic(q, c, deps, tracer, decision) if c.agent.enabled else None
     if agent is None:
         _retrieve(q, c, deps, tracer, decision if decision is not None else reuse_route)

@@ -87,3 +87,15 @@ def test_stored_sentence_vectors_leave_only_the_question_to_encode() -> None:
     # the stored vectors give the scores a fresh encode gives
     fresh = e5_scorer._VECTORS.encode_passages(texts) @ e5_scorer._VECTORS.query(question)
     assert np.allclose(got, fresh, atol=1e-4)
+
+
+def test_a_prefetched_question_is_encoded_once_and_ready_for_the_answer() -> None:
+    question = "How much is the meal allowance abroad? (prefetch test)"
+    before = e5_scorer.encoded_count()
+    e5_scorer.prefetch_question(question)
+    e5_scorer.prefetch_question(question)  # under way or done: not started twice
+    sentence = ["Staff abroad are paid a daily meal allowance (prefetch test)."]
+    got = e5_scorer.score(question, sentence)
+    assert e5_scorer.encoded_count() - before == 2  # the question once (prefetched), the sentence once
+    assert got[0] == pytest.approx(float(e5_scorer._VECTORS.encode_passages(sentence)[0]
+                                         @ e5_scorer._VECTORS.query(question)), abs=1e-5)

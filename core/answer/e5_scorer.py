@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Protocol, Sequence
@@ -73,6 +74,9 @@ class _Vectors:
         self._store: OrderedDict[str, np.ndarray] = OrderedDict()
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
+        self._pending: dict[str, Future] = {}  # questions being encoded ahead of the answer stage (prefetch)
+        self._pending_lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
         self.encoded = 0  # texts that went through the engine (questions and sentences): what the tests count
 
     def _encode(self, texts: list[str], is_query: bool) -> np.ndarray:
@@ -103,7 +107,29 @@ class _Vectors:
                 self._store.popitem(last=False)
             return np.stack(out) if out else np.zeros((0, E5_DIM), dtype=np.float32)
 
+    def prefetch(self, text: str) -> None:
+        """Start encoding a question on the spare thread, unless it is known or already under way."""
+        with self._pending_lock:
+            if text in self._pending or text in self._queries:
+                return
+            if len(self._pending) >= 64:  # questions whose answer stage never ran (an error, no passages): done, drop
+                for t in [t for t, f in self._pending.items() if f.done()]:
+                    del self._pending[t]
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="e5-question")
+            self._pending[text] = self._pool.submit(lambda: available() and self._cached_query(text) is not None)
+
     def query(self, text: str) -> np.ndarray:
+        with self._pending_lock:
+            started = self._pending.pop(text, None)
+        if started is not None:  # encoded (or being encoded) on the spare thread: wait outside the engine lock
+            try:
+                started.result()
+            except Exception:  # noqa: BLE001 - a failed prefetch is encoded again below, and fails there if it must
+                pass
+        return self._cached_query(text)
+
+    def _cached_query(self, text: str) -> np.ndarray:
         with self._lock:
             v = self._queries.get(text)
             if v is None:
@@ -119,6 +145,12 @@ class _Vectors:
 
 
 _VECTORS = _Vectors()
+
+
+def prefetch_question(question: str) -> None:
+    """Encode the question on a spare thread while retrieval runs: the answer stage then finds its vector ready (the
+    engine is C behind ctypes, so it runs beside the Python of the retrieval stages on a second core)."""
+    _VECTORS.prefetch(question)
 
 
 def encoded_count() -> int:
