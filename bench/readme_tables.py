@@ -1641,6 +1641,8 @@ def answer_speed(d: dict[str, Any], file: str) -> list[str]:
                       f"{_met(fa['wall_s_median'] <= tg['cli_query_s'])})")
     out += ["", f"Identical answers before and after: {d.get('identical_answers')}/{d.get('questions')}. "
             + "; ".join(checks) + "."]
+    if d.get("note"):
+        out += ["", d["note"]]
     b = d.get("build") or {}
     if b.get("sentence_vectors"):
         out += ["", "Sentence vectors built after ingest: " + "; ".join(b["sentence_vectors"]) + "."]
@@ -1770,6 +1772,7 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("answer_cache_replay.json", answer_cache_replay),
         ("cache_embedders.json", cache_embedders),
         ("answer_speed.json", answer_speed),
+        ("answer_speed_noprefetch.json", answer_speed),
     ]),
     ("Evaluation speed", [
         ("eval_speed.json", eval_speed),
