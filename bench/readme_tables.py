@@ -1693,6 +1693,8 @@ def eval_speed(d: dict[str, Any], file: str) -> list[str]:
                          "answered correctly"], rows))
     out += ["", f"Router on / off cost per question: **{num(d.get('router_cost_ratio'), 2)}×** (target ≤ "
             f"{(d.get('targets') or {}).get('router_cost_ratio')}× unless the route changes the result)."]
+    if d.get("note"):
+        out += ["", d["note"]]
     return out
 
 
