@@ -1734,6 +1734,7 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("blas_threads_scifact.json", blas_threads),
         ("blas_threads_scifact_busy.json", blas_threads),
         ("ann.json", ann),
+        ("ann_300k.json", ann),
         ("ann_compare.json", ann),
     ]),
     ("Ray", [
