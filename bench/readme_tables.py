@@ -1904,6 +1904,93 @@ def incremental_kill(d: dict[str, Any], file: str) -> list[str]:
             + f" ({num(k.get('seconds'), 0)} s); each case: the step (ingest of edits with the graph update that "
               "follows it, or the llm context build) forked, SIGKILLed at the named write, run again, and compared "
               "with a run that was never killed"]
+def answer_speed(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #32: the offline answer stage before / after, warm and in fresh processes (bench/answer_speed.py)."""
+    tg = d.get("targets") or {}
+    out = ["### Answer stage speed, before and after stored sentence vectors", "", caption(file, d), "",
+           f"Two warm workers, the code of `{str((d.get('before') or {}).get('commit', ''))[:12]}` and this run's, one "
+           f"question to each in turn ({d.get('questions')} questions: {', '.join(d.get('sets') or [])}); then "
+           "`python -m core query --json` in a fresh process per question, the two trees alternating.", ""]
+    rows = []
+    for side in ("before", "after"):
+        w = ((d.get("warm") or {}).get(side) or {}).get("all") or {}
+        f = (d.get("fresh") or {}).get(side) or {}
+        rows.append([side, num(w.get("answer_ms_median"), 1), num(w.get("answer_ms_p90"), 1),
+                     num(w.get("query_ms_median"), 1), f"{w.get('answered_correctly')}/{w.get('answerable')}",
+                     f"{w.get('refused_unanswerable')}/{w.get('unanswerable')}", num(f.get("answer_ms_median"), 1),
+                     num(f.get("wall_s_median"), 2)])
+    out.append(md_table(["code", "answer ms median (warm)", "answer ms p90", "query ms median", "answered correctly",
+                         "refused (unanswerable)", "answer ms (fresh process)", "CLI query s (fresh)"], rows))
+    a = ((d.get("warm") or {}).get("after") or {}).get("all") or {}
+    fa = (d.get("fresh") or {}).get("after") or {}
+    checks = []
+    if a.get("answer_ms_median") is not None and tg.get("answer_ms_median_warm"):
+        checks.append(f"warm answer median {num(a['answer_ms_median'], 1)} ms (target ≤ {tg['answer_ms_median_warm']}: "
+                      f"{_met(a['answer_ms_median'] <= tg['answer_ms_median_warm'])})")
+    if fa.get("answer_ms_max") is not None and tg.get("answer_ms_fresh"):
+        checks.append(f"fresh-process answer at most {num(fa['answer_ms_max'], 1)} ms (target ≤ {tg['answer_ms_fresh']}: "
+                      f"{_met(fa['answer_ms_max'] <= tg['answer_ms_fresh'])})")
+    if fa.get("wall_s_median") is not None and tg.get("cli_query_s"):
+        checks.append(f"fresh CLI query median {num(fa['wall_s_median'], 2)} s (target ≤ {tg['cli_query_s']}: "
+                      f"{_met(fa['wall_s_median'] <= tg['cli_query_s'])})")
+    out += ["", f"Identical answers before and after: {d.get('identical_answers')}/{d.get('questions')}. "
+            + "; ".join(checks) + "."]
+    if d.get("note"):
+        out += ["", d["note"]]
+    b = d.get("build") or {}
+    if b.get("sentence_vectors"):
+        out += ["", "Sentence vectors built after ingest: " + "; ".join(b["sentence_vectors"]) + "."]
+    return out
+
+
+def ann(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #32: dense search through an HNSW graph (usearch, hnswlib) against the exact scan (bench/ann.py)."""
+    st = d.get("settings") or {}
+    out = ["### ANN index: usearch and hnswlib against the exact scan", "", caption(file, d), "",
+           f"{d.get('what', '')}. HNSW M={st.get('connectivity')}, build width {st.get('expansion_add')}, query width "
+           f"{st.get('expansion_search')}, {st.get('min_candidates')} candidates rescored exactly; versions "
+           + ", ".join(f"{k} {v}" for k, v in (d.get("versions") or {}).items()) + ".", ""]
+    rows = []
+    for r in d.get("rows") or []:
+        rows.append([num(r.get("chunks")), "exact", "–", "–", "1.0000", num((r.get("exact") or {}).get("median_ms"), 2),
+                     num((r.get("fused_exact") or {}).get("median_ms"), 2), (r.get("fused_exact") or {}).get("lists")])
+        for lib in ("usearch", "hnswlib"):
+            x = r.get(lib)
+            if x:
+                rows.append([num(r.get("chunks")), lib, num(x.get("build_s"), 1),
+                             num(x.get("index_mib", x.get("rss_growth_mib")), 1) + ("" if "index_mib" in x else " (RSS)"),
+                             num(x.get("recall_at_50"), 4), num(x.get("median_ms"), 2),
+                             num((x.get("fused") or {}).get("median_ms"), 2), (x.get("fused") or {}).get("lists")])
+    out.append(md_table(["chunks", "dense search", "build s", "index MiB", "recall@50 vs exact", "dense ms median",
+                         "fused ms median", "fused lists"], rows))
+    if d.get("note"):
+        out += ["", d["note"]]
+    return out
+
+
+def eval_speed(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #32: cold A/B on the sample set, router on against off, cost and quality (bench/eval_speed.py)."""
+    out = ["### Evaluation speed and the router's cost", "", caption(file, d), "",
+           "`python -m core eval --dataset sample --config default --config router_off` in a fresh process (wall "
+           "time), each configuration's seconds per question and quality side by side.", ""]
+    rows = []
+    for key, label in (("after_full", "this tree, all questions"),
+                       ("after_retrieval_only", "this tree, answer.enabled = false"),
+                       ("before_limited", f"before (`{str((d.get('before') or {}).get('commit', ''))[:12]}`), first "
+                                          f"{(d.get('before') or {}).get('limit')}"),
+                       ("after_limited", f"this tree, first {(d.get('before') or {}).get('limit')}")):
+        x = d.get(key) or {}
+        for r in x.get("runs") or []:
+            rows.append([label, num(x.get("wall_s"), 1), r.get("config"), num(r.get("per_question_ms"), 0),
+                         num(r.get("recall@5"), 3), num(r.get("mrr"), 3), num(r.get("answered_correctly"), 3)])
+    out.append(md_table(["run", "A/B wall s (cold)", "configuration", "ms / question", "recall@5", "MRR",
+                         "answered correctly"], rows))
+    out += ["", f"Router on / off cost per question: **{num(d.get('router_cost_ratio'), 2)}×** (target ≤ "
+            f"{(d.get('targets') or {}).get('router_cost_ratio')}× unless the route changes the result)."]
+    if d.get("note"):
+        out += ["", d["note"]]
+    return out
+
 
 PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
     ("Retrieval quality", [
@@ -1941,6 +2028,9 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("blas_threads.json", blas_threads),
         ("blas_threads_scifact.json", blas_threads),
         ("blas_threads_scifact_busy.json", blas_threads),
+        ("ann.json", ann),
+        ("ann_300k.json", ann),
+        ("ann_compare.json", ann),
     ]),
     ("Ray", [
         ("ray_ingest.json", ray_ingest),
@@ -1989,6 +2079,11 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("conversation_dev.json", conversation),
         ("raptor.json", raptor),
         ("raptor_twowiki.json", raptor_twowiki),
+        ("answer_speed.json", answer_speed),
+        ("answer_speed_noprefetch.json", answer_speed),
+    ]),
+    ("Evaluation speed", [
+        ("eval_speed.json", eval_speed),
     ]),
     ("Tuning on a workspace's own golden set", [
         ("calibration.json", calibration),

@@ -14,17 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from core.app.counters import counters
-from core.app.report import text_table
 from core.config import ConfigError, PipelineConfig, load_config_file, parse_set_value
 from core.deps import DEFAULT_DB, build_deps
-from core.ingest.files import read_file, scan_paths
-from core.ingest.parse import ParseError
-from core.ingest.pipeline import FileResult, ingest_files
 from core.pipeline import QueryError, run_query, validate_query
 from core.store import Store, StoreError, token_vector_files
 from core.types import DEFAULT_WORKSPACE
 
 if TYPE_CHECKING:  # named in annotations only; imported where used
+    from core.ingest.pipeline import FileResult
     from core.deps import Deps
     from core.eval.datasets import GoldenSet
     from core.ingest.context import BuildRequest, ContextReport
@@ -148,6 +145,11 @@ def _result_line(r: FileResult) -> str:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
+    # ingest's modules load here, not when a query starts the CLI (a cold `query` skips them)
+    from core.ingest.files import read_file, scan_paths
+    from core.ingest.parse import ParseError
+    from core.ingest.pipeline import FileResult, ingest_files
+
     if args.ray_address and args.engine != "ray":
         print("error: --ray-address needs --engine ray", file=sys.stderr)
         return 2
@@ -217,6 +219,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         code = _ingest_multilingual(args, cfg, deps)
         if code:
             return code
+    if report.ok:
+        for line in _build_answer_vectors(cfg, deps, args.workspace):
+            print(line, file=sys.stderr)
     if args.json:
         print(json.dumps({"results": [r.__dict__ for r in report.results], "embedded": report.embedded,
                           "cache_hits": report.cache_hits, "chunks": report.chunk_changes(),
@@ -265,6 +270,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     deps = build_deps(cfg, store=store)
     run_cfg, notices = _unbuilt_variant(cfg, deps, args.workspace, build=args.build)
     notices += _build_multilingual(cfg, deps, args.workspace) if args.build else []
+    notices += _build_answer_vectors(cfg, deps, args.workspace) if args.build else []
     from core.app.conversation import ConversationError, load_turns, save_turns, session_path, turn_of
 
     try:
@@ -285,6 +291,8 @@ def cmd_query(args: argparse.Namespace) -> int:
     else:
         for n in deps.notices + notices:
             print(f"notice: {n}")
+        from core.app.report import text_table
+
         print(text_table(trace, depth=args.depth))
     return 0
 
@@ -351,6 +359,17 @@ def _build_multilingual(cfg: PipelineConfig, deps: "Deps", workspace: str) -> li
         return []
     print(f"building: {need.label} (about {need.est_seconds:,.0f} s)", file=sys.stderr)
     return [f"built before the query: {readiness.build(need, cfg, deps, workspace, progress=_stderr_progress(need.kind))}"]
+
+
+def _build_answer_vectors(cfg: PipelineConfig, deps: "Deps", workspace: str) -> list[str]:
+    """After ingest (and query --build): the offline answer's sentence vectors, so a question encodes only itself."""
+    from core.app import readiness
+
+    need = readiness.answer_need(deps.store, cfg, workspace)
+    if need is None or getattr(deps.store, "read_only", False):
+        return []
+    print(f"building: {need.label} (about {need.est_seconds:,.0f} s)", file=sys.stderr)
+    return [f"built: {readiness.build(need, cfg, deps, workspace, progress=_stderr_progress('sentence vectors'))}"]
 
 
 def _stderr_progress(what: str) -> Callable[[int, int], None]:

@@ -15,6 +15,7 @@ from core.models.embed import Embedder, load_embedder
 from core.models.llm import LLM, OfflineLLM, build_llm
 from core.models.multilingual import load_multilingual
 from core.models.tokens import TokenCache
+from core.retrieve.ann import ANN_MIN_CHUNKS
 from core.retrieve.index import IndexCache
 from core.store import Store
 
@@ -142,5 +143,10 @@ def build_deps(
                                 cache_ttl=config.llm.cache_ttl)
         if notice:
             notices.append(notice)
-    return Deps(store=store, embedder=embedder, notices=notices, llm=llm,
+    # Dense indexes past the ANN threshold keep their graph beside the database (core/retrieve/ann.py).
+    where = getattr(store, "path", None) or db or db_path(env)
+    ann_dir = None if str(where) == ":memory:" else Path(str(where) + ".ann")
+    indexes = IndexCache(ann_dir, int(env.get("RAG_ANN_MIN_CHUNKS", ANN_MIN_CHUNKS)),
+                         ann_writable=not getattr(store, "read_only", False))
+    return Deps(store=store, embedder=embedder, notices=notices, llm=llm, indexes=indexes,
                 hub_offline=env.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"))

@@ -18,8 +18,9 @@ from core.answer.cache import (
     trace_json,
 )
 from core.answer.cache_verifier import make_verifier, query_vector
+from core.answer.e5_scorer import prefetch_question
 from core.answer.synthesis import synthesized_answer
-from core.answer.support import late_sentence_scorer
+from core.answer.support import late_sentence_scorer, load_support_model
 from core.cascade.expand import expand
 from core.cascade.guard import steps_aside
 from core.cascade.prune import (
@@ -279,15 +280,20 @@ def _bm25(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
 
 def _dense(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
     dindex = deps.indexes.dense(deps.store, deps.embedder, q.workspace, variant=q.dense_variant)
-    encoded = q.vec is None
-    if encoded:  # the answer-cache stage may have encoded the query already
+    encoded = reused = False
+    if q.vec is None:  # the answer-cache stage may have encoded the query already
+        q.vec = deps.indexes.queries.get(deps.embedder.model_id, q.text)
+        encoded, reused = q.vec is None, q.vec is not None
+    if encoded:
         with one_torch_thread():  # one short query: a second torch thread only waits for a core
             q.vec = deps.embedder.encode([q.text])[0]
+        deps.indexes.queries.put(deps.embedder.model_id, q.text, q.vec)
     hits = _to_candidates(dindex.search(q.vec, config.dense.k), deps.store.corpus, q.workspace, "dense")
     notes = [f"embedder does not cover '{q.lang}': this list is close to random"] if q.dense_blind else []
-    # Queries are not cached: an encode here counts as one embedding computed (the counters' "miss").
+    # A question met before reuses its vector (deps.indexes.queries); an encode counts as one embedding computed.
     return StepOutput(hits, notes, info={"model": deps.embedder.model_id, "indexed": len(dindex),
-                                         "text": q.dense_variant, "embed_cache_misses": int(encoded)})
+                                         "text": q.dense_variant, "embed_cache_misses": int(encoded),
+                                         "embed_cache_hits": int(reused)})
 
 
 def _ml_plan(q: _Query, config: PipelineConfig, deps: Deps) -> tuple[MultilingualPlan, str | None]:
@@ -490,7 +496,8 @@ def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: 
                           li_scorer=late_sentence_scorer(late, workspace=q.workspace)
                           if isinstance(late, LateInteractionReranker) else None, blind=q.dense_blind,
                           vocabulary=vocab, full_texts=_whole_chunks(cands, config, deps, q.workspace),
-                          calibration=deps.store.calibrations.get(q.workspace))
+                          calibration=deps.store.calibrations.get(q.workspace),
+                          sentence_vectors=deps.store.caches)
     if tracer is not None:
         tracer.stages.extend(syn.calls)
     res = syn.result
@@ -814,10 +821,14 @@ def _with_sql_values(q: _Query, sql: SqlOutcome | None) -> _Query:
 
 def _answer_cache(q: _Query, config: PipelineConfig, deps: Deps, key: CacheKey) -> CacheStep:
     """Encode the query (dense and graph reuse the vector) and look it up in this workspace's answer cache."""
-    with one_torch_thread():
-        # With the verifier on, the same forward keeps the query's token vectors for it (no second encode).
-        q.vec = (query_vector(deps.embedder, q.text) if config.answer_cache.verifier
-                 else deps.embedder.encode([q.text])[0])
+    q.vec = deps.indexes.queries.get(deps.embedder.model_id, q.text)
+    encoded = q.vec is None
+    if encoded:
+        with one_torch_thread():
+            # With the verifier on, the same forward keeps the query's token vectors for it (no second encode).
+            q.vec = (query_vector(deps.embedder, q.text) if config.answer_cache.verifier
+                     else deps.embedder.encode([q.text])[0])
+        deps.indexes.queries.put(deps.embedder.model_id, q.text, q.vec)
     res = check_cache(q.text, q.vec, deps.store.answers, key, config.answer_cache,
                       covered_languages=deps.embedder.languages, writable=not deps.store.read_only,
                       word_similarity=embedder_word_similarity(deps.embedder),
@@ -826,8 +837,9 @@ def _answer_cache(q: _Query, config: PipelineConfig, deps: Deps, key: CacheKey) 
     notes = [served_label(res)] if res.verdict == "hit" else [
         f"{res.verdict.replace('_', ' ')}: " + (f"nearest '{res.nearest_question}' (cosine {res.cosine:.3f}); "
                                                  if res.nearest_question else "") + res.reason]
-    # The query was encoded here (queries are not cached): one embedding computed.
-    return CacheStep((), notes, info={**res.info(), "embed_cache_misses": 1}, lookup=res)
+    # The query was encoded here unless a question met before lent its vector: one embedding computed or none.
+    return CacheStep((), notes, info={**res.info(), "embed_cache_misses": int(encoded),
+                                      "embed_cache_hits": int(not encoded)}, lookup=res)
 
 
 def _served_from_cache(q: _Query, res: CacheLookup, config: PipelineConfig, deps: Deps, tracer: Tracer,
@@ -909,6 +921,10 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
             if served is not None:
                 return served
             decision = decision.without_cag(f"CAG gave no answer: route {decision.fallback.name} retrieves instead")
+
+    if c.answer.enabled and (c.answer.mode == "extractive" or (c.answer.mode == "auto" and not deps.llm.available)) \
+            and load_support_model().scorer:  # a support model without the e5 scorer never reads the vector
+        prefetch_question(q.text)  # the offline answer's question vector, encoded beside retrieval on a spare core
     agent = _agentic(q, c, deps, tracer, decision) if c.agent.enabled else None
     asked = _with_sql_values(q, sql)  # a mixed question searches, and is answered, with the values SQL found
     if agent is None:

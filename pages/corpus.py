@@ -5,7 +5,7 @@ import math
 
 import streamlit as st
 
-from core.app import corpus_ops
+from core.app import corpus_ops, readiness
 from core.app.builds import ingest_files
 from core.app.report import chunks_frame, documents_frame, escape_md
 from pages import _form, _state, _widgets
@@ -54,6 +54,9 @@ if st.button("Ingest", type="primary", disabled=not uploaded, key="ingest"):
 
     st.session_state[_widgets.LAST_INGEST_KEY] = ingest_files(
         files, store=store, embedder=deps.embedder, config=cfg, workspace=ws, progress=_progress)
+    if (need := readiness.answer_need(store, cfg, ws)) is not None:  # the offline answer's sentence vectors, once
+        readiness.build(need, cfg, deps, ws, progress=lambda d, t: bar.progress(
+            min(1.0, d / max(t, 1)), text=f"answer sentence vectors {d}/{t}"))
     st.session_state["upload_round"] = upload_round + 1
     st.rerun()
 _widgets.ingest_report(st.session_state.get(_widgets.LAST_INGEST_KEY))

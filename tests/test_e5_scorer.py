@@ -33,3 +33,69 @@ def test_row_scorer_reads_the_rows_it_is_asked_about_with_their_context() -> Non
     assert read([1])[0] == pytest.approx(e5_scorer.score("What was the revenue in Q2 2024?",
                                                          ["Q2 2024 report: " + SENTENCES[1]])[0])
     assert e5_scorer.score("anything", []).shape == (0,)
+
+
+class _DictStore:
+    """The embedding cache's two calls over a dict (what core.store's caches repository does in DuckDB)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, str, str], np.ndarray] = {}
+        self.reads = 0
+
+    def cached_embeddings(self, model_id, hashes, workspace="default"):
+        self.reads += 1
+        return {h: self.rows[(workspace, model_id, h)] for h in hashes if (workspace, model_id, h) in self.rows}
+
+    def cache_embeddings(self, model_id, items, workspace="default"):
+        self.rows.update({(workspace, model_id, h): v for h, v in items.items()})
+
+
+CHUNK = ("## Meal allowance\n\nEmployees travelling abroad receive a daily meal allowance of EUR 60. "
+         "Receipts are not needed for it.\n\n## Cafeteria\n\nThe office cafeteria opens at 8 am on weekdays.")
+
+
+def test_the_sentences_e5_reads_are_the_answer_tables_rows() -> None:
+    # the stored vectors are looked up by these texts: they must be exactly what the answer stage's rows read
+    from core.answer.scorer import pair_text
+    from core.answer.support import sentence_table
+    from core.types import Candidate
+
+    table = sentence_table("What is the daily meal allowance abroad?", [Candidate("c1", "d1", CHUNK, 1.0, 1)],
+                           titles={"d1": "Travel policy"})
+    assert len(table.rows) >= 3
+    assert [pair_text(r.context, r.text) for r in table.rows] == e5_scorer.chunk_sentence_texts(CHUNK,
+                                                                                                 "Travel policy")
+    assert e5_scorer.chunk_sentence_texts(CHUNK, "Travel policy")[0].startswith("Travel policy / Meal allowance: ")
+
+
+def test_stored_sentence_vectors_leave_only_the_question_to_encode() -> None:
+    store = _DictStore()
+    plan = e5_scorer.plan_sentence_vectors([(CHUNK, "Travel policy")], store, "ws")
+    assert len(plan.missing) == len(plan.texts) >= 3
+    stats = e5_scorer.build_sentence_vectors(plan, store, "ws", batch=2)
+    assert stats.computed == len(plan.texts)
+    assert not e5_scorer.plan_sentence_vectors([(CHUNK, "Travel policy")], store, "ws").missing
+    texts = list(plan.texts)
+    question = "Wie hoch ist das tägliche Verpflegungsgeld im Ausland? (stored-vector test)"
+    before = e5_scorer.encoded_count()
+    got = e5_scorer.score(question, texts, source=store, workspace="ws")
+    assert e5_scorer.encoded_count() - before == 1  # the question only: every sentence came from the store
+    assert int(np.argmax(got)) == 0
+    # a repeated question encodes nothing at all
+    e5_scorer.score(question, texts, source=store, workspace="ws")
+    assert e5_scorer.encoded_count() - before == 1
+    # the stored vectors give the scores a fresh encode gives
+    fresh = e5_scorer._VECTORS.encode_passages(texts) @ e5_scorer._VECTORS.query(question)
+    assert np.allclose(got, fresh, atol=1e-4)
+
+
+def test_a_prefetched_question_is_encoded_once_and_ready_for_the_answer() -> None:
+    question = "How much is the meal allowance abroad? (prefetch test)"
+    before = e5_scorer.encoded_count()
+    e5_scorer.prefetch_question(question)
+    e5_scorer.prefetch_question(question)  # under way or done: not started twice
+    sentence = ["Staff abroad are paid a daily meal allowance (prefetch test)."]
+    got = e5_scorer.score(question, sentence)
+    assert e5_scorer.encoded_count() - before == 2  # the question once (prefetched), the sentence once
+    assert got[0] == pytest.approx(float(e5_scorer._VECTORS.encode_passages(sentence)[0]
+                                         @ e5_scorer._VECTORS.query(question)), abs=1e-5)

@@ -190,3 +190,18 @@ def test_a_cache_hit_records_where_its_answer_came_from(loaded: Deps) -> None:
     hit = run_query(q, _cfg(), loaded)
     info = hit.answer_info()
     assert info is not None and info.cached and info.source == "answer_cache" and info["cached"] is True
+
+
+def test_a_repeated_question_computes_no_query_embedding(loaded: Deps) -> None:
+    # issue #32 item 6: the question's vector is kept by (model id, text); asking again encodes nothing
+    calls: list[list[str]] = []
+    encode = loaded.embedder.encode
+    loaded.embedder.encode = lambda texts: calls.append(list(texts)) or encode(texts)  # type: ignore[method-assign]
+    cfg = _cfg(**{"answer_cache.enabled": False, "answer.enabled": False, "rerank.enabled": False,
+                  "prune.enabled": False, "mmr.enabled": False, "router.enabled": False})
+    first = run_query("How did revenue change over the quarter?", cfg, loaded, log=False)
+    assert calls == [["How did revenue change over the quarter?"]]
+    again = run_query("How did revenue change over the quarter?", cfg, loaded, log=False)
+    assert calls == [["How did revenue change over the quarter?"]]  # no second encode
+    assert again.stage("dense").info["embed_cache_misses"] == 0 and again.stage("dense").info["embed_cache_hits"] == 1
+    assert [c.chunk_id for c in again.stage("dense").candidates] == [c.chunk_id for c in first.stage("dense").candidates]

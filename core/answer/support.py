@@ -543,6 +543,16 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
     return SentenceTable(tuple(rows), qt, unseen, matrix)
 
 
+def sentence_contexts(text: str, title: str = "") -> list[tuple[str, str]]:
+    """(sentence, context) of each claim-like sentence of a whole chunk text, as sentence_table's rows hold them
+    (context: the document title and the sentence's heading): what a sentence scorer reads does not depend on the
+    question, so its vectors can be computed once per chunk."""
+    spans = claim_spans(text)
+    heads = _headings(text, spans)
+    return [(" ".join(text[s:e].split()), " / ".join(dict.fromkeys(x for x in (title, h) if x)))
+            for (s, e), h in zip(spans, heads)]
+
+
 # A sentence that goes on from the one before it ('It ...', 'The default is 5.', 'Первые двое ...', 'Если ошибка
 # повторяется ...'): read alone it does not say what it is about.
 _CONTINUES = re.compile(r"(?i)^\W*(it|its|this|these|those|they|their|he|she|his|her|such|both|the default (is|was)|"

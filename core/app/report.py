@@ -5,13 +5,13 @@ import hashlib
 import re
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-import pandas as pd
 
 from core.ingest.parse import human_size  # one size format for upload errors and tables
 from core.text import PALETTE, snippet  # snippet: re-exported for the pages
 from core.types import Chunk, StageResult, Trace
 
 if TYPE_CHECKING:  # annotations only: report.py must not pull in the store (duckdb) at import time
+    import pandas as pd
     from core.ingest.pipeline import FileResult
     from core.types import DocumentRow
 
@@ -50,6 +50,13 @@ def escape_md(text: Any) -> str:
     return _MD_SPECIAL.sub(r"\\\1", " ".join(inert_text(text).splitlines()))
 
 
+def _pd() -> Any:
+    """pandas, imported on the first frame: the CLI's text table needs none of it (a cold `query` saves its import)."""
+    import pandas as pd
+
+    return pd
+
+
 def chunk_colour(chunk_id: str) -> str:
     return PALETTE[int(hashlib.md5(chunk_id.encode()).hexdigest(), 16) % len(PALETTE)]
 
@@ -69,7 +76,7 @@ def stage_frame(stage: StageResult, previous: StageResult | None = None) -> pd.D
             move = "new"
         rows.append({"rank": c.rank, "score": round(float(c.score), 4), "move": move, "chunk_id": c.chunk_id,
                      "doc_id": c.doc_id, "snippet": inert_text(snippet(c.text)), "colour": chunk_colour(c.chunk_id)})
-    return pd.DataFrame(rows, columns=["rank", "score", "move", "chunk_id", "doc_id", "snippet", "colour"])
+    return _pd().DataFrame(rows, columns=["rank", "score", "move", "chunk_id", "doc_id", "snippet", "colour"])
 
 
 def fused_moves(stage: StageResult, inputs: Sequence[str]) -> pd.DataFrame:
@@ -83,7 +90,7 @@ def fused_moves(stage: StageResult, inputs: Sequence[str]) -> pd.DataFrame:
             row[f"from {name}"] = "" if r is None else (f"▲{r - c.rank}" if r > c.rank else
                                                        (f"▼{c.rank - r}" if r < c.rank else "="))
         rows.append(row)
-    return pd.DataFrame(rows)
+    return _pd().DataFrame(rows)
 
 
 def grid(trace: Trace, depth: int = 10) -> pd.DataFrame:
@@ -93,7 +100,7 @@ def grid(trace: Trace, depth: int = 10) -> pd.DataFrame:
         if s.skipped is None:
             ids = [c.chunk_id for c in s.candidates[:depth]]
             cols[s.stage] = ids + [""] * (depth - len(ids))
-    return pd.DataFrame(cols, index=pd.RangeIndex(1, depth + 1, name="rank"))
+    return _pd().DataFrame(cols, index=_pd().RangeIndex(1, depth + 1, name="rank"))
 
 
 def stage_summary(trace: Trace) -> pd.DataFrame:
@@ -101,7 +108,7 @@ def stage_summary(trace: Trace) -> pd.DataFrame:
     for s in trace.stages:
         rows.append({"stage": s.stage, "ran": s.skipped is None, "candidates": len(s.candidates),
                      "ms": round(s.ms, 2), "skip reason": s.skipped or "", "notes": "; ".join(s.notes)})
-    return pd.DataFrame(rows)
+    return _pd().DataFrame(rows)
 
 
 def text_table(trace: Trace, depth: int = 10, width: int = 70) -> str:
@@ -134,7 +141,7 @@ def documents_frame(docs: Sequence["DocumentRow"]) -> pd.DataFrame:
              "hash": d.content_hash[:12], "language": d.lang, "chunker": d.chunker,
              "ingested (UTC)": f"{d.ingested_at:%Y-%m-%d %H:%M:%S}" if d.ingested_at else "", "doc_id": d.doc_id}
             for d in docs]
-    return pd.DataFrame(rows, columns=["name", "type", "size", "chunks", "hash", "language", "chunker",
+    return _pd().DataFrame(rows, columns=["name", "type", "size", "chunks", "hash", "language", "chunker",
                                        "ingested (UTC)", "doc_id"])
 
 
@@ -143,7 +150,7 @@ def chunks_frame(chunks: Sequence[Chunk]) -> pd.DataFrame:
     rows = [{"#": c.ordinal, "heading path": " › ".join(c.heading_path), "chars": f"{c.start}–{c.end}",
              "tokens": c.n_tokens, "lang": c.lang, "text": inert_text(c.text), "chunk_id": c.chunk_id}
             for c in sorted(chunks, key=lambda c: c.ordinal)]
-    return pd.DataFrame(rows, columns=["#", "heading path", "chars", "tokens", "lang", "text", "chunk_id"])
+    return _pd().DataFrame(rows, columns=["#", "heading path", "chars", "tokens", "lang", "text", "chunk_id"])
 
 
 def ingest_frame(results: Sequence["FileResult"]) -> pd.DataFrame:
@@ -155,7 +162,7 @@ def ingest_frame(results: Sequence["FileResult"]) -> pd.DataFrame:
              "new": r.new, "removed": r.removed, "embedded": r.embedded, "cache hits": r.cache_hits,
              "contexts kept": r.contexts_kept, "encoding": r.encoding, "message": r.message}
             for r in results]
-    return pd.DataFrame(rows, columns=cols)
+    return _pd().DataFrame(rows, columns=cols)
 
 
 def _rank_inputs(stage: StageResult) -> list[str]:

@@ -5,12 +5,13 @@ import hashlib
 import random
 import threading
 from dataclasses import dataclass
+from importlib.metadata import version as _dist_version
 from typing import Any, Sequence
 
-import igraph as ig
 import numpy as np
 
-LEIDEN_VERSIONS = f"igraph {ig.__version__} community_leiden"
+# igraph loads when a build runs Leiden, not when a query imports the graph package (the CLI's cold start).
+LEIDEN_VERSIONS = f"igraph {_dist_version('igraph')} community_leiden"
 # igraph draws from one process-wide generator; a seeded run swaps in its own and must not interleave with another.
 _RNG_LOCK = threading.Lock()
 
@@ -33,6 +34,8 @@ def leiden(n: int, a: np.ndarray, b: np.ndarray, w: np.ndarray, *, seed: int, re
     igraph's C implementation: measured here >10x faster than leidenalg's on 30k nodes / 600k edges."""
     if n == 0:
         return np.zeros(0, dtype=np.int64)
+    import igraph as ig  # lazy: a heavy library only a graph build needs
+
     g = ig.Graph(n=n, edges=np.column_stack([a, b]).tolist() if len(a) else [], directed=False)
     with _RNG_LOCK:
         ig.set_random_number_generator(random.Random(seed))

