@@ -295,6 +295,8 @@ def _extend_levels(comms: list[Community], max_levels: int) -> list[Community]:
 def modularity(order: Sequence[str], a: np.ndarray, b: np.ndarray, w: np.ndarray, comms: Sequence[Community],
                level: int = 0) -> float:
     """Weighted modularity (resolution 1) of one level's partition over the graph."""
+    import igraph as ig  # lazy: a heavy library only graph work needs
+
     label = {nid: k for k, c in enumerate(c for c in comms if c.level == level) for nid in c.members}
     g = ig.Graph(n=len(order), edges=np.column_stack([a, b]).tolist() if len(a) else [], directed=False)
     membership = [label.get(nid, -1) for nid in order]
@@ -314,5 +316,7 @@ def agreement(order: Sequence[str], x: Sequence[Community], y: Sequence[Communit
     lx, ly = labels(x), labels(y)
     if not order:
         return {"nmi": 1.0, "ari": 1.0}
+    import igraph as ig  # lazy: a heavy library only graph work needs
+
     return {"nmi": float(ig.compare_communities(lx, ly, method="nmi")),
             "ari": float(ig.compare_communities(lx, ly, method="adjusted_rand"))}
