@@ -138,3 +138,15 @@ def test_two_files_of_one_ingest_with_the_same_stem_the_second_is_refused() -> N
     assert [r.status for r in rep.results] == ["ingested", "error"]
     assert "already comes from a/sales.csv" in rep.results[1].message
     assert store.tables.sandbox().run("SELECT k FROM sales").rows == ((1,),)
+
+
+def test_each_row_of_a_table_text_is_its_own_sentence() -> None:
+    """The offline answer quotes sentences: a row ('rig: Heron; ...') after a full stop starts lower-case, so rows
+    written as plain lines ran together into one sentence and an answer quoted the whole table."""
+    from core.ingest.tables import render_text
+    from core.text import sentence_spans
+
+    table = read_table("rigs.csv", b"rig,operator\nPelican,Henrik Aas\nHeron,Marta Quist\n")
+    text = render_text(table)
+    rows = [text[a:b] for a, b in sentence_spans(text) if "rig:" in text[a:b]]
+    assert rows == ["- rig: Pelican; operator: Henrik Aas.", "- rig: Heron; operator: Marta Quist."]

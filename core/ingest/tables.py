@@ -368,14 +368,15 @@ def _show(v: Any) -> str:
 
 
 def render_text(table: TableData, *, max_rows: int = TEXT_ROWS) -> str:
-    """The table's searchable text: a heading with its name and columns, then one line per row ("col: value; ...")
-    under a heading, so a row can be retrieved as a passage."""
+    """The table's searchable text: a heading with its name and columns, then one list item per row ("- col: value;
+    ...") under a heading, so a row can be retrieved as a passage and the offline answer quotes one row, not the run
+    of rows a lower-case "rig: ..." after a full stop would leave in one sentence."""
     cols = [c for c, _ in table.columns]
     lines = [f"# Table {table.name}", "",
              f"Table {table.name} from {table.source}: {len(table.rows):,} rows; columns "
              + ", ".join(f"{c} ({t.lower()})" for c, t in table.columns) + ".", "", "## Rows", ""]
     for row in table.rows[:max_rows]:
-        lines.append("; ".join(f"{c}: {_show(v)}" for c, v in zip(cols, row) if v is not None) + ".")
+        lines.append("- " + "; ".join(f"{c}: {_show(v)}" for c, v in zip(cols, row) if v is not None) + ".")
     if len(table.rows) > max_rows:
         lines += ["", f"... {len(table.rows) - max_rows:,} more rows in table {table.name} (query it with SQL)."]
     return "\n".join(lines) + "\n"
