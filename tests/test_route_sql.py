@@ -58,6 +58,8 @@ def _run(store: Store, question: str) -> tuple[str, Any]:
     ("Which 2 fault codes have the most reports?", (("F-2",), ("F-1",))),
     ("Which customer has the highest total amount?", (("Acme Corp",),)),
     ("Which fault codes are high?", (("F-1",), ("F-3",))),
+    # a follow-up condensed from a conversation: the asked column (system) of the top row, not the top number
+    ("and which system has the fault code with the most reports?", (("F-2", "pump"),)),
 ])
 def test_template_translator_forms(store: Store, question: str, rows: tuple) -> None:
     sql, got = _run(store, question)

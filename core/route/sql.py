@@ -230,6 +230,18 @@ def _join_needed(best: _Match, matches: Sequence[_Match]) -> str:
     return ""
 
 
+def _asked_column(q: str, table: TableInfo, *, exclude: set[str]) -> str | None:
+    """A text column the question asks for by a word sharing its first five letters ('operates' for operator,
+    'located' for location), other than the row key, the ranked column and the filtered ones; None otherwise."""
+    words = [w for w in re.findall(r"[a-z]+", q) if w not in _STOP and len(w) >= 5]
+    for col, typ in table.columns:
+        if col in exclude or typ != "VARCHAR":
+            continue
+        if any(len(cw) >= 5 and any(w[:5] == cw[:5] for w in words) for cw in _words(col)):
+            return col
+    return None
+
+
 def template_sql(question: str, tables: Sequence[TableInfo], values: Values) -> SqlPlan:
     """Offline: count / sum / average / min / max of a column, optionally grouped by a column and filtered by values
     that occur in the table, a top-k by a column, or the rows a filter selects. Anything else (a join, a comparison
@@ -259,12 +271,19 @@ def template_sql(question: str, tables: Sequence[TableInfo], values: Values) -> 
     src = _ident(t.name)
     topk = _TOPK.search(q)
     agg = ("avg" if _AVG.search(q) else "sum" if _SUM.search(q) else "")
-    asks_entity = bool(re.match(r"\s*(which|who|top|list|name)\b", q) or _ENTITY.search(q))
+    # A follow-up condensed from a conversation may open with a conjunction ("and who operates ...").
+    asks_entity = bool(re.match(r"\s*(?:(?:and|but|so|then|also)\s+)?(which|who|top|list|name)\b", q)
+                       or _ENTITY.search(q))
     hi, lo = _MAX.search(q), _MIN.search(q)
     if asks_entity and (hi or lo or topk) and target:
         k = int(topk.group(1)) if topk and topk.group(1).isdigit() else _WORDS.get(topk.group(1), 1) if topk else 1
         order = "ASC" if lo and not hi else "DESC"
         unique = len(set(values(t.name, key))) >= t.n_rows if cols[key] == "VARCHAR" else True
+        shown = _asked_column(q, t, exclude={key, target, *by_col}) if unique and not agg else None
+        if shown:  # "who operates the rig with the highest pressure": the operator column of that row
+            sql = (f"SELECT {_ident(key)}, {_ident(shown)} FROM {src}{where_sql} ORDER BY {_ident(target)} {order} "
+                   f"LIMIT {k}")
+            return SqlPlan(sql, "template", f"top {k} {key} by {target}, with its {shown}", t.name)
         if unique and not agg:
             sql = f"SELECT {_ident(key)} FROM {src}{where_sql} ORDER BY {_ident(target)} {order} LIMIT {k}"
         else:
