@@ -24,7 +24,8 @@ run: $(VENV)/.installed
 
 # The whole default suite: unit, oracle, AppTest and the real-browser test (skipped when chromium is absent), on
 # two pytest-xdist workers, a test file per worker (module fixtures such as a Ray runtime stay in one process):
-# 3 min 12 s against 5 min 5 s in one process on this 2-core machine (806 tests, same commit, quiet).
+# 3 min 12 s against 5 min 5 s in one process on this 2-core machine (806 tests, same commit, quiet); 910 tests took
+# 2 min 45 s on two workers at the end of the next stop (load below 2).
 test: $(VENV)/.installed
 	$(PY) -m pytest -q -m "not slow" -n 2 --dist loadfile tests
 
