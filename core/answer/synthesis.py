@@ -248,10 +248,7 @@ class _Calls:
 
     @property
     def usage(self) -> Usage:
-        total = Usage()
-        for s in self.stages:
-            total = total + s.usage
-        return total
+        return sum((s.usage for s in self.stages), Usage())
 
 
 def extractive_synthesis(mode: str, question: str, candidates: Sequence[Candidate], rows: Sequence[SentenceRow],

@@ -34,7 +34,7 @@ from core.eval.golden import (
     item_key,
 )
 from core.eval.metrics import span_in_text
-from core.models.llm import LLM, LLMError, LLMRequest, TextBlock, parse_json
+from core.models.llm import LLM, LLMError, LLMRequest, LLMResponse, TextBlock, parse_json, wait_for_batch
 from core.models.pricing import worst_call_usd
 from core.store.golden import GoldenItem, GoldRef
 from core.text import estimate_llm_tokens
@@ -146,6 +146,16 @@ def validate(raw: Any, p: Passage, index: CorpusIndex, out: Outcome) -> list[Gol
     return kept
 
 
+def items_of(resp: LLMResponse, p: Passage, index: CorpusIndex, out: Outcome) -> list[GoldenItem]:
+    """The valid items of one reply about passage `p` (validate), or none when the reply is not JSON."""
+    try:
+        data = resp.data if resp.data is not None else parse_json(resp.text)
+    except LLMError:
+        out.reject("malformed reply")
+        return []
+    return validate(data, p, index, out)
+
+
 def estimate(passages: Sequence[Passage], doc_texts: dict[str, str], calls: int, model: str = MODEL, *,
              batch: bool = False) -> float:
     """Worst-case dollars for `calls` chunk calls (every prompt at the cache-write price, full output; at the batch
@@ -197,12 +207,7 @@ def generate_llm(passages: Sequence[Passage], doc_texts: dict[str, str], llm: LL
                 return out
             continue
         budget.spent += resp.usage.usd
-        try:
-            data = resp.data if resp.data is not None else parse_json(resp.text)
-        except LLMError:
-            out.reject("malformed reply")
-            continue
-        out.items.extend(validate(data, p, index, out))
+        out.items.extend(items_of(resp, p, index, out))
         if progress:
             progress(min(len(out.items), n), n, f"{out.calls} calls, ${budget.spent:.4f}")
     return out
@@ -233,12 +238,7 @@ def generate_llm_batch(passages: Sequence[Passage], doc_texts: dict[str, str], l
     out = Outcome()
 
     def collect(b: OpenBatch) -> bool:
-        waited = 0.0
-        status = llm.poll_batch(b.batch_id)
-        while not status.ended and waited < max_wait_s:
-            sleep(poll_s)
-            waited += poll_s
-            status = llm.poll_batch(b.batch_id)
+        status = wait_for_batch(llm, b.batch_id, poll_s=poll_s, max_wait_s=max_wait_s, sleep=sleep)
         if not status.ended:
             out.stopped = f"batch {b.batch_id} still {status.status}; run again later to collect it"
             return False
@@ -254,12 +254,7 @@ def generate_llm_batch(passages: Sequence[Passage], doc_texts: dict[str, str], l
                 out.reject(f"call failed ({r.kind})")
                 continue
             budget.spent += r.usage.usd
-            try:
-                data = r.data if r.data is not None else parse_json(r.text)
-            except LLMError:
-                out.reject("malformed reply")
-                continue
-            out.items.extend(validate(data, by_chunk[b.chunk_ids[int(key[1:])]], index, out))
+            out.items.extend(items_of(r, by_chunk[b.chunk_ids[int(key[1:])]], index, out))
         ledger.set_batch_status(b.batch_id, "collected", workspace)
         if progress:
             progress(min(len(out.items), n), n, f"batch {b.batch_id} collected, ${budget.spent:.4f}")

@@ -19,6 +19,7 @@ from core.models.llm import (
     LLMResponse,
     TextBlock,
     TokenCountingLLM,
+    wait_for_batch,
 )
 from core.models.pricing import (
     ModelPrice,
@@ -456,12 +457,7 @@ def build_llm_contexts_batch(
 
     def collect(b: OpenBatch) -> bool:
         nonlocal spent, written, stopped
-        waited = 0.0
-        status = llm.poll_batch(b.batch_id)
-        while not status.ended and waited < max_wait_s:
-            sleep(poll_s)
-            waited += poll_s
-            status = llm.poll_batch(b.batch_id)
+        status = wait_for_batch(llm, b.batch_id, poll_s=poll_s, max_wait_s=max_wait_s, sleep=sleep)
         if not status.ended:
             stopped = f"batch {b.batch_id} still {status.status}; run again later to collect it"
             return False

@@ -120,6 +120,18 @@ class BatchStatus:
         return self.status == "ended"
 
 
+def wait_for_batch(llm: "LLM", batch_id: str, *, poll_s: float, max_wait_s: float,
+                   sleep: Callable[[float], None]) -> BatchStatus:
+    """Poll a submitted batch every `poll_s` until it ends or `max_wait_s` passes; its last status either way."""
+    waited = 0.0
+    status = llm.poll_batch(batch_id)
+    while not status.ended and waited < max_wait_s:
+        sleep(poll_s)
+        waited += poll_s
+        status = llm.poll_batch(batch_id)
+    return status
+
+
 class LedgerSink(Protocol):
     def record_usage(self, entry: LedgerEntry) -> None: ...
 
