@@ -107,6 +107,19 @@ def rows_for(examples: Sequence[Example], corpora: Sequence[str], probs: Sequenc
     return out
 
 
+def asked_rows(questions: Sequence[str], corpus: str, indexes: dict[str, BM25Index], router: ShippedRouter,
+               dense: DenseTop) -> list[dict[str, Any]]:
+    """Corpus questions asked in front of one corpus: the shipped router's decision and the dense top cosine."""
+    idx = indexes[corpus]
+    ex = [Example(q, "factoid", coverage(idx.tokens(q), idx.vocabulary())) for q in questions]
+    pr = [dict(zip(router.classes, map(float, p))) for p in router.probabilities([e.text for e in ex],
+                                                                              [e.coverage for e in ex])]
+    rows = rows_for(ex, [corpus] * len(ex), pr, indexes)
+    for r, v in zip(rows, dense.top(corpus, [r["text"] for r in rows])):
+        r["top"] = v
+    return rows
+
+
 def stats(rows: Sequence[dict[str, Any]], t: float | None) -> dict[str, Any]:
     corpus = [r for r in rows if r["label"] in CORPUS_CLASSES]
     other = [r for r in rows if r["label"] not in CORPUS_CLASSES]
@@ -191,14 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                            and r["final"] in NO_RETRIEVAL and chosen is not None and r["top"] >= chosen],
             "still_without_retrieval": [r["text"] for r in trows if r["label"] in CORPUS_CLASSES
                                         and r["final"] in NO_RETRIEVAL and (chosen is None or r["top"] < chosen)]}
-        en = [q for q in xq if q["lang"] == "en"]
-        idx = indexes["xquad_en"]
-        ex = [Example(q["question"], "factoid", coverage(idx.tokens(q["question"]), idx.vocabulary())) for q in en]
-        pr = [dict(zip(sr.classes, map(float, p))) for p in sr.probabilities([e.text for e in ex],
-                                                                          [e.coverage for e in ex])]
-        xrows = rows_for(ex, ["xquad_en"] * len(ex), pr, indexes)
-        for r, v in zip(xrows, dense.top("xquad_en", [r["text"] for r in xrows])):
-            r["top"] = v
+        xrows = asked_rows([q["question"] for q in xq if q["lang"] == "en"], "xquad_en", indexes, sr, dense)
         result["xquad_en"] = {"chosen": stats(xrows, chosen), "without": stats(xrows, None),
                               "rows_without_retrieval": [{"text": r["text"], "top": round(r["top"], 3)}
                                                          for r in xrows if r["final"] in NO_RETRIEVAL]}
@@ -206,13 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name in SAMPLE_SETS:
             qs = [json.loads(x) for x in (ROOT / "sample_corpus" / name).read_text(encoding="utf-8").splitlines()
                   if x.strip()]
-            s_idx = indexes["sample"]
-            ex = [Example(q["query"], "factoid", coverage(s_idx.tokens(q["query"]), s_idx.vocabulary())) for q in qs]
-            pr = [dict(zip(sr.classes, map(float, p))) for p in sr.probabilities([e.text for e in ex],
-                                                                              [e.coverage for e in ex])]
-            srows = rows_for(ex, ["sample"] * len(ex), pr, indexes)
-            for r, v in zip(srows, dense.top("sample", [r["text"] for r in srows])):
-                r["top"] = v
+            srows = asked_rows([q["query"] for q in qs], "sample", indexes, sr, dense)
             per_set[name] = {"before": sum(r["final"] in NO_RETRIEVAL for r in srows),
                              "after": sum(r["final"] in NO_RETRIEVAL and (chosen is None or r["top"] < chosen)
                                           for r in srows), "n": len(srows)}
