@@ -278,16 +278,25 @@ def _bm25(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
     return StepOutput(hits, info={"indexed": len(index), "text": q.bm25_variant})
 
 
+def _query_vec(q: _Query, deps: Deps, encode: Callable[[str], Any] | None = None) -> str:
+    """Set q.vec, the question's vector under the main embedder: "had" (an earlier stage of this query set it),
+    "cached" (a question met before, deps.indexes.queries) or "encoded" (now, on one torch thread, and kept there).
+    `encode` replaces the plain encode (the answer cache's verifier keeps the token vectors of the same forward)."""
+    if q.vec is not None:
+        return "had"
+    q.vec = deps.indexes.queries.get(deps.embedder.model_id, q.text)
+    if q.vec is not None:
+        return "cached"
+    with one_torch_thread():  # one short query: a second torch thread only waits for a core
+        q.vec = encode(q.text) if encode is not None else deps.embedder.encode([q.text])[0]
+    deps.indexes.queries.put(deps.embedder.model_id, q.text, q.vec)
+    return "encoded"
+
+
 def _dense(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
     dindex = deps.indexes.dense(deps.store, deps.embedder, q.workspace, variant=q.dense_variant)
-    encoded = reused = False
-    if q.vec is None:  # the answer-cache stage may have encoded the query already
-        q.vec = deps.indexes.queries.get(deps.embedder.model_id, q.text)
-        encoded, reused = q.vec is None, q.vec is not None
-    if encoded:
-        with one_torch_thread():  # one short query: a second torch thread only waits for a core
-            q.vec = deps.embedder.encode([q.text])[0]
-        deps.indexes.queries.put(deps.embedder.model_id, q.text, q.vec)
+    got = _query_vec(q, deps)  # the answer-cache stage may have encoded the query already
+    encoded, reused = got == "encoded", got == "cached"
     hits = _to_candidates(dindex.search(q.vec, config.dense.k), deps.store.corpus, q.workspace, "dense")
     notes = [f"embedder does not cover '{q.lang}': this list is close to random"] if q.dense_blind else []
     # A question met before reuses its vector (deps.indexes.queries); an encode counts as one embedding computed.
@@ -360,9 +369,7 @@ def _raptor(q: _Query, c: PipelineConfig, deps: Deps) -> StepOutput:
     """RAPTOR's collapsed tree: summary nodes of every level and the leaf chunks, by cosine to the query."""
     nodes, node_vecs = deps.store.raptor.nodes(q.workspace)
     dindex = deps.indexes.dense(deps.store, deps.embedder, q.workspace, variant="raw")
-    if q.vec is None:
-        with one_torch_thread():
-            q.vec = deps.embedder.encode([q.text])[0]
+    _query_vec(q, deps)
     hits = raptor_search(q.vec, nodes, node_vecs, dindex.chunk_ids, dindex.matrix,
                          lambda ids: deps.store.corpus.chunks_by_id(ids, q.workspace), k=c.raptor.k)
     version = nodes[0].corpus_version if nodes else q.version
@@ -593,9 +600,7 @@ def _dense_top(q: _Query, c: PipelineConfig, deps: Deps) -> Callable[[], float |
         if not c.dense.enabled or q.dense_blind:
             return None
         dindex = deps.indexes.dense(deps.store, deps.embedder, q.workspace, variant="raw")
-        if q.vec is None:
-            with one_torch_thread():
-                q.vec = deps.embedder.encode([q.text])[0]
+        _query_vec(q, deps)
         hits = dindex.search(q.vec, 1)
         return hits[0][1] if hits else None
     return top
@@ -794,13 +799,14 @@ def _sql(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer) -> SqlOutcome
 def _answered_by_sql(q: _Query, sql: SqlOutcome, config: PipelineConfig, deps: Deps, tracer: Tracer,
                      log: bool) -> Trace:
     """A table question SQL answered: the rows are the answer, every retrieval stage skipped with the reason."""
+    assert sql.result is not None
+    rows = next(s.candidates for s in reversed(tracer.stages) if s.stage == Stage.SQL)
     why = "route table: answered by SQL over the workspace's tables"
     for stage in (Stage.HYDE, Stage.MULTI_QUERY, Stage.DECOMPOSE, Stage.BM25, Stage.DENSE, Stage.DENSE_ML, Stage.FUSED,
                   Stage.RERANK, Stage.PRUNE, Stage.MMR, Stage.EXPAND):
         tracer.skip(stage, why)
-    assert sql.result is not None
     answer = Answer(f"{sql.answer_text()} (SQL over the workspace's tables: {sql.result.sql})",
-                    tuple(c.chunk_id for c in tracer.stages[-1].candidates[:5]), False, "sql")  # the rows
+                    tuple(c.chunk_id for c in rows[:5]), False, "sql")  # the rows
     if config.answer.enabled:
         tracer.add(Stage.ANSWER, (), 0.0, notes=[f"the sql stage's rows ({sql.plan.translator} translator)"],
                    info=AnswerInfo.of(answer, Stage.SQL))
@@ -821,14 +827,9 @@ def _with_sql_values(q: _Query, sql: SqlOutcome | None) -> _Query:
 
 def _answer_cache(q: _Query, config: PipelineConfig, deps: Deps, key: CacheKey) -> CacheStep:
     """Encode the query (dense and graph reuse the vector) and look it up in this workspace's answer cache."""
-    q.vec = deps.indexes.queries.get(deps.embedder.model_id, q.text)
-    encoded = q.vec is None
-    if encoded:
-        with one_torch_thread():
-            # With the verifier on, the same forward keeps the query's token vectors for it (no second encode).
-            q.vec = (query_vector(deps.embedder, q.text) if config.answer_cache.verifier
-                     else deps.embedder.encode([q.text])[0])
-        deps.indexes.queries.put(deps.embedder.model_id, q.text, q.vec)
+    # With the verifier on, the same forward keeps the query's token vectors for it (no second encode).
+    encoded = _query_vec(q, deps, (lambda t: query_vector(deps.embedder, t))
+                         if config.answer_cache.verifier else None) == "encoded"
     res = check_cache(q.text, q.vec, deps.store.answers, key, config.answer_cache,
                       covered_languages=deps.embedder.languages, writable=not deps.store.read_only,
                       word_similarity=embedder_word_similarity(deps.embedder),

@@ -122,6 +122,7 @@ def test_pipeline_records_the_sql_stage_and_answers_table_questions_from_rows(st
     assert sql["info"]["translator"] == "template" and sql["info"]["rows"] == [["pump", 2], ["valve", 2]]
     assert "GROUP BY system" in sql["info"]["sql"]
     assert trace.answer is not None and trace.answer.mode == "sql" and trace.answer.text.startswith("pump: 2; valve: 2")
+    assert trace.answer.citations == tuple(c.chunk_id for c in trace.stage("sql").candidates) != ()  # the rows
     assert next(s for s in d["stages"] if s["stage"] == "bm25")["skip_reason"].startswith("route table")
     quick = PipelineConfig().with_overrides({"answer.enabled": False})  # the retrieval path is what is checked
     text = run_query("What does fault F-2 mean?", quick, deps)
