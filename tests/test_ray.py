@@ -246,3 +246,19 @@ def test_cli_ray_address_needs_the_ray_engine(tmp_path: Path, capsys: pytest.Cap
     assert main(["ingest", str(tmp_path), "--ray-address", "auto", "--db", str(tmp_path / "w.duckdb")]) == 2
     assert "--ray-address needs --engine ray" in capsys.readouterr().err
     assert not (tmp_path / "w.duckdb").exists()  # stopped before opening anything
+
+
+def test_a_table_file_and_its_edit_through_ray_are_the_workspace_s_table_as_locally(ray_runtime, tmp_path: Path
+                                                                                    ) -> None:
+    """The typed table is written once a worker's sandbox accepted the file, under the id its document gets: an
+    edited table keeps its document id (as locally), and a ragged one is refused with nothing written."""
+    store, log = Store(":memory:"), tmp_path / "embedded.log"
+    _ray_ingest(store, _factory(log), [("rigs.csv", b"rig,bar\nPelican,350\nHeron,280\n"),
+                                       ("bad.csv", b"a,b\n1\n")], actors=1)
+    assert [(t.name, t.n_rows) for t in store.tables.list()] == [("rigs", 2)]
+    rep = _ray_ingest(store, _factory(log), [("rigs.csv", b"rig,bar\nPelican,350\nHeron,280\nOsprey,410\n")],
+                      actors=1)
+    assert [r.status for r in rep.results] == ["replaced"]
+    [t] = store.tables.list()
+    assert t.n_rows == 3 and t.doc_id == store.corpus.documents()[0].doc_id
+    assert store.tables.sandbox().run("SELECT max(bar) FROM rigs").rows == ((410,),)

@@ -110,11 +110,15 @@ def test_ingest_stores_the_table_and_chunks_its_text_and_writes_nothing_for_a_ba
                          config=PipelineConfig())
     assert "already comes from sales/Revenue.csv" in again.results[0].message
     assert [t.n_rows for t in store.tables.list()] == [3]
-    # Replacing the file replaces the table; deleting its document drops it.
+    # Replacing the file replaces the table, also for the sandbox and the value lists read before (an edited file
+    # keeps its document id); deleting its document drops it.
+    assert store.tables.sandbox().run("SELECT count(*) FROM revenue").rows == ((3,),)
+    assert store.tables.values("default", "revenue", "client") == ["Acme", "Beta"]
     ingest_files([("sales/Revenue.csv", b"client,amount\nZed,1\n")], store=store, embedder=HashEmbedder(),
                  config=PipelineConfig())
     [t] = store.tables.list()
     assert t.n_rows == 1 and store.tables.sandbox().run("SELECT client FROM revenue").rows == (("Zed",),)
+    assert store.tables.values("default", "revenue", "client") == ["Zed"]
     store.corpus.delete_document(t.doc_id)
     assert store.tables.list() == [] and store.tables.drop_orphans() == 0  # hidden at once; swept after an hour
 

@@ -35,7 +35,7 @@ from core.ingest.context import (
     _start_llm_run,
     context_request,
 )
-from core.ingest.parse import ParseError, human_size
+from core.ingest.parse import ParseError
 from core.ingest.tables import is_table, put_table
 from core.ingest.pipeline import (
     FileResult,
@@ -341,14 +341,6 @@ def ingest_files_ray(
         if same is not None:
             results[i] = same
             continue
-        if is_table(name):  # the typed table, written by the driver (workers never touch the store); hidden until
-            failed = ""    # its document is written, as in the local engine
-            if len(data) > config.limits.max_file_mb * 1_000_000:
-                failed = f"{name}: {human_size(len(data))} is over the upload limit"
-            failed = failed or put_table(store.tables, name, data, doc_id_for(name, content_hash), workspace)
-            if failed:
-                results[i] = FileResult(name, "error", failed)
-                continue
         todo.append(i)
     if progress:
         progress(len(files) - len(todo), len(files), f"{len(todo):,} files to workers")
@@ -393,7 +385,7 @@ def _run_dataset(
         for row in ds.iter_rows():
             d: WorkerDoc = pickle.loads(row["doc"])  # our own workers' records (Ray pickles everything anyway)
             results[d.index] = r = _commit(d, store=store, embedder=embedder, label=label, workspace=workspace,
-                                           config=config)
+                                           config=config, data=files[d.index][1])
             if r.status in ("ingested", "replaced"):
                 hits, computed = hits + r.cache_hits, computed + r.embedded
             done += 1
@@ -413,7 +405,7 @@ def _run_dataset(
 
 
 def _commit(d: WorkerDoc, *, store: Store, embedder: Embedder, label: str, workspace: str,
-            config: PipelineConfig) -> FileResult:
+            config: PipelineConfig, data: bytes) -> FileResult:
     if d.error:
         return FileResult(d.name, "error", d.error)
     if d.model_id != embedder.model_id:
@@ -445,9 +437,13 @@ def _commit(d: WorkerDoc, *, store: Store, embedder: Embedder, label: str, works
     store.caches.cache_embeddings(d.model_id, {sha256_text(d.chunks[i].text): vectors[i] for i in sorted(fresh)},
                                   workspace)
     # A new version keeps the stored document's id and its unchanged chunks' ids, as the local engine does.
+    doc_id = previous.doc_id if previous else d.doc_id
+    if is_table(d.name):  # the typed table, written by the driver once a worker's sandbox accepted the file, under
+        failed = put_table(store.tables, d.name, data, doc_id, workspace)  # the id its document gets (local: same)
+        if failed:
+            return FileResult(d.name, "error", failed)
     carried = carry_over(store, config, list(d.chunks), previous, workspace)
-    p = _Prepared(d.name, d.size, d.content_hash, label, d.parsed, previous.doc_id if previous else d.doc_id,
-                  carried.chunks, previous, carried)
+    p = _Prepared(d.name, d.size, d.content_hash, label, d.parsed, doc_id, carried.chunks, previous, carried)
     return _store_prepared(p, vectors, EmbedStats(len(d.chunks), len(d.chunks) - d.computed, d.computed),
                            store=store, embedder=embedder, workspace=workspace)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import uuid
 from datetime import timedelta
 from typing import Any, Sequence
 
@@ -27,7 +28,10 @@ _ARROW = {"BIGINT": "int64", "DOUBLE": "float64", "BOOLEAN": "bool_", "DATE": "d
 
 
 def _physical(workspace: str, name: str, doc_id: str) -> str:
-    return PHYSICAL_PREFIX + hashlib.sha256(f"{workspace}\x00{name}\x00{doc_id}".encode()).hexdigest()[:16]
+    """A new physical table for every write: an edited file keeps its doc_id (core/ingest/identity.py), and the
+    sandbox and value caches rely on a physical table never changing once written."""
+    nonce = uuid.uuid4().hex
+    return PHYSICAL_PREFIX + hashlib.sha256(f"{workspace}\x00{name}\x00{doc_id}\x00{nonce}".encode()).hexdigest()[:16]
 
 
 def _quote(ident: str) -> str:
