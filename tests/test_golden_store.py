@@ -75,3 +75,20 @@ def test_golden_name_opens_rag_db_read_only(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("RAG_DB", str(tmp_path / "none.duckdb"))
     with pytest.raises(DatasetError, match="no database"):
         load_dataset("golden:g")
+
+
+def test_put_set_refuses_a_bad_item_before_touching_the_stored_set() -> None:
+    from dataclasses import replace as _replace
+
+    from core.store import Store
+    from core.store.db import StoreError as _StoreError
+    from core.store.golden import GoldenItem, GoldRef
+
+    store = Store()
+    good = GoldenItem("i1", "Who runs it?", "factoid", True, "Ann", (GoldRef("a.md", "c1", "Ann runs it."),), "hand")
+    store.golden.put_set("default", "mine", [good])
+    try:
+        store.golden.put_set("default", "mine", [_replace(good, item_id="i2", status="nonsense")])
+    except _StoreError:
+        pass
+    assert [it.item_id for it in store.golden.items("default", "mine")] == ["i1"]  # the stored set is whole

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Mapping, Sequence
 
-from core.store.db import Database, StoreError, now
+from core.store.db import Cursor, Database, StoreError, now
 
 GOLDEN_SCHEMA = 1
 STATUSES = ("pending", "accepted", "edited", "rejected")
@@ -103,18 +103,28 @@ class Golden:
                                  [workspace, name]).fetchone()[0]
             if exists and not replace:
                 return False
-            cur.execute("DELETE FROM golden_items WHERE workspace_id = ? AND set_name = ?", [workspace, name])
-            cur.execute("DELETE FROM golden_sets WHERE workspace_id = ? AND name = ?", [workspace, name])
-            cur.execute("INSERT INTO golden_sets VALUES (?, ?, ?, ?, ?, ?)",
-                        [workspace, name, generator, int(corpus_version), notes, now()])
+            self._new_set(cur, workspace, name, generator, corpus_version, notes)
         return True
+
+    @staticmethod
+    def _new_set(cur: Cursor, workspace: str, name: str, generator: str, corpus_version: int, notes: str) -> None:
+        cur.execute("DELETE FROM golden_items WHERE workspace_id = ? AND set_name = ?", [workspace, name])
+        cur.execute("DELETE FROM golden_sets WHERE workspace_id = ? AND name = ?", [workspace, name])
+        cur.execute("INSERT INTO golden_sets VALUES (?, ?, ?, ?, ?, ?)",
+                    [workspace, name, generator, int(corpus_version), notes, now()])
 
     def put_set(self, workspace: str, name: str, items: Sequence[GoldenItem], *, generator: str = "",
                 corpus_version: int = 0, notes: str = "") -> int:
-        """Write a whole set in one transaction, replacing a set of the same name; returns the item count."""
-        self.create_set(workspace, name, generator=generator, corpus_version=corpus_version, notes=notes,
-                        replace=True)
-        self.add_items(workspace, name, items)
+        """Write a whole set in one transaction, replacing a set of the same name (a bad item is refused before the
+        stored set is touched); returns the item count."""
+        if not name.strip():
+            raise StoreError("a golden set needs a name")
+        for it in items:
+            _check_status(it.status)
+        self._db.ensure_workspace(workspace)
+        with self._db.transaction() as cur:
+            self._new_set(cur, workspace, name, generator, corpus_version, notes)
+            self._insert(cur, workspace, name, items)
         return len(items)
 
     def sets(self, workspace: str) -> list[GoldenSetRow]:
@@ -156,17 +166,22 @@ class Golden:
             _check_status(it.status)
         self.create_set(workspace, name)  # no-op when it exists
         with self._db.transaction() as cur:
-            base = cur.execute("SELECT coalesce(max(ordinal), -1) + 1 FROM golden_items WHERE workspace_id = ? "
-                               "AND set_name = ?", [workspace, name]).fetchone()[0]
-            if items:
-                cur.executemany("DELETE FROM golden_items WHERE workspace_id = ? AND set_name = ? AND item_id = ?",
-                                [[workspace, name, it.item_id] for it in items])
-                cur.executemany(
-                    "INSERT INTO golden_items VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [[workspace, name, it.item_id, int(base) + i, it.query, it.qtype, bool(it.answerable),
-                      it.answer, _gold_json(it.gold), it.generator, it.status,
-                      json.dumps(dict(it.meta), ensure_ascii=False, default=str), now()]
-                     for i, it in enumerate(items)])
+            self._insert(cur, workspace, name, items)
+
+    @staticmethod
+    def _insert(cur: Cursor, workspace: str, name: str, items: Sequence[GoldenItem]) -> None:
+        """Append items after the set's last ordinal; an item id already there is replaced."""
+        base = cur.execute("SELECT coalesce(max(ordinal), -1) + 1 FROM golden_items WHERE workspace_id = ? "
+                           "AND set_name = ?", [workspace, name]).fetchone()[0]
+        if items:
+            cur.executemany("DELETE FROM golden_items WHERE workspace_id = ? AND set_name = ? AND item_id = ?",
+                            [[workspace, name, it.item_id] for it in items])
+            cur.executemany(
+                "INSERT INTO golden_items VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [[workspace, name, it.item_id, int(base) + i, it.query, it.qtype, bool(it.answerable),
+                  it.answer, _gold_json(it.gold), it.generator, it.status,
+                  json.dumps(dict(it.meta), ensure_ascii=False, default=str), now()]
+                 for i, it in enumerate(items)])
 
     def items(self, workspace: str, name: str, *, statuses: Sequence[str] | None = None) -> list[GoldenItem]:
         sql = ("SELECT item_id, query, qtype, answerable, answer, gold_json, generator, status, meta_json, ordinal "
