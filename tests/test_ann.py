@@ -75,3 +75,17 @@ def test_the_index_cache_attaches_a_graph_above_its_threshold_only(tmp_path, dep
     # the same scores (the fake embedder ties some chunks, so ids may swap places within a tie)
     assert np.allclose([s for _, s in big.search(q, 6)], [s for _, s in small.search(q, 6)], atol=1e-6)
     assert ann_mod.ANN_MIN_CHUNKS >= 10_000  # the shipped threshold keeps small corpora exact
+
+
+def test_holes_left_by_removals_add_up_across_syncs_to_a_rebuild(tmp_path) -> None:
+    rng = np.random.default_rng(7)
+    x = _unit(rng, 200)
+    ids = [f"c{i}" for i in range(len(x))]
+    path = ann_path(tmp_path, "ws", "m", "raw")
+    synced(path, "m", ids, x)
+    built = []
+    for step in range(1, 6):  # 15 chunks removed a time: each under a fifth of what is live, together not
+        _, sync = synced(path, "m", ids[15 * step:], x[15 * step:])
+        built.append(sync.built)
+    assert built[:2] == [False, False] and True in built  # 30 holes of 200 kept; by 45 the graph was rebuilt
+    assert AnnIndex.load(path, "m", 32).holes < 45

@@ -57,6 +57,7 @@ class AnnIndex:
     def __init__(self, meta: AnnMeta, ids: list[str | None], graph: object) -> None:
         self.meta = meta
         self.ids = ids
+        self._live = sum(1 for cid in ids if cid is not None)  # kept by add and remove: len() is on every search
         self._graph = graph
         self._lock = threading.Lock()  # adds and removes; searches run concurrently
 
@@ -79,16 +80,23 @@ class AnnIndex:
         return idx
 
     def __len__(self) -> int:
-        return sum(1 for cid in self.ids if cid is not None)
+        return self._live
+
+    @property
+    def holes(self) -> int:
+        """Slots of removed vectors still in the graph (marked deleted)."""
+        return len(self.ids) - self._live
 
     def add(self, ids: Sequence[str], unit_vectors: np.ndarray, *, threads: int = 0,
             progress: Callable[[int, int], None] | None = None, batch: int = 50_000) -> None:
         g = self._graph
         with self._lock:
             start = len(self.ids)
-            if start + len(ids) > g.get_max_elements():  # type: ignore[attr-defined]
-                g.resize_index(start + len(ids))  # type: ignore[attr-defined]
+            cap = g.get_max_elements()  # type: ignore[attr-defined]
+            if start + len(ids) > cap:  # grown by half at least: small incremental adds do not reallocate each time
+                g.resize_index(max(start + len(ids), int(1.5 * cap)))  # type: ignore[attr-defined]
             self.ids.extend(ids)
+            self._live += len(ids)
             for at in range(0, len(ids), batch):
                 part = np.ascontiguousarray(unit_vectors[at: at + batch], dtype=np.float32)
                 keys = np.arange(start + at, start + at + len(part), dtype=np.int64)
@@ -103,16 +111,15 @@ class AnnIndex:
             for k in keys:
                 self._graph.mark_deleted(k)  # type: ignore[attr-defined]
                 self.ids[k] = None
+            self._live -= len(keys)
         return len(keys)
 
-    def search(self, query: np.ndarray, k: int, *, expansion: int | None = None) -> np.ndarray:
+    def search(self, query: np.ndarray, k: int) -> np.ndarray:
         """Keys of (about) the k nearest vectors, best first."""
         n = len(self)
         if n == 0 or k <= 0:
             return np.zeros(0, dtype=np.int64)
         g = self._graph
-        if expansion is not None:
-            g.set_ef(max(expansion, k))  # type: ignore[attr-defined]
         labels, _ = g.knn_query(np.asarray(query, dtype=np.float32).reshape(1, -1), k=min(k, n),  # type: ignore[attr-defined]
                                 num_threads=1)
         return np.asarray(labels[0], dtype=np.int64)
@@ -180,7 +187,8 @@ def synced(path: Path | None, model_id: str, ids: Sequence[str], unit_vectors: n
         live = {cid for cid in old.ids if cid is not None}
         now = set(ids)
         gone = live - now
-        if len(gone) <= 0.2 * max(1, len(live)):  # many removals leave a graph with holes: rebuild
+        # Removals leave holes (marked-deleted slots) that add up across syncs: past a fifth of the graph, rebuild.
+        if old.holes + len(gone) <= 0.2 * max(1, len(old.ids)):
             row = {cid: i for i, cid in enumerate(ids)}
             new = [cid for cid in ids if cid not in live]
             removed = old.remove(sorted(gone)) if gone else 0
