@@ -165,7 +165,7 @@ def token_offer(run_cfg: PipelineConfig, recount: bool = False) -> None:
         offer(memo[1], run_cfg)
 
 
-needs = readiness.needs(store, cfg, ws, deps.embedder.model_id, embedder=deps.embedder)
+needs = readiness.needs(store, cfg, ws, deps.embedder.model_id, embedder=deps.embedder, indexes=deps.indexes)
 # A context variant whose vectors are missing is searched as raw text until it is built, as its offer says: the dense
 # index would otherwise embed every missing chunk in memory on this query's path (minutes on a large corpus).
 run_cfg = cfg.with_overrides({"context.variant": "none"}) if any(n.kind == "context" for n in needs) else cfg

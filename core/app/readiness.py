@@ -17,7 +17,7 @@ from core.ingest.context import BuildRequest, index_variant, run_build
 from core.models.embed import EmbedStats
 from core.models.protocols import declared_languages
 from core.retrieve.dense import corpus_languages, multilingual_plan
-from core.retrieve.index import backfill_vectors, chunk_languages, contextual_text
+from core.retrieve.index import IndexCache, backfill_vectors, chunk_languages, contextual_text
 from core.types import DEFAULT_WORKSPACE
 
 # Rough CPU costs, seconds per chunk, from this machine's runs (2 shared cores): the sample corpus ingest embedded
@@ -79,9 +79,10 @@ def embed_seconds_per_chunk(store: Any, embedder: Any, workspace: str = DEFAULT_
 
 
 def needs(store: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE, model_id: str = "",
-          embedder: Any = None) -> list[Need]:
+          embedder: Any = None, indexes: IndexCache | None = None) -> list[Need]:
     """Builds the config would use but that do not exist (or cover only part of the corpus). With `embedder`, the
-    context estimate is read off its measured speed (embed_seconds_per_chunk) instead of the constants."""
+    context estimate is read off its measured speed (embed_seconds_per_chunk) instead of the constants; with
+    `indexes` (deps.indexes), the corpus's languages come from its per-version memo instead of every chunk."""
     out: list[Need] = []
     total = store.corpus.count("chunks", workspace)
     if not total:
@@ -104,7 +105,7 @@ def needs(store: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE, m
                             f"{what}: {todo:,} of {total:,} chunks missing"
                             + (" (and the token vectors rerank reads)" if tokens else "")))
     ml = multilingual_need(store, cfg, workspace, total)
-    if ml is not None and _corpus_asks_multilingual(store, cfg, workspace, model_id):
+    if ml is not None and _corpus_asks_multilingual(store, cfg, workspace, model_id, indexes):
         out.append(ml)
     if cfg.graph.enabled and store.graph.state(workspace) is None:
         out.append(Need("graph", "", total, total, total * GRAPH_S_PER_CHUNK,
@@ -112,13 +113,15 @@ def needs(store: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE, m
     return out
 
 
-def _corpus_asks_multilingual(store: Any, cfg: PipelineConfig, workspace: str, model_id: str) -> bool:
+def _corpus_asks_multilingual(store: Any, cfg: PipelineConfig, workspace: str, model_id: str,
+                              indexes: IndexCache | None = None) -> bool:
     """Whether the multilingual list runs for questions in the corpus's own main language ('on'; 'auto' on a mixed
     corpus or one the main model cannot read). Questions in another language ask for it on any corpus: their trace
     names the build instead of pushing it on every corpus here."""
     if cfg.embedding.multilingual == "on":
         return True
-    counts = chunk_languages(store.corpus.chunks(workspace))
+    counts = (indexes.languages(store, workspace) if indexes is not None
+              else chunk_languages(store.corpus.chunks(workspace)))
     langs = corpus_languages(counts)
     return bool(langs) and multilingual_plan(cfg.embedding.multilingual, langs[0], counts,
                                              declared_languages(model_id)).run
@@ -291,7 +294,8 @@ def build(need: Need, cfg: PipelineConfig, deps: Any, workspace: str = DEFAULT_W
     rep = run_build(req, deps.store, deps.embedder, deps.llm, workspace=workspace,
                     progress=(lambda d, t, _usd: progress(d, t)) if progress else None)
     vectors = rep.vectors
-    if batched:
+    if batched:  # the embedding alone is timed: writing the contexts (minutes with Claude) is no embedding speed
+        t0 = time.perf_counter()
         vectors = embed_in_batches(deps.store, deps.embedder, need.variant, workspace, progress=progress)
     if vectors:
         _RATES[("embed", deps.embedder.model_id)] = (time.perf_counter() - t0) / vectors / (

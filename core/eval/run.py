@@ -445,7 +445,8 @@ def build_missing_variants(configs: Sequence[NamedConfig], deps: Deps, workspace
     notes: list[str] = []
     done: set[str] = set()
     for nc in configs:
-        for need in readiness.needs(deps.store, nc.config, workspace, deps.embedder.model_id):
+        for need in readiness.needs(deps.store, nc.config, workspace, deps.embedder.model_id,
+                                    indexes=deps.indexes):
             if need.kind != "context" or need.variant in done:
                 continue
             done.add(need.variant)
