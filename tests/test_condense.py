@@ -88,3 +88,16 @@ def test_history_files_and_session_ids(tmp_path) -> None:
         pass
     else:
         raise AssertionError("a session id is a plain name")
+
+
+def test_a_history_file_that_is_not_utf8_gets_a_clear_error(tmp_path) -> None:
+    from core.app.conversation import load_turns
+
+    bad = tmp_path / "h.json"
+    bad.write_bytes(b"\xff\xfe\x00q\x00")
+    try:
+        load_turns(bad)
+    except ConversationError as exc:
+        assert "not UTF-8" in str(exc)
+    else:
+        raise AssertionError("no error")

@@ -64,6 +64,9 @@ def load_turns(path: str | Path) -> list[Turn]:
         return parse_turns(p.read_text(encoding="utf-8"), p.name)
     except OSError as exc:
         raise ConversationError(f"cannot read {p}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConversationError(f"cannot read {p}: not UTF-8 text (a history file is JSON lines or plain questions, "
+                                "one per line)") from None
 
 
 def dump_turns(turns: Sequence[Turn]) -> str:

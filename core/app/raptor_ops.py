@@ -13,8 +13,9 @@ from core.store import Store
 
 
 def raptor_plan(deps: Deps, cfg: PipelineConfig, workspace: str) -> RaptorPlan:
-    ids, _ = deps.store.corpus.vectors(deps.embedder.model_id, "raw", workspace)
-    return plan_raptor(len(ids), cluster_size=cfg.raptor.cluster_size, max_levels=cfg.raptor.max_levels)
+    # A count, not the vectors: the Graph page plans on every rerun.
+    n = sum(c for m, v, c in deps.store.corpus.vector_models(workspace) if m == deps.embedder.model_id and v == "raw")
+    return plan_raptor(n, cluster_size=cfg.raptor.cluster_size, max_levels=cfg.raptor.max_levels)
 
 
 def build_raptor(deps: Deps, cfg: PipelineConfig, workspace: str,
