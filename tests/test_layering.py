@@ -49,7 +49,7 @@ CROSS_STAGE: dict[tuple[str, str], str] = {
     ("core.ingest", "core.retrieve"): "a context build stores the vectors of the text the index searches through "
                                       "the index's own writer (core.retrieve.index.backfill_vectors)",
     ("core.ingest", "core.graph"): "an ingest keeps the entity graph in step with the documents it changed "
-                                   "(core.graph.build.update_graph_for_documents), whichever engine ingested",
+                                   "(core.graph.build.follow_corpus), whichever engine ingested",
     ("core.route", "core.retrieve"): "the router reads the index's passage terms (core.retrieve.bm25.PassageTerms) "
                                      "and multi-query / decomposition fuse their lists with RRF (core.retrieve.fusion)",
     ("core.route", "core.ingest"): "the router's training-data builder reads the sample corpus through the parser "

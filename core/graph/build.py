@@ -276,14 +276,6 @@ def follow_corpus(
     return Follow(report)
 
 
-def update_graph_for_documents(
-    store: Store, cfg: GraphConfig, *, embedder: Embedder | None = None, llm: Any = None,
-    workspace: str = DEFAULT_WORKSPACE, doc_ids: Sequence[str] = (),
-) -> BuildReport | None:
-    """follow_corpus's report (None when nothing ran)."""
-    return follow_corpus(store, cfg, embedder=embedder, llm=llm, workspace=workspace, doc_ids=doc_ids).report
-
-
 def recluster(store: Store, cfg: GraphConfig, *, workspace: str = DEFAULT_WORKSPACE
               ) -> tuple[BuildReport, dict[str, float]]:
     """The periodic full re-clustering (`python -m core graph communities`): hierarchical Leiden over the whole

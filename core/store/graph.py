@@ -128,11 +128,6 @@ class Graph:
         return {r[0] for r in self._db.cursor().execute(
             "SELECT DISTINCT node_id FROM graph_dirty WHERE workspace_id = ?", [workspace]).fetchall()}
 
-    def mark_dirty(self, node_ids: set[str], workspace: str = DEFAULT_WORKSPACE) -> None:
-        if node_ids:
-            with self._db.transaction() as cur:
-                insert_rows(cur, "graph_dirty", ("workspace_id", "node_id"), [(workspace, n) for n in sorted(node_ids)])
-
     def remove_chunks(self, chunk_ids: Sequence[str], workspace: str = DEFAULT_WORKSPACE) -> set[str]:
         """Drop the extractions of chunks that left the corpus; returns the node ids that need re-aggregating
         (marked dirty in the same transaction)."""

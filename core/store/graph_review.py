@@ -160,10 +160,3 @@ class Communities:
                             "FROM _new_summaries")
             finally:
                 cur.unregister("_new_summaries")
-
-    def put_summary(self, members_hash: str, *, level: int, community_id: str, title: str, summary: str,
-                    mode: str, usage: dict[str, Any], workspace: str = DEFAULT_WORKSPACE) -> None:
-        with self._db.writer() as cur:
-            cur.execute("INSERT OR REPLACE INTO graph_community_summaries VALUES (?,?,?,?,?,?,?,?,?)",
-                        [workspace, members_hash, level, community_id, title, summary, mode, json.dumps(usage),
-                         now()])
