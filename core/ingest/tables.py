@@ -12,11 +12,9 @@ from datetime import date, datetime
 from pathlib import PurePath
 from typing import Any, Iterable, Protocol, Sequence
 
-from core.ingest.parse import ParseError, check_zip, decode_text, human_size, kind_of, parse
+from core.ingest.parse import SUPPORTED, TABLE_KINDS, ParseError, check_zip, decode_text, human_size, kind_of, parse
 from core.types import ParsedDocument, Section
 
-TABLE_KINDS = {".csv": "csv", ".tsv": "tsv", ".xlsx": "xlsx", ".parquet": "parquet", ".jsonl": "jsonl",
-               ".ndjson": "jsonl"}
 # Bounds checked before and while a table is read; the upload limit (limits.max_file_mb) applies first.
 MAX_COLUMNS = 500
 MAX_ROWS = 1_000_000
@@ -59,8 +57,14 @@ def put_table(sink: TableSink, key: str, data: bytes, doc_id: str, workspace: st
     return ""
 
 
+def _table_kind(name: str) -> str | None:
+    """The table kind of a file name by its extension (core.ingest.parse.SUPPORTED), None for a document."""
+    kind = SUPPORTED.get(PurePath(name).suffix.lower())
+    return kind if kind in TABLE_KINDS else None
+
+
 def is_table(name: str) -> bool:
-    return PurePath(name).suffix.lower() in TABLE_KINDS
+    return _table_kind(name) is not None
 
 
 def sql_name(text: str, fallback: str = "t") -> str:
@@ -97,9 +101,9 @@ def parse_any(name: str, data: bytes, *, max_bytes: int | None = None) -> Parsed
 def read_table(name: str, data: bytes) -> TableData:
     """The file's table, typed; ParseError names the file and the problem (ragged rows, too many columns or cells,
     formulas without saved values, an undecodable file)."""
-    kind = TABLE_KINDS.get(PurePath(name).suffix.lower())
+    kind = _table_kind(name)
     if kind is None:
-        raise ParseError(f"{name}: not a table file (tables: {', '.join(sorted(set(TABLE_KINDS.values())))})")
+        raise ParseError(f"{name}: not a table file (tables: {', '.join(sorted(TABLE_KINDS))})")
     if not data.strip():
         raise ParseError(f"{name}: the file is empty")
     reader = {"csv": _read_delimited, "tsv": _read_delimited, "xlsx": _read_xlsx, "parquet": _read_parquet,
