@@ -59,6 +59,7 @@ class Deps:
     _rerankers: dict[tuple[str, str, str], Reranker] = field(default_factory=dict, repr=False)
     _rerank_notes: dict[tuple[str, str, str], str | None] = field(default_factory=dict, repr=False)
     _rerank_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _multilingual_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # its own: no wait on rerank
 
     def reranker_for(self, method: str, model: str = "", llm_model: str = "") -> tuple[Reranker, str | None]:
         """(reranker, fallback notice or None). The notice also joins `notices` once, so the sidebar shows it."""
@@ -80,7 +81,7 @@ class Deps:
         """(the multilingual embedder, None) or (None, why it could not be loaded); loaded once per model id."""
         if self.multilingual is not None:
             return self.multilingual, None
-        with self._rerank_lock:
+        with self._multilingual_lock:
             if model_id not in self._multilingual:
                 loaded = load_multilingual(model_id)
                 self._multilingual[model_id] = (loaded.embedder, loaded.notice)

@@ -32,7 +32,7 @@ def golden_panel(deps: Any, workspace: str) -> None:
         names = [s.name for s in sets]
         label = {s.name: f"{s.name} · {s.items} items · " + ", ".join(f"{k} {v}" for k, v in
                                                                        sorted(s.by_status.items())) for s in sets}
-        name = st.selectbox("Golden set", names, format_func=lambda n: escape_md(label[n]), key="gold_set")
+        name = st.selectbox("Golden set", names, format_func=lambda n: label[n], key="gold_set")  # plain text
         _curate(deps, workspace, name)
 
 
@@ -47,7 +47,12 @@ def _generate(deps: Any, workspace: str) -> None:
                      disabled=not llm_ok)
     budget = float(c[3].number_input("budget $", 0.0, 100.0, 1.0, step=0.5, key="gold_budget",
                                      disabled=how != "Claude"))
-    passages = passages_from(store.corpus, workspace)
+    # Read once per corpus version: the expander's body runs on every rerun of the page, open or not.
+    at = (workspace, corpus_ops.corpus_version(store, workspace))
+    memo = st.session_state.get("gold_passages")
+    if memo is None or memo[0] != at:
+        memo = st.session_state["gold_passages"] = (at, passages_from(store.corpus, workspace))
+    passages = memo[1]
     if not passages:
         st.caption("Ingest documents first: the generator reads this workspace's chunks.")
         return
@@ -55,9 +60,10 @@ def _generate(deps: Any, workspace: str) -> None:
         "as one Message Batch (half price; results within 24 h)", key="gold_batch",
         help="The page waits up to 10 minutes; a batch still running is collected when you press Generate again")
     if how == "Claude":
-        texts: dict[str, str] = {}
+        parts: dict[str, list[str]] = {}
         for p in passages:  # a document's chunks stand in for its text in the estimate
-            texts[p.doc] = texts.get(p.doc, "") + p.chunk.text
+            parts.setdefault(p.doc, []).append(p.chunk.text)
+        texts = {d: "".join(ts) for d, ts in parts.items()}
         worst = estimate(passages, texts, max(1, -(-n // 2)), MODEL, batch=batch)
         st.caption(f"Estimate: about {max(1, -(-n // 2))} calls to {MODEL}, at most ${worst:.4f} before prompt "
                    f"caching (the document is the cached prefix); the run stops before it would pass ${budget:.2f}.")

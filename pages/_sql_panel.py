@@ -7,18 +7,18 @@ from typing import Any
 import streamlit as st
 
 from core.app.report import escape_md
-from core.app.tables import run_user_sql, table_views
+from core.app.tables import run_user_sql
 
 
 def sql_panel(store: Any, workspace: str) -> None:
-    views = table_views(store, workspace, sample_rows=0)
+    views = store.tables.list(workspace)  # the schema only: no table is read on every rerun
     if not views:
         return
     with st.expander("SQL over the workspace's tables"):
-        st.caption("Tables: " + escape_md("; ".join(v.info.schema_line() for v in views)))
+        st.caption("Tables: " + escape_md("; ".join(v.schema_line() for v in views)))
         with st.form("sql_form", border=False):
             sql = st.text_area("SELECT", key="lab_sql", height=90,
-                               placeholder=f"SELECT count(*) FROM {views[0].info.name}", label_visibility="collapsed")
+                               placeholder=f"SELECT count(*) FROM {views[0].name}", label_visibility="collapsed")
             run = st.form_submit_button("Run SQL", key="lab_sql_run")
         if run and sql.strip():
             out = run_user_sql(store, sql, workspace)
