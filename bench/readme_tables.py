@@ -597,10 +597,18 @@ def synthesis(d: dict[str, Any], file: str) -> list[str]:
            f"`eval_synthesis_holdout.jsonl`, written before the comparison answer's one revision. {d.get('config')}."
            + (f" Code: {d['code']}." if d.get("code") else "") + " Milliseconds were taken on a shared 2-core machine "
            "under heavy load (see the load averages): compare them within a run only.", ""]
+    ceil = "ceiling_read" in ((d.get("summary") or {}).get("all") or {})
     rows = [[t, v.get("n"), num(v.get("correct"), 1), num(v.get("gold_coverage"), 1), num(v.get("refused"), 1),
-             num(v.get("median_ms"), 0)] for t, v in (d.get("summary") or {}).items()]
+             num(v.get("median_ms"), 0)] + ([num(v.get("ceiling_read"), 1), num(v.get("ceiling_top50"), 1)]
+                                             if ceil else []) for t, v in (d.get("summary") or {}).items()]
     out.append(md_table(["type", "questions", "answered correctly %", "gold spans covered %", "refused %",
-                         "median ms"], rows))
+                         "median ms"] + (["ceiling: gold sentence in the chunks read %",
+                                          "ceiling: in some stage's top 50 %"] if ceil else []), rows))
+    if ceil:
+        out += ["", "Ceiling: the share of questions with a sentence of a gold span in the chunks the answer read "
+                "(the final list's top answer.max_chunks, or graph global search's community chunks when its reduce "
+                "answered), and in the top 50 of any stage: what an answer that never refused and always quoted the "
+                "right sentence could score under the same test."]
     return out
 
 
@@ -2075,6 +2083,7 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("cache_embedders.json", cache_embedders),
         ("synthesis_before.json", synthesis),
         ("synthesis_after.json", synthesis),
+        ("synthesis_ceiling.json", synthesis),
         ("conversation_holdout.json", conversation),
         ("conversation_dev.json", conversation),
         ("raptor.json", raptor),

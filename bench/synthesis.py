@@ -13,6 +13,11 @@ Configuration: the default, offline (no key), answer cache off (a measurement re
 Scores (core.eval.answer): answered_correctly (not refused and one quoted sentence from a gold span), gold coverage
 (share of a question's gold spans some answer sentence comes from), refusal of an answerable question; comparisons
 with a side the corpus lacks ("missing") count as correct only when the answer names that side as missing.
+Ceiling (--ceiling; issue #30's "answered-correctly at least doubles" target): per question, whether a sentence of
+a gold span is anywhere in the chunks the answer read (the answer stage's source: the final list's top
+answer.max_chunks, whole texts as the offline answerer reads them, or graph global search's community chunks when its
+reduce answered), and anywhere in the top 50 of any stage of the trace: the share an answer that never refused and
+always picked the right sentence could get right, under the same answered-correctly test (one gold sentence quoted).
 Writes bench/results/synthesis_<label>.json.
 """
 from __future__ import annotations
@@ -33,6 +38,8 @@ from core.deps import build_deps  # noqa: E402
 from core.eval.answer import answer_sentences, answered_correctly, matches_gold  # noqa: E402
 from core.pipeline import run_query  # noqa: E402
 from core.store import Store  # noqa: E402
+from core.text import sentence_spans  # noqa: E402
+from core.types import Stage, Trace  # noqa: E402
 
 DEFAULT_DB = ROOT / "data" / "bench" / "synthesis.duckdb"
 TYPES = ("comparison", "multi-hop", "global")
@@ -71,11 +78,37 @@ def score(q: dict, answer) -> dict:
     return {"correct": ok, "coverage": covered / len(spans) if spans else 0.0, "refused": answer.refused}
 
 
+def _has_gold(texts: list[str], spans: list[str]) -> tuple[bool, float]:
+    """(some sentence of the texts comes from a gold span, share of the gold spans some sentence comes from)."""
+    sents = [" ".join(t[a:b].split()) for t in texts for a, b in sentence_spans(t)]
+    hit = [any(matches_gold(x, [g]) for x in sents) for g in spans]
+    return any(hit), (sum(hit) / len(spans) if spans else 0.0)
+
+
+def ceiling(q: dict, trace: Trace, store: Store, max_chunks: int, depth: int = 50) -> dict:
+    """Where the gold sentences are: in the chunks the answer read, and in the top `depth` of any stage."""
+    spans = [g["span"] for g in q["gold"]]
+    info = trace.answer_info()
+    src = trace.stage(info.source) if info is not None and info.source else None
+    read = [c.chunk_id for c in (src.candidates if src is not None else ())]
+    if src is not None and src.stage != Stage.GRAPH_GLOBAL:
+        read = read[:max_chunks]  # the extractive answer reads the final list's top answer.max_chunks
+    anywhere = list(dict.fromkeys(c.chunk_id for s in trace.stages if s.skipped is None
+                                  for c in s.candidates[:depth]))
+    texts = {cid: ch.text for cid, ch in store.corpus.chunks_by_id(list(dict.fromkeys(read + anywhere))).items()}
+    r_any, r_share = _has_gold([texts[c] for c in read if c in texts], spans)
+    a_any, a_share = _has_gold([texts[c] for c in anywhere if c in texts], spans)
+    return {"source": src.stage if src is not None else None, "read_chunks": len(read), "in_read": r_any,
+            "read_gold_share": round(r_share, 3), f"in_top{depth}_any_stage": a_any,
+            f"top{depth}_gold_share": round(a_share, 3)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--label", required=True)
     ap.add_argument("--db", default=str(DEFAULT_DB))
     ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--ceiling", action="store_true", help="also record where the gold sentences are (see above)")
     ap.add_argument("--code", default="", help="what code ran, when not this checkout's (e.g. a base commit's archive)")
     args = ap.parse_args()
     db = Path(args.db)
@@ -93,10 +126,15 @@ def main() -> None:
         assert a is not None
         route = trace.route_info()
         rows.append({"id": q["id"], "set": q["set"], "type": q["type"], "route": route.config if route else None,
-                     "ms": round(ms), **score(q, a), "answer": a.text[:600]})
+                     "ms": round(ms), **score(q, a), "answer": a.text[:600],
+                     **(ceiling(q, trace, deps.store, cfg.answer.max_chunks) if args.ceiling else {})})
         print(f"{q['id']:>6} {q['type']:<10} {'OK ' if rows[-1]['correct'] else ('REF' if a.refused else 'no ')} "
               f"{a.text[:110]!r}", file=sys.stderr)
     summary = {}
+
+    def pct(sel: list[dict], key: str) -> float:
+        return round(100 * sum(float(r[key]) for r in sel) / len(sel), 1)
+
     groups = {t: [r for r in rows if r["type"] == t and r["set"] != "eval_synthesis_holdout"] for t in TYPES}
     groups["comparison (holdout)"] = [r for r in rows if r["set"] == "eval_synthesis_holdout"]
     groups["all"] = rows
@@ -105,15 +143,24 @@ def main() -> None:
             summary[t] = {"n": len(sel), "correct": round(100 * sum(r["correct"] for r in sel) / len(sel), 1),
                           "gold_coverage": round(100 * sum(r["coverage"] for r in sel) / len(sel), 1),
                           "refused": round(100 * sum(r["refused"] for r in sel) / len(sel), 1),
-                          "median_ms": sorted(r["ms"] for r in sel)[len(sel) // 2]}
-    print(table(["type", "n", "correct %", "gold coverage %", "refused %", "median ms"],
+                          "median_ms": sorted(r["ms"] for r in sel)[len(sel) // 2],
+                          **({"ceiling_read": pct(sel, "in_read"), "ceiling_top50": pct(sel, "in_top50_any_stage"),
+                              "read_gold_share": pct(sel, "read_gold_share"),
+                              "top50_gold_share": pct(sel, "top50_gold_share")} if args.ceiling else {})}
+    print(table(["type", "n", "correct %", "gold coverage %", "refused %", "median ms"]
+                + (["ceiling: read %", "ceiling: top-50 %"] if args.ceiling else []),
                 [[t, s["n"], s["correct"], s["gold_coverage"], s["refused"], s["median_ms"]]
-                 for t, s in summary.items()]))
+                 + ([s["ceiling_read"], s["ceiling_top50"]] if args.ceiling else []) for t, s in summary.items()]))
     write_result(f"synthesis_{args.label}", {
         "label": args.label, **({"code": args.code} if args.code else {}), "db": str(db.relative_to(ROOT)) if db.is_relative_to(ROOT) else str(db),
         "config": "default, offline (no key), answer_cache.enabled = false",
         "questions": "multi-hop + global of sample_corpus/eval.jsonl and eval_holdout*.jsonl; all of "
                      "sample_corpus/eval_synthesis.jsonl (dev) and eval_synthesis_holdout.jsonl (answerable only)",
+        **({"ceiling": "ceiling_read: % of questions with a gold sentence in the chunks the answer read (its source "
+                       "stage: the final list's top answer.max_chunks, or graph global's community chunks); "
+                       "ceiling_top50: ... in the top 50 of any stage; *_gold_share: mean share of a question's gold "
+                       "spans found there. An answer that never refused and always quoted a gold sentence it read "
+                       "would score ceiling_read"} if args.ceiling else {}),
         "seconds": round(time.perf_counter() - t0, 1), "summary": summary, "rows": rows})
 
 
