@@ -87,13 +87,13 @@ def test_config_diff_lists_only_changed_settings() -> None:
 # context.reindex, context.major_share, graph.follow_ingest and graph.communities; issue #30 answer.synthesis (auto:
 # comparisons and the multi-hop route synthesize) and the raptor section; router.dense_guard_min_cosine (#34).
 PINNED_HASHES = {
-    "default": ({}, "be8136c3f78d"),
-    "rerank off": ({"rerank.enabled": False}, "49cac7866fee"),
-    "heuristic context": ({"context.variant": "heuristic"}, "ffe7f91cddb7"),
-    "router off": ({"router.enabled": False}, "dd987b08ab5d"),
-    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "8d192a7daf49"),
-    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "c95519ae977a"),
-    "torch runtime": ({"embedding.runtime": "torch"}, "f89196a224e2"),
+    "default": ({}, "463f8e097db2"),
+    "rerank off": ({"rerank.enabled": False}, "fcb0507074d5"),
+    "heuristic context": ({"context.variant": "heuristic"}, "cc1114f1749e"),
+    "router off": ({"router.enabled": False}, "7bc9847bf110"),
+    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "e7ccb984c694"),
+    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "c1f8ff30d14f"),
+    "torch runtime": ({"embedding.runtime": "torch"}, "76ca9a9f1ff7"),
 }
 
 

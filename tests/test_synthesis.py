@@ -10,8 +10,10 @@ from core.answer.synthesis import (
     compared_items,
     extractive_synthesis,
     global_answer,
+    SynthesisBudget,
     llm_synthesis,
     pick_mode,
+    synthesis_worst_usd,
 )
 from core.config import PipelineConfig
 from core.deps import Deps
@@ -19,10 +21,10 @@ from core.graph.build import build_graph
 from core.graph.search import global_search
 from core.graph.snapshot import GraphCache
 from core.ingest.pipeline import ingest_files
-from core.models.llm import AnthropicLLM
+from core.models.llm import AnthropicLLM, call_limits, worst_usd
 from core.pipeline import run_query
 from core.answer.support import SentenceRow
-from core.types import Candidate
+from core.types import Candidate, Usage
 from tests.anthropic_stub import Stub, anthropic_stub  # noqa: F401 - fixture
 from tests.graph_fakes import ScriptedLLM
 
@@ -182,3 +184,67 @@ def test_claude_global_reduce_through_the_messages_stub_is_the_cited_answer(deps
     assert glob is not None and glob.info["cited"] == [comm] and glob.usage.calls >= 2
     ans = trace.stage("answer")
     assert ans is not None and ans.usage.calls == 0  # the reduce was paid once, in the graph stage
+
+
+def _cap_cands() -> list[Candidate]:
+    return [Candidate(c, "d" + c, f"passage {c} says something about pumps and pressure. " * 5, 1.0, i + 1)
+            for i, c in enumerate("abcdef")]
+
+
+def _map_reply(req):
+    return {"notes": "a fact"} if req.purpose == "answer_map" else {"answer": "m", "citations": ["a"],
+                                                                    "refused": False}
+
+
+def test_claude_synthesis_checks_the_worst_case_before_the_first_call_and_before_each() -> None:
+    cands, model = _cap_cands(), "claude-haiku-4-5"
+    kw = dict(model=model, max_tokens=200, workspace=WS, query_id="q1", reduce_instructions="reduce")
+    for mode in ("map_reduce", "tree", "refine"):
+        worst = synthesis_worst_usd(mode, "q?", cands, model=model, max_tokens=200, reduce_instructions="reduce")
+        llm = ScriptedLLM(_map_reply if mode != "refine" else (lambda r: {"answer": "d", "citations": ["a"],
+                                                                            "refused": False}))
+        try:  # below the whole plan's worst case: not one call
+            llm_synthesis(mode, "q?", cands, llm, max_usd=worst * 0.99, **kw)
+            raise AssertionError("expected a budget stop")
+        except SynthesisBudget as exc:
+            assert exc.kind == "budget" and exc.calls == () and not llm.requests and "not started" in str(exc)
+        ok = ScriptedLLM(llm.reply)
+        syn = llm_synthesis(mode, "q?", cands, ok, max_usd=worst, **kw)
+        assert not syn.result.answer.refused
+        # the plan bounds what the calls it made could have cost, each by its own request
+        assert sum(worst_usd(r) for r in ok.requests) <= worst + 1e-12
+    # each call is checked against what is left: calls that report more than their share stop the rest
+    worst = synthesis_worst_usd("map_reduce", "q?", cands, model=model, max_tokens=200, reduce_instructions="reduce")
+    dear = ScriptedLLM(_map_reply, usage=Usage(100, 20, 0, 0, worst / 3, 1))
+    try:
+        llm_synthesis("map_reduce", "q?", cands, dear, max_usd=worst, **kw)
+        raise AssertionError("expected a budget stop")
+    except SynthesisBudget as exc:
+        assert 1 <= len(dear.requests) <= 3 and len(exc.calls) == len(dear.requests)
+        assert all(s.usage.usd == worst / 3 for s in exc.calls)
+    # the caller's own dollars (the agentic loop's call_limits) count too
+    with call_limits(usd=worst / 2):
+        try:
+            llm_synthesis("map_reduce", "q?", cands, ScriptedLLM(_map_reply), max_usd=worst, **kw)
+            raise AssertionError("expected a budget stop")
+        except SynthesisBudget as exc:
+            assert "caller" in str(exc) and exc.calls == ()
+
+
+def test_a_synthesis_over_its_cap_falls_back_to_extractive_without_a_call(deps: Deps, anthropic_stub: Stub) -> None:
+    cfg = PipelineConfig().with_overrides({"router.enabled": False, "answer_cache.enabled": False,
+                                           "answer.mode": "llm", "answer.synthesis": "map_reduce",
+                                           "answer.max_usd": 0.0001})
+    ingest_files(DOCS, store=deps.store, embedder=deps.embedder, config=cfg)
+    deps.llm = AnthropicLLM(anthropic_stub.key, base_url=anthropic_stub.base_url, sleep=lambda s: None)
+    trace = run_query("Who tunes the gateway sensors for Nordhaven Ports Authority?", cfg, deps, log=False)
+    assert trace.answer is not None and trace.answer.mode == "extractive"
+    ans = trace.stage("answer")
+    assert ans is not None and any("not started" in n and "answer.max_usd" in n for n in ans.notes)
+    assert anthropic_stub.state.messages() == []  # no call was sent
+    # with room for it, the same question is Claude's map-reduce through the stub, one stage per call
+    trace = run_query("Who tunes the gateway sensors for Nordhaven Ports Authority?",
+                      cfg.with_overrides({"answer.max_usd": 5.0}), deps, log=False)
+    assert trace.answer is not None and trace.answer.mode == "llm"
+    assert any(s.stage.startswith("map·") and s.usage.calls == 1 for s in trace.stages)
+    assert len(anthropic_stub.state.messages()) == sum(s.usage.calls for s in trace.stages)

@@ -22,8 +22,18 @@ from core.answer.stage import (
 )
 from core.answer.support import SentenceRow, SentenceScorer, load_support_model, model_fingerprint
 from core.config import AnswerConfig
-from core.models.llm import LLM, LLMError, LLMRequest, TextBlock
-from core.text import sentence_spans
+from core.models.llm import (
+    FRAMING_TOKENS,
+    LLM,
+    LLMError,
+    LLMRequest,
+    TextBlock,
+    current_limits,
+    input_token_bound,
+    worst_usd,
+)
+from core.models.pricing import worst_call_usd
+from core.text import llm_tokens_upper_bound, sentence_spans
 from core.types import DEFAULT_WORKSPACE, Answer, Calibration, Candidate, StageResult, Usage
 
 # -- the graph global reduce ---------------------------------------------------------------------------------------
@@ -323,20 +333,96 @@ REFINE_INSTRUCTIONS = (
 )
 
 
-def _ask(llm: LLM, *, model: str, system: str, user: Sequence[str], schema: Mapping[str, Any], max_tokens: int,
-         purpose: str, workspace: str, ref: str) -> tuple[dict[str, Any], Usage]:
-    req = LLMRequest(model=model, system=(TextBlock(system, cache=True),), user=tuple(TextBlock(u) for u in user),
-                     max_tokens=max_tokens, json_schema=dict(schema), purpose=purpose, ref_id=ref)
-    resp = llm.complete(req, workspace=workspace, run_id=ref)
+class SynthesisBudget(LLMError):
+    """A Claude synthesis stopped before a call whose worst case did not fit its dollars; `calls` are the stages of
+    the calls it made (paid, so they stay in the trace)."""
+
+    def __init__(self, message: str, calls: Sequence[StageResult] = ()) -> None:
+        super().__init__(message, "budget")
+        self.calls = tuple(calls)
+
+
+@dataclass
+class _Spend:
+    """answer.max_usd for one synthesis, and the caller's own dollars (call_limits, e.g. the agentic loop's) when it
+    set any: the less of the two is what a call's worst case must fit."""
+
+    usd: float
+    spent: float = 0.0
+
+    def left(self) -> float:
+        lim = current_limits()
+        outer = lim.usd() if lim is not None else None
+        own = self.usd - self.spent
+        return own if outer is None else min(own, outer)
+
+
+def _request(model: str, system: str, user: Sequence[str], schema: Mapping[str, Any], max_tokens: int,
+             purpose: str, ref: str) -> LLMRequest:
+    return LLMRequest(model=model, system=(TextBlock(system, cache=True),), user=tuple(TextBlock(u) for u in user),
+                      max_tokens=max_tokens, json_schema=dict(schema), purpose=purpose, ref_id=ref)
+
+
+def _ask(llm: LLM, req: LLMRequest, *, workspace: str, spend: _Spend | None = None,
+         calls: "_Calls | None" = None) -> tuple[dict[str, Any], Usage]:
+    if spend is not None:  # the worst case of this very request, before it is sent (core.models.llm.worst_usd)
+        worst = worst_usd(req)
+        if worst > spend.left() + 1e-12:
+            raise SynthesisBudget(f"{req.purpose} call not started: its worst case ${worst:.4f} is above the "
+                                  f"${max(spend.left(), 0.0):.4f} left of the synthesis budget", calls.stages if calls
+                                  else ())
+    resp = llm.complete(req, workspace=workspace, run_id=req.ref_id)
+    if spend is not None:
+        spend.spent += resp.usage.usd
     return (resp.data if isinstance(resp.data, dict) else {}), resp.usage
 
 
+def synthesis_worst_usd(mode: str, question: str, candidates: Sequence[Candidate], *, model: str, max_tokens: int,
+                        reduce_instructions: str) -> float:
+    """The most a Claude synthesis over these candidates can cost: every map (or refine) request's own worst case,
+    and every reduce with each note it reads at its full allowance (a note is an earlier call's output, at most
+    max_tokens, re-read as input). Checked against answer.max_usd before the first call."""
+    def bound(system: str, user: Sequence[str], schema: Mapping[str, Any]) -> int:
+        return input_token_bound(_request(model, system, user, schema, max_tokens, "answer", ""))
+
+    def priced(tokens: int) -> float:
+        return worst_call_usd(model, tokens, 0, max_tokens)
+
+    note = max_tokens + llm_tokens_upper_bound('<passage id="">\n\n</passage>\n\n') + 8  # a note and its framing
+    if mode == "refine":
+        return sum(priced(bound(REFINE_INSTRUCTIONS, ["Draft:  (citations: )", f'<passage id="{c.chunk_id}">\n'
+                                                      f'{c.text}\n</passage>', f"Question: {question}"],
+                                ANSWER_SCHEMA) + note) for c in candidates)
+    maps = sum(worst_usd(_request(model, MAP_INSTRUCTIONS, [f'<passage id="{c.chunk_id}">\n{c.text}\n</passage>',
+                                                            f"Question: {question}"], MAP_SCHEMA, max_tokens,
+                                  "answer_map", "")) for c in candidates)
+    base = bound(reduce_instructions, ["Passages:\n", f"Question: {question}"], ANSWER_SCHEMA) + FRAMING_TOKENS
+    n = len(candidates)
+    if mode == "tree" and n > 4:
+        groups = (n + 3) // 4
+        return maps + sum(priced(base + min(4, n - 4 * g) * note) for g in range(groups)) + priced(base + groups * note)
+    return maps + priced(base + n * note)
+
+
 def llm_synthesis(mode: str, question: str, candidates: Sequence[Candidate], llm: LLM, *, model: str,
-                  max_tokens: int, workspace: str, query_id: str, reduce_instructions: str) -> Synthesis:
+                  max_tokens: int, workspace: str, query_id: str, reduce_instructions: str,
+                  max_usd: float | None = None) -> Synthesis:
     """Claude's map-reduce / refine / tree: every call a stage with its usage and time. The number of calls is
-    bounded by the candidates handed in (answer.max_chunks) and each call's output by answer.max_tokens."""
+    bounded by the candidates handed in (answer.max_chunks) and each call's output by answer.max_tokens. With
+    `max_usd` (answer.max_usd) no call starts unless the whole synthesis's worst case (synthesis_worst_usd) fits
+    it and the caller's call_limits, and each call's own worst case fits what is left: else SynthesisBudget, carrying
+    the calls already made."""
     calls = _Calls()
     given = {c.chunk_id for c in candidates}
+    spend = None
+    if max_usd is not None:
+        spend = _Spend(max_usd)
+        worst = synthesis_worst_usd(mode, question, candidates, model=model, max_tokens=max_tokens,
+                                    reduce_instructions=reduce_instructions)
+        if worst > spend.left() + 1e-12:
+            raise SynthesisBudget(f"Claude {mode} not started: its worst case ${worst:.4f} over {len(candidates)} "
+                                  f"chunk(s) is above the ${max(spend.left(), 0.0):.4f} it may spend (answer.max_usd "
+                                  f"${max_usd:.2f}{' or the caller' + chr(39) + 's budget' if current_limits() else ''})")
 
     def final(data: Mapping[str, Any]) -> AnswerResult:
         cited = [str(c) for c in data.get("citations") or [] if str(c) in given]
@@ -349,22 +435,22 @@ def llm_synthesis(mode: str, question: str, candidates: Sequence[Candidate], llm
         draft: dict[str, Any] = {"answer": "", "citations": [], "refused": True}
         for n, c in enumerate(candidates, 1):
             t0 = time.perf_counter()
-            data, usage = _ask(llm, model=model, system=REFINE_INSTRUCTIONS,
-                               user=[f"Draft: {draft.get('answer', '')} (citations: "
-                                     f"{', '.join(map(str, draft.get('citations') or []))})",
-                                     f'<passage id="{c.chunk_id}">\n{c.text}\n</passage>', f"Question: {question}"],
-                               schema=ANSWER_SCHEMA, max_tokens=max_tokens, purpose="answer_refine",
-                               workspace=workspace, ref=f"{query_id}:refine{n}")
+            data, usage = _ask(llm, _request(model, REFINE_INSTRUCTIONS,
+                                             [f"Draft: {draft.get('answer', '')} (citations: "
+                                              f"{', '.join(map(str, draft.get('citations') or []))})",
+                                              f'<passage id="{c.chunk_id}">\n{c.text}\n</passage>',
+                                              f"Question: {question}"], ANSWER_SCHEMA, max_tokens, "answer_refine",
+                                             f"{query_id}:refine{n}"), workspace=workspace, spend=spend, calls=calls)
             draft = data or draft
             calls.add(f"refine·{n}", [c], t0, usage, info={"refused": bool(draft.get("refused"))})
         return Synthesis(final(draft), tuple(calls.stages))
     notes: list[tuple[str, str]] = []
     for n, c in enumerate(candidates, 1):
         t0 = time.perf_counter()
-        data, usage = _ask(llm, model=model, system=MAP_INSTRUCTIONS,
-                           user=[f'<passage id="{c.chunk_id}">\n{c.text}\n</passage>', f"Question: {question}"],
-                           schema=MAP_SCHEMA, max_tokens=max_tokens, purpose="answer_map", workspace=workspace,
-                           ref=f"{query_id}:map{n}")
+        data, usage = _ask(llm, _request(model, MAP_INSTRUCTIONS, [f'<passage id="{c.chunk_id}">\n{c.text}\n'
+                                                                   f'</passage>', f"Question: {question}"],
+                                         MAP_SCHEMA, max_tokens, "answer_map", f"{query_id}:map{n}"),
+                           workspace=workspace, spend=spend, calls=calls)
         note = str(data.get("notes", "")).strip()
         calls.add(f"map·{n}", [c], t0, usage, info={"notes": note})
         if note:
@@ -373,10 +459,9 @@ def llm_synthesis(mode: str, question: str, candidates: Sequence[Candidate], llm
     def reduce(name: str, part: Sequence[tuple[str, str]]) -> dict[str, Any]:
         t0 = time.perf_counter()
         body = "\n\n".join(f'<passage id="{cid}">\n{text}\n</passage>' for cid, text in part)
-        data, usage = _ask(llm, model=model, system=reduce_instructions,
-                           user=[f"Passages:\n{body}", f"Question: {question}"], schema=ANSWER_SCHEMA,
-                           max_tokens=max_tokens, purpose="answer_reduce", workspace=workspace,
-                           ref=f"{query_id}:{name}")
+        data, usage = _ask(llm, _request(model, reduce_instructions, [f"Passages:\n{body}", f"Question: {question}"],
+                                         ANSWER_SCHEMA, max_tokens, "answer_reduce", f"{query_id}:{name}"),
+                           workspace=workspace, spend=spend, calls=calls)
         calls.add(name, [c for c in candidates if c.chunk_id in {p[0] for p in part}], t0, usage)
         return data
 
@@ -432,10 +517,14 @@ def synthesized_answer(
                               li_scorer=li_scorer, blind=blind, vocabulary=vocabulary, full_texts=full_texts,
                               calibration=calibration, sentence_vectors=sentence_vectors)
         return Synthesis(res)
+    paid: tuple[StageResult, ...] = ()  # Claude calls made before a budget stop: paid, so they stay in the trace
     if use_llm and llm.available:
         try:
             return llm_synthesis(mode, question, top, llm, model=cfg.model, max_tokens=cfg.max_tokens,
-                                 workspace=workspace, query_id=query_id, reduce_instructions=ANSWER_INSTRUCTIONS)
+                                 workspace=workspace, query_id=query_id, reduce_instructions=ANSWER_INSTRUCTIONS,
+                                 max_usd=cfg.max_usd)
+        except SynthesisBudget as exc:
+            fallback, paid = (f"{exc}; extractive {mode} instead",), exc.calls
         except LLMError as exc:
             fallback = (f"Claude {mode} failed ({exc}); extractive {mode} instead",)
     else:
@@ -450,7 +539,8 @@ def synthesized_answer(
     if not rows:
         return Synthesis(answer_question(question, candidates, cfg, llm, workspace=workspace, query_id=query_id,
                                          titles=titles, li_scorer=li_scorer, blind=blind, vocabulary=vocabulary,
-                                         full_texts=full_texts, calibration=calibration, sentence_vectors=sentence_vectors))
+                                         full_texts=full_texts, calibration=calibration, sentence_vectors=sentence_vectors),
+                         paid)
     common = fallback + (f"refusal threshold {cut.value:.2f}: {cut.source}",) + scored.notes
     if mode == "compare":
         t0 = time.perf_counter()
@@ -469,7 +559,8 @@ def synthesized_answer(
     syn = extractive_synthesis(mode, question, top, rows, scores, support=scored.best, cut=cut.value,
                                margin=model.pick_margin, max_sentences=cfg.max_sentences)
     r = syn.result
-    return Synthesis(AnswerResult(r.answer, r.usage, common + r.notes, r.support, cut.value, cut.source), syn.calls)
+    return Synthesis(AnswerResult(r.answer, r.usage, common + r.notes, r.support, cut.value, cut.source),
+                     paid + syn.calls)
 
 
 # A compared item's sentence needs half the support a whole answer needs: it answers one side of the question, so the

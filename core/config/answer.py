@@ -35,6 +35,10 @@ class AnswerConfig(Section):
     max_chunks: int = Field(8, ge=1, le=50, description="final candidates handed to the answerer")
     max_sentences: int = Field(3, ge=1, le=10, description="extractive: sentences quoted at most")
     max_tokens: int = Field(600, ge=64, le=8192, description="llm: output tokens of the answer at most")
+    max_usd: float = Field(0.25, ge=0, le=100, description="llm synthesis (map_reduce / refine / tree): dollars its "
+                                                          "calls may cost together; no call starts unless the "
+                                                          "worst case of all of them (then of each) fits, else the "
+                                                          "extractive synthesis answers, saying so")
     glossary: str = Field("", description="stable text cached with the instructions (terms and abbreviations of "
                                           "this corpus); \"\" = none")
 
