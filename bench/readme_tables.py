@@ -612,6 +612,21 @@ def synthesis(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
+def raptor_incremental(d: dict[str, Any], file: str) -> list[str]:
+    """bench/raptor_incremental.py: RAPTOR's incremental update against a full rebuild."""
+    s = d.get("summary") or {}
+    out = ["### RAPTOR: incremental update against a full rebuild", "", caption(file, d), "",
+           f"{s.get('chunks')} chunks; the tree built without the last {len(s.get('new_documents') or [])} documents, "
+           f"then their {s.get('new_chunks')} chunks arrive ({d.get('config')}). Retrieval: raptor_search's top 10 "
+           f"for {s.get('questions')} global questions of the sample sets; the two trees' top 10 overlap "
+           f"{num(s.get('top10_overlap'), 1)}%.", ""]
+    out.append(md_table(["tree", "seconds", "summaries written", "nodes", "gold recall@10 %"],
+                        [[k, num((s.get(k) or {}).get("seconds"), 2), (s.get(k) or {}).get("summaries_written"),
+                          (s.get(k) or {}).get("nodes"), num((s.get(k) or {}).get("gold_recall@10"), 1)]
+                         for k in ("incremental", "full rebuild")]))
+    return out
+
+
 def raptor(d: dict[str, Any], file: str) -> list[str]:
     """bench/raptor.py: RAPTOR beside graph global search and plain retrieval."""
     t = d.get("tree") or {}
@@ -2088,6 +2103,7 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("conversation_dev.json", conversation),
         ("raptor.json", raptor),
         ("raptor_twowiki.json", raptor_twowiki),
+        ("raptor_incremental.json", raptor_incremental),
         ("answer_speed.json", answer_speed),
         ("answer_speed_noprefetch.json", answer_speed),
     ]),

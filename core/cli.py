@@ -786,19 +786,19 @@ def _llm_contexts_on_ray(args: argparse.Namespace, req: "BuildRequest", store: S
 
 
 def _raptor_args(p: Parser) -> None:
-    p.add_argument("action", choices=["build", "estimate", "stats"])
+    p.add_argument("action", choices=["build", "update", "estimate", "stats"],
+                   help="update: new and removed chunks only (a full build when more than half changed)")
     _add_common(p)
     _add_json(p)
 
 
 def cmd_raptor(args: argparse.Namespace) -> int:
-    """RAPTOR: estimate, build (replacing the workspace's tree) or show the stored tree."""
-    from core.app.raptor_ops import build_raptor
-    from core.graph.raptor import plan_raptor
+    """RAPTOR: estimate, build (replacing the workspace's tree), update it incrementally, or show the stored tree."""
+    from core.app.raptor_ops import build_raptor, raptor_plan
 
     cfg = _config(args)
-    r = cfg.raptor
-    store = _open_store(args, "query" if args.action != "build" else "write")  # an older file gains its table
+    # writing opens for write (an older file gains its table)
+    store = _open_store(args, "query" if args.action in ("estimate", "stats") else "write")
     if args.action == "stats":
         nodes, _ = store.raptor.nodes(args.workspace)
         out = {"nodes": len(nodes), "levels": {str(lv): sum(1 for n in nodes if n.level == lv)
@@ -807,16 +807,17 @@ def cmd_raptor(args: argparse.Namespace) -> int:
         print(json.dumps(out) if args.json else "\n".join(f"{k}: {v}" for k, v in out.items()))
         return 0
     deps = build_deps(cfg, store=store)
-    ids, matrix = store.corpus.vectors(deps.embedder.model_id, "raw", args.workspace)
-    plan = plan_raptor(len(ids), cluster_size=r.cluster_size, max_levels=r.max_levels)
-    if args.action == "estimate" or not ids:
-        print(json.dumps(plan.__dict__) if args.json else (plan.label() if ids else
+    plan = raptor_plan(deps, cfg, args.workspace)
+    if args.action == "estimate" or not plan.chunks:
+        print(json.dumps(plan.__dict__) if args.json else (plan.label() if plan.chunks else
               f"no {deps.embedder.model_id} vectors in workspace {args.workspace}: ingest first"))
-        return 0 if ids else 2
-    print(f"building: {plan.label()}", file=sys.stderr)
-    out = build_raptor(deps, cfg, args.workspace, progress=_stderr_progress("summaries"))
-    print(json.dumps(out) if args.json else f"RAPTOR tree: {out['nodes']} summaries on {out['levels']} level(s) "
-          f"in {out['seconds']} s (extractive)")
+        return 0 if plan.chunks else 2
+    print(f"{args.action}: {plan.label()}", file=sys.stderr)
+    out = build_raptor(deps, cfg, args.workspace, progress=_stderr_progress("summaries"), full=args.action == "build")
+    print(json.dumps(out) if args.json else f"RAPTOR tree ({out['mode']}: {out['why'] or 'changes only'}): "
+          f"{out['nodes']} summaries on {out['levels']} level(s), +{out['added']} / -{out['removed']} chunks, "
+          f"{out['rewritten']} summaries written in {out['seconds']} s ({out['summaries']}"
+          f"{', $%.4f' % out['usd'] if out['llm_calls'] else ''})" + "".join(f"\n{n}" for n in out["notes"]))
     return 0
 
 

@@ -372,10 +372,10 @@ def _raptor(q: _Query, c: PipelineConfig, deps: Deps) -> StepOutput:
     _query_vec(q, deps)
     hits = raptor_search(q.vec, nodes, node_vecs, dindex.chunk_ids, dindex.matrix,
                          lambda ids: deps.store.corpus.chunks_by_id(ids, q.workspace), k=c.raptor.k)
-    version = nodes[0].corpus_version if nodes else q.version
+    version = max((n.corpus_version for n in nodes), default=q.version)  # an update rewrites only some nodes
     notes = [f"tree: {len(nodes)} summaries on {max((n.level for n in nodes), default=0)} level(s), built at corpus "
-             f"v{version}"] + ([f"tree is behind the corpus (now v{q.version}): rebuild it"] if version != q.version
-                               else [])
+             f"v{version}"] + ([f"tree is behind the corpus (now v{q.version}): `python -m core raptor update`"]
+                               if version != q.version else [])
     return StepOutput(hits.candidates, notes, info={"nodes_hit": [{"node": n, "level": lv, "cosine": round(s, 4)}
                                                                   for n, lv, s in hits.nodes_hit]})
 

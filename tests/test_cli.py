@@ -61,6 +61,12 @@ def test_cli_ingest_and_query_json(tmp_path: Path) -> None:
     again = json.loads(_run("query", "revenue growth", "--json", "--set", "context.variant=heuristic", db=db).stdout)
     assert searched(again)["dense"] == "heuristic" and not any("not built" in n for n in again["notices"])
 
+    tree = _run("raptor", "build", "--json", db=db)  # extractive offline (no key in the subprocess's env)
+    assert tree.returncode == 0, tree.stderr
+    assert json.loads(tree.stdout)["mode"] == "full" and json.loads(tree.stdout)["summaries"] == "extractive"
+    upd = json.loads(_run("raptor", "update", "--json", db=db).stdout)  # incremental: tests/test_raptor.py
+    assert (upd["mode"], upd["added"], upd["rewritten"]) == ("unchanged", 0, 0)
+
     empty = _run("query", " ", db=db)
     assert empty.returncode == 2 and "query is empty" in empty.stderr
     bad = _run("query", "x", "--set", "fusion.nope=1", db=db)

@@ -87,13 +87,13 @@ def test_config_diff_lists_only_changed_settings() -> None:
 # context.reindex, context.major_share, graph.follow_ingest and graph.communities; issue #30 answer.synthesis (auto:
 # comparisons and the multi-hop route synthesize) and the raptor section; router.dense_guard_min_cosine (#34).
 PINNED_HASHES = {
-    "default": ({}, "463f8e097db2"),
-    "rerank off": ({"rerank.enabled": False}, "fcb0507074d5"),
-    "heuristic context": ({"context.variant": "heuristic"}, "cc1114f1749e"),
-    "router off": ({"router.enabled": False}, "7bc9847bf110"),
-    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "e7ccb984c694"),
-    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "c1f8ff30d14f"),
-    "torch runtime": ({"embedding.runtime": "torch"}, "76ca9a9f1ff7"),
+    "default": ({}, "2d5226b21368"),
+    "rerank off": ({"rerank.enabled": False}, "af63601ff6fa"),
+    "heuristic context": ({"context.variant": "heuristic"}, "a9e036022522"),
+    "router off": ({"router.enabled": False}, "e34f72a32e07"),
+    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "9624fa164f1b"),
+    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "7dbaf2400495"),
+    "torch runtime": ({"embedding.runtime": "torch"}, "4b09c26696c2"),
 }
 
 

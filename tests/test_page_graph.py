@@ -241,3 +241,7 @@ def test_raptor_panel_estimates_builds_and_shows_the_tree(deps: Deps) -> None:
     assert any("(extractive)" in s.value for s in at.success)
     frame = next(d.value for d in at.dataframe if "summary" in d.value.columns)
     assert len(frame) >= 1 and frame["level"].max() >= 1
+    charts = at.get("graphviz_chart")  # the tree drawn beside the table
+    assert charts and "digraph raptor" in charts[0].proto.spec and all(n in charts[0].proto.spec for n in frame["node"])
+    at = at.run().button(key="raptor_update").click().run()  # nothing new: the stored tree stays
+    assert not at.exception and any(s.value.startswith("unchanged") for s in at.success)

@@ -10,6 +10,7 @@ from core.graph.raptor import build_tree, extractive_summary, kmeans, plan_rapto
 from core.ingest.pipeline import ingest_files
 from core.pipeline import run_query
 from core.types import Chunk
+from tests.anthropic_stub import Stub, anthropic_stub  # noqa: F401 - fixture
 
 WS = "default"
 
@@ -85,3 +86,99 @@ def test_the_raptor_stage_is_skipped_until_built_then_fused(deps: Deps) -> None:
     fused = trace.stage("fused")
     assert fused is not None and "rank_raptor" in fused.candidates[0].meta  # fused beside BM25 and dense
     assert any(c.meta.get("rank_raptor") == 1 for c in fused.candidates)
+
+
+# -- incremental update, Claude summaries under a cap, the drawing ----------------------------------------------------
+def _groups(n: int, dim: int = 6, seed: int = 0) -> tuple[list[str], list[str], np.ndarray]:
+    """n chunks in three well-separated directions (c0 in group 0, c1 in group 1, ...)."""
+    rng = np.random.default_rng(seed)
+    ids = [f"c{i}" for i in range(n)]
+    texts = [f"Chunk {i} talks about topic {i % 3} and the shared pump station network." for i in range(n)]
+    base = np.eye(dim, dtype=np.float32)[[i % 3 for i in range(n)]]
+    return ids, texts, base + rng.normal(0, 0.02, (n, dim)).astype(np.float32)
+
+
+def test_update_adds_new_chunks_to_their_nearest_cluster_and_rewrites_only_those_and_their_ancestors() -> None:
+    from core.graph.raptor import update_tree
+
+    ids, texts, vecs = _groups(18)
+    kw = dict(cluster_size=3, max_levels=3, summary_sentences=1, seed=1)
+    old, ov = build_tree(ids[:15], texts[:15], vecs[:15], _Fixed(), corpus_version=1, **kw)
+    same, sv, rep = update_tree(old, ov, ids[:15], texts[:15], vecs[:15], _Fixed(), corpus_version=1, **kw)
+    assert rep.mode == "unchanged" and same == old and np.array_equal(sv, ov)
+    # three new chunks (one per direction) and one removed
+    keep = [i for i in range(18) if i != 4]
+    new, nv, rep = update_tree(old, ov, [ids[i] for i in keep], [texts[i] for i in keep], vecs[keep], _Fixed(),
+                               corpus_version=2, **kw)
+    assert rep.mode == "incremental" and (rep.added, rep.removed) == (3, 1) and len(nv) == len(new)
+    l1 = {n.node_id: n for n in new if n.level == 1}
+    assert {c for n in l1.values() for c in n.children} == {ids[i] for i in keep}  # every leaf once
+    assert sum(len(n.children) for n in l1.values()) == len(keep)
+    for c in ("c15", "c16", "c17"):  # each joined a cluster of its own direction
+        home = next(n for n in l1.values() if c in n.children)
+        assert all(int(m[1:]) % 3 == int(c[1:]) % 3 for m in home.children)
+    rewritten = {n.node_id for n in new if n.corpus_version == 2}
+    untouched = [n for n in new if n.node_id not in rewritten]
+    assert rewritten and untouched and len(rewritten) == rep.rewritten  # only the changed branches were rewritten
+    before = {n.node_id: (n, ov[i]) for i, n in enumerate(old)}
+    for n in untouched:
+        assert n == before[n.node_id][0] and np.allclose(nv[new.index(n)], before[n.node_id][1])
+    top = max(n.level for n in new)
+    assert sorted(c for n in new if n.level == top for c in n.chunk_ids) == sorted(ids[i] for i in keep)
+    # a cluster grown past twice the cluster size splits; most leaves changed: a full build
+    grown, _, rep = update_tree(old, ov, ids[:15] + [f"x{i}" for i in range(7)], texts[:15] + ["Extra text here "
+                                "about the pump stations and their topic zero network."] * 7,
+                                np.vstack([vecs[:15], _groups(21, seed=5)[2][::3]]), _Fixed(), corpus_version=3, **kw)
+    n1 = sum(1 for n in old if n.level == 1)
+    assert rep.mode == "incremental" and sum(1 for n in grown if n.level == 1) > n1  # the grown cluster split
+    assert sorted(c for n in grown if n.level == 1 for c in n.children) == sorted(ids[:15] + [f"x{i}" for i in
+                                                                                              range(7)])
+    _, _, rep = update_tree(old, ov, ids[:3], texts[:3], vecs[:3], _Fixed(), corpus_version=4, **kw)
+    assert rep.mode == "full" and "changed" in rep.why
+
+
+def test_claude_summaries_are_labelled_and_stop_at_the_dollar_cap(deps: Deps, anthropic_stub: Stub) -> None:
+    from core.app.raptor_ops import build_raptor, raptor_dot, raptor_plan
+    from core.models.llm import AnthropicLLM, worst_usd
+    from core.graph.raptor import ClaudeSummaries
+
+    ingest_files(DOCS, store=deps.store, embedder=deps.embedder, config=PipelineConfig())
+    anthropic_stub.state.responder = lambda body: '{"summary": "Pump stations and travel rules, summarised."}'
+    deps.llm = AnthropicLLM(anthropic_stub.key, base_url=anthropic_stub.base_url, sleep=lambda s: None)
+    one = ClaudeSummaries(deps.llm, "claude-haiku-4-5", 1.0, 1).request(["Pump stations report pressure."])
+    cfg = PipelineConfig().with_overrides({"raptor.cluster_size": 2, "raptor.max_usd": 5.0})
+    plan = raptor_plan(deps, cfg, WS)
+    assert plan.worst_usd > 0 and "Claude summaries at most" in plan.label()
+    out = build_raptor(deps, cfg, WS)
+    nodes, _ = deps.store.raptor.nodes(WS)
+    assert out["llm_calls"] == len(nodes) == len(anthropic_stub.state.messages()) and out["usd"] > 0
+    assert all(n.mode == "llm" and n.text == "Pump stations and travel rules, summarised." for n in nodes)
+    assert 'fillcolor' in raptor_dot(deps.store, WS)  # Claude's nodes are drawn filled
+    # a cap below one call's worst case: no call, every summary extractive and labelled, the reason said
+    sent = len(anthropic_stub.state.messages())
+    out = build_raptor(deps, cfg.with_overrides({"raptor.max_usd": worst_usd(one) / 2}), WS)
+    nodes, _ = deps.store.raptor.nodes(WS)
+    assert len(anthropic_stub.state.messages()) == sent and out["llm_calls"] == 0
+    assert all(n.mode == "extractive" for n in nodes) and any("raptor.max_usd" in n for n in out["notes"])
+    # extractive asked for: no call at all, even with a key
+    build_raptor(deps, cfg.with_overrides({"raptor.summaries": "extractive"}), WS)
+    assert len(anthropic_stub.state.messages()) == sent
+
+
+def test_raptor_dot_draws_the_tree_top_down_within_its_node_cap(deps: Deps) -> None:
+    from core.app.raptor_ops import build_raptor, raptor_dot
+
+    six = [(f"d{i}.md", f"# Note {i}\n\nNote {i} says the pump station {i} reports pressure hourly.\n".encode())
+           for i in range(6)]
+    ingest_files(six, store=deps.store, embedder=deps.embedder, config=PipelineConfig())
+    assert raptor_dot(deps.store, WS) == ""
+    out = build_raptor(deps, PipelineConfig().with_overrides({"raptor.cluster_size": 2}), WS)
+    nodes, _ = deps.store.raptor.nodes(WS)
+    dot = raptor_dot(deps.store, WS)
+    assert dot.startswith("digraph raptor {") and all(f'"{n.node_id}" [label=' in dot for n in nodes)
+    edges = dot.count(" -> ")
+    assert edges == sum(len(n.children) for n in nodes if n.level > 1) and out["mode"] == "full" and len(nodes) > 2
+    capped = raptor_dot(deps.store, WS, max_nodes=1)
+    assert capped.count("[label=") == 2 and f"+{len(nodes) - 1} more" in capped  # the root and the 'more' line
+    again = build_raptor(deps, PipelineConfig().with_overrides({"raptor.cluster_size": 2}), WS, full=False)
+    assert again["mode"] == "unchanged" and again["rewritten"] == 0

@@ -74,3 +74,11 @@ class RaptorConfig(Section):
     k: int = Field(30, ge=1, le=500, description="chunk candidates the stage hands to fusion")
     weight: float = Field(1.0, ge=0, description="RRF weight of the raptor list when fused")
     seed: int = Field(42, description="k-means seed: the same vectors give the same tree")
+    summaries: Literal["auto", "extractive", "llm"] = Field(
+        "auto", description="build: who writes a cluster's summary: extractive (its members' most shared sentences, "
+                            "verbatim), llm (Claude; extractive, saying so, without a key) or auto (Claude when a key "
+                            "is set); each node is labelled with how it was written")
+    llm_model: str = Field("claude-haiku-4-5", description="build: the model that writes llm summaries")
+    max_usd: float = Field(1.0, ge=0, le=100, description="build: dollars Claude's summaries of one build or update "
+                                                          "may cost; a summary whose worst case does not fit what is "
+                                                          "left is extractive")
