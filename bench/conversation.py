@@ -4,8 +4,10 @@ form cites?
     .venv/bin/python bench/conversation.py [--db FILE] [--set dev|holdout]
 
 bench/sets/conversation_sample.jsonl (dev: the condense rule was revised once after its first run on it) and
-bench/sets/conversation_sample_holdout.jsonl (holdout: written before that revision, reported): 15 two-turn exchanges
-each (30 turns; 13 English, 2 Russian), each follow-up with the standalone question a reader would write. Each
+bench/sets/conversation_sample_holdout.jsonl (written before that revision, reported once; dev since, as the next
+condense change was made after reading it) and bench/sets/conversation_sample_holdout2.jsonl (holdout2: 11 English
+and 4 Russian exchanges written before that change, the report split): 15 two-turn exchanges each (30 turns), each
+follow-up with the standalone question a reader would write. Each
 exchange: the opener runs alone; the follow-up runs with the opener as history (the `condense` stage rewrites it,
 offline); its standalone form runs with no history; as a control, the follow-up also runs as written, with no history.
 Scores: the answer cites the same first chunk as the standalone's (both refusing counts as the same), any cited chunk
@@ -32,7 +34,8 @@ from core.store import Store  # noqa: E402
 from core.types import Turn  # noqa: E402
 
 SETS = {"dev": ROOT / "bench" / "sets" / "conversation_sample.jsonl",
-        "holdout": ROOT / "bench" / "sets" / "conversation_sample_holdout.jsonl"}
+        "holdout": ROOT / "bench" / "sets" / "conversation_sample_holdout.jsonl",
+        "holdout2": ROOT / "bench" / "sets" / "conversation_sample_holdout2.jsonl"}
 
 
 def _words(t: str) -> set[str]:
