@@ -1,13 +1,15 @@
 """A scripted conversation over the sample corpus: does each follow-up, condensed offline, cite what its standalone
 form cites?
 
-    .venv/bin/python bench/conversation.py [--db FILE] [--set dev|holdout]
+    .venv/bin/python bench/conversation.py [--db FILE] [--set dev|holdout|holdout2|holdout3] [--label before|after]
 
 bench/sets/conversation_sample.jsonl (dev: the condense rule was revised once after its first run on it) and
 bench/sets/conversation_sample_holdout.jsonl (written before that revision, reported once; dev since, as the next
-condense change was made after reading it) and bench/sets/conversation_sample_holdout2.jsonl (holdout2: 11 English
-and 4 Russian exchanges written before that change, the report split): 15 two-turn exchanges each (30 turns), each
-follow-up with the standalone question a reader would write. Each
+condense change was made after reading it), bench/sets/conversation_sample_holdout2.jsonl (holdout2: 11 English and 4
+Russian exchanges; its pre-change run was read before the change, so it is dev too) and
+bench/sets/conversation_sample_holdout3.jsonl (holdout3: 11 English and 4 Russian exchanges written before the change
+and not run before it was made: the report split): 15 two-turn exchanges each (30 turns), each follow-up with the
+standalone question a reader would write. Each
 exchange: the opener runs alone; the follow-up runs with the opener as history (the `condense` stage rewrites it,
 offline); its standalone form runs with no history; as a control, the follow-up also runs as written, with no history.
 Scores: the answer cites the same first chunk as the standalone's (both refusing counts as the same), any cited chunk
@@ -35,7 +37,8 @@ from core.types import Turn  # noqa: E402
 
 SETS = {"dev": ROOT / "bench" / "sets" / "conversation_sample.jsonl",
         "holdout": ROOT / "bench" / "sets" / "conversation_sample_holdout.jsonl",
-        "holdout2": ROOT / "bench" / "sets" / "conversation_sample_holdout2.jsonl"}
+        "holdout2": ROOT / "bench" / "sets" / "conversation_sample_holdout2.jsonl",
+        "holdout3": ROOT / "bench" / "sets" / "conversation_sample_holdout3.jsonl"}
 
 
 def _words(t: str) -> set[str]:
@@ -45,7 +48,8 @@ def _words(t: str) -> set[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--db", default=str(ROOT / "data" / "bench" / "synthesis.duckdb"))
-    ap.add_argument("--set", choices=list(SETS), default="holdout")
+    ap.add_argument("--set", choices=list(SETS), default="holdout3")
+    ap.add_argument("--label", default="", help="appended to the results name (before / after a change)")
     args = ap.parse_args()
     path = SETS[args.set]
     cfg = PipelineConfig().with_overrides({"answer_cache.enabled": False})
@@ -83,7 +87,7 @@ def main() -> None:
                "no_history_same_first_citation": round(
                    100 * sum(r["no_history_same_first_citation"] for r in rows) / n, 1)}
     print(table(list(summary), [list(summary.values())]))
-    write_result(f"conversation_{args.set}", {"db": args.db,
+    write_result(f"conversation_{args.set}" + (f"_{args.label}" if args.label else ""), {"db": args.db,
                                               "config": "default, offline (no key), answer_cache.enabled = false",
                                               "set": str(path.relative_to(ROOT)), "seconds": round(time.perf_counter() - t0, 1),
                                   "summary": summary, "rows": rows})
