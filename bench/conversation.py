@@ -50,6 +50,7 @@ def main() -> None:
     ap.add_argument("--db", default=str(ROOT / "data" / "bench" / "synthesis.duckdb"))
     ap.add_argument("--set", choices=list(SETS), default="holdout3")
     ap.add_argument("--label", default="", help="appended to the results name (before / after a change)")
+    ap.add_argument("--code", default="", help="what code ran, when not this checkout's (e.g. a base commit's archive)")
     args = ap.parse_args()
     path = SETS[args.set]
     cfg = PipelineConfig().with_overrides({"answer_cache.enabled": False})
@@ -87,7 +88,8 @@ def main() -> None:
                "no_history_same_first_citation": round(
                    100 * sum(r["no_history_same_first_citation"] for r in rows) / n, 1)}
     print(table(list(summary), [list(summary.values())]))
-    write_result(f"conversation_{args.set}" + (f"_{args.label}" if args.label else ""), {"db": args.db,
+    write_result(f"conversation_{args.set}" + (f"_{args.label}" if args.label else ""), {
+                                              **({"code": args.code} if args.code else {}), "db": args.db,
                                               "config": "default, offline (no key), answer_cache.enabled = false",
                                               "set": str(path.relative_to(ROOT)), "seconds": round(time.perf_counter() - t0, 1),
                                   "summary": summary, "rows": rows})

@@ -654,8 +654,9 @@ def raptor_twowiki(d: dict[str, Any], file: str) -> list[str]:
 def conversation(d: dict[str, Any], file: str) -> list[str]:
     """bench/conversation.py: follow-ups condensed offline against their standalone forms."""
     s = d.get("summary") or {}
-    out = [f"### Conversation: {s.get('turns')} scripted turns over the sample corpus ({file.split('_')[-1][:-5]})", "",
-           caption(file, d), "",
+    name = file[len("conversation_"):-len(".json")].replace("_", ", ")
+    out = [f"### Conversation: {s.get('turns')} scripted turns over the sample corpus ({name})", "",
+           caption(file, d), "", *([f"Code: {d['code']}.", ""] if d.get("code") else []),
            f"`{d.get('set')}`; {d.get('config')}. A follow-up scores when its answer cites the same first chunk as "
            "its standalone form (both refusing counts).", ""]
     out.append(md_table(["follow-ups", "both answered", "same first citation %", "any common citation %",
@@ -2099,6 +2100,12 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("synthesis_before.json", synthesis),
         ("synthesis_after.json", synthesis),
         ("synthesis_ceiling.json", synthesis),
+        ("conversation_holdout3_before.json", conversation),
+        ("conversation_holdout3_after.json", conversation),
+        ("conversation_holdout2_before.json", conversation),
+        ("conversation_holdout2_after.json", conversation),
+        ("conversation_holdout_head.json", conversation),
+        ("conversation_holdout_after.json", conversation),
         ("conversation_holdout.json", conversation),
         ("conversation_dev.json", conversation),
         ("raptor.json", raptor),

@@ -41,6 +41,29 @@ def test_russian_follow_ups_carry_the_previous_subject() -> None:
     assert a.text == "Сроки (AB-100)?" and a.method == "appended"
 
 
+def test_slots_of_their_own_kind_quoted_names_and_the_person_a_who_question_named() -> None:
+    # a setting's key swaps for a setting's key, not for the product named beside it
+    k = condense_offline("А MAX_RETRIES?", [Turn("Какое значение AUTH_TTL_SEC рекомендуется для Tidewater?")])
+    assert k.text == "Какое значение MAX_RETRIES рекомендуется для Tidewater?" and k.method == "replaced"
+    # a month swaps for a month (with its year), not for a name
+    m = condense_offline("And in March?", [Turn("What was the uptime of Project Kite in June 2024?")])
+    assert m.text == "What was the uptime of Project Kite in March?"
+    # a quoted name is carried whole
+    assert condense_offline("Кто им руководит?", [Turn("Что такое проект «Белый ветер»?")]).text == \
+        "Кто им (Белый ветер) руководит?"
+    # 'he' / 'она' after a 'who' question: the person its answer named, not the question's subject
+    who = [Turn("Who is the finance director of Acme?", "Jane Roe is the finance director of Acme. [c1]")]
+    p = condense_offline("What is she responsible for?", who)
+    assert (p.text, p.carried) == ("What is Jane Roe responsible for?", ("Jane Roe",))
+    ru = [Turn("Кто руководит офисом в Алматы?", "Офисом руководит Айгерим Садыкова. [c2]")]
+    assert condense_offline("Какой проект она ведёт?", ru).text == "Какой проект она (Айгерим Садыкова) ведёт?"
+    # no 'who' asked, or a refusal: the previous question's subject as before
+    assert condense_offline("What is he doing?", [Turn("Who is the CFO?", "The corpus does not say.")]).text == \
+        "What is CFO doing?"
+    assert condense_offline("Who leads it?", [Turn("When did Project Kite start?", "Jane Roe said May. [c]")]
+                            ).text == "Who leads Project Kite?"
+
+
 def test_claude_rewrites_with_a_key_and_the_offline_rule_stands_in_when_it_fails() -> None:
     llm = ScriptedLLM(lambda req: {"question": "Who leads Project Kite?"})
     c = condense("who runs it", [Turn("When did Project Kite start?", "In May.")], llm, use_llm=True)

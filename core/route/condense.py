@@ -24,11 +24,25 @@ _OPENERS = re.compile(r"^(?:and|but|also|what about|how about|and what about|the
                       re.IGNORECASE)
 
 
+_QUOTED = re.compile(r"«([^»]{2,60})»|“([^”]{2,60})”|\"([^\"]{2,60})\"")
+_MONTHS = frozenset("""january february march april may june july august september october november december
+январь февраль март апрель май июнь июль август сентябрь октябрь ноябрь декабрь января февраля марта апреля мая
+июня июля августа сентября октября ноября декабря январе феврале марте апреле мае июне июле августе сентябре
+октябре ноябре декабре""".split())
+_PERSON_EN = frozenset({"he", "she", "him", "her", "his"})
+_PERSON_RU = frozenset("он она его её ее ему ей него неё нее ним ней нему нею".split())
+_WHO = frozenset({"who", "whom", "whose", "кто", "кого", "кому"})
+_CITE = re.compile(r"\s*\[[^\]]{1,80}\]")
+_WORD_OR_STOP = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*|[^\w\s]", re.UNICODE)  # words (no digits) and punctuation
+
+
 def _entity_runs(text: str) -> list[str]:
-    """Names, identifiers, periods and numbers of a question: runs of capitalised or numbered words (the first word
-    counts only when it is no question word)."""
+    """Names, identifiers, periods and numbers of a question: a quoted phrase («...», "...") as a whole, then runs of
+    capitalised or numbered words (the first word counts only when it is no question word)."""
+    quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)]
+    text = _QUOTED.sub(" , ", text)
     toks = _TOKEN.findall(text)
-    runs: list[list[str]] = []
+    runs: list[list[str]] = [[q] for q in quoted]
     cur: list[str] = []
     for i, t in enumerate(toks):
         named = (any(ch.isdigit() for ch in t) or t[:1].isupper() or (len(t) > 1 and t.isupper())) and \
@@ -48,13 +62,33 @@ def _shape(entity: str) -> str:
     e = entity.strip()
     if re.fullmatch(r"Q[1-4](?:\s+\d{4})?", e, re.IGNORECASE):
         return "quarter"
+    if e.split()[0].lower() in _MONTHS:  # 'August', 'September 2024': a month is a period, not a name
+        return "month"
     if re.fullmatch(r"(?:19|20)\d{2}", e):
         return "year"
     if re.fullmatch(r"[\d.,]+%?", e):
         return "number"
-    if any(ch.isdigit() for ch in e):
-        return "id"
+    if any(ch.isdigit() for ch in e) or "_" in e or (len(e) > 2 and e.isupper() and " " not in e):
+        return "id"  # AB-100, TLS_VERSION_MIN, HTTP: an identifier or a setting's key, not a name
     return "name"
+
+
+def _person_answered(turn: Turn) -> str:
+    """The person a 'who' question's answer named first (two or more capitalised words not in the question), for a
+    follow-up's 'he' / 'she' / 'она'; "" when the turn asked no 'who' or its answer names nobody new."""
+    words = [w.lower() for w in _TOKEN.findall(turn.standalone)]
+    if not words or words[0] not in _WHO or not turn.answer.strip() or turn.answer.startswith("The corpus does not say"):
+        return ""
+    asked = turn.standalone.lower()
+    run: list[str] = []
+    for tok in _WORD_OR_STOP.findall(_CITE.sub(" . ", turn.answer)) + ["."]:
+        if tok[:1].isupper():
+            run.append(tok)
+            continue
+        if len(run) >= 2 and " ".join(run).lower() not in asked:
+            return " ".join(run)
+        run = []
+    return ""
 
 
 @dataclass(frozen=True)
@@ -134,6 +168,9 @@ def condense_offline(question: str, history: Sequence[Turn]) -> Condensed:
     if not subject:
         return Condensed(q, q, "unchanged", notes=("standalone: the previous question names no subject to carry",))
     carried = " ".join(subject[:2]) if len(" ".join(subject[:2])) <= 60 else subject[0]
+    person = _person_answered(history[-1]) if any(w in _PERSON_EN or w in _PERSON_RU for w in words) else ""
+    if person:  # 'Who is the CFO?' ... 'What is he responsible for?': 'he' is the person the answer named
+        carried = person
     if carried.lower() not in q.lower():
         for i, w in enumerate(toks):
             low = w.lower()
