@@ -95,7 +95,8 @@ def query_stage_costs(runs: Sequence[RunRecord]) -> pd.DataFrame:
 # -- readable runs, builds and the query side of the embedding cache (issue #28) ----------------------------------
 
 # Ledger purposes a query's own stages record (router, transforms, agent, answer...): everything else is a build.
-QUERY_PURPOSES = frozenset({"answer", "route", "agent", "grade", "rerank", "cag", "graph_map", "graph_reduce"})
+QUERY_PURPOSES = frozenset({"answer", "route", "agent", "grade", "rerank", "cag", "graph_map", "graph_reduce",
+                            "answer_map", "answer_reduce", "answer_refine", "condense"})
 BUILD_COLUMNS = ["build", "kind", "started", "calls", "texts embedded", "vectors from cache", "input_tokens",
                  "cache_write_tokens", "cache_read_tokens", "output_tokens", "cache_read_share", "usd", "usd_uncached",
                  "saved_usd"]

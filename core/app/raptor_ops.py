@@ -3,6 +3,7 @@ frame and as a drawing."""
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any, Callable
 
 import pandas as pd
@@ -42,7 +43,8 @@ def _summariser(deps: Deps, cfg: PipelineConfig, workspace: str) -> tuple[Summar
     if not deps.llm.available:
         return extractive_summariser(r.summary_sentences), None, [
             f"raptor.summaries = llm but {deps.llm.reason}: extractive summaries instead"]
-    claude = ClaudeSummaries(deps.llm, r.llm_model, r.max_usd, r.summary_sentences, workspace)
+    claude = ClaudeSummaries(deps.llm, r.llm_model, r.max_usd, r.summary_sentences, workspace,
+                             run_id=uuid.uuid4().hex)
     return claude, claude, []
 
 

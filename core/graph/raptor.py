@@ -157,6 +157,7 @@ class ClaudeSummaries:
     max_usd: float
     sentences: int
     workspace: str = DEFAULT_WORKSPACE
+    run_id: str = "raptor"  # one build's calls share it (the Costs page groups a build's calls by it)
     spent: float = 0.0
     calls: int = 0
     fallbacks: int = 0
@@ -179,7 +180,7 @@ class ClaudeSummaries:
             self.fallbacks += 1
             return extractive_summary(texts, sentences=self.sentences), "extractive"
         try:
-            resp = self.llm.complete(req, workspace=self.workspace, run_id="raptor")
+            resp = self.llm.complete(req, workspace=self.workspace, run_id=self.run_id)
         except LLMError as exc:
             self.fallbacks += 1
             self.notes.append(f"Claude summary failed ({exc}): extractive instead")
