@@ -420,9 +420,10 @@ def llm_synthesis(mode: str, question: str, candidates: Sequence[Candidate], llm
         worst = synthesis_worst_usd(mode, question, candidates, model=model, max_tokens=max_tokens,
                                     reduce_instructions=reduce_instructions)
         if worst > spend.left() + 1e-12:
+            outer = " or the caller's budget" if current_limits() is not None else ""
             raise SynthesisBudget(f"Claude {mode} not started: its worst case ${worst:.4f} over {len(candidates)} "
                                   f"chunk(s) is above the ${max(spend.left(), 0.0):.4f} it may spend (answer.max_usd "
-                                  f"${max_usd:.2f}{' or the caller' + chr(39) + 's budget' if current_limits() else ''})")
+                                  f"${max_usd:.2f}{outer})")
 
     def final(data: Mapping[str, Any]) -> AnswerResult:
         cited = [str(c) for c in data.get("citations") or [] if str(c) in given]

@@ -69,7 +69,7 @@ def _shape(entity: str) -> str:
     if re.fullmatch(r"[\d.,]+%?", e):
         return "number"
     if any(ch.isdigit() for ch in e) or "_" in e or (len(e) > 2 and e.isupper() and " " not in e):
-        return "id"  # AB-100, TLS_VERSION_MIN, HTTP: an identifier or a setting's key, not a name
+        return "id"  # AB-100, MAX_RETRIES, HTTP: an identifier or a setting's key, not a name
     return "name"
 
 
