@@ -912,7 +912,8 @@ def _answered_by_tools(q: _Query, out: ToolOutcome, config: PipelineConfig, c: P
         tracer.add(Stage.ANSWER, (), 0.0, notes=["the rows of the SQL step and the passage that named "
                                                  f"{out.bridge['value']}"], info=AnswerInfo.of(answer, Stage.EVIDENCE))
     elif not out.passages:
-        answer = Answer(f"{out.table_answer} (SQL over the workspace's tables: {' ; then '.join(out.sql)})",
+        early = f" (stopped early: {out.stop_reason})" if out.stop_reason != "answered" else ""
+        answer = Answer(f"{out.table_answer} (SQL over the workspace's tables: {' ; then '.join(out.sql)}){early}",
                         tool_citations(out), False, "sql")
         tracer.add(Stage.ANSWER, (), 0.0, notes=[f"the rows of the last of {len(out.sql)} SQL step(s)"],
                    info=AnswerInfo.of(answer, Stage.EVIDENCE))
@@ -923,6 +924,9 @@ def _answered_by_tools(q: _Query, out: ToolOutcome, config: PipelineConfig, c: P
         if answer is not None and out.rows and not answer.refused:
             answer = replace(answer, text=f"From the tables: {out.table_answer}.\n\n{answer.text}",
                              citations=tool_citations(out, answer.citations))
+        elif answer is not None and out.rows:  # the rows answer their part; the documents did not answer the rest
+            answer = replace(answer, text=f"From the tables: {out.table_answer}. The documents do not answer the "
+                                          f"rest: {answer.text}", citations=tool_citations(out), refused=False)
     return _finish(q, tracer, config, deps, log, answer, out.as_dict())
 
 
@@ -1015,6 +1019,9 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
     tools = _tool_agent(q, c, deps, tracer, sql) if reuse_route is None and tables else None
     if tools is not None and tools.found:
         return _answered_by_tools(q, tools, config, c, deps, tracer, log)
+    if tools is not None:
+        tracer.notes.append(f"the agent's tools found nothing ({tools.declined or tools.stop_reason}): answered as "
+                            "usual")
     if sql is not None and sql.route.kind == "table" and sql.answered:
         return _answered_by_sql(q, sql, config, deps, tracer, log)
     if decision is not None and not decision.retrieves:

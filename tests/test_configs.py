@@ -87,13 +87,13 @@ def test_config_diff_lists_only_changed_settings() -> None:
 # context.reindex, context.major_share, graph.follow_ingest and graph.communities; issue #30 answer.synthesis (auto:
 # comparisons and the multi-hop route synthesize) and the raptor section; router.dense_guard_min_cosine (#34).
 PINNED_HASHES = {
-    "default": ({}, "be8136c3f78d"),
-    "rerank off": ({"rerank.enabled": False}, "49cac7866fee"),
-    "heuristic context": ({"context.variant": "heuristic"}, "ffe7f91cddb7"),
-    "router off": ({"router.enabled": False}, "dd987b08ab5d"),
-    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "8d192a7daf49"),
-    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "c95519ae977a"),
-    "torch runtime": ({"embedding.runtime": "torch"}, "f89196a224e2"),
+    "default": ({}, "971e318cbe87"),
+    "rerank off": ({"rerank.enabled": False}, "54611317b03e"),
+    "heuristic context": ({"context.variant": "heuristic"}, "706d17ab2bdb"),
+    "router off": ({"router.enabled": False}, "c4a95c4539e5"),
+    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "e8b624b1683d"),
+    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "97999ae4c1e0"),
+    "torch runtime": ({"embedding.runtime": "torch"}, "17f5159db724"),
 }
 
 

@@ -328,7 +328,7 @@ def _call(state: _State, box: Toolbox, tool: str, args: Mapping[str, str], who: 
 # name words a table records the parent under.
 _CHILDREN = re.compile(r"\b(subsidiar(?:y|ies)|child(?:ren)? compan(?:y|ies)|daughter compan(?:y|ies)|divisions?|"
                        r"affiliates?|branches|member compan(?:y|ies))\b")
-_PARENT_COLUMN_WORDS = frozenset({"parent", "owner", "holding", "group", "mother"})
+_PARENT_COLUMN_WORDS = ("parent", "holding", "group", "mother", "owner")  # in order of preference
 # "the client whose ...", "the error code that ...": an entity the question defines by a clause, not by a value.
 _CLAUSE = re.compile(r"\bthe ((?:[a-z0-9][a-z0-9_-]* ){0,2}?[a-z0-9][a-z0-9_-]*) (whose|that|which|who) "
                      r"((?:(?!, and\b)[^?.!;])+)")
@@ -439,7 +439,9 @@ def find_lookup(question: str, tables: Sequence[TableInfo], values: Values) -> L
             used: list[tuple[int, int]] = []
             include_self = ""
             why = ""
-            parent_cols = [c for c, t in a.columns if t == "VARCHAR" and set(_words(c)) & _PARENT_COLUMN_WORDS]
+            parent_cols = sorted((c for c, t in a.columns if t == "VARCHAR" and set(_words(c)) & set(_PARENT_COLUMN_WORDS)),
+                                 key=lambda c: min(_PARENT_COLUMN_WORDS.index(w) for w in _words(c)
+                                                   if w in _PARENT_COLUMN_WORDS))
             if rel and parent_cols:
                 before = [h for h in a_hits if h[3] <= rel.start() and h[0] in (key, *parent_cols)]
                 if before:
@@ -521,8 +523,8 @@ def _explained_by(word: str, tables: Sequence[TableInfo], values: Values) -> boo
 
 
 def _asks_unknown(question: str, tables: Sequence[TableInfo], values: Values) -> str:
-    """'Which modem does the gateway with the fewest units use?': SQL picks the entity (a superlative phrase), but
-    what is asked of it (modem) is no table's name, column or value: the documents say it. '' otherwise."""
+    """'Which motor does the pump with the fewest faults use?': SQL picks the entity (a superlative phrase), but
+    what is asked of it (motor) is no table's name, column or value: the documents say it. '' otherwise."""
     q = _norm(question)
     asked = _ASKED.match(q)
     if not asked or not _SUPERLATIVE.search(q) or _explained_by(asked.group(1), tables, values):
@@ -531,7 +533,7 @@ def _asks_unknown(question: str, tables: Sequence[TableInfo], values: Values) ->
 
 
 def find_selection(question: str, tables: Sequence[TableInfo], values: Values) -> tuple[str, str] | None:
-    """'the critical FieldOS error code': values of a table's columns and the noun of its key column, no key value and
+    """'the high-level pump fault code': values of a table's columns and the noun of its key column, no key value and
     no aggregate: the rows those values select (their keys), for the documents to be searched with. (sql, why)."""
     q = _norm(question)
     stems = _q_stems(q)
@@ -707,7 +709,7 @@ TOOLS_INSTRUCTIONS = (
     "Answer the user's question from the workspace. Tools: search (documents), sql (the tables below; one "
     "read-only SELECT, DuckDB), graph (an entity's neighbours). Call the tools you need, one step at a time; when "
     "you have the facts, answer briefly and cite the ids in square brackets of the rows and passages you used "
-    "([tool1:sql:revenue:1], [chunk id]). If the workspace does not answer, say so.")
+    "([tool1:sql:orders:1], [chunk id]). If the workspace does not answer, say so.")
 
 
 def _tool_result_block(call_id: str, res: ToolResult) -> dict[str, Any]:
@@ -716,12 +718,14 @@ def _tool_result_block(call_id: str, res: ToolResult) -> dict[str, Any]:
             **({"is_error": True} if not res.ok else {})}
 
 
-def _assistant_turn(text: str, calls: Sequence[ToolCall]) -> dict[str, Any]:
-    """The assistant turn as sent back: its text and each tool_use block (an input that is not an object goes back
-    as the empty object: the API takes only objects there; the error result says what was wrong)."""
+def _assistant_turn(text: str, calls: Sequence[ToolCall], rejected: set[int]) -> dict[str, Any]:
+    """The assistant turn as sent back: its text and each tool_use block. A call that failed its schema check goes
+    back with the empty object as input (the API takes only objects there, and a huge or hostile input would
+    otherwise ride along in every later prompt); its error result says what was wrong."""
     content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text.strip() else []
     content += [{"type": "tool_use", "id": c.id, "name": c.name,
-                 "input": c.input if isinstance(c.input, Mapping) else {}} for c in calls]
+                 "input": c.input if isinstance(c.input, Mapping) and i not in rejected else {}}
+                for i, c in enumerate(calls)]
     return {"role": "assistant", "content": content}
 
 
@@ -774,6 +778,7 @@ def run_llm(question: str, box: Toolbox, llm: LLM, *, model: str, budget: Budget
             break
         state.rounds += 1
         results: list[dict[str, Any]] = []
+        rejected: set[int] = set()
         for i, call in enumerate(calls):
             if i >= MAX_CALLS_PER_TURN:
                 res = ToolResult(str(call.name)[:60], {}, error=f"at most {MAX_CALLS_PER_TURN} tool calls per turn")
@@ -784,8 +789,10 @@ def run_llm(question: str, box: Toolbox, llm: LLM, *, model: str, budget: Budget
                 stop = why
             else:
                 res = _call_raw(state, box, call, clock)
+            if not res.args and res.error:
+                rejected.add(i)
             results.append(_tool_result_block(call.id or f"missing_{i}", res))
-        turns += [_assistant_turn(resp.text, calls), {"role": "user", "content": results}]
+        turns += [_assistant_turn(resp.text, calls, rejected), {"role": "user", "content": results}]
     out = ToolOutcome(tuple(state.stages), tuple(state.passages), tuple(state.rows), _answer_of(state.last_sql),
                       question, final, stop or "answered", state.spend.as_dict(), "llm", "llm", state.rounds,
                       state.calls, tuple(state.sql),
