@@ -39,6 +39,24 @@ QDIR = ROOT / "sample_corpus" / "tables" / "_questions"
 SETS = ("questions_mixed.jsonl", "questions.jsonl", "questions_holdout.jsonl", "questions_holdout2.jsonl")
 
 
+# Console figures of earlier runs of this bench (not results files), so what was seen before each change is on record.
+HISTORY = [
+    {"run": "first run, mixed set only, planner as first written (commit 9617520's planner minus the changes below)",
+     "mixed": "5 of 14 correct (35.7%), 7 wrong, 2 declined; routing planner 71.4%, classify 57.1%",
+     "then_changed": "search tool leaves out the tables' text form; a second question (', and what ...'), an asked "
+                     "noun no table has, and 'the <values> <key noun>' make a question mixed; the answer of an "
+                     "entity the documents name quotes the passage; a lookup is not needed when the question names "
+                     "the key. All read off the mixed set's failures, so the mixed set is seen from here on."},
+    {"run": "second run (commit 9617520), mixed set", "mixed": "11 of 14 correct (78.6%); routing planner 100%"},
+    {"run": "first run on every set (holdout and holdout2 never run before), text questions still counted in the "
+            "denominator", "mixed": "11/14", "dev": "36/49", "test": "17/24", "holdout": "22/28 (22/24 with a table "
+            "part: 91.7%)", "holdout2": "22/29 (22/25 with a table part: 88.0%)", "routing planner": "mixed 100, dev "
+            "100, test 95.8, holdout 100, holdout2 100",
+     "then_changed": "a ranking ('the client with the lowest revenue') is no lookup, and a clause holding a ranking "
+                     "is SQL's (t57, t58: test and dev questions); text questions left out of the denominator"},
+]
+
+
 def load(names: Sequence[str] = SETS) -> list[dict[str, Any]]:
     return [json.loads(line) for f in names for line in (QDIR / f).read_text().splitlines() if line.strip()]
 
@@ -95,7 +113,7 @@ def stub_plumbing(questions: Sequence[dict[str, Any]], db: Path) -> dict[str, An
             return "From the tools: see the rows [" + first_row_id(msgs) + "]."
         if state["loop"]:
             return [{"type": "tool_use", "id": f"l{turn}", "name": "search", "input": {"query": f"again {turn}"}}]
-        script = ([bad[state["i"] % 4]] if state["i"] % 4 == 0 else []) + [
+        script = ([bad[(state["i"] // 4) % 4]] if state["i"] % 4 == 0 else []) + [
             {"type": "tool_use", "id": f"s{turn}", "name": "sql", "input": {"query": q["sql"]}},
             {"type": "tool_use", "id": f"t{turn}", "name": "search", "input": {"query": q["question"]}}]
         if turn < len(script):
@@ -213,14 +231,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         by_form: dict[str, Counter] = defaultdict(Counter)
         for p in sel:
             by_form[p["form"]][p["outcome"]] += 1
-        oc = Counter(p["outcome"] for p in sel)
+        claimed = [p for p in sel if p["form"] != "text"]  # text questions have no table part: routing only
+        oc = Counter(p["outcome"] for p in claimed)
         conf: dict[str, Counter] = defaultdict(Counter)
         for p in sel:
             conf[p["route"]][p["planner_route"]] += 1
         r_plan = sum(p["route"] == p["planner_route"] for p in sel)
         r_cls = sum(p["route"] == p["classify_route"] for p in sel)
-        summary[split] = {"questions": len(sel), **{k: oc.get(k, 0) for k in ("correct", "wrong", "declined")},
-                          "answered_correctly_pct": round(100 * oc.get("correct", 0) / len(sel), 1),
+        summary[split] = {"questions": len(sel), "with_table_part": len(claimed),
+                          **{k: oc.get(k, 0) for k in ("correct", "wrong", "declined")},
+                          "answered_correctly_pct": round(100 * oc.get("correct", 0) / max(1, len(claimed)), 1),
                           "by_form": {f: dict(c) for f, c in sorted(by_form.items())},
                           "routing_planner_pct": round(100 * r_plan / len(sel), 1),
                           "routing_classify_pct": round(100 * r_cls / len(sel), 1),
@@ -230,9 +250,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             summary[split]["text_part"] = {"questions": len(tp), "cited": sum(bool(p["text_cited"]) for p in tp),
                                            "in_answer": sum(bool(p["text_in_answer"]) for p in tp)}
         s = summary[split]
-        rows.append([split, len(sel), s["correct"], s["wrong"], s["declined"], s["answered_correctly_pct"],
+        rows.append([split, len(sel), len(claimed), s["correct"], s["wrong"], s["declined"], s["answered_correctly_pct"],
                      s["routing_planner_pct"], s["routing_classify_pct"]])
-    print(table(["split", "questions", "correct", "wrong", "declined", "correct %", "routing planner %",
+    print(table(["split", "questions", "with table part", "correct", "wrong", "declined", "correct %", "routing planner %",
                  "routing classify %"], rows))
     for split, s in summary.items():
         print(f"  {split}: {json.dumps(s['by_form'])}")
@@ -263,6 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "stub_plumbing: a scripted stub (sql, then search, then an answer; a malformed call first for one "
             "question in four; the last question's model never stops calling tools): wiring only.",
         ],
+        "history": HISTORY,
         "timing_s": {"build_store": round(build_s, 1), "questions": round(run_s, 1)},
         "summary": summary, "stub_plumbing": plumbing, "per_question": per_q,
     }, Path(args.out) if args.out else None)

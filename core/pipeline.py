@@ -867,8 +867,9 @@ def _toolbox(q: _Query, c: PipelineConfig, deps: Deps) -> Toolbox:
 def _tool_agent(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer, sql: SqlOutcome | None
                 ) -> ToolOutcome | None:
     """The agent's tools (core/route/tools.py) when agent.tools asks for them: with a key Claude chooses them,
-    offline the planner chains them from the question's form. auto runs them only where one pass cannot answer
-    (a multi-step form offline; any table or mixed question with a key) in a workspace with tables."""
+    offline the planner chains them from the question's form. auto runs them only where one pass cannot answer,
+    in a workspace with tables: offline a multi-step form; with a key a mixed question, or a table question the
+    sql stage did not answer."""
     a = c.agent
     if a.tools == "off" or (a.tools == "auto" and sql is None):
         return None
@@ -876,8 +877,9 @@ def _tool_agent(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer, sql: S
     use_llm = deps.llm.available and c.router.method != "offline"
     plan = None if use_llm else plan_question(q.text, box)
     if a.tools == "auto" and (plan.form not in ("lookup_aggregate", "text_then_sql") if plan is not None
-                              else sql is None or sql.route.kind == "text"):
-        return None
+                              else sql is None or sql.route.kind == "text"
+                              or (sql.route.kind == "table" and sql.answered)):
+        return None  # offline: the one-shot sql stage keeps its forms; with a key: what it answered alone
     budget = Budget(a.max_rounds, a.max_llm_calls, a.max_tokens, a.max_usd, a.max_seconds)
     with call_limits(deadline=time.monotonic() + a.max_seconds, usd=a.max_usd):
         out = (run_llm(q.text, box, deps.llm, model=a.tools_model, budget=budget, workspace=q.workspace) if use_llm

@@ -186,7 +186,10 @@ def run_tool(box: Toolbox, tool: str, args: Mapping[str, str], n: int) -> ToolRe
     as an error result, never an exception: the model reads the reason and may try again."""
     if tool == "search":
         query, coll = args["query"], args.get("collection", "")
-        trace = box.search(query, coll)
+        try:
+            trace = box.search(query, coll)
+        except (ValueError, LLMError) as exc:  # a query the pipeline refuses, a transform's failed call
+            return ToolResult("search", dict(args), error=f"search failed: {str(exc)[:300]}")
         final = trace.final()
         found = tuple(final.candidates) if final is not None else ()
         cands = tuple(c.with_rank(i, None) for i, c in enumerate(
@@ -333,6 +336,10 @@ _PARENT_COLUMN_WORDS = ("parent", "holding", "group", "mother", "owner")  # in o
 _CLAUSE = re.compile(r"\bthe ((?:[a-z0-9][a-z0-9_-]* ){0,2}?[a-z0-9][a-z0-9_-]*) (whose|that|which|who) "
                      r"((?:(?!, and\b)[^?.!;])+)")
 _RELATED = re.compile(r"\b(?:related|connected|linked|tied) to (.+?)[?.!]*$")
+_SECOND = re.compile(r",?\s+and\s+(what|why|how|which|who|where|when)\b([^?]*)\??\s*$")
+_ASKED = re.compile(r"^\s*(?:which|what)\s+([a-z][a-z-]+)\b")
+_SUPERLATIVE = re.compile(r"\bthe [a-z0-9 -]{1,40}? (?:with|that had|that has|having|which had|which has) the "
+                          r"(?:most|highest|lowest|largest|smallest|fewest|least|biggest|greatest)\b")
 
 
 @dataclass(frozen=True)
@@ -421,6 +428,8 @@ def find_lookup(question: str, tables: Sequence[TableInfo], values: Values) -> L
     q = _norm(question)
     stems = _q_stems(q)
     rel = _CHILDREN.search(q)
+    if _SUPERLATIVE.search(q):
+        return None  # "the client with the lowest revenue": a ranking asks for a row, not an aggregate of a lookup
     for b in tables:
         targets = [c for c, t in b.columns if t in NUMERIC and _mentions(_words(c), stems)]
         if not targets and not _COUNT.search(q):
@@ -493,16 +502,10 @@ def find_clause(question: str, tables: Sequence[TableInfo], values: Values) -> C
                     continue
                 if any(c == col for c, _, _, _ in _hits(q, t, values)):
                     return None  # the question names the value itself
-                if len(content_terms(m.group(3))) < 2:
-                    return None
+                if len(content_terms(m.group(3))) < 2 or _aggregate_cue(m.group(3)) or _MAX.search(m.group(3)):
+                    return None  # "the client that had the highest revenue": a ranking SQL answers itself
                 return Clause(t, col, noun, m.group(3).strip(), (m.start(), m.end()))
     return None
-
-
-_SECOND = re.compile(r",?\s+and\s+(what|why|how|which|who|where|when)\b([^?]*)\??\s*$")
-_ASKED = re.compile(r"^\s*(?:which|what)\s+([a-z][a-z-]+)\b")
-_SUPERLATIVE = re.compile(r"\bthe [a-z0-9 -]{1,40}? (?:with|that had|that has|having|which had|which has) the "
-                          r"(?:most|highest|lowest|largest|smallest|fewest|least|biggest|greatest)\b")
 
 
 def _aggregate_cue(text: str) -> bool:
