@@ -401,9 +401,7 @@ def _longest(hits: Sequence[tuple[str, str, int, int]]) -> list[tuple[str, str, 
     return [h for h in hits if not any((o[3] - o[2]) > (h[3] - h[2]) and o[2] <= h[2] and h[3] <= o[3] for o in hits)]
 
 
-def _agg(q: str, target: str | None) -> str | None:
-    if target is None:
-        return "count(*)" if _COUNT.search(q) else None
+def _agg(q: str, target: str) -> str | None:
     if _AVG.search(q):
         return f"avg({_ident(target)})"
     if _MAX.search(q) and not _MIN.search(q):
@@ -432,8 +430,8 @@ def find_lookup(question: str, tables: Sequence[TableInfo], values: Values) -> L
         return None  # "the client with the lowest revenue": a ranking asks for a row, not an aggregate of a lookup
     for b in tables:
         targets = [c for c, t in b.columns if t in NUMERIC and _mentions(_words(c), stems)]
-        if not targets and not _COUNT.search(q):
-            continue
+        if not targets:
+            continue  # "how many clients are amber" counts one table's rows: the translator's, not a lookup
         b_cols = dict(b.columns)
         for a in tables:
             if a is b:
@@ -470,7 +468,7 @@ def find_lookup(question: str, tables: Sequence[TableInfo], values: Values) -> L
                         used.append((s, e))
                 if filters:
                     why = f"{' and '.join(f'{c} = {v}' for c, v in filters)} is in table {a.name}, the " \
-                          f"{targets[0] if targets else 'rows'} in {b.name}"
+                          f"{targets[0]} in {b.name}"
             if not filters:
                 continue
             b_filters = [(c, v) for c, v, s, e in b_hits if c != key
@@ -480,7 +478,7 @@ def find_lookup(question: str, tables: Sequence[TableInfo], values: Values) -> L
             if include_self:
                 lookup_sql = (f"SELECT DISTINCT {_ident(key)} FROM {_ident(a.name)} WHERE {where} OR "
                               f"{_ident(key)} = {_lit(include_self)} ORDER BY 1")
-            agg = _agg(q, targets[0] if targets else None)
+            agg = _agg(q, targets[0])
             if agg is None:
                 continue
             return Lookup(a, b, key, lookup_sql, agg, tuple(_where(b_filters)), why)
