@@ -277,16 +277,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         "parameters": {"questions": len(per_q), "sets": args.sets.split(","), "agent.tools": "on",
                        "answer.mode": "extractive", "embedder": deps.embedder.model_id},
         "notes": [
-            "questions_mixed.jsonl (split 'mixed') was committed before the planner was written; the other splits "
-            "are bench/tables.py's sets (dev and test read while the template translator was written; holdout and "
-            "holdout2 never read while the planner was written).",
+            "questions_mixed.jsonl (split 'mixed') was committed before the planner was written, then read to fix "
+            "it (see history: 5 of 14 at the first run); the other splits are bench/tables.py's sets. holdout and "
+            "holdout2 were first run at commit e1e69ff (22/24 and 22/25); the one change after that (a lookup needs "
+            "a named numeric column) was read off failures on every split, holdouts included: no split is unseen.",
+            "Forms count/sum/avg/min/max/group/topk/filter go through the same template translator as "
+            "bench/tables.py (its own figures are in tables.json); join and mixed are where the tools add steps.",
             "A question counts correct when the tools' last SQL step gives the known answer and, where the question "
             "has a text part, the answer cites a passage of the gold document holding the expected words. "
             "text_in_answer (the words in the answer's text) is reported apart: the offline answer picks sentences.",
             "Routing: label vs the planner's route (its form: lookup_aggregate -> table, text_then_sql / "
             "sql_then_text -> mixed) and vs core.route.sql.classify's.",
             "stub_plumbing: a scripted stub (sql, then search, then an answer; a malformed call first for one "
-            "question in four; the last question's model never stops calling tools): wiring only.",
+            "question in four; the last question's model never stops calling tools): wiring only. "
+            "messages_api_calls counts every call the stub answered, the router's and the sql stage's included; "
+            "budgets_held compares each run's own spend (the tool loop's) with the agent budgets.",
         ],
         "history": HISTORY,
         "timing_s": {"build_store": round(build_s, 1), "questions": round(run_s, 1)},
