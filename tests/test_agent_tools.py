@@ -323,3 +323,16 @@ def test_the_pipeline_lets_claude_choose_with_a_key(stub: Stub, store: Store) ->
     assert trace.answer.mode == "agent" and trace.answer.text.startswith("155")
     assert trace.answer.citations[0] == "tool2:sql:orders:1" and "tool1:sql:owners:1" in trace.answer.citations
     assert json.loads(json.dumps(trace.to_dict()))["agent"]["sql"][1].startswith("SELECT sum(amount_usd)")
+
+
+def test_the_search_lab_row_shows_each_tool_call_as_a_column(deps: Deps) -> None:
+    from pages import _answer_box, _widgets
+    from tests import lab_html
+
+    trace = run_query("What is the total amount of Acme Corp's subsidiaries?", PipelineConfig().with_overrides(QUICK),
+                      deps)
+    row = lab_html.columns(_widgets.stage_row_html(trace, doc_names={}, depth=5))
+    assert {"tools.plan", "tool1.sql", "tool2.sql", "evidence", "answer"} <= set(row)
+    assert row["tool2.sql"].cards and "sum(amount_usd): 155" in row["tool2.sql"].cards[0]
+    box = lab_html.answer_box(_answer_box.box_html(trace, cites=list(trace.answer.citations)))
+    assert box.text.startswith("155") and "tool2:sql:orders:1" in box.cites
