@@ -304,17 +304,13 @@ class _State:
         self.calls += 1
         self.stages.append(tool_stage(res, self.calls, ms, who))
         self.spend.charge(res.usage)
-        if res.tool == "search" and res.ok:
-            seen = {c.chunk_id for c in self.passages}
-            self.passages += [c for c in res.candidates if c.chunk_id not in seen]
-        elif res.tool == "sql" and res.result is not None:
+        if res.tool == "sql" and res.result is not None:
             self.rows += list(res.candidates)
             self.sql.append(res.result.sql)
             self.last_sql = res.result
-        elif res.tool == "graph" and res.ok:
+        elif res.ok:  # search passages, and the passages naming the graph's neighbours
             seen = {c.chunk_id for c in self.passages}
-            self.passages += [c for c in res.candidates if c.chunk_id not in seen and not c.chunk_id.startswith(
-                "graph:")]
+            self.passages += [c for c in res.candidates if c.chunk_id not in seen]
 
 
 def _call(state: _State, box: Toolbox, tool: str, args: Mapping[str, str], who: str,
