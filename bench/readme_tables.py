@@ -1650,6 +1650,37 @@ def tables_sql(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
+def agent_tools(d: dict[str, Any], file: str) -> list[str]:
+    """bench/agent_tools.py: the agent's offline planner per split and form, routing, and the stub's plumbing."""
+    out = ["### Agent tools: the offline planner on mixed text + table questions", "", caption(file, d), ""]
+    rows = []
+    for split, s in (d.get("summary") or {}).items():
+        forms = "; ".join(f"{f} {c.get('correct', 0)}/{sum(c.values())}" for f, c in (s.get("by_form") or {}).items()
+                          if f != "text")
+        rows.append([split, s.get("questions"), s.get("with_table_part"), s.get("correct"), s.get("wrong"),
+                     s.get("declined"), _pct((s.get("answered_correctly_pct") or 0) / 100), forms,
+                     _pct((s.get("routing_planner_pct") or 0) / 100), _pct((s.get("routing_classify_pct") or 0) / 100)])
+    if rows:
+        out += [md_table(["split", "questions", "with a table part", "correct", "wrong", "declined",
+                          "answered correctly", "per form (correct / questions)", "routing: planner",
+                          "routing: classify"], rows), ""]
+    tp = ((d.get("summary") or {}).get("mixed") or {}).get("text_part")
+    if tp:
+        out.append(f"Mixed set, text part: a cited passage of the right document holds the expected words for "
+                   f"{tp.get('cited')} of {tp.get('questions')}; the words are in the answer's text for "
+                   f"{tp.get('in_answer')}.")
+    stub = d.get("stub_plumbing") or {}
+    if stub:
+        out.append(f"With the loopback stub (plumbing only): {stub.get('questions')} questions, "
+                   f"{stub.get('tool_calls')} tool calls ({stub.get('tool_errors')} malformed, each answered with its "
+                   f"reason), {stub.get('messages_api_calls')} Messages API calls, budgets held in "
+                   f"{stub.get('budgets_held')} of {stub.get('questions')}, stop reasons "
+                   + ", ".join(f"{k[5:]} {v}" for k, v in sorted(stub.items()) if k.startswith("stop_")) + ".")
+    for note in d.get("notes") or []:
+        out.append(f"- {note}")
+    return out
+
+
 def answer_scorer(d: dict[str, Any], file: str) -> list[str]:
     """A learned answerability scorer for the offline answer, tried and not shipped (bench/answer_scorer.py): the
     support model's cross-validation with and without it, and what reading k sentences costs per query."""
@@ -2125,6 +2156,7 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
     ]),
     ("Tables and SQL", [
         ("tables.json", tables_sql),
+        ("agent_tools.json", agent_tools),
     ]),
     ("Search Lab responsiveness", [
         ("ui_latency.json", ui_latency),

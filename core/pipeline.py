@@ -47,9 +47,11 @@ from core.cascade.rerank import (
 from core.config import PipelineConfig
 from core.deps import Deps
 from core.graph.raptor import raptor_search
+from core.graph.search import entity_neighbours
 from core.graph.stages import graph_stages
 from core.ingest.context import index_variant, prepare_variant
 from core.models.embed import embed_with_cache, one_torch_thread
+from core.models.llm import call_limits
 from core.models.protocols import encode_query
 from core.retrieve.bm25 import BM25Index, BM25Params
 from core.retrieve.dense import MultilingualPlan, corpus_languages, multilingual_plan
@@ -75,6 +77,8 @@ from core.route.stage import (
     hybrid_search,
     transform_stages,
 )
+from core.route.tools import Neighbours, Toolbox, ToolOutcome, plan_question, run_llm, run_offline
+from core.route.tools import citations as tool_citations
 from core.text import detect_language, guess_language
 from core.types import (
     CONTEXT_KEY,
@@ -825,6 +829,109 @@ def _with_sql_values(q: _Query, sql: SqlOutcome | None) -> _Query:
     return replace(q, text=with_values(q.text, found), vec=None) if found else q
 
 
+def _toolbox(q: _Query, c: PipelineConfig, deps: Deps) -> Toolbox:
+    """The agent's tools over this workspace: a retrieval pass (answer, cache, router, agent and the sql stage off:
+    SQL is its own tool), the SQL sandbox with the template translator, and the graph's neighbours."""
+    inner = c.with_overrides({"agent.enabled": False, "agent.tools": "off", "answer.enabled": False,
+                              "answer_cache.enabled": False, "router.enabled": False})
+    tables = deps.store.tables.list(q.workspace)
+    seen: dict[tuple[str, str], list[Any]] = {}
+
+    def values(table: str, column: str) -> list[Any]:
+        if (table, column) not in seen:
+            seen[(table, column)] = deps.store.tables.values(q.workspace, table, column, MAX_VALUES)
+        return seen[(table, column)]
+
+    box = deps.store.tables.sandbox(q.workspace) if tables else None
+
+    def graph(entity: str) -> Neighbours | None:
+        snap = deps.graph.get(deps.store, q.workspace, c.graph.min_phrase_chunks)
+        if snap is None:
+            return None
+        got = entity_neighbours(entity, snap, deps.store, k=10, workspace=q.workspace)
+        if got is None:
+            return Neighbours(entity, False)
+        texts = deps.store.corpus.chunks_by_id([n[3] for n in got.neighbours if n[3]], q.workspace)
+        cands = tuple(Candidate(cid, doc, texts[cid].text, w, i, {"stage": "graph", "entity": name})
+                      for i, (name, _, w, cid, doc) in enumerate(got.neighbours, start=1) if cid in texts)
+        return Neighbours(got.name, True, tuple((n, t, w) for n, t, w, _, _ in got.neighbours), cands)
+
+    return Toolbox(
+        search=lambda text, coll: run_query(text, inner, deps, workspace=q.workspace, log=False, tables=False),
+        sql_question=(lambda text: sql_route(text, tables, values, box, llm=None, model=c.router.model,
+                                             workspace=q.workspace)) if box is not None else None,
+        sql_run=box.run if box is not None else None, graph=graph, tables=tables, values=values,
+        exclude_docs=frozenset(t.doc_id for t in tables))
+
+
+def _tool_agent(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer, sql: SqlOutcome | None
+                ) -> ToolOutcome | None:
+    """The agent's tools (core/route/tools.py) when agent.tools asks for them: with a key Claude chooses them,
+    offline the planner chains them from the question's form. auto runs them only where one pass cannot answer,
+    in a workspace with tables: offline a multi-step form; with a key a mixed question, or a table question the
+    sql stage did not answer."""
+    a = c.agent
+    if a.tools == "off" or (a.tools == "auto" and sql is None):
+        return None
+    box = _toolbox(q, c, deps)
+    use_llm = deps.llm.available and c.router.method != "offline"
+    plan = None if use_llm else plan_question(q.text, box)
+    if a.tools == "auto" and (plan.form not in ("lookup_aggregate", "text_then_sql") if plan is not None
+                              else sql is None or sql.route.kind == "text"
+                              or (sql.route.kind == "table" and sql.answered)):
+        return None  # offline: the one-shot sql stage keeps its forms; with a key: what it answered alone
+    budget = Budget(a.max_rounds, a.max_llm_calls, a.max_tokens, a.max_usd, a.max_seconds)
+    with call_limits(deadline=time.monotonic() + a.max_seconds, usd=a.max_usd):
+        out = (run_llm(q.text, box, deps.llm, model=a.tools_model, budget=budget, workspace=q.workspace) if use_llm
+               else run_offline(q.text, box, budget=budget, plan=plan))
+    tracer.stages.extend(out.stages)
+    if sql is not None:
+        tracer.notes.append(f"the agent's tools ({out.planner}, form {out.form}) answer this question; the sql "
+                            "stage's one-shot query is kept for comparison")
+    return out
+
+
+def _answered_by_tools(q: _Query, out: ToolOutcome, config: PipelineConfig, c: PipelineConfig, deps: Deps,
+                       tracer: Tracer, log: bool) -> Trace:
+    """The answer from the tools: Claude's own (citing rows and passages), else the rows (a table-only plan), else
+    the answer stage over the passages the tools found, read as the question with what SQL found in it."""
+    why = f"answered by the agent's tools ({out.planner} planner, form {out.form})"
+    for stage in (Stage.BM25, Stage.DENSE, Stage.FUSED, Stage.RERANK, Stage.PRUNE, Stage.MMR, Stage.EXPAND):
+        tracer.skip(stage, why)
+    tracer.add(Stage.EVIDENCE, out.passages or out.rows, 0.0, notes=[why],
+               info={"rows": len(out.rows), "passages": len(out.passages), "stop_reason": out.stop_reason})
+    answer: Answer | None = None
+    if not config.answer.enabled:
+        tracer.skip(Stage.ANSWER, "answer.enabled = false")
+    elif out.final_text:
+        answer = Answer(out.final_text, tool_citations(out), False, "agent")
+        tracer.add(Stage.ANSWER, (), 0.0, notes=[f"the model's answer after {out.calls} tool call(s)"],
+                   info=AnswerInfo.of(answer, Stage.EVIDENCE))
+    elif out.bridge and out.rows:  # the documents named the entity, SQL answered for it
+        answer = Answer(f"{out.table_answer} (SQL over the workspace's tables: {' ; then '.join(out.sql)}), for "
+                        f"{out.bridge['value']}: \"{out.bridge['sentence']}\" [{out.bridge['chunk_id']}]",
+                        tool_citations(out), False, "sql")
+        tracer.add(Stage.ANSWER, (), 0.0, notes=["the rows of the SQL step and the passage that named "
+                                                 f"{out.bridge['value']}"], info=AnswerInfo.of(answer, Stage.EVIDENCE))
+    elif not out.passages:
+        early = f" (stopped early: {out.stop_reason})" if out.stop_reason != "answered" else ""
+        answer = Answer(f"{out.table_answer} (SQL over the workspace's tables: {' ; then '.join(out.sql)}){early}",
+                        tool_citations(out), False, "sql")
+        tracer.add(Stage.ANSWER, (), 0.0, notes=[f"the rows of the last of {len(out.sql)} SQL step(s)"],
+                   info=AnswerInfo.of(answer, Stage.EVIDENCE))
+    else:
+        asked = replace(q, text=out.asked, vec=None) if out.asked != q.text else q
+        ran = tracer.run(Stage.ANSWER, lambda: _answer(asked, tracer.final(), c, deps, tracer))
+        answer = ran.answer if ran is not None else None
+        if answer is not None and out.rows and not answer.refused:
+            answer = replace(answer, text=f"From the tables: {out.table_answer}.\n\n{answer.text}",
+                             citations=tool_citations(out, answer.citations))
+        elif answer is not None and out.rows:  # the rows answer their part; the documents did not answer the rest
+            answer = replace(answer, text=f"From the tables: {out.table_answer}. The documents do not answer the "
+                                          f"rest: {answer.text}", citations=tool_citations(out), refused=False)
+    return _finish(q, tracer, config, deps, log, answer, out.as_dict())
+
+
 def _answer_cache(q: _Query, config: PipelineConfig, deps: Deps, key: CacheKey) -> CacheStep:
     """Encode the query (dense and graph reuse the vector) and look it up in this workspace's answer cache."""
     # With the verifier on, the same forward keeps the query's token vectors for it (no second encode).
@@ -862,7 +969,7 @@ def _served_from_cache(q: _Query, res: CacheLookup, config: PipelineConfig, deps
 
 def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str = DEFAULT_WORKSPACE,
               log: bool = True, reuse_route: RouteDecision | None = None, use_cache: bool | None = None,
-              history: Sequence[Turn] = ()) -> Trace:
+              history: Sequence[Turn] = (), tables: bool = True) -> Trace:
     """One query through every stage, each recorded by the tracer (run, or skipped with its reason).
     `reuse_route` (the agentic loop's first round, run with the router off): the question's own route, whose
     sub-queries and spent LLM call the transforms read, so a round never pays for a second rewrite.
@@ -870,7 +977,8 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
     serves this run though unlogged (the Search Lab's re-run after a settings change); False = it is skipped for
     this query, saying so (the Search Lab's "recompute").
     `history` (a conversation's earlier turns): the query is first condensed into a standalone question (the
-    `condense` stage), which every later stage, the answer cache's key included, reads."""
+    `condense` stage), which every later stage, the answer cache's key included, reads.
+    `tables` False: no sql stage (the agent's search tool: SQL is its own tool there)."""
     tracer = Tracer()
     if history:
         validate_query(query, config)
@@ -909,7 +1017,13 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
         c = decision.config
     # The workspace's tables: a question about them gets a query (and the table route its answer from the rows),
     # whatever the router made of it (a count is no chitchat, and a table is in scope).
-    sql = _sql(q, c, deps, tracer) if reuse_route is None else None
+    sql = _sql(q, c, deps, tracer) if reuse_route is None and tables else None
+    tools = _tool_agent(q, c, deps, tracer, sql) if reuse_route is None and tables else None
+    if tools is not None and tools.found:
+        return _answered_by_tools(q, tools, config, c, deps, tracer, log)
+    if tools is not None:
+        tracer.notes.append(f"the agent's tools found nothing ({tools.declined or tools.stop_reason}): answered as "
+                            "usual")
     if sql is not None and sql.route.kind == "table" and sql.answered:
         return _answered_by_sql(q, sql, config, deps, tracer, log)
     if decision is not None and not decision.retrieves:

@@ -12,6 +12,9 @@ Hostile modes for issue #33: `echo_headers` makes every answer quote the request
 string of a structured reply and in a tool_use block's input; streamed answers too); `usage_fault` makes every
 answer report bad usage (negative, huge, missing, non-numeric, cache-heavy, 1-hour writes, zero); a ("trickle",
 seconds) fault sends a normal answer one byte per `seconds`, headers included ("trickle_body": after the headers).
+Tool use (issue #29): a responder may return a list of content blocks (tool_use blocks among them) instead of text;
+the reply then stops with "tool_use" when it holds one. Tool definitions, tool_use inputs and tool_result contents
+are billed as input like text (their JSON, or the result's text).
 """
 from __future__ import annotations
 
@@ -71,7 +74,7 @@ class StubState:
     faults: deque = field(default_factory=deque)
     count_faults: deque = field(default_factory=deque)  # the same kinds, for POST /v1/messages/count_tokens
     requests: list[Recorded] = field(default_factory=list)
-    responder: Callable[[dict[str, Any]], str] | None = None
+    responder: Callable[[dict[str, Any]], Any] | None = None  # -> reply text, or a list of content blocks
     batches: dict[str, _Batch] = field(default_factory=dict)
     batch_polls_to_end: int = 1  # status polls before a batch ends
     echo_headers: bool = False  # every answer quotes the request headers (the key among them)
@@ -103,7 +106,11 @@ class StubState:
         bps = [i for i, b in enumerate(blocks) if "cache_control" in b]
         if len(bps) > 4:
             raise ValueError("A maximum of 4 blocks with cache_control may be provided")
-        toks = [stub_tokens(b.get("text", "")) for b in blocks]
+        toks = [stub_tokens(block_text(b)) for b in blocks]
+        if body.get("tools"):  # tool definitions come before the system prompt in the API's prompt
+            toks[0:0] = [stub_tokens(json.dumps(body["tools"]))]
+            blocks[0:0] = [{"type": "text", "text": json.dumps(body["tools"])}]
+            bps = [i for i, b in enumerate(blocks) if "cache_control" in b]
         if body.get("_count_only"):
             return {"input_tokens": sum(toks)}
         cum = list(itertools.accumulate(toks))
@@ -132,16 +139,22 @@ class StubState:
                     w1h += new if ttl == "1h" else 0
         echo = ("request headers: " + "; ".join(f"{k}: {v}" for k, v in (headers or {}).items())
                 if self.echo_headers else "")
-        text = self.responder(body) if self.responder else default_reply(body, echo)
-        content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+        reply = self.responder(body) if self.responder else default_reply(body, echo)
+        if isinstance(reply, list):  # content blocks as given (tool_use among them)
+            content: list[dict[str, Any]] = [dict(b) for b in reply]
+            text = json.dumps(reply)
+        else:
+            text = reply
+            content = [{"type": "text", "text": text}]
         if echo:
             content.append({"type": "tool_use", "id": "toolu_stub", "name": "echo", "input": {"headers": echo}})
         # Like the API, never more output than max_tokens (plain text is cut; a structured reply is kept whole).
         out = stub_tokens(text)
-        stop = "end_turn"
+        stop = "tool_use" if isinstance(reply, list) and any(b.get("type") == "tool_use" for b in content) \
+            else "end_turn"
         if out > body["max_tokens"]:
             stop, out = "max_tokens", body["max_tokens"]
-            if not (body.get("output_config") or {}).get("format"):
+            if not (body.get("output_config") or {}).get("format") and "text" in content[0]:
                 content[0]["text"] = text.encode()[: 4 * out].decode("utf-8", "ignore")
         usage: dict[str, Any] = {
             "input_tokens": total - read - write, "output_tokens": out,
@@ -152,6 +165,16 @@ class StubState:
             "id": f"msg_stub_{next(self.ids)}", "type": "message", "role": "assistant", "model": model,
             "content": content, "stop_reason": stop, "stop_sequence": None, "usage": usage,
         }
+
+
+def block_text(block: dict[str, Any]) -> str:
+    """The billed text of one content block: text, a tool_use's input as JSON, a tool_result's content."""
+    if block.get("type") == "tool_use":
+        return json.dumps(block.get("input"))
+    if block.get("type") == "tool_result":
+        inner = block.get("content")
+        return inner if isinstance(inner, str) else " ".join(b.get("text", "") for b in inner or [])
+    return block.get("text", "")
 
 
 def bad_usage(usage: dict[str, Any], fault: str, total: int) -> dict[str, Any]:

@@ -87,13 +87,13 @@ def test_config_diff_lists_only_changed_settings() -> None:
 # context.reindex, context.major_share, graph.follow_ingest and graph.communities; issue #30 answer.synthesis (auto:
 # comparisons and the multi-hop route synthesize) and the raptor section; router.dense_guard_min_cosine (#34).
 PINNED_HASHES = {
-    "default": ({}, "2d5226b21368"),
-    "rerank off": ({"rerank.enabled": False}, "af63601ff6fa"),
-    "heuristic context": ({"context.variant": "heuristic"}, "a9e036022522"),
-    "router off": ({"router.enabled": False}, "e34f72a32e07"),
-    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "9624fa164f1b"),
-    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "7dbaf2400495"),
-    "torch runtime": ({"embedding.runtime": "torch"}, "4b09c26696c2"),
+    "default": ({}, "20a111de9cd7"),
+    "rerank off": ({"rerank.enabled": False}, "2126c2b1a5b4"),
+    "heuristic context": ({"context.variant": "heuristic"}, "05bf51aaeeab"),
+    "router off": ({"router.enabled": False}, "15b9aec78521"),
+    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "913c1184f5d5"),
+    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "7633258f8805"),
+    "torch runtime": ({"embedding.runtime": "torch"}, "4a555592f7d5"),
 }
 
 

@@ -118,7 +118,7 @@ def test_new_renderers_tolerate_missing_keys_and_check_targets_against_the_file(
                readme_tables.route_twowiki, readme_tables.route_scifact, readme_tables.answer_support,
                readme_tables.answer_cache, readme_tables.answer_cache_replay, readme_tables.ui_latency,
                readme_tables.agent_decompose, readme_tables.agent_with_targets, readme_tables.cascade_scifact,
-               readme_tables.cache_embedders, readme_tables.answer_scorer):
+               readme_tables.cache_embedders, readme_tables.answer_scorer, readme_tables.agent_tools):
         assert fn({}, "x.json")[0].startswith("### ")
     ui = "\n".join(readme_tables.ui_latency({"median_s": 0.8, "max_s": 3.5,
                                              "targets": {"median_s": 1.0, "max_s": 3.0}}, "ui_latency.json"))

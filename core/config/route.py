@@ -121,6 +121,15 @@ class AgentConfig(Section):
                           "names, a lexical match)",
         json_schema_extra=chosen_in("bench/results/route_tune_gate.json", "the multi-hop route sets it false "
                                     "(core/route/routes.toml): about as good and much faster there"))
+    tools: Literal["off", "auto", "on"] = Field(
+        "auto", description="the agent's tools (search, sql, graph; core/route/tools.py): on = every question goes "
+                            "through them; auto = in a workspace with tables, questions whose form needs several "
+                            "steps (a lookup then an aggregate, an entity the documents name then SQL) and, with a "
+                            "key, every mixed question and the table questions the sql stage did not answer; off = "
+                            "never",
+        json_schema_extra=chosen_in("bench/results/agent_tools.json", "auto: the one-shot sql stage keeps the "
+                                    "forms it answers; the tools take the multi-step ones"))
+    tools_model: str = Field("claude-haiku-4-5", description="model that chooses the tools (Messages API tool use)")
 
 
 class CagConfig(Section):

@@ -431,3 +431,34 @@ def global_search(query: str, snap: GraphSnapshot, store: GraphSource, *, query_
                                    {"stage": "graph_global", "community": comm, "community_title": titles[comm]}))
     notes.append(f"{len(kept)} partial answers kept of {len(partials)}")
     return GlobalResult(cands, plan, partials, answer, usage, notes, cited)
+
+
+# -- one entity's neighbours (the agent's graph tool) --------------------------------------------------------------
+@dataclass(frozen=True)
+class EntityNeighbours:
+    """An entity the name resolved to and its neighbours, heaviest edge first: (name, type, weight, the chunk that
+    mentions the neighbour most, its document)."""
+
+    name: str
+    neighbours: tuple[tuple[str, str, float, str, str], ...]
+
+
+def entity_neighbours(name: str, snap: GraphSnapshot, store: GraphSource, *, k: int = 10,
+                      workspace: str = "default") -> EntityNeighbours | None:
+    """The node whose name or alias the text normalises to (else the longest run of its words that does), and its
+    `k` heaviest neighbours with the chunk that names each one most. None when no node matches."""
+    pos = snap.alias_index.get(normalise_name(name))
+    if pos is None:
+        seeds = [s for s in find_seeds(name, snap, seed_k=0) if s.how == "name" and s.score >= 1.0]
+        pos = seeds[0].pos if seeds else None
+    if pos is None:
+        return None
+    nbrs = snap.neighbours(pos)[:k]
+    ids = [snap.node_ids[j] for j, _ in nbrs]
+    best: dict[str, tuple[int, str, str]] = {}
+    for nc in store.graph.node_chunks(ids, workspace):
+        if nc.node_id not in best or nc.mentions > best[nc.node_id][0]:
+            best[nc.node_id] = (nc.mentions, nc.chunk_id, nc.doc_id)
+    out = tuple((snap.names[j], snap.types[j], float(w), best.get(snap.node_ids[j], (0, "", ""))[1],
+                 best.get(snap.node_ids[j], (0, "", ""))[2]) for j, w in nbrs)
+    return EntityNeighbours(snap.names[pos], out)

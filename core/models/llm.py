@@ -71,6 +71,12 @@ class LLMRequest:
     # The caller's own bound on the input tokens (e.g. the provider's count of the cached prefix plus a character
     # bound of the rest), the one its budget check used: reported usage above it is implausible and replaced.
     input_bound: int | None = None
+    # Tool use (the agent's tools, core/route/tools.py): tool definitions with JSON schemas, the conversation after
+    # the first user message (assistant tool_use turns and user tool_result turns, as Messages API dicts) and the
+    # tool choice ({"type": "none"} forces a text answer).
+    tools: tuple[Mapping[str, Any], ...] = ()
+    turns: tuple[Mapping[str, Any], ...] = ()
+    tool_choice: Mapping[str, Any] | None = None
 
     def breakpoints(self) -> int:
         return sum(b.cache for b in (*self.system, *self.user))
@@ -88,10 +94,24 @@ class LLMRequest:
         params: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens}
         if self.system:
             params["system"] = blocks(self.system)
-        params["messages"] = [{"role": "user", "content": blocks(self.user)}]
+        params["messages"] = [{"role": "user", "content": blocks(self.user)}, *(dict(t) for t in self.turns)]
+        if self.tools:
+            params["tools"] = [dict(t) for t in self.tools]
+        if self.tool_choice is not None:
+            params["tool_choice"] = dict(self.tool_choice)
         if self.json_schema is not None:
             params["output_config"] = {"format": {"type": "json_schema", "schema": dict(self.json_schema)}}
         return params
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool_use block of a reply: its id, the tool's name and its input as the model sent it (redacted; any
+    JSON value or a string: the caller validates it against the tool's schema)."""
+
+    id: str
+    name: str
+    input: Any
 
 
 @dataclass(frozen=True)
@@ -107,6 +127,7 @@ class LLMResponse:
     # "no cache: prefix below the 4,096-token minimum".
     cache_note: str = ""
     usage_flag: str = ""  # "" when the provider's usage was plausible, else what was replaced and why
+    tool_calls: tuple[ToolCall, ...] = ()  # the reply's tool_use blocks, in order (requests with tools)
 
 
 @dataclass(frozen=True)
@@ -216,7 +237,10 @@ MAX_CHARS_PER_TOKEN = 32
 
 
 def _prompt_text(request: LLMRequest) -> str:
-    return "".join(b.text for b in (*request.system, *request.user))
+    text = "".join(b.text for b in (*request.system, *request.user))
+    if request.tools or request.turns:  # tool definitions and earlier turns are billed input too
+        text += json.dumps([*request.tools, *request.turns], default=str)
+    return text
 
 
 def input_token_bound(request: LLMRequest) -> int:
@@ -631,8 +655,12 @@ class AnthropicLLM:
         data = None
         if request.json_schema is not None:
             data = redact_value(parse_json(text)) if text.strip() or not tool_inputs else tool_inputs[0]
+        uses = [b for b in msg.content if getattr(b, "type", "") == "tool_use"]
+        calls = tuple(ToolCall(redact(str(getattr(b, "id", "") or ""))[:100],
+                               redact(str(getattr(b, "name", "") or ""))[:100], inp)
+                      for b, inp in zip(uses, tool_inputs)) if request.tools else ()
         return LLMResponse(text, model, usage, ms, data, uncached_usd(usage, request.model, batch=batch),
-                           redact(str(msg.stop_reason or "")), "; ".join(notes), u.flag)
+                           redact(str(msg.stop_reason or "")), "; ".join(notes), u.flag, calls)
 
     def _record(self, resp: LLMResponse, request: LLMRequest, workspace: str, run_id: str, *, batch: bool) -> None:
         if self.ledger is None:
