@@ -58,7 +58,19 @@ class RouteConfig:
 
 
 def load_routes(path: str | Path | None = None) -> dict[str, RouteConfig]:
+    """The named routes of a routes file, read again only when the file changed (its size and modification time):
+    every query reads them, and parsing the TOML was a third of the route stage's time."""
     p = Path(path) if path else ROUTES_FILE
+    try:
+        st = p.stat()
+    except OSError as exc:
+        raise RouteError(f"cannot read routes file {p}: {exc}") from exc
+    return dict(_parsed_routes(p, st.st_mtime_ns, st.st_size))
+
+
+@lru_cache(maxsize=16)
+def _parsed_routes(p: Path, mtime_ns: int, size: int) -> Mapping[str, RouteConfig]:
+    """load_routes' parse, cached per (file, modification time, size)."""
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -227,9 +239,14 @@ class ShippedRouter:
         self._char0 = len(word_terms)
         self._extra0 = self._char0 + len(char_terms)
         self.names = ([f"word '{w}'" for w in word_terms] + [f"chars '{g}'" for g in char_terms] + list(EXTRA_NAMES))
+        self._recent = lru_cache(maxsize=8)(self._features)
 
     def features(self, text: str, cov: float) -> tuple[np.ndarray, np.ndarray]:
-        """One question's non-zero features as (column indices, values) over words, characters, then the two extras."""
+        """One question's non-zero features as (column indices, values) over words, characters, then the two extras.
+        The last few are kept: route_offline's probabilities and explain read the same question's."""
+        return self._recent(text, cov)
+
+    def _features(self, text: str, cov: float) -> tuple[np.ndarray, np.ndarray]:
         wi, wv = _tfidf(_word_grams(text), self.word_index, self.word_idf)
         ci, cv = _tfidf(_char_grams(text), self.char_index, self.char_idf)
         extra = _extra(cov)[0]
