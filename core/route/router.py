@@ -58,22 +58,22 @@ class RouteConfig:
 
 
 def load_routes(path: str | Path | None = None) -> dict[str, RouteConfig]:
-    """The named routes of a routes file, read again only when the file changed (its size and modification time):
-    every query reads them, and parsing the TOML was a third of the route stage's time."""
+    """The named routes of a routes file. Every query reads the file (an edit applies to the next query); the parse
+    is kept per text, since parsing the TOML was a third of the route stage's time."""
     p = Path(path) if path else ROUTES_FILE
     try:
-        st = p.stat()
-    except OSError as exc:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         raise RouteError(f"cannot read routes file {p}: {exc}") from exc
-    return dict(_parsed_routes(p, st.st_mtime_ns, st.st_size))
+    return dict(_parsed_routes(p, text))
 
 
 @lru_cache(maxsize=16)
-def _parsed_routes(p: Path, mtime_ns: int, size: int) -> Mapping[str, RouteConfig]:
-    """load_routes' parse, cached per (file, modification time, size)."""
+def _parsed_routes(p: Path, text: str) -> Mapping[str, RouteConfig]:
+    """load_routes' parse of one routes file's text."""
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise RouteError(f"cannot read routes file {p}: {exc}") from exc
     routes: dict[str, RouteConfig] = {}
     for name, sec in data.items():
