@@ -87,8 +87,10 @@ def router_worker(root: Path, db: str, dataset: str, datasets: str, limit: int |
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    same = [r for r in rows if r["changed"] and r["routed"]["recall@5"] == r["unrouted"]["recall@5"]]
     for label, sel in (("all", rows), ("route_changed_result", [r for r in rows if r["changed"]]),
-                       ("route_did_not_change_result", [r for r in rows if not r["changed"]])):
+                       ("route_did_not_change_result", [r for r in rows if not r["changed"]]),
+                       ("route_changed_result_same_recall@5", same)):
         if not sel:
             out[label] = {"n": 0}
             continue
