@@ -80,3 +80,12 @@ def test_a_reused_stage_is_the_same_record(ingested: Deps) -> None:
             assert s == by[s.stage]  # same candidates, notes, info and the time it took when computed
     other = run_query("hotel cap per night", BASE, ingested, log=False, memo=memo)
     assert memo.reused["bm25"] == 1 and other.final() is not None  # another question shares nothing
+
+
+def test_a_sweep_shares_results_between_its_configurations(ingested: Deps) -> None:
+    from core.eval.sweep import run_sweep
+
+    res = run_sweep(_set(), [NamedConfig("base", BASE), NamedConfig("late", LATE)], ingested)
+    notes = {r.name: " ".join(r.notes) for r in res.rows}
+    assert "reused from an earlier configuration" in notes["late"] and "bm25 4/4" in notes["late"]
+    assert "rerank 4/4" in notes["late"] and "mmr" not in notes["late"].split("reused")[1].split(";")[0]

@@ -321,7 +321,7 @@ def run_config(
     before = [(Counter(m.reused), Counter(m.computed)) for m in memos or ()]
     for r in range(max(1, repeats)):
         rows = []
-        memo = memos[r] if memos else None
+        memo = memos[r] if memos and r < len(memos) else None
         for q in queries:
             rows.append(score_question(q, gs, cfg, deps, workspace=workspace, answer_judge=answer_judge, memo=memo))
             done += 1
@@ -421,13 +421,15 @@ def run_eval(
     gs: GoldenSet, configs: Sequence[NamedConfig], deps: Deps, *, workspace: str | None = None, repeats: int = 1,
     progress: Progress | None = None, save: bool = True, answer_judge: AnswerJudge | None = None,
     limit: int | None = None, engine: "EvalEngine | None" = None, reuse: bool = True,
+    memos: Sequence[StageMemo] | None = None,
 ) -> list[EvalRun]:
     """Prepare the corpus once, run every configuration (all questions of one config before the next, so indexes
     are built once per config), store each run, and return them in order. `engine` (e.g. core.eval.ray_eval's) scores
     the questions elsewhere; this process still prepares, aggregates with the same code and alone writes.
     `reuse` (the local engine): the configurations share one StageMemo per repeat, so a later configuration reuses
     every stage result whose inputs (question, the settings the stage and those before it read) an earlier one had;
-    each run reports what it reused (EvalRun.reuse and a note)."""
+    each run reports what it reused (EvalRun.reuse and a note). `memos` (one per repeat): shared with other calls
+    too (a sweep's configurations, each run alone)."""
     ws = gs.workspace or workspace or DEFAULT_WORKSPACE
     if getattr(deps.store, "read_only", False):  # scoring beside a running app: read what is there, write nothing
         resolved = resolve_gold(gs, deps.store, ws)
@@ -440,7 +442,10 @@ def run_eval(
     n = len(resolved.queries[:limit] if limit else resolved.queries)
     total = n * max(1, repeats) * len(configs)
     out = []
-    memos = [StageMemo() for _ in range(max(1, repeats))] if reuse and engine is None and len(configs) > 1 else None
+    if not reuse or engine is not None:
+        memos = None
+    elif memos is None and len(configs) > 1:
+        memos = [StageMemo() for _ in range(max(1, repeats))]
     if engine is not None:
         t0 = time.perf_counter()
         rows = engine.score(resolved, configs, deps, workspace=ws, repeats=max(1, repeats), limit=limit,
