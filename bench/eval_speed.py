@@ -117,7 +117,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def run_router(root: Path, db: Path, dataset: str, datasets: str, limit: int | None, rounds: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="eval_speed_router_") as tmp:
         copy = _copy_db(db, Path(tmp))
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(root)}
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(root), "RAG_MODEL_CACHE": str(db.parent / "models")}
         cmd = [sys.executable, str(HERE / "eval_speed.py"), "--worker", str(root), "--db", str(copy),
                "--dataset", dataset, "--datasets", datasets, "--rounds", str(rounds)]
         if limit:
@@ -140,7 +140,8 @@ def _copy_db(db: Path, into: Path) -> Path:
 def ab(root: Path, db: Path, configs: list[Path], extra: list[str] = ()) -> dict[str, Any]:
     """One cold A/B: a new process, a copy of the database (runs are stored), wall time and the runs' figures."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update({"HF_HUB_OFFLINE": "1", "PYTHONPATH": str(root)})
+    # The exported ONNX model beside the database, as a user's cold start finds it (a copy would rebuild it)
+    env.update({"HF_HUB_OFFLINE": "1", "PYTHONPATH": str(root), "RAG_MODEL_CACHE": str(db.parent / "models")})
     with tempfile.TemporaryDirectory(prefix="eval_speed_") as tmp:
         copy = _copy_db(db, Path(tmp))
         cmd = [sys.executable, "-m", "core", "eval", "--dataset", "sample", "--db", str(copy), "--json",
@@ -198,6 +199,8 @@ def main() -> None:
     ap.add_argument("--twowiki-limit", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--skip", nargs="*", default=[], choices=["ab", "router"])
+    ap.add_argument("--ab-order", default="no_reuse,shared,shared,no_reuse",
+                    help="the cold A/B runs in order (no_reuse / shared), alternating")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     db = Path(args.db)
@@ -215,7 +218,7 @@ def main() -> None:
         cfgs[1].write_text(json.dumps({"router": {"enabled": False}}))
         if "ab" not in args.skip:
             runs: dict[str, list[dict[str, Any]]] = {"shared": [], "no_reuse": []}
-            for i, name in enumerate(["no_reuse", "shared", "shared", "no_reuse"]):  # alternating, twice each
+            for name in args.ab_order.split(","):
                 runs[name].append(ab(ROOT, db, cfgs, ["--no-reuse"] if name == "no_reuse" else []))
                 print(f"A/B {name}: {runs[name][-1]['wall_s']} s", file=sys.stderr, flush=True)
             same = all(r["per_question"] == runs["no_reuse"][0]["per_question"] for v in runs.values() for r in v)
