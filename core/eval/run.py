@@ -229,12 +229,21 @@ class ProductAnswerJudge:
 
     def __init__(self, embedder: Embedder | None = None, llm: LLM | None = None) -> None:
         self.embedder, self.llm = embedder, llm
+        # Scores by their inputs: an evaluation run's configurations share one judge, and the same answer to the
+        # same question (from the same contexts) is judged once (its embedding was most of a shared config's time).
+        self._faithful: dict[tuple[Any, tuple[str, ...]], float | None] = {}
+        self._relevant: dict[tuple[str, Any], float | None] = {}
 
     def faithfulness(self, answer: Any, contexts: Sequence[str]) -> float | None:
-        return faithfulness(answer, contexts, llm=self.llm).value
+        key = (answer, tuple(contexts))
+        if key not in self._faithful:
+            self._faithful[key] = faithfulness(answer, contexts, llm=self.llm).value
+        return self._faithful[key]
 
     def relevancy(self, question: str, answer: Any) -> float | None:
-        return answer_relevancy(question, answer, embedder=self.embedder).value
+        if (question, answer) not in self._relevant:
+            self._relevant[(question, answer)] = answer_relevancy(question, answer, embedder=self.embedder).value
+        return self._relevant[(question, answer)]
 
 
 def prepare(gs: GoldenSet, deps: Deps, *, workspace: str, config: PipelineConfig | None = None,
@@ -442,6 +451,8 @@ def run_eval(
     n = len(resolved.queries[:limit] if limit else resolved.queries)
     total = n * max(1, repeats) * len(configs)
     out = []
+    if answer_judge is None and engine is None and reuse:  # one judge for every configuration: it keeps its scores
+        answer_judge = ProductAnswerJudge(deps.embedder)
     if not reuse or engine is not None:
         memos = None
     elif memos is None and len(configs) > 1:
