@@ -2105,6 +2105,7 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
     ("Evaluation speed", [
         ("eval_speed.json", eval_speed),
         ("eval_speed_router.json", eval_speed),
+        ("eval_speed_memo_only.json", eval_speed),
     ]),
     ("Tuning on a workspace's own golden set", [
         ("calibration.json", calibration),
