@@ -89,3 +89,20 @@ def test_a_sweep_shares_results_between_its_configurations(ingested: Deps) -> No
     notes = {r.name: " ".join(r.notes) for r in res.rows}
     assert "reused from an earlier configuration" in notes["late"] and "bm25 4/4" in notes["late"]
     assert "rerank 4/4" in notes["late"] and "mmr" not in notes["late"].split("reused")[1].split(";")[0]
+
+
+def test_the_answer_judge_scores_an_answer_once() -> None:
+    from core.eval.run import ProductAnswerJudge
+    from core.types import Answer
+    from tests.fakes import HashEmbedder
+
+    emb = HashEmbedder()
+    judge = ProductAnswerJudge(emb)
+    ans = Answer("Revenue grew 3% over the previous quarter.", ("finance.md",))
+    first = judge.relevancy("How much did revenue grow?", ans)
+    assert first is not None and emb.calls == 1
+    assert judge.relevancy("How much did revenue grow?", ans) == first and emb.calls == 1
+    judge.relevancy("How much did revenue grow?", Answer("Revenue grew.", ()))  # another answer: judged
+    assert emb.calls == 2
+    ctx = ["Revenue grew 3% over the previous quarter, to 18.1 million euros."]
+    assert judge.faithfulness(ans, ctx) == judge.faithfulness(ans, list(ctx))
