@@ -2024,24 +2024,44 @@ def ann(d: dict[str, Any], file: str) -> list[str]:
 
 
 def eval_speed(d: dict[str, Any], file: str) -> list[str]:
-    """Issue #32: cold A/B on the sample set, router on against off, cost and quality (bench/eval_speed.py)."""
-    out = ["### Evaluation speed and the router's cost", "", caption(file, d), "",
-           "`python -m core eval --dataset sample --config default --config router_off` in a fresh process (wall "
-           "time), each configuration's seconds per question and quality side by side.", ""]
-    rows = []
-    for key, label in (("after_full", "this tree, all questions"),
-                       ("after_retrieval_only", "this tree, answer.enabled = false"),
-                       ("before_limited", f"before (`{str((d.get('before') or {}).get('commit', ''))[:12]}`), first "
-                                          f"{(d.get('before') or {}).get('limit')}"),
-                       ("after_limited", f"this tree, first {(d.get('before') or {}).get('limit')}")):
-        x = d.get(key) or {}
-        for r in x.get("runs") or []:
-            rows.append([label, num(x.get("wall_s"), 1), r.get("config"), num(r.get("per_question_ms"), 0),
-                         num(r.get("recall@5"), 3), num(r.get("mrr"), 3), num(r.get("answered_correctly"), 3)])
-    out.append(md_table(["run", "A/B wall s (cold)", "configuration", "ms / question", "recall@5", "MRR",
-                         "answered correctly"], rows))
-    out += ["", f"Router on / off cost per question: **{num(d.get('router_cost_ratio'), 2)}×** (target ≤ "
-            f"{(d.get('targets') or {}).get('router_cost_ratio')}× unless the route changes the result)."]
+    """Issue #32 items 3/4: the cold A/B with and without shared stage results, and the router's cost split by whether
+    the route changed the result (bench/eval_speed.py)."""
+    out = ["### Evaluation speed and the router's cost", "", caption(file, d), ""]
+    a = d.get("ab") or {}
+    if a:
+        out += ["`python -m core eval --dataset sample --config default --config router_off` in a fresh process: the "
+                "configurations sharing their stage results (a stage whose inputs the first configuration had is "
+                "reused) against `--no-reuse` (every stage computed for both), order alternating.", ""]
+        rows = []
+        for key, label in (("shared", "shared stage results"), ("no_reuse", "--no-reuse")):
+            x = a.get(key) or {}
+            walls = a.get(f"{key}_wall_s") or []
+            for r in x.get("runs") or []:
+                rows.append([label, " / ".join(num(w, 1) for w in walls), r.get("config"),
+                             f"{r.get('stages_reused', 0)} / {r.get('stages_computed', 0)}",
+                             num(r.get("recall@5"), 3), num(r.get("answered_correctly"), 3)])
+        out.append(md_table(["run", "A/B wall s (cold)", "configuration", "stages reused / computed", "recall@5",
+                             "answered correctly"], rows))
+        out += ["", f"Wall time without / with shared results: **{num(a.get('speedup'), 2)}×**; per-question "
+                f"metrics identical: {a.get('identical_per_question_metrics')}."]
+    r = d.get("router") or {}
+    if r:
+        out += ["", "The router's cost per question (routed / unrouted, sum of per-question medians, warm, order "
+                "alternating), split by whether the route changed the result (final top-5 or answer); target ≤ "
+                f"{(d.get('targets') or {}).get('router_cost_ratio_unchanged')}× where it did not.", ""]
+        rows = []
+        for ds, sides in r.items():
+            for side in ("before", "after"):
+                x = sides.get(side) or {}
+                for grp, label in (("route_did_not_change_result", "unchanged"), ("route_changed_result", "changed")):
+                    g = x.get(grp) or {}
+                    if not g.get("n"):
+                        continue
+                    rows.append([ds, side, label, g.get("n"), num(g.get("routed_ms_mean"), 0),
+                                 num(g.get("unrouted_ms_mean"), 0), f"**{num(g.get('cost_ratio'), 2)}×**",
+                                 num(g.get("routed_recall@5"), 3), num(g.get("unrouted_recall@5"), 3)])
+        out.append(md_table(["dataset", "code", "route changed result", "questions", "routed ms", "unrouted ms",
+                             "cost ratio", "routed recall@5", "unrouted recall@5"], rows))
     if d.get("note"):
         out += ["", d["note"]]
     return out
@@ -2147,6 +2167,8 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
     ]),
     ("Evaluation speed", [
         ("eval_speed.json", eval_speed),
+        ("eval_speed_router.json", eval_speed),
+        ("eval_speed_memo_only.json", eval_speed),
     ]),
     ("Tuning on a workspace's own golden set", [
         ("calibration.json", calibration),

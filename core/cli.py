@@ -450,6 +450,8 @@ def _eval_args(p: Parser) -> None:
     p.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE", help="override one setting in every config")
     p.add_argument("--repeats", type=int, default=1, help="runs per config, for the spread of non-deterministic stages")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    p.add_argument("--no-reuse", action="store_true", help="compute every stage for every config (by default a "
+                   "config reuses the stage results an earlier config of the run computed from the same inputs)")
     p.add_argument("--k", default=None, help="cutoffs for recall@k, comma-separated (e.g. 1,2,5,10,20)")
     p.add_argument("--level", choices=["document", "chunk"], default=None,
                    help="score documents (any chunk of a gold document counts) or chunks (the set's default)")
@@ -515,7 +517,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         engine, engine_errors = RayEvalEngine(spec, RayEvalOptions(address=args.ray_address)), (RayEngineError,)
     try:
         runs = run_eval(gs, configs, deps, workspace=ws, repeats=args.repeats, progress=progress, limit=args.limit,
-                        engine=engine)
+                        engine=engine, reuse=not args.no_reuse)
     except engine_errors as exc:  # Ray missing, unreachable, or workers gave up: nothing was stored
         print(f"error: {exc}", file=sys.stderr)
         return 2

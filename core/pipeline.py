@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Protocol, Sequence, TypeVar
 
@@ -19,7 +20,7 @@ from core.answer.cache import (
 )
 from core.answer.cache_verifier import make_verifier, query_vector
 from core.answer.e5_scorer import prefetch_question
-from core.answer.synthesis import synthesized_answer
+from core.answer.synthesis import compared_items, pick_mode, synthesized_answer
 from core.answer.support import late_sentence_scorer, load_support_model
 from core.cascade.expand import expand
 from core.cascade.guard import steps_aside
@@ -136,12 +137,51 @@ def off(enabled: bool, flag: str, pool: Sequence[Candidate] | None = None, empty
     return None
 
 
+@dataclass(frozen=True)
+class Kept:
+    """One stage's result kept in a StageMemo: its output, the stages its function appended before it (the answer's
+    map / reduce calls) and the time it took when it was computed."""
+
+    out: StepOutput
+    extra: tuple[StageResult, ...]
+    ms: float
+
+
+@dataclass
+class StageMemo:
+    """An evaluation run's stage results by key (see stage_key): a configuration that reads a stage with the same
+    inputs as an earlier configuration of the run reuses its result instead of computing it again
+    (core/eval/run.py), counted per stage."""
+
+    kept: dict[str, Kept] = field(default_factory=dict)
+    reused: Counter[str] = field(default_factory=Counter)
+    computed: Counter[str] = field(default_factory=Counter)
+
+
+def stage_key(stage: str, *parts: Any) -> str:
+    """A stage's memo key: its name and everything its output is a function of (the query's facts, the config
+    sections it reads, the candidate lists it reads, as digests of their content)."""
+    h = hashlib.blake2b(stage.encode(), digest_size=16)
+    for p in parts:
+        h.update(b"\x1f" + repr(p).encode())
+    return h.hexdigest()
+
+
+def cands_digest(cands: Sequence[Candidate]) -> str:
+    """A candidate list's content (ids, text, scores, ranks, meta), for a memo key."""
+    return stage_key("cands", *[(c.chunk_id, c.doc_id, c.text, c.score, c.rank, sorted(c.meta.items()))
+                                for c in cands])
+
+
 @dataclass
 class Tracer:
-    """Collects StageResults in order; the collected record is what every view renders."""
+    """Collects StageResults in order; the collected record is what every view renders. With a `memo` (an
+    evaluation run's), a stage run with a key reuses the result kept under it (the same record, with the time it
+    took when computed), or computes and keeps it."""
 
     stages: list[StageResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    memo: StageMemo | None = None
 
     def add(self, stage: str, candidates: Sequence[Candidate], ms: float, *, usage: Usage = Usage(),
             notes: Sequence[str] = (), info: Mapping[str, Any] | None = None) -> list[Candidate]:
@@ -153,23 +193,38 @@ class Tracer:
         self.stages.append(StageResult(stage, (), 0.0, Usage(), reason))
         return []
 
-    def run(self, stage: str, fn: Callable[[], Out], *, skip: str | None = None) -> Out | None:
+    def run(self, stage: str, fn: Callable[[], Out], *, skip: str | None = None,
+            key: Callable[[], str] | None = None) -> Out | None:
         """Run one stage and record it: skipped with `skip` as its reason (None back), or timed around `fn`, whose
-        output (candidates, notes, usage, info and whatever else the stage hands on) it returns."""
+        output (candidates, notes, usage, info and whatever else the stage hands on) it returns. Under a memo,
+        `key()` names the result: one kept under it is replayed (with the time it took when computed)."""
         if skip is not None:
             self.skip(stage, skip)
             return None
+        memo = self.memo if key is not None else None
+        k = key() if memo is not None and key is not None else ""
+        kept = memo.kept.get(k) if memo is not None else None
+        if memo is not None and kept is not None:
+            memo.reused[stage] += 1
+            self.stages.extend(kept.extra)
+            self.add(stage, kept.out.candidates, kept.ms, usage=kept.out.usage, notes=kept.out.notes,
+                     info=kept.out.info)
+            return kept.out  # type: ignore[return-value]
+        before = len(self.stages)
         start = time.perf_counter()
         out = fn()
-        self.add(stage, out.candidates, (time.perf_counter() - start) * 1000, usage=out.usage, notes=out.notes,
-                 info=out.info)
+        ms = (time.perf_counter() - start) * 1000
+        if memo is not None:
+            memo.computed[stage] += 1
+            memo.kept[k] = Kept(out, tuple(self.stages[before:]), ms)
+        self.add(stage, out.candidates, ms, usage=out.usage, notes=out.notes, info=out.info)
         return out
 
     def step(self, stage: str, fn: Callable[[], StepOutput], *, skip: str | None = None,
-             keep: Sequence[Candidate] = ()) -> list[Candidate]:
+             keep: Sequence[Candidate] = (), key: Callable[[], str] | None = None) -> list[Candidate]:
         """One stage of the candidate flow (see run): its candidates, or `keep` (the list the stage would have read)
         when it is skipped."""
-        out = self.run(stage, fn, skip=skip)
+        out = self.run(stage, fn, skip=skip, key=key)
         return list(keep) if out is None else list(out.candidates)
 
     def final(self) -> StageResult | None:
@@ -256,6 +311,13 @@ class _Query:
     vec: Any = None
     guard_key: str = ""  # the requested configuration (core/cascade/guard.py reads evidence measured with it)
     ml: MultilingualPlan | None = None  # the multilingual list's plan, once _retrieve decided it
+
+
+def _facts(q: _Query) -> tuple[Any, ...]:
+    """What a stage reads of the query beside the config (its memo key's part): text, language, workspace, corpus
+    version, the text variants searched and the multilingual plan."""
+    ml = (q.ml.run, q.ml.cross_lingual, q.ml.note) if q.ml is not None else None
+    return (q.text, q.lang, q.workspace, q.version, q.dense_blind, q.bm25_variant, q.dense_variant, ml)
 
 
 def _finish(q: _Query, tracer: Tracer, config: PipelineConfig, deps: Deps, log: bool, answer: Answer | None = None,
@@ -516,6 +578,21 @@ def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: 
     return AnswerStep((), res.notes, res.usage, res.info(source), answer=res.answer)
 
 
+def _answer_key(q: _Query, config: PipelineConfig, tracer: Tracer) -> str:
+    """The answer stage's memo key: what _answer reads (the final list, the synthesis its route picks, the global
+    stage, the answer, bm25 and llm settings)."""
+    final = tracer.final()
+    seen = Trace("", "", 0, tuple(tracer.stages))
+    route = seen.route_info()
+    a = config.answer
+    mode = pick_mode(a.synthesis, route.config if route is not None else None,
+                     compared_items(q.text) if a.synthesis == "auto" else [])
+    glob = seen.stage(Stage.GRAPH_GLOBAL) if config.graph.enabled and config.graph.mode == "global" else None
+    return stage_key(Stage.ANSWER, _facts(q), a, config.bm25, config.llm, mode,
+                     (final.stage, cands_digest(final.candidates)) if final else None,
+                     (glob.skipped, cands_digest(glob.candidates), repr(glob.info)) if glob else None)
+
+
 def _whole_chunks(cands: Sequence[Candidate], config: PipelineConfig, deps: Deps, workspace: str) -> dict[str, str]:
     """Whole texts of the chunks the offline answerer reads (pruning may have cut the sentence that answers); Claude
     reads the pruned context, so nothing is fetched for it."""
@@ -660,10 +737,15 @@ def _no_retrieval(q: _Query, decision: RouteDecision, config: PipelineConfig, de
 def _retrieve(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
               decision: RouteDecision | None = None) -> list[Candidate]:
     """One pass of retrieval and the compression cascade, each stage traced; returns what the answer would read."""
-    bm25 = tracer.step(Stage.BM25, lambda: _bm25(q, c, deps), skip=off(c.bm25.enabled, "bm25.enabled"))
-    dense = tracer.step(Stage.DENSE, lambda: _dense(q, c, deps), skip=off(c.dense.enabled, "dense.enabled"))
+    bm25 = tracer.step(Stage.BM25, lambda: _bm25(q, c, deps), skip=off(c.bm25.enabled, "bm25.enabled"),
+                       key=lambda: stage_key(Stage.BM25, _facts(q), c.bm25))
+    dense = tracer.step(Stage.DENSE, lambda: _dense(q, c, deps), skip=off(c.dense.enabled, "dense.enabled"),
+                        key=lambda: stage_key(Stage.DENSE, _facts(q), c.dense))
+    if dense and q.vec is None:  # the dense list was reused from the memo: later stages read the query's vector
+        _query_vec(q, deps)
     q.ml, ml_skip = _ml_plan(q, c, deps)
-    dense_ml = tracer.step(Stage.DENSE_ML, lambda: _dense_ml(q, c, deps), skip=ml_skip)
+    dense_ml = tracer.step(Stage.DENSE_ML, lambda: _dense_ml(q, c, deps), skip=ml_skip,
+                           key=lambda: stage_key(Stage.DENSE_ML, _facts(q), c.dense, c.embedding))
     ml_list = {Stage.DENSE_ML: dense_ml} if dense_ml else {}
     graph: dict[str, list[Candidate]] = {}
     for g in graph_stages(q.text, c.graph, deps.store, deps.embedder, deps.llm, deps.graph, q.workspace,
@@ -671,13 +753,17 @@ def _retrieve(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
         tracer.stages.append(g)
         if g.skipped is None and g.candidates and c.graph.fuse_with_text:
             graph[g.stage] = list(g.candidates)
-    raptor = tracer.step(Stage.RAPTOR, lambda: _raptor(q, c, deps), skip=_raptor_skip(q, c, deps))
+    raptor = tracer.step(Stage.RAPTOR, lambda: _raptor(q, c, deps), skip=_raptor_skip(q, c, deps),
+                         key=lambda: stage_key(Stage.RAPTOR, _facts(q), c.raptor))
     graph.update({Stage.RAPTOR: raptor} if raptor else {})
     why = off(c.fusion.enabled, "fusion.enabled") or (
         None if sum(1 for hits in (bm25, dense, dense_ml) if hits) >= 2 else "needs both BM25 and dense results")
     extra = _transforms(q, c, deps, tracer, decision, bm25, dense)
-    fused = tracer.step(Stage.FUSED, lambda: _fuse(q, c, {Stage.BM25: bm25, Stage.DENSE: dense, **ml_list, **graph, **extra}),
-                        skip=why)
+    lists = {Stage.BM25: bm25, Stage.DENSE: dense, **ml_list, **graph, **extra}
+    fused = tracer.step(Stage.FUSED, lambda: _fuse(q, c, lists), skip=why,
+                        key=lambda: stage_key(Stage.FUSED, _facts(q), c.fusion, c.rerank, c.graph.graph_weight,
+                                              c.raptor.weight, c.transforms.weight,
+                                              [(str(n), cands_digest(v)) for n, v in lists.items()]))
 
     # The compression cascade: rerank -> prune -> mmr -> expand, each reading what the stage before handed on.
     # With fusion off it starts from the best list that ran (dense unless the embedder is blind to the language).
@@ -687,19 +773,24 @@ def _retrieve(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
     aside = _guarded(q, c, deps)
     # A stage that steps aside hands on what it would have handed on had it kept the order it read (the top k), so
     # the stages after it read a list of the length they expect.
+    # Each cascade stage's memo key: the query, its own sections and the list it reads (hence every stage before).
     pool = tracer.step(Stage.RERANK, lambda: _rerank(q, pool, pool_from, c, deps),
                        keep=pool[: c.rerank.k] if Stage.RERANK in aside else pool,
                        skip=off(c.rerank.enabled, "rerank.enabled", pool, "no candidates to rerank")
-                       or aside.get(Stage.RERANK))
+                       or aside.get(Stage.RERANK),
+                       key=lambda: stage_key(Stage.RERANK, _facts(q), c.rerank, pool_from, cands_digest(pool)))
     pool = tracer.step(Stage.PRUNE, lambda: _prune(q, pool, c, deps), keep=pool,
                        skip=off(c.prune.enabled, "prune.enabled", pool, "no candidates to prune")
-                       or aside.get(Stage.PRUNE))
+                       or aside.get(Stage.PRUNE),
+                       key=lambda: stage_key(Stage.PRUNE, _facts(q), c.prune, c.rerank, cands_digest(pool)))
     mmr_aside = aside.get(Stage.MMR)
     pool = tracer.step(Stage.MMR, lambda: _mmr(q, pool, c, deps), keep=pool[: c.mmr.k] if mmr_aside else pool,
                        skip=off(c.mmr.enabled, "mmr.enabled", pool, "no candidates to diversify")
-                       or _cross_lingual_aside(q, dense_ml) or mmr_aside)
+                       or _cross_lingual_aside(q, dense_ml) or mmr_aside,
+                       key=lambda: stage_key(Stage.MMR, _facts(q), c.mmr, cands_digest(pool)))
     pool = tracer.step(Stage.EXPAND, lambda: _expand(q, pool, c, deps), keep=pool,
-                       skip=off(c.expand.enabled, "expand.enabled", pool, "no candidates to expand"))
+                       skip=off(c.expand.enabled, "expand.enabled", pool, "no candidates to expand"),
+                       key=lambda: stage_key(Stage.EXPAND, _facts(q), c.expand, cands_digest(pool)))
 
     return pool
 
@@ -744,7 +835,8 @@ def _agentic(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
     start = time.perf_counter()
     out = run_agent(q.text, lambda text: run_query(text, inner if text == q.text else later, deps,
                                                    workspace=q.workspace, log=False,
-                                                   reuse_route=decision if text == q.text else None),
+                                                   reuse_route=decision if text == q.text else None,
+                                                   memo=tracer.memo),
                     budget=Budget(a.max_rounds, a.max_llm_calls, a.max_tokens, a.max_usd, a.max_seconds),
                     grader=grader, writer=writer, workspace=q.workspace, k=a.k, head=a.head,
                     repeat_threshold=a.repeat_threshold, enough=bridge_found if a.stop_when_found else None)
@@ -969,7 +1061,7 @@ def _served_from_cache(q: _Query, res: CacheLookup, config: PipelineConfig, deps
 
 def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str = DEFAULT_WORKSPACE,
               log: bool = True, reuse_route: RouteDecision | None = None, use_cache: bool | None = None,
-              history: Sequence[Turn] = (), tables: bool = True) -> Trace:
+              history: Sequence[Turn] = (), tables: bool = True, memo: StageMemo | None = None) -> Trace:
     """One query through every stage, each recorded by the tracer (run, or skipped with its reason).
     `reuse_route` (the agentic loop's first round, run with the router off): the question's own route, whose
     sub-queries and spent LLM call the transforms read, so a round never pays for a second rewrite.
@@ -978,8 +1070,10 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
     this query, saying so (the Search Lab's "recompute").
     `history` (a conversation's earlier turns): the query is first condensed into a standalone question (the
     `condense` stage), which every later stage, the answer cache's key included, reads.
-    `tables` False: no sql stage (the agent's search tool: SQL is its own tool there)."""
-    tracer = Tracer()
+    `tables` False: no sql stage (the agent's search tool: SQL is its own tool there).
+    `memo` (an evaluation run's StageMemo): stages whose inputs an earlier configuration of the run read reuse its
+    results."""
+    tracer = Tracer(memo=memo)
     if history:
         validate_query(query, config)
         t0 = time.perf_counter()
@@ -1047,7 +1141,7 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
 
     # Last stage. Answer: reads the final candidates of whatever ran before (their original chunk text).
     answered = tracer.run(Stage.ANSWER, lambda: _answer(asked, tracer.final(), c, deps, tracer),
-                          skip=off(c.answer.enabled, "answer.enabled"))
+                          skip=off(c.answer.enabled, "answer.enabled"), key=lambda: _answer_key(asked, c, tracer))
     answer = answered.answer if answered is not None else None
     if answer is not None and sql is not None and sql.answered and not answer.refused:
         answer = replace(answer, text=f"From the tables: {sql.answer_text()}.\n\n{answer.text}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
@@ -38,7 +39,7 @@ from core.eval.records import (
 )
 from core.models.llm import LLM
 from core.models.protocols import Embedder
-from core.pipeline import QueryError, run_query
+from core.pipeline import QueryError, StageMemo, run_query
 from core.retrieve.index import backfill_vectors
 from core.text import snippet
 from core.types import DEFAULT_WORKSPACE, Trace
@@ -83,6 +84,9 @@ class EvalRun:
     created_at: Any = None
     unit: str = "chunk"
     ks: tuple[int, ...] = (5, 10, 20)
+    # Per stage: how many of its results this configuration reused from an earlier configuration of the same run
+    # (same inputs: core.pipeline.StageMemo) and how many it computed; empty when nothing was shared.
+    reuse: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         """Everything but the per-question results: what the store keeps in eval_runs and the CLI prints."""
@@ -92,7 +96,7 @@ class EvalRun:
                 "per_repeat": self.per_repeat, "stage_recall": self.stage_recall, "latency": self.latency,
                 "by_type": self.by_type, "n_queries": len(self.results), "problems": self.problems,
                 "notes": self.notes, "seconds": round(self.seconds, 3), "unit": self.unit, "ks": list(self.ks),
-                "stage_recall_at": self.stage_recall_at(), "round_recall": self.round_recall()}
+                "stage_recall_at": self.stage_recall_at(), "round_recall": self.round_recall(), "reuse": self.reuse}
 
     def round_recall(self) -> list[dict[str, Any]]:
         """Per-round recall of the agentic loop's evidence pool (empty when the loop never ran): see round_recall."""
@@ -127,7 +131,7 @@ class EvalRun:
                    d.get("workspace", DEFAULT_WORKSPACE), d["repeats"], d["metrics"], d.get("spread", {}),
                    d.get("per_repeat", []), d.get("stage_recall", {}), d.get("latency", {}), d.get("by_type", {}),
                    [QuestionResult.coerce(r) for r in d.get("results", [])], d.get("problems", []), d.get("notes", []), d.get("seconds", 0.0),
-                   d.get("created_at"), d.get("unit", "chunk"), tuple(d.get("ks", (5, 10, 20))))
+                   d.get("created_at"), d.get("unit", "chunk"), tuple(d.get("ks", (5, 10, 20))), d.get("reuse", {}))
 
 
 _DECIDE = re.compile(r"(?:r(\d+)\.)?decide")
@@ -225,12 +229,21 @@ class ProductAnswerJudge:
 
     def __init__(self, embedder: Embedder | None = None, llm: LLM | None = None) -> None:
         self.embedder, self.llm = embedder, llm
+        # Scores by their inputs: an evaluation run's configurations share one judge, and the same answer to the
+        # same question (from the same contexts) is judged once (its embedding was most of a shared config's time).
+        self._faithful: dict[tuple[Any, tuple[str, ...]], float | None] = {}
+        self._relevant: dict[tuple[str, Any], float | None] = {}
 
     def faithfulness(self, answer: Any, contexts: Sequence[str]) -> float | None:
-        return faithfulness(answer, contexts, llm=self.llm).value
+        key = (answer, tuple(contexts))
+        if key not in self._faithful:
+            self._faithful[key] = faithfulness(answer, contexts, llm=self.llm).value
+        return self._faithful[key]
 
     def relevancy(self, question: str, answer: Any) -> float | None:
-        return answer_relevancy(question, answer, embedder=self.embedder).value
+        if (question, answer) not in self._relevant:
+            self._relevant[(question, answer)] = answer_relevancy(question, answer, embedder=self.embedder).value
+        return self._relevant[(question, answer)]
 
 
 def prepare(gs: GoldenSet, deps: Deps, *, workspace: str, config: PipelineConfig | None = None,
@@ -281,11 +294,11 @@ class EvalEngine(Protocol):
 
 
 def score_question(q: GoldenQuery, gs: GoldenSet, cfg: PipelineConfig, deps: Deps, *, workspace: str,
-                   answer_judge: AnswerJudge) -> Row:
+                   answer_judge: AnswerJudge, memo: StageMemo | None = None) -> Row:
     """Run one question through the pipeline and score it: the unit of work of every engine (local or Ray), so the
-    two score a question with the same code."""
+    two score a question with the same code. `memo`: the run's stage results, shared between its configurations."""
     try:
-        trace = run_query(q.query, cfg, deps, workspace=workspace, log=False)
+        trace = run_query(q.query, cfg, deps, workspace=workspace, log=False, memo=memo)
     except QueryError as exc:
         return (q, None, None, str(exc), answer_metrics(q.query, q.answerable, None, []))
     originals = _originals(trace, deps, workspace) if any(g.match == "exact" for g in q.gold) else None
@@ -301,8 +314,11 @@ def score_question(q: GoldenQuery, gs: GoldenSet, cfg: PipelineConfig, deps: Dep
 def run_config(
     gs: GoldenSet, nc: NamedConfig, deps: Deps, *, workspace: str, repeats: int = 1, progress: Progress | None = None,
     offset: int = 0, total: int | None = None, answer_judge: AnswerJudge | None = None, limit: int | None = None,
+    memos: Sequence[StageMemo] | None = None,
 ) -> EvalRun:
-    """Run one configuration `repeats` times over the (resolved) set and aggregate. The corpus must be in place."""
+    """Run one configuration `repeats` times over the (resolved) set and aggregate. The corpus must be in place.
+    `memos` (one per repeat, shared by the run's configurations): a stage whose inputs an earlier configuration read
+    in the same repeat reuses its result; repeats never share (they measure the spread)."""
     t0 = time.perf_counter()
     cfg = nc.config
     if answer_judge is None:
@@ -311,16 +327,33 @@ def run_config(
     total = total if total is not None else len(queries) * repeats
     runs_scores: list[list[Row]] = []
     done = offset
-    for _ in range(max(1, repeats)):
+    before = [(Counter(m.reused), Counter(m.computed)) for m in memos or ()]
+    for r in range(max(1, repeats)):
         rows = []
+        memo = memos[r] if memos and r < len(memos) else None
         for q in queries:
-            rows.append(score_question(q, gs, cfg, deps, workspace=workspace, answer_judge=answer_judge))
+            rows.append(score_question(q, gs, cfg, deps, workspace=workspace, answer_judge=answer_judge, memo=memo))
             done += 1
             if progress:
                 progress(done, total, f"{nc.name}: {q.qid}")
         runs_scores.append(rows)
-    return aggregate(gs, nc, runs_scores, corpus_version=deps.store.corpus.corpus_version(workspace),
-                     workspace=workspace, seconds=time.perf_counter() - t0)
+    run = aggregate(gs, nc, runs_scores, corpus_version=deps.store.corpus.corpus_version(workspace),
+                    workspace=workspace, seconds=time.perf_counter() - t0)
+    if memos:
+        reused = sum((m.reused - b[0] for m, b in zip(memos, before)), Counter())
+        computed = sum((m.computed - b[1] for m, b in zip(memos, before)), Counter())
+        run.reuse = {st: {"reused": reused[st], "computed": computed[st]} for st in dict.fromkeys([*computed, *reused])}
+        run.notes.append(reuse_note(run.reuse))
+    return run
+
+
+def reuse_note(reuse: Mapping[str, Mapping[str, int]]) -> str:
+    """The run's line on shared stage results: how many it reused from an earlier configuration, per stage."""
+    n_re = sum(v["reused"] for v in reuse.values())
+    n_all = n_re + sum(v["computed"] for v in reuse.values())
+    per = ", ".join(f"{st} {v['reused']}/{v['reused'] + v['computed']}" for st, v in reuse.items() if v["reused"])
+    return (f"stage results reused from an earlier configuration of this run (same question, same inputs): {n_re} "
+            f"of {n_all}" + (f" ({per})" if per else "") + f"; {n_all - n_re} computed")
 
 
 def aggregate(gs: GoldenSet, nc: NamedConfig, runs_scores: Sequence[Sequence[Row]], *, corpus_version: int,
@@ -396,11 +429,16 @@ def _notes(gs: GoldenSet, cfg: PipelineConfig, runs: list[list[tuple]], metrics:
 def run_eval(
     gs: GoldenSet, configs: Sequence[NamedConfig], deps: Deps, *, workspace: str | None = None, repeats: int = 1,
     progress: Progress | None = None, save: bool = True, answer_judge: AnswerJudge | None = None,
-    limit: int | None = None, engine: "EvalEngine | None" = None,
+    limit: int | None = None, engine: "EvalEngine | None" = None, reuse: bool = True,
+    memos: Sequence[StageMemo] | None = None,
 ) -> list[EvalRun]:
     """Prepare the corpus once, run every configuration (all questions of one config before the next, so indexes
     are built once per config), store each run, and return them in order. `engine` (e.g. core.eval.ray_eval's) scores
-    the questions elsewhere; this process still prepares, aggregates with the same code and alone writes."""
+    the questions elsewhere; this process still prepares, aggregates with the same code and alone writes.
+    `reuse` (the local engine): the configurations share one StageMemo per repeat, so a later configuration reuses
+    every stage result whose inputs (question, the settings the stage and those before it read) an earlier one had;
+    each run reports what it reused (EvalRun.reuse and a note). `memos` (one per repeat): shared with other calls
+    too (a sweep's configurations, each run alone)."""
     ws = gs.workspace or workspace or DEFAULT_WORKSPACE
     if getattr(deps.store, "read_only", False):  # scoring beside a running app: read what is there, write nothing
         resolved = resolve_gold(gs, deps.store, ws)
@@ -413,6 +451,12 @@ def run_eval(
     n = len(resolved.queries[:limit] if limit else resolved.queries)
     total = n * max(1, repeats) * len(configs)
     out = []
+    if answer_judge is None and engine is None and reuse:  # one judge for every configuration: it keeps its scores
+        answer_judge = ProductAnswerJudge(deps.embedder)
+    if not reuse or engine is not None:
+        memos = None
+    elif memos is None and len(configs) > 1:
+        memos = [StageMemo() for _ in range(max(1, repeats))]
     if engine is not None:
         t0 = time.perf_counter()
         rows = engine.score(resolved, configs, deps, workspace=ws, repeats=max(1, repeats), limit=limit,
@@ -427,7 +471,8 @@ def run_eval(
             run = runs[i]
         else:
             run = run_config(resolved, nc, deps, workspace=ws, repeats=repeats, progress=progress,
-                             offset=i * n * max(1, repeats), total=total, answer_judge=answer_judge, limit=limit)
+                             offset=i * n * max(1, repeats), total=total, answer_judge=answer_judge, limit=limit,
+                             memos=memos)
         run.notes = notes + run.notes
         if save:
             deps.store.runs.save_eval_run(ws, run.summary(), [r.to_dict() for r in run.results])

@@ -17,6 +17,7 @@ from core.eval.datasets import GoldenSet
 from core.eval.metrics import compare_metric
 from core.eval.run import EvalRun, NamedConfig, run_eval
 from core.models.pricing import worst_call_usd
+from core.pipeline import StageMemo
 from core.types import DEFAULT_WORKSPACE
 
 Progress = Callable[[int, int, str], None]
@@ -226,6 +227,7 @@ def run_sweep(gs: GoldenSet, configs: Sequence[NamedConfig], deps: Deps, *, work
     stored = deps.store.sweeps.done(ws, key, deps.store.corpus.corpus_version(ws))
     n = len(gs.queries)
     rows: dict[str, SweepRow] = {}
+    memos = [StageMemo()]  # the configurations share the stage results they have in common (core/eval/run.py)
     for i, nc in enumerate(configs):
         h = nc.config.stable_hash()
         if nc not in todo and h in stored:
@@ -236,7 +238,7 @@ def run_sweep(gs: GoldenSet, configs: Sequence[NamedConfig], deps: Deps, *, work
         def show(d: int, t: int, msg: str, j: int = j) -> None:
             if progress:
                 progress(j * n + min(d, n), len(todo) * n, f"{nc.name} ({j + 1}/{len(todo)}): {msg}")
-        run = run_eval(gs, [nc], deps, workspace=ws, progress=show, save=not deps.store.read_only)[0]
+        run = run_eval(gs, [nc], deps, workspace=ws, progress=show, save=not deps.store.read_only, memos=memos)[0]
         row = row_of(run, _spent(deps, ws) - before)
         rows[row.config_hash] = row
         version = deps.store.corpus.corpus_version(ws)
