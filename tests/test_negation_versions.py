@@ -109,4 +109,4 @@ def test_an_answer_from_two_versions_says_which_is_which() -> None:
                               documents=DOCS).answer
     assert "Final" not in plain.text  # no other version retrieved: no label
     same = extractive_answer("Where do questions go?", cands[2:], threshold=0.0, documents=DOCS).answer
-    assert "Final v1.0, 19 September 2024 and Draft v0.4, 3 June 2024: Questions go" in same.text
+    assert "Final v1.0, 19 September 2024 & Draft v0.4, 3 June 2024: Questions go" in same.text

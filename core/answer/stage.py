@@ -185,16 +185,26 @@ def extractive_answer(
         return _negated(ask, table.rows, order, labels, titles or {}, max_sentences=max_sentences, notes=notes,
                         support=best)
     picked = with_other_versions(picked, texts, [r.doc_id for r in table.rows], labels)
-    parts = [_quote(table.rows[i], labels, _also_in(i, table.rows, labels)) for i in picked]
     cites = tuple(dict.fromkeys(table.rows[i].chunk_id for i in picked))
-    return AnswerResult(Answer(" ".join(parts), cites, False, "extractive"), notes=notes, support=best)
+    return AnswerResult(Answer(_quotes(table.rows, picked, labels), cites, False, "extractive"), notes=notes,
+                        support=best)
 
 
-def _quote(row: SentenceRow, labels: Mapping[str, str], also: Sequence[str] = ()) -> str:
-    """A quoted sentence with its chunk id, led by its version's label when another version was retrieved beside it
-    (and by the labels of `also`, the other versions that state the very same sentence)."""
-    label = " and ".join(dict.fromkeys(([labels[row.doc_id]] if row.doc_id in labels else []) + list(also)))
-    return f"{label}: {row.text} [{row.chunk_id}]" if label else f"{row.text} [{row.chunk_id}]"
+def _label(row: SentenceRow, labels: Mapping[str, str], also: Sequence[str] = ()) -> str:
+    """The version label a quoted sentence is led by when another version was retrieved beside it (with the labels
+    of `also`, the other versions that state the very same sentence); '' when none."""
+    return " & ".join(dict.fromkeys(([labels[row.doc_id]] if row.doc_id in labels else []) + list(also)))
+
+
+def _quotes(rows: Sequence[SentenceRow], picked: Sequence[int], labels: Mapping[str, str]) -> str:
+    """Quoted sentences with their chunk ids, each run of sentences from one version led once by its label."""
+    parts, last = [], ""
+    for i in picked:
+        label = _label(rows[i], labels, _also_in(i, rows, labels))
+        lead = f"{label}: " if label and label != last else ""
+        parts.append(f"{lead}{rows[i].text} [{rows[i].chunk_id}]")
+        last = label
+    return " ".join(parts)
 
 
 def _also_in(i: int, rows: Sequence[SentenceRow], labels: Mapping[str, str]) -> list[str]:
@@ -251,7 +261,7 @@ def _negated(ask: NegatedAsk, rows: Sequence[SentenceRow], order: Sequence[int],
             if i > 0 and continues(texts[i]) and rows[i - 1].chunk_id == rows[i].chunk_id and i - 1 not in shown:
                 shown.append(i - 1)
             shown.append(i)
-        parts = [_quote(rows[i], labels, _also_in(i, rows, labels)) for i in shown]
+        parts = [_quotes(rows, shown, labels)]
         cites = [rows[i].chunk_id for i in shown]
         note = "negated question: quoted sentences that negate the asked property"
     elif got.contrast:
