@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
               "token_build_chained": then is not None, "probe_seconds": round(estimate_s, 2),
               "token_build_seconds": round(wall - context_wall, 1),
               "first_progress_past_zero_seconds": None if moved is None else round(moved, 2),
-              "progress_calls": len(ticks), "target_ratio": [1 / 1.5, 1.5], "machine": machine_info()}
+              "progress_calls": len(ticks), "first_ticks": [[round(s, 2), d, n] for s, d, n in ticks[:6]], "target_ratio": [1 / 1.5, 1.5], "machine": machine_info()}
     print(result)
     write_result("build_estimate", result, a.out, argv=argv)
     return 0

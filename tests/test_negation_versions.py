@@ -110,3 +110,20 @@ def test_an_answer_from_two_versions_says_which_is_which() -> None:
     assert "Final" not in plain.text  # no other version retrieved: no label
     same = extractive_answer("Where do questions go?", cands[2:], threshold=0.0, documents=DOCS).answer
     assert "Final v1.0, 19 September 2024 & Draft v0.4, 3 June 2024: Questions go" in same.text
+
+
+def test_only_a_negation_of_the_main_clause_makes_a_negated_question() -> None:
+    assert negated_ask("What spare stock is kept so installations are not held up?") is None
+    assert negated_ask("What must customers do whose gateways cannot be upgraded?") is None
+    assert negated_ask("What is No Greater Glory?") is None  # a name, not a negation
+    assert negated_ask("Which policy does NOT allow three remote days?") is not None
+    assert negated_ask("Что делать, если шлюз не отвечает?") is None
+
+
+def test_the_document_title_counts_toward_what_a_negative_sentence_is_about() -> None:
+    ask = negated_ask("Which gateways cannot use TLS 1.3 according to the error code reference?")
+    assert ask is not None
+    sent = "Gateways older than FieldOS 3.9.0 cannot use TLS 1.3."
+    assert read(ask, sent).covered < 0.5 <= read(ask, sent, "Error Code Reference").covered
+    got = negated_answer(ask, [sent], [0], contexts=["Error Code Reference"])
+    assert got.direct == (0,)

@@ -38,9 +38,34 @@ _NUM_WORDS = {**_EN_NUM, **_RU_NUM}
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?(?![\w])|[^\W\d_]+")
 
 
+# Words that open a subordinate clause: a negation after one of them is the clause's ('What stock is kept so that
+# installations are not held up?', '... customers whose gateways cannot be upgraded'), not the question's.
+_SUBORDINATE = re.compile(r"(?i)\b(?:so|because|that|when|whenever|if|unless|while|whose|who|which|where|since|"
+                          r"although|though|until|before|after|чтобы|когда|если|потому|хотя|пока|где|котор\w*|"
+                          r"чей|чья|чьё|чьи)\b")
+
+
+def _main_negation(question: str) -> re.Match[str] | None:
+    """The question's own negation: the first one in its main clause (before any subordinate clause opens after the
+    wh-word), written in lower case or all capitals ('No Greater Glory' is a name, 'NOT' is emphasis)."""
+    start = _SELECT.search(question)
+    if start is None:
+        return None
+    sub = _SUBORDINATE.search(question, start.end())
+    for m in _NEG.finditer(question, start.end()):
+        if sub is not None and m.start() > sub.start():
+            return None
+        word = m.group(0)
+        if word[:1].isupper() and not word.isupper():
+            continue
+        return m
+    return None
+
+
 def asks_negated(question: str) -> bool:
-    """True for a selection question with a negation ('Which policy does not allow three remote days?')."""
-    return bool(_SELECT.search(question) and _NEG.search(question))
+    """True for a selection question with a negation in its main clause ('Which policy does not allow three remote
+    days?'; not 'What stock is kept so installations are not held up?')."""
+    return _main_negation(question) is not None
 
 
 def states_negation(sentence: str) -> bool:
@@ -80,9 +105,7 @@ class NegatedAsk:
 
 def negated_ask(question: str) -> NegatedAsk | None:
     """The question's parts when it asks what does not hold, else None."""
-    if not _SELECT.search(question):
-        return None
-    m = _NEG.search(question)
+    m = _main_negation(question)
     if m is None:
         return None
     before, after = question[: m.start()], question[m.end():].strip(" ?!.")
@@ -113,8 +136,10 @@ def _negation_scopes(sentence: str) -> list[frozenset[str]]:
     return out
 
 
-def read(ask: NegatedAsk, sentence: str) -> Reading:
-    stems = _stems(sentence)
+def read(ask: NegatedAsk, sentence: str, context: str = "") -> Reading:
+    """The sentence against the asked property; `context` (its document title and heading) counts toward what it
+    is about ('... according to the error code reference' names the document), never toward a negation."""
+    stems = _stems(sentence) | _stems(context)
     covered = len(ask.prop & stems) / len(ask.prop)
     negated = any(ask.prop & scope for scope in _negation_scopes(sentence))
     vals = values(sentence)
@@ -145,12 +170,13 @@ class NegatedAnswer:
     holds: tuple[int, ...] = ()  # sentences where the property holds (what a refusal can point to)
 
 
-def negated_answer(ask: NegatedAsk, texts: Sequence[str], order: Sequence[int], *, limit: int = 3) -> NegatedAnswer:
+def negated_answer(ask: NegatedAsk, texts: Sequence[str], order: Sequence[int], *, limit: int = 3,
+                   contexts: Sequence[str] | None = None) -> NegatedAnswer:
     """Read the candidate sentences (`order`: indexes best first) against the negated question. A sentence answers
     directly when a negation reaches the property, it states at least half the property and the asked numbers; a
     contrast is a sentence stating the same thing as one where the property holds, but with another number than the
     asked one, or without a property word the other states."""
-    reads = {i: read(ask, texts[i]) for i in order}
+    reads = {i: read(ask, texts[i], contexts[i] if contexts else "") for i in order}
     direct: list[int] = []
     for i in order:
         r = reads[i]

@@ -254,7 +254,7 @@ def _negated(ask: NegatedAsk, rows: Sequence[SentenceRow], order: Sequence[int],
     """The answer to 'which ... does not ...': sentences that negate the property, else the thing that states it
     otherwise (another number) or without it, named beside the one where it holds; else a refusal saying why."""
     texts = [r.text for r in rows]
-    got = negated_answer(ask, texts, order, limit=max_sentences)
+    got = negated_answer(ask, texts, order, limit=max_sentences, contexts=[r.context for r in rows])
     if got.direct:
         shown: list[int] = []
         for i in got.direct:  # a sentence that goes on from the one before ('It does not ...') comes with it
