@@ -114,6 +114,9 @@ def test_context_estimate_is_read_off_the_embedder_and_the_build_reports_progres
     vec = [d for d, t in seen if t == need.todo]
     assert need.todo > 64 and vec[0] == 0 and len(vec) >= need.todo // 32 and vec[-1] == need.todo
     assert vec == sorted(vec)
+    # the embedding's batches start small and double: its first step comes after FIRST_BATCH chunks
+    steps = [d for d, t in seen[seen.index((0, need.todo)):]]
+    assert steps[:3] == [0, readiness.FIRST_BATCH, 3 * readiness.FIRST_BATCH], steps[:6]
     assert not [n for n in readiness.needs(store, cfg, "default", emb.model_id) if n.kind == "context"]
 
 
