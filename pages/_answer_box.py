@@ -88,16 +88,19 @@ def box_html(trace: Trace, *, cites: Sequence[str] = (), now: datetime | None = 
                  f"{esc(hit.get('nearest_question') or '?')}” · similarity {esc(f'{cos:.2f}' if cos is not None else '?')}"
                  f" · stored {esc(age_text(hit.get('stored_at'), now))}</span>")
     text = a.text or ("The corpus does not say." if a.refused else "")
-    # Sentences from two documents (a draft and a final policy, say) name theirs inline, so a reader sees which
-    # sentence comes from which version: '[d7e9…-0001]' reads '[d7e9…-0001 · policy_final.md]'.
+    # Inline, a citation is its number in the citation line ('[1]'), not a 26-character chunk id that breaks up the
+    # sentence; sentences from two documents (a draft and a final policy, say) name theirs inline, so a reader sees
+    # which sentence comes from which version: '[1 · policy_final.md]'.
     named = {c.split(" (", 1)[0]: c.split(" (", 1)[1][:-1] for c in cites if " (" in c and c.endswith(")")}
-    if len(set(named.values())) > 1:
-        for cid, doc in named.items():
-            text = text.replace(f"[{cid}]", f"[{cid} · {doc}]")
+    many = len(set(named.values())) > 1
+    for n, c in enumerate(cites, 1):
+        cid = c.split(" (", 1)[0]
+        text = text.replace(f"[{cid}]", f"[{n} · {named[cid]}]" if many and cid in named else f"[{n}]")
     cls = "ab ab-refused" if a.refused else "ab"
     body = f"<div class='ab-text' data-answer='1'>{esc(text)}</div>"
-    cite = (f"<div class='ab-small' data-cites='1' title='{esc(' · '.join(cites))}'>citations: "
-            f"{esc(' · '.join(cites))}</div>") if cites else ""
+    listed = " · ".join(f"[{n}] {c}" for n, c in enumerate(cites, 1))
+    cite = (f"<div class='ab-small' data-cites='1' title='{esc(listed)}'>citations: {esc(listed)}</div>"
+            if cites else "")
     return f"{BOX_CSS}<div class='{cls}' data-testid='answer-box'><div class='ab-head'>{head}</div>{body}{cite}</div>"
 
 
