@@ -95,7 +95,8 @@ def box_html(trace: Trace, *, cites: Sequence[str] = (), now: datetime | None = 
     many = len(set(named.values())) > 1
     for n, c in enumerate(cites, 1):
         cid = c.split(" (", 1)[0]
-        text = text.replace(f"[{cid}]", f"[{n} · {named[cid]}]" if many and cid in named else f"[{n}]")
+        # no-break spaces: a marker does not wrap between its number and its document
+        text = text.replace(f"[{cid}]", f"[{n}\u00a0·\u00a0{named[cid]}]" if many and cid in named else f"[{n}]")
     cls = "ab ab-refused" if a.refused else "ab"
     body = f"<div class='ab-text' data-answer='1'>{esc(text)}</div>"
     listed = " · ".join(f"[{n}] {c}" for n, c in enumerate(cites, 1))

@@ -119,7 +119,7 @@ def test_sentences_from_two_documents_name_theirs_inline() -> None:
     t = Trace("q", "h", 1, (StageResult("answer", info={"refused": False}),),
               answer=Answer("Three days. [a-0001] Two days. [b-0002]", ("a-0001", "b-0002")))
     box = lab_html.answer_box(_answer_box.box_html(t, cites=["a-0001 (policy_final.md)", "b-0002 (policy_draft.md)"]))
-    assert box.text == "Three days. [1 · policy_final.md] Two days. [2 · policy_draft.md]"
+    assert box.text == "Three days. [1\u00a0·\u00a0policy_final.md] Two days. [2\u00a0·\u00a0policy_draft.md]"
     assert box.cites == "citations: [1] a-0001 (policy_final.md) · [2] b-0002 (policy_draft.md)"
     one = lab_html.answer_box(_answer_box.box_html(t, cites=["a-0001 (policy.md)", "b-0002 (policy.md)"]))
     assert one.text == "Three days. [1] Two days. [2]"  # one document: the citation line says it
