@@ -68,8 +68,12 @@ def stop_text(trace: Trace) -> str:
         return "stop: no answer stage"
     out = "stop: single pass, " + ("refused" if a.refused else "answered")
     if info is not None and info.support is not None and info.threshold is not None:
-        out += f" (support {info.support:.2f} {'<' if a.refused else '≥'} cut {info.threshold:.2f}" + (
-            f", {info.threshold_from}" if info.threshold_from else "") + ")"
+        below = info.support < info.threshold
+        # a refusal above the cut was refused for another reason (a negated question nothing negates): the answer
+        # text says which, and the chip does not claim the support was below the cut
+        out += f" (support {info.support:.2f} {'<' if below else '≥'} cut {info.threshold:.2f}" + (
+            f", {info.threshold_from}" if info.threshold_from else "") + (
+            "; refused for the reason the answer gives" if a.refused and not below else "") + ")"
     return out
 
 

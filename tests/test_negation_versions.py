@@ -127,3 +127,29 @@ def test_the_document_title_counts_toward_what_a_negative_sentence_is_about() ->
     assert read(ask, sent).covered < 0.5 <= read(ask, sent, "Error Code Reference").covered
     got = negated_answer(ask, [sent], [0], contexts=["Error Code Reference"])
     assert got.direct == (0,)
+
+
+def test_versioned_answers_keep_to_the_sentence_limit_and_put_each_version_on_its_line() -> None:
+    from core.answer.stage import with_other_versions
+
+    texts = ["Staff may work remotely two days a week.", "Staff may work remotely three days a week.",
+             "The stipend for remote staff is 400 euros.", "The stipend for remote staff is 550 euros."]
+    docs = ["dr", "fi", "dr", "fi"]
+    labels = {"dr": "Draft", "fi": "Final"}
+    assert with_other_versions([0, 2], texts, docs, labels, limit=3) == [0, 1]  # the pair is not cut in two
+    assert with_other_versions([0, 2], texts, docs, labels, limit=4) == [0, 1, 2, 3]
+    cands = [_c("fi-3", "fi", texts[1], 1), _c("dr-3", "dr", texts[0], 2)]
+    got = extractive_answer("How many days a week may staff work remotely?", cands, threshold=0.0,
+                            documents=DOCS).answer
+    assert got.text.count("\n") == 1 and got.text.splitlines()[1].startswith("Draft v0.4")
+
+
+def test_the_stop_chip_does_not_claim_a_refusal_above_the_cut_was_below_it() -> None:
+    from core.types import Answer, AnswerInfo, StageResult, Trace
+    from pages._answer_box import stop_text
+
+    a = Answer("The corpus does not say. The question asks what does not hold ...", (), True, "extractive")
+    info = AnswerInfo.of(a, None, support=0.95, threshold=0.36)
+    t = Trace("q", "h", 1, (StageResult("answer", info=info),), answer=a)
+    chip = stop_text(t)
+    assert "support 0.95 ≥ cut 0.36" in chip and "refused for the reason the answer gives" in chip

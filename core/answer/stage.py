@@ -184,7 +184,7 @@ def extractive_answer(
     if ask is not None:
         return _negated(ask, table.rows, order, labels, titles or {}, max_sentences=max_sentences, notes=notes,
                         support=best)
-    picked = with_other_versions(picked, texts, [r.doc_id for r in table.rows], labels)
+    picked = with_other_versions(picked, texts, [r.doc_id for r in table.rows], labels, limit=max_sentences)
     cites = tuple(dict.fromkeys(table.rows[i].chunk_id for i in picked))
     return AnswerResult(Answer(_quotes(table.rows, picked, labels), cites, False, "extractive"), notes=notes,
                         support=best)
@@ -197,14 +197,16 @@ def _label(row: SentenceRow, labels: Mapping[str, str], also: Sequence[str] = ()
 
 
 def _quotes(rows: Sequence[SentenceRow], picked: Sequence[int], labels: Mapping[str, str]) -> str:
-    """Quoted sentences with their chunk ids, each run of sentences from one version led once by its label."""
-    parts, last = [], ""
+    """Quoted sentences with their chunk ids, each run of sentences from one version on a line of its own, led once
+    by its label."""
+    out, last = "", ""
     for i in picked:
         label = _label(rows[i], labels, _also_in(i, rows, labels))
         lead = f"{label}: " if label and label != last else ""
-        parts.append(f"{lead}{rows[i].text} [{rows[i].chunk_id}]")
+        sep = "\n" if lead and out else " " if out else ""
+        out += f"{sep}{lead}{rows[i].text} [{rows[i].chunk_id}]"
         last = label
-    return " ".join(parts)
+    return out
 
 
 def _also_in(i: int, rows: Sequence[SentenceRow], labels: Mapping[str, str]) -> list[str]:
@@ -215,11 +217,14 @@ def _also_in(i: int, rows: Sequence[SentenceRow], labels: Mapping[str, str]) -> 
 
 
 def with_other_versions(picked: Sequence[int], texts: Sequence[str], doc_ids: Sequence[str],
-                        labels: Mapping[str, str]) -> list[int]:
+                        labels: Mapping[str, str], *, limit: int = 3) -> list[int]:
     """The picked sentences, each from a versioned document followed by the same statement in its other versions
-    when they word it differently (the draft's 'two days' beside the final's 'three'), so the answer shows both."""
+    when they word it differently (the draft's 'two days' beside the final's 'three'), so the answer shows both;
+    `limit` sentences in all, a sentence never cut from the other version's wording after it."""
     out = list(picked)
     for i in picked:
+        if out.index(i) >= limit:
+            break
         if doc_ids[i] not in labels:
             continue
         best, best_sim = None, SAME_STATEMENT
@@ -231,7 +236,10 @@ def with_other_versions(picked: Sequence[int], texts: Sequence[str], doc_ids: Se
                 best, best_sim = j, sim
         if best is not None:
             out.insert(out.index(i) + 1, best)
-    return out
+    keep = max(limit, 2)
+    if len(out) > keep and out[keep - 1] in picked and out[keep] not in picked:
+        keep -= 1  # the sentence at the cut would lose its other version's wording: leave both out
+    return out[:keep]
 
 
 def _asked(ask: NegatedAsk) -> str:
@@ -279,7 +287,7 @@ def _negated(ask: NegatedAsk, rows: Sequence[SentenceRow], order: Sequence[int],
                "no retrieved sentence negates it, or states it for one thing and otherwise for another")
         return AnswerResult(Answer(f"{REFUSAL} The question asks what does not hold ('not {ask.words}'); {why}.", (), True,
                                    "extractive"), notes=notes + ("negated question: refused",), support=support)
-    return AnswerResult(Answer(" ".join(parts), tuple(dict.fromkeys(cites)), False, "extractive"),
+    return AnswerResult(Answer("\n".join(parts), tuple(dict.fromkeys(cites)), False, "extractive"),
                         notes=notes + (note,), support=support)
 
 
