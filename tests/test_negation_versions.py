@@ -153,3 +153,19 @@ def test_the_stop_chip_does_not_claim_a_refusal_above_the_cut_was_below_it() -> 
     t = Trace("q", "h", 1, (StageResult("answer", info=info),), answer=a)
     chip = stop_text(t)
     assert "support 0.95 ≥ cut 0.36" in chip and "refused for the reason the answer gives" in chip
+
+
+def test_the_store_gives_each_documents_name_title_and_opening(store) -> None:  # noqa: ANN001
+    from core.config import PipelineConfig
+    from core.ingest.pipeline import ingest_files
+    from tests.fakes import HashEmbedder
+
+    body = b"# Leave Rules\n\nStatus: DRAFT v0.2, May 2023.\n\nStaff get 20 days of leave a year.\n"
+    assert not ingest_files([("leave_draft.md", body)], store=store, embedder=HashEmbedder(),
+                            config=PipelineConfig()).errors
+    [doc] = store.corpus.documents()
+    heads = store.corpus.document_heads([doc.doc_id, "nope"], chars=40)
+    name, title, head = heads[doc.doc_id]
+    assert name == "leave_draft.md" and title == "Leave Rules" and len(head) == 40 and "nope" not in heads
+    assert version_of(DocHead(*store.corpus.document_heads([doc.doc_id])[doc.doc_id])).label == "Draft v0.2, May 2023"
+    assert store.corpus.document_heads([]) == {}
