@@ -1556,7 +1556,9 @@ def negation(d: dict[str, Any], file: str) -> list[str]:
     """Issue #28 item 5: negated questions and version-labelled answers (bench/negation.py)."""
     rows = [[k.split("/")[0], k.split("/")[1], v.get("questions"), v.get("answer_expected_correct"),
              v.get("refuse_expected_correct")] for k, v in (d.get("summary") or {}).items()]
-    return ["### Negated questions and versions in the offline answer", "", caption(file, d), "",
+    title = ("### Negated questions and versions: before the mechanism (the question set's commit, run from its "
+             "git archive)" if "before" in file else "### Negated questions and versions in the offline answer")
+    return [title, "", caption(file, d), "",
             "Questions written before the mechanism (bench/sets/negation_versions.jsonl) over the sample corpus and "
             "a fixture corpus of six EN/RU documents (tests/fixtures/negation/), run through the default pipeline "
             "(offline answer, answer cache off). A negation question is correct when it is refused as expected, or "
@@ -2095,6 +2097,7 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("raptor_twowiki.json", raptor_twowiki),
         ("answer_speed.json", answer_speed),
         ("answer_speed_noprefetch.json", answer_speed),
+        ("negation_before.json", negation),
         ("negation.json", negation),
     ]),
     ("Evaluation speed", [
