@@ -1568,11 +1568,27 @@ def build_estimate(d: dict[str, Any], file: str) -> list[str]:
     ok = r is not None and lo_hi[0] is not None and lo_hi[0] <= r <= lo_hi[1]
     return ["### Build estimate against the build", "", caption(file, d), "",
             f"The Search Lab's offer for the {d.get('variant')} context variant on {num(d.get('chunks'))} chunks "
+            f"of {d.get('corpus', 'sample_corpus')} "
             f"(contexts, their vectors, then the token vectors rerank reads): estimated "
             f"{num(d.get('estimate_seconds'), 1)} s, took **{num(d.get('measured_seconds'), 1)} s** (contexts and "
             f"vectors {num(d.get('context_build_seconds'), 1)} s), ratio **{num(r, 2)}** (target within "
             f"{num(lo_hi[1], 1)}x: {_met(ok)}); the progress bar moved past 0 after "
             f"{num(d.get('first_progress_past_zero_seconds'), 1)} s ({d.get('progress_calls')} updates)."]
+
+
+def negation(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #28 item 5: negated questions and version-labelled answers (bench/negation.py)."""
+    rows = [[k.split("/")[0], k.split("/")[1], v.get("questions"), v.get("answer_expected_correct"),
+             v.get("refuse_expected_correct")] for k, v in (d.get("summary") or {}).items()]
+    title = ("### Negated questions and versions: before the mechanism (the question set's commit, run from its "
+             "git archive)" if "before" in file else "### Negated questions and versions in the offline answer")
+    return [title, "", caption(file, d), "",
+            "Questions written before the mechanism (bench/sets/negation_versions.jsonl) over the sample corpus and "
+            "a fixture corpus of six EN/RU documents (tests/fixtures/negation/), run through the default pipeline "
+            "(offline answer, answer cache off). A negation question is correct when it is refused as expected, or "
+            "answered citing the expected document with the expected words; a version question when the answer "
+            "names every version's label.", "",
+            md_table(["kind", "corpus", "questions", "answerable: correct", "unanswerable: refused"], rows), ""]
 
 
 def ui_latency(d: dict[str, Any], file: str) -> list[str]:
@@ -2164,6 +2180,8 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("raptor_incremental.json", raptor_incremental),
         ("answer_speed.json", answer_speed),
         ("answer_speed_noprefetch.json", answer_speed),
+        ("negation_before.json", negation),
+        ("negation.json", negation),
     ]),
     ("Evaluation speed", [
         ("eval_speed.json", eval_speed),

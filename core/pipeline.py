@@ -22,6 +22,7 @@ from core.answer.cache_verifier import make_verifier, query_vector
 from core.answer.e5_scorer import prefetch_question
 from core.answer.synthesis import compared_items, pick_mode, synthesized_answer
 from core.answer.support import late_sentence_scorer, load_support_model
+from core.answer.versions import DocHead
 from core.cascade.expand import expand
 from core.cascade.guard import steps_aside
 from core.cascade.prune import (
@@ -570,7 +571,7 @@ def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: 
                           if isinstance(late, LateInteractionReranker) else None, blind=q.dense_blind,
                           vocabulary=vocab, full_texts=_whole_chunks(cands, config, deps, q.workspace),
                           calibration=deps.store.calibrations.get(q.workspace),
-                          sentence_vectors=deps.store.caches)
+                          sentence_vectors=deps.store.caches, documents=_doc_heads(cands, config, deps, q.workspace))
     if tracer is not None:
         tracer.stages.extend(syn.calls)
     res = syn.result
@@ -591,6 +592,15 @@ def _answer_key(q: _Query, config: PipelineConfig, tracer: Tracer) -> str:
     return stage_key(Stage.ANSWER, _facts(q), a, config.bm25, config.llm, mode,
                      (final.stage, cands_digest(final.candidates)) if final else None,
                      (glob.skipped, cands_digest(glob.candidates), repr(glob.info)) if glob else None)
+
+
+def _doc_heads(cands: Sequence[Candidate], config: PipelineConfig, deps: Deps, workspace: str
+               ) -> dict[str, DocHead]:
+    """Name, title and opening of the documents the offline answerer quotes: how it tells versions apart."""
+    if config.answer.mode == "llm" or not cands:
+        return {}
+    heads = deps.store.corpus.document_heads([c.doc_id for c in cands[: config.answer.max_chunks]], workspace)
+    return {d: DocHead(*h) for d, h in heads.items()}
 
 
 def _whole_chunks(cands: Sequence[Candidate], config: PipelineConfig, deps: Deps, workspace: str) -> dict[str, str]:

@@ -68,8 +68,12 @@ def stop_text(trace: Trace) -> str:
         return "stop: no answer stage"
     out = "stop: single pass, " + ("refused" if a.refused else "answered")
     if info is not None and info.support is not None and info.threshold is not None:
-        out += f" (support {info.support:.2f} {'<' if a.refused else '≥'} cut {info.threshold:.2f}" + (
-            f", {info.threshold_from}" if info.threshold_from else "") + ")"
+        below = info.support < info.threshold
+        # a refusal above the cut was refused for another reason (a negated question nothing negates): the answer
+        # text says which, and the chip does not claim the support was below the cut
+        out += f" (support {info.support:.2f} {'<' if below else '≥'} cut {info.threshold:.2f}" + (
+            f", {info.threshold_from}" if info.threshold_from else "") + (
+            "; refused for the reason the answer gives" if a.refused and not below else "") + ")"
     return out
 
 
@@ -88,16 +92,20 @@ def box_html(trace: Trace, *, cites: Sequence[str] = (), now: datetime | None = 
                  f"{esc(hit.get('nearest_question') or '?')}” · similarity {esc(f'{cos:.2f}' if cos is not None else '?')}"
                  f" · stored {esc(age_text(hit.get('stored_at'), now))}</span>")
     text = a.text or ("The corpus does not say." if a.refused else "")
-    # Sentences from two documents (a draft and a final policy, say) name theirs inline, so a reader sees which
-    # sentence comes from which version: '[d7e9…-0001]' reads '[d7e9…-0001 · policy_final.md]'.
+    # Inline, a citation is its number in the citation line ('[1]'), not a 26-character chunk id that breaks up the
+    # sentence; sentences from two documents (a draft and a final policy, say) name theirs inline, so a reader sees
+    # which sentence comes from which version: '[1 · policy_final.md]'.
     named = {c.split(" (", 1)[0]: c.split(" (", 1)[1][:-1] for c in cites if " (" in c and c.endswith(")")}
-    if len(set(named.values())) > 1:
-        for cid, doc in named.items():
-            text = text.replace(f"[{cid}]", f"[{cid} · {doc}]")
+    many = len(set(named.values())) > 1
+    for n, c in enumerate(cites, 1):
+        cid = c.split(" (", 1)[0]
+        # no-break spaces: a marker does not wrap between its number and its document
+        text = text.replace(f"[{cid}]", f"[{n}\u00a0·\u00a0{named[cid]}]" if many and cid in named else f"[{n}]")
     cls = "ab ab-refused" if a.refused else "ab"
     body = f"<div class='ab-text' data-answer='1'>{esc(text)}</div>"
-    cite = (f"<div class='ab-small' data-cites='1' title='{esc(' · '.join(cites))}'>citations: "
-            f"{esc(' · '.join(cites))}</div>") if cites else ""
+    listed = " · ".join(f"[{n}] {c}" for n, c in enumerate(cites, 1))
+    cite = (f"<div class='ab-small' data-cites='1' title='{esc(listed)}'>citations: {esc(listed)}</div>"
+            if cites else "")
     return f"{BOX_CSS}<div class='{cls}' data-testid='answer-box'><div class='ab-head'>{head}</div>{body}{cite}</div>"
 
 

@@ -54,7 +54,7 @@ def test_answer_box_escapes_and_says_route_stop_and_cache() -> None:
     body = _answer_box.box_html(t, cites=["c-0001 (a.md)"], now=datetime(2026, 1, 1, 10, 5))
     box = lab_html.answer_box(body)
     assert "<script>" not in body and "$" not in body.split("</style>", 1)[1]
-    assert box.text == "<script>x</script> costs $5" and box.cites == "citations: c-0001 (a.md)"
+    assert box.text == "<script>x</script> costs $5" and box.cites == "citations: [1] c-0001 (a.md)"
     served = next(c for c in box.chips if c.startswith("served from cache"))
     assert "<b>old</b> question?" in served and "similarity 0.97" in served and "5 min ago" in served
     assert "route: skipped (answer served from the answer cache)" in box.chips
@@ -119,6 +119,7 @@ def test_sentences_from_two_documents_name_theirs_inline() -> None:
     t = Trace("q", "h", 1, (StageResult("answer", info={"refused": False}),),
               answer=Answer("Three days. [a-0001] Two days. [b-0002]", ("a-0001", "b-0002")))
     box = lab_html.answer_box(_answer_box.box_html(t, cites=["a-0001 (policy_final.md)", "b-0002 (policy_draft.md)"]))
-    assert box.text == "Three days. [a-0001 · policy_final.md] Two days. [b-0002 · policy_draft.md]"
+    assert box.text == "Three days. [1\u00a0·\u00a0policy_final.md] Two days. [2\u00a0·\u00a0policy_draft.md]"
+    assert box.cites == "citations: [1] a-0001 (policy_final.md) · [2] b-0002 (policy_draft.md)"
     one = lab_html.answer_box(_answer_box.box_html(t, cites=["a-0001 (policy.md)", "b-0002 (policy.md)"]))
-    assert one.text == "Three days. [a-0001] Two days. [b-0002]"  # one document: the citation line says it
+    assert one.text == "Three days. [1] Two days. [2]"  # one document: the citation line says it

@@ -444,7 +444,8 @@ def test_search_lab_shows_the_labelled_answer_and_switches_context_variant(searc
     # each citation carries its document's file name
     cites = [box.cites]
     shown = box.cites.removeprefix("citations: ")
-    assert shown and all(re.fullmatch(r"\w+-[0-9a-f]{12}(\.\d+)? \([\w.-]+\.(md|txt|html|pdf|docx)\)", part.strip())
+    assert shown and all(re.fullmatch(r"\[\d+\] \w+-[0-9a-f]{12}(\.\d+)? \([\w.-]+\.(md|txt|html|pdf|docx)\)",
+                                      part.strip())
                          for part in shown.split("·")), cites
     at.radio(key="context_variant").set_value("heuristic").run()
     assert not at.exception

@@ -3,8 +3,10 @@ without reading the vectors, built with progress, and gone once built."""
 from __future__ import annotations
 
 import hashlib
+import time
 
 import numpy as np
+import pytest
 
 from core.app import readiness
 from core.config import PipelineConfig
@@ -112,6 +114,9 @@ def test_context_estimate_is_read_off_the_embedder_and_the_build_reports_progres
     vec = [d for d, t in seen if t == need.todo]
     assert need.todo > 64 and vec[0] == 0 and len(vec) >= need.todo // 32 and vec[-1] == need.todo
     assert vec == sorted(vec)
+    # the embedding's batches start small and double: its first step comes after FIRST_BATCH chunks
+    steps = [d for d, t in seen[seen.index((0, need.todo)):]]
+    assert steps[:3] == [0, readiness.FIRST_BATCH, 3 * readiness.FIRST_BATCH], steps[:6]
     assert not [n for n in readiness.needs(store, cfg, "default", emb.model_id) if n.kind == "context"]
 
 
@@ -143,3 +148,32 @@ def test_answer_sentence_vectors_are_offered_built_with_progress_then_gone(store
     # a Claude-only answer or no answer reads none of them
     assert readiness.answer_vectors_plan(store, cfg.with_overrides({"answer.mode": "llm"})) is None
     assert readiness.answer_vectors_plan(store, cfg.with_overrides({"answer.enabled": False})) is None
+
+
+def test_the_token_part_of_a_context_estimate_is_probed_beside_the_embedding(store: Store, monkeypatch) -> None:
+    """Issue #28: the token vectors a contextual build chains were estimated from a fixed 0.1 s per chunk and took
+    1.8x that under load; now one untimed warm-up and one timed batch of each give both rates at today's load."""
+    calls: list[int] = []
+
+    def slow_tokens(encoder, texts, **kw):  # noqa: ANN001, ANN003, ANN202
+        calls.append(len(texts))
+        time.sleep(0.01 * len(texts))
+        return []
+
+    monkeypatch.setattr(readiness, "encode_token_matrices", slow_tokens)
+    monkeypatch.setattr(readiness, "window_encoder_for", lambda embedder: object())  # the fake gives no tokens
+    docs = [(f"d{i}.md", f"# Doc {i}\n\n".encode() + b"".join(
+        f"## Part {j}\n\nSection {j} of document {i} says the valve {j} shuts at noon.\n\n".encode() for j in range(6)))
+            for i in range(4)]
+    emb = _TimedEmbedder(0.002)
+    assert not ingest_files(docs, store=store, embedder=emb, config=PipelineConfig()).errors
+    readiness._RATES.clear()
+    cfg = PipelineConfig().with_overrides({"context.variant": "heuristic", "rerank.enabled": True,
+                                           "rerank.method": "late-interaction"})
+    [need] = [n for n in readiness.needs(store, cfg, "default", emb.model_id, embedder=emb) if n.kind == "context"]
+    assert calls == [readiness.PROBE_WARMUP, readiness.PROBE_CHUNKS]  # warm-up untimed, then one timed batch
+    tok = readiness._RATES[("tokens-probe", emb.model_id)]
+    assert 0.01 <= tok < 0.05, tok
+    per = need.est_seconds / need.todo / readiness.CONTEXT_TEXT_FACTOR
+    assert per == pytest.approx(readiness._RATES[("embed", emb.model_id)] + tok)
+    assert per < readiness.TOKENS_S_PER_CHUNK  # the probe's figures, not the constant

@@ -8,8 +8,9 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 
 from core.answer import e5_scorer
 from core.answer.calibration import refusal_cut
-from core.answer.negation import asks_negated, states_negation
+from core.answer.negation import SAME_STATEMENT, NegatedAsk, negated_answer, negated_ask, similar, values
 from core.answer.scorer import row_scorer
+from core.answer.versions import DocHead, sibling_labels
 from core.answer.support import (
     RowScorer,
     SentenceRow,
@@ -144,6 +145,7 @@ def extractive_answer(
     full_texts: Mapping[str, str] | None = None,
     answer_scorer: Callable[[str, Sequence[SentenceRow]], RowScorer] | None = None,
     sentence_vectors: e5_scorer.SentenceVectorStore | None = None, workspace: str = DEFAULT_WORKSPACE,
+    documents: Mapping[str, DocHead] | None = None,
 ) -> AnswerResult:
     """Offline answerer: the candidates' sentences that the support model (core.answer.support) ranks most likely to answer
     the question, each with its chunk id. Refuses when the model's support for an answer (its gate's probability
@@ -152,7 +154,10 @@ def extractive_answer(
     id -> whole chunk text): read whole chunks, not the pruned drafts (pruning keeps what fits a token budget for
     a model, and may drop the one sentence that answers); the pruner's choice stays a feature. `answer_scorer`
     (question, sentence rows) -> RowScorer: the learned answerability scorer the model reads when it was fitted with
-    one (default: core.answer.scorer's shipped file; `sentence_vectors`: the workspace's stored e5 sentence vectors)."""
+    one (default: core.answer.scorer's shipped file; `sentence_vectors`: the workspace's stored e5 sentence vectors).
+    `documents` (doc id -> name, title, opening): when the quoted sentences come from two versions of a document,
+    each is labelled with its version (core.answer.versions). A question asking what does not hold is answered by
+    core.answer.negation's reading, or refused."""
     model = model or load_support_model()
     cut = model.threshold if threshold is None or threshold < 0 else threshold
     scored = scored_sentences(question, candidates, titles=titles, li_scorer=li_scorer, blind=blind, model=model,
@@ -173,21 +178,117 @@ def extractive_answer(
                             support=best)
     picked = pick_sentences(table.rows, probs, support=best, cut=cut, max_sentences=max_sentences,
                             margin=model.pick_margin)
-    if asks_negated(question):
-        # 'Which X does not ...': only a sentence that itself says 'not' answers it; a positive one answers the
-        # opposite question. The best such sentences above the cut, else a refusal that says why.
-        picked = []
-        for i in order:
-            if probs[i] >= cut and states_negation(table.rows[i].text) and len(picked) < max_sentences and \
-                    all(not _same_claim(table.rows[i].text, table.rows[j].text) for j in picked):
-                picked.append(i)
-        if not picked:
-            return AnswerResult(Answer(f"{REFUSAL} The question asks what does not hold, and no retrieved sentence "
-                                       "above the support cut says that something does not.", (), True,
-                                       "extractive"), notes=notes, support=best)
-    parts = [f"{table.rows[i].text} [{table.rows[i].chunk_id}]" for i in picked]
+    texts = [r.text for r in table.rows]
+    labels = sibling_labels([r.doc_id for r in table.rows], documents or {})
+    ask = negated_ask(question)
+    if ask is not None:
+        return _negated(ask, table.rows, order, labels, titles or {}, max_sentences=max_sentences, notes=notes,
+                        support=best)
+    picked = with_other_versions(picked, texts, [r.doc_id for r in table.rows], labels, limit=max_sentences)
     cites = tuple(dict.fromkeys(table.rows[i].chunk_id for i in picked))
-    return AnswerResult(Answer(" ".join(parts), cites, False, "extractive"), notes=notes, support=best)
+    return AnswerResult(Answer(_quotes(table.rows, picked, labels), cites, False, "extractive"), notes=notes,
+                        support=best)
+
+
+def _label(row: SentenceRow, labels: Mapping[str, str], also: Sequence[str] = ()) -> str:
+    """The version label a quoted sentence is led by when another version was retrieved beside it (with the labels
+    of `also`, the other versions that state the very same sentence); '' when none."""
+    return " & ".join(dict.fromkeys(([labels[row.doc_id]] if row.doc_id in labels else []) + list(also)))
+
+
+def _quotes(rows: Sequence[SentenceRow], picked: Sequence[int], labels: Mapping[str, str]) -> str:
+    """Quoted sentences with their chunk ids, each run of sentences from one version on a line of its own, led once
+    by its label."""
+    out, last = "", ""
+    for i in picked:
+        label = _label(rows[i], labels, _also_in(i, rows, labels))
+        lead = f"{label}: " if label and label != last else ""
+        sep = "\n" if lead and out else " " if out else ""
+        out += f"{sep}{lead}{rows[i].text} [{rows[i].chunk_id}]"
+        last = label
+    return out
+
+
+def _also_in(i: int, rows: Sequence[SentenceRow], labels: Mapping[str, str]) -> list[str]:
+    """Labels of the other versions whose retrieved text has row i's sentence word for word."""
+    if rows[i].doc_id not in labels:
+        return []
+    return [labels[r.doc_id] for r in rows if r.doc_id != rows[i].doc_id and r.doc_id in labels and r.text == rows[i].text]
+
+
+def with_other_versions(picked: Sequence[int], texts: Sequence[str], doc_ids: Sequence[str],
+                        labels: Mapping[str, str], *, limit: int = 3) -> list[int]:
+    """The picked sentences, each from a versioned document followed by the same statement in its other versions
+    when they word it differently (the draft's 'two days' beside the final's 'three'), so the answer shows both;
+    `limit` sentences in all, a sentence never cut from the other version's wording after it."""
+    out = list(picked)
+    for i in picked:
+        if out.index(i) >= limit:
+            break
+        if doc_ids[i] not in labels:
+            continue
+        best, best_sim = None, SAME_STATEMENT
+        for j in range(len(texts)):
+            if j in out or doc_ids[j] == doc_ids[i] or doc_ids[j] not in labels or texts[j] == texts[i]:
+                continue
+            sim = similar(texts[i], texts[j])
+            if sim >= best_sim:
+                best, best_sim = j, sim
+        if best is not None:
+            out.insert(out.index(i) + 1, best)
+    keep = max(limit, 2)
+    if len(out) > keep and out[keep - 1] in picked and out[keep] not in picked:
+        keep -= 1  # the sentence at the cut would lose its other version's wording: leave both out
+    return out[:keep]
+
+
+def _asked(ask: NegatedAsk) -> str:
+    """What the question asks to be absent, as it words it: its numbers when it names some ('three'), else the
+    property ('require a hardware security key')."""
+    if ask.values:
+        nums = [w for w in re.findall(r"[\w.,€$£%]+", ask.words) if values(w)]
+        return " / ".join(nums) if nums else ", ".join(f"{v:g}" for v in sorted(ask.values))
+    return f"'{ask.words}'"
+
+
+def _entity(doc_id: str, labels: Mapping[str, str], titles: Mapping[str, str]) -> str:
+    title = titles.get(doc_id, doc_id)
+    return f"{title}, {labels[doc_id]}" if doc_id in labels else title
+
+
+def _negated(ask: NegatedAsk, rows: Sequence[SentenceRow], order: Sequence[int], labels: Mapping[str, str],
+             titles: Mapping[str, str], *, max_sentences: int, notes: tuple[str, ...], support: float
+             ) -> AnswerResult:
+    """The answer to 'which ... does not ...': sentences that negate the property, else the thing that states it
+    otherwise (another number) or without it, named beside the one where it holds; else a refusal saying why."""
+    texts = [r.text for r in rows]
+    got = negated_answer(ask, texts, order, limit=max_sentences, contexts=[r.context for r in rows])
+    if got.direct:
+        shown: list[int] = []
+        for i in got.direct:  # a sentence that goes on from the one before ('It does not ...') comes with it
+            if i > 0 and continues(texts[i]) and rows[i - 1].chunk_id == rows[i].chunk_id and i - 1 not in shown:
+                shown.append(i - 1)
+            shown.append(i)
+        parts = [_quotes(rows, shown, labels)]
+        cites = [rows[i].chunk_id for i in shown]
+        note = "negated question: quoted sentences that negate the asked property"
+    elif got.contrast:
+        parts, cites = [], []
+        for c, h in got.contrast:
+            parts.append(f"{_entity(rows[c].doc_id, labels, titles)}: \"{texts[c]}\" [{rows[c].chunk_id}] — not "
+                         f"{_asked(ask)}; {_entity(rows[h].doc_id, labels, titles)} says: \"{texts[h]}\" "
+                         f"[{rows[h].chunk_id}].")
+            cites += [rows[c].chunk_id, rows[h].chunk_id]
+        note = ("negated question: named where the asked property is stated otherwise or missing, beside where it "
+                "holds")
+    else:
+        why = (f"the retrieved sentences say only where it holds (\"{texts[got.holds[0]]}\" "
+               f"[{rows[got.holds[0]].chunk_id}]), none where it does not" if got.holds else
+               "no retrieved sentence negates it, or states it for one thing and otherwise for another")
+        return AnswerResult(Answer(f"{REFUSAL} The question asks what does not hold ('not {ask.words}'); {why}.", (), True,
+                                   "extractive"), notes=notes + ("negated question: refused",), support=support)
+    return AnswerResult(Answer("\n".join(parts), tuple(dict.fromkeys(cites)), False, "extractive"),
+                        notes=notes + (note,), support=support)
 
 
 @dataclass(frozen=True)
@@ -241,7 +342,7 @@ def answer_question(
     workspace: str = DEFAULT_WORKSPACE, query_id: str = "", titles: Mapping[str, str] | None = None,
     li_scorer: SentenceScorer | None = None, blind: bool = False, vocabulary: Collection[str] | None = None,
     full_texts: Mapping[str, str] | None = None, calibration: Calibration | None = None,
-    sentence_vectors: e5_scorer.SentenceVectorStore | None = None,
+    sentence_vectors: e5_scorer.SentenceVectorStore | None = None, documents: Mapping[str, DocHead] | None = None,
 ) -> AnswerResult:
     """The answer stage: picks the answerer (auto = Claude when available), refuses on an empty context without
     calling anything, and falls back to extractive (saying so) when Claude is unavailable or fails. The extractive
@@ -269,7 +370,8 @@ def answer_question(
     cut = refusal_cut(cfg.refusal_threshold, calibration, load_support_model().threshold, model_fingerprint())
     res = extractive_answer(question, top, threshold=cut.value, max_sentences=cfg.max_sentences,
                             titles=titles, li_scorer=li_scorer, blind=blind, vocabulary=vocabulary,
-                            full_texts=full_texts, sentence_vectors=sentence_vectors, workspace=workspace)
+                            full_texts=full_texts, sentence_vectors=sentence_vectors, workspace=workspace,
+                            documents=documents)
     notes.append("extractive answer (offline): sentences copied from the passages, not generated")
     notes.append(f"refusal threshold {cut.value:.2f}: {cut.source}")
     answer, said = quoted_language(question, res.answer)

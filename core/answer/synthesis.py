@@ -20,6 +20,7 @@ from core.answer.stage import (
     answer_question,
     scored_sentences,
 )
+from core.answer.versions import DocHead
 from core.answer.support import SentenceRow, SentenceScorer, load_support_model, model_fingerprint
 from core.config import AnswerConfig
 from core.models.llm import (
@@ -499,6 +500,7 @@ def synthesized_answer(
     titles: Mapping[str, str] | None = None, li_scorer: SentenceScorer | None = None, blind: bool = False,
     vocabulary: Collection[str] | None = None, full_texts: Mapping[str, str] | None = None,
     calibration: Calibration | None = None, sentence_vectors: SentenceVectorStore | None = None,
+    documents: Mapping[str, DocHead] | None = None,
 ) -> Synthesis:
     """The answer stage with synthesis: graph global search's reduce when `global_stage` ran with partial answers;
     else answer.synthesis (auto: by the route and the question's shape); stuff is core.answer.stage's answer."""
@@ -516,7 +518,7 @@ def synthesized_answer(
     if mode == "stuff" or not top or (mode == "compare" and use_llm and llm.available):
         res = answer_question(question, candidates, cfg, llm, workspace=workspace, query_id=query_id, titles=titles,
                               li_scorer=li_scorer, blind=blind, vocabulary=vocabulary, full_texts=full_texts,
-                              calibration=calibration, sentence_vectors=sentence_vectors)
+                              calibration=calibration, sentence_vectors=sentence_vectors, documents=documents)
         return Synthesis(res)
     paid: tuple[StageResult, ...] = ()  # Claude calls made before a budget stop: paid, so they stay in the trace
     if use_llm and llm.available:

@@ -15,6 +15,7 @@ from core.config import PipelineConfig
 from core.graph.build import build_graph
 from core.ingest.context import BuildRequest, index_variant, run_build
 from core.models.embed import EmbedStats
+from core.models.tokens import encode_token_matrices, window_encoder_for
 from core.models.protocols import declared_languages
 from core.retrieve.dense import corpus_languages, multilingual_plan
 from core.retrieve.index import IndexCache, backfill_vectors, chunk_languages, contextual_text
@@ -59,23 +60,48 @@ _RATES: dict[tuple[str, str], float] = {}
 PROBE_CHUNKS = 8
 
 
+PROBE_WARMUP = 2  # texts encoded untimed first: a session's first call pays for its warm-up, not per chunk
+
+
 def embed_seconds_per_chunk(store: Any, embedder: Any, workspace: str = DEFAULT_WORKSPACE) -> float:
-    """The embedder's seconds per chunk now: the last build's rate, else one batch of PROBE_CHUNKS of the workspace's
-    chunks encoded and timed (once per model in this process), else the constant."""
+    """The embedder's seconds per chunk now: the last build's rate, else a probe (probe_rates), else the constant."""
     key = ("embed", embedder.model_id)
     if key not in _RATES:
-        texts: list[str] = []
-        for doc in store.corpus.documents(workspace)[:PROBE_CHUNKS]:  # a few documents, not the whole corpus
-            texts += [c.text for c in store.corpus.chunks(workspace, doc_id=doc.doc_id)]
-            if len(texts) >= PROBE_CHUNKS:
-                break
-        texts = texts[:PROBE_CHUNKS]
-        if not texts:
-            return EMBED_S_PER_CHUNK
-        t0 = time.perf_counter()
-        embedder.encode(texts)
-        _RATES[key] = (time.perf_counter() - t0) / len(texts)
-    return _RATES[key]
+        probe_rates(store, embedder, workspace)
+    return _RATES.get(key, EMBED_S_PER_CHUNK)
+
+
+def token_seconds_per_chunk(model_id: str) -> float:
+    """Late-interaction token vectors' seconds per chunk: the last token build's rate, else the probe's (measured
+    beside the embedding's, so both see the same load), else the constant."""
+    return _RATES.get(("tokens", model_id), _RATES.get(("tokens-probe", model_id), TOKENS_S_PER_CHUNK))
+
+
+def probe_rates(store: Any, embedder: Any, workspace: str = DEFAULT_WORKSPACE) -> None:
+    """Time one batch of PROBE_CHUNKS of the workspace's chunks through the embedder and, when it gives token
+    vectors, through the token encoder (each after an untimed warm-up of PROBE_WARMUP texts), once per model in this
+    process. A constant from another day's load was off by up to 1.8x for the token build (bench/build_estimate.py);
+    a probe taken now carries the load the build will run under."""
+    texts: list[str] = []
+    for doc in store.corpus.documents(workspace)[:PROBE_CHUNKS]:  # a few documents, not the whole corpus
+        texts += [c.text for c in store.corpus.chunks(workspace, doc_id=doc.doc_id)]
+        if len(texts) >= PROBE_CHUNKS + PROBE_WARMUP:
+            break
+    if len(texts) <= PROBE_WARMUP:
+        return
+    warm, timed = texts[:PROBE_WARMUP], texts[PROBE_WARMUP: PROBE_WARMUP + PROBE_CHUNKS]
+    embedder.encode(warm)
+    t0 = time.perf_counter()
+    embedder.encode(timed)
+    _RATES[("embed", embedder.model_id)] = (time.perf_counter() - t0) / len(timed)
+    try:
+        encoder = window_encoder_for(embedder)
+    except (ValueError, AttributeError, TypeError):  # no token vectors from this embedder: nothing to time
+        return
+    encode_token_matrices(encoder, warm)
+    t0 = time.perf_counter()
+    encode_token_matrices(encoder, timed)
+    _RATES[("tokens-probe", embedder.model_id)] = (time.perf_counter() - t0) / len(timed)
 
 
 def needs(store: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE, model_id: str = "",
@@ -100,7 +126,7 @@ def needs(store: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE, m
             # A contextual text is context + chunk (longer than the probe's chunks); token vectors go at the rate
             # the last token build here measured, else the constant (token_need's own estimate uses the same).
             per = rate * (CONTEXT_TEXT_FACTOR if variant != "late" else LATE_FACTOR) + (
-                _RATES.get(("tokens", model_id), TOKENS_S_PER_CHUNK) if tokens else 0.0)
+                token_seconds_per_chunk(model_id) * _token_text_factor(cfg) if tokens else 0.0)
             out.append(Need("context", variant, todo, total, todo * per,
                             f"{what}: {todo:,} of {total:,} chunks missing"
                             + (" (and the token vectors rerank reads)" if tokens else "")))
@@ -152,6 +178,12 @@ def trace_multilingual_need(store: Any, cfg: PipelineConfig, workspace: str, tra
     return multilingual_need(store, cfg, workspace, store.corpus.count("chunks", workspace))
 
 
+def _token_text_factor(cfg: PipelineConfig) -> float:
+    """How much longer than a chunk the texts late interaction reads are: context + chunk on a contextual variant
+    (rates are kept per chunk-length text, what the probe times)."""
+    return CONTEXT_TEXT_FACTOR if cfg.rerank.use_context and index_variant(cfg.context.variant)[0] != "raw" else 1.0
+
+
 def _late_texts(store: Any, cfg: PipelineConfig, workspace: str) -> list[str]:
     """Every chunk as late interaction reads it: context + chunk when the reranker reads contexts (the same text the
     rerank stage builds, so the vectors warmed here are the ones it looks up)."""
@@ -185,7 +217,7 @@ def token_need(deps: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPAC
     if not todo:
         return None
     return Need("tokens", cfg.context.variant, todo, len(texts),
-                todo * _RATES.get(("tokens", deps.embedder.model_id), TOKENS_S_PER_CHUNK),
+                todo * token_seconds_per_chunk(deps.embedder.model_id) * _token_text_factor(cfg),
                 f"late-interaction token vectors: {todo:,} of {len(texts):,} chunks not encoded yet")
 
 
@@ -263,7 +295,7 @@ def build(need: Need, cfg: PipelineConfig, deps: Any, workspace: str = DEFAULT_W
         done = late.warm(texts, workspace, batch=16, progress=progress)
         secs = time.perf_counter() - t0
         if done:
-            _RATES[("tokens", deps.embedder.model_id)] = secs / done
+            _RATES[("tokens", deps.embedder.model_id)] = secs / done / _token_text_factor(cfg)
         return f"token vectors: {done} chunks encoded in {secs:.1f} s"
     if need.kind == "answer":
         plan = answer_vectors_plan(deps.store, cfg, workspace)
@@ -303,17 +335,24 @@ def build(need: Need, cfg: PipelineConfig, deps: Any, workspace: str = DEFAULT_W
     return f"{need.variant}: {rep.written} contexts written, {vectors} vectors embedded"
 
 
+FIRST_BATCH = 2
+
+
 def embed_in_batches(store: Any, embedder: Any, variant: str, workspace: str = DEFAULT_WORKSPACE, *,
                      batch: int = 32, progress: Callable[[int, int], None] | None = None) -> int:
-    """A contextual variant's missing vectors (context + chunk), `batch` chunks per encode and write, progress(done,
-    todo) after each; returns how many were stored."""
+    """A contextual variant's missing vectors (context + chunk), up to `batch` chunks per encode and write,
+    progress(done, todo) after each; returns how many were stored. Batches start at FIRST_BATCH chunks and double:
+    the first step of the bar comes after a couple of chunks, not after a whole batch (32 chunks took 13 s at load
+    17, bench/build_estimate.py, when the contexts existed already and the embedding was the build's first step)."""
     todo = len(store.corpus.chunks_missing_vectors(embedder.model_id, variant, workspace))
     done = 0
+    size = min(FIRST_BATCH, batch)
     if progress:
         progress(0, todo)
     while done < todo:
-        stats = backfill_vectors(_First(store.corpus, batch), store.ledger, store.caches, store.corpus, embedder,
+        stats = backfill_vectors(_First(store.corpus, size), store.ledger, store.caches, store.corpus, embedder,
                                  workspace, variant, purpose=f"context:{variant}")
+        size = min(size * 2, batch)
         if not stats.texts:
             break
         done += stats.texts

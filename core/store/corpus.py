@@ -226,6 +226,17 @@ class Corpus:
             "AND doc_id IN (SELECT unnest(?))", [workspace, list(dict.fromkeys(doc_ids))]).fetchall()
         return {r[0]: r[1] for r in rows}
 
+    def document_heads(self, doc_ids: Sequence[str], workspace: str = DEFAULT_WORKSPACE, chars: int = 400
+                       ) -> dict[str, tuple[str, str, str]]:
+        """doc_id -> (file name, title, the text's first `chars` characters), for the documents asked about."""
+        if not doc_ids:
+            return {}
+        rows = self._db.cursor().execute(
+            "SELECT doc_id, name, coalesce(title, ''), substr(coalesce(text, ''), 1, ?) FROM documents "
+            "WHERE workspace_id = ? AND doc_id IN (SELECT unnest(?))",
+            [chars, workspace, list(dict.fromkeys(doc_ids))]).fetchall()
+        return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
     def find_document_by_name(self, name: str, workspace: str = DEFAULT_WORKSPACE) -> DocumentRow | None:
         # Filtered in SQL: ingest asks once per file, and listing every document each time grew as N^2.
         row = self._db.cursor().execute(
