@@ -3,7 +3,7 @@ that reads settings and tables and calls the pure operations (extract, resolve, 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
@@ -285,7 +285,7 @@ def build_graph(
     that left the corpus are dropped; `full` forgets every extraction first (synonyms and review decisions stay).
     Node aggregates are rewritten only for the nodes those chunks touch; communities are recomputed (seeded) and
     summaries are invalidated only where a community's membership changed."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     state = store.graph.state(workspace)
     notes: list[str] = []
     if full:
@@ -337,9 +337,10 @@ def build_graph(
     if progress:
         progress("communities", 0, 1)
     mode = "full" if full or state is None else "incremental"
-    return _finish(store, cfg, workspace, mode=mode, builder=builder if added or state is None else state.builder,
-                   t0=t0, embedder=embedder, new_nodes=None if whole else affected, usage=usage,
-                   added=len(added), removed=len(removed), notes=notes, res=res)
+    report = _finish(store, cfg, workspace, mode=mode, builder=builder if added or state is None else state.builder,
+                     t0=t0, embedder=embedder, new_nodes=None if whole else affected, usage=usage,
+                     added=len(added), removed=len(removed), notes=notes, res=res)
+    return replace(report, cpu_seconds=time.process_time() - c0)
 
 
 @dataclass(frozen=True)
