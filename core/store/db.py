@@ -314,13 +314,13 @@ def vector_frame(keys: Sequence[str], vectors: np.ndarray) -> Any:
                          "vec": pd.Series(list(rows), dtype="object")})
 
 
-_ARROW_PLAIN = ("string", "int64", "double", "bool")
+_ARROW_PLAIN = ("string", "int64", "double", "bool", "timestamp[us]")
 
 
 def register_rows(cur: Cursor, name: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     """Register rows as a scan-able relation: bulk inserts and hash joins instead of per-row statements. Columns
-    of plain strings and numbers go in as an Arrow table (pandas' string conversion was most of the cost of an
-    incremental graph update's id lists); anything else (lists, vectors, timestamps, all-NULL) as a frame."""
+    of plain strings, numbers and naive timestamps go in as an Arrow table (pandas' string conversion was most of
+    the cost of an incremental graph update's id lists); anything else (lists, vectors, all-NULL) as a frame."""
     import pandas as pd
 
     data = {c: [r[i] for r in rows] for i, c in enumerate(columns)}
