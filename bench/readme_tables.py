@@ -1928,7 +1928,11 @@ def incremental(d: dict[str, Any], file: str) -> list[str]:
                      f"{num(g['seconds'], 2)} s = {num(100 * g['share_of_full_build'], 0)}% of the first build "
                      f"({num(r['graph_full_build']['seconds'], 2)} s), "
                      f"{num(100 * g.get('share_of_full_rebuild_names_cached', float('nan')), 0)}% of a rebuild "
-                     f"({num(g.get('full_rebuild_names_cached_s'), 2)} s)",
+                     f"({num(g.get('full_rebuild_names_cached_s'), 2)} s)"
+                     + (f"; CPU {num(g['cpu_seconds'], 2)} s = {num(100 * g['share_of_full_build_cpu'], 1)}% of the "
+                        f"first build's, {num(100 * g['share_of_full_rebuild_names_cached_cpu'], 0)}% of a rebuild's; "
+                        f"fixed cost (the update again, nothing to do) {num(g['noop_update_seconds'], 2)} s, CPU "
+                        f"{num(g['noop_update_cpu_seconds'], 2)} s" if "cpu_seconds" in g else ""),
                      f"{g['summaries_invalidated']} / {g['communities_with_a_changed_chunk']}",
                      f"{num(v['recall@5_incremental'], 2)} / {num(v['recall@5_rebuild'], 2)}",
                      f"{num(cm['modularity_local'], 3)} / {num(cm['modularity_full'], 3)}, NMI "
@@ -2131,6 +2135,7 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("context.json", context),
         ("graph.json", graph),
         ("incremental.json", incremental),
+        ("incremental_sample.json", incremental),
         ("incremental_kill.json", incremental_kill),
     ]),
     ("Hostile input", [

@@ -3,7 +3,7 @@ that reads settings and tables and calls the pure operations (extract, resolve, 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
@@ -22,12 +22,21 @@ from core.graph.model import LLM_BUILT, STATISTICAL, BuildReport, ChunkExtractio
 from core.graph.resolve import (
     Resolution,
     SynonymGroup,
+    normalise_name,
     parse_synonyms,
     resolve,
     suggest_merges,
 )
 from core.graph.rules import merge_item_id, node_rows
-from core.graph.snapshot import active_graph, load_snapshot, name_vectors
+from core.graph.snapshot import (
+    ActiveGraph,
+    active_graph,
+    is_active,
+    load_snapshot,
+    name_vectors,
+    region_graph,
+    region_snapshot,
+)
 from core.graph.summaries import build_summaries
 from core.models.embed import Embedder
 from core.models.llm import LLMError
@@ -56,15 +65,20 @@ def builder_label(builder: str) -> str:
 
 
 # -- resolution ----------------------------------------------------------------------------------------------------
-def current_resolution(store: Store, cfg: GraphConfig, workspace: str) -> Resolution:
-    """Resolution from the stored elements, the synonym list and the review decisions (in decision order)."""
+def current_resolution(store: Store, cfg: GraphConfig, workspace: str, chunk_ids: Sequence[str] | None = None
+                       ) -> Resolution:
+    """Resolution from the stored elements, the synonym list and the review decisions (in decision order).
+    `chunk_ids`: only the elements of these chunks' mentions (and of the synonym list's names) are read; every
+    element among them resolves as with all elements read, since only the synonym list (whose types are read
+    whole) and the decisions join elements."""
     groups = [SynonymGroup(tuple(n)) for n in store.review.synonyms(workspace)]
     decided = [q for q in store.review.queue(workspace=workspace) if q.status != "pending"]
     decided.sort(key=lambda q: (q.decided_at, q.item_id))
     approved = [(q.keep_id, q.other_id) for q in decided if q.status == "approved"]
     rejected = [(q.keep_id, q.other_id) for q in decided if q.status == "rejected"]
-    return resolve(store.graph.elements(workspace), synonyms=groups, approved=approved, rejected=rejected,
-                   split_by_type=cfg.split_by_type)
+    elements = (store.graph.elements(workspace) if chunk_ids is None else store.graph.elements_of_chunks(
+        chunk_ids, [normalise_name(n) for g in groups for n in g.names], workspace))
+    return resolve(elements, synonyms=groups, approved=approved, rejected=rejected, split_by_type=cfg.split_by_type)
 
 
 def _mapping(res: Resolution) -> dict[str, str]:
@@ -86,7 +100,10 @@ def _store_extractions(store: Store, exts: Sequence[ChunkExtraction], builder: s
 
 def stored_communities(store: Store, workspace: str) -> list[Community]:
     """The stored community tree as Community records (members sorted)."""
-    cols = store.communities.membership_columns(workspace)
+    return _communities_of(store.communities.membership_columns(workspace))
+
+
+def _communities_of(cols: dict[str, Any]) -> list[Community]:
     levels, cids, nids = cols["level"].tolist(), cols["community_id"].tolist(), cols["node_id"].tolist()
     parents = [None if p is None or p != p else p for p in cols["parent_id"].tolist()]  # NULL may read as NaN
     groups: dict[tuple[int, str], tuple[str | None, list[str]]] = {}
@@ -123,32 +140,117 @@ def recompute_communities(store: Store, cfg: GraphConfig, workspace: str, touche
     return levels, len(comms), invalidated
 
 
+def _active_names(store: Store, cfg: GraphConfig, workspace: str, g: ActiveGraph | None = None
+                  ) -> tuple[list[str], list[str], list[int]]:
+    """(ids, names, chunk counts) of the active nodes, ordered by id: from `g` when loaded, else three columns of
+    the node table (not the whole rows an ActiveGraph holds)."""
+    if g is not None:
+        return [n[0] for n in g.nodes], [n[1] for n in g.nodes], [int(n[4]) for n in g.nodes]
+    cols = store.graph.node_names(workspace)
+    keep = [i for i, (t, c) in enumerate(zip(cols["type"].tolist(), cols["n_chunks"].tolist()))
+            if is_active(t, c, cfg.min_phrase_chunks)]
+    ids, names, sizes = cols["node_id"].tolist(), cols["name"].tolist(), cols["n_chunks"].tolist()
+    return [ids[i] for i in keep], [names[i] for i in keep], [int(sizes[i]) for i in keep]
+
+
 def refresh_suggestions(store: Store, cfg: GraphConfig, embedder: Embedder, workspace: str,
-                        new_nodes: set[str] | None, g: Any = None, res: Resolution | None = None) -> int:
+                        new_nodes: set[str] | None, g: Any = None, res: Resolution | None = None,
+                        active: tuple[list[str], list[str], list[int]] | None = None) -> int:
     """Queue merge suggestions (name cosine >= merge_threshold) for new nodes against all active nodes, and drop
     pending ones that no longer make sense (a node left, or both already resolve to one node)."""
-    nodes = (g if g is not None else active_graph(store, workspace, cfg.min_phrase_chunks)).nodes
-    ids = [n.node_id for n in nodes]
+    ids, name_list, size_list = active if active is not None else _active_names(store, cfg, workspace, g)
     res = res if res is not None else current_resolution(store, cfg, workspace)
     alive = set(ids)
-    stale = [q.item_id for q in store.review.queue("pending", workspace)
-             if res(q.keep_id) == res(q.other_id) or res(q.keep_id) not in alive
-             or res(q.other_id) not in alive]
+    queue = store.review.queue(workspace=workspace)  # read once: the pending items and every decided pair
+    stale = [q.item_id for q in queue if q.status == "pending"
+             and (res(q.keep_id) == res(q.other_id) or res(q.keep_id) not in alive or res(q.other_id) not in alive)]
     store.review.delete_queue_items(stale, workspace)
     if len(ids) < 2:
         return 0
-    names = {n.node_id: n.name for n in nodes}
-    sizes = {n.node_id: n.n_chunks for n in nodes}
-    vecs = name_vectors([n.name for n in nodes], embedder, store, workspace)
-    decided = [(q.keep_id, q.other_id) for q in store.review.queue(workspace=workspace)]
+    names = dict(zip(ids, name_list))
+    sizes = dict(zip(ids, size_list))
+    vecs = name_vectors(name_list, embedder, store, workspace)
+    dropped = set(stale)
+    decided = [(q.keep_id, q.other_id) for q in queue if q.item_id not in dropped]
     found = suggest_merges(ids, vecs, threshold=cfg.merge_threshold, new=new_nodes, skip=decided, sizes=sizes)
     return store.review.add_suggestions([(merge_item_id(s.a, s.b), s.a, s.b, names[s.a], names[s.b], s.score)
                                          for s in found], workspace)
 
 
+@dataclass(frozen=True)
+class Region:
+    """An update's region (core/graph/communities.py local_update): the stored communities it replaces (`previous`:
+    the touched top-level communities and their subtrees), the ones it writes (`comms`), the (level, id) of every
+    other stored community (`outside`, kept as they are), and the active graph induced on its nodes (`g`)."""
+
+    previous: list[Community]
+    comms: list[Community]
+    outside: list[tuple[int, str]]
+    g: ActiveGraph
+
+
+def local_region(store: Store, cfg: GraphConfig, workspace: str, touched: set[str]) -> Region | None:
+    """The local community update read and computed over the region alone: the touched nodes' top-level
+    communities with their subtrees, their nodes and the touched ones, and the edges between them; nothing else
+    of the graph is read. Returns what `cluster` would return for the region, or None where it cannot tell from
+    the region alone (no stored communities; the phrase filter changed since the last build, so nodes outside the
+    region may have changed activity; the region grew a level deeper than the kept communities, which would then
+    be carried down too): the caller then reads the whole graph."""
+    state = store.graph.state(workspace)
+    keys = store.communities.community_keys(workspace)
+    if (state is None or not keys or cfg.communities != "local"
+            or state.settings.get("min_phrase_chunks") != cfg.min_phrase_chunks):
+        return None
+    previous = _communities_of(store.communities.region_columns(sorted(touched), workspace))
+    held = {(c.level, c.community_id) for c in previous}
+    outside = [k for k in keys if k not in held]
+    g = region_graph(store, sorted({m for c in previous for m in c.members} | touched), workspace,
+                     cfg.min_phrase_chunks)
+    a, b = np.minimum(g.a, g.b), np.maximum(g.a, g.b)
+    comms, _ = local_update(g.ids, a, b, g.w, previous, touched, seed=cfg.seed, resolution=cfg.resolution,
+                            max_cluster_size=cfg.max_cluster_size, max_levels=cfg.max_levels, outside=outside)
+    if outside and max((c.level for c in comms), default=0) > max(lv for lv, _ in outside):
+        return None
+    return Region(previous, comms, outside, g)
+
+
+def _finish_region(store: Store, cfg: GraphConfig, workspace: str, region: Region, *, mode: str, builder: str,
+                   t0: float, embedder: Embedder | None, new_nodes: set[str], usage: Usage, added: int,
+                   removed: int, notes: Sequence[str], res: Resolution | None) -> BuildReport:
+    """_finish for an incremental update whose communities were computed over its region (local_region): the
+    region's community rows replace the ones it re-clustered, and summaries are written from a snapshot of the
+    region; the rest of the graph is read only as the three node columns merge suggestions compare against."""
+    comms = region.comms
+    rows = [(c.level, c.community_id, c.parent_id, nid, c.members_hash) for c in comms for nid in c.members]
+    invalidated = store.communities.replace_communities(
+        sorted({(c.level, c.community_id) for c in region.previous}), rows, workspace)
+    levels = len({c.level for c in comms} | {lv for lv, _ in region.outside})
+    n_comms = len(comms) + len(region.outside)
+    active = _active_names(store, cfg, workspace)
+    suggestions = (refresh_suggestions(store, cfg, embedder, workspace, new_nodes, res=res, active=active)
+                   if embedder is not None else 0)
+    counts = store.graph.counts(workspace)
+    stats = {"nodes": counts["nodes"], "edges": counts["edges"], "active_nodes": len(active[0]), "levels": levels,
+             "communities": n_comms, "chunks": counts["chunks"], "leiden": LEIDEN_VERSIONS,
+             "label": builder_label(builder)}
+    store.graph.set_state(corpus_version=store.corpus.corpus_version(workspace), builder=builder,
+                          settings=_settings(cfg), stats=stats, workspace=workspace)
+    snap = region_snapshot(store, region.g, comms, workspace)
+    written = build_summaries(snap, store, workspace=workspace) if snap is not None else 0
+    return BuildReport(mode, builder_label(builder), added, removed, counts["nodes"], counts["edges"],
+                       len(active[0]), levels, n_comms, invalidated, suggestions, time.perf_counter() - t0, usage,
+                       tuple(notes), written)
+
+
 def _finish(store: Store, cfg: GraphConfig, workspace: str, *, mode: str, builder: str, t0: float, embedder: Embedder | None,
             new_nodes: set[str] | None, usage: Usage = Usage(), added: int = 0, removed: int = 0,
             notes: Sequence[str] = (), res: Resolution | None = None) -> BuildReport:
+    if mode == "incremental" and new_nodes is not None:
+        region = local_region(store, cfg, workspace, new_nodes)
+        if region is not None:
+            return _finish_region(store, cfg, workspace, region, mode=mode, builder=builder, t0=t0,
+                                  embedder=embedder, new_nodes=new_nodes, usage=usage, added=added, removed=removed,
+                                  notes=notes, res=res)
     # The active graph is read once (its nodes and edges are the update's biggest read) for every step below.
     g = active_graph(store, workspace, cfg.min_phrase_chunks)
     # An incremental update (new_nodes: the nodes its chunks touched) re-clusters only their communities.
@@ -183,7 +285,7 @@ def build_graph(
     that left the corpus are dropped; `full` forgets every extraction first (synonyms and review decisions stay).
     Node aggregates are rewritten only for the nodes those chunks touch; communities are recomputed (seeded) and
     summaries are invalidated only where a community's membership changed."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     state = store.graph.state(workspace)
     notes: list[str] = []
     if full:
@@ -197,11 +299,10 @@ def build_graph(
                          "use them: rebuild fully to apply them everywhere")
         if old.get("split_by_type", cfg.split_by_type) != cfg.split_by_type:
             notes.append("split_by_type changed: re-resolving the whole graph")
-    seen = store.graph.seen_chunks(workspace)
-    chunks = store.corpus.chunks(workspace)
-    current = {c.chunk_id for c in chunks}
-    removed = sorted(cid for cid in seen if cid not in current)
-    added = [c for c in chunks if c.chunk_id not in seen]
+    # Only the chunks the graph has not seen and the ones that left are read (not the corpus or the graph whole).
+    added_ids, removed = store.graph.chunk_delta(workspace)
+    by_id = store.corpus.chunks_by_id(added_ids, workspace)
+    added = [by_id[c] for c in added_ids]
     # Nodes an update killed half-way touched (graph_dirty) are finished by this one.
     affected = store.graph.remove_chunks(removed, workspace) | (set() if full else store.graph.dirty_nodes(workspace))
 
@@ -225,10 +326,10 @@ def build_graph(
         usage = usage + _store_extractions(store, exts, builder, workspace)
     if progress:
         progress("resolving", 0, 1)
-    res = current_resolution(store, cfg, workspace)
     resplit = state is not None and state.settings.get("split_by_type", cfg.split_by_type) != cfg.split_by_type
     new_rows = sorted({c.chunk_id for c in added} | set(store.graph.unresolved_chunks(workspace)))
     scope = None if (state is None or resplit) else new_rows
+    res = current_resolution(store, cfg, workspace, scope)
     store.graph.apply_resolution(_mapping(res), split_by_type=cfg.split_by_type, chunk_ids=scope, workspace=workspace)
     affected |= store.graph.node_ids_for_chunks(new_rows, workspace)
     whole = state is None or resplit
@@ -236,9 +337,10 @@ def build_graph(
     if progress:
         progress("communities", 0, 1)
     mode = "full" if full or state is None else "incremental"
-    return _finish(store, cfg, workspace, mode=mode, builder=builder if added or state is None else state.builder,
-                   t0=t0, embedder=embedder, new_nodes=None if whole else affected, usage=usage,
-                   added=len(added), removed=len(removed), notes=notes, res=res)
+    report = _finish(store, cfg, workspace, mode=mode, builder=builder if added or state is None else state.builder,
+                     t0=t0, embedder=embedder, new_nodes=None if whole else affected, usage=usage,
+                     added=len(added), removed=len(removed), notes=notes, res=res)
+    return replace(report, cpu_seconds=time.process_time() - c0)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ import hashlib
 import random
 import threading
 from dataclasses import dataclass
+from functools import cached_property
 from importlib.metadata import version as _dist_version
 from typing import Any, Sequence
 
@@ -23,7 +24,7 @@ class Community:
     parent_id: str | None
     members: tuple[str, ...]  # node ids, sorted
 
-    @property
+    @cached_property  # read once per member row when the rows are written: computed once per community
     def members_hash(self) -> str:
         """Content address of the membership: a summary stays valid exactly as long as this does not change."""
         return hashlib.sha256("\x1f".join(self.members).encode()).hexdigest()[:16]
@@ -148,6 +149,7 @@ class _Node:
 def local_update(
     order: Sequence[str], a: np.ndarray, b: np.ndarray, w: np.ndarray, previous: Sequence[Community],
     touched: set[str], *, seed: int = 42, resolution: float = 1.0, max_cluster_size: int = 30, max_levels: int = 3,
+    outside: Sequence[tuple[int, str]] = (),
 ) -> tuple[list[Community], set[str]]:
     """Re-cluster only what a change touched. A community is touched when it holds a touched node (one whose
     mentions, edges or activity changed) or lost a node. Untouched top-level communities keep their ids, members and
@@ -159,7 +161,12 @@ def local_update(
     (twice the resolution a level down). Edges from the region to untouched communities did not change (an edge is
     made by chunks, and a changed chunk touches both its ends), so leaving them out is the usual local approximation;
     `graph.communities = full` re-clusters everything, and bench/incremental.py measures the two against each other.
-    Returns the communities and the ids of the top-level communities that were re-clustered."""
+    Returns the communities and the ids of the top-level communities that were re-clustered.
+
+    The region alone: when `order`, the edges and `previous` hold only the touched top-level communities' subtrees
+    and the nodes of no community (core/graph/build.py reads just those rows), `outside` names the (level, id) of
+    every other stored community; they are kept as they are, and new ids are numbered around them exactly as if
+    they had been passed in whole, so both calls return the same region."""
     n = len(order)
     pos = {nid: i for i, nid in enumerate(order)}
     present = set(order)
@@ -221,7 +228,7 @@ def local_update(
             if loose:
                 tree += _split(order, pos, a, b, w, loose, top, seed=seed, resolution=resolution * 2,
                                max_cluster_size=max_cluster_size, max_levels=max_levels - 1)
-    return _name(tree, previous, max_levels), {c.community_id for c in hit_roots}
+    return _name(tree, previous, max_levels, outside), {c.community_id for c in hit_roots}
 
 
 def _split(order: Sequence[str], pos: dict[str, int], a: np.ndarray, b: np.ndarray, w: np.ndarray,
@@ -240,7 +247,8 @@ def _split(order: Sequence[str], pos: dict[str, int], a: np.ndarray, b: np.ndarr
     return out
 
 
-def _name(tree: list[_Node], previous: Sequence[Community], max_levels: int) -> list[Community]:
+def _name(tree: list[_Node], previous: Sequence[Community], max_levels: int,
+          outside: Sequence[tuple[int, str]] = ()) -> list[Community]:
     """Community records for the rebuilt tree: a kept community keeps its id; a new one takes an id a re-clustered
     community freed at its level (smallest first), then the next after the highest the level has held, so
     re-clustering everything names the communities as a full build does."""
@@ -251,6 +259,8 @@ def _name(tree: list[_Node], previous: Sequence[Community], max_levels: int) -> 
     free = {lv: sorted((_index(c.community_id) for c in cs if c.community_id not in held), reverse=True)
             for lv, cs in by_level.items()}
     nxt = {lv: 1 + max(_index(c.community_id) for c in cs) for lv, cs in by_level.items()}
+    for lv, cid in outside:  # kept communities outside the region: their ids are held, never reused
+        nxt[lv] = max(nxt.get(lv, 0), 1 + _index(cid))
     ids: dict[int, str] = {}
     for nd in tree:
         if nd.old is not None:
@@ -266,19 +276,22 @@ def _name(tree: list[_Node], previous: Sequence[Community], max_levels: int) -> 
         ids[id(nd)] = f"L{nd.level}-{k}"
     comms = [Community(nd.level, ids[id(nd)], ids[id(nd.parent)] if nd.parent is not None else None, nd.members)
              for nd in tree]
-    return _extend_levels(comms, max_levels)
+    return _extend_levels(comms, max_levels, outside)
 
 
-def _extend_levels(comms: list[Community], max_levels: int) -> list[Community]:
+def _extend_levels(comms: list[Community], max_levels: int, outside: Sequence[tuple[int, str]] = ()
+                   ) -> list[Community]:
     """Every level a full partition: a leaf above the deepest level is carried down (a new id, itself the parent),
     as hierarchical_leiden_arrays carries an unsplit community; kept subtrees and the re-clustered region may end
     at different depths."""
-    depth = min(max_levels, 1 + max((c.level for c in comms), default=-1))
+    depth = min(max_levels, 1 + max([c.level for c in comms] + [lv for lv, _ in outside], default=-1))
     parents = {c.parent_id for c in comms if c.parent_id}
     by_level: dict[int, list[Community]] = {}
     for c in comms:
         by_level.setdefault(c.level, []).append(c)
     nxt = {lv: 1 + max(_index(c.community_id) for c in cs) for lv, cs in by_level.items()}
+    for lv, cid in outside:
+        nxt[lv] = max(nxt.get(lv, 0), 1 + _index(cid))
     out = list(comms)
     for level in range(depth - 1):
         for c in sorted(by_level.get(level, []), key=lambda c: _index(c.community_id)):

@@ -61,3 +61,4 @@ class BuildReport:
     usage: Usage = Usage()
     notes: tuple[str, ...] = field(default_factory=tuple)
     summaries_written: int = 0  # extractive community summaries stored at build time (global search reads them)
+    cpu_seconds: float = 0.0  # process CPU time of a build or update (all threads): its cost on a busy machine

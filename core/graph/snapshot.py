@@ -114,10 +114,20 @@ class ActiveGraph:
 
 
 def active_graph(store: GraphSource, workspace: str, min_phrase_chunks: int) -> ActiveGraph:
+    nodes = [n for n in store.graph.nodes(workspace) if is_active(n[2], n[4], min_phrase_chunks)]
+    return _indexed(nodes, *store.graph.edge_arrays(workspace))
+
+
+def region_graph(store: GraphSource, node_ids: Sequence[str], workspace: str, min_phrase_chunks: int) -> ActiveGraph:
+    """The active graph induced on `node_ids` (the active ones among them and the edges between those), read
+    without the rest of the graph: an incremental update's region."""
+    nodes = [n for n in store.graph.nodes_by_id(node_ids, workspace) if is_active(n[2], n[4], min_phrase_chunks)]
+    return _indexed(nodes, *store.graph.edge_arrays_among([n[0] for n in nodes], workspace))
+
+
+def _indexed(nodes: list[tuple[Any, ...]], src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> ActiveGraph:
     import pandas as pd
 
-    nodes = [n for n in store.graph.nodes(workspace) if is_active(n[2], n[4], min_phrase_chunks)]
-    src, dst, w = store.graph.edge_arrays(workspace)
     # Ids to positions in one vectorised lookup (-1: an inactive end): per edge in Python it was a graph update's
     # biggest single cost on SciFact (~160k edges).
     index = pd.Index([n[0] for n in nodes])
@@ -134,6 +144,29 @@ def load_snapshot(store: GraphSource, workspace: str, min_phrase_chunks: int, g:
     if state is None:
         return None
     g = g if g is not None else active_graph(store, workspace, min_phrase_chunks)
+    rows = [(c.level, c.community_id, c.parent_id, c.node_id, c.members_hash)
+            for c in store.communities.communities(workspace)]
+    prov = store.graph.all_node_chunks(workspace)
+    return _snapshot(state, g, rows, prov, store, workspace)
+
+
+def region_snapshot(store: GraphSource, g: ActiveGraph, communities: Sequence[Any], workspace: str
+                    ) -> GraphSnapshot | None:
+    """A snapshot of an update's region only (`g`: its induced active graph; `communities`: core.graph.communities
+    Community records over its nodes): what build_summaries needs to write the summaries of the region's new
+    memberships, without reading the rest of the graph. It has no alias index (no query runs on it)."""
+    state = store.graph.state(workspace)
+    if state is None:
+        return None
+    rows = [(c.level, c.community_id, c.parent_id, nid, c.members_hash) for c in communities for nid in c.members]
+    prov = store.graph.node_chunks(g.ids, workspace)
+    cols = {"node_id": [p.node_id for p in prov], "chunk_id": [p.chunk_id for p in prov],
+            "doc_id": [p.doc_id for p in prov], "mentions": np.asarray([p.mentions for p in prov], dtype=np.int64)}
+    return _snapshot(state, g, rows, cols, store, workspace, aliases=False)
+
+
+def _snapshot(state: Any, g: ActiveGraph, community_rows: Sequence[tuple[int, str, Any, str, str]],
+              prov: Any, store: GraphSource, workspace: str, *, aliases: bool = True) -> GraphSnapshot:
     nodes, ids = g.nodes, g.ids
     n = len(ids)
     if len(g.a):
@@ -148,7 +181,7 @@ def load_snapshot(store: GraphSource, workspace: str, min_phrase_chunks: int, g:
         dst, ww, indptr = np.zeros(0, np.int64), np.zeros(0), np.zeros(n + 1, dtype=np.int64)
     pos = {nid: i for i, nid in enumerate(ids)}
     alias_index: dict[str, int] = {}
-    for i, node in enumerate(nodes):
+    for i, node in enumerate(nodes if aliases else ()):
         for alias in (*(node[7] or ()), node[0].split("|")[0], normalise_name(node[1])):
             # The busiest node wins a shared alias (only possible when homonyms are split by type).
             j = alias_index.get(alias)
@@ -157,7 +190,7 @@ def load_snapshot(store: GraphSource, workspace: str, min_phrase_chunks: int, g:
     communities: dict[int, dict[str, list[int]]] = {}
     node_comm: dict[int, dict[int, str]] = {}
     hashes: dict[tuple[int, str], str] = {}
-    for level, cid, _parent, nid, mh in store.communities.communities(workspace):
+    for level, cid, _parent, nid, mh in community_rows:
         if nid not in pos:
             continue
         communities.setdefault(level, {}).setdefault(cid, []).append(pos[nid])
@@ -165,7 +198,6 @@ def load_snapshot(store: GraphSource, workspace: str, min_phrase_chunks: int, g:
         hashes[(level, cid)] = mh
     # Provenance of the active nodes stays in memory: a query then needs no scan of the mention table.
     node_chunks: list[list[tuple[str, str, int]]] = [[] for _ in range(n)]
-    prov = store.graph.all_node_chunks(workspace)
     for nid, cid, did, cnt in zip(prov["node_id"], prov["chunk_id"], prov["doc_id"], prov["mentions"].tolist()):
         p = pos.get(nid)
         if p is not None:

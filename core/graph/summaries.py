@@ -46,6 +46,25 @@ class Summary:
 
 def community_context(snap: GraphSnapshot, store: GraphSource, level: int, community_id: str, *, max_entities: int = 12,
                       max_relations: int = 10, max_chunks: int = 5) -> CommunityContext:
+    return community_contexts(snap, store, level, [community_id], max_entities=max_entities,
+                              max_relations=max_relations, max_chunks=max_chunks)[0]
+
+
+def community_contexts(snap: GraphSnapshot, store: GraphSource, level: int, community_ids: Sequence[str], *,
+                       max_entities: int = 12, max_relations: int = 10, max_chunks: int = 5) -> list[CommunityContext]:
+    """community_context of several communities, their evidence texts read in one query (one per community was
+    most of an incremental update's summary time)."""
+    parts = [_context_parts(snap, level, cid, max_entities=max_entities, max_relations=max_relations,
+                            max_chunks=max_chunks) for cid in community_ids]
+    texts = store.corpus.chunks_by_id(sorted({c for p in parts for c, _ in p[2]}), snap.workspace)
+    return [CommunityContext(level, cid, snap.members_hash[(level, cid)], ents, relations,
+                             tuple((c, texts[c].text, n) for c, n in best if c in texts))
+            for cid, (ents, relations, best) in zip(community_ids, parts)]
+
+
+def _context_parts(snap: GraphSnapshot, level: int, community_id: str, *, max_entities: int, max_relations: int,
+                   max_chunks: int) -> tuple[tuple[tuple[str, str, int, int], ...], tuple[tuple[str, str, float], ...],
+                                             list[tuple[str, int]]]:
     members = snap.communities[level][community_id]
     member_set = set(members)
     inside_degree = Counter()
@@ -66,9 +85,7 @@ def community_context(snap: GraphSnapshot, store: GraphSource, level: int, commu
         for chunk_id, _doc, _n in snap.node_chunks[i]:
             per_chunk[chunk_id] += 1
     best = sorted(per_chunk.items(), key=lambda kv: (-kv[1], kv[0]))[:max_chunks]
-    texts = store.corpus.chunks_by_id([c for c, _ in best], snap.workspace)
-    chunks = tuple((c, texts[c].text, n) for c, n in best if c in texts)
-    return CommunityContext(level, community_id, snap.members_hash[(level, community_id)], ents, relations, chunks)
+    return ents, relations, best
 
 
 def _evidence_sentences(ctx: CommunityContext, limit: int = 3) -> list[str]:
@@ -143,6 +160,17 @@ def get_summaries(snap: GraphSnapshot, store: GraphSource, level: int, community
     cached = store.communities.summaries(list(hashes.values()), workspace)
     out = []
     rows: list[tuple[str, int, str, str, str, str, dict[str, Any]]] = []
+    todo = []
+    for cid in community_ids:
+        mh = hashes[cid]
+        hit = cached.get(mh)
+        if hit is not None and (hit.mode == "llm" or not use_llm):
+            continue
+        mem = snap.summaries.get(mh)
+        if mem is not None and (mem.mode == "llm" or not use_llm) and not write:
+            continue
+        todo.append(cid)
+    contexts = dict(zip(todo, community_contexts(snap, store, level, todo)))
     for cid in community_ids:
         mh = hashes[cid]
         hit = cached.get(mh)
@@ -153,7 +181,7 @@ def get_summaries(snap: GraphSnapshot, store: GraphSource, level: int, community
         if mem is not None and (mem.mode == "llm" or not use_llm) and not write:
             out.append(Summary(level, cid, mh, mem.title, mem.text, mem.mode, True))
             continue
-        ctx = community_context(snap, store, level, cid)
+        ctx = contexts[cid]
         usage = Usage()
         if use_llm and llm is not None and llm.available:
             title, text, usage = llm_summary(ctx, llm, model=model, workspace=workspace)

@@ -374,10 +374,16 @@ class Caches:
         try:
             got = cur.execute(
                 "SELECT name_sha256, vec FROM graph_name_vectors WHERE workspace_id = ? AND model_id = ? AND "
-                "name_sha256 IN (SELECT h FROM _name_h)", [workspace, model_id]).fetchnumpy()
+                "name_sha256 IN (SELECT h FROM _name_h)", [workspace, model_id]).to_arrow_table()
         finally:
             cur.unregister("_name_h")
-        return {h: np.asarray(v, dtype=np.float32) for h, v in zip(got["name_sha256"], got["vec"])}
+        # One flat read of the list column, cut into rows (per-row arrays were most of an update's suggestion time).
+        keys = got.column("name_sha256").to_pylist()
+        vec = got.column("vec").combine_chunks()
+        flat = np.asarray(vec.flatten().to_numpy(zero_copy_only=False), dtype=np.float32)
+        offsets = np.asarray(vec.offsets.to_numpy(), dtype=np.int64)
+        offsets -= offsets[0] if len(offsets) else 0
+        return {h: flat[offsets[i]:offsets[i + 1]] for i, h in enumerate(keys)}
 
     def put_name_vectors(self, model_id: str, items: Mapping[str, np.ndarray],
                          workspace: str = DEFAULT_WORKSPACE) -> None:

@@ -314,11 +314,26 @@ def vector_frame(keys: Sequence[str], vectors: np.ndarray) -> Any:
                          "vec": pd.Series(list(rows), dtype="object")})
 
 
+_ARROW_PLAIN = ("string", "int64", "double", "bool", "timestamp[us]")
+
+
 def register_rows(cur: Cursor, name: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    """Register rows as a scan-able relation: bulk inserts and hash joins instead of per-row statements."""
+    """Register rows as a scan-able relation: bulk inserts and hash joins instead of per-row statements. Columns
+    of plain strings, numbers and naive timestamps go in as an Arrow table (pandas' string conversion was most of
+    the cost of an incremental graph update's id lists); anything else (lists, vectors, all-NULL) as a frame."""
     import pandas as pd
 
     data = {c: [r[i] for r in rows] for i, c in enumerate(columns)}
+    if rows:
+        import pyarrow as pa
+
+        try:
+            arrays = {c: pa.array(v) for c, v in data.items()}
+        except (pa.ArrowException, TypeError, ValueError):
+            arrays = {}
+        if arrays and all(str(a.type) in _ARROW_PLAIN for a in arrays.values()):
+            cur.register(name, pa.table(arrays))
+            return
     frame = pd.DataFrame({c: pd.Series(v, dtype="object" if not v or isinstance(v[0], (list, tuple)) else None)
                           for c, v in data.items()})
     cur.register(name, frame)

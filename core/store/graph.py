@@ -261,6 +261,73 @@ class Graph:
             "SELECT node_id, name, type, description, n_chunks, n_mentions, n_docs, aliases FROM graph_nodes "
             "WHERE workspace_id = ? ORDER BY node_id", [workspace]).fetchall()]
 
+    def nodes_by_id(self, node_ids: Sequence[str], workspace: str = DEFAULT_WORKSPACE) -> list[GraphNode]:
+        """nodes() of these ids only (those that exist), ordered by node id: the narrow read of an update."""
+        if not node_ids:
+            return []
+        cur = self._db.cursor()
+        register_rows(cur, "_graph_sel", ("node_id",), [(n,) for n in sorted(set(node_ids))])
+        try:
+            rows = cur.execute(
+                "SELECT node_id, name, type, description, n_chunks, n_mentions, n_docs, aliases FROM graph_nodes "
+                "WHERE workspace_id = ? AND node_id IN (SELECT node_id FROM _graph_sel) ORDER BY node_id",
+                [workspace]).fetchall()
+        finally:
+            cur.unregister("_graph_sel")
+        return [GraphNode(*r[:7], tuple(r[7] or ())) for r in rows]
+
+    def edge_arrays_among(self, node_ids: Sequence[str], workspace: str = DEFAULT_WORKSPACE
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """edge_arrays() restricted to edges with both ends in `node_ids` (same order): an update's region."""
+        if not node_ids:
+            return np.zeros(0, dtype=object), np.zeros(0, dtype=object), np.zeros(0, dtype=np.float64)
+        cur = self._db.cursor()
+        register_rows(cur, "_graph_sel", ("node_id",), [(n,) for n in sorted(set(node_ids))])
+        try:
+            got = cur.execute(
+                "SELECT src, dst, weight FROM graph_edges WHERE workspace_id = ? AND src IN (SELECT node_id FROM "
+                "_graph_sel) AND dst IN (SELECT node_id FROM _graph_sel) ORDER BY src, dst", [workspace]).fetchnumpy()
+        finally:
+            cur.unregister("_graph_sel")
+        return (np.asarray(got["src"], dtype=object), np.asarray(got["dst"], dtype=object),
+                np.asarray(got["weight"], dtype=np.float64))
+
+    def node_names(self, workspace: str = DEFAULT_WORKSPACE) -> dict[str, np.ndarray]:
+        """(node_id, name, type, n_chunks) columns of every node, ordered by id: what merge suggestions need of
+        the whole graph, without descriptions and aliases."""
+        return self._db.cursor().execute(
+            "SELECT node_id, name, type, n_chunks FROM graph_nodes WHERE workspace_id = ? ORDER BY node_id",
+            [workspace]).fetchnumpy()
+
+    def chunk_delta(self, workspace: str = DEFAULT_WORKSPACE) -> tuple[list[str], list[str]]:
+        """(corpus chunks the graph has no extractions for, in corpus order; chunks with extractions that left
+        the corpus, sorted): what an update must extract and drop, without reading either table whole."""
+        cur = self._db.cursor()
+        added = [r[0] for r in cur.execute(
+            "SELECT c.chunk_id FROM chunks AS c ANTI JOIN (SELECT chunk_id FROM graph_chunks WHERE workspace_id = ?) "
+            "AS g ON g.chunk_id = c.chunk_id WHERE c.workspace_id = ? ORDER BY c.doc_id, c.ordinal",
+            [workspace, workspace]).fetchall()]
+        removed = [r[0] for r in cur.execute(
+            "SELECT g.chunk_id FROM graph_chunks AS g ANTI JOIN (SELECT chunk_id FROM chunks WHERE workspace_id = ?) "
+            "AS c ON c.chunk_id = g.chunk_id WHERE g.workspace_id = ? ORDER BY 1", [workspace, workspace]).fetchall()]
+        return added, removed
+
+    def elements_of_chunks(self, chunk_ids: Sequence[str], norms: Sequence[str] = (),
+                           workspace: str = DEFAULT_WORKSPACE) -> list[tuple[str, str]]:
+        """elements() of these chunks' mentions, plus every (norm, type) stored for `norms` (the synonym list's
+        keys): the atoms an update's resolution needs."""
+        cur = self._db.cursor()
+        register_rows(cur, "_graph_ids", ("chunk_id",), [(c,) for c in chunk_ids] or [("",)])
+        register_rows(cur, "_graph_norms", ("norm",), [(n,) for n in sorted(set(norms))] or [("",)])
+        try:
+            return cur.execute(
+                "SELECT DISTINCT norm, type FROM graph_mentions WHERE workspace_id = ? AND (chunk_id IN (SELECT "
+                "chunk_id FROM _graph_ids) OR norm IN (SELECT norm FROM _graph_norms)) ORDER BY 1, 2",
+                [workspace]).fetchall()
+        finally:
+            cur.unregister("_graph_ids")
+            cur.unregister("_graph_norms")
+
     def edges(self, workspace: str = DEFAULT_WORKSPACE) -> list[GraphEdge]:
         """src < dst, ordered."""
         return [GraphEdge(*r) for r in self._db.cursor().execute(
@@ -321,18 +388,14 @@ class Graph:
                 cur.execute(f"DELETE FROM {table} WHERE workspace_id = ?", [workspace])
 
     def counts(self, workspace: str = DEFAULT_WORKSPACE) -> dict[str, int]:
-        cur = self._db.cursor()
-        out = {}
-        for table in ("graph_chunks", "graph_mentions", "graph_relations", "graph_nodes", "graph_edges",
-                      "graph_community_summaries"):
-            out[table.removeprefix("graph_")] = int(cur.execute(
-                f"SELECT count(*) FROM {table} WHERE workspace_id = ?", [workspace]).fetchone()[0])
-        out["communities"] = int(cur.execute(
-            "SELECT count(DISTINCT (level, community_id)) FROM graph_communities WHERE workspace_id = ?",
-            [workspace]).fetchone()[0])
-        out["pending_merges"] = int(cur.execute(
-            "SELECT count(*) FROM graph_merge_queue WHERE workspace_id = ? AND status = 'pending'",
-            [workspace]).fetchone()[0])
-        return out
+        # One statement (eight were a fixed cost of every small update).
+        tables = ("graph_chunks", "graph_mentions", "graph_relations", "graph_nodes", "graph_edges",
+                  "graph_community_summaries")
+        parts = [f"(SELECT count(*) FROM {t} WHERE workspace_id = $ws)" for t in tables]
+        parts.append("(SELECT count(DISTINCT (level, community_id)) FROM graph_communities WHERE workspace_id = $ws)")
+        parts.append("(SELECT count(*) FROM graph_merge_queue WHERE workspace_id = $ws AND status = 'pending')")
+        row = self._db.cursor().execute(f"SELECT {', '.join(parts)}", {"ws": workspace}).fetchone()
+        keys = [t.removeprefix("graph_") for t in tables] + ["communities", "pending_merges"]
+        return {k: int(v) for k, v in zip(keys, row)}
 
 

@@ -125,6 +125,61 @@ class Communities:
             "SELECT level, community_id, parent_id, node_id FROM graph_communities WHERE workspace_id = ? "
             "ORDER BY level, community_id, node_id", [workspace]).fetchnumpy()
 
+    def region_columns(self, node_ids: Sequence[str], workspace: str = DEFAULT_WORKSPACE) -> dict[str, Any]:
+        """membership_columns() of the level-0 communities holding any of `node_ids` and of every community
+        below them (levels nest: a community below holds only nodes of its level-0 community), same order."""
+        cur = self._db.cursor()
+        register_rows(cur, "_comm_nodes", ("node_id",), [(n,) for n in sorted(set(node_ids))] or [("",)])
+        try:
+            return cur.execute(
+                "WITH roots AS (SELECT DISTINCT community_id FROM graph_communities WHERE workspace_id = ? AND "
+                "level = 0 AND node_id IN (SELECT node_id FROM _comm_nodes)), "
+                "region AS (SELECT node_id FROM graph_communities WHERE workspace_id = ? AND level = 0 AND "
+                "community_id IN (SELECT community_id FROM roots)) "
+                "SELECT level, community_id, parent_id, node_id FROM graph_communities WHERE workspace_id = ? AND "
+                "node_id IN (SELECT node_id FROM region) ORDER BY level, community_id, node_id",
+                [workspace] * 3).fetchnumpy()
+        finally:
+            cur.unregister("_comm_nodes")
+
+    def community_keys(self, workspace: str = DEFAULT_WORKSPACE) -> list[tuple[int, str]]:
+        """(level, community_id) of every stored community, ordered: one row per community, not per member."""
+        return [(int(r[0]), r[1]) for r in self._db.cursor().execute(
+            "SELECT DISTINCT level, community_id FROM graph_communities WHERE workspace_id = ? ORDER BY 1, 2",
+            [workspace]).fetchall()]
+
+    def replace_communities(self, drop: Sequence[tuple[int, str]], rows: Sequence[tuple[int, str, str | None, str, str]],
+                            workspace: str = DEFAULT_WORKSPACE) -> int:
+        """put_communities() for part of the tree: delete the rows of the `drop` communities (level, id), insert
+        `rows`, and drop the summaries of the dropped memberships that no community holds any more; returns how
+        many summaries were invalidated."""
+        with self._db.transaction() as cur:
+            register_rows(cur, "_comm_drop", ("level", "community_id"), list(drop) or [(-1, "")])
+            try:
+                hashes = [r[0] for r in cur.execute(
+                    "SELECT DISTINCT members_hash FROM graph_communities WHERE workspace_id = ? AND "
+                    "(level, community_id) IN (SELECT (level, community_id) FROM _comm_drop)",
+                    [workspace]).fetchall()]
+                cur.execute("DELETE FROM graph_communities WHERE workspace_id = ? AND (level, community_id) IN "
+                            "(SELECT (level, community_id) FROM _comm_drop)", [workspace])
+            finally:
+                cur.unregister("_comm_drop")
+            insert_rows(cur, "graph_communities",
+                        ("workspace_id", "level", "community_id", "parent_id", "node_id", "members_hash"),
+                        [(workspace, *r) for r in rows])
+            if not hashes:
+                return 0
+            register_rows(cur, "_comm_hashes", ("h",), [(h,) for h in hashes])
+            try:
+                stale = ("FROM graph_community_summaries WHERE workspace_id = ? AND members_hash IN (SELECT h FROM "
+                         "_comm_hashes) AND members_hash NOT IN (SELECT members_hash FROM graph_communities WHERE "
+                         "workspace_id = ? AND members_hash IN (SELECT h FROM _comm_hashes))")
+                gone = cur.execute(f"SELECT count(*) {stale}", [workspace, workspace]).fetchone()[0]
+                cur.execute(f"DELETE {stale}", [workspace, workspace])
+            finally:
+                cur.unregister("_comm_hashes")
+        return int(gone)
+
     def summaries(self, members_hashes: Sequence[str] | None = None,
                   workspace: str = DEFAULT_WORKSPACE) -> dict[str, CommunitySummary]:
         """Cached community summaries by membership hash."""
