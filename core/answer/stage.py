@@ -202,7 +202,9 @@ def _quotes(rows: Sequence[SentenceRow], picked: Sequence[int], labels: Mapping[
     out, last = "", ""
     for i in picked:
         label = _label(rows[i], labels, _also_in(i, rows, labels))
-        lead = f"{label}: " if label and label != last else ""
+        # The label is the sentence's source, not a claim of it: in brackets, like a citation, so that whatever reads
+        # the answer's claims (faithfulness, gold matching) strips it with the chunk ids.
+        lead = f"[{label[:78]}] " if label and label != last else ""
         sep = "\n" if lead and out else " " if out else ""
         out += f"{sep}{lead}{rows[i].text} [{rows[i].chunk_id}]"
         last = label
@@ -238,7 +240,8 @@ def with_other_versions(picked: Sequence[int], texts: Sequence[str], doc_ids: Se
             out.insert(out.index(i) + 1, best)
     keep = max(limit, 2)
     if len(out) > keep and out[keep - 1] in picked and out[keep] not in picked:
-        keep -= 1  # the sentence at the cut would lose its other version's wording: leave both out
+        keep += 1  # the sentence at the cut keeps its other version's wording beside it: one over the limit, never
+        # a picked sentence dropped for it (leaving both out lost the answering sentence)
     return out[:keep]
 
 
