@@ -1971,8 +1971,12 @@ def ann(d: dict[str, Any], file: str) -> list[str]:
                              num((x.get("fused") or {}).get("median_ms"), 2), (x.get("fused") or {}).get("lists"),
                              str((x.get("build_load_start") or [""])[0]) + " (build)" if x.get("build_load_start")
                              else ""])
-    out.append(md_table(["chunks", "LID@50", "dense search", "build s", "index MiB", "recall@50 vs exact",
-                         "dense ms median", "fused ms median", "fused lists", "load"], rows))
+    heads = ["chunks", "LID@50", "dense search", "build s", "index MiB", "recall@50 vs exact", "dense ms median",
+             "fused ms median", "fused lists", "load"]
+    if not any(r.get("hardness") for r in d.get("rows") or []):  # older files: no hardness or load per row
+        heads, rows = [h for i, h in enumerate(heads) if i not in (1, 9)], [[c for i, c in enumerate(r) if i not in (1, 9)]
+                                                                           for r in rows]
+    out.append(md_table(heads, rows))
     if d.get("note"):
         out += ["", d["note"]]
     return out
