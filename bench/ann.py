@@ -41,7 +41,8 @@ def rss_mib() -> float:
     return float("nan")
 
 
-def clustered(n: int, seed: int, clusters: int, latent: int = 24, noise: float = 0.05) -> np.ndarray:
+def clustered(n: int, seed: int, clusters: int, latent: int = 24, noise: float = 0.05,
+              labels: list | None = None) -> np.ndarray:
     """Unit vectors around `clusters` random centres (topics), each topic varying along its own `latent`-dimensional
     subspace plus a little isotropic noise: a low intrinsic dimension, as sentence embeddings have (an isotropic
     cloud in 384-d has no near neighbours to find). Written in blocks to keep the peak low."""
@@ -52,6 +53,8 @@ def clustered(n: int, seed: int, clusters: int, latent: int = 24, noise: float =
     for at in range(0, n, 50_000):
         m = min(50_000, n - at)
         c = rng.integers(0, clusters, m)
+        if labels is not None:
+            labels.append(c)
         z = rng.normal(size=(m, latent)).astype(np.float32) * 0.5
         block = centres[c] + np.einsum("ml,mld->md", z, basis[c]) + noise * rng.normal(size=(m, DIM)).astype(
             np.float32) / np.sqrt(DIM)
@@ -380,6 +383,31 @@ def calibrate(args: argparse.Namespace) -> dict[str, Any]:
     return {"model": model, "rows": rows}
 
 
+def hardness(args: argparse.Namespace) -> dict[str, Any]:
+    """Why the older clustered vectors get harder with n: per query (a corpus point plus noise, as in run()), the
+    share of its exact top-50 that lies outside the source point's topic, the LID, and the cosines of the 1st and 50th
+    neighbour; no graph is built."""
+    rows = []
+    for n in args.sizes:
+        lab: list = []
+        x = clustered(n, args.seed, clusters=max(50, n // 100), labels=lab)
+        labels = np.concatenate(lab)
+        rng = np.random.default_rng(args.seed + 1)
+        src = rng.integers(0, n, args.queries)
+        qs = x[src] + 0.3 * rng.normal(size=(len(src), DIM)).astype(np.float32) / np.sqrt(DIM)
+        qs = (qs / np.linalg.norm(qs, axis=1, keepdims=True)).astype(np.float32)
+        off = []
+        for q, s_ in zip(qs, src):
+            sims = x @ q
+            top = np.argpartition(-sims, K)[:K]
+            off.append(float(np.mean(labels[top] != labels[s_])))
+        rows.append({"chunks": n, "topics": int(max(50, n // 100)), **lid(x, qs),
+                     "off_topic_share_of_exact_top50": round(float(np.mean(off)), 3),
+                     "load": [round(v, 2) for v in __import__("os").getloadavg()]})
+        print(rows[-1], file=sys.stderr)
+    return {"rows": rows}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 300_000])
@@ -396,6 +424,7 @@ def main() -> None:
     ap.add_argument("--compare-max", type=int, default=100_000, help="usearch (compared, not shipped) up to this size")
     ap.add_argument("--sweep", action="store_true", help="recall / latency over a grid of query settings (tuning)")
     ap.add_argument("--calibrate", action="store_true", help="the generator's noise against real passages")
+    ap.add_argument("--hardness", action="store_true", help="the clustered vectors' top-50 make-up per size")
     ap.add_argument("--build-only", choices=["graph", "bm25"], help="build and cache one kind, measure nothing")
     ap.add_argument("--note", default="", help="a sentence for the report (e.g. why 1M was not run)")
     ap.add_argument("--out", default=None)
@@ -404,6 +433,12 @@ def main() -> None:
 
     info = machine_info()
     t0 = time.perf_counter()
+    if args.hardness:
+        payload = {"what": "issue #32 item 5: what the exact top-50 of the older clustered vectors is made of, per "
+                           "size (queries near corpus points, as the ann.json / ann_300k.json runs)",
+                   **hardness(args), "machine": info, "when": utc_now(), "note": args.note}
+        print(write_result("ann_hardness", payload, Path(args.out) if args.out else None))
+        return
     if args.calibrate:
         payload: dict[str, Any] = {"what": "issue #32 item 5: how hard each synthetic vector set is for a graph "
                                            "index, against real MiniLM passage embeddings", **calibrate(args),
