@@ -124,7 +124,7 @@ def anchored(n: int, anchors: np.ndarray, seed: int, noise: float, neighbours: i
     (uniform 0..1/2) towards one of its `neighbours` nearest anchors, plus Gaussian noise shaped like the anchors'
     own covariance (their principal directions and variances) scaled by `noise`. New passages thus lie where real
     passages lie, between related ones, spread the way real embeddings spread; `noise` is set so that the local
-    intrinsic dimension of a synthetic set equals that of real passages of the same size (see --calibrate)."""
+    intrinsic dimension of a synthetic set matches that of real passages of the same size (--calibrate)."""
     rng = np.random.default_rng(seed)
     a = np.ascontiguousarray(anchors, dtype=np.float32)
     sims = a @ a.T
@@ -208,7 +208,8 @@ def fused(bm25: BM25Index | None, dense: DenseIndex, texts: Sequence[str], qs: n
             "lists": "bm25 + dense + rrf" if bm25 is not None else "dense + rrf (no BM25 at this size)"}
 
 
-# Noise scale of the anchored generator, chosen by --calibrate on the 'tune' half (bench/results/ann_calibrate.json).
+# Noise scale of the anchored generator: to be chosen by --calibrate on the 'tune' half (bench/results/
+# ann_calibrate.json). NOT CHOSEN YET: the real embeddings it needs did not finish on this machine in the session.
 NOISE = 0.5
 
 

@@ -23,12 +23,13 @@ import numpy as np
 # scan took 11.7 ms and the graph at this recall 20.8 ms (bench/results/ann.json); the scan grows linearly, the graph
 # about logarithmically, so the graph starts where the scan is about twice 100k's cost.
 ANN_MIN_CHUNKS = 250_000
-# HNSW settings. Links per node (M) 24 and build width 128 were chosen on bench/ann.py's older clustered vectors
-# (M 16 / width 64 reached 0.982 recall@50 there). The query side is a rule, chosen on the 'tune' half of
-# bench/ann.py's anchored vectors (real MiniLM passage embeddings multiplied) at 100k and reported on the other half
-# at 300k and 1M (bench/results/ann_tune.json, ann.json): the graph hands the exact rescoring CANDIDATES_PER_K x k
-# keys and walks with a query width of EF_PER_K x k at 100k vectors, growing with log(n) past that (HNSW's cost to
-# hold a recall grows about logarithmically with the graph).
+# HNSW settings, chosen on bench/ann.py's clustered vectors (seed 7, 100k; reported on seed 13): links per node (M)
+# 24 and build width 128 (M 16 / width 64 reached 0.982 recall@50 there). The query side is a rule: the graph hands
+# the exact rescoring CANDIDATES_PER_K x k keys and walks with a query width of EF_PER_K x k at EF_REFERENCE_SIZE
+# vectors, growing with log(n) past it (HNSW's cost to hold a recall grows about logarithmically). The values are the
+# measured 800 candidates / width 1200 at k = 50 (ann.json: recall@50 0.996 at 100k; 0.967 at 300k, where the clustered
+# vectors' exact top-50 is 23% structureless off-topic ties, ann_hardness.json). Re-choosing them on vectors anchored
+# on real embeddings (bench/ann.py --calibrate, then --sweep --split tune at 100k) was not run yet.
 CONNECTIVITY = 24
 EXPANSION_ADD = 128
 EF_PER_K = 24
