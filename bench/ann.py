@@ -41,7 +41,8 @@ def rss_mib() -> float:
     return float("nan")
 
 
-def clustered(n: int, seed: int, clusters: int, latent: int = 24, noise: float = 0.05) -> np.ndarray:
+def clustered(n: int, seed: int, clusters: int, latent: int = 24, noise: float = 0.05,
+              labels: list | None = None) -> np.ndarray:
     """Unit vectors around `clusters` random centres (topics), each topic varying along its own `latent`-dimensional
     subspace plus a little isotropic noise: a low intrinsic dimension, as sentence embeddings have (an isotropic
     cloud in 384-d has no near neighbours to find). Written in blocks to keep the peak low."""
@@ -52,6 +53,8 @@ def clustered(n: int, seed: int, clusters: int, latent: int = 24, noise: float =
     for at in range(0, n, 50_000):
         m = min(50_000, n - at)
         c = rng.integers(0, clusters, m)
+        if labels is not None:
+            labels.append(c)
         z = rng.normal(size=(m, latent)).astype(np.float32) * 0.5
         block = centres[c] + np.einsum("ml,mld->md", z, basis[c]) + noise * rng.normal(size=(m, DIM)).astype(
             np.float32) / np.sqrt(DIM)
@@ -66,6 +69,96 @@ def queries_near(x: np.ndarray, n: int, seed: int) -> np.ndarray:
     return (q / np.linalg.norm(q, axis=1, keepdims=True)).astype(np.float32)
 
 
+# -- realistic synthetic vectors: real MiniLM embeddings of real text, multiplied -----------------------------------
+
+def real_texts(datasets: Path) -> tuple[list[str], list[str]]:
+    """Passages and questions of three public sets in ../shared/datasets (SciFact abstracts, 2WikiMultihop
+    paragraphs, a Rust codebase's chunks): ~7.4k passages and ~850 questions of three kinds of text."""
+    import json
+
+    passages, questions = [], []
+    for line in (datasets / "beir_scifact" / "corpus.jsonl").read_text().splitlines():
+        if line.strip():
+            d = json.loads(line)
+            passages.append(f"{d.get('title', '')}\n{d['text']}")
+    for line in (datasets / "twowiki_multihop" / "corpus.jsonl").read_text().splitlines():
+        if line.strip():
+            d = json.loads(line)
+            passages.append(f"{d['title']}\n{d['text']}")
+    passages += [c["content"] for doc in json.loads((datasets / "anthropic_codebase" / "codebase_chunks.json").read_text())
+                 for c in doc["chunks"]]
+    for name, key in (("beir_scifact/queries.jsonl", "text"), ("twowiki_multihop/questions.jsonl", "question"),
+                      ("anthropic_codebase/evaluation_set.jsonl", "query")):
+        questions += [json.loads(x)[key] for x in (datasets / name).read_text().splitlines() if x.strip()]
+    return passages, questions
+
+
+def real_embeddings(datasets: Path, cache: Path) -> tuple[np.ndarray, np.ndarray, str]:
+    """The bundled MiniLM's unit vectors of real_texts, each passage cut to its first 64 words (a chunk's size; the
+    full abstracts took 4x the time on this busy machine), cached in `cache`."""
+    from core.models.embed import BUNDLED_MODEL, load_embedder
+
+    passages, questions = real_texts(datasets)
+    passages = [" ".join(t.split()[:64]) for t in passages]
+    cache.mkdir(parents=True, exist_ok=True)
+    f = cache / f"real-{len(passages)}-{len(questions)}.npz"
+    if f.is_file():
+        d = np.load(f)
+        return d["p"], d["q"], str(d["model"])
+    emb = load_embedder(BUNDLED_MODEL).embedder
+    p, q = emb.encode(passages), emb.encode(questions)
+    np.savez(f, p=p, q=q, model=emb.model_id)
+    return p, q, emb.model_id
+
+
+def split_real(p: np.ndarray, q: np.ndarray, split: str) -> tuple[np.ndarray, np.ndarray]:
+    """Half of the real passages and questions (a fixed shuffle): 'tune' chooses settings, 'report' reports."""
+    rng = np.random.default_rng(0)
+    pi, qi = rng.permutation(len(p)), rng.permutation(len(q))
+    half = 0 if split == "tune" else 1
+    return p[np.array_split(pi, 2)[half]], q[np.array_split(qi, 2)[half]]
+
+
+def anchored(n: int, anchors: np.ndarray, seed: int, noise: float, neighbours: int = 10) -> np.ndarray:
+    """n unit vectors made from real passage embeddings (`anchors`): each is an anchor moved part of the way
+    (uniform 0..1/2) towards one of its `neighbours` nearest anchors, plus Gaussian noise shaped like the anchors'
+    own covariance (their principal directions and variances) scaled by `noise`. New passages thus lie where real
+    passages lie, between related ones, spread the way real embeddings spread; `noise` is set so that the local
+    intrinsic dimension of a synthetic set matches that of real passages of the same size (--calibrate)."""
+    rng = np.random.default_rng(seed)
+    a = np.ascontiguousarray(anchors, dtype=np.float32)
+    sims = a @ a.T
+    np.fill_diagonal(sims, -np.inf)
+    nb = np.argpartition(-sims, neighbours, axis=1)[:, :neighbours]
+    centred = a - a.mean(axis=0)
+    lam, vecs = np.linalg.eigh(np.cov(centred, rowvar=False).astype(np.float64))
+    shape = (vecs * np.sqrt(np.maximum(lam, 0))).T.astype(np.float32)  # g @ shape ~ N(0, cov)
+    out = np.empty((n, a.shape[1]), dtype=np.float32)
+    for at in range(0, n, 50_000):
+        m = min(50_000, n - at)
+        i = rng.integers(0, len(a), m)
+        j = nb[i, rng.integers(0, neighbours, m)]
+        t = rng.uniform(0, 0.5, (m, 1)).astype(np.float32)
+        block = a[i] + t * (a[j] - a[i]) + noise * (rng.standard_normal((m, a.shape[1]), dtype=np.float32) @ shape)
+        out[at: at + m] = block / np.linalg.norm(block, axis=1, keepdims=True)
+    return out
+
+
+def lid(x: np.ndarray, qs: np.ndarray, k: int = K) -> dict[str, float]:
+    """Local intrinsic dimension around the queries (Levina-Bickel MLE over the k nearest, Euclidean on unit
+    vectors), with the cosine of the 1st and k-th neighbour: how hard a top-k is for a graph index (uniform noise in
+    384-d: LID ~ 100+, real sentence embeddings: tens)."""
+    best = np.full((len(qs), 0), -np.inf, dtype=np.float32)
+    for at in range(0, len(x), 100_000):  # blocks: 200 queries x 1M vectors would be 800 MB at once
+        sims = np.concatenate([best, qs @ x[at: at + 100_000].T], axis=1)
+        best = -np.partition(-sims, k, axis=1)[:, :k] if sims.shape[1] > k else sims
+    top = -np.sort(-best, axis=1)
+    d = np.sqrt(np.maximum(2 - 2 * top, 1e-12))
+    est = -1.0 / np.mean(np.log(d[:, :-1] / d[:, -1:]), axis=1)
+    return {"lid_median": round(float(np.median(est)), 1), "cos_1st": round(float(np.median(top[:, 0])), 3),
+            f"cos_{k}th": round(float(np.median(top[:, -1])), 3)}
+
+
 class Usearch:
     """usearch behind AnnIndex's two members DenseIndex reads (ids, search), same M / expansion, f16 storage."""
 
@@ -74,11 +167,15 @@ class Usearch:
 
         self.ids = list(ids)
         self.g = Index(ndim=x.shape[1], metric="ip", dtype="f16", connectivity=ann_mod.CONNECTIVITY,
-                       expansion_add=ann_mod.EXPANSION_ADD, expansion_search=ann_mod.EXPANSION_SEARCH)
+                       expansion_add=ann_mod.EXPANSION_ADD,
+                       expansion_search=ann_mod.expansion(len(x), ann_mod.candidates(K)))
         self.g.add(np.arange(len(x), dtype=np.uint64), x, threads=threads)
 
     def search(self, q: np.ndarray, k: int) -> np.ndarray:
         return np.asarray(self.g.search(q, k).keys, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.ids)
 
     def memory_bytes(self) -> int:
         return int(self.g.memory_usage)
@@ -111,14 +208,110 @@ def fused(bm25: BM25Index | None, dense: DenseIndex, texts: Sequence[str], qs: n
             "lists": "bm25 + dense + rrf" if bm25 is not None else "dense + rrf (no BM25 at this size)"}
 
 
-def run(n: int, n_queries: int, seed: int, bm25_max: int, threads: int, libs: Sequence[str],
-        compare_max: int) -> dict[str, Any]:
-    row: dict[str, Any] = {"chunks": n, "queries": n_queries}
+# Noise scale of the anchored generator: to be chosen by --calibrate on the 'tune' half (bench/results/
+# ann_calibrate.json). NOT CHOSEN YET: the real embeddings it needs did not finish on this machine in the session.
+NOISE = 0.5
+
+
+def vectors(kind: str, n: int, seed: int, split: str, datasets: Path, cache: Path, noise: float
+            ) -> tuple[np.ndarray, np.ndarray, str]:
+    """(corpus vectors, query vectors, description)."""
+    if kind == "clustered":
+        x = clustered(n, seed, clusters=max(50, n // 100))
+        return x, queries_near(x, 400, seed), "clustered (older generator): one topic per 100 chunks, 24-d each"
+    p, q, _ = real_embeddings(datasets, cache)
+    anchors, qs = split_real(p, q, split)
+    return (anchored(n, anchors, seed, noise), qs,
+            f"anchored on {len(anchors)} real MiniLM passage embeddings ({split} half), noise {noise}; "
+            f"queries: {len(qs)} real questions' embeddings ({split} half)")
+
+
+def graph_for(cache: Path | None, key: str, ids: Sequence[str], x: np.ndarray, threads: int
+              ) -> tuple[AnnIndex, dict[str, Any]]:
+    """The graph over x, built (timed, with the load) or read from `cache` where an earlier run of the same
+    vectors and settings saved it with its build figures."""
+    import hashlib
+    import json
+    import os
+
+    tag = hashlib.sha256(f"{key}|{x.shape}|{ann_mod.CONNECTIVITY}|{ann_mod.EXPANSION_ADD}|{ann_mod.FORMAT}".encode()
+                         + x[:: max(1, len(x) // 1000)].tobytes()).hexdigest()[:16]
+    path = cache / f"graph-{len(x)}-{tag}.hnsw" if cache is not None else None
+    if path is not None and path.with_suffix(".build.json").is_file():
+        g = AnnIndex.load(path, "synthetic", x.shape[1])
+        if g is not None:
+            return g, {**json.loads(path.with_suffix(".build.json").read_text()), "from_cache": True}
+    load0 = os.getloadavg()
     t = time.perf_counter()
-    x = clustered(n, seed, clusters=max(50, n // 100))  # topics of ~100 chunks
+    g = AnnIndex.build("synthetic", ids, x, threads=threads, progress=lambda done, total: print(
+        f"    graph {done:,}/{total:,} in {time.perf_counter() - t:.0f} s (load {os.getloadavg()[0]:.1f})",
+        file=sys.stderr, flush=True))
+    info = {"build_s": round(time.perf_counter() - t, 1), "build_threads": threads,
+            "build_load_start": [round(v, 2) for v in load0], "build_load_end": [round(v, 2) for v in os.getloadavg()],
+            "built_at": utc_now()}
+    if path is not None:
+        g.save(path)
+        path.with_suffix(".build.json").write_text(json.dumps(info))
+    return g, {**info, "from_cache": False}
+
+
+def bm25_for(cache: Path | None, n: int, seed: int, ids: Sequence[str], n_queries: int
+             ) -> tuple[BM25Index, list[str], dict[str, Any]]:
+    """BM25 over n synthetic chunk texts of 20-40 words (bench/query.py's generator) and keyword queries lifted
+    from them; built (timed) or read from `cache` (a million chunks take minutes to tokenise here)."""
+    import os
+    import pickle
+
+    path = cache / f"bm25-{n}-{seed}-{n_queries}.pkl" if cache is not None else None
+    if path is not None and path.is_file():
+        with open(path, "rb") as f:
+            bm25, texts, info = pickle.load(f)
+        return bm25, texts, {**info, "from_cache": True}
+    load0 = os.getloadavg()
+    t = time.perf_counter()
+    chunks = synthetic_chunks(n, seed, words_min=20, words_max=40)
+    texts = synthetic_queries(chunks, n_queries, seed)
+    bm25 = BM25Index(ids, chunks, BM25Params())
+    del chunks
+    gc.collect()
+    info = {"bm25_build_s": round(time.perf_counter() - t, 1),
+            "bm25_build_load_start": [round(v, 2) for v in load0]}
+    if path is not None:
+        with open(path.with_suffix(".tmp"), "wb") as f:
+            pickle.dump((bm25, texts, info), f, protocol=pickle.HIGHEST_PROTOCOL)
+        path.with_suffix(".tmp").replace(path)
+    return bm25, texts, {**info, "from_cache": False}
+
+
+def sweep(index: DenseIndex, qs: np.ndarray, exact: list[list[str]], grid: Sequence[tuple[int, int]]
+          ) -> list[dict[str, Any]]:
+    """recall@50 and latency of the product's dense search at other (EF_PER_K, CANDIDATES_PER_K) settings."""
+    keep = ann_mod.EF_PER_K, ann_mod.CANDIDATES_PER_K
+    out = []
+    try:
+        for ef_k, cand_k in grid:
+            ann_mod.EF_PER_K, ann_mod.CANDIDATES_PER_K = ef_k, cand_k
+            timed_search(index, qs[:5], None)  # warm at this width
+            r = timed_search(index, qs, exact)
+            out.append({"ef_per_k": ef_k, "candidates_per_k": cand_k,
+                        "ef": ann_mod.expansion(len(index), ann_mod.candidates(K)), **r})
+            print(f"    ef/k {ef_k} cand/k {cand_k}: recall {r['recall_at_50']} median {r['median_ms']} ms",
+                  file=sys.stderr)
+    finally:
+        ann_mod.EF_PER_K, ann_mod.CANDIDATES_PER_K = keep
+    return out
+
+
+def run(n: int, args: argparse.Namespace) -> dict[str, Any]:
+    row: dict[str, Any] = {"chunks": n, "load_at_start": [round(v, 2) for v in __import__("os").getloadavg()]}
+    t = time.perf_counter()
+    x, qpool, desc = vectors(args.vectors, n, args.seed, args.split, Path(args.datasets), Path(args.cache),
+                             args.noise)
+    qs = qpool[: args.queries]
+    row.update({"queries": len(qs), "vectors": desc})
     ids = [f"c{i}" for i in range(n)]
-    qs = queries_near(x, n_queries, seed)
     row["generate_s"] = round(time.perf_counter() - t, 1)
+    row["hardness"] = lid(x, qs)
     base = rss_mib()
     index = DenseIndex("synthetic", ids, x)
     del x
@@ -127,69 +320,161 @@ def run(n: int, n_queries: int, seed: int, bm25_max: int, threads: int, libs: Se
     exact = [[c for c, _ in index.search(q, K)] for q in qs]
     row["exact"] = timed_search(index, qs, None)
     bm25, texts = None, []
-    if n <= bm25_max:
-        t = time.perf_counter()
-        chunks = synthetic_chunks(n, seed, words_min=20, words_max=40)
-        texts = synthetic_queries(chunks, n_queries, seed)
-        bm25 = BM25Index(ids, chunks, BM25Params())
-        del chunks
-        row["bm25_build_s"] = round(time.perf_counter() - t, 1)
-    row["fused_exact"] = fused(bm25, index, texts, qs)
-    for lib in libs:
-        if lib == "usearch" and (n > compare_max or importlib.util.find_spec("usearch") is None):
+    if n <= args.bm25_max and not args.sweep:
+        bm25, texts, info = bm25_for(Path(args.cache) if args.cache else None, n, args.seed, ids, len(qs))
+        row.update(info)
+    if bm25 is not None or not args.sweep:
+        row["fused_exact"] = fused(bm25, index, texts, qs)
+    for lib in args.libs:
+        if lib == "usearch" and (n > args.compare_max or importlib.util.find_spec("usearch") is None):
             row["usearch"] = None
             continue
         gc.collect()
         before = rss_mib()
-        t = time.perf_counter()
-        graph: Any = (AnnIndex.build("synthetic", ids, index.matrix, threads=threads) if lib == "hnswlib"
-                      else Usearch(ids, index.matrix, threads))
-        build_s = time.perf_counter() - t
-        grew = rss_mib() - before
+        if lib == "hnswlib":
+            graph, r = graph_for(Path(args.cache) if args.cache else None, f"{desc}|{args.seed}", ids, index.matrix,
+                                 args.threads)
+        else:
+            t = time.perf_counter()
+            graph, r = Usearch(ids, index.matrix, args.threads), {}
+            r["build_s"] = round(time.perf_counter() - t, 1)
+        r["rss_growth_mib"] = round(rss_mib() - before, 1)
         index.attach_ann(graph)
-        r = {"build_s": round(build_s, 1), "rss_growth_mib": round(grew, 1), **timed_search(index, qs, exact)}
+        r["ef"] = ann_mod.expansion(n, ann_mod.candidates(K))
+        r["candidates"] = ann_mod.candidates(K)
+        timed_search(index, qs[:5], None)
+        r.update(timed_search(index, qs, exact))
         r["index_mib"] = round(graph.memory_bytes() / 2**20, 1)
-        r["fused"] = fused(bm25, index, texts, qs)
+        if args.sweep and lib == "hnswlib":
+            r["sweep"] = sweep(index, qs, exact, [(e, c) for c in (1, 2, 4) for e in (2, 3, 4, 6, 8, 12, 16) if e >= c])
+        else:
+            r["fused"] = fused(bm25, index, texts, qs)
         row[lib] = r
         index.ann = None
         del graph
+        gc.collect()
         print(f"  {n:,} {lib}: build {r['build_s']} s, recall@50 {r['recall_at_50']}, dense {r['median_ms']} ms, "
-              f"fused {r['fused']['median_ms']} ms", file=sys.stderr)
+              f"fused {r.get('fused', {}).get('median_ms')} ms", file=sys.stderr)
     row["rss_mib_over_start"] = round(rss_mib() - base, 1)
+    row["load_at_end"] = [round(v, 2) for v in __import__("os").getloadavg()]
     return row
+
+
+def calibrate(args: argparse.Namespace) -> dict[str, Any]:
+    """The anchored generator's noise: the 'tune' half of the real passages split again, one quarter as anchors,
+    the other as the real set; a synthetic set of the real set's size is made at each noise scale and its local
+    intrinsic dimension (and neighbour cosines) around the tune questions compared with the real set's."""
+    p, q, model = real_embeddings(Path(args.datasets), Path(args.cache))
+    tp, tq = split_real(p, q, "tune")
+    a, b = np.array_split(np.random.default_rng(1).permutation(len(tp)), 2)
+    anchors, real = tp[a], tp[b]
+    rows = [{"set": "real passages (tune half, second quarter)", "n": len(real), **lid(real, tq)}]
+    for noise in (0.0, 0.25, 0.5, 0.75, 1.0, 1.5):
+        rows.append({"set": f"anchored noise {noise}", "noise": noise, "n": len(real),
+                     **lid(anchored(len(real), anchors, 7, noise), tq)})
+    for n in (len(real), 100_000):
+        x = clustered(n, 7, clusters=max(50, n // 100))
+        rows.append({"set": "clustered (older generator), its own queries", "n": n, **lid(x, queries_near(x, 200, 7))})
+        rows.append({"set": "clustered (older generator), real questions", "n": n, **lid(x, tq)})
+    rng = np.random.default_rng(7)
+    u = rng.standard_normal((len(real), DIM)).astype(np.float32)
+    rows.append({"set": "uniform on the sphere", "n": len(real), **lid(u / np.linalg.norm(u, axis=1, keepdims=True), tq)})
+    for r in rows:
+        print(r, file=sys.stderr)
+    return {"model": model, "rows": rows}
+
+
+def hardness(args: argparse.Namespace) -> dict[str, Any]:
+    """Why the older clustered vectors get harder with n: per query (a corpus point plus noise, as in run()), the
+    share of its exact top-50 that lies outside the source point's topic, the LID, and the cosines of the 1st and 50th
+    neighbour; no graph is built."""
+    rows = []
+    for n in args.sizes:
+        lab: list = []
+        x = clustered(n, args.seed, clusters=max(50, n // 100), labels=lab)
+        labels = np.concatenate(lab)
+        rng = np.random.default_rng(args.seed + 1)
+        src = rng.integers(0, n, args.queries)
+        qs = x[src] + 0.3 * rng.normal(size=(len(src), DIM)).astype(np.float32) / np.sqrt(DIM)
+        qs = (qs / np.linalg.norm(qs, axis=1, keepdims=True)).astype(np.float32)
+        off = []
+        for q, s_ in zip(qs, src):
+            sims = x @ q
+            top = np.argpartition(-sims, K)[:K]
+            off.append(float(np.mean(labels[top] != labels[s_])))
+        rows.append({"chunks": n, "topics": int(max(50, n // 100)), **lid(x, qs),
+                     "off_topic_share_of_exact_top50": round(float(np.mean(off)), 3),
+                     "load": [round(v, 2) for v in __import__("os").getloadavg()]})
+        print(rows[-1], file=sys.stderr)
+    return {"rows": rows}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 300_000])
-    ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--seed", type=int, default=13)
-    ap.add_argument("--bm25-max", type=int, default=100_000)
+    ap.add_argument("--vectors", choices=["anchored", "clustered"], default="anchored")
+    ap.add_argument("--split", choices=["tune", "report"], default="report")
+    ap.add_argument("--noise", type=float, default=NOISE)
+    ap.add_argument("--datasets", default=str(Path(__file__).resolve().parents[2] / "shared" / "datasets"))
+    ap.add_argument("--cache", default="/tmp/rag_ann_bench", help="real embeddings and built graphs, reused")
+    ap.add_argument("--bm25-max", type=int, default=1_000_000)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--libs", nargs="+", default=["hnswlib", "usearch"])
+    ap.add_argument("--libs", nargs="+", default=["hnswlib"])
     ap.add_argument("--compare-max", type=int, default=100_000, help="usearch (compared, not shipped) up to this size")
+    ap.add_argument("--sweep", action="store_true", help="recall / latency over a grid of query settings (tuning)")
+    ap.add_argument("--calibrate", action="store_true", help="the generator's noise against real passages")
+    ap.add_argument("--hardness", action="store_true", help="the clustered vectors' top-50 make-up per size")
+    ap.add_argument("--build-only", choices=["graph", "bm25"], help="build and cache one kind, measure nothing")
     ap.add_argument("--note", default="", help="a sentence for the report (e.g. why 1M was not run)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    info = machine_info()
-    rows = []
-    t0 = time.perf_counter()
-    for n in args.sizes:
-        print(f"{n:,} chunks", file=sys.stderr)
-        rows.append(run(n, args.queries, args.seed, args.bm25_max, args.threads, args.libs, args.compare_max))
     from importlib.metadata import version
 
-    payload = {"what": "issue #32 item 5: dense search through an HNSW graph against the exact scan, synthetic "
-                       "clustered unit vectors (384-d, one topic per 100 chunks, each along its own 24-d subspace, plus noise), "
-                       "queries near corpus points",
+    info = machine_info()
+    t0 = time.perf_counter()
+    if args.hardness:
+        payload = {"what": "issue #32 item 5: what the exact top-50 of the older clustered vectors is made of, per "
+                           "size (queries near corpus points, as the ann.json / ann_300k.json runs)",
+                   **hardness(args), "machine": info, "when": utc_now(), "note": args.note}
+        print(write_result("ann_hardness", payload, Path(args.out) if args.out else None))
+        return
+    if args.calibrate:
+        payload: dict[str, Any] = {"what": "issue #32 item 5: how hard each synthetic vector set is for a graph "
+                                           "index, against real MiniLM passage embeddings", **calibrate(args),
+                                   "machine": info, "when": utc_now(), "note": args.note}
+        print(write_result("ann_calibrate", payload, Path(args.out) if args.out else None))
+        return
+    if args.build_only == "bm25":
+        for n in args.sizes:
+            print(n, bm25_for(Path(args.cache), n, args.seed, [f"c{i}" for i in range(n)], args.queries)[2],
+                  file=sys.stderr)
+        return
+    if args.build_only:
+        for n in args.sizes:
+            x, _, desc = vectors(args.vectors, n, args.seed, args.split, Path(args.datasets), Path(args.cache),
+                                 args.noise)
+            _, r = graph_for(Path(args.cache), f"{desc}|{args.seed}", [f"c{i}" for i in range(n)],
+                             DenseIndex("synthetic", [f"c{i}" for i in range(n)], x).matrix, args.threads)
+            print(n, r, file=sys.stderr)
+        return
+    rows = []
+    for n in args.sizes:
+        print(f"{n:,} chunks", file=sys.stderr)
+        rows.append(run(n, args))
+    payload = {"what": "issue #32 item 5: dense search through an HNSW graph against the exact scan on synthetic "
+                       "unit vectors (see each row's 'vectors'); recall@50 of the product's dense list (graph "
+                       "candidates rescored exactly) against the exact scan",
                "settings": {"connectivity": ann_mod.CONNECTIVITY, "expansion_add": ann_mod.EXPANSION_ADD,
-                            "expansion_search": ann_mod.EXPANSION_SEARCH, "min_candidates": ann_mod.MIN_CANDIDATES,
-                            "usearch_dtype": "f16", "hnswlib_storage": "f32", "shipped": "hnswlib", "threads": args.threads,
-                            "k": K, "k_fused": K_FUSED, "rrf_k": RRF_K, "seed": args.seed},
+                            "ef_per_k": ann_mod.EF_PER_K, "candidates_per_k": ann_mod.CANDIDATES_PER_K,
+                            "ef_reference_size": ann_mod.EF_REFERENCE_SIZE, "hnswlib_storage": "f32",
+                            "shipped": "hnswlib", "threads": args.threads, "k": K, "k_fused": K_FUSED,
+                            "rrf_k": RRF_K, "seed": args.seed, "split": args.split, "noise": args.noise},
                "versions": {lib: version(lib) for lib in ("usearch", "hnswlib") if importlib.util.find_spec(lib)},
                "machine": info,
                "when": utc_now(), "total_s": round(time.perf_counter() - t0, 1), "rows": rows,
-               "targets": {"1M_fused_ms": 30, "100k_fused_ms": 10, "recall_at_50": 0.99}, "note": args.note}
+               "targets": {"1M_fused_ms": 30, "100k_dense_ms": 10, "recall_at_50": 0.99}, "note": args.note}
     print(write_result("ann", payload, Path(args.out) if args.out else None))
 
 

@@ -157,52 +157,89 @@ def after_encode(embedder: Any, dense: DenseIndex, matrix: np.ndarray, ids: Sequ
 
 
 def run_size(n: int, n_queries: int, n_naive: int, seed: int, embedder: Any = None,
-             n_after: int = 60) -> dict[str, Any]:
+             n_after: int = 60, words: Sequence[int] = (60, 160), vectors: str = "random",
+             ann_cache: Path | None = None, datasets: Path | None = None) -> dict[str, Any]:
+    """`n_naive` 0: no rank_bm25 peer (its build over a million chunks takes hours here). `vectors` 'anchored':
+    bench/ann.py's vectors made from real MiniLM passage embeddings, queried with real questions' embeddings, and the
+    dense list also through the ANN graph (built, or read from `ann_cache`), side by side with the exact scan."""
     from rank_bm25 import BM25Okapi
 
     print(f"\n== {n:,} chunks ==", flush=True)
+    anchored = vectors == "anchored"
+    if anchored:  # bench/ann.py's texts (20-40 words), ids and cached BM25 build: the graph's keys are its ids
+        words = (20, 40)
     with timed() as t_gen:
-        texts = synthetic_chunks(n, seed)
-        queries = synthetic_queries(texts, n_queries, seed)
-    ids = [f"c{i:07d}" for i in range(n)]
-    words = sum(len(t.split()) for t in texts)
-    print(f"generated {n:,} chunks ({words / n:.0f} words each on average) and {n_queries} queries "
+        texts = synthetic_chunks(n, seed, words_min=words[0], words_max=words[1]) if n_naive or not anchored else []
+        queries = synthetic_queries(texts, n_queries, seed) if texts else []
+    ids = [f"c{i}" if anchored else f"c{i:07d}" for i in range(n)]
+    print(f"generated {n:,} chunks and {n_queries} queries "
           f"in {t_gen[0]:.1f}s", flush=True)
     rng = np.random.default_rng(seed + 2)
 
     # Tiny builds first, so lazy imports and stemmer start-up are not billed to the first real index.
-    BM25Index(ids[:50], texts[:50], BM25Params())
-    BM25Okapi([tokenize(x) for x in texts[:50]])
+    BM25Index(["a", "b"], ["warm up the stemmer", "and the tokenizer"], BM25Params())
+    BM25Okapi([tokenize(x) for x in ["warm up the stemmer", "and the tokenizer"]])
+    ann_vecs: Any = None
     mem: dict[str, PeakRSS] = {k: PeakRSS() for k in ("bm25s", "dense", "rank_bm25")}
     build: dict[str, float] = {}
-    with mem["bm25s"].measure(), timed() as t:
-        bm25 = BM25Index(ids, texts, BM25Params())
-    build["bm25s"] = t[0]
-    print(f"BM25Index (bm25s) built in {t[0]:.1f}s", flush=True)
-    raw = rng.standard_normal((n, DIM)).astype(np.float32)  # stands in for the store's vectors (not billed)
-    raw /= np.linalg.norm(raw, axis=1, keepdims=True)
+    if anchored:
+        import ann as ann_bench  # bench/ann.py (imported here: it imports this module)
+
+        ann_vecs = ann_bench.vectors("anchored", n, seed, "report", datasets or datasets_dir(None),
+                                     ann_cache or Path("/tmp/rag_ann_bench"), ann_bench.NOISE)
+        bm25, queries, info = ann_bench.bm25_for(ann_cache, n, seed, ids, n_queries)
+        build["bm25s"] = info["bm25_build_s"]
+        print(f"BM25Index (bm25s): {info}", flush=True)
+    else:
+        with mem["bm25s"].measure(), timed() as t:
+            bm25 = BM25Index(ids, texts, BM25Params())
+        build["bm25s"] = t[0]
+        print(f"BM25Index (bm25s) built in {t[0]:.1f}s", flush=True)
+    if ann_vecs is None:
+        raw = rng.standard_normal((n, DIM)).astype(np.float32)  # stands in for the store's vectors (not billed)
+        raw /= np.linalg.norm(raw, axis=1, keepdims=True)
+    else:
+        raw = ann_vecs[0]
     with mem["dense"].measure(), timed() as t:
         dense = DenseIndex("random-384", ids, raw)
         del raw  # the index keeps its own normalised copy; the loaded rows are dropped, as IndexCache does
     build["dense"] = t[0]
-    with mem["rank_bm25"].measure(), timed() as t:
-        naive = BM25Okapi([tokenize(x) for x in texts], k1=1.2, b=0.75)
-    build["rank_bm25"] = t[0]
-    print(f"rank_bm25.BM25Okapi built in {t[0]:.1f}s (same tokenizer)", flush=True)
+    naive = None
+    if n_naive:
+        with mem["rank_bm25"].measure(), timed() as t:
+            naive = BM25Okapi([tokenize(x) for x in texts], k1=1.2, b=0.75)
+        build["rank_bm25"] = t[0]
+        print(f"rank_bm25.BM25Okapi built in {t[0]:.1f}s (same tokenizer)", flush=True)
+    words_total = sum(len(t.split()) for t in texts) if texts else sum(words) / 2 * n
+    del texts
     qvecs = rng.standard_normal((n_queries, DIM)).astype(np.float32)
     qvecs /= np.linalg.norm(qvecs, axis=1, keepdims=True)
     matrix = dense.matrix  # the naive peer searches the very same normalised matrix
+    graphed, ann_build = None, None
+    if ann_vecs is not None:
+        import copy
+
+        qvecs = ann_vecs[1][np.arange(n_queries) % len(ann_vecs[1])]
+        graph, ann_build = ann_bench.graph_for(ann_cache, f"{ann_vecs[2]}|{seed}", ids, matrix, 2)
+        graphed = copy.copy(dense)  # the same matrix, searched through the graph
+        graphed.attach_ann(graph)
+        ann_build["index_mib"] = round(graph.memory_bytes() / 2**20, 1)
+        print(f"ANN graph: {ann_build}", flush=True)
+        del ann_vecs
 
     # Warm both sides (first calls allocate scratch arrays). Then, query by query, the methods run in a shuffled
     # order: a noisy neighbour hurts every method alike, and none always runs right after another (numpy's BLAS
     # threads stay awake for a moment after a product, which would favour whichever method came second).
     for q, v in zip(queries[:3], qvecs[:3]):
         bm25.search(q, K_STAGE), dense.search(v, K_STAGE), naive_dense_top(matrix, ids, v, K_STAGE)
-    naive_bm25_top(naive, ids, queries[0], K_STAGE)
+        if graphed is not None:
+            graphed.search(v, K_STAGE)
+    if naive is not None:
+        naive_bm25_top(naive, ids, queries[0], K_STAGE)
 
     lat: dict[str, list[float]] = {k: [] for k in ("bm25", "dense", "fused", "rrf_only", "naive_bm25",
-                                                   "naive_dense", "naive_fused")}
-    agree_bm25, agree_dense = [], []
+                                                   "naive_dense", "naive_fused", "dense_ann", "fused_ann")}
+    agree_bm25, agree_dense, recall_ann = [], [], []
     order_rng = np.random.default_rng(seed + 3)
     for i, (q, v) in enumerate(zip(queries, qvecs)):
         jobs: dict[str, Callable[[], Any]] = {
@@ -213,6 +250,11 @@ def run_size(n: int, n_queries: int, n_naive: int, seed: int, embedder: Any = No
                                  k=RRF_K, names=["bm25", "dense"], top=K_FUSED),
             "naive_dense": lambda: naive_dense_top(matrix, ids, v, K_STAGE),
         }
+        if graphed is not None:
+            jobs["dense_ann"] = lambda: graphed.search(v, K_STAGE)
+            jobs["fused_ann"] = lambda: rrf([candidates(bm25.search(q, K_STAGE), "bm25"),
+                                             candidates(graphed.search(v, K_STAGE), "dense")],
+                                            k=RRF_K, names=["bm25", "dense"], top=K_FUSED)
         if i < n_naive:
             jobs["naive_bm25"] = lambda: naive_bm25_top(naive, ids, q, K_STAGE)
             jobs["naive_fused"] = lambda: naive_rrf([naive_bm25_top(naive, ids, q, K_STAGE),
@@ -226,20 +268,27 @@ def run_size(n: int, n_queries: int, n_naive: int, seed: int, embedder: Any = No
                                     k=RRF_K, names=["bm25", "dense"], top=K_FUSED))
         lat["rrf_only"].append(ms_r)
         agree_dense.append(overlap(out["dense"], out["naive_dense"]))
+        if graphed is not None:
+            recall_ann.append(len({c for c, _ in out["dense_ann"]} & {c for c, _ in out["dense"]}) / K_STAGE)
         if i < n_naive:
             agree_bm25.append(overlap(out["bm25"], out["naive_bm25"]))
 
-    stats = {k: summary(v) for k, v in lat.items()}
+    stats = {k: summary(v) for k, v in lat.items() if v}
     after = after_encode(embedder, dense, matrix, ids, queries, n_after) if embedder is not None else None
     # Ratios on the same queries: the naive BM25 / fused peers only ran the first n_naive of them.
     same = {k: summary(v[:n_naive]) for k, v in lat.items() if k in ("bm25", "fused")}
     ratios = {
-        "bm25": statistics.median(lat["naive_bm25"]) / same["bm25"]["median_ms"],
+        "bm25": statistics.median(lat["naive_bm25"]) / same["bm25"]["median_ms"] if n_naive else None,
         "dense": stats["naive_dense"]["median_ms"] / stats["dense"]["median_ms"],
-        "fused": statistics.median(lat["naive_fused"]) / same["fused"]["median_ms"],
+        "fused": statistics.median(lat["naive_fused"]) / same["fused"]["median_ms"] if n_naive else None,
     }
     return {
-        "chunks": n, "queries": n_queries, "naive_bm25_queries": n_naive, "mean_words_per_chunk": words / n,
+        "chunks": n, "queries": n_queries, "naive_bm25_queries": n_naive, "mean_words_per_chunk": words_total / n,
+        "vectors": vectors, "load_at_end": [round(x, 2) for x in __import__("os").getloadavg()],
+        "ann": None if graphed is None else {**(ann_build or {}), "recall_at_50_vs_exact": float(np.mean(recall_ann)),
+                                             "recall_at_50_min": float(np.min(recall_ann)),
+                                             "ef": __import__("core.retrieve.ann", fromlist=["x"]).expansion(
+                                                 n, __import__("core.retrieve.ann", fromlist=["x"]).candidates(K_STAGE))},
         "generate_s": t_gen[0], "build_s": build,
         "peak_mem_mib": {k: round(m.peak_mib, 1) for k, m in mem.items()},
         "retained_mem_mib": {k: round(m.retained_mib, 1) for k, m in mem.items()},
@@ -248,7 +297,7 @@ def run_size(n: int, n_queries: int, n_naive: int, seed: int, embedder: Any = No
         "bm25s_arrays_mib": round(sum(getattr(a, "nbytes", 0) for a in bm25._retriever.scores.values()) / 2**20, 1),
         "latency": stats, "speedup_vs_naive_median": ratios,
         "dense_after_query_embedding": after,
-        "agreement_at_10": {"bm25s_vs_rank_bm25": float(np.mean(agree_bm25)),
+        "agreement_at_10": {"bm25s_vs_rank_bm25": float(np.mean(agree_bm25)) if agree_bm25 else None,
                             "dense_vs_numpy": float(np.mean(agree_dense))},
     }
 
@@ -361,11 +410,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="SciFact document counts for the query-time-vs-contexts run (none: skip it)")
     ap.add_argument("--context-queries", type=int, default=100)
     ap.add_argument("--datasets", help="folder holding beir_scifact (default $RAG_DATASETS or ../shared/datasets)")
+    ap.add_argument("--words", type=int, nargs=2, default=[60, 160], help="words per synthetic chunk (min max)")
+    ap.add_argument("--naive-max", type=int, default=100_000, help="no rank_bm25 peer above this many chunks")
+    ap.add_argument("--vectors", choices=["random", "anchored"], default="random",
+                    help="anchored: bench/ann.py's vectors from real MiniLM embeddings, with ANN rows beside exact")
+    ap.add_argument("--ann-cache", type=Path, default=Path("/tmp/rag_ann_bench"),
+                    help="bench/ann.py's cache of real embeddings and built graphs")
     args = ap.parse_args(argv)
 
     naive_q = args.naive_queries or [100 if n <= 20_000 else 20 for n in args.sizes]
     if len(naive_q) == 1:
         naive_q = naive_q * len(args.sizes)
+    naive_q = [0 if n > args.naive_max else q for n, q in zip(args.sizes, naive_q)]
     machine = machine_info()
     started = time.perf_counter()
     embedder = None
@@ -374,7 +430,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         embedder = load_embedder(BUNDLED_MODEL).embedder
         embedder.encode(["warm-up query"])
-    runs = [run_size(n, args.queries, min(nq, args.queries), args.seed, embedder, args.after_queries)
+    runs = [run_size(n, args.queries, min(nq, args.queries), args.seed, embedder, args.after_queries, args.words,
+                     args.vectors, args.ann_cache, datasets_dir(args.datasets))
             for n, nq in zip(args.sizes, naive_q)]
     scaling = (contexts_scaling(datasets_dir(args.datasets), args.context_docs, args.context_queries)
                if args.context_docs else None)
@@ -383,10 +440,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     lat_rows, build_rows = [], []
     for r in runs:
         L = r["latency"]
-        for stage, peer in (("bm25", "naive_bm25"), ("dense", "naive_dense"), ("fused", "naive_fused")):
-            lat_rows.append([f"{r['chunks']:,}", stage, L[stage]["median_ms"], L[stage]["p95_ms"],
-                             L[peer]["median_ms"], L[peer]["p95_ms"], L[peer]["n"],
-                             f"{r['speedup_vs_naive_median'][stage]:.1f}x"])
+        for stage, peer in (("bm25", "naive_bm25"), ("dense", "naive_dense"), ("fused", "naive_fused"),
+                            ("dense_ann", "dense"), ("fused_ann", "fused")):
+            if stage not in L:
+                continue
+            up = (r["speedup_vs_naive_median"].get(stage) if peer.startswith("naive")
+                  else L[peer]["median_ms"] / L[stage]["median_ms"])
+            lat_rows.append([f"{r['chunks']:,}", stage.replace("_ann", " (ANN)"), L[stage]["median_ms"],
+                             L[stage]["p95_ms"], *((L[peer]["median_ms"], L[peer]["p95_ms"], L[peer]["n"])
+                                                   if peer in L else ("", "", "")),
+                             f"{up:.1f}x" if up else ""])
         lat_rows.append([f"{r['chunks']:,}", "rrf alone", L["rrf_only"]["median_ms"], L["rrf_only"]["p95_ms"],
                          "", "", "", ""])
         A = r["dense_after_query_embedding"]
@@ -394,12 +457,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             lat_rows.append([f"{r['chunks']:,}", "dense after embed", A["dense"]["median_ms"], A["dense"]["p95_ms"],
                              A["naive_dense"]["median_ms"], A["naive_dense"]["p95_ms"], A["naive_dense"]["n"],
                              f"{A['naive_dense']['median_ms'] / A['dense']['median_ms']:.1f}x"])
-        for name in ("bm25s", "dense", "rank_bm25"):
+        for name in [x for x in ("bm25s", "dense", "rank_bm25") if x in r["build_s"]]:
             build_rows.append([f"{r['chunks']:,}", name, r["build_s"][name], r["peak_mem_mib"][name],
                                r["retained_mem_mib"][name]])
     print()
     print(table(["chunks", "stage", "median ms", "p95 ms", "naive median ms", "naive p95 ms", "naive n",
                  "speed-up"], lat_rows))
+    print("(ANN) rows: the product's dense list through the hnswlib graph; their 'naive' columns are the exact "
+          "scan's, on the same queries")
+    for r in runs:
+        if r.get("ann"):
+            print(f"{r['chunks']:,}: ANN recall@50 vs exact {r['ann']['recall_at_50_vs_exact']:.4f} (min "
+                  f"{r['ann']['recall_at_50_min']:.2f}), graph {r['ann']['index_mib']} MiB, built in "
+                  f"{r['ann']['build_s']} s (load {r['ann']['build_load_start']})")
     print("\nproduct: bm25s BM25Index / DenseIndex (einsum + argpartition) / both + core rrf; naive peer: "
           "rank_bm25.BM25Okapi + numpy `@` and full argsort + a dict RRF; same tokenizer, same matrix, same "
           "queries. 'dense after embed': each search right after the bundled MiniLM embedded the query.")
@@ -410,8 +480,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                   f"{r['bm25s_arrays_mib']} MiB" for r in runs))
     for r in runs:
         a = r["agreement_at_10"]
-        print(f"{r['chunks']:,}: top-10 agreement bm25s vs rank_bm25 {a['bm25s_vs_rank_bm25']:.2f} "
-              f"(lucene vs okapi idf), dense vs numpy {a['dense_vs_numpy']:.2f}")
+        if a["bm25s_vs_rank_bm25"] is not None:
+            print(f"{r['chunks']:,}: top-10 agreement bm25s vs rank_bm25 {a['bm25s_vs_rank_bm25']:.2f} "
+                  f"(lucene vs okapi idf), dense vs numpy {a['dense_vs_numpy']:.2f}")
     print(f"total {total_s:.0f}s")
 
     payload = {
@@ -420,6 +491,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "command": "python bench/query.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "machine": machine,
         "parameters": {"sizes": args.sizes, "queries": args.queries, "naive_bm25_queries": naive_q,
+                       "words_per_chunk": args.words, "vectors": args.vectors,
                        "seed": args.seed, "dim": DIM, "k_stage": K_STAGE, "k_fused": K_FUSED, "rrf_k": RRF_K,
                        "bm25": BM25Params().__dict__},
         "total_s": total_s,

@@ -262,3 +262,35 @@ def test_a_table_file_and_its_edit_through_ray_are_the_workspace_s_table_as_loca
     [t] = store.tables.list()
     assert t.n_rows == 3 and t.doc_id == store.corpus.documents()[0].doc_id
     assert store.tables.sandbox().run("SELECT max(bar) FROM rigs").rows == ((410,),)
+
+
+def test_vectors_the_ray_engine_writes_are_served_through_the_ann_graph(ray_runtime, tmp_path: Path) -> None:
+    """Issue #32 item 5: past the ANN threshold (1 here) the dense index over Ray-written vectors searches through
+    the graph saved beside the database, gives the exact scan's results, and a second Ray ingest adds only its new
+    chunks to the saved graph."""
+    from core.retrieve.index import IndexCache
+
+    store, log, emb = Store(":memory:"), tmp_path / "embedded.log", TokenHashEmbedder()
+    _ray_ingest(store, _factory(log), files=_files()[:4], actors=1)
+    cache = IndexCache(tmp_path / "ann", ann_min_chunks=1)
+    graphed = cache.dense(store, emb, "default")
+    assert graphed.ann is not None and cache.last_ann_sync is not None and cache.last_ann_sync.built
+    assert len(graphed.ann) == len(graphed) == store.corpus.count("chunks") > 8
+    exact = IndexCache(None, ann_min_chunks=10**9).dense(store, emb, "default")
+    assert exact.ann is None
+    for c in store.corpus.chunks()[::3]:
+        q = emb.encode([c.text])[0]
+        a, b = graphed.search(q, 5), exact.search(q, 5)
+        assert np.allclose([s for _, s in a], [s for _, s in b], atol=1e-6)  # the same list (ids may swap in a tie)
+        assert c.chunk_id in {cid for cid, s in a if s >= a[0][1] - 1e-6}  # the chunk's own vector comes first
+    before = len(graphed)
+    _ray_ingest(store, _factory(log), files=_files()[:6], actors=1)
+    again = IndexCache(tmp_path / "ann", ann_min_chunks=1)
+    grown = again.dense(store, emb, "default")
+    sync = again.last_ann_sync
+    assert sync is not None and not sync.built and sync.removed == 0
+    assert sync.added == len(grown) - before > 0 and grown.ann is not None and len(grown.ann) == len(grown)
+    new = [c for c in store.corpus.chunks() if c.doc_id in {d.doc_id for d in store.corpus.documents()
+                                                              if d.name in ("doc4.md", "doc5.md")}]
+    top = grown.search(emb.encode([new[0].text])[0], 3)
+    assert new and new[0].chunk_id in {cid for cid, s in top if s >= top[0][1] - 1e-6}

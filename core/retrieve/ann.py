@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import threading
 from dataclasses import asdict, dataclass
 from importlib.metadata import version
@@ -22,16 +23,32 @@ import numpy as np
 # scan took 11.7 ms and the graph at this recall 20.8 ms (bench/results/ann.json); the scan grows linearly, the graph
 # about logarithmically, so the graph starts where the scan is about twice 100k's cost.
 ANN_MIN_CHUNKS = 250_000
-# HNSW settings, chosen on synthetic clustered vectors of bench/ann.py's seed 7 at 100k (the report runs seed 13; never
-# a corpus of ours), target recall@50 >= 0.99 against the exact scan: links per node (M) 24 and build width 128
-# (M 16 / width 64 reached 0.982 at query width 1200, 0.994 only at 2000); query width 1200 with 800 candidates
-# rescored: 0.996 (800 / 500: 0.990).
+# HNSW settings, chosen on bench/ann.py's clustered vectors (seed 7, 100k; reported on seed 13): links per node (M)
+# 24 and build width 128 (M 16 / width 64 reached 0.982 recall@50 there). The query side is a rule: the graph hands
+# the exact rescoring CANDIDATES_PER_K x k keys and walks with a query width of EF_PER_K x k at EF_REFERENCE_SIZE
+# vectors, growing with log(n) past it (HNSW's cost to hold a recall grows about logarithmically). The values are the
+# measured 800 candidates / width 1200 at k = 50 (ann.json: recall@50 0.996 at 100k; 0.967 at 300k, where the clustered
+# vectors' exact top-50 is 23% structureless off-topic ties, ann_hardness.json). Re-choosing them on vectors anchored
+# on real embeddings (bench/ann.py --calibrate, then --sweep --split tune at 100k) was not run yet.
 CONNECTIVITY = 24
 EXPANSION_ADD = 128
-EXPANSION_SEARCH = 1200
-# Candidates the graph hands the exact rescoring, at least: a list of k is taken from max(k, this).
-MIN_CANDIDATES = 800
+EF_PER_K = 24
+CANDIDATES_PER_K = 16
+EF_REFERENCE_SIZE = 100_000
 FORMAT = 2  # bumped when the file layout changes: an older file is rebuilt
+
+
+def candidates(k: int) -> int:
+    """Keys the graph proposes for a top-k (rescored exactly; more than k, so near-ties the graph orders wrongly
+    still reach the list)."""
+    return max(1, CANDIDATES_PER_K * k)
+
+
+def expansion(n: int, k: int) -> int:
+    """hnswlib's query width (ef) for `k` keys from a graph of `n` vectors: EF_PER_K per result of the list the
+    caller wants (k / CANDIDATES_PER_K) at EF_REFERENCE_SIZE vectors, times log(n) / log(that) above it."""
+    grow = max(1.0, math.log(max(n, 2)) / math.log(EF_REFERENCE_SIZE))
+    return max(k, math.ceil(EF_PER_K * k / CANDIDATES_PER_K * grow))
 
 
 @dataclass(frozen=True)
@@ -60,6 +77,7 @@ class AnnIndex:
         self._live = sum(1 for cid in ids if cid is not None)  # kept by add and remove: len() is on every search
         self._graph = graph
         self._lock = threading.Lock()  # adds and removes; searches run concurrently
+        self._ef = 0  # the query width the graph was last set to (set_ef is the graph's, not a search's)
 
     @staticmethod
     def _new_graph(dim: int, capacity: int) -> object:
@@ -67,7 +85,6 @@ class AnnIndex:
 
         g = hnswlib.Index(space="ip", dim=dim)
         g.init_index(max_elements=max(1, capacity), ef_construction=EXPANSION_ADD, M=CONNECTIVITY, random_seed=100)
-        g.set_ef(EXPANSION_SEARCH)
         return g
 
     @classmethod
@@ -120,6 +137,11 @@ class AnnIndex:
         if n == 0 or k <= 0:
             return np.zeros(0, dtype=np.int64)
         g = self._graph
+        ef = expansion(n, k)
+        if ef != self._ef:  # the width follows the graph's size and k; one list size per corpus in practice
+            with self._lock:
+                g.set_ef(ef)  # type: ignore[attr-defined]
+                self._ef = ef
         labels, _ = g.knn_query(np.asarray(query, dtype=np.float32).reshape(1, -1), k=min(k, n),  # type: ignore[attr-defined]
                                 num_threads=1)
         return np.asarray(labels[0], dtype=np.int64)
@@ -164,7 +186,6 @@ class AnnIndex:
             return None
         if graph.element_count != len(data["ids"]):  # the graph and its id list were not saved together
             return None
-        graph.set_ef(EXPANSION_SEARCH)
         return cls(meta, list(data["ids"]), graph)
 
 

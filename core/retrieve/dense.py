@@ -6,7 +6,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from core.retrieve.ann import MIN_CANDIDATES, AnnIndex
+from core.retrieve.ann import AnnIndex, candidates
 from core.retrieve.bm25 import top_k_indices
 
 
@@ -43,7 +43,7 @@ class DenseIndex:
         keys = None
         if self.ann is not None:
             try:
-                keys = self.ann.search(q, max(k, MIN_CANDIDATES))
+                keys = self.ann.search(q, candidates(k))
             except RuntimeError:  # hnswlib found fewer than asked (a graph thinned by removals): scan exactly
                 keys = None
         if keys is not None:
