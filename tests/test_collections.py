@@ -179,3 +179,29 @@ def test_claude_chooses_through_the_stub_and_bad_replies_fall_back(two: Deps, an
         assert any("offline choice stands" in n for n in st.notes)
     st = run_query(HR_Q, cfg, deps).stage("collections")
     assert st.info["searched"] == ["hr"] and any("ghost" in n for n in st.notes)
+
+
+def test_cli_ingest_folders_become_collections_list_describe(tmp_path, monkeypatch, capsys) -> None:
+    import core.cli as cli
+    from tests.fakes import HashEmbedder
+
+    monkeypatch.setattr(cli, "build_deps", lambda cfg, store=None, **kw: Deps(store=store, embedder=HashEmbedder()))
+    root = tmp_path / "kb"
+    for key, body in HR + TECH:
+        (root / key).parent.mkdir(parents=True, exist_ok=True)
+        (root / key).write_bytes(body)
+    (tmp_path / "note.md").write_bytes(b"A stray note about payroll forms.")
+    db = str(tmp_path / "w.duckdb")
+    assert cli.main(["ingest", str(root), "--db", db]) == 0
+    assert "3 file(s) in hr, 3 file(s) in tech" in capsys.readouterr().out
+    assert cli.main(["ingest", str(tmp_path / "note.md"), "--collection", "hr", "--db", db]) == 0
+    capsys.readouterr()
+    assert cli.main(["collections", "describe", "hr", "--description", "people and pay", "--json", "--db", db]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["documents"] == 4 and d["description"] == "people and pay" and d["profile"]["chunks"] == 4
+    assert d["profile"]["centroid"]["model"] == "fake-hash-64" and "payrol" in d["profile"]["top_terms"]
+    assert cli.main(["collections", "list", "--json", "--db", db]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [(c["name"], c["documents"]) for c in listed] == [("hr", 4), ("tech", 3)]
+    assert cli.main(["collections", "describe", "nope", "--db", db]) == 2
+    assert cli.main(["ingest", str(root), "--collection", "bad name!", "--db", db]) == 2
