@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 from bench._common import datasets_dir, table, write_result  # noqa: E402
 from core.config import PipelineConfig  # noqa: E402
 from core.deps import build_deps  # noqa: E402
-from core.eval.datasets import ensure_corpus, scifact_set  # noqa: E402
+from core.eval.datasets import ensure_corpus, scifact_set, subsample  # noqa: E402
 from core.ingest.pipeline import ingest_files, read_paths  # noqa: E402
 from core.pipeline import run_query  # noqa: E402
 from core.retrieve.bm25 import BM25Params  # noqa: E402
@@ -81,13 +81,15 @@ def scifact_questions(root: Path) -> list[dict[str, Any]]:
              "split": _split(q.qid)} for q in gs.queries]
 
 
-def prepare(store: Store, deps: Any, root: Path) -> dict[str, Any]:
+def prepare(store: Store, deps: Any, root: Path, scifact_docs: int = 0) -> dict[str, Any]:
     t0 = time.perf_counter()
     docs = read_paths([ROOT / "sample_corpus" / "docs"])
     rep = ingest_files(docs, store=store, embedder=deps.embedder, config=PipelineConfig(), workspace=WS)
     store.collections.assign_names(WS, {r.name: SAMPLE for r in rep.results if r.status != "error"})
     t1 = time.perf_counter()
     gs = scifact_set(root)
+    if scifact_docs:  # every claim's gold documents plus seeded random distractors (core/eval/datasets.py)
+        gs = subsample(gs, max_docs=scifact_docs)
     ensure_corpus(gs, store=store, embedder=deps.embedder, workspace=WS,
                   progress=lambda d, t, m: print(f"\r scifact {d}/{t} {m}", end="", file=sys.stderr))
     sample_ids = {d for d, c in store.collections.doc_collections(WS).items() if c == SAMPLE}
@@ -134,12 +136,14 @@ def main() -> int:
     ap.add_argument("--datasets", default=None)
     ap.add_argument("--limit", type=int, default=0, help="at most this many split-B questions per source in the "
                     "recall runs (0 = all)")
+    ap.add_argument("--scifact-docs", type=int, default=0, help="scifact corpus cut to the claims' gold documents "
+                    "plus seeded distractors up to this many (0 = all 5,183)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     root = datasets_dir(args.datasets)
     store = Store(args.db)
     deps = build_deps(PipelineConfig(), store=store)
-    prep = prepare(store, deps, root)
+    prep = prepare(store, deps, root, args.scifact_docs)
     print(f"\nprepared: {prep}", file=sys.stderr)
     b = PipelineConfig().bm25
     index = deps.indexes.bm25(store, WS, BM25Params(b.k1, b.b, b.method, b.split_identifiers, b.stem))
@@ -233,6 +237,7 @@ def main() -> int:
                     "recall_goal_points": 1.0,
                     "recall_at_5_routed_minus_right_alone_B": recall["all_questions"]["routed_minus_right_alone"]},
         "recall_at_5_B": recall,
+        "scifact_docs_flag": args.scifact_docs,
         "recall_runs": {"questions": len(sel), "limit_per_source": args.limit, "seconds": round(recall_s, 1),
                         "pipeline": LIGHT, "routing_in_pipeline": pipe},
         "grid_A": grid,
