@@ -46,6 +46,12 @@ def two(deps: Deps) -> Deps:
 def test_assignment_listing_description_and_profiles(two: Deps) -> None:
     repo = two.store.collections
     assert [(c.name, c.n_docs, c.profile) for c in repo.list("default")] == [("hr", 3, None), ("tech", 3, None)]
+    # A move changes what queries search: the corpus version moves; assigning where it already is does not.
+    v = two.store.corpus.corpus_version()
+    hr_ids = [d for d, c in repo.doc_collections().items() if c == "hr"]
+    assert repo.assign("default", "hr", hr_ids) == 3 and two.store.corpus.corpus_version() == v
+    assert repo.assign("default", "tmp", hr_ids[:1]) == 1 and two.store.corpus.corpus_version() == v + 1
+    assert repo.assign("default", "hr", hr_ids[:1]) == 1 and two.store.corpus.corpus_version() == v + 2
     repo.set_description("default", "hr", "  people matters  ")
     assert repo.get("default", "hr").description == "people matters"
     with pytest.raises(StoreError):

@@ -7,6 +7,7 @@ import json
 import re
 from typing import Mapping, Sequence
 
+from core.store.corpus import bump_version
 from core.store.db import Cursor, Database, StoreError, now
 from core.types import DEFAULT_COLLECTION, DEFAULT_WORKSPACE, Collection, CollectionProfile
 
@@ -39,23 +40,37 @@ _LIVE = ("SELECT d.doc_id, coalesce(a.collection, ?) AS collection FROM document
 class Collections:
     def __init__(self, db: Database) -> None:
         self._db = db
-        self._chunk_memo: dict[str, tuple[int, dict[str, str]]] = {}
-        self._list_memo: dict[str, tuple[int, list[Collection]]] = {}
+        # Memos keyed by (corpus version, this repository's writes): every query writes its run log, so the write
+        # generation moves on every query, while these change only with the documents, an assignment or a profile.
+        self._chunk_memo: dict[str, tuple[tuple[int, int], dict[str, str]]] = {}
+        self._list_memo: dict[str, tuple[tuple[int, int], list[Collection]]] = {}
+        self._writes = 0
+
+    def _key(self, workspace: str) -> tuple[int, int]:
+        row = self._db.cursor().execute("SELECT corpus_version FROM workspaces WHERE workspace_id = ?",
+                                        [workspace]).fetchone()
+        return (int(row[0]) if row else -1, self._writes)
 
     # -- writes -----------------------------------------------------------------------------------------------------
     def assign(self, workspace: str, collection: str, doc_ids: Sequence[str]) -> int:
         """Put these documents of the workspace in `collection` (moving them out of any other); returns how many of
-        them the workspace holds."""
+        them the workspace holds. A move changes what a query searches, so the corpus version moves (caches keyed by
+        it, the answer cache among them, never serve the old layout)."""
         check_name(collection)
         with self._db.transaction() as cur:
-            live = [r[0] for r in cur.execute(
-                "SELECT doc_id FROM documents WHERE workspace_id = ? AND list_contains(?, doc_id)",
-                [workspace, list(doc_ids)]).fetchall()]
+            moved = [r[0] for r in cur.execute(
+                "SELECT d.doc_id FROM documents d LEFT JOIN doc_collections a ON a.workspace_id = d.workspace_id AND "
+                "a.doc_id = d.doc_id WHERE d.workspace_id = ? AND list_contains(?, d.doc_id) AND "
+                "coalesce(a.collection, ?) <> ?", [workspace, list(doc_ids), DEFAULT_COLLECTION, collection]).fetchall()]
+            live = cur.execute("SELECT count(*) FROM documents WHERE workspace_id = ? AND list_contains(?, doc_id)",
+                               [workspace, list(doc_ids)]).fetchone()[0]
             stamp = now()
-            for doc_id in live:
-                cur.execute("INSERT OR REPLACE INTO doc_collections VALUES (?, ?, ?, ?)",
-                            [workspace, doc_id, collection, stamp])
-        return len(live)
+            if moved:
+                cur.execute("INSERT OR REPLACE INTO doc_collections SELECT ?, unnest(?), ?, ?",
+                            [workspace, moved, collection, stamp])
+                bump_version(cur, workspace)
+        self._writes += 1
+        return int(live)
 
     def assign_names(self, workspace: str, names: Mapping[str, str]) -> int:
         """Document key (its name) -> collection, for the documents an ingest just wrote; returns how many moved."""
@@ -79,12 +94,14 @@ class Collections:
             cur.execute("INSERT INTO collections (workspace_id, name, description, updated_at) VALUES (?, ?, ?, ?) "
                         "ON CONFLICT DO UPDATE SET description = excluded.description, updated_at = excluded.updated_at",
                         [workspace, name, text, now()])
+        self._writes += 1
 
     def put_profiles(self, workspace: str, profiles: Mapping[str, CollectionProfile]) -> None:
         """Store computed profiles (one transaction), replacing earlier ones."""
         with self._db.transaction() as cur:
             for name, p in profiles.items():
                 _upsert_profile(cur, workspace, name, json.dumps(p.to_dict(), separators=(",", ":")))
+        self._writes += 1
 
     # -- reads ------------------------------------------------------------------------------------------------------
     def doc_collections(self, workspace: str = DEFAULT_WORKSPACE) -> dict[str, str]:
@@ -93,9 +110,9 @@ class Collections:
         return {r[0]: r[1] for r in rows}
 
     def chunk_collections(self, workspace: str = DEFAULT_WORKSPACE) -> dict[str, str]:
-        """chunk_id -> collection for every chunk of the workspace (memoised per write generation: the retrieval
-        stages' filter reads it on every query)."""
-        gen = self._db.generation
+        """chunk_id -> collection for every chunk of the workspace (memoised: the retrieval stages' filter reads it on
+        every query)."""
+        gen = self._key(workspace)
         got = self._chunk_memo.get(workspace)
         if got is not None and got[0] == gen:
             return got[1]
@@ -109,7 +126,7 @@ class Collections:
 
     def list(self, workspace: str = DEFAULT_WORKSPACE) -> list[Collection]:
         """The workspace's collections that hold documents, by name, with description and stored profile."""
-        gen = self._db.generation
+        gen = self._key(workspace)
         got = self._list_memo.get(workspace)
         if got is not None and got[0] == gen:
             return got[1]
