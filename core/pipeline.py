@@ -857,11 +857,11 @@ def _collections(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer) -> No
             _query_vec(q, deps)
         choice = choose_offline(index.tokens(q.text), None if q.dense_blind else q.vec, cols, min_share=k.min_share,
                                 temperature=k.temperature, centroid_weight=k.centroid_weight)
-        if k.method == "llm" or (k.method == "auto" and deps.llm.available):
+        if deps.llm.available and k.method != "offline":
             choice = choose_llm(q.text, cols, deps.llm, model=k.model, fallback=choice, workspace=q.workspace)
-            if not deps.llm.available:
-                choice = replace(choice, notes=(*choice.notes, "collections.method = llm without a key: the "
-                                                "offline choice"))
+        elif k.method == "llm":
+            choice = replace(choice, notes=(*choice.notes, "collections.method = llm without a key: the offline "
+                                            "choice"))
     if choice.filters:
         q.only = ChunkFilter(deps.store.collections.chunk_collections(q.workspace), frozenset(choice.searched))
     tracer.add(Stage.COLLECTIONS, (), (time.perf_counter() - start) * 1000, usage=choice.usage,

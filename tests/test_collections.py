@@ -211,3 +211,9 @@ def test_cli_ingest_folders_become_collections_list_describe(tmp_path, monkeypat
     assert [(c["name"], c["documents"]) for c in listed] == [("hr", 4), ("tech", 3)]
     assert cli.main(["collections", "describe", "nope", "--db", db]) == 2
     assert cli.main(["ingest", str(root), "--collection", "bad name!", "--db", db]) == 2
+
+
+def test_llm_method_without_a_key_keeps_the_offline_choice_and_says_so(two: Deps) -> None:
+    st = run_query(HR_Q, CFG.with_overrides({"collections.method": "llm"}), two).stage("collections")
+    assert st.info["method"] == "offline" and st.info["searched"] == ["hr"]
+    assert any("without a key" in n for n in st.notes) and st.usage.input_tokens == 0
