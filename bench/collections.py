@@ -77,7 +77,7 @@ def sample_questions(store: Store) -> list[dict[str, Any]]:
 
 def scifact_questions(root: Path) -> list[dict[str, Any]]:
     gs = scifact_set(root)
-    return [{"id": f"scifact:{q.qid}", "text": q.text, "right": SCIFACT, "gold": sorted({g.doc for g in q.gold}),
+    return [{"id": f"scifact:{q.qid}", "text": q.query, "right": SCIFACT, "gold": sorted({g.doc for g in q.gold}),
              "split": _split(q.qid)} for q in gs.queries]
 
 

@@ -87,13 +87,13 @@ def test_config_diff_lists_only_changed_settings() -> None:
 # context.reindex, context.major_share, graph.follow_ingest and graph.communities; issue #30 answer.synthesis (auto:
 # comparisons and the multi-hop route synthesize) and the raptor section; router.dense_guard_min_cosine (#34).
 PINNED_HASHES = {
-    "default": ({}, "c7358e39cf08"),
-    "rerank off": ({"rerank.enabled": False}, "0cde7e16d5c0"),
-    "heuristic context": ({"context.variant": "heuristic"}, "d85798bd3bd9"),
-    "router off": ({"router.enabled": False}, "ff2fb94a6513"),
-    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "c97184382266"),
-    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "91dfa614dc70"),
-    "torch runtime": ({"embedding.runtime": "torch"}, "213125fbc7a5"),
+    "default": ({}, "ffd8b3b43fb3"),
+    "rerank off": ({"rerank.enabled": False}, "5b490cae6b56"),
+    "heuristic context": ({"context.variant": "heuristic"}, "ef24eec7089f"),
+    "router off": ({"router.enabled": False}, "ae3f416a621e"),
+    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "6dce7bc7347e"),
+    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "674b22b6dae4"),
+    "torch runtime": ({"embedding.runtime": "torch"}, "c8106756e02b"),
 }
 
 
