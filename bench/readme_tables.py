@@ -1590,7 +1590,7 @@ def ui_latency(d: dict[str, Any], file: str) -> list[str]:
 
 
 def collections_kb(d: dict[str, Any], file: str) -> list[str]:
-    """bench/collections.py: two collections in one workspace; routing share and recall@5 against the right one."""
+    """bench/kb_collections.py: two collections in one workspace; routing share and recall@5 against the right one."""
     out = ["### Collections: the sample corpus and beir_scifact in one workspace", "", caption(file, d), ""]
     ch = d.get("chosen_on_A") or {}
     out.append(f"Router settings chosen on split A ({d.get('splits', {}).get('A')} questions): min_share "

@@ -7,7 +7,7 @@ from pydantic import Field
 
 from core.config.base import Section, chosen_in
 
-_CHOSEN = ("on split A of bench/collections.py (the sample corpus's train questions and half the scifact claims): "
+_CHOSEN = ("on split A of bench/kb_collections.py (the sample corpus's train questions and half the scifact claims): "
            "the right collection searched for at least 98% of them with the fewest extra collections; the file "
            "reports split B")
 

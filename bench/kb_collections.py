@@ -9,20 +9,15 @@ recall@5: document level, the share of a question's gold documents among the doc
 candidates, with a light pipeline (BM25 + dense + RRF; router, rerank, prune, MMR, expand, transforms and answer
 off) run three ways on split B: routed, the right collection alone (collections.only), every collection.
 
-    RAG_DATASETS=/work/wt/shared/datasets .venv/bin/python bench/collections.py [--db PATH] [--limit N]
+    RAG_DATASETS=/work/wt/shared/datasets .venv/bin/python bench/kb_collections.py [--db PATH] [--limit N]
 """
 from __future__ import annotations
-
-import sys
-
-# This file's name is the standard library's `collections`: its folder must not come first on the path.
-if sys.path and sys.path[0].rstrip("/").endswith("bench"):
-    sys.path.pop(0)
 
 import argparse
 import hashlib
 import itertools
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
