@@ -1629,6 +1629,35 @@ def ui_latency(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
+def collections_kb(d: dict[str, Any], file: str) -> list[str]:
+    """bench/kb_collections.py: two collections in one workspace; routing share and recall@5 against the right one."""
+    out = ["### Collections: the sample corpus and beir_scifact in one workspace", "", caption(file, d), ""]
+    ch = d.get("chosen_on_A") or {}
+    out.append(f"Router settings chosen on split A ({d.get('splits', {}).get('A')} questions): min_share "
+               f"{ch.get('min_share')}, temperature {ch.get('temperature')}, centroid_weight "
+               f"{ch.get('centroid_weight')}; every figure below is split B ({d.get('splits', {}).get('B')} questions).")
+    out.append("")
+    rb = d.get("routing_B") or {}
+    rows = [[k.replace("_", " "), _pct(v.get("right_searched")), _pct(v.get("right_alone")), v.get("missed"),
+             num(v.get("mean_collections"))] for k, v in rb.items()]
+    if rows:
+        out += [md_table(["offline router", "right collection searched", "right one alone", "missed",
+                          "collections searched (mean)"], rows), ""]
+    rec = d.get("recall_at_5_B") or {}
+    rows = [[k.replace("_", " "), v.get("questions"), num(v.get("routed")), num(v.get("right_alone")), num(v.get("all")),
+             num(v.get("routed_minus_right_alone"))] for k, v in rec.items()]
+    if rows:
+        out += [md_table(["questions (split B)", "n", "recall@5 routed", "right collection alone", "every collection",
+                          "routed - right alone (points)"], rows), ""]
+    t = d.get("targets") or {}
+    if t:
+        rs, dr = t.get("right_searched_B"), t.get("recall_at_5_routed_minus_right_alone_B")
+        out.append(f"Targets: right collection searched **{_pct(rs)}** (goal >= 95%: {_met(rs is not None and rs >= 0.95)}); "
+                   f"recall@5 routed minus right-alone **{num(dr)}** points (goal within 1: "
+                   f"{_met(dr is not None and dr >= -1.0)}).")
+    return out
+
+
 def tables_sql(d: dict[str, Any], file: str) -> list[str]:
     """bench/tables.py: the template translator on the forms it claims, what it declines, text/table/mixed routing."""
     out = ["### Tables: the offline SQL translator and the text / table / mixed route", "", caption(file, d), ""]
@@ -2233,6 +2262,7 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
     ("Tables and SQL", [
         ("tables.json", tables_sql),
         ("agent_tools.json", agent_tools),
+        ("collections.json", collections_kb),
     ]),
     ("Search Lab responsiveness", [
         ("ui_latency.json", ui_latency),

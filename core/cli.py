@@ -127,6 +127,9 @@ def _ingest_args(p: Parser) -> None:
     p.add_argument("--multilingual", action="store_true",
                    help="then build the multilingual vectors (embedding.multilingual_model) the dense_ml list reads, "
                         "on the same engine")
+    p.add_argument("--collection", metavar="NAME", default=None,
+                   help="put the files in this collection of the workspace (default: a file's top folder under the "
+                        "folder named, else the collection it is in, else 'default')")
 
 
 def _result_line(r: FileResult) -> str:
@@ -153,6 +156,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if args.ray_address and args.engine != "ray":
         print("error: --ray-address needs --engine ray", file=sys.stderr)
         return 2
+    if args.collection:
+        from core.store.collections import check_name
+
+        check_name(args.collection)  # before any file is read
     cfg = _config(args)
     store = _open_store(args, "write")
     if args.if_empty and store.corpus.count("documents", args.workspace):
@@ -215,6 +222,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     else:
         report = ingest_files(files, store=store, embedder=deps.embedder, config=cfg, workspace=args.workspace,
                               progress=progress, on_result=None if args.json else on_result)
+    _ingest_collections(args, store, deps, report.ok)
     if args.multilingual:
         code = _ingest_multilingual(args, cfg, deps)
         if code:
@@ -239,6 +247,68 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         for n in report.notes:
             print(f"notice: {n}", file=sys.stderr)
     return 1 if report.errors and not report.ok else 0
+
+
+def _ingest_collections(args: argparse.Namespace, store: Store, deps: "Deps", ok: Sequence[FileResult]) -> None:
+    """ingest: the files' collections (--collection, else their top folder), then the collections' profiles."""
+    from core.app.collections import assign_ingested, refresh
+
+    moved = assign_ingested(store, [r.name for r in ok], args.workspace, args.collection)
+    if moved and not args.json:
+        by: dict[str, int] = {}
+        for c in moved.values():
+            by[c] = by.get(c, 0) + 1
+        print("collections: " + ", ".join(f"{n} file(s) in {c}" for c, n in sorted(by.items())))
+    if ok and len(store.collections.list(args.workspace)) > 1:
+        refresh(store, args.workspace, deps.embedder.model_id, _config(args))
+
+
+def _collections_args(p: Parser) -> None:
+    p.add_argument("action", nargs="?", choices=["list", "describe"], default="list")
+    p.add_argument("name", nargs="?", help="describe: the collection")
+    _add_common(p, config=False)
+    _add_json(p)
+    p.add_argument("--description", metavar="TEXT", help="describe: set the collection's description (the LLM "
+                   "collection router reads it)")
+
+
+def cmd_collections(args: argparse.Namespace) -> int:
+    from core.app.collections import describe, refresh, rows
+
+    store = _open_store(args, "write" if args.description is not None else "read")
+    if args.action == "describe" and not args.name:
+        print("error: describe needs a collection name", file=sys.stderr)
+        return 2
+    if args.description is not None:
+        if args.action != "describe":
+            print("error: --description goes with describe NAME", file=sys.stderr)
+            return 2
+        store.collections.set_description(args.workspace, args.name, args.description)
+    cols = refresh(store, args.workspace)
+    if args.action == "list":
+        if args.json:
+            print(json.dumps([describe(c) for c in cols], ensure_ascii=False))
+        else:
+            for r in rows(cols):
+                print(f"{r['collection']:<20} {r['documents']:>6} docs {r['chunks'] or 0:>7} chunks  "
+                      f"{r['languages']:<14} {r['description'][:60]}")
+        return 0
+    col = next((c for c in cols if c.name == args.name), None)
+    if col is None:
+        print(f"error: no collection {args.name!r} in workspace {args.workspace!r} (have: "
+              f"{', '.join(c.name for c in cols) or 'none'})", file=sys.stderr)
+        return 2
+    d = describe(col)
+    if args.json:
+        print(json.dumps(d, ensure_ascii=False))
+    else:
+        p = d["profile"] or {}
+        print(f"{col.name}: {col.description or '(no description)'}")
+        print(f"  {col.n_docs} documents, {p.get('chunks', 0)} chunks, languages {p.get('languages', {})}")
+        print(f"  top terms: {', '.join(p.get('top_terms', []))}")
+        for t, cols_ in (p.get("tables") or {}).items():
+            print(f"  table {t}({', '.join(cols_)})")
+    return 0
 
 
 def _query_args(p: Parser) -> None:
@@ -1233,6 +1303,8 @@ COMMANDS = (
     Command("trace", "export logged query traces (OpenTelemetry / OpenInference spans, or JSON)", _trace_args,
             cmd_trace),
     Command("sql", "run one read-only SELECT over the workspace's tables in the SQL sandbox", _sql_args, cmd_sql),
+    Command("collections", "the workspace's collections (knowledge bases): list, or describe one (and set its "
+            "description)", _collections_args, cmd_collections),
 )
 
 

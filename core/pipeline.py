@@ -57,6 +57,7 @@ from core.models.llm import call_limits
 from core.models.protocols import encode_query
 from core.retrieve.bm25 import BM25Index, BM25Params
 from core.retrieve.dense import MultilingualPlan, corpus_languages, multilingual_plan
+from core.retrieve.filtered import bm25_in, dense_in
 from core.retrieve.fusion import rrf
 from core.route.agent import (
     BridgeWriter,
@@ -66,6 +67,7 @@ from core.route.agent import (
     OfflineGrader,
     run_agent,
 )
+from core.route.collections import ChunkFilter, choose_llm, choose_offline, forced, refresh_profiles
 from core.route.condense import condense
 from core.route.router import CAG_ROUTE
 from core.route.sql import MAX_VALUES, SqlOutcome, sql_route, with_values
@@ -312,13 +314,15 @@ class _Query:
     vec: Any = None
     guard_key: str = ""  # the requested configuration (core/cascade/guard.py reads evidence measured with it)
     ml: MultilingualPlan | None = None  # the multilingual list's plan, once _retrieve decided it
+    only: ChunkFilter | None = None  # the collections searched, when the collections stage chose some of them
 
 
 def _facts(q: _Query) -> tuple[Any, ...]:
     """What a stage reads of the query beside the config (its memo key's part): text, language, workspace, corpus
-    version, the text variants searched and the multilingual plan."""
+    version, the text variants searched, the multilingual plan and the collections searched."""
     ml = (q.ml.run, q.ml.cross_lingual, q.ml.note) if q.ml is not None else None
-    return (q.text, q.lang, q.workspace, q.version, q.dense_blind, q.bm25_variant, q.dense_variant, ml)
+    only = tuple(sorted(q.only.searched)) if q.only is not None else None
+    return (q.text, q.lang, q.workspace, q.version, q.dense_blind, q.bm25_variant, q.dense_variant, ml, only)
 
 
 def _finish(q: _Query, tracer: Tracer, config: PipelineConfig, deps: Deps, log: bool, answer: Answer | None = None,
@@ -341,7 +345,9 @@ def _bm25_index(q: _Query, config: PipelineConfig, deps: Deps) -> BM25Index:
 
 def _bm25(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
     index = _bm25_index(q, config, deps)
-    hits = _to_candidates(index.search(q.text, config.bm25.k), deps.store.corpus, q.workspace, "bm25")
+    found = (index.search(q.text, config.bm25.k) if q.only is None
+             else bm25_in(index, q.text, config.bm25.k, q.only.mask(index.chunk_ids)))
+    hits = _to_candidates(found, deps.store.corpus, q.workspace, "bm25")
     return StepOutput(hits, info={"indexed": len(index), "text": q.bm25_variant})
 
 
@@ -364,7 +370,9 @@ def _dense(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
     dindex = deps.indexes.dense(deps.store, deps.embedder, q.workspace, variant=q.dense_variant)
     got = _query_vec(q, deps)  # the answer-cache stage may have encoded the query already
     encoded, reused = got == "encoded", got == "cached"
-    hits = _to_candidates(dindex.search(q.vec, config.dense.k), deps.store.corpus, q.workspace, "dense")
+    found = (dindex.search(q.vec, config.dense.k) if q.only is None
+             else dense_in(dindex, q.vec, config.dense.k, q.only.mask(dindex.chunk_ids)))
+    hits = _to_candidates(found, deps.store.corpus, q.workspace, "dense")
     notes = [f"embedder does not cover '{q.lang}': this list is close to random"] if q.dense_blind else []
     # A question met before reuses its vector (deps.indexes.queries); an encode counts as one embedding computed.
     return StepOutput(hits, notes, info={"model": deps.embedder.model_id, "indexed": len(dindex),
@@ -414,7 +422,9 @@ def _dense_ml(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
     assert emb is not None
     dindex = deps.indexes.dense(deps.store, emb, q.workspace, variant="raw")
     vec = encode_query(emb, q.text)
-    hits = _to_candidates(dindex.search(vec, config.dense.k), deps.store.corpus, q.workspace, Stage.DENSE_ML)
+    found = (dindex.search(vec, config.dense.k) if q.only is None
+             else dense_in(dindex, vec, config.dense.k, q.only.mask(dindex.chunk_ids)))
+    hits = _to_candidates(found, deps.store.corpus, q.workspace, Stage.DENSE_ML)
     return StepOutput(hits, [q.ml.note], info={"model": emb.model_id, "indexed": len(dindex), "text": "raw",
                                                "question_lang": q.lang, "cross_lingual": q.ml.cross_lingual,
                                                "embed_cache_misses": 1})
@@ -647,9 +657,12 @@ def _transforms(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer, decisi
         assert dindex is not None
         with one_torch_thread():
             vec = deps.embedder.encode([text])[0]
-        return dindex.search(vec, k)
+        return dindex.search(vec, k) if q.only is None else dense_in(dindex, vec, k, q.only.mask(dindex.chunk_ids))
 
-    search = hybrid_search(index.search, dense_hits if dindex is not None else None,
+    def bm25_hits(text: str, k: int) -> list[tuple[str, float]]:
+        return index.search(text, k) if q.only is None else bm25_in(index, text, k, q.only.mask(index.chunk_ids))
+
+    search = hybrid_search(bm25_hits, dense_hits if dindex is not None else None,
                            lambda hits, stage: _to_candidates(hits, deps.store.corpus, q.workspace, stage),
                            k=c.bm25.k, rrf_k=c.fusion.rrf_k,
                            keep=max(10, c.transforms.per_query_k))  # what the stages read
@@ -760,11 +773,13 @@ def _retrieve(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
     graph: dict[str, list[Candidate]] = {}
     for g in graph_stages(q.text, c.graph, deps.store, deps.embedder, deps.llm, deps.graph, q.workspace,
                           query_vec=q.vec, query_lang=q.lang):
+        g = _in_collections(q, g)
         tracer.stages.append(g)
         if g.skipped is None and g.candidates and c.graph.fuse_with_text:
             graph[g.stage] = list(g.candidates)
-    raptor = tracer.step(Stage.RAPTOR, lambda: _raptor(q, c, deps), skip=_raptor_skip(q, c, deps),
-                         key=lambda: stage_key(Stage.RAPTOR, _facts(q), c.raptor))
+    raptor = [h for h in tracer.step(Stage.RAPTOR, lambda: _raptor(q, c, deps), skip=_raptor_skip(q, c, deps),
+                                     key=lambda: stage_key(Stage.RAPTOR, _facts(q), c.raptor))
+              if q.only is None or q.only.allows(h.chunk_id)]
     graph.update({Stage.RAPTOR: raptor} if raptor else {})
     why = off(c.fusion.enabled, "fusion.enabled") or (
         None if sum(1 for hits in (bm25, dense, dense_ml) if hits) >= 2 else "needs both BM25 and dense results")
@@ -959,7 +974,8 @@ def _toolbox(q: _Query, c: PipelineConfig, deps: Deps) -> Toolbox:
         return Neighbours(got.name, True, tuple((n, t, w) for n, t, w, _, _ in got.neighbours), cands)
 
     return Toolbox(
-        search=lambda text, coll: run_query(text, inner, deps, workspace=q.workspace, log=False, tables=False),
+        search=lambda text, coll: run_query(text, inner.with_overrides({"collections.only": coll}) if coll else inner,
+                                            deps, workspace=q.workspace, log=False, tables=False),
         sql_question=(lambda text: sql_route(text, tables, values, box, llm=None, model=c.router.model,
                                              workspace=q.workspace)) if box is not None else None,
         sql_run=box.run if box is not None else None, graph=graph, tables=tables, values=values,
@@ -1032,6 +1048,45 @@ def _answered_by_tools(q: _Query, out: ToolOutcome, config: PipelineConfig, c: P
             answer = replace(answer, text=f"From the tables: {out.table_answer}. The documents do not answer the "
                                           f"rest: {answer.text}", citations=tool_citations(out), refused=False)
     return _finish(q, tracer, config, deps, log, answer, out.as_dict())
+
+
+def _collections(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer) -> None:
+    """The collections stage, recorded only in a workspace with several collections: which of them the question is
+    searched in (core/route/collections.py), and why; the retrieval stages then search only those (q.only)."""
+    cols = deps.store.collections.list(q.workspace)
+    if len(cols) < 2:
+        return
+    k = c.collections
+    start = time.perf_counter()
+    if not k.enabled or k.only.strip():
+        choice = forced(cols, [n.strip() for n in k.only.split(",") if n.strip()] if k.enabled else [])
+    else:
+        index = _bm25_index(q, c, deps)
+        cols = refresh_profiles(deps.store.corpus, deps.store.collections, deps.store.tables.list(q.workspace),
+                                q.workspace, deps.embedder.model_id, index.tokens, write=not deps.store.read_only)
+        if not q.dense_blind and k.centroid_weight > 0:
+            _query_vec(q, deps)
+        choice = choose_offline(index.tokens(q.text), None if q.dense_blind else q.vec, cols, min_share=k.min_share,
+                                temperature=k.temperature, centroid_weight=k.centroid_weight)
+        if deps.llm.available and k.method != "offline":
+            choice = choose_llm(q.text, cols, deps.llm, model=k.model, fallback=choice, workspace=q.workspace)
+        elif k.method == "llm":
+            choice = replace(choice, notes=(*choice.notes, "collections.method = llm without a key: the offline "
+                                            "choice"))
+    if choice.filters:
+        q.only = ChunkFilter(deps.store.collections.chunk_collections(q.workspace), frozenset(choice.searched))
+    tracer.add(Stage.COLLECTIONS, (), (time.perf_counter() - start) * 1000, usage=choice.usage,
+               notes=[f"searched {', '.join(choice.searched)} of {len(choice.available)}: {choice.reason}",
+                      *choice.notes], info=choice.info())
+
+
+def _in_collections(q: _Query, g: StageResult) -> StageResult:
+    """A graph stage's list kept to the collections searched."""
+    if q.only is None or g.skipped is not None:
+        return g
+    kept = tuple(h for h in g.candidates if q.only.allows(h.chunk_id))
+    return g if len(kept) == len(g.candidates) else replace(
+        g, candidates=kept, notes=(*g.notes, f"{len(g.candidates) - len(kept)} outside the collections searched"))
 
 
 def _answer_cache(q: _Query, config: PipelineConfig, deps: Deps, key: CacheKey) -> CacheStep:
@@ -1144,6 +1199,7 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
     if c.answer.enabled and (c.answer.mode == "extractive" or (c.answer.mode == "auto" and not deps.llm.available)) \
             and load_support_model().scorer:  # a support model without the e5 scorer never reads the vector
         prefetch_question(q.text)  # the offline answer's question vector, encoded beside retrieval on a spare core
+    _collections(q, c, deps, tracer)
     agent = _agentic(q, c, deps, tracer, decision) if c.agent.enabled else None
     asked = _with_sql_values(q, sql)  # a mixed question searches, and is answered, with the values SQL found
     if agent is None:

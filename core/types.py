@@ -29,6 +29,7 @@ class Stage(StrEnum):
     ANSWER_CACHE = "answer_cache"
     ROUTE = "route"
     SQL = "sql"  # the workspace's tables: a query over them (issue #29), when the question is about them
+    COLLECTIONS = "collections"  # which of the workspace's collections are searched (issue #29), when it has several
     HYDE = "hyde"
     MULTI_QUERY = "multi_query"
     DECOMPOSE = "decompose"
@@ -649,3 +650,48 @@ class SqlResult:
     rows: tuple[tuple[Any, ...], ...]
     truncated: bool = False
     ms: float = 0.0
+
+
+DEFAULT_COLLECTION = "default"  # the collection of a document nobody assigned to one
+
+
+@dataclass(frozen=True)
+class CollectionProfile:
+    """What the product computes about a collection (issue #29): sizes, languages, its vocabulary with each term's
+    chunk frequency (the offline collection router's lexical evidence), its most telling terms, the centroid of its
+    chunks' vectors under one embedder, and its tables' schemas; stamped with the corpus version it describes."""
+
+    n_docs: int
+    n_chunks: int
+    n_terms: int  # index tokens in all its chunks (CORI's collection word count)
+    languages: Mapping[str, int]  # chunks per language
+    top_terms: tuple[str, ...]
+    df: Mapping[str, int]  # chunks holding each index term
+    centroid: tuple[float, ...]  # mean of the chunks' unit vectors; () when none were stored
+    model_id: str
+    tables: Mapping[str, tuple[str, ...]]  # table -> ("column TYPE", ...)
+    corpus_version: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"n_docs": self.n_docs, "n_chunks": self.n_chunks, "n_terms": self.n_terms,
+                "languages": dict(self.languages), "top_terms": list(self.top_terms), "df": dict(self.df),
+                "centroid": list(self.centroid), "model_id": self.model_id,
+                "tables": {k: list(v) for k, v in self.tables.items()}, "corpus_version": self.corpus_version}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "CollectionProfile":
+        return cls(int(d["n_docs"]), int(d["n_chunks"]), int(d["n_terms"]), dict(d["languages"]),
+                   tuple(d["top_terms"]), dict(d["df"]), tuple(float(x) for x in d["centroid"]), str(d["model_id"]),
+                   {k: tuple(v) for k, v in d["tables"].items()}, int(d["corpus_version"]))
+
+
+@dataclass(frozen=True)
+class Collection:
+    """A knowledge base inside one workspace: its documents (by assignment; unassigned ones are the default
+    collection's), the description a person wrote and the profile the product computed (None until computed)."""
+
+    workspace: str
+    name: str
+    description: str
+    n_docs: int
+    profile: CollectionProfile | None = None

@@ -6,9 +6,11 @@ import math
 import streamlit as st
 
 from core.app import corpus_ops, readiness
+from core.app.collections import assign_ingested, name_problem
 from core.app.builds import ingest_files
 from core.app.report import chunks_frame, documents_frame, escape_md
 from pages import _form, _state, _widgets
+from pages._collections_panel import collections_panel
 from pages._tables_panel import tables_panel
 
 UPLOAD_TYPES = ["pdf", "docx", "md", "markdown", "html", "htm", "txt",
@@ -43,7 +45,13 @@ uploaded = st.file_uploader("Upload documents (PDF, DOCX, Markdown, HTML, plain 
                             "Parquet, JSON-lines)", type=UPLOAD_TYPES,
                             accept_multiple_files=True, key=f"uploads_{upload_round}",
                             max_upload_size=max(1, math.ceil(cfg.limits.max_file_mb)))
-if st.button("Ingest", type="primary", disabled=not uploaded, key="ingest"):
+collection = st.text_input("Collection", key="upload_collection", placeholder="default",
+                           help="the knowledge base of this workspace the files go to (letters, digits, _ - .); "
+                                "empty: a new file goes to 'default', a file already stored stays where it is")
+bad_collection = name_problem(collection.strip()) if collection.strip() else ""
+if bad_collection:
+    st.error(escape_md(bad_collection))
+if st.button("Ingest", type="primary", disabled=not uploaded or bool(bad_collection), key="ingest"):
     files = [(f.name, f.getvalue()) for f in uploaded]
     bar = st.progress(0.0, text="starting…")
 
@@ -52,8 +60,9 @@ if st.button("Ingest", type="primary", disabled=not uploaded, key="ingest"):
         bar.progress(min(1.0, done / max(total, 1)),
                      text=f"{int(done)}/{total} · {escape_md(name)}" if name else f"{int(done)}/{total} done")
 
-    st.session_state[_widgets.LAST_INGEST_KEY] = ingest_files(
+    st.session_state[_widgets.LAST_INGEST_KEY] = report = ingest_files(
         files, store=store, embedder=deps.embedder, config=cfg, workspace=ws, progress=_progress)
+    assign_ingested(store, [r.name for r in report.ok], ws, collection.strip() or None)
     if (need := readiness.answer_need(store, cfg, ws)) is not None:  # the offline answer's sentence vectors, once
         readiness.build(need, cfg, deps, ws, progress=lambda d, t: bar.progress(
             min(1.0, d / max(t, 1)), text=f"answer sentence vectors {d}/{t}"))
@@ -70,6 +79,7 @@ if not docs:
 st.subheader(f"Documents ({len(docs)})")
 st.dataframe(documents_frame(docs), hide_index=True, column_config={"doc_id": None})
 tables_panel(store, ws)
+collections_panel(store, ws, deps.embedder.model_id)
 by_id = {d.doc_id: d for d in docs}
 doc_id = st.selectbox("Browse a document's chunks", list(by_id), format_func=lambda d: by_id[d].name, key="doc_pick")
 doc = by_id[doc_id]

@@ -6,6 +6,7 @@ from dataclasses import replace
 import streamlit as st
 
 from core.app import corpus_ops, readiness, trace_export
+from core.app.collections import listed as listed_collections
 from core.app.counters import Counters, counters
 from core.app.graph_ops import subgraph_svg
 from core.app.report import escape_md
@@ -73,6 +74,12 @@ with c[2].popover("Context · graph", use_container_width=True):
     setting("router.override", "Route (this query)", "route_override", from_config=False,
             options=["", *route_names(cfg.router.routes_file)], labels={"": "router decides"},
             help="the 'route' stage shows what the router chose and why")
+    kbs = listed_collections(store, ws)
+    if len(kbs) > 1:  # several knowledge bases: the collections stage picks, or this names one (per query)
+        setting("collections.only", "Collection (this query)", "collection_only", from_config=False,
+                options=["", *(k.name for k in kbs)], labels={"": "router picks"},
+                help="the 'collections' stage shows which collections were searched and why: " + ", ".join(
+                    f"{k.name} ({k.n_docs} docs)" for k in kbs))
 with c[3].popover("Rerank · prune · MMR · expand", use_container_width=True):
     setting("rerank.enabled", "Rerank", "rerank_on")
     r = st.columns(3)

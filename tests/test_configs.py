@@ -87,13 +87,13 @@ def test_config_diff_lists_only_changed_settings() -> None:
 # context.reindex, context.major_share, graph.follow_ingest and graph.communities; issue #30 answer.synthesis (auto:
 # comparisons and the multi-hop route synthesize) and the raptor section; router.dense_guard_min_cosine (#34).
 PINNED_HASHES = {
-    "default": ({}, "20a111de9cd7"),
-    "rerank off": ({"rerank.enabled": False}, "2126c2b1a5b4"),
-    "heuristic context": ({"context.variant": "heuristic"}, "05bf51aaeeab"),
-    "router off": ({"router.enabled": False}, "15b9aec78521"),
-    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "913c1184f5d5"),
-    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "7633258f8805"),
-    "torch runtime": ({"embedding.runtime": "torch"}, "4a555592f7d5"),
+    "default": ({}, "d9539d4b1146"),
+    "rerank off": ({"rerank.enabled": False}, "b979157f4414"),
+    "heuristic context": ({"context.variant": "heuristic"}, "a18519340a1b"),
+    "router off": ({"router.enabled": False}, "cc372073b93e"),
+    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "53cc99604946"),
+    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "ecc4c33cedbf"),
+    "torch runtime": ({"embedding.runtime": "torch"}, "44341e502860"),
 }
 
 

@@ -509,3 +509,51 @@ def test_a_question_refused_without_searching_can_be_searched_anyway(search_lab:
     after = _search(at, "Where are nightly backups kept?")
     assert not after.exception and after.selectbox(key="route_override").value == ""
     assert after.session_state["last_trace"].to_dict()["route"]["method"] == "offline"
+
+
+# -- collections (issue #29) --------------------------------------------------------------------------------------------
+
+def _two_collections(deps: Deps) -> None:
+    _ingest(deps, [("ops_guide.md", OPS_MD), ("finance.txt", FINANCE_TXT)])
+    deps.store.collections.assign_names("default", {"ops_guide.md": "ops", "finance.txt": "finance"})
+
+
+def test_corpus_shows_collections_edits_a_description_and_uploads_into_a_chosen_one(deps: Deps) -> None:
+    at = _app(deps)
+    assert any("every document is in" in c for c in _captions(at)) is False  # empty store: no panel
+    _ingest(deps, [("ops_guide.md", OPS_MD)])
+    at = _app(deps)
+    assert any("every document is in 'default'" in c for c in _captions(at))
+    _two_collections(deps)
+    at = _app(deps)
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "collection" in d.value.columns)
+    assert list(table["collection"]) == ["finance", "ops"] and list(table["documents"]) == [1, 1]
+    assert "backup" in table.set_index("collection").loc["ops", "top terms"]
+    at.selectbox(key="collection_pick").set_value("ops").run()
+    at.text_input(key="collection_desc_ops").input("runbooks of the gateway").run()
+    at.button(key="collection_save").click().run()
+    assert not at.exception and deps.store.collections.get("default", "ops").description == "runbooks of the gateway"
+    # A bad collection name for the upload is refused before anything is ingested.
+    at.text_input(key="upload_collection").input("no spaces please").run()
+    assert at.button(key="ingest").disabled and any("collection name" in e.value for e in at.error)
+
+
+def test_search_lab_shows_the_collections_stage_and_a_per_query_collection(deps: Deps) -> None:
+    _two_collections(deps)
+    at = _app(deps).switch_page("pages/search_lab.py").run()
+    at = _search(at, "nightly backups cold archive Reykjavik")
+    assert not at.exception
+    row = lab_html.columns(at)
+    assert "collections" in row and row["collections"].skipped is None
+    trace = at.session_state["lab_traces"]
+    last = list(trace.values())[-1] if isinstance(trace, dict) else trace[-1]
+    info = last.stage("collections").info
+    assert "ops" in info["searched"] and max(info["scores"], key=lambda x: x["share"])["name"] == "ops"
+    at.selectbox(key="collection_only").set_value("finance").run()
+    assert not at.exception
+    finance = {d.doc_id for d in deps.store.corpus.documents() if d.name == "finance.txt"}
+    last = list(at.session_state["lab_traces"].values())[-1]
+    assert last.stage("collections").info["method"] == "forced"
+    dense = last.stage("dense").candidates  # BM25 finds nothing there: no shared word
+    assert dense and {c.doc_id for c in dense} == finance and len(_stage_columns(at)["dense"]) == len(dense)

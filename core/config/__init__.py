@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from core.config.answer import AnswerCacheConfig, AnswerConfig, LLMConfig
 from core.config.base import Section, chosen_in
 from core.config.cascade import CascadeGuardConfig, ExpandConfig, MMRConfig, PruneConfig, RerankConfig
+from core.config.collections import CollectionsConfig
 from core.config.graph import GraphConfig, RaptorConfig
 from core.config.ingest import (
     ChunkingConfig,
@@ -32,7 +33,7 @@ from core.config.route import (
 )
 
 __all__ = [
-    "AgentConfig", "AnswerCacheConfig", "AnswerConfig", "BM25Config", "CagConfig", "CascadeGuardConfig", "ChunkingConfig", "ConfigError",
+    "AgentConfig", "AnswerCacheConfig", "AnswerConfig", "BM25Config", "CagConfig", "CascadeGuardConfig", "ChunkingConfig", "CollectionsConfig", "ConfigError",
     "ContextConfig", "DenseConfig", "EmbeddingConfig", "ExpandConfig", "FusionConfig", "GraphConfig", "LLMConfig", "RaptorConfig",
     "LimitsConfig", "MMRConfig", "PipelineConfig", "PruneConfig", "RerankConfig", "RouterConfig", "Section",
     "TransformMode", "TransformsConfig", "chosen_in", "dump_config", "load_config_dict", "load_config_file",
@@ -64,6 +65,7 @@ class PipelineConfig(Section):
     cag: CagConfig = CagConfig()
     router: RouterConfig = RouterConfig()
     transforms: TransformsConfig = TransformsConfig()
+    collections: CollectionsConfig = CollectionsConfig()
 
     def stable_hash(self) -> str:
         """Hash of the canonical JSON of the values (never the descriptions): same settings, same hash everywhere."""

@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from core.store import (answers, calibrations, caches, corpus, golden, graph, graph_review, ledger, raptor, runs,
-                        sweeps, tables)
+from core.store import (answers, calibrations, caches, collections, corpus, golden, graph, graph_review, ledger, raptor,
+                        runs, sweeps, tables)
 from core.store.answers import Answers
 from core.store.caches import Caches
 from core.store.calibrations import Calibrations
+from core.store.collections import Collections
 from core.store.corpus import Corpus
 from core.store.db import SCHEMA_VERSION, CompactReport, Database, StoreError
 from core.store.golden import Golden
@@ -26,13 +27,13 @@ from core.store.tokvec_file import files_beside as token_vector_files
 from core.store.workspaces import Workspaces
 from core.types import DocumentRow
 
-__all__ = ["SCHEMA_VERSION", "Caches", "Calibrations", "CompactReport", "Communities", "Corpus", "Database",
+__all__ = ["SCHEMA_VERSION", "Caches", "Calibrations", "Collections", "CompactReport", "Communities", "Corpus", "Database",
            "DocumentRow", "Golden", "Graph", "Ledger", "Raptor", "Review", "Runs", "Store", "StoreError", "Sweeps",
            "SqlRefused", "SqlSandbox", "Tables", "token_vector_files"]
 
 TABLES: tuple[str, ...] = (*corpus.TABLES, *caches.TABLES, *runs.TABLES, *ledger.TABLES, *graph.TABLES,
                            *graph_review.TABLES, *answers.TABLES, *golden.TABLES, *calibrations.TABLES, *sweeps.TABLES,
-                           *tables.TABLES, *raptor.TABLES)
+                           *tables.TABLES, *raptor.TABLES, *collections.TABLES)
 MIGRATIONS: tuple[tuple[int, str], ...] = (*ledger.MIGRATIONS,)
 
 
@@ -56,6 +57,7 @@ class Store:
         self.sweeps = Sweeps(self.db)
         self.tables = Tables(self.db)
         self.raptor = Raptor(self.db)
+        self.collections = Collections(self.db)
 
     @classmethod
     def open(cls, path: str | Path, *, read_only: bool = False) -> Store:
