@@ -108,7 +108,7 @@ def test_upload_search_and_see_three_stage_columns(server: str, tmp_path: Path) 
             expect(page.get_by_role("heading", name="Corpus")).to_be_visible(timeout=60_000)
 
             page.locator("input[type=file]").set_input_files(str(doc))
-            expect(page.get_by_text("lighthouse.md").first).to_be_visible()
+            expect(page.get_by_text("lighthouse.md").filter(visible=True).first).to_be_visible()
             page.get_by_role("button", name="Ingest").click()
             expect(page.get_by_text("1 of 1 file(s) ingested")).to_be_visible()
             expect(page.get_by_role("heading", name="Documents (1)")).to_be_visible()
