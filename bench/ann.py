@@ -1,12 +1,20 @@
-"""ANN bench: the dense list through an HNSW graph (hnswlib, what ships; usearch, compared) against the exact scan,
-on synthetic clustered unit vectors: build time, index memory, top-50 recall against the exact scan, dense and fused
-query latency. Candidates are rescored exactly on the float32 matrix in both (core.retrieve.dense.DenseIndex).
+"""ANN bench: the dense list through an HNSW graph (hnswlib, what ships; usearch, compared) against the exact scan:
+build time, index memory, top-50 recall against the exact scan, dense and fused query latency. Candidates are rescored
+exactly on the float32 matrix (core.retrieve.dense.DenseIndex).
 
-  .venv/bin/python bench/ann.py --sizes 10000 100000 300000 --queries 100 --bm25-max 100000
+The vectors (--vectors anchored, the default) are made from real MiniLM embeddings of ~8k public passages (SciFact,
+2WikiMultihop, a Rust codebase; --datasets or $RAG_DATASETS) and queried with real questions' embeddings; passages and
+questions are split in halves, 'tune' to choose, 'report' to report. The steps, in order:
 
-The fused query is the product's: BM25 (bm25s over synthetic chunk texts) + the dense list + RRF, up to --bm25-max
-chunks (BM25's own build over synthetic text takes minutes past it); above it the row gives dense + RRF only and says
-so. Settings (M, expansion) were chosen on --seed 7's vectors before this run; the report runs --seed 13.
+  .venv/bin/python bench/ann.py --calibrate                        # the generator's noise (NOISE below)
+  .venv/bin/python bench/ann.py --sweep --split tune --sizes 100000 --out bench/results/ann_sweep_tune.json
+  .venv/bin/python bench/ann.py --sweep --split tune --sizes 1000000 --out bench/results/ann_sweep_tune_1m.json
+  .venv/bin/python bench/ann.py --split report --sizes 10000 100000 300000 1000000   # bench/results/ann.json
+
+The fused query is the product's: BM25 (bm25s over synthetic chunk texts of 20-40 words) + the dense list + RRF, up to
+--bm25-max chunks. Graphs, BM25 builds and the real embeddings are cached in --cache and reused by bench/query.py
+--vectors anchored (their build figures are kept with them). --vectors clustered is the older generator
+(ann_hardness.json says why it was replaced).
 """
 from __future__ import annotations
 
@@ -21,7 +29,7 @@ from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
-from _common import machine_info, utc_now, write_result  # noqa: E402
+from _common import datasets_dir, machine_info, utc_now, write_result  # noqa: E402
 from query import candidates, synthetic_chunks, synthetic_queries  # noqa: E402
 
 from core.retrieve import ann as ann_mod  # noqa: E402
@@ -208,9 +216,11 @@ def fused(bm25: BM25Index | None, dense: DenseIndex, texts: Sequence[str], qs: n
             "lists": "bm25 + dense + rrf" if bm25 is not None else "dense + rrf (no BM25 at this size)"}
 
 
-# Noise scale of the anchored generator: to be chosen by --calibrate on the 'tune' half (bench/results/
-# ann_calibrate.json). NOT CHOSEN YET: the real embeddings it needs did not finish on this machine in the session.
-NOISE = 0.5
+# Noise scale of the anchored generator, chosen by --calibrate on the 'tune' half (bench/results/ann_calibrate.json):
+# real passages have a local intrinsic dimension of 26.9 around the tune questions; noise 0 / 0.25 / 0.5 give 26.5 /
+# 27.7 / 30.2. The rule: the largest noise (the hardest set for a graph) whose LID is within 5% of the real set's,
+# so 0.25 (+3%); 0 would also put every new vector on a segment between two anchors, a degenerate set at 1M.
+NOISE = 0.25
 
 
 def vectors(kind: str, n: int, seed: int, split: str, datasets: Path, cache: Path, noise: float
@@ -305,7 +315,7 @@ def sweep(index: DenseIndex, qs: np.ndarray, exact: list[list[str]], grid: Seque
 def run(n: int, args: argparse.Namespace) -> dict[str, Any]:
     row: dict[str, Any] = {"chunks": n, "load_at_start": [round(v, 2) for v in __import__("os").getloadavg()]}
     t = time.perf_counter()
-    x, qpool, desc = vectors(args.vectors, n, args.seed, args.split, Path(args.datasets), Path(args.cache),
+    x, qpool, desc = vectors(args.vectors, n, args.seed, args.split, datasets_dir(args.datasets), Path(args.cache),
                              args.noise)
     qs = qpool[: args.queries]
     row.update({"queries": len(qs), "vectors": desc})
@@ -346,7 +356,7 @@ def run(n: int, args: argparse.Namespace) -> dict[str, Any]:
         r.update(timed_search(index, qs, exact))
         r["index_mib"] = round(graph.memory_bytes() / 2**20, 1)
         if args.sweep and lib == "hnswlib":
-            r["sweep"] = sweep(index, qs, exact, [(e, c) for c in (1, 2, 4) for e in (2, 3, 4, 6, 8, 12, 16) if e >= c])
+            r["sweep"] = sweep(index, qs, exact, [(e, c) for c in args.sweep_candidates for e in (2, 3, 4, 6, 8, 12, 16) if e >= c])
         else:
             r["fused"] = fused(bm25, index, texts, qs)
         row[lib] = r
@@ -364,7 +374,7 @@ def calibrate(args: argparse.Namespace) -> dict[str, Any]:
     """The anchored generator's noise: the 'tune' half of the real passages split again, one quarter as anchors,
     the other as the real set; a synthetic set of the real set's size is made at each noise scale and its local
     intrinsic dimension (and neighbour cosines) around the tune questions compared with the real set's."""
-    p, q, model = real_embeddings(Path(args.datasets), Path(args.cache))
+    p, q, model = real_embeddings(datasets_dir(args.datasets), Path(args.cache))
     tp, tq = split_real(p, q, "tune")
     a, b = np.array_split(np.random.default_rng(1).permutation(len(tp)), 2)
     anchors, real = tp[a], tp[b]
@@ -417,13 +427,14 @@ def main() -> None:
     ap.add_argument("--vectors", choices=["anchored", "clustered"], default="anchored")
     ap.add_argument("--split", choices=["tune", "report"], default="report")
     ap.add_argument("--noise", type=float, default=NOISE)
-    ap.add_argument("--datasets", default=str(Path(__file__).resolve().parents[2] / "shared" / "datasets"))
+    ap.add_argument("--datasets", default=None, help="folder of the public sets (default $RAG_DATASETS or ../shared/datasets)")
     ap.add_argument("--cache", default="/tmp/rag_ann_bench", help="real embeddings and built graphs, reused")
     ap.add_argument("--bm25-max", type=int, default=1_000_000)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--libs", nargs="+", default=["hnswlib"])
     ap.add_argument("--compare-max", type=int, default=100_000, help="usearch (compared, not shipped) up to this size")
     ap.add_argument("--sweep", action="store_true", help="recall / latency over a grid of query settings (tuning)")
+    ap.add_argument("--sweep-candidates", type=int, nargs="+", default=[1, 2, 4], help="candidates / k in the sweep")
     ap.add_argument("--calibrate", action="store_true", help="the generator's noise against real passages")
     ap.add_argument("--hardness", action="store_true", help="the clustered vectors' top-50 make-up per size")
     ap.add_argument("--build-only", choices=["graph", "bm25"], help="build and cache one kind, measure nothing")
@@ -453,7 +464,7 @@ def main() -> None:
         return
     if args.build_only:
         for n in args.sizes:
-            x, _, desc = vectors(args.vectors, n, args.seed, args.split, Path(args.datasets), Path(args.cache),
+            x, _, desc = vectors(args.vectors, n, args.seed, args.split, datasets_dir(args.datasets), Path(args.cache),
                                  args.noise)
             _, r = graph_for(Path(args.cache), f"{desc}|{args.seed}", [f"c{i}" for i in range(n)],
                              DenseIndex("synthetic", [f"c{i}" for i in range(n)], x).matrix, args.threads)

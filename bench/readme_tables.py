@@ -2086,6 +2086,51 @@ def ann(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
+def ann_calibrate(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #32: how hard each synthetic vector set is for a graph index, against real passages (--calibrate)."""
+    out = ["### ANN: the synthetic vectors against real passage embeddings", "", caption(file, d), "",
+           f"{d.get('what', '')} (model `{d.get('model', '')}`). LID@50: local intrinsic dimension around the real "
+           "tune-half questions (Levina-Bickel over the 50 nearest); the cosines of the 1st and 50th neighbour.", ""]
+    rows = [[r.get("set"), num(r.get("n")), num(r.get("lid_median"), 1), num(r.get("cos_1st"), 3),
+             num(r.get("cos_50th"), 3)] for r in d.get("rows") or []]
+    out.append(md_table(["vector set", "vectors", "LID@50", "cos 1st", "cos 50th"], rows))
+    if d.get("note"):
+        out += ["", d["note"]]
+    return out
+
+
+def ann_sweep(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #32: recall@50 and latency of the graph over query widths, on the tune half (ann.py --sweep)."""
+    out = ["### ANN: the query width chosen on the tune half", "", caption(file, d), ""]
+    for r in d.get("rows") or []:
+        h = r.get("hnswlib") or {}
+        out += [f"{num(r.get('chunks'))} vectors: {r.get('vectors')}; LID@50 {(r.get('hardness') or {}).get('lid_median')}; "
+                f"graph built in {num(h.get('build_s'), 1)} s ({h.get('build_threads')} threads, load "
+                f"{(h.get('build_load_start') or [''])[0]}), index {num(h.get('index_mib'), 1)} MiB; exact scan "
+                f"{num((r.get('exact') or {}).get('median_ms'), 2)} ms median.", ""]
+        rows = [[x.get("ef"), x.get("candidates_per_k"), num(x.get("recall_at_50"), 4), num(x.get("recall_at_50_min"), 2),
+                 num(x.get("median_ms"), 3), num(x.get("p95_ms"), 3)] for x in h.get("sweep") or []]
+        out += [md_table(["query width (ef)", "candidates / k", "recall@50 vs exact", "worst query", "median ms",
+                          "p95 ms"], rows), ""]
+    if d.get("note"):
+        out.append(d["note"])
+    return out
+
+
+def test_suite(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #32 item 6: the README's test command timed whole (bench/test_suite.py)."""
+    out = ["### The test suite", "", caption(file, d), "", f"`{d.get('command')}` on {d.get('cpu')}; budget "
+           f"{d.get('budget_s')} s on 2 quiet cores.", ""]
+    rows = [[i + 1, num(r.get("wall_s"), 1), ", ".join(f"{v} {k}" for k, v in (r.get("counts") or {}).items()),
+             r.get("load_start", [""])[0], num(r.get("within_budget")),
+             "; ".join(f"{x['test'].split('::')[-1]} {x['seconds']:.0f} s" for x in (r.get("slowest") or [])[:3])]
+            for i, r in enumerate(d.get("runs") or [])]
+    out.append(md_table(["run", "wall s", "tests", "load at start", "within budget", "three slowest"], rows))
+    if d.get("note"):
+        out += ["", d["note"]]
+    return out
+
+
 def ann_hardness(d: dict[str, Any], file: str) -> list[str]:
     """Issue #32: what the older clustered vectors' exact top-50 is made of, per size (bench/ann.py --hardness)."""
     out = ["### ANN: why recall falls with size on the clustered vectors", "", caption(file, d), "", d.get("what", ""), ""]
@@ -2186,6 +2231,13 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("ann_300k.json", ann),
         ("ann_compare.json", ann),
         ("ann_hardness.json", ann_hardness),
+        ("ann_calibrate.json", ann_calibrate),
+        ("ann_sweep_tune.json", ann_sweep),
+        ("ann_sweep_tune_1m.json", ann_sweep),
+        ("ann_sweep_tune_m24.json", ann_sweep),
+        ("ann_sweep_tune_1m_m24.json", ann_sweep),
+        ("query_scale.json", query),
+        ("test_suite.json", test_suite),
     ]),
     ("Ray", [
         ("ray_ingest.json", ray_ingest),

@@ -2,10 +2,10 @@
 the database with the model id, updated in place when chunks come and go, rebuilt when its model or file is wrong.
 
 Why: the exact scan (core.retrieve.dense) reads every vector per query, linear in the corpus. Above a size threshold
-the dense list asks the graph for a few hundred candidates and scores those exactly against the stored vectors, so
-its scores stay the exact cosines and only recall can differ (bench/results/ann.json: recall@50 against the exact
-scan, latency and memory; bench/results/ann_compare.json: hnswlib against usearch at the same settings, 100k vectors
-searched in 3.4 vs 15.5 ms and built in 115 vs 205 s on this 2-core machine, so hnswlib ships)."""
+the dense list asks the graph for the k nearest keys and scores those exactly against the stored vectors, so its scores
+stay the exact cosines and only recall can differ (bench/results/ann.json: recall@50 against the exact scan, latency
+and memory; bench/results/ann_compare.json: hnswlib against usearch at the same settings, 100k vectors searched in 3.4
+vs 15.5 ms and built in 115 vs 205 s on a 2-core machine, so hnswlib ships)."""
 from __future__ import annotations
 
 import hashlib
@@ -19,35 +19,41 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-# Below this many vectors the exact scan is as fast and exact: no graph is built. At 100k synthetic vectors the exact
-# scan took 11.7 ms and the graph at this recall 20.8 ms (bench/results/ann.json); the scan grows linearly, the graph
-# about logarithmically, so the graph starts where the scan is about twice 100k's cost.
-ANN_MIN_CHUNKS = 250_000
-# HNSW settings, chosen on bench/ann.py's clustered vectors (seed 7, 100k; reported on seed 13): links per node (M)
-# 24 and build width 128 (M 16 / width 64 reached 0.982 recall@50 there). The query side is a rule: the graph hands
-# the exact rescoring CANDIDATES_PER_K x k keys and walks with a query width of EF_PER_K x k at EF_REFERENCE_SIZE
-# vectors, growing with log(n) past it (HNSW's cost to hold a recall grows about logarithmically). The values are the
-# measured 800 candidates / width 1200 at k = 50 (ann.json: recall@50 0.996 at 100k; 0.967 at 300k, where the clustered
-# vectors' exact top-50 is 23% structureless off-topic ties, ann_hardness.json). Re-choosing them on vectors anchored
-# on real embeddings (bench/ann.py --calibrate, then --sweep --split tune at 100k) was not run yet.
-CONNECTIVITY = 24
-EXPANSION_ADD = 128
-EF_PER_K = 24
-CANDIDATES_PER_K = 16
+# Below this many vectors the exact scan is fast enough and exact: no graph is built. The scan costs ~0.17 ms per
+# 1,000 vectors on a quiet core (bench/results/ann_sweep_tune.json: 17 ms at 100k; 173 ms at 1M in
+# ann_sweep_tune_1m.json) while the graph answers in about a millisecond; at 30k the scan reaches ~5 ms, half the
+# 10 ms budget for dense search, so a busy machine still fits.
+ANN_MIN_CHUNKS = 30_000
+# HNSW settings, chosen on bench/ann.py's vectors anchored on real MiniLM passage embeddings and queried with real
+# questions, 'tune' half (ann_calibrate.json for the generator; ann_sweep_tune.json at 100k, ann_sweep_tune_1m.json and
+# the build comparison in docs/measured.md at 1M); reported on the 'report' half (ann.json). Links per node (M) 32 and
+# build width 256: at 1M on the tune half, M 24 / width 128 reached recall@50 0.954 at query width 960 and 0.957 at
+# 1,440, with some questions at 0 (ann_sweep_tune_1m_m24.json: real questions lie far from every passage and the
+# greedy walk can end in the wrong neighbourhood); M 32 / width 256 reached 0.996 at 4,500. The query side: the graph returns CANDIDATES_PER_K x k keys (more than k
+# added no recall at any width: hnswlib's inner products are already exact) and walks with a query width of EF_PER_K x k
+# at EF_REFERENCE_SIZE vectors, times (n / EF_REFERENCE_SIZE) ** EF_GROWTH above it. The rule: the smallest widths with
+# recall@50 >= 0.995 on the tune half at both sizes, in the bench's own runs of the shipped build: 400 at 100k (0.997)
+# and 4,500 at 1M (0.996; 3,000 gave 0.992 there), so the width grows about linearly with n, still ~20x fewer
+# vectors read than the exact scan at 1M.
+CONNECTIVITY = 32
+EXPANSION_ADD = 256
+EF_PER_K = 8
+CANDIDATES_PER_K = 1
 EF_REFERENCE_SIZE = 100_000
-FORMAT = 2  # bumped when the file layout changes: an older file is rebuilt
+EF_GROWTH = 1.05  # log10(4500 / 400): the width needed grew 11x for 10x the vectors on the tune half
+FORMAT = 3  # bumped when the file layout or the build settings change: an older file is rebuilt
 
 
 def candidates(k: int) -> int:
-    """Keys the graph proposes for a top-k (rescored exactly; more than k, so near-ties the graph orders wrongly
-    still reach the list)."""
+    """Keys the graph proposes for a top-k, rescored exactly (CANDIDATES_PER_K x k: k since the tune-half sweep found
+    no recall in asking for more at the same width)."""
     return max(1, CANDIDATES_PER_K * k)
 
 
 def expansion(n: int, k: int) -> int:
     """hnswlib's query width (ef) for `k` keys from a graph of `n` vectors: EF_PER_K per result of the list the
-    caller wants (k / CANDIDATES_PER_K) at EF_REFERENCE_SIZE vectors, times log(n) / log(that) above it."""
-    grow = max(1.0, math.log(max(n, 2)) / math.log(EF_REFERENCE_SIZE))
+    caller wants (k / CANDIDATES_PER_K) at EF_REFERENCE_SIZE vectors, times (n / that) ** EF_GROWTH above it."""
+    grow = max(1.0, (max(n, 1) / EF_REFERENCE_SIZE) ** EF_GROWTH)
     return max(k, math.ceil(EF_PER_K * k / CANDIDATES_PER_K * grow))
 
 
