@@ -60,6 +60,8 @@ class Review:
         """Queue (item_id, keep_id, other_id, keep_name, other_name, score) as pending unless the item is already
         queued or decided; returns how many were new. The item id (core.graph.resolve.merge_item_id) names the
         unordered pair, so a decided pair is never suggested again."""
+        if not rows:
+            return 0
         at = now()
         with self._db.transaction() as cur:
             known = {r[0] for r in cur.execute("SELECT item_id FROM graph_merge_queue WHERE workspace_id = ?",
@@ -153,15 +155,15 @@ class Communities:
         """put_communities() for part of the tree: delete the rows of the `drop` communities (level, id), insert
         `rows`, and drop the summaries of the dropped memberships that no community holds any more; returns how
         many summaries were invalidated."""
+        if not drop and not rows:
+            return 0  # nothing to delete or insert: no summary can lose its membership
         with self._db.transaction() as cur:
             register_rows(cur, "_comm_drop", ("level", "community_id"), list(drop) or [(-1, "")])
             try:
-                hashes = [r[0] for r in cur.execute(
-                    "SELECT DISTINCT members_hash FROM graph_communities WHERE workspace_id = ? AND "
-                    "(level, community_id) IN (SELECT (level, community_id) FROM _comm_drop)",
-                    [workspace]).fetchall()]
-                cur.execute("DELETE FROM graph_communities WHERE workspace_id = ? AND (level, community_id) IN "
-                            "(SELECT (level, community_id) FROM _comm_drop)", [workspace])
+                # The deleted rows' hashes are the dropped memberships (one statement, not a read and a delete).
+                hashes = sorted({r[0] for r in cur.execute(
+                    "DELETE FROM graph_communities WHERE workspace_id = ? AND (level, community_id) IN "
+                    "(SELECT (level, community_id) FROM _comm_drop) RETURNING members_hash", [workspace]).fetchall()})
             finally:
                 cur.unregister("_comm_drop")
             insert_rows(cur, "graph_communities",
@@ -171,14 +173,14 @@ class Communities:
                 return 0
             register_rows(cur, "_comm_hashes", ("h",), [(h,) for h in hashes])
             try:
-                stale = ("FROM graph_community_summaries WHERE workspace_id = ? AND members_hash IN (SELECT h FROM "
-                         "_comm_hashes) AND members_hash NOT IN (SELECT members_hash FROM graph_communities WHERE "
-                         "workspace_id = ? AND members_hash IN (SELECT h FROM _comm_hashes))")
-                gone = cur.execute(f"SELECT count(*) {stale}", [workspace, workspace]).fetchone()[0]
-                cur.execute(f"DELETE {stale}", [workspace, workspace])
+                gone = cur.execute(
+                    "DELETE FROM graph_community_summaries WHERE workspace_id = ? AND members_hash IN (SELECT h FROM "
+                    "_comm_hashes) AND members_hash NOT IN (SELECT members_hash FROM graph_communities WHERE "
+                    "workspace_id = ? AND members_hash IN (SELECT h FROM _comm_hashes)) RETURNING members_hash",
+                    [workspace, workspace]).fetchall()
             finally:
                 cur.unregister("_comm_hashes")
-        return int(gone)
+        return len(gone)
 
     def summaries(self, members_hashes: Sequence[str] | None = None,
                   workspace: str = DEFAULT_WORKSPACE) -> dict[str, CommunitySummary]:
