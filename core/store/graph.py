@@ -4,11 +4,12 @@ module only reads and writes rows."""
 from __future__ import annotations
 
 import json
+from contextlib import ExitStack
 from typing import Any, Sequence
 
 import numpy as np
 
-from core.store.db import Database, insert_rows, now, register_rows
+from core.store.db import SMALL_ROWS, Database, id_relation, insert_rows, now, register_rows
 from core.types import (
     DEFAULT_WORKSPACE,
     EdgeChunk,
@@ -133,14 +134,13 @@ class Graph:
         (marked dirty in the same transaction)."""
         if not chunk_ids:
             return set()
-        with self._db.transaction() as cur:
-            register_rows(cur, "_graph_ids", ("chunk_id",), [(c,) for c in chunk_ids])
-            scope = "WHERE workspace_id = ? AND chunk_id IN (SELECT chunk_id FROM _graph_ids)"
+        with self._db.transaction() as cur, id_relation(cur, "_graph_ids", "chunk_id", chunk_ids) as (ids, p):
+            scope = f"WHERE workspace_id = ? AND chunk_id IN {ids}"
             # The deleted rows name the affected nodes (what node_ids_for_chunks reads first, without its scan).
-            cur.execute(f"DELETE FROM graph_chunks {scope}", [workspace])
-            ends = cur.execute(f"DELETE FROM graph_mentions {scope} RETURNING node_id", [workspace]).fetchall()
-            ends += cur.execute(f"DELETE FROM graph_relations {scope} RETURNING src_id, dst_id", [workspace]).fetchall()
-            cur.unregister("_graph_ids")
+            cur.execute(f"DELETE FROM graph_chunks {scope}", [workspace, *p])
+            ends = cur.execute(f"DELETE FROM graph_mentions {scope} RETURNING node_id", [workspace, *p]).fetchall()
+            ends += cur.execute(f"DELETE FROM graph_relations {scope} RETURNING src_id, dst_id",
+                                [workspace, *p]).fetchall()
             affected = {n for row in ends for n in row if n is not None}
             insert_rows(cur, "graph_dirty", ("workspace_id", "node_id"), [(workspace, n) for n in sorted(affected)])
         return affected
@@ -161,11 +161,11 @@ class Graph:
         if chunk_ids is not None and not chunk_ids:
             return set()  # no row in scope: every statement below would change nothing
         touched: set[str] = set()
-        with self._db.transaction() as cur:
+        with self._db.transaction() as cur, ExitStack() as stack:
             scope, params = "", [workspace]
             if chunk_ids is not None:
-                register_rows(cur, "_graph_ids", ("chunk_id",), [(c,) for c in chunk_ids])
-                scope = " AND chunk_id IN (SELECT chunk_id FROM _graph_ids)"
+                ids, p = stack.enter_context(id_relation(cur, "_graph_ids", "chunk_id", chunk_ids))
+                scope, params = f" AND chunk_id IN {ids}", [workspace, *p]
             cur.execute(f"UPDATE graph_mentions SET node_id = {elem} WHERE workspace_id = ?{scope}", params)
             if mapping:
                 register_rows(cur, "_graph_map", ("element", "node_id"), sorted(mapping.items()))
@@ -182,7 +182,6 @@ class Graph:
                 touched = {r[0] for r in cur.execute(
                     "INSERT INTO graph_dirty SELECT DISTINCT workspace_id, node_id FROM graph_mentions WHERE "
                     f"workspace_id = ? AND node_id IS NOT NULL{scope} RETURNING node_id", params).fetchall()}
-                cur.unregister("_graph_ids")
         return touched
 
     def node_facts(self, node_ids: set[str] | None, workspace: str = DEFAULT_WORKSPACE) -> list[NodeFacts]:
@@ -193,25 +192,22 @@ class Graph:
         if node_ids is not None and not node_ids:
             return []
         cur = self._db.cursor()
-        scope = ""
-        if node_ids is not None:
-            register_rows(cur, "_graph_aff", ("node_id",), [(n,) for n in sorted(node_ids)])
-            scope = " AND node_id IN (SELECT node_id FROM _graph_aff)"
-        m = f"(SELECT * FROM graph_mentions WHERE workspace_id = ? AND node_id IS NOT NULL{scope})"
-        # (name, column, extra filter): descriptions skip empty text, as the node rows always did. The four value
-        # counts are one statement (a part per kind), not four: statements were an update's fixed cost.
-        kinds = (("surfaces", "surface", ""), ("types", "type", ""), ("aliases", "norm", ""),
-                 ("descriptions", "description", " AND description <> ''"))
-        union = " UNION ALL ".join(f"SELECT {k} AS k, node_id, {col} AS v, sum(count)::BIGINT AS c FROM {m} "
-                                   f"WHERE {col} IS NOT NULL{extra} GROUP BY node_id, {col}"
-                                   for k, (_, col, extra) in enumerate(kinds))
-        try:
-            ag = cur.execute(f"SELECT node_id, count(DISTINCT chunk_id), sum(count), count(DISTINCT doc_id) FROM {m} "
-                             "GROUP BY node_id ORDER BY node_id", [workspace]).fetchall()
-            got = cur.execute(f"{union} ORDER BY k, node_id, v", [workspace] * len(kinds)).fetchnumpy()
-        finally:
+        with ExitStack() as stack:
+            scope, params = "", [workspace]
             if node_ids is not None:
-                cur.unregister("_graph_aff")
+                ids, p = stack.enter_context(id_relation(cur, "_graph_aff", "node_id", sorted(node_ids)))
+                scope, params = f" AND node_id IN {ids}", [workspace, *p]
+            m = f"(SELECT * FROM graph_mentions WHERE workspace_id = ? AND node_id IS NOT NULL{scope})"
+            # (name, column, extra filter): descriptions skip empty text, as the node rows always did. The four
+            # value counts are one statement (a part per kind), not four: statements were an update's fixed cost.
+            kinds = (("surfaces", "surface", ""), ("types", "type", ""), ("aliases", "norm", ""),
+                     ("descriptions", "description", " AND description <> ''"))
+            union = " UNION ALL ".join(f"SELECT {k} AS k, node_id, {col} AS v, sum(count)::BIGINT AS c FROM {m} "
+                                       f"WHERE {col} IS NOT NULL{extra} GROUP BY node_id, {col}"
+                                       for k, (_, col, extra) in enumerate(kinds))
+            ag = cur.execute(f"SELECT node_id, count(DISTINCT chunk_id), sum(count), count(DISTINCT doc_id) "
+                             f"FROM {m} GROUP BY node_id ORDER BY node_id", params).fetchall()
+            got = cur.execute(f"{union} ORDER BY k, node_id, v", params * len(kinds)).fetchnumpy()
         parts: dict[str, dict[str, dict[str, int]]] = {key: {} for key, _, _ in kinds}
         names = [key for key, _, _ in kinds]
         for k, nid, val, c in zip(got["k"].tolist(), got["node_id"].tolist(), got["v"].tolist(), got["c"].tolist()):
@@ -229,20 +225,24 @@ class Graph:
         Edges stay in SQL: SciFact holds ~1M relation rows, too many to pull into Python per update."""
         if node_ids is not None and not node_ids and not nodes:
             return  # no node to rewrite: no row and no edge would change
-        with self._db.transaction() as cur:
+        with self._db.transaction() as cur, ExitStack() as stack:
             if node_ids is None:
                 cur.execute("DELETE FROM graph_nodes WHERE workspace_id = ?", [workspace])
                 cur.execute("DELETE FROM graph_edges WHERE workspace_id = ?", [workspace])
-                r_scope = ""
+                r_scope, rp = "", []
             else:
-                register_rows(cur, "_graph_aff", ("node_id",), [(n,) for n in sorted(node_ids)] or [("",)])
-                cur.execute("DELETE FROM graph_nodes WHERE workspace_id = ? AND node_id IN "
-                            "(SELECT node_id FROM _graph_aff)", [workspace])
-                cur.execute("DELETE FROM graph_edges WHERE workspace_id = ? AND (src IN (SELECT node_id FROM "
-                            "_graph_aff) OR dst IN (SELECT node_id FROM _graph_aff))", [workspace])
-                r_scope = (" AND (src_id IN (SELECT node_id FROM _graph_aff) OR "
-                           "dst_id IN (SELECT node_id FROM _graph_aff))")
-            if nodes:
+                ids, p = stack.enter_context(id_relation(cur, "_graph_aff", "node_id", sorted(node_ids)))
+                cur.execute(f"DELETE FROM graph_nodes WHERE workspace_id = ? AND node_id IN {ids}", [workspace, *p])
+                cur.execute(f"DELETE FROM graph_edges WHERE workspace_id = ? AND (src IN {ids} OR dst IN {ids})",
+                            [workspace, *p, *p])
+                r_scope, rp = f" AND (src_id IN {ids} OR dst_id IN {ids})", [*p, *p]
+            if nodes and len(nodes) <= SMALL_ROWS:  # a few nodes: one bound list per column (no frame to register)
+                cols = [list(c) for c in zip(*nodes)]
+                cols[7] = [list(a) for a in cols[7]]
+                cur.execute("INSERT INTO graph_nodes SELECT ?, unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), "
+                            "unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), unnest(?::BIGINT[]), unnest(?::BIGINT[]), "
+                            "unnest(?::BIGINT[]), unnest(?::VARCHAR[][])", [workspace, *cols])
+            elif nodes:
                 import pandas as pd
 
                 # One frame straight from the rows (measured faster than the generic row-to-column helper here).
@@ -265,9 +265,7 @@ class Graph:
                        coalesce(array_to_string(list_slice(list_sort(list_distinct(list(d) FILTER (WHERE d <> ''))),
                                                            1, 3), ' | '), '')
                 FROM pc GROUP BY a, b
-            """, [workspace, workspace])
-            if node_ids is not None:
-                cur.unregister("_graph_aff")
+            """, [workspace, *rp, workspace])
 
     def nodes(self, workspace: str = DEFAULT_WORKSPACE) -> list[GraphNode]:
         """Ordered by node id."""
@@ -280,14 +278,10 @@ class Graph:
         if not node_ids:
             return []
         cur = self._db.cursor()
-        register_rows(cur, "_graph_sel", ("node_id",), [(n,) for n in sorted(set(node_ids))])
-        try:
+        with id_relation(cur, "_graph_sel", "node_id", sorted(set(node_ids))) as (ids, p):
             rows = cur.execute(
                 "SELECT node_id, name, type, description, n_chunks, n_mentions, n_docs, aliases FROM graph_nodes "
-                "WHERE workspace_id = ? AND node_id IN (SELECT node_id FROM _graph_sel) ORDER BY node_id",
-                [workspace]).fetchall()
-        finally:
-            cur.unregister("_graph_sel")
+                f"WHERE workspace_id = ? AND node_id IN {ids} ORDER BY node_id", [workspace, *p]).fetchall()
         return [GraphNode(*r[:7], tuple(r[7] or ())) for r in rows]
 
     def edge_arrays_among(self, node_ids: Sequence[str], workspace: str = DEFAULT_WORKSPACE
@@ -296,13 +290,9 @@ class Graph:
         if not node_ids:
             return np.zeros(0, dtype=object), np.zeros(0, dtype=object), np.zeros(0, dtype=np.float64)
         cur = self._db.cursor()
-        register_rows(cur, "_graph_sel", ("node_id",), [(n,) for n in sorted(set(node_ids))])
-        try:
-            got = cur.execute(
-                "SELECT src, dst, weight FROM graph_edges WHERE workspace_id = ? AND src IN (SELECT node_id FROM "
-                "_graph_sel) AND dst IN (SELECT node_id FROM _graph_sel) ORDER BY src, dst", [workspace]).fetchnumpy()
-        finally:
-            cur.unregister("_graph_sel")
+        with id_relation(cur, "_graph_sel", "node_id", sorted(set(node_ids))) as (ids, p):
+            got = cur.execute(f"SELECT src, dst, weight FROM graph_edges WHERE workspace_id = ? AND src IN {ids} AND "
+                              f"dst IN {ids} ORDER BY src, dst", [workspace, *p, *p]).fetchnumpy()
         return (np.asarray(got["src"], dtype=object), np.asarray(got["dst"], dtype=object),
                 np.asarray(got["weight"], dtype=np.float64))
 
@@ -333,16 +323,11 @@ class Graph:
         if not chunk_ids and not norms:
             return []
         cur = self._db.cursor()
-        register_rows(cur, "_graph_ids", ("chunk_id",), [(c,) for c in chunk_ids] or [("",)])
-        register_rows(cur, "_graph_norms", ("norm",), [(n,) for n in sorted(set(norms))] or [("",)])
-        try:
+        with (id_relation(cur, "_graph_ids", "chunk_id", list(chunk_ids)) as (ids, p),
+              id_relation(cur, "_graph_norms", "norm", sorted(set(norms))) as (nrm, q)):
             return cur.execute(
-                "SELECT DISTINCT norm, type FROM graph_mentions WHERE workspace_id = ? AND (chunk_id IN (SELECT "
-                "chunk_id FROM _graph_ids) OR norm IN (SELECT norm FROM _graph_norms)) ORDER BY 1, 2",
-                [workspace]).fetchall()
-        finally:
-            cur.unregister("_graph_ids")
-            cur.unregister("_graph_norms")
+                f"SELECT DISTINCT norm, type FROM graph_mentions WHERE workspace_id = ? AND (chunk_id IN {ids} OR "
+                f"norm IN {nrm}) ORDER BY 1, 2", [workspace, *p, *q]).fetchall()
 
     def edges(self, workspace: str = DEFAULT_WORKSPACE) -> list[GraphEdge]:
         """src < dst, ordered."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from core.store.db import Database, StoreError, insert_rows, now, register_rows
+from core.store.db import Database, StoreError, id_relation, insert_rows, now, register_rows
 from core.types import DEFAULT_WORKSPACE, CommunityMember, CommunitySummary, MergeItem
 
 TABLES: tuple[str, ...] = (
@@ -131,18 +131,15 @@ class Communities:
         """membership_columns() of the level-0 communities holding any of `node_ids` and of every community
         below them (levels nest: a community below holds only nodes of its level-0 community), same order."""
         cur = self._db.cursor()
-        register_rows(cur, "_comm_nodes", ("node_id",), [(n,) for n in sorted(set(node_ids))] or [("",)])
-        try:
+        with id_relation(cur, "_comm_nodes", "node_id", sorted(set(node_ids))) as (ids, p):
             return cur.execute(
                 "WITH roots AS (SELECT DISTINCT community_id FROM graph_communities WHERE workspace_id = ? AND "
-                "level = 0 AND node_id IN (SELECT node_id FROM _comm_nodes)), "
+                f"level = 0 AND node_id IN {ids}), "
                 "region AS (SELECT node_id FROM graph_communities WHERE workspace_id = ? AND level = 0 AND "
                 "community_id IN (SELECT community_id FROM roots)) "
                 "SELECT level, community_id, parent_id, node_id FROM graph_communities WHERE workspace_id = ? AND "
                 "node_id IN (SELECT node_id FROM region) ORDER BY level, community_id, node_id",
-                [workspace] * 3).fetchnumpy()
-        finally:
-            cur.unregister("_comm_nodes")
+                [workspace, *p, workspace, workspace]).fetchnumpy()
 
     def community_keys(self, workspace: str = DEFAULT_WORKSPACE) -> list[tuple[int, str]]:
         """(level, community_id) of every stored community, ordered: one row per community, not per member."""
@@ -171,15 +168,11 @@ class Communities:
                         [(workspace, *r) for r in rows])
             if not hashes:
                 return 0
-            register_rows(cur, "_comm_hashes", ("h",), [(h,) for h in hashes])
-            try:
+            with id_relation(cur, "_comm_hashes", "h", hashes) as (hs, p):
                 gone = cur.execute(
-                    "DELETE FROM graph_community_summaries WHERE workspace_id = ? AND members_hash IN (SELECT h FROM "
-                    "_comm_hashes) AND members_hash NOT IN (SELECT members_hash FROM graph_communities WHERE "
-                    "workspace_id = ? AND members_hash IN (SELECT h FROM _comm_hashes)) RETURNING members_hash",
-                    [workspace, workspace]).fetchall()
-            finally:
-                cur.unregister("_comm_hashes")
+                    f"DELETE FROM graph_community_summaries WHERE workspace_id = ? AND members_hash IN {hs} AND "
+                    "members_hash NOT IN (SELECT members_hash FROM graph_communities WHERE workspace_id = ? AND "
+                    f"members_hash IN {hs}) RETURNING members_hash", [workspace, *p, workspace, *p]).fetchall()
         return len(gone)
 
     def summaries(self, members_hashes: Sequence[str] | None = None,
