@@ -309,11 +309,13 @@ def build_graph(
         if old.get("split_by_type", cfg.split_by_type) != cfg.split_by_type:
             notes.append("split_by_type changed: re-resolving the whole graph")
     # Only the chunks the graph has not seen and the ones that left are read (not the corpus or the graph whole).
-    added_ids, removed = store.graph.chunk_delta(workspace)
+    # Also what an update killed half-way left: nodes it touched (graph_dirty) and extractions it stored but never
+    # resolved; this one finishes them. Read before the removals below: their nodes are what remove_chunks
+    # returns, and a removed chunk's unresolved rows go with it.
+    added_ids, removed, dirty, unresolved = store.graph.update_delta(workspace)
     by_id = store.corpus.chunks_by_id(added_ids, workspace)
     added = [by_id[c] for c in added_ids]
-    # Nodes an update killed half-way touched (graph_dirty) are finished by this one.
-    affected = store.graph.remove_chunks(removed, workspace) | (set() if full else store.graph.dirty_nodes(workspace))
+    affected = store.graph.remove_chunks(removed, workspace) | (set() if full else dirty)
 
     extractor, builder, notice = make_extractor(cfg.builder, llm=llm, model=cfg.llm_model, workspace=workspace,
                                                 max_entities=cfg.max_entities_per_chunk)
@@ -336,7 +338,7 @@ def build_graph(
     if progress:
         progress("resolving", 0, 1)
     resplit = state is not None and state.settings.get("split_by_type", cfg.split_by_type) != cfg.split_by_type
-    new_rows = sorted({c.chunk_id for c in added} | set(store.graph.unresolved_chunks(workspace)))
+    new_rows = sorted({c.chunk_id for c in added} | (unresolved - set(removed)))
     scope = None if (state is None or resplit) else new_rows
     queue = store.review.queue(workspace=workspace)  # nothing below changes it before merge suggestions read it
     res = current_resolution(store, cfg, workspace, scope, queue)

@@ -66,14 +66,14 @@ class Graph:
                   workspace: str = DEFAULT_WORKSPACE) -> int:
         """Record a finished build or update; the version moves so in-memory graph caches reload."""
         with self._db.transaction() as cur:
-            old = cur.execute("SELECT version FROM graph_state WHERE workspace_id = ?", [workspace]).fetchone()
-            version = (int(old[0]) if old else 0) + 1
-            cur.execute("DELETE FROM graph_state WHERE workspace_id = ?", [workspace])
             cur.execute("DELETE FROM graph_dirty WHERE workspace_id = ?", [workspace])
-            cur.execute("INSERT INTO graph_state VALUES (?,?,?,?,?,?,?)",
-                        [workspace, version, corpus_version, builder, json.dumps(settings, sort_keys=True),
-                         json.dumps(stats, sort_keys=True), now()])
-        return version
+            # The row replaced in place, its version one past the old one (or 1): two statements, not four.
+            row = cur.execute(
+                "INSERT OR REPLACE INTO graph_state SELECT ?, coalesce((SELECT max(version) FROM graph_state WHERE "
+                "workspace_id = ?), 0) + 1, ?, ?, ?, ?, ? RETURNING version",
+                [workspace, workspace, corpus_version, builder, json.dumps(settings, sort_keys=True),
+                 json.dumps(stats, sort_keys=True), now()]).fetchone()
+        return int(row[0])
 
     def first_notice(self, key: str, workspace: str = DEFAULT_WORKSPACE) -> bool:
         """True the first time `key` is claimed for the workspace (a meta row remembers it): a notice said once."""
@@ -315,6 +315,24 @@ class Graph:
             "SELECT g.chunk_id FROM graph_chunks AS g ANTI JOIN (SELECT chunk_id FROM chunks WHERE workspace_id = ?) "
             "AS c ON c.chunk_id = g.chunk_id WHERE g.workspace_id = ? ORDER BY 1", [workspace, workspace]).fetchall()]
         return added, removed
+
+    def update_delta(self, workspace: str = DEFAULT_WORKSPACE
+                     ) -> tuple[list[str], list[str], set[str], set[str]]:
+        """chunk_delta(), dirty_nodes() and unresolved_chunks() in one statement (each was a fixed cost of every
+        update): (chunks to extract in corpus order, chunks to drop sorted, dirty node ids, unresolved chunk ids)."""
+        rows = self._db.cursor().execute(
+            "SELECT 0 AS k, c.chunk_id AS id, c.doc_id AS d, c.ordinal AS o FROM chunks AS c ANTI JOIN (SELECT "
+            "chunk_id FROM graph_chunks WHERE workspace_id = $ws) AS g ON g.chunk_id = c.chunk_id "
+            "WHERE c.workspace_id = $ws "
+            "UNION ALL SELECT 1, g.chunk_id, NULL, NULL FROM graph_chunks AS g ANTI JOIN (SELECT chunk_id FROM chunks "
+            "WHERE workspace_id = $ws) AS c ON c.chunk_id = g.chunk_id WHERE g.workspace_id = $ws "
+            "UNION ALL SELECT DISTINCT 2, node_id, NULL, NULL FROM graph_dirty WHERE workspace_id = $ws "
+            "UNION ALL SELECT DISTINCT 3, chunk_id, NULL, NULL FROM graph_mentions WHERE workspace_id = $ws AND "
+            "node_id IS NULL ORDER BY k, d, o, id", {"ws": workspace}).fetchall()
+        out: tuple[list[str], list[str], list[str], list[str]] = ([], [], [], [])
+        for k, ident, _, _ in rows:
+            out[k].append(ident)
+        return out[0], out[1], set(out[2]), set(out[3])
 
     def elements_of_chunks(self, chunk_ids: Sequence[str], norms: Sequence[str] = (),
                            workspace: str = DEFAULT_WORKSPACE) -> list[tuple[str, str]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from core.store.db import Database, StoreError, id_relation, insert_rows, now, register_rows
+from core.store.db import Database, StoreError, id_relation, insert_rows, now
 from core.types import DEFAULT_WORKSPACE, CommunityMember, CommunitySummary, MergeItem
 
 TABLES: tuple[str, ...] = (
@@ -155,14 +155,13 @@ class Communities:
         if not drop and not rows:
             return 0  # nothing to delete or insert: no summary can lose its membership
         with self._db.transaction() as cur:
-            register_rows(cur, "_comm_drop", ("level", "community_id"), list(drop) or [(-1, "")])
-            try:
+            # (level, id) keys as one string each (level, unit separator, id): an id set like any other.
+            keys = [f"{level}\x1f{cid}" for level, cid in drop]
+            with id_relation(cur, "_comm_drop", "k", keys) as (ks, p):
                 # The deleted rows' hashes are the dropped memberships (one statement, not a read and a delete).
                 hashes = sorted({r[0] for r in cur.execute(
-                    "DELETE FROM graph_communities WHERE workspace_id = ? AND (level, community_id) IN "
-                    "(SELECT (level, community_id) FROM _comm_drop) RETURNING members_hash", [workspace]).fetchall()})
-            finally:
-                cur.unregister("_comm_drop")
+                    f"DELETE FROM graph_communities WHERE workspace_id = ? AND level::VARCHAR || chr(31) || "
+                    f"community_id IN {ks} RETURNING members_hash", [workspace, *p]).fetchall()})
             insert_rows(cur, "graph_communities",
                         ("workspace_id", "level", "community_id", "parent_id", "node_id", "members_hash"),
                         [(workspace, *r) for r in rows])
@@ -202,11 +201,6 @@ class Communities:
                 "created_at")
         last = {r[0]: r for r in rows}  # one row per membership hash (INSERT OR REPLACE takes one per key)
         with self._db.transaction() as cur:
-            register_rows(cur, "_new_summaries", cols, [(workspace, mh, level, cid, title, summary, mode,
-                                                         json.dumps(usage), at)
-                                                        for mh, level, cid, title, summary, mode, usage in last.values()])
-            try:
-                cur.execute(f"INSERT OR REPLACE INTO graph_community_summaries SELECT {', '.join(cols)} "
-                            "FROM _new_summaries")
-            finally:
-                cur.unregister("_new_summaries")
+            insert_rows(cur, "graph_community_summaries", cols,
+                        [(workspace, mh, level, cid, title, summary, mode, json.dumps(usage), at)
+                         for mh, level, cid, title, summary, mode, usage in last.values()], replace=True)
