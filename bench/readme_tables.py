@@ -1999,6 +1999,25 @@ def incremental(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
+def graph_update_phases(d: dict[str, Any], file: str) -> list[str]:
+    """bench/graph_update_phases.py: where the sample corpus's one-sentence-edit graph update goes, and its floor."""
+    fb, u, n, fl = d["full_build"], d["update"], d["noop_update"], d["floor_extract_and_local_leiden"]
+
+    def row(label: str, r: dict[str, Any], extra: str = "") -> list[str]:
+        return [label, f"{num(r['seconds'], 4)} s ({num(100 * r['share_of_full_build'], 1)}%)",
+                f"{num(r['cpu_seconds'], 4)} s ({num(100 * r['share_of_full_build_cpu'], 1)}%)", extra]
+
+    rows = [row("graph update after the edit", u, f"{u['statements']} statements"),
+            row("the same update with nothing to do", n, f"{n['statements']} statements")]
+    rows += [row(f"- {label}", r) for label, r in (d.get("phases") or {}).items()]
+    rows.append(row("floor: extract the changed chunks + Leiden on the region", fl))
+    return ["### Incremental graph update: where the time goes", "", caption(file, d), "",
+            f"Medians of {d['reps']} runs; shares of the full build ({num(fb['seconds'], 3)} s wall, "
+            f"{num(fb['cpu_seconds'], 3)} s CPU, node names embedded), one of {d['documents']} documents edited; "
+            "steps in `core/graph/build.py` (a step's time includes the steps it calls).", "",
+            md_table(["step", "wall", "CPU", "statements"], rows)]
+
+
 def incremental_kill(d: dict[str, Any], file: str) -> list[str]:
     """Issue #31: each incremental step killed with SIGKILL mid-way, then run again (tests/test_incremental_kill.py)."""
     k = d.get("kill9") or {}
@@ -2248,6 +2267,7 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("graph.json", graph),
         ("incremental.json", incremental),
         ("incremental_sample.json", incremental),
+        ("graph_update_phases.json", graph_update_phases),
         ("incremental_kill.json", incremental_kill),
     ]),
     ("Hostile input", [

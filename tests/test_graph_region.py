@@ -156,3 +156,53 @@ def test_the_region_alone_is_not_used_when_the_phrase_filter_changed() -> None:
         assert stored_communities(store, WS)
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("max_cluster_size, communities, levels", [(2, 31, 2), (30, 5, 1)])
+def test_an_edit_then_a_no_op_update_give_the_known_counts_and_the_no_op_writes_only_the_state(
+        max_cluster_size: int, communities: int, levels: int) -> None:
+    # Known answers: what the update wrote before its fixed cost was cut (same counts, same summaries dropped and
+    # written); the no-op then made five write transactions, now one (the state row, whose version moves).
+    cfg = _cfg(max_cluster_size=max_cluster_size)
+    store, emb = _built(cfg)
+    try:
+        before = set(store.communities.summaries(None, WS))
+        rep = ingest_files([_doc(1, " Fenwick Group hires Mallory Quist at Arden Labs.")], store=store, embedder=emb,
+                           config=cfg).graph
+        after = set(store.communities.summaries(None, WS))
+        assert rep is not None and rep.mode == "incremental"
+        assert (rep.chunks_added, rep.chunks_removed, rep.nodes, rep.edges, rep.active_nodes) == (1, 1, 26, 54, 26)
+        assert (rep.communities, rep.levels) == (communities, levels)
+        assert (rep.summaries_invalidated, rep.summaries_written, rep.suggestions) == (1, 1, 0)
+        assert len(before - after) == 1 and len(after - before) == 1
+        rows = (sorted(store.communities.communities(WS)), store.graph.nodes(WS), store.graph.edges(WS),
+                store.communities.summaries(None, WS), store.review.queue(workspace=WS))
+        state, generation = store.graph.state(WS), store.db.generation
+        noop = build.build_graph(store, cfg.graph, embedder=emb)
+        assert (noop.chunks_added, noop.chunks_removed, noop.summaries_invalidated, noop.summaries_written,
+                noop.suggestions) == (0, 0, 0, 0, 0)
+        assert (noop.nodes, noop.edges, noop.communities, noop.levels) == (26, 54, communities, levels)
+        assert store.db.generation == generation + 1  # one write transaction: set_state
+        new_state = store.graph.state(WS)
+        assert new_state.version == state.version + 1 and new_state.stats == state.stats
+        assert rows == (sorted(store.communities.communities(WS)), store.graph.nodes(WS), store.graph.edges(WS),
+                        store.communities.summaries(None, WS), store.review.queue(workspace=WS))
+    finally:
+        store.close()
+
+
+def test_node_facts_counted_in_python_match_the_grouped_statements(monkeypatch) -> None:
+    import core.store.graph as graph_store
+
+    store, _ = _built(_cfg())
+    try:
+        ids = {n.node_id for n in store.graph.nodes(WS)[::2]}
+        small = store.graph.node_facts(ids, WS)  # the mention rows counted in Python
+        monkeypatch.setattr(graph_store, "RAW_FACTS", 0)  # forces the grouped statements
+        grouped = store.graph.node_facts(ids, WS)
+        whole = [f for f in store.graph.node_facts(None, WS) if f.node_id in ids]
+        assert small and small == grouped == whole
+        assert [list(f.surfaces) for f in small] == [sorted(f.surfaces) for f in small]
+        assert store.graph.node_facts(set(), WS) == []
+    finally:
+        store.close()

@@ -246,3 +246,36 @@ def test_snapshot_copy_opens_read_only_with_the_same_rows(tmp_path) -> None:
     with pytest.raises(StoreError, match="in-memory"):
         write_snapshot(Store(":memory:"), tmp_path / "mem")
     s.close()
+
+
+def test_small_bound_lists_and_registered_tables_write_and_select_the_same_rows(monkeypatch) -> None:
+    from datetime import datetime
+
+    import core.store.db as db
+
+    rows = [("a", 1, 0.5, True, datetime(2026, 1, 2, 3, 4, 5), None), ("b'q", None, None, False, None, "x"),
+            ("ü", -(2**40), 2.0, None, datetime(2026, 1, 2), None)]
+    mixed = [("a", [1, 2]), ("b", [])]  # a list column: never a bound list of plain values
+    cols = ("s", "i", "f", "b", "t", "n")
+    out = []
+    for small in (True, False):
+        if not small:
+            monkeypatch.setattr(db, "SMALL_ROWS", 0)
+            monkeypatch.setattr(db, "SMALL_IDS", 0)
+        con = duckdb.connect()
+        try:
+            con.execute("CREATE TABLE t (s VARCHAR, i BIGINT, f DOUBLE, b BOOLEAN, t TIMESTAMP, n VARCHAR)")
+            con.execute("CREATE TABLE l (s VARCHAR, v INTEGER[])")
+            db.insert_rows(con, "t", cols, rows)
+            db.insert_rows(con, "l", ("s", "v"), mixed)
+            with db.id_relation(con, "_ids", "s", ["b'q", "ü", "none"]) as (rel, params):
+                picked = con.execute(f"SELECT s FROM t WHERE s IN {rel} ORDER BY s", params).fetchall()
+            with db.id_relation(con, "_ids", "s", []) as (rel, params):
+                none = con.execute(f"SELECT s FROM t WHERE s IN {rel}", params).fetchall()
+            out.append((con.execute("SELECT * FROM t ORDER BY s").fetchall(),
+                        con.execute("SELECT * FROM l ORDER BY s").fetchall(), picked, none))
+        finally:
+            con.close()
+    assert out[0] == out[1]
+    assert out[0][0] == sorted(rows) and out[0][2] == [("b'q",), ("ü",)] and out[0][3] == []
+    assert db._plain_columns(mixed) is None and db._plain_columns([(1,), ("x",)]) is None

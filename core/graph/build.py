@@ -40,7 +40,7 @@ from core.graph.snapshot import (
 from core.graph.summaries import build_summaries
 from core.models.embed import Embedder
 from core.models.llm import LLMError
-from core.types import DEFAULT_WORKSPACE, Usage
+from core.types import DEFAULT_WORKSPACE, MergeItem, Usage
 
 if TYPE_CHECKING:  # a build workflow writes through several repositories: it is handed the whole store
     from core.store import Store
@@ -65,14 +65,15 @@ def builder_label(builder: str) -> str:
 
 
 # -- resolution ----------------------------------------------------------------------------------------------------
-def current_resolution(store: Store, cfg: GraphConfig, workspace: str, chunk_ids: Sequence[str] | None = None
-                       ) -> Resolution:
+def current_resolution(store: Store, cfg: GraphConfig, workspace: str, chunk_ids: Sequence[str] | None = None,
+                       queue: Sequence[MergeItem] | None = None) -> Resolution:
     """Resolution from the stored elements, the synonym list and the review decisions (in decision order).
     `chunk_ids`: only the elements of these chunks' mentions (and of the synonym list's names) are read; every
     element among them resolves as with all elements read, since only the synonym list (whose types are read
-    whole) and the decisions join elements."""
+    whole) and the decisions join elements. `queue`: the review queue when the caller has just read it."""
     groups = [SynonymGroup(tuple(n)) for n in store.review.synonyms(workspace)]
-    decided = [q for q in store.review.queue(workspace=workspace) if q.status != "pending"]
+    queue = store.review.queue(workspace=workspace) if queue is None else queue
+    decided = [q for q in queue if q.status != "pending"]
     decided.sort(key=lambda q: (q.decided_at, q.item_id))
     approved = [(q.keep_id, q.other_id) for q in decided if q.status == "approved"]
     rejected = [(q.keep_id, q.other_id) for q in decided if q.status == "rejected"]
@@ -155,17 +156,21 @@ def _active_names(store: Store, cfg: GraphConfig, workspace: str, g: ActiveGraph
 
 def refresh_suggestions(store: Store, cfg: GraphConfig, embedder: Embedder, workspace: str,
                         new_nodes: set[str] | None, g: Any = None, res: Resolution | None = None,
-                        active: tuple[list[str], list[str], list[int]] | None = None) -> int:
+                        active: tuple[list[str], list[str], list[int]] | None = None,
+                        queue: Sequence[MergeItem] | None = None) -> int:
     """Queue merge suggestions (name cosine >= merge_threshold) for new nodes against all active nodes, and drop
-    pending ones that no longer make sense (a node left, or both already resolve to one node)."""
+    pending ones that no longer make sense (a node left, or both already resolve to one node). `queue`: the review
+    queue when the caller has read it since its last change."""
     ids, name_list, size_list = active if active is not None else _active_names(store, cfg, workspace, g)
     res = res if res is not None else current_resolution(store, cfg, workspace)
     alive = set(ids)
-    queue = store.review.queue(workspace=workspace)  # read once: the pending items and every decided pair
+    # Read once: the pending items and every decided pair.
+    queue = store.review.queue(workspace=workspace) if queue is None else queue
     stale = [q.item_id for q in queue if q.status == "pending"
              and (res(q.keep_id) == res(q.other_id) or res(q.keep_id) not in alive or res(q.other_id) not in alive)]
     store.review.delete_queue_items(stale, workspace)
-    if len(ids) < 2:
+    if len(ids) < 2 or (new_nodes is not None and alive.isdisjoint(new_nodes)):
+        # No pair to score (suggest_merges scores only pairs touching an active new node): no name vector is read.
         return 0
     names = dict(zip(ids, name_list))
     sizes = dict(zip(ids, size_list))
@@ -201,7 +206,7 @@ def local_region(store: Store, cfg: GraphConfig, workspace: str, touched: set[st
     if (state is None or not keys or cfg.communities != "local"
             or state.settings.get("min_phrase_chunks") != cfg.min_phrase_chunks):
         return None
-    previous = _communities_of(store.communities.region_columns(sorted(touched), workspace))
+    previous = _communities_of(store.communities.region_columns(sorted(touched), workspace)) if touched else []
     held = {(c.level, c.community_id) for c in previous}
     outside = [k for k in keys if k not in held]
     g = region_graph(store, sorted({m for c in previous for m in c.members} | touched), workspace,
@@ -216,7 +221,8 @@ def local_region(store: Store, cfg: GraphConfig, workspace: str, touched: set[st
 
 def _finish_region(store: Store, cfg: GraphConfig, workspace: str, region: Region, *, mode: str, builder: str,
                    t0: float, embedder: Embedder | None, new_nodes: set[str], usage: Usage, added: int,
-                   removed: int, notes: Sequence[str], res: Resolution | None) -> BuildReport:
+                   removed: int, notes: Sequence[str], res: Resolution | None,
+                   queue: Sequence[MergeItem] | None = None) -> BuildReport:
     """_finish for an incremental update whose communities were computed over its region (local_region): the
     region's community rows replace the ones it re-clustered, and summaries are written from a snapshot of the
     region; the rest of the graph is read only as the three node columns merge suggestions compare against."""
@@ -227,9 +233,9 @@ def _finish_region(store: Store, cfg: GraphConfig, workspace: str, region: Regio
     levels = len({c.level for c in comms} | {lv for lv, _ in region.outside})
     n_comms = len(comms) + len(region.outside)
     active = _active_names(store, cfg, workspace)
-    suggestions = (refresh_suggestions(store, cfg, embedder, workspace, new_nodes, res=res, active=active)
-                   if embedder is not None else 0)
-    counts = store.graph.counts(workspace)
+    suggestions = (refresh_suggestions(store, cfg, embedder, workspace, new_nodes, res=res, active=active,
+                                       queue=queue) if embedder is not None else 0)
+    counts = store.graph.totals(workspace)
     stats = {"nodes": counts["nodes"], "edges": counts["edges"], "active_nodes": len(active[0]), "levels": levels,
              "communities": n_comms, "chunks": counts["chunks"], "leiden": LEIDEN_VERSIONS,
              "label": builder_label(builder)}
@@ -244,22 +250,25 @@ def _finish_region(store: Store, cfg: GraphConfig, workspace: str, region: Regio
 
 def _finish(store: Store, cfg: GraphConfig, workspace: str, *, mode: str, builder: str, t0: float, embedder: Embedder | None,
             new_nodes: set[str] | None, usage: Usage = Usage(), added: int = 0, removed: int = 0,
-            notes: Sequence[str] = (), res: Resolution | None = None) -> BuildReport:
+            notes: Sequence[str] = (), res: Resolution | None = None, queue: Sequence[MergeItem] | None = None
+            ) -> BuildReport:
+    """Communities, merge suggestions, the build state and summaries after the node rows changed. `queue`: the
+    review queue as read since its last change (merge suggestions read it otherwise)."""
     if mode == "incremental" and new_nodes is not None:
         region = local_region(store, cfg, workspace, new_nodes)
         if region is not None:
             return _finish_region(store, cfg, workspace, region, mode=mode, builder=builder, t0=t0,
                                   embedder=embedder, new_nodes=new_nodes, usage=usage, added=added, removed=removed,
-                                  notes=notes, res=res)
+                                  notes=notes, res=res, queue=queue)
     # The active graph is read once (its nodes and edges are the update's biggest read) for every step below.
     g = active_graph(store, workspace, cfg.min_phrase_chunks)
     # An incremental update (new_nodes: the nodes its chunks touched) re-clusters only their communities.
     levels, n_comms, invalidated = recompute_communities(store, cfg, workspace,
                                                          None if new_nodes is None or mode != "incremental"
                                                          else new_nodes, g)
-    suggestions = (refresh_suggestions(store, cfg, embedder, workspace, new_nodes, g, res) if embedder is not None
-                   else 0)
-    counts = store.graph.counts(workspace)
+    suggestions = (refresh_suggestions(store, cfg, embedder, workspace, new_nodes, g, res, queue=queue)
+                   if embedder is not None else 0)
+    counts = store.graph.totals(workspace)
     active = g.nodes
     stats = {"nodes": counts["nodes"], "edges": counts["edges"], "active_nodes": len(active), "levels": levels,
              "communities": n_comms, "chunks": counts["chunks"], "leiden": LEIDEN_VERSIONS,
@@ -300,11 +309,13 @@ def build_graph(
         if old.get("split_by_type", cfg.split_by_type) != cfg.split_by_type:
             notes.append("split_by_type changed: re-resolving the whole graph")
     # Only the chunks the graph has not seen and the ones that left are read (not the corpus or the graph whole).
-    added_ids, removed = store.graph.chunk_delta(workspace)
+    # Also what an update killed half-way left: nodes it touched (graph_dirty) and extractions it stored but never
+    # resolved; this one finishes them. Read before the removals below: their nodes are what remove_chunks
+    # returns, and a removed chunk's unresolved rows go with it.
+    added_ids, removed, dirty, unresolved = store.graph.update_delta(workspace)
     by_id = store.corpus.chunks_by_id(added_ids, workspace)
     added = [by_id[c] for c in added_ids]
-    # Nodes an update killed half-way touched (graph_dirty) are finished by this one.
-    affected = store.graph.remove_chunks(removed, workspace) | (set() if full else store.graph.dirty_nodes(workspace))
+    affected = store.graph.remove_chunks(removed, workspace) | (set() if full else dirty)
 
     extractor, builder, notice = make_extractor(cfg.builder, llm=llm, model=cfg.llm_model, workspace=workspace,
                                                 max_entities=cfg.max_entities_per_chunk)
@@ -327,11 +338,14 @@ def build_graph(
     if progress:
         progress("resolving", 0, 1)
     resplit = state is not None and state.settings.get("split_by_type", cfg.split_by_type) != cfg.split_by_type
-    new_rows = sorted({c.chunk_id for c in added} | set(store.graph.unresolved_chunks(workspace)))
+    new_rows = sorted({c.chunk_id for c in added} | (unresolved - set(removed)))
     scope = None if (state is None or resplit) else new_rows
-    res = current_resolution(store, cfg, workspace, scope)
-    store.graph.apply_resolution(_mapping(res), split_by_type=cfg.split_by_type, chunk_ids=scope, workspace=workspace)
-    affected |= store.graph.node_ids_for_chunks(new_rows, workspace)
+    queue = store.review.queue(workspace=workspace)  # nothing below changes it before merge suggestions read it
+    res = current_resolution(store, cfg, workspace, scope, queue)
+    # Scoped, it returns the nodes of the new rows (node_ids_for_chunks(new_rows)); a whole re-resolution
+    # re-aggregates every node, so `affected` is not used then.
+    affected |= store.graph.apply_resolution(_mapping(res), split_by_type=cfg.split_by_type, chunk_ids=scope,
+                                             workspace=workspace)
     whole = state is None or resplit
     _reaggregate(store, None if whole else affected, _display(res), workspace)
     if progress:
@@ -339,7 +353,7 @@ def build_graph(
     mode = "full" if full or state is None else "incremental"
     report = _finish(store, cfg, workspace, mode=mode, builder=builder if added or state is None else state.builder,
                      t0=t0, embedder=embedder, new_nodes=None if whole else affected, usage=usage,
-                     added=len(added), removed=len(removed), notes=notes, res=res)
+                     added=len(added), removed=len(removed), notes=notes, res=res, queue=queue)
     return replace(report, cpu_seconds=time.process_time() - c0)
 
 

@@ -125,14 +125,22 @@ def region_graph(store: GraphSource, node_ids: Sequence[str], workspace: str, mi
     return _indexed(nodes, *store.graph.edge_arrays_among([n[0] for n in nodes], workspace))
 
 
-def _indexed(nodes: list[tuple[Any, ...]], src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> ActiveGraph:
-    import pandas as pd
+_SMALL_EDGES = 5000  # below this, a dict lookup per edge is cheaper than building two pandas indexes
 
-    # Ids to positions in one vectorised lookup (-1: an inactive end): per edge in Python it was a graph update's
-    # biggest single cost on SciFact (~160k edges).
-    index = pd.Index([n[0] for n in nodes])
-    a = np.asarray(index.get_indexer(pd.Index(src)), dtype=np.int64) if len(src) else np.zeros(0, np.int64)
-    b = np.asarray(index.get_indexer(pd.Index(dst)), dtype=np.int64) if len(dst) else np.zeros(0, np.int64)
+
+def _indexed(nodes: list[tuple[Any, ...]], src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> ActiveGraph:
+    if len(src) <= _SMALL_EDGES:  # an update's region: a few hundred edges
+        pos = {n[0]: i for i, n in enumerate(nodes)}
+        a = np.fromiter((pos.get(x, -1) for x in src), dtype=np.int64, count=len(src))
+        b = np.fromiter((pos.get(x, -1) for x in dst), dtype=np.int64, count=len(dst))
+    else:
+        import pandas as pd
+
+        # Ids to positions in one vectorised lookup (-1: an inactive end): per edge in Python it was a graph
+        # update's biggest single cost on SciFact (~160k edges).
+        index = pd.Index([n[0] for n in nodes])
+        a = np.asarray(index.get_indexer(pd.Index(src)), dtype=np.int64)
+        b = np.asarray(index.get_indexer(pd.Index(dst)), dtype=np.int64)
     keep = (a >= 0) & (b >= 0)
     return ActiveGraph(nodes, a[keep], b[keep], w[keep])
 

@@ -204,12 +204,15 @@ def build_summaries(snap: GraphSnapshot, store: GraphSource, *, levels: Sequence
     """Build time: write the summaries of every community of two or more entities (at `levels`, default all), so
     queries find them stored. Returns how many were written."""
     written = 0
+    wanted = {level: sorted(cid for cid, m in snap.communities.get(level, {}).items() if len(m) >= 2)
+              for level in (snap.levels() if levels is None else levels)}
+    if not any(wanted.values()):
+        return 0  # no community of two or more entities (an update that re-clustered nothing): nothing to read
     # Extractive summaries already stored serve as they are: only the missing memberships are looked at (an
     # incremental update changes a few communities of thousands).
     stored = set() if use_llm else store.communities.summary_hashes(workspace)
-    for level in (snap.levels() if levels is None else levels):
-        ids = sorted(cid for cid, m in snap.communities.get(level, {}).items()
-                     if len(m) >= 2 and snap.members_hash[(level, cid)] not in stored)
+    for level, cids in wanted.items():
+        ids = [cid for cid in cids if snap.members_hash[(level, cid)] not in stored]
         written += sum(1 for s in get_summaries(snap, store, level, ids, llm=llm, model=model, use_llm=use_llm,
                                                 workspace=workspace, write=True) if not s.cached)
     return written

@@ -6,7 +6,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from core.store import tokvec_file as tvf
-from core.store.db import Cursor, Database, now, register_rows, vector_frame
+from core.store.db import Cursor, Database, id_relation, now, register_rows, vector_frame
 from core.types import DEFAULT_WORKSPACE, CacheEvent
 
 TokenRows = tuple[np.ndarray, np.ndarray, np.ndarray]  # token ids int32, unit vectors float16 (n, dim), spans (n, 2)
@@ -370,13 +370,9 @@ class Caches:
         if not hashes:
             return {}
         cur = self._db.cursor()
-        register_rows(cur, "_name_h", ("h",), [(h,) for h in set(hashes)])
-        try:
-            got = cur.execute(
-                "SELECT name_sha256, vec FROM graph_name_vectors WHERE workspace_id = ? AND model_id = ? AND "
-                "name_sha256 IN (SELECT h FROM _name_h)", [workspace, model_id]).to_arrow_table()
-        finally:
-            cur.unregister("_name_h")
+        with id_relation(cur, "_name_h", "h", sorted(set(hashes))) as (hs, p):
+            got = cur.execute("SELECT name_sha256, vec FROM graph_name_vectors WHERE workspace_id = ? AND model_id = ? "
+                              f"AND name_sha256 IN {hs}", [workspace, model_id, *p]).to_arrow_table()
         # One flat read of the list column, cut into rows (per-row arrays were most of an update's suggestion time).
         keys = got.column("name_sha256").to_pylist()
         vec = got.column("vec").combine_chunks()

@@ -4,11 +4,12 @@ module only reads and writes rows."""
 from __future__ import annotations
 
 import json
+from contextlib import ExitStack
 from typing import Any, Sequence
 
 import numpy as np
 
-from core.store.db import Database, insert_rows, now, register_rows
+from core.store.db import SMALL_ROWS, Database, id_relation, insert_rows, now, register_rows
 from core.types import (
     DEFAULT_WORKSPACE,
     EdgeChunk,
@@ -46,6 +47,29 @@ TABLES: tuple[str, ...] = (
 )
 
 
+RAW_FACTS = 5000  # node_facts: up to this many mention rows are counted in Python, more are grouped in SQL
+
+
+def _facts_of(rows: Sequence[tuple[Any, ...]]) -> list[NodeFacts]:
+    """node_facts() from mention rows (node_id, chunk_id, doc_id, surface, type, norm, description, count), as the
+    grouped statements count them: NULLs skipped, empty descriptions left out, values in sorted order."""
+    acc: dict[str, tuple[set[str], set[str], list[int], dict[str, int], dict[str, int], dict[str, int],
+                         dict[str, int]]] = {}
+    for nid, chunk, doc, surface, type_, norm, desc, count in rows:
+        chunks, docs, total, sf, tp, al, ds = acc.setdefault(nid, (set(), set(), [0], {}, {}, {}, {}))
+        c = int(count or 0)
+        chunks.add(chunk)
+        if doc is not None:
+            docs.add(doc)
+        total[0] += c
+        for d, v in ((sf, surface), (tp, type_), (al, norm), (ds, desc)):
+            if v is not None and (d is not ds or v != ""):
+                d[v] = d.get(v, 0) + c
+    return [NodeFacts(nid, {k: sf[k] for k in sorted(sf)}, {k: tp[k] for k in sorted(tp)},
+                      len(chunks - {None}), total[0], len(docs), tuple(sorted(al)), tuple(sorted(ds)))
+            for nid, (chunks, docs, total, sf, tp, al, ds) in sorted(acc.items())]
+
+
 class Graph:
     """Implements core.graph.search's GraphSource and the build workflow's graph tables."""
 
@@ -65,6 +89,7 @@ class Graph:
                   workspace: str = DEFAULT_WORKSPACE) -> int:
         """Record a finished build or update; the version moves so in-memory graph caches reload."""
         with self._db.transaction() as cur:
+            # Four plain statements: one INSERT OR REPLACE ... RETURNING was measured ~3x their CPU (its key check).
             old = cur.execute("SELECT version FROM graph_state WHERE workspace_id = ?", [workspace]).fetchone()
             version = (int(old[0]) if old else 0) + 1
             cur.execute("DELETE FROM graph_state WHERE workspace_id = ?", [workspace])
@@ -131,16 +156,17 @@ class Graph:
     def remove_chunks(self, chunk_ids: Sequence[str], workspace: str = DEFAULT_WORKSPACE) -> set[str]:
         """Drop the extractions of chunks that left the corpus; returns the node ids that need re-aggregating
         (marked dirty in the same transaction)."""
-        affected = self.node_ids_for_chunks(chunk_ids, workspace)
         if not chunk_ids:
-            return affected
-        with self._db.transaction() as cur:
+            return set()
+        with self._db.transaction() as cur, id_relation(cur, "_graph_ids", "chunk_id", chunk_ids) as (ids, p):
+            scope = f"WHERE workspace_id = ? AND chunk_id IN {ids}"
+            # The deleted rows name the affected nodes (what node_ids_for_chunks reads first, without its scan).
+            cur.execute(f"DELETE FROM graph_chunks {scope}", [workspace, *p])
+            ends = cur.execute(f"DELETE FROM graph_mentions {scope} RETURNING node_id", [workspace, *p]).fetchall()
+            ends += cur.execute(f"DELETE FROM graph_relations {scope} RETURNING src_id, dst_id",
+                                [workspace, *p]).fetchall()
+            affected = {n for row in ends for n in row if n is not None}
             insert_rows(cur, "graph_dirty", ("workspace_id", "node_id"), [(workspace, n) for n in sorted(affected)])
-            register_rows(cur, "_graph_ids", ("chunk_id",), [(c,) for c in chunk_ids])
-            for table in ("graph_chunks", "graph_mentions", "graph_relations"):
-                cur.execute(f"DELETE FROM {table} WHERE workspace_id = ? AND chunk_id IN "
-                            "(SELECT chunk_id FROM _graph_ids)", [workspace])
-            cur.unregister("_graph_ids")
         return affected
 
     def elements(self, workspace: str = DEFAULT_WORKSPACE) -> list[tuple[str, str]]:
@@ -150,15 +176,20 @@ class Graph:
         ).fetchall()
 
     def apply_resolution(self, mapping: dict[str, str], *, split_by_type: bool,
-                         chunk_ids: Sequence[str] | None = None, workspace: str = DEFAULT_WORKSPACE) -> None:
+                         chunk_ids: Sequence[str] | None = None, workspace: str = DEFAULT_WORKSPACE) -> set[str]:
         """Set node ids from element ids (norm, or norm|type): identity unless `mapping` says otherwise. Relation
-        ends take the node id of the same chunk's mention with that norm. `chunk_ids` limits it to new rows."""
+        ends take the node id of the same chunk's mention with that norm. `chunk_ids` limits it to new rows and
+        returns the node ids of their mentions (marked dirty), which are node_ids_for_chunks(chunk_ids): a relation
+        end is the node of a mention of its own chunk. Without `chunk_ids` it returns an empty set."""
         elem = "norm || '|' || type" if split_by_type else "norm"
-        with self._db.transaction() as cur:
+        if chunk_ids is not None and not chunk_ids:
+            return set()  # no row in scope: every statement below would change nothing
+        touched: set[str] = set()
+        with self._db.transaction() as cur, ExitStack() as stack:
             scope, params = "", [workspace]
             if chunk_ids is not None:
-                register_rows(cur, "_graph_ids", ("chunk_id",), [(c,) for c in chunk_ids])
-                scope = " AND chunk_id IN (SELECT chunk_id FROM _graph_ids)"
+                ids, p = stack.enter_context(id_relation(cur, "_graph_ids", "chunk_id", chunk_ids))
+                scope, params = f" AND chunk_id IN {ids}", [workspace, *p]
             cur.execute(f"UPDATE graph_mentions SET node_id = {elem} WHERE workspace_id = ?{scope}", params)
             if mapping:
                 register_rows(cur, "_graph_map", ("element", "node_id"), sorted(mapping.items()))
@@ -172,38 +203,46 @@ class Graph:
                             f"AND m.norm = r.{end}_norm AND r.workspace_id = ?{r_scope}", params)
             if chunk_ids is not None:
                 # The resolved chunks' nodes still need their aggregates and communities: dirty until the update ends.
-                cur.execute("INSERT INTO graph_dirty SELECT DISTINCT workspace_id, node_id FROM graph_mentions WHERE "
-                            f"workspace_id = ? AND node_id IS NOT NULL{scope}", params)
-                cur.unregister("_graph_ids")
+                touched = {r[0] for r in cur.execute(
+                    "INSERT INTO graph_dirty SELECT DISTINCT workspace_id, node_id FROM graph_mentions WHERE "
+                    f"workspace_id = ? AND node_id IS NOT NULL{scope} RETURNING node_id", params).fetchall()}
+        return touched
 
     def node_facts(self, node_ids: set[str] | None, workspace: str = DEFAULT_WORKSPACE) -> list[NodeFacts]:
         """Plain aggregates of every node (None) or of `node_ids`, from their mentions: surface and type counts,
         chunk/mention/doc counts, sorted aliases and sorted distinct descriptions. Choosing among them is
         core/graph/rules.py's job. Read as flat grouped columns (fetchnumpy) and regrouped here: SQL list
         aggregates fetched row by row were measured ~10x slower on 2,000 SciFact abstracts."""
+        if node_ids is not None and not node_ids:
+            return []
         cur = self._db.cursor()
-        scope = ""
-        if node_ids is not None:
-            register_rows(cur, "_graph_aff", ("node_id",), [(n,) for n in sorted(node_ids)] or [("",)])
-            scope = " AND node_id IN (SELECT node_id FROM _graph_aff)"
-        m = f"(SELECT * FROM graph_mentions WHERE workspace_id = ? AND node_id IS NOT NULL{scope})"
-        try:
-            ag = cur.execute(f"SELECT node_id, count(DISTINCT chunk_id), sum(count), count(DISTINCT doc_id) FROM {m} "
-                             "GROUP BY node_id ORDER BY node_id", [workspace]).fetchall()
-            parts = {}
-            # (name, column, extra filter): descriptions skip empty text, as the node rows always did.
-            for key, col, extra in (("surfaces", "surface", ""), ("types", "type", ""), ("aliases", "norm", ""),
-                                    ("descriptions", "description", " AND description <> ''")):
-                got = cur.execute(f"SELECT node_id, {col} AS v, sum(count)::BIGINT AS c FROM {m} "
-                                  f"WHERE {col} IS NOT NULL{extra} GROUP BY node_id, {col} ORDER BY node_id, {col}",
-                                  [workspace]).fetchnumpy()
-                grouped: dict[str, dict[str, int]] = {}
-                for nid, val, c in zip(got["node_id"].tolist(), got["v"].tolist(), got["c"].tolist()):
-                    grouped.setdefault(nid, {})[val] = int(c)
-                parts[key] = grouped
-        finally:
+        with ExitStack() as stack:
+            scope, params = "", [workspace]
             if node_ids is not None:
-                cur.unregister("_graph_aff")
+                ids, p = stack.enter_context(id_relation(cur, "_graph_aff", "node_id", sorted(node_ids)))
+                scope, params = f" AND node_id IN {ids}", [workspace, *p]
+                # An update's few nodes: their mention rows read once and counted here (the grouped statements
+                # below cost ~5x the read); many rows (hubs) are grouped in SQL.
+                rows = cur.execute("SELECT node_id, chunk_id, doc_id, surface, type, norm, description, count FROM "
+                                   f"graph_mentions WHERE workspace_id = ? AND node_id IS NOT NULL{scope} "
+                                   f"LIMIT {RAW_FACTS + 1}", params).fetchall()
+                if len(rows) <= RAW_FACTS:
+                    return _facts_of(rows)
+            m = f"(SELECT * FROM graph_mentions WHERE workspace_id = ? AND node_id IS NOT NULL{scope})"
+            # (name, column, extra filter): descriptions skip empty text, as the node rows always did. The four
+            # value counts are one statement (a part per kind), not four: statements were an update's fixed cost.
+            kinds = (("surfaces", "surface", ""), ("types", "type", ""), ("aliases", "norm", ""),
+                     ("descriptions", "description", " AND description <> ''"))
+            union = " UNION ALL ".join(f"SELECT {k} AS k, node_id, {col} AS v, sum(count)::BIGINT AS c FROM {m} "
+                                       f"WHERE {col} IS NOT NULL{extra} GROUP BY node_id, {col}"
+                                       for k, (_, col, extra) in enumerate(kinds))
+            ag = cur.execute(f"SELECT node_id, count(DISTINCT chunk_id), sum(count), count(DISTINCT doc_id) "
+                             f"FROM {m} GROUP BY node_id ORDER BY node_id", params).fetchall()
+            got = cur.execute(f"{union} ORDER BY k, node_id, v", params * len(kinds)).fetchnumpy()
+        parts: dict[str, dict[str, dict[str, int]]] = {key: {} for key, _, _ in kinds}
+        names = [key for key, _, _ in kinds]
+        for k, nid, val, c in zip(got["k"].tolist(), got["node_id"].tolist(), got["v"].tolist(), got["c"].tolist()):
+            parts[names[k]].setdefault(nid, {})[val] = int(c)
         sf, tp, al, ds = parts["surfaces"], parts["types"], parts["aliases"], parts["descriptions"]
         return [NodeFacts(nid, sf.get(nid, {}), tp.get(nid, {}), int(nc), int(nm), int(nd), tuple(al.get(nid, ())),
                           tuple(ds.get(nid, ())))
@@ -215,20 +254,26 @@ class Graph:
         edges touching them from their relations, in one transaction. An edge's weight sums each chunk's
         strongest relation; its description lists up to three distinct ones (strongest per chunk, ties by text).
         Edges stay in SQL: SciFact holds ~1M relation rows, too many to pull into Python per update."""
-        with self._db.transaction() as cur:
+        if node_ids is not None and not node_ids and not nodes:
+            return  # no node to rewrite: no row and no edge would change
+        with self._db.transaction() as cur, ExitStack() as stack:
             if node_ids is None:
                 cur.execute("DELETE FROM graph_nodes WHERE workspace_id = ?", [workspace])
                 cur.execute("DELETE FROM graph_edges WHERE workspace_id = ?", [workspace])
-                r_scope = ""
+                r_scope, rp = "", []
             else:
-                register_rows(cur, "_graph_aff", ("node_id",), [(n,) for n in sorted(node_ids)] or [("",)])
-                cur.execute("DELETE FROM graph_nodes WHERE workspace_id = ? AND node_id IN "
-                            "(SELECT node_id FROM _graph_aff)", [workspace])
-                cur.execute("DELETE FROM graph_edges WHERE workspace_id = ? AND (src IN (SELECT node_id FROM "
-                            "_graph_aff) OR dst IN (SELECT node_id FROM _graph_aff))", [workspace])
-                r_scope = (" AND (src_id IN (SELECT node_id FROM _graph_aff) OR "
-                           "dst_id IN (SELECT node_id FROM _graph_aff))")
-            if nodes:
+                ids, p = stack.enter_context(id_relation(cur, "_graph_aff", "node_id", sorted(node_ids)))
+                cur.execute(f"DELETE FROM graph_nodes WHERE workspace_id = ? AND node_id IN {ids}", [workspace, *p])
+                cur.execute(f"DELETE FROM graph_edges WHERE workspace_id = ? AND (src IN {ids} OR dst IN {ids})",
+                            [workspace, *p, *p])
+                r_scope, rp = f" AND (src_id IN {ids} OR dst_id IN {ids})", [*p, *p]
+            if nodes and len(nodes) <= SMALL_ROWS:  # a few nodes: one bound list per column (no frame to register)
+                cols = [list(c) for c in zip(*nodes)]
+                cols[7] = [list(a) for a in cols[7]]
+                cur.execute("INSERT INTO graph_nodes SELECT ?, unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), "
+                            "unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), unnest(?::BIGINT[]), unnest(?::BIGINT[]), "
+                            "unnest(?::BIGINT[]), unnest(?::VARCHAR[][])", [workspace, *cols])
+            elif nodes:
                 import pandas as pd
 
                 # One frame straight from the rows (measured faster than the generic row-to-column helper here).
@@ -251,9 +296,7 @@ class Graph:
                        coalesce(array_to_string(list_slice(list_sort(list_distinct(list(d) FILTER (WHERE d <> ''))),
                                                            1, 3), ' | '), '')
                 FROM pc GROUP BY a, b
-            """, [workspace, workspace])
-            if node_ids is not None:
-                cur.unregister("_graph_aff")
+            """, [workspace, *rp, workspace])
 
     def nodes(self, workspace: str = DEFAULT_WORKSPACE) -> list[GraphNode]:
         """Ordered by node id."""
@@ -266,14 +309,10 @@ class Graph:
         if not node_ids:
             return []
         cur = self._db.cursor()
-        register_rows(cur, "_graph_sel", ("node_id",), [(n,) for n in sorted(set(node_ids))])
-        try:
+        with id_relation(cur, "_graph_sel", "node_id", sorted(set(node_ids))) as (ids, p):
             rows = cur.execute(
                 "SELECT node_id, name, type, description, n_chunks, n_mentions, n_docs, aliases FROM graph_nodes "
-                "WHERE workspace_id = ? AND node_id IN (SELECT node_id FROM _graph_sel) ORDER BY node_id",
-                [workspace]).fetchall()
-        finally:
-            cur.unregister("_graph_sel")
+                f"WHERE workspace_id = ? AND node_id IN {ids} ORDER BY node_id", [workspace, *p]).fetchall()
         return [GraphNode(*r[:7], tuple(r[7] or ())) for r in rows]
 
     def edge_arrays_among(self, node_ids: Sequence[str], workspace: str = DEFAULT_WORKSPACE
@@ -282,13 +321,9 @@ class Graph:
         if not node_ids:
             return np.zeros(0, dtype=object), np.zeros(0, dtype=object), np.zeros(0, dtype=np.float64)
         cur = self._db.cursor()
-        register_rows(cur, "_graph_sel", ("node_id",), [(n,) for n in sorted(set(node_ids))])
-        try:
-            got = cur.execute(
-                "SELECT src, dst, weight FROM graph_edges WHERE workspace_id = ? AND src IN (SELECT node_id FROM "
-                "_graph_sel) AND dst IN (SELECT node_id FROM _graph_sel) ORDER BY src, dst", [workspace]).fetchnumpy()
-        finally:
-            cur.unregister("_graph_sel")
+        with id_relation(cur, "_graph_sel", "node_id", sorted(set(node_ids))) as (ids, p):
+            got = cur.execute(f"SELECT src, dst, weight FROM graph_edges WHERE workspace_id = ? AND src IN {ids} AND "
+                              f"dst IN {ids} ORDER BY src, dst", [workspace, *p, *p]).fetchnumpy()
         return (np.asarray(got["src"], dtype=object), np.asarray(got["dst"], dtype=object),
                 np.asarray(got["weight"], dtype=np.float64))
 
@@ -312,21 +347,36 @@ class Graph:
             "AS c ON c.chunk_id = g.chunk_id WHERE g.workspace_id = ? ORDER BY 1", [workspace, workspace]).fetchall()]
         return added, removed
 
+    def update_delta(self, workspace: str = DEFAULT_WORKSPACE
+                     ) -> tuple[list[str], list[str], set[str], set[str]]:
+        """chunk_delta(), dirty_nodes() and unresolved_chunks() in one statement (each was a fixed cost of every
+        update): (chunks to extract in corpus order, chunks to drop sorted, dirty node ids, unresolved chunk ids)."""
+        rows = self._db.cursor().execute(
+            "SELECT 0 AS k, c.chunk_id AS id, c.doc_id AS d, c.ordinal AS o FROM chunks AS c ANTI JOIN (SELECT "
+            "chunk_id FROM graph_chunks WHERE workspace_id = $ws) AS g ON g.chunk_id = c.chunk_id "
+            "WHERE c.workspace_id = $ws "
+            "UNION ALL SELECT 1, g.chunk_id, NULL, NULL FROM graph_chunks AS g ANTI JOIN (SELECT chunk_id FROM chunks "
+            "WHERE workspace_id = $ws) AS c ON c.chunk_id = g.chunk_id WHERE g.workspace_id = $ws "
+            "UNION ALL SELECT DISTINCT 2, node_id, NULL, NULL FROM graph_dirty WHERE workspace_id = $ws "
+            "UNION ALL SELECT DISTINCT 3, chunk_id, NULL, NULL FROM graph_mentions WHERE workspace_id = $ws AND "
+            "node_id IS NULL ORDER BY k, d, o, id", {"ws": workspace}).fetchall()
+        out: tuple[list[str], list[str], list[str], list[str]] = ([], [], [], [])
+        for k, ident, _, _ in rows:
+            out[k].append(ident)
+        return out[0], out[1], set(out[2]), set(out[3])
+
     def elements_of_chunks(self, chunk_ids: Sequence[str], norms: Sequence[str] = (),
                            workspace: str = DEFAULT_WORKSPACE) -> list[tuple[str, str]]:
         """elements() of these chunks' mentions, plus every (norm, type) stored for `norms` (the synonym list's
         keys): the atoms an update's resolution needs."""
+        if not chunk_ids and not norms:
+            return []
         cur = self._db.cursor()
-        register_rows(cur, "_graph_ids", ("chunk_id",), [(c,) for c in chunk_ids] or [("",)])
-        register_rows(cur, "_graph_norms", ("norm",), [(n,) for n in sorted(set(norms))] or [("",)])
-        try:
+        with (id_relation(cur, "_graph_ids", "chunk_id", list(chunk_ids)) as (ids, p),
+              id_relation(cur, "_graph_norms", "norm", sorted(set(norms))) as (nrm, q)):
             return cur.execute(
-                "SELECT DISTINCT norm, type FROM graph_mentions WHERE workspace_id = ? AND (chunk_id IN (SELECT "
-                "chunk_id FROM _graph_ids) OR norm IN (SELECT norm FROM _graph_norms)) ORDER BY 1, 2",
-                [workspace]).fetchall()
-        finally:
-            cur.unregister("_graph_ids")
-            cur.unregister("_graph_norms")
+                f"SELECT DISTINCT norm, type FROM graph_mentions WHERE workspace_id = ? AND (chunk_id IN {ids} OR "
+                f"norm IN {nrm}) ORDER BY 1, 2", [workspace, *p, *q]).fetchall()
 
     def edges(self, workspace: str = DEFAULT_WORKSPACE) -> list[GraphEdge]:
         """src < dst, ordered."""
@@ -386,6 +436,15 @@ class Graph:
             for table in ("graph_chunks", "graph_mentions", "graph_relations", "graph_nodes", "graph_edges",
                           "graph_communities", "graph_state", "graph_dirty"):
                 cur.execute(f"DELETE FROM {table} WHERE workspace_id = ?", [workspace])
+
+    def totals(self, workspace: str = DEFAULT_WORKSPACE) -> dict[str, int]:
+        """counts() of nodes, edges and chunks only: what a build records, without scanning the mention and
+        relation tables (the biggest) on every small update."""
+        row = self._db.cursor().execute(
+            "SELECT (SELECT count(*) FROM graph_nodes WHERE workspace_id = $ws), (SELECT count(*) FROM graph_edges "
+            "WHERE workspace_id = $ws), (SELECT count(*) FROM graph_chunks WHERE workspace_id = $ws)",
+            {"ws": workspace}).fetchone()
+        return {"nodes": int(row[0]), "edges": int(row[1]), "chunks": int(row[2])}
 
     def counts(self, workspace: str = DEFAULT_WORKSPACE) -> dict[str, int]:
         # One statement (eight were a fixed cost of every small update).

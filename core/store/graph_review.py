@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from core.store.db import Database, StoreError, insert_rows, now, register_rows
+from core.store.db import Database, StoreError, id_relation, insert_rows, now
 from core.types import DEFAULT_WORKSPACE, CommunityMember, CommunitySummary, MergeItem
 
 TABLES: tuple[str, ...] = (
@@ -60,6 +60,8 @@ class Review:
         """Queue (item_id, keep_id, other_id, keep_name, other_name, score) as pending unless the item is already
         queued or decided; returns how many were new. The item id (core.graph.resolve.merge_item_id) names the
         unordered pair, so a decided pair is never suggested again."""
+        if not rows:
+            return 0
         at = now()
         with self._db.transaction() as cur:
             known = {r[0] for r in cur.execute("SELECT item_id FROM graph_merge_queue WHERE workspace_id = ?",
@@ -129,18 +131,15 @@ class Communities:
         """membership_columns() of the level-0 communities holding any of `node_ids` and of every community
         below them (levels nest: a community below holds only nodes of its level-0 community), same order."""
         cur = self._db.cursor()
-        register_rows(cur, "_comm_nodes", ("node_id",), [(n,) for n in sorted(set(node_ids))] or [("",)])
-        try:
+        with id_relation(cur, "_comm_nodes", "node_id", sorted(set(node_ids))) as (ids, p):
             return cur.execute(
                 "WITH roots AS (SELECT DISTINCT community_id FROM graph_communities WHERE workspace_id = ? AND "
-                "level = 0 AND node_id IN (SELECT node_id FROM _comm_nodes)), "
+                f"level = 0 AND node_id IN {ids}), "
                 "region AS (SELECT node_id FROM graph_communities WHERE workspace_id = ? AND level = 0 AND "
                 "community_id IN (SELECT community_id FROM roots)) "
                 "SELECT level, community_id, parent_id, node_id FROM graph_communities WHERE workspace_id = ? AND "
                 "node_id IN (SELECT node_id FROM region) ORDER BY level, community_id, node_id",
-                [workspace] * 3).fetchnumpy()
-        finally:
-            cur.unregister("_comm_nodes")
+                [workspace, *p, workspace, workspace]).fetchnumpy()
 
     def community_keys(self, workspace: str = DEFAULT_WORKSPACE) -> list[tuple[int, str]]:
         """(level, community_id) of every stored community, ordered: one row per community, not per member."""
@@ -153,32 +152,27 @@ class Communities:
         """put_communities() for part of the tree: delete the rows of the `drop` communities (level, id), insert
         `rows`, and drop the summaries of the dropped memberships that no community holds any more; returns how
         many summaries were invalidated."""
+        if not drop and not rows:
+            return 0  # nothing to delete or insert: no summary can lose its membership
         with self._db.transaction() as cur:
-            register_rows(cur, "_comm_drop", ("level", "community_id"), list(drop) or [(-1, "")])
-            try:
-                hashes = [r[0] for r in cur.execute(
-                    "SELECT DISTINCT members_hash FROM graph_communities WHERE workspace_id = ? AND "
-                    "(level, community_id) IN (SELECT (level, community_id) FROM _comm_drop)",
-                    [workspace]).fetchall()]
-                cur.execute("DELETE FROM graph_communities WHERE workspace_id = ? AND (level, community_id) IN "
-                            "(SELECT (level, community_id) FROM _comm_drop)", [workspace])
-            finally:
-                cur.unregister("_comm_drop")
+            # (level, id) keys as one string each (level, unit separator, id): an id set like any other.
+            keys = [f"{level}\x1f{cid}" for level, cid in drop]
+            with id_relation(cur, "_comm_drop", "k", keys) as (ks, p):
+                # The deleted rows' hashes are the dropped memberships (one statement, not a read and a delete).
+                hashes = sorted({r[0] for r in cur.execute(
+                    f"DELETE FROM graph_communities WHERE workspace_id = ? AND level::VARCHAR || chr(31) || "
+                    f"community_id IN {ks} RETURNING members_hash", [workspace, *p]).fetchall()})
             insert_rows(cur, "graph_communities",
                         ("workspace_id", "level", "community_id", "parent_id", "node_id", "members_hash"),
                         [(workspace, *r) for r in rows])
             if not hashes:
                 return 0
-            register_rows(cur, "_comm_hashes", ("h",), [(h,) for h in hashes])
-            try:
-                stale = ("FROM graph_community_summaries WHERE workspace_id = ? AND members_hash IN (SELECT h FROM "
-                         "_comm_hashes) AND members_hash NOT IN (SELECT members_hash FROM graph_communities WHERE "
-                         "workspace_id = ? AND members_hash IN (SELECT h FROM _comm_hashes))")
-                gone = cur.execute(f"SELECT count(*) {stale}", [workspace, workspace]).fetchone()[0]
-                cur.execute(f"DELETE {stale}", [workspace, workspace])
-            finally:
-                cur.unregister("_comm_hashes")
-        return int(gone)
+            with id_relation(cur, "_comm_hashes", "h", hashes) as (hs, p):
+                gone = cur.execute(
+                    f"DELETE FROM graph_community_summaries WHERE workspace_id = ? AND members_hash IN {hs} AND "
+                    "members_hash NOT IN (SELECT members_hash FROM graph_communities WHERE workspace_id = ? AND "
+                    f"members_hash IN {hs}) RETURNING members_hash", [workspace, *p, workspace, *p]).fetchall()
+        return len(gone)
 
     def summaries(self, members_hashes: Sequence[str] | None = None,
                   workspace: str = DEFAULT_WORKSPACE) -> dict[str, CommunitySummary]:
@@ -207,11 +201,6 @@ class Communities:
                 "created_at")
         last = {r[0]: r for r in rows}  # one row per membership hash (INSERT OR REPLACE takes one per key)
         with self._db.transaction() as cur:
-            register_rows(cur, "_new_summaries", cols, [(workspace, mh, level, cid, title, summary, mode,
-                                                         json.dumps(usage), at)
-                                                        for mh, level, cid, title, summary, mode, usage in last.values()])
-            try:
-                cur.execute(f"INSERT OR REPLACE INTO graph_community_summaries SELECT {', '.join(cols)} "
-                            "FROM _new_summaries")
-            finally:
-                cur.unregister("_new_summaries")
+            insert_rows(cur, "graph_community_summaries", cols,
+                        [(workspace, mh, level, cid, title, summary, mode, json.dumps(usage), at)
+                         for mh, level, cid, title, summary, mode, usage in last.values()], replace=True)
