@@ -276,7 +276,7 @@ def run_size(n: int, n_queries: int, n_naive: int, seed: int, embedder: Any = No
     stats = {k: summary(v) for k, v in lat.items() if v}
     after = after_encode(embedder, dense, matrix, ids, queries, n_after) if embedder is not None else None
     # Ratios on the same queries: the naive BM25 / fused peers only ran the first n_naive of them.
-    same = {k: summary(v[:n_naive]) for k, v in lat.items() if k in ("bm25", "fused")}
+    same = {k: summary(v[:n_naive]) for k, v in lat.items() if k in ("bm25", "fused")} if n_naive else {}
     ratios = {
         "bm25": statistics.median(lat["naive_bm25"]) / same["bm25"]["median_ms"] if n_naive else None,
         "dense": stats["naive_dense"]["median_ms"] / stats["dense"]["median_ms"],
