@@ -55,6 +55,8 @@ from core.ingest.context import index_variant, prepare_variant
 from core.models.embed import embed_with_cache, one_torch_thread
 from core.models.llm import call_limits
 from core.models.protocols import encode_query
+from core.retrieve.ann import candidates as ann_candidates
+from core.retrieve.ann import expansion as ann_expansion
 from core.retrieve.bm25 import BM25Index, BM25Params
 from core.retrieve.dense import MultilingualPlan, corpus_languages, multilingual_plan
 from core.retrieve.filtered import bm25_in, dense_in
@@ -374,10 +376,14 @@ def _dense(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
              else dense_in(dindex, q.vec, config.dense.k, q.only.mask(dindex.chunk_ids)))
     hits = _to_candidates(found, deps.store.corpus, q.workspace, "dense")
     notes = [f"embedder does not cover '{q.lang}': this list is close to random"] if q.dense_blind else []
+    search = "exact scan"
+    if dindex.ann is not None and q.only is None:  # above the ANN threshold (core/retrieve/ann.py)
+        search = f"approximate: HNSW graph, query width {ann_expansion(len(dindex.ann), ann_candidates(config.dense.k))}"
+        notes.append(f"{search} (the exact scan below {deps.indexes.ann_min_chunks:,} chunks)")
     # A question met before reuses its vector (deps.indexes.queries); an encode counts as one embedding computed.
     return StepOutput(hits, notes, info={"model": deps.embedder.model_id, "indexed": len(dindex),
-                                         "text": q.dense_variant, "embed_cache_misses": int(encoded),
-                                         "embed_cache_hits": int(reused)})
+                                         "text": q.dense_variant, "search": search,
+                                         "embed_cache_misses": int(encoded), "embed_cache_hits": int(reused)})
 
 
 def _ml_plan(q: _Query, config: PipelineConfig, deps: Deps) -> tuple[MultilingualPlan, str | None]:

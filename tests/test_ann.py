@@ -89,3 +89,29 @@ def test_holes_left_by_removals_add_up_across_syncs_to_a_rebuild(tmp_path) -> No
         built.append(sync.built)
     assert built[:2] == [False, False] and True in built  # 30 holes of 200 kept; by 45 the graph was rebuilt
     assert AnnIndex.load(path, "m", 32).holes < 45
+
+
+def test_the_dense_stage_says_whether_it_searched_the_graph_or_scanned(tmp_path, deps) -> None:
+    """What a person reads beside the dense column: 'exact scan' below the threshold; above it the graph and its
+    query width, with the same list."""
+    from dataclasses import replace
+
+    from core.config import PipelineConfig
+    from core.ingest.pipeline import ingest_files
+    from core.pipeline import run_query
+    from core.retrieve.index import IndexCache
+
+    files = [(f"f{i}.md", f"# Doc {i}\n\nTopic number {i} covers widgets and gadgets of size {i}.".encode())
+             for i in range(6)]
+    cfg = PipelineConfig()
+    ingest_files(files, store=deps.store, embedder=deps.embedder, config=cfg)
+    cfg = cfg.with_overrides({"answer.enabled": False, "answer_cache.enabled": False, "router.enabled": False})
+    exact = run_query("widgets of size 3", cfg, replace(deps, indexes=IndexCache(tmp_path, ann_min_chunks=10_000)))
+    graphed = run_query("widgets of size 3", cfg, replace(deps, indexes=IndexCache(tmp_path, ann_min_chunks=1)))
+    a, b = exact.stage("dense"), graphed.stage("dense")
+    assert a is not None and b is not None
+    assert a.info["search"] == "exact scan" and not any("HNSW" in n for n in a.notes)
+    width = ann_mod.expansion(a.info["indexed"], ann_mod.candidates(cfg.dense.k))
+    assert b.info["search"] == f"approximate: HNSW graph, query width {width}"
+    assert any(n.startswith(b.info["search"]) and "below 1 chunks" in n for n in b.notes)
+    assert sorted(c.score for c in a.candidates) == pytest.approx(sorted(c.score for c in b.candidates), abs=1e-6)
