@@ -2332,6 +2332,7 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("raptor_incremental.json", raptor_incremental),
         ("answer_speed.json", answer_speed),
         ("answer_speed_noprefetch.json", answer_speed),
+        ("answer_speed_final.json", answer_speed),
         ("negation_before.json", negation),
         ("negation.json", negation),
     ]),
@@ -2339,6 +2340,7 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("eval_speed.json", eval_speed),
         ("eval_speed_router.json", eval_speed),
         ("eval_speed_memo_only.json", eval_speed),
+        ("eval_speed_final.json", eval_speed),
     ]),
     ("Tuning on a workspace's own golden set", [
         ("calibration.json", calibration),
