@@ -16,6 +16,7 @@ from core.eval.datasets import (
     available_datasets,
     default_root,
     describe,
+    gold_documents_present,
     load_dataset,
     parse_jsonl,
     problems_as_rows,
@@ -57,6 +58,12 @@ else:
     st.caption(f"{d['questions']} questions ({d['with_gold']} with gold, {d['unanswerable']} unanswerable) · types "
                + escape_md(", ".join(f"{t} {n}" for t, n in d["types"].items()))
                + (f" · evaluated in workspace '{escape_md(gs.workspace)}'" if gs.workspace else ""))
+    present, named, held = gold_documents_present(gs, deps.store, gs.workspace or ws)
+    if named and not present and held:
+        st.info(f"None of the {named} documents this set asks about is in workspace '{escape_md(gs.workspace or ws)}', "
+                "which holds other documents: its questions would all be left out. Generate a golden set from this "
+                "workspace's own documents below (Golden sets from this workspace's documents), or ingest the set's "
+                "corpus into an empty workspace.")
     if gs.problems:
         st.warning(f"{len(gs.problems)} line(s) with problems; the other lines are used")
         st.dataframe(problems_as_rows(gs.problems), hide_index=True, key="eval_problems")

@@ -140,3 +140,16 @@ def test_configuration_b_starts_on_settings_that_differ_from_the_session(deps: D
     assert a.startswith("session · ")
     assert b.split(" · ")[-1] != a.split(" · ")[-1], (a, b)
     assert not any("B changes: nothing" in c.value for c in at.caption)
+
+
+def test_a_built_in_set_about_other_documents_says_so_before_a_run(page: AppTest) -> None:
+    """The workspace holds the user's own two documents: the sample set (about the sample corpus) is named as such
+    with what to do instead; a pasted set about these documents is not."""
+    at = page
+    at.radio(key="eval_source").set_value("sample").run()
+    note = [i.value for i in at.info if "documents this set asks about" in i.value]
+    assert len(note) == 1 and "None of the" in note[0] and "workspace 'default'" in note[0]
+    assert "Generate a golden set from this workspace's own documents" in note[0]
+    at.radio(key="eval_source").set_value("paste").run()
+    at.text_area(key="eval_paste").input("\n".join(LINES)).run()
+    assert not [i.value for i in at.info if "documents this set asks about" in i.value]

@@ -714,6 +714,16 @@ def ingest_predocs(
     return CorpusReport(len(predocs), done - len(errors), present, embedded, hits, tuple(errors))
 
 
+def gold_documents_present(gs: GoldenSet, store: Any, workspace: str) -> tuple[int, int, int]:
+    """(gold documents the workspace holds, gold documents the set names, documents in the workspace), matched by
+    name; the first two are 0 for a set that names no document by name (pre-chunked public sets, text-matched sets)."""
+    docs = store.corpus.documents(workspace)
+    if gs.doc_key != "name" or gs.predocs is not None:
+        return 0, 0, len(docs)
+    wanted = {g.doc for q in gs.queries for g in q.gold if g.doc}
+    return len(wanted & {d.name for d in docs}), len(wanted), len(docs)
+
+
 def ensure_corpus(
     gs: GoldenSet, *, store: Any, embedder: Embedder, workspace: str, config: Any = None,
     progress: Progress | None = None,
