@@ -117,7 +117,7 @@ def test_an_edit_touching_one_community_changes_only_that_communitys_rows() -> N
     store, emb = _built(cfg)
     try:
         before = _rows(store)
-        summaries = set(store.communities.summaries(None, WS))
+        summaries = {h: s.created_at for h, s in store.communities.summaries(None, WS).items()}
         roots = {r.community_id: set() for r in before if r.level == 0}
         for r in before:
             if r.level == 0:
@@ -133,10 +133,14 @@ def test_an_edit_touching_one_community_changes_only_that_communitys_rows() -> N
         kept = {r for r in before if r.node_id not in hit_nodes}
         assert kept and kept <= after
         assert {r for r in after if r.node_id not in hit_nodes} == kept
-        # Only memberships of the touched community can lose their summaries.
-        gone = summaries - set(store.communities.summaries(None, WS))
-        assert gone <= {r.members_hash for r in before if r.node_id in hit_nodes}
+        # Only summaries of the touched community are dropped (its membership changed, or its evidence did: the
+        # edited chunk's nodes are in it) and written again where it still exists.
+        now = {h: s.created_at for h, s in store.communities.summaries(None, WS).items()}
+        gone = {h for h in summaries if h not in now or now[h] != summaries[h]}
+        assert gone and gone <= {r.members_hash for r in before if r.node_id in hit_nodes}
         assert rep.summaries_invalidated == len(gone)
+        touched_hashes = {r.members_hash for r in after if r.node_id in team}
+        assert all(h in now and (h not in summaries or now[h] != summaries[h]) for h in touched_hashes if h in now)
         # Seeded and deterministic: the same region computed again gives the same communities.
         one = local_region(store, cfg.graph, WS, team)
         two = local_region(store, cfg.graph, WS, team)
@@ -161,8 +165,9 @@ def test_the_region_alone_is_not_used_when_the_phrase_filter_changed() -> None:
 @pytest.mark.parametrize("max_cluster_size, communities, levels", [(2, 31, 2), (30, 5, 1)])
 def test_an_edit_then_a_no_op_update_give_the_known_counts_and_the_no_op_writes_only_the_state(
         max_cluster_size: int, communities: int, levels: int) -> None:
-    # Known answers: what the update wrote before its fixed cost was cut (same counts, same summaries dropped and
-    # written); the no-op then made five write transactions, now one (the state row, whose version moves).
+    # Known answers: what the update wrote before its fixed cost was cut (same counts); summaries: the one whose
+    # membership changed, and the one whose membership held but whose evidence (the edited chunk's nodes) changed,
+    # dropped and written again (same hash); the no-op then made five write transactions, now one (the state row).
     cfg = _cfg(max_cluster_size=max_cluster_size)
     store, emb = _built(cfg)
     try:
@@ -173,8 +178,8 @@ def test_an_edit_then_a_no_op_update_give_the_known_counts_and_the_no_op_writes_
         assert rep is not None and rep.mode == "incremental"
         assert (rep.chunks_added, rep.chunks_removed, rep.nodes, rep.edges, rep.active_nodes) == (1, 1, 26, 54, 26)
         assert (rep.communities, rep.levels) == (communities, levels)
-        assert (rep.summaries_invalidated, rep.summaries_written, rep.suggestions) == (1, 1, 0)
-        assert len(before - after) == 1 and len(after - before) == 1
+        assert (rep.summaries_invalidated, rep.summaries_written, rep.suggestions) == (2, 2, 0)
+        assert len(before - after) == 1 and len(after - before) == 1  # by hash: one membership changed
         rows = (sorted(store.communities.communities(WS)), store.graph.nodes(WS), store.graph.edges(WS),
                 store.communities.summaries(None, WS), store.review.queue(workspace=WS))
         state, generation = store.graph.state(WS), store.db.generation

@@ -230,6 +230,9 @@ def _finish_region(store: Store, cfg: GraphConfig, workspace: str, region: Regio
     rows = [(c.level, c.community_id, c.parent_id, nid, c.members_hash) for c in comms for nid in c.members]
     invalidated = store.communities.replace_communities(
         sorted({(c.level, c.community_id) for c in region.previous}), rows, workspace)
+    # A community whose membership held but whose evidence changed (its nodes' chunks came or went) loses its
+    # summary too: it was written from passages that changed.
+    invalidated += store.communities.drop_summaries_of_nodes(sorted(new_nodes), workspace)
     levels = len({c.level for c in comms} | {lv for lv, _ in region.outside})
     n_comms = len(comms) + len(region.outside)
     active = _active_names(store, cfg, workspace)
@@ -266,6 +269,8 @@ def _finish(store: Store, cfg: GraphConfig, workspace: str, *, mode: str, builde
     levels, n_comms, invalidated = recompute_communities(store, cfg, workspace,
                                                          None if new_nodes is None or mode != "incremental"
                                                          else new_nodes, g)
+    if mode == "incremental" and new_nodes:  # as in _finish_region: evidence changed, membership may not have
+        invalidated += store.communities.drop_summaries_of_nodes(sorted(new_nodes), workspace)
     suggestions = (refresh_suggestions(store, cfg, embedder, workspace, new_nodes, g, res, queue=queue)
                    if embedder is not None else 0)
     counts = store.graph.totals(workspace)
@@ -293,7 +298,8 @@ def build_graph(
     """Build the graph, or bring it up to date. Only chunks the graph has not seen are extracted and only chunks
     that left the corpus are dropped; `full` forgets every extraction first (synonyms and review decisions stay).
     Node aggregates are rewritten only for the nodes those chunks touch; communities are recomputed (seeded) and
-    summaries are invalidated only where a community's membership changed."""
+    summaries are invalidated only where a community's membership changed or it holds a node those chunks touch
+    (its evidence changed)."""
     t0, c0 = time.perf_counter(), time.process_time()
     state = store.graph.state(workspace)
     notes: list[str] = []

@@ -174,6 +174,19 @@ class Communities:
                     f"members_hash IN {hs}) RETURNING members_hash", [workspace, *p, workspace, *p]).fetchall()
         return len(gone)
 
+    def drop_summaries_of_nodes(self, node_ids: Sequence[str], workspace: str = DEFAULT_WORKSPACE) -> int:
+        """Drop the cached summaries of every community (any level) that holds one of `node_ids`: their evidence
+        changed even where their membership did not. Returns how many were dropped."""
+        if not node_ids:
+            return 0
+        with self._db.transaction() as cur:
+            with id_relation(cur, "_sum_nodes", "node_id", sorted(set(node_ids))) as (ids, p):
+                gone = cur.execute(
+                    "DELETE FROM graph_community_summaries WHERE workspace_id = ? AND members_hash IN (SELECT "
+                    f"members_hash FROM graph_communities WHERE workspace_id = ? AND node_id IN {ids}) "
+                    "RETURNING members_hash", [workspace, workspace, *p]).fetchall()
+        return len(gone)
+
     def summaries(self, members_hashes: Sequence[str] | None = None,
                   workspace: str = DEFAULT_WORKSPACE) -> dict[str, CommunitySummary]:
         """Cached community summaries by membership hash."""
