@@ -336,3 +336,23 @@ def test_the_search_lab_row_shows_each_tool_call_as_a_column(deps: Deps) -> None
     assert row["tool2.sql"].cards and "sum(amount_usd): 155" in row["tool2.sql"].cards[0]
     box = lab_html.answer_box(_answer_box.box_html(trace, cites=list(trace.answer.citations)))
     assert box.text.startswith("155") and "tool2:sql:orders:1" in box.cites
+
+
+def test_the_search_lab_names_a_tool_run_by_its_planner_not_as_an_agentic_loop() -> None:
+    from streamlit.testing.v1 import AppTest
+
+    from pages import _state
+
+    d = Deps(store=Store(), embedder=HashEmbedder())
+    ingest_files([("orders.csv", ORDERS), ("owners.csv", OWNERS), ("notes.md", NOTES)], store=d.store,
+                 embedder=d.embedder, config=PipelineConfig())
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "workbench.py"), default_timeout=30)
+    at.session_state[_state.DEPS_KEY] = d
+    at.run()
+    at = at.switch_page("pages/search_lab.py").run()
+    at.text_input(key="query").input("What is the total amount of Acme Corp's subsidiaries?")
+    at = at.button(key="search").click().run()
+    assert not at.exception
+    run = [c.value for c in at.caption if "autorenew" in c.value]
+    assert len(run) == 1 and "tools: " in run[0] and "2 call(s) planned by the offline planner (lookup aggregate) in 2 round(s)" in run[0]
+    assert "agentic loop" not in run[0] and "stopped: **answered**" in run[0]
