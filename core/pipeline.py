@@ -1068,8 +1068,9 @@ def _collections(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer) -> No
         choice = forced(cols, [n.strip() for n in k.only.split(",") if n.strip()] if k.enabled else [])
     else:
         index = _bm25_index(q, c, deps)
-        cols = refresh_profiles(deps.store.corpus, deps.store.collections, deps.store.tables.list(q.workspace),
-                                q.workspace, deps.embedder.model_id, index.tokens, write=not deps.store.read_only)
+        cols = refresh_profiles(deps.store.corpus, deps.store.collections, lambda: deps.store.tables.list(q.workspace),
+                                q.workspace, deps.embedder.model_id, index.tokens, write=not deps.store.read_only,
+                                listed=cols)
         if not q.dense_blind and k.centroid_weight > 0:
             _query_vec(q, deps)
         choice = choose_offline(index.tokens(q.text), None if q.dense_blind else q.vec, cols, min_share=k.min_share,

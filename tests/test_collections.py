@@ -217,3 +217,25 @@ def test_llm_method_without_a_key_keeps_the_offline_choice_and_says_so(two: Deps
     st = run_query(HR_Q, CFG.with_overrides({"collections.method": "llm"}), two).stage("collections")
     assert st.info["method"] == "offline" and st.info["searched"] == ["hr"]
     assert any("without a key" in n for n in st.notes) and st.usage.input_tokens == 0
+
+
+def test_a_query_lists_the_collections_once_and_reads_tables_only_to_rebuild_profiles(two: Deps, monkeypatch) -> None:
+    cfg = CFG
+    run_query(HR_Q, cfg, two)  # profiles built (and stored) for this corpus version
+    calls = {"collections": 0, "tables": 0}
+    lister, tables = two.store.collections.list, two.store.tables.list
+
+    def count_collections(*a, **k):
+        calls["collections"] += 1
+        return lister(*a, **k)
+
+    def count_tables(*a, **k):
+        calls["tables"] += 1
+        return tables(*a, **k)
+
+    monkeypatch.setattr(two.store.collections, "list", count_collections)
+    monkeypatch.setattr(two.store.tables, "list", count_tables)
+    trace = run_query("How long is the gateway timeout?", cfg, two)
+    assert trace.stage("collections") is not None
+    # one list of the collections; tables once, by the sql stage (the collections stage reads none with fresh profiles)
+    assert calls == {"collections": 1, "tables": 1}

@@ -96,18 +96,20 @@ def stale(collections: Sequence[Collection], corpus_version: int, model_id: str)
                for c in collections)
 
 
-def refresh_profiles(corpus: ProfileSources, repo: CollectionStore, tables: Sequence[TableInfo], workspace: str,
-                     model_id: str, tokens: Callable[[str], Sequence[str]], *, write: bool = True
-                     ) -> list[Collection]:
+def refresh_profiles(corpus: ProfileSources, repo: CollectionStore,
+                     tables: Sequence[TableInfo] | Callable[[], Sequence[TableInfo]], workspace: str,
+                     model_id: str, tokens: Callable[[str], Sequence[str]], *, write: bool = True,
+                     listed: Sequence[Collection] | None = None) -> list[Collection]:
     """The workspace's collections with profiles of its current corpus version (computed and, with `write`, stored
-    when any is stale)."""
-    cols = repo.list(workspace)
+    when any is stale). `listed`: the collections as the caller just listed them (not read again); `tables` may be
+    a callable, read only when a profile is rebuilt."""
+    cols = list(listed) if listed is not None else repo.list(workspace)
     version = corpus.corpus_version(workspace)
     if not stale(cols, version, model_id):
         return cols
     profiles = build_profiles(corpus.chunks(workspace), repo.chunk_collections(workspace),
                               repo.doc_collections(workspace), corpus.vectors(model_id, "raw", workspace), model_id,
-                              tables, version, tokens)
+                              tables() if callable(tables) else tables, version, tokens)
     if write:
         repo.put_profiles(workspace, profiles)
         return repo.list(workspace)
