@@ -227,12 +227,16 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         code = _ingest_multilingual(args, cfg, deps)
         if code:
             return code
+    ann = None
     if report.ok:
         for line in _build_answer_vectors(cfg, deps, args.workspace):
             print(line, file=sys.stderr)
+        from core.app.readiness import sync_ann
+
+        ann = sync_ann(deps, cfg, args.workspace)  # the dense index's graph, above its size threshold
     if args.json:
         print(json.dumps({"results": [r.__dict__ for r in report.results], "embedded": report.embedded,
-                          "cache_hits": report.cache_hits, "chunks": report.chunk_changes(),
+                          "cache_hits": report.cache_hits, "chunks": report.chunk_changes(), "ann": ann,
                           "graph": {**report.graph.__dict__, "usage": report.graph.usage.__dict__}
                           if report.graph else None, "notes": report.notes}))
     else:
@@ -244,6 +248,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             g = report.graph
             print(f"graph updated in {g.seconds:.2f} s: +{g.chunks_added} / -{g.chunks_removed} chunks, "
                   f"{g.summaries_invalidated} community summaries invalidated")
+        if ann:
+            print(ann)
         for n in report.notes:
             print(f"notice: {n}", file=sys.stderr)
     return 1 if report.errors and not report.ok else 0

@@ -115,3 +115,28 @@ def test_the_dense_stage_says_whether_it_searched_the_graph_or_scanned(tmp_path,
     assert b.info["search"] == f"approximate: HNSW graph, query width {width}"
     assert any(n.startswith(b.info["search"]) and "below 1 chunks" in n for n in b.notes)
     assert sorted(c.score for c in a.candidates) == pytest.approx(sorted(c.score for c in b.candidates), abs=1e-6)
+
+
+def test_after_an_ingest_the_graph_is_synced_above_the_threshold_and_says_what_it_did(tmp_path, deps) -> None:
+    from dataclasses import replace
+
+    from core.app.readiness import sync_ann
+    from core.config import PipelineConfig
+    from core.ingest.pipeline import ingest_files
+    from core.retrieve.index import IndexCache
+
+    cfg = PipelineConfig()
+    files = [(f"f{i}.md", f"# Doc {i}\n\nTopic number {i} covers widgets and gadgets of size {i}.".encode())
+             for i in range(6)]
+    ingest_files(files[:4], store=deps.store, embedder=deps.embedder, config=cfg)
+    assert sync_ann(replace(deps, indexes=IndexCache(tmp_path, ann_min_chunks=10_000)), cfg) is None  # below
+    assert sync_ann(replace(deps, indexes=IndexCache(None, ann_min_chunks=1)), cfg) is None  # nowhere to keep it
+    n = deps.store.corpus.count("chunks")
+    first = sync_ann(replace(deps, indexes=IndexCache(tmp_path, ann_min_chunks=1)), cfg)
+    assert first is not None and f"built over {n:,} vectors" in first and list(tmp_path.glob("dense-*.hnsw"))
+    ingest_files(files, store=deps.store, embedder=deps.embedder, config=cfg)  # two more documents
+    added = deps.store.corpus.count("chunks") - n
+    again = sync_ann(replace(deps, indexes=IndexCache(tmp_path, ann_min_chunks=1)), cfg)  # a new process: from disk
+    assert again is not None and f"{added:,} added, 0 removed" in again
+    same = sync_ann(replace(deps, indexes=IndexCache(tmp_path, ann_min_chunks=1)), cfg)
+    assert same is not None and "already in step" in same

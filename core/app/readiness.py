@@ -359,3 +359,22 @@ def embed_in_batches(store: Any, embedder: Any, variant: str, workspace: str = D
         if progress:
             progress(min(done, todo), todo)
     return done
+
+
+def sync_ann(deps: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE) -> str | None:
+    """After an ingest: bring the dense index's ANN graph (core/retrieve/ann.py) in step with the stored vectors now,
+    above the size threshold, so the first query does not pay for it. Returns the line to show, or None below the
+    threshold (the exact scan needs nothing) or where the graph is not kept on disk."""
+    indexes = deps.indexes
+    total = deps.store.corpus.count("chunks", workspace)
+    if indexes.ann_dir is None or total < indexes.ann_min_chunks or getattr(deps.store, "read_only", False):
+        return None
+    t = time.perf_counter()
+    index = indexes.dense(deps.store, deps.embedder, workspace, variant=index_variant(cfg.context.variant)[1])
+    sync = indexes.last_ann_sync
+    if index.ann is None or sync is None:
+        return None
+    did = (f"built over {len(index.ann):,} vectors" if sync.built
+           else f"{sync.added:,} added, {sync.removed:,} removed" if sync.added or sync.removed else "already in step")
+    return f"ANN graph (HNSW; {len(index):,} chunks, threshold {indexes.ann_min_chunks:,}): {did} in " \
+           f"{time.perf_counter() - t:.1f} s"
