@@ -223,6 +223,7 @@ class Region:
     comms: list[Community]
     outside: list[tuple[int, str]]
     g: ActiveGraph
+    stored: frozenset[tuple[int, str, str | None, str, str]] = frozenset()  # the previous ones' rows as read
 
 
 def local_region(store: Store, cfg: GraphConfig, workspace: str, touched: set[str], state: Any = None
@@ -243,6 +244,9 @@ def local_region(store: Store, cfg: GraphConfig, workspace: str, touched: set[st
     if not keys:
         return None
     previous = _communities_of(cols) if touched else []
+    parents = [None if p is None or p != p else p for p in cols["parent_id"].tolist()]  # NULL may read as NaN
+    stored = frozenset(zip([int(v) for v in cols["level"].tolist()], cols["community_id"].tolist(), parents,
+                           cols["node_id"].tolist(), cols["members_hash"].tolist())) if touched else frozenset()
     held = {(c.level, c.community_id) for c in previous}
     outside = [k for k in keys if k not in held]
     g = region_graph(store, sorted({m for c in previous for m in c.members} | touched), workspace,
@@ -252,7 +256,7 @@ def local_region(store: Store, cfg: GraphConfig, workspace: str, touched: set[st
                             max_cluster_size=cfg.max_cluster_size, max_levels=cfg.max_levels, outside=outside)
     if outside and max((c.level for c in comms), default=0) > max(lv for lv, _ in outside):
         return None
-    return Region(previous, comms, outside, g)
+    return Region(previous, comms, outside, g, stored)
 
 
 def _finish_region(store: Store, cfg: GraphConfig, workspace: str, region: Region, *, mode: str, builder: str,
@@ -264,8 +268,12 @@ def _finish_region(store: Store, cfg: GraphConfig, workspace: str, region: Regio
     region; the rest of the graph is read only as the three node columns merge suggestions compare against."""
     comms = region.comms
     rows = [(c.level, c.community_id, c.parent_id, nid, c.members_hash) for c in comms for nid in c.members]
-    invalidated = store.communities.replace_communities(
-        sorted({(c.level, c.community_id) for c in region.previous}), rows, workspace)
+    # The rows of the previous communities replaced by the new ones, as a difference: the rows that came back
+    # unchanged stay (most of them, after a small edit), the others are deleted and the new ones inserted.
+    new = set(rows)
+    delete = sorted({(level, cid, nid) for level, cid, _p, nid, _h in region.stored - new})
+    invalidated = store.communities.replace_community_rows(delete, [r for r in rows if r not in region.stored],
+                                                           workspace)
     levels = len({c.level for c in comms} | {lv for lv, _ in region.outside})
     n_comms = len(comms) + len(region.outside)
     active = _active_names(store, cfg, workspace)

@@ -150,14 +150,15 @@ def estimate_summary_tokens(n_communities: int, chars_per_context: int = 6000) -
 
 
 def get_summaries(snap: GraphSnapshot, store: GraphSource, level: int, community_ids: Sequence[str], *, llm: Any = None,
-                  model: str = "", use_llm: bool = False, workspace: str = "default", write: bool = False
-                  ) -> list[Summary]:
+                  model: str = "", use_llm: bool = False, workspace: str = "default", write: bool = False,
+                  unstored: bool = False) -> list[Summary]:
     """Summaries for these communities: stored ones as they are, then ones this snapshot already made, and the
     missing ones written now. A query (write=False) keeps new ones in the snapshot's memory only: it reads the store
     and never writes it, and an LLM summary is still paid once per snapshot, not once per query. build_summaries
-    (write=True) stores them."""
+    (write=True) stores them. `unstored`: the caller has just read that none of these memberships has a stored
+    summary (build_summaries): they are not read again."""
     hashes = {cid: snap.members_hash[(level, cid)] for cid in community_ids}
-    cached = store.communities.summaries(list(hashes.values()), workspace)
+    cached = {} if unstored else store.communities.summaries(list(hashes.values()), workspace)
     out = []
     rows: list[tuple[str, int, str, str, str, str, dict[str, Any]]] = []
     todo = []
@@ -195,7 +196,10 @@ def get_summaries(snap: GraphSnapshot, store: GraphSource, level: int, community
             rows.append((mh, level, cid, title, text, mode, usage.__dict__))
         out.append(made)
     if rows:  # one transaction for all of them: a commit per summary was most of an incremental update's time
-        store.communities.put_summaries(rows, workspace)
+        if unstored:
+            store.communities.put_summaries(rows, workspace, fresh=True)
+        else:
+            store.communities.put_summaries(rows, workspace)
     return out
 
 
@@ -213,8 +217,11 @@ def build_summaries(snap: GraphSnapshot, store: GraphSource, *, levels: Sequence
     stored = set() if use_llm else store.communities.summary_hashes(workspace)
     for level, cids in wanted.items():
         ids = [cid for cid in cids if snap.members_hash[(level, cid)] not in stored]
-        written += sum(1 for s in get_summaries(snap, store, level, ids, llm=llm, model=model, use_llm=use_llm,
-                                                workspace=workspace, write=True) if not s.cached)
+        made = [s for s in get_summaries(snap, store, level, ids, llm=llm, model=model, use_llm=use_llm,
+                                         workspace=workspace, write=True, unstored=not use_llm) if not s.cached]
+        written += len(made)
+        if not use_llm:  # stored now: a community of the same members on another level finds it stored
+            stored |= {s.members_hash for s in made}
     return written
 
 

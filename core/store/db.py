@@ -377,12 +377,13 @@ def id_relation(cur: Cursor, name: str, column: str, values: Sequence[str]) -> I
 
 
 def insert_rows(cur: Cursor, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], *,
-                replace: bool = False) -> None:
-    """INSERT (`replace`: INSERT OR REPLACE) the rows in bulk."""
+                replace: bool = False, ignore: bool = False) -> None:
+    """INSERT (`replace`: INSERT OR REPLACE; `ignore`: INSERT OR IGNORE, a row whose key is taken is skipped) the
+    rows in bulk."""
     if not rows:
         return
     cols = ", ".join(columns)
-    verb = "INSERT OR REPLACE" if replace else "INSERT"
+    verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE" if ignore else "INSERT"
     plain = _plain_columns(rows) if len(rows) <= SMALL_ROWS else None
     if plain is not None:  # one bound list per column, zipped by unnest
         cur.execute(f"{verb} INTO {table} ({cols}) SELECT {', '.join('unnest(?)' for _ in columns)}", plain)

@@ -145,8 +145,8 @@ class Communities:
 
     def region_and_keys(self, node_ids: Sequence[str], workspace: str = DEFAULT_WORKSPACE
                         ) -> tuple[list[tuple[int, str]], dict[str, Any]]:
-        """(community_keys(), region_columns(node_ids)) in one statement: an update's two reads of the community
-        table (each statement is a fixed cost of a small update)."""
+        """(community_keys(), region_columns(node_ids) with the members_hash column) in one statement: an update's
+        two reads of the community table (each statement is a fixed cost of a small update)."""
         cur = self._db.cursor()
         with id_relation(cur, "_comm_nodes", "node_id", sorted(set(node_ids))) as (ids, p):
             got = cur.execute(
@@ -154,9 +154,9 @@ class Communities:
                 f"level = 0 AND node_id IN {ids.replace('?', '$ids')}), "
                 "region AS (SELECT node_id FROM graph_communities WHERE workspace_id = $ws AND level = 0 AND "
                 "community_id IN (SELECT community_id FROM roots)) "
-                "SELECT DISTINCT 0 AS k, level, community_id, NULL::VARCHAR AS parent_id, NULL::VARCHAR AS node_id "
-                "FROM graph_communities WHERE workspace_id = $ws "
-                "UNION ALL SELECT 1, level, community_id, parent_id, node_id FROM graph_communities WHERE "
+                "SELECT DISTINCT 0 AS k, level, community_id, NULL::VARCHAR AS parent_id, NULL::VARCHAR AS node_id, "
+                "NULL::VARCHAR AS members_hash FROM graph_communities WHERE workspace_id = $ws "
+                "UNION ALL SELECT 1, level, community_id, parent_id, node_id, members_hash FROM graph_communities WHERE "
                 "workspace_id = $ws AND node_id IN (SELECT node_id FROM region) "
                 "ORDER BY k, level, community_id, node_id", {"ws": workspace, **({"ids": p[0]} if p else {})}
             ).fetchnumpy()
@@ -164,7 +164,7 @@ class Communities:
         n_keys = int((k == 0).sum())
         levels, cids = got["level"].tolist(), got["community_id"].tolist()
         keys = [(int(levels[i]), cids[i]) for i in range(n_keys)]
-        region = {c: got[c][n_keys:] for c in ("level", "community_id", "parent_id", "node_id")}
+        region = {c: got[c][n_keys:] for c in ("level", "community_id", "parent_id", "node_id", "members_hash")}
         return keys, region
 
     def community_keys(self, workspace: str = DEFAULT_WORKSPACE) -> list[tuple[int, str]]:
@@ -200,6 +200,36 @@ class Communities:
                     f"members_hash IN {hs}) RETURNING members_hash", [workspace, *p, workspace, *p]).fetchall()
         return len(gone)
 
+    def replace_community_rows(self, delete: Sequence[tuple[int, str, str]],
+                               rows: Sequence[tuple[int, str, str | None, str, str]],
+                               workspace: str = DEFAULT_WORKSPACE) -> int:
+        """replace_communities() as a row difference: delete the rows keyed (level, community_id, node_id) in
+        `delete`, insert `rows`, and drop the summaries of the deleted rows' memberships that no community holds
+        any more; returns how many summaries were invalidated. An update whose re-clustered communities mostly
+        come back as they were rewrites only the rows that changed (the same table after, fewer rows written)."""
+        if not delete and not rows:
+            return 0
+        with self._db.transaction() as cur:
+            hashes: list[str] = []
+            if delete:
+                keys = [f"{level}\x1f{cid}\x1f{nid}" for level, cid, nid in delete]
+                with id_relation(cur, "_comm_drop", "k", keys) as (ks, p):
+                    hashes = sorted({r[0] for r in cur.execute(
+                        "DELETE FROM graph_communities WHERE workspace_id = ? AND level::VARCHAR || chr(31) || "
+                        f"community_id || chr(31) || node_id IN {ks} RETURNING members_hash",
+                        [workspace, *p]).fetchall()})
+            insert_rows(cur, "graph_communities",
+                        ("workspace_id", "level", "community_id", "parent_id", "node_id", "members_hash"),
+                        [(workspace, *r) for r in rows])
+            if not hashes:
+                return 0
+            with id_relation(cur, "_comm_hashes", "h", hashes) as (hs, p):
+                gone = cur.execute(
+                    f"DELETE FROM graph_community_summaries WHERE workspace_id = ? AND members_hash IN {hs} AND "
+                    "members_hash NOT IN (SELECT members_hash FROM graph_communities WHERE workspace_id = ? AND "
+                    f"members_hash IN {hs}) RETURNING members_hash", [workspace, *p, workspace, *p]).fetchall()
+        return len(gone)
+
     def summaries(self, members_hashes: Sequence[str] | None = None,
                   workspace: str = DEFAULT_WORKSPACE) -> dict[str, CommunitySummary]:
         """Cached community summaries by membership hash."""
@@ -220,8 +250,10 @@ class Communities:
             "SELECT members_hash FROM graph_community_summaries WHERE workspace_id = ?", [workspace]).fetchall()}
 
     def put_summaries(self, rows: Sequence[tuple[str, int, str, str, str, str, dict[str, Any]]],
-                      workspace: str = DEFAULT_WORKSPACE) -> None:
-        """Several summaries (members_hash, level, community_id, title, summary, mode, usage) in one transaction."""
+                      workspace: str = DEFAULT_WORKSPACE, *, fresh: bool = False) -> None:
+        """Several summaries (members_hash, level, community_id, title, summary, mode, usage) in one transaction.
+        `fresh`: the caller read these hashes as not stored (build_summaries): inserted without the delete that
+        makes the write a replacement (a hash stored since then keeps its summary)."""
         at = now()
         cols = ("workspace_id", "members_hash", "level", "community_id", "title", "summary", "mode", "usage_json",
                 "created_at")
@@ -231,9 +263,10 @@ class Communities:
         with self._db.transaction() as cur:
             # A delete of the hashes and a plain insert: what INSERT OR REPLACE does, at about half its cost (its
             # key check) for an update's few summaries.
-            with id_relation(cur, "_summ_hashes", "h", sorted(last)) as (hs, p):
-                cur.execute(f"DELETE FROM graph_community_summaries WHERE workspace_id = ? AND members_hash IN {hs}",
-                            [workspace, *p])
+            if not fresh:
+                with id_relation(cur, "_summ_hashes", "h", sorted(last)) as (hs, p):
+                    cur.execute("DELETE FROM graph_community_summaries WHERE workspace_id = ? AND members_hash IN "
+                                f"{hs}", [workspace, *p])
             insert_rows(cur, "graph_community_summaries", cols,
                         [(workspace, mh, level, cid, title, summary, mode, json.dumps(usage), at)
-                         for mh, level, cid, title, summary, mode, usage in last.values()])
+                         for mh, level, cid, title, summary, mode, usage in last.values()], ignore=fresh)
