@@ -126,3 +126,50 @@ def test_region_and_keys_finish_state_skip_and_summary_replacement_give_the_know
     finally:
         store.close()
     assert len(TEAMS) == 5
+
+
+def test_replace_community_rows_leaves_the_table_replace_communities_leaves() -> None:
+    cfg = _cfg(max_cluster_size=2)
+    stores = [_built(cfg)[0], _built(cfg)[0]]
+    try:
+        rows = sorted(stores[0].communities.communities(WS))
+        # A known edit of the tree: one community loses its first member to a new community, the others stay.
+        level, cid = rows[0].level, rows[0].community_id
+        members = [r for r in rows if (r.level, r.community_id) == (level, cid)]
+        moved = members[0]
+        new = [(r.level, r.community_id, r.parent_id, r.node_id, "changed-hash") for r in members[1:]]
+        new.append((level, "brand-new", moved.parent_id, moved.node_id, "new-hash"))
+        old_hash = members[0].members_hash
+        stores[0].communities.put_summaries([(old_hash, level, cid, "t", "s", "extractive", {})], WS)
+        stores[1].communities.put_summaries([(old_hash, level, cid, "t", "s", "extractive", {})], WS)
+        a = stores[0].communities.replace_communities([(level, cid)], new, WS)
+        b = stores[1].communities.replace_community_rows(sorted((r.level, r.community_id, r.node_id) for r in members),
+                                                         new, WS)
+        assert a == b == 1  # the old membership's summary dropped on both
+        assert sorted(stores[0].communities.communities(WS)) == sorted(stores[1].communities.communities(WS))
+        assert stores[1].communities.replace_community_rows([], [], WS) == 0
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_build_summaries_counts_a_membership_shared_by_two_levels_once() -> None:
+    from core.graph.snapshot import load_snapshot
+    from core.graph.summaries import build_summaries
+
+    store, _ = _built(_cfg(max_cluster_size=30))
+    try:
+        snap = load_snapshot(store, WS, 1)
+        assert snap is not None
+        # Two levels holding the same membership (one hash): written once, counted once.
+        level0 = snap.communities[0]
+        cid, members = next((c, m) for c, m in level0.items() if len(m) >= 2)
+        mh = snap.members_hash[(0, cid)]
+        snap.communities = {0: {cid: members}, 1: {"copy": list(members)}}
+        snap.members_hash = {(0, cid): mh, (1, "copy"): mh}
+        store.db.cursor().execute("DELETE FROM graph_community_summaries")
+        assert build_summaries(snap, store, workspace=WS) == 1
+        assert list(store.communities.summaries(None, WS)) == [mh]
+        assert build_summaries(snap, store, workspace=WS) == 0
+    finally:
+        store.close()
