@@ -106,7 +106,7 @@ def test_region_and_keys_finish_state_skip_and_summary_replacement_give_the_know
         # finish_state: the counts and corpus version read in its transaction, the state it wrote, dirty cleared.
         before = store.graph.state(WS)
         store.db.cursor().execute("INSERT INTO graph_dirty VALUES (?, 'x')", [WS])
-        state, counts = store.graph.finish_state(builder="statistical", settings={"seed": 1}, stats={"levels": 2},
+        state, counts, _ = store.graph.finish_state(builder="statistical", settings={"seed": 1}, stats={"levels": 2},
                                                  workspace=WS)
         assert counts == store.graph.totals(WS)
         assert state == store.graph.state(WS) and state.version == before.version + 1

@@ -110,7 +110,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     ("ingest", ("corpus", "put_document", 2)),  # the first edited document committed, the second not
     ("ingest", ("graph", "replace_extractions", 1)),  # edits committed; the graph update stops before its writes
     ("ingest", ("graph", "write_aggregates", 1)),  # edits committed; the graph update stops after extraction
-    ("ingest", ("communities", "replace_community_rows", 1)),  # ... after the aggregates, before the communities
+    ("ingest", ("graph", "finish_state", 1)),  # ... after the aggregates, before the communities and the state
     ("context", ("ledger", "put_contexts", 2)),  # one changed chunk's context written, the other not
 ], ids=["ingest-after-first-document", "graph-before-extraction", "graph-after-extraction", "graph-after-aggregates", "contexts-one-of-two"])
 def test_kill_9_mid_step_then_the_same_step_again_finishes_the_job(tmp_path: Path, base: dict[str, Path],

@@ -224,6 +224,7 @@ class Region:
     outside: list[tuple[int, str]]
     g: ActiveGraph
     stored: frozenset[tuple[int, str, str | None, str, str]] = frozenset()  # the previous ones' rows as read
+    state: Any = None  # the build state it was read under
 
 
 def local_region(store: Store, cfg: GraphConfig, workspace: str, touched: set[str], state: Any = None
@@ -256,7 +257,7 @@ def local_region(store: Store, cfg: GraphConfig, workspace: str, touched: set[st
                             max_cluster_size=cfg.max_cluster_size, max_levels=cfg.max_levels, outside=outside)
     if outside and max((c.level for c in comms), default=0) > max(lv for lv, _ in outside):
         return None
-    return Region(previous, comms, outside, g, stored)
+    return Region(previous, comms, outside, g, stored, state)
 
 
 def _finish_region(store: Store, cfg: GraphConfig, workspace: str, region: Region, *, mode: str, builder: str,
@@ -272,20 +273,24 @@ def _finish_region(store: Store, cfg: GraphConfig, workspace: str, region: Regio
     # unchanged stay (most of them, after a small edit), the others are deleted and the new ones inserted.
     new = set(rows)
     delete = sorted({(level, cid, nid) for level, cid, _p, nid, _h in region.stored - new})
-    invalidated = store.communities.replace_community_rows(delete, [r for r in rows if r not in region.stored],
-                                                           workspace)
+    insert = [r for r in rows if r not in region.stored]
     levels = len({c.level for c in comms} | {lv for lv, _ in region.outside})
     n_comms = len(comms) + len(region.outside)
     active = _active_names(store, cfg, workspace)
     suggestions = (refresh_suggestions(store, cfg, embedder, workspace, new_nodes, res=res, active=active,
                                        queue=queue) if embedder is not None else 0)
-    # The counts (nodes, edges, chunks) and the corpus version are read in the state's own transaction.
+    # The summaries of the region's new memberships, made before the community rows are written (the stored
+    # ones they skip are the same: a membership the rows invalidate is not one of the region's), and written with
+    # the community rows, the counts (nodes, edges, chunks), the corpus version and the state row in one
+    # transaction (the snapshot's version is the state's before the update: the summaries do not read it).
+    snap = region_snapshot(store, region.g, comms, workspace, region.state)
+    made: list[Any] = []
+    written = build_summaries(snap, store, workspace=workspace, sink=made) if snap is not None else 0
     stats = {"active_nodes": len(active[0]), "levels": levels, "communities": n_comms, "leiden": LEIDEN_VERSIONS,
              "label": builder_label(builder)}
-    state, counts = store.graph.finish_state(builder=builder, settings=_settings(cfg), stats=stats,
-                                             workspace=workspace)
-    snap = region_snapshot(store, region.g, comms, workspace, state)
-    written = build_summaries(snap, store, workspace=workspace) if snap is not None else 0
+    _state, counts, invalidated = store.graph.finish_state(
+        builder=builder, settings=_settings(cfg), stats=stats, workspace=workspace, community_delete=delete,
+        community_rows=insert, summaries=made)
     return BuildReport(mode, builder_label(builder), added, removed, counts["nodes"], counts["edges"],
                        len(active[0]), levels, n_comms, invalidated, suggestions, time.perf_counter() - t0, usage,
                        tuple(notes), written)

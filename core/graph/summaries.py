@@ -151,12 +151,13 @@ def estimate_summary_tokens(n_communities: int, chars_per_context: int = 6000) -
 
 def get_summaries(snap: GraphSnapshot, store: GraphSource, level: int, community_ids: Sequence[str], *, llm: Any = None,
                   model: str = "", use_llm: bool = False, workspace: str = "default", write: bool = False,
-                  unstored: bool = False) -> list[Summary]:
+                  unstored: bool = False, sink: list[Any] | None = None) -> list[Summary]:
     """Summaries for these communities: stored ones as they are, then ones this snapshot already made, and the
     missing ones written now. A query (write=False) keeps new ones in the snapshot's memory only: it reads the store
     and never writes it, and an LLM summary is still paid once per snapshot, not once per query. build_summaries
     (write=True) stores them. `unstored`: the caller has just read that none of these memberships has a stored
-    summary (build_summaries): they are not read again."""
+    summary (build_summaries): they are not read again. `sink`: the rows to store are appended to it (the
+    caller stores them in its own transaction) instead of being stored here."""
     hashes = {cid: snap.members_hash[(level, cid)] for cid in community_ids}
     cached = {} if unstored else store.communities.summaries(list(hashes.values()), workspace)
     out = []
@@ -195,7 +196,9 @@ def get_summaries(snap: GraphSnapshot, store: GraphSource, level: int, community
         if write:
             rows.append((mh, level, cid, title, text, mode, usage.__dict__))
         out.append(made)
-    if rows:  # one transaction for all of them: a commit per summary was most of an incremental update's time
+    if rows and sink is not None:
+        sink.extend(rows)
+    elif rows:  # one transaction for all of them: a commit per summary was most of an incremental update's time
         if unstored:
             store.communities.put_summaries(rows, workspace, fresh=True)
         else:
@@ -204,9 +207,13 @@ def get_summaries(snap: GraphSnapshot, store: GraphSource, level: int, community
 
 
 def build_summaries(snap: GraphSnapshot, store: GraphSource, *, levels: Sequence[int] | None = None, llm: Any = None,
-                    model: str = "", use_llm: bool = False, workspace: str = "default") -> int:
+                    model: str = "", use_llm: bool = False, workspace: str = "default",
+                    sink: list[Any] | None = None) -> int:
     """Build time: write the summaries of every community of two or more entities (at `levels`, default all), so
-    queries find them stored. Returns how many were written."""
+    queries find them stored. Returns how many were written. `sink` (extractive only): the rows are appended to
+    it for the caller to store (an update stores them with its state row), not stored here."""
+    if sink is not None and use_llm:
+        raise ValueError("build_summaries: a sink takes extractive summaries only")
     written = 0
     wanted = {level: sorted(cid for cid, m in snap.communities.get(level, {}).items() if len(m) >= 2)
               for level in (snap.levels() if levels is None else levels)}
@@ -218,7 +225,8 @@ def build_summaries(snap: GraphSnapshot, store: GraphSource, *, levels: Sequence
     for level, cids in wanted.items():
         ids = [cid for cid in cids if snap.members_hash[(level, cid)] not in stored]
         made = [s for s in get_summaries(snap, store, level, ids, llm=llm, model=model, use_llm=use_llm,
-                                         workspace=workspace, write=True, unstored=not use_llm) if not s.cached]
+                                         workspace=workspace, write=True, unstored=not use_llm, sink=sink)
+                if not s.cached]
         written += len(made)
         if not use_llm:  # stored now: a community of the same members on another level finds it stored
             stored |= {s.members_hash for s in made}

@@ -10,6 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from core.store.db import SMALL_ROWS, Database, id_relation, insert_rows, now, register_rows
+from core.store.graph_review import write_community_rows, write_summaries
 from core.types import (
     DEFAULT_WORKSPACE,
     EdgeChunk,
@@ -100,11 +101,21 @@ class Graph:
         return version
 
     def finish_state(self, *, builder: str, settings: dict[str, Any], stats: dict[str, Any],
-                     workspace: str = DEFAULT_WORKSPACE) -> tuple[GraphState, dict[str, int]]:
+                     workspace: str = DEFAULT_WORKSPACE, community_delete: Sequence[tuple[int, str, str]] = (),
+                     community_rows: Sequence[tuple[int, str, str | None, str, str]] = (),
+                     summaries: Sequence[tuple[str, int, str, str, str, str, dict[str, Any]]] = ()
+                     ) -> tuple[GraphState, dict[str, int], int]:
         """set_state() with the totals() and the corpus version it records read in the same transaction (one
-        statement where an update sent three): `stats` gets the node, edge and chunk counts. Returns the state
-        written (what state() reads next) and the counts."""
+        statement where an update sent three): `stats` gets the node, edge and chunk counts. An update's last
+        writes go in the same transaction first: its community rows (Communities.replace_community_rows:
+        `community_delete`, `community_rows`) and the summaries of its new memberships (Communities.put_summaries,
+        as read unstored). Returns the state written (what state() reads next), the counts and how many summaries
+        the community rows invalidated."""
+        invalidated = 0
         with self._db.transaction() as cur:
+            if community_delete or community_rows:
+                invalidated = write_community_rows(cur, community_delete, community_rows, workspace)
+            write_summaries(cur, summaries, workspace, fresh=True)
             row = cur.execute(
                 "SELECT (SELECT count(*) FROM graph_nodes WHERE workspace_id = $ws), (SELECT count(*) FROM graph_edges "
                 "WHERE workspace_id = $ws), (SELECT count(*) FROM graph_chunks WHERE workspace_id = $ws), "
@@ -119,7 +130,7 @@ class Graph:
             cur.execute("INSERT INTO graph_state VALUES (?,?,?,?,?,?,?)",
                         [workspace, version, corpus_version, builder, settings_json, stats_json, at])
         return GraphState(version, corpus_version, builder, json.loads(settings_json), json.loads(stats_json),
-                          at), counts
+                          at), counts, invalidated
 
     def first_notice(self, key: str, workspace: str = DEFAULT_WORKSPACE) -> bool:
         """True the first time `key` is claimed for the workspace (a meta row remembers it): a notice said once."""

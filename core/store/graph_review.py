@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from core.store.db import Database, StoreError, id_relation, insert_rows, now
+from core.store.db import Cursor, Database, StoreError, id_relation, insert_rows, now
 from core.types import DEFAULT_WORKSPACE, CommunityMember, CommunitySummary, MergeItem
 
 TABLES: tuple[str, ...] = (
@@ -27,6 +27,49 @@ TABLES: tuple[str, ...] = (
         summary VARCHAR, mode VARCHAR, usage_json VARCHAR, created_at TIMESTAMP,
         PRIMARY KEY (workspace_id, members_hash))""",
 )
+
+
+def write_community_rows(cur: Cursor, delete: Sequence[tuple[int, str, str]],
+                         rows: Sequence[tuple[int, str, str | None, str, str]], workspace: str) -> int:
+    """Communities.replace_community_rows() inside the caller's transaction (Graph.finish_state writes it with
+    the state row)."""
+    hashes: list[str] = []
+    if delete:
+        keys = [f"{level}\x1f{cid}\x1f{nid}" for level, cid, nid in delete]
+        with id_relation(cur, "_comm_drop", "k", keys) as (ks, p):
+            hashes = sorted({r[0] for r in cur.execute(
+                "DELETE FROM graph_communities WHERE workspace_id = ? AND level::VARCHAR || chr(31) || "
+                f"community_id || chr(31) || node_id IN {ks} RETURNING members_hash", [workspace, *p]).fetchall()})
+    insert_rows(cur, "graph_communities", ("workspace_id", "level", "community_id", "parent_id", "node_id",
+                                           "members_hash"), [(workspace, *r) for r in rows])
+    if not hashes:
+        return 0
+    with id_relation(cur, "_comm_hashes", "h", hashes) as (hs, p):
+        gone = cur.execute(
+            f"DELETE FROM graph_community_summaries WHERE workspace_id = ? AND members_hash IN {hs} AND "
+            "members_hash NOT IN (SELECT members_hash FROM graph_communities WHERE workspace_id = ? AND "
+            f"members_hash IN {hs}) RETURNING members_hash", [workspace, *p, workspace, *p]).fetchall()
+    return len(gone)
+
+
+def write_summaries(cur: Cursor, rows: Sequence[tuple[str, int, str, str, str, str, dict[str, Any]]],
+                    workspace: str, *, fresh: bool = False) -> None:
+    """Communities.put_summaries() inside the caller's transaction."""
+    if not rows:
+        return
+    at = now()
+    cols = ("workspace_id", "members_hash", "level", "community_id", "title", "summary", "mode", "usage_json",
+            "created_at")
+    last = {r[0]: r for r in rows}  # one row per membership hash (INSERT OR REPLACE took one per key)
+    if not fresh:
+        # A delete of the hashes and a plain insert: what INSERT OR REPLACE does, at about half its cost (its key
+        # check) for an update's few summaries.
+        with id_relation(cur, "_summ_hashes", "h", sorted(last)) as (hs, p):
+            cur.execute(f"DELETE FROM graph_community_summaries WHERE workspace_id = ? AND members_hash IN {hs}",
+                        [workspace, *p])
+    insert_rows(cur, "graph_community_summaries", cols,
+                [(workspace, mh, level, cid, title, summary, mode, json.dumps(usage), at)
+                 for mh, level, cid, title, summary, mode, usage in last.values()], ignore=fresh)
 
 
 class Review:
@@ -210,25 +253,7 @@ class Communities:
         if not delete and not rows:
             return 0
         with self._db.transaction() as cur:
-            hashes: list[str] = []
-            if delete:
-                keys = [f"{level}\x1f{cid}\x1f{nid}" for level, cid, nid in delete]
-                with id_relation(cur, "_comm_drop", "k", keys) as (ks, p):
-                    hashes = sorted({r[0] for r in cur.execute(
-                        "DELETE FROM graph_communities WHERE workspace_id = ? AND level::VARCHAR || chr(31) || "
-                        f"community_id || chr(31) || node_id IN {ks} RETURNING members_hash",
-                        [workspace, *p]).fetchall()})
-            insert_rows(cur, "graph_communities",
-                        ("workspace_id", "level", "community_id", "parent_id", "node_id", "members_hash"),
-                        [(workspace, *r) for r in rows])
-            if not hashes:
-                return 0
-            with id_relation(cur, "_comm_hashes", "h", hashes) as (hs, p):
-                gone = cur.execute(
-                    f"DELETE FROM graph_community_summaries WHERE workspace_id = ? AND members_hash IN {hs} AND "
-                    "members_hash NOT IN (SELECT members_hash FROM graph_communities WHERE workspace_id = ? AND "
-                    f"members_hash IN {hs}) RETURNING members_hash", [workspace, *p, workspace, *p]).fetchall()
-        return len(gone)
+            return write_community_rows(cur, delete, rows, workspace)
 
     def summaries(self, members_hashes: Sequence[str] | None = None,
                   workspace: str = DEFAULT_WORKSPACE) -> dict[str, CommunitySummary]:
@@ -254,19 +279,7 @@ class Communities:
         """Several summaries (members_hash, level, community_id, title, summary, mode, usage) in one transaction.
         `fresh`: the caller read these hashes as not stored (build_summaries): inserted without the delete that
         makes the write a replacement (a hash stored since then keeps its summary)."""
-        at = now()
-        cols = ("workspace_id", "members_hash", "level", "community_id", "title", "summary", "mode", "usage_json",
-                "created_at")
         if not rows:
             return
-        last = {r[0]: r for r in rows}  # one row per membership hash (INSERT OR REPLACE took one per key)
         with self._db.transaction() as cur:
-            # A delete of the hashes and a plain insert: what INSERT OR REPLACE does, at about half its cost (its
-            # key check) for an update's few summaries.
-            if not fresh:
-                with id_relation(cur, "_summ_hashes", "h", sorted(last)) as (hs, p):
-                    cur.execute("DELETE FROM graph_community_summaries WHERE workspace_id = ? AND members_hash IN "
-                                f"{hs}", [workspace, *p])
-            insert_rows(cur, "graph_community_summaries", cols,
-                        [(workspace, mh, level, cid, title, summary, mode, json.dumps(usage), at)
-                         for mh, level, cid, title, summary, mode, usage in last.values()], ignore=fresh)
+            write_summaries(cur, rows, workspace, fresh=fresh)
