@@ -220,10 +220,10 @@ def main() -> None:
         vals = [s.get(label, [0.0, 0.0, 0, 0, 0.0, 0]) for s in step_runs]
         w, c = statistics.median(v[0] for v in vals), statistics.median(v[1] for v in vals)
         phases["build_graph (glue)" if label == GLUE else label] = {
-            "seconds": round(w, 4), "cpu_seconds": round(c, 4), "share_of_full_build": round(w / full_s, 4),
-            "share_of_full_build_cpu": round(c / full_cpu, 4), "calls": int(statistics.median(v[2] for v in vals)),
+            "seconds": round(w, 5), "cpu_seconds": round(c, 5), "share_of_full_build": round(w / full_s, 5),
+            "share_of_full_build_cpu": round(c / full_cpu, 5), "calls": int(statistics.median(v[2] for v in vals)),
             "statements": int(statistics.median(v[3] for v in vals)),
-            "statement_seconds": round(statistics.median(v[4] for v in vals), 4),
+            "statement_seconds": round(statistics.median(v[4] for v in vals), 5),
             "registrations": int(statistics.median(v[5] for v in vals))}
     floor_s = sum(statistics.median(s.get(k, [0.0])[0] for s in step_runs) for k in FLOOR)
     floor_cpu = sum(statistics.median(s.get(k, [0.0, 0.0])[1] for s in step_runs) for k in FLOOR)
