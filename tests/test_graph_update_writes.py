@@ -173,3 +173,19 @@ def test_build_summaries_counts_a_membership_shared_by_two_levels_once() -> None
         assert build_summaries(snap, store, workspace=WS) == 0
     finally:
         store.close()
+
+
+def test_id_match_selects_the_same_rows_as_a_list_or_as_a_relation() -> None:
+    import duckdb
+
+    from core.store.db import SMALL_IDS, SMALL_LIST, id_match
+
+    cur = duckdb.connect()
+    cur.execute("CREATE TABLE t AS SELECT 'n' || i::VARCHAR AS id, i FROM range(3000) r(i)")
+    cur.execute("INSERT INTO t VALUES (NULL, -1)")
+    for n in (0, 3, SMALL_LIST, SMALL_LIST + 1, SMALL_IDS + 5):
+        values = [f"n{i}" for i in range(0, 2 * n, 2)] + ["absent"]
+        with id_match(cur, "_m", "id", values) as (match, p):
+            got = [r[0] for r in cur.execute(f"SELECT i FROM t WHERE {match('id')} OR i = -2 ORDER BY i", p).fetchall()]
+        assert got == list(range(0, 2 * n, 2))
+    assert not [r for r in cur.execute("SHOW TABLES").fetchall() if r[0] == "_m"]  # unregistered on exit

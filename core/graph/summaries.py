@@ -199,10 +199,7 @@ def get_summaries(snap: GraphSnapshot, store: GraphSource, level: int, community
     if rows and sink is not None:
         sink.extend(rows)
     elif rows:  # one transaction for all of them: a commit per summary was most of an incremental update's time
-        if unstored:
-            store.communities.put_summaries(rows, workspace, fresh=True)
-        else:
-            store.communities.put_summaries(rows, workspace)
+        store.communities.put_summaries(rows, workspace)
     return out
 
 

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from core.store.db import SMALL_ROWS, Database, id_relation, insert_rows, now, register_rows
+from core.store.db import SMALL_ROWS, Database, id_match, id_relation, insert_rows, now, register_rows
 from core.store.graph_review import write_community_rows, write_summaries
 from core.types import (
     DEFAULT_WORKSPACE,
@@ -108,14 +108,13 @@ class Graph:
         """set_state() with the totals() and the corpus version it records read in the same transaction (one
         statement where an update sent three): `stats` gets the node, edge and chunk counts. An update's last
         writes go in the same transaction first: its community rows (Communities.replace_community_rows:
-        `community_delete`, `community_rows`) and the summaries of its new memberships (Communities.put_summaries,
-        as read unstored). Returns the state written (what state() reads next), the counts and how many summaries
+        `community_delete`, `community_rows`) and the summaries of its new memberships (Communities.put_summaries). Returns the state written (what state() reads next), the counts and how many summaries
         the community rows invalidated."""
         invalidated = 0
         with self._db.transaction() as cur:
             if community_delete or community_rows:
                 invalidated = write_community_rows(cur, community_delete, community_rows, workspace)
-            write_summaries(cur, summaries, workspace, fresh=True)
+            write_summaries(cur, summaries, workspace)
             row = cur.execute(
                 "SELECT (SELECT count(*) FROM graph_nodes WHERE workspace_id = $ws), (SELECT count(*) FROM graph_edges "
                 "WHERE workspace_id = $ws), (SELECT count(*) FROM graph_chunks WHERE workspace_id = $ws), "
@@ -177,8 +176,8 @@ class Graph:
         with self._db.transaction() as cur:
             affected: set[str] = set()
             if removed:
-                with id_relation(cur, "_graph_ids", "chunk_id", removed) as (ids, p):
-                    scope = f"WHERE workspace_id = ? AND chunk_id IN {ids}"
+                with id_match(cur, "_graph_ids", "chunk_id", removed) as (match, p):
+                    scope = f"WHERE workspace_id = ? AND {match('chunk_id')}"
                     cur.execute(f"DELETE FROM graph_chunks {scope}", [workspace, *p])
                     ends = cur.execute(f"DELETE FROM graph_mentions {scope} RETURNING node_id",
                                        [workspace, *p]).fetchall()
@@ -294,8 +293,8 @@ class Graph:
         with ExitStack() as stack:
             scope, params = "", [workspace]
             if node_ids is not None:
-                ids, p = stack.enter_context(id_relation(cur, "_graph_aff", "node_id", sorted(node_ids)))
-                scope, params = f" AND node_id IN {ids}", [workspace, *p]
+                match, p = stack.enter_context(id_match(cur, "_graph_aff", "node_id", sorted(node_ids)))
+                scope, params = f" AND {match('node_id')}", [workspace, *p]
                 # An update's few nodes: their mention rows read once and counted here (the grouped statements
                 # below cost ~5x the read); many rows (hubs) are grouped in SQL.
                 rows = cur.execute("SELECT node_id, chunk_id, doc_id, surface, type, norm, description, count FROM "
@@ -337,11 +336,11 @@ class Graph:
                 cur.execute("DELETE FROM graph_edges WHERE workspace_id = ?", [workspace])
                 r_scope, rp = "", []
             else:
-                ids, p = stack.enter_context(id_relation(cur, "_graph_aff", "node_id", sorted(node_ids)))
-                cur.execute(f"DELETE FROM graph_nodes WHERE workspace_id = ? AND node_id IN {ids}", [workspace, *p])
-                cur.execute(f"DELETE FROM graph_edges WHERE workspace_id = ? AND (src IN {ids} OR dst IN {ids})",
+                match, p = stack.enter_context(id_match(cur, "_graph_aff", "node_id", sorted(node_ids)))
+                cur.execute(f"DELETE FROM graph_nodes WHERE workspace_id = ? AND {match('node_id')}", [workspace, *p])
+                cur.execute(f"DELETE FROM graph_edges WHERE workspace_id = ? AND ({match('src')} OR {match('dst')})",
                             [workspace, *p, *p])
-                r_scope, rp = f" AND (src_id IN {ids} OR dst_id IN {ids})", [*p, *p]
+                r_scope, rp = f" AND ({match('src_id')} OR {match('dst_id')})", [*p, *p]
             if nodes and len(nodes) <= SMALL_ROWS:  # a few nodes: one bound list per column (no frame to register)
                 cols = [list(c) for c in zip(*nodes)]
                 cols[7] = [list(a) for a in cols[7]]

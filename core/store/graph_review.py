@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from core.store.db import Cursor, Database, StoreError, id_relation, insert_rows, now
+from core.store.db import Cursor, Database, StoreError, id_match, id_relation, insert_rows, now
 from core.types import DEFAULT_WORKSPACE, CommunityMember, CommunitySummary, MergeItem
 
 TABLES: tuple[str, ...] = (
@@ -36,24 +36,25 @@ def write_community_rows(cur: Cursor, delete: Sequence[tuple[int, str, str]],
     hashes: list[str] = []
     if delete:
         keys = [f"{level}\x1f{cid}\x1f{nid}" for level, cid, nid in delete]
-        with id_relation(cur, "_comm_drop", "k", keys) as (ks, p):
+        with id_match(cur, "_comm_drop", "k", keys) as (match, p):
             hashes = sorted({r[0] for r in cur.execute(
-                "DELETE FROM graph_communities WHERE workspace_id = ? AND level::VARCHAR || chr(31) || "
-                f"community_id || chr(31) || node_id IN {ks} RETURNING members_hash", [workspace, *p]).fetchall()})
+                "DELETE FROM graph_communities WHERE workspace_id = ? AND "
+                f"{match('level::VARCHAR || chr(31) || community_id || chr(31) || node_id')} RETURNING members_hash",
+                [workspace, *p]).fetchall()})
     insert_rows(cur, "graph_communities", ("workspace_id", "level", "community_id", "parent_id", "node_id",
                                            "members_hash"), [(workspace, *r) for r in rows])
     if not hashes:
         return 0
-    with id_relation(cur, "_comm_hashes", "h", hashes) as (hs, p):
+    with id_match(cur, "_comm_hashes", "h", hashes) as (match, p):
         gone = cur.execute(
-            f"DELETE FROM graph_community_summaries WHERE workspace_id = ? AND members_hash IN {hs} AND "
+            f"DELETE FROM graph_community_summaries WHERE workspace_id = ? AND {match('members_hash')} AND "
             "members_hash NOT IN (SELECT members_hash FROM graph_communities WHERE workspace_id = ? AND "
-            f"members_hash IN {hs}) RETURNING members_hash", [workspace, *p, workspace, *p]).fetchall()
+            f"{match('members_hash')}) RETURNING members_hash", [workspace, *p, workspace, *p]).fetchall()
     return len(gone)
 
 
 def write_summaries(cur: Cursor, rows: Sequence[tuple[str, int, str, str, str, str, dict[str, Any]]],
-                    workspace: str, *, fresh: bool = False) -> None:
+                    workspace: str) -> None:
     """Communities.put_summaries() inside the caller's transaction."""
     if not rows:
         return
@@ -61,15 +62,14 @@ def write_summaries(cur: Cursor, rows: Sequence[tuple[str, int, str, str, str, s
     cols = ("workspace_id", "members_hash", "level", "community_id", "title", "summary", "mode", "usage_json",
             "created_at")
     last = {r[0]: r for r in rows}  # one row per membership hash (INSERT OR REPLACE took one per key)
-    if not fresh:
-        # A delete of the hashes and a plain insert: what INSERT OR REPLACE does, at about half its cost (its key
-        # check) for an update's few summaries.
-        with id_relation(cur, "_summ_hashes", "h", sorted(last)) as (hs, p):
-            cur.execute(f"DELETE FROM graph_community_summaries WHERE workspace_id = ? AND members_hash IN {hs}",
-                        [workspace, *p])
+    # A delete of the hashes and a plain insert: what INSERT OR REPLACE does, at about half its cost (its key
+    # check) for an update's few summaries (INSERT OR IGNORE cost as much as the replace).
+    with id_match(cur, "_summ_hashes", "h", sorted(last)) as (match, p):
+        cur.execute(f"DELETE FROM graph_community_summaries WHERE workspace_id = ? AND {match('members_hash')}",
+                    [workspace, *p])
     insert_rows(cur, "graph_community_summaries", cols,
                 [(workspace, mh, level, cid, title, summary, mode, json.dumps(usage), at)
-                 for mh, level, cid, title, summary, mode, usage in last.values()], ignore=fresh)
+                 for mh, level, cid, title, summary, mode, usage in last.values()])
 
 
 class Review:
@@ -191,10 +191,10 @@ class Communities:
         """(community_keys(), region_columns(node_ids) with the members_hash column) in one statement: an update's
         two reads of the community table (each statement is a fixed cost of a small update)."""
         cur = self._db.cursor()
-        with id_relation(cur, "_comm_nodes", "node_id", sorted(set(node_ids))) as (ids, p):
+        with id_match(cur, "_comm_nodes", "node_id", sorted(set(node_ids))) as (match, p):
             got = cur.execute(
                 "WITH roots AS (SELECT DISTINCT community_id FROM graph_communities WHERE workspace_id = $ws AND "
-                f"level = 0 AND node_id IN {ids.replace('?', '$ids')}), "
+                f"level = 0 AND {match('node_id').replace('?', '$ids')}), "
                 "region AS (SELECT node_id FROM graph_communities WHERE workspace_id = $ws AND level = 0 AND "
                 "community_id IN (SELECT community_id FROM roots)) "
                 "SELECT DISTINCT 0 AS k, level, community_id, NULL::VARCHAR AS parent_id, NULL::VARCHAR AS node_id, "
@@ -275,11 +275,10 @@ class Communities:
             "SELECT members_hash FROM graph_community_summaries WHERE workspace_id = ?", [workspace]).fetchall()}
 
     def put_summaries(self, rows: Sequence[tuple[str, int, str, str, str, str, dict[str, Any]]],
-                      workspace: str = DEFAULT_WORKSPACE, *, fresh: bool = False) -> None:
-        """Several summaries (members_hash, level, community_id, title, summary, mode, usage) in one transaction.
-        `fresh`: the caller read these hashes as not stored (build_summaries): inserted without the delete that
-        makes the write a replacement (a hash stored since then keeps its summary)."""
+                      workspace: str = DEFAULT_WORKSPACE) -> None:
+        """Several summaries (members_hash, level, community_id, title, summary, mode, usage) in one transaction,
+        each replacing the stored one of its membership hash."""
         if not rows:
             return
         with self._db.transaction() as cur:
-            write_summaries(cur, rows, workspace, fresh=fresh)
+            write_summaries(cur, rows, workspace)
