@@ -48,7 +48,8 @@ def test_the_one_pass_update_stores_what_the_stepwise_update_stores(monkeypatch:
             monkeypatch.setattr(build, "_resolved_rows", lambda *a: calls.append(1) or (real(*a) if one_pass else None))
             rep = ingest_files(edit, store=store, embedder=emb, config=cfg).graph
             assert rep is not None and rep.mode == "incremental" and calls  # the one-pass path was tried
-            got.append((_everything(store), {k: v for k, v in rep.__dict__.items() if k not in ("seconds", "cpu_seconds")}))
+            got.append((_everything(store),
+                        {k: v for k, v in rep.__dict__.items() if k not in ("seconds", "cpu_seconds")}))
         finally:
             store.close()
     assert got[0] == got[1]

@@ -108,8 +108,9 @@ class Graph:
         """set_state() with the totals() and the corpus version it records read in the same transaction (one
         statement where an update sent three): `stats` gets the node, edge and chunk counts. An update's last
         writes go in the same transaction first: its community rows (Communities.replace_community_rows:
-        `community_delete`, `community_rows`) and the summaries of its new memberships (Communities.put_summaries). Returns the state written (what state() reads next), the counts and how many summaries
-        the community rows invalidated."""
+        `community_delete`, `community_rows`) and the summaries of its new memberships (Communities.put_summaries).
+        Returns the state written (what state() reads next), the counts and how many summaries the community rows
+        invalidated."""
         invalidated = 0
         with self._db.transaction() as cur:
             if community_delete or community_rows:

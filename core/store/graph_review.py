@@ -199,8 +199,8 @@ class Communities:
                 "community_id IN (SELECT community_id FROM roots)) "
                 "SELECT DISTINCT 0 AS k, level, community_id, NULL::VARCHAR AS parent_id, NULL::VARCHAR AS node_id, "
                 "NULL::VARCHAR AS members_hash FROM graph_communities WHERE workspace_id = $ws "
-                "UNION ALL SELECT 1, level, community_id, parent_id, node_id, members_hash FROM graph_communities WHERE "
-                "workspace_id = $ws AND node_id IN (SELECT node_id FROM region) "
+                "UNION ALL SELECT 1, level, community_id, parent_id, node_id, members_hash FROM graph_communities "
+                "WHERE workspace_id = $ws AND node_id IN (SELECT node_id FROM region) "
                 "ORDER BY k, level, community_id, node_id", {"ws": workspace, **({"ids": p[0]} if p else {})}
             ).fetchnumpy()
         k = np.asarray(got["k"])
