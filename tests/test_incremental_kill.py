@@ -108,10 +108,11 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.mark.slow  # ~6 s a case (three runs of the step on a database file and a fork); bench/incremental.py runs them
 @pytest.mark.parametrize("step, kill", [
     ("ingest", ("corpus", "put_document", 2)),  # the first edited document committed, the second not
+    ("ingest", ("graph", "replace_extractions", 1)),  # edits committed; the graph update stops before its writes
     ("ingest", ("graph", "write_aggregates", 1)),  # edits committed; the graph update stops after extraction
-    ("ingest", ("communities", "replace_communities", 1)),  # ... after the aggregates, before the communities
+    ("ingest", ("graph", "finish_state", 1)),  # ... after the aggregates, before the communities and the state
     ("context", ("ledger", "put_contexts", 2)),  # one changed chunk's context written, the other not
-], ids=["ingest-after-first-document", "graph-after-extraction", "graph-after-aggregates", "contexts-one-of-two"])
+], ids=["ingest-after-first-document", "graph-before-extraction", "graph-after-extraction", "graph-after-aggregates", "contexts-one-of-two"])
 def test_kill_9_mid_step_then_the_same_step_again_finishes_the_job(tmp_path: Path, base: dict[str, Path],
                                                                     step: str, kill: tuple[str, str, int]) -> None:
     ref, db = tmp_path / "ref.duckdb", tmp_path / "killed.duckdb"

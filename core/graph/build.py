@@ -22,6 +22,7 @@ from core.graph.model import LLM_BUILT, STATISTICAL, BuildReport, ChunkExtractio
 from core.graph.resolve import (
     Resolution,
     SynonymGroup,
+    element_id,
     normalise_name,
     parse_synonyms,
     resolve,
@@ -66,11 +67,14 @@ def builder_label(builder: str) -> str:
 
 # -- resolution ----------------------------------------------------------------------------------------------------
 def current_resolution(store: Store, cfg: GraphConfig, workspace: str, chunk_ids: Sequence[str] | None = None,
-                       queue: Sequence[MergeItem] | None = None) -> Resolution:
+                       queue: Sequence[MergeItem] | None = None, known: set[tuple[str, str]] | None = None,
+                       skip: Sequence[str] = ()) -> Resolution:
     """Resolution from the stored elements, the synonym list and the review decisions (in decision order).
     `chunk_ids`: only the elements of these chunks' mentions (and of the synonym list's names) are read; every
     element among them resolves as with all elements read, since only the synonym list (whose types are read
-    whole) and the decisions join elements. `queue`: the review queue when the caller has just read it."""
+    whole) and the decisions join elements. `queue`: the review queue when the caller has just read it.
+    `known`: elements of mentions not stored yet (an update's new extractions), added to those read; `skip`:
+    chunks whose stored mentions are left out (ones the update removes before it stores the new ones)."""
     groups = [SynonymGroup(tuple(n)) for n in store.review.synonyms(workspace)]
     queue = store.review.queue(workspace=workspace) if queue is None else queue
     decided = [q for q in queue if q.status != "pending"]
@@ -78,7 +82,9 @@ def current_resolution(store: Store, cfg: GraphConfig, workspace: str, chunk_ids
     approved = [(q.keep_id, q.other_id) for q in decided if q.status == "approved"]
     rejected = [(q.keep_id, q.other_id) for q in decided if q.status == "rejected"]
     elements = (store.graph.elements(workspace) if chunk_ids is None else store.graph.elements_of_chunks(
-        chunk_ids, [normalise_name(n) for g in groups for n in g.names], workspace))
+        chunk_ids, [normalise_name(n) for g in groups for n in g.names], workspace, skip=skip))
+    if known:
+        elements = [*elements, *known]  # resolve() takes them as a set
     return resolve(elements, synonyms=groups, approved=approved, rejected=rejected, split_by_type=cfg.split_by_type)
 
 
@@ -97,6 +103,31 @@ def _store_extractions(store: Store, exts: Sequence[ChunkExtraction], builder: s
         relation_rows += [(x.chunk_id, x.doc_id, r.src, r.dst, r.weight, r.description) for r in x.relations]
     store.graph.add_extractions(chunk_rows, mention_rows, relation_rows, workspace)
     return usage
+
+
+def _resolved_rows(exts: Sequence[ChunkExtraction], builder: str, res: Resolution, split_by_type: bool
+                   ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]] | None:
+    """The rows _store_extractions writes, with the node ids apply_resolution would set on them (a mention: its
+    element's node; a relation end: the node of its own chunk's mention of that norm, None without one); None
+    when a chunk names one norm as two nodes (which one apply_resolution's join takes is not defined)."""
+    mapping = _mapping(res)
+    chunk_rows, mention_rows, relation_rows = [], [], []
+    for x in exts:
+        chunk_rows.append((x.chunk_id, x.doc_id, builder))
+        ends: dict[str, str | None] = {}
+        for m in x.mentions:
+            element = element_id(m.norm, m.type, split_by_type) if m.norm is not None and (
+                m.type is not None or not split_by_type) else None
+            node = mapping.get(element, element) if element is not None else None
+            if m.norm is not None:  # a NULL norm joins no relation end
+                if m.norm in ends and ends[m.norm] != node:
+                    return None
+                ends[m.norm] = node
+            mention_rows.append((x.chunk_id, x.doc_id, m.norm, m.surface, m.type, m.count, m.description, node))
+        relation_rows += [(x.chunk_id, x.doc_id, r.src, r.dst, r.weight, r.description,
+                           ends.get(r.src) if r.src is not None else None,
+                           ends.get(r.dst) if r.dst is not None else None) for r in x.relations]
+    return chunk_rows, mention_rows, relation_rows
 
 
 def stored_communities(store: Store, workspace: str) -> list[Community]:
@@ -192,21 +223,31 @@ class Region:
     comms: list[Community]
     outside: list[tuple[int, str]]
     g: ActiveGraph
+    stored: frozenset[tuple[int, str, str | None, str, str]] = frozenset()  # the previous ones' rows as read
+    state: Any = None  # the build state it was read under
 
 
-def local_region(store: Store, cfg: GraphConfig, workspace: str, touched: set[str]) -> Region | None:
+def local_region(store: Store, cfg: GraphConfig, workspace: str, touched: set[str], state: Any = None
+                 ) -> Region | None:
     """The local community update read and computed over the region alone: the touched nodes' top-level
     communities with their subtrees, their nodes and the touched ones, and the edges between them; nothing else
     of the graph is read. Returns what `cluster` would return for the region, or None where it cannot tell from
     the region alone (no stored communities; the phrase filter changed since the last build, so nodes outside the
     region may have changed activity; the region grew a level deeper than the kept communities, which would then
-    be carried down too): the caller then reads the whole graph."""
-    state = store.graph.state(workspace)
-    keys = store.communities.community_keys(workspace)
-    if (state is None or not keys or cfg.communities != "local"
+    be carried down too): the caller then reads the whole graph. `state`: the stored build state when the caller
+    has just read it."""
+    state = state if state is not None else store.graph.state(workspace)
+    if (state is None or cfg.communities != "local"
             or state.settings.get("min_phrase_chunks") != cfg.min_phrase_chunks):
         return None
-    previous = _communities_of(store.communities.region_columns(sorted(touched), workspace)) if touched else []
+    # The community keys and the region's rows in one read.
+    keys, cols = store.communities.region_and_keys(sorted(touched), workspace)
+    if not keys:
+        return None
+    previous = _communities_of(cols) if touched else []
+    parents = [None if p is None or p != p else p for p in cols["parent_id"].tolist()]  # NULL may read as NaN
+    stored = frozenset(zip([int(v) for v in cols["level"].tolist()], cols["community_id"].tolist(), parents,
+                           cols["node_id"].tolist(), cols["members_hash"].tolist())) if touched else frozenset()
     held = {(c.level, c.community_id) for c in previous}
     outside = [k for k in keys if k not in held]
     g = region_graph(store, sorted({m for c in previous for m in c.members} | touched), workspace,
@@ -216,7 +257,7 @@ def local_region(store: Store, cfg: GraphConfig, workspace: str, touched: set[st
                             max_cluster_size=cfg.max_cluster_size, max_levels=cfg.max_levels, outside=outside)
     if outside and max((c.level for c in comms), default=0) > max(lv for lv, _ in outside):
         return None
-    return Region(previous, comms, outside, g)
+    return Region(previous, comms, outside, g, stored, state)
 
 
 def _finish_region(store: Store, cfg: GraphConfig, workspace: str, region: Region, *, mode: str, builder: str,
@@ -228,24 +269,34 @@ def _finish_region(store: Store, cfg: GraphConfig, workspace: str, region: Regio
     region; the rest of the graph is read only as the three node columns merge suggestions compare against."""
     comms = region.comms
     rows = [(c.level, c.community_id, c.parent_id, nid, c.members_hash) for c in comms for nid in c.members]
-    invalidated = store.communities.replace_communities(
-        sorted({(c.level, c.community_id) for c in region.previous}), rows, workspace)
-    # A community whose membership held but whose evidence changed (its nodes' chunks came or went) loses its
-    # summary too: it was written from passages that changed.
-    invalidated += store.communities.drop_summaries_of_nodes(sorted(new_nodes), workspace)
+    # The rows of the previous communities replaced by the new ones, as a difference: the rows that came back
+    # unchanged stay (most of them, after a small edit), the others are deleted and the new ones inserted.
+    new = set(rows)
+    delete = sorted({(level, cid, nid) for level, cid, _p, nid, _h in region.stored - new})
+    insert = [r for r in rows if r not in region.stored]
     levels = len({c.level for c in comms} | {lv for lv, _ in region.outside})
     n_comms = len(comms) + len(region.outside)
     active = _active_names(store, cfg, workspace)
     suggestions = (refresh_suggestions(store, cfg, embedder, workspace, new_nodes, res=res, active=active,
                                        queue=queue) if embedder is not None else 0)
-    counts = store.graph.totals(workspace)
-    stats = {"nodes": counts["nodes"], "edges": counts["edges"], "active_nodes": len(active[0]), "levels": levels,
-             "communities": n_comms, "chunks": counts["chunks"], "leiden": LEIDEN_VERSIONS,
+    # The summaries of the region's new memberships, made before the community rows are written (the stored
+    # ones they skip are the same: a membership the rows invalidate is not one of the region's), and written with
+    # the community rows, the counts (nodes, edges, chunks), the corpus version and the state row in one
+    # transaction (the snapshot's version is the state's before the update: the summaries do not read it).
+    # A community whose membership holds but whose evidence changed (it holds a node the added or removed chunks
+    # touch) loses its summary too, which is then written again below: it was written from passages that changed.
+    # Dropped first, from the stored rows; a kill before the final transaction leaves them missing, and the next
+    # update (its dirty nodes are these) or a query writes them.
+    dropped = store.communities.drop_summaries_of_nodes(sorted(new_nodes), workspace) if new_nodes else 0
+    snap = region_snapshot(store, region.g, comms, workspace, region.state)
+    made: list[Any] = []
+    written = build_summaries(snap, store, workspace=workspace, sink=made) if snap is not None else 0
+    stats = {"active_nodes": len(active[0]), "levels": levels, "communities": n_comms, "leiden": LEIDEN_VERSIONS,
              "label": builder_label(builder)}
-    store.graph.set_state(corpus_version=store.corpus.corpus_version(workspace), builder=builder,
-                          settings=_settings(cfg), stats=stats, workspace=workspace)
-    snap = region_snapshot(store, region.g, comms, workspace)
-    written = build_summaries(snap, store, workspace=workspace) if snap is not None else 0
+    _state, counts, invalidated = store.graph.finish_state(
+        builder=builder, settings=_settings(cfg), stats=stats, workspace=workspace, community_delete=delete,
+        community_rows=insert, summaries=made)
+    invalidated += dropped
     return BuildReport(mode, builder_label(builder), added, removed, counts["nodes"], counts["edges"],
                        len(active[0]), levels, n_comms, invalidated, suggestions, time.perf_counter() - t0, usage,
                        tuple(notes), written)
@@ -253,12 +304,13 @@ def _finish_region(store: Store, cfg: GraphConfig, workspace: str, region: Regio
 
 def _finish(store: Store, cfg: GraphConfig, workspace: str, *, mode: str, builder: str, t0: float, embedder: Embedder | None,
             new_nodes: set[str] | None, usage: Usage = Usage(), added: int = 0, removed: int = 0,
-            notes: Sequence[str] = (), res: Resolution | None = None, queue: Sequence[MergeItem] | None = None
-            ) -> BuildReport:
+            notes: Sequence[str] = (), res: Resolution | None = None, queue: Sequence[MergeItem] | None = None,
+            state: Any = None) -> BuildReport:
     """Communities, merge suggestions, the build state and summaries after the node rows changed. `queue`: the
-    review queue as read since its last change (merge suggestions read it otherwise)."""
+    review queue as read since its last change (merge suggestions read it otherwise); `state`: the stored build
+    state as read since its last change."""
     if mode == "incremental" and new_nodes is not None:
-        region = local_region(store, cfg, workspace, new_nodes)
+        region = local_region(store, cfg, workspace, new_nodes, state)
         if region is not None:
             return _finish_region(store, cfg, workspace, region, mode=mode, builder=builder, t0=t0,
                                   embedder=embedder, new_nodes=new_nodes, usage=usage, added=added, removed=removed,
@@ -321,37 +373,67 @@ def build_graph(
     added_ids, removed, dirty, unresolved = store.graph.update_delta(workspace)
     by_id = store.corpus.chunks_by_id(added_ids, workspace)
     added = [by_id[c] for c in added_ids]
-    affected = store.graph.remove_chunks(removed, workspace) | (set() if full else dirty)
+    resplit = state is not None and state.settings.get("split_by_type", cfg.split_by_type) != cfg.split_by_type
 
     extractor, builder, notice = make_extractor(cfg.builder, llm=llm, model=cfg.llm_model, workspace=workspace,
                                                 max_entities=cfg.max_entities_per_chunk)
     if notice:
         notes.append(notice)
-    # Extractions are stored in batches: if an LLM call fails for good, what was already paid for is kept and
-    # the next update carries on from there (its chunks are seen; their rows are resolved below).
-    usage = Usage()
-    for start in range(0, len(added), EXTRACT_BATCH):
-        batch = added[start:start + EXTRACT_BATCH]
+
+    def extract(start: int, batch: Sequence[Any]) -> list[ChunkExtraction] | None:
         try:
-            exts = extract_all(batch, extractor, (lambda i, n, s0=start: progress("extracting", s0 + i, len(added)))
+            return extract_all(batch, extractor, (lambda i, n, s0=start: progress("extracting", s0 + i, len(added)))
                                if progress else None)
         except LLMError as exc:
             notes.append(f"extraction stopped after {start} of {len(added)} new chunks ({exc}); run the update "
                          "again to continue")
-            added = added[:start]
-            break
-        usage = usage + _store_extractions(store, exts, builder, workspace)
-    if progress:
-        progress("resolving", 0, 1)
-    resplit = state is not None and state.settings.get("split_by_type", cfg.split_by_type) != cfg.split_by_type
-    new_rows = sorted({c.chunk_id for c in added} | (unresolved - set(removed)))
-    scope = None if (state is None or resplit) else new_rows
-    queue = store.review.queue(workspace=workspace)  # nothing below changes it before merge suggestions read it
-    res = current_resolution(store, cfg, workspace, scope, queue)
-    # Scoped, it returns the nodes of the new rows (node_ids_for_chunks(new_rows)); a whole re-resolution
-    # re-aggregates every node, so `affected` is not used then.
-    affected |= store.graph.apply_resolution(_mapping(res), split_by_type=cfg.split_by_type, chunk_ids=scope,
-                                             workspace=workspace)
+            return None
+
+    usage = Usage()
+    queue: Sequence[MergeItem] | None = None
+    res: Resolution | None = None
+    first: list[ChunkExtraction] | None = None
+    # A scoped update whose new chunks are one batch, with nothing an earlier update left unresolved: extracted
+    # first, then resolved from the new rows in memory (and the stored rows of the synonym list's names), and the
+    # removal, the resolved rows and their dirty marks written in one transaction (what remove_chunks,
+    # _store_extractions and apply_resolution write, without the statements that re-read the new rows).
+    if state is not None and not resplit and len(added) <= EXTRACT_BATCH and not unresolved - set(removed):
+        first = extract(0, added) if added else []
+        if first is None:
+            added, first = [], []
+        queue = store.review.queue(workspace=workspace)  # nothing below changes it before merge suggestions read it
+        if progress:
+            progress("resolving", 0, 1)
+        res = current_resolution(store, cfg, workspace, [], queue,
+                                 known={(m.norm, m.type) for x in first for m in x.mentions}, skip=removed)
+        rows = _resolved_rows(first, builder, res, cfg.split_by_type)
+        if rows is not None:
+            gone, touched = store.graph.replace_extractions(removed, *rows, workspace=workspace)
+            affected = gone | dirty | touched
+            for x in first:
+                usage = usage + x.usage
+        else:  # a chunk names one norm as two nodes: stored and resolved as below
+            queue = res = None
+    if res is None:
+        affected = store.graph.remove_chunks(removed, workspace) | (set() if full else dirty)
+        # Extractions are stored in batches: if an LLM call fails for good, what was already paid for is kept and
+        # the next update carries on from there (its chunks are seen; their rows are resolved below).
+        for start in range(0, len(added), EXTRACT_BATCH):
+            exts = first if first is not None and start == 0 else extract(start, added[start:start + EXTRACT_BATCH])
+            if exts is None:
+                added = added[:start]
+                break
+            usage = usage + _store_extractions(store, exts, builder, workspace)
+        if progress:
+            progress("resolving", 0, 1)
+        new_rows = sorted({c.chunk_id for c in added} | (unresolved - set(removed)))
+        scope = None if (state is None or resplit) else new_rows
+        queue = store.review.queue(workspace=workspace)  # nothing below changes it before merge suggestions read it
+        res = current_resolution(store, cfg, workspace, scope, queue)
+        # Scoped, it returns the nodes of the new rows (node_ids_for_chunks(new_rows)); a whole re-resolution
+        # re-aggregates every node, so `affected` is not used then.
+        affected |= store.graph.apply_resolution(_mapping(res), split_by_type=cfg.split_by_type, chunk_ids=scope,
+                                                 workspace=workspace)
     whole = state is None or resplit
     _reaggregate(store, None if whole else affected, _display(res), workspace)
     if progress:
@@ -359,7 +441,7 @@ def build_graph(
     mode = "full" if full or state is None else "incremental"
     report = _finish(store, cfg, workspace, mode=mode, builder=builder if added or state is None else state.builder,
                      t0=t0, embedder=embedder, new_nodes=None if whole else affected, usage=usage,
-                     added=len(added), removed=len(removed), notes=notes, res=res, queue=queue)
+                     added=len(added), removed=len(removed), notes=notes, res=res, queue=queue, state=state)
     return replace(report, cpu_seconds=time.process_time() - c0)
 
 

@@ -158,12 +158,13 @@ def load_snapshot(store: GraphSource, workspace: str, min_phrase_chunks: int, g:
     return _snapshot(state, g, rows, prov, store, workspace)
 
 
-def region_snapshot(store: GraphSource, g: ActiveGraph, communities: Sequence[Any], workspace: str
-                    ) -> GraphSnapshot | None:
+def region_snapshot(store: GraphSource, g: ActiveGraph, communities: Sequence[Any], workspace: str,
+                    state: Any = None) -> GraphSnapshot | None:
     """A snapshot of an update's region only (`g`: its induced active graph; `communities`: core.graph.communities
     Community records over its nodes): what build_summaries needs to write the summaries of the region's new
-    memberships, without reading the rest of the graph. It has no alias index (no query runs on it)."""
-    state = store.graph.state(workspace)
+    memberships, without reading the rest of the graph. It has no alias index (no query runs on it). `state`: the
+    stored build state when the caller has just written it."""
+    state = state if state is not None else store.graph.state(workspace)
     if state is None:
         return None
     rows = [(c.level, c.community_id, c.parent_id, nid, c.members_hash) for c in communities for nid in c.members]

@@ -150,14 +150,16 @@ def estimate_summary_tokens(n_communities: int, chars_per_context: int = 6000) -
 
 
 def get_summaries(snap: GraphSnapshot, store: GraphSource, level: int, community_ids: Sequence[str], *, llm: Any = None,
-                  model: str = "", use_llm: bool = False, workspace: str = "default", write: bool = False
-                  ) -> list[Summary]:
+                  model: str = "", use_llm: bool = False, workspace: str = "default", write: bool = False,
+                  unstored: bool = False, sink: list[Any] | None = None) -> list[Summary]:
     """Summaries for these communities: stored ones as they are, then ones this snapshot already made, and the
     missing ones written now. A query (write=False) keeps new ones in the snapshot's memory only: it reads the store
     and never writes it, and an LLM summary is still paid once per snapshot, not once per query. build_summaries
-    (write=True) stores them."""
+    (write=True) stores them. `unstored`: the caller has just read that none of these memberships has a stored
+    summary (build_summaries): they are not read again. `sink`: the rows to store are appended to it (the
+    caller stores them in its own transaction) instead of being stored here."""
     hashes = {cid: snap.members_hash[(level, cid)] for cid in community_ids}
-    cached = store.communities.summaries(list(hashes.values()), workspace)
+    cached = {} if unstored else store.communities.summaries(list(hashes.values()), workspace)
     out = []
     rows: list[tuple[str, int, str, str, str, str, dict[str, Any]]] = []
     todo = []
@@ -194,15 +196,21 @@ def get_summaries(snap: GraphSnapshot, store: GraphSource, level: int, community
         if write:
             rows.append((mh, level, cid, title, text, mode, usage.__dict__))
         out.append(made)
-    if rows:  # one transaction for all of them: a commit per summary was most of an incremental update's time
+    if rows and sink is not None:
+        sink.extend(rows)
+    elif rows:  # one transaction for all of them: a commit per summary was most of an incremental update's time
         store.communities.put_summaries(rows, workspace)
     return out
 
 
 def build_summaries(snap: GraphSnapshot, store: GraphSource, *, levels: Sequence[int] | None = None, llm: Any = None,
-                    model: str = "", use_llm: bool = False, workspace: str = "default") -> int:
+                    model: str = "", use_llm: bool = False, workspace: str = "default",
+                    sink: list[Any] | None = None) -> int:
     """Build time: write the summaries of every community of two or more entities (at `levels`, default all), so
-    queries find them stored. Returns how many were written."""
+    queries find them stored. Returns how many were written. `sink` (extractive only): the rows are appended to
+    it for the caller to store (an update stores them with its state row), not stored here."""
+    if sink is not None and use_llm:
+        raise ValueError("build_summaries: a sink takes extractive summaries only")
     written = 0
     wanted = {level: sorted(cid for cid, m in snap.communities.get(level, {}).items() if len(m) >= 2)
               for level in (snap.levels() if levels is None else levels)}
@@ -213,8 +221,12 @@ def build_summaries(snap: GraphSnapshot, store: GraphSource, *, levels: Sequence
     stored = set() if use_llm else store.communities.summary_hashes(workspace)
     for level, cids in wanted.items():
         ids = [cid for cid in cids if snap.members_hash[(level, cid)] not in stored]
-        written += sum(1 for s in get_summaries(snap, store, level, ids, llm=llm, model=model, use_llm=use_llm,
-                                                workspace=workspace, write=True) if not s.cached)
+        made = [s for s in get_summaries(snap, store, level, ids, llm=llm, model=model, use_llm=use_llm,
+                                         workspace=workspace, write=True, unstored=not use_llm, sink=sink)
+                if not s.cached]
+        written += len(made)
+        if not use_llm:  # stored now: a community of the same members on another level finds it stored
+            stored |= {s.members_hash for s in made}
     return written
 
 

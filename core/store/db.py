@@ -376,6 +376,25 @@ def id_relation(cur: Cursor, name: str, column: str, values: Sequence[str]) -> I
         cur.unregister(name)
 
 
+# Up to this many values, `list_contains(?, expr)` (a filter on the scan) beats `expr IN (SELECT unnest(?))` (a join
+# the optimizer plans): on the sample corpus's one-sentence-edit graph update, a 16-node aggregate rewrite's three
+# statements took 6.5 ms instead of 8.1 (duckdb 1.5.5, 2 threads); at 250 values the join was faster.
+SMALL_LIST = 32
+
+
+@contextmanager
+def id_match(cur: Cursor, name: str, column: str, values: Sequence[str]
+             ) -> Iterator[tuple[Callable[[str], str], list[Any]]]:
+    """A predicate on `values` (strings): yields (match, parameters), where match(expr) is SQL testing expr against
+    them, to be followed by the parameters at each use: list_contains of a bound list up to SMALL_LIST values,
+    else `expr IN <id_relation>`."""
+    if len(values) <= SMALL_LIST:
+        yield (lambda expr: f"list_contains(?::VARCHAR[], {expr})"), [list(values)]
+        return
+    with id_relation(cur, name, column, values) as (ids, p):
+        yield (lambda expr: f"{expr} IN {ids}"), p
+
+
 def insert_rows(cur: Cursor, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], *,
                 replace: bool = False) -> None:
     """INSERT (`replace`: INSERT OR REPLACE) the rows in bulk."""

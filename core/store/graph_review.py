@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from core.store.db import Database, StoreError, id_relation, insert_rows, now
+import numpy as np
+
+from core.store.db import Cursor, Database, StoreError, id_match, id_relation, insert_rows, now
 from core.types import DEFAULT_WORKSPACE, CommunityMember, CommunitySummary, MergeItem
 
 TABLES: tuple[str, ...] = (
@@ -25,6 +27,49 @@ TABLES: tuple[str, ...] = (
         summary VARCHAR, mode VARCHAR, usage_json VARCHAR, created_at TIMESTAMP,
         PRIMARY KEY (workspace_id, members_hash))""",
 )
+
+
+def write_community_rows(cur: Cursor, delete: Sequence[tuple[int, str, str]],
+                         rows: Sequence[tuple[int, str, str | None, str, str]], workspace: str) -> int:
+    """Communities.replace_community_rows() inside the caller's transaction (Graph.finish_state writes it with
+    the state row)."""
+    hashes: list[str] = []
+    if delete:
+        keys = [f"{level}\x1f{cid}\x1f{nid}" for level, cid, nid in delete]
+        with id_match(cur, "_comm_drop", "k", keys) as (match, p):
+            hashes = sorted({r[0] for r in cur.execute(
+                "DELETE FROM graph_communities WHERE workspace_id = ? AND "
+                f"{match('level::VARCHAR || chr(31) || community_id || chr(31) || node_id')} RETURNING members_hash",
+                [workspace, *p]).fetchall()})
+    insert_rows(cur, "graph_communities", ("workspace_id", "level", "community_id", "parent_id", "node_id",
+                                           "members_hash"), [(workspace, *r) for r in rows])
+    if not hashes:
+        return 0
+    with id_match(cur, "_comm_hashes", "h", hashes) as (match, p):
+        gone = cur.execute(
+            f"DELETE FROM graph_community_summaries WHERE workspace_id = ? AND {match('members_hash')} AND "
+            "members_hash NOT IN (SELECT members_hash FROM graph_communities WHERE workspace_id = ? AND "
+            f"{match('members_hash')}) RETURNING members_hash", [workspace, *p, workspace, *p]).fetchall()
+    return len(gone)
+
+
+def write_summaries(cur: Cursor, rows: Sequence[tuple[str, int, str, str, str, str, dict[str, Any]]],
+                    workspace: str) -> None:
+    """Communities.put_summaries() inside the caller's transaction."""
+    if not rows:
+        return
+    at = now()
+    cols = ("workspace_id", "members_hash", "level", "community_id", "title", "summary", "mode", "usage_json",
+            "created_at")
+    last = {r[0]: r for r in rows}  # one row per membership hash (INSERT OR REPLACE took one per key)
+    # A delete of the hashes and a plain insert: what INSERT OR REPLACE does, at about half its cost (its key
+    # check) for an update's few summaries (INSERT OR IGNORE cost as much as the replace).
+    with id_match(cur, "_summ_hashes", "h", sorted(last)) as (match, p):
+        cur.execute(f"DELETE FROM graph_community_summaries WHERE workspace_id = ? AND {match('members_hash')}",
+                    [workspace, *p])
+    insert_rows(cur, "graph_community_summaries", cols,
+                [(workspace, mh, level, cid, title, summary, mode, json.dumps(usage), at)
+                 for mh, level, cid, title, summary, mode, usage in last.values()])
 
 
 class Review:
@@ -141,6 +186,30 @@ class Communities:
                 "node_id IN (SELECT node_id FROM region) ORDER BY level, community_id, node_id",
                 [workspace, *p, workspace, workspace]).fetchnumpy()
 
+    def region_and_keys(self, node_ids: Sequence[str], workspace: str = DEFAULT_WORKSPACE
+                        ) -> tuple[list[tuple[int, str]], dict[str, Any]]:
+        """(community_keys(), region_columns(node_ids) with the members_hash column) in one statement: an update's
+        two reads of the community table (each statement is a fixed cost of a small update)."""
+        cur = self._db.cursor()
+        with id_match(cur, "_comm_nodes", "node_id", sorted(set(node_ids))) as (match, p):
+            got = cur.execute(
+                "WITH roots AS (SELECT DISTINCT community_id FROM graph_communities WHERE workspace_id = $ws AND "
+                f"level = 0 AND {match('node_id').replace('?', '$ids')}), "
+                "region AS (SELECT node_id FROM graph_communities WHERE workspace_id = $ws AND level = 0 AND "
+                "community_id IN (SELECT community_id FROM roots)) "
+                "SELECT DISTINCT 0 AS k, level, community_id, NULL::VARCHAR AS parent_id, NULL::VARCHAR AS node_id, "
+                "NULL::VARCHAR AS members_hash FROM graph_communities WHERE workspace_id = $ws "
+                "UNION ALL SELECT 1, level, community_id, parent_id, node_id, members_hash FROM graph_communities "
+                "WHERE workspace_id = $ws AND node_id IN (SELECT node_id FROM region) "
+                "ORDER BY k, level, community_id, node_id", {"ws": workspace, **({"ids": p[0]} if p else {})}
+            ).fetchnumpy()
+        k = np.asarray(got["k"])
+        n_keys = int((k == 0).sum())
+        levels, cids = got["level"].tolist(), got["community_id"].tolist()
+        keys = [(int(levels[i]), cids[i]) for i in range(n_keys)]
+        region = {c: got[c][n_keys:] for c in ("level", "community_id", "parent_id", "node_id", "members_hash")}
+        return keys, region
+
     def community_keys(self, workspace: str = DEFAULT_WORKSPACE) -> list[tuple[int, str]]:
         """(level, community_id) of every stored community, ordered: one row per community, not per member."""
         return [(int(r[0]), r[1]) for r in self._db.cursor().execute(
@@ -187,6 +256,18 @@ class Communities:
                     "RETURNING members_hash", [workspace, workspace, *p]).fetchall()
         return len(gone)
 
+    def replace_community_rows(self, delete: Sequence[tuple[int, str, str]],
+                               rows: Sequence[tuple[int, str, str | None, str, str]],
+                               workspace: str = DEFAULT_WORKSPACE) -> int:
+        """replace_communities() as a row difference: delete the rows keyed (level, community_id, node_id) in
+        `delete`, insert `rows`, and drop the summaries of the deleted rows' memberships that no community holds
+        any more; returns how many summaries were invalidated. An update whose re-clustered communities mostly
+        come back as they were rewrites only the rows that changed (the same table after, fewer rows written)."""
+        if not delete and not rows:
+            return 0
+        with self._db.transaction() as cur:
+            return write_community_rows(cur, delete, rows, workspace)
+
     def summaries(self, members_hashes: Sequence[str] | None = None,
                   workspace: str = DEFAULT_WORKSPACE) -> dict[str, CommunitySummary]:
         """Cached community summaries by membership hash."""
@@ -208,12 +289,9 @@ class Communities:
 
     def put_summaries(self, rows: Sequence[tuple[str, int, str, str, str, str, dict[str, Any]]],
                       workspace: str = DEFAULT_WORKSPACE) -> None:
-        """Several summaries (members_hash, level, community_id, title, summary, mode, usage) in one transaction."""
-        at = now()
-        cols = ("workspace_id", "members_hash", "level", "community_id", "title", "summary", "mode", "usage_json",
-                "created_at")
-        last = {r[0]: r for r in rows}  # one row per membership hash (INSERT OR REPLACE takes one per key)
+        """Several summaries (members_hash, level, community_id, title, summary, mode, usage) in one transaction,
+        each replacing the stored one of its membership hash."""
+        if not rows:
+            return
         with self._db.transaction() as cur:
-            insert_rows(cur, "graph_community_summaries", cols,
-                        [(workspace, mh, level, cid, title, summary, mode, json.dumps(usage), at)
-                         for mh, level, cid, title, summary, mode, usage in last.values()], replace=True)
+            write_summaries(cur, rows, workspace)
