@@ -379,7 +379,6 @@ def _dense(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
     search = "exact scan"
     if dindex.ann is not None and q.only is None:  # above the ANN threshold (core/retrieve/ann.py)
         search = f"approximate: HNSW graph, query width {ann_expansion(len(dindex.ann), ann_candidates(config.dense.k))}"
-        notes.append(f"{search} (the exact scan below {deps.indexes.ann_min_chunks:,} chunks)")
     # A question met before reuses its vector (deps.indexes.queries); an encode counts as one embedding computed.
     return StepOutput(hits, notes, info={"model": deps.embedder.model_id, "indexed": len(dindex),
                                          "text": q.dense_variant, "search": search,

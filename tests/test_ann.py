@@ -92,8 +92,8 @@ def test_holes_left_by_removals_add_up_across_syncs_to_a_rebuild(tmp_path) -> No
 
 
 def test_the_dense_stage_says_whether_it_searched_the_graph_or_scanned(tmp_path, deps) -> None:
-    """What a person reads beside the dense column: 'exact scan' below the threshold; above it the graph and its
-    query width, with the same list."""
+    """What a person reads beside the dense column: nothing extra below the threshold (the exact scan); above it a
+    chip with the graph and its query width, with the same list."""
     from dataclasses import replace
 
     from core.config import PipelineConfig
@@ -110,10 +110,12 @@ def test_the_dense_stage_says_whether_it_searched_the_graph_or_scanned(tmp_path,
     graphed = run_query("widgets of size 3", cfg, replace(deps, indexes=IndexCache(tmp_path, ann_min_chunks=1)))
     a, b = exact.stage("dense"), graphed.stage("dense")
     assert a is not None and b is not None
-    assert a.info["search"] == "exact scan" and not any("HNSW" in n for n in a.notes)
+    from core.app.report import stage_chips
+
+    assert a.info["search"] == "exact scan" and not any("HNSW" in c for c in stage_chips(a))
     width = ann_mod.expansion(a.info["indexed"], ann_mod.candidates(cfg.dense.k))
     assert b.info["search"] == f"approximate: HNSW graph, query width {width}"
-    assert any(n.startswith(b.info["search"]) and "below 1 chunks" in n for n in b.notes)
+    assert f"HNSW graph, query width {width}" in stage_chips(b) and not b.notes  # a fact beside the name, no warning
     assert sorted(c.score for c in a.candidates) == pytest.approx(sorted(c.score for c in b.candidates), abs=1e-6)
 
 

@@ -237,6 +237,8 @@ def stage_chips(stage: StageResult, notes: Sequence[str] = ()) -> list[str]:
         chips.append(f"searched: {searched}")
     if "indexed" in i:
         chips.append(f"of {_num(i['indexed'])} indexed")
+    if str(i.get("search", "")).startswith("approximate"):  # the dense list through the ANN graph (exact: no chip)
+        chips.append(str(i["search"]).removeprefix("approximate: "))
     if "reranker" in i:
         chips.append(str(i["reranker"]))
     if "cache_hits" in i:
@@ -269,7 +271,7 @@ def stage_chips(stage: StageResult, notes: Sequence[str] = ()) -> list[str]:
 
 
 _CHIP_ONLY = {"indexed", "cache_hits", "computed", "tokens_in", "tokens_out", "kept_share", "rrf_k", "lam", "hit",
-              "refused", "text", "searched"}
+              "refused", "text", "searched", "search"}
 
 
 def stage_details(stage: StageResult) -> list[tuple[str, str]]:
