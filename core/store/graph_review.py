@@ -41,6 +41,13 @@ def write_community_rows(cur: Cursor, delete: Sequence[tuple[int, str, str]],
                 "DELETE FROM graph_communities WHERE workspace_id = ? AND "
                 f"{match('level::VARCHAR || chr(31) || community_id || chr(31) || node_id')} RETURNING members_hash",
                 [workspace, *p]).fetchall()})
+    return _insert_and_drop_orphans(cur, rows, hashes, workspace)
+
+
+def _insert_and_drop_orphans(cur: Cursor, rows: Sequence[tuple[int, str, str | None, str, str]],
+                             hashes: Sequence[str], workspace: str) -> int:
+    """Insert community rows, then drop the summaries of the deleted memberships (`hashes`) that no community
+    holds any more; returns how many were dropped."""
     insert_rows(cur, "graph_communities", ("workspace_id", "level", "community_id", "parent_id", "node_id",
                                            "members_hash"), [(workspace, *r) for r in rows])
     if not hashes:
@@ -231,17 +238,7 @@ class Communities:
                 hashes = sorted({r[0] for r in cur.execute(
                     f"DELETE FROM graph_communities WHERE workspace_id = ? AND level::VARCHAR || chr(31) || "
                     f"community_id IN {ks} RETURNING members_hash", [workspace, *p]).fetchall()})
-            insert_rows(cur, "graph_communities",
-                        ("workspace_id", "level", "community_id", "parent_id", "node_id", "members_hash"),
-                        [(workspace, *r) for r in rows])
-            if not hashes:
-                return 0
-            with id_relation(cur, "_comm_hashes", "h", hashes) as (hs, p):
-                gone = cur.execute(
-                    f"DELETE FROM graph_community_summaries WHERE workspace_id = ? AND members_hash IN {hs} AND "
-                    "members_hash NOT IN (SELECT members_hash FROM graph_communities WHERE workspace_id = ? AND "
-                    f"members_hash IN {hs}) RETURNING members_hash", [workspace, *p, workspace, *p]).fetchall()
-        return len(gone)
+            return _insert_and_drop_orphans(cur, rows, hashes, workspace)
 
     def drop_summaries_of_nodes(self, node_ids: Sequence[str], workspace: str = DEFAULT_WORKSPACE) -> int:
         """Drop the cached summaries of every community (any level) that holds one of `node_ids`: their evidence
