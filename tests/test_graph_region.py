@@ -72,8 +72,8 @@ def test_the_narrow_store_reads_return_what_the_whole_reads_return_for_those_ids
         mine = {(cid, n) for cid, n in store.graph.chunk_nodes(chunk_ids, WS)}
         els = store.graph.elements_of_chunks(chunk_ids, (), WS)
         assert els and set(els) <= set(store.graph.elements(WS)) and {e[0] for e in els} == {n for _, n in mine}
-        # Nothing changed since the build: no chunk to extract, none to drop.
-        assert store.graph.chunk_delta(WS) == ([], [])
+        # Nothing changed since the build: no chunk to extract, none to drop, nothing dirty or unresolved.
+        assert store.graph.update_delta(WS) == ([], [], set(), set())
     finally:
         store.close()
 

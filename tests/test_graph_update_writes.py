@@ -129,11 +129,11 @@ def test_region_and_keys_finish_state_skip_and_summary_replacement_give_the_know
     assert len(TEAMS) == 5
 
 
-def test_replace_community_rows_leaves_the_table_replace_communities_leaves() -> None:
+def test_community_rows_written_as_a_difference_leave_the_table_a_whole_replacement_would() -> None:
     cfg = _cfg(max_cluster_size=2)
-    stores = [_built(cfg)[0], _built(cfg)[0]]
+    store = _built(cfg)[0]
     try:
-        rows = sorted(stores[0].communities.communities(WS))
+        rows = sorted(store.communities.communities(WS))
         # A known edit of the tree: one community loses its first member to a new community, the others stay.
         level, cid = rows[0].level, rows[0].community_id
         members = [r for r in rows if (r.level, r.community_id) == (level, cid)]
@@ -141,17 +141,19 @@ def test_replace_community_rows_leaves_the_table_replace_communities_leaves() ->
         new = [(r.level, r.community_id, r.parent_id, r.node_id, "changed-hash") for r in members[1:]]
         new.append((level, "brand-new", moved.parent_id, moved.node_id, "new-hash"))
         old_hash = members[0].members_hash
-        stores[0].communities.put_summaries([(old_hash, level, cid, "t", "s", "extractive", {})], WS)
-        stores[1].communities.put_summaries([(old_hash, level, cid, "t", "s", "extractive", {})], WS)
-        a = stores[0].communities.replace_communities([(level, cid)], new, WS)
-        b = stores[1].communities.replace_community_rows(sorted((r.level, r.community_id, r.node_id) for r in members),
-                                                         new, WS)
-        assert a == b == 1  # the old membership's summary dropped on both
-        assert sorted(stores[0].communities.communities(WS)) == sorted(stores[1].communities.communities(WS))
-        assert stores[1].communities.replace_community_rows([], [], WS) == 0
+        assert not any(r.members_hash == old_hash for r in rows if (r.level, r.community_id) != (level, cid))
+        store.communities.put_summaries([(old_hash, level, cid, "t", "s", "extractive", {})], WS)
+        # The table a whole replacement of that community leaves: the other rows, then the new ones.
+        expected = sorted([r for r in rows if (r.level, r.community_id) != (level, cid)]
+                          + [type(rows[0])(*r) for r in new])
+        _, _, dropped = store.graph.finish_state(
+            builder="statistical", settings={}, stats={}, workspace=WS,
+            community_delete=sorted((r.level, r.community_id, r.node_id) for r in members), community_rows=new)
+        assert dropped == 1 and old_hash not in store.communities.summaries(None, WS)  # the old membership's summary
+        assert sorted(store.communities.communities(WS)) == expected
+        assert store.graph.finish_state(builder="statistical", settings={}, stats={}, workspace=WS)[2] == 0
     finally:
-        for s in stores:
-            s.close()
+        store.close()
 
 
 def test_build_summaries_counts_a_membership_shared_by_two_levels_once() -> None:

@@ -430,8 +430,8 @@ def build_graph(
         scope = None if (state is None or resplit) else new_rows
         queue = store.review.queue(workspace=workspace)  # nothing below changes it before merge suggestions read it
         res = current_resolution(store, cfg, workspace, scope, queue)
-        # Scoped, it returns the nodes of the new rows (node_ids_for_chunks(new_rows)); a whole re-resolution
-        # re-aggregates every node, so `affected` is not used then.
+        # Scoped, it returns the nodes of the new rows (every node their mentions and relation ends name); a whole
+        # re-resolution re-aggregates every node, so `affected` is not used then.
         affected |= store.graph.apply_resolution(_mapping(res), split_by_type=cfg.split_by_type, chunk_ids=scope,
                                                  workspace=workspace)
     whole = state is None or resplit

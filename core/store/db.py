@@ -395,19 +395,17 @@ def id_match(cur: Cursor, name: str, column: str, values: Sequence[str]
         yield (lambda expr: f"{expr} IN {ids}"), p
 
 
-def insert_rows(cur: Cursor, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], *,
-                replace: bool = False) -> None:
-    """INSERT (`replace`: INSERT OR REPLACE) the rows in bulk."""
+def insert_rows(cur: Cursor, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """INSERT the rows in bulk."""
     if not rows:
         return
     cols = ", ".join(columns)
-    verb = "INSERT OR REPLACE" if replace else "INSERT"
     plain = _plain_columns(rows) if len(rows) <= SMALL_ROWS else None
     if plain is not None:  # one bound list per column, zipped by unnest
-        cur.execute(f"{verb} INTO {table} ({cols}) SELECT {', '.join('unnest(?)' for _ in columns)}", plain)
+        cur.execute(f"INSERT INTO {table} ({cols}) SELECT {', '.join('unnest(?)' for _ in columns)}", plain)
         return
     register_rows(cur, "_bulk_rows", columns, rows)
     try:
-        cur.execute(f"{verb} INTO {table} ({cols}) SELECT {cols} FROM _bulk_rows")
+        cur.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _bulk_rows")
     finally:
         cur.unregister("_bulk_rows")

@@ -71,6 +71,17 @@ def _facts_of(rows: Sequence[tuple[Any, ...]]) -> list[NodeFacts]:
             for nid, (chunks, docs, total, sf, tp, al, ds) in sorted(acc.items())]
 
 
+def _delete_chunk_rows(cur: Any, chunk_ids: Sequence[str], workspace: str) -> set[str]:
+    """Delete these chunks' graph rows (chunk marks, mentions, relations) in the caller's transaction; returns the
+    node ids their mentions and relation ends named (the deleted rows say which, so nothing is read first)."""
+    with id_match(cur, "_graph_ids", "chunk_id", chunk_ids) as (match, p):
+        scope = f"WHERE workspace_id = ? AND {match('chunk_id')}"
+        cur.execute(f"DELETE FROM graph_chunks {scope}", [workspace, *p])
+        ends = cur.execute(f"DELETE FROM graph_mentions {scope} RETURNING node_id", [workspace, *p]).fetchall()
+        ends += cur.execute(f"DELETE FROM graph_relations {scope} RETURNING src_id, dst_id", [workspace, *p]).fetchall()
+    return {n for row in ends for n in row if n is not None}
+
+
 class Graph:
     """Implements core.graph.search's GraphSource and the build workflow's graph tables."""
 
@@ -107,7 +118,7 @@ class Graph:
                      ) -> tuple[GraphState, dict[str, int], int]:
         """set_state() with the totals() and the corpus version it records read in the same transaction (one
         statement where an update sent three): `stats` gets the node, edge and chunk counts. An update's last
-        writes go in the same transaction first: its community rows (Communities.replace_community_rows:
+        writes go in the same transaction first: its community rows (graph_review.write_community_rows:
         `community_delete`, `community_rows`) and the summaries of its new memberships (Communities.put_summaries).
         Returns the state written (what state() reads next), the counts and how many summaries the community rows
         invalidated."""
@@ -175,16 +186,7 @@ class Graph:
             return set(), set()  # nothing to write: no transaction (a no-op update writes only its state)
         at = now()
         with self._db.transaction() as cur:
-            affected: set[str] = set()
-            if removed:
-                with id_match(cur, "_graph_ids", "chunk_id", removed) as (match, p):
-                    scope = f"WHERE workspace_id = ? AND {match('chunk_id')}"
-                    cur.execute(f"DELETE FROM graph_chunks {scope}", [workspace, *p])
-                    ends = cur.execute(f"DELETE FROM graph_mentions {scope} RETURNING node_id",
-                                       [workspace, *p]).fetchall()
-                    ends += cur.execute(f"DELETE FROM graph_relations {scope} RETURNING src_id, dst_id",
-                                        [workspace, *p]).fetchall()
-                affected = {n for row in ends for n in row if n is not None}
+            affected = _delete_chunk_rows(cur, removed, workspace) if removed else set()
             insert_rows(cur, "graph_chunks", ("workspace_id", "chunk_id", "doc_id", "builder", "extracted_at"),
                         [(workspace, *r, at) for r in chunk_rows])
             insert_rows(cur, "graph_mentions", ("workspace_id", "chunk_id", "doc_id", "norm", "surface", "type",
@@ -204,20 +206,6 @@ class Graph:
             "SELECT DISTINCT chunk_id FROM graph_mentions WHERE workspace_id = ? AND node_id IS NULL ORDER BY 1",
             [workspace]).fetchall()]
 
-    def node_ids_for_chunks(self, chunk_ids: Sequence[str], workspace: str = DEFAULT_WORKSPACE) -> set[str]:
-        """Nodes whose aggregates depend on these chunks: every mention, and both ends of every relation."""
-        if not chunk_ids:
-            return set()
-        cur = self._db.cursor()
-        register_rows(cur, "_graph_ids", ("chunk_id",), [(c,) for c in chunk_ids])
-        rows = cur.execute(
-            "SELECT node_id FROM graph_mentions WHERE workspace_id = ? AND chunk_id IN (SELECT chunk_id FROM _graph_ids) "
-            "UNION SELECT src_id FROM graph_relations WHERE workspace_id = ? AND chunk_id IN "
-            "(SELECT chunk_id FROM _graph_ids) UNION SELECT dst_id FROM graph_relations WHERE workspace_id = ? AND "
-            "chunk_id IN (SELECT chunk_id FROM _graph_ids)", [workspace] * 3).fetchall()
-        cur.unregister("_graph_ids")
-        return {r[0] for r in rows if r[0] is not None}
-
     def dirty_nodes(self, workspace: str = DEFAULT_WORKSPACE) -> set[str]:
         """Nodes an unfinished update touched (see graph_dirty)."""
         return {r[0] for r in self._db.cursor().execute(
@@ -228,14 +216,8 @@ class Graph:
         (marked dirty in the same transaction)."""
         if not chunk_ids:
             return set()
-        with self._db.transaction() as cur, id_relation(cur, "_graph_ids", "chunk_id", chunk_ids) as (ids, p):
-            scope = f"WHERE workspace_id = ? AND chunk_id IN {ids}"
-            # The deleted rows name the affected nodes (what node_ids_for_chunks reads first, without its scan).
-            cur.execute(f"DELETE FROM graph_chunks {scope}", [workspace, *p])
-            ends = cur.execute(f"DELETE FROM graph_mentions {scope} RETURNING node_id", [workspace, *p]).fetchall()
-            ends += cur.execute(f"DELETE FROM graph_relations {scope} RETURNING src_id, dst_id",
-                                [workspace, *p]).fetchall()
-            affected = {n for row in ends for n in row if n is not None}
+        with self._db.transaction() as cur:
+            affected = _delete_chunk_rows(cur, chunk_ids, workspace)
             insert_rows(cur, "graph_dirty", ("workspace_id", "node_id"), [(workspace, n) for n in sorted(affected)])
         return affected
 
@@ -249,7 +231,7 @@ class Graph:
                          chunk_ids: Sequence[str] | None = None, workspace: str = DEFAULT_WORKSPACE) -> set[str]:
         """Set node ids from element ids (norm, or norm|type): identity unless `mapping` says otherwise. Relation
         ends take the node id of the same chunk's mention with that norm. `chunk_ids` limits it to new rows and
-        returns the node ids of their mentions (marked dirty), which are node_ids_for_chunks(chunk_ids): a relation
+        returns the node ids of their mentions (marked dirty), which are every node those chunks name: a relation
         end is the node of a mention of its own chunk. Without `chunk_ids` it returns an empty set."""
         elem = "norm || '|' || type" if split_by_type else "norm"
         if chunk_ids is not None and not chunk_ids:
@@ -409,23 +391,11 @@ class Graph:
             "SELECT node_id, name, type, n_chunks FROM graph_nodes WHERE workspace_id = ? ORDER BY node_id",
             [workspace]).fetchnumpy()
 
-    def chunk_delta(self, workspace: str = DEFAULT_WORKSPACE) -> tuple[list[str], list[str]]:
-        """(corpus chunks the graph has no extractions for, in corpus order; chunks with extractions that left
-        the corpus, sorted): what an update must extract and drop, without reading either table whole."""
-        cur = self._db.cursor()
-        added = [r[0] for r in cur.execute(
-            "SELECT c.chunk_id FROM chunks AS c ANTI JOIN (SELECT chunk_id FROM graph_chunks WHERE workspace_id = ?) "
-            "AS g ON g.chunk_id = c.chunk_id WHERE c.workspace_id = ? ORDER BY c.doc_id, c.ordinal",
-            [workspace, workspace]).fetchall()]
-        removed = [r[0] for r in cur.execute(
-            "SELECT g.chunk_id FROM graph_chunks AS g ANTI JOIN (SELECT chunk_id FROM chunks WHERE workspace_id = ?) "
-            "AS c ON c.chunk_id = g.chunk_id WHERE g.workspace_id = ? ORDER BY 1", [workspace, workspace]).fetchall()]
-        return added, removed
-
     def update_delta(self, workspace: str = DEFAULT_WORKSPACE
                      ) -> tuple[list[str], list[str], set[str], set[str]]:
-        """chunk_delta(), dirty_nodes() and unresolved_chunks() in one statement (each was a fixed cost of every
-        update): (chunks to extract in corpus order, chunks to drop sorted, dirty node ids, unresolved chunk ids)."""
+        """What an update must do, in one statement (each part was a fixed cost of every update): (corpus chunks the
+        graph has no extractions for, in corpus order; chunks with extractions that left the corpus, sorted; dirty
+        node ids; chunks with extractions never resolved)."""
         rows = self._db.cursor().execute(
             "SELECT 0 AS k, c.chunk_id AS id, c.doc_id AS d, c.ordinal AS o FROM chunks AS c ANTI JOIN (SELECT "
             "chunk_id FROM graph_chunks WHERE workspace_id = $ws) AS g ON g.chunk_id = c.chunk_id "

@@ -31,8 +31,11 @@ TABLES: tuple[str, ...] = (
 
 def write_community_rows(cur: Cursor, delete: Sequence[tuple[int, str, str]],
                          rows: Sequence[tuple[int, str, str | None, str, str]], workspace: str) -> int:
-    """Communities.replace_community_rows() inside the caller's transaction (Graph.finish_state writes it with
-    the state row)."""
+    """Part of the community tree rewritten as a row difference, inside the caller's transaction (Graph.finish_state
+    writes it with the state row): delete the rows keyed (level, community_id, node_id) in `delete`, insert `rows`,
+    and drop the summaries of the deleted rows' memberships that no community holds any more; returns how many
+    summaries were dropped. An update whose re-clustered communities mostly come back as they were writes only the
+    rows that changed."""
     hashes: list[str] = []
     if delete:
         keys = [f"{level}\x1f{cid}\x1f{nid}" for level, cid, nid in delete]
@@ -41,13 +44,6 @@ def write_community_rows(cur: Cursor, delete: Sequence[tuple[int, str, str]],
                 "DELETE FROM graph_communities WHERE workspace_id = ? AND "
                 f"{match('level::VARCHAR || chr(31) || community_id || chr(31) || node_id')} RETURNING members_hash",
                 [workspace, *p]).fetchall()})
-    return _insert_and_drop_orphans(cur, rows, hashes, workspace)
-
-
-def _insert_and_drop_orphans(cur: Cursor, rows: Sequence[tuple[int, str, str | None, str, str]],
-                             hashes: Sequence[str], workspace: str) -> int:
-    """Insert community rows, then drop the summaries of the deleted memberships (`hashes`) that no community
-    holds any more; returns how many were dropped."""
     insert_rows(cur, "graph_communities", ("workspace_id", "level", "community_id", "parent_id", "node_id",
                                            "members_hash"), [(workspace, *r) for r in rows])
     if not hashes:
@@ -223,23 +219,6 @@ class Communities:
             "SELECT DISTINCT level, community_id FROM graph_communities WHERE workspace_id = ? ORDER BY 1, 2",
             [workspace]).fetchall()]
 
-    def replace_communities(self, drop: Sequence[tuple[int, str]], rows: Sequence[tuple[int, str, str | None, str, str]],
-                            workspace: str = DEFAULT_WORKSPACE) -> int:
-        """put_communities() for part of the tree: delete the rows of the `drop` communities (level, id), insert
-        `rows`, and drop the summaries of the dropped memberships that no community holds any more; returns how
-        many summaries were invalidated."""
-        if not drop and not rows:
-            return 0  # nothing to delete or insert: no summary can lose its membership
-        with self._db.transaction() as cur:
-            # (level, id) keys as one string each (level, unit separator, id): an id set like any other.
-            keys = [f"{level}\x1f{cid}" for level, cid in drop]
-            with id_relation(cur, "_comm_drop", "k", keys) as (ks, p):
-                # The deleted rows' hashes are the dropped memberships (one statement, not a read and a delete).
-                hashes = sorted({r[0] for r in cur.execute(
-                    f"DELETE FROM graph_communities WHERE workspace_id = ? AND level::VARCHAR || chr(31) || "
-                    f"community_id IN {ks} RETURNING members_hash", [workspace, *p]).fetchall()})
-            return _insert_and_drop_orphans(cur, rows, hashes, workspace)
-
     def drop_summaries_of_nodes(self, node_ids: Sequence[str], workspace: str = DEFAULT_WORKSPACE) -> int:
         """Drop the cached summaries of every community (any level) that holds one of `node_ids`: their evidence
         changed even where their membership did not. Returns how many were dropped."""
@@ -252,18 +231,6 @@ class Communities:
                     f"members_hash FROM graph_communities WHERE workspace_id = ? AND node_id IN {ids}) "
                     "RETURNING members_hash", [workspace, workspace, *p]).fetchall()
         return len(gone)
-
-    def replace_community_rows(self, delete: Sequence[tuple[int, str, str]],
-                               rows: Sequence[tuple[int, str, str | None, str, str]],
-                               workspace: str = DEFAULT_WORKSPACE) -> int:
-        """replace_communities() as a row difference: delete the rows keyed (level, community_id, node_id) in
-        `delete`, insert `rows`, and drop the summaries of the deleted rows' memberships that no community holds
-        any more; returns how many summaries were invalidated. An update whose re-clustered communities mostly
-        come back as they were rewrites only the rows that changed (the same table after, fewer rows written)."""
-        if not delete and not rows:
-            return 0
-        with self._db.transaction() as cur:
-            return write_community_rows(cur, delete, rows, workspace)
 
     def summaries(self, members_hashes: Sequence[str] | None = None,
                   workspace: str = DEFAULT_WORKSPACE) -> dict[str, CommunitySummary]:
