@@ -29,6 +29,7 @@ class Stage(StrEnum):
     ANSWER_CACHE = "answer_cache"
     ROUTE = "route"
     SQL = "sql"  # the workspace's tables: a query over them (issue #29), when the question is about them
+    CAG = "cag"  # cache-augmented generation: Claude reads the whole corpus (the cag route)
     COLLECTIONS = "collections"  # which of the workspace's collections are searched (issue #29), when it has several
     HYDE = "hyde"
     MULTI_QUERY = "multi_query"

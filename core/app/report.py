@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from core.ingest.parse import human_size  # one size format for upload errors and tables
 from core.text import PALETTE, snippet  # snippet: re-exported for the pages
+from core.trace import REORDERING  # re-exported for the pages (stages that reorder the list they read)
 from core.types import Chunk, StageResult, Trace
 
 if TYPE_CHECKING:  # annotations only: report.py must not pull in the store (duckdb) at import time
@@ -279,8 +280,6 @@ def stage_details(stage: StageResult) -> list[tuple[str, str]]:
     return [(k, readable(v)) for k, v in stage.info.items() if k not in _CHIP_ONLY and v not in (None, "", [], {})]
 
 
-# Stages that reorder or filter the list handed to them (their candidates carry their own stage name too).
-REORDERING = frozenset({"rerank", "prune", "mmr", "expand"})
 
 
 def stage_moves(trace: Trace) -> dict[str, dict[str, str]]:

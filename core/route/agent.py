@@ -510,7 +510,7 @@ class AgentOutcome:
 
 
 Search = Callable[[str], Trace]
-_IDLE = ("answer_cache", "route", "answer")  # switched off inside a round: their skip strips would only repeat
+_IDLE = ("answer_cache", "route", "cag", "evidence", "answer")  # off inside a round: their skips would only repeat
 
 
 def _renamed(stage: StageResult, rnd: int, query: str, nth: int = 0) -> StageResult:
