@@ -69,6 +69,7 @@ from core.retrieve.stage import (
 )
 from core.route.agent import (
     AgentOutcome,
+    EvidenceInfo,
     BridgeWriter,
     Budget,
     LLMGrader,
@@ -108,6 +109,7 @@ from core.trace import (  # noqa: F401 - the names older callers import from her
 from core.types import (
     CONTEXT_KEY,
     DEFAULT_WORKSPACE,
+    AgentRecord,
     Answer,
     AnswerInfo,
     CacheKey,
@@ -218,7 +220,7 @@ def _facts(q: _Query) -> tuple[Any, ...]:
 
 
 def _finish(q: _Query, tracer: Tracer, config: PipelineConfig, deps: Deps, log: bool, answer: Answer | None = None,
-            agent: Mapping[str, Any] | None = None) -> Trace:
+            agent: AgentRecord | None = None) -> Trace:
     """The query's trace, written to the run log unless the run is unlogged (a measurement) or the store is
     read-only (a snapshot keeps no run log)."""
     trace = Trace(q.text, config.stable_hash(), q.version, tuple(tracer.stages), q.workspace, q.lang,
@@ -671,7 +673,7 @@ def _guarded(q: _Query, c: PipelineConfig, deps: Deps) -> dict[str, str]:
 
 
 def _agentic(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
-             decision: RouteDecision | None = None) -> Mapping[str, Any]:
+             decision: RouteDecision | None = None) -> AgentRecord:
     """The agentic loop (core/route/agent.py) around single passes of this pipeline: each round's stages, its grade
     and decide records join the trace, then the fused evidence pool as the stage the answer reads. Rounds run with
     the router off, so the transforms this question's route asked for (auto) are switched on for them."""
@@ -701,12 +703,12 @@ def _agentic(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
                         grader=grader, writer=writer, workspace=q.workspace, k=a.k, head=a.head,
                         repeat_threshold=a.repeat_threshold, enough=bridge_found if a.stop_when_found else None)
         tracer.stages.extend(out.stages)  # the rounds' stages, grade and decide records sit before the evidence
-        return AgentStep(out.evidence, [label], info={"rounds": out.rounds, "stop_reason": out.stop_reason,
-                                                      "spent": dict(out.spent)}, outcome=out)
+        return AgentStep(out.evidence, [label], info=EvidenceInfo(out.rounds, out.stop_reason, dict(out.spent)),
+                         outcome=out)
 
     ran = tracer.run(Stage.EVIDENCE, loop)
     assert ran is not None
-    return ran.outcome.as_dict()
+    return ran.outcome.record()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -852,8 +854,7 @@ def _answered_by_tools(q: _Query, out: ToolOutcome, config: PipelineConfig, c: P
     the answer stage over the passages the tools found, read as the question with what SQL found in it."""
     why = f"answered by the agent's tools ({out.planner} planner, form {out.form})"
     tracer.skip_rest(why, before=Stage.EVIDENCE)
-    tracer.run(Stage.EVIDENCE, lambda: StepOutput(out.passages or out.rows, [why], info={
-        "rows": len(out.rows), "passages": len(out.passages), "stop_reason": out.stop_reason}))
+    tracer.run(Stage.EVIDENCE, lambda: StepOutput(out.passages or out.rows, [why], info=out.evidence_info()))
 
     def given(text: str, note: str, mode: str) -> AnswerStep:
         a = Answer(text, tool_citations(out), False, mode)
@@ -888,7 +889,7 @@ def _answered_by_tools(q: _Query, out: ToolOutcome, config: PipelineConfig, c: P
         elif answer is not None and out.rows:  # the rows answer their part; the documents did not answer the rest
             answer = replace(answer, text=f"From the tables: {out.table_answer}. The documents do not answer the "
                                           f"rest: {answer.text}", citations=tool_citations(out), refused=False)
-    return _finish(q, tracer, config, deps, log, answer, out.as_dict())
+    return _finish(q, tracer, config, deps, log, answer, out.record())
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -958,8 +959,8 @@ def _answer_cache(q: _Query, config: PipelineConfig, deps: Deps, key: CacheKey) 
         f"{res.verdict.replace('_', ' ')}: " + (f"nearest '{res.nearest_question}' (cosine {res.cosine:.3f}); "
                                                  if res.nearest_question else "") + res.reason]
     # The query was encoded here unless a question met before lent its vector: one embedding computed or none.
-    return CacheStep((), notes, info={**res.info(), "embed_cache_misses": int(encoded),
-                                      "embed_cache_hits": int(not encoded)}, lookup=res)
+    return CacheStep((), notes, info=res.info(embed_cache_misses=int(encoded), embed_cache_hits=int(not encoded)),
+                     lookup=res)
 
 
 def _served_from_cache(q: _Query, res: CacheLookup, config: PipelineConfig, deps: Deps, tracer: Tracer,
@@ -1095,6 +1096,6 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
             deps.store.answers.put_trace(key, q.text, trace_json(Trace(
                 q.text, config.stable_hash(), q.version, tuple(tracer.stages), q.workspace, q.lang,
                 tuple(tracer.notes), answer, agent)))
-    if agent is not None and answer is not None and answer.refused and agent["stop_reason"] == "answered":
-        agent = {**agent, "stop_reason": "refused_no_evidence"}  # the loop ended, the answer found no support
+    if agent is not None and answer is not None and answer.refused and agent.stop_reason == "answered":
+        agent = replace(agent, stop_reason="refused_no_evidence")  # the loop ended, the answer found no support
     return _finish(q, tracer, config, deps, log, answer, agent)

@@ -96,3 +96,27 @@ def test_skip_rest_skips_what_is_left_of_the_plan_in_list_order() -> None:
     assert tracer.missing() == [Stage.ANSWER] and all(s.skipped == "because" for s in tracer.stages[1:])
     ran = tracer.run(Stage.ANSWER, lambda: StepOutput((), skipped="nothing to answer from"))
     assert ran is not None and tracer.stages[-1].skipped == "nothing to answer from" and not tracer.missing()
+
+
+def test_stage_info_is_a_typed_record_whose_json_is_its_mapping(deps: Deps) -> None:
+    from core.cascade.stage import CascadeInfo, PruneInfo
+    from core.graph.stages import GraphGlobalInfo, GraphLocalInfo, RaptorInfo
+    from core.retrieve.stage import Bm25Info, DenseInfo, FusedInfo
+    from core.types import AnswerInfo, RouteInfo, StageInfo
+
+    cfg = PipelineConfig().with_overrides({**ON, "answer_cache.enabled": False, "transforms.hyde": "on",
+                                           "router.override": "factoid"})  # one pass: agent rounds merge infos
+    trace = run_query("Where do the nightly backups of the depot ledger go?", cfg, deps)
+    kinds = {"bm25": Bm25Info, "dense": DenseInfo, "fused": FusedInfo, "graph_local": GraphLocalInfo,
+             "graph_global": GraphGlobalInfo, "raptor": RaptorInfo, "rerank": CascadeInfo, "prune": PruneInfo,
+             "mmr": CascadeInfo, "route": RouteInfo, "answer": AnswerInfo}
+    for name, kind in kinds.items():
+        s = trace.stage(name)
+        assert s is not None and s.skipped is None and isinstance(s.info, kind), name
+    ran = [s for s in trace.stages if s.skipped is None and isinstance(s.info, StageInfo)]
+    for s in ran:  # the JSON trace shows each record as its mapping, the same after a round trip
+        assert dict(s.info) == s.info.to_dict() == json.loads(json.dumps(s.info.to_dict()))
+    prune = trace.stage("prune").info
+    assert prune.flow.candidates_in == len(trace.stage("rerank").candidates) and prune.sentences_kept <= prune.sentences_in
+    assert trace.stage("hyde").info.queries and trace.stage("raptor").info.nodes_hit[0].level >= 1
+    assert trace.stage("graph_local").info.graph_version >= 1

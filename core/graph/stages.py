@@ -4,7 +4,7 @@ tracer's StepOutput, and the reason each does not run."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from core.graph.sources import GraphSource
 from core.models.llm import LLM, LLMError
 from core.models.protocols import Embedder, model_languages
 from core.trace import StepOutput
-from core.types import Chunk, RaptorNode, Stage
+from core.types import Chunk, RaptorNode, Stage, StageInfo
 
 LOCAL, GLOBAL = Stage.GRAPH_LOCAL.value, Stage.GRAPH_GLOBAL.value
 
@@ -30,6 +30,75 @@ class GraphRead:
     snap: GraphSnapshot
     common: tuple[str, ...]
     blind: bool
+
+
+@dataclass(frozen=True)
+class SeedHit:
+    """A seed of local search: the entity, its name, its score and how it was found (name | embedding)."""
+
+    node: str
+    name: str
+    score: float
+    how: str
+
+
+@dataclass(frozen=True, eq=False)
+class GraphLocalInfo(StageInfo):
+    """The graph_local stage: the graph version, the seeds, the entities and links of the neighbourhood it read (what
+    the Graph page highlights), the hubs it did not expand, and whether seeds came by embedding."""
+
+    graph_version: int
+    seeds: tuple[SeedHit, ...]
+    nodes: tuple[str, ...]
+    edges: tuple[tuple[str, str, float], ...]
+    hubs: tuple[str, ...]
+    hub_threshold: float | None
+    capped: bool
+    embedding_seeds: bool
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any], embedding_seeds: bool) -> "GraphLocalInfo":
+        return cls(int(d["graph_version"]), tuple(SeedHit(s["node"], s["name"], s["score"], s["how"])
+                                                  for s in d["seeds"]),
+                   tuple(d["nodes"]), tuple((a, b, w) for a, b, w in d["edges"]), tuple(d["hubs"]),
+                   d["hub_threshold"], d["capped"], embedding_seeds)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"graph_version": self.graph_version,
+                "seeds": [{"node": s.node, "name": s.name, "score": s.score, "how": s.how} for s in self.seeds],
+                "nodes": list(self.nodes), "edges": [[a, b, w] for a, b, w in self.edges], "hubs": list(self.hubs),
+                "hub_threshold": self.hub_threshold, "capped": self.capped, "embedding_seeds": self.embedding_seeds}
+
+
+@dataclass(frozen=True)
+class PartialHit:
+    """One community's partial answer in global search's map: its id, title, usefulness score and text."""
+
+    community: str
+    title: str
+    score: int
+    text: str
+
+
+@dataclass(frozen=True, eq=False)
+class GraphGlobalInfo(StageInfo):
+    """The graph_global stage: the map's plan (communities, cost), the reduced answer, the communities it cites and
+    each community's partial answer."""
+
+    plan: Mapping[str, Any]
+    answer: str
+    cited: tuple[str, ...]
+    partials: tuple[PartialHit, ...]
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any]) -> "GraphGlobalInfo":
+        return cls(dict(d["plan"]), d["answer"], tuple(d["cited"]),
+                   tuple(PartialHit(p["community"], p["title"], p["score"], p["text"]) for p in d["partials"]))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"plan": dict(self.plan), "answer": self.answer, "cited": list(self.cited),
+                "partials": [{"community": p.community, "title": p.title, "score": p.score, "text": p.text}
+                             for p in self.partials]}
 
 
 def graph_read(cfg: GraphConfig, store: GraphSource, embedder: Embedder, cache: GraphCache, workspace: str, *,
@@ -83,7 +152,7 @@ def graph_local_step(query: str, cfg: GraphConfig, read: GraphRead, store: Graph
                        node_cap=cfg.node_cap, hub_percentile=cfg.hub_percentile, seed_k=seed_k,
                        seed_min_sim=cfg.seed_min_sim, k=cfg.k, workspace=workspace)
     return StepOutput(res.candidates, [*read.common, *lang_note, *res.notes],
-                      info={**res.info(read.snap), "embedding_seeds": bool(seed_k)})
+                      info=GraphLocalInfo.of(res.info(read.snap), bool(seed_k)))
 
 
 def graph_global_step(query: str, cfg: GraphConfig, read: GraphRead, store: GraphSource, embedder: Embedder,
@@ -99,7 +168,27 @@ def graph_global_step(query: str, cfg: GraphConfig, read: GraphRead, store: Grap
     except LLMError as exc:  # a model that fails for good: say so and answer extractively instead
         gres = global_search(query, read.snap, store, use_llm=False, **args)
         fallback = [f"LLM failed ({exc}); extractive map-reduce instead"]
-    return StepOutput(gres.candidates, [*read.common, *fallback, *gres.notes], gres.usage, gres.info())
+    return StepOutput(gres.candidates, [*read.common, *fallback, *gres.notes], gres.usage,
+                      GraphGlobalInfo.of(gres.info()))
+
+
+@dataclass(frozen=True)
+class NodeHit:
+    """A RAPTOR summary node the query hit: its id, its level and its cosine to the query."""
+
+    node: str
+    level: int
+    cosine: float
+
+
+@dataclass(frozen=True, eq=False)
+class RaptorInfo(StageInfo):
+    """The raptor stage: the summary nodes the query hit."""
+
+    nodes_hit: tuple[NodeHit, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"nodes_hit": [{"node": h.node, "level": h.level, "cosine": h.cosine} for h in self.nodes_hit]}
 
 
 def raptor_skip(enabled: bool, state: tuple[Any, ...] | None, model_id: str) -> str | None:
@@ -123,5 +212,5 @@ def raptor_step(vector: Callable[[], np.ndarray], nodes: Sequence[RaptorNode], n
     notes = [f"tree: {len(nodes)} summaries on {max((n.level for n in nodes), default=0)} level(s), built at corpus "
              f"v{version}"] + ([f"tree is behind the corpus (now v{corpus_version}): `python -m core raptor update`"]
                                if version != corpus_version else [])
-    return StepOutput(hits.candidates, notes, info={"nodes_hit": [{"node": n, "level": lv, "cosine": round(s, 4)}
-                                                                  for n, lv, s in hits.nodes_hit]})
+    return StepOutput(hits.candidates, notes, info=RaptorInfo(tuple(NodeHit(n, lv, round(s, 4))
+                                                                    for n, lv, s in hits.nodes_hit)))

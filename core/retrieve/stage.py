@@ -2,6 +2,7 @@
 index, a chunk source, a query vector) that return the tracer's StepOutput."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import numpy as np
@@ -14,7 +15,7 @@ from core.retrieve.dense import DenseIndex
 from core.retrieve.filtered import bm25_in, dense_in
 from core.retrieve.fusion import rrf
 from core.trace import TRANSFORMS, StepOutput
-from core.types import Candidate, Chunk, Stage
+from core.types import Candidate, Chunk, Stage, StageInfo
 
 Hits = list[tuple[str, float]]
 # The question's vector and how it was had: "had" (an earlier stage set it), "cached" (a question met before) or
@@ -26,6 +27,61 @@ class ChunkSource(Protocol):
     """Where a stage's (chunk id, score) hits get their text (core.store's corpus repository implements it)."""
 
     def chunks_by_id(self, chunk_ids: Sequence[str], workspace: str = ...) -> dict[str, Chunk]: ...
+
+
+# Each stage's info: a frozen record (a StageInfo: read by attribute; `to_dict()` is what the JSON trace shows).
+@dataclass(frozen=True, eq=False)
+class Bm25Info(StageInfo):
+    """The bm25 stage: how many chunks the index holds and which text variant it searched."""
+
+    indexed: int
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"indexed": self.indexed, "text": self.text}
+
+
+@dataclass(frozen=True, eq=False)
+class DenseInfo(StageInfo):
+    """The dense stage: the embedder, the index, the search (exact or HNSW) and whether the question was encoded."""
+
+    model: str
+    indexed: int
+    text: str
+    search: str
+    embed_cache_misses: int
+    embed_cache_hits: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "indexed": self.indexed, "text": self.text, "search": self.search,
+                "embed_cache_misses": self.embed_cache_misses, "embed_cache_hits": self.embed_cache_hits}
+
+
+@dataclass(frozen=True, eq=False)
+class DenseMlInfo(StageInfo):
+    """The multilingual list: its embedder, index, the question's language and whether it is cross-lingual."""
+
+    model: str
+    indexed: int
+    question_lang: str
+    cross_lingual: bool
+    text: str = "raw"
+    embed_cache_misses: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "indexed": self.indexed, "text": self.text, "question_lang": self.question_lang,
+                "cross_lingual": self.cross_lingual, "embed_cache_misses": self.embed_cache_misses}
+
+
+@dataclass(frozen=True, eq=False)
+class FusedInfo(StageInfo):
+    """The fused stage: RRF's k and the weight of each list, in the order of the lists."""
+
+    rrf_k: int
+    weights: tuple[float, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rrf_k": self.rrf_k, "weights": list(self.weights)}
 
 
 def to_candidates(hits: Hits, source: ChunkSource, workspace: str, stage: str) -> list[Candidate]:
@@ -44,7 +100,7 @@ def bm25_step(index: BM25Index, text: str, k: int, *, chunks: ChunkSource, works
     """The bm25 stage: the index's top k for the question (within `mask`'s chunks when collections were chosen)."""
     found = index.search(text, k) if mask is None else bm25_in(index, text, k, mask(index.chunk_ids))
     hits = to_candidates(found, chunks, workspace, Stage.BM25)
-    return StepOutput(hits, info={"indexed": len(index), "text": variant})
+    return StepOutput(hits, info=Bm25Info(len(index), variant))
 
 
 def dense_step(index: DenseIndex, vector: QueryVector, k: int, *, chunks: ChunkSource, workspace: str, variant: str,
@@ -61,8 +117,7 @@ def dense_step(index: DenseIndex, vector: QueryVector, k: int, *, chunks: ChunkS
     if index.ann is not None and mask is None:  # above the ANN threshold (core/retrieve/ann.py)
         search = f"approximate: HNSW graph, query width {ann_expansion(len(index.ann), ann_candidates(k))}"
     # A question met before reuses its vector; an encode counts as one embedding computed.
-    return StepOutput(hits, notes, info={"model": model_id, "indexed": len(index), "text": variant, "search": search,
-                                         "embed_cache_misses": int(encoded), "embed_cache_hits": int(reused)})
+    return StepOutput(hits, notes, info=DenseInfo(model_id, len(index), variant, search, int(encoded), int(reused)))
 
 
 def dense_ml_step(index: DenseIndex, vector: Callable[[], np.ndarray], k: int, *, chunks: ChunkSource, workspace: str,
@@ -72,9 +127,7 @@ def dense_ml_step(index: DenseIndex, vector: Callable[[], np.ndarray], k: int, *
     vec = vector()
     found = index.search(vec, k) if mask is None else dense_in(index, vec, k, mask(index.chunk_ids))
     hits = to_candidates(found, chunks, workspace, Stage.DENSE_ML)
-    return StepOutput(hits, [note], info={"model": model_id, "indexed": len(index), "text": "raw",
-                                          "question_lang": question_lang, "cross_lingual": cross_lingual,
-                                          "embed_cache_misses": 1})
+    return StepOutput(hits, [note], info=DenseMlInfo(model_id, len(index), question_lang, cross_lingual))
 
 
 def fuse_step(lists: Mapping[str, Sequence[Candidate]], f: FusionConfig, *, graph_weight: float, raptor_weight: float,
@@ -109,7 +162,7 @@ def fuse_step(lists: Mapping[str, Sequence[Candidate]], f: FusionConfig, *, grap
         notes.append(f"kept the top {depth} for the reranker (rerank.top_n; fusion.k = {f.k})")
     fused = rrf([list(v) for v in lists.values()], k=f.rrf_k, weights=weights, names=[str(n) for n in lists],
                 top=depth)
-    return StepOutput(fused, notes, info={"rrf_k": f.rrf_k, "weights": weights})
+    return StepOutput(fused, notes, info=FusedInfo(f.rrf_k, tuple(weights)))
 
 
 def fusion_skip(enabled: bool, lists: Sequence[Sequence[Any]]) -> str | None:

@@ -27,7 +27,7 @@ from core.route.router import (
 )
 from core.route.transforms import Rewrite, TransformResult, rewrite, run_transform
 from core.trace import StepOutput
-from core.types import DEFAULT_WORKSPACE, Answer, Candidate, RouteInfo, Usage
+from core.types import DEFAULT_WORKSPACE, Answer, Candidate, RouteInfo, StageInfo, Usage
 
 Hits = list[tuple[str, float]]
 MAX_EXTRA_LLM_CALLS = 1
@@ -282,6 +282,21 @@ def gate(name: str, config: PipelineConfig, decision: RouteDecision | None, dens
     return f"transforms.{name} = auto; route {decision.named.name} does not ask for it"
 
 
+@dataclass(frozen=True, eq=False)
+class TransformInfo(StageInfo):
+    """A transform stage: how its queries were written, the queries, each query's top chunk ids and (decomposition)
+    its rounds."""
+
+    method: str
+    queries: tuple[str, ...]
+    lists: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    rounds: tuple[tuple[str, ...], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"method": self.method, "queries": list(self.queries),
+                "lists": {q: list(ids) for q, ids in self.lists.items()}, "rounds": [list(r) for r in self.rounds]}
+
+
 class TransformRun:
     """hyde, multi_query, decompose for one question, in that order (trace.TRANSFORMS), each gated, each with its own
     queries and lists. The three share a budget and a memory: at most one LLM call per query beyond the answer
@@ -323,15 +338,16 @@ class TransformRun:
         if withheld and rw.method.startswith("offline"):
             rw = Rewrite(rw.transform, rw.queries, rw.method, ("the query's one extra LLM call is spent: offline "
                                                                "method", *rw.notes), rw.usage, rw.rounds)
-        info = {"method": rw.method, "queries": list(rw.queries)}
         if not rw.queries:
-            return StepOutput((), rw.notes, rw.usage, info, skipped="; ".join(rw.notes) or "no queries generated")
+            return StepOutput((), rw.notes, rw.usage, TransformInfo(rw.method, ()),
+                              skipped="; ".join(rw.notes) or "no queries generated")
         res: TransformResult = run_transform(rw, self.search, rrf_k=self.config.fusion.rrf_k,
                                              top=max(self.config.bm25.k, 20), per_query=t.per_query_k)
         lists = {q: [c.chunk_id for c in cands[:10]] for q, cands in res.lists.items()}
         return StepOutput(res.fused, rw.notes, rw.usage,
-                          {**info, "lists": lists, "rounds": [list(r) for r in rw.rounds]})
+                          TransformInfo(rw.method, tuple(rw.queries), lists, tuple(tuple(r) for r in rw.rounds)))
 
     def after(self, out: StepOutput) -> None:
-        self.issued.extend(out.info.get("queries") or [])
+        if isinstance(out.info, TransformInfo):
+            self.issued.extend(out.info.queries)
         self.calls_left -= out.usage.calls
