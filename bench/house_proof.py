@@ -95,6 +95,13 @@ def contract_rows(run: Any, db2: Path, questions: list[str]) -> list[dict[str, A
 
 def worker(out: Path, contract: bool = False) -> None:
     """Runs inside the exported tree (cwd and sys.path): its own core.cli, its own sample corpus."""
+    # _common put this repository's root first on sys.path: the exported tree must come before it, or every commit
+    # would run the working tree's code.
+    sys.path.insert(0, os.getcwd())
+    import core
+
+    here = Path(core.__file__).resolve()
+    assert here.is_relative_to(Path.cwd().resolve()), f"core imported from {here}, not from the exported tree"
     from core.cli import main
 
     def run(argv: list[str]) -> tuple[int, str]:
