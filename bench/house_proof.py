@@ -154,6 +154,13 @@ def canonical(before: Any, after: Any, added: list[str]) -> tuple[Any, Any]:
                                    "skipped": {s["stage"]: s for s in stages if s.get("skipped")}}}
 
     b, a = shape(before, before.get("stages", [])), shape(after, kept)
+    # The CLI's per-stage counters list every stage too: the added (skipped, all-zero) rows go with their stages.
+    for body in (b, a):
+        rows = (body.get("counters") or {}).get("stages")
+        if isinstance(rows, list):
+            ran = [r for r in rows if r.get("ran")]
+            body["counters"] = {**body["counters"], "stages": {"ran": ran, "skipped": sorted(
+                r["stage"] for r in rows if not r.get("ran") and (body is b or r["stage"] in had))}}
     if "stored_trace" in before or "stored_trace" in after:
         b["stored_trace"], a["stored_trace"] = canonical(before.get("stored_trace"), after.get("stored_trace"),
                                                          [])

@@ -120,3 +120,10 @@ def test_stage_info_is_a_typed_record_whose_json_is_its_mapping(deps: Deps) -> N
     assert prune.flow.candidates_in == len(trace.stage("rerank").candidates) and prune.sentences_kept <= prune.sentences_in
     assert trace.stage("hyde").info.queries and trace.stage("raptor").info.nodes_hit[0].level >= 1
     assert trace.stage("graph_local").info.graph_version >= 1
+
+
+def test_a_transform_that_writes_no_query_is_skipped_with_its_reason_once(deps: Deps) -> None:
+    cfg = PipelineConfig().with_overrides({"transforms.decompose": "on", "router.enabled": False,
+                                           "answer_cache.enabled": False})
+    dec = run_query("Where do backups go?", cfg, deps).stage("decompose")
+    assert dec.skipped and not dec.notes and not dec.candidates  # bench/results/stage_contract_proof.json

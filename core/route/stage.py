@@ -339,7 +339,8 @@ class TransformRun:
             rw = Rewrite(rw.transform, rw.queries, rw.method, ("the query's one extra LLM call is spent: offline "
                                                                "method", *rw.notes), rw.usage, rw.rounds)
         if not rw.queries:
-            return StepOutput((), rw.notes, rw.usage, TransformInfo(rw.method, ()),
+            # the notes are the skip reason: not repeated as notes
+            return StepOutput((), (), rw.usage, TransformInfo(rw.method, ()),
                               skipped="; ".join(rw.notes) or "no queries generated")
         res: TransformResult = run_transform(rw, self.search, rrf_k=self.config.fusion.rrf_k,
                                              top=max(self.config.bm25.k, 20), per_query=t.per_query_k)
