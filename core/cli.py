@@ -351,7 +351,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 
     try:
         history = load_turns(args.history) if args.history else []
-        spath = session_path(_db(args), args.session) if args.session else None
+        spath = session_path(_db(args), args.session, args.workspace) if args.session else None
         history += load_turns(spath) if spath is not None and spath.exists() else []
     except ConversationError as exc:
         print(f"error: {exc}", file=sys.stderr)

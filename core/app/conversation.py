@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import Sequence
 
+from core.store.workspaces import workspace_dir
 from core.types import Stage, Trace, Turn
 
 
@@ -83,9 +84,10 @@ def save_turns(path: Path, turns: Sequence[Turn]) -> None:
 _ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-def session_path(db: str | Path, session: str) -> Path:
-    """Where a named CLI conversation lives: beside the database (an in-memory database: the working directory)."""
+def session_path(db: str | Path, session: str, workspace: str) -> Path:
+    """Where a named CLI conversation lives: in its workspace's folder beside the database (an in-memory database:
+    under the working directory), so one workspace's follow-ups never read another's turns and a workspace delete
+    removes its sessions."""
     if not _ID.fullmatch(session):
         raise ConversationError("a session id is 1-64 letters, digits, '-' or '_'")
-    base = Path(db).parent if str(db) not in ("", ":memory:") else Path.cwd()
-    return base / "sessions" / f"{session}.json"
+    return workspace_dir(db, workspace) / "sessions" / f"{session}.json"
