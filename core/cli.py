@@ -482,6 +482,8 @@ def cmd_sql(args: argparse.Namespace) -> int:
             print("\t".join("" if v is None else str(v) for v in row))
         print(f"({len(r.rows):,} row{'s' if len(r.rows) != 1 else ''}{', cut at the row cap' if r.truncated else ''};"
               f" {r.ms:.0f} ms)", file=sys.stderr)
+        for note in r.notes:
+            print(f"note: {note}", file=sys.stderr)
     return 0 if out.result is not None else 2
 
 

@@ -42,7 +42,7 @@ class UserQuery:
         if r is None:
             return {"error": self.error}
         return {"sql": r.sql, "columns": list(r.columns), "rows": [[json_safe(v) for v in row] for row in r.rows],
-                "truncated": r.truncated, "ms": r.ms}
+                "truncated": r.truncated, "ms": r.ms, **({"notes": list(r.notes)} if r.notes else {})}
 
 
 def run_user_sql(store: Store, sql: str, workspace: str = DEFAULT_WORKSPACE, *, max_rows: int = USER_MAX_ROWS,
