@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from core.app.counters import counters
 from core.config import ConfigError, PipelineConfig, load_config_file, parse_set_value
+from core.files import FileProblem, read_text_checked
 from core.deps import DEFAULT_DB, build_deps
 from core.pipeline import QueryError, run_query, validate_query
 from core.store import Store, StoreError, token_vector_files
@@ -289,7 +290,8 @@ def cmd_collections(args: argparse.Namespace) -> int:
         if args.action != "describe":
             print("error: --description goes with describe NAME", file=sys.stderr)
             return 2
-        store.collections.set_description(args.workspace, args.name, args.description)
+        if note := store.collections.set_description(args.workspace, args.name, args.description):
+            print(f"note: {note}", file=sys.stderr)
     cols = refresh(store, args.workspace)
     if args.action == "list":
         if args.json:
@@ -349,13 +351,15 @@ def cmd_query(args: argparse.Namespace) -> int:
     notices += _build_answer_vectors(cfg, deps, args.workspace) if args.build else []
     from core.app.conversation import ConversationError, load_turns, save_turns, session_path, turn_of
 
+    cut: list[str] = []  # turns cut at MAX_TURN_CHARS: said below with the other notices
     try:
-        history = load_turns(args.history) if args.history else []
+        history = load_turns(args.history, cut) if args.history else []
         spath = session_path(_db(args), args.session, args.workspace) if args.session else None
-        history += load_turns(spath) if spath is not None and spath.exists() else []
+        history += load_turns(spath, cut) if spath is not None and spath.exists() else []
     except ConversationError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    notices += cut
     trace = run_query(args.query, run_cfg, deps, workspace=args.workspace, history=history)
     if spath is not None:
         save_turns(spath, [*history, turn_of(args.query, trace)])
@@ -960,9 +964,10 @@ def cmd_graph(args: argparse.Namespace) -> int:
     embedder = None if args.no_suggest else deps.embedder
     if args.action == "synonyms":
         try:
-            report = set_synonyms(store, cfg.graph, open(args.file, encoding="utf-8").read(), embedder=embedder,
+            report = set_synonyms(store, cfg.graph, read_text_checked(args.file, max_bytes=4 << 20,
+                                                                      what="synonyms file"), embedder=embedder,
                                   workspace=ws)
-        except (OSError, SynonymError) as exc:
+        except (OSError, SynonymError, FileProblem) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         if report is None:
