@@ -44,7 +44,7 @@ def _summariser(deps: Deps, cfg: PipelineConfig, workspace: str) -> tuple[Summar
         return extractive_summariser(r.summary_sentences), None, [
             f"raptor.summaries = llm but {deps.llm.reason}: extractive summaries instead"]
     claude = ClaudeSummaries(deps.llm, r.llm_model, r.max_usd, r.summary_sentences, workspace,
-                             run_id=uuid.uuid4().hex)
+                             run_id=uuid.uuid4().hex, memo=deps.store.raptor)
     return claude, claude, []
 
 
@@ -78,6 +78,7 @@ def build_raptor(deps: Deps, cfg: PipelineConfig, workspace: str,
             "mode": rep.mode if not full else "full", "why": rep.why if not full else "asked for a full build",
             "added": rep.added, "removed": rep.removed, "rewritten": rep.rewritten,
             "summaries": summary_label(nodes), "llm_calls": claude.calls if claude else 0,
+            "reused_summaries": claude.reused if claude else 0,
             "usd": round(claude.spent, 6) if claude else 0.0, "notes": notes}
 
 
