@@ -235,3 +235,27 @@ def test_question_texts_never_reach_sql_unescaped(ws: tuple[Store, Path]) -> Non
         for bad in ("DROP", "COPY", "ATTACH", "PRAGMA", "read_csv", "information_schema", "--", ";"):
             assert bad.lower() not in sql.lower(), (q, sql)
     assert sorted(os.listdir(tmp)) == before and box.run("SELECT count(*) FROM clients").rows == ((3,),)
+
+
+def test_a_cte_named_after_a_system_view_does_not_let_it_through(ws: tuple[Store, Path]) -> None:
+    """Issue #46 item 7: names resolve after CTEs in their own scope only; the catalog stays out of reach."""
+    box = ws[0].tables.sandbox()
+    for sql in ("SELECT * FROM (WITH duckdb_databases AS (SELECT 1 AS x) SELECT * FROM duckdb_databases) t, "
+                "duckdb_databases",
+                "SELECT * FROM duckdb_settings WHERE 1 IN (WITH duckdb_settings AS (SELECT 1 AS x) "
+                "SELECT x FROM duckdb_settings)",
+                "SELECT * FROM revenue, (WITH duckdb_tables AS (SELECT 1) SELECT 1), duckdb_tables"):
+        with pytest.raises(SqlRefused, match="no table 'duckdb_"):
+            box.run(sql)
+    # inside its own scope a CTE is itself, whatever its name
+    assert box.run("WITH duckdb_settings AS (SELECT 7 AS x) SELECT x FROM duckdb_settings").rows == ((7,),)
+    assert box.run("WITH a AS (SELECT 1 AS x), b AS (SELECT x + 1 AS y FROM a) SELECT y FROM b").rows == ((2,),)
+
+
+def test_list_and_struct_literals_are_allowed(ws: tuple[Store, Path]) -> None:
+    box = ws[0].tables.sandbox()
+    assert box.run("SELECT [1, 2, 3] AS l").rows == (([1, 2, 3],),)
+    assert box.run("SELECT {'a': 1, 'b': 'x'} AS s").rows == (({"a": 1, "b": "x"},),)
+    assert box.run("SELECT client FROM revenue WHERE client IN ('Acme') AND 100 = ANY([100, 5]) LIMIT 1").rows
+    with pytest.raises(SqlRefused, match="plain name"):
+        box.run("SELECT main.getenv('HOME')")

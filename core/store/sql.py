@@ -70,13 +70,26 @@ def _walk(node: Any) -> Iterator[Mapping[str, Any]]:
             yield from _walk(v)
 
 
-def _cte_names(tree: Any) -> set[str]:
-    names: set[str] = set()
-    for node in _walk(tree):
+def _scoped_refs(node: Any, scope: frozenset[str], out: list[tuple[Mapping[str, Any], frozenset[str]]]) -> None:
+    """Every table reference with the CTE names visible at it: a WITH's names are in scope in its own statement
+    (its body and its CTEs) only, so a CTE named after a system view cannot let that view through elsewhere in the
+    query (issue #46 item 9)."""
+    if isinstance(node, dict):
         cte = node.get("cte_map")
         if isinstance(cte, dict):
-            names.update(str(e.get("key", "")).lower() for e in cte.get("map", []) if isinstance(e, dict))
-    return names
+            names = {str(e.get("key", "")).lower() for e in cte.get("map", []) if isinstance(e, dict)}
+            scope = scope | names
+        if isinstance(node.get("type"), str) and "alias" in node and "sample" in node:
+            out.append((node, scope))
+        for v in node.values():
+            _scoped_refs(v, scope, out)
+    elif isinstance(node, list):
+        for v in node:
+            _scoped_refs(v, scope, out)
+
+
+# Functions the parser itself writes for literals, with schema "main": a list [1, 2] and a struct {'a': 1}.
+LITERAL_FUNCTIONS = frozenset({"list_value", "struct_pack"})
 
 
 class SqlSandbox:
@@ -141,15 +154,19 @@ class SqlSandbox:
         if tree.get("error"):
             raise SqlRefused("only a plain SELECT may run (PIVOT, EXPLAIN and the like are not allowed): "
                              f"{tree.get('error_message', 'cannot check this query')}")
-        allowed = {t.lower() for t in self.tables} | _cte_names(tree)
-        nodes = list(_walk(tree))
-        for node in nodes:  # table references first: their reasons are the clearer ones
-            if isinstance(node.get("type"), str) and "alias" in node and "sample" in node:
-                if node["type"] not in ALLOWED_REFS:
-                    raise SqlRefused(f"{self._ref_label(node)} is not allowed: only the workspace's tables may be "
-                                     "read")
-                if node["type"] == "BASE_TABLE":
-                    self._check_table(node, allowed)
+        tables = frozenset(t.lower() for t in self.tables)
+        refs: list[tuple[Mapping[str, Any], frozenset[str]]] = []
+        try:
+            _scoped_refs(tree, frozenset(), refs)
+            nodes = list(_walk(tree))
+        except RecursionError:
+            raise SqlRefused("the query is nested too deeply to check") from None
+        for node, scope in refs:  # table references first: their reasons are the clearer ones
+            if node["type"] not in ALLOWED_REFS:
+                raise SqlRefused(f"{self._ref_label(node)} is not allowed: only the workspace's tables may be "
+                                 "read")
+            if node["type"] == "BASE_TABLE":
+                self._check_table(node, tables | scope)
         for node in nodes:
             if node.get("class") == "FUNCTION":
                 self._check_function(node)
@@ -165,7 +182,7 @@ class SqlSandbox:
             return "SHOW / DESCRIBE / SUMMARIZE (the Corpus page lists the tables and their columns)"
         return f"a {str(kind).lower().replace('_', ' ')} reference"
 
-    def _check_table(self, node: Mapping[str, Any], allowed: set[str]) -> None:
+    def _check_table(self, node: Mapping[str, Any], allowed: frozenset[str]) -> None:
         name = str(node.get("table_name", ""))
         schema, catalog = str(node.get("schema_name", "")), str(node.get("catalog_name", ""))
         if catalog or schema not in ("", "main"):
@@ -177,7 +194,8 @@ class SqlSandbox:
     @staticmethod
     def _check_function(node: Mapping[str, Any]) -> None:
         fn = str(node.get("function_name", "")).lower()
-        if node.get("schema") or node.get("catalog"):
+        literal = fn in LITERAL_FUNCTIONS and node.get("schema") == "main" and not node.get("catalog")
+        if (node.get("schema") or node.get("catalog")) and not literal:
             raise SqlRefused(f"function '{node.get('schema')}.{fn}' is not allowed: call functions by their plain name")
         if fn in DENIED_FUNCTIONS or fn.startswith(DENIED_PREFIXES):
             raise SqlRefused(f"function {fn}() is not allowed (it reads the machine, files, settings or the "
