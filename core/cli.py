@@ -11,7 +11,7 @@ import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from core.app.counters import counters
 from core.config import ConfigError, PipelineConfig, load_config_file, parse_set_value
@@ -19,6 +19,7 @@ from core.files import FileProblem, read_text_checked
 from core.deps import DEFAULT_DB, build_deps
 from core.pipeline import QueryError, run_query, validate_query
 from core.store import Store, StoreError, token_vector_files
+from core.text import terminal_safe
 from core.types import DEFAULT_WORKSPACE
 
 if TYPE_CHECKING:  # named in annotations only; imported where used
@@ -1321,11 +1322,30 @@ COMMANDS = (
 )
 
 
+class _TerminalSafe:
+    """A text stream that writes control characters as visible escapes (core.text.terminal_safe): document text and
+    file names printed by any command cannot drive the terminal (OSC 8 links, concealed text, cursor moves)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def write(self, text: str) -> int:
+        body = text.lstrip("\r")  # a leading carriage return is the commands' own progress line, kept
+        return self._inner.write(text[: len(text) - len(body)] + terminal_safe(body))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     run = next(c.run for c in COMMANDS if c.name == args.cmd)
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _TerminalSafe(out), _TerminalSafe(err)
     try:
         return run(args)
     except (ConfigError, QueryError, StoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        sys.stdout, sys.stderr = out, err
