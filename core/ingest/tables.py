@@ -114,6 +114,9 @@ def read_table(name: str, data: bytes) -> TableData:
         raise ParseError(f"{name}: the table has a header but no rows")
     types = tuple(_column_type([r[i] for r in rows]) for i in range(len(columns)))
     typed = tuple(tuple(_convert(r[i], types[i]) for i in range(len(columns))) for r in rows)
+    for i, col in enumerate(columns):
+        if types[i] == "VARCHAR" and any(v is not None and _kind(v) == "WIDEINT" for v in (r[i] for r in rows)):
+            notes.append(f"column {col}: integers wider than 64 bits, kept exact as text")
     return TableData(table_name_for(name), name, tuple(zip(columns, types)), typed, tuple(notes))
 
 
@@ -142,9 +145,15 @@ def _column_names(name: str, header: Sequence[Any]) -> tuple[str, ...]:
     return tuple(out)
 
 
+FORMULA_STARTS = ("=", "+", "-", "@")  # a spreadsheet reads a cell starting so as a formula
+
+
 def _cell(name: str, value: Any, where: str) -> Any:
     if isinstance(value, str):
-        value = value.strip()
+        bare = value.strip()
+        # A leading tab or CR is how a file defuses a formula ("\t=1+1"): kept, so the cell stays defused.
+        value = value.rstrip() if (value[:1] in ("\t", "\r") and bare.startswith(FORMULA_STARTS)
+                                   and not _is_float(bare)) else bare
         if len(value) > MAX_CELL_CHARS:
             raise ParseError(f"{name}: {where} holds {len(value):,} characters (at most {MAX_CELL_CHARS:,} per cell)")
         return value or None
@@ -275,7 +284,7 @@ def _read_jsonl(name: str, data: bytes, kind: str) -> tuple[list[Any], list[list
     return header, rows, []
 
 
-_INT = re.compile(r"[+-]?\d{1,18}")
+_INT = re.compile(r"[+-]?\d+")  # any length: past 64 bits the column is kept exact as text (_kind)
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?")
 _BOOLS = {"true": True, "false": False}
@@ -294,7 +303,7 @@ def _kind(v: Any) -> str:
     if isinstance(v, bool):
         return "BOOLEAN"
     if isinstance(v, int):
-        return "BIGINT" if -2**63 <= v < 2**63 else "VARCHAR"
+        return "BIGINT" if -2**63 <= v < 2**63 else "WIDEINT"
     if isinstance(v, float):
         return "DOUBLE"
     if isinstance(v, datetime):
@@ -303,7 +312,7 @@ def _kind(v: Any) -> str:
         return "DATE"
     s = str(v)
     if _INT.fullmatch(s):
-        return "BIGINT"
+        return "BIGINT" if len(s.lstrip("+-")) <= 19 and -2**63 <= int(s) < 2**63 else "WIDEINT"
     if _is_float(s):
         return "DOUBLE"
     if s.lower() in _BOOLS:
@@ -328,7 +337,7 @@ def _column_type(values: Iterable[Any]) -> str:
     """The narrowest type every non-empty value fits: integers widen to doubles, dates to timestamps, anything else
     mixed is text."""
     kinds = {_kind(v) for v in values if v is not None}
-    if not kinds:
+    if not kinds or "WIDEINT" in kinds:  # wider than 64 bits: exact as text, never rounded to a double
         return "VARCHAR"
     if len(kinds) == 1:
         return kinds.pop()
@@ -378,7 +387,8 @@ def render_text(table: TableData, *, max_rows: int = TEXT_ROWS) -> str:
     cols = [c for c, _ in table.columns]
     lines = [f"# Table {table.name}", "",
              f"Table {table.name} from {table.source}: {len(table.rows):,} rows; columns "
-             + ", ".join(f"{c} ({t.lower()})" for c, t in table.columns) + ".", "", "## Rows", ""]
+             + ", ".join(f"{c} ({t.lower()})" for c, t in table.columns) + "."
+             + ("".join(f" Note: {n}." for n in table.notes if "wider than 64 bits" in n)), "", "## Rows", ""]
     for row in table.rows[:max_rows]:
         lines.append("- " + "; ".join(f"{c}: {_show(v)}" for c, v in zip(cols, row) if v is not None) + ".")
     if len(table.rows) > max_rows:
