@@ -177,3 +177,27 @@ def test_wide_integers_stay_exact_and_formulas_stay_defused_and_neutralised_on_e
     assert dict(read_table("w.csv", b"w\n1\n" + b"9" * 5000 + b"\n").columns)["w"] == "VARCHAR"  # no int() limit
     small = read_table("n.csv", b"n\n1\n9223372036854775807\n")
     assert dict(small.columns)["n"] == "BIGINT"  # the int64 edge still fits
+
+
+def test_a_table_file_is_parsed_once_inside_the_sandbox(monkeypatch) -> None:  # noqa: ANN001
+    """Issue #46 item 6: the typed table the ingest stores is the one the parse worker read; this process never
+    parses the file again (a read here would raise)."""
+    import datetime as dt
+
+    import core.ingest.tables as tables_mod
+    from core.config import PipelineConfig
+    from core.ingest.pipeline import ingest_files
+    from core.store import Store
+    from tests.fakes import HashEmbedder
+
+    def refuse(*a, **k):  # noqa: ANN002, ANN003, ANN202
+        raise AssertionError("the table was parsed a second time, outside the sandbox")
+
+    monkeypatch.setattr(tables_mod, "read_table", refuse)
+    store = Store()
+    rep = ingest_files([("sales.csv", b"day,region,amount\n2024-01-02,north,5\n2024-01-03,south,7\n")], store=store,
+                       embedder=HashEmbedder(), config=PipelineConfig())
+    assert not rep.errors
+    box = store.tables.sandbox()
+    r = box.run("SELECT day, amount FROM sales ORDER BY day")
+    assert r.rows == ((dt.date(2024, 1, 2), 5), (dt.date(2024, 1, 3), 7))
