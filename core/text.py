@@ -1,7 +1,9 @@
 """Text utilities shared by stages: language guess, search tokenisation (code identifiers, Snowball stems), sentences."""
 from __future__ import annotations
 
+import base64
 import hashlib
+import html
 import re
 import threading
 import unicodedata
@@ -212,8 +214,6 @@ _needles_cache: dict[frozenset[str], "re.Pattern[str] | None"] = {}
 def _b64_cores(secret: str) -> list[str]:
     """The part of the base64 of `secret` that is the same wherever it sits in a longer encoded run, at each of the
     three byte alignments (standard and URL-safe alphabets)."""
-    import base64
-
     raw = secret.encode("utf-8")
     out = []
     for k in range(3):
@@ -258,8 +258,6 @@ def _fold(text: str) -> str:
 
 def _normalised_view(text: str) -> tuple[str, list[int], list[int]]:
     """(folded text, start and end in `text` of each folded character)."""
-    import html
-
     chars: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
@@ -293,8 +291,6 @@ def _mask_disguised(text: str, known: frozenset[str]) -> str:
     # A whole-text fold first (C speed); the per-character view that maps matches back is built only on a hit.
     quick = text
     if "&" in quick:
-        import html
-
         quick = html.unescape(quick)
     if not quick.isascii():
         quick = unicodedata.normalize("NFKC", quick.translate(_QUICK))
