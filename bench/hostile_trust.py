@@ -224,7 +224,10 @@ def caps_cases(r: Runner, work: Path) -> None:
     box = SqlSandbox({"revenue": pa.table({"client": ["A", "B", "C", "D", "E", "F"], "revenue": [1, 2, 3, 4, 5, 6]})})
 
     def repeat_cells() -> tuple[str, str]:
-        res = box.run("SELECT client, repeat('x', 50000000) AS big FROM revenue")
+        try:
+            res = box.run("SELECT client, repeat('x', 50000000) AS big FROM revenue")
+        except SqlRefused as exc:  # 300 MB of strings at once: over the worker's hard bound, refused
+            return "clear_error", f"{str(exc)[:120]}; worker peak {box.peak_worker_kb / 1024:,.0f} MB"
         size = sum(len(str(v)) for row in res.rows for v in row)
         ok = all(len(row[1]) == MAX_CELL_CHARS for row in res.rows) and res.notes
         return ("ok" if ok else "crash"), f"6 rows of 50 MB asked: {size:,} characters back, worker peak " \
@@ -295,14 +298,26 @@ def caps_cases(r: Runner, work: Path) -> None:
         from core.route.condense import condense_offline
 
         p = work / "big_turn.json"
-        p.write_text(json.dumps([{"question": "Who runs the " + "Harbor gateway " * 350_000, "answer": "x"}]))
+        p.write_text(json.dumps([{"question": "Who runs the " + "Harbor gateway " * 200_000, "answer": "x"}]))  # 3 MB
         notes: list[str] = []
         t0 = time.perf_counter()
         turns = load_turns(p, notes)
         condense_offline("And who runs it?", turns)
         secs = time.perf_counter() - t0
-        return ("ok" if notes and secs < 5 else "crash"), f"5 MB turn: cut ({notes[0][:80]}), condensed in {secs:.2f} s"
-    r.run("caps", "a 5 MB history turn", history_turn)
+        return ("ok" if notes and secs < 5 else "crash"), f"3 MB turn: cut ({notes[0][:80]}), condensed in {secs:.2f} s"
+    r.run("caps", "a 3 MB history turn (under the 4 MB file bound)", history_turn)
+
+    def history_file() -> tuple[str, str]:
+        from core.app.conversation import ConversationError, load_turns
+
+        p = work / "big_history.json"
+        p.write_text(json.dumps([{"question": "q " * 3_000_000}]))
+        try:
+            load_turns(p)
+        except ConversationError as exc:
+            return "clear_error", str(exc)[:160]
+        return "crash", "a 6 MB history file was read"
+    r.run("caps", "a 6 MB history file", history_file)
     box.close()
 
 
