@@ -150,3 +150,15 @@ def test_a_cli_writer_racing_the_delete_never_takes_the_apps_connection(tmp_path
         assert f"x{round_}" not in app.workspaces()
     assert "beta" in app.workspaces()
     app.close()
+
+
+def test_a_lost_reopen_is_retried_by_the_next_call_not_lost_for_good(tmp_path) -> None:  # noqa: ANN001
+    """When a reopen after a swap fails (a process that ignores the lock held the file), the connection is left
+    unset and the next call connects again: never 'Connection already closed!' until a restart."""
+    store = Store(tmp_path / "w.duckdb")
+    store.ensure_workspace("alpha")
+    with store.db._swap_lock:  # noqa: SLF001 - what compact leaves behind when its reopen lost the race
+        store.db._con.close()  # noqa: SLF001
+        store.db._con = None  # noqa: SLF001
+    assert store.workspaces() == ["alpha", "default"]
+    store.close()
