@@ -446,7 +446,7 @@ def raptor_cases(r: Runner) -> None:
             except KeyboardInterrupt:
                 pass
             deps.llm = real
-            out = build_raptor(deps, cfg, "default")
+            out = build_raptor(deps, cfg, "default").to_dict()
             total = len(stub.state.messages())
             nodes = out["nodes"]
             ok = out["reused_summaries"] == 12 and total == nodes
