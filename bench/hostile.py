@@ -25,6 +25,13 @@ Faults: the loopback Anthropic stub answers 429/500/529/stall/malformed (3 kinds
 of a query with answer.mode=llm plus an LLM context build under a small budget: tracebacks, budget overshoots,
 and whether the key appears in any database byte, trace or printed error.
 
+Trust (issue #46, `--parts trust`, bench/results/hostile_trust.json; the cases live in bench/hostile_trust.py): a
+workspace delete killed mid-rewrite and raced by a CLI writer, byte caps (SQL cells, an oversized reply, history
+turns), every named path fed a FIFO / the zero device / deep JSON / symlink loops, sessions across workspaces, a
+killed RAPTOR build, table limits and fidelity, CTE bypasses of the SQL check, disguised key echoes and terminal
+escapes, a retry-after of an hour, and planted instructions; each case counted as ok, clear error, crash, hang, data
+lost or leak.
+
 LLM (issue #33 items 1-3; `--parts llm`, written to bench/results/hostile_llm.json): an endpoint that quotes the
 request headers in every reply (200 text, structured replies, tool input) and in 4xx/5xx bodies, through a context
 build, an LLM graph build, the LLM answer, multi-query, the agent's LLM grader and CAG, then the key counted in the
@@ -843,7 +850,8 @@ def run_ingest(work: Path) -> dict[str, Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--parts", default="files,concurrency,faults", help="any of files, concurrency, faults, llm, ingest")
+    ap.add_argument("--parts", default="files,concurrency,faults", help="any of files, concurrency, faults, llm, ingest, "
+                    "trust (issue #46: bench/results/hostile_trust.json)")
     ap.add_argument("--real-embedder", action="store_true")
     ap.add_argument("--seconds", type=float, default=60.0, help="concurrency run length")
     ap.add_argument("--fault-runs", type=int, default=100)
@@ -874,6 +882,12 @@ def main() -> None:
     if result:
         path = write_result("hostile", result, Path(args.out) if args.out else None)
         print(f"wrote {path}")
+    if "trust" in parts:  # issue #46, its own results file (bench/hostile_trust.py)
+        from bench.hostile_trust import run_trust
+
+        trust = run_trust(work / "trust")
+        print(json.dumps(trust["summary"], indent=1))
+        print(f"wrote {write_result('hostile_trust', trust)}")
     if "ingest" in parts:  # a results file of its own: the other parts' file keeps its run
         path = write_result("hostile_ingest", run_ingest(work / "ingest"),
                             Path(args.out_ingest) if args.out_ingest else None)

@@ -11,13 +11,15 @@ import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from core.app.counters import counters
 from core.config import ConfigError, PipelineConfig, load_config_file, parse_set_value
+from core.files import FileProblem, read_text_checked
 from core.deps import DEFAULT_DB, build_deps
 from core.pipeline import QueryError, run_query, validate_query
 from core.store import Store, StoreError, token_vector_files
+from core.text import terminal_safe
 from core.types import DEFAULT_WORKSPACE
 
 if TYPE_CHECKING:  # named in annotations only; imported where used
@@ -289,7 +291,8 @@ def cmd_collections(args: argparse.Namespace) -> int:
         if args.action != "describe":
             print("error: --description goes with describe NAME", file=sys.stderr)
             return 2
-        store.collections.set_description(args.workspace, args.name, args.description)
+        if note := store.collections.set_description(args.workspace, args.name, args.description):
+            print(f"note: {note}", file=sys.stderr)
     cols = refresh(store, args.workspace)
     if args.action == "list":
         if args.json:
@@ -349,13 +352,15 @@ def cmd_query(args: argparse.Namespace) -> int:
     notices += _build_answer_vectors(cfg, deps, args.workspace) if args.build else []
     from core.app.conversation import ConversationError, load_turns, save_turns, session_path, turn_of
 
+    cut: list[str] = []  # turns cut at MAX_TURN_CHARS: said below with the other notices
     try:
-        history = load_turns(args.history) if args.history else []
-        spath = session_path(_db(args), args.session) if args.session else None
-        history += load_turns(spath) if spath is not None and spath.exists() else []
+        history = load_turns(args.history, cut) if args.history else []
+        spath = session_path(_db(args), args.session, args.workspace) if args.session else None
+        history += load_turns(spath, cut) if spath is not None and spath.exists() else []
     except ConversationError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    notices += cut
     trace = run_query(args.query, run_cfg, deps, workspace=args.workspace, history=history)
     if spath is not None:
         save_turns(spath, [*history, turn_of(args.query, trace)])
@@ -482,6 +487,8 @@ def cmd_sql(args: argparse.Namespace) -> int:
             print("\t".join("" if v is None else str(v) for v in row))
         print(f"({len(r.rows):,} row{'s' if len(r.rows) != 1 else ''}{', cut at the row cap' if r.truncated else ''};"
               f" {r.ms:.0f} ms)", file=sys.stderr)
+        for note in r.notes:
+            print(f"note: {note}", file=sys.stderr)
     return 0 if out.result is not None else 2
 
 
@@ -958,9 +965,10 @@ def cmd_graph(args: argparse.Namespace) -> int:
     embedder = None if args.no_suggest else deps.embedder
     if args.action == "synonyms":
         try:
-            report = set_synonyms(store, cfg.graph, open(args.file, encoding="utf-8").read(), embedder=embedder,
+            report = set_synonyms(store, cfg.graph, read_text_checked(args.file, max_bytes=4 << 20,
+                                                                      what="synonyms file"), embedder=embedder,
                                   workspace=ws)
-        except (OSError, SynonymError) as exc:
+        except (OSError, SynonymError, FileProblem) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         if report is None:
@@ -1314,11 +1322,30 @@ COMMANDS = (
 )
 
 
+class _TerminalSafe:
+    """A text stream that writes control characters as visible escapes (core.text.terminal_safe): document text and
+    file names printed by any command cannot drive the terminal (OSC 8 links, concealed text, cursor moves)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def write(self, text: str) -> int:
+        body = text.lstrip("\r")  # a leading carriage return is the commands' own progress line, kept
+        return self._inner.write(text[: len(text) - len(body)] + terminal_safe(body))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     run = next(c.run for c in COMMANDS if c.name == args.cmd)
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _TerminalSafe(out), _TerminalSafe(err)
     try:
         return run(args)
     except (ConfigError, QueryError, StoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        sys.stdout, sys.stderr = out, err

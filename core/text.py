@@ -1,7 +1,9 @@
 """Text utilities shared by stages: language guess, search tokenisation (code identifiers, Snowball stems), sentences."""
 from __future__ import annotations
 
+import base64
 import hashlib
+import html
 import re
 import threading
 import unicodedata
@@ -179,7 +181,7 @@ def snippet(text: str, n: int = 160) -> str:
 # Anthropic keys look like sk-ant-api03-...; anything of that shape is hidden even when we never saw the key, and so
 # is the value of any credential header a gateway may quote back (Authorization: Bearer ..., x-api-key: ...), in
 # header, JSON or query-string form.
-SECRET_PATTERN = re.compile(r"sk-ant-[A-Za-z0-9_\-]{4,}")
+SECRET_PATTERN = re.compile(r"(?i)sk-ant-[A-Za-z0-9_\-]{4,}")
 # A credential, not a word: 8+ characters with a digit, or 20+ ("Authorization: required" stays readable).
 _CRED = r"(?:(?=[^\s\"',;&}<>]*\d)[^\s\"',;&}<>]{8,}|[^\s\"',;&}<>]{20,})"
 _BEARER = re.compile(r"(?i)(\bbearer\s+)" + _CRED)
@@ -197,9 +199,124 @@ def register_secret(value: str | None) -> None:
             _known.add(value)
 
 
+# -- disguised echoes of a registered secret (issue #46 item 8) ------------------------------------------------------
+# The text is matched in a normalised view (entities decoded, zero-width and spacing dropped, hyphen look-alikes made
+# '-', compatibility forms folded, lower case) against the key itself, its reverse, any run of PARTIAL_RUN of its
+# characters (a truncated or partly quoted key) and its base64 encodings; each match masks the original characters
+# it came from, however spread out they were.
+PARTIAL_RUN = 16  # characters of a key (fewer for a short key: all of it) that count as an echo of it
+_ZERO_WIDTH = frozenset("\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e\u034f")
+_HYPHENS = frozenset("\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe63\uff0d")
+_ENTITY = re.compile(r"&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+_needles_cache: dict[frozenset[str], "re.Pattern[str] | None"] = {}
+
+
+def _b64_cores(secret: str) -> list[str]:
+    """The part of the base64 of `secret` that is the same wherever it sits in a longer encoded run, at each of the
+    three byte alignments (standard and URL-safe alphabets)."""
+    raw = secret.encode("utf-8")
+    out = []
+    for k in range(3):
+        enc = base64.b64encode(b"\0" * k + raw).decode().rstrip("=")
+        lead = 4 if k else 0
+        tail = (k + len(raw)) % 3
+        core = enc[lead: len(enc) - (4 if tail else 0)] if tail else enc[lead:]
+        if len(core) >= 12:
+            out += [core, core.replace("+", "-").replace("/", "_")]
+    return out
+
+
+def _needles(known: frozenset[str]) -> "re.Pattern[str] | None":
+    hit = _needles_cache.get(known)
+    if hit is not None or known in _needles_cache:
+        return hit
+    forms: set[str] = set()
+    for secret in known:
+        s = _fold(secret)
+        run = min(len(s), PARTIAL_RUN)
+        for text in (s, s[::-1]):
+            forms.update(text[i:i + run] for i in range(len(text) - run + 1))
+        forms.update(c.lower() for c in _b64_cores(secret))
+    pat = re.compile("|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True))) if forms else None
+    if len(_needles_cache) > 64:
+        _needles_cache.clear()
+    _needles_cache[known] = pat
+    return pat
+
+
+def _fold_char(ch: str) -> str:
+    if ch in _HYPHENS:
+        return "-"
+    if ord(ch) > 127:
+        ch = unicodedata.normalize("NFKC", ch)
+    return ch.lower()
+
+
+def _fold(text: str) -> str:
+    return "".join(_fold_char(c) for c in text if c not in _ZERO_WIDTH and not c.isspace())
+
+
+def _normalised_view(text: str) -> tuple[str, list[int], list[int]]:
+    """(folded text, start and end in `text` of each folded character)."""
+    chars: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        j = i + 1
+        if ch == "&" and (m := _ENTITY.match(text, i)):
+            dec = html.unescape(m.group(0))
+            if dec != m.group(0):
+                ch, j = dec, m.end()
+        if ch in _ZERO_WIDTH or ch.isspace():
+            i = j
+            continue
+        for f in _fold_char(ch) if len(ch) == 1 else _fold(ch):
+            chars.append(f)
+            starts.append(i)
+            ends.append(j)
+        i = j
+    return "".join(chars), starts, ends
+
+
+_QUICK = {**{ord(c): None for c in _ZERO_WIDTH}, **{ord(c): "-" for c in _HYPHENS}}
+_SPACE = re.compile(r"\s+")
+
+
+def _mask_disguised(text: str, known: frozenset[str]) -> str:
+    pat = _needles(known)
+    if pat is None:
+        return text
+    # A whole-text fold first (C speed); the per-character view that maps matches back is built only on a hit.
+    quick = text
+    if "&" in quick:
+        quick = html.unescape(quick)
+    if not quick.isascii():
+        quick = unicodedata.normalize("NFKC", quick.translate(_QUICK))
+    quick = _SPACE.sub("", quick).lower().translate(_QUICK)
+    if pat.search(quick) is None:
+        return text
+    view, starts, ends = _normalised_view(text)
+    spans: list[list[int]] = []
+    pos = 0
+    while (m := pat.search(view, pos)) is not None:
+        a, b = starts[m.start()], ends[m.end() - 1]
+        if spans and a <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], b)
+        else:
+            spans.append([a, b])
+        pos = m.start() + 1  # overlapping runs of one echo merge into one span
+    for a, b in reversed(spans):
+        text = text[:a] + MASK + text[b:]
+    return text
+
+
 def redact(text: str) -> str:
-    """text with every registered secret, every sk-ant-... token and every quoted credential header value (Bearer
-    tokens, x-api-key / authorization values) replaced by [redacted]."""
+    """text with every registered secret (also disguised: case, zero-width characters, spacing and wrapping, HTML
+    entities, hyphen look-alikes, reversed, base64, or a run of PARTIAL_RUN of its characters), every sk-ant-...
+    token and every quoted credential header value (Bearer tokens, x-api-key / authorization values) replaced by
+    [redacted]."""
     if not text:
         return text
     with _lock:
@@ -207,9 +324,23 @@ def redact(text: str) -> str:
     for secret in known:
         if secret in text:
             text = text.replace(secret, MASK)
+    if known:
+        text = _mask_disguised(text, frozenset(known))
     text = SECRET_PATTERN.sub(MASK, text)
     text = _BEARER.sub(lambda m: m.group(1) + MASK, text)
     return _HEADER.sub(lambda m: m.group(1) + MASK, text)
+
+
+# -- terminal output: control characters shown, never obeyed (issue #46 item 8) --------------------------------------
+# Every C0/C1 control but newline and tab (ESC starts OSC 8 links, concealed text, cursor moves; CR overwrites a
+# line) and the bidirectional overrides (text that reads differently from how it is stored).
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: str) -> str:
+    """text with every control character written as a visible escape (ESC -> \\x1b), newlines and tabs kept."""
+    return _UNSAFE.sub(lambda m: f"\\x{ord(m.group(0)):02x}" if ord(m.group(0)) < 256
+                       else f"\\u{ord(m.group(0)):04x}", text)
 
 
 def redact_value(value: object) -> object:

@@ -678,6 +678,7 @@ class SqlResult:
     rows: tuple[tuple[Any, ...], ...]
     truncated: bool = False
     ms: float = 0.0
+    notes: tuple[str, ...] = ()  # a cap that was hit, named (cells cut, rows dropped for the byte cap)
 
 
 DEFAULT_COLLECTION = "default"  # the collection of a document nobody assigned to one

@@ -11,18 +11,25 @@ TURNS_KEY = "conversation_turns"
 BASE_KEY = "conversation_base"  # how many turns the last searched question had before it (settings re-runs reuse it)
 
 
-def history(submitted: bool) -> list[Turn]:
+def _keys(workspace: str) -> tuple[str, str]:
+    """A conversation belongs to its workspace: a follow-up never reads another workspace's turns."""
+    return f"{TURNS_KEY}::{workspace}", f"{BASE_KEY}::{workspace}"
+
+
+def history(submitted: bool, workspace: str) -> list[Turn]:
     """The turns before the current question: a new search reads them all; a re-run of the same question (a
     setting changed) reads the turns it first ran with, not itself."""
-    turns: list[Turn] = st.session_state.setdefault(TURNS_KEY, [])
+    tk, bk = _keys(workspace)
+    turns: list[Turn] = st.session_state.setdefault(tk, [])
     if submitted:
-        st.session_state[BASE_KEY] = len(turns)
-    return list(turns[: st.session_state.get(BASE_KEY, len(turns))])
+        st.session_state[bk] = len(turns)
+    return list(turns[: st.session_state.get(bk, len(turns))])
 
 
-def panel(question: str, trace: Trace, submitted: bool) -> None:
+def panel(question: str, trace: Trace, submitted: bool, workspace: str) -> None:
     """Keep the searched question's turn, then show the conversation with a button that starts a new one."""
-    turns: list[Turn] = st.session_state.setdefault(TURNS_KEY, [])
+    tk, bk = _keys(workspace)
+    turns: list[Turn] = st.session_state.setdefault(tk, [])
     if submitted and trace.answer is not None:
         turns.append(turn_of(question, trace))
         del turns[:-MAX_TURNS]
@@ -34,6 +41,6 @@ def panel(question: str, trace: Trace, submitted: bool) -> None:
             st.markdown(f"**Q:** {escape_md(t.question)}" + (f"  \n*as:* {escape_md(t.condensed)}" if t.condensed
                                                               else ""))
         if st.button("New conversation", key="new_conversation"):
-            st.session_state[TURNS_KEY] = []
-            st.session_state[BASE_KEY] = 0
+            st.session_state[tk] = []
+            st.session_state[bk] = 0
             st.rerun()

@@ -7,7 +7,7 @@ from typing import Any
 import streamlit as st
 
 from core.app.report import escape_md
-from core.app.tables import run_user_sql
+from core.app.tables import csv_bytes, export_rows, run_user_sql
 
 
 def sql_panel(store: Any, workspace: str) -> None:
@@ -26,5 +26,9 @@ def sql_panel(store: Any, workspace: str) -> None:
                 st.error(escape_md(out.error))
             else:
                 r = out.result
-                st.dataframe([dict(zip(r.columns, row)) for row in r.rows], hide_index=True, key="lab_sql_rows")
-                st.caption(f"{len(r.rows):,} row(s){' (cut at the row cap)' if r.truncated else ''} · {r.ms:.0f} ms")
+                # formula-like text neutralised: the grid's CSV download opens safely in a spreadsheet
+                st.dataframe(export_rows(r.columns, r.rows), hide_index=True, key="lab_sql_rows")
+                st.caption(f"{len(r.rows):,} row(s){' (cut at the row cap)' if r.truncated else ''} · {r.ms:.0f} ms"
+                           + "".join(f" · {escape_md(n)}" for n in r.notes))
+                st.download_button(":material/download: CSV", csv_bytes(r.columns, r.rows), file_name="result.csv",
+                                   mime="text/csv", key="lab_sql_csv")

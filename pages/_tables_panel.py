@@ -7,7 +7,7 @@ from typing import Any
 import streamlit as st
 
 from core.app.report import escape_md
-from core.app.tables import table_views
+from core.app.tables import export_rows, table_views
 
 
 def tables_panel(store: Any, workspace: str) -> None:
@@ -22,5 +22,5 @@ def tables_panel(store: Any, workspace: str) -> None:
         cols = ", ".join(f"{c} {typ.lower()}" for c, typ in t.columns)
         with st.expander(f"{t.name} · {t.n_rows:,} rows · {len(t.columns)} columns · from {t.source}"):
             st.caption(escape_md(cols))
-            st.dataframe([dict(zip(v.columns, row)) for row in v.sample], hide_index=True,
+            st.dataframe(export_rows(v.columns, v.sample), hide_index=True,  # its CSV download is formula-safe
                          key=f"table_sample_{t.name}")

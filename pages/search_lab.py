@@ -204,7 +204,7 @@ else:
             # flood it.
             # A settings re-run is unlogged but still a user's query: the answer cache serves it (use_cache=True).
             trace = run_query(last, run_cfg, deps, workspace=ws, log=submitted or recompute, use_cache=not recompute,
-                              history=_conversation.history(submitted))
+                              history=_conversation.history(submitted, ws))
     except QueryError as exc:
         st.error(escape_md(exc))  # may quote the query
         st.stop()
@@ -214,7 +214,7 @@ else:
     st.session_state["last_trace"] = trace  # the Graph page highlights what this query used
     st.session_state[SESSION_KEY] = st.session_state.get(SESSION_KEY, Counters()) + counters(trace)
 
-_conversation.panel(last, trace, submitted)
+_conversation.panel(last, trace, submitted, ws)
 doc_names = corpus_ops.document_names(store, ws)
 inserts = {}
 local = trace.stage("graph_local")

@@ -79,6 +79,7 @@ class StubState:
     batch_polls_to_end: int = 1  # status polls before a batch ends
     echo_headers: bool = False  # every answer quotes the request headers (the key among them)
     usage_fault: str | None = None  # negative | huge | missing | nonnumeric | cache | cache_1h | zero
+    ignore_max_tokens: bool = False  # a misbehaving endpoint: the reply text is sent whole, however long
     lock: threading.RLock = field(default_factory=threading.RLock)
     ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -154,7 +155,8 @@ class StubState:
             else "end_turn"
         if out > body["max_tokens"]:
             stop, out = "max_tokens", body["max_tokens"]
-            if not (body.get("output_config") or {}).get("format") and "text" in content[0]:
+            if not (body.get("output_config") or {}).get("format") and "text" in content[0] \
+                    and not self.ignore_max_tokens:
                 content[0]["text"] = text.encode()[: 4 * out].decode("utf-8", "ignore")
         usage: dict[str, Any] = {
             "input_tokens": total - read - write, "output_tokens": out,
@@ -298,6 +300,9 @@ class _Handler(BaseHTTPRequestHandler):
                        "no_content": json.dumps({"id": "msg_x", "type": "message", "model": "m"}).encode(),
                        "html": b"<html><body><h1>502 Bad Gateway</h1></body></html>"}[value]
                 self._send(200, None, raw=raw, content_type="text/html" if value == "html" else "application/json")
+                return
+            elif kind == "retry_after":  # a rate limit that asks the client to come back after `value` seconds
+                self._error(429, "rate_limit_error", "rate limited", headers={"retry-after": str(value)})
                 return
             elif kind == "echo":
                 # A gateway that puts the whole request, headers included, into its error message.

@@ -104,9 +104,12 @@ def test_history_files_and_session_ids(tmp_path) -> None:
         except ConversationError:
             continue
         raise AssertionError(bad)
-    assert session_path(tmp_path / "w.duckdb", "s-1") == tmp_path / "sessions" / "s-1.json"
+    assert session_path(tmp_path / "w.duckdb", "s-1", "default") == \
+        tmp_path / "workspaces" / "default" / "sessions" / "s-1.json"
+    # issue #46 item 4: the same session id in two workspaces is two conversations
+    assert session_path(tmp_path / "w.duckdb", "s-1", "a") != session_path(tmp_path / "w.duckdb", "s-1", "b")
     try:
-        session_path(tmp_path / "w.duckdb", "../x")
+        session_path(tmp_path / "w.duckdb", "../x", "default")
     except ConversationError:
         pass
     else:

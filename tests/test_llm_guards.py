@@ -283,3 +283,45 @@ def test_an_old_ledger_gains_the_flag_column(tmp_path: Path) -> None:
     (old,) = s.ledger.usage_ledger()
     assert old.usd == 0.5 and old.usage_flag == ""
     s.close()
+
+
+# -- issue #46 items 2 and 10: reply caps and a retry-after beyond what the caller waits -----------------------------
+def test_a_reply_longer_than_max_tokens_allows_is_cut_and_flagged(stub: Stub) -> None:
+    from core.models.llm import reply_char_cap
+
+    stub.state.responder = lambda body: "x" * 100_000
+    stub.state.ignore_max_tokens = True
+    req = _req(max_tokens=150)
+    resp = _llm(stub).complete(req)
+    assert len(resp.text) == reply_char_cap(req) == 150 * 32
+    assert "reply cut at 4,800 characters" in resp.cache_note and "100,000" in resp.cache_note
+
+
+def test_a_huge_reply_body_is_not_read_past_its_cap_nor_retried(stub: Stub) -> None:
+    from core.models.llm import reply_byte_cap
+
+    stub.state.responder = lambda body: "y" * 3_000_000
+    stub.state.ignore_max_tokens = True
+    req = _req(max_tokens=10)
+    with pytest.raises(LLMError, match="ran over") as err:
+        _llm(stub).complete(req)
+    assert err.value.kind == "oversized" and reply_byte_cap(req) < 3_000_000
+    assert len(stub.state.messages()) == 1  # asked once: a retry would pay for the same flood again
+
+
+def test_a_retry_after_beyond_what_the_caller_waits_falls_back_at_once(stub: Stub) -> None:
+    sleeps: list[float] = []
+    stub.state.faults.append(("retry_after", 3600))
+    llm = _llm(stub, sleep=sleeps.append)
+    t0 = time.monotonic()
+    with pytest.raises(LLMError, match="retry after 3600") as err:
+        llm.complete(_req())
+    assert err.value.kind == "rate_limit" and sleeps == [] and time.monotonic() - t0 < 5
+    # within a caller's deadline: a retry-after past it fails at once too
+    stub.state.faults.append(("retry_after", 20))
+    with call_limits(deadline=time.monotonic() + 10):
+        with pytest.raises(LLMError, match="retry after 20"):
+            llm.complete(_req())
+    assert sleeps == []
+    stub.state.faults.append(("retry_after", 1))  # a short one is waited out as before
+    assert llm.complete(_req()).text and sleeps == [1.0]

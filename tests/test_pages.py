@@ -43,8 +43,10 @@ def _not_a_zip_docx() -> tuple[str, bytes]:
     return "broken.docx", b"this is plain text pretending to be a docx"
 
 
-def _ingest(deps: Deps, files: list[tuple[str, bytes]], config: PipelineConfig | None = None) -> IngestReport:
-    return ingest_files(files, store=deps.store, embedder=deps.embedder, config=config or PipelineConfig())
+def _ingest(deps: Deps, files: list[tuple[str, bytes]], config: PipelineConfig | None = None,
+            workspace: str = "default") -> IngestReport:
+    return ingest_files(files, store=deps.store, embedder=deps.embedder, config=config or PipelineConfig(),
+                        workspace=workspace)
 
 
 def _app(deps: Deps) -> AppTest:
@@ -189,11 +191,23 @@ def test_search_lab_keeps_the_conversation_and_condenses_a_follow_up(search_lab:
     at = _search(search_lab, "What does TLS_VERSION_MIN set?")
     at = _search(at, "What is its default?")
     assert not at.exception
-    turns = at.session_state["conversation_turns"]
+    turns = at.session_state["conversation_turns::default"]
     assert [t.question for t in turns] == ["What does TLS_VERSION_MIN set?", "What is its default?"]
     assert turns[1].condensed == "What is TLS_VERSION_MIN's default?"
     at = at.button(key="new_conversation").click().run()
-    assert at.session_state["conversation_turns"] == []
+    assert at.session_state["conversation_turns::default"] == []
+
+
+def test_search_lab_conversation_belongs_to_its_workspace(search_lab: AppTest, deps: Deps) -> None:
+    """Issue #46 item 4: a follow-up in one workspace is never condensed with another workspace's turns."""
+    _ingest(deps, [("ops_guide.md", OPS_MD)], workspace="other")
+    at = _search(search_lab, "What does TLS_VERSION_MIN set?")
+    at.session_state["workspace"] = "other"
+    at = _search(at.run(), "What is its default?")
+    assert not at.exception
+    other = at.session_state["conversation_turns::other"]
+    assert [t.question for t in other] == ["What is its default?"] and other[0].condensed == ""
+    assert [t.question for t in at.session_state["conversation_turns::default"]] == ["What does TLS_VERSION_MIN set?"]
 
 
 def test_search_lab_empty_and_oversized_queries_give_messages(search_lab: AppTest) -> None:

@@ -2,7 +2,10 @@
 stored tree, and the `raptor` stage fused like the other lists."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
+import pytest
 
 from core.config import PipelineConfig
 from core.deps import Deps
@@ -156,7 +159,9 @@ def test_claude_summaries_are_labelled_and_stop_at_the_dollar_cap(deps: Deps, an
     assert 'fillcolor' in raptor_dot(deps.store, WS)  # Claude's nodes are drawn filled
     # a cap below one call's worst case: no call, every summary extractive and labelled, the reason said
     sent = len(anthropic_stub.state.messages())
-    out = build_raptor(deps, cfg.with_overrides({"raptor.max_usd": worst_usd(one) / 2}), WS)
+    # (another model: the summaries haiku wrote are kept and would be reused for free, issue #46 item 5)
+    out = build_raptor(deps, cfg.with_overrides({"raptor.max_usd": worst_usd(one) / 2,
+                                                 "raptor.llm_model": "claude-sonnet-4-5"}), WS)
     nodes, _ = deps.store.raptor.nodes(WS)
     assert len(anthropic_stub.state.messages()) == sent and out.llm_calls == 0
     assert all(n.mode == "extractive" for n in nodes) and any("raptor.max_usd" in n for n in out.notes)
@@ -182,3 +187,44 @@ def test_raptor_dot_draws_the_tree_top_down_within_its_node_cap(deps: Deps) -> N
     assert capped.count("[label=") == 2 and f"+{len(nodes) - 1} more" in capped  # the root and the 'more' line
     again = build_raptor(deps, PipelineConfig().with_overrides({"raptor.cluster_size": 2}), WS, full=False)
     assert again.mode == "unchanged" and again.rewritten == 0
+
+
+def test_a_killed_claude_build_keeps_what_it_paid_for_and_the_rerun_pays_only_the_rest(deps: Deps,
+                                                                                       anthropic_stub: Stub) -> None:
+    """Issue #46 item 5: each Claude summary is committed as it is written; a build killed after 3 calls leaves them,
+    and the next build pays for the others only (an uninterrupted build's calls = killed + re-run)."""
+    from core.app.raptor_ops import build_raptor
+    from core.models.llm import AnthropicLLM
+
+    notes = [(f"n{i}.md", f"# Note {i}\n\nNote {i} says station {i} of zone {i % 3} reports pressure hourly.\n"
+              .encode()) for i in range(12)]
+    ingest_files(notes, store=deps.store, embedder=deps.embedder, config=PipelineConfig())
+    anthropic_stub.state.responder = lambda body: json.dumps(
+        {"summary": "Summary of " + str(abs(hash(json.dumps(body["messages"], sort_keys=True))) % 10**6)})
+    real = AnthropicLLM(anthropic_stub.key, base_url=anthropic_stub.base_url, sleep=lambda s: None)
+
+    class KilledAfter:  # the process dies on the 4th call (a BaseException escapes every handler, as kill -9 would)
+        available, name, reason = True, "anthropic", ""
+
+        def __init__(self) -> None:
+            self.n = 0
+
+        def complete(self, request, **kw):  # noqa: ANN001, ANN003, ANN201
+            self.n += 1
+            if self.n > 3:
+                raise KeyboardInterrupt("killed")
+            return real.complete(request, **kw)
+
+    cfg = PipelineConfig().with_overrides({"raptor.cluster_size": 2, "raptor.max_usd": 5.0})
+    deps.llm = KilledAfter()
+    with pytest.raises(KeyboardInterrupt):
+        build_raptor(deps, cfg, WS)
+    assert deps.store.raptor.nodes(WS)[0] == [] and len(anthropic_stub.state.messages()) == 3
+    deps.llm = real
+    out = build_raptor(deps, cfg, WS)
+    nodes, _ = deps.store.raptor.nodes(WS)
+    assert out.reused_summaries == 3 and out.llm_calls == len(nodes) - 3
+    assert len(anthropic_stub.state.messages()) == len(nodes)  # 3 + the rest: nothing paid twice
+    assert all(n.mode == "llm" for n in nodes)
+    again = build_raptor(deps, cfg, WS)  # a full rebuild of an unchanged corpus pays nothing
+    assert again.llm_calls == 0 and again.reused_summaries == len(nodes)

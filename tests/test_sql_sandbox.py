@@ -134,19 +134,63 @@ def test_fifty_hostile_queries_are_refused_with_reasons_no_side_effect_no_file(w
     assert [t.name for t in store.tables.list()] == ["clients", "revenue"]
 
 
+def _raw(box, sql: str) -> dict:  # noqa: ANN001
+    """Run SQL in the sandbox's worker bypassing the check, as a query that got past it would."""
+    from core.store.sql import MAX_CELL_CHARS, MAX_RESULT_BYTES
+
+    reply, _ = box._ready().request({"op": "run", "sql": sql, "max_rows": 10, "timeout_s": 5.0,  # noqa: SLF001
+                                     "max_cell": MAX_CELL_CHARS, "max_bytes": MAX_RESULT_BYTES}, b"", 30)
+    return reply
+
+
 def test_the_connection_itself_cannot_reach_files_or_change_settings(ws: tuple[Store, Path]) -> None:
     """Defence in depth: even a query that got past the check could not read a file or unlock a setting."""
     store, tmp = ws
     box = store.tables.sandbox()
-    con = box._con  # noqa: SLF001 - the sandbox's own connection, bypassing the check on purpose
+    for sql in (f"SELECT * FROM read_csv('{tmp / 'canary.csv'}')", "SET enable_external_access = true",
+                f"ATTACH '{tmp / 'w.duckdb'}' AS x", "SELECT * FROM documents"):
+        assert "error" in _raw(box, sql), sql
+    assert "error" not in _raw(box, "SELECT count(*) FROM revenue")
+    with pytest.raises(duckdb.Error):  # and the parent's parse-only connection holds no data and no access
+        box._con.execute(f"SELECT * FROM read_csv('{tmp / 'canary.csv'}')").fetchall()  # noqa: SLF001
     with pytest.raises(duckdb.Error):
-        con.execute(f"SELECT * FROM read_csv('{tmp / 'canary.csv'}')").fetchall()
-    with pytest.raises(duckdb.Error):
-        con.execute("SET enable_external_access = true")
-    with pytest.raises(duckdb.Error):
-        con.execute(f"ATTACH '{tmp / 'w.duckdb'}' AS x")
-    with pytest.raises(duckdb.Error):
-        con.execute("SELECT * FROM documents").fetchall()
+        box._con.execute("SET enable_external_access = true")  # noqa: SLF001
+
+
+def test_cells_and_results_are_capped_in_bytes_and_say_so(ws: tuple[Store, Path]) -> None:
+    """Issue #46 item 2: a model-written repeat() per row comes back cut, with the cap named."""
+    from core.store.sql import MAX_CELL_CHARS, MAX_RESULT_BYTES
+
+    box = ws[0].tables.sandbox()
+    r = box.run("SELECT client, repeat('x', 50000) AS big FROM revenue")
+    assert len(r.rows) == 5 and all(len(row[1]) == MAX_CELL_CHARS for row in r.rows)
+    assert any("MAX_CELL_CHARS" in n for n in r.notes)
+    r = box.run("SELECT r.client, repeat('y', 9000) AS pad FROM revenue r, revenue a, revenue b, revenue c",
+                max_rows=1000)  # 625 rows of 9,000 characters: over the result cap
+    assert r.truncated and 0 < len(r.rows) < 625 and any("MAX_RESULT_BYTES" in n for n in r.notes)
+    assert sum(len(row[1]) for row in r.rows) <= MAX_RESULT_BYTES
+
+
+def test_memory_and_time_limits_are_hard(ws: tuple[Store, Path]) -> None:
+    """A query that needs gigabytes ends its worker at the bound (the caller's memory untouched); a worker that
+    stops answering is killed at the time limit plus the grace; the next query gets a fresh worker."""
+    import signal
+    import time
+
+    from core.store.sql import KILL_GRACE_S
+
+    box = ws[0].tables.sandbox()
+    with pytest.raises(SqlRefused, match="memory"):
+        box.run("SELECT client, length(repeat('x', 400000000)) FROM revenue")
+    assert box.peak_worker_kb <= box.hard_mb * 1024 + 64 * 1024  # resident never past the bound (+ page slack)
+    assert box.run("SELECT count(*) FROM revenue").rows == ((5,),)
+    worker = box._ready()  # noqa: SLF001
+    os.kill(worker.proc.pid, signal.SIGSTOP)  # a query stuck where DuckDB never looks at its interrupt flag
+    t0 = time.monotonic()
+    with pytest.raises(SqlRefused, match="time limit"):
+        box.run("SELECT count(*) FROM revenue", timeout_s=0.5)
+    assert time.monotonic() - t0 < 0.5 + KILL_GRACE_S + 2 and not worker.alive()
+    assert box.run("SELECT count(*) FROM revenue").rows == ((5,),)
 
 
 def test_huge_cross_join_and_endless_recursion_stop_at_the_time_limit(ws: tuple[Store, Path]) -> None:
@@ -191,3 +235,27 @@ def test_question_texts_never_reach_sql_unescaped(ws: tuple[Store, Path]) -> Non
         for bad in ("DROP", "COPY", "ATTACH", "PRAGMA", "read_csv", "information_schema", "--", ";"):
             assert bad.lower() not in sql.lower(), (q, sql)
     assert sorted(os.listdir(tmp)) == before and box.run("SELECT count(*) FROM clients").rows == ((3,),)
+
+
+def test_a_cte_named_after_a_system_view_does_not_let_it_through(ws: tuple[Store, Path]) -> None:
+    """Issue #46 item 7: names resolve after CTEs in their own scope only; the catalog stays out of reach."""
+    box = ws[0].tables.sandbox()
+    for sql in ("SELECT * FROM (WITH duckdb_databases AS (SELECT 1 AS x) SELECT * FROM duckdb_databases) t, "
+                "duckdb_databases",
+                "SELECT * FROM duckdb_settings WHERE 1 IN (WITH duckdb_settings AS (SELECT 1 AS x) "
+                "SELECT x FROM duckdb_settings)",
+                "SELECT * FROM revenue, (WITH duckdb_tables AS (SELECT 1) SELECT 1), duckdb_tables"):
+        with pytest.raises(SqlRefused, match="no table 'duckdb_"):
+            box.run(sql)
+    # inside its own scope a CTE is itself, whatever its name
+    assert box.run("WITH duckdb_settings AS (SELECT 7 AS x) SELECT x FROM duckdb_settings").rows == ((7,),)
+    assert box.run("WITH a AS (SELECT 1 AS x), b AS (SELECT x + 1 AS y FROM a) SELECT y FROM b").rows == ((2,),)
+
+
+def test_list_and_struct_literals_are_allowed(ws: tuple[Store, Path]) -> None:
+    box = ws[0].tables.sandbox()
+    assert box.run("SELECT [1, 2, 3] AS l").rows == (([1, 2, 3],),)
+    assert box.run("SELECT {'a': 1, 'b': 'x'} AS s").rows == (({"a": 1, "b": "x"},),)
+    assert box.run("SELECT client FROM revenue WHERE client IN ('Acme') AND 100 = ANY([100, 5]) LIMIT 1").rows
+    with pytest.raises(SqlRefused, match="plain name"):
+        box.run("SELECT main.getenv('HOME')")

@@ -154,3 +154,50 @@ def test_each_row_of_a_table_text_is_its_own_sentence() -> None:
     text = render_text(table)
     rows = [text[a:b] for a, b in sentence_spans(text) if "rig:" in text[a:b]]
     assert rows == ["- rig: Pelican; operator: Henrik Aas.", "- rig: Heron; operator: Marta Quist."]
+
+
+def test_wide_integers_stay_exact_and_formulas_stay_defused_and_neutralised_on_export() -> None:
+    """Issue #46 item 6: a 20-digit value keeps its column exact (text, with a note) instead of turning it into
+    floating point; a tab-defused "\\t=1+1" stays defused; the CSV export neutralises formula-like text."""
+    from core.app.tables import csv_bytes, spreadsheet_safe
+    from core.ingest.tables import read_table, render_text
+
+    t = read_table("ids.csv", b'id,code,amount\n1,"\t=1+1",5\n12345678901234567890,=HYPERLINK("http://x"),-3\n'
+                              b'3,@SUM(A1),+7\n')
+    cols = dict(t.columns)
+    assert cols["id"] == "VARCHAR" and [r[0] for r in t.rows] == ["1", "12345678901234567890", "3"]
+    assert any("id: integers wider than 64 bits, kept exact as text" in n for n in t.notes)
+    assert "wider than 64 bits" in render_text(t)
+    assert cols["amount"] == "BIGINT" and [r[2] for r in t.rows] == [5, -3, 7]
+    assert t.rows[0][1] == "\t=1+1"  # still defused
+    assert [spreadsheet_safe(v) for v in ("=1+1", "@SUM(A1)", "+7", "-3", "\t=1+1", "plain", 5)] == \
+        ["'=1+1", "'@SUM(A1)", "+7", "-3", "'\t=1+1", "plain", 5]
+    out = csv_bytes(["id", "code"], [(r[0], r[1]) for r in t.rows]).decode()
+    assert "'=HYPERLINK" in out and "'@SUM(A1)" in out and "\n=" not in out and ",=" not in out
+    assert dict(read_table("w.csv", b"w\n1\n" + b"9" * 5000 + b"\n").columns)["w"] == "VARCHAR"  # no int() limit
+    small = read_table("n.csv", b"n\n1\n9223372036854775807\n")
+    assert dict(small.columns)["n"] == "BIGINT"  # the int64 edge still fits
+
+
+def test_a_table_file_is_parsed_once_inside_the_sandbox(monkeypatch) -> None:  # noqa: ANN001
+    """Issue #46 item 6: the typed table the ingest stores is the one the parse worker read; this process never
+    parses the file again (a read here would raise)."""
+    import datetime as dt
+
+    import core.ingest.tables as tables_mod
+    from core.config import PipelineConfig
+    from core.ingest.pipeline import ingest_files
+    from core.store import Store
+    from tests.fakes import HashEmbedder
+
+    def refuse(*a, **k):  # noqa: ANN002, ANN003, ANN202
+        raise AssertionError("the table was parsed a second time, outside the sandbox")
+
+    monkeypatch.setattr(tables_mod, "read_table", refuse)
+    store = Store()
+    rep = ingest_files([("sales.csv", b"day,region,amount\n2024-01-02,north,5\n2024-01-03,south,7\n")], store=store,
+                       embedder=HashEmbedder(), config=PipelineConfig())
+    assert not rep.errors
+    box = store.tables.sandbox()
+    r = box.run("SELECT day, amount FROM sales ORDER BY day")
+    assert r.rows == ((dt.date(2024, 1, 2), 5), (dt.date(2024, 1, 3), 7))

@@ -8,6 +8,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 
 from core.answer import e5_scorer
 from core.answer.calibration import refusal_cut
+from core.answer.injection import injection_note
 from core.answer.negation import SAME_STATEMENT, NegatedAsk, negated_answer, negated_ask, similar, values
 from core.answer.scorer import row_scorer
 from core.answer.versions import DocHead, sibling_labels
@@ -367,7 +368,7 @@ def answer_question(
         try:
             res = llm_answer(question, top, llm, model=cfg.model, glossary=cfg.glossary, max_tokens=cfg.max_tokens,
                              workspace=workspace, query_id=query_id)
-            return res
+            return _flag_instructions(res, top)
         except LLMError as exc:
             notes.append(f"Claude answer failed ({exc}); extractive answer instead")
     cut = refusal_cut(cfg.refusal_threshold, calibration, load_support_model().threshold, model_fingerprint())
@@ -378,7 +379,14 @@ def answer_question(
     notes.append("extractive answer (offline): sentences copied from the passages, not generated")
     notes.append(f"refusal threshold {cut.value:.2f}: {cut.source}")
     answer, said = quoted_language(question, res.answer)
-    return AnswerResult(answer, res.usage, tuple(notes) + res.notes + said, res.support, cut.value, cut.source)
+    return _flag_instructions(AnswerResult(answer, res.usage, tuple(notes) + res.notes + said, res.support, cut.value,
+                                           cut.source), top)
+
+
+def _flag_instructions(res: AnswerResult, passages: Sequence[Candidate]) -> AnswerResult:
+    """The answer flagged (a note) when a passage it cites holds instructions addressed to the model."""
+    note = injection_note(res.answer.citations, {c.chunk_id: c.text for c in passages})
+    return replace(res, notes=(*res.notes, note)) if note else res
 
 
 LANGUAGE_NAMES = {"en": "English", "ru": "Russian", "de": "German", "fr": "French", "es": "Spanish"}

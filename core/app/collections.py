@@ -48,8 +48,9 @@ def listed(store: Store, workspace: str) -> list[Collection]:
     return store.collections.list(workspace)
 
 
-def set_description(store: Store, workspace: str, name: str, text: str) -> None:
-    store.collections.set_description(workspace, name, text)
+def set_description(store: Store, workspace: str, name: str, text: str) -> str:
+    """Store a collection's description; the note when it was cut at its cap, else ""."""
+    return store.collections.set_description(workspace, name, text)
 
 
 def vector_model(store: Store, workspace: str) -> str:

@@ -6,6 +6,8 @@ import re
 from pathlib import Path
 from typing import Sequence
 
+from core.files import FileProblem, check_depth, read_text_checked
+from core.store.workspaces import workspace_dir
 from core.types import Stage, Trace, Turn
 
 
@@ -14,6 +16,8 @@ class ConversationError(ValueError):
 
 
 MAX_TURNS = 50  # a conversation keeps its newest turns; condensing reads only the last few anyway
+MAX_TURN_CHARS = 4_000  # a turn's question and answer are each cut here (a 5 MB turn made condensing take 17 s)
+MAX_HISTORY_BYTES = 4 << 20  # a history file larger than this is refused before it is read
 
 
 def turn_of(question: str, trace: Trace) -> Turn:
@@ -24,25 +28,42 @@ def turn_of(question: str, trace: Trace) -> Turn:
                 condensed if condensed and condensed != question else "")
 
 
-def _turn(obj: object, where: str) -> Turn:
+def _cut(text: str, where: str, what: str, notes: list[str] | None) -> str:
+    if len(text) <= MAX_TURN_CHARS:
+        return text
+    if notes is not None:
+        notes.append(f"{where}: the {what} was cut at {MAX_TURN_CHARS:,} characters (MAX_TURN_CHARS); it had "
+                     f"{len(text):,}")
+    return text[:MAX_TURN_CHARS]
+
+
+def _turn(obj: object, where: str, notes: list[str] | None = None) -> Turn:
     if isinstance(obj, str):
-        return Turn(obj)
+        return Turn(_cut(obj, where, "question", notes))
     if isinstance(obj, dict) and isinstance(obj.get("question"), str):
-        return Turn(obj["question"], str(obj.get("answer", "")), str(obj.get("condensed", "")))
+        return Turn(_cut(obj["question"], where, "question", notes), _cut(str(obj.get("answer", "")), where,
+                                                                          "answer", notes),
+                    _cut(str(obj.get("condensed", "")), where, "condensed question", notes))
     raise ConversationError(f"{where}: a turn is a question string or an object with a \"question\"")
 
 
-def parse_turns(text: str, name: str = "history") -> list[Turn]:
-    """A JSON list of turns, JSONL (one turn per line), or plain text (one question per line)."""
+def parse_turns(text: str, name: str = "history", notes: list[str] | None = None) -> list[Turn]:
+    """A JSON list of turns, JSONL (one turn per line), or plain text (one question per line). Each question and
+    answer is cut at MAX_TURN_CHARS; `notes` hears each cut."""
     body = text.strip()
     if not body:
         return []
     if body.startswith("["):
         try:
+            check_depth(body, name=name)
             data = json.loads(body)
+        except FileProblem as exc:
+            raise ConversationError(str(exc)) from None
         except json.JSONDecodeError as exc:
             raise ConversationError(f"{name}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
-        return [_turn(o, f"{name} item {i}") for i, o in enumerate(data, 1)][-MAX_TURNS:]
+        if not isinstance(data, list):
+            raise ConversationError(f"{name}: a JSON history is a list of turns")
+        return [_turn(o, f"{name} item {i}", notes) for i, o in enumerate(data, 1)][-MAX_TURNS:]
     out = []
     for n, line in enumerate(body.splitlines(), 1):
         line = line.strip()
@@ -50,23 +71,26 @@ def parse_turns(text: str, name: str = "history") -> list[Turn]:
             continue
         if line.startswith("{"):
             try:
-                out.append(_turn(json.loads(line), f"{name} line {n}"))
+                check_depth(line, name=f"{name} line {n}")
+                out.append(_turn(json.loads(line), f"{name} line {n}", notes))
+            except FileProblem as exc:
+                raise ConversationError(str(exc)) from None
             except json.JSONDecodeError as exc:
                 raise ConversationError(f"{name} line {n}: not valid JSON ({exc.msg})") from None
         else:
-            out.append(Turn(line))
+            out.append(Turn(_cut(line, f"{name} line {n}", "question", notes)))
     return out[-MAX_TURNS:]
 
 
-def load_turns(path: str | Path) -> list[Turn]:
+def load_turns(path: str | Path, notes: list[str] | None = None) -> list[Turn]:
+    """A history file through the checked reader (a regular file of at most MAX_HISTORY_BYTES, opened
+    non-blocking: a FIFO or the zero device is a message, not a hang or a MemoryError)."""
     p = Path(path)
     try:
-        return parse_turns(p.read_text(encoding="utf-8"), p.name)
-    except OSError as exc:
-        raise ConversationError(f"cannot read {p}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise ConversationError(f"cannot read {p}: not UTF-8 text (a history file is JSON lines or plain questions, "
-                                "one per line)") from None
+        return parse_turns(read_text_checked(p, max_bytes=MAX_HISTORY_BYTES, what="history file"), p.name, notes)
+    except FileProblem as exc:
+        raise ConversationError(f"{exc} (a history file is a JSON list, JSON lines or plain questions, one per "
+                                "line)") from None
 
 
 def dump_turns(turns: Sequence[Turn]) -> str:
@@ -83,9 +107,10 @@ def save_turns(path: Path, turns: Sequence[Turn]) -> None:
 _ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-def session_path(db: str | Path, session: str) -> Path:
-    """Where a named CLI conversation lives: beside the database (an in-memory database: the working directory)."""
+def session_path(db: str | Path, session: str, workspace: str) -> Path:
+    """Where a named CLI conversation lives: in its workspace's folder beside the database (an in-memory database:
+    under the working directory), so one workspace's follow-ups never read another's turns and a workspace delete
+    removes its sessions."""
     if not _ID.fullmatch(session):
         raise ConversationError("a session id is 1-64 letters, digits, '-' or '_'")
-    base = Path(db).parent if str(db) not in ("", ":memory:") else Path.cwd()
-    return base / "sessions" / f"{session}.json"
+    return workspace_dir(db, workspace) / "sessions" / f"{session}.json"

@@ -45,7 +45,7 @@ def _summariser(deps: Deps, cfg: PipelineConfig, workspace: str) -> tuple[Summar
         return extractive_summariser(r.summary_sentences), None, [
             f"raptor.summaries = llm but {deps.llm.reason}: extractive summaries instead"]
     claude = ClaudeSummaries(deps.llm, r.llm_model, r.max_usd, r.summary_sentences, workspace,
-                             run_id=uuid.uuid4().hex)
+                             run_id=uuid.uuid4().hex, memo=deps.store.raptor)
     return claude, claude, []
 
 
@@ -66,13 +66,15 @@ class RaptorBuild:
     llm_calls: int = 0
     usd: float = 0.0
     notes: tuple[str, ...] = ()
+    reused_summaries: int = 0  # Claude summaries an earlier (killed) build paid for, read back instead of paid again
 
     def to_dict(self) -> dict[str, Any]:
         if self.mode == "empty":
             return {"nodes": 0, "levels": 0, "seconds": 0.0, "mode": "empty", "notes": []}
         return {"nodes": self.nodes, "levels": self.levels, "seconds": self.seconds, "mode": self.mode,
                 "why": self.why, "added": self.added, "removed": self.removed, "rewritten": self.rewritten,
-                "summaries": self.summaries, "llm_calls": self.llm_calls, "usd": self.usd, "notes": list(self.notes)}
+                "summaries": self.summaries, "llm_calls": self.llm_calls, "reused_summaries": self.reused_summaries,
+                "usd": self.usd, "notes": list(self.notes)}
 
     def label(self) -> str:
         """One line for the CLI and the page."""
@@ -110,7 +112,7 @@ def build_raptor(deps: Deps, cfg: PipelineConfig, workspace: str,
     return RaptorBuild(len(nodes), max((n.level for n in nodes), default=0), round(secs, 2),
                        rep.mode if not full else "full", rep.why if not full else "asked for a full build",
                        rep.added, rep.removed, rep.rewritten, summary_label(nodes), claude.calls if claude else 0,
-                       round(claude.spent, 6) if claude else 0.0, tuple(notes))
+                       round(claude.spent, 6) if claude else 0.0, tuple(notes), claude.reused if claude else 0)
 
 
 def summary_label(nodes: list[RaptorNode]) -> str:

@@ -2,8 +2,10 @@
 SQL sandbox (the Corpus page's table panel, the Search Lab's SQL box, `python -m core sql`)."""
 from __future__ import annotations
 
+import csv
+import io
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from core.route.sql import json_safe
 from core.store import SqlRefused, Store, StoreError
@@ -42,7 +44,37 @@ class UserQuery:
         if r is None:
             return {"error": self.error}
         return {"sql": r.sql, "columns": list(r.columns), "rows": [[json_safe(v) for v in row] for row in r.rows],
-                "truncated": r.truncated, "ms": r.ms}
+                "truncated": r.truncated, "ms": r.ms, **({"notes": list(r.notes)} if r.notes else {})}
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet may run as a formula (OWASP CSV injection)
+
+
+def spreadsheet_safe(value: Any) -> Any:
+    """A value as exported: text a spreadsheet would read as a formula gets a leading apostrophe (it then shows as
+    text); numbers, and text like "-5" or "+1.5" that is a number, are left alone."""
+    if not isinstance(value, str) or not value.startswith(FORMULA_STARTS):
+        return value
+    try:
+        float(value)
+        return value
+    except ValueError:
+        return "'" + value
+
+
+def export_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
+    """Rows for a grid whose download a person may open in a spreadsheet: formula-like text neutralised."""
+    return [{c: spreadsheet_safe(v) for c, v in zip(columns, row)} for row in rows]
+
+
+def csv_bytes(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> bytes:
+    """The rows as CSV (UTF-8), formula-like text neutralised (spreadsheet_safe)."""
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow([spreadsheet_safe(c) for c in columns])
+    for row in rows:
+        w.writerow(["" if v is None else spreadsheet_safe(v if isinstance(v, str) else str(v)) for v in row])
+    return buf.getvalue().encode("utf-8")
 
 
 def run_user_sql(store: Store, sql: str, workspace: str = DEFAULT_WORKSPACE, *, max_rows: int = USER_MAX_ROWS,

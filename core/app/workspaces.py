@@ -90,19 +90,16 @@ def rename_workspace(store: Store, old: str, new: str) -> int:
 
 
 def delete_workspace(store: Store, name: str, progress: Callable[[str], None] | None = None) -> dict[str, int]:
-    """Delete the workspace and every row it owns in every table, then rewrite the database file (and the
-    token-vector file) so no byte of its text or cached answers stays readable in them; `progress` hears each step.
+    """Delete the workspace and every row it owns in every table, its files on disk (sessions, configs, ANN graphs),
+    then rewrite the database file (and the token-vector file) so no byte of its text or cached answers stays
+    readable in them; `progress` hears each step. Crash-safe: a journal the next open finishes (core/store).
     Returns rows deleted per table."""
     if name == DEFAULT_WORKSPACE:
         raise WorkspaceError(f"the '{DEFAULT_WORKSPACE}' workspace cannot be deleted; delete its documents instead")
     try:
-        deleted = store.workspaces_repo.delete(name)
+        return store.delete_workspace(name, progress)
     except StoreError as exc:
         raise WorkspaceError(str(exc)) from exc
-    if progress:
-        progress(f"deleted {sum(deleted.values()):,} rows of '{name}'")
-    store.compact(progress)
-    return deleted
 
 
 def answer_cache_table(store: Store) -> list[dict[str, Any]]:

@@ -1,7 +1,7 @@
 """PipelineConfig: one validated section per stage, each with `enabled`, and a stable hash of the whole.
 
 The sections live by role in core/config/{ingest,retrieval,graph,cascade,answer,route}.py; every name is importable
-from here. This package imports nothing else of core."""
+from here. This package imports nothing else of core but the checked reader (core/files.py)."""
 from __future__ import annotations
 
 import hashlib
@@ -24,6 +24,7 @@ from core.config.ingest import (
     LimitsConfig,
 )
 from core.config.retrieval import BM25Config, DenseConfig, FusionConfig
+from core.files import FileProblem, check_depth, read_checked
 from core.config.route import (
     AgentConfig,
     CagConfig,
@@ -97,17 +98,21 @@ def load_config_dict(data: dict[str, Any]) -> PipelineConfig:
         raise ConfigError(f"invalid configuration: {problems}") from exc
 
 
+MAX_CONFIG_BYTES = 1 << 20  # a configuration is a few KB; a larger file is refused before it is read
+
+
 def load_config_file(path: str | Path) -> PipelineConfig:
     """Read a TOML or JSON config file; missing sections take their defaults."""
     p = Path(path)
     try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"cannot read config {p}: {exc.strerror}") from exc
+        raw = read_checked(p, max_bytes=MAX_CONFIG_BYTES, what="config file")
+        check_depth(raw.decode("utf-8", "replace"), name=str(p))
+    except FileProblem as exc:
+        raise ConfigError(str(exc)) from None
     try:
         data = tomllib.loads(raw.decode()) if p.suffix == ".toml" else json.loads(raw)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot parse config {p.name}: {exc}") from exc
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise ConfigError(f"cannot parse config {p.name}: {str(exc)[:300]}") from None
     return load_config_dict(data)
 
 

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
 from core.config import PipelineConfig
 from core.deps import datasets_root, db_path
 from core.eval.golden_io import item_json, usable
+from core.files import FileProblem, check_depth, read_checked
 from core.eval.metrics import DEFAULT_KS, Gold, MatchMode, Unit
 from core.ingest.context import build_heuristic
 from core.ingest.pipeline import ingest_files, read_paths, token_sink
@@ -171,7 +172,11 @@ def parse_jsonl(data: str | bytes, name: str = "upload") -> GoldenSet:
         if not raw.strip():
             continue
         try:
+            check_depth(raw, name=f"line {n}")
             obj = json.loads(raw)
+        except FileProblem as exc:
+            problems.append(Problem(n, "", str(exc)))
+            continue
         except json.JSONDecodeError as exc:
             problems.append(Problem(n, "", f"not valid JSON ({exc.msg} at column {exc.colno})"))
             continue
@@ -193,13 +198,16 @@ def parse_jsonl(data: str | bytes, name: str = "upload") -> GoldenSet:
     return GoldenSet(name=name, queries=queries, problems=problems, source=name)
 
 
+MAX_GOLDEN_BYTES = 64 << 20  # a golden set larger than this is refused before it is read
+
+
 def load_jsonl_file(path: str | Path) -> GoldenSet:
     """A .jsonl golden set, or a .csv one (parse_csv)."""
     p = Path(path)
     try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise DatasetError(f"cannot read golden set {p}: {exc.strerror}") from exc
+        data = read_checked(p, max_bytes=MAX_GOLDEN_BYTES, what="golden set")
+    except FileProblem as exc:
+        raise DatasetError(str(exc)) from None
     gs = parse_csv(data, p.name) if p.suffix.lower() == ".csv" else parse_jsonl(data, p.name)
     gs.source = str(p)
     return gs

@@ -16,6 +16,7 @@ from core.deps import Deps
 from core.eval.datasets import GoldenSet
 from core.eval.metrics import compare_metric
 from core.eval.run import EvalRun, NamedConfig, run_eval
+from core.files import FileProblem, check_depth, read_text_checked
 from core.models.pricing import worst_call_usd
 from core.pipeline import StageMemo
 from core.types import DEFAULT_WORKSPACE
@@ -53,14 +54,20 @@ def grid_configs(base: PipelineConfig, grid: Sequence[tuple[str, Mapping[str, An
             for name, sets in grid]
 
 
+MAX_GRID_BYTES = 1 << 20
+
+
 def load_grid(path: str | Path) -> list[tuple[str, dict[str, Any]]]:
     """A grid file: TOML or JSON with a list `configs` of {name, set = {"section.key" = value}}."""
     p = Path(path)
     try:
-        raw = tomllib.loads(p.read_text(encoding="utf-8")) if p.suffix == ".toml" else \
-            json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"grid {p}: cannot read ({exc})") from exc
+        text = read_text_checked(p, max_bytes=MAX_GRID_BYTES, what="grid file")
+        check_depth(text, name=str(p))
+        raw = tomllib.loads(text) if p.suffix == ".toml" else json.loads(text)
+    except FileProblem as exc:
+        raise ConfigError(str(exc)) from None
+    except (ValueError, RecursionError) as exc:
+        raise ConfigError(f"grid {p}: cannot read ({str(exc)[:300]})") from None
     rows = raw.get("configs") if isinstance(raw, dict) else raw
     if not isinstance(rows, list) or not rows:
         raise ConfigError(f"grid {p}: expected a non-empty list 'configs' of {{name, set}}")

@@ -3,6 +3,7 @@ a dollar cap), the tree updated in place for new and removed chunks, and searche
 chunks."""
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import time
@@ -146,11 +147,27 @@ def extractive_summariser(sentences: int) -> Summarise:
     return lambda texts: (extractive_summary(texts, sentences=sentences), "extractive")
 
 
+class SummaryMemo(Protocol):
+    """Where paid summaries are kept as they are written (core.store's Raptor repository)."""
+
+    def summary(self, workspace: str, key: str) -> str | None: ...
+
+    def keep_summary(self, workspace: str, key: str, text: str) -> None: ...
+
+
+def summary_key(request: LLMRequest) -> str:
+    """The identity of a summary request: model, instructions and passages (what the summary depends on)."""
+    body = "\x1f".join([request.model, *(b.text for b in request.system), *(b.text for b in request.user)])
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
 @dataclass
 class ClaudeSummaries:
     """Claude writes each cluster's summary while the dollars allow: before every call its worst case (worst_usd of
     the very request) must fit what is left of `max_usd`; a call that does not fit, or fails, gets the extractive
-    summary instead, labelled so. Usage is booked in the ledger by the client (purpose raptor_summary)."""
+    summary instead, labelled so. Usage is booked in the ledger by the client (purpose raptor_summary). With a
+    `memo`, each paid summary is committed as soon as it is written and a request met before is read, not paid
+    again: a build killed halfway and run again pays only for what is missing."""
 
     llm: LLM
     model: str
@@ -161,7 +178,9 @@ class ClaudeSummaries:
     spent: float = 0.0
     calls: int = 0
     fallbacks: int = 0
+    reused: int = 0  # summaries read from the memo instead of paid for
     notes: list[str] = field(default_factory=list)
+    memo: SummaryMemo | None = None
 
     def request(self, texts: Sequence[str]) -> LLMRequest:
         body = "\n\n".join(f"<passage>\n{t[:MEMBER_CHARS]}\n</passage>" for t in texts)
@@ -171,6 +190,10 @@ class ClaudeSummaries:
 
     def __call__(self, texts: Sequence[str]) -> tuple[str, str]:
         req = self.request(texts)
+        key = summary_key(req) if self.memo is not None else ""
+        if self.memo is not None and (kept := self.memo.summary(self.workspace, key)):
+            self.reused += 1
+            return kept, "llm"
         worst = worst_usd(req)
         if self.spent + worst > self.max_usd + 1e-12:
             if not any(n.startswith("budget") for n in self.notes):
@@ -191,6 +214,8 @@ class ClaudeSummaries:
         if not text:
             self.fallbacks += 1
             return extractive_summary(texts, sentences=self.sentences), "extractive"
+        if self.memo is not None:
+            self.memo.keep_summary(self.workspace, key, text)
         return text, "llm"
 
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from core.ingest.parse import MAX_KEY_CHARS, SUPPORTED, ParseError, human_size
+from core.files import FileProblem, kind_of_mode, read_checked, resolve
+from core.ingest.parse import MAX_KEY_CHARS, SUPPORTED, ParseError
 
 
 @dataclass(frozen=True)
@@ -28,17 +29,9 @@ class LocalFile:
     problem: str = ""
 
 
-def _what(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
 def _not_regular(key: str, mode: int, *, via_link: bool = False) -> str:
     link = "a link to " if via_link else ""
-    return f"{key}: {link}{_what(mode)}, not a regular file; only regular files are read; skipped"
+    return f"{key}: {link}{kind_of_mode(mode)}, not a regular file; only regular files are read; skipped"
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -64,9 +57,13 @@ def _scan_folder(folder: Path) -> list[LocalFile]:
         dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "_")))
         for d in dirnames:
             p = here / d
-            if p.is_symlink() and not _inside(p.resolve(), root):
+            if p.is_symlink():
+                target = resolve(p)  # None: a link loop (Python raises RuntimeError for one) or a dangling link
                 rel = p.relative_to(folder).as_posix()
-                out.append(LocalFile(rel + "/", p, f"{rel}: a link to a folder outside {folder}; not followed"))
+                if target is None:
+                    out.append(LocalFile(rel + "/", p, f"{rel}: a link loop or a dangling link; not followed"))
+                elif not _inside(target, root):
+                    out.append(LocalFile(rel + "/", p, f"{rel}: a link to a folder outside {folder}; not followed"))
         for f in filenames:
             p = here / f
             rel_path = p.relative_to(folder)
@@ -76,7 +73,10 @@ def _scan_folder(folder: Path) -> list[LocalFile]:
             try:
                 st = p.lstat()
                 if stat.S_ISLNK(st.st_mode):
-                    target = p.resolve()
+                    target = resolve(p)
+                    if target is None:
+                        out.append(LocalFile(key, p, f"{key}: a link loop or a dangling link; skipped"))
+                        continue
                     if not _inside(target, root):
                         out.append(LocalFile(key, p, f"{key}: a link to a file outside {folder}; not followed"))
                         continue
@@ -102,7 +102,13 @@ def scan_paths(paths: Iterable[str | Path]) -> list[LocalFile]:
     out: list[LocalFile] = []
     for raw in paths:
         p = Path(raw)
-        st = p.stat()  # follows a named link (the user named it); OSError when missing
+        try:
+            st = p.stat()  # follows a named link (the user named it); OSError when missing
+        except OSError as exc:
+            if exc.errno != 40:  # ELOOP: a named link loop is this file's problem, not the run's
+                raise
+            out.append(LocalFile(p.name, p, f"{p.name}: a link loop; skipped"))
+            continue
         if stat.S_ISDIR(st.st_mode):
             out.extend(_scan_folder(p))
         elif not stat.S_ISREG(st.st_mode):
@@ -116,7 +122,7 @@ def scan_paths(paths: Iterable[str | Path]) -> list[LocalFile]:
         if f.problem or first is None:
             seen.setdefault(f.key, f.path)
             checked.append(f)
-        elif first.resolve() != f.path.resolve():
+        elif resolve(first) != resolve(f.path):
             checked.append(LocalFile(f.key, f.path, f"{f.key}: {f.path} has the same key as {first}, which this run "
                                      "already ingests; ingest their common parent folder to keep both; skipped"))
         # the same file named twice is read once
@@ -132,29 +138,7 @@ def read_file(f: LocalFile, max_bytes: int | None = None) -> bytes:
     if len(f.key) > MAX_KEY_CHARS:
         raise ParseError(f"{f.key[:60]}…: the path is {len(f.key):,} characters long (at most {MAX_KEY_CHARS:,})")
     try:
-        fd = os.open(f.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except OSError as exc:
-        raise ParseError(f"{f.key}: cannot be read ({exc.strerror or exc})") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ParseError(_not_regular(f.key, st.st_mode))
-        if max_bytes is not None and st.st_size > max_bytes:
-            raise ParseError(f"{f.key}: {human_size(st.st_size)} is over the upload limit of {human_size(max_bytes)}")
-        limit = max_bytes + 1 if max_bytes is not None else None
-        chunks: list[bytes] = []
-        got = 0
-        while limit is None or got < limit:
-            piece = os.read(fd, 1 << 20 if limit is None else min(1 << 20, limit - got))
-            if not piece:
-                break
-            chunks.append(piece)
-            got += len(piece)
-        data = b"".join(chunks)
-    except OSError as exc:
-        raise ParseError(f"{f.key}: cannot be read ({exc.strerror or exc})") from None
-    finally:
-        os.close(fd)
-    if max_bytes is not None and len(data) > max_bytes:
-        raise ParseError(f"{f.key}: over the upload limit of {human_size(max_bytes)} (it grew while being read)")
-    return data
+        return read_checked(f.path, max_bytes=max_bytes if max_bytes is not None else 1 << 62, what="file to ingest",
+                            name=f.key, limit_name="upload limit")
+    except FileProblem as exc:
+        raise ParseError(f"{exc}; skipped" if "regular file" in str(exc) else str(exc)) from None

@@ -249,15 +249,15 @@ def _prepare(
         return done
     doc_id = previous.doc_id if previous is not None else doc_id_for(name, content_hash)
     try:
-        parsed, chunks = sandbox.parse_chunks(name, data, doc_id, chunk_spec(config),
-                                              max_bytes=int(config.limits.max_file_mb * 1_000_000))
+        parsed, chunks, table = sandbox.parse_file(name, data, doc_id, chunk_spec(config),
+                                                   max_bytes=int(config.limits.max_file_mb * 1_000_000))
         chunks = cut_to_window(name, parsed, doc_id, chunks, window, config.limits.max_chunks_per_file)
     except ParseError as exc:
         return FileResult(name, "error", str(exc))
     if not chunks:
         return FileResult(name, "error", f"{name}: no chunks could be cut from the text")
     if is_table(name):  # the typed table first: it stays hidden until its document is written
-        failed = put_table(store.tables, name, data, doc_id, workspace)
+        failed = put_table(store.tables, name, table if table is not None else data, doc_id, workspace)
         if failed:
             return FileResult(name, "error", failed)
     carried = carry_over(store, config, chunks, previous, workspace)

@@ -36,7 +36,7 @@ from core.ingest.context import (
     context_request,
 )
 from core.ingest.parse import ParseError
-from core.ingest.tables import is_table, put_table
+from core.ingest.tables import TableData, is_table, put_table
 from core.ingest.pipeline import (
     FileResult,
     IngestReport,
@@ -191,6 +191,7 @@ class WorkerDoc:
     error: str = ""
     from_cache: tuple[int, ...] = ()
     tokens: tuple[tuple[str, TokenRows], ...] = ()
+    table: TableData | None = None  # a table file's typed rows as the worker's sandbox read them (parsed once)
 
 
 def cut_file(index: int, name: str, data: bytes, *, config: PipelineConfig, sandbox: ParseSandbox,
@@ -201,8 +202,8 @@ def cut_file(index: int, name: str, data: bytes, *, config: PipelineConfig, sand
     base = WorkerDoc(index, name, len(data), content_hash)
     doc_id = doc_id_for(name, content_hash)
     try:
-        parsed, chunks = sandbox.parse_chunks(name, data, doc_id, chunk_spec(config),
-                                              max_bytes=int(config.limits.max_file_mb * 1_000_000))
+        parsed, chunks, table = sandbox.parse_file(name, data, doc_id, chunk_spec(config),
+                                                   max_bytes=int(config.limits.max_file_mb * 1_000_000))
         chunks = cut_to_window(name, parsed, doc_id, chunks, window, config.limits.max_chunks_per_file)
     except ParseError as exc:
         return replace(base, error=str(exc))
@@ -210,7 +211,7 @@ def cut_file(index: int, name: str, data: bytes, *, config: PipelineConfig, sand
         return replace(base, error=f"{name}: could not be parsed ({type(exc).__name__}: {exc})")
     if not chunks:
         return replace(base, error=f"{name}: no chunks could be cut from the text")
-    return replace(base, doc_id=doc_id, parsed=parsed, chunks=tuple(chunks))
+    return replace(base, doc_id=doc_id, parsed=parsed, chunks=tuple(chunks), table=table)
 
 
 class _TokenCollector:
@@ -439,7 +440,8 @@ def _commit(d: WorkerDoc, *, store: Store, embedder: Embedder, label: str, works
     # A new version keeps the stored document's id and its unchanged chunks' ids, as the local engine does.
     doc_id = previous.doc_id if previous else d.doc_id
     if is_table(d.name):  # the typed table, written by the driver once a worker's sandbox accepted the file, under
-        failed = put_table(store.tables, d.name, data, doc_id, workspace)  # the id its document gets (local: same)
+        failed = put_table(store.tables, d.name, d.table if d.table is not None else data, doc_id,  # the id its
+                           workspace)  # document gets (local: same); the worker's parse, not a second one
         if failed:
             return FileResult(d.name, "error", failed)
     carried = carry_over(store, config, list(d.chunks), previous, workspace)

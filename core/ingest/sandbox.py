@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from core.ingest.chunk import build_chunks, check_chunk_cap, chunk_facts, chunk_ranges
-from core.ingest.parse import ParseError, human_size, kind_of
-from core.ingest.tables import parse_any
+from core.ingest.parse import ParseError, human_size, kind_of, parse
+from core.ingest.tables import TableData, is_table, read_table, table_document, table_from_json, table_to_json
 from core.types import Chunk, ParsedDocument, Section
 
 PARSE_TIMEOUT_S = 20.0  # seconds of the worker's CPU time per file (parse + chunk)
@@ -234,12 +234,20 @@ class ParseSandbox:
     def parse_chunks(self, name: str, data: bytes, doc_id: str, spec: ChunkSpec, *, max_bytes: int | None = None
                      ) -> tuple[ParsedDocument, list[Chunk]]:
         """Parse and chunk in the worker, both inside the deadline; a ChunkLimitError (a ParseError) over the cap."""
+        doc, chunks, _ = self.parse_file(name, data, doc_id, spec, max_bytes=max_bytes)
+        return doc, chunks
+
+    def parse_file(self, name: str, data: bytes, doc_id: str, spec: ChunkSpec, *, max_bytes: int | None = None
+                   ) -> tuple[ParsedDocument, list[Chunk], TableData | None]:
+        """parse_chunks, and for a table file its typed table as the worker read it: a table is parsed once, in the
+        sandbox, under its deadline and memory bound (never again in this process)."""
         reply = self._call(name, data, {"name": name, "max_bytes": max_bytes, "chunk": [
             spec.strategy, spec.size, spec.overlap, spec.max_chunks]}, max_bytes)
         doc = _doc_from_json(reply["doc"])
         rows = reply["chunks"]
         ranges = [(int(r[0]), int(r[1]), tuple(str(h) for h in r[2])) for r in rows]
-        return doc, build_chunks(doc.text, doc_id, ranges, [(int(r[3]), str(r[4])) for r in rows])
+        table = table_from_json(reply["table"]) if reply.get("table") is not None else None
+        return doc, build_chunks(doc.text, doc_id, ranges, [(int(r[3]), str(r[4])) for r in rows]), table
 
     def _call(self, name: str, data: bytes, header: dict[str, Any], max_bytes: int | None) -> dict[str, Any]:
         kind_of(name)  # cheap refusals stay in this process: unknown type, over-long name, over the size limit
@@ -308,8 +316,19 @@ def _read_exact(stream: Any, n: int) -> bytes:
 
 def _handle(header: dict[str, Any], data: bytes) -> dict[str, Any]:
     """One request: parse, and with a "chunk" spec also cut the chunks (ranges, token counts, languages)."""
-    doc = parse_any(header["name"], data, max_bytes=header["max_bytes"])
+    name = header["name"]
+    table = None
+    if is_table(name):
+        if header["max_bytes"] is not None and len(data) > header["max_bytes"]:
+            raise ParseError(f"{name}: {human_size(len(data))} is over the upload limit of "
+                             f"{human_size(header['max_bytes'])}")
+        table = read_table(name, data)
+        doc = table_document(name, table)
+    else:
+        doc = parse(name, data, max_bytes=header["max_bytes"])
     reply: dict[str, Any] = {"doc": _doc_to_json(doc)}
+    if table is not None and header.get("chunk"):
+        reply["table"] = table_to_json(table)
     if header.get("chunk"):
         strategy, size, overlap, max_chunks = header["chunk"]
         ranges = chunk_ranges(doc, strategy=strategy, size=size, overlap=overlap)

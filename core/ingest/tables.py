@@ -45,10 +45,11 @@ class TableSink(Protocol):
                   rows: Sequence[Sequence[Any]]) -> Any: ...
 
 
-def put_table(sink: TableSink, key: str, data: bytes, doc_id: str, workspace: str) -> str:
-    """Read the file's table and store it; "" when stored, else the reason it was not (fit for the user)."""
+def put_table(sink: TableSink, key: str, data: bytes | TableData, doc_id: str, workspace: str) -> str:
+    """Store the file's table (read here from `data`, or as the parse sandbox already read it); "" when stored, else
+    the reason it was not (fit for the user)."""
     try:
-        table = read_table(key, data)
+        table = data if isinstance(data, TableData) else read_table(key, data)
         sink.put_table(workspace, doc_id, key, table.name, table.columns, table.rows)
     except ParseError as exc:
         return str(exc)
@@ -87,15 +88,38 @@ def parse_any(name: str, data: bytes, *, max_bytes: int | None = None) -> Parsed
     """parse() for documents and tables alike: a table's document is its text form (render_text)."""
     if not is_table(name):
         return parse(name, data, max_bytes=max_bytes)
-    kind = kind_of(name)
     if max_bytes is not None and len(data) > max_bytes:
         raise ParseError(f"{name}: {human_size(len(data))} is over the upload limit of {human_size(max_bytes)}")
-    table = read_table(name, data)
+    return table_document(name, read_table(name, data))
+
+
+def table_document(name: str, table: TableData) -> ParsedDocument:
+    """A table's document: its text form (render_text) with a section for the heading and one for the rows."""
+    kind = kind_of(name)
     text = render_text(table)
     rows_at = text.index("## Rows")
     sections = (Section((f"Table {table.name}",), 0, rows_at), Section((f"Table {table.name}", "Rows"), rows_at,
                                                                         len(text)))
     return ParsedDocument(name, kind, text, sections, f"Table {table.name}", "")
+
+
+def table_to_json(table: TableData) -> dict[str, Any]:
+    """The table as JSON the parse worker can send back (dates and timestamps as ISO text; table_from_json reverses
+    it), so a table is parsed once, in the sandbox (issue #46 item 6)."""
+    iso = [t in ("DATE", "TIMESTAMP") for _, t in table.columns]
+    rows = [[v.isoformat() if f and v is not None else v for v, f in zip(r, iso)] for r in table.rows] \
+        if any(iso) else [list(r) for r in table.rows]
+    return {"name": table.name, "source": table.source, "columns": [list(c) for c in table.columns], "rows": rows,
+            "notes": list(table.notes)}
+
+
+def table_from_json(d: dict[str, Any]) -> TableData:
+    columns = tuple((str(c), str(t)) for c, t in d["columns"])
+    conv = [date.fromisoformat if t == "DATE" else datetime.fromisoformat if t == "TIMESTAMP" else None
+            for _, t in columns]
+    rows = tuple(tuple(f(v) if f is not None and v is not None else v for v, f in zip(r, conv)) for r in d["rows"]) \
+        if any(conv) else tuple(tuple(r) for r in d["rows"])
+    return TableData(str(d["name"]), str(d["source"]), columns, rows, tuple(str(n) for n in d.get("notes", ())))
 
 
 def read_table(name: str, data: bytes) -> TableData:
@@ -112,8 +136,11 @@ def read_table(name: str, data: bytes) -> TableData:
     columns = _column_names(name, header)
     if not rows:
         raise ParseError(f"{name}: the table has a header but no rows")
-    types = tuple(_column_type([r[i] for r in rows]) for i in range(len(columns)))
+    found = [_column_type_wide([r[i] for r in rows]) for i in range(len(columns))]
+    types = tuple(t for t, _ in found)
     typed = tuple(tuple(_convert(r[i], types[i]) for i in range(len(columns))) for r in rows)
+    notes += [f"column {col}: integers wider than 64 bits, kept exact as text" for col, (_, wide) in
+              zip(columns, found) if wide]
     return TableData(table_name_for(name), name, tuple(zip(columns, types)), typed, tuple(notes))
 
 
@@ -142,9 +169,15 @@ def _column_names(name: str, header: Sequence[Any]) -> tuple[str, ...]:
     return tuple(out)
 
 
+FORMULA_STARTS = ("=", "+", "-", "@")  # a spreadsheet reads a cell starting so as a formula
+
+
 def _cell(name: str, value: Any, where: str) -> Any:
     if isinstance(value, str):
-        value = value.strip()
+        bare = value.strip()
+        # A leading tab or CR is how a file defuses a formula ("\t=1+1"): kept, so the cell stays defused.
+        value = value.rstrip() if (value[:1] in ("\t", "\r") and bare.startswith(FORMULA_STARTS)
+                                   and not _is_float(bare)) else bare
         if len(value) > MAX_CELL_CHARS:
             raise ParseError(f"{name}: {where} holds {len(value):,} characters (at most {MAX_CELL_CHARS:,} per cell)")
         return value or None
@@ -275,13 +308,15 @@ def _read_jsonl(name: str, data: bytes, kind: str) -> tuple[list[Any], list[list
     return header, rows, []
 
 
-_INT = re.compile(r"[+-]?\d{1,18}")
+_INT = re.compile(r"[+-]?\d+")  # any length: past 64 bits the column is kept exact as text (_kind)
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?")
 _BOOLS = {"true": True, "false": False}
 
 
 def _is_float(s: str) -> bool:
+    if not s or s[0] not in "0123456789+-.":  # no exception raised for every word
+        return False
     try:
         f = float(s)
     except ValueError:
@@ -294,7 +329,7 @@ def _kind(v: Any) -> str:
     if isinstance(v, bool):
         return "BOOLEAN"
     if isinstance(v, int):
-        return "BIGINT" if -2**63 <= v < 2**63 else "VARCHAR"
+        return "BIGINT" if -2**63 <= v < 2**63 else "WIDEINT"
     if isinstance(v, float):
         return "DOUBLE"
     if isinstance(v, datetime):
@@ -303,7 +338,7 @@ def _kind(v: Any) -> str:
         return "DATE"
     s = str(v)
     if _INT.fullmatch(s):
-        return "BIGINT"
+        return "BIGINT" if len(s.lstrip("+-")) <= 19 and -2**63 <= int(s) < 2**63 else "WIDEINT"
     if _is_float(s):
         return "DOUBLE"
     if s.lower() in _BOOLS:
@@ -318,25 +353,42 @@ def _kind(v: Any) -> str:
 
 def _valid(s: str, fmt: str) -> bool:
     try:
-        datetime.strptime(s, fmt)
+        if fmt == "%Y-%m-%d":  # the common case, in C (strptime is pure Python and was the parse's largest cost)
+            date.fromisoformat(s)
+        else:
+            datetime.strptime(s, fmt)
     except ValueError:
         return False
     return True
 
 
 def _column_type(values: Iterable[Any]) -> str:
+    return _column_type_wide(values)[0]
+
+
+def _column_type_wide(values: Iterable[Any]) -> tuple[str, bool]:
     """The narrowest type every non-empty value fits: integers widen to doubles, dates to timestamps, anything else
-    mixed is text."""
-    kinds = {_kind(v) for v in values if v is not None}
+    mixed is text; and whether integers wider than 64 bits made a numeric column text. Each distinct value is
+    looked at once, and the first text value ends the look (text wins any mix)."""
+    kinds: set[str] = set()
+    for v in set(values):
+        if v is None:
+            continue
+        k = _kind(v)
+        kinds.add(k)
+        if k == "VARCHAR":
+            return "VARCHAR", False
     if not kinds:
-        return "VARCHAR"
+        return "VARCHAR", False
+    if "WIDEINT" in kinds:  # wider than 64 bits: exact as text, never rounded to a double
+        return "VARCHAR", kinds <= {"BIGINT", "DOUBLE", "WIDEINT"}
     if len(kinds) == 1:
-        return kinds.pop()
+        return kinds.pop(), False
     if kinds <= {"BIGINT", "DOUBLE"}:
-        return "DOUBLE"
+        return "DOUBLE", False
     if kinds <= {"DATE", "TIMESTAMP"}:
-        return "TIMESTAMP"
-    return "VARCHAR"
+        return "TIMESTAMP", False
+    return "VARCHAR", False
 
 
 def _convert(v: Any, typ: str) -> Any:
@@ -378,7 +430,8 @@ def render_text(table: TableData, *, max_rows: int = TEXT_ROWS) -> str:
     cols = [c for c, _ in table.columns]
     lines = [f"# Table {table.name}", "",
              f"Table {table.name} from {table.source}: {len(table.rows):,} rows; columns "
-             + ", ".join(f"{c} ({t.lower()})" for c, t in table.columns) + ".", "", "## Rows", ""]
+             + ", ".join(f"{c} ({t.lower()})" for c, t in table.columns) + "."
+             + ("".join(f" Note: {n}." for n in table.notes if "wider than 64 bits" in n)), "", "## Rows", ""]
     for row in table.rows[:max_rows]:
         lines.append("- " + "; ".join(f"{c}: {_show(v)}" for c, v in zip(cols, row) if v is not None) + ".")
     if len(table.rows) > max_rows:

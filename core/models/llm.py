@@ -257,6 +257,33 @@ def input_token_floor(request: LLMRequest) -> int:
     return sum(not ch.isspace() for ch in _prompt_text(request)) // MAX_CHARS_PER_TOKEN
 
 
+# -- how long a reply can be (issue #46 item 2): the text is cut at what the request allowed, and the body is never
+# read past a bound, so a 60 MB reply to a 150-token request costs neither memory nor the store. Shared by every
+# client (cap_reply and reply_byte_cap are plain functions of the request).
+REPLY_BYTES_SLACK = 1 << 20  # JSON framing, usage, tool blocks around the text
+REPLY_BYTES_PER_TOKEN = 6 * MAX_CHARS_PER_TOKEN  # escaped JSON spends up to 6 bytes on a character
+
+
+def reply_char_cap(request: LLMRequest) -> int:
+    """At most this many characters of reply text can `max_tokens` produce (MAX_CHARS_PER_TOKEN per token)."""
+    return max(1, int(request.max_tokens)) * MAX_CHARS_PER_TOKEN
+
+
+def reply_byte_cap(request: LLMRequest) -> int:
+    """At most this many bytes of reply body are read for one request; a longer body is refused (LLMError
+    kind "oversized"), not retried."""
+    return REPLY_BYTES_SLACK + max(1, int(request.max_tokens)) * REPLY_BYTES_PER_TOKEN
+
+
+def cap_reply(text: str, request: LLMRequest) -> tuple[str, str]:
+    """(text cut at reply_char_cap, the note saying so or "")."""
+    cap = reply_char_cap(request)
+    if len(text) <= cap:
+        return text, ""
+    return text[:cap], (f"reply cut at {cap:,} characters (reply_char_cap: max_tokens {request.max_tokens} x "
+                        f"{MAX_CHARS_PER_TOKEN}); the provider sent {len(text):,}")
+
+
 def worst_usd(request: LLMRequest, ttl: Ttl = "5m", *, batch: bool = False) -> float:
     """The most a request can be booked at: every input token of the bound at the dearer of the base and the
     cache-write price, plus the whole output allowance. Validated usage never prices above it, so a budget that
@@ -436,9 +463,15 @@ def _http_client(timeout_s: float) -> Any:
             self._inner, self._deadline, self._request = inner, deadline, request
 
         def __iter__(self) -> Iterator[bytes]:
+            cap = _ATTEMPT_BYTES.get()
+            seen = 0
             for chunk in self._inner:
                 if time.monotonic() > self._deadline:
                     raise httpx2.ReadTimeout("the call's total deadline passed", request=self._request)
+                seen += len(chunk)
+                if cap is not None and seen > cap[0]:
+                    cap[1] = seen  # read by _with_retries: an oversized body is refused, never retried
+                    raise httpx2.ReadError(f"reply body over {cap[0]:,} bytes", request=self._request)
                 yield chunk
 
         def close(self) -> None:
@@ -466,9 +499,11 @@ def _http_client(timeout_s: float) -> Any:
 
 _ATTEMPT_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("llm_attempt_deadline",
                                                                                  default=None)
+# [byte cap, bytes seen when the cap was hit (0: not hit)] of the attempt running in this thread
+_ATTEMPT_BYTES: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("llm_attempt_bytes", default=None)
 
 
-def _run_until(fn: Callable[[float], Any], deadline: float) -> Any:
+def _run_until(fn: Callable[[float], Any], deadline: float, byte_cap: list[int] | None = None) -> Any:
     """fn(seconds left) in a daemon thread, waited for until `deadline` at most: the total deadline holds however
     the server dribbles its bytes (headers included). A late worker is abandoned; its own timeouts end it."""
     box: dict[str, Any] = {}
@@ -476,6 +511,7 @@ def _run_until(fn: Callable[[float], Any], deadline: float) -> Any:
 
     def work() -> None:
         _ATTEMPT_DEADLINE.set(deadline)
+        _ATTEMPT_BYTES.set(byte_cap)
         try:
             box["value"] = fn(max(0.001, deadline - time.monotonic()))
         except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
@@ -526,13 +562,9 @@ class AnthropicLLM:
 
     # -- retries ------------------------------------------------------------------------------------------------
     def _delay(self, attempt: int, exc: Exception) -> float:
-        response = getattr(exc, "response", None)
-        header = response.headers.get("retry-after") if response is not None else None
-        try:
-            if header is not None:
-                return min(float(header), self.backoff_cap_s)
-        except ValueError:
-            pass
+        asked = retry_after_s(exc)
+        if asked is not None:
+            return min(asked, self.backoff_cap_s)
         base = min(self.backoff_cap_s, self.backoff_s * (2 ** attempt))
         return base * (0.5 + self._rng.random() / 2)  # jitter: retries of parallel callers do not collide
 
@@ -560,14 +592,19 @@ class AnthropicLLM:
                     raise LLMError(f"{what} not {'retried' if attempt else 'started'}: its worst case "
                                    f"${worst_usd(request, self.cache_ttl, batch=batch):.6f} is above the "
                                    f"${max(left, 0.0):.6f} the caller has left", "budget")
+            cap = [reply_byte_cap(request), 0] if request is not None else None
             try:
-                return _run_until(fn, deadline)
+                return _run_until(fn, deadline, cap)
             except a.APIStatusError as exc:
                 if exc.status_code not in _RETRY_STATUS or attempt == self.max_retries:
                     raise LLMError(f"{what} failed: HTTP {exc.status_code} {_short(exc)}",
                                    _status_kind(exc.status_code)) from None
                 last: Exception = exc
             except (a.APIConnectionError, _DeadlinePassed) as exc:  # includes APITimeoutError
+                if cap is not None and cap[1]:
+                    raise LLMError(f"{what}: the reply body ran over {cap[0]:,} bytes (reply_byte_cap for max_tokens "
+                                   f"{request.max_tokens if request is not None else '?'}); not read further, not "
+                                   "retried", "oversized") from None
                 timeout = isinstance(exc, (a.APITimeoutError, _DeadlinePassed))
                 if attempt == self.max_retries:
                     raise LLMError(f"{what} {'timed out' if timeout else 'could not connect'} after {attempt + 1} "
@@ -585,8 +622,19 @@ class AnthropicLLM:
                 raise
             except Exception as exc:  # noqa: BLE001 - an SDK surprise is still one typed, redacted error
                 raise LLMError(f"{what} failed ({type(exc).__name__}: {redact(str(exc))[:200]})", "error") from None
-            delay = self._delay(attempt, last)
+            asked = retry_after_s(last)
             until = limits.earliest() if limits is not None else None
+            if asked is not None and (asked > self.backoff_cap_s or (until is not None
+                                                                     and time.monotonic() + asked >= until)):
+                # The server says when to come back; past what this client waits (or the caller's deadline) a
+                # capped retry only burns the time: fail now, so the caller falls back at once (issue #46 item 10).
+                code = getattr(last, "status_code", None)
+                raise LLMError(f"{what} failed (HTTP {code}): the server asks to retry after {asked:g} s, beyond "
+                               + (f"the caller's deadline ({max(0.0, until - time.monotonic()):.1f} s left)"
+                                  if until is not None and time.monotonic() + asked >= until
+                                  else f"the {self.backoff_cap_s:g} s this client waits"),
+                               _status_kind(code) if isinstance(code, int) else "rate_limit") from None
+            delay = self._delay(attempt, last)
             if until is not None and time.monotonic() + delay >= until:
                 raise LLMError(f"{what} failed ({type(last).__name__}) and the caller's time budget leaves no room "
                                "for a retry", "deadline") from None
@@ -634,8 +682,9 @@ class AnthropicLLM:
 
     def _response_unchecked(self, msg: Any, request: LLMRequest, ms: float, *, batch: bool) -> LLMResponse:
         # Redacted here, once, before anything else reads the reply: text, tool input, structured data, model name.
-        text = redact("".join(str(getattr(b, "text", "") or "") for b in msg.content
-                              if getattr(b, "type", "") == "text"))
+        # Redacted whole, then cut (a cut key would escape the pattern); the body itself was bounded on the wire.
+        text, cut = cap_reply(redact("".join(str(getattr(b, "text", "") or "") for b in msg.content
+                                             if getattr(b, "type", "") == "text")), request)
         tool_inputs = [redact_value(getattr(b, "input", None)) for b in msg.content
                        if getattr(b, "type", "") == "tool_use"]
         model = redact(msg.model) if isinstance(msg.model, str) and msg.model else request.model
@@ -649,6 +698,8 @@ class AnthropicLLM:
         write = u.write_5m + u.write_1h
         usage = Usage(u.input_tokens, u.output_tokens, write, u.read, usd, 1)
         notes = [u.flag] if u.flag else []
+        if cut:
+            notes.append(cut)
         if request.breakpoints() and not write and not u.read:
             notes.append(f"no prompt cache: the prefix is probably below the {p.min_cacheable_tokens:,}-token "
                          f"minimum of {model}")
@@ -713,6 +764,17 @@ class AnthropicLLM:
             self._record(resp, req, workspace, run_id, batch=True)
             out[cid] = resp
         return out
+
+
+def retry_after_s(exc: Exception) -> float | None:
+    """The seconds a failed call's `retry-after` header asks for (None: no header, or not a number of seconds)."""
+    response = getattr(exc, "response", None)
+    header = response.headers.get("retry-after") if response is not None else None
+    try:
+        value = float(header) if header is not None else None
+    except ValueError:
+        return None
+    return value if value is not None and math.isfinite(value) and value >= 0 else None
 
 
 def _short(exc: Exception) -> str:

@@ -21,6 +21,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from core.store.workspaces import workspace_tag
+
 # Below this many vectors the exact scan is fast enough and exact: no graph is built. The scan costs ~0.17 ms per
 # 1,000 vectors on a quiet core (bench/results/ann_sweep_tune.json: 17 ms at 100k; 173 ms at 1M in
 # ann_sweep_tune_1m.json) while the graph answers in about a millisecond; at 30k the scan reaches ~5 ms, half the
@@ -235,4 +237,4 @@ def synced(path: Path | None, model_id: str, ids: Sequence[str], unit_vectors: n
 def ann_path(folder: Path, workspace: str, model_id: str, variant: str) -> Path:
     """One file per (workspace, model, text variant), its name safe for any model id."""
     tag = hashlib.sha256(f"{workspace}\x1f{model_id}\x1f{variant}".encode()).hexdigest()[:16]
-    return folder / f"dense-{tag}.hnsw"
+    return folder / f"dense-{workspace_tag(workspace)}-{tag}.hnsw"  # the workspace tag: a delete finds its files

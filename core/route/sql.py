@@ -449,7 +449,7 @@ def sql_route(question: str, tables: Sequence[TableInfo], values: Values, sandbo
             continue
         usage = sum((p.usage for p in plans if p.translator == "llm"), Usage())
         return SqlOutcome(route, SqlPlan(plan.sql, plan.translator, plan.reason, plan.table, usage, plan.notes),
-                          result, notes=tuple(notes))
+                          result, notes=(*notes, *result.notes))
     usage = sum((p.usage for p in plans if p.translator == "llm"), Usage())
     err = notes[-1] if notes else "no query"
     return SqlOutcome(route, SqlPlan("", last.translator, last.reason, last.table, usage), None, err,

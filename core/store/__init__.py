@@ -24,7 +24,7 @@ from core.store.sql import SqlRefused, SqlSandbox
 from core.store.sweeps import Sweeps
 from core.store.tables import Tables
 from core.store.tokvec_file import files_beside as token_vector_files
-from core.store.workspaces import Workspaces
+from core.store.workspaces import Workspaces, remove_workspace_files
 from core.types import DocumentRow
 
 __all__ = ["SCHEMA_VERSION", "Caches", "Calibrations", "Collections", "CompactReport", "Communities", "Corpus", "Database",
@@ -58,6 +58,11 @@ class Store:
         self.tables = Tables(self.db)
         self.raptor = Raptor(self.db)
         self.collections = Collections(self.db)
+        self.notices: list[str] = []  # what opening did on its own (a delete an earlier run left unfinished)
+        if not self.read_only and self.db.first_open:
+            for ws in self.workspaces_repo.pending_deletes():
+                self.delete_workspace(ws, self.notices.append)
+                self.notices.append(f"finished the delete of workspace '{ws}' that an earlier run left unfinished")
 
     @classmethod
     def open(cls, path: str | Path, *, read_only: bool = False) -> Store:
@@ -91,6 +96,24 @@ class Store:
                     progress(f"compacting token vectors: {space['dead_bytes'] / 2**20:,.1f} MiB of deleted records…")
                 self.caches.compact_token_vectors()
         return self.db.compact(progress)
+
+    def delete_workspace(self, workspace: str, progress: Callable[[str], None] | None = None) -> dict[str, int]:
+        """Delete a workspace: journal it (fsynced), delete its rows (one transaction), remove its files on disk
+        (sessions, configs, ANN graphs), rewrite the files so no byte of it stays (compact), clear the journal. A
+        kill at any step leaves the journal, and the next read-write open (or this call again) finishes the rest.
+        Returns rows deleted per table (empty when an earlier, interrupted run had deleted them)."""
+        repo = self.workspaces_repo
+        pending = workspace in repo.pending_deletes()
+        if not pending and not repo.exists(workspace):
+            raise StoreError(f"no workspace '{workspace}'")
+        repo.begin_delete(workspace)
+        deleted = repo.delete(workspace, missing_ok=True)
+        if progress:
+            progress(f"deleted {sum(deleted.values()):,} rows of '{workspace}'")
+        remove_workspace_files(self.path, workspace)
+        self.compact(progress)
+        repo.end_delete(workspace)
+        return deleted
 
     def close(self) -> None:
         self.caches.close()  # the token-vector file beside the database (core/store/tokvec_file.py)

@@ -85,16 +85,21 @@ class Collections:
             n += self.assign(workspace, coll, ids)
         return n
 
-    def set_description(self, workspace: str, name: str, description: str) -> None:
-        """The person's description of a collection (the LLM router reads it)."""
+    def set_description(self, workspace: str, name: str, description: str) -> str:
+        """The person's description of a collection (the LLM router reads it), cut at MAX_DESCRIPTION characters;
+        returns the note saying so when it was cut, else ""."""
         if name not in {c.name for c in self.list(workspace)}:
             raise StoreError(f"no collection {name!r} in workspace {workspace!r}")
-        text = description.strip()[:MAX_DESCRIPTION]
+        text = description.strip()
+        note = (f"the description was cut at {MAX_DESCRIPTION:,} characters (MAX_DESCRIPTION); it had {len(text):,}"
+                if len(text) > MAX_DESCRIPTION else "")
+        text = text[:MAX_DESCRIPTION]
         with self._db.writer() as cur:
             cur.execute("INSERT INTO collections (workspace_id, name, description, updated_at) VALUES (?, ?, ?, ?) "
                         "ON CONFLICT DO UPDATE SET description = excluded.description, updated_at = excluded.updated_at",
                         [workspace, name, text, now()])
         self._writes += 1
+        return note
 
     def put_profiles(self, workspace: str, profiles: Mapping[str, CollectionProfile]) -> None:
         """Store computed profiles (one transaction), replacing earlier ones."""

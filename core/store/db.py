@@ -12,6 +12,7 @@ Concurrency rule (measured with duckdb 1.5.5; tests/test_store.py::test_read_onl
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import threading
 import time
@@ -42,6 +43,13 @@ _GEN_LOCK = threading.Lock()
 # of the old one first (DuckDB keeps a file open while any connection to it lives) and open the new one after.
 _OPEN: dict[str, "weakref.WeakSet[Database]"] = {}
 COMPACT_SUFFIX = ".compact"  # the rewritten copy while it is written; a stray one (a crash) is removed on open
+# The swap lock (issue #46 item 1): compaction closes every connection of this process, swaps the file and reopens;
+# a process that opens the file in that gap (a CLI writer polling for it, the documented CLI-beside-the-app setup)
+# would take it and leave the app without a connection. Every open of a file takes this lock shared around its
+# connect, the swap takes it exclusive from the first close to the last reopen, so nobody can slip in between.
+SWAP_LOCK_SUFFIX = ".swap-lock"
+SWAP_WAIT_S = 120.0  # how long an open waits for a swap in progress (a swap of a multi-GB file takes seconds)
+REOPEN_WAIT_S = 30.0  # how long compaction retries its own reopen when something that ignores the lock holds the file
 
 
 class StoreError(RuntimeError):
@@ -90,6 +98,38 @@ def _remove(path: str) -> None:
             os.remove(p)
 
 
+@contextmanager
+def swap_lock(path: str, *, exclusive: bool, wait_s: float = SWAP_WAIT_S) -> Iterator[None]:
+    """The file's swap lock (flock on `<db>.swap-lock`): shared around an open, exclusive around compaction's swap.
+    Waits up to `wait_s`, then raises StoreError naming the lock."""
+    fd = os.open(path + SWAP_LOCK_SUFFIX, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + wait_s
+        mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+        while True:
+            try:
+                fcntl.flock(fd, mode | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise StoreError(f"database {path} is being rewritten (a workspace delete); waited {wait_s:g} s "
+                                     f"for {path + SWAP_LOCK_SUFFIX}") from None
+                time.sleep(0.02)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _connect(path: str, read_only: bool) -> Cursor:
+    if path == ":memory:":
+        return duckdb.connect(path)
+    with swap_lock(path, exclusive=False):
+        return duckdb.connect(path, read_only=read_only)
+
+
 class Database:
     """A DuckDB file (or :memory:). `tables` is every repository's DDL; they are created on a read-write open."""
 
@@ -103,8 +143,9 @@ class Database:
             raise StoreError(f"cannot open {self.path} read-only: no such database file")
         if self.path != ":memory:" and not self.read_only:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self.first_open = False  # the first read-write Database of this file in this process (finishes journals)
         try:
-            self._con = duckdb.connect(self.path, read_only=self.read_only)
+            self._con: Cursor | None = _connect(self.path, self.read_only)
         except duckdb.Error as exc:
             msg = str(exc)
             if "lock" in msg.lower():
@@ -128,6 +169,7 @@ class Database:
                     peers = _OPEN.setdefault(self._gen_key, weakref.WeakSet())
                     first = not peers
                     peers.add(self)
+                self.first_open = first
                 if first:
                     _remove(self.path + COMPACT_SUFFIX)  # a compaction that did not finish: the old file is in force
             self._migrate()
@@ -135,7 +177,25 @@ class Database:
     # -- plumbing -------------------------------------------------------------------------------------------------
     def cursor(self) -> Cursor:
         with self._swap_lock:  # waits only while compact() swaps the file (between close and reopen)
+            if self._con is None:  # a reopen after a swap failed (another process held the file): try again now
+                self._reopen(wait_s=0.0)
+            assert self._con is not None
             return self._con.cursor()
+
+    def _reopen(self, wait_s: float) -> None:
+        """Connect again after a swap; retried for `wait_s` while another process holds the file. On failure the
+        connection stays unset and the next cursor() tries again, so a lost race is never a lost app."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                self._con = duckdb.connect(self.path)
+                return
+            except duckdb.Error as exc:
+                self._con = None
+                if time.monotonic() >= deadline:
+                    raise StoreError(f"database {self.path} is held by another process after a rewrite; the next "
+                                     f"call retries ({str(exc).splitlines()[0]})") from None
+                time.sleep(0.1)
 
     @property
     def generation(self) -> int:
@@ -227,7 +287,8 @@ class Database:
     def close(self) -> None:
         with _GEN_LOCK:
             _OPEN.get(self._gen_key, weakref.WeakSet()).discard(self)
-        self._con.close()
+        if self._con is not None:
+            self._con.close()
 
     # -- compaction -----------------------------------------------------------------------------------------------
     def compact(self, progress: Callable[[str], None] | None = None) -> CompactReport:
@@ -238,8 +299,9 @@ class Database:
         this process to the file, swap the new file in (os.replace: a crash leaves the old or the new file, never
         half of one; a leftover copy is removed on the next open), reopen. Writes wait on the write lock of every
         Database on the file and new cursors wait for the reopen; a read already running in another thread at the
-        moment of the swap fails (its connection is closed under it). An in-memory database has no file: nothing to
-        do."""
+        moment of the swap fails (its connection is closed under it). The swap holds the file's swap lock exclusive
+        (see SWAP_LOCK_SUFFIX) so no other process opens the file in the gap; a reopen that still fails is retried
+        by the next cursor(). An in-memory database has no file: nothing to do."""
         say = progress or (lambda _msg: None)
         if self.path == ":memory:":
             return CompactReport(0, 0, 0.0)
@@ -255,23 +317,28 @@ class Database:
                 stack.enter_context(db._write_lock)  # noqa: SLF001 - Database's own plumbing
             before = _file_bytes(self.path)
             say(f"compacting the database: copying live rows out of {before / 2**20:,.1f} MiB…")
-            self._con.execute("CHECKPOINT")
-            name = self._con.execute("SELECT current_database()").fetchone()[0]
+            con = self._con
+            assert con is not None
+            con.execute("CHECKPOINT")
+            name = con.execute("SELECT current_database()").fetchone()[0]
             _remove(tmp)
             quoted = tmp.replace("'", "''")
-            self._con.execute(f"ATTACH '{quoted}' AS __compact")
+            con.execute(f"ATTACH '{quoted}' AS __compact")
             try:
-                self._con.execute(f'COPY FROM DATABASE "{name}" TO __compact')
+                con.execute(f'COPY FROM DATABASE "{name}" TO __compact')
             except BaseException:
-                self._con.execute("DETACH __compact")
+                con.execute("DETACH __compact")
                 _remove(tmp)
                 raise
-            self._con.execute("DETACH __compact")
+            con.execute("DETACH __compact")
             say("compacting the database: swapping in the rewritten file…")
             for db in peers:
                 stack.enter_context(db._swap_lock)  # noqa: SLF001 - new cursors wait for the reopen
+            stack.enter_context(swap_lock(self.path, exclusive=True))  # other processes wait for the reopen
             for db in peers:
-                db._con.close()  # noqa: SLF001
+                if db._con is not None:  # noqa: SLF001
+                    db._con.close()  # noqa: SLF001
+                    db._con = None  # noqa: SLF001
             try:
                 # The closes checkpointed the old file: its WAL (if any) belongs to it and must not be replayed into
                 # the new one.
@@ -280,8 +347,14 @@ class Database:
                 os.replace(tmp, self.path)
                 _fsync_dir(self.path)
             finally:
+                lost: StoreError | None = None
                 for db in peers:
-                    db._con = duckdb.connect(self.path)  # noqa: SLF001
+                    try:
+                        db._reopen(REOPEN_WAIT_S)  # noqa: SLF001
+                    except StoreError as exc:
+                        lost = lost or exc
+                if lost is not None:
+                    raise lost
             self._bump()
         after = _file_bytes(self.path)
         report = CompactReport(before, after, round(time.perf_counter() - t0, 3))

@@ -1,12 +1,28 @@
 """The SQL sandbox: one read-only SELECT over a workspace's tables, checked by DuckDB's own parser before it runs,
-then run on a private in-memory connection that holds only those tables (no file, URL or extension access, its
-settings locked) with a row cap and a time limit."""
+then run in a worker process on a private in-memory connection that holds only those tables (no file, URL or
+extension access, its settings locked) with a row cap, byte caps on cells and results, and hard limits.
+
+Why a worker process (issue #46 items 2 and 9): DuckDB's memory_limit covers its buffer manager only (a
+`repeat('x', 50000000)` per row peaked at 7 GB under a 256 MB limit) and an interrupt is honoured only between
+vectors (one query ran 22 s against its limit). The worker runs under RLIMIT_DATA (MEMORY_MB for DuckDB plus
+WORKER_OVERHEAD_MB plus the tables it holds) and the caller kills it at `timeout_s` + KILL_GRACE_S; both limits are
+hard. It is started with `python -m core.store.sql` (never forked from the app), fed the tables once as Arrow IPC,
+reused across queries and restarted after a kill. Results come back as Arrow IPC (nothing is unpickled).
+"""
 from __future__ import annotations
 
+import atexit
 import json
+import os
 import re
+import resource
+import selectors
+import struct
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 import duckdb
@@ -15,8 +31,16 @@ from core.types import SqlResult
 
 MAX_SQL_CHARS = 10_000
 MAX_ROWS = 1_000
-TIMEOUT_S = 5.0
-MEMORY_MB = 256
+TIMEOUT_S = 5.0  # the pipeline's SQL stage and the agent's tool; a user's own query gets core.app.tables.USER_TIMEOUT_S
+MEMORY_MB = 256  # DuckDB's own memory_limit inside the worker
+WORKER_OVERHEAD_MB = 384  # the worker's interpreter, DuckDB and allocations outside its buffer manager
+KILL_GRACE_S = 1.0  # the worker interrupts itself at timeout_s; the caller kills it this much later
+STARTUP_TIMEOUT_S = 60.0  # a worker's imports on a busy 2-core machine
+MAX_CELL_CHARS = 10_000  # a text (or blob) value longer than this comes back cut, and the result says so
+MAX_RESULT_BYTES = 4 << 20  # a result's Arrow bytes; rows past this are dropped, and the result says so
+_ROOT = Path(__file__).resolve().parents[2]
+_HEAD = struct.Struct(">II")
+_LEN = struct.Struct(">I")
 # Table references a SELECT may hold: the workspace's tables, joins, subqueries, VALUES lists and no FROM at all.
 ALLOWED_REFS = frozenset({"BASE_TABLE", "JOIN", "SUBQUERY", "EMPTY", "EXPRESSION_LIST"})
 # Scalar functions refused by name: they read the machine, the settings or the catalogue, not the tables.
@@ -46,34 +70,57 @@ def _walk(node: Any) -> Iterator[Mapping[str, Any]]:
             yield from _walk(v)
 
 
-def _cte_names(tree: Any) -> set[str]:
-    names: set[str] = set()
-    for node in _walk(tree):
+def _scoped_refs(node: Any, scope: frozenset[str], out: list[tuple[Mapping[str, Any], frozenset[str]]]) -> None:
+    """Every table reference with the CTE names visible at it: a WITH's names are in scope in its own statement
+    (its body and its CTEs) only, so a CTE named after a system view cannot let that view through elsewhere in the
+    query (issue #46 item 9)."""
+    if isinstance(node, dict):
         cte = node.get("cte_map")
         if isinstance(cte, dict):
-            names.update(str(e.get("key", "")).lower() for e in cte.get("map", []) if isinstance(e, dict))
-    return names
+            names = {str(e.get("key", "")).lower() for e in cte.get("map", []) if isinstance(e, dict)}
+            scope = scope | names
+        if isinstance(node.get("type"), str) and "alias" in node and "sample" in node:
+            out.append((node, scope))
+        for v in node.values():
+            _scoped_refs(v, scope, out)
+    elif isinstance(node, list):
+        for v in node:
+            _scoped_refs(v, scope, out)
+
+
+# Functions the parser itself writes for literals, with schema "main": a list [1, 2] and a struct {'a': 1}.
+LITERAL_FUNCTIONS = frozenset({"list_value", "struct_pack"})
 
 
 class SqlSandbox:
-    """A private DuckDB connection holding copies of one workspace's tables and nothing else. Built by
-    core/store/tables.py (Tables.sandbox); `run` checks and runs one query."""
+    """A worker process holding a private DuckDB connection with copies of one workspace's tables and nothing else.
+    Built by core/store/tables.py (Tables.sandbox); `run` checks (here, on a connection holding no data) and runs
+    one query (there). Thread-safe: queries take turns on the one worker."""
 
     def __init__(self, tables: Mapping[str, Any], *, memory_mb: int = MEMORY_MB) -> None:
         """`tables`: name -> a pyarrow Table (the workspace's rows, copied in)."""
+        import pyarrow as pa
+
         self.tables = tuple(sorted(tables))
+        self.memory_mb = int(memory_mb)
+        # The parser's connection: no tables, no files; check() serialises queries with it.
         self._con = duckdb.connect(":memory:", config={"enable_external_access": False,
                                                        "autoload_known_extensions": False,
                                                        "autoinstall_known_extensions": False})
-        for name, data in tables.items():
-            self._con.register("_sandbox_src", data)
-            self._con.execute(f'CREATE TABLE "{name}" AS SELECT * FROM _sandbox_src')
-            self._con.unregister("_sandbox_src")
-        self._con.execute(f"SET memory_limit = '{int(memory_mb)}MB'")
-        self._con.execute("SET threads = 1")
-        self._con.execute("SET python_enable_replacements = false")  # no reading Python variables by name
-        self._con.execute("SET lock_configuration = true")  # no SET, no PRAGMA that changes a setting, from now on
+        self._con.execute("SET lock_configuration = true")
+        parts: list[bytes] = []
+        for name in self.tables:
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, tables[name].schema) as writer:
+                writer.write_table(tables[name])
+            parts.append(sink.getvalue().to_pybytes())
+        self._load = ({"op": "load", "tables": [[n, len(b)] for n, b in zip(self.tables, parts)],
+                       "memory_mb": self.memory_mb}, b"".join(parts))
+        self.hard_mb = self.memory_mb + WORKER_OVERHEAD_MB + 2 * (len(self._load[1]) >> 20)
+        self._worker: _SqlWorker | None = None
         self._lock = threading.Lock()
+        self.started = 0  # workers started so far (tests read it)
+        self.peak_worker_kb = 0
 
     def check(self, sql: str) -> str:
         """The query, stripped, if it is one SELECT over this workspace's tables; SqlRefused otherwise."""
@@ -107,15 +154,19 @@ class SqlSandbox:
         if tree.get("error"):
             raise SqlRefused("only a plain SELECT may run (PIVOT, EXPLAIN and the like are not allowed): "
                              f"{tree.get('error_message', 'cannot check this query')}")
-        allowed = {t.lower() for t in self.tables} | _cte_names(tree)
-        nodes = list(_walk(tree))
-        for node in nodes:  # table references first: their reasons are the clearer ones
-            if isinstance(node.get("type"), str) and "alias" in node and "sample" in node:
-                if node["type"] not in ALLOWED_REFS:
-                    raise SqlRefused(f"{self._ref_label(node)} is not allowed: only the workspace's tables may be "
-                                     "read")
-                if node["type"] == "BASE_TABLE":
-                    self._check_table(node, allowed)
+        tables = frozenset(t.lower() for t in self.tables)
+        refs: list[tuple[Mapping[str, Any], frozenset[str]]] = []
+        try:
+            _scoped_refs(tree, frozenset(), refs)
+            nodes = list(_walk(tree))
+        except RecursionError:
+            raise SqlRefused("the query is nested too deeply to check") from None
+        for node, scope in refs:  # table references first: their reasons are the clearer ones
+            if node["type"] not in ALLOWED_REFS:
+                raise SqlRefused(f"{self._ref_label(node)} is not allowed: only the workspace's tables may be "
+                                 "read")
+            if node["type"] == "BASE_TABLE":
+                self._check_table(node, tables | scope)
         for node in nodes:
             if node.get("class") == "FUNCTION":
                 self._check_function(node)
@@ -131,7 +182,7 @@ class SqlSandbox:
             return "SHOW / DESCRIBE / SUMMARIZE (the Corpus page lists the tables and their columns)"
         return f"a {str(kind).lower().replace('_', ' ')} reference"
 
-    def _check_table(self, node: Mapping[str, Any], allowed: set[str]) -> None:
+    def _check_table(self, node: Mapping[str, Any], allowed: frozenset[str]) -> None:
         name = str(node.get("table_name", ""))
         schema, catalog = str(node.get("schema_name", "")), str(node.get("catalog_name", ""))
         if catalog or schema not in ("", "main"):
@@ -143,38 +194,313 @@ class SqlSandbox:
     @staticmethod
     def _check_function(node: Mapping[str, Any]) -> None:
         fn = str(node.get("function_name", "")).lower()
-        if node.get("schema") or node.get("catalog"):
+        literal = fn in LITERAL_FUNCTIONS and node.get("schema") == "main" and not node.get("catalog")
+        if (node.get("schema") or node.get("catalog")) and not literal:
             raise SqlRefused(f"function '{node.get('schema')}.{fn}' is not allowed: call functions by their plain name")
         if fn in DENIED_FUNCTIONS or fn.startswith(DENIED_PREFIXES):
             raise SqlRefused(f"function {fn}() is not allowed (it reads the machine, files, settings or the "
                              "catalogue, not the workspace's tables)")
 
     def run(self, sql: str, *, max_rows: int = MAX_ROWS, timeout_s: float = TIMEOUT_S) -> SqlResult:
-        """Check, then run with the row cap and the time limit (the query is interrupted when it runs over)."""
+        """Check, then run in the worker with the row cap, the cell and result byte caps, DuckDB's own interrupt at
+        `timeout_s` and a kill at `timeout_s` + KILL_GRACE_S (a query that ignores the interrupt), under the worker's
+        memory bound (a query that needs more ends the worker)."""
         text = self.check(sql)
         start = time.perf_counter()
+        header = {"op": "run", "sql": text, "max_rows": int(max_rows), "timeout_s": float(timeout_s),
+                  "max_cell": MAX_CELL_CHARS, "max_bytes": MAX_RESULT_BYTES}
         with self._lock:
-            cur = self._con.cursor()
-            timer = threading.Timer(timeout_s, cur.interrupt)
-            timer.start()
+            worker = self._ready()
             try:
-                rel = cur.execute(text)
-                columns = tuple(d[0] for d in rel.description or ())
-                rows = rel.fetchmany(max_rows + 1)
-            except duckdb.InterruptException as exc:
-                raise SqlRefused(f"the query ran over its time limit of {timeout_s:g} s and was stopped") from exc
-            except duckdb.OutOfMemoryException as exc:
-                raise SqlRefused(f"the query needed more than the sandbox's {MEMORY_MB} MB of memory") from exc
-            except duckdb.Error as exc:
-                msg = str(exc).splitlines()[0]
-                if re.search(r"interrupt", msg, re.I):
-                    raise SqlRefused(f"the query ran over its time limit of {timeout_s:g} s and was stopped") from exc
-                raise SqlRefused(f"the query failed: {msg[:300]}") from exc
-            finally:
-                timer.cancel()
-                cur.close()
-        return SqlResult(text, columns, tuple(tuple(r) for r in rows[:max_rows]), len(rows) > max_rows,
-                         round((time.perf_counter() - start) * 1000, 2))
+                reply, data = worker.request(header, b"", timeout_s + KILL_GRACE_S)
+            except (EOFError, OSError, ValueError):
+                reply, data = {"dead": True}, b""
+            self.peak_worker_kb = max(self.peak_worker_kb, worker.peak_kb())
+            if reply is None or reply.get("dead") or reply.get("oom"):
+                worker.kill()
+                self._worker = None
+                if reply is None:
+                    raise SqlRefused(f"the query ran over its time limit of {timeout_s:g} s and was stopped (the "
+                                     "worker was ended)")
+                raise SqlRefused(f"the query needed more memory than the sandbox allows ({self.memory_mb} MB for "
+                                 f"DuckDB, {self.hard_mb} MB for the worker process) and was stopped")
+        if "error" in reply:
+            raise SqlRefused(str(reply["error"])[:400])
+        table = _ipc_table(data)
+        rows = _rows(table)
+        return SqlResult(text, tuple(table.column_names), rows, bool(reply.get("truncated")),
+                         round((time.perf_counter() - start) * 1000, 2), tuple(reply.get("notes", ())))
+
+    def _ready(self) -> "_SqlWorker":
+        if self._worker is not None and self._worker.alive():
+            return self._worker
+        worker = _SqlWorker(self.hard_mb)
+        try:
+            reply, _ = worker.request(*self._load, STARTUP_TIMEOUT_S)
+        except (EOFError, OSError, ValueError):
+            reply = None
+        if reply is None or not reply.get("ok"):
+            worker.kill()
+            why = (reply or {}).get("error") or ("its tables do not fit its memory bound" if reply and
+                                                 reply.get("oom") else "it did not start")
+            raise SqlRefused(f"the SQL sandbox could not load the workspace's tables ({why})")
+        self.started += 1
+        self._worker = worker
+        return worker
 
     def close(self) -> None:
+        with self._lock:
+            if self._worker is not None:
+                self._worker.kill()
+                self._worker = None
         self._con.close()
+
+
+def _rows(table: Any) -> tuple[tuple[Any, ...], ...]:
+    """Python rows as DuckDB's own fetch gives them: a HUGEINT (sum of integers) crosses Arrow as decimal(38, 0) and
+    comes back an int."""
+    import pyarrow as pa
+
+    as_int = [pa.types.is_decimal(f.type) and f.type.precision == 38 and f.type.scale == 0 for f in table.schema]
+    cols = [[None if v is None else int(v) for v in c.to_pylist()] if conv else c.to_pylist()
+            for c, conv in zip(table.columns, as_int)]
+    return tuple(zip(*cols)) if cols else tuple(() for _ in range(table.num_rows))
+
+
+def _ipc_table(data: bytes) -> Any:
+    import pyarrow as pa
+
+    with pa.ipc.open_stream(pa.py_buffer(data)) as reader:
+        return reader.read_all()
+
+
+_LIVE: "set[_SqlWorker]" = set()
+
+
+@atexit.register
+def _kill_all() -> None:
+    for w in list(_LIVE):
+        w.kill()
+
+
+class _SqlWorker:
+    """One `python -m core.store.sql HARD_MB` process: length-prefixed JSON headers plus raw bytes each way."""
+
+    def __init__(self, hard_mb: int) -> None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(_ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(
+            os.pathsep), "OMP_NUM_THREADS": "1"}
+        self.proc = subprocess.Popen([sys.executable, "-m", "core.store.sql", str(hard_mb)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=str(_ROOT), env=env)
+        _LIVE.add(self)
+        if self._read(1, time.monotonic() + STARTUP_TIMEOUT_S) != b"R":
+            self.kill()
+            raise OSError("the SQL worker did not start")
+
+    def _read(self, n: int, until: float) -> bytes | None:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        buf = bytearray()
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while len(buf) < n:
+                left = until - time.monotonic()
+                if left <= 0:
+                    return None
+                if not sel.select(timeout=min(left, 0.5)):
+                    continue
+                piece = os.read(fd, min(n - len(buf), 1 << 20))
+                if not piece:
+                    raise EOFError("the SQL worker closed its output")
+                buf += piece
+        return bytes(buf)
+
+    def request(self, header: dict[str, Any], data: bytes, wait_s: float) -> tuple[dict[str, Any] | None, bytes]:
+        """(reply header, reply bytes), or (None, b"") when `wait_s` passed (the caller kills the worker)."""
+        head = json.dumps(header).encode()
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(_HEAD.pack(len(head), len(data)) + head)
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+        until = time.monotonic() + wait_s
+        lens = self._read(_HEAD.size, until)
+        if lens is None:
+            return None, b""
+        hlen, dlen = _HEAD.unpack(lens)
+        body = self._read(hlen, until)
+        payload = self._read(dlen, until) if body is not None else None
+        if body is None or payload is None:
+            return None, b""
+        return json.loads(body), payload
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def peak_kb(self) -> int:
+        try:
+            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def kill(self) -> None:
+        _LIVE.discard(self)
+        if self.proc.poll() is None:
+            self.proc.kill()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                f.close()  # type: ignore[union-attr]
+            except OSError:
+                pass
+
+
+# -- the worker side ---------------------------------------------------------------------------------------------
+def _read_exact(stream: Any, n: int) -> bytes:
+    out = bytearray()
+    while len(out) < n:
+        piece = stream.read(n - len(out))
+        if not piece:
+            raise EOFError
+        out += piece
+    return bytes(out)
+
+
+def _cap_cells(table: Any, max_cell: int) -> tuple[Any, int]:
+    """Text and blob values cut at `max_cell` characters (bytes); how many were cut."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cut = 0
+    cols = []
+    for col in table.columns:
+        t = col.type
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            long_ = pc.greater(pc.utf8_length(col), max_cell)
+            n = int(pc.sum(pc.cast(long_, pa.int64())).as_py() or 0)
+            col = pc.utf8_slice_codeunits(col, 0, max_cell) if n else col
+        elif pa.types.is_binary(t) or pa.types.is_large_binary(t):
+            long_ = pc.greater(pc.binary_length(col), max_cell)
+            n = int(pc.sum(pc.cast(long_, pa.int64())).as_py() or 0)
+            col = pc.binary_slice(col, 0, max_cell) if n else col
+        else:
+            n = 0
+        cut += n
+        cols.append(col)
+    return pa.Table.from_arrays(cols, names=table.column_names), cut
+
+
+def _ipc_bytes(table: Any) -> bytes:
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def _run_query(con: Any, header: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+    max_rows, max_cell, max_bytes = int(header["max_rows"]), int(header["max_cell"]), int(header["max_bytes"])
+    timeout_s = float(header["timeout_s"])
+    cur = con.cursor()
+    timer = threading.Timer(timeout_s, cur.interrupt)
+    timer.start()
+    try:
+        reader = cur.execute(header["sql"]).fetch_record_batch(min(max_rows + 1, 2048))
+        import pyarrow as pa
+
+        batches, n = [], 0
+        for batch in reader:
+            batches.append(batch)
+            n += batch.num_rows
+            if n > max_rows:
+                break
+        table = pa.Table.from_batches(batches, schema=reader.schema)
+    except duckdb.InterruptException:
+        return {"error": f"the query ran over its time limit of {timeout_s:g} s and was stopped"}, b""
+    except duckdb.OutOfMemoryException:
+        return {"oom": True}, b""
+    except duckdb.Error as exc:
+        msg = str(exc).splitlines()[0]
+        if re.search(r"interrupt", msg, re.I):
+            return {"error": f"the query ran over its time limit of {timeout_s:g} s and was stopped"}, b""
+        return {"error": f"the query failed: {msg[:300]}"}, b""
+    finally:
+        timer.cancel()
+    truncated = table.num_rows > max_rows
+    table = table.slice(0, max_rows)
+    notes: list[str] = []
+    table, cut = _cap_cells(table, max_cell)
+    if cut:
+        notes.append(f"{cut:,} value(s) cut at {max_cell:,} characters (MAX_CELL_CHARS)")
+    data = _ipc_bytes(table)
+    keep = table.num_rows
+    while len(data) > max_bytes and keep > 0:
+        keep //= 2
+        data = _ipc_bytes(table.slice(0, keep))
+    if keep < table.num_rows:
+        notes.append(f"result cut at {max_bytes:,} bytes (MAX_RESULT_BYTES): {keep:,} of {table.num_rows:,} rows kept")
+        truncated = True
+    return {"truncated": truncated, "notes": notes}, data
+
+
+def _serve(hard_mb: int) -> None:
+    limit = hard_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+    import pyarrow as pa
+
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    con = duckdb.connect(":memory:", config={"enable_external_access": False, "autoload_known_extensions": False,
+                                             "autoinstall_known_extensions": False})
+    out.write(b"R")
+    out.flush()
+    while True:
+        try:
+            hlen, dlen = _HEAD.unpack(_read_exact(inp, _HEAD.size))
+            header = json.loads(_read_exact(inp, hlen))
+            data = _read_exact(inp, dlen)
+        except EOFError:
+            return
+        fatal = False
+        payload = b""
+        try:
+            if header["op"] == "load":
+                at = 0
+                for name, size in header["tables"]:
+                    with pa.ipc.open_stream(pa.py_buffer(data[at:at + size])) as reader:
+                        src = reader.read_all()
+                    at += size
+                    con.register("_sandbox_src", src)
+                    con.execute(f'CREATE TABLE "{name}" AS SELECT * FROM _sandbox_src')
+                    con.unregister("_sandbox_src")
+                    del src
+                con.execute(f"SET memory_limit = '{int(header['memory_mb'])}MB'")
+                con.execute("SET threads = 1")
+                con.execute("SET python_enable_replacements = false")  # no reading Python variables by name
+                con.execute("SET lock_configuration = true")  # no SET, no PRAGMA that changes a setting, from now on
+                reply: dict[str, Any] = {"ok": True}
+            else:
+                reply, payload = _run_query(con, header)
+                fatal = bool(reply.get("oom"))
+        except MemoryError:
+            reply, payload, fatal = {"oom": True}, b"", True
+        except Exception as exc:  # noqa: BLE001 - reported to the caller as the query's failure
+            if "out of memory" in str(exc).lower() or isinstance(exc, duckdb.OutOfMemoryException):
+                reply, payload, fatal = {"oom": True}, b"", True
+            else:
+                reply, payload = {"error": f"the query failed: {str(exc).splitlines()[0][:300]}"}, b""
+        del data
+        head = json.dumps(reply).encode()
+        out.write(_HEAD.pack(len(head), len(payload)) + head)
+        out.write(payload)
+        out.flush()
+        if fatal:
+            return
+
+
+if __name__ == "__main__":
+    _serve(int(sys.argv[1]) if len(sys.argv) > 1 else MEMORY_MB + WORKER_OVERHEAD_MB)

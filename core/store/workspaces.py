@@ -5,15 +5,85 @@ added later by any repository is renamed and deleted with the rest without a lis
 """
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import shutil
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
-from core.store.db import Cursor, Database, StoreError, now
+from core.store.db import Cursor, Database, StoreError, _fsync_dir, now
 
 # A deleted workspace leaves its last corpus version behind (meta row), so a workspace later created under the same
 # name starts above it: in-process caches keyed by (workspace, corpus version) can never mistake new for old.
 FLOOR_KEY = "corpus_version_floor:"  # the same key core.store.db.insert_workspace reads
 CONFIG_KEY = "workspace_config:"  # meta row: the workspace's last configuration (JSON), restored on switching back
+
+
+JOURNAL_SUFFIX = ".delete-journal"  # workspaces whose delete began and has not finished (issue #46 item 1)
+
+
+def journal_path(db_path: str | Path) -> Path:
+    return Path(str(db_path) + JOURNAL_SUFFIX)
+
+
+def workspace_dir(db_path: str | Path, workspace: str) -> Path:
+    """The folder of files a workspace owns beside the database (session files, saved configurations): removed with
+    the workspace. An in-memory database keeps them under the working directory."""
+    base = Path(db_path).parent if str(db_path) not in ("", ":memory:") else Path.cwd()
+    return base / "workspaces" / workspace
+
+
+def workspace_tag(workspace: str) -> str:
+    """A file-name-safe tag of a workspace: files of one (the ANN graphs) carry it, so a delete finds them."""
+    return hashlib.sha256(workspace.encode("utf-8")).hexdigest()[:12]
+
+
+def ann_dir(db_path: str | Path) -> Path:
+    return Path(str(db_path) + ".ann")
+
+
+def remove_workspace_files(db_path: str | Path, workspace: str) -> list[Path]:
+    """Delete the files a workspace owns on disk: its folder (sessions, configs) and its ANN graph files."""
+    gone: list[Path] = []
+    if str(db_path) in ("", ":memory:"):
+        return gone
+    folder = workspace_dir(db_path, workspace)
+    if folder.is_dir() and not folder.is_symlink():
+        shutil.rmtree(folder)
+        gone.append(folder)
+    ann = ann_dir(db_path)
+    if ann.is_dir():
+        for p in sorted(ann.glob(f"dense-{workspace_tag(workspace)}-*")):
+            p.unlink(missing_ok=True)
+            gone.append(p)
+    return gone
+
+
+def _read_journal(path: Path) -> list[str]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError):
+        return []  # a journal cut short while written: its delete had not begun (rows are written after it)
+    names = data.get("workspaces") if isinstance(data, dict) else None
+    return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+
+
+def _write_journal(path: Path, names: list[str]) -> None:
+    if not names:
+        path.unlink(missing_ok=True)
+        _fsync_dir(str(path))
+        return
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps({"workspaces": names}, ensure_ascii=False))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(str(path))
 
 
 @dataclass(frozen=True)
@@ -89,13 +159,33 @@ class Workspaces:
                         [floor, new])
         return moved
 
-    def delete(self, workspace: str) -> dict[str, int]:
-        """Delete every row of the workspace in every table, in one transaction; returns rows deleted per table."""
+    # -- the delete journal ----------------------------------------------------------------------------------------
+    def pending_deletes(self) -> list[str]:
+        """Workspaces whose delete began in an earlier run and did not finish (the next read-write open finishes)."""
+        return [] if self._db.path == ":memory:" else _read_journal(journal_path(self._db.path))
+
+    def begin_delete(self, workspace: str) -> None:
+        """Record the delete before any row goes (fsynced), so a kill at any later moment is finished next time."""
+        if self._db.path != ":memory:":
+            names = self.pending_deletes()
+            if workspace not in names:
+                _write_journal(journal_path(self._db.path), [*names, workspace])
+
+    def end_delete(self, workspace: str) -> None:
+        if self._db.path != ":memory:":
+            _write_journal(journal_path(self._db.path), [n for n in self.pending_deletes() if n != workspace])
+
+    def delete(self, workspace: str, *, missing_ok: bool = False) -> dict[str, int]:
+        """Delete every row of the workspace in every table, in one transaction; returns rows deleted per table.
+        `missing_ok`: finishing a journalled delete whose rows already went is no error."""
         deleted: dict[str, int] = {}
         with self._db.transaction() as cur:
             row = cur.execute("SELECT corpus_version FROM workspaces WHERE workspace_id = ?", [workspace]).fetchone()
-            if row is None:
+            if row is None and not missing_ok:
                 raise StoreError(f"no workspace '{workspace}'")
+            if row is None:
+                floor = cur.execute("SELECT value FROM meta WHERE key = ?", [FLOOR_KEY + workspace]).fetchone()
+                row = (int(floor[0]) - 1 if floor else 0,)
             for t in _tables_with_workspace(cur):
                 n = int(cur.execute(f'SELECT count(*) FROM "{t}" WHERE workspace_id = ?', [workspace]).fetchone()[0])
                 if n:
