@@ -271,7 +271,7 @@ def extract_llm(chunk: Chunk, llm: ExtractionLLM, *, model: str, workspace: str,
     resp = llm.complete(req, workspace=workspace, run_id=run_id)
     data = resp.data
     if data is None:
-        data = parse_json(resp.text)
+        data = parse_json(resp.text, EXTRACTION_SCHEMA)
     return extraction_from_json(chunk, data, resp.usage)
 
 

@@ -213,18 +213,15 @@ class OfflineLLM:
         raise LLMUnavailable(f"no LLM: {self.reason}")
 
 
-def parse_json(text: str) -> Any:
-    """The JSON object of a structured reply; tolerates a fenced or prefixed reply from models without the feature."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        m = re.search(r"\{.*\}|\[.*\]", text, re.S)
-        if m:
-            try:
-                return json.loads(m.group(0))
-            except json.JSONDecodeError:
-                pass
-    raise LLMError(f"the model did not return valid JSON: {text[:120]!r}")
+def parse_json(text: str, schema: Mapping[str, Any] | None = None) -> Any:
+    """The JSON value of a structured reply; tolerates fences, surrounding prose, wrapper keys, truncation and the
+    slips of models without the feature (core/models/structured.py). Raises LLMError with the reason otherwise."""
+    from core.models.structured import recover_json
+
+    got = recover_json(text, schema)
+    if not got.ok:
+        raise LLMError(f"the model did not return valid JSON: {got.failure}", "malformed")
+    return got.data
 
 
 # -- what a request can cost: the bounds reported usage is checked against -------------------------------------
@@ -654,7 +651,8 @@ class AnthropicLLM:
                          f"minimum of {model}")
         data = None
         if request.json_schema is not None:
-            data = redact_value(parse_json(text)) if text.strip() or not tool_inputs else tool_inputs[0]
+            data = (redact_value(parse_json(text, request.json_schema)) if text.strip() or not tool_inputs
+                    else tool_inputs[0])
         uses = [b for b in msg.content if getattr(b, "type", "") == "tool_use"]
         calls = tuple(ToolCall(redact(str(getattr(b, "id", "") or ""))[:100],
                                redact(str(getattr(b, "name", "") or ""))[:100], inp)
