@@ -153,6 +153,9 @@ class Usage:
     cache_read_tokens: int = 0
     usd: float = 0.0
     calls: int = 0
+    # Who answered: "provider:model" of each call counted, in first-seen order (e.g. "anthropic:claude-haiku-4-5",
+    # "gguf:SmolLM2-135M-Instruct.Q4_1"); empty when no model was called.
+    models: tuple[str, ...] = ()
 
     def __add__(self, other: "Usage") -> "Usage":
         return Usage(
@@ -162,6 +165,7 @@ class Usage:
             self.cache_read_tokens + other.cache_read_tokens,
             self.usd + other.usd,
             self.calls + other.calls,
+            self.models + tuple(m for m in other.models if m not in self.models) if other.models else self.models,
         )
 
 
@@ -572,11 +576,14 @@ class LedgerEntry:
     workspace: str = "default"
     usage_flag: str = ""  # why the provider's usage was replaced by our own bound; "" when it was plausible
     created_at: datetime | None = field(default=None, compare=False)
+    # Which client answered: anthropic | openai-compatible | gguf ("" in rows written before the column existed).
+    # For the local ones cache_read_tokens are the prompt tokens whose state was reused (the document prefix).
+    provider: str = ""
 
     @property
     def usage(self) -> Usage:
         return Usage(self.input_tokens, self.output_tokens, self.cache_write_tokens, self.cache_read_tokens,
-                     self.usd, 1)
+                     self.usd, 1, (f"{self.provider}:{self.model}",) if self.provider else ())
 
 
 # -- the semantic answer cache's rows ------------------------------------------------------------------------------
