@@ -34,12 +34,12 @@ from core.models.llm import (
     begin_attempt,
     check_usage,
     current_limits,
-    parse_json,
     reply_text,
     retry_after_s,
     wait_before_retry,
 )
 from core.models.pricing import price_for, tokens_usd
+from core.models.structured import recover_json
 from core.text import redact, redact_value, register_secret
 from core.types import DEFAULT_WORKSPACE, LedgerEntry, Usage
 
@@ -126,6 +126,11 @@ class OpenAICompatLLM:
     @property
     def label(self) -> str:
         return f"{self.name}:{self.model}"
+
+    @property
+    def free(self) -> bool:
+        """True when the price table does not know the model (a local server): its calls are booked at $0."""
+        return not price_for(self.model).known
 
     # -- HTTP ----------------------------------------------------------------------------------------------------
     def _read(self, resp: Any, deadline: float) -> Iterator[bytes]:
@@ -308,7 +313,14 @@ class OpenAICompatLLM:
         notes = [u.flag] if u.flag else []
         if request.breakpoints() and not u.read:
             notes.append("no prefix reuse reported by the server (first call of a prefix, or no prompt cache)")
-        data = redact_value(parse_json(text, request.json_schema)) if request.json_schema is not None else None
+        data = None
+        if request.json_schema is not None:  # unusable JSON is the caller's to count (data None), the call is booked
+            rec = recover_json(text, request.json_schema)
+            data = redact_value(rec.data) if rec.ok else None
+            if not rec.ok:
+                notes.append(f"structured reply not usable: {redact(rec.failure)[:200]}")
+            elif rec.repairs:
+                notes.append(f"structured reply repaired: {', '.join(rec.repairs)}"[:200])
         return LLMResponse(text, model, usage, ms, data, usd_uncached, redact(str(got.get("finish") or "")),
                            "; ".join(notes), u.flag)
 
