@@ -131,8 +131,8 @@ def test_the_fixed_set_is_at_least_fifty_malformed_replies() -> None:
     assert len(malformed) >= 50
 
 
-def test_parse_json_raises_a_malformed_llm_error_with_the_reason() -> None:
+def test_parse_json_raises_an_llm_error_with_the_reason() -> None:
     with pytest.raises(LLMError) as err:
         parse_json("no JSON at all", GRAPH)
-    assert err.value.kind == "malformed" and "no JSON value" in str(err.value)
+    assert "no JSON value" in str(err.value)
     assert parse_json("```json\n" + J_E1 + "\n```", GRAPH) == E1

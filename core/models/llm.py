@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
 
 from core.models.pricing import Ttl, price_for, tokens_usd, uncached_usd
+from core.models.structured import recover_json
 from core.text import llm_tokens_upper_bound, redact, redact_value, register_secret
 from core.types import DEFAULT_WORKSPACE, LedgerEntry, Usage
 
@@ -215,12 +216,11 @@ class OfflineLLM:
 
 def parse_json(text: str, schema: Mapping[str, Any] | None = None) -> Any:
     """The JSON value of a structured reply; tolerates fences, surrounding prose, wrapper keys, truncation and the
-    slips of models without the feature (core/models/structured.py). Raises LLMError with the reason otherwise."""
-    from core.models.structured import recover_json
-
+    slips of models without the feature (core/models/structured.py); with a schema, also wrapper keys and missing
+    arrays. Raises LLMError (kind "error", as callers count it) with the reason otherwise."""
     got = recover_json(text, schema)
     if not got.ok:
-        raise LLMError(f"the model did not return valid JSON: {got.failure}", "malformed")
+        raise LLMError(f"the model did not return valid JSON: {got.failure}")
     return got.data
 
 
@@ -679,8 +679,7 @@ class AnthropicLLM:
                          f"minimum of {model}")
         data = None
         if request.json_schema is not None:
-            data = (redact_value(parse_json(text, request.json_schema)) if text.strip() or not tool_inputs
-                    else tool_inputs[0])
+            data = redact_value(parse_json(text)) if text.strip() or not tool_inputs else tool_inputs[0]
         uses = [b for b in msg.content if getattr(b, "type", "") == "tool_use"]
         calls = tuple(ToolCall(redact(str(getattr(b, "id", "") or ""))[:100],
                                redact(str(getattr(b, "name", "") or ""))[:100], inp)
