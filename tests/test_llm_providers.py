@@ -167,3 +167,13 @@ def test_the_sidebar_says_who_answers_and_switches_the_provider(deps: Deps) -> N
     at.sidebar.button(key="llm_apply").click().run()
     llm = at.session_state[_state.CONFIG_KEY].llm
     assert (llm.provider, llm.gguf_path) == ("gguf", "/models/small.gguf") and not at.exception
+
+
+def test_a_stage_answered_by_a_local_model_says_which_in_its_chips() -> None:
+    from core.app.report import stage_chips
+    from core.types import StageResult, Usage
+
+    local = StageResult("answer", usage=Usage(10, 5, 0, 0, 0.0, 1, ("gguf:SmolLM2-135M-Instruct.Q4_1",)))
+    claude = StageResult("answer", usage=Usage(10, 5, 0, 0, 0.01, 1, ("anthropic:claude-sonnet-4-6",)))
+    assert "by gguf:SmolLM2-135M-Instruct.Q4_1" in stage_chips(local)
+    assert not any(c.startswith("by ") for c in stage_chips(claude))
