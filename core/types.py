@@ -168,6 +168,10 @@ class Usage:
             self.models + tuple(m for m in other.models if m not in self.models) if other.models else self.models,
         )
 
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of a trace's usage (models as a list, as it reads back)."""
+        return {**self.__dict__, "models": list(self.models)}
+
 
 class StageInfo(Mapping[str, Any]):
     """A stage's info as a typed record. Code that knows the stage reads the record's attributes; views that read
@@ -328,7 +332,7 @@ class Trace:
                     "skip_reason": s.skipped,
                     "notes": list(s.notes),
                     "info": dict(s.info),
-                    "usage": s.usage.__dict__,
+                    "usage": s.usage.to_dict(),
                     "candidates": [
                         {
                             "chunk_id": c.chunk_id,
@@ -351,7 +355,7 @@ class Trace:
                 "refused": self.answer.refused,
                 "mode": self.answer.mode,
             },
-            "usage": self.usage.__dict__,
+            "usage": self.usage.to_dict(),
             **({"agent": dict(self.agent)} if self.agent is not None else {}),
             **({"stored_trace": self.stored.to_dict()} if self.stored is not None else {}),
         }
