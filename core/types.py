@@ -157,6 +157,10 @@ class Usage:
     # "gguf:SmolLM2-135M-Instruct.Q4_1"); empty when no model was called.
     models: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.models, tuple):  # read back from a trace's JSON (a list)
+            object.__setattr__(self, "models", tuple(self.models))
+
     def __add__(self, other: "Usage") -> "Usage":
         return Usage(
             self.input_tokens + other.input_tokens,
