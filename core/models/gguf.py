@@ -58,9 +58,9 @@ def packaged_gguf(package: str) -> Path | None:
     return None
 
 
-def _chatml(messages: Sequence[Mapping[str, str]]) -> tuple[str, bool]:
+def _chatml(messages: Sequence[Mapping[str, str]]) -> tuple[str, bool, list[str]]:
     text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
-    return text + "<|im_start|>assistant\n", False
+    return text + "<|im_start|>assistant\n", False, ["<|im_end|>"]
 
 
 class GGUFLLM:
@@ -117,8 +117,8 @@ class GGUFLLM:
 
     @staticmethod
     def _formatter(llm: Any) -> Any:
-        """(prompt, whether it holds the special tokens already) by the file's own chat template (GGUF metadata),
-        else ChatML."""
+        """(prompt, whether it holds the special tokens already, stop strings) by the file's own chat template (GGUF
+        metadata), else ChatML."""
         template = (getattr(llm, "metadata", None) or {}).get("tokenizer.chat_template")
         if template:
             try:
@@ -129,9 +129,10 @@ class GGUFLLM:
 
                 fmt = Jinja2ChatFormatter(template=template, eos_token=tok(llm.token_eos()),
                                           bos_token=tok(llm.token_bos()))
-                def render(msgs: Sequence[Mapping[str, str]]) -> tuple[str, bool]:
+                def render(msgs: Sequence[Mapping[str, str]]) -> tuple[str, bool, list[str]]:
                     got = fmt(messages=list(msgs))
-                    return got.prompt, bool(getattr(got, "added_special", False))
+                    stop = got.stop if isinstance(got.stop, list) else [got.stop] if got.stop else []
+                    return got.prompt, bool(getattr(got, "added_special", False)), [s for s in stop if s]
 
                 render(({"role": "system", "content": "x"}, {"role": "user", "content": "y"}))
                 return render
@@ -159,7 +160,7 @@ class GGUFLLM:
         with self._lock:
             deadline = begin_attempt(what, 0, self.timeout_s, 0.0)
             llm = self._load()
-            prompt, added = self._format(chat_messages(request))
+            prompt, added, stop = self._format(chat_messages(request))
             # As llama-cpp-python's own chat handler: BOS (where the vocabulary wants one) unless the template put it.
             tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=not added, special=True)
             if len(tokens) + request.max_tokens > self.n_ctx:
@@ -179,7 +180,7 @@ class GGUFLLM:
             finish = ""
             try:
                 for chunk in llm.create_completion(prompt=tokens, max_tokens=request.max_tokens, temperature=0.0,
-                                                   stream=True, grammar=grammar, seed=self.seed):
+                                                   stream=True, grammar=grammar, seed=self.seed, stop=stop):
                     choice = chunk["choices"][0]
                     parts.append(choice.get("text") or "")
                     finish = choice.get("finish_reason") or finish
