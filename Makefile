@@ -37,7 +37,9 @@ test-all: $(VENV)/.installed
 # bench/local_llm.py run on. llama-cpp-python is a source package: built for the CPU only, without -march=native
 # (a native build compiled AMX kernels the virtual CPU here advertised but faulted on: SIGILL) and with AVX2/FMA/F16C
 # and no AVX-512, so one build runs on AVX2-only AMD and AVX-512 Intel machines alike. LOCAL_LLM_JOBS compiler jobs
-# (default 1: the build is long and the machine shared; pip keeps the built wheel, so a reinstall is quick).
+# (default 1: the build is long and the machine shared; pip keeps the built wheel, so a reinstall is quick). Measured
+# with these flags on this 2-core machine: 50 min with one job at nice 19 and load 11-25 (05:12-06:02 UTC), a
+# 19.6 MB wheel that loads SmolLM2 in 0.9 s and runs (no SIGILL).
 # Never in requirements.txt: `make test` on a fresh machine does not build it, and its tests skip saying why.
 LOCAL_LLM_JOBS ?= 1
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF \
