@@ -2240,7 +2240,9 @@ def eval_speed(d: dict[str, Any], file: str) -> list[str]:
 
 def local_llm(d: dict[str, Any], file: str) -> list[str]:
     """A local model through the LLM stages (bench/local_llm.py, issue #45)."""
-    out = [f"### A local model through the LLM stages ({d.get('model')})", "", caption(file, d), "",
+    run = (d.get("run") or {}).get("load_avg_start") or [None]
+    out = [f"### A local model through the LLM stages ({d.get('model')}"
+           + (f", load {num(run[0], 1)} at start" if file != "local_llm.json" else "") + ")", "", caption(file, d), "",
            f"{d.get('data')}: {len(d.get('articles') or [])} articles as documents, {d.get('chunks')} chunks, "
            f"{d.get('questions')} questions; OMP_WAIT_POLICY={d.get('omp_wait_policy')}, model load "
            f"{num(d.get('model_load_s'), 2)} s. Contexts with the document prefix's state reused across its chunks "
@@ -2277,6 +2279,7 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("xquad.json", xquad),
         ("xquad_off.json", xquad),
         ("local_llm.json", local_llm),
+        ("local_llm_quiet.json", local_llm),
     ]),
     ("Compression cascade", [
         ("cascade_quality.json", cascade_quality),
