@@ -6,6 +6,7 @@ from PIL import Image
 
 from core.app.report import escape_md
 from pages import _state
+from pages._llm_panel import llm_panel
 from pages._sweep_panel import restore_workspace_config
 from pages._workspace_panel import workspace_panel
 
@@ -52,6 +53,7 @@ with st.sidebar:
     config_slot = st.empty()
     config_slot.text(f"config: {_state.config().stable_hash()}")  # rewritten after the page, which may change it
     st.text(f"embedder: {deps.embedder.model_id}")
+    llm_panel()  # llm.provider: Claude, an OpenAI-compatible server or a GGUF file (pages/_llm_panel.py)
     for notice in deps.notices:
         st.warning(escape_md(notice))  # may quote a path or a provider's error text
 try:

@@ -2238,6 +2238,32 @@ def eval_speed(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
+def local_llm(d: dict[str, Any], file: str) -> list[str]:
+    """A local model through the LLM stages (bench/local_llm.py, issue #45)."""
+    run = (d.get("run") or {}).get("load_avg_start") or [None]
+    out = [f"### A local model through the LLM stages ({d.get('model')}"
+           + (f", load {num(run[0], 1)} at start" if file != "local_llm.json" else "") + ")", "", caption(file, d), "",
+           f"{d.get('data')}: {len(d.get('articles') or [])} articles as documents, {d.get('chunks')} chunks, "
+           f"{d.get('questions')} questions; OMP_WAIT_POLICY={d.get('omp_wait_policy')}, model load "
+           f"{num(d.get('model_load_s'), 2)} s. Contexts with the document prefix's state reused across its chunks "
+           "and without:", ""]
+    rows = [[("on" if r.get("reuse_prefix") else "off"), r.get("written"), num(r.get("seconds"), 1),
+             num(r.get("seconds_per_context"), 2), r.get("prompt_tokens_evaluated"), r.get("prompt_tokens_reused"),
+             r.get("output_tokens")] for r in d.get("contexts") or []]
+    out += [md_table(["prefix reuse", "contexts", "s", "s / context", "prompt tokens evaluated",
+                      "prompt tokens reused", "output tokens"], rows), ""]
+    a, x = d.get("answers_local") or {}, d.get("answers_extractive") or {}
+    g = d.get("golden") or {}
+    rn, rc = d.get("recall_no_context") or {}, d.get("recall_llm_context") or {}
+    out += [f"Recall@1 / @5 without contexts {num(rn.get('recall@1'), 3)} / {num(rn.get('recall@5'), 3)}, with "
+            f"the model's contexts {num(rc.get('recall@1'), 3)} / {num(rc.get('recall@5'), 3)}. Answers: local "
+            f"model {a.get('right')} right, {a.get('refused')} refused of {a.get('questions')} "
+            f"({num(a.get('seconds_per_answer'), 1)} s each); extractive {x.get('right')} right, {x.get('refused')} "
+            f"refused. Golden questions: {g.get('items')} kept of {g.get('asked')} asked from {g.get('calls')} calls "
+            f"in {num(g.get('seconds'), 1)} s (rejected: {g.get('rejected')}).", ""]
+    return out
+
+
 PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
     ("Retrieval quality", [
         ("quality_anthropic_codebase.json", quality_codebase),
@@ -2252,6 +2278,8 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("golden_ceiling.json", golden_ceiling),
         ("xquad.json", xquad),
         ("xquad_off.json", xquad),
+        ("local_llm.json", local_llm),
+        ("local_llm_quiet.json", local_llm),
     ]),
     ("Compression cascade", [
         ("cascade_quality.json", cascade_quality),

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping
 
@@ -12,8 +12,9 @@ from core.cascade.rerank import Reranker, load_reranker
 from core.config import PipelineConfig
 from core.graph.snapshot import GraphCache
 from core.models.embed import Embedder, load_embedder
-from core.models.llm import LLM, OfflineLLM, build_llm
+from core.models.llm import LLM, OfflineLLM
 from core.models.multilingual import load_multilingual
+from core.models.providers import build_provider
 from core.models.tokens import TokenCache
 from core.retrieve.ann import ANN_MIN_CHUNKS
 from core.retrieve.index import IndexCache
@@ -139,9 +140,10 @@ def build_deps(
         if loaded.notice:
             notices.append(loaded.notice)
     if llm is None:
-        llm, notice = build_llm(api_key or env.get("ANTHROPIC_API_KEY"), base_url=env.get("ANTHROPIC_BASE_URL") or None,
-                                ledger=store.ledger, max_retries=config.llm.max_retries, timeout_s=config.llm.timeout_s,
-                                cache_ttl=config.llm.cache_ttl)
+        # llm.provider picks the client (core/models/providers.py); LLM_API_KEY is an OpenAI-compatible server's key.
+        llm, notice = build_provider(config.llm, anthropic_key=api_key or env.get("ANTHROPIC_API_KEY"),
+                                     anthropic_base_url=env.get("ANTHROPIC_BASE_URL") or None,
+                                     local_key=env.get("LLM_API_KEY") or None, ledger=store.ledger)
         if notice:
             notices.append(notice)
     # Dense indexes past the ANN threshold keep their graph beside the database (core/retrieve/ann.py).
@@ -151,3 +153,17 @@ def build_deps(
                          ann_writable=not getattr(store, "read_only", False))
     return Deps(store=store, embedder=embedder, notices=notices, llm=llm, indexes=indexes,
                 hub_offline=env.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"))
+
+
+def with_llm_provider(deps: Deps, config: PipelineConfig, env: Mapping[str, str] | None = None, *,
+                      api_key: str | None = None) -> Deps:
+    """These deps with the LLM that `config.llm` names (its provider, server or model file) in place of theirs:
+    everything else (store, embedder, caches) is shared. The notice of a provider that could not be made replaces
+    the LLM notices of the original deps."""
+    env = os.environ if env is None else env
+    llm, notice = build_provider(config.llm, anthropic_key=api_key or env.get("ANTHROPIC_API_KEY"),
+                                 anthropic_base_url=env.get("ANTHROPIC_BASE_URL") or None,
+                                 local_key=env.get("LLM_API_KEY") or None, ledger=deps.store.ledger)
+    old = getattr(deps.llm, "reason", "")
+    notices = [n for n in deps.notices if not (old and old in n) and "ANTHROPIC_API_KEY" not in n]
+    return replace(deps, llm=llm, notices=notices + ([notice] if notice else []))

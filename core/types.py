@@ -154,6 +154,13 @@ class Usage:
     cache_read_tokens: int = 0
     usd: float = 0.0
     calls: int = 0
+    # Who answered: "provider:model" of each call counted, in first-seen order (e.g. "anthropic:claude-haiku-4-5",
+    # "gguf:SmolLM2-135M-Instruct.Q4_1"); empty when no model was called.
+    models: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.models, tuple):  # read back from a trace's JSON (a list)
+            object.__setattr__(self, "models", tuple(self.models))
 
     def __add__(self, other: "Usage") -> "Usage":
         return Usage(
@@ -163,7 +170,12 @@ class Usage:
             self.cache_read_tokens + other.cache_read_tokens,
             self.usd + other.usd,
             self.calls + other.calls,
+            self.models + tuple(m for m in other.models if m not in self.models) if other.models else self.models,
         )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of a trace's usage (models as a list, as it reads back)."""
+        return {**self.__dict__, "models": list(self.models)}
 
 
 class StageInfo(Mapping[str, Any]):
@@ -352,7 +364,7 @@ class Trace:
                     "skip_reason": s.skipped,
                     "notes": list(s.notes),
                     "info": dict(s.info),
-                    "usage": s.usage.__dict__,
+                    "usage": s.usage.to_dict(),
                     "candidates": [
                         {
                             "chunk_id": c.chunk_id,
@@ -375,7 +387,7 @@ class Trace:
                 "refused": self.answer.refused,
                 "mode": self.answer.mode,
             },
-            "usage": self.usage.__dict__,
+            "usage": self.usage.to_dict(),
             **({"agent": dict(self.agent)} if self.agent is not None else {}),
             **({"stored_trace": self.stored.to_dict()} if self.stored is not None else {}),
         }
@@ -600,11 +612,14 @@ class LedgerEntry:
     workspace: str = "default"
     usage_flag: str = ""  # why the provider's usage was replaced by our own bound; "" when it was plausible
     created_at: datetime | None = field(default=None, compare=False)
+    # Which client answered: anthropic | openai-compatible | gguf ("" in rows written before the column existed).
+    # For the local ones cache_read_tokens are the prompt tokens whose state was reused (the document prefix).
+    provider: str = ""
 
     @property
     def usage(self) -> Usage:
         return Usage(self.input_tokens, self.output_tokens, self.cache_write_tokens, self.cache_read_tokens,
-                     self.usd, 1)
+                     self.usd, 1, (f"{self.provider}:{self.model}",) if self.provider else ())
 
 
 # -- the semantic answer cache's rows ------------------------------------------------------------------------------

@@ -1,11 +1,12 @@
 """Session plumbing shared by the pages: the injected Deps, the active PipelineConfig, the workspace."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import streamlit as st
 
-from core.app.setup import build_deps, db_path
+from core.app.setup import build_deps, db_path, with_llm_provider
 from core.config import PipelineConfig
 from core.types import DEFAULT_WORKSPACE
 
@@ -22,6 +23,14 @@ def _shared_deps(db: str, model: str, runtime: str = "torch") -> Any:
     return build_deps(cfg, db=db, api_key=_secret_key())
 
 
+@st.cache_resource(show_spinner="Starting the local LLM…")
+def _provider_deps(db: str, model: str, runtime: str, llm_settings: str) -> Any:
+    # The shared deps with the LLM that the sidebar's provider settings name (llm.provider): one client (one loaded
+    # GGUF model) per process and setting, the store and embedder shared with the Claude deps.
+    cfg = PipelineConfig().with_overrides({f"llm.{k}": v for k, v in json.loads(llm_settings).items()})
+    return with_llm_provider(_shared_deps(db, model, runtime), cfg, api_key=_secret_key())
+
+
 def _secret_key() -> str | None:
     # Streamlit secrets are the other accepted home of the Anthropic key; it goes to the SDK client only.
     try:
@@ -36,8 +45,9 @@ def deps() -> Any:
     workbench.py so a page opened by its own URL in a fresh session works too."""
     if DEPS_KEY not in st.session_state or st.session_state.get("_deps_auto"):
         # core/deps.py (through core.app.setup) is the one place that knows RAG_DB and the default path.
-        emb = config().embedding
-        st.session_state[DEPS_KEY] = _shared_deps(db_path(), emb.model, emb.runtime)
+        emb, llm = config().embedding, config().llm
+        st.session_state[DEPS_KEY] = (_shared_deps(db_path(), emb.model, emb.runtime) if llm.provider == "anthropic"
+                                      else _provider_deps(db_path(), emb.model, emb.runtime, llm.model_dump_json()))
         st.session_state["_deps_auto"] = True
     return st.session_state[DEPS_KEY]
 

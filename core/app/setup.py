@@ -2,6 +2,7 @@
 that reads environment variables, keys and model paths, does the work)."""
 from __future__ import annotations
 
-from core.deps import build_deps, db_path
+from core.deps import build_deps, db_path, with_llm_provider
+from core.models.providers import PROVIDERS, provider_label
 
-__all__ = ["build_deps", "db_path"]
+__all__ = ["PROVIDERS", "build_deps", "db_path", "provider_label", "with_llm_provider"]

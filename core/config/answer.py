@@ -44,7 +44,27 @@ class AnswerConfig(Section):
 
 
 class LLMConfig(Section):
-    """The Claude client shared by every stage: retries, timeout, prompt-cache lifetime and the grader's model."""
+    """The LLM client shared by every stage: which provider answers (Claude, an OpenAI-compatible server, or a GGUF
+    file run in process), retries, timeout, prompt-cache lifetime and the grader's model. A local provider answers
+    every stage's call with its own model (the stages' model settings name Claude models and apply to Claude only);
+    the ledger and the trace name the provider and model that answered."""
+
+    provider: Literal["anthropic", "openai-compatible", "gguf"] = Field(
+        "anthropic", description="anthropic: Claude (ANTHROPIC_API_KEY); openai-compatible: a chat server at "
+                                 "llm.base_url (Ollama, vLLM, llama.cpp server, LM Studio; key from LLM_API_KEY if "
+                                 "it needs one); gguf: the GGUF file llm.gguf_path run in this process "
+                                 "(llama-cpp-python, `make local-llm`). Without what a provider needs, the offline "
+                                 "stand-ins answer and say why")
+    base_url: str = Field("", description="openai-compatible: the server's /v1 root (e.g. http://127.0.0.1:8080/v1); "
+                                          "/chat/completions and /models are below it")
+    model: str = Field("", description="openai-compatible: the model name the server is asked for")
+    gguf_path: str = Field("", description="gguf: the model file to load")
+    threads: int = Field(2, ge=1, le=256, description="gguf: CPU threads llama.cpp uses")
+    context_tokens: int = Field(8192, ge=512, le=131072, description="gguf: context window (prompt and reply "
+                                                                    "tokens) of the loaded model")
+    reuse_prefix: bool = Field(True, description="local providers: keep the KV state of a shared prompt prefix (the "
+                                                 "document, for each of its chunks' contexts) instead of evaluating "
+                                                 "it again; booked as cache reads")
 
     grader_model: str = Field("claude-haiku-4-5", description="faithfulness judge model; not read yet (the judge "
                                                               "uses its own default, the same model)")

@@ -194,7 +194,8 @@ def generate_llm(passages: Sequence[Passage], doc_texts: dict[str, str], llm: LL
             return out
         req = request_for(p, doc_texts.get(d, p.chunk.text), model)
         prefix = sum(estimate_llm_tokens(b.text) for b in (*req.system, *req.user))
-        if not budget.allows(worst_call_usd(model, prefix, 0, MAX_OUTPUT)):
+        # A local model books $0 (core/models/gguf.py, a local server): the dollar budget does not bound it.
+        if not getattr(llm, "free", False) and not budget.allows(worst_call_usd(model, prefix, 0, MAX_OUTPUT)):
             out.stopped = "budget"
             return out
         out.calls += 1

@@ -17,7 +17,7 @@ from core.graph.communities import (
     local_update,
     modularity,
 )
-from core.graph.extract import extract_all, make_extractor
+from core.graph.extract import extract_all, extraction_failure, make_extractor
 from core.graph.model import LLM_BUILT, STATISTICAL, BuildReport, ChunkExtraction
 from core.graph.resolve import (
     Resolution,
@@ -382,12 +382,25 @@ def build_graph(
 
     def extract(start: int, batch: Sequence[Any]) -> list[ChunkExtraction] | None:
         try:
-            return extract_all(batch, extractor, (lambda i, n, s0=start: progress("extracting", s0 + i, len(added)))
+            exts = extract_all(batch, extractor, (lambda i, n, s0=start: progress("extracting", s0 + i, len(added)))
                                if progress else None)
         except LLMError as exc:
             notes.append(f"extraction stopped after {start} of {len(added)} new chunks ({exc}); run the update "
                          "again to continue")
             return None
+        # Small models fail silently: a reply that is no usable JSON is counted and named (its chunk gives no
+        # entity, the build goes on), and a batch with no entity at all is a failed build, its chunks not marked
+        # processed, so the next update extracts them again.
+        bad = [x.failure for x in exts if x.failure]
+        failed = extraction_failure(exts)
+        if failed:
+            notes.append(f"graph build failed: {failed}; these chunks stay unprocessed (check the model, or use "
+                         "graph.builder = statistical)")
+            return None
+        if bad:
+            notes.append(f"{len(bad)} of {len(exts)} chunk(s) gave no usable reply and no entity (first: "
+                         f"{bad[0][:160]})")
+        return exts
 
     usage = Usage()
     queue: Sequence[MergeItem] | None = None

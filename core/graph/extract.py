@@ -8,8 +8,9 @@ from typing import Any, Callable, Protocol, Sequence
 
 from core.graph.model import ChunkExtraction, Mention, Relation
 from core.graph.resolve import normalise_name
-from core.models.llm import LLMRequest, TextBlock, parse_json
-from core.text import EN_STOP, RU_STOP, sentence_spans
+from core.models.llm import LLMRequest, TextBlock
+from core.models.structured import recover_json
+from core.text import EN_STOP, RU_STOP, redact, sentence_spans
 from core.types import Chunk, Usage
 
 # -- statistical builder ---------------------------------------------------------------------------------------
@@ -270,9 +271,24 @@ def extract_llm(chunk: Chunk, llm: ExtractionLLM, *, model: str, workspace: str,
                      purpose="graph_extract", ref_id=chunk.chunk_id)
     resp = llm.complete(req, workspace=workspace, run_id=run_id)
     data = resp.data
-    if data is None:
-        data = parse_json(resp.text)
+    if data is None:  # a client that left the reply unparsed: recovered here, or a counted failure (fail open)
+        got = recover_json(resp.text, EXTRACTION_SCHEMA)
+        if not got.ok:
+            return ChunkExtraction(chunk.chunk_id, chunk.doc_id, (), (), "llm", resp.usage, redact(got.failure))
+        data = got.data
     return extraction_from_json(chunk, data, resp.usage)
+
+
+def extraction_failure(exts: Sequence[ChunkExtraction]) -> str:
+    """Why a batch of LLM extractions is a failed build, or "": no entity from any of its chunks is no graph, and a
+    document marked processed with it would never be extracted again. Unusable replies are counted either way."""
+    llm = [x for x in exts if x.source == "llm"]
+    if not llm or any(x.mentions for x in llm):
+        return ""
+    bad = [x.failure for x in llm if x.failure]
+    why = (f"; {len(bad)} of {len(llm)} replies were not usable JSON (first: {bad[0][:160]})" if bad else
+           "; every reply was valid JSON with no entity")
+    return f"the LLM extracted 0 entities from {len(llm)} chunk(s){why}"
 
 
 Extractor = Callable[[Chunk], ChunkExtraction]

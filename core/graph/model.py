@@ -40,6 +40,7 @@ class ChunkExtraction:
     relations: tuple[Relation, ...]
     source: str = "statistical"  # statistical | llm
     usage: Usage = Usage()
+    failure: str = ""  # llm: why the model's reply gave nothing usable (counted and shown by the build), "" if it did
 
 
 @dataclass(frozen=True)

@@ -323,7 +323,7 @@ def _start_llm_run(store: Store, workspace: str, llm: LLM, model: str, run_id: s
     from: the key check, the run id, the chunks still without a context by document (and how many have one), their
     count, the model's price and the document names."""
     if not llm.available:
-        raise ContextError(f"LLM contexts need Claude: {llm.reason}. Offline variants: heuristic, late")
+        raise ContextError(f"LLM contexts need an LLM: {llm.reason}. Offline variants: heuristic, late")
     todo, existing = _todo(store, workspace)
     return (run_id or uuid.uuid4().hex, todo, existing, sum(len(cs) for cs in todo.values()), price_for(model),
             {d.doc_id: d.name for d in store.corpus.documents(workspace)})
@@ -401,14 +401,17 @@ def build_llm_contexts(
     warnings: list[str] = []
     # The run may spend up to the smaller of its own budget and what the workspace budget has left (ledger total).
     limit, why = _limit(store, workspace, budget_usd, workspace_budget_usd)
+    # A local model (core/models/gguf.py, a local OpenAI-compatible server) books $0: no dollar bound per call, and
+    # its prefix reuse has no minimum length. Its cost is time and tokens, in the ledger like any call.
+    free = bool(getattr(llm, "free", False))
     for doc_id, chunks in todo.items():
         text = store.corpus.document_text(doc_id, workspace) or ""
         prefix = _prefix_bound(llm, text, model, warnings)
-        if prefix < p.min_cacheable_tokens and len(chunks) > 1:
+        if prefix < p.min_cacheable_tokens and len(chunks) > 1 and not free:
             warnings.append(f"{names.get(doc_id, doc_id)}: ~{prefix:,} tokens < {p.min_cacheable_tokens:,} minimum "
                             f"of {model}: no prompt cache for this document")
         for c in chunks:
-            bound = worst_call_usd(model, prefix, _call_bound(c), max_output_tokens, ttl=ttl)
+            bound = 0.0 if free else worst_call_usd(model, prefix, _call_bound(c), max_output_tokens, ttl=ttl)
             if spent + bound > limit:
                 stopped = (f"{why.format(spent=fmt_usd(spent))}; the next call could cost up to {fmt_usd(bound)}. "
                            "Run again (with a budget) to continue; done contexts are kept")

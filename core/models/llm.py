@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
 
 from core.models.pricing import Ttl, price_for, tokens_usd, uncached_usd
+from core.models.structured import recover_json
 from core.text import llm_tokens_upper_bound, redact, redact_value, register_secret
 from core.types import DEFAULT_WORKSPACE, LedgerEntry, Usage
 
@@ -213,18 +214,14 @@ class OfflineLLM:
         raise LLMUnavailable(f"no LLM: {self.reason}")
 
 
-def parse_json(text: str) -> Any:
-    """The JSON object of a structured reply; tolerates a fenced or prefixed reply from models without the feature."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        m = re.search(r"\{.*\}|\[.*\]", text, re.S)
-        if m:
-            try:
-                return json.loads(m.group(0))
-            except json.JSONDecodeError:
-                pass
-    raise LLMError(f"the model did not return valid JSON: {text[:120]!r}")
+def parse_json(text: str, schema: Mapping[str, Any] | None = None) -> Any:
+    """The JSON value of a structured reply; tolerates fences, surrounding prose, wrapper keys, truncation and the
+    slips of models without the feature (core/models/structured.py); with a schema, also wrapper keys and missing
+    arrays. Raises LLMError (kind "error", as callers count it) with the reason otherwise."""
+    got = recover_json(text, schema)
+    if not got.ok:
+        raise LLMError(f"the model did not return valid JSON: {got.failure}")
+    return got.data
 
 
 # -- what a request can cost: the bounds reported usage is checked against -------------------------------------
@@ -420,6 +417,54 @@ def current_limits() -> CallLimits | None:
     return _LIMITS.get()
 
 
+# -- the guards every provider's client calls (Anthropic, OpenAI-compatible, in-process GGUF) ----------------------
+def reply_text(text: str) -> str:
+    """A reply's text as every stage, store and page may see it, whichever provider wrote it: redacted here."""
+    return redact(text)
+
+
+def begin_attempt(what: str, attempt: int, timeout_s: float,
+                  worst_case_usd: float | Callable[[], float] | None) -> float:
+    """The monotonic deadline of one attempt (its own `timeout_s`, or the caller's deadline if sooner), or LLMError
+    when the caller's limits (`call_limits`) leave no time, or fewer dollars than the attempt's worst case."""
+    deadline = time.monotonic() + timeout_s
+    limits = _LIMITS.get()
+    if limits is None:
+        return deadline
+    if (until := limits.earliest()) is not None:
+        if time.monotonic() >= until:
+            raise LLMError(f"{what} not {'retried' if attempt else 'started'}: the caller's time budget has run out",
+                           "deadline")
+        deadline = min(deadline, until)
+    left = limits.usd()
+    if worst_case_usd is None or left is None:
+        return deadline
+    worst = worst_case_usd() if callable(worst_case_usd) else worst_case_usd
+    if worst > left + 1e-12:
+        raise LLMError(f"{what} not {'retried' if attempt else 'started'}: its worst case ${worst:.6f} is "
+                       f"above the ${max(left, 0.0):.6f} the caller has left", "budget")
+    return deadline
+
+
+def wait_before_retry(what: str, delay: float, last: Exception, sleep: Callable[[float], None]) -> None:
+    """Sleep `delay` before a retry, or LLMError when the caller's deadline would pass during the wait."""
+    limits = _LIMITS.get()
+    until = limits.earliest() if limits is not None else None
+    if until is not None and time.monotonic() + delay >= until:
+        raise LLMError(f"{what} failed ({type(last).__name__}) and the caller's time budget leaves no room "
+                       "for a retry", "deadline") from None
+    sleep(delay)
+
+
+def retry_after_s(value: Any) -> float | None:
+    """A Retry-After header's seconds (non-negative and finite), None when absent or not a number of seconds."""
+    try:
+        s = float(value)
+    except (TypeError, ValueError):
+        return None
+    return s if math.isfinite(s) and s >= 0 else None
+
+
 class _DeadlinePassed(Exception):
     """An attempt ran past its total deadline; the worker thread is abandoned (it ends at its next read)."""
 
@@ -562,7 +607,7 @@ class AnthropicLLM:
 
     # -- retries ------------------------------------------------------------------------------------------------
     def _delay(self, attempt: int, exc: Exception) -> float:
-        asked = retry_after_s(exc)
+        asked = _exc_retry_after_s(exc)
         if asked is not None:
             return min(asked, self.backoff_cap_s)
         base = min(self.backoff_cap_s, self.backoff_s * (2 ** attempt))
@@ -577,21 +622,9 @@ class AnthropicLLM:
         (`call_limits`) cannot hold is not started."""
         a = self._anthropic
         malformed = 0
-        limits = _LIMITS.get()
         for attempt in range(self.max_retries + 1):
-            deadline = time.monotonic() + self.timeout_s
-            if limits is not None:
-                if (until := limits.earliest()) is not None:
-                    if time.monotonic() >= until:
-                        raise LLMError(f"{what} not {'retried' if attempt else 'started'}: the caller's time "
-                                       "budget has run out", "deadline")
-                    deadline = min(deadline, until)
-                left = limits.usd()
-                if request is not None and left is not None and worst_usd(request, self.cache_ttl,
-                                                                          batch=batch) > left + 1e-12:
-                    raise LLMError(f"{what} not {'retried' if attempt else 'started'}: its worst case "
-                                   f"${worst_usd(request, self.cache_ttl, batch=batch):.6f} is above the "
-                                   f"${max(left, 0.0):.6f} the caller has left", "budget")
+            deadline = begin_attempt(what, attempt, self.timeout_s, None if request is None else (
+                lambda: worst_usd(request, self.cache_ttl, batch=batch)))
             cap = [reply_byte_cap(request), 0] if request is not None else None
             try:
                 return _run_until(fn, deadline, cap)
@@ -622,7 +655,8 @@ class AnthropicLLM:
                 raise
             except Exception as exc:  # noqa: BLE001 - an SDK surprise is still one typed, redacted error
                 raise LLMError(f"{what} failed ({type(exc).__name__}: {redact(str(exc))[:200]})", "error") from None
-            asked = retry_after_s(last)
+            limits = current_limits()
+            asked = _exc_retry_after_s(last)
             until = limits.earliest() if limits is not None else None
             if asked is not None and (asked > self.backoff_cap_s or (until is not None
                                                                      and time.monotonic() + asked >= until)):
@@ -634,12 +668,8 @@ class AnthropicLLM:
                                   if until is not None and time.monotonic() + asked >= until
                                   else f"the {self.backoff_cap_s:g} s this client waits"),
                                _status_kind(code) if isinstance(code, int) else "rate_limit") from None
-            delay = self._delay(attempt, last)
-            if until is not None and time.monotonic() + delay >= until:
-                raise LLMError(f"{what} failed ({type(last).__name__}) and the caller's time budget leaves no room "
-                               "for a retry", "deadline") from None
+            wait_before_retry(what, self._delay(attempt, last), last, self._sleep)
             self.retries += 1
-            self._sleep(delay)
         raise LLMError(f"{what} failed")  # unreachable: the loop returns or raises
 
     # -- one call -----------------------------------------------------------------------------------------------
@@ -683,7 +713,7 @@ class AnthropicLLM:
     def _response_unchecked(self, msg: Any, request: LLMRequest, ms: float, *, batch: bool) -> LLMResponse:
         # Redacted here, once, before anything else reads the reply: text, tool input, structured data, model name.
         # Redacted whole, then cut (a cut key would escape the pattern); the body itself was bounded on the wire.
-        text, cut = cap_reply(redact("".join(str(getattr(b, "text", "") or "") for b in msg.content
+        text, cut = cap_reply(reply_text("".join(str(getattr(b, "text", "") or "") for b in msg.content
                                              if getattr(b, "type", "") == "text")), request)
         tool_inputs = [redact_value(getattr(b, "input", None)) for b in msg.content
                        if getattr(b, "type", "") == "tool_use"]
@@ -696,7 +726,7 @@ class AnthropicLLM:
                           cache_write_tokens=u.write_5m, cache_read_tokens=u.read, batch=batch)
                + tokens_usd(p, cache_write_tokens=u.write_1h, ttl="1h", batch=batch))
         write = u.write_5m + u.write_1h
-        usage = Usage(u.input_tokens, u.output_tokens, write, u.read, usd, 1)
+        usage = Usage(u.input_tokens, u.output_tokens, write, u.read, usd, 1, (f"{self.name}:{model}",))
         notes = [u.flag] if u.flag else []
         if cut:
             notes.append(cut)
@@ -720,7 +750,7 @@ class AnthropicLLM:
         self.ledger.record_usage(LedgerEntry(
             request.purpose, resp.model, u.input_tokens, u.output_tokens, u.cache_write_tokens, u.cache_read_tokens,
             u.usd, resp.usd_uncached, resp.ms, request.ref_id, run_id, batch, self.cache_ttl, resp.cache_note,
-            workspace, resp.usage_flag,
+            workspace, resp.usage_flag, provider=self.name,
         ))
 
     # -- Message Batches (-50 %) ---------------------------------------------------------------------------------
@@ -766,15 +796,10 @@ class AnthropicLLM:
         return out
 
 
-def retry_after_s(exc: Exception) -> float | None:
+def _exc_retry_after_s(exc: Exception) -> float | None:
     """The seconds a failed call's `retry-after` header asks for (None: no header, or not a number of seconds)."""
     response = getattr(exc, "response", None)
-    header = response.headers.get("retry-after") if response is not None else None
-    try:
-        value = float(header) if header is not None else None
-    except ValueError:
-        return None
-    return value if value is not None and math.isfinite(value) and value >= 0 else None
+    return retry_after_s(response.headers.get("retry-after")) if response is not None else None
 
 
 def _short(exc: Exception) -> str:

@@ -28,7 +28,7 @@ import numpy as np
 
 from core.types import DEFAULT_WORKSPACE
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 Cursor = duckdb.DuckDBPyConnection
 

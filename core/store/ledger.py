@@ -23,7 +23,8 @@ TABLES: tuple[str, ...] = (
         workspace_id VARCHAR, call_id VARCHAR, purpose VARCHAR, model VARCHAR, input_tokens BIGINT,
         output_tokens BIGINT, cache_write_tokens BIGINT, cache_read_tokens BIGINT, usd DOUBLE, usd_uncached DOUBLE,
         latency_ms DOUBLE, ref_id VARCHAR, run_id VARCHAR, batch BOOLEAN, cache_ttl VARCHAR, note VARCHAR,
-        created_at TIMESTAMP, usage_flag VARCHAR DEFAULT '', PRIMARY KEY (workspace_id, call_id))""",
+        created_at TIMESTAMP, usage_flag VARCHAR DEFAULT '', provider VARCHAR DEFAULT '',
+        PRIMARY KEY (workspace_id, call_id))""",
     """CREATE TABLE IF NOT EXISTS llm_batches (
         workspace_id VARCHAR, batch_id VARCHAR, purpose VARCHAR, variant VARCHAR, model VARCHAR, run_id VARCHAR,
         n_requests INTEGER, status VARCHAR, chunk_ids VARCHAR[], created_at TIMESTAMP,
@@ -31,8 +32,10 @@ TABLES: tuple[str, ...] = (
 )
 
 # Schema v2: usage_flag says when a call's provider-reported usage was implausible and booked at our own bound.
+# Schema v3: provider says which client answered (anthropic, openai-compatible, gguf).
 MIGRATIONS: tuple[tuple[int, str], ...] = (
     (2, "ALTER TABLE usage_ledger ADD COLUMN IF NOT EXISTS usage_flag VARCHAR DEFAULT ''"),
+    (3, "ALTER TABLE usage_ledger ADD COLUMN IF NOT EXISTS provider VARCHAR DEFAULT ''"),
 )
 
 
@@ -126,11 +129,11 @@ class Ledger:
             cur.execute(
                 "INSERT INTO usage_ledger (workspace_id, call_id, purpose, model, input_tokens, output_tokens, "
                 "cache_write_tokens, cache_read_tokens, usd, usd_uncached, latency_ms, ref_id, run_id, batch, "
-                "cache_ttl, note, created_at, usage_flag) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "cache_ttl, note, created_at, usage_flag, provider) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [entry.workspace, uuid.uuid4().hex, entry.purpose, entry.model, entry.input_tokens,
                  entry.output_tokens, entry.cache_write_tokens, entry.cache_read_tokens, entry.usd, entry.usd_uncached,
                  entry.latency_ms, entry.ref_id, entry.run_id, entry.batch, entry.cache_ttl, entry.note, now(),
-                 entry.usage_flag],
+                 entry.usage_flag, entry.provider],
             )
 
     def usage_ledger(self, workspace: str = DEFAULT_WORKSPACE, *, purpose: str | None = None,
@@ -138,7 +141,7 @@ class Ledger:
         """Ledger rows, oldest first."""
         sql = ("SELECT purpose, model, input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, usd, "
                "usd_uncached, latency_ms, ref_id, run_id, batch, cache_ttl, note, workspace_id, "
-               "coalesce(usage_flag, ''), created_at "
+               "coalesce(usage_flag, ''), created_at, coalesce(provider, '') "
                "FROM usage_ledger WHERE workspace_id = ?")
         params: list[Any] = [workspace]
         for col, value in (("purpose", purpose), ("run_id", run_id)):
