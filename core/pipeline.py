@@ -20,8 +20,10 @@ from core.answer.cache import (
 )
 from core.answer.cache_verifier import make_verifier, query_vector
 from core.answer.e5_scorer import prefetch_question
+from core.answer.stage import verify_answer, verify_skip
 from core.answer.synthesis import compared_items, pick_mode, synthesized_answer
 from core.answer.support import late_sentence_scorer, load_support_model
+from core.answer.verify import ChunkText
 from core.answer.versions import DocHead
 from core.cascade.expand import expand
 from core.cascade.guard import steps_aside
@@ -592,6 +594,16 @@ def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: 
     res = syn.result
     source = syn.source or (final.stage if final else None)
     return AnswerStep((), res.notes, res.usage, res.info(source), answer=res.answer)
+
+
+def _verify(q: _Query, answer: Answer | None, config: PipelineConfig, deps: Deps) -> AnswerStep:
+    """The verify stage: the answer's cited chunks (whole text, heading path, document title) are its evidence."""
+    assert answer is not None
+    chunks = deps.store.corpus.chunks_by_id(list(answer.citations), q.workspace)
+    titles = deps.store.corpus.document_titles(list({ch.doc_id for ch in chunks.values()}), q.workspace)
+    got = verify_answer(q.text, answer, {cid: ChunkText(ch.text, " / ".join(ch.heading_path), titles.get(ch.doc_id, ""))
+                                         for cid, ch in chunks.items()})
+    return AnswerStep((), got.notes, info=got.info, answer=got.answer)
 
 
 def _answer_key(q: _Query, config: PipelineConfig, tracer: Tracer) -> str:
@@ -1215,6 +1227,12 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
     answered = tracer.run(Stage.ANSWER, lambda: _answer(asked, tracer.final(), c, deps, tracer),
                           skip=off(c.answer.enabled, "answer.enabled"), key=lambda: _answer_key(asked, c, tracer))
     answer = answered.answer if answered is not None else None
+    if c.answer.enabled:  # the answer checked against what the question pins down (core/answer/verify.py)
+        checked = tracer.run(Stage.VERIFY, lambda: _verify(asked, answer, c, deps),
+                             skip=off(c.answer.verify, "answer.verify") or verify_skip(
+                                 answer, answered.notes if answered is not None else (),
+                                 answered.info.get("source") if answered is not None else None))
+        answer = checked.answer if checked is not None else answer
     if answer is not None and sql is not None and sql.answered and not answer.refused:
         answer = replace(answer, text=f"From the tables: {sql.answer_text()}.\n\n{answer.text}")
     if cached is not None and answer is not None and q.vec is not None and not deps.store.read_only:

@@ -11,6 +11,7 @@ from core.answer.calibration import refusal_cut
 from core.answer.negation import SAME_STATEMENT, NegatedAsk, negated_answer, negated_ask, similar, values
 from core.answer.scorer import row_scorer
 from core.answer.versions import DocHead, sibling_labels
+from core.answer.verify import ChunkText, VerifyInfo, verify_model_answer, verify_quotes
 from core.answer.support import (
     RowScorer,
     SentenceRow,
@@ -404,3 +405,47 @@ _CITE = re.compile(r"\s*\[[^\]]{1,80}\]")
 def strip_citations(text: str) -> str:
     """Answer text without its [chunk-id] markers (for metrics that compare wording)."""
     return _CITE.sub("", text).strip()
+
+
+# Answers whose text is no run of quoted sentences: a comparison (one line per item), the negated reading's contrast,
+# the graph's global reduce. Their own rules chose each line; the check reads only quoted answers and Claude's.
+_NOT_QUOTES = ("comparison of ", "negated question", "graph global search")
+
+
+def verify_skip(answer: Answer | None, notes: Sequence[str], source: str | None) -> str | None:
+    """Why the verify stage does not run on this answer (None: it runs)."""
+    if answer is None:
+        return "no answer to check"
+    if answer.refused:
+        return "the answer refused: nothing to check"
+    if answer.mode not in ("extractive", "llm"):
+        return f"a {answer.mode} answer (not quoted from passages)"
+    for n in notes:
+        for mark in _NOT_QUOTES:
+            if n.startswith(mark):
+                return f"{mark.strip()} answer: one line per item, each chosen by its own rule"
+    return None
+
+
+@dataclass(frozen=True)
+class VerifiedAnswer:
+    answer: Answer
+    info: VerifyInfo
+    notes: tuple[str, ...]
+
+
+def verify_answer(question: str, answer: Answer, chunks: Mapping[str, ChunkText]) -> VerifiedAnswer:
+    """The verify stage's adapter: an offline answer's quoted sentences checked against the question's constraints
+    (refused with the reason and the nearest fact when none meets them all), or Claude's answer checked against the
+    passages it cites (flagged at its head when one is unmet)."""
+    if answer.mode == "llm":
+        v = verify_model_answer(question, answer.text, answer.citations, dict(chunks))
+    else:
+        v = verify_quotes(question, answer.text, answer.citations, dict(chunks), refusal=REFUSAL)
+    out = replace(answer, text=v.text, citations=v.citations, refused=v.refused)
+    verdicts = v.info.verdicts()
+    notes = [f"{len(v.info.constraints)} constraint(s): " + ", ".join(
+        f"{x.constraint.kind} '{x.constraint.text}' {x.verdict}" for x in verdicts)] if verdicts else []
+    if v.info.reason:
+        notes.append(f"{v.info.action}: {v.info.reason}")
+    return VerifiedAnswer(out, v.info, tuple(notes))
