@@ -23,7 +23,7 @@ from core.answer.e5_scorer import prefetch_question
 from core.answer.stage import verify_answer, verify_skip
 from core.answer.synthesis import compared_items, pick_mode, synthesized_answer
 from core.answer.support import late_sentence_scorer, load_support_model
-from core.answer.verify import ChunkText
+from core.answer.verify import ChunkText, VerifyInfo
 from core.answer.versions import DocHead
 from core.cascade.expand import expand
 from core.cascade.guard import steps_aside
@@ -93,6 +93,7 @@ from core.types import (
     DEFAULT_WORKSPACE,
     Answer,
     AnswerInfo,
+    CachedAnswer,
     CacheKey,
     Candidate,
     Chunk,
@@ -596,7 +597,7 @@ def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: 
     return AnswerStep((), res.notes, res.usage, res.info(source), answer=res.answer)
 
 
-def _verify(q: _Query, answer: Answer | None, config: PipelineConfig, deps: Deps) -> AnswerStep:
+def _verify(q: _Query, answer: Answer | None, deps: Deps) -> AnswerStep:
     """The verify stage: the answer's cited chunks (whole text, heading path, document title) are its evidence."""
     assert answer is not None
     chunks = deps.store.corpus.chunks_by_id(list(answer.citations), q.workspace)
@@ -1116,13 +1117,21 @@ def _answer_cache(q: _Query, config: PipelineConfig, deps: Deps, key: CacheKey) 
                       covered_languages=deps.embedder.languages, writable=not deps.store.read_only,
                       word_similarity=embedder_word_similarity(deps.embedder),
                       verifier=make_verifier(deps.embedder, pair_model=config.answer_cache.pair_model)
-                      if config.answer_cache.verifier else None)
+                      if config.answer_cache.verifier else None,
+                      vet=(lambda e: _vet_cached(q, e, deps)) if config.answer.verify else None)
     notes = [served_label(res)] if res.verdict == "hit" else [
         f"{res.verdict.replace('_', ' ')}: " + (f"nearest '{res.nearest_question}' (cosine {res.cosine:.3f}); "
                                                  if res.nearest_question else "") + res.reason]
     # The query was encoded here unless a question met before lent its vector: one embedding computed or none.
     return CacheStep((), notes, info={**res.info(), "embed_cache_misses": int(encoded),
                                       "embed_cache_hits": int(not encoded)}, lookup=res)
+
+
+def _vet_cached(q: _Query, entry: CachedAnswer, deps: Deps) -> str | None:
+    """The verify stage's check of a stored answer against this question: why it may not be served, or None."""
+    got = _verify(q, Answer(entry.answer, entry.citations, entry.refused, entry.mode), deps)
+    info = got.info
+    return info.reason if isinstance(info, VerifyInfo) and info.action in ("refused", "flagged") else None
 
 
 def _served_from_cache(q: _Query, res: CacheLookup, config: PipelineConfig, deps: Deps, tracer: Tracer,
@@ -1228,7 +1237,7 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
                           skip=off(c.answer.enabled, "answer.enabled"), key=lambda: _answer_key(asked, c, tracer))
     answer = answered.answer if answered is not None else None
     if c.answer.enabled:  # the answer checked against what the question pins down (core/answer/verify.py)
-        checked = tracer.run(Stage.VERIFY, lambda: _verify(asked, answer, c, deps),
+        checked = tracer.run(Stage.VERIFY, lambda: _verify(asked, answer, deps),
                              skip=off(c.answer.verify, "answer.verify") or verify_skip(
                                  answer, answered.notes if answered is not None else (),
                                  answered.info.get("source") if answered is not None else None))
