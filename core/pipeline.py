@@ -513,20 +513,39 @@ def _prune(q: _Query, pool: list[Candidate], config: PipelineConfig, deps: Deps)
     model_blind = q.dense_blind if kind != "reranker" else not covers(
         model_languages(deps.reranker_for(config.rerank.method, config.rerank.model, config.rerank.llm_model)[0]),
         q.lang)
+    whole: list[Candidate] = []
     if model_blind:  # a model that cannot read the query scores its sentences at random: BM25 alone scores them
         notes.append(f"scorer {kind} -> bm25: its model does not cover '{q.lang}'")
         kind = "bm25"
-    scorer = (bm25_span_scorer(_prefixes(pool, deps, q.workspace)) if kind == "bm25"
-              else _span_scorer(kind, pool, config, deps, q.workspace, q.vec))
-    pr = prune_sentences(q.text, pool, scorer, token_budget=p.token_budget, keep_neighbours=p.keep_neighbours,
+        # ... but BM25 over another language matches only names and numbers: a chunk in another language than the
+        # question's is handed on whole, never pruned by it (a cross-lingual question lost its passage so)
+        langs = {cid: ch.lang for cid, ch in deps.store.corpus.chunks_by_id([c.chunk_id for c in pool],
+                                                                             q.workspace).items()}
+        whole = [c for c in pool if langs.get(c.chunk_id, q.lang) != q.lang]
+        if whole:
+            notes.append(f"{len(whole)} chunk(s) in another language than the question's ('{q.lang}') handed on "
+                         "unpruned: no sentence scorer here reads both languages")
+    if whole and len(whole) == len(pool):
+        return StepOutput(pool, notes, info={"scorer": "none (cross-lingual)", "sentences_in": 0, "sentences_kept": 0,
+                                             "pinned": [], "dropped": [], "floored": [], "over_budget_tokens": 0,
+                                             "unpruned": [c.chunk_id for c in whole], **flow_info(pool, pool)})
+    same = [c for c in pool if c not in whole]
+    scorer = (bm25_span_scorer(_prefixes(same, deps, q.workspace)) if kind == "bm25"
+              else _span_scorer(kind, same, config, deps, q.workspace, q.vec))
+    pr = prune_sentences(q.text, same, scorer, token_budget=p.token_budget, keep_neighbours=p.keep_neighbours,
                          max_unit_tokens=p.max_unit_tokens, chunk_weight=p.chunk_weight, keep_all=p.keep_all)
+    if whole:  # the foreign chunks back in their places
+        kept = {c.chunk_id: c for c in pr.candidates}
+        merged = [kept.get(c.chunk_id, c) if c not in whole else c for c in pool
+                  if c in whole or c.chunk_id in kept]
+        pr = replace(pr, candidates=[replace(c, rank=i) for i, c in enumerate(merged, 1)])
     notes += [f"no sentence of {', '.join(pr.dropped)} fit the budget of {p.token_budget} tokens"] if pr.dropped else []
     notes += [f"{len(pr.floored)} chunk(s) kept by their best sentence alone, {pr.over_budget_tokens} tokens over the "
               f"budget of {p.token_budget}"] if pr.floored else []
     return StepOutput(pr.candidates, notes, info={
         "scorer": kind, "sentences_in": pr.units_in, "sentences_kept": pr.units_kept, "pinned": pr.pinned,
         "dropped": pr.dropped, "floored": pr.floored, "over_budget_tokens": pr.over_budget_tokens,
-        **flow_info(pool, pr.candidates)})
+        **({"unpruned": [c.chunk_id for c in whole]} if whole else {}), **flow_info(pool, pr.candidates)})
 
 
 def _prefixes(pool: Sequence[Candidate], deps: Deps, workspace: str) -> dict[str, str]:

@@ -108,6 +108,11 @@ def test_a_cross_lingual_question_reads_the_multilingual_list_once_built(ml_deps
     assert any("bm25 weight x0" in n for n in fused.notes) and fused.info["weights"][0] == 0.0
     assert "cross-lingual question (question ru, corpus en): MMR steps aside" in after.stage("mmr").skipped
     assert "dense_ml" in [s["stage"] for s in json.loads(json.dumps(after.to_dict()))["stages"]]
+    # pruning: no scorer here reads both languages, so the English passages are handed on whole, never cut by BM25
+    # over the Russian question's words (issue #42)
+    pr = after.stage("prune")
+    assert pr.skipped is None and pr.info["scorer"] == "none (cross-lingual)"
+    assert any("unpruned" in n for n in pr.notes) and "Revenue grew" in pr.candidates[0].text
 
 
 def test_an_english_question_on_an_english_corpus_skips_the_list_and_off_means_off(ml_deps: Deps) -> None:
