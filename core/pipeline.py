@@ -1146,6 +1146,34 @@ def _answer_cache(q: _Query, config: PipelineConfig, deps: Deps, key: CacheKey) 
                                       "embed_cache_hits": int(not encoded)}, lookup=res)
 
 
+def answer_cache_key(c: PipelineConfig, deps: Deps, workspace: str, version: int) -> CacheKey:
+    """The key a question's answer is cached under: workspace, corpus version, the answer-relevant configuration and
+    the stage data it reads (_stage_data_stamp)."""
+    return CacheKey(workspace, version, answer_config_hash(c, deps.embedder.model_id) +
+                    _stage_data_stamp(c, deps, workspace))
+
+
+def _stage_data_stamp(c: PipelineConfig, deps: Deps, workspace: str) -> str:
+    """What the stages this configuration reads have built for the workspace beyond its documents (graph, multilingual
+    vectors, contexts, RAPTOR tree): part of the answer cache's key, so a build that adds or changes such data makes
+    the answers cached before it stale for the configurations that read it ('' when none is read)."""
+    parts: list[str] = []
+    if c.graph.enabled:
+        st = deps.store.graph.state(workspace)
+        parts.append(f"graph {st.version}:{st.corpus_version}:{st.built_at}" if st is not None else "graph -")
+    if c.embedding.multilingual != "off":
+        parts.append("ml " + ",".join(f"{m}:{n}" for m, v, n in deps.store.corpus.vector_models(workspace)
+                                      if m == c.embedding.multilingual_model))
+    if c.context.variant in ("heuristic", "llm"):
+        parts.append(f"ctx {c.context.variant} " + deps.store.ledger.context_state(c.context.variant, workspace))
+    elif c.context.variant == "late":
+        parts.append("late " + ",".join(f"{m}:{n}" for m, v, n in deps.store.corpus.vector_models(workspace)
+                                        if v == "late"))
+    if c.raptor.enabled:
+        parts.append(f"raptor {deps.store.raptor.state(workspace)}")
+    return ":" + hashlib.sha1("|".join(parts).encode()).hexdigest()[:8] if parts else ""
+
+
 def _vet_cached(q: _Query, entry: CachedAnswer, deps: Deps) -> str | None:
     """The verify stage's check of a stored answer against this question: why it may not be served, or None."""
     got = _verify(q, Answer(entry.answer, entry.citations, entry.refused, entry.mode), deps)
@@ -1202,7 +1230,7 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
     # configuration: the route is a function of question and configuration, so it adds nothing to the key. A hit
     # serves the stored answer and every later stage is skipped. Unlogged runs are measurements (evaluation,
     # benches, agent rounds): a served answer would skip the stages they score and time, so they bypass the cache.
-    key = CacheKey(workspace, q.version, answer_config_hash(c, deps.embedder.model_id))
+    key = answer_cache_key(c, deps, workspace, q.version)
     cached = tracer.run(Stage.ANSWER_CACHE, lambda: _answer_cache(q, c, deps, key),
                         skip=off(c.answer_cache.enabled, "answer_cache.enabled")
                         or off(c.answer.enabled, "answer.enabled")
