@@ -166,3 +166,17 @@ def test_verify_flags_claude_answer_through_the_stub(store: Store, anthropic_stu
     assert t.stage("verify").info["action"] == "flagged"
     ok = run_query("When did the Almaty office open?", cfg, deps)
     assert ok.answer is not None and ok.answer.text == "It opened in 2019."
+
+
+def test_the_sentence_that_states_the_default_is_quoted_and_another_settings_dropped() -> None:
+    from core.answer.stage import extractive_answer
+    from core.types import Candidate
+
+    text = ("## Settings\n\n### max_age\n\nThe maximum age of a cached response, in seconds, used by the cache "
+            "middleware for every route. Defaults to 600.\n\n### timeout\n\nHow long to wait. Defaults to 30.")
+    res = extractive_answer("What is the default value of max_age?", [Candidate("c1", "d1", text, 1.0, 1)],
+                            titles={"d1": "Middleware docs"})
+    assert res.answer.text.startswith("Defaults to 600. [c1]")
+    v = verify_quotes("What is the default value of max_age?", res.answer.text, res.answer.citations,
+                      {"c1": ChunkText(text, "Settings", "Middleware docs")}, refusal=REFUSAL)
+    assert "600" in v.text and "30" not in v.text and v.info.action == "narrowed" and "timeout" in v.info.reason

@@ -372,6 +372,8 @@ def _is_claim(sent: str) -> bool:
     # that ends like one (a short line without closing punctuation is a heading). The pruner's gap mark is no text.
     sent = sent.strip(" …")
     n = len(re.findall(r"\w+", sent))
+    if 2 <= n < 4:  # a short sentence that states a value ('Defaults to 600.', 'Default: 30 s.') answers on its own
+        return any(ch.isdigit() for ch in sent) and sent[-1:] in ".!" and not sent.startswith(("|", "#"))
     return 4 <= n <= 80 and not sent.startswith(("|", "#")) and (sent[-1:] in '.!?:;)»"' or n >= 8)
 
 

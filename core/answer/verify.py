@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any, Iterable, Literal, Sequence
 
+from core.answer.support import sentence_contexts
 from core.text import EN_STOP, RU_STOP, sentence_spans, tokenize
 from core.types import StageInfo
 
@@ -534,12 +535,16 @@ def _parallel_names(c: Constraint, sentence: str, question: str) -> list[str]:
 
 
 def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read: _Read, sentence: str,
-               question: str, cross: bool) -> Verdict:
+               question: str, cross: bool, heading: str = "") -> Verdict:
     """parts: (where, read) in the order evidence counts: sentence, heading, title, chunk."""
     local = parts[:3]
     if c.kind == "entity":
         for where, r in parts:
             if _entity_in(c, r, cross and not _CYR.search(" ".join(r.keys))):
+                head = heading.strip("`*# ")
+                if where == "chunk" and _IDENT.fullmatch(c.text) and head and " " not in head and \
+                        head.lower() != c.text.lower():  # a setting's sentence under another setting's heading
+                    return Verdict(c, "unmet", instead=(head,))
                 if where == "chunk" and not _POINTS_BACK.search(sentence):
                     others = _parallel_names(c, sentence, question)
                     if others:  # the sentence says it of a sibling the chunk names beside it (the Almaty office)
@@ -652,7 +657,8 @@ def check(question: str, evidence: Evidence, constraints: Sequence[Constraint] |
     parts = [("sentence", sr), ("heading", _read(evidence.heading)), ("title", _read(evidence.title)),
              ("chunk", _read(evidence.chunk))]
     cross = bool(_CYR.search(question)) != bool(_CYR.search(evidence.sentence + evidence.chunk))
-    return Check(evidence, tuple(_check_one(c, parts, sr, evidence.sentence, question, cross) for c in cons))
+    return Check(evidence, tuple(_check_one(c, parts, sr, evidence.sentence, question, cross, evidence.heading)
+                                 for c in cons))
 
 
 def period_constraints(question: str) -> tuple[Constraint, ...]:
@@ -729,6 +735,17 @@ class Verified:
     info: VerifyInfo
 
 
+def _local_heading(claim: str, ch: ChunkText) -> str:
+    """The heading right above the quoted sentence in its chunk ('### timeout' above 'Defaults to 30.'), else the
+    chunk's heading path: a sentence's local subject."""
+    norm = " ".join(claim.split())
+    for sent, ctx in sentence_contexts(ch.text):
+        if sent == norm:
+            head = ctx.split(" / ")[-1] if ctx else ""
+            return head or ch.heading
+    return ch.heading
+
+
 def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: dict[str, ChunkText], *,
                   refusal: str) -> Verified:
     """An extractive answer checked: each quoted sentence against the question's constraints, read with its chunk.
@@ -745,7 +762,7 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
     checks = []
     for claim, cid in claims:
         ch = chunks.get(cid, ChunkText(""))
-        checks.append(check(question, Evidence(claim, ch.text, ch.heading, ch.title, cid), cons))
+        checks.append(check(question, Evidence(claim, ch.text, _local_heading(claim, ch), ch.title, cid), cons))
     good = [c for c in checks if c.ok]
     if good:
         drop = [c for c in checks if not c.ok and any(v.instead for v in c.unmet)]
@@ -756,7 +773,7 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
             kept_text = kept_text.replace(f"{c.evidence.sentence} [{c.evidence.chunk_id}]", "").strip()
         kept_cites = tuple(dict.fromkeys(c.evidence.chunk_id for c in checks if c not in drop))
         why = "; ".join(v.reason() for c in drop for v in c.unmet[:1])
-        return Verified(" ".join(kept_text.split(" \n")), kept_cites, False,
+        return Verified(re.sub(r" {2,}", " ", kept_text).strip(), kept_cites, False,
                         VerifyInfo("narrowed", cons, tuple(checks), reason=f"dropped {len(drop)} quoted "
                                    f"sentence(s): {why}"))
     first = checks[0]
