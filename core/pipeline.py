@@ -525,20 +525,22 @@ def _prune(q: _Query, pool: list[Candidate], config: PipelineConfig, deps: Deps)
         if whole:
             notes.append(f"{len(whole)} chunk(s) in another language than the question's ('{q.lang}') handed on "
                          "unpruned: no sentence scorer here reads both languages")
-    if whole and len(whole) == len(pool):
-        return StepOutput(pool, notes, info={"scorer": "none (cross-lingual)", "sentences_in": 0, "sentences_kept": 0,
-                                             "pinned": [], "dropped": [], "floored": [], "over_budget_tokens": 0,
-                                             "unpruned": [c.chunk_id for c in whole], **flow_info(pool, pool)})
-    same = [c for c in pool if c not in whole]
-    scorer = (bm25_span_scorer(_prefixes(same, deps, q.workspace)) if kind == "bm25"
-              else _span_scorer(kind, same, config, deps, q.workspace, q.vec))
-    pr = prune_sentences(q.text, same, scorer, token_budget=p.token_budget, keep_neighbours=p.keep_neighbours,
+    scorer = (bm25_span_scorer(_prefixes(pool, deps, q.workspace)) if kind == "bm25"
+              else _span_scorer(kind, pool, config, deps, q.workspace, q.vec))
+    pr = prune_sentences(q.text, pool, scorer, token_budget=p.token_budget, keep_neighbours=p.keep_neighbours,
                          max_unit_tokens=p.max_unit_tokens, chunk_weight=p.chunk_weight, keep_all=p.keep_all)
-    if whole:  # the foreign chunks back in their places
-        kept = {c.chunk_id: c for c in pr.candidates}
-        merged = [kept.get(c.chunk_id, c) if c not in whole else c for c in pool
-                  if c in whole or c.chunk_id in kept]
-        pr = replace(pr, candidates=[replace(c, rank=i) for i, c in enumerate(merged, 1)])
+    if whole:  # the foreign chunks back whole in their places; what BM25 would have kept stays their verdict
+        pruned = {c.chunk_id: c for c in pr.candidates}
+        merged = []
+        for c in pool:
+            got = pruned.get(c.chunk_id)
+            if c in whole:
+                spans = [(0, 0)] if got is None else got.meta.get("kept_spans")
+                merged.append(replace(c, meta={**c.meta, **({"kept_spans": spans} if spans else {})}))
+            elif got is not None:
+                merged.append(got)
+        pr = replace(pr, candidates=[replace(c, rank=i) for i, c in enumerate(merged, 1)],
+                     dropped=[d for d in pr.dropped if d not in {c.chunk_id for c in whole}])
     notes += [f"no sentence of {', '.join(pr.dropped)} fit the budget of {p.token_budget} tokens"] if pr.dropped else []
     notes += [f"{len(pr.floored)} chunk(s) kept by their best sentence alone, {pr.over_budget_tokens} tokens over the "
               f"budget of {p.token_budget}"] if pr.floored else []
@@ -620,8 +622,11 @@ def _verify(q: _Query, answer: Answer | None, deps: Deps) -> AnswerStep:
     """The verify stage: the answer's cited chunks (whole text, heading path, document title) are its evidence."""
     assert answer is not None
     chunks = deps.store.corpus.chunks_by_id(list(answer.citations), q.workspace)
-    titles = deps.store.corpus.document_titles(list({ch.doc_id for ch in chunks.values()}), q.workspace)
-    got = verify_answer(q.text, answer, {cid: ChunkText(ch.text, " / ".join(ch.heading_path), titles.get(ch.doc_id, ""))
+    # a document's title and opening lines (its date, its subject) are every chunk's context
+    heads = deps.store.corpus.document_heads(list({ch.doc_id for ch in chunks.values()}), q.workspace)
+    got = verify_answer(q.text, answer, {cid: ChunkText(ch.text, " / ".join(ch.heading_path),
+                                                        heads[ch.doc_id][1] if ch.doc_id in heads else "",
+                                                        heads[ch.doc_id][2] if ch.doc_id in heads else "")
                                          for cid, ch in chunks.items()})
     return AnswerStep((), got.notes, info=got.info, answer=got.answer)
 

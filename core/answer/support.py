@@ -476,7 +476,9 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
         spans = claim_spans(c.text)
         ctx_terms = _terms(c.text) | _terms(titles.get(c.doc_id, ""))
         per_cand.append((c, spans, ctx_terms))
-        kept_masks.append(_kept_mask(orig, spans) if c.text != orig.text else [1.0] * len(spans))
+        # a chunk handed on whole with the pruner's verdict beside it (a cross-lingual chunk) keeps that verdict
+        kept_masks.append(_kept_mask(orig, spans) if c.text != orig.text or orig.meta.get("kept_spans")
+                          else [1.0] * len(spans))
     q = qt.terms
     if not q:
         return SentenceTable((), qt, ())

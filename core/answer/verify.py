@@ -4,7 +4,7 @@ a quoted sentence, read with its chunk, heading and document title, states each 
 
 Why: the support model scores how well a sentence matches a question; a near miss (another year, office, role,
 ordinal) matches almost as well as the real question and gets the neighbouring fact as its answer. A constraint the
-evidence does not state is a reason to refuse, and the sibling the sentence states instead ('1998', 'Almaty') says
+evidence does not state is a reason to refuse, and the sibling the sentence states instead ('1998', 'Springfield') says
 why. Everything here is pure: text in, typed verdicts out (no store, no model). The answer cache's guard reads
 `question_constraints` too (two questions whose constraints differ never share an answer)."""
 from __future__ import annotations
@@ -128,7 +128,7 @@ class Constraint:
     """One thing the question pins down: its kind, the words it is asked with, and canonical values to look for."""
 
     kind: str  # entity | role | year | month | number | ordinal | superlative | negation | direction | period | asks
-    text: str  # as the question words it ('Austin', '1998', 'youngest', 'CTO')
+    text: str  # as the question words it ('Shelbyville', '1998', 'youngest', 'CTO')
     values: tuple[str, ...]  # canonical forms (stems / keys, numbers as plain digits, months as 'm5', ...)
 
     def to_dict(self) -> dict[str, Any]:
@@ -144,6 +144,7 @@ class Evidence:
     heading: str = ""
     title: str = ""
     chunk_id: str = ""
+    opening: str = ""  # the document's first lines: where a memo states its date
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,7 @@ class Verdict:
     constraint: Constraint
     verdict: Met
     where: str = ""  # sentence | heading | title | chunk | '' (unmet or unchecked)
-    instead: tuple[str, ...] = ()  # siblings the sentence states instead ('Almaty', '1998')
+    instead: tuple[str, ...] = ()  # siblings the sentence states instead ('Springfield', '1998')
 
     def reason(self) -> str:
         """Why the evidence does not answer, in a user's words ('' when met)."""
@@ -342,6 +343,7 @@ def _names(question: str) -> list[tuple[str, list[str]]]:
 
     def flush() -> None:
         if run:
+            run[-1] = re.sub(r"['’]s$", "", run[-1])  # 'Jane Doe's project': the name is 'Jane Doe'
             out.append((" ".join(run), list(run)))
             run.clear()
 
@@ -395,9 +397,9 @@ def question_constraints(question: str) -> tuple[Constraint, ...]:
     for mth in sorted(months(q)):
         name = _MONTHS_EN[int(mth[1:]) - 1]
         out.append(Constraint("month", name.capitalize(), (mth,)))
-    for n in sorted(numbers(q) - {y for y in ys}):
-        if n in ("1", "0") and not re.search(r"(?<![\w.])" + n + r"(?![\w.])", q):
-            continue  # 'one' as an article ('one of the ...') pins nothing
+    digits = {_num(m.group(0)) for m in _NUMBER.finditer(_CODE.sub(" ", q)) if not _YEAR.fullmatch(m.group(0))}
+    for n in sorted(digits - {y for y in ys}):
+        # only a number written in digits pins one: 'the first three quarters', 'one of the' use words loosely
         out.append(Constraint("number", n, (n,)))
     for o in sorted(ordinals(q), key=int):
         out.append(Constraint("ordinal", _ordinal_word(int(o)), (o,)))
@@ -518,7 +520,7 @@ def _neighbours(text: str, span: tuple[int, int]) -> set[str]:
 
 def _parallel_names(c: Constraint, sentence: str, question: str) -> list[str]:
     """Names the sentence states in the slot where the question has the asked name: the same word beside them
-    ('the Austin office' asked, 'the Almaty office opened ...' read)."""
+    ('the Shelbyville office' asked, 'the Springfield office opened ...' read)."""
     at = question.find(c.text)
     if at < 0:
         return []
@@ -539,7 +541,7 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
     """parts: (where, read) in the order evidence counts: sentence, heading, title, chunk."""
     local = parts[:3]
     if c.kind == "entity":
-        for where, r in parts:
+        for where, r in parts[:4]:
             if _entity_in(c, r, cross and not _CYR.search(" ".join(r.keys))):
                 head = heading.strip("`*# ")
                 if where == "chunk" and _IDENT.fullmatch(c.text) and head and " " not in head and \
@@ -547,7 +549,7 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
                     return Verdict(c, "unmet", instead=(head,))
                 if where == "chunk" and not _POINTS_BACK.search(sentence):
                     others = _parallel_names(c, sentence, question)
-                    if others:  # the sentence says it of a sibling the chunk names beside it (the Almaty office)
+                    if others:  # the sentence says it of a sibling the chunk names beside it (the Springfield office)
                         return Verdict(c, "unmet", instead=tuple(others[:3]))
                 return Verdict(c, "met", where)
         if cross and not _CYR.search(sentence):
@@ -570,7 +572,7 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
     if c.kind in ("year", "month", "number", "ordinal"):
         attr = {"year": "years", "month": "months", "number": "numbers", "ordinal": "ordinals"}[c.kind]
         v = c.values[0]
-        for where, r in parts:
+        for where, r in (parts if c.kind in ("year", "month") else parts[:4]):
             found = getattr(r, attr)
             if (_year_in(v, found) if c.kind == "year" else v in found):
                 if where == "chunk" and c.kind in ("year", "month", "ordinal"):
@@ -594,10 +596,10 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         def has(r: _Read, s: str) -> bool:
             return s in r.supers or (bool(_CYR.search(s)) and any(x.startswith(s[:5]) for x in r.supers)) or \
                 (not _CYR.search(s) and s in r.keys)
-        for where, r in parts:
+        for where, r in parts[:4]:
             if has(r, want):
                 return Verdict(c, "met", where)
-        inst = [o for o in opp if any(has(r, o) for _, r in parts)]
+        inst = [o for o in opp if any(has(r, o) for _, r in parts[:4])]
         if inst:
             return Verdict(c, "unmet", instead=tuple(inst))
         return Verdict(c, "met", "")  # said otherwise ('the largest' as 'the biggest'): no contrary found
@@ -656,6 +658,8 @@ def check(question: str, evidence: Evidence, constraints: Sequence[Constraint] |
     sr = _read(evidence.sentence)
     parts = [("sentence", sr), ("heading", _read(evidence.heading)), ("title", _read(evidence.title)),
              ("chunk", _read(evidence.chunk))]
+    if evidence.opening:  # read for dates only (a memo's date line), never for names
+        parts.append(("document", _read(evidence.opening)))
     cross = bool(_CYR.search(question)) != bool(_CYR.search(evidence.sentence + evidence.chunk))
     return Check(evidence, tuple(_check_one(c, parts, sr, evidence.sentence, question, cross, evidence.heading)
                                  for c in cons))
@@ -698,6 +702,7 @@ class ChunkText:
     text: str
     heading: str = ""
     title: str = ""
+    opening: str = ""  # the document's first lines (its date)
 
 
 @dataclass(frozen=True, eq=False)
@@ -712,9 +717,21 @@ class VerifyInfo(StageInfo):
     nearest: tuple[str, str] | None = None  # (sentence, chunk id) shown as 'not the answer'
 
     def verdicts(self) -> tuple[Verdict, ...]:
-        """Per constraint: its verdict on the claim the answer stands on (the first that passes, else the first)."""
-        best = next((c for c in self.checks if c.ok), self.checks[0] if self.checks else None)
-        return best.verdicts if best is not None else ()
+        """Per constraint, as the check decided it: met in some quoted sentence (its heading, title), else unmet where
+        a quoted sentence states a sibling, else met in a chunk, else its verdict on the first sentence."""
+        if not self.checks:
+            return ()
+        if self.action == "refused" and self.nearest is not None:  # the sentence the refusal names, as it read
+            return next((ck.verdicts for ck in self.checks
+                         if (ck.evidence.sentence, ck.evidence.chunk_id) == self.nearest), self.checks[0].verdicts)
+        out = []
+        for i, v in enumerate(self.checks[0].verdicts):
+            across = [ck.verdicts[i] for ck in self.checks if i < len(ck.verdicts)]
+            local = [x for x in across if x.verdict == "met" and x.where != "chunk"]
+            sib = [x for x in across if x.verdict == "unmet" and x.instead]
+            out.append(local[0] if local else sib[0] if sib else next(
+                (x for x in across if x.verdict != "unmet"), v))
+        return tuple(out)
 
     def to_dict(self) -> dict[str, Any]:
         return {"action": self.action, "constraints": [v.to_dict() for v in self.verdicts()] or
@@ -762,12 +779,38 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
     checks = []
     for claim, cid in claims:
         ch = chunks.get(cid, ChunkText(""))
-        checks.append(check(question, Evidence(claim, ch.text, _local_heading(claim, ch), ch.title, cid), cons))
-    good = [c for c in checks if c.ok]
-    if good:
-        drop = [c for c in checks if not c.ok and any(v.instead for v in c.unmet)]
-        if not drop:
+        checks.append(check(question, Evidence(claim, ch.text, _local_heading(claim, ch), ch.title, cid, ch.opening),
+                            cons))
+    # the answer as a whole must meet each constraint: one quoted sentence may state the name, another the year
+    # (a question of two parts); a sentence that states a sibling of what another quoted sentence meets is the
+    # neighbouring fact and is dropped
+    def meets(ck: Check, c: Constraint, local: bool = False) -> bool:
+        v = next(x for x in ck.verdicts if x.constraint == c)
+        return v.verdict != "unmet" and (not local or v.where in ("sentence", "heading", "title", ""))
+
+    def sibling(c: Constraint) -> bool:
+        return any(v.constraint == c and v.instead for ck in checks for v in ck.unmet)
+
+    def covered(c: Constraint) -> bool:
+        # met in a quoted sentence, its heading or title; met only somewhere in a chunk counts when no quoted
+        # sentence states a sibling of it ('It has 40 staff.' beside 'The Springfield office opened ...')
+        return any(meets(ck, c, True) for ck in checks) or (any(meets(ck, c) for ck in checks) and not sibling(c))
+
+    whole = all(covered(c) for c in cons)
+    if whole:
+        drop = [ck for ck in checks if any(v.instead and any(meets(o, v.constraint, True) for o in checks if o is not ck)
+                                           for v in ck.unmet)]
+        if len(drop) == len(checks):
+            drop = []
+        kept = [ck for ck in checks if ck not in drop]
+        # what the dropped sentences alone met (the date, for the other office) leaves the answer short: refuse
+        still = all(any(meets(ck, c, True) for ck in kept) or (any(meets(ck, c) for ck in kept) and not sibling(c))
+                    for c in cons)
+        if drop and not still:
+            whole = False
+        elif not drop:
             return Verified(text, tuple(citations), False, VerifyInfo("passed", cons, tuple(checks)))
+    if whole:
         kept_text = text
         for c in drop:
             kept_text = kept_text.replace(f"{c.evidence.sentence} [{c.evidence.chunk_id}]", "").strip()
@@ -777,7 +820,13 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
                         VerifyInfo("narrowed", cons, tuple(checks), reason=f"dropped {len(drop)} quoted "
                                    f"sentence(s): {why}"))
     first = checks[0]
-    why = first.unmet[0].reason()
+    sib_first = next((ck for ck in checks if any(v.instead for v in ck.unmet)), None)
+    if sib_first is not None and all(covered(c) for c in cons):  # refused because the answer rests on a sibling
+        first = sib_first
+        missing = next(v.constraint for v in first.unmet if v.instead)
+    else:
+        missing = next(c for c in cons if not covered(c))
+    why = next(v for v in first.verdicts if v.constraint == missing).reason()
     near = (first.evidence.sentence, first.evidence.chunk_id)
     return Verified(f"{refusal} {why[:1].upper()}{why[1:]}. Nearest fact (not the answer): \"{near[0]}\" [{near[1]}]",
                     (), True, VerifyInfo("refused", cons, tuple(checks), reason=why, nearest=near))
@@ -806,7 +855,7 @@ def verify_model_answer(question: str, text: str, citations: Sequence[str], chun
         backing = [sent for sent in (" ".join(ch.text[s:e].split()) for s, e in sentence_spans(ch.text))
                    if _shares_value(said, _read(sent))] or [ch.text]
         for sent in backing:
-            checks.append(check(question, Evidence(sent, ch.text, ch.heading, ch.title, cid), cons))
+            checks.append(check(question, Evidence(sent, ch.text, ch.heading, ch.title, cid, ch.opening), cons))
     unmet = [c for c in cons if not any(all(v.verdict != "unmet" for v in ck.verdicts if v.constraint == c)
                                         for ck in checks)]
     if not unmet:
