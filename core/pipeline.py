@@ -625,7 +625,8 @@ def _verify(q: _Query, answer: Answer | None, deps: Deps) -> AnswerStep:
     # a document's title and opening lines (its date, its subject) are every chunk's context
     heads = deps.store.corpus.document_heads(list({ch.doc_id for ch in chunks.values()}), q.workspace)
     got = verify_answer(q.text, answer, {cid: ChunkText(ch.text, " / ".join(ch.heading_path),
-                                                        heads[ch.doc_id][1] if ch.doc_id in heads else "",
+                                                        " / ".join(x for x in heads[ch.doc_id][:2] if x)
+                                                        if ch.doc_id in heads else "",
                                                         heads[ch.doc_id][2] if ch.doc_id in heads else "")
                                          for cid, ch in chunks.items()})
     return AnswerStep((), got.notes, info=got.info, answer=got.answer)

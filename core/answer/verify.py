@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
+from functools import lru_cache
 from typing import Any, Iterable, Literal, Sequence
 
 from core.answer.support import sentence_contexts
@@ -447,7 +448,8 @@ class _Read:
     raw_cased: str = ""
 
 
-def _read(text: str) -> _Read:
+@lru_cache(maxsize=1024)
+def _read(text: str) -> _Read:  # read once per text: a chunk is the context of each sentence quoted from it
     return _Read(_keys(text), years(text), months(text), numbers(text), ordinals(text), _superlatives(text),
                  _roles(text), [w.lower() for w in re.findall(r"\b[A-Z][A-Za-z\-]{2,}", text)], text.lower(), text)
 
@@ -472,7 +474,7 @@ def _role_in(role: str, found: Sequence[str]) -> bool:
 
 
 def _entity_in(c: Constraint, read: _Read, cross: bool) -> bool:
-    if _IDENT.fullmatch(c.text):
+    if _IDENT.fullmatch(c.text) or _CODE.fullmatch(c.text):  # a key or a code ('max_age', 'E-TDW-4107') as written
         return c.text.lower() in read.raw
     if re.fullmatch(r"[A-ZА-ЯЁ]{2,6}", c.text) and _acronym_in(c.text, read.raw_cased):
         return True
@@ -513,8 +515,10 @@ def _acronym_in(acr: str, raw: str) -> bool:
 
 
 def _neighbours(text: str, span: tuple[int, int]) -> set[str]:
-    before = [w for w in _WORD.findall(text[: span[0]]) if w.lower() not in EN_STOP and w.lower() not in RU_STOP]
-    after = [w for w in _WORD.findall(text[span[1]:]) if w.lower() not in EN_STOP and w.lower() not in RU_STOP]
+    def content(w: str) -> bool:  # a possessive's 's' or an article is no neighbour
+        return len(w) > 2 and w.lower() not in EN_STOP and w.lower() not in RU_STOP
+    before = [w for w in _WORD.findall(text[: span[0]]) if content(w)]
+    after = [w for w in _WORD.findall(text[span[1]:]) if content(w)]
     return {_key(w) for w in before[-1:] + after[:1]}
 
 
@@ -554,8 +558,8 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
                 return Verdict(c, "met", where)
         if cross and not _CYR.search(sentence):
             return Verdict(c, "unchecked")
-        others = [n for n, _ in _names(sentence) if not _keys(n) & _keys(question)]
-        return Verdict(c, "unmet", instead=tuple(others[:3]))
+        # a name the evidence never states: the sibling shown is one the sentence states in the asked name's slot
+        return Verdict(c, "unmet", instead=tuple(_parallel_names(c, sentence, question)[:3]))
     if c.kind == "role":
         for where, r in local:
             if _role_in(c.text, r.roles):
@@ -752,11 +756,16 @@ class Verified:
     info: VerifyInfo
 
 
+@lru_cache(maxsize=256)
+def _contexts(text: str) -> tuple[tuple[str, str], ...]:
+    return tuple(sentence_contexts(text))
+
+
 def _local_heading(claim: str, ch: ChunkText) -> str:
     """The heading right above the quoted sentence in its chunk ('### timeout' above 'Defaults to 30.'), else the
     chunk's heading path: a sentence's local subject."""
     norm = " ".join(claim.split())
-    for sent, ctx in sentence_contexts(ch.text):
+    for sent, ctx in _contexts(ch.text):
         if sent == norm:
             head = ctx.split(" / ")[-1] if ctx else ""
             return head or ch.heading
