@@ -35,8 +35,11 @@ if __name__ == "__main__" and "--worker" in sys.argv:  # a worker imports the co
         tr = run_query(q["query"], cfg, deps, log=False)
         wall = (time.perf_counter() - t0) * 1000
         ans = next((s for s in tr.stages if s.stage == "answer"), None)
+        ver = next((s for s in tr.stages if s.stage == "verify" and not s.skipped), None)  # issue #42: the check
         a = tr.answer
-        print(json.dumps({"id": q["id"], "wall_ms": wall, "answer_ms": ans.ms if ans and not ans.skipped else None,
+        print(json.dumps({"id": q["id"], "wall_ms": wall,
+                          "answer_ms": (ans.ms + (ver.ms if ver else 0.0)) if ans and not ans.skipped else None,
+                          "verify_ms": ver.ms if ver else None,
                           "text": a.text if a else None, "refused": a.refused if a else None,
                           "citations": list(a.citations) if a else []}), flush=True)
     sys.exit(0)
@@ -107,6 +110,9 @@ def score(rows: list[dict[str, Any]], qs: dict[str, dict[str, Any]]) -> dict[str
     return {"questions": len(rows), "answerable": len(ans), "answered_correctly": ok,
             "answered_correctly_rate": round(ok / len(ans), 4) if ans else None, "unanswerable": len(una),
             "refused_unanswerable": refused, "refusal_rate": round(refused / len(una), 4) if una else None,
+            **({"verify_ms_median": round(statistics.median(vs), 2)} if (vs := [r["verify_ms"] for r in rows
+                                                                                 if r.get("verify_ms") is not None])
+               else {}),
             "answer_ms_median": round(statistics.median(ms), 1), "answer_ms_p90": round(
                 sorted(ms)[int(0.9 * (len(ms) - 1))], 1), "query_ms_median": round(statistics.median(walls), 1)}
 

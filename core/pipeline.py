@@ -19,8 +19,10 @@ from core.answer.cache import (
 )
 from core.answer.cache_verifier import make_verifier, query_vector
 from core.answer.e5_scorer import prefetch_question
+from core.answer.stage import verify_answer, verify_skip
 from core.answer.synthesis import compared_items, pick_mode, synthesized_answer
 from core.answer.support import late_sentence_scorer, load_support_model
+from core.answer.verify import ChunkText, VerifyInfo
 from core.answer.versions import DocHead
 from core.cascade.guard import steps_aside
 from core.cascade.prune import (
@@ -112,6 +114,7 @@ from core.types import (
     AgentRecord,
     Answer,
     AnswerInfo,
+    CachedAnswer,
     CacheKey,
     Candidate,
     Stage,
@@ -223,6 +226,13 @@ def _finish(q: _Query, tracer: Tracer, config: PipelineConfig, deps: Deps, log: 
             agent: AgentRecord | None = None) -> Trace:
     """The query's trace, written to the run log unless the run is unlogged (a measurement) or the store is
     read-only (a snapshot keeps no run log)."""
+    if not any(s.stage == Stage.VERIFY for s in tracer.stages):  # a path that ends before the check says why
+        ans = next((s for s in tracer.stages if s.stage == Stage.ANSWER), None)
+        tracer.skip(Stage.VERIFY, "answer.enabled = false" if not config.answer.enabled else
+                    "no answer to check" if ans is None or ans.skipped is not None else
+                    "the cached answer was checked against this question before it was served" if answer is not None
+                    and ans.info.get("cached") else f"answered by {ans.info.get('source') or ans.info.get('mode')}: "
+                    "not quoted from retrieved passages")
     trace = Trace(q.text, config.stable_hash(), q.version, tuple(tracer.stages), q.workspace, q.lang,
                   tuple(tracer.notes), answer, agent)
     if log and not deps.store.read_only:
@@ -353,12 +363,21 @@ def _prune(q: _Query, pool: list[Candidate], config: PipelineConfig, deps: Deps)
     model_blind = q.dense_blind if kind != "reranker" else not covers(
         model_languages(deps.reranker_for(config.rerank.method, config.rerank.model, config.rerank.llm_model)[0]),
         q.lang)
+    whole: list[Candidate] = []
     if model_blind:  # a model that cannot read the query scores its sentences at random: BM25 alone scores them
         notes.append(f"scorer {kind} -> bm25: its model does not cover '{q.lang}'")
         kind = "bm25"
+        # ... but BM25 over another language matches only names and numbers: a chunk in another language than the
+        # question's is handed on whole, never pruned by it (a cross-lingual question lost its passage so)
+        langs = {cid: ch.lang for cid, ch in deps.store.corpus.chunks_by_id([c.chunk_id for c in pool],
+                                                                             q.workspace).items()}
+        whole = [c for c in pool if langs.get(c.chunk_id, q.lang) != q.lang]
+        if whole:
+            notes.append(f"{len(whole)} chunk(s) in another language than the question's ('{q.lang}') handed on "
+                         "unpruned: no sentence scorer here reads both languages")
     scorer = (bm25_span_scorer(_prefixes(pool, deps, q.workspace)) if kind == "bm25"
               else _span_scorer(kind, pool, config, deps, q.workspace, q.vec))
-    return prune_step(q.text, pool, p, scorer, kind=kind, notes=notes)
+    return prune_step(q.text, pool, p, scorer, kind=kind, notes=notes, whole=[c.chunk_id for c in whole])
 
 
 def _prefixes(pool: Sequence[Candidate], deps: Deps, workspace: str) -> dict[str, str]:
@@ -402,6 +421,20 @@ def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: 
     res = syn.result
     source = syn.source or (final.stage if final else None)
     return AnswerStep((), res.notes, res.usage, res.info(source), answer=res.answer)
+
+
+def _verify(q: _Query, answer: Answer | None, deps: Deps) -> AnswerStep:
+    """The verify stage: the answer's cited chunks (whole text, heading path, document title) are its evidence."""
+    assert answer is not None
+    chunks = deps.store.corpus.chunks_by_id(list(answer.citations), q.workspace)
+    # a document's title and opening lines (its date, its subject) are every chunk's context
+    heads = deps.store.corpus.document_heads(list({ch.doc_id for ch in chunks.values()}), q.workspace)
+    got = verify_answer(q.text, answer, {cid: ChunkText(ch.text, " / ".join(ch.heading_path),
+                                                        " / ".join(x for x in heads[ch.doc_id][:2] if x)
+                                                        if ch.doc_id in heads else "",
+                                                        heads[ch.doc_id][2] if ch.doc_id in heads else "")
+                                         for cid, ch in chunks.items()})
+    return AnswerStep((), got.notes, info=got.info, answer=got.answer)
 
 
 def _answer_key(q: _Query, config: PipelineConfig, tracer: Tracer) -> str:
@@ -954,13 +987,49 @@ def _answer_cache(q: _Query, config: PipelineConfig, deps: Deps, key: CacheKey) 
                       covered_languages=deps.embedder.languages, writable=not deps.store.read_only,
                       word_similarity=embedder_word_similarity(deps.embedder),
                       verifier=make_verifier(deps.embedder, pair_model=config.answer_cache.pair_model)
-                      if config.answer_cache.verifier else None)
+                      if config.answer_cache.verifier else None,
+                      vet=(lambda e: _vet_cached(q, e, deps)) if config.answer.verify else None)
     notes = [served_label(res)] if res.verdict == "hit" else [
         f"{res.verdict.replace('_', ' ')}: " + (f"nearest '{res.nearest_question}' (cosine {res.cosine:.3f}); "
                                                  if res.nearest_question else "") + res.reason]
     # The query was encoded here unless a question met before lent its vector: one embedding computed or none.
     return CacheStep((), notes, info=res.info(embed_cache_misses=int(encoded), embed_cache_hits=int(not encoded)),
                      lookup=res)
+
+
+def answer_cache_key(c: PipelineConfig, deps: Deps, workspace: str, version: int) -> CacheKey:
+    """The key a question's answer is cached under: workspace, corpus version, the answer-relevant configuration and
+    the stage data it reads (_stage_data_stamp)."""
+    return CacheKey(workspace, version, answer_config_hash(c, deps.embedder.model_id) +
+                    _stage_data_stamp(c, deps, workspace))
+
+
+def _stage_data_stamp(c: PipelineConfig, deps: Deps, workspace: str) -> str:
+    """What the stages this configuration reads have built for the workspace beyond its documents (graph, multilingual
+    vectors, contexts, RAPTOR tree): part of the answer cache's key, so a build that adds or changes such data makes
+    the answers cached before it stale for the configurations that read it ('' when none is read)."""
+    parts: list[str] = []
+    if c.graph.enabled:
+        st = deps.store.graph.state(workspace)
+        parts.append(f"graph {st.version}:{st.corpus_version}:{st.built_at}" if st is not None else "graph -")
+    if c.embedding.multilingual != "off":
+        parts.append("ml " + ",".join(f"{m}:{n}" for m, v, n in deps.store.corpus.vector_models(workspace)
+                                      if m == c.embedding.multilingual_model))
+    if c.context.variant in ("heuristic", "llm"):
+        parts.append(f"ctx {c.context.variant} " + deps.store.ledger.context_state(c.context.variant, workspace))
+    elif c.context.variant == "late":
+        parts.append("late " + ",".join(f"{m}:{n}" for m, v, n in deps.store.corpus.vector_models(workspace)
+                                        if v == "late"))
+    if c.raptor.enabled:
+        parts.append(f"raptor {deps.store.raptor.state(workspace)}")
+    return ":" + hashlib.sha1("|".join(parts).encode()).hexdigest()[:8] if parts else ""
+
+
+def _vet_cached(q: _Query, entry: CachedAnswer, deps: Deps) -> str | None:
+    """The verify stage's check of a stored answer against this question: why it may not be served, or None."""
+    got = _verify(q, Answer(entry.answer, entry.citations, entry.refused, entry.mode), deps)
+    info = got.info
+    return info.reason if isinstance(info, VerifyInfo) and info.action in ("refused", "flagged") else None
 
 
 def _served_from_cache(q: _Query, res: CacheLookup, config: PipelineConfig, deps: Deps, tracer: Tracer,
@@ -1030,7 +1099,7 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
     # configuration: the route is a function of question and configuration, so it adds nothing to the key. A hit
     # serves the stored answer and every later stage is skipped. Unlogged runs are measurements (evaluation,
     # benches, agent rounds): a served answer would skip the stages they score and time, so they bypass the cache.
-    key = CacheKey(workspace, q.version, answer_config_hash(c, deps.embedder.model_id))
+    key = answer_cache_key(c, deps, workspace, q.version)
     cached = tracer.run(Stage.ANSWER_CACHE, lambda: _answer_cache(q, c, deps, key),
                         skip=off(c.answer_cache.enabled, "answer_cache.enabled")
                         or off(c.answer.enabled, "answer.enabled")
@@ -1088,6 +1157,12 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
     answered = tracer.run(Stage.ANSWER, lambda: _answer(asked, tracer.final(), c, deps, tracer),
                           skip=off(c.answer.enabled, "answer.enabled"), key=lambda: _answer_key(asked, c, tracer))
     answer = answered.answer if answered is not None else None
+    if c.answer.enabled:  # the answer checked against what the question pins down (core/answer/verify.py)
+        checked = tracer.run(Stage.VERIFY, lambda: _verify(asked, answer, deps),
+                             skip=off(c.answer.verify, "answer.verify") or verify_skip(
+                                 answer, answered.notes if answered is not None else (),
+                                 answered.info.get("source") if answered is not None else None))
+        answer = checked.answer if checked is not None else answer
     if answer is not None and sql is not None and sql.answered and not answer.refused:
         answer = replace(answer, text=f"From the tables: {sql.answer_text()}.\n\n{answer.text}")
     if cached is not None and answer is not None and q.vec is not None and not deps.store.read_only:

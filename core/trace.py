@@ -54,6 +54,7 @@ STAGES: tuple[StageSpec, ...] = (
     StageSpec(Stage.EXPAND, "cascade", reorders=True),
     StageSpec(Stage.EVIDENCE, "agent"),
     StageSpec(Stage.ANSWER, "answer"),
+    StageSpec(Stage.VERIFY, "answer"),  # the answer checked against the question's constraints (core/answer/verify.py)
 )
 STAGE_NAMES: tuple[str, ...] = tuple(s.name for s in STAGES)
 REORDERING: frozenset[str] = frozenset(s.name for s in STAGES if s.reorders)

@@ -49,6 +49,7 @@ class Stage(StrEnum):
     DECIDE = "decide"
     EVIDENCE = "evidence"  # agentic loop: the pool fused across rounds, what the answer reads
     ANSWER = "answer"
+    VERIFY = "verify"  # the answer checked against the question's constraints (core/answer/verify.py)
 
 
 @dataclass(frozen=True)

@@ -311,7 +311,7 @@ def test_pipeline_runs_the_loop_and_reports_it(tmp_path) -> None:
     data = trace.to_dict()
     assert data["agent"]["stop_reason"] in STOP_REASONS and data["agent"]["rounds"] >= 1
     names = [s["stage"] for s in data["stages"]]
-    assert "grade" in names and "decide" in names and names[-1] == "answer"
+    assert "grade" in names and "decide" in names and names[-2:] == ["answer", "verify"]
     evidence = trace.stage("evidence")
     assert evidence is not None and any("20 March 851" in c.text for c in evidence.candidates)
 

@@ -163,13 +163,14 @@ def _corpus(store: Store) -> Deps:
 def test_answer_is_the_last_stage_and_final_stays_retrieval(store: Store) -> None:
     deps = _corpus(store)
     t = run_query("How many pump stations does Project Bluefin cover?", PipelineConfig(), deps)
-    assert t.stages[-1].stage == "answer" and t.stages[-1].candidates == ()
+    # the answer is the last stage that writes; the verify stage after it checks what it wrote (core/answer/verify.py)
+    assert t.stages[-2].stage == "answer" and t.stages[-2].candidates == () and t.stages[-1].stage == "verify"
     assert t.final() is not None and t.final().stage != "answer"
     assert t.answer is not None and not t.answer.refused and t.answer.citations
     assert set(t.answer.citations) <= {c.chunk_id for c in t.final().candidates}
     d = t.to_dict()
     assert set(d["answer"]) == {"text", "citations", "refused", "mode"} and d["answer"]["mode"] == "extractive"
-    assert d["stages"][-1]["info"]["refused"] is False
+    assert d["stages"][-2]["info"]["refused"] is False
     off = run_query("pump stations", PipelineConfig().with_overrides({"answer.enabled": False}), deps)
     assert off.answer is None and off.stage("answer").skipped == "answer.enabled = false"
 

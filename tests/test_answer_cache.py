@@ -19,6 +19,7 @@ from core.answer.cache import (
 from core.app.counters import counters
 from core.config import PipelineConfig
 from core.deps import Deps
+from core.store import Store
 from core.ingest.pipeline import ingest_files
 from core.pipeline import run_query
 from core.types import Answer, CachedAnswer, CacheKey
@@ -639,3 +640,22 @@ def test_a_served_answer_carries_the_stored_trace_and_recompute_bypasses_the_cac
     assert loaded.store.db.cursor().execute(n_traces).fetchone()[0] == 1  # stored with the answer, once
     loaded.store.answers.clear_answers("default")
     assert loaded.store.db.cursor().execute(n_traces).fetchone()[0] == 0
+
+
+def test_a_build_of_stage_data_makes_cached_answers_stale(store: Store) -> None:
+    """A graph (or multilingual, context, RAPTOR) build changes the answer cache's key for configurations that read it,
+    so the automatic re-run after 'Build now' never serves the answer cached before the build (issue #42)."""
+    from core.deps import Deps
+    from core.pipeline import answer_cache_key
+    from tests.fakes import HashEmbedder
+
+    deps = Deps(store=store, embedder=HashEmbedder())
+    graph_on = PipelineConfig().with_overrides({"graph.enabled": True})
+    before = answer_cache_key(graph_on, deps, "default", 1)
+    plain_before = answer_cache_key(PipelineConfig().with_overrides({"embedding.multilingual": "off"}), deps,
+                                    "default", 1)
+    store.graph.set_state(corpus_version=1, builder="offline", settings={}, stats={"nodes": 3})
+    after = answer_cache_key(graph_on, deps, "default", 1)
+    assert before != after and before.config_hash.split(":")[0] == after.config_hash.split(":")[0]
+    assert answer_cache_key(PipelineConfig().with_overrides({"embedding.multilingual": "off"}), deps, "default",
+                            1) == plain_before  # a configuration that reads no graph keeps its answers

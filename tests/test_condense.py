@@ -127,3 +127,19 @@ def test_a_history_file_that_is_not_utf8_gets_a_clear_error(tmp_path) -> None:
         assert "not UTF-8" in str(exc)
     else:
         raise AssertionError("no error")
+
+
+def test_an_independent_question_is_never_rewritten_and_a_follow_up_is_detected() -> None:
+    from core.route.condense import condense_offline, follows_up
+
+    h = [Turn("Where was Friedrich Ratzel born?", "Ratzel was born in Karlsruhe.")]
+    for q in ("When imperialism impacts social norms of a state, what is it called?",
+              "What is the taskforce that was organized to identify with the pro-life position?",
+              "What is CORSMiddleware and which bigger tool does it suggest?",
+              "Какая роль, к которой стремится исламизм, превращает его в спорную идею?"):
+        assert not follows_up(q, h)[0], q
+        assert condense_offline(q, h).text == q
+    for q in ("When did he die?", "And in 1901?", "What about his students?", "What does this mean?",
+              "Give an example of them.", "Кто их основал?", "А что он изучал?", "In Leipzig?"):
+        assert follows_up(q, h)[0], q
+    assert not follows_up("When did he die?", [])[0]

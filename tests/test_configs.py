@@ -85,15 +85,16 @@ def test_config_diff_lists_only_changed_settings() -> None:
 # embedding.multilingual_model, fusion.multilingual_weight and fusion.cross_lingual_bm25_weight, the cascade_guard
 # section and limits.max_chunks_per_file, so a default run is a different configuration; issue #31 added
 # context.reindex, context.major_share, graph.follow_ingest and graph.communities; issue #30 answer.synthesis (auto:
-# comparisons and the multi-hop route synthesize) and the raptor section; router.dense_guard_min_cosine (#34).
+# comparisons and the multi-hop route synthesize) and the raptor section; router.dense_guard_min_cosine (#34);
+# issue #42 answer.verify (default on: an answer that misses a constraint of the question is refused or flagged).
 PINNED_HASHES = {
-    "default": ({}, "d9539d4b1146"),
-    "rerank off": ({"rerank.enabled": False}, "b979157f4414"),
-    "heuristic context": ({"context.variant": "heuristic"}, "a18519340a1b"),
-    "router off": ({"router.enabled": False}, "cc372073b93e"),
-    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "53cc99604946"),
-    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "ecc4c33cedbf"),
-    "torch runtime": ({"embedding.runtime": "torch"}, "44341e502860"),
+    "default": ({}, "caac4ffd1d98"),
+    "rerank off": ({"rerank.enabled": False}, "309527e33a2e"),
+    "heuristic context": ({"context.variant": "heuristic"}, "24458b94a3d2"),
+    "router off": ({"router.enabled": False}, "8c2a421ccc6b"),
+    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "7382d3ad11ec"),
+    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "f0e9f818783b"),
+    "torch runtime": ({"embedding.runtime": "torch"}, "9cc352257388"),
 }
 
 

@@ -108,6 +108,14 @@ def test_a_cross_lingual_question_reads_the_multilingual_list_once_built(ml_deps
     assert any("bm25 weight x0" in n for n in fused.notes) and fused.info["weights"][0] == 0.0
     assert "cross-lingual question (question ru, corpus en): MMR steps aside" in after.stage("mmr").skipped
     assert "dense_ml" in [s["stage"] for s in json.loads(json.dumps(after.to_dict()))["stages"]]
+    # pruning: no scorer here reads both languages, so the English passages are handed on whole, never cut by BM25
+    # over the Russian question's words (issue #42)
+    pr = after.stage("prune")
+    assert pr.skipped is None and pr.info["unpruned"] and any("unpruned" in n for n in pr.notes)
+    whole = {c.chunk_id: c.text for c in after.stage("rerank").candidates} if after.stage("rerank").skipped is None \
+        else {c.chunk_id: c.text for c in fused.candidates}
+    assert all(c.text == whole[c.chunk_id] for c in pr.candidates if c.chunk_id in pr.info["unpruned"])
+    assert "Revenue grew" in pr.candidates[0].text
 
 
 def test_an_english_question_on_an_english_corpus_skips_the_list_and_off_means_off(ml_deps: Deps) -> None:

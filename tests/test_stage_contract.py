@@ -85,7 +85,8 @@ def test_every_path_records_every_stage_of_the_list(deps: Deps) -> None:
 
 def test_the_stage_list_is_the_run_order_and_names_the_reordering_stages() -> None:
     assert REORDERING == {"rerank", "prune", "mmr", "expand"}
-    assert len({s.name for s in STAGES}) == len(STAGES) and STAGES[-1].name == Stage.ANSWER
+    assert len({s.name for s in STAGES}) == len(STAGES) and STAGES[-2].name == Stage.ANSWER
+    assert STAGES[-1].name == Stage.VERIFY  # the answer's check comes last (issue #42)
 
 
 def test_skip_rest_skips_what_is_left_of_the_plan_in_list_order() -> None:
@@ -93,9 +94,10 @@ def test_skip_rest_skips_what_is_left_of_the_plan_in_list_order() -> None:
     tracer.run(Stage.ANSWER_CACHE, lambda: StepOutput(()))
     tracer.skip_rest("because", before=Stage.ANSWER)
     assert [s.stage for s in tracer.stages][:3] == ["answer_cache", "route", "sql"]
-    assert tracer.missing() == [Stage.ANSWER] and all(s.skipped == "because" for s in tracer.stages[1:])
+    assert tracer.missing() == [Stage.ANSWER, Stage.VERIFY] and all(s.skipped == "because" for s in tracer.stages[1:])
     ran = tracer.run(Stage.ANSWER, lambda: StepOutput((), skipped="nothing to answer from"))
-    assert ran is not None and tracer.stages[-1].skipped == "nothing to answer from" and not tracer.missing()
+    assert ran is not None and tracer.stages[-1].skipped == "nothing to answer from"
+    assert tracer.missing() == [Stage.VERIFY]
 
 
 def test_stage_info_is_a_typed_record_whose_json_is_its_mapping(deps: Deps) -> None:

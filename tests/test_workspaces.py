@@ -7,7 +7,6 @@ import json
 import pytest
 
 from core import cli
-from core.answer.cache import answer_config_hash
 from core.app.workspaces import (
     WorkspaceError,
     create_workspace,
@@ -22,7 +21,7 @@ from core.config import PipelineConfig
 from core.deps import Deps
 from core.graph.build import build_graph
 from core.ingest.pipeline import ingest_files
-from core.pipeline import run_query
+from core.pipeline import answer_cache_key, run_query
 from core.types import CacheKey, LedgerEntry
 
 ALPHA = [("gw.md", b"# Gateway\n\nThe Harbor gateway sets TLS_VERSION_MIN to 1.2 for every listener. "
@@ -70,7 +69,7 @@ def test_same_question_two_workspaces_share_nothing(deps: Deps) -> None:
         names = {n[1] for n in store.graph.nodes(ws)}
         assert own in names and other not in names  # graph
         assert all(e.ref_id == ws for e in store.ledger.usage_ledger(ws))  # ledger
-        cached = store.answers.cached_answers(CacheKey(ws, store.corpus.corpus_version(ws), answer_config_hash(_cfg(), deps.embedder.model_id)))
+        cached = store.answers.cached_answers(answer_cache_key(_cfg(), deps, ws, store.corpus.corpus_version(ws)))
         assert len(cached) == 1 and other not in cached[0].answer  # cached answers
     infos = {w.name: w for w in list_workspaces(store)}
     assert infos["alpha"].cache_hits == 2 and infos["beta"].cache_hits == 2 and infos["default"].cache_hits == 0

@@ -29,6 +29,7 @@ import numpy as np
 import Stemmer
 
 from core.answer.support import model_fingerprint
+from core.answer.verify import period_constraints, question_constraints
 from core.models.protocols import Embedder
 from core.text import EN_STOP, RU_STOP, detect_language
 from core.types import (
@@ -308,6 +309,11 @@ class QuestionFeatures:
     values: frozenset[tuple[str, str]] = frozenset()  # (set name, value) from _VALUE_SETS
     from_to: tuple[str | None, str | None] = (None, None)  # the word after 'from' and after 'to'
     roles: tuple[tuple[str, str], ...] = ()  # (preposition, the first word after it) for _ROLE_PREPS
+    entity_order: tuple[str, ...] = ()  # names in the order the question says them, the passive's agent first
+    asks_object: bool | None = None  # a wh-question asking for the object ('who did X hire') or the subject
+    # ('who hired X'); None when it is neither
+    periods: frozenset[str] = frozenset()  # relative periods, canonical ('year:+0' this year, 'quarter:-1' last)
+    pinned: frozenset[tuple[str, str]] = frozenset()  # roles and superlatives the question pins (core.answer.verify)
 
 
 def _number_value(tok: str) -> str | None:
@@ -399,7 +405,55 @@ def features(text: str) -> QuestionFeatures:
         values=frozenset(v for t in tokens if _number_value(t) is None and (v := _value_of(t)) is not None),
         from_to=(_after(tokens, "from"), _after(tokens, "to")),
         roles=tuple((p, w) for p in _ROLE_PREPS if (w := _after(tokens, p)) is not None),
+        entity_order=_entity_order(raw, tokens, entities),
+        asks_object=_asks_object(tokens),
+        periods=frozenset(v for c in period_constraints(text) for v in c.values),
+        pinned=frozenset((c.kind, c.values[0]) for c in question_constraints(text)
+                         if c.kind in ("role", "superlative")),
     )
+
+
+_BE = frozenset("is are was were be been being am является являлся была был было были".split())
+_AUX = frozenset("did does do has have had will would can could should shall may might".split())
+
+
+def _passive(tokens: Sequence[str]) -> bool:
+    """'was Globex acquired by Acme', 'who was hired by X': a form of 'be' and a 'by' after it (the agent comes
+    last)."""
+    return any(t in _BE for t in tokens[:3]) and ("by" in tokens or "кем" in tokens)
+
+
+def _entity_order(raw: Sequence[tuple[str, int]], tokens: Sequence[str], entities: Iterable[str]) -> tuple[str, ...]:
+    ents = set(entities)
+    runs: list[list[str]] = [[]]
+    for low in tokens:
+        e = re.sub(r"'s$", "", low).replace(".", "")
+        if e in ents:
+            runs[-1].append(e)
+        elif runs[-1]:
+            runs.append([])
+    runs = [r for r in runs if r]
+    if _passive(tokens):  # the agent after 'by' is the subject: runs (whole names) trade places, not their words
+        runs = runs[::-1]
+    return tuple(dict.fromkeys(e for r in runs for e in r))
+
+
+def _asks_object(tokens: Sequence[str]) -> bool | None:
+    """Whether a who/what/which question asks for the object of its verb ('who did Acme hire') rather than its
+    subject ('who hired Acme'); the passive flips it ('who was hired by Acme' asks for the object)."""
+    if not tokens or tokens[0] not in ("who", "whom", "what", "which"):
+        return None
+    i = 1
+    if tokens[0] in ("what", "which") and len(tokens) > 2 and tokens[1] not in _AUX and tokens[1] not in _BE:
+        i = 2  # 'which company did ...'
+    if i >= len(tokens):
+        return None
+    nxt = tokens[i]
+    if nxt in _AUX:
+        return True
+    if nxt in _BE:
+        return True if _passive(tokens) else None
+    return False
 
 
 def _antonym_swap(a: QuestionFeatures, b: QuestionFeatures) -> tuple[str, str] | None:
@@ -415,7 +469,7 @@ def _antonym_swap(a: QuestionFeatures, b: QuestionFeatures) -> tuple[str, str] |
     # Affixal negation: 'likely' vs 'unlikely', 'правильно' vs 'неправильно'.
     for w in only_a | only_b:
         other = only_b if w in only_a else only_a
-        for prefix in ("un", "in", "im", "il", "ir", "dis", "non", "не"):
+        for prefix in ("un", "in", "im", "il", "ir", "dis", "non", "не", "non-", "un-", "не-"):
             if w.startswith(prefix) and len(w) - len(prefix) >= 4 and w[len(prefix):] in other:
                 return w[len(prefix):], w
     return None
@@ -492,10 +546,26 @@ def _rule_failures(a: QuestionFeatures, b: QuestionFeatures) -> Iterator[tuple[s
         turn = _direction_change(a, b)
         if turn:
             yield "antonym", f"direction of change differs: {turn[0]} / {turn[1]}"
+    if a.periods != b.periods:
+        yield "numbers", f"periods differ: {_fmt(a.periods) } vs {_fmt(b.periods)}"
+    for kind in ("role", "superlative"):
+        va, vb = {v for k, v in a.pinned if k == kind}, {v for k, v in b.pinned if k == kind}
+        if va != vb and va and vb:
+            yield "values", f"{kind} differs: {_fmt(va)} vs {_fmt(vb)}"
+            break
+    if a.stems - _AUX_STEMS == b.stems - _AUX_STEMS:
+        if a.asks_object is not None and b.asks_object is not None and a.asks_object != b.asks_object:
+            yield "roles", "the question asks for the other side of the action (who did X hire / who hired X)"
+        shared = [e for e in a.entity_order if e in b.entity_order]
+        if len(shared) >= 2 and shared != [e for e in b.entity_order if e in a.entity_order]:
+            yield "roles", f"names trade places: {' / '.join(shared)} vs {' / '.join(e for e in b.entity_order if e in a.entity_order)}"
     one = _one_word_swap(a, b)
     if one:
         # Counted with the closed-set values (RULES is the verifier's feature list: it keeps its length).
         yield "values", f"one word of a title, role or unit changed: {one[0]} vs {one[1]}"
+
+
+_AUX_STEMS = frozenset(_stem(w) for w in _AUX | _BE | {"by"})
 
 
 def guard_flags(a: QuestionFeatures, b: QuestionFeatures) -> dict[str, bool]:
@@ -529,6 +599,20 @@ def swapped_words(a: QuestionFeatures, b: QuestionFeatures) -> tuple[list[str], 
     return _content_only(a, b), _content_only(b, a)
 
 
+# Words a reworded question adds or drops without changing what it asks: copulas and auxiliaries, personal pronouns.
+_FUNCTION_WORDS = frozenset("является являются являлся являлась был была было были будет ли мне мой моя моё мое мои "
+                            "меня нам наш наша наше наши вам ваш ваша is are was were be been do does did can could "
+                            "will would i me my we our you your it its there".split())
+
+
+def _content_keys(f: QuestionFeatures) -> frozenset[str]:
+    """The question's content words, each by its first five letters (Russian inflects beyond the stemmer:
+    'технический' / 'техническим'), function words left out: in a language the embedder does not read, the same
+    content words in another grammatical frame are the only rewording the guard can vouch for."""
+    return frozenset(t[:5] for t in f.tokens if any(ch.isalnum() for ch in t) and t not in _FUNCTION_WORDS
+                     and t not in EN_STOP and t not in RU_STOP)
+
+
 def guard(new: str | QuestionFeatures, old: str | QuestionFeatures, *, covered_languages: frozenset[str] | None = None,
           word_similarity: WordSimilarity | None = None, min_word_similarity: float = 0.5,
           cosine: float | None = None, swap_threshold: float = 0.0, hard_only: bool = False) -> GuardResult:
@@ -547,7 +631,7 @@ def guard(new: str | QuestionFeatures, old: str | QuestionFeatures, *, covered_l
     b = features(old) if isinstance(old, str) else old
     if covered_languages is not None and isinstance(new, str):
         lang = detect_language(new)
-        if lang not in covered_languages and a.stems != b.stems:
+        if lang not in covered_languages and a.stems != b.stems and _content_keys(a) != _content_keys(b):
             return GuardResult(False, f"the embedder does not cover '{lang}': only a question with the same words "
                                       "can reuse an answer")
     for rule, reason in _rule_failures(a, b):
@@ -673,13 +757,16 @@ class CacheInfo(StageInfo):
 def lookup(question: str, vector: np.ndarray, entries: Sequence[CachedAnswer], key: CacheKey, *, threshold: float,
            now: datetime, ttl_s: float, covered_languages: frozenset[str] | None = None,
            use_guard: bool = True, word_similarity: WordSimilarity | None = None, word_floor: float = 0.3,
-           swap_threshold: float = 0.0, verifier: PairCheck | None = None, verifier_threshold: float = 0.5
-           ) -> CacheLookup:
+           swap_threshold: float = 0.0, verifier: PairCheck | None = None, verifier_threshold: float = 0.5,
+           vet: Callable[[CachedAnswer], str | None] | None = None) -> CacheLookup:
     """Find a stored answer for `question`. Entries under another key or older than the TTL are never served, even if
     the store handed them in. Above the threshold the nearest entry that passes the guard is a hit; if none passes,
     the verdict is a guarded miss with the nearest one's reason.
     verifier: the learned second check (P(same question) of a pair). With it the guard keeps only its vetoes
-    (hard_only) and a pair that passes them needs P >= verifier_threshold, unless both use the same words."""
+    (hard_only) and a pair that passes them needs P >= verifier_threshold, unless both use the same words.
+    vet: the answer check (core/answer/verify.py) of a stored answer against the new question: the reason it fails
+    (a constraint the new question pins down that the stored answer's evidence does not state), or None; an entry
+    that fails is never served."""
     fresh = [e for e in entries if e.key == key and (ttl_s <= 0 or (now - e.stored_at) <= timedelta(seconds=ttl_s))]
     if not fresh:
         return CacheLookup("miss", reason="no cached answer under this workspace, corpus version and configuration")
@@ -705,7 +792,11 @@ def lookup(question: str, vector: np.ndarray, entries: Sequence[CachedAnswer], k
             ef = features(entry.question)
             g = guard(question if covered_languages is not None else qf, ef, covered_languages=covered_languages,
                       hard_only=True)
-            if g.ok and not same_words(qf, ef):
+            # in a language the embedder does not read, the verifier (fitted on English token vectors) says little;
+            # the same content words are what vouches there
+            vouched = covered_languages is not None and detect_language(question) not in covered_languages and \
+                _content_keys(qf) == _content_keys(ef)
+            if g.ok and not same_words(qf, ef) and not vouched:
                 p = verifier(question, entry.question, sim)
                 if p < verifier_threshold:
                     g = GuardResult(False, f"verifier: P(same question) {p:.2f} < {verifier_threshold:g}")
@@ -713,6 +804,10 @@ def lookup(question: str, vector: np.ndarray, entries: Sequence[CachedAnswer], k
             g = guard(question if covered_languages is not None else qf, entry.question,
                       covered_languages=covered_languages, word_similarity=word_similarity,
                       min_word_similarity=word_floor, cosine=sim, swap_threshold=swap_threshold)
+        if g.ok and vet is not None:
+            why = vet(entry)
+            if why:
+                g = GuardResult(False, f"constraint check: {why}")
         if g.ok:
             return CacheLookup("hit", entry.question, sim, "", entry, len(fresh))
         first_reason = first_reason or g.reason
@@ -758,7 +853,8 @@ def utc_now() -> datetime:
 def check_cache(question: str, vector: np.ndarray, store: AnswerCacheStore, key: CacheKey, settings: CacheSettings,
                 *, covered_languages: frozenset[str] | None, writable: bool = True,
                 now: datetime | None = None, word_similarity: WordSimilarity | None = None,
-                verifier: PairCheck | None = None) -> CacheLookup:
+                verifier: PairCheck | None = None, vet: Callable[[CachedAnswer], str | None] | None = None
+                ) -> CacheLookup:
     """Look the question up under its key and count the verdict (when the store can be written). `verifier` is used
     when the settings ask for it; without one (an embedder without token vectors) the full guard decides."""
     entries = store.cached_answers(key, limit=settings.max_entries)
@@ -767,7 +863,7 @@ def check_cache(question: str, vector: np.ndarray, store: AnswerCacheStore, key:
                  ttl_s=settings.ttl_s, covered_languages=covered_languages, use_guard=settings.guard,
                  word_similarity=word_similarity if settings.word_check else None, word_floor=settings.word_floor,
                  swap_threshold=settings.swap_threshold, verifier=verifier if use_verifier else None,
-                 verifier_threshold=settings.verifier_threshold)
+                 verifier_threshold=settings.verifier_threshold, vet=vet)
     if writable:
         info = res.info()
         store.record_lookup(key.workspace, res.verdict, res.cosine, info.saved_ms, info.saved_usd)

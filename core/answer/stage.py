@@ -12,6 +12,7 @@ from core.answer.injection import injection_note
 from core.answer.negation import SAME_STATEMENT, NegatedAsk, negated_answer, negated_ask, similar, values
 from core.answer.scorer import row_scorer
 from core.answer.versions import DocHead, sibling_labels
+from core.answer.verify import ChunkText, VerifyInfo, verify_model_answer, verify_quotes
 from core.answer.support import (
     RowScorer,
     SentenceRow,
@@ -25,7 +26,7 @@ from core.answer.support import (
 )
 from core.config import AnswerConfig
 from core.models.llm import LLM, LLMError, LLMRequest, TextBlock
-from core.text import guess_language
+from core.text import guess_language, tokenize
 from core.types import DEFAULT_WORKSPACE, Answer, AnswerInfo, Calibration, Candidate, Usage
 
 REFUSAL = "The corpus does not say."
@@ -179,6 +180,7 @@ def extractive_answer(
                             support=best)
     picked = pick_sentences(table.rows, probs, support=best, cut=cut, max_sentences=max_sentences,
                             margin=model.pick_margin)
+    picked = with_value_first(question, table.rows, probs, picked, max_sentences=max_sentences)
     texts = [r.text for r in table.rows]
     labels = sibling_labels([r.doc_id for r in table.rows], documents or {})
     ask = negated_ask(question)
@@ -189,6 +191,34 @@ def extractive_answer(
     cites = tuple(dict.fromkeys(table.rows[i].chunk_id for i in picked))
     return AnswerResult(Answer(_quotes(table.rows, picked, labels), cites, False, "extractive"), notes=notes,
                         support=best)
+
+
+_ASKS_DEFAULT = re.compile(r"(?i)\bdefaults?\b|\bby default\b|по умолчанию")
+# A sentence that states a default's value: '[default: 0.1]', 'Defaults to 600', 'the default is 5', 'по умолчанию 30'.
+_STATES_DEFAULT = re.compile(r"(?i)\[default:\s*[^\]]+\]|\bdefaults?\s+(?:to|is|was|of|value\s+is|:)\s*\S|"
+                             r"\bdefault(?:s)?\s*[:=]\s*\S|по умолчанию\s*(?:[—:=-]|равн\w*|составляет)?\s*\S*\d")
+
+
+def with_value_first(question: str, rows: Sequence[SentenceRow], scores: Sequence[float], picked: Sequence[int], *,
+                     max_sentences: int) -> list[int]:
+    """The sentence that states the asked default's value quoted first ('Defaults to 600', not the description line
+    that repeats the question's words): for a question about a default, when the best sentence states none, the
+    best-scored sentence that does and whose sentence or heading names the question's rarest term (the setting asked
+    about) leads the answer."""
+    if not picked or not _ASKS_DEFAULT.search(question) or _STATES_DEFAULT.search(rows[picked[0]].text):
+        return list(picked)
+    terms = [t for t in tokenize(question) if t not in ("default", "valu", "value", "умолчан")]
+    local = [set(tokenize(f"{r.context} {r.text}")) for r in rows]
+    df = {t: sum(t in x for x in local) for t in terms}
+    present = [t for t in terms if df[t]]
+    if not present:
+        return list(picked)
+    rare = min(present, key=lambda t: (df[t], t))
+    fits = [i for i, r in enumerate(rows) if _STATES_DEFAULT.search(r.text) and rare in local[i]]
+    if not fits:
+        return list(picked)
+    best = max(fits, key=lambda i: (scores[i], -rows[i].rank, -i))
+    return ([best] + [i for i in picked if i != best])[:max_sentences]
 
 
 def _label(row: SentenceRow, labels: Mapping[str, str], also: Sequence[str] = ()) -> str:
@@ -412,3 +442,47 @@ _CITE = re.compile(r"\s*\[[^\]]{1,80}\]")
 def strip_citations(text: str) -> str:
     """Answer text without its [chunk-id] markers (for metrics that compare wording)."""
     return _CITE.sub("", text).strip()
+
+
+# Answers whose text is no run of quoted sentences: a comparison (one line per item), the negated reading's contrast,
+# the graph's global reduce. Their own rules chose each line; the check reads only quoted answers and Claude's.
+_NOT_QUOTES = ("comparison of ", "negated question", "graph global search")
+
+
+def verify_skip(answer: Answer | None, notes: Sequence[str], source: str | None) -> str | None:
+    """Why the verify stage does not run on this answer (None: it runs)."""
+    if answer is None:
+        return "no answer to check"
+    if answer.refused:
+        return "the answer refused: nothing to check"
+    if answer.mode not in ("extractive", "llm"):
+        return f"a {answer.mode} answer (not quoted from passages)"
+    for n in notes:
+        for mark in _NOT_QUOTES:
+            if n.startswith(mark):
+                return f"{mark.strip()} answer: one line per item, each chosen by its own rule"
+    return None
+
+
+@dataclass(frozen=True)
+class VerifiedAnswer:
+    answer: Answer
+    info: VerifyInfo
+    notes: tuple[str, ...]
+
+
+def verify_answer(question: str, answer: Answer, chunks: Mapping[str, ChunkText]) -> VerifiedAnswer:
+    """The verify stage's adapter: an offline answer's quoted sentences checked against the question's constraints
+    (refused with the reason and the nearest fact when none meets them all), or Claude's answer checked against the
+    passages it cites (flagged at its head when one is unmet)."""
+    if answer.mode == "llm":
+        v = verify_model_answer(question, answer.text, answer.citations, dict(chunks))
+    else:
+        v = verify_quotes(question, answer.text, answer.citations, dict(chunks), refusal=REFUSAL)
+    out = replace(answer, text=v.text, citations=v.citations, refused=v.refused)
+    verdicts = v.info.verdicts()
+    notes = [f"{len(v.info.constraints)} constraint(s): " + ", ".join(
+        f"{x.constraint.kind} '{x.constraint.text}' {x.verdict}" for x in verdicts)] if verdicts else []
+    if v.info.reason:
+        notes.append(f"{v.info.action}: {v.info.reason}")
+    return VerifiedAnswer(out, v.info, tuple(notes))

@@ -372,6 +372,8 @@ def _is_claim(sent: str) -> bool:
     # that ends like one (a short line without closing punctuation is a heading). The pruner's gap mark is no text.
     sent = sent.strip(" …")
     n = len(re.findall(r"\w+", sent))
+    if 2 <= n < 4:  # a short sentence that states a value ('Defaults to 600.', 'Default: 30 s.') answers on its own
+        return any(ch.isdigit() for ch in sent) and sent[-1:] in ".!" and not sent.startswith(("|", "#"))
     return 4 <= n <= 80 and not sent.startswith(("|", "#")) and (sent[-1:] in '.!?:;)»"' or n >= 8)
 
 
@@ -474,7 +476,9 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
         spans = claim_spans(c.text)
         ctx_terms = _terms(c.text) | _terms(titles.get(c.doc_id, ""))
         per_cand.append((c, spans, ctx_terms))
-        kept_masks.append(_kept_mask(orig, spans) if c.text != orig.text else [1.0] * len(spans))
+        # a chunk handed on whole with the pruner's verdict beside it (a cross-lingual chunk) keeps that verdict
+        kept_masks.append(_kept_mask(orig, spans) if c.text != orig.text or orig.meta.get("kept_spans")
+                          else [1.0] * len(spans))
     q = qt.terms
     if not q:
         return SentenceTable((), qt, ())

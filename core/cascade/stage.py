@@ -2,7 +2,7 @@
 reranker, a sentence scorer, the embedder and its cache, the corpus) that return the tracer's StepOutput."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from core.cascade.expand import DocumentSource, expand
@@ -71,11 +71,13 @@ class PruneInfo(CascadeInfo):
     floored: tuple[str, ...]
     over_budget_tokens: int
     flow: Flow
+    unpruned: tuple[str, ...] = ()  # chunks handed on whole: in another language than the question's
 
     def to_dict(self) -> dict[str, Any]:
         return {"scorer": self.scorer, "sentences_in": self.sentences_in, "sentences_kept": self.sentences_kept,
                 "pinned": self.pinned, "dropped": list(self.dropped), "floored": list(self.floored),
-                "over_budget_tokens": self.over_budget_tokens, **self.flow.to_dict()}
+                "over_budget_tokens": self.over_budget_tokens, **self.flow.to_dict(),
+                **({"unpruned": list(self.unpruned)} if self.unpruned else {})}
 
 
 @dataclass(frozen=True, eq=False)
@@ -121,18 +123,33 @@ def rerank_step(text: str, pool: Sequence[Candidate], pool_from: str, r: RerankC
 
 
 def prune_step(text: str, pool: Sequence[Candidate], p: PruneConfig, scorer: SpanScorer, *, kind: str,
-               notes: Sequence[str] = ()) -> StepOutput:
+               notes: Sequence[str] = (), whole: Sequence[str] = ()) -> StepOutput:
     """The prune stage: each chunk cut to its best sentences under prune.token_budget, scored by `scorer` (of
-    prune.scorer's `kind`, or the one it fell back to, said in `notes`)."""
+    prune.scorer's `kind`, or the one it fell back to, said in `notes`). `whole`: chunk ids handed on unpruned, in
+    their places (a chunk in another language than the question's, which no scorer here reads), with the scorer's
+    verdict beside them as their kept spans (the offline answer reads it as a signal)."""
     out = list(notes)
     pr = prune_sentences(text, pool, scorer, token_budget=p.token_budget, keep_neighbours=p.keep_neighbours,
                          max_unit_tokens=p.max_unit_tokens, chunk_weight=p.chunk_weight, keep_all=p.keep_all)
+    if whole:
+        keep = set(whole)
+        pruned = {c.chunk_id: c for c in pr.candidates}
+        merged = []
+        for c in pool:
+            got = pruned.get(c.chunk_id)
+            if c.chunk_id in keep:
+                spans = [(0, 0)] if got is None else got.meta.get("kept_spans")
+                merged.append(replace(c, meta={**c.meta, **({"kept_spans": spans} if spans else {})}))
+            elif got is not None:
+                merged.append(got)
+        pr = replace(pr, candidates=[replace(c, rank=i) for i, c in enumerate(merged, 1)],
+                     dropped=[d for d in pr.dropped if d not in keep])
     out += [f"no sentence of {', '.join(pr.dropped)} fit the budget of {p.token_budget} tokens"] if pr.dropped else []
     out += [f"{len(pr.floored)} chunk(s) kept by their best sentence alone, {pr.over_budget_tokens} tokens over the "
             f"budget of {p.token_budget}"] if pr.floored else []
     return StepOutput(pr.candidates, out, info=PruneInfo(kind, pr.units_in, pr.units_kept, pr.pinned,
                                                          tuple(pr.dropped), tuple(pr.floored), pr.over_budget_tokens,
-                                                         Flow.of(pool, pr.candidates)))
+                                                         Flow.of(pool, pr.candidates), tuple(whole)))
 
 
 def mmr_step(pool: Sequence[Candidate], m: MMRConfig, *, corpus: DocumentSource, embedder: Embedder,

@@ -41,6 +41,10 @@ class AnswerConfig(Section):
                                                           "extractive synthesis answers, saying so")
     glossary: str = Field("", description="stable text cached with the instructions (terms and abbreviations of "
                                           "this corpus); \"\" = none")
+    verify: bool = Field(True, description="check the answer against the question's constraints (names, roles, "
+                                           "years, months, numbers, ordinals, superlatives, negation): an offline "
+                                           "answer whose quoted sentences miss one is refused with the reason, a "
+                                           "Claude answer is flagged (the verify stage)")
 
 
 class LLMConfig(Section):

@@ -526,7 +526,8 @@ class EvidenceInfo(StageInfo):
 
 
 Search = Callable[[str], Trace]
-_IDLE = ("answer_cache", "route", "cag", "evidence", "answer")  # off inside a round: their skips would only repeat
+_IDLE = ("answer_cache", "route", "cag", "evidence", "answer", "verify")  # off inside a round: their skips would
+# only repeat
 
 
 def _renamed(stage: StageResult, rnd: int, query: str, nth: int = 0) -> StageResult:

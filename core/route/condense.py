@@ -130,6 +130,60 @@ def _reframe(prev: str, rest: str) -> str:
 _PERSONAL_EN = frozenset({"it", "its", "they", "them", "their", "he", "she", "him", "her", "his"})
 
 
+# A demonstrative or pronoun standing for a noun ('what does this do?', 'is that free?', 'что это?'): followed by a
+# verb, an auxiliary or nothing, not by the noun it determines ('this year', 'that feature').
+_DEMONSTRATIVES = frozenset({"this", "that", "these", "those", "это", "этим", "этом", "этого", "то", "того"})
+_AUX_AFTER = frozenset("is are was were do does did can could will would should has have had mean means work works "
+                       "cost costs say says include includes require requires".split())
+_STANDALONE_OPENERS = re.compile(r"^(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|"
+                                 r"could|should|would|will|has|have|had|list|name|give|describe|explain|compare|tell|"
+                                 r"show|define|что|какой|какая|какое|какие|каков|кто|когда|где|почему|зачем|как|"
+                                 r"сколько|чей|перечисли|назови|опиши|объясни|сравни|расскажи|покажи)\b", re.IGNORECASE)
+_FILLER = frozenset("give list name tell show describe explain many much example examples please "
+                    "перечисли назови опиши объясни приведи пример примеры".split())
+_PRONOUN_OUT = frozenset(_PERSONAL_EN) | frozenset("он она оно они его её ее их него неё нее них им ему ей нему ней "
+                                                   "ними ею ним нём нем".split())
+
+
+def follows_up(question: str, history: Sequence[Turn]) -> tuple[bool, str]:
+    """Whether the question depends on the conversation before it, and why: an opener that continues ('and ...',
+    'what about ...', 'а ...'), a pronoun with nothing before it in the question to stand for ('when did he publish
+    it?'), a demonstrative standing alone ('what does this do?') or naming something the previous turn named ('this
+    theory'), or a fragment with no question of its own ('In 2023?', 'for domestic trips?'). A question that
+    depends on nothing is never rewritten."""
+    if not history:
+        return False, "no earlier turn"
+    q = " ".join(question.split())
+    if _OPENERS.match(q):
+        return True, "opens with a word that continues the previous turn"
+    toks = [t.rstrip(".-/") or t for t in _TOKEN.findall(q)]
+    words = [w.lower() for w in toks]
+    if not words:
+        return False, "no words"
+    prev = " ".join(t.standalone + " " + t.answer[:300] for t in history[-1:]).lower()
+    own = _entity_runs(q)
+    for i, w in enumerate(words):
+        if w in _PRONOUN_OUT:
+            # an antecedent inside the question ('What is X and how does it work?', 'when imperialism impacts
+            # social norms ..., what is it called?'): a name, or three content words, before it
+            named_before = any(t[:1].isupper() or any(ch.isdigit() for ch in t) for t in toks[1:i])
+            content_before = [x for x in words[:i] if len(x) > 3 and x not in _QUESTION_WORDS and x not in _FILLER]
+            if not named_before and len(content_before) < 3:
+                return True, f"'{toks[i]}' refers to something the question does not name"
+        if w in _DEMONSTRATIVES:
+            nxt = words[i + 1] if i + 1 < len(words) else ""
+            before = words[i - 1] if i > 0 else ""
+            if before and before not in _QUESTION_WORDS and before not in _AUX_AFTER:
+                continue  # 'the taskforce that was organised': a relative pronoun, not a reference back
+            if not nxt or nxt in _AUX_AFTER:
+                return True, f"'{toks[i]}' stands for something said before"
+            if len(nxt) > 3 and nxt[:5] in prev and not own:
+                return True, f"'{toks[i]} {toks[i + 1]}' names what the previous turn named"
+    if len(words) <= 5 and not _STANDALONE_OPENERS.match(q):
+        return True, "a fragment with no question of its own"
+    return False, "it asks a question of its own"
+
+
 def condense_offline(question: str, history: Sequence[Turn]) -> Condensed:
     """The previous turn's subject carried in. An elliptical follow-up ('and in Q3?', 'and for domestic trips?')
     reruns the previous question with the slot of the same kind, or the phrase of the same frame, replaced; a
@@ -139,6 +193,9 @@ def condense_offline(question: str, history: Sequence[Turn]) -> Condensed:
     q = " ".join(question.split())
     if not history:
         return Condensed(q, q, "unchanged")
+    depends, why = follows_up(q, history)
+    if not depends:
+        return Condensed(q, q, "unchanged", notes=(f"standalone: {why}",))
     prev = history[-1].standalone
     subject = _entity_runs(prev)
     own = _entity_runs(q)
@@ -180,6 +237,9 @@ def condense_offline(question: str, history: Sequence[Turn]) -> Condensed:
             if low in _PRONOUNS_RU:
                 text = re.sub(rf"(?<!\w){re.escape(w)}(?!\w)", f"{w} ({carried})", q, count=1)
                 return Condensed(q, text, "pronoun", (carried,), notes=(f"'{w}' read as '{carried}'",))
+    if own and opener:  # 'and under the Scotland Act 1998?': its names fill no slot of the previous question
+        return Condensed(q, f"{prev.rstrip('?.! ')} - {rest}?", "appended", (prev,),
+                         notes=("follow-up with names of its own: asked beside the previous question",))
     if own:
         return Condensed(q, q, "unchanged", notes=("standalone: it names its own subject",))
     if elliptical:
@@ -203,8 +263,8 @@ def condense(question: str, history: Sequence[Turn], llm: LLM | None = None, *, 
     """The follow-up as a standalone question: Claude rewrites it (with the last `turns` turns) when `use_llm` and
     a key is set, else the offline rule; a failed call falls back to the offline rule, saying so."""
     offline = condense_offline(question, history)
-    if not history or not use_llm or llm is None or not llm.available:
-        return offline
+    if not history or not use_llm or llm is None or not llm.available or not follows_up(question, history)[0]:
+        return offline  # an independent question is never rewritten, by Claude either
     convo = "\n".join(f"User: {t.question}\nAssistant: {t.answer[:400]}" for t in history[-turns:])
     req = LLMRequest(model=model, system=(TextBlock(CONDENSE_INSTRUCTIONS, cache=True),),
                      user=(TextBlock(f"Conversation:\n{convo}"), TextBlock(f"Last message: {offline.original}")),

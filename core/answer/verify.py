@@ -1,0 +1,876 @@
+"""The constraint check between a question and its evidence: what the question pins down (names, roles, years,
+months, numbers, ordinals, superlatives, negation, direction, relative periods, the kind of value asked) and whether
+a quoted sentence, read with its chunk, heading and document title, states each of them. English and Russian.
+
+Why: the support model scores how well a sentence matches a question; a near miss (another year, office, role,
+ordinal) matches almost as well as the real question and gets the neighbouring fact as its answer. A constraint the
+evidence does not state is a reason to refuse, and the sibling the sentence states instead ('1998', 'Springfield') says
+why. Everything here is pure: text in, typed verdicts out (no store, no model). The answer cache's guard reads
+`question_constraints` too (two questions whose constraints differ never share an answer)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+from functools import lru_cache
+from typing import Any, Iterable, Literal, Sequence
+
+from core.answer.support import sentence_contexts
+from core.text import EN_STOP, RU_STOP, sentence_spans, tokenize
+from core.types import StageInfo
+
+Met = Literal["met", "unmet", "unchecked"]
+
+_CYR = re.compile(r"[а-яёА-ЯЁ]")
+_WORD = re.compile(r"[^\W_]+(?:['’\-][^\W_]+)*", re.UNICODE)
+
+# -- lexicons: general English and Russian words, written for this check (no corpus read) ------------------------
+_MONTHS_EN = ("january february march april may june july august september october november december").split()
+_MONTHS_RU = ("январ феврал март апрел ма июн июл август сентябр октябр ноябр декабр").split()
+_MONTH_RU = re.compile(r"^(январ|феврал|март|апрел|ма[йяюе]|июн|июл|август|сентябр|октябр|ноябр|декабр)[а-яё]*$")
+_ORD_EN = {w: i + 1 for i, w in enumerate(
+    "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth fourteenth "
+    "fifteenth sixteenth seventeenth eighteenth nineteenth twentieth".split())}
+_ORD_EN.update({"twenty-first": 21, "thirtieth": 30, "fortieth": 40, "fiftieth": 50, "hundredth": 100})
+_ORD_RU = (("перв", 1), ("втор", 2), ("трет", 3), ("четвёрт", 4), ("четверт", 4), ("пят", 5), ("шест", 6),
+           ("седьм", 7), ("восьм", 8), ("девят", 9), ("десят", 10))
+_ORD_RU_END = re.compile(r"(ый|ой|ий|ая|ое|ые|ого|ому|ом|ую|ых|ым|ыми|ой|ей|ье|ья|ьего|ьей|ьем|ьим|ьих)$")
+_NUM_EN = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
+_NUM_EN.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
+                "hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9, "dozen": 12})
+_NUM_RU = (("один", 1), ("одна", 1), ("одно", 1), ("два", 2), ("две", 2), ("двух", 2), ("три", 3), ("трёх", 3),
+           ("трех", 3), ("четыр", 4), ("пять", 5), ("пяти", 5), ("шесть", 6), ("шести", 6), ("семь", 7),
+           ("семи", 7), ("восем", 8), ("девят", 9), ("десят", 10), ("двадцат", 20), ("тридцат", 30), ("сорок", 40),
+           ("сто", 100), ("тысяч", 1000), ("миллион", 10**6), ("миллиард", 10**9))
+# Superlatives and their opposites: asked for the youngest, a sentence about the oldest is the neighbouring fact.
+_SUPER_PAIRS = (("largest", "smallest"), ("biggest", "smallest"), ("oldest", "youngest"), ("oldest", "newest"),
+                ("highest", "lowest"), ("longest", "shortest"), ("earliest", "latest"), ("first", "last"),
+                ("fastest", "slowest"), ("best", "worst"), ("most", "least"), ("greatest", "least"),
+                ("richest", "poorest"), ("strongest", "weakest"), ("heaviest", "lightest"), ("deepest", "shallowest"),
+                ("tallest", "shortest"), ("hottest", "coldest"), ("warmest", "coldest"), ("closest", "farthest"),
+                ("nearest", "farthest"), ("cheapest", "dearest"), ("widest", "narrowest"), ("thickest", "thinnest"),
+                ("maximum", "minimum"), ("northernmost", "southernmost"), ("easternmost", "westernmost"),
+                ("крупнейш", "мельчайш"), ("старейш", "новейш"), ("высочайш", "низш"), ("наибольш", "наименьш"),
+                ("лучш", "худш"), ("максимальн", "минимальн"), ("древнейш", "новейш"), ("длинн", "коротк"),
+                ("стар", "молод"), ("больш", "маленьк"), ("высок", "низк"), ("ранн", "поздн"), ("богат", "бедн"),
+                ("сильн", "слаб"), ("тяжел", "легк"), ("глубок", "мелк"), ("быстр", "медленн"))
+_SUPER_EN = {w for p in _SUPER_PAIRS for w in p if not _CYR.search(w)} | {
+    "most", "least", "best", "worst", "largest", "greatest", "busiest", "wealthiest", "highest", "main"} - {"main"}
+_SAMYJ = re.compile(r"^(самы[йхем]|сама[яй]|самое|самого|самому|самую|самым|самыми|наи\w+)$")
+_EIS = re.compile(r"^[а-яё]{3,}(ейш|айш)[а-яё]*$")
+# Roles and titles (asked for the CTO, a sentence about the CFO answers another question).
+_ROLES_EN = frozenset((
+    "president vice-president chairman chairwoman chair chairperson ceo cto cfo coo cio cmo ciso founder co-founder "
+    "cofounder owner director manager lead head chief editor secretary treasurer governor mayor senator minister "
+    "premier chancellor king queen emperor empress prince princess pope bishop archbishop cardinal general admiral "
+    "captain commander colonel coach principal dean professor rector provost architect engineer designer inventor "
+    "author composer conductor producer judge justice ambassador consul spokesperson spokesman sheriff superintendent "
+    "deputy assistant vp svp evp officer administrator coordinator supervisor chancellor sultan caliph khan shah tsar "
+    "czar duke earl baron lord viceroy regent speaker").split())
+_ROLE_MODIFIERS = frozenset("vice deputy assistant associate executive senior junior prime first general managing "
+                            "chief acting interim".split())
+_ROLES_RU = ("президент", "вице-президент", "председател", "директор", "генеральн", "менеджер", "руководител",
+             "глав", "основател", "владел", "редактор", "секретар", "казначе", "губернатор", "мэр", "сенатор",
+             "министр", "премьер", "канцлер", "корол", "императ", "принц", "принцесс", "пап", "епископ",
+             "архиепископ", "кардинал", "генерал", "адмирал", "капитан", "командир", "командующ", "полковник",
+             "тренер", "декан", "профессор", "ректор", "архитектор", "инженер", "дизайнер", "изобретател", "автор",
+             "композитор", "дирижёр", "дирижер", "продюсер", "судь", "посол", "консул", "шериф", "заместител",
+             "помощник", "султан", "халиф", "хан", "шах", "цар", "герцог", "граф", "барон", "спикер", "лидер")
+_NOT_ROLES_RU = ("принцип", "главн", "автомат", "автоном", "автомоб", "генерац", "генерир", "граф", "корол", "папк",
+                 "хани", "ханд", "шахт", "шахм", "царап", "судьб")
+_ROLE_RU_SHORT = frozenset({"глав", "пап", "хан", "шах", "цар", "граф", "мэр"})
+# Negation in a question: 'which ... does not ...' is answered only by a sentence that negates or excludes.
+_NEG_Q = frozenset("not never no none without except cannot neither nor isn't doesn't didn't wasn't weren't aren't "
+                   "don't can't won't".split()) | frozenset("не нет никогда без кроме ни нельзя".split())
+_NEG_EVIDENCE = re.compile(
+    r"(?i)\b(not|never|no|none|without|except|cannot|neither|nor|only|lack\w*|exclud\w*|refus\w*|forbid\w*|prohibit\w*|"
+    r"deni\w*|den(y|ies)|fail\w*|unable|absent|instead|rather|but)\b|n't\b|\b(не|нет|никогда|без|кроме|ни|нельзя|"
+    r"только|лишь|отказ\w*|запрещ\w*|исключ\w*)\b|\b(un|in|im|non|dis|не)[a-zа-яё]{3,}")
+_UP = re.compile(r"(?i)\b(increas|rais|rise|rose|risen|grow|grew|grown|gain|boost|expand|improv|higher|up)\w*|"
+                 r"\b(увелич|повыш|повыс|раст|рост|вырос|усил|улучш)\w*")
+_DOWN = re.compile(r"(?i)\b(decreas|reduc|lower|fall|fell|drop|declin|shrink|shrank|los[est]|diminish|weaken|"
+                   r"worsen|cut|down)\w*|\b(уменьш|сниж|сниз|пониж|пада|упал|сокращ|сократ|ослаб|ухудш)\w*")
+# Relative periods ('this year', 'last quarter', 'в прошлом году'): never the same as another period.
+_REL_PERIOD = re.compile(
+    r"(?i)\b(this|current|next|last|previous|past|coming|following|prior)\s+(fiscal\s+)?(year|quarter|month|week|"
+    r"day|decade|season|semester|term)\b|\b(today|tomorrow|yesterday)\b|"
+    r"\b(в|на|за)?\s*(этом|текущем|следующем|прошлом|прошедшем|предыдущем|будущем|этот|текущий|следующий|прошлый|"
+    r"предыдущий|будущий|эту|прошлую|следующую|текущую|этой|прошлой|следующей|текущей)\s+"
+    r"(году|год|квартале|квартал|месяце|месяц|неделе|неделю|недели|сезоне|сезон)\b|\b(сегодня|завтра|вчера)\b")
+_PERIOD_SHIFT = {"this": 0, "current": 0, "next": 1, "coming": 1, "following": 1, "last": -1, "previous": -1,
+                 "past": -1, "prior": -1, "этом": 0, "текущем": 0, "этот": 0, "текущий": 0, "эту": 0, "текущую": 0,
+                 "этой": 0, "текущей": 0, "следующем": 1, "следующий": 1, "следующую": 1, "следующей": 1,
+                 "будущем": 1, "будущий": 1, "прошлом": -1, "прошедшем": -1, "предыдущем": -1, "прошлый": -1,
+                 "предыдущий": -1, "прошлую": -1, "прошлой": -1, "today": 0, "tomorrow": 1, "yesterday": -1,
+                 "сегодня": 0, "завтра": 1, "вчера": -1}
+_PERIOD_UNIT = {"год": "year", "году": "year", "квартале": "quarter", "квартал": "quarter", "месяце": "month",
+                "месяц": "month", "неделе": "week", "неделю": "week", "недели": "week", "сезоне": "season",
+                "сезон": "season"}
+_QUESTION_OPENERS = frozenset("what which who whom whose when where why how is are was were do does did can could "
+                              "will would should shall may might has have had in on at by for from according "
+                              "что какой какая какое какие каких каком какую кто кого кому кем когда где почему как "
+                              "сколько чей чья чьё чьи зачем откуда куда в на по согласно".split())
+_NOT_NAMES = frozenset("i i'm i've".split()) | _QUESTION_OPENERS
+_YEAR = re.compile(r"(?<![\d.,])(1[0-9]{3}|20[0-9]{2})(s|-е|-х)?(?![\d.,]\d)")
+_NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.,])\d+(?:[.,]\d+)?(?![\w])")
+_ORD_DIGIT = re.compile(r"(?i)\b(\d+)\s*-?\s*(st|nd|rd|th|й|я|е|го|м|ой|ый|ом)\b")
+_IDENT = re.compile(r"(?<![\w.])[A-Za-z][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)+(?![\w])")
+_CODE = re.compile(r"(?<![\w-])(?=[\w-]*[^\W\d_])(?=[\w-]*\d)[\w]+(?:-[\w]+)+|(?<![\w-])[^\W\d_]+\d\w*")
+_ASKS_PERSON = re.compile(r"(?i)^\s*(who|whom)\b|^\s*(кто|кем|кого|кому)\b")
+_ASKS_YEAR = re.compile(r"(?i)\b(which|what|in which|in what) year\b|\bwhen\b|в каком году|\bкогда\b")
+_ASKS_NUMBER = re.compile(r"(?i)\bhow (many|much)\b|\bсколько\b")
+_ASKS_MONTH = re.compile(r"(?i)\b(which|what|in which) month\b|в каком месяце")
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """One thing the question pins down: its kind, the words it is asked with, and canonical values to look for."""
+
+    kind: str  # entity | role | year | month | number | ordinal | superlative | negation | direction | period | asks
+    text: str  # as the question words it ('Shelbyville', '1998', 'youngest', 'CTO')
+    values: tuple[str, ...]  # canonical forms (stems / keys, numbers as plain digits, months as 'm5', ...)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "text": self.text}
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A quoted sentence (or a model's claim) and where it was read: its chunk, heading path and document title."""
+
+    sentence: str
+    chunk: str = ""
+    heading: str = ""
+    title: str = ""
+    chunk_id: str = ""
+    opening: str = ""  # the document's first lines: where a memo states its date
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One constraint checked against one piece of evidence."""
+
+    constraint: Constraint
+    verdict: Met
+    where: str = ""  # sentence | heading | title | chunk | '' (unmet or unchecked)
+    instead: tuple[str, ...] = ()  # siblings the sentence states instead ('Springfield', '1998')
+
+    def reason(self) -> str:
+        """Why the evidence does not answer, in a user's words ('' when met)."""
+        c = self.constraint
+        if self.verdict != "unmet":
+            return ""
+        label = _LABELS.get(c.kind, c.kind)
+        if c.kind == "asks":
+            return f"the question asks for {c.text}; the closest sentence states none"
+        if c.kind == "negation":
+            return "the question asks what does not hold; the closest sentence states no negation or exclusion"
+        if c.kind == "direction":
+            return f"the question asks about a change {c.text}; the closest sentence states the opposite " \
+                   f"({', '.join(self.instead)})"
+        if self.instead:
+            return f"the corpus gives {', '.join(self.instead[:3])}, not {c.text} ({label} asked)"
+        return f"the retrieved text never mentions {c.text} ({label} asked)"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.constraint.kind, "constraint": self.constraint.text, "verdict": self.verdict,
+                **({"where": self.where} if self.where else {}),
+                **({"instead": list(self.instead)} if self.instead else {})}
+
+
+_LABELS = {"entity": "name", "role": "role or title", "year": "year", "month": "month", "number": "number",
+           "ordinal": "ordinal", "superlative": "superlative", "period": "period", "asks": "kind of answer"}
+
+
+@dataclass(frozen=True)
+class Check:
+    """Every constraint of a question checked against one piece of evidence."""
+
+    evidence: Evidence
+    verdicts: tuple[Verdict, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(v.verdict != "unmet" for v in self.verdicts)
+
+    @property
+    def unmet(self) -> tuple[Verdict, ...]:
+        return tuple(v for v in self.verdicts if v.verdict == "unmet")
+
+
+# -- reading values out of text ----------------------------------------------------------------------------------
+def _key(word: str) -> str:
+    """A word's comparison key: its stem, a Cyrillic one cut to five letters (Russian inflects beyond the stemmer)."""
+    toks = tokenize(word)
+    t = toks[0] if toks else word.lower()
+    return t[:5] if _CYR.search(t) and len(t) > 5 else t
+
+
+def _keys(text: str) -> set[str]:
+    return {t[:5] if _CYR.search(t) and len(t) > 5 else t for t in tokenize(text)}
+
+
+def _num(s: str) -> str:
+    s = s.replace(",", "") if re.fullmatch(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?", s) else s.replace(",", ".")
+    try:
+        v = float(s)
+    except ValueError:
+        return s
+    return str(int(v)) if v == int(v) else f"{v:g}"
+
+
+def years(text: str) -> set[str]:
+    """Years and decades ('1990s' -> '199x') a text states."""
+    out = set()
+    for m in _YEAR.finditer(text):
+        out.add(m.group(1)[:3] + "x" if m.group(2) else m.group(1))
+    return out
+
+
+def months(text: str) -> set[str]:
+    """Months a text names, as 'm1'..'m12' (English capitalised names; Russian month words in any case)."""
+    out = set()
+    for m in _WORD.finditer(text):
+        w = m.group(0)
+        low = w.lower()
+        if low in _MONTHS_EN and (w[:1].isupper() or low != "may"):
+            if low == "may" and not w[:1].isupper():
+                continue
+            out.add(f"m{_MONTHS_EN.index(low) + 1}")
+        elif _CYR.search(low):
+            mm = _MONTH_RU.match(low)
+            if mm and (low[:2] != "ма" or low in ("май", "мая", "маю", "мае", "маем")):
+                stem = mm.group(1)
+                stem = "ма" if stem.startswith("ма") else stem
+                out.add(f"m{_MONTHS_RU.index(stem) + 1}")
+    return out
+
+
+def ordinals(text: str) -> set[str]:
+    """Ordinals a text states, as numbers ('second' and '2nd' -> '2'; 'второй' -> '2')."""
+    out = set()
+    for m in _WORD.finditer(text.lower()):
+        w = m.group(0)
+        if w in _ORD_EN:
+            out.add(str(_ORD_EN[w]))
+        elif _CYR.search(w):
+            for stem, n in _ORD_RU:
+                if w.startswith(stem) and _ORD_RU_END.search(w) and len(w) <= len(stem) + 4 and \
+                        not (stem in ("пят", "шест", "девят", "десят") and w.endswith(("ь", "и", "ью"))):
+                    out.add(str(n))
+                    break
+    for m in _ORD_DIGIT.finditer(text):
+        if not years(m.group(1)):
+            out.add(str(int(m.group(1))))
+    return out
+
+
+def numbers(text: str) -> set[str]:
+    """Numbers a text states (digits outside codes and years, number words), as plain digits."""
+    body = _CODE.sub(" ", text)
+    out = {_num(m.group(0)) for m in _NUMBER.finditer(body) if not _YEAR.fullmatch(m.group(0))}
+    for m in _WORD.finditer(body.lower()):
+        w = m.group(0)
+        if w in _NUM_EN:
+            out.add(str(_NUM_EN[w]))
+        elif _CYR.search(w):
+            for stem, n in _NUM_RU:
+                if w == stem or (len(stem) >= 4 and w.startswith(stem) and len(w) <= len(stem) + 3):
+                    out.add(str(n))
+                    break
+    return out
+
+
+def _superlatives(text: str) -> set[str]:
+    out = set()
+    words = [w.lower() for w in _WORD.findall(text)]
+    for i, w in enumerate(words):
+        if w in _SUPER_EN:
+            out.add(w)
+        elif _CYR.search(w):
+            if _EIS.match(w):
+                out.add(w[: w.find("йш") + 2] if "йш" in w else w[:7])
+            elif _SAMYJ.match(w) and i + 1 < len(words):
+                out.add(_key(words[i + 1])[:5])
+            elif w.startswith(("наибольш", "наименьш", "лучш", "худш", "максимальн", "минимальн")):
+                out.add(next(s for s in ("наибольш", "наименьш", "лучш", "худш", "максимальн", "минимальн")
+                             if w.startswith(s)))
+    return out
+
+
+def _opposite(sup: str) -> set[str]:
+    out = set()
+    for a, b in _SUPER_PAIRS:
+        for x, y in ((a, b), (b, a)):
+            if sup == x or (_CYR.search(x) and sup.startswith(x[:5])):
+                out.add(y)
+    return out
+
+
+def _roles(text: str) -> list[str]:
+    """Role and title words of a text, with the modifier before them ('vice president', 'chief executive')."""
+    out = []
+    words = [w.lower() for w in _WORD.findall(text)]
+    for i, w in enumerate(words):
+        base = w[:-1] if w.endswith("s") and w[:-1] in _ROLES_EN else w
+        if base in _ROLES_EN:
+            mod = words[i - 1] if i > 0 and words[i - 1] in _ROLE_MODIFIERS else ""
+            out.append(f"{mod} {base}".strip())
+        elif _CYR.search(w):
+            for r in _ROLES_RU:
+                if w.startswith(r) and (r not in _ROLE_RU_SHORT or len(w) <= len(r) + 2) and \
+                        not w.startswith(_NOT_ROLES_RU):
+                    out.append(r)
+                    break
+    return out
+
+
+def _translit(word: str) -> str:
+    table = str.maketrans({"а": "a", "б": "b", "в": "v", "г": "g", "д": "d", "е": "e", "ё": "e", "ж": "zh",
+                           "з": "z", "и": "i", "й": "y", "к": "k", "л": "l", "м": "m", "н": "n", "о": "o", "п": "p",
+                           "р": "r", "с": "s", "т": "t", "у": "u", "ф": "f", "х": "kh", "ц": "ts", "ч": "ch",
+                           "ш": "sh", "щ": "sch", "ъ": "", "ы": "y", "ь": "", "э": "e", "ю": "yu", "я": "ya"})
+    return word.lower().translate(table)
+
+
+def _names(question: str) -> list[tuple[str, list[str]]]:
+    """Names the question uses: runs of capitalised words that do not open it (and are no role or month), acronyms
+    and codes, each with its words."""
+    out: list[tuple[str, list[str]]] = []
+    run: list[str] = []
+    toks = list(_WORD.finditer(question))
+
+    def flush() -> None:
+        if run:
+            run[-1] = re.sub(r"['’]s$", "", run[-1])  # 'Jane Doe's project': the name is 'Jane Doe'
+            out.append((" ".join(run), list(run)))
+            run.clear()
+
+    for i, m in enumerate(toks):
+        w = m.group(0)
+        before = question[: m.start()].rstrip()
+        opens = not before or before[-1] in ".?!:;\"«(" or i == 0
+        low = w.lower()
+        named = (w[:1].isupper() and not opens) or (len(w) >= 2 and w.isupper() and not w.isdigit()) or \
+            bool(_CODE.fullmatch(w))
+        if named and low not in _NOT_NAMES and low not in _ROLES_EN and low not in _MONTHS_EN and \
+                not _MONTH_RU.match(low) and not _YEAR.fullmatch(w) and low not in EN_STOP:
+            if not any(low.startswith(r) for r in _ROLES_RU if r not in _ROLE_RU_SHORT):
+                run.append(w)
+                continue
+        flush()
+    flush()
+    for m in _IDENT.finditer(question):  # config keys and dotted names ('max_age', 'os.path')
+        if "_" in m.group(0) or m.group(0)[:1].isupper():
+            out.append((m.group(0), [m.group(0)]))
+    return out
+
+
+def _period(question: str) -> list[Constraint]:
+    out = []
+    for m in _REL_PERIOD.finditer(question):
+        words = [w.lower() for w in _WORD.findall(m.group(0))]
+        shift = next((_PERIOD_SHIFT[w] for w in words if w in _PERIOD_SHIFT), 0)
+        unit = next((_PERIOD_UNIT.get(w, w) for w in reversed(words) if w in _PERIOD_UNIT or w in
+                     ("year", "quarter", "month", "week", "day", "decade", "season", "semester", "term")), "day")
+        out.append(Constraint("period", m.group(0).strip(), (f"{unit}:{shift:+d}",)))
+    return out
+
+
+def question_constraints(question: str) -> tuple[Constraint, ...]:
+    """What the question pins down, in the order it says it: names, roles, years, months, numbers, ordinals,
+    superlatives, negation, direction of change, relative periods, and the kind of value asked (a person, a year,
+    a number). A public function: the answer cache's guard and golden-set generation read it too."""
+    out: list[Constraint] = []
+    q = question.strip()
+    for text, words in _names(q):
+        out.append(Constraint("entity", text, tuple(_key(w) for w in words)))
+    seen_roles = set()
+    for r in _roles(q):
+        if r not in seen_roles:
+            seen_roles.add(r)
+            out.append(Constraint("role", r, (r,)))
+    ys = years(q)
+    for y in sorted(ys):
+        out.append(Constraint("year", y.replace("x", "0s"), (y,)))
+    for mth in sorted(months(q)):
+        name = _MONTHS_EN[int(mth[1:]) - 1]
+        out.append(Constraint("month", name.capitalize(), (mth,)))
+    digits = {_num(m.group(0)) for m in _NUMBER.finditer(_CODE.sub(" ", q)) if not _YEAR.fullmatch(m.group(0))}
+    for n in sorted(digits - {y for y in ys}):
+        # only a number written in digits pins one: 'the first three quarters', 'one of the' use words loosely
+        out.append(Constraint("number", n, (n,)))
+    for o in sorted(ordinals(q), key=int):
+        out.append(Constraint("ordinal", _ordinal_word(int(o)), (o,)))
+    for s in sorted(_superlatives(q)):
+        if s in ("first", "last") and any(c.kind == "ordinal" for c in out):
+            continue
+        out.append(Constraint("superlative", s, (s,)))
+    if any(w.lower() in _NEG_Q for w in _WORD.findall(q)) or re.search(r"(?i)n't\b", q):
+        out.append(Constraint("negation", "not", ("not",)))
+    up, down = bool(_UP.search(q)), bool(_DOWN.search(q))
+    if up != down:
+        out.append(Constraint("direction", "up" if up else "down", ("up" if up else "down",)))
+    out.extend(_period(q))
+    asks = ("a person" if _ASKS_PERSON.search(q) else "a month" if _ASKS_MONTH.search(q) else
+            "a date or year" if _ASKS_YEAR.search(q) else "a number" if _ASKS_NUMBER.search(q) else "")
+    if asks:
+        out.append(Constraint("asks", asks, (asks,)))
+    return tuple(out)
+
+
+def _ordinal_word(n: int) -> str:
+    inv = {v: k for k, v in _ORD_EN.items()}
+    return inv.get(n, f"{n}th")
+
+
+# -- checking ----------------------------------------------------------------------------------------------------
+# A sentence that refers back ('he', 'its', 'the city') is about what its chunk names.
+_POINTS_BACK = re.compile(r"(?i)\b(he|she|it|they|his|her|its|their|him|them|this|these|those|the same|such|"
+                          r"он|она|оно|они|его|её|ее|их|ему|ей|им|этот|эта|это|эти|тот|та)\b")
+
+
+@dataclass(frozen=True)
+class _Read:
+    """One evidence text's values, read once."""
+
+    keys: set[str]
+    years: set[str]
+    months: set[str]
+    numbers: set[str]
+    ordinals: set[str]
+    supers: set[str]
+    roles: list[str]
+    latin_caps: list[str] = field(default_factory=list)
+    raw: str = ""
+    raw_cased: str = ""
+
+
+@lru_cache(maxsize=1024)
+def _read(text: str) -> _Read:  # read once per text: a chunk is the context of each sentence quoted from it
+    return _Read(_keys(text), years(text), months(text), numbers(text), ordinals(text), _superlatives(text),
+                 _roles(text), [w.lower() for w in re.findall(r"\b[A-Z][A-Za-z\-]{2,}", text)], text.lower(), text)
+
+
+def _year_in(y: str, found: set[str]) -> bool:
+    if y.endswith("x"):
+        return any(f[:3] == y[:3] for f in found)
+    return y in found or f"{y[:3]}x" in found
+
+
+def _role_in(role: str, found: Sequence[str]) -> bool:
+    base = role.split()[-1]
+    for f in found:
+        fb = f.split()[-1]
+        if fb == base or (base in ("ceo", "cto", "cfo", "coo", "cio") and fb == base):
+            # a modifier that changes the role ('vice president' is not 'president') must agree when either has one
+            mod, fmod = role.split()[:-1], f.split()[:-1]
+            if mod == fmod or (not mod and fmod and fmod[0] in ("first", "senior", "acting", "interim")) or \
+                    (mod and not fmod and mod[0] in ("first", "senior", "acting", "interim", "general", "chief")):
+                return True
+    return False
+
+
+def _entity_in(c: Constraint, read: _Read, cross: bool) -> bool:
+    if _IDENT.fullmatch(c.text) or _CODE.fullmatch(c.text):  # a key or a code ('max_age', 'E-TDW-4107') as written
+        return c.text.lower() in read.raw
+    if re.fullmatch(r"[A-ZА-ЯЁ]{2,6}", c.text) and _acronym_in(c.text, read.raw_cased):
+        return True
+    keys = [k for k in c.values if k not in EN_STOP and k not in RU_STOP]
+    if not keys:
+        return True
+    hit = sum(1 for k in keys if k in read.keys or (len(k) >= 5 and any(x.startswith(k) for x in read.keys)) or
+              (_CYR.search(k) and len(k) >= 4 and any(x[:4] == k[:4] and len(x) >= 4 for x in read.keys)))
+    if hit * 2 >= len(keys) and hit:
+        return True
+    if cross:  # a Russian name over English text: its transliteration against the text's capitalised words
+        words = c.text.split()
+        found = 0
+        for w in words:
+            t = _translit(w)
+            if any(SequenceMatcher(None, t, x).ratio() >= 0.6 and t[:1] == x[:1] for x in read.latin_caps):
+                found += 1
+        return found * 2 >= len(words) and found > 0
+    return False
+
+
+_SMALL = frozenset("of the and for de la von van der du des и для".split())
+
+
+def _acronym_in(acr: str, raw: str) -> bool:
+    """An acronym ('MSP', 'UMC') spelled out in the text: the initials of a run of capitalised words (small words
+    between them skipped) hold it."""
+    words = re.findall(r"[^\W\d_]+", raw)
+    run = ""
+    for w in words:
+        if w[:1].isupper():
+            run += w[0].upper()
+            if acr.upper() in run:
+                return True
+        elif w.lower() not in _SMALL:
+            run = ""
+    return False
+
+
+def _neighbours(text: str, span: tuple[int, int]) -> set[str]:
+    def content(w: str) -> bool:  # a possessive's 's' or an article is no neighbour
+        return len(w) > 2 and w.lower() not in EN_STOP and w.lower() not in RU_STOP
+    before = [w for w in _WORD.findall(text[: span[0]]) if content(w)]
+    after = [w for w in _WORD.findall(text[span[1]:]) if content(w)]
+    return {_key(w) for w in before[-1:] + after[:1]}
+
+
+def _parallel_names(c: Constraint, sentence: str, question: str) -> list[str]:
+    """Names the sentence states in the slot where the question has the asked name: the same word beside them
+    ('the Shelbyville office' asked, 'the Springfield office opened ...' read)."""
+    at = question.find(c.text)
+    if at < 0:
+        return []
+    around = _neighbours(question, (at, at + len(c.text)))
+    qkeys = _keys(question)
+    out = []
+    for name, _ in _names(" x " + sentence):
+        if _keys(name) & qkeys:
+            continue
+        i = sentence.find(name)
+        if i >= 0 and _neighbours(sentence, (i, i + len(name))) & around:
+            out.append(name)
+    return out
+
+
+def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read: _Read, sentence: str,
+               question: str, cross: bool, heading: str = "") -> Verdict:
+    """parts: (where, read) in the order evidence counts: sentence, heading, title, chunk."""
+    local = parts[:3]
+    if c.kind == "entity":
+        for where, r in parts[:4]:
+            if _entity_in(c, r, cross and not _CYR.search(" ".join(r.keys))):
+                head = heading.strip("`*# ")
+                if where == "chunk" and _IDENT.fullmatch(c.text) and head and " " not in head and \
+                        head.lower() != c.text.lower():  # a setting's sentence under another setting's heading
+                    return Verdict(c, "unmet", instead=(head,))
+                if where == "chunk" and not _POINTS_BACK.search(sentence):
+                    others = _parallel_names(c, sentence, question)
+                    if others:  # the sentence says it of a sibling the chunk names beside it (the Springfield office)
+                        return Verdict(c, "unmet", instead=tuple(others[:3]))
+                return Verdict(c, "met", where)
+        if cross and not _CYR.search(sentence):
+            return Verdict(c, "unchecked")
+        # a name the evidence never states: the sibling shown is one the sentence states in the asked name's slot
+        return Verdict(c, "unmet", instead=tuple(_parallel_names(c, sentence, question)[:3]))
+    if c.kind == "role":
+        for where, r in local:
+            if _role_in(c.text, r.roles):
+                return Verdict(c, "met", where)
+        if cross and not _CYR.search(sentence):
+            return Verdict(c, "unchecked")
+        asked = _roles(question)
+        other = [x for x in sentence_read.roles if not _role_in(c.text, [x]) and not any(_role_in(a, [x]) for a in asked)]
+        if other:
+            return Verdict(c, "unmet", instead=tuple(dict.fromkeys(other)))
+        if _role_in(c.text, parts[3][1].roles):
+            return Verdict(c, "met", "chunk")
+        return Verdict(c, "unmet")
+    if c.kind in ("year", "month", "number", "ordinal"):
+        attr = {"year": "years", "month": "months", "number": "numbers", "ordinal": "ordinals"}[c.kind]
+        v = c.values[0]
+        for where, r in (parts if c.kind in ("year", "month") else parts[:4]):
+            found = getattr(r, attr)
+            if (_year_in(v, found) if c.kind == "year" else v in found):
+                if where == "chunk" and c.kind in ("year", "month", "ordinal"):
+                    sib = getattr(sentence_read, attr) - {v}
+                    if sib and not (c.kind == "year" and any(_year_in(v, {s}) for s in sib)):
+                        return Verdict(c, "unmet", instead=tuple(sorted(_show(c.kind, sib))))
+                return Verdict(c, "met", where)
+            if c.kind == "number" and v in ("1", "2") and where == "chunk":
+                pass
+        if c.kind == "ordinal" and v == "1":  # 'first' is often said otherwise ('initially', 'began')
+            if re.search(r"(?i)\b(last|final|latest|последн\w*)\b", sentence):
+                return Verdict(c, "unmet", instead=("last",))
+            if not (sentence_read.ordinals - {v}):
+                return Verdict(c, "met", "sentence")
+        sib = getattr(sentence_read, attr) - {v}
+        return Verdict(c, "unmet", instead=tuple(sorted(_show(c.kind, sib))))
+    if c.kind == "superlative":
+        want = c.values[0]
+        opp = _opposite(want)
+
+        def has(r: _Read, s: str) -> bool:
+            return s in r.supers or (bool(_CYR.search(s)) and any(x.startswith(s[:5]) for x in r.supers)) or \
+                (not _CYR.search(s) and s in r.keys)
+        for where, r in parts[:4]:
+            if has(r, want):
+                return Verdict(c, "met", where)
+        inst = [o for o in opp if any(has(r, o) for _, r in parts[:4])]
+        if inst:
+            return Verdict(c, "unmet", instead=tuple(inst))
+        return Verdict(c, "met", "")  # said otherwise ('the largest' as 'the biggest'): no contrary found
+    if c.kind == "negation":
+        return Verdict(c, "met", "sentence") if _NEG_EVIDENCE.search(sentence) else Verdict(c, "unmet")
+    if c.kind == "direction":
+        up, down = bool(_UP.search(sentence)), bool(_DOWN.search(sentence))
+        if (c.values[0] == "up" and down and not up) or (c.values[0] == "down" and up and not down):
+            return Verdict(c, "unmet", instead=("down" if down else "up",))
+        return Verdict(c, "met", "sentence")
+    if c.kind == "period":
+        return Verdict(c, "unchecked")  # a relative period is resolved against the document's date, not here
+    if c.kind == "asks":
+        return _asks(c, sentence, sentence_read, question)
+    return Verdict(c, "unchecked")
+
+
+def _asks(c: Constraint, sentence: str, r: _Read, question: str) -> Verdict:
+    qy, qm, qn = years(question), months(question), numbers(question)
+    if c.text == "a person":
+        names = [n for n, _ in _names(" x " + sentence) if not _keys(n) <= _keys(question)]
+        ok = bool(names) or bool(r.roles) or bool(re.search(r"(?i)\b(he|she|they|him|her|who|он|она|они)\b", sentence))
+    elif c.text == "a month":
+        ok = bool(r.months - qm) or bool(r.years - qy)
+    elif c.text == "a date or year":
+        ok = bool(r.years - qy) or bool(r.months - qm) or bool(r.ordinals) or (bool(r.numbers - qn) and bool(
+            re.search(r"(?i)\b(years?|BP|BC|BCE|AD|CE|ago|centur\w+|decades?|лет|года?|век\w*|назад|н\.\s?э)\b",
+                      sentence))) or bool(re.search(
+            r"(?i)\b(century|decade|age|era|period|reign|war|after|before|during|until|since|when|while|once|"
+            r"today|now|ago|later|earlier|time|век|год|после|до|во время|когда|эпох|период)\b", sentence))
+    else:
+        ok = bool(r.numbers - qn) or bool(r.years - qy) or bool(re.search(
+            r"(?i)\b(several|many|few|dozens|hundreds|thousands|millions|numerous|half|most|all|some|a number of|"
+            r"несколько|много|мало|сотни|тысячи|миллионы|половин|большинство)\b", sentence))
+    return Verdict(c, "met", "sentence") if ok else Verdict(c, "unmet")
+
+
+def _show(kind: str, vals: Iterable[str]) -> list[str]:
+    if kind == "month":
+        return [_MONTHS_EN[int(v[1:]) - 1].capitalize() for v in vals]
+    if kind == "ordinal":
+        return [_ordinal_word(int(v)) for v in vals]
+    if kind == "year":
+        return [v.replace("x", "0s") for v in vals]
+    return list(vals)
+
+
+def check(question: str, evidence: Evidence, constraints: Sequence[Constraint] | None = None) -> Check:
+    """Each of the question's constraints against one piece of evidence: met where it is stated (the sentence, its
+    heading, its document title, its chunk: a name or year stated only elsewhere in the chunk counts unless the
+    sentence states a sibling of the same kind), unmet with the siblings the sentence states instead, or unchecked
+    (a name in another script with no transliterated match, a relative period)."""
+    cons = question_constraints(question) if constraints is None else tuple(constraints)
+    if not cons:
+        return Check(evidence, ())
+    sr = _read(evidence.sentence)
+    parts = [("sentence", sr), ("heading", _read(evidence.heading)), ("title", _read(evidence.title)),
+             ("chunk", _read(evidence.chunk))]
+    if evidence.opening:  # read for dates only (a memo's date line), never for names
+        parts.append(("document", _read(evidence.opening)))
+    cross = bool(_CYR.search(question)) != bool(_CYR.search(evidence.sentence + evidence.chunk))
+    return Check(evidence, tuple(_check_one(c, parts, sr, evidence.sentence, question, cross, evidence.heading)
+                                 for c in cons))
+
+
+def period_constraints(question: str) -> tuple[Constraint, ...]:
+    """Only the relative periods ('this year', 'в прошлом квартале'): what the answer cache's guard compares."""
+    return tuple(_period(question))
+
+
+# -- an answer checked -------------------------------------------------------------------------------------------
+_MARK = re.compile(r"\s*\[([^\[\]]{1,80})\]")
+
+
+def quoted_claims(text: str, citations: Sequence[str]) -> list[tuple[str, str]]:
+    """(claim, chunk id) of an answer that quotes sentences each followed by its [chunk-id]; a leading version label
+    ('[draft] ') and a quote's surrounding marks are dropped. Text after the last marker is no claim."""
+    cited = set(citations)
+    out: list[tuple[str, str]] = []
+    pos = 0
+    pending = ""
+    for m in _MARK.finditer(text):
+        inner = m.group(1)
+        if inner not in cited:
+            if m.start() == pos or not text[pos:m.start()].strip():  # a label before the quote: skip it
+                pos = m.end()
+            continue
+        claim = (pending + text[pos:m.start()]).strip().strip('"“”«»').strip()
+        pending = ""
+        if claim:
+            out.append((claim, inner))
+        pos = m.end()
+    return out
+
+
+@dataclass(frozen=True)
+class ChunkText:
+    """What a cited chunk gives the check: its whole text, heading path and document title."""
+
+    text: str
+    heading: str = ""
+    title: str = ""
+    opening: str = ""  # the document's first lines (its date)
+
+
+@dataclass(frozen=True, eq=False)
+class VerifyInfo(StageInfo):
+    """The verify stage's record: the question's constraints, each checked claim's verdicts, and what it did
+    (passed, kept some claims, refused, flagged a model's answer, or nothing to check)."""
+
+    action: str  # passed | narrowed | refused | flagged | no_constraints | not_checked
+    constraints: tuple[Constraint, ...] = ()
+    checks: tuple[Check, ...] = ()
+    reason: str = ""
+    nearest: tuple[str, str] | None = None  # (sentence, chunk id) shown as 'not the answer'
+
+    def verdicts(self) -> tuple[Verdict, ...]:
+        """Per constraint, as the check decided it: met in some quoted sentence (its heading, title), else unmet where
+        a quoted sentence states a sibling, else met in a chunk, else its verdict on the first sentence."""
+        if not self.checks:
+            return ()
+        if self.action == "refused" and self.nearest is not None:  # the sentence the refusal names, as it read
+            return next((ck.verdicts for ck in self.checks
+                         if (ck.evidence.sentence, ck.evidence.chunk_id) == self.nearest), self.checks[0].verdicts)
+        out = []
+        for i, v in enumerate(self.checks[0].verdicts):
+            across = [ck.verdicts[i] for ck in self.checks if i < len(ck.verdicts)]
+            local = [x for x in across if x.verdict == "met" and x.where != "chunk"]
+            sib = [x for x in across if x.verdict == "unmet" and x.instead]
+            out.append(local[0] if local else sib[0] if sib else next(
+                (x for x in across if x.verdict != "unmet"), v))
+        return tuple(out)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"action": self.action, "constraints": [v.to_dict() for v in self.verdicts()] or
+                [{**c.to_dict(), "verdict": "unchecked"} for c in self.constraints],
+                "claims": [{"chunk_id": c.evidence.chunk_id, "sentence": c.evidence.sentence[:200], "ok": c.ok,
+                            "unmet": [v.to_dict() for v in c.unmet]} for c in self.checks],
+                **({"reason": self.reason} if self.reason else {}),
+                **({"nearest": {"sentence": self.nearest[0], "chunk_id": self.nearest[1]}} if self.nearest else {})}
+
+
+@dataclass(frozen=True)
+class Verified:
+    """The answer after the check and the stage's record."""
+
+    text: str
+    citations: tuple[str, ...]
+    refused: bool
+    info: VerifyInfo
+
+
+@lru_cache(maxsize=256)
+def _contexts(text: str) -> tuple[tuple[str, str], ...]:
+    return tuple(sentence_contexts(text))
+
+
+def _local_heading(claim: str, ch: ChunkText) -> str:
+    """The heading right above the quoted sentence in its chunk ('### timeout' above 'Defaults to 30.'), else the
+    chunk's heading path: a sentence's local subject."""
+    norm = " ".join(claim.split())
+    for sent, ctx in _contexts(ch.text):
+        if sent == norm:
+            head = ctx.split(" / ")[-1] if ctx else ""
+            return head or ch.heading
+    return ch.heading
+
+
+def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: dict[str, ChunkText], *,
+                  refusal: str) -> Verified:
+    """An extractive answer checked: each quoted sentence against the question's constraints, read with its chunk.
+    Sentences that state a sibling of what is asked (another year, name, role) are dropped; when no quoted sentence
+    meets every constraint the answer becomes a refusal saying which constraint failed, with the nearest fact shown
+    as not the answer."""
+    cons = question_constraints(question)
+    claims = quoted_claims(text, citations)
+    if not cons:
+        return Verified(text, tuple(citations), False, VerifyInfo("no_constraints"))
+    if not claims:
+        return Verified(text, tuple(citations), False, VerifyInfo("not_checked", cons,
+                                                                  reason="no quoted sentence to check"))
+    checks = []
+    for claim, cid in claims:
+        ch = chunks.get(cid, ChunkText(""))
+        checks.append(check(question, Evidence(claim, ch.text, _local_heading(claim, ch), ch.title, cid, ch.opening),
+                            cons))
+    # the answer as a whole must meet each constraint: one quoted sentence may state the name, another the year
+    # (a question of two parts); a sentence that states a sibling of what another quoted sentence meets is the
+    # neighbouring fact and is dropped
+    def meets(ck: Check, c: Constraint, local: bool = False) -> bool:
+        v = next(x for x in ck.verdicts if x.constraint == c)
+        return v.verdict != "unmet" and (not local or v.where in ("sentence", "heading", "title", ""))
+
+    def sibling(c: Constraint) -> bool:
+        return any(v.constraint == c and v.instead for ck in checks for v in ck.unmet)
+
+    def covered(c: Constraint) -> bool:
+        # met in a quoted sentence, its heading or title; met only somewhere in a chunk counts when no quoted
+        # sentence states a sibling of it ('It has 40 staff.' beside 'The Springfield office opened ...')
+        return any(meets(ck, c, True) for ck in checks) or (any(meets(ck, c) for ck in checks) and not sibling(c))
+
+    whole = all(covered(c) for c in cons)
+    if whole:
+        drop = [ck for ck in checks if any(v.instead and any(meets(o, v.constraint, True) for o in checks if o is not ck)
+                                           for v in ck.unmet)]
+        if len(drop) == len(checks):
+            drop = []
+        kept = [ck for ck in checks if ck not in drop]
+        # what the dropped sentences alone met (the date, for the other office) leaves the answer short: refuse
+        still = all(any(meets(ck, c, True) for ck in kept) or (any(meets(ck, c) for ck in kept) and not sibling(c))
+                    for c in cons)
+        if drop and not still:
+            whole = False
+        elif not drop:
+            return Verified(text, tuple(citations), False, VerifyInfo("passed", cons, tuple(checks)))
+    if whole:
+        kept_text = text
+        for c in drop:
+            kept_text = kept_text.replace(f"{c.evidence.sentence} [{c.evidence.chunk_id}]", "").strip()
+        kept_cites = tuple(dict.fromkeys(c.evidence.chunk_id for c in checks if c not in drop))
+        why = "; ".join(v.reason() for c in drop for v in c.unmet[:1])
+        return Verified(re.sub(r" {2,}", " ", kept_text).strip(), kept_cites, False,
+                        VerifyInfo("narrowed", cons, tuple(checks), reason=f"dropped {len(drop)} quoted "
+                                   f"sentence(s): {why}"))
+    first = checks[0]
+    sib_first = next((ck for ck in checks if any(v.instead for v in ck.unmet)), None)
+    if sib_first is not None and all(covered(c) for c in cons):  # refused because the answer rests on a sibling
+        first = sib_first
+        missing = next(v.constraint for v in first.unmet if v.instead)
+    else:
+        missing = next(c for c in cons if not covered(c))
+    why = next(v for v in first.verdicts if v.constraint == missing).reason()
+    near = (first.evidence.sentence, first.evidence.chunk_id)
+    return Verified(f"{refusal} {why[:1].upper()}{why[1:]}. Nearest fact (not the answer): \"{near[0]}\" [{near[1]}]",
+                    (), True, VerifyInfo("refused", cons, tuple(checks), reason=why, nearest=near))
+
+
+def _shares_value(a: _Read, b: _Read) -> bool:
+    return bool(a.years & b.years or a.numbers & b.numbers or a.months & b.months)
+
+
+def verify_model_answer(question: str, text: str, citations: Sequence[str], chunks: dict[str, ChunkText]
+                        ) -> Verified:
+    """A model's answer checked against the passages it cites: each constraint of the question must be stated by
+    one of them. The model's wording is its own, so nothing is quoted or dropped: an unmet constraint is flagged at
+    the head of the answer, never passed in silence."""
+    cons = tuple(c for c in question_constraints(question) if c.kind not in ("asks", "negation", "direction"))
+    if not cons:
+        return Verified(text, tuple(citations), False, VerifyInfo("no_constraints"))
+    checks = []
+    said = _read(text)
+    for cid in citations:
+        ch = chunks.get(cid)
+        if ch is None:
+            continue
+        # the chunk's sentences that state a value of the answer (its year, number, month) are what it rests on;
+        # else the whole chunk is
+        backing = [sent for sent in (" ".join(ch.text[s:e].split()) for s, e in sentence_spans(ch.text))
+                   if _shares_value(said, _read(sent))] or [ch.text]
+        for sent in backing:
+            checks.append(check(question, Evidence(sent, ch.text, ch.heading, ch.title, cid, ch.opening), cons))
+    unmet = [c for c in cons if not any(all(v.verdict != "unmet" for v in ck.verdicts if v.constraint == c)
+                                        for ck in checks)]
+    if not unmet:
+        return Verified(text, tuple(citations), False, VerifyInfo("passed", cons, tuple(checks)))
+    names = ", ".join(f"{_LABELS.get(c.kind, c.kind)} '{c.text}'" for c in unmet)
+    why = (f"the passages it cites do not state the {names} the question asks about" if checks else
+           f"it cites no passage, so the {names} the question asks about is not shown in the corpus")
+    return Verified(f"⚠ Not checked against the corpus: {why}.\n\n{text}", tuple(citations), False,
+                    VerifyInfo("flagged", cons, tuple(checks), reason=why))

@@ -1,0 +1,182 @@
+"""The constraint check (core/answer/verify.py): what a question pins down, whether a quoted sentence with its context
+states it, the verify stage in the pipeline (refusal with the reason and the nearest fact) and on Claude's answers
+through the loopback stub (flagged, never passed in silence)."""
+from __future__ import annotations
+
+import json
+
+from core.answer.stage import verify_answer
+from core.answer.verify import (
+    ChunkText,
+    Evidence,
+    check,
+    question_constraints,
+    quoted_claims,
+    verify_model_answer,
+    verify_quotes,
+)
+from core.config import PipelineConfig
+from core.deps import Deps
+from core.ingest.pipeline import ingest_files
+from core.models.llm import AnthropicLLM
+from core.pipeline import run_query
+from core.store import Store
+from core.types import Answer
+from tests.anthropic_stub import Stub, anthropic_stub  # noqa: F401 - fixture
+from tests.fakes import HashEmbedder
+
+REFUSAL = "The corpus does not say."
+
+
+def _kinds(q: str) -> dict[str, str]:
+    return {c.kind: c.text for c in question_constraints(q)}
+
+
+def test_constraints_of_english_and_russian_questions() -> None:
+    assert _kinds("Who was the youngest record holder in 1998?") == {"year": "1998", "superlative": "youngest",
+                                                                     "asks": "a person"}
+    k = _kinds("How many employees did Acme have in May 2021?")
+    assert k["entity"] == "Acme" and k["year"] == "2021" and k["month"] == "May" and k["asks"] == "a number"
+    assert _kinds("What was the second largest city in Poland?") == {"entity": "Poland", "ordinal": "second",
+                                                                     "superlative": "largest"}
+    assert _kinds("Who is the CTO of Acme?")["role"] == "cto"
+    assert _kinds("What is the default value of max_age?") == {"entity": "max_age"}
+    assert _kinds("Which plans are not refundable?") == {"negation": "not"}
+    assert _kinds("Did revenue fall last quarter?")["period"] == "last quarter"
+    ru = _kinds("Кто был президентом Франции в 1995 году?")
+    assert ru["entity"] == "Франции" and ru["role"] == "президент" and ru["year"] == "1995" and ru["asks"] == "a person"
+    assert _kinds("Когда открылся офис в Алматы?") == {"entity": "Алматы", "asks": "a date or year"}
+    assert question_constraints("What is a prime number?") == ()
+
+
+def _unmet(q: str, sentence: str, chunk: str = "", heading: str = "", title: str = "") -> list[tuple[str, tuple]]:
+    return [(v.constraint.kind, v.instead) for v in check(q, Evidence(sentence, chunk or sentence, heading, title)).unmet]
+
+
+def test_the_neighbouring_fact_is_caught_with_its_sibling() -> None:
+    # another office in the same chunk: the sentence states the sibling in the asked name's slot
+    chunk = "The Almaty office opened in 2019. The Austin office is being planned."
+    assert _unmet("When did the Austin office open?", "The Almaty office opened in 2019.", chunk) == \
+        [("entity", ("Almaty",))]
+    assert _unmet("When did the Almaty office open?", "The Almaty office opened in 2019.", chunk) == []
+    assert _unmet("Who is the CTO of Acme?", "Jane Roe is the CFO of Acme.") == [("role", ("cfo",))]
+    assert _unmet("Who is the CFO of Acme?", "Jane Roe is the CFO of Acme.") == []
+    assert _unmet("Who was the youngest record holder?", "Ann Lee was the oldest record holder.") == \
+        [("superlative", ("oldest",))]
+    assert _unmet("What happened in 1987?", "In 1980 the dam was finished.") == [("year", ("1980",))]
+    assert _unmet("What happened in March?", "In April the dam was finished.") == [("month", ("April",))]
+    assert _unmet("Which team won the third title?", "The Lions won the second title in 1990.") == \
+        [("ordinal", ("second",))]
+    assert _unmet("How many people live in Zorvath?", "About 40,000 people live in Kraków.") == \
+        [("entity", ("Kraków",))]
+    # said by the context: the name in the document title, the year in the chunk, a pronoun in the sentence
+    assert _unmet("When was Tesla born?", "He was born on 10 July 1856.", title="Nikola Tesla") == []
+    assert _unmet("Где родился Тесла?", "Он родился в Смилянах в 1856 году.", "Никола Тесла родился в Смилянах.") == []
+    assert _unmet("How old must a candidate be to become an MSP?",
+                  "Candidates must be over the age of 18.", "Members of the Scottish Parliament (MSPs) ...") == []
+
+
+def test_a_question_with_no_constraints_and_cross_lingual_names() -> None:
+    assert check("What is a prime number?", Evidence("A prime is a natural number.")).verdicts == ()
+    # a Russian name over English text: transliterated when it can be; an exonym it cannot match is unchecked, not
+    # refused (the year still is checked)
+    v = check("Когда Ньютон опубликовал Начала?", Evidence("Newton published the Principia in 1687."))
+    assert all(x.verdict != "unmet" for x in v.verdicts)
+    assert [x.constraint.kind for x in check("Что случилось во Франции в 1901 году?",
+                                              Evidence("France annexed Algeria in 1830.")).unmet] == ["year"]
+
+
+def test_quoted_claims_and_the_refusal_names_the_constraint_and_the_nearest_fact() -> None:
+    text = "[draft] The Almaty office opened in 2019. [c1] It has 40 staff. [c1]"
+    assert quoted_claims(text, ["c1"]) == [("The Almaty office opened in 2019.", "c1"), ("It has 40 staff.", "c1")]
+    chunks = {"c1": ChunkText("The Almaty office opened in 2019. It has 40 staff. Austin is next.", "Offices",
+                              "Company facts")}
+    v = verify_quotes("When did the Austin office open?", text, ["c1"], chunks, refusal=REFUSAL)
+    assert v.refused and v.citations == ()
+    assert v.text.startswith(REFUSAL) and "Almaty, not Austin" in v.text
+    assert 'Nearest fact (not the answer): "The Almaty office opened in 2019." [c1]' in v.text
+    d = v.info.to_dict()
+    assert d["action"] == "refused" and d["nearest"]["chunk_id"] == "c1"
+    assert {"kind": "entity", "constraint": "Austin", "verdict": "unmet", "instead": ["Almaty"]} in d["constraints"]
+    ok = verify_quotes("When did the Almaty office open?", text, ["c1"], chunks, refusal=REFUSAL)
+    assert not ok.refused and ok.text == text and ok.info.action == "passed"
+    assert any(c["verdict"] == "met" and c["kind"] == "entity" for c in ok.info.to_dict()["constraints"])
+
+
+def test_a_quoted_sentence_stating_a_sibling_is_dropped_when_another_answers() -> None:
+    text = "Revenue was 4 million in 2023. [c1] Revenue was 5 million in 2024. [c2]"
+    chunks = {"c1": ChunkText("Revenue was 4 million in 2023."), "c2": ChunkText("Revenue was 5 million in 2024.")}
+    v = verify_quotes("What was the revenue in 2024?", text, ["c1", "c2"], chunks, refusal=REFUSAL)
+    assert not v.refused and v.text == "Revenue was 5 million in 2024. [c2]" and v.citations == ("c2",)
+    assert v.info.action == "narrowed"
+
+
+def test_a_model_answer_is_flagged_when_its_passages_miss_a_constraint() -> None:
+    chunks = {"c1": ChunkText("The Almaty office opened in 2019.", "", "Offices")}
+    v = verify_model_answer("When did the Austin office open?", "It opened in 2019 [c1].", ["c1"], chunks)
+    assert not v.refused and v.text.startswith("⚠") and "'Austin'" in v.text and v.info.action == "flagged"
+    ok = verify_model_answer("When did the Almaty office open?", "It opened in 2019 [c1].", ["c1"], chunks)
+    assert ok.text == "It opened in 2019 [c1]." and ok.info.action == "passed"
+    assert verify_answer("When did the Austin office open?", Answer("x", ("c1",), False, "llm"), chunks).answer.text \
+        .startswith("⚠")
+
+
+def _corpus(store: Store, llm: AnthropicLLM | None = None) -> Deps:
+    emb = HashEmbedder()
+    files = [("offices.md", b"# Offices\n\nThe Almaty office opened in 2019 with twelve engineers. An office in Austin is "
+                            b"being planned.\n\n"
+                            b"The Lisbon office hosts the support team.\n"),
+             ("travel.md", b"# Travel\n\nThe daily meal allowance for international trips is 65 euros.\n")]
+    ingest_files(files, store=store, embedder=emb, config=PipelineConfig())
+    return Deps(store=store, embedder=emb, **({"llm": llm} if llm is not None else {}))
+
+
+def test_verify_stage_in_the_trace_refuses_a_near_miss(store: Store) -> None:
+    deps = _corpus(store)
+    cfg = PipelineConfig().with_overrides({"answer.mode": "extractive"})
+    t = run_query("When did the Almaty office open?", cfg, deps)
+    assert t.stages[-1].stage == "verify" and t.stages[-2].stage == "answer"
+    assert t.answer is not None and not t.answer.refused and "2019" in t.answer.text
+    info = t.to_dict()["stages"][-1]["info"]
+    assert info["action"] in ("passed", "narrowed") and {c["kind"] for c in info["constraints"]} >= {"entity", "asks"}
+    assert "Lisbon" not in t.answer.text  # another office's sentence is never quoted beside it
+    near = run_query("When did the Austin office open?", cfg, deps)
+    assert near.answer is not None and near.answer.refused
+    assert "Austin" in near.answer.text and "not the answer" in near.answer.text
+    vinfo = near.to_dict()["stages"][-1]["info"]
+    assert any(c["constraint"] == "Austin" and c["verdict"] == "unmet" for c in vinfo["constraints"])
+    off = run_query("When did the Austin office open?", cfg.with_overrides({"answer.verify": False}), deps)
+    assert off.stage("verify").skipped == "answer.verify = false"
+
+
+def test_verify_flags_claude_answer_through_the_stub(store: Store, anthropic_stub: Stub) -> None:  # noqa: F811
+    llm = AnthropicLLM(anthropic_stub.key, base_url=anthropic_stub.base_url, sleep=lambda s: None)
+    deps = _corpus(store, llm)
+
+    def reply(body: dict) -> str:
+        ids = [b for b in json.dumps(body).split('passage id=\\"')[1:]]
+        first = ids[0].split('\\"')[0] if ids else ""
+        return json.dumps({"answer": "It opened in 2019.", "citations": [first], "refused": False})
+
+    anthropic_stub.state.responder = reply
+    cfg = PipelineConfig().with_overrides({"answer.mode": "llm", "router.enabled": False})
+    t = run_query("When did the Austin office open?", cfg, deps)
+    assert t.answer is not None and t.answer.mode == "llm" and not t.answer.refused
+    assert t.answer.text.startswith("⚠") and "'Austin'" in t.answer.text
+    assert t.stage("verify").info["action"] == "flagged"
+    ok = run_query("When did the Almaty office open?", cfg, deps)
+    assert ok.answer is not None and ok.answer.text == "It opened in 2019."
+
+
+def test_the_sentence_that_states_the_default_is_quoted_and_another_settings_dropped() -> None:
+    from core.answer.stage import extractive_answer
+    from core.types import Candidate
+
+    text = ("## Settings\n\n### max_age\n\nThe maximum age of a cached response, in seconds, used by the cache "
+            "middleware for every route. Defaults to 600.\n\n### timeout\n\nHow long to wait. Defaults to 30.")
+    res = extractive_answer("What is the default value of max_age?", [Candidate("c1", "d1", text, 1.0, 1)],
+                            titles={"d1": "Middleware docs"})
+    assert res.answer.text.startswith("Defaults to 600. [c1]")
+    v = verify_quotes("What is the default value of max_age?", res.answer.text, res.answer.citations,
+                      {"c1": ChunkText(text, "Settings", "Middleware docs")}, refusal=REFUSAL)
+    assert "600" in v.text and "30" not in v.text and v.info.action == "narrowed" and "timeout" in v.info.reason
