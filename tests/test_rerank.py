@@ -413,3 +413,37 @@ def test_foreign_candidates_keep_their_places_while_the_rest_move() -> None:
     assert out[1].meta["not_reranked"] == "language" and out[1].score == out[0].score  # level with the one above
     assert any("kept their incoming places" in n for n in res.notes)
 
+
+
+def test_a_missing_model_is_reported_at_once_with_no_connection_attempt(monkeypatch: pytest.MonkeyPatch,
+                                                                        store: Store) -> None:
+    """Issue #44: a cross-encoder without weights on disk, with HF_HUB_OFFLINE unset, makes 0 connection attempts
+    (every socket connect is counted and refused) and the rerank stage that fell back carries the notice."""
+    import socket
+    import time
+
+    attempts: list[object] = []
+
+    def refuse(self: socket.socket, address: object) -> None:
+        attempts.append(address)
+        raise OSError("network refused by the test")
+
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", lambda self, address: refuse(self, address) or 1)
+    monkeypatch.setattr(socket, "create_connection", lambda address, *a, **k: refuse(None, address))  # type: ignore[arg-type]
+    ingest_files([("a.txt", b"The car fix cost is forty euros.\n\nThe bus route runs hourly.")], store=store,
+                 embedder=HashEmbedder(), config=PipelineConfig())
+    deps = Deps(store=store, embedder=HashEmbedder())
+    cfg = PipelineConfig().with_overrides({"rerank.method": "cross-encoder",
+                                           "rerank.model": "cross-encoder/ms-marco-MiniLM-L-6-v2",
+                                           "answer.enabled": False, "router.enabled": False})
+    t0 = time.perf_counter()
+    trace = run_query("how much is the car fix", cfg, deps, log=False)
+    assert attempts == []
+    assert time.perf_counter() - t0 < 5
+    rr = trace.stage("rerank")
+    assert rr is not None and rr.skipped is None
+    note = next(n for n in rr.notes if "cross-encoder" in n)
+    assert "not on disk" in note and "never downloaded" in note and "instead" in note

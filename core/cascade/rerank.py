@@ -10,7 +10,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from core.cascade.prune import local_headings
-from core.models.embed import cache_first, one_torch_thread
+from core.models.embed import cache_first, one_torch_thread, require_on_disk
 from core.models.llm import LLM, LLMError, LLMRequest, TextBlock, parse_json
 from core.models.protocols import Embedder, declared_languages, model_languages
 from core.models.tokens import (
@@ -283,7 +283,8 @@ class CrossEncoderReranker:
     pair, so its cost grows with top_n."""
 
     def __init__(self, model_name_or_path: str, *, max_length: int = 512, batch_size: int = 16,
-                 local_files_only: bool = False, device: str = "cpu") -> None:
+                 local_files_only: bool = True, device: str = "cpu") -> None:
+        require_on_disk(model_name_or_path)  # a missing model is reported at once, never fetched
         from sentence_transformers import CrossEncoder
         from transformers.utils import logging as hf_logging
 
@@ -525,7 +526,7 @@ def late_interaction_or_cosine(embedder: Embedder, *, store: Any = None, cache: 
 
 def load_reranker(
     method: str, *, model: str = "", embedder: Embedder, store: Any = None, llm: LLM | None = None, llm_model: str = "",
-    local_files_only: bool = False, cache: TokenCache | None = None,
+    local_files_only: bool = True, cache: TokenCache | None = None,
 ) -> LoadedReranker:
     """Build the configured reranker; when it cannot run here (model not loadable, no LLM key, no token vectors),
     build the best offline one instead and say which, and why, in `notice`."""
