@@ -137,3 +137,10 @@ def test_field_metadata_reads_types_choices_and_bounds() -> None:
     assert field_spec("embedding.runtime").chosen_in == "bench/results/onnx.json"
     with pytest.raises(KeyError):
         field_spec("rerank.nope")
+
+
+def test_a_build_only_setting_leaves_the_hash_alone() -> None:
+    """embedding.multilingual_ingest_budget_s decides what an ingest builds, never what a query returns (#44)."""
+    assert PipelineConfig().with_overrides({"embedding.multilingual_ingest_budget_s": 0}).stable_hash() \
+        == PipelineConfig().stable_hash()
+    assert PipelineConfig().with_overrides({"embedding.multilingual": "on"}).stable_hash() != PipelineConfig().stable_hash()

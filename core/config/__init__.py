@@ -69,7 +69,10 @@ class PipelineConfig(Section):
 
     def stable_hash(self) -> str:
         """Hash of the canonical JSON of the values (never the descriptions): same settings, same hash everywhere."""
-        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        data = self.model_dump(mode="json")
+        for section, key in BUILD_ONLY:  # what an ingest builds, never what a query returns: not the config's identity
+            data[section].pop(key, None)
+        blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
     def with_overrides(self, overrides: dict[str, Any]) -> PipelineConfig:
@@ -83,6 +86,11 @@ class PipelineConfig(Section):
                 raise ConfigError(f"unknown setting {dotted!r}; {section} has: {', '.join(sorted(data[section]))}")
             data[section][key] = value
         return load_config_dict(data)
+
+
+# Settings that only decide what an ingest builds (a query reads the stored vectors whatever they say), so they stay
+# out of the stable hash: changing them must not orphan cached answers and runs.
+BUILD_ONLY: tuple[tuple[str, str], ...] = (("embedding", "multilingual_ingest_budget_s"),)
 
 
 class ConfigError(ValueError):
