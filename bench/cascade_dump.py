@@ -74,11 +74,11 @@ def main(argv: list[str] | None = None) -> int:
         rows.append({"id": q.qid, "question": q.query, "type": types.get(q.query, ""),
                      "gold": sorted({d for g in q.gold for d in g.doc_ids}), "lists": lists,
                      "final": [c.doc_id for c in fin.candidates] if fin is not None else []})
-        if (i + 1) % 25 == 0:
+        if (i + 1) % 10 == 0 or i + 1 == len(qs):  # written as it goes: a stopped run keeps what it read
             print(f"{i + 1}/{len(qs)} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({"set": args.set, "config_hash": cfg.stable_hash(), "overrides": overrides,
-                                          "notes": notes, "rows": rows}))
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.out).write_text(json.dumps({"set": args.set, "config_hash": cfg.stable_hash(),
+                                                  "overrides": overrides, "notes": notes, "rows": rows}))
     print(f"wrote {len(rows)} rows to {args.out}", file=sys.stderr)
     return 0
 

@@ -501,7 +501,8 @@ def _rerank(q: _Query, pool: list[Candidate], pool_from: str, config: PipelineCo
     if r.use_context and q.bm25_variant != "raw":  # contextual retrieval on: the reranker reads context + chunk
         head = attach_contexts(head, deps.store.ledger.contexts(q.bm25_variant, q.workspace, [c.chunk_id for c in head]))
     out, rs = rerank(q.text, head, reranker, k=r.k, use_context=r.use_context, workspace=q.workspace,
-                     query_lang=q.lang, combine=r.combine, input_weight=r.input_weight, rrf_k=r.rrf_k)
+                     query_lang=q.lang, combine=r.combine, input_weight=r.input_weight, rrf_k=r.rrf_k,
+                     keep_top=r.keep_top, keep_within=r.keep_within)
     return StepOutput(out, [n for n in (notice, *rs.notes) if n], rs.usage,
                       {"reranker": reranker.name, "input": pool_from, **describe(rs), **flow_info(head, out)})
 

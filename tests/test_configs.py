@@ -144,3 +144,10 @@ def test_a_build_only_setting_leaves_the_hash_alone() -> None:
     assert PipelineConfig().with_overrides({"embedding.multilingual_ingest_budget_s": 0}).stable_hash() \
         == PipelineConfig().stable_hash()
     assert PipelineConfig().with_overrides({"embedding.multilingual": "on"}).stable_hash() != PipelineConfig().stable_hash()
+
+
+def test_the_rerank_floor_off_keeps_the_old_identity_and_on_is_a_new_one() -> None:
+    base = PipelineConfig().stable_hash()
+    assert PipelineConfig().with_overrides({"rerank.keep_within": 3}).stable_hash() == base  # inert without keep_top
+    on = PipelineConfig().with_overrides({"rerank.keep_top": 2}).stable_hash()
+    assert on != base and PipelineConfig().with_overrides({"rerank.keep_top": 2, "rerank.keep_within": 3}).stable_hash() != on

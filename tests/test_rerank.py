@@ -449,3 +449,26 @@ def test_a_missing_model_is_reported_at_once_with_no_connection_attempt(monkeypa
     assert rr is not None and rr.skipped is None
     note = next(n for n in rr.notes if "cross-encoder" in n)
     assert "not on disk" in note and "never downloaded" in note and "instead" in note
+
+
+def test_the_floor_keeps_the_incoming_best_within_its_cut_by_hand() -> None:
+    from core.cascade.rerank import keep_floor
+
+    # the reranker put incoming #1 (index 0) at 6th and cut incoming #2 (index 1) entirely
+    order, moved = keep_floor([5, 4, 3, 2, 6, 0, 7], keep_top=2, keep_within=3)
+    assert order == [5, 4, 0, 1, 3, 2, 6, 7] and moved == {0: 6, 1: 8}
+    assert keep_floor([0, 1, 2], 2, 3) == ([0, 1, 2], {})  # nothing to do
+    assert keep_floor([2, 1, 0], 0, 1) == ([2, 1, 0], {})  # floor off
+
+
+def test_a_floored_rerank_says_what_it_moved_in_its_notes_and_meta() -> None:
+    texts = ["bus route timetable", "gateway tls port", "how much does a car fix cost: forty euros", "car fix cost"]
+    cands = _cands(texts)
+    reranker = EmbedderCosineReranker(HashEmbedder())
+    free, _ = rerank("how much does a car fix cost", cands, reranker, k=4)
+    first = next(c for c in free if c.chunk_id == cands[0].chunk_id)
+    assert first.rank > 1  # without the floor the reranker pushes the incoming first down
+    out, rs = rerank("how much does a car fix cost", cands, reranker, k=4, keep_top=1, keep_within=1)
+    assert out[0].chunk_id == cands[0].chunk_id and out[0].meta["floored"] == first.rank
+    assert any(n.startswith("floor: the incoming first 1 stay within the first 1; moved back up: #1") for n in rs.notes)
+    assert [c.chunk_id for c in out[1:]] == [c.chunk_id for c in free if c.chunk_id != cands[0].chunk_id]

@@ -89,7 +89,7 @@ def blend_scores(rerank_scores: np.ndarray, *, input_weight: float, rrf_k: int) 
 def rerank(
     query: str, candidates: Sequence[Candidate], reranker: Reranker, *, k: int, use_context: bool = True,
     workspace: str = DEFAULT_WORKSPACE, query_lang: str | None = None, combine: str = "replace",
-    input_weight: float = 1.0, rrf_k: int = 60,
+    input_weight: float = 1.0, rrf_k: int = 60, keep_top: int = 0, keep_within: int = 5,
 ) -> tuple[list[Candidate], RerankScores]:
     """The rerank stage: score every candidate, keep the best k. Ties keep the incoming order; each kept candidate
     records the rank it came in with (meta 'rank_before') and the reranker's own score (meta 'rerank_score').
@@ -115,12 +115,20 @@ def rerank(
     order_in = sorted(range(len(readable)), key=lambda j: (-final[j], j))
     # Foreign candidates hold their slots; the readable ones fill the other slots in their new order.
     slots = iter(readable[j] for j in order_in)
-    placed = [i if foreign[i] else next(slots) for i in range(len(candidates))][:k]
+    placed = [i if foreign[i] else next(slots) for i in range(len(candidates))]
+    placed, floored = keep_floor(placed, keep_top, keep_within)
+    placed = placed[:k]
     score_of = {readable[j]: (float(final[j]), float(raw[j])) for j in range(len(readable))}
     out: list[Candidate] = []
     for r, i in enumerate(placed, start=1):
         c = candidates[i]
-        if foreign[i]:
+        if i in floored:
+            # Level with the candidate it displaced, so MMR's relevance does not push it down again.
+            below = placed[r] if r < len(placed) else None
+            level = max(score_of.get(i, (c.score,))[0], score_of[below][0] if below in score_of else 0.0)
+            out.append(c.with_rank(r, level, rank_before=c.rank, stage="rerank", floored=floored[i],
+                                   rerank_score=score_of[i][1] if i in score_of else None))
+        elif foreign[i]:
             # On the reranker's scale (prune and MMR read scores): level with the candidate above it.
             level = out[-1].score if out else max((v[0] for v in score_of.values()), default=c.score)
             out.append(c.with_rank(r, level, rank_before=c.rank, stage="rerank", not_reranked="language"))
@@ -132,7 +140,27 @@ def rerank(
                          "incoming places")
     if combine == "rrf":
         notes = (*notes, f"order: RRF of the incoming order (weight {input_weight:g}) and the reranker's (k={rrf_k})")
+    if keep_top:
+        moved = ", ".join(f"#{i + 1} (reranked to #{floored[i]})" for i in sorted(floored))
+        notes = (*notes, f"floor: the incoming first {keep_top} stay within the first {keep_within}"
+                         + (f"; moved back up: {moved}" if floored else "; none had to move"))
     return out, RerankScores(res.scores, res.cache_hits, res.computed, res.usage, tuple(notes))
+
+
+def keep_floor(order: Sequence[int], keep_top: int, keep_within: int) -> tuple[list[int], dict[int, int]]:
+    """`order` (incoming indices in their new order) with each of the incoming first `keep_top` that landed below
+    position `keep_within` (or was cut) put back at that position, in incoming order; the rest keep their order.
+    Returns the order and, per moved index, the 1-based rank the reordering had given it. A reranker then promotes
+    what the first stage ranked low without pushing the first stage's best hits out of the top `keep_within`
+    (issue #44: on multi-hop questions naming their entities the reranker's reading lost what hybrid had found)."""
+    out = list(order)
+    rank = {i: n for n, i in enumerate(out, start=1)}
+    floored = {i: rank.get(i, len(out) + 1) for i in range(keep_top) if rank.get(i, len(out) + 1) > keep_within}
+    for i in sorted(floored, reverse=True):  # the last first, so the moved ones end in incoming order
+        if i in rank:
+            out.remove(i)
+        out.insert(keep_within - 1, i)
+    return out, floored
 
 
 # -- late interaction (ColBERT-style MaxSim over the token vectors of core.models.tokens) ----------------------
