@@ -5,8 +5,9 @@ from the per-question stage lists bench/cascade_dump.py wrote: recall@k per ques
     .venv/bin/python bench/cascade_gate.py data/bench/t44_twowiki_dump.json --name cascade_gate_twowiki
 
 Variants (no model call: each is a re-ordering of lists the run produced):
-- hybrid: the fused list; default: the final list; rerank: the rerank stage's list (MMR left out);
-- floor m/c: the cascade's final order, except that each of the fused list's first m documents the cascade pushed
+- hybrid: the fused list; rerank: the rerank stage's list; cascade: the MMR stage's list (round one's cascade);
+  default: the trace's final list (later retrieval rounds included);
+- floor m/c: the cascade's (MMR) order, except that each of the fused list's first m documents the cascade pushed
   below rank c is put back at rank c (a rerank that cannot push the confident fused hits below its cut);
 Split: twowiki question ids sorted, the first half chooses (m, c), the second half reports; both halves are printed.
 Recall is document level: share of a question's gold documents among the first k distinct documents.
@@ -88,14 +89,17 @@ def main(argv: list[str] | None = None) -> int:
     rows = data["rows"]
     rows.sort(key=lambda r: hashlib.sha256(r["id"].encode()).hexdigest())  # a fixed split, not file order
     choose, report = rows[: len(rows) // 2], rows[len(rows) // 2:]
+    # The stage lists are the first retrieval round's (a multi-hop question may run more rounds; `final` is the
+    # trace's last list). The floor acts on round one's cascade: rerank, then MMR, over the fused list.
     base = {"bm25": lambda L: L.get("bm25", []), "dense": lambda L: L.get("dense", []),
             "hybrid (fused)": lambda L: L["fused"], "rerank": lambda L: L.get("rerank", L["fused"]),
-            "default (final)": lambda L: L["final"]}
-    grid = {(m, c): (lambda L, m=m, c=c: floor(L["final"], L["fused"], m, c)) for m in (1, 2, 3, 4, 5)
-            for c in (2, 3, 4, 5) if m <= c}
+            "cascade (mmr)": lambda L: L["mmr"], "default (final)": lambda L: L["final"]}
+    grid = {(m, c): (lambda L, m=m, c=c: floor(L["mmr"], L["fused"], m, c)) for m in (0, 1, 2, 3, 4, 5)
+            for c in (2, 3, 4, 5) if m <= c and (m or c == 5)}
     on_choose = {mc: table(choose, {"v": fn})["v"]["all"]["recall@5"] for mc, fn in grid.items()}
-    best = max(grid, key=lambda mc: (on_choose[mc], -mc[0], mc[1]))  # ties: fewer protected, later cut
-    variants = {**base, f"floor m={best[0]} c={best[1]}": grid[best]}
+    best = max(grid, key=lambda mc: (on_choose[mc], -mc[0], mc[1]))  # ties: fewer protected (0 = none), later cut
+    variants = {**base, f"floor m={best[0]} c={best[1]} (mmr)": grid[best],
+                **{f"floor m={m} c={c} (mmr)": grid[(m, c)] for m, c in ((1, 3), (2, 5), (3, 5)) if (m, c) != best}}
     out: dict[str, Any] = {"dump": args.dump, "config_hash": data.get("config_hash"), "questions": len(rows),
                            "split": "question ids by sha256; first half chooses (m, c), second half reports",
                            "choose_grid_recall@5": {f"m={m} c={c}": v for (m, c), v in on_choose.items()},
@@ -105,15 +109,16 @@ def main(argv: list[str] | None = None) -> int:
         out[part + "_paired@5"] = {
             "default - hybrid": paired(rs, base["default (final)"], base["hybrid (fused)"]),
             "floor - hybrid": paired(rs, grid[best], base["hybrid (fused)"]),
-            "floor - default": paired(rs, grid[best], base["default (final)"]),
+            "cascade - hybrid": paired(rs, base["cascade (mmr)"], base["hybrid (fused)"]),
+            "floor - cascade": paired(rs, grid[best], base["cascade (mmr)"]),
             "rerank - hybrid": paired(rs, base["rerank"], base["hybrid (fused)"]),
-            "final - rerank (MMR)": paired(rs, base["default (final)"], base["rerank"])}
+            "mmr - rerank": paired(rs, base["cascade (mmr)"], base["rerank"])}
     for part in ("choose", "report"):
         print(f"== {part} ({len(choose) if part == 'choose' else len(report)} questions)")
         types = sorted({t for v in out[part].values() for t in v})
-        print(f"{'variant':<22}" + "".join(f"{t[:13]:>15}" for t in types))
+        print(f"{'variant':<26}" + "".join(f"{t[:13]:>15}" for t in types))
         for name, by in out[part].items():
-            print(f"{name:<22}" + "".join(f"{by.get(t, {}).get('recall@5', float('nan')):>15.1f}" for t in types))
+            print(f"{name:<26}" + "".join(f"{by.get(t, {}).get('recall@5', float('nan')):>15.1f}" for t in types))
         print(json.dumps(out[part + "_paired@5"]))
     if args.name:
         write_result(args.name, out)
