@@ -22,6 +22,8 @@ from typing import Any, Callable, Sequence
 
 from _common import write_result
 
+from core.cascade.rerank import keep_floor
+
 KS = (1, 2, 5, 10)
 
 
@@ -34,16 +36,12 @@ def recall(order: Sequence[str], gold: Sequence[str], k: int) -> float:
 
 
 def floor(final: Sequence[str], fused: Sequence[str], m: int, c: int) -> list[str]:
-    """`final`, with every one of fused's first m documents that sits below rank c (or is missing) moved up to rank c,
-    in fused order; the rest keep their order."""
-    out = list(final)
-    for d in fused[:m]:
-        if d in out[:c]:
-            continue
-        if d in out:
-            out.remove(d)
-        out.insert(c - 1, d)
-    return out
+    """`final` with fused's first m documents kept within its first c, by the product's rule
+    (core.cascade.rerank.keep_floor) applied to documents."""
+    ids = list(dict.fromkeys([*fused, *final]))  # fused order first: index i < m is fused's #i+1
+    pos = {d: i for i, d in enumerate(ids)}
+    order, _ = keep_floor([pos[d] for d in final], m, c)
+    return [ids[i] for i in order]
 
 
 def lists_of(row: dict[str, Any]) -> dict[str, list[str]]:

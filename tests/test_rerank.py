@@ -456,7 +456,9 @@ def test_the_floor_keeps_the_incoming_best_within_its_cut_by_hand() -> None:
 
     # the reranker put incoming #1 (index 0) at 6th and cut incoming #2 (index 1) entirely
     order, moved = keep_floor([5, 4, 3, 2, 6, 0, 7], keep_top=2, keep_within=3)
-    assert order == [5, 4, 0, 1, 3, 2, 6, 7] and moved == {0: 6, 1: 8}
+    assert order == [5, 0, 1, 4, 3, 2, 6, 7] and moved == {0: 6, 1: 8}
+    # an incoming first already in place is never pushed out by the ones moved up beside it
+    assert keep_floor([9, 8, 7, 1, 0], 2, 4) == ([9, 8, 1, 0, 7], {0: 5})
     assert keep_floor([0, 1, 2], 2, 3) == ([0, 1, 2], {})  # nothing to do
     assert keep_floor([2, 1, 0], 0, 1) == ([2, 1, 0], {})  # floor off
 

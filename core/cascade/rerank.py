@@ -154,12 +154,17 @@ def keep_floor(order: Sequence[int], keep_top: int, keep_within: int) -> tuple[l
     what the first stage ranked low without pushing the first stage's best hits out of the top `keep_within`
     (issue #44: on multi-hop questions naming their entities the reranker's reading lost what hybrid had found)."""
     out = list(order)
+    keep_top = min(keep_top, keep_within)  # more protected than slots cannot all stay within them
     rank = {i: n for n, i in enumerate(out, start=1)}
     floored = {i: rank.get(i, len(out) + 1) for i in range(keep_top) if rank.get(i, len(out) + 1) > keep_within}
-    for i in sorted(floored, reverse=True):  # the last first, so the moved ones end in incoming order
-        if i in rank:
-            out.remove(i)
-        out.insert(keep_within - 1, i)
+    if not floored:
+        return out, floored
+    rest = [i for i in out if i not in floored]
+    top = rest[:keep_within]
+    # The moved ones take the slots of the lowest unprotected entries of the top; those move just below it.
+    free = [i for i in top if i >= keep_top]
+    drop = set(free[len(free) - len(floored):])
+    out = [i for i in top if i not in drop] + sorted(floored) + [i for i in top if i in drop] + rest[keep_within:]
     return out, floored
 
 
