@@ -82,6 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dump")
     ap.add_argument("--name", default=None)
+    ap.add_argument("--product", default=None, help="a second dump of the same set run with the floor in the product "
+                                                    "(cascade_dump.py --set-option rerank.keep_top=M): its lists are "
+                                                    "scored beside the first dump's, on the same halves")
     args = ap.parse_args(argv)
     data = json.loads(Path(args.dump).read_text())
     rows = data["rows"]
@@ -111,6 +114,28 @@ def main(argv: list[str] | None = None) -> int:
             "floor - cascade": paired(rs, grid[best], base["cascade (mmr)"]),
             "rerank - hybrid": paired(rs, base["rerank"], base["hybrid (fused)"]),
             "mmr - rerank": paired(rs, base["cascade (mmr)"], base["rerank"])}
+    if args.product:
+        prod = {r["id"]: r for r in json.loads(Path(args.product).read_text())["rows"]}
+        out["product"] = {"dump": args.product, "overrides": json.loads(Path(args.product).read_text())["overrides"]}
+        pv = {"hybrid (fused, before)": lambda r: lists_of(r)["fused"],
+              "cascade (mmr, before)": lambda r: lists_of(r)["mmr"],
+              "cascade (mmr, floor)": lambda r: lists_of(prod[r["id"]])["mmr"],
+              "default final (before)": lambda r: lists_of(r)["final"],
+              "default final (floor)": lambda r: lists_of(prod[r["id"]])["final"]}
+        for part, rs in (("choose", choose), ("report", report)):
+            out["product"][part] = {n: {f"recall@{k}": round(100 * sum(recall(fn(r), r["gold"], k) for r in rs)
+                                                             / len(rs), 1) for k in KS} for n, fn in pv.items()}
+            pair = {}
+            for lab, x, y in (("cascade floor - hybrid", "cascade (mmr, floor)", "hybrid (fused, before)"),
+                              ("cascade floor - cascade before", "cascade (mmr, floor)", "cascade (mmr, before)"),
+                              ("final floor - final before", "default final (floor)", "default final (before)")):
+                d = [100 * (recall(pv[x](r), r["gold"], 5) - recall(pv[y](r), r["gold"], 5)) for r in rs]
+                mean = sum(d) / len(d)
+                se = (sum((v - mean) ** 2 for v in d) / (len(d) - 1) / len(d)) ** 0.5
+                pair[lab] = {"mean": round(mean, 2), "se": round(se, 2), "wins": sum(v > 0 for v in d),
+                             "losses": sum(v < 0 for v in d)}
+            out["product"][part + "_paired@5"] = pair
+            print(f"product {part}: {json.dumps(out['product'][part])}\n  {json.dumps(pair)}")
     for part in ("choose", "report"):
         print(f"== {part} ({len(choose) if part == 'choose' else len(report)} questions)")
         types = sorted({t for v in out[part].values() for t in v})

@@ -85,15 +85,16 @@ def test_config_diff_lists_only_changed_settings() -> None:
 # embedding.multilingual_model, fusion.multilingual_weight and fusion.cross_lingual_bm25_weight, the cascade_guard
 # section and limits.max_chunks_per_file, so a default run is a different configuration; issue #31 added
 # context.reindex, context.major_share, graph.follow_ingest and graph.communities; issue #30 answer.synthesis (auto:
-# comparisons and the multi-hop route synthesize) and the raptor section; router.dense_guard_min_cosine (#34).
+# comparisons and the multi-hop route synthesize) and the raptor section; router.dense_guard_min_cosine (#34); issue
+# #44 the rerank floor (rerank.keep_top = 5: the fused top 5 stay in the reranked top 5), a new default behaviour.
 PINNED_HASHES = {
-    "default": ({}, "d9539d4b1146"),
-    "rerank off": ({"rerank.enabled": False}, "b979157f4414"),
-    "heuristic context": ({"context.variant": "heuristic"}, "a18519340a1b"),
-    "router off": ({"router.enabled": False}, "cc372073b93e"),
-    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "53cc99604946"),
-    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "ecc4c33cedbf"),
-    "torch runtime": ({"embedding.runtime": "torch"}, "44341e502860"),
+    "default": ({}, "54fd4b29fc5c"),
+    "rerank off": ({"rerank.enabled": False}, "b173ca92a7c5"),
+    "heuristic context": ({"context.variant": "heuristic"}, "586ae84f35f2"),
+    "router off": ({"router.enabled": False}, "6ae7dee40e15"),
+    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "2c8568e6ad06"),
+    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "eb9528bb2d81"),
+    "torch runtime": ({"embedding.runtime": "torch"}, "41f9e8244d1b"),
 }
 
 
@@ -147,7 +148,8 @@ def test_a_build_only_setting_leaves_the_hash_alone() -> None:
 
 
 def test_the_rerank_floor_off_keeps_the_old_identity_and_on_is_a_new_one() -> None:
-    base = PipelineConfig().stable_hash()
-    assert PipelineConfig().with_overrides({"rerank.keep_within": 3}).stable_hash() == base  # inert without keep_top
+    base = PipelineConfig().with_overrides({"rerank.keep_top": 0}).stable_hash()
+    assert base == "d9539d4b1146"  # the default before the floor: its cached answers and runs keep their name
+    assert PipelineConfig().with_overrides({"rerank.keep_top": 0, "rerank.keep_within": 3}).stable_hash() == base
     on = PipelineConfig().with_overrides({"rerank.keep_top": 2}).stable_hash()
     assert on != base and PipelineConfig().with_overrides({"rerank.keep_top": 2, "rerank.keep_within": 3}).stable_hash() != on
