@@ -121,14 +121,20 @@ def _snapshot_store(path: str) -> Store:
 
 
 def _ingest_args(p: Parser) -> None:
-    p.add_argument("paths", nargs="+")
+    p.add_argument("paths", nargs="*", help="files or folders (none with --multilingual: only build the workspace's "
+                                            "missing multilingual vectors)")
     _add_common(p)
     p.add_argument("--if-empty", action="store_true", help="do nothing when the workspace already has documents")
     _add_json(p)
     _add_engine(p, "local (this process) or ray (parse, chunk and embed on Ray workers; this process writes)")
-    p.add_argument("--multilingual", action="store_true",
-                   help="then build the multilingual vectors (embedding.multilingual_model) the dense_ml list reads, "
-                        "on the same engine")
+    ml = p.add_mutually_exclusive_group()
+    ml.add_argument("--multilingual", action="store_true",
+                    help="build the multilingual vectors (embedding.multilingual_model) the dense_ml list reads "
+                         "whatever their estimate, on the same engine (by default an ingest builds them when the "
+                         "corpus's languages ask for them or the estimate is within "
+                         "embedding.multilingual_ingest_budget_s)")
+    ml.add_argument("--no-multilingual", action="store_true",
+                    help="do not build the multilingual vectors (questions in another language then skip dense_ml)")
     p.add_argument("--collection", metavar="NAME", default=None,
                    help="put the files in this collection of the workspace (default: a file's top folder under the "
                         "folder named, else the collection it is in, else 'default')")
@@ -163,10 +169,17 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
         check_name(args.collection)  # before any file is read
     cfg = _config(args)
+    if not args.paths and not args.multilingual:
+        print("error: name the files or folders to ingest (or --multilingual alone to build the missing "
+              "multilingual vectors)", file=sys.stderr)
+        return 2
     store = _open_store(args, "write")
-    if args.if_empty and store.corpus.count("documents", args.workspace):
-        print(f"{_db(args)} already holds {store.corpus.count('documents', args.workspace)} documents; nothing to ingest")
-        return 0
+    if not args.paths or (args.if_empty and store.corpus.count("documents", args.workspace)):
+        if args.paths:
+            print(f"{_db(args)} already holds {store.corpus.count('documents', args.workspace)} documents; nothing "
+                  "to ingest")
+        # the lists a query needs are still completed (`make run` on a database ingested before this default)
+        return _ingest_multilingual(args, cfg, build_deps(cfg, store=store))
     try:
         # Documents are keyed by their path relative to the folder named (a named file: its base name); only
         # regular files are read, each when its turn comes, and its size is checked first (core/ingest/files.py).
@@ -225,10 +238,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         report = ingest_files(files, store=store, embedder=deps.embedder, config=cfg, workspace=args.workspace,
                               progress=progress, on_result=None if args.json else on_result)
     _ingest_collections(args, store, deps, report.ok)
-    if args.multilingual:
-        code = _ingest_multilingual(args, cfg, deps)
-        if code:
-            return code
+    code = _ingest_multilingual(args, cfg, deps)
+    if code:
+        return code
     ann = None
     if report.ok:
         for line in _build_answer_vectors(cfg, deps, args.workspace):
@@ -405,10 +417,38 @@ def _unbuilt_variant(cfg: PipelineConfig, deps: "Deps", workspace: str, *, build
 
 
 def _ingest_multilingual(args: argparse.Namespace, cfg: PipelineConfig, deps: "Deps") -> int:
-    """ingest --multilingual: the multilingual vectors after the documents, locally or on Ray workers."""
+    """The multilingual vectors after the documents, locally or on Ray workers: by default when the corpus's
+    languages ask for them or their estimate is within embedding.multilingual_ingest_budget_s (--multilingual:
+    whatever the estimate; --no-multilingual: never). The estimate comes from a probe of the model on a few of the
+    workspace's chunks (local engine) or the speed an earlier build here measured, and is printed before the build
+    with its source; the real time after it."""
     from core.app import readiness
 
+    if args.no_multilingual:
+        return 0
     model = cfg.embedding.multilingual_model
+    need, why = readiness.ingest_multilingual_need(deps.store, cfg, args.workspace, deps.embedder.model_id,
+                                                   force=args.multilingual)
+    if need is None:
+        if why:
+            print(f"notice: multilingual vectors not built: {why}", file=sys.stderr)
+        return 0
+    emb = None
+    if args.engine != "ray":
+        notice = readiness.probe_for_ingest(deps, cfg, args.workspace)  # the estimate at this moment's load
+        emb = deps.multilingual_for(model)[0]
+        if emb is None:
+            print(f"{'error' if args.multilingual else 'notice'}: multilingual vectors not built: {notice}",
+                  file=sys.stderr)
+            return 2 if args.multilingual else 0
+        need, why = readiness.ingest_multilingual_need(deps.store, cfg, args.workspace, deps.embedder.model_id,
+                                                       force=args.multilingual)
+        if need is None:
+            print(f"notice: multilingual vectors not built: {why}", file=sys.stderr)
+            return 0
+    _rate, source = readiness.ml_seconds_per_chunk(deps.store, model)
+    print(f"building: {need.label} (about {need.est_seconds:,.0f} s, from {source}; {why}; --no-multilingual "
+          "skips it)", file=sys.stderr)
     show = _stderr_progress("multilingual vectors")
     t0 = time.perf_counter()
     if args.engine == "ray":
@@ -420,14 +460,15 @@ def _ingest_multilingual(args: argparse.Namespace, cfg: PipelineConfig, deps: "D
         except RayEngineError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
+        if stats.computed >= readiness.PROBE_CHUNKS:
+            readiness.record_rate(deps.store, "multilingual", model, (time.perf_counter() - t0) / stats.computed)
     else:
-        emb, notice = deps.multilingual_for(model)
-        if emb is None:
-            print(f"error: {notice}", file=sys.stderr)
-            return 2
         stats = readiness.build_multilingual(deps.store, emb, args.workspace, progress=show)
+        if stats.computed >= readiness.PROBE_CHUNKS:
+            readiness.record_rate(deps.store, "multilingual", model, (time.perf_counter() - t0) / stats.computed)
+    deps.indexes.invalidate(args.workspace)
     print(f"multilingual vectors: {stats.computed} embedded, {stats.cache_hits} from the cache in "
-          f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
+          f"{time.perf_counter() - t0:.1f} s (estimated {need.est_seconds:,.0f} s)", file=sys.stderr)
     return 0
 
 
@@ -614,7 +655,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(text_report(runs, cmp))
         for p in (runs[0].problems if runs else [])[:50]:
             print(f"problem: {p}")
+    _missing_build_notices([(r.config_name, n) for r in runs for n in r.notes])
     return 0
+
+
+def _missing_build_notices(notes: Sequence[tuple[str, str]]) -> None:
+    """eval / sweep: the run-level notice of stages skipped for a missing build, on stderr beside the results."""
+    from core.eval.run import MISSING_BUILD
+
+    for name, n in notes:
+        if n.startswith(MISSING_BUILD):
+            print(f"notice: {name}: {n}", file=sys.stderr)
 
 
 def _set_source_args(p: Parser, *, what: str) -> None:
@@ -732,6 +783,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(f"{res.dataset} in '{res.workspace}' (corpus v{res.corpus_version}), ranked by "
               f"{', then '.join(res.rank_by)}; band 1 = no clear difference from the best")
         print(text_rows(res.table()))
+    for n in res.missing_builds():
+        print(f"notice: {n}", file=sys.stderr)
     return 0
 
 

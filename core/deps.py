@@ -51,7 +51,6 @@ class Deps:
     # Rerank (core/cascade/rerank.py): a test injects `reranker`; otherwise one is built on first use per configured method
     # and model, and kept (its token-vector cache is what makes a warm query cheap).
     reranker: Reranker | None = None
-    hub_offline: bool = False  # HF_HUB_OFFLINE: a cross-encoder name is looked up in the local cache only
     token_cache: TokenCache = field(default_factory=TokenCache, repr=False)
     guards: GuardCache = field(default_factory=GuardCache, repr=False)  # the cascade guard's evidence per workspace
     # The multilingual embedder (embedding.multilingual): a test injects one; otherwise loaded on first use per model.
@@ -70,7 +69,7 @@ class Deps:
         with self._rerank_lock:
             if key not in self._rerankers:
                 loaded = load_reranker(method, model=model, embedder=self.embedder, store=self.store, llm=self.llm,
-                                       llm_model=llm_model, local_files_only=self.hub_offline, cache=self.token_cache)
+                                       llm_model=llm_model, local_files_only=True, cache=self.token_cache)
                 self._rerankers[key] = loaded.reranker
                 self._rerank_notes[key] = loaded.notice
                 if loaded.notice and loaded.notice not in self.notices:
@@ -151,8 +150,7 @@ def build_deps(
     ann_dir = None if str(where) == ":memory:" else Path(str(where) + ".ann")
     indexes = IndexCache(ann_dir, int(env.get("RAG_ANN_MIN_CHUNKS", ANN_MIN_CHUNKS)),
                          ann_writable=not getattr(store, "read_only", False))
-    return Deps(store=store, embedder=embedder, notices=notices, llm=llm, indexes=indexes,
-                hub_offline=env.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"))
+    return Deps(store=store, embedder=embedder, notices=notices, llm=llm, indexes=indexes)
 
 
 def with_llm_provider(deps: Deps, config: PipelineConfig, env: Mapping[str, str] | None = None, *,

@@ -292,16 +292,18 @@ def _ml_plan(q: _Query, config: PipelineConfig, deps: Deps) -> tuple[Multilingua
     total = deps.store.corpus.count("chunks", q.workspace)
     have = sum(n for m, v, n in deps.store.corpus.vector_models(q.workspace) if m == e.multilingual_model and v == "raw")
     if have < total:
+        rate = deps.store.caches.rate("multilingual", e.multilingual_model) or ML_EMBED_S_PER_CHUNK  # measured here
         return plan, (f"{plan.note}; not built: {e.multilingual_model} vectors cover {have:,} of {total:,} chunks. "
-                      "Build them (Search Lab: build; or `python -m core query ... --build`) - "
-                      f"about {(total - have) * ML_EMBED_S_PER_CHUNK:,.0f} s")
+                      "Build them (Search Lab: build; or "
+                      f"`python -m core ingest --multilingual --workspace {q.workspace}`) - "
+                      f"about {(total - have) * rate:,.0f} s")
     emb, notice = deps.multilingual_for(e.multilingual_model)
     if emb is None:
         return plan, f"{plan.note}; {notice}"
     return plan, None
 
 
-# Seconds per chunk to embed with multilingual-e5 on this machine (bench/results/xquad.json measures it).
+# Seconds per chunk to embed with multilingual-e5 when no build or probe here measured it (bench/results/xquad.json).
 ML_EMBED_S_PER_CHUNK = 0.2
 
 

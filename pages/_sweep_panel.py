@@ -47,11 +47,13 @@ def sweep_panel(gs: GoldenSet | None, deps: Any, workspace: str) -> None:
                             progress=lambda d, t, m: bar.progress(min(1.0, d / max(t, 1)),
                                                                   text=f"{d}/{t} {escape_md(m)}"))
             bar.empty()
-            st.session_state[RESULT_KEY] = (gs.name, res.table(), res.ran, res.resumed)
+            st.session_state[RESULT_KEY] = (gs.name, res.table(), res.ran, res.resumed, res.missing_builds())
         shown = st.session_state.get(RESULT_KEY)
         if not shown or shown[0] != gs.name:
             return
-        _, table, ran, resumed = shown
+        _, table, ran, resumed, missing = shown
+        for n in missing:
+            st.warning(escape_md(n))
         st.caption(f"Ranked by recall@5, then MRR; band 1 = no clear difference from the best (inside the paired "
                    f"per-question noise). {ran} run now, {resumed} from the store.")
         st.dataframe(table, hide_index=True, key="sweep_table")

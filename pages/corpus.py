@@ -13,6 +13,8 @@ from pages import _form, _state, _widgets
 from pages._collections_panel import collections_panel
 from pages._tables_panel import tables_panel
 
+ML_BUILD_KEY = "last_multilingual_build"
+
 UPLOAD_TYPES = ["pdf", "docx", "md", "markdown", "html", "htm", "txt",
                 "csv", "tsv", "xlsx", "parquet", "jsonl", "ndjson"]  # tables (core/ingest/tables.py)
 STRATEGIES = {"structure": "structure-aware (headings)", "sentence": "sentence-aware", "fixed": "fixed token window"}
@@ -63,12 +65,24 @@ if st.button("Ingest", type="primary", disabled=not uploaded or bool(bad_collect
     st.session_state[_widgets.LAST_INGEST_KEY] = report = ingest_files(
         files, store=store, embedder=deps.embedder, config=cfg, workspace=ws, progress=_progress)
     assign_ingested(store, [r.name for r in report.ok], ws, collection.strip() or None)
+    # The multilingual list's vectors when the corpus's languages ask for them or the estimate is within budget
+    # (readiness.ingest_multilingual_need); else the reason, shown with the report.
+    readiness.probe_for_ingest(deps, cfg, ws)  # the estimate at this moment's load, when vectors are missing
+    ml_need, ml_why = readiness.ingest_multilingual_need(store, cfg, ws, deps.embedder.model_id)
+    if ml_need is not None:
+        bar.progress(0.0, text=f"multilingual vectors (about {ml_need.est_seconds:,.0f} s; {escape_md(ml_why)})")
+        st.session_state[ML_BUILD_KEY] = readiness.build(ml_need, cfg, deps, ws, progress=lambda d, t: bar.progress(
+            min(1.0, d / max(t, 1)), text=f"multilingual vectors {d}/{t} (about {ml_need.est_seconds:,.0f} s)"))
+    else:
+        st.session_state[ML_BUILD_KEY] = f"multilingual vectors not built: {ml_why}" if ml_why else None
     if (need := readiness.answer_need(store, cfg, ws)) is not None:  # the offline answer's sentence vectors, once
         readiness.build(need, cfg, deps, ws, progress=lambda d, t: bar.progress(
             min(1.0, d / max(t, 1)), text=f"answer sentence vectors {d}/{t}"))
     st.session_state["upload_round"] = upload_round + 1
     st.rerun()
 _widgets.ingest_report(st.session_state.get(_widgets.LAST_INGEST_KEY))
+if ml_done := st.session_state.get(ML_BUILD_KEY):
+    st.caption(escape_md(ml_done))
 
 # -- documents ------------------------------------------------------------------------------------------------------
 docs = corpus_ops.documents(store, ws)

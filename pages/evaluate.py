@@ -21,7 +21,7 @@ from core.eval.datasets import (
     parse_jsonl,
     problems_as_rows,
 )
-from core.eval.run import NamedConfig, compare, load_run, per_query_diff, run_eval
+from core.eval.run import MISSING_BUILD, NamedConfig, compare, load_run, per_query_diff, run_eval
 from pages import _state
 from pages._golden_panel import golden_panel, golden_sources
 from pages._sweep_panel import tuning_panels
@@ -151,8 +151,8 @@ if not shown:
 
 # -- results -----------------------------------------------------------------------------------------------------------
 for r in shown:
-    for note in r.notes:
-        st.caption(f"{escape_md(r.config_name)}: {escape_md(note)}")
+    for note in r.notes:  # a stage skipped for a missing build is a warning: the run did not test that stage
+        (st.warning if note.startswith(MISSING_BUILD) else st.caption)(f"{escape_md(r.config_name)}: {escape_md(note)}")
 if len(shown) == 2:
     a, b = shown
     st.subheader(f"A = {escape_md(a.config_name)} ({a.config_hash}) · "

@@ -87,3 +87,29 @@ def test_every_command_in_the_table_is_a_subcommand_in_order() -> None:
     assert ev.workspace is None and ev.config == [] and ev.engine == "local"  # eval's own defaults survive
     q = sub.choices["query"].parse_args(["q?", "--set", "a.b=1", "--set", "c.d=2"])
     assert (q.depth, q.set, q.json, q.build) == (10, ["a.b=1", "c.d=2"], False, False)
+
+
+def test_an_ingest_builds_the_multilingual_vectors_a_russian_corpus_needs_and_says_why(tmp_path: Path) -> None:
+    """Issue #44: the README's ingest alone leaves a Russian corpus with every list it needs (the real models)."""
+    ru = tmp_path / "ru"
+    ru.mkdir()
+    (ru / "fin.txt").write_text("Выручка компании за третий квартал выросла на 12 процентов.\n\nРасходы снизились.\n")
+    (ru / "gw.txt").write_text("Шлюз принимает соединения только по TLS 1.2 и выше.\n")
+    db = tmp_path / "w.duckdb"
+    skip = _run("ingest", str(ru), "--no-multilingual", "--workspace", "skip", db=db)
+    assert skip.returncode == 0 and "multilingual" not in skip.stderr, skip.stderr
+    out = _run("ingest", str(ru), db=db)
+    assert out.returncode == 0, out.stderr
+    assert "building: multilingual vectors" in out.stderr and "the corpus's languages ask for it" in out.stderr
+    assert "multilingual vectors: 2 embedded" in out.stderr
+    q = _run("query", "Насколько выросла выручка?", "--json", db=db)
+    stages = {s["stage"]: s for s in json.loads(q.stdout)["stages"]}
+    assert not stages["dense_ml"]["skipped"] and "Выручка" in stages["dense_ml"]["candidates"][0]["text"]
+    # An English corpus over the budget: not built, and the ingest names the command.
+    en = tmp_path / "en"
+    en.mkdir()
+    (en / "a.txt").write_text("Revenue grew by twelve percent in the third quarter.\n")
+    over = _run("ingest", str(en), "--workspace", "en", "--set", "embedding.multilingual_ingest_budget_s=0", db=db)
+    assert "not built" in over.stderr and "`python -m core ingest --multilingual --workspace en`" in over.stderr
+    fill = _run("ingest", "--multilingual", "--workspace", "en", db=db)
+    assert fill.returncode == 0 and "multilingual vectors: 1 embedded" in fill.stderr, fill.stderr

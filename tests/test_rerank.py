@@ -413,3 +413,64 @@ def test_foreign_candidates_keep_their_places_while_the_rest_move() -> None:
     assert out[1].meta["not_reranked"] == "language" and out[1].score == out[0].score  # level with the one above
     assert any("kept their incoming places" in n for n in res.notes)
 
+
+
+def test_a_missing_model_is_reported_at_once_with_no_connection_attempt(monkeypatch: pytest.MonkeyPatch,
+                                                                        store: Store) -> None:
+    """Issue #44: a cross-encoder without weights on disk, with HF_HUB_OFFLINE unset, makes 0 connection attempts
+    (every socket connect is counted and refused) and the rerank stage that fell back carries the notice."""
+    import socket
+    import time
+
+    attempts: list[object] = []
+
+    def refuse(self: socket.socket, address: object) -> None:
+        attempts.append(address)
+        raise OSError("network refused by the test")
+
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", lambda self, address: refuse(self, address) or 1)
+    monkeypatch.setattr(socket, "create_connection", lambda address, *a, **k: refuse(None, address))  # type: ignore[arg-type]
+    # a name lookup is the first step of any fetch (without it the old path failed in DNS, 0 connects, 27 s of retries)
+    monkeypatch.setattr(socket, "getaddrinfo", lambda host, *a, **k: refuse(None, host))  # type: ignore[arg-type]
+    ingest_files([("a.txt", b"The car fix cost is forty euros.\n\nThe bus route runs hourly.")], store=store,
+                 embedder=HashEmbedder(), config=PipelineConfig())
+    deps = Deps(store=store, embedder=HashEmbedder())
+    cfg = PipelineConfig().with_overrides({"rerank.method": "cross-encoder",
+                                           "rerank.model": "cross-encoder/ms-marco-MiniLM-L-6-v2",
+                                           "answer.enabled": False, "router.enabled": False})
+    t0 = time.perf_counter()
+    trace = run_query("how much is the car fix", cfg, deps, log=False)
+    assert attempts == []
+    assert time.perf_counter() - t0 < 5
+    rr = trace.stage("rerank")
+    assert rr is not None and rr.skipped is None
+    note = next(n for n in rr.notes if "cross-encoder" in n)
+    assert "not on disk" in note and "never downloaded" in note and "instead" in note
+
+
+def test_the_floor_keeps_the_incoming_best_within_its_cut_by_hand() -> None:
+    from core.cascade.rerank import keep_floor
+
+    # the reranker put incoming #1 (index 0) at 6th and cut incoming #2 (index 1) entirely
+    order, moved = keep_floor([5, 4, 3, 2, 6, 0, 7], keep_top=2, keep_within=3)
+    assert order == [5, 0, 1, 4, 3, 2, 6, 7] and moved == {0: 6, 1: 8}
+    # an incoming first already in place is never pushed out by the ones moved up beside it
+    assert keep_floor([9, 8, 7, 1, 0], 2, 4) == ([9, 8, 1, 0, 7], {0: 5})
+    assert keep_floor([0, 1, 2], 2, 3) == ([0, 1, 2], {})  # nothing to do
+    assert keep_floor([2, 1, 0], 0, 1) == ([2, 1, 0], {})  # floor off
+
+
+def test_a_floored_rerank_says_what_it_moved_in_its_notes_and_meta() -> None:
+    texts = ["bus route timetable", "gateway tls port", "how much does a car fix cost: forty euros", "car fix cost"]
+    cands = _cands(texts)
+    reranker = EmbedderCosineReranker(HashEmbedder())
+    free, _ = rerank("how much does a car fix cost", cands, reranker, k=4)
+    first = next(c for c in free if c.chunk_id == cands[0].chunk_id)
+    assert first.rank > 1  # without the floor the reranker pushes the incoming first down
+    out, rs = rerank("how much does a car fix cost", cands, reranker, k=4, keep_top=1, keep_within=1)
+    assert out[0].chunk_id == cands[0].chunk_id and out[0].meta["floored"] == first.rank
+    assert any(n.startswith("floor: the incoming first 1 stay within the first 1; moved back up: #1") for n in rs.notes)
+    assert [c.chunk_id for c in out[1:]] == [c.chunk_id for c in free if c.chunk_id != cands[0].chunk_id]

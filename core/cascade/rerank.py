@@ -10,7 +10,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from core.cascade.prune import local_headings
-from core.models.embed import cache_first, one_torch_thread
+from core.models.embed import cache_first, one_torch_thread, require_on_disk
 from core.models.llm import LLM, LLMError, LLMRequest, TextBlock, parse_json
 from core.models.protocols import Embedder, declared_languages, model_languages
 from core.models.tokens import (
@@ -89,7 +89,7 @@ def blend_scores(rerank_scores: np.ndarray, *, input_weight: float, rrf_k: int) 
 def rerank(
     query: str, candidates: Sequence[Candidate], reranker: Reranker, *, k: int, use_context: bool = True,
     workspace: str = DEFAULT_WORKSPACE, query_lang: str | None = None, combine: str = "replace",
-    input_weight: float = 1.0, rrf_k: int = 60,
+    input_weight: float = 1.0, rrf_k: int = 60, keep_top: int = 0, keep_within: int = 5,
 ) -> tuple[list[Candidate], RerankScores]:
     """The rerank stage: score every candidate, keep the best k. Ties keep the incoming order; each kept candidate
     records the rank it came in with (meta 'rank_before') and the reranker's own score (meta 'rerank_score').
@@ -115,12 +115,20 @@ def rerank(
     order_in = sorted(range(len(readable)), key=lambda j: (-final[j], j))
     # Foreign candidates hold their slots; the readable ones fill the other slots in their new order.
     slots = iter(readable[j] for j in order_in)
-    placed = [i if foreign[i] else next(slots) for i in range(len(candidates))][:k]
+    placed = [i if foreign[i] else next(slots) for i in range(len(candidates))]
+    placed, floored = keep_floor(placed, keep_top, keep_within)
+    placed = placed[:k]
     score_of = {readable[j]: (float(final[j]), float(raw[j])) for j in range(len(readable))}
     out: list[Candidate] = []
     for r, i in enumerate(placed, start=1):
         c = candidates[i]
-        if foreign[i]:
+        if i in floored:
+            # Level with the candidate it displaced, so MMR's relevance does not push it down again.
+            below = placed[r] if r < len(placed) else None
+            level = max(score_of.get(i, (c.score,))[0], score_of[below][0] if below in score_of else 0.0)
+            out.append(c.with_rank(r, level, rank_before=c.rank, stage="rerank", floored=floored[i],
+                                   rerank_score=score_of[i][1] if i in score_of else None))
+        elif foreign[i]:
             # On the reranker's scale (prune and MMR read scores): level with the candidate above it.
             level = out[-1].score if out else max((v[0] for v in score_of.values()), default=c.score)
             out.append(c.with_rank(r, level, rank_before=c.rank, stage="rerank", not_reranked="language"))
@@ -132,7 +140,32 @@ def rerank(
                          "incoming places")
     if combine == "rrf":
         notes = (*notes, f"order: RRF of the incoming order (weight {input_weight:g}) and the reranker's (k={rrf_k})")
+    if keep_top:
+        moved = ", ".join(f"#{i + 1} (reranked to #{floored[i]})" for i in sorted(floored))
+        notes = (*notes, f"floor: the incoming first {keep_top} stay within the first {keep_within}"
+                         + (f"; moved back up: {moved}" if floored else "; none had to move"))
     return out, RerankScores(res.scores, res.cache_hits, res.computed, res.usage, tuple(notes))
+
+
+def keep_floor(order: Sequence[int], keep_top: int, keep_within: int) -> tuple[list[int], dict[int, int]]:
+    """`order` (incoming indices in their new order) with each of the incoming first `keep_top` that landed below
+    position `keep_within` (or was cut) put back at that position, in incoming order; the rest keep their order.
+    Returns the order and, per moved index, the 1-based rank the reordering had given it. A reranker then promotes
+    what the first stage ranked low without pushing the first stage's best hits out of the top `keep_within`
+    (issue #44: on multi-hop questions naming their entities the reranker's reading lost what hybrid had found)."""
+    out = list(order)
+    keep_top = min(keep_top, keep_within)  # more protected than slots cannot all stay within them
+    rank = {i: n for n, i in enumerate(out, start=1)}
+    floored = {i: rank.get(i, len(out) + 1) for i in range(keep_top) if rank.get(i, len(out) + 1) > keep_within}
+    if not floored:
+        return out, floored
+    rest = [i for i in out if i not in floored]
+    top = rest[:keep_within]
+    # The moved ones take the slots of the lowest unprotected entries of the top; those move just below it.
+    free = [i for i in top if i >= keep_top]
+    drop = set(free[len(free) - len(floored):])
+    out = [i for i in top if i not in drop] + sorted(floored) + [i for i in top if i in drop] + rest[keep_within:]
+    return out, floored
 
 
 # -- late interaction (ColBERT-style MaxSim over the token vectors of core.models.tokens) ----------------------
@@ -283,7 +316,8 @@ class CrossEncoderReranker:
     pair, so its cost grows with top_n."""
 
     def __init__(self, model_name_or_path: str, *, max_length: int = 512, batch_size: int = 16,
-                 local_files_only: bool = False, device: str = "cpu") -> None:
+                 local_files_only: bool = True, device: str = "cpu") -> None:
+        require_on_disk(model_name_or_path)  # a missing model is reported at once, never fetched
         from sentence_transformers import CrossEncoder
         from transformers.utils import logging as hf_logging
 
@@ -525,7 +559,7 @@ def late_interaction_or_cosine(embedder: Embedder, *, store: Any = None, cache: 
 
 def load_reranker(
     method: str, *, model: str = "", embedder: Embedder, store: Any = None, llm: LLM | None = None, llm_model: str = "",
-    local_files_only: bool = False, cache: TokenCache | None = None,
+    local_files_only: bool = True, cache: TokenCache | None = None,
 ) -> LoadedReranker:
     """Build the configured reranker; when it cannot run here (model not loadable, no LLM key, no token vectors),
     build the best offline one instead and say which, and why, in `notice`."""

@@ -117,7 +117,8 @@ def rerank_step(text: str, pool: Sequence[Candidate], pool_from: str, r: RerankC
     if contexts is not None:
         head = attach_contexts(head, contexts([c.chunk_id for c in head]))
     out, rs = rerank(text, head, reranker, k=r.k, use_context=r.use_context, workspace=workspace, query_lang=lang,
-                     combine=r.combine, input_weight=r.input_weight, rrf_k=r.rrf_k)
+                     combine=r.combine, input_weight=r.input_weight, rrf_k=r.rrf_k, keep_top=r.keep_top,
+                     keep_within=r.keep_within)
     return StepOutput(out, [n for n in (notice, *rs.notes) if n], rs.usage,
                       RerankInfo(reranker.name, pool_from, rs.cache_hits, rs.computed, Flow.of(head, out)))
 

@@ -74,6 +74,12 @@ class PipelineConfig(Section):
         for section, key in OMITTED_AT_DEFAULT:  # settings added later: a config that leaves them keeps its hash
             if data.get(section, {}).get(key) == OMITTED_AT_DEFAULT[(section, key)]:
                 del data[section][key]
+        for section, key in BUILD_ONLY:  # what an ingest builds, never what a query returns: not the config's identity
+            data[section].pop(key, None)
+        for (section, key), (off, with_it) in ADDED_OFF.items():  # a later setting at its no-op: the old identity
+            if data[section].get(key) == off:
+                for k in (key, *with_it):
+                    data[section].pop(k, None)
         blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
@@ -97,6 +103,14 @@ OMITTED_AT_DEFAULT: dict[tuple[str, str], Any] = {
     ("llm", "provider"): "anthropic", ("llm", "base_url"): "", ("llm", "model"): "", ("llm", "gguf_path"): "",
     ("llm", "threads"): 2, ("llm", "context_tokens"): 8192, ("llm", "reuse_prefix"): True,
 }
+# Settings that only decide what an ingest builds (a query reads the stored vectors whatever they say), so they stay
+# out of the stable hash: changing them must not orphan cached answers and runs.
+BUILD_ONLY: tuple[tuple[str, str], ...] = (("embedding", "multilingual_ingest_budget_s"),)
+
+
+# Settings added after configurations were stored, with the value that does nothing and the settings that only
+# matter with them: at that value they stay out of the hash, so cached answers and runs keep their configuration.
+ADDED_OFF: dict[tuple[str, str], tuple[object, tuple[str, ...]]] = {("rerank", "keep_top"): (0, ("keep_within",))}
 
 
 class ConfigError(ValueError):

@@ -30,6 +30,15 @@ class RerankConfig(Section):
                                     "reranker alone loses it and most of the reranker's gain where it helps"))
     input_weight: float = Field(1.0, ge=0, le=10, description="rrf: weight of the incoming order")
     rrf_k: int = Field(60, ge=1, le=10000, description="rrf: the RRF constant of the blend")
+    keep_top: int = Field(5, ge=0, le=100, description="floor: the incoming list's first keep_top stay within the "
+                                                       "first keep_within of the reranked list (0: no floor)",
+                          json_schema_extra=chosen_in("bench/results/cascade_gate_twowiki.json",
+                                                      "chosen on one half of twowiki's questions by recall@5 of the "
+                                                      "first round's cascade, reported on the other half: the "
+                                                      "reranker pushed bridge pages hybrid ranked 4th-5th out of the "
+                                                      "top 5; the floor keeps them and the reranker's gains at 1-2"))
+    keep_within: int = Field(5, ge=1, le=1000, description="floor: the rank the incoming first keep_top are never "
+                                                           "pushed below")
 
 
 class PruneConfig(Section):

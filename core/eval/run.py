@@ -400,8 +400,31 @@ def _mean_or_none(values: Sequence[float | None]) -> float | None:
     return sum(vals) / len(vals) if vals else None
 
 
+MISSING_BUILD = "skipped for a missing build"
+_BUILD_MARKS = ("not built", "built yet", "rebuild it")
+
+
+def missing_build_notes(traces: Sequence[Trace | None]) -> list[str]:
+    """Run-level notices: stages the configuration asks for that questions skipped because something was never
+    built (multilingual vectors, the entity graph, a RAPTOR tree), with how many questions and the command that
+    builds it. Without them the reason lived only in each question's trace and a run read as the stage's failure."""
+    n = sum(t is not None for t in traces)
+    groups: dict[str, tuple[list[str], set[int]]] = {}  # what builds it -> (stages, questions)
+    for i, t in enumerate(traces):
+        for s in t.stages if t is not None else ():
+            if s.skipped and any(m in s.skipped for m in _BUILD_MARKS):
+                cmd = re.search(r"`([^`]+)`", s.skipped)
+                what = f"`{cmd.group(1)}` builds it" if cmd else f"why: {s.skipped}"
+                stages, seen = groups.setdefault(what, ([], set()))
+                if s.stage not in stages:
+                    stages.append(s.stage)
+                seen.add(i)
+    return [f"{MISSING_BUILD}: {', '.join(stages)} on {len(seen)} of {n} questions; {what}"
+            for what, (stages, seen) in groups.items()]
+
+
 def _notes(gs: GoldenSet, cfg: PipelineConfig, runs: list[list[tuple]], metrics: dict[str, float | None]) -> list[str]:
-    notes = []
+    notes = missing_build_notes([t for _, _, t, _, _ in runs[0]])
     depth = metrics.get("depth")
     if depth is not None and gs.ks and depth < 0.95 * max(gs.ks):
         notes.append(f"the final list holds {depth:.1f} candidates on average, fewer than k={max(gs.ks)}: "

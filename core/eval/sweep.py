@@ -15,7 +15,7 @@ from core.config import ConfigError, PipelineConfig
 from core.deps import Deps
 from core.eval.datasets import GoldenSet
 from core.eval.metrics import compare_metric
-from core.eval.run import EvalRun, NamedConfig, run_eval
+from core.eval.run import MISSING_BUILD, EvalRun, NamedConfig, run_eval
 from core.files import FileProblem, check_depth, read_text_checked
 from core.models.pricing import worst_call_usd
 from core.pipeline import StageMemo
@@ -200,8 +200,19 @@ class SweepResult:
                         "$ / query": round(r.usd_per_query, 6), "resumed": r.resumed})
         return out
 
+    def missing_builds(self) -> list[str]:
+        """The rows' run-level notices of stages skipped for a missing build, each once with the configurations
+        that met it (core.eval.run.missing_build_notes)."""
+        seen: dict[str, list[str]] = {}
+        for r in self.rows:
+            for n in r.notes:
+                if n.startswith(MISSING_BUILD):
+                    seen.setdefault(n, []).append(r.name)
+        return [f"{n} (in {', '.join(names)})" for n, names in seen.items()]
+
     def to_dict(self) -> dict[str, Any]:
         return {"dataset": self.dataset, "workspace": self.workspace, "corpus_version": self.corpus_version,
+                "notices": self.missing_builds(),
                 "rank_by": list(self.rank_by), "estimate_usd": self.estimate_usd, "ran": self.ran,
                 "resumed": self.resumed, "table": self.table(),
                 "rows": [{**r.to_dict(), "band": r.band, "per_query": None} for r in self.rows]}

@@ -37,6 +37,28 @@ def one_torch_thread() -> Iterator[None]:
 
 
 BUNDLED_PREFIX = "bundled:"
+
+
+class ModelNotOnDisk(RuntimeError):
+    """A model named by a hub id whose files are not on this machine: it is reported missing, never downloaded."""
+
+
+def require_on_disk(name: str) -> str:
+    """`name` when it is a local folder or a hub id already in the local Hugging Face cache; else ModelNotOnDisk at
+    once. Nothing here opens a connection: a load that would have to fetch files fails before it tries (a
+    cross-encoder switched on without weights spent 27.6 s trying the network before its fallback, issue #44)."""
+    if name.startswith(BUNDLED_PREFIX) or Path(name).expanduser().is_dir():
+        return name
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(name, "config.json")
+    except Exception:  # not a valid repo id either: no file can be found for it
+        found = None
+    if isinstance(found, str):
+        return name
+    raise ModelNotOnDisk(f"model '{name}' is not on disk (no local folder, not in the Hugging Face cache); models "
+                         "are never downloaded here: put its files in a folder and name the folder")
 BUNDLED_MODEL = "bundled:all-MiniLM-L6-v2"
 
 
@@ -72,7 +94,8 @@ class SentenceTransformerEmbedder:
 
                 hf_logging.disable_progress_bar()
 
-                self._model = SentenceTransformer(self._resolve_path(), device=self.device)
+                path = require_on_disk(self._resolve_path())
+                self._model = SentenceTransformer(path, device=self.device, local_files_only=True)
 
     @property
     def model(self):  # noqa: ANN201 - sentence_transformers type stays out of the signature

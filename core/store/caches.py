@@ -80,6 +80,17 @@ class Caches:
         return int(self._db.cursor().execute(
             "SELECT count(*) FROM embedding_cache WHERE workspace_id = ?", [workspace]).fetchone()[0])
 
+    # -- measured build speeds (core/app/readiness.py reads them for its estimates) ------------------------------
+    def put_rate(self, what: str, model_id: str, seconds_per_item: float) -> None:
+        """The seconds per item a build or probe on this machine measured, kept in a meta row per (what, model)."""
+        with self._db.writer() as cur:
+            cur.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [f"rate:{what}:{model_id}",
+                                                                     repr(float(seconds_per_item))])
+
+    def rate(self, what: str, model_id: str) -> float | None:
+        row = self._db.cursor().execute("SELECT value FROM meta WHERE key = ?", [f"rate:{what}:{model_id}"]).fetchone()
+        return float(row[0]) if row else None
+
     # -- hit/miss events (the Costs page's cache hit rate) ----------------------------------------------------
     def record_cache_event(self, cache: str, hits: int, misses: int, purpose: str,
                            workspace: str = DEFAULT_WORKSPACE) -> None:
