@@ -204,3 +204,17 @@ def test_validity_labels_small_easy_and_lexical_generated_sets() -> None:
     assert "failed its validity check" in bad.blocked() and not bad.to_dict()["ok"]
     # a hand-written set is reported, not gated
     assert assess(qs[:20], generated=False, difficulty=0.97).ok
+
+
+def test_a_generated_set_that_failed_its_validity_check_recommends_nothing(deps: Deps) -> None:
+    from dataclasses import replace
+
+    ingest_files(DOCS, store=deps.store, embedder=deps.embedder, config=PipelineConfig())
+    gs = replace(parse_jsonl("\n".join(json.dumps(x) for x in LINES), "gen.jsonl"), generator="offline-v2",
+                 generation={"mean_overlap": 0.2, "dropped": {"a slot or fragment left in it": 4}})
+    res = run_sweep(gs, grid_configs(PipelineConfig(), GRID), deps, current=PipelineConfig().with_overrides(GRID[1][1]))
+    assert res.validity is not None and not res.validity.ok and res.validity.generated
+    assert res.validity.dropped == {"a slot or fragment left in it": 4}
+    assert res.verdict is not None and res.verdict.verdict == "no clear winner" and res.verdict.blocked
+    out = res.to_dict()
+    assert out["recommendation"] == "hybrid" and out["validity"]["failures"][0].startswith("too small")

@@ -180,8 +180,9 @@ def resolve_subject(subj: str, title: str) -> str:
     return s
 
 
+_OBJECT_START = frozenset("the a an their its his her two three four five several many all both".split())
 _NOT_SUBJECT = frozenset((
-    "this that these those they its his her their a an we i you our us my your here there because although if whereas "
+    "first together using finally thus this that these those they its his her their a an we i you our us my your here there because although if whereas "
     "though unless once however in on at after before during since when while as by from with for of to each both "
     "all some many most one also but and then thus").split())
 
@@ -239,8 +240,11 @@ def english_drafts(sentence: str, title: str) -> list[Draft]:
             out += _aux_forms(subj, aux, rest, past, sentence)
         return out
     ws = s.split()
-    at = next((i for i in range(1, min(len(ws) - 1, 10)) if ws[i].islower() and (lemma(ws[i]) or ws[i] in _PRESENT)),
-              None)
+    at = next((i for i in range(1, min(len(ws) - 1, 10)) if ws[i].islower() and (ws[i] in _PAST or ws[i] in _PRESENT or (
+        lemma(ws[i]) and (ws[i + 1].lower() in _OBJECT_START or ws[i + 1][:1].isdigit())))), None)
+    if at is not None and (ws[at - 1].lower() in _NOT_SUBJECT or ws[0].lower().endswith("ing")
+                           or ws[0].lower().strip(",") in _NOT_SUBJECT):
+        at = None  # 'ifenprodil and related ...', 'Using engineered mice ...': no subject before the verb
     m = re.match(r"^(?P<subj>\S+(?:\s+\S+){%d})\s+(?P<verb>\S+)\s+(?P<rest>.+)$" % (at - 1), s) if at else None
     if m and lemma(m.group("verb")):
         subj = resolve_subject(m.group("subj"), title)
@@ -385,11 +389,12 @@ def _past_forms(subj: str, verb: str, rest: str, sentence: str, *, raw_subject: 
     dm = re.search(rf"\s*\b(?:in|on|since|during|from|until)\s+({DATE})\b", rest)
     if dm:
         core = _clause((rest[: dm.start()] + " " + rest[dm.end():]).strip(), 7)
-        if core is not None:
+        if core or base in ("die", "retire", "marry", "emigrate", "debut", "premiere", "resign", "return"):
             out.append(Draft(f"When did {{S}} {base}{' ' + core if core else ''}?", subj, dm.group(1), "when",
                              f"date:{base}", sentence=sentence))
     pm = re.search(rf"\s*\b(?:in|at)\s+(?:the\s+)?({NAME})", rest)
-    if pm and not _MONTH_WORD.match(pm.group(1).split()[0]) and not dm:
+    if pm and not _MONTH_WORD.match(pm.group(1).split()[0]) and not dm and all(
+            re.match(r"^[A-Z][a-zà-ÿ]", w) for w in pm.group(1).split() if w[:1].isupper()):
         core = _clause((rest[: pm.start()] + " " + rest[pm.end():]).strip(), 6)
         out.append(Draft(f"Where did {{S}} {base}{' ' + core if core else ''}?", subj, pm.group(1), "where",
                          f"place:{base}", sentence=sentence))
