@@ -167,6 +167,9 @@ def resolve_subject(subj: str, title: str) -> str:
     ws = s.split()
     if not ws or s[:1].islower() or len(ws) > 8 or any(c in s for c in ",;:"):
         return ""
+    if ws[-1].lower() in _NOT_HEAD or any(w.lower() in ("that", "which", "whether") or w.lower() in _PRESENT
+                                          for w in ws):
+        return ""  # 'The main', 'Animal studies suggest that estrogen': not a noun phrase
     if ws[0].lower().strip(",") in _NOT_SUBJECT:
         return ""  # 'this method', 'we', 'because ...': not a thing a reader can look up
     if ws[0] == "The" and title and title.lower() not in s.lower() and any(w[:1].isupper() for w in ws[1:]):
@@ -180,6 +183,9 @@ def resolve_subject(subj: str, title: str) -> str:
     return s
 
 
+_NOT_HEAD = frozenset("main major primary key most other same first second new several many such overall".split())
+_REPORTING = frozenset("show showed shown suggest suggested indicate indicated demonstrate demonstrated reveal revealed "
+                       "find found confirm confirmed report reported".split())
 _OBJECT_START = frozenset("the a an their its his her two three four five several many all both".split())
 _NOT_SUBJECT = frozenset((
     "first together using finally thus this that these those they its his her their a an we i you our us my your here there because although if whereas "
@@ -343,7 +349,7 @@ def _aux_forms(subj: str, aux: str, rest: str, past: bool, sentence: str) -> lis
         why = re.search(r"\b(?:because|due to|owing to)\b\s+(.{5,})", rest)
         if why:
             core = _clause(rest[: why.start()], 8)
-            if core:
+            if core and not re.search(r"\b(?:that|whether)\b", core):
                 out.append(Draft(f"Why {aux} {{S}} {core}?", subj, why.group(1), "why", "why", sentence=sentence))
         by = re.match(r"^((?:[a-z]+ly\s+)?[a-z]+ed)\s+by\s+(?:about\s+|approximately\s+|nearly\s+)?(\d[\d.,]*\s?%)", rest)
         if by and aux in ("is", "was", "are", "were"):
@@ -355,7 +361,9 @@ def _aux_forms(subj: str, aux: str, rest: str, past: bool, sentence: str) -> lis
                       r"(.{3,})", rest)
         if pp and not out and aux in ("is", "was", "are", "were"):
             obj = _clause(pp.group(3), 8)
-            if obj and not re.match(r"^\d", obj) and (pp.group(2) != "to" or re.match(r"^(?:the|a|an|[A-Z])", obj)):
+            if obj and not re.match(r"^\d", obj) and (pp.group(2) != "to" or re.match(r"^(?:the|a|an|[A-Z])", obj)) \
+                    and not (pp.group(2) == "to" and pp.group(1).split()[-1] in ("used", "required", "needed", "designed",
+                                                                                  "expected", "thought", "believed")):
                 out.append(Draft(f"What {aux} {{S}} {pp.group(1)} {pp.group(2)}?", subj, obj, "what",
                                  f"{pp.group(1).split()[-1]}:{pp.group(2)}", sentence=sentence))
     return out
@@ -386,6 +394,8 @@ def lemma(verb: str) -> str:
 def _past_forms(subj: str, verb: str, rest: str, sentence: str, *, raw_subject: str) -> list[Draft]:
     out: list[Draft] = []
     base = lemma(verb)
+    if verb in _REPORTING and re.match(r"^(?:that|a|an)?\s*\w+\s+that\b|^that\b", rest):
+        return out  # 'analysis showed that ...': the claim, not the showing, is the fact (asked elsewhere)
     dm = re.search(rf"\s*\b(?:in|on|since|during|from|until)\s+({DATE})\b", rest)
     if dm:
         core = _clause((rest[: dm.start()] + " " + rest[dm.end():]).strip(), 7)
