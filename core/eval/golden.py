@@ -43,7 +43,8 @@ _CODE_DEF = re.compile(r"^[ \t]*(?:(?:pub(?:\([\w:]+\))?|public|private|static|a
                        r"(fn|def|func|function|class|struct|enum|trait|interface)\s+([A-Za-z_]\w*)", re.M)
 
 
-_GENERIC_NAMES = frozenset(("from new default main init run fmt drop clone hash next call get set len eq "
+_GENERIC_NAMES = frozenset(("from new default main init run fmt drop clone hash next call get set len eq iter "
+                            "from_str try_from into_iter poll read write flush close open reset clear size "
                             "deref index display debug setup teardown setUp tearDown into as_ref build apply "
                             "update handle process execute parse").split())
 _CODE_REL = re.compile(r"\bimpl(?:<[^>]*>)?\s+(?P<impl>(?P<parent>[A-Z]\w+))(?:<[^>]*>)?\s+for\s+(?P<child>[A-Z]\w+)"
@@ -164,7 +165,8 @@ def drafts_of(p: Passage) -> list[Draft]:
                 out.append(Draft(f"Which {'trait' if m.group('impl') else 'class'} does `{{S}}` {how}?", child,
                                  parent, "which", f"code-{how}", sentence=m.group(0).strip()))
         for m in _CODE_RET.finditer(text):
-            if len(m.group("name")) > 3 and not m.group("name").startswith("__"):
+            if len(m.group("name")) > 3 and not m.group("name").startswith("__") and \
+                    m.group("name").lower() not in _GENERIC_NAMES:
                 out.append(Draft("What does the function `{S}` return?", m.group("name"), m.group("ret").strip(),
                                  "what", "code-return", sentence=m.group(0).strip()))
         return out

@@ -547,7 +547,7 @@ def code_drafts(text: str) -> list[Draft]:
         kind = _KIND[m.group("kind")]
         verb, _, tail = doc.partition(" ")
         if tail and 2 <= len(tail.split()) <= 14 and verb.lower() not in _NOT_VERB and verb.isalpha() \
-                and not re.search(r"[`{}()\[\]=<>]", tail):
+                and not re.search(r"[`{}()\[\]=<>\"]", tail) and tail[-1:].isalnum():
             out.append(Draft(f"Which {kind} {_third_person(verb)} {{S}}?", tail, m.group("name"), "which",
                              "code-doc", sentence=m.group(0).strip()))
     return out
