@@ -65,7 +65,7 @@ def test_question_forms_name_their_subject_and_ask_for_the_fact() -> None:
     assert [(d.query, d.answer) for d in english_drafts("The calibration interval is 90 days by default.", "x")] \
         == [("What is the calibration interval by default?", "90 days")]
     ru = {d.query for d in russian_drafts("В 2019 году инженер Ольга Сомова построила испытательный стенд.", "")}
-    assert "Когда Ольга Сомова построила стенд?" in ru  # the fact, not the sentence copied
+    assert "Когда инженер Ольга Сомова построила стенд?" in ru  # the fact, not the sentence copied
     code = code_drafts("/// Parses the pressure log into samples.\npub fn parse_log(s: &str) -> Vec<Sample> {\n")
     assert [(d.query, d.answer) for d in code] == [("Which function parses the pressure log into samples?",
                                                     "parse_log")]

@@ -451,24 +451,32 @@ def _ru_clean(s: str) -> str:
 _RU_ADJ = re.compile(r"^[а-яё-]+(?:ый|ий|ой|ая|яя|ое|ее|ые|ие|ого|его|ому|ему|ую|юю|ых|их|ым|им|ыми|ими)$")
 
 
+_RU_PREP = frozenset("в во на по с со к ко из от до для при о об у за над под про без через между и а но".split())
+
+
 def _ru_core(rest: str) -> str:
-    """Who did what, without the modifiers: names, the verb and the head of what follows it ('инженер Ольга
-    Сомова построила испытательный стенд для насосов' -> 'Ольга Сомова построила стенд'), so the question asks
-    about the fact without copying the sentence."""
+    """Who did what, without the modifiers after the verb ('Ольга Сомова построила испытательный стенд для
+    насосов' -> 'Ольга Сомова построила стенд'), so the question asks about the fact without copying the sentence;
+    '' when what precedes the verb is not a subject (a preposition, a pronoun)."""
     ws = rest.split()
     at = next((i for i, w in enumerate(ws) if _RU_VERB.match(w.lower())), None)
-    if at is None:
-        return rest
-    before = [w for w in ws[:at] if w[:1].isupper()] or ws[max(0, at - 1):at]
+    if at is None or at == 0 or ws[0].lower() in _RU_PREP or ws[0].lower() in (
+            "он", "она", "оно", "они", "это", "все", "всё", "этот", "эта", "эти", "тот", "та", "те"):
+        return ""
     after: list[str] = []
     for w in ws[at + 1:]:
-        if w[:1].isupper() or _RU_ADJ.match(w.lower()) and not after:
-            if w[:1].isupper():
-                after.append(w)
+        if w.lower() in _RU_PREP and not after:
+            after.append(w)
+            continue
+        if _RU_ADJ.match(w.lower()) and not w[:1].isupper():
             continue
         after.append(w)
-        break
-    return " ".join(before + [ws[at]] + after)
+        if not w[:1].isupper() and w.lower() not in _RU_PREP:
+            break
+    if after and after[-1].lower() in _RU_PREP:
+        after = after[:-1]
+    first = ws[0] if len(ws[0]) > 1 and ws[0][1:].islower() and at > 1 and ws[1][:1].isupper() else ws[0]
+    return " ".join([first, *ws[1:at], ws[at], *after])
 
 
 def russian_drafts(sentence: str, title: str) -> list[Draft]:
@@ -491,7 +499,8 @@ def russian_drafts(sentence: str, title: str) -> list[Draft]:
             out.append(Draft(f"Кто {m.group(2)} {{S}}?", obj, m.group(1), "who", f"agent:{m.group(2)}",
                              sentence=sentence))
     pm = re.search(rf"\s+во?\s+({_RU_NAME})", first_clause)
-    if pm and not out:
+    verb_at = next((mm.start() for mm in re.finditer(r"[а-яё]+", first_clause) if _RU_VERB.match(mm.group(0))), None)
+    if pm and not out and verb_at is not None and pm.start() > verb_at:  # the place follows its verb
         rest = _ru_core(_ru_clean(first_clause[: pm.start()] + " " + first_clause[pm.end():]))
         if len(rest.split()) >= 2 and any(_RU_VERB.match(w) for w in rest.lower().split()):
             out.append(Draft("Где {S}?", rest, pm.group(1), "where", "place", sentence=sentence))
@@ -502,7 +511,8 @@ def russian_drafts(sentence: str, title: str) -> list[Draft]:
             out.append(Draft(f"Сколько {nm.group(2)} {{S}}?", rest[:1].lower() + rest[1:], nm.group(0), "how many",
                              f"count:{nm.group(2)}", sentence=sentence))
     d = re.match(rf"^({_RU_NAME}(?:\s+[а-яё]+){{0,2}})\s+[—–-]\s+(?:это\s+)?(.{{8,}})$", first_clause)
-    if d and len(d.group(1).split()) <= 4:
+    if d and len(d.group(1).split()) <= 4 and d.group(1).split()[0].lower() not in (
+            "более", "менее", "самый", "такой", "другой", "один", "одна", "это", "этот", "эта"):
         subj = d.group(1)
         ws = subj.split()
         if len(ws) >= 2 and ws[1][:1].islower():
