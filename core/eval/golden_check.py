@@ -27,7 +27,7 @@ _DEMONSTRATIVE = re.compile(r"\b(?:this|these|those|such)\s+\w|(?<![а-яё])(?:
                             r"такой|такая|такие)(?![а-яё])", re.I)
 _SLOT = re.compile(r"who or what|кто или что|…|\.\.\.|\{S\}|\bthe document\b|\bthis (?:document|passage|text|"
                    r"article|section)\b|\bэтом (?:документе|тексте)\b|\s[?]|[,;:]\s*\?$|\?\s*\S")
-_MARKUP = re.compile(r"\{#|```|https?://|\|\s|<[a-z/]|\[\[|\]\]|#{2,}|\s=\s")
+_MARKUP = re.compile(r"\{#|```|https?://|\|\s|<[a-z/]|\[\[|\]\]|#{2,}|\s=\s|(?:^|\s)(?:\*|//|#)\s")
 
 
 def words(text: str) -> list[str]:
