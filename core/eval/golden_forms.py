@@ -262,7 +262,9 @@ def english_drafts(sentence: str, title: str) -> list[Draft]:
         base = _PRESENT[verb]
         obj = _clause(m.group("rest"), 8)
         if subj and obj and 2 <= len(subj.split()) <= 6 and not subj.lower().startswith(("we ", "our ", "i ")):
-            do = "do" if subj.lower().endswith("s") and len(subj.split()) == 1 else "does"
+            last = subj.split()[-1].lower()
+            plural = " and " in subj or (last.endswith("s") and not last.endswith(("ss", "us", "is", "sis")))
+            do = "do" if plural else "does"
             out.append(Draft(f"What {do} {{S}} {base}?", subj, obj, "what", f"verb:{base}", sentence=sentence))
     return out
 
@@ -386,6 +388,8 @@ def lemma(verb: str) -> str:
         return verb[:-2]  # 'entered', 'visited', 'offered'
     if re.search(r"([bdgklmnprt])\1ed$", verb) and not verb.endswith(("lled", "ssed")):
         return verb[:-3]  # 'planned', 'stopped'
+    if verb.endswith(("aired", "eared", "oared", "eined")):
+        return verb[:-2]  # 'impaired', 'appeared'
     if verb.endswith(_D_ONLY):
         return verb[:-1]
     return verb[:-2]
