@@ -774,7 +774,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print("error: some configurations call the LLM: " + ", ".join(f"{n} ≤ ${u:.4f}" for n, u in paid.items())
               + "; run again with --yes to spend it", file=sys.stderr)
         return 2
-    res = run_sweep(gs, configs, deps, workspace=ws, fresh=args.fresh,
+    res = run_sweep(gs, configs, deps, workspace=ws, fresh=args.fresh, current=base,
                     progress=lambda d, t, m: print(f"\r[{d}/{t}] {m[:60]:<60}", end="" if d < t else "\n",
                                                    file=sys.stderr))
     if args.json:
@@ -783,6 +783,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(f"{res.dataset} in '{res.workspace}' (corpus v{res.corpus_version}), ranked by "
               f"{', then '.join(res.rank_by)}; band 1 = no clear difference from the best")
         print(text_rows(res.table()))
+        if res.validity is not None:
+            print(f"validity: {res.validity.label()}")
+            print(text_rows(res.validity.rows()))
+        if res.verdict is not None:
+            print(f"verdict: {res.verdict.verdict} — recommendation '{res.verdict.recommendation}': "
+                  f"{res.verdict.reason}")
     for n in res.missing_builds():
         print(f"notice: {n}", file=sys.stderr)
     return 0

@@ -664,8 +664,8 @@ class Calibration:
     created_at: Any = None
 
     def describe(self) -> str:
-        kept = ("; its cross-validated cut did no better than the shipped prior, so the prior is kept"
-                if self.figures.get("kept_prior") else "")
+        why = self.figures.get("kept_prior_why") or "its cross-validated cut did no better than the shipped prior"
+        kept = f"; {why}, so the prior is kept" if self.figures.get("kept_prior") else ""
         return f"calibration on '{self.dataset}' (corpus v{self.corpus_version}, {self.folds}-fold CV{kept})"
 
 

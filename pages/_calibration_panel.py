@@ -29,7 +29,7 @@ def calibration_panel(gs: GoldenSet | None, deps: Any, workspace: str) -> None:
             st.markdown(f"Threshold **{cal.threshold:.3f}** · fitted on '{escape_md(cal.dataset)}' · corpus "
                         f"v{cal.corpus_version}{' (the corpus has changed since)' if version != cal.corpus_version else ''}"
                         f" · {cal.folds}-fold CV"
-                        + (" · the cut fitted on this set did no better than the shipped prior in cross-validation, "
+                        + (f" · {escape_md(cal.figures.get('kept_prior_why') or 'the cut fitted on this set did no better than the shipped prior in cross-validation')}, "
                            "so the prior is kept" if cal.figures.get("kept_prior") else ""))
             st.dataframe(summary_rows(cal), hide_index=True, key="cal_figures")
             st.caption("CV figures: each fold's questions judged at the cut chosen on the other folds. Answered "

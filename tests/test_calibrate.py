@@ -171,3 +171,31 @@ def test_a_fitted_cut_that_does_no_better_in_cv_keeps_the_prior() -> None:
     # Separable supports: the fitted cut wins in CV and is used
     sep = cross_validate(_outcomes([0.6, 0.7, 0.8, 0.9, 0.65, 0.75], [0.1, 0.2, 0.3, 0.25, 0.15, 0.35]), prior=0.9, k=3)
     assert sep.figures["kept_prior"] is False and sep.threshold == sep.figures["fitted_threshold"] < 0.6
+
+
+def test_a_cut_that_refuses_more_answerables_than_the_prior_in_cv_is_never_adopted() -> None:
+    # Unanswerables sit just under the answerables: a stricter cut than the prior (0.2) refuses them all and wins
+    # the objective, but held out it also refuses answerable questions the prior answered: the prior stays
+    outs = _outcomes([0.55, 0.6, 0.7, 0.8, 0.9, 0.45, 0.5], [0.3, 0.35, 0.4, 0.42, 0.38, 0.33, 0.36])
+    fit = cross_validate(outs, prior=0.2, k=3)
+    cv, prior = fit.figures["cv"], fit.figures["prior"]
+    assert cv["refused_answerable"] > prior["refused_answerable"] == 0.0
+    assert fit.figures["kept_prior"] is True and fit.threshold == 0.2
+    assert "refused more answerable" in fit.figures["kept_prior_why"]
+    # a looser cut than the prior refuses fewer answerables: adopted when it does better
+    sep = cross_validate(_outcomes([0.6, 0.7, 0.8, 0.9, 0.65, 0.75], [0.1, 0.2, 0.3, 0.25, 0.15, 0.35]), prior=0.9, k=3)
+    assert sep.figures["cv"]["refused_answerable"] < sep.figures["prior"]["refused_answerable"]
+    assert sep.figures["kept_prior"] is False
+
+
+def test_a_generated_set_that_failed_its_validity_check_changes_nothing(ingested: Deps) -> None:
+    from dataclasses import replace
+
+    # twelve generated questions: too small to tell anything (validity), so the prior stays and it says why
+    gs = replace(parse_jsonl("\n".join(_tiny_set_lines()), "gen.jsonl"), generator="offline-v2")
+    rep = calibrate(gs, ingested, workspace="default", config=CFG, k=3)
+    f = rep.calibration.figures
+    assert rep.calibration.threshold == f["prior_threshold"] and f["kept_prior"] is True
+    assert "failed its validity check" in f["kept_prior_why"] and not f["validity"]["ok"]
+    assert any(n.startswith("not adopted") for n in rep.notes)
+    assert "failed its validity check" in rep.calibration.describe()

@@ -1,4 +1,6 @@
-"""Offline golden-set generator on a tiny corpus: facts, wording, near-misses checked absent, and the CLI contract."""
+"""Offline golden-set generator on a tiny invented corpus: question forms, the well-formedness check and what it
+drops, multi-hop and comparison items from real links only, near-misses checked absent, Russian questions for
+Russian chunks, and the CLI contract."""
 from __future__ import annotations
 
 import json
@@ -6,24 +8,29 @@ import re
 
 from core.cli import main
 from core.eval.datasets import load_jsonl_file
-from core.eval.golden import CorpusIndex, Passage, find_facts, generate, overlap, passages_from
+from core.eval.golden import CorpusIndex, Passage, content_words, generate, generate_set, overlap, passages_from
+from core.eval.golden_check import problem
+from core.eval.golden_forms import code_drafts, english_drafts, russian_drafts
 from core.store import Store
 from core.types import Chunk, Document
 
 DOCS = {
-    "rig.md": ("Pelican Test Rig", "en", [
-        "The Pelican rig is a hydraulic test bench for subsea valves. The rig operator is Henrik Aas. "
-        "The bench reached a pressure of 350 bar during the acceptance test on 14 May 2023.",
-        "Maintenance happens every 6 weeks. The coolant pump was replaced by Marta Quist in 2022.",
+    "rig.md": ("Pelican Rig", "en", [
+        "The Pelican Rig is a 1998 documentary film directed by Henrik Aas. It was shot in Tromsø.",
+        "The coolant pump was replaced in 2022 because of a cracked housing. The rig has 14 pressure sensors.",
     ]),
-    "lab.md": ("Heron Lab Handbook", "en", [
-        "The Heron lab is a calibration laboratory in Bergen. It holds 12 pressure gauges. "
-        "Henrik Aas trains new staff at the Heron lab every spring.",
-        "The calibration interval is 90 days for every gauge. Gauge readings are stored in LabVault_v2.",
+    "aas.md": ("Henrik Aas", "en", [
+        "Henrik Aas (born 3 March 1961) is a Norwegian film director and engineer. He was born in Bergen.",
     ]),
-    "ru.md": ("Отчёт о стенде", "ru", [
-        "Стенд «Кречет» — это испытательный стенд для насосов высокого давления. "
-        "Давление на стенде достигло 280 бар в марте 2024 года.",
+    "quist.md": ("Marta Quist", "en", [
+        "Marta Quist (12 May 1950 – 9 June 2011) was a Danish painter. She was the daughter of Niels Quist.",
+    ]),
+    "heron.md": ("Heron Lab", "en", [
+        "Heron Lab is a 2004 documentary film directed by Marta Quist. The calibration interval is 90 days by default.",
+    ]),
+    "ru.md": ("Стенд Кречет", "ru", [
+        "В 2019 году инженер Ольга Сомова построила испытательный стенд для насосов. "
+        "Стенд «Кречет» — это испытательный стенд для насосов высокого давления.",
     ]),
 }
 
@@ -37,46 +44,95 @@ def _passages() -> list[Passage]:
     return out
 
 
-def test_facts_by_kind_and_definition_wording() -> None:
-    p = _passages()[0]
-    kinds = {f.kind for f in find_facts(p)}
-    assert {"definition", "number", "date", "name"} <= kinds
-    d = next(f for f in find_facts(p) if f.kind == "definition")
-    assert d.subject == "The Pelican rig" and d.answer.startswith("a hydraulic test bench")
+def test_question_forms_name_their_subject_and_ask_for_the_fact() -> None:
+    got = {d.query: d for d in english_drafts("Henrik Aas (born 3 March 1961) is a Norwegian film director and "
+                                              "engineer.", "Henrik Aas")}
+    assert got["When was Henrik Aas born?"].answer == "3 March 1961"
+    assert got["What nationality is Henrik Aas?"].answer == "Norwegian"
+    assert "What does Henrik Aas do for a living?" in got
+    film = {d.query: d for d in english_drafts("The Pelican Rig is a 1998 documentary film directed by Henrik Aas.",
+                                               "Pelican Rig")}
+    who = film["Who directed The Pelican Rig?"]
+    assert who.answer == "Henrik Aas" and who.role == "the director of {S}"
+    assert film["When was The Pelican Rig released?"].answer == "1998"
+    # a pronoun subject becomes the document's title: the question stands alone
+    assert [d.query for d in english_drafts("He was born in Bergen.", "Henrik Aas")] == ["Where was Henrik Aas born?"]
+    assert english_drafts("It was shot there.", "") == []  # no title to name it by: no question
+    why = english_drafts("The coolant pump was replaced in 2022 because of a cracked housing.", "Pelican Rig")
+    assert [d.query for d in why] == ["When was the coolant pump replaced?", "Why was the coolant pump replaced in 2022?"]
+    assert [d.query for d in english_drafts("The rig has 14 pressure sensors.", "x")] == \
+        ["How many pressure sensors does the rig have?"]
+    assert [(d.query, d.answer) for d in english_drafts("The calibration interval is 90 days by default.", "x")] \
+        == [("What is the calibration interval by default?", "90 days")]
+    ru = {d.query for d in russian_drafts("В 2019 году инженер Ольга Сомова построила испытательный стенд.", "")}
+    assert "Когда инженер Ольга Сомова построила стенд?" in ru  # the fact, not the sentence copied
+    code = code_drafts("/// Parses the pressure log into samples.\npub fn parse_log(s: &str) -> Vec<Sample> {\n")
+    assert [(d.query, d.answer) for d in code] == [("Which function parses the pressure log into samples?",
+                                                    "parse_log")]
 
 
-def test_generated_set_types_gold_and_overlap() -> None:
+def test_the_well_formedness_check_names_what_it_drops() -> None:
+    ok = dict(content=content_words)
+    assert problem("Who directed The Pelican Rig?", answer="Henrik Aas", **ok) is None
+    assert problem("uses the specific port how much by default?", **ok) == "does not open with a question word"
+    assert problem("What was 1555-7 May 1633)?", **ok) == "unbalanced brackets or quotes"
+    assert problem("Later also wrote which son in 1988?", **ok) == "does not open with a question word"
+    assert problem("Which came first for the palme: … or …?", **ok) == "a slot or fragment left in it"
+    assert problem("When was he born?", **ok) == "leans on text the reader cannot see (a pronoun subject)"
+    assert problem("What does this method return?", **ok) == \
+        "leans on text the reader cannot see (a pronoun subject)"
+    assert problem("Who directed the film Henrik Aas made?", answer="Henrik Aas", **ok) == "gives its answer away"
+    assert problem("Когда построили стенд?", **ok) == "not in its passage's language"
+    assert problem("Когда построили стенд «Кречет»?", lang="ru", **ok) is None
+    s = "The rig operator is Henrik Aas and Aas runs the bench."
+    assert problem("Is the rig operator Henrik Aas and does Aas run the bench?", answer="x", evidence=s,
+                   content=content_words) == "copies its evidence sentence"
+
+
+def test_generated_set_is_well_formed_varied_and_reports_what_it_dropped() -> None:
     ps = _passages()
-    items = generate(ps, 12, seed=1)
-    assert items == generate(ps, 12, seed=1)  # seeded: the same set twice
+    got = generate_set(ps, 14, seed=1)
+    assert got.items == generate(ps, 14, seed=1)  # seeded: the same set twice
     texts = {p.chunk.chunk_id: p.chunk.text for p in ps}
-    types = {it.qtype for it in items}
-    assert "factoid" in types and "unanswerable" in types
-    for it in items:
-        assert it.generator == "offline-v1" and it.query.endswith("?")
+    for it in got.items:
+        assert it.generator == "offline-v2"
+        assert problem(it.query, lang=it.meta.get("lang", "en")) is None, it.query
         for g in it.gold:  # every gold span is a sentence of the chunk it names
             assert g.span in " ".join(texts[g.chunk].split())
         if it.answerable:
-            assert it.gold and it.meta["overlap"] <= 0.8  # the question never copies its gold sentence
-    ru = [it for it in items if it.meta.get("lang") == "ru"]
+            assert it.gold and it.meta["overlap"] <= 0.75
+    forms = {it.meta.get("fact") for it in got.items if it.qtype == "factoid"}
+    assert {"who", "when"} <= forms and len(forms) >= 5  # varied forms, not one template
+    queries = {it.query for it in got.items}
+    # a multi-hop item only from a real link: the film's director is a document of the corpus
+    hops = [it for it in got.items if it.qtype == "multi-hop"]
+    assert hops and all(len({g.doc for g in it.gold}) == 2 for it in hops)
+    assert any(q.startswith(("When was the director of", "What nationality is the director of", "Where was the "
+                             "director of", "What does the director of")) for q in queries)
+    # comparisons only of two items with the same attribute
+    cmps = [it for it in got.items if it.qtype == "comparison"]
+    assert all(it.meta["fact"].split(":")[1] in ("born", "died", "year", "nationality", "country", "directed")
+               for it in cmps)
+    ru = [it for it in got.items if it.meta.get("lang") == "ru"]
     assert ru and all(re.search("[а-яё]", it.query, re.I) for it in ru)  # Russian documents, Russian questions
+    assert isinstance(got.dropped, dict)
 
 
-def test_near_misses_are_absent_from_the_corpus() -> None:
+def test_near_misses_change_one_constraint_and_are_absent() -> None:
     ps = _passages()
     index = CorpusIndex(ps)
-    items = generate(ps, 20, seed=3)
-    misses = [it for it in items if not it.answerable]
+    misses = [it for it in generate(ps, 30, seed=3) if not it.answerable]
     assert misses
     for it in misses:
-        assert not it.gold and it.meta["swap"]
-        old, new = it.meta["swap"].removeprefix("year ").split(" -> ")
-        assert new.casefold() in it.query.casefold()
-        if old.isdigit():
-            assert not index.contains(new)  # the swapped year appears nowhere
-        else:  # no chunk holds the new word together with the question's other anchors
-            kept = [a for a in it.meta.get("anchors", []) if a != old]
-            assert not index.together([*kept, new]) or not kept
+        assert not it.gold and it.meta["swap"] and problem(it.query, lang=it.meta.get("lang", "en")) is None
+        kind, _, change = it.meta["swap"].partition(" ")
+        old, new = change.split(" -> ")
+        if kind == "subject":
+            assert not index.contains(new.casefold()) and new in it.query
+        elif kind == "year":
+            assert not index.contains(new)
+        elif kind == "attribute":  # asks for a death date of someone the corpus gives only a birth for
+            assert it.query.endswith("die?") and not index.together([it.meta["subject"], "died"])
 
 
 def test_overlap_measure() -> None:
@@ -93,16 +149,23 @@ def test_cli_generate_list_export_round_trip(tmp_path, capsys) -> None:
         store.corpus.put_document(Document(name, name, "md", len(text), "h" + name, lang, text, "t", "default", title),
                                   [Chunk(f"{name}-{i}", name, i, c, 0, len(c), (), len(c.split()), lang)
                                    for i, c in enumerate(chunks)], None, "m")
-    assert len(passages_from(store.corpus, "default")) == 5
+    assert len(passages_from(store.corpus, "default")) == 6
     store.close()
     assert main(["golden", "generate", "--db", str(db), "--n", "10", "--name", "g1", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["name"] == "g1" and report["items"] == sum(report["by_type"].values()) > 0
+    assert isinstance(report["dropped"], dict)
     out = tmp_path / "g1.jsonl"
     assert main(["golden", "export", "g1", "--db", str(db), "--out", str(out)]) == 0
     back = load_jsonl_file(out)
     assert not back.problems and len(back.queries) == report["items"]
     line = json.loads(out.read_text().splitlines()[0])
     assert {"id", "query", "gold", "answer", "answerable", "type"} <= set(line)
+    # the stored set carries its generator and what it dropped: the validity report reads them
+    from core.eval.datasets import load_dataset
+    s = Store(db, read_only=True)
+    gs = load_dataset("golden:default/g1", store=s)
+    s.close()
+    assert gs.generator == "offline-v2" and "dropped" in gs.generation
     assert main(["golden", "export", "nope", "--db", str(db), "--out", str(out)]) == 2
     assert main(["golden", "generate", "--db", str(db), "--workspace", "empty", "--n", "5"]) == 2

@@ -31,13 +31,13 @@ def _passage_of(body: dict) -> str:
 def _good(body: dict) -> str:
     first = _passage_of(body).split(". ")[0].rstrip(".") + "."
     return json.dumps({"items": [
-        {"question": "Who looks after it?", "answer": first.split()[-1].rstrip("."), "gold_span": first,
+        {"question": "Who looks after the equipment here?", "answer": first.split()[-1].rstrip("."), "gold_span": first,
          "type": "factoid", "answerable": True, "missing_term": ""},
-        {"question": "What colour is it?", "answer": "blue", "gold_span": "The rig is painted blue.",
+        {"question": "What colour is the rig painted?", "answer": "blue", "gold_span": "The rig is painted blue.",
          "type": "factoid", "answerable": True, "missing_term": ""},  # span not in the chunk: rejected
         {"question": "Who runs the Oslo rig?", "answer": "", "gold_span": "", "type": "unanswerable",
          "answerable": False, "missing_term": "Oslo"},
-        {"question": "Who runs it in Bergen?", "answer": "", "gold_span": "", "type": "unanswerable",
+        {"question": "Who runs the rig in Bergen?", "answer": "", "gold_span": "", "type": "unanswerable",
          "answerable": False, "missing_term": "Bergen"},  # Bergen is in the corpus: rejected
     ]})
 
@@ -55,6 +55,18 @@ def test_items_are_validated_and_the_document_is_the_cached_prefix(anthropic_stu
     assert len(answerable) == 3 and all(it.gold[0].span in " ".join(TEXTS[it.gold[0].doc]) for it in answerable)
     assert {it.meta["missing_term"] for it in out.items if not it.answerable} == {"Oslo"}
     assert out.rejected == {"span not in its chunk": 3, "near-miss term found in the corpus": 3}
+    # the offline generator's well-formedness check holds the Claude path too
+    from core.eval.golden_llm import validate
+    from core.eval.golden import CorpusIndex
+    from core.eval.golden_llm import Outcome
+    held = Outcome()
+    bad = {"items": [{"question": "Who looks after it?", "answer": "x", "gold_span": ps[0].chunk.text.split(". ")[0],
+                      "type": "factoid", "answerable": True, "missing_term": ""},
+                     {"question": "looks after the rig who or what", "answer": "", "gold_span": "",
+                      "type": "unanswerable", "answerable": False, "missing_term": "Oslo"}]}
+    assert validate(bad, ps[0], CorpusIndex(ps), held) == []
+    assert held.rejected == {"leans on text the reader cannot see (a pronoun subject)": 1,
+                             "not one question (no single closing '?')": 1}
     bodies = [r.json() for r in anthropic_stub.state.requests if r.path.endswith("/messages")]
     assert all(b["output_config"]["format"]["type"] == "json_schema" for b in bodies)
     rig = [b for b in bodies if "rig.md" in json.dumps(b["messages"][0]["content"][0]) or

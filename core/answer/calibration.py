@@ -42,6 +42,7 @@ def rates(outcomes: Sequence[Outcome], cut: float | Sequence[float]) -> dict[str
     una = [(o, c) for o, c in zip(outcomes, cuts) if not o.answerable]
     ok = lambda o, c: o.support >= c and o.correct  # noqa: E731
     return {"answered_correctly": share([ok(o, c) for o, c in ans]),
+            "refused_answerable": share([o.support < c for o, c in ans]),
             "answered_correctly_retrieved": share([ok(o, c) for o, c in ans if o.retrieved]),
             "answered_correctly_sentence": share([ok(o, c) for o, c in ans if o.sentence_retrieved]),
             "refused_correctly": share([o.support < c for o, c in una]),
@@ -106,9 +107,15 @@ def cross_validate(outcomes: Sequence[Outcome], *, prior: float, k: int = 5, see
     cv, at_prior = rates(outcomes, held), rates(outcomes, prior)
     # The CV figures say whether a cut fitted on this set does better than the prior on questions it was not fitted
     # on; where it does not, the fitted cut is noise of this set and the prior stays (the figures say so).
-    keeps_prior = objective(cv) <= objective(at_prior)
+    # A cut that refuses more of the set's answerable questions than the prior does, on questions it was not
+    # fitted on, trades answers a user had for refusals the set may not stand for: the prior stays.
+    refuses_more = (cv["refused_answerable"] or 0.0) > (at_prior["refused_answerable"] or 0.0) + 1e-12
+    keeps_prior = objective(cv) <= objective(at_prior) or refuses_more
+    why = ("the fitted cut refused more answerable questions than the prior in cross-validation" if refuses_more
+           else "the fitted cut did no better than the prior in cross-validation" if keeps_prior else "")
     figures = {"cv": cv, "prior": at_prior, "prior_threshold": prior, "fitted_threshold": fitted,
-               "kept_prior": keeps_prior, "fold_thresholds": fold_cuts, "in_sample": rates(outcomes, fitted),
+               "kept_prior": keeps_prior, "kept_prior_why": why, "fold_thresholds": fold_cuts,
+               "in_sample": rates(outcomes, fitted),
                "questions": len(outcomes),
                "objective": "mean of answered-correctly (gold passage retrieved) and refused-correctly"}
     return Fit(prior if keeps_prior else fitted, k, figures)

@@ -13,6 +13,7 @@ from core.eval.answer import answered_correctly, matches_gold
 from core.eval.datasets import GoldenQuery, GoldenSet
 from core.eval.metrics import judge
 from core.eval.run import prepare
+from core.eval.validity import of_set
 from core.pipeline import QueryError, run_query
 from core.types import DEFAULT_WORKSPACE, Calibration, Stage
 
@@ -113,7 +114,13 @@ def calibrate(gs: GoldenSet, deps: Deps, *, workspace: str | None = None, config
                                "near-miss questions unanswerable, or add some)")
     got = collect_outcomes(resolved, cfg, deps, workspace=ws, progress=progress)
     fit = fit_outcomes(got.outcomes, k=k, seed=seed)
-    figures = {**fit.figures, "skipped": got.skipped,
+    found = [o.retrieved for o in got.outcomes if o.answerable]
+    valid = of_set(resolved, difficulty=sum(found) / len(found) if found else None)
+    if not valid.ok:  # a set that failed its validity check changes nothing: the prior stays, and it says why
+        fit = Fit(fit.figures["prior_threshold"], fit.folds,
+                  {**fit.figures, "kept_prior": True, "kept_prior_why": valid.blocked()})
+        notes.append(f"not adopted: {valid.blocked()}")
+    figures = {**fit.figures, "skipped": got.skipped, "validity": valid.to_dict(),
                "per_question": [{"qid": o.qid, "answerable": o.answerable, "support": round(o.support, 4),
                                  "correct": o.correct, "retrieved": o.retrieved} for o in got.outcomes]}
     cal = Calibration(ws, round(fit.threshold, 6), resolved.name, deps.store.corpus.corpus_version(ws),
@@ -133,8 +140,8 @@ def summary_rows(cal: Calibration) -> list[dict[str, object]]:
     f = cal.figures
     rows = []
     fitted = f.get("fitted_threshold", cal.threshold)
-    for label, key, cut in (("shipped prior" + (" (kept: the fitted cut did no better in CV)" if f.get("kept_prior")
-                                                else ""), "prior", f.get("prior_threshold")),
+    kept = f" (kept: {f.get('kept_prior_why') or 'the fitted cut did no better in CV'})" if f.get("kept_prior") else ""
+    for label, key, cut in (("shipped prior" + kept, "prior", f.get("prior_threshold")),
                             (f"fitted on this set ({cal.folds}-fold CV)", "cv", fitted)):
         r = f.get(key) or {}
         rows.append({"threshold": cut, "figures": label,

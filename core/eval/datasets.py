@@ -13,6 +13,7 @@ import io
 import json
 import random
 import re
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
@@ -99,6 +100,8 @@ class GoldenSet:
     corpus_dir: Path | None = None  # files to ingest when the workspace lacks the gold documents
     predocs: Callable[[], list[PreDoc]] | None = None  # or: documents given pre-chunked
     builds: tuple[str, ...] = ()  # builds the set's questions need beyond ingest ('multilingual': e5 vectors)
+    generator: str = ""  # who wrote a stored set's items ('' hand-written): generated sets are gated (validity)
+    generation: dict[str, Any] = field(default_factory=dict)  # what the generator reported (overlap, dropped)
 
     @property
     def scorable(self) -> list[GoldenQuery]:
@@ -623,7 +626,24 @@ def golden_set(name: str, store: Any = None, workspace: str | None = None) -> Go
             queries.append(parse_line(item_json(it), n))
         except ValueError as exc:
             problems.append(Problem(n, it.item_id, str(exc)))
-    return GoldenSet(name, queries, problems, workspace=workspace, source=f"golden:{workspace}/{name}")
+    row = next((s for s in store.golden.sets(workspace) if s.name == name), None)
+    kept = usable(items)
+    writers = Counter(it.generator for it in kept if it.generator and it.status != "edited")
+    generation = _generation_notes(row.notes if row is not None else "")
+    overlaps = [float(it.meta["overlap"]) for it in kept if it.answerable and "overlap" in (it.meta or {})]
+    if overlaps:
+        generation["mean_overlap"] = sum(overlaps) / len(overlaps)
+    return GoldenSet(name, queries, problems, workspace=workspace, source=f"golden:{workspace}/{name}",
+                     generator=writers.most_common(1)[0][0] if writers else "", generation=generation)
+
+
+def _generation_notes(notes: str) -> dict[str, Any]:
+    """A generated set's notes hold the generator's report as JSON (dropped items by reason, ...); else free text."""
+    try:
+        got = json.loads(notes) if notes.strip().startswith("{") else {}
+    except ValueError:
+        return {}
+    return dict(got) if isinstance(got, dict) else {}
 
 
 # -- resolving a name or path -------------------------------------------------------------------------------------

@@ -1,29 +1,32 @@
-"""Offline golden-set generator: questions about the facts a workspace's own chunks state, with gold passages.
+"""Offline golden-set generator: questions a person would ask about the facts a workspace's own chunks state.
 
-From the documents alone (never from any question set) it picks sentences that carry a fact (a definition, a
-number, a date, a name, an identifier) and asks for that fact with a wh-word in the answer slot and only a few
-anchor words of the sentence, the document's title as context; the rest of the sentence is dropped, so the
-question does not copy its gold sentence (`overlap` measures how much it does). It adds multi-hop bridge
-questions (a name one chunk mentions is what another document is about), comparisons (two documents give a
-figure for the same thing) and unanswerable near-misses (a question with one anchor, year or subject swapped for
-one the corpus never states together with the rest, checked by searching every chunk). Russian chunks get
-Russian questions. Every item keeps its type, gold chunk(s), gold span and the generator that wrote it.
+From the documents alone (never from any question set) each chunk's sentences are turned into standalone questions
+of varied forms (core/eval/golden_forms.py: who / when / where / how many / which / why / what is the default ...),
+each naming its subject and asking for the fact rather than copying the sentence. Multi-hop questions come only from
+real links (one chunk's answer is the entity another document is about: "When was the director of X born?"),
+comparisons only from two items with the same attribute (two birth dates, two release years), and unanswerable
+near-misses change one constraint (a surname, a year, an ordinal, the attribute) and are checked absent from every
+chunk. Every question passes the well-formedness check (core/eval/golden_check.py) before it is kept; what was
+dropped is counted by reason and reported with the set. Russian chunks get Russian questions.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import random
 import re
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Protocol, Sequence
 
+from core.eval.golden_check import problem
+from core.eval.golden_forms import Draft, code_drafts, english_drafts, russian_drafts
 from core.store.golden import GoldenItem, GoldRef
 from core.text import EN_STOP, RU_STOP, sentence_spans
 from core.types import Chunk, DocumentRow
 
-GENERATOR = "offline-v1"
+GENERATOR = "offline-v2"
 Progress = Callable[[int, int, str], None]
 
 _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)
@@ -35,33 +38,19 @@ _EXTRA_STOP = frozenset(
     "why yes yet per via etc".split())
 _RU_EXTRA = frozenset("это также является которые который которая которое весь всё свой своих".split())
 STOP = EN_STOP | RU_STOP | _EXTRA_STOP | _RU_EXTRA
-_PRONOUN_SUBJECT = frozenset("it this that these those they he she there we i you such which its его она он они "
-                             "это этот эта эти там".split())
-
-_MONTHS_EN = "january february march april may june july august september october november december"
-_MONTHS_RU = ("январ феврал март апрел мая май июн июл август сентябр октябр ноябр декабр")
-_DATE = re.compile(
-    r"\b\d{4}-\d{2}-\d{2}\b"
-    r"|\b\d{1,2}\s+(?:" + "|".join(m[:3] + r"[a-z]*" for m in _MONTHS_EN.split()) + r")\.?\s+\d{4}\b"
-    r"|\b(?:" + "|".join(m[:3] + r"[a-z]*" for m in _MONTHS_EN.split()) + r")\.?\s+\d{1,2},?\s+\d{4}\b"
-    r"|\b\d{1,2}\s+(?:" + "|".join(_MONTHS_RU.split()) + r")[а-я]*\s+\d{4}(?:\s*г(?:ода|\.)?)?"
-    r"|\b(?:1[5-9]|20)\d{2}\b", re.IGNORECASE)
-_UNITS = (r"%|percent|per cent|million|billion|thousand|bn|m|km|kg|g|mm|cm|ms|s|sec|seconds|minutes|min|hours|h|"
-          r"days|weeks|months|years|people|employees|customers|users|GB|MB|TB|kB|Mbps|Gbps|GHz|MHz|W|kW|MW|V|A|°C|"
-          r"mg|ml|l|nm|µm|patients|participants|cases|times|процент\w*|млн|млрд|тыс\.?|км|кг|мм|м|мс|с|ч|час\w*|"
-          r"дн\w*|недел\w*|месяц\w*|лет|год\w*|человек|сотрудник\w*|клиент\w*|°С|В|Вт|кВт|Н·м")
-_NUMBER = re.compile(r"(?<![\w.-])(?:[€$£₽]\s?)?\d+(?:[.,]\d+)*(?![\w.-]*[A-Za-zА-Яа-я_]\d)"
-                     r"(?:\s?(?:" + _UNITS + r")(?![\w]))?(?:\s(?:million|billion|млн|млрд))?")
-_IDENT = re.compile(r"`([^`\n]{2,60})`|\b([A-Za-z]+[_.][A-Za-z0-9_.]+|[a-z]+[A-Z][A-Za-z0-9]+|[A-Z]{2,}[-_]?\d+[\w-]*)\b")
-_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-ZА-ЯЁ][\w'’-]+(?:\s+(?:of|de|van|von|da|the)?\s*[A-ZА-ЯЁ][\w'’-]+){0,3})")
-_DEF_EN = re.compile(r"^(?P<subj>(?:The\s+|An?\s+)?[\w\"“”'’().-]+(?:\s+[\w\"“”'’().-]+){0,4}?)\s*(?:\([^)]{0,40}\))?\s+"
-                     r"(?P<verb>is|are|was|were|refers to|means|describes)\s+(?P<pred>(?:a|an|the|one)\s+.{8,})$")
-_DEF_RU = re.compile(r"^(?P<subj>[\w\"«»“”.-]+(?:\s+[\w\"«»“”.-]+){0,4}?)\s+(?:—|–|-)\s+(?:это\s+)?(?P<pred>.{8,})$"
-                     r"|^(?P<subj2>[\w\"«»“”.-]+(?:\s+[\w\"«»“”.-]+){0,4}?)\s+(?:является|представляет собой)\s+"
-                     r"(?P<pred2>.{8,})$")
 _CODEY = re.compile(r"[{};=<>]|^\s*(?:def|fn|func|class|struct|impl|pub|import|use|#include)\b", re.M)
 _CODE_DEF = re.compile(r"^[ \t]*(?:(?:pub(?:\([\w:]+\))?|public|private|static|async|export|unsafe)\s+)*"
                        r"(fn|def|func|function|class|struct|enum|trait|interface)\s+([A-Za-z_]\w*)", re.M)
+
+
+_GENERIC_NAMES = frozenset(("from new default main init run fmt drop clone hash next call get set len eq iter "
+                            "from_str try_from into_iter poll read write flush close open reset clear size "
+                            "deref index display debug setup teardown setUp tearDown into as_ref build apply "
+                            "update handle process execute parse").split())
+_CODE_REL = re.compile(r"\bimpl(?:<[^>]*>)?\s+(?P<impl>(?P<parent>[A-Z]\w+))(?:<[^>]*>)?\s+for\s+(?P<child>[A-Z]\w+)"
+                       r"|\bclass\s+(?P<child2>[A-Z]\w+)(?:<[^>]*>)?\s*(?:\(|\s+extends\s+)(?P<parent2>[A-Z]\w+)")
+_CODE_RET = re.compile(r"\b(?:fn|def)\s+(?P<name>[a-z_]\w*)\s*(?:<[^>]*>)?\([^)]{0,200}\)\s*->\s*"
+                       r"(?P<ret>[A-Z][\w:<>, &\[\]]{1,40}?)\s*(?:[{:]|where\b)")
 
 
 @dataclass(frozen=True)
@@ -71,16 +60,6 @@ class Passage:
     chunk: Chunk
     doc: str  # the document's name, as gold names it
     title: str
-
-
-@dataclass(frozen=True)
-class Fact:
-    passage: Passage
-    sentence: str
-    kind: str  # definition | number | date | name | identifier | code
-    answer: str
-    subject: str = ""  # definitions and code: what the sentence is about
-    verb: str = "is"
 
 
 def words(text: str) -> list[str]:
@@ -98,12 +77,8 @@ def overlap(question: str, sentence: str) -> float:
     return len(s & q) / len(s) if s else 0.0
 
 
-def _ru(p: Passage) -> bool:
-    return p.chunk.lang == "ru"
-
-
 def _short_title(p: Passage) -> str:
-    t = " ".join((p.title or p.doc).split())
+    t = " ".join(re.sub(r"\s*\([^)]*\)", "", p.title or p.doc).split())  # "X (disambiguation)" -> "X"
     return t if 0 < len(t.split()) <= 7 and len(t) <= 60 else ""
 
 
@@ -127,142 +102,6 @@ def _sentences(text: str) -> list[str]:
         if 5 <= len(sent.split()) <= 60 and not sent.startswith("#") and sum(c.isalpha() for c in sent) > 20:
             out.append(sent)
     return out
-
-
-def find_facts(p: Passage) -> list[Fact]:
-    """Every fact-bearing sentence of a chunk, one Fact per kind found (definition first)."""
-    text = p.chunk.text
-    if len(_CODEY.findall(text)) >= 4:  # source code: ask about what it defines
-        return [Fact(p, m.group(0).strip(), "code", m.group(2), m.group(2), m.group(1))
-                for m in _CODE_DEF.finditer(text) if len(m.group(2)) > 3][:3]
-    facts: list[Fact] = []
-    for sent in _sentences(text):
-        core = sent.rstrip(".!?;: ")
-        m = (_DEF_RU if _ru(p) else _DEF_EN).match(core)
-        if m:
-            subj = (m.group("subj") or m.groupdict().get("subj2") or "").strip(" \"“”«»")
-            pred = (m.group("pred") or m.groupdict().get("pred2") or "").strip()
-            first = subj.split()[0].casefold() if subj else ""
-            if subj and pred and first not in _PRONOUN_SUBJECT and len(content_words(subj)) >= 1:
-                verb = m.groupdict().get("verb") or "is"
-                facts.append(Fact(p, sent, "definition", pred, subj, verb))
-        d = _DATE.search(sent)
-        if d:
-            facts.append(Fact(p, sent, "date", d.group(0)))
-        for n in _NUMBER.finditer(sent):
-            if d and n.start() < d.end() and n.end() > d.start():
-                continue
-            num = n.group(0).strip()
-            if (len(num) >= 2 or any(c.isalpha() or c in "%€$£₽" for c in num)) and not re.fullmatch(r"\d+\.\d+", num):
-                facts.append(Fact(p, sent, "number", num))
-                break
-        i = _IDENT.search(sent)
-        if i:
-            facts.append(Fact(p, sent, "identifier", (i.group(1) or i.group(2)).strip()))
-        title = (p.title or p.doc).casefold()
-        first = next((i for i, ch in enumerate(sent) if ch.isalpha()), 0)  # "* Unless ..." starts at 'U'
-        for nm in _NAME.finditer(sent):
-            name = nm.group(1).strip()
-            if nm.start() > first and name.casefold() not in title and name.split()[0].casefold() not in STOP \
-                    and len(name) > 3:
-                facts.append(Fact(p, sent, "name", name))
-                break
-    return facts
-
-
-# -- wording ---------------------------------------------------------------------------------------------------------
-_WH_EN = {"number": "What figure", "date": "What date", "name": "Which name", "identifier": "Which identifier"}
-_WH_RU = {"number": "Какое значение", "date": "Какую дату", "name": "Какое имя", "identifier": "Какой идентификатор"}
-_GIVE_RU = {"number": "указывает", "date": "называет", "name": "называет", "identifier": "указывает"}
-
-
-def _anchors(f: Fact, rng: random.Random, k: int = 3) -> list[str]:
-    """The k content words of the sentence nearest the answer (not the answer's, not the title's), in sentence
-    order: the words a person would use to point at that fact, not a random bag."""
-    banned = {w.casefold() for w in words(f.answer)} | {w.casefold() for w in words(_short_title(f.passage))}
-    ws = words(f.sentence)
-    ans = words(f.answer)
-    at = next((i for i in range(len(ws)) if ans and ws[i : i + len(ans)] == ans), len(ws) // 2)
-    seen: set[str] = set()
-    cands = []
-    for i, w in enumerate(ws):
-        key = w.casefold()
-        if key in STOP or key in banned or key in seen or len(w) <= 2 or any(c.isdigit() for c in w):
-            continue
-        seen.add(key)
-        cands.append((abs(i - at), rng.random(), i, w))
-    return [w for _, _, _, w in sorted(sorted(cands)[:k], key=lambda t: t[2])]
-
-
-def _lower_first(s: str) -> str:
-    return s[:1].lower() + s[1:] if s[:1].isupper() and not s[1:2].isupper() else s
-
-
-def _split_ident(name: str) -> str:
-    parts = re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+", name)
-    return " ".join(p.lower() for p in parts) or name
-
-
-_CLAUSE = re.compile(r"[,;:()]|\s[-–—]\s")
-_WH_SLOT_EN = {"number": "how much", "date": "when", "name": "who or what", "identifier": "which identifier"}
-_WH_SLOT_RU = {"number": "сколько", "date": "когда", "name": "кто или что", "identifier": "какой идентификатор"}
-
-
-def cloze(sentence: str, answer: str, slot: str, *, reach: int = 6) -> str:
-    """The clause around the answer with the answer replaced by `slot` and every word more than `reach` words away
-    dropped: the question points at the fact with its nearest words only."""
-    i = sentence.find(answer)
-    if i < 0:
-        return ""
-    before, after = sentence[:i], sentence[i + len(answer):]
-    cut_b = [m.end() for m in _CLAUSE.finditer(before)]
-    before = before[cut_b[-1]:] if cut_b else before
-    m = _CLAUSE.search(after)
-    after = after[: m.start()] if m else after
-    bw, aw = before.split(), after.rstrip(" .!?").split()
-    bw, aw = bw[-reach:], aw[:reach]
-    while bw and bw[0].casefold() in STOP | {"and", "but", "или", "и"}:
-        bw = bw[1:]
-    while aw and aw[-1].casefold() in STOP:
-        aw = aw[:-1]
-    if len(content_words(" ".join(bw + aw))) < 2:
-        return ""
-    return " ".join([*bw, slot, *aw])
-
-
-def word_question(f: Fact, anchors: Sequence[str], title: str | None = None) -> str:
-    """The question for one fact, from its kind, anchors and the title (None: the passage's short title)."""
-    title = _short_title(f.passage) if title is None else title
-    ru = _ru(f.passage)
-    if f.kind == "definition":
-        subj = _lower_first(f.subject) if f.subject.split()[0] in ("The", "A", "An") else f.subject
-        # A subject with no name in it ("the output") needs its document to be one question, not many.
-        generic = not any(w[:1].isupper() or any(c.isdigit() or c == "_" for c in w) for w in content_words(subj))
-        if ru:
-            return f"Что такое {subj}" + (f" в «{title}»?" if generic and title else "?")
-        verb = {"are": "are", "were": "were", "was": "was"}.get(f.verb, "is")
-        return f"What {verb} {subj}" + (f" in “{title}”?" if generic and title else "?")
-    if f.kind == "code":
-        what = _split_ident(f.subject)
-        return (f"Что делает {f.verb} {what}?" if ru
-                else f"What does the {f.verb} for {what} do" + (f" in {title}?" if title else "?"))
-    slot = (_WH_SLOT_RU if ru else _WH_SLOT_EN)[f.kind]
-    c = cloze(f.sentence, f.answer, slot)
-    if c:
-        c = c[:1].upper() + c[1:] if c.startswith(slot) else c
-        names_subject = any(w[:1].isupper() for w in content_words(c.replace(slot, ""))[1:])
-        where = "" if names_subject or not title else (f" (в «{title}»)" if ru else f" (in “{title}”)")
-        return f"{c}{where}?"
-    a = " ".join(anchors) or ("этого" if ru else "this")
-    if any(w[:1].isupper() for w in anchors[1:]) or any(w[:1].isupper() and w.casefold() not in STOP for w in
-                                                         anchors[:1]):
-        title = ""  # the anchors name their subject: no need to point at the document
-    if ru:
-        where = f"«{title}»" if title else "документ"
-        return f"{_WH_RU[f.kind]} {where} {_GIVE_RU[f.kind]} для: {a}?"
-    where = f"“{title}”" if title else "the document"
-    verb = "use" if f.kind == "identifier" else "give"
-    return f"{_WH_EN[f.kind]} does {where} {verb} for the {a}?"
 
 
 # -- the corpus as the generator searches it -------------------------------------------------------------------------
@@ -300,147 +139,225 @@ class CorpusIndex:
         return any(ph in t for t in self.texts)
 
 
-# -- item builders ---------------------------------------------------------------------------------------------------
+
 def item_key(*parts: str) -> str:
     return "g" + hashlib.sha1("\x1f".join(parts).encode()).hexdigest()[:10]
 
 
-def _ref(f: Fact) -> GoldRef:
-    return GoldRef(f.passage.doc, f.passage.chunk.chunk_id, f.sentence)
-
-
-def single_item(f: Fact, rng: random.Random) -> GoldenItem:
-    anchors = _anchors(f, rng)
-    q = word_question(f, anchors)
-    if f.kind in ("definition", "code"):  # these ask by their subject, not by anchor words
-        anchors = content_words(f.subject) if f.kind == "definition" else [f.subject]
-    qtype = "exact-id" if f.kind == "identifier" else "factoid"
-    answer = f.answer if f.kind != "code" else f.sentence
-    return GoldenItem(item_key(q, f.passage.chunk.chunk_id), q, qtype, True, answer, (_ref(f),), GENERATOR,
-                      meta={"fact": f.kind, "anchors": anchors, "overlap": round(overlap(q, f.sentence), 3),
-                            "lang": f.passage.chunk.lang})
-
-
-def _head(description: str, k: int = 4) -> str:
-    """The head of a definition's predicate: 'the internal code name for a ...' -> 'internal code name'."""
-    ws = description.split()
-    if ws and ws[0].casefold() in ("a", "an", "the", "one"):
-        ws = ws[1:]
+# -- drafts: the questions each chunk supports ------------------------------------------------------------------------
+def drafts_of(p: Passage) -> list[Draft]:
+    """Every question form the chunk's sentences support (core/eval/golden_forms.py); source code is asked about
+    through its doc comments and the things it defines."""
+    text = p.chunk.text
+    if len(_CODEY.findall(text)) >= 4:
+        out = code_drafts(text)
+        for m in _CODE_DEF.finditer(text):
+            kind = {"fn": "function", "def": "function", "func": "function"}.get(m.group(1), m.group(1))
+            name = m.group(2)
+            if len(name) > 3 and not name.startswith("__") and name.lower() not in _GENERIC_NAMES \
+                    and not name.lower().startswith("test"):
+                out.append(Draft(f"What does the {kind} `{{S}}` do?", name, m.group(0).strip(), "code",
+                                 "code-def", sentence=m.group(0).strip()))
+        for m in _CODE_REL.finditer(text):
+            child, parent = m.group("child") or m.group("child2"), m.group("parent") or m.group("parent2")
+            if child and parent and child != parent and parent.lower() not in _GENERIC_NAMES:
+                how = "implement" if m.group("impl") else "extend"
+                out.append(Draft(f"Which {'trait' if m.group('impl') else 'class'} does `{{S}}` {how}?", child,
+                                 parent, "which", f"code-{how}", sentence=m.group(0).strip()))
+        for m in _CODE_RET.finditer(text):
+            if len(m.group("name")) > 3 and not m.group("name").startswith("__") and \
+                    m.group("name").lower() not in _GENERIC_NAMES:
+                out.append(Draft("What does the function `{S}` return?", m.group("name"), m.group("ret").strip(),
+                                 "what", "code-return", sentence=m.group(0).strip()))
+        return out
+    title = _short_title(p)
     out = []
-    for w in ws[:k]:
-        if w.casefold() in ("for", "of", "that", "which", "who", "in", "on", "at", "with", "and", "by", "from", "to",
-                            "для", "в", "на", "с", "и", "по", "от", "который", "которая", "которое") or \
-                w.endswith((",", ";", ":")):
-            if w.endswith((",", ";", ":")):
-                out.append(w.rstrip(",;:"))
+    for sent in _sentences(text):
+        out += russian_drafts(sent, title) if _ru(p) else english_drafts(sent, title)
+    return out
+
+
+def _ru(p: Passage) -> bool:
+    return p.chunk.lang == "ru"
+
+
+def _check(q: str, d: Draft, p: Passage, *, answerable: bool = True) -> str | None:
+    return problem(q, lang="ru" if _ru(p) else "en", answer=d.answer, evidence=d.sentence, content=content_words,
+                   answerable=answerable)
+
+
+@dataclass(frozen=True)
+class Drafted:
+    passage: Passage
+    draft: Draft
+
+
+def _ref(x: Drafted) -> GoldRef:
+    return GoldRef(x.passage.doc, x.passage.chunk.chunk_id, x.draft.sentence)
+
+
+def single_item(x: Drafted) -> GoldenItem:
+    d, p = x.draft, x.passage
+    q = d.query
+    return GoldenItem(item_key(q, p.chunk.chunk_id), q, "exact-id" if d.form == "code" else "factoid", True,
+                      d.answer, (_ref(x),), GENERATOR,
+                      meta={"fact": d.form, "attr": d.attr, "subject": d.subject, "lang": p.chunk.lang,
+                            "overlap": round(overlap(q, d.sentence), 3)})
+
+
+# Attributes a multi-hop question can ask of the entity another chunk names, and comparisons of two items.
+_HOP = ("born", "died", "nationality", "birthplace", "occupation", "year", "location")
+_COMPARE = {"born": ("Who was born first, {a} or {b}?", "first"),
+            "died": ("Who died first, {a} or {b}?", "first"),
+            "year": ("Which came out first, {a} or {b}?", "first"),
+            "nationality": ("Are {a} and {b} of the same nationality?", "same"),
+            "country": ("Are {a} and {b} from the same country?", "same"),
+            "directed": ("Do {a} and {b} have the same director?", "same")}
+
+
+def _year(s: str) -> int | None:
+    m = re.search(r"\b(\d{3,4})\b", s)
+    return int(m.group(1)) if m else None
+
+
+def _bridges(pool: Sequence[Drafted], n: int, rng: random.Random, dropped: Counter[str]) -> list[GoldenItem]:
+    """A names entity E in its answer (the director of X is E); another document's chunk is about E (B's subject
+    is E): 'When was the director of X born?' needs both."""
+    about: dict[str, list[Drafted]] = {}
+    for x in pool:
+        if x.draft.attr in _HOP:
+            about.setdefault(x.draft.subject.casefold(), []).append(x)
+    out: list[GoldenItem] = []
+    seen: set[str] = set()
+    for a in rng.sample(list(pool), len(pool)):
+        if len(out) >= n:
             break
-        out.append(w)
-    return " ".join(out)
+        if not a.draft.role:
+            continue
+        targets = [b for b in about.get(a.draft.answer.casefold(), ()) if b.passage.doc != a.passage.doc]
+        if not targets:
+            continue
+        b = rng.choice(targets)
+        q = b.draft.template.format(S=a.draft.role.format(S=a.draft.subject))
+        if q in seen:
+            continue
+        why = problem(q, lang=a.passage.chunk.lang, answer=b.draft.answer, content=content_words)
+        if why:
+            dropped[f"multi-hop: {why}"] += 1
+            continue
+        seen.add(q)
+        out.append(GoldenItem(item_key(q, a.passage.chunk.chunk_id, b.passage.chunk.chunk_id), q, "multi-hop", True,
+                              f"{a.draft.answer}: {b.draft.answer}", (_ref(a), _ref(b)), GENERATOR,
+                              meta={"fact": f"bridge:{a.draft.attr}>{b.draft.attr}", "entity": a.draft.answer,
+                                    "lang": a.passage.chunk.lang,
+                                    "overlap": round(overlap(q, a.draft.sentence + " " + b.draft.sentence), 3)}))
+    return out
 
 
-def bridge_item(a: Fact, b: Fact, entity: str, rng: random.Random) -> GoldenItem:
-    """a's sentence names `entity`; b defines it. The question is a's clause with the entity replaced by what b
-    says it is ("... runs which internal code name?"): finding the answer needs a, knowing what it is needs b."""
-    ru = _ru(a.passage)
-    head = _head(b.answer) if b.kind == "definition" else ""
-    slot = (f"какой {head}" if head else "кто или что") if ru else (f"which {head}" if head else "who or what")
-    c = cloze(a.sentence, entity, slot)
-    if not c:
-        at = _short_title(a.passage) or a.passage.doc
-        c = (f"{slot} упомянут в «{at}»" if ru else f"{slot} does “{at}” mention")
-    q = (c[:1].upper() + c[1:]).rstrip(" ?") + "?"
-    answer = f"{entity}: {b.answer}" if b.kind == "definition" else b.answer
-    return GoldenItem(item_key(q, a.passage.chunk.chunk_id, b.passage.chunk.chunk_id), q, "multi-hop", True, answer,
-                      (_ref(a), _ref(b)), GENERATOR,
-                      meta={"fact": f"bridge:{b.kind}", "entity": entity, "lang": a.passage.chunk.lang,
-                            "overlap": round(overlap(q, a.sentence + " " + b.sentence), 3)})
-
-
-def _as_float(s: str) -> float | None:
-    m = re.search(r"\d+(?:[.,]\d+)?", s.replace(",", "") if s.count(",") and "." in s else s)
-    try:
-        return float(m.group(0).replace(",", ".")) if m else None
-    except ValueError:
-        return None
-
-
-def comparison_item(a: Fact, b: Fact, shared: str) -> GoldenItem:
-    ta, tb = _short_title(a.passage) or a.passage.doc, _short_title(b.passage) or b.passage.doc
-    ru = _ru(a.passage)
-    ca, cb = cloze(a.sentence, a.answer, "…", reach=4), cloze(b.sentence, b.answer, "…", reach=4)
-    if ca and cb and ca != cb:
-        if a.kind == "date":
-            q = f"Что было раньше: «{ca}» или «{cb}»?" if ru else f"Which came first: “{ca}” or “{cb}”?"
-        else:
-            q = f"Где больше: «{ca}» или «{cb}»?" if ru else f"Which is higher: “{ca}” or “{cb}”?"
-    elif a.kind == "date":
-        q = (f"Что раньше по дате ({shared}): «{ta}» или «{tb}»?" if ru
-             else f"Which came first for the {shared}: “{ta}” or “{tb}”?")
-    else:
-        q = (f"Где значение «{shared}» больше: в «{ta}» или в «{tb}»?" if ru
-             else f"Which is higher, the {shared} in “{ta}” or in “{tb}”?")
-    va, vb = _as_float(a.answer), _as_float(b.answer)
-    answer = f"{ta}: {a.answer}; {tb}: {b.answer}"
-    if a.kind == "number" and va is not None and vb is not None and va != vb:
-        answer = f"{ta if va > vb else tb} ({answer})"
-    return GoldenItem(item_key(q, a.passage.chunk.chunk_id, b.passage.chunk.chunk_id), q, "comparison", True, answer,
-                      (_ref(a), _ref(b)), GENERATOR,
-                      meta={"fact": "comparison", "shared": shared, "lang": a.passage.chunk.lang,
-                            "overlap": round(overlap(q, a.sentence + " " + b.sentence), 3)})
-
-
-def near_miss(item: GoldenItem, f: Fact, index: CorpusIndex, vocab: Sequence[str],
-              rng: random.Random) -> GoldenItem | None:
-    """The same question with one year, subject word or anchor swapped so that the corpus never states the new
-    combination (no chunk holds it); None when no swap passes that check."""
-    q = item.query
-    years = re.findall(r"\b(?:19|20)\d{2}\b", q)
-    if years:
-        y = years[0]
-        for d in rng.sample(range(-9, 10), 19):
-            alt = str(int(y) + d)
-            if d and not index.contains(alt):
-                return _nm(item, q.replace(y, alt, 1), f"year {y} -> {alt}")
-    if f.kind in ("code", "identifier"):
-        return None  # a swapped identifier reads as noise, not as a question someone would ask
-    anchors = list(item.meta.get("anchors", ()))
-    rest_terms = lambda drop: [a for a in anchors if a != drop] + [_short_title(f.passage)]  # noqa: E731
-    # Only a name is swapped, for another name the corpus uses: a swapped common word makes nonsense.
-    first = next((i for i, ch in enumerate(f.sentence) if ch.isalpha()), 0)
-    mid = {w for nm in _NAME.finditer(f.sentence) if nm.start() > first for w in nm.group(1).split()}
-    named = [a for a in anchors if a in mid and a.isalpha() and not q.startswith(a) and len(anchors) > 1]
-    for target in rng.sample(named, len(named)):
-        for cand in rng.sample(list(vocab), min(40, len(vocab))):
-            if cand.casefold() == target.casefold() or cand.casefold() in q.casefold():
+def _comparisons(pool: Sequence[Drafted], n: int, rng: random.Random, dropped: Counter[str]) -> list[GoldenItem]:
+    """Two items with the same attribute (two birth dates, two release years, two directors): which came first,
+    or whether they share it."""
+    by_attr: dict[str, list[Drafted]] = {}
+    for x in pool:
+        if x.draft.attr in _COMPARE:
+            by_attr.setdefault(x.draft.attr, []).append(x)
+    keys = sorted(k for k, v in by_attr.items() if len({x.passage.doc for x in v}) >= 2)
+    out: list[GoldenItem] = []
+    seen: set[frozenset[str]] = set()
+    tries = 0
+    while keys and len(out) < n and tries < 20 * n:
+        tries += 1
+        attr = rng.choice(keys)
+        a, b = rng.sample(by_attr[attr], 2)
+        pair = frozenset((a.draft.subject.casefold(), b.draft.subject.casefold()))
+        if a.passage.doc == b.passage.doc or len(pair) < 2 or pair in seen or a.passage.chunk.lang != \
+                b.passage.chunk.lang:
+            continue
+        template, how = _COMPARE[attr]
+        if how == "first":
+            ya, yb = _year(a.draft.answer), _year(b.draft.answer)
+            if ya is None or yb is None or ya == yb:
                 continue
-            if index.together([*rest_terms(target), cand]):
-                continue  # some chunk holds the new combination: not a near-miss
-            new = re.sub(rf"\b{re.escape(target)}\b", cand, q, count=1)
-            if new != q:
-                return _nm(item, new, f"{target} -> {cand}")
+            answer = a.draft.subject if ya < yb else b.draft.subject
+        else:
+            answer = "yes" if a.draft.answer.casefold() == b.draft.answer.casefold() else "no"
+        q = template.format(a=a.draft.subject, b=b.draft.subject)
+        why = problem(q, lang=a.passage.chunk.lang, content=None)
+        if why:
+            dropped[f"comparison: {why}"] += 1
+            continue
+        seen.add(pair)
+        out.append(GoldenItem(item_key(q, a.passage.chunk.chunk_id, b.passage.chunk.chunk_id), q, "comparison", True,
+                              f"{answer} ({a.draft.subject}: {a.draft.answer}; {b.draft.subject}: {b.draft.answer})",
+                              (_ref(a), _ref(b)), GENERATOR,
+                              meta={"fact": f"comparison:{attr}", "lang": a.passage.chunk.lang,
+                                    "overlap": round(overlap(q, a.draft.sentence + " " + b.draft.sentence), 3)}))
+    return out
+
+
+_ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"]
+
+
+def near_miss(x: Drafted, index: CorpusIndex, people: Sequence[str], known: set[tuple[str, str]],
+              rng: random.Random) -> tuple[str, str] | None:
+    """(question, what changed): x's question with one constraint changed — the subject's surname for another
+    person's, a year, an ordinal, or the attribute (a death date of someone the corpus gives only a birth for) —
+    and the result checked absent from every chunk; None when no change passes."""
+    d = x.draft
+    q = d.query
+    subj_words = d.subject.split()
+    if d.attr == "born" and (d.subject.casefold(), "died") not in known and re.search(r"\bborn\b", d.sentence) \
+            and not index.together([d.subject, "died"]) and not index.together([d.subject, "death"]):
+        return "When did {S} die?".format(S=d.subject), "attribute born -> died"
+    years = re.findall(r"\b(?:1[5-9]|20)\d{2}\b", q)
+    if years:
+        for delta in rng.sample([-7, -5, -3, 3, 5, 7, 11], 7):
+            alt = str(int(years[0]) + delta)
+            if not index.contains(alt):
+                return q.replace(years[0], alt, 1), f"year {years[0]} -> {alt}"
+    for i, o in enumerate(_ORDINALS):
+        if re.search(rf"\b{o}\b", q):
+            for alt in rng.sample(_ORDINALS, len(_ORDINALS)):
+                if alt != o and not index.together([d.subject, alt]):
+                    return re.sub(rf"\b{o}\b", alt, q, count=1), f"ordinal {o} -> {alt}"
+    # a person's name with its surname swapped for another person's: a plausible name the corpus never mentions
+    if d.subject in people and 2 <= len(subj_words) <= 4 and all(w[:1].isupper() and w.isalpha()
+                                                                  for w in subj_words) and d.subject in q:
+        for other in rng.sample(list(people), min(30, len(people))):
+            last = other.split()[-1]
+            if last.casefold() in (w.casefold() for w in subj_words):
+                continue
+            new = " ".join(subj_words[:-1] + [last])
+            if not index.contains(new.casefold()) and not index.together([*subj_words[:-1], last]):
+                return q.replace(d.subject, new, 1), f"subject {d.subject} -> {new}"
     return None
 
 
-def _nm(item: GoldenItem, q: str, swap: str) -> GoldenItem:
-    return replace(item, item_id=item_key("nm", q), query=q, qtype="unanswerable", answerable=False, answer="",
-                   gold=(), meta={**dict(item.meta), "near_miss_of": item.item_id, "swap": swap})
+@dataclass(frozen=True)
+class Generated:
+    """A generated set and what the well-formedness check dropped, by reason."""
+
+    items: list[GoldenItem]
+    dropped: dict[str, int]
 
 
-# -- the whole set ---------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Mix:
     """Shares of the set by question type (the rest are single-fact questions)."""
 
     multi_hop: float = 0.15
-    comparison: float = 0.05
+    comparison: float = 0.10
     unanswerable: float = 0.15
+    definitions: float = 0.10  # at most this share of the single-fact questions ask "What is X?"
 
 
-def generate(passages: Sequence[Passage], n: int, *, seed: int = 0, mix: Mix = Mix(),
-             progress: Progress | None = None) -> list[GoldenItem]:
-    """Up to `n` items: documents are visited in turn so a long document does not fill the set alone."""
+def generate_set(passages: Sequence[Passage], n: int, *, seed: int = 0, mix: Mix = Mix(),
+                 progress: Progress | None = None) -> Generated:
+    """Up to `n` items from the passages alone; documents are visited in turn so a long one does not fill the
+    set, one question per chunk, the question forms kept varied (the least used form first)."""
     rng = random.Random(seed)
     index = CorpusIndex(passages)
+    dropped: Counter[str] = Counter()
     by_doc: dict[str, list[Passage]] = {}
     for p in passages:
         by_doc.setdefault(p.doc, []).append(p)
@@ -448,144 +365,87 @@ def generate(passages: Sequence[Passage], n: int, *, seed: int = 0, mix: Mix = M
         rng.shuffle(ps)
     docs = sorted(by_doc)
     rng.shuffle(docs)
-    n_multi, n_cmp, n_un = (int(round(n * s)) for s in (mix.multi_hop, mix.comparison, mix.unanswerable))
-    # Facts: one chunk per document per round, until enough are found (bridges and comparisons draw on them).
-    facts: list[Fact] = []
-    with_facts: set[str] = set()
-    want = max(2 * n, 40)  # chunks that state a fact
+    want = max(3 * n, 60)  # chunks with a well-formed draft: singles, bridges and comparisons draw on them
+    per_chunk: list[list[Drafted]] = []
     rounds = max((len(v) for v in by_doc.values()), default=0)
     for r in range(rounds):
         for d in docs:
-            if r < len(by_doc[d]) and len(with_facts) < want:
-                p = by_doc[d][r]
-                # A sentence many chunks repeat (a licence header, a footer) identifies no passage.
-                found = [f for f in find_facts(p) if index.count(f.sentence) <= 2]
-                if found:
-                    with_facts.add(p.chunk.chunk_id)
-                    facts.extend(found)
+            if r >= len(by_doc[d]) or len(per_chunk) >= want:
+                continue
+            p = by_doc[d][r]
+            kept = []
+            for dr in drafts_of(p):
+                if index.count(dr.sentence) > 2:  # boilerplate many chunks repeat identifies no passage
+                    dropped["boilerplate sentence"] += 1
+                    continue
+                why = _check(dr.query, dr, p)
+                if why:
+                    dropped[why] += 1
+                    continue
+                kept.append(Drafted(p, dr))
+            if kept:
+                per_chunk.append(kept)
         if progress:
-            progress(min(len(with_facts), want), want, f"facts in {len(with_facts)} chunks")
-        if len(with_facts) >= want:
+            progress(min(len(per_chunk), want), want, f"questions from {len(per_chunk)} chunks")
+        if len(per_chunk) >= want:
             break
-    multi = _bridges(facts, n_multi, rng)
-    cmps = _comparisons(facts, n_cmp, index, rng)
+    pool = [x for xs in per_chunk for x in xs]
+    n_multi, n_cmp, n_un = (int(round(n * s)) for s in (mix.multi_hop, mix.comparison, mix.unanswerable))
+    multi = _bridges(pool, n_multi, rng, dropped)
+    cmps = _comparisons(pool, n_cmp, rng, dropped)
     n_single = max(0, n - len(multi) - len(cmps) - n_un)
-    single_facts = _spread(facts, n_single, len(docs), rng)
-    singles = [single_item(f, rng) for f in single_facts]
-    # Near-misses of single-fact questions, worded the same way as the answerable ones; a shortfall is left short.
-    vocab: dict[bool, list[str]] = {}  # names the corpus uses mid-sentence, by language
-    for f in facts:
-        first = next((i for i, ch in enumerate(f.sentence) if ch.isalpha()), 0)
-        for nm in _NAME.finditer(f.sentence):
-            for w in nm.group(1).split():
-                if nm.start() > first and w.isalpha() and len(w) > 3 and w.casefold() not in STOP:
-                    vocab.setdefault(f.passage.chunk.lang == "ru", []).append(w)
-    vocab = {k: sorted(set(v)) for k, v in vocab.items()}
+    used: Counter[str] = Counter()
+    chosen: list[Drafted] = []
+    max_def = max(1, int(mix.definitions * n_single))
+    taken: set[tuple[str, str]] = set()  # (chunk, sentence): one question per sentence
+    asked: set[str] = set()  # one question asked once, whichever chunk it came from
+    order = rng.sample(per_chunk, len(per_chunk))
+    for _ in range(max((len(xs) for xs in per_chunk), default=0)):  # a second round only when chunks run short
+        for xs in order:
+            if len(chosen) >= n_single:
+                break
+            xs = [x for x in xs if (x.passage.chunk.chunk_id, x.draft.sentence) not in taken
+                  and x.draft.query not in asked and (x.draft.form != "definition" or used["definition"] < max_def)]
+            if not xs:
+                continue
+            x = min(xs, key=lambda y: (used[y.draft.form], rng.random()))
+            used[x.draft.form] += 1
+            taken.add((x.passage.chunk.chunk_id, x.draft.sentence))
+            asked.add(x.draft.query)
+            chosen.append(x)
+    singles = [single_item(x) for x in chosen]
+    people = sorted({x.draft.subject for x in pool if x.draft.attr in ("born", "died", "nationality", "occupation")})
+    known = {(x.draft.subject.casefold(), x.draft.attr) for x in pool}
     misses: list[GoldenItem] = []
-    for it, f in rng.sample(list(zip(singles, single_facts)), len(singles)):
+    seen_q = {it.query for it in singles + multi + cmps}
+    for x, it in rng.sample(list(zip(chosen, singles)), len(singles)):
         if len(misses) >= n_un:
             break
-        nm_item = near_miss(it, f, index, vocab.get(_ru(f.passage), []), rng)
-        if nm_item is not None and nm_item.query not in {m.query for m in misses}:
-            misses.append(nm_item)
-    items = singles + multi + cmps + misses
+        got = near_miss(x, index, people, known, rng)
+        if got is None or got[0] in seen_q:
+            continue
+        q, swap = got
+        why = problem(q, lang=x.passage.chunk.lang, answerable=False)
+        if why:
+            dropped[f"near-miss: {why}"] += 1
+            continue
+        seen_q.add(q)
+        misses.append(replace(it, item_id=item_key("nm", q), query=q, qtype="unanswerable", answerable=False,
+                              answer="", gold=(), meta={**dict(it.meta), "near_miss_of": it.item_id, "swap": swap}))
+    items, ids = [], set()
+    for it in singles + multi + cmps + misses:
+        if it.item_id not in ids:
+            ids.add(it.item_id)
+            items.append(it)
     if progress:
         progress(want, want, f"{len(items)} items")
-    seen_ids: set[str] = set()
-    out = []
-    for it in items:
-        if it.item_id not in seen_ids:
-            seen_ids.add(it.item_id)
-            out.append(it)
-    return out[:n]
+    return Generated(items[:n], dict(dropped))
 
 
-_KINDS = ("definition", "number", "date", "name", "identifier", "code")
-
-
-def _spread(facts: Sequence[Fact], n: int, n_docs: int, rng: random.Random) -> list[Fact]:
-    """n facts, one per chunk, spread over documents and kinds (definitions first: they read best)."""
-    pool = sorted(facts, key=lambda f: (_KINDS.index(f.kind), rng.random()))
-    per_doc: Counter[str] = Counter()
-    used: set[str] = set()
-    out: list[Fact] = []
-    cap = max(1, math.ceil(n / max(1, n_docs)))
-    for limit in (cap, cap * 4, n):
-        for f in pool:
-            if len(out) >= n:
-                return out
-            cid = f.passage.chunk.chunk_id
-            if cid in used or per_doc[f.passage.doc] >= limit:
-                continue
-            used.add(cid)
-            per_doc[f.passage.doc] += 1
-            out.append(f)
-    return out
-
-
-def _bridges(facts: Sequence[Fact], n: int, rng: random.Random) -> list[GoldenItem]:
-    """A name in one chunk that another document is about (its title, or a definition's subject)."""
-    about: dict[str, list[Fact]] = {}
-    for f in facts:
-        subject = f.subject.casefold() if f.kind == "definition" else ""
-        for key in dict.fromkeys(((f.passage.title or "").casefold(), subject)):  # ordered: no set between runs
-            if key and len(key) > 3:
-                about.setdefault(key, []).append(f)
-    out: list[GoldenItem] = []
-    pairs: set[tuple[str, str]] = set()
-    per_entity: Counter[str] = Counter()  # one popular name must not fill the multi-hop share alone
-    for a in rng.sample(list(facts), len(facts)):
-        if len(out) >= n:
-            break
-        if a.kind == "code":
-            continue
-        for nm in _NAME.finditer(a.sentence):
-            ent = nm.group(1).strip().casefold()
-            targets = [b for b in about.get(ent, ()) if b.passage.doc != a.passage.doc and b.kind == "definition"
-                       and (a.passage.chunk.chunk_id, b.passage.chunk.chunk_id) not in pairs]
-            if targets and per_entity[ent] < 2:
-                b = rng.choice(targets)
-                pairs.add((a.passage.chunk.chunk_id, b.passage.chunk.chunk_id))
-                item = bridge_item(a, b, nm.group(1).strip(), rng)
-                if item.query not in {o.query for o in out}:
-                    per_entity[ent] += 1
-                    out.append(item)
-                break
-    return out
-
-
-def _near_answer(f: Fact, window: int = 4) -> set[str]:
-    """Content words within `window` words of the fact's answer in its sentence."""
-    ws = words(f.sentence)
-    ans = words(f.answer)
-    if not ans:
-        return set()
-    at = next((i for i in range(len(ws)) if ws[i : i + len(ans)] == ans), None)
-    if at is None:
-        return set()
-    near = ws[max(0, at - window) : at] + ws[at + len(ans) : at + len(ans) + window]
-    return {w.casefold() for w in near if w.casefold() not in STOP and len(w) > 2 and not w.isdigit()}
-
-
-def _comparisons(facts: Sequence[Fact], n: int, index: CorpusIndex, rng: random.Random) -> list[GoldenItem]:
-    """Two documents give a number (or a date) next to the same word."""
-    by_word: dict[tuple[str, str], list[Fact]] = {}
-    for f in facts:
-        if f.kind in ("number", "date"):
-            for w in sorted(_near_answer(f)):  # sorted: set order differs between processes
-                by_word.setdefault((f.kind, w), []).append(f)
-    keys = [k for k, fs in by_word.items() if len({f.passage.doc for f in fs}) >= 2 and index.idf(k[1]) > 1.0]
-    out: list[GoldenItem] = []
-    for kind, w in rng.sample(keys, len(keys)):
-        if len(out) >= n:
-            break
-        fs = by_word[(kind, w)]
-        a = rng.choice(fs)
-        others = [f for f in fs if f.passage.doc != a.passage.doc and f.passage.chunk.lang == a.passage.chunk.lang]
-        others = [f for f in others if f.answer != a.answer]  # equal figures compare nothing
-        if others:
-            out.append(comparison_item(a, rng.choice(others), w))
-    return out
+def generate(passages: Sequence[Passage], n: int, *, seed: int = 0, mix: Mix = Mix(),
+             progress: Progress | None = None) -> list[GoldenItem]:
+    """The items of generate_set (what it dropped left out)."""
+    return generate_set(passages, n, seed=seed, mix=mix, progress=progress).items
 
 
 def counts_by_type(items: Sequence[GoldenItem]) -> dict[str, int]:
@@ -633,11 +493,17 @@ class GenerateReport:
     generator: str
     usd: float = 0.0
     notes: tuple[str, ...] = ()
+    dropped: dict[str, int] = field(default_factory=dict)  # questions the well-formedness check removed, by reason
 
     def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "workspace": self.workspace, "items": self.items, "by_type": self.by_type,
                 "mean_overlap": self.mean_overlap, "generator": self.generator, "usd": round(self.usd, 6),
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "dropped": self.dropped}
+
+
+def generation_notes(dropped: dict[str, int], **more: object) -> str:
+    """A generated set's notes: the generator's report as JSON (core.eval.datasets reads it back for validity)."""
+    return json.dumps({**more, "dropped": dropped}, ensure_ascii=False, sort_keys=True)
 
 
 def generate_into(golden: GoldenWriter, corpus: CorpusReader, workspace: str, n: int, *, name: str | None = None,
@@ -646,8 +512,13 @@ def generate_into(golden: GoldenWriter, corpus: CorpusReader, workspace: str, n:
     passages = passages_from(corpus, workspace)
     if not passages:
         raise ValueError(f"workspace {workspace!r} holds no chunks: ingest documents first")
-    items = generate(passages, n, seed=seed, progress=progress)
+    got = generate_set(passages, n, seed=seed, progress=progress)
     name = name or default_name(corpus_version, n)
-    golden.put_set(workspace, name, items, generator=GENERATOR, corpus_version=corpus_version,
-                   notes=f"offline, seed {seed}")
-    return GenerateReport(name, workspace, len(items), counts_by_type(items), mean_overlap(items), GENERATOR)
+    golden.put_set(workspace, name, got.items, generator=GENERATOR, corpus_version=corpus_version,
+                   notes=generation_notes(got.dropped, writer="offline", seed=seed))
+    dropped = sum(got.dropped.values())
+    notes = (f"dropped {dropped} draft question(s) that failed the well-formedness check: "
+             + ", ".join(f"{k} {v}" for k, v in sorted(got.dropped.items(), key=lambda kv: -kv[1])),) if dropped \
+        else ()
+    return GenerateReport(name, workspace, len(got.items), counts_by_type(got.items), mean_overlap(got.items),
+                          GENERATOR, notes=notes, dropped=got.dropped)

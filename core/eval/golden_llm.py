@@ -28,11 +28,13 @@ from core.eval.golden import (
     content_words,
     counts_by_type,
     default_name,
+    generation_notes,
     mean_overlap,
     overlap,
     passages_from,
     item_key,
 )
+from core.eval.golden_check import problem
 from core.eval.metrics import span_in_text
 from core.models.llm import LLM, LLMError, LLMRequest, LLMResponse, TextBlock, parse_json, wait_for_batch
 from core.models.pricing import worst_call_usd
@@ -123,6 +125,12 @@ def validate(raw: Any, p: Passage, index: CorpusIndex, out: Outcome) -> list[Gol
             continue
         q = _norm(obj["question"])
         answerable = obj.get("answerable") is not False and obj.get("type") != "unanswerable"
+        # held to the offline generator's check: one standalone question, in the passage's language, no give-away
+        why = problem(q, lang="ru" if p.chunk.lang == "ru" else "en", answer=_norm(str(obj.get("answer", ""))),
+                      evidence=_norm(str(obj.get("gold_span", ""))), content=content_words, answerable=answerable)
+        if why:
+            out.reject(why)
+            continue
         if answerable:
             span, answer = _norm(str(obj.get("gold_span", ""))), _norm(str(obj.get("answer", "")))
             if not span or not (span in text or span_in_text(span, text, 0.9)):
@@ -324,10 +332,11 @@ def generate_llm_into(golden: GoldenWriter, corpus: CorpusReader, llm: LLM, work
         return GenerateReport(name, workspace, 0, {}, None, GENERATOR, budget.spent,
                               (f"{out.calls} requests submitted", f"stopped early: {out.stopped}"))
     golden.put_set(workspace, name, items, generator=GENERATOR, corpus_version=corpus_version,
-                   notes=f"{model}, seed {seed}, ${budget.spent:.4f} of ${budget.usd:.2f}")
+                   notes=generation_notes(out.rejected, writer=model, seed=seed,
+                                          spent=f"${budget.spent:.4f} of ${budget.usd:.2f}"))
     notes = tuple([f"{out.calls} {'batched requests' if ledger is not None else 'calls'}, ${budget.spent:.4f} spent "
                    f"of ${budget.usd:.2f}"]
                   + [f"rejected {v}: {k}" for k, v in sorted(out.rejected.items())]
                   + ([f"stopped early: {out.stopped}"] if out.stopped else []))
     return GenerateReport(name, workspace, len(items), counts_by_type(items), mean_overlap(items), GENERATOR,
-                          budget.spent, notes)
+                          budget.spent, notes, dict(out.rejected))

@@ -1,6 +1,6 @@
 """Which technique helps here: a grid of configurations over one golden set, ranked, with "no clear difference"
-bands from the evaluation's own noise, a cost estimate first, and every finished configuration stored so a rerun
-skips it."""
+bands from the evaluation's own noise, a cost estimate first, every finished configuration stored so a rerun
+skips it, and a verdict: the best configuration clearly better than the current one, or "no clear winner"."""
 from __future__ import annotations
 
 import hashlib
@@ -14,8 +14,9 @@ from typing import Any, Callable, Mapping, Sequence
 from core.config import ConfigError, PipelineConfig
 from core.deps import Deps
 from core.eval.datasets import GoldenSet
-from core.eval.metrics import compare_metric
+from core.eval.metrics import Delta, compare_metric
 from core.eval.run import MISSING_BUILD, EvalRun, NamedConfig, run_eval
+from core.eval.validity import Validity, of_set
 from core.files import FileProblem, check_depth, read_text_checked
 from core.models.pricing import worst_call_usd
 from core.pipeline import StageMemo
@@ -169,12 +170,83 @@ def rank(rows: Sequence[SweepRow], by: Sequence[str] = RANK_BY) -> list[SweepRow
     return out
 
 
-def _clearly_worse(a: SweepRow, b: SweepRow, metric: str) -> bool:
+def _paired(a: SweepRow, b: SweepRow, metric: str) -> Delta:
+    """b against a on `metric`, paired over the questions both scored (the per-question noise decides)."""
     qa, qb = a.per_query.get(metric, {}), b.per_query.get(metric, {})
     common = [q for q in qa if q in qb]
-    d = compare_metric(metric, a.metrics.get(metric), b.metrics.get(metric),
-                       per_query_a=[qa[q] for q in common], per_query_b=[qb[q] for q in common])
-    return d.verdict == "A better"
+    return compare_metric(metric, a.metrics.get(metric), b.metrics.get(metric),
+                          per_query_a=[qa[q] for q in common], per_query_b=[qb[q] for q in common])
+
+
+def _clearly_worse(a: SweepRow, b: SweepRow, metric: str) -> bool:
+    return _paired(a, b, metric).verdict == "A better"
+
+
+WINNER, NO_WINNER = "winner", "no clear winner"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the sweep recommends. `recommendation` is a row name: the best configuration clearly better than the
+    current one (outside its paired noise band), else the current configuration's own row ("no clear winner —
+    keep the current configuration"). `vs_current`: each row against the current one ("better", "no clear
+    difference", "worse"); `blocked`: why no change is adopted although a row is clearly better (a set that failed
+    its validity check)."""
+
+    verdict: str
+    recommendation: str
+    current: str
+    reason: str
+    metric: str
+    vs_current: dict[str, str]
+    gain: float | None = None  # the recommendation's gain over the current row on `metric`
+    noise: float | None = None  # the paired noise band that gain had to clear
+    blocked: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "recommendation": self.recommendation, "current": self.current,
+                "reason": self.reason, "metric": self.metric, "vs_current": self.vs_current,
+                "gain": _round(self.gain), "noise": _round(self.noise), "blocked": self.blocked}
+
+    def inside_band(self, name: str) -> bool:
+        """A row the sweep cannot tell from the current configuration (choosing it changes nothing measurable)."""
+        return self.vs_current.get(name) == "no clear difference"
+
+
+def verdict(rows: Sequence[SweepRow], current: str, *, by: Sequence[str] = RANK_BY,
+            blocked: str = "") -> Verdict:
+    """The honest recommendation over ranked `rows`: among the rows clearly better than the current one (`current`:
+    its config hash) on the first metric (paired per-question noise, core.eval.metrics.compare_metric), the best by
+    `by`; none -> "no clear winner" and the current row. `blocked` (a failed validity check): no change is
+    recommended whatever the rows say, and the reason names what would have won."""
+    metric = by[0]
+    cur = next((r for r in rows if r.config_hash == current), None)
+    if cur is None:
+        raise ValueError(f"the current configuration ({current}) is not among the sweep's rows")
+    vs: dict[str, str] = {cur.name: "current"}
+    better: list[tuple[SweepRow, Delta]] = []
+    for r in rows:
+        if r is cur:
+            continue
+        d = _paired(cur, r, metric)
+        vs[r.name] = {"B better": "better", "A better": "worse"}.get(d.verdict, "no clear difference")
+        if d.verdict == "B better":
+            better.append((r, d))
+    if not better:
+        inside = sum(1 for v in vs.values() if v == "no clear difference")
+        return Verdict(NO_WINNER, cur.name, cur.name,
+                       f"no configuration is clearly better than the current one ('{cur.name}') on {metric}: "
+                       f"{inside} sit inside its noise band — keep the current configuration", metric, vs,
+                       blocked=blocked)
+    best, d = better[0]  # rows come ranked best first
+    if blocked:
+        return Verdict(NO_WINNER, cur.name, cur.name,
+                       f"'{best.name}' scores {100 * (d.delta or 0):+.1f} points of {metric} over '{cur.name}' on "
+                       f"this set, but {blocked}: no change is adopted from it — keep the current configuration",
+                       metric, vs, d.delta, d.spread, blocked)
+    return Verdict(WINNER, best.name, cur.name,
+                   f"'{best.name}' beats the current '{cur.name}' by {100 * (d.delta or 0):.1f} points of {metric}, "
+                   f"outside the paired noise band (±{100 * d.spread:.1f})", metric, vs, d.delta, d.spread)
 
 
 @dataclass
@@ -187,13 +259,17 @@ class SweepResult:
     ran: int
     resumed: int
     rank_by: tuple[str, ...] = RANK_BY
+    verdict: Verdict | None = None
+    validity: Validity | None = None
 
     def table(self) -> list[dict[str, Any]]:
         """The ranked rows as the page and the CLI show them."""
         out = []
+        vs = self.verdict.vs_current if self.verdict else {}
         for i, r in enumerate(self.rows, 1):
             m = r.metrics
-            out.append({"rank": i, "band": r.band, "config": r.name, "hash": r.config_hash,
+            out.append({"rank": i, "band": r.band, "config": r.name, "vs current": vs.get(r.name),
+                        "hash": r.config_hash,
                         **{k: _round(m.get(k)) for k in ("recall@5", "recall@10", "mrr", "answered_correctly",
                                                          "refused_unanswerable") if k in m},
                         "median ms": None if r.median_ms is None else round(r.median_ms, 1),
@@ -215,6 +291,10 @@ class SweepResult:
                 "notices": self.missing_builds(),
                 "rank_by": list(self.rank_by), "estimate_usd": self.estimate_usd, "ran": self.ran,
                 "resumed": self.resumed, "table": self.table(),
+                "recommendation": self.verdict.recommendation if self.verdict else None,
+                "verdict": self.verdict.verdict if self.verdict else None,
+                "verdict_detail": self.verdict.to_dict() if self.verdict else None,
+                "validity": self.validity.to_dict() if self.validity else None,
                 "rows": [{**r.to_dict(), "band": r.band, "per_query": None} for r in self.rows]}
 
 
@@ -231,11 +311,28 @@ def plan(gs: GoldenSet, configs: Sequence[NamedConfig], deps: Deps, *, workspace
     return est, [nc for nc in configs if nc.config.stable_hash() not in done]
 
 
+CURRENT = "current"
+
+
+def with_current(configs: Sequence[NamedConfig], current: PipelineConfig) -> tuple[list[NamedConfig], str]:
+    """The grid with the current configuration among its rows (added as 'current' when no row is it), and its
+    measured hash: the verdict compares every row with it."""
+    h = current.with_overrides(FIXED).stable_hash()
+    rows = list(configs)
+    if not any(nc.config.stable_hash() == h for nc in rows):
+        rows.append(NamedConfig(CURRENT, current.with_overrides(FIXED)))
+    return rows, h
+
+
 def run_sweep(gs: GoldenSet, configs: Sequence[NamedConfig], deps: Deps, *, workspace: str = DEFAULT_WORKSPACE,
-              progress: Progress | None = None, limit: int | None = None, fresh: bool = False) -> SweepResult:
+              progress: Progress | None = None, limit: int | None = None, fresh: bool = False,
+              current: PipelineConfig | None = None) -> SweepResult:
     """Run every configuration not already stored for this set (workspace + set + config hash + corpus version),
-    store each as it finishes (a stopped sweep resumes where it stopped), and rank them all."""
+    store each as it finishes (a stopped sweep resumes where it stopped), rank them all, judge the set's validity
+    and give the verdict against `current` (the workspace's configuration; default: PipelineConfig(), which is
+    added as a row when the grid lacks it)."""
     ws = gs.workspace or workspace
+    configs, current_hash = with_current(configs, current or PipelineConfig())
     if limit:  # the first `limit` questions are another set (their results never stand for the whole one's)
         gs = replace(gs, queries=gs.queries[:limit])
     key = set_key(gs)
@@ -263,8 +360,12 @@ def run_sweep(gs: GoldenSet, configs: Sequence[NamedConfig], deps: Deps, *, work
         if not deps.store.read_only:
             deps.store.sweeps.save(ws, key, row.config_hash, version, nc.name, row.to_dict())
     ordered = rank([rows[nc.config.stable_hash()] for nc in configs if nc.config.stable_hash() in rows])
+    cur = rows.get(current_hash)
+    valid = of_set(gs, difficulty=cur.metrics.get(RANK_BY[0]) if cur else None,
+                   bands=max((r.band for r in ordered), default=0))
+    judged = verdict(ordered, current_hash, blocked=valid.blocked()) if cur else None
     return SweepResult(gs.name, ws, deps.store.corpus.corpus_version(ws), ordered, est, len(todo),
-                       len(configs) - len(todo))
+                       len(configs) - len(todo), verdict=judged, validity=valid)
 
 
 def _spent(deps: Deps, workspace: str) -> float:
