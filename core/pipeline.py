@@ -1126,8 +1126,11 @@ def _served_from_cache(q: _Query, res: CacheLookup, config: PipelineConfig, deps
                info=AnswerInfo.of(answer, Stage.ANSWER_CACHE, cached=True))
     tracer.notes.append(served_label(res))
     stored = deps.store.answers.cached_trace(entry.key, entry.question)  # the stages that produced the answer
-    return replace(_finish(q, tracer, config, deps, log, answer),
-                   stored=trace_from_json(stored) if stored is not None else None)
+    trace = replace(_finish(q, tracer, config, deps, False, answer),
+                    stored=trace_from_json(stored) if stored is not None else None)
+    if log and not deps.store.read_only:  # logged with its stored trace: the run log knows the hit's route
+        deps.store.runs.log_trace(trace)
+    return trace
 
 
 def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str = DEFAULT_WORKSPACE,
