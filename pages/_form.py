@@ -14,6 +14,7 @@ from core.config import PipelineConfig
 from core.config.meta import FieldSpec, field_spec
 
 Widget = Literal["toggle", "checkbox", "selectbox", "radio", "number", "slider", "text"]
+SHOWN_KEY = "form_settings_shown"  # every setting a widget was built for this session (tests read it)
 _DEFAULT_WIDGET: dict[str, Widget] = {"bool": "toggle", "choice": "selectbox", "int": "number", "float": "number",
                                       "str": "text"}
 
@@ -65,6 +66,7 @@ def setting(cfg: PipelineConfig, dotted: str, label: str, *, key: str, where: An
     help: None = the field's description, "" = none. labels: display text per choice. from_config=False: the
     widget starts at its first option and keeps its own state (a per-query choice such as the route override)."""
     spec = field_spec(dotted)
+    st.session_state.setdefault(SHOWN_KEY, set()).add(dotted)
     where = st if where is None else where
     kind = widget or ("selectbox" if options is not None and spec.kind == "str" else _DEFAULT_WIDGET[spec.kind])
     section, _, name = dotted.partition(".")

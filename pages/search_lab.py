@@ -10,7 +10,7 @@ from core.app.collections import listed as listed_collections
 from core.app.counters import Counters, counters
 from core.app.graph_ops import subgraph_svg
 from core.app.report import escape_md
-from core.app.routing import NO_RETRIEVAL, route_names
+from core.app.routing import NO_RETRIEVAL, route_names, routed_stages
 from core.config import ConfigError, PipelineConfig
 from core.pipeline import QueryError, run_query
 from pages import _answer_box, _conversation, _form, _state, _widgets
@@ -40,7 +40,7 @@ if submitted:
 
 # -- settings: one compact row of popovers; a change re-runs the last query --------------------------------------------
 cfg = _state.config()
-c = st.columns([2.0, 1.0, 1.1, 1.5, 1.55, 0.95, 0.5], vertical_alignment="center")
+c = st.columns([1.9, 0.95, 1.05, 1.45, 1.5, 0.95, 1.0, 0.5], vertical_alignment="center")
 modes = list(_widgets.MODES)
 mode = c[0].radio("Retrieval", modes, index=modes.index(_widgets.mode_of(cfg)), horizontal=True, key="mode",
                   label_visibility="collapsed")
@@ -67,8 +67,12 @@ with c[2].popover("Context · graph", use_container_width=True):
             help="none: raw chunks · heuristic: title, heading path and lead sentence (no LLM) · late: late-chunking "
                  "vectors · llm: contexts written by Claude (build them on the Costs page). A variant that is not "
                  "built yet is offered for building here; until then raw text is searched.")
+    setting("embedding.multilingual", "Multilingual list (dense_ml)", "multilingual", widget="radio")
     setting("graph.enabled", "GraphRAG search", "graph_on", help="needs a graph: build it here or on the Graph page")
     setting("graph.mode", "graph mode", "graph_mode", widget="radio")
+    setting("raptor.enabled", "RAPTOR tree search", "raptor_on",
+            help="needs a RAPTOR tree: build it on the Graph page (RAPTOR expander) or `python -m core raptor build`")
+    setting("router.enabled", "Router", "router_on")
     # cag: the whole corpus in Claude's cached prompt (needs a key and a corpus under cag.max_corpus_tokens; the route
     # stage says why when it is unavailable, with the estimate). Per query: the widget keeps its own state.
     setting("router.override", "Route (this query)", "route_override", from_config=False,
@@ -82,6 +86,7 @@ with c[2].popover("Context · graph", use_container_width=True):
                     f"{k.name} ({k.n_docs} docs)" for k in kbs))
 with c[3].popover("Rerank · prune · MMR · expand", use_container_width=True):
     setting("rerank.enabled", "Rerank", "rerank_on")
+    setting("cascade_guard.enabled", "Stage guard (step aside where the evaluation shows a loss)", "guard_on")
     r = st.columns(3)
     setting("rerank.method", "method", "rerank_method", r[0])
     setting("rerank.top_n", "reads top n", "rerank_top_n", r[1])
@@ -115,7 +120,14 @@ with c[5].popover("Agentic loop", use_container_width=True):
     setting("agent.max_usd", "max $", "agent_usd", g[0], step=0.01, format="%.4f")
     setting("agent.max_seconds", "max seconds", "agent_seconds", g[1], min_value=1.0, step=5.0)
     setting("agent.max_tokens", "max tokens (in + out)", "agent_tokens", step=1000)
-depth = int(c[6].number_input("rows", 1, 200, 10, key="depth", label_visibility="collapsed",
+    setting("agent.tools", "Tools (search, SQL, graph)", "agent_tools", widget="radio")
+with c[6].popover("Answer · cache", use_container_width=True):
+    setting("answer.enabled", "Answer", "answer_on")
+    setting("answer_cache.enabled", "Semantic answer cache", "answer_cache_on")
+    setting("cag.enabled", "CAG route (whole corpus in a cached prompt; needs a key)", "cag_on")
+    setting("collections.enabled", "Collection routing", "collections_on", disabled=len(kbs) < 2,
+            help=None if len(kbs) > 1 else "this workspace has one collection: there is nothing to pick")
+depth = int(c[7].number_input("rows", 1, 200, 10, key="depth", label_visibility="collapsed",
                               help="cards shown per stage"))
 try:
     wanted = cfg.with_overrides(overrides)
@@ -256,8 +268,11 @@ if hit is not None and trace.stored is not None:
                                            if s.stage not in _widgets.LIVE_WHEN_CACHED)))
     cached_note = (f"stages from the stored trace that produced this answer ({_answer_box.age_text(hit.get('stored_at'))}"
                    f", question “{trace.stored.query}”): not run now; Recompute runs them")
+routed = routed_stages(trace, cfg)  # stages a route turned on although the settings above have them off
 _widgets.stage_row(shown, doc_names=doc_names, depth=depth, counters=counters(trace),
-                   session=st.session_state.get(SESSION_KEY), inserts=inserts, from_cache=cached_note)
+                   session=st.session_state.get(SESSION_KEY), inserts=inserts, from_cache=cached_note, routed=routed)
+for stage, why in routed.items():
+    st.caption(f":material/alt_route: {escape_md(stage)}: {escape_md(why)}")
 if trace.agent:
     spent = trace.agent.get("spent", {})
     # A tool run (core/route/tools.py: a planner and its calls) and the agentic retrieval loop share the record.
