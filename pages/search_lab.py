@@ -40,7 +40,9 @@ if submitted:
 
 # -- settings: one compact row of popovers; a change re-runs the last query --------------------------------------------
 cfg = _state.config()
-c = st.columns([1.9, 0.95, 1.05, 1.45, 1.5, 0.95, 1.0, 0.5], vertical_alignment="center")
+# Short popover labels (what each holds is its tooltip): at 1366x768 every label reads whole and the mode radio
+# stays on one line.
+c = st.columns([2.2, 0.75, 1.45, 1.0, 1.15, 0.8, 1.35, 0.55], vertical_alignment="center")
 modes = list(_widgets.MODES)
 mode = c[0].radio("Retrieval", modes, index=modes.index(_widgets.mode_of(cfg)), horizontal=True, key="mode",
                   label_visibility="collapsed")
@@ -53,7 +55,7 @@ def setting(dotted: str, label: str, key: str, where: object = None, **kw: objec
     overrides[dotted] = _form.setting(cfg, dotted, label, key=key, where=where, **kw)
 
 
-with c[1].popover("Lists · fusion", use_container_width=True):
+with c[1].popover("Lists", use_container_width=True, help="BM25 and dense depths, fusion"):
     setting("bm25.k", "BM25 k", "bm25_k", disabled=mode == "dense")
     setting("dense.k", "dense k", "dense_k", disabled=mode == "BM25")
     setting("fusion.k", "fused k", "fusion_k", disabled=not hybrid)
@@ -62,7 +64,8 @@ with c[1].popover("Lists · fusion", use_container_width=True):
     if overrides["fusion.method"] == "weighted_rrf" and hybrid:
         setting("fusion.bm25_weight", "BM25 weight", "w_bm25", max_value=10.0, step=0.1)
         setting("fusion.dense_weight", "dense weight", "w_dense", max_value=10.0, step=0.1)
-with c[2].popover("Context · graph", use_container_width=True):
+with c[2].popover("Context · graph", use_container_width=True,
+                  help="chunk context, multilingual list, GraphRAG, RAPTOR, router and route"):
     setting("context.variant", "Chunk context", "context_variant", widget="radio",
             help="none: raw chunks · heuristic: title, heading path and lead sentence (no LLM) · late: late-chunking "
                  "vectors · llm: contexts written by Claude (build them on the Costs page). A variant that is not "
@@ -84,7 +87,7 @@ with c[2].popover("Context · graph", use_container_width=True):
                 options=["", *(k.name for k in kbs)], labels={"": "router picks"},
                 help="the 'collections' stage shows which collections were searched and why: " + ", ".join(
                     f"{k.name} ({k.n_docs} docs)" for k in kbs))
-with c[3].popover("Rerank · prune · MMR · expand", use_container_width=True):
+with c[3].popover("Cascade", use_container_width=True, help="rerank, stage guard, sentence pruning, MMR, expansion"):
     setting("rerank.enabled", "Rerank", "rerank_on")
     setting("cascade_guard.enabled", "Stage guard (step aside where the evaluation shows a loss)", "guard_on")
     r = st.columns(3)
@@ -103,14 +106,14 @@ with c[3].popover("Rerank · prune · MMR · expand", use_container_width=True):
     e = st.columns(2)
     setting("expand.mode", "mode", "expand_mode", e[0], widget="radio")
     setting("expand.window", "± sentences", "expand_window", e[1])
-with c[4].popover("HyDE · multi-query · decompose", use_container_width=True):
+with c[4].popover("Transforms", use_container_width=True, help="HyDE, multi-query, decomposition"):
     # Each transform searches its own generated queries and shows their fused list as its own stage.
     st.caption("off: never · auto: when the route asks for it (HyDE also when the dense top-1 is weak) · on: every "
                "query that searches")
     setting("transforms.hyde", "HyDE (offline: pseudo-relevance feedback)", "hyde_mode", widget="radio")
     setting("transforms.multi_query", "Multi-query", "multi_query_mode", widget="radio")
     setting("transforms.decompose", "Decomposition", "decompose_mode", widget="radio")
-with c[5].popover("Agentic loop", use_container_width=True):
+with c[5].popover("Agent", use_container_width=True, help="the agentic loop, its budgets and tools"):
     setting("agent.enabled", "Several rounds (grade, then search again)", "agent_on",
             help="offline: a calibrated grader and entity bridging; with a key: Claude grades and writes the next "
                  "queries. Hard budgets below.")
@@ -121,7 +124,7 @@ with c[5].popover("Agentic loop", use_container_width=True):
     setting("agent.max_seconds", "max seconds", "agent_seconds", g[1], min_value=1.0, step=5.0)
     setting("agent.max_tokens", "max tokens (in + out)", "agent_tokens", step=1000)
     setting("agent.tools", "Tools (search, SQL, graph)", "agent_tools", widget="radio")
-with c[6].popover("Answer · cache", use_container_width=True):
+with c[6].popover("Answer · cache", use_container_width=True, help="answer, semantic answer cache, CAG, collections"):
     setting("answer.enabled", "Answer", "answer_on")
     setting("answer_cache.enabled", "Semantic answer cache", "answer_cache_on")
     setting("cag.enabled", "CAG route (whole corpus in a cached prompt; needs a key)", "cag_on")
