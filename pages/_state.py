@@ -15,7 +15,7 @@ WORKSPACE_KEY = "workspace"
 # Session keys that arm a destructive or paid action: ticked boxes ("Delete ...", an accepted spend) and a pending
 # document delete. disarm() clears them after every such action and on every workspace switch, so nothing stays one
 # click from acting on a workspace the person did not arm it for.
-ARMED_BOXES: tuple[str, ...] = ("ws_delete_sure", "ctx_confirm", "sweep_spend")
+ARMED_BOXES: tuple[str, ...] = ("ws_delete_sure", "ctx_confirm", "sweep_spend", "lab_gold_many")
 ARMED_KEYS: tuple[str, ...] = ("pending_delete",)
 DISARM_KEY = "_disarm_pending"
 
