@@ -12,6 +12,7 @@ from core.types import DEFAULT_WORKSPACE
 DEPS_KEY = "deps"  # tests put a Deps built from fakes here before the first run
 CONFIG_KEY = "config"
 WORKSPACE_KEY = "workspace"
+CONFIG_GEN_KEY = "config_generation"
 # Session keys that arm a destructive or paid action: ticked boxes ("Delete ...", an accepted spend) and a pending
 # document delete. disarm() clears them after every such action and on every workspace switch, so nothing stays one
 # click from acting on a workspace the person did not arm it for.
@@ -54,8 +55,19 @@ def config() -> PipelineConfig:
     return st.session_state[CONFIG_KEY]
 
 
-def set_config(cfg: PipelineConfig) -> None:
+def set_config(cfg: PipelineConfig, *, external: bool = False) -> None:
+    """`external`: the configuration comes from outside the settings widgets ("Use this", a workspace switch, a
+    restore), so every settings widget takes its value from it on its next build (pages/_form.py): a widget that
+    kept its own old value would otherwise write it back over the new configuration, and the Search Lab would run
+    a third configuration, not the one chosen."""
     st.session_state[CONFIG_KEY] = cfg
+    if external:
+        st.session_state[CONFIG_GEN_KEY] = config_generation() + 1
+
+
+def config_generation() -> int:
+    """How many times the configuration was set from outside the widgets in this session."""
+    return int(st.session_state.get(CONFIG_GEN_KEY, 0))
 
 
 def workspace() -> str:

@@ -54,12 +54,18 @@ def sweep_panel(gs: GoldenSet | None, deps: Any, workspace: str) -> None:
         _, table, ran, resumed = shown
         st.caption(f"Ranked by recall@5, then MRR; band 1 = no clear difference from the best (inside the paired "
                    f"per-question noise). {ran} run now, {resumed} from the store.")
+        # One hash from the table to the running Search Lab: each row shows the hash of the configuration "Use this"
+        # keeps (the sweep measured it with the answer cache off, FIXED, which changes no ranking).
+        kept = {nc.name: nc.config for nc in grid_configs(base, STANDARD_GRID, measured=False)}
+        table = [{**r, "hash": kept[r["config"]].stable_hash()} if r.get("config") in kept else r for r in table]
         st.dataframe(table, hide_index=True, key="sweep_table")
+        st.caption("hash: the configuration 'Use this' keeps and the Search Lab then runs (measured with the answer "
+                   "cache off, so earlier answers could not replay).")
         names = [r["config"] for r in table]
         pick = st.selectbox("Configuration", names, key="sweep_pick")
         if st.button("Use this", key="sweep_use"):
-            chosen = {nc.name: nc.config for nc in grid_configs(base, STANDARD_GRID, measured=False)}[pick]
-            _state.set_config(chosen)
+            chosen = kept[pick]
+            _state.set_config(chosen, external=True)
             save_workspace_config(deps.store, workspace, chosen)
             st.session_state[USED_KEY] = (f"'{escape_md(pick)}' ({chosen.stable_hash()}) is now the configuration "
                                           f"of workspace '{escape_md(workspace)}': Search Lab starts from it")
@@ -74,4 +80,4 @@ def restore_workspace_config(store: Any) -> None:
     cfg, _ = load_workspace_config(store, _state.workspace())
     # only over the untouched default: a session that already chose settings keeps them
     if cfg is not None and _state.config().stable_hash() == PipelineConfig().stable_hash():
-        _state.set_config(cfg)
+        _state.set_config(cfg, external=True)

@@ -31,7 +31,7 @@ def _switch(store: Any, name: str, *, save: bool = True) -> None:
     st.session_state[_state.WORKSPACE_KEY] = name
     cfg, notice = load_workspace_config(store, name)
     if cfg is not None:
-        _state.set_config(cfg)
+        _state.set_config(cfg, external=True)
     if notice:
         st.session_state["ws_notice"] = notice
 

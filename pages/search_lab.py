@@ -44,6 +44,7 @@ cfg = _state.config()
 # stays on one line.
 c = st.columns([2.2, 0.75, 1.45, 1.0, 1.15, 0.8, 1.35, 0.55], vertical_alignment="center")
 modes = list(_widgets.MODES)
+_form.follow_config("mode", _widgets.mode_of(cfg))
 mode = c[0].radio("Retrieval", modes, index=modes.index(_widgets.mode_of(cfg)), horizontal=True, key="mode",
                   label_visibility="collapsed")
 hybrid = mode == "hybrid"
