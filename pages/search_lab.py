@@ -18,6 +18,7 @@ from pages._gold_from_lab import add_to_golden
 from pages._sql_panel import sql_panel
 
 TRACE_KEY, SESSION_KEY, BUILT_KEY, TOKENS_KEY = "lab_traces", "lab_session_counters", "lab_build_done", "lab_tokens"
+PENDING_KEY = "lab_pending_build"  # (need, config) of a build whose button was pressed: it runs at the top, in view
 RECOMPUTE_KEY = "lab_recompute"  # "Recompute" was pressed: the next run bypasses the answer cache for this query
 ANYWAY_KEY = "lab_search_anyway"  # the route override was set by "Search the documents anyway", for this question only
 TRACES_KEPT = 16  # settings flipped back and forth show their trace again without re-running the pipeline
@@ -162,18 +163,32 @@ def offer(need: readiness.Need, for_cfg: PipelineConfig) -> None:
                         f"{need.est_seconds:,.0f} s. " + UNTIL.get(need.kind, ""))
         if n2.button("Encode now" if quiet else "Build now", key=f"build_{need.kind}",
                      type="secondary" if quiet else "primary", use_container_width=quiet):
-            bar = st.progress(0.0, text=f"building {need.kind}…")
-            with st.spinner(f"Building {need.kind} (about {need.est_seconds:,.0f} s)…"):
-                msg = readiness.build(need, for_cfg, deps, ws, progress=lambda d, t: bar.progress(
-                    min(1.0, d / t) if t else 1.0, text=f"{need.kind}: {d:,}/{t:,}"))
-                then = readiness.token_need(deps, for_cfg, ws) if need.kind == "context" else None
-                if then is not None:
-                    msg += "; " + readiness.build(then, for_cfg, deps, ws, progress=lambda d, t: bar.progress(
-                        min(1.0, d / t) if t else 1.0, text=f"token vectors: {d:,}/{t:,}"))
-            st.session_state[BUILT_KEY] = msg
-            st.session_state.pop(TRACE_KEY, None)  # the cached trace searched without the build
-            st.session_state.pop(TOKENS_KEY, None)
+            # The offer sits below the stage row, out of view: the build runs at the top of the next run, where its
+            # progress bar is in the window (run_pending_build).
+            st.session_state[PENDING_KEY] = (need, for_cfg)
             st.rerun()
+
+
+def run_pending_build() -> None:
+    """A build asked for by an offer's button: its progress bar right under the settings row, in view; then a
+    rerun, so every offer and panel drawn from the old state shows the new one."""
+    pending = st.session_state.pop(PENDING_KEY, None)
+    if pending is None:
+        return
+    need, for_cfg = pending
+    with st.container(border=True, key="build_progress"):
+        bar = st.progress(0.0, text=f"building {need.kind}…")
+        with st.spinner(f"Building {need.kind} (about {need.est_seconds:,.0f} s)…"):
+            msg = readiness.build(need, for_cfg, deps, ws, progress=lambda d, t: bar.progress(
+                min(1.0, d / t) if t else 1.0, text=f"{need.kind}: {d:,}/{t:,}"))
+            then = readiness.token_need(deps, for_cfg, ws) if need.kind == "context" else None
+            if then is not None:
+                msg += "; " + readiness.build(then, for_cfg, deps, ws, progress=lambda d, t: bar.progress(
+                    min(1.0, d / t) if t else 1.0, text=f"token vectors: {d:,}/{t:,}"))
+    st.session_state[BUILT_KEY] = msg
+    st.session_state.pop(TRACE_KEY, None)  # the cached trace searched without the build
+    st.session_state.pop(TOKENS_KEY, None)
+    st.rerun()
 
 
 def token_offer(run_cfg: PipelineConfig, recount: bool = False) -> None:
@@ -188,6 +203,7 @@ def token_offer(run_cfg: PipelineConfig, recount: bool = False) -> None:
         offer(memo[1], run_cfg)
 
 
+run_pending_build()
 needs = readiness.needs(store, cfg, ws, deps.embedder.model_id, embedder=deps.embedder, indexes=deps.indexes)
 # A context variant whose vectors are missing is searched as raw text until it is built, as its offer says: the dense
 # index would otherwise embed every missing chunk in memory on this query's path (minutes on a large corpus).

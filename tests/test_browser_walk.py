@@ -134,3 +134,38 @@ def test_every_switch_sits_in_a_popover_in_view(seeded: Path, tmp_path: Path) ->
                 expect(body).to_be_hidden()
         finally:
             browser.close()
+
+
+def test_a_build_started_in_the_lab_shows_its_progress_in_view(seeded: Path, tmp_path: Path) -> None:
+    sync_api = _need_browser()
+    expect = sync_api.expect
+    with streamlit_app(seeded, tmp_path / "streamlit.log") as url, sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport=VIEWPORT)
+            page.set_default_timeout(60_000)
+            expect.set_options(timeout=90_000)
+            page.goto(f"{url}/search_lab")
+            page.get_by_label("Query").fill("quartz lamp rotation log")
+            page.get_by_role("button", name="Search", exact=True).click()
+            expect(page.locator("[data-testid=stage-row]")).to_be_visible()
+            page.get_by_role("button", name="Context · graph", exact=True).click()
+            page.locator("[data-testid=stPopoverBody] [data-testid=stRadio]").filter(
+                has_text="Chunk context").get_by_text("heuristic", exact=True).click()
+            page.keyboard.press("Escape")
+            build = page.get_by_role("button", name="Build now")
+            expect(build).to_be_attached()
+            _settled(page)
+            # Where the progress box is drawn the moment it appears (a small build ends in a second).
+            page.evaluate("""() => { window.__box = null; new MutationObserver(() => {
+                const el = document.querySelector('.st-key-build_progress');
+                if (el && !window.__box) { const r = el.getBoundingClientRect();
+                  window.__box = {x: r.x, y: r.y, width: r.width, height: r.height}; } })
+                .observe(document.body, {childList: true, subtree: true}); }""")
+            build.click()
+            expect(page.get_by_text("heuristic: ")).to_be_visible()
+            box = page.evaluate("window.__box")
+            assert box is not None and _inside(box), box
+            page.screenshot(path=str(SHOTS / "walk_after_build.png"))
+        finally:
+            browser.close()
