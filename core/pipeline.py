@@ -1220,6 +1220,8 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
     answer = answered.answer if answered is not None else None
     if answer is not None and sql is not None and sql.answered and not answer.refused:
         answer = replace(answer, text=f"From the tables: {sql.answer_text()}.\n\n{answer.text}")
+    elif answer is not None and answer.refused and sql is not None and sql.untranslated():
+        answer = replace(answer, text=f"{answer.text}\n\n{sql.untranslated()}")  # not "the corpus is silent"
     if cached is not None and answer is not None and q.vec is not None and not deps.store.read_only:
         if remember(deps.store.answers, key, q.text, q.vec, answer,
                     cost_usd=sum(s.usage.usd for s in tracer.stages), ms=sum(s.ms for s in tracer.stages)):
