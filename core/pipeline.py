@@ -85,7 +85,7 @@ from core.route.stage import (
 )
 from core.route.tools import Neighbours, Toolbox, ToolOutcome, plan_question, run_llm, run_offline
 from core.route.tools import citations as tool_citations
-from core.text import detect_language, guess_language
+from core.text import detect_language, guess_language, sha256_text
 from core.types import (
     CONTEXT_KEY,
     DEFAULT_WORKSPACE,
@@ -355,17 +355,28 @@ def _bm25(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
 
 def _query_vec(q: _Query, deps: Deps, encode: Callable[[str], Any] | None = None) -> str:
     """Set q.vec, the question's vector under the main embedder: "had" (an earlier stage of this query set it),
-    "cached" (a question met before, deps.indexes.queries) or "encoded" (now, on one torch thread, and kept there).
+    "cached" (a question met before: deps.indexes.queries in this process, else the store's embedding cache) or
+    "encoded" (now, on one torch thread, and kept there).
     `encode` replaces the plain encode (the answer cache's verifier keeps the token vectors of the same forward)."""
     if q.vec is not None:
         return "had"
-    q.vec = deps.indexes.queries.get(deps.embedder.model_id, q.text)
+    model = deps.embedder.model_id
+    q.vec = deps.indexes.queries.get(model, q.text)
     if q.vec is not None:
         return "cached"
-    with one_torch_thread():  # one short query: a second torch thread only waits for a core
-        q.vec = encode(q.text) if encode is not None else deps.embedder.encode([q.text])[0]
-    deps.indexes.queries.put(deps.embedder.model_id, q.text, q.vec)
-    return "encoded"
+    # The store's embedding cache, keyed by model and text like every chunk's: a fresh process (a CLI query) pays
+    # no forward for a question asked before.
+    key = sha256_text(q.text)
+    q.vec = deps.store.caches.cached_embeddings(model, [key], q.workspace).get(key)
+    if q.vec is None:
+        with one_torch_thread():  # one short query: a second torch thread only waits for a core
+            q.vec = encode(q.text) if encode is not None else deps.embedder.encode([q.text])[0]
+        if not deps.store.read_only:
+            deps.store.caches.cache_embeddings(model, {key: q.vec}, q.workspace)
+        deps.indexes.queries.put(model, q.text, q.vec)
+        return "encoded"
+    deps.indexes.queries.put(model, q.text, q.vec)
+    return "cached"
 
 
 def _dense(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:

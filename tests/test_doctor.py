@@ -183,3 +183,32 @@ def test_cli_doctor_json_contract(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert sum(out["summary"].values()) == 10
     assert main(["doctor", "--db", db]) == 0
     assert "10. [" in capsys.readouterr().out
+
+
+def test_a_fresh_process_reads_the_query_vector_from_the_store(store: Store) -> None:
+    """Issue #47, item 7: the query embedding is cached in the store by model and text, so a second process (a
+    fresh Deps, as a new CLI run builds) computes no forward of a question asked before. (Rerank and prune are off:
+    with the fake embedder they score by encoding query and sentences together, which is not the query vector.)"""
+    emb = HashEmbedder()
+    _ingest(store, emb, "depot.md", DOC_A)
+    cfg = PipelineConfig().with_overrides({"answer_cache.enabled": False, "rerank.enabled": False,
+                                           "prune.enabled": False})
+    run_query("When are brake pads inspected?", cfg, Deps(store=store, embedder=emb))
+
+    class Counting(HashEmbedder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.texts: list[list[str]] = []
+
+        def encode(self, texts):  # noqa: ANN001, ANN202
+            self.texts.append(list(texts))
+            return super().encode(texts)
+
+    fresh = Counting()  # a new process: new in-memory caches, the same store
+    run_query("When are brake pads inspected?", cfg, Deps(store=store, embedder=fresh))
+    assert fresh.texts == []  # no forward at all
+    run_query("Who logs torque values?", cfg, Deps(store=store, embedder=fresh))
+    assert fresh.texts == [["Who logs torque values?"]]  # a new question is encoded once
+    s2 = Deps(store=store, embedder=Counting())
+    run_query("Who logs torque values?", cfg, s2)
+    assert s2.embedder.texts == []
