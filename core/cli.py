@@ -357,6 +357,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     trace = run_query(args.query, run_cfg, deps, workspace=args.workspace, history=history)
+    notices += store.caches.take_notices()  # e.g. a token-vector file missing beside the database
     if spath is not None:
         save_turns(spath, [*history, turn_of(args.query, trace)])
     if args.json:
@@ -1341,10 +1342,10 @@ COMMANDS = (
     Command("trace", "export logged query traces (OpenTelemetry / OpenInference spans, or JSON)", _trace_args,
             cmd_trace),
     Command("sql", "run one read-only SELECT over the workspace's tables in the SQL sandbox", _sql_args, cmd_sql),
-    Command("doctor", "the ten typical mistakes, each checked on this workspace's data, traces and evaluations",
-            _doctor_args, cmd_doctor),
     Command("collections", "the workspace's collections (knowledge bases): list, or describe one (and set its "
             "description)", _collections_args, cmd_collections),
+    Command("doctor", "the ten typical mistakes, each checked on this workspace's data, traces and evaluations",
+            _doctor_args, cmd_doctor),
 )
 
 

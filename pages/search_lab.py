@@ -241,6 +241,8 @@ else:
         st.error(escape_md(exc))  # may quote the query
         st.stop()
     kept[key] = trace
+    for notice in corpus_ops.store_notices(store):  # e.g. a token-vector file missing beside the database
+        st.warning(escape_md(notice))
     for stale in list(kept)[:-TRACES_KEPT]:
         del kept[stale]
     st.session_state["last_trace"] = trace  # the Graph page highlights what this query used
