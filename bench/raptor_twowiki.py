@@ -64,8 +64,8 @@ def main() -> None:
     write_result("raptor_twowiki", {"db": args.db, "questions": len(gs.queries), "unit": gs.unit,
                                     "config": "router off, offline (no key), answer cache off; raptor.* defaults",
                                     "notes": notes, "seconds": {"corpus": round(t_corpus, 1), "graph": round(t_graph, 1),
-                                                                "raptor": tree["seconds"]},
-                                    "tree": tree, "results": out})
+                                                                "raptor": tree.seconds},
+                                    "tree": tree.to_dict(), "results": out})
 
 
 if __name__ == "__main__":

@@ -34,11 +34,7 @@ def panel(deps: Any, cfg: PipelineConfig, workspace: str) -> None:
                                progress=lambda d, t: bar.progress(min(1.0, d / max(t, 1))))
             # A rerun, so everything drawn before the build (the expander's label, the Search Lab's offers) shows
             # the tree that now exists.
-            st.session_state[DONE_KEY] = (
-                f"{out['mode']} ({out['why'] or 'changes only'}): {out['nodes']} summaries on "
-                f"{out['levels']} level(s), +{out['added']} / -{out['removed']} chunks, {out['rewritten']} "
-                f"written in {out['seconds']} s ({out['summaries']}"
-                + (f", ${out['usd']:.4f}" if out["llm_calls"] else "") + ")", list(out["notes"]))
+            st.session_state[DONE_KEY] = (out.label(), list(out.notes))
             st.rerun()
         if len(frame):
             tree, table = st.tabs(["Tree", "Table"])
