@@ -374,6 +374,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         return 2
     notices += cut
     trace = run_query(args.query, run_cfg, deps, workspace=args.workspace, history=history)
+    notices += store.caches.take_notices()  # e.g. a token-vector file missing beside the database
     if spath is not None:
         save_turns(spath, [*history, turn_of(args.query, trace)])
     if args.json:
@@ -1343,6 +1344,38 @@ def cmd_golden(args: argparse.Namespace) -> int:
     return 0
 
 
+def _doctor_args(p: Parser) -> None:
+    _add_json(p, "print {\"checks\": [{mistake, status, evidence, fix}, ...]}")
+    _add_common(p)
+    p.add_argument("--strict", action="store_true", help="exit 1 when a check fails")
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """The ten typical mistakes, each checked on the workspace's data, traces, ledger and stored evaluations."""
+    from core.app.doctor import doctor, summary
+    from core.app.workspaces import load_workspace_config
+    from core.models.onnx import model_id_for
+
+    store = _open_store(args, "read")
+    cfg = _config(args)
+    if not getattr(args, "config", None) and not args.set:
+        saved, notice = load_workspace_config(store, args.workspace)  # the configuration the workspace last ran
+        if notice:
+            print(f"notice: {notice}", file=sys.stderr)
+        cfg = saved or cfg
+    model = os.environ.get("RAG_EMBED_MODEL", cfg.embedding.model)  # the id build_deps' embedder would carry
+    embedder_id = model_id_for(model, cfg.embedding.runtime)
+    checks = doctor(store, args.workspace, cfg, embedder_id=embedder_id)
+    if args.json:
+        print(json.dumps({"workspace": args.workspace, "config_hash": cfg.stable_hash(), "summary": summary(checks),
+                          "checks": [c.to_dict() for c in checks]}, ensure_ascii=False))
+    else:
+        for c in checks:
+            print(f"{c.number:>2}. [{c.status}] {c.mistake}\n    evidence: {c.evidence}\n    fix: {c.fix}")
+        print("  ".join(f"{k}: {v}" for k, v in summary(checks).items()))
+    return 1 if args.strict and any(c.status == "fail" for c in checks) else 0
+
+
 @dataclass(frozen=True)
 class Command:
     """One subcommand: its name and help line, the builder of its arguments and the handler main() runs."""
@@ -1378,6 +1411,8 @@ COMMANDS = (
     Command("sql", "run one read-only SELECT over the workspace's tables in the SQL sandbox", _sql_args, cmd_sql),
     Command("collections", "the workspace's collections (knowledge bases): list, or describe one (and set its "
             "description)", _collections_args, cmd_collections),
+    Command("doctor", "the ten typical mistakes, each checked on this workspace's data, traces and evaluations",
+            _doctor_args, cmd_doctor),
 )
 
 

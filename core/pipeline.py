@@ -97,7 +97,7 @@ from core.route.stage import (
 )
 from core.route.tools import Neighbours, Toolbox, ToolOutcome, plan_question, run_llm, run_offline
 from core.route.tools import citations as tool_citations
-from core.text import guess_language
+from core.text import guess_language, sha256_text
 from core.trace import (  # noqa: F401 - the names older callers import from here
     TRANSFORMS,
     Kept,
@@ -259,17 +259,28 @@ def _bm25(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
 
 def _query_vec(q: _Query, deps: Deps, encode: Callable[[str], Any] | None = None) -> str:
     """Set q.vec, the question's vector under the main embedder: "had" (an earlier stage of this query set it),
-    "cached" (a question met before, deps.indexes.queries) or "encoded" (now, on one torch thread, and kept there).
+    "cached" (a question met before: deps.indexes.queries in this process, else the store's embedding cache) or
+    "encoded" (now, on one torch thread, and kept there).
     `encode` replaces the plain encode (the answer cache's verifier keeps the token vectors of the same forward)."""
     if q.vec is not None:
         return "had"
-    q.vec = deps.indexes.queries.get(deps.embedder.model_id, q.text)
+    model = deps.embedder.model_id
+    q.vec = deps.indexes.queries.get(model, q.text)
     if q.vec is not None:
         return "cached"
-    with one_torch_thread():  # one short query: a second torch thread only waits for a core
-        q.vec = encode(q.text) if encode is not None else deps.embedder.encode([q.text])[0]
-    deps.indexes.queries.put(deps.embedder.model_id, q.text, q.vec)
-    return "encoded"
+    # The store's embedding cache, keyed by model and text like every chunk's: a fresh process (a CLI query) pays
+    # no forward for a question asked before.
+    key = sha256_text(q.text)
+    q.vec = deps.store.caches.cached_embeddings(model, [key], q.workspace).get(key)
+    if q.vec is None:
+        with one_torch_thread():  # one short query: a second torch thread only waits for a core
+            q.vec = encode(q.text) if encode is not None else deps.embedder.encode([q.text])[0]
+        if not deps.store.read_only:
+            deps.store.caches.cache_embeddings(model, {key: q.vec}, q.workspace)
+        deps.indexes.queries.put(model, q.text, q.vec)
+        return "encoded"
+    deps.indexes.queries.put(model, q.text, q.vec)
+    return "cached"
 
 
 def _dense(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
@@ -1046,8 +1057,11 @@ def _served_from_cache(q: _Query, res: CacheLookup, config: PipelineConfig, deps
                                                 answer=answer))
     tracer.notes.append(served_label(res))
     stored = deps.store.answers.cached_trace(entry.key, entry.question)  # the stages that produced the answer
-    return replace(_finish(q, tracer, config, deps, log, answer),
-                   stored=trace_from_json(stored) if stored is not None else None)
+    trace = replace(_finish(q, tracer, config, deps, False, answer),
+                    stored=trace_from_json(stored) if stored is not None else None)
+    if log and not deps.store.read_only:  # logged with its stored trace: the run log knows the hit's route
+        deps.store.runs.log_trace(trace)
+    return trace
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -1167,6 +1181,8 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
         answer = checked.answer if checked is not None else answer
     if answer is not None and sql is not None and sql.answered and not answer.refused:
         answer = replace(answer, text=f"From the tables: {sql.answer_text()}.\n\n{answer.text}")
+    elif answer is not None and answer.refused and sql is not None and sql.untranslated():
+        answer = replace(answer, text=f"{answer.text}\n\n{sql.untranslated()}")  # not "the corpus is silent"
     if cached is not None and answer is not None and q.vec is not None and not deps.store.read_only:
         if remember(deps.store.answers, key, q.text, q.vec, answer,
                     cost_usd=sum(s.usage.usd for s in tracer.stages), ms=sum(s.ms for s in tracer.stages)):

@@ -31,7 +31,21 @@ def calibration_panel(gs: GoldenSet | None, deps: Any, workspace: str) -> None:
                         f" · {cal.folds}-fold CV"
                         + (f" · {escape_md(cal.figures.get('kept_prior_why') or 'the cut fitted on this set did no better than the shipped prior in cross-validation')}, "
                            "so the prior is kept" if cal.figures.get("kept_prior") else ""))
-            st.dataframe(summary_rows(cal), hide_index=True, key="cal_figures")
+            # Short headers, the full meaning on hover: the long names made the table wider than a 1366 px window.
+            col = st.column_config.NumberColumn
+            st.dataframe(summary_rows(cal), hide_index=True, key="cal_figures", column_config={
+                "figures": st.column_config.TextColumn("figures", width="medium"),
+                "threshold": col("cut", format="%.3f", help="the support below which the answer refuses"),
+                "answered correctly (gold passage retrieved)": col(
+                    "right · gold read", format="%.3f", help="answered correctly, of the questions whose gold "
+                                                             "passage was retrieved"),
+                "answered correctly (all answerable)": col("right · all", format="%.3f",
+                                                           help="answered correctly, of all answerable questions"),
+                "answered correctly (gold sentence retrieved: ceiling)": col(
+                    "ceiling", format="%.3f", help="answered correctly, of the questions whose gold sentence was "
+                                                   "among those the answer read"),
+                "refused correctly (unanswerable)": col("refused · unanswerable", format="%.3f",
+                                                        help="refused correctly, of the unanswerable questions")})
             st.caption("CV figures: each fold's questions judged at the cut chosen on the other folds. Answered "
                        "correctly = the answer quotes a gold sentence; the ceiling counts questions whose gold "
                        "sentence was among those the answer read.")

@@ -15,7 +15,7 @@ from core.app.builds import (
 )
 from core.app.report import escape_md
 from core.config import PipelineConfig
-from pages import _form
+from pages import _form, _state
 
 LABELS = {"heuristic": "heuristic (title, heading path, lead sentence; offline)",
           "late": "late chunking (whole-document token vectors; offline)",
@@ -78,6 +78,7 @@ def context_panel(deps: Any, cfg: PipelineConfig, workspace: str) -> None:
             st.error(escape_md(exc))  # may quote a gateway's error body
             return
         bar.progress(1.0, text="done")
+        _state.disarm()  # an accepted spend covers this build only: the box is unticked on the next run
         st.success(f"{variant}: {rep.written} written, {rep.existing} already there, {rep.remaining} remaining, "
                    f"{rep.vectors} vectors embedded, ${rep.usd:,.4f} spent")
         for w in rep.warnings[:20]:

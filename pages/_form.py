@@ -12,8 +12,22 @@ import streamlit as st
 
 from core.config import PipelineConfig
 from core.config.meta import FieldSpec, field_spec
+from pages import _state
 
 Widget = Literal["toggle", "checkbox", "selectbox", "radio", "number", "slider", "text"]
+SHOWN_KEY = "form_settings_shown"  # every setting a widget was built for this session (tests read it)
+SYNCED_KEY = "form_synced_generation"  # widget key -> the configuration generation its value was taken from
+
+
+def follow_config(key: str, value: Any) -> None:
+    """Before a keyed widget is built: when the configuration was set from outside since this widget last showed
+    (pages._state.set_config(external=True)), give it the configuration's value through session state, which the
+    browser then shows; otherwise the widget keeps its own state."""
+    gen = _state.config_generation()
+    synced = st.session_state.setdefault(SYNCED_KEY, {})
+    if key in synced and synced[key] != gen and key in st.session_state:
+        st.session_state[key] = value
+    synced[key] = gen
 _DEFAULT_WIDGET: dict[str, Widget] = {"bool": "toggle", "choice": "selectbox", "int": "number", "float": "number",
                                       "str": "text"}
 
@@ -65,6 +79,7 @@ def setting(cfg: PipelineConfig, dotted: str, label: str, *, key: str, where: An
     help: None = the field's description, "" = none. labels: display text per choice. from_config=False: the
     widget starts at its first option and keeps its own state (a per-query choice such as the route override)."""
     spec = field_spec(dotted)
+    st.session_state.setdefault(SHOWN_KEY, set()).add(dotted)
     where = st if where is None else where
     kind = widget or ("selectbox" if options is not None and spec.kind == "str" else _DEFAULT_WIDGET[spec.kind])
     section, _, name = dotted.partition(".")
@@ -74,9 +89,13 @@ def setting(cfg: PipelineConfig, dotted: str, label: str, *, key: str, where: An
     if label_visibility != "visible":
         common["label_visibility"] = label_visibility
     if kind in ("toggle", "checkbox"):
+        if from_config:
+            follow_config(key, bool(value))
         return bool(getattr(where, kind)(label, bool(value), **common))
     if kind in ("selectbox", "radio"):
         opts = choices(spec, options)
+        if from_config and value in opts:
+            follow_config(key, value)
         if labels is not None and set(labels) - set(opts):
             raise ValueError(f"{dotted}: labels for choices not offered: {sorted(set(labels) - set(opts))}")
         extra: dict[str, Any] = {"horizontal": True} if kind == "radio" else {}
@@ -86,9 +105,13 @@ def setting(cfg: PipelineConfig, dotted: str, label: str, *, key: str, where: An
             extra["index"] = opts.index(value)
         return getattr(where, kind)(label, opts, **extra, **common)
     if kind == "text":
+        if from_config:
+            follow_config(key, str(value))
         return where.text_input(label, str(value), **common)
     lo, hi = bounds(spec, min_value, max_value)
     cast = int if spec.kind == "int" else float
+    if from_config:
+        follow_config(key, cast(value))
     extra = {k: v for k, v in (("step", step), ("format", format)) if v is not None}
     if kind == "slider":
         return cast(where.slider(label, lo, hi, cast(value), **extra, **common))

@@ -105,16 +105,25 @@ def _curate(deps: Any, workspace: str, name: str) -> None:
     shown_status = st.multiselect("Show", list(STATUSES), default=["pending", "accepted", "edited"],
                                   key="gold_filter")
     view = [it for it in items if it.status in shown_status]
-    st.dataframe([{"#": i + 1, "status": it.status, "type": it.qtype, "question": it.query,
-                   "answer": it.answer[:80], "gold": ", ".join(g.doc for g in it.gold)} for i, it in enumerate(view)],
-                 hide_index=True, height=min(400, 40 + 35 * min(len(view), PAGE)))
+    st.dataframe([{"id": it.item_id, "status": it.status, "type": it.qtype, "question": it.query,
+                   "answer": it.answer[:80], "gold": ", ".join(g.doc for g in it.gold)} for it in view],
+                 hide_index=True, height=min(400, 40 + 35 * min(len(view), PAGE)),
+                 column_config={"question": st.column_config.TextColumn(width="large")})
     st.download_button(":material/download: Export JSONL", to_jsonl(items).encode(), file_name=f"{name}.jsonl",
                        mime="application/json", key="gold_export", on_click="ignore")
     if not view:
         return
-    pick = st.selectbox("Item", range(len(view)), key="gold_item",
-                        format_func=lambda i: f"{i + 1} · {view[i].status} · {view[i].query[:90]}")
-    it = view[min(pick, len(view) - 1)]
+    # Items are addressed by id, never by position: a Reject that hides an item from the list must not move an edit
+    # onto its neighbour. An item that left the list hands the selection to the one that followed it.
+    by_id = {x.item_id: x for x in view}
+    order = [x.item_id for x in items]
+    chosen = st.session_state.get("gold_item")
+    if chosen is not None and chosen not in by_id:
+        later = [i for i in order[order.index(chosen) + 1:] if i in by_id] if chosen in order else []
+        st.session_state["gold_item"] = later[0] if later else view[-1].item_id
+    pick = st.selectbox("Item", list(by_id), key="gold_item",
+                        format_func=lambda i: f"{i} · {by_id[i].status} · {by_id[i].query[:90]}")
+    it = by_id[pick]
     texts = corpus_ops.chunk_texts(deps.store, [g.chunk for g in it.gold if g.chunk], workspace)
     left, right = st.columns(2)
     with left:

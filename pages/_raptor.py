@@ -10,10 +10,18 @@ from core.app.raptor_ops import build_raptor, raptor_dot, raptor_frame, raptor_p
 from core.config import PipelineConfig
 
 
+DONE_KEY = "raptor_done"  # the finished build's report, shown after the rerun that redraws the panel
+
+
 def panel(deps: Any, cfg: PipelineConfig, workspace: str) -> None:
     frame = raptor_frame(deps.store, workspace)
+    done = st.session_state.pop(DONE_KEY, None)
     with st.expander(f"RAPTOR tree: {len(frame)} summaries" if len(frame) else "RAPTOR tree: not built",
-                     expanded=False):
+                     expanded=done is not None):
+        if done is not None:
+            st.success(done[0])
+            for note in done[1]:
+                st.warning(note)
         plan = raptor_plan(deps, cfg, workspace)
         st.caption(plan.label() + ". Search it with raptor.enabled (a `raptor` stage fused like the other lists).")
         b1, b2 = st.columns(2)
@@ -24,10 +32,10 @@ def panel(deps: Any, cfg: PipelineConfig, workspace: str) -> None:
             bar = st.progress(0.0)
             out = build_raptor(deps, cfg, workspace, full=build,
                                progress=lambda d, t: bar.progress(min(1.0, d / max(t, 1))))
-            st.success(out.label())
-            for note in out.notes:
-                st.warning(note)
-            frame = raptor_frame(deps.store, workspace)
+            # A rerun, so everything drawn before the build (the expander's label, the Search Lab's offers) shows
+            # the tree that now exists.
+            st.session_state[DONE_KEY] = (out.label(), list(out.notes))
+            st.rerun()
         if len(frame):
             tree, table = st.tabs(["Tree", "Table"])
             with tree:

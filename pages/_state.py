@@ -13,6 +13,13 @@ from core.types import DEFAULT_WORKSPACE
 DEPS_KEY = "deps"  # tests put a Deps built from fakes here before the first run
 CONFIG_KEY = "config"
 WORKSPACE_KEY = "workspace"
+CONFIG_GEN_KEY = "config_generation"
+# Session keys that arm a destructive or paid action: ticked boxes ("Delete ...", an accepted spend) and a pending
+# document delete. disarm() clears them after every such action and on every workspace switch, so nothing stays one
+# click from acting on a workspace the person did not arm it for.
+ARMED_BOXES: tuple[str, ...] = ("ws_delete_sure", "ctx_confirm", "sweep_spend", "lab_gold_many")
+ARMED_KEYS: tuple[str, ...] = ("pending_delete",)
+DISARM_KEY = "_disarm_pending"
 
 
 @st.cache_resource(show_spinner="Loading the embedding model and opening the store…")
@@ -58,9 +65,37 @@ def config() -> PipelineConfig:
     return st.session_state[CONFIG_KEY]
 
 
-def set_config(cfg: PipelineConfig) -> None:
+def set_config(cfg: PipelineConfig, *, external: bool = False) -> None:
+    """`external`: the configuration comes from outside the settings widgets ("Use this", a workspace switch, a
+    restore), so every settings widget takes its value from it on its next build (pages/_form.py): a widget that
+    kept its own old value would otherwise write it back over the new configuration, and the Search Lab would run
+    a third configuration, not the one chosen."""
     st.session_state[CONFIG_KEY] = cfg
+    if external:
+        st.session_state[CONFIG_GEN_KEY] = config_generation() + 1
+
+
+def config_generation() -> int:
+    """How many times the configuration was set from outside the widgets in this session."""
+    return int(st.session_state.get(CONFIG_GEN_KEY, 0))
 
 
 def workspace() -> str:
     return st.session_state.get(WORKSPACE_KEY, DEFAULT_WORKSPACE)
+
+
+def disarm() -> None:
+    """Clear every armed confirmation. A box is unticked at the start of the next run (apply_disarm), before its
+    widget is built: a value set through session state then is pushed to the browser, while a key merely dropped
+    leaves the browser showing the box ticked (seen in Chromium), and a widget built in this run cannot be set."""
+    for key in ARMED_KEYS:
+        st.session_state.pop(key, None)
+    st.session_state[DISARM_KEY] = True
+
+
+def apply_disarm() -> None:
+    """Untick the armed boxes if disarm() asked for it; call before any of them is built (the sidebar does)."""
+    if st.session_state.pop(DISARM_KEY, False):
+        for key in ARMED_BOXES:
+            if key in st.session_state:
+                st.session_state[key] = False

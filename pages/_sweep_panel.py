@@ -63,7 +63,13 @@ def sweep_panel(gs: GoldenSet | None, deps: Any, workspace: str) -> None:
         st.caption(f"Ranked by recall@5, then MRR; band 1 = no clear difference from the best (inside the paired "
                    f"per-question noise); 'vs current' = against the current configuration. {ran} run now, "
                    f"{resumed} from the store.")
+        # One hash from the table to the running Search Lab: each row shows the hash of the configuration "Use this"
+        # keeps (the sweep measured it with the answer cache off, FIXED, which changes no ranking).
+        kept = {nc.name: nc.config for nc in grid_configs(base, STANDARD_GRID, measured=False)}
+        table = [{**r, "hash": kept[r["config"]].stable_hash()} if r.get("config") in kept else r for r in table]
         st.dataframe(table, hide_index=True, key="sweep_table")
+        st.caption("hash: the configuration 'Use this' keeps and the Search Lab then runs (measured with the answer "
+                   "cache off, so earlier answers could not replay).")
         names = [r["config"] for r in table]
         if verdict is not None:
             say = st.success if verdict.verdict == WINNER else st.info
@@ -81,9 +87,8 @@ def sweep_panel(gs: GoldenSet | None, deps: Any, workspace: str) -> None:
         elif verdict is not None and verdict.blocked and verdict.vs_current.get(pick) == "better":
             st.warning(f"{escape_md(verdict.blocked)}: its lead here is not evidence.", icon=":material/warning:")
         if st.button("Use this", key="sweep_use"):
-            grid = {nc.name: nc.config for nc in grid_configs(base, STANDARD_GRID, measured=False)}
-            chosen = grid.get(pick, base)  # 'current': the configuration in use
-            _state.set_config(chosen)
+            chosen = kept.get(pick, base)  # 'current': the configuration in use
+            _state.set_config(chosen, external=True)
             save_workspace_config(deps.store, workspace, chosen)
             st.session_state[USED_KEY] = (f"'{escape_md(pick)}' ({chosen.stable_hash()}) is now the configuration "
                                           f"of workspace '{escape_md(workspace)}': Search Lab starts from it")
@@ -108,4 +113,4 @@ def restore_workspace_config(store: Any) -> None:
     cfg, _ = load_workspace_config(store, _state.workspace())
     # only over the untouched default: a session that already chose settings keeps them
     if cfg is not None and _state.config().stable_hash() == PipelineConfig().stable_hash():
-        _state.set_config(cfg)
+        _state.set_config(cfg, external=True)

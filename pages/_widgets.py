@@ -107,6 +107,7 @@ ROW_CSS = f"""
 .sl-strip .sl-pop{{white-space:normal;overflow-wrap:anywhere;font-size:10.5px}}
 .sl-name{{font-weight:700;font-size:13px;margin:0;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}}
 .sl-meta{{font-size:10.5px;opacity:.75;font-weight:400}}
+.sl-routed{{font-size:10.5px;font-weight:600;color:#b45309;margin-left:3px}}
 .sl-chip{{display:inline-block;font-size:10.5px;padding:0 5px;margin:1px 2px 1px 0;border-radius:8px;
   background:rgba(128,128,128,.16);max-width:100%;overflow-wrap:anywhere}}
 .sl-chip.warn{{background:rgba(255,170,0,.25)}}
@@ -214,8 +215,14 @@ def _idle_label(stage: StageResult, answer: Any) -> str:
     return f"{stage.stage} · 0 cand."
 
 
+def _routed_html(why: str) -> str:
+    """The mark of a stage the query's route turned on although the settings have it off: on the stage's first line,
+    the reason on hover."""
+    return f"<span class='sl-routed' data-routed='1' title='{esc(why)}'>· by route</span>" if why else ""
+
+
 def strip_html(stage: StageResult, *, answer: Any = None, notes: Sequence[str] = (), same_as: str | None = None,
-               from_cache: bool = False) -> str:
+               from_cache: bool = False, routed: str = "") -> str:
     """A thin labelled strip: a skipped stage (its reason on hover), or one that ran but has no list of its own to
     show: none at all, or the same list as the stage before (`same_as`); click it for its chips and details."""
     name = esc(stage.stage)
@@ -229,19 +236,20 @@ def strip_html(stage: StageResult, *, answer: Any = None, notes: Sequence[str] =
            if same_as is not None else f"{stage.stage}: {len(stage.candidates)} candidates; click for details")
     kind = "sl-same" if same_as is not None else "sl-idle"
     return (f"<details class='sl-strip {kind}' data-stage='{name}'{cache}><summary title='{esc(tip)}'>{esc(label)}"
-            f"</summary><div class='sl-pop'>{_head_details(stage, notes)}</div></details>")
+            f"{_routed_html(routed)}</summary><div class='sl-pop'>{_head_details(stage, notes)}</div></details>")
 
 
 def stage_html(stage: StageResult, *, moves: Mapping[str, str], doc_names: Mapping[str, str], depth: int,
-               answer: Any = None, notes: Sequence[str] = (), from_cache: bool = False) -> str:
+               answer: Any = None, notes: Sequence[str] = (), from_cache: bool = False, routed: str = "") -> str:
     """A column for a stage that ran with candidates: its name, time and count on one line (chips and details on a
     click), then one line per candidate. Any other stage is a strip (strip_html)."""
     if stage.skipped is not None or not stage.candidates:
-        return strip_html(stage, answer=answer, notes=notes, from_cache=from_cache)
+        return strip_html(stage, answer=answer, notes=notes, from_cache=from_cache, routed=routed)
     name = esc(stage.stage)
     meta = f"{stage.ms:,.1f} ms · {len(stage.candidates)}" + (" · cached" if from_cache else "")
     warn = " ⚠" if stage.notes else ""
-    head = (f"<div class='sl-name' title='{name}'>{name} <span class='sl-meta'>{esc(meta)}{warn}</span></div>"
+    head = (f"<div class='sl-name' title='{name}'>{name} <span class='sl-meta'>{esc(meta)}{warn}</span>"
+            f"{_routed_html(routed)}</div>"
             f"<details class='sl-head-det'><summary>chips · details</summary>{_head_details(stage, notes)}</details>")
     body = "".join(card_html(c, move=moves.get(c.chunk_id, ""), doc_name=doc_names.get(c.doc_id, ""))
                    for c in stage.candidates[:depth])
@@ -287,11 +295,13 @@ def same_list(a: StageResult | None, b: StageResult) -> bool:
 
 
 def stage_row_html(trace: Trace, *, doc_names: Mapping[str, str], depth: int = 10,
-                   inserts: Mapping[str, str] | None = None, from_cache: bool = False) -> str:
+                   inserts: Mapping[str, str] | None = None, from_cache: bool = False,
+                   routed: Mapping[str, str] | None = None) -> str:
     """Every stage in trace order in one horizontal row (it scrolls sideways only when the window is too narrow).
     `inserts` puts extra columns (the query's subgraph) right after the named stage; `from_cache` marks every stage
-    as read from a stored trace."""
+    as read from a stored trace; `routed` marks the stages the query's route turned on (stage -> why)."""
     moves = stage_moves(trace)
+    routed = routed or {}
     parts: list[str] = []
     stack: list[str] = []
     previous: StageResult | None = None  # the last stage that handed on a list
@@ -308,13 +318,15 @@ def stage_row_html(trace: Trace, *, doc_names: Mapping[str, str], depth: int = 1
         # then dense) is never "the same" as the one before it, even when it happens to match.
         if ran and s.stage in REORDERING and same_list(previous, s):
             stack.append(strip_html(s, notes=trace.notes, same_as=previous.stage if previous else None,
-                                    from_cache=mark))
+                                    from_cache=mark, routed=routed.get(s.stage, "")))
         elif ran:
             flush()
             parts.append(stage_html(s, moves=moves.get(s.stage, {}), doc_names=doc_names, depth=depth,
-                                    answer=trace.answer, notes=trace.notes, from_cache=mark))
+                                    answer=trace.answer, notes=trace.notes, from_cache=mark,
+                                    routed=routed.get(s.stage, "")))
         else:
-            stack.append(strip_html(s, answer=trace.answer, notes=trace.notes, from_cache=mark))
+            stack.append(strip_html(s, answer=trace.answer, notes=trace.notes, from_cache=mark,
+                                    routed=routed.get(s.stage, "")))
         if ran:
             previous = s
         if inserts and s.stage in inserts:
@@ -337,7 +349,7 @@ def split_rounds(trace: Trace) -> tuple[Trace, list[tuple[int, Trace]]]:
 
 def stage_row(trace: Trace, *, doc_names: Mapping[str, str], depth: int = 10, counters: Counters | None = None,
               session: Counters | None = None, inserts: Mapping[str, str] | None = None,
-              key: str = "stage_row", from_cache: str = "") -> None:
+              key: str = "stage_row", from_cache: str = "", routed: Mapping[str, str] | None = None) -> None:
     """Counters strip and stage row as one HTML block (st.html keeps it in the page, styled, scripts removed).
     `from_cache`: the row is a stored trace's (said in that line above it, every stage marked)."""
     top = counters_html(counters, session) if counters is not None else ""
@@ -345,7 +357,7 @@ def stage_row(trace: Trace, *, doc_names: Mapping[str, str], depth: int = 10, co
         top += f"<div class='sl-cached-note' data-cached-note='1'>{esc(from_cache)}</div>"
     with st.container(key=key):
         st.html(ROW_CSS + top + stage_row_html(trace, doc_names=doc_names, depth=depth, inserts=inserts,
-                                               from_cache=bool(from_cache)))
+                                               from_cache=bool(from_cache), routed=routed))
 
 
 def citation_labels(citations: Sequence[str], trace: Trace | None, doc_names: Mapping[str, str],

@@ -25,12 +25,13 @@ def _switch(store: Any, name: str, *, save: bool = True) -> None:
     """Make `name` the active workspace: the one we leave keeps its configuration, the one we enter gets its own
     back (each workspace has its own configuration)."""
     old = _state.workspace()
+    _state.disarm()  # a confirmation armed in one workspace never carries over to another
     if save and old != name and old in workspace_names(store):
         save_workspace_config(store, old, _state.config())
     st.session_state[_state.WORKSPACE_KEY] = name
     cfg, notice = load_workspace_config(store, name)
     if cfg is not None:
-        _state.set_config(cfg)
+        _state.set_config(cfg, external=True)
     if notice:
         st.session_state["ws_notice"] = notice
 
@@ -40,6 +41,7 @@ def _on_select(store: Any) -> None:
 
 
 def workspace_panel(store: Any) -> None:
+    _state.apply_disarm()  # first in every run, before any armed box is built
     current = _state.workspace()
     names = workspace_names(store)
     if current not in names:
@@ -78,5 +80,7 @@ def _act(fn: Any, done: str) -> None:
     except WorkspaceError as exc:
         st.error(escape_md(exc))
         return
+    finally:
+        _state.disarm()  # after every action, done or refused, the confirmations start unticked again
     st.toast(done)
     st.rerun()

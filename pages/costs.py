@@ -14,6 +14,7 @@ from core.app.costs import (
     prompt_cache_rate,
     query_embedding_events,
     query_stage_costs,
+    refusal_share,
     run_labels,
 )
 from core.app.report import escape_md
@@ -21,6 +22,7 @@ from core.app.routing import workspace_estimate
 from core.app.workspaces import answer_cache_table
 from pages import _state
 from pages._context_panel import context_panel
+from pages._doctor_panel import doctor_panel
 
 deps, ws = _state.deps(), _state.workspace()
 store, cfg = deps.store, _state.config()
@@ -30,10 +32,12 @@ if not deps.llm.available:
             "the ledger only fills once a key is set. Cache hit rates of the embedding cache are shown either way.")
 
 LEDGER_ROWS_SHOWN = 1000
+REFUSAL_RUNS = 2000  # logged queries the refusal share reads at most
 # Only the open tab runs (st.tabs on_change="rerun" + .open): the page opens in well under a second on a ledger of
 # 10,000 calls (bench/results/costs_page.json) instead of building every tab's frames and charts on each open.
-t_ledger, t_builds, t_queries, t_cache, t_build = st.tabs(
-    ["Ledger", "Per build", "Per query", "Cache hit rates", "Build contexts"], key="costs_tab", on_change="rerun")
+t_ledger, t_builds, t_queries, t_cache, t_build, t_doctor = st.tabs(
+    ["Ledger", "Per build", "Per query", "Cache hit rates", "Build contexts", "Ten mistakes"], key="costs_tab",
+    on_change="rerun")
 ledger = ledger_frame(corpus_ops.usage_ledger(store, ws)) if (t_ledger.open or t_builds.open or t_cache.open) else None
 
 if t_ledger.open:
@@ -110,6 +114,23 @@ if t_queries.open:
             ran = stages[~stages.skipped]
             st.plotly_chart(px.bar(ran, x="query_run", y="ms", color="stage", hover_data=["usd"],
                                    labels={"query_run": "query"}, title="Milliseconds per stage per query"))
+        refusals = refusal_share(corpus_ops.recent_runs(store, ws, limit=REFUSAL_RUNS))
+        st.subheader("Refusal share")
+        if refusals.empty:
+            st.caption("No logged answers yet: the refusal share counts the live queries that reached an answer.")
+        else:
+            n, r = int(refusals.queries.sum()), int(refusals.refused.sum())
+            m = st.columns(4)
+            m[0].metric("Refusal share", f"{r / n:.0%}", help=f"{r} of {n} logged answers said the corpus does not say")
+            m[1].metric("Answers logged", f"{n:,}")
+            m[2].metric("Answer-cache hits", f"{int(refusals['answer-cache hits'].sum()):,}")
+            m[3].metric("Cost of these queries", f"${refusals.usd.sum():,.4f}")
+            st.dataframe(refusals, hide_index=True, key="refusal_table",
+                         column_config={"refusal share": st.column_config.NumberColumn(format="percent")})
+            st.caption(f"Live queries (the run log, newest {REFUSAL_RUNS:,}) by day and route: a share far from "
+                       "what the golden set's unanswerable questions lead you to expect is worth reading — too low, "
+                       "and answers come from irrelevant context; too high, and the threshold or the router refuses "
+                       "what the corpus says. A cache hit counts under the route that first produced the answer.")
 
 if t_cache.open:
     with t_cache:
@@ -140,6 +161,10 @@ if t_cache.open:
 if t_build.open:
     with t_build:
         context_panel(deps, cfg, ws)
+
+if t_doctor.open:
+    with t_doctor:
+        doctor_panel(deps, cfg, ws)
 
 cag = st.expander("Cache-augmented generation (CAG): the whole corpus in a cached prompt", key="cag_expander",
                   on_change="rerun")

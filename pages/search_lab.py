@@ -10,7 +10,7 @@ from core.app.collections import listed as listed_collections
 from core.app.counters import Counters, counters
 from core.app.graph_ops import subgraph_svg
 from core.app.report import escape_md
-from core.app.routing import NO_RETRIEVAL, route_names
+from core.app.routing import NO_RETRIEVAL, route_names, routed_stages
 from core.config import ConfigError, PipelineConfig
 from core.pipeline import QueryError, run_query
 from pages import _answer_box, _conversation, _form, _state, _widgets
@@ -18,6 +18,7 @@ from pages._gold_from_lab import add_to_golden
 from pages._sql_panel import sql_panel
 
 TRACE_KEY, SESSION_KEY, BUILT_KEY, TOKENS_KEY = "lab_traces", "lab_session_counters", "lab_build_done", "lab_tokens"
+PENDING_KEY = "lab_pending_build"  # (need, config) of a build whose button was pressed: it runs at the top, in view
 RECOMPUTE_KEY = "lab_recompute"  # "Recompute" was pressed: the next run bypasses the answer cache for this query
 ANYWAY_KEY = "lab_search_anyway"  # the route override was set by "Search the documents anyway", for this question only
 TRACES_KEPT = 16  # settings flipped back and forth show their trace again without re-running the pipeline
@@ -40,8 +41,11 @@ if submitted:
 
 # -- settings: one compact row of popovers; a change re-runs the last query --------------------------------------------
 cfg = _state.config()
-c = st.columns([2.0, 1.0, 1.1, 1.5, 1.55, 0.95, 0.5], vertical_alignment="center")
+# Short popover labels (what each holds is its tooltip): at 1366x768 every label reads whole and the mode radio
+# stays on one line.
+c = st.columns([2.2, 0.75, 1.45, 1.0, 1.15, 0.8, 1.35, 0.55], vertical_alignment="center")
 modes = list(_widgets.MODES)
+_form.follow_config("mode", _widgets.mode_of(cfg))
 mode = c[0].radio("Retrieval", modes, index=modes.index(_widgets.mode_of(cfg)), horizontal=True, key="mode",
                   label_visibility="collapsed")
 hybrid = mode == "hybrid"
@@ -53,7 +57,7 @@ def setting(dotted: str, label: str, key: str, where: object = None, **kw: objec
     overrides[dotted] = _form.setting(cfg, dotted, label, key=key, where=where, **kw)
 
 
-with c[1].popover("Lists · fusion", use_container_width=True):
+with c[1].popover("Lists", use_container_width=True, help="BM25 and dense depths, fusion"):
     setting("bm25.k", "BM25 k", "bm25_k", disabled=mode == "dense")
     setting("dense.k", "dense k", "dense_k", disabled=mode == "BM25")
     setting("fusion.k", "fused k", "fusion_k", disabled=not hybrid)
@@ -62,13 +66,18 @@ with c[1].popover("Lists · fusion", use_container_width=True):
     if overrides["fusion.method"] == "weighted_rrf" and hybrid:
         setting("fusion.bm25_weight", "BM25 weight", "w_bm25", max_value=10.0, step=0.1)
         setting("fusion.dense_weight", "dense weight", "w_dense", max_value=10.0, step=0.1)
-with c[2].popover("Context · graph", use_container_width=True):
+with c[2].popover("Context · graph", use_container_width=True,
+                  help="chunk context, multilingual list, GraphRAG, RAPTOR, router and route"):
     setting("context.variant", "Chunk context", "context_variant", widget="radio",
             help="none: raw chunks · heuristic: title, heading path and lead sentence (no LLM) · late: late-chunking "
                  "vectors · llm: contexts written by Claude (build them on the Costs page). A variant that is not "
                  "built yet is offered for building here; until then raw text is searched.")
+    setting("embedding.multilingual", "Multilingual list (dense_ml)", "multilingual", widget="radio")
     setting("graph.enabled", "GraphRAG search", "graph_on", help="needs a graph: build it here or on the Graph page")
     setting("graph.mode", "graph mode", "graph_mode", widget="radio")
+    setting("raptor.enabled", "RAPTOR tree search", "raptor_on",
+            help="needs a RAPTOR tree: build it on the Graph page (RAPTOR expander) or `python -m core raptor build`")
+    setting("router.enabled", "Router", "router_on")
     # cag: the whole corpus in Claude's cached prompt (needs a key and a corpus under cag.max_corpus_tokens; the route
     # stage says why when it is unavailable, with the estimate). Per query: the widget keeps its own state.
     setting("router.override", "Route (this query)", "route_override", from_config=False,
@@ -80,8 +89,9 @@ with c[2].popover("Context · graph", use_container_width=True):
                 options=["", *(k.name for k in kbs)], labels={"": "router picks"},
                 help="the 'collections' stage shows which collections were searched and why: " + ", ".join(
                     f"{k.name} ({k.n_docs} docs)" for k in kbs))
-with c[3].popover("Rerank · prune · MMR · expand", use_container_width=True):
+with c[3].popover("Cascade", use_container_width=True, help="rerank, stage guard, sentence pruning, MMR, expansion"):
     setting("rerank.enabled", "Rerank", "rerank_on")
+    setting("cascade_guard.enabled", "Stage guard (step aside where the evaluation shows a loss)", "guard_on")
     r = st.columns(3)
     setting("rerank.method", "method", "rerank_method", r[0])
     setting("rerank.top_n", "reads top n", "rerank_top_n", r[1])
@@ -98,14 +108,14 @@ with c[3].popover("Rerank · prune · MMR · expand", use_container_width=True):
     e = st.columns(2)
     setting("expand.mode", "mode", "expand_mode", e[0], widget="radio")
     setting("expand.window", "± sentences", "expand_window", e[1])
-with c[4].popover("HyDE · multi-query · decompose", use_container_width=True):
+with c[4].popover("Transforms", use_container_width=True, help="HyDE, multi-query, decomposition"):
     # Each transform searches its own generated queries and shows their fused list as its own stage.
     st.caption("off: never · auto: when the route asks for it (HyDE also when the dense top-1 is weak) · on: every "
                "query that searches")
     setting("transforms.hyde", "HyDE (offline: pseudo-relevance feedback)", "hyde_mode", widget="radio")
     setting("transforms.multi_query", "Multi-query", "multi_query_mode", widget="radio")
     setting("transforms.decompose", "Decomposition", "decompose_mode", widget="radio")
-with c[5].popover("Agentic loop", use_container_width=True):
+with c[5].popover("Agent", use_container_width=True, help="the agentic loop, its budgets and tools"):
     setting("agent.enabled", "Several rounds (grade, then search again)", "agent_on",
             help="offline: a calibrated grader and entity bridging; with a key: Claude grades and writes the next "
                  "queries. Hard budgets below.")
@@ -115,7 +125,14 @@ with c[5].popover("Agentic loop", use_container_width=True):
     setting("agent.max_usd", "max $", "agent_usd", g[0], step=0.01, format="%.4f")
     setting("agent.max_seconds", "max seconds", "agent_seconds", g[1], min_value=1.0, step=5.0)
     setting("agent.max_tokens", "max tokens (in + out)", "agent_tokens", step=1000)
-depth = int(c[6].number_input("rows", 1, 200, 10, key="depth", label_visibility="collapsed",
+    setting("agent.tools", "Tools (search, SQL, graph)", "agent_tools", widget="radio")
+with c[6].popover("Answer · cache", use_container_width=True, help="answer, semantic answer cache, CAG, collections"):
+    setting("answer.enabled", "Answer", "answer_on")
+    setting("answer_cache.enabled", "Semantic answer cache", "answer_cache_on")
+    setting("cag.enabled", "CAG route (whole corpus in a cached prompt; needs a key)", "cag_on")
+    setting("collections.enabled", "Collection routing", "collections_on", disabled=len(kbs) < 2,
+            help=None if len(kbs) > 1 else "this workspace has one collection: there is nothing to pick")
+depth = int(c[7].number_input("rows", 1, 200, 10, key="depth", label_visibility="collapsed",
                               help="cards shown per stage"))
 try:
     wanted = cfg.with_overrides(overrides)
@@ -146,18 +163,32 @@ def offer(need: readiness.Need, for_cfg: PipelineConfig) -> None:
                         f"{need.est_seconds:,.0f} s. " + UNTIL.get(need.kind, ""))
         if n2.button("Encode now" if quiet else "Build now", key=f"build_{need.kind}",
                      type="secondary" if quiet else "primary", use_container_width=quiet):
-            bar = st.progress(0.0, text=f"building {need.kind}…")
-            with st.spinner(f"Building {need.kind} (about {need.est_seconds:,.0f} s)…"):
-                msg = readiness.build(need, for_cfg, deps, ws, progress=lambda d, t: bar.progress(
-                    min(1.0, d / t) if t else 1.0, text=f"{need.kind}: {d:,}/{t:,}"))
-                then = readiness.token_need(deps, for_cfg, ws) if need.kind == "context" else None
-                if then is not None:
-                    msg += "; " + readiness.build(then, for_cfg, deps, ws, progress=lambda d, t: bar.progress(
-                        min(1.0, d / t) if t else 1.0, text=f"token vectors: {d:,}/{t:,}"))
-            st.session_state[BUILT_KEY] = msg
-            st.session_state.pop(TRACE_KEY, None)  # the cached trace searched without the build
-            st.session_state.pop(TOKENS_KEY, None)
+            # The offer sits below the stage row, out of view: the build runs at the top of the next run, where its
+            # progress bar is in the window (run_pending_build).
+            st.session_state[PENDING_KEY] = (need, for_cfg)
             st.rerun()
+
+
+def run_pending_build() -> None:
+    """A build asked for by an offer's button: its progress bar right under the settings row, in view; then a
+    rerun, so every offer and panel drawn from the old state shows the new one."""
+    pending = st.session_state.pop(PENDING_KEY, None)
+    if pending is None:
+        return
+    need, for_cfg = pending
+    with st.container(border=True, key="build_progress"):
+        bar = st.progress(0.0, text=f"building {need.kind}…")
+        with st.spinner(f"Building {need.kind} (about {need.est_seconds:,.0f} s)…"):
+            msg = readiness.build(need, for_cfg, deps, ws, progress=lambda d, t: bar.progress(
+                min(1.0, d / t) if t else 1.0, text=f"{need.kind}: {d:,}/{t:,}"))
+            then = readiness.token_need(deps, for_cfg, ws) if need.kind == "context" else None
+            if then is not None:
+                msg += "; " + readiness.build(then, for_cfg, deps, ws, progress=lambda d, t: bar.progress(
+                    min(1.0, d / t) if t else 1.0, text=f"token vectors: {d:,}/{t:,}"))
+    st.session_state[BUILT_KEY] = msg
+    st.session_state.pop(TRACE_KEY, None)  # the cached trace searched without the build
+    st.session_state.pop(TOKENS_KEY, None)
+    st.rerun()
 
 
 def token_offer(run_cfg: PipelineConfig, recount: bool = False) -> None:
@@ -172,6 +203,7 @@ def token_offer(run_cfg: PipelineConfig, recount: bool = False) -> None:
         offer(memo[1], run_cfg)
 
 
+run_pending_build()
 needs = readiness.needs(store, cfg, ws, deps.embedder.model_id, embedder=deps.embedder, indexes=deps.indexes)
 # A context variant whose vectors are missing is searched as raw text until it is built, as its offer says: the dense
 # index would otherwise embed every missing chunk in memory on this query's path (minutes on a large corpus).
@@ -209,6 +241,8 @@ else:
         st.error(escape_md(exc))  # may quote the query
         st.stop()
     kept[key] = trace
+    for notice in corpus_ops.store_notices(store):  # e.g. a token-vector file missing beside the database
+        st.warning(escape_md(notice))
     for stale in list(kept)[:-TRACES_KEPT]:
         del kept[stale]
     st.session_state["last_trace"] = trace  # the Graph page highlights what this query used
@@ -256,8 +290,11 @@ if hit is not None and trace.stored is not None:
                                            if s.stage not in _widgets.LIVE_WHEN_CACHED)))
     cached_note = (f"stages from the stored trace that produced this answer ({_answer_box.age_text(hit.get('stored_at'))}"
                    f", question “{trace.stored.query}”): not run now; Recompute runs them")
+routed = routed_stages(trace, cfg)  # stages a route turned on although the settings above have them off
 _widgets.stage_row(shown, doc_names=doc_names, depth=depth, counters=counters(trace),
-                   session=st.session_state.get(SESSION_KEY), inserts=inserts, from_cache=cached_note)
+                   session=st.session_state.get(SESSION_KEY), inserts=inserts, from_cache=cached_note, routed=routed)
+for stage, why in routed.items():
+    st.caption(f":material/alt_route: {escape_md(stage)}: {escape_md(why)}")
 if trace.agent is not None:
     ag = trace.agent
     spent = ag.spent

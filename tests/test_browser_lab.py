@@ -58,7 +58,7 @@ def test_answer_box_and_six_stages_of_five_cards_fit_in_1366x768(tmp_path: Path)
             row = page.locator("[data-testid=stage-row]")
             expect(row.locator(".sl-col[data-stage=fused]")).to_be_visible()
             # HyDE switched on in its popover: the query runs again and HyDE's own list is a stage.
-            page.get_by_role("button", name="HyDE · multi-query · decompose").click()
+            page.get_by_role("button", name="Transforms").click()
             page.locator("[data-testid=stRadio]").filter(has_text="HyDE").get_by_text("on", exact=True).click()
             page.keyboard.press("Escape")
             expect(row.locator(".sl-col[data-stage=hyde] .sl-card").first).to_be_visible()

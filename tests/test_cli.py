@@ -81,7 +81,7 @@ def test_every_command_in_the_table_is_a_subcommand_in_order() -> None:
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     assert list(sub.choices) == [c.name for c in COMMANDS] == [
         "ingest", "query", "docs", "delete", "eval", "calibrate", "sweep", "context", "graph", "raptor", "workspaces", "cache",
-        "cag", "golden", "trace", "sql", "collections"]
+        "cag", "golden", "trace", "sql", "collections", "doctor"]
     assert [a.help for a in sub._choices_actions] == [c.help for c in COMMANDS]
     ev = sub.choices["eval"].parse_args(["--dataset", "sample"])
     assert ev.workspace is None and ev.config == [] and ev.engine == "local"  # eval's own defaults survive

@@ -88,3 +88,55 @@ def test_search_lab_adds_ticked_chunks_and_unanswered_questions(deps: Deps) -> N
     items = deps.store.golden.items("default", "search-lab")
     assert len(items) == 2 and not items[1].answerable and items[1].gold == ()
     assert not at.exception
+
+
+def test_curation_addresses_items_by_id(evaluate: AppTest, deps: Deps) -> None:
+    """Issue #47: the curate list names items by id; a Reject hides the item and hands the selection to the one
+    that followed it, and the other items keep their labels (a list numbered by position renumbered after a Reject,
+    so an edit addressed by number landed on the wrong item)."""
+    at = evaluate
+    at.number_input(key="gold_n").set_value(6).run()
+    at.text_input(key="gold_name").input("ids").run()
+    at.button(key="gold_generate").click().run()
+    items = deps.store.golden.items("default", "ids")
+    assert len(items) >= 3
+    a, b, c = items[0], items[1], items[2]
+    labels = at.selectbox(key="gold_item").options
+    assert all(lab.startswith(it.item_id + " · ") for lab, it in zip(labels, items))
+    at.selectbox(key="gold_item").set_value(b.item_id).run()
+    at.button(key="gold_reject").click().run()
+    assert {it.item_id: it.status for it in deps.store.golden.items("default", "ids")}[b.item_id] == "rejected"
+    assert at.selectbox(key="gold_item").value == c.item_id  # the next item, by id
+    after = at.selectbox(key="gold_item").options
+    assert b.item_id not in [o.split(" · ")[0] for o in after]
+    assert [o for o in after if o.startswith(a.item_id)] == [labels[0]]  # the others keep their labels
+    at.text_input(key=f"gold_q_{c.item_id}").input("Edited question about backups?").run()
+    at.button(key="gold_edit").click().run()
+    got = {it.item_id: it for it in deps.store.golden.items("default", "ids")}
+    assert got[c.item_id].query == "Edited question about backups?" and got[c.item_id].status == "edited"
+    assert got[a.item_id].query == a.query and got[b.item_id].query == b.query
+    assert not at.exception
+
+
+def test_gold_picker_has_no_select_all_and_asks_above_five(deps: Deps) -> None:
+    more = [(f"harbour_{n}.md", f"# Harbour {n}\n\nThe harbour {n} gateway keeps nightly backups of revenue "
+                                f"ledgers for site {n}.\n".encode()) for n in range(8)]
+    ingest_files(more, store=deps.store, embedder=deps.embedder, config=PipelineConfig())
+    at = _app(deps, "pages/search_lab.py")
+    at.text_input(key="query").input("harbour gateway backups revenue")
+    at = at.button(key="search").click().run()
+    picker = at.multiselect(key="lab_gold_chunks")
+    assert picker.proto.select_all == 0  # the bulk "Select all" is not offered
+    options = picker.options
+    assert len(options) > 5
+    at.multiselect(key="lab_gold_chunks").set_value(options[:6]).run()
+    assert at.button(key="lab_gold_add").disabled  # more than five: asks first
+    at.checkbox(key="lab_gold_many").check().run()
+    assert not at.button(key="lab_gold_add").disabled
+    at.button(key="lab_gold_add").click().run()
+    [item] = deps.store.golden.items("default", "search-lab")
+    assert len(item.gold) == 6
+    at.multiselect(key="lab_gold_chunks").set_value(options[:6]).run()
+    assert at.checkbox(key="lab_gold_many").value is False
+    assert at.button(key="lab_gold_add").disabled  # the confirmation covered that one item only
+    assert not at.exception

@@ -520,3 +520,18 @@ def test_common_phrases_are_flagged_and_svg_labels_never_overlap() -> None:
     svg = view.svg_graph_html(crowd, pd.DataFrame(columns=["src", "dst", "weight"]), layout)
     labels = re.findall(r"<text [^>]*>([^<]*)</text>", svg)
     assert labels == ["entity number 0", "far away"] and svg.count("<title>") == 13
+
+
+def test_markup_code_and_contractions_are_not_entities() -> None:
+    """Issue #47: 'img src', 'div class', 'abbr title', 'let say', 'll tell' came out as entities."""
+    from core.graph.extract import extract_statistical, prose
+    from core.types import Chunk
+
+    text = ("Let's say the <img src=\"logo.png\"> Harbor Gateway starts. I'll tell you why: <div class=\"x\">"
+            "<abbr title=\"Gateway\">GW</abbr></div> the Harbor Gateway reads Redis.\n\n```python\n"
+            "from BackgroundTasks import Lifespan\n```\nThe Harbor Gateway writes to Redis.\n")
+    assert len(prose(text)) == len(text)  # positions hold
+    names = {m.norm for m in extract_statistical(Chunk("c", "d", 0, text, 0, len(text))).mentions}
+    assert {"harbor gateway", "redis"} <= names
+    for noise in ("img src", "div class", "abbr title", "let say", "ll tell", "backgroundtasks", "lifespan"):
+        assert not any(noise in n for n in names), (noise, names)

@@ -66,9 +66,34 @@ def test_costs_page_shows_ledger_builds_queries_and_hit_rates(filled: Deps) -> N
     at.multiselect(key="led_purpose").select("answer").run()
     assert {m.label: m.value for m in at.metric}["Calls"] == "1"
     assert any("No LLM is configured" in i.value for i in at.info)
-    for tab in ("Per build", "Per query", "Build contexts"):
+    for tab, tables in (("Per build", 1), ("Per query", 2), ("Build contexts", 1)):
         at = _open(at, tab)
-        assert not at.exception and len(at.dataframe) == 1, tab
+        assert not at.exception and len(at.dataframe) == tables, tab
+
+
+def test_per_query_tab_shows_the_refusal_share(filled: Deps) -> None:
+    run_query("What is the capital of Peru?", PipelineConfig(), filled)  # nothing in the depot says: refused
+    at = _costs(filled, "Per query")
+    assert not at.exception
+    assert any(s.value == "Refusal share" for s in at.subheader)
+    metrics = {m.label: m.value for m in at.metric}
+    runs = filled.store.runs.recent_runs()
+    refused = sum(bool(r.trace["answer"]["refused"]) for r in runs)
+    assert metrics["Refusal share"] == f"{refused / len(runs):.0%}" and 0 < refused < len(runs)
+    table = at.dataframe[1].value  # below the per-query table
+    assert {"day", "route", "queries", "refused", "refusal share", "answer-cache hits", "usd"} <= set(table.columns)
+    assert table.queries.sum() == len(runs)
+
+
+def test_ten_mistakes_tab_lists_every_check(filled: Deps) -> None:
+    at = _costs(filled, "Ten mistakes")
+    assert not at.exception
+    labels = [e.label for e in at.expander]
+    assert sum(1 for n in range(1, 11) if any(f" {n}\\. " in lab or f" {n}. " in lab for lab in labels)) == 10
+    metrics = {m.label: int(m.value) for m in at.metric}
+    assert sum(metrics[s] for s in ("fail", "warn", "ok", "not applicable")) == 10
+    # no evaluation stored in this workspace: the stage-recall mistake fails and is open, with its evidence
+    assert any("no stored evaluation" in md.value for md in at.markdown)
 
 
 def test_context_panel_builds_heuristic_contexts(filled: Deps) -> None:

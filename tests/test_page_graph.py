@@ -239,6 +239,9 @@ def test_raptor_panel_estimates_builds_and_shows_the_tree(deps: Deps) -> None:
     at = at.button(key="raptor_build").click().run()
     assert not at.exception and deps.store.raptor.state("default") is not None
     assert any("(extractive)" in s.value for s in at.success)
+    # the panel redraws when its build ends: the label says the tree exists (it said "not built" until a rerun)
+    n = deps.store.raptor.state("default")[2]
+    assert [e.label for e in at.expander if e.label.startswith("RAPTOR tree")] == [f"RAPTOR tree: {n} summaries"]
     frame = next(d.value for d in at.dataframe if "summary" in d.value.columns)
     assert len(frame) >= 1 and frame["level"].max() >= 1
     charts = at.get("graphviz_chart")  # the tree drawn beside the table

@@ -123,3 +123,58 @@ def test_sentences_from_two_documents_name_theirs_inline() -> None:
     assert box.cites == "citations: [1] a-0001 (policy_final.md) · [2] b-0002 (policy_draft.md)"
     one = lab_html.answer_box(_answer_box.box_html(t, cites=["a-0001 (policy.md)", "b-0002 (policy.md)"]))
     assert one.text == "Three days. [1] Two days. [2]"  # one document: the citation line says it
+
+
+def test_every_technique_switch_is_in_the_search_lab(search_lab: AppTest) -> None:
+    """Issue #47: each section's `enabled` switch (and the multilingual list) has its widget, built from the field;
+    BM25, dense and fusion are the retrieval-mode radio's three choices."""
+    from core.config.meta import field_specs, sections
+    from pages import _form
+
+    shown = search_lab.session_state[_form.SHOWN_KEY]
+    switches = {f"{s}.enabled" for s in sections() for f in field_specs(s) if f.name == "enabled"}
+    by_mode = {"bm25.enabled", "dense.enabled", "fusion.enabled"}
+    assert switches - by_mode - shown == set()
+    assert {"embedding.multilingual", "raptor.enabled", "router.enabled", "answer_cache.enabled"} <= shown
+    assert search_lab.radio(key="mode").options == ["hybrid", "BM25", "dense"] or set(
+        search_lab.radio(key="mode").options) >= {"BM25", "dense"}
+    at = search_lab.toggle(key="raptor_on").set_value(True).run()
+    assert not at.exception and at.session_state[_state.CONFIG_KEY].raptor.enabled
+    at = at.toggle(key="router_on").set_value(False).run()
+    assert not at.session_state[_state.CONFIG_KEY].router.enabled
+    at = at.radio(key="multilingual").set_value("off").run()
+    assert at.session_state[_state.CONFIG_KEY].embedding.multilingual == "off"
+
+
+def test_a_stage_a_route_turned_on_says_so() -> None:
+    from core.app.routing import routed_stages
+    from core.config import PipelineConfig
+    from core.types import RouteInfo
+
+    route = RouteInfo("global-summary", 0.9, "r", "global-summary", "offline",
+                      overrides={"graph.enabled": True, "graph.mode": "global"})
+    stages = (StageResult("route", info=route), StageResult("bm25", _cands("bm25", "ab"), 1.0),
+              StageResult("graph_global", _cands("graph_global", "ba"), 3.0), StageResult("rerank", skipped="off"))
+    trace = Trace("q", "h", 1, stages, answer=Answer("x"))
+    off = PipelineConfig()  # graph search off in the settings
+    why = routed_stages(trace, off)
+    assert list(why) == ["graph_global"] and "route global-summary" in why["graph_global"]
+    assert routed_stages(trace, off.with_overrides({"graph.enabled": True, "graph.mode": "global"})) == {}
+    assert "graph.mode = global" in routed_stages(trace, off.with_overrides({"graph.enabled": True}))["graph_global"]
+    body = _widgets.stage_row_html(trace, doc_names={}, routed=why)
+    col = body.split("data-stage='graph_global'", 1)[1].split("</div>", 2)
+    assert "data-routed='1'" in "".join(col[:2]) and "· by route" in body
+    assert body.count("data-routed") == 1  # bm25 ran on its own switch: no mark
+
+
+def test_route_that_turns_the_agent_on_is_marked_in_the_lab(search_lab: AppTest) -> None:
+    search_lab.session_state[_state.CONFIG_KEY] = search_lab.session_state[_state.CONFIG_KEY].with_overrides(
+        {"answer_cache.enabled": False, "agent.enabled": False})
+    search_lab.selectbox(key="route_override").set_value("multi-hop")
+    at = _search(search_lab, "nightly backups archive")
+    assert not at.exception
+    marks = [c.value.replace("\\", "") for c in at.caption if ":material/alt_route:" in c.value]
+    trace = at.session_state["last_trace"]
+    ran = [s.stage for s in trace.stages if s.skipped is None and s.stage in ("grade", "decide", "evidence")]
+    assert ran, [s.stage for s in trace.stages]
+    assert marks and all("route multi-hop" in m for m in marks) and any(f"alt_route: {ran[0]}:" in m for m in marks)

@@ -60,6 +60,9 @@ def _run(store: Store, question: str) -> tuple[str, Any]:
     ("Which fault codes are high?", (("F-1",), ("F-3",))),
     # a follow-up condensed from a conversation: the asked column (system) of the top row, not the top number
     ("and which system has the fault code with the most reports?", (("F-2", "pump"),)),
+    # the column the question names is the grouping (issue #47: it ranked the row key, one customer)
+    ("Which region has the highest average amount?", (("north",),)),
+    ("Which system has the lowest total reports?", (("valve",),)),
 ])
 def test_template_translator_forms(store: Store, question: str, rows: tuple) -> None:
     sql, got = _run(store, question)
@@ -169,3 +172,16 @@ def test_a_failing_sandbox_costs_the_sql_stage_only(store: Store, monkeypatch: p
     trace = run_query("How many fault codes per system?", PipelineConfig().with_overrides({"answer.enabled": False}),
                       Deps(store=store, embedder=HashEmbedder()))
     assert "SQL sandbox failed (MemoryError" in trace.stage("sql").skipped and trace.stage("bm25").skipped is None
+
+
+def test_a_table_question_with_no_query_says_so_and_lists_the_columns(store: Store) -> None:
+    """Issue #47: a question the sql stage routes to a table but cannot translate is answered with that, and the
+    table's columns, not with 'the corpus does not say' alone."""
+    deps = Deps(store=store, embedder=HashEmbedder())
+    trace = run_query("Which region has the highest average life expectancy?", PipelineConfig(), deps)
+    sql = trace.stage("sql")
+    assert sql is not None and sql.info["route"] == "table" and not sql.info["rows"]
+    assert any(n.startswith("table orders's columns: customer (varchar), region (varchar)") for n in sql.notes)
+    assert trace.answer is not None and trace.answer.refused
+    assert "looks like a question about table orders" in trace.answer.text
+    assert "amount_usd (bigint)" in trace.answer.text

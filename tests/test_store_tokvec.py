@@ -214,3 +214,23 @@ def test_a_snapshot_copy_reads_the_token_vectors_through_a_link(tmp_path: Path) 
     snap = _snapshot_store(str(db))
     assert snap.read_only and _same(snap.caches.cached_token_vectors("m", ["a"])["a"], _rows(3))
     snap.close()
+
+
+def test_a_missing_token_vector_file_is_reported_not_silently_recomputed(tmp_path: Path) -> None:
+    """Issue #47: a database copied without its token-vector file dropped the rows and let rerank recompute every
+    vector (21.5 s) without a word; now opening it says what was lost and why."""
+    db = tmp_path / "w.duckdb"
+    store = Store(db)
+    store.caches.cache_token_vectors("m", {"a": _rows(3), "b": _rows(4, seed=2)})
+    store.close()
+    file_path(str(db), 0).unlink()  # copied without it
+    store = Store(db)
+    assert store.caches.cached_token_vectors("m", ["a", "b"]) == {}
+    [notice] = store.caches.take_notices()
+    assert "is missing" in notice and "2 token-vector records" in notice and "computes them again" in notice
+    assert store.caches.take_notices() == []  # said once
+    store.close()
+    again = Store(db)
+    again.caches.cached_token_vectors("m", ["a"])
+    assert again.caches.take_notices() == []  # nothing left to lose: no notice on a sound file
+    again.close()

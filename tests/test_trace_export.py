@@ -103,7 +103,7 @@ def test_fifty_traces_of_a_hundred_candidates_round_trip(receiver: tuple[str, li
     assert ctype == "application/x-protobuf"
     req = ExportTraceServiceRequest.FromString(body)
     got = list(req.resource_spans[0].scope_spans[0].spans)
-    assert len(got) == 50 * 7  # a root and six stages each
+    assert len(got) == 50 * 6  # a root and the five stages that ran; the skipped one is an event on the root
     by_trace: dict[bytes, list[Any]] = {}
     for s in got:
         by_trace.setdefault(s.trace_id, []).append(s)
@@ -116,8 +116,17 @@ def test_fifty_traces_of_a_hundred_candidates_round_trip(receiver: tuple[str, li
         assert len(root) == 1 and _attrs(root[0])["openinference.span.kind"] == "CHAIN"
         assert _attrs(root[0])["input.value"] == trace.query
         children = {s.name: s for s in mine if s.parent_span_id == root[0].span_id}
-        assert list(children) == [s.stage for s in trace.stages]
+        assert list(children) == [s.stage for s in trace.stages if s.skipped is None]  # pipeline order
+        assert [_attrs(c)["rag_workbench.position"] for c in children.values()] == [0, 1, 3, 4, 5]
+        [event] = root[0].events
+        assert event.name == "skipped: graph_local"
+        assert {kv.key: getattr(kv.value, kv.value.WhichOneof("value")) for kv in event.attributes} == {
+            "rag_workbench.stage": "graph_local", "rag_workbench.skipped": "graph.enabled = false",
+            "rag_workbench.position": 2}
+        assert json.loads(_attrs(root[0])["rag_workbench.skipped_stages"]) == ["graph_local"]
         for st in expected["stages"]:
+            if st["skipped"]:
+                continue
             a = _attrs(children[st["stage"]])
             if st["stage"] in ("bm25", "dense", "fused"):
                 assert a["openinference.span.kind"] == "RETRIEVER"
@@ -128,8 +137,6 @@ def test_fifty_traces_of_a_hundred_candidates_round_trip(receiver: tuple[str, li
                 assert _docs(a, "reranker.output_documents") == st["candidates"]
                 assert _docs(a, "reranker.input_documents") == expected["stages"][3]["candidates"]
                 assert len(a) > 128  # more than the SDK's default attribute limit, none dropped
-            elif st["stage"] == "graph_local":
-                assert a["rag_workbench.skipped"] == "graph.enabled = false"
             elif st["stage"] == "answer":
                 assert a["openinference.span.kind"] == "CHAIN" and a["output.value"] == "An answer [c1]"
         # the spans tile the root in stage order
@@ -199,7 +206,7 @@ def test_cli_exports_the_run_log(tmp_path: Any, receiver: tuple[str, list], caps
     assert [r["trace"]["query"] for r in out] == ["question 0?", "question 1?", "question 2?"]
     assert cli_main(["trace", "export", "--db", db, "--format", "otlp-json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert len(data["resourceSpans"][0]["scopeSpans"][0]["spans"]) == 7
+    assert len(data["resourceSpans"][0]["scopeSpans"][0]["spans"]) == 6  # root + 5 that ran (1 skipped: an event)
     assert cli_main(["trace", "export", "--db", db, "--endpoint", "nonsense"]) == 1
     assert "http(s) URL" in capsys.readouterr().err
 
@@ -219,3 +226,37 @@ def test_otlp_json_ints_are_strings() -> None:
     body = otlp_json(spans)
     root = body["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
     assert root["endTimeUnixNano"] == str(1767225600 * 10**9)
+
+
+class _NoJson(_Receiver):
+    """A receiver that takes protobuf only, as Phoenix does: OTLP/JSON gets 415."""
+
+    def do_POST(self) -> None:  # noqa: N802
+        n = int(self.headers.get("Content-Length", 0))
+        self.rfile.read(n)
+        ok = self.headers.get("Content-Type", "") == "application/x-protobuf"
+        self.send_response(200 if ok else 415)
+        self.end_headers()
+
+
+def test_a_receiver_refusing_json_is_told_to_use_protobuf() -> None:
+    server = HTTPServer(("127.0.0.1", 0), _NoJson)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1/traces"
+        spans = spans_from_trace(_trace(1, 3).to_dict(), run_id="r", extra_secrets=())
+        with pytest.raises(ExportError, match=r"HTTP 415.*does not take OTLP/JSON.*protobuf.*http/protobuf"):
+            post_otlp(spans, url, protocol="http/json", timeout=5)
+        assert post_otlp(spans, url, protocol="http/protobuf", timeout=5) == 200
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_json_export_carries_the_skipped_stages_as_events() -> None:
+    body = otlp_json(spans_from_trace(_trace(2, 3).to_dict(), run_id="r", extra_secrets=()))
+    spans = body["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    root = next(s for s in spans if not s.get("parentSpanId"))
+    assert [e["name"] for e in root["events"]] == ["skipped: graph_local"]
+    assert "graph_local" not in [s["name"] for s in spans]

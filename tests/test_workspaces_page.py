@@ -122,3 +122,24 @@ def test_upload_after_create_lands_in_the_new_workspace(deps: Deps) -> None:
     assert not at.exception
     counts = {w.workspace_id: w.documents for w in deps.store.workspaces_repo.list()}
     assert counts == {"default": 0, "team b": 1}
+
+
+def test_delete_confirmation_is_clear_after_a_delete_and_on_every_switch(deps: Deps) -> None:
+    """Issue #47: after deleting one workspace and switching to another, the Delete box is unticked (it stayed
+    ticked: one click from deleting the workspace the person is in); a box ticked and left is cleared on a switch."""
+    at = _app(deps)
+    for name in ("keep", "gone"):
+        at = at.text_input(key="ws_new").input(name).run()
+        at = at.button(key="ws_create").click().run()
+    assert at.session_state[_state.WORKSPACE_KEY] == "gone"
+    at = at.checkbox(key="ws_delete_sure").check().run()
+    at = at.button(key="ws_delete").click().run()
+    assert not at.exception and "gone" not in deps.store.workspaces()
+    at = at.selectbox(key="ws_select").set_value("keep").run()
+    assert at.session_state[_state.WORKSPACE_KEY] == "keep"
+    assert at.checkbox(key="ws_delete_sure").value is False and at.button(key="ws_delete").disabled
+    at = at.checkbox(key="ws_delete_sure").check().run()  # armed, then the person switches away and back
+    at = at.selectbox(key="ws_select").set_value("default").run()
+    at = at.selectbox(key="ws_select").set_value("keep").run()
+    assert at.checkbox(key="ws_delete_sure").value is False and at.button(key="ws_delete").disabled
+    assert "keep" in deps.store.workspaces()

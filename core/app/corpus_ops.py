@@ -40,6 +40,8 @@ class _Ledger(Protocol):
 class _Caches(Protocol):
     def cache_events(self, workspace: str = ...) -> list[CacheEvent]: ...
 
+    def take_notices(self) -> list[str]: ...
+
 
 class WorkspaceData(Protocol):
     """The repositories these functions read (core.store.Store has them as attributes)."""
@@ -118,3 +120,9 @@ def usage_ledger(store: WorkspaceData, workspace: str = DEFAULT_WORKSPACE) -> li
 
 def cache_events(store: WorkspaceData, workspace: str = DEFAULT_WORKSPACE) -> list[CacheEvent]:
     return store.caches.cache_events(workspace)
+
+
+def store_notices(store: WorkspaceData) -> list[str]:
+    """What the store found wrong while serving the last query (a token-vector file missing: its vectors are
+    recomputed), said once."""
+    return store.caches.take_notices()

@@ -162,3 +162,37 @@ def query_embedding_events(runs: Sequence[RunRecord]) -> list[tuple[str, int, in
 
 def _count(v: Any) -> int:
     return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
+
+
+# -- refusal share of live traffic (issue #47) ---------------------------------------------------------------------
+REFUSAL_COLUMNS = ["day", "route", "queries", "refused", "refusal share", "answer-cache hits", "usd"]
+
+
+def refusal_share(runs: Sequence[RunRecord]) -> pd.DataFrame:
+    """Per day and route: the logged queries that reached an answer, how many were refused and their share, beside
+    the answer-cache hits and the dollars those queries cost. A query whose router did not run counts under
+    'router off' (a cache hit under its stored trace's route); a query with no answer record (answer stage off) is left out, as it could not refuse."""
+    rows = []
+    for run in runs:
+        trace = run.trace or {}
+        answer = trace.get("answer")
+        if not isinstance(answer, dict):
+            continue
+        cached = any(bool((s.get("info") or {}).get("cached")) for s in trace.get("stages", ())
+                     if s.get("stage") == "answer" and not s.get("skipped")) or "stored_trace" in trace
+        # A cache hit skips the router: it counts under the route of the stored trace that produced the answer.
+        route = trace.get("route") or (trace.get("stored_trace") or {}).get("route") or {}
+        label = str(route.get("config") or ("unknown (answer cache)" if cached else "router off"))
+        rows.append({"day": pd.Timestamp(run.created_at).strftime("%Y-%m-%d"),
+                     "route": label, "refused": bool(answer.get("refused")),
+                     "hit": cached, "usd": float((trace.get("usage") or {}).get("usd") or 0.0)})
+    if not rows:
+        return pd.DataFrame(columns=REFUSAL_COLUMNS)
+    df = pd.DataFrame(rows)
+    g = df.groupby(["day", "route"]).agg(queries=("refused", "size"), refused=("refused", "sum"),
+                                         hits=("hit", "sum"), usd=("usd", "sum")).reset_index()
+    g["refusal share"] = g.refused / g.queries
+    g = g.rename(columns={"hits": "answer-cache hits"})
+    g["refused"] = g.refused.astype(int)
+    g["answer-cache hits"] = g["answer-cache hits"].astype(int)
+    return g.sort_values(["day", "queries"], ascending=[False, False])[REFUSAL_COLUMNS].reset_index(drop=True)

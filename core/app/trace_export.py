@@ -1,5 +1,6 @@
 """Query traces as OpenTelemetry spans in the OpenInference conventions: OTLP/JSON, OTLP/protobuf over HTTP, or the
-workbench's own trace JSON. One root CHAIN span per query and one child span per stage, with candidate lists
+workbench's own trace JSON. One root CHAIN span per query and one child span per stage that ran, in pipeline order
+(each carries its position; a skipped stage is an event on the root span, with its reason), candidate lists
 flattened as `retrieval.documents.{i}.document.*` (RETRIEVER) or `reranker.{input,output}_documents.{i}.document.*`
 (RERANKER), so Phoenix and other OpenInference viewers show them.
 
@@ -57,6 +58,17 @@ class SpanRecord:
     end_ns: int
     attributes: Mapping[str, AttrValue] = field(default_factory=dict)
     error: str | None = None
+    events: tuple["SpanEvent", ...] = ()
+
+
+@dataclass(frozen=True)
+class SpanEvent:
+    """A point in time on a span: a stage that was skipped, with its reason (a 0 ms span per skipped stage cluttered
+    a viewer's tree, and Phoenix drew them as if they ran)."""
+
+    name: str
+    time_ns: int
+    attributes: Mapping[str, AttrValue] = field(default_factory=dict)
 
 
 def redactor(extra_secrets: Sequence[str] = ()) -> Any:
@@ -153,20 +165,26 @@ def spans_from_trace(trace: Mapping[str, Any], *, run_id: str, ended_at: datetim
         root["llm.token_count.completion"] = int(usage.get("output_tokens", 0))
         root["llm.token_count.total"] = int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
     spans = [SpanRecord(trace_id, root_id, None, "query", start_ns, end_ns, root)]
+    events: list[SpanEvent] = []
 
     t = start_ns
     previous: list[Mapping[str, Any]] = []
     for i, s in enumerate(stages):
         dur = int(round(float(s.get("ms") or 0.0) * 1e6))
         name = str(s.get("stage", f"stage{i}"))
+        if s.get("skipped"):  # an event on the query's span, in pipeline order, not a span of its own
+            events.append(SpanEvent(f"skipped: {name}", t, {
+                "rag_workbench.stage": name, "rag_workbench.skipped": clean(str(s.get("skip_reason") or "skipped")),
+                "rag_workbench.position": i}))
+            t += dur
+            continue
         kind = _kind(s)
         cands = list(s.get("candidates") or [])
         attrs: dict[str, AttrValue] = {"openinference.span.kind": kind, "input.value": query,
                                        "input.mime_type": "text/plain"}
         meta = {"ms": s.get("ms"), "info": s.get("info") or {}, "notes": list(s.get("notes") or []),
                 "usage": s.get("usage") or {}}
-        if s.get("skipped"):
-            attrs["rag_workbench.skipped"] = clean(str(s.get("skip_reason") or "skipped"))
+        attrs["rag_workbench.position"] = i  # the stage's place in the pipeline (viewers may sort by time)
         attrs["metadata"] = clean(_json(meta))
         if kind == "RETRIEVER":
             attrs.update(_doc_attrs("retrieval.documents", cands, clean))
@@ -191,6 +209,9 @@ def spans_from_trace(trace: Mapping[str, Any], *, run_id: str, ended_at: datetim
         t += dur
         if cands:
             previous = cands
+    if events:
+        root["rag_workbench.skipped_stages"] = _json([e.attributes["rag_workbench.stage"] for e in events])
+        spans[0] = SpanRecord(trace_id, root_id, None, "query", start_ns, end_ns, root, events=tuple(events))
     return spans
 
 
@@ -215,6 +236,9 @@ def otlp_json(spans: Sequence[SpanRecord], *, service_name: str = SERVICE_NAME) 
             "startTimeUnixNano": str(s.start_ns), "endTimeUnixNano": str(s.end_ns),
             "attributes": [{"key": k, "value": _json_value(v)} for k, v in s.attributes.items()],
             "status": {"code": 2, "message": s.error} if s.error else {},
+            **({"events": [{"timeUnixNano": str(e.time_ns), "name": e.name,
+                            "attributes": [{"key": k, "value": _json_value(v)} for k, v in e.attributes.items()]}
+                           for e in s.events]} if s.events else {}),
         } for s in spans]}],
     }]}
 
@@ -255,6 +279,11 @@ def otlp_protobuf(spans: Sequence[SpanRecord], *, service_name: str = SERVICE_NA
         if s.error:
             sp.status.code = Status.StatusCode.STATUS_CODE_ERROR
             sp.status.message = s.error
+        for e in s.events:
+            ev = sp.events.add()
+            ev.time_unix_nano = e.time_ns
+            ev.name = e.name
+            ev.attributes.extend(KeyValue(key=k, value=value(v)) for k, v in e.attributes.items())
     return req.SerializeToString()
 
 
@@ -283,7 +312,13 @@ def post_otlp(spans: Sequence[SpanRecord], endpoint: str, *, protocol: str = "ht
         with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - the user's own endpoint
             return int(resp.status)
     except urllib.error.HTTPError as exc:
-        raise ExportError(f"{url} refused the spans: HTTP {exc.code} {exc.reason}") from None
+        hint = ""
+        if exc.code == 415 and protocol == "http/json":  # Phoenix, for one, takes OTLP over HTTP as protobuf only
+            hint = ("; this receiver does not take OTLP/JSON: send protobuf instead (--protocol http/protobuf, "
+                    "the default)")
+        elif exc.code == 415:
+            hint = "; this receiver does not take OTLP/protobuf: try --protocol http/json"
+        raise ExportError(f"{url} refused the spans: HTTP {exc.code} {exc.reason}{hint}") from None
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise ExportError(f"could not reach {url}: {reason}") from None

@@ -171,9 +171,29 @@ def _lone_mid_sentence_caps(per_sent: list[list[tuple[str, int, int, bool]]]) ->
     return out
 
 
+# What is not prose, blanked (same length, so positions hold) before entities are read: HTML tags with their
+# attributes ('img src', 'div class'), fenced code blocks, and contractions, whose fragments otherwise become terms
+# ("I'll tell" -> 'll tell', "let's say" -> 'let say').
+_MARKUP = re.compile(r"<!--.*?-->|</?[A-Za-z][^<>\n]{0,400}?/?>", re.DOTALL)
+_FENCED = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n.*?^[ \t]*\1[ \t]*$", re.DOTALL | re.MULTILINE)
+_CONTRACTION = re.compile(r"\b[^\W\d_]+(?:['’](?:ll|re|ve|d|m)|n['’]t)\b|\b(?:let|it|that|what|there|here|he|she|"
+                          r"who|where|how|when|everything|nothing|someone|something)['’]s\b", re.IGNORECASE)
+
+
+def _blank(m: re.Match[str]) -> str:
+    return "".join(ch if ch == "\n" else " " for ch in m.group(0))
+
+
+def prose(text: str) -> str:
+    """The text with markup, fenced code and contractions blanked out (same length: offsets hold)."""
+    for pattern in (_FENCED, _MARKUP, _CONTRACTION):
+        text = pattern.sub(_blank, text)
+    return text
+
+
 def extract_statistical(chunk: Chunk, *, max_entities: int = 20) -> ChunkExtraction:
     """Entities and co-occurrence relations of one chunk, no model involved. Deterministic: same text, same rows."""
-    text = _POSSESSIVE.sub("", chunk.text)  # "Acme's" -> "Acme" keeps offsets stable enough for our use
+    text = _POSSESSIVE.sub("", prose(chunk.text))  # "Acme's" -> "Acme" keeps offsets stable enough for our use
     sents = sentence_spans(text)
     per_sent = [_tokens(text, s, e) for s, e in sents]
     mid_caps = _lone_mid_sentence_caps(per_sent)

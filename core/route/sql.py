@@ -242,6 +242,25 @@ def _asked_column(q: str, table: TableInfo, *, exclude: set[str]) -> str | None:
     return None
 
 
+_WHICH = re.compile(r"^\s*(?:(?:and|but|so|then|also)\s+)?(?:which|what)\s+((?:[a-z0-9_-]+\s+){1,3}?)"
+                    r"(?:has|had|have|is|was|were|are|with|shows|gets|got|scores|spends|earns)\b")
+
+
+def _which_column(q: str, table: TableInfo, *, exclude: set[str]) -> str | None:
+    """The text column a 'which <noun> has ...' question ranks (its noun names the column: 'region', 'sales rep'),
+    other than the row key; None when the noun names no such column."""
+    m = _WHICH.match(q)
+    if not m:
+        return None
+    stems = _q_stems(m.group(1))
+    for col, typ in table.columns:
+        if col in exclude or typ != "VARCHAR":
+            continue
+        if _mentions(_words(col), stems[: max(1, len(_words(col)))]):
+            return col
+    return None
+
+
 def template_sql(question: str, tables: Sequence[TableInfo], values: Values) -> SqlPlan:
     """Offline: count / sum / average / min / max of a column, optionally grouped by a column and filtered by values
     that occur in the table, a top-k by a column, or the rows a filter selects. Anything else (a join, a comparison
@@ -275,6 +294,18 @@ def template_sql(question: str, tables: Sequence[TableInfo], values: Values) -> 
     asks_entity = bool(re.match(r"\s*(?:(?:and|but|so|then|also)\s+)?(which|who|top|list|name)\b", q)
                        or _ENTITY.search(q))
     hi, lo = _MAX.search(q), _MIN.search(q)
+    # not "which system has the fault code with the most reports": that ranks rows (the entity after "with the")
+    named_group = (_which_column(q, t, exclude={key, target or "", *by_col})
+                   if asks_entity and not _ENTITY.search(q) else None)
+    if named_group and (hi or lo or topk) and target:
+        # "which region has the highest average health": rank the groups of the column the question names, not
+        # the rows (the row key would give one country)
+        k = int(topk.group(1)) if topk and topk.group(1).isdigit() else _WORDS.get(topk.group(1), 1) if topk else 1
+        order = "ASC" if lo and not hi else "DESC"
+        fn = f"{agg or 'sum'}({_ident(target)})"
+        sql = (f"SELECT {_ident(named_group)} FROM {src}{where_sql} GROUP BY {_ident(named_group)} "
+               f"ORDER BY {fn} {order} LIMIT {k}")
+        return SqlPlan(sql, "template", f"top {k} {named_group} by {fn}", t.name)
     if asks_entity and (hi or lo or topk) and target:
         k = int(topk.group(1)) if topk and topk.group(1).isdigit() else _WORDS.get(topk.group(1), 1) if topk else 1
         order = "ASC" if lo and not hi else "DESC"
@@ -399,6 +430,17 @@ class SqlOutcome:
     result: SqlResult | None = None
     error: str = ""
     notes: tuple[str, ...] = ()
+    table: str = ""  # a question no query was written for: the table it is about, and that table's columns
+    columns: tuple[str, ...] = ()
+
+    def untranslated(self) -> str:
+        """What to tell a person whose table question got no query: that the SQL stage recognised it, why no query,
+        and the columns to ask by ("" when a query ran, or the question was not a table question)."""
+        if self.route.kind != "table" or self.result is not None or not self.table:
+            return ""
+        return (f"This looks like a question about table {self.table}, but no SQL query for it could be written "
+                f"({self.plan.reason}). Its columns: {', '.join(self.columns)}. Ask with a column's name, or type a "
+                "query in the SQL box.")
 
     @property
     def answered(self) -> bool:
@@ -452,8 +494,12 @@ def sql_route(question: str, tables: Sequence[TableInfo], values: Values, sandbo
                           result, notes=(*notes, *result.notes))
     usage = sum((p.usage for p in plans if p.translator == "llm"), Usage())
     err = notes[-1] if notes else "no query"
+    name = last.table or (route.tables[0] if route.tables else "")
+    table = next((t for t in tables if t.name == name), None)
+    columns = tuple(f"{c} ({typ.lower()})" for c, typ in table.columns) if table is not None else ()
     return SqlOutcome(route, SqlPlan("", last.translator, last.reason, last.table, usage), None, err,
-                      (*notes, "type your own query in the SQL box (Search Lab) or `python -m core sql`"))
+                      (*notes, *([f"table {name}'s columns: {', '.join(columns)}"] if columns else []),
+                       "type your own query in the SQL box (Search Lab) or `python -m core sql`"), name, columns)
 
 
 _NOUN_WORD = r"(?!(?:of|the|for|in|to|a|an|and|with)\b)[a-z0-9-]+"

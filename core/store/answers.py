@@ -94,6 +94,17 @@ class Answers:
             cur.execute("INSERT INTO answer_cache_events VALUES (?, ?, ?, ?, ?, ?)",
                         [workspace, verdict, cosine, saved_ms, saved_usd, now()])
 
+    def lookup_events(self, workspace: str = DEFAULT_WORKSPACE) -> list[tuple[str, float | None]]:
+        """Every lookup of the workspace as (verdict, cosine of the nearest stored question), oldest first."""
+        return [(str(v), None if c is None else float(c)) for v, c in self._db.cursor().execute(
+            "SELECT verdict, cosine FROM answer_cache_events WHERE workspace_id = ? ORDER BY created_at",
+            [workspace]).fetchall()]
+
+    def cited_chunks(self, workspace: str = DEFAULT_WORKSPACE) -> list[tuple[int, tuple[str, ...]]]:
+        """(corpus version, citations) of every answer the workspace's cache holds."""
+        return [(int(v), tuple(json.loads(c or "[]"))) for v, c in self._db.cursor().execute(
+            "SELECT corpus_version, citations FROM answer_cache WHERE workspace_id = ?", [workspace]).fetchall()]
+
     def clear_answers(self, workspace: str = DEFAULT_WORKSPACE) -> int:
         """Drop every cached answer of the workspace (the counters stay: they are history)."""
         with self._db.writer() as cur:

@@ -44,6 +44,7 @@ class Caches:
         self._tv: tvf.TokenVectorFile | None = None  # opened on first use (most Stores never read token vectors)
         self._tv_gen = -1
         self._legacy: bool | None = None  # whether old blob rows exist (then reads fall back to them)
+        self._notices: list[str] = []  # what opening the token-vector file found wrong, for take_notices()
 
     # -- text embeddings --------------------------------------------------------------------------------------
     def cached_embeddings(self, model_id: str, hashes: Sequence[str], workspace: str = DEFAULT_WORKSPACE
@@ -139,13 +140,28 @@ class Caches:
         after the last row are cut, and other generations' files (a compaction interrupted) are removed."""
         size = f.size()
         with self._db.transaction() as cur:
+            lost = int(cur.execute("SELECT count(*) FROM token_vector_slots WHERE file_offset + nbytes > ?",
+                                   [size]).fetchone()[0])
             cur.execute("DELETE FROM token_vector_slots WHERE file_offset + nbytes > ?", [size])
             end = int(cur.execute("SELECT coalesce(max(file_offset + nbytes), 0) FROM token_vector_slots"
                                   ).fetchone()[0])
+        if lost:  # said, not done silently: the recompute costs seconds per query until every text is met again
+            where = tvf.file_path(self._db.path, gen)
+            self._notices.append(
+                f"the token-vector file {where.name} {'is missing' if size == 0 else f'holds {size:,} bytes'} but "
+                f"the database lists {lost:,} token-vector records beyond that (a database copied without its "
+                f"{where.name} file, or a crash): they were dropped, and late-interaction rerank computes them again "
+                "as queries meet their chunks (seconds per query at first). Copy the file beside the database to "
+                "keep them (the Search Lab offers to encode them all at once: Encode now)")
         if size > end:
             f.truncate(end)
         for p in tvf.stray_files(self._db.path, gen):
             p.unlink(missing_ok=True)
+
+    def take_notices(self) -> list[str]:
+        """What opening the token-vector file found wrong since the last call (then forgotten)."""
+        out, self._notices = self._notices, []
+        return out
 
     def _has_legacy(self) -> bool:
         if self._legacy is None:

@@ -296,6 +296,17 @@ class Corpus:
             [workspace, list(chunk_ids)]).fetchall()
         return {r[0]: _chunk(r) for r in rows}
 
+    def chunk_homes(self, chunk_ids: Sequence[str]) -> dict[str, frozenset[str]]:
+        """The workspaces that hold each of these chunk ids now (ids no workspace holds are left out)."""
+        if not chunk_ids:
+            return {}
+        out: dict[str, set[str]] = {}
+        for cid, ws in self._db.cursor().execute(
+                "SELECT DISTINCT chunk_id, workspace_id FROM chunks WHERE list_contains(?, chunk_id)",
+                [list(dict.fromkeys(chunk_ids))]).fetchall():
+            out.setdefault(str(cid), set()).add(str(ws))
+        return {k: frozenset(v) for k, v in out.items()}
+
     # -- vectors ----------------------------------------------------------------------------------------------
     def vectors(self, model_id: str, variant: str = "raw", workspace: str = DEFAULT_WORKSPACE
                 ) -> tuple[list[str], np.ndarray]:
