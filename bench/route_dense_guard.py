@@ -38,7 +38,7 @@ from core.deps import build_deps  # noqa: E402
 from core.ingest.chunk import chunk_document  # noqa: E402
 from core.ingest.parse import parse  # noqa: E402
 from core.retrieve.bm25 import BM25Index, BM25Params  # noqa: E402
-from core.route.data_build import corpus_texts  # noqa: E402
+from train.route_data import corpus_texts  # noqa: E402
 from core.route.features import coverage  # noqa: E402
 from core.route.router import (  # noqa: E402
     ABSTAIN,

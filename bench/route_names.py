@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench._common import datasets_dir, write_result  # noqa: E402
 from core.config import PipelineConfig  # noqa: E402
-from core.route.data_build import CORPORA, vocabulary  # noqa: E402
+from train.route_data import CORPORA, vocabulary  # noqa: E402
 from core.route.router import (  # noqa: E402
     ABSTAIN,
     CORPUS_CLASSES,

