@@ -14,7 +14,7 @@ Run from the repo root:
     .venv/bin/python bench/route.py --part tune_gate  # multi-hop route: early stop / BM25 bridging, train split only
     .venv/bin/python bench/route.py --part tune_route # routed with / without dense for generated queries, train split
 
-Router: the labelled set train/data/routing.jsonl was split once (train/route_data.py, per source
+Router: the labelled set train/sets/routing.jsonl was split once (train/route_data.py, per source
 and label, seed 16). The two thresholds (router.min_confidence, router.refuse_confidence) are chosen by 5-fold
 cross-validation on the train split only; the test split is scored once with them. Macro-F1 is over the six classes
 from the classifier's best class; the routing figures apply the thresholds (abstain = the default pipeline).
