@@ -1,6 +1,6 @@
 """Support model of the offline answer: does a retrieved sentence answer the question? A small logistic regression over
-signals the pipeline already has, with coefficients read from data (core/models/data/support_model.json, fitted on
-public question-answering data by bench/answer_public.py), never fitted at import time. The shipped model is a prior:
+signals the pipeline already has, with coefficients read from data (core/models/data/support_model.npz, a fitted-linear
+record fitted on public question-answering data by bench/answer_public.py), never fitted at import time. The shipped model is a prior:
 a workspace with a curated golden set calibrates its refusal cut on it (core.answer.calibration)."""
 from __future__ import annotations
 
@@ -15,13 +15,15 @@ from typing import Any, Callable, Collection, Mapping, Protocol, Sequence
 import numpy as np
 
 from core.models import DATA_DIR
+from core.models.fitted import FittedLinear, load_fitted, save_fitted, sigmoid
 from core.models.tokens import maxsim
 from core.text import EN_STOP, RU_STOP, sentence_spans, tokenize
 from core.types import Candidate, Span, SpanScorer
 
 SentenceScorer = SpanScorer  # the answer stage's name for the sentence scorer it hands in
 
-DEFAULT_MODEL_PATH = DATA_DIR / "support_model.json"
+DEFAULT_MODEL_PATH = DATA_DIR / "support_model.npz"
+REFIT = "bench/answer_public.py fit"
 
 FEATURES: tuple[str, ...] = (
     "sent_cov",      # rarity-weighted share of the question's terms the sentence itself states
@@ -646,7 +648,7 @@ class Gate:
             if (blind and name == "best_li") or (scorer_blind and name == "best_xenc") or not np.isfinite(x[j]):
                 x[j] = self.impute.get(name, 0.0)
         z = float(((x - np.asarray(self.mean)) / np.asarray(self.scale)) @ np.asarray(self.coef) + self.intercept)
-        return 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, z))))
+        return sigmoid(z)
 
     def to_json(self) -> dict[str, Any]:
         return {"features": list(self.features), "coef": list(self.coef), "intercept": self.intercept,
@@ -745,7 +747,7 @@ class SupportModel:
         z, x = self.combined(matrix, blind=blind, row_scorer=row_scorer)
         if len(z) == 0:
             return z, 0.0
-        probs = 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
+        probs = sigmoid(z)
         if self.gate is None:
             return z, float(probs.max())
         return z, self.gate.probability(gate_features(matrix, probs, x), blind=blind,
@@ -765,8 +767,7 @@ class SupportModel:
     def probability(self, matrix: np.ndarray, *, blind: bool = False) -> np.ndarray:
         if len(matrix) == 0:
             return np.zeros(0)
-        z = self.scores(matrix, blind=blind)
-        return 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
+        return sigmoid(self.scores(matrix, blind=blind))
 
     def to_json(self) -> dict[str, Any]:
         return {"features": list(self.features), "coef": list(self.coef), "intercept": self.intercept,
@@ -792,6 +793,29 @@ class SupportModel:
                    dict(data["scorer"]) if data.get("scorer") else None)
 
 
+    def to_record(self, provenance: Mapping[str, str] | None = None) -> FittedLinear:
+        """The shipped file's form: the sentence ranker as the fitted-linear record (features, standardisation,
+        coefficients, the refusal threshold); its imputed values, the gate, the scorer and the priors in meta."""
+        rest = {k: v for k, v in self.to_json().items()
+                if k not in ("features", "coef", "intercept", "mean", "scale", "threshold")}
+        return FittedLinear(self.features, np.asarray(self.coef), np.asarray(self.intercept), np.asarray(self.mean),
+                            np.asarray(self.scale), self.threshold,
+                            provenance=dict(provenance or self.meta.get("provenance", {})), meta=rest)
+
+    @classmethod
+    def from_record(cls, rec: FittedLinear) -> "SupportModel":
+        return cls.from_json({**rec.meta, "features": list(rec.features), "coef": rec.coef.tolist(),
+                              "intercept": float(rec.intercept), "mean": rec.mean.tolist() if rec.mean is not None
+                              else [0.0] * len(rec.features), "scale": rec.scale.tolist() if rec.scale is not None
+                              else [1.0] * len(rec.features), "threshold": rec.threshold})
+
+
+def save_support_model(model: SupportModel, path: str | Path = DEFAULT_MODEL_PATH,
+                       provenance: Mapping[str, str] | None = None) -> None:
+    save_fitted(path, model.to_record(provenance))
+    _CACHE.pop(str(path), None)
+
+
 _CACHE: dict[str, SupportModel] = {}
 
 
@@ -805,10 +829,14 @@ def model_fingerprint(path: str | Path = DEFAULT_MODEL_PATH) -> str:
 
 
 def load_support_model(path: str | Path = DEFAULT_MODEL_PATH) -> SupportModel:
-    """The fitted model from its JSON file (read once per path)."""
+    """The fitted model from its fitted-linear record (read once per path); a .json file is the format shipped before
+    the record (benches read earlier models from git history)."""
     key = str(path)
     if key not in _CACHE:
-        _CACHE[key] = SupportModel.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+        if Path(path).suffix == ".json":
+            _CACHE[key] = SupportModel.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+        else:
+            _CACHE[key] = SupportModel.from_record(load_fitted(path, features=FEATURES, recipe=REFIT))
     return _CACHE[key]
 
 

@@ -29,7 +29,7 @@ class AnswerConfig(Section):
                                        "threshold)",
         json_schema_extra=chosen_in("bench/results/answer_public.json",
                                     "-1 takes the workspace's calibrated threshold, else the prior fitted with the "
-                                    "support model (core/models/data/support_model.json) by "
+                                    "support model (core/models/data/support_model.npz) by "
                                     "bench/answer_public.py on public data's fitting split and checked on its "
                                     "report split and the sample sets"))
     max_chunks: int = Field(8, ge=1, le=50, description="final candidates handed to the answerer")
