@@ -44,10 +44,8 @@ class AnswerConfig(Section):
 
 
 class LLMConfig(Section):
-    """The Claude client shared by every stage: retries, timeout, prompt-cache lifetime and the grader's model."""
+    """The Claude client shared by every stage: retries, timeout and prompt-cache lifetime."""
 
-    grader_model: str = Field("claude-haiku-4-5", description="faithfulness judge model; not read yet (the judge "
-                                                              "uses its own default, the same model)")
     max_retries: int = Field(4, ge=0, le=10, description="retries of a failed or malformed call (with backoff); "
                                                          "0 = one attempt")
     timeout_s: float = Field(60.0, gt=0, description="seconds one attempt may take in total (connect, send and every "
