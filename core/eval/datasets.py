@@ -32,7 +32,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_DIR = ROOT / "sample_corpus"
 SAMPLE_SET = SAMPLE_DIR / "eval.jsonl"
 PUBLIC = ("anthropic_codebase", "beir_scifact", "twowiki_multihop")
-QUESTION_TYPES = ("factoid", "exact-id", "multi-hop", "global", "unanswerable")
 
 Progress = Callable[[int, int, str], None]
 
