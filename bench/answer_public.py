@@ -54,7 +54,7 @@ from core.answer.support import (  # noqa: E402
     sentence_table,
 )
 from core.eval.answer import matches_gold  # noqa: E402
-from core.eval.datasets import GoldenQuery, GoldenSet, _passage_predoc  # noqa: E402
+from core.eval.datasets import GoldenQuery, GoldenSet, passage_predoc  # noqa: E402
 from core.eval.metrics import Gold  # noqa: E402
 from train.provenance import provenance  # noqa: E402
 
@@ -96,7 +96,7 @@ def _omitted(root: Path) -> tuple[GoldenSet, dict[str, str]]:
         qid = q["id"] + "-omit"
         queries.append(GoldenQuery(qid, q["question"], "unanswerable", False, (), "", len(queries) + 1))
         split[qid] = "xquad_fit" if pos[doc] % 4 == 0 else "xquad_report"
-    predocs = lambda: [_passage_predoc(d, d, t, x, "en", ws) for d, t, x in kept]  # noqa: E731
+    predocs = lambda: [passage_predoc(d, d, t, x, "en", ws) for d, t, x in kept]  # noqa: E731
     return GoldenSet("xquad_en_omit", queries, unit="chunk", workspace=ws, doc_key="id", source="xquad_omit",
                      predocs=predocs), split
 

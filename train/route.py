@@ -28,7 +28,7 @@ from core.route.router import (
     WORD_PATTERN,
     Example,
     ShippedRouter,
-    _extra,
+    coverage_features,
     feature_names,
     load_examples,
     macro_f1,
@@ -55,7 +55,7 @@ class OfflineRouter:
         texts = [e.text for e in examples]
         xw = self.words.fit_transform(texts)
         xc = self.chars.fit_transform(texts)
-        extra = np.vstack([_extra(e.coverage) for e in examples])
+        extra = np.vstack([coverage_features(e.coverage) for e in examples])
         x = hstack([xw, xc, csr_matrix(extra)]).tocsr()
         # Logistic loss by SGD with a fixed seed and epoch count: deterministic, and much faster than lbfgs here at
         # the same cross-validated macro-F1 (bench/route.py).
@@ -65,7 +65,7 @@ class OfflineRouter:
         self.classes: tuple[str, ...] = tuple(self.model.classes_)
 
     def _x(self, texts: Sequence[str], coverages: Sequence[float]) -> Any:
-        extra = np.vstack([_extra(c) for c in coverages])
+        extra = np.vstack([coverage_features(c) for c in coverages])
         return self._hstack([self.words.transform(texts), self.chars.transform(texts), self._csr(extra)]).tocsr()
 
     def probabilities(self, texts: Sequence[str], coverages: Sequence[float]) -> np.ndarray:

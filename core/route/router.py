@@ -128,7 +128,7 @@ def load_examples(split: str | None = "train", path: Path = ROUTING_FILE) -> lis
     return [Example(r["text"], r["label"], float(r["coverage"])) for r in rows if split is None or r["split"] == split]
 
 
-def _extra(cov: float) -> np.ndarray:
+def coverage_features(cov: float) -> np.ndarray:
     # Scaled so that the L2-normalised TF-IDF blocks and this column compete on even terms under one C.
     return np.array([[2.0 * cov, 2.0 * (1.0 - cov)]])
 
@@ -214,7 +214,7 @@ class ShippedRouter:
     def _features(self, text: str, cov: float) -> tuple[np.ndarray, np.ndarray]:
         wi, wv = _tfidf(_word_grams(text), self.word_index, self.word_idf)
         ci, cv = _tfidf(_char_grams(text), self.char_index, self.char_idf)
-        extra = _extra(cov)[0]
+        extra = coverage_features(cov)[0]
         return (np.concatenate([wi, ci + self._char0, np.arange(2) + self._extra0]),
                 np.concatenate([wv, cv, extra]))
 
