@@ -28,10 +28,9 @@ ABSTAIN = "abstain"
 CAG_ROUTE = "cag"  # not a class: a path any corpus question may take when CAG is asked for and available
 NO_RETRIEVAL = frozenset({"chitchat", "out-of-scope"})  # the costly mistakes: a corpus question gets no answer
 # Offline: a short query at least half of whose terms the corpus has is a lookup ("Jane Doe", "выручка квартал",
-# "where do nightly backups go"), never small talk, whatever the classifier (trained on sentences) thinks. The
-# previous guard (half the terms known, any length) abstained on 39% of the test split: large corpora's vocabulary
-# covers everyday English. Up to 5 words: 12.7% abstain on train CV, 3 words: 5.5% but the product's own tests
-# found 5-word corpus questions refused (bench/results/route.json has the test split).
+# "where do nightly backups go"), never small talk, whatever the classifier (trained on sentences) thinks. Without
+# a length limit the guard abstained far too often (large corpora's vocabulary covers everyday English); a shorter
+# limit abstained less but let 5-word corpus questions be refused (bench/results/route.json).
 KEYWORD_MAX_WORDS = 5
 KEYWORD_MIN_COVERAGE = 0.5
 # The labelled routing set (public data only, split once into train and test): `python -m train.route_data` builds it.
@@ -185,7 +184,7 @@ def _tfidf(grams: list[str], index: Mapping[str, int], idf: np.ndarray) -> tuple
 
 class ShippedRouter:
     """The router that queries use: the exported model (core/models/data/router_model.npz), applied with numpy alone, so it
-    loads in milliseconds instead of the ~2 s that importing scikit-learn and fitting took at first use."""
+    loads in milliseconds, with no scikit-learn import (bench/route.py times it)."""
 
     def __init__(self, path: Path = MODEL_FILE, model: FittedLinear | None = None) -> None:
         try:
