@@ -104,6 +104,20 @@ def test_stable_hash_is_pinned(name: str) -> None:
     assert PipelineConfig().with_overrides(overrides).stable_hash() == expected
 
 
+def test_tuning_constants_are_marked_expert_and_listed_after_the_user_facing_settings() -> None:
+    from core.config.doc import render
+    from core.config.meta import field_spec, field_specs, sections
+
+    specs = [s for name in sections() for s in field_specs(name)]
+    user = [s for s in specs if not s.expert]
+    assert 90 <= len(user) <= 110 < len(specs), (len(user), len(specs))  # ~100 user-facing fields
+    assert field_spec("router.refuse_confidence").expert and field_spec("fusion.rrf_k").expert
+    assert not field_spec("rerank.enabled").expert and not field_spec("answer.mode").expert
+    graph = render().split("\n## graph\n", 1)[1].split("\n## ", 1)[0]
+    assert graph.index("`graph.enabled`") < graph.index("Expert tuning:") < graph.index("`graph.resolution`")
+    assert field_spec("router.refuse_confidence").chosen_in  # chosen_in(..., expert=True) keeps its provenance
+
+
 def test_a_retired_setting_in_a_saved_config_is_ignored() -> None:
     from core.config import load_config_dict
 
