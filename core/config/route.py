@@ -25,7 +25,7 @@ class RouterConfig(Section):
         json_schema_extra=chosen_in("bench/results/route.json", _ROUTER_CV + "then the best effective accuracy; "
                                     "the file has the test-split figures", expert=True))
     refuse_confidence: float = Field(
-        0.55, ge=0, le=1, description="confidence chitchat and out-of-scope need, since they skip retrieval",
+        0.7, ge=0, le=1, description="confidence chitchat and out-of-scope need, since they skip retrieval",
         json_schema_extra=chosen_in("bench/results/route.json", _ROUTER_CV + "then the best effective accuracy; "
                                     "the file has the test-split figures", expert=True))
     evidence_min_terms: int = Field(
