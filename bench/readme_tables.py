@@ -1070,6 +1070,24 @@ def agent_with_targets(d: dict[str, Any], file: str) -> list[str]:
     return out + [""] + targets if targets else out
 
 
+def router_refit(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #41 item 4: the router refitted without sample-corpus rows, before / after (python -m train.route)."""
+    out = ["### Router refitted on public data only (before / after)", "", caption(file, d), "",
+           "The previous model (" + ", ".join(f"{k} {v}" for k, v in (d.get("old_training_rows") or {}).items())
+           + " training rows) against the refit (" + str((d.get("new_provenance") or {}).get("source", "")) + "), "
+           "the classifier's best class before thresholds, then the route taken at the shipped thresholds "
+           f"({', '.join(f'{k} {v}' for k, v in (d.get('thresholds') or {}).items())}). 'test_in_both_splits': the "
+           "rows neither fit saw.", ""]
+    rows = []
+    for part in ("test", "test_in_both_splits"):
+        for side in ("before", "after"):
+            r = _dig(d, part, side) or {}
+            rows.append([part, side, num(r.get("n")), _pct(r.get("accuracy")), num(r.get("macro_f1"), 3),
+                         r.get("costly", "–"), _pct(r.get("abstain_rate"))])
+    return out + [md_table(["test rows", "model", "n", "accuracy", "macro-F1", "corpus questions refused",
+                            "abstained"], rows), ""]
+
+
 def route(d: dict[str, Any], file: str) -> list[str]:
     """Issue #16: the offline router's test-split scores (bench/route.py --part router)."""
     r = d.get("router") or {}
@@ -2204,6 +2222,7 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
     ]),
     ("Routing and query transforms", [
         ("route.json", route),
+        ("router_refit.json", router_refit),
         ("route_names.json", route_names),
         ("route_evidence.json", route_evidence),
         ("route_dense_guard.json", route_dense_guard),
