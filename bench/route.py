@@ -542,7 +542,7 @@ def latency_part(dataset: str, root: Path, db: str, limit: int, every: int = 1, 
     gs, notes = prepare(gs, deps, workspace=ws, config=base)
     print(f"corpus ready in {time.perf_counter() - t0:.1f}s; " + "; ".join(notes), flush=True)
     qs = [q for q in gs.queries if q.gold and any(g.doc_ids for g in q.gold)][::every]
-    if split != "all":  # the router's split of these questions (sample_corpus/routing/routing.jsonl)
+    if split != "all":  # the router's split of these questions (train/sets/routing.jsonl)
         of = {json.loads(x)["text"]: json.loads(x)["split"] for x in ROUTING_FILE.read_text().splitlines() if x}
         qs = [q for q in qs if of.get(q.query) == split]
     if limit:

@@ -5,7 +5,7 @@ two of its four terms, below the BM25 evidence guard's four).
 
     nice -n 10 .venv/bin/python bench/route_dense_guard.py [--datasets DIR] [--report]
 
-Every routing-set row (sample_corpus/routing/routing.jsonl: corpus questions, chitchat and out-of-scope lines, each
+Every routing-set row (train/sets/routing.jsonl: corpus questions, chitchat and out-of-scope lines, each
 asked in front of one corpus) is taken through the product's offline decision with every existing guard (the
 thresholds, keyword, name and BM25 evidence guards at their shipped settings; the train split scored by 5-fold CV
 probabilities as bench/route_evidence.py does, the test split by the shipped model). For the rows still sent to
