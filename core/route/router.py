@@ -403,7 +403,7 @@ CORPUS_CLASSES = tuple(c for c in CLASSES if c not in NO_RETRIEVAL)
 
 @dataclass(frozen=True)
 class RouterReport:
-    """The shipped router scored on the test split of sample_corpus/routing/routing.jsonl (never used in fitting)."""
+    """The shipped router scored on the test split of train/sets/routing.jsonl (never used in fitting)."""
 
     rows: tuple[str, ...]  # true classes
     columns: tuple[str, ...]  # routes taken, abstain last
