@@ -892,10 +892,10 @@ def cmd_raptor(args: argparse.Namespace) -> int:
         return 0 if plan.chunks else 2
     print(f"{args.action}: {plan.label()}", file=sys.stderr)
     out = build_raptor(deps, cfg, args.workspace, progress=_stderr_progress("summaries"), full=args.action == "build")
-    print(json.dumps(out) if args.json else f"RAPTOR tree ({out['mode']}: {out['why'] or 'changes only'}): "
-          f"{out['nodes']} summaries on {out['levels']} level(s), +{out['added']} / -{out['removed']} chunks, "
-          f"{out['rewritten']} summaries written in {out['seconds']} s ({out['summaries']}"
-          f"{', $%.4f' % out['usd'] if out['llm_calls'] else ''})" + "".join(f"\n{n}" for n in out["notes"]))
+    print(json.dumps(out.to_dict()) if args.json else f"RAPTOR tree ({out.mode}: {out.why or 'changes only'}): "
+          f"{out.nodes} summaries on {out.levels} level(s), +{out.added} / -{out.removed} chunks, "
+          f"{out.rewritten} summaries written in {out.seconds} s ({out.summaries}"
+          f"{', $%.4f' % out.usd if out.llm_calls else ''})" + "".join(f"\n{n}" for n in out.notes))
     return 0
 
 
@@ -925,7 +925,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
     cfg = _config(args)
     store, ws = Store(_db(args)), args.workspace
     if args.action == "stats":
-        stats = graph_stats(store, ws)
+        stats = graph_stats(store, ws).to_dict()
         print(json.dumps(stats, default=str) if args.json else "\n".join(f"{k}: {v}" for k, v in stats.items()))
         return 0
     if args.action == "synonyms" and not args.file:

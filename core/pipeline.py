@@ -4,9 +4,8 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections import Counter
-from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, Protocol, Sequence, TypeVar
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Mapping, Sequence
 
 from core.answer.cache import (
     CacheLookup,
@@ -23,45 +22,54 @@ from core.answer.e5_scorer import prefetch_question
 from core.answer.synthesis import compared_items, pick_mode, synthesized_answer
 from core.answer.support import late_sentence_scorer, load_support_model
 from core.answer.versions import DocHead
-from core.cascade.expand import expand
 from core.cascade.guard import steps_aside
 from core.cascade.prune import (
     SpanScorer,
     bm25_span_scorer,
-    diversify,
-    flow_info,
     hybrid_span_scorer,
-    language_aware_similarity,
-    prune_sentences,
     sentence_prefixes,
 )
 from core.cascade.rerank import (
     LateInteractionReranker,
-    attach_contexts,
     covers,
-    describe,
     embedder_span_scorer,
     model_languages,
     pooled_span_scorer,
-    rerank,
     reranker_span_scorer,
 )
+from core.cascade.stage import expand_step, mmr_step, prune_step, rerank_step
 from core.config import PipelineConfig
 from core.deps import Deps
-from core.graph.raptor import raptor_search
 from core.graph.search import entity_neighbours
-from core.graph.stages import graph_stages
+from core.graph.stages import (
+    global_skip,
+    graph_global_step,
+    graph_local_step,
+    graph_read,
+    local_skip,
+    raptor_skip,
+    raptor_step,
+)
 from core.ingest.context import index_variant, prepare_variant
-from core.models.embed import embed_with_cache, one_torch_thread
+from core.models.embed import one_torch_thread
 from core.models.llm import call_limits
 from core.models.protocols import encode_query
-from core.retrieve.ann import candidates as ann_candidates
-from core.retrieve.ann import expansion as ann_expansion
 from core.retrieve.bm25 import BM25Index, BM25Params
 from core.retrieve.dense import MultilingualPlan, corpus_languages, multilingual_plan
 from core.retrieve.filtered import bm25_in, dense_in
 from core.retrieve.fusion import rrf
+from core.retrieve.stage import (
+    ChunkSource,
+    bm25_step,
+    dense_ml_step,
+    dense_step,
+    fuse_step,
+    fusion_skip,
+    to_candidates,
+)
 from core.route.agent import (
+    AgentOutcome,
+    EvidenceInfo,
     BridgeWriter,
     Budget,
     LLMGrader,
@@ -69,51 +77,55 @@ from core.route.agent import (
     OfflineGrader,
     run_agent,
 )
-from core.route.collections import ChunkFilter, choose_llm, choose_offline, forced, refresh_profiles
-from core.route.condense import condense
+from core.route.collections import ChunkFilter, CollectionChoice, choose_llm, choose_offline, forced, refresh_profiles
+from core.route.condense import Condensed, condense
 from core.route.router import CAG_ROUTE
 from core.route.sql import MAX_VALUES, SqlOutcome, sql_route, with_values
 from core.route.sql import classify as classify_tables
 from core.route.stage import (
     RouteDecision,
+    TransformRun,
     bridge_found,
     cag_estimator,
+    cag_skip,
     cag_stage,
     decide_route,
     hybrid_search,
-    transform_stages,
+    route_step,
 )
 from core.route.tools import Neighbours, Toolbox, ToolOutcome, plan_question, run_llm, run_offline
 from core.route.tools import citations as tool_citations
-from core.text import detect_language, guess_language
+from core.text import guess_language
+from core.trace import (  # noqa: F401 - the names older callers import from here
+    TRANSFORMS,
+    Kept,
+    StageMemo,
+    StepOutput,
+    Tracer,
+    cands_digest,
+    off,
+    stage_key,
+)
 from core.types import (
     CONTEXT_KEY,
     DEFAULT_WORKSPACE,
+    AgentRecord,
     Answer,
     AnswerInfo,
     CacheKey,
     Candidate,
-    Chunk,
     Stage,
     StageResult,
     Trace,
     Turn,
-    Usage,
 )
+
+__all__ = ["ChunkSource", "Kept", "QueryError", "StageMemo", "StepOutput", "Tracer", "cands_digest", "guard_key",
+           "off", "run_query", "span_scorer_parts", "stage_key", "unjudged_language", "validate_query"]
 
 
 class QueryError(ValueError):
     """A query that cannot be run; the message is fit for the user."""
-
-
-@dataclass(frozen=True)
-class StepOutput:
-    """What a stage function hands back to the tracer: its candidates plus what the trace should say about them."""
-
-    candidates: Sequence[Candidate]
-    notes: Sequence[str] = ()
-    usage: Usage = Usage()
-    info: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,113 +142,6 @@ class AnswerStep(StepOutput):
     answer: Answer
 
 
-Out = TypeVar("Out", bound=StepOutput)
-
-
-def off(enabled: bool, flag: str, pool: Sequence[Candidate] | None = None, empty: str = "") -> str | None:
-    """The reason a stage does not run (its switch is off, or nothing reached it), or None when it runs."""
-    if not enabled:
-        return f"{flag} = false"
-    if pool is not None and not pool:
-        return empty
-    return None
-
-
-@dataclass(frozen=True)
-class Kept:
-    """One stage's result kept in a StageMemo: its output, the stages its function appended before it (the answer's
-    map / reduce calls) and the time it took when it was computed."""
-
-    out: StepOutput
-    extra: tuple[StageResult, ...]
-    ms: float
-
-
-@dataclass
-class StageMemo:
-    """An evaluation run's stage results by key (see stage_key): a configuration that reads a stage with the same
-    inputs as an earlier configuration of the run reuses its result instead of computing it again
-    (core/eval/run.py), counted per stage."""
-
-    kept: dict[str, Kept] = field(default_factory=dict)
-    reused: Counter[str] = field(default_factory=Counter)
-    computed: Counter[str] = field(default_factory=Counter)
-
-
-def stage_key(stage: str, *parts: Any) -> str:
-    """A stage's memo key: its name and everything its output is a function of (the query's facts, the config
-    sections it reads, the candidate lists it reads, as digests of their content)."""
-    h = hashlib.blake2b(stage.encode(), digest_size=16)
-    for p in parts:
-        h.update(b"\x1f" + repr(p).encode())
-    return h.hexdigest()
-
-
-def cands_digest(cands: Sequence[Candidate]) -> str:
-    """A candidate list's content (ids, text, scores, ranks, meta), for a memo key."""
-    return stage_key("cands", *[(c.chunk_id, c.doc_id, c.text, c.score, c.rank, sorted(c.meta.items()))
-                                for c in cands])
-
-
-@dataclass
-class Tracer:
-    """Collects StageResults in order; the collected record is what every view renders. With a `memo` (an
-    evaluation run's), a stage run with a key reuses the result kept under it (the same record, with the time it
-    took when computed), or computes and keeps it."""
-
-    stages: list[StageResult] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    memo: StageMemo | None = None
-
-    def add(self, stage: str, candidates: Sequence[Candidate], ms: float, *, usage: Usage = Usage(),
-            notes: Sequence[str] = (), info: Mapping[str, Any] | None = None) -> list[Candidate]:
-        self.stages.append(StageResult(stage, tuple(candidates), ms, usage, None, tuple(notes),
-                                       {} if info is None else info))
-        return list(candidates)
-
-    def skip(self, stage: str, reason: str) -> list[Candidate]:
-        self.stages.append(StageResult(stage, (), 0.0, Usage(), reason))
-        return []
-
-    def run(self, stage: str, fn: Callable[[], Out], *, skip: str | None = None,
-            key: Callable[[], str] | None = None) -> Out | None:
-        """Run one stage and record it: skipped with `skip` as its reason (None back), or timed around `fn`, whose
-        output (candidates, notes, usage, info and whatever else the stage hands on) it returns. Under a memo,
-        `key()` names the result: one kept under it is replayed (with the time it took when computed)."""
-        if skip is not None:
-            self.skip(stage, skip)
-            return None
-        memo = self.memo if key is not None else None
-        k = key() if memo is not None and key is not None else ""
-        kept = memo.kept.get(k) if memo is not None else None
-        if memo is not None and kept is not None:
-            memo.reused[stage] += 1
-            self.stages.extend(kept.extra)
-            self.add(stage, kept.out.candidates, kept.ms, usage=kept.out.usage, notes=kept.out.notes,
-                     info=kept.out.info)
-            return kept.out  # type: ignore[return-value]
-        before = len(self.stages)
-        start = time.perf_counter()
-        out = fn()
-        ms = (time.perf_counter() - start) * 1000
-        if memo is not None:
-            memo.computed[stage] += 1
-            memo.kept[k] = Kept(out, tuple(self.stages[before:]), ms)
-        self.add(stage, out.candidates, ms, usage=out.usage, notes=out.notes, info=out.info)
-        return out
-
-    def step(self, stage: str, fn: Callable[[], StepOutput], *, skip: str | None = None,
-             keep: Sequence[Candidate] = (), key: Callable[[], str] | None = None) -> list[Candidate]:
-        """One stage of the candidate flow (see run): its candidates, or `keep` (the list the stage would have read)
-        when it is skipped."""
-        out = self.run(stage, fn, skip=skip, key=key)
-        return list(keep) if out is None else list(out.candidates)
-
-    def final(self) -> StageResult | None:
-        """The last stage so far that ran with candidates: what the answer stage reads."""
-        return Trace("", "", 0, tuple(self.stages)).final()
-
-
 def validate_query(query: str, config: PipelineConfig) -> str:
     q = " ".join(query.split())
     if not q:
@@ -249,20 +154,7 @@ def validate_query(query: str, config: PipelineConfig) -> str:
     return q
 
 
-class ChunkSource(Protocol):
-    """Where a stage's (chunk id, score) hits get their text (core.store's corpus repository implements it)."""
-
-    def chunks_by_id(self, chunk_ids: Sequence[str], workspace: str = ...) -> dict[str, Chunk]: ...
-
-
-def _to_candidates(hits: list[tuple[str, float]], source: ChunkSource, workspace: str, stage: str
-                   ) -> list[Candidate]:
-    chunks = source.chunks_by_id([cid for cid, _ in hits], workspace)
-    return [
-        Candidate(cid, chunks[cid].doc_id, chunks[cid].text, score, rank, {"stage": stage})
-        for rank, (cid, score) in enumerate(hits, start=1)
-        if cid in chunks
-    ]
+_to_candidates = to_candidates  # the name the stages below (and older callers) use
 
 
 def _span_scorer(kind: str, pool: Sequence[Candidate], config: PipelineConfig, deps: Deps, workspace: str,
@@ -328,7 +220,7 @@ def _facts(q: _Query) -> tuple[Any, ...]:
 
 
 def _finish(q: _Query, tracer: Tracer, config: PipelineConfig, deps: Deps, log: bool, answer: Answer | None = None,
-            agent: Mapping[str, Any] | None = None) -> Trace:
+            agent: AgentRecord | None = None) -> Trace:
     """The query's trace, written to the run log unless the run is unlogged (a measurement) or the store is
     read-only (a snapshot keeps no run log)."""
     trace = Trace(q.text, config.stable_hash(), q.version, tuple(tracer.stages), q.workspace, q.lang,
@@ -345,12 +237,14 @@ def _bm25_index(q: _Query, config: PipelineConfig, deps: Deps) -> BM25Index:
                              variant=q.bm25_variant)
 
 
+def _mask(q: _Query) -> Callable[[Sequence[str]], Any] | None:
+    """The collections searched as a mask over an index's chunk ids, or None when every chunk is searched."""
+    return q.only.mask if q.only is not None else None
+
+
 def _bm25(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
-    index = _bm25_index(q, config, deps)
-    found = (index.search(q.text, config.bm25.k) if q.only is None
-             else bm25_in(index, q.text, config.bm25.k, q.only.mask(index.chunk_ids)))
-    hits = _to_candidates(found, deps.store.corpus, q.workspace, "bm25")
-    return StepOutput(hits, info={"indexed": len(index), "text": q.bm25_variant})
+    return bm25_step(_bm25_index(q, config, deps), q.text, config.bm25.k, chunks=deps.store.corpus,
+                     workspace=q.workspace, variant=q.bm25_variant, mask=_mask(q))
 
 
 def _query_vec(q: _Query, deps: Deps, encode: Callable[[str], Any] | None = None) -> str:
@@ -369,20 +263,12 @@ def _query_vec(q: _Query, deps: Deps, encode: Callable[[str], Any] | None = None
 
 
 def _dense(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
-    dindex = deps.indexes.dense(deps.store, deps.embedder, q.workspace, variant=q.dense_variant)
-    got = _query_vec(q, deps)  # the answer-cache stage may have encoded the query already
-    encoded, reused = got == "encoded", got == "cached"
-    found = (dindex.search(q.vec, config.dense.k) if q.only is None
-             else dense_in(dindex, q.vec, config.dense.k, q.only.mask(dindex.chunk_ids)))
-    hits = _to_candidates(found, deps.store.corpus, q.workspace, "dense")
-    notes = [f"embedder does not cover '{q.lang}': this list is close to random"] if q.dense_blind else []
-    search = "exact scan"
-    if dindex.ann is not None and q.only is None:  # above the ANN threshold (core/retrieve/ann.py)
-        search = f"approximate: HNSW graph, query width {ann_expansion(len(dindex.ann), ann_candidates(config.dense.k))}"
-    # A question met before reuses its vector (deps.indexes.queries); an encode counts as one embedding computed.
-    return StepOutput(hits, notes, info={"model": deps.embedder.model_id, "indexed": len(dindex),
-                                         "text": q.dense_variant, "search": search,
-                                         "embed_cache_misses": int(encoded), "embed_cache_hits": int(reused)})
+    def vector() -> tuple[Any, str]:
+        got = _query_vec(q, deps)  # the answer-cache stage may have encoded the query already
+        return q.vec, got
+    return dense_step(deps.indexes.dense(deps.store, deps.embedder, q.workspace, variant=q.dense_variant), vector,
+                      config.dense.k, chunks=deps.store.corpus, workspace=q.workspace, variant=q.dense_variant,
+                      model_id=deps.embedder.model_id, blind_lang=q.lang if q.dense_blind else None, mask=_mask(q))
 
 
 def _ml_plan(q: _Query, config: PipelineConfig, deps: Deps) -> tuple[MultilingualPlan, str | None]:
@@ -422,86 +308,43 @@ def _cross_lingual_aside(q: _Query, dense_ml: Sequence[Candidate]) -> str | None
 def _dense_ml(q: _Query, config: PipelineConfig, deps: Deps) -> StepOutput:
     """The multilingual list: the question's e5 query vector against the corpus's stored e5 passage vectors."""
     assert q.ml is not None
-    model = config.embedding.multilingual_model
-    emb, _ = deps.multilingual_for(model)
+    emb, _ = deps.multilingual_for(config.embedding.multilingual_model)
     assert emb is not None
-    dindex = deps.indexes.dense(deps.store, emb, q.workspace, variant="raw")
-    vec = encode_query(emb, q.text)
-    found = (dindex.search(vec, config.dense.k) if q.only is None
-             else dense_in(dindex, vec, config.dense.k, q.only.mask(dindex.chunk_ids)))
-    hits = _to_candidates(found, deps.store.corpus, q.workspace, Stage.DENSE_ML)
-    return StepOutput(hits, [q.ml.note], info={"model": emb.model_id, "indexed": len(dindex), "text": "raw",
-                                               "question_lang": q.lang, "cross_lingual": q.ml.cross_lingual,
-                                               "embed_cache_misses": 1})
-
-
-def _raptor_skip(q: _Query, c: PipelineConfig, deps: Deps) -> str | None:
-    """Why the raptor stage does not run: switched off, no tree, or a tree made with another embedder."""
-    if not c.raptor.enabled:
-        return "raptor.enabled = false"
-    state = deps.store.raptor.state(q.workspace)
-    if state is None:
-        return "no RAPTOR tree built yet: run `python -m core raptor build`"
-    if state[1] != deps.embedder.model_id:
-        return f"the RAPTOR tree's vectors are {state[1]}'s, not {deps.embedder.model_id}'s: rebuild it"
-    return None
+    return dense_ml_step(deps.indexes.dense(deps.store, emb, q.workspace, variant="raw"),
+                         lambda: encode_query(emb, q.text), config.dense.k, chunks=deps.store.corpus,
+                         workspace=q.workspace, model_id=emb.model_id, note=q.ml.note, question_lang=q.lang,
+                         cross_lingual=q.ml.cross_lingual, mask=_mask(q))
 
 
 def _raptor(q: _Query, c: PipelineConfig, deps: Deps) -> StepOutput:
-    """RAPTOR's collapsed tree: summary nodes of every level and the leaf chunks, by cosine to the query."""
+    """RAPTOR's collapsed tree (core/graph/stages.py) over the stored nodes and the raw chunk vectors."""
     nodes, node_vecs = deps.store.raptor.nodes(q.workspace)
     dindex = deps.indexes.dense(deps.store, deps.embedder, q.workspace, variant="raw")
-    _query_vec(q, deps)
-    hits = raptor_search(q.vec, nodes, node_vecs, dindex.chunk_ids, dindex.matrix,
-                         lambda ids: deps.store.corpus.chunks_by_id(ids, q.workspace), k=c.raptor.k)
-    version = max((n.corpus_version for n in nodes), default=q.version)  # an update rewrites only some nodes
-    notes = [f"tree: {len(nodes)} summaries on {max((n.level for n in nodes), default=0)} level(s), built at corpus "
-             f"v{version}"] + ([f"tree is behind the corpus (now v{q.version}): `python -m core raptor update`"]
-                               if version != q.version else [])
-    return StepOutput(hits.candidates, notes, info={"nodes_hit": [{"node": n, "level": lv, "cosine": round(s, 4)}
-                                                                  for n, lv, s in hits.nodes_hit]})
+
+    def vector() -> Any:
+        _query_vec(q, deps)
+        return q.vec
+    return raptor_step(vector, nodes, node_vecs, dindex.chunk_ids, dindex.matrix,
+                       lambda ids: deps.store.corpus.chunks_by_id(ids, q.workspace), k=c.raptor.k,
+                       corpus_version=q.version)
 
 
 def _fuse(q: _Query, config: PipelineConfig, lists: dict[str, list[Candidate]]) -> StepOutput:
     """RRF of BM25, dense and (graph.fuse_with_text) the graph lists; a dense list blind to the language is scaled."""
-    f = config.fusion
-    weights = [f.bm25_weight, f.dense_weight] if f.method == "weighted_rrf" else [1.0, 1.0]
-    notes = []
-    if q.dense_blind:
-        weights[1] *= f.foreign_dense_weight
-        notes.append(f"dense weight x{f.foreign_dense_weight:g}: embedder does not cover '{q.lang}'")
-    transforms = [name for name in lists if name in (Stage.HYDE, Stage.MULTI_QUERY, Stage.DECOMPOSE)]
-    ml = [name for name in lists if name == Stage.DENSE_ML]
-    if ml and q.ml is not None and q.ml.cross_lingual:
-        weights[0] *= f.cross_lingual_bm25_weight
-        notes.append(f"bm25 weight x{f.cross_lingual_bm25_weight:g}: the question's language ({q.lang}) is none of the "
-                     "corpus's, so BM25 matches only names, numbers and shared words (fusion.cross_lingual_bm25_weight)")
-    weights += [f.multilingual_weight] * len(ml)  # the multilingual list comes right after dense (see _retrieve)
-    graph = [name for name in lists if name not in (Stage.BM25, Stage.DENSE, Stage.DENSE_ML, *transforms)]
-    # Graph lists lean on the same embedder (seeds, community map): the same foreign-language weight as dense.
-    gw = config.graph.graph_weight * (f.foreign_dense_weight if q.dense_blind else 1.0)
-    if graph and q.dense_blind:
-        notes.append(f"graph weight x{f.foreign_dense_weight:g}: embedder does not cover '{q.lang}'")
-    weights += [config.raptor.weight if name == Stage.RAPTOR else gw for name in graph]
-    weights += [config.transforms.weight] * len(transforms)  # transform lists come last (see _retrieve)
-    # The reranker reads rerank.top_n fused candidates: fusion hands on that many when it is deeper than fusion.k.
-    depth = max(f.k, config.rerank.top_n) if config.rerank.enabled else f.k
-    if depth > f.k:
-        notes.append(f"kept the top {depth} for the reranker (rerank.top_n; fusion.k = {f.k})")
-    fused = rrf(list(lists.values()), k=f.rrf_k, weights=weights, names=[str(n) for n in lists], top=depth)
-    return StepOutput(fused, notes, info={"rrf_k": f.rrf_k, "weights": weights})
+    return fuse_step(lists, config.fusion, graph_weight=config.graph.graph_weight, raptor_weight=config.raptor.weight,
+                     transform_weight=config.transforms.weight,
+                     rerank_top_n=config.rerank.top_n if config.rerank.enabled else None,
+                     blind_lang=q.lang if q.dense_blind else None,
+                     cross_lingual_lang=q.lang if q.ml is not None and q.ml.cross_lingual else None)
 
 
 def _rerank(q: _Query, pool: list[Candidate], pool_from: str, config: PipelineConfig, deps: Deps) -> StepOutput:
     r = config.rerank
     reranker, notice = deps.reranker_for(r.method, r.model, r.llm_model)
-    head = pool[: r.top_n]
-    if r.use_context and q.bm25_variant != "raw":  # contextual retrieval on: the reranker reads context + chunk
-        head = attach_contexts(head, deps.store.ledger.contexts(q.bm25_variant, q.workspace, [c.chunk_id for c in head]))
-    out, rs = rerank(q.text, head, reranker, k=r.k, use_context=r.use_context, workspace=q.workspace,
-                     query_lang=q.lang, combine=r.combine, input_weight=r.input_weight, rrf_k=r.rrf_k)
-    return StepOutput(out, [n for n in (notice, *rs.notes) if n], rs.usage,
-                      {"reranker": reranker.name, "input": pool_from, **describe(rs), **flow_info(head, out)})
+    contexts = ((lambda ids: deps.store.ledger.contexts(q.bm25_variant, q.workspace, ids))
+                if r.use_context and q.bm25_variant != "raw" else None)  # the reranker reads context + chunk
+    return rerank_step(q.text, pool, pool_from, r, reranker, notice, workspace=q.workspace, lang=q.lang,
+                       contexts=contexts)
 
 
 def _prune(q: _Query, pool: list[Candidate], config: PipelineConfig, deps: Deps) -> StepOutput:
@@ -515,15 +358,7 @@ def _prune(q: _Query, pool: list[Candidate], config: PipelineConfig, deps: Deps)
         kind = "bm25"
     scorer = (bm25_span_scorer(_prefixes(pool, deps, q.workspace)) if kind == "bm25"
               else _span_scorer(kind, pool, config, deps, q.workspace, q.vec))
-    pr = prune_sentences(q.text, pool, scorer, token_budget=p.token_budget, keep_neighbours=p.keep_neighbours,
-                         max_unit_tokens=p.max_unit_tokens, chunk_weight=p.chunk_weight, keep_all=p.keep_all)
-    notes += [f"no sentence of {', '.join(pr.dropped)} fit the budget of {p.token_budget} tokens"] if pr.dropped else []
-    notes += [f"{len(pr.floored)} chunk(s) kept by their best sentence alone, {pr.over_budget_tokens} tokens over the "
-              f"budget of {p.token_budget}"] if pr.floored else []
-    return StepOutput(pr.candidates, notes, info={
-        "scorer": kind, "sentences_in": pr.units_in, "sentences_kept": pr.units_kept, "pinned": pr.pinned,
-        "dropped": pr.dropped, "floored": pr.floored, "over_budget_tokens": pr.over_budget_tokens,
-        **flow_info(pool, pr.candidates)})
+    return prune_step(q.text, pool, p, scorer, kind=kind, notes=notes)
 
 
 def _prefixes(pool: Sequence[Candidate], deps: Deps, workspace: str) -> dict[str, str]:
@@ -533,37 +368,12 @@ def _prefixes(pool: Sequence[Candidate], deps: Deps, workspace: str) -> dict[str
 
 
 def _mmr(q: _Query, pool: list[Candidate], config: PipelineConfig, deps: Deps) -> StepOutput:
-    m = config.mmr
-    # Duplicates are judged on whole chunks (their cached vectors), so a pruned draft still matches its final.
-    chunks = deps.store.corpus.chunks_by_id([c.chunk_id for c in pool], q.workspace)
-    texts = [chunks[c.chunk_id].text if c.chunk_id in chunks else c.text for c in pool]
-    # Read-only cache lookup (query-time texts never grow the cache); its counts feed the Search Lab's counters.
-    vecs, estats = embed_with_cache(texts, deps.embedder, deps.store.caches, q.workspace, write=False)
-    # A chunk the embedder does not read is compared by its words (pairs with it use the lexical cosine).
-    langs = deps.embedder.languages
-    foreign = [not covers(langs, chunks[c.chunk_id].lang if c.chunk_id in chunks else detect_language(c.text))
-               for c in pool]
-    sims = language_aware_similarity(vecs, texts, foreign) if any(foreign) else None
-    dv = diversify(pool, vecs, lam=m.lam, dedup_threshold=m.dedup_threshold, k=m.k, sims=sims)
-    notes = [f"{d.dropped} dropped as {'an exact' if d.exact else 'a near'} duplicate of {d.kept} "
-             f"(cosine {d.similarity:.3f})" for d in dv.duplicates]
-    if any(foreign):
-        notes.append(f"{sum(foreign)} chunk(s) in a language {deps.embedder.model_id} does not cover: compared by "
-                     "word overlap (lexical cosine)")
-    return StepOutput(dv.candidates, notes, info={"lam": m.lam, "duplicates": [d.__dict__ for d in dv.duplicates],
-                                                  "embed_cache_hits": estats.cache_hits,
-                                                  "embed_cache_misses": estats.computed,
-                                                  **flow_info(pool, dv.candidates)})
+    return mmr_step(pool, config.mmr, corpus=deps.store.corpus, embedder=deps.embedder, cache=deps.store.caches,
+                    workspace=q.workspace)
 
 
 def _expand(q: _Query, pool: list[Candidate], config: PipelineConfig, deps: Deps) -> StepOutput:
-    e = config.expand
-    ex = expand(pool, deps.store.corpus, mode=e.mode, window=e.window, parent_max_tokens=e.parent_max_tokens,
-                workspace=q.workspace)
-    notes = [f"{a} merged into {b}: their expansions overlap" for a, b in ex.merged]
-    notes += [f"not expanded (document text or offsets missing): {', '.join(ex.unexpanded)}"] if ex.unexpanded else []
-    return StepOutput(ex.candidates, notes, info={"mode": e.mode, "window": e.window,
-                                                  **flow_info(pool, ex.candidates)})
+    return expand_step(pool, config.expand, corpus=deps.store.corpus, workspace=q.workspace)
 
 
 def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: Deps,
@@ -651,7 +461,7 @@ def _transforms(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer, decisi
     """HyDE (offline: pseudo-relevance feedback), multi-query and decomposition, each gated by the route or by a weak
     first retrieval; every generated query is searched with BM25 + dense (RRF) and each stage fuses its own lists."""
     if not c.bm25.enabled:
-        for name in (Stage.HYDE, Stage.MULTI_QUERY, Stage.DECOMPOSE):
+        for name in TRANSFORMS:
             tracer.skip(name, "query transforms search with BM25 (+ dense): bm25.enabled = false")
         return {}
     index = _bm25_index(q, c, deps)
@@ -672,14 +482,17 @@ def _transforms(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer, decisi
                            k=c.bm25.k, rrf_k=c.fusion.rrf_k,
                            keep=max(10, c.transforms.per_query_k))  # what the stages read
     feedback = rrf([bm25, dense], k=c.fusion.rrf_k, names=["bm25", "dense"], top=10) if bm25 or dense else []
+    run = TransformRun(q.text, c, decision, deps.llm, search, feedback=feedback,
+                       dense_top=dense[0].score if dense and not q.dense_blind else None, workspace=q.workspace)
     out: dict[str, list[Candidate]] = {}
-    for ts in transform_stages(q.text, c, decision, deps.llm, search, feedback=feedback,
-                               dense_top=dense[0].score if dense and not q.dense_blind else None,
-                               workspace=q.workspace):
-        if ts.skipped is not None:
-            tracer.stages.append(StageResult(ts.stage, (), ts.ms, ts.usage, ts.skipped, ts.notes))
-        else:
-            out[ts.stage] = tracer.add(ts.stage, ts.candidates, ts.ms, usage=ts.usage, notes=ts.notes, info=ts.info)
+    for name in TRANSFORMS:
+        ran = tracer.run(name, lambda: run.step(name), skip=run.skip(name),
+                         key=lambda: stage_key(name, _facts(q), c.transforms, c.fusion.rrf_k, c.bm25.k, c.dense.enabled,
+                                               run.key()))
+        if ran is not None:
+            run.after(ran)
+            if ran.skipped is None:
+                out[name] = list(ran.candidates)
     return out
 
 
@@ -724,8 +537,9 @@ def _route(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer) -> RouteDec
                             cag_estimate=cag_estimator(deps.store.corpus, q.workspace, c, deps.llm, q.text),
                             evidence=index.best_passage_terms, unjudged=_unjudged(q, deps),
                             dense_top=_dense_top(q, c, deps))
-    tracer.add(Stage.ROUTE, (), decision.ms, usage=decision.route.usage, notes=decision.notes, info=decision.info())
-    return decision
+    ran = tracer.run(Stage.ROUTE, lambda: route_step(decision))
+    assert ran is not None
+    return ran.decision
 
 
 def _no_retrieval(q: _Query, decision: RouteDecision, config: PipelineConfig, deps: Deps, tracer: Tracer,
@@ -736,27 +550,26 @@ def _no_retrieval(q: _Query, decision: RouteDecision, config: PipelineConfig, de
     if decision.named.name == CAG_ROUTE:
         if not config.answer.enabled:
             tracer.notes.append("cag route: answer.enabled = false, so no CAG call; retrieval runs instead")
+            tracer.skip(Stage.CAG, cag_skip(config, decision) or "")
             return None
-        cag = cag_stage(q.text, decision, config, deps.llm, [d.name for d in deps.store.corpus.documents(q.workspace)],
-                        workspace=q.workspace)
-        tracer.add(CAG_ROUTE, (), cag.ms, usage=cag.usage, notes=cag.notes, info=cag.info)
+        docs = [d.name for d in deps.store.corpus.documents(q.workspace)]
+        cag = tracer.run(Stage.CAG, lambda: cag_stage(q.text, decision, config, deps.llm, docs, workspace=q.workspace))
+        assert cag is not None
         if cag.answer is None:
             tracer.notes.extend(cag.notes)
             return None
-    why = f"route {decision.named.name}: no retrieval"
-    for stage in (Stage.HYDE, Stage.MULTI_QUERY, Stage.DECOMPOSE, Stage.BM25, Stage.DENSE, Stage.DENSE_ML, Stage.FUSED,
-                  Stage.RERANK,
-                  Stage.PRUNE, Stage.MMR, Stage.EXPAND):
-        tracer.skip(stage, why)
+    else:
+        tracer.skip(Stage.CAG, cag_skip(config, decision) or "")
+    tracer.skip_rest(f"route {decision.named.name}: no retrieval", before=Stage.ANSWER)
     answer = None
     if cag is not None and cag.answer is not None:
         answer = cag.answer
-        tracer.add(Stage.ANSWER, (), 0.0, notes=["answered by CAG from the whole corpus (no retrieval)"],
-                   info=AnswerInfo.of(answer, CAG_ROUTE))
+        tracer.run(Stage.ANSWER, lambda: AnswerStep((), ["answered by CAG from the whole corpus (no retrieval)"],
+                                                    info=AnswerInfo.of(cag.answer, CAG_ROUTE), answer=cag.answer))
     elif config.answer.enabled:
         answer = Answer(decision.reply, (), decision.route.cls == "out-of-scope", "route")
-        tracer.add(Stage.ANSWER, (), 0.0, notes=[f"reply of route {decision.named.name} (routes.toml)"],
-                   info=AnswerInfo.of(answer, Stage.ROUTE))
+        tracer.run(Stage.ANSWER, lambda: AnswerStep((), [f"reply of route {decision.named.name} (routes.toml)"],
+                                                    info=AnswerInfo.of(answer, Stage.ROUTE), answer=answer))
     else:
         tracer.skip(Stage.ANSWER, "answer.enabled = false")
     return _finish(q, tracer, config, deps, log, answer)
@@ -776,18 +589,35 @@ def _retrieve(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
                            key=lambda: stage_key(Stage.DENSE_ML, _facts(q), c.dense, c.embedding))
     ml_list = {Stage.DENSE_ML: dense_ml} if dense_ml else {}
     graph: dict[str, list[Candidate]] = {}
-    for g in graph_stages(q.text, c.graph, deps.store, deps.embedder, deps.llm, deps.graph, q.workspace,
-                          query_vec=q.vec, query_lang=q.lang):
-        g = _in_collections(q, g)
-        tracer.stages.append(g)
-        if g.skipped is None and g.candidates and c.graph.fuse_with_text:
-            graph[g.stage] = list(g.candidates)
-    raptor = [h for h in tracer.step(Stage.RAPTOR, lambda: _raptor(q, c, deps), skip=_raptor_skip(q, c, deps),
+    read, why_not = graph_read(c.graph, deps.store, deps.embedder, deps.graph, q.workspace, query_lang=q.lang)
+    gvec: list[Any] = []
+
+    def graph_vec() -> Any:  # the query's vector when dense made it; else encoded here, once for both stages
+        if q.vec is not None:
+            return q.vec
+        if not gvec:
+            gvec.append(deps.embedder.encode([q.text])[0])
+        return gvec[0]
+
+    version = (read.snap.version, read.snap.corpus_version) if read is not None else None
+    local = tracer.step(Stage.GRAPH_LOCAL, lambda: _in_collections(q, graph_local_step(
+        q.text, c.graph, read, deps.store, deps.embedder, graph_vec, workspace=q.workspace, query_lang=q.lang)),
+        skip=local_skip(c.graph, read, why_not),
+        key=lambda: stage_key(Stage.GRAPH_LOCAL, _facts(q), c.graph, version))
+    glob = tracer.step(Stage.GRAPH_GLOBAL, lambda: _in_collections(q, graph_global_step(
+        q.text, c.graph, read, deps.store, deps.embedder, graph_vec, deps.llm, workspace=q.workspace)),
+        skip=global_skip(c.graph, read, why_not, deps.llm, q.lang),
+        key=lambda: stage_key(Stage.GRAPH_GLOBAL, _facts(q), c.graph, version, deps.llm.available))
+    for name, hits in ((Stage.GRAPH_LOCAL, local), (Stage.GRAPH_GLOBAL, glob)):
+        if hits and c.graph.fuse_with_text:
+            graph[name] = hits
+    raptor = [h for h in tracer.step(Stage.RAPTOR, lambda: _raptor(q, c, deps),
+                                     skip=raptor_skip(c.raptor.enabled, deps.store.raptor.state(q.workspace)
+                                                      if c.raptor.enabled else None, deps.embedder.model_id),
                                      key=lambda: stage_key(Stage.RAPTOR, _facts(q), c.raptor))
               if q.only is None or q.only.allows(h.chunk_id)]
     graph.update({Stage.RAPTOR: raptor} if raptor else {})
-    why = off(c.fusion.enabled, "fusion.enabled") or (
-        None if sum(1 for hits in (bm25, dense, dense_ml) if hits) >= 2 else "needs both BM25 and dense results")
+    why = fusion_skip(c.fusion.enabled, (bm25, dense, dense_ml))
     extra = _transforms(q, c, deps, tracer, decision, bm25, dense)
     lists = {Stage.BM25: bm25, Stage.DENSE: dense, **ml_list, **graph, **extra}
     fused = tracer.step(Stage.FUSED, lambda: _fuse(q, c, lists), skip=why,
@@ -843,7 +673,7 @@ def _guarded(q: _Query, c: PipelineConfig, deps: Deps) -> dict[str, str]:
 
 
 def _agentic(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
-             decision: RouteDecision | None = None) -> Mapping[str, Any]:
+             decision: RouteDecision | None = None) -> AgentRecord:
     """The agentic loop (core/route/agent.py) around single passes of this pipeline: each round's stages, its grade
     and decide records join the trace, then the fused evidence pool as the stage the answer reads. Rounds run with
     the router off, so the transforms this question's route asked for (auto) are switched on for them."""
@@ -862,19 +692,30 @@ def _agentic(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
     later = inner if a.bridge_dense else inner.with_overrides({"dense.enabled": False, "transforms.hyde": "off",
                                                                 "transforms.multi_query": "off",
                                                                 "transforms.decompose": "off"})
-    start = time.perf_counter()
-    out = run_agent(q.text, lambda text: run_query(text, inner if text == q.text else later, deps,
-                                                   workspace=q.workspace, log=False,
-                                                   reuse_route=decision if text == q.text else None,
-                                                   memo=tracer.memo),
-                    budget=Budget(a.max_rounds, a.max_llm_calls, a.max_tokens, a.max_usd, a.max_seconds),
-                    grader=grader, writer=writer, workspace=q.workspace, k=a.k, head=a.head,
-                    repeat_threshold=a.repeat_threshold, enough=bridge_found if a.stop_when_found else None)
-    tracer.stages.extend(out.stages)
     label = "offline: calibrated grader + entity bridging (no LLM)" if not use_llm else f"LLM grader ({a.grader_model})"
-    tracer.add(Stage.EVIDENCE, out.evidence, (time.perf_counter() - start) * 1000, notes=[label],
-               info={"rounds": out.rounds, "stop_reason": out.stop_reason, "spent": dict(out.spent)})
-    return out.as_dict()
+
+    def loop() -> AgentStep:
+        out = run_agent(q.text, lambda text: run_query(text, inner if text == q.text else later, deps,
+                                                       workspace=q.workspace, log=False,
+                                                       reuse_route=decision if text == q.text else None,
+                                                       memo=tracer.memo),
+                        budget=Budget(a.max_rounds, a.max_llm_calls, a.max_tokens, a.max_usd, a.max_seconds),
+                        grader=grader, writer=writer, workspace=q.workspace, k=a.k, head=a.head,
+                        repeat_threshold=a.repeat_threshold, enough=bridge_found if a.stop_when_found else None)
+        tracer.stages.extend(out.stages)  # the rounds' stages, grade and decide records sit before the evidence
+        return AgentStep(out.evidence, [label], info=EvidenceInfo(out.rounds, out.stop_reason, dict(out.spent)),
+                         outcome=out)
+
+    ran = tracer.run(Stage.EVIDENCE, loop)
+    assert ran is not None
+    return ran.outcome.record()
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentStep(StepOutput):
+    """The evidence stage's output (the pool the agentic loop fused across its rounds) and the loop's outcome."""
+
+    outcome: AgentOutcome
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -884,11 +725,10 @@ class SqlStep(StepOutput):
     outcome: SqlOutcome
 
 
-def _sql(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer) -> SqlOutcome | None:
+def _sql(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer, tables: Sequence[Any]) -> SqlOutcome | None:
     """The sql stage (core/route/sql.py), recorded only in a workspace that has tables: a question about them
     (table or mixed) gets a query, written by Claude with a key (router.method not offline) or by the template
     translator, run in the workspace's SQL sandbox."""
-    tables = deps.store.tables.list(q.workspace)
     if not tables:
         return None
 
@@ -924,22 +764,16 @@ def _sql(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer) -> SqlOutcome
 
 def _answered_by_sql(q: _Query, sql: SqlOutcome, config: PipelineConfig, deps: Deps, tracer: Tracer,
                      log: bool) -> Trace:
-    """A table question SQL answered: the rows are the answer, every retrieval stage skipped with the reason."""
+    """A table question SQL answered: the rows are the answer, every later stage skipped with the reason."""
     assert sql.result is not None
     rows = next(s.candidates for s in reversed(tracer.stages) if s.stage == Stage.SQL)
-    why = "route table: answered by SQL over the workspace's tables"
-    for stage in (Stage.HYDE, Stage.MULTI_QUERY, Stage.DECOMPOSE, Stage.BM25, Stage.DENSE, Stage.DENSE_ML, Stage.FUSED,
-                  Stage.RERANK, Stage.PRUNE, Stage.MMR, Stage.EXPAND):
-        tracer.skip(stage, why)
+    tracer.skip_rest("route table: answered by SQL over the workspace's tables", before=Stage.ANSWER)
     answer = Answer(f"{sql.answer_text()} (SQL over the workspace's tables: {sql.result.sql})",
                     tuple(c.chunk_id for c in rows[:5]), False, "sql")  # the rows
-    if config.answer.enabled:
-        tracer.add(Stage.ANSWER, (), 0.0, notes=[f"the sql stage's rows ({sql.plan.translator} translator)"],
-                   info=AnswerInfo.of(answer, Stage.SQL))
-    else:
-        tracer.skip(Stage.ANSWER, "answer.enabled = false")
-        answer = None
-    return _finish(q, tracer, config, deps, log, answer)
+    ran = tracer.run(Stage.ANSWER, lambda: AnswerStep((), [f"the sql stage's rows ({sql.plan.translator} translator)"],
+                                                      info=AnswerInfo.of(answer, Stage.SQL), answer=answer),
+                     skip=off(config.answer.enabled, "answer.enabled"))
+    return _finish(q, tracer, config, deps, log, ran.answer if ran is not None else None)
 
 
 def _with_sql_values(q: _Query, sql: SqlOutcome | None) -> _Query:
@@ -1019,29 +853,32 @@ def _answered_by_tools(q: _Query, out: ToolOutcome, config: PipelineConfig, c: P
     """The answer from the tools: Claude's own (citing rows and passages), else the rows (a table-only plan), else
     the answer stage over the passages the tools found, read as the question with what SQL found in it."""
     why = f"answered by the agent's tools ({out.planner} planner, form {out.form})"
-    for stage in (Stage.BM25, Stage.DENSE, Stage.FUSED, Stage.RERANK, Stage.PRUNE, Stage.MMR, Stage.EXPAND):
-        tracer.skip(stage, why)
-    tracer.add(Stage.EVIDENCE, out.passages or out.rows, 0.0, notes=[why],
-               info={"rows": len(out.rows), "passages": len(out.passages), "stop_reason": out.stop_reason})
+    tracer.skip_rest(why, before=Stage.EVIDENCE)
+    tracer.run(Stage.EVIDENCE, lambda: StepOutput(out.passages or out.rows, [why], info=out.evidence_info()))
+
+    def given(text: str, note: str, mode: str) -> AnswerStep:
+        a = Answer(text, tool_citations(out), False, mode)
+        return AnswerStep((), [note], info=AnswerInfo.of(a, Stage.EVIDENCE), answer=a)
+
     answer: Answer | None = None
     if not config.answer.enabled:
         tracer.skip(Stage.ANSWER, "answer.enabled = false")
     elif out.final_text:
-        answer = Answer(out.final_text, tool_citations(out), False, "agent")
-        tracer.add(Stage.ANSWER, (), 0.0, notes=[f"the model's answer after {out.calls} tool call(s)"],
-                   info=AnswerInfo.of(answer, Stage.EVIDENCE))
+        ran = tracer.run(Stage.ANSWER, lambda: given(out.final_text, f"the model's answer after {out.calls} tool "
+                                                                     "call(s)", "agent"))
+        answer = ran.answer if ran is not None else None
     elif out.bridge and out.rows:  # the documents named the entity, SQL answered for it
-        answer = Answer(f"{out.table_answer} (SQL over the workspace's tables: {' ; then '.join(out.sql)}), for "
-                        f"{out.bridge['value']}: \"{out.bridge['sentence']}\" [{out.bridge['chunk_id']}]",
-                        tool_citations(out), False, "sql")
-        tracer.add(Stage.ANSWER, (), 0.0, notes=["the rows of the SQL step and the passage that named "
-                                                 f"{out.bridge['value']}"], info=AnswerInfo.of(answer, Stage.EVIDENCE))
+        ran = tracer.run(Stage.ANSWER, lambda: given(
+            f"{out.table_answer} (SQL over the workspace's tables: {' ; then '.join(out.sql)}), for "
+            f"{out.bridge['value']}: \"{out.bridge['sentence']}\" [{out.bridge['chunk_id']}]",
+            f"the rows of the SQL step and the passage that named {out.bridge['value']}", "sql"))
+        answer = ran.answer if ran is not None else None
     elif not out.passages:
         early = f" (stopped early: {out.stop_reason})" if out.stop_reason != "answered" else ""
-        answer = Answer(f"{out.table_answer} (SQL over the workspace's tables: {' ; then '.join(out.sql)}){early}",
-                        tool_citations(out), False, "sql")
-        tracer.add(Stage.ANSWER, (), 0.0, notes=[f"the rows of the last of {len(out.sql)} SQL step(s)"],
-                   info=AnswerInfo.of(answer, Stage.EVIDENCE))
+        ran = tracer.run(Stage.ANSWER, lambda: given(
+            f"{out.table_answer} (SQL over the workspace's tables: {' ; then '.join(out.sql)}){early}",
+            f"the rows of the last of {len(out.sql)} SQL step(s)", "sql"))
+        answer = ran.answer if ran is not None else None
     else:
         asked = replace(q, text=out.asked, vec=None) if out.asked != q.text else q
         ran = tracer.run(Stage.ANSWER, lambda: _answer(asked, tracer.final(), c, deps, tracer))
@@ -1052,47 +889,60 @@ def _answered_by_tools(q: _Query, out: ToolOutcome, config: PipelineConfig, c: P
         elif answer is not None and out.rows:  # the rows answer their part; the documents did not answer the rest
             answer = replace(answer, text=f"From the tables: {out.table_answer}. The documents do not answer the "
                                           f"rest: {answer.text}", citations=tool_citations(out), refused=False)
-    return _finish(q, tracer, config, deps, log, answer, out.as_dict())
+    return _finish(q, tracer, config, deps, log, answer, out.record())
 
 
-def _collections(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer) -> None:
-    """The collections stage, recorded only in a workspace with several collections: which of them the question is
-    searched in (core/route/collections.py), and why; the retrieval stages then search only those (q.only)."""
-    cols = deps.store.collections.list(q.workspace)
+@dataclass(frozen=True, kw_only=True)
+class CollectionsStep(StepOutput):
+    """The collections stage's output and its choice."""
+
+    choice: CollectionChoice
+
+
+def _collections(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer, cols: Sequence[Any]) -> None:
+    """The collections stage, recorded only in a workspace with several collections (`cols`): which of them the
+    question is searched in (core/route/collections.py), and why; the retrieval stages then search only those
+    (q.only)."""
     if len(cols) < 2:
         return
     k = c.collections
-    start = time.perf_counter()
-    if not k.enabled or k.only.strip():
-        choice = forced(cols, [n.strip() for n in k.only.split(",") if n.strip()] if k.enabled else [])
-    else:
-        index = _bm25_index(q, c, deps)
-        cols = refresh_profiles(deps.store.corpus, deps.store.collections, lambda: deps.store.tables.list(q.workspace),
-                                q.workspace, deps.embedder.model_id, index.tokens, write=not deps.store.read_only,
-                                listed=cols)
-        if not q.dense_blind and k.centroid_weight > 0:
-            _query_vec(q, deps)
-        choice = choose_offline(index.tokens(q.text), None if q.dense_blind else q.vec, cols, min_share=k.min_share,
-                                temperature=k.temperature, centroid_weight=k.centroid_weight)
-        if deps.llm.available and k.method != "offline":
-            choice = choose_llm(q.text, cols, deps.llm, model=k.model, fallback=choice, workspace=q.workspace)
-        elif k.method == "llm":
-            choice = replace(choice, notes=(*choice.notes, "collections.method = llm without a key: the offline "
-                                            "choice"))
-    if choice.filters:
-        q.only = ChunkFilter(deps.store.collections.chunk_collections(q.workspace), frozenset(choice.searched))
-    tracer.add(Stage.COLLECTIONS, (), (time.perf_counter() - start) * 1000, usage=choice.usage,
-               notes=[f"searched {', '.join(choice.searched)} of {len(choice.available)}: {choice.reason}",
-                      *choice.notes], info=choice.info())
+
+    def choose() -> CollectionsStep:
+        listed = cols
+        if not k.enabled or k.only.strip():
+            choice = forced(listed, [n.strip() for n in k.only.split(",") if n.strip()] if k.enabled else [])
+        else:
+            index = _bm25_index(q, c, deps)
+            listed = refresh_profiles(deps.store.corpus, deps.store.collections,
+                                      lambda: deps.store.tables.list(q.workspace), q.workspace,
+                                      deps.embedder.model_id, index.tokens, write=not deps.store.read_only,
+                                      listed=listed)
+            if not q.dense_blind and k.centroid_weight > 0:
+                _query_vec(q, deps)
+            choice = choose_offline(index.tokens(q.text), None if q.dense_blind else q.vec, listed,
+                                    min_share=k.min_share, temperature=k.temperature,
+                                    centroid_weight=k.centroid_weight)
+            if deps.llm.available and k.method != "offline":
+                choice = choose_llm(q.text, listed, deps.llm, model=k.model, fallback=choice, workspace=q.workspace)
+            elif k.method == "llm":
+                choice = replace(choice, notes=(*choice.notes, "collections.method = llm without a key: the "
+                                                "offline choice"))
+        return CollectionsStep((), [f"searched {', '.join(choice.searched)} of {len(choice.available)}: "
+                                    f"{choice.reason}", *choice.notes], choice.usage, choice.info(), choice=choice)
+
+    ran = tracer.run(Stage.COLLECTIONS, choose)
+    assert ran is not None
+    if ran.choice.filters:
+        q.only = ChunkFilter(deps.store.collections.chunk_collections(q.workspace), frozenset(ran.choice.searched))
 
 
-def _in_collections(q: _Query, g: StageResult) -> StageResult:
+def _in_collections(q: _Query, out: StepOutput) -> StepOutput:
     """A graph stage's list kept to the collections searched."""
-    if q.only is None or g.skipped is not None:
-        return g
-    kept = tuple(h for h in g.candidates if q.only.allows(h.chunk_id))
-    return g if len(kept) == len(g.candidates) else replace(
-        g, candidates=kept, notes=(*g.notes, f"{len(g.candidates) - len(kept)} outside the collections searched"))
+    if q.only is None:
+        return out
+    kept = tuple(h for h in out.candidates if q.only.allows(h.chunk_id))
+    return out if len(kept) == len(out.candidates) else replace(
+        out, candidates=kept, notes=(*out.notes, f"{len(out.candidates) - len(kept)} outside the collections searched"))
 
 
 def _answer_cache(q: _Query, config: PipelineConfig, deps: Deps, key: CacheKey) -> CacheStep:
@@ -1109,25 +959,40 @@ def _answer_cache(q: _Query, config: PipelineConfig, deps: Deps, key: CacheKey) 
         f"{res.verdict.replace('_', ' ')}: " + (f"nearest '{res.nearest_question}' (cosine {res.cosine:.3f}); "
                                                  if res.nearest_question else "") + res.reason]
     # The query was encoded here unless a question met before lent its vector: one embedding computed or none.
-    return CacheStep((), notes, info={**res.info(), "embed_cache_misses": int(encoded),
-                                      "embed_cache_hits": int(not encoded)}, lookup=res)
+    return CacheStep((), notes, info=res.info(embed_cache_misses=int(encoded), embed_cache_hits=int(not encoded)),
+                     lookup=res)
 
 
 def _served_from_cache(q: _Query, res: CacheLookup, config: PipelineConfig, deps: Deps, tracer: Tracer,
                        log: bool) -> Trace:
-    """The trace of a cache hit: the stored answer and citations, every retrieval stage skipped with the reason."""
+    """The trace of a cache hit: the stored answer and citations, every later stage skipped with the reason."""
     entry = res.entry
     assert entry is not None
-    for stage in (Stage.ROUTE, Stage.BM25, Stage.DENSE, Stage.DENSE_ML, Stage.FUSED, Stage.RERANK, Stage.PRUNE,
-                  Stage.MMR, Stage.EXPAND):
-        tracer.skip(stage, "answer served from the answer cache")
+    tracer.skip_rest("answer served from the answer cache", before=Stage.ANSWER)
     answer = Answer(entry.answer, entry.citations, entry.refused, entry.mode)
-    tracer.add(Stage.ANSWER, (), 0.0, notes=[served_label(res)],
-               info=AnswerInfo.of(answer, Stage.ANSWER_CACHE, cached=True))
+    tracer.run(Stage.ANSWER, lambda: AnswerStep((), [served_label(res)],
+                                                info=AnswerInfo.of(answer, Stage.ANSWER_CACHE, cached=True),
+                                                answer=answer))
     tracer.notes.append(served_label(res))
     stored = deps.store.answers.cached_trace(entry.key, entry.question)  # the stages that produced the answer
     return replace(_finish(q, tracer, config, deps, log, answer),
                    stored=trace_from_json(stored) if stored is not None else None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CondenseStep(StepOutput):
+    """The condense stage's output and the standalone question it wrote."""
+
+    condensed: Condensed
+
+
+def _condense(query: str, history: Sequence[Turn], config: PipelineConfig, deps: Deps, workspace: str
+              ) -> CondenseStep:
+    """A conversation's follow-up rewritten as a standalone question (core/route/condense.py)."""
+    cond = condense(query, history, deps.llm, use_llm=config.answer.mode != "extractive",
+                    model=config.transforms.model, workspace=workspace)
+    return CondenseStep((), [f"condensed ({cond.method}): {cond.text}" if cond.changed else "stands alone",
+                             *cond.notes], cond.usage, cond.info(), condensed=cond)
 
 
 def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str = DEFAULT_WORKSPACE,
@@ -1145,15 +1010,18 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
     `memo` (an evaluation run's StageMemo): stages whose inputs an earlier configuration of the run read reuse its
     results."""
     tracer = Tracer(memo=memo)
+    # The conditional stages of the list this trace records (core/trace.py): the condense stage in a conversation,
+    # the sql stage in a workspace with tables (not in the agent's rounds or its search tool), the collections stage
+    # in a workspace with several collections.
+    table_list = deps.store.tables.list(workspace) if reuse_route is None and tables else []
+    cols = deps.store.collections.list(workspace)
+    tracer.plan = {name for name, on in ((Stage.CONDENSE, bool(history)), (Stage.SQL, bool(table_list)),
+                                         (Stage.COLLECTIONS, len(cols) >= 2)) if on}
     if history:
         validate_query(query, config)
-        t0 = time.perf_counter()
-        cond = condense(query, history, deps.llm, use_llm=config.answer.mode != "extractive",
-                        model=config.transforms.model, workspace=workspace)
-        tracer.add(Stage.CONDENSE, (), (time.perf_counter() - t0) * 1000, usage=cond.usage,
-                   notes=[f"condensed ({cond.method}): {cond.text}" if cond.changed else "stands alone", *cond.notes],
-                   info=cond.info())
-        query = cond.text
+        ran = tracer.run(Stage.CONDENSE, lambda: _condense(query, history, config, deps, workspace))
+        assert ran is not None
+        query = ran.condensed.text
     q = _start(query, config, deps, workspace, tracer)
     q.guard_key = guard_key(config) if config.cascade_guard.enabled else ""
     c = config
@@ -1182,7 +1050,7 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
         c = decision.config
     # The workspace's tables: a question about them gets a query (and the table route its answer from the rows),
     # whatever the router made of it (a count is no chitchat, and a table is in scope).
-    sql = _sql(q, c, deps, tracer) if reuse_route is None and tables else None
+    sql = _sql(q, c, deps, tracer, table_list) if reuse_route is None and tables else None
     tools = _tool_agent(q, c, deps, tracer, sql) if reuse_route is None and tables else None
     if tools is not None and tools.found:
         return _answered_by_tools(q, tools, config, c, deps, tracer, log)
@@ -1195,6 +1063,8 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
         if sql is not None and sql.route.kind != "text":
             tracer.notes.append(f"route {decision.named.name} set aside: the question is about the workspace's "
                                 "tables; retrieval runs")
+            tracer.skip(Stage.CAG, f"route {decision.named.name} set aside: the question is about the workspace's "
+                                   "tables")
             decision = None
         else:
             served = _no_retrieval(q, decision, c, deps, tracer, log)
@@ -1205,11 +1075,14 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
     if c.answer.enabled and (c.answer.mode == "extractive" or (c.answer.mode == "auto" and not deps.llm.available)) \
             and load_support_model().scorer:  # a support model without the e5 scorer never reads the vector
         prefetch_question(q.text)  # the offline answer's question vector, encoded beside retrieval on a spare core
-    _collections(q, c, deps, tracer)
+    if not any(s.stage == Stage.CAG for s in tracer.stages):
+        tracer.skip(Stage.CAG, cag_skip(c, decision) or "")
+    _collections(q, c, deps, tracer, cols)
     agent = _agentic(q, c, deps, tracer, decision) if c.agent.enabled else None
     asked = _with_sql_values(q, sql)  # a mixed question searches, and is answered, with the values SQL found
     if agent is None:
         _retrieve(asked, c, deps, tracer, decision if decision is not None else reuse_route)
+        tracer.skip(Stage.EVIDENCE, "agent.enabled = false")
 
     # Last stage. Answer: reads the final candidates of whatever ran before (their original chunk text).
     answered = tracer.run(Stage.ANSWER, lambda: _answer(asked, tracer.final(), c, deps, tracer),
@@ -1223,6 +1096,6 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
             deps.store.answers.put_trace(key, q.text, trace_json(Trace(
                 q.text, config.stable_hash(), q.version, tuple(tracer.stages), q.workspace, q.lang,
                 tuple(tracer.notes), answer, agent)))
-    if agent is not None and answer is not None and answer.refused and agent["stop_reason"] == "answered":
-        agent = {**agent, "stop_reason": "refused_no_evidence"}  # the loop ended, the answer found no support
+    if agent is not None and answer is not None and answer.refused and agent.stop_reason == "answered":
+        agent = replace(agent, stop_reason="refused_no_evidence")  # the loop ended, the answer found no support
     return _finish(q, tracer, config, deps, log, answer, agent)

@@ -29,6 +29,7 @@ class Stage(StrEnum):
     ANSWER_CACHE = "answer_cache"
     ROUTE = "route"
     SQL = "sql"  # the workspace's tables: a query over them (issue #29), when the question is about them
+    CAG = "cag"  # cache-augmented generation: Claude reads the whole corpus (the cag route)
     COLLECTIONS = "collections"  # which of the workspace's collections are searched (issue #29), when it has several
     HYDE = "hyde"
     MULTI_QUERY = "multi_query"
@@ -238,6 +239,33 @@ class AnswerInfo(StageInfo):
                    if self.threshold is not None else {})}
 
 
+@dataclass(frozen=True, eq=False)
+class AgentRecord(StageInfo):
+    """Trace.agent: what the agentic loop, or the agent's tools, did for the query: rounds, the stop reason and the
+    spend; the tools add their planner, the question's form, the calls and the SQL that ran (and why a planner
+    declined)."""
+
+    rounds: int
+    stop_reason: str
+    spent: Mapping[str, Any] = field(default_factory=dict)
+    planner: str | None = None  # the tools: offline | llm; None for the agentic loop
+    form: str = ""
+    tool_calls: int = 0
+    sql: tuple[str, ...] = ()
+    declined: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        tools = {"planner": self.planner, "form": self.form, "tool_calls": self.tool_calls, "sql": list(self.sql),
+                 **({"declined": self.declined} if self.declined else {})} if self.planner is not None else {}
+        return {"rounds": self.rounds, "stop_reason": self.stop_reason, "spent": dict(self.spent), **tools}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "AgentRecord":
+        return cls(int(d.get("rounds", 0)), str(d.get("stop_reason", "")), dict(d.get("spent") or {}),
+                   d.get("planner"), str(d.get("form", "")), int(d.get("tool_calls", 0)), tuple(d.get("sql") or ()),
+                   str(d.get("declined", "")))
+
+
 @dataclass(frozen=True)
 class StageResult:
     """What one stage did for one query. `skipped` holds the reason when the stage did not run."""
@@ -271,7 +299,7 @@ class Trace:
     query_lang: str = "en"
     notes: tuple[str, ...] = ()
     answer: Answer | None = None
-    agent: Mapping[str, Any] | None = None  # the agentic loop's rounds, stop reason and spend, when it ran
+    agent: AgentRecord | None = None  # the agentic loop's (or the tools') rounds, stop reason and spend, when it ran
     stored: "Trace | None" = None  # an answer served from the answer cache: the stored trace that produced it
 
     def stage(self, name: str) -> StageResult | None:

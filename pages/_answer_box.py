@@ -61,8 +61,8 @@ def route_text(trace: Trace) -> str:
 def stop_text(trace: Trace) -> str:
     """Why the run ended: the agentic loop's stop reason, else a single pass that answered or refused (and, for the
     offline answer, its support against the refusal cut)."""
-    if trace.agent:
-        return f"stop: {trace.agent.get('stop_reason', '?')} after {trace.agent.get('rounds', '?')} round(s)"
+    if trace.agent is not None:
+        return f"stop: {trace.agent.stop_reason or '?'} after {trace.agent.rounds} round(s)"
     a, info = trace.answer, trace.answer_info()
     if a is None:
         return "stop: no answer stage"

@@ -24,11 +24,8 @@ def panel(deps: Any, cfg: PipelineConfig, workspace: str) -> None:
             bar = st.progress(0.0)
             out = build_raptor(deps, cfg, workspace, full=build,
                                progress=lambda d, t: bar.progress(min(1.0, d / max(t, 1))))
-            st.success(f"{out['mode']} ({out['why'] or 'changes only'}): {out['nodes']} summaries on "
-                       f"{out['levels']} level(s), +{out['added']} / -{out['removed']} chunks, {out['rewritten']} "
-                       f"written in {out['seconds']} s ({out['summaries']}"
-                       + (f", ${out['usd']:.4f}" if out["llm_calls"] else "") + ")")
-            for note in out["notes"]:
+            st.success(out.label())
+            for note in out.notes:
                 st.warning(note)
             frame = raptor_frame(deps.store, workspace)
         if len(frame):

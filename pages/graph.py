@@ -39,19 +39,19 @@ if not corpus_ops.has_documents(store, ws):
 # -- build / update ------------------------------------------------------------------------------------------------
 stats = graph_stats(store, ws)
 with st.container(border=True):
-    if stats["built"]:
-        st.caption(f"{stats['builder']} · graph v{stats['version']} · {stats['nodes']} entities "
-                   f"({stats['active_nodes']} active) · {stats['edges']} links · {stats['communities']} communities "
-                   f"on {stats['levels']} level(s) · {stats['pending_merges']} merges to review · {stats['leiden']}")
-        if stats["stale"]:
-            st.warning(f"The graph is behind the corpus (built at corpus v{stats['graph_corpus_version']}, now "
-                       f"v{stats['corpus_version']}): update it.")
+    if stats.built:
+        st.caption(f"{stats.builder} · graph v{stats.version} · {stats.nodes} entities "
+                   f"({stats.active_nodes} active) · {stats.edges} links · {stats.communities} communities "
+                   f"on {stats.levels} level(s) · {stats.pending_merges} merges to review · {stats.leiden}")
+        if stats.stale:
+            st.warning(f"The graph is behind the corpus (built at corpus v{stats.graph_corpus_version}, now "
+                       f"v{stats.corpus_version}): update it.")
     else:
         st.info("No graph yet. The offline builder is statistical (no LLM): names, identifiers and terms become "
                 "entities, co-occurrence in a chunk becomes a link.")
     b1, b2 = st.columns([1, 4], vertical_alignment="bottom")
     full = b2.checkbox("full rebuild (re-extract every chunk)", key="graph_full")
-    if b1.button("Update graph" if stats["built"] else "Build graph", type="primary", key="graph_build"):
+    if b1.button("Update graph" if stats.built else "Build graph", type="primary", key="graph_build"):
         with st.spinner("Extracting entities, resolving, detecting communities…"):
             st.session_state[REPORT_KEY] = build_graph(store, cfg.graph, embedder=deps.embedder, llm=deps.llm,
                                                        workspace=ws, full=full)
@@ -165,7 +165,7 @@ with tab_review:
     st.caption(f"Pairs of entity names with cosine ≥ {cfg.graph.merge_threshold} ({deps.embedder.model_id}). "
                "Approve to merge; reject keeps them apart for good (homonyms, look-alike codes).")
     queue = view.queue_frame(store, ws)
-    st.caption(f"{stats.get('pending_merges', 0)} pending; showing the 50 best and the 20 latest decisions.")
+    st.caption(f"{stats.pending_merges} pending; showing the 50 best and the 20 latest decisions.")
     for row in queue.itertuples(index=False):
         q1, q2, q3 = st.columns([6, 1, 1], vertical_alignment="center")
         q1.text(f"{row.keep}  ⟵  {row.merge}   (cosine {row.cosine}, {row.status})")

@@ -258,14 +258,15 @@ if hit is not None and trace.stored is not None:
                    f", question “{trace.stored.query}”): not run now; Recompute runs them")
 _widgets.stage_row(shown, doc_names=doc_names, depth=depth, counters=counters(trace),
                    session=st.session_state.get(SESSION_KEY), inserts=inserts, from_cache=cached_note)
-if trace.agent:
-    spent = trace.agent.get("spent", {})
+if trace.agent is not None:
+    ag = trace.agent
+    spent = ag.spent
     # A tool run (core/route/tools.py: a planner and its calls) and the agentic retrieval loop share the record.
-    what = (f"tools: {trace.agent.get('tool_calls', 0)} call(s) planned by the {escape_md(str(trace.agent['planner']))} "
-            f"planner ({escape_md(str(trace.agent.get('form', '')).replace('_', ' '))}) in {trace.agent['rounds']} round(s)"
-            if "planner" in trace.agent else f"agentic loop: {trace.agent['rounds']} round(s)")
+    what = (f"tools: {ag.tool_calls} call(s) planned by the {escape_md(str(ag.planner))} "
+            f"planner ({escape_md(ag.form.replace('_', ' '))}) in {ag.rounds} round(s)"
+            if ag.planner is not None else f"agentic loop: {ag.rounds} round(s)")
     st.caption(f":material/autorenew: {what}, stopped: "
-               f"**{escape_md(trace.agent['stop_reason'])}** · {spent.get('llm_calls', 0)} LLM calls, "
+               f"**{escape_md(ag.stop_reason)}** · {spent.get('llm_calls', 0)} LLM calls, "
                f"{spent.get('tokens', 0):,} tokens, ${spent.get('usd', 0):.4f}, {spent.get('seconds', 0):.1f} s")
 for rnd, sub in rounds:
     queries = sorted({str(s.info.get("round_query", "")) for s in sub.stages if s.info.get("round_query")})

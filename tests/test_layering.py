@@ -6,10 +6,11 @@ module, at module level (`if TYPE_CHECKING:` blocks included) or inside a functi
 (a) No import circle: the graph of all imports between these modules, module- and function-level, has no cycle.
 
 (b) Layers, from the bottom:
-    1. `core.types`, `core.text`, `core.config` (with its submodules) import nothing of core but themselves.
+    1. `core.types`, `core.text`, `core.config` (with its submodules) import nothing of core but themselves;
+       `core.trace` (the stage contract) imports only `core.types`.
     2. `core.store` and `core.models` import only layer 1 and their own package.
     3. The stage packages `core.ingest`, `core.retrieve`, `core.cascade`, `core.route`, `core.graph`, `core.answer`
-       import layers 1-2, their own package, and another stage package only where the code needs it: that
+       import layers 1-2 and `core.trace`, their own package, and another stage package only where the code needs it: that
        package-to-package edge is declared in CROSS_STAGE with its reason, the imported module and names are public
        (no leading underscore), and the declared edges form no circle. Never `core.pipeline`, `core.eval`,
        `core.app`, `core.cli`, `core.deps`.
@@ -39,6 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 FOUNDATION = ("core.types", "core.text", "core.config")
+TRACE = "core.trace"  # the stage contract: imports only core.types; the stage packages and above import it
 BASE = ("core.store", "core.models")
 STAGES = ("core.ingest", "core.retrieve", "core.cascade", "core.route", "core.graph", "core.answer")
 TOP = ("core.pipeline", "core.eval", "core.app", "core.deps", "core.cli", "core.__main__", "core")
@@ -224,11 +226,13 @@ def _layer_breach(imp: Imp, target: str) -> str | None:
         return "only core.__main__ imports core.cli"
     if (own := _unit(src, FOUNDATION)) is not None:
         return None if _within(target, own) else f"{own} imports nothing of core, yet imports {target}"
+    if src == TRACE:
+        return None if target == "core.types" else f"{TRACE} imports only core.types, yet imports {target}"
     if (own := _unit(src, BASE)) is not None:
         ok = _within(target, own) or _unit(target, FOUNDATION) is not None
         return None if ok else f"{own} imports only {', '.join(FOUNDATION)} and itself, yet imports {target}"
     if (own := _unit(src, STAGES)) is not None:
-        if _within(target, own) or _unit(target, FOUNDATION + BASE) is not None:
+        if _within(target, own) or _unit(target, FOUNDATION + BASE) is not None or target == TRACE:
             return None
         other = _unit(target, STAGES)
         if other is None:

@@ -36,9 +36,10 @@ def test_three_core_stages_in_order(loaded: Deps) -> None:
     names = [s.stage for s in trace.stages]
     # Graph stages (skipped unless graph.enabled) sit between dense and fused; the core order is what matters.
     # The answer cache is the first stage (issue #15's contract for `query --json`), the router the second (issue
-    # #16): a cache hit needs no route. Retrieval follows them.
+    # #16): a cache hit needs no route. The cag stage (skipped unless the route is cag) and retrieval follow them.
     assert names[0] == "answer_cache" and names[1] == "route" and trace.stages[0].info["verdict"] == "miss"
-    assert [n for n in names if n in CORE_STAGES] == CORE_STAGES and names[2:4] == CORE_STAGES[:2]
+    assert names[2] == "cag" and trace.stages[2].skipped == "cag.enabled = false"
+    assert [n for n in names if n in CORE_STAGES] == CORE_STAGES and names[3:5] == CORE_STAGES[:2]
     for name in CORE_STAGES:
         stage = trace.stage(name)
         assert stage is not None and stage.skipped is None and stage.ms >= 0

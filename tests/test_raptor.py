@@ -151,15 +151,15 @@ def test_claude_summaries_are_labelled_and_stop_at_the_dollar_cap(deps: Deps, an
     assert plan.worst_usd > 0 and "Claude summaries at most" in plan.label()
     out = build_raptor(deps, cfg, WS)
     nodes, _ = deps.store.raptor.nodes(WS)
-    assert out["llm_calls"] == len(nodes) == len(anthropic_stub.state.messages()) and out["usd"] > 0
+    assert out.llm_calls == len(nodes) == len(anthropic_stub.state.messages()) and out.usd > 0
     assert all(n.mode == "llm" and n.text == "Pump stations and travel rules, summarised." for n in nodes)
     assert 'fillcolor' in raptor_dot(deps.store, WS)  # Claude's nodes are drawn filled
     # a cap below one call's worst case: no call, every summary extractive and labelled, the reason said
     sent = len(anthropic_stub.state.messages())
     out = build_raptor(deps, cfg.with_overrides({"raptor.max_usd": worst_usd(one) / 2}), WS)
     nodes, _ = deps.store.raptor.nodes(WS)
-    assert len(anthropic_stub.state.messages()) == sent and out["llm_calls"] == 0
-    assert all(n.mode == "extractive" for n in nodes) and any("raptor.max_usd" in n for n in out["notes"])
+    assert len(anthropic_stub.state.messages()) == sent and out.llm_calls == 0
+    assert all(n.mode == "extractive" for n in nodes) and any("raptor.max_usd" in n for n in out.notes)
     # extractive asked for: no call at all, even with a key
     build_raptor(deps, cfg.with_overrides({"raptor.summaries": "extractive"}), WS)
     assert len(anthropic_stub.state.messages()) == sent
@@ -177,8 +177,8 @@ def test_raptor_dot_draws_the_tree_top_down_within_its_node_cap(deps: Deps) -> N
     dot = raptor_dot(deps.store, WS)
     assert dot.startswith("digraph raptor {") and all(f'"{n.node_id}" [label=' in dot for n in nodes)
     edges = dot.count(" -> ")
-    assert edges == sum(len(n.children) for n in nodes if n.level > 1) and out["mode"] == "full" and len(nodes) > 2
+    assert edges == sum(len(n.children) for n in nodes if n.level > 1) and out.mode == "full" and len(nodes) > 2
     capped = raptor_dot(deps.store, WS, max_nodes=1)
     assert capped.count("[label=") == 2 and f"+{len(nodes) - 1} more" in capped  # the root and the 'more' line
     again = build_raptor(deps, PipelineConfig().with_overrides({"raptor.cluster_size": 2}), WS, full=False)
-    assert again["mode"] == "unchanged" and again["rewritten"] == 0
+    assert again.mode == "unchanged" and again.rewritten == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from typing import Any
 
 import pytest
 
@@ -17,8 +18,8 @@ from core.route.stage import (
     RouteDecision,
     bridge_found,
     gate,
+    TransformRun,
     hybrid_search,
-    transform_stages,
 )
 from core.route.transforms import (
     bridge_name,
@@ -31,6 +32,7 @@ from core.route.transforms import (
     split_comparison,
     unique_queries,
 )
+from core.trace import TRANSFORMS, Tracer
 from core.types import Candidate, StageResult, Trace, Usage
 from tests.anthropic_stub import Stub, anthropic_stub  # noqa: F401 - fixture
 
@@ -140,6 +142,18 @@ def test_gate_fires_by_route_mode_or_weak_retrieval() -> None:
     assert gate("decompose", cfg.with_overrides({"transforms.decompose": True}), None, 0.9) is None
     assert gate("multi_query", cfg.with_overrides({"transforms.multi_query": "off"}), _decision("comparison"), 0.1) \
         == "transforms.multi_query = off"
+
+
+def transform_stages(question: str, config: PipelineConfig, decision: RouteDecision | None, llm: Any, search: Any,
+                     **kw: Any) -> list[StageResult]:
+    """The three transforms as the pipeline runs them: each through the tracer, gated, in the list's order."""
+    run = TransformRun(question, config, decision, llm, search, **kw)
+    tracer = Tracer()
+    for name in TRANSFORMS:
+        out = tracer.run(name, lambda: run.step(name), skip=run.skip(name))
+        if out is not None:
+            run.after(out)
+    return tracer.stages
 
 
 def test_transform_stages_offline_for_a_comparison() -> None:

@@ -31,7 +31,18 @@ import Stemmer
 from core.answer.support import model_fingerprint
 from core.models.protocols import Embedder
 from core.text import EN_STOP, RU_STOP, detect_language
-from core.types import DEFAULT_WORKSPACE, Answer, CachedAnswer, CacheKey, Candidate, StageResult, Trace, Usage
+from core.types import (
+    DEFAULT_WORKSPACE,
+    AgentRecord,
+    Answer,
+    CachedAnswer,
+    CacheKey,
+    Candidate,
+    StageInfo,
+    StageResult,
+    Trace,
+    Usage,
+)
 
 Verdict = Literal["hit", "miss", "guarded_miss"]
 
@@ -625,14 +636,38 @@ class CacheLookup:
     entry: CachedAnswer | None = None
     compared: int = 0
 
-    def info(self) -> dict[str, Any]:
-        """The stage info the trace records (and the counters read)."""
-        return {"verdict": self.verdict, "nearest_question": self.nearest_question,
-                "cosine": None if self.cosine is None else round(self.cosine, 4), "guard_reason": self.reason,
-                "compared": self.compared,
-                "stored_at": self.entry.stored_at.isoformat(timespec="seconds") if self.entry else None,
-                "saved_ms": round(self.entry.ms, 1) if self.verdict == "hit" and self.entry else 0.0,
-                "saved_usd": round(self.entry.cost_usd, 6) if self.verdict == "hit" and self.entry else 0.0}
+    def info(self, *, embed_cache_misses: int = 0, embed_cache_hits: int = 0) -> "CacheInfo":
+        """The stage info the trace records (and the counters read); the stage adds whether it encoded the query."""
+        return CacheInfo(self.verdict, self.nearest_question, None if self.cosine is None else round(self.cosine, 4),
+                         self.reason, self.compared,
+                         self.entry.stored_at.isoformat(timespec="seconds") if self.entry else None,
+                         round(self.entry.ms, 1) if self.verdict == "hit" and self.entry else 0.0,
+                         round(self.entry.cost_usd, 6) if self.verdict == "hit" and self.entry else 0.0,
+                         embed_cache_misses, embed_cache_hits)
+
+
+@dataclass(frozen=True, eq=False)
+class CacheInfo(StageInfo):
+    """The answer_cache stage: the verdict, the nearest stored question and its cosine, why the guard refused it, how
+    many entries were compared, when the served answer was stored and what serving it saved, and whether the query
+    was encoded here (one embedding computed) or lent by a question met before."""
+
+    verdict: str
+    nearest_question: str | None
+    cosine: float | None
+    guard_reason: str
+    compared: int
+    stored_at: str | None
+    saved_ms: float
+    saved_usd: float
+    embed_cache_misses: int = 0
+    embed_cache_hits: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "nearest_question": self.nearest_question, "cosine": self.cosine,
+                "guard_reason": self.guard_reason, "compared": self.compared, "stored_at": self.stored_at,
+                "saved_ms": self.saved_ms, "saved_usd": self.saved_usd,
+                "embed_cache_misses": self.embed_cache_misses, "embed_cache_hits": self.embed_cache_hits}
 
 
 def lookup(question: str, vector: np.ndarray, entries: Sequence[CachedAnswer], key: CacheKey, *, threshold: float,
@@ -735,7 +770,7 @@ def check_cache(question: str, vector: np.ndarray, store: AnswerCacheStore, key:
                  verifier_threshold=settings.verifier_threshold)
     if writable:
         info = res.info()
-        store.record_lookup(key.workspace, res.verdict, res.cosine, info["saved_ms"], info["saved_usd"])
+        store.record_lookup(key.workspace, res.verdict, res.cosine, info.saved_ms, info.saved_usd)
     return res
 
 
@@ -765,7 +800,7 @@ def trace_from_json(text: str) -> Trace:
         if a else None
     return Trace(d.get("query", ""), d.get("config_hash", ""), int(d.get("corpus_version", 0)), tuple(stages),
                  d.get("workspace", DEFAULT_WORKSPACE), d.get("query_lang", "en"), tuple(d.get("notes", ())), answer,
-                 d.get("agent"))
+                 AgentRecord.from_dict(d["agent"]) if d.get("agent") else None)
 
 
 def remember(store: AnswerCacheStore, key: CacheKey, question: str, vector: np.ndarray, answer: Answer | None, *,

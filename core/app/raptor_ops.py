@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import pandas as pd
@@ -48,15 +49,47 @@ def _summariser(deps: Deps, cfg: PipelineConfig, workspace: str) -> tuple[Summar
     return claude, claude, []
 
 
+@dataclass(frozen=True)
+class RaptorBuild:
+    """What a RAPTOR build or update did: the tree's size, how it was made (full, incremental, unchanged, empty) and
+    why, the chunks added and removed, the summaries rewritten, and what Claude cost (`to_dict()`: the CLI's JSON)."""
+
+    nodes: int
+    levels: int
+    seconds: float
+    mode: str
+    why: str = ""
+    added: int = 0
+    removed: int = 0
+    rewritten: int = 0
+    summaries: str = ""
+    llm_calls: int = 0
+    usd: float = 0.0
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.mode == "empty":
+            return {"nodes": 0, "levels": 0, "seconds": 0.0, "mode": "empty", "notes": []}
+        return {"nodes": self.nodes, "levels": self.levels, "seconds": self.seconds, "mode": self.mode,
+                "why": self.why, "added": self.added, "removed": self.removed, "rewritten": self.rewritten,
+                "summaries": self.summaries, "llm_calls": self.llm_calls, "usd": self.usd, "notes": list(self.notes)}
+
+    def label(self) -> str:
+        """One line for the CLI and the page."""
+        return (f"{self.mode} ({self.why or 'changes only'}): {self.nodes} summaries on {self.levels} level(s), "
+                f"+{self.added} / -{self.removed} chunks, {self.rewritten} written in {self.seconds} s "
+                f"({self.summaries}{f', ${self.usd:.4f}' if self.llm_calls else ''})")
+
+
 def build_raptor(deps: Deps, cfg: PipelineConfig, workspace: str,
-                 progress: Callable[[int, int], None] | None = None, *, full: bool = True) -> dict[str, Any]:
+                 progress: Callable[[int, int], None] | None = None, *, full: bool = True) -> RaptorBuild:
     """Cluster the workspace's chunk vectors (the active embedder's) and store the tree. `full`: replace it; else
     update the stored tree for new and removed chunks (core.graph.raptor.update_tree), building afresh only when it
     must. Summaries by Claude when raptor.summaries asks for it and a key is set, under raptor.max_usd."""
     r = cfg.raptor
     ids, matrix = deps.store.corpus.vectors(deps.embedder.model_id, "raw", workspace)
     if not ids:
-        return {"nodes": 0, "levels": 0, "seconds": 0.0, "mode": "empty", "notes": []}
+        return RaptorBuild(0, 0, 0.0, "empty")
     by_id = {c.chunk_id: c for c in deps.store.corpus.chunks(workspace)}
     keep = [i for i, cid in enumerate(ids) if cid in by_id]
     summarise, claude, notes = _summariser(deps, cfg, workspace)
@@ -74,11 +107,10 @@ def build_raptor(deps: Deps, cfg: PipelineConfig, workspace: str,
         deps.store.raptor.replace(workspace, nodes, vecs)
     if claude is not None:
         notes += claude.notes
-    return {"nodes": len(nodes), "levels": max((n.level for n in nodes), default=0), "seconds": round(secs, 2),
-            "mode": rep.mode if not full else "full", "why": rep.why if not full else "asked for a full build",
-            "added": rep.added, "removed": rep.removed, "rewritten": rep.rewritten,
-            "summaries": summary_label(nodes), "llm_calls": claude.calls if claude else 0,
-            "usd": round(claude.spent, 6) if claude else 0.0, "notes": notes}
+    return RaptorBuild(len(nodes), max((n.level for n in nodes), default=0), round(secs, 2),
+                       rep.mode if not full else "full", rep.why if not full else "asked for a full build",
+                       rep.added, rep.removed, rep.rewritten, summary_label(nodes), claude.calls if claude else 0,
+                       round(claude.spent, 6) if claude else 0.0, tuple(notes))
 
 
 def summary_label(nodes: list[RaptorNode]) -> str:

@@ -6,8 +6,10 @@ import re
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 
+from core.cascade.stage import CascadeInfo
 from core.ingest.parse import human_size  # one size format for upload errors and tables
 from core.text import PALETTE, snippet  # snippet: re-exported for the pages
+from core.trace import REORDERING  # re-exported for the pages (stages that reorder the list they read)
 from core.types import Chunk, StageResult, Trace
 
 if TYPE_CHECKING:  # annotations only: report.py must not pull in the store (duckdb) at import time
@@ -118,9 +120,9 @@ def text_table(trace: Trace, depth: int = 10, width: int = 70) -> str:
     lines += [f"note: {n}" for n in trace.notes]
     for s in trace.stages:
         head = f"\n== {s.stage} " + (f"(skipped: {s.skipped})" if s.skipped else f"{s.ms:.1f} ms, {len(s.candidates)} candidates")
-        if "tokens_in" in s.info:  # cascade stages: what they kept of the token bill
-            head += (f" (in {s.info['candidates_in']}) · tokens {s.info['tokens_in']} -> {s.info['tokens_out']} "
-                     f"({s.info['kept_share']:.0%} kept)")
+        if isinstance(s.info, CascadeInfo):  # cascade stages: what they kept of the token bill
+            f = s.info.flow
+            head += f" (in {f.candidates_in}) · tokens {f.tokens_in} -> {f.tokens_out} ({f.kept_share:.0%} kept)"
         lines.append(head)
         lines += [f"   note: {n}" for n in s.notes]
         for c in s.candidates[:depth]:
@@ -279,8 +281,6 @@ def stage_details(stage: StageResult) -> list[tuple[str, str]]:
     return [(k, readable(v)) for k, v in stage.info.items() if k not in _CHIP_ONLY and v not in (None, "", [], {})]
 
 
-# Stages that reorder or filter the list handed to them (their candidates carry their own stage name too).
-REORDERING = frozenset({"rerank", "prune", "mmr", "expand"})
 
 
 def stage_moves(trace: Trace) -> dict[str, dict[str, str]]:

@@ -3,8 +3,8 @@ that reads settings and tables and calls the pure operations (extract, resolve, 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -551,14 +551,70 @@ def synonyms_text(store: Store, workspace: str = DEFAULT_WORKSPACE) -> str:
     return "\n".join(" = ".join(g) for g in store.review.synonyms(workspace))
 
 
-def graph_stats(store: Store, workspace: str = DEFAULT_WORKSPACE) -> dict[str, Any]:
+@dataclass(frozen=True)
+class GraphStats:
+    """A workspace's graph at a glance: whether one is built, the stored rows per table (`counts`), the build state
+    (version, builder, the corpus version it was built at, when) and the builder's own figures (`figures`: active
+    entities, levels, communities, the Leiden versions). `to_dict()` is the CLI's JSON (one flat mapping)."""
+
+    built: bool
+    counts: Mapping[str, int]
+    version: int = 0
+    builder: str = ""
+    graph_corpus_version: int = 0
+    corpus_version: int = 0
+    built_at: str = ""
+    figures: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def stale(self) -> bool:
+        return self.built and self.graph_corpus_version != self.corpus_version
+
+    @property
+    def nodes(self) -> int:
+        return int(self.counts.get("nodes", 0))
+
+    @property
+    def edges(self) -> int:
+        return int(self.counts.get("edges", 0))
+
+    @property
+    def pending_merges(self) -> int:
+        return int(self.counts.get("pending_merges", 0))
+
+    @property
+    def active_nodes(self) -> int:
+        return int(self.figures.get("active_nodes", self.nodes))
+
+    @property
+    def communities(self) -> int:
+        return int(self.figures.get("communities", self.counts.get("communities", 0)))
+
+    @property
+    def levels(self) -> int:
+        return int(self.figures.get("levels", 0))
+
+    @property
+    def leiden(self) -> Any:
+        return self.figures.get("leiden", "")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"built": self.built, **self.counts}
+        if self.built:
+            out.update({"version": self.version, "builder": self.builder,
+                        "graph_corpus_version": self.graph_corpus_version, "corpus_version": self.corpus_version,
+                        "stale": self.stale, **self.figures, "built_at": self.built_at})
+        return out
+
+    def __getitem__(self, key: str) -> Any:  # the flat mapping's entries, for callers that read by key
+        return self.to_dict()[key]
+
+
+def graph_stats(store: Store, workspace: str = DEFAULT_WORKSPACE) -> GraphStats:
     """Counts, the stored build state and whether the graph is behind the corpus."""
     state = store.graph.state(workspace)
-    out: dict[str, Any] = {"built": state is not None, **store.graph.counts(workspace)}
-    if state is not None:
-        corpus_version = store.corpus.corpus_version(workspace)
-        out.update({"version": state.version, "builder": builder_label(state.builder),
-                    "graph_corpus_version": state.corpus_version, "corpus_version": corpus_version,
-                    "stale": state.corpus_version != corpus_version, **state.stats,
-                    "built_at": str(state.built_at)})
-    return out
+    counts = store.graph.counts(workspace)
+    if state is None:
+        return GraphStats(False, counts)
+    return GraphStats(True, counts, state.version, builder_label(state.builder), state.corpus_version,
+                      store.corpus.corpus_version(workspace), str(state.built_at), dict(state.stats))

@@ -24,7 +24,7 @@ from core.route.transforms import (
     decompose_plan,  # the templates the decomposition transform uses
 )
 from core.text import EN_STOP, RU_STOP, tokenize
-from core.types import Candidate, StageResult, Trace, Usage
+from core.types import AgentRecord, Candidate, StageInfo, StageResult, Trace, Usage
 
 StopReason = Literal["answered", "refused_no_evidence", "no_new_evidence", "budget_rounds", "budget_llm_calls",
                      "budget_tokens", "budget_usd", "budget_time", "error"]
@@ -516,12 +516,28 @@ class AgentOutcome:
     spent: Mapping[str, Any]
     per_round_evidence: tuple[tuple[str, ...], ...]  # chunk ids in the pool after each round
 
+    def record(self) -> AgentRecord:
+        """Trace.agent's record of the loop."""
+        return AgentRecord(self.rounds, self.stop_reason, dict(self.spent))
+
     def as_dict(self) -> dict[str, Any]:
+        return self.record().to_dict()
+
+
+@dataclass(frozen=True, eq=False)
+class EvidenceInfo(StageInfo):
+    """The evidence stage after the agentic loop: its rounds, stop reason and spend."""
+
+    rounds: int
+    stop_reason: str
+    spent: Mapping[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
         return {"rounds": self.rounds, "stop_reason": self.stop_reason, "spent": dict(self.spent)}
 
 
 Search = Callable[[str], Trace]
-_IDLE = ("answer_cache", "route", "answer")  # switched off inside a round: their skip strips would only repeat
+_IDLE = ("answer_cache", "route", "cag", "evidence", "answer")  # off inside a round: their skips would only repeat
 
 
 def _renamed(stage: StageResult, rnd: int, query: str, nth: int = 0) -> StageResult:

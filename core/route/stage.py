@@ -26,7 +26,8 @@ from core.route.router import (
     route_offline,
 )
 from core.route.transforms import Rewrite, TransformResult, rewrite, run_transform
-from core.types import DEFAULT_WORKSPACE, Answer, Candidate, RouteInfo, Usage
+from core.trace import StepOutput
+from core.types import DEFAULT_WORKSPACE, Answer, Candidate, RouteInfo, StageInfo, Usage
 
 Hits = list[tuple[str, float]]
 MAX_EXTRA_LLM_CALLS = 1
@@ -142,39 +143,58 @@ def cag_estimator(corpus: Any, workspace: str, config: PipelineConfig, llm: LLM,
                                         question_tokens=max(1, len(question) // 4), ttl=config.llm.cache_ttl)
 
 
-@dataclass(frozen=True)
-class CagOutcome:
+@dataclass(frozen=True, kw_only=True)
+class RouteStep(StepOutput):
+    """The route stage's output and the decision it made."""
+
+    decision: RouteDecision
+
+
+def route_step(decision: RouteDecision) -> RouteStep:
+    """The route stage's record of a decision (decide_route): its notes, the router's usage and its RouteInfo."""
+    return RouteStep((), decision.notes, decision.route.usage, decision.info(), decision=decision)
+
+
+def cag_skip(config: PipelineConfig, decision: RouteDecision | None) -> str | None:
+    """Why the cag stage does not run (None: the question's route is cag and an answer may be written)."""
+    if decision is not None and decision.named.name == CAG_ROUTE:
+        return None if config.answer.enabled else "answer.enabled = false: no CAG call (retrieval runs instead)"
+    if decision is None:
+        return "router.enabled = false (CAG is a route)"
+    if decision.cag is not None and not decision.cag.get("available", False):
+        return f"CAG unavailable: {decision.cag.get('note') or 'no estimate'}; route {decision.named.name}"
+    if not (config.cag.enabled or config.router.override == CAG_ROUTE):
+        return "cag.enabled = false"
+    return f"route {decision.named.name}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CagStep(StepOutput):
     """The cag stage: Claude's answer from the whole corpus, or None when retrieval must answer instead."""
 
     answer: Answer | None
-    usage: Usage = Usage()
-    ms: float = 0.0
-    notes: tuple[str, ...] = ()
-    info: Mapping[str, Any] = field(default_factory=dict)
 
 
 def cag_stage(question: str, decision: RouteDecision, config: PipelineConfig, llm: LLM, document_names: Sequence[str],
-              *, workspace: str = DEFAULT_WORKSPACE) -> CagOutcome:
+              *, workspace: str = DEFAULT_WORKSPACE) -> CagStep:
     """One CAG call with the decision's prefix. A NOT_IN_CORPUS reply (with cag.fallback_to_rag) or a failed call
     hands the question back to retrieval, saying so; citations are the [document] names the answer quotes."""
-    start = time.perf_counter()
     info: dict[str, Any] = {"model": config.cag.model, "prefix_sha256": prefix_sha(decision.cag_prefix)}
     try:
         res = cag_answer(question, decision.cag_prefix, llm, model=config.cag.model,
                          max_tokens=config.cag.max_tokens, workspace=workspace)
     except LLMError as exc:
-        return CagOutcome(None, Usage(), (time.perf_counter() - start) * 1000,
-                          (f"CAG call failed ({str(exc)[:160]}): answered by retrieval instead",),
-                          {**info, "fell_back": True})
-    ms = (time.perf_counter() - start) * 1000
+        return CagStep((), (f"CAG call failed ({str(exc)[:160]}): answered by retrieval instead",), Usage(),
+                       {**info, "fell_back": True}, answer=None)
     info.update(refused=res.refused, cache_read_share=round(res.cache_read_share, 4))
     if res.refused and config.cag.fallback_to_rag:
-        return CagOutcome(None, res.usage, ms, ("CAG: the documents in the prompt do not answer this (NOT_IN_CORPUS): "
-                                                "answered by retrieval instead (cag.fallback_to_rag)",),
-                          {**info, "fell_back": True})
+        return CagStep((), ("CAG: the documents in the prompt do not answer this (NOT_IN_CORPUS): answered by "
+                            "retrieval instead (cag.fallback_to_rag)",), res.usage, {**info, "fell_back": True},
+                       answer=None)
     cited = tuple(n for n in dict.fromkeys(document_names) if f"[{n}]" in res.text)
     notes = tuple(n for n in (res.note,) if n)
-    return CagOutcome(Answer(res.text, cited, res.refused, "cag"), res.usage, ms, notes, {**info, "fell_back": False})
+    return CagStep((), notes, res.usage, {**info, "fell_back": False},
+                   answer=Answer(res.text, cited, res.refused, "cag"))
 
 
 def routed_variants(config: PipelineConfig) -> dict[str, PipelineConfig]:
@@ -239,19 +259,6 @@ def hybrid_search(bm25: Callable[[str, int], Hits], dense: Callable[[str, int], 
     return search
 
 
-@dataclass(frozen=True)
-class TransformStage:
-    """One transform as the trace shows it: skipped with a reason, or its queries, their lists and their fusion."""
-
-    stage: str
-    skipped: str | None = None
-    candidates: tuple[Candidate, ...] = ()
-    ms: float = 0.0
-    usage: Usage = Usage()
-    notes: tuple[str, ...] = ()
-    info: Mapping[str, Any] = field(default_factory=dict)
-
-
 def gate(name: str, config: PipelineConfig, decision: RouteDecision | None, dense_top: float | None) -> str | None:
     """None when transform `name` fires, else the reason it does not (the stage's skip reason)."""
     mode = getattr(config.transforms, name)
@@ -275,43 +282,72 @@ def gate(name: str, config: PipelineConfig, decision: RouteDecision | None, dens
     return f"transforms.{name} = auto; route {decision.named.name} does not ask for it"
 
 
-def transform_stages(question: str, config: PipelineConfig, decision: RouteDecision | None, llm: LLM | None,
-                     search: Callable[[str], list[Candidate]], *, feedback: Sequence[Candidate] = (),
-                     dense_top: float | None = None, workspace: str = DEFAULT_WORKSPACE) -> list[TransformStage]:
-    """hyde, multi_query, decompose in that order, each gated, each with its own queries and lists."""
-    t = config.transforms
-    out: list[TransformStage] = []
-    suggested = decision.route.queries if decision is not None else ()
-    issued: list[str] = []  # sub-queries never repeat across transforms: a later one keeps only what is new
-    # Issue #16's budget: at most one LLM call per query beyond the answer, the router's included. Once it is spent
-    # the remaining transforms use their offline method and say so.
-    calls_left = MAX_EXTRA_LLM_CALLS - (decision.route.usage.calls if decision is not None else 0)
-    for name in ("hyde", "multi_query", "decompose"):
-        why = gate(name, config, decision, dense_top)
-        if why is not None:
-            out.append(TransformStage(name, why))
-            continue
-        start = time.perf_counter()
-        withheld = llm is not None and getattr(llm, "available", False) and calls_left <= 0
-        rw: Rewrite = rewrite(name, question, llm=llm if calls_left > 0 else None, model=t.model, search=search, feedback=feedback,
-                              suggested=suggested if (name, decision and decision.route.cls) in
-                              (("multi_query", "comparison"), ("decompose", "multi-hop")) else (),
+@dataclass(frozen=True, eq=False)
+class TransformInfo(StageInfo):
+    """A transform stage: how its queries were written, the queries, each query's top chunk ids and (decomposition)
+    its rounds."""
+
+    method: str
+    queries: tuple[str, ...]
+    lists: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    rounds: tuple[tuple[str, ...], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"method": self.method, "queries": list(self.queries),
+                "lists": {q: list(ids) for q, ids in self.lists.items()}, "rounds": [list(r) for r in self.rounds]}
+
+
+class TransformRun:
+    """hyde, multi_query, decompose for one question, in that order (trace.TRANSFORMS), each gated, each with its own
+    queries and lists. The three share a budget and a memory: at most one LLM call per query beyond the answer
+    (issue #16), the router's included, after which the rest use their offline method and say so; and sub-queries
+    never repeat across transforms (a later one keeps only what is new). `skip(name)` says why a transform does not
+    run, `step(name)` runs it, `after(out)` carries what it used on to the next (also for an output replayed from
+    an evaluation run's memo)."""
+
+    def __init__(self, question: str, config: PipelineConfig, decision: RouteDecision | None, llm: LLM | None,
+                 search: Callable[[str], list[Candidate]], *, feedback: Sequence[Candidate] = (),
+                 dense_top: float | None = None, workspace: str = DEFAULT_WORKSPACE) -> None:
+        self.question, self.config, self.decision, self.llm, self.search = question, config, decision, llm, search
+        self.feedback, self.dense_top, self.workspace = feedback, dense_top, workspace
+        self.issued: list[str] = []
+        self.calls_left = MAX_EXTRA_LLM_CALLS - (decision.route.usage.calls if decision is not None else 0)
+
+    def skip(self, name: str) -> str | None:
+        return gate(name, self.config, self.decision, self.dense_top)
+
+    def key(self) -> tuple[Any, ...]:
+        """What a transform's output is a function of beside the question and its config sections: the route's
+        class, sub-queries and transforms, the feedback list, the dense top-1, the budget left and the sub-queries
+        issued before it."""
+        d = self.decision
+        return ((d.route.cls, tuple(d.route.queries), tuple(d.named.transforms), d.named.name) if d else None,
+                tuple((c.chunk_id, c.score) for c in self.feedback), self.dense_top, self.calls_left,
+                tuple(self.issued))
+
+    def step(self, name: str) -> StepOutput:
+        t, decision, llm = self.config.transforms, self.decision, self.llm
+        withheld = llm is not None and getattr(llm, "available", False) and self.calls_left <= 0
+        rw: Rewrite = rewrite(name, self.question, llm=llm if self.calls_left > 0 else None, model=t.model,
+                              search=self.search, feedback=self.feedback,
+                              suggested=decision.route.queries if decision is not None and
+                              (name, decision.route.cls) in (("multi_query", "comparison"),
+                                                             ("decompose", "multi-hop")) else (),
                               limit=t.max_queries, prf_docs=t.prf_docs, prf_terms=t.prf_terms,
-                              seen=issued if name != "hyde" else (), workspace=workspace)
-        issued.extend(rw.queries)
-        calls_left -= rw.usage.calls
+                              seen=self.issued if name != "hyde" else (), workspace=self.workspace)
         if withheld and rw.method.startswith("offline"):
             rw = Rewrite(rw.transform, rw.queries, rw.method, ("the query's one extra LLM call is spent: offline "
                                                                "method", *rw.notes), rw.usage, rw.rounds)
         if not rw.queries:
-            out.append(TransformStage(name, "; ".join(rw.notes) or "no queries generated", usage=rw.usage,
-                                      ms=(time.perf_counter() - start) * 1000))
-            continue
-        res: TransformResult = run_transform(rw, search, rrf_k=config.fusion.rrf_k, top=max(config.bm25.k, 20),
-                                             per_query=t.per_query_k)
+            return StepOutput((), rw.notes, rw.usage, TransformInfo(rw.method, ()),
+                              skipped="; ".join(rw.notes) or "no queries generated")
+        res: TransformResult = run_transform(rw, self.search, rrf_k=self.config.fusion.rrf_k,
+                                             top=max(self.config.bm25.k, 20), per_query=t.per_query_k)
         lists = {q: [c.chunk_id for c in cands[:10]] for q, cands in res.lists.items()}
-        info = {"method": rw.method, "queries": list(rw.queries), "lists": lists,
-                "rounds": [list(r) for r in rw.rounds]}
-        out.append(TransformStage(name, None, tuple(res.fused), (time.perf_counter() - start) * 1000, rw.usage,
-                                  rw.notes, info))
-    return out
+        return StepOutput(res.fused, rw.notes, rw.usage,
+                          TransformInfo(rw.method, tuple(rw.queries), lists, tuple(tuple(r) for r in rw.rounds)))
+
+    def after(self, out: StepOutput) -> None:
+        if isinstance(out.info, TransformInfo):
+            self.issued.extend(out.info.queries)
+        self.calls_left -= out.usage.calls

@@ -33,7 +33,7 @@ from core.route.sql import (
     json_safe,
     with_values,
 )
-from core.types import Candidate, SqlResult, StageResult, TableInfo, Trace, Usage
+from core.types import AgentRecord, Candidate, SqlResult, StageInfo, StageResult, TableInfo, Trace, Usage
 
 TOOL_NAMES: tuple[str, ...] = ("search", "sql", "graph")
 MAX_QUERY_CHARS = 1_000  # a search query or a question handed to the sql tool
@@ -282,10 +282,28 @@ class ToolOutcome:
     def found(self) -> bool:
         return bool(self.passages or self.rows or self.final_text)
 
+    def record(self) -> AgentRecord:
+        """Trace.agent's record of the tools."""
+        return AgentRecord(self.rounds, self.stop_reason, dict(self.spent), self.planner, self.form, self.calls,
+                           tuple(self.sql), self.declined)
+
     def as_dict(self) -> dict[str, Any]:
-        return {"rounds": self.rounds, "stop_reason": self.stop_reason, "spent": dict(self.spent),
-                "planner": self.planner, "form": self.form, "tool_calls": self.calls, "sql": list(self.sql),
-                **({"declined": self.declined} if self.declined else {})}
+        return self.record().to_dict()
+
+    def evidence_info(self) -> "ToolsEvidenceInfo":
+        return ToolsEvidenceInfo(len(self.rows), len(self.passages), self.stop_reason)
+
+
+@dataclass(frozen=True, eq=False)
+class ToolsEvidenceInfo(StageInfo):
+    """The evidence stage after the agent's tools: how many rows and passages they found, and why they stopped."""
+
+    rows: int
+    passages: int
+    stop_reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rows": self.rows, "passages": self.passages, "stop_reason": self.stop_reason}
 
 
 @dataclass
