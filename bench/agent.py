@@ -21,7 +21,7 @@ Rows, all through the product's own run_query on the same store in one run (retr
 - nohop: the same loop without the targeted hops (the wide bag-of-names query only), to judge them in one run.
 Tuning was done on the router's train split of these questions; `held_out` reports its test split.
 The grader's AUROC (passage useful = a gold passage) is computed on plain round-1 candidates. With --fit the grader is
-fitted on odd-numbered questions and saved to core/models/data/agent_grader.json.
+fitted on odd-numbered questions and saved to core/models/data/agent_grader.npz.
 """
 from __future__ import annotations
 
@@ -50,7 +50,9 @@ from core.route.agent import (  # noqa: E402
     names_in,
     run_agent,
 )
+from core.models.fitted import save_fitted  # noqa: E402
 from core.types import Candidate  # noqa: E402
+from train.provenance import provenance  # noqa: E402
 
 WS = "twowiki"
 RETRIEVAL = {"rerank.enabled": False, "prune.enabled": False, "mmr.enabled": False, "answer.enabled": False,
@@ -280,8 +282,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         model = GraderModel(tuple(round(float(v), 4) for v in w), round(b, 4), 0.5, 0.15,
                             "bench/agent.py --fit: twowiki_multihop odd questions, round-1 candidates")
         GRADER_FILE.parent.mkdir(parents=True, exist_ok=True)
-        GRADER_FILE.write_text(json.dumps({"weights": list(model.weights), "bias": model.bias, "upper": model.upper,
-                                           "lower": model.lower, "fitted_on": model.fitted_on}, indent=1) + "\n")
+        save_fitted(GRADER_FILE, model.record(provenance("bench/agent.py --fit", model.fitted_on,
+                                                         "twowiki_multihop odd questions", "")))
         print(f"grader fitted on {len(labels)} candidates: {model}")
     grader = OfflineGrader()
     budget = Budget(a.max_rounds, a.max_llm_calls, a.max_tokens, a.max_usd, a.max_seconds)

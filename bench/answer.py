@@ -1,7 +1,7 @@
 """Offline answer bench on the sample corpus: measures answered-correctly and refusal rates of the support model
 (core/answer/support.py) and fits a DEV model on the sample sets for comparison.
 
-The shipped model (core/models/data/support_model.json) is fitted on public data by bench/answer_public.py; the sample
+The shipped model (core/models/data/support_model.npz) is fitted on public data by bench/answer_public.py; the sample
 corpus's eval files are dev data like any user's golden set, so `fit` here writes data/bench/support_model_sample.json
 (never the shipped file) and `report` reads the shipped model.
 
@@ -48,14 +48,14 @@ from core.answer.support import (  # noqa: E402
     Gate,
     SupportModel,
     claim_spans,
-    fit_conditional_logit,
-    fit_logistic_signed,
     gate_features,
     late_sentence_scorer,
+    load_support_model,
     reading_texts,
     sentence_table,
 )
 from core.eval.answer import answered_correctly, matches_gold  # noqa: E402
+from train.logistic import fit_conditional_logit, fit_logistic_signed  # noqa: E402
 
 SETS = {"eval": ROOT / "sample_corpus" / "eval.jsonl", "holdout": ROOT / "sample_corpus" / "eval_holdout.jsonl",
         "train": ROOT / "sample_corpus" / "eval_train.jsonl",
@@ -202,7 +202,7 @@ def collect(db: Path, limit: int | None, augment: bool = False, final: bool = Fa
 
 def _model_meta() -> dict[str, Any]:
     try:
-        return json.loads(DEFAULT_MODEL_PATH.read_text())["meta"]
+        return dict(load_support_model(DEFAULT_MODEL_PATH).meta)
     except (OSError, ValueError, KeyError):
         return {}
 
@@ -607,7 +607,6 @@ def report(previous: Sequence[str] = ()) -> None:
     """Rates of the shipped model on every split; with `previous` (support model files, e.g. the one the session
     started from, `git show <commit>:core/models/data/support_model.json`), those models' rates on the same collected features
     too: a before / after on sets none was chosen on."""
-    from core.answer.support import load_support_model
 
     data = load_cache()
     model = load_support_model()
@@ -714,10 +713,9 @@ def report(previous: Sequence[str] = ()) -> None:
     for given in previous:
         path = Path(given)
         if not path.exists() and ":" in str(given):  # COMMIT:path, read from git
-            text = subprocess.run(["git", "show", str(given)], cwd=ROOT, check=True, capture_output=True,
-                                  text=True).stdout
-            path = Path(tempfile.mkdtemp()) / "support_model.json"
-            path.write_text(text, encoding="utf-8")
+            blob = subprocess.run(["git", "show", str(given)], cwd=ROOT, check=True, capture_output=True).stdout
+            path = Path(tempfile.mkdtemp()) / f"support_model{Path(str(given)).suffix}"
+            path.write_bytes(blob)
         old = load_support_model(path)
         out["previous_models"].append({
             "file": str(given), "fitted_on": old.meta.get("fitted_on"), "fitted_at": old.meta.get("fitted_at"),

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 from _common import datasets_dir, machine_info, utc_now, write_result  # noqa: E402
 
-from core.answer.cache import _content_only, features, guard, same_words  # noqa: E402
+from core.answer.cache import content_only, features, guard, same_words  # noqa: E402
 
 TARGET_FALSE = 0.005
 TARGET_HIT = 0.50
@@ -453,14 +453,14 @@ def direction_title_report(embedder: Any, datasets: str | None,
 
     after = run()
     main_after, hits_after = run_main()
-    saved = cache_mod._direction_change, cache_mod._one_word_swap
+    saved = cache_mod.direction_change, cache_mod.one_word_swap
     try:
-        cache_mod._direction_change = lambda a, b: None  # type: ignore[assignment]
-        cache_mod._one_word_swap = lambda a, b: None  # type: ignore[assignment]
+        cache_mod.direction_change = lambda a, b: None  # type: ignore[assignment]
+        cache_mod.one_word_swap = lambda a, b: None  # type: ignore[assignment]
         before = run()
         main_before, hits_before = run_main()
     finally:
-        cache_mod._direction_change, cache_mod._one_word_swap = saved
+        cache_mod.direction_change, cache_mod.one_word_swap = saved
     main_after["newly_refused_paraphrases"] = [
         {"a": r["a"], "b": r["b"], "origin": r["origin"], "dev": d}
         for (r, d, h1), (_, _, h0) in zip(hits_after, hits_before) if h0 and not h1 and r["label"] == "pos"]
@@ -553,7 +553,7 @@ def main() -> int:
     # The language rule needs the text (not only features): apply it as the pipeline does.
     lang_ok = np.array([guard(r["a"], r["b"], covered_languages=embedder.languages).ok for r in rows])
     # Pairs where each side has content words the other lacks: the swap rule asks these for the higher cosine.
-    swapped = np.array([bool(_content_only(feats[r["a"]], feats[r["b"]]) and _content_only(feats[r["b"]], feats[r["a"]]))
+    swapped = np.array([bool(content_only(feats[r["a"]], feats[r["b"]]) and content_only(feats[r["b"]], feats[r["a"]]))
                         for r in rows])
     # Second check (optional, answer_cache.word_check): a swapped content word must resemble its counterpart.
     word_vecs: dict[str, np.ndarray] = {}

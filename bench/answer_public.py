@@ -1,4 +1,4 @@
-"""The offline answer's shipped support model (core/models/data/support_model.json), fitted on PUBLIC data only, and its
+"""The offline answer's shipped support model (core/models/data/support_model.npz), fitted on PUBLIC data only, and its
 rates on public report splits and on the sample corpus's sets (report-only), before and after.
 
 Run from the repo root (nice: the machine is shared):
@@ -49,12 +49,14 @@ from core.answer.support import (  # noqa: E402
     claim_spans,
     late_sentence_scorer,
     load_support_model,
+    save_support_model,
     reading_texts,
     sentence_table,
 )
 from core.eval.answer import matches_gold  # noqa: E402
-from core.eval.datasets import GoldenQuery, GoldenSet, _passage_predoc  # noqa: E402
+from core.eval.datasets import GoldenQuery, GoldenSet, passage_predoc  # noqa: E402
 from core.eval.metrics import Gold  # noqa: E402
+from train.provenance import provenance  # noqa: E402
 
 CACHE = ROOT / "data" / "bench" / "answer_public_tables.pkl"
 SAMPLE_CACHE = ROOT / "data" / "bench" / "answer_public_sample_tables.pkl"
@@ -94,7 +96,7 @@ def _omitted(root: Path) -> tuple[GoldenSet, dict[str, str]]:
         qid = q["id"] + "-omit"
         queries.append(GoldenQuery(qid, q["question"], "unanswerable", False, (), "", len(queries) + 1))
         split[qid] = "xquad_fit" if pos[doc] % 4 == 0 else "xquad_report"
-    predocs = lambda: [_passage_predoc(d, d, t, x, "en", ws) for d, t, x in kept]  # noqa: E731
+    predocs = lambda: [passage_predoc(d, d, t, x, "en", ws) for d, t, x in kept]  # noqa: E731
     return GoldenSet("xquad_en_omit", queries, unit="chunk", workspace=ws, doc_key="id", source="xquad_omit",
                      predocs=predocs), split
 
@@ -347,7 +349,8 @@ def fit(s: dict[str, Any]) -> SupportModel:
                 " scored by the model fitted on them")}
     model = SupportModel(FEATURES, m.coef, m.intercept, m.mean, m.scale, m.impute, m.threshold, meta, m.gate,
                          m.pick_margin, m.contradiction_penalty, m.kind_penalty, m.attr_penalty, m.scorer)
-    DEFAULT_MODEL_PATH.write_text(json.dumps(model.to_json(), indent=2) + "\n")
+    save_support_model(model, DEFAULT_MODEL_PATH, provenance(
+        "bench/answer_public.py fit", meta["fitted_on"], "fitting splits (see source)", "", **{"date": meta["fitted_at"]}))
     save_e5()
     print(json.dumps({"threshold": model.threshold, "training": A.rates(model, train, model.threshold)}, indent=1))
     return model
@@ -362,10 +365,10 @@ SAMPLE_SPLITS = {"eval.jsonl odd ids": "fit", "eval_train.jsonl": "train", "eval
 
 def _model_from(given: str) -> SupportModel:
     path = Path(given)
-    if not path.exists() and ":" in given:  # COMMIT:path, read from git
-        text = subprocess.run(["git", "show", given], cwd=ROOT, check=True, capture_output=True, text=True).stdout
-        path = Path(tempfile.mkdtemp()) / "support_model.json"
-        path.write_text(text, encoding="utf-8")
+    if not path.exists() and ":" in given:  # COMMIT:path, read from git (a .json before the fitted-linear record)
+        blob = subprocess.run(["git", "show", given], cwd=ROOT, check=True, capture_output=True).stdout
+        path = Path(tempfile.mkdtemp()) / f"support_model{Path(given).suffix}"
+        path.write_bytes(blob)
     return load_support_model(path)
 
 

@@ -233,10 +233,10 @@ def latency(k_values: list[int], questions: int = 30, repeats: int = 3) -> dict[
         load_scorer()
         stand_in = None
     else:  # not shipped: the same architecture with the bundled top layers and an untrained head costs the same
-        from core.answer.cache_pair import PairModelBits, _module_class
+        from core.answer.cache_pair import PairModelBits, module_class
 
         bits = PairModelBits.load(2)
-        stand_in = (bits, _module_class().fresh(bits, pooling="cls").eval())
+        stand_in = (bits, module_class().fresh(bits, pooling="cls").eval())
     data = ab.load_cache()
     rows = [r for r in ab.training_rows(data) if not r["blind"] and r["set"] != "augment"][:questions]
     model = base_model(ab.training_rows(data))

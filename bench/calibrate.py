@@ -41,7 +41,7 @@ from core.answer.support import load_support_model, model_fingerprint
 from core.config import PipelineConfig
 from core.deps import build_deps
 from core.eval.calibrate import collect_outcomes
-from core.eval.datasets import GoldenQuery, GoldenSet, PreDoc, _passage_predoc
+from core.eval.datasets import GoldenQuery, GoldenSet, PreDoc, passage_predoc
 from core.eval.metrics import Gold
 from core.eval.run import prepare
 from core.store import Store
@@ -121,7 +121,7 @@ def build_set(name: str, docs: list[tuple[str, str, str]], items: list[tuple[str
         queries.append(GoldenQuery(qid + "-nm", twin, "unanswerable", False, (), "", len(queries) + 1))
         split[qid + "-nm"] = part
         counts["twins"] += 1
-    predocs = lambda: [_passage_predoc(d, d, t, x, "en", ws) for d, t, x in docs]  # noqa: E731
+    predocs = lambda: [passage_predoc(d, d, t, x, "en", ws) for d, t, x in docs]  # noqa: E731
     gs = GoldenSet(name, queries, unit="chunk", workspace=ws, doc_key="id", source=name, predocs=predocs)
     return gs, split, counts
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -526,15 +528,6 @@ def hostile_ingest(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
-def parse_sandbox(d: dict[str, Any], file: str) -> list[str]:
-    """Issue #12: what parsing in the sandbox worker costs on ordinary files."""
-    return ["### Parse sandbox overhead", "", caption(file, d), "",
-            f"sample_corpus/docs ({d['files']} files, {d['bytes']:,} bytes), median of {d['repeats']} passes: "
-            f"{num(d['in_process_s_median'], 3)} s in-process, {num(d['sandbox_s_median'], 3)} s through a warm "
-            f"worker ({num(d['overhead_ms_per_file'], 2)} ms per file); a worker's start-up (imports) costs "
-            f"{num(d['worker_startup_s'], 2)} s once per server."]
-
-
 def _agent_prev(d: dict[str, Any]) -> list[str]:
     """The earlier evidence merge measured in the same run (bench/agent.py's agentprev row), when present."""
     types = {t: v for t, v in (d.get("by_type") or {}).items() if v.get("agentprev_recall@5") is not None}
@@ -651,18 +644,6 @@ def raptor(d: dict[str, Any], file: str) -> list[str]:
                          "median ms"], [[k, v.get("n"), num(v.get("recall@10"), 1), num(v.get("correct"), 1),
                                          num(v.get("refused"), 1), num(v.get("median_ms"), 0)]
                                         for k, v in (d.get("summary") or {}).items()]))
-    return out
-
-
-def raptor_twowiki(d: dict[str, Any], file: str) -> list[str]:
-    """bench/raptor_twowiki.py: RAPTOR on twowiki_multihop's comparison questions."""
-    t = d.get("tree") or {}
-    out = [f"### RAPTOR on `twowiki_multihop` comparisons ({d.get('questions')} questions, document level)", "",
-           caption(file, d), "", f"{d.get('config')}; tree: {t.get('nodes')} summaries on {t.get('levels')} level(s), "
-           f"built in {t.get('seconds')} s.", ""]
-    out.append(md_table(["configuration", "recall@5", "recall@10", "MRR"],
-                        [[k, num(v.get("recall@5"), 3), num(v.get("recall@10"), 3), num(v.get("mrr"), 3)]
-                         for k, v in (d.get("results") or {}).items()]))
     return out
 
 
@@ -1087,6 +1068,24 @@ def agent_with_targets(d: dict[str, Any], file: str) -> list[str]:
         return out
     targets = agent_targets(d)
     return out + [""] + targets if targets else out
+
+
+def router_refit(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #41 item 4: the router refitted without sample-corpus rows, before / after (python -m train.route)."""
+    out = ["### Router refitted on public data only (before / after)", "", caption(file, d), "",
+           "The previous model (" + ", ".join(f"{k} {v}" for k, v in (d.get("old_training_rows") or {}).items())
+           + " training rows) against the refit (" + str((d.get("new_provenance") or {}).get("source", "")) + "), "
+           "the classifier's best class before thresholds, then the route taken at the shipped thresholds "
+           f"({', '.join(f'{k} {v}' for k, v in (d.get('thresholds') or {}).items())}). 'test_in_both_splits': the "
+           "rows neither fit saw.", ""]
+    rows = []
+    for part in ("test", "test_in_both_splits"):
+        for side in ("before", "after"):
+            r = _dig(d, part, side) or {}
+            rows.append([part, side, num(r.get("n")), _pct(r.get("accuracy")), num(r.get("macro_f1"), 3),
+                         r.get("costly", "–"), _pct(r.get("abstain_rate"))])
+    return out + [md_table(["test rows", "model", "n", "accuracy", "macro-F1", "corpus questions refused",
+                            "abstained"], rows), ""]
 
 
 def route(d: dict[str, Any], file: str) -> list[str]:
@@ -1825,57 +1824,6 @@ def house_proof(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
-def golden_validity(d: dict[str, Any], file: str) -> list[str]:
-    """Generated golden set vs the real one: Kendall tau of the configuration rankings by recall@5, per set."""
-    sets = d.get("sets") or []
-    out = ["### Generated golden sets against the real ones", "", caption(file, d), "",
-           f"Generator `{d.get('generator', '?')}`. Each set's corpus alone (never its questions) fed the offline "
-           f"generator; the same configurations were scored on both sets by {d.get('metric', 'recall@5')}. "
-           f"Dev set: {d.get('dev_set', 'not recorded')}. The split-half tau is the real set against itself (its "
-           "odd against its even questions): how well two halves of one hand-written set agree.", ""]
-    rows = []
-    for r in sets:
-        g = r.get("generated") or {}
-        sub = r.get("subsample") or {}
-        rows.append([f"`{r.get('set')}`", r.get("unit", "–"), num(r.get("real_scored")), num(r.get("generated_scored")),
-                     num(g.get("mean_overlap")), num(r.get("kendall_tau_b")),
-                     num((r.get("real_split_half_tau") or {}).get("tau")), f"`{r.get('real_winner')}`",
-                     f"`{r.get('generated_winner')}`", num(r.get("generated_winner_gap_points")),
-                     f"{num(sub.get('max_docs'))} docs / {num(sub.get('max_real_questions'))} q"])
-    out.append(md_table(["set", "level", "real q", "generated q", "overlap", "tau", "split-half tau", "real winner",
-                         "generated winner", "gap (points)", "cut"], rows))
-    for r in sets:
-        real = {x["config"]: x.get("recall@5") for x in r.get("rows", []) if x.get("set") == "real"}
-        gen = {x["config"]: x.get("recall@5") for x in r.get("rows", []) if x.get("set") == "generated"}
-        out += ["", f"`{r.get('set')}` recall@5, real / generated: "
-                + "; ".join(f"{c} {num(real.get(c), 3)} / {num(gen.get(c), 3)}" for c in real)]
-    return out
-
-
-
-def golden_ceiling(d: dict[str, Any], file: str) -> list[str]:
-    """A hand-written set against itself at full size: the split-half tau a generated set could at best reach."""
-    out = ["### How far two halves of one hand-written set agree", "", caption(file, d), "",
-           "Every real question scored once per configuration (the nine of the generated-set table), then split at "
-           "random into two halves many times: Kendall tau between the halves' rankings by recall@5 (goal for a "
-           f"generated set: {num(d.get('goal_tau'))}). The closest pairs of configurations and their paired standard "
-           "error say how much of the ranking is within the questions' sampling noise.", ""]
-    rows = []
-    for name, r in (d.get("sets") or {}).items():
-        t, c = r.get("split_half_tau") or {}, r.get("configurations") or {}
-        pairs = c.get("adjacent_pairs") or []
-        rows.append([f"`{name}`", num(r.get("questions_scored")), num(t.get("half_size")), num(t.get("median")),
-                     f"{num(t.get('p10'))} – {num(t.get('p90'))}", _pct(t.get("share_at_least_0.7")),
-                     num(c.get("spread_points")),
-                     f"{num(c.get('adjacent_pairs_beyond_2se'))} of {len(pairs)}"])
-    out.append(md_table(["set", "questions", "half", "median tau", "p10 – p90", "halves reaching 0.7",
-                         "spread (points)", "adjacent pairs beyond 2 se"], rows))
-    for name, r in (d.get("sets") or {}).items():
-        rec = (r.get("configurations") or {}).get("recall@5_points") or {}
-        out += ["", f"`{name}` recall@5: " + "; ".join(f"{k} {num(v)}" for k, v in rec.items())]
-    return out
-
-
 def route_dense_guard(d: dict[str, Any], file: str) -> list[str]:
     """The router's dense-evidence guard: threshold chosen on the public corpora's train split, reported apart."""
     tr = d.get("train_public") or {}
@@ -2012,38 +1960,6 @@ def incremental(d: dict[str, Any], file: str) -> list[str]:
     if k:
         out += incremental_kill(d, "")[3:]
     return out
-
-
-def graph_update_phases(d: dict[str, Any], file: str) -> list[str]:
-    """bench/graph_update_phases.py: where the sample corpus's one-sentence-edit graph update goes, and its floor."""
-    fb, u, n, fl = d["full_build"], d["update"], d["noop_update"], d["floor_extract_and_local_leiden"]
-
-    def row(label: str, r: dict[str, Any], extra: str = "") -> list[str]:
-        return [label, f"{num(r['seconds'], 4)} s ({num(100 * r['share_of_full_build'], 1)}%)",
-                f"{num(r['cpu_seconds'], 4)} s ({num(100 * r['share_of_full_build_cpu'], 1)}%)", extra]
-
-    rows = [row("graph update after the edit", u, f"{u['statements']} statements"),
-            row("the same update with nothing to do", n, f"{n['statements']} statements")]
-    phases = d.get("phases") or {}
-    exclusive = any("statements" in r for r in phases.values())  # newer files: every step, its own time
-    small = {"seconds": 0.0, "cpu_seconds": 0.0, "statements": 0}
-    for label, r in phases.items():
-        if exclusive and r["seconds"] < 0.0005 and not r.get("statements"):
-            small = {k: small[k] + r.get(k, 0) for k in small}
-            continue
-        rows.append(row(f"- {label}", r, f"{r['statements']} ({num(1000 * r['statement_seconds'], 1)} ms)"
-                        if exclusive else ""))
-    if exclusive and small["seconds"]:
-        rows.append(row("- other steps (under 0.5 ms each)", {**small, "share_of_full_build": small["seconds"] / fb[
-            "seconds"], "share_of_full_build_cpu": small["cpu_seconds"] / fb["cpu_seconds"]}))
-    rows.append(row("floor: extract the changed chunks + Leiden on the region", fl))
-    how = ("every step of the update, each with its own time (the steps it calls are counted under theirs, so the "
-           "steps add up to the update), the DuckDB statements it executes and their time" if exclusive else
-           "steps in `core/graph/build.py` (a step's time includes the steps it calls)")
-    return ["### Incremental graph update: where the time goes", "", caption(file, d), "",
-            f"Medians of {d['reps']} runs; shares of the full build ({num(fb['seconds'], 3)} s wall, "
-            f"{num(fb['cpu_seconds'], 3)} s CPU, node names embedded), one of {d['documents']} documents edited; "
-            f"{how}.", "", md_table(["step", "wall", "CPU", "statements"], rows)]
 
 
 def incremental_kill(d: dict[str, Any], file: str) -> list[str]:
@@ -2274,8 +2190,6 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("generalise_sample.json", generalise_more),
         ("generalise_ac.json", generalise_more),
         ("generalise_sf.json", generalise_more),
-        ("golden_validity.json", golden_validity),
-        ("golden_ceiling.json", golden_ceiling),
         ("xquad.json", xquad),
         ("xquad_off.json", xquad),
         ("local_llm.json", local_llm),
@@ -2323,14 +2237,12 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("graph.json", graph),
         ("incremental.json", incremental),
         ("incremental_sample.json", incremental),
-        ("graph_update_phases.json", graph_update_phases),
         ("incremental_kill.json", incremental_kill),
     ]),
     ("Hostile input", [
         ("hostile.json", hostile),
         ("hostile_llm.json", hostile_llm),
         ("hostile_ingest.json", hostile_ingest),
-        ("parse_sandbox.json", parse_sandbox),
     ]),
     ("Agentic loop", [
         ("agent.json", agent_with_targets),
@@ -2338,6 +2250,7 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
     ]),
     ("Routing and query transforms", [
         ("route.json", route),
+        ("router_refit.json", router_refit),
         ("route_names.json", route_names),
         ("route_evidence.json", route_evidence),
         ("route_dense_guard.json", route_dense_guard),
@@ -2369,7 +2282,6 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("conversation_holdout.json", conversation),
         ("conversation_dev.json", conversation),
         ("raptor.json", raptor),
-        ("raptor_twowiki.json", raptor_twowiki),
         ("raptor_incremental.json", raptor_incremental),
         ("answer_speed.json", answer_speed),
         ("answer_speed_noprefetch.json", answer_speed),
@@ -2556,11 +2468,57 @@ BEGIN = "<!-- headline:begin (generated by bench/readme_tables.py from bench/res
 END = "<!-- headline:end -->"
 
 
+# Where a headline figure's own run record sits when it is not the file's (a merged file keeps each part's run).
+FIGURE_RUN = {"generalise.json": ("sets", "ru_seed", "run")}
+AGE = re.compile(r"\d[\d,]* commits? old")
+
+
+def figure_run(results: Path, file: str) -> dict[str, Any]:
+    d = _read(results, file)
+    return (_dig(d, *FIGURE_RUN[file]) if file in FIGURE_RUN else d.get("run")) or {}
+
+
+def commits_since(commit: str | None) -> int | None:
+    """Commits on HEAD since `commit` (None: unknown here, e.g. not in this clone's history)."""
+    if not commit:
+        return None
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "rev-list", "--count", f"{commit}..HEAD"], capture_output=True,
+                             text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return int(out.stdout) if out.returncode == 0 and out.stdout.strip().isdigit() else None
+
+
+def age(results: Path, file: str) -> str:
+    n = commits_since(figure_run(results, file).get("commit"))
+    return "age not recorded" if n is None else f"{n:,} commit{'s' if n != 1 else ''} old"
+
+
 def headline(results: Path = RESULTS) -> str:
-    """The README's headline region, markers included: one table, each row naming its results file."""
-    rows = [[what, fig, f"[`{file}`](bench/results/{file}) · [{part}](docs/measured.md#{anchor(part)})"]
+    """The README's headline region, markers included: one table, each row naming its results file and how many
+    commits old its figure was when the README was generated (`make bench-headline` re-runs them)."""
+    rows = [[what, fig, f"[`{file}`](bench/results/{file}) · [{part}](docs/measured.md#{anchor(part)}) · "
+                        f"{age(results, file)}"]
             for what, fig, part, file in _headline_rows(results)]
-    return "\n".join([BEGIN, md_table(["measured", "figure", "results file · section"], rows), END])
+    return "\n".join([BEGIN, md_table(["measured", "figure", "results file · section · age"], rows), END])
+
+
+def headline_commands(results: Path = RESULTS) -> list[str]:
+    """The commands that made the headline's figures, in row order: the figure's own run, then the file's when it
+    differs (a merge)."""
+    out: list[str] = []
+    for *_, file in _headline_rows(results):
+        for run in (figure_run(results, file), _read(results, file).get("run") or {}):
+            cmd = (run.get("command") or "").strip()
+            if cmd and cmd not in out:
+                out.append(cmd)
+    return out
+
+
+def unaged(text: str) -> str:
+    """The text with every headline age masked: the age moves with each commit, the figures do not."""
+    return AGE.sub("N commits old", text)
 
 
 def splice(readme: str, section: str) -> str:
@@ -2579,10 +2537,17 @@ def expected(readme: str, results: Path = RESULTS) -> dict[str, str]:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="exit 1 if README.md or docs/measured.md is out of date")
+    ap.add_argument("--headline-commands", action="store_true",
+                    help="print the commands behind the README's headline rows, one a line (make bench-headline)")
     args = ap.parse_args(argv)
+    if args.headline_commands:
+        print("\n".join(headline_commands()))
+        return 0
     targets = {"README.md": README, "docs/measured.md": MEASURED}
     want = expected(README.read_text())
-    stale = [name for name, path in targets.items() if not path.exists() or path.read_text() != want[name]]
+    # --check ignores the headline's ages (they move with every commit); a rewrite refreshes them
+    same = (lambda a, b: unaged(a) == unaged(b)) if args.check else (lambda a, b: a == b)
+    stale = [name for name, path in targets.items() if not path.exists() or not same(path.read_text(), want[name])]
     if args.check:
         for name in stale:
             print(f"{name} is out of date: run .venv/bin/python bench/readme_tables.py", file=sys.stderr)

@@ -14,7 +14,7 @@ Run from the repo root:
     .venv/bin/python bench/route.py --part tune_gate  # multi-hop route: early stop / BM25 bridging, train split only
     .venv/bin/python bench/route.py --part tune_route # routed with / without dense for generated queries, train split
 
-Router: the labelled set sample_corpus/routing/routing.jsonl was split once (core/route/data_build.py, per source
+Router: the labelled set train/sets/routing.jsonl was split once (train/route_data.py, per source
 and label, seed 16). The two thresholds (router.min_confidence, router.refuse_confidence) are chosen by 5-fold
 cross-validation on the train split only; the test split is scored once with them. Macro-F1 is over the six classes
 from the classifier's best class; the routing figures apply the thresholds (abstain = the default pipeline).
@@ -47,13 +47,12 @@ from core.route.router import (  # noqa: E402
     NO_RETRIEVAL,
     ROUTING_FILE,
     Example,
-    OfflineRouter,
     ShippedRouter,
     decide,
     load_examples,
     refusal_guard,
-    training_sha,
 )
+from train.route import OfflineRouter, training_sha  # noqa: E402
 
 RESULT = "route"
 CORPUS_CLASSES = ("factoid", "comparison", "multi-hop", "global-summary")
@@ -132,7 +131,7 @@ def router_part() -> dict[str, Any]:
         shipped = ShippedRouter()
         loads.append(time.perf_counter() - t)
     if shipped.source_sha != training_sha():
-        raise SystemExit("core/models/data/router_model.npz is stale: run `python -m core.route.data_build --fit`")
+        raise SystemExit("core/models/data/router_model.npz is stale: run `python -m train.route`")
     print(f"shipped model load: {1000 * statistics.median(loads):.1f} ms (median of 5)")
 
     # thresholds on train CV only
@@ -518,7 +517,7 @@ def tune_route_part(root: Path, db: str, limit: int) -> dict[str, Any]:
 
 
 def _gold_class(qtype: str) -> str:
-    from core.route.data_build import SAMPLE_CLASS, TWOWIKI_CLASS
+    from train.route_data import SAMPLE_CLASS, TWOWIKI_CLASS
 
     return {**SAMPLE_CLASS, **TWOWIKI_CLASS}.get(qtype, "factoid")
 
@@ -543,7 +542,7 @@ def latency_part(dataset: str, root: Path, db: str, limit: int, every: int = 1, 
     gs, notes = prepare(gs, deps, workspace=ws, config=base)
     print(f"corpus ready in {time.perf_counter() - t0:.1f}s; " + "; ".join(notes), flush=True)
     qs = [q for q in gs.queries if q.gold and any(g.doc_ids for g in q.gold)][::every]
-    if split != "all":  # the router's split of these questions (sample_corpus/routing/routing.jsonl)
+    if split != "all":  # the router's split of these questions (train/sets/routing.jsonl)
         of = {json.loads(x)["text"]: json.loads(x)["split"] for x in ROUTING_FILE.read_text().splitlines() if x}
         qs = [q for q in qs if of.get(q.query) == split]
     if limit:

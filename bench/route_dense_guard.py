@@ -5,7 +5,7 @@ two of its four terms, below the BM25 evidence guard's four).
 
     nice -n 10 .venv/bin/python bench/route_dense_guard.py [--datasets DIR] [--report]
 
-Every routing-set row (sample_corpus/routing/routing.jsonl: corpus questions, chitchat and out-of-scope lines, each
+Every routing-set row (train/sets/routing.jsonl: corpus questions, chitchat and out-of-scope lines, each
 asked in front of one corpus) is taken through the product's offline decision with every existing guard (the
 thresholds, keyword, name and BM25 evidence guards at their shipped settings; the train split scored by 5-fold CV
 probabilities as bench/route_evidence.py does, the test split by the shipped model). For the rows still sent to
@@ -38,7 +38,7 @@ from core.deps import build_deps  # noqa: E402
 from core.ingest.chunk import chunk_document  # noqa: E402
 from core.ingest.parse import parse  # noqa: E402
 from core.retrieve.bm25 import BM25Index, BM25Params  # noqa: E402
-from core.route.data_build import corpus_texts  # noqa: E402
+from train.route_data import corpus_texts  # noqa: E402
 from core.route.features import coverage  # noqa: E402
 from core.route.router import (  # noqa: E402
     ABSTAIN,

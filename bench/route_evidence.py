@@ -42,7 +42,7 @@ from core.retrieve.bm25 import (  # noqa: E402
     BM25Params,
     PassageTerms,  # noqa: E402
 )
-from core.route.data_build import corpus_texts  # noqa: E402
+from train.route_data import corpus_texts  # noqa: E402
 from core.route.features import coverage  # noqa: E402
 from core.route.router import (  # noqa: E402
     ABSTAIN,

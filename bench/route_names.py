@@ -4,7 +4,7 @@ Seen as a user: "Какой максимальный размер пакета �
 Russian words are not the English corpus's, so term coverage was low). core.route.router.known_names finds the
 names a question uses that the corpus's index has ("Tidewater"); route_offline then runs the default pipeline
 instead of refusing. A rule, not a fitted threshold, so nothing is chosen here: this bench reports what it changes on
-both splits of sample_corpus/routing/routing.jsonl (each question against the vocabulary of the corpus it was asked
+both splits of train/sets/routing.jsonl (each question against the vocabulary of the corpus it was asked
 about, as its stored coverage is), with the shipped router and the configured thresholds, and on the Russian
 questions among them.
 
@@ -24,7 +24,6 @@ sys.path.insert(0, str(ROOT))
 
 from bench._common import datasets_dir, write_result  # noqa: E402
 from core.config import PipelineConfig  # noqa: E402
-from core.route.data_build import CORPORA, vocabulary  # noqa: E402
 from core.route.router import (  # noqa: E402
     ABSTAIN,
     CORPUS_CLASSES,
@@ -35,6 +34,7 @@ from core.route.router import (  # noqa: E402
     refusal_guard,
     trained_router,
 )
+from train.route_data import CORPORA, vocabulary  # noqa: E402
 
 
 def stats(rows: list[dict[str, Any]], decided: list[str]) -> dict[str, Any]:

@@ -107,7 +107,7 @@ def run_direction(direction: str, cfg: PipelineConfig, deps: Any, root: Path, li
 
 
 def routing_russian_lines(cfg: PipelineConfig) -> dict[str, Any]:
-    """The router's labelled Russian lines (sample_corpus/routing/routing.jsonl; every one asked of an English corpus,
+    """The router's labelled Russian lines (train/sets/routing.jsonl; every one asked of an English corpus,
     with its stored coverage), routed as before issue #34 (coverage as measured) and now (the corpus's vocabulary
     cannot judge a Russian question: coverage neutral, language_guard). The classifier, thresholds and the keyword
     guard as route_offline applies them; the name and evidence guards need the corpus's index and are left out."""

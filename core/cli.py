@@ -199,7 +199,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             print(f"\r{done:5.1f}/{total} {msg[:90]:<90}", end="" if msg else "\n", file=sys.stderr, flush=True)
 
     def on_result(r: FileResult) -> None:
-        # Each file's line as soon as it is committed (issue #33: a 338-file folder printed nothing for 20 minutes).
+        # Each file's line as soon as it is committed: a long folder otherwise prints nothing for minutes (#33).
         if tty:
             print("\r" + " " * 100 + "\r", end="", file=sys.stderr, flush=True)
         print(_result_line(r), flush=True)

@@ -84,7 +84,8 @@ def setting(cfg: PipelineConfig, dotted: str, label: str, *, key: str, where: An
     kind = widget or ("selectbox" if options is not None and spec.kind == "str" else _DEFAULT_WIDGET[spec.kind])
     section, _, name = dotted.partition(".")
     value = getattr(getattr(cfg, section), name)
-    tip = (spec.description if help is None else help) or None
+    tip = (spec.description + (" (expert tuning: a default chosen by measuring)" if spec.expert else "")
+           if help is None else help) or None
     common: dict[str, Any] = {"key": key, "help": tip, "disabled": disabled}
     if label_visibility != "visible":
         common["label_visibility"] = label_visibility

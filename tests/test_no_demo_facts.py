@@ -4,13 +4,17 @@ workspace, never from a list of ours.
 
 Two sources of names: a hand list of the corpus's proper names (each checked to occur in sample_corpus/docs, so the
 list stays the corpus's), and every identifier the documents hold (codes with a digit such as SKUs and error codes,
-SCREAMING_SNAKE and camelCase config keys), collected from the parsed documents. Fitted binary artefacts
-(core/models/data/*.npz) are not read: their vocabularies are weights, refitted by the benches, not rules."""
+SCREAMING_SNAKE and camelCase config keys), collected from the parsed documents. Fitted artefacts (core/models/data/*.npz) are read too: every text array in them
+(feature names, vocabularies, classes, provenance), since a term the model learnt from the demo corpus is a demo fact
+in its weights."""
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
 from pathlib import Path
+
+import numpy as np
 
 from core.ingest.parse import parse
 
@@ -76,6 +80,12 @@ def scanned_files() -> list[Path]:
     return sorted(p for p in (ROOT / "core").rglob("*") if p.is_file() and p.suffix in SCANNED)
 
 
+def npz_text(path: Path) -> str:
+    """Every string held in a .npz, one per line (arrays of text; numbers are weights, not names)."""
+    with np.load(path, allow_pickle=False) as z:
+        return "\n".join(str(v) for k in z.files if z[k].dtype.kind in "US" for v in np.ravel(z[k]))
+
+
 def demo_facts_in(text: str, pats: list[re.Pattern[str]]) -> list[tuple[int, str]]:
     """(line number, name) for every listed name or corpus identifier in the text."""
     hits = []
@@ -109,3 +119,32 @@ def test_no_file_under_core_names_the_sample_corpus() -> None:
              for n, name in demo_facts_in(p.read_text(encoding="utf-8", errors="replace"), pats)]
     assert not found, "sample-corpus names in core/ (use a generic example, or learn it from the workspace):\n" + \
         "\n".join(found)
+
+
+def test_the_npz_scan_finds_a_demo_name_in_a_vocabulary(tmp_path: Path) -> None:
+    bad = tmp_path / "m.npz"
+    np.savez(bad, features=np.array(["word 'gateway'", "word 'corvane'", "chars ' cor'"]), coef=np.zeros(3))
+    assert [name for _, name in demo_facts_in(npz_text(bad), patterns())] == ["corvane"]
+
+
+# A public dataset may hold a word the demo corpus also uses ('austin' in CLINC's weather requests, 'Armbruster' in a
+# 2WikiMultihopQA question): a model fitted on it learnt the word from public data. Only rows of the public datasets
+# count, not the lines written for this repo.
+PUBLIC_SOURCES = ("clinc", "twowiki", "scifact", "codebase")
+
+
+@lru_cache(maxsize=1)
+def public_words() -> frozenset[str]:
+    rows = [json.loads(x) for x in (ROOT / "train" / "sets" / "routing.jsonl").read_text(encoding="utf-8").splitlines()
+            if x.strip()]
+    return frozenset(w for r in rows if r["source"] in PUBLIC_SOURCES for w in re.findall(r"\w+", r["text"].lower()))
+
+
+def test_no_fitted_model_under_core_learnt_a_demo_name() -> None:
+    pats = patterns()
+    files = sorted((ROOT / "core").rglob("*.npz"))
+    assert any(p.name == "router_model.npz" for p in files)
+    found = [f"{p.relative_to(ROOT)}: {name}" for p in files for _, name in demo_facts_in(npz_text(p), pats)
+             if name.lower() not in public_words()]
+    assert not found, "sample-corpus names in a fitted model's vocabulary (refit it on public data only):\n" + \
+        "\n".join(sorted(set(found)))

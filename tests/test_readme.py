@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -22,8 +23,29 @@ STALE = "out of date: run .venv/bin/python bench/readme_tables.py"
 
 
 def test_readme_headline_is_what_the_results_files_say() -> None:
+    # the ages ("N commits old") move with every commit: they are what they were when the README was generated
     readme = README.read_text()
-    assert readme == readme_tables.splice(readme, readme_tables.headline()), f"README.md is {STALE}"
+    want = readme_tables.splice(readme, readme_tables.headline())
+    assert readme_tables.unaged(readme) == readme_tables.unaged(want), f"README.md is {STALE}"
+
+
+def test_each_headline_row_says_how_many_commits_old_its_figure_is(tmp_path: Path) -> None:
+    rows = readme_tables.headline().splitlines()[3:-1]
+    assert rows and all(re.search(r" · [\d,]+ commits? old \|$", r) for r in rows), rows
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert readme_tables.commits_since(head) == 0 and readme_tables.commits_since("0" * 40) is None
+    # the figure's own run when a file merges several (generalise.json: the ru_seed part's)
+    gen = json.loads((ROOT / "bench" / "results" / "generalise.json").read_text())
+    assert readme_tables.figure_run(ROOT / "bench" / "results", "generalise.json") == gen["sets"]["ru_seed"]["run"]
+    assert all(r.endswith(" · age not recorded |") for r in readme_tables.headline(tmp_path).splitlines()[3:-1])
+
+
+def test_make_bench_headline_reruns_the_recorded_commands() -> None:
+    cmds = readme_tables.headline_commands()
+    assert any("bench/generalise.py --sets ru_seed" in c for c in cmds)  # the figure's part, then its merge
+    assert any("bench/generalise.py --merge" in c for c in cmds)
+    assert all(c.split()[1].startswith("bench/") for c in cmds), cmds
+    assert "--headline-commands" in (ROOT / "Makefile").read_text().split("bench-headline:", 1)[1]
 
 
 def test_measured_doc_is_what_the_results_files_say() -> None:

@@ -18,7 +18,6 @@ from core.route.router import (
     ABSTAIN,
     CLASSES,
     Example,
-    OfflineRouter,
     RouteError,
     ShippedRouter,
     _char_grams,
@@ -31,10 +30,10 @@ from core.route.router import (
     route_llm,
     route_offline,
     router_report,
-    training_sha,
 )
 from core.route.stage import decide_route, routed_variants
 from core.text import tokenize
+from train.route import OfflineRouter, training_sha
 from tests.anthropic_stub import Stub, anthropic_stub  # noqa: F401 - fixture
 
 KW = {"min_confidence": 0.5, "refuse_confidence": 0.8}  # fixed here, not the tuned defaults
@@ -79,7 +78,8 @@ def test_labelled_set_is_split_once_and_every_class_is_in_both_splits() -> None:
     train, test = load_examples("train"), load_examples("test")
     assert {e.label for e in train} == set(CLASSES) == {e.label for e in test}
     assert not {e.text for e in train} & {e.text for e in test}
-    assert sum(e.label == "global-summary" for e in train + test) >= 60
+    # 46 since the lines written about the sample corpus left (public data only); 77 before
+    assert sum(e.label == "global-summary" for e in train + test) >= 40
 
 
 # Questions written for this test, in none of the shipped data; each paired with the vocabulary of its corpus.
@@ -101,7 +101,8 @@ def test_offline_router_on_unseen_questions_with_reasons() -> None:
         r = route_offline(text, SAMPLE_VOCAB, **KW)
         assert r.predicted == want, (text, r.probabilities)
         assert r.method == "offline" and 0 <= r.confidence <= 1 and abs(sum(r.probabilities.values()) - 1) < 1e-6
-        assert r.reason.startswith(want)
+        # the reason names the best class (after "abstain (...); " when the fixed thresholds above are not met)
+        assert r.reason.split("; ")[-1].startswith(want)
     r = route_offline("What does error code E-TDW-4107 mean?", SAMPLE_VOCAB, **KW)
     assert "corpus coverage" in r.reason or "word" in r.reason or "chars" in r.reason
 
@@ -116,7 +117,7 @@ def test_shipped_model_is_the_fitted_one_and_loads_fast() -> None:
     same probabilities on every test-split question and on odd inputs (spacing, short words, accents, identifiers)."""
     train, test = load_examples("train"), load_examples("test")
     shipped = ShippedRouter()
-    assert shipped.source_sha == training_sha(), "stale model: python -m core.route.data_build --fit"
+    assert shipped.source_sha == training_sha(), "stale model: python -m train.route"
     fitted = OfflineRouter(train)
     texts = [e.text for e in test] + ["  two   spaces\tand\nlines ", "", "a", "ab", "É ü İstanbul", "x" * 30,
                                       "FB-340 vs FB-350?", "выручка квартал"]

@@ -13,12 +13,12 @@ from core.answer.support import (
     MODEL_FEATURES,
     SupportModel,
     claim_spans,
-    fit_logistic,
     load_support_model,
     question_terms,
     sentence_table,
 )
 from core.types import Candidate
+from train.logistic import fit_logistic
 
 
 def test_question_terms_keep_words_and_drop_the_possessive_s() -> None:
@@ -268,7 +268,7 @@ def test_claims_leave_glued_heading_lines_out() -> None:
 
 
 def test_signed_logistic_fit_is_free_fit_within_bounds() -> None:
-    from core.answer.support import fit_logistic_signed
+    from train.logistic import fit_logistic_signed
 
     rng = np.random.default_rng(3)
     x = rng.normal(size=(300, 3))

@@ -169,7 +169,7 @@ def _direction(word: str) -> str | None:
     return None
 
 
-def _direction_change(a: QuestionFeatures, b: QuestionFeatures) -> tuple[str, str] | None:
+def direction_change(a: QuestionFeatures, b: QuestionFeatures) -> tuple[str, str] | None:
     """A word of change up on one side only against a word of change down on the other side only."""
     only_a = [t for t in a.tokens if t not in b.tokens]
     only_b = [t for t in b.tokens if t not in a.tokens]
@@ -199,7 +199,7 @@ def _content(word: str) -> bool:
             and word not in _WH and not word.startswith(("как", "скольк")))
 
 
-def _one_word_swap(a: QuestionFeatures, b: QuestionFeatures) -> tuple[str, str] | None:
+def one_word_swap(a: QuestionFeatures, b: QuestionFeatures) -> tuple[str, str] | None:
     """The two questions are the same words but one ('engineer' / 'analyst', 'km' / 'miles') and that word sits in a
     noun phrase (see _NOUN_SLOT_AFTER): a title, role or unit changed, which changes what is asked however close the
     sentences embed. An inflection is no swap (same stem); verbs are left to the other checks (a verb of change to
@@ -543,7 +543,7 @@ def _rule_failures(a: QuestionFeatures, b: QuestionFeatures) -> Iterator[tuple[s
     if swap:
         yield "antonym", f"antonym swap: {swap[0]} / {swap[1]}"
     else:
-        turn = _direction_change(a, b)
+        turn = direction_change(a, b)
         if turn:
             yield "antonym", f"direction of change differs: {turn[0]} / {turn[1]}"
     if a.periods != b.periods:
@@ -559,7 +559,7 @@ def _rule_failures(a: QuestionFeatures, b: QuestionFeatures) -> Iterator[tuple[s
         shared = [e for e in a.entity_order if e in b.entity_order]
         if len(shared) >= 2 and shared != [e for e in b.entity_order if e in a.entity_order]:
             yield "roles", f"names trade places: {' / '.join(shared)} vs {' / '.join(e for e in b.entity_order if e in a.entity_order)}"
-    one = _one_word_swap(a, b)
+    one = one_word_swap(a, b)
     if one:
         # Counted with the closed-set values (RULES is the verifier's feature list: it keeps its length).
         yield "values", f"one word of a title, role or unit changed: {one[0]} vs {one[1]}"
@@ -596,7 +596,7 @@ SOFT_RULES = ("names",)
 
 def swapped_words(a: QuestionFeatures, b: QuestionFeatures) -> tuple[list[str], list[str]]:
     """The content words each side has and the other lacks (both non-empty: a word swapped, not only added)."""
-    return _content_only(a, b), _content_only(b, a)
+    return content_only(a, b), content_only(b, a)
 
 
 # Words a reworded question adds or drops without changing what it asks: copulas and auxiliaries, personal pronouns.
@@ -644,7 +644,7 @@ def guard(new: str | QuestionFeatures, old: str | QuestionFeatures, *, covered_l
             return GuardResult(False, f"names/numbers differ: {_fmt(ids_a)} vs {_fmt(ids_b)}")
         return GuardResult(True)
     if cosine is not None and cosine < swap_threshold:
-        only_a, only_b = _content_only(a, b), _content_only(b, a)
+        only_a, only_b = content_only(a, b), content_only(b, a)
         if only_a and only_b:
             return GuardResult(False, f"words swapped ({_fmt(only_a)} / {_fmt(only_b)}) at cosine {cosine:.3f} < "
                                       f"{swap_threshold:g}")
@@ -660,7 +660,7 @@ WordSimilarity = Callable[[Sequence[str], Sequence[str]], np.ndarray]
 PairCheck = Callable[[str, str, float], float]
 
 
-def _content_only(f: QuestionFeatures, other: QuestionFeatures) -> list[str]:
+def content_only(f: QuestionFeatures, other: QuestionFeatures) -> list[str]:
     seen: dict[str, None] = {}
     for t in f.tokens:
         if len(t) > 1 and not t.isdigit() and t not in EN_STOP and t not in RU_STOP and t not in _EXTRA_STOP \
@@ -674,7 +674,7 @@ def _unmatched_substitution(a: QuestionFeatures, b: QuestionFeatures, sim: WordS
     """A word swapped for an unrelated one ('paint from hair' vs 'paint from pipes') changes the question, while
     a synonym ('mold' / 'mildew') or an added detail ('a really stuck screw') does not. So when both questions have
     words of their own, each word of the side with fewer must resemble some word of the other side."""
-    only_a, only_b = _content_only(a, b), _content_only(b, a)
+    only_a, only_b = content_only(a, b), content_only(b, a)
     if not only_a or not only_b:
         return None
     few, many = (only_a, only_b) if len(only_a) <= len(only_b) else (only_b, only_a)

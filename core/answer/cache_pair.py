@@ -91,7 +91,7 @@ def bottom_states(bits: PairModelBits, a: str, b: str) -> Any:
     return h[0, : int(mask[0].sum())].clone()
 
 
-def _module_class() -> Any:
+def module_class() -> Any:
     import torch
 
     class PairModel(torch.nn.Module):
@@ -133,7 +133,7 @@ def _module_class() -> Any:
 
 class _Lazy:
     def __getattr__(self, name: str) -> Any:
-        return getattr(_module_class(), name)
+        return getattr(module_class(), name)
 
 
 PairModel: Any = _Lazy()  # PairModel.fresh(...) builds the torch module on first use
@@ -151,7 +151,7 @@ def load_top_layers(path: Path) -> tuple[PairModelBits, Any] | None:
         top, pooling = int(z["top"]), str(z["pooling"])
         weights = {k[3:]: torch.from_numpy(z[k].astype(np.float32)) for k in z.files if k.startswith("w::")}
     bits = _bits(top)
-    pm = _module_class().fresh(bits, pooling=pooling)
+    pm = module_class().fresh(bits, pooling=pooling)
     pm.load_state_dict(weights)
     pm.eval()
     for p in pm.parameters():

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -41,6 +41,7 @@ from core.answer.cache import (
 )
 from core.answer import cache_pair
 from core.models import DATA_DIR
+from core.models.fitted import FittedLinear, load_fitted, save_fitted, sigmoid
 from core.models.embed import one_torch_thread
 from core.models.protocols import Embedder, TokenEmbedder
 from core.text import EN_STOP, RU_STOP
@@ -174,12 +175,12 @@ class PairVerifier:
 
     def prob(self, x: np.ndarray) -> np.ndarray:
         z = ((np.atleast_2d(x) - self.mean) / self.scale) @ self.coef + self.intercept
-        return 1.0 / (1.0 + np.exp(-z))
+        return sigmoid(z)
 
-    def save(self, path: Path, **meta: Any) -> None:
-        np.savez(path, features=np.array(FEATURES), mean=self.mean, scale=self.scale, coef=self.coef,
-                 intercept=np.float64(self.intercept), threshold=np.float64(self.threshold),
-                 model_id=np.array(self.model_id), **{k: np.array(v) for k, v in meta.items()})
+    def save(self, path: Path, provenance: Mapping[str, str] | None = None, **meta: Any) -> None:
+        save_fitted(path, FittedLinear(FEATURES, self.coef, np.asarray(self.intercept), self.mean, self.scale,
+                                       self.threshold, provenance=dict(provenance or {}),
+                                       meta={"model_id": self.model_id, **meta}))
 
 
 @lru_cache(maxsize=2)
@@ -187,14 +188,10 @@ def load_verifier(path: Path = MODEL_PATH) -> PairVerifier | None:
     """The shipped verifier, or None when the file is absent (the guard then decides alone)."""
     if not path.exists():
         return None
-    with np.load(path, allow_pickle=False) as z:
-        names = tuple(str(n) for n in z["features"])
-        if names != FEATURES:
-            raise ValueError(f"{path.name} was fitted on other features ({len(names)} vs {len(FEATURES)}): re-run "
-                             "bench/answer_cache.py --fit")
-        return PairVerifier(z["mean"].astype(np.float32), z["scale"].astype(np.float32),
-                            z["coef"].astype(np.float32), float(z["intercept"]), float(z["threshold"]),
-                            str(z["model_id"]))
+    rec = load_fitted(path, features=FEATURES, recipe="bench/answer_cache.py --save-model")
+    assert rec.mean is not None and rec.scale is not None and rec.threshold is not None
+    return PairVerifier(rec.mean.astype(np.float32), rec.scale.astype(np.float32), rec.coef.astype(np.float32),
+                        float(rec.intercept), rec.threshold, str(rec.meta.get("model_id", "")))
 
 
 def encode_questions(encoder: TokenEmbedder, texts: Sequence[str], *, normalise: bool = True

@@ -1,6 +1,6 @@
 """Support model of the offline answer: does a retrieved sentence answer the question? A small logistic regression over
-signals the pipeline already has, with coefficients read from data (core/models/data/support_model.json, fitted on
-public question-answering data by bench/answer_public.py), never fitted at import time. The shipped model is a prior:
+signals the pipeline already has, with coefficients read from data (core/models/data/support_model.npz, a fitted-linear
+record fitted on public question-answering data by bench/answer_public.py), never fitted at import time. The shipped model is a prior:
 a workspace with a curated golden set calibrates its refusal cut on it (core.answer.calibration)."""
 from __future__ import annotations
 
@@ -15,13 +15,15 @@ from typing import Any, Callable, Collection, Mapping, Protocol, Sequence
 import numpy as np
 
 from core.models import DATA_DIR
+from core.models.fitted import FittedLinear, load_fitted, save_fitted, sigmoid
 from core.models.tokens import maxsim
 from core.text import EN_STOP, RU_STOP, sentence_spans, tokenize
 from core.types import Candidate, Span, SpanScorer
 
 SentenceScorer = SpanScorer  # the answer stage's name for the sentence scorer it hands in
 
-DEFAULT_MODEL_PATH = DATA_DIR / "support_model.json"
+DEFAULT_MODEL_PATH = DATA_DIR / "support_model.npz"
+REFIT = "bench/answer_public.py fit"
 
 FEATURES: tuple[str, ...] = (
     "sent_cov",      # rarity-weighted share of the question's terms the sentence itself states
@@ -650,7 +652,7 @@ class Gate:
             if (blind and name == "best_li") or (scorer_blind and name == "best_xenc") or not np.isfinite(x[j]):
                 x[j] = self.impute.get(name, 0.0)
         z = float(((x - np.asarray(self.mean)) / np.asarray(self.scale)) @ np.asarray(self.coef) + self.intercept)
-        return 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, z))))
+        return sigmoid(z)
 
     def to_json(self) -> dict[str, Any]:
         return {"features": list(self.features), "coef": list(self.coef), "intercept": self.intercept,
@@ -749,7 +751,7 @@ class SupportModel:
         z, x = self.combined(matrix, blind=blind, row_scorer=row_scorer)
         if len(z) == 0:
             return z, 0.0
-        probs = 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
+        probs = sigmoid(z)
         if self.gate is None:
             return z, float(probs.max())
         return z, self.gate.probability(gate_features(matrix, probs, x), blind=blind,
@@ -769,8 +771,7 @@ class SupportModel:
     def probability(self, matrix: np.ndarray, *, blind: bool = False) -> np.ndarray:
         if len(matrix) == 0:
             return np.zeros(0)
-        z = self.scores(matrix, blind=blind)
-        return 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
+        return sigmoid(self.scores(matrix, blind=blind))
 
     def to_json(self) -> dict[str, Any]:
         return {"features": list(self.features), "coef": list(self.coef), "intercept": self.intercept,
@@ -796,6 +797,29 @@ class SupportModel:
                    dict(data["scorer"]) if data.get("scorer") else None)
 
 
+    def to_record(self, provenance: Mapping[str, str] | None = None) -> FittedLinear:
+        """The shipped file's form: the sentence ranker as the fitted-linear record (features, standardisation,
+        coefficients, the refusal threshold); its imputed values, the gate, the scorer and the priors in meta."""
+        rest = {k: v for k, v in self.to_json().items()
+                if k not in ("features", "coef", "intercept", "mean", "scale", "threshold")}
+        return FittedLinear(self.features, np.asarray(self.coef), np.asarray(self.intercept), np.asarray(self.mean),
+                            np.asarray(self.scale), self.threshold,
+                            provenance=dict(provenance or self.meta.get("provenance", {})), meta=rest)
+
+    @classmethod
+    def from_record(cls, rec: FittedLinear) -> "SupportModel":
+        return cls.from_json({**rec.meta, "features": list(rec.features), "coef": rec.coef.tolist(),
+                              "intercept": float(rec.intercept), "mean": rec.mean.tolist() if rec.mean is not None
+                              else [0.0] * len(rec.features), "scale": rec.scale.tolist() if rec.scale is not None
+                              else [1.0] * len(rec.features), "threshold": rec.threshold})
+
+
+def save_support_model(model: SupportModel, path: str | Path = DEFAULT_MODEL_PATH,
+                       provenance: Mapping[str, str] | None = None) -> None:
+    save_fitted(path, model.to_record(provenance))
+    _CACHE.pop(str(path), None)
+
+
 _CACHE: dict[str, SupportModel] = {}
 
 
@@ -809,85 +833,15 @@ def model_fingerprint(path: str | Path = DEFAULT_MODEL_PATH) -> str:
 
 
 def load_support_model(path: str | Path = DEFAULT_MODEL_PATH) -> SupportModel:
-    """The fitted model from its JSON file (read once per path)."""
+    """The fitted model from its fitted-linear record (read once per path); a .json file is the format shipped before
+    the record (benches read earlier models from git history)."""
     key = str(path)
     if key not in _CACHE:
-        _CACHE[key] = SupportModel.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+        if Path(path).suffix == ".json":
+            _CACHE[key] = SupportModel.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+        else:
+            _CACHE[key] = SupportModel.from_record(load_fitted(path, features=FEATURES, recipe=REFIT))
     return _CACHE[key]
-
-
-def fit_logistic(x: np.ndarray, y: np.ndarray, *, l2: float = 1.0, iters: int = 50,
-                 weights: np.ndarray | None = None) -> tuple[np.ndarray, float]:
-    """Newton's method for L2-regularised logistic regression on standardised x (the intercept is not penalised).
-    Used by bench/answer.py; the product only reads the result."""
-    n, d = x.shape
-    xb = np.hstack([x, np.ones((n, 1))])
-    w = np.zeros(d + 1)
-    sw = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
-    reg = np.full(d + 1, l2)
-    reg[-1] = 0.0
-    for _ in range(iters):
-        p = 1.0 / (1.0 + np.exp(-np.clip(xb @ w, -40, 40)))
-        grad = xb.T @ (sw * (p - y)) + reg * w
-        h = (xb * (sw * p * (1 - p))[:, None]).T @ xb + np.diag(reg) + 1e-9 * np.eye(d + 1)
-        step = np.linalg.solve(h, grad)
-        w -= step
-        if float(np.abs(step).max()) < 1e-8:
-            break
-    return w[:-1], float(w[-1])
-
-
-def fit_logistic_signed(x: np.ndarray, y: np.ndarray, *, l2: float = 1.0, weights: np.ndarray | None = None,
-                        signs: Sequence[int] | None = None) -> tuple[np.ndarray, float]:
-    """L2-regularised logistic regression on standardised x whose weights keep given signs (1: >= 0, -1: <= 0, 0:
-    free; the intercept is free and not penalised): a few dozen questions with correlated features otherwise give a
-    coverage feature a negative weight by chance. Used by bench/answer.py; the product only reads the result."""
-    from scipy.optimize import minimize
-
-    n, d = x.shape
-    sw = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
-
-    def objective(wb: np.ndarray) -> tuple[float, np.ndarray]:
-        w, b = wb[:-1], wb[-1]
-        z = x @ w + b
-        p = 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
-        f = float(sw @ (np.logaddexp(0.0, z) - y * z)) + 0.5 * l2 * float(w @ w)
-        r = sw * (p - y)
-        return f, np.append(x.T @ r + l2 * w, r.sum())
-
-    signs = list(signs) if signs is not None else [0] * d
-    bounds = [(0.0, None) if sg > 0 else (None, 0.0) if sg < 0 else (None, None) for sg in signs] + [(None, None)]
-    res = minimize(objective, np.zeros(d + 1), jac=True, method="L-BFGS-B", bounds=bounds)
-    return res.x[:-1], float(res.x[-1])
-
-
-def fit_conditional_logit(groups: Sequence[tuple[np.ndarray, np.ndarray]], *, l2: float = 1.0,
-                          nonnegative: Sequence[bool] | None = None, signs: Sequence[int] | None = None
-                          ) -> np.ndarray:
-    """Weights of a softmax over each question's sentences (x: sentences x features, standardised; y: 1 for gold
-    sentences), L2-regularised: trained to put the gold sentence first among its own question's sentences, which a
-    per-sentence logistic loss does not aim at. `nonnegative` marks evidence features whose weight may not turn
-    negative (more coverage never counts against a sentence), a prior that a few dozen questions cannot overrule by
-    chance; `signs` generalises it (1: >= 0, -1: <= 0, 0: free). Used by bench/answer.py; the product only reads the
-    result."""
-    from scipy.optimize import minimize
-
-    def objective(w: np.ndarray) -> tuple[float, np.ndarray]:
-        f, g = 0.5 * l2 * float(w @ w), l2 * w
-        for x, y in groups:
-            z = x @ w
-            z = z - z.max()
-            p = np.exp(z) / np.exp(z).sum()
-            t = y / y.sum()
-            f -= float(t @ np.log(p + 1e-12))
-            g = g - x.T @ (t - p)
-        return f, g
-
-    d = groups[0][0].shape[1] if groups else 0
-    if signs is None:
-        signs = [1 if nn else 0 for nn in (nonnegative or [False] * d)]
-    bounds = [(0.0, None) if sg > 0 else (None, 0.0) if sg < 0 else (None, None) for sg in signs]
-    return minimize(objective, np.zeros(d), jac=True, method="L-BFGS-B", bounds=bounds).x
 
 
 class TokenVectorSource(Protocol):

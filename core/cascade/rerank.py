@@ -472,8 +472,8 @@ def pooled_span_scorer(late: "LateInteractionReranker", embedder: Embedder, *, f
                        query_vec: np.ndarray | None = None) -> SpanScorer:
     """Cosine of the query embedding and each sentence's mean token vector, sliced from its chunk's contextual token
     vectors (the ones late interaction cached at rerank): a sentence read in its chunk, with no model call for it.
-    Measured on sample_corpus/eval.jsonl: about 26 ms per query where encoding 'title. sentence' texts took 1.5 s,
-    at the same recall after pruning within one question in 45 when summed with sentence BM25. Token vectors that do
+    Far cheaper than encoding 'title. sentence' texts at about the same recall after pruning when summed with
+    sentence BM25 (measured on sample_corpus/eval.jsonl when it was chosen). Token vectors that do
     not live in the space of the query embedding (another width) cannot be compared: `fallback` scores instead.
     `query_vec` is the query's embedding when the dense stage already made it (it is not encoded twice)."""
     prefixes = dict(contexts or {})
@@ -549,7 +549,7 @@ def late_interaction_or_cosine(embedder: Embedder, *, store: Any = None, cache: 
     # `store` offers the token-vector cache and the corpus as two repositories (TokenStore, CorpusSource).
     # A read-only store (a second process scoring beside the app, a Ray eval worker's snapshot) is read for IDF and
     # for its stored token vectors, but never written to: without the read, every candidate was re-encoded on every
-    # query (sample corpus, 4 queries here: rerank 1.1-3.2 s per query instead of 20-125 ms).
+    # query.
     caches = getattr(store, "caches", None)
     persist = ReadOnlyTokens(caches) if caches is not None and getattr(store, "read_only", False) else caches
     return LateInteractionReranker(encoder, cache=cache, persist=persist,

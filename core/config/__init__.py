@@ -117,7 +117,13 @@ class ConfigError(ValueError):
     """A configuration that cannot be used, with a message fit for the user."""
 
 
+# Settings that were removed, by section: a saved configuration that still holds one loads without it.
+RETIRED: dict[str, frozenset[str]] = {"llm": frozenset({"grader_model"})}  # never read by any stage (#41)
+
+
 def load_config_dict(data: dict[str, Any]) -> PipelineConfig:
+    data = {k: ({f: v for f, v in sec.items() if f not in RETIRED[k]} if k in RETIRED and isinstance(sec, dict)
+                else sec) for k, sec in data.items()}
     try:
         return PipelineConfig.model_validate(data)
     except ValidationError as exc:

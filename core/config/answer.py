@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from core.config.base import Section, chosen_in
+from core.config.base import EXPERT, Section, chosen_in
 
 
 class AnswerConfig(Section):
@@ -29,7 +29,7 @@ class AnswerConfig(Section):
                                        "threshold)",
         json_schema_extra=chosen_in("bench/results/answer_public.json",
                                     "-1 takes the workspace's calibrated threshold, else the prior fitted with the "
-                                    "support model (core/models/data/support_model.json) by "
+                                    "support model (core/models/data/support_model.npz) by "
                                     "bench/answer_public.py on public data's fitting split and checked on its "
                                     "report split and the sample sets"))
     max_chunks: int = Field(8, ge=1, le=50, description="final candidates handed to the answerer")
@@ -70,8 +70,6 @@ class LLMConfig(Section):
                                                  "document, for each of its chunks' contexts) instead of evaluating "
                                                  "it again; booked as cache reads")
 
-    grader_model: str = Field("claude-haiku-4-5", description="faithfulness judge model; not read yet (the judge "
-                                                              "uses its own default, the same model)")
     max_retries: int = Field(4, ge=0, le=10, description="retries of a failed or malformed call (with backoff); "
                                                          "0 = one attempt")
     timeout_s: float = Field(60.0, gt=0, description="seconds one attempt may take in total (connect, send and every "
@@ -90,30 +88,30 @@ class AnswerCacheConfig(Section):
         0.75, ge=0.5, le=1.0, description="cosine at or above which the guard is asked",
         json_schema_extra=chosen_in("bench/results/answer_cache.json",
                                     "on bench/answer_cache.py's dev split: the most paraphrase hits with false hits "
-                                    "at most 0.5% of the must-not-share pairs, then the highest thresholds"))
+                                    "at most 0.5% of the must-not-share pairs, then the highest thresholds", expert=True))
     swap_threshold: float = Field(
         0.95, ge=0, le=1.0, description="higher cosine needed when each question has words the other lacks (a word "
                                         "swapped, not only added)",
         json_schema_extra=chosen_in("bench/results/answer_cache.json",
                                     "the guard+swap variant's dev choice; it decides when the embedder gives no "
-                                    "token vectors and the verifier cannot run"))
+                                    "token vectors and the verifier cannot run", expert=True))
     guard: bool = Field(True, description="check negation, numbers, names and other vetoes; false: the cosine "
                                           "threshold alone (serves contradictions)")
     word_check: bool = Field(False, description="second check: a content word swapped for an unrelated one makes a "
-                                                "different question (one embedder call per candidate)")
-    word_floor: float = Field(0.3, ge=0, le=1, description="word cosine below which a swapped word is a change")
+                                                "different question (one embedder call per candidate)", json_schema_extra=EXPERT)
+    word_floor: float = Field(0.3, ge=0, le=1, description="word cosine below which a swapped word is a change", json_schema_extra=EXPERT)
     verifier: bool = Field(True, description="with token vectors: a pair passing the vetoes is served only when the "
-                                             "learned verifier agrees (core/answer/cache_verifier.py)")
+                                             "learned verifier agrees (core/answer/cache_verifier.py)", json_schema_extra=EXPERT)
     verifier_threshold: float = Field(
         0.6, ge=0, le=1, description="P(same question) the verifier needs for a hit",
         json_schema_extra=chosen_in("bench/results/answer_cache.json",
-                                    "fitted and chosen with the verifier on bench/answer_cache.py's dev split"))
+                                    "fitted and chosen with the verifier on bench/answer_cache.py's dev split", expert=True))
     pair_model: bool = Field(
         False, description="with the verifier: average its P with the fine-tuned MiniLM pair model's "
                            "(core/answer/cache_pair.py)",
         json_schema_extra=chosen_in("bench/results/answer_cache.json",
                                     "it wins on the dev pairs but scores plain rewordings of a corpus's own "
                                     "questions low (product_default); turned on, use threshold 0.68 and "
-                                    "verifier_threshold 0.65, its dev choice"))
+                                    "verifier_threshold 0.65, its dev choice", expert=True))
     ttl_s: float = Field(7 * 24 * 3600, ge=0, description="seconds a cached answer lives; 0 = no expiry")
     max_entries: int = Field(5000, ge=1, le=1_000_000, description="newest answers compared per workspace")

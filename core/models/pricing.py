@@ -147,10 +147,6 @@ class RunEstimate:
     def without_cache_usd(self) -> float:
         return sum(d.without_cache_usd for d in self.docs)
 
-    @property
-    def short_docs(self) -> list[DocEstimate]:
-        return [d for d in self.docs if not d.cache_forms and d.calls]
-
 
 def fmt_usd(usd: float) -> str:
     """Dollars with enough digits to tell budgets apart: "$0.0030", "$0.00012", "$1.25" (never "$0.00" for 0.003)."""

@@ -5,9 +5,8 @@ Why: the exact scan (core.retrieve.dense) reads every vector per query, linear i
 the dense list asks the graph for the k nearest keys and scores those exactly against the stored vectors, so its scores
 stay the exact cosines and only recall can differ (bench/results/ann.json: recall@50 against the exact scan, latency
 and memory; bench/results/ann_compare.json: hnswlib against usearch (f16) at the same settings on 100k vectors
-anchored on real embeddings, both built in one run on a quiet 2-core machine: recall@50 0.9934 vs 0.9902, search
-0.86 vs 1.14 ms median, build 26.0 vs 28.7 s; usearch's process grew less (108 vs 179 MiB), but at 1M the graph's
-recall is the binding target, so hnswlib ships)."""
+anchored on real embeddings, both built in one run: hnswlib recalled more and searched faster, usearch's process
+grew less; at 1M the graph's recall is the binding target, so hnswlib ships)."""
 from __future__ import annotations
 
 import hashlib
@@ -23,28 +22,26 @@ import numpy as np
 
 from core.store.workspaces import workspace_tag
 
-# Below this many vectors the exact scan is fast enough and exact: no graph is built. The scan costs ~0.17 ms per
-# 1,000 vectors on a quiet core (bench/results/ann_sweep_tune.json: 17 ms at 100k; 173 ms at 1M in
-# ann_sweep_tune_1m.json) while the graph answers in about a millisecond; at 30k the scan reaches ~5 ms, half the
-# 10 ms budget for dense search, so a busy machine still fits.
+# Below this many vectors the exact scan is fast enough and exact: no graph is built. The threshold is where the scan
+# takes half the dense-search budget on this machine (scan costs per size: bench/results/ann_sweep_tune.json and
+# ann_sweep_tune_1m.json), so a busy machine still fits.
 ANN_MIN_CHUNKS = 30_000
 # HNSW settings, chosen on bench/ann.py's vectors anchored on real MiniLM passage embeddings and queried with real
 # questions, 'tune' half (ann_calibrate.json for the generator; ann_sweep_tune.json at 100k, ann_sweep_tune_1m.json and
 # the build comparison in docs/measured.md at 1M); reported on the 'report' half (ann.json). Links per node (M) 32 and
-# build width 256: at 1M on the tune half, M 24 / width 128 reached recall@50 0.954 at query width 960 and 0.957 at
-# 1,440, with some questions at 0 (ann_sweep_tune_1m_m24.json: real questions lie far from every passage and the
-# greedy walk can end in the wrong neighbourhood); M 32 / width 256 reached 0.996 at 4,500. The query side: the graph returns CANDIDATES_PER_K x k keys (more than k
+# build width 256: at 1M on the tune half a sparser graph left some questions at recall 0 whatever the query width
+# (ann_sweep_tune_1m_m24.json: real questions lie far from every passage and the greedy walk can end in the wrong
+# neighbourhood). The query side: the graph returns CANDIDATES_PER_K x k keys (more than k
 # added no recall at any width: hnswlib's inner products are already exact) and walks with a query width of EF_PER_K x k
 # at EF_REFERENCE_SIZE vectors, times (n / EF_REFERENCE_SIZE) ** EF_GROWTH above it. The rule: the smallest widths with
-# recall@50 >= 0.995 on the tune half at both sizes, in the bench's own runs of the shipped build: 400 at 100k (0.997)
-# and 4,500 at 1M (0.996; 3,000 gave 0.992 there), so the width grows about linearly with n, still ~20x fewer
-# vectors read than the exact scan at 1M.
+# recall@50 >= 0.995 on the tune half at both sizes, in the bench's own runs of the shipped build (ann_sweep_tune.json,
+# ann_sweep_tune_1m.json): the width grows about linearly with n, still far fewer vectors read than the exact scan.
 CONNECTIVITY = 32
 EXPANSION_ADD = 256
 EF_PER_K = 8
 CANDIDATES_PER_K = 1
 EF_REFERENCE_SIZE = 100_000
-EF_GROWTH = 1.05  # log10(4500 / 400): the width needed grew 11x for 10x the vectors on the tune half
+EF_GROWTH = 1.05  # log10 of the widths chosen at 1M and 100k (4,500 / 400) over one decade of vectors
 FORMAT = 3  # bumped when the file layout or the build settings change: an older file is rebuilt
 
 

@@ -20,7 +20,7 @@ class DenseIndex:
             raise ValueError("one vector per chunk id expected")
         norms = np.linalg.norm(matrix, axis=1, keepdims=True) if matrix.size else np.ones((0, 1))
         # asarray, not astype: the quotient is already float32 for float32 input, and a second full copy doubled
-        # the build's peak memory (bench/query.py: +294 MiB at 100k x 384 vs a 146 MiB matrix).
+        # the build's peak memory (bench/query.py measures it).
         self.matrix = np.asarray(matrix / np.maximum(norms, 1e-12), dtype=np.float32) if matrix.size else matrix
 
         self.ann: AnnIndex | None = None  # set by attach_ann above core.retrieve.ann's size threshold
@@ -52,8 +52,8 @@ class DenseIndex:
             sims = np.einsum("ij,j->i", self.matrix[rows], q)
             return [(self.chunk_ids[rows[i]], float(sims[i])) for i in top_k_indices(sims, k)]
         # einsum runs on the calling thread; `@` hands a matrix-vector product to BLAS worker threads, which on
-        # 2 cores right after torch embedded the query wait for a core: median 2.5 ms for `@` vs 0.75 ms at 10k
-        # chunks (31 vs 0.6 ms on a busy machine), even at 100k (bench/query.py "dense after embed", bench/README.md).
+        # few cores right after torch embedded the query wait for a core: slower at every size measured
+        # (bench/query.py "dense after embed").
         sims = np.einsum("ij,j->i", self.matrix, q)
         return [(self.chunk_ids[i], float(sims[i])) for i in top_k_indices(sims, k)]
 

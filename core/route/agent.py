@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Protocol, Sequence, get_args
 
+import numpy as np
+
 from core.models import DATA_DIR
+from core.models.fitted import FittedLinear, load_fitted, sigmoid
 from core.models.llm import LLM, LLMError, LLMRequest, TextBlock, call_limits, input_token_bound, worst_usd
 from core.route.transforms import (
     decompose_plan,  # the templates the decomposition transform uses
@@ -27,7 +30,7 @@ StopReason = Literal["answered", "refused_no_evidence", "no_new_evidence", "budg
                      "budget_tokens", "budget_usd", "budget_time", "error"]
 STOP_REASONS: tuple[str, ...] = get_args(StopReason)
 Grade = Literal["correct", "ambiguous", "incorrect"]
-GRADER_FILE = DATA_DIR / "agent_grader.json"
+GRADER_FILE = DATA_DIR / "agent_grader.npz"
 
 
 # -- budgets ---------------------------------------------------------------------------------------------------------
@@ -129,6 +132,9 @@ def content_terms(text: str) -> set[str]:
     return {t for t in tokenize(text) if t not in stop and len(t) > 1}
 
 
+GRADE_FEATURES = ("question_terms_in_chunk", "reciprocal_rank", "score_z", "score_gap_to_next")
+
+
 def grade_features(question: str, candidates: Sequence[Candidate]) -> list[list[float]]:
     """Features the pipeline already has: share of the question's content terms in the chunk, reciprocal rank,
     the score's z-value within the list and its gap to the next one."""
@@ -160,12 +166,17 @@ class GraderModel:
     def load(cls, path: Path = GRADER_FILE) -> "GraderModel":
         if not path.is_file():
             return cls()
-        d = json.loads(path.read_text(encoding="utf-8"))
-        return cls(tuple(d["weights"]), d["bias"], d["upper"], d["lower"], d.get("fitted_on", str(path.name)))
+        rec = load_fitted(path, features=GRADE_FEATURES, recipe="bench/agent.py --fit")
+        return cls(tuple(float(w) for w in rec.coef), float(rec.intercept), float(rec.threshold or cls.upper),
+                   float(rec.meta.get("lower", cls.lower)), str(rec.provenance.get("source", path.name)))
+
+    def record(self, provenance: Mapping[str, str]) -> FittedLinear:
+        """The shipped file's form: `upper` is the record's threshold, `lower` rides in meta."""
+        return FittedLinear(GRADE_FEATURES, np.asarray(self.weights), np.asarray(self.bias), threshold=self.upper,
+                            provenance=provenance, meta={"lower": self.lower})
 
     def prob(self, row: Sequence[float]) -> float:
-        x = self.bias + sum(w * f for w, f in zip(self.weights, row))
-        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, x))))
+        return sigmoid(self.bias + sum(w * f for w, f in zip(self.weights, row)))
 
 
 class OfflineGrader:

@@ -2,7 +2,6 @@
 a small trained classifier, or by Claude Haiku with a JSON schema when a key is set (falling back to offline)."""
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import time
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable, Mapping, 
 import numpy as np
 
 from core.models import DATA_DIR as MODELS_DIR
+from core.models.fitted import FittedLinear, FittedModelError, load_fitted, sigmoid
 from core.models.llm import LLM, LLMError, LLMRequest, TextBlock
 from core.route.features import coverage
 from core.text import tokenize
@@ -28,16 +28,16 @@ ABSTAIN = "abstain"
 CAG_ROUTE = "cag"  # not a class: a path any corpus question may take when CAG is asked for and available
 NO_RETRIEVAL = frozenset({"chitchat", "out-of-scope"})  # the costly mistakes: a corpus question gets no answer
 # Offline: a short query at least half of whose terms the corpus has is a lookup ("Jane Doe", "выручка квартал",
-# "where do nightly backups go"), never small talk, whatever the classifier (trained on sentences) thinks. The
-# previous guard (half the terms known, any length) abstained on 39% of the test split: large corpora's vocabulary
-# covers everyday English. Up to 5 words: 12.7% abstain on train CV, 3 words: 5.5% but the product's own tests
-# found 5-word corpus questions refused (bench/results/route.json has the test split).
+# "where do nightly backups go"), never small talk, whatever the classifier (trained on sentences) thinks. Without
+# a length limit the guard abstained far too often (large corpora's vocabulary covers everyday English); a shorter
+# limit abstained less but let 5-word corpus questions be refused (bench/results/route.json).
 KEYWORD_MAX_WORDS = 5
 KEYWORD_MIN_COVERAGE = 0.5
-DATA_DIR = Path(__file__).resolve().parents[2] / "sample_corpus" / "routing"
-ROUTING_FILE = DATA_DIR / "routing.jsonl"
+# The labelled routing set (public data only, split once into train and test): `python -m train.route_data` builds it.
+ROUTING_FILE = Path(__file__).resolve().parents[2] / "train" / "sets" / "routing.jsonl"
 ROUTES_FILE = Path(__file__).parent / "routes.toml"
-MODEL_FILE = MODELS_DIR / "router_model.npz"  # written by `python -m core.route.data_build --fit`
+MODEL_FILE = MODELS_DIR / "router_model.npz"  # written by `python -m train.route`
+REFIT = "python -m train.route"
 
 
 class RouteError(ValueError):
@@ -127,7 +127,7 @@ def load_examples(split: str | None = "train", path: Path = ROUTING_FILE) -> lis
     return [Example(r["text"], r["label"], float(r["coverage"])) for r in rows if split is None or r["split"] == split]
 
 
-def _extra(cov: float) -> np.ndarray:
+def coverage_features(cov: float) -> np.ndarray:
     # Scaled so that the L2-normalised TF-IDF blocks and this column compete on even terms under one C.
     return np.array([[2.0 * cov, 2.0 * (1.0 - cov)]])
 
@@ -135,53 +135,6 @@ def _extra(cov: float) -> np.ndarray:
 EXTRA_NAMES = ("corpus coverage", "terms unknown to the corpus")
 WORD_PATTERN = r"(?u)\b\w+\b"
 WORD_NGRAMS, CHAR_NGRAMS = (1, 2), (2, 5)
-
-
-class OfflineRouter:
-    """The fitting side: TF-IDF over words (1-2) and characters (2-5, within words) plus the corpus-coverage feature,
-    and a multinomial logistic regression, fitted with scikit-learn. Queries never use it: `export` writes what it
-    learnt to core/models/data/router_model.npz, which ShippedRouter reads without scikit-learn (bench/route.py and
-    tests/test_router.py check the two agree)."""
-
-    EXTRA_NAMES = EXTRA_NAMES
-
-    def __init__(self, examples: Sequence[Example], *, alpha: float = 1e-4, epochs: int = 50) -> None:
-        from scipy.sparse import csr_matrix, hstack
-        from sklearn.feature_extraction.text import TfidfVectorizer
-        from sklearn.linear_model import SGDClassifier
-
-        self._hstack, self._csr = hstack, csr_matrix
-        self.words = TfidfVectorizer(analyzer="word", ngram_range=WORD_NGRAMS, sublinear_tf=True, lowercase=True,
-                                     token_pattern=WORD_PATTERN)
-        self.chars = TfidfVectorizer(analyzer="char_wb", ngram_range=CHAR_NGRAMS, sublinear_tf=True, lowercase=True,
-                                     min_df=2)
-        texts = [e.text for e in examples]
-        xw = self.words.fit_transform(texts)
-        xc = self.chars.fit_transform(texts)
-        extra = np.vstack([_extra(e.coverage) for e in examples])
-        x = hstack([xw, xc, csr_matrix(extra)]).tocsr()
-        # Logistic loss by SGD with a fixed seed and epoch count: deterministic, and ~30x faster than lbfgs here
-        # (1 s against 28 s on this loaded 2-core machine) at the same cross-validated macro-F1 (bench/route.py).
-        self.model = SGDClassifier(loss="log_loss", alpha=alpha, class_weight="balanced", max_iter=epochs, tol=None,
-                                   random_state=0)
-        self.model.fit(x, [e.label for e in examples])
-        self.classes: tuple[str, ...] = tuple(self.model.classes_)
-
-    def _x(self, texts: Sequence[str], coverages: Sequence[float]) -> Any:
-        extra = np.vstack([_extra(c) for c in coverages])
-        return self._hstack([self.words.transform(texts), self.chars.transform(texts), self._csr(extra)]).tocsr()
-
-    def probabilities(self, texts: Sequence[str], coverages: Sequence[float]) -> np.ndarray:
-        return self.model.predict_proba(self._x(texts, coverages))
-
-    def export(self, path: Path, *, source_sha: str) -> None:
-        """Write the fitted vocabularies, idf weights and coefficients (float64, so the shipped model's numbers are
-        the fitted ones to rounding) with the sha256 of the training rows they came from."""
-        np.savez_compressed(
-            path, classes=np.array(self.classes), word_terms=self.words.get_feature_names_out().astype(str),
-            word_idf=self.words.idf_, char_terms=self.chars.get_feature_names_out().astype(str),
-            char_idf=self.chars.idf_, coef=np.ascontiguousarray(self.model.coef_.T),
-            intercept=self.model.intercept_, source_sha=np.array(source_sha))
 
 
 def _word_grams(text: str) -> list[str]:
@@ -205,6 +158,16 @@ def _char_grams(text: str) -> list[str]:
     return out
 
 
+def feature_names(word_terms: Sequence[str], char_terms: Sequence[str]) -> list[str]:
+    """The router's feature names, as the fitted record stores them and `explain` shows them."""
+    return [f"word '{w}'" for w in word_terms] + [f"chars '{g}'" for g in char_terms] + list(EXTRA_NAMES)
+
+
+def _term(name: str) -> str:
+    """The word or character n-gram a feature name holds ("word 'x'" -> x, "chars 'ab'" -> ab)."""
+    return name[name.index("'") + 1:-1]
+
+
 def _tfidf(grams: list[str], index: Mapping[str, int], idf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(feature indices, values): sublinear tf x idf, L2-normalised, as TfidfVectorizer(sublinear_tf=True) does."""
     counts: dict[int, int] = {}
@@ -221,24 +184,25 @@ def _tfidf(grams: list[str], index: Mapping[str, int], idf: np.ndarray) -> tuple
 
 class ShippedRouter:
     """The router that queries use: the exported model (core/models/data/router_model.npz), applied with numpy alone, so it
-    loads in milliseconds instead of the ~2 s that importing scikit-learn and fitting took at first use."""
+    loads in milliseconds, with no scikit-learn import (bench/route.py times it)."""
 
-    def __init__(self, path: Path = MODEL_FILE) -> None:
+    def __init__(self, path: Path = MODEL_FILE, model: FittedLinear | None = None) -> None:
         try:
-            with np.load(path, allow_pickle=False) as z:
-                self.classes: tuple[str, ...] = tuple(str(c) for c in z["classes"])
-                word_terms, char_terms = z["word_terms"].tolist(), z["char_terms"].tolist()
-                self.word_idf, self.char_idf = z["word_idf"], z["char_idf"]
-                self.coef, self.intercept = z["coef"], z["intercept"]
-                self.source_sha = str(z["source_sha"])
-        except (OSError, KeyError, ValueError) as exc:
-            raise RouteError(f"cannot read the router model {path}: {exc}; rebuild it with "
-                             "`python -m core.route.data_build --fit`") from exc
-        self.word_index = {t: i for i, t in enumerate(word_terms)}
-        self.char_index = {t: i for i, t in enumerate(char_terms)}
-        self._char0 = len(word_terms)
-        self._extra0 = self._char0 + len(char_terms)
-        self.names = ([f"word '{w}'" for w in word_terms] + [f"chars '{g}'" for g in char_terms] + list(EXTRA_NAMES))
+            m = model or load_fitted(path, recipe=REFIT)
+            word_idf, char_idf = m.arrays["word_idf"], m.arrays["char_idf"]
+        except (FittedModelError, KeyError) as exc:
+            raise RouteError(f"cannot read the router model {path}: {exc}") from exc
+        self.model = m
+        self.classes: tuple[str, ...] = m.classes
+        self.word_idf, self.char_idf = word_idf, char_idf
+        self.coef, self.intercept = m.coef, m.intercept
+        self.source_sha = m.provenance.get("source_sha", "")
+        self.names = list(m.features)
+        nw, nc = len(word_idf), len(char_idf)
+        self.word_index = {_term(n): i for i, n in enumerate(self.names[:nw])}
+        self.char_index = {_term(n): i for i, n in enumerate(self.names[nw:nw + nc])}
+        self._char0 = nw
+        self._extra0 = nw + nc
         self._recent = lru_cache(maxsize=8)(self._features)
 
     def features(self, text: str, cov: float) -> tuple[np.ndarray, np.ndarray]:
@@ -249,7 +213,7 @@ class ShippedRouter:
     def _features(self, text: str, cov: float) -> tuple[np.ndarray, np.ndarray]:
         wi, wv = _tfidf(_word_grams(text), self.word_index, self.word_idf)
         ci, cv = _tfidf(_char_grams(text), self.char_index, self.char_idf)
-        extra = _extra(cov)[0]
+        extra = coverage_features(cov)[0]
         return (np.concatenate([wi, ci + self._char0, np.arange(2) + self._extra0]),
                 np.concatenate([wv, cv, extra]))
 
@@ -260,7 +224,7 @@ class ShippedRouter:
             rows.append(val @ self.coef[idx] + self.intercept)
         z = np.asarray(rows, dtype=np.float64).reshape(len(rows), len(self.classes))
         # One-vs-rest logistic outputs normalised to sum to one: what SGDClassifier(loss="log_loss").predict_proba does
-        p = 1.0 / (1.0 + np.exp(-z))
+        p = sigmoid(z)
         return p / p.sum(axis=1, keepdims=True)
 
     def explain(self, text: str, cov: float, cls: str, top: int = 3) -> list[str]:
@@ -276,21 +240,6 @@ class ShippedRouter:
             name = self.names[int(idx[k])]
             out.append(f"{name} = {cov:.2f}" if name == "corpus coverage" else name)
         return out
-
-
-def training_sha(path: Path = ROUTING_FILE) -> str:
-    """sha256 of the train split's rows: the shipped model records it, so a changed data file shows it is stale."""
-    rows = [line for line in path.read_text(encoding="utf-8").splitlines()
-            if line.strip() and json.loads(line)["split"] == "train"]
-    return hashlib.sha256("\n".join(rows).encode("utf-8")).hexdigest()
-
-
-def fit_and_ship(path: Path = MODEL_FILE) -> OfflineRouter:
-    """Fit on the shipped train split and export (`python -m core.route.data_build --fit`)."""
-    model = OfflineRouter(load_examples("train"))
-    model.export(path, source_sha=training_sha())
-    trained_router.cache_clear()
-    return model
 
 
 @lru_cache(maxsize=1)
@@ -454,7 +403,7 @@ CORPUS_CLASSES = tuple(c for c in CLASSES if c not in NO_RETRIEVAL)
 
 @dataclass(frozen=True)
 class RouterReport:
-    """The shipped router scored on the test split of sample_corpus/routing/routing.jsonl (never used in fitting)."""
+    """The shipped router scored on the test split of train/sets/routing.jsonl (never used in fitting)."""
 
     rows: tuple[str, ...]  # true classes
     columns: tuple[str, ...]  # routes taken, abstain last

@@ -11,7 +11,7 @@ import json
 import re
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from core.models.llm import LLM, LLMError, LLMRequest, TextBlock, ToolCall
 from core.route.agent import Budget, Spend, StopReason, content_terms, guarded_call
@@ -35,7 +35,6 @@ from core.route.sql import (
 )
 from core.types import AgentRecord, Candidate, SqlResult, StageInfo, StageResult, TableInfo, Trace, Usage
 
-ToolName = Literal["search", "sql", "graph"]
 TOOL_NAMES: tuple[str, ...] = ("search", "sql", "graph")
 MAX_QUERY_CHARS = 1_000  # a search query or a question handed to the sql tool
 MAX_SQL_CHARS = 10_000  # the sandbox's own limit (core/store/sql.py)

@@ -15,7 +15,6 @@ from core.text import EN_STOP, RU_STOP, tokenize
 from core.types import DEFAULT_WORKSPACE, Candidate, Usage
 
 Search = Callable[[str], list[Candidate]]
-TRANSFORMS = ("hyde", "multi_query", "decompose")
 
 
 @dataclass(frozen=True)

@@ -134,9 +134,3 @@ class Answers:
         hit = rows.get("hit", (0, 0.0, 0.0))
         return AnswerCacheCounts(int(hit[0]), int(rows.get("miss", (0,))[0]), int(rows.get("guarded_miss", (0,))[0]),
                                  float(hit[1]), float(hit[2]), int(entries))
-
-    def answer_cache_counts_all(self) -> dict[str, AnswerCacheCounts]:
-        ws = {r[0] for r in self._db.cursor().execute(
-            "SELECT DISTINCT workspace_id FROM answer_cache_events UNION SELECT DISTINCT workspace_id "
-            "FROM answer_cache").fetchall()}
-        return {w: self.answer_cache_counts(w) for w in sorted(ws)}

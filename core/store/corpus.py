@@ -116,8 +116,8 @@ class Corpus:
 
     # -- version ----------------------------------------------------------------------------------------------
     def corpus_version(self, workspace: str = DEFAULT_WORKSPACE) -> int:
-        # Memoised per write generation: a query asks ~9 times (index freshness, rerank, graph, answer cache), and
-        # each read took a cursor and a statement (~1.3 ms here, more under load).
+        # Memoised per write generation: a query asks several times (index freshness, rerank, graph, answer cache),
+        # and each read takes a cursor and a statement.
         gen = self._db.generation
         got = self._versions.get(workspace)
         if got is not None and got[0] == gen:

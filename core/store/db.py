@@ -413,10 +413,10 @@ def register_rows(cur: Cursor, name: str, columns: Sequence[str], rows: Sequence
 
 
 # Up to this many rows (or values), a bound list per column beats registering an Arrow table or frame: a small
-# incremental graph update ran ~20 registrations of a few dozen ids each, and a registered scan cost ~1-4 ms more
-# CPU than a bound list (duckdb 1.5.5, 2 threads); from ~1,000 rows on the registered table was as fast or faster.
+# incremental graph update runs many registrations of a few dozen ids each, and a registered scan costs more CPU
+# than a bound list there; past the break-even the registered table is as fast or faster.
 SMALL_ROWS = 500
-SMALL_IDS = 1000  # the same for a one-column id set in `IN (...)` (break-even ~1,000-10,000 ids on 1M rows)
+SMALL_IDS = 1000  # the same for a one-column id set in `IN (...)`
 _PLAIN = (str, int, float, bool, datetime)
 
 
@@ -450,8 +450,7 @@ def id_relation(cur: Cursor, name: str, column: str, values: Sequence[str]) -> I
 
 
 # Up to this many values, `list_contains(?, expr)` (a filter on the scan) beats `expr IN (SELECT unnest(?))` (a join
-# the optimizer plans): on the sample corpus's one-sentence-edit graph update, a 16-node aggregate rewrite's three
-# statements took 6.5 ms instead of 8.1 (duckdb 1.5.5, 2 threads); at 250 values the join was faster.
+# the optimizer plans) on a small graph update's aggregate rewrite; with hundreds of values the join is faster.
 SMALL_LIST = 32
 
 

@@ -101,7 +101,7 @@ class Graph:
                   workspace: str = DEFAULT_WORKSPACE) -> int:
         """Record a finished build or update; the version moves so in-memory graph caches reload."""
         with self._db.transaction() as cur:
-            # Four plain statements: one INSERT OR REPLACE ... RETURNING was measured ~3x their CPU (its key check).
+            # Four plain statements: one INSERT OR REPLACE ... RETURNING cost more CPU than all four (its key check).
             old = cur.execute("SELECT version FROM graph_state WHERE workspace_id = ?", [workspace]).fetchone()
             version = (int(old[0]) if old else 0) + 1
             cur.execute("DELETE FROM graph_state WHERE workspace_id = ?", [workspace])
@@ -250,7 +250,7 @@ class Graph:
                 cur.unregister("_graph_map")
             r_scope = scope.replace("chunk_id", "r.chunk_id", 1) if scope else ""
             # Scoped, the mentions joined are those of the same chunks only (a relation end is a mention of its own
-            # chunk): the join then reads the new rows, not the whole mention table (~2x faster on the sample).
+            # chunk): the join then reads the new rows, not the whole mention table.
             m = (f"(SELECT workspace_id, chunk_id, norm, node_id FROM graph_mentions WHERE workspace_id = ?{scope})"
                  if scope else "graph_mentions")
             m_params = params if scope else []
@@ -279,7 +279,7 @@ class Graph:
                 match, p = stack.enter_context(id_match(cur, "_graph_aff", "node_id", sorted(node_ids)))
                 scope, params = f" AND {match('node_id')}", [workspace, *p]
                 # An update's few nodes: their mention rows read once and counted here (the grouped statements
-                # below cost ~5x the read); many rows (hubs) are grouped in SQL.
+                # below cost several times the read); many rows (hubs) are grouped in SQL.
                 rows = cur.execute("SELECT node_id, chunk_id, doc_id, surface, type, norm, description, count FROM "
                                    f"graph_mentions WHERE workspace_id = ? AND node_id IS NOT NULL{scope} "
                                    f"LIMIT {RAW_FACTS + 1}", params).fetchall()

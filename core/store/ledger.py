@@ -55,8 +55,8 @@ class Ledger:
         import pandas as pd
 
         at = now()
-        # One registered frame, not executemany: DuckDB's executemany goes row by row, and the heuristic contexts
-        # of a 10,000-heading file took 222 s and 1.9 GB that way (bench/hostile.py); the frame takes well under 1 s.
+        # One registered frame, not executemany: DuckDB's executemany goes row by row, which made a file of many
+        # headings take minutes and gigabytes (bench/hostile.py).
         frame = pd.DataFrame({"chunk_id": [cid for cid, _ in items], "context": [ctx for _, ctx in items]})
         with self._db.transaction() as cur:
             cur.register("_new_contexts", frame)

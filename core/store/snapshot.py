@@ -5,9 +5,8 @@ of an evaluation keeps its database read-write (it stores the run at the end). S
 folded into the file, so the copy is complete on its own), copies the database file into a folder, and gives the
 token-vector file(s) beside it a hard link there (the file is append-only and the copied rows point only at bytes
 written before the checkpoint, so a link is as good as a copy; it may be gigabytes). Workers open the copy with
-read_only=True. DuckDB's EXPORT DATABASE would write every table out and a worker would import it again: on the
-21 MiB SciFact-1000 database (bench/results/ray_eval.json, snapshot_methods) the copy took 0.012 s and EXPORT + IMPORT
-0.47 s, before any token vector.
+read_only=True. DuckDB's EXPORT DATABASE would write every table out and a worker would import it again, far slower
+than the copy before any token vector (bench/results/ray_eval.json, snapshot_methods).
 On a cluster the folder must be on storage every node reads (an NFS or object-store mount), or be copied to each.
 """
 from __future__ import annotations

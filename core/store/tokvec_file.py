@@ -1,7 +1,7 @@
 """Token vectors (late-interaction rerank) in an append-only file beside the DuckDB file, read through a memory map.
 
-Why not DuckDB blobs: SciFact's 5,183 abstracts carry ~1.2 GB of float16 token vectors; writing them as blobs took the
-ingesting process to 4.24 GB RSS (DuckDB buffers what it writes), over the 3 GB goal. Here the bytes go straight to a
+Why not DuckDB blobs: a corpus of a few thousand abstracts carries gigabytes of float16 token vectors, and writing them
+as blobs took the ingesting process over its memory goal (DuckDB buffers what it writes). Here the bytes go straight to a
 plain file and DuckDB keeps only a small row per text (offset, length, shape) in `token_vector_slots`, so memory stays
 bounded by what a query reads (its <= 50 candidates) and the byte-bounded LRU in core/cascade/rerank.py.
 

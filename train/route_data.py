@@ -1,11 +1,13 @@
-"""Builds the labelled routing set (sample_corpus/routing/routing.jsonl) from the shared datasets and handwritten lines.
+"""Builds the router's labelled set (train/sets/routing.jsonl) from the public shared datasets and the handwritten lines
+(train/sets/routing_handwritten.txt): `python -m train.route_data [DATASETS_ROOT]`; `python -m train.route` fits.
 
-Run once: `python -m core.route.data_build [DATASETS_ROOT]`; then `python -m core.route.data_build --fit` fits the
-router on the train split and writes core/models/data/router_model.npz, the model queries load. The split is drawn here, once, per (source, label)
-stratum with a fixed seed, and written into the file, so tuning never sees the test rows. Each row also carries the
-share of its query terms found in the vocabulary of the corpus it was asked about (the router's corpus feature):
-questions from a dataset are measured against that dataset's own corpus; chitchat and out-of-scope lines against
-one of the four corpora in turn (a router meets them in front of whatever corpus is loaded).
+Public data only: CLINC chitchat / out-of-scope utterances, 2WikiMultihopQA, SciFact and the Anthropic codebase
+questions, and lines written for this repo about those corpora or none. Nothing comes from sample_corpus/ (the demo
+corpus is never a fitting target). The split is drawn here, once, per (source, label) stratum with a fixed seed, and
+written into the file, so tuning never sees the test rows. Each row also carries the share of its query terms found
+in the vocabulary of the corpus it was asked about (the router's corpus feature): questions from a dataset are
+measured against that dataset's own corpus; chitchat and out-of-scope lines against one of the public corpora in
+turn (a router meets them in front of whatever corpus is loaded).
 """
 from __future__ import annotations
 
@@ -17,19 +19,18 @@ from typing import Iterable
 
 from core.ingest.parse import parse
 from core.route.features import coverage
-from core.route.router import MODEL_FILE, fit_and_ship
+from core.route.router import ROUTING_FILE
 from core.text import tokenize
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "sample_corpus" / "routing"
-ROUTING_FILE = DATA_DIR / "routing.jsonl"
-HANDWRITTEN = DATA_DIR / "handwritten.txt"
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
+HANDWRITTEN = REPO / "train" / "sets" / "routing_handwritten.txt"
 TEST_SHARE = 0.3
 SEED = 16
-CORPORA = ("sample", "twowiki", "scifact", "codebase")
+CORPORA = ("twowiki", "scifact", "codebase")  # the public corpora the rows are measured against
 
 TWOWIKI_CLASS = {"comparison": "comparison", "bridge_comparison": "comparison", "compositional": "multi-hop",
                  "inference": "multi-hop"}
+# The sample corpus's eval types as router classes: benches score the router on the demo set, never fit on it.
 SAMPLE_CLASS = {"factoid": "factoid", "exact-id": "factoid", "unanswerable": "factoid", "multi-hop": "multi-hop",
                 "global": "global-summary"}  # unanswerable questions are still about the corpus: factoid, not refusal
 
@@ -51,7 +52,7 @@ def corpus_texts(name: str, root: Path) -> Iterable[str]:
     elif name == "codebase":
         for d in json.loads((root / "anthropic_codebase" / "codebase_chunks.json").read_text(encoding="utf-8")):
             yield d["content"]
-    elif name == "sample":
+    elif name == "sample":  # benches measure on the demo corpus; the labelled set never uses it
         for p in sorted((REPO / "sample_corpus" / "docs").iterdir()):
             yield parse(p.name, p.read_bytes()).text
     else:
@@ -74,9 +75,6 @@ def raw_rows(root: Path) -> list[dict]:
     for r in _jsonl(root / "twowiki_multihop" / "questions.jsonl"):
         rows.append({"text": r["question"], "label": TWOWIKI_CLASS[r["type"]], "source": "twowiki",
                      "corpus": "twowiki", "type": r["type"]})
-    for r in _jsonl(REPO / "sample_corpus" / "eval.jsonl"):
-        rows.append({"text": r["query"], "label": SAMPLE_CLASS[r["type"]], "source": "sample", "corpus": "sample",
-                     "type": r["type"]})
     seen: set[str] = set()
     for r in _jsonl(root / "anthropic_codebase" / "evaluation_set.jsonl"):
         if r["query"] not in seen:  # two query strings occur twice
@@ -120,17 +118,13 @@ def build(root: Path) -> list[dict]:
 
 
 def main(argv: list[str]) -> None:
-    if argv[:1] == ["--fit"]:
-        # The router ships fitted (core/models/data/router_model.npz): queries load it in milliseconds, never refit it.
-        model = fit_and_ship()
-        print(f"fitted on the train split of {ROUTING_FILE.name}: {len(model.classes)} classes; wrote {MODEL_FILE}")
-        return
-    root = Path(argv[0]) if argv else Path("/work/shared/datasets")
+    root = Path(argv[0]) if argv else REPO.parent / "shared" / "datasets"
     rows = build(root)
+    ROUTING_FILE.parent.mkdir(parents=True, exist_ok=True)
     with ROUTING_FILE.open("w", encoding="utf-8") as f:
         for r in rows:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
-    print(f"wrote {len(rows)} rows to {ROUTING_FILE}")
+    print(f"wrote {len(rows)} rows to {ROUTING_FILE.relative_to(REPO)}")
 
 
 if __name__ == "__main__":
