@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     load0 = os.getloadavg()
     for ws in halves:
         if ws == "b":
-            readiness._RATES.clear()  # a later process: only what the database kept
+            readiness.forget_measured_rates()  # a later process: only what the database kept
             t0 = time.perf_counter()
             probe_s = 0.0
         else:

@@ -474,7 +474,7 @@ def _role_in(role: str, found: Sequence[str]) -> bool:
 
 
 def _entity_in(c: Constraint, read: _Read, cross: bool) -> bool:
-    if _IDENT.fullmatch(c.text) or _CODE.fullmatch(c.text):  # a key or a code ('max_age', 'E-TDW-4107') as written
+    if _IDENT.fullmatch(c.text) or _CODE.fullmatch(c.text):  # a key or a code ('max_age', 'E-ABC-1234') as written
         return c.text.lower() in read.raw
     if re.fullmatch(r"[A-ZА-ЯЁ]{2,6}", c.text) and _acronym_in(c.text, read.raw_cased):
         return True

@@ -73,6 +73,11 @@ def token_seconds_per_chunk(model_id: str) -> float:
     return _RATES.get(("tokens", model_id), _RATES.get(("tokens-probe", model_id), TOKENS_S_PER_CHUNK))
 
 
+def forget_measured_rates() -> None:
+    """Drop this process's in-memory rates, as a new process starts: only what the database kept is read."""
+    _RATES.clear()
+
+
 def probe_rates(store: Any, embedder: Any, workspace: str = DEFAULT_WORKSPACE) -> None:
     """Time one batch of PROBE_CHUNKS of the workspace's chunks through the embedder and, when it gives token
     vectors, through the token encoder (each after an untimed warm-up of PROBE_WARMUP texts), once per model in this

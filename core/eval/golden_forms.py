@@ -173,7 +173,7 @@ def resolve_subject(subj: str, title: str) -> str:
     if ws[0].lower().strip(",") in _NOT_SUBJECT:
         return ""  # 'this method', 'we', 'because ...': not a thing a reader can look up
     if ws[0] == "The" and title and title.lower() not in s.lower() and any(w[:1].isupper() for w in ws[1:]):
-        return "the" + s[3:]  # 'The Kestrel gateway' in mid-question; a title ('The Pelican Rig') keeps its capital
+        return "the" + s[3:]  # 'The Osprey gateway' in mid-question; a title ('The Pelican Rig') keeps its capital
     if ws[0].lower() == "the" and not any(w[:1].isupper() or any(c.isdigit() for c in w) for w in ws[1:]):
         if any(w.lower().rstrip("'’s") in _ANAPHORIC for w in ws[1:3]):
             return ""  # 'the film's score', 'the company': the document's own topic, named elsewhere
@@ -311,7 +311,7 @@ def _aux_forms(subj: str, aux: str, rest: str, past: bool, sentence: str) -> lis
     if loc and not _MONTH_WORD.match(loc.group(2).split()[0]) and "born" not in loc.group(1):
         out.append(Draft(f"Where {aux} {{S}} {loc.group(1).strip()}?", subj, loc.group(2), "where",
                          f"place:{loc.group(1).split()[-1]}", sentence=sentence))
-    # a definition: "Project Heron is a retrofit of ..." -> What is Project Heron? (the generator caps their share)
+    # a definition: "Project Alpha is a retrofit of ..." -> What is Project Alpha? (the generator caps their share)
     if not out and aux in ("is", "are") and re.match(r"^(?:a|an)\s+[a-z]", rest) and len(rest.split()) >= 3:
         out.append(Draft(f"What {aux} {{S}}?", subj, _clause(rest, 12) or rest, "definition", "definition",
                          sentence=sentence))
