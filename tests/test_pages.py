@@ -486,7 +486,7 @@ def test_agentic_loop_toggle_shows_rounds_and_the_stop_reason(search_lab: AppTes
     assert loop and "stopped" in loop[0] and "LLM calls" in loop[0]
     rows = [h.value for h in at.html if "data-testid='stage-row'" in h.value]
     main = list(lab_html.columns(rows[0]))
-    assert "grade" in main and "decide" in main and "evidence" in main and main[-1] == "answer"
+    assert "grade" in main and "decide" in main and "evidence" in main and main[-2:] == ["answer", "verify"]
     # round 2 in its own expander row ('r2.bm25', or 'r2.q1.bm25' ... when the round ran several queries)
     assert len(rows) == 2 and any(c.startswith("r2.") and c.endswith(".bm25") for c in lab_html.columns(rows[1]))
     assert "r2.answer_cache" not in lab_html.columns(rows[1])  # the inner runs' idle stages are left out

@@ -421,6 +421,15 @@ def question_constraints(question: str) -> tuple[Constraint, ...]:
     return tuple(out)
 
 
+# 'When ...?' is also answered by a time of day, a weekday, a season or a frequency ('every night', 'weekly').
+_WHEN_RECURRING = re.compile(
+    r"(?i)\b(every|each|daily|nightly|weekly|fortnightly|monthly|quarterly|yearly|annually|hourly|weekends?|"
+    r"mornings?|evenings?|nights?|noon|midnight|dawn|dusk|o'clock|\d{1,2}(:\d\d)?\s?(am|pm|a\.m\.|p\.m\.)|"
+    r"mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?|spring|summer|autumn|fall|winter|"
+    r"кажд\w+|ежедневно|еженедельно|ежемесячно|ежегодно|утром|вечером|ночью|днём|днем|по (понедельникам|"
+    r"вторникам|средам|четвергам|пятницам|субботам|воскресеньям)|весной|летом|осенью|зимой)\b")
+
+
 def _ordinal_word(n: int) -> str:
     inv = {v: k for k, v in _ORD_EN.items()}
     return inv.get(n, f"{n}th")
@@ -633,7 +642,8 @@ def _asks(c: Constraint, sentence: str, r: _Read, question: str) -> Verdict:
             re.search(r"(?i)\b(years?|BP|BC|BCE|AD|CE|ago|centur\w+|decades?|лет|года?|век\w*|назад|н\.\s?э)\b",
                       sentence))) or bool(re.search(
             r"(?i)\b(century|decade|age|era|period|reign|war|after|before|during|until|since|when|while|once|"
-            r"today|now|ago|later|earlier|time|век|год|после|до|во время|когда|эпох|период)\b", sentence))
+            r"today|now|ago|later|earlier|time|век|год|после|до|во время|когда|эпох|период)\b", sentence)) or bool(
+            _WHEN_RECURRING.search(sentence))
     else:
         ok = bool(r.numbers - qn) or bool(r.years - qy) or bool(re.search(
             r"(?i)\b(several|many|few|dozens|hundreds|thousands|millions|numerous|half|most|all|some|a number of|"

@@ -68,7 +68,7 @@ class LLMConfig(Section):
                                                                     "tokens) of the loaded model")
     reuse_prefix: bool = Field(True, description="local providers: keep the KV state of a shared prompt prefix (the "
                                                  "document, for each of its chunks' contexts) instead of evaluating "
-                                                 "it again; booked as cache reads")
+                                                 "it again; booked as cache reads", json_schema_extra=EXPERT)
 
     max_retries: int = Field(4, ge=0, le=10, description="retries of a failed or malformed call (with backoff); "
                                                          "0 = one attempt")

@@ -36,9 +36,10 @@ class RerankConfig(Section):
                                                       "chosen on one half of twowiki's questions by recall@5 of the "
                                                       "first round's cascade, reported on the other half: the "
                                                       "reranker pushed bridge pages hybrid ranked 4th-5th out of the "
-                                                      "top 5; the floor keeps them and the reranker's gains at 1-2"))
+                                                      "top 5; the floor keeps them and the reranker's gains at 1-2",
+                                                      expert=True))
     keep_within: int = Field(5, ge=1, le=1000, description="floor: the rank the incoming first keep_top are never "
-                                                           "pushed below")
+                                                           "pushed below", json_schema_extra=EXPERT)
 
 
 class PruneConfig(Section):
