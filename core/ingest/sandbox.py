@@ -15,22 +15,17 @@ from __future__ import annotations
 
 import atexit
 import json
-import os
 import resource
-import selectors
-import struct
-import subprocess
 import sys
 import threading
-import time
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from core.ingest.chunk import build_chunks, check_chunk_cap, chunk_facts, chunk_ranges
 from core.ingest.parse import ParseError, human_size, kind_of, parse
 from core.ingest.tables import TableData, is_table, read_table, table_document, table_from_json, table_to_json
 from core.types import Chunk, ParsedDocument, Section
+from core.worker import CpuDeadline, Worker, read_exact, read_request, ready, write_reply
 
 PARSE_TIMEOUT_S = 20.0  # seconds of the worker's CPU time per file (parse + chunk)
 # Wall-clock backstop per file: a multiple of the CPU deadline, so a worker starved of CPU on a busy machine is not
@@ -40,9 +35,6 @@ WALL_BACKSTOP_MIN_S = 120.0
 PARSE_MEMORY_MB = 1024
 STARTUP_TIMEOUT_S = 60.0  # a worker's imports on a busy 2-core machine; not counted in the parse deadline
 MAX_WORKERS = 2  # Streamlit sessions ingesting at once; more callers wait for a free worker
-_ROOT = Path(__file__).resolve().parents[2]
-_HEAD = struct.Struct(">II")
-_LEN = struct.Struct(">I")
 
 
 def _doc_to_json(doc: ParsedDocument) -> dict[str, Any]:
@@ -56,121 +48,10 @@ def _doc_from_json(d: dict[str, Any]) -> ParsedDocument:
                           str(d.get("encoding", "")))
 
 
-_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def process_cpu_s(pid: int) -> float | None:
-    """User + system CPU seconds a process has used so far (Linux /proc/PID/stat), or None where unreadable."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return None
-    fields = raw[raw.rfind(b")") + 2 :].split()  # after "pid (comm) ": state is field 3, utime 14, stime 15
-    try:
-        return (int(fields[11]) + int(fields[12])) / _CLK_TCK
-    except (IndexError, ValueError):
-        return None
-
-
-@dataclass
-class Deadline:
-    """When a worker's request has run too long: `cpu_s` seconds of the worker's CPU time since the request began
-    (wall time when its CPU time cannot be read), or `wall_s` seconds of wall time whatever the CPU did."""
-
-    pid: int
-    cpu_s: float
-    wall_s: float
-    start_wall: float = field(default_factory=time.monotonic)
-    start_cpu: float | None = None
-    reason: str = ""
-
-    def __post_init__(self) -> None:
-        self.start_cpu = process_cpu_s(self.pid)
-
-    def expired(self) -> bool:
-        wall = time.monotonic() - self.start_wall
-        if wall >= self.wall_s:
-            self.reason = "wall"
-            return True
-        cpu = process_cpu_s(self.pid) if self.start_cpu is not None else None
-        used = cpu - self.start_cpu if cpu is not None and self.start_cpu is not None else wall
-        if used >= self.cpu_s:
-            self.reason = "cpu"
-            return True
-        return False
-
-    def poll_s(self) -> float:
-        """How long to wait for output before looking at the clocks again."""
-        return max(0.01, min(0.2, self.cpu_s / 4, self.wall_s - (time.monotonic() - self.start_wall)))
-
-
-class _Worker:
+class _Worker(Worker):
     def __init__(self, memory_mb: int) -> None:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(_ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(
-            os.pathsep), "OMP_NUM_THREADS": "1"}
-        self.proc = subprocess.Popen([sys.executable, "-m", "core.ingest.sandbox", str(memory_mb)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     cwd=str(_ROOT), env=env)
-        # The deadline is for parsing, not for start-up: wait for the worker's ready byte (imports done) first.
-        if self._read(1, Deadline(self.proc.pid, STARTUP_TIMEOUT_S, STARTUP_TIMEOUT_S)) != b"R":
-            self.kill()
-            raise OSError("the parse worker did not start")
-
-    def _read(self, n: int, deadline: Deadline) -> bytes | None:
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        buf = bytearray()
-        with selectors.DefaultSelector() as sel:
-            sel.register(fd, selectors.EVENT_READ)
-            while len(buf) < n:
-                if deadline.expired():
-                    return None
-                if not sel.select(timeout=deadline.poll_s()):
-                    continue
-                piece = os.read(fd, n - len(buf))
-                if not piece:
-                    raise EOFError("worker closed its output")
-                buf += piece
-        return bytes(buf)
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def peak_kb(self) -> int:
-        """The worker's resident high-water mark (Linux /proc; 0 elsewhere or once it has gone)."""
-        try:
-            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-        except (OSError, ValueError):
-            pass
-        return 0
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
-        for f in (self.proc.stdin, self.proc.stdout):
-            try:
-                f.close()  # type: ignore[union-attr]
-            except OSError:
-                pass
-
-    def request(self, header: dict[str, Any], data: bytes, deadline: Deadline) -> dict[str, Any] | None:
-        """The worker's reply, or None when the deadline passed (the caller kills the worker)."""
-        head = json.dumps(header).encode()
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(_HEAD.pack(len(head), len(data)) + head)
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
-        head_bytes = self._read(_LEN.size, deadline)
-        if head_bytes is None:
-            return None
-        body = self._read(_LEN.unpack(head_bytes)[0], deadline)
-        return None if body is None else json.loads(body)
+        # The deadline is for parsing, not for start-up: the worker's ready byte (imports done) comes first.
+        super().__init__("core.ingest.sandbox", str(memory_mb), what="parse worker", startup_s=STARTUP_TIMEOUT_S)
 
 
 @dataclass(frozen=True)
@@ -256,9 +137,10 @@ class ParseSandbox:
         w = self._borrow()
         keep: _Worker | None = w
         try:
-            deadline = Deadline(w.proc.pid, self.timeout_s, self.wall_s)
+            deadline = CpuDeadline(w.proc.pid, self.timeout_s, self.wall_s)
+            reply: dict[str, Any] | None
             try:
-                reply = w.request(header, data, deadline)
+                reply, _ = w.request(header, data, deadline)
             except (OSError, EOFError, ValueError):
                 reply = {"crash": True}
             if reply is None:
@@ -304,16 +186,6 @@ def default_sandbox() -> ParseSandbox:
 
 
 # -- the worker side ---------------------------------------------------------------------------------------------
-def _read_exact(stream: Any, n: int) -> bytes:
-    out = bytearray()
-    while len(out) < n:
-        piece = stream.read(n - len(out))
-        if not piece:
-            raise EOFError
-        out += piece
-    return bytes(out)
-
-
 def _handle(header: dict[str, Any], data: bytes) -> dict[str, Any]:
     """One request: parse, and with a "chunk" spec also cut the chunks (ranges, token counts, languages)."""
     name = header["name"]
@@ -348,18 +220,16 @@ def _serve(memory_mb: int) -> None:
     except Exception:
         pass
     inp, out = sys.stdin.buffer, sys.stdout.buffer
-    out.write(b"R")
-    out.flush()
+    ready(out)
     while True:
         try:
-            hlen, dlen = _HEAD.unpack(_read_exact(inp, _HEAD.size))
-            header = json.loads(_read_exact(inp, hlen))
+            header, dlen = read_request(inp)
         except EOFError:
             return
         fatal = False
         data = b""
         try:
-            data = _read_exact(inp, dlen)
+            data = read_exact(inp, dlen)
             reply: dict[str, Any] = _handle(header, data)
         except ParseError as exc:
             reply = {"error": str(exc)[:1000]}
@@ -376,8 +246,7 @@ def _serve(memory_mb: int) -> None:
             payload = json.dumps(reply).encode()
         except MemoryError:
             payload, fatal = b'{"oom": true}', True
-        out.write(_LEN.pack(len(payload)) + payload)
-        out.flush()
+        write_reply(out, payload)
         if fatal:
             return
 

@@ -13,21 +13,17 @@ from __future__ import annotations
 
 import atexit
 import json
-import os
 import re
 import resource
-import selectors
-import struct
-import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 import duckdb
 
 from core.types import SqlResult
+from core.worker import WallDeadline, Worker, read_exact, read_request, ready, write_reply
 
 MAX_SQL_CHARS = 10_000
 MAX_ROWS = 1_000
@@ -38,9 +34,6 @@ KILL_GRACE_S = 1.0  # the worker interrupts itself at timeout_s; the caller kill
 STARTUP_TIMEOUT_S = 60.0  # a worker's imports on a busy 2-core machine
 MAX_CELL_CHARS = 10_000  # a text (or blob) value longer than this comes back cut, and the result says so
 MAX_RESULT_BYTES = 4 << 20  # a result's Arrow bytes; rows past this are dropped, and the result says so
-_ROOT = Path(__file__).resolve().parents[2]
-_HEAD = struct.Struct(">II")
-_LEN = struct.Struct(">I")
 # Table references a SELECT may hold: the workspace's tables, joins, subqueries, VALUES lists and no FROM at all.
 ALLOWED_REFS = frozenset({"BASE_TABLE", "JOIN", "SUBQUERY", "EMPTY", "EXPRESSION_LIST"})
 # Scalar functions refused by name: they read the machine, the settings or the catalogue, not the tables.
@@ -212,7 +205,7 @@ class SqlSandbox:
         with self._lock:
             worker = self._ready()
             try:
-                reply, data = worker.request(header, b"", timeout_s + KILL_GRACE_S)
+                reply, data = worker.request(header, b"", WallDeadline(timeout_s + KILL_GRACE_S))
             except (EOFError, OSError, ValueError):
                 reply, data = {"dead": True}, b""
             self.peak_worker_kb = max(self.peak_worker_kb, worker.peak_kb())
@@ -236,7 +229,7 @@ class SqlSandbox:
             return self._worker
         worker = _SqlWorker(self.hard_mb)
         try:
-            reply, _ = worker.request(*self._load, STARTUP_TIMEOUT_S)
+            reply, _ = worker.request(*self._load, WallDeadline(STARTUP_TIMEOUT_S))
         except (EOFError, OSError, ValueError):
             reply = None
         if reply is None or not reply.get("ok"):
@@ -283,93 +276,19 @@ def _kill_all() -> None:
         w.kill()
 
 
-class _SqlWorker:
-    """One `python -m core.store.sql HARD_MB` process: length-prefixed JSON headers plus raw bytes each way."""
+class _SqlWorker(Worker):
+    """One `python -m core.store.sql HARD_MB` process (core/worker.py's frames), ended at exit."""
 
     def __init__(self, hard_mb: int) -> None:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(_ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(
-            os.pathsep), "OMP_NUM_THREADS": "1"}
-        self.proc = subprocess.Popen([sys.executable, "-m", "core.store.sql", str(hard_mb)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=str(_ROOT), env=env)
+        super().__init__("core.store.sql", str(hard_mb), what="SQL worker", startup_s=STARTUP_TIMEOUT_S)
         _LIVE.add(self)
-        if self._read(1, time.monotonic() + STARTUP_TIMEOUT_S) != b"R":
-            self.kill()
-            raise OSError("the SQL worker did not start")
-
-    def _read(self, n: int, until: float) -> bytes | None:
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        buf = bytearray()
-        with selectors.DefaultSelector() as sel:
-            sel.register(fd, selectors.EVENT_READ)
-            while len(buf) < n:
-                left = until - time.monotonic()
-                if left <= 0:
-                    return None
-                if not sel.select(timeout=min(left, 0.5)):
-                    continue
-                piece = os.read(fd, min(n - len(buf), 1 << 20))
-                if not piece:
-                    raise EOFError("the SQL worker closed its output")
-                buf += piece
-        return bytes(buf)
-
-    def request(self, header: dict[str, Any], data: bytes, wait_s: float) -> tuple[dict[str, Any] | None, bytes]:
-        """(reply header, reply bytes), or (None, b"") when `wait_s` passed (the caller kills the worker)."""
-        head = json.dumps(header).encode()
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(_HEAD.pack(len(head), len(data)) + head)
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
-        until = time.monotonic() + wait_s
-        lens = self._read(_HEAD.size, until)
-        if lens is None:
-            return None, b""
-        hlen, dlen = _HEAD.unpack(lens)
-        body = self._read(hlen, until)
-        payload = self._read(dlen, until) if body is not None else None
-        if body is None or payload is None:
-            return None, b""
-        return json.loads(body), payload
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def peak_kb(self) -> int:
-        try:
-            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-        except (OSError, ValueError):
-            pass
-        return 0
 
     def kill(self) -> None:
         _LIVE.discard(self)
-        if self.proc.poll() is None:
-            self.proc.kill()
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
-        for f in (self.proc.stdin, self.proc.stdout):
-            try:
-                f.close()  # type: ignore[union-attr]
-            except OSError:
-                pass
+        super().kill()
 
 
 # -- the worker side ---------------------------------------------------------------------------------------------
-def _read_exact(stream: Any, n: int) -> bytes:
-    out = bytearray()
-    while len(out) < n:
-        piece = stream.read(n - len(out))
-        if not piece:
-            raise EOFError
-        out += piece
-    return bytes(out)
-
-
 def _cap_cells(table: Any, max_cell: int) -> tuple[Any, int]:
     """Text and blob values cut at `max_cell` characters (bytes); how many were cut."""
     import pyarrow as pa
@@ -456,13 +375,11 @@ def _serve(hard_mb: int) -> None:
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     con = duckdb.connect(":memory:", config={"enable_external_access": False, "autoload_known_extensions": False,
                                              "autoinstall_known_extensions": False})
-    out.write(b"R")
-    out.flush()
+    ready(out)
     while True:
         try:
-            hlen, dlen = _HEAD.unpack(_read_exact(inp, _HEAD.size))
-            header = json.loads(_read_exact(inp, hlen))
-            data = _read_exact(inp, dlen)
+            header, dlen = read_request(inp)
+            data = read_exact(inp, dlen)
         except EOFError:
             return
         fatal = False
@@ -494,10 +411,7 @@ def _serve(hard_mb: int) -> None:
             else:
                 reply, payload = {"error": f"the query failed: {str(exc).splitlines()[0][:300]}"}, b""
         del data
-        head = json.dumps(reply).encode()
-        out.write(_HEAD.pack(len(head), len(payload)) + head)
-        out.write(payload)
-        out.flush()
+        write_reply(out, json.dumps(reply).encode(), payload)
         if fatal:
             return
 
