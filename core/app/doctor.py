@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from core.cascade.guard import EvalEvidence, stage_evidence
+from core.cascade.guard import EvalEvidence, mean_se, stage_evidence
 from core.config import PipelineConfig
 from core.store import Store
 from core.types import EvalRunRecord, RunRecord, Stage
@@ -78,15 +78,6 @@ def _metric_values(questions: Sequence[Mapping[str, Any]], metric: str) -> dict[
     return out
 
 
-def _mean_se(xs: Sequence[float]) -> tuple[float, float]:
-    n = len(xs)
-    mean = sum(xs) / n
-    if n < 2:
-        return mean, math.inf
-    var = sum((x - mean) ** 2 for x in xs) / (n - 1)
-    return mean, math.sqrt(var / n)
-
-
 @dataclass(frozen=True)
 class Paired:
     """B minus A on the questions both runs scored, in points of the metric."""
@@ -107,7 +98,7 @@ def paired(a: Mapping[str, float], b: Mapping[str, float]) -> Paired | None:
     common = sorted(set(a) & set(b))
     if not common:
         return None
-    mean, se = _mean_se([100.0 * (b[q] - a[q]) for q in common])
+    mean, se = mean_se([100.0 * (b[q] - a[q]) for q in common])
     return Paired(len(common), mean, se)
 
 
@@ -282,7 +273,7 @@ def stage_evaluation(f: Facts) -> Check:
     values = list(_metric_values(questions, METRIC).values())
     items = next((s.items - int(s.by_status.get("rejected", 0)) for s in sets if s.name == run.dataset), run.n_queries)
     if len(values) >= 2:
-        _, se = _mean_se([100.0 * v for v in values])
+        _, se = mean_se([100.0 * v for v in values])
         # Two configurations scored on the same questions: their difference has at most sqrt(2) x this se when
         # the runs are independent; a paired difference is usually tighter.
         ev.append(f"golden set '{run.dataset}': {items} items; the smallest {METRIC} difference it separates is about "

@@ -69,7 +69,8 @@ def paired_deltas(questions: Iterable[Mapping[str, Any]], k: int) -> dict[tuple[
     return out
 
 
-def _mean_se(xs: Sequence[float]) -> tuple[float, float]:
+def mean_se(xs: Sequence[float]) -> tuple[float, float]:
+    """Mean and its standard error (infinite below two values): the noise bar the guard and the doctor share."""
     n = len(xs)
     mean = sum(xs) / n
     if n < 2:
@@ -94,7 +95,7 @@ def stage_evidence(runs: Sequence[EvalEvidence], *, k: int) -> dict[str, StageEv
         for (stage, source), deltas in paired_deltas(run.questions, k).items():
             if stage in found or not deltas:
                 continue
-            mean, se = _mean_se(deltas)
+            mean, se = mean_se(deltas)
             found[stage] = StageEvidence(stage, source, k, len(deltas), mean, se, run.dataset, run.eval_id)
         if len(found) == len(GUARDED):
             break

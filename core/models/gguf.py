@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from core.models.llm import (
-    BatchStatus,
     LedgerSink,
     LLMError,
     LLMRequest,
     LLMResponse,
     LLMUnavailable,
+    NoBatches,
     begin_attempt,
     check_usage,
     reply_text,
@@ -63,7 +63,7 @@ def _chatml(messages: Sequence[Mapping[str, str]]) -> tuple[str, bool, list[str]
     return text + "<|im_start|>assistant\n", False, ["<|im_end|>"]
 
 
-class GGUFLLM:
+class GGUFLLM(NoBatches):
     """llama.cpp on a GGUF file the user names. `model` (the ledger's name) is the file's stem."""
 
     name = PROVIDER
@@ -229,14 +229,3 @@ class GGUFLLM:
         self.ledger.record_usage(LedgerEntry(
             request.purpose, resp.model, u.input_tokens, u.output_tokens, 0, u.cache_read_tokens, 0.0, 0.0, resp.ms,
             request.ref_id, run_id, False, "", resp.cache_note, workspace, resp.usage_flag, provider=self.name))
-
-    # -- no batches in process -----------------------------------------------------------------------------------
-    def submit_batch(self, items: Sequence[tuple[str, LLMRequest]]) -> str:
-        raise LLMError(f"message batches are not offered by the {PROVIDER} provider", "bad_request")
-
-    def poll_batch(self, batch_id: str) -> BatchStatus:
-        raise LLMError(f"message batches are not offered by the {PROVIDER} provider", "bad_request")
-
-    def batch_results(self, batch_id: str, requests: Mapping[str, LLMRequest], *, workspace: str = DEFAULT_WORKSPACE,
-                      run_id: str = "") -> dict[str, LLMResponse | LLMError]:
-        raise LLMError(f"message batches are not offered by the {PROVIDER} provider", "bad_request")

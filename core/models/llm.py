@@ -214,6 +214,23 @@ class OfflineLLM:
         raise LLMUnavailable(f"no LLM: {self.reason}")
 
 
+class NoBatches:
+    """For providers with no message-batch API (OpenAI-compatible servers, in-process GGUF): every batch call says
+    so with the provider's name, as a bad request the batch runner reports instead of retrying."""
+
+    name: str
+
+    def submit_batch(self, items: Sequence[tuple[str, LLMRequest]]) -> str:
+        raise LLMError(f"message batches are not offered by the {self.name} provider", "bad_request")
+
+    def poll_batch(self, batch_id: str) -> BatchStatus:
+        raise LLMError(f"message batches are not offered by the {self.name} provider", "bad_request")
+
+    def batch_results(self, batch_id: str, requests: Mapping[str, LLMRequest], *, workspace: str = DEFAULT_WORKSPACE,
+                      run_id: str = "") -> dict[str, LLMResponse | LLMError]:
+        raise LLMError(f"message batches are not offered by the {self.name} provider", "bad_request")
+
+
 def parse_json(text: str, schema: Mapping[str, Any] | None = None) -> Any:
     """The JSON value of a structured reply; tolerates fences, surrounding prose, wrapper keys, truncation and the
     slips of models without the feature (core/models/structured.py); with a schema, also wrapper keys and missing

@@ -18,15 +18,15 @@ import json
 import random
 import time
 from types import SimpleNamespace
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping
 
 from core.models.llm import (
     MALFORMED_RETRIES,
-    BatchStatus,
     LedgerSink,
     LLMError,
     LLMRequest,
     LLMResponse,
+    NoBatches,
     _DeadlinePassed,
     _Malformed,
     _run_until,
@@ -86,7 +86,7 @@ def provider_usage(raw: Any, request: LLMRequest) -> tuple[SimpleNamespace, int]
                            cache_read_input_tokens=reuse), reuse
 
 
-class OpenAICompatLLM:
+class OpenAICompatLLM(NoBatches):
     """A chat-completions server. `model` is what the server is asked for (every stage's own model setting names a
     Claude model and is not sent); the ledger and the trace name this model and provider."""
 
@@ -343,17 +343,6 @@ class OpenAICompatLLM:
             except (ValueError, KeyError, TypeError):
                 raise _Malformed("a model list without data[].id") from None
         return self._with_retries("model list", lambda d: self._request("GET", "/models", None, d, handle))
-
-    # -- no batches on this provider -----------------------------------------------------------------------------
-    def submit_batch(self, items: Sequence[tuple[str, LLMRequest]]) -> str:
-        raise LLMError(f"message batches are not offered by the {PROVIDER} provider", "bad_request")
-
-    def poll_batch(self, batch_id: str) -> BatchStatus:
-        raise LLMError(f"message batches are not offered by the {PROVIDER} provider", "bad_request")
-
-    def batch_results(self, batch_id: str, requests: Mapping[str, LLMRequest], *, workspace: str = DEFAULT_WORKSPACE,
-                      run_id: str = "") -> dict[str, LLMResponse | LLMError]:
-        raise LLMError(f"message batches are not offered by the {PROVIDER} provider", "bad_request")
 
 
 def _error_message(raw: bytes) -> str:
