@@ -20,7 +20,7 @@ from core.answer.cache import (
 from core.answer.cache_verifier import make_verifier, query_vector
 from core.answer.e5_scorer import prefetch_question
 from core.answer.stage import verify_answer, verify_skip
-from core.answer.synthesis import compared_items, pick_mode, synthesized_answer
+from core.answer.synthesis import GlobalReduce, compared_items, pick_mode, synthesized_answer
 from core.answer.support import late_sentence_scorer, load_support_model
 from core.answer.verify import ChunkText, VerifyInfo
 from core.answer.versions import DocHead
@@ -44,6 +44,7 @@ from core.config import PipelineConfig
 from core.deps import Deps
 from core.graph.search import entity_neighbours
 from core.graph.stages import (
+    GraphGlobalInfo,
     global_skip,
     graph_global_step,
     graph_local_step,
@@ -227,12 +228,11 @@ def _finish(q: _Query, tracer: Tracer, config: PipelineConfig, deps: Deps, log: 
     """The query's trace, written to the run log unless the run is unlogged (a measurement) or the store is
     read-only (a snapshot keeps no run log)."""
     if not any(s.stage == Stage.VERIFY for s in tracer.stages):  # a path that ends before the check says why
-        ans = next((s for s in tracer.stages if s.stage == Stage.ANSWER), None)
+        ans = Trace("", "", 0, tuple(tracer.stages)).answer_info()
         tracer.skip(Stage.VERIFY, "answer.enabled = false" if not config.answer.enabled else
-                    "no answer to check" if ans is None or ans.skipped is not None else
+                    "no answer to check" if ans is None else
                     "the cached answer was checked against this question before it was served" if answer is not None
-                    and ans.info.get("cached") else f"answered by {ans.info.get('source') or ans.info.get('mode')}: "
-                    "not quoted from retrieved passages")
+                    and ans.cached else f"answered by {ans.source or ans.mode}: not quoted from retrieved passages")
     trace = Trace(q.text, config.stable_hash(), q.version, tuple(tracer.stages), q.workspace, q.lang,
                   tuple(tracer.notes), answer, agent)
     if log and not deps.store.read_only:
@@ -421,7 +421,7 @@ def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: 
     # The BM25 index's vocabulary tells the answerer which question words the corpus never uses.
     vocab = _bm25_index(q, config, deps).vocabulary() if late is not None and config.bm25.enabled else None
     syn = synthesized_answer(q.text, cands, config.answer, deps.llm, workspace=q.workspace,
-                          route=route.config if route is not None else None, global_stage=glob,
+                          route=route.config if route is not None else None, global_reduce=_global_reduce(glob),
                           query_id="q" + hashlib.sha1(q.text.encode()).hexdigest()[:12],
                           titles=deps.store.corpus.document_titles([c.doc_id for c in cands], q.workspace),
                           li_scorer=late_sentence_scorer(late, workspace=q.workspace)
@@ -434,6 +434,15 @@ def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: 
     res = syn.result
     source = syn.source or (final.stage if final else None)
     return AnswerStep((), res.notes, res.usage, res.info(source), answer=res.answer)
+
+
+def _global_reduce(glob: StageResult | None) -> GlobalReduce | None:
+    """What the answer stage reads of graph global search's map (None when it did not run)."""
+    g = glob.own_info if glob is not None and glob.skipped is None else None  # the agentic loop's round 1 wraps it
+    if glob is None or not isinstance(g, GraphGlobalInfo):
+        return None
+    return GlobalReduce(glob.stage, tuple(glob.candidates), g.partials, g.answer if g.reduced_by_llm else "",
+                        tuple(str(c) for c in g.cited))
 
 
 def _verify(q: _Query, answer: Answer | None, deps: Deps) -> AnswerStep:
@@ -1177,7 +1186,8 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
         checked = tracer.run(Stage.VERIFY, lambda: _verify(asked, answer, deps),
                              skip=off(c.answer.verify, "answer.verify") or verify_skip(
                                  answer, answered.notes if answered is not None else (),
-                                 answered.info.get("source") if answered is not None else None))
+                                 answered.info.source if answered is not None and isinstance(answered.info, AnswerInfo)
+                                 else None))
         answer = checked.answer if checked is not None else answer
     if answer is not None and sql is not None and sql.answered and not answer.refused:
         answer = replace(answer, text=f"From the tables: {sql.answer_text()}.\n\n{answer.text}")
