@@ -18,10 +18,9 @@ from core.answer.cache import (
     trace_json,
 )
 from core.answer.cache_verifier import make_verifier, query_vector
-from core.answer.e5_scorer import prefetch_question
 from core.answer.stage import verify_answer, verify_skip
 from core.answer.synthesis import GlobalReduce, compared_items, pick_mode, synthesized_answer
-from core.answer.support import late_sentence_scorer, load_support_model
+from core.answer.support import late_sentence_scorer
 from core.answer.verify import ChunkText, VerifyInfo
 from core.answer.versions import DocHead
 from core.cascade.guard import steps_aside
@@ -428,7 +427,7 @@ def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: 
                           if isinstance(late, LateInteractionReranker) else None, blind=q.dense_blind,
                           vocabulary=vocab, full_texts=_whole_chunks(cands, config, deps, q.workspace),
                           calibration=deps.store.calibrations.get(q.workspace),
-                          sentence_vectors=deps.store.caches, documents=_doc_heads(cands, config, deps, q.workspace))
+                          documents=_doc_heads(cands, config, deps, q.workspace))
     if tracer is not None:
         tracer.stages.extend(syn.calls)
     res = syn.result
@@ -1166,9 +1165,6 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
                 return served
             decision = decision.without_cag(f"CAG gave no answer: route {decision.fallback.name} retrieves instead")
 
-    if c.answer.enabled and (c.answer.mode == "extractive" or (c.answer.mode == "auto" and not deps.llm.available)) \
-            and load_support_model().scorer:  # a support model without the e5 scorer never reads the vector
-        prefetch_question(q.text)  # the offline answer's question vector, encoded beside retrieval on a spare core
     if not any(s.stage == Stage.CAG for s in tracer.stages):
         tracer.skip(Stage.CAG, cag_skip(c, decision) or "")
     _collections(q, c, deps, tracer, cols)

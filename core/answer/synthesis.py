@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any, Collection, Mapping, Protocol, Sequence
 
 from core.answer.calibration import refusal_cut
-from core.answer.e5_scorer import SentenceVectorStore
 from core.answer.stage import (
     ANSWER_INSTRUCTIONS,
     ANSWER_SCHEMA,
@@ -553,8 +552,7 @@ def synthesized_answer(
     global_reduce: GlobalReduce | None = None, workspace: str = DEFAULT_WORKSPACE, query_id: str = "",
     titles: Mapping[str, str] | None = None, li_scorer: SentenceScorer | None = None, blind: bool = False,
     vocabulary: Collection[str] | None = None, full_texts: Mapping[str, str] | None = None,
-    calibration: Calibration | None = None, sentence_vectors: SentenceVectorStore | None = None,
-    documents: Mapping[str, DocHead] | None = None,
+    calibration: Calibration | None = None, documents: Mapping[str, DocHead] | None = None,
 ) -> Synthesis:
     """The answer stage with synthesis: graph global search's reduce when `global_reduce` has partial answers;
     else answer.synthesis (auto: by the route and the question's shape); stuff is core.answer.stage's answer."""
@@ -569,7 +567,7 @@ def synthesized_answer(
     if mode == "stuff" or not top or (mode == "compare" and use_llm and llm.available):
         res = answer_question(question, candidates, cfg, llm, workspace=workspace, query_id=query_id, titles=titles,
                               li_scorer=li_scorer, blind=blind, vocabulary=vocabulary, full_texts=full_texts,
-                              calibration=calibration, sentence_vectors=sentence_vectors, documents=documents)
+                              calibration=calibration, documents=documents)
         return Synthesis(res)
     paid: tuple[StageResult, ...] = ()  # Claude calls made before a budget stop: paid, so they stay in the trace
     if use_llm and llm.available:
@@ -586,14 +584,13 @@ def synthesized_answer(
     model = load_support_model()
     cut = refusal_cut(cfg.refusal_threshold, calibration, model.threshold, model_fingerprint())
     scored = scored_sentences(question, top, titles=titles, li_scorer=li_scorer, blind=blind, model=model,
-                              vocabulary=vocabulary, full_texts=full_texts, sentence_vectors=sentence_vectors,
-                              workspace=workspace)
+                              vocabulary=vocabulary, full_texts=full_texts)
     rows, scores = scored.table.rows, scored.probs
     row_p = [sigmoid(float(z)) for z in scores]  # each sentence's own probability
     if not rows:
         return Synthesis(answer_question(question, candidates, cfg, llm, workspace=workspace, query_id=query_id,
                                          titles=titles, li_scorer=li_scorer, blind=blind, vocabulary=vocabulary,
-                                         full_texts=full_texts, calibration=calibration, sentence_vectors=sentence_vectors),
+                                         full_texts=full_texts, calibration=calibration),
                          paid)
     common = fallback + (f"refusal threshold {cut.value:.2f}: {cut.source}",) + scored.notes
     if mode == "compare":
@@ -602,7 +599,7 @@ def synthesized_answer(
         if res.answer.refused:  # no item found by name: the items may be named otherwise; the plain answer reads it
             plain = answer_question(question, candidates, cfg, llm, workspace=workspace, query_id=query_id,
                                     titles=titles, li_scorer=li_scorer, blind=blind, vocabulary=vocabulary,
-                                    full_texts=full_texts, calibration=calibration, sentence_vectors=sentence_vectors)
+                                    full_texts=full_texts, calibration=calibration)
             return Synthesis(AnswerResult(plain.answer, plain.usage, plain.notes + res.notes + (
                 "no compared item named in a retrieved sentence: the plain answer instead",), plain.support,
                 plain.threshold, plain.threshold_from))
