@@ -154,7 +154,7 @@ def grade_features(question: str, candidates: Sequence[Candidate]) -> list[list[
 
 @dataclass(frozen=True)
 class GraderModel:
-    """Logistic coefficients over grade_features, fitted by bench/agent.py on one split (data, not code)."""
+    """Logistic coefficients over grade_features, fitted by `python -m train.agent_grader` (data, not code)."""
 
     weights: tuple[float, ...] = (4.0, 2.0, 0.6, 0.2)
     bias: float = -3.0
@@ -166,7 +166,7 @@ class GraderModel:
     def load(cls, path: Path = GRADER_FILE) -> "GraderModel":
         if not path.is_file():
             return cls()
-        rec = load_fitted(path, features=GRADE_FEATURES, recipe="bench/agent.py --fit")
+        rec = load_fitted(path, features=GRADE_FEATURES, recipe="python -m train.agent_grader")
         return cls(tuple(float(w) for w in rec.coef), float(rec.intercept), float(rec.threshold or cls.upper),
                    float(rec.meta.get("lower", cls.lower)), str(rec.provenance.get("source", path.name)))
 
