@@ -55,6 +55,7 @@ from core.answer.support import (  # noqa: E402
     sentence_table,
 )
 from core.eval.answer import answered_correctly, matches_gold  # noqa: E402
+from core.models.fitted import sigmoid  # noqa: E402
 from train.logistic import fit_conditional_logit, fit_logistic_signed  # noqa: E402
 
 SETS = {"eval": ROOT / "sample_corpus" / "eval.jsonl", "holdout": ROOT / "sample_corpus" / "eval_holdout.jsonl",
@@ -344,7 +345,7 @@ def fit_model(train: list[dict[str, Any]], l2: float, gate_l2: float, margin: fl
     g_rows = []
     for r in train:
         sc, xv = ranker.combined(r["table"].matrix, blind=r["blind"], row_scorer=row_scorer_of(r))
-        g_rows.append(gate_features(r["table"].matrix, 1.0 / (1.0 + np.exp(-np.clip(sc, -40, 40))), xv))
+        g_rows.append(gate_features(r["table"].matrix, sigmoid(sc), xv))
     g = np.vstack(g_rows)
     for i, r in enumerate(train):
         if r["blind"]:
