@@ -183,7 +183,7 @@ def span_scorer_parts(kind: str, pool: Sequence[Candidate], config: PipelineConf
     encoded = embedder_span_scorer(deps.embedder, prefixes)  # a model call over every 'title. section. sentence'
     if kind == "embedder":
         return [(encoded, 1.0)]
-    if kind == "hybrid-encoded":  # the strongest under tight budgets, at about 1.5 s per query on this CPU
+    if kind == "hybrid-encoded":  # the strongest under tight budgets, and the costliest: every sentence is encoded
         return [(encoded, 1.0), (bm25_span_scorer(prefixes), 1.0)]
     # hybrid: sentence BM25 plus the cosine of sentence token vectors pooled in context (free once the rerank stage
     # cached them). The reranker's own MaxSim scores changed recall@10 at 250-700 tokens by less than one question in

@@ -17,7 +17,7 @@ class ConversationError(ValueError):
 
 
 MAX_TURNS = 50  # a conversation keeps its newest turns; condensing reads only the last few anyway
-MAX_TURN_CHARS = 4_000  # a turn's question and answer are each cut here (a 5 MB turn made condensing take 17 s)
+MAX_TURN_CHARS = 4_000  # a turn's question and answer are each cut here: condensing reads them on every follow-up
 MAX_HISTORY_BYTES = 4 << 20  # a history file larger than this is refused before it is read
 
 
