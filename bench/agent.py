@@ -3,7 +3,7 @@
 Run from the repo root:
     .venv/bin/python bench/agent.py                       # all 300 questions, writes bench/results/agent.json
     .venv/bin/python bench/agent.py --split train         # the router's train split only (where tuning happens)
-    .venv/bin/python bench/agent.py --limit 60 --fit      # also fit the offline grader on the odd questions
+    .venv/bin/python bench/agent.py --limit 60 --fit      # first refit the offline grader (python -m train.agent_grader)
     .venv/bin/python bench/agent.py --dataset sample      # sample_corpus/eval.jsonl, writes agent_sample.json
 
 Corpus: the 2,086 passages, one chunk each ("title\\ntext", doc name = title), in a bench DuckDB under data/bench/
@@ -21,7 +21,8 @@ Rows, all through the product's own run_query on the same store in one run (retr
 - nohop: the same loop without the targeted hops (the wide bag-of-names query only), to judge them in one run.
 Tuning was done on the router's train split of these questions; `held_out` reports its test split.
 The grader's AUROC (passage useful = a gold passage) is computed on plain round-1 candidates. With --fit the grader is
-fitted on odd-numbered questions and saved to core/models/data/agent_grader.npz.
+first refitted on odd-numbered questions by its recipe, `python -m train.agent_grader`, and saved to
+core/models/data/agent_grader.npz.
 """
 from __future__ import annotations
 
@@ -41,18 +42,14 @@ from core.eval.datasets import ingest_predocs, twowiki_predocs  # noqa: E402
 from core.eval.run import loop_round  # noqa: E402
 from core.pipeline import run_query  # noqa: E402
 from core.route.agent import (  # noqa: E402
-    GRADER_FILE,
     BridgeWriter,
     Budget,
-    GraderModel,
     OfflineGrader,
     grade_features,
     names_in,
     run_agent,
 )
-from core.models.fitted import save_fitted  # noqa: E402
 from core.types import Candidate  # noqa: E402
-from train.provenance import provenance  # noqa: E402
 
 WS = "twowiki"
 RETRIEVAL = {"rerank.enabled": False, "prune.enabled": False, "mmr.enabled": False, "answer.enabled": False,
@@ -79,16 +76,6 @@ def auroc(scores: Sequence[float], labels: Sequence[int]) -> float | None:
         return None
     ranks = np.argsort(np.argsort(np.array(list(pos) + list(neg)))) + 1
     return float((ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
-
-
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2, steps: int = 3000) -> tuple[np.ndarray, float]:
-    w, b = np.zeros(x.shape[1]), 0.0
-    for _ in range(steps):
-        p = 1 / (1 + np.exp(-(x @ w + b)))
-        g = p - y
-        w -= 0.5 * (x.T @ g / len(y) + l2 * w)
-        b -= 0.5 * g.mean()
-    return w, float(b)
 
 
 # -- sample_corpus/eval.jsonl -----------------------------------------------------------------------------------------
@@ -234,7 +221,153 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--split", choices=["all", "train", "test"], default="all",
                     help="the router's split of the twowiki questions (tuning was done on train)")
-    ap.add_argument("--fit", action="store_true", help="fit the offline grader on odd questions and save it")
+    ap.add_argument("--fit", action="store_true", help="first refit the offline grader on the odd questions and save "
+                    "it (python -m train.agent_grader)")
+    ap.add_argument("--db", default=DEFAULT_DB)
+    ap.add_argument("--out", default="agent", help="results file name under bench/results (no .json)")
+    args = ap.parse_args(argv)
+    if args.dataset == "sample":
+        return sample_main(args)
+    if args.fit:  # the recipe reads the whole question file (odd questions), whatever --split says
+        from train.agent_grader import main as fit_grader
+
+        code = fit_grader([*(["--datasets", args.datasets] if args.datasets else []), "--db", args.db,
+                           *(["--limit", str(args.limit)] if args.limit else [])])
+        if code:
+            return code
+    root = datasets_dir(args.datasets) / "twowiki_multihop"
+    if not (root / "questions.jsonl").is_file():
+        print(f"twowiki_multihop not found under {root}", file=sys.stderr)
+        return 2
+    Path(args.db).parent.mkdir(parents=True, exist_ok=True)
+    base = PipelineConfig()
+    plain = base.with_overrides(RETRIEVAL)
+    cfg_loop = loop_config(plain)
+    cfg = cfg_loop.with_overrides({"agent.enabled": False})  # the loop's first round alone = single-shot
+    a = cfg_loop.agent
+    deps = build_deps(cfg, db=args.db)
+    t0 = time.perf_counter()
+    rep = ingest_predocs(predocs(root), store=deps.store, embedder=deps.embedder, workspace=WS)
+    print(f"corpus: {rep.documents} passages, embedded {rep.embedded} in {time.perf_counter() - t0:.1f}s")
+    titles = {d.doc_id: d.name for d in deps.store.corpus.documents(WS)}
+    split_of = _split_of()
+    questions = [json.loads(r) for r in (root / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
+    for i, q in enumerate(questions, start=1):
+        q["i"], q["split"] = i, split_of.get(q["question"], "none")
+    if args.split != "all":
+        questions = [q for q in questions if q["split"] == args.split]
+    if args.limit:
+        questions = questions[: args.limit]
+
+    def search(q: str, c: PipelineConfig = cfg) -> Any:
+        return run_query(q, c, deps, workspace=WS, log=False)
+
+    grader = OfflineGrader()
+    au_rows: dict[str, dict[str, list[tuple[float, int]]]] = {"final": {}, "fused": {}}
+    line_of = {q.qid: i for i, q in enumerate(gs.queries, start=1)}
+    for q in questions:
+        trace = run_query(q.query, cfgs["single-shot"], deps, workspace=SAMPLE_WS, log=False)
+        for which, stage in (("final", trace.final()), ("fused", trace.stage("fused"))):
+            cands = list(stage.candidates) if stage else []
+            hits = judge(cands, q.gold)
+            g = grader.grade(q.query, cands, None, SAMPLE_WS)  # type: ignore[arg-type]
+            pairs = [(p, int(bool(h))) for (_, _, p), h in zip(g.grades, hits)]
+            split = "even" if line_of[q.qid] % 2 == 0 else "odd"
+            for key in ("all", split, *(("multi-hop",) if q.qtype == "multi-hop" else ())):
+                au_rows[which].setdefault(key, []).extend(pairs)
+    au = {which: {key: {"auroc": None if (a := auroc([p for p, _ in v], [y for _, y in v])) is None
+                        else round(a, 3), "candidates": len(v), "positives": sum(y for _, y in v),
+                        "correct_share_of_positives": round(float(np.mean([p >= grader.model.upper
+                                                                           for p, y in v if y] or [0])), 3),
+                        "correct_share_of_negatives": round(float(np.mean([p >= grader.model.upper
+                                                                           for p, y in v if not y] or [0])), 3)}
+                  for key, v in by.items()} for which, by in au_rows.items()}
+    print(f"grader AUROC on sample (fitted on: {grader.model.fitted_on}): "
+          + json.dumps({w: {k: v["auroc"] for k, v in by.items()} for w, by in au.items()}))
+
+    rows: list[dict[str, Any]] = []
+    for name, cfg in cfgs.items():
+        per_round: list[dict[int, dict[str, float | None]]] = []
+        for q in multi:
+            t = time.perf_counter()
+            trace = run_query(q.query, cfg, deps, workspace=SAMPLE_WS, log=False)
+            ms = (time.perf_counter() - t) * 1000
+            sc = score_trace(trace, q.gold, ks=(5, 10))
+            final_hits = next(s.hits for s in sc.stages if s.stage == sc.final_stage) if sc.final_stage else ()
+            n = len(q.gold)
+            found10 = set().union(*final_hits[:10]) if final_hits else set()
+            route = trace.stage("route")
+            rows.append({"config": name, "qid": q.qid, "recall@5": recall_at_k(final_hits, n, 5),
+                         "allgold@10": float(len(found10) == n), "ms": ms,
+                         "rounds": (trace.agent or {}).get("rounds", 1),
+                         "stop": (trace.agent or {}).get("stop_reason", "single-shot"),
+                         "route": route.info.get("config") if route and route.skipped is None else None})
+            per_round.append({r: {"recall@5": recall_at_k(s.hits, n, 5), "recall@10": recall_at_k(s.hits, n, 10)}
+                              for s in sc.stages if not s.skipped and (r := loop_round(s.stage)) is not None})
+        rows_c = [r for r in rows if r["config"] == name]
+        print(f"{name}: recall@5 {100 * np.mean([r['recall@5'] for r in rows_c]):.1f}, "
+              f"all-gold@10 {100 * np.mean([r['allgold@10'] for r in rows_c]):.1f}", flush=True)
+        for r, pr in zip(rows_c, per_round):
+            r["per_round"] = pr
+    summary = {}
+    for name in cfgs:
+        sel = [r for r in rows if r["config"] == name]
+        summary[name] = {"n": len(sel), "recall@5": round(100 * float(np.mean([r["recall@5"] for r in sel])), 1),
+                         "allgold@10": round(100 * float(np.mean([r["allgold@10"] for r in sel])), 1),
+                         "mean_rounds": round(float(np.mean([r["rounds"] for r in sel])), 2),
+                         "ms_mean": round(float(np.mean([r["ms"] for r in sel])), 1),
+                         "stop_reasons": {s: sum(1 for r in sel if r["stop"] == s) for s in {r["stop"] for r in sel}},
+                         "per_round": [{k: (round(100 * v, 1) if isinstance(v, float) and k != "round" else v)
+                                        for k, v in row.items()}
+                                       for row in round_recall([r["per_round"] for r in sel])]}
+    cols = ["config", "n", "recall@5", "allgold@10", "mean_rounds", "ms_mean"]
+    print(table(cols, [[n, *[v[c] for c in cols[1:]]] for n, v in summary.items()]))
+    write_result("agent_sample", {
+        "dataset": "sample_corpus/eval.jsonl", "unit": "chunk (gold = text span, core.eval.metrics rule)",
+        "multi_hop_questions": len(multi), "auroc_questions": len(questions), "configs": SAMPLE_CONFIGS,
+        "agent": base.agent.model_dump(), "grader": grader.model.fitted_on,
+        "grader_auroc": au, "by_config": summary,
+        "questions": [{k: v for k, v in r.items() if k != "per_round"} for r in rows],
+        "latency_note": "wall-clock ms on a shared 2-core machine: compare configurations within this run only",
+    })
+    return 0
+
+
+DEFAULT_DB = str(ROOT / "data" / "bench" / "agent.duckdb")
+SAMPLE_WS = "agent_sample"
+
+
+def predocs(root: Path) -> Any:
+    """The twowiki corpus as this bench ingests it (bench/route.py reuses it for the same store)."""
+    return twowiki_predocs(root, WS)
+
+
+def loop_config(base: PipelineConfig) -> PipelineConfig:
+    """The loop as the product's multi-hop route runs it: routes.toml's multi-hop overrides (per_round, early stop,
+    BM25-only bridging rounds) on the retrieval below, decomposition on, the router off (this bench forces the loop
+    on every type, comparisons included, to check it never hurts them)."""
+    from core.route.router import load_routes
+
+    route = load_routes()["multi-hop"]
+    fire = {f"transforms.{t}": "on" for t in route.transforms}
+    return base.with_overrides({**fire, **route.overrides, "agent.enabled": True})
+
+
+def _split_of() -> dict[str, str]:
+    from core.route.router import ROUTING_FILE
+
+    return {json.loads(x)["text"]: json.loads(x)["split"] for x in ROUTING_FILE.read_text().splitlines() if x}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dataset", choices=["twowiki", "sample"], default="twowiki")
+    ap.add_argument("--datasets")
+    ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--split", choices=["all", "train", "test"], default="all",
+                    help="the router's split of the twowiki questions (tuning was done on train)")
+    ap.add_argument("--fit", action="store_true", help="first refit the offline grader on the odd questions and save "
+                    "it (python -m train.agent_grader)")
     ap.add_argument("--db", default=DEFAULT_DB)
     ap.add_argument("--out", default="agent", help="results file name under bench/results (no .json)")
     args = ap.parse_args(argv)

@@ -55,6 +55,7 @@ from core.answer.support import (  # noqa: E402
     sentence_table,
 )
 from core.eval.answer import answered_correctly, matches_gold  # noqa: E402
+from core.models.fitted import sigmoid  # noqa: E402
 from train.logistic import fit_conditional_logit, fit_logistic_signed  # noqa: E402
 
 SETS = {"eval": ROOT / "sample_corpus" / "eval.jsonl", "holdout": ROOT / "sample_corpus" / "eval_holdout.jsonl",
@@ -344,7 +345,7 @@ def fit_model(train: list[dict[str, Any]], l2: float, gate_l2: float, margin: fl
     g_rows = []
     for r in train:
         sc, xv = ranker.combined(r["table"].matrix, blind=r["blind"], row_scorer=row_scorer_of(r))
-        g_rows.append(gate_features(r["table"].matrix, 1.0 / (1.0 + np.exp(-np.clip(sc, -40, 40))), xv))
+        g_rows.append(gate_features(r["table"].matrix, sigmoid(sc), xv))
     g = np.vstack(g_rows)
     for i, r in enumerate(train):
         if r["blind"]:
@@ -413,7 +414,7 @@ def _fit_scorer_weights(ranker: SupportModel, train: list[dict[str, Any]], k: in
     """How the scorer's values enter: standardisation over the top-k sentences of the training questions, the value
     of a sentence it did not read (a low quantile: unread means unlikely), and the weights of [ranker score, scorer
     value] in a conditional logit over the answerable questions' sentences (both kept >= 0). `kind`: 'finetuned'
-    (core.answer.scorer, English only like the embedder it was made from) or 'e5' (core.answer.e5_scorer, multilingual: it
+    (train.answer_scorer, English only like the embedder it was made from) or 'e5' (train.e5_scorer, multilingual: it
     also reads the questions the embedder is blind to)."""
     multi = kind == "e5"
     vals, groups = [], []
@@ -446,7 +447,7 @@ def row_scorer_of(r: dict[str, Any]) -> Any:
     if xv is not None:
         return lambda idx: xv[np.asarray(idx, dtype=int)]
     if r["split"] in HELD_OUT:
-        from core.answer.scorer import SCORER_PATH, row_scorer
+        from train.answer_scorer import SCORER_PATH, row_scorer
 
         return row_scorer(r["query"], r["table"].rows) if SCORER_PATH.exists() else None
     return None
@@ -469,11 +470,11 @@ def attach_scores(data: dict[str, Any], path: Path = SCORER_OOF) -> int:
 
 
 def attach_e5(data: dict[str, Any]) -> int:
-    """r['xenc'] per collected question: core.answer.e5_scorer's cosine of the question and each of its sentences. The
+    """r['xenc'] per collected question: train.e5_scorer's cosine of the question and each of its sentences. The
     model is pretrained and never fitted on these questions, so every question (held-out ones too) gets the value
     the product computes; nothing is out of fold."""
-    from core.answer.e5_scorer import pair_text as e5_text
-    from core.answer.e5_scorer import score
+    from train.e5_scorer import pair_text as e5_text
+    from train.e5_scorer import score
 
     for r in data["rows"]:
         rows = r["table"].rows
@@ -517,7 +518,7 @@ def fit(l2: float, gate_l2: float, margin: float, penalty: float, kind_penalty: 
             "l2": l2, "gate_l2": gate_l2, "pick_margin": margin, "contradiction_penalty": penalty,
             "kind_penalty": kind_penalty, "attr_penalty": attr_penalty, "scorer_k": scorer_k, "scorer_l2": scorer_l2,
             "scorer_kind": scorer_kind if scorer_k else None,
-            **({"scorer_values": "core.answer.e5_scorer's cosines (pretrained, never fitted on these questions)"
+            **({"scorer_values": "train.e5_scorer's cosines (pretrained, never fitted on these questions)"
                 if scorer_kind == "e5" else "out-of-fold scores of bench/answer_scorer.py --cv (the scorer that "
                                             "scored a question never trained on it)"} if scorer_k else {}),
             "fitted_at": utc_now(), "script": "bench/answer.py fit",
@@ -681,7 +682,7 @@ def report(previous: Sequence[str] = ()) -> None:
                       "in the browser also led to reading a product code's plural as the code (core/answer/support.py; "
                       "no fitting question has one, so the fitted model is unchanged). holdout4 is no longer blind. "
                       "Session 8: a helper wrote sample_corpus/eval_holdout5.jsonl blind (bfb8dc8) before any model "
-                      "change; the multilingual-e5 sentence match (core/answer/e5_scorer.py) was chosen by 5-fold CV on the "
+                      "change; the multilingual-e5 sentence match (train/e5_scorer.py) was chosen by 5-fold CV on the "
                       "fitting questions of the time; holdout5 was then run once and looked at in aggregate (rates, "
                       "and how many answerable questions were refused with a gold sentence retrieved: 15 of 51 "
                       "refused that way, then 21 of 51 with e5). That look showed the model refusing blind-worded "
@@ -776,7 +777,7 @@ def main() -> None:
                     help="report: also the rates of this support model file (or COMMIT:path, read from git) on "
                          "the same collected features (repeatable)")
     ap.add_argument("--scorer", choices=["finetuned", "e5"], default="finetuned",
-                    help="fit/cv: which answerability scorer (core.answer.scorer, or core.answer.e5_scorer's multilingual "
+                    help="fit/cv: which answerability scorer (train.answer_scorer, or train.e5_scorer's multilingual "
                          "cosine)")
     ap.add_argument("--threshold-rule", choices=["insample", "oof"], default="insample",
                     help="fit/cv: choose the refusal cut on the fitted questions' own supports (insample) or on their "

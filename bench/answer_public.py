@@ -194,7 +194,7 @@ def _vocabulary(db: str, ws: str) -> frozenset[str]:
 
 
 class LazyE5:
-    """r['xenc'] read lazily: core.answer.e5_scorer's cosine of the question and a sentence (pretrained, nothing
+    """r['xenc'] read lazily: train.e5_scorer's cosine of the question and a sentence (pretrained, nothing
     fitted), computed the first time a model asks for that sentence (models read only their top-k sentences; e5 on
     every sentence of every question would take an hour on this machine) and kept in a shared cache."""
 
@@ -205,7 +205,7 @@ class LazyE5:
         return len(self.texts)
 
     def __getitem__(self, idx: Any) -> Any:
-        from core.answer.e5_scorer import score
+        from train.e5_scorer import score
 
         flat = np.atleast_1d(np.asarray(idx, dtype=int))
         need = sorted({int(i) for i in flat if (self.query, self.texts[int(i)]) not in self.cache})
@@ -220,7 +220,7 @@ _E5: dict[tuple[str, str], float] = {}
 
 
 def _with_e5(data: dict[str, Any]) -> None:
-    from core.answer.e5_scorer import pair_text
+    from train.e5_scorer import pair_text
 
     if not _E5 and E5_CACHE.exists():
         _E5.update(pickle.loads(E5_CACHE.read_bytes()))
@@ -340,7 +340,7 @@ def fit(s: dict[str, Any]) -> SupportModel:
             "l2": s["l2"], "gate_l2": s["gate_l2"], "pick_margin": s["margin"],
             "contradiction_penalty": s["penalty"], "kind_penalty": s["penalty"], "attr_penalty": s["penalty"],
             "scorer_k": s["scorer_k"], "scorer_l2": 1.0, "scorer_kind": "e5" if s["scorer_k"] else None,
-            **({"scorer_values": "core.answer.e5_scorer's cosines (pretrained, never fitted on these questions)"}
+            **({"scorer_values": "train.e5_scorer's cosines (pretrained, never fitted on these questions)"}
                if s["scorer_k"] else {}),
             "settings_chosen_by": "5-fold CV on the public fitting split (bench/answer_public.py cv)",
             "fitted_at": utc_now(), "script": "bench/answer_public.py fit",

@@ -1,4 +1,4 @@
-"""Fine-tune the bundled MiniLM as the offline answer's answerability scorer (core/answer/scorer.py): "does this
+"""Fine-tune the bundled MiniLM as the offline answer's answerability scorer (train/answer_scorer.py): "does this
 sentence, under its title and heading, answer this question?", on the FITTING questions of bench/answer.py only.
 
 Pairs, per fitting question (eval.jsonl odd ids, eval_train.jsonl, their near-miss twins; questions the embedder
@@ -121,7 +121,7 @@ def main() -> int:
     from answer_cache_pair_model import predict, train
 
     from core.answer.cache_pair import PairModelBits
-    from core.answer.scorer import SCORER_PATH, encode_bottom, pair_text
+    from train.answer_scorer import SCORER_PATH, encode_bottom, pair_text
 
     torch.set_num_threads(args.threads)
     data = ab.load_cache()
@@ -221,7 +221,7 @@ def latency(k_values: list[int], questions: int = 30, repeats: int = 3) -> dict[
 
     import torch
 
-    from core.answer.scorer import (
+    from train.answer_scorer import (
         SCORER_PATH,
         encode_bottom,
         load_scorer,

@@ -243,8 +243,6 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         return code
     ann = None
     if report.ok:
-        for line in _build_answer_vectors(cfg, deps, args.workspace):
-            print(line, file=sys.stderr)
         from core.app.readiness import sync_ann
 
         ann = sync_ann(deps, cfg, args.workspace)  # the dense index's graph, above its size threshold
@@ -361,7 +359,6 @@ def cmd_query(args: argparse.Namespace) -> int:
     deps = build_deps(cfg, store=store)
     run_cfg, notices = _unbuilt_variant(cfg, deps, args.workspace, build=args.build)
     notices += _build_multilingual(cfg, deps, args.workspace) if args.build else []
-    notices += _build_answer_vectors(cfg, deps, args.workspace) if args.build else []
     from core.app.conversation import ConversationError, load_turns, save_turns, session_path, turn_of
 
     cut: list[str] = []  # turns cut at MAX_TURN_CHARS: said below with the other notices
@@ -482,17 +479,6 @@ def _build_multilingual(cfg: PipelineConfig, deps: "Deps", workspace: str) -> li
         return []
     print(f"building: {need.label} (about {need.est_seconds:,.0f} s)", file=sys.stderr)
     return [f"built before the query: {readiness.build(need, cfg, deps, workspace, progress=_stderr_progress(need.kind))}"]
-
-
-def _build_answer_vectors(cfg: PipelineConfig, deps: "Deps", workspace: str) -> list[str]:
-    """After ingest (and query --build): the offline answer's sentence vectors, so a question encodes only itself."""
-    from core.app import readiness
-
-    need = readiness.answer_need(deps.store, cfg, workspace)
-    if need is None or getattr(deps.store, "read_only", False):
-        return []
-    print(f"building: {need.label} (about {need.est_seconds:,.0f} s)", file=sys.stderr)
-    return [f"built: {readiness.build(need, cfg, deps, workspace, progress=_stderr_progress('sentence vectors'))}"]
 
 
 def _stderr_progress(what: str) -> Callable[[int, int], None]:

@@ -8,11 +8,9 @@ FileProblem whose message names the path; nothing here raises a traceback at a u
 """
 from __future__ import annotations
 
-import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
 
 MAX_JSON_DEPTH = 64  # deeper than any file this product reads; json and tomllib recurse per level
 
@@ -127,14 +125,3 @@ def check_depth(text: str, *, name: str, max_depth: int = MAX_JSON_DEPTH) -> Non
         elif ch in "]}":
             depth = max(0, depth - 1)
 
-
-def loads_json(text: str | bytes, *, name: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """json.loads after the depth check; a parse error is FileProblem naming `name`."""
-    s = text.decode("utf-8-sig") if isinstance(text, (bytes, bytearray)) else text
-    check_depth(s, name=name, max_depth=max_depth)
-    try:
-        return json.loads(s)
-    except json.JSONDecodeError as exc:
-        raise FileProblem(f"{name}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
-    except RecursionError:
-        raise FileProblem(f"{name}: nested too deeply to read") from None

@@ -18,10 +18,9 @@ from core.answer.cache import (
     trace_json,
 )
 from core.answer.cache_verifier import make_verifier, query_vector
-from core.answer.e5_scorer import prefetch_question
 from core.answer.stage import verify_answer, verify_skip
-from core.answer.synthesis import compared_items, pick_mode, synthesized_answer
-from core.answer.support import late_sentence_scorer, load_support_model
+from core.answer.synthesis import GlobalReduce, compared_items, pick_mode, synthesized_answer
+from core.answer.support import late_sentence_scorer
 from core.answer.verify import ChunkText, VerifyInfo
 from core.answer.versions import DocHead
 from core.cascade.guard import steps_aside
@@ -44,6 +43,7 @@ from core.config import PipelineConfig
 from core.deps import Deps
 from core.graph.search import entity_neighbours
 from core.graph.stages import (
+    GraphGlobalInfo,
     global_skip,
     graph_global_step,
     graph_local_step,
@@ -183,7 +183,7 @@ def span_scorer_parts(kind: str, pool: Sequence[Candidate], config: PipelineConf
     encoded = embedder_span_scorer(deps.embedder, prefixes)  # a model call over every 'title. section. sentence'
     if kind == "embedder":
         return [(encoded, 1.0)]
-    if kind == "hybrid-encoded":  # the strongest under tight budgets, at about 1.5 s per query on this CPU
+    if kind == "hybrid-encoded":  # the strongest under tight budgets, and the costliest: every sentence is encoded
         return [(encoded, 1.0), (bm25_span_scorer(prefixes), 1.0)]
     # hybrid: sentence BM25 plus the cosine of sentence token vectors pooled in context (free once the rerank stage
     # cached them). The reranker's own MaxSim scores changed recall@10 at 250-700 tokens by less than one question in
@@ -227,12 +227,11 @@ def _finish(q: _Query, tracer: Tracer, config: PipelineConfig, deps: Deps, log: 
     """The query's trace, written to the run log unless the run is unlogged (a measurement) or the store is
     read-only (a snapshot keeps no run log)."""
     if not any(s.stage == Stage.VERIFY for s in tracer.stages):  # a path that ends before the check says why
-        ans = next((s for s in tracer.stages if s.stage == Stage.ANSWER), None)
+        ans = Trace("", "", 0, tuple(tracer.stages)).answer_info()
         tracer.skip(Stage.VERIFY, "answer.enabled = false" if not config.answer.enabled else
-                    "no answer to check" if ans is None or ans.skipped is not None else
+                    "no answer to check" if ans is None else
                     "the cached answer was checked against this question before it was served" if answer is not None
-                    and ans.info.get("cached") else f"answered by {ans.info.get('source') or ans.info.get('mode')}: "
-                    "not quoted from retrieved passages")
+                    and ans.cached else f"answered by {ans.source or ans.mode}: not quoted from retrieved passages")
     trace = Trace(q.text, config.stable_hash(), q.version, tuple(tracer.stages), q.workspace, q.lang,
                   tuple(tracer.notes), answer, agent)
     if log and not deps.store.read_only:
@@ -421,19 +420,28 @@ def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: 
     # The BM25 index's vocabulary tells the answerer which question words the corpus never uses.
     vocab = _bm25_index(q, config, deps).vocabulary() if late is not None and config.bm25.enabled else None
     syn = synthesized_answer(q.text, cands, config.answer, deps.llm, workspace=q.workspace,
-                          route=route.config if route is not None else None, global_stage=glob,
+                          route=route.config if route is not None else None, global_reduce=_global_reduce(glob),
                           query_id="q" + hashlib.sha1(q.text.encode()).hexdigest()[:12],
                           titles=deps.store.corpus.document_titles([c.doc_id for c in cands], q.workspace),
                           li_scorer=late_sentence_scorer(late, workspace=q.workspace)
                           if isinstance(late, LateInteractionReranker) else None, blind=q.dense_blind,
                           vocabulary=vocab, full_texts=_whole_chunks(cands, config, deps, q.workspace),
                           calibration=deps.store.calibrations.get(q.workspace),
-                          sentence_vectors=deps.store.caches, documents=_doc_heads(cands, config, deps, q.workspace))
+                          documents=_doc_heads(cands, config, deps, q.workspace))
     if tracer is not None:
         tracer.stages.extend(syn.calls)
     res = syn.result
     source = syn.source or (final.stage if final else None)
     return AnswerStep((), res.notes, res.usage, res.info(source), answer=res.answer)
+
+
+def _global_reduce(glob: StageResult | None) -> GlobalReduce | None:
+    """What the answer stage reads of graph global search's map (None when it did not run)."""
+    g = glob.own_info if glob is not None and glob.skipped is None else None  # the agentic loop's round 1 wraps it
+    if glob is None or not isinstance(g, GraphGlobalInfo):
+        return None
+    return GlobalReduce(glob.stage, tuple(glob.candidates), g.partials, g.answer if g.reduced_by_llm else "",
+                        tuple(str(c) for c in g.cited))
 
 
 def _verify(q: _Query, answer: Answer | None, deps: Deps) -> AnswerStep:
@@ -1157,9 +1165,6 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
                 return served
             decision = decision.without_cag(f"CAG gave no answer: route {decision.fallback.name} retrieves instead")
 
-    if c.answer.enabled and (c.answer.mode == "extractive" or (c.answer.mode == "auto" and not deps.llm.available)) \
-            and load_support_model().scorer:  # a support model without the e5 scorer never reads the vector
-        prefetch_question(q.text)  # the offline answer's question vector, encoded beside retrieval on a spare core
     if not any(s.stage == Stage.CAG for s in tracer.stages):
         tracer.skip(Stage.CAG, cag_skip(c, decision) or "")
     _collections(q, c, deps, tracer, cols)
@@ -1177,7 +1182,8 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
         checked = tracer.run(Stage.VERIFY, lambda: _verify(asked, answer, deps),
                              skip=off(c.answer.verify, "answer.verify") or verify_skip(
                                  answer, answered.notes if answered is not None else (),
-                                 answered.info.get("source") if answered is not None else None))
+                                 answered.info.source if answered is not None and isinstance(answered.info, AnswerInfo)
+                                 else None))
         answer = checked.answer if checked is not None else answer
     if answer is not None and sql is not None and sql.answered and not answer.refused:
         answer = replace(answer, text=f"From the tables: {sql.answer_text()}.\n\n{answer.text}")

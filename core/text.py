@@ -82,7 +82,7 @@ def _plain_word(raw: str) -> bool:
 @lru_cache(maxsize=4096)
 def _tokens(text: str, split_identifiers: bool, stem: bool) -> tuple[str, ...]:
     # Cached: the agentic loop's grader and the transforms tokenise the same retrieved chunks round after round
-    # (a third of a multi-hop query's time before, bench/results/route_latency_twowiki.json). A tuple, so no caller
+    # (a large share of a multi-hop query's time before: bench/results/route_latency_twowiki.json). A tuple, so no caller
     # can change the cached tokens.
     out: list[str] = []
     en, ru = _stemmer("english"), _stemmer("russian")

@@ -279,6 +279,27 @@ class AgentRecord(StageInfo):
                    str(d.get("declined", "")))
 
 
+@dataclass(frozen=True, eq=False)
+class InRound(StageInfo):
+    """A record the agentic loop wrote in one of its rounds: the round, the stage's own record (`info`), and, for a
+    retrieval stage the round re-ran ('r2.bm25'), the query it ran with. The round's grade and decide records carry
+    no query."""
+
+    round: int
+    info: Mapping[str, Any]
+    query: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dict(self.info), "round": self.round, **({"round_query": self.query} if self.query is not None
+                                                           else {})}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "InRound":
+        """A round's record read back from a stored trace (the stage's own keys stay a plain mapping)."""
+        rest = {k: v for k, v in d.items() if k not in ("round", "round_query")}
+        return cls(int(d["round"]), rest, None if d.get("round_query") is None else str(d["round_query"]))
+
+
 @dataclass(frozen=True)
 class StageResult:
     """What one stage did for one query. `skipped` holds the reason when the stage did not run."""
@@ -290,6 +311,11 @@ class StageResult:
     skipped: str | None = None
     notes: tuple[str, ...] = ()
     info: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def own_info(self) -> Mapping[str, Any]:
+        """The stage's own record: `info`, or inside an agentic round (InRound) the record the round wrapped."""
+        return self.info.info if isinstance(self.info, InRound) else self.info
 
 
 @dataclass(frozen=True)
@@ -342,9 +368,14 @@ class Trace:
 
     def route(self) -> dict[str, Any] | None:
         """The router's decision {class, confidence, reason, config, method}, or None when the router did not run."""
+        r = self.route_info()
+        if r is not None:
+            return {"class": r.cls, "confidence": r.confidence, "reason": r.reason, "config": r.config,
+                    "method": r.method}
         s = self.stage(Stage.ROUTE)
         if s is None or s.skipped is not None:
             return None
+        # a stored trace read back from JSON (core.answer.cache.trace_from_json) holds the record as its mapping
         return {k: s.info.get(k) for k in ("class", "confidence", "reason", "config", "method")}
 
     def to_dict(self) -> dict[str, Any]:

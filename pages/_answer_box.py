@@ -7,6 +7,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import streamlit as st
 
+from core.app.counters import served_from_cache
 from core.types import Trace
 from pages._widgets import citation_labels, esc
 
@@ -43,10 +44,7 @@ def age_text(stored_at: str | None, now: datetime | None = None) -> str:
     return f"{s / 86400:.0f} days ago"
 
 
-def cache_hit(trace: Trace) -> Mapping[str, Any] | None:
-    """The answer-cache stage's record when it served this trace's answer, else None."""
-    s = trace.stage("answer_cache")
-    return s.info if s is not None and s.skipped is None and s.info.get("verdict") == "hit" else None
+cache_hit = served_from_cache  # the answer-cache stage's record when it served this trace's answer, else None
 
 
 def route_text(trace: Trace) -> str:
@@ -87,10 +85,10 @@ def box_html(trace: Trace, *, cites: Sequence[str] = (), now: datetime | None = 
     head = f"<b>{esc(label)}</b>" + "".join(f"<span class='ab-chip'>{esc(c)}</span>" for c in chips)
     hit = cache_hit(trace)
     if hit is not None:
-        cos = hit.get("cosine")
+        cos = hit.cosine
         head += (f"<span class='ab-chip ab-cache' data-cached='1'>served from cache · question “"
-                 f"{esc(hit.get('nearest_question') or '?')}” · similarity {esc(f'{cos:.2f}' if cos is not None else '?')}"
-                 f" · stored {esc(age_text(hit.get('stored_at'), now))}</span>")
+                 f"{esc(hit.nearest_question or '?')}” · similarity {esc(f'{cos:.2f}' if cos is not None else '?')}"
+                 f" · stored {esc(age_text(hit.stored_at, now))}</span>")
     text = a.text or ("The corpus does not say." if a.refused else "")
     # Inline, a citation is its number in the citation line ('[1]'), not a 26-character chunk id that breaks up the
     # sentence; sentences from two documents (a draft and a final policy, say) name theirs inline, so a reader sees

@@ -22,7 +22,7 @@ from core.app.report import (
     stage_moves,
 )
 from core.config import PipelineConfig
-from core.types import Candidate, StageResult, Trace
+from core.types import Candidate, InRound, StageResult, Trace
 
 LAST_INGEST_KEY = "last_ingest"  # the IngestReport of the last upload, shown until the next one
 LAST_QUERY_KEY = "last_query"  # the last submitted query; settings changes re-run it
@@ -341,7 +341,7 @@ def split_rounds(trace: Trace) -> tuple[Trace, list[tuple[int, Trace]]]:
     later: dict[int, list[Any]] = {}
     main = []
     for s in trace.stages:
-        rnd = s.info.get("round") if isinstance(s.info, Mapping) else None
+        rnd = s.info.round if isinstance(s.info, InRound) else None
         (later.setdefault(rnd, []) if isinstance(rnd, int) and rnd > 1 else main).append(s)
     return replace(trace, stages=tuple(main)), [(n, replace(trace, stages=tuple(st_))) for n, st_ in
                                                 sorted(later.items())]

@@ -75,9 +75,6 @@ if st.button("Ingest", type="primary", disabled=not uploaded or bool(bad_collect
             min(1.0, d / max(t, 1)), text=f"multilingual vectors {d}/{t} (about {ml_need.est_seconds:,.0f} s)"))
     else:
         st.session_state[ML_BUILD_KEY] = f"multilingual vectors not built: {ml_why}" if ml_why else None
-    if (need := readiness.answer_need(store, cfg, ws)) is not None:  # the offline answer's sentence vectors, once
-        readiness.build(need, cfg, deps, ws, progress=lambda d, t: bar.progress(
-            min(1.0, d / max(t, 1)), text=f"answer sentence vectors {d}/{t}"))
     st.session_state["upload_round"] = upload_round + 1
     st.rerun()
 _widgets.ingest_report(st.session_state.get(_widgets.LAST_INGEST_KEY))

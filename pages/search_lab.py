@@ -8,11 +8,12 @@ import streamlit as st
 from core.app import corpus_ops, readiness, trace_export
 from core.app.collections import listed as listed_collections
 from core.app.counters import Counters, counters
-from core.app.graph_ops import subgraph_svg
+from core.app.graph_ops import local_nodes, subgraph_svg
 from core.app.report import escape_md
 from core.app.routing import NO_RETRIEVAL, route_names, routed_stages
 from core.config import ConfigError, PipelineConfig
 from core.pipeline import QueryError, run_query
+from core.types import InRound
 from pages import _answer_box, _conversation, _form, _state, _widgets
 from pages._gold_from_lab import add_to_golden
 from pages._sql_panel import sql_panel
@@ -252,9 +253,9 @@ _conversation.panel(last, trace, submitted, ws)
 doc_names = corpus_ops.document_names(store, ws)
 inserts = {}
 local = trace.stage("graph_local")
-if local is not None and local.skipped is None and local.info.get("nodes"):
+if local is not None and local_nodes(local):
     snap = deps.graph.get(store, ws, cfg.graph.min_phrase_chunks)
-    names = {nid: snap.names[snap.pos[nid]] for nid in local.info["nodes"] if snap and nid in snap.pos}
+    names = {nid: snap.names[snap.pos[nid]] for nid in local_nodes(local) if snap and nid in snap.pos}
     inserts["graph_global" if trace.stage("graph_global") else "graph_local"] = subgraph_svg(local, names)
 main, rounds = _widgets.split_rounds(trace)
 # The answer first, in view at 1366x768; the stage row right under it; everything else below the row.
@@ -288,7 +289,7 @@ if hit is not None and trace.stored is not None:
     live = tuple(s for s in main.stages if s.stage in _widgets.LIVE_WHEN_CACHED)
     shown = replace(main, stages=(*live, *(s for s in _widgets.split_rounds(trace.stored)[0].stages
                                            if s.stage not in _widgets.LIVE_WHEN_CACHED)))
-    cached_note = (f"stages from the stored trace that produced this answer ({_answer_box.age_text(hit.get('stored_at'))}"
+    cached_note = (f"stages from the stored trace that produced this answer ({_answer_box.age_text(hit.stored_at)}"
                    f", question “{trace.stored.query}”): not run now; Recompute runs them")
 routed = routed_stages(trace, cfg)  # stages a route turned on although the settings above have them off
 _widgets.stage_row(shown, doc_names=doc_names, depth=depth, counters=counters(trace),
@@ -306,7 +307,7 @@ if trace.agent is not None:
                f"**{escape_md(ag.stop_reason)}** · {spent.get('llm_calls', 0)} LLM calls, "
                f"{spent.get('tokens', 0):,} tokens, ${spent.get('usd', 0):.4f}, {spent.get('seconds', 0):.1f} s")
 for rnd, sub in rounds:
-    queries = sorted({str(s.info.get("round_query", "")) for s in sub.stages if s.info.get("round_query")})
+    queries = sorted({s.info.query for s in sub.stages if isinstance(s.info, InRound) and s.info.query})
     # Cut before escaping: a cut escaped text could end in a lone backslash.
     with st.expander(f"Round {rnd}: {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} — "
                      + escape_md("; ".join(queries)[:160]), expanded=False):

@@ -30,7 +30,7 @@ from core.route.agent import (
     too_close,
     worst_case,
 )
-from core.types import Candidate, StageResult, Trace, Usage
+from core.types import Candidate, InRound, StageResult, Trace, Usage
 from tests.anthropic_stub import Stub, anthropic_stub  # noqa: F401 - fixture
 
 HAIKU = "claude-haiku-4-5"
@@ -425,8 +425,9 @@ def test_evaluation_time_counts_the_loops_rounds_once() -> None:
     from core.eval.metrics import score_trace
 
     c = _cand("d1#0", "text")
-    stages = (StageResult("fused", (c,), 30.0, info={"round": 1}), StageResult("decide", (c,), 0.0, info={"round": 1}),
-              StageResult("r2.fused", (c,), 40.0, info={"round": 2}), StageResult("evidence", (c,), 75.0),
+    stages = (StageResult("fused", (c,), 30.0, info=InRound(1, {}, "q")),
+              StageResult("decide", (c,), 0.0, info=InRound(1, {})),
+              StageResult("r2.fused", (c,), 40.0, info=InRound(2, {}, "q2")), StageResult("evidence", (c,), 75.0),
               StageResult("answer", (), 5.0))
     assert score_trace(Trace("q", "h", 1, stages), []).metrics["ms"] == 80.0  # evidence (all rounds) + answer
 

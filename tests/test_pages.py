@@ -493,15 +493,19 @@ def test_agentic_loop_toggle_shows_rounds_and_the_stop_reason(search_lab: AppTes
 
 
 def test_split_rounds_keeps_round_one_in_the_main_row() -> None:
-    from core.types import StageResult, Trace
+    from core.answer.cache import trace_from_json, trace_json
+    from core.types import InRound, StageResult, Trace
     from pages._widgets import split_rounds
 
-    t = Trace("q", "h", 1, (StageResult("bm25", info={"round": 1}), StageResult("r2.bm25", info={"round": 2}),
-                            StageResult("r2.decide", info={"round": 2}), StageResult("evidence"),
+    t = Trace("q", "h", 1, (StageResult("bm25", info=InRound(1, {"indexed": 3}, "q")),
+                            StageResult("r2.bm25", info=InRound(2, {"indexed": 3}, "q2")),
+                            StageResult("r2.decide", info=InRound(2, {"action": "stop"})), StageResult("evidence"),
                             StageResult("answer")))
-    main, rounds = split_rounds(t)
-    assert [s.stage for s in main.stages] == ["bm25", "evidence", "answer"]
-    assert [(n, [s.stage for s in r.stages]) for n, r in rounds] == [(2, ["r2.bm25", "r2.decide"])]
+    for trace in (t, trace_from_json(trace_json(t))):  # a stored trace (an answer-cache hit's) splits alike
+        main, rounds = split_rounds(trace)
+        assert [s.stage for s in main.stages] == ["bm25", "evidence", "answer"]
+        assert [(n, [s.stage for s in r.stages]) for n, r in rounds] == [(2, ["r2.bm25", "r2.decide"])]
+    assert trace_from_json(trace_json(t)).stages[1].info == {"indexed": 3, "round": 2, "round_query": "q2"}
 
 
 def test_a_question_refused_without_searching_can_be_searched_anyway(search_lab: AppTest) -> None:

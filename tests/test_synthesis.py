@@ -116,9 +116,10 @@ def test_claude_map_reduce_makes_one_stage_per_call_with_its_usage() -> None:
 
 
 def test_global_answer_offline_ranks_dedups_and_cites_community_chunks() -> None:
-    partials = [{"community": "L0-1", "title": "Alpha · Beta", "score": 40, "text": "x"},
-                {"community": "L0-2", "title": "Gamma", "score": 70, "text": "y"},
-                {"community": "L0-3", "title": "Delta", "score": 0, "text": "z"}]
+    from core.graph.stages import PartialHit
+
+    partials = [PartialHit("L0-1", "Alpha · Beta", 40, "x"), PartialHit("L0-2", "Gamma", 70, "y"),
+                PartialHit("L0-3", "Delta", 0, "z")]
     cands = [Candidate("c1", "d1", "Alpha and Beta signed the supply contract in May. Short.", 1, 1,
                        {"community": "L0-1"}),
              Candidate("c2", "d2", "# Gamma\nGamma ships the gateway to every port customer.", 1, 2,
@@ -131,7 +132,7 @@ def test_global_answer_offline_ranks_dedups_and_cites_community_chunks() -> None
     assert res.answer.citations == ("c2", "c1") and not res.answer.refused
     claude = global_answer("q", partials, cands, llm_answer="Gamma and Alpha.", llm_cited=["L0-2", "L0-9"])
     assert claude.answer.mode == "llm" and claude.answer.citations == ("c2",)
-    assert global_answer("q", [{"community": "L0-3", "title": "D", "score": 0, "text": ""}], cands).answer.refused
+    assert global_answer("q", [PartialHit("L0-3", "D", 0, "")], cands).answer.refused
 
 
 DOCS = [("alpha.md", b"# Alpha\n\nKestrel Water Authority runs Project Bluefin with Tomas Rehak.\n\n"

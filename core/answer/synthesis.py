@@ -6,10 +6,9 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Collection, Mapping, Sequence
+from typing import Any, Collection, Mapping, Protocol, Sequence
 
 from core.answer.calibration import refusal_cut
-from core.answer.e5_scorer import SentenceVectorStore
 from core.answer.stage import (
     ANSWER_INSTRUCTIONS,
     ANSWER_SCHEMA,
@@ -35,7 +34,7 @@ from core.models.llm import (
 from core.models.fitted import sigmoid
 from core.models.pricing import worst_call_usd
 from core.text import llm_tokens_upper_bound, sentence_spans
-from core.types import DEFAULT_WORKSPACE, Answer, Calibration, Candidate, StageResult, Usage
+from core.types import DEFAULT_WORKSPACE, Answer, Calibration, Candidate, StageInfo, StageResult, Usage
 
 # -- the graph global reduce ---------------------------------------------------------------------------------------
 GLOBAL_HEAD = "Across the corpus (graph communities most relevant to the question first):"
@@ -91,7 +90,32 @@ def _community_sentence(question: str, title: str, chunks: Sequence[Candidate], 
     return None if best is None else (best[1], best[2])
 
 
-def global_themes(question: str, partials: Sequence[Mapping[str, Any]], candidates: Sequence[Candidate], *,
+class Partial(Protocol):
+    """One community's partial answer from graph global search's map (core.graph.stages.PartialHit)."""
+
+    @property
+    def community(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def score(self) -> int: ...
+    @property
+    def text(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class GlobalReduce:
+    """Graph global search's map as the answer stage reads it: the stage, its community chunks, the partial answers,
+    and Claude's cited reduce when the map's plan was Claude's ('' and () otherwise)."""
+
+    stage: str
+    candidates: tuple[Candidate, ...]
+    partials: tuple[Partial, ...]
+    llm_answer: str = ""
+    cited: tuple[str, ...] = ()
+
+
+def global_themes(question: str, partials: Sequence[Partial], candidates: Sequence[Candidate], *,
                   max_themes: int = 5, retrieved: Sequence[Candidate] = ()) -> list[Theme]:
     """The offline reduce: the useful partial answers (score > 0) ranked by usefulness, one quoted sentence from each
     community's own chunks, communities that only repeat an earlier one's sentence dropped."""
@@ -99,18 +123,18 @@ def global_themes(question: str, partials: Sequence[Mapping[str, Any]], candidat
     for c in candidates:
         by_comm.setdefault(str(c.meta.get("community", "")), []).append(c)
     themes: list[Theme] = []
-    for p in sorted(partials, key=lambda p: (-int(p.get("score", 0)), str(p.get("community", "")))):
-        if int(p.get("score", 0)) <= 0 or len(themes) >= max_themes:
+    for p in sorted(partials, key=lambda p: (-int(p.score), str(p.community))):
+        if int(p.score) <= 0 or len(themes) >= max_themes:
             continue
-        comm, title = str(p.get("community", "")), str(p.get("title", ""))
+        comm, title = str(p.community), str(p.title)
         picked = _community_sentence(question, title, by_comm.get(comm, []), [t.sentence for t in themes],
                                      {c.chunk_id: i for i, c in enumerate(retrieved)})
         if picked is not None:
-            themes.append(Theme(comm, title, int(p.get("score", 0)), picked[0], picked[1]))
+            themes.append(Theme(comm, title, int(p.score), picked[0], picked[1]))
     return themes
 
 
-def global_answer(question: str, partials: Sequence[Mapping[str, Any]], candidates: Sequence[Candidate], *,
+def global_answer(question: str, partials: Sequence[Partial], candidates: Sequence[Candidate], *,
                   llm_answer: str = "", llm_cited: Sequence[str] = (), max_themes: int = 5,
                   retrieved: Sequence[Candidate] = ()) -> AnswerResult:
     """The answer when graph global search ran: Claude's cited reduce (`llm_answer`, citing community ids
@@ -244,18 +268,48 @@ class Synthesis:
     source: str | None = None  # the stage that answered instead of the final candidates (graph_global)
 
 
+@dataclass(frozen=True)
+class ReadChunk:
+    """A chunk a synthesis call read or kept: its id, the first 300 characters, and its support when scored."""
+
+    chunk_id: str
+    text: str
+    support: Any = None  # the chunk's support (candidate meta "support"), None when it has none
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"chunk_id": self.chunk_id, "text": self.text,
+                **({"support": self.support} if self.support is not None else {})}
+
+
+@dataclass(frozen=True, eq=False)
+class CallInfo(StageInfo):
+    """What one synthesis call records (map, map·n, reduce, refine·n, tree·n, compare): the chunks it read or kept,
+    and what the call said of them: a refine's draft refusing, a map's notes, the items a comparison compared."""
+
+    chunks: tuple[ReadChunk, ...]
+    refused: bool | None = None  # refine·n: the draft after this call refuses
+    notes: str | None = None  # map·n (Claude): the notes the call took
+    compared: tuple[str, ...] | None = None  # compare: the items compared (its key is "items")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"chunks": [c.to_dict() for c in self.chunks],
+                **({"refused": self.refused} if self.refused is not None else {}),
+                **({"notes": self.notes} if self.notes is not None else {}),
+                **({"items": list(self.compared)} if self.compared is not None else {})}
+
+
 @dataclass
 class _Calls:
     stages: list[StageResult] = field(default_factory=list)
 
     def add(self, name: str, cands: Sequence[Candidate], t0: float, usage: Usage = Usage(),
-            notes: Sequence[str] = (), info: Mapping[str, Any] | None = None) -> None:
+            notes: Sequence[str] = (), *, refused: bool | None = None, said: str | None = None,
+            items: Sequence[str] | None = None) -> None:
         # The chunks a call read or kept go in its info, not its candidate list: the trace's final candidates (what
         # evaluation scores) stay those of the retrieval stage the answer read.
-        read = [{"chunk_id": c.chunk_id, "text": c.text[:300], **({"support": c.meta["support"]}
-                                                                  if "support" in c.meta else {})} for c in cands]
-        self.stages.append(StageResult(name, (), (time.perf_counter() - t0) * 1000, usage, None,
-                                       tuple(notes), {"chunks": read, **(info or {})}))
+        read = tuple(ReadChunk(c.chunk_id, c.text[:300], c.meta.get("support")) for c in cands)
+        self.stages.append(StageResult(name, (), (time.perf_counter() - t0) * 1000, usage, None, tuple(notes),
+                                       CallInfo(read, refused, said, None if items is None else tuple(items))))
 
     @property
     def usage(self) -> Usage:
@@ -443,7 +497,7 @@ def llm_synthesis(mode: str, question: str, candidates: Sequence[Candidate], llm
                                               f"Question: {question}"], ANSWER_SCHEMA, max_tokens, "answer_refine",
                                              f"{query_id}:refine{n}"), workspace=workspace, spend=spend, calls=calls)
             draft = data or draft
-            calls.add(f"refine·{n}", [c], t0, usage, info={"refused": bool(draft.get("refused"))})
+            calls.add(f"refine·{n}", [c], t0, usage, refused=bool(draft.get("refused")))
         return Synthesis(final(draft), tuple(calls.stages))
     notes: list[tuple[str, str]] = []
     for n, c in enumerate(candidates, 1):
@@ -453,7 +507,7 @@ def llm_synthesis(mode: str, question: str, candidates: Sequence[Candidate], llm
                                          MAP_SCHEMA, max_tokens, "answer_map", f"{query_id}:map{n}"),
                            workspace=workspace, spend=spend, calls=calls)
         note = str(data.get("notes", "")).strip()
-        calls.add(f"map·{n}", [c], t0, usage, info={"notes": note})
+        calls.add(f"map·{n}", [c], t0, usage, said=note)
         if note:
             notes.append((c.chunk_id, note))
 
@@ -495,21 +549,17 @@ def pick_mode(setting: str, route: str | None, items: Sequence[str]) -> str:
 
 def synthesized_answer(
     question: str, candidates: Sequence[Candidate], cfg: AnswerConfig, llm: LLM, *, route: str | None = None,
-    global_stage: StageResult | None = None, workspace: str = DEFAULT_WORKSPACE, query_id: str = "",
+    global_reduce: GlobalReduce | None = None, workspace: str = DEFAULT_WORKSPACE, query_id: str = "",
     titles: Mapping[str, str] | None = None, li_scorer: SentenceScorer | None = None, blind: bool = False,
     vocabulary: Collection[str] | None = None, full_texts: Mapping[str, str] | None = None,
-    calibration: Calibration | None = None, sentence_vectors: SentenceVectorStore | None = None,
-    documents: Mapping[str, DocHead] | None = None,
+    calibration: Calibration | None = None, documents: Mapping[str, DocHead] | None = None,
 ) -> Synthesis:
-    """The answer stage with synthesis: graph global search's reduce when `global_stage` ran with partial answers;
+    """The answer stage with synthesis: graph global search's reduce when `global_reduce` has partial answers;
     else answer.synthesis (auto: by the route and the question's shape); stuff is core.answer.stage's answer."""
-    if global_stage is not None and global_stage.skipped is None and global_stage.info.get("partials"):
-        info = global_stage.info
-        llm_reduce = info.get("plan", {}).get("mode") == "llm"
-        return Synthesis(global_answer(question, info["partials"], global_stage.candidates,
-                                       llm_answer=str(info.get("answer", "")) if llm_reduce else "",
-                                       llm_cited=[str(c) for c in info.get("cited", [])],
-                                       retrieved=candidates), source=global_stage.stage)
+    if global_reduce is not None and global_reduce.partials:
+        g = global_reduce
+        return Synthesis(global_answer(question, g.partials, g.candidates, llm_answer=g.llm_answer,
+                                       llm_cited=list(g.cited), retrieved=candidates), source=g.stage)
     items = compared_items(question) if cfg.synthesis == "auto" else []
     mode = pick_mode(cfg.synthesis, route, items)
     top = list(candidates)[: cfg.max_chunks]
@@ -517,7 +567,7 @@ def synthesized_answer(
     if mode == "stuff" or not top or (mode == "compare" and use_llm and llm.available):
         res = answer_question(question, candidates, cfg, llm, workspace=workspace, query_id=query_id, titles=titles,
                               li_scorer=li_scorer, blind=blind, vocabulary=vocabulary, full_texts=full_texts,
-                              calibration=calibration, sentence_vectors=sentence_vectors, documents=documents)
+                              calibration=calibration, documents=documents)
         return Synthesis(res)
     paid: tuple[StageResult, ...] = ()  # Claude calls made before a budget stop: paid, so they stay in the trace
     if use_llm and llm.available:
@@ -534,14 +584,13 @@ def synthesized_answer(
     model = load_support_model()
     cut = refusal_cut(cfg.refusal_threshold, calibration, model.threshold, model_fingerprint())
     scored = scored_sentences(question, top, titles=titles, li_scorer=li_scorer, blind=blind, model=model,
-                              vocabulary=vocabulary, full_texts=full_texts, sentence_vectors=sentence_vectors,
-                              workspace=workspace)
+                              vocabulary=vocabulary, full_texts=full_texts)
     rows, scores = scored.table.rows, scored.probs
     row_p = [sigmoid(float(z)) for z in scores]  # each sentence's own probability
     if not rows:
         return Synthesis(answer_question(question, candidates, cfg, llm, workspace=workspace, query_id=query_id,
                                          titles=titles, li_scorer=li_scorer, blind=blind, vocabulary=vocabulary,
-                                         full_texts=full_texts, calibration=calibration, sentence_vectors=sentence_vectors),
+                                         full_texts=full_texts, calibration=calibration),
                          paid)
     common = fallback + (f"refusal threshold {cut.value:.2f}: {cut.source}",) + scored.notes
     if mode == "compare":
@@ -550,12 +599,12 @@ def synthesized_answer(
         if res.answer.refused:  # no item found by name: the items may be named otherwise; the plain answer reads it
             plain = answer_question(question, candidates, cfg, llm, workspace=workspace, query_id=query_id,
                                     titles=titles, li_scorer=li_scorer, blind=blind, vocabulary=vocabulary,
-                                    full_texts=full_texts, calibration=calibration, sentence_vectors=sentence_vectors)
+                                    full_texts=full_texts, calibration=calibration)
             return Synthesis(AnswerResult(plain.answer, plain.usage, plain.notes + res.notes + (
                 "no compared item named in a retrieved sentence: the plain answer instead",), plain.support,
                 plain.threshold, plain.threshold_from))
         calls = _Calls()
-        calls.add("compare", [], t0, info={"items": list(items)})
+        calls.add("compare", [], t0, items=items)
         return Synthesis(AnswerResult(res.answer, res.usage, common + res.notes, scored.best, cut.value, cut.source),
                          tuple(calls.stages))
     syn = extractive_synthesis(mode, question, top, rows, scores, support=scored.best, cut=cut.value,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Sequence
 
 from core.files import FileProblem, check_depth, read_text_checked
+from core.route.condense import CondenseInfo
 from core.store.workspaces import workspace_dir
 from core.types import Stage, Trace, Turn
 
@@ -16,14 +17,14 @@ class ConversationError(ValueError):
 
 
 MAX_TURNS = 50  # a conversation keeps its newest turns; condensing reads only the last few anyway
-MAX_TURN_CHARS = 4_000  # a turn's question and answer are each cut here (a 5 MB turn made condensing take 17 s)
+MAX_TURN_CHARS = 4_000  # a turn's question and answer are each cut here: condensing reads them on every follow-up
 MAX_HISTORY_BYTES = 4 << 20  # a history file larger than this is refused before it is read
 
 
 def turn_of(question: str, trace: Trace) -> Turn:
     """The turn a query adds: the question as asked, the standalone question it ran as (when condensed), the answer."""
     cond = trace.stage(Stage.CONDENSE)
-    condensed = str(cond.info.get("condensed", "")) if cond is not None and cond.skipped is None else ""
+    condensed = cond.info.condensed if cond is not None and isinstance(cond.info, CondenseInfo) else ""
     return Turn(question, trace.answer.text if trace.answer is not None else "",
                 condensed if condensed and condensed != question else "")
 

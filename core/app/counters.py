@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from core.answer.cache import CacheInfo
 from core.types import StageResult, Trace
 
 # Trace info keys the stages use for their caches (see core/pipeline.py): the counters only read them, so a stage
@@ -104,18 +105,22 @@ def _answer_cache(stage: StageResult | None) -> tuple[int, int, bool]:
     a skipped one (cache off) counts as not seen, so the view shows no answer-cache counter."""
     if stage is None or stage.skipped is not None:
         return 0, 0, False
-    hit = stage.info.get("verdict") == "hit"
+    hit = isinstance(stage.info, CacheInfo) and stage.info.verdict == "hit"
     return (1, 0, True) if hit else (0, 1, True)
 
 
 def _answer_cache_savings(stage: StageResult | None) -> tuple[int, float, float]:
     """(guarded misses, saved ms, saved $) from the answer_cache stage's info (core/answer_cache.CacheLookup.info)."""
-    if stage is None or stage.skipped is not None:
+    if stage is None or stage.skipped is not None or not isinstance(stage.info, CacheInfo):
         return 0, 0.0, 0.0
     info = stage.info
-    ms, usd = info.get("saved_ms"), info.get("saved_usd")
-    return (int(info.get("verdict") == "guarded_miss"), float(ms) if isinstance(ms, (int, float)) else 0.0,
-            float(usd) if isinstance(usd, (int, float)) else 0.0)
+    return int(info.verdict == "guarded_miss"), float(info.saved_ms), float(info.saved_usd)
+
+
+def served_from_cache(trace: Trace) -> CacheInfo | None:
+    """The answer_cache stage's record when it served this trace's answer, else None."""
+    s = trace.stage(ANSWER_CACHE_STAGE)
+    return s.info if s is not None and isinstance(s.info, CacheInfo) and s.info.verdict == "hit" else None
 
 
 def stage_counters(s: StageResult) -> StageCounters:

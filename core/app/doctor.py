@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from core.cascade.guard import EvalEvidence, mean_se, stage_evidence
 from core.config import PipelineConfig
+from core.eval.records import QuestionResult
 from core.store import Store
 from core.types import EvalRunRecord, RunRecord, Stage
 
@@ -58,7 +59,7 @@ class Facts:
     embedder_id: str
     runs: Sequence[RunRecord]
     evals: Sequence[EvalRunRecord]
-    load_questions: Callable[[str], Sequence[Mapping[str, Any]]]
+    load_questions: Callable[[str], Sequence[QuestionResult]]
 
 
 def _worst(*statuses: str) -> str:
@@ -69,12 +70,12 @@ def _ran(trace: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     return {str(s.get("stage")): s for s in trace.get("stages", ()) if not s.get("skipped")}
 
 
-def _metric_values(questions: Sequence[Mapping[str, Any]], metric: str) -> dict[str, float]:
+def _metric_values(questions: Sequence[QuestionResult], metric: str) -> dict[str, float]:
     out = {}
     for q in questions:
-        v = (q.get("metrics") or {}).get(metric)
+        v = q.metrics.get(metric)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
-            out[str(q.get("qid"))] = float(v)
+            out[q.qid] = float(v)
     return out
 
 
@@ -356,8 +357,8 @@ def refusal_path(f: Facts) -> Check:
         ev += "; refusal accuracy never measured (no stored evaluation with answers)"
     else:
         qs = f.load_questions(scored.eval_id)
-        unanswerable = [q for q in qs if q.get("answerable") is False]
-        right = sum(1 for q in unanswerable if ((q.get("answer") or {}).get("refused")))
+        unanswerable = [q for q in qs if not q.answerable]
+        right = sum(1 for q in unanswerable if q.answer is not None and q.answer.refused)
         acc = scored.summary["metrics"]["refusal_accuracy"]
         ev += (f"; run {scored.eval_id[:8]} on '{scored.dataset}': refusal accuracy {acc:.0%} over {len(qs)} "
                f"questions, {len(unanswerable)} of them unanswerable ({right} refused)")
@@ -439,12 +440,12 @@ CHECKS: tuple[Callable[[Facts], Check], ...] = (graph_first, agent_budget, cache
 
 
 def gather(store: Store, workspace: str, config: PipelineConfig, embedder_id: str) -> Facts:
-    cache: dict[str, Sequence[Mapping[str, Any]]] = {}
+    cache: dict[str, Sequence[QuestionResult]] = {}
 
-    def questions(eval_id: str) -> Sequence[Mapping[str, Any]]:
-        if eval_id not in cache:
+    def questions(eval_id: str) -> Sequence[QuestionResult]:
+        if eval_id not in cache:  # the stored rows as the typed records core.eval wrote them from
             full = store.runs.eval_run(eval_id, workspace)
-            cache[eval_id] = full.results if full is not None else ()
+            cache[eval_id] = tuple(QuestionResult.coerce(r) for r in full.results) if full is not None else ()
         return cache[eval_id]
 
     return Facts(store, workspace, config, embedder_id, store.runs.recent_runs(workspace, limit=RUNS_READ),

@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from core.app.readiness import embed_seconds_per_chunk
 from core.config import PipelineConfig
 from core.deps import Deps
 from core.graph.raptor import (
@@ -33,7 +34,9 @@ def raptor_plan(deps: Deps, cfg: PipelineConfig, workspace: str) -> RaptorPlan:
     n = sum(c for m, v, c in deps.store.corpus.vector_models(workspace) if m == deps.embedder.model_id and v == "raw")
     r = cfg.raptor
     claude = _uses_claude(deps, cfg) and deps.llm.available
-    return plan_raptor(n, cluster_size=r.cluster_size, max_levels=r.max_levels,
+    # A summary is embedded like a chunk (a few sentences, no longer): at the embedder's speed measured here.
+    per = embed_seconds_per_chunk(deps.store, deps.embedder, workspace) if n else 0.0
+    return plan_raptor(n, cluster_size=r.cluster_size, max_levels=r.max_levels, seconds_per_summary=per,
                        llm_model=r.llm_model if claude else "", max_usd=r.max_usd)
 
 

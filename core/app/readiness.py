@@ -8,8 +8,6 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from core.answer import e5_scorer
-from core.answer.support import load_support_model
 from core.cascade.rerank import LateInteractionReranker
 from core.config import PipelineConfig
 from core.graph.build import build_graph
@@ -34,14 +32,13 @@ ML_OVER_MAIN = 17.0  # multilingual-e5 over MiniLM per chunk (bench/results/xqua
 # chunk the probe times; late chunking encodes whole documents in overlapping windows (about twice the tokens).
 CONTEXT_TEXT_FACTOR = 1.3
 LATE_FACTOR = 2.0
-ANSWER_S_PER_SENTENCE = 0.045  # MACHINE-SPECIFIC: the offline answer's e5 sentence vectors
 
 
 @dataclass(frozen=True)
 class Need:
     """One thing to build: kind 'context' (a variant's contexts and vectors) or 'graph'."""
 
-    kind: str  # 'context', 'graph', 'tokens', 'multilingual' or 'answer'
+    kind: str  # 'context', 'graph', 'tokens' or 'multilingual'
     variant: str
     todo: int
     total: int
@@ -298,30 +295,6 @@ def token_need(deps: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPAC
                 f"late-interaction token vectors: {todo:,} of {len(texts):,} chunks not encoded yet")
 
 
-def answer_vectors_plan(store: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE
-                        ) -> "e5_scorer.SentenceVectorPlan | None":
-    """The offline answer's e5 sentence vectors this workspace lacks (None when the config's answer never reads
-    them: answer off or Claude only, a support model without the e5 scorer, or no e5 engine here)."""
-    if not cfg.answer.enabled or cfg.answer.mode == "llm" or not load_support_model().scorer \
-            or not e5_scorer.available():
-        return None
-    chunks = store.corpus.chunks(workspace)
-    titles = store.corpus.document_titles(list({c.doc_id for c in chunks}), workspace)
-    return e5_scorer.plan_sentence_vectors(((c.text, titles.get(c.doc_id, "")) for c in chunks), store.caches,
-                                           workspace)
-
-
-def answer_need(store: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE) -> Need | None:
-    """Sentence vectors the offline answer reads, not encoded yet: a speed-up (a query encodes the few sentences it
-    meets first and keeps them in memory), built after ingest."""
-    plan = answer_vectors_plan(store, cfg, workspace)
-    if plan is None or not plan.missing:
-        return None
-    todo, total = len(plan.missing), len(plan.texts)
-    return Need("answer", "e5", todo, total, todo * ANSWER_S_PER_SENTENCE,
-                f"offline answer's sentence vectors ({e5_scorer.NAME}): {todo:,} of {total:,} sentences missing")
-
-
 def build_multilingual(store: Any, embedder: Any, workspace: str = DEFAULT_WORKSPACE, *, batch: int = 64,
                        progress: Callable[[int, int], None] | None = None) -> Any:
     """Store the multilingual passage vectors chunks lack, `batch` chunks per encode and write (cache first), so a
@@ -374,14 +347,6 @@ def build(need: Need, cfg: PipelineConfig, deps: Any, workspace: str = DEFAULT_W
         if done:
             _RATES[("tokens", deps.embedder.model_id)] = secs / done / _token_text_factor(cfg)
         return f"token vectors: {done} chunks encoded in {secs:.1f} s"
-    if need.kind == "answer":
-        plan = answer_vectors_plan(deps.store, cfg, workspace)
-        if plan is None:
-            return "answer sentence vectors: this configuration's answer does not read them"
-        t0 = time.perf_counter()
-        stats = e5_scorer.build_sentence_vectors(plan, deps.store.caches, workspace, progress=progress)
-        return (f"answer sentence vectors: {stats.computed} sentences encoded ({stats.cache_hits} stored already) "
-                f"in {time.perf_counter() - t0:.1f} s")
     if need.kind == "multilingual":
         emb, notice = deps.multilingual_for(cfg.embedding.multilingual_model)
         if emb is None:

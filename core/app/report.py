@@ -120,8 +120,8 @@ def text_table(trace: Trace, depth: int = 10, width: int = 70) -> str:
     lines += [f"note: {n}" for n in trace.notes]
     for s in trace.stages:
         head = f"\n== {s.stage} " + (f"(skipped: {s.skipped})" if s.skipped else f"{s.ms:.1f} ms, {len(s.candidates)} candidates")
-        if isinstance(s.info, CascadeInfo):  # cascade stages: what they kept of the token bill
-            f = s.info.flow
+        if isinstance(s.own_info, CascadeInfo):  # cascade stages: what they kept of the token bill
+            f = s.own_info.flow
             head += f" (in {f.candidates_in}) · tokens {f.tokens_in} -> {f.tokens_out} ({f.kept_share:.0%} kept)"
         lines.append(head)
         lines += [f"   note: {n}" for n in s.notes]

@@ -5,11 +5,10 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
-from core.models.embed import Embedder, EmbeddingCacheStore, embed_with_cache
 from core.text import (
     estimate_llm_tokens,
     normalise,
@@ -28,11 +27,6 @@ def llm_tokens(candidates: Sequence[Candidate]) -> int:
     return sum(estimate_llm_tokens(c.text) for c in candidates)
 
 
-def flow_info(before: Sequence[Candidate], after: Sequence[Candidate]) -> dict[str, Any]:
-    """Candidates and tokens in and out of a stage, and the share of tokens kept: the numbers beside each stage."""
-    t_in, t_out = llm_tokens(before), llm_tokens(after)
-    return {"candidates_in": len(before), "candidates_out": len(after), "tokens_in": t_in, "tokens_out": t_out,
-            "kept_share": round(t_out / t_in, 4) if t_in else 1.0}
 
 
 # -- sentence units -------------------------------------------------------------------------------------------------
@@ -472,11 +466,6 @@ def diversify(candidates: Sequence[Candidate], vectors: np.ndarray, *, lam: floa
     return DiversifyOutcome(out, dups)
 
 
-def cached_vectors(texts: Sequence[str], embedder: Embedder, cache: EmbeddingCacheStore | None, workspace: str
-                   ) -> np.ndarray:
-    """Vectors of texts from the embedding cache (chunk texts are there since ingest), encoding only the misses and
-    writing nothing back: query-time texts must not grow the cache."""
-    return embed_with_cache(texts, embedder, cache, workspace, write=False)[0]
 
 
 def lexical_similarity(texts: Sequence[str]) -> np.ndarray:

@@ -15,7 +15,7 @@ from core.eval.metrics import judge
 from core.eval.run import prepare
 from core.eval.validity import of_set
 from core.pipeline import QueryError, run_query
-from core.types import DEFAULT_WORKSPACE, Calibration, Stage
+from core.types import DEFAULT_WORKSPACE, Calibration
 
 Progress = Callable[[int, int, str], None]
 
@@ -67,8 +67,8 @@ def collect_outcomes(gs: GoldenSet, config: PipelineConfig, deps: Deps, *, works
         except QueryError:
             skip("query refused by validation")
             continue
-        st = next((s for s in trace.stages if s.stage == Stage.ANSWER), None)
-        support = st.info.get("support") if st is not None else None
+        ans = trace.answer_info()
+        support = ans.support if ans is not None else None
         if trace.answer is None or trace.answer.mode != "extractive" or support is None:
             skip("not answered by the offline answer (routed elsewhere)")
             continue

@@ -193,8 +193,6 @@ _NOT_SUBJECT = frozenset((
     "all some many most one also but and then thus").split())
 
 
-def _do(aux_past: bool, subject: str) -> str:
-    return "did" if aux_past else ("do" if subject.lower().endswith("s") and " " not in subject else "does")
 
 
 def _nationality(word: str) -> bool:

@@ -39,7 +39,7 @@ from typing import Any, Iterable, Literal, Mapping, Protocol, Sequence
 
 from core.eval.answer import answered_correctly
 from core.text import count_tokens
-from core.types import Answer, Candidate, Trace
+from core.types import Answer, Candidate, InRound, Trace
 
 MatchMode = Literal["span", "exact", "doc", "chunk"]
 Unit = Literal["chunk", "doc"]
@@ -237,8 +237,9 @@ def score_trace(
         golden = [g.text for g in gold]
         for k in ks:
             m[f"pass@{k}"] = 100.0 * pass_at_k(texts, golden, k) if golden else None
-    # The agentic loop's evidence stage already timed its rounds: their own stages (info "round") are not added again.
-    m["ms"] = sum(s.ms for s in trace.stages if "round" not in s.info)
+    # The agentic loop's evidence stage already timed its rounds: their own stages (InRound records) are not added
+    # again.
+    m["ms"] = sum(s.ms for s in trace.stages if not isinstance(s.info, InRound))
     return QueryScore(m, tuple(stages), final.stage if final else None, n_gold)
 
 

@@ -437,11 +437,6 @@ def _notes(gs: GoldenSet, cfg: PipelineConfig, runs: list[list[tuple]], metrics:
             notes.append("final lists differ between repeats: some stage is non-deterministic (see the spread)")
         else:
             notes.append(f"all {len(runs)} repeats returned identical lists: the pipeline is deterministic here")
-    else:
-        flaky = sorted({s.stage for _, _, t, _, _ in runs[0] if t for s in t.stages
-                        if s.info.get("deterministic") is False})
-        if flaky:
-            notes.append(f"stage(s) {', '.join(flaky)} are non-deterministic: run with repeats >= 3 to see the spread")
     n_unans = sum(1 for q, *_ in runs[0] if not q.gold)
     if n_unans:
         notes.append(f"{n_unans} question(s) without gold (unanswerable) are left out of the retrieval means"

@@ -19,8 +19,6 @@ from core.text import llm_tokens_upper_bound, sentence_spans
 from core.types import DEFAULT_WORKSPACE, Candidate, Chunk, RaptorNode
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-# Seconds to embed one summary with the bundled MiniLM on this CPU class, for the estimate (a summary is ~3 sentences).
-EMBED_S_PER_SUMMARY = 0.02
 
 
 @dataclass(frozen=True)
@@ -42,10 +40,11 @@ class RaptorPlan:
                 f"about {self.est_seconds:,.0f} s" + cost)
 
 
-def plan_raptor(n_chunks: int, *, cluster_size: int, max_levels: int, llm_model: str = "",
-                max_usd: float = 0.0) -> RaptorPlan:
-    """The tree a build makes; with `llm_model`, the worst case of Claude writing every summary (a level-1 call reads
-    its members' chunks cut to MEMBER_CHARS, a higher one its children's summaries at their full allowance)."""
+def plan_raptor(n_chunks: int, *, cluster_size: int, max_levels: int, seconds_per_summary: float,
+                llm_model: str = "", max_usd: float = 0.0) -> RaptorPlan:
+    """The tree a build makes and about how long embedding its summaries takes (`seconds_per_summary`: the embedder's
+    speed measured here, per text); with `llm_model`, the worst case of Claude writing every summary (a level-1 call
+    reads its members' chunks cut to MEMBER_CHARS, a higher one its children's summaries at their full allowance)."""
     n, levels, nodes = n_chunks, 0, 0
     sizes: list[int] = []
     while levels < max_levels:
@@ -63,7 +62,7 @@ def plan_raptor(n_chunks: int, *, cluster_size: int, max_levels: int, llm_model:
         leaf = worst_call_usd(llm_model, fixed + members * (MEMBER_CHARS + 40), 0, SUMMARY_TOKENS)
         upper = worst_call_usd(llm_model, fixed + members * (SUMMARY_TOKENS + 40), 0, SUMMARY_TOKENS)
         usd = sizes[0] * leaf + sum(sizes[1:]) * upper
-    return RaptorPlan(n_chunks, levels, nodes, nodes * EMBED_S_PER_SUMMARY, usd, max_usd if llm_model else 0.0)
+    return RaptorPlan(n_chunks, levels, nodes, nodes * seconds_per_summary, usd, max_usd if llm_model else 0.0)
 
 
 def kmeans(x: np.ndarray, k: int, *, seed: int, iters: int = 25) -> np.ndarray:
@@ -216,7 +215,7 @@ def build_tree(chunk_ids: Sequence[str], texts: Sequence[str], vectors: np.ndarr
     cluster or `max_levels`. Each node: its summary (`summarise`, extractive by default), its children, every chunk
     under it, its vector."""
     summarise = summarise or extractive_summariser(summary_sentences)
-    plan = plan_raptor(len(chunk_ids), cluster_size=cluster_size, max_levels=max_levels)
+    plan = plan_raptor(len(chunk_ids), cluster_size=cluster_size, max_levels=max_levels, seconds_per_summary=0.0)
     ids, txt = list(chunk_ids), list(texts)
     under: list[tuple[str, ...]] = [(c,) for c in ids]
     x = _unit(np.asarray(vectors, dtype=np.float32))

@@ -90,6 +90,11 @@ class GraphGlobalInfo(StageInfo):
     cited: tuple[str, ...]
     partials: tuple[PartialHit, ...]
 
+    @property
+    def reduced_by_llm(self) -> bool:
+        """Whether Claude wrote the map and its cited reduce (`answer`, `cited`) is the answer."""
+        return self.plan.get("mode") == "llm"
+
     @classmethod
     def of(cls, d: Mapping[str, Any]) -> "GraphGlobalInfo":
         return cls(dict(d["plan"]), d["answer"], tuple(d["cited"]),

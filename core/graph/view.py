@@ -7,14 +7,16 @@ import math
 import random
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
 from core.graph.extract import STOP as STOP_WORDS  # the extractor's own stop words
 from core.graph.snapshot import GraphSnapshot
 from core.graph.sources import GraphSource
+from core.graph.stages import GraphLocalInfo
 from core.text import PALETTE, snippet
+from core.types import Candidate
 
 _REMOTE = re.compile(r"<(link|script)\b[^>]*\b(?:href|src)=\"https?://[^\"]*\"[^>]*>(?:\s*</script>)?", re.S)
 HIGHLIGHT = "#ff2d55"  # nodes and edges the last query used
@@ -288,16 +290,15 @@ def communities_frame(snap: GraphSnapshot, store: GraphSource, level: int) -> pd
     return pd.DataFrame(rows, columns=["community", "size", "top entities", "summary"])
 
 
-def subgraph_svg(local: Any, names: Mapping[str, str], *, width: int = 320, max_per_layer: int = 7,
-                 max_chunks: int = 6) -> str:
+def subgraph_svg(info: GraphLocalInfo, candidates: Sequence[Candidate], names: Mapping[str, str], *,
+                 width: int = 320, max_per_layer: int = 7, max_chunks: int = 6) -> str:
     """The query's subgraph as a small static picture for the Search Lab row: seed entities (left, red), the
-    entities reached from them by hop (middle), the chunks they led to (right, by rank). `local` is the
-    graph_local StageResult; layout is computed here (no JS, no physics), every label escaped."""
-    info = local.info
-    seeds = [s["node"] for s in info.get("seeds", [])][:max_per_layer]
-    label = {**{s["node"]: s.get("name", s["node"]) for s in info.get("seeds", [])}, **names}
+    entities reached from them by hop (middle), the chunks they led to (right, by rank). `info` and `candidates`:
+    the graph_local stage's record and list; layout is computed here (no JS, no physics), every label escaped."""
+    seeds = [s.node for s in info.seeds][:max_per_layer]
+    label = {**{s.node: s.name for s in info.seeds}, **names}
     adj: dict[str, set[str]] = {}
-    for a, b, *_ in info.get("edges", []):
+    for a, b, *_ in info.edges:
         adj.setdefault(a, set()).add(b)
         adj.setdefault(b, set()).add(a)
     hop = {s: 0 for s in seeds}
@@ -310,11 +311,11 @@ def subgraph_svg(local: Any, names: Mapping[str, str], *, width: int = 320, max_
                     hop[m] = hop[n] + 1
                     nxt.append(m)
         frontier = nxt
-    order = [n for n in info.get("nodes", []) if n in hop]
+    order = [n for n in info.nodes if n in hop]
     layers: list[list[str]] = [seeds] + [[n for n in order if hop[n] == h][:max_per_layer]
                                          for h in range(1, 1 + max((hop.values()), default=0))]
     layers = [layer for layer in layers if layer]
-    chunks = list(local.candidates[:max_chunks])
+    chunks = list(candidates[:max_chunks])
     n_cols = len(layers) + 1
     rows = max([len(layer) for layer in layers] + [len(chunks), 1])
     height = 24 + 26 * rows
@@ -325,7 +326,7 @@ def subgraph_svg(local: Any, names: Mapping[str, str], *, width: int = 320, max_
             pos[n] = (xs[k], 20 + j * 26)
     cpos = {c.chunk_id: (xs[-1], 20 + j * 26) for j, c in enumerate(chunks)}
     lines = []
-    for a, b, *_ in info.get("edges", []):
+    for a, b, *_ in info.edges:
         if a in pos and b in pos:
             (x1, y1), (x2, y2) = pos[a], pos[b]
             lines.append(f"<line x1='{x1:.0f}' y1='{y1:.0f}' x2='{x2:.0f}' y2='{y2:.0f}' stroke='{DIM_EDGE}'/>")

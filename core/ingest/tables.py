@@ -362,8 +362,6 @@ def _valid(s: str, fmt: str) -> bool:
     return True
 
 
-def _column_type(values: Iterable[Any]) -> str:
-    return _column_type_wide(values)[0]
 
 
 def _column_type_wide(values: Iterable[Any]) -> tuple[str, bool]:

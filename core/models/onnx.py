@@ -554,8 +554,8 @@ class OnnxEmbedder:
 # VNNI does not), so an int8 model that was good where it was made can be worse where it runs, and that would only
 # show as worse retrieval. A few fixed sentences (English, Russian, code, numbers, short and long; written for this
 # check, not taken from any corpus) are embedded by the int8 model and compared with the fp32 model's vectors. No
-# one- or two-token text: there a single rounding moves the mean of two token vectors (a lone "ok" measured 0.9906
-# where every sentence sat at 0.998-0.999).
+# one- or two-token text: there a single rounding moves the mean of two token vectors far more than a sentence's
+# (bench/results/int8_recipes.json).
 SELF_CHECK_TEXTS: tuple[str, ...] = (
     "How do I rotate the API key without downtime?",
     "The committee approved the budget for the next fiscal year after a long debate about maintenance costs.",

@@ -73,10 +73,6 @@ def tokens_usd(
     return usd * (p.batch if batch else 1.0)
 
 
-def usage_usd(usage: Usage, model: str, *, ttl: Ttl = "5m", batch: bool = False) -> float:
-    return tokens_usd(model, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-                      cache_write_tokens=usage.cache_write_tokens, cache_read_tokens=usage.cache_read_tokens,
-                      ttl=ttl, batch=batch)
 
 
 def uncached_usd(usage: Usage, model: str, *, batch: bool = False) -> float:

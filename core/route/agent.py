@@ -24,7 +24,7 @@ from core.route.transforms import (
     decompose_plan,  # the templates the decomposition transform uses
 )
 from core.text import EN_STOP, RU_STOP, tokenize
-from core.types import AgentRecord, Candidate, StageInfo, StageResult, Trace, Usage
+from core.types import AgentRecord, Candidate, InRound, StageInfo, StageResult, Trace, Usage
 
 StopReason = Literal["answered", "refused_no_evidence", "no_new_evidence", "budget_rounds", "budget_llm_calls",
                      "budget_tokens", "budget_usd", "budget_time", "error"]
@@ -154,7 +154,7 @@ def grade_features(question: str, candidates: Sequence[Candidate]) -> list[list[
 
 @dataclass(frozen=True)
 class GraderModel:
-    """Logistic coefficients over grade_features, fitted by bench/agent.py on one split (data, not code)."""
+    """Logistic coefficients over grade_features, fitted by `python -m train.agent_grader` (data, not code)."""
 
     weights: tuple[float, ...] = (4.0, 2.0, 0.6, 0.2)
     bias: float = -3.0
@@ -166,7 +166,7 @@ class GraderModel:
     def load(cls, path: Path = GRADER_FILE) -> "GraderModel":
         if not path.is_file():
             return cls()
-        rec = load_fitted(path, features=GRADE_FEATURES, recipe="bench/agent.py --fit")
+        rec = load_fitted(path, features=GRADE_FEATURES, recipe="python -m train.agent_grader")
         return cls(tuple(float(w) for w in rec.coef), float(rec.intercept), float(rec.threshold or cls.upper),
                    float(rec.meta.get("lower", cls.lower)), str(rec.provenance.get("source", path.name)))
 
@@ -536,6 +536,36 @@ class EvidenceInfo(StageInfo):
         return {"rounds": self.rounds, "stop_reason": self.stop_reason, "spent": dict(self.spent)}
 
 
+@dataclass(frozen=True, eq=False)
+class GradeInfo(StageInfo):
+    """A round's grade record ('r2.grade'): the grader, the pool's verdict and each shown passage's grade."""
+
+    grader: str
+    verdict: str
+    grades: tuple[tuple[str, Any, Any], ...]  # (chunk id, grade, the grader's probability)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"grader": self.grader, "verdict": self.verdict, "grades": [list(g) for g in self.grades]}
+
+
+@dataclass(frozen=True, eq=False)
+class DecideInfo(StageInfo):
+    """A round's decision ('r2.decide'): stop or search again (with the next queries), why it stopped and the spend
+    so far. A round whose search failed records only the stop and its `reason`."""
+
+    action: str
+    next_queries: tuple[str, ...] = ()
+    stop_reason: str | None = None
+    spent: Mapping[str, Any] | None = None
+    reason: str | None = None  # a failed search: the stop it caused
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.reason is not None:
+            return {"action": self.action, "reason": self.reason}
+        return {"action": self.action, "next_queries": list(self.next_queries), "stop_reason": self.stop_reason,
+                "spent": dict(self.spent or {})}
+
+
 Search = Callable[[str], Trace]
 _IDLE = ("answer_cache", "route", "cag", "evidence", "answer", "verify")  # off inside a round: their skips would
 # only repeat
@@ -546,7 +576,7 @@ def _renamed(stage: StageResult, rnd: int, query: str, nth: int = 0) -> StageRes
     ('r2.q1.bm25', 'r2.q2.bm25'), so a per-stage table does not merge them into one row."""
     name = stage.stage if rnd == 1 else f"r{rnd}.q{nth}.{stage.stage}" if nth else f"r{rnd}.{stage.stage}"
     return StageResult(name, stage.candidates, stage.ms, stage.usage, stage.skipped, stage.notes,
-                       {**stage.info, "round": rnd, "round_query": query})
+                       InRound(rnd, stage.info, query))
 
 
 def merge_evidence(lists: Sequence[Sequence[Candidate]], *, head: int, k: int,
@@ -694,9 +724,8 @@ def _grade_round(run: _Run, found: Sequence[tuple[str, list[Candidate]]], rnd: i
     run.per_round.append(tuple(c.chunk_id for c in run.evidence))
     shown = graded[: k * len(found)]
     run.stages.append(StageResult(f"{_prefix(rnd)}grade", tuple(shown), (clock() - g0) * 1000, usage, None,
-                                  tuple(notes), {"round": rnd, "grader": grader_name, "verdict": verdict,
-                                                 "grades": [[c.chunk_id, c.meta.get("grade"), c.meta.get("grade_p")]
-                                                            for c in shown]}))
+                                  tuple(notes), InRound(rnd, GradeInfo(grader_name, verdict, tuple(
+                                      (c.chunk_id, c.meta.get("grade"), c.meta.get("grade_p")) for c in shown)))))
     return [c for c in run.evidence if c.chunk_id not in before]
 
 
@@ -770,7 +799,7 @@ def _loop(question: str, search: Search, run: _Run, *, budget: Budget, grader: G
         except LLMError as exc:
             stop = {"deadline": "budget_time", "budget": "budget_usd"}.get(exc.kind, "error")
             run.stages.append(StageResult(f"{_prefix(rnd)}decide", (), 0.0, Usage(), None, (f"search failed: {exc}",),
-                                          {"round": rnd, "action": "stop", "reason": stop}))
+                                          InRound(rnd, DecideInfo("stop", reason=stop))))
             break
         new = _grade_round(run, found, rnd, targeted, grader, workspace, k=k, head=head, rest_in_turn=rest_in_turn,
                            clock=clock)
@@ -778,8 +807,8 @@ def _loop(question: str, search: Search, run: _Run, *, budget: Budget, grader: G
         d = _decide(question, run, rnd, new, budget, writer, workspace, repeat_threshold, enough)
         run.stages.append(StageResult(f"{_prefix(rnd)}decide", tuple(run.evidence), 0.0, Usage(), None,
                                       (d.reason,) if d.reason else (),
-                                      {"round": rnd, "action": d.action, "next_queries": list(d.queries),
-                                       "stop_reason": d.stop, "spent": run.spend.as_dict()}))
+                                      InRound(rnd, DecideInfo(d.action, tuple(d.queries), d.stop,
+                                                              run.spend.as_dict()))))
         stop, queries, targeted = d.stop, d.queries, d.targeted
     return AgentOutcome(tuple(run.stages), tuple(run.evidence), rnd, stop or "answered", run.spend.as_dict(),
                         tuple(run.per_round))

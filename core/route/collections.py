@@ -15,7 +15,8 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 import numpy as np
 
 from core.models.llm import LLM, LLMError, LLMRequest, TextBlock
-from core.types import DEFAULT_COLLECTION, DEFAULT_WORKSPACE, Chunk, Collection, CollectionProfile, TableInfo, Usage
+from core.types import (DEFAULT_COLLECTION, DEFAULT_WORKSPACE, Chunk, Collection, CollectionProfile, StageInfo,
+                        TableInfo, Usage)
 
 TOP_TERMS = 25
 # Dirichlet prior (in chunks) of a collection's term model: a design value, not fitted. A collection of a few
@@ -149,7 +150,23 @@ class CollectionChoice:
     def filters(self) -> bool:
         return set(self.searched) != set(self.available)
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> "CollectionsInfo":
+        return CollectionsInfo(self.searched, self.available, self.method, self.reason, self.scores, self.terms)
+
+
+@dataclass(frozen=True, eq=False)
+class CollectionsInfo(StageInfo):
+    """The collections stage's record: the collections searched of those available, how and why they were chosen,
+    each one's evidence, and how many question terms the workspace knows."""
+
+    searched: tuple[str, ...]
+    available: tuple[str, ...]
+    method: str
+    reason: str
+    scores: tuple[CollectionScore, ...] = ()
+    terms: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
         return {"searched": list(self.searched), "available": list(self.available), "method": self.method,
                 "reason": self.reason, "scores": [s.to_dict() for s in self.scores], "terms": self.terms}
 

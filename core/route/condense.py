@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from core.models.llm import LLM, LLMError, LLMRequest, TextBlock
-from core.types import Turn, Usage
+from core.types import StageInfo, Turn, Usage
 
 _TOKEN = re.compile(r"[\w][\w\-./]*", re.UNICODE)
 _QUESTION_WORDS = frozenset("""what which who whom whose when where why how is are was were do does did can could
@@ -106,8 +106,22 @@ class Condensed:
     def changed(self) -> bool:
         return self.text != self.original
 
-    def info(self) -> dict[str, Any]:
-        return {"original": self.original, "condensed": self.text, "method": self.method,
+    def info(self) -> "CondenseInfo":
+        return CondenseInfo(self.original, self.text, self.method, self.carried)
+
+
+@dataclass(frozen=True, eq=False)
+class CondenseInfo(StageInfo):
+    """The condense stage's record: the follow-up as asked, the standalone question it became, how, and what came in
+    from the earlier turn."""
+
+    original: str
+    condensed: str
+    method: str
+    carried: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"original": self.original, "condensed": self.condensed, "method": self.method,
                 "carried": list(self.carried)}
 
 

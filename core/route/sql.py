@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from core.models.llm import LLM, LLMError, LLMRequest, TextBlock
-from core.types import DEFAULT_WORKSPACE, SqlResult, TableInfo, Usage
+from core.types import DEFAULT_WORKSPACE, SqlResult, StageInfo, TableInfo, Usage
 
 NUMERIC = frozenset({"BIGINT", "DOUBLE"})
 # Distinct values per text column the translator matches against a question (the most frequent first).
@@ -450,13 +450,35 @@ class SqlOutcome:
         assert self.result is not None
         return format_rows(self.result.columns, self.result.rows)
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> "SqlInfo":
         r = self.result
-        return {"route": self.route.kind, "reason": self.route.reason, "translator": self.plan.translator,
-                "sql": (r.sql if r is not None else self.plan.sql), "plan": self.plan.reason,
-                "columns": list(r.columns) if r is not None else [],
-                "rows": [[json_safe(v) for v in row] for row in r.rows[:ROWS_IN_TRACE]] if r is not None else [],
-                "row_count": len(r.rows) if r is not None else 0, "truncated": bool(r and r.truncated),
+        return SqlInfo(self.route.kind, self.route.reason, self.plan.translator,
+                       r.sql if r is not None else self.plan.sql, self.plan.reason,
+                       tuple(r.columns) if r is not None else (),
+                       tuple(tuple(json_safe(v) for v in row) for row in r.rows[:ROWS_IN_TRACE]) if r is not None
+                       else (), len(r.rows) if r is not None else 0, bool(r and r.truncated), self.error)
+
+
+@dataclass(frozen=True, eq=False)
+class SqlInfo(StageInfo):
+    """The sql stage's record: the question's route and why, who wrote the query and why, the query, the rows (the
+    first ROWS_IN_TRACE) and their count, and the sandbox's error when it refused."""
+
+    route: str
+    reason: str
+    translator: str
+    sql: str | None
+    plan: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    row_count: int
+    truncated: bool
+    error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"route": self.route, "reason": self.reason, "translator": self.translator, "sql": self.sql,
+                "plan": self.plan, "columns": list(self.columns), "rows": [list(r) for r in self.rows],
+                "row_count": self.row_count, "truncated": self.truncated,
                 **({"error": self.error} if self.error else {})}
 
 

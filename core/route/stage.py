@@ -179,22 +179,38 @@ def cag_stage(question: str, decision: RouteDecision, config: PipelineConfig, ll
               *, workspace: str = DEFAULT_WORKSPACE) -> CagStep:
     """One CAG call with the decision's prefix. A NOT_IN_CORPUS reply (with cag.fallback_to_rag) or a failed call
     hands the question back to retrieval, saying so; citations are the [document] names the answer quotes."""
-    info: dict[str, Any] = {"model": config.cag.model, "prefix_sha256": prefix_sha(decision.cag_prefix)}
+    model, sha = config.cag.model, prefix_sha(decision.cag_prefix)
     try:
         res = cag_answer(question, decision.cag_prefix, llm, model=config.cag.model,
                          max_tokens=config.cag.max_tokens, workspace=workspace)
     except LLMError as exc:
         return CagStep((), (f"CAG call failed ({str(exc)[:160]}): answered by retrieval instead",), Usage(),
-                       {**info, "fell_back": True}, answer=None)
-    info.update(refused=res.refused, cache_read_share=round(res.cache_read_share, 4))
+                       CagInfo(model, sha, True), answer=None)
     if res.refused and config.cag.fallback_to_rag:
         return CagStep((), ("CAG: the documents in the prompt do not answer this (NOT_IN_CORPUS): answered by "
-                            "retrieval instead (cag.fallback_to_rag)",), res.usage, {**info, "fell_back": True},
-                       answer=None)
+                            "retrieval instead (cag.fallback_to_rag)",), res.usage,
+                       CagInfo(model, sha, True, res.refused, round(res.cache_read_share, 4)), answer=None)
     cited = tuple(n for n in dict.fromkeys(document_names) if f"[{n}]" in res.text)
     notes = tuple(n for n in (res.note,) if n)
-    return CagStep((), notes, res.usage, {**info, "fell_back": False},
+    return CagStep((), notes, res.usage, CagInfo(model, sha, False, res.refused, round(res.cache_read_share, 4)),
                    answer=Answer(res.text, cited, res.refused, "cag"))
+
+
+@dataclass(frozen=True, eq=False)
+class CagInfo(StageInfo):
+    """The cag stage's record: the model, the prefix's hash (the prompt cache's key), whether the question fell back
+    to retrieval, and, when the call answered, whether it refused and the share of the prompt read from the cache."""
+
+    model: str
+    prefix_sha256: str
+    fell_back: bool
+    refused: bool | None = None  # None: the call failed
+    cache_read_share: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "prefix_sha256": self.prefix_sha256,
+                **({"refused": self.refused, "cache_read_share": self.cache_read_share}
+                   if self.refused is not None else {}), "fell_back": self.fell_back}
 
 
 def routed_variants(config: PipelineConfig) -> dict[str, PipelineConfig]:
@@ -220,7 +236,8 @@ def bridge_found(stages: Sequence[Any], evidence: Sequence[Candidate], *, top: i
     third of them after round 1 at no loss of recall@5 but 1.9 points of all-gold@10 (bench/results/route_tune_gate.json),
     so no shipped route turns it on."""
     dec = next((s for s in stages if s.stage == "decompose" and s.skipped is None), None)
-    rounds = list((dec.info.get("rounds") or []) if dec is not None else [])
+    info = dec.own_info if dec is not None else None  # in the agentic loop, its first round's record
+    rounds = list(info.rounds) if isinstance(info, TransformInfo) else []
     if len(rounds) < 2 or not rounds[0] or not rounds[1]:
         return None
     head = list(evidence[:top])

@@ -114,7 +114,7 @@ class ToolResult:
     error: str = ""
     skipped: str | None = None
     usage: Usage = Usage()
-    info: Mapping[str, Any] = field(default_factory=dict)
+    info: "SearchCallInfo | SqlCallInfo | GraphCallInfo | None" = None  # what the call's trace stage shows
     result: SqlResult | None = None  # the sql tool's rows
 
     @property
@@ -200,9 +200,9 @@ def run_tool(box: Toolbox, tool: str, args: Mapping[str, str], n: int) -> ToolRe
             notes.append(f"{len(found) - len(cands)} passage(s) of the tables' text form left out: the sql tool "
                          "reads the tables")
         return ToolResult("search", dict(args), cands, text or "no passages found", usage=trace.usage,
-                          info={"query": query, "collection": coll, "from_stage": final.stage if final else None,
-                                "inner_stages": [s.stage for s in trace.stages if s.skipped is None],
-                                "notes": notes})
+                          info=SearchCallInfo(query, coll, final.stage if final else None,
+                                              tuple(s.stage for s in trace.stages if s.skipped is None),
+                                              tuple(notes)))
     if tool == "sql":
         query = args["query"]
         if box.sql_run is None or not box.tables:
@@ -212,7 +212,7 @@ def run_tool(box: Toolbox, tool: str, args: Mapping[str, str], n: int) -> ToolRe
                 res = box.sql_run(query)
             except ValueError as exc:  # SqlRefused: the sandbox's reason
                 return ToolResult("sql", dict(args), error=f"refused by the SQL sandbox: {exc}",
-                                  info={"sql": query[:500], "translator": "agent"})
+                                  info=SqlCallInfo(query[:500], "agent"))
             translator, plan = "agent", "the query as written"
         else:
             if box.sql_question is None:
@@ -221,38 +221,148 @@ def run_tool(box: Toolbox, tool: str, args: Mapping[str, str], n: int) -> ToolRe
             if out.result is None:
                 return ToolResult("sql", dict(args), error=f"the template translator has no query for this: "
                                                            f"{out.error or out.plan.reason}",
-                                  info={"translator": out.plan.translator, "plan": out.plan.reason})
+                                  info=SqlCallInfo(None, out.plan.translator, out.plan.reason))
             res, translator, plan = out.result, out.plan.translator, out.plan.reason
         t = _table_of(res.sql, box.tables)
         cands = _rows_as_candidates(res, n, t.name if t else "", t.doc_id if t else "")
         shown = "\n".join(f"[{c.chunk_id}] {c.text}" for c in cands[:ROWS_SHOWN])
         more = f"\n... {len(res.rows) - ROWS_SHOWN} more rows" if len(res.rows) > ROWS_SHOWN else ""
         return ToolResult("sql", dict(args), cands, f"SQL: {res.sql}\nrows:\n{shown or '(no rows)'}{more}",
-                          info={"sql": res.sql, "translator": translator, "plan": plan, "columns": list(res.columns),
-                                "rows": [[json_safe(v) for v in r] for r in res.rows[:50]],
-                                "row_count": len(res.rows), "truncated": res.truncated}, result=res)
+                          info=SqlCallInfo(res.sql, translator, plan, tuple(res.columns),
+                                           tuple(tuple(json_safe(v) for v in r) for r in res.rows[:50]),
+                                           len(res.rows), res.truncated), result=res)
     # graph
     entity = args["entity"]
     got = box.graph(entity) if box.graph is not None else None
     if got is None:
         return ToolResult("graph", dict(args), skipped=box.graph_missing)
     if not got.found:
-        return ToolResult("graph", dict(args), error=f"no entity named {entity!r} in the graph", info={
-            "entity": entity})
+        return ToolResult("graph", dict(args), error=f"no entity named {entity!r} in the graph",
+                          info=GraphCallInfo(entity))
     text = "\n".join(f"{name} ({typ}, weight {w:g})" for name, typ, w in got.neighbours[:ROWS_SHOWN])
     return ToolResult("graph", dict(args), got.candidates, f"neighbours of {got.entity}:\n{text or '(none)'}",
-                      info={"entity": got.entity, "neighbours": [list(x) for x in got.neighbours[:50]],
-                            "notes": list(got.notes)})
+                      info=GraphCallInfo(got.entity, tuple(tuple(x) for x in got.neighbours[:50]),
+                                         tuple(got.notes)))
 
 
 def tool_stage(res: ToolResult, n: int, ms: float, who: str) -> StageResult:
     """The call's trace stage: 'tool<n>.<tool>' with its candidates; a failed call keeps its reason in notes and
     info.error, a skipped one (graph with no graph) its skip reason."""
     name = res.tool if res.tool in TOOL_NAMES else "invalid"
-    info = {**res.info, "tool": res.tool, "args": {k: v[:300] for k, v in res.args.items()}, "call": n,
-            "chosen_by": who, **({"error": res.error} if res.error else {})}
-    notes = (f"{res.tool} failed: {res.error}",) if res.error else tuple(res.info.get("notes", ()))
+    info = ToolCallInfo(res.info, res.tool, {k: v[:300] for k, v in res.args.items()}, n, who, res.error)
+    said = res.info.notes if isinstance(res.info, (SearchCallInfo, GraphCallInfo)) and res.info.notes else ()
+    notes = (f"{res.tool} failed: {res.error}",) if res.error else tuple(said)
     return StageResult(f"tool{n}.{name}", res.candidates, ms, res.usage, res.skipped, notes, info)
+
+
+# -- the trace's records of the tools (core/types.StageInfo: read by attribute, `to_dict()` for JSON) --------------
+@dataclass(frozen=True, eq=False)
+class SearchCallInfo(StageInfo):
+    """A search call: the query, the collection asked for, the pipeline stage whose list it handed back, the stages
+    that ran inside it, and what it said (passages left out, a collection it could not honour)."""
+
+    query: str
+    collection: str
+    from_stage: str | None
+    inner_stages: tuple[str, ...]
+    notes: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"query": self.query, "collection": self.collection, "from_stage": self.from_stage,
+                "inner_stages": list(self.inner_stages), "notes": list(self.notes)}
+
+
+@dataclass(frozen=True, eq=False)
+class SqlCallInfo(StageInfo):
+    """A sql call: the query, who wrote it and why, and the rows (the first 50) when it ran. A refused query keeps
+    only the query and its writer; a question no template fits only the translator and its reason (None: absent)."""
+
+    sql: str | None
+    translator: str
+    plan: str | None = None
+    columns: tuple[str, ...] | None = None
+    rows: tuple[tuple[Any, ...], ...] | None = None
+    row_count: int | None = None
+    truncated: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"sql": self.sql, "translator": self.translator, "plan": self.plan,
+             "columns": None if self.columns is None else list(self.columns),
+             "rows": None if self.rows is None else [list(r) for r in self.rows], "row_count": self.row_count,
+             "truncated": self.truncated}
+        return {k: v for k, v in d.items() if v is not None}
+
+
+@dataclass(frozen=True, eq=False)
+class GraphCallInfo(StageInfo):
+    """A graph call: the entity, and when it was found its neighbours (name, type, weight; the first 50) and notes."""
+
+    entity: str
+    neighbours: tuple[tuple[Any, ...], ...] | None = None
+    notes: tuple[str, ...] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.neighbours is None:
+            return {"entity": self.entity}
+        return {"entity": self.entity, "neighbours": [list(x) for x in self.neighbours], "notes": list(self.notes or ())}
+
+
+@dataclass(frozen=True, eq=False)
+class ToolCallInfo(StageInfo):
+    """A tool call's stage ('tool<n>.<tool>'): the tool's own record (`call`), the tool, its arguments, the call's
+    number, who chose it, and the error when it failed."""
+
+    call: "SearchCallInfo | SqlCallInfo | GraphCallInfo | None"
+    tool: str
+    args: Mapping[str, str]
+    n: int
+    chosen_by: str
+    error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**(self.call.to_dict() if self.call is not None else {}), "tool": self.tool, "args": dict(self.args),
+                "call": self.n, "chosen_by": self.chosen_by, **({"error": self.error} if self.error else {})}
+
+
+@dataclass(frozen=True, eq=False)
+class PlanInfo(StageInfo):
+    """The offline planner's record ('tools.plan'): the question's form and the route it took."""
+
+    planner: str
+    form: str
+    route: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"planner": self.planner, "form": self.form, "route": self.route}
+
+
+@dataclass(frozen=True, eq=False)
+class BridgeInfo(StageInfo):
+    """A text_then_sql bridge ('tools.bridge'): the column whose value a passage named, the value, the sentence."""
+
+    column: str
+    value: str
+    sentence: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"column": self.column, "value": self.value, "sentence": self.sentence}
+
+
+@dataclass(frozen=True, eq=False)
+class TurnInfo(StageInfo):
+    """One turn of the model with the tools ('tools.turn<n>'): the calls it asked for, whether the answer was forced,
+    what it wrote; a turn that failed or was not called records only the stop reason."""
+
+    stop_reason: str | None = None
+    tool_calls: tuple[tuple[str, str], ...] = ()  # (name, id)
+    forced_answer: bool = False
+    text: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.stop_reason is not None:
+            return {"stop_reason": self.stop_reason}
+        return {"tool_calls": [{"name": n, "id": i} for n, i in self.tool_calls], "forced_answer": self.forced_answer,
+                "text": self.text}
 
 
 # -- the run -----------------------------------------------------------------------------------------------------
@@ -653,7 +763,7 @@ def run_offline(question: str, box: Toolbox, *, budget: Budget, clock: Callable[
     plan = plan or plan_question(question, box)
     t0 = clock()
     stages_before = [StageResult("tools.plan", (), 0.0, Usage(), None, ("offline planner: " + plan.reason,),
-                                 {"planner": "offline", "form": plan.form, "route": plan.route})]
+                                 PlanInfo("offline", plan.form, plan.route))]
     asked, stop, declined = question, None, ""
     bridge: dict[str, str] = {}
 
@@ -684,8 +794,7 @@ def run_offline(question: str, box: Toolbox, *, budget: Budget, clock: Callable[
                                                            box.values(cl.table.name, cl.column))
             named_in = tuple(c for c in found.candidates if c.chunk_id == cid)
             state.stages.append(StageResult("tools.bridge", named_in, 0.0, Usage(), None, (why,),
-                                            {"column": f"{cl.table.name}.{cl.column}", "value": value,
-                                             "sentence": sentence[:500]}))
+                                            BridgeInfo(f"{cl.table.name}.{cl.column}", value, sentence[:500])))
             bridge = {"value": value, "chunk_id": cid, "sentence": sentence} if value else {}
             if not value:
                 declined = why
@@ -768,20 +877,20 @@ def run_llm(question: str, box: Toolbox, llm: LLM, *, model: str, budget: Budget
         except LLMError as exc:
             stop = {"deadline": "budget_time", "budget": "budget_usd"}.get(exc.kind, "error")
             state.stages.append(StageResult("tools.turn", (), (clock() - t0) * 1000, Usage(), None,
-                                            (f"the model call failed: {exc}",), {"stop_reason": stop}))
+                                            (f"the model call failed: {exc}",), TurnInfo(stop)))
             break
         if why:
             stop = why
             state.stages.append(StageResult("tools.turn", (), 0.0, Usage(), f"not called: {why}",
-                                            (), {"stop_reason": why}))
+                                            (), TurnInfo(why)))
             break
         usage = Usage(resp.usage.input_tokens, resp.usage.output_tokens, resp.usage.cache_write_tokens,
                       resp.usage.cache_read_tokens, state.spend.usd - before[0], state.spend.llm_calls - before[1])
         calls = list(resp.tool_calls)
         turn_no = sum(s.stage.startswith("tools.turn") for s in state.stages) + 1
         state.stages.append(StageResult(f"tools.turn{turn_no}", (), resp.ms, usage, None, tuple(n for n in (resp.usage_flag,) if n),
-                                        {"tool_calls": [{"name": c.name[:60], "id": c.id[:60]} for c in calls],
-                                         "forced_answer": forced, "text": resp.text[:500]}))
+                                        TurnInfo(None, tuple((c.name[:60], c.id[:60]) for c in calls), forced,
+                                                 resp.text[:500])))
         if not calls:
             final = resp.text.strip()
             stop = "answered" if final else "refused_no_evidence"
@@ -842,4 +951,5 @@ def citations(out: ToolOutcome, answer_citations: Sequence[str] = (), limit: int
 
 
 def _last_sql_stage(out: ToolOutcome) -> str:
-    return next((s.stage for s in reversed(out.stages) if s.stage.endswith(".sql") and s.info.get("sql")), "")
+    return next((s.stage for s in reversed(out.stages) if isinstance(s.info, ToolCallInfo)
+                 and isinstance(s.info.call, SqlCallInfo) and s.info.call.sql), "")

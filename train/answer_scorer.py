@@ -1,16 +1,11 @@
-"""Answerability scorer of the offline answer: does this sentence, read under its document title and heading, answer
-this question? The bundled all-MiniLM-L6-v2 read as a cross-encoder.
+"""An experimental answerability scorer for the support model's fit (bench/answer.py `--scorer minilm`): does this
+sentence, read under its document title and heading, answer this question? The bundled all-MiniLM-L6-v2 read as a
+cross-encoder, its top layers fine-tuned by bench/answer_scorer.py (weights in answer_scorer.npz, over the bundled
+base, loaded by path, never from a hub).
 
-Why: the support model's features (core/answer/support.py) count words, names and codes; they cannot tell that
-'Jane Doe is the data engineer' under 'Project Vega' does not answer who the data engineer of Project Orion is when
-the question's words are all there, or that a sentence of the Redis manual does not state a Kafka setting. A model
-that reads question and sentence in one sequence can. None can be downloaded here, so bench/answer_scorer.py
-fine-tunes the top layers of the bundled MiniLM and a small head on the fitting questions (gold sentences against
-the sentences the pipeline retrieved for the same question, and every sentence retrieved for an unanswerable one);
-only those weights ship (fp16, answer_scorer.npz) and are put over the bundled base, loaded by path, never from a hub.
-
-The support model asks for the scores of its top few sentences only (a forward pass per sentence is the cost), and
-its fitted weights say how much the score counts (SupportModel.scorer). torch loads lazily, on the first score.
+No shipped model reads it (core/models/data/support_model.npz has no scorer and no answer_scorer.npz ships), so it
+left core/answer/ (#41): a fit that finds it worth its cost would bring it back with the model that reads it. torch
+loads lazily, on the first score.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The answerability scorer's inputs (core/answer/scorer.py): what it reads and how a long pair is cut; a missing
+"""The answerability scorer's inputs (train/answer_scorer.py): what it reads and how a long pair is cut; a missing
 model file is a clear error. Training lives in bench/answer_scorer.py, never in tests."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from core.answer.scorer import MAX_TOKENS, encode_bottom, pair_text, score
+from train.answer_scorer import MAX_TOKENS, encode_bottom, pair_text, score
 
 
 def test_pair_text_puts_title_and_heading_before_the_sentence() -> None:
