@@ -33,8 +33,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
-from _common import ROOT, datasets_dir, table, write_result
-from _common import CAPTION, Table, grid, met, num  # noqa: E402
+from _common import CAPTION, ROOT, Table, datasets_dir, grid, met, num, table, write_result
 
 from core.config import PipelineConfig  # noqa: E402
 from core.deps import build_deps  # noqa: E402

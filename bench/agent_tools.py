@@ -32,8 +32,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench._common import ROOT, table, write_result  # noqa: E402
-from bench._common import CAPTION, Table, grid, pct  # noqa: E402
+from bench._common import CAPTION, ROOT, Table, grid, pct, table, write_result  # noqa: E402
 from bench.tables import correct, result_value  # noqa: E402
 
 QDIR = ROOT / "sample_corpus" / "tables" / "_questions"

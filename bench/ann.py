@@ -29,8 +29,7 @@ from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
-from _common import datasets_dir, machine_info, utc_now, write_result  # noqa: E402
-from _common import CAPTION, Table, dig, grid, met, num  # noqa: E402
+from _common import CAPTION, Table, datasets_dir, dig, grid, machine_info, met, num, utc_now, write_result  # noqa: E402
 from query import candidates, synthetic_chunks, synthetic_queries  # noqa: E402
 
 from core.retrieve import ann as ann_mod  # noqa: E402
@@ -456,7 +455,8 @@ def main() -> None:
         payload: dict[str, Any] = {"what": "issue #32 item 5: how hard each synthetic vector set is for a graph "
                                            "index, against real MiniLM passage embeddings", **calibrate(args),
                                    "machine": info, "when": utc_now(), "note": args.note}
-        print(write_result("ann_calibrate", payload, Path(args.out) if args.out else None, table=MEASURED_ANN_CALIBRATE))
+        print(write_result("ann_calibrate", payload, Path(args.out) if args.out else None,
+                           table=MEASURED_ANN_CALIBRATE))
         return
     if args.build_only == "bm25":
         for n in args.sizes:
@@ -487,7 +487,8 @@ def main() -> None:
                "machine": info,
                "when": utc_now(), "total_s": round(time.perf_counter() - t0, 1), "rows": rows,
                "targets": {"1M_fused_ms": 30, "100k_dense_ms": 10, "recall_at_50": 0.99}, "note": args.note}
-    print(write_result("ann", payload, Path(args.out) if args.out else None, table=MEASURED_ANN_SWEEP if args.sweep else MEASURED_ANN))
+    print(write_result("ann", payload, Path(args.out) if args.out else None,
+                       table=MEASURED_ANN_SWEEP if args.sweep else MEASURED_ANN))
 
 
 # -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)

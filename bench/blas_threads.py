@@ -28,8 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from threadpoolctl import threadpool_info, threadpool_limits  # noqa: E402
 
-from bench._common import write_result  # noqa: E402
-from bench._common import CAPTION, Table, grid, num  # noqa: E402
+from bench._common import CAPTION, Table, grid, num, write_result  # noqa: E402
 from core.config import PipelineConfig  # noqa: E402
 from core.deps import build_deps  # noqa: E402
 from core.ingest.pipeline import ingest_files, read_paths  # noqa: E402

@@ -17,8 +17,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._common import write_result  # noqa: E402
-from bench._common import CAPTION, Table, grid, num, pct  # noqa: E402
+from bench._common import CAPTION, Table, grid, num, pct, write_result  # noqa: E402
 from bench.answer_cache import EXTRA, EXTRA_DEV, load_rows, split_of  # noqa: E402
 from core.answer.cache import guard  # noqa: E402
 

@@ -28,8 +28,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from _common import ROOT, datasets_dir, machine_info, table, utc_now, write_result
-from _common import CAPTION, Table, grid, loss, num, pct  # noqa: E402
+from _common import CAPTION, ROOT, Table, datasets_dir, grid, loss, machine_info, num, pct, table, utc_now, write_result
 
 from core.cascade.prune import llm_tokens  # noqa: E402
 from core.cascade.rerank import (
@@ -459,7 +458,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     stamp = {"command": "python bench/cascade.py " + " ".join(argv if argv is not None else sys.argv[1:]),
              "measured_at": utc_now(), "machine": machine_info()}
     for k, v in results.items():
-        path = write_result(f"cascade_{k}", {"benchmark": "cascade", "part": k, **v, **stamp}, argv=argv, table=MEASURED_CASCADE[k])
+        path = write_result(f"cascade_{k}", {"benchmark": "cascade", "part": k, **v, **stamp}, argv=argv,
+                            table=MEASURED_CASCADE[k])
         print(f"wrote {path}")
     if "quality" in results:
         keys = ["pass@5", "pass@10", "pass@20"]

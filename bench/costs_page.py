@@ -22,8 +22,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench._common import machine_info, write_result  # noqa: E402
-from bench._common import CAPTION, Table, met, num  # noqa: E402
+from bench._common import CAPTION, Table, machine_info, met, num, write_result  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -45,8 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from _common import ROOT, datasets_dir, utc_now, write_result
-from _common import CAPTION, Table, grid, num  # noqa: E402
+from _common import CAPTION, ROOT, Table, datasets_dir, grid, num, utc_now, write_result
 
 sys.path.insert(0, str(ROOT))
 
@@ -322,7 +321,8 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     if args.kill_only:
-        path = write_result("incremental_kill", {"kill9": run_kill_tests()}, Path(args.out) if args.out else None, table=MEASURED_INCREMENTAL_KILL)
+        path = write_result("incremental_kill", {"kill9": run_kill_tests()}, Path(args.out) if args.out else None,
+                            table=MEASURED_INCREMENTAL_KILL)
         print(f"wrote {path}", file=sys.stderr)
         return
     out: dict[str, Any] = {"started_at": utc_now(), "share": args.share, "seed": args.seed,

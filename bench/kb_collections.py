@@ -27,8 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from bench._common import datasets_dir, table, write_result  # noqa: E402
-from bench._common import CAPTION, Table, grid, met, num, pct  # noqa: E402
+from bench._common import CAPTION, Table, datasets_dir, grid, met, num, pct, table, write_result  # noqa: E402
 from core.config import PipelineConfig  # noqa: E402
 from core.deps import build_deps  # noqa: E402
 from core.eval.datasets import ensure_corpus, scifact_set, subsample  # noqa: E402

@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench._common import write_result  # noqa: E402
-from bench._common import CAPTION, Table, grid  # noqa: E402
+from bench._common import CAPTION, Table, grid, write_result  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = {"sample": ROOT / "sample_corpus" / "docs", "fixture": ROOT / "tests" / "fixtures" / "negation"}

@@ -19,8 +19,7 @@ from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
-from _common import ROOT, datasets_dir, machine_info, table, write_result  # noqa: E402
-from _common import CAPTION, Table, grid, num  # noqa: E402
+from _common import CAPTION, ROOT, Table, datasets_dir, grid, machine_info, num, table, write_result  # noqa: E402
 from ingest import chunk_texts, load_files  # noqa: E402
 
 from core.config import PipelineConfig  # noqa: E402

@@ -237,7 +237,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.dataset == "anthropic_codebase" else [],
         "rows": merged,
     }
-    path = write_result(f"quality_{args.dataset}", payload, out, table=MEASURED_QUALITY.get(args.dataset, MEASURED_QUALITY_BEIR))
+    path = write_result(f"quality_{args.dataset}", payload, out,
+                        table=MEASURED_QUALITY.get(args.dataset, MEASURED_QUALITY_BEIR))
     keys = SHOWN[args.dataset]
     print(table(["config", "hash", *keys], [[r["name"], r["config_hash"], *[r["metrics"].get(k) for k in keys]]
                                               for r in merged]))

@@ -16,8 +16,7 @@ import json
 import sys
 import time
 
-from _common import ROOT, table, write_result
-from _common import CAPTION, Table, grid, num  # noqa: E402
+from _common import CAPTION, ROOT, Table, grid, num, table, write_result
 
 sys.path.insert(0, str(ROOT))
 
@@ -87,7 +86,8 @@ def main() -> None:
     write_result("raptor", {"db": args.db, "tree": {"corpus_version": state[0], "embedder": state[1],
                                                     "nodes": state[2]},
                             "config": "router off, offline (no key), answer cache off; raptor.* defaults",
-                            "seconds": round(time.perf_counter() - t0, 1), "summary": summary, "rows": rows}, table=MEASURED_RAPTOR)
+                            "seconds": round(time.perf_counter() - t0, 1), "summary": summary, "rows": rows},
+                 table=MEASURED_RAPTOR)
 
 
 # -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)

@@ -17,8 +17,7 @@ import statistics
 import sys
 import time
 
-from _common import ROOT, table, write_result
-from _common import CAPTION, Table, grid, num  # noqa: E402
+from _common import CAPTION, ROOT, Table, grid, num, table, write_result
 
 sys.path.insert(0, str(ROOT))
 

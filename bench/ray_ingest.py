@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, datasets_dir, machine_info, table, write_result  # noqa: E402
-from _common import CAPTION, Table, grid, num  # noqa: E402
+from _common import CAPTION, ROOT, Table, datasets_dir, grid, machine_info, num, table, write_result  # noqa: E402
 
 
 class TreeMemory:

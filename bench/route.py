@@ -38,8 +38,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import numpy as np
-from _common import ROOT, datasets_dir, table, write_result
-from _common import CAPTION, Table, grid, met, num, pct  # noqa: E402
+from _common import CAPTION, ROOT, Table, datasets_dir, grid, met, num, pct, table, write_result
 
 from core.route.router import (  # noqa: E402
     ABSTAIN,
@@ -674,10 +673,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                           args.limit)}, table=MEASURED_ROUTE_TUNE)
     elif args.part == "tune_loop":
         write_result(f"{RESULT}_tune_loop", {"tune_loop": tune_loop_part(datasets_dir(args.datasets) /
-                                                                         "twowiki_multihop", args.db, args.limit)}, table=MEASURED_ROUTE_TUNE_LOOP)
+                                                                         "twowiki_multihop", args.db, args.limit)},
+                     table=MEASURED_ROUTE_TUNE_LOOP)
     elif args.part == "tune_gate":
         write_result(f"{RESULT}_tune_gate", {"tune_gate": tune_gate_part(datasets_dir(args.datasets) /
-                                                                         "twowiki_multihop", args.db, args.limit)}, table=MEASURED_ROUTE_TUNE_GATE)
+                                                                         "twowiki_multihop", args.db, args.limit)},
+                     table=MEASURED_ROUTE_TUNE_GATE)
     elif args.part == "tune_route":
         write_result(f"{RESULT}_tune_route", {"tune_route": tune_route_part(datasets_dir(args.datasets) /
                                                                            "twowiki_multihop", args.db, args.limit)})
@@ -685,18 +686,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         name = ("sample" if args.dataset == "sample" else "twowiki") + ("_train" if args.split == "train" else "")
         db = args.db.replace("route.duckdb", "route_sample.duckdb") if args.dataset == "sample" else args.db
         write_result(f"{RESULT}_latency_{name}", {"latency": latency_part(args.dataset, datasets_dir(args.datasets),
-                                                                         db, args.limit, args.every, args.split)}, table=MEASURED_ROUTE_LATENCY)
+                                                                         db, args.limit, args.every, args.split)},
+                     table=MEASURED_ROUTE_LATENCY)
     elif args.part == "scifact":
         db = args.db.replace("route.duckdb", "route_scifact.duckdb")
         write_result(f"{RESULT}_scifact", {"scifact": scifact_part(datasets_dir(args.datasets), db,
-                                                                   args.limit or 150, args.max_docs)}, table=MEASURED_ROUTE_SCIFACT)
+                                                                   args.limit or 150, args.max_docs)},
+                     table=MEASURED_ROUTE_SCIFACT)
     else:
         root = datasets_dir(args.datasets) / "twowiki_multihop"
         if not (root / "questions.jsonl").is_file():
             print(f"twowiki_multihop not found under {root}", file=sys.stderr)
             return 2
         write_result(f"{RESULT}_twowiki",
-                     {"twowiki": twowiki_part(root, args.db, args.limit, [r for r in args.rows.split(",") if r])}, table=MEASURED_ROUTE_TWOWIKI)
+                     {"twowiki": twowiki_part(root, args.db, args.limit, [r for r in args.rows.split(",") if r])},
+                     table=MEASURED_ROUTE_TWOWIKI)
     return 0
 
 

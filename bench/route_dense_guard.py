@@ -29,8 +29,7 @@ from typing import Any, Sequence
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, datasets_dir, table, write_result  # noqa: E402
-from _common import CAPTION, Table, grid, num  # noqa: E402
+from _common import CAPTION, ROOT, Table, datasets_dir, grid, num, table, write_result  # noqa: E402
 from route import cv_probs  # noqa: E402
 from route_evidence import CORPUS_CLASSES, SAMPLE_SETS, build_indexes, routed  # noqa: E402
 

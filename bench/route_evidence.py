@@ -31,8 +31,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, datasets_dir, machine_info, table, write_result  # noqa: E402
-from _common import CAPTION, Table, grid, num, pct  # noqa: E402
+from _common import CAPTION, ROOT, Table, datasets_dir, grid, machine_info, num, pct, table, write_result  # noqa: E402
 from route import cv_probs  # noqa: E402
 
 from core.config import PipelineConfig  # noqa: E402

@@ -22,8 +22,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._common import datasets_dir, write_result  # noqa: E402
-from bench._common import CAPTION, Table, grid, num  # noqa: E402
+from bench._common import CAPTION, Table, datasets_dir, grid, num, write_result  # noqa: E402
 from core.config import PipelineConfig  # noqa: E402
 from core.route.router import (  # noqa: E402
     ABSTAIN,

@@ -29,8 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import ROOT, table, write_result
-from _common import CAPTION, Table, grid, num  # noqa: E402
+from _common import CAPTION, ROOT, Table, grid, num, table, write_result
 
 sys.path.insert(0, str(ROOT))
 

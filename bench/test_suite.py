@@ -15,8 +15,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, machine_info, utc_now, write_result  # noqa: E402
-from _common import CAPTION, Table, grid, num  # noqa: E402
+from _common import CAPTION, ROOT, Table, grid, machine_info, num, utc_now, write_result  # noqa: E402
 
 COMMAND = [sys.executable, "-m", "pytest", "-q", "-m", "not slow", "-n", "2", "--dist", "loadfile", "tests",
            "-p", "no:cacheprovider", "--durations=15"]

@@ -29,8 +29,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench._common import machine_info, write_result  # noqa: E402
-from bench._common import CAPTION, Table, grid, met, num  # noqa: E402
+from bench._common import CAPTION, Table, grid, machine_info, met, num, write_result  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
