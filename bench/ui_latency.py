@@ -231,7 +231,7 @@ def _toggles(page, url: str, rounds: int, timings: dict, pipeline_ms: dict, load
         # apart, and the toggle from the click on the switch, as the mode radio is.
         if popover:
             t0 = time.perf_counter()
-            page.get_by_role("button", name="Rerank · prune · MMR").click()
+            page.get_by_role("button", name="Cascade").click()
             page.get_by_label("Rerank", exact=True).wait_for(timeout=60_000)
             loads.setdefault("popover_open_s", []).append(round(time.perf_counter() - t0, 3))
         timings.setdefault(name, []).append(_timed_toggle(page, action, stage, want))
@@ -256,7 +256,7 @@ def _context_switch(page, loads: dict) -> None:
     path (131 s). Now the page offers the build and searches raw text meanwhile. Timed from the click to the offer
     drawn with Streamlit idle (the stage row may not change: the same raw query), and back to 'none'. Not a toggle
     of the median (a different done-signal), reported apart."""
-    page.get_by_role("button", name="Context and graph").click()
+    page.get_by_role("button", name="Context · graph").click()
     radio = page.locator(".st-key-context_variant")
     radio.get_by_text("heuristic", exact=True).wait_for(timeout=60_000)
     t0 = time.perf_counter()
