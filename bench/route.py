@@ -681,7 +681,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                      table=MEASURED_ROUTE_TUNE_GATE)
     elif args.part == "tune_route":
         write_result(f"{RESULT}_tune_route", {"tune_route": tune_route_part(datasets_dir(args.datasets) /
-                                                                           "twowiki_multihop", args.db, args.limit)})
+                                                                           "twowiki_multihop", args.db, args.limit)},
+                     table=MEASURED_ROUTE_TUNE_ROUTE)
     elif args.part == "latency":
         name = ("sample" if args.dataset == "sample" else "twowiki") + ("_train" if args.split == "train" else "")
         db = args.db.replace("route.duckdb", "route_sample.duckdb") if args.dataset == "sample" else args.db
@@ -923,7 +924,28 @@ def measured_route_tune(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
+def measured_route_tune_route(d: dict[str, Any], file: str) -> list[Any]:
+    """`transforms.dense` for the routed configuration beside the loop, on the router's train split."""
+    t = d.get("tune_route") or {}
+    out = [f"### Routed generated queries with and without dense ({num(t.get('questions'))} twowiki questions, "
+           f"{t.get('split', '')})", "", CAPTION, "",
+           "Recall@5 and all-gold@10 (%) and mean ms per question, overall and by the question's kind; the last "
+           "column is the mean ms against the loop's.", ""]
+    rows = [[r.get("config"), num(r.get("n")), num(r.get("recall@5"), 1), num(r.get("allgold@10"), 1),
+             num(r.get("ms_mean"), 0), num((r.get("comparison") or {}).get("recall@5"), 1),
+             num((r.get("multi-hop") or {}).get("recall@5"), 1), num(r.get("over_loop_ms"), 2)]
+            for r in t.get("grid") or []]
+    out.append(grid(["configuration", "n", "recall@5", "all-gold@10", "ms mean", "comparison recall@5",
+                     "multi-hop recall@5", "ms / loop's"], rows))
+    over = t.get("overrides") or {}
+    if over:
+        out += ["", "Settings: " + "; ".join(f"{k} ({', '.join(f'{a}={b}' for a, b in v.items())})"
+                                             for k, v in over.items()) + "."]
+    return out
+
+
 MEASURED_ROUTE = Table(measured_route, 'Routing and query transforms')
+MEASURED_ROUTE_TUNE_ROUTE = Table(measured_route_tune_route, 'Routing and query transforms')
 MEASURED_ROUTE_TUNE = Table(measured_route_tune, 'Routing and query transforms')
 MEASURED_ROUTE_TWOWIKI = Table(measured_route_twowiki, 'Routing and query transforms')
 MEASURED_ROUTE_SCIFACT = Table(measured_route_scifact, 'Routing and query transforms')
