@@ -9,9 +9,10 @@ import subprocess
 import sys
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -229,12 +230,99 @@ def run_record(argv: Sequence[str] | None = None, script: str | None = None) -> 
 _GIT_AT_START = git_state()  # at import, i.e. when the bench started and loaded the code it measures
 
 
+# -- a results file's own table ---------------------------------------------------------------------------------------
+# A bench renders its section of docs/measured.md (and, for a headline, its README row) from its own payload, and
+# write_result stores it under "measured"; bench/readme_tables.py only lays the stored sections out.
+CAPTION: dict[str, Any] = {"caption": True}  # where the renderer puts the run's provenance line
+
+
+@dataclass(frozen=True)
+class Table:
+    """How a bench's results file shows: `render(payload, file)` returns the section's lines, a `### ` title first,
+    then text lines, grid(...) tables and CAPTION; `part` is its part of docs/measured.md; `headline(payload, file)`
+    returns (what, figure) for a README row, or None (a None figure shows as "not recorded"); `figure_run` are the keys
+    to the figure's own run record when it is not the file's (a merged file)."""
+
+    render: Callable[[dict[str, Any], str], list[Any]]
+    part: str
+    headline: Callable[[dict[str, Any], str], tuple[str, str | None] | None] | None = None
+    figure_run: tuple[str, ...] = ()
+
+
+def grid(headers: Sequence[Any], rows: Sequence[Sequence[Any]]) -> dict[str, Any]:
+    """A markdown table inside a section, every cell already formatted."""
+    return {"columns": [str(h) for h in headers], "rows": [[str(c) for c in row] for row in rows]}
+
+
+def num(v: Any, digits: int = 2) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}"
+    return str(v)
+
+
+def pct(v: Any, digits: int = 1) -> str:
+    """A 0-1 share as a percentage ("–" when absent)."""
+    return "–" if v is None else f"{v * 100:.{digits}f}%"
+
+
+def met(ok: bool | None) -> str:
+    return "–" if ok is None else ("met" if ok else "**not met**")
+
+
+def loss(points: float) -> str:
+    """A recall drop in points, signed as a change ("−1.29"; exactly 0 carries no sign)."""
+    return "0.00" if round(points, 2) == 0 else f"−{points:.2f}"
+
+
+def row_time(r: dict[str, Any]) -> str:
+    t = r.get("measured_at")
+    return str(t).replace("+00:00", "")[:16].replace("T", " ") if t else "–"
+
+
+def dig(d: Any, *keys: Any) -> Any:
+    for k in keys:
+        if isinstance(d, dict):
+            d = d.get(k)
+        elif isinstance(d, list) and isinstance(k, int) and -len(d) <= k < len(d):
+            d = d[k]
+        else:
+            return None
+    return d
+
+
+def table_section(table: Table, payload: dict[str, Any], file: str, previous: dict[str, Any] | None = None
+                  ) -> dict[str, Any]:
+    """The stored "table" record; a re-run keeps its place (`order`) in docs/measured.md and in the README."""
+    prev = (previous or {}).get("measured") or {}
+    section: dict[str, Any] = {"part": table.part, "order": prev.get("order", 1e6),
+                               "lines": table.render(payload, file)}
+    shown = table.headline(payload, file) if table.headline else None
+    if shown:
+        what, figure = shown
+        section["headline"] = {"what": what, "figure": figure if figure is not None else "not recorded",
+                               "order": (prev.get("headline") or {}).get("order", 1e6)}
+        if table.figure_run:
+            section["headline"]["run"] = list(table.figure_run)
+    return section
+
+
 def write_result(name: str, payload: dict[str, Any], out: Path | None = None, *, argv: Sequence[str] | None = None,
-                 script: str | None = None) -> Path:
+                 script: str | None = None, table: Table | None = None) -> Path:
     """Write one run's results. Every file gets a `run` record (see run_record): a results file holds one run, so
-    every number in it traces to one commit, one time window and one command."""
+    every number in it traces to one commit, one time window and one command. With `table` the file carries its own
+    section of docs/measured.md under "measured" (bench/readme_tables.py); without, one a merged payload carried is
+    dropped (it would be stale)."""
     path = out or RESULTS / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"run": run_record(argv, script), **{k: v for k, v in payload.items() if k != "run"}}
+    payload = {"run": run_record(argv, script), **{k: v for k, v in payload.items() if k not in ("run", "measured")}}
+    if table is not None:
+        previous = json.loads(path.read_text()) if path.exists() else None
+        payload["measured"] = table_section(table, payload, path.name, previous)
     path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
     return path

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench._common import ROOT, table, write_result  # noqa: E402
+from bench._common import CAPTION, ROOT, Table, grid, pct, table, write_result  # noqa: E402
 from bench.tables import correct, result_value  # noqa: E402
 
 QDIR = ROOT / "sample_corpus" / "tables" / "_questions"
@@ -296,8 +296,43 @@ def main(argv: Sequence[str] | None = None) -> int:
         "history": HISTORY,
         "timing_s": {"build_store": round(build_s, 1), "questions": round(run_s, 1)},
         "summary": summary, "stub_plumbing": plumbing, "per_question": per_q,
-    }, Path(args.out) if args.out else None)
+    }, Path(args.out) if args.out else None, table=MEASURED_AGENT_TOOLS)
     return 0
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_agent_tools(d: dict[str, Any], file: str) -> list[str]:
+    """bench/agent_tools.py: the agent's offline planner per split and form, routing, and the stub's plumbing."""
+    out = ["### Agent tools: the offline planner on mixed text + table questions", "", CAPTION, ""]
+    rows = []
+    for split, s in (d.get("summary") or {}).items():
+        forms = "; ".join(f"{f} {c.get('correct', 0)}/{sum(c.values())}" for f, c in (s.get("by_form") or {}).items()
+                          if f != "text")
+        rows.append([split, s.get("questions"), s.get("with_table_part"), s.get("correct"), s.get("wrong"),
+                     s.get("declined"), pct((s.get("answered_correctly_pct") or 0) / 100), forms,
+                     pct((s.get("routing_planner_pct") or 0) / 100), pct((s.get("routing_classify_pct") or 0) / 100)])
+    if rows:
+        out += [grid(["split", "questions", "with a table part", "correct", "wrong", "declined",
+                          "answered correctly", "per form (correct / questions)", "routing: planner",
+                          "routing: classify"], rows), ""]
+    tp = ((d.get("summary") or {}).get("mixed") or {}).get("text_part")
+    if tp:
+        out.append(f"Mixed set, text part: a cited passage of the right document holds the expected words for "
+                   f"{tp.get('cited')} of {tp.get('questions')}; the words are in the answer's text for "
+                   f"{tp.get('in_answer')}.")
+    stub = d.get("stub_plumbing") or {}
+    if stub:
+        out.append(f"With the loopback stub (plumbing only): {stub.get('questions')} questions, "
+                   f"{stub.get('tool_calls')} tool calls ({stub.get('tool_errors')} malformed, each answered with its "
+                   f"reason), {stub.get('messages_api_calls')} Messages API calls, budgets held in "
+                   f"{stub.get('budgets_held')} of {stub.get('questions')}, stop reasons "
+                   + ", ".join(f"{k[5:]} {v}" for k, v in sorted(stub.items()) if k.startswith("stop_")) + ".")
+    for note in d.get("notes") or []:
+        out.append(f"- {note}")
+    return out
+
+
+MEASURED_AGENT_TOOLS = Table(measured_agent_tools, 'Tables and SQL')
 
 
 if __name__ == "__main__":

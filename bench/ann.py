@@ -29,7 +29,7 @@ from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
-from _common import datasets_dir, machine_info, utc_now, write_result  # noqa: E402
+from _common import CAPTION, Table, datasets_dir, dig, grid, machine_info, met, num, utc_now, write_result  # noqa: E402
 from query import candidates, synthetic_chunks, synthetic_queries  # noqa: E402
 
 from core.retrieve import ann as ann_mod  # noqa: E402
@@ -449,13 +449,14 @@ def main() -> None:
         payload = {"what": "issue #32 item 5: what the exact top-50 of the older clustered vectors is made of, per "
                            "size (queries near corpus points, as the ann.json / ann_300k.json runs)",
                    **hardness(args), "machine": info, "when": utc_now(), "note": args.note}
-        print(write_result("ann_hardness", payload, Path(args.out) if args.out else None))
+        print(write_result("ann_hardness", payload, Path(args.out) if args.out else None, table=MEASURED_ANN_HARDNESS))
         return
     if args.calibrate:
         payload: dict[str, Any] = {"what": "issue #32 item 5: how hard each synthetic vector set is for a graph "
                                            "index, against real MiniLM passage embeddings", **calibrate(args),
                                    "machine": info, "when": utc_now(), "note": args.note}
-        print(write_result("ann_calibrate", payload, Path(args.out) if args.out else None))
+        print(write_result("ann_calibrate", payload, Path(args.out) if args.out else None,
+                           table=MEASURED_ANN_CALIBRATE))
         return
     if args.build_only == "bm25":
         for n in args.sizes:
@@ -486,7 +487,117 @@ def main() -> None:
                "machine": info,
                "when": utc_now(), "total_s": round(time.perf_counter() - t0, 1), "rows": rows,
                "targets": {"1M_fused_ms": 30, "100k_dense_ms": 10, "recall_at_50": 0.99}, "note": args.note}
-    print(write_result("ann", payload, Path(args.out) if args.out else None))
+    print(write_result("ann", payload, Path(args.out) if args.out else None,
+                       table=MEASURED_ANN_SWEEP if args.sweep else MEASURED_ANN))
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_ann(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #32: dense search through an HNSW graph (usearch, hnswlib) against the exact scan (bench/ann.py)."""
+    st = d.get("settings") or {}
+    width = (f"query width {st.get('expansion_search')}, {st.get('min_candidates')} candidates rescored exactly"
+             if "expansion_search" in st else
+             f"query width {st.get('ef_per_k')} x k at {num(st.get('ef_reference_size'))} vectors growing with log n, "
+             f"{st.get('candidates_per_k')} x k candidates rescored exactly (split '{st.get('split')}', seed "
+             f"{st.get('seed')})")
+    out = ["### ANN index: usearch and hnswlib against the exact scan", "", CAPTION, "",
+           f"{d.get('what', '')}. HNSW M={st.get('connectivity')}, build width {st.get('expansion_add')}, {width}; "
+           "versions " + ", ".join(f"{k} {v}" for k, v in (d.get("versions") or {}).items()) + ".", ""]
+    rows = []
+    for r in d.get("rows") or []:
+        h = r.get("hardness") or {}
+        hard = f"{h.get('lid_median')}" if h else ""
+        rows.append([num(r.get("chunks")), hard, "exact", "–", "–", "1.0000",
+                     num((r.get("exact") or {}).get("median_ms"), 2), num((r.get("fused_exact") or {}).get("median_ms"), 2),
+                     (r.get("fused_exact") or {}).get("lists"), str((r.get("load_at_start") or [""])[0])])
+        for lib in ("usearch", "hnswlib"):
+            x = r.get(lib)
+            if x:
+                rows.append([num(r.get("chunks")), hard, lib + (f" (ef {x['ef']})" if x.get("ef") else ""),
+                             num(x.get("build_s"), 1),
+                             num(x.get("index_mib", x.get("rss_growth_mib")), 1) + ("" if "index_mib" in x else " (RSS)"),
+                             num(x.get("recall_at_50"), 4), num(x.get("median_ms"), 2),
+                             num((x.get("fused") or {}).get("median_ms"), 2), (x.get("fused") or {}).get("lists"),
+                             str((x.get("build_load_start") or [""])[0]) + " (build)" if x.get("build_load_start")
+                             else ""])
+    heads = ["chunks", "LID@50", "dense search", "build s", "index MiB", "recall@50 vs exact", "dense ms median",
+             "fused ms median", "fused lists", "load"]
+    if not any(r.get("hardness") for r in d.get("rows") or []):  # older files: no hardness or load per row
+        heads, rows = [h for i, h in enumerate(heads) if i not in (1, 9)], [[c for i, c in enumerate(r) if i not in (1, 9)]
+                                                                           for r in rows]
+    out.append(grid(heads, rows))
+    if d.get("note"):
+        out += ["", d["note"]]
+    return out
+
+
+def measured_ann_calibrate(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #32: how hard each synthetic vector set is for a graph index, against real passages (--calibrate)."""
+    out = ["### ANN: the synthetic vectors against real passage embeddings", "", CAPTION, "",
+           f"{d.get('what', '')} (model `{d.get('model', '')}`). LID@50: local intrinsic dimension around the real "
+           "tune-half questions (Levina-Bickel over the 50 nearest); the cosines of the 1st and 50th neighbour.", ""]
+    rows = [[r.get("set"), num(r.get("n")), num(r.get("lid_median"), 1), num(r.get("cos_1st"), 3),
+             num(r.get("cos_50th"), 3)] for r in d.get("rows") or []]
+    out.append(grid(["vector set", "vectors", "LID@50", "cos 1st", "cos 50th"], rows))
+    if d.get("note"):
+        out += ["", d["note"]]
+    return out
+
+
+def measured_ann_sweep(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #32: recall@50 and latency of the graph over query widths, on the tune half (ann.py --sweep)."""
+    out = ["### ANN: the query width chosen on the tune half", "", CAPTION, ""]
+    for r in d.get("rows") or []:
+        h = r.get("hnswlib") or {}
+        out += [f"{num(r.get('chunks'))} vectors: {r.get('vectors')}; LID@50 {(r.get('hardness') or {}).get('lid_median')}; "
+                f"graph built in {num(h.get('build_s'), 1)} s ({h.get('build_threads')} threads, load "
+                f"{(h.get('build_load_start') or [''])[0]}), index {num(h.get('index_mib'), 1)} MiB; exact scan "
+                f"{num((r.get('exact') or {}).get('median_ms'), 2)} ms median.", ""]
+        rows = [[x.get("ef"), x.get("candidates_per_k"), num(x.get("recall_at_50"), 4), num(x.get("recall_at_50_min"), 2),
+                 num(x.get("median_ms"), 3), num(x.get("p95_ms"), 3)] for x in h.get("sweep") or []]
+        out += [grid(["query width (ef)", "candidates / k", "recall@50 vs exact", "worst query", "median ms",
+                          "p95 ms"], rows), ""]
+    if d.get("note"):
+        out.append(d["note"])
+    return out
+
+
+def measured_ann_hardness(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #32: what the older clustered vectors' exact top-50 is made of, per size (bench/ann.py --hardness)."""
+    out = ["### ANN: why recall falls with size on the clustered vectors", "", CAPTION, "", d.get("what", ""), ""]
+    rows = [[num(r.get("chunks")), num(r.get("topics")), num(r.get("off_topic_share_of_exact_top50"), 3),
+             num(r.get("cos_1st"), 3), num(r.get("cos_50th"), 3), num(r.get("lid_median"), 1)] for r in d.get("rows") or []]
+    out.append(grid(["chunks", "topics", "share of exact top-50 off the query's topic", "cos 1st", "cos 50th",
+                         "LID@50"], rows))
+    out += ["", "Off-topic neighbours are points of unrelated topics whose cosine to the query ties the 50th on-topic "
+            "one; no graph edge leads towards them, and their share grows with n (the largest of n background cosines "
+            "grows with n): the graph's recall@50 at fixed settings fell from 0.996 at 100k (ann.json) to 0.967 at "
+            "300k (ann_300k.json) on these vectors."]
+    if d.get("note"):
+        out += ["", d["note"]]
+    return out
+
+
+def headline_ann(d: dict[str, Any], file: str) -> tuple[str, str | None] | None:
+    """The README row of the report run (ann.json): its largest size."""
+    if file != "ann.json":
+        return None
+    big = max(d.get("rows") or [{}], key=lambda r: r.get("chunks") or 0)
+    h, tg = big.get("hnswlib") or {}, d.get("targets") or {}
+    rec, fms = h.get("recall_at_50"), dig(h, "fused", "median_ms")
+    ms_goal, rec_goal = tg.get("1M_fused_ms", 30), tg.get("recall_at_50", 0.99)
+    return (f"A query over {num(big.get('chunks'))} chunks: BM25 + dense through the ANN graph (hnswlib) + RRF, "
+            "vectors anchored on real embeddings, settings chosen on the other half",
+            None if rec is None or fms is None else
+            f"**{num(fms, 1)} ms** median fused (exact scan: {num(dig(big, 'fused_exact', 'median_ms'), 0)} ms), "
+            f"recall@50 vs exact **{num(rec, 4)}** (targets ≤ {ms_goal} ms, ≥ {rec_goal}: "
+            f"{met(fms <= ms_goal and rec >= rec_goal)})")
+
+
+MEASURED_ANN = Table(measured_ann, 'Query speed', headline=headline_ann)
+MEASURED_ANN_HARDNESS = Table(measured_ann_hardness, 'Query speed')
+MEASURED_ANN_CALIBRATE = Table(measured_ann_calibrate, 'Query speed')
+MEASURED_ANN_SWEEP = Table(measured_ann_sweep, 'Query speed')
 
 
 if __name__ == "__main__":

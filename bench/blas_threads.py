@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from threadpoolctl import threadpool_info, threadpool_limits  # noqa: E402
 
-from bench._common import write_result  # noqa: E402
+from bench._common import CAPTION, Table, grid, num, write_result  # noqa: E402
 from core.config import PipelineConfig  # noqa: E402
 from core.deps import build_deps  # noqa: E402
 from core.ingest.pipeline import ingest_files, read_paths  # noqa: E402
@@ -114,11 +114,33 @@ def main(argv: list[str] | None = None) -> int:
         "identical_final_lists": f"{same}/{len(qs)}",
     }
     name = ("blas_threads_scifact" if args.scifact else "blas_threads") + ("_busy" if args.busy else "")
-    path = write_result(name, payload)
+    path = write_result(name, payload, table=MEASURED_BLAS_THREADS)
     print(json.dumps({k: payload[k] for k in ("settings", "wall_ratio_default_to_1", "cpu_ratio_default_to_1",
                                               "identical_final_lists")}, indent=1))
     print(f"wrote {path}")
     return 0
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_blas_threads(d: dict[str, Any], file: str) -> list[str]:
+    """numpy's BLAS threads during queries (bench/blas_threads.py): OpenBLAS's default vs one thread, side by side."""
+    p, st = d.get("parameters") or {}, d.get("settings") or {}
+    busy = p.get("busy_processes") or 0
+    out = [f"### Query time by BLAS threads ({p.get('corpus')}, {num(p.get('documents'))} documents, "
+           f"{num(p.get('questions'))} questions"
+           + (f", {busy} busy-looping processes beside it" if busy else ", nothing else started") + ")", "",
+           CAPTION, "",
+           "The default configuration's queries in one process, the two settings alternating per question in rotating "
+           "order (threadpoolctl). `core.deps.build_deps` limits BLAS to one thread since this run.", ""]
+    rows = [[k, st[k].get("threads"), num(st[k].get("wall_ms_mean"), 1), num(st[k].get("wall_ms_median"), 1),
+             num(st[k].get("cpu_ms_mean"), 1)] for k in st]
+    out.append(grid(["setting", "BLAS threads", "wall ms mean", "wall ms median", "CPU ms mean"], rows))
+    out += ["", f"Default / one thread: wall **{num(d.get('wall_ratio_default_to_1'), 2)}×**, CPU "
+            f"{num(d.get('cpu_ratio_default_to_1'), 2)}×; identical final lists {d.get('identical_final_lists')}."]
+    return out
+
+
+MEASURED_BLAS_THREADS = Table(measured_blas_threads, 'Query speed')
 
 
 if __name__ == "__main__":

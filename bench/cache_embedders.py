@@ -17,7 +17,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._common import write_result  # noqa: E402
+from bench._common import CAPTION, Table, grid, num, pct, write_result  # noqa: E402
 from bench.answer_cache import EXTRA, EXTRA_DEV, load_rows, split_of  # noqa: E402
 from core.answer.cache import guard  # noqa: E402
 
@@ -66,8 +66,25 @@ def main() -> int:
     write_result("cache_embedders", {
         "method": "dev split of bench/answer_cache.py's pairs (public NaN-NLI and SemEval pairs, ours); cosine of "
                   "each model's question vectors; the guard's vetoes (guard(hard_only=True)) applied first; "
-                  "threshold grid 0.50..1.00 step 0.005; no test pair is read", **out})
+                  "threshold grid 0.50..1.00 step 0.005; no test pair is read", **out}, table=MEASURED_CACHE_EMBEDDERS)
     return 0
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_cache_embedders(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #15: MiniLM against multilingual-e5 as the answer cache's paraphrase signal, dev pairs only."""
+    out = ["### Answer cache: MiniLM vs multilingual-e5 as the paraphrase signal (dev pairs)", "", CAPTION, "",
+           f"{d.get('method', '')}. {d.get('pairs_dev')} dev pairs, {d.get('passed_vetoes')} past the vetoes, "
+           f"{d.get('paraphrases')} paraphrases ({d.get('semeval_paraphrases')} SemEval pairs scored >= 4).", ""]
+    rows = [[name, num(m.get("auroc_after_vetoes"), 3), num(m.get("threshold_at_0.5pct_false_hits"), 3),
+             pct(m.get("false_hit_rate")), m.get("paraphrases_hit"), m.get("semeval_paraphrases_hit")]
+            for name, m in (d.get("models") or {}).items()]
+    out.append(grid(["model", "AUROC after vetoes", "lowest cosine with <= 0.5% false hits", "false hits",
+                         "paraphrases hit", "SemEval paraphrases hit"], rows))
+    return out
+
+
+MEASURED_CACHE_EMBEDDERS = Table(measured_cache_embedders, 'Offline answer and answer cache')
 
 
 if __name__ == "__main__":

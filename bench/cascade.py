@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from _common import ROOT, datasets_dir, machine_info, table, utc_now, write_result
+from _common import CAPTION, ROOT, Table, datasets_dir, grid, loss, machine_info, num, pct, table, utc_now, write_result
 
 from core.cascade.prune import llm_tokens  # noqa: E402
 from core.cascade.rerank import (
@@ -458,13 +458,133 @@ def main(argv: Sequence[str] | None = None) -> int:
     stamp = {"command": "python bench/cascade.py " + " ".join(argv if argv is not None else sys.argv[1:]),
              "measured_at": utc_now(), "machine": machine_info()}
     for k, v in results.items():
-        path = write_result(f"cascade_{k}", {"benchmark": "cascade", "part": k, **v, **stamp}, argv=argv)
+        path = write_result(f"cascade_{k}", {"benchmark": "cascade", "part": k, **v, **stamp}, argv=argv,
+                            table=MEASURED_CASCADE[k])
         print(f"wrote {path}")
     if "quality" in results:
         keys = ["pass@5", "pass@10", "pass@20"]
         print(table(["config", *keys], [[r["name"], *[r["metrics"].get(k) for k in keys]]
                                          for r in results["quality"]["rows"]]))
     return 0
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_cascade_quality(d: dict[str, Any], file: str) -> list[str]:
+    out = ["### Compression cascade", "", f"Rerank quality on `{d['dataset']}` (Pass@k):", "", CAPTION, ""]
+    rows = [[r["name"], r.get("description", ""), f"`{r.get('config_hash', '')}`", num(r["metrics"].get("pass@5")),
+             num(r["metrics"].get("pass@10")), num(r["metrics"].get("pass@20"))] for r in d["rows"]]
+    out.append(grid(["configuration", "what", "hash", "Pass@5", "Pass@10", "Pass@20"], rows))
+    return out
+
+
+def measured_cascade_compression(d: dict[str, Any], file: str) -> list[str]:
+    out = [f"Compression on `{d['dataset']}` ({d['rows'][0]['questions']} answerable questions; tokens: "
+           f"{d.get('tokens', 'estimated LLM tokens')}; default budget {d.get('token_budget')}):", "", CAPTION,
+           ""]
+    rows = [[r["name"], r.get("description", ""), num(r["metrics"].get("recall@10"), 3),
+             num(r.get("tokens_to_model_mean"), 0), num((r.get("stage_ms_median") or {}).get("prune"), 1)]
+            for r in d["rows"]]
+    out.append(grid(["configuration", "what", "recall@10", "tokens to the model (mean)", "prune ms (median)"],
+                        rows))
+    sweep = d.get("budget_sweep") or []
+    if sweep:
+        budgets = sorted({s["token_budget"] for s in sweep})
+        scorers = list(dict.fromkeys(s["scorer"] for s in sweep))
+        cell = {(s["scorer"], s["token_budget"]): s for s in sweep}
+        head = ["scorer (`prune.scorer`)"]
+        for b in budgets:
+            reds = [cell[(sc, b)].get("token_reduction_vs_rerank_top10") for sc in scorers if (sc, b) in cell]
+            red = reds[0] if reds and all(r == reds[0] for r in reds) and reds[0] is not None else None
+            head.append(f"{b} tokens" + (f" (−{red * 100:.0f}%)" if red is not None else ""))
+        head.append("prune ms (median, min–max over budgets)")
+        rows = []
+        for sc in scorers:
+            ms = [cell[(sc, b)].get("prune_ms_median") for b in budgets if (sc, b) in cell]
+            ms = [m for m in ms if m is not None]
+            rows.append([f"`{sc}`", *[num(cell[(sc, b)].get("recall@10"), 3) if (sc, b) in cell else "–"
+                                       for b in budgets],
+                         f"{num(min(ms), 1)}–{num(max(ms), 1)}" if ms else "–"])
+        out += ["", "Budget sweep by sentence scorer: recall@10 after pruning the rerank top-10 (same run; the "
+                "reduction is the share of tokens saved against the rerank top-10):", "", grid(head, rows)]
+        drops = [s for s in sweep if s.get("recall@10_drop_points_vs_rerank_top10") is not None]
+        if drops:
+            best = {}
+            for s in drops:
+                b = s["token_budget"]
+                if b not in best or s["recall@10_drop_points_vs_rerank_top10"] < best[b]["recall@10_drop_points_vs_rerank_top10"]:
+                    best[b] = s
+            out += ["", "Smallest recall@10 loss per budget against the rerank top-10: " + "; ".join(
+                f"{b} tokens: `{s['scorer']}` {loss(s['recall@10_drop_points_vs_rerank_top10'])} points"
+                for b, s in sorted(best.items())) + "."]
+    comps = d.get("comparisons") or []
+    if comps:
+        out += ["", "Compared with its baseline (same run):", ""]
+        out.append(grid(["baseline", "compressed", "tokens saved", "recall@10 change (points)"],
+                            [[c["baseline"], c["compressed"], f"{c['token_reduction'] * 100:.1f}%",
+                              loss(c["recall@10_drop_points"])] for c in comps]))
+    return out
+
+
+def measured_cascade_scifact(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #14 part 2: the default configuration on the whole SciFact corpus, ingest then eval, each phase in its own
+    process with its own peak RSS (bench/cascade.py --only scifact)."""
+    ing, ev = d.get("ingest") or {}, d.get("eval") or {}
+    m = ev.get("metrics") or {}
+    out = [f"### The default configuration on the whole SciFact corpus ({num(ing.get('documents'))} abstracts): "
+           "ingest, eval, rerank", "", CAPTION, ""]
+    out.append(grid(["phase (own process)", "work", "seconds", "peak RSS MB"], [
+        ["ingest into an empty database", f"{num(ing.get('documents'))} abstracts, {num(ing.get('chunks'))} chunks "
+         f"embedded with token vectors ({ing.get('runtime', '')})", num(ing.get("seconds"), 1),
+         num(ing.get("peak_rss_mb"), 0)],
+        ["eval: product defaults", f"{num(ev.get('questions'))} queries: nDCG@10 **{num(m.get('ndcg@10'), 3)}**, "
+         f"recall@100 {num(m.get('recall@100'), 3)}, recall@10 {num(m.get('recall@10'), 3)}, MRR {num(m.get('mrr'), 3)}",
+         num(ev.get("eval_seconds"), 1), num(ev.get("peak_rss_mb"), 0)],
+    ]))
+    rows = [[name, num(r.get("median_ms"), 1), num(r.get("p95_ms"), 1), num(r.get("cpu_median_ms"), 1),
+             num(r.get("chunks_encoded"))] for name, r in (ev.get("rerank") or {}).items()]
+    out += ["", f"Late-interaction rerank of the fused top-{ev.get('candidates_per_call')} for the first "
+                f"{ev.get('rerank_queries')} queries (in the eval process, after the eval):", ""]
+    out.append(grid(["late-interaction rerank", "median ms", "p95 ms", "CPU median ms", "chunks encoded"], rows))
+    out += ["", f"Token vectors: {num(ing.get('token_vector_rows'))} texts, {num(ing.get('token_vector_file_mb'), 1)} MB "
+                f"of float16 in the append-only file beside the database (the DuckDB file itself "
+                f"{num(ing.get('duckdb_file_mb'), 1)} MB); memory cache bounded at {num(ev.get('memory_cache_max_mb'), 1)} "
+                f"MB. Peak RSS is ru_maxrss of each phase's process (ingest includes the model load, "
+                f"{num(ing.get('rss_after_model_load_mb'), 0)} MB). Target: {d.get('target')} — met: "
+                f"{', '.join(f'{k} {v}' for k, v in (d.get('meets_target') or {}).items())}."]
+    return out
+
+
+def measured_cascade_latency(d: dict[str, Any], file: str) -> list[str]:
+    per = d.get("candidates_per_call") or {}
+    n = per.get("max") if per.get("min") == per.get("max") else f"{per.get('min')}–{per.get('max')}"
+    out = [f"Rerank latency, {n} candidates per call:", "", CAPTION, ""]
+    rows = [[name, num(r.get("n")), num(r.get("median_ms"), 1), num(r.get("p95_ms"), 1), r.get("note", "")]
+            for name, r in (d.get("rerankers") or {}).items()]
+    out.append(grid(["reranker", "n", "median ms", "p95 ms", "note"], rows))
+    return out
+
+
+def measured_sweep(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #27 item 5: the standard grid over one golden set, ranked, with no-clear-difference bands."""
+    out = [f"### Sweep: which technique helps on {d.get('set', 'a golden set')}", "", CAPTION, "",
+           f"{d.get('questions', '?')} questions ({d.get('unanswerable', '?')} unanswerable; {d.get('cut', '')}), "
+           f"ranked by {', then '.join(d.get('rank_by') or ['recall@5'])}; band 1 = no clear difference from the "
+           "best (paired per-question noise). Rates in %. Median ms are read on a shared, loaded machine and in grid "
+           "order (the first configurations pay the caches' warm-up): compare them within one run only, loosely.", ""]
+    rows = [[r.get("rank"), r.get("band"), r.get("config"), pct(r.get("recall@5")), pct(r.get("recall@10")),
+             num(r.get("mrr"), 3), pct(r.get("answered_correctly")), pct(r.get("refused_unanswerable")),
+             num(r.get("median ms"), 0), num(r.get("$ / query"), 4)] for r in d.get("table") or []]
+    out.append(grid(["rank", "band", "configuration", "recall@5", "recall@10", "MRR", "answered correctly",
+                         "refused", "median ms", "$ / query"], rows))
+    return out
+
+
+MEASURED_CASCADE_QUALITY = Table(measured_cascade_quality, 'Compression cascade')
+MEASURED_CASCADE_COMPRESSION = Table(measured_cascade_compression, 'Compression cascade')
+MEASURED_CASCADE_LATENCY = Table(measured_cascade_latency, 'Compression cascade')
+MEASURED_CASCADE_SCIFACT = Table(measured_cascade_scifact, 'Compression cascade')
+MEASURED_CASCADE = {"quality": MEASURED_CASCADE_QUALITY, "compression": MEASURED_CASCADE_COMPRESSION,
+                    "latency": MEASURED_CASCADE_LATENCY, "scifact": MEASURED_CASCADE_SCIFACT}
 
 
 if __name__ == "__main__":

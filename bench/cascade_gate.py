@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from _common import write_result
+from _common import CAPTION, Table, grid, num, write_result
 
 from core.cascade.rerank import keep_floor
 
@@ -144,8 +144,34 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:<26}" + "".join(f"{by.get(t, {}).get('recall@5', float('nan')):>15.1f}" for t in types))
         print(json.dumps(out[part + "_paired@5"]))
     if args.name:
-        write_result(args.name, out)
+        write_result(args.name, out, table=MEASURED_CASCADE_GATE)
     return 0
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_cascade_gate(d: dict[str, Any], file: str) -> list[Any]:
+    """The report half: recall@5 of every stage's list and of the offline floor, by question type; paired differences."""
+    ch, rep = d.get("chosen") or {}, d.get("report") or {}
+    out = [f"### Cascade against hybrid on multi-hop questions ({num(d.get('questions'))} questions, offline "
+           "re-orderings of one run's lists)", "", CAPTION, "",
+           "Document-level recall@5 (%) of each stage's own list in the shipped default's trace and of offline "
+           "variants computed from the same lists (no model call). The floor keeps the fused list's first m documents "
+           f"within the cascade's first c; m={ch.get('m')}, c={ch.get('c')} chosen on the other half "
+           f"({d.get('split', '')}). Report half:", ""]
+    types = list(dict.fromkeys(t for by in rep.values() for t in by))
+    size = {t: next((by[t].get("n") for by in rep.values() if t in by), None) for t in types}
+    out.append(grid(["variant", *[f"{t} ({size[t]})" for t in types]],
+                    [[name, *[num((by.get(t) or {}).get("recall@5"), 1) for t in types]] for name, by in rep.items()]))
+    paired = d.get("report_paired@5") or {}
+    if paired:
+        out += ["", "Paired per question on the report half (recall@5 points):", "",
+                grid(["difference", "mean", "standard error", "wins", "losses"],
+                     [[k, num(v.get("mean")), num(v.get("se")), num(v.get("wins")), num(v.get("losses"))]
+                      for k, v in paired.items()])]
+    return out
+
+
+MEASURED_CASCADE_GATE = Table(measured_cascade_gate, "Compression cascade")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from _common import (
     utc_now,
     write_result,
 )
+from _common import CAPTION, Table, grid, num  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 
@@ -154,7 +155,7 @@ def main() -> int:
 
         old = json.loads((RESULTS / "context.json").read_text()) if (RESULTS / "context.json").exists() else {}
         write_result("context", {**old, "prompt_cache": out["prompt_cache"],
-                                 "prompt_cache_min_1024": out["prompt_cache_min_1024"]})
+                                 "prompt_cache_min_1024": out["prompt_cache_min_1024"]}, table=MEASURED_CONTEXT)
         return 0
 
     store = Store(args.db)
@@ -185,9 +186,35 @@ def main() -> int:
                 rows.append([r["variant"], stage, *(p[f"pass@{k}"] for k in KS)])
     print(f"\nPass@k on anthropic_codebase ({out['retrieval'][0]['queries']} questions, bundled MiniLM, offline):")
     print(table(["variant", "stage", "Pass@5", "Pass@10", "Pass@20"], rows))
-    path = write_result("context", out)
+    path = write_result("context", out, table=MEASURED_CONTEXT)
     print(f"\nwrote {path.relative_to(ROOT)}")
     return 0
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_context(d: dict[str, Any], file: str) -> list[str]:
+    out = ["### Contextual retrieval", "", CAPTION, ""]
+    pc = d.get("prompt_cache")
+    if pc:
+        out.append(f"Prompt caching through the loopback Messages API stub: {pc['model']} (minimum cacheable prefix "
+                   f"{num(pc['min_cacheable_tokens'])} tokens), {pc['documents']} documents, {pc['chunks']} calls; "
+                   f"dollars are list-price equivalents of the stub's token counts.")
+        for key, label in (("documents_over_minimum", "documents over the minimum"), ("all_documents", "all documents")):
+            g = pc.get(key)
+            if g:
+                out.append(f"- {label}: cache-read share of input tokens **{g['cache_read_share'] * 100:.0f}%**, "
+                           f"${num(g['usd'])} with caching vs ${num(g['usd_uncached'])} without")
+    retr = d.get("retrieval") or []
+    if retr:
+        stages = ["bm25", "dense", "fused", "final"]
+        out += ["", f"Pass@5 / 10 / 20 offline by context variant ({retr[0]['queries']} queries):", ""]
+        rows = [[r["variant"], *[" / ".join(num(r["pass"][s][f"pass@{k}"], 1) for k in (5, 10, 20))
+                                 if s in r["pass"] else "–" for s in stages]] for r in retr]
+        out.append(grid(["variant", "BM25", "dense", "fused", "final (default cascade)"], rows))
+    return out
+
+
+MEASURED_CONTEXT = Table(measured_context, 'Contextual retrieval and GraphRAG')
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import ROOT, table, write_result
+from _common import CAPTION, ROOT, Table, grid, num, table, write_result
 
 sys.path.insert(0, str(ROOT))
 
@@ -92,7 +92,27 @@ def main() -> None:
                                               **({"code": args.code} if args.code else {}), "db": args.db,
                                               "config": "default, offline (no key), answer_cache.enabled = false",
                                               "set": str(path.relative_to(ROOT)), "seconds": round(time.perf_counter() - t0, 1),
-                                  "summary": summary, "rows": rows})
+                                  "summary": summary, "rows": rows}, table=MEASURED_CONVERSATION)
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_conversation(d: dict[str, Any], file: str) -> list[str]:
+    """bench/conversation.py: follow-ups condensed offline against their standalone forms."""
+    s = d.get("summary") or {}
+    name = file[len("conversation_"):-len(".json")].replace("_", ", ")
+    out = [f"### Conversation: {s.get('turns')} scripted turns over the sample corpus ({name})", "",
+           CAPTION, "", *([f"Code: {d['code']}.", ""] if d.get("code") else []),
+           f"`{d.get('set')}`; {d.get('config')}. A follow-up scores when its answer cites the same first chunk as "
+           "its standalone form (both refusing counts).", ""]
+    out.append(grid(["follow-ups", "both answered", "same first citation %", "any common citation %",
+                         "condensed vs standalone word F1", "control: as written, no history, same first citation %"],
+                        [[s.get("follow_ups"), s.get("both_answered"), num(s.get("same_first_citation"), 1),
+                          num(s.get("any_common_citation"), 1), num(s.get("mean_word_f1"), 3),
+                          num(s.get("no_history_same_first_citation"), 1)]]))
+    return out
+
+
+MEASURED_CONVERSATION = Table(measured_conversation, 'Offline answer and answer cache')
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench._common import machine_info, write_result  # noqa: E402
+from bench._common import CAPTION, Table, machine_info, met, num, write_result  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -155,8 +155,32 @@ def main(argv: list[str] | None = None) -> int:
               "target_seconds": 1.0, **({"browser": browser} if browser else {}), "machine": machine_info(),
               **({"before": json.loads(a.before.read_text())} if a.before else {})}
     print(result)
-    write_result("costs_page", result, a.out, argv=argv)
+    write_result("costs_page", result, a.out, argv=argv, table=MEASURED_COSTS_PAGE)
     return 0
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_costs_page(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #28: the Costs page opened on a ledger of 10,000 calls (bench/costs_page.py)."""
+    s, b, before = d.get("seeded") or {}, d.get("browser") or {}, d.get("before") or {}
+    out = ["### Costs page on a large ledger", "", CAPTION, "",
+           f"{num(s.get('ledger_rows'))} ledger rows and {num(s.get('queries'))} logged queries; the page's script "
+           f"(Streamlit AppTest) median **{num(d.get('open_median_seconds'), 2)} s**"
+           + (f", in Chromium from the click to a drawn, responsive page median **{num(b.get('open_median_seconds'), 2)}"
+              f" s** (target ≤ {num(d.get('target_seconds'), 1)} s: {met(b['open_median_seconds'] <= d['target_seconds'])}"
+              f"; a light page, Corpus, {num(b.get('corpus_open_median_seconds'), 2)} s at the same time)"
+              if b.get("open_median_seconds") is not None and d.get("target_seconds") is not None else "") + "."]
+    bb = before.get("browser") or {}
+    if before:
+        out += ["", f"Before (every tab built on each open; run record kept in the file): script "
+                f"{num(before.get('open_median_seconds'), 2)} s, Chromium {num(bb.get('open_median_seconds'), 2)} s, "
+                f"longest main-thread task {num(max(bb.get('longest_task_ms') or [0]), 0)} ms against "
+                f"{num(max(b.get('longest_task_ms') or [0]), 0)} ms now. Load averages differ between the two runs "
+                "(both in their run records)."]
+    return out
+
+
+MEASURED_COSTS_PAGE = Table(measured_costs_page, 'Search Lab responsiveness')
 
 
 if __name__ == "__main__":

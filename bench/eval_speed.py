@@ -188,7 +188,7 @@ def main() -> None:
         print(json.dumps(router_worker(Path(w.worker), w.db, w.dataset, w.datasets, w.limit, w.rounds)))
         return
     sys.path.insert(0, str(HERE))
-    from _common import ROOT, datasets_dir, machine_info, utc_now, write_result
+    from _common import ROOT, Table, datasets_dir, machine_info, utc_now, write_result
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--before", required=True, help="commit whose router code is the 'before' side")
@@ -259,7 +259,55 @@ def main() -> None:
                        "side by side in one run",
                "before": {"commit": before_rev}, "machine": info, "when": utc_now(), **out,
                "targets": {"ab_cold_s": 60, "router_cost_ratio_unchanged": TARGET_RATIO}}
-    print(write_result("eval_speed", payload, Path(args.out) if args.out else None))
+    print(write_result("eval_speed", payload, Path(args.out) if args.out else None,
+                       table=Table(measured_eval_speed, "Evaluation speed")))
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_eval_speed(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #32 items 3/4: the cold A/B with and without shared stage results, and the router's cost split by whether
+    the route changed the result (bench/eval_speed.py)."""
+    from _common import CAPTION, grid, num  # here, as main's: a worker must not import _common
+
+    out = ["### Evaluation speed and the router's cost", "", CAPTION, ""]
+    a = d.get("ab") or {}
+    if a:
+        out += ["`python -m core eval --dataset sample --config default --config router_off` in a fresh process: the "
+                "configurations sharing their stage results (a stage whose inputs the first configuration had is "
+                "reused) against `--no-reuse` (every stage computed for both), order alternating.", ""]
+        rows = []
+        for key, label in (("shared", "shared stage results"), ("no_reuse", "--no-reuse")):
+            x = a.get(key) or {}
+            walls = a.get(f"{key}_wall_s") or []
+            for r in x.get("runs") or []:
+                rows.append([label, " / ".join(num(w, 1) for w in walls), r.get("config"),
+                             f"{r.get('stages_reused', 0)} / {r.get('stages_computed', 0)}",
+                             num(r.get("recall@5"), 3), num(r.get("answered_correctly"), 3)])
+        out.append(grid(["run", "A/B wall s (cold)", "configuration", "stages reused / computed", "recall@5",
+                             "answered correctly"], rows))
+        out += ["", f"Wall time without / with shared results: **{num(a.get('speedup'), 2)}×**; per-question "
+                f"metrics identical: {a.get('identical_per_question_metrics')}."]
+    r = d.get("router") or {}
+    if r:
+        out += ["", "The router's cost per question (routed / unrouted, sum of per-question medians, warm, order "
+                "alternating), split by whether the route changed the result (final top-5 or answer); target ≤ "
+                f"{(d.get('targets') or {}).get('router_cost_ratio_unchanged')}× where it did not.", ""]
+        rows = []
+        for ds, sides in r.items():
+            for side in ("before", "after"):
+                x = sides.get(side) or {}
+                for grp, label in (("route_did_not_change_result", "unchanged"), ("route_changed_result", "changed")):
+                    g = x.get(grp) or {}
+                    if not g.get("n"):
+                        continue
+                    rows.append([ds, side, label, g.get("n"), num(g.get("routed_ms_mean"), 0),
+                                 num(g.get("unrouted_ms_mean"), 0), f"**{num(g.get('cost_ratio'), 2)}×**",
+                                 num(g.get("routed_recall@5"), 3), num(g.get("unrouted_recall@5"), 3)])
+        out.append(grid(["dataset", "code", "route changed result", "questions", "routed ms", "unrouted ms",
+                             "cost ratio", "routed recall@5", "unrouted recall@5"], rows))
+    if d.get("note"):
+        out += ["", d["note"]]
+    return out
 
 
 if __name__ == "__main__":

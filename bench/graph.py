@@ -28,6 +28,7 @@ from _common import (
     utc_now,
     write_result,
 )
+from _common import CAPTION, Table, num  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 
@@ -214,9 +215,43 @@ def main() -> int:
         rows = [[qt, name, r["questions"], r.get("recall@5"), r.get("recall@10"), r.get("recall@20"), r.get("mrr")]
                 for qt, runs in mh["runs"].items() for name, r in runs.items()]
         print(table(["questions", "config", "n", "recall@5", "recall@10", "recall@20", "MRR"], rows))
-    path = write_result("graph", result, args.out)
+    path = write_result("graph", result, args.out, table=MEASURED_GRAPH)
     print(f"wrote {path}")
     return 0
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_graph(d: dict[str, Any], file: str) -> list[str]:
+    out = ["### GraphRAG", "", CAPTION, ""]
+    sf = d.get("scifact") or {}
+    b = sf.get("build") or {}
+    if b:
+        out.append(f"- {b.get('builder')} builder on SciFact ({num(sf.get('documents'))} docs): {num(b.get('seconds'), 1)} s, "
+                   f"peak RSS {num(b.get('peak_rss_mib'), 0)} MiB, {num(b.get('nodes'))} nodes / {num(b.get('edges'))} "
+                   f"edges, {num(b.get('communities'))} communities in {b.get('levels')} levels")
+    inc = sf.get("incremental") or {}
+    if inc:
+        out.append(f"- incremental: delete {inc.get('removed_chunks')} docs {num(inc.get('delete_50_docs_s'), 1)} s, "
+                   f"re-add {num(inc.get('readd_50_docs_s'), 1)} s, equals a full rebuild: {num(inc.get('equals_full_build'))}")
+    ls = sf.get("local_search") or {}
+    if ls:
+        out.append(f"- local search over {ls.get('queries')} queries: {num(ls.get('search_only_ms_p50'), 0)} ms median / "
+                   f"{num(ls.get('search_only_ms_p95'), 0)} ms p95 (search only), {num(ls.get('stage_ms_p50'), 0)} ms "
+                   "median as a pipeline stage")
+    ms = sf.get("merge_suggestions") or {}
+    if ms:
+        out.append(f"- merge suggestions: {num(ms.get('suggestions'))} pairs at cosine ≥ {ms.get('threshold')} among "
+                   f"{num(ms.get('names_embedded'))} active names (all pairs {num(ms.get('all_pairs_s'), 0)} s; "
+                   f"embedding the names {num(ms.get('embed_names_s'), 0)} s)")
+    mh = (d.get("multihop") or {}).get("runs") or {}
+    for subset, runs in mh.items():
+        for name, r in runs.items():
+            out.append(f"- {subset} questions of the sample set ({r['questions']}), {name}: recall@5 "
+                       f"{num(r['recall@5'], 3)}, recall@10 {num(r['recall@10'], 3)}")
+    return out
+
+
+MEASURED_GRAPH = Table(measured_graph, 'Contextual retrieval and GraphRAG')
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from _common import ROOT, datasets_dir, write_result
+from _common import CAPTION, ROOT, Table, datasets_dir, grid, num, write_result
 from generalise import doc_ranks, gold_docs, load, mean, score
 
 from core.cascade.guard import steps_aside
@@ -126,8 +126,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in [s.strip() for s in args.sets.split(",") if s.strip()]:
         print(f"{name} ...", file=sys.stderr, flush=True)
         out["sets"][name] = run_set(name, args, root)
-        write_result("guard", out, Path(args.out) if args.out else None)
+        write_result("guard", out, Path(args.out) if args.out else None, table=MEASURED_GUARD)
     return 0
+
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+GUARD_ROWS = ("bm25", "dense", "hybrid", "default (guard off)", "default (guard on)", "cascade (guard off)",
+              "cascade (guard on)")
+
+
+def measured_guard(d: dict[str, Any], file: str) -> list[Any]:
+    """Half B of every set: the default and the cascade, guard off and on, beside bm25, dense and hybrid."""
+    sets = d.get("sets") or {}
+    out = [f"### Cascade guard: the default against its own parts ({', '.join(sets) or 'no set'})", "", CAPTION, "",
+           "Per set, half A of the questions is the workspace's golden set the guard reads; half B, never seen by it, "
+           "is scored: document-level recall@5 (%) of the final list; the last column is the default with the guard "
+           "on minus the best of bm25, dense and hybrid.", ""]
+    rows = []
+    for name, s in sets.items():
+        m = s.get("metrics") or {}
+        rows.append([name, s.get("cut", ""), *[num((m.get(c) or {}).get("recall@5")) for c in GUARD_ROWS],
+                     num((s.get("default_minus_best_simple") or {}).get("default (guard on)"))])
+    out.append(grid(["set", "questions", *GUARD_ROWS, "default (guard on) − best simple"], rows))
+    out += [""] + [f"- `{name}`: guard evidence on half A (points of recall@5 against the stage's input): " + "; ".join(
+        f"{st} {num(ev.get('delta_points'))} ± {num(ev.get('se_points'))}" for st, ev in (s.get("evidence") or {}).items())
+        + "".join(f"; {st} {why}" for st, why in (s.get("steps_aside") or {}).items()) for name, s in sets.items()]
+    return out
+
+
+MEASURED_GUARD = Table(measured_guard, "Compression cascade")
 
 
 if __name__ == "__main__":

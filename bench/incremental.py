@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from _common import ROOT, datasets_dir, utc_now, write_result
+from _common import CAPTION, ROOT, Table, datasets_dir, grid, num, utc_now, write_result
 
 sys.path.insert(0, str(ROOT))
 
@@ -321,7 +321,8 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     if args.kill_only:
-        path = write_result("incremental_kill", {"kill9": run_kill_tests()}, Path(args.out) if args.out else None)
+        path = write_result("incremental_kill", {"kill9": run_kill_tests()}, Path(args.out) if args.out else None,
+                            table=MEASURED_INCREMENTAL_KILL)
         print(f"wrote {path}", file=sys.stderr)
         return
     out: dict[str, Any] = {"started_at": utc_now(), "share": args.share, "seed": args.seed,
@@ -338,8 +339,85 @@ def main() -> None:
                                             f"{len(qs)} test claims, filled with seeded random others")
     if not args.skip_kill:
         out["kill9"] = run_kill_tests()
-    path = write_result("incremental", out, Path(args.out) if args.out else None)
+    path = write_result("incremental", out, Path(args.out) if args.out else None, table=MEASURED_INCREMENTAL)
     print(f"wrote {path}", file=sys.stderr)
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_incremental(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #31: what an edit of 1% of the documents redoes, against a full rebuild."""
+    out = ["### Incremental re-indexing", "", CAPTION, "",
+           f"Edit: {d.get('edit', 'one sentence per document')}; retrieval compared with the hybrid configuration "
+           "(BM25 + dense, fused) on both sides; llm contexts written through the loopback Messages API stub.", ""]
+    rows = []
+    for key, label in (("sample", "sample corpus"), ("beir_scifact", "beir_scifact")):
+        r = d.get(key)
+        if not r:
+            continue
+        e, c, g, v, cm = r["edit"], r["contexts"], r["graph_update"], r["versus_rebuild"], r["communities"]
+        changed = e["changed"] + e["new"]
+        rows.append([label, f"{r['edited_documents']} of {num(r['documents'])}", f"{num(r['chunks'])}",
+                     f"{e['unchanged']:,} / {e['changed']} / {e['new']} / {e['removed']}",
+                     f"{e['re_embedded']} ({num(e['re_embedded_per_changed'])}x)",
+                     f"{c['rewritten']} ({num(c['rewritten_per_changed'])}x; full: {c['full_reindex_would_write']})",
+                     f"{num(g['seconds'], 2)} s = {num(100 * g['share_of_full_build'], 0)}% of the first build "
+                     f"({num(r['graph_full_build']['seconds'], 2)} s), "
+                     f"{num(100 * g.get('share_of_full_rebuild_names_cached', float('nan')), 0)}% of a rebuild "
+                     f"({num(g.get('full_rebuild_names_cached_s'), 2)} s)"
+                     + (f"; CPU {num(g['cpu_seconds'], 2)} s = {num(100 * g['share_of_full_build_cpu'], 1)}% of the "
+                        f"first build's, {num(100 * g['share_of_full_rebuild_names_cached_cpu'], 0)}% of a rebuild's; "
+                        f"fixed cost (the update again, nothing to do) {num(g['noop_update_seconds'], 2)} s, CPU "
+                        f"{num(g['noop_update_cpu_seconds'], 2)} s" if "cpu_seconds" in g else ""),
+                     f"{g['summaries_invalidated']} / {g['communities_with_a_changed_chunk']}",
+                     f"{num(v['recall@5_incremental'], 2)} / {num(v['recall@5_rebuild'], 2)}",
+                     f"{num(cm['modularity_local'], 3)} / {num(cm['modularity_full'], 3)}, NMI "
+                     f"{num(cm['nmi_local_vs_full'], 3)}, ARI {num(cm['ari_local_vs_full'], 3)}"])
+        _ = changed
+    out.append(grid(["corpus", "edited docs", "chunks", "unchanged / changed / new / removed", "re-embedded",
+                         "llm contexts rewritten", "graph update vs full build",
+                         "summaries invalidated / communities with a changed chunk", "recall@5 incremental / rebuild",
+                         "modularity local / full re-clustering"], rows))
+    out.append("")
+    for key in ("sample", "beir_scifact"):
+        r = d.get(key)
+        if r:
+            t = r.get("targets") or {}
+            missed = [k for k, ok in t.items() if not ok]
+            out.append(f"- {key}: targets met {sum(t.values())} of {len(t)}" + (f" (missed: {'; '.join(missed)})"
+                                                                               if missed else ""))
+            cm = r.get("communities") or {}
+            if "ari_full_before_vs_full_after" in cm:
+                out.append(f"  - Leiden's own sensitivity: a full clustering before the edit against a full re-clustering "
+                           f"after it: NMI {num(cm['nmi_full_before_vs_full_after'], 3)}, ARI "
+                           f"{num(cm['ari_full_before_vs_full_after'], 3)} (the local update against the full "
+                           f"clustering before the edit: NMI {num(cm['nmi_full_before_vs_local_after'], 3)}, ARI "
+                           f"{num(cm['ari_full_before_vs_local_after'], 3)})")
+            h = r.get("heuristic_neighbours") or {}
+            if h:
+                out.append(f"  - neighbours: {h['their_heuristic_context_changed']} of "
+                           f"{h['unchanged_chunks_in_edited_documents']} unchanged chunks of the edited documents got a "
+                           "different heuristic context")
+            if r.get("subsample"):
+                out.append(f"  - subsample: {r['subsample']}")
+    k = d.get("kill9")
+    if k:
+        out += measured_incremental_kill(d, "")[3:]
+    return out
+
+
+def measured_incremental_kill(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #31: each incremental step killed with SIGKILL mid-way, then run again (tests/test_incremental_kill.py)."""
+    k = d.get("kill9") or {}
+    cases = k.get("cases") or {}
+    return ["### Incremental re-indexing: kill -9 mid-step", "", CAPTION if file else "", "",
+            f"- `{k.get('command')}`: " + ", ".join(f"{c} {v.lower()}" for c, v in cases.items())
+            + f" ({num(k.get('seconds'), 0)} s); each case: the step (ingest of edits with the graph update that "
+              "follows it, or the llm context build) forked, SIGKILLed at the named write, run again, and compared "
+              "with a run that was never killed"]
+
+
+MEASURED_INCREMENTAL = Table(measured_incremental, 'Contextual retrieval and GraphRAG')
+MEASURED_INCREMENTAL_KILL = Table(measured_incremental_kill, 'Contextual retrieval and GraphRAG')
 
 
 if __name__ == "__main__":

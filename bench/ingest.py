@@ -31,6 +31,7 @@ from _common import (  # noqa: E402
     utc_now,
     write_result,
 )
+from _common import CAPTION, RESULTS, Table, grid, met, num  # noqa: E402
 
 from core.config import PipelineConfig  # noqa: E402
 from core.ingest.chunk import chunk_document  # noqa: E402
@@ -353,9 +354,65 @@ def main(argv: Sequence[str] | None = None) -> int:
         "duckdb_file_mb": db_mb,
         "load_avg_at_end": list(os.getloadavg()),
     }
-    path = write_result("ingest", payload, args.out)
+    default = args.out is None or Path(args.out).name == "ingest.json"  # the README's row; --out runs are variants
+    path = write_result("ingest", payload, args.out, table=MEASURED_INGEST if default else MEASURED_INGEST_RUNTIME)
     print(f"\nwrote {path}")
     return 0
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_ingest(d: dict[str, Any], file: str) -> list[str]:
+    p = d.get("parameters") or {}
+    out = [f"### Ingest speed ({p.get('files')} files, {num(d.get('chunks'))} chunks, {p.get('model')})", "",
+           CAPTION, ""]
+    out.append(f"- whole ingest path vs bare `SentenceTransformer.encode` on the same chunk texts, interleaved in "
+               f"{len(d.get('ratio_per_slice') or [])} slices: **ratio {num(d.get('ratio_ingest_to_bare'))}** "
+               f"(per slice {', '.join(num(x) for x in d.get('ratio_per_slice') or [])}; goal ≥ "
+               f"{num(d.get('ratio_goal'), 1)})")
+    out.append(f"- {num(d.get('ingest_chunks_per_s'), 1)} chunks/s ingest vs {num(d.get('bare_chunks_per_s'), 1)} "
+               "chunks/s bare encode")
+    if p.get("runtime"):
+        tokens = p.get("token_vectors_at_ingest")
+        out.append(f"- ingest embeds with `embedding.runtime={p['runtime']}` (`{p.get('model_id')}`); bare encode is "
+                   "torch" + ("; ingest also stores every chunk's late-interaction token vectors, taken from the same "
+                              "forward pass" if tokens else "" if tokens is None else "; no token vectors stored"))
+    other = RESULTS / "ingest_b16.json"
+    if file == "ingest.json" and other.exists():
+        # The baseline runs at the configured batch size; torch is faster at a smaller one, so say what that gives.
+        b = json.loads(other.read_text())
+        out.append(f"- with both sides at batch {(b.get('parameters') or {}).get('batch_size')} instead of "
+                   f"{p.get('batch_size')} (torch's bare encode was faster there): ratio "
+                   f"{num(b.get('ratio_ingest_to_bare'))} (per slice "
+                   f"{', '.join(num(x) for x in b.get('ratio_per_slice') or [])}; `bench/results/ingest_b16.json`, "
+                   f"`{(b.get('run') or {}).get('command', '')}`)")
+    rows = [[ph["phase"], num(ph.get("seconds"), 1), num(ph.get("encode_seconds"), 1), num(ph.get("chunks")),
+             num(ph.get("embedded")), num(ph.get("cache_hits"))] for ph in d.get("phases") or []]
+    if rows:
+        out += ["", grid(["phase", "seconds", "of which encoding", "chunks", "embedded", "cache hits"], rows)]
+    return out
+
+
+def measured_ingest_runtime(d: dict[str, Any], file: str) -> list[str]:
+    """bench/ingest.py --runtime X: the same table as ingest.json, titled with the runtime it embedded with."""
+    out = measured_ingest(d, file)
+    runtime = (d.get("parameters") or {}).get("runtime")
+    if out and runtime:
+        out[0] = out[0].replace("### Ingest speed (", f"### Ingest speed, `embedding.runtime={runtime}` (", 1)
+    return out
+
+
+def headline_ingest(d: dict[str, Any], file: str) -> tuple[str, str | None] | None:
+    """The README row of the default run (ingest.json)."""
+    if file != "ingest.json":
+        return None
+    r, goal = d.get("ratio_ingest_to_bare"), d.get("ratio_goal")
+    return ("Ingest, the whole path (parse, chunk, embed on ONNX, store), against bare `SentenceTransformer.encode` "
+            "(torch) of the same texts", None if r is None or goal is None else
+            f"**{num(r)}×** bare encode's chunks/s (goal ≥ {num(goal, 1)}: {met(r >= goal)})")
+
+
+MEASURED_INGEST = Table(measured_ingest, 'Ingest and embedding runtimes', headline=headline_ingest)
+MEASURED_INGEST_RUNTIME = Table(measured_ingest_runtime, 'Ingest and embedding runtimes')
 
 
 if __name__ == "__main__":

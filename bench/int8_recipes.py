@@ -22,6 +22,7 @@ from typing import Any, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 from _common import ROOT, datasets_dir, machine_info, table, utc_now, write_result  # noqa: E402
+from _common import CAPTION, Table, grid, num  # noqa: E402
 from embed_runtime import NDCG_BAR, OVERLAP_BAR, load_subsample, ndcg10  # noqa: E402
 
 from core.models.embed import (  # noqa: E402
@@ -135,9 +136,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         "torch_ndcg@10": torch_ndcg, "bar": {"top10_overlap_min": OVERLAP_BAR, "ndcg_delta_max": NDCG_BAR},
         "recipes": results,
     }
-    path = write_result("int8_recipes", payload, args.out)
+    path = write_result("int8_recipes", payload, args.out, table=MEASURED_INT8_RECIPES)
     print(f"wrote {path}")
     return 0
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_int8_recipes(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #14: int8 recipe candidates on the dev split (bench/int8_recipes.py); the chosen one is reported in
+    onnx.json on the other split."""
+    p = d.get("parameters") or {}
+    out = [f"### int8 recipes on the {p.get('split', '?')} (dev) split ({p.get('docs')} abstracts, "
+           f"{p.get('queries')} queries)", "", CAPTION, "",
+           "Each candidate against torch (computed in the same run) and against the fp32 ONNX model timed in the same "
+           f"slices; torch nDCG@10 {num(d.get('torch_ndcg@10'), 4)}. The recipe is chosen here and reported once on "
+           "the tail split (Embedding runtimes).", ""]
+    rows = [[n, num(r.get("top10_overlap_with_torch"), 3), num(r.get("ndcg_delta_vs_torch"), 4),
+             num(r.get("worst_cosine_to_torch_docs"), 4), f"{num(r.get('speedup_vs_onnx_fp32'), 2)}×",
+             num(r.get("meets_bar"))] for n, r in (d.get("recipes") or {}).items()]
+    out.append(grid(["recipe", "top-10 overlap", "Δ nDCG@10", "worst cosine to torch", "speed-up vs onnx fp32",
+                         "meets bar"], rows))
+    return out
+
+
+MEASURED_INT8_RECIPES = Table(measured_int8_recipes, 'Ingest and embedding runtimes')
 
 
 if __name__ == "__main__":

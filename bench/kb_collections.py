@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from bench._common import datasets_dir, table, write_result  # noqa: E402
+from bench._common import CAPTION, Table, datasets_dir, grid, met, num, pct, table, write_result  # noqa: E402
 from core.config import PipelineConfig  # noqa: E402
 from core.deps import build_deps  # noqa: E402
 from core.eval.datasets import ensure_corpus, scifact_set, subsample  # noqa: E402
@@ -236,9 +236,42 @@ def main() -> int:
         "recall_runs": {"questions": len(sel), "limit_per_source": args.limit, "seconds": round(recall_s, 1),
                         "pipeline": LIGHT, "routing_in_pipeline": pipe},
         "grid_A": grid,
-    })
+    }, table=MEASURED_COLLECTIONS_KB)
     store.close()
     return 0
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_collections_kb(d: dict[str, Any], file: str) -> list[str]:
+    """bench/kb_collections.py: two collections in one workspace; routing share and recall@5 against the right one."""
+    out = ["### Collections: the sample corpus and beir_scifact in one workspace", "", CAPTION, ""]
+    ch = d.get("chosen_on_A") or {}
+    out.append(f"Router settings chosen on split A ({d.get('splits', {}).get('A')} questions): min_share "
+               f"{ch.get('min_share')}, temperature {ch.get('temperature')}, centroid_weight "
+               f"{ch.get('centroid_weight')}; every figure below is split B ({d.get('splits', {}).get('B')} questions).")
+    out.append("")
+    rb = d.get("routing_B") or {}
+    rows = [[k.replace("_", " "), pct(v.get("right_searched")), pct(v.get("right_alone")), v.get("missed"),
+             num(v.get("mean_collections"))] for k, v in rb.items()]
+    if rows:
+        out += [grid(["offline router", "right collection searched", "right one alone", "missed",
+                          "collections searched (mean)"], rows), ""]
+    rec = d.get("recall_at_5_B") or {}
+    rows = [[k.replace("_", " "), v.get("questions"), num(v.get("routed")), num(v.get("right_alone")), num(v.get("all")),
+             num(v.get("routed_minus_right_alone"))] for k, v in rec.items()]
+    if rows:
+        out += [grid(["questions (split B)", "n", "recall@5 routed", "right collection alone", "every collection",
+                          "routed - right alone (points)"], rows), ""]
+    t = d.get("targets") or {}
+    if t:
+        rs, dr = t.get("right_searched_B"), t.get("recall_at_5_routed_minus_right_alone_B")
+        out.append(f"Targets: right collection searched **{pct(rs)}** (goal >= 95%: {met(rs is not None and rs >= 0.95)}); "
+                   f"recall@5 routed minus right-alone **{num(dr)}** points (goal within 1: "
+                   f"{met(dr is not None and dr >= -1.0)}).")
+    return out
+
+
+MEASURED_COLLECTIONS_KB = Table(measured_collections_kb, 'Tables and SQL')
 
 
 if __name__ == "__main__":

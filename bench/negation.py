@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench._common import write_result  # noqa: E402
+from bench._common import CAPTION, Table, grid, write_result  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = {"sample": ROOT / "sample_corpus" / "docs", "fixture": ROOT / "tests" / "fixtures" / "negation"}
@@ -83,8 +83,27 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(summary, indent=1))
     write_result("negation", {"summary": summary, "rows": rows,
                               "note": "questions written before the mechanism (commit 7b3a09f); none fitted"},
-                 a.out, argv=argv)
+                 a.out, argv=argv, table=MEASURED_NEGATION)
     return 0
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_negation(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #28 item 5: negated questions and version-labelled answers (bench/negation.py)."""
+    rows = [[k.split("/")[0], k.split("/")[1], v.get("questions"), v.get("answer_expected_correct"),
+             v.get("refuse_expected_correct")] for k, v in (d.get("summary") or {}).items()]
+    title = ("### Negated questions and versions: before the mechanism (the question set's commit, run from its "
+             "git archive)" if "before" in file else "### Negated questions and versions in the offline answer")
+    return [title, "", CAPTION, "",
+            "Questions written before the mechanism (bench/sets/negation_versions.jsonl) over the sample corpus and "
+            "a fixture corpus of six EN/RU documents (tests/fixtures/negation/), run through the default pipeline "
+            "(offline answer, answer cache off). A negation question is correct when it is refused as expected, or "
+            "answered citing the expected document with the expected words; a version question when the answer "
+            "names every version's label.", "",
+            grid(["kind", "corpus", "questions", "answerable: correct", "unanswerable: refused"], rows), ""]
+
+
+MEASURED_NEGATION = Table(measured_negation, 'Offline answer and answer cache')
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
-from _common import ROOT, datasets_dir, machine_info, table, write_result  # noqa: E402
+from _common import CAPTION, ROOT, Table, datasets_dir, grid, machine_info, num, table, write_result  # noqa: E402
 from ingest import chunk_texts, load_files  # noqa: E402
 
 from core.config import PipelineConfig  # noqa: E402
@@ -148,9 +148,38 @@ def main(argv: Sequence[str] | None = None) -> int:
                        "rounds": args.rounds, "outputs": "sentence_embedding and token_embeddings (as ingest)",
                        "default": DEFAULT},
         "plans": plans,
-    }, args.out)
+    }, args.out, table=MEASURED_ONNX_RUNS)
     print(f"\nwrote {path}")
     return 0
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_onnx_runs(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #14: how the ONNX embedder cuts texts into session.run calls (bench/onnx_runs.py)."""
+    p = d.get("parameters") or {}
+    mt = p.get("mean_tokens") or {}
+    busy = f" Note: {p['note']}." if p.get("note") else ""
+    out = [f"### ONNX run plans ({p.get('chunks')} chunks, {p.get('sentences')} sentences"
+           f"{', busy machine' if busy else ''})", "", CAPTION, "",
+           f"The same fp32 model, one embedder per plan, every plan on both workloads in each of {p.get('rounds')} "
+           f"rounds (order reversed every round), median seconds; chunks average {num(mt.get('chunks'), 0)} tokens, "
+           f"sentences {num(mt.get('sentences'), 0)}. Both outputs as ingest asks for them (sentence vectors and "
+           "token vectors). Padding: padded tokens run / real tokens. Speed-up against the plan the embedder had "
+           "before; the last column checks that the cut changes no vector." + busy, ""]
+    rows = []
+    for r in d.get("plans") or []:
+        pad, med, sp = r.get("padded_over_real_tokens") or {}, r.get("median_s") or {}, r.get("speedup_vs_before") or {}
+        name = r.get("plan", "?")
+        rows.append([f"**{name}**" if name == p.get("default") else name,
+                     num(pad.get("chunks"), 2), num(med.get("chunks"), 2), f"{num(sp.get('chunks'), 2)}×",
+                     num(pad.get("sentences"), 2), num(med.get("sentences"), 2), f"{num(sp.get('sentences'), 2)}×",
+                     f"{max((r.get('max_abs_diff_vs_default') or {0: 0.0}).values()):.1e}"])
+    out.append(grid(["plan", "chunks: padding", "s", "speed-up", "sentences: padding", "s", "speed-up",
+                         "max abs diff to default"], rows))
+    return out
+
+
+MEASURED_ONNX_RUNS = Table(measured_onnx_runs, 'Ingest and embedding runtimes')
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from _common import (
     utc_now,
     write_result,
 )
+from _common import CAPTION, Table, grid, num, row_time  # noqa: E402
 
 from core.config import PipelineConfig  # noqa: E402
 from core.deps import Deps, build_deps  # noqa: E402
@@ -236,12 +237,86 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.dataset == "anthropic_codebase" else [],
         "rows": merged,
     }
-    path = write_result(f"quality_{args.dataset}", payload, out)
+    path = write_result(f"quality_{args.dataset}", payload, out,
+                        table=MEASURED_QUALITY.get(args.dataset, MEASURED_QUALITY_BEIR))
     keys = SHOWN[args.dataset]
     print(table(["config", "hash", *keys], [[r["name"], r["config_hash"], *[r["metrics"].get(k) for k in keys]]
                                               for r in merged]))
     print(f"wrote {path}")
     return 0
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_quality_codebase(d: dict[str, Any], file: str) -> list[str]:
+    out = [f"### Quality: `{d['dataset']}` ({d['questions']} queries, Pass@k as the cookbook scores it)", "",
+           CAPTION, "",
+           "Rows were measured at the times in the last column (the bench keeps rows of earlier runs of other "
+           "configurations). `heur-` rows search chunks with the heuristic context (title, heading path, lead "
+           "sentence; no LLM); `wX` is the BM25 weight in weighted RRF, `rrfN` the RRF constant, `dN` the candidate "
+           "depth, `+rerank-li` the late-interaction rerank.", ""]
+    rows = [[f"*published: {name.replace(' (published)', '')}*", "", num(m.get("pass@5")), num(m.get("pass@10")),
+             num(m.get("pass@20")), "", ""] for name, m in (d.get("reference") or {}).items()]
+    for r in d["rows"]:
+        m = r["metrics"]
+        rows.append([r["name"], f"`{r.get('config_hash', '')}`", num(m.get("pass@5")), num(m.get("pass@10")),
+                     num(m.get("pass@20")), num(m.get("ndcg@10"), 3), row_time(r)])
+    out.append(grid(["configuration", "hash", "Pass@5", "Pass@10", "Pass@20", "nDCG@10", "measured (UTC)"], rows))
+    checks = d.get("selection_check") or []
+    if checks:
+        out += ["", "Held-out check (the best row picked on half the queries, reported on the other half):"]
+        for c in checks:
+            m = c["metrics"]
+            out.append(f"- chosen on {c['chosen_on']} queries: **{c['chosen']}** → on {c['reported_on']} queries "
+                       f"{num(m['pass@5'])} / {num(m['pass@10'])} / {num(m['pass@20'])}")
+    return out
+
+
+def measured_quality_beir(d: dict[str, Any], file: str) -> list[str]:
+    refs = d.get("reference") or {}
+    ref_s = "; ".join(f"{name.replace(' (published)', '')} nDCG@10 {num(m.get('ndcg@10'), 3)}"
+                      for name, m in refs.items())
+    out = [f"### Quality: BEIR `{d['dataset']}` ({d['questions']} queries" + (f"; published: {ref_s}" if ref_s else "")
+           + ")", "", CAPTION, ""]
+    rows = [[r["name"], r.get("description", ""), f"`{r.get('config_hash', '')}`", num(r["metrics"].get("ndcg@10"), 3),
+             num(r["metrics"].get("recall@100"), 3), row_time(r)] for r in d["rows"]]
+    out.append(grid(["configuration", "what", "hash", "nDCG@10", "recall@100", "measured (UTC)"], rows))
+    return out
+
+
+def measured_quality_sample(d: dict[str, Any], file: str) -> list[str]:
+    """bench/quality.py on sample_corpus/eval.jsonl (chunk-level recall, product rows with answer metrics)."""
+    out = [f"### Quality: `sample_corpus` ({d.get('questions')} questions of `eval.jsonl`)", "", CAPTION, "",
+           "Chunk-level retrieval metrics by configuration; the answer columns exist only for rows that produce an "
+           "answer. The rows' own measurement times are in the last column (the offline answer section below has "
+           "the answer rates of the current support model).", ""]
+    rows = []
+    for r in d.get("rows") or []:
+        m = r.get("metrics") or {}
+        rows.append([r.get("name", ""), r.get("description", ""), num(m.get("recall@5"), 3), num(m.get("recall@10"), 3),
+                     num(m.get("mrr"), 3), num(m.get("ndcg@10"), 3), num(m.get("ms"), 0),
+                     num(m.get("faithfulness"), 3), num(m.get("refusal_accuracy"), 3), row_time(r)])
+    out.append(grid(["configuration", "what", "recall@5", "recall@10", "MRR", "nDCG@10", "ms (mean)",
+                         "faithfulness", "refusal accuracy", "measured (UTC)"], rows))
+    return out
+
+
+MEASURED_QUALITY_CODEBASE = Table(measured_quality_codebase, 'Retrieval quality')
+def headline_quality_beir(d: dict[str, Any], file: str) -> tuple[str, str | None] | None:
+    """The README row of BEIR SciFact: the shipped defaults beside the published references."""
+    if file != "quality_beir_scifact.json":
+        return None
+    prod = next((x for x in d.get("rows") or [] if x.get("name") == "product-defaults"), {})
+    nd = (prod.get("metrics") or {}).get("ndcg@10")
+    refs = "; ".join(f"{n.replace(' (published)', '')} {num(m.get('ndcg@10'), 3)}"
+                     for n, m in (d.get("reference") or {}).items())
+    return (f"BEIR SciFact ({num(d.get('questions'))} queries), the shipped defaults", None if nd is None else
+            f"nDCG@10 **{num(nd, 3)}**" + (f" (published: {refs})" if refs else ""))
+
+
+MEASURED_QUALITY_BEIR = Table(measured_quality_beir, 'Retrieval quality', headline=headline_quality_beir)
+MEASURED_QUALITY_SAMPLE = Table(measured_quality_sample, 'Retrieval quality')
+# by --dataset; any other set (BEIR's) is shown as SciFact is
+MEASURED_QUALITY = {"anthropic_codebase": MEASURED_QUALITY_CODEBASE, "sample": MEASURED_QUALITY_SAMPLE}
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from _common import (  # noqa: E402
     utc_now,
     write_result,
 )
+from _common import CAPTION, Table, dig, grid, num  # noqa: E402
 
 from core.retrieve.bm25 import BM25Index, BM25Params  # noqa: E402
 from core.retrieve.dense import DenseIndex  # noqa: E402
@@ -506,9 +507,63 @@ def main(argv: Sequence[str] | None = None) -> int:
                     [[r["documents"], r["contexts"], r["first_query_ms"], r["query_ms"]["median_ms"],
                       r["query_ms"]["p95_ms"], r["prepare_ms"]["median_ms"], r["old_count_ms"]["median_ms"]]
                      for r in scaling["runs"]]))
-    path = write_result("query", payload, args.out, argv=argv)
+    path = write_result("query", payload, args.out, argv=argv, table=MEASURED_QUERY)
     print(f"wrote {path}")
     return 0
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_query(d: dict[str, Any], file: str) -> list[str]:
+    p = d.get("parameters") or {}
+    kind = ("vectors anchored on real MiniLM passage embeddings, real questions' vectors" if p.get("vectors") == "anchored"
+            else f"random {p.get('dim')}-d vectors")
+    out = [f"### Query latency (synthetic chunks, {kind}, {p.get('queries')} queries)", "", CAPTION, ""]
+    rows = []
+    for r in d.get("runs") or []:
+        lat = r["latency"]
+        naive = (lat.get("naive_bm25") or {}).get("median_ms")
+        rows.append([num(r["chunks"]), num(lat["bm25"]["median_ms"]), num(naive, 1),
+                     f"{num((r.get('speedup_vs_naive_median') or {}).get('bm25'), 0)}×" if naive else "–",
+                     num(lat["dense"]["median_ms"]), num(lat["fused"]["median_ms"]),
+                     "– (built in bench/ann.py's cache)" if r.get("vectors") == "anchored"
+                     else num((r.get("peak_mem_mib") or {}).get("bm25s"), 0)])
+    out.append(grid(["chunks", "BM25 (bm25s) median ms", "rank_bm25 median ms", "speed-up", "dense (exact) median ms",
+                         "fused (exact dense) median ms", "bm25s peak MiB"], rows))
+    graphed = [r for r in d.get("runs") or [] if r.get("ann")]
+    if graphed:
+        out += ["", "The same queries with the dense list through the ANN graph (hnswlib; keys rescored exactly):", ""]
+        out.append(grid(
+            ["chunks", "dense via graph median ms", "fused via graph median ms", "fused p95 ms", "recall@50 vs exact",
+             "worst query", "query width", "graph build s", "graph MiB", "vector matrix MiB"],
+            [[num(r["chunks"]), num(dig(r, "latency", "dense_ann", "median_ms")),
+              num(dig(r, "latency", "fused_ann", "median_ms")), num(dig(r, "latency", "fused_ann", "p95_ms")),
+              num(r["ann"].get("recall_at_50_vs_exact"), 4), num(r["ann"].get("recall_at_50_min"), 2),
+              num(r["ann"].get("ef")), num(r["ann"].get("build_s"), 1), num(r["ann"].get("index_mib"), 0),
+              num(r.get("dense_matrix_mib"), 0)] for r in graphed]))
+    after = [(r["chunks"], r["dense_after_query_embedding"]) for r in d.get("runs") or []
+             if r.get("dense_after_query_embedding")]
+    if after:
+        out += ["", "Dense search right after a query embedding (torch has just used both cores), median ms: " + "; ".join(
+            f"{num(n)} chunks: `einsum` on the calling thread {num(a['dense']['median_ms'])}, `@` (BLAS threads) "
+            f"{num(a['naive_dense']['median_ms'])}" for n, a in after) + "."]
+    scale = d.get("contexts_scaling")
+    if scale:
+        out += ["", f"Query time against the number of contexts ({scale.get('method', '')}):", ""]
+        srows = [[num(r["documents"]), num(r["chunks"]), num(r["contexts"]), num(r.get("first_query_ms"), 0),
+                  num(r["query_ms"]["median_ms"], 1), num(r["query_ms"]["p95_ms"], 1),
+                  num(r.get("prepare_ms", {}).get("median_ms"), 2), num(r.get("old_count_ms", {}).get("median_ms"), 2)]
+                 for r in scale.get("runs") or []]
+        out.append(grid(["documents", "chunks", "heuristic contexts", "first query ms (builds the indexes)",
+                             "query median ms", "query p95 ms", "context check median ms",
+                             "loading every context (before) median ms"], srows))
+        if scale.get("ratio_median"):
+            out += ["", f"Median query time at {num(scale['runs'][-1]['documents'])} over "
+                    f"{num(scale['runs'][0]['documents'])} documents: **×{num(scale['ratio_median'])}** (documents "
+                    f"×{num(scale['runs'][-1]['documents'] / scale['runs'][0]['documents'], 1)})."]
+    return out
+
+
+MEASURED_QUERY = Table(measured_query, 'Query speed')
 
 
 if __name__ == "__main__":

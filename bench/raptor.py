@@ -16,7 +16,7 @@ import json
 import sys
 import time
 
-from _common import ROOT, table, write_result
+from _common import CAPTION, ROOT, Table, grid, num, table, write_result
 
 sys.path.insert(0, str(ROOT))
 
@@ -86,7 +86,24 @@ def main() -> None:
     write_result("raptor", {"db": args.db, "tree": {"corpus_version": state[0], "embedder": state[1],
                                                     "nodes": state[2]},
                             "config": "router off, offline (no key), answer cache off; raptor.* defaults",
-                            "seconds": round(time.perf_counter() - t0, 1), "summary": summary, "rows": rows})
+                            "seconds": round(time.perf_counter() - t0, 1), "summary": summary, "rows": rows},
+                 table=MEASURED_RAPTOR)
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_raptor(d: dict[str, Any], file: str) -> list[str]:
+    """bench/raptor.py: RAPTOR beside graph global search and plain retrieval."""
+    t = d.get("tree") or {}
+    out = ["### RAPTOR, graph global search and plain retrieval on global and comparison questions", "",
+           CAPTION, "", f"{d.get('config')}; tree: {t.get('nodes')} summaries ({t.get('embedder')}).", ""]
+    out.append(grid(["configuration / questions", "n", "gold recall@10 %", "answered correctly %", "refused %",
+                         "median ms"], [[k, v.get("n"), num(v.get("recall@10"), 1), num(v.get("correct"), 1),
+                                         num(v.get("refused"), 1), num(v.get("median_ms"), 0)]
+                                        for k, v in (d.get("summary") or {}).items()]))
+    return out
+
+
+MEASURED_RAPTOR = Table(measured_raptor, 'Offline answer and answer cache')
 
 
 if __name__ == "__main__":

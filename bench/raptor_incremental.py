@@ -17,7 +17,7 @@ import statistics
 import sys
 import time
 
-from _common import ROOT, table, write_result
+from _common import CAPTION, ROOT, Table, grid, num, table, write_result
 
 sys.path.insert(0, str(ROOT))
 
@@ -83,7 +83,26 @@ def main() -> None:
                   summary[k]["gold_recall@10"]] for k in ("incremental", "full rebuild")]))
     print(f"top-10 overlap of the two trees' raptor lists: {summary['top10_overlap']}% over {len(qs)} questions")
     write_result("raptor_incremental", {"db": args.db, "config": "default raptor.* settings, extractive summaries",
-                                        "summary": summary})
+                                        "summary": summary}, table=MEASURED_RAPTOR_INCREMENTAL)
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_raptor_incremental(d: dict[str, Any], file: str) -> list[str]:
+    """bench/raptor_incremental.py: RAPTOR's incremental update against a full rebuild."""
+    s = d.get("summary") or {}
+    out = ["### RAPTOR: incremental update against a full rebuild", "", CAPTION, "",
+           f"{s.get('chunks')} chunks; the tree built without the last {len(s.get('new_documents') or [])} documents, "
+           f"then their {s.get('new_chunks')} chunks arrive ({d.get('config')}). Retrieval: raptor_search's top 10 "
+           f"for {s.get('questions')} global questions of the sample sets; the two trees' top 10 overlap "
+           f"{num(s.get('top10_overlap'), 1)}%.", ""]
+    out.append(grid(["tree", "seconds", "summaries written", "nodes", "gold recall@10 %"],
+                        [[k, num((s.get(k) or {}).get("seconds"), 2), (s.get(k) or {}).get("summaries_written"),
+                          (s.get(k) or {}).get("nodes"), num((s.get(k) or {}).get("gold_recall@10"), 1)]
+                         for k in ("incremental", "full rebuild")]))
+    return out
+
+
+MEASURED_RAPTOR_INCREMENTAL = Table(measured_raptor_incremental, 'Offline answer and answer cache')
 
 
 if __name__ == "__main__":

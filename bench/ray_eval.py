@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, datasets_dir, machine_info, table, write_result  # noqa: E402
+from _common import CAPTION, ROOT, Table, datasets_dir, grid, machine_info, num, table, write_result  # noqa: E402
 from ray_ingest import TreeMemory  # noqa: E402
 
 
@@ -306,8 +306,63 @@ def main() -> None:
         "note": "absolute seconds are pessimistic on this shared machine; the ratio is measured side by side. "
                 "eval_s is run_eval's wall time (for ray: snapshot, actor start with one model load each, the "
                 "fan-out and the driver's aggregation), without the runtime start (ray_start_s)",
-    }, Path(args.out) if args.out else None)
+    }, Path(args.out) if args.out else None, table=MEASURED_RAY_EVAL)
     print(f"wrote {path}")
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_ray_eval(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #14 part 3: bench/ray_eval.py, batch eval over two configurations, local vs ray, on this machine."""
+    s, snap = d.get("summary") or {}, d.get("snapshot_methods") or {}
+    out = [f"### Batch eval on Ray vs local ({d.get('corpus', '')}, {num(d.get('questions'))} questions x "
+           f"{len(d.get('configs') or [])} configurations)", "", CAPTION, "",
+           "Configurations " + ", ".join(f"`{c}`" for c in d.get("configs") or []) + " over the same questions; each "
+           "engine in a fresh process, the corpus already in the database. Ray is a local runtime on this 2-core "
+           "machine: one eval actor per CPU on a read-only snapshot of the database, one ONNX thread each; local-1t "
+           "is the local engine with OMP_NUM_THREADS=1, the thread setting Ray gives those workers. Eval s: "
+           "run_eval's wall time (for Ray: snapshot, actor start and model loads, fan-out, aggregation), without "
+           "the runtime's start. CPU s: user + system seconds of the whole process tree (model loads included). "
+           "Memory: peak summed PSS of the process tree.", ""]
+    rows = [[r.get("engine"), r.get("round"), num(r.get("eval_s"), 1),
+             num(r.get("ray_start_s"), 1) if r.get("ray_start_s") is not None else "–", num(r.get("tree_cpu_s"), 1),
+             num(r.get("peak_tree_mib"), 0), r.get("peak_tree_processes"),
+             " / ".join(num((r.get("metrics") or {}).get(c, {}).get("ndcg@10"), 4) for c in d.get("configs") or [])]
+            for r in d.get("runs") or []]
+    out.append(grid(["engine", "round", "eval s", "Ray start s", "CPU s", "peak MiB", "processes",
+                         "nDCG@10 " + " / ".join(d.get("configs") or [])], rows))
+    if s:
+        agree = d.get("agreement") or {}
+        same = "; ".join(f"`{c}` {num(a.get('same_final_list'))}/{num(a.get('questions'))} same final lists, largest "
+                         f"metric difference {num(a.get('max_metric_diff'), 4)}"
+                         + (f" ({num(a['n_differing'])} metric values differ, listed in the file)"
+                            if a.get("n_differing") else "") for c, a in agree.items())
+        one_t = d.get("agreement_local_1t") or {}
+        if one_t:
+            same += "; local-1t against local: " + ", ".join(
+                f"`{c}` {num(a.get('same_final_list'))}/{num(a.get('questions'))} same final lists, largest metric "
+                f"difference {num(a.get('max_metric_diff'), 4)}" for c, a in one_t.items())
+        same_threads = (f" Against local-1t: **{num(s.get('ratio_vs_local_1t'), 2)}×** "
+                        f"({num(s.get('ratio_vs_local_1t_with_start'), 2)}× with the start; local-1t / local "
+                        f"{num(s['local_1t_eval_s'] / s['local_eval_s'], 2)}×): what Ray itself gains or costs here."
+                        if s.get("ratio_vs_local_1t") and s.get("local_eval_s") else "")
+        out += ["", f"Ray / local eval time **{num(s.get('overhead_ratio'), 2)}×** "
+                f"({num(s.get('overhead_ratio_with_start'), 2)}× counting the runtime's start of "
+                f"{num(s.get('ray_start_s'), 1)} s).{same_threads} CPU seconds: Ray {num(s.get('ray_cpu_s'), 0)}, local "
+                f"{num(s.get('local_cpu_s'), 0)}"
+                + (f", local-1t {num(s.get('local_1t_cpu_s'), 0)}" if s.get("local_1t_cpu_s") is not None else "")
+                + f"; peak memory {num(s.get('memory_ratio'), 2)}× "
+                f"({num(s.get('ray_peak_mib'), 0)} vs {num(s.get('local_peak_mib'), 0)} MiB). Last Ray run: "
+                f"{s.get('actors')} actors, {s.get('tasks')} tasks of up to {s.get('chunk')} questions, snapshot "
+                f"{num(s.get('snapshot_s'), 3)} s, actors ready after {num(s.get('actor_start_s'), 1)} s, "
+                f"{s.get('duplicates')} duplicate results dropped. Agreement, Ray against local: {same}. "
+                f"Snapshot of the {num(snap.get('db_mib'), 1)} MiB database: checkpoint + copy + token-vector link "
+                f"{num(snap.get('copy_s'), 3)} s; DuckDB EXPORT + IMPORT DATABASE {num(snap.get('export_import_s'), 3)} "
+                "s (without the token vectors). Seconds depend on the other jobs sharing the machine (load average in "
+                "the caption); the engines ran one after the other, not side by side."]
+    return out
+
+
+MEASURED_RAY_EVAL = Table(measured_ray_eval, 'Ray')
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, datasets_dir, machine_info, table, write_result  # noqa: E402
+from _common import CAPTION, ROOT, Table, datasets_dir, grid, machine_info, num, table, write_result  # noqa: E402
 
 
 class TreeMemory:
@@ -231,8 +231,41 @@ def main() -> None:
         "memory_method": "peak over 0.25 s samples of summed PSS of the process tree (driver, parse sandbox, "
                          "and for ray the GCS, raylet and workers)",
         "note": "absolute seconds are pessimistic on this shared machine; the ratio is measured side by side",
-    }, Path(args.out) if args.out else None)
+    }, Path(args.out) if args.out else None, table=MEASURED_RAY_INGEST)
     print(f"wrote {path}")
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def _measured_sci(v: Any) -> str:
+    return f"{v:.1e}" if isinstance(v, (int, float)) else "–"
+
+
+def measured_ray_ingest(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #14 part 3: bench/ray_ingest.py, local vs ray ingest on this machine."""
+    s, a = d.get("summary") or {}, d.get("agreement") or {}
+    out = [f"### Ingest on Ray vs local ({d.get('corpus', '')})", "", CAPTION, "",
+           "Each engine in a fresh process on the same abstracts into a fresh database; Ray is a local runtime on this "
+           "2-core machine (one embedding actor per CPU, one ONNX thread each). Memory: peak summed PSS of the "
+           "process tree (driver, parse sandbox, and for Ray its GCS, raylet and workers).", ""]
+    rows = [[r.get("engine"), r.get("round"), num(r.get("ingest_s"), 1), num(r.get("chunks_per_s"), 1),
+             num(r.get("ray_start_s"), 1) if r.get("ray_start_s") is not None else "–", num(r.get("peak_tree_mib"), 0),
+             r.get("peak_tree_processes")] for r in d.get("runs") or []]
+    out.append(grid(["engine", "round", "ingest s", "chunks/s", "Ray start s", "peak MiB", "processes"], rows))
+    if s:
+        out += ["", f"Ray / local ingest time **{num(s.get('overhead_ratio'), 2)}×** "
+                f"({num(s.get('overhead_ratio_with_start'), 2)}× counting the runtime's start); peak memory "
+                f"{num(s.get('memory_ratio'), 2)}× ({num(s.get('ray_peak_mib'), 0)} vs {num(s.get('local_peak_mib'), 0)} MiB)."
+                f" Same documents: {a.get('documents_equal')}; same chunk ids and texts: {a.get('chunks_equal')}; "
+                f"largest vector difference {_measured_sci(a.get('max_abs_vector_diff'))} ({a.get('vector_model')})"
+                + (f"; token vectors held {a.get('token_vectors_held')} of {num(a.get('token_vector_texts'))} chunk "
+                   f"texts, same token ids and spans: {a.get('token_ids_spans_equal')}, largest difference "
+                   f"{_measured_sci(a.get('max_abs_token_vector_diff'))}" if "token_vectors_held" in a else "") + ". "
+                "Seconds here depend mostly on the other jobs sharing the machine (load average in the caption); "
+                "the two engines ran one after the other, not side by side."]
+    return out
+
+
+MEASURED_RAY_INGEST = Table(measured_ray_ingest, 'Ray')
 
 
 if __name__ == "__main__":

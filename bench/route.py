@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import numpy as np
-from _common import ROOT, datasets_dir, table, write_result
+from _common import CAPTION, ROOT, Table, datasets_dir, grid, met, num, pct, table, write_result
 
 from core.route.router import (  # noqa: E402
     ABSTAIN,
@@ -667,36 +667,291 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     # one results file per part, each holding its own run (bench/_common.write_result)
     if args.part == "router":
-        write_result(RESULT, {"router": router_part()})
+        write_result(RESULT, {"router": router_part()}, table=MEASURED_ROUTE)
     elif args.part == "tune":
         write_result(f"{RESULT}_tune", {"tune": tune_part(datasets_dir(args.datasets) / "twowiki_multihop", args.db,
-                                                          args.limit)})
+                                                          args.limit)}, table=MEASURED_ROUTE_TUNE)
     elif args.part == "tune_loop":
         write_result(f"{RESULT}_tune_loop", {"tune_loop": tune_loop_part(datasets_dir(args.datasets) /
-                                                                         "twowiki_multihop", args.db, args.limit)})
+                                                                         "twowiki_multihop", args.db, args.limit)},
+                     table=MEASURED_ROUTE_TUNE_LOOP)
     elif args.part == "tune_gate":
         write_result(f"{RESULT}_tune_gate", {"tune_gate": tune_gate_part(datasets_dir(args.datasets) /
-                                                                         "twowiki_multihop", args.db, args.limit)})
+                                                                         "twowiki_multihop", args.db, args.limit)},
+                     table=MEASURED_ROUTE_TUNE_GATE)
     elif args.part == "tune_route":
         write_result(f"{RESULT}_tune_route", {"tune_route": tune_route_part(datasets_dir(args.datasets) /
-                                                                           "twowiki_multihop", args.db, args.limit)})
+                                                                           "twowiki_multihop", args.db, args.limit)},
+                     table=MEASURED_ROUTE_TUNE_ROUTE)
     elif args.part == "latency":
         name = ("sample" if args.dataset == "sample" else "twowiki") + ("_train" if args.split == "train" else "")
         db = args.db.replace("route.duckdb", "route_sample.duckdb") if args.dataset == "sample" else args.db
         write_result(f"{RESULT}_latency_{name}", {"latency": latency_part(args.dataset, datasets_dir(args.datasets),
-                                                                         db, args.limit, args.every, args.split)})
+                                                                         db, args.limit, args.every, args.split)},
+                     table=MEASURED_ROUTE_LATENCY)
     elif args.part == "scifact":
         db = args.db.replace("route.duckdb", "route_scifact.duckdb")
         write_result(f"{RESULT}_scifact", {"scifact": scifact_part(datasets_dir(args.datasets), db,
-                                                                   args.limit or 150, args.max_docs)})
+                                                                   args.limit or 150, args.max_docs)},
+                     table=MEASURED_ROUTE_SCIFACT)
     else:
         root = datasets_dir(args.datasets) / "twowiki_multihop"
         if not (root / "questions.jsonl").is_file():
             print(f"twowiki_multihop not found under {root}", file=sys.stderr)
             return 2
         write_result(f"{RESULT}_twowiki",
-                     {"twowiki": twowiki_part(root, args.db, args.limit, [r for r in args.rows.split(",") if r])})
+                     {"twowiki": twowiki_part(root, args.db, args.limit, [r for r in args.rows.split(",") if r])},
+                     table=MEASURED_ROUTE_TWOWIKI)
     return 0
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_route(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #16: the offline router's test-split scores (bench/route.py --part router)."""
+    r = d.get("router") or {}
+    t = r.get("test") or {}
+    th = r.get("thresholds") or {}
+    out = ["### Router: six classes, offline classifier", "", CAPTION, "",
+           f"Trained on {num(r.get('train_examples'))} labelled questions, scored once on the {num(r.get('test_examples'))}"
+           f"-question test split (split by source and label). Thresholds chosen by 5-fold CV on the train split: "
+           f"`router.min_confidence` {th.get('min_confidence')}, `router.refuse_confidence` {th.get('refuse_confidence')}"
+           f" ({th.get('rule', '')}). Prediction {num(r.get('predict_ms_per_question'), 1)} ms per question."
+           + (f" Queries load the fitted model shipped as data (`core/models/data/router_model.npz`, "
+              f"{num(r.get('shipped_model_bytes', 0) / 1e6, 2)} MB) in {num(r.get('shipped_load_ms_median_of_5'), 1)} ms"
+              f" instead of fitting it ({num(r.get('train_seconds_median_of_3'), 2)} s); largest probability difference "
+              f"from the fit on the test split {r.get('shipped_vs_fitted_max_abs_diff'):.1e}."
+              if r.get("shipped_load_ms_median_of_5") is not None else ""), ""]
+    rows = [[c, num(v.get("precision"), 3), num(v.get("recall"), 3), num(v.get("f1"), 3), v.get("n")]
+            for c, v in (t.get("per_class") or {}).items()]
+    if rows:
+        out.append(grid(["class", "precision", "recall", "F1", "n"], rows))
+    if t:
+        mf, cr = t.get("macro_f1"), t.get("costly_rate")
+        out += ["", f"Test split: macro-F1 **{num(mf, 3)}** (target ≥ 0.90: {met(mf >= 0.90 if mf is not None else None)}); "
+                f"corpus questions routed to chitchat or out-of-scope {t.get('costly')} of {t.get('corpus_questions')} "
+                f"= **{pct(cr, 2)}** (target ≤ 1%: {met(cr <= 0.01 if cr is not None else None)}); abstained "
+                f"{pct(t.get('abstain_rate'))}; accuracy {num(t.get('accuracy'), 3)}."]
+    conf = t.get("confusion_routed") or {}
+    if conf:
+        cols = list(next(iter(conf.values())))
+        out += ["", "Confusion after thresholds (rows: true class, columns: route taken):", "",
+                grid(["true \\ routed", *cols], [[c, *[v.get(k, 0) for k in cols]] for c, v in conf.items()])]
+    src = t.get("by_source") or {}
+    if src:
+        out += ["", "Accuracy by source: " + "; ".join(f"{s} {num(v.get('accuracy'), 3)} (n {v.get('n')})"
+                                                        for s, v in src.items()) + "."]
+    return out
+
+
+def measured_route_twowiki(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #16: twowiki_multihop by question type: default, each transform forced on, routed."""
+    tw = d.get("twowiki") or {}
+    rows_in = tw.get("rows") or {}
+    types = ["comparison", "compositional", "inference", "bridge_comparison", "all"]
+    out = [f"### Query transforms and routing: twowiki_multihop ({tw.get('questions')} questions, document level)", "",
+           CAPTION, "",
+           "Retrieval only (rerank, prune, MMR, answers, answer cache and agent off); *default* has the router off, "
+           "each transform row forces that transform on with the router off, *routed* has the router on and "
+           "transforms on auto. Cells: recall@5 / all-gold@10 (%), mean ms in the last column.", ""]
+    rows = []
+    for name, r in rows_in.items():
+        bt = r.get("by_type") or {}
+        fr = r.get("firing_rate") or {}
+        rows.append([name, *[f"{num((bt.get(t) or {}).get('recall@5'), 1)} / {num((bt.get(t) or {}).get('allgold@10'), 1)}"
+                             for t in types],
+                     ", ".join(f"{k} {pct(v, 0)}" for k, v in fr.items() if v) or "none",
+                     num((bt.get("all") or {}).get("ms_mean"), 0)])
+    out.append(grid(["row", *types, "transforms fired", "ms (mean)"], rows))
+    dflt = (rows_in.get("default") or {}).get("by_type") or {}
+    routed = (rows_in.get("routed") or {}).get("by_type") or {}
+    if dflt and routed:
+        checks = []
+        b0, b1 = (dflt.get("bridge_comparison") or {}).get("allgold@10"), (routed.get("bridge_comparison") or {}).get("allgold@10")
+        if b0 is not None and b1 is not None:
+            checks.append(f"bridge_comparison all-gold@10 {num(b1, 1)} vs default {num(b0, 1)} + 25: {met(b1 >= b0 + 25)}")
+        worst = [(t, routed[t][m] - dflt[t][m]) for t in types[:4] if t in routed and t in dflt
+                 for m in ("recall@5", "allgold@10") if m in routed[t] and m in dflt[t]]
+        if worst:
+            t, gap = min(worst, key=lambda x: x[1])
+            checks.append(f"no type more than 1 point below default (largest drop {num(-gap, 1) if gap < 0 else '0.0'} "
+                          f"points, {t}): {met(gap >= -1)}")
+        out += ["", "Issue #16 targets, routed vs default (all 300): " + "; ".join(checks) + "."]
+    rt = (rows_in.get("routed") or {})
+    test, dtest = rt.get("test_split_only") or {}, rt.get("default_on_test_split") or {}
+    if test and dtest:
+        out += ["", f"The router was trained on 70% of these questions; on the {(test.get('all') or {}).get('n')} "
+                "test-split questions alone, routed vs default recall@5 / all-gold@10: " + "; ".join(
+                    f"{t} {num((test.get(t) or {}).get('recall@5'), 1)} / {num((test.get(t) or {}).get('allgold@10'), 1)}"
+                    f" vs {num((dtest.get(t) or {}).get('recall@5'), 1)} / {num((dtest.get(t) or {}).get('allgold@10'), 1)}"
+                    for t in types if t in test) + "."]
+    rbt = rt.get("routes_by_type") or {}
+    if rbt:
+        out += ["", "Routes taken: " + "; ".join(f"{t} → " + ", ".join(f"{c} {n}" for c, n in v.items())
+                                                 for t, v in rbt.items()) + "."]
+    return out
+
+
+def measured_route_scifact(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #16: beir_scifact nDCG@10 with routing on vs the default."""
+    s = d.get("scifact") or {}
+    dflt, routed = s.get("default") or {}, s.get("routed") or {}
+    out = [f"### Routing on `beir_scifact` ({s.get('questions')} questions, {num(s.get('docs') or s.get('max_docs'))} abstracts)", "",
+           CAPTION, "", f"{s.get('note', '')}.", ""]
+    rows = [[name, num(r.get("ndcg@10"), 4), num(r.get("recall@10"), 3), num(r.get("mrr"), 4),
+             ", ".join(f"{st} {num((v or {}).get('p50'), 0)}" for st, v in (r.get("latency") or {}).items())]
+            for name, r in (("default (router off)", dflt), ("routed", routed)) if r]
+    out.append(grid(["row", "nDCG@10", "recall@10", "MRR", "stage ms (median)"], rows))
+    a, b = dflt.get("ndcg@10"), routed.get("ndcg@10")
+    if a is not None and b is not None:
+        out += ["", f"Routed minus default nDCG@10: {(b - a) * 100:+.2f}".replace("-", "−") + " points (target: not below by more than 0.5 "
+                f"point: {met(b >= a - 0.005)})"
+                + (" — on this subsample, not the full corpus." if s.get("note", "").startswith("subsample") else ".")]
+    return out
+
+
+def measured_route_tune_loop(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #16: bridging queries per round of the multi-hop route's loop, chosen on the router-train split."""
+    t = d.get("tune_loop") or {}
+    out = ["### Multi-hop route: bridging queries per round of the loop", "", CAPTION, "",
+           f"{num(t.get('questions'))} twowiki questions of the multi-hop class from the router's train split, each "
+           f"through the loop over decomposition with `agent.per_round` 1, 2 and 3 (rotating order). Rule: "
+           f"{t.get('rule', '')}. Chosen: **{(t.get('chosen') or {}).get('per_round')}**.", ""]
+    rows = [[r.get("per_round"), num(r.get("recall@5"), 1), num(r.get("allgold@10"), 1), num(r.get("ms_mean"), 0),
+             num(r.get("ms_median"), 0)] for r in t.get("grid") or []]
+    if rows:
+        out.append(grid(["per_round", "recall@5", "all-gold@10", "ms mean", "ms median"], rows))
+    return out
+
+
+def measured_route_tune_gate(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #16: the multi-hop route's savings (early stop, BM25-only bridging), chosen on the router-train split."""
+    t = d.get("tune_gate") or {}
+    out = ["### Multi-hop route: early stop and BM25-only bridging rounds", "", CAPTION, "",
+           f"{num(t.get('questions'))} twowiki questions of the multi-hop class from the router's train split, each "
+           "through the loop over decomposition with and without `agent.stop_when_found` (no second round when "
+           "decomposition's item and every bridge name it read head a passage in the top 5) and `agent.bridge_dense` "
+           "false (bridging rounds search BM25 alone), rotating order.", ""]
+    tried = t.get("grid") or []
+    if tried:  # the rule bench/route.py states (computed here too for a file written before it recorded its choice)
+        r5, a10 = max(r["recall@5"] for r in tried), max(r["allgold@10"] for r in tried)
+        ok = [r for r in tried if r["recall@5"] >= r5 - 1 and r["allgold@10"] >= a10 - 1]
+        chosen = t.get("chosen") or min(ok, key=lambda r: r["ms_mean"])["config"]
+        out[-1] += (f"Rule: the fastest (mean ms) within 1 point of the best recall@5 and all-gold@10. Chosen: "
+                    f"**{chosen}** (the multi-hop route's setting).")
+        out.append("")
+    rows = [[r.get("config"), num(r.get("recall@5"), 1), num(r.get("allgold@10"), 1), num(r.get("ms_mean"), 0),
+             num(r.get("ms_median"), 0), num(r.get("mean_rounds"), 2)] for r in tried]
+    if rows:
+        out.append(grid(["configuration", "recall@5", "all-gold@10", "ms mean", "ms median", "rounds"], rows))
+    return out
+
+
+def measured_route_latency(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #16: routed against every single configuration, per class best in hindsight, and mean latency."""
+    t = d.get("latency") or {}
+    split = f" ({t['split']}-split questions)" if t.get("split") in ("test", "train") else ""
+    out = [f"### Routed vs every single configuration on `{t.get('dataset', '?')}`{split}", "", CAPTION, "",
+           f"{num(t.get('questions'))} questions with gold, each through every configuration in rotating order "
+           "(retrieval only: rerank, prune, MMR, answers and the answer cache off; the ratios hold under load, the "
+           "absolute ms do not). Quality is document-level recall@5 and all-gold@10 of the final list. "
+           + ("*loop (agent + decompose)* is the agentic loop over decomposition for every question; *loop as the "
+              "multi-hop route* is that route's configuration (routes.toml) for every question."
+              if any(n.startswith("loop as the multi-hop route") for n in t.get("configs") or {}) else
+              "The loop row is the multi-hop route's configuration for every question.")
+           + (f" Questions: the router's {t['split']}-split questions only (the router and the route settings were "
+              "chosen on the train split)." if t.get("split") in ("test", "train") else ""), ""]
+    cfgs = t.get("configs") or {}
+    if cfgs:
+        out.append(grid(["configuration", "recall@5", "all-gold@10", "ms mean"],
+                            [[n, num(v.get("recall@5"), 1), num(v.get("allgold@10"), 1), num(v.get("ms_mean"), 0)]
+                             for n, v in cfgs.items()]))
+    by = t.get("by_class") or {}
+    if by:
+        rows = [[c, v.get("n"), f"{v.get('best_single_recall@5')} {num((v.get('recall@5') or {}).get(v.get('best_single_recall@5')), 1)}",
+                 num((v.get("recall@5") or {}).get("routed"), 1),
+                 f"{v.get('best_single_allgold@10')} {num((v.get('allgold@10') or {}).get(v.get('best_single_allgold@10')), 1)}",
+                 num((v.get("allgold@10") or {}).get("routed"), 1),
+                 num((v.get("ms_mean") or {}).get("routed"), 0)] for c, v in by.items()]
+        out += ["", "Per gold class (the router's classes, from each question's type): the best single configuration "
+                "in hindsight and routed.", "",
+                grid(["class", "n", "best single, recall@5", "routed recall@5", "best single, all-gold@10",
+                          "routed all-gold@10", "routed ms"], rows)]
+    r5, a10, lat = (t.get("routed_over_hindsight_recall@5"), t.get("routed_over_hindsight_allgold@10"),
+                    t.get("routed_over_heaviest_ms"))
+    if r5 is not None and lat is not None:
+        out += ["", f"Routed quality over the per-class best in hindsight: recall@5 **{pct(r5)}**, all-gold@10 "
+                f"**{pct(a10)}** (target ≥ 95%: {met(r5 >= 0.95)} / {met(a10 is not None and a10 >= 0.95)}); routed "
+                f"mean latency **{pct(lat)}** of the heaviest single configuration ({t.get('heaviest_single')}) "
+                f"(target ≤ 60%: {met(lat <= 0.60)}). Routes taken by gold class: "
+                + "; ".join(f"{c}: " + ", ".join(f"{k} {n}" for k, n in v.items() if n) for c, v in
+                            (t.get("routes") or {}).items()) + "."]
+    if t.get("routed_over_single_ms"):
+        out += ["", "Routed mean latency over each single configuration's: " + ", ".join(
+            f"{n} {pct(v)}" for n, v in t["routed_over_single_ms"].items()) + "."]
+    if t.get("routed_floor_over_heaviest_ms") is not None:
+        out += ["", f"{pct(t.get('multi_hop_share'))} of these questions take the multi-hop route: its loop "
+                f"({t.get('routed_floor_config', 'loop (agent + decompose)')}) on them alone is "
+                f"{pct(t.get('routed_floor_over_heaviest_ms'))} of the heaviest configuration's mean, a floor for "
+                "routed even if every other question cost nothing."]
+    w = t.get("what_if_multi_hop_decompose") or {}
+    if w:
+        out += ["", "What-if from the same run (each question routed multi-hop scored with its own decomposition row "
+                f"instead of the loop): recall@5 {num(w.get('recall@5'), 1)} ({pct(w.get('over_hindsight_recall@5'))} "
+                f"of hindsight), all-gold@10 {num(w.get('allgold@10'), 1)} ({pct(w.get('over_hindsight_allgold@10'))}),"
+                f" latency {pct(w.get('over_heaviest_ms'))} of the heaviest."]
+    st = t.get("routed_stage_ms_mean") or {}
+    if st:
+        out += ["", "Routed, mean ms per question by stage (a loop's rounds are inside `evidence`): "
+                + ", ".join(f"{k} {num(v, 1)}" for k, v in sorted(st.items(), key=lambda kv: -kv[1])[:8]) + "."]
+    return out
+
+
+def measured_route_tune(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #16: transform fusion weight / depth, tuned on router-train twowiki questions only."""
+    t = d.get("tune") or {}
+    tried = t.get("grid") or []
+    out = [f"### Transform fusion tuning ({t.get('questions')} twowiki questions of the {t.get('split', '')})", "",
+           CAPTION, ""]
+    keys = ["allgold@10 comparison", "allgold@10 compositional", "allgold@10 inference", "allgold@10 bridge_comparison"]
+    rows = [[g.get("weight"), g.get("per_query_k"), num(g.get("recall@5"), 1), num(g.get("allgold@10"), 1),
+             *[num(g.get(k), 1) for k in keys]] for g in tried]
+    out.append(grid(["`transforms.weight`", "`transforms.per_query_k`", "recall@5", "all-gold@10",
+                         *[k.replace("allgold@10 ", "all-gold@10 ") for k in keys]], rows))
+    ch = t.get("chosen") or {}
+    if ch:
+        out += ["", f"Chosen: weight {ch.get('weight')}, per_query_k {ch.get('per_query_k')} ({t.get('rule', '')}); "
+                "the twowiki table above reports the test-split questions separately."]
+    return out
+
+
+def measured_route_tune_route(d: dict[str, Any], file: str) -> list[Any]:
+    """`transforms.dense` for the routed configuration beside the loop, on the router's train split."""
+    t = d.get("tune_route") or {}
+    out = [f"### Routed generated queries with and without dense ({num(t.get('questions'))} twowiki questions, "
+           f"{t.get('split', '')})", "", CAPTION, "",
+           "Recall@5 and all-gold@10 (%) and mean ms per question, overall and by the question's kind; the last "
+           "column is the mean ms against the loop's.", ""]
+    rows = [[r.get("config"), num(r.get("n")), num(r.get("recall@5"), 1), num(r.get("allgold@10"), 1),
+             num(r.get("ms_mean"), 0), num((r.get("comparison") or {}).get("recall@5"), 1),
+             num((r.get("multi-hop") or {}).get("recall@5"), 1), num(r.get("over_loop_ms"), 2)]
+            for r in t.get("grid") or []]
+    out.append(grid(["configuration", "n", "recall@5", "all-gold@10", "ms mean", "comparison recall@5",
+                     "multi-hop recall@5", "ms / loop's"], rows))
+    over = t.get("overrides") or {}
+    if over:
+        out += ["", "Settings: " + "; ".join(f"{k} ({', '.join(f'{a}={b}' for a, b in v.items())})"
+                                             for k, v in over.items()) + "."]
+    return out
+
+
+MEASURED_ROUTE = Table(measured_route, 'Routing and query transforms')
+MEASURED_ROUTE_TUNE_ROUTE = Table(measured_route_tune_route, 'Routing and query transforms')
+MEASURED_ROUTE_TUNE = Table(measured_route_tune, 'Routing and query transforms')
+MEASURED_ROUTE_TWOWIKI = Table(measured_route_twowiki, 'Routing and query transforms')
+MEASURED_ROUTE_SCIFACT = Table(measured_route_scifact, 'Routing and query transforms')
+MEASURED_ROUTE_TUNE_LOOP = Table(measured_route_tune_loop, 'Routing and query transforms')
+MEASURED_ROUTE_TUNE_GATE = Table(measured_route_tune_gate, 'Routing and query transforms')
+MEASURED_ROUTE_LATENCY = Table(measured_route_latency, 'Routing and query transforms')
 
 
 if __name__ == "__main__":

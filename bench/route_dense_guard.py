@@ -29,7 +29,7 @@ from typing import Any, Sequence
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, datasets_dir, table, write_result  # noqa: E402
+from _common import CAPTION, ROOT, Table, datasets_dir, grid, num, table, write_result  # noqa: E402
 from route import cv_probs  # noqa: E402
 from route_evidence import CORPUS_CLASSES, SAMPLE_SETS, build_indexes, routed  # noqa: E402
 
@@ -218,9 +218,40 @@ def main(argv: Sequence[str] | None = None) -> int:
                                           for r in srows), "n": len(srows)}
         result["sample_sets"] = per_set
         print(json.dumps({k: result[k] for k in ("test", "xquad_en", "sample_sets")}, indent=1)[:3000])
-    path = write_result("route_dense_guard", result, args.out, argv=argv)
+    path = write_result("route_dense_guard", result, args.out, argv=argv, table=MEASURED_ROUTE_DENSE_GUARD)
     print(f"wrote {path}")
     return 0
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_route_dense_guard(d: dict[str, Any], file: str) -> list[str]:
+    """The router's dense-evidence guard: threshold chosen on the public corpora's train split, reported apart."""
+    tr = d.get("train_public") or {}
+    out = ["### The router's dense-evidence guard", "", CAPTION, "",
+           f"Rule: {d.get('rule', 'not recorded')}. Chosen: {num(tr.get('chosen'))} (the product ships "
+           "`router.dense_guard_min_cosine`; see docs/config.md). Counts are decisions left without retrieval "
+           "after every other shipped guard.", ""]
+    rows = []
+    for label, key in (("test, public corpora", "public"), ("test, sample corpus", "sample")):
+        t = ((d.get("test") or {}).get(key) or {})
+        w, c = t.get("without") or {}, t.get("chosen") or {}
+        rows.append([label, f"{num(w.get('corpus_without_retrieval_before'))} → "
+                            f"{num(c.get('corpus_without_retrieval_after'))} of {num(w.get('corpus_questions'))}",
+                     f"{num(c.get('extra_sent_to_retrieval'))} of {num(w.get('non_corpus_lines'))}"])
+    x = d.get("xquad_en") or {}
+    if x:
+        rows.append(["xquad English questions", f"{num((x.get('without') or {}).get('corpus_without_retrieval_before'))}"
+                     f" → {num((x.get('chosen') or {}).get('corpus_without_retrieval_after'))} of "
+                     f"{num((x.get('chosen') or {}).get('corpus_questions'))}", "–"])
+    for name, st in (d.get("sample_sets") or {}).items():
+        rows.append([f"sample `{name}`", f"{num(st.get('before'))} → {num(st.get('after'))} of {num(st.get('n'))}",
+                     "–"])
+    out.append(grid(["rows", "corpus questions without retrieval (before → after)",
+                         "chitchat / out-of-scope lines sent to retrieval"], rows))
+    return out
+
+
+MEASURED_ROUTE_DENSE_GUARD = Table(measured_route_dense_guard, 'Routing and query transforms')
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, datasets_dir, machine_info, table, write_result  # noqa: E402
+from _common import CAPTION, ROOT, Table, datasets_dir, grid, machine_info, num, pct, table, write_result  # noqa: E402
 from route import cv_probs  # noqa: E402
 
 from core.config import PipelineConfig  # noqa: E402
@@ -268,9 +268,75 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"test: chosen {result['test']['chosen']}")
         for name, st in per_set.items():
             print(f"  {name}: {st}")
-    path = write_result("route_evidence", result, args.out)
+    path = write_result("route_evidence", result, args.out, table=MEASURED_ROUTE_EVIDENCE)
     print(f"wrote {path}")
     return 0
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def _measured_router_splits(d: dict[str, Any], variants: Sequence[str]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(split label, variant, its stats) for the router's train (CV) and test splits, those present."""
+    out = []
+    for part, label in (("train_cv", "router train (5-fold CV)"), ("test", "router test")):
+        for k in variants:
+            r = (d.get(part) or {}).get(k) or {}
+            if r:
+                out.append((label, k, r))
+    return out
+
+
+def measured_route_evidence(d: dict[str, Any], file: str) -> list[str]:
+    """The router's evidence guard (bench/route_evidence.py): chosen on router-train CV, reported on the test split
+    and on the sample corpus's question sets."""
+    p = d.get("parameters") or {}
+    ch = (d.get("train_cv") or {}).get("chosen") or {}
+    out = ["### Router evidence guard (chitchat / out-of-scope overruled when one passage is about the question)", "",
+           CAPTION, "",
+           f"The shipped router at min_confidence {p.get('min_confidence')} / refuse_confidence "
+           f"{p.get('refuse_confidence')}, with the keyword and name guards; each question against the BM25 index of "
+           f"the corpus it was asked about. Rule ({p.get('rule')}) chose `router.evidence_min_terms` "
+           f"{ch.get('min_terms')}, `evidence_min_share` {ch.get('min_share')}, `evidence_unknown_weight` "
+           f"{ch.get('unknown_weight')}. *fires on*: corpus questions whose best passage meets the guard, whatever "
+           "the classifier said; *extra sent*: chitchat / out-of-scope lines it sends to retrieval (the answer stage "
+           "can still refuse them)."
+           + (f" The product ships `evidence_unknown_weight` {d['shipped_setting'].get('unknown_weight')} "
+              f"(*shipped* rows): {d['shipped_setting'].get('note')}." if d.get("shipped_setting") and
+              d["shipped_setting"].get("unknown_weight") != ch.get("unknown_weight") else ""), ""]
+    rows = [[label, {"without_guard": "without", "chosen": "with (rule's choice)", "shipped": "with (shipped)"}[k],
+             f"{num(r.get('costly'))}/{num(r.get('corpus_questions'))}", pct(r.get("fire_rate_on_corpus_questions")),
+             f"{num(r.get('extra_sent_to_retrieval'))}/{num(r.get('non_corpus_lines'))}"]
+            for label, k, r in _measured_router_splits(d, ("without_guard", "chosen", "shipped"))]
+    out.append(grid(["questions", "guard", "costly", "fires on", "extra sent"], rows))
+    kg = d.get("keyword_guard") or {}
+    if kg:
+        out += ["", f"Keyword guard by plain term count (the product's) vs weighted by idf (evidence guard off; "
+                f"{kg.get('rule')}). *plain_without_conversation_rule*: the plain guard before session 8, which also "
+                "held for short queries worded as conversation ('hi, how are you?'); since then such a query "
+                "(core/route/router.py conversational) gets no keyword guard. "
+                "*left without retrieval*: chitchat / out-of-scope lines the router answers without searching. The routed "
+                "figures of \"Router: six classes\" (`route.json`) have the plain keyword guard and no evidence guard; "
+                "the product's router adds the evidence guard above.", ""]
+        krows = [[label, k, f"{num(r.get('costly'))}/{num(r.get('corpus_questions'))}",
+                  f"{num(r.get('non_corpus_without_retrieval'))}/{num(r.get('non_corpus_lines'))}"]
+                 for label, k, r in _measured_router_splits(kg, ("plain_without_conversation_rule", "plain", "weighted"))]
+        out.append(grid(["questions", "keyword guard", "costly", "left without retrieval"], krows))
+    sets = d.get("sample_sets") or {}
+    if sets:
+        out += ["", "Sample corpus question sets, questions sent to a no-retrieval route without → with the guard "
+                "(`eval_holdout4.jsonl`'s four were seen before this guard was written: they are why it exists):", ""]
+        srows = [[f"`{name}`", f"{num(st['answerable']['no_retrieval_without_guard'])} → "
+                  f"{num(st['answerable']['no_retrieval_with_guard'])} of {num(st['answerable']['n'])}",
+                  f"{num(st['unanswerable']['no_retrieval_without_guard'])} → "
+                  f"{num(st['unanswerable']['no_retrieval_with_guard'])} of {num(st['unanswerable']['n'])}",
+                  num(st['answerable'].get('no_retrieval_with_shipped_guard')),
+                  num(st['unanswerable'].get('no_retrieval_with_shipped_guard'))]
+                 for name, st in sets.items()]
+        out.append(grid(["set", "answerable", "unanswerable", "answerable, shipped guard",
+                             "unanswerable, shipped guard"], srows))
+    return out
+
+
+MEASURED_ROUTE_EVIDENCE = Table(measured_route_evidence, 'Routing and query transforms')
 
 
 if __name__ == "__main__":

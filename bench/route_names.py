@@ -22,7 +22,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._common import datasets_dir, write_result  # noqa: E402
+from bench._common import CAPTION, Table, datasets_dir, grid, num, write_result  # noqa: E402
 from core.config import PipelineConfig  # noqa: E402
 from core.route.router import (  # noqa: E402
     ABSTAIN,
@@ -82,10 +82,38 @@ def main(argv: list[str] | None = None) -> int:
     out["russian"] = {"without": stats([rows[i] for i in ru], [before[i] for i in ru]),
                       "with": stats([rows[i] for i in ru], [after[i] for i in ru])}
     out["overruled"] = overruled
-    path = write_result("route_names", out)
+    path = write_result("route_names", out, table=MEASURED_ROUTE_NAMES)
     print(json.dumps({k: out[k] for k in ("train", "test", "russian")}, indent=1))
     print(f"{len(overruled)} overruled; wrote {path}")
     return 0
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_route_names(d: dict[str, Any], file: str) -> list[str]:
+    """The router's name guard (bench/route_names.py): what it changes on the routing set, per split and in Russian."""
+    p = d.get("parameters") or {}
+    out = ["### Router name guard (chitchat / out-of-scope overruled when the question names a corpus term)", "",
+           CAPTION, "",
+           f"Every question of `{p.get('file')}` against the vocabulary of the corpus it was asked about, the shipped "
+           f"router at min_confidence {p.get('min_confidence')} / refuse_confidence {p.get('refuse_confidence')}. A "
+           "rule, not a fitted threshold: nothing was chosen on these questions. *costly*: corpus questions sent to "
+           "chitchat or out-of-scope; *refusals kept*: chitchat / out-of-scope questions given their own route.", ""]
+    rows = []
+    for part in ("train", "test", "russian"):
+        for k in ("without", "with"):
+            r = (d.get(part) or {}).get(k) or {}
+            rows.append([part, k, num(r.get("questions")), f"{num(r.get('costly'))}/{num(r.get('corpus_questions'))}",
+                         f"{num(r.get('no_retrieval_kept'))}/{num(r.get('no_retrieval_questions'))}",
+                         num(r.get("abstain_rate"), 4)])
+    out.append(grid(["questions", "guard", "n", "costly", "refusals kept", "abstain rate"], rows))
+    out += ["", f"Decisions the guard overruled: {len(d.get('overruled') or [])} (listed in the file). It was added "
+            "for a question seen in the browser, not in this set: \"Какой максимальный размер пакета в Tidewater?\" "
+            "on the sample corpus went to out-of-scope; with the guard it runs the default pipeline "
+            "(tests/test_router.py)."]
+    return out
+
+
+MEASURED_ROUTE_NAMES = Table(measured_route_names, 'Routing and query transforms')
 
 
 if __name__ == "__main__":

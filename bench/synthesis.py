@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import ROOT, table, write_result
+from _common import CAPTION, ROOT, Table, grid, num, table, write_result
 
 sys.path.insert(0, str(ROOT))
 
@@ -161,7 +161,34 @@ def main() -> None:
                        "ceiling_top50: ... in the top 50 of any stage; *_gold_share: mean share of a question's gold "
                        "spans found there. An answer that never refused and always quoted a gold sentence it read "
                        "would score ceiling_read"} if args.ceiling else {}),
-        "seconds": round(time.perf_counter() - t0, 1), "summary": summary, "rows": rows})
+        "seconds": round(time.perf_counter() - t0, 1), "summary": summary, "rows": rows}, table=MEASURED_SYNTHESIS)
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_synthesis(d: dict[str, Any], file: str) -> list[str]:
+    """bench/synthesis.py: comparison, multi-hop and global questions answered offline (before / after #30)."""
+    out = [f"### Synthesis answers offline: {d.get('label')}", "", CAPTION, "",
+           f"Multi-hop and global questions of `sample_corpus/eval.jsonl` and `eval_holdout*.jsonl`; comparisons and "
+           f"global questions of `eval_synthesis.jsonl` (the comparison answer's dev set); \"comparison (holdout)\": "
+           f"`eval_synthesis_holdout.jsonl`, written before the comparison answer's one revision. {d.get('config')}."
+           + (f" Code: {d['code']}." if d.get("code") else "") + " Milliseconds were taken on a shared 2-core machine "
+           "under heavy load (see the load averages): compare them within a run only.", ""]
+    ceil = "ceiling_read" in ((d.get("summary") or {}).get("all") or {})
+    rows = [[t, v.get("n"), num(v.get("correct"), 1), num(v.get("gold_coverage"), 1), num(v.get("refused"), 1),
+             num(v.get("median_ms"), 0)] + ([num(v.get("ceiling_read"), 1), num(v.get("ceiling_top50"), 1)]
+                                             if ceil else []) for t, v in (d.get("summary") or {}).items()]
+    out.append(grid(["type", "questions", "answered correctly %", "gold spans covered %", "refused %",
+                         "median ms"] + (["ceiling: gold sentence in the chunks read %",
+                                          "ceiling: in some stage's top 50 %"] if ceil else []), rows))
+    if ceil:
+        out += ["", "Ceiling: the share of questions with a sentence of a gold span in the chunks the answer read "
+                "(the final list's top answer.max_chunks, or graph global search's community chunks when its reduce "
+                "answered), and in the top 50 of any stage: what an answer that never refused and always quoted the "
+                "right sentence could score under the same test."]
+    return out
+
+
+MEASURED_SYNTHESIS = Table(measured_synthesis, 'Offline answer and answer cache')
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, machine_info, utc_now, write_result  # noqa: E402
+from _common import CAPTION, ROOT, Table, grid, machine_info, num, utc_now, write_result  # noqa: E402
 
 COMMAND = [sys.executable, "-m", "pytest", "-q", "-m", "not slow", "-n", "2", "--dist", "loadfile", "tests",
            "-p", "no:cacheprovider", "--durations=15"]
@@ -59,7 +59,25 @@ def main() -> None:
     payload = {"what": "issue #32 item 6: the README's test command, timed whole (budget 300 s on 2 quiet cores)",
                "command": " ".join(COMMAND[1:]), "cpu": cpu, "budget_s": BUDGET_S, "runs": runs,
                "machine": machine_info(), "when": utc_now(), "note": args.note}
-    print(write_result("test_suite", payload, args.out))
+    print(write_result("test_suite", payload, args.out, table=MEASURED_TEST_SUITE))
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_test_suite(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #32 item 6: the README's test command timed whole (bench/test_suite.py)."""
+    out = ["### The test suite", "", CAPTION, "", f"`{d.get('command')}` on {d.get('cpu')}; budget "
+           f"{d.get('budget_s')} s on 2 quiet cores.", ""]
+    rows = [[i + 1, num(r.get("wall_s"), 1), ", ".join(f"{v} {k}" for k, v in (r.get("counts") or {}).items()),
+             r.get("load_start", [""])[0], num(r.get("within_budget")),
+             "; ".join(f"{x['test'].split('::')[-1]} {x['seconds']:.0f} s" for x in (r.get("slowest") or [])[:3])]
+            for i, r in enumerate(d.get("runs") or [])]
+    out.append(grid(["run", "wall s", "tests", "load at start", "within budget", "three slowest"], rows))
+    if d.get("note"):
+        out += ["", d["note"]]
+    return out
+
+
+MEASURED_TEST_SUITE = Table(measured_test_suite, 'Query speed')
 
 
 if __name__ == "__main__":

@@ -2,18 +2,22 @@
 from the results; the README stays a short front page whose links lead inside the repository."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
 sys.path.insert(0, str(ROOT / "bench"))
 
+import _common  # noqa: E402
 import readme_tables  # noqa: E402
 
 README = ROOT / "README.md"
@@ -35,9 +39,17 @@ def test_each_headline_row_says_how_many_commits_old_its_figure_is(tmp_path: Pat
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     assert readme_tables.commits_since(head) == 0 and readme_tables.commits_since("0" * 40) is None
     # the figure's own run when a file merges several (generalise.json: the ru_seed part's)
-    gen = json.loads((ROOT / "bench" / "results" / "generalise.json").read_text())
-    assert readme_tables.figure_run(ROOT / "bench" / "results", "generalise.json") == gen["sets"]["ru_seed"]["run"]
-    assert all(r.endswith(" · age not recorded |") for r in readme_tables.headline(tmp_path).splitlines()[3:-1])
+    gen = json.loads((RESULTS / "generalise.json").read_text())
+    assert readme_tables.figure_run(RESULTS, "generalise.json") == gen["sets"]["ru_seed"]["run"]
+    for f in RESULTS.glob("*.json"):  # the same files run at a commit this clone does not know
+        d = json.loads(f.read_text())
+        if isinstance(d.get("run"), dict):
+            d["run"]["commit"] = "0" * 40
+        if f.name == "generalise.json":
+            d["sets"]["ru_seed"]["run"]["commit"] = "0" * 40
+        (tmp_path / f.name).write_text(json.dumps(d))
+    rows = readme_tables.headline(tmp_path).splitlines()[3:-1]
+    assert len(rows) == len(readme_tables.headline_files()) and all(r.endswith(" · age not recorded |") for r in rows)
 
 
 def test_make_bench_headline_reruns_the_recorded_commands() -> None:
@@ -82,16 +94,47 @@ def test_caption_names_the_run_or_says_it_is_not_recorded() -> None:
         "commit `0123456789ab` (tree had uncommitted changes) · load average 3.0 at start, 4.5 at end*")
 
 
+def _bench(name: str) -> Any:
+    """A bench script as a module (its table functions), not run."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_a_changed_number_in_a_results_file_changes_both_outputs(tmp_path: Path) -> None:
-    for f in (ROOT / "bench" / "results").glob("*.json"):
+    # a re-run: the bench writes its payload through write_result with its own Table, which the renderer lays out
+    for f in RESULTS.glob("*.json"):
         (tmp_path / f.name).write_text(f.read_text())
     before, head_before = readme_tables.render(tmp_path), readme_tables.headline(tmp_path)
     data = json.loads((tmp_path / "ingest.json").read_text())
     data["ratio_ingest_to_bare"] = 0.4242
-    (tmp_path / "ingest.json").write_text(json.dumps(data))
+    _common.write_result("ingest", data, tmp_path / "ingest.json", argv=[], table=_bench("ingest").MEASURED_INGEST)
     after, head_after = readme_tables.render(tmp_path), readme_tables.headline(tmp_path)
     assert "**ratio 0.42**" in after and "**ratio 0.42**" not in before
     assert "**0.42×**" in head_after and "**0.42×**" not in head_before
+    # it keeps its place: the same parts, sections and headline rows in the same order
+    assert readme_tables.parts(tmp_path) == readme_tables.parts(RESULTS)
+    assert [f for f, _ in readme_tables.sections(tmp_path)] == [f for f, _ in readme_tables.sections(RESULTS)]
+    assert [f for f, _ in readme_tables.headline_files(tmp_path)] == [f for f, _ in readme_tables.headline_files()]
+    # a bench that writes without a Table drops the section a merged payload carried (it would be stale)
+    _common.write_result("ingest", data, tmp_path / "ingest.json", argv=[])
+    assert "measured" not in json.loads((tmp_path / "ingest.json").read_text())
+    assert "ingest.json" in readme_tables.unshown(tmp_path)
+
+
+def test_every_section_is_what_its_bench_renders_from_the_payload() -> None:
+    # the ported table functions give the stored lines back (a renderer drifting from its bench fails here)
+    for name, table, file in (("ingest", "MEASURED_INGEST", "ingest.json"), ("ann", "MEASURED_ANN", "ann.json"),
+                              ("quality", "MEASURED_QUALITY_BEIR", "quality_beir_scifact.json"),
+                              ("ui_latency", "MEASURED_UI_LATENCY", "ui_latency.json"),
+                              ("route", "MEASURED_ROUTE_SCIFACT", "route_scifact.json"),
+                              ("cascade", "MEASURED_CASCADE_COMPRESSION", "cascade_compression.json")):
+        d = json.loads((RESULTS / file).read_text())
+        stored = d.pop("measured")
+        assert json.loads(json.dumps(_common.table_section(getattr(_bench(name), table), d, file, {"measured": stored}))) \
+            == stored, file
 
 
 def test_headline_is_one_table_of_at_most_eight_rows_each_naming_its_results_file() -> None:
@@ -99,7 +142,7 @@ def test_headline_is_one_table_of_at_most_eight_rows_each_naming_its_results_fil
     region = readme.split(readme_tables.BEGIN, 1)[1].split(readme_tables.END, 1)[0]
     rows = [line for line in region.strip().splitlines()[2:] if line.startswith("|")]
     assert 1 <= len(rows) <= 8
-    parts = {title for title, _ in readme_tables.PARTS}
+    parts = set(readme_tables.parts())
     for row in rows:
         file = re.search(r"\(bench/results/([\w.]+\.json)\)", row)
         assert file and (ROOT / "bench" / "results" / file.group(1)).exists(), row
@@ -110,9 +153,11 @@ def test_headline_is_one_table_of_at_most_eight_rows_each_naming_its_results_fil
 
 
 def test_headline_renders_without_results_and_says_so(tmp_path: Path) -> None:
+    assert readme_tables.headline(tmp_path).splitlines()[3:-1] == []  # no results files: an empty table
+    ui = _bench("ui_latency").MEASURED_UI_LATENCY
+    _common.write_result("ui_latency", {}, tmp_path / "ui_latency.json", argv=[], table=ui)
     rows = readme_tables.headline(tmp_path).splitlines()[3:-1]
-    assert len(rows) == len(readme_tables._headline_rows(ROOT / "bench" / "results"))
-    assert all("| not recorded |" in r for r in rows)
+    assert len(rows) == 1 and "| not recorded |" in rows[0]  # a figure its payload lacks is said to be missing
 
 
 def test_markers_must_be_present_once() -> None:
@@ -128,35 +173,45 @@ def test_measured_doc_has_every_results_file_and_distinct_section_titles(tmp_pat
         assert f"bench/results/{f.name}" in text, f.name
     titles = [line for line in text.splitlines() if line.startswith("### ")]
     assert len(titles) == len(set(titles))
-    for title, _ in readme_tables.PARTS:
+    for title in readme_tables.parts():
         assert f"[{title}](#{readme_tables.anchor(title)})" in text
-    (tmp_path / "new_bench.json").write_text("{}")  # a results file with no renderer yet is listed, not dropped
+    (tmp_path / "new_bench.json").write_text("{}")  # a results file with no table yet is listed, not dropped
     assert "`bench/results/new_bench.json`" in readme_tables.render(tmp_path)
+    assert readme_tables.unshown(tmp_path) == ["new_bench.json"]
 
 
-def test_new_renderers_tolerate_missing_keys_and_check_targets_against_the_file() -> None:
+def test_a_results_file_without_a_table_is_skipped_with_a_note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    readme, measured = tmp_path / "README.md", tmp_path / "measured.md"
+    shutil.copy(README, readme)
+    shutil.copy(MEASURED, measured)
+    results = tmp_path / "results"
+    shutil.copytree(RESULTS, results)
+    (results / "new_bench.json").write_text(json.dumps({"run": {"command": "python bench/new_bench.py"}, "x": 1}))
+    for name, value in (("README", readme), ("MEASURED", measured), ("RESULTS", results)):
+        monkeypatch.setattr(readme_tables, name, value)
+    assert readme_tables.main([]) == 0
+    assert "note: bench/results/new_bench.json has no `measured` section" in capsys.readouterr().err
+    assert "`bench/results/new_bench.json`" in measured.read_text().split("## Results files not shown here")[1]
+
+
+def test_table_functions_tolerate_missing_keys_and_check_targets_against_the_file() -> None:
     # A results file being rewritten by a running bench may lack any key: render what exists, never raise.
-    for fn in (readme_tables.quality_sample, readme_tables.onnx, readme_tables.route, readme_tables.route_tune,
-               readme_tables.route_twowiki, readme_tables.route_scifact, readme_tables.answer_support,
-               readme_tables.answer_cache, readme_tables.answer_cache_replay, readme_tables.ui_latency,
-               readme_tables.agent_decompose, readme_tables.agent_with_targets, readme_tables.cascade_scifact,
-               readme_tables.cache_embedders, readme_tables.answer_scorer, readme_tables.agent_tools):
+    route, agent, ui = _bench("route"), _bench("agent"), _bench("ui_latency")
+    for fn in (_bench("quality").measured_quality_sample, _bench("embed_runtime").measured_onnx, route.measured_route,
+               route.measured_route_tune, route.measured_route_twowiki, route.measured_route_scifact,
+               ui.measured_ui_latency, agent.measured_agent_decompose, agent.measured_agent_with_targets,
+               _bench("cascade").measured_cascade_scifact, _bench("cache_embedders").measured_cache_embedders,
+               _bench("agent_tools").measured_agent_tools):
         assert fn({}, "x.json")[0].startswith("### ")
-    ui = "\n".join(readme_tables.ui_latency({"median_s": 0.8, "max_s": 3.5,
-                                             "targets": {"median_s": 1.0, "max_s": 3.0}}, "ui_latency.json"))
-    assert "toggle median **0.80 s** (target ≤ 1.0 s: met)" in ui
-    assert "toggle max **3.50 s** (target ≤ 3.0 s: **not met**)" in ui
-    sf = "\n".join(readme_tables.route_scifact({"scifact": {"default": {"ndcg@10": 0.80},
-                                                            "routed": {"ndcg@10": 0.794}}}, "route_scifact.json"))
+    text = "\n".join(readme_tables.lines_of("ui_latency.json", {"measured": _common.table_section(
+        ui.MEASURED_UI_LATENCY, {"median_s": 0.8, "max_s": 3.5, "targets": {"median_s": 1.0, "max_s": 3.0}},
+        "ui_latency.json")}))
+    assert "toggle median **0.80 s** (target ≤ 1.0 s: met)" in text
+    assert "toggle max **3.50 s** (target ≤ 3.0 s: **not met**)" in text
+    sf = "\n".join(str(x) for x in route.measured_route_scifact(
+        {"scifact": {"default": {"ndcg@10": 0.80}, "routed": {"ndcg@10": 0.794}}}, "route_scifact.json"))
     assert "Routed minus default nDCG@10: −0.60 points" in sf and ": **not met**)" in sf
-    ans = "\n".join(readme_tables.answer_support({"product_end_to_end": {
-        "test": {"answerable": 20, "answered_correctly": 0.9, "unanswerable": 10, "refused_unanswerable": 0.8}}},
-        "answer.json"))
-    assert "answered 90.0% (met), refused 80.0% of 10 (**not met**)" in ans
-    scorer = "\n".join(readme_tables.answer_scorer({"cv": {"no scorer": {
-        "answered_correctly": 0.8318, "ans_ok": 89, "ans": 107, "refused_unanswerable": 0.8611, "un_ref": 124,
-        "un": 144}}}, "other.json"))
-    assert "| no scorer | 83.2% (89 of 107) | 86.1% (124 of 144) |" in scorer
 
 
 # -- the front page -------------------------------------------------------------------------------------------------

@@ -129,7 +129,7 @@ def compare(old_npz: Path, old_routing: Path | None) -> Path:
     """Score the previous model and the refit on the test split; with the previous routing file, also on the rows
     in both test splits (never seen by either fit: the fair comparison)."""
     sys.path.insert(0, str(ROOT))
-    from bench._common import write_result
+    from bench._common import Table, write_result
 
     rows = [json.loads(x) for x in ROUTING_FILE.read_text(encoding="utf-8").splitlines() if x.strip()]
     test = [r for r in rows if r["split"] == "test"]
@@ -158,7 +158,8 @@ def compare(old_npz: Path, old_routing: Path | None) -> Path:
         changed = [{"text": r["text"], "label": r["label"], "old": x, "new": y}
                    for r, x, y in zip(part, a.pop("predicted"), b.pop("predicted")) if x != y]
         out[name] = {"before": a, "after": b, "changed_predictions": changed}
-    return write_result("router_refit", out, argv=sys.argv[1:], script="train/route.py")
+    return write_result("router_refit", out, argv=sys.argv[1:], script="train/route.py",
+                        table=Table(measured_router_refit, "Routing and query transforms"))
 
 
 def main(argv: list[str]) -> None:
@@ -179,6 +180,27 @@ def main(argv: list[str]) -> None:
               f"wrote {MODEL_FILE.relative_to(ROOT)}")
     if args.compare:
         print(f"wrote {compare(args.compare, args.compare_routing)}")
+
+
+# -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
+def measured_router_refit(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #41 item 4: the router refitted without sample-corpus rows, before / after (python -m train.route)."""
+    from bench._common import CAPTION, dig, grid, num, pct  # as compare's: only a comparison writes a results file
+
+    out = ["### Router refitted on public data only (before / after)", "", CAPTION, "",
+           "The previous model (" + ", ".join(f"{k} {v}" for k, v in (d.get("old_training_rows") or {}).items())
+           + " training rows) against the refit (" + str((d.get("new_provenance") or {}).get("source", "")) + "), "
+           "the classifier's best class before thresholds, then the route taken at the shipped thresholds "
+           f"({', '.join(f'{k} {v}' for k, v in (d.get('thresholds') or {}).items())}). 'test_in_both_splits': the "
+           "rows neither fit saw.", ""]
+    rows = []
+    for part in ("test", "test_in_both_splits"):
+        for side in ("before", "after"):
+            r = dig(d, part, side) or {}
+            rows.append([part, side, num(r.get("n")), pct(r.get("accuracy")), num(r.get("macro_f1"), 3),
+                         r.get("costly", "–"), pct(r.get("abstain_rate"))])
+    return out + [grid(["test rows", "model", "n", "accuracy", "macro-F1", "corpus questions refused",
+                            "abstained"], rows), ""]
 
 
 if __name__ == "__main__":
