@@ -143,3 +143,17 @@ def test_an_up_to_date_database_opens_without_a_write(tmp_path: Path) -> None:
     s = Store(path)
     assert _GENERATIONS.get(key, 0) == before and s.schema_version() == SCHEMA_VERSION
     s.close()
+
+
+def test_a_fresh_index_cache_reads_the_saved_dense_matrix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = Store(tmp_path / "w.duckdb")
+    _ingest(store, {"a.md": TEXTS[0], "b.md": TEXTS[1], "c.md": TEXTS[2]})
+    emb = HashEmbedder()
+    q = emb.encode(["gateway port"])[0]
+    want = IndexCache().dense(store, emb, "default").search(q, 3)
+    monkeypatch.setattr(store.corpus, "vectors", lambda *a, **k: pytest.fail("read every vector row again"))
+    assert IndexCache().dense(store, emb, "default").search(q, 3) == want
+    monkeypatch.undo()
+    store.corpus.delete_document(store.corpus.documents()[0].doc_id)  # a new version: read from the rows again
+    assert len(IndexCache().dense(store, emb, "default")) == len(store.corpus.chunks())
+    store.close()

@@ -18,6 +18,7 @@ from core.models.embed import (
 from core.retrieve.ann import ANN_MIN_CHUNKS, Sync, ann_path, synced
 from core.retrieve.bm25 import BM25Index, BM25Params
 from core.retrieve.dense import DenseIndex
+from core.store.index_files import decode_strings, encode_strings
 from core.types import Chunk
 
 
@@ -253,7 +254,20 @@ class IndexCache:
 
     def _dense_rows(self, store: IndexSources, embedder: Embedder, workspace: str, variant: str, version: int,
                     key: tuple) -> _Entry:
+        # Every chunk with a stored vector: the matrix saved for this corpus version is read instead of every row's
+        # FLOAT[] (a fresh process's largest read); a chunk without one is embedded in memory below, and not saved.
+        fingerprint = store.corpus.chunk_fingerprint(workspace)
+        stored = next((v.count for v in store.corpus.vector_models(workspace)
+                       if v.model_id == embedder.model_id and v.variant == variant), 0)
+        complete = stored == int(fingerprint.split(":", 1)[0]) and stored > 0
+        fkey, stamp = repr((key, variant)), f"{fingerprint}|{stored}"
+        if complete and (saved := _saved_matrix(store, workspace, fkey, version, stamp)) is not None:
+            return _Entry(version, key, DenseIndex(embedder.model_id, *saved))
         ids, matrix = store.corpus.vectors(embedder.model_id, variant, workspace)
+        if complete and len(ids) == stored and (raw := encode_strings(list(ids))) is not None:
+            store.index_files.save("dense", workspace, fkey, version, {
+                "chunk_ids": raw, "n": np.array([len(ids)]), "matrix": np.asarray(matrix, dtype=np.float32),
+                "stamp": np.frombuffer(stamp.encode(), dtype=np.uint8)})
         have = set(ids)
         missing = [c for c in store.corpus.chunks_missing_vectors(embedder.model_id, variant, workspace)
                    if c.chunk_id not in have]
@@ -287,6 +301,18 @@ class IndexCache:
         with self._lock:
             for slot in [s for s in self._entries if workspace is None or s[1] == workspace]:
                 del self._entries[slot]
+
+
+def _saved_matrix(store: IndexSources, workspace: str, key: str, version: int, stamp: str
+                  ) -> tuple[list[str], np.ndarray] | None:
+    """(chunk ids, vectors) saved for this corpus version, key and stamp (chunk fingerprint, stored vector count)."""
+    arrays = store.index_files.load("dense", workspace, key, version)
+    if arrays is None or not {"chunk_ids", "n", "matrix", "stamp"} <= arrays.keys():
+        return None
+    if arrays["stamp"].tobytes().decode("utf-8", "replace") != stamp:
+        return None
+    ids = decode_strings(arrays["chunk_ids"], int(arrays["n"][0]))
+    return (ids, arrays["matrix"]) if len(ids) == len(arrays["matrix"]) else None
 
 
 def _with_fallback(model_id: str, ids: list[str], matrix: np.ndarray, raw: DenseIndex) -> DenseIndex:
