@@ -1704,9 +1704,24 @@ def tables_sql(d: dict[str, Any], file: str) -> list[str]:
                    f"{stub.get('llm_calls')} LLM calls, outcomes "
                    + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted((stub.get("outcomes") or {}).items()))
                    + ".")
+    for split, s in summary.items():
+        if s.get("unknown_column") or s.get("planner_chain"):
+            out.append(f"- `{split}`: a column no table has, {s.get('unknown_column')}; the tool planner on chains, "
+                       f"{s.get('planner_chain')}.")
     for note in d.get("notes") or []:
         out.append(f"- {note}")
     return out
+
+
+def fresh_query(d: dict[str, Any], file: str) -> list[str]:
+    """bench/fresh_query.py: a CLI query in a new interpreter per corpus size, and the import floor."""
+    out = ["### A fresh process's query", "", caption(file, d), ""]
+    res = d.get("results") or {}
+    rows = [[k, q, num(v.get("median_wall_s")), num(v.get("median_cpu_s"))] for k, qs in res.items()
+            for q, v in (qs.items() if "median_wall_s" not in qs else [("-", qs)])]
+    if rows:
+        out += [md_table(["corpus", "question", "median wall s", "median CPU s"], rows), ""]
+    return out + [f"- {n}" for n in d.get("notes") or []]
 
 
 def agent_tools(d: dict[str, Any], file: str) -> list[str]:
@@ -2213,6 +2228,8 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
     ]),
     ("Query speed", [
         ("query.json", query),
+        ("fresh_query.json", fresh_query),
+        ("fresh_query_main.json", fresh_query),
         ("blas_threads.json", blas_threads),
         ("blas_threads_scifact.json", blas_threads),
         ("blas_threads_scifact_busy.json", blas_threads),

@@ -414,8 +414,7 @@ def template_sql(question: str, tables: Sequence[TableInfo], values: Values) -> 
     hi, lo = _MAX.search(q), _MIN.search(q)
     if target is None and (agg or hi or lo) and not _COUNT.search(q) and (unknown := _unknown_phrase(q, t, values)):
         # "the highest average life expectancy" over a table without such a column: say so, never count rows
-        return SqlPlan("", "template", f"'{unknown}' names no column of table {t.name} (its columns: "
-                                       f"{', '.join(c for c, _ in t.columns)})", t.name)
+        return SqlPlan("", "template", f"'{unknown}' names no column of table {t.name}", t.name)
     # A follow-up condensed from a conversation may open with a conjunction ("and who operates ...").
     asks_entity = bool(re.match(r"\s*(?:(?:and|but|so|then|also)\s+)?(which|who|top|list|name)\b", q)
                        or _ENTITY.search(q))
