@@ -70,6 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--workdir", required=True, help="where the SciFact corpora and their databases are made")
     ap.add_argument("--docs", type=int, action="append", help="corpus sizes (default 200 and 1000)")
     ap.add_argument("--src", default=str(ROOT), help="the code tree whose `python -m core` runs (default this one)")
+    ap.add_argument("--src-label", default="", help="what --src is (e.g. 'main at <commit>'), for the record")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--datasets", default=None)
     ap.add_argument("--out", default=None)
@@ -107,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "answer cache off, on the first N SciFact abstracts: a question seen before (its vector read from the "
                 "store) and new SciFact claims; the import floor is `import core.cli` plus DuckDB's first bound "
                 "statement",
-        "parameters": {"docs": sizes, "repeats": args.repeats, "src": "this tree" if src == ROOT else src.name,
+        "parameters": {"docs": sizes, "repeats": args.repeats, "src": args.src_label or ("this tree" if src == ROOT else src.name),
                        "chunks": {n: _chunks(src, db) for n, db in dbs.items()}},
         "results": {**out, "import floor": floor},
         "notes": ["The target (issue #47) is <= 2.5 s wall on a 1,000-document corpus on a quiet machine; the load "
