@@ -108,3 +108,13 @@ def test_tools_on_answer_the_chain_and_say_when_they_stopped(store: Store) -> No
     assert trace.answer is not None and trace.answer.text.startswith("Norland: 5 (SQL")
     cut = run_query(q, PipelineConfig().with_overrides({"agent.tools": "on", "agent.max_rounds": 1}), deps)
     assert cut.answer is not None and "stopped early, after step 1 of 2: budget_rounds" in cut.answer.text
+
+
+def test_a_ranking_cue_inside_the_columns_name_does_not_set_the_direction() -> None:
+    s = Store()
+    rep = ingest_files([("kit.csv", b"item,kind,max_load_kg\nA,crane,10\nB,crane,30\nC,hoist,25\nD,hoist,22\n")],
+                       store=s, embedder=HashEmbedder(), config=PipelineConfig())
+    assert not rep.errors
+    plan = template_sql("Which kind has the lowest average maximum load?", s.tables.list("default"), _values(s))
+    assert plan.sql == "SELECT kind FROM kit GROUP BY kind ORDER BY avg(max_load_kg) ASC LIMIT 1"
+    assert s.tables.sandbox("default").run(plan.sql).rows[0][0] == "crane"

@@ -376,6 +376,16 @@ def _unknown_phrase(q: str, table: TableInfo, values: Values) -> str:
     return " ".join(run)
 
 
+def _order(q: str, target: str, hi: Any, lo: Any) -> str:
+    """The ranking's direction. With both a high and a low cue, the one that is not a word of the ranked column's
+    name decides: 'the lowest average maximum temperature' ranks max_temp_c ascending."""
+    if hi and lo:
+        own = {w for w in _words(target)}
+        rest = " ".join(w for w in q.split() if _ABBREVIATIONS.get(w, w) not in own)
+        hi, lo = _MAX.search(rest), _MIN.search(rest)
+    return "ASC" if lo and not hi else "DESC"
+
+
 def template_sql(question: str, tables: Sequence[TableInfo], values: Values) -> SqlPlan:
     """Offline: count / sum / average / min / max of a column, optionally grouped by a column and filtered by values
     that occur in the table, a top-k by a column, or the rows a filter selects. Anything else (a join, a comparison
@@ -425,14 +435,14 @@ def template_sql(question: str, tables: Sequence[TableInfo], values: Values) -> 
         # "which region has the highest average health": rank the groups of the column the question names, not
         # the rows (the row key would give one country)
         k = int(topk.group(1)) if topk and topk.group(1).isdigit() else _WORDS.get(topk.group(1), 1) if topk else 1
-        order = "ASC" if lo and not hi else "DESC"
+        order = _order(q, target, hi, lo)
         fn = f"{agg or 'sum'}({_ident(target)})"
         sql = (f"SELECT {_ident(named_group)} FROM {src}{where_sql} GROUP BY {_ident(named_group)} "
                f"ORDER BY {fn} {order} LIMIT {k}")
         return SqlPlan(sql, "template", f"top {k} {named_group} by {fn}", t.name)
     if asks_entity and (hi or lo or topk) and target:
         k = int(topk.group(1)) if topk and topk.group(1).isdigit() else _WORDS.get(topk.group(1), 1) if topk else 1
-        order = "ASC" if lo and not hi else "DESC"
+        order = _order(q, target, hi, lo)
         unique = len(set(values(t.name, key))) >= t.n_rows if cols[key] == "VARCHAR" else True
         shown = _asked_column(q, t, exclude={key, target, *by_col}) if unique and not agg else None
         if shown:  # "who operates the rig with the highest pressure": the operator column of that row
