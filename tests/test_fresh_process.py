@@ -157,3 +157,15 @@ def test_a_fresh_index_cache_reads_the_saved_dense_matrix(tmp_path: Path, monkey
     store.corpus.delete_document(store.corpus.documents()[0].doc_id)  # a new version: read from the rows again
     assert len(IndexCache().dense(store, emb, "default")) == len(store.corpus.chunks())
     store.close()
+
+
+def test_a_renamed_workspace_leaves_no_index_files_under_its_old_name(tmp_path: Path) -> None:
+    store = Store(tmp_path / "w.duckdb")
+    _ingest(store, {"a.md": TEXTS[0]}, workspace="old")
+    IndexCache().bm25(store, "old", BM25Params())
+    folder = tmp_path / "w.duckdb.index"
+    assert len(list(folder.iterdir())) == 1
+    store.workspaces_repo.rename("old", "new")
+    assert not list(folder.iterdir())
+    assert IndexCache().bm25(store, "new", BM25Params()).search("gateway", 1)
+    store.close()

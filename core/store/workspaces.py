@@ -168,6 +168,9 @@ class Workspaces:
             floor = max(self._floor(cur, new), self._floor(cur, old))
             cur.execute("UPDATE workspaces SET corpus_version = greatest(corpus_version, ?) WHERE workspace_id = ?",
                         [floor, new])
+        if self._db.path != ":memory:" and index_dir(self._db.path).is_dir():  # tagged by the old name: never read
+            for f in index_dir(self._db.path).glob(f"*-{workspace_tag(old)}-*"):
+                f.unlink(missing_ok=True)
         return moved
 
     # -- the delete journal ----------------------------------------------------------------------------------------
