@@ -922,7 +922,8 @@ def _answered_by_tools(q: _Query, out: ToolOutcome, config: PipelineConfig, c: P
             f"the rows of the SQL step and the passage that named {out.bridge['value']}", "sql"))
         answer = ran.answer if ran is not None else None
     elif not out.passages:
-        early = f" ({out.stopped_early()})" if out.stopped_early() else ""
+        early = (f" ({out.stopped_early()}: this is that step's result, not yet the answer to the question)"
+                 if out.stopped_early() else "")
         ran = tracer.run(Stage.ANSWER, lambda: given(
             f"{out.table_answer} (SQL over the workspace's tables: {' ; then '.join(out.sql)}){early}",
             f"the rows of the last of {len(out.sql)} SQL step(s)", "sql"))
