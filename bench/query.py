@@ -295,7 +295,7 @@ def run_size(n: int, n_queries: int, n_naive: int, seed: int, embedder: Any = No
         "retained_mem_mib": {k: round(m.retained_mib, 1) for k, m in mem.items()},
         "mem_method": mem["bm25s"].method,
         "dense_matrix_mib": round(dense.matrix.nbytes / 2**20, 1),
-        "bm25s_arrays_mib": round(sum(getattr(a, "nbytes", 0) for a in bm25._retriever.scores.values()) / 2**20, 1),
+        "bm25s_arrays_mib": round(sum(a.nbytes for a in (bm25.to_arrays() or {}).values()) / 2**20, 1),
         "latency": stats, "speedup_vs_naive_median": ratios,
         "dense_after_query_embedding": after,
         "agreement_at_10": {"bm25s_vs_rank_bm25": float(np.mean(agree_bm25)) if agree_bm25 else None,

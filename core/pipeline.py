@@ -887,7 +887,9 @@ def _tool_agent(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer, sql: S
     box = _toolbox(q, c, deps)
     use_llm = deps.llm.available and c.router.method != "offline"
     plan = None if use_llm else plan_question(q.text, box)
-    if a.tools == "auto" and (plan.form not in ("lookup_aggregate", "text_then_sql") if plan is not None
+    multi = ("lookup_aggregate", "text_then_sql") + (("chain",) if plan is not None and plan.chain is not None
+                                                     and plan.chain.steps > 1 else ())
+    if a.tools == "auto" and (plan.form not in multi if plan is not None
                               else sql is None or sql.route.kind == "text"
                               or (sql.route.kind == "table" and sql.answered)):
         return None  # offline: the one-shot sql stage keeps its forms; with a key: what it answered alone
@@ -928,7 +930,8 @@ def _answered_by_tools(q: _Query, out: ToolOutcome, config: PipelineConfig, c: P
             f"the rows of the SQL step and the passage that named {out.bridge['value']}", "sql"))
         answer = ran.answer if ran is not None else None
     elif not out.passages:
-        early = f" (stopped early: {out.stop_reason})" if out.stop_reason != "answered" else ""
+        early = (f" ({out.stopped_early()}: this is that step's result, not yet the answer to the question)"
+                 if out.stopped_early() else "")
         ran = tracer.run(Stage.ANSWER, lambda: given(
             f"{out.table_answer} (SQL over the workspace's tables: {' ; then '.join(out.sql)}){early}",
             f"the rows of the last of {len(out.sql)} SQL step(s)", "sql"))
@@ -1188,7 +1191,8 @@ def run_query(query: str, config: PipelineConfig, deps: Deps, *, workspace: str 
     if answer is not None and sql is not None and sql.answered and not answer.refused:
         answer = replace(answer, text=f"From the tables: {sql.answer_text()}.\n\n{answer.text}")
     elif answer is not None and answer.refused and sql is not None and sql.untranslated():
-        answer = replace(answer, text=f"{answer.text}\n\n{sql.untranslated()}")  # not "the corpus is silent"
+        # what the SQL stage knew comes first: not "the corpus does not say" for a table the question is about
+        answer = replace(answer, text=f"{sql.untranslated()}\n\n{answer.text}")
     if cached is not None and answer is not None and q.vec is not None and not deps.store.read_only:
         if remember(deps.store.answers, key, q.text, q.vec, answer,
                     cost_usd=sum(s.usage.usd for s in tracer.stages), ms=sum(s.ms for s in tracer.stages)):

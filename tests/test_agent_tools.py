@@ -168,7 +168,7 @@ def test_the_rounds_budget_stops_the_plan_and_says_so(deps: Deps) -> None:
     trace = run_query("What is the total amount of Acme Corp's subsidiaries?", cfg, deps)
     assert [s.stage for s in _tool_stages(trace)] == ["tool1.sql"]
     assert trace.agent["stop_reason"] == "budget_rounds" and trace.agent["rounds"] == 1
-    assert "stopped early: budget_rounds" in trace.answer.text
+    assert "stopped early, after step 1 of 2: budget_rounds" in trace.answer.text
 
 
 def test_lookup_needs_two_tables_sharing_a_key(store: Store) -> None:

@@ -240,7 +240,7 @@ def test_key_never_reaches_the_database_or_a_trace(tmp_path: Path, anthropic_stu
     deps.store.close()
     key = anthropic_stub.key.encode()
     assert key not in db.read_bytes() and anthropic_stub.key not in dumped
-    for extra in tmp_path.iterdir():
+    for extra in (p for p in tmp_path.rglob("*") if p.is_file()):  # index files in folders too
         assert key not in extra.read_bytes()
     assert anthropic_stub.key not in repr(deps)
 

@@ -100,7 +100,7 @@ def test_llm_answer_falls_back_and_the_key_reaches_nothing(tmp_path: Path, anthr
                      "--set", "answer_cache.enabled=false"]) == 0
     captured = capsys.readouterr()
     assert "upstream failed" in captured.out and anthropic_stub.key not in captured.out + captured.err
-    for f in tmp_path.iterdir():  # the database and its WAL: runs.trace_json, the ledger, everything
+    for f in (p for p in tmp_path.rglob("*") if p.is_file()):  # the database, its WAL and index files
         assert anthropic_stub.key.encode() not in f.read_bytes()
 
 

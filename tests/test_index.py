@@ -44,6 +44,7 @@ class Sources:
 
     def __init__(self, store: Store, corpus: Any) -> None:
         self.corpus, self.ledger, self.caches = corpus, store.ledger, store.caches
+        self.index_files = store.index_files
 
 
 def _ingest(store: Store, embedder: HashEmbedder, name: str, text: str, workspace: str = "default") -> str:

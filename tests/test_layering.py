@@ -83,6 +83,7 @@ LAZY_LIBRARIES: dict[str, str] = {
     "threadpoolctl": "optional: BLAS thread limits are skipped without it",
     "openpyxl": "only an .xlsx table needs it",
     "pyarrow": "only a Parquet table or a table write needs it",
+    "bm25s": "only a BM25 build needs it (and scipy behind it); a query loads the saved index of its corpus version",
     "streamlit": "pages/__init__ looks for a Streamlit internal that other Streamlit layouts lack",
 }
 

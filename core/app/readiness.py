@@ -16,7 +16,7 @@ from core.models.embed import EmbedStats
 from core.models.tokens import encode_token_matrices, window_encoder_for
 from core.models.protocols import declared_languages
 from core.retrieve.dense import corpus_languages, multilingual_plan
-from core.retrieve.index import IndexCache, backfill_vectors, chunk_languages, contextual_text
+from core.retrieve.index import IndexCache, backfill_vectors, contextual_text
 from core.types import DEFAULT_WORKSPACE
 
 # MACHINE-SPECIFIC (#41): fallback seconds per chunk (or sentence), typed from one 2-core machine's runs
@@ -144,8 +144,7 @@ def _corpus_asks_multilingual(store: Any, cfg: PipelineConfig, workspace: str, m
     names the build instead of pushing it on every corpus here."""
     if cfg.embedding.multilingual == "on":
         return True
-    counts = (indexes.languages(store, workspace) if indexes is not None
-              else chunk_languages(store.corpus.chunks(workspace)))
+    counts = indexes.languages(store, workspace) if indexes is not None else store.corpus.language_counts(workspace)
     langs = corpus_languages(counts)
     return bool(langs) and multilingual_plan(cfg.embedding.multilingual, langs[0], counts,
                                              declared_languages(model_id)).run

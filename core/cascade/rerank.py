@@ -176,6 +176,16 @@ class CorpusSource(Protocol):
 
     def chunks(self, workspace: str = ..., doc_id: str | None = None) -> Sequence[Any]: ...
 
+    def chunk_fingerprint(self, workspace: str = ...) -> str: ...
+
+
+class TableFiles(Protocol):
+    """Arrays per corpus version beside the database (core.store.IndexFiles): the IDF table a fresh process loads."""
+
+    def load(self, kind: str, workspace: str, key: str, version: int) -> dict[str, np.ndarray] | None: ...
+
+    def save(self, kind: str, workspace: str, key: str, version: int, arrays: Mapping[str, np.ndarray]) -> bool: ...
+
 
 _STOP = EN_STOP | RU_STOP
 
@@ -195,6 +205,7 @@ class LateInteractionReranker:
     def __init__(
         self, encoder: TokenEncoder, *, cache: TokenCache | None = None, persist: TokenStore | None = None,
         corpus: CorpusSource | None = None, idf_sample: int = 5000, languages: frozenset[str] | None = None,
+        files: TableFiles | None = None,
     ) -> None:
         self.encoder = encoder
         self.model_id = encoder.model_id
@@ -204,6 +215,7 @@ class LateInteractionReranker:
         self.persist = persist
         self.corpus = corpus
         self.idf_sample = idf_sample
+        self.files = files
         self._idf: dict[str, tuple[int, dict[int, float], float]] = {}
         self._idf_lock = threading.Lock()
 
@@ -257,7 +269,9 @@ class LateInteractionReranker:
     # query side
     def _idf_table(self, workspace: str) -> tuple[dict[int, float], float]:
         """Token id -> log(1 + N / (1 + df)) over the workspace's chunks (a fixed sample of at most idf_sample),
-        from the tokenizer alone; rebuilt when the corpus version moves. Without a corpus every token weighs 1."""
+        from the tokenizer alone; rebuilt when the corpus version moves, and kept in an index file per version (when
+        `files` is given) so a fresh process reads it instead of tokenising the corpus. Without a corpus every token
+        weighs 1."""
         if self.corpus is None:
             return {}, 1.0
         version = self.corpus.corpus_version(workspace)
@@ -265,15 +279,28 @@ class LateInteractionReranker:
             hit = self._idf.get(workspace)
             if hit is not None and hit[0] == version:
                 return hit[1], hit[2]
-            chunks = list(self.corpus.chunks(workspace))
-            if len(chunks) > self.idf_sample:
-                step = len(chunks) / self.idf_sample
-                chunks = [chunks[int(i * step)] for i in range(self.idf_sample)]
-            df: dict[int, int] = {}
-            for c in chunks:
-                for tid in set(self.encoder.tokenize(c.text)[0]):
-                    df[tid] = df.get(tid, 0) + 1
-            n = max(len(chunks), 1)
+            key = f"{self.model_id}\x1f{self.idf_sample}"
+            stamp = self.corpus.chunk_fingerprint(workspace) if self.files is not None else ""
+            saved = self.files.load("idf", workspace, key, version) if self.files is not None else None
+            if saved is not None and saved.get("stamp", np.zeros(0, np.uint8)).tobytes().decode("utf-8", "replace") \
+                    == stamp and {"ids", "df", "n"} <= saved.keys():
+                n = int(saved["n"][0])
+                df = dict(zip(saved["ids"].tolist(), saved["df"].tolist()))
+            else:
+                chunks = list(self.corpus.chunks(workspace))
+                if len(chunks) > self.idf_sample:
+                    step = len(chunks) / self.idf_sample
+                    chunks = [chunks[int(i * step)] for i in range(self.idf_sample)]
+                df = {}
+                for c in chunks:
+                    for tid in set(self.encoder.tokenize(c.text)[0]):
+                        df[tid] = df.get(tid, 0) + 1
+                n = max(len(chunks), 1)
+                if self.files is not None:
+                    self.files.save("idf", workspace, key, version, {
+                        "ids": np.fromiter(df.keys(), dtype=np.int64, count=len(df)),
+                        "df": np.fromiter(df.values(), dtype=np.int64, count=len(df)), "n": np.array([n]),
+                        "stamp": np.frombuffer(stamp.encode(), dtype=np.uint8)})
             table = {tid: math.log(1 + n / (1 + d)) for tid, d in df.items()}
             unseen = math.log(1 + n)
             self._idf[workspace] = (version, table, unseen)
@@ -554,7 +581,7 @@ def late_interaction_or_cosine(embedder: Embedder, *, store: Any = None, cache: 
     persist = ReadOnlyTokens(caches) if caches is not None and getattr(store, "read_only", False) else caches
     return LateInteractionReranker(encoder, cache=cache, persist=persist,
                                    corpus=getattr(store, "corpus", None),
-                                   languages=model_languages(embedder)), None
+                                   languages=model_languages(embedder), files=getattr(store, "index_files", None)), None
 
 
 def load_reranker(

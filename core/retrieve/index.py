@@ -5,7 +5,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -18,7 +18,7 @@ from core.models.embed import (
 from core.retrieve.ann import ANN_MIN_CHUNKS, Sync, ann_path, synced
 from core.retrieve.bm25 import BM25Index, BM25Params
 from core.retrieve.dense import DenseIndex
-from core.text import guess_language
+from core.store.index_files import decode_strings, encode_strings
 from core.types import Chunk
 
 
@@ -35,6 +35,10 @@ class CorpusReader(Protocol):
 
     def vector_models(self, workspace: str = ...) -> Sequence[tuple[str, str, int]]: ...
 
+    def language_counts(self, workspace: str = ...) -> dict[str, int]: ...
+
+    def chunk_fingerprint(self, workspace: str = ...) -> str: ...
+
 
 class ContextReader(Protocol):
     """Chunk contexts (core.store's ledger repository implements it)."""
@@ -44,12 +48,21 @@ class ContextReader(Protocol):
     def context_state(self, variant: str, workspace: str = ...) -> str: ...
 
 
+class ArrayFiles(Protocol):
+    """Index arrays per corpus version beside the database (core.store.IndexFiles implements it)."""
+
+    def load(self, kind: str, workspace: str, key: str, version: int) -> dict[str, np.ndarray] | None: ...
+
+    def save(self, kind: str, workspace: str, key: str, version: int, arrays: Mapping[str, np.ndarray]) -> bool: ...
+
+
 class IndexSources(Protocol):
-    """The three repositories an index is read from; core.store.Store has them as attributes."""
+    """The repositories an index is read from; core.store.Store has them as attributes."""
 
     corpus: CorpusReader
     ledger: ContextReader
     caches: EmbeddingCacheStore
+    index_files: ArrayFiles
 
 
 class VectorWriter(Protocol):
@@ -73,16 +86,6 @@ def variant_texts(contexts: ContextReader, workspace: str, variant: str, chunks:
     # A long id list makes the IN-filter slower than reading the variant whole.
     ctx = contexts.contexts(variant, workspace, None if len(chunks) > 500 else [c.chunk_id for c in chunks])
     return [contextual_text(ctx.get(c.chunk_id), c.text) for c in chunks]
-
-
-def chunk_languages(chunks: Sequence[Chunk]) -> dict[str, int]:
-    """Chunks per language: the language ingest recorded, Latin-script chunks told apart by their function words
-    (ingest records every Latin-script text as 'en')."""
-    counts: dict[str, int] = {}
-    for c in chunks:
-        lang = guess_language(c.text) if c.lang == "en" else c.lang
-        counts[lang] = counts.get(lang, 0) + 1
-    return counts
 
 
 def backfill_vectors(corpus: CorpusReader, contexts: ContextReader, caches: CacheEvents, writer: VectorWriter,
@@ -182,11 +185,28 @@ class IndexCache:
             version, key = stamp()
             if (entry := self._fresh(slot, version, key)) is not None:
                 return entry.index  # type: ignore[return-value]
-            chunks = store.corpus.chunks(workspace)
-            texts = variant_texts(store.ledger, workspace, text_variant, chunks)
-            index = BM25Index([c.chunk_id for c in chunks], texts, params)
+            index = self._bm25_file(store, workspace, version, key, params)
+            if index is None:
+                chunks = store.corpus.chunks(workspace)
+                texts = variant_texts(store.ledger, workspace, text_variant, chunks)
+                index = BM25Index([c.chunk_id for c in chunks], texts, params)
+                if (arrays := index.to_arrays()) is not None:
+                    stamp = np.frombuffer(store.corpus.chunk_fingerprint(workspace).encode(), dtype=np.uint8)
+                    store.index_files.save("bm25", workspace, repr(key), version, {**arrays, "stamp": stamp})
             self._store(slot, _Entry(version, key, index))
             return index
+
+    @staticmethod
+    def _bm25_file(store: IndexSources, workspace: str, version: int, key: tuple, params: BM25Params
+                   ) -> BM25Index | None:
+        """The index saved for this corpus version and key (params, context state), when it was made of the chunks the
+        workspace holds now (a file left by another database at this path was not)."""
+        arrays = store.index_files.load("bm25", workspace, repr(key), version)
+        if arrays is None or "stamp" not in arrays:
+            return None
+        if arrays["stamp"].tobytes().decode("utf-8", "replace") != store.corpus.chunk_fingerprint(workspace):
+            return None
+        return BM25Index.from_arrays(arrays, params)
 
     def dense(self, store: IndexSources, embedder: Embedder, workspace: str, variant: str = "raw") -> DenseIndex:
         """Vectors of the active model only. Contextual variants hold context + chunk vectors; 'late' vectors are
@@ -234,7 +254,20 @@ class IndexCache:
 
     def _dense_rows(self, store: IndexSources, embedder: Embedder, workspace: str, variant: str, version: int,
                     key: tuple) -> _Entry:
+        # Every chunk with a stored vector: the matrix saved for this corpus version is read instead of every row's
+        # FLOAT[] (a fresh process's largest read); a chunk without one is embedded in memory below, and not saved.
+        fingerprint = store.corpus.chunk_fingerprint(workspace)
+        stored = next((v.count for v in store.corpus.vector_models(workspace)
+                       if v.model_id == embedder.model_id and v.variant == variant), 0)
+        complete = stored == int(fingerprint.split(":", 1)[0]) and stored > 0
+        fkey, stamp = repr((key, variant)), f"{fingerprint}|{stored}"
+        if complete and (saved := _saved_matrix(store, workspace, fkey, version, stamp)) is not None:
+            return _Entry(version, key, DenseIndex(embedder.model_id, *saved))
         ids, matrix = store.corpus.vectors(embedder.model_id, variant, workspace)
+        if complete and len(ids) == stored and (raw := encode_strings(list(ids))) is not None:
+            store.index_files.save("dense", workspace, fkey, version, {
+                "chunk_ids": raw, "n": np.array([len(ids)]), "matrix": np.asarray(matrix, dtype=np.float32),
+                "stamp": np.frombuffer(stamp.encode(), dtype=np.uint8)})
         have = set(ids)
         missing = [c for c in store.corpus.chunks_missing_vectors(embedder.model_id, variant, workspace)
                    if c.chunk_id not in have]
@@ -254,14 +287,13 @@ class IndexCache:
                         if s[:3] == ("dense", workspace, variant) and model_id in (None, s[3])), default=0)
 
     def languages(self, store: IndexSources, workspace: str) -> dict[str, int]:
-        """Chunks per language in the workspace, as ingest recorded them (chunk.lang) with Latin-script chunks told
-        apart by their function words (core.text.guess_language; ingest records every Latin text as 'en').
-        Computed once per corpus version."""
+        """Chunks per language in the workspace (core.store.corpus.chunk_language, stored with each chunk at
+        ingest: a count, never a pass over the texts). Read once per corpus version."""
         slot = ("languages", workspace)
         version = store.corpus.corpus_version(workspace)
         if (entry := self._fresh(slot, version, ())) is not None:
             return dict(entry.index)  # type: ignore[call-overload]
-        counts = chunk_languages(store.corpus.chunks(workspace))
+        counts = store.corpus.language_counts(workspace)
         self._store(slot, _Entry(version, (), counts))
         return dict(counts)
 
@@ -269,6 +301,18 @@ class IndexCache:
         with self._lock:
             for slot in [s for s in self._entries if workspace is None or s[1] == workspace]:
                 del self._entries[slot]
+
+
+def _saved_matrix(store: IndexSources, workspace: str, key: str, version: int, stamp: str
+                  ) -> tuple[list[str], np.ndarray] | None:
+    """(chunk ids, vectors) saved for this corpus version, key and stamp (chunk fingerprint, stored vector count)."""
+    arrays = store.index_files.load("dense", workspace, key, version)
+    if arrays is None or not {"chunk_ids", "n", "matrix", "stamp"} <= arrays.keys():
+        return None
+    if arrays["stamp"].tobytes().decode("utf-8", "replace") != stamp:
+        return None
+    ids = decode_strings(arrays["chunk_ids"], int(arrays["n"][0]))
+    return (ids, arrays["matrix"]) if len(ids) == len(arrays["matrix"]) else None
 
 
 def _with_fallback(model_id: str, ids: list[str], matrix: np.ndarray, raw: DenseIndex) -> DenseIndex:

@@ -261,6 +261,131 @@ def _which_column(q: str, table: TableInfo, *, exclude: set[str]) -> str | None:
     return None
 
 
+# "the <asked> of the <noun> with the most <measure>": the row a ranking picks, and a column of it. Generic English.
+_RANKED_ROW = re.compile(
+    r"\bthe ((?:[a-z0-9][a-z0-9_-]* ){0,2}?[a-z0-9][a-z0-9_-]*) (?:with|that had|that has|having|which had|which "
+    r"has) the (most|highest|lowest|largest|smallest|fewest|least|biggest|greatest|latest|earliest) "
+    r"((?:[a-z0-9][a-z0-9_-]* ?){1,4})")
+_ASCENDING = frozenset({"lowest", "smallest", "fewest", "least", "earliest"})
+
+
+@dataclass(frozen=True)
+class Chain:
+    """'What is the population of the country with the highest income?': the row of `table` that ranks first by
+    `ranked` (its `ident` column names it), then its `asked` column, read from `asked_table` (the same table, or
+    another one holding the `ident` column). `grouped`: the ranking table holds several rows per ident (summed)."""
+
+    table: TableInfo
+    ident: str
+    ranked: str
+    order: str  # ASC | DESC
+    asked: str
+    asked_table: TableInfo
+    grouped: bool
+    where: tuple[str, ...] = ()
+
+    def rank_sql(self) -> str:
+        """Step 1: the ident of the first row (or group) by the ranked column."""
+        where = f" WHERE {' AND '.join(self.where)}" if self.where else ""
+        if self.grouped:
+            return (f"SELECT {_ident(self.ident)} FROM {_ident(self.table.name)}{where} GROUP BY {_ident(self.ident)} "
+                    f"ORDER BY sum({_ident(self.ranked)}) {self.order} LIMIT 1")
+        return (f"SELECT {_ident(self.ident)} FROM {_ident(self.table.name)}{where} ORDER BY {_ident(self.ranked)} "
+                f"{self.order} LIMIT 1")
+
+    def asked_sql(self, value: Any) -> str:
+        """Step 2: the asked column of the row step 1 named."""
+        return (f"SELECT {_ident(self.ident)}, {_ident(self.asked)} FROM {_ident(self.asked_table.name)} WHERE "
+                f"{_ident(self.ident)} = {_lit(value)}")
+
+    def one_query(self) -> str:
+        """Both steps as one query, when one table holds both columns and one row per ident."""
+        where = f" WHERE {' AND '.join(self.where)}" if self.where else ""
+        return (f"SELECT {_ident(self.ident)}, {_ident(self.asked)} FROM {_ident(self.table.name)}{where} ORDER BY "
+                f"{_ident(self.ranked)} {self.order} LIMIT 1")
+
+    @property
+    def steps(self) -> int:
+        return 1 if self.asked_table is self.table and not self.grouped else 2
+
+    def describe(self) -> str:
+        how = f"sum({self.ranked}) per {self.ident}" if self.grouped else self.ranked
+        return (f"the {self.ident} first by {how} ({'lowest' if self.order == 'ASC' else 'highest'}) in "
+                f"{self.table.name}, then its {self.asked}" + (f" from {self.asked_table.name}"
+                                                              if self.asked_table is not self.table else ""))
+
+
+def find_chain(question: str, tables: Sequence[TableInfo], values: Values) -> Chain | None:
+    """The ranked-row question's parts, or None: the noun names a text column of a table (or the table: its first
+    column), the measure after the superlative names a numeric column of that table, and the words before the noun
+    name another column of that table or of a table holding the same text column."""
+    q = _norm(question)
+    m = _RANKED_ROW.search(q)
+    if not m:
+        return None
+    noun, head = _q_stems(m.group(1)), _q_stems(q[: m.start()])
+    measure = _q_stems(m.group(3))
+    if not noun or not head or not measure:
+        return None
+    for t in tables:
+        cols = dict(t.columns)
+        ident = next((c for c, typ in t.columns if typ == "VARCHAR" and _mentions(_words(c), noun[-2:])), None)
+        if ident is None and _mentions(_words(t.name)[:1], noun[-1:]) and t.columns[0][1] == "VARCHAR":
+            ident = t.columns[0][0]
+        if ident is None:
+            continue
+        ranked = next((c for c, typ in t.columns if typ in NUMERIC and _mentions(_words(c), measure)), None)
+        if ranked is None:
+            continue
+        others = [t, *[o for o in tables if o is not t and dict(o.columns).get(ident) == "VARCHAR"]]
+        found = next(((o, c) for o in others for c, _ in o.columns
+                      if c not in (ident, ranked) and _mentions(_words(c), head)), None)
+        if found is None:
+            continue
+        hits = [h for h in _value_hits(q, t, values) if h[2] < m.start()]  # "... of the gateway product with ..."
+        where = tuple(f"{_ident(c)} = {_lit(v)}" for c, v, _, _ in hits if c != ident)
+        grouped = cols[ident] == "VARCHAR" and len(set(values(t.name, ident))) < t.n_rows
+        return Chain(t, ident, ranked, "ASC" if m.group(2) in _ASCENDING else "DESC", found[1], found[0], grouped,
+                     where)
+    return None
+
+
+# Words of a table question that ask how, not what: cues, ranking words and filler (generic English).
+_ASKING = frozenset({"highest", "lowest", "average", "avg", "mean", "total", "sum", "most", "least", "maximum",
+                     "minimum", "max", "min", "largest", "smallest", "biggest", "greatest", "fewest", "top", "number",
+                     "count", "much", "show", "list", "give", "tell", "me", "value", "values", "overall", "altogether",
+                     "combined", "be", "been", "can", "could", "would", "should", "will", "us", "you", "i", "your",
+                     "belong", "belongs", "get", "gets", "got", "one", "ones", "their", "them", "they", "than",
+                     "as", "into", "over", "about", "across", "between", "among", "out", "up"})
+
+
+def _unknown_phrase(q: str, table: TableInfo, values: Values) -> str:
+    """The first run of the question's words that neither the table (its name, a column, a value) nor a question
+    cue accounts for: 'life expectancy' in 'which region has the highest average life expectancy' over a table
+    whose columns are country, region, health, population and income; "" when every word is accounted for."""
+    covered = [(s, e) for _, _, s, e in _value_hits(q, table, values)]
+    run: list[str] = []
+    for w in re.finditer(r"[a-z][a-z0-9-]*", q):
+        word = w.group(0)
+        known = (word in _STOP or word in _ASKING or any(s <= w.start() < e for s, e in covered)
+                 or _explained(word, table) or any(c.search(word) for c in (_COUNT, _SUM, _AVG, _MAX, _MIN)))
+        if not known:
+            run.append(word)
+        elif run:
+            break
+    return " ".join(run)
+
+
+def _order(q: str, target: str, hi: Any, lo: Any) -> str:
+    """The ranking's direction. With both a high and a low cue, the one that is not a word of the ranked column's
+    name decides: 'the lowest average maximum temperature' ranks max_temp_c ascending."""
+    if hi and lo:
+        own = {w for w in _words(target)}
+        rest = " ".join(w for w in q.split() if _ABBREVIATIONS.get(w, w) not in own)
+        hi, lo = _MAX.search(rest), _MIN.search(rest)
+    return "ASC" if lo and not hi else "DESC"
+
+
 def template_sql(question: str, tables: Sequence[TableInfo], values: Values) -> SqlPlan:
     """Offline: count / sum / average / min / max of a column, optionally grouped by a column and filtered by values
     that occur in the table, a top-k by a column, or the rows a filter selects. Anything else (a join, a comparison
@@ -277,6 +402,12 @@ def template_sql(question: str, tables: Sequence[TableInfo], values: Values) -> 
     missing = _join_needed(m, matches)
     if missing:
         return SqlPlan("", "template", f"needs a join: {missing} (an LLM writes joins)", m.table.name)
+    chain = find_chain(question, tables, values)
+    if chain is not None and chain.steps == 1:  # "the population of the country with the highest income"
+        return SqlPlan(chain.one_query(), "template", chain.describe(), chain.table.name)
+    if chain is not None:
+        return SqlPlan("", "template", f"two steps: {chain.describe()} (the agent's tools run them: agent.tools)",
+                       chain.table.name)
     t, cols = m.table, dict(m.table.columns)
     # Two values of one column are alternatives (x = a OR x = b), different columns all apply.
     by_col: dict[str, list[str]] = {}
@@ -290,10 +421,13 @@ def template_sql(question: str, tables: Sequence[TableInfo], values: Values) -> 
     src = _ident(t.name)
     topk = _TOPK.search(q)
     agg = ("avg" if _AVG.search(q) else "sum" if _SUM.search(q) else "")
+    hi, lo = _MAX.search(q), _MIN.search(q)
+    if target is None and (agg or hi or lo) and not _COUNT.search(q) and (unknown := _unknown_phrase(q, t, values)):
+        # "the highest average life expectancy" over a table without such a column: say so, never count rows
+        return SqlPlan("", "template", f"'{unknown}' names no column of table {t.name}", t.name)
     # A follow-up condensed from a conversation may open with a conjunction ("and who operates ...").
     asks_entity = bool(re.match(r"\s*(?:(?:and|but|so|then|also)\s+)?(which|who|top|list|name)\b", q)
                        or _ENTITY.search(q))
-    hi, lo = _MAX.search(q), _MIN.search(q)
     # not "which system has the fault code with the most reports": that ranks rows (the entity after "with the")
     named_group = (_which_column(q, t, exclude={key, target or "", *by_col})
                    if asks_entity and not _ENTITY.search(q) else None)
@@ -301,14 +435,14 @@ def template_sql(question: str, tables: Sequence[TableInfo], values: Values) -> 
         # "which region has the highest average health": rank the groups of the column the question names, not
         # the rows (the row key would give one country)
         k = int(topk.group(1)) if topk and topk.group(1).isdigit() else _WORDS.get(topk.group(1), 1) if topk else 1
-        order = "ASC" if lo and not hi else "DESC"
+        order = _order(q, target, hi, lo)
         fn = f"{agg or 'sum'}({_ident(target)})"
         sql = (f"SELECT {_ident(named_group)} FROM {src}{where_sql} GROUP BY {_ident(named_group)} "
                f"ORDER BY {fn} {order} LIMIT {k}")
         return SqlPlan(sql, "template", f"top {k} {named_group} by {fn}", t.name)
     if asks_entity and (hi or lo or topk) and target:
         k = int(topk.group(1)) if topk and topk.group(1).isdigit() else _WORDS.get(topk.group(1), 1) if topk else 1
-        order = "ASC" if lo and not hi else "DESC"
+        order = _order(q, target, hi, lo)
         unique = len(set(values(t.name, key))) >= t.n_rows if cols[key] == "VARCHAR" else True
         shown = _asked_column(q, t, exclude={key, target, *by_col}) if unique and not agg else None
         if shown:  # "who operates the rig with the highest pressure": the operator column of that row

@@ -21,6 +21,7 @@ from core.route.sql import (
     _MAX,
     _MIN,
     NUMERIC,
+    Chain,
     SqlOutcome,
     _ident,
     _lit,
@@ -29,6 +30,7 @@ from core.route.sql import (
     _q_stems,
     _words,
     classify,
+    find_chain,
     format_rows,
     json_safe,
     with_values,
@@ -387,6 +389,15 @@ class ToolOutcome:
     sql: tuple[str, ...] = ()  # the queries that ran, in order
     declined: str = ""  # why the planner had no plan (the pipeline then answers as usual)
     bridge: Mapping[str, str] = field(default_factory=dict)  # text_then_sql: the value, its passage and sentence
+    planned: int = 0  # the offline plan's tool steps (0: not known in advance, Claude's loop)
+
+    def stopped_early(self) -> str:
+        """'' when the plan ran to its end; else what stopped it and after which step, for the answer to say."""
+        if self.stop_reason == "answered" and (not self.planned or self.rounds >= self.planned):
+            return ""
+        why = self.stop_reason if self.stop_reason != "answered" else (self.declined or "a step found nothing")
+        of = f" of {self.planned}" if self.planned else ""
+        return f"stopped early, after step {self.rounds}{of}: {why}"
 
     @property
     def found(self) -> bool:
@@ -476,6 +487,7 @@ class Plan:
     decline: str = ""
     lookup: "Lookup | None" = None
     clause: "Clause | None" = None
+    chain: Chain | None = None  # chain: the ranking step, then the asked column of the row it named
     sql: str = ""  # sql_then_text: the query for the sql step, when the planner wrote it ("" = the translator's)
     sql_question: str = ""  # sql_then_text: the part of the question the sql step is asked ("" = all of it)
 
@@ -678,7 +690,8 @@ def find_selection(question: str, tables: Sequence[TableInfo], values: Values) -
 
 
 def plan_question(question: str, box: Toolbox) -> Plan:
-    """The offline planner's form for a question: lookup_aggregate (sql lookup -> sql aggregate), text_then_sql
+    """The offline planner's form for a question: lookup_aggregate (sql lookup -> sql aggregate), chain (sql ranking
+    -> sql over the row it named), text_then_sql
     (search names the entity -> sql), sql_then_text / side_by_side (sql -> search), table (sql), graph (graph ->
     search), text (search)."""
     tables, values = box.tables, box.values
@@ -686,6 +699,9 @@ def plan_question(question: str, box: Toolbox) -> Plan:
         look = find_lookup(question, tables, values)
         if look is not None:
             return Plan("lookup_aggregate", "table", f"lookup then aggregate: {look.why}", lookup=look)
+        chain = find_chain(question, tables, values)
+        if chain is not None:
+            return Plan("chain", "table", f"two steps: {chain.describe()}", chain=chain)
         clause = find_clause(question, tables, values)
         if clause is not None:
             return Plan("text_then_sql", "mixed", f"the {clause.noun} is defined by '{clause.clause}': the documents "
@@ -786,6 +802,13 @@ def run_offline(question: str, box: Toolbox, *, budget: Budget, clock: Callable[
         elif keys:
             where = [f"{_ident(look.key)} IN ({', '.join(_lit(k) for k in keys)})", *look.b_where]
             step("sql", f"SELECT {look.agg} FROM {_ident(look.b.name)} WHERE {' AND '.join(where)}")
+    elif plan.form == "chain" and plan.chain is not None:
+        first = step("sql", plan.chain.rank_sql())
+        named = first.result.rows[0][0] if first is not None and first.result and first.result.rows else None
+        if first is not None and named is None:
+            declined = f"step 1 of 2 ({plan.chain.ident} by {plan.chain.ranked}) found no row: stopped before step 2"
+        elif named is not None:
+            step("sql", plan.chain.asked_sql(named))  # step 2 reads the value step 1 found
     elif plan.form == "text_then_sql" and plan.clause is not None:
         cl = plan.clause
         found = step("search", f"{cl.noun} {cl.clause}")
@@ -824,7 +847,16 @@ def run_offline(question: str, box: Toolbox, *, budget: Budget, clock: Callable[
                                    Usage(), None, stages_before[0].notes, stages_before[0].info)
     return ToolOutcome(tuple(stages_before + state.stages), tuple(state.passages), tuple(state.rows),
                        _answer_of(state.last_sql), asked, "", stop or "answered", spent, "offline", plan.form,
-                       state.rounds, state.calls, tuple(state.sql), declined, bridge)
+                       state.rounds, state.calls, tuple(state.sql), declined, bridge, _planned_steps(plan))
+
+
+def _planned_steps(plan: Plan) -> int:
+    """Tool steps the offline plan takes when nothing stops it."""
+    if plan.form == "chain" and plan.chain is not None:
+        return 2
+    if plan.form in ("lookup_aggregate", "text_then_sql", "sql_then_text"):
+        return 2
+    return 1
 
 
 # -- Claude chooses the tools ------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from core.store.db import SCHEMA_VERSION, CompactReport, Database, StoreError
 from core.store.golden import Golden
 from core.store.graph import Graph
 from core.store.graph_review import Communities, Review
+from core.store.index_files import IndexFiles
 from core.store.ledger import Ledger
 from core.store.raptor import Raptor
 from core.store.runs import Runs
@@ -28,13 +29,13 @@ from core.store.workspaces import Workspaces, remove_workspace_files
 from core.types import DocumentRow
 
 __all__ = ["SCHEMA_VERSION", "Caches", "Calibrations", "Collections", "CompactReport", "Communities", "Corpus", "Database",
-           "DocumentRow", "Golden", "Graph", "Ledger", "Raptor", "Review", "Runs", "Store", "StoreError", "Sweeps",
-           "SqlRefused", "SqlSandbox", "Tables", "token_vector_files"]
+           "DocumentRow", "Golden", "Graph", "IndexFiles", "Ledger", "Raptor", "Review", "Runs", "Store", "StoreError",
+           "Sweeps", "SqlRefused", "SqlSandbox", "Tables", "token_vector_files"]
 
 TABLES: tuple[str, ...] = (*corpus.TABLES, *caches.TABLES, *runs.TABLES, *ledger.TABLES, *graph.TABLES,
                            *graph_review.TABLES, *answers.TABLES, *golden.TABLES, *calibrations.TABLES, *sweeps.TABLES,
                            *tables.TABLES, *raptor.TABLES, *collections.TABLES)
-MIGRATIONS: tuple[tuple[int, str], ...] = (*ledger.MIGRATIONS,)
+MIGRATIONS: tuple[tuple[int, str], ...] = (*ledger.MIGRATIONS, *corpus.MIGRATIONS)
 
 
 class Store:
@@ -58,6 +59,7 @@ class Store:
         self.tables = Tables(self.db)
         self.raptor = Raptor(self.db)
         self.collections = Collections(self.db)
+        self.index_files = IndexFiles(self.db.path, read_only=self.db.read_only)  # BM25 / IDF arrays per version
         self.notices: list[str] = []  # what opening did on its own (a delete an earlier run left unfinished)
         if not self.read_only and self.db.first_open:
             for ws in self.workspaces_repo.pending_deletes():

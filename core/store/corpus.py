@@ -15,6 +15,7 @@ from core.store.db import (
     register_rows,
     vector_frame,
 )
+from core.text import guess_language
 from core.types import DEFAULT_WORKSPACE, Chunk, Document, DocumentRow, Replacement, VectorSet
 
 TABLES: tuple[str, ...] = (
@@ -25,11 +26,18 @@ TABLES: tuple[str, ...] = (
     """CREATE TABLE IF NOT EXISTS chunks (
         workspace_id VARCHAR, chunk_id VARCHAR, doc_id VARCHAR, ordinal INTEGER, text VARCHAR,
         start_char INTEGER, end_char INTEGER, heading_path VARCHAR[], n_tokens INTEGER, lang VARCHAR,
-        PRIMARY KEY (workspace_id, chunk_id))""",
+        language VARCHAR, PRIMARY KEY (workspace_id, chunk_id))""",
     # variant names the text that was embedded: 'raw', or a contextualised variant ('heuristic', 'llm', ...).
     """CREATE TABLE IF NOT EXISTS vectors (
         workspace_id VARCHAR, chunk_id VARCHAR, model_id VARCHAR, variant VARCHAR, dim INTEGER, vec FLOAT[],
         PRIMARY KEY (workspace_id, chunk_id, model_id, variant))""",
+)
+
+# v4: `language` is the chunk's language as core.text.guess_language reads it (Latin-script text told apart by its
+# function words; `lang` keeps the script-level en/ru/other the stages use), written with the chunk so a query counts
+# the corpus's languages with one GROUP BY instead of reading every chunk. Rows of older files are NULL until filled.
+MIGRATIONS: tuple[tuple[int, str], ...] = (
+    (4, "ALTER TABLE chunks ADD COLUMN IF NOT EXISTS language VARCHAR"),
 )
 
 _DOC_COLS = "doc_id, name, kind, size_bytes, content_hash, lang, title, chunker, n_chunks, ingested_at"
@@ -39,7 +47,7 @@ _COUNTED = frozenset({"documents", "chunks", "vectors"})
 _DOC_TABLE_COLS = ("workspace_id", "doc_id", "name", "kind", "size_bytes", "content_hash", "lang", "title", "text",
                    "chunker", "n_chunks", "ingested_at")
 _CHUNK_TABLE_COLS = ("workspace_id", "chunk_id", "doc_id", "ordinal", "text", "start_char", "end_char",
-                     "heading_path", "n_tokens", "lang")
+                     "heading_path", "n_tokens", "lang", "language")
 
 
 # Documents used to be keyed by their base name; they are keyed by their path relative to the ingest root now. This
@@ -48,6 +56,12 @@ _CHUNK_TABLE_COLS = ("workspace_id", "chunk_id", "doc_id", "ordinal", "text", "s
 # takes the pre-path document `report.md` as its earlier version (renamed in place when unchanged, replaced when
 # changed), once. Documents never ingested again keep their base names and keep working.
 PATH_KEYS_SINCE = "doc_keys_are_paths_since"
+
+
+def chunk_language(chunk: Chunk) -> str:
+    """The language a chunk is counted under: the one ingest recorded (chunk.lang), Latin-script chunks told apart by
+    their function words (ingest records every Latin-script text as 'en')."""
+    return guess_language(chunk.text) if chunk.lang == "en" else chunk.lang
 
 
 def _chunk(row: tuple[Any, ...]) -> Chunk:
@@ -110,7 +124,8 @@ class Corpus:
     def __init__(self, db: Database) -> None:
         self._db = db
         self._versions: dict[str, tuple[int, int]] = {}  # workspace -> (write generation, corpus version)
-        if not db.read_only:
+        if not db.read_only and db.cursor().execute("SELECT 1 FROM meta WHERE key = ?", [PATH_KEYS_SINCE]).fetchone() \
+                is None:  # read first: an open of a database that has it writes nothing
             with db.writer() as cur:
                 cur.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT DO NOTHING", [PATH_KEYS_SINCE, str(now())])
 
@@ -154,7 +169,7 @@ class Corpus:
             if chunks:  # one bulk insert, as put_documents makes: executemany binds row by row, slow for a big file
                 insert_rows(cur, "chunks", _CHUNK_TABLE_COLS,
                             [[ws, c.chunk_id, c.doc_id, c.ordinal, c.text, c.start, c.end, list(c.heading_path),
-                              c.n_tokens, c.lang] for c in chunks])
+                              c.n_tokens, c.lang, chunk_language(c)] for c in chunks])
             if vectors is not None and len(chunks):
                 write_vectors(cur, ws, [c.chunk_id for c in chunks], vectors, model_id, "raw")
             bump_version(cur, ws)
@@ -179,7 +194,7 @@ class Corpus:
         docs = [[ws, d.doc_id, d.name, d.kind, d.size_bytes, d.content_hash, d.lang, d.title, d.text, d.chunker,
                  len(cs), stamp] for d, cs, _, _ in items]
         chunk_rows = [[ws, c.chunk_id, c.doc_id, c.ordinal, c.text, c.start, c.end, list(c.heading_path), c.n_tokens,
-                       c.lang] for _, cs, _, _ in items for c in cs]
+                       c.lang, chunk_language(c)] for _, cs, _, _ in items for c in cs]
         with_vecs = [(cs, v) for _, cs, v, _ in items if v is not None and len(cs)]
         with self._db.transaction() as cur:
             insert_workspace(cur, ws)
@@ -279,6 +294,34 @@ class Corpus:
             f"SELECT count(*) FROM {table} WHERE workspace_id = ?", [workspace]).fetchone()[0])
 
     # -- chunks -----------------------------------------------------------------------------------------------
+    def chunk_fingerprint(self, workspace: str = DEFAULT_WORKSPACE) -> str:
+        """The workspace's chunk count and an order-free hash of its chunk ids (content-defined: core/ingest/identity.py):
+        an index file saved for one set of chunks is not taken for another (a database replaced at the same path
+        restarts its corpus versions)."""
+        n, h = self._db.cursor().execute("SELECT count(*), coalesce(bit_xor(hash(chunk_id)), 0) FROM chunks "
+                                         "WHERE workspace_id = ?", [workspace]).fetchone()
+        return f"{int(n)}:{int(h)}"
+
+    def language_counts(self, workspace: str = DEFAULT_WORKSPACE) -> dict[str, int]:
+        """Chunks per language (chunk_language), from the column ingest wrote; rows a file written before v4 left
+        without one are guessed here (and written, on a read-write store), once."""
+        cur = self._db.cursor()
+        counts = {str(lang): int(n) for lang, n in cur.execute(
+            "SELECT language, count(*) FROM chunks WHERE workspace_id = ? AND language IS NOT NULL GROUP BY 1",
+            [workspace]).fetchall()}
+        rows = cur.execute(f"SELECT {_CHUNK_COLS} FROM chunks WHERE workspace_id = ? AND language IS NULL",
+                           [workspace]).fetchall()
+        if rows:
+            guessed = [(c.chunk_id, chunk_language(c)) for c in map(_chunk, rows)]
+            for _, lang in guessed:
+                counts[lang] = counts.get(lang, 0) + 1
+            if not self._db.read_only:
+                with self._db.transaction() as wcur:
+                    register_rows(wcur, "_langs", ("chunk_id", "language"), guessed)
+                    wcur.execute("UPDATE chunks SET language = l.language FROM _langs l WHERE chunks.workspace_id = ? "
+                                 "AND chunks.chunk_id = l.chunk_id AND chunks.language IS NULL", [workspace])
+        return counts
+
     def chunks(self, workspace: str = DEFAULT_WORKSPACE, doc_id: str | None = None) -> list[Chunk]:
         sql = f"SELECT {_CHUNK_COLS} FROM chunks WHERE workspace_id = ?"
         params: list[Any] = [workspace]

@@ -28,7 +28,7 @@ import numpy as np
 
 from core.types import DEFAULT_WORKSPACE
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 Cursor = duckdb.DuckDBPyConnection
 
@@ -241,7 +241,21 @@ class Database:
                 self._bump()
 
     # -- schema ---------------------------------------------------------------------------------------------------
+    def _up_to_date(self) -> bool:
+        """Every table there, the version this code writes and the default workspace row: nothing to migrate, so the
+        open reads three rows and writes nothing (a write is a commit, an fsync, on every CLI command)."""
+        cur = self.cursor()
+        have = {r[0] for r in cur.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        if {_table_name(d) for d in self._ddl} - have:
+            return False
+        row = cur.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is None or int(row[0]) != SCHEMA_VERSION:
+            return False
+        return cur.execute("SELECT 1 FROM workspaces WHERE workspace_id = ?", [DEFAULT_WORKSPACE]).fetchone() is not None
+
     def _migrate(self) -> None:
+        if self.path != ":memory:" and self._up_to_date():
+            return
         with self.transaction() as cur:
             for ddl in self._ddl:
                 cur.execute(ddl)

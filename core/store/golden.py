@@ -87,7 +87,7 @@ class Golden:
 
     def __init__(self, db: Database) -> None:
         self._db = db
-        if not db.read_only:
+        if not db.read_only and db.cursor().execute("SELECT 1 FROM meta WHERE key = 'golden_schema'").fetchone() is None:
             with db.writer() as cur:
                 cur.execute("INSERT INTO meta VALUES ('golden_schema', ?) ON CONFLICT DO NOTHING", [str(GOLDEN_SCHEMA)])
 

@@ -44,8 +44,14 @@ def ann_dir(db_path: str | Path) -> Path:
     return Path(str(db_path) + ".ann")
 
 
+def index_dir(db_path: str | Path) -> Path:
+    """Where core/store/index_files.py keeps the BM25 and IDF arrays of each workspace's corpus version."""
+    return Path(str(db_path) + ".index")
+
+
 def remove_workspace_files(db_path: str | Path, workspace: str) -> list[Path]:
-    """Delete the files a workspace owns on disk: its folder (sessions, configs) and its ANN graph files."""
+    """Delete the files a workspace owns on disk: its folder (sessions, configs), its ANN graph files and its index
+    files (BM25, IDF)."""
     gone: list[Path] = []
     if str(db_path) in ("", ":memory:"):
         return gone
@@ -56,6 +62,11 @@ def remove_workspace_files(db_path: str | Path, workspace: str) -> list[Path]:
     ann = ann_dir(db_path)
     if ann.is_dir():
         for p in sorted(ann.glob(f"dense-{workspace_tag(workspace)}-*")):
+            p.unlink(missing_ok=True)
+            gone.append(p)
+    idx = index_dir(db_path)
+    if idx.is_dir():
+        for p in sorted(idx.glob(f"*-{workspace_tag(workspace)}-*")):
             p.unlink(missing_ok=True)
             gone.append(p)
     return gone
@@ -157,6 +168,9 @@ class Workspaces:
             floor = max(self._floor(cur, new), self._floor(cur, old))
             cur.execute("UPDATE workspaces SET corpus_version = greatest(corpus_version, ?) WHERE workspace_id = ?",
                         [floor, new])
+        if self._db.path != ":memory:" and index_dir(self._db.path).is_dir():  # tagged by the old name: never read
+            for f in index_dir(self._db.path).glob(f"*-{workspace_tag(old)}-*"):
+                f.unlink(missing_ok=True)
         return moved
 
     # -- the delete journal ----------------------------------------------------------------------------------------
