@@ -462,7 +462,9 @@ def _ingest_multilingual(args: argparse.Namespace, cfg: PipelineConfig, deps: "D
         except RayEngineError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        readiness.record_ml_build(deps.store, model, time.perf_counter() - t0, stats.computed, stats.texts, chars)
+        # The workers' CPU is not this process's: the wall time at full share stands for it.
+        readiness.record_ml_build(deps.store, model, time.perf_counter() - t0, time.perf_counter() - t0,
+                                  stats.computed, stats.texts, chars)
     else:  # the build keeps its own rate
         stats = readiness.build_multilingual(deps.store, emb, args.workspace, progress=show)
     deps.indexes.invalidate(args.workspace)

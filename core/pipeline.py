@@ -305,11 +305,11 @@ def _ml_plan(q: _Query, config: PipelineConfig, deps: Deps) -> tuple[Multilingua
     total = deps.store.corpus.count("chunks", q.workspace)
     todo, chars = deps.store.corpus.missing_vector_chars(e.multilingual_model, "raw", q.workspace)
     if todo:
-        rate = deps.store.caches.rate(ML_RATE_KEY, e.multilingual_model) or FALLBACK_S_PER_UNIT  # measured here
+        rate = deps.store.caches.rate(ML_RATE_KEY, e.multilingual_model) or FALLBACK_S_PER_UNIT  # CPU s, measured here
         return plan, (f"{plan.note}; not built: {e.multilingual_model} vectors cover {total - todo:,} of {total:,} "
                       "chunks. Build them (Search Lab: build; or "
                       f"`python -m core ingest --multilingual --workspace {q.workspace}`) - "
-                      f"about {rate * max(chars, 1) / UNIT_CHARS:,.0f} s")
+                      f"about {rate * max(chars, 1) / UNIT_CHARS:,.0f} s on a free core")
     emb, notice = deps.multilingual_for(e.multilingual_model)
     if emb is None:
         return plan, f"{plan.note}; {notice}"

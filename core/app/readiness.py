@@ -171,29 +171,64 @@ def record_rate(store: Any, what: str, model_id: str, seconds_per_item: float) -
         store.caches.put_rate(what, model_id, seconds_per_item)
 
 
-ML_RATE = RATE_KEY  # seconds per UNIT_CHARS characters (older per-chunk 'multilingual' rows are not read)
+# The multilingual rate is kept as CPU seconds (this process's, time.process_time) per UNIT_CHARS characters: the
+# work, which a loaded machine does not change much, where wall seconds moved 3x between two builds minutes apart
+# (bench/results/ml_estimate_*.json). An estimate divides it by the share of a core this process gets now.
+ML_RATE = RATE_KEY  # (older per-chunk 'multilingual' rows and wall-clock ones are not read)
+SHARE_FRESH_S = 30.0  # a share measured this recently (by a probe, a build or measure_cpu_share) is still "now"
+_SHARE: list[tuple[float, float]] = []  # (time.monotonic() when measured, share of one core)
+
+
+def note_cpu_share(cpu_s: float, wall_s: float) -> float:
+    """Record the share of one core this process got over a timed stretch (CPU over wall seconds), in [0.05, 1]."""
+    share = min(1.0, max(0.05, cpu_s / wall_s)) if wall_s > 0 else 1.0
+    _SHARE.append((time.monotonic(), share))
+    del _SHARE[:-1]
+    return share
+
+
+def measure_cpu_share(window_s: float = 0.25) -> float:
+    """The share of one core this process gets now: CPU over wall seconds of a short single-threaded busy loop
+    (the multilingual engine runs on one thread too)."""
+    w0, c0, n = time.perf_counter(), time.process_time(), 0
+    while time.perf_counter() - w0 < window_s and n < 10**6:
+        n += sum(range(200)) > 0
+    return note_cpu_share(time.process_time() - c0, time.perf_counter() - w0)
+
+
+def cpu_share_now() -> float:
+    """The last share measured within SHARE_FRESH_S seconds, else one measured now (a quarter of a second)."""
+    if _SHARE and time.monotonic() - _SHARE[-1][0] < SHARE_FRESH_S:
+        return _SHARE[-1][1]
+    return measure_cpu_share()
 
 
 def ml_seconds_per_unit(store: Any, model_id: str) -> tuple[float, str]:
-    """(seconds per UNIT_CHARS characters of the multilingual passage encoder, where the figure comes from): this
-    process's probe or build, else the rate the database kept from an earlier one, else the main embedder's measured
-    rate times the measured ratio between the two models, else the constant."""
-    if (ML_RATE, model_id) in _RATES:
-        return _RATES[(ML_RATE, model_id)], "measured here now"
-    kept = store.caches.rate(ML_RATE, model_id) if hasattr(store, "caches") else None
-    if kept:
-        return kept, "the speed this workspace's last multilingual build measured"
+    """(wall seconds per UNIT_CHARS characters of the multilingual passage encoder now, where the figure comes
+    from): the CPU seconds per unit this process's probe or build measured, else the ones the database kept from an
+    earlier build, over the share of a core this process gets now (cpu_share_now); else the main embedder's
+    measured rate times the measured ratio between the two models; else the constant."""
+    cpu = _RATES.get((ML_RATE, model_id))
+    source = "measured here now"
+    if cpu is None and hasattr(store, "caches"):
+        cpu, source = store.caches.rate(ML_RATE, model_id), "the speed this workspace's last multilingual build measured"
+    if cpu:
+        share = cpu_share_now()
+        return cpu / share, f"{source}, at the {share:.0%} of a core this process gets now"
     main = next((v for (what, _m), v in _RATES.items() if what == "embed-400c"), None)
     if main:
         return main * ML_OVER_MAIN, "the main embedder's measured speed x the models' measured ratio"
     return ML_EMBED_S_PER_UNIT, "a constant (nothing measured on this machine yet)"
 
 
-def record_ml_build(store: Any, model_id: str, seconds: float, computed: int, texts: int, chars: int) -> None:
-    """Keep a multilingual build's own rate: `chars` characters were left to encode over `texts` chunks, of which
-    `computed` went through the model (the rest came from the cache); too few to time say nothing."""
+def record_ml_build(store: Any, model_id: str, cpu_s: float, wall_s: float, computed: int, texts: int,
+                    chars: int) -> None:
+    """Keep a multilingual build's own rate (CPU seconds per unit) and the share of a core it ran at: `chars`
+    characters were left to encode over `texts` chunks, of which `computed` went through the model (the rest came
+    from the cache); too few to time say nothing."""
     if computed >= PROBE_CHUNKS and texts:
-        record_rate(store, ML_RATE, model_id, seconds / text_units(round(chars * computed / texts)))
+        note_cpu_share(cpu_s, wall_s)
+        record_rate(store, ML_RATE, model_id, cpu_s / text_units(round(chars * computed / texts)))
 
 
 def probe_multilingual(store: Any, embedder: Any, workspace: str = DEFAULT_WORKSPACE) -> float | None:
@@ -208,11 +243,13 @@ def probe_multilingual(store: Any, embedder: Any, workspace: str = DEFAULT_WORKS
     texts = [c.text for c in missing[::step][:n]]
     embedder.encode(texts[:PROBE_WARMUP])
     timed = texts[PROBE_WARMUP:]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     embedder.encode(timed)
-    rate = (time.perf_counter() - t0) / text_units(sum(len(t) for t in timed))
-    record_rate(store, ML_RATE, embedder.model_id, rate)
-    return rate
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    units = text_units(sum(len(t) for t in timed))
+    note_cpu_share(cpu, wall)
+    record_rate(store, ML_RATE, embedder.model_id, cpu / units)
+    return wall / units
 
 
 def probe_for_ingest(deps: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE) -> str | None:
@@ -354,7 +391,7 @@ def build_multilingual(store: Any, embedder: Any, workspace: str = DEFAULT_WORKS
     todo, chars = store.corpus.missing_vector_chars(embedder.model_id, "raw", workspace)
     done = total - todo
     texts = computed = hits = 0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     if progress:
         progress(done, total)
     while True:
@@ -367,7 +404,8 @@ def build_multilingual(store: Any, embedder: Any, workspace: str = DEFAULT_WORKS
         if progress:
             progress(min(done, total), total)
     if texts == todo:  # a build that ran to the end: its characters are the ones counted before it
-        record_ml_build(store, embedder.model_id, time.perf_counter() - t0, computed, texts, chars)
+        record_ml_build(store, embedder.model_id, time.process_time() - c0, time.perf_counter() - t0, computed,
+                        texts, chars)
     return EmbedStats(texts, hits, computed)
 
 
