@@ -77,8 +77,10 @@ def token_seconds_per_chunk(model_id: str) -> float:
 
 
 def forget_measured_rates() -> None:
-    """Drop this process's in-memory rates, as a new process starts: only what the database kept is read."""
+    """Drop this process's in-memory rates and core share, as a new process starts: only what the database kept is
+    read."""
     _RATES.clear()
+    _SHARE.clear()
 
 
 def probe_rates(store: Any, embedder: Any, workspace: str = DEFAULT_WORKSPACE) -> None:
