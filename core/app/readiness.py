@@ -142,7 +142,7 @@ def needs(store: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE, m
     if ml is not None and _corpus_asks_multilingual(store, cfg, workspace, model_id, indexes):
         out.append(ml)
     if cfg.graph.enabled and store.graph.state(workspace) is None:
-        out.append(Need("graph", "", total, total, total * GRAPH_S_PER_CHUNK,
+        out.append(Need("graph", "", total, total, graph_seconds(store, cfg.graph.builder, workspace, total),
                         f"entity graph: not built yet ({total:,} chunks to read)"))
     return out
 
@@ -176,6 +176,7 @@ def record_rate(store: Any, what: str, model_id: str, seconds_per_item: float) -
 # The multilingual rate is kept as CPU seconds (this process's, time.process_time) per UNIT_CHARS characters: the
 # work, which a loaded machine does not change much, where wall seconds moved 3x between two builds minutes apart
 # (bench/results/ml_estimate_*.json). An estimate divides it by the share of a core this process gets now.
+GRAPH_RATE = "graph-400c-free"  # seconds on a free core per UNIT_CHARS characters read, by builder
 ML_RATE = RATE_KEY  # (older per-chunk 'multilingual' rows and wall-clock ones are not read)
 SHARE_FRESH_S = 30.0  # a share measured this recently (by a probe, a build or measure_cpu_share) is still "now"
 _SHARE: list[tuple[float, float]] = []  # (time.monotonic() when measured, share of one core)
@@ -231,6 +232,18 @@ def record_ml_build(store: Any, model_id: str, cpu_s: float, wall_s: float, comp
     if computed >= PROBE_CHUNKS and texts:
         note_cpu_share(cpu_s, wall_s)
         record_rate(store, ML_RATE, model_id, cpu_s / text_units(round(chars * computed / texts)))
+
+
+def graph_seconds(store: Any, builder: str, workspace: str, total: int) -> float:
+    """A graph build's estimate: the seconds per unit on a free core the last statistical build here kept, times
+    the corpus's characters, over the share of a core this process gets now; else the constant per chunk (an LLM
+    builder waits on the network, which no local rate foretells)."""
+    cpu = _RATES.get((GRAPH_RATE, builder))
+    if cpu is None and builder == "statistical" and hasattr(store, "caches"):
+        cpu = store.caches.rate(GRAPH_RATE, builder)
+    if not cpu:
+        return total * GRAPH_S_PER_CHUNK
+    return cpu * text_units(store.corpus.chunk_chars(workspace)) / cpu_share_now()
 
 
 def probe_multilingual(store: Any, embedder: Any, workspace: str = DEFAULT_WORKSPACE) -> float | None:
@@ -428,8 +441,14 @@ def build(need: Need, cfg: PipelineConfig, deps: Any, workspace: str = DEFAULT_W
           progress: Callable[[int, int], None] | None = None) -> str:
     """Run one build; progress(done, total). Returns a one-line summary for the user."""
     if need.kind == "graph":
+        share = measure_cpu_share()
         rep = build_graph(deps.store, cfg.graph, embedder=deps.embedder, llm=deps.llm, workspace=workspace,
                           progress=(lambda _step, d, t: progress(d, t)) if progress else None)
+        if rep.builder.startswith("statistical") and rep.chunks_added >= PROBE_CHUNKS and rep.seconds > 0:
+            # Kept as seconds on a free core: the wall time times the share of a core measured as it started (its
+            # CPU time would count the resolver's embedder threads twice).
+            chars = deps.store.corpus.chunk_chars(workspace) * rep.chunks_added / max(need.total, rep.chunks_added)
+            record_rate(deps.store, GRAPH_RATE, "statistical", rep.seconds * share / text_units(round(chars)))
         return f"graph built in {rep.seconds:.1f} s ({rep.chunks_added} chunks read)"
     if need.kind == "tokens":
         late = _late_reranker(deps, cfg)

@@ -278,6 +278,11 @@ class Corpus:
         return int(self._db.cursor().execute(
             f"SELECT count(*) FROM {table} WHERE workspace_id = ?", [workspace]).fetchone()[0])
 
+    def chunk_chars(self, workspace: str = DEFAULT_WORKSPACE) -> int:
+        """Characters of all the workspace's chunks (what a build that reads every chunk reads)."""
+        return int(self._db.cursor().execute(
+            "SELECT coalesce(sum(length(text)), 0) FROM chunks WHERE workspace_id = ?", [workspace]).fetchone()[0])
+
     # -- chunks -----------------------------------------------------------------------------------------------
     def chunks(self, workspace: str = DEFAULT_WORKSPACE, doc_id: str | None = None) -> list[Chunk]:
         sql = f"SELECT {_CHUNK_COLS} FROM chunks WHERE workspace_id = ?"
