@@ -39,15 +39,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", default=str(ROOT / "sample_corpus" / "docs"))
     ap.add_argument("--name", default=None)
     ap.add_argument("--kind", default="multilingual", choices=["multilingual", "graph"])
+    ap.add_argument("--jsonl", default=None, help="a corpus.jsonl (title, text per line) instead of --corpus")
+    ap.add_argument("--docs", type=int, default=400, help="with --jsonl: its first N documents")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     cfg = PipelineConfig().with_overrides({"graph.enabled": True} if args.kind == "graph" else {})
     store = Store(Path(tempfile.mkdtemp(prefix="ml_estimate_")) / "m.duckdb")
     deps = build_deps(cfg, store=store)
-    files = scan_paths([args.corpus])
+    if args.jsonl:
+        import json
+
+        rows = [json.loads(x) for x in Path(args.jsonl).read_text().splitlines()[: args.docs]]
+        files = [(f"doc{i:04d}.md", f"# {d.get('title', '')}\n\n{d['text']}\n".encode()) for i, d in enumerate(rows)]
+        args.corpus = f"{args.jsonl}[:{args.docs}]"
+    else:
+        files = scan_paths([args.corpus])
     halves = {"a": files[: len(files) // 2], "b": files[len(files) // 2:]}
     for ws, fs in halves.items():
-        ingest_files(fs, store=store, embedder=deps.embedder, config=cfg, workspace=ws)
+        ingest_files(fs, store=store, embedder=deps.embedder, config=PipelineConfig(), workspace=ws)  # no graph yet
     rows = []
     load0 = os.getloadavg()
     for ws in halves:
