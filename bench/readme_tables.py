@@ -1590,6 +1590,38 @@ def build_estimate(d: dict[str, Any], file: str) -> list[str]:
             f"{num(d.get('first_progress_past_zero_seconds'), 1)} s ({d.get('progress_calls')} updates)."]
 
 
+def build_halves(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #44: a build's estimate against its real time on two halves of a corpus (bench/ml_estimate.py)."""
+    rows = [[b.get("workspace"), b.get("chunks"), b.get("source"), num(b.get("estimate_s"), 1), num(b.get("real_s"), 1),
+             f"**{num(b.get('ratio_real_over_estimate'), 2)}**", b.get("load_before")] for b in d.get("builds") or []]
+    return [f"### {d.get('kind', 'multilingual').capitalize()} build estimate on two halves ({file})", "",
+            caption(file, d), "", f"Corpus {d.get('corpus')}; the first half's estimate from a probe (multilingual) "
+            "or the constant (graph), the second's from the rate the first build kept, read by a process that "
+            "forgot its own. Target: real within 1.5x of the estimate either way.", "",
+            md_table(["half", "chunks", "estimate from", "estimate s", "real s", "real / estimate", "load before"],
+                     rows), ""]
+
+
+def generalise_paired(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #44: the default against its own parts, paired (bench/generalise_paired.py)."""
+    out = [f"### The default against its own parts, paired ({file})", "", caption(file, d), "",
+           "Recall@5 (document level) of the shipped default and of its own bm25 / dense / dense_ml / hybrid lists "
+           "on the same questions; default minus part with a paired bootstrap 95% interval. Drops: where a gold "
+           "document the default's fused top 5 held left the top 5.", ""]
+    rows = []
+    for name, r in (d.get("sets") or {}).items():
+        a = r.get("all") or {}
+        rec = a.get("recall@5") or {}
+        rows.append([name, a.get("questions"), num(rec.get("default"), 2)]
+                    + [f"{num(rec.get(p), 2)} ({num(c.get('diff'), 2)} [{num(c.get('lo'), 2)}, {num(c.get('hi'), 2)}])"
+                       if (c := (a.get("default_minus") or {}).get(p)) else "–"
+                       for p in ("bm25", "dense", "dense_ml", "fused")]
+                    + [_met(a.get("target_met")), r.get("drops_by_stage")])
+    out += [md_table(["set", "questions", "default", "bm25 (diff [95%])", "dense", "dense_ml", "hybrid",
+                      "default >= best part - 1 or within noise", "drops by stage"], rows), ""]
+    return out
+
+
 def negation(d: dict[str, Any], file: str) -> list[str]:
     """Issue #28 item 5: negated questions and version-labelled answers (bench/negation.py)."""
     rows = [[k.split("/")[0], k.split("/")[1], v.get("questions"), v.get("answer_expected_correct"),
@@ -1765,7 +1797,8 @@ Section = Callable[[dict[str, Any], str], list[str]]
 
 def xquad(d: dict[str, Any], file: str) -> list[str]:
     """Cross-lingual retrieval (bench/xquad.py): recall@1 / @5 per stage and direction, routes, costs, weight choice."""
-    title = "Cross-lingual retrieval (xquad_crosslingual)" + (", multilingual list off" if file != "xquad.json" else "")
+    title = "Cross-lingual retrieval (xquad_crosslingual)" + {
+        "xquad.json": "", "xquad_readme.json": ", after only the README's ingest"}.get(file, ", multilingual list off")
     out = [f"### {title}", "", caption(file, d), "",
            "Questions in one language over paragraphs in another (issue #34), shipped defaults (answer off: it reads "
            f"the final list and changes none); settings {d.get('config')}. Document-level recall@1 / @5 of each stage; a stage that did not run "
@@ -2192,6 +2225,9 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("generalise_sf.json", generalise_more),
         ("xquad.json", xquad),
         ("xquad_off.json", xquad),
+        ("xquad_readme.json", xquad),
+        ("generalise_paired_twowiki.json", generalise_paired),
+        ("generalise_paired_rest.json", generalise_paired),
         ("local_llm.json", local_llm),
         ("local_llm_quiet.json", local_llm),
     ]),
@@ -2310,6 +2346,12 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("ui_latency.json", ui_latency),
         ("costs_page.json", costs_page),
         ("build_estimate.json", build_estimate),
+        ("build_estimate_b.json", build_estimate),
+        ("ml_estimate_before_quiet.json", build_halves),
+        ("ml_estimate_chars_a.json", build_halves),
+        ("ml_estimate_share_a.json", build_halves),
+        ("ml_estimate_share_b.json", build_halves),
+        ("graph_estimate_a.json", build_halves),
     ]),
     ("Refactors", [
         ("house_proof.json", house_proof),
