@@ -1603,22 +1603,33 @@ def build_halves(d: dict[str, Any], file: str) -> list[str]:
 
 
 def generalise_paired(d: dict[str, Any], file: str) -> list[str]:
-    """Issue #44: the default against its own parts, paired (bench/generalise_paired.py)."""
+    """Issue #44: the default (and its cascade alone, and a candidate change) against its own parts, paired
+    (bench/generalise_paired.py)."""
     out = [f"### The default against its own parts, paired ({file})", "", caption(file, d), "",
-           "Recall@5 (document level) of the shipped default and of its own bm25 / dense / dense_ml / hybrid lists "
-           "on the same questions; default minus part with a paired bootstrap 95% interval. Drops: where a gold "
-           "document the default's fused top 5 held left the top 5.", ""]
+           "Recall@5 (document level) of the shipped default, of its cascade alone (router and transforms off), of "
+           "a candidate change where given, and of the default's own bm25 / dense / dense_ml / hybrid lists on the "
+           "same questions; each configuration minus each part with a paired bootstrap 95% interval. Drops: where a "
+           "gold document the configuration's own fused top 5 held left the top 5.", ""]
     rows = []
     for name, r in (d.get("sets") or {}).items():
         a = r.get("all") or {}
         rec = a.get("recall@5") or {}
-        rows.append([name, a.get("questions"), num(rec.get("default"), 2)]
-                    + [f"{num(rec.get(p), 2)} ({num(c.get('diff'), 2)} [{num(c.get('lo'), 2)}, {num(c.get('hi'), 2)}])"
-                       if (c := (a.get("default_minus") or {}).get(p)) else "–"
-                       for p in ("bm25", "dense", "dense_ml", "fused")]
-                    + [_met(a.get("target_met")), r.get("drops_by_stage")])
-    out += [md_table(["set", "questions", "default", "bm25 (diff [95%])", "dense", "dense_ml", "hybrid",
-                      "default >= best part - 1 or within noise", "drops by stage"], rows), ""]
+        for c in ("default", "default-cascade", "candidate", "candidate-cascade"):
+            if c not in rec:
+                continue
+            diffs = a.get("default_minus" if c == "default" else f"{c}_minus") or {}
+            met = a.get("target_met" if c == "default" else f"{c}_target_met")
+            vs = a.get(f"{c}_minus_{c.replace('candidate', 'default')}") if c.startswith("candidate") else None
+            rows.append([name, c + (f" ({', '.join(r.get('candidate') or [])})" if c.startswith("candidate") else ""),
+                         a.get("questions"), num(rec.get(c), 2)]
+                        + [f"{num(rec.get(p), 2)} ({num(x.get('diff'), 2)} [{num(x.get('lo'), 2)}, "
+                           f"{num(x.get('hi'), 2)}])" if (x := diffs.get(p)) else "–"
+                           for p in ("bm25", "dense", "dense_ml", "fused")]
+                        + [_met(met), f"{num(vs.get('diff'), 2)} [{num(vs.get('lo'), 2)}, {num(vs.get('hi'), 2)}]"
+                           if vs else "–", (r.get("drops_by_stage") or {}).get(c)])
+    out += [md_table(["set", "configuration", "questions", "recall@5", "bm25 (diff [95%])", "dense", "dense_ml",
+                      "hybrid", ">= best part - 1 or within noise", "candidate minus shipped", "drops by stage"],
+                     rows), ""]
     return out
 
 
