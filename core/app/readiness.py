@@ -138,9 +138,10 @@ def needs(store: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE, m
             out.append(Need("context", variant, todo, total, todo * per,
                             f"{what}: {todo:,} of {total:,} chunks missing"
                             + (" (and the token vectors rerank reads)" if tokens else "")))
-    ml = multilingual_need(store, cfg, workspace, total)
-    if ml is not None and _corpus_asks_multilingual(store, cfg, workspace, model_id, indexes):
-        out.append(ml)
+    if _corpus_asks_multilingual(store, cfg, workspace, model_id, indexes):  # first: the estimate may time a core
+        ml = multilingual_need(store, cfg, workspace, total)
+        if ml is not None:
+            out.append(ml)
     if cfg.graph.enabled and store.graph.state(workspace) is None:
         out.append(Need("graph", "", total, total, graph_seconds(store, cfg.graph.builder, workspace, total),
                         f"entity graph: not built yet ({total:,} chunks to read)"))
