@@ -254,8 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     out["routing_russian_lines"] = routing_russian_lines(cfg)
     print(f"routing, Russian lines: {json.dumps(out['routing_russian_lines'])}", file=sys.stderr)
     per_q = {d: r["_per_question"] for d, r in out["directions"].items()}
-    out["weight_choice"] = weight_choice(per_q, cfg.fusion.rrf_k)
-    print(f"weight choice: {json.dumps(out['weight_choice'])}", file=sys.stderr)
+    if not args.readme_ingest:  # gold named by file there, not by article: the weight is chosen on the set's own run
+        out["weight_choice"] = weight_choice(per_q, cfg.fusion.rrf_k)
+        print(f"weight choice: {json.dumps(out['weight_choice'])}", file=sys.stderr)
     if args.dump:
         Path(args.dump).write_text(json.dumps(per_q))
     for r in out["directions"].values():
