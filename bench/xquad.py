@@ -8,6 +8,12 @@ document): a stage hits @k when a gold paragraph is among the first k distinct d
 
     nice -n 10 .venv/bin/python bench/xquad.py                 # all four directions -> bench/results/xquad.json
     nice -n 10 .venv/bin/python bench/xquad.py --directions en,ru --set embedding.multilingual=off --name xquad_off
+    nice -n 10 .venv/bin/python bench/xquad.py --readme-ingest --name xquad_readme
+
+--readme-ingest: no build by the bench. Each corpus's paragraphs are written as files (one `<id>.txt` each, the text
+the set's own loader stores) to a folder, and `python -m core ingest FOLDER --if-empty --db DB` (what `make run` runs,
+one database per corpus language) fills the default workspace: whatever vectors that ingest builds by default are
+what the questions meet. Its stderr is kept in the results.
 """
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -22,7 +29,7 @@ from _common import ROOT, datasets_dir, write_result  # noqa: E402
 
 from core.config import PipelineConfig, parse_set_value  # noqa: E402
 from core.deps import build_deps  # noqa: E402
-from core.eval.datasets import load_dataset  # noqa: E402
+from core.eval.datasets import Gold, load_dataset, xquad_predocs  # noqa: E402
 from core.eval.run import prepare  # noqa: E402
 from core.pipeline import run_query  # noqa: E402
 from core.store import Store  # noqa: E402
@@ -53,8 +60,37 @@ def encode_cost(deps: Any, texts: list[str], model_id: str) -> dict[str, float]:
             "ratio": round(ml / main, 1) if main else None}
 
 
-def run_direction(direction: str, cfg: PipelineConfig, deps: Any, root: Path, limit: int | None) -> dict[str, Any]:
+def readme_ingest(gs: Any, root: Path, db_dir: Path) -> tuple[Any, str, list[str]]:
+    """The set over a database that only the README's ingest command filled: (set with gold named by file, db path,
+    the ingest's stderr lines). The command runs once per corpus language (--if-empty: a second direction reuses it)."""
+    import os
+    import subprocess
+
+    c_lang = gs.name.rsplit("-", 1)[1]
+    folder = db_dir / f"xquad_{c_lang}_files"
+    folder.mkdir(parents=True, exist_ok=True)
+    for d in xquad_predocs(root / "xquad_crosslingual", c_lang, "default"):
+        (folder / f"{d.doc.doc_id}.txt").write_text(d.chunks[0].text, encoding="utf-8")
+    db = db_dir / f"xquad_readme_{c_lang}.duckdb"
+    cmd = [sys.executable, "-m", "core", "ingest", str(folder), "--if-empty", "--db", str(db)]
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "RAG_DB": str(db)})
+    lines = [f"$ python -m core ingest {folder.name} --if-empty --db {db.name}  (exit {done.returncode}, "
+             f"{time.perf_counter() - t0:.0f} s)"] + [x for x in done.stderr.splitlines() if x.strip()][-12:]
+    if done.returncode:
+        raise SystemExit("\n".join(lines))
+    gs.queries = [replace(q, gold=tuple(Gold(doc=f"{g.doc}.txt", match="doc") for g in q.gold)) for q in gs.queries]
+    gs.workspace, gs.doc_key, gs.predocs, gs.builds = "default", "name", None, ()
+    return gs, str(db), lines
+
+
+def run_direction(direction: str, cfg: PipelineConfig, deps: Any, root: Path, limit: int | None,
+                  readme_dir: Path | None = None) -> dict[str, Any]:
     gs = load_dataset(f"xquad:{direction}", root)
+    ingest_lines: list[str] = []
+    if readme_dir is not None:
+        gs, db, ingest_lines = readme_ingest(gs, root, readme_dir)
+        deps = build_deps(cfg, store=Store(db))
     ws = gs.workspace or "xquad"
     t0 = time.perf_counter()
     resolved, notes = prepare(gs, deps, workspace=ws, config=cfg)
@@ -100,7 +136,8 @@ def run_direction(direction: str, cfg: PipelineConfig, deps: Any, root: Path, li
     n = len(qs)
     recall = {s: {"recall@1": round(100 * h[0] / n, 1), "recall@5": round(100 * h[1] / n, 1), "ran": ran[s]}
               for s, h in hits.items()}
-    return {"set": gs.name, "workspace": ws, "questions": n, "prepare_s": round(prep_s, 1), "notes": notes,
+    return {"set": gs.name, "workspace": ws, "questions": n, "prepare_s": round(prep_s, 1),
+            "notes": ingest_lines + notes,
             "recall": recall, "routes": routes, "no_retrieval": len(no_retrieval),
             "no_retrieval_examples": no_retrieval[:5], "skipped": skipped_notes,
             "median_ms": round(sorted(ms)[len(ms) // 2], 1) if ms else None, "_per_question": per_q}
@@ -184,6 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--name", default="xquad", help="results file name (bench/results/NAME.json)")
     ap.add_argument("--dump", default=None, help="also write every question's stage lists (top 20) to this file")
+    ap.add_argument("--readme-ingest", action="store_true",
+                    help="fill each corpus only by the README's `python -m core ingest FOLDER --if-empty` (a fresh "
+                         "database per corpus language next to --db), no build by the bench")
     args = ap.parse_args(argv)
     overrides = {k: parse_set_value(v) for k, v in (s.split("=", 1) for s in args.set)}
     # The answer stage reads the final list and changes none of the lists scored here: off, for time.
@@ -194,22 +234,29 @@ def main(argv: list[str] | None = None) -> int:
     out: dict[str, Any] = {"config": {"shipped defaults, answer.enabled = false (lists unchanged)": True,
                                       **overrides}, "config_hash": cfg.stable_hash(),
                            "directions": {}}
+    readme_dir = None
+    if args.readme_ingest:
+        import tempfile
+
+        readme_dir = Path(tempfile.mkdtemp(prefix="xquad_readme_", dir=Path(args.db).parent))
+        out["config"]["corpus filled only by `python -m core ingest FOLDER --if-empty` (README / make run)"] = True
     for d in args.directions.split(","):
-        res = run_direction(d, cfg, deps, root, args.limit)
+        res = run_direction(d, cfg, deps, root, args.limit, readme_dir)
         out["directions"][d] = res
         r = res["recall"]
         print(f"{res['set']:<14} n={res['questions']:>3} no-retrieval={res['no_retrieval']:>3} "
               + "  ".join(f"{s} {v['recall@1']:.1f}/{v['recall@5']:.1f}" for s, v in r.items() if v["ran"]),
               file=sys.stderr)
     texts = [c.text for c in deps.store.corpus.chunks("xquad_en")]
-    if texts:
+    if texts and not args.readme_ingest:
         out["encode_cost"] = encode_cost(deps, texts, cfg.embedding.multilingual_model)
         print(f"encode cost: {out['encode_cost']}", file=sys.stderr)
     out["routing_russian_lines"] = routing_russian_lines(cfg)
     print(f"routing, Russian lines: {json.dumps(out['routing_russian_lines'])}", file=sys.stderr)
     per_q = {d: r["_per_question"] for d, r in out["directions"].items()}
-    out["weight_choice"] = weight_choice(per_q, cfg.fusion.rrf_k)
-    print(f"weight choice: {json.dumps(out['weight_choice'])}", file=sys.stderr)
+    if not args.readme_ingest:  # gold named by file there, not by article: the weight is chosen on the set's own run
+        out["weight_choice"] = weight_choice(per_q, cfg.fusion.rrf_k)
+        print(f"weight choice: {json.dumps(out['weight_choice'])}", file=sys.stderr)
     if args.dump:
         Path(args.dump).write_text(json.dumps(per_q))
     for r in out["directions"].values():

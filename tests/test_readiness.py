@@ -147,3 +147,27 @@ def test_the_token_part_of_a_context_estimate_is_probed_beside_the_embedding(sto
     per = need.est_seconds / need.todo / readiness.CONTEXT_TEXT_FACTOR
     assert per == pytest.approx(readiness._RATES[("embed", emb.model_id)] + tok)
     assert per < readiness.TOKENS_S_PER_CHUNK  # the probe's figures, not the constant
+
+
+def test_a_graph_estimate_reads_the_last_statistical_build_here_per_character_and_core_share(store: Store,
+                                                                                           monkeypatch) -> None:
+    """Before any graph build the estimate is the constant per chunk; after one, the rate it kept (seconds on a free
+    core per UNIT_CHARS characters) times another workspace's characters over the share of a core now."""
+    monkeypatch.setattr(readiness, "_RATES", {})
+    monkeypatch.setattr(readiness, "_SHARE", [])
+    docs = [(f"g{i}.md", f"# Plant {i}\n\nThe Valve {i} at Station {i} feeds Pump {i}. Pump {i} serves "
+                         f"Reservoir {i}.".encode()) for i in range(12)]
+    deps = Deps(store=store, embedder=HashEmbedder())
+    assert not ingest_files(docs, store=store, embedder=deps.embedder, config=PipelineConfig()).errors
+    assert not ingest_files(docs[:6], store=store, embedder=deps.embedder, config=PipelineConfig(),
+                            workspace="half").errors
+    cfg = PipelineConfig().with_overrides({"graph.enabled": True})
+    [need] = [n for n in readiness.needs(store, cfg, "default") if n.kind == "graph"]
+    assert need.est_seconds == pytest.approx(need.total * readiness.GRAPH_S_PER_CHUNK)
+    monkeypatch.setattr(readiness, "measure_cpu_share", lambda window_s=0.25: 0.5)
+    readiness.build(need, cfg, deps, "default")
+    kept = store.caches.rate(readiness.GRAPH_RATE, "statistical")
+    assert kept is not None and kept > 0
+    readiness.note_cpu_share(1.0, 4.0)  # a quarter of a core now
+    [half] = [n for n in readiness.needs(store, cfg, "half") if n.kind == "graph"]
+    assert half.est_seconds == pytest.approx(kept * store.corpus.chunk_chars("half") / readiness.UNIT_CHARS / 0.25)

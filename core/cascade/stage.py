@@ -166,9 +166,15 @@ def mmr_step(pool: Sequence[Candidate], m: MMRConfig, *, corpus: DocumentSource,
     foreign = [not covers(langs, chunks[c.chunk_id].lang if c.chunk_id in chunks else detect_language(c.text))
                for c in pool]
     sims = language_aware_similarity(vecs, texts, foreign) if any(foreign) else None
-    dv = diversify(pool, vecs, lam=m.lam, dedup_threshold=m.dedup_threshold, k=m.k, sims=sims)
+    dv = diversify(pool, vecs, lam=m.lam, dedup_threshold=m.dedup_threshold, k=m.k, sims=sims,
+                   keep_top=m.keep_top, keep_within=m.keep_within)
     notes = [f"{d.dropped} dropped as {'an exact' if d.exact else 'a near'} duplicate of {d.kept} "
              f"(cosine {d.similarity:.3f})" for d in dv.duplicates]
+    if m.keep_top:
+        moved = ", ".join(f"{c.chunk_id} (diversified to #{c.meta['mmr_floored']})" for c in dv.candidates
+                          if "mmr_floored" in c.meta)
+        notes.append(f"floor: the incoming first {m.keep_top} stay within the first {m.keep_within}"
+                     + (f"; moved back up: {moved}" if moved else "; none had to move"))
     if any(foreign):
         notes.append(f"{sum(foreign)} chunk(s) in a language {embedder.model_id} does not cover: compared by "
                      "word overlap (lexical cosine)")

@@ -72,6 +72,16 @@ class MMRConfig(Section):
     lam: float = Field(0.7, ge=0, le=1, description="MMR lambda: 1 = relevance only, 0 = diversity only", json_schema_extra=EXPERT)
     dedup_threshold: float = Field(0.95, ge=0, le=1, description="cosine at or above which a chunk is a duplicate", json_schema_extra=EXPERT)
     k: int = Field(10, ge=1, le=1000, description="candidates handed on")
+    keep_top: int = Field(0, ge=0, le=100, description="floor: the incoming list's first keep_top (after duplicates "
+                                                       "are collapsed) stay within the first keep_within of the "
+                                                       "diversified list (0: no floor)",
+                          json_schema_extra=chosen_in("bench/results/generalise_paired_twowiki.json",
+                                                      "0: a floor of 5 cost twowiki's single-shot cascade 3.3 "
+                                                      "points of recall@5 on both halves of its questions (MMR "
+                                                      "brings a second gold page up from below the top 5 in 23 "
+                                                      "questions and pushes one out in 2)", expert=True))
+    keep_within: int = Field(5, ge=1, le=1000, description="floor: the rank the incoming first keep_top are never "
+                                                           "pushed below", json_schema_extra=EXPERT)
 
 
 class CascadeGuardConfig(Section):

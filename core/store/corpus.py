@@ -293,6 +293,11 @@ class Corpus:
         return int(self._db.cursor().execute(
             f"SELECT count(*) FROM {table} WHERE workspace_id = ?", [workspace]).fetchone()[0])
 
+    def chunk_chars(self, workspace: str = DEFAULT_WORKSPACE) -> int:
+        """Characters of all the workspace's chunks (what a build that reads every chunk reads)."""
+        return int(self._db.cursor().execute(
+            "SELECT coalesce(sum(length(text)), 0) FROM chunks WHERE workspace_id = ?", [workspace]).fetchone()[0])
+
     # -- chunks -----------------------------------------------------------------------------------------------
     def chunk_fingerprint(self, workspace: str = DEFAULT_WORKSPACE) -> str:
         """The workspace's chunk count and an order-free hash of its chunk ids (content-defined: core/ingest/identity.py):
@@ -371,6 +376,16 @@ class Corpus:
             "WHERE c.workspace_id = ? AND v.chunk_id IS NULL ORDER BY c.doc_id, c.ordinal",
             [model_id, variant, workspace]).fetchall()
         return [_chunk(r) for r in rows]
+
+    def missing_vector_chars(self, model_id: str, variant: str = "raw", workspace: str = DEFAULT_WORKSPACE
+                             ) -> tuple[int, int]:
+        """(chunks without a vector of this model and variant, their characters): what a build has left to encode,
+        counted without reading the texts out."""
+        row = self._db.cursor().execute(
+            "SELECT count(*), coalesce(sum(length(c.text)), 0) FROM chunks c LEFT JOIN vectors v "
+            "ON v.workspace_id = c.workspace_id AND v.chunk_id = c.chunk_id AND v.model_id = ? AND v.variant = ? "
+            "WHERE c.workspace_id = ? AND v.chunk_id IS NULL", [model_id, variant, workspace]).fetchone()
+        return int(row[0]), int(row[1])
 
     def vector_models(self, workspace: str = DEFAULT_WORKSPACE) -> list[VectorSet]:
         return [VectorSet(r[0], r[1], int(r[2])) for r in self._db.cursor().execute(
