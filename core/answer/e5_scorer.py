@@ -220,3 +220,18 @@ def build_sentence_vectors(plan: SentenceVectorPlan, sink: SentenceVectorStore, 
         if progress:
             progress(min(at + batch, len(todo)), len(todo))
     return EmbedStats(len(plan.texts), len(plan.texts) - len(todo), len(todo))
+
+
+class E5Reader:
+    """The cross-lingual answer's reader (core.answer.crosslingual.CrossReader) over this module's vectors: sentence
+    vectors from the workspace's stored ones when they are there, names and words encoded once per process."""
+
+    def __init__(self, source: SentenceVectorStore | None = None, workspace: str = DEFAULT_WORKSPACE) -> None:
+        self.source = source
+        self.workspace = workspace
+
+    def score(self, question: str, texts: Sequence[str]) -> np.ndarray:
+        return score(question, texts, source=self.source, workspace=self.workspace)
+
+    def phrases(self, texts: Sequence[str]) -> np.ndarray:
+        return _VECTORS.passages(list(texts))

@@ -13,13 +13,15 @@ import re
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from functools import lru_cache
-from typing import Any, Iterable, Literal, Sequence
+from typing import Any, Callable, Iterable, Literal, Sequence
 
 from core.answer.support import sentence_contexts
 from core.text import EN_STOP, RU_STOP, sentence_spans, tokenize
 from core.types import StageInfo
 
 Met = Literal["met", "unmet", "unchecked"]
+# (a name, a text in another script) -> whether the text states the name (core.answer.crosslingual.NameFinder)
+NameCheck = Callable[[str, str], bool]
 
 _CYR = re.compile(r"[а-яёА-ЯЁ]")
 _WORD = re.compile(r"[^\W_]+(?:['’\-][^\W_]+)*", re.UNICODE)
@@ -550,7 +552,7 @@ def _parallel_names(c: Constraint, sentence: str, question: str) -> list[str]:
 
 
 def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read: _Read, sentence: str,
-               question: str, cross: bool, heading: str = "") -> Verdict:
+               question: str, cross: bool, heading: str = "", names: NameCheck | None = None) -> Verdict:
     """parts: (where, read) in the order evidence counts: sentence, heading, title, chunk."""
     local = parts[:3]
     if c.kind == "entity":
@@ -565,6 +567,9 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
                     if others:  # the sentence says it of a sibling the chunk names beside it (the Springfield office)
                         return Verdict(c, "unmet", instead=tuple(others[:3]))
                 return Verdict(c, "met", where)
+        if cross and names is not None:  # another script: the name's transliteration or the encoder's reading
+            whole = " / ".join(r.raw_cased for _, r in parts[:4] if r.raw_cased)
+            return Verdict(c, "met", "chunk") if names(c.text, whole) else Verdict(c, "unmet")
         if cross and not _CYR.search(sentence):
             return Verdict(c, "unchecked")
         # a name the evidence never states: the sibling shown is one the sentence states in the asked name's slot
@@ -661,11 +666,14 @@ def _show(kind: str, vals: Iterable[str]) -> list[str]:
     return list(vals)
 
 
-def check(question: str, evidence: Evidence, constraints: Sequence[Constraint] | None = None) -> Check:
+def check(question: str, evidence: Evidence, constraints: Sequence[Constraint] | None = None, *,
+          names: NameCheck | None = None) -> Check:
     """Each of the question's constraints against one piece of evidence: met where it is stated (the sentence, its
     heading, its document title, its chunk: a name or year stated only elsewhere in the chunk counts unless the
     sentence states a sibling of the same kind), unmet with the siblings the sentence states instead, or unchecked
-    (a name in another script with no transliterated match, a relative period)."""
+    (a name in another script with no transliterated match, a relative period). `names` (name, text) -> stated?:
+    how a name in another script than the evidence is looked for (core.answer.crosslingual.NameFinder); without it
+    such a name is unchecked unless its transliteration is found."""
     cons = question_constraints(question) if constraints is None else tuple(constraints)
     if not cons:
         return Check(evidence, ())
@@ -675,8 +683,8 @@ def check(question: str, evidence: Evidence, constraints: Sequence[Constraint] |
     if evidence.opening:  # read for dates only (a memo's date line), never for names
         parts.append(("document", _read(evidence.opening)))
     cross = bool(_CYR.search(question)) != bool(_CYR.search(evidence.sentence + evidence.chunk))
-    return Check(evidence, tuple(_check_one(c, parts, sr, evidence.sentence, question, cross, evidence.heading)
-                                 for c in cons))
+    return Check(evidence, tuple(_check_one(c, parts, sr, evidence.sentence, question, cross, evidence.heading,
+                                            names) for c in cons))
 
 
 def period_constraints(question: str) -> tuple[Constraint, ...]:
@@ -783,7 +791,7 @@ def _local_heading(claim: str, ch: ChunkText) -> str:
 
 
 def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: dict[str, ChunkText], *,
-                  refusal: str) -> Verified:
+                  refusal: str, names: NameCheck | None = None) -> Verified:
     """An extractive answer checked: each quoted sentence against the question's constraints, read with its chunk.
     Sentences that state a sibling of what is asked (another year, name, role) are dropped; when no quoted sentence
     meets every constraint the answer becomes a refusal saying which constraint failed, with the nearest fact shown
@@ -799,7 +807,7 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
     for claim, cid in claims:
         ch = chunks.get(cid, ChunkText(""))
         checks.append(check(question, Evidence(claim, ch.text, _local_heading(claim, ch), ch.title, cid, ch.opening),
-                            cons))
+                            cons, names=names))
     # the answer as a whole must meet each constraint: one quoted sentence may state the name, another the year
     # (a question of two parts); a sentence that states a sibling of what another quoted sentence meets is the
     # neighbouring fact and is dropped
@@ -855,8 +863,8 @@ def _shares_value(a: _Read, b: _Read) -> bool:
     return bool(a.years & b.years or a.numbers & b.numbers or a.months & b.months)
 
 
-def verify_model_answer(question: str, text: str, citations: Sequence[str], chunks: dict[str, ChunkText]
-                        ) -> Verified:
+def verify_model_answer(question: str, text: str, citations: Sequence[str], chunks: dict[str, ChunkText], *,
+                        names: NameCheck | None = None) -> Verified:
     """A model's answer checked against the passages it cites: each constraint of the question must be stated by
     one of them. The model's wording is its own, so nothing is quoted or dropped: an unmet constraint is flagged at
     the head of the answer, never passed in silence."""
@@ -874,7 +882,8 @@ def verify_model_answer(question: str, text: str, citations: Sequence[str], chun
         backing = [sent for sent in (" ".join(ch.text[s:e].split()) for s, e in sentence_spans(ch.text))
                    if _shares_value(said, _read(sent))] or [ch.text]
         for sent in backing:
-            checks.append(check(question, Evidence(sent, ch.text, ch.heading, ch.title, cid, ch.opening), cons))
+            checks.append(check(question, Evidence(sent, ch.text, ch.heading, ch.title, cid, ch.opening), cons,
+                                names=names))
     unmet = [c for c in cons if not any(all(v.verdict != "unmet" for v in ck.verdicts if v.constraint == c)
                                         for ck in checks)]
     if not unmet:
