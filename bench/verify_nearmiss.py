@@ -3,9 +3,10 @@
 Data: XQuAD articles 40-47 (../shared/datasets/xquad_crosslingual), English, Russian and cross-lingual (Russian questions
 over the English paragraphs). Near misses are made here from each answerable question by changing one thing it pins
 down - a year, a number, an ordinal, a month, a superlative (to its opposite), a role, a name (an invented one, or a
-real name from another article) - to a value its article never states (checked on the article's text). Roles are
-drawn half from the check's own role list and half from roles it does not list, so its lexicon is not the only
-judge. Split by paragraph position in corpus_en.jsonl: even = dev (rules chosen here; the support model was also
+real name from another article), the attribute asked ('the population of' -> 'the voltage of'), an event (to its
+opposite: 'began' -> 'ended') - to a value its article never states (checked on the article's text). Roles and
+attributes are drawn half from the check's own lists and half from words it does not list, so its lexicon is not the
+only judge. Split by paragraph position in corpus_en.jsonl: even = dev (rules chosen here; the support model was also
 fitted on these), odd = report (never tuned on). Every figure is reported on both; the report split is the one to
 quote.
 
@@ -59,6 +60,15 @@ SUPER = {"largest": "smallest", "smallest": "largest", "oldest": "youngest", "yo
 # half the check's own list, half roles it does not list
 ROLES_SWAP = ["treasurer", "bishop", "governor", "chancellor", "admiral", "dean", "abbot", "curator", "registrar",
               "bursar", "chaplain", "steward"]
+# an attribute asked of a thing ('the population of'): half the check's own lexicon, half attributes it does not list
+ATTR_SWAP = ["population", "area", "height", "weight", "price", "budget", "warranty", "capacity", "speed",
+             "temperature", "voltage", "humidity", "thickness", "circumference", "volume", "rent", "tariff", "pressure",
+             "density", "lifespan"]
+# opposite events, each way
+EVENT_SWAP = {"begin": "end", "began": "ended", "start": "end", "started": "ended", "open": "close",
+              "opened": "closed", "founded": "dissolved", "arrived": "departed", "won": "lost", "joined": "left",
+              "bought": "sold", "imported": "exported", "end": "begin", "ended": "began", "close": "open",
+              "closed": "opened", "lost": "won", "left": "joined", "sold": "bought", "exported": "imported"}
 ROLE_WORDS = {"president", "king", "queen", "emperor", "pope", "bishop", "governor", "mayor", "minister", "chancellor",
               "general", "director", "founder", "leader", "head", "chairman", "captain", "commander", "professor",
               "architect", "engineer", "inventor", "author", "composer", "editor", "prince", "duke", "ruler",
@@ -121,11 +131,19 @@ def near_misses(q: str, article: str, other_names: list[str], rng: random.Random
                         break
             if low in SUPER and "superlative" not in out and _absent(SUPER[low], article):
                 out["superlative"] = q[: m.start()] + SUPER[low] + q[m.end():]
+            if low in EVENT_SWAP and "event" not in out and _absent(EVENT_SWAP[low], article):
+                out["event"] = q[: m.start()] + EVENT_SWAP[low] + q[m.end():]
             if low in ROLE_WORDS and "role" not in out:
                 for alt in rng.sample(ROLES_SWAP, len(ROLES_SWAP)):
                     if alt != low and _absent(alt, article):
                         out["role"] = q[: m.start()] + alt + q[m.end():]
                         break
+        m = re.search(r"(?i)^\s*(?:what|which)\s+(?:is|was|are|were)\s+the\s+([a-z]+)\s+of\b", q)  # the asked one
+        if m and m.group(1).lower() not in ROLE_WORDS and m.group(1).lower() not in SUPER:
+            for alt in rng.sample(ATTR_SWAP, len(ATTR_SWAP)):
+                if alt != m.group(1).lower() and _absent(alt, article):
+                    out["attribute"] = q[: m.start(1)] + alt + q[m.end(1):]
+                    break
     else:
         for m in words:
             w = m.group(0)
@@ -160,21 +178,24 @@ def tune(items: list[dict[str, Any]], corp: dict[str, dict[str, Any]], finder: N
                                                                                    "entity_swap"):
             continue
         para = corp["en"][it["gold"]]
-        text = para["title"].replace("_", " ") + " / " + para["text"]
+        title = para["title"].replace("_", " ")
+        text = title + " / " + para["text"]
+        read = f"{title}: {it['gold_sentence']}"
         cons = [c for c in question_constraints(it["question"]) if c.kind == "entity"]
         if it["kind"] != "answerable":
             orig = {c.text for c in question_constraints(it["orig_question"]) if c.kind == "entity"}
             cons = [c for c in cons if c.text not in orig]
-        (pos if it["kind"] == "answerable" else neg).extend(finder.signals(c.text, text) for c in cons)
+        (pos if it["kind"] == "answerable" else neg).extend(
+            (*finder.signals(c.text, text), finder.gain_of(c.text, it["question"], read)) for c in cons)
     grid = []
-    for b, lift, tr in itertools.product((0.86, 0.865, 0.87, 0.875, 0.88, 0.885, 0.89), (0.05, 0.06, 0.065, 0.07, 0.08),
-                                         (0.65, 0.7, 0.75, 0.8, 0.9)):
-        def hit(x: tuple[float, float, float]) -> bool:
-            return x[0] >= b or x[1] >= lift or x[2] >= tr
+    for gain, b, lift, tr in itertools.product((-0.01, -0.005, 0.0, 0.002, 0.005, 9), (0.865, 0.875, 0.885, 0.895, 9),
+                                               (0.065, 0.08, 9), (0.75, 0.8, 0.9, 9)):
+        def hit(x: tuple[float, float, float, float]) -> bool:
+            return x[0] >= b or x[1] >= lift or x[2] >= tr or x[3] > gain
         found, false = sum(map(hit, pos)) / max(1, len(pos)), sum(map(hit, neg)) / max(1, len(neg))
-        grid.append((round(found - false, 3), round(found, 3), round(false, 3), b, lift, tr))
-    print(f"dev names: {len(pos)} asked names, {len(neg)} changed names; best (found - false, found, false, best, "
-          "lift, translit):", file=sys.stderr)
+        grid.append((round(found - false, 3), round(found, 3), round(false, 3), gain, b, lift, tr))
+    print(f"dev names: {len(pos)} asked names, {len(neg)} changed names; best (found - false, found, false, gain, "
+          "best, lift, translit):", file=sys.stderr)
     for g in sorted(grid, reverse=True)[:10]:
         print("  ", g, file=sys.stderr)
 

@@ -60,13 +60,19 @@ def test_is_cross_reads_scripts() -> None:
     assert translit("Тураби") == "turabi"
 
 
-def test_name_finder_by_transliteration_and_by_the_readers_phrases() -> None:
+def test_name_finder_by_transliteration_by_the_readers_phrases_and_by_the_names_gain() -> None:
     find = NameFinder(ToyReader())
-    assert find("Тураби", "Hassan al-Turabi led the National Islamic Front.")  # transliteration
-    assert find("Германии", "Berlin is the capital of Germany.")  # the reader's phrase: the same concept
-    assert not find("Зорвата", "Berlin is the capital of Germany.")  # invented: neither
-    best, lift, tr = find.signals("Зорвата", "Berlin is the capital of Germany.")
-    assert best == 0.0 and lift == 0.0 and tr < 0.75
+    turabi = "Hassan al-Turabi led the National Islamic Front."
+    assert find("Тураби", "Кого возглавлял Тураби?", turabi, turabi)  # transliteration
+    berlin = "Berlin is the capital of Germany."
+    assert NameFinder(ToyReader(), best=0.9, lift=0.5)("Германии", "Какая столица Германии?", berlin, berlin)  # phrase
+    assert not find("Зорвата", "Какая столица Зорвата?", berlin, berlin)  # invented: none
+    best, lift, tr = find.signals("Зорвата", berlin)
+    assert best == 0.0 and lift == 0.0 and tr < 0.75 and find.gain_of("Зорвата", "Какая столица Зорвата?", berlin) < 0
+    # the question is closer to the sentence with the name than without it: the reader reads the name there
+    gain = NameFinder(ToyReader(), best=9, lift=9, translit_ratio=9)
+    assert gain.gain_of("Германии", "Какая столица Германии?", berlin) > 0
+    assert gain("Германии", "Какая столица Германии?", berlin, berlin)
 
 
 def test_the_check_refuses_a_cross_lingual_name_the_passage_does_not_state_and_passes_one_it_does() -> None:

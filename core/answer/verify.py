@@ -20,8 +20,9 @@ from core.text import EN_STOP, RU_STOP, sentence_spans, tokenize
 from core.types import StageInfo
 
 Met = Literal["met", "unmet", "unchecked"]
-# (a name, a text in another script) -> whether the text states the name (core.answer.crosslingual.NameFinder)
-NameCheck = Callable[[str, str], bool]
+# (a name, the question, the quoted sentence with its title, all the evidence in another script) -> whether the
+# evidence states the name (core.answer.crosslingual.NameFinder)
+NameCheck = Callable[[str, str, str, str], bool]
 
 _CYR = re.compile(r"[а-яёА-ЯЁ]")
 _WORD = re.compile(r"[^\W_]+(?:['’\-][^\W_]+)*", re.UNICODE)
@@ -697,7 +698,9 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
                 return Verdict(c, "met", where)
         if cross and names is not None:  # another script: the name's transliteration or the encoder's reading
             whole = " / ".join(r.raw_cased for _, r in parts[:4] if r.raw_cased)
-            return Verdict(c, "met", "chunk") if names(c.text, whole) else Verdict(c, "unmet")
+            title = parts[2][1].raw_cased
+            read = f"{title}: {sentence}" if title else sentence
+            return Verdict(c, "met", "chunk") if names(c.text, question, read, whole) else Verdict(c, "unmet")
         if cross and not _CYR.search(sentence):
             return Verdict(c, "unchecked")
         # a name the evidence never states: the sibling shown is one the sentence states in the asked name's slot
