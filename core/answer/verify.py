@@ -165,11 +165,11 @@ _ATTR_RU = {"населени": "population", "площад": "area", "длин"
             "вместимост": "capacity", "скорост": "speed", "температур": "temperature", "лиценз": "license",
             "столиц": "capital", "валют": "currency", "диаметр": "diameter"}
 _ATTR_ASK = re.compile(r"(?i)\b(?:what|which|how)\s+(?:is|was|are|were|'s)?\s*(?:the\s+)?(?:\w+\s+)?"
-                       r"(?P<a>[a-z]+)\s+(?:of|for|does|did|do|is|was|on|in)\b|\bhow\s+(?P<adj>tall|high|long|wide|deep|"
-                       r"heavy|fast|big|large|old)\b|\b(?:какова|каков|каково|какой|какая|какое|сколько)\s+"
+                       r"(?P<a>[a-z]+)\s+(?:of|for|does|did|do|is|was|on|in)\b|\bhow\s+(?P<adj>tall|high|wide|deep|"
+                       r"heavy|fast)\b|\b(?:какова|каков|каково|какой|какая|какое|сколько)\s+"
                        r"(?P<ru>[а-яё]+)(?:\s+(?P<ru2>[а-яё]+))?")
-_ATTR_ADJ = {"tall": "height", "high": "height", "long": "length", "wide": "width", "deep": "depth", "heavy": "weight",
-             "fast": "speed"}
+# ('how long' is left out: it asks a duration as often as a length, and a time span states a duration)
+_ATTR_ADJ = {"tall": "height", "high": "height", "wide": "width", "deep": "depth", "heavy": "weight", "fast": "speed"}
 # Opposite events: asked when an office opened, a sentence that says when it closed answers another question.
 _EVENT_PAIRS = (("open", "clos"), ("start", "end"), ("begin", "end"), ("began", "end"), ("hir", "fir"),
                 ("acquir", "sold"), ("buy", "sell"), ("bought", "sold"), ("launch", "discontinu"),
