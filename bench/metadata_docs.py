@@ -1,9 +1,12 @@
 """Documents nobody here wrote: the long descriptions of three installed packages (tqdm, requests, attrs METADATA) in a
 workspace of their own, and 12 questions written before the first run (bench/sets/metadata_questions_42.jsonl: 8 with
 the string the answer must hold, 4 near misses that must be refused). The default configuration, offline (no key),
-with the verify stage on and off.
+with the verify stage on and off. A second set (bench/sets/metadata_questions_h42.jsonl, committed before its first
+run) asks about two other packages nobody here tuned on (h11, msgpack).
 
   nice -n 10 .venv/bin/python bench/metadata_docs.py [--out bench/results/metadata_docs.json]
+  nice -n 10 .venv/bin/python bench/metadata_docs.py --set bench/sets/metadata_questions_h42.jsonl \
+      --packages h11 msgpack --out bench/results/metadata_docs_h42.json
 """
 from __future__ import annotations
 
@@ -30,15 +33,17 @@ PACKAGES = ("tqdm", "requests", "attrs")
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--set", type=Path, default=SET, help="questions (jsonl: q, expect or null for a refusal, kind)")
+    ap.add_argument("--packages", nargs="+", default=list(PACKAGES), help="installed packages whose METADATA is read")
     args = ap.parse_args()
     site = Path(sys.prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
     files = []
-    for p in PACKAGES:
+    for p in args.packages:
         meta = sorted(glob.glob(str(site / f"{p}-*.dist-info" / "METADATA")))[0]
         text = Path(meta).read_text(encoding="utf-8")
         body = text.split("\n\n", 1)[1] if "\n\n" in text else text  # the long description after the headers
         files.append((f"{p}.md", body.encode()))
-    qs = [json.loads(x) for x in SET.read_text(encoding="utf-8").splitlines() if x.strip()]
+    qs = [json.loads(x) for x in args.set.read_text(encoding="utf-8").splitlines() if x.strip()]
     with tempfile.TemporaryDirectory() as tmp:
         cfg = PipelineConfig()
         deps = build_deps(cfg, db=str(Path(tmp) / "meta.duckdb"))
@@ -64,7 +69,8 @@ def main() -> None:
               f"{r['verify_off']['text'][:160]}")
     if args.out:
         write_result(args.out.stem, {"what": __doc__.split("\n")[0], "summary": summary, "machine": machine_info(),
-                                     "rows": rows}, args.out)
+                                     "set": str(args.set.relative_to(ROOT) if args.set.is_absolute() else args.set),
+                                     "packages": args.packages, "rows": rows}, args.out)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from core.answer.cache import (
@@ -18,6 +18,8 @@ from core.answer.cache import (
     trace_json,
 )
 from core.answer.cache_verifier import make_verifier, query_vector
+from core.answer import e5_scorer
+from core.answer.crosslingual import CrossReader
 from core.answer.stage import verify_answer, verify_skip
 from core.answer.synthesis import GlobalReduce, compared_items, pick_mode, synthesized_answer
 from core.answer.support import late_sentence_scorer
@@ -119,6 +121,7 @@ from core.types import (
     CachedAnswer,
     CacheKey,
     Candidate,
+    Chunk,
     Stage,
     StageResult,
     Trace,
@@ -214,6 +217,45 @@ class _Query:
     guard_key: str = ""  # the requested configuration (core/cascade/guard.py reads evidence measured with it)
     ml: MultilingualPlan | None = None  # the multilingual list's plan, once _retrieve decided it
     only: ChunkFilter | None = None  # the collections searched, when the collections stage chose some of them
+    rows: "_Rows" = field(default_factory=lambda: _Rows())  # chunk and document rows this query has read
+
+
+@dataclass
+class _Rows:
+    """Chunk and document rows one query has read from the store, kept for its later stages: the answer reads the
+    final chunks whole and their documents' heads, the verify stage the same chunks and heads again (each a DuckDB
+    round trip that cost more than the check itself on a busy machine). A query never writes them, so they cannot
+    go stale within it."""
+
+    chunks: dict[str, Chunk] = field(default_factory=dict)
+    heads: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    no_chunk: set[str] = field(default_factory=set)  # chunk ids asked for that the store does not hold
+    no_doc: set[str] = field(default_factory=set)  # ... and document ids
+
+
+def _chunk_rows(q: _Query, ids: Sequence[str], deps: Deps) -> dict[str, Chunk]:
+    """The chunks of `ids` the store holds, each read from it at most once per query."""
+    need = [i for i in dict.fromkeys(ids) if i not in q.rows.chunks and i not in q.rows.no_chunk]
+    if need:
+        got = deps.store.corpus.chunks_by_id(need, q.workspace)
+        q.rows.chunks.update(got)
+        q.rows.no_chunk.update(i for i in need if i not in got)
+    return {i: q.rows.chunks[i] for i in ids if i in q.rows.chunks}
+
+
+def _doc_head_rows(q: _Query, doc_ids: Sequence[str], deps: Deps) -> dict[str, tuple[str, str, str]]:
+    """(file name, title, opening) of the documents of `doc_ids`, each read at most once per query."""
+    need = [d for d in dict.fromkeys(doc_ids) if d not in q.rows.heads and d not in q.rows.no_doc]
+    if need:
+        got = deps.store.corpus.document_heads(need, q.workspace)
+        q.rows.heads.update(got)
+        q.rows.no_doc.update(d for d in need if d not in got)
+    return {d: q.rows.heads[d] for d in doc_ids if d in q.rows.heads}
+
+
+def _titles(q: _Query, doc_ids: Sequence[str], deps: Deps) -> dict[str, str]:
+    """doc id -> title, the file name when it has none (what CorpusRepo.document_titles gives), from the heads."""
+    return {d: h[1] or h[0] for d, h in _doc_head_rows(q, doc_ids, deps).items()}
 
 
 def _facts(q: _Query) -> tuple[Any, ...]:
@@ -379,8 +421,7 @@ def _prune(q: _Query, pool: list[Candidate], config: PipelineConfig, deps: Deps)
         kind = "bm25"
         # ... but BM25 over another language matches only names and numbers: a chunk in another language than the
         # question's is handed on whole, never pruned by it (a cross-lingual question lost its passage so)
-        langs = {cid: ch.lang for cid, ch in deps.store.corpus.chunks_by_id([c.chunk_id for c in pool],
-                                                                             q.workspace).items()}
+        langs = {cid: ch.lang for cid, ch in _chunk_rows(q, [c.chunk_id for c in pool], deps).items()}
         whole = [c for c in pool if langs.get(c.chunk_id, q.lang) != q.lang]
         if whole:
             notes.append(f"{len(whole)} chunk(s) in another language than the question's ('{q.lang}') handed on "
@@ -420,12 +461,13 @@ def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: 
     syn = synthesized_answer(q.text, cands, config.answer, deps.llm, workspace=q.workspace,
                           route=route.config if route is not None else None, global_reduce=_global_reduce(glob),
                           query_id="q" + hashlib.sha1(q.text.encode()).hexdigest()[:12],
-                          titles=deps.store.corpus.document_titles([c.doc_id for c in cands], q.workspace),
+                          titles=_titles(q, [c.doc_id for c in cands], deps),
                           li_scorer=late_sentence_scorer(late, workspace=q.workspace)
                           if isinstance(late, LateInteractionReranker) else None, blind=q.dense_blind,
-                          vocabulary=vocab, full_texts=_whole_chunks(cands, config, deps, q.workspace),
+                          vocabulary=vocab, full_texts=_whole_chunks(cands, config, deps, q.workspace, q),
                           calibration=deps.store.calibrations.get(q.workspace),
-                          documents=_doc_heads(cands, config, deps, q.workspace))
+                          documents=_doc_heads(cands, config, deps, q.workspace, q),
+                          cross=_cross_reader(q, [c.chunk_id for c in cands[: config.answer.max_chunks]], deps))
     if tracer is not None:
         tracer.stages.extend(syn.calls)
     res = syn.result
@@ -445,15 +487,26 @@ def _global_reduce(glob: StageResult | None) -> GlobalReduce | None:
 def _verify(q: _Query, answer: Answer | None, deps: Deps) -> AnswerStep:
     """The verify stage: the answer's cited chunks (whole text, heading path, document title) are its evidence."""
     assert answer is not None
-    chunks = deps.store.corpus.chunks_by_id(list(answer.citations), q.workspace)
+    chunks = _chunk_rows(q, list(answer.citations), deps)
     # a document's title and opening lines (its date, its subject) are every chunk's context
-    heads = deps.store.corpus.document_heads(list({ch.doc_id for ch in chunks.values()}), q.workspace)
+    heads = _doc_head_rows(q, list(dict.fromkeys(ch.doc_id for ch in chunks.values())), deps)
     got = verify_answer(q.text, answer, {cid: ChunkText(ch.text, " / ".join(ch.heading_path),
                                                         " / ".join(x for x in heads[ch.doc_id][:2] if x)
                                                         if ch.doc_id in heads else "",
                                                         heads[ch.doc_id][2] if ch.doc_id in heads else "")
-                                         for cid, ch in chunks.items()})
+                                         for cid, ch in chunks.items()},
+                        cross=_cross_reader(q, list(chunks), deps))
     return AnswerStep((), got.notes, info=got.info, answer=got.answer)
+
+
+def _cross_reader(q: _Query, chunk_ids: Sequence[str], deps: Deps) -> CrossReader | None:
+    """The multilingual reader when some of the chunks are in another language than the question's (what the offline
+    answer and the check read across languages, core/answer/crosslingual.py); None when all are in the question's
+    language, or when the engine does not load. Its sentence vectors come from the workspace's stored ones."""
+    langs = {ch.lang for ch in _chunk_rows(q, chunk_ids, deps).values()}
+    if not langs - {q.lang} or not e5_scorer.available():
+        return None
+    return e5_scorer.E5Reader(deps.store.caches, q.workspace)
 
 
 def _answer_key(q: _Query, config: PipelineConfig, tracer: Tracer) -> str:
@@ -471,22 +524,26 @@ def _answer_key(q: _Query, config: PipelineConfig, tracer: Tracer) -> str:
                      (glob.skipped, cands_digest(glob.candidates), repr(glob.info)) if glob else None)
 
 
-def _doc_heads(cands: Sequence[Candidate], config: PipelineConfig, deps: Deps, workspace: str
-               ) -> dict[str, DocHead]:
-    """Name, title and opening of the documents the offline answerer quotes: how it tells versions apart."""
+def _doc_heads(cands: Sequence[Candidate], config: PipelineConfig, deps: Deps, workspace: str,
+               q: _Query | None = None) -> dict[str, DocHead]:
+    """Name, title and opening of the documents the offline answerer quotes: how it tells versions apart (read
+    through the query's rows when `q` is given)."""
     if config.answer.mode == "llm" or not cands:
         return {}
-    heads = deps.store.corpus.document_heads([c.doc_id for c in cands[: config.answer.max_chunks]], workspace)
+    ids = [c.doc_id for c in cands[: config.answer.max_chunks]]
+    heads = _doc_head_rows(q, ids, deps) if q is not None else deps.store.corpus.document_heads(ids, workspace)
     return {d: DocHead(*h) for d, h in heads.items()}
 
 
-def _whole_chunks(cands: Sequence[Candidate], config: PipelineConfig, deps: Deps, workspace: str) -> dict[str, str]:
+def _whole_chunks(cands: Sequence[Candidate], config: PipelineConfig, deps: Deps, workspace: str,
+                  q: _Query | None = None) -> dict[str, str]:
     """Whole texts of the chunks the offline answerer reads (pruning may have cut the sentence that answers); Claude
-    reads the pruned context, so nothing is fetched for it."""
+    reads the pruned context, so nothing is fetched for it. Read through the query's rows when `q` is given."""
     if config.answer.mode == "llm" or not cands:
         return {}
     top = [c.chunk_id for c in cands[: config.answer.max_chunks]]
-    return {cid: ch.text for cid, ch in deps.store.corpus.chunks_by_id(top, workspace).items()}
+    got = _chunk_rows(q, top, deps) if q is not None else deps.store.corpus.chunks_by_id(top, workspace)
+    return {cid: ch.text for cid, ch in got.items()}
 
 
 def _start(query: str, config: PipelineConfig, deps: Deps, workspace: str, tracer: Tracer) -> _Query:

@@ -45,7 +45,7 @@ def test_constraints_of_english_and_russian_questions() -> None:
     assert _kinds("Did revenue fall last quarter?")["period"] == "last quarter"
     ru = _kinds("Кто был президентом Франции в 1995 году?")
     assert ru["entity"] == "Франции" and ru["role"] == "президент" and ru["year"] == "1995" and ru["asks"] == "a person"
-    assert _kinds("Когда открылся офис в Алматы?") == {"entity": "Алматы", "asks": "a date or year"}
+    assert _kinds("Когда открылся офис в Алматы?") == {"entity": "Алматы", "event": "открыл", "asks": "a date or year"}
     assert question_constraints("What is a prime number?") == ()
 
 
@@ -180,3 +180,36 @@ def test_the_sentence_that_states_the_default_is_quoted_and_another_settings_dro
     v = verify_quotes("What is the default value of max_age?", res.answer.text, res.answer.citations,
                       {"c1": ChunkText(text, "Settings", "Middleware docs")}, refusal=REFUSAL)
     assert "600" in v.text and "30" not in v.text and v.info.action == "narrowed" and "timeout" in v.info.reason
+
+
+def test_the_attribute_asked_must_be_stated_and_its_sibling_is_named() -> None:
+    q = "What is the warranty of the FB-340?"
+    assert _kinds(q) == {"entity": "FB-340", "attribute": "warranty"}
+    bad = check(q, Evidence("The FB-340 costs EUR 400.")).unmet
+    assert [(v.constraint.kind, v.instead) for v in bad] == [("attribute", ("price",))]
+    assert bad[0].reason() == "the question asks for the warranty; the closest sentence states the price instead"
+    assert check(q, Evidence("The FB-340 comes with a five-year warranty.")).ok
+    assert check("How tall is the tower?", Evidence("The tower is 330 metres tall.")).ok
+    assert _kinds("Какова площадь Варшавы?")["attribute"] == "area"
+    assert check("Какова площадь Варшавы?", Evidence("Площадь Варшавы составляет 517 км².")).ok
+
+
+def test_the_opposite_event_is_not_the_answer() -> None:
+    q = "When did the Almaty office open?"
+    unmet = check(q, Evidence("The Almaty office closed in 2019.")).unmet
+    assert [(v.constraint.kind, v.instead) for v in unmet] == [("event", ("clos",))]
+    assert check(q, Evidence("The Almaty office opened in 2019.")).ok
+    assert check(q, Evidence("The Almaty office was set up in 2019.")).ok  # said otherwise, no opposite: met
+
+
+def test_when_asks_a_time_only_when_it_opens_the_question() -> None:
+    assert "asks" not in _kinds("What happens to the norm when a number is multiplied by p?")
+    assert "asks" not in _kinds("When a state changes another's norms, what is it called?")
+    assert _kinds("When was the act passed?")["asks"] == "a date or year"
+    assert _kinds("In which year was the act passed?")["asks"] == "a year"
+    # a conjunction or a lone 'age' states no time; a when-clause, an amount of time or an anchor does
+    assert not check("When was the act passed?", Evidence("Members must be over the age of eighteen.")).ok
+    assert check("When did they back the empire?", Evidence("They only backed it when Germany started to build one.")).ok
+    assert check("When did the warming begin?", Evidence("Rapid warming began about 13,000 BP.")).ok
+    assert check("When was it built?", Evidence("It was built during the reign of Peter the Great.")).ok
+    assert not check("In which year was it built?", Evidence("It was built during the reign of Peter the Great.")).ok

@@ -18,15 +18,11 @@ import numpy as np
 
 from core.answer.cache_pair import encode_bottom_pairs, load_top_layers
 from core.models import DATA_DIR
+from core.answer.e5_scorer import pair_text  # the one 'title / heading: sentence' form both scorers read
 
 SCORER_PATH = DATA_DIR / "answer_scorer.npz"
 # question + title/heading + sentence; a longer pair loses the end of its sentence, never the question
 MAX_TOKENS = 96
-
-
-def pair_text(context: str, sentence: str) -> str:
-    """The second segment the scorer reads: the sentence's title and heading, then the sentence."""
-    return f"{context}: {sentence}" if context else sentence
 
 
 def encode_bottom(bits: Any, question: str, texts: Sequence[str]) -> tuple[Any, Any]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Collection, Mapping, Sequence
 
 from core.answer.calibration import refusal_cut
+from core.answer.crosslingual import ANSWER_FLOOR, CrossReader, NameFinder, cross_answer, is_cross
 from core.answer.injection import injection_note
 from core.answer.negation import SAME_STATEMENT, NegatedAsk, negated_answer, negated_ask, similar, values
 from core.answer.versions import DocHead, sibling_labels
@@ -360,14 +361,16 @@ def answer_question(
     workspace: str = DEFAULT_WORKSPACE, query_id: str = "", titles: Mapping[str, str] | None = None,
     li_scorer: SentenceScorer | None = None, blind: bool = False, vocabulary: Collection[str] | None = None,
     full_texts: Mapping[str, str] | None = None, calibration: Calibration | None = None,
-    documents: Mapping[str, DocHead] | None = None,
+    documents: Mapping[str, DocHead] | None = None, cross: CrossReader | None = None,
 ) -> AnswerResult:
     """The answer stage: picks the answerer (auto = Claude when available), refuses on an empty context without
     calling anything, and falls back to extractive (saying so) when Claude is unavailable or fails. The extractive
     answerer reads `titles` (doc id -> title) as context and `li_scorer`'s late-interaction sentence scores, unless
     `blind` (the embedder does not read the question's language); it reads whole chunks from `full_texts` (chunk id
     -> text) when given. Claude reads what the pipeline handed on (the pruned, budgeted context). Its refusal cut is
-    the config's when set, else the workspace's `calibration` (core.answer.calibration), else the model's prior."""
+    the config's when set, else the workspace's `calibration` (core.answer.calibration), else the model's prior.
+    `cross`: a multilingual reader; when no passage is written in the question's script, the offline answer ranks
+    sentences by its similarity (core.answer.crosslingual), since word overlap does not reach across languages."""
     top = list(candidates)[: cfg.max_chunks]
     if not top:
         return AnswerResult(Answer(f"{REFUSAL} (no passages were retrieved)", (), True,
@@ -385,12 +388,29 @@ def answer_question(
             return _flag_instructions(res, top)
         except LLMError as exc:
             notes.append(f"Claude answer failed ({exc}); extractive answer instead")
+    foreign = [c for c in top if cross is not None and
+               is_cross(question, [(full_texts or {}).get(c.chunk_id) or c.text])]
+
+    def across(why: tuple[str, ...]) -> AnswerResult:
+        assert cross is not None
+        got, best, said_cross = cross_answer(question, foreign, cross, titles=titles, full_texts=full_texts,
+                                             max_sentences=cfg.max_sentences, refusal=REFUSAL)
+        answer, said = quoted_language(question, got)
+        return _flag_instructions(AnswerResult(answer, Usage(), tuple(notes) + why + said_cross + said, best,
+                                               ANSWER_FLOOR, "cross-lingual floor (core/answer/crosslingual.py)"), top)
+    if foreign and len(foreign) == len(top):
+        return across(())
     cut = refusal_cut(cfg.refusal_threshold, calibration, load_support_model().threshold, model_fingerprint())
     res = extractive_answer(question, top, threshold=cut.value, max_sentences=cfg.max_sentences,
                             titles=titles, li_scorer=li_scorer, blind=blind, vocabulary=vocabulary,
                             full_texts=full_texts, documents=documents)
     notes.append("extractive answer (offline): sentences copied from the passages, not generated")
     notes.append(f"refusal threshold {cut.value:.2f}: {cut.source}")
+    if foreign and res.answer.refused:  # nothing in the question's language supports an answer: the other passages
+        other = across((f"no passage in the question's language supports an answer ({res.answer.text[:160]}); "
+                        f"the {len(foreign)} passage(s) in another language read across languages",))
+        if not other.answer.refused:
+            return other
     answer, said = quoted_language(question, res.answer)
     return _flag_instructions(AnswerResult(answer, res.usage, tuple(notes) + res.notes + said, res.support, cut.value,
                                            cut.source), top)
@@ -454,14 +474,17 @@ class VerifiedAnswer:
     notes: tuple[str, ...]
 
 
-def verify_answer(question: str, answer: Answer, chunks: Mapping[str, ChunkText]) -> VerifiedAnswer:
+def verify_answer(question: str, answer: Answer, chunks: Mapping[str, ChunkText],
+                  cross: CrossReader | None = None) -> VerifiedAnswer:
     """The verify stage's adapter: an offline answer's quoted sentences checked against the question's constraints
     (refused with the reason and the nearest fact when none meets them all), or Claude's answer checked against the
-    passages it cites (flagged at its head when one is unmet)."""
+    passages it cites (flagged at its head when one is unmet). `cross`: a multilingual reader that looks for the
+    question's names in passages written in another script (core.answer.crosslingual.NameFinder)."""
+    names = NameFinder(cross) if cross is not None and is_cross(question, [c.text for c in chunks.values()]) else None
     if answer.mode == "llm":
-        v = verify_model_answer(question, answer.text, answer.citations, dict(chunks))
+        v = verify_model_answer(question, answer.text, answer.citations, dict(chunks), names=names)
     else:
-        v = verify_quotes(question, answer.text, answer.citations, dict(chunks), refusal=REFUSAL)
+        v = verify_quotes(question, answer.text, answer.citations, dict(chunks), refusal=REFUSAL, names=names)
     out = replace(answer, text=v.text, citations=v.citations, refused=v.refused)
     verdicts = v.info.verdicts()
     notes = [f"{len(v.info.constraints)} constraint(s): " + ", ".join(

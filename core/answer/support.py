@@ -9,6 +9,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Collection, Mapping, Protocol, Sequence
 
@@ -107,13 +108,15 @@ class QuestionTerms:
     codes: frozenset[str]
 
 
-def _word_stems(text: str) -> list[str | None]:
-    """One stem per word, in order; None for a stop word or a lone letter (it breaks a phrase)."""
+@lru_cache(maxsize=8192)
+def _word_stems(text: str) -> tuple[str | None, ...]:
+    """One stem per word, in order; None for a stop word or a lone letter (it breaks a phrase). Kept per text: the
+    same sentences and headings are read for question after question."""
     out: list[str | None] = []
     for m in _IDENT.finditer(text):
         toks = [t for t in tokenize(m.group(0)) if len(t) > 1 or t.isdigit()]
         out.append(toks[0] if toks else None)
-    return out
+    return tuple(out)
 
 
 def attribute_pairs(question: str) -> list[tuple[str, str]]:
@@ -437,9 +440,26 @@ def _key(term: str) -> str:
     return term[:_RU_KEY] if len(term) > _RU_KEY and _CYRILLIC.search(term) else term
 
 
-def _terms(text: str) -> set[str]:
-    """A text's stems, Cyrillic ones by their key (see _key): what a question's (keyed) term is looked up in."""
-    return {_key(t) for t in tokenize(text)}
+@lru_cache(maxsize=8192)
+def _terms(text: str) -> frozenset[str]:
+    """A text's stems, Cyrillic ones by their key (see _key): what a question's (keyed) term is looked up in. Kept
+    per text (a chunk, a sentence, a title is read again for every question that retrieves it)."""
+    return frozenset(_key(t) for t in tokenize(text))
+
+
+@lru_cache(maxsize=8192)
+def _specific(text: str) -> dict[str, frozenset[str]]:
+    """specific_terms of a chunk's sentence, heading or title, kept per text (read-only: never changed by a caller)."""
+    return {k: frozenset(v) for k, v in specific_terms(text).items()}
+
+
+@lru_cache(maxsize=2048)
+def _chunk_reading(text: str, versioned: bool) -> tuple[tuple[Span, ...], tuple[str, ...], tuple[str, ...]]:
+    """A chunk's quotable sentence spans, each sentence's text and its heading (what does not depend on the
+    question), kept per chunk text."""
+    spans = tuple(claim_spans(text))
+    return spans, tuple(" ".join(text[s:e].split()) for s, e in spans), tuple(_headings(text, spans,
+                                                                                       versioned=versioned))
 
 
 def _keyed(qt: QuestionTerms) -> QuestionTerms:
@@ -475,7 +495,7 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
     kept_masks: list[list[float]] = []
     for orig in candidates:
         c = reading_texts([orig], full_texts)[0]
-        spans = claim_spans(c.text)
+        spans = list(_chunk_reading(c.text, False)[0])
         ctx_terms = _terms(c.text) | _terms(titles.get(c.doc_id, ""))
         per_cand.append((c, spans, ctx_terms))
         # a chunk handed on whole with the pruner's verdict beside it (a cross-lingual chunk) keeps that verdict
@@ -509,16 +529,16 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
 
     rows: list[SentenceRow] = []
     for ci, (c, spans, ctx) in enumerate(per_cand):
-        heads = _headings(c.text, spans)
-        release_heads = _headings(c.text, spans, versioned=True) if kind == "version" else heads
-        title_specific = specific_terms(titles.get(c.doc_id, ""))
+        _, sents, heads = _chunk_reading(c.text, False)
+        release_heads = _chunk_reading(c.text, True)[2] if kind == "version" else heads
+        title_specific = _specific(titles.get(c.doc_id, ""))
         title_terms = _terms(titles.get(c.doc_id, ""))
         agree = 0.0
         for key in ("rank_bm25", "rank_dense"):
             r = c.meta.get(key)
             agree += 0.5 / float(r) if isinstance(r, (int, float)) and r > 0 else 0.0
         for si, (s, e) in enumerate(spans):
-            sent = " ".join(c.text[s:e].split())
+            sent = sents[si]
             st = _terms(sent)
             sent_cov = sum(idf[t] for t in q if t in st) / total
             ctx_cov = sum(idf[t] for t in q if t in st or t in ctx) / total
@@ -528,7 +548,7 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
             atype = 1.0 if holds_type(sent + (" " + release_heads[si] if kind == "version" else ""), kind,
                                       question) else 0.0
             stated: dict[str, set[str]] = {}
-            for part in (specific_terms(sent), specific_terms(heads[si]), title_specific):
+            for part in (_specific(sent), _specific(heads[si]), title_specific):
                 for k, v in part.items():
                     stated.setdefault(k, set()).update(v)
             if "quarter" in title_specific:  # a report's period is its title's ('fourth quarter in a row' is not)

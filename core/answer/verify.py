@@ -13,13 +13,16 @@ import re
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from functools import lru_cache
-from typing import Any, Iterable, Literal, Sequence
+from typing import Any, Callable, Iterable, Literal, Sequence
 
 from core.answer.support import sentence_contexts
 from core.text import EN_STOP, RU_STOP, sentence_spans, tokenize
 from core.types import StageInfo
 
 Met = Literal["met", "unmet", "unchecked"]
+# (a name, the question, the quoted sentence with its title, all the evidence in another script) -> whether the
+# evidence states the name (core.answer.crosslingual.NameFinder)
+NameCheck = Callable[[str, str, str, str], bool]
 
 _CYR = re.compile(r"[а-яёА-ЯЁ]")
 _WORD = re.compile(r"[^\W_]+(?:['’\-][^\W_]+)*", re.UNICODE)
@@ -119,16 +122,104 @@ _ORD_DIGIT = re.compile(r"(?i)\b(\d+)\s*-?\s*(st|nd|rd|th|й|я|е|го|м|ой|
 _IDENT = re.compile(r"(?<![\w.])[A-Za-z][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)+(?![\w])")
 _CODE = re.compile(r"(?<![\w-])(?=[\w-]*[^\W\d_])(?=[\w-]*\d)[\w]+(?:-[\w]+)+|(?<![\w-])[^\W\d_]+\d\w*")
 _ASKS_PERSON = re.compile(r"(?i)^\s*(who|whom)\b|^\s*(кто|кем|кого|кому)\b")
-_ASKS_YEAR = re.compile(r"(?i)\b(which|what|in which|in what) year\b|\bwhen\b|в каком году|\bкогда\b")
+_ASKS_YEAR = re.compile(r"(?i)\b(which|what|in which|in what) year\b|в каком году")
+# 'When ...?' asks a time; 'when' inside a question ('what happens to the norm when ...') or opening a clause before the
+# question proper ('When imperialism impacts ..., what is it called?') is a conjunction and asks none
+_ASKS_WHEN = re.compile(r"(?i)^\W*(and |since |until |till |и |с |до )?(when|когда)\b"
+                        r"(?![^?]*,\s*(what|which|who|how|что|как|кто)\b)")
 _ASKS_NUMBER = re.compile(r"(?i)\bhow (many|much)\b|\bсколько\b")
 _ASKS_MONTH = re.compile(r"(?i)\b(which|what|in which) month\b|в каком месяце")
+
+
+# Attributes a question asks of a thing ('the warranty of', 'how tall'), each with the words that state it, English
+# and Russian stems: a sentence that states none of them (and perhaps another attribute) does not answer. General
+# words, written for this check; no corpus read.
+_ATTRS: dict[str, tuple[str, ...]] = {
+    "population": ("population", "inhabitants", "residents", "populous", "people", "населени", "жител"),
+    "area": ("area", "square", "km2", "km²", "sq", "hectares", "acres", "площад", "гектар"),
+    "length": ("length", "long", "km", "kilometres", "kilometers", "miles", "длин", "протяж", "километр"),
+    "height": ("height", "high", "tall", "elevation", "altitude", "feet", "metres", "meters", "m", "высот", "метр"),
+    "width": ("width", "wide", "breadth", "ширин"),
+    "depth": ("depth", "deep", "глубин"),
+    "weight": ("weight", "weighs", "weigh", "weighed", "kg", "kilograms", "tonnes", "tons", "pounds", "mass", "вес",
+               "весит", "масс", "килограмм", "тонн"),
+    "price": ("price", "priced", "cost", "costs", "fee", "fees", "€", "$", "£", "eur", "usd", "gbp", "цен", "стоимост",
+              "стоит", "евро", "руб", "долл"),
+    "budget": ("budget", "funding", "allocated", "бюджет", "финансир"),
+    "salary": ("salary", "salaries", "wage", "wages", "paid", "pay", "зарплат", "оклад"),
+    "revenue": ("revenue", "revenues", "sales", "turnover", "income", "выручк", "доход", "оборот"),
+    "warranty": ("warranty", "warranties", "guarantee", "guaranteed", "гаранти"),
+    "capacity": ("capacity", "holds", "seats", "accommodate", "вместим", "емкост", "ёмкост"),
+    "speed": ("speed", "fast", "mph", "km/h", "velocity", "скорост"),
+    "temperature": ("temperature", "°", "degrees", "°c", "температур", "градус"),
+    "license": ("license", "licence", "licensed", "licenses", "лиценз"),
+    "capital": ("capital", "столиц"),
+    "currency": ("currency", "валют"),
+    "language": ("language", "languages", "written", "язык"),
+    "address": ("address", "located", "адрес"),
+    "diameter": ("diameter", "радиус", "диаметр", "radius"),
+}
+_ATTR_RU = {"населени": "population", "площад": "area", "длин": "length", "высот": "height", "ширин": "width",
+            "глубин": "depth", "вес": "weight", "масс": "weight", "цен": "price", "стоимост": "price",
+            "бюджет": "budget", "зарплат": "salary", "оклад": "salary", "выручк": "revenue", "гаранти": "warranty",
+            "вместимост": "capacity", "скорост": "speed", "температур": "temperature", "лиценз": "license",
+            "столиц": "capital", "валют": "currency", "диаметр": "diameter"}
+_ATTR_ASK = re.compile(r"(?i)\b(?:what|which|how)\s+(?:is|was|are|were|'s)?\s*(?:the\s+)?(?:\w+\s+)?"
+                       r"(?P<a>[a-z]+)\s+(?:of|for|does|did|do|is|was|on|in)\b|\bhow\s+(?P<adj>tall|high|wide|deep|"
+                       r"heavy|fast)\b|\b(?:какова|каков|каково|какой|какая|какое|сколько)\s+"
+                       r"(?P<ru>[а-яё]+)(?:\s+(?P<ru2>[а-яё]+))?")
+# ('how long' is left out: it asks a duration as often as a length, and a time span states a duration)
+_ATTR_ADJ = {"tall": "height", "high": "height", "wide": "width", "deep": "depth", "heavy": "weight", "fast": "speed"}
+# Opposite events: asked when an office opened, a sentence that says when it closed answers another question.
+_EVENT_PAIRS = (("open", "clos"), ("start", "end"), ("begin", "end"), ("began", "end"), ("hir", "fir"),
+                ("acquir", "sold"), ("buy", "sell"), ("bought", "sold"), ("launch", "discontinu"),
+                ("found", "dissolv"), ("arriv", "depart"), ("import", "export"),
+                ("открыл", "закрыл"), ("открыт", "закрыт"), ("начал", "закончил"), ("купил", "продал"),
+                ("прибыл", "убыл"), ("импорт", "экспорт"))
+_EVENT_ENDINGS = ("", "s", "e", "es", "ed", "d", "ing", "ings", "ure", "ures", "ened", "ening", "ation", "y")
+
+
+def _asked_attribute(question: str) -> str | None:
+    """The attribute the question asks of its subject ('warranty', 'height'), when the lexicon knows it."""
+    for m in _ATTR_ASK.finditer(question):
+        if m.group("adj"):
+            return _ATTR_ADJ.get(m.group("adj").lower())
+        word = (m.group("a") or "").lower()
+        if word in _ATTRS:
+            return word
+        if word in _ATTR_ADJ:
+            return _ATTR_ADJ[word]
+        for ru in (m.group("ru"), m.group("ru2")):
+            for stem, attr in _ATTR_RU.items():
+                if ru and ru.lower().startswith(stem):
+                    return attr
+    return None
+
+
+def _states_attribute(attr: str, r: "_Read") -> bool:
+    words = r.raw.split() if r.raw else []
+    toks = set(re.findall(r"[^\W_]+|[€$£°]", r.raw))
+    return any(f in toks or (len(f) >= 4 and _CYR.search(f) and any(w.startswith(f) for w in words)) or
+               (f in ("€", "$", "£", "°") and f in r.raw) for f in _ATTRS[attr])
+
+
+def _events(text: str) -> set[str]:
+    """Event stems of the pairs above that a text uses ('opened' -> 'open')."""
+    words = {w.lower() for w in _WORD.findall(text)}
+
+    def used(stem: str) -> bool:
+        if _CYR.search(stem):
+            return any(w.startswith(stem) and len(w) <= len(stem) + 4 for w in words)
+        return any(stem + end in words for end in _EVENT_ENDINGS)
+    return {stem for pair in _EVENT_PAIRS for stem in pair if used(stem)}
 
 
 @dataclass(frozen=True)
 class Constraint:
     """One thing the question pins down: its kind, the words it is asked with, and canonical values to look for."""
 
-    kind: str  # entity | role | year | month | number | ordinal | superlative | negation | direction | period | asks
+    kind: str  # entity | role | year | month | number | ordinal | superlative | attribute | event | negation |
+    # direction | period | asks
     text: str  # as the question words it ('Shelbyville', '1998', 'youngest', 'CTO')
     values: tuple[str, ...]  # canonical forms (stems / keys, numbers as plain digits, months as 'm5', ...)
 
@@ -165,6 +256,12 @@ class Verdict:
         label = _LABELS.get(c.kind, c.kind)
         if c.kind == "asks":
             return f"the question asks for {c.text}; the closest sentence states none"
+        if c.kind == "attribute":
+            return f"the question asks for the {c.text}; the closest sentence states " + (
+                f"the {', '.join(self.instead)} instead" if self.instead else f"no {c.text}")
+        if c.kind == "event":
+            return f"the question asks about '{c.text}…'; the closest sentence states the opposite event " \
+                   f"('{', '.join(self.instead)}…')"
         if c.kind == "negation":
             return "the question asks what does not hold; the closest sentence states no negation or exclusion"
         if c.kind == "direction":
@@ -181,6 +278,7 @@ class Verdict:
 
 
 _LABELS = {"entity": "name", "role": "role or title", "year": "year", "month": "month", "number": "number",
+           "attribute": "attribute", "event": "event",
            "ordinal": "ordinal", "superlative": "superlative", "period": "period", "asks": "kind of answer"}
 
 
@@ -408,6 +506,13 @@ def question_constraints(question: str) -> tuple[Constraint, ...]:
         if s in ("first", "last") and any(c.kind == "ordinal" for c in out):
             continue
         out.append(Constraint("superlative", s, (s,)))
+    attr = _asked_attribute(q)
+    if attr is not None:
+        out.append(Constraint("attribute", attr, (attr,)))
+    for ev in sorted(_events(q)):
+        opp = {b if a == ev else a for a, b in _EVENT_PAIRS if ev in (a, b)}
+        if opp and not any(o in _events(q) for o in opp):
+            out.append(Constraint("event", ev, (ev, *sorted(opp))))
     if any(w.lower() in _NEG_Q for w in _WORD.findall(q)) or re.search(r"(?i)n't\b", q):
         out.append(Constraint("negation", "not", ("not",)))
     up, down = bool(_UP.search(q)), bool(_DOWN.search(q))
@@ -415,7 +520,8 @@ def question_constraints(question: str) -> tuple[Constraint, ...]:
         out.append(Constraint("direction", "up" if up else "down", ("up" if up else "down",)))
     out.extend(_period(q))
     asks = ("a person" if _ASKS_PERSON.search(q) else "a month" if _ASKS_MONTH.search(q) else
-            "a date or year" if _ASKS_YEAR.search(q) else "a number" if _ASKS_NUMBER.search(q) else "")
+            "a year" if _ASKS_YEAR.search(q) else "a date or year" if _ASKS_WHEN.search(q) else
+            "a number" if _ASKS_NUMBER.search(q) else "")
     if asks:
         out.append(Constraint("asks", asks, (asks,)))
     return tuple(out)
@@ -428,6 +534,31 @@ _WHEN_RECURRING = re.compile(
     r"mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?|spring|summer|autumn|fall|winter|"
     r"кажд\w+|ежедневно|еженедельно|ежемесячно|ежегодно|утром|вечером|ночью|днём|днем|по (понедельникам|"
     r"вторникам|средам|четвергам|пятницам|субботам|воскресеньям)|весной|летом|осенью|зимой)\b")
+
+
+# What states a time beside years and months (the 'When' check): units of time after a number, centuries and decades,
+# an event a time is anchored to, and date words.
+_TIME_UNIT = re.compile(r"(?i)\b(years?|months?|weeks?|days?|hours?|BP|BC|BCE|AD|CE|ago|later|earlier|afterwards|"
+                        r"centur\w+|decades?|millenni\w+|лет|года?|годам|месяц\w*|недел\w+|дн[яей]\w*|дней|час\w*|"
+                        r"век\w*|назад|спустя|позже|раньше|тысячелет\w*|н\.\s?э)\b")
+_CENTURY = re.compile(r"(?i)\b(centur(y|ies)|decades?|millenni(um|a)|\d{2,4}s|век[а-я]*|веках|десятилети\w*|"
+                      r"тысячелети\w*)\b")
+_ANCHOR = re.compile(r"(?i)\b(during|after|before|following|until|till|since|by the (end|time|start) of|at the (end|"
+                     r"start|beginning|outbreak) of|in the wake of)\s+(the\s+)?([A-Z]\w+|(\w+\s+){0,2}(war|reign|"
+                     r"revolution|era|period|age|dynasty|conquest|invasion|crisis|depression|independence|death|"
+                     r"birth|election|collapse|fall|rise|treaty|accession|coronation|merger|acquisition|launch|"
+                     r"founding|opening|closure))\b|\b(во время|после|до|перед|в период|в эпоху|в ходе|накануне|"
+                     r"с момента|к моменту|к концу|в начале|в конце)\s+(\w+\s+){0,2}(войн\w*|правлени\w*|"
+                     r"революци\w*|эпох\w*|период\w*|династи\w*|завоевани\w*|вторжени\w*|кризис\w*|"
+                     r"независимост\w*|смерт\w*|рождени\w*|выбор\w*|распад\w*|падени\w*|основани\w*|"
+                     r"открыти\w*|закрыти\w*|[А-ЯЁ]\w+)")
+_YEARS_UNIT = re.compile(r"(?i)\b(years?|BP|BC|BCE|AD|CE|лет|года?|годам|н\.\s?э)\b")
+# an event the time is told by, in a clause ('... became supportive when Germany started to build an empire')
+_WHEN_CLAUSE = re.compile(r"(?i)\w[\w,]*\s+(when|once|as soon as|after|before|until|когда|как только|после того,? как|"
+                          r"до того,? как|пока)\s+(the\s+|a\s+)?\w+\s+\w+")
+_DATE_WORD = re.compile(r"(?i)\b(today|yesterday|tomorrow|recently|currently|nowadays|at present|at the time|"
+                        r"in the (past|future)|сегодня|вчера|завтра|недавно|сейчас|в настоящее время|в прошлом|"
+                        r"в будущем)\b|\b\d{1,2}[./]\d{1,2}[./]\d{2,4}\b|\b\d{4}-\d{2}-\d{2}\b")
 
 
 def _ordinal_word(n: int) -> str:
@@ -550,7 +681,7 @@ def _parallel_names(c: Constraint, sentence: str, question: str) -> list[str]:
 
 
 def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read: _Read, sentence: str,
-               question: str, cross: bool, heading: str = "") -> Verdict:
+               question: str, cross: bool, heading: str = "", names: NameCheck | None = None) -> Verdict:
     """parts: (where, read) in the order evidence counts: sentence, heading, title, chunk."""
     local = parts[:3]
     if c.kind == "entity":
@@ -565,6 +696,11 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
                     if others:  # the sentence says it of a sibling the chunk names beside it (the Springfield office)
                         return Verdict(c, "unmet", instead=tuple(others[:3]))
                 return Verdict(c, "met", where)
+        if cross and names is not None:  # another script: the name's transliteration or the encoder's reading
+            whole = " / ".join(r.raw_cased for _, r in parts[:4] if r.raw_cased)
+            title = parts[2][1].raw_cased
+            read = f"{title}: {sentence}" if title else sentence
+            return Verdict(c, "met", "chunk") if names(c.text, question, read, whole) else Verdict(c, "unmet")
         if cross and not _CYR.search(sentence):
             return Verdict(c, "unchecked")
         # a name the evidence never states: the sibling shown is one the sentence states in the asked name's slot
@@ -602,6 +738,18 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
                 return Verdict(c, "met", "sentence")
         sib = getattr(sentence_read, attr) - {v}
         return Verdict(c, "unmet", instead=tuple(sorted(_show(c.kind, sib))))
+    if c.kind == "attribute":  # the sentence (its heading, its title) must state the asked attribute
+        if any(_states_attribute(c.text, r) for _, r in local):
+            return Verdict(c, "met", "sentence")
+        other = [a for a in _ATTRS if a != c.text and _states_attribute(a, sentence_read)]
+        if cross and not _CYR.search(sentence):
+            return Verdict(c, "unchecked")
+        return Verdict(c, "unmet", instead=tuple(other[:3]))
+    if c.kind == "event":  # asked when it opened, the sentence says when it closed: the opposite event
+        said = _events(sentence)
+        if c.values[0] in said or not said & set(c.values[1:]):
+            return Verdict(c, "met", "sentence")
+        return Verdict(c, "unmet", instead=tuple(sorted(said & set(c.values[1:]))))
     if c.kind == "superlative":
         want = c.values[0]
         opp = _opposite(want)
@@ -637,13 +785,18 @@ def _asks(c: Constraint, sentence: str, r: _Read, question: str) -> Verdict:
         ok = bool(names) or bool(r.roles) or bool(re.search(r"(?i)\b(he|she|they|him|her|who|он|она|они)\b", sentence))
     elif c.text == "a month":
         ok = bool(r.months - qm) or bool(r.years - qy)
+    elif c.text == "a year":  # 'in which year': a year, a decade or century, or a time counted in years
+        ok = bool(r.years - qy) or bool(_CENTURY.search(sentence)) or (bool(r.numbers - qn) and bool(
+            _YEARS_UNIT.search(sentence)))
     elif c.text == "a date or year":
-        ok = bool(r.years - qy) or bool(r.months - qm) or bool(r.ordinals) or (bool(r.numbers - qn) and bool(
-            re.search(r"(?i)\b(years?|BP|BC|BCE|AD|CE|ago|centur\w+|decades?|лет|года?|век\w*|назад|н\.\s?э)\b",
-                      sentence))) or bool(re.search(
-            r"(?i)\b(century|decade|age|era|period|reign|war|after|before|during|until|since|when|while|once|"
-            r"today|now|ago|later|earlier|time|век|год|после|до|во время|когда|эпох|период)\b", sentence)) or bool(
-            _WHEN_RECURRING.search(sentence))
+        # a time the sentence states: a year, a month, a date, an amount of time ('13,000 BP', '22,000 years ago'),
+        # a century or decade, a recurring time, or an event it is anchored to ('during the Cold War'); a conjunction
+        # ('when', 'while', 'когда') or a lone 'after' / 'time' / 'age' states none ('members must be over the age
+        # of 18' does not say when an act was passed)
+        ok = bool(r.years - qy) or bool(r.months - qm) or bool(r.ordinals and _CENTURY.search(sentence)) or (
+            bool(r.numbers - qn) and bool(_TIME_UNIT.search(sentence))) or bool(_CENTURY.search(sentence)) or bool(
+            _WHEN_RECURRING.search(sentence)) or bool(_ANCHOR.search(sentence)) or bool(_REL_PERIOD.search(sentence)) \
+            or bool(_DATE_WORD.search(sentence)) or bool(_WHEN_CLAUSE.search(sentence))
     else:
         ok = bool(r.numbers - qn) or bool(r.years - qy) or bool(re.search(
             r"(?i)\b(several|many|few|dozens|hundreds|thousands|millions|numerous|half|most|all|some|a number of|"
@@ -661,11 +814,14 @@ def _show(kind: str, vals: Iterable[str]) -> list[str]:
     return list(vals)
 
 
-def check(question: str, evidence: Evidence, constraints: Sequence[Constraint] | None = None) -> Check:
+def check(question: str, evidence: Evidence, constraints: Sequence[Constraint] | None = None, *,
+          names: NameCheck | None = None) -> Check:
     """Each of the question's constraints against one piece of evidence: met where it is stated (the sentence, its
     heading, its document title, its chunk: a name or year stated only elsewhere in the chunk counts unless the
     sentence states a sibling of the same kind), unmet with the siblings the sentence states instead, or unchecked
-    (a name in another script with no transliterated match, a relative period)."""
+    (a name in another script with no transliterated match, a relative period). `names` (name, text) -> stated?:
+    how a name in another script than the evidence is looked for (core.answer.crosslingual.NameFinder); without it
+    such a name is unchecked unless its transliteration is found."""
     cons = question_constraints(question) if constraints is None else tuple(constraints)
     if not cons:
         return Check(evidence, ())
@@ -675,8 +831,8 @@ def check(question: str, evidence: Evidence, constraints: Sequence[Constraint] |
     if evidence.opening:  # read for dates only (a memo's date line), never for names
         parts.append(("document", _read(evidence.opening)))
     cross = bool(_CYR.search(question)) != bool(_CYR.search(evidence.sentence + evidence.chunk))
-    return Check(evidence, tuple(_check_one(c, parts, sr, evidence.sentence, question, cross, evidence.heading)
-                                 for c in cons))
+    return Check(evidence, tuple(_check_one(c, parts, sr, evidence.sentence, question, cross, evidence.heading,
+                                            names) for c in cons))
 
 
 def period_constraints(question: str) -> tuple[Constraint, ...]:
@@ -783,7 +939,7 @@ def _local_heading(claim: str, ch: ChunkText) -> str:
 
 
 def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: dict[str, ChunkText], *,
-                  refusal: str) -> Verified:
+                  refusal: str, names: NameCheck | None = None) -> Verified:
     """An extractive answer checked: each quoted sentence against the question's constraints, read with its chunk.
     Sentences that state a sibling of what is asked (another year, name, role) are dropped; when no quoted sentence
     meets every constraint the answer becomes a refusal saying which constraint failed, with the nearest fact shown
@@ -799,7 +955,7 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
     for claim, cid in claims:
         ch = chunks.get(cid, ChunkText(""))
         checks.append(check(question, Evidence(claim, ch.text, _local_heading(claim, ch), ch.title, cid, ch.opening),
-                            cons))
+                            cons, names=names))
     # the answer as a whole must meet each constraint: one quoted sentence may state the name, another the year
     # (a question of two parts); a sentence that states a sibling of what another quoted sentence meets is the
     # neighbouring fact and is dropped
@@ -855,8 +1011,8 @@ def _shares_value(a: _Read, b: _Read) -> bool:
     return bool(a.years & b.years or a.numbers & b.numbers or a.months & b.months)
 
 
-def verify_model_answer(question: str, text: str, citations: Sequence[str], chunks: dict[str, ChunkText]
-                        ) -> Verified:
+def verify_model_answer(question: str, text: str, citations: Sequence[str], chunks: dict[str, ChunkText], *,
+                        names: NameCheck | None = None) -> Verified:
     """A model's answer checked against the passages it cites: each constraint of the question must be stated by
     one of them. The model's wording is its own, so nothing is quoted or dropped: an unmet constraint is flagged at
     the head of the answer, never passed in silence."""
@@ -874,7 +1030,8 @@ def verify_model_answer(question: str, text: str, citations: Sequence[str], chun
         backing = [sent for sent in (" ".join(ch.text[s:e].split()) for s, e in sentence_spans(ch.text))
                    if _shares_value(said, _read(sent))] or [ch.text]
         for sent in backing:
-            checks.append(check(question, Evidence(sent, ch.text, ch.heading, ch.title, cid, ch.opening), cons))
+            checks.append(check(question, Evidence(sent, ch.text, ch.heading, ch.title, cid, ch.opening), cons,
+                                names=names))
     unmet = [c for c in cons if not any(all(v.verdict != "unmet" for v in ck.verdicts if v.constraint == c)
                                         for ck in checks)]
     if not unmet:

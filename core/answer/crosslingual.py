@@ -1,0 +1,172 @@
+"""Answers and name checks for a question asked in another language than its passages (a Russian question over
+English documents): sentences ranked by a multilingual encoder's question-sentence cosine, and the question's names
+looked for across scripts by transliteration and by the encoder's phrase similarity.
+
+Why: the offline answerer's support model reads word overlap, which is nil across languages, so every cross-lingual
+question was refused; and the constraint check compared a Cyrillic name with Latin text, so it could neither meet nor
+refuse it. Years, numbers, months and ordinals need nothing of this: core.answer.verify reads them in both languages.
+The encoder is passed in (a `CrossReader`); nothing here loads a model. Rules and cuts were chosen on the even
+paragraphs of XQuAD articles 40-47 (bench/verify_nearmiss.py's dev split), never on its report split or the sample
+corpus."""
+from __future__ import annotations
+
+import re
+from difflib import SequenceMatcher
+from typing import Mapping, Protocol, Sequence
+
+import numpy as np
+
+from core.answer.e5_scorer import pair_text
+from core.answer.support import sentence_contexts
+from core.text import EN_STOP, RU_STOP
+from core.types import Answer, Candidate
+
+# The name cuts were read off the dev split's grid (bench/verify_nearmiss.py --tune prints it).
+ANSWER_FLOOR = 0.74  # best question-sentence cosine below this: no sentence is about the question
+ANSWER_MARGIN = 0.02  # other sentences quoted beside the best when their cosine is within this of it
+NAME_TRANSLIT = 0.8  # a name is found when its transliteration is this similar to one of the text's words ...
+NAME_GAIN = 0.0  # ... or the question with it is closer to the quoted sentence than the question without it
+# ... or (off as shipped: on the dev split, adding them lowered names found minus changed names passed, and a cut of
+# -0.005 on the gain answered 2 points more and refused 7 points fewer near misses) its phrase cosine reaches
+# NAME_BEST, or its best cosine is NAME_LIFT above its median over the text's phrases
+NAME_BEST = float("inf")
+NAME_LIFT = float("inf")
+# Cuts the answer was not tuned on: the best sentence and those within ANSWER_MARGIN of it are quoted (at most
+# max_sentences, as the same-language answer quotes); ANSWER_FLOOR is the lowest best cosine of the dev split's
+# answerable questions, rounded down.
+
+_CYR = re.compile(r"[а-яёА-ЯЁ]")
+_CAP_RUN = re.compile(r"[A-ZА-ЯЁ][\w\-]*(?: (?:of |the |de |von |van |da |du |la |le )?[A-ZА-ЯЁ][\w\-]*)+")
+_CAP = re.compile(r"(?<!\w)[A-ZА-ЯЁ][\w\-]+")
+_LOWER = re.compile(r"(?<!\w)[a-zа-яё][a-zа-яё\-]{2,}")
+_WORD = re.compile(r"[^\W\d_]+")
+_TRANSLIT = str.maketrans({"а": "a", "б": "b", "в": "v", "г": "g", "д": "d", "е": "e", "ё": "e", "ж": "zh", "з": "z",
+                           "и": "i", "й": "y", "к": "k", "л": "l", "м": "m", "н": "n", "о": "o", "п": "p", "р": "r",
+                           "с": "s", "т": "t", "у": "u", "ф": "f", "х": "kh", "ц": "ts", "ч": "ch", "ш": "sh",
+                           "щ": "sch", "ъ": "", "ы": "y", "ь": "", "э": "e", "ю": "yu", "я": "ya"})
+
+
+class CrossReader(Protocol):
+    """A multilingual encoder as the cross-lingual answer reads it (core.answer.e5_scorer.E5Reader)."""
+
+    def score(self, question: str, texts: Sequence[str]) -> np.ndarray:
+        """Cosine of the question (query side) and each text (passage side)."""
+        ...
+
+    def phrases(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit passage-side vectors of short texts (names, words), one row each."""
+        ...
+
+
+def script(text: str) -> str:
+    """'cyrillic' or 'latin': the script a text is mostly written in (what tells a cross-lingual pair apart)."""
+    cyr = len(_CYR.findall(text))
+    lat = len(re.findall(r"[A-Za-z]", text))
+    return "cyrillic" if cyr > lat else "latin"
+
+
+def is_cross(question: str, texts: Sequence[str]) -> bool:
+    """Whether none of the passages is written in the question's script (each read as a whole)."""
+    return bool(texts) and all(script(t) != script(question) for t in texts)
+
+
+def cross_answer(question: str, candidates: Sequence[Candidate], reader: CrossReader, *,
+                 titles: Mapping[str, str] | None = None, full_texts: Mapping[str, str] | None = None,
+                 max_sentences: int = 3, floor: float = ANSWER_FLOOR, margin: float = ANSWER_MARGIN,
+                 refusal: str) -> tuple[Answer, float, tuple[str, ...]]:
+    """(answer, best cosine, notes): the candidates' sentences (whole chunks when `full_texts` has them), each read
+    with its title and heading, ranked by the reader's cosine to the question; the best and those within `margin` of
+    it are quoted with their chunk ids; below `floor` the answer refuses, naming the closest sentence."""
+    rows: list[tuple[str, str, str]] = []  # (chunk id, sentence, what the reader reads)
+    for c in candidates:
+        text = (full_texts or {}).get(c.chunk_id, c.text)
+        for sent, ctx in sentence_contexts(text, (titles or {}).get(c.doc_id, "")):
+            rows.append((c.chunk_id, sent, pair_text(ctx, sent)))
+    if not rows:
+        return Answer(f"{refusal} (no retrieved passage has a sentence to quote)", (), True, "extractive"), 0.0, ()
+    sims = np.asarray(reader.score(question, [r[2] for r in rows]), dtype=np.float64)
+    order = sorted(range(len(rows)), key=lambda i: (-sims[i], i))
+    best = float(sims[order[0]])
+    note = (f"cross-lingual answer: sentences ranked by the multilingual encoder's question-sentence similarity (best "
+            f"{best:.3f}, floor {floor:.2f}); word overlap does not reach across languages",)
+    if best < floor:
+        i = order[0]
+        return Answer(f"{refusal} No sentence of the retrieved passages is close to the question (similarity {best:.2f}"
+                      f", below {floor:.2f}); closest sentence: \"{rows[i][1]}\" [{rows[i][0]}]", (), True,
+                      "extractive"), best, note
+    picked: list[int] = []
+    for i in order:
+        if len(picked) >= max_sentences or sims[i] < best - margin:
+            break
+        if all(rows[i][1] != rows[j][1] for j in picked):
+            picked.append(i)
+    text = " ".join(f"{rows[i][1]} [{rows[i][0]}]" for i in picked)
+    cites = tuple(dict.fromkeys(rows[i][0] for i in picked))
+    return Answer(text, cites, False, "extractive"), best, note
+
+
+def translit(word: str) -> str:
+    """A word in Latin letters (Cyrillic transliterated, scholarly-simple: enough to compare names)."""
+    return word.lower().translate(_TRANSLIT)
+
+
+def _phrases(text: str) -> list[str]:
+    """What a name may be in a text: its capitalised words and runs ('Halford Mackinder', 'House of Commons')
+    and its content words ('glacial')."""
+    low = [w for w in _LOWER.findall(text) if w not in EN_STOP and w not in RU_STOP]
+    return sorted(set(_CAP.findall(text)) | set(_CAP_RUN.findall(text)) | set(low))
+
+
+class NameFinder:
+    """Whether a name written in one script is stated in evidence written in the other: the question is closer to
+    the quoted sentence with the name than without it (the encoder reads the name in the sentence), a word of the
+    text is close to the name's transliteration, or a phrase of the text is one the encoder reads as the name.
+    Results are kept per (name, question, sentence, text)."""
+
+    def __init__(self, reader: CrossReader, *, gain: float = NAME_GAIN, best: float = NAME_BEST,
+                 lift: float = NAME_LIFT, translit_ratio: float = NAME_TRANSLIT) -> None:
+        self.reader = reader
+        self.gain, self.best, self.lift, self.translit_ratio = gain, best, lift, translit_ratio
+        self._seen: dict[tuple[str, str, str, str], bool] = {}
+
+    def gain_of(self, name: str, question: str, sentence: str) -> float:
+        """How much closer the question is to the sentence with the name than with the name left out."""
+        without = " ".join(question.replace(name, " ").split())
+        if not sentence.strip() or without == question:
+            return 0.0
+        return float(self.reader.score(question, [sentence])[0] - self.reader.score(without, [sentence])[0])
+
+    @staticmethod
+    def _translit(name: str, text: str) -> float:
+        words = {translit(w) for w in _WORD.findall(text) if len(w) > 1}
+        parts = [translit(w) for w in _WORD.findall(name) if w.lower() not in RU_STOP and w.lower() not in EN_STOP]
+        return max((SequenceMatcher(None, p, w).ratio() for p in parts for w in words), default=0.0)
+
+    def _phrase_hit(self, name: str, text: str) -> bool:
+        if self.best == float("inf") and self.lift == float("inf"):
+            return False
+        best, lift, _ = self.signals(name, text)
+        return best >= self.best or lift >= self.lift
+
+    def signals(self, name: str, text: str) -> tuple[float, float, float]:
+        """(best phrase cosine, its lift over the median phrase cosine, best transliteration ratio)."""
+        tr = self._translit(name, text)
+        phrases = _phrases(text)
+        if not phrases:
+            return 0.0, 0.0, tr
+        vecs = self.reader.phrases([name, *phrases])
+        sims = vecs[1:] @ vecs[0]
+        return float(sims.max()), float(sims.max() - np.median(sims)), tr
+
+    def __call__(self, name: str, question: str, sentence: str, text: str) -> bool:
+        """`sentence`: the quoted sentence as the encoder reads it (with its title); `text`: all the evidence (title,
+        heading, chunk)."""
+        if not text.strip():
+            return False
+        key = (name, question, sentence, text)
+        if key not in self._seen:
+            if len(self._seen) > 4096:
+                self._seen.clear()
+            self._seen[key] = self._translit(name, text) >= self.translit_ratio or \
+                self.gain_of(name, question, sentence) > self.gain or self._phrase_hit(name, text)
+        return self._seen[key]

@@ -1,0 +1,101 @@
+"""core/answer/crosslingual.py: a question in another script than its passages is answered by a multilingual
+reader's sentence ranking, and its names are looked for across scripts (transliteration, the reader's phrases)."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from core.answer.crosslingual import NameFinder, cross_answer, is_cross, translit
+from core.answer.stage import REFUSAL, answer_question
+from core.answer.verify import ChunkText, verify_quotes
+from core.config import AnswerConfig
+from core.types import Candidate
+
+# a toy bilingual reader: words are concepts; a Russian word and its English translation are the same concept
+_CONCEPTS = {"столица": "capital", "capital": "capital", "франции": "france", "france": "france",
+             "франция": "france", "париж": "paris", "paris": "paris", "река": "river", "river": "river",
+             "germany": "germany", "германии": "germany", "berlin": "berlin", "берлин": "berlin"}
+
+
+class _NoLLM:  # the extractive mode never calls it
+    available = False
+    reason = "offline"
+
+
+class ToyReader:
+    def _concepts(self, text: str) -> set[str]:
+        import re
+        return {_CONCEPTS.get(w.lower(), w.lower()) for w in re.findall(r"[^\W\d_]+", text)}
+
+    def score(self, question: str, texts: Sequence[str]) -> np.ndarray:
+        q = self._concepts(question)
+        # cosine-like values in e5's range: 0.7 plus the share of the question's concepts the text has
+        return np.array([0.7 + 0.2 * len(q & self._concepts(t)) / max(1, len(q)) for t in texts])
+
+    def phrases(self, texts: Sequence[str]) -> np.ndarray:
+        keys = sorted({k for t in texts for k in [" ".join(sorted(self._concepts(t)))]})
+        out = np.zeros((len(texts), len(keys)))
+        for i, t in enumerate(texts):
+            out[i, keys.index(" ".join(sorted(self._concepts(t))))] = 1.0
+        return out
+
+
+PASSAGE = Candidate("c1", "d1", "Paris is the capital of France. The Seine is a river in Paris. Berlin is the "
+                    "capital of Germany.", 1.0, 1)
+
+
+def test_cross_answer_quotes_the_sentence_the_reader_ranks_first_and_refuses_below_the_floor() -> None:
+    a, best, notes = cross_answer("Какая столица Франции?", [PASSAGE], ToyReader(), refusal=REFUSAL, margin=0.01)
+    assert not a.refused and a.text == "Paris is the capital of France. [c1]" and a.citations == ("c1",)
+    assert abs(best - (0.7 + 0.2 * 2 / 3)) < 1e-9 and "multilingual" in notes[0]  # "какая" is no concept
+    off, best, _ = cross_answer("Какая погода?", [PASSAGE], ToyReader(), refusal=REFUSAL)
+    assert off.refused and off.text.startswith(REFUSAL) and "closest sentence" in off.text and best < 0.74
+
+
+def test_is_cross_reads_scripts() -> None:
+    assert is_cross("Какая столица Франции?", [PASSAGE.text])
+    assert not is_cross("What is the capital?", [PASSAGE.text])
+    assert not is_cross("Какая столица?", [PASSAGE.text, "Париж - столица Франции."])  # one passage is Russian
+    assert translit("Тураби") == "turabi"
+
+
+def test_name_finder_by_transliteration_by_the_readers_phrases_and_by_the_names_gain() -> None:
+    find = NameFinder(ToyReader())
+    turabi = "Hassan al-Turabi led the National Islamic Front."
+    assert find("Тураби", "Кого возглавлял Тураби?", turabi, turabi)  # transliteration
+    berlin = "Berlin is the capital of Germany."
+    assert NameFinder(ToyReader(), best=0.9, lift=0.5)("Германии", "Какая столица Германии?", berlin, berlin)  # phrase
+    assert not find("Зорвата", "Какая столица Зорвата?", berlin, berlin)  # invented: none
+    best, lift, tr = find.signals("Зорвата", berlin)
+    assert best == 0.0 and lift == 0.0 and tr < 0.75 and find.gain_of("Зорвата", "Какая столица Зорвата?", berlin) < 0
+    # the question is closer to the sentence with the name than without it: the reader reads the name there
+    gain = NameFinder(ToyReader(), best=9, lift=9, translit_ratio=9)
+    assert gain.gain_of("Германии", "Какая столица Германии?", berlin) > 0
+    assert gain("Германии", "Какая столица Германии?", berlin, berlin)
+
+
+def test_the_check_refuses_a_cross_lingual_name_the_passage_does_not_state_and_passes_one_it_does() -> None:
+    chunks = {"c1": ChunkText(PASSAGE.text, "", "Capitals")}
+    text = "Berlin is the capital of Germany. [c1]"
+    ok = verify_quotes("Какая столица Франции?", "Paris is the capital of France. [c1]", ["c1"], chunks,
+                       refusal=REFUSAL, names=NameFinder(ToyReader()))
+    assert not ok.refused and ok.info.action == "passed"  # 'frantsii' is too far from 'france': the reader finds it
+    assert [v.to_dict() for v in ok.info.verdicts() if v.constraint.kind == "entity"] == [
+        {"kind": "entity", "constraint": "Франции", "verdict": "met", "where": "chunk"}]
+    bad = verify_quotes("Какая столица Зорвании?", text, ["c1"], chunks, refusal=REFUSAL,
+                        names=NameFinder(ToyReader()))
+    assert bad.refused and "Зорвании" in bad.text and "Berlin is the capital of Germany." in bad.text
+    # without a reader the name in another script stays unchecked: nothing is refused on it
+    blind = verify_quotes("Какая столица Зорвании?", text, ["c1"], chunks, refusal=REFUSAL)
+    assert not blind.refused
+
+
+def test_the_answer_stage_takes_the_cross_lingual_path_only_across_scripts() -> None:
+    cfg = AnswerConfig(mode="extractive")
+    llm: Any = _NoLLM()
+    res = answer_question("Какая столица Франции?", [PASSAGE], cfg, llm, cross=ToyReader())
+    assert not res.answer.refused and res.answer.text.startswith("Paris is the capital of France. [c1]")
+    assert any(n.startswith("cross-lingual answer") for n in res.notes) and res.threshold_from.startswith("cross")
+    same = answer_question("What is the capital of France?", [PASSAGE], cfg, llm, cross=ToyReader())
+    assert not any(n.startswith("cross-lingual answer") for n in same.notes)
