@@ -22,6 +22,8 @@ from typing import Callable, Iterable, Protocol, Sequence
 
 from core.eval.golden_check import problem
 from core.eval.golden_forms import Draft, code_drafts, english_drafts, russian_drafts
+from core.eval.golden_ref import clean_markup, line_drafts, reference_drafts
+from core.eval.golden_ru import russian_svo_drafts
 from core.store.golden import GoldenItem, GoldRef
 from core.text import EN_STOP, RU_STOP, sentence_spans
 from core.types import Chunk, DocumentRow
@@ -98,9 +100,11 @@ def _sentences(text: str) -> list[str]:
     out = []
     text = _lines(text)
     for s, e in sentence_spans(text):
-        sent = " ".join(text[s:e].split())
-        if 5 <= len(sent.split()) <= 60 and not sent.startswith("#") and sum(c.isalpha() for c in sent) > 20:
-            out.append(sent)
+        # a sentence may open with code ('`load()` returns ...'), which the splitter does not take for a capital
+        for part in re.split(r"(?<=[.!?])\s+(?=`)", " ".join(text[s:e].split())):
+            sent = re.sub(r"^(?:[-*+•]|\d{1,2}[.)])\s+", "", part)  # a list item's marker
+            if 5 <= len(sent.split()) <= 60 and not sent.startswith("#") and sum(c.isalpha() for c in sent) > 20:
+                out.append(sent)
     return out
 
 
@@ -149,7 +153,8 @@ def drafts_of(p: Passage) -> list[Draft]:
     """Every question form the chunk's sentences support (core/eval/golden_forms.py); source code is asked about
     through its doc comments and the things it defines."""
     text = p.chunk.text
-    if len(_CODEY.findall(text)) >= 4:
+    examples = _EXAMPLE.search(text)
+    if len(_CODEY.findall(text)) >= 4 and not examples:
         out = code_drafts(text)
         for m in _CODE_DEF.finditer(text):
             kind = {"fn": "function", "def": "function", "func": "function"}.get(m.group(1), m.group(1))
@@ -171,17 +176,51 @@ def drafts_of(p: Passage) -> list[Draft]:
                                  "what", "code-return", sentence=m.group(0).strip()))
         return out
     title = _short_title(p)
-    out = []
-    for sent in _sentences(text):
-        out += russian_drafts(sent, title) if _ru(p) else english_drafts(sent, title)
+    lang = "ru" if _ru(p) else "en"
+    prose = clean_markup(_EXAMPLE_BLOCK.sub("\n", text)) if examples else clean_markup(text)
+    out = line_drafts(prose, lang)
+    names = proper_names(prose)
+    for sent in _sentences(prose):
+        out += reference_drafts(sent, title, lang)
+        if lang == "ru":
+            out += russian_drafts(sent, title)
+            for clause in _RU_CLAUSES.split(sent):  # 'Ратцель считал ..., а Маккиндер поддерживал ...': two facts
+                out += [replace(d, sentence=sent) for d in russian_svo_drafts(clause, names)]
+        else:
+            out += english_drafts(sent, title, names=names)
     return out
+
+
+_RU_CLAUSES = re.compile(r";\s+|,\s+(?:а|но|однако|и|тогда как|в то время как)\s+(?=[А-ЯЁ])")
+
+
+# A chunk of prose that shows code (a README's fenced or doctest example) is asked about through its prose: the
+# example's helper functions are no API a reader looks up.
+_EXAMPLE = re.compile(r"^\s*(?:```|~~~|\.\. code|>>> |\$ )|::[ \t]*$", re.M)
+_EXAMPLE_BLOCK = re.compile(r"^\s*(?:```|~~~)[^\n]*\n.*?(?:^\s*(?:```|~~~)[^\n]*$|\Z)|^\s*(?:>>>|\.\.\.|\$) [^\n]*$"
+                            r"|(?:^\.\. code[^\n]*|::[ \t]*)\n(?:[ \t]*\n|[ \t]+[^\n]*\n)*", re.M | re.S)
+
+
+def proper_names(text: str) -> frozenset[str]:
+    """Capitalised words the text uses mid-sentence and never in lower case: names ('Aristotle'), not a sentence's
+    first word ('Eventually')."""
+    mid = {m.group(1) for m in re.finditer(r"(?:(?<=[\w,;)] )|(?<=\w-))([A-ZА-ЯЁ][a-zа-яё]{2,})\b", text)}
+    low = {w for w in re.findall(r"\b[a-zа-яё]{3,}\b", text)}
+    return frozenset(w for w in mid if w.lower() not in low)
 
 
 def _ru(p: Passage) -> bool:
     return p.chunk.lang == "ru"
 
 
+_VAGUE_ANSWER = re.compile(r"^(?:and|or|but|this|that|these|those|it|they|them|such|which|who)\b|^(?:он|она|оно|они|"
+                           r"это|этот|эта|эти|эту|этого|этой|этим|их|его|её|ее|им|ему|ей|и|а|но|собой)(?![а-яё])",
+                           re.I)
+
+
 def _check(q: str, d: Draft, p: Passage, *, answerable: bool = True) -> str | None:
+    if answerable and _VAGUE_ANSWER.match(d.answer.strip(" \"'«»“”")):
+        return "its answer is a pronoun or a fragment"
     return problem(q, lang="ru" if _ru(p) else "en", answer=d.answer, evidence=d.sentence, content=content_words,
                    answerable=answerable)
 
@@ -397,21 +436,26 @@ def generate_set(passages: Sequence[Passage], n: int, *, seed: int = 0, mix: Mix
     used: Counter[str] = Counter()
     chosen: list[Drafted] = []
     max_def = max(1, int(mix.definitions * n_single))
-    taken: set[tuple[str, str]] = set()  # (chunk, sentence): one question per sentence
+    taken: Counter[tuple[str, str]] = Counter()  # (chunk, sentence): at most two questions per sentence
+    answered: set[tuple[str, str, str]] = set()
     asked: set[str] = set()  # one question asked once, whichever chunk it came from
     order = rng.sample(per_chunk, len(per_chunk))
     for _ in range(max((len(xs) for xs in per_chunk), default=0)):  # a second round only when chunks run short
         for xs in order:
             if len(chosen) >= n_single:
                 break
-            xs = [x for x in xs if (x.passage.chunk.chunk_id, x.draft.sentence) not in taken
-                  and x.draft.query not in asked and (x.draft.form != "definition" or used["definition"] < max_def)]
+            xs = [x for x in xs if taken[(x.passage.chunk.chunk_id, x.draft.sentence)] < 2
+                  and (x.passage.chunk.chunk_id, x.draft.sentence, x.draft.answer) not in answered
+                  and x.draft.query.casefold() not in asked and (x.draft.form != "definition" or used["definition"] < max_def)]
             if not xs:
                 continue
-            x = min(xs, key=lambda y: (used[y.draft.form], rng.random()))
+            # a sentence's second question (another answer) only once every sentence of the chunk has one
+            x = min(xs, key=lambda y: (taken[(y.passage.chunk.chunk_id, y.draft.sentence)], used[y.draft.form],
+                                       rng.random()))
             used[x.draft.form] += 1
-            taken.add((x.passage.chunk.chunk_id, x.draft.sentence))
-            asked.add(x.draft.query)
+            taken[(x.passage.chunk.chunk_id, x.draft.sentence)] += 1
+            answered.add((x.passage.chunk.chunk_id, x.draft.sentence, x.draft.answer))
+            asked.add(x.draft.query.casefold())
             chosen.append(x)
     singles = [single_item(x) for x in chosen]
     people = sorted({x.draft.subject for x in pool if x.draft.attr in ("born", "died", "nationality", "occupation")})

@@ -64,14 +64,14 @@ def problem(question: str, *, lang: str = "en", answer: str = "", evidence: str 
         return "not in its passage's language"
     if not ws or ws[0].lower() not in (_OPEN_RU if lang == "ru" else _OPEN_EN):
         return "does not open with a question word"
-    if not 4 <= len(ws) <= 25:
-        return "too short or too long (4-25 words)"
+    if not (3 if lang == "ru" else 4) <= len(ws) <= 25:  # Russian has no articles or auxiliaries: 'Кто открыл X?'
+        return "too short or too long (4-25 words; 3 in Russian)"
     if not _balanced(q):
         return "unbalanced brackets or quotes"
     if _SLOT.search(q):
         return "a slot or fragment left in it"
     if ws[-1].lower() in _DANGLING and not q.rstrip("?").rstrip().endswith(("from", "with", "for", "to", "of",
-                                                                              "by", "in", "on", "at", "about")):
+                                                                              "by", "in", "on", "at", "about", "as")):
         return "ends in a dangling word"
     if _MARKUP.search(q):
         return "markup or code syntax in it"
