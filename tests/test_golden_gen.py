@@ -240,3 +240,19 @@ def test_russian_subject_verb_sentences_give_kto_and_chto_questions() -> None:
     # a noun that looks like a past verb ('чисел') and an object-first order give nothing
     assert russian_svo_drafts("Концепция простых чисел настолько важна для математики.") == []
     assert russian_svo_drafts("Первых методистских священников рукоположил в сан Джон Уэсли.") == []
+
+
+def test_near_miss_swaps_a_whole_name_of_the_same_kind_and_checks_it_absent() -> None:
+    from core.eval.golden import CorpusIndex, Drafted, near_miss
+
+    texts = ["In 1830 the engineer Isaac Newton unified the gravity tables for the survey.",
+             "The surveyor Fred Anderson measured the northern coast with Hanna Berg."]
+    ps = [Passage(Chunk(f"c{i}", f"d{i}", 0, t, 0, len(t), (), len(t.split()), "en"), f"d{i}", "") for i, t in
+          enumerate(texts)]
+    d = english_drafts("Isaac Newton unified the gravity tables for the survey.", "", names=frozenset())[0]
+    import random
+    got = near_miss(Drafted(ps[0], d), CorpusIndex(ps), [], set(), random.Random(0),
+                    names=["Fred Anderson", "Hanna Berg", "Isaac Newton"])
+    assert got is not None and got[1].startswith("name Isaac Newton -> ")
+    q = got[0]
+    assert "Isaac Newton" not in q and ("Fred Anderson" in q or "Hanna Berg" in q)

@@ -338,7 +338,7 @@ _ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", 
 
 
 def near_miss(x: Drafted, index: CorpusIndex, people: Sequence[str], known: set[tuple[str, str]],
-              rng: random.Random) -> tuple[str, str] | None:
+              rng: random.Random, *, names: Sequence[str] = ()) -> tuple[str, str] | None:
     """(question, what changed): x's question with one constraint changed — the subject's surname for another
     person's, a year, an ordinal, or the attribute (a death date of someone the corpus gives only a birth for) —
     and the result checked absent from every chunk; None when no change passes."""
@@ -369,7 +369,55 @@ def near_miss(x: Drafted, index: CorpusIndex, people: Sequence[str], known: set[
             new = " ".join(subj_words[:-1] + [last])
             if not index.contains(new.casefold()) and not index.together([*subj_words[:-1], last]):
                 return q.replace(d.subject, new, 1), f"subject {d.subject} -> {new}"
+    # a name the question uses swapped for another name of the same kind the corpus uses (a full name for a full
+    # name, a nationality for a nationality; a Russian one keeping its last letter, so its case ending still fits),
+    # checked absent beside the question's two rarest other words
+    for m in rng.sample(list(_RUN.finditer(q)), len(list(_RUN.finditer(q)))):
+        run = m.group(1)
+        kind = _name_kind(run)
+        if not kind:
+            continue
+        pool = [n for n in names if _name_kind(n) == kind and n[-1] == run[-1] and n.split()[0] != run.split()[0]
+                and n.split()[-1] != run.split()[-1]]
+        rest = sorted((w for w in content_words(q) if w.casefold() not in run.casefold()),
+                      key=lambda w: -index.idf(w))[:2]
+        for alt in rng.sample(pool, min(20, len(pool))):
+            if rest and not index.together([alt, *rest]) and alt.casefold() not in q.casefold():
+                return q[:m.start()] + alt + q[m.end():], f"name {run} -> {alt}"
     return None
+
+
+_RUN = re.compile(r"(?<=\s)([A-ZА-ЯЁ][^\W\d_]+(?:\s+[A-ZА-ЯЁ][^\W\d_]+){0,3})(?=[\s?,'’])")
+
+
+def _name_kind(run: str) -> str:
+    """'person': two to three capitalised words ('Isaac Newton'); 'nationality': one adjective of nationality
+    ('English'); '' for anything else (a one-word name's kind cannot be told: 'Hobson' or 'Britain')."""
+    ws = run.split()
+    if 2 <= len(ws) <= 3 and not any(w in _ORG_WORDS or _NATIONALITY.fullmatch(w) for w in ws) and \
+            ws[0] not in _PLACE_LEAD:
+        return "person"
+    if len(ws) == 1 and _NATIONALITY.fullmatch(run):
+        return "nationality"
+    return ""
+
+
+_NATIONALITY = re.compile(r"[A-Z][a-z]+(?:ish|ese|ian|ean|ic)|French|Dutch|Czech|American|German|Mexican|Korean|African|Dominican|"
+                          r"Moroccan|Cuban|Tibetan|Afghan|Roman|Anglican")
+_PLACE_LEAD = frozenset("The New Old Middle Central North South East West Northern Southern Eastern Western Upper Lower Great Saint "
+                        "St San Santa Fort Lake Mount Cape Port Royal Holy".split())
+
+
+_ORG_WORDS = frozenset(("University College School Church Society Company Parliament Council Government Court Museum "
+                        "Institute Association Bank Army Navy Union Empire Kingdom Republic State States City River "
+                        "Island Party Act Treaty War League Committee Commission Assembly Front Theorem Conjecture "
+                        "Law Sea Ocean Lake Mountains Valley Delta Gorge Club Group Station").split())
+
+
+def name_runs(text: str) -> set[str]:
+    """Runs of capitalised words the text uses mid-sentence ('Isaac Newton', 'French')."""
+    return {m.group(1) for m in re.finditer(r"(?<=[\w,;)] )([A-ZА-ЯЁ][^\W\d_]+(?:\s+[A-ZА-ЯЁ][^\W\d_]+){0,3})",
+                                            text)}
 
 
 @dataclass(frozen=True)
@@ -459,13 +507,14 @@ def generate_set(passages: Sequence[Passage], n: int, *, seed: int = 0, mix: Mix
             chosen.append(x)
     singles = [single_item(x) for x in chosen]
     people = sorted({x.draft.subject for x in pool if x.draft.attr in ("born", "died", "nationality", "occupation")})
+    all_names = sorted(set().union(*(name_runs(p.chunk.text) for p in passages)))
     known = {(x.draft.subject.casefold(), x.draft.attr) for x in pool}
     misses: list[GoldenItem] = []
     seen_q = {it.query for it in singles + multi + cmps}
     for x, it in rng.sample(list(zip(chosen, singles)), len(singles)):
         if len(misses) >= n_un:
             break
-        got = near_miss(x, index, people, known, rng)
+        got = near_miss(x, index, people, known, rng, names=all_names)
         if got is None or got[0] in seen_q:
             continue
         q, swap = got
