@@ -256,3 +256,13 @@ def test_near_miss_swaps_a_whole_name_of_the_same_kind_and_checks_it_absent() ->
     assert got is not None and got[1].startswith("name Isaac Newton -> ")
     q = got[0]
     assert "Isaac Newton" not in q and ("Fred Anderson" in q or "Hanna Berg" in q)
+
+
+def test_a_question_that_names_nothing_is_dropped_with_its_reason() -> None:
+    cw = content_words
+    assert problem("What is the fallback?", content=cw) == \
+        "names nothing a reader could look up (no name, code, number or specific term)"
+    assert problem("What is the version derived from?", content=cw) is not None
+    assert problem("What does `max_age` default to?", content=cw) is None  # code names it
+    assert problem("What does insulin resistance increase?", content=cw, specific=lambda w: w == "insulin") is None
+    assert problem("What does the simplest form use?", content=cw, specific=lambda w: False) is not None

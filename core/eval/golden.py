@@ -121,6 +121,10 @@ class CorpusIndex:
                 self.postings.setdefault(w, set()).add(i)
         self.n = max(1, len(passages))
 
+    def specific(self, w: str) -> bool:
+        """A term few chunks use (at most 1% of them, or 3): names something a reader can look up."""
+        return len(self.postings.get(w.casefold(), ())) <= max(3, self.n // 100)
+
     def idf(self, w: str) -> float:
         return math.log(1 + self.n / (1 + len(self.postings.get(w.casefold(), ()))))
 
@@ -218,11 +222,11 @@ _VAGUE_ANSWER = re.compile(r"^(?:and|or|but|this|that|these|those|it|they|them|s
                            re.I)
 
 
-def _check(q: str, d: Draft, p: Passage, *, answerable: bool = True) -> str | None:
+def _check(q: str, d: Draft, p: Passage, *, answerable: bool = True, index: "CorpusIndex | None" = None) -> str | None:
     if answerable and _VAGUE_ANSWER.match(d.answer.strip(" \"'«»“”")):
         return "its answer is a pronoun or a fragment"
     return problem(q, lang="ru" if _ru(p) else "en", answer=d.answer, evidence=d.sentence, content=content_words,
-                   answerable=answerable)
+                   answerable=answerable, specific=index.specific if index is not None else None)
 
 
 @dataclass(frozen=True)
@@ -465,7 +469,7 @@ def generate_set(passages: Sequence[Passage], n: int, *, seed: int = 0, mix: Mix
                 if index.count(dr.sentence) > 2:  # boilerplate many chunks repeat identifies no passage
                     dropped["boilerplate sentence"] += 1
                     continue
-                why = _check(dr.query, dr, p)
+                why = _check(dr.query, dr, p, index=index)
                 if why:
                     dropped[why] += 1
                     continue

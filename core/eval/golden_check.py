@@ -4,7 +4,9 @@ A question is kept when it is one standalone question a person could ask: it ope
 auxiliary, for a yes/no question) and ends with one question mark; it is 4 to 25 words; its brackets and quotes are
 balanced; it is in its passage's language; it leaves no slot or fragment ("who or what", "…", "{S}", a dangling
 "of?"); it does not lean on text the reader cannot see ("he", "this document"); it does not give its answer away;
-and it does not copy its evidence sentence (at most COPY of the sentence's content words). `problem` names the first
+it names something a reader could look up (a name, code, a number, or three content words one of them a
+term rare in the corpus); and it does not
+copy its evidence sentence (at most COPY of the sentence's content words). `problem` names the first
 rule a question breaks, which is how a set reports what it dropped and why.
 """
 from __future__ import annotations
@@ -51,8 +53,19 @@ def _cyrillic_share(q: str) -> float:
     return sum("а" <= c.lower() <= "я" or c in "ёЁ" for c in letters) / len(letters) if letters else 0.0
 
 
+def _anchored(q: str, ws: list[str], content: "callable", specific: "callable | None") -> bool:  # type: ignore
+    """A question a reader can look up names something: a capitalised word after its first, code, a number, or
+    three content words of which one is a specific term (`specific`: rare in the corpus) — 'What is the fallback?'
+    and 'What is the version derived from?' name nothing; 'What does insulin resistance increase?' does."""
+    if any(w[:1].isupper() for w in ws[1:]) or "`" in q or any(c.isdigit() for c in q):
+        return True
+    cw = content(q)
+    return len(cw) >= 5 or len(cw) >= 3 and (specific is None or any(specific(w) for w in cw))
+
+
 def problem(question: str, *, lang: str = "en", answer: str = "", evidence: str = "",
-            content: "callable | None" = None, answerable: bool = True) -> str | None:  # type: ignore[valid-type]
+            content: "callable | None" = None, answerable: bool = True,  # type: ignore[valid-type]
+            specific: "callable | None" = None) -> str | None:  # type: ignore[valid-type]
     """The first rule `question` breaks, as a short reason, or None when it is a well-formed standalone question.
     `content(text)`: the content words of a text (stop words out), for the copy and give-away checks."""
     q = question.strip()
@@ -77,6 +90,8 @@ def problem(question: str, *, lang: str = "en", answer: str = "", evidence: str 
         return "markup or code syntax in it"
     if _PRONOUN_SUBJ.search(q) or _DEMONSTRATIVE.search(q):
         return "leans on text the reader cannot see (a pronoun subject)"
+    if content is not None and not _anchored(q, ws, content, specific):
+        return "names nothing a reader could look up (no name, code, number or specific term)"
     if content is not None and answerable:
         qw = {w.casefold() for w in content(q)}
         aw = {w.casefold() for w in content(answer)}
