@@ -225,6 +225,10 @@ _VAGUE_ANSWER = re.compile(r"^(?:and|or|but|this|that|these|those|it|they|them|s
 def _check(q: str, d: Draft, p: Passage, *, answerable: bool = True, index: "CorpusIndex | None" = None) -> str | None:
     if answerable and _VAGUE_ANSWER.match(d.answer.strip(" \"'«»“”")):
         return "its answer is a pronoun or a fragment"
+    if answerable and q.endswith(" to?") and re.match(r"^[a-z]+\b(?<!the)(?<!a)(?<!an)", d.answer) and \
+            not re.match(r"^(?:the|a|an|its|their|his|her|this|these|those|all|both|each|some|many|most)\b", d.answer):
+        return "its answer is a fragment"  # 'What is X estimated to?' -> 'affect 130-180 million people'
+
     return problem(q, lang="ru" if _ru(p) else "en", answer=d.answer, evidence=d.sentence, content=content_words,
                    answerable=answerable, specific=index.specific if index is not None else None)
 
@@ -391,7 +395,7 @@ def near_miss(x: Drafted, index: CorpusIndex, people: Sequence[str], known: set[
     return None
 
 
-_RUN = re.compile(r"(?<=\s)([A-ZА-ЯЁ][^\W\d_]+(?:\s+[A-ZА-ЯЁ][^\W\d_]+){0,3})(?=[\s?,'’])")
+_RUN = re.compile(r"(?<= )([A-ZА-ЯЁ][^\W\d_]+(?: [A-ZА-ЯЁ][^\W\d_]+){0,3})(?=[ ?,'’])")
 
 
 def _name_kind(run: str) -> str:
@@ -406,7 +410,7 @@ def _name_kind(run: str) -> str:
     return ""
 
 
-_NATIONALITY = re.compile(r"[A-Z][a-z]+(?:ish|ese|ian|ean|ic)|French|Dutch|Czech|American|German|Mexican|Korean|African|Dominican|"
+_NATIONALITY = re.compile(r"[A-Z][a-z]+(?:ish|ese|ian|ean)|French|Dutch|Czech|American|German|Mexican|Korean|African|Dominican|"
                           r"Moroccan|Cuban|Tibetan|Afghan|Roman|Anglican")
 _PLACE_LEAD = frozenset("The New Old Middle Central North South East West Northern Southern Eastern Western Upper Lower Great Saint "
                         "St San Santa Fort Lake Mount Cape Port Royal Holy".split())
@@ -420,7 +424,7 @@ _ORG_WORDS = frozenset(("University College School Church Society Company Parlia
 
 def name_runs(text: str) -> set[str]:
     """Runs of capitalised words the text uses mid-sentence ('Isaac Newton', 'French')."""
-    return {m.group(1) for m in re.finditer(r"(?<=[\w,;)] )([A-ZА-ЯЁ][^\W\d_]+(?:\s+[A-ZА-ЯЁ][^\W\d_]+){0,3})",
+    return {m.group(1) for m in re.finditer(r"(?<=[\w,;)] )([A-ZА-ЯЁ][^\W\d_]+(?: [A-ZА-ЯЁ][^\W\d_]+){0,3})",
                                             text)}
 
 

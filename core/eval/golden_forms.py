@@ -173,6 +173,7 @@ def _person_like(title: str) -> bool:
     return 2 <= len(ws) <= 4 and all(w[:1].isupper() for w in ws) and not any(w in _ORG for w in ws)
 
 
+_WH = frozenset("how what why when where whether which who whom whose".split())
 _IMPERATIVE = frozenset(("see use run install create specify parse annotate add set call pass import check read note "
                          "make get try open visit click refer define build write load configure enable disable "
                          "remove replace pip clone download follow copy change update").split())
@@ -185,7 +186,9 @@ def resolve_subject(subj: str, title: str, names: frozenset[str] | None = None) 
     s = _HEADER.sub("", subj.strip(" \"“”'«»"))
     low = s.lower()
     w0 = low.split()[0] if low.split() else ""
-    if w0 in _IMPERATIVE or w0[:1].isdigit() or ". " in s or (w0.endswith("ing") and len(s.split()) > 1) or \
+    if w0 in _IMPERATIVE or w0 in _WH or w0[:1].isdigit() or ". " in s or \
+            any(w in ("is", "are", "was", "were", "be", "been", "has", "have", "had") for w in low.split()) or \
+            (w0.endswith("ing") and len(s.split()) > 1) or \
             low.split()[-1:] and low.split()[-1] in _PREP_AFTER | {"of", "by", "as"}:
         return ""  # 'Parse Python docstrings', '20+ loss functions', 'codes. `x`', 'Maintaining pypdf'
     if names is not None and len(s.split()) == 1 and low not in _PRONOUN and s not in names and not (
@@ -308,9 +311,9 @@ def english_drafts(sentence: str, title: str, *, names: frozenset[str] = frozens
     ws = s.split()
     at = next((i for i in range(1, min(len(ws) - 1, 10)) if ws[i].islower() and (ws[i] in _PAST or ws[i] in _PRESENT or (
         lemma(ws[i]) and (ws[i + 1].lower() in _OBJECT_START or ws[i + 1][:1].isdigit() or ws[i + 1] in _PREP_AFTER)
-        or present_base(ws[i]) and (ws[i + 1].lower() in _OBJECT_START or ws[i + 1] in _PREP_AFTER and i + 2 < len(ws)
-                                    and (ws[i + 2].lower() in _OBJECT_START or ws[i + 2][:1].isupper()))
-        and i <= 4 and "of" not in ws[:i]))), None)
+        or present_base(ws[i]) and (ws[i + 1].lower() in ("the", "a", "an", "its", "their", "this", "these")
+                                    or present_base(ws[i]) in _INTRANSITIVE and ws[i + 1] in _PREP_AFTER)
+        and i <= 3 and "of" not in ws[:i]))), None)
     if at is not None and (ws[at - 1].lower() in _NOT_SUBJECT or ws[0].lower().endswith("ing")
                            or ws[0].lower().strip(",") in _NOT_SUBJECT):
         at = None  # 'ifenprodil and related ...', 'Using engineered mice ...': no subject before the verb
@@ -347,6 +350,10 @@ def english_drafts(sentence: str, title: str, *, names: frozenset[str] = frozens
     return out
 
 
+# verbs whose object follows a preposition ('flows through', 'consists of'): the only generic -s verbs read before one
+_INTRANSITIVE = frozenset(("flow run lie extend stretch belong refer consist depend rely lead point apply correspond "
+                           "contribute respond bind interact act occur arise reside participate result rise fall "
+                           "border drain empty originate").split())
 _SAYING = frozenset("argue believe claim say state note suggest think write report assert contend hold".split())
 _PREP_AFTER = frozenset("through into from with to on in at over between across along about for against among "
                         "within without".split())
