@@ -173,6 +173,8 @@ def _person_like(title: str) -> bool:
     return 2 <= len(ws) <= 4 and all(w[:1].isupper() for w in ws) and not any(w in _ORG for w in ws)
 
 
+_PARTICIPLE_ONLY = frozenset("based located called named known situated associated related compared derived "
+                             "aged given including excluding using".split())
 _WH = frozenset("how what why when where whether which who whom whose".split())
 _IMPERATIVE = frozenset(("see use run install create specify parse annotate add set call pass import check read note "
                          "make get try open visit click refer define build write load configure enable disable "
@@ -320,6 +322,8 @@ def english_drafts(sentence: str, title: str, *, names: frozenset[str] = frozens
     m = re.match(r"^(?P<subj>\S+(?:\s+\S+){%d})\s+(?P<verb>\S+)\s+(?P<rest>.+)$" % (at - 1), s) if at else None
     if m and re.search(r"\b(?:is|are|was|were)\b", _CLAUSE.split(m.group("rest"), maxsplit=1)[0]):
         m = None  # 'ONNX released packages are published ...': the verb found was a modifier
+    if m and m.group("verb") in _PARTICIPLE_ONLY:
+        m = None  # 'predictions of X based on Y': a participle after its noun, no finite verb
     if m and lemma(m.group("verb")):
         subj = resolve_subject(m.group("subj"), title, names)
         if subj:
@@ -334,7 +338,7 @@ def english_drafts(sentence: str, title: str, *, names: frozenset[str] = frozens
         prep = rest.split()[0] if rest.split() and rest.split()[0] in _PREP_AFTER else ""
         named = subj and (subj.strip() in names or len(subj.split()) >= 2) and re.fullmatch(rf"{NAME}", subj.strip())
         if subj and obj and (2 <= len(subj.split()) <= 6 or named) and not subj.lower().startswith(("we ", "our ", "i ")):
-            last = subj.split()[-1].lower()
+            last = re.split(r"\s(?:of|in|on|for|from|with|by|at|to)\s", subj)[0].split()[-1].lower()  # the head noun
             plural = " and " in subj or (last.endswith("s") and not last.endswith(("ss", "us", "is", "sis")))
             do = "do" if plural else "does"
             if base in _SAYING:
