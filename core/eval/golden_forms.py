@@ -173,6 +173,8 @@ def _person_like(title: str) -> bool:
     return 2 <= len(ws) <= 4 and all(w[:1].isupper() for w in ws) and not any(w in _ORG for w in ws)
 
 
+_ADVERB = frozenset("later also then still often never once soon again already first subsequently eventually "
+                    "initially originally recently currently".split())
 _PARTICIPLE_ONLY = frozenset("based located called named known situated associated related compared derived "
                              "aged given including excluding using".split())
 _WH = frozenset("how what why when where whether which who whom whose".split())
@@ -208,6 +210,8 @@ def resolve_subject(subj: str, title: str, names: frozenset[str] | None = None) 
     ws = s.split()
     if not ws or s[:1].islower() or len(ws) > 8 or any(c in s for c in ",;:"):
         return ""
+    if ws[-1].lower() in _ADVERB or ws[-1].lower().endswith("ly") and len(ws) > 1:
+        return ""  # 'Lauser later': the subject ends before its adverb
     if ws[-1].lower() in _NOT_HEAD or any(w.lower() in _PRESENT for w in ws) or any(
             w.lower() in ("that", "which", "whether") or w in _PAST or w in _REPORTING for w in ws[1:]) or \
             any(c.isdigit() for c in ws[0]):
@@ -459,8 +463,9 @@ def _aux_forms(subj: str, aux: str, rest: str, past: bool, sentence: str) -> lis
                          f"place:{loc.group(1).split()[-1]}", sentence=sentence))
     # a definition: "Project Alpha is a retrofit of ..." -> What is Project Alpha? (the generator caps their share)
     if not out and aux in ("is", "are") and re.match(r"^(?:a|an)\s+[a-z]", rest) and len(rest.split()) >= 3:
-        out.append(Draft(f"What {aux} {{S}}?", subj, _clause(rest, 12) or rest, "definition", "definition",
-                         sentence=sentence))
+        person = _person_like(subj) and any(w.strip(",.") in _PERSON or w == "member" for w in rest.split()[:8])
+        out.append(Draft(f"{'Who' if person else 'What'} {aux} {{S}}?", subj, _clause(rest, 12) or rest,
+                         "definition", "definition", sentence=sentence))
     # a place: "a village in Poland" -> Where is X?
     pl = re.match(rf"^(?:a|an|the)\s+(?:[a-z-]+\s+){{0,3}}(?:{_PLACE_NOUN})\s+(?:in|on|near)\s+(?:the\s+)?({NAME})",
                   rest)
@@ -555,7 +560,8 @@ def _past_forms(subj: str, verb: str, rest: str, sentence: str, *, raw_subject: 
             out.append(Draft(f"When did {{S}} {base}{' ' + core if core else ''}?", subj, dm.group(1), "when",
                              f"date:{base}", sentence=sentence))
     pm = re.search(rf"\s*\b(?:in|at)\s+(?:the\s+)?({NAME})", rest)
-    if pm and not _MONTH_WORD.match(pm.group(1).split()[0]) and not dm and all(
+    if pm and not _MONTH_WORD.match(pm.group(1).split()[0]) and not dm and not _nationality(pm.group(1).split()[0]) \
+            and not any(c.isdigit() for c in subj) and all(
             re.match(r"^[A-Z][a-zà-ÿ]", w) for w in pm.group(1).split() if w[:1].isupper()):
         core = _clause((rest[: pm.start()] + " " + rest[pm.end():]).strip(), 6)
         out.append(Draft(f"Where did {{S}} {base}{' ' + core if core else ''}?", subj, pm.group(1), "where",
