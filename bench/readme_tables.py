@@ -1886,6 +1886,72 @@ def _ceiling(r: dict[str, Any]) -> str:
     return num(r.get("ceiling_answered_correctly_sentence_retrieved"), 1)
 
 
+def golden_verdict(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #43: the sweep's verdict on a generated set held against the real questions of the same corpus."""
+    out = ["### Generated set vs the real questions (issue #43)", "", caption(file, d), "",
+           "Per corpus: the offline generator's set (documents only), its validity label, the default's recall@5 on "
+           "it and on the real questions (target ±8), the sweep's verdict on it, and the recommendation's paired "
+           "recall@5 loss to the real best on the real questions (target ≤ 1.0).", ""]
+    rows = []
+    for e in d.get("sets") or []:
+        g, t = e.get("generated") or {}, e.get("targets") or {}
+        v = (g.get("verdict") or {})
+        rows.append([e.get("set"), num(g.get("items")), (g.get("validity") or {}).get("label", "–"),
+                     f"{num(t.get('default_recall_generated'), 3)} / {num(t.get('default_recall_real'), 3)}",
+                     num(t.get("difficulty_gap_points"), 1), f"{v.get('verdict', '–')}: {v.get('recommendation', '–')}",
+                     t.get("real_best", "–"), num(t.get("recommended_loss_points"), 2),
+                     num(t.get("real_best_in_generated_top_band"))])
+    out.append(md_table(["set", "items", "validity", "default recall@5 gen / real", "gap (points)", "verdict",
+                         "real best", "loss (points)", "real best in top band"], rows))
+    return out
+
+
+def golden_ceiling(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #43: the loss target's ceiling — half the real questions as a perfect generator's set."""
+    out = ["### The ≤ 1.0 point loss target's ceiling", "", caption(file, d), "",
+           "Half of the real questions stands in for a perfect generator's set; the verdict on it is scored on the "
+           "other half and on all real questions against the best configuration there (points of recall@5).", ""]
+    rows = []
+    for r in d.get("sets") or []:
+        h, w = r.get("loss_heldout_half") or {}, r.get("loss_all_questions") or {}
+        rows.append([r.get("set"), num(r.get("splits")), f"{r.get('real_best', '–')} / {r.get('current', '–')}",
+                     num(r.get("current_loss_on_all_points"), 2), f"{num(h.get('mean'), 2)} ({num(h.get('p90'), 2)})",
+                     num(100 * h["within_1_point"], 0) if "within_1_point" in h else "–",
+                     num(w.get("mean"), 2), num(100 * r["no_clear_winner_share"], 0)
+                     if "no_clear_winner_share" in r else "–"])
+    out.append(md_table(["set", "splits", "real best / current", "current's loss (all)", "loss held-out half: mean "
+                         "(p90)", "% splits ≤ 1.0", "loss on all", "% no clear winner"], rows))
+    return out
+
+
+def golden_calibrate(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #43: calibrating on a generated set, measured on the real questions (target: ≤ 2 points lower)."""
+    out = ["### Calibrating on a generated set, measured on the real questions", "", caption(file, d), "",
+           "Answered correctly (%) of the real answerable questions at the shipped prior, at the cut calibration "
+           "adopted from the generated set, and at the cut its fit would have chosen with the guard off.", ""]
+    rows = []
+    for r in d.get("sets") or []:
+        c, real = r.get("calibration") or {}, r.get("real") or {}
+        rows.append([r.get("set"), num((r.get("generated") or {}).get("items")),
+                     f"{num(r.get('prior_threshold'), 3)} → {num(c.get('threshold'), 3)} "
+                     f"(unguarded {num(c.get('unguarded_threshold'), 3)})", c.get("kept_prior_why") or "adopted",
+                     num((real.get("at_prior") or {}).get("answered_correctly"), 1),
+                     num((real.get("at_calibrated") or {}).get("answered_correctly"), 1),
+                     num(r.get("answered_correctly_drop_points"), 1), num(r.get("unguarded_drop_points"), 1)])
+    out.append(md_table(["set", "generated items", "cut prior → calibrated", "why", "real: prior", "real: calibrated",
+                         "drop (points)", "unguarded drop"], rows))
+    return out
+
+
+def sweep_speed(d: dict[str, Any], file: str) -> list[str]:
+    """Issue #43 item 4: the standard sweep's wall time, answer stage included."""
+    return ["### Sweep speed (answer stage included)", "", caption(file, d), "", d.get("what", ""), "",
+            md_table(["configurations", "questions", "wall s", "target s", "load before → after"],
+                     [[num(d.get("configurations")), num(d.get("questions")), num(d.get("wall_s"), 1),
+                       num(d.get("target_s")), f"{num((d.get('load_before') or [None])[0], 1)} → "
+                       f"{num((d.get('load_after') or [None])[0], 1)}"]])]
+
+
 def sweep(d: dict[str, Any], file: str) -> list[str]:
     """Issue #27 item 5: the standard grid over one golden set, ranked, with no-clear-difference bands."""
     out = [f"### Sweep: which technique helps on {d.get('set', 'a golden set')}", "", caption(file, d), "",
@@ -2300,6 +2366,10 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("sweep_sample.json", sweep),
         ("sweep_xquad.json", sweep),
         ("sweep_twowiki.json", sweep),
+        ("golden_verdict.json", golden_verdict),
+        ("golden_verdict_ceiling.json", golden_ceiling),
+        ("golden_calibrate.json", golden_calibrate),
+        ("sweep_speed.json", sweep_speed),
     ]),
     ("Tables and SQL", [
         ("tables.json", tables_sql),
