@@ -404,7 +404,7 @@ def _name_kind(run: str) -> str:
     ws = run.split()
     if 2 <= len(ws) <= 3 and not any(w in _ORG_WORDS or _NATIONALITY.fullmatch(w) for w in ws) and \
             ws[0] not in _PLACE_LEAD and all(w[1:].islower() for w in ws) and \
-            not (len(ws[0]) > 5 and re.search(r"(?:ed|ing|ic|al|ous|ive)$", ws[0])):  # 'Dysregulated Wnt', 'PneuCarriage' are no names
+            not (len(ws[0]) > 5 and re.search(r"(?:ed|ing|ic|al|ous|ive|ий|ый|ой|ая|яя|ое|ее|ую|юю)$", ws[0])):  # 'Dysregulated Wnt', 'PneuCarriage' are no names
         return "person"
     if len(ws) == 1 and _NATIONALITY.fullmatch(run):
         return "nationality"

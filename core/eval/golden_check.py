@@ -24,7 +24,7 @@ _DANGLING = frozenset("of the a an and or to in on at by for with from as that w
                       "only even still в во на по с со к из от до для при о и а но".split())
 # a pronoun anywhere (lower case: 'It Happened One Night' is a title) points at a sentence the reader cannot see
 _PRONOUN_SUBJ = re.compile(r"\b(?:he|she|it|they|him|her|them|his|its|their)\b|(?<![а-яёА-ЯЁ])(?:[Оо]н|[Оо]на|[Оо]но|[Оо]ни|его|её|их|ему|ей|"
-                           r"им)(?![а-яё])")
+                           r"им|сво[йяёеиюм]|своего|своей|своих|своим|своими)(?![а-яё])")
 _DEMONSTRATIVE = re.compile(r"\b(?:this|these|those|such)\s+\w|(?<![а-яё])(?:этот|эта|эту|этого|этой|эти|этих|этим|этом|"
                             r"такой|такая|такие)(?![а-яё])", re.I)
 _SLOT = re.compile(r"who or what|кто или что|…|\.\.\.|\{S\}|\bthe document\b|\bthis (?:document|passage|text|"

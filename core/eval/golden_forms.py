@@ -582,7 +582,7 @@ def _past_forms(subj: str, verb: str, rest: str, sentence: str, *, raw_subject: 
     if not out and base not in ("die", "live", "work", "appear", "compete", "survive", "retire", "emigrate",
                                 "migrate", "settle", "return", "debut", "premiere"):
         obj = noun_phrase(rest, 8)
-        pv = re.match(r"^(against|into|from|with|for|about|on|to|through|toward|towards|across)\s+(.+)$", rest)
+        pv = re.match(r"^(against|into|from|with|for|about|on|to|through|toward|towards|across|along)\s+(.+)$", rest)
         if obj and len(obj.split()) >= 2 and not re.match(r"^(?:that|to|in|on|at|from|with|for|as|by|after|against|"
                                                           r"into|about|toward|towards|between|across)\b", obj) \
                 and base not in _SAYING:

@@ -79,6 +79,9 @@ def _np(ws: list[str], limit: int) -> list[str]:
     out: list[str] = []
     for w in ws:
         bare = w.strip(",;:.()«»\"")
+        if out and len(out) >= 2 and out[-2].lower() == "между" and bare.lower() == "и":
+            out.append(bare)  # 'между Бингеном и Бонном': the pair is one phrase
+            continue
         if not bare or (out and (bare.lower() in _PREP or bare.lower() in ("и", "а", "но", "или", "что", "чтобы", "как",
                                                                           "который", "которая", "которые"))):
             break
