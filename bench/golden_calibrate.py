@@ -16,6 +16,7 @@ Writes bench/results/golden_calibrate.json.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from dataclasses import replace
@@ -117,7 +118,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--datasets", default=None)
     ap.add_argument("--db", type=Path, default=ROOT / "data" / "bench" / "golden_calibrate.duckdb")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--merge", default="", help="combine earlier runs' result files (comma-separated) into --out: "
+                                                 "each set keeps its own run record")
     args = ap.parse_args(argv)
+    if args.merge:
+        runs = [json.loads(Path(f).read_text()) for f in args.merge.split(",") if f]
+        sets = [{**s, "run": r.get("run")} for r in runs for s in r.get("sets", [])]
+        write_result("golden_calibrate", {**{k: v for k, v in runs[-1].items() if k not in ("run", "sets")},
+                                          "sets": sets}, args.out, argv=argv)
+        print(f"merged {len(sets)} sets")
+        return 0
     root = datasets_dir(args.datasets)
     out = []
     for name in [s for s in args.sets.split(",") if s]:
