@@ -62,7 +62,7 @@ _VALUE = r"(`[^`\n]{1,40}`|\"[^\"\n]{1,40}\"|'[^'\n]{1,40}'|[-+]?\d[\w.,:%-]*(?:
          r"minutes?|hours?|days?|bytes|[KMGT]i?B|MB|GB|KB|items|characters|tokens|workers|threads))?|True|False|" \
          r"None|null|true|false|[a-z][\w.-]{1,30})"
 _DEFAULT_EN = [
-    re.compile(rf"^(?P<name>\S.{{0,60}}?)\s*\((?:the\s+)?default(?:s\s+to|\s+is|\s*[:=])?\s*{_VALUE}\)"),
+    re.compile(rf"^(?P<name>\S.{{0,60}}?)\s*[(\[](?:the\s+)?default(?:s\s+to|\s+is|\s*[:=])?\s*{_VALUE}[)\]]"),
     re.compile(rf"^(?P<name>\S.{{0,60}}?),?\s+(?:which\s+)?defaults\s+to\s+{_VALUE}"),
     re.compile(rf"^the\s+default(?:\s+value)?\s+(?:of|for)\s+(?P<name>\S.{{0,60}}?)\s+is\s+{_VALUE}", re.I),
     re.compile(rf"^(?P<name>\S.{{0,60}}?)\s+is\s+(?:set\s+to\s+)?{_VALUE}\s+by\s+default\b"),
@@ -125,6 +125,14 @@ def reference_drafts(sentence: str, title: str, lang: str = "en") -> list[Draft]
         if 1 <= len(obj.split()) <= 10:
             out.append(Draft(f"What does {{S}} {_API_VERBS[m.group('verb')]}?", _name(m.group("name")), obj, "what",
                              f"api:{_API_VERBS[m.group('verb')]}", sentence=sentence))
+    m = re.match(r"^(?P<name>\S.{0,40}?)\s+(?:also\s+)?(?:allows|lets|enables|helps)\s+(?:you|users|developers)\s+(?:to\s+)?"
+                 r"(?P<what>[a-z]+\s.{3,})$", s)
+    if m and (is_code_name(m.group("name")) or re.fullmatch(r"[A-Z][\w.+-]*(?:\s+[A-Z][\w.+-]*)?", m.group("name"))) \
+            and m.group("name").lower() not in _NOT_NAME:  # 'Requests allows you to send HTTP/1.1 requests'
+        what = re.split(r"[,;:]\s|\s(?:and|which|so|but|without|with|in|by)\s", m.group("what"))[0]
+        if 2 <= len(what.split()) <= 10:
+            out.append(Draft("What does {S} let you do?", _name(m.group("name")) or m.group("name"), what, "what",
+                             "api:lets", sentence=sentence))
     m = _ONE_OF.match(s)
     if m and _name(m.group("name")) and ("," in m.group("vals") or " or " in m.group("vals")):
         out.append(Draft("Which values can {S} take?", _name(m.group("name")), m.group("vals"), "which", "values",
