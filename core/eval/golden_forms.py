@@ -173,14 +173,18 @@ def _person_like(title: str) -> bool:
     return 2 <= len(ws) <= 4 and all(w[:1].isupper() for w in ws) and not any(w in _ORG for w in ws)
 
 
-_ADVERB = frozenset("later also then still often never once soon again already first subsequently eventually "
+_ADVERB = frozenset("now later also then still often never once soon again already first subsequently eventually "
                     "initially originally recently currently".split())
 _PARTICIPLE_ONLY = frozenset("based located called named known situated associated related compared derived "
                              "aged given including excluding using".split())
 _WH = frozenset("how what why when where whether which who whom whose".split())
 _IMPERATIVE = frozenset(("see use run install create specify parse annotate add set call pass import check read note "
                          "make get try open visit click refer define build write load configure enable disable "
-                         "remove replace pip clone download follow copy change update").split())
+                         "remove replace pip clone download follow copy change update "
+                         # a changelog's entries open with their verb: 'Updated X', 'Raise Y when ...'
+                         "updated added fixed removed changed improved raise raised deprecated dropped bumped renamed "
+                         "moved allow allowed avoid avoided ensure ensured prevent prevented fix support "
+                         "internal").split())
 
 
 def resolve_subject(subj: str, title: str, names: frozenset[str] | None = None) -> str:
@@ -265,6 +269,8 @@ def english_drafts(sentence: str, title: str, *, names: frozenset[str] = frozens
     the passage uses as names (capitalised mid-sentence), which may be a question's answer ('Who provided ...?')."""
     out: list[Draft] = []
     raw = " ".join(sentence.split())
+    if not raw.rstrip("\"'”’)").endswith((".", "!", "?")):
+        return out  # a heading or a list fragment ('Deep neural networks built on ...') is no sentence to ask about
     lead = _DISCOURSE.match(raw)
     if lead:  # 'Likewise each deacon ...', 'However, the Rhine ...': the fact is the clause after the adverb
         raw = raw[lead.end():]

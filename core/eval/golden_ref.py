@@ -28,7 +28,8 @@ _HEADER_FIELD = re.compile(r"^(?P<key>[A-Z][A-Za-z-]{2,30}):[ \t]+(?P<val>\S[^\n
 def clean_markup(text: str) -> str:
     """Prose without link targets, images, emphasis and rst roles ('[docs](https://…)' -> 'docs',
     '``x``' -> '`x`', '`Name`_' -> 'Name'), so a question never carries markup."""
-    t = _LINK_RST.sub(r"\1", text)
+    t = re.sub(r"\\([*_`#\[\]()<>|-])", r"\1", text)  # markdown escapes ('\*')
+    t = _LINK_RST.sub(r"\1", t)
     t = _LINK_MD.sub(r"\1", t)
     t = _ROLE_RST.sub(r"`\1`", t)
     t = t.replace("``", "`")
