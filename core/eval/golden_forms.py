@@ -217,7 +217,7 @@ def resolve_subject(subj: str, title: str, names: frozenset[str] | None = None) 
     if ws[-1].lower() in _ADVERB or ws[-1].lower().endswith("ly") and len(ws) > 1:
         return ""  # 'Lauser later': the subject ends before its adverb
     if ws[-1].lower() in _NOT_HEAD or any(w.lower() in _PRESENT for w in ws) or any(
-            w.lower() in ("that", "which", "whether") or w in _PAST or w in _REPORTING for w in ws[1:]) or \
+            w.lower() in ("that", "which", "whether", "whose", "who") or w in _PAST or w in _REPORTING for w in ws[1:]) or \
             any(c.isdigit() for c in ws[0]):
         return ""  # 'The main', 'Animal studies suggest that estrogen': not a noun phrase
     if ws[0].lower().strip(",") in _NOT_SUBJECT:

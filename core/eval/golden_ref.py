@@ -173,7 +173,7 @@ def line_drafts(text: str, lang: str = "en") -> list[Draft]:
                     q = f"Which {kind} {ws[0].lower()} {' '.join(ws[1:])}?"
                     out.append(Draft(q.replace("{", "{{").replace("}", "}}"), name, name, "which", "option-of",
                                      sentence=line.strip()))
-                elif re.match(r"^(?:the|a|an)\s+[a-z]", first, re.I) or re.match(r"^(?:maximum|minimum|number|"
+                elif re.match(r"^the\s+[a-z]", first, re.I) or re.match(r"^(?:maximum|minimum|number|"
                                                                                     r"size|timeout)\b", first, re.I):
                     kind = "flag" if name.strip("`").startswith("-") else "option"
                     if re.fullmatch(r"`?[A-Z]\w*`?", name):
