@@ -266,3 +266,19 @@ def test_a_question_that_names_nothing_is_dropped_with_its_reason() -> None:
     assert problem("What does `max_age` default to?", content=cw) is None  # code names it
     assert problem("What does insulin resistance increase?", content=cw, specific=lambda w: w == "insulin") is None
     assert problem("What does the simplest form use?", content=cw, specific=lambda w: False) is not None
+
+
+def test_subclauses_adverbs_passives_and_known_as_give_questions() -> None:
+    def qs(text: str, names: frozenset[str] = frozenset()) -> dict[str, str]:
+        return {d.query: d.answer for d in english_drafts(text, "", names=names)}
+
+    assert qs("A simple but slow method of checking primality is known as trial division.")[
+        "What is a simple but slow method of checking primality known as?"] == "trial division"
+    assert qs("While studying law in England, Iqbal became a member of the London branch of the League.",
+              frozenset({"Iqbal"}))["What did Iqbal become?"] == "a member of the London branch"
+    assert qs("The first Methodist clergy were ordained by John Wesley.")[
+        "Who ordained the first Methodist clergy?"] == "John Wesley"
+    assert qs("The Rhine Gorge was created by erosion over millions of years.")[
+        "What created the Rhine Gorge?"].startswith("erosion")
+    # a vague subject names nothing a reader can find: no question
+    assert qs("The conformational change is elicited by cooperative rearrangements.") == {}

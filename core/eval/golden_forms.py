@@ -136,7 +136,7 @@ _HEADER = re.compile(r"^(?:(?:[A-Z]{3,}|Background|Conclusions?|Methods?|Results
 _MONTH_WORD = re.compile(rf"^(?:{_MONTH})$")
 
 
-_NP_CUT = re.compile(r"\s(?:in|at|on|with|by|during|while|when|after|before|since|until|as|from|into|through|"
+_NP_CUT = re.compile(r"\s(?:in|at|on|with|by|during|while|when|after|before|since|until|as|from|into|through|over|"
                      r"under|within|without|including|to)\s")
 
 
@@ -147,8 +147,10 @@ def noun_phrase(s: str, max_words: int = 8) -> str:
     if got:
         return got
     head = _CLAUSE.split(s, maxsplit=1)[0].strip(" .;,")
-    cut = next((m.start() for m in _NP_CUT.finditer(head) if len(head[:m.start()].split()) >= 2), None)
-    return _clause(head[:cut], max_words) if cut is not None else ""
+    cuts = [m.start() for m in re.finditer(r"\s(?:of|for|to)\s", head)] + [m.start() for m in _NP_CUT.finditer(head)]
+    fits = sorted(c for c in cuts if 2 <= len(head[:c].split()) <= max_words)
+    best = next((c for c in fits if len(head[:c].split()) >= 3), fits[0] if fits else None)  # the first full phrase
+    return _clause(head[:best], max_words) if best is not None else ""
 
 
 def _strip_parens(s: str) -> str:
@@ -173,6 +175,13 @@ def _person_like(title: str) -> bool:
     return 2 <= len(ws) <= 4 and all(w[:1].isupper() for w in ws) and not any(w in _ORG for w in ws)
 
 
+_NUMBER_WORDS = frozenset("two three four five six seven eight nine ten eleven twelve several many few some most".split())
+_GENERIC_HEAD = frozenset(("change changes number rate rates level levels effect effects role result results increase "
+                           "decrease balance feasibility difference ratio proportion amount size risk association "
+                           "relationship mechanism process response value values version form fallback output data "
+                           "method methods approach model system phase stage period part analysis study studies "
+                           "patients participants subjects group groups sample samples findings outcome outcomes "
+                           "authors team way case cases question issue problem").split())
 _ADVERB = frozenset("now later also then still often never once soon again already first subsequently eventually "
                     "initially originally recently currently".split())
 _PARTICIPLE_ONLY = frozenset("based located called named known situated associated related compared derived "
@@ -216,13 +225,18 @@ def resolve_subject(subj: str, title: str, names: frozenset[str] | None = None) 
         return ""
     if ws[-1].lower() in _ADVERB or ws[-1].lower().endswith("ly") and len(ws) > 1:
         return ""  # 'Lauser later': the subject ends before its adverb
+    if ws[-1].lower() in ("the", "a", "an") or w0 in _NUMBER_WORDS:
+        return ""  # 'the cell type responsible for the', 'eleven studies'
+    head = re.split(r"\s(?:of|in|on|for|from|with|by|at|to)\s", s)[0].split()[-1].lower()
+    if w0 == "the" and head in _GENERIC_HEAD and not re.search(r"[A-Z0-9`]", s[1:]):
+        return ""  # 'the conformational change', 'the number of patches': which one, the reader cannot tell
     if ws[-1].lower() in _NOT_HEAD or any(w.lower() in _PRESENT for w in ws) or any(
             w.lower() in ("that", "which", "whether", "whose", "who") or w in _PAST or w in _REPORTING for w in ws[1:]) or \
             any(c.isdigit() for c in ws[0]):
         return ""  # 'The main', 'Animal studies suggest that estrogen': not a noun phrase
     if ws[0].lower().strip(",") in _NOT_SUBJECT:
         return ""  # 'this method', 'we', 'because ...': not a thing a reader can look up
-    if ws[0] == "The" and title and title.lower() not in s.lower() and any(w[:1].isupper() for w in ws[1:]):
+    if ws[0] == "The" and (not title or title.lower() not in s.lower()) and any(w[:1].isupper() for w in ws[1:]):
         return "the" + s[3:]  # 'The Osprey gateway' in mid-question; a title ('The Pelican Rig') keeps its capital
     if ws[0].lower() == "the" and not any(w[:1].isupper() or any(c.isdigit() for c in w) for w in ws[1:]):
         if any(w.lower().rstrip("'’s") in _ANAPHORIC for w in ws[1:3]):
@@ -257,6 +271,10 @@ def _nationality(word: str) -> bool:
 
 _FRONTED = re.compile(r"^((?:In|On|By|During|After|Before|Since|From|Between|At|Under|Within|Throughout|Until)\s+"
                       r"[^,;:]{2,50}),\s+(?=[A-Z])")
+_SUBCLAUSE = re.compile(r"^(?:While|Although|Though|Whereas|As|Once|When|Because)\s+[^,;:]{3,90},\s+(?=[A-Z])")
+_MID_ADVERB = re.compile(r"^((?:\S+\s+){0,5}?\S+)\s+(?:also|still|later|then|often|never|soon|again|already|eventually|"
+                         r"subsequently|initially|originally|generally|usually|first|finally)\s+(?=[a-z]+ed\b|[a-z]+s\b|"
+                         r"(?:became|began|won|made|took|gave|held|led|left|built|wrote|found|sold|bought)\b)")
 _DISCOURSE = re.compile(r"^(?:likewise|however|moreover|furthermore|additionally|also|eventually|meanwhile|instead|"
                         r"nevertheless|nonetheless|today|currently|originally|initially|later|subsequently|"
                         r"historically|traditionally|generally|typically|usually|often|similarly|consequently|"
@@ -275,6 +293,12 @@ def english_drafts(sentence: str, title: str, *, names: frozenset[str] = frozens
     if lead:  # 'Likewise each deacon ...', 'However, the Rhine ...': the fact is the clause after the adverb
         raw = raw[lead.end():]
         raw = raw[:1].upper() + raw[1:]
+    sub = _SUBCLAUSE.match(raw)
+    if sub:  # 'While studying law in England, Iqbal became ...': the main clause carries the fact
+        raw = raw[sub.end():]
+    adv = _MID_ADVERB.match(raw)
+    if adv:  # 'Britain also claimed X' -> 'Britain claimed X'
+        raw = adv.group(1) + " " + raw[adv.end():]
     front = _FRONTED.match(raw)
     if front:  # 'In 1830, France took ...' -> 'France took ... in 1830': the subject first, as the forms expect
         body = raw[front.end():].rstrip()
@@ -313,6 +337,16 @@ def english_drafts(sentence: str, title: str, *, names: frozenset[str] = frozens
         out.append(Draft("What does {S} default to?", dflt.group(1), dflt.group(2).rstrip(".,;"), "default",
                          "default", sentence=sentence))
     m = re.match(r"^(?P<subj>.{2,90}?)\s+(?P<aux>is|was|are|were|has|had|have)\s+(?P<rest>.+)$", s)
+    ka = m and re.match(r"^(?:A|An)\s+([a-z][\w -]{5,80})$", m.group("subj")) and re.match(
+        r"^(?:(?:also|commonly|often|usually)\s+)?(?:known\s+as|called|referred\s+to\s+as)\s", m.group("rest"))
+    if ka and m:  # 'A simple method of verifying primality is known as trial division': What is a ... known as?
+        phrase = re.match(r"^((?:(?:also|commonly|often|usually)\s+)?(?:known\s+as|called|referred\s+to\s+as))\s+(.+)$",
+                          m.group("rest"))
+        name = _clause(phrase.group(2), 8) if phrase else ""
+        if phrase and name:
+            subj_a = m.group("subj")[:1].lower() + m.group("subj")[1:]
+            return [Draft(f"What {m.group('aux')} {{S}} {phrase.group(1)}?", subj_a, name, "what", "name",
+                          sentence=sentence)]
     if m:
         subj = resolve_subject(m.group("subj"), title, names)
         aux, rest = m.group("aux"), m.group("rest")
@@ -410,6 +444,15 @@ def _aux_forms(subj: str, aux: str, rest: str, past: bool, sentence: str) -> lis
             out.append(Draft(f"Who {simple} {{S}}?", subj, mm.group(2), "who", verb,
                              f"the {noun} of {{S}}" if noun else "", sentence))
             break
+    # any regular passive with its agent: "were ordained by John Wesley" -> Who ordained X?; "was created by
+    # erosion" -> What created X?
+    ag = re.match(r"^(?:(?:also|first|later|originally|largely|mainly)\s+)?([a-z]{4,}ed)\s+by\s+(.{3,})$", rest)
+    if ag and not out and lemma(ag.group(1)) and ag.group(1) not in _PARTICIPLE_ONLY:
+        who = re.match(rf"^(?:the\s+)?({NAME})(?=$|[\s,.;])", ag.group(2))
+        agent = who.group(1) if who and not _MONTH_WORD.match(who.group(1).split()[0]) else noun_phrase(ag.group(2), 6)
+        if agent and not re.match(r"^(?:the|a|an)$", agent):
+            out.append(Draft(f"{_who(agent) if who else 'What'} {ag.group(1)} {{S}}?", subj, agent,
+                             "who" if who else "what", f"agent:{lemma(ag.group(1))}", sentence=sentence))
     # a work and its year: "a 1937 American adventure film" -> When was X released?
     w = re.match(r"^(?:a|an)\s+(\d{4})\s+(.{0,60}?)\b(" + "|".join(_WORK) + r")\b", rest)
     if w:
@@ -595,7 +638,8 @@ def _past_forms(subj: str, verb: str, rest: str, sentence: str, *, raw_subject: 
             out.append(Draft(f"What did {{S}} {base}?", subj, obj, "what", f"verb:{base}", sentence=sentence))
         elif pv and base not in _SAYING:  # 'warned against the dangers ...' -> What did X warn against?
             pobj = noun_phrase(pv.group(2), 8)
-            if pobj and len(pobj.split()) >= 2 and re.match(r"^(?:the|a|an|[A-Z0-9])", pobj):
+            if pobj and len(pobj.split()) >= 2 and re.match(r"^(?:the|a|an|[A-Z0-9])", pobj) and \
+                    not pobj.lower().startswith(("account", "consideration")):  # 'take into account' is an idiom
                 out.append(Draft(f"What did {{S}} {base} {pv.group(1)}?", subj, pobj, "what",
                                  f"verb:{base}:{pv.group(1)}", sentence=sentence))
     # the subject is the answer: "Roger Corman produced nine films" -> Who produced nine films?
