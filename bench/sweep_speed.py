@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -35,8 +36,11 @@ def main(argv: Sequence[str] | None = None) -> int:
            args.db, "--fresh", "--json"]
     load0 = os.getloadavg()
     t = time.perf_counter()
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     wall = time.perf_counter() - t
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     load1 = os.getloadavg()
     if proc.returncode != 0:
         print(proc.stderr[-3000:], file=sys.stderr)
@@ -50,13 +54,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "graph and heuristic-context vectors already built in that database (reused, not rebuilt)",
         "command": " ".join(["python", *cmd[1:]]),
         "configurations": len(table), "questions": out.get("questions") or out.get("validity", {}).get("questions"),
-        "wall_s": round(wall, 1), "target_s": 180, "load_before": [round(x, 2) for x in load0],
+        "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "target_s": 180, "load_before": [round(x, 2) for x in load0],
         "load_after": [round(x, 2) for x in load1],
         "per_config_median_ms": {r.get("config"): r.get("median ms") for r in table},
         "table": table, "verdict": {k: out.get(k) for k in ("verdict", "recommendation")},
         "validity": out.get("validity"),
         "note": "2 cores shared with other sessions: the load columns say how quiet it was; the target is for a "
-                "quiet machine",
+                "quiet machine, where the wall time is at most the process's CPU time (cpu_s, user + system)",
     }
     write_result("sweep_speed", payload, args.out, argv=argv)
     print(f"{len(table)} configurations x {payload['questions']} questions in {wall:.1f} s "
