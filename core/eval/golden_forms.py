@@ -181,7 +181,11 @@ _GENERIC_HEAD = frozenset(("change changes number rate rates level levels effect
                            "relationship mechanism process response value values version form fallback output data "
                            "method methods approach model system phase stage period part analysis study studies "
                            "patients participants subjects group groups sample samples findings outcome outcomes "
-                           "authors team way case cases question issue problem").split())
+                           "authors team way case cases question issue problem "
+                           # what a README says of its own package: which package's, the reader cannot tell
+                           "artifacts artifact attribute attributes interface function functions class classes module "
+                           "modules package library option options setting settings file files command tool api cli "
+                           "release releases helpers helper").split())
 _ADVERB = frozenset("now later also then still often never once soon again already first subsequently eventually "
                     "initially originally recently currently".split())
 _PARTICIPLE_ONLY = frozenset("based located called named known situated associated related compared derived "
@@ -228,7 +232,7 @@ def resolve_subject(subj: str, title: str, names: frozenset[str] | None = None) 
     if ws[-1].lower() in ("the", "a", "an") or w0 in _NUMBER_WORDS:
         return ""  # 'the cell type responsible for the', 'eleven studies'
     head = re.split(r"\s(?:of|in|on|for|from|with|by|at|to)\s", s)[0].split()[-1].lower()
-    if w0 == "the" and head in _GENERIC_HEAD and not re.search(r"[A-Z0-9`]", s[1:]):
+    if (w0 == "the" or s[:1].islower()) and head in _GENERIC_HEAD and not re.search(r"[A-Z0-9`]", s[1:]):
         return ""  # 'the conformational change', 'the number of patches': which one, the reader cannot tell
     if ws[-1].lower() in _NOT_HEAD or any(w.lower() in _PRESENT for w in ws) or any(
             w.lower() in ("that", "which", "whether", "whose", "who") or w in _PAST or w in _REPORTING for w in ws[1:]) or \
