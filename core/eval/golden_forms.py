@@ -232,7 +232,7 @@ def resolve_subject(subj: str, title: str, names: frozenset[str] | None = None) 
     if ws[-1].lower() in ("the", "a", "an") or w0 in _NUMBER_WORDS:
         return ""  # 'the cell type responsible for the', 'eleven studies'
     head = re.split(r"\s(?:of|in|on|for|from|with|by|at|to)\s", s)[0].split()[-1].lower()
-    if (w0 == "the" or s[:1].islower()) and head in _GENERIC_HEAD and not re.search(r"[A-Z0-9`]", s[1:]):
+    if (w0 == "the" or s[1:2].islower()) and head in _GENERIC_HEAD and not re.search(r"[A-Z0-9`]", s[1:]):
         return ""  # 'the conformational change', 'the number of patches': which one, the reader cannot tell
     if ws[-1].lower() in _NOT_HEAD or any(w.lower() in _PRESENT for w in ws) or any(
             w.lower() in ("that", "which", "whether", "whose", "who") or w in _PAST or w in _REPORTING for w in ws[1:]) or \
