@@ -169,3 +169,116 @@ def test_cli_generate_list_export_round_trip(tmp_path, capsys) -> None:
     assert gs.generator == "offline-v2" and "dropped" in gs.generation
     assert main(["golden", "export", "nope", "--db", str(db), "--out", str(out)]) == 2
     assert main(["golden", "generate", "--db", str(db), "--workspace", "empty", "--n", "5"]) == 2
+
+
+def _one(text: str, title: str = "", lang: str = "en") -> dict[str, str]:
+    from core.eval.golden import drafts_of
+
+    p = Passage(Chunk("c0", "d0", 0, text, 0, len(text), (), len(text.split()), lang), "d0", title)
+    return {d.query: d.answer for d in drafts_of(p)}
+
+
+def test_reference_prose_asks_what_a_reader_looks_up() -> None:
+    got = _one("The cache keeps replies for a while.\n\n"
+               "- `max_age` (default: 600): how long a reply stays in the cache.\n"
+               "- `retries`: Limits the number of attempts per request.\n\n"
+               "`parse()` accepts a bytes object and returns a dictionary of settings.\n")
+    assert got["What is the default value of `max_age`?"] == "600"
+    assert got["Which option limits the number of attempts per request?"] == "`retries`"
+    assert got["What does `parse()` accept?"] == "a bytes object"
+    # a 'Defaults to' line belongs to the parameter named above it
+    assert _one("timeout (float): seconds to wait for a reply.\n    Defaults to 30.\n")[
+        "What is the default value of `timeout`?"] == "30"
+    # a package's header fields: its licence and the Python it needs
+    head = _one("Metadata-Version: 2.4\nName: tinypkg\nVersion: 1.0\nLicense: MIT\nRequires-Python: >=3.9\n")
+    assert head["Under which licence is tinypkg released?"] == "MIT"
+    assert head["Which Python versions does tinypkg require?"] == ">=3.9"
+
+
+def test_reference_prose_in_russian_gets_russian_questions() -> None:
+    got = _one("`timeout` (по умолчанию 30) задаёт время ожидания ответа.\n"
+               "`load()` возвращает словарь с настройками проекта.", lang="ru")
+    assert got["Какое значение по умолчанию у `timeout`?"] == "30"
+    assert got["Что возвращает `load()`?"] == "словарь с настройками проекта"
+    for q in got:
+        assert problem(q, lang="ru") is None, q
+
+
+def test_readme_examples_and_markup_never_become_questions() -> None:
+    text = ("Tinypkg reads settings files quickly. See the [docs](https://example.org/docs) for more.\n\n"
+            "```python\ndef helper_fn(x):\n    return x + 1\n\nclass Thing:\n    pass\n```\n"
+            "Parse Python docstrings in reST.\n")
+    got = _one(text)
+    assert not any("helper_fn" in q or "Thing" in q or "http" in q or "Parse" in q for q in got), got
+
+
+def test_wikipedia_style_sentences_give_standalone_questions() -> None:
+    got = {d.query: d.answer for d in english_drafts("In 1830, France took control of Algeria.", "Imperialism",
+                                                       names=frozenset({"France"}))}
+    assert got["When did France take control of Algeria?"] == "1830"
+    assert got["Who took control of Algeria in 1830?"] == "France"
+    named = {d.query: d.answer for d in english_drafts(
+        "The entire international conflict is known as the Seven Years' War.", "")}
+    assert named["What is the entire international conflict known as?"] == "the Seven Years' War"
+    # 'He' in an article titled 'Force' is no person the reader can name: no question rather than a wrong one
+    assert english_drafts("He distinguished between the innate tendency of objects and forced motion.", "Force") == []
+    # a long object is cut at its first preposition, not copied whole
+    obj = {d.query: d.answer for d in english_drafts(
+        "Turabi built a powerful economic base with money from foreign banking systems.", "",
+        names=frozenset({"Turabi"}))}
+    assert obj["What did Turabi build?"] == "a powerful economic base"
+
+
+def test_russian_subject_verb_sentences_give_kto_and_chto_questions() -> None:
+    from core.eval.golden_ru import russian_svo_drafts
+
+    got = {d.query: d.answer for d in russian_svo_drafts("Ольга Сомова построила новый стенд в 2019 году.")}
+    assert got["Кто построил новый стенд?"] == "Ольга Сомова"  # the verb agrees with Кто
+    assert got["Когда Ольга Сомова построила новый стенд?"] == "2019"
+    got = {d.query: d.answer for d in russian_svo_drafts("Глобальный ледяной покров повысил уровень воды в океане.")}
+    assert got["Что повысило уровень воды?"] == "Глобальный ледяной покров"  # Что takes the neuter
+    # a noun that looks like a past verb ('чисел') and an object-first order give nothing
+    assert russian_svo_drafts("Концепция простых чисел настолько важна для математики.") == []
+    assert russian_svo_drafts("Первых методистских священников рукоположил в сан Джон Уэсли.") == []
+
+
+def test_near_miss_swaps_a_whole_name_of_the_same_kind_and_checks_it_absent() -> None:
+    from core.eval.golden import CorpusIndex, Drafted, near_miss
+
+    texts = ["In 1830 the engineer Isaac Newton unified the gravity tables for the survey.",
+             "The surveyor Fred Anderson measured the northern coast with Hanna Berg."]
+    ps = [Passage(Chunk(f"c{i}", f"d{i}", 0, t, 0, len(t), (), len(t.split()), "en"), f"d{i}", "") for i, t in
+          enumerate(texts)]
+    d = english_drafts("Isaac Newton unified the gravity tables for the survey.", "", names=frozenset())[0]
+    import random
+    got = near_miss(Drafted(ps[0], d), CorpusIndex(ps), [], set(), random.Random(0),
+                    names=["Fred Anderson", "Hanna Berg", "Isaac Newton"])
+    assert got is not None and got[1].startswith("name Isaac Newton -> ")
+    q = got[0]
+    assert "Isaac Newton" not in q and ("Fred Anderson" in q or "Hanna Berg" in q)
+
+
+def test_a_question_that_names_nothing_is_dropped_with_its_reason() -> None:
+    cw = content_words
+    assert problem("What is the fallback?", content=cw) == \
+        "names nothing a reader could look up (no name, code, number or specific term)"
+    assert problem("What is the version derived from?", content=cw) is not None
+    assert problem("What does `max_age` default to?", content=cw) is None  # code names it
+    assert problem("What does insulin resistance increase?", content=cw, specific=lambda w: w == "insulin") is None
+    assert problem("What does the simplest form use?", content=cw, specific=lambda w: False) is not None
+
+
+def test_subclauses_adverbs_passives_and_known_as_give_questions() -> None:
+    def qs(text: str, names: frozenset[str] = frozenset()) -> dict[str, str]:
+        return {d.query: d.answer for d in english_drafts(text, "", names=names)}
+
+    assert qs("A simple but slow method of checking primality is known as trial division.")[
+        "What is a simple but slow method of checking primality known as?"] == "trial division"
+    assert qs("While studying law in England, Iqbal became a member of the London branch of the League.",
+              frozenset({"Iqbal"}))["What did Iqbal become?"] == "a member of the London branch"
+    assert qs("The first Methodist clergy were ordained by John Wesley.")[
+        "Who ordained the first Methodist clergy?"] == "John Wesley"
+    assert qs("The Rhine Gorge was created by erosion over millions of years.")[
+        "What created the Rhine Gorge?"].startswith("erosion")
+    # a vague subject names nothing a reader can find: no question
+    assert qs("The conformational change is elicited by cooperative rearrangements.") == {}

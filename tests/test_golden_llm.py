@@ -31,7 +31,7 @@ def _passage_of(body: dict) -> str:
 def _good(body: dict) -> str:
     first = _passage_of(body).split(". ")[0].rstrip(".") + "."
     return json.dumps({"items": [
-        {"question": "Who looks after the equipment here?", "answer": first.split()[-1].rstrip("."), "gold_span": first,
+        {"question": "Who looks after the pump equipment at the test station?", "answer": first.split()[-1].rstrip("."), "gold_span": first,
          "type": "factoid", "answerable": True, "missing_term": ""},
         {"question": "What colour is the rig painted?", "answer": "blue", "gold_span": "The rig is painted blue.",
          "type": "factoid", "answerable": True, "missing_term": ""},  # span not in the chunk: rejected

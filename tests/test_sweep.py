@@ -204,6 +204,10 @@ def test_validity_labels_small_easy_and_lexical_generated_sets() -> None:
     assert "failed its validity check" in bad.blocked() and not bad.to_dict()["ok"]
     # a hand-written set is reported, not gated
     assert assess(qs[:20], generated=False, difficulty=0.97).ok
+    # a set whose questions mostly name the identifier they ask about is a keyword lookup
+    lookup = assess(qs, generated=True, generation={"mean_overlap": 0.3}, difficulty=0.8, named_lookup=0.55)
+    assert [f.split(":")[0] for f in lookup.failures] == ["too lexical"] and "identifier" in lookup.failures[0]
+    assert assess(qs, generated=True, generation={"mean_overlap": 0.3}, difficulty=0.8, named_lookup=0.5).ok
 
 
 def test_a_generated_set_that_failed_its_validity_check_recommends_nothing(deps: Deps) -> None:

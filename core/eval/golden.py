@@ -22,6 +22,8 @@ from typing import Callable, Iterable, Protocol, Sequence
 
 from core.eval.golden_check import problem
 from core.eval.golden_forms import Draft, code_drafts, english_drafts, russian_drafts
+from core.eval.golden_ref import clean_markup, line_drafts, reference_drafts
+from core.eval.golden_ru import russian_svo_drafts
 from core.store.golden import GoldenItem, GoldRef
 from core.text import EN_STOP, RU_STOP, sentence_spans
 from core.types import Chunk, DocumentRow
@@ -98,9 +100,11 @@ def _sentences(text: str) -> list[str]:
     out = []
     text = _lines(text)
     for s, e in sentence_spans(text):
-        sent = " ".join(text[s:e].split())
-        if 5 <= len(sent.split()) <= 60 and not sent.startswith("#") and sum(c.isalpha() for c in sent) > 20:
-            out.append(sent)
+        # a sentence may open with code ('`load()` returns ...'), which the splitter does not take for a capital
+        for part in re.split(r"(?<=[.!?])\s+(?=`)", " ".join(text[s:e].split())):
+            sent = re.sub(r"^(?:[-*+•]|\d{1,2}[.)])\s+", "", part)  # a list item's marker
+            if 5 <= len(sent.split()) <= 60 and not sent.startswith("#") and sum(c.isalpha() for c in sent) > 20:
+                out.append(sent)
     return out
 
 
@@ -116,6 +120,10 @@ class CorpusIndex:
             for w in set(words(t)):
                 self.postings.setdefault(w, set()).add(i)
         self.n = max(1, len(passages))
+
+    def specific(self, w: str) -> bool:
+        """A term few chunks use (at most 1% of them, or 3): names something a reader can look up."""
+        return len(self.postings.get(w.casefold(), ())) <= max(3, self.n // 100)
 
     def idf(self, w: str) -> float:
         return math.log(1 + self.n / (1 + len(self.postings.get(w.casefold(), ()))))
@@ -149,7 +157,8 @@ def drafts_of(p: Passage) -> list[Draft]:
     """Every question form the chunk's sentences support (core/eval/golden_forms.py); source code is asked about
     through its doc comments and the things it defines."""
     text = p.chunk.text
-    if len(_CODEY.findall(text)) >= 4:
+    examples = _EXAMPLE.search(text)
+    if len(_CODEY.findall(text)) >= 4 and not examples:
         out = code_drafts(text)
         for m in _CODE_DEF.finditer(text):
             kind = {"fn": "function", "def": "function", "func": "function"}.get(m.group(1), m.group(1))
@@ -171,19 +180,57 @@ def drafts_of(p: Passage) -> list[Draft]:
                                  "what", "code-return", sentence=m.group(0).strip()))
         return out
     title = _short_title(p)
-    out = []
-    for sent in _sentences(text):
-        out += russian_drafts(sent, title) if _ru(p) else english_drafts(sent, title)
+    lang = "ru" if _ru(p) else "en"
+    prose = clean_markup(_EXAMPLE_BLOCK.sub("\n", text)) if examples else clean_markup(text)
+    out = line_drafts(prose, lang)
+    names = proper_names(prose)
+    for sent in _sentences(prose):
+        out += reference_drafts(sent, title, lang)
+        if lang == "ru":
+            out += russian_drafts(sent, title)
+            for clause in _RU_CLAUSES.split(sent):  # 'Ратцель считал ..., а Маккиндер поддерживал ...': two facts
+                out += [replace(d, sentence=sent) for d in russian_svo_drafts(clause, names)]
+        else:
+            out += english_drafts(sent, title, names=names)
     return out
+
+
+_RU_CLAUSES = re.compile(r";\s+|,\s+(?:а|но|однако|и|тогда как|в то время как)\s+(?=[А-ЯЁ])")
+
+
+# A chunk of prose that shows code (a README's fenced or doctest example) is asked about through its prose: the
+# example's helper functions are no API a reader looks up.
+_EXAMPLE = re.compile(r"^\s*(?:```|~~~|\.\. code|>>> |\$ )|::[ \t]*$", re.M)
+_EXAMPLE_BLOCK = re.compile(r"^\s*(?:```|~~~)[^\n]*\n.*?(?:^\s*(?:```|~~~)[^\n]*$|\Z)|^\s*(?:>>>|\.\.\.|\$) [^\n]*$"
+                            r"|(?:^\.\. code[^\n]*|::[ \t]*)\n(?:[ \t]*\n|[ \t]+[^\n]*\n)*", re.M | re.S)
+
+
+def proper_names(text: str) -> frozenset[str]:
+    """Capitalised words the text uses mid-sentence and never in lower case: names ('Aristotle'), not a sentence's
+    first word ('Eventually')."""
+    mid = {m.group(1) for m in re.finditer(r"(?:(?<=[\w,;)] )|(?<=\w-))([A-ZА-ЯЁ][a-zа-яё]{2,})\b", text)}
+    low = {w for w in re.findall(r"\b[a-zа-яё]{3,}\b", text)}
+    return frozenset(w for w in mid if w.lower() not in low)
 
 
 def _ru(p: Passage) -> bool:
     return p.chunk.lang == "ru"
 
 
-def _check(q: str, d: Draft, p: Passage, *, answerable: bool = True) -> str | None:
+_VAGUE_ANSWER = re.compile(r"^(?:and|or|but|this|that|these|those|it|they|them|such|which|who)\b|^(?:он|она|оно|они|"
+                           r"это|этот|эта|эти|эту|этого|этой|этим|их|его|её|ее|им|ему|ей|и|а|но|собой)(?![а-яё])",
+                           re.I)
+
+
+def _check(q: str, d: Draft, p: Passage, *, answerable: bool = True, index: "CorpusIndex | None" = None) -> str | None:
+    if answerable and _VAGUE_ANSWER.match(d.answer.strip(" \"'«»“”")):
+        return "its answer is a pronoun or a fragment"
+    if answerable and q.endswith(" to?") and re.match(r"^[a-z]+\b(?<!the)(?<!a)(?<!an)", d.answer) and \
+            not re.match(r"^(?:the|a|an|its|their|his|her|this|these|those|all|both|each|some|many|most)\b", d.answer):
+        return "its answer is a fragment"  # 'What is X estimated to?' -> 'affect 130-180 million people'
+
     return problem(q, lang="ru" if _ru(p) else "en", answer=d.answer, evidence=d.sentence, content=content_words,
-                   answerable=answerable)
+                   answerable=answerable, specific=index.specific if index is not None else None)
 
 
 @dataclass(frozen=True)
@@ -299,7 +346,7 @@ _ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", 
 
 
 def near_miss(x: Drafted, index: CorpusIndex, people: Sequence[str], known: set[tuple[str, str]],
-              rng: random.Random) -> tuple[str, str] | None:
+              rng: random.Random, *, names: Sequence[str] = ()) -> tuple[str, str] | None:
     """(question, what changed): x's question with one constraint changed — the subject's surname for another
     person's, a year, an ordinal, or the attribute (a death date of someone the corpus gives only a birth for) —
     and the result checked absent from every chunk; None when no change passes."""
@@ -330,7 +377,56 @@ def near_miss(x: Drafted, index: CorpusIndex, people: Sequence[str], known: set[
             new = " ".join(subj_words[:-1] + [last])
             if not index.contains(new.casefold()) and not index.together([*subj_words[:-1], last]):
                 return q.replace(d.subject, new, 1), f"subject {d.subject} -> {new}"
+    # a name the question uses swapped for another name of the same kind the corpus uses (a full name for a full
+    # name, a nationality for a nationality; a Russian one keeping its last letter, so its case ending still fits),
+    # checked absent beside the question's two rarest other words
+    for m in rng.sample(list(_RUN.finditer(q)), len(list(_RUN.finditer(q)))):
+        run = m.group(1)
+        kind = _name_kind(run)
+        if not kind:
+            continue
+        pool = [n for n in names if _name_kind(n) == kind and n[-1] == run[-1] and n.split()[0] != run.split()[0]
+                and n.split()[-1] != run.split()[-1]]
+        rest = sorted((w for w in content_words(q) if w.casefold() not in run.casefold()),
+                      key=lambda w: -index.idf(w))[:2]
+        for alt in rng.sample(pool, min(20, len(pool))):
+            if rest and not index.together([alt, *rest]) and alt.casefold() not in q.casefold():
+                return q[:m.start()] + alt + q[m.end():], f"name {run} -> {alt}"
     return None
+
+
+_RUN = re.compile(r"(?<= )([A-ZА-ЯЁ][^\W\d_]+(?: [A-ZА-ЯЁ][^\W\d_]+){0,3})(?=[ ?,'’])")
+
+
+def _name_kind(run: str) -> str:
+    """'person': two to three capitalised words ('Isaac Newton'); 'nationality': one adjective of nationality
+    ('English'); '' for anything else (a one-word name's kind cannot be told: 'Hobson' or 'Britain')."""
+    ws = run.split()
+    if 2 <= len(ws) <= 3 and not any(w in _ORG_WORDS or _NATIONALITY.fullmatch(w) for w in ws) and \
+            ws[0] not in _PLACE_LEAD and all(w[1:].islower() for w in ws) and \
+            not (len(ws[0]) > 5 and re.search(r"(?:ed|ing|ic|al|ous|ive|ий|ый|ой|ая|яя|ое|ее|ую|юю)$", ws[0])):  # 'Dysregulated Wnt', 'PneuCarriage' are no names
+        return "person"
+    if len(ws) == 1 and _NATIONALITY.fullmatch(run):
+        return "nationality"
+    return ""
+
+
+_NATIONALITY = re.compile(r"[A-Z][a-z]+(?:ish|ese|ian|ean)|French|Dutch|Czech|American|German|Mexican|Korean|African|Dominican|"
+                          r"Moroccan|Cuban|Tibetan|Afghan|Roman|Anglican")
+_PLACE_LEAD = frozenset("The New Old Middle Central North South East West Northern Southern Eastern Western Upper Lower Great Saint "
+                        "St San Santa Fort Lake Mount Cape Port Royal Holy".split())
+
+
+_ORG_WORDS = frozenset(("University College School Church Society Company Parliament Council Government Court Museum "
+                        "Institute Association Bank Army Navy Union Empire Kingdom Republic State States City River "
+                        "Island Party Act Treaty War League Committee Commission Assembly Front Theorem Conjecture "
+                        "Law Sea Ocean Lake Mountains Valley Delta Gorge Club Group Station").split())
+
+
+def name_runs(text: str) -> set[str]:
+    """Runs of capitalised words the text uses mid-sentence ('Isaac Newton', 'French')."""
+    return {m.group(1) for m in re.finditer(r"(?<=[\w,;)] )([A-ZА-ЯЁ][^\W\d_]+(?: [A-ZА-ЯЁ][^\W\d_]+){0,3})",
+                                            text)}
 
 
 @dataclass(frozen=True)
@@ -378,7 +474,7 @@ def generate_set(passages: Sequence[Passage], n: int, *, seed: int = 0, mix: Mix
                 if index.count(dr.sentence) > 2:  # boilerplate many chunks repeat identifies no passage
                     dropped["boilerplate sentence"] += 1
                     continue
-                why = _check(dr.query, dr, p)
+                why = _check(dr.query, dr, p, index=index)
                 if why:
                     dropped[why] += 1
                     continue
@@ -397,31 +493,37 @@ def generate_set(passages: Sequence[Passage], n: int, *, seed: int = 0, mix: Mix
     used: Counter[str] = Counter()
     chosen: list[Drafted] = []
     max_def = max(1, int(mix.definitions * n_single))
-    taken: set[tuple[str, str]] = set()  # (chunk, sentence): one question per sentence
+    taken: Counter[tuple[str, str]] = Counter()  # (chunk, sentence): at most two questions per sentence
+    answered: set[tuple[str, str, str]] = set()
     asked: set[str] = set()  # one question asked once, whichever chunk it came from
     order = rng.sample(per_chunk, len(per_chunk))
     for _ in range(max((len(xs) for xs in per_chunk), default=0)):  # a second round only when chunks run short
         for xs in order:
             if len(chosen) >= n_single:
                 break
-            xs = [x for x in xs if (x.passage.chunk.chunk_id, x.draft.sentence) not in taken
-                  and x.draft.query not in asked and (x.draft.form != "definition" or used["definition"] < max_def)]
+            xs = [x for x in xs if taken[(x.passage.chunk.chunk_id, x.draft.sentence)] < 2
+                  and (x.passage.chunk.chunk_id, x.draft.sentence, x.draft.answer) not in answered
+                  and x.draft.query.casefold() not in asked and (x.draft.form != "definition" or used["definition"] < max_def)]
             if not xs:
                 continue
-            x = min(xs, key=lambda y: (used[y.draft.form], rng.random()))
+            # a sentence's second question (another answer) only once every sentence of the chunk has one
+            x = min(xs, key=lambda y: (taken[(y.passage.chunk.chunk_id, y.draft.sentence)], used[y.draft.form],
+                                       rng.random()))
             used[x.draft.form] += 1
-            taken.add((x.passage.chunk.chunk_id, x.draft.sentence))
-            asked.add(x.draft.query)
+            taken[(x.passage.chunk.chunk_id, x.draft.sentence)] += 1
+            answered.add((x.passage.chunk.chunk_id, x.draft.sentence, x.draft.answer))
+            asked.add(x.draft.query.casefold())
             chosen.append(x)
     singles = [single_item(x) for x in chosen]
     people = sorted({x.draft.subject for x in pool if x.draft.attr in ("born", "died", "nationality", "occupation")})
+    all_names = sorted(set().union(*(name_runs(p.chunk.text) for p in passages)))
     known = {(x.draft.subject.casefold(), x.draft.attr) for x in pool}
     misses: list[GoldenItem] = []
     seen_q = {it.query for it in singles + multi + cmps}
     for x, it in rng.sample(list(zip(chosen, singles)), len(singles)):
         if len(misses) >= n_un:
             break
-        got = near_miss(x, index, people, known, rng)
+        got = near_miss(x, index, people, known, rng, names=all_names)
         if got is None or got[0] in seen_q:
             continue
         q, swap = got

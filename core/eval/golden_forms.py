@@ -98,7 +98,7 @@ _PRESENT.update({"carries": "carry", "applies": "apply", "identifies": "identify
                  "specifies": "specify", "relies": "rely", "varies": "vary", "accompanies": "accompany",
                  "matches": "match", "reaches": "reach", "catches": "catch", "fetches": "fetch",
                  "pushes": "push", "passes": "pass", "processes": "process", "addresses": "address",
-                 "expresses": "express", "focuses": "focus", "does": "do", "goes": "go"})
+                 "expresses": "express", "focuses": "focus", "goes": "go"})
 _PERSON = frozenset((
     "actor actress singer songwriter politician writer director composer player footballer painter poet "
     "novelist journalist producer screenwriter cyclist athlete businessman businesswoman architect engineer "
@@ -136,6 +136,23 @@ _HEADER = re.compile(r"^(?:(?:[A-Z]{3,}|Background|Conclusions?|Methods?|Results
 _MONTH_WORD = re.compile(rf"^(?:{_MONTH})$")
 
 
+_NP_CUT = re.compile(r"\s(?:in|at|on|with|by|during|while|when|after|before|since|until|as|from|into|through|over|"
+                     r"under|within|without|including|to)\s")
+
+
+def noun_phrase(s: str, max_words: int = 8) -> str:
+    """The object a question asks for: the clause (_clause), or when that is too long its words up to the first
+    preposition after two words ('a powerful economic base with money from ...' -> 'a powerful economic base')."""
+    got = _clause(s, max_words)
+    if got:
+        return got
+    head = _CLAUSE.split(s, maxsplit=1)[0].strip(" .;,")
+    cuts = [m.start() for m in re.finditer(r"\s(?:of|for|to)\s", head)] + [m.start() for m in _NP_CUT.finditer(head)]
+    fits = sorted(c for c in cuts if 2 <= len(head[:c].split()) <= max_words)
+    best = next((c for c in fits if len(head[:c].split()) >= 3), fits[0] if fits else None)  # the first full phrase
+    return _clause(head[:best], max_words) if best is not None else ""
+
+
 def _strip_parens(s: str) -> str:
     return re.sub(r"\s*[(\[][^()\[\]]*[)\]]", "", s).strip()
 
@@ -153,42 +170,97 @@ def _clause(s: str, max_words: int = 9) -> str:
     return " ".join(ws)
 
 
-def resolve_subject(subj: str, title: str) -> str:
-    """The subject a question can name: a pronoun or 'the film' becomes the document's title; '' when none fits."""
+def _person_like(title: str) -> bool:
+    ws = title.split()
+    return 2 <= len(ws) <= 4 and all(w[:1].isupper() for w in ws) and not any(w in _ORG for w in ws)
+
+
+_NUMBER_WORDS = frozenset("two three four five six seven eight nine ten eleven twelve several many few some most".split())
+_GENERIC_HEAD = frozenset(("change changes number rate rates level levels effect effects role result results increase "
+                           "decrease balance feasibility difference ratio proportion amount size risk association "
+                           "relationship mechanism process response value values version form fallback output data "
+                           "method methods approach model system phase stage period part analysis study studies "
+                           "patients participants subjects group groups sample samples findings outcome outcomes "
+                           "authors team way case cases question issue problem "
+                           # what a README says of its own package: which package's, the reader cannot tell
+                           "artifacts artifact attribute attributes interface function functions class classes module "
+                           "modules package library option options setting settings file files command tool api cli "
+                           "release releases helpers helper").split())
+_ADVERB = frozenset("now later also then still often never once soon again already first subsequently eventually "
+                    "initially originally recently currently".split())
+_PARTICIPLE_ONLY = frozenset("based located called named known situated associated related compared derived "
+                             "aged given including excluding using".split())
+_WH = frozenset("how what why when where whether which who whom whose".split())
+_IMPERATIVE = frozenset(("see use run install create specify parse annotate add set call pass import check read note "
+                         "make get try open visit click refer define build write load configure enable disable "
+                         "remove replace pip clone download follow copy change update "
+                         # a changelog's entries open with their verb: 'Updated X', 'Raise Y when ...'
+                         "updated added fixed removed changed improved raise raised deprecated dropped bumped renamed "
+                         "moved allow allowed avoid avoided ensure ensured prevent prevented fix support "
+                         "internal").split())
+
+
+def resolve_subject(subj: str, title: str, names: frozenset[str] | None = None) -> str:
+    """The subject a question can name: a pronoun or 'the film' becomes the document's title; '' when none fits.
+    With `names` (the passage's proper names), a one-word subject must be one of them, code or an acronym: a
+    capitalised first word alone ('Takes', 'Parse') is as often an imperative or a verb as a name."""
     s = _HEADER.sub("", subj.strip(" \"“”'«»"))
     low = s.lower()
+    w0 = low.split()[0] if low.split() else ""
+    if w0 in _IMPERATIVE or w0 in _WH or w0[:1].isdigit() or ". " in s or \
+            any(w in ("is", "are", "was", "were", "be", "been", "has", "have", "had") for w in low.split()) or \
+            (w0.endswith("ing") and len(s.split()) > 1) or \
+            low.split()[-1:] and low.split()[-1] in _PREP_AFTER | {"of", "by", "as"}:
+        return ""  # 'Parse Python docstrings', '20+ loss functions', 'codes. `x`', 'Maintaining pypdf'
+    if names is not None and len(s.split()) == 1 and low not in _PRONOUN and s not in names and not (
+            "`" in s or "_" in s or re.search(r".[A-Z]", s)):
+        return ""
     gm = _GENERIC.match(s)
     if low in _PRONOUN or gm and any(w.rstrip("'’s") in _ANAPHORIC for w in gm.group(1).lower().split()):
         if not title or len(title.split()) > 8:
             return ""
+        if low in ("he", "she") and not _person_like(title) or low == "it":
+            return ""  # 'He' in an article about a force is a person named elsewhere; 'it' seldom is the title
         tw = title.split()
-        # 'Prime number' is a common noun in mid-question; 'Souls at Sea' is a name
-        return title[:1].lower() + title[1:] if len(tw) >= 2 and all(w.islower() for w in tw[1:]) else title
+        # 'Prime number' is a common noun, which cannot stand bare for 'it' ('What is prime number implied by?')
+        return "" if len(tw) >= 2 and all(w.islower() for w in tw[1:]) else title
     ws = s.split()
     if not ws or s[:1].islower() or len(ws) > 8 or any(c in s for c in ",;:"):
         return ""
-    if ws[-1].lower() in _NOT_HEAD or any(w.lower() in ("that", "which", "whether") or w.lower() in _PRESENT
-                                          for w in ws):
+    if ws[-1].lower() in _ADVERB or ws[-1].lower().endswith("ly") and len(ws) > 1:
+        return ""  # 'Lauser later': the subject ends before its adverb
+    if ws[-1].lower() in ("the", "a", "an") or w0 in _NUMBER_WORDS:
+        return ""  # 'the cell type responsible for the', 'eleven studies'
+    head = re.split(r"\s(?:of|in|on|for|from|with|by|at|to)\s", s)[0].split()[-1].lower()
+    if (w0 == "the" or s[1:2].islower()) and head in _GENERIC_HEAD and not re.search(r"[A-Z0-9`]", s[1:]):
+        return ""  # 'the conformational change', 'the number of patches': which one, the reader cannot tell
+    if ws[-1].lower() in _NOT_HEAD or any(w.lower() in _PRESENT for w in ws) or any(
+            w.lower() in ("that", "which", "whether", "whose", "who") or w in _PAST or w in _REPORTING for w in ws[1:]) or \
+            any(c.isdigit() for c in ws[0]):
         return ""  # 'The main', 'Animal studies suggest that estrogen': not a noun phrase
     if ws[0].lower().strip(",") in _NOT_SUBJECT:
         return ""  # 'this method', 'we', 'because ...': not a thing a reader can look up
-    if ws[0] == "The" and title and title.lower() not in s.lower() and any(w[:1].isupper() for w in ws[1:]):
+    if ws[0] == "The" and (not title or title.lower() not in s.lower()) and any(w[:1].isupper() for w in ws[1:]):
         return "the" + s[3:]  # 'The Osprey gateway' in mid-question; a title ('The Pelican Rig') keeps its capital
     if ws[0].lower() == "the" and not any(w[:1].isupper() or any(c.isdigit() for c in w) for w in ws[1:]):
         if any(w.lower().rstrip("'’s") in _ANAPHORIC for w in ws[1:3]):
             return ""  # 'the film's score', 'the company': the document's own topic, named elsewhere
         return "the" + s[3:]
-    if len(ws) >= 2 and ws[0][1:].islower() and ws[1][:1].islower() and not title.startswith(ws[0]):
+    if any(w[:1].islower() and lemma(w) and ws[i - 1].lower() not in ("the", "a", "an", "so-called")
+           for i, w in enumerate(ws[1:], 1)):
+        return ""  # 'Ratzel believed expansion': a clause, not a noun phrase
+    if len(ws) >= 2 and ws[0][1:].islower() and ws[1][:1].islower() and not title.startswith(ws[0]) \
+            and not ws[0].endswith(("'s", "’s")) and not _nationality(ws[0]):  # 'Polignac's', 'British' keep capitals
         return s[:1].lower() + s[1:]  # 'Cell surface receptors' opens a sentence: a common noun, not a name
     return s
 
 
-_NOT_HEAD = frozenset("main major primary key most other same first second new several many such overall".split())
+_NOT_HEAD = frozenset("following above below latter former main major primary key most other same first second new several many such overall".split())
 _REPORTING = frozenset("show showed shown suggest suggested indicate indicated demonstrate demonstrated reveal revealed "
                        "find found confirm confirmed report reported".split())
 _OBJECT_START = frozenset("the a an their its his her two three four five several many all both".split())
 _NOT_SUBJECT = frozenset((
-    "first together using finally thus this that these those they its his her their a an we i you our us my your here there because although if whereas "
+    "much part most few first together using finally thus this that these those they its his her their a an we i you our us my your here there because although if whereas "
     "though unless once however in on at after before during since when while as by from with for of to each both "
     "all some many most one also but and then thus").split())
 
@@ -199,10 +271,41 @@ def _nationality(word: str) -> bool:
     return bool(re.fullmatch(r"[A-Z][a-z]+(?:an|ian|ese|ish|ch|i|ic|ean|ine|ss|sh)(?:-[A-Z][a-z]+)?", word))
 
 
-def english_drafts(sentence: str, title: str) -> list[Draft]:
-    """Every question form the sentence supports (none when its subject cannot be named)."""
+_FRONTED = re.compile(r"^((?:In|On|By|During|After|Before|Since|From|Between|At|Under|Within|Throughout|Until)\s+"
+                      r"[^,;:]{2,50}),\s+(?=[A-Z])")
+_SUBCLAUSE = re.compile(r"^(?:While|Although|Though|Whereas|As|Once|When|Because)\s+[^,;:]{3,90},\s+(?=[A-Z])")
+_MID_ADVERB = re.compile(r"^((?:\S+\s+){0,5}?\S+)\s+(?:also|still|later|then|often|never|soon|again|already|eventually|"
+                         r"subsequently|initially|originally|generally|usually|first|finally)\s+(?=[a-z]+ed\b|[a-z]+s\b|"
+                         r"(?:became|began|won|made|took|gave|held|led|left|built|wrote|found|sold|bought)\b)")
+_DISCOURSE = re.compile(r"^(?:likewise|however|moreover|furthermore|additionally|also|eventually|meanwhile|instead|"
+                        r"nevertheless|nonetheless|today|currently|originally|initially|later|subsequently|"
+                        r"historically|traditionally|generally|typically|usually|often|similarly|consequently|"
+                        r"therefore|hence|notably|finally|thus|indeed|in addition|in particular|in practice|"
+                        r"for example|for instance|as a result|at first|in fact),?\s+(?=[A-Za-z])", re.I)
+
+
+def english_drafts(sentence: str, title: str, *, names: frozenset[str] = frozenset()) -> list[Draft]:
+    """Every question form the sentence supports (none when its subject cannot be named). `names`: single words
+    the passage uses as names (capitalised mid-sentence), which may be a question's answer ('Who provided ...?')."""
     out: list[Draft] = []
     raw = " ".join(sentence.split())
+    if not raw.rstrip("\"'”’)").endswith((".", "!", "?")):
+        return out  # a heading or a list fragment ('Deep neural networks built on ...') is no sentence to ask about
+    lead = _DISCOURSE.match(raw)
+    if lead:  # 'Likewise each deacon ...', 'However, the Rhine ...': the fact is the clause after the adverb
+        raw = raw[lead.end():]
+        raw = raw[:1].upper() + raw[1:]
+    sub = _SUBCLAUSE.match(raw)
+    if sub:  # 'While studying law in England, Iqbal became ...': the main clause carries the fact
+        raw = raw[sub.end():]
+    adv = _MID_ADVERB.match(raw)
+    if adv:  # 'Britain also claimed X' -> 'Britain claimed X'
+        raw = adv.group(1) + " " + raw[adv.end():]
+    front = _FRONTED.match(raw)
+    if front:  # 'In 1830, France took ...' -> 'France took ... in 1830': the subject first, as the forms expect
+        body = raw[front.end():].rstrip()
+        end = body[-1:] if body[-1:] in ".!?" else ""
+        raw = f"{body[:len(body) - len(end)]} {front.group(1)[:1].lower()}{front.group(1)[1:]}{end}"
     claim = re.match(r"^(?:(?:here|in this study|finally|thus|together|overall|in conclusion|moreover|in summary),?\s+)?"
                      r"(?:we|these (?:results|data|findings)|our (?:results|data|findings)|this study|this)\s+"
                      r"(?:\w+\s+)?(?:show|showed|shows|found|find|demonstrate|demonstrated|demonstrates|report|"
@@ -236,35 +339,100 @@ def english_drafts(sentence: str, title: str) -> list[Draft]:
         out.append(Draft("What does {S} default to?", dflt.group(1), dflt.group(2).rstrip(".,;"), "default",
                          "default", sentence=sentence))
     m = re.match(r"^(?P<subj>.{2,90}?)\s+(?P<aux>is|was|are|were|has|had|have)\s+(?P<rest>.+)$", s)
+    ka = m and re.match(r"^(?:A|An)\s+([a-z][\w -]{5,80})$", m.group("subj")) and re.match(
+        r"^(?:(?:also|commonly|often|usually)\s+)?(?:known\s+as|called|referred\s+to\s+as)\s", m.group("rest"))
+    if ka and m:  # 'A simple method of verifying primality is known as trial division': What is a ... known as?
+        phrase = re.match(r"^((?:(?:also|commonly|often|usually)\s+)?(?:known\s+as|called|referred\s+to\s+as))\s+(.+)$",
+                          m.group("rest"))
+        name = _clause(phrase.group(2), 8) if phrase else ""
+        if phrase and name:
+            subj_a = m.group("subj")[:1].lower() + m.group("subj")[1:]
+            return [Draft(f"What {m.group('aux')} {{S}} {phrase.group(1)}?", subj_a, name, "what", "name",
+                          sentence=sentence)]
     if m:
-        subj = resolve_subject(m.group("subj"), title)
+        subj = resolve_subject(m.group("subj"), title, names)
         aux, rest = m.group("aux"), m.group("rest")
         past = aux in ("was", "were", "had")
         if subj:
             out += _aux_forms(subj, aux, rest, past, sentence)
-        return out
+            return out
     ws = s.split()
     at = next((i for i in range(1, min(len(ws) - 1, 10)) if ws[i].islower() and (ws[i] in _PAST or ws[i] in _PRESENT or (
-        lemma(ws[i]) and (ws[i + 1].lower() in _OBJECT_START or ws[i + 1][:1].isdigit())))), None)
+        lemma(ws[i]) and (ws[i + 1].lower() in _OBJECT_START or ws[i + 1][:1].isdigit() or ws[i + 1] in _PREP_AFTER)
+        or present_base(ws[i]) and (ws[i + 1].lower() in ("the", "a", "an", "its", "their", "this", "these")
+                                    or present_base(ws[i]) in _INTRANSITIVE and ws[i + 1] in _PREP_AFTER)
+        and i <= 3 and "of" not in ws[:i]))), None)
     if at is not None and (ws[at - 1].lower() in _NOT_SUBJECT or ws[0].lower().endswith("ing")
                            or ws[0].lower().strip(",") in _NOT_SUBJECT):
         at = None  # 'ifenprodil and related ...', 'Using engineered mice ...': no subject before the verb
     m = re.match(r"^(?P<subj>\S+(?:\s+\S+){%d})\s+(?P<verb>\S+)\s+(?P<rest>.+)$" % (at - 1), s) if at else None
+    if m and re.search(r"\b(?:is|are|was|were)\b", _CLAUSE.split(m.group("rest"), maxsplit=1)[0]):
+        m = None  # 'ONNX released packages are published ...': the verb found was a modifier
+    if m and m.group("verb") in _PARTICIPLE_ONLY:
+        m = None  # 'predictions of X based on Y': a participle after its noun, no finite verb
     if m and lemma(m.group("verb")):
-        subj = resolve_subject(m.group("subj"), title)
+        subj = resolve_subject(m.group("subj"), title, names)
         if subj:
-            out += _past_forms(subj, m.group("verb"), m.group("rest"), sentence, raw_subject=m.group("subj"))
-    elif m and m.group("verb") in _PRESENT:
-        subj = resolve_subject(m.group("subj"), title)
+            out += _past_forms(subj, m.group("verb"), m.group("rest"), sentence, raw_subject=m.group("subj"),
+                               names=names)
+    elif m and (m.group("verb") in _PRESENT or present_base(m.group("verb"))):
+        subj = resolve_subject(m.group("subj"), title, names)
         verb = m.group("verb")
-        base = _PRESENT[verb]
-        obj = _clause(m.group("rest"), 8)
-        if subj and obj and 2 <= len(subj.split()) <= 6 and not subj.lower().startswith(("we ", "our ", "i ")):
-            last = subj.split()[-1].lower()
+        base = _PRESENT.get(verb) or present_base(verb)
+        rest = m.group("rest")
+        obj = noun_phrase(rest, 8)
+        prep = rest.split()[0] if rest.split() and rest.split()[0] in _PREP_AFTER else ""
+        named = subj and (subj.strip() in names or len(subj.split()) >= 2) and re.fullmatch(rf"{NAME}", subj.strip())
+        if subj and obj and (2 <= len(subj.split()) <= 6 or named) and not subj.lower().startswith(("we ", "our ", "i ")):
+            last = re.split(r"\s(?:of|in|on|for|from|with|by|at|to)\s", subj)[0].split()[-1].lower()  # the head noun
             plural = " and " in subj or (last.endswith("s") and not last.endswith(("ss", "us", "is", "sis")))
             do = "do" if plural else "does"
-            out.append(Draft(f"What {do} {{S}} {base}?", subj, obj, "what", f"verb:{base}", sentence=sentence))
+            if base in _SAYING:
+                pass  # 'Hayri Abaza argues ...': the claim, not the arguing, is the fact
+            elif prep and len(obj.split()) >= 2:  # 'flows through the Rhine Gorge' -> What does X flow through?
+                out.append(Draft(f"What {do} {{S}} {base} {prep}?", subj, " ".join(obj.split()[1:]), "what",
+                                 f"verb:{base}:{prep}", sentence=sentence))
+            elif not prep:
+                out.append(Draft(f"What {do} {{S}} {base}?", subj, obj, "what", f"verb:{base}", sentence=sentence))
+        if named and obj and len(obj.split()) >= 2 and base not in _SAYING:  # the subject is the answer: 'Which ... provides X?'
+            who = "What" if re.search(r"[\"“”']", m.group("subj")) else _who(subj)
+            out.append(Draft(f"{who} {verb} {obj}?", subj, subj, "who", f"agent:{base}", sentence=sentence))
     return out
+
+
+# verbs whose object follows a preposition ('flows through', 'consists of'): the only generic -s verbs read before one
+_INTRANSITIVE = frozenset(("flow run lie extend stretch belong refer consist depend rely lead point apply correspond "
+                           "contribute respond bind interact act occur arise reside participate result rise fall "
+                           "border drain empty originate").split())
+_SAYING = frozenset("argue believe claim say state note suggest think write report assert contend hold".split())
+_PREP_AFTER = frozenset("through into from with to on in at over between across along about for against among "
+                        "within without".split())
+_NOT_PRESENT = frozenset(("is has was does this its his thus always perhaps news series species means physics "
+                          "mathematics politics economics as us yes less unless across process basis analysis "
+                          "status bus gas plus versus various previous famous serious numerous").split())
+_ORG = frozenset(("University College School Church Society Company Corporation Parliament Council Government Court "
+                  "Museum Institute Association Bank Army Navy Union Empire Kingdom Republic State States City River "
+                  "Island Party Act Treaty War League Committee Commission Assembly Agency Department Ministry "
+                  "Foundation Group Team Club Library Press Times Theorem Conjecture Law Hospital Airport "
+                  "Station Centre Center Office Organization Organisation Federation Conference").split())
+
+
+def present_base(verb: str) -> str:
+    """The base form of a third-person present verb ('flows' -> 'flow', 'carries' -> 'carry'); '' when the word
+    is not one we can tell (a plural noun looks the same, so a caller also wants a determiner or preposition next)."""
+    v = verb.lower()
+    if v != verb or len(v) < 4 or not v.endswith("s") or v in _NOT_PRESENT or v.endswith(("ss", "us", "is", "ous")):
+        return ""
+    if v.endswith("ies"):
+        return v[:-3] + "y"
+    if v.endswith(("shes", "ches", "xes", "zes", "sses", "oes")):
+        return v[:-2]
+    return v[:-1]
+
+
+def _who(name: str) -> str:
+    """'Who' for a person's name, 'What' for an organisation, place or work ('Oxford University', 'the Act')."""
+    return "What" if any(w in _ORG for w in name.split()) or name[:1].islower() else "Who"
 
 
 def _aux_forms(subj: str, aux: str, rest: str, past: bool, sentence: str) -> list[Draft]:
@@ -278,6 +446,15 @@ def _aux_forms(subj: str, aux: str, rest: str, past: bool, sentence: str) -> lis
             out.append(Draft(f"Who {simple} {{S}}?", subj, mm.group(2), "who", verb,
                              f"the {noun} of {{S}}" if noun else "", sentence))
             break
+    # any regular passive with its agent: "were ordained by John Wesley" -> Who ordained X?; "was created by
+    # erosion" -> What created X?
+    ag = re.match(r"^(?:(?:also|first|later|originally|largely|mainly)\s+)?([a-z]{4,}ed)\s+by\s+(.{3,})$", rest)
+    if ag and not out and lemma(ag.group(1)) and ag.group(1) not in _PARTICIPLE_ONLY:
+        who = re.match(rf"^(?:the\s+)?({NAME})(?=$|[\s,.;])", ag.group(2))
+        agent = who.group(1) if who and not _MONTH_WORD.match(who.group(1).split()[0]) else noun_phrase(ag.group(2), 6)
+        if agent and not re.match(r"^(?:the|a|an)$", agent):
+            out.append(Draft(f"{_who(agent) if who else 'What'} {ag.group(1)} {{S}}?", subj, agent,
+                             "who" if who else "what", f"agent:{lemma(ag.group(1))}", sentence=sentence))
     # a work and its year: "a 1937 American adventure film" -> When was X released?
     w = re.match(r"^(?:a|an)\s+(\d{4})\s+(.{0,60}?)\b(" + "|".join(_WORK) + r")\b", rest)
     if w:
@@ -298,10 +475,36 @@ def _aux_forms(subj: str, aux: str, rest: str, past: bool, sentence: str) -> lis
         elif words_ and any(x in _WORK for x in words_[:4]):
             out.append(Draft(f"Which country {aux} {{S}} from?", subj, p.group(1), "which", "country",
                              sentence=sentence))
+    # a name: "X is known as Y", "X was called Y" -> What is X known as?
+    ka = re.match(r"^((?:also\s+|commonly\s+|often\s+|usually\s+|sometimes\s+|generally\s+)?(?:known|referred\s+to|"
+                  r"called|nicknamed|named|described)\s+as|called|nicknamed|named)\s+(.{3,})$", rest)
+    if ka and not re.match(r"^(?:after|for|by|in)\b", ka.group(2)):
+        name = _clause(ka.group(2), 8)
+        if name:
+            out.append(Draft(f"What {aux} {{S}} {' '.join(ka.group(1).split())}?", subj, name, "what", "name",
+                             sentence=sentence))
+    # the present perfect: "X has supported the temperance movement" -> What has X supported?
+    pf = re.match(r"^((?:also\s+|long\s+|recently\s+|since\s+)?([a-z]{3,}(?:ed|en|wn|un|lt|ght|pt)))\s+(.{3,})$", rest)
+    if pf and aux in ("has", "have", "had") and not out and pf.group(2) not in ("been", "seen", "often", "taken"):
+        obj = noun_phrase(pf.group(3), 8)
+        if obj and len(obj.split()) >= 2 and re.match(r"^(?:the|a|an|[A-Z0-9]|[a-z]+s\b)", obj) and \
+                not re.match(r"^(?:that|to|in|on|at|from|with|for|as|by|after)\b", obj):
+            out.append(Draft(f"What {aux} {{S}} {pf.group(1)}?", subj, obj, "what", f"perfect:{pf.group(2)}",
+                             sentence=sentence))
+    # an adjective or noun with its preposition: "X was subject to Y", "X is part of Y" -> What was X subject to?
+    ap = re.match(r"^((?:also\s+|largely\s+|mainly\s+|often\s+)?(?!(?:one|all|each|most|some|none|a|an|the|not|"
+                  r"no|also|still|used|able|likely|due|about|able|known|called|named|located|based|born)\b)[a-z]{3,})\s+"
+                  r"(to|of|for|with|from|in|on)\s+(.{3,})$", rest)
+    if ap and not out and not ap.group(1).endswith(("ed", "ing")) and not (ap.group(1).endswith("er") and
+                                                                           ap.group(2) == "in"):
+        obj = _clause(ap.group(3), 8)
+        if obj and len(obj.split()) <= 8 and (ap.group(2) != "to" or re.match(r"^(?:the|a|an|[A-Z0-9])", obj)):
+            out.append(Draft(f"What {aux} {{S}} {ap.group(1)} {ap.group(2)}?", subj, obj, "what",
+                             f"{ap.group(1).split()[-1]}:{ap.group(2)}", sentence=sentence))
     # a superlative or ordinal: "X is the largest city in Y" -> What is the largest city in Y? (X the answer)
     sup = re.match(r"^(the\s+(?:[a-z]+est|most\s+[a-z]+|first|second|third|last|only|main|oldest|largest)\s+[a-z][\w -]{2,60})$",
                    _clause(rest, 12) or "")
-    if sup and aux in ("is", "was") and subj[:1].isupper():
+    if sup and aux in ("is", "was") and (subj[:1].isupper() or len(subj.split()) >= 2):
         out.append(Draft(f"What {aux} {sup.group(1)}?", subj, subj, "which", "superlative", sentence=sentence))
     loc = re.match(rf"^((?:[a-z]+ly\s+)?(?:located|based|held|headquartered|situated|founded|born|buried|built|"
                    rf"established|formed|created|signed|fought|played|filmed|recorded)\s+)(?:in|at|near)\s+(?:the\s+)?({NAME})",
@@ -311,8 +514,9 @@ def _aux_forms(subj: str, aux: str, rest: str, past: bool, sentence: str) -> lis
                          f"place:{loc.group(1).split()[-1]}", sentence=sentence))
     # a definition: "Project Alpha is a retrofit of ..." -> What is Project Alpha? (the generator caps their share)
     if not out and aux in ("is", "are") and re.match(r"^(?:a|an)\s+[a-z]", rest) and len(rest.split()) >= 3:
-        out.append(Draft(f"What {aux} {{S}}?", subj, _clause(rest, 12) or rest, "definition", "definition",
-                         sentence=sentence))
+        person = _person_like(subj) and any(w.strip(",.") in _PERSON or w == "member" for w in rest.split()[:8])
+        out.append(Draft(f"{'Who' if person else 'What'} {aux} {{S}}?", subj, _clause(rest, 12) or rest,
+                         "definition", "definition", sentence=sentence))
     # a place: "a village in Poland" -> Where is X?
     pl = re.match(rf"^(?:a|an|the)\s+(?:[a-z-]+\s+){{0,3}}(?:{_PLACE_NOUN})\s+(?:in|on|near)\s+(?:the\s+)?({NAME})",
                   rest)
@@ -329,7 +533,8 @@ def _aux_forms(subj: str, aux: str, rest: str, past: bool, sentence: str) -> lis
     if bp and not _MONTH_WORD.match(bp.group(1).split()[0]) and not bp.group(1)[:1].isdigit():
         out.append(Draft("Where was {S} born?", subj, bp.group(1), "where", "birthplace", sentence=sentence))
     # the default: "X is 30 seconds by default"
-    if re.search(r"\bby default\b", rest):
+    if re.search(r"\bby default\b", rest) and aux in ("is", "are", "was", "were") and not re.search(
+            r"\b(?:not|should|can|will|may|must)\b", rest):
         val = _clause(re.sub(r"\s*\bby default\b\s*", " ", rest).strip(), 6)
         if val:
             out.append(Draft(f"What {aux} {{S}} by default?",
@@ -346,7 +551,7 @@ def _aux_forms(subj: str, aux: str, rest: str, past: bool, sentence: str) -> lis
         if aux in ("has", "had", "have") and num:
             out.append(Draft(f"How many {num.group(2)} {'did' if past else 'does'} {{S}} have?", subj,
                              num.group(0), "how many", f"count:{num.group(2)}", sentence=sentence))
-        why = re.search(r"\b(?:because|due to|owing to)\b\s+(.{5,})", rest)
+        why = re.search(r"\b(?:because(?:\s+of)?|due to|owing to)\b\s+(.{5,})", rest)
         if why:
             core = _clause(rest[: why.start()], 8)
             if core and not re.search(r"\b(?:that|whether)\b", core):
@@ -393,7 +598,8 @@ def lemma(verb: str) -> str:
     return verb[:-2]
 
 
-def _past_forms(subj: str, verb: str, rest: str, sentence: str, *, raw_subject: str) -> list[Draft]:
+def _past_forms(subj: str, verb: str, rest: str, sentence: str, *, raw_subject: str,
+                names: frozenset[str] = frozenset()) -> list[Draft]:
     out: list[Draft] = []
     base = lemma(verb)
     if verb in _REPORTING and re.match(r"^(?:that|a|an)?\s*\w+\s+that\b|^that\b", rest):
@@ -405,7 +611,8 @@ def _past_forms(subj: str, verb: str, rest: str, sentence: str, *, raw_subject: 
             out.append(Draft(f"When did {{S}} {base}{' ' + core if core else ''}?", subj, dm.group(1), "when",
                              f"date:{base}", sentence=sentence))
     pm = re.search(rf"\s*\b(?:in|at)\s+(?:the\s+)?({NAME})", rest)
-    if pm and not _MONTH_WORD.match(pm.group(1).split()[0]) and not dm and all(
+    if pm and not _MONTH_WORD.match(pm.group(1).split()[0]) and not dm and not _nationality(pm.group(1).split()[0]) \
+            and not any(c.isdigit() for c in subj) and all(
             re.match(r"^[A-Z][a-zà-ÿ]", w) for w in pm.group(1).split() if w[:1].isupper()):
         core = _clause((rest[: pm.start()] + " " + rest[pm.end():]).strip(), 6)
         out.append(Draft(f"Where did {{S}} {base}{' ' + core if core else ''}?", subj, pm.group(1), "where",
@@ -418,22 +625,32 @@ def _past_forms(subj: str, verb: str, rest: str, sentence: str, *, raw_subject: 
     if num:
         out.append(Draft(f"How many {num.group(2)} did {{S}} {base}?", subj, num.group(1), "how many",
                          f"count:{num.group(2)}", sentence=sentence))
-    why = re.search(r"\b(?:because|due to|owing to|after)\b\s+(.{5,})", rest)
+    why = re.search(r"\b(?:because(?:\s+of)?|due to|owing to|after)\b\s+(.{5,})", rest)
     if why and not out:
         core = _clause(rest[: why.start()], 7)
         out.append(Draft(f"Why did {{S}} {base}{' ' + core if core else ''}?", subj, why.group(1), "why", "why",
                          sentence=sentence))
     if not out and base not in ("die", "live", "work", "appear", "compete", "survive", "retire", "emigrate",
                                 "migrate", "settle", "return", "debut", "premiere"):
-        obj = _clause(rest, 8)
-        if obj and len(obj.split()) >= 2 and not re.match(r"^(?:that|to|in|on|at|from|with|for|as|by|after)\b", obj):
+        obj = noun_phrase(rest, 8)
+        pv = re.match(r"^(against|into|from|with|for|about|on|to|through|toward|towards|across|along)\s+(.+)$", rest)
+        if obj and len(obj.split()) >= 2 and not re.match(r"^(?:that|to|in|on|at|from|with|for|as|by|after|against|"
+                                                          r"into|about|toward|towards|between|across)\b", obj) \
+                and base not in _SAYING:
             out.append(Draft(f"What did {{S}} {base}?", subj, obj, "what", f"verb:{base}", sentence=sentence))
+        elif pv and base not in _SAYING:  # 'warned against the dangers ...' -> What did X warn against?
+            pobj = noun_phrase(pv.group(2), 8)
+            if pobj and len(pobj.split()) >= 2 and re.match(r"^(?:the|a|an|[A-Z0-9])", pobj) and \
+                    not pobj.lower().startswith(("account", "consideration")):  # 'take into account' is an idiom
+                out.append(Draft(f"What did {{S}} {base} {pv.group(1)}?", subj, pobj, "what",
+                                 f"verb:{base}:{pv.group(1)}", sentence=sentence))
     # the subject is the answer: "Roger Corman produced nine films" -> Who produced nine films?
-    if re.fullmatch(rf"{NAME}", raw_subject.strip()) and len(raw_subject.split()) >= 2:
-        obj = _clause(rest, 7)
+    if re.fullmatch(rf"{NAME}", raw_subject.strip()) and (len(raw_subject.split()) >= 2 or raw_subject.strip() in names) \
+            and base not in _SAYING:
+        obj = noun_phrase(rest, 7)
         if obj and len(obj.split()) >= 2:
-            out.append(Draft(f"Who {verb} {obj}?", raw_subject.strip(), raw_subject.strip(), "who", f"agent:{base}",
-                             sentence=sentence))
+            out.append(Draft(f"{_who(raw_subject.strip())} {verb} {obj}?", raw_subject.strip(), raw_subject.strip(),
+                             "who", f"agent:{base}", sentence=sentence))
     return out
 
 

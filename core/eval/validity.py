@@ -8,13 +8,16 @@ The checks and why each limit (none is fitted to a corpus):
 - too easy: the current configuration already finds the gold of MAX_DIFFICULTY (95%) of the questions in its top
   5: less headroom than the noise band of a set of this size, so no technique can show a gain on it.
 - too lexical: the questions repeat on average more than MAX_OVERLAP (60%) of their evidence sentence's content
-  words: a keyword match answers them and the set rewards BM25 whatever the real questions need.
+  words, or more than MAX_NAMED_LOOKUP (half) of the answerable ones name in code the identifier they ask about
+  ("What does the function `parse_header` do?"): a keyword match answers them and the set rewards BM25 whatever
+  the real questions need (people asking about a codebase seldom know the name they are after).
 A hand-written set is reported the same way but only a generated one is gated: its writer is a program whose
 failure modes these are.
 """
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -24,6 +27,7 @@ if TYPE_CHECKING:
 MIN_ANSWERABLE = 30
 MAX_DIFFICULTY = 0.95
 MAX_OVERLAP = 0.6
+MAX_NAMED_LOOKUP = 0.5
 
 
 def min_detectable(n: int) -> float | None:
@@ -51,6 +55,7 @@ class Validity:
     min_detectable: float | None = None
     bands: int | None = None  # bands the sweep's rows fall into (1: nothing separated)
     failures: tuple[str, ...] = ()
+    named_lookup: float | None = None  # share of answerable questions naming a code identifier in backticks
 
     @property
     def ok(self) -> bool:
@@ -70,7 +75,8 @@ class Validity:
         return {"questions": self.questions, "answerable": self.answerable, "unanswerable": self.unanswerable,
                 "by_type": self.by_type, "generated": self.generated, "mean_overlap": r(self.mean_overlap),
                 "dropped": self.dropped, "difficulty": r(self.difficulty),
-                "min_detectable": r(self.min_detectable), "bands": self.bands, "ok": self.ok,
+                "min_detectable": r(self.min_detectable), "bands": self.bands, "named_lookup": r(self.named_lookup),
+                "ok": self.ok,
                 "label": self.label(), "failures": list(self.failures)}
 
     def rows(self) -> list[dict[str, str]]:
@@ -85,6 +91,9 @@ class Validity:
             {"check": "difficulty (current configuration's recall@5)", "value": pct(self.difficulty),
              "limit": f"< {100 * MAX_DIFFICULTY:.0f}%", "result": "—" if self.difficulty is None else
              ("ok" if self.difficulty < MAX_DIFFICULTY else "too easy")},
+            {"check": "questions naming the identifier they ask about", "value": pct(self.named_lookup),
+             "limit": f"≤ {100 * MAX_NAMED_LOOKUP:.0f}%", "result": "—" if self.named_lookup is None else
+             ("ok" if self.named_lookup <= MAX_NAMED_LOOKUP else "too lexical")},
             {"check": "question–evidence word overlap", "value": pct(self.mean_overlap),
              "limit": f"≤ {100 * MAX_OVERLAP:.0f}%", "result": "—" if self.mean_overlap is None else
              ("ok" if self.mean_overlap <= MAX_OVERLAP else "too lexical")},
@@ -101,7 +110,7 @@ class Validity:
 
 def assess(questions: Sequence[tuple[str, bool, bool]], *, generated: bool,
            generation: Mapping[str, Any] | None = None, difficulty: float | None = None,
-           bands: int | None = None) -> Validity:
+           bands: int | None = None, named_lookup: float | None = None) -> Validity:
     """The report over a set's questions, each (type, answerable, has gold); `generation`: what the generator
     reported (mean_overlap, dropped); `difficulty`: the current configuration's recall@5 on the set when known."""
     gen = dict(generation or {})
@@ -121,13 +130,18 @@ def assess(questions: Sequence[tuple[str, bool, bool]], *, generated: bool,
         if overlap is not None and overlap > MAX_OVERLAP:
             failures.append(f"too lexical: questions repeat {100 * overlap:.0f}% of their evidence's words "
                             f"(at most {100 * MAX_OVERLAP:.0f}%)")
+        elif named_lookup is not None and named_lookup > MAX_NAMED_LOOKUP:
+            failures.append(f"too lexical: {100 * named_lookup:.0f}% of the answerable questions name the identifier "
+                            f"they ask about (at most {100 * MAX_NAMED_LOOKUP:.0f}%)")
     return Validity(len(questions), answerable, unanswerable, by_type, generated,
                     None if overlap is None else float(overlap), {str(k): int(v) for k, v in
                                                                  dict(gen.get("dropped") or {}).items()},
-                    difficulty, min_detectable(answerable), bands, tuple(failures))
+                    difficulty, min_detectable(answerable), bands, tuple(failures), named_lookup)
 
 
 def of_set(gs: "GoldenSet", *, difficulty: float | None = None, bands: int | None = None) -> Validity:
     """The report of a loaded golden set (generated when its items carry a generator)."""
+    ans = [q for q in gs.queries if q.answerable and q.gold]
+    named = sum(1 for q in ans if re.search(r"`[^`\s]{2,}`", q.query)) / len(ans) if ans else None
     return assess([(q.qtype, q.answerable, bool(q.gold)) for q in gs.queries], generated=bool(gs.generator),
-                  generation=gs.generation, difficulty=difficulty, bands=bands)
+                  generation=gs.generation, difficulty=difficulty, bands=bands, named_lookup=named)
