@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Collection, Mapping, Sequence
 
 from core.answer import e5_scorer
+from core.answer.attributes import field_first
 from core.answer.calibration import refusal_cut
 from core.answer.injection import injection_note
 from core.answer.negation import SAME_STATEMENT, NegatedAsk, negated_answer, negated_ask, similar, values
@@ -181,6 +182,8 @@ def extractive_answer(
     picked = pick_sentences(table.rows, probs, support=best, cut=cut, max_sentences=max_sentences,
                             margin=model.pick_margin)
     picked = with_value_first(question, table.rows, probs, picked, max_sentences=max_sentences)
+    picked = _with_field_first(question, table.rows, probs, picked, candidates, full_texts, titles, documents,
+                               max_sentences=max_sentences)
     texts = [r.text for r in table.rows]
     labels = sibling_labels([r.doc_id for r in table.rows], documents or {})
     ask = negated_ask(question)
@@ -219,6 +222,22 @@ def with_value_first(question: str, rows: Sequence[SentenceRow], scores: Sequenc
         return list(picked)
     best = max(fits, key=lambda i: (scores[i], -rows[i].rank, -i))
     return ([best] + [i for i in picked if i != best])[:max_sentences]
+
+
+def _with_field_first(question: str, rows: Sequence[SentenceRow], scores: Sequence[float], picked: Sequence[int],
+                      candidates: Sequence[Candidate], full_texts: Mapping[str, str] | None,
+                      titles: Mapping[str, str] | None, documents: Mapping[str, DocHead] | None, *,
+                      max_sentences: int) -> list[int]:
+    """The `Key: Value` line that states the asked attribute quoted first (core.answer.attributes.field_first), each
+    sentence read with its chunk's whole text and its document's name and title (where a package names itself)."""
+    if not picked:
+        return list(picked)
+    texts = {c.chunk_id: (full_texts or {}).get(c.chunk_id) or c.text for c in candidates}
+    docs = documents or {}
+    homes = [" ".join((texts.get(r.chunk_id, ""), (titles or {}).get(r.doc_id, ""),
+                       docs[r.doc_id].name if r.doc_id in docs else "")) for r in rows]
+    return field_first(question, [r.text for r in rows], homes, list(scores), list(picked),
+                       max_sentences=max_sentences)
 
 
 def _label(row: SentenceRow, labels: Mapping[str, str], also: Sequence[str] = ()) -> str:

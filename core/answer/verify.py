@@ -15,7 +15,9 @@ from difflib import SequenceMatcher
 from functools import lru_cache
 from typing import Any, Iterable, Literal, Sequence
 
+from core.answer.attributes import asked_attribute, states_value, subject_names
 from core.answer.support import sentence_contexts
+from core.answer.units import units
 from core.text import EN_STOP, RU_STOP, sentence_spans, tokenize
 from core.types import StageInfo
 
@@ -146,6 +148,7 @@ class Evidence:
     title: str = ""
     chunk_id: str = ""
     opening: str = ""  # the document's first lines: where a memo states its date
+    near: str = ""  # the units of the chunk just before the sentence (the list item that names the setting)
 
 
 @dataclass(frozen=True)
@@ -414,11 +417,27 @@ def question_constraints(question: str) -> tuple[Constraint, ...]:
     if up != down:
         out.append(Constraint("direction", "up" if up else "down", ("up" if up else "down",)))
     out.extend(_period(q))
+    out.extend(_attribute_constraints(q, out))
     asks = ("a person" if _ASKS_PERSON.search(q) else "a month" if _ASKS_MONTH.search(q) else
             "a date or year" if _ASKS_YEAR.search(q) else "a number" if _ASKS_NUMBER.search(q) else "")
     if asks:
         out.append(Constraint("asks", asks, (asks,)))
     return tuple(out)
+
+
+def _attribute_constraints(q: str, found: Sequence[Constraint]) -> list[Constraint]:
+    """The thing asked about when the question writes it in lower case (a package: 'the author of texttable?'), and
+    the attribute asked when an answer must carry a value of it (a license, a version, a default): see
+    core.answer.attributes."""
+    out = []
+    have = {c.text.lower() for c in found if c.kind == "entity"}
+    for name in subject_names(q):
+        if name.lower() not in have:
+            out.append(Constraint("entity", name, (_key(name),)))
+    attr = asked_attribute(q)
+    if attr is not None and attr.value in ("license", "version", "default"):
+        out.append(Constraint("asks", attr.name, (attr.value,)))
+    return out
 
 
 # 'When ...?' is also answered by a time of day, a weekday, a season or a frequency ('every night', 'weekly').
@@ -550,13 +569,15 @@ def _parallel_names(c: Constraint, sentence: str, question: str) -> list[str]:
 
 
 def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read: _Read, sentence: str,
-               question: str, cross: bool, heading: str = "") -> Verdict:
+               question: str, cross: bool, heading: str = "", near: str = "") -> Verdict:
     """parts: (where, read) in the order evidence counts: sentence, heading, title, chunk."""
     local = parts[:3]
     if c.kind == "entity":
         for where, r in parts[:4]:
             if _entity_in(c, r, cross and not _CYR.search(" ".join(r.keys))):
                 head = heading.strip("`*# ")
+                if where == "chunk" and _IDENT.fullmatch(c.text) and c.text.lower() in near.lower():
+                    return Verdict(c, "met", "chunk")  # the item just before names the setting this one goes on about
                 if where == "chunk" and _IDENT.fullmatch(c.text) and head and " " not in head and \
                         head.lower() != c.text.lower():  # a setting's sentence under another setting's heading
                     return Verdict(c, "unmet", instead=(head,))
@@ -632,7 +653,10 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
 
 def _asks(c: Constraint, sentence: str, r: _Read, question: str) -> Verdict:
     qy, qm, qn = years(question), months(question), numbers(question)
-    if c.text == "a person":
+    if c.values[0] in ("license", "version", "default"):  # a field line with the attribute's key, or its value
+        attr = asked_attribute(question)
+        ok = attr is not None and states_value(sentence, attr)
+    elif c.text == "a person":
         names = [n for n, _ in _names(" x " + sentence) if not _keys(n) <= _keys(question)]
         ok = bool(names) or bool(r.roles) or bool(re.search(r"(?i)\b(he|she|they|him|her|who|он|она|они)\b", sentence))
     elif c.text == "a month":
@@ -675,7 +699,8 @@ def check(question: str, evidence: Evidence, constraints: Sequence[Constraint] |
     if evidence.opening:  # read for dates only (a memo's date line), never for names
         parts.append(("document", _read(evidence.opening)))
     cross = bool(_CYR.search(question)) != bool(_CYR.search(evidence.sentence + evidence.chunk))
-    return Check(evidence, tuple(_check_one(c, parts, sr, evidence.sentence, question, cross, evidence.heading)
+    return Check(evidence, tuple(_check_one(c, parts, sr, evidence.sentence, question, cross, evidence.heading,
+                                            evidence.near)
                                  for c in cons))
 
 
@@ -782,6 +807,22 @@ def _local_heading(claim: str, ch: ChunkText) -> str:
     return ch.heading
 
 
+def _near(claim: str, text: str, k: int = 2) -> str:
+    """The k units of the chunk just before the quoted one, within its paragraph or list (no blank line between):
+    a list item ('- if set to 0, size is unlimited') goes on about the setting the item before it names."""
+    norm = " ".join(claim.split())
+    us = units(text)
+    for i, u in enumerate(us):
+        if " ".join(text[u.start:u.end].split()) == norm:
+            out: list[str] = []
+            j = i
+            while j > 0 and len(out) < k and "\n\n" not in text[us[j - 1].end:us[j].start]:
+                j -= 1
+                out.append(text[us[j].start:us[j].end])
+            return " ".join(reversed(out))
+    return ""
+
+
 def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: dict[str, ChunkText], *,
                   refusal: str) -> Verified:
     """An extractive answer checked: each quoted sentence against the question's constraints, read with its chunk.
@@ -798,7 +839,8 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
     checks = []
     for claim, cid in claims:
         ch = chunks.get(cid, ChunkText(""))
-        checks.append(check(question, Evidence(claim, ch.text, _local_heading(claim, ch), ch.title, cid, ch.opening),
+        checks.append(check(question, Evidence(claim, ch.text, _local_heading(claim, ch), ch.title, cid, ch.opening,
+                                               _near(claim, ch.text)),
                             cons))
     # the answer as a whole must meet each constraint: one quoted sentence may state the name, another the year
     # (a question of two parts); a sentence that states a sibling of what another quoted sentence meets is the
