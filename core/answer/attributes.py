@@ -93,13 +93,14 @@ _LICENSE_NAME = re.compile(
 _VERSION_VALUE = re.compile(r"(?:>=|<=|~=|==|>|<|≥)\s*\d+(?:\.\d+)*|\b\d+\.\d+(?:\.\d+)*\b|\bpython\s*\d\b", re.I)
 _DEFAULT_WORD = re.compile(r"(?i)\bdefault\w*\b|по умолчанию")
 # A value: a number, a literal (True / False / None / null), a quoted or back-quoted token, a unit amount.
-_VALUE = re.compile(r"\d|\b(True|False|None|null|nil|true|false|yes|no|on|off|unlimited|empty|disabled|enabled)\b|"
-                    r"`[^`]+`|'[^']+'|\"[^\"]+\"|«[^»]+»")
+_VALUE = re.compile(r"\d|\b(True|False|None|null|nil|true|false|unlimited|empty|disabled|enabled)\b|"
+                    r"`+[^`\s][^`]*`+|'[^'\s][^']*'|\"[^\"\s][^\"]*\"|«[^»]+»")
 
 
-def states_value(sentence: str, attr: Attribute, context: str = "") -> bool:
+def states_value(sentence: str, attr: Attribute, context: str = "", question: str = "") -> bool:
     """Whether the sentence (a line or a sentence; `context` its heading) carries a value of the asked attribute:
-    a field line with the attribute's key; else a license name, a version, a default with its value."""
+    a field line with the attribute's key; else a license name, a version, a default with its value (a value that is
+    not one of the `question`'s own words: '``detect_shell``' names the setting, it is no value of it)."""
     if field_states(sentence, attr):
         return True
     if attr.value == "license":
@@ -108,8 +109,10 @@ def states_value(sentence: str, attr: Attribute, context: str = "") -> bool:
     if attr.value == "version":
         return bool(_VERSION_VALUE.search(sentence))
     if attr.value == "default":
-        return bool(_DEFAULT_WORD.search(sentence + " " + context)) and bool(_VALUE.search(
-            _DEFAULT_WORD.sub(" ", sentence)))
+        asked = set(tokenize(question))
+        rest = _VALUE.sub(lambda m: m.group(0) if not m.group(0)[:1] in "`'\"«" or not set(
+            tokenize(m.group(0))) <= asked else " ", _DEFAULT_WORD.sub(" ", sentence))
+        return bool(_DEFAULT_WORD.search(sentence + " " + context)) and bool(_VALUE.search(rest))
     return True  # a person (the constraint check reads names), or an attribute with no value kind
 
 

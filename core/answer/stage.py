@@ -182,7 +182,7 @@ def extractive_answer(
     picked = pick_sentences(table.rows, probs, support=best, cut=cut, max_sentences=max_sentences,
                             margin=model.pick_margin)
     picked = with_value_first(question, table.rows, probs, picked, max_sentences=max_sentences)
-    picked = _with_field_first(question, table.rows, probs, picked, candidates, full_texts, titles, documents,
+    picked = with_field_first(question, table.rows, probs, picked, candidates, full_texts, titles, documents,
                                max_sentences=max_sentences)
     texts = [r.text for r in table.rows]
     labels = sibling_labels([r.doc_id for r in table.rows], documents or {})
@@ -224,7 +224,7 @@ def with_value_first(question: str, rows: Sequence[SentenceRow], scores: Sequenc
     return ([best] + [i for i in picked if i != best])[:max_sentences]
 
 
-def _with_field_first(question: str, rows: Sequence[SentenceRow], scores: Sequence[float], picked: Sequence[int],
+def with_field_first(question: str, rows: Sequence[SentenceRow], scores: Sequence[float], picked: Sequence[int],
                       candidates: Sequence[Candidate], full_texts: Mapping[str, str] | None,
                       titles: Mapping[str, str] | None, documents: Mapping[str, DocHead] | None, *,
                       max_sentences: int) -> list[int]:

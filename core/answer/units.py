@@ -27,7 +27,7 @@ _ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)])\s+\S")
 _CODE_LINE = re.compile(
     r"^\s*(>>>|\.\.\.(\s|$)|\$\s|%\s|#|//|@\w|import\s|from\s+[\w.]+\s+import\b|def\s|class\s+\w+[(:]|return\b|"
     r"raise\b|if\s.*:$|elif\s|else:|for\s.*:$|while\s.*:$|try:|except\b|with\s.*:$|print\(|pip\s+install\b|"
-    r"[\w.\[\]'\"]+\s*(=|\+=|-=)\s*[^=]|[\w.]+\(.*\)[\s;,]*$|[{}\[\]()]+[,;]?\s*$|<[/!]?\w)")
+    r"[\w.\[\]'\"]+\s*(=|\+=|-=)\s*[^=]|[\w.]+\(.*\)\s*([;,]|#.*|//.*)?$|[{}\[\]()]+[,;]?\s*$|<[/!]?\w)")
 
 
 @dataclass(frozen=True)
@@ -196,7 +196,7 @@ def units(text: str) -> list[Unit]:
                 body = text[s:e]
                 out.append(Unit(s, e, "doc" if _prose_in_code(body) else "code"))
             else:
-                out.append(Unit(s, e, "field" if FIELD.match(text[s:e]) and "\n" not in text[s:e] else "sentence"))
+                out.append(Unit(s, e, kind_of_line(text[s:e]) if "\n" not in text[s:e] else "sentence"))
         if fs < fe:
             out.extend(_line_units(text, fs, fe, code))
         pos = fe

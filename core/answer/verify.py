@@ -121,7 +121,10 @@ _ORD_DIGIT = re.compile(r"(?i)\b(\d+)\s*-?\s*(st|nd|rd|th|й|я|е|го|м|ой|
 _IDENT = re.compile(r"(?<![\w.])[A-Za-z][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)+(?![\w])")
 _CODE = re.compile(r"(?<![\w-])(?=[\w-]*[^\W\d_])(?=[\w-]*\d)[\w]+(?:-[\w]+)+|(?<![\w-])[^\W\d_]+\d\w*")
 _ASKS_PERSON = re.compile(r"(?i)^\s*(who|whom)\b|^\s*(кто|кем|кого|кому)\b")
-_ASKS_YEAR = re.compile(r"(?i)\b(which|what|in which|in what) year\b|\bwhen\b|в каком году|\bкогда\b")
+# 'when' asks a time when it opens the question ('When did ...?', 'Since when ...?'); 'What happens when X is set to
+# 0?' asks what happens, on a condition
+_ASKS_YEAR = re.compile(r"(?i)\b(which|what|in which|in what) year\b|^\W*(since |until |till |from )?when\b|"
+                        r"в каком году|^\W*(с |до )?когда\b")
 _ASKS_NUMBER = re.compile(r"(?i)\bhow (many|much)\b|\bсколько\b")
 _ASKS_MONTH = re.compile(r"(?i)\b(which|what|in which) month\b|в каком месяце")
 
@@ -318,6 +321,8 @@ def _roles(text: str) -> list[str]:
     words = [w.lower() for w in _WORD.findall(text)]
     for i, w in enumerate(words):
         base = w[:-1] if w.endswith("s") and w[:-1] in _ROLES_EN else w
+        if base not in _ROLES_EN and re.fullmatch(r"[a-z]+-(e-?)?mail", base) and base.split("-")[0] in _ROLES_EN:
+            base = base.split("-")[0]  # a field key: 'Author-email: …' names the author
         if base in _ROLES_EN:
             mod = words[i - 1] if i > 0 and words[i - 1] in _ROLE_MODIFIERS else ""
             out.append(f"{mod} {base}".strip())
@@ -655,7 +660,7 @@ def _asks(c: Constraint, sentence: str, r: _Read, question: str) -> Verdict:
     qy, qm, qn = years(question), months(question), numbers(question)
     if c.values[0] in ("license", "version", "default"):  # a field line with the attribute's key, or its value
         attr = asked_attribute(question)
-        ok = attr is not None and states_value(sentence, attr)
+        ok = attr is not None and states_value(sentence, attr, question=question)
     elif c.text == "a person":
         names = [n for n, _ in _names(" x " + sentence) if not _keys(n) <= _keys(question)]
         ok = bool(names) or bool(r.roles) or bool(re.search(r"(?i)\b(he|she|they|him|her|who|он|она|они)\b", sentence))
@@ -699,9 +704,20 @@ def check(question: str, evidence: Evidence, constraints: Sequence[Constraint] |
     if evidence.opening:  # read for dates only (a memo's date line), never for names
         parts.append(("document", _read(evidence.opening)))
     cross = bool(_CYR.search(question)) != bool(_CYR.search(evidence.sentence + evidence.chunk))
-    return Check(evidence, tuple(_check_one(c, parts, sr, evidence.sentence, question, cross, evidence.heading,
-                                            evidence.near)
-                                 for c in cons))
+    verdicts = [_check_one(c, parts, sr, evidence.sentence, question, cross, evidence.heading, evidence.near)
+                for c in cons]
+    return Check(evidence, _value_of_the_asked(verdicts))
+
+
+def _value_of_the_asked(verdicts: list[Verdict]) -> tuple[Verdict, ...]:
+    """A sentence states the asked attribute's value (a license, a version, a default) for the thing asked about
+    only when it, its chunk or its title names that thing too: 'Requires-Python: >=3.8' of another package meets no
+    'Which Python version does sniffio require?', even beside a sentence that names sniffio."""
+    names_unmet = any(v.constraint.kind == "entity" and v.verdict == "unmet" for v in verdicts)
+    if not names_unmet:
+        return tuple(verdicts)
+    return tuple(Verdict(v.constraint, "unmet") if v.constraint.kind == "asks" and v.verdict == "met" and
+                 v.constraint.values[0] in ("license", "version", "default") else v for v in verdicts)
 
 
 def period_constraints(question: str) -> tuple[Constraint, ...]:
