@@ -108,3 +108,14 @@ def test_a_list_item_goes_on_about_the_setting_the_item_before_names() -> None:
                             "elsewhere.", "", "alphalib.md")}
     far = verify_quotes(q, "If set to 0, size is unlimited. [c2]", ["c2"], lone, refusal="The corpus does not say.")
     assert far.refused and "border_width" in far.text  # under another setting's heading, away from max_width
+
+
+def test_a_header_field_is_about_the_record_its_name_line_names() -> None:
+    hdr = "Metadata-Version: 2.1\nName: deltapkg\nAuthor: D. Brown\nLicense: Apache-2.0\nRequires-Dist: numpy\n"
+    chunks = {"h": ChunkText(hdr, "", "deltapkg.md")}
+    own = verify_quotes("Who is the author of deltapkg?", "Author: D. Brown [h]", ["h"], chunks, refusal="No.")
+    assert not own.refused
+    dep = verify_quotes("Who is the author of numpy?", "Author: D. Brown [h]", ["h"], chunks, refusal="No.")
+    assert dep.refused and "numpy" in dep.text  # listed as a dependency, not the record the header describes
+    ru = verify_quotes("Кто автор пакета numpy?", "Author: D. Brown [h]", ["h"], chunks, refusal="No.")
+    assert ru.refused  # a Latin name in a Russian question is checked as written

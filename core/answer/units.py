@@ -11,16 +11,14 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from core.text import sentence_spans
+from core.text import FIELD_LINE, field_blocks, sentence_spans
 
 Kind = Literal["sentence", "field", "item", "doc", "code"]
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 # RST / markdown literal blocks: '.. code-block:: python', '.. code::', or a paragraph ending in '::'
 _RST_CODE = re.compile(r"^\s*\.\.\s+(code-block|code|sourcecode|highlight)::")
-# A field line: a short key of one to three words (letters, digits, '-', '_') then ': ' and a value. A URL's 'http:'
-# is no key (no space after the colon).
-FIELD = re.compile(r"^\s*(?P<key>[A-Za-z][\w\-]*(?:[ .][A-Za-z][\w\-]*){0,2})\s*:\s+(?P<value>\S.*)$")
+FIELD = FIELD_LINE  # a `Key: Value` line (core.text)
 _ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)])\s+\S")
 # A line that reads as code: an interpreter prompt, a statement, an assignment, a call standing alone, a comment,
 # a bracket or decorator line, a shell command.
@@ -158,37 +156,13 @@ def _line_structured(text: str, s: int, e: int, code: list[tuple[int, int]]) -> 
         sum(1 for ln in lines if _reads_as_code(ln)) >= 2
 
 
-def _field_blocks(text: str) -> list[tuple[int, int]]:
-    """Character ranges of runs of `Key: Value` lines (two field lines or more, a folded line indented under its
-    field): read line by line, never split inside a value ('Author: Nathaniel J. Smith')."""
-    out: list[tuple[int, int]] = []
-    pos, start, fields, end = 0, -1, 0, 0
-    for ln in text.splitlines(keepends=True):
-        body = ln.rstrip("\r\n")
-        if FIELD.match(body) and not body.startswith((" ", "\t")):
-            if start < 0:
-                start, fields = pos, 0
-            fields += 1
-            end = pos + len(body)
-        elif start >= 0 and body.startswith((" ", "\t")) and body.strip():
-            end = pos + len(body)
-        else:
-            if start >= 0 and fields >= 2:
-                out.append((start, end))
-            start = -1
-        pos += len(ln)
-    if start >= 0 and fields >= 2:
-        out.append((start, end))
-    return out
-
-
 def units(text: str) -> list[Unit]:
     """The text's units in order: sentences of prose, and where the text is line-structured (a run of `Key: Value`
     fields, a code block, a list) its lines."""
     code = code_lines(text)
     out: list[Unit] = []
     pos = 0
-    for fs, fe in [*_field_blocks(text), (len(text), len(text))]:
+    for fs, fe in [*field_blocks(text), (len(text), len(text))]:
         for s, e in sentence_spans(text, pos, fs):
             if "\n" in text[s:e] and _line_structured(text, s, e, code):
                 out.extend(_line_units(text, s, e, code))

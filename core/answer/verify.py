@@ -18,7 +18,7 @@ from typing import Any, Iterable, Literal, Sequence
 from core.answer.attributes import asked_attribute, states_value, subject_names
 from core.answer.support import sentence_contexts
 from core.answer.units import units
-from core.text import EN_STOP, RU_STOP, sentence_spans, tokenize
+from core.text import EN_STOP, FIELD_LINE, RU_STOP, sentence_spans, tokenize
 from core.types import StageInfo
 
 Met = Literal["met", "unmet", "unchecked"]
@@ -532,6 +532,18 @@ def _entity_in(c: Constraint, read: _Read, cross: bool) -> bool:
 _SMALL = frozenset("of the and for de la von van der du des и для".split())
 
 
+_RECORD_KEYS = re.compile(r"(?im)^\s*(?:name|title|package|project|module|program|import-name|command|tool)\s*:\s*(.+)$")
+
+
+def _names_the_record(c: Constraint, chunk: str) -> bool:
+    """Whether a header's own name field ('Name: texttable', 'Title: …') states the asked name; a header with no
+    such field (a memo's 'Date:' and 'Prepared by:' lines) is about what its chunk names."""
+    named = [m.group(1) for m in _RECORD_KEYS.finditer(chunk)]
+    if not named:
+        return True
+    return any(_entity_in(c, _read(n), False) for n in named)
+
+
 def _acronym_in(acr: str, raw: str) -> bool:
     """An acronym ('MSP', 'UMC') spelled out in the text: the initials of a run of capitalised words (small words
     between them skipped) hold it."""
@@ -586,12 +598,15 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
                 if where == "chunk" and _IDENT.fullmatch(c.text) and head and " " not in head and \
                         head.lower() != c.text.lower():  # a setting's sentence under another setting's heading
                     return Verdict(c, "unmet", instead=(head,))
+                if where == "chunk" and FIELD_LINE.match(sentence) and not _names_the_record(c, r.raw_cased):
+                    continue  # a field of a header ('Author: …') is about the record its Name line names, not about
+                    # a package another field lists ('Requires-Dist: numpy')
                 if where == "chunk" and not _POINTS_BACK.search(sentence):
                     others = _parallel_names(c, sentence, question)
                     if others:  # the sentence says it of a sibling the chunk names beside it (the Springfield office)
                         return Verdict(c, "unmet", instead=tuple(others[:3]))
                 return Verdict(c, "met", where)
-        if cross and not _CYR.search(sentence):
+        if cross and _CYR.search(c.text) and not _CYR.search(sentence):  # a Latin name is checked as written
             return Verdict(c, "unchecked")
         # a name the evidence never states: the sibling shown is one the sentence states in the asked name's slot
         return Verdict(c, "unmet", instead=tuple(_parallel_names(c, sentence, question)[:3]))
