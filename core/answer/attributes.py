@@ -129,9 +129,15 @@ _OPENS_WITH = re.compile(r"(?i)^\s*(?:is|are|was|does|do|did|can|could|will|shou
 _PACKAGE_RU = re.compile(r"(?i)\b(?:пакет\w*|библиотек\w*|модул\w*|программ\w*|утилит\w*)\s+([A-Za-z][\w.\-]*)")
 
 
+# A question about software: it names an identifier ('max_width', 'os.path', '`flag`') or a program-ish word.
+_TECHNICAL = re.compile(r"[A-Za-z]\w*_\w|\w\.\w|`|\b(package|library|module|function|method|class|option|"
+                        r"parameter|argument|setting|flag|command|install\w*|version|release\w*)\b", re.I)
+_QUESTION_WORDS = frozenset("what which who whom whose where when why how whatever whichever".split())
+
+
 def _common(word: str) -> bool:
     low = word.lower()
-    return low in EN_STOP or low in RU_STOP or not tokenize(low)
+    return low in EN_STOP or low in RU_STOP or low in _QUESTION_WORDS or not tokenize(low)
 
 
 def subject_names(question: str) -> list[str]:
@@ -140,6 +146,9 @@ def subject_names(question: str) -> list[str]:
     word of a Cyrillic question. Capitalised names and identifiers with '_' or '.' are the constraint check's own."""
     out: list[str] = []
     q = question.strip()
+    attr = asked_attribute(q)
+    if (attr is None or not attr.value) and not _TECHNICAL.search(q) and not _CYR.search(q):
+        return out  # 'the strain in structures?', 'by whom?': in a prose question a lower-case word is no name
     found = [m.group(1) for m in _POSSESSIVE.finditer(q)] + [m.group(1) for m in _OF_END.finditer(q)] + \
         [m.group(1) for m in _DOES_X.finditer(q)] + [m.group(1) for m in _PACKAGE_RU.finditer(q)] + \
         [m.group(1) for m in _OPENS_WITH.finditer(q) if m.group(1) == m.group(1).lower()]

@@ -169,6 +169,8 @@ class Verdict:
         if self.verdict != "unmet":
             return ""
         label = _LABELS.get(c.kind, c.kind)
+        if c.kind == "asks" and self.where == "elsewhere":  # see _value_of_the_asked
+            return f"the question asks for {c.text}; the closest sentence states one, but of something else"
         if c.kind == "asks":
             return f"the question asks for {c.text}; the closest sentence states none"
         if c.kind == "negation":
@@ -731,7 +733,7 @@ def _value_of_the_asked(verdicts: list[Verdict]) -> tuple[Verdict, ...]:
     names_unmet = any(v.constraint.kind == "entity" and v.verdict == "unmet" for v in verdicts)
     if not names_unmet:
         return tuple(verdicts)
-    return tuple(Verdict(v.constraint, "unmet") if v.constraint.kind == "asks" and v.verdict == "met" and
+    return tuple(Verdict(v.constraint, "unmet", "elsewhere") if v.constraint.kind == "asks" and v.verdict == "met" and
                  v.constraint.values[0] in ("license", "version", "default") else v for v in verdicts)
 
 
