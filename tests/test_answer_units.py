@@ -48,6 +48,9 @@ def test_the_asked_attribute_and_the_thing_asked_about() -> None:
     py = asked_attribute("Which Python version does alphalib require?")
     assert py is not None and field_states("Requires-Python: >=3.9", py)
     assert not states_value("The package requires no compiler.", py)
+    # a classifier lists a supported version, it requires none; a license classifier does name the license
+    assert not states_value("Classifier: Programming Language :: Python :: 3.7", py)
+    assert states_value("Classifier: License :: OSI Approved :: MIT License", lic)
     ru = asked_attribute("Под какой лицензией распространяется alphalib?")
     assert ru is not None and ru.value == "license"
     assert asked_attribute("Кто автор пакета betatool?") is not None

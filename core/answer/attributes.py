@@ -103,6 +103,12 @@ def states_value(sentence: str, attr: Attribute, context: str = "", question: st
     not one of the `question`'s own words: '``detect_shell``' names the setting, it is no value of it)."""
     if field_states(sentence, attr):
         return True
+    other = FIELD.match(sentence.strip())
+    if other and attr.keys and not any(t.startswith(w) for t in tokenize(other.group("value")) for w in attr.words
+                                       if w not in ("python", "version", "valu", "default")):
+        # another field ('Classifier: Programming Language :: Python :: 3.7' lists a supported version; it
+        # requires none) states the attribute only when its value names it ('Classifier: License :: … MIT')
+        return False
     if attr.value == "license":
         return bool(_LICENSE_NAME.search(sentence)) and bool(_LICENSE.search(sentence + " " + context) or
                                                               FIELD.match(sentence.strip()) is None)
