@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from core.text import FIELD_LINE, field_blocks, sentence_spans
@@ -159,6 +160,11 @@ def _line_structured(text: str, s: int, e: int, code: list[tuple[int, int]]) -> 
 def units(text: str) -> list[Unit]:
     """The text's units in order: sentences of prose, and where the text is line-structured (a run of `Key: Value`
     fields, a code block, a list) its lines."""
+    return list(_units(text))
+
+
+@lru_cache(maxsize=2048)  # a chunk is read by every question that retrieves it, and by the check after the answer
+def _units(text: str) -> tuple[Unit, ...]:
     code = code_lines(text)
     out: list[Unit] = []
     pos = 0
@@ -174,7 +180,7 @@ def units(text: str) -> list[Unit]:
         if fs < fe:
             out.extend(_line_units(text, fs, fe, code))
         pos = fe
-    return out
+    return tuple(out)
 
 
 def quotable(unit_text: str, kind: Kind) -> bool | None:
