@@ -122,3 +122,27 @@ def test_a_header_field_is_about_the_record_its_name_line_names() -> None:
     assert dep.refused and "numpy" in dep.text  # listed as a dependency, not the record the header describes
     ru = verify_quotes("Кто автор пакета numpy?", "Author: D. Brown [h]", ["h"], chunks, refusal="No.")
     assert ru.refused  # a Latin name in a Russian question is checked as written
+
+
+def test_pydoc_margins_are_decoration() -> None:
+    doc = ("```\n    class Grid\n     |  set_precision(self, width)\n     |      Set the desired precision for floats\n"
+           "     |\n     |      - default value is set to 2\n```\n")
+    claims = _claims(doc)
+    assert "- default value is set to 2" in claims and "Set the desired precision for floats" in claims
+    assert not any("set_precision(" in c or "|" in c for c in claims)
+
+
+def test_the_field_of_the_record_named_is_found_for_any_phrasing() -> None:
+    from core.answer.attributes import field_lines, record_names
+
+    texts = ["License: BSD-3-Clause", "License-Expression: Apache-2.0", "Author: Marta Lindqvist",
+             "Author-email: marta@example.org"]
+    records = [record_names("Name: gridtext\nLicense: BSD-3-Clause", "gridtext.md"),
+               record_names("Name: msgpack\nLicense-Expression: Apache-2.0", "msgpack.md")] + \
+        [record_names("Name: gridtext\nAuthor: Marta Lindqvist", "gridtext.md")] * 2
+    assert field_lines("Под какой лицензией распространяется gridtext?", texts, records) == [0]
+    assert field_lines("Кто автор gridtext?", texts, records) == [2, 3]
+    assert field_lines("Under which license is numpy released?", texts, records) == []
+    assert field_lines("Under which license is it released?", texts, records) == []  # no record named
+    assert field_first("What is the default precision of gridtext?", ["Set the precision for floats",
+                       "- default value is set to 2"], ["", ""], [1.0, 0.5], [0, 1], max_sentences=3) == [1, 0]

@@ -193,6 +193,9 @@ def field_first(question: str, texts: list[str], homes: list[str], scores: list[
     'Author-email'); then the picked sentences that also state a value of the attribute. Unchanged when no line
     states the attribute of the thing asked about (the check then says what is missing)."""
     attr = asked_attribute(question)
+    if attr is not None and attr.value == "default":  # among the picked, the one that states the default's value
+        first = next((i for i in picked if states_value(texts[i], attr, question=question)), None)
+        return picked if first is None else [first] + [i for i in picked if i != first]
     if attr is None or not attr.keys:
         return picked
     fits = [i for i, t in enumerate(texts) if field_states(t, attr)]
@@ -213,3 +216,28 @@ def field_first(question: str, texts: list[str], homes: list[str], scores: list[
     lead = [top[0]] + [i for i in top[1:] if homes[i] == homes[top[0]] and texts[i] != texts[top[0]]][:1]
     rest = [i for i in picked if i not in lead and states_value(texts[i], attr) and not FIELD.match(texts[i])]
     return (lead + rest)[:max_sentences]
+
+
+_RECORD_NAME = re.compile(r"(?im)^\s*(?:name|title|package|project|module|program|import-name)\s*:\s*(\S.*)$")
+
+
+def record_names(chunk: str, *labels: str) -> str:
+    """What a chunk's record is called: its header's own name fields ('Name: texttable') and the labels given (its
+    document's file name and title)."""
+    return " ".join([m.group(1) for m in _RECORD_NAME.finditer(chunk)] + [x for x in labels if x])
+
+
+def field_lines(question: str, texts: list[str], records: list[str]) -> list[int]:
+    """Indexes of the `Key: Value` lines that state the asked attribute of the very record the question names by a
+    lower-case name ('the license of texttable' -> 'License: MIT' of the header whose Name, file name or title is
+    texttable), at most two of one chunk ('Author' and 'Author-email'); [] when the question names no such record.
+    `records`: each line's record names (record_names)."""
+    attr = asked_attribute(question)
+    names = subject_names(question)
+    if attr is None or not attr.keys or not names:
+        return []
+    want = {t for n in names for t in tokenize(n)}
+    fits = [i for i, t in enumerate(texts) if field_states(t, attr) and want <= set(tokenize(records[i]))]
+    if not fits:
+        return []
+    return [fits[0]] + [i for i in fits[1:] if records[i] == records[fits[0]] and texts[i] != texts[fits[0]]][:1]

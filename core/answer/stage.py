@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Collection, Mapping, Sequence
 
 from core.answer import e5_scorer
-from core.answer.attributes import field_first
+from core.answer.attributes import field_first, field_lines, record_names
 from core.answer.calibration import refusal_cut
 from core.answer.injection import injection_note
 from core.answer.negation import SAME_STATEMENT, NegatedAsk, negated_answer, negated_ask, similar, values
@@ -173,6 +173,12 @@ def extractive_answer(
                else "no retrieved passage has a sentence to quote")
         return AnswerResult(Answer(f"{REFUSAL} ({why})", (), True, "extractive"), support=0.0)
     order = sorted(range(len(table.rows)), key=lambda i: (-probs[i], table.rows[i].rank, i))
+    rescue = field_rescue(question, table.rows, candidates, full_texts, titles, documents) if best < cut else []
+    if rescue:  # the asked attribute's field of the record the question names: answered though support is low
+        return AnswerResult(Answer(_quotes(table.rows, rescue, {}), tuple(dict.fromkeys(
+            table.rows[i].chunk_id for i in rescue)), False, "extractive"), notes=notes + (
+            f"support {best:.0%} below the {cut:.0%} cut: answered by the field line that states the asked attribute "
+            "of the record the question names",), support=best)
     if best < cut:
         detail = (f"; no retrieved passage mentions {_quoted(unseen_words)}" if unseen_words else
                   f"; closest sentence: \"{table.rows[order[0]].text}\" [{table.rows[order[0]].chunk_id}]")
@@ -238,6 +244,18 @@ def with_field_first(question: str, rows: Sequence[SentenceRow], scores: Sequenc
                        docs[r.doc_id].name if r.doc_id in docs else "")) for r in rows]
     return field_first(question, [r.text for r in rows], homes, list(scores), list(picked),
                        max_sentences=max_sentences)
+
+
+def field_rescue(question: str, rows: Sequence[SentenceRow], candidates: Sequence[Candidate],
+                 full_texts: Mapping[str, str] | None, titles: Mapping[str, str] | None,
+                 documents: Mapping[str, DocHead] | None) -> list[int]:
+    """Rows of the `Key: Value` lines that state the asked attribute of the record the question names
+    (core.answer.attributes.field_lines), each read with its chunk's name fields and its document's name and title."""
+    texts = {c.chunk_id: (full_texts or {}).get(c.chunk_id) or c.text for c in candidates}
+    docs = documents or {}
+    records = [record_names(texts.get(r.chunk_id, ""), (titles or {}).get(r.doc_id, ""),
+                            docs[r.doc_id].name if r.doc_id in docs else "") for r in rows]
+    return field_lines(question, [r.text for r in rows], records)
 
 
 def _label(row: SentenceRow, labels: Mapping[str, str], also: Sequence[str] = ()) -> str:

@@ -17,6 +17,7 @@ from core.answer.stage import (
     AnswerResult,
     _same_claim,
     answer_question,
+    field_rescue,
     scored_sentences,
     with_field_first,
 )
@@ -547,6 +548,12 @@ def synthesized_answer(
                                          titles=titles, li_scorer=li_scorer, blind=blind, vocabulary=vocabulary,
                                          full_texts=full_texts, calibration=calibration, sentence_vectors=sentence_vectors),
                          paid)
+    if scored.best < cut.value and field_rescue(question, rows, top, full_texts, titles, documents):
+        # the field line that states the asked attribute of the record named: the plain answer quotes it
+        return Synthesis(answer_question(question, candidates, cfg, llm, workspace=workspace, query_id=query_id,
+                                         titles=titles, li_scorer=li_scorer, blind=blind, vocabulary=vocabulary,
+                                         full_texts=full_texts, calibration=calibration,
+                                         sentence_vectors=sentence_vectors, documents=documents), paid)
     common = fallback + (f"refusal threshold {cut.value:.2f}: {cut.source}",) + scored.notes
     if mode == "compare":
         t0 = time.perf_counter()

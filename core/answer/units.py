@@ -20,6 +20,7 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 # RST / markdown literal blocks: '.. code-block:: python', '.. code::', or a paragraph ending in '::'
 _RST_CODE = re.compile(r"^\s*\.\.\s+(code-block|code|sourcecode|highlight)::")
 FIELD = FIELD_LINE  # a `Key: Value` line (core.text)
+_MARGIN = re.compile(r"[|│]+[ \t]*")
 _ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)])\s+\S")
 # A line that reads as code: an interpreter prompt, a statement, an assignment, a call standing alone, a comment,
 # a bracket or decorator line, a shell command.
@@ -125,10 +126,13 @@ def _line_units(text: str, s: int, e: int, code: list[tuple[int, int]]) -> list[
             a += 1
         while b > a and text[b - 1].isspace():
             b -= 1
+        in_code = _inside(a, b, code)
+        if in_code:  # pydoc's and man pages' left margin ' |  - default value is set to 3': decoration, not text
+            m = _MARGIN.match(text, a, b)
+            a = m.end() if m else a
         if a >= b:
             continue
         body = text[a:b]
-        in_code = _inside(a, b, code)
         if _FENCE.match(body) or _RST_CODE.match(body) or (in_code and not _prose_in_code(body)) or \
                 (_reads_as_code(body) and kind_of_line(body) != "field"):
             out.append(Unit(a, b, "code"))
