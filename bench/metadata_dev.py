@@ -5,6 +5,9 @@ changed package or attribute, Russian) asked with the default configuration, off
 right when an answerable one is answered with one of its expected strings, or a near miss is refused.
 
   nice -n 10 .venv/bin/python bench/metadata_dev.py [--out bench/results/metadata_dev.json]
+  # the held-out set, written after the dev work and before its only run: four other packages
+  nice -n 10 .venv/bin/python bench/metadata_dev.py --set bench/sets/metadata_holdout_42b.jsonl \
+      --packages execnet docstring_parser iniconfig filelock --out bench/results/metadata_holdout.json
 """
 from __future__ import annotations
 
@@ -33,15 +36,17 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path)
     ap.add_argument("--only", help="a substring: ask only the questions holding it")
+    ap.add_argument("--set", type=Path, default=SET, help="the questions (default: the dev set)")
+    ap.add_argument("--packages", nargs="+", default=list(PACKAGES), help="the packages whose METADATA is the corpus")
     args = ap.parse_args()
     site = Path(sys.prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
-    qs = [json.loads(x) for x in SET.read_text(encoding="utf-8").splitlines() if x.strip()]
+    qs = [json.loads(x) for x in args.set.read_text(encoding="utf-8").splitlines() if x.strip()]
     if args.only:
         qs = [q for q in qs if args.only in q["q"]]
     with tempfile.TemporaryDirectory() as tmp:
         docs = Path(tmp) / "docs"
         docs.mkdir()
-        for p in PACKAGES:
+        for p in args.packages:
             meta = sorted(glob.glob(str(site / f"{p}-*.dist-info" / "METADATA")))[0]
             (docs / f"{p}.md").write_text(Path(meta).read_text(encoding="utf-8"), encoding="utf-8")
         db = str(Path(tmp) / "meta.duckdb")
