@@ -146,3 +146,17 @@ def test_the_field_of_the_record_named_is_found_for_any_phrasing() -> None:
     assert field_lines("Under which license is it released?", texts, records) == []  # no record named
     assert field_first("What is the default precision of gridtext?", ["Set the precision for floats",
                        "- default value is set to 2"], ["", ""], [1.0, 0.5], [0, 1], max_sentences=3) == [1, 0]
+
+
+def test_a_field_value_is_too_short_to_name_a_language() -> None:
+    from core.answer.stage import quoted_language
+    from core.types import Answer
+
+    ans = Answer("License-Expression: MIT [a1]", ("a1",), False, "extractive")
+    assert quoted_language("Under which license is alphalib released?", ans)[0].text == ans.text  # never 'German'
+
+
+def test_a_chunk_that_opens_inside_a_code_block_and_numbered_items() -> None:
+    text = ("python -m venv venv # create environment\nsource venv/bin/activate\n```\n\nInstalling with conda\n\n"
+            "1. Download and install miniconda\n2. Install the package.\n\n```sh\nconda install alphalib\n```\n")
+    assert _claims(text) == ["1. Download and install miniconda", "2. Install the package."]

@@ -464,7 +464,10 @@ def quoted_language(question: str, answer: Answer) -> tuple[Answer, tuple[str, .
     says which ("(quoted in English)") and the trace notes both languages. Refusals and same-language answers pass."""
     if answer.refused:
         return answer, ()
-    q_lang, a_lang = guess_language(question), guess_language(strip_citations(answer.text))
+    body = strip_citations(answer.text)
+    if len(re.findall(r"[^\W\d_]{2,}", re.sub(r"(?m)(^|\s)[A-Za-z][\w\-]*:\s", " ", body))) < 4:
+        return answer, ()  # a value and a field key ('License-Expression: MIT') are too few words to tell a language
+    q_lang, a_lang = guess_language(question), guess_language(body)
     if q_lang == a_lang or a_lang == "other":
         return answer, ()
     name = LANGUAGE_NAMES.get(a_lang, a_lang)

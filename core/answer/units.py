@@ -17,6 +17,7 @@ from core.text import FIELD_LINE, field_blocks, sentence_spans
 Kind = Literal["sentence", "field", "item", "doc", "code"]
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
+_FENCE_LINE = re.compile(r"(?m)^\s*(```|~~~)")
 # RST / markdown literal blocks: '.. code-block:: python', '.. code::', or a paragraph ending in '::'
 _RST_CODE = re.compile(r"^\s*\.\.\s+(code-block|code|sourcecode|highlight)::")
 FIELD = FIELD_LINE  # a `Key: Value` line (core.text)
@@ -27,6 +28,7 @@ _ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)])\s+\S")
 _CODE_LINE = re.compile(
     r"^\s*(>>>|\.\.\.(\s|$)|\$\s|%\s|#|//|@\w|import\s|from\s+[\w.]+\s+import\b|def\s|class\s+\w+[(:]|return\b|"
     r"raise\b|if\s.*:$|elif\s|else:|for\s.*:$|while\s.*:$|try:|except\b|with\s.*:$|print\(|pip\s+install\b|"
+    r"(python3?|pip3?|conda|git|cd|source|export|npm|sudo|apt-get|apt|brew|docker|curl|wget)\s+[-\w./\"'\[]|"
     r"[\w.\[\]'\"]+\s*(=|\+=|-=)\s*[^=]|[\w.]+\(.*\)\s*([;,]|#.*|//.*)?$|[{}\[\]()]+[,;]?\s*$|<[/!]?\w)")
 
 
@@ -87,6 +89,15 @@ def code_lines(text: str) -> list[tuple[int, int]]:
         pos += len(ln)
     if fence is not None:  # an unclosed fence runs to the end
         out.append((start, len(text)))
+    first = _FENCE_LINE.search(text) if fence is not None else None
+    if first is not None:  # an odd number of fences: the chunk may open inside a code block (its first fence closes)
+        at = text.rfind("\n", 0, first.start()) + 1
+        head = [ln for ln in text[:at].splitlines() if ln.strip()]
+        if head and any(_reads_as_code(ln.strip()) for ln in head) and not any(
+                len(ln.split()) > 12 and ln.rstrip().endswith(".") for ln in head):
+            rest = code_lines(text[text.find("\n", first.end()) + 1:]) if "\n" in text[first.end():] else []
+            off = text.find("\n", first.end()) + 1
+            return [(0, text.find("\n", first.end()) + 1 or len(text))] + [(a + off, b + off) for a, b in rest]
     return out
 
 
@@ -157,7 +168,7 @@ def _line_structured(text: str, s: int, e: int, code: list[tuple[int, int]]) -> 
         return False
     fields = sum(1 for ln in lines if FIELD.match(ln))
     return fields >= 2 or any(_FENCE.match(ln) for ln in lines) or any(
-        a < e and s < b for a, b in code) or sum(1 for ln in lines if _ITEM.match(ln)) >= 2 or \
+        a < e and s < b for a, b in code) or sum(1 for ln in lines if _ITEM.match(ln) or re.fullmatch(r"\d{1,2}[.)]", ln)) >= 2 or \
         sum(1 for ln in lines if _reads_as_code(ln)) >= 2
 
 
@@ -184,7 +195,22 @@ def _units(text: str) -> tuple[Unit, ...]:
         if fs < fe:
             out.extend(_line_units(text, fs, fe, code))
         pos = fe
-    return tuple(out)
+    cut: list[Unit] = []
+    for u in out:  # 'anaconda\n2.': the next item's number glued to the line before it
+        m = re.search(r"\n[ \t]*(\d{1,2}[.)])$", text[u.start:u.end])
+        if m and u.kind != "code":
+            cut += [Unit(u.start, u.start + m.start(), u.kind), Unit(u.start + m.start(1), u.end, "sentence")]
+        else:
+            cut.append(u)
+    merged: list[Unit] = []
+    for u in cut:  # '1.' cut from its item by the sentence splitter ('1. Download and install ...')
+        prev = merged[-1] if merged else None
+        if prev is not None and re.fullmatch(r"\d{1,2}[.)]", text[prev.start:prev.end]) and \
+                "\n" not in text[prev.end:u.start] and u.kind != "code":
+            merged[-1] = Unit(prev.start, u.end, "item")
+        else:
+            merged.append(u)
+    return tuple(merged)
 
 
 def quotable(unit_text: str, kind: Kind) -> bool | None:
