@@ -160,10 +160,13 @@ def subject_names(question: str) -> list[str]:
         [m.group(1) for m in _OPENS_WITH.finditer(q) if m.group(1) == m.group(1).lower()]
     if _CYR.search(q):
         found += [m.group(0) for m in _LATIN_WORD.finditer(q)]
+    asked = set(attr.words) if attr is not None else set()
     for w in found:
         w = w.rstrip(".")
         if len(w) < 3 or _common(w) or w[:1].isupper() or "_" in w or "." in w:
             continue  # a capitalised name or an identifier is already a constraint
+        if any(t.startswith(a) for t in tokenize(w) for a in asked):
+            continue  # the attribute itself ('... by default?') is no name
         if w.lower() not in (x.lower() for x in out):
             out.append(w)
     return out
