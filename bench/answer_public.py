@@ -8,6 +8,7 @@ Run from the repo root (nice: the machine is shared):
   nice -n 10 .venv/bin/python bench/answer_public.py cv        # settings by 5-fold CV on the public fitting split
   nice -n 10 .venv/bin/python bench/answer_public.py fit [settings]   # -> core/models/data/support_model.json
   nice -n 10 .venv/bin/python bench/answer_public.py report --before FILE  # -> bench/results/answer_public.json
+  nice -n 10 .venv/bin/python bench/answer_public.py public [--out F]  # the shipped model on the public splits only
 
 Fitting data (in ../shared/datasets, or RAG_DATASETS / --datasets), split before anything is fitted:
 - xquad: XQuAD articles 40-47, English questions over the English paragraphs (bench/calibrate.py's set: one paragraph a
@@ -472,9 +473,28 @@ def report(before: str, before_on_fit: bool = False) -> None:
     print(f"-> {path}")
 
 
+def public_only(out: Path | None) -> None:
+    """The shipped model's rates on the public splits alone (no sample tables needed): what a change to the answer
+    stage's reading (its quotable units, its features) does to the public report splits, collected before and after."""
+    model = load_support_model()
+    pub = load_public()
+    table = {}
+    for sp in ("xquad_report", "twowiki_report", "xquad_fit", "twowiki_fit"):
+        rows = [r for r in pub["rows"] if r["split"] == sp]
+        table[sp] = _brief(A.rates(model, rows, model.threshold))
+        print(sp, table[sp], flush=True)
+    save_e5()
+    path = write_result("answer_public_splits", {"machine": machine_info(), "measured_at": utc_now(),
+                                                 "collected_at": pub["collected_at"],
+                                                 "collect_seconds": pub["seconds"], "threshold": model.threshold,
+                                                 "splits": table}, out)
+    print(f"-> {path}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("phase", choices=["collect", "cv", "fit", "report"])
+    ap.add_argument("phase", choices=["collect", "cv", "fit", "report", "public"])
+    ap.add_argument("--out", type=Path, default=None, help="public: the results file")
     ap.add_argument("--source", choices=["public", "sample"], default="public",
                     help="collect: the public sets, or bench/answer.py's sample-corpus sets (report only)")
     ap.add_argument("--db", default=None, help="collect: the bench database (public: data/bench/answer_public.duckdb; "
@@ -502,6 +522,8 @@ def main() -> None:
         crossval(grid)
     elif a.phase == "fit":
         fit(settings(a.l2, a.gate_l2, a.penalty, a.scorer_k, a.threshold_rule))
+    elif a.phase == "public":
+        public_only(a.out)
     else:
         report(a.before, a.before_on_fit)
 

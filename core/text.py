@@ -132,6 +132,54 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
     return trimmed
 
 
+# A `Key: Value` line: a short key of one to three words (letters, digits, '-', '_'), ': ', a value. A URL's 'http:' is
+# no key (no space after the colon).
+FIELD_LINE = re.compile(r"^\s*(?P<key>[A-Za-z][\w\-]*(?:[ .][A-Za-z][\w\-]*){0,2})\s*:\s+(?P<value>\S.*)$")
+
+
+def field_blocks(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """Character ranges of runs of `Key: Value` lines in text[start:end] (two field lines or more; a folded line
+    indented under its field belongs to it): package metadata, mail and memo headers, man page fields."""
+    end = len(text) if end is None else end
+    out: list[tuple[int, int]] = []
+    pos, first, fields, last = start, -1, 0, start
+    for ln in text[start:end].splitlines(keepends=True):
+        body = ln.rstrip("\r\n")
+        if FIELD_LINE.match(body) and not body.startswith((" ", "\t")):
+            if first < 0:
+                first, fields = pos, 0
+            fields += 1
+            last = pos + len(body)
+        elif first >= 0 and body.startswith((" ", "\t")) and body.strip():
+            last = pos + len(body)
+        else:
+            if first >= 0 and fields >= 2:
+                out.append((first, last))
+            first = -1
+        pos += len(ln)
+    if first >= 0 and fields >= 2:
+        out.append((first, last))
+    return out
+
+
+def unit_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """sentence_spans, except that a run of `Key: Value` lines gives one span per field (its folded lines with it):
+    a field is never cut inside its value ('Author: Nathaniel J. Smith') nor glued to the next field."""
+    end = len(text) if end is None else end
+    out: list[tuple[int, int]] = []
+    pos = start
+    for fs, fe in [*field_blocks(text, start, end), (end, end)]:
+        out.extend(sentence_spans(text, pos, fs))
+        line_start = fs
+        for m in re.finditer(r"\n(?![ \t]+\S)", text[fs:fe] + "\n"):
+            a, b = line_start, min(fs + m.start(), fe)
+            if text[a:b].strip():
+                out.append((a, b))
+            line_start = fs + m.end()
+        pos = fe
+    return out
+
+
 _TOKEN_SPAN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 
 

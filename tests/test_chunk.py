@@ -142,3 +142,16 @@ def test_ingest_cuts_chunks_to_the_window_of_an_embedder_that_counts_its_tokens(
     assert any(Counting().token_count(c.text) > 10 for c in before)  # the chunker alone leaves chunks over it
     assert all(Counting().token_count(c.text) <= 10 for c in after) and len(after) > len(before)
     assert [c.ordinal for c in after] == list(range(len(after)))
+
+
+def test_a_run_of_fields_is_packed_field_by_field() -> None:
+    # a header of `Key: Value` lines is one paragraph: chunks are cut between fields, never inside a value at an
+    # initial's full stop ('Nathaniel J. Smith') nor mid-line by the fixed window
+    text = "\n".join([f"Classifier: Topic :: Subject number {i} :: Detail" for i in range(12)] +
+                     ['Author-email: "Nathaniel J. Smith" <njs@example.org>', "License: MIT"] +
+                     [f"Keywords: word{i}, other{i}" for i in range(8)])
+    lines = text.split("\n")
+    ranges = sentence_ranges(text, 40, 8)
+    assert len(ranges) > 2
+    for s, e in ranges:
+        assert text[s:e].split("\n")[0] in lines and text[s:e].split("\n")[-1] in lines

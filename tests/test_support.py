@@ -264,6 +264,8 @@ def test_claims_leave_glued_heading_lines_out() -> None:
     assert [text[s:e] for s, e in claim_spans(text)] == [
         "The quoted lead time for the module remained at 38 weeks throughout the quarter.",
         "- Fixed a memory leak in the Modbus driver that restarted gateways.",
+        # a run of `Key: Value` lines is read line by line: each field is a unit of its own (issue #42)
+        "Date: 2 October 2024", "Prepared by: the project office, Gdansk",
         "The decline is explained by the FB-520, whose\nshipments were 62% below plan."]  # a wrapped line stays
 
 

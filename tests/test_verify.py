@@ -40,7 +40,7 @@ def test_constraints_of_english_and_russian_questions() -> None:
     assert _kinds("What was the second largest city in Poland?") == {"entity": "Poland", "ordinal": "second",
                                                                      "superlative": "largest"}
     assert _kinds("Who is the CTO of Acme?")["role"] == "cto"
-    assert _kinds("What is the default value of max_age?") == {"entity": "max_age"}
+    assert _kinds("What is the default value of max_age?") == {"entity": "max_age", "asks": "a default value"}
     assert _kinds("Which plans are not refundable?") == {"negation": "not"}
     assert _kinds("Did revenue fall last quarter?")["period"] == "last quarter"
     ru = _kinds("Кто был президентом Франции в 1995 году?")

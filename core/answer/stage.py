@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Collection, Mapping, Sequence
 
+from core.answer.attributes import field_first, field_lines, record_names
 from core.answer.calibration import refusal_cut
 from core.answer.crosslingual import ANSWER_FLOOR, CrossReader, NameFinder, cross_answer, is_cross
 from core.answer.injection import injection_note
@@ -169,6 +170,12 @@ def extractive_answer(
                else "no retrieved passage has a sentence to quote")
         return AnswerResult(Answer(f"{REFUSAL} ({why})", (), True, "extractive"), support=0.0)
     order = sorted(range(len(table.rows)), key=lambda i: (-probs[i], table.rows[i].rank, i))
+    rescue = field_rescue(question, table.rows, candidates, full_texts, titles, documents) if best < cut else []
+    if rescue:  # the asked attribute's field of the record the question names: answered though support is low
+        return AnswerResult(Answer(_quotes(table.rows, rescue, {}), tuple(dict.fromkeys(
+            table.rows[i].chunk_id for i in rescue)), False, "extractive"), notes=notes + (
+            f"support {best:.0%} below the {cut:.0%} cut: answered by the field line that states the asked attribute "
+            "of the record the question names",), support=best)
     if best < cut:
         detail = (f"; no retrieved passage mentions {_quoted(unseen_words)}" if unseen_words else
                   f"; closest sentence: \"{table.rows[order[0]].text}\" [{table.rows[order[0]].chunk_id}]")
@@ -178,6 +185,8 @@ def extractive_answer(
     picked = pick_sentences(table.rows, probs, support=best, cut=cut, max_sentences=max_sentences,
                             margin=model.pick_margin)
     picked = with_value_first(question, table.rows, probs, picked, max_sentences=max_sentences)
+    picked = with_field_first(question, table.rows, probs, picked, candidates, full_texts, titles, documents,
+                               max_sentences=max_sentences)
     texts = [r.text for r in table.rows]
     labels = sibling_labels([r.doc_id for r in table.rows], documents or {})
     ask = negated_ask(question)
@@ -216,6 +225,34 @@ def with_value_first(question: str, rows: Sequence[SentenceRow], scores: Sequenc
         return list(picked)
     best = max(fits, key=lambda i: (scores[i], -rows[i].rank, -i))
     return ([best] + [i for i in picked if i != best])[:max_sentences]
+
+
+def with_field_first(question: str, rows: Sequence[SentenceRow], scores: Sequence[float], picked: Sequence[int],
+                      candidates: Sequence[Candidate], full_texts: Mapping[str, str] | None,
+                      titles: Mapping[str, str] | None, documents: Mapping[str, DocHead] | None, *,
+                      max_sentences: int) -> list[int]:
+    """The `Key: Value` line that states the asked attribute quoted first (core.answer.attributes.field_first), each
+    sentence read with its chunk's whole text and its document's name and title (where a package names itself)."""
+    if not picked:
+        return list(picked)
+    texts = {c.chunk_id: (full_texts or {}).get(c.chunk_id) or c.text for c in candidates}
+    docs = documents or {}
+    homes = [" ".join((texts.get(r.chunk_id, ""), (titles or {}).get(r.doc_id, ""),
+                       docs[r.doc_id].name if r.doc_id in docs else "")) for r in rows]
+    return field_first(question, [r.text for r in rows], homes, list(scores), list(picked),
+                       max_sentences=max_sentences)
+
+
+def field_rescue(question: str, rows: Sequence[SentenceRow], candidates: Sequence[Candidate],
+                 full_texts: Mapping[str, str] | None, titles: Mapping[str, str] | None,
+                 documents: Mapping[str, DocHead] | None) -> list[int]:
+    """Rows of the `Key: Value` lines that state the asked attribute of the record the question names
+    (core.answer.attributes.field_lines), each read with its chunk's name fields and its document's name and title."""
+    texts = {c.chunk_id: (full_texts or {}).get(c.chunk_id) or c.text for c in candidates}
+    docs = documents or {}
+    records = [record_names(texts.get(r.chunk_id, ""), (titles or {}).get(r.doc_id, ""),
+                            docs[r.doc_id].name if r.doc_id in docs else "") for r in rows]
+    return field_lines(question, [r.text for r in rows], records)
 
 
 def _label(row: SentenceRow, labels: Mapping[str, str], also: Sequence[str] = ()) -> str:
@@ -430,7 +467,10 @@ def quoted_language(question: str, answer: Answer) -> tuple[Answer, tuple[str, .
     says which ("(quoted in English)") and the trace notes both languages. Refusals and same-language answers pass."""
     if answer.refused:
         return answer, ()
-    q_lang, a_lang = guess_language(question), guess_language(strip_citations(answer.text))
+    body = strip_citations(answer.text)
+    if len(re.findall(r"[^\W\d_]{2,}", re.sub(r"(?m)(^|\s)[A-Za-z][\w\-]*:\s", " ", body))) < 4:
+        return answer, ()  # a value and a field key ('License-Expression: MIT') are too few words to tell a language
+    q_lang, a_lang = guess_language(question), guess_language(body)
     if q_lang == a_lang or a_lang == "other":
         return answer, ()
     name = LANGUAGE_NAMES.get(a_lang, a_lang)

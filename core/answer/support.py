@@ -16,6 +16,7 @@ from typing import Any, Callable, Collection, Mapping, Protocol, Sequence
 import numpy as np
 
 from core.models import DATA_DIR
+from core.answer.units import quotable, units
 from core.models.fitted import FittedLinear, load_fitted, save_fitted, sigmoid
 from core.models.tokens import maxsim
 from core.text import EN_STOP, RU_STOP, sentence_spans, tokenize
@@ -402,13 +403,18 @@ def _strip_heading_lines(text: str, s: int, e: int) -> int:
 
 
 def claim_spans(text: str) -> list[Span]:
-    """The sentences of a passage an extractive answer may quote, without the heading lines glued above them."""
+    """The units of a passage an extractive answer may quote: its sentences without the heading lines glued above
+    them, and in line-structured text its field lines, list items and docstring lines (never a line of code)."""
     out = []
-    for s, e in sentence_spans(text):
-        s = _strip_heading_lines(text, s, e)
-        while s < e and text[s].isspace():
-            s += 1
-        if s < e and _is_claim(" ".join(text[s:e].split())):
+    for u in units(text):  # line-structured text (fields, lists, code blocks) read line by line (core.answer.units)
+        s, e = u.start, u.end
+        ok = quotable(" ".join(text[s:e].split()), u.kind)
+        if ok is None:
+            s = _strip_heading_lines(text, s, e)
+            while s < e and text[s].isspace():
+                s += 1
+            ok = s < e and _is_claim(" ".join(text[s:e].split()))
+        if ok:
             out.append((s, e))
     return out
 

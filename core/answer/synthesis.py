@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Collection, Mapping, Protocol, Sequence
+from typing import Any, Callable, Collection, Mapping, Protocol, Sequence
 
 from core.answer.calibration import refusal_cut
 from core.answer.crosslingual import CrossReader
@@ -17,7 +17,9 @@ from core.answer.stage import (
     AnswerResult,
     _same_claim,
     answer_question,
+    field_rescue,
     scored_sentences,
+    with_field_first,
 )
 from core.answer.versions import DocHead
 from core.answer.support import SentenceRow, SentenceScorer, load_support_model, model_fingerprint
@@ -319,13 +321,14 @@ class _Calls:
 
 def extractive_synthesis(mode: str, question: str, candidates: Sequence[Candidate], rows: Sequence[SentenceRow],
                          scores: Sequence[float], *, support: float, cut: float, margin: float,
-                         max_sentences: int) -> Synthesis:
+                         max_sentences: int, lead: Callable[[list[int]], list[int]] | None = None) -> Synthesis:
     """Offline map-reduce / refine / tree over the support model's sentence scores (its ranker's log-odds) and its
     support for an answer (the gate's probability, held to `cut` as the stuff answer is).
     map: each chunk's best sentence for the question (one stage lists them); reduce: those within `margin` of the
     best, best first, one per chunk, repeats dropped, cited. refine: chunks in rank order, a sentence (within the
     margin) kept only when it brings question words the answer does not have yet. tree: chunks in groups of four,
-    each group's best sentence, then the reduce over the groups' winners."""
+    each group's best sentence, then the reduce over the groups' winners. `lead`: reorders the picked sentences (the
+    line that states the asked attribute first, core.answer.stage.with_field_first)."""
     calls = _Calls()
     t0 = time.perf_counter()
     by_chunk: dict[str, list[int]] = {}
@@ -366,6 +369,8 @@ def extractive_synthesis(mode: str, question: str, candidates: Sequence[Candidat
             continue  # adds no question word the answer lacks
         picked.append(i)
         have |= q & _content(rows[i].text)
+    if lead is not None:
+        picked = lead(picked)
     kept_ids = {rows[i].chunk_id for i in picked}
     calls.add(step, [m for m in mapped if m.chunk_id in kept_ids], t0,
               notes=[f"{len(picked)} sentence(s) within {margin:.2f} of the best score, one per chunk, repeats dropped"])
@@ -594,6 +599,12 @@ def synthesized_answer(
                                          titles=titles, li_scorer=li_scorer, blind=blind, vocabulary=vocabulary,
                                          full_texts=full_texts, calibration=calibration),
                          paid)
+    if scored.best < cut.value and field_rescue(question, rows, top, full_texts, titles, documents):
+        # the field line that states the asked attribute of the record named: the plain answer quotes it
+        return Synthesis(answer_question(question, candidates, cfg, llm, workspace=workspace, query_id=query_id,
+                                         titles=titles, li_scorer=li_scorer, blind=blind, vocabulary=vocabulary,
+                                         full_texts=full_texts, calibration=calibration, documents=documents,
+                                         cross=cross), paid)
     common = fallback + (f"refusal threshold {cut.value:.2f}: {cut.source}",) + scored.notes
     if mode == "compare":
         t0 = time.perf_counter()
@@ -610,7 +621,9 @@ def synthesized_answer(
         return Synthesis(AnswerResult(res.answer, res.usage, common + res.notes, scored.best, cut.value, cut.source),
                          tuple(calls.stages))
     syn = extractive_synthesis(mode, question, top, rows, scores, support=scored.best, cut=cut.value,
-                               margin=model.pick_margin, max_sentences=cfg.max_sentences)
+                               margin=model.pick_margin, max_sentences=cfg.max_sentences,
+                               lead=lambda p: with_field_first(question, rows, scores, p, top, full_texts, titles,
+                                                               documents, max_sentences=cfg.max_sentences))
     r = syn.result
     return Synthesis(AnswerResult(r.answer, r.usage, common + r.notes, r.support, cut.value, cut.source),
                      paid + syn.calls)

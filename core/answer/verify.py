@@ -15,8 +15,10 @@ from difflib import SequenceMatcher
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Literal, Sequence
 
+from core.answer.attributes import asked_attribute, states_value, subject_names
 from core.answer.support import sentence_contexts
-from core.text import EN_STOP, RU_STOP, sentence_spans, tokenize
+from core.answer.units import units
+from core.text import EN_STOP, FIELD_LINE, RU_STOP, sentence_spans, tokenize
 from core.types import StageInfo
 
 Met = Literal["met", "unmet", "unchecked"]
@@ -237,6 +239,7 @@ class Evidence:
     title: str = ""
     chunk_id: str = ""
     opening: str = ""  # the document's first lines: where a memo states its date
+    near: str = ""  # the units of the chunk just before the sentence (the list item that names the setting)
 
 
 @dataclass(frozen=True)
@@ -254,6 +257,8 @@ class Verdict:
         if self.verdict != "unmet":
             return ""
         label = _LABELS.get(c.kind, c.kind)
+        if c.kind == "asks" and self.where == "elsewhere":  # see _value_of_the_asked
+            return f"the question asks for {c.text}; the closest sentence states one, but of something else"
         if c.kind == "asks":
             return f"the question asks for {c.text}; the closest sentence states none"
         if c.kind == "attribute":
@@ -413,6 +418,8 @@ def _roles(text: str) -> list[str]:
     words = [w.lower() for w in _WORD.findall(text)]
     for i, w in enumerate(words):
         base = w[:-1] if w.endswith("s") and w[:-1] in _ROLES_EN else w
+        if base not in _ROLES_EN and re.fullmatch(r"[a-z]+-(e-?)?mail", base) and base.split("-")[0] in _ROLES_EN:
+            base = base.split("-")[0]  # a field key: 'Author-email: …' names the author
         if base in _ROLES_EN:
             mod = words[i - 1] if i > 0 and words[i - 1] in _ROLE_MODIFIERS else ""
             out.append(f"{mod} {base}".strip())
@@ -519,12 +526,28 @@ def question_constraints(question: str) -> tuple[Constraint, ...]:
     if up != down:
         out.append(Constraint("direction", "up" if up else "down", ("up" if up else "down",)))
     out.extend(_period(q))
+    out.extend(_attribute_constraints(q, out))
     asks = ("a person" if _ASKS_PERSON.search(q) else "a month" if _ASKS_MONTH.search(q) else
             "a year" if _ASKS_YEAR.search(q) else "a date or year" if _ASKS_WHEN.search(q) else
             "a number" if _ASKS_NUMBER.search(q) else "")
     if asks:
         out.append(Constraint("asks", asks, (asks,)))
     return tuple(out)
+
+
+def _attribute_constraints(q: str, found: Sequence[Constraint]) -> list[Constraint]:
+    """The thing asked about when the question writes it in lower case (a package: 'the author of texttable?'), and
+    the attribute asked when an answer must carry a value of it (a license, a version, a default): see
+    core.answer.attributes."""
+    out = []
+    have = {c.text.lower() for c in found if c.kind == "entity"}
+    for name in subject_names(q):
+        if name.lower() not in have:
+            out.append(Constraint("entity", name, (_key(name),)))
+    attr = asked_attribute(q)
+    if attr is not None and attr.value in ("license", "version", "default"):
+        out.append(Constraint("asks", attr.name, (attr.value,)))
+    return out
 
 
 # 'When ...?' is also answered by a time of day, a weekday, a season or a frequency ('every night', 'weekly').
@@ -639,6 +662,18 @@ def _entity_in(c: Constraint, read: _Read, cross: bool) -> bool:
 _SMALL = frozenset("of the and for de la von van der du des и для".split())
 
 
+_RECORD_KEYS = re.compile(r"(?im)^\s*(?:name|title|package|project|module|program|import-name|command|tool)\s*:\s*(.+)$")
+
+
+def _names_the_record(c: Constraint, chunk: str) -> bool:
+    """Whether a header's own name field ('Name: texttable', 'Title: …') states the asked name; a header with no
+    such field (a memo's 'Date:' and 'Prepared by:' lines) is about what its chunk names."""
+    named = [m.group(1) for m in _RECORD_KEYS.finditer(chunk)]
+    if not named:
+        return True
+    return any(_entity_in(c, _read(n), False) for n in named)
+
+
 def _acronym_in(acr: str, raw: str) -> bool:
     """An acronym ('MSP', 'UMC') spelled out in the text: the initials of a run of capitalised words (small words
     between them skipped) hold it."""
@@ -681,27 +716,34 @@ def _parallel_names(c: Constraint, sentence: str, question: str) -> list[str]:
 
 
 def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read: _Read, sentence: str,
-               question: str, cross: bool, heading: str = "", names: NameCheck | None = None) -> Verdict:
+               question: str, cross: bool, heading: str = "", names: NameCheck | None = None, near: str = ""
+               ) -> Verdict:
     """parts: (where, read) in the order evidence counts: sentence, heading, title, chunk."""
     local = parts[:3]
     if c.kind == "entity":
         for where, r in parts[:4]:
             if _entity_in(c, r, cross and not _CYR.search(" ".join(r.keys))):
                 head = heading.strip("`*# ")
+                if where == "chunk" and _IDENT.fullmatch(c.text) and c.text.lower() in near.lower():
+                    return Verdict(c, "met", "chunk")  # the item just before names the setting this one goes on about
                 if where == "chunk" and _IDENT.fullmatch(c.text) and head and " " not in head and \
                         head.lower() != c.text.lower():  # a setting's sentence under another setting's heading
                     return Verdict(c, "unmet", instead=(head,))
+                if where == "chunk" and FIELD_LINE.match(sentence) and not _names_the_record(c, r.raw_cased):
+                    continue  # a field of a header ('Author: …') is about the record its Name line names, not about
+                    # a package another field lists ('Requires-Dist: numpy')
                 if where == "chunk" and not _POINTS_BACK.search(sentence):
                     others = _parallel_names(c, sentence, question)
                     if others:  # the sentence says it of a sibling the chunk names beside it (the Springfield office)
                         return Verdict(c, "unmet", instead=tuple(others[:3]))
                 return Verdict(c, "met", where)
-        if cross and names is not None:  # another script: the name's transliteration or the encoder's reading
+        if cross and names is not None and _CYR.search(c.text):  # another script: the name's transliteration or the
+            # encoder's reading (a Latin name is checked as written, above and below)
             whole = " / ".join(r.raw_cased for _, r in parts[:4] if r.raw_cased)
             title = parts[2][1].raw_cased
             read = f"{title}: {sentence}" if title else sentence
             return Verdict(c, "met", "chunk") if names(c.text, question, read, whole) else Verdict(c, "unmet")
-        if cross and not _CYR.search(sentence):
+        if cross and _CYR.search(c.text) and not _CYR.search(sentence):
             return Verdict(c, "unchecked")
         # a name the evidence never states: the sibling shown is one the sentence states in the asked name's slot
         return Verdict(c, "unmet", instead=tuple(_parallel_names(c, sentence, question)[:3]))
@@ -780,7 +822,10 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
 
 def _asks(c: Constraint, sentence: str, r: _Read, question: str) -> Verdict:
     qy, qm, qn = years(question), months(question), numbers(question)
-    if c.text == "a person":
+    if c.values[0] in ("license", "version", "default"):  # a field line with the attribute's key, or its value
+        attr = asked_attribute(question)
+        ok = attr is not None and states_value(sentence, attr, question=question)
+    elif c.text == "a person":
         names = [n for n, _ in _names(" x " + sentence) if not _keys(n) <= _keys(question)]
         ok = bool(names) or bool(r.roles) or bool(re.search(r"(?i)\b(he|she|they|him|her|who|он|она|они)\b", sentence))
     elif c.text == "a month":
@@ -831,8 +876,21 @@ def check(question: str, evidence: Evidence, constraints: Sequence[Constraint] |
     if evidence.opening:  # read for dates only (a memo's date line), never for names
         parts.append(("document", _read(evidence.opening)))
     cross = bool(_CYR.search(question)) != bool(_CYR.search(evidence.sentence + evidence.chunk))
-    return Check(evidence, tuple(_check_one(c, parts, sr, evidence.sentence, question, cross, evidence.heading,
-                                            names) for c in cons))
+    verdicts = [_check_one(c, parts, sr, evidence.sentence, question, cross, evidence.heading, names,
+                          evidence.near)
+                for c in cons]
+    return Check(evidence, _value_of_the_asked(verdicts))
+
+
+def _value_of_the_asked(verdicts: list[Verdict]) -> tuple[Verdict, ...]:
+    """A sentence states the asked attribute's value (a license, a version, a default) for the thing asked about
+    only when it, its chunk or its title names that thing too: 'Requires-Python: >=3.8' of another package meets no
+    'Which Python version does sniffio require?', even beside a sentence that names sniffio."""
+    names_unmet = any(v.constraint.kind == "entity" and v.verdict == "unmet" for v in verdicts)
+    if not names_unmet:
+        return tuple(verdicts)
+    return tuple(Verdict(v.constraint, "unmet", "elsewhere") if v.constraint.kind == "asks" and v.verdict == "met" and
+                 v.constraint.values[0] in ("license", "version", "default") else v for v in verdicts)
 
 
 def period_constraints(question: str) -> tuple[Constraint, ...]:
@@ -938,6 +996,22 @@ def _local_heading(claim: str, ch: ChunkText) -> str:
     return ch.heading
 
 
+def _near(claim: str, text: str, k: int = 2) -> str:
+    """The k units of the chunk just before the quoted one, within its paragraph or list (no blank line between):
+    a list item ('- if set to 0, size is unlimited') goes on about the setting the item before it names."""
+    norm = " ".join(claim.split())
+    us = units(text)
+    for i, u in enumerate(us):
+        if " ".join(text[u.start:u.end].split()) == norm:
+            out: list[str] = []
+            j = i
+            while j > 0 and len(out) < k and "\n\n" not in text[us[j - 1].end:us[j].start]:
+                j -= 1
+                out.append(text[us[j].start:us[j].end])
+            return " ".join(reversed(out))
+    return ""
+
+
 def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: dict[str, ChunkText], *,
                   refusal: str, names: NameCheck | None = None) -> Verified:
     """An extractive answer checked: each quoted sentence against the question's constraints, read with its chunk.
@@ -954,7 +1028,8 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
     checks = []
     for claim, cid in claims:
         ch = chunks.get(cid, ChunkText(""))
-        checks.append(check(question, Evidence(claim, ch.text, _local_heading(claim, ch), ch.title, cid, ch.opening),
+        checks.append(check(question, Evidence(claim, ch.text, _local_heading(claim, ch), ch.title, cid, ch.opening,
+                                               _near(claim, ch.text)),
                             cons, names=names))
     # the answer as a whole must meet each constraint: one quoted sentence may state the name, another the year
     # (a question of two parts); a sentence that states a sibling of what another quoted sentence meets is the

@@ -7,7 +7,7 @@ from typing import Callable
 from core.config.ingest import ChunkStrategy as Strategy
 from core.ingest.identity import content_ids, content_key
 from core.ingest.parse import ParseError
-from core.text import count_tokens, detect_language, sentence_spans, token_spans
+from core.text import count_tokens, detect_language, token_spans, unit_spans
 from core.types import Chunk, ParsedDocument, Section
 
 
@@ -35,9 +35,10 @@ def sentence_ranges(
     text: str, size: int, overlap: int, start: int = 0, end: int | None = None
 ) -> list[tuple[int, int]]:
     """Pack whole sentences up to `size` tokens; carry trailing sentences worth up to `overlap` tokens forward.
-    A sentence longer than `size` is cut by the fixed window."""
+    A run of `Key: Value` lines packs field by field (core.text.unit_spans). A sentence longer than `size` is cut by
+    the fixed window."""
     units: list[tuple[int, int, int]] = []  # (start, end, tokens)
-    for s, e in sentence_spans(text, start, end):
+    for s, e in unit_spans(text, start, end):
         n = count_tokens(text[s:e])
         if n > size:
             units.extend((a, b, count_tokens(text[a:b])) for a, b in fixed_ranges(text, size, overlap, s, e))

@@ -1,0 +1,84 @@
+"""Reference documents nobody here wrote, headers included: the whole METADATA files of five installed packages
+(msgpack, cloudpickle, rank_bm25, shellingham, sniffio) saved as .md, ingested with `python -m core ingest DIR --db X`,
+and the questions of bench/sets/metadata_dev_42b.jsonl (written before the first run: answerable, near misses with a
+changed package or attribute, Russian) asked with the default configuration, offline, answer cache off. A question is
+right when an answerable one is answered with one of its expected strings, or a near miss is refused.
+
+  nice -n 10 .venv/bin/python bench/metadata_dev.py [--out bench/results/metadata_dev.json]
+  # the held-out set, written after the dev work and before its only run: four other packages
+  nice -n 10 .venv/bin/python bench/metadata_dev.py --set bench/sets/metadata_holdout_42b.jsonl \
+      --packages execnet docstring_parser iniconfig filelock --out bench/results/metadata_holdout.json
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import ROOT, machine_info, write_result  # noqa: E402
+
+from core.config import PipelineConfig  # noqa: E402
+from core.deps import build_deps  # noqa: E402
+from core.pipeline import run_query  # noqa: E402
+
+SET = ROOT / "bench" / "sets" / "metadata_dev_42b.jsonl"
+PACKAGES = ("msgpack", "cloudpickle", "rank_bm25", "shellingham", "sniffio")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--only", help="a substring: ask only the questions holding it")
+    ap.add_argument("--set", type=Path, default=SET, help="the questions (default: the dev set)")
+    ap.add_argument("--packages", nargs="+", default=list(PACKAGES), help="the packages whose METADATA is the corpus")
+    args = ap.parse_args()
+    site = Path(sys.prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    qs = [json.loads(x) for x in args.set.read_text(encoding="utf-8").splitlines() if x.strip()]
+    if args.only:
+        qs = [q for q in qs if args.only in q["q"]]
+    with tempfile.TemporaryDirectory() as tmp:
+        docs = Path(tmp) / "docs"
+        docs.mkdir()
+        for p in args.packages:
+            meta = sorted(glob.glob(str(site / f"{p}-*.dist-info" / "METADATA")))[0]
+            (docs / f"{p}.md").write_text(Path(meta).read_text(encoding="utf-8"), encoding="utf-8")
+        db = str(Path(tmp) / "meta.duckdb")
+        subprocess.run([sys.executable, "-m", "core", "ingest", str(docs), "--db", db], check=True, cwd=ROOT,
+                       stdout=subprocess.DEVNULL)
+        cfg = PipelineConfig().with_overrides({"answer_cache.enabled": False})
+        deps = build_deps(cfg, db=db)
+        rows: list[dict[str, Any]] = []
+        for q in qs:
+            t = run_query(q["q"], cfg, deps, log=False)
+            a = t.answer
+            assert a is not None
+            exp = q["expect"]
+            outcome = ("refused_right" if exp is None and a.refused else "wrong" if exp is None else
+                       "refused_wrong" if a.refused else "right" if any(e in a.text for e in exp) else "wrong")
+            v = t.stage("verify")
+            rows.append({**q, "outcome": outcome, "refused": a.refused, "text": a.text[:600],
+                         "verify": v.info.to_dict() if v is not None and v.skipped is None and v.info is not None
+                         else (v.skipped if v is not None else None)})
+            print(f"{outcome:13s} {q['q']}\n    {a.text[:300]!r}", flush=True)
+    counts = Counter(r["outcome"] for r in rows)
+    ok = counts["right"] + counts["refused_right"]
+    by_kind: dict[str, Counter[str]] = {}
+    for r in rows:
+        by_kind.setdefault(r["kind"], Counter())[r["outcome"]] += 1
+    summary = {"right_or_refused_right": f"{ok}/{len(rows)}", **dict(counts),
+               "by_kind": {k: dict(v) for k, v in by_kind.items()}}
+    print(json.dumps(summary, indent=1))
+    if args.out:
+        write_result(args.out.stem, {"what": __doc__.split("\n")[0], "summary": summary, "machine": machine_info(),
+                                     "rows": rows}, args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,227 @@
+"""Answer units that respect a document's line structure: a `Key: Value` field line, a list item, a docstring line
+inside a code block and an ordinary sentence are units an answer may quote; a line of code is not.
+
+Why: reference documents (package metadata, README files, man pages, config references, pydoc output) state facts
+one per line. Sentence splitting glues a run of `Key: Value` lines into one "sentence" ("Classifier: ... License-File:
+LICENSE Project-URL: ...") and a fenced example into another, so the line that answers ("License-Expression: MIT")
+was never a candidate and a code block was quoted as the answer. Pure text in, spans out (no store, no model)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+from core.text import FIELD_LINE, field_blocks, sentence_spans
+
+Kind = Literal["sentence", "field", "item", "doc", "code"]
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_FENCE_LINE = re.compile(r"(?m)^\s*(```|~~~)")
+# RST / markdown literal blocks: '.. code-block:: python', '.. code::', or a paragraph ending in '::'
+_RST_CODE = re.compile(r"^\s*\.\.\s+(code-block|code|sourcecode|highlight)::")
+FIELD = FIELD_LINE  # a `Key: Value` line (core.text)
+_MARGIN = re.compile(r"[|│]+[ \t]*")
+_ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)])\s+\S")
+# A line that reads as code: an interpreter prompt, a statement, an assignment, a call standing alone, a comment,
+# a bracket or decorator line, a shell command.
+_CODE_LINE = re.compile(
+    r"^\s*(>>>|\.\.\.(\s|$)|\$\s|%\s|#|//|@\w|import\s|from\s+[\w.]+\s+import\b|def\s|class\s+\w+[(:]|return\b|"
+    r"raise\b|if\s.*:$|elif\s|else:|for\s.*:$|while\s.*:$|try:|except\b|with\s.*:$|print\(|pip\s+install\b|"
+    r"(python3?|pip3?|conda|git|cd|source|export|npm|sudo|apt-get|apt|brew|docker|curl|wget)\s+[-\w./\"'\[]|"
+    r"[\w.\[\]'\"]+\s*(=|\+=|-=)\s*[^=]|[\w.]+\(.*\)\s*([;,]|#.*|//.*)?$|[{}\[\]()]+[,;]?\s*$|<[/!]?\w)")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One quotable (or not) unit of a text: its span and what it is."""
+
+    start: int
+    end: int
+    kind: Kind
+
+
+def code_lines(text: str) -> list[tuple[int, int]]:
+    """Character ranges of the text's code blocks: fenced (``` / ~~~), RST literal blocks (after '::' or a
+    '.. code-block::' directive, while indented) and markdown indented blocks after a blank line."""
+    out: list[tuple[int, int]] = []
+    lines = text.splitlines(keepends=True)
+    pos = 0
+    fence: str | None = None
+    start = 0
+    literal_after = False  # the previous paragraph ended in '::': an indented block follows
+    in_literal = False
+    prev_blank = True
+    for ln in lines:
+        body = ln.rstrip("\r\n")
+        m = _FENCE.match(body)
+        if fence is not None:
+            if m and m.group(1) == fence:
+                out.append((start, pos + len(ln)))
+                fence = None
+            pos += len(ln)
+            continue
+        if m:
+            fence, start = m.group(1), pos
+            pos += len(ln)
+            continue
+        indented = body.startswith(("    ", "\t")) and body.strip() != ""
+        if in_literal:
+            if indented or not body.strip():
+                if indented:
+                    out.append((pos, pos + len(ln)))
+                pos += len(ln)
+                continue
+            in_literal = False
+        if (literal_after or _RST_CODE.match(body)) and not body.strip():
+            in_literal = True
+        elif _RST_CODE.match(body):
+            literal_after = True
+            out.append((pos, pos + len(ln)))
+            pos += len(ln)
+            prev_blank = False
+            continue
+        elif indented and prev_blank and _CODE_LINE.match(body):  # a markdown indented block that reads as code
+            out.append((pos, pos + len(ln)))
+        if body.strip():
+            literal_after = body.rstrip().endswith("::") and not _RST_CODE.match(body)
+        prev_blank = not body.strip()
+        pos += len(ln)
+    if fence is not None:  # an unclosed fence runs to the end
+        out.append((start, len(text)))
+    first = _FENCE_LINE.search(text) if fence is not None else None
+    if first is not None:  # an odd number of fences: the chunk may open inside a code block (its first fence closes)
+        at = text.rfind("\n", 0, first.start()) + 1
+        head = [ln for ln in text[:at].splitlines() if ln.strip()]
+        if head and any(_reads_as_code(ln.strip()) for ln in head) and not any(
+                len(ln.split()) > 12 and ln.rstrip().endswith(".") for ln in head):
+            rest = code_lines(text[text.find("\n", first.end()) + 1:]) if "\n" in text[first.end():] else []
+            off = text.find("\n", first.end()) + 1
+            return [(0, text.find("\n", first.end()) + 1 or len(text))] + [(a + off, b + off) for a, b in rest]
+    return out
+
+
+def _prose_in_code(body: str) -> bool:
+    """A line of a code block that reads as prose (a docstring or pydoc line, a man page's description): it opens
+    with a word (or a list mark), is no statement, and is mostly letters and spaces."""
+    if not re.match(r"^\s*(?:[-*•]\s+)?[^\W\d_]", body) or _CODE_LINE.match(body) or _RST_CODE.match(body):
+        return False
+    plain = sum(1 for ch in body if ch.isalpha() or ch == " ")
+    return plain >= 0.8 * len(body.strip()) and len(re.findall(r"[^\W\d_]{2,}", body)) >= 3
+
+
+def _reads_as_code(body: str) -> bool:
+    """A line outside any block that still reads as code (a chunk may open inside a code block): a statement, not a
+    markdown heading, not prose."""
+    return bool(_CODE_LINE.match(body)) and not re.match(r"^\s*#{1,6}\s", body) and not _prose_in_code(body)
+
+
+def kind_of_line(body: str) -> Kind:
+    """A line read on its own: a field, a list item, or a sentence."""
+    return "field" if FIELD.match(body) else "item" if _ITEM.match(body) else "sentence"
+
+
+def _inside(s: int, e: int, ranges: list[tuple[int, int]]) -> bool:
+    return any(a <= s and e <= b for a, b in ranges)
+
+
+def _line_units(text: str, s: int, e: int, code: list[tuple[int, int]]) -> list[Unit]:
+    """A multi-line span read line by line: field lines, items and docstring lines are units of their own, a line that
+    goes on from the one before (indented, or a lower-case wrap) joins it, code lines are code."""
+    out: list[Unit] = []
+    pos = s
+    for ln in text[s:e].split("\n"):
+        a, b = pos, pos + len(ln)
+        pos = b + 1
+        while a < b and text[a].isspace():
+            a += 1
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        in_code = _inside(a, b, code)
+        if in_code:  # pydoc's and man pages' left margin ' |  - default value is set to 3': decoration, not text
+            m = _MARGIN.match(text, a, b)
+            a = m.end() if m else a
+        if a >= b:
+            continue
+        body = text[a:b]
+        if _FENCE.match(body) or _RST_CODE.match(body) or (in_code and not _prose_in_code(body)) or \
+                (_reads_as_code(body) and kind_of_line(body) != "field"):
+            out.append(Unit(a, b, "code"))
+            continue
+        kind: Kind = "field" if FIELD.match(body) else "item" if _ITEM.match(body) else "doc" if in_code else "sentence"
+        prev = out[-1] if out else None
+        indented = text[a - 1:a] in (" ", "\t")
+        goes_on = prev is not None and prev.kind != "code" and kind in ("sentence", "doc") and \
+            not text[prev.start:prev.end].endswith((".", "!", "?", ":")) and (
+                (prev.kind == kind and kind == "sentence") or body[:1].islower() or
+                (indented and prev.kind in ("field", "item")))
+        if goes_on and prev is not None:
+            out[-1] = Unit(prev.start, b, prev.kind)
+        else:
+            out.append(Unit(a, b, kind))
+    return out
+
+
+def _line_structured(text: str, s: int, e: int, code: list[tuple[int, int]]) -> bool:
+    lines = [ln.strip() for ln in text[s:e].split("\n") if ln.strip()]
+    if len(lines) < 2:
+        return False
+    fields = sum(1 for ln in lines if FIELD.match(ln))
+    return fields >= 2 or any(_FENCE.match(ln) for ln in lines) or any(
+        a < e and s < b for a, b in code) or sum(1 for ln in lines if _ITEM.match(ln) or re.fullmatch(r"\d{1,2}[.)]", ln)) >= 2 or \
+        sum(1 for ln in lines if _reads_as_code(ln)) >= 2
+
+
+def units(text: str) -> list[Unit]:
+    """The text's units in order: sentences of prose, and where the text is line-structured (a run of `Key: Value`
+    fields, a code block, a list) its lines."""
+    return list(_units(text))
+
+
+@lru_cache(maxsize=2048)  # a chunk is read by every question that retrieves it, and by the check after the answer
+def _units(text: str) -> tuple[Unit, ...]:
+    code = code_lines(text)
+    out: list[Unit] = []
+    pos = 0
+    for fs, fe in [*field_blocks(text), (len(text), len(text))]:
+        for s, e in sentence_spans(text, pos, fs):
+            if "\n" in text[s:e] and _line_structured(text, s, e, code):
+                out.extend(_line_units(text, s, e, code))
+            elif _inside(s, e, code):
+                body = text[s:e]
+                out.append(Unit(s, e, "doc" if _prose_in_code(body) else "code"))
+            else:
+                out.append(Unit(s, e, kind_of_line(text[s:e]) if "\n" not in text[s:e] else "sentence"))
+        if fs < fe:
+            out.extend(_line_units(text, fs, fe, code))
+        pos = fe
+    cut: list[Unit] = []
+    for u in out:  # 'anaconda\n2.': the next item's number glued to the line before it
+        m = re.search(r"\n[ \t]*(\d{1,2}[.)])$", text[u.start:u.end])
+        if m and u.kind != "code":
+            cut += [Unit(u.start, u.start + m.start(), u.kind), Unit(u.start + m.start(1), u.end, "sentence")]
+        else:
+            cut.append(u)
+    merged: list[Unit] = []
+    for u in cut:  # '1.' cut from its item by the sentence splitter ('1. Download and install ...')
+        prev = merged[-1] if merged else None
+        if prev is not None and re.fullmatch(r"\d{1,2}[.)]", text[prev.start:prev.end]) and \
+                "\n" not in text[prev.end:u.start] and u.kind != "code":
+            merged[-1] = Unit(prev.start, u.end, "item")
+        else:
+            merged.append(u)
+    return tuple(merged)
+
+
+def quotable(unit_text: str, kind: Kind) -> bool | None:
+    """Whether a line unit may be quoted on its own (None: judge it as a sentence). A field line with a value, an
+    item or docstring line of three words or more are claims though they end without a full stop; code never is."""
+    if kind == "code":
+        return False
+    words = len(re.findall(r"\w+", unit_text))
+    if kind == "field":
+        m = FIELD.match(unit_text)
+        return bool(m) and len(re.findall(r"\w+", m.group("value"))) >= 1 and words <= 80
+    if kind in ("item", "doc"):
+        return 3 <= words <= 80
+    return None
