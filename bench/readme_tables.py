@@ -2362,7 +2362,9 @@ PARTS: list[tuple[str, list[tuple[str, Section]]]] = [
         ("ml_estimate_chars_a.json", build_halves),
         ("ml_estimate_share_a.json", build_halves),
         ("ml_estimate_share_b.json", build_halves),
+        ("ml_estimate_share_c.json", build_halves),
         ("graph_estimate_a.json", build_halves),
+        ("graph_estimate_b.json", build_halves),
     ]),
     ("Refactors", [
         ("house_proof.json", house_proof),
