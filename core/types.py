@@ -1,8 +1,7 @@
 """Frozen data records that flow between stages: documents, chunks, candidates, usage and the trace."""
 from __future__ import annotations
 
-from abc import abstractmethod
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, NamedTuple, Sequence
@@ -186,8 +185,9 @@ class StageInfo(Mapping[str, Any]):
 
     __slots__ = ()
 
-    @abstractmethod
-    def to_dict(self) -> dict[str, Any]: ...
+    def to_dict(self) -> dict[str, Any]:
+        """Each field under its own name (a record whose trace keys or values differ says so in its own to_dict)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
 
     def __getitem__(self, key: str) -> Any:
         return self.to_dict()[key]

@@ -37,9 +37,6 @@ class Bm25Info(StageInfo):
     indexed: int
     text: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"indexed": self.indexed, "text": self.text}
-
 
 @dataclass(frozen=True, eq=False)
 class DenseInfo(StageInfo):
@@ -51,10 +48,6 @@ class DenseInfo(StageInfo):
     search: str
     embed_cache_misses: int
     embed_cache_hits: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "indexed": self.indexed, "text": self.text, "search": self.search,
-                "embed_cache_misses": self.embed_cache_misses, "embed_cache_hits": self.embed_cache_hits}
 
 
 @dataclass(frozen=True, eq=False)

@@ -334,9 +334,6 @@ class PlanInfo(StageInfo):
     form: str
     route: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"planner": self.planner, "form": self.form, "route": self.route}
-
 
 @dataclass(frozen=True, eq=False)
 class BridgeInfo(StageInfo):
@@ -345,9 +342,6 @@ class BridgeInfo(StageInfo):
     column: str
     value: str
     sentence: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"column": self.column, "value": self.value, "sentence": self.sentence}
 
 
 @dataclass(frozen=True, eq=False)
@@ -422,9 +416,6 @@ class ToolsEvidenceInfo(StageInfo):
     rows: int
     passages: int
     stop_reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"rows": self.rows, "passages": self.passages, "stop_reason": self.stop_reason}
 
 
 @dataclass
