@@ -76,6 +76,21 @@ def test_the_neighbouring_fact_is_caught_with_its_sibling() -> None:
                   "Candidates must be over the age of 18.", "Members of the Scottish Parliament (MSPs) ...") == []
 
 
+def test_a_lower_case_package_name_before_a_software_noun_is_checked() -> None:
+    # 'all jsonpickle errors' answered with another package's sentence; 'the oldest pandas version' with numpy's
+    chunk = "- The oldest numpy version supported is 1.21.3.\n- Some examples require pandas."
+    assert _unmet("What is the oldest pandas version foo supports?", "The oldest numpy version supported is 1.21.3.",
+                  chunk) == [("entity", ("numpy",))]
+    assert _unmet("What is the oldest numpy version foo supports?", "The oldest numpy version supported is 1.21.3.",
+                  chunk) == []
+    assert _unmet("From which base class do all quuxlib errors derive?",
+                  "All errors raised during conversion derive from the `idna.IDNAError` base class.",
+                  title="idna") == [("entity", ())]
+    # a word that only qualifies the noun is no name
+    assert [c.kind for c in question_constraints("What is the oldest supported version?")
+            if c.kind == "entity"] == []
+
+
 def test_a_question_with_no_constraints_and_cross_lingual_names() -> None:
     assert check("What is a prime number?", Evidence("A prime is a natural number.")).verdicts == ()
     # a Russian name over English text: transliterated when it can be; an exonym it cannot match is unchecked, not

@@ -141,6 +141,17 @@ _TECHNICAL = re.compile(r"[A-Za-z]\w*_\w|\w\.\w|`|\b(package|library|module|func
 _QUESTION_WORDS = frozenset("what which who whom whose where when why how whatever whichever".split())
 
 
+# 'all jsonpickle errors', 'the oldest pandas version': a lower-case word right before a software noun names the
+# thing asked about, unless it only qualifies the noun ('the oldest supported version').
+_BEFORE_NOUN = re.compile(r"\b([a-z][a-z0-9\-]*[a-z0-9])\s+(?:versions?|errors?|exceptions?|packages?|"
+                          r"librar(?:y|ies)|modules?|releases?|licen[cs]e|dependenc(?:y|ies)|api|docs|documentation|"
+                          r"maintainers?|authors?|installation|changelog)\b")
+QUALIFIERS = frozenset("minimum maximum min max latest oldest newest earliest current required supported stable "
+                        "first last next previous new old recommended default major minor final initial lowest "
+                        "highest least most same other exact specific this that which what whose its their any "
+                        "every each all optional extra test testing development dev runtime build core main".split())
+
+
 def _common(word: str) -> bool:
     low = word.lower()
     return low in EN_STOP or low in RU_STOP or low in _QUESTION_WORDS or not tokenize(low)
@@ -160,6 +171,7 @@ def subject_names(question: str) -> list[str]:
         [m.group(1) for m in _OPENS_WITH.finditer(q) if m.group(1) == m.group(1).lower()]
     if _CYR.search(q):
         found += [m.group(0) for m in _LATIN_WORD.finditer(q)]
+    found += [m.group(1) for m in _BEFORE_NOUN.finditer(q) if m.group(1) not in QUALIFIERS]
     asked = set(attr.words) if attr is not None else set()
     for w in found:
         w = w.rstrip(".")

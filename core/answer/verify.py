@@ -15,7 +15,7 @@ from difflib import SequenceMatcher
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Literal, Sequence
 
-from core.answer.attributes import asked_attribute, states_value, subject_names
+from core.answer.attributes import QUALIFIERS, asked_attribute, states_value, subject_names
 from core.answer.support import sentence_contexts
 from core.answer.units import units
 from core.text import EN_STOP, FIELD_LINE, RU_STOP, sentence_spans, tokenize
@@ -712,6 +712,15 @@ def _parallel_names(c: Constraint, sentence: str, question: str) -> list[str]:
         i = sentence.find(name)
         if i >= 0 and _neighbours(sentence, (i, i + len(name))) & around:
             out.append(name)
+    if c.text == c.text.lower():  # a lower-case name asked ('the oldest pandas version'): a lower-case word in its
+        # slot, before the same noun, is its sibling ('the oldest numpy version ...'), unless it only qualifies it
+        noun = re.match(r"\s+(\w+)", question[at + len(c.text):])
+        for m in re.finditer(r"(?<![\w.`])([a-z][a-z0-9\-]*[a-z0-9])(?=\s+(\w+))", sentence) if noun else ():
+            w = m.group(1)
+            if len(w) < 3 or w in EN_STOP or w in QUALIFIERS or _key(w) in qkeys or w in out or \
+                    m.group(2).lower() != noun.group(1).lower():
+                continue
+            out.append(w)
     return out
 
 
