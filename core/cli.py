@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from core.app.counters import counters
 from core.config import ConfigError, PipelineConfig, load_config_file, parse_set_value
-from core.files import FileProblem, read_text_checked
+from core.safeio.files import FileProblem, read_text_checked
 from core.deps import DEFAULT_DB, build_deps
 from core.pipeline import QueryError, run_query, validate_query
 from core.store import Store, StoreError, token_vector_files

@@ -1,4 +1,4 @@
-"""Issue #46 items 2 and 3: one checked reader for every path a user names (core/files.py). A FIFO never hangs, the
+"""Issue #46 items 2 and 3: one checked reader for every path a user names (core/safeio/files.py). A FIFO never hangs, the
 zero device is no MemoryError, a link loop is one file's problem, deep JSON is a message, and each cap on a size
 that can grow (history turns, collection descriptions) names itself when hit."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from core.app.conversation import MAX_TURN_CHARS, ConversationError, load_turns,
 from core.config import ConfigError, PipelineConfig, load_config_file
 from core.eval.datasets import DatasetError, load_jsonl_file, parse_jsonl
 from core.eval.sweep import load_grid
-from core.files import MAX_JSON_DEPTH, FileProblem, read_checked
+from core.safeio.files import MAX_JSON_DEPTH, FileProblem, read_checked
 from core.ingest.files import read_file, scan_paths
 from core.ingest.pipeline import ingest_files
 from core.store import Store

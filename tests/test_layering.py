@@ -6,9 +6,9 @@ module, at module level (`if TYPE_CHECKING:` blocks included) or inside a functi
 (a) No import circle: the graph of all imports between these modules, module- and function-level, has no cycle.
 
 (b) Layers, from the bottom:
-    1. `core.files` (the checked reader) and `core.worker` (a child process behind pipes) import nothing of core;
+    1. `core.safeio.files` (the checked reader) and `core.safeio.worker` (a child process behind pipes) import nothing of core;
        `core.types`, `core.text`, `core.config` (with its submodules) import nothing of core but themselves and
-       `core.files`; `core.trace` (the stage contract) imports only `core.types`.
+       `core.safeio.files`; `core.trace` (the stage contract) imports only `core.types`.
     2. `core.store` and `core.models` import only layer 1 and their own package.
     3. The stage packages `core.ingest`, `core.retrieve`, `core.cascade`, `core.route`, `core.graph`, `core.answer`
        import layers 1-2 and `core.trace`, their own package, and another stage package only where the code needs it: that
@@ -40,7 +40,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-FOUNDATION = ("core.types", "core.text", "core.config", "core.files", "core.worker")
+FOUNDATION = ("core.types", "core.text", "core.config", "core.safeio.files", "core.safeio.worker")
 TRACE = "core.trace"  # the stage contract: imports only core.types; the stage packages and above import it
 BASE = ("core.store", "core.models")
 STAGES = ("core.ingest", "core.retrieve", "core.cascade", "core.route", "core.graph", "core.answer")
@@ -230,7 +230,7 @@ def _layer_breach(imp: Imp, target: str) -> str | None:
     if target == "core.cli" and src != "core.__main__":
         return "only core.__main__ imports core.cli"
     if (own := _unit(src, FOUNDATION)) is not None:
-        ok = _within(target, own) or (target == "core.files" and own != "core.files")  # the reader at the bottom
+        ok = _within(target, own) or (target == "core.safeio.files" and own != "core.safeio.files")  # the reader at the bottom
         return None if ok else f"{own} imports nothing of core, yet imports {target}"
     if src == TRACE:
         return None if target == "core.types" else f"{TRACE} imports only core.types, yet imports {target}"

@@ -137,7 +137,7 @@ def test_fifty_hostile_queries_are_refused_with_reasons_no_side_effect_no_file(w
 def _raw(box, sql: str) -> dict:  # noqa: ANN001
     """Run SQL in the sandbox's worker bypassing the check, as a query that got past it would."""
     from core.store.sql import MAX_CELL_CHARS, MAX_RESULT_BYTES
-    from core.worker import WallDeadline
+    from core.safeio.worker import WallDeadline
 
     reply, _ = box._ready().request({"op": "run", "sql": sql, "max_rows": 10, "timeout_s": 5.0,  # noqa: SLF001
                                      "max_cell": MAX_CELL_CHARS, "max_bytes": MAX_RESULT_BYTES}, b"",

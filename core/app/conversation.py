@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-from core.files import FileProblem, check_depth, read_text_checked
+from core.safeio.files import FileProblem, check_depth, read_text_checked
 from core.route.condense import CondenseInfo
 from core.store.workspaces import workspace_dir
 from core.types import Stage, Trace, Turn

@@ -1,7 +1,7 @@
 """PipelineConfig: one validated section per stage, each with `enabled`, and a stable hash of the whole.
 
 The sections live by role in core/config/{ingest,retrieval,graph,cascade,answer,route}.py; every name is importable
-from here. This package imports nothing else of core but the checked reader (core/files.py)."""
+from here. This package imports nothing else of core but the checked reader (core/safeio/files.py)."""
 from __future__ import annotations
 
 import hashlib
@@ -24,7 +24,7 @@ from core.config.ingest import (
     LimitsConfig,
 )
 from core.config.retrieval import BM25Config, DenseConfig, FusionConfig
-from core.files import FileProblem, check_depth, read_checked
+from core.safeio.files import FileProblem, check_depth, read_checked
 from core.config.route import (
     AgentConfig,
     CagConfig,

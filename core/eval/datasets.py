@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
 from core.config import PipelineConfig
 from core.deps import datasets_root, db_path
 from core.eval.golden_io import item_json, usable
-from core.files import FileProblem, check_depth, read_checked
+from core.safeio.files import FileProblem, check_depth, read_checked
 from core.eval.metrics import DEFAULT_KS, Gold, MatchMode, Unit
 from core.ingest.context import build_heuristic
 from core.ingest.pipeline import ingest_files, read_paths, token_sink

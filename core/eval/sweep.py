@@ -17,7 +17,7 @@ from core.eval.datasets import GoldenSet
 from core.eval.metrics import Delta, compare_metric
 from core.eval.run import MISSING_BUILD, EvalRun, NamedConfig, run_eval
 from core.eval.validity import Validity, of_set
-from core.files import FileProblem, check_depth, read_text_checked
+from core.safeio.files import FileProblem, check_depth, read_text_checked
 from core.models.pricing import worst_call_usd
 from core.pipeline import StageMemo
 from core.types import DEFAULT_WORKSPACE

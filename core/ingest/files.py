@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from core.files import FileProblem, kind_of_mode, read_checked, resolve
+from core.safeio.files import FileProblem, kind_of_mode, read_checked, resolve
 from core.ingest.parse import MAX_KEY_CHARS, SUPPORTED, ParseError
 
 

@@ -25,7 +25,7 @@ from core.ingest.chunk import build_chunks, check_chunk_cap, chunk_facts, chunk_
 from core.ingest.parse import ParseError, human_size, kind_of, parse
 from core.ingest.tables import TableData, is_table, read_table, table_document, table_from_json, table_to_json
 from core.types import Chunk, ParsedDocument, Section
-from core.worker import CpuDeadline, Worker, read_exact, read_request, ready, write_reply
+from core.safeio.worker import CpuDeadline, Worker, read_exact, read_request, ready, write_reply
 
 PARSE_TIMEOUT_S = 20.0  # seconds of the worker's CPU time per file (parse + chunk)
 # Wall-clock backstop per file: a multiple of the CPU deadline, so a worker starved of CPU on a busy machine is not

@@ -23,7 +23,7 @@ from typing import Any, Iterator, Mapping
 import duckdb
 
 from core.types import SqlResult
-from core.worker import WallDeadline, Worker, read_exact, read_request, ready, write_reply
+from core.safeio.worker import WallDeadline, Worker, read_exact, read_request, ready, write_reply
 
 MAX_SQL_CHARS = 10_000
 MAX_ROWS = 1_000
@@ -277,7 +277,7 @@ def _kill_all() -> None:
 
 
 class _SqlWorker(Worker):
-    """One `python -m core.store.sql HARD_MB` process (core/worker.py's frames), ended at exit."""
+    """One `python -m core.store.sql HARD_MB` process (core/safeio/worker.py's frames), ended at exit."""
 
     def __init__(self, hard_mb: int) -> None:
         super().__init__("core.store.sql", str(hard_mb), what="SQL worker", startup_s=STARTUP_TIMEOUT_S)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
 FRAME = struct.Struct(">II")  # header length, data length
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
