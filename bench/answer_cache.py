@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import statistics
 import sys
 import time
@@ -32,6 +31,7 @@ import numpy as np  # noqa: E402
 from _common import CAPTION, Table, grid, machine_info, met, num, pct, utc_now, write_result  # noqa: E402
 
 from core.answer.cache import content_only, features, guard, same_words  # noqa: E402
+from core.answer.cache_verifier import FEATURES as VERIFIER_FEATURES  # noqa: E402
 from train.cache_pairs import EXTRA, EXTRA_DEV, is_dev, load_rows, pair_key, question_groups  # noqa: E402
 from train.cache_verifier import C as VERIFIER_C  # noqa: E402
 from train.cache_verifier import fit as verifier_fit  # noqa: E402
@@ -186,7 +186,6 @@ def main() -> int:
     # The pair model is averaged with the verifier the product ships (PRODUCT_DEFAULT says which fit that is).
     ship_nob6 = PRODUCT_DEFAULT["variant"] == "vetoes+verifier(no batch 6)"
     ship_dev, ship_test = (prob_dev_nob6, prob_test_nob6) if ship_nob6 else (prob_dev, prob_test)
-    pair_dev = compare_pair_model_on_dev(rows, cos, base, same, pos, public, dev, ship_dev)
     # The fine-tuned pair model's P: out of fold on dev, the shipped model on the test pairs a check is asked about.
     pair_p, pair_ms = pair_model_probabilities(rows, cos, base, same, dev, score_test=not args.dev_only)
     cur = {"prob": prob}  # the P the variant being chosen / reported reads
@@ -290,11 +289,6 @@ def main() -> int:
                   f"{d['semeval_dev']['false_hit']['k']}/{d['semeval_dev']['false_hit']['n']} | all paraphrases "
                   f"{d['all']['hit']['k']}/{d['all']['hit']['n']}")
         print(f"default (dev): {default_variant}")
-        print(json.dumps(pair_dev, indent=1))
-        if os.environ.get("ANSWER_CACHE_DEV_DUMP"):  # dev rows only, for looking at errors while developing
-            np.savez(os.environ["ANSWER_CACHE_DEV_DUMP"], X=X[dev], cos=cos[dev], prob=prob[dev], pos=pos[dev],
-                     base=base[dev], same=same[dev], origin=origin[dev], public=public[dev], groups=qgroups[dev],
-                     a=np.array([r["a"] for r in rows])[dev], b=np.array([r["b"] for r in rows])[dev])
         return 0
     verifier_ms = time_verifier(embedder, shipped_model, [(r["a"], r["b"]) for r in rows if not r["a"] == r["b"]][:60])
     at_097 = {"public_neg_false_hit": rate(cos >= 0.97, neg & public)["rate"],
@@ -317,7 +311,6 @@ def main() -> int:
         "threshold_only_at_0.97": at_097, "variants": report, "default_variant": default_variant,
         "product_default": PRODUCT_DEFAULT,
         "disclosure": FIRST_LOOK,
-        "pair_model_dev_only": pair_dev,
         "pair_model": None if pair_ms is None else {
             "model": "core/models/data/answer_cache_pair_model.npz", "oof_file": str(PAIR_OOF.relative_to(ROOT)),
             "ms_per_pair_both_orders": pair_ms,
@@ -325,10 +318,10 @@ def main() -> int:
                     "pairs (python -m train.cache_pair_model); dev P out of fold, test P from the model fitted on all "
                     "dev pairs"},
         "verifier": {"model": str(MODEL_PATH.relative_to(ROOT)), "recipe": "python -m train.cache_verifier",
-                     "features": list(model_features()), "fitted_on_dev_pairs": int(shipped_train.sum()),
+                     "features": list(VERIFIER_FEATURES), "fitted_on_dev_pairs": int(shipped_train.sum()),
                      "C": VERIFIER_C, "feature_ms_per_pair": round(feature_ms, 3),
                      "ms_per_pair_encode_features_score": verifier_ms,
-                     "coef": {f: round(float(c), 4) for f, c in zip(model_features(), shipped_model.coef)},
+                     "coef": {f: round(float(c), 4) for f, c in zip(VERIFIER_FEATURES, shipped_model.coef)},
                      "note": "dev probabilities are out of fold (5 folds grouped by shared questions); test "
                              "probabilities come from the model fitted on all dev pairs that break no hard rule"},
     }
@@ -377,57 +370,6 @@ def pair_model_probabilities(rows: list[dict[str, Any]], cos: np.ndarray, base: 
     ms = {"n": len(times), "median": round(statistics.median(times), 2) if times else None,
           "p95": round(times[int(0.95 * (len(times) - 1))], 2) if times else None}
     return out, ms
-
-
-def compare_pair_model_on_dev(rows: list[dict[str, Any]], cos: np.ndarray, base: np.ndarray, same: np.ndarray,
-                              pos: np.ndarray, public: np.ndarray, dev: np.ndarray, prob_dev: np.ndarray
-                              ) -> dict[str, Any] | None:
-    """Dev only: the fine-tuned pair model's out-of-fold P (PAIR_OOF), alone and combined with the verifier's
-    out-of-fold P, each at its best (threshold, P) by the same rule as the variants (false hits over every dev
-    must-not-share pair <= target, then the most SemEval hits, then the most paraphrase hits, then the highest
-    thresholds), next to the verifier alone. It decides whether the pair model may ship; no test pair is read here.
-    None when the OOF file is absent or was made on other dev pairs."""
-    from sklearn.metrics import roc_auc_score
-
-    if not PAIR_OOF.exists():
-        return None
-    oof = json.loads(PAIR_OOF.read_text())
-    keys = [pair_key(r["a"], r["b"]) for r in rows]
-    if not all(k in oof["p"] for k, d in zip(keys, dev) if d):
-        return {"note": f"{PAIR_OOF.name} lacks some dev pairs (made on an older dev set): re-run --cv"}
-    pp = np.array([oof["p"].get(k, 0.0) for k in keys])
-    neg = ~pos
-    candidates = {"verifier": prob_dev, "pair_model": pp, "mean(verifier, pair_model)": (prob_dev + pp) / 2,
-                  "min(verifier, pair_model)": np.minimum(prob_dev, pp),
-                  "geometric_mean(verifier, pair_model)": np.sqrt(prob_dev * pp)}
-    asked = dev & base & ~same & (cos >= GRID[0])  # the pairs a check is ever asked about on this grid
-    out: dict[str, Any] = {"oof_file": str(PAIR_OOF.relative_to(ROOT)), "hyper": oof.get("hyper"),
-                           "asked_pairs": int(asked.sum())}
-    for name, p in candidates.items():
-        p = np.where(same, 1.0, p)
-        best: tuple[Any, ...] | None = None
-        for t in GRID:
-            for pt in PROB_GRID:
-                hit = dev & base & (cos >= t - 1e-9) & (p >= pt - 1e-9)
-                fh = int((hit & neg).sum())
-                if fh / max(1, int((neg & dev).sum())) > TARGET_FALSE:
-                    continue
-                score = (int((hit & pos & public).sum()), int((hit & pos).sum()), t, pt)
-                if best is None or score > best[0]:
-                    best = (score, fh)
-        out[name] = {"auroc_asked_pairs": round(float(roc_auc_score(pos[asked], p[asked])), 4),
-                     "auroc_all_dev": round(float(roc_auc_score(pos[dev], p[dev])), 4),
-                     **({"threshold": best[0][2], "p": best[0][3],
-                         "public_hits": f"{best[0][0]}/{int((pos & public & dev).sum())}",
-                         "paraphrase_hits": f"{best[0][1]}/{int((pos & dev).sum())}",
-                         "false_hits": f"{best[1]}/{int((neg & dev).sum())}"} if best else {"feasible": False})}
-    return out
-
-
-def model_features() -> tuple[str, ...]:
-    from core.answer.cache_verifier import FEATURES
-
-    return FEATURES
 
 
 def fit_verifier(X: np.ndarray, y: np.ndarray, train: np.ndarray, dev: np.ndarray, groups: np.ndarray

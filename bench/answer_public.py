@@ -6,7 +6,6 @@ Run from the repo root (nice: the machine is shared):
   nice -n 10 .venv/bin/python -m train.support collect              # the public questions (train/support_data.py)
   nice -n 10 .venv/bin/python bench/answer_public.py collect        # the sample sets (report only) -> tables
   nice -n 10 .venv/bin/python bench/answer_public.py report --before FILE   # -> bench/results/answer_public.json
-  nice -n 10 .venv/bin/python bench/answer_public.py public [--out F]       # the shipped model on the public splits
 
 The sample corpus's eval files are never fitted on: their rates are reported. Sets: eval.jsonl (odd ids "fit", even
 ids "test"), eval_train.jsonl, the retired held-out sets eval_holdout{,2,3,4}.jsonl, the blind-written
@@ -282,24 +281,6 @@ def report(before: str, before_on_fit: bool = False) -> None:
     print(f"-> {path}")
 
 
-def public_only(out: Path | None) -> None:
-    """The shipped model's rates on the public splits alone (no sample tables needed): what a change to the answer
-    stage's reading (its quotable units, its features) does to the public report splits, collected before and after."""
-    model = load_support_model()
-    pub = load_public()
-    table = {}
-    for sp in ("xquad_report", "twowiki_report", "xquad_fit", "twowiki_fit"):
-        rows = [r for r in pub["rows"] if r["split"] == sp]
-        table[sp] = _brief(rates(model, rows, model.threshold))
-        print(sp, table[sp], flush=True)
-    save_e5()
-    path = write_result("answer_public_splits", {"machine": machine_info(), "measured_at": utc_now(),
-                                                 "collected_at": pub["collected_at"],
-                                                 "collect_seconds": pub["seconds"], "threshold": model.threshold,
-                                                 "splits": table}, out)
-    print(f"-> {path}")
-
-
 def measured_answer_public(d: dict[str, Any], file: str) -> list[Any]:
     """The shipped support model fitted on public data, before (sample-fitted) and after, on the public report splits
     and on the sample corpus's sets (report only)."""
@@ -362,8 +343,7 @@ MEASURED_ANSWER_PUBLIC = Table(measured_answer_public, "Offline answer and answe
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("phase", choices=["collect", "report", "public"])
-    ap.add_argument("--out", type=Path, default=None, help="public: the results file")
+    ap.add_argument("phase", choices=["collect", "report"])
     ap.add_argument("--db", default=str(SAMPLE_DB), help="collect: the sample corpus's database (ingested if absent)")
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--before", default="651d7426fdd28f208d0459ec5b9c3bb7132b7ec7:core/models/data/support_model.json",
@@ -379,8 +359,6 @@ def main() -> None:
             subprocess.run([sys.executable, "-m", "core", "ingest", str(ROOT / "sample_corpus" / "docs"), "--db",
                             str(db)], check=True, cwd=ROOT)
         collect("sample", db, datasets_dir(None), a.limit, SAMPLE_CACHE, _sample_items())
-    elif a.phase == "public":
-        public_only(a.out)
     else:
         report(a.before, a.before_on_fit)
 
