@@ -4,7 +4,6 @@ Run from the repo root:
     .venv/bin/python bench/agent.py                       # all 300 questions, writes bench/results/agent.json
     .venv/bin/python bench/agent.py --split train         # the router's train split only (where tuning happens)
     .venv/bin/python bench/agent.py --limit 60 --fit      # first refit the offline grader (python -m train.agent_grader)
-    .venv/bin/python bench/agent.py --dataset sample      # sample_corpus/eval.jsonl, writes agent_sample.json
 
 Corpus: the 2,086 passages, one chunk each ("title\\ntext", doc name = title), in a bench DuckDB under data/bench/
 (embedded once, reused). Scored at document level against `gold_titles`:
@@ -39,13 +38,11 @@ from _common import CAPTION, ROOT, Table, datasets_dir, grid, met, num, table, w
 from core.config import PipelineConfig  # noqa: E402
 from core.deps import build_deps  # noqa: E402
 from core.eval.datasets import ingest_predocs, twowiki_predocs  # noqa: E402
-from core.eval.run import loop_round  # noqa: E402
 from core.pipeline import run_query  # noqa: E402
 from core.route.agent import (  # noqa: E402
     BridgeWriter,
     Budget,
     OfflineGrader,
-    grade_features,
     names_in,
     run_agent,
 )
@@ -78,118 +75,7 @@ def auroc(scores: Sequence[float], labels: Sequence[int]) -> float | None:
     return float((ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
 
 
-# -- sample_corpus/eval.jsonl -----------------------------------------------------------------------------------------
-_OFF = {"answer.enabled": False, "answer_cache.enabled": False}
-_NO_TRANSFORMS = {"transforms.hyde": "off", "transforms.multi_query": "off", "transforms.decompose": "off"}
-# Rows of the sample run, each the product's own run_query with the default retrieval cascade (rerank, prune, MMR):
-SAMPLE_CONFIGS: dict[str, dict[str, Any]] = {
-    "single-shot": {**_OFF, **_NO_TRANSFORMS, "router.enabled": False, "agent.enabled": False},
-    "decompose single-shot": {**_OFF, **_NO_TRANSFORMS, "transforms.decompose": "on", "router.enabled": False,
-                              "agent.enabled": False},
-    "loop": {**_OFF, **_NO_TRANSFORMS, "router.enabled": False, "agent.enabled": True},
-    "loop over decompose": {**_OFF, **_NO_TRANSFORMS, "transforms.decompose": "on", "router.enabled": False,
-                            "agent.enabled": True},
-    # the product default: the router sends the questions it calls multi-hop to the loop over decomposition
-    "default (routed)": dict(_OFF),
-}
-
-
-def sample_main(args: argparse.Namespace) -> int:
-    """The loop on sample_corpus/eval.jsonl: grader AUROC on every answerable question (the grader was fitted on
-    twowiki only, so all of them are held out) and, on its multi-hop questions, recall@5 / all-gold@10 / rounds /
-    latency of single-shot vs the loop. Chunk level: a gold item is a text span (core.eval.metrics's rule)."""
-    from core.eval.datasets import sample_set
-    from core.eval.metrics import judge, recall_at_k, score_trace
-    from core.eval.run import prepare, round_recall
-
-    base = PipelineConfig()
-    db = args.db if args.db != DEFAULT_DB else str(ROOT / "data" / "bench" / "agent_sample.duckdb")
-    Path(db).parent.mkdir(parents=True, exist_ok=True)
-    deps = build_deps(base, db=db)
-    gs, notes = prepare(sample_set(), deps, workspace=SAMPLE_WS, config=base)
-    print("; ".join(notes) or "corpus in place")
-    questions = [q for q in gs.queries if q.gold]
-    multi = [q for q in questions if q.qtype == "multi-hop"]
-    if args.limit:  # a quick look: the first questions for the AUROC, the first multi-hop ones for the table
-        questions, multi = questions[: args.limit], multi[: max(1, args.limit // 4)]
-    cfgs = {name: base.with_overrides(o) for name, o in SAMPLE_CONFIGS.items()}
-    run_query(questions[0].query, cfgs["loop"], deps, workspace=SAMPLE_WS, log=False)  # warm-up: models, indexes
-
-    # Grader AUROC: the offline grader on the list the loop's first round grades (the single-shot final list: rerank,
-    # prune, MMR) and, for comparison, on the fused list it was fitted on at twowiki. Positive = holds a gold span.
-    grader = OfflineGrader()
-    au_rows: dict[str, dict[str, list[tuple[float, int]]]] = {"final": {}, "fused": {}}
-    line_of = {q.qid: i for i, q in enumerate(gs.queries, start=1)}
-    for q in questions:
-        trace = run_query(q.query, cfgs["single-shot"], deps, workspace=SAMPLE_WS, log=False)
-        for which, stage in (("final", trace.final()), ("fused", trace.stage("fused"))):
-            cands = list(stage.candidates) if stage else []
-            hits = judge(cands, q.gold)
-            g = grader.grade(q.query, cands, None, SAMPLE_WS)  # type: ignore[arg-type]
-            pairs = [(p, int(bool(h))) for (_, _, p), h in zip(g.grades, hits)]
-            split = "even" if line_of[q.qid] % 2 == 0 else "odd"
-            for key in ("all", split, *(("multi-hop",) if q.qtype == "multi-hop" else ())):
-                au_rows[which].setdefault(key, []).extend(pairs)
-    au = {which: {key: {"auroc": None if (a := auroc([p for p, _ in v], [y for _, y in v])) is None
-                        else round(a, 3), "candidates": len(v), "positives": sum(y for _, y in v),
-                        "correct_share_of_positives": round(float(np.mean([p >= grader.model.upper
-                                                                           for p, y in v if y] or [0])), 3),
-                        "correct_share_of_negatives": round(float(np.mean([p >= grader.model.upper
-                                                                           for p, y in v if not y] or [0])), 3)}
-                  for key, v in by.items()} for which, by in au_rows.items()}
-    print(f"grader AUROC on sample (fitted on: {grader.model.fitted_on}): "
-          + json.dumps({w: {k: v["auroc"] for k, v in by.items()} for w, by in au.items()}))
-
-    rows: list[dict[str, Any]] = []
-    for name, cfg in cfgs.items():
-        per_round: list[dict[int, dict[str, float | None]]] = []
-        for q in multi:
-            t = time.perf_counter()
-            trace = run_query(q.query, cfg, deps, workspace=SAMPLE_WS, log=False)
-            ms = (time.perf_counter() - t) * 1000
-            sc = score_trace(trace, q.gold, ks=(5, 10))
-            final_hits = next(s.hits for s in sc.stages if s.stage == sc.final_stage) if sc.final_stage else ()
-            n = len(q.gold)
-            found10 = set().union(*final_hits[:10]) if final_hits else set()
-            route = trace.stage("route")
-            rows.append({"config": name, "qid": q.qid, "recall@5": recall_at_k(final_hits, n, 5),
-                         "allgold@10": float(len(found10) == n), "ms": ms,
-                         "rounds": (trace.agent or {}).get("rounds", 1),
-                         "stop": (trace.agent or {}).get("stop_reason", "single-shot"),
-                         "route": route.info.get("config") if route and route.skipped is None else None})
-            per_round.append({r: {"recall@5": recall_at_k(s.hits, n, 5), "recall@10": recall_at_k(s.hits, n, 10)}
-                              for s in sc.stages if not s.skipped and (r := loop_round(s.stage)) is not None})
-        rows_c = [r for r in rows if r["config"] == name]
-        print(f"{name}: recall@5 {100 * np.mean([r['recall@5'] for r in rows_c]):.1f}, "
-              f"all-gold@10 {100 * np.mean([r['allgold@10'] for r in rows_c]):.1f}", flush=True)
-        for r, pr in zip(rows_c, per_round):
-            r["per_round"] = pr
-    summary = {}
-    for name in cfgs:
-        sel = [r for r in rows if r["config"] == name]
-        summary[name] = {"n": len(sel), "recall@5": round(100 * float(np.mean([r["recall@5"] for r in sel])), 1),
-                         "allgold@10": round(100 * float(np.mean([r["allgold@10"] for r in sel])), 1),
-                         "mean_rounds": round(float(np.mean([r["rounds"] for r in sel])), 2),
-                         "ms_mean": round(float(np.mean([r["ms"] for r in sel])), 1),
-                         "stop_reasons": {s: sum(1 for r in sel if r["stop"] == s) for s in {r["stop"] for r in sel}},
-                         "per_round": [{k: (round(100 * v, 1) if isinstance(v, float) and k != "round" else v)
-                                        for k, v in row.items()}
-                                       for row in round_recall([r["per_round"] for r in sel])]}
-    cols = ["config", "n", "recall@5", "allgold@10", "mean_rounds", "ms_mean"]
-    print(table(cols, [[n, *[v[c] for c in cols[1:]]] for n, v in summary.items()]))
-    write_result("agent_sample", {
-        "dataset": "sample_corpus/eval.jsonl", "unit": "chunk (gold = text span, core.eval.metrics rule)",
-        "multi_hop_questions": len(multi), "auroc_questions": len(questions), "configs": SAMPLE_CONFIGS,
-        "agent": base.agent.model_dump(), "grader": grader.model.fitted_on,
-        "grader_auroc": au, "by_config": summary,
-        "questions": [{k: v for k, v in r.items() if k != "per_round"} for r in rows],
-        "latency_note": "wall-clock ms on a shared 2-core machine: compare configurations within this run only",
-    }, table=MEASURED_AGENT_SAMPLE)
-    return 0
-
-
 DEFAULT_DB = str(ROOT / "data" / "bench" / "agent.duckdb")
-SAMPLE_WS = "agent_sample"
 
 
 def predocs(root: Path) -> Any:
@@ -216,7 +102,6 @@ def _split_of() -> dict[str, str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--dataset", choices=["twowiki", "sample"], default="twowiki")
     ap.add_argument("--datasets")
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--split", choices=["all", "train", "test"], default="all",
@@ -226,8 +111,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--db", default=DEFAULT_DB)
     ap.add_argument("--out", default="agent", help="results file name under bench/results (no .json)")
     args = ap.parse_args(argv)
-    if args.dataset == "sample":
-        return sample_main(args)
     if args.fit:  # the recipe reads the whole question file (odd questions), whatever --split says
         from train.agent_grader import main as fit_grader
 
@@ -498,41 +381,6 @@ def measured_agent_decompose(d: dict[str, Any], file: str) -> list[str]:
     return out + _measured_agent_prev(d)
 
 
-def measured_agent_sample(d: dict[str, Any], file: str) -> list[str]:
-    """bench/agent.py --dataset sample: grader AUROC on sample_corpus and its multi-hop questions, single-shot vs
-    the loop (recall@5, all-gold@10, rounds, latency) and what each round of the loop added."""
-    by = d.get("by_config") or {}
-    rows = [[name, v.get("n"), num(v.get("recall@5"), 1), num(v.get("allgold@10"), 1), num(v.get("mean_rounds")),
-             num(v.get("ms_mean"), 0),
-             " · ".join(f"r{r.get('round')} {num(r.get('recall@10'), 1)} ({'+' if (r.get('added@10') or 0) >= 0 else ''}"
-                        f"{num(r.get('added@10'), 1)})" for r in v.get("per_round") or []) or "–"]
-            for name, v in by.items()]
-    au = d.get("grader_auroc") or {}
-    out = ["### Agentic loop: sample_corpus multi-hop questions", "", CAPTION, "",
-           f"The {d.get('multi_hop_questions')} multi-hop questions of `sample_corpus/eval.jsonl`, chunk level (gold = "
-           "a text span, the Evaluate rule), through the product's `run_query` with the default cascade (rerank, "
-           "prune, MMR), answers off; *loop*: agent.enabled with the offline grader and entity bridging, at most "
-           f"{(d.get('agent') or {}).get('max_rounds')} rounds; *default (routed)*: the product default, whose router "
-           "sends the questions it calls multi-hop to the loop over decomposition. Per round: recall@10 of the "
-           "evidence pool after each round (gain over the round before). Latency is wall-clock on a shared machine: "
-           "compare rows of this run only.", "",
-           grid(["configuration", "n", "recall@5", "all-gold@10", "rounds", "ms", "loop: recall@10 per round"],
-                    rows), ""]
-    if au:
-        parts = []
-        for which, label in (("final", "the list the loop grades (after rerank, prune, MMR)"),
-                             ("fused", "the fused list")):
-            a = au.get(which) or {}
-            parts.append(f"{label}: all {num((a.get('all') or {}).get('auroc'), 3)} "
-                         f"({(a.get('all') or {}).get('candidates')} candidates), odd {num((a.get('odd') or {}).get('auroc'), 3)}, "
-                         f"even {num((a.get('even') or {}).get('auroc'), 3)}, multi-hop "
-                         f"{num((a.get('multi-hop') or {}).get('auroc'), 3)}")
-        out.append(f"Offline grader AUROC against gold spans on the {d.get('auroc_questions')} answerable questions "
-                   "(fitted on twowiki odd questions only, so every sample question is held out; goal ≥ 0.85): "
-                   + "; ".join(parts) + ".")
-    return out
-
-
 def measured_agent_with_targets(d: dict[str, Any], file: str) -> list[str]:
     """agent.json's table plus the issue's targets; a file missing keys (a bench still writing it) gets the tolerant
     table of agent_decompose instead of a traceback."""
@@ -557,7 +405,6 @@ def headline_agent(d: dict[str, Any], file: str) -> tuple[str, str | None] | Non
 
 
 MEASURED_AGENT_WITH_TARGETS = Table(measured_agent_with_targets, 'Agentic loop', headline=headline_agent)
-MEASURED_AGENT_SAMPLE = Table(measured_agent_sample, 'Agentic loop')
 
 
 if __name__ == "__main__":

@@ -4,17 +4,16 @@ exactly on the float32 matrix (core.retrieve.dense.DenseIndex).
 
 The vectors (--vectors anchored, the default) are made from real MiniLM embeddings of ~8k public passages (SciFact,
 2WikiMultihop, a Rust codebase; --datasets or $RAG_DATASETS) and queried with real questions' embeddings; passages and
-questions are split in halves, 'tune' to choose, 'report' to report. The steps, in order:
+questions are split in halves, 'tune' to choose, 'report' to report:
 
-  .venv/bin/python bench/ann.py --calibrate                        # the generator's noise (NOISE below)
-  .venv/bin/python bench/ann.py --sweep --split tune --sizes 100000 --out bench/results/ann_sweep_tune.json
-  .venv/bin/python bench/ann.py --sweep --split tune --sizes 1000000 --out bench/results/ann_sweep_tune_1m.json
   .venv/bin/python bench/ann.py --split report --sizes 10000 100000 300000 1000000   # bench/results/ann.json
 
+The generator's noise (NOISE) and the query width were chosen on the tune half by the --calibrate and --sweep modes
+this bench had (bench/results/ann_sweep_tune.json; the modes and their other results are on the lab branch:
+`git show lab:bench/ann.py`).
+
 The fused query is the product's: BM25 (bm25s over synthetic chunk texts of 20-40 words) + the dense list + RRF, up to
---bm25-max chunks. Graphs, BM25 builds and the real embeddings are cached in --cache and reused by bench/query.py
---vectors anchored (their build figures are kept with them). --vectors clustered is the older generator
-(ann_hardness.json says why it was replaced).
+--bm25-max chunks. Graphs, BM25 builds and the real embeddings are cached in --cache and reused.
 """
 from __future__ import annotations
 
@@ -30,15 +29,85 @@ from typing import Any, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 from _common import CAPTION, Table, datasets_dir, dig, grid, machine_info, met, num, utc_now, write_result  # noqa: E402
-from query import candidates, synthetic_chunks, synthetic_queries  # noqa: E402
 
 from core.retrieve import ann as ann_mod  # noqa: E402
 from core.retrieve.ann import AnnIndex  # noqa: E402
 from core.retrieve.bm25 import BM25Index, BM25Params  # noqa: E402
 from core.retrieve.dense import DenseIndex  # noqa: E402
 from core.retrieve.fusion import rrf  # noqa: E402
+from core.types import Candidate  # noqa: E402
 
 DIM, K, K_FUSED, RRF_K = 384, 50, 20, 60
+
+
+# -- synthetic chunk texts for the BM25 side (Zipf words with code identifiers), and the questions over them
+_STOP = ("the of and to in a is that for it as was with be by on not he this are or his from at which but have an "
+         "they you were her she there been one all we their has would when if so no will more out up who can").split()
+_ONSETS = ["", "b", "br", "c", "ch", "d", "dr", "f", "g", "gr", "h", "k", "l", "m", "n", "p", "pl", "r", "s", "sh",
+           "st", "t", "tr", "v", "w", "z"]
+_VOWELS = ["a", "e", "i", "o", "u", "ai", "ea", "ou"]
+_CODAS = ["", "", "n", "r", "s", "t", "l", "nd", "st", "ck"]
+
+
+def vocabulary(rng: np.random.Generator, size: int, identifiers: int) -> list[str]:
+    """Word list in Zipf rank order: stopwords first, then made-up English-ish words with code identifiers
+    (camelCase, snake_case, UPPER_SNAKE, dotted keys) scattered through the middle ranks."""
+    words: list[str] = []
+    seen = set(_STOP)
+    while len(words) < size:
+        n = int(rng.integers(1, 4))
+        w = "".join(_ONSETS[rng.integers(len(_ONSETS))] + _VOWELS[rng.integers(len(_VOWELS))]
+                    + _CODAS[rng.integers(len(_CODAS))] for _ in range(n))
+        if len(w) > 2 and w not in seen:
+            seen.add(w)
+            words.append(w)
+    idents: list[str] = []
+    for i in range(identifiers):
+        a, b, c = (words[int(j)] for j in rng.integers(0, 3000, size=3))
+        style = i % 4
+        ident = (a + b.capitalize() + c.capitalize() if style == 0 else f"{a}_{b}_{c}" if style == 1
+                 else f"{a}_{b}".upper() if style == 2 else f"{a}.{b}.{c}")
+        idents.append(ident)
+    positions = sorted(rng.choice(np.arange(200, size), size=identifiers, replace=False).tolist(), reverse=True)
+    for pos, ident in zip(positions, idents):
+        words.insert(pos, ident)
+    return list(_STOP) + words
+
+
+def synthetic_chunks(n: int, seed: int, vocab_size: int = 30_000, identifiers: int = 400,
+                     words_min: int = 60, words_max: int = 160, zipf_s: float = 1.07) -> list[str]:
+    """n chunks of words_min..words_max words drawn from a Zipf(s) law over the vocabulary, with sentence ends."""
+    rng = np.random.default_rng(seed)
+    vocab = np.asarray(vocabulary(rng, vocab_size, identifiers), dtype=object)
+    ranks = np.arange(1, len(vocab) + 1, dtype=np.float64)
+    p = 1.0 / ranks ** zipf_s
+    p /= p.sum()
+    lengths = rng.integers(words_min, words_max + 1, size=n)
+    draws = vocab[rng.choice(len(vocab), size=int(lengths.sum()), p=p)]
+    ends = rng.random(len(draws)) < 1 / 14  # about one sentence end every 14 words
+    draws = np.where(ends, draws + ".", draws)
+    out, start = [], 0
+    for length in lengths.tolist():
+        out.append(" ".join(draws[start:start + length].tolist()))
+        start += length
+    return out
+
+
+def synthetic_queries(chunks: Sequence[str], n: int, seed: int) -> list[str]:
+    """2-5 words lifted from a random chunk (stopwords mostly skipped), so every query has real matches."""
+    rng = np.random.default_rng(seed + 1)
+    stop = set(_STOP)
+    out = []
+    for _ in range(n):
+        words = [w.rstrip(".") for w in chunks[int(rng.integers(len(chunks)))].split()]
+        content = [w for w in words if w not in stop] or words
+        take = min(len(content), int(rng.integers(2, 6)))
+        out.append(" ".join(content[int(i)] for i in rng.choice(len(content), size=take, replace=False)))
+    return out
+
+
+def candidates(hits: Sequence[tuple[str, float]], stage: str) -> list[Candidate]:
+    return [Candidate(cid, "", "", score, rank, {"stage": stage}) for rank, (cid, score) in enumerate(hits, 1)]
 
 
 def rss_mib() -> float:
@@ -48,36 +117,6 @@ def rss_mib() -> float:
                 return int(line.split()[1]) / 1024
     return float("nan")
 
-
-def clustered(n: int, seed: int, clusters: int, latent: int = 24, noise: float = 0.05,
-              labels: list | None = None) -> np.ndarray:
-    """Unit vectors around `clusters` random centres (topics), each topic varying along its own `latent`-dimensional
-    subspace plus a little isotropic noise: a low intrinsic dimension, as sentence embeddings have (an isotropic
-    cloud in 384-d has no near neighbours to find). Written in blocks to keep the peak low."""
-    rng = np.random.default_rng(seed)
-    centres = rng.normal(size=(clusters, DIM)).astype(np.float32) / np.sqrt(DIM)
-    basis = rng.normal(size=(clusters, latent, DIM)).astype(np.float32) / np.sqrt(DIM)
-    out = np.empty((n, DIM), dtype=np.float32)
-    for at in range(0, n, 50_000):
-        m = min(50_000, n - at)
-        c = rng.integers(0, clusters, m)
-        if labels is not None:
-            labels.append(c)
-        z = rng.normal(size=(m, latent)).astype(np.float32) * 0.5
-        block = centres[c] + np.einsum("ml,mld->md", z, basis[c]) + noise * rng.normal(size=(m, DIM)).astype(
-            np.float32) / np.sqrt(DIM)
-        out[at: at + m] = block / np.linalg.norm(block, axis=1, keepdims=True)
-    return out
-
-
-def queries_near(x: np.ndarray, n: int, seed: int) -> np.ndarray:
-    """A query near a corpus point (a question near the passage that answers it)."""
-    rng = np.random.default_rng(seed + 1)
-    q = x[rng.integers(0, len(x), n)] + 0.3 * rng.normal(size=(n, DIM)).astype(np.float32) / np.sqrt(DIM)
-    return (q / np.linalg.norm(q, axis=1, keepdims=True)).astype(np.float32)
-
-
-# -- realistic synthetic vectors: real MiniLM embeddings of real text, multiplied -----------------------------------
 
 def real_texts(datasets: Path) -> tuple[list[str], list[str]]:
     """Passages and questions of three public sets in ../shared/datasets (SciFact abstracts, 2WikiMultihop
@@ -226,9 +265,6 @@ NOISE = 0.25
 def vectors(kind: str, n: int, seed: int, split: str, datasets: Path, cache: Path, noise: float
             ) -> tuple[np.ndarray, np.ndarray, str]:
     """(corpus vectors, query vectors, description)."""
-    if kind == "clustered":
-        x = clustered(n, seed, clusters=max(50, n // 100))
-        return x, queries_near(x, 400, seed), "clustered (older generator): one topic per 100 chunks, 24-d each"
     p, q, _ = real_embeddings(datasets, cache)
     anchors, qs = split_real(p, q, split)
     return (anchored(n, anchors, seed, noise), qs,
@@ -293,25 +329,6 @@ def bm25_for(cache: Path | None, n: int, seed: int, ids: Sequence[str], n_querie
     return bm25, texts, {**info, "from_cache": False}
 
 
-def sweep(index: DenseIndex, qs: np.ndarray, exact: list[list[str]], grid: Sequence[tuple[int, int]]
-          ) -> list[dict[str, Any]]:
-    """recall@50 and latency of the product's dense search at other (EF_PER_K, CANDIDATES_PER_K) settings."""
-    keep = ann_mod.EF_PER_K, ann_mod.CANDIDATES_PER_K
-    out = []
-    try:
-        for ef_k, cand_k in grid:
-            ann_mod.EF_PER_K, ann_mod.CANDIDATES_PER_K = ef_k, cand_k
-            timed_search(index, qs[:5], None)  # warm at this width
-            r = timed_search(index, qs, exact)
-            out.append({"ef_per_k": ef_k, "candidates_per_k": cand_k,
-                        "ef": ann_mod.expansion(len(index), ann_mod.candidates(K)), **r})
-            print(f"    ef/k {ef_k} cand/k {cand_k}: recall {r['recall_at_50']} median {r['median_ms']} ms",
-                  file=sys.stderr)
-    finally:
-        ann_mod.EF_PER_K, ann_mod.CANDIDATES_PER_K = keep
-    return out
-
-
 def run(n: int, args: argparse.Namespace) -> dict[str, Any]:
     row: dict[str, Any] = {"chunks": n, "load_at_start": [round(v, 2) for v in __import__("os").getloadavg()]}
     t = time.perf_counter()
@@ -330,11 +347,10 @@ def run(n: int, args: argparse.Namespace) -> dict[str, Any]:
     exact = [[c for c, _ in index.search(q, K)] for q in qs]
     row["exact"] = timed_search(index, qs, None)
     bm25, texts = None, []
-    if n <= args.bm25_max and not args.sweep:
+    if n <= args.bm25_max:
         bm25, texts, info = bm25_for(Path(args.cache) if args.cache else None, n, args.seed, ids, len(qs))
         row.update(info)
-    if bm25 is not None or not args.sweep:
-        row["fused_exact"] = fused(bm25, index, texts, qs)
+    row["fused_exact"] = fused(bm25, index, texts, qs)
     for lib in args.libs:
         if lib == "usearch" and (n > args.compare_max or importlib.util.find_spec("usearch") is None):
             row["usearch"] = None
@@ -355,10 +371,7 @@ def run(n: int, args: argparse.Namespace) -> dict[str, Any]:
         timed_search(index, qs[:5], None)
         r.update(timed_search(index, qs, exact))
         r["index_mib"] = round(graph.memory_bytes() / 2**20, 1)
-        if args.sweep and lib == "hnswlib":
-            r["sweep"] = sweep(index, qs, exact, [(e, c) for c in args.sweep_candidates for e in (2, 3, 4, 6, 8, 12, 16) if e >= c])
-        else:
-            r["fused"] = fused(bm25, index, texts, qs)
+        r["fused"] = fused(bm25, index, texts, qs)
         row[lib] = r
         index.ann = None
         del graph
@@ -370,61 +383,12 @@ def run(n: int, args: argparse.Namespace) -> dict[str, Any]:
     return row
 
 
-def calibrate(args: argparse.Namespace) -> dict[str, Any]:
-    """The anchored generator's noise: the 'tune' half of the real passages split again, one quarter as anchors,
-    the other as the real set; a synthetic set of the real set's size is made at each noise scale and its local
-    intrinsic dimension (and neighbour cosines) around the tune questions compared with the real set's."""
-    p, q, model = real_embeddings(datasets_dir(args.datasets), Path(args.cache))
-    tp, tq = split_real(p, q, "tune")
-    a, b = np.array_split(np.random.default_rng(1).permutation(len(tp)), 2)
-    anchors, real = tp[a], tp[b]
-    rows = [{"set": "real passages (tune half, second quarter)", "n": len(real), **lid(real, tq)}]
-    for noise in (0.0, 0.25, 0.5, 0.75, 1.0, 1.5):
-        rows.append({"set": f"anchored noise {noise}", "noise": noise, "n": len(real),
-                     **lid(anchored(len(real), anchors, 7, noise), tq)})
-    for n in (len(real), 100_000):
-        x = clustered(n, 7, clusters=max(50, n // 100))
-        rows.append({"set": "clustered (older generator), its own queries", "n": n, **lid(x, queries_near(x, 200, 7))})
-        rows.append({"set": "clustered (older generator), real questions", "n": n, **lid(x, tq)})
-    rng = np.random.default_rng(7)
-    u = rng.standard_normal((len(real), DIM)).astype(np.float32)
-    rows.append({"set": "uniform on the sphere", "n": len(real), **lid(u / np.linalg.norm(u, axis=1, keepdims=True), tq)})
-    for r in rows:
-        print(r, file=sys.stderr)
-    return {"model": model, "rows": rows}
-
-
-def hardness(args: argparse.Namespace) -> dict[str, Any]:
-    """Why the older clustered vectors get harder with n: per query (a corpus point plus noise, as in run()), the
-    share of its exact top-50 that lies outside the source point's topic, the LID, and the cosines of the 1st and 50th
-    neighbour; no graph is built."""
-    rows = []
-    for n in args.sizes:
-        lab: list = []
-        x = clustered(n, args.seed, clusters=max(50, n // 100), labels=lab)
-        labels = np.concatenate(lab)
-        rng = np.random.default_rng(args.seed + 1)
-        src = rng.integers(0, n, args.queries)
-        qs = x[src] + 0.3 * rng.normal(size=(len(src), DIM)).astype(np.float32) / np.sqrt(DIM)
-        qs = (qs / np.linalg.norm(qs, axis=1, keepdims=True)).astype(np.float32)
-        off = []
-        for q, s_ in zip(qs, src):
-            sims = x @ q
-            top = np.argpartition(-sims, K)[:K]
-            off.append(float(np.mean(labels[top] != labels[s_])))
-        rows.append({"chunks": n, "topics": int(max(50, n // 100)), **lid(x, qs),
-                     "off_topic_share_of_exact_top50": round(float(np.mean(off)), 3),
-                     "load": [round(v, 2) for v in __import__("os").getloadavg()]})
-        print(rows[-1], file=sys.stderr)
-    return {"rows": rows}
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 300_000])
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--seed", type=int, default=13)
-    ap.add_argument("--vectors", choices=["anchored", "clustered"], default="anchored")
+    ap.add_argument("--vectors", choices=["anchored"], default="anchored")
     ap.add_argument("--split", choices=["tune", "report"], default="report")
     ap.add_argument("--noise", type=float, default=NOISE)
     ap.add_argument("--datasets", default=None, help="folder of the public sets (default $RAG_DATASETS or ../shared/datasets)")
@@ -433,11 +397,6 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--libs", nargs="+", default=["hnswlib"])
     ap.add_argument("--compare-max", type=int, default=100_000, help="usearch (compared, not shipped) up to this size")
-    ap.add_argument("--sweep", action="store_true", help="recall / latency over a grid of query settings (tuning)")
-    ap.add_argument("--sweep-candidates", type=int, nargs="+", default=[1, 2, 4], help="candidates / k in the sweep")
-    ap.add_argument("--calibrate", action="store_true", help="the generator's noise against real passages")
-    ap.add_argument("--hardness", action="store_true", help="the clustered vectors' top-50 make-up per size")
-    ap.add_argument("--build-only", choices=["graph", "bm25"], help="build and cache one kind, measure nothing")
     ap.add_argument("--note", default="", help="a sentence for the report (e.g. why 1M was not run)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
@@ -445,32 +404,6 @@ def main() -> None:
 
     info = machine_info()
     t0 = time.perf_counter()
-    if args.hardness:
-        payload = {"what": "issue #32 item 5: what the exact top-50 of the older clustered vectors is made of, per "
-                           "size (queries near corpus points, as the ann.json / ann_300k.json runs)",
-                   **hardness(args), "machine": info, "when": utc_now(), "note": args.note}
-        print(write_result("ann_hardness", payload, Path(args.out) if args.out else None, table=MEASURED_ANN_HARDNESS))
-        return
-    if args.calibrate:
-        payload: dict[str, Any] = {"what": "issue #32 item 5: how hard each synthetic vector set is for a graph "
-                                           "index, against real MiniLM passage embeddings", **calibrate(args),
-                                   "machine": info, "when": utc_now(), "note": args.note}
-        print(write_result("ann_calibrate", payload, Path(args.out) if args.out else None,
-                           table=MEASURED_ANN_CALIBRATE))
-        return
-    if args.build_only == "bm25":
-        for n in args.sizes:
-            print(n, bm25_for(Path(args.cache), n, args.seed, [f"c{i}" for i in range(n)], args.queries)[2],
-                  file=sys.stderr)
-        return
-    if args.build_only:
-        for n in args.sizes:
-            x, _, desc = vectors(args.vectors, n, args.seed, args.split, datasets_dir(args.datasets), Path(args.cache),
-                                 args.noise)
-            _, r = graph_for(Path(args.cache), f"{desc}|{args.seed}", [f"c{i}" for i in range(n)],
-                             DenseIndex("synthetic", [f"c{i}" for i in range(n)], x).matrix, args.threads)
-            print(n, r, file=sys.stderr)
-        return
     rows = []
     for n in args.sizes:
         print(f"{n:,} chunks", file=sys.stderr)
@@ -488,7 +421,7 @@ def main() -> None:
                "when": utc_now(), "total_s": round(time.perf_counter() - t0, 1), "rows": rows,
                "targets": {"1M_fused_ms": 30, "100k_dense_ms": 10, "recall_at_50": 0.99}, "note": args.note}
     print(write_result("ann", payload, Path(args.out) if args.out else None,
-                       table=MEASURED_ANN_SWEEP if args.sweep else MEASURED_ANN))
+                       table=MEASURED_ANN))
 
 
 # -- its section of docs/measured.md (bench/_common.Table; bench/readme_tables.py lays it out)
@@ -531,19 +464,6 @@ def measured_ann(d: dict[str, Any], file: str) -> list[str]:
     return out
 
 
-def measured_ann_calibrate(d: dict[str, Any], file: str) -> list[str]:
-    """Issue #32: how hard each synthetic vector set is for a graph index, against real passages (--calibrate)."""
-    out = ["### ANN: the synthetic vectors against real passage embeddings", "", CAPTION, "",
-           f"{d.get('what', '')} (model `{d.get('model', '')}`). LID@50: local intrinsic dimension around the real "
-           "tune-half questions (Levina-Bickel over the 50 nearest); the cosines of the 1st and 50th neighbour.", ""]
-    rows = [[r.get("set"), num(r.get("n")), num(r.get("lid_median"), 1), num(r.get("cos_1st"), 3),
-             num(r.get("cos_50th"), 3)] for r in d.get("rows") or []]
-    out.append(grid(["vector set", "vectors", "LID@50", "cos 1st", "cos 50th"], rows))
-    if d.get("note"):
-        out += ["", d["note"]]
-    return out
-
-
 def measured_ann_sweep(d: dict[str, Any], file: str) -> list[str]:
     """Issue #32: recall@50 and latency of the graph over query widths, on the tune half (ann.py --sweep)."""
     out = ["### ANN: the query width chosen on the tune half", "", CAPTION, ""]
@@ -559,22 +479,6 @@ def measured_ann_sweep(d: dict[str, Any], file: str) -> list[str]:
                           "p95 ms"], rows), ""]
     if d.get("note"):
         out.append(d["note"])
-    return out
-
-
-def measured_ann_hardness(d: dict[str, Any], file: str) -> list[str]:
-    """Issue #32: what the older clustered vectors' exact top-50 is made of, per size (bench/ann.py --hardness)."""
-    out = ["### ANN: why recall falls with size on the clustered vectors", "", CAPTION, "", d.get("what", ""), ""]
-    rows = [[num(r.get("chunks")), num(r.get("topics")), num(r.get("off_topic_share_of_exact_top50"), 3),
-             num(r.get("cos_1st"), 3), num(r.get("cos_50th"), 3), num(r.get("lid_median"), 1)] for r in d.get("rows") or []]
-    out.append(grid(["chunks", "topics", "share of exact top-50 off the query's topic", "cos 1st", "cos 50th",
-                         "LID@50"], rows))
-    out += ["", "Off-topic neighbours are points of unrelated topics whose cosine to the query ties the 50th on-topic "
-            "one; no graph edge leads towards them, and their share grows with n (the largest of n background cosines "
-            "grows with n): the graph's recall@50 at fixed settings fell from 0.996 at 100k (ann.json) to 0.967 at "
-            "300k (ann_300k.json) on these vectors."]
-    if d.get("note"):
-        out += ["", d["note"]]
     return out
 
 
@@ -595,8 +499,6 @@ def headline_ann(d: dict[str, Any], file: str) -> tuple[str, str | None] | None:
 
 
 MEASURED_ANN = Table(measured_ann, 'Query speed', headline=headline_ann)
-MEASURED_ANN_HARDNESS = Table(measured_ann_hardness, 'Query speed')
-MEASURED_ANN_CALIBRATE = Table(measured_ann_calibrate, 'Query speed')
 MEASURED_ANN_SWEEP = Table(measured_ann_sweep, 'Query speed')
 
 

@@ -7,11 +7,8 @@ The bare baseline is always sentence-transformers on torch; --runtime picks what
 from __future__ import annotations
 
 import argparse
-import cProfile
-import io
 import json
 import os
-import pstats
 import statistics
 import sys
 import tempfile
@@ -140,14 +137,10 @@ def bare_encode(model: Any, texts: Sequence[str], batch_size: int) -> float:
 
 
 def run_ingest(files: Sequence[tuple[str, bytes]], store: Store, emb: CountingEmbedder, config: PipelineConfig,
-               profile: cProfile.Profile | None = None) -> tuple[float, IngestReport]:
+               ) -> tuple[float, IngestReport]:
     emb.reset()
-    if profile is not None:
-        profile.enable()
     with timed() as t:
         report = ingest_files(files, store=store, embedder=emb, config=config)
-    if profile is not None:
-        profile.disable()
     return t[0], report
 
 
@@ -159,12 +152,6 @@ def phase_row(label: str, seconds: float, report: IngestReport, emb: CountingEmb
         "cache_hits": report.cache_hits, "encode_calls": emb.calls, "encode_seconds": emb.seconds,
         "statuses": dict(statuses), "errors": [r.message for r in report.errors][:5],
     }
-
-
-def profile_top(profile: cProfile.Profile, n: int = 18) -> str:
-    buf = io.StringIO()
-    pstats.Stats(profile, stream=buf).sort_stats("tottime").print_stats(n)
-    return buf.getvalue()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -180,7 +167,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=5,
                     help="the corpus is cut into this many slices; each slice is bare-encoded and ingested back to "
                          "back (order alternating), so a change in machine load hits both sides alike (default 5)")
-    ap.add_argument("--profile", action="store_true", help="cProfile the first ingest and print the top functions")
     ap.add_argument("--runtime", default=None, choices=["torch", "onnx", "onnx-int8"],
                     help="embedding runtime of the ingest path (default: config's); bare encode stays torch")
     ap.add_argument("--no-token-vectors", action="store_true",
@@ -243,7 +229,6 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{config.chunking.size_tokens}/{config.chunking.overlap_tokens}, batch {batch}; "
           f"model load {t_load[0]:.1f}s, warm-up {t_warm[0]:.1f}s")
 
-    profile = cProfile.Profile() if args.profile else None
     rounds = max(1, min(args.rounds, len(files)))
     cuts = [round(i * len(files) / rounds) for i in range(rounds + 1)]
     bare_runs: list[float] = []
@@ -262,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 bare_runs.append(bare_encode(model, part_texts, batch))
 
             def ingest() -> None:
-                t, rep = run_ingest(part, store, emb, config, profile)
+                t, rep = run_ingest(part, store, emb, config)
                 ingest_runs.append(t)
                 first_report.results.extend(rep.results)
 
@@ -317,9 +302,6 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"ingest (goal: 0 and < 5%)")
     print(f"stored chunk texts identical to the benchmark's texts: {same_texts}; DuckDB file {db_mb:.1f} MB; "
           f"load average now {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
-    if profile is not None:
-        print("\ncProfile of the first ingest (top by own time):")
-        print(profile_top(profile))
 
     payload = {
         "benchmark": "ingest",

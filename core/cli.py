@@ -444,7 +444,7 @@ def _ingest_multilingual(args: argparse.Namespace, cfg: PipelineConfig, deps: "D
         if need is None:
             print(f"notice: multilingual vectors not built: {why}", file=sys.stderr)
             return 0
-    _rate, source = readiness.ml_seconds_per_unit(deps.store, model)
+    _rate, source = readiness.ml_seconds_per_unit(deps.store, model, cfg.embedding)
     print(f"building: {need.label} (about {need.est_seconds:,.0f} s, from {source}; {why}; --no-multilingual "
           "skips it)", file=sys.stderr)
     show = _stderr_progress("multilingual vectors")

@@ -57,7 +57,7 @@ from core.graph.stages import (
 from core.ingest.context import index_variant, prepare_variant
 from core.models.embed import one_torch_thread
 from core.models.llm import call_limits
-from core.models.multilingual import FALLBACK_S_PER_UNIT, UNIT_CHARS
+from core.models.multilingual import UNIT_CHARS
 from core.models.multilingual import RATE_KEY as ML_RATE_KEY
 from core.models.protocols import encode_query
 from core.retrieve.bm25 import BM25Index, BM25Params
@@ -346,7 +346,7 @@ def _ml_plan(q: _Query, config: PipelineConfig, deps: Deps) -> tuple[Multilingua
     total = deps.store.corpus.count("chunks", q.workspace)
     todo, chars = deps.store.corpus.missing_vector_chars(e.multilingual_model, "raw", q.workspace)
     if todo:
-        rate = deps.store.caches.rate(ML_RATE_KEY, e.multilingual_model) or FALLBACK_S_PER_UNIT  # CPU s, measured here
+        rate = deps.store.caches.rate(ML_RATE_KEY, e.multilingual_model) or e.estimate_multilingual_s_per_unit
         return plan, (f"{plan.note}; not built: {e.multilingual_model} vectors cover {total - todo:,} of {total:,} "
                       "chunks. Build them (Search Lab: build; or "
                       f"`python -m core ingest --multilingual --workspace {q.workspace}`) - "

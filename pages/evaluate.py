@@ -193,8 +193,8 @@ with t_query:
     st.dataframe(rep.per_query_frame(rows), hide_index=True, key="eval_per_query")
     qid = st.selectbox("Open one question", [r["qid"] for r in rows], key="pq_open",
                        format_func=lambda q: f"{q} · {next(r['query'] for r in rows if r['qid'] == q)[:80]}")
-    ra = next(r for r in a.results if r["qid"] == qid)
-    rb = next(r for r in b.results if r["qid"] == qid)
+    ra = next(r for r in a.results if r.qid == qid)
+    rb = next(r for r in b.results if r.qid == qid)
     texts = corpus_ops.chunk_texts(
         deps.store, [c["chunk_id"] for r in (ra, rb) for s in r["stages"] for c in s["candidates"][:10]], a.workspace)
     for col, run, res in zip(st.columns(2), (a, b), (ra, rb)):

@@ -430,31 +430,3 @@ def test_evaluation_time_counts_the_loops_rounds_once() -> None:
               StageResult("r2.fused", (c,), 40.0, info=InRound(2, {}, "q2")), StageResult("evidence", (c,), 75.0),
               StageResult("answer", (), 5.0))
     assert score_trace(Trace("q", "h", 1, stages), []).metrics["ms"] == 80.0  # evidence (all rounds) + answer
-
-
-def test_readme_table_of_the_sample_run() -> None:
-    import importlib.util
-    import sys
-
-    bench = Path(__file__).resolve().parents[1] / "bench"
-    sys.path.insert(0, str(bench))
-    import _common
-    import readme_tables
-
-    spec = importlib.util.spec_from_file_location("bench_agent", bench / "agent.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-
-    def rendered(payload: dict) -> list[str]:  # what docs/measured.md shows of the file the bench writes
-        section = _common.table_section(module.MEASURED_AGENT_SAMPLE, payload, "agent_sample.json")
-        return readme_tables.lines_of("agent_sample.json", {"measured": section})
-
-    assert rendered({})[0].startswith("### ")
-    text = "\n".join(rendered({"multi_hop_questions": 2, "by_config": {"loop": {
-        "n": 2, "recall@5": 50.0, "allgold@10": 50.0, "mean_rounds": 1.5, "ms_mean": 10.0,
-        "per_round": [{"round": 1, "recall@10": 50.0, "added@10": 50.0}, {"round": 2, "recall@10": 45.0,
-                                                                          "added@10": -5.0}]}},
-        "grader_auroc": {"final": {"all": {"auroc": 0.9, "candidates": 20}}}}))
-    assert "| loop | 2 | 50.0 | 50.0 | 1.50 | 10 | r1 50.0 (+50.0) · r2 45.0 (-5.0) |" in text
-    assert "all 0.900 (20 candidates)" in text

@@ -173,13 +173,12 @@ def test_semeval_dev_labels_leak_no_test_question() -> None:
     no question of it may appear, after whitespace / case normalisation, in a pair the bench reports on (the test
     split). Needs the shared dataset."""
     import json
-    import sys
     from pathlib import Path
 
+    import train.cache_pairs as ac
+    from train.provenance import datasets_dir
+
     root = Path(__file__).resolve().parents[1]
-    sys.path.insert(0, str(root / "bench"))
-    import answer_cache as ac
-    from _common import datasets_dir
 
     lines = (root / "bench" / "sets" / "cache_pairs_semeval_dev.jsonl").read_text().splitlines()
     assert "unscored" in json.loads(lines[0])["note"]
@@ -198,8 +197,7 @@ def test_semeval_dev_labels_leak_no_test_question() -> None:
         return " ".join(t.lower().split())
 
     rows = ac.load_rows(None, ac.EXTRA, ac.EXTRA_DEV)
-    test_side = {norm(t) for r in rows if not (r.get("split") == "dev" or (
-        ac.split_of(r["a"], r["b"]) == "dev" and r["origin"] not in ("fresh", "fresh2"))) for t in (r["a"], r["b"])}
+    test_side = {norm(t) for r in rows if not ac.is_dev(r) for t in (r["a"], r["b"])}
     assert test_side and not test_side & {norm(t) for r in mine for t in (r["a"], r["b"])}
     # Only pos / neg reach the bench; the groups keep a question that sits in two pairs inside one fold.
     assert sum(r["origin"] == "semeval_dev" for r in rows) == sum(r["label"] != "skip" for r in mine)

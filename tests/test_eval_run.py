@@ -227,7 +227,7 @@ def test_eval_cli_contract_k_level_gold_ranks_and_read_only(tmp_path: Path, monk
 
 
 def test_question_records_are_typed_and_round_trip_through_json() -> None:
-    from core.eval.records import CandidateRow, GoldRow, QuestionResult, StageRecord
+    from core.types import CandidateRow, GoldRow, QuestionResult, StageRecord
 
     rec = QuestionResult("q1", "what?", "factoid", True, 3, (GoldRow("a.md", "span", 2, "span"),), {"recall@5": 1.0},
                          "mmr", (StageRecord("bm25", False, None, 1.5, 10, 1.0, 2, 40, 1.0, (2,), {"recall@1": 0.0},

@@ -11,6 +11,7 @@ from core.config import PipelineConfig
 from core.deps import Deps
 from core.ingest.pipeline import ingest_files
 from core.pipeline import guard_key, run_query
+from core.types import QuestionResult
 
 RULE = {"z": 1.96, "min_loss": 0.5, "min_questions": 20}
 
@@ -64,8 +65,8 @@ FILES = [("gw.md", b"# Gateway\n\nSet TLS_VERSION_MIN to 1.2 for every listener.
 def _save(deps: Deps, eval_id: str, questions: list[dict[str, Any]], config: PipelineConfig) -> None:
     run = {"eval_id": eval_id, "dataset": "my-set", "config_name": "default", "config_hash": "h",
            "config": config.model_dump(mode="json"), "corpus_version": 1, "repeats": 1}
-    deps.store.runs.save_eval_run("default", run, [{**q, "qid": f"q{i}", "query": "x", "qtype": "factoid",
-                                                    "answerable": True} for i, q in enumerate(questions)])
+    deps.store.runs.save_eval_run("default", run, [QuestionResult.from_dict(
+        {**q, "qid": f"q{i}", "query": "x", "qtype": "factoid", "answerable": True}) for i, q in enumerate(questions)])
 
 
 def test_the_pipeline_steps_a_losing_stage_aside_and_says_why(deps: Deps) -> None:

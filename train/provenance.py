@@ -3,6 +3,7 @@ commit the code was at and the date."""
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,3 +32,10 @@ def sha256_text(text: str) -> str:
 def provenance(recipe: str, source: str, split: str, source_sha: str, **more: str) -> dict[str, str]:
     return {"recipe": recipe, "source": source, "split": split, "source_sha": source_sha, "commit": commit(),
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), **more}
+
+
+def datasets_dir(cli_value: str | None) -> Path:
+    """The shared public datasets: --datasets wins, then RAG_DATASETS, then ../shared/datasets next to the repo."""
+    if cli_value:
+        return Path(cli_value)
+    return Path(os.environ.get("RAG_DATASETS", ROOT.parent / "shared" / "datasets"))

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from core.cascade.guard import EvalEvidence, mean_se, stage_evidence
 from core.config import PipelineConfig
-from core.eval.records import QuestionResult
+from core.types import QuestionResult
 from core.store import Store
 from core.types import EvalRunRecord, RunRecord, Stage
 
@@ -445,7 +445,7 @@ def gather(store: Store, workspace: str, config: PipelineConfig, embedder_id: st
     def questions(eval_id: str) -> Sequence[QuestionResult]:
         if eval_id not in cache:  # the stored rows as the typed records core.eval wrote them from
             full = store.runs.eval_run(eval_id, workspace)
-            cache[eval_id] = tuple(QuestionResult.coerce(r) for r in full.results) if full is not None else ()
+            cache[eval_id] = full.results if full is not None else ()
         return cache[eval_id]
 
     return Facts(store, workspace, config, embedder_id, store.runs.recent_runs(workspace, limit=RUNS_READ),

