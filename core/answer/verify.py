@@ -200,6 +200,14 @@ _ATTRS: dict[str, tuple[str, ...]] = {
     "language": ("language", "languages", "written", "язык"),
     "address": ("address", "located", "адрес"),
     "diameter": ("diameter", "радиус", "диаметр", "radius"),
+    "thickness": ("thickness", "thick", "толщин"), "volume": ("volume", "litres", "liters", "cubic", "объём", "объем"),
+    "circumference": ("circumference", "perimeter", "окружност"), "density": ("density", "dense", "плотност"),
+    "pressure": ("pressure", "pascal", "pascals", "bar", "psi", "давлени"), "humidity": ("humidity", "humid", "влажност"),
+    "voltage": ("voltage", "volts", "volt", "kv", "напряжени"), "frequency": ("frequency", "hz", "hertz", "частот"),
+    "duration": ("duration", "lasted", "lasts", "hours", "minutes", "days", "длительност", "продолжительност"),
+    "lifespan": ("lifespan", "life", "live", "lives", "lived", "longevity"), "rent": ("rent", "rental", "аренд"),
+    "tariff": ("tariff", "tariffs", "duty", "duties", "тариф", "пошлин"), "age": ("age", "aged", "old", "возраст"),
+    "wavelength": ("wavelength", "nm", "nanometres", "nanometers"), "power": ("power", "watts", "kw", "mw", "мощност"),
     "birth": ("born", "birth", "birthday", "née", "nee", "birthplace", "родил", "родилась", "родился", "рождени"),
     "death": ("died", "death", "dead", "killed", "executed", "murdered", "deceased", "assassinated", "drowned",
               "perished", "dies", "умер", "умерла", "скончал", "смерт", "погиб"),
@@ -712,9 +720,15 @@ def _entity_in(c: Constraint, read: _Read, cross: bool) -> bool:
     keys = [k for k in c.values if k not in EN_STOP and k not in RU_STOP]
     if not keys:
         return True
-    hit = sum(1 for k in keys if k in read.keys or (len(k) >= 5 and any(x.startswith(k) for x in read.keys)) or
-              (_CYR.search(k) and len(k) >= 4 and any(x[:4] == k[:4] and len(x) >= 4 for x in read.keys)))
-    if hit * 2 >= len(keys) and hit:
+    def found(k: str) -> bool:
+        return k in read.keys or (len(k) >= 5 and any(x.startswith(k) for x in read.keys)) or \
+            bool(_CYR.search(k) and len(k) >= 4 and any(x[:4] == k[:4] and len(x) >= 4 for x in read.keys))
+    hit = sum(1 for k in keys if found(k))
+    # a Latin name of capitalised words is stated with its first word and, of two words, whole ('Chen died' is not
+    # 'Wang Chen'; 'Mary Jane Warnes, MBE' is not 'Andrea Jane Corr MBE')
+    person = " " in c.text and not any(_CYR.search(k) for k in keys) and all(w[:1].isupper() for w in c.text.split())
+    need = (len(keys) if len(keys) <= 2 else (len(keys) + 1) // 2) if person else (len(keys) + 1) // 2
+    if hit >= need and hit and (not person or found(keys[0])):
         return True
     if cross:  # a Russian name over English text: its transliteration against the text's capitalised words
         words = c.text.split()
