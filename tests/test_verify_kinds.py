@@ -83,3 +83,13 @@ def test_with_constraints_met_leaves_a_passing_lead_alone() -> None:
     picked = with_constraints_met("Who directed Gray Harbour?", table.rows, [1.0] * len(table.rows), [0], cands,
                                   None, {"d2": "Gray Harbour"}, max_sentences=3)
     assert picked == [0]
+
+
+def test_a_default_stated_with_its_verb_carries_its_value() -> None:
+    from core.answer.attributes import asked_attribute, states_value
+    q = "What does the parser default to when no FLAG is given?"
+    attr = asked_attribute(q)
+    assert attr is not None and attr.value == "default"
+    assert states_value("If no flag is given, it will default to ``FLAG``.", attr, question=q)
+    assert states_value("The default value is set to 3.", attr, question=q)
+    assert not states_value("The default precision is configurable.", attr, question=q)
