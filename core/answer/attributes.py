@@ -91,6 +91,9 @@ _LICENSE_NAME = re.compile(
     r"\b(MIT|BSD|Apache|GPL|LGPL|AGPL|MPL|ISC|CC0|CC[- ]BY\S*|Unlicense|PSF|Python Software Foundation|Zlib|"
     r"Artistic|EPL|Boost|WTFPL|public domain|proprietary)\b|\blicen[cs]ed under\b|\bлицензи\w+\s+[A-Z]", re.I)
 _VERSION_VALUE = re.compile(r"(?:>=|<=|~=|==|>|<|≥)\s*\d+(?:\.\d+)*|\b\d+\.\d+(?:\.\d+)*\b|\bpython\s*\d\b", re.I)
+# a default stated with its verb, whatever its value ('default value is set to 3', 'will default to the current
+# directory')
+_DEFAULTS_TO = re.compile(r"(?i)\bdefault(?:s|ing|ed)?\s+(?:value\s+)?(?:is\s+set\s+to|is|to|was|of)\s+[`'\"(]*[\w./-]")
 _DEFAULT_WORD = re.compile(r"(?i)\bdefault\w*\b|по умолчанию")
 # A value: a number, a literal (True / False / None / null), a quoted or back-quoted token, a unit amount.
 _VALUE = re.compile(r"\d|\b(True|False|None|null|nil|true|false|unlimited|empty|disabled|enabled)\b|"
@@ -115,6 +118,8 @@ def states_value(sentence: str, attr: Attribute, context: str = "", question: st
     if attr.value == "version":
         return bool(_VERSION_VALUE.search(sentence))
     if attr.value == "default":
+        if _DEFAULTS_TO.search(sentence):  # 'defaults to ``UNICODE``', 'defaults to the current directory'
+            return True
         asked = set(tokenize(question))
         rest = _VALUE.sub(lambda m: m.group(0) if not m.group(0)[:1] in "`'\"«" or not set(
             tokenize(m.group(0))) <= asked else " ", _DEFAULT_WORD.sub(" ", sentence))

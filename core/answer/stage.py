@@ -12,7 +12,15 @@ from core.answer.crosslingual import ANSWER_FLOOR, CrossReader, NameFinder, cros
 from core.answer.injection import injection_note
 from core.answer.negation import SAME_STATEMENT, NegatedAsk, negated_answer, negated_ask, similar, values
 from core.answer.versions import DocHead, sibling_labels
-from core.answer.verify import ChunkText, VerifyInfo, verify_model_answer, verify_quotes
+from core.answer.verify import (
+    ChunkText,
+    Evidence,
+    VerifyInfo,
+    check,
+    question_constraints,
+    verify_model_answer,
+    verify_quotes,
+)
 from core.answer.support import (
     RowScorer,
     SentenceRow,
@@ -187,6 +195,8 @@ def extractive_answer(
     picked = with_value_first(question, table.rows, probs, picked, max_sentences=max_sentences)
     picked = with_field_first(question, table.rows, probs, picked, candidates, full_texts, titles, documents,
                                max_sentences=max_sentences)
+    picked = with_constraints_met(question, table.rows, probs, picked, candidates, full_texts, titles,
+                                  max_sentences=max_sentences)
     texts = [r.text for r in table.rows]
     labels = sibling_labels([r.doc_id for r in table.rows], documents or {})
     ask = negated_ask(question)
@@ -225,6 +235,41 @@ def with_value_first(question: str, rows: Sequence[SentenceRow], scores: Sequenc
         return list(picked)
     best = max(fits, key=lambda i: (scores[i], -rows[i].rank, -i))
     return ([best] + [i for i in picked if i != best])[:max_sentences]
+
+
+def with_constraints_met(question: str, rows: Sequence[SentenceRow], scores: Sequence[float], picked: Sequence[int],
+                         candidates: Sequence[Candidate], full_texts: Mapping[str, str] | None,
+                         titles: Mapping[str, str] | None, *, max_sentences: int, depth: int = 8) -> list[int]:
+    """When the leading sentence fails the question's constraints (core.answer.verify: another year, role, month,
+    the antonym of the asked superlative), the best-scored of the top `depth` sentences that meets them all leads,
+    followed by the picked ones that meet them too: the sentence that answers, not the one that repeats the
+    question's words beside a neighbouring fact. Unchanged when the lead meets them or no sentence does (the verify
+    stage then refuses with the nearest fact)."""
+    cons = question_constraints(question)
+    if not picked or not cons:
+        return list(picked)
+    texts = {c.chunk_id: (full_texts or {}).get(c.chunk_id) or c.text for c in candidates}
+    seen: dict[int, bool] = {}
+
+    def ok(i: int) -> bool:
+        if i not in seen:
+            r = rows[i]
+            ck = check(question, Evidence(r.text, texts.get(r.chunk_id, ""), "", (titles or {}).get(r.doc_id, ""),
+                                          r.chunk_id), cons)
+            # a stand-in must state each value itself (its sentence, heading or title), a name at least in its chunk
+            seen[i] = ck.ok and all(v.where in ("sentence", "heading", "title") or
+                                    (v.constraint.kind == "entity" and v.where == "chunk") for v in ck.verdicts
+                                    if v.constraint.kind not in ("asks", "negation", "direction", "period"))
+        return seen[i]
+    lead_ck = check(question, Evidence(rows[picked[0]].text, texts.get(rows[picked[0]].chunk_id, ""), "",
+                                       (titles or {}).get(rows[picked[0]].doc_id, ""), rows[picked[0]].chunk_id), cons)
+    if lead_ck.ok:
+        return list(picked)
+    order = sorted(range(len(rows)), key=lambda i: (-scores[i], rows[i].rank, i))[:depth]
+    lead = next((i for i in order if ok(i)), None)
+    if lead is None:
+        return list(picked)
+    return ([lead] + [i for i in picked if i != lead and ok(i)])[:max_sentences]
 
 
 def with_field_first(question: str, rows: Sequence[SentenceRow], scores: Sequence[float], picked: Sequence[int],

@@ -50,7 +50,7 @@ _NUM_RU = (("один", 1), ("одна", 1), ("одно", 1), ("два", 2), ("�
            ("семи", 7), ("восем", 8), ("девят", 9), ("десят", 10), ("двадцат", 20), ("тридцат", 30), ("сорок", 40),
            ("сто", 100), ("тысяч", 1000), ("миллион", 10**6), ("миллиард", 10**9))
 # Superlatives and their opposites: asked for the youngest, a sentence about the oldest is the neighbouring fact.
-_SUPER_PAIRS = (("largest", "smallest"), ("biggest", "smallest"), ("oldest", "youngest"), ("oldest", "newest"),
+_SUPER_PAIRS = (("largest", "smallest"), ("eldest", "youngest"), ("fewest", "most"), ("furthest", "nearest"), ("biggest", "smallest"), ("oldest", "youngest"), ("oldest", "newest"),
                 ("highest", "lowest"), ("longest", "shortest"), ("earliest", "latest"), ("first", "last"),
                 ("fastest", "slowest"), ("best", "worst"), ("most", "least"), ("greatest", "least"),
                 ("richest", "poorest"), ("strongest", "weakest"), ("heaviest", "lightest"), ("deepest", "shallowest"),
@@ -61,8 +61,20 @@ _SUPER_PAIRS = (("largest", "smallest"), ("biggest", "smallest"), ("oldest", "yo
                 ("лучш", "худш"), ("максимальн", "минимальн"), ("древнейш", "новейш"), ("длинн", "коротк"),
                 ("стар", "молод"), ("больш", "маленьк"), ("высок", "низк"), ("ранн", "поздн"), ("богат", "бедн"),
                 ("сильн", "слаб"), ("тяжел", "легк"), ("глубок", "мелк"), ("быстр", "медленн"))
+_SUPER_SYN = {"largest": ("biggest", "greatest", "most populous"), "biggest": ("largest", "greatest"),
+              "greatest": ("largest", "biggest", "most"), "smallest": ("tiniest", "least"),
+              "oldest": ("earliest", "eldest", "first", "most ancient"), "eldest": ("oldest", "first"),
+              "youngest": ("newest", "latest", "most recent"), "newest": ("latest", "youngest", "most recent"),
+              "highest": ("tallest", "top", "loftiest", "greatest"), "tallest": ("highest",), "lowest": ("least", "bottom"),
+              "earliest": ("first", "oldest"), "latest": ("most recent", "newest", "last"), "first": ("earliest",),
+              "last": ("final", "latest"), "most": ("greatest", "largest", "highest"),
+              "least": ("fewest", "lowest", "smallest"), "best": ("top", "finest", "greatest"), "worst": ("poorest",),
+              "fastest": ("quickest",), "richest": ("wealthiest",), "wealthiest": ("richest",),
+              "maximum": ("most", "highest", "max"), "minimum": ("least", "lowest", "min"),
+              "nearest": ("closest",), "closest": ("nearest",), "farthest": ("furthest",)}
 _SUPER_EN = {w for p in _SUPER_PAIRS for w in p if not _CYR.search(w)} | {
-    "most", "least", "best", "worst", "largest", "greatest", "busiest", "wealthiest", "highest", "main"} - {"main"}
+    "most", "least", "best", "worst", "largest", "greatest", "busiest", "wealthiest", "highest", "main", "eldest", "tiniest", "quickest", "finest", "loftiest", "fewest",
+    "furthest", "poorest", "final"} - {"main"}
 _SAMYJ = re.compile(r"^(самы[йхем]|сама[яй]|самое|самого|самому|самую|самым|самыми|наи\w+)$")
 _EIS = re.compile(r"^[а-яё]{3,}(ейш|айш)[а-яё]*$")
 # Roles and titles (asked for the CTO, a sentence about the CFO answers another question).
@@ -73,7 +85,35 @@ _ROLES_EN = frozenset((
     "captain commander colonel coach principal dean professor rector provost architect engineer designer inventor "
     "author composer conductor producer judge justice ambassador consul spokesperson spokesman sheriff superintendent "
     "deputy assistant vp svp evp officer administrator coordinator supervisor chancellor sultan caliph khan shah tsar "
-    "czar duke earl baron lord viceroy regent speaker").split())
+    "czar duke earl baron lord viceroy regent speaker cinematographer screenwriter scriptwriter writer novelist "
+    "playwright poet lyricist photographer choreographer animator illustrator narrator presenter host translator "
+    "painter sculptor abbot abbess prior vicar pastor priest rabbi imam deacon chaplain curator registrar bursar "
+    "steward headmaster headmistress lecturer comptroller controller auditor attorney prosecutor magistrate marshal "
+    "constable commissioner councillor councilor alderman envoy legate lieutenant sergeant brigadier commodore "
+    "referee umpire cso cpo chro cno").split())
+# the verbs that state a role ('directed by' names the director): general English, written for this check
+_ROLE_VERBS = (("director", r"direct(ed|s|ing)"), ("producer", r"produc(ed|es|ing)"),
+               ("composer", r"compos(ed|es|ing)|music (was )?(written |composed )?by|score (was )?(written |composed )?by"),
+               ("editor", r"edit(ed|s|ing)"), ("cinematographer", r"photograph(ed|y)|cinematography|shot by"),
+               ("screenwriter", r"screenplay|script(ed)?|written by|wr(ote|itten)"), ("writer", r"wr(ote|itten|ites)"),
+               ("author", r"wr(ote|itten|ites)|authored"), ("founder", r"(co-?)?found(ed|s|ing)|establish(ed|es)"),
+               ("designer", r"design(ed|s)"), ("architect", r"design(ed|s)"), ("inventor", r"invent(ed|s)"),
+               ("painter", r"paint(ed|s)"), ("illustrator", r"illustrat(ed|es)"), ("translator", r"translat(ed|es)"),
+               ("narrator", r"narrat(ed|es)"), ("choreographer", r"choreograph(ed|s)"), ("conductor", r"conduct(ed|s)"),
+               ("host", r"host(ed|s)|present(ed|s)"), ("presenter", r"present(ed|s)|host(ed|s)"),
+               ("sculptor", r"sculpt(ed|s)"), ("lyricist", r"lyrics (were )?(written )?by"))
+_ROLE_VERB = [(r, re.compile(r"(?i)\b(" + v + r")\b")) for r, v in _ROLE_VERBS]
+# a question that asks a role with its verb: 'Who directed ...?', 'By whom was it produced?'
+_ASKS_ROLE_VERB = re.compile(r"(?i)^\W*(?:who|whom)\s+(?:\w+\s+)?(?P<v>directed|produced|composed|edited|photographed|"
+                             r"shot|wrote|founded|co-founded|designed|invented|painted|illustrated|translated|narrated|"
+                             r"choreographed|conducted|hosted|presented|sculpted)\b|\bby whom\b[^?]*\b(?P<v2>directed|"
+                             r"produced|composed|edited|photographed|written|founded|designed|invented|painted)\b")
+_VERB_ROLE = {"directed": "director", "produced": "producer", "composed": "composer", "edited": "editor",
+              "photographed": "cinematographer", "shot": "cinematographer", "wrote": "writer", "written": "writer",
+              "founded": "founder", "co-founded": "founder", "designed": "designer", "invented": "inventor",
+              "painted": "painter", "illustrated": "illustrator", "translated": "translator", "narrated": "narrator",
+              "choreographed": "choreographer", "conducted": "conductor", "hosted": "host", "presented": "presenter",
+              "sculpted": "sculptor"}
 _ROLE_MODIFIERS = frozenset("vice deputy assistant associate executive senior junior prime first general managing "
                             "chief acting interim".split())
 _ROLES_RU = ("президент", "вице-президент", "председател", "директор", "генеральн", "менеджер", "руководител",
@@ -160,7 +200,22 @@ _ATTRS: dict[str, tuple[str, ...]] = {
     "language": ("language", "languages", "written", "язык"),
     "address": ("address", "located", "адрес"),
     "diameter": ("diameter", "радиус", "диаметр", "radius"),
+    "thickness": ("thickness", "thick", "толщин"), "volume": ("volume", "litres", "liters", "cubic", "объём", "объем"),
+    "circumference": ("circumference", "perimeter", "окружност"), "density": ("density", "dense", "плотност"),
+    "pressure": ("pressure", "pascal", "pascals", "bar", "psi", "давлени"), "humidity": ("humidity", "humid", "влажност"),
+    "voltage": ("voltage", "volts", "volt", "kv", "напряжени"), "frequency": ("frequency", "hz", "hertz", "частот"),
+    "duration": ("duration", "lasted", "lasts", "hours", "minutes", "days", "длительност", "продолжительност"),
+    "lifespan": ("lifespan", "life", "live", "lives", "lived", "longevity"), "rent": ("rent", "rental", "аренд"),
+    "tariff": ("tariff", "tariffs", "duty", "duties", "тариф", "пошлин"), "age": ("age", "aged", "old", "возраст"),
+    "wavelength": ("wavelength", "nm", "nanometres", "nanometers"), "power": ("power", "watts", "kw", "mw", "мощност"),
+    "birth": ("born", "birth", "birthday", "née", "nee", "birthplace", "родил", "родилась", "родился", "рождени"),
+    "death": ("died", "death", "dead", "killed", "executed", "murdered", "deceased", "assassinated", "drowned",
+              "perished", "dies", "умер", "умерла", "скончал", "смерт", "погиб"),
 }
+# a lifespan in brackets ('(12 May 1820 – 2 February 1867)', '(1911–1979)') states both the birth and the death
+_LIFESPAN = re.compile(r"\([^()]*?\b\d{3,4}\b[^()]*?(?:[–—-]|\d{4}\s*[A-Z])[^()]*?\b\d{3,4}\b[^()]*\)")
+_ASKS_BIRTH = re.compile(r"(?i)\b(born|birth|birthday|birthplace)\b")
+_ASKS_DEATH = re.compile(r"(?i)\b(die|died|dies|death|killed|executed|assassinated)\b")
 _ATTR_RU = {"населени": "population", "площад": "area", "длин": "length", "высот": "height", "ширин": "width",
             "глубин": "depth", "вес": "weight", "масс": "weight", "цен": "price", "стоимост": "price",
             "бюджет": "budget", "зарплат": "salary", "оклад": "salary", "выручк": "revenue", "гаранти": "warranty",
@@ -182,7 +237,12 @@ _EVENT_ENDINGS = ("", "s", "e", "es", "ed", "d", "ing", "ings", "ure", "ures", "
 
 
 def _asked_attribute(question: str) -> str | None:
-    """The attribute the question asks of its subject ('warranty', 'height'), when the lexicon knows it."""
+    """The attribute the question asks of its subject ('warranty', 'height'), when the lexicon knows it; a birth or
+    a death ('When did X die?', 'Which poet was born in 1923?') when the question speaks of one and not the other."""
+    if not _CYR.search(question):
+        born, died = bool(_ASKS_BIRTH.search(question)), bool(_ASKS_DEATH.search(question))
+        if born != died:
+            return "birth" if born else "death"
     for m in _ATTR_ASK.finditer(question):
         if m.group("adj"):
             return _ATTR_ADJ.get(m.group("adj").lower())
@@ -199,6 +259,8 @@ def _asked_attribute(question: str) -> str | None:
 
 
 def _states_attribute(attr: str, r: "_Read") -> bool:
+    if attr in ("birth", "death") and _LIFESPAN.search(r.raw_cased):
+        return True
     words = r.raw.split() if r.raw else []
     toks = set(re.findall(r"[^\W_]+|[€$£°]", r.raw))
     return any(f in toks or (len(f) >= 4 and _CYR.search(f) and any(w.startswith(f) for w in words)) or
@@ -493,7 +555,9 @@ def question_constraints(question: str) -> tuple[Constraint, ...]:
     for text, words in _names(q):
         out.append(Constraint("entity", text, tuple(_key(w) for w in words)))
     seen_roles = set()
-    for r in _roles(q):
+    vm = _ASKS_ROLE_VERB.search(q)
+    verb_role = [_VERB_ROLE[(vm.group("v") or vm.group("v2")).lower()]] if vm else []
+    for r in _roles(q) + verb_role:
         if r not in seen_roles:
             seen_roles.add(r)
             out.append(Constraint("role", r, (r,)))
@@ -590,6 +654,9 @@ def _ordinal_word(n: int) -> str:
 
 
 # -- checking ----------------------------------------------------------------------------------------------------
+# 'first' said otherwise: the earliest, the beginning, a debut
+_FIRST_SAID = re.compile(r"(?i)\b(earliest|initial(ly)?|original(ly)?|inaugural|maiden|debut\w*|premier(e|ed)|founding|"
+                         r"began|begin(s|ning)?|start(ed|s)?|introduc\w+|pioneer\w*|oldest|eldest|впервые|начал\w*)\b")
 # A sentence that refers back ('he', 'its', 'the city') is about what its chunk names.
 _POINTS_BACK = re.compile(r"(?i)\b(he|she|it|they|his|her|its|their|him|them|this|these|those|the same|such|"
                           r"он|она|оно|они|его|её|ее|их|ему|ей|им|этот|эта|это|эти|тот|та)\b")
@@ -611,10 +678,19 @@ class _Read:
     raw_cased: str = ""
 
 
+_ROLE_BY = re.compile(r"(?i)\b(directed|produced|composed|edited|photographed|written|designed|founded|invented|"
+                      r"painted|illustrated|translated|narrated|choreographed|conducted|hosted|presented) by\b")
+
+
+def _verb_states(role: str, text: str) -> bool:
+    """Whether a text states the role with its verb ('directed by' for the director)."""
+    return any(r == role and rx.search(text) for r, rx in _ROLE_VERB)
+
+
 @lru_cache(maxsize=1024)
 def _read(text: str) -> _Read:  # read once per text: a chunk is the context of each sentence quoted from it
     return _Read(_keys(text), years(text), months(text), numbers(text), ordinals(text), _superlatives(text),
-                 _roles(text), [w.lower() for w in re.findall(r"\b[A-Z][A-Za-z\-]{2,}", text)], text.lower(), text)
+                 _roles(text) + [_VERB_ROLE[m.group(1).lower()] for m in _ROLE_BY.finditer(text)], [w.lower() for w in re.findall(r"\b[A-Z][A-Za-z\-]{2,}", text)], text.lower(), text)
 
 
 def _year_in(y: str, found: set[str]) -> bool:
@@ -644,9 +720,15 @@ def _entity_in(c: Constraint, read: _Read, cross: bool) -> bool:
     keys = [k for k in c.values if k not in EN_STOP and k not in RU_STOP]
     if not keys:
         return True
-    hit = sum(1 for k in keys if k in read.keys or (len(k) >= 5 and any(x.startswith(k) for x in read.keys)) or
-              (_CYR.search(k) and len(k) >= 4 and any(x[:4] == k[:4] and len(x) >= 4 for x in read.keys)))
-    if hit * 2 >= len(keys) and hit:
+    def found(k: str) -> bool:
+        return k in read.keys or (len(k) >= 5 and any(x.startswith(k) for x in read.keys)) or \
+            bool(_CYR.search(k) and len(k) >= 4 and any(x[:4] == k[:4] and len(x) >= 4 for x in read.keys))
+    hit = sum(1 for k in keys if found(k))
+    # a Latin name of capitalised words is stated with its first word and, of two words, whole ('Chen died' is not
+    # 'Wang Chen'; 'Mary Jane Warnes, MBE' is not 'Andrea Jane Corr MBE')
+    person = " " in c.text and not any(_CYR.search(k) for k in keys) and all(w[:1].isupper() for w in c.text.split())
+    need = (len(keys) if len(keys) <= 2 else (len(keys) + 1) // 2) if person else (len(keys) + 1) // 2
+    if hit >= need and hit and (not person or found(keys[0])):
         return True
     if cross:  # a Russian name over English text: its transliteration against the text's capitalised words
         words = c.text.split()
@@ -758,7 +840,7 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         return Verdict(c, "unmet", instead=tuple(_parallel_names(c, sentence, question)[:3]))
     if c.kind == "role":
         for where, r in local:
-            if _role_in(c.text, r.roles):
+            if _role_in(c.text, r.roles) or _verb_states(c.text.split()[-1], r.raw_cased):
                 return Verdict(c, "met", where)
         if cross and not _CYR.search(sentence):
             return Verdict(c, "unchecked")
@@ -766,7 +848,7 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         other = [x for x in sentence_read.roles if not _role_in(c.text, [x]) and not any(_role_in(a, [x]) for a in asked)]
         if other:
             return Verdict(c, "unmet", instead=tuple(dict.fromkeys(other)))
-        if _role_in(c.text, parts[3][1].roles):
+        if _role_in(c.text, parts[3][1].roles) or _verb_states(c.text.split()[-1], parts[3][1].raw_cased):
             return Verdict(c, "met", "chunk")
         return Verdict(c, "unmet")
     if c.kind in ("year", "month", "number", "ordinal"):
@@ -785,6 +867,10 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         if c.kind == "ordinal" and v == "1":  # 'first' is often said otherwise ('initially', 'began')
             if re.search(r"(?i)\b(last|final|latest|последн\w*)\b", sentence):
                 return Verdict(c, "unmet", instead=("last",))
+            if any(_FIRST_SAID.search(r.raw_cased) for _, r in local):
+                return Verdict(c, "met", "sentence")
+            if re.search(r"(?i)\b(last|final|latest)\b", parts[3][1].raw_cased) and not _CYR.search(sentence):
+                return Verdict(c, "unmet", instead=("last",))  # the passage speaks of the last one, not the first
             if not (sentence_read.ordinals - {v}):
                 return Verdict(c, "met", "sentence")
         sib = getattr(sentence_read, attr) - {v}
@@ -808,13 +894,29 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         def has(r: _Read, s: str) -> bool:
             return s in r.supers or (bool(_CYR.search(s)) and any(x.startswith(s[:5]) for x in r.supers)) or \
                 (not _CYR.search(s) and s in r.keys)
-        for where, r in parts[:4]:
-            if has(r, want):
+        if _CYR.search(want) or want in ("most", "least") or (want == "last" and _REL_PERIOD.search(question)):
+            for where, r in parts[:4]:  # a quantifier ('most of'), a period ('last year'), Russian: no contrary
+                if has(r, want):
+                    return Verdict(c, "met", where)
+            inst = [o for o in opp if any(has(r, o) for _, r in parts[:4])]
+            if inst:
+                return Verdict(c, "unmet", instead=tuple(inst))
+            return Verdict(c, "met", "")  # said otherwise ('the largest' as 'the biggest'): no contrary found
+
+        def says(r: _Read, words: Iterable[str]) -> list[str]:
+            return [w for w in words if (" " in w and w in r.raw) or (" " not in w and has(r, w))]
+        same = (want, *_SUPER_SYN.get(want, ()))
+        contrary = [o for o in dict.fromkeys(x for a in opp for x in (a, *_SUPER_SYN.get(a, ()))) if o not in same]
+        for where, r in local:
+            if says(r, same):
                 return Verdict(c, "met", where)
-        inst = [o for o in opp if any(has(r, o) for _, r in parts[:4])]
+        inst = says(sentence_read, contrary)
         if inst:
             return Verdict(c, "unmet", instead=tuple(inst))
-        return Verdict(c, "met", "")  # said otherwise ('the largest' as 'the biggest'): no contrary found
+        chunk = parts[3][1]
+        if says(chunk, same) and not says(chunk, contrary):
+            return Verdict(c, "met", "chunk")
+        return Verdict(c, "unmet", instead=tuple(says(chunk, contrary)))  # the sentence states no such superlative
     if c.kind == "negation":
         return Verdict(c, "met", "sentence") if _NEG_EVIDENCE.search(sentence) else Verdict(c, "unmet")
     if c.kind == "direction":
@@ -1059,13 +1161,15 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
     if whole:
         drop = [ck for ck in checks if any(v.instead and any(meets(o, v.constraint, True) for o in checks if o is not ck)
                                            for v in ck.unmet)]
-        if len(drop) == len(checks):
+        if len(drop) == len(checks) and len(checks) > 1:
+            whole = False  # each quoted sentence states a sibling of what another meets: none answers the question
+        elif len(drop) == len(checks):
             drop = []
         kept = [ck for ck in checks if ck not in drop]
         # what the dropped sentences alone met (the date, for the other office) leaves the answer short: refuse
         still = all(any(meets(ck, c, True) for ck in kept) or (any(meets(ck, c) for ck in kept) and not sibling(c))
                     for c in cons)
-        if drop and not still:
+        if not whole or (drop and not still):
             whole = False
         elif not drop:
             return Verified(text, tuple(citations), False, VerifyInfo("passed", cons, tuple(checks)))
