@@ -200,19 +200,20 @@ def tune(items: list[dict[str, Any]], corp: dict[str, dict[str, Any]], finder: N
         print("  ", g, file=sys.stderr)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--datasets")
-    ap.add_argument("--out", type=Path)
-    ap.add_argument("--show", type=int, default=0, help="print N report-split items (answers and refusals)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--tune", action="store_true", help="print the cross-lingual cuts' grids on the dev split first")
-    args = ap.parse_args()
-    root = datasets_dir(args.datasets) / "xquad_crosslingual"
+def cands(data: dict[str, Any], lang: str, text: str) -> list[Candidate]:
+    """The top 5 paragraphs of `lang` by BM25 for `text`."""
+    docs = data["corp"][lang]
+    return [Candidate(cid, cid, docs[cid]["text"], float(s), i + 1)
+            for i, (cid, s) in enumerate(data["index"][lang].search(text, 5))]
+
+
+def build(datasets: str | None, seed: int = 0) -> dict[str, Any]:
+    """The items (answerable questions and their near misses, each setting), the paragraphs by language and id, and
+    a BM25 index per language: what the run and the dev-split analyses read."""
+    root = datasets_dir(datasets) / "xquad_crosslingual"
     en = _jsonl(root / "corpus_en.jsonl")
     ru = _jsonl(root / "corpus_ru.jsonl")
     questions = _jsonl(root / "questions.jsonl")
-    pos = {d["id"]: i for i, d in enumerate(en)}
     split = {d["id"]: ("dev" if i % 2 == 0 else "report") for i, d in enumerate(en)}
     corp = {"en": {d["id"]: d for d in en}, "ru": {d["id"]: d for d in ru}}
     article = {lang: defaultdict(str) for lang in ("en", "ru")}
@@ -225,12 +226,7 @@ def main() -> None:
                            re.finditer(r"(?<=[\w,] )([A-ZА-ЯЁ][\w\-]+(?: [A-ZА-ЯЁ][\w\-]+)*)", q["question"])})
              for lang in ("en", "ru")}
     by_id = {q["id"]: q for q in questions}
-    rng = random.Random(args.seed)
-
-    def cands(lang: str, text: str) -> list[Candidate]:
-        docs = corp[lang]
-        return [Candidate(cid, cid, docs[cid]["text"], float(s), i + 1)
-                for i, (cid, s) in enumerate(index[lang].search(text, 5))]
+    rng = random.Random(seed)
 
     items: list[dict[str, Any]] = []
     for q in questions:
@@ -246,7 +242,9 @@ def main() -> None:
             gs = gold_sentence(para["text"], ans)
             if gs is None:
                 continue
-            art = article[doc_lang][gold.split("-p")[0]]
+            # a changed value must be absent from the article in the question's language too (a Russian name is
+            # looked for in the Russian article: the English one never holds Cyrillic letters)
+            art = article[doc_lang][gold.split("-p")[0]] + "\n" + article[q["lang"]][gold.split("-p")[0]]
             variants = {"answerable": q["question"], **near_misses(q["question"], art, names[q["lang"]], rng,
                                                                    q["lang"])}
             for kind, text in variants.items():
@@ -255,6 +253,19 @@ def main() -> None:
                               "orig_question": q["question"],
                               "gold": gold, "gold_sentence": gs, "split": split[gold], "doc_lang": doc_lang,
                               "retrieve": retr if kind == "answerable" or setting == "cross" else text})
+    return {"items": items, "corp": corp, "index": index}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--datasets")
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--show", type=int, default=0, help="print N report-split items (answers and refusals)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--tune", action="store_true", help="print the cross-lingual cuts' grids on the dev split first")
+    args = ap.parse_args()
+    data = build(args.datasets, args.seed)
+    items, corp, index = data["items"], data["corp"], data["index"]
     reader = E5Reader() if e5_available() else None
     finder = NameFinder(reader) if reader is not None else None
     if args.tune and finder is not None:
@@ -263,7 +274,7 @@ def main() -> None:
     rows = []
     for it in items:
         lang = it["doc_lang"]
-        cs = cands(lang, it["retrieve"])
+        cs = cands(data, lang, it["retrieve"])
         titles = {c.doc_id: corp[lang][c.doc_id]["title"].replace("_", " ") for c in cs}
         para = corp[lang][it["gold"]]
         ceil = check(it["question"], Evidence(it["gold_sentence"], para["text"], "", para["title"].replace("_", " ")),
