@@ -10,13 +10,13 @@ why. Everything here is pure: text in, typed verdicts out (no store, no model). 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from difflib import SequenceMatcher
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Literal, Sequence
 
 from core.answer.attributes import asked_attribute, states_value, subject_names
 from core.answer.support import sentence_contexts
+from core.answer.translit import name_stated
 from core.answer.units import units
 from core.text import EN_STOP, FIELD_LINE, RU_STOP, sentence_spans, tokenize
 from core.types import StageInfo
@@ -432,14 +432,6 @@ def _roles(text: str) -> list[str]:
     return out
 
 
-def _translit(word: str) -> str:
-    table = str.maketrans({"а": "a", "б": "b", "в": "v", "г": "g", "д": "d", "е": "e", "ё": "e", "ж": "zh",
-                           "з": "z", "и": "i", "й": "y", "к": "k", "л": "l", "м": "m", "н": "n", "о": "o", "п": "p",
-                           "р": "r", "с": "s", "т": "t", "у": "u", "ф": "f", "х": "kh", "ц": "ts", "ч": "ch",
-                           "ш": "sh", "щ": "sch", "ъ": "", "ы": "y", "ь": "", "э": "e", "ю": "yu", "я": "ya"})
-    return word.lower().translate(table)
-
-
 def _names(question: str) -> list[tuple[str, list[str]]]:
     """Names the question uses: runs of capitalised words that do not open it (and are no role or month), acronyms
     and codes, each with its words."""
@@ -606,7 +598,6 @@ class _Read:
     ordinals: set[str]
     supers: set[str]
     roles: list[str]
-    latin_caps: list[str] = field(default_factory=list)
     raw: str = ""
     raw_cased: str = ""
 
@@ -614,7 +605,7 @@ class _Read:
 @lru_cache(maxsize=1024)
 def _read(text: str) -> _Read:  # read once per text: a chunk is the context of each sentence quoted from it
     return _Read(_keys(text), years(text), months(text), numbers(text), ordinals(text), _superlatives(text),
-                 _roles(text), [w.lower() for w in re.findall(r"\b[A-Z][A-Za-z\-]{2,}", text)], text.lower(), text)
+                 _roles(text), text.lower(), text)
 
 
 def _year_in(y: str, found: set[str]) -> bool:
@@ -648,14 +639,9 @@ def _entity_in(c: Constraint, read: _Read, cross: bool) -> bool:
               (_CYR.search(k) and len(k) >= 4 and any(x[:4] == k[:4] and len(x) >= 4 for x in read.keys)))
     if hit * 2 >= len(keys) and hit:
         return True
-    if cross:  # a Russian name over English text: its transliteration against the text's capitalised words
-        words = c.text.split()
-        found = 0
-        for w in words:
-            t = _translit(w)
-            if any(SequenceMatcher(None, t, x).ratio() >= 0.6 and t[:1] == x[:1] for x in read.latin_caps):
-                found += 1
-        return found * 2 >= len(words) and found > 0
+    if cross and _CYR.search(c.text):  # a Russian name over English text: each word by its sound or its known
+        # translation (core.answer.translit); a loose letter match passed invented names
+        return name_stated(c.text, read.raw_cased)
     return False
 
 
