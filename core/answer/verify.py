@@ -453,7 +453,7 @@ def _names(question: str) -> list[tuple[str, list[str]]]:
         named = (w[:1].isupper() and not opens) or (len(w) >= 2 and w.isupper() and not w.isdigit()) or \
             bool(_CODE.fullmatch(w))
         if named and low not in _NOT_NAMES and low not in _ROLES_EN and low not in _MONTHS_EN and \
-                not _MONTH_RU.match(low) and not _YEAR.fullmatch(w) and low not in EN_STOP:
+                not _MONTH_RU.match(low) and not _YEAR.fullmatch(w) and low not in EN_STOP and low not in RU_STOP:
             if not any(low.startswith(r) for r in _ROLES_RU if r not in _ROLE_RU_SHORT):
                 run.append(w)
                 continue
