@@ -205,11 +205,11 @@ def tune(items: list[dict[str, Any]], corp: dict[str, dict[str, Any]], finder: N
         print("  ", g, file=sys.stderr)
 
 
-def cands(data: dict[str, Any], lang: str, text: str) -> list[Candidate]:
-    """The top 5 paragraphs of `lang` by BM25 for `text`."""
+def cands(data: dict[str, Any], lang: str, text: str, k: int = 5) -> list[Candidate]:
+    """The top k paragraphs of `lang` by BM25 for `text`."""
     docs = data["corp"][lang]
     return [Candidate(cid, cid, docs[cid]["text"], float(s), i + 1)
-            for i, (cid, s) in enumerate(data["index"][lang].search(text, 5))]
+            for i, (cid, s) in enumerate(data["index"][lang].search(text, k))]
 
 
 def build(datasets: str | None, seed: int = 0) -> dict[str, Any]:
@@ -258,6 +258,8 @@ def build(datasets: str | None, seed: int = 0) -> dict[str, Any]:
                               "orig_question": q["question"],
                               "gold": gold, "gold_sentence": gs, "split": split[gold], "doc_lang": doc_lang,
                               "retrieve": retr if kind == "answerable" or setting == "cross" else text})
+            # the answerable question with its paragraph left out of the candidates: the corpus no longer says
+            items.append({**items[-len(variants)], "kind": "omitted"})
     return {"items": items, "corp": corp, "index": index}
 
 
@@ -269,7 +271,8 @@ def run_items(items: list[dict[str, Any]], data: dict[str, Any], reader: E5Reade
     rows = []
     for it in items:
         lang = it["doc_lang"]
-        cs = cands(data, lang, it["retrieve"])
+        cs = cands(data, lang, it["retrieve"]) if it["kind"] != "omitted" else \
+            [c for c in cands(data, lang, it["retrieve"], 6) if c.doc_id != it["gold"]][:5]
         titles = {c.doc_id: corp[lang][c.doc_id]["title"].replace("_", " ") for c in cs}
         para = corp[lang][it["gold"]]
         ceil = check(it["question"], Evidence(it["gold_sentence"], para["text"], "", para["title"].replace("_", " ")),
@@ -319,7 +322,8 @@ def main() -> None:
 
     def rates(sel: list[dict[str, Any]]) -> dict[str, Any]:
         ans = [r for r in sel if r["kind"] == "answerable"]
-        nm = [r for r in sel if r["kind"] != "answerable"]
+        nm = [r for r in sel if r["kind"] not in ("answerable", "omitted")]
+        om = [r for r in sel if r["kind"] == "omitted"]
         out: dict[str, Any] = {"answerable": len(ans), "near_miss": len(nm)}
         if ans:
             for when in ("before", "after"):
@@ -329,6 +333,10 @@ def main() -> None:
                 out[f"{when}_refused"] = round(sum(r[when]["refused"] for r in ans) / len(ans), 3)
             out["gold_in_candidates"] = round(sum(r["gold_in_candidates"] for r in ans) / len(ans), 3)
             out["ceiling_check_passes_gold"] = round(sum(r["ceiling_ok"] for r in ans) / len(ans), 3)
+        if om:  # the answerable questions with their paragraph left out: refused is right
+            out["omitted"] = len(om)
+            for when in ("before", "after"):
+                out[f"{when}_omitted_refused"] = round(sum(r[when]["refused"] for r in om) / len(om), 3)
         if nm:
             for when in ("before", "after"):
                 out[f"{when}_nearmiss_refused"] = round(sum(r[when]["refused"] for r in nm) / len(nm), 3)
