@@ -75,6 +75,85 @@ ROLE_WORDS = {"president", "king", "queen", "emperor", "pope", "bishop", "govern
               "secretary", "admiral", "judge", "coach", "dean"}
 
 
+# Russian near misses of the kinds the English ones have: stems with their English words (for the cross-lingual
+# setting the English article must lack them too); roles and attributes half from the check's lists, half not.
+ORD_RU = {"втор": ("second", "2nd"), "трет": ("third", "3rd"), "пят": ("fifth", "5th"), "шест": ("sixth", "6th"),
+          "седьм": ("seventh", "7th"), "восьм": ("eighth", "8th"), "девят": ("ninth", "9th"),
+          "десят": ("tenth", "10th"), "перв": ("first", "1st")}
+ORD_RU_NOM = {"втор": "второй", "трет": "третий", "пят": "пятый", "шест": "шестой", "седьм": "седьмой",
+              "восьм": "восьмой", "девят": "девятый", "десят": "десятый", "перв": "первый"}
+ORD_RU_END = re.compile(r"^(перв|втор|трет|четв[её]рт|пят|шест|седьм|восьм|девят|десят)(ый|ой|ий|ая|ое|ые|ого|ому|ом|ую|"
+                        r"ых|ым|ыми|ей|ья|ье|ьего|ьей|ьем|ьих)$")
+SUPER_RU = {"крупнейш": ("мельчайш", "smallest"), "старейш": ("новейш", "newest"), "наибольш": ("наименьш", "least"),
+            "наименьш": ("наибольш", "greatest"), "высочайш": ("низш", "lowest"), "древнейш": ("новейш", "newest"),
+            "больш": ("маленьк", "smallest"), "высок": ("низк", "lowest"), "длинн": ("коротк", "shortest"),
+            "стар": ("молод", "youngest"), "ранн": ("поздн", "latest"), "богат": ("бедн", "poorest")}
+ROLE_RU_SRC = ("президент", "генерал", "губернатор", "министр", "директор", "лидер", "капитан", "командир",
+               "профессор", "автор", "архитектор", "инженер", "епископ", "канцлер", "адмирал", "декан")
+ROLE_RU_SWAP = {"епископ": "bishop", "губернатор": "governor", "канцлер": "chancellor", "адмирал": "admiral",
+                "декан": "dean", "аббат": "abbot", "куратор": "curator", "регистратор": "registrar",
+                "капеллан": "chaplain", "ревизор": "auditor", "нотариус": "notary"}
+EVENT_RU = {"открыл": ("закрыл", "closed"), "закрыл": ("открыл", "opened"), "начал": ("закончил", "ended"),
+            "закончил": ("начал", "began"), "основал": ("распустил", "dissolved"), "прибыл": ("отбыл", "departed"),
+            "купил": ("продал", "sold"), "продал": ("купил", "bought"), "выиграл": ("проиграл", "lost"),
+            "проиграл": ("выиграл", "won"), "вступил": ("вышел", "left"), "импортировал": ("экспортировал",
+                                                                                          "exported")}
+ATTR_RU_SWAP = {"какова": ("площадь", "высота", "цена", "вместимость", "скорость", "температура", "влажность",
+                           "толщина", "окружность", "плотность"),
+                "каково": ("население", "напряжение", "давление"), "каков": ("вес", "бюджет", "объём", "тариф")}
+ATTR_RU_EN = {"площадь": "area", "высота": "height", "цена": "price", "вместимость": "capacity", "скорость": "speed",
+              "температура": "temperature", "влажность": "humidity", "толщина": "thickness",
+              "окружность": "circumference", "плотность": "density", "население": "population",
+              "напряжение": "voltage", "давление": "pressure", "вес": "weight", "бюджет": "budget", "объём": "volume",
+              "тариф": "tariff"}
+
+
+def _stem_absent(stem: str, article: str) -> bool:
+    return re.search(r"(?i)(?<!\w)" + re.escape(stem), article) is None
+
+
+def _russian_near_misses(q: str, article: str, rng: random.Random) -> dict[str, str]:
+    """kind -> the Russian question with an ordinal, superlative, role, event or attribute changed to one its article
+    (Russian and English) never states."""
+    out: dict[str, str] = {}
+    for m in re.finditer(r"[^\W\d_]+", q):
+        w, low = m.group(0), m.group(0).lower()
+        o = ORD_RU_END.match(low)
+        if o and "ordinal" not in out:
+            for stem in rng.sample(sorted(ORD_RU), len(ORD_RU)):
+                word = ORD_RU_NOM[stem] if o.group(2) in ("ый", "ой", "ий") else stem + o.group(2)
+                if not low.startswith(stem) and _stem_absent(stem, article) and all(_absent(e, article) for e in
+                                                                                     ORD_RU[stem]):
+                    out["ordinal"] = q[: m.start()] + (word.capitalize() if w[0].isupper() else word) + q[m.end():]
+                    break
+        for stem, (alt, en) in SUPER_RU.items():
+            if low.startswith(stem) and "superlative" not in out and len(low) <= len(stem) + 4 and \
+                    (stem.endswith("ейш") or stem in ("наибольш", "наименьш") or
+                     re.search(r"(?i)\bсам\w+\s+" + re.escape(w), q)) and _stem_absent(alt, article) and \
+                    _absent(en, article):
+                out["superlative"] = q[: m.start()] + alt + low[len(stem):] + q[m.end():]
+        # a title before a name ('генерал Джафар Нимейри') is part of the name, as the English generator leaves
+        # 'General Gaafar' alone
+        titled = re.match(r"\s+(?:[а-яё]+\s+)?[А-ЯЁ]", q[m.end():]) is not None
+        for stem in ROLE_RU_SRC:
+            if low.startswith(stem) and len(low) <= len(stem) + 3 and "role" not in out and not titled:
+                for alt in rng.sample(sorted(ROLE_RU_SWAP), len(ROLE_RU_SWAP)):
+                    if alt != stem and _stem_absent(alt, article) and _absent(ROLE_RU_SWAP[alt], article):
+                        out["role"] = q[: m.start()] + alt + low[len(stem):] + q[m.end():]
+                        break
+        for stem, (alt, en) in EVENT_RU.items():
+            if low.startswith(stem) and len(low) <= len(stem) + 3 and "event" not in out and \
+                    _stem_absent(alt, article) and _absent(en, article):
+                out["event"] = q[: m.start()] + alt + low[len(stem):] + q[m.end():]
+    a = re.match(r"(?i)^\s*(какова|каково|каков)\s+([а-яё]+)", q)
+    if a:
+        for alt in rng.sample(ATTR_RU_SWAP[a.group(1).lower()], len(ATTR_RU_SWAP[a.group(1).lower()])):
+            if alt != a.group(2).lower() and _stem_absent(alt[:5], article) and _absent(ATTR_RU_EN[alt], article):
+                out["attribute"] = q[: a.start(2)] + alt + q[a.end(2):]
+                break
+    return out
+
+
 def _jsonl(p: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in p.read_text(encoding="utf-8").splitlines() if x.strip()]
 
@@ -152,6 +231,8 @@ def near_misses(q: str, article: str, other_names: list[str], rng: random.Random
                     if alt != w.lower() and _absent(alt[:5], article) and not re.search(alt[:4], article, re.I):
                         out["month"] = q[: m.start()] + alt + q[m.end():]
                         break
+        # own generator: the entity near misses below keep the draws they had before these kinds existed
+        out.update(_russian_near_misses(q, article, random.Random(q)))
     # a name: a capitalised run that does not open the question
     for m in re.finditer(r"(?<=[\w,] )([A-ZА-ЯЁ][\w\-]+(?: [A-ZА-ЯЁ][\w\-]+)*)", q):
         name = m.group(1)

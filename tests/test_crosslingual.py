@@ -8,8 +8,16 @@ import numpy as np
 
 from core.answer.crosslingual import NameFinder, cross_answer, is_cross, translit
 from core.answer.stage import REFUSAL, answer_question
-from core.answer.translit import cyrillic_key, latin_key, name_stated, ru_stem, sound_match, translated
-from core.answer.verify import ChunkText, verify_quotes
+from core.answer.translit import (
+    cyrillic_key,
+    english_of,
+    latin_key,
+    name_stated,
+    ru_stem,
+    sound_match,
+    translated,
+)
+from core.answer.verify import ChunkText, Evidence, check, verify_quotes
 from core.config import AnswerConfig
 from core.types import Candidate
 
@@ -124,3 +132,24 @@ def test_the_check_meets_a_transliterated_name_without_a_reader_and_refuses_an_i
     bad = verify_quotes("Как построил Веламии Крост крепкую экономическую основу?", quoted, ["c2"], chunks,
                         refusal=REFUSAL, names=NameFinder(ToyReader()))
     assert bad.refused and "Веламии Крост" in bad.text and "not the answer" in bad.text
+
+
+def test_russian_roles_events_and_superlatives_are_checked_against_english_through_their_english_words() -> None:
+    def verdicts(q: str, sentence: str) -> list[tuple[str, str, tuple[str, ...]]]:
+        return [(v.constraint.kind, v.verdict, v.instead) for v in check(q, Evidence(sentence, sentence)).verdicts
+                if v.constraint.kind in ("role", "event", "superlative", "attribute")]
+    assert verdicts("Кто был министром образования?", "Turabi served as minister of education.") == [
+        ("role", "met", ())]
+    assert verdicts("Кто был деканом факультета?", "Turabi served as minister of education.") == [
+        ("role", "unmet", ("minister",))]
+    assert verdicts("Когда закрылся завод?", "The plant opened in 1990.") == [("event", "unmet", ("open",))]
+    assert verdicts("Когда открылся завод?", "The plant opened in 1990.") == [("event", "met", ())]
+    assert verdicts("Какое самое большое озеро?", "The smallest lake is Loch Ness.") == [
+        ("superlative", "unmet", ("smallest",))]
+    assert verdicts("Какое самое большое озеро?", "The largest lake is Loch Ness.") == [("superlative", "met", ())]
+    assert verdicts("Какова площадь Шотландии?", "Scotland has a population of 5 million.") == [
+        ("attribute", "unmet", ("population",))]
+    # a role word English has no title for stays unchecked, never refused on
+    assert verdicts("Кто был лидером движения?", "Turabi led the movement.") == [("role", "unchecked", ())]
+    assert english_of("role", "декан") == ("dean",) and english_of("superlative", "крупнейш")[0] == "largest"
+    assert english_of("event", "выдумал") == ()

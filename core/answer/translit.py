@@ -145,3 +145,51 @@ def name_stated(name: str, text: str, *, cut: float = SOUND_CUT) -> bool:
     lows = {w.lower() for w in latin}
     low = text.lower()
     return all(translated(w, lows, low) or sound_match(w, keys) >= cut for w in words)
+
+
+# -- constraint words across languages ----------------------------------------------------------------------------
+# Russian role, event and superlative stems (as core.answer.verify reads them) -> the English words that state the
+# same in an English passage. General words, written from general knowledge; a stem not listed stays unchecked
+# across languages (the leader of a movement has no English title word to look for; 'заместитель' and 'помощник'
+# are modifiers in English: 'second in command', 'deputy governor').
+RU_ROLE_EN: dict[str, tuple[str, ...]] = {
+    "президент": ("president",), "вице-президент": ("vice-president",), "председател": ("chairman", "chair"),
+    "директор": ("director",), "менеджер": ("manager",), "глав": ("head", "chief"), "основател": ("founder",),
+    "владел": ("owner",), "редактор": ("editor",), "секретар": ("secretary",), "казначе": ("treasurer",),
+    "губернатор": ("governor",), "мэр": ("mayor",), "сенатор": ("senator",), "министр": ("minister",),
+    "премьер": ("premier", "minister"), "канцлер": ("chancellor",), "корол": ("king", "queen"),
+    "императ": ("emperor", "empress"), "принц": ("prince",), "принцесс": ("princess",), "пап": ("pope",),
+    "епископ": ("bishop",), "архиепископ": ("archbishop",), "кардинал": ("cardinal",), "генерал": ("general",),
+    "адмирал": ("admiral",), "капитан": ("captain",), "командир": ("commander",), "командующ": ("commander",),
+    "полковник": ("colonel",), "тренер": ("coach",), "декан": ("dean",), "профессор": ("professor",),
+    "ректор": ("rector",), "архитектор": ("architect",), "инженер": ("engineer",), "дизайнер": ("designer",),
+    "изобретател": ("inventor",), "автор": ("author",), "композитор": ("composer",), "дирижёр": ("conductor",),
+    "дирижер": ("conductor",), "продюсер": ("producer",), "судь": ("judge", "justice"), "посол": ("ambassador",),
+    "консул": ("consul",), "шериф": ("sheriff",),
+    "султан": ("sultan",), "халиф": ("caliph",), "хан": ("khan",), "шах": ("shah",), "цар": ("tsar", "czar"),
+    "герцог": ("duke",), "барон": ("baron",), "спикер": ("speaker",),
+}
+RU_EVENT_EN: dict[str, tuple[str, ...]] = {
+    "открыл": ("open",), "открыт": ("open",), "закрыл": ("clos",), "закрыт": ("clos",),
+    "начал": ("start", "begin", "began"), "закончил": ("end",), "купил": ("buy", "bought", "acquir"),
+    "продал": ("sold",), "прибыл": ("arriv",), "убыл": ("depart",), "импорт": ("import",), "экспорт": ("export",),
+}
+RU_SUPER_EN: dict[str, tuple[str, ...]] = {
+    "крупнейш": ("largest", "biggest"), "мельчайш": ("smallest",), "старейш": ("oldest",), "новейш": ("newest",),
+    "высочайш": ("highest",), "низш": ("lowest",), "наибольш": ("largest", "greatest", "most"),
+    "наименьш": ("smallest", "least"), "лучш": ("best",), "худш": ("worst",), "максимальн": ("maximum",),
+    "минимальн": ("minimum",), "древнейш": ("oldest", "earliest"), "длинн": ("longest",), "коротк": ("shortest",),
+    "стар": ("oldest",), "молод": ("youngest",), "больш": ("largest", "biggest"), "маленьк": ("smallest",),
+    "высок": ("highest", "tallest"), "низк": ("lowest",), "ранн": ("earliest",), "поздн": ("latest",),
+    "богат": ("richest",), "бедн": ("poorest",), "сильн": ("strongest",), "слаб": ("weakest",),
+    "тяжел": ("heaviest",), "легк": ("lightest",), "глубок": ("deepest",), "мелк": ("shallowest",),
+    "быстр": ("fastest",), "медленн": ("slowest",),
+}
+
+
+def english_of(kind: str, stem: str) -> tuple[str, ...]:
+    """The English words for a Russian role, event or superlative stem ('декан' -> ('dean',)); () when unknown."""
+    table = {"role": RU_ROLE_EN, "event": RU_EVENT_EN, "superlative": RU_SUPER_EN}.get(kind, {})
+    if stem in table:
+        return table[stem]
+    return next((v for k, v in table.items() if stem.startswith(k) and len(k) >= 4), ())

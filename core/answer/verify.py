@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Literal, Sequence
 
 from core.answer.attributes import asked_attribute, states_value, subject_names
 from core.answer.support import sentence_contexts
-from core.answer.translit import name_stated
+from core.answer.translit import english_of, name_stated
 from core.answer.units import units
 from core.text import EN_STOP, FIELD_LINE, RU_STOP, sentence_spans, tokenize
 from core.types import StageInfo
@@ -733,12 +733,12 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
             return Verdict(c, "unchecked")
         # a name the evidence never states: the sibling shown is one the sentence states in the asked name's slot
         return Verdict(c, "unmet", instead=tuple(_parallel_names(c, sentence, question)[:3]))
+    if c.kind in ("role", "event", "superlative") and cross and _CYR.search(c.text) and not _CYR.search(sentence):
+        return _across(c, parts, sentence_read, sentence)
     if c.kind == "role":
         for where, r in local:
             if _role_in(c.text, r.roles):
                 return Verdict(c, "met", where)
-        if cross and not _CYR.search(sentence):
-            return Verdict(c, "unchecked")
         asked = _roles(question)
         other = [x for x in sentence_read.roles if not _role_in(c.text, [x]) and not any(_role_in(a, [x]) for a in asked)]
         if other:
@@ -770,9 +770,7 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         if any(_states_attribute(c.text, r) for _, r in local):
             return Verdict(c, "met", "sentence")
         other = [a for a in _ATTRS if a != c.text and _states_attribute(a, sentence_read)]
-        if cross and not _CYR.search(sentence):
-            return Verdict(c, "unchecked")
-        return Verdict(c, "unmet", instead=tuple(other[:3]))
+        return Verdict(c, "unmet", instead=tuple(other[:3]))  # (the lexicon holds both languages' words)
     if c.kind == "event":  # asked when it opened, the sentence says when it closed: the opposite event
         said = _events(sentence)
         if c.values[0] in said or not said & set(c.values[1:]):
@@ -804,6 +802,38 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
     if c.kind == "asks":
         return _asks(c, sentence, sentence_read, question)
     return Verdict(c, "unchecked")
+
+
+def _has_super(r: _Read, s: str) -> bool:
+    return s in r.supers or (bool(_CYR.search(s)) and any(x.startswith(s[:5]) for x in r.supers)) or \
+        (not _CYR.search(s) and s in r.keys)
+
+
+def _across(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read: _Read, sentence: str) -> Verdict:
+    """A Russian role, event or superlative against English evidence, through its English words
+    (core.answer.translit.english_of); a word the list does not know stays unchecked."""
+    want = english_of(c.kind, c.values[0])
+    if not want:
+        return Verdict(c, "unchecked")
+    if c.kind == "role":  # as the same-language check: stated nearby, else another role in the sentence refutes
+        for where, r in parts[:3]:
+            if any(_role_in(e, r.roles) for e in want):
+                return Verdict(c, "met", where)
+        other = [x for x in sentence_read.roles if not any(_role_in(e, [x]) for e in want)]
+        if other:
+            return Verdict(c, "unmet", instead=tuple(dict.fromkeys(other)))
+        return Verdict(c, "met", "chunk") if any(_role_in(e, parts[3][1].roles) for e in want) else Verdict(c, "unmet")
+    if c.kind == "event":
+        said = _events(sentence)
+        opp = {e for v in c.values[1:] for e in english_of("event", v)}
+        if said & set(want) or not said & opp:
+            return Verdict(c, "met", "sentence")
+        return Verdict(c, "unmet", instead=tuple(sorted(said & opp)))
+    for where, r in parts[:4]:  # a superlative
+        if any(_has_super(r, e) for e in want):
+            return Verdict(c, "met", where)
+    inst = sorted({o for e in want for o in _opposite(e) if any(_has_super(r, o) for _, r in parts[:4])})
+    return Verdict(c, "unmet", instead=tuple(inst)) if inst else Verdict(c, "met", "")
 
 
 def _asks(c: Constraint, sentence: str, r: _Read, question: str) -> Verdict:
