@@ -8,7 +8,16 @@ import numpy as np
 
 from core.answer.crosslingual import NameFinder, cross_answer, is_cross, translit
 from core.answer.stage import REFUSAL, answer_question
-from core.answer.verify import ChunkText, verify_quotes
+from core.answer.translit import (
+    cyrillic_key,
+    english_of,
+    latin_key,
+    name_stated,
+    ru_stem,
+    sound_match,
+    translated,
+)
+from core.answer.verify import ChunkText, Evidence, check, verify_quotes
 from core.config import AnswerConfig
 from core.types import Candidate
 
@@ -70,7 +79,7 @@ def test_name_finder_by_transliteration_by_the_readers_phrases_and_by_the_names_
     best, lift, tr = find.signals("Зорвата", berlin)
     assert best == 0.0 and lift == 0.0 and tr < 0.75 and find.gain_of("Зорвата", "Какая столица Зорвата?", berlin) < 0
     # the question is closer to the sentence with the name than without it: the reader reads the name there
-    gain = NameFinder(ToyReader(), best=9, lift=9, translit_ratio=9)
+    gain = NameFinder(ToyReader(), best=9, lift=9, sound=9)
     assert gain.gain_of("Германии", "Какая столица Германии?", berlin) > 0
     assert gain("Германии", "Какая столица Германии?", berlin, berlin)
 
@@ -80,9 +89,9 @@ def test_the_check_refuses_a_cross_lingual_name_the_passage_does_not_state_and_p
     text = "Berlin is the capital of Germany. [c1]"
     ok = verify_quotes("Какая столица Франции?", "Paris is the capital of France. [c1]", ["c1"], chunks,
                        refusal=REFUSAL, names=NameFinder(ToyReader()))
-    assert not ok.refused and ok.info.action == "passed"  # 'frantsii' is too far from 'france': the reader finds it
+    assert not ok.refused and ok.info.action == "passed"  # 'Франции' is translated: the bilingual list knows it
     assert [v.to_dict() for v in ok.info.verdicts() if v.constraint.kind == "entity"] == [
-        {"kind": "entity", "constraint": "Франции", "verdict": "met", "where": "chunk"}]
+        {"kind": "entity", "constraint": "Франции", "verdict": "met", "where": "sentence"}]
     bad = verify_quotes("Какая столица Зорвании?", text, ["c1"], chunks, refusal=REFUSAL,
                         names=NameFinder(ToyReader()))
     assert bad.refused and "Зорвании" in bad.text and "Berlin is the capital of Germany." in bad.text
@@ -99,3 +108,48 @@ def test_the_answer_stage_takes_the_cross_lingual_path_only_across_scripts() -> 
     assert any(n.startswith("cross-lingual answer") for n in res.notes) and res.threshold_from.startswith("cross")
     same = answer_question("What is the capital of France?", [PASSAGE], cfg, llm, cross=ToyReader())
     assert not any(n.startswith("cross-lingual answer") for n in same.notes)
+
+
+def test_a_name_found_across_scripts_by_its_sound_or_its_known_translation_and_an_invented_one_not() -> None:
+    text = "Political geographers such as Friedrich Ratzel of Germany and Lord Loudoun supported it."
+    assert name_stated("Фридриха Ратцеля", text)  # inflected, 'ц' for 'tz'
+    assert name_stated("Лаудона", text) and name_stated("Германии", text)  # a case ending; a translated country
+    assert not name_stated("Браккенфилда", text) and not name_stated("Маровии Тулп", text)  # invented
+    assert not name_stated("Фридриха Шумпетера", text)  # one word of two is no match
+    assert not name_stated("Франции", text)  # a country the list knows, not in the text
+    assert cyrillic_key("Шинцель") == latin_key("Schinzel") and ru_stem("Лаудона") == "лаудон"
+    assert sound_match("Эйнштейну", {latin_key("Einstein")}) >= 0.75 > sound_match("Зорвата", {latin_key("Zurich")})
+    assert translated("Церкви", {"church"}, "the church") and translated("Зорвата", set(), "") is None
+
+
+def test_the_check_meets_a_transliterated_name_without_a_reader_and_refuses_an_invented_one_with_one() -> None:
+    p = Candidate("c2", "d2", "Turabi built a powerful economic base with money from foreign banks. Ratzel believed "
+                  "expansion was necessary.", 1.0, 1)
+    chunks = {"c2": ChunkText(p.text, "", "Islamism")}
+    quoted = "Turabi built a powerful economic base with money from foreign banks. [c2]"
+    ok = verify_quotes("Как построил Тураби крепкую экономическую основу?", quoted, ["c2"], chunks, refusal=REFUSAL)
+    assert not ok.refused and ok.info.action == "passed"
+    bad = verify_quotes("Как построил Веламии Крост крепкую экономическую основу?", quoted, ["c2"], chunks,
+                        refusal=REFUSAL, names=NameFinder(ToyReader()))
+    assert bad.refused and "Веламии Крост" in bad.text and "not the answer" in bad.text
+
+
+def test_russian_roles_events_and_superlatives_are_checked_against_english_through_their_english_words() -> None:
+    def verdicts(q: str, sentence: str) -> list[tuple[str, str, tuple[str, ...]]]:
+        return [(v.constraint.kind, v.verdict, v.instead) for v in check(q, Evidence(sentence, sentence)).verdicts
+                if v.constraint.kind in ("role", "event", "superlative", "attribute")]
+    assert verdicts("Кто был министром образования?", "Turabi served as minister of education.") == [
+        ("role", "met", ())]
+    assert verdicts("Кто был деканом факультета?", "Turabi served as minister of education.") == [
+        ("role", "unmet", ("minister",))]
+    assert verdicts("Когда закрылся завод?", "The plant opened in 1990.") == [("event", "unmet", ("open",))]
+    assert verdicts("Когда открылся завод?", "The plant opened in 1990.") == [("event", "met", ())]
+    assert verdicts("Какое самое большое озеро?", "The smallest lake is Loch Ness.") == [
+        ("superlative", "unmet", ("smallest",))]
+    assert verdicts("Какое самое большое озеро?", "The largest lake is Loch Ness.") == [("superlative", "met", ())]
+    assert verdicts("Какова площадь Шотландии?", "Scotland has a population of 5 million.") == [
+        ("attribute", "unmet", ("population",))]
+    # a role word English has no title for stays unchecked, never refused on
+    assert verdicts("Кто был лидером движения?", "Turabi led the movement.") == [("role", "unchecked", ())]
+    assert english_of("role", "декан") == ("dean",) and english_of("superlative", "крупнейш")[0] == "largest"
+    assert english_of("event", "выдумал") == ()

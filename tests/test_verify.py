@@ -91,6 +91,14 @@ def test_a_lower_case_package_name_before_a_software_noun_is_checked() -> None:
             if c.kind == "entity"] == []
 
 
+def test_a_russian_preposition_opening_a_sentence_is_no_sibling_name() -> None:
+    # 'К периоду …' opens the sentence with a capitalised preposition: no name stands in the asked name's slot
+    chunk = "Последняя Ледниковая эпоха закончилась. К периоду 9 000 лет назад Европа была покрыта лесом."
+    sentence = "К периоду 9 000 лет назад Европа была покрыта лесом."
+    assert _unmet("Когда Европа покрылась лесом после Ледникового периода?", sentence, chunk) == []
+    assert _unmet("Когда Азия покрылась лесом после Ледникового периода?", sentence, chunk) == [("entity", ())]
+
+
 def test_a_question_with_no_constraints_and_cross_lingual_names() -> None:
     assert check("What is a prime number?", Evidence("A prime is a natural number.")).verdicts == ()
     # a Russian name over English text: transliterated when it can be; an exonym it cannot match is unchecked, not

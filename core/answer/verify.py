@@ -10,13 +10,13 @@ why. Everything here is pure: text in, typed verdicts out (no store, no model). 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from difflib import SequenceMatcher
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Literal, Sequence
 
 from core.answer.attributes import QUALIFIERS, asked_attribute, states_value, subject_names
 from core.answer.support import sentence_contexts
+from core.answer.translit import english_of, name_stated
 from core.answer.units import units
 from core.text import EN_STOP, FIELD_LINE, RU_STOP, sentence_spans, tokenize
 from core.types import StageInfo
@@ -494,14 +494,6 @@ def _roles(text: str) -> list[str]:
     return out
 
 
-def _translit(word: str) -> str:
-    table = str.maketrans({"а": "a", "б": "b", "в": "v", "г": "g", "д": "d", "е": "e", "ё": "e", "ж": "zh",
-                           "з": "z", "и": "i", "й": "y", "к": "k", "л": "l", "м": "m", "н": "n", "о": "o", "п": "p",
-                           "р": "r", "с": "s", "т": "t", "у": "u", "ф": "f", "х": "kh", "ц": "ts", "ч": "ch",
-                           "ш": "sh", "щ": "sch", "ъ": "", "ы": "y", "ь": "", "э": "e", "ю": "yu", "я": "ya"})
-    return word.lower().translate(table)
-
-
 def _names(question: str) -> list[tuple[str, list[str]]]:
     """Names the question uses: runs of capitalised words that do not open it (and are no role or month), acronyms
     and codes, each with its words."""
@@ -523,7 +515,7 @@ def _names(question: str) -> list[tuple[str, list[str]]]:
         named = (w[:1].isupper() and not opens) or (len(w) >= 2 and w.isupper() and not w.isdigit()) or \
             bool(_CODE.fullmatch(w))
         if named and low not in _NOT_NAMES and low not in _ROLES_EN and low not in _MONTHS_EN and \
-                not _MONTH_RU.match(low) and not _YEAR.fullmatch(w) and low not in EN_STOP:
+                not _MONTH_RU.match(low) and not _YEAR.fullmatch(w) and low not in EN_STOP and low not in RU_STOP:
             if not any(low.startswith(r) for r in _ROLES_RU if r not in _ROLE_RU_SHORT):
                 run.append(w)
                 continue
@@ -673,7 +665,6 @@ class _Read:
     ordinals: set[str]
     supers: set[str]
     roles: list[str]
-    latin_caps: list[str] = field(default_factory=list)
     raw: str = ""
     raw_cased: str = ""
 
@@ -690,7 +681,7 @@ def _verb_states(role: str, text: str) -> bool:
 @lru_cache(maxsize=1024)
 def _read(text: str) -> _Read:  # read once per text: a chunk is the context of each sentence quoted from it
     return _Read(_keys(text), years(text), months(text), numbers(text), ordinals(text), _superlatives(text),
-                 _roles(text) + [_VERB_ROLE[m.group(1).lower()] for m in _ROLE_BY.finditer(text)], [w.lower() for w in re.findall(r"\b[A-Z][A-Za-z\-]{2,}", text)], text.lower(), text)
+                 _roles(text) + [_VERB_ROLE[m.group(1).lower()] for m in _ROLE_BY.finditer(text)], text.lower(), text)
 
 
 def _year_in(y: str, found: set[str]) -> bool:
@@ -730,14 +721,9 @@ def _entity_in(c: Constraint, read: _Read, cross: bool) -> bool:
     need = (len(keys) if len(keys) <= 2 else (len(keys) + 1) // 2) if person else (len(keys) + 1) // 2
     if hit >= need and hit and (not person or found(keys[0])):
         return True
-    if cross:  # a Russian name over English text: its transliteration against the text's capitalised words
-        words = c.text.split()
-        found = 0
-        for w in words:
-            t = _translit(w)
-            if any(SequenceMatcher(None, t, x).ratio() >= 0.6 and t[:1] == x[:1] for x in read.latin_caps):
-                found += 1
-        return found * 2 >= len(words) and found > 0
+    if cross and _CYR.search(c.text):  # a Russian name over English text: each word by its sound or its known
+        # translation (core.answer.translit); a loose letter match passed invented names
+        return name_stated(c.text, read.raw_cased)
     return False
 
 
@@ -838,12 +824,12 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
             return Verdict(c, "unchecked")
         # a name the evidence never states: the sibling shown is one the sentence states in the asked name's slot
         return Verdict(c, "unmet", instead=tuple(_parallel_names(c, sentence, question)[:3]))
+    if c.kind in ("role", "event", "superlative") and cross and _CYR.search(c.text) and not _CYR.search(sentence):
+        return _across(c, parts, sentence_read, sentence)
     if c.kind == "role":
         for where, r in local:
             if _role_in(c.text, r.roles) or _verb_states(c.text.split()[-1], r.raw_cased):
                 return Verdict(c, "met", where)
-        if cross and not _CYR.search(sentence):
-            return Verdict(c, "unchecked")
         asked = _roles(question)
         other = [x for x in sentence_read.roles if not _role_in(c.text, [x]) and not any(_role_in(a, [x]) for a in asked)]
         if other:
@@ -879,9 +865,7 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         if any(_states_attribute(c.text, r) for _, r in local):
             return Verdict(c, "met", "sentence")
         other = [a for a in _ATTRS if a != c.text and _states_attribute(a, sentence_read)]
-        if cross and not _CYR.search(sentence):
-            return Verdict(c, "unchecked")
-        return Verdict(c, "unmet", instead=tuple(other[:3]))
+        return Verdict(c, "unmet", instead=tuple(other[:3]))  # (the lexicon holds both languages' words)
     if c.kind == "event":  # asked when it opened, the sentence says when it closed: the opposite event
         said = _events(sentence)
         if c.values[0] in said or not said & set(c.values[1:]):
@@ -929,6 +913,38 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
     if c.kind == "asks":
         return _asks(c, sentence, sentence_read, question)
     return Verdict(c, "unchecked")
+
+
+def _has_super(r: _Read, s: str) -> bool:
+    return s in r.supers or (bool(_CYR.search(s)) and any(x.startswith(s[:5]) for x in r.supers)) or \
+        (not _CYR.search(s) and s in r.keys)
+
+
+def _across(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read: _Read, sentence: str) -> Verdict:
+    """A Russian role, event or superlative against English evidence, through its English words
+    (core.answer.translit.english_of); a word the list does not know stays unchecked."""
+    want = english_of(c.kind, c.values[0])
+    if not want:
+        return Verdict(c, "unchecked")
+    if c.kind == "role":  # as the same-language check: stated nearby, else another role in the sentence refutes
+        for where, r in parts[:3]:
+            if any(_role_in(e, r.roles) for e in want):
+                return Verdict(c, "met", where)
+        other = [x for x in sentence_read.roles if not any(_role_in(e, [x]) for e in want)]
+        if other:
+            return Verdict(c, "unmet", instead=tuple(dict.fromkeys(other)))
+        return Verdict(c, "met", "chunk") if any(_role_in(e, parts[3][1].roles) for e in want) else Verdict(c, "unmet")
+    if c.kind == "event":
+        said = _events(sentence)
+        opp = {e for v in c.values[1:] for e in english_of("event", v)}
+        if said & set(want) or not said & opp:
+            return Verdict(c, "met", "sentence")
+        return Verdict(c, "unmet", instead=tuple(sorted(said & opp)))
+    for where, r in parts[:4]:  # a superlative
+        if any(_has_super(r, e) for e in want):
+            return Verdict(c, "met", where)
+    inst = sorted({o for e in want for o in _opposite(e) if any(_has_super(r, o) for _, r in parts[:4])})
+    return Verdict(c, "unmet", instead=tuple(inst)) if inst else Verdict(c, "met", "")
 
 
 def _asks(c: Constraint, sentence: str, r: _Read, question: str) -> Verdict:
