@@ -407,7 +407,7 @@ def measured_verify_nearmiss(d: dict[str, Any], file: str) -> list[Any]:
             "value its article never states; 'omitted' is each answerable question with its paragraph left out "
             "(refused is right). Cuts chosen on the dev split (even paragraphs); the report split is the one to "
             "quote.", "", CAPTION, "",
-            grid(["split", "questions", "answerable", "right", "wrong", "check passes gold", "near misses",
+            grid(["split", "language", "answerable", "right", "wrong", "check passes gold", "near misses",
                   "refused", "check rejects neighbour", "omitted refused"], rows)]
 
 
