@@ -289,6 +289,34 @@ def tune(items: list[dict[str, Any]], corp: dict[str, dict[str, Any]], finder: N
         print("  ", g, file=sys.stderr)
 
 
+def tune_cross_answer(data: dict[str, Any], reader: E5Reader, finder: NameFinder) -> None:
+    """The dev split's cross-lingual answer cuts (core.answer.crosslingual.ANSWER_MARGIN, ANSWER_FLOOR): right, wrong,
+    near misses refused and paragraph-left-out refused over a grid, beside English on the same questions. The
+    shipped cuts were read off this grid."""
+    import core.answer.crosslingual as cl
+
+    def rates(rows: list[dict[str, Any]]) -> str:
+        ans = [r for r in rows if r["kind"] == "answerable"]
+        nm = [r for r in rows if r["kind"] not in ("answerable", "omitted")]
+        om = [r for r in rows if r["kind"] == "omitted"]
+        return (f"right {sum(r['after']['correct'] for r in ans) / len(ans):.3f} wrong "
+                f"{sum(not r['after']['correct'] and not r['after']['refused'] for r in ans) / len(ans):.3f} "
+                f"near misses refused {sum(r['after']['refused'] for r in nm) / len(nm):.3f} omitted refused "
+                f"{sum(r['after']['refused'] for r in om) / len(om):.3f}")
+    dev = {st: [it for it in data["items"] if it["split"] == "dev" and it["setting"] == st] for st in ("en", "cross")}
+    print(f"dev English: {rates(run_items(dev['en'], data, None, None))}", file=sys.stderr)
+    defaults = dict(cl.cross_answer.__kwdefaults__ or {})
+    try:
+        for margin, floor in ((0.02, 0.74), (0.04, 0.74), (0.08, 0.74), (0.04, 0.76), (0.04, 0.77), (0.04, 0.78),
+                              (0.04, 0.80)):
+            assert cl.cross_answer.__kwdefaults__ is not None
+            cl.cross_answer.__kwdefaults__.update(margin=margin, floor=floor)
+            print(f"dev cross margin {margin} floor {floor}: {rates(run_items(dev['cross'], data, reader, finder))}",
+                  file=sys.stderr)
+    finally:
+        cl.cross_answer.__kwdefaults__.update(defaults)
+
+
 def cands(data: dict[str, Any], lang: str, text: str, k: int = 5) -> list[Candidate]:
     """The top k paragraphs of `lang` by BM25 for `text`."""
     docs = data["corp"][lang]
@@ -423,8 +451,9 @@ def main() -> None:
     items, corp = data["items"], data["corp"]
     reader = E5Reader() if e5_available() else None
     finder = NameFinder(reader) if reader is not None else None
-    if args.tune and finder is not None:
+    if args.tune and finder is not None and reader is not None:
         tune(items, corp, finder)
+        tune_cross_answer(data, reader, finder)
     t0 = time.perf_counter()
     rows = run_items(items, data, reader, finder)
     ms = (time.perf_counter() - t0) * 1000 / max(1, len(rows))
