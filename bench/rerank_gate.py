@@ -55,8 +55,8 @@ def docs(order: Sequence[str], doc_of: dict[str, str]) -> list[str]:
     return list(dict.fromkeys(doc_of[c] for c in order))
 
 
-def recall(order: Sequence[str], gold: Sequence[str]) -> float:
-    return len(set(gold) & set(order[:K])) / len(gold) if gold else 0.0
+def recall(order: Sequence[str], gold: Sequence[str], k: int = K) -> float:
+    return len(set(gold) & set(order[:k])) / len(gold) if gold else 0.0
 
 
 def variant(read: bool, floor: int, weight: float = 1.0) -> Order:
@@ -69,11 +69,11 @@ def variant(read: bool, floor: int, weight: float = 1.0) -> Order:
     return order
 
 
-def per_question(rows: Sequence[dict[str, Any]], fn: Order | str, chunk: bool = False) -> list[float]:
+def per_question(rows: Sequence[dict[str, Any]], fn: Order | str, chunk: bool = False, k: int = K) -> list[float]:
     out = []
     for r in rows:
         ids = r[fn] if isinstance(fn, str) else [r["ids"][i] for i in fn(r)]
-        out.append(recall(ids, r["gold_chunks"]) if chunk else recall(docs(ids, r["doc_of"]), r["gold"]))
+        out.append(recall(ids, r["gold_chunks"], k) if chunk else recall(docs(ids, r["doc_of"]), r["gold"], k))
     return out
 
 
@@ -128,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
             h: dict[str, Any] = {"questions": len(rows),
                                  "recall@5": {v: round(100 * float(np.mean(x)), 2) for v, x in vals.items()}}
             new, prev = vals["chosen (" + chosen + ")"], vals["previous (" + PREVIOUS + ")"]
+            h["recall@1"] = {v: round(100 * float(np.mean(per_question(rows, fn, k=1))), 2) for v, fn in shown.items()}
             h["chosen_minus_fused"] = paired_ci(new, vals["fused (hybrid)"])
             h["chosen_minus_previous"] = paired_ci(new, prev)
             h["previous_minus_fused"] = paired_ci(prev, vals["fused (hybrid)"])
@@ -190,10 +191,20 @@ def measured_rerank_gate(d: dict[str, Any], file: str) -> list[Any]:
              for name, s in sets.items() if (s.get("report") or {}).get("chunk_recall@5")]
     if chunk:
         out += ["", "Chunk level (the cookbook's Pass@5, exact gold chunk), report half: " + "; ".join(chunk)]
-    routes = [f"{name} {rt} ({v.get('n')}): " + ", ".join(f"{k} {num(x)}" for k, x in v.items() if k != "n")
-              for name, s in sets.items() for rt, v in ((s.get("report") or {}).get("by_route") or {}).items()]
+    few = ("fused (hybrid)", f"previous ({d.get('previous')})", "question floor 0 w1", f"chosen ({d.get('chosen')})")
+    routes = [f"{name} {rt} ({v.get('n')}): " + ", ".join(f"{k} {num(v.get(k))}" for k in few)
+              for name, s in sets.items() for rt, v in ((s.get("report") or {}).get("by_route") or {}).items()
+              if (v.get("n") or 0) >= 10 and name.endswith("(default)")]
     if routes:
-        out += ["", "By route, report half: " + "; ".join(routes)]
+        out += ["", "By the router's class (routed lists, classes of 10 questions or more), report half: "
+                + "; ".join(routes)]
+    ones = [f"{name}: " + ", ".join(f"{k} {num((s['report'].get('recall@1') or {}).get(k))}" for k in few)
+            for name, s in sets.items() if (s.get("report") or {}).get("recall@1")]
+    if ones:
+        out += ["", "Recall@1, report half (xquad's 40 paragraphs leave nothing to gain at 5): " + "; ".join(ones)]
+    out += ["", "Dumps: `bench/rerank_dump.py --set SET --config cascade|default --db data/bench/h44_SET.duckdb "
+            "--out data/bench/h44_dump[def]_SET.json` (scifact: 300 claims over their documents and distractors to "
+            "1,000 abstracts, as generalise_paired samples them)."]
     return out
 
 
