@@ -46,6 +46,7 @@ def load(path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         half = "choose" if int(hashlib.sha256(r["id"].encode()).hexdigest(), 16) % 2 == 0 else "report"
         rows.append({"id": r["id"], "gold": r["gold"], "gold_chunks": r.get("gold_chunks") or [], "ids": ids,
                      "doc_of": doc_of, "raw": raw, "sub": sub, "half": half, "route": r.get("route", "-"),
+                     "found": [(r.get("found") or {}).get(c, {}) for c in ids],
                      "bm25": [c for c, _, _ in r["lists"].get("bm25", [])],
                      "dense": [c for c, _, _ in r["lists"].get("dense", [])]})
     return d, rows
@@ -75,6 +76,25 @@ def per_question(rows: Sequence[dict[str, Any]], fn: Order | str, chunk: bool = 
         ids = r[fn] if isinstance(fn, str) else [r["ids"][i] for i in fn(r)]
         out.append(recall(ids, r["gold_chunks"], k) if chunk else recall(docs(ids, r["doc_of"]), r["gold"], k))
     return out
+
+
+def why_lost(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The gold documents the fused top 5 held and the question-only rerank (no floor) pushed out: how many, how
+    many of them the question's own bm25 and dense lists ranked below 10 (found by a generated query), and their
+    median rank by the question's own late-interaction score among the 50."""
+    fn = variant(False, 0, 1.0)
+    lost, generated, ranks = 0, 0, []
+    for r in rows:
+        fused, after = docs(r["ids"], r["doc_of"]), docs([r["ids"][i] for i in fn(r)], r["doc_of"])
+        by_score = sorted(range(len(r["raw"])), key=lambda j: (-r["raw"][j], j))
+        for gd in r["gold"]:
+            if gd in fused[:K] and gd not in after[:K]:
+                i = next(j for j, c in enumerate(r["ids"]) if r["doc_of"][c] == gd)
+                lost += 1
+                generated += min(r["found"][i].get("bm25", 999), r["found"][i].get("dense", 999)) > 10
+                ranks.append(by_score.index(i) + 1)
+    return {"lost": lost, "found_by_generated_queries": generated,
+            "median_question_rank": float(np.median(ranks)) if ranks else None}
 
 
 def paired_ci(a: Sequence[float], b: Sequence[float], seed: int = 0) -> dict[str, float]:
@@ -147,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
                                                                                   fn))), 2)
                                       for v, fn in shown.items()} | {"n": sum(r["route"] == rt for r in rows)}
                                  for rt in routes}
+            if any(r["found"][0] for r in rows if r["found"]):
+                h["why_lost"] = why_lost(rows)
             res[half] = h
         out["sets"][name] = res
         rep = res["report"]
@@ -191,6 +213,14 @@ def measured_rerank_gate(d: dict[str, Any], file: str) -> list[Any]:
              for name, s in sets.items() if (s.get("report") or {}).get("chunk_recall@5")]
     if chunk:
         out += ["", "Chunk level (the cookbook's Pass@5, exact gold chunk), report half: " + "; ".join(chunk)]
+    why = [f"{name} {half} half: {w['lost']} pushed out, {w['found_by_generated_queries']} of them ranked below 10 "
+           f"by the question's own bm25 and dense lists, median rank {num(w['median_question_rank'], 0)} of 50 by "
+           "the question's own score"
+           for name, s in sets.items() for half in ("choose", "report")
+           if (w := (s.get(half) or {}).get("why_lost")) and w.get("lost")]
+    if why:
+        out += ["", "Why the question-only rerank lost (gold documents the fused top 5 held that it pushed out): "
+                + "; ".join(why)]
     few = ("fused (hybrid)", f"previous ({d.get('previous')})", "question floor 0 w1", f"chosen ({d.get('chosen')})")
     routes = [f"{name} {rt} ({v.get('n')}): " + ", ".join(f"{k} {num(v.get(k))}" for k in few)
               for name, s in sets.items() for rt, v in ((s.get("report") or {}).get("by_route") or {}).items()
