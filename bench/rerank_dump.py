@@ -5,7 +5,7 @@ search over rerank gates needs, with no model call after the dump.
         --out data/bench/h44_dump_twowiki.json
 
 Runs the default cascade alone (router and transforms off, answers off) with the rerank handing on its whole input
-(rerank.k = rerank.top_n, no floor) and prune and MMR off, so the rerank stage's list holds every fused candidate
+(rerank.k = rerank.top_n, no floor, reading the question alone) and prune and MMR off, so the rerank stage's list holds every fused candidate
 with its incoming rank and the reranker's raw score. Each row: question id, question, gold documents (and gold chunks
 where the set's gold is an exact chunk text), the bm25 / dense / fused lists (chunk id, document id, score) and the
 raw rerank score per chunk; the chunks' texts once per file. Workspaces and sampling are bench/generalise_paired.py's,
@@ -47,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     gs, cut = load(args.set, datasets_dir(args.datasets), args.questions, args.scifact_docs, args.seed)
     base = _cfg(OFF)
     top_n = base.rerank.top_n
-    cfg = _cfg({**OFF, **(SINGLE if args.config == "cascade" else {}), "rerank.k": top_n, "rerank.keep_top": 0, "prune.enabled": False,
+    # read_queries off: the rerank stage's score is the question's own; the generated questions' are scored apart
+    cfg = _cfg({**OFF, **(SINGLE if args.config == "cascade" else {}), "rerank.k": top_n, "rerank.read_queries": False, "rerank.keep_top": 0, "prune.enabled": False,
                 "mmr.enabled": False, "expand.enabled": False})
     Path(args.db).parent.mkdir(parents=True, exist_ok=True)
     deps = build_deps(base, store=Store(args.db))
