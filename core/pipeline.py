@@ -90,6 +90,7 @@ from core.route.sql import MAX_VALUES, SqlOutcome, sql_route, with_values
 from core.route.sql import classify as classify_tables
 from core.route.stage import (
     RouteDecision,
+    TransformInfo,
     TransformRun,
     bridge_found,
     cag_estimator,
@@ -400,13 +401,14 @@ def _fuse(q: _Query, config: PipelineConfig, lists: dict[str, list[Candidate]]) 
                      cross_lingual_lang=q.lang if q.ml is not None and q.ml.cross_lingual else None)
 
 
-def _rerank(q: _Query, pool: list[Candidate], pool_from: str, config: PipelineConfig, deps: Deps) -> StepOutput:
+def _rerank(q: _Query, pool: list[Candidate], pool_from: str, config: PipelineConfig, deps: Deps,
+            generated: Sequence[str] = ()) -> StepOutput:
     r = config.rerank
     reranker, notice = deps.reranker_for(r.method, r.model, r.llm_model)
     contexts = ((lambda ids: deps.store.ledger.contexts(q.bm25_variant, q.workspace, ids))
                 if r.use_context and q.bm25_variant != "raw" else None)  # the reranker reads context + chunk
     return rerank_step(q.text, pool, pool_from, r, reranker, notice, workspace=q.workspace, lang=q.lang,
-                       contexts=contexts)
+                       contexts=contexts, generated=generated if pool_from == Stage.FUSED else ())
 
 
 def _prune(q: _Query, pool: list[Candidate], config: PipelineConfig, deps: Deps) -> StepOutput:
@@ -566,13 +568,15 @@ def _start(query: str, config: PipelineConfig, deps: Deps, workspace: str, trace
 
 
 def _transforms(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer, decision: RouteDecision | None,
-                bm25: list[Candidate], dense: list[Candidate]) -> dict[str, list[Candidate]]:
+                bm25: list[Candidate], dense: list[Candidate]) -> tuple[dict[str, list[Candidate]], tuple[str, ...]]:
     """HyDE (offline: pseudo-relevance feedback), multi-query and decomposition, each gated by the route or by a weak
-    first retrieval; every generated query is searched with BM25 + dense (RRF) and each stage fuses its own lists."""
+    first retrieval; every generated query is searched with BM25 + dense (RRF) and each stage fuses its own lists.
+    Returns the lists and the questions generated (multi-query's and decomposition's; HyDE's text is a guessed
+    passage, not a question), which the rerank reads beside the question."""
     if not c.bm25.enabled:
         for name in TRANSFORMS:
             tracer.skip(name, "query transforms search with BM25 (+ dense): bm25.enabled = false")
-        return {}
+        return {}, ()
     index = _bm25_index(q, c, deps)
     dindex = (deps.indexes.dense(deps.store, deps.embedder, q.workspace, variant=q.dense_variant)
               if c.dense.enabled and c.transforms.dense and not q.dense_blind else None)
@@ -594,6 +598,7 @@ def _transforms(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer, decisi
     run = TransformRun(q.text, c, decision, deps.llm, search, feedback=feedback,
                        dense_top=dense[0].score if dense and not q.dense_blind else None, workspace=q.workspace)
     out: dict[str, list[Candidate]] = {}
+    asked: list[str] = []
     for name in TRANSFORMS:
         ran = tracer.run(name, lambda: run.step(name), skip=run.skip(name),
                          key=lambda: stage_key(name, _facts(q), c.transforms, c.fusion.rrf_k, c.bm25.k, c.dense.enabled,
@@ -602,7 +607,9 @@ def _transforms(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer, decisi
             run.after(ran)
             if ran.skipped is None:
                 out[name] = list(ran.candidates)
-    return out
+                if name != Stage.HYDE and isinstance(ran.info, TransformInfo):
+                    asked.extend(ran.info.queries)
+    return out, tuple(dict.fromkeys(asked))
 
 
 def unjudged_language(question_lang: str, counts: Mapping[str, int]) -> str:
@@ -727,7 +734,7 @@ def _retrieve(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
               if q.only is None or q.only.allows(h.chunk_id)]
     graph.update({Stage.RAPTOR: raptor} if raptor else {})
     why = fusion_skip(c.fusion.enabled, (bm25, dense, dense_ml))
-    extra = _transforms(q, c, deps, tracer, decision, bm25, dense)
+    extra, generated = _transforms(q, c, deps, tracer, decision, bm25, dense)
     lists = {Stage.BM25: bm25, Stage.DENSE: dense, **ml_list, **graph, **extra}
     fused = tracer.step(Stage.FUSED, lambda: _fuse(q, c, lists), skip=why,
                         key=lambda: stage_key(Stage.FUSED, _facts(q), c.fusion, c.rerank, c.graph.graph_weight,
@@ -743,11 +750,12 @@ def _retrieve(q: _Query, c: PipelineConfig, deps: Deps, tracer: Tracer,
     # A stage that steps aside hands on what it would have handed on had it kept the order it read (the top k), so
     # the stages after it read a list of the length they expect.
     # Each cascade stage's memo key: the query, its own sections and the list it reads (hence every stage before).
-    pool = tracer.step(Stage.RERANK, lambda: _rerank(q, pool, pool_from, c, deps),
+    pool = tracer.step(Stage.RERANK, lambda: _rerank(q, pool, pool_from, c, deps, generated),
                        keep=pool[: c.rerank.k] if Stage.RERANK in aside else pool,
                        skip=off(c.rerank.enabled, "rerank.enabled", pool, "no candidates to rerank")
                        or aside.get(Stage.RERANK),
-                       key=lambda: stage_key(Stage.RERANK, _facts(q), c.rerank, pool_from, cands_digest(pool)))
+                       key=lambda: stage_key(Stage.RERANK, _facts(q), c.rerank, pool_from, cands_digest(pool),
+                                             generated))
     pool = tracer.step(Stage.PRUNE, lambda: _prune(q, pool, c, deps), keep=pool,
                        skip=off(c.prune.enabled, "prune.enabled", pool, "no candidates to prune")
                        or aside.get(Stage.PRUNE),

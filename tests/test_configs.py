@@ -89,15 +89,16 @@ def test_config_diff_lists_only_changed_settings() -> None:
 # issue #42 answer.verify (default on: an answer that misses a constraint of the question is refused or flagged);
 # issue #44 the rerank floor (rerank.keep_top = 5: the fused top 5 stay in the reranked top 5); issue #41 dropped
 # llm.grader_model (read by no stage; a saved config holding it still loads, see RETIRED) and moved
-# router.refuse_confidence to 0.7, the documented rule's choice for the router refitted on public data only.
+# router.refuse_confidence to 0.7, the documented rule's choice for the router refitted on public data only; issue #44
+# item 5 rerank.read_queries (on: the rerank also reads the transforms' generated questions) with the floor back off.
 PINNED_HASHES = {
-    "default": ({}, "45a597dd570b"),
-    "rerank off": ({"rerank.enabled": False}, "b51054020c57"),
-    "heuristic context": ({"context.variant": "heuristic"}, "cf7ce4c71d1b"),
-    "router off": ({"router.enabled": False}, "b256cd731d49"),
-    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "cda64063dc93"),
-    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "654bc8e7170b"),
-    "torch runtime": ({"embedding.runtime": "torch"}, "419d13826d3b"),
+    "default": ({}, "c5bfde3e6c32"),
+    "rerank off": ({"rerank.enabled": False}, "3df0204f7f3f"),
+    "heuristic context": ({"context.variant": "heuristic"}, "9665c702d491"),
+    "router off": ({"router.enabled": False}, "5186b9da317b"),
+    "weighted fusion": ({"fusion.method": "weighted_rrf", "fusion.bm25_weight": 1.5}, "e317caa42137"),
+    "hyde off, agent on": ({"transforms.hyde": "off", "agent.enabled": True}, "a52b966ccb50"),
+    "torch runtime": ({"embedding.runtime": "torch"}, "fbeb25215e50"),
 }
 
 
@@ -174,8 +175,13 @@ def test_a_build_only_setting_leaves_the_hash_alone() -> None:
 
 
 def test_the_rerank_floor_off_keeps_the_old_identity_and_on_is_a_new_one() -> None:
-    base = PipelineConfig().with_overrides({"rerank.keep_top": 0}).stable_hash()
+    base = PipelineConfig().with_overrides({"rerank.keep_top": 0, "rerank.read_queries": False}).stable_hash()
     assert base == "f8c3e84141a3"  # the default before the floor (with #42 verify, #41 router refit): its cached answers and runs keep their name
-    assert PipelineConfig().with_overrides({"rerank.keep_top": 0, "rerank.keep_within": 3}).stable_hash() == base
+    # the default with the floor and without read_queries (#44 before item 5) keeps its name too
+    assert PipelineConfig().with_overrides({"rerank.keep_top": 5, "rerank.read_queries": False}).stable_hash() \
+        == "45a597dd570b"
+    assert PipelineConfig().with_overrides({"rerank.keep_top": 0, "rerank.keep_within": 3,
+                                            "rerank.read_queries": False}).stable_hash() == base
     on = PipelineConfig().with_overrides({"rerank.keep_top": 2}).stable_hash()
     assert on != base and PipelineConfig().with_overrides({"rerank.keep_top": 2, "rerank.keep_within": 3}).stable_hash() != on
+    assert PipelineConfig().with_overrides({"rerank.keep_within": 3}).stable_hash() == PipelineConfig().stable_hash()

@@ -474,3 +474,89 @@ def test_a_floored_rerank_says_what_it_moved_in_its_notes_and_meta() -> None:
     assert out[0].chunk_id == cands[0].chunk_id and out[0].meta["floored"] == first.rank
     assert any(n.startswith("floor: the incoming first 1 stay within the first 1; moved back up: #1") for n in rs.notes)
     assert [c.chunk_id for c in out[1:]] == [c.chunk_id for c in free if c.chunk_id != cands[0].chunk_id]
+
+
+# -- the generated queries the list was searched with (rerank.read_queries) ----------------------------------------
+class _QueryTable:
+    """Scores by (query, text key) from a table (0 elsewhere), and counts its calls: a reranker whose verdict on a
+    page depends on the question asked, as late interaction's does."""
+
+    name = "table:test"
+
+    def __init__(self, table: dict[str, dict[str, float]]) -> None:
+        self.table, self.asked = table, []
+
+    def score(self, query: str, texts, *, workspace: str = "default"):
+        from core.cascade.rerank import RerankScores
+
+        self.asked.append(query)
+        row = self.table.get(query, {})
+        return RerankScores(np.array([next((v for k, v in row.items() if k in t), 0.0) for t in texts]), 0, len(texts))
+
+
+class _QueryTableTokens(_QueryTable):
+    """The same, declaring the late-interaction capability (a query is encoded on its own)."""
+
+    def query_matrix(self, query: str, workspace: str = "default"):
+        return np.zeros((1, 2)), np.ones(1)
+
+
+QUESTION = "Who is the father of the director of Polish Wedding?"
+SUB = "Theresa Connelly father"
+PAGES = ["Polish Wedding is a 1998 film directed by Theresa Connelly.",
+         "Theresa Connelly is the daughter of the painter Edward Connelly.",
+         "Father of the Bride is a wedding film; its director is Charles Shyer.",
+         "The Polish director Andrzej Wajda and his father."]
+TABLE = {QUESTION: {"Polish Wedding is": 0.5, "Theresa Connelly is": 0.1, "Father of the Bride": 0.8, "Wajda": 0.7},
+         SUB: {"Polish Wedding is": 0.4, "Theresa Connelly is": 0.9, "Father of the Bride": 0.2, "Wajda": 0.1}}
+
+
+def test_a_page_a_sub_question_found_is_judged_by_that_question() -> None:
+    cands = _cands(PAGES)  # hybrid order: the film page, the director's page (the second hop), two distractors
+    alone, _ = rerank(QUESTION, cands, _QueryTable(TABLE), k=2, combine="replace")
+    assert [c.chunk_id for c in alone] == ["c2", "c3"]  # the whole question prefers the distractors
+    reranker = _QueryTable(TABLE)
+    out, rs = rerank(QUESTION, cands, reranker, k=2, combine="replace", queries=(SUB, QUESTION, "  ", SUB))
+    assert reranker.asked == [QUESTION, SUB]  # the question itself, blanks and repeats are not scored again
+    assert [c.chunk_id for c in out] == ["c1", "c2"]
+    assert out[0].meta["rerank_query"] == SUB and out[0].meta["rerank_score"] == pytest.approx(0.9)
+    assert "rerank_query" not in out[1].meta and out[1].meta["rerank_score"] == pytest.approx(0.8)
+    assert any(n.startswith("read 1 generated query beside the question; 1 of 4 candidates scored best by one: "
+                            f"#1 c1 by {SUB!r}") for n in rs.notes)
+    blended, _ = rerank(QUESTION, cands, _QueryTable(TABLE), k=2, queries=(SUB,), combine="rrf")
+    assert [c.chunk_id for c in blended] == ["c1", "c0"]  # fused #2 and reranked #1 ties fused #1 and reranked #3
+
+
+def test_the_rerank_stage_reads_generated_queries_only_when_cheap_and_switched_on() -> None:
+    from core.cascade.stage import rerank_step
+    from core.config import RerankConfig
+
+    cands = _cands(PAGES)
+    r = RerankConfig(k=2, combine="replace", keep_top=0)
+    cheap = _QueryTableTokens(TABLE)
+    on = rerank_step(QUESTION, cands, "fused", r, cheap, workspace="w", lang="en", generated=(SUB,))
+    assert cheap.asked == [QUESTION, SUB] and on.info.queries == (SUB,) and on.info.lifted == 1
+    assert on.info.to_dict()["queries"] == [SUB] and on.candidates[0].chunk_id == "c1"
+    off = _QueryTableTokens(TABLE)
+    got = rerank_step(QUESTION, cands, "fused", r.model_copy(update={"read_queries": False}), off, workspace="w",
+                      lang="en", generated=(SUB,))
+    assert off.asked == [QUESTION] and got.info.queries == () and "queries" not in got.info.to_dict()
+    assert any("rerank.read_queries = false" in n and "judged by the question alone" in n for n in got.notes)
+    dear = _QueryTable(TABLE)  # no query_matrix: one more query would cost a whole pass (cross-encoder, LLM)
+    got = rerank_step(QUESTION, cands, "fused", r, dear, workspace="w", lang="en", generated=(SUB,))
+    assert dear.asked == [QUESTION] and any("would score the whole list once more per query" in n for n in got.notes)
+    plain = rerank_step(QUESTION, cands, "fused", r, _QueryTableTokens(TABLE), workspace="w", lang="en")
+    assert not any("generated" in n for n in plain.notes)  # no transform ran: nothing to say
+
+
+def test_the_pipeline_hands_the_transforms_questions_to_the_rerank(concept_deps: Deps) -> None:
+    cfg = PipelineConfig().with_overrides({"router.enabled": False, "transforms.multi_query": "on",
+                                           "transforms.hyde": "on", "answer.enabled": False})
+    trace = run_query("Which costs more, the garage fix or parking on Sundays?", cfg, concept_deps, log=False)
+    mq, rr = trace.stage("multi_query"), trace.stage("rerank")
+    assert mq.skipped is None and list(mq.info["queries"]) == ["the garage fix", "parking on Sundays"]
+    assert rr.info["queries"] == ["the garage fix", "parking on Sundays"]  # HyDE's guessed passage is not a question
+    assert rr.info["lifted"] == sum("rerank_query" in c.meta for c in rr.candidates) > 0
+    off = run_query("Which costs more, the garage fix or parking on Sundays?",
+                    cfg.with_overrides({"rerank.read_queries": False}), concept_deps, log=False)
+    assert "queries" not in off.stage("rerank").info

@@ -58,6 +58,15 @@ class SpanReranker(Protocol):
                     workspace: str = DEFAULT_WORKSPACE) -> tuple[list[np.ndarray], RerankScores]: ...
 
 
+@runtime_checkable
+class QueryTokensReranker(Protocol):
+    """Optional capability of a Reranker: its texts' side is cached between calls and a query is encoded on its own
+    (late interaction), so one more query costs that query's encoding alone. The rerank stage reads the transforms'
+    generated queries only with such a reranker; a cross-encoder or an LLM would pay a whole scoring pass per query."""
+
+    def query_matrix(self, query: str, workspace: str = ...) -> tuple[np.ndarray, np.ndarray]: ...
+
+
 def rerank_text(candidate: Candidate, use_context: bool = True) -> str:
     """What the reranker reads: the context prefix (contextual retrieval) and a blank line before the chunk text.
     Generation reads `candidate.text` alone."""
@@ -90,9 +99,15 @@ def rerank(
     query: str, candidates: Sequence[Candidate], reranker: Reranker, *, k: int, use_context: bool = True,
     workspace: str = DEFAULT_WORKSPACE, query_lang: str | None = None, combine: str = "replace",
     input_weight: float = 1.0, rrf_k: int = 60, keep_top: int = 0, keep_within: int = 5,
+    queries: Sequence[str] = (),
 ) -> tuple[list[Candidate], RerankScores]:
     """The rerank stage: score every candidate, keep the best k. Ties keep the incoming order; each kept candidate
     records the rank it came in with (meta 'rank_before') and the reranker's own score (meta 'rerank_score').
+
+    `queries`: other queries the incoming list was searched with (the transforms' sub-questions and rewrites). Each
+    candidate is also scored against each of them and keeps its best score, the query that gave it in meta
+    'rerank_query' when it is not `query`: a page a sub-question found (the second hop of a compositional question,
+    one side of a comparison) is judged by the question it answers, which the whole question may not resemble.
 
     combine='rrf' orders by blend_scores (incoming order fused with the reranker's) instead of the reranker alone.
     Language: a reranker that declares languages (`languages`) does not reorder what it cannot read. A query outside
@@ -109,8 +124,19 @@ def rerank(
     foreign = [not covers(languages, detect_language(c.text)) for c in candidates] if languages is not None \
         else [False] * len(candidates)
     readable = [i for i, f in enumerate(foreign) if not f]
-    res = reranker.score(query, [rerank_text(candidates[i], use_context) for i in readable], workspace=workspace)
+    texts = [rerank_text(candidates[i], use_context) for i in readable]
+    res = reranker.score(query, texts, workspace=workspace)
     raw = np.asarray(res.scores, dtype=np.float64)
+    extra = [x for x in dict.fromkeys(queries) if x.strip() and x != query]
+    best_by = np.zeros(len(readable), dtype=np.int64)  # 0: the question; j: extra[j - 1]
+    for j, other in enumerate(extra, start=1):
+        more = reranker.score(other, texts, workspace=workspace)
+        got = np.asarray(more.scores, dtype=np.float64)
+        better = got > raw
+        raw, best_by = np.where(better, got, raw), np.where(better, j, best_by)
+        res = RerankScores(raw, res.cache_hits + more.cache_hits, res.computed + more.computed,
+                           res.usage + more.usage, (*res.notes, *more.notes))
+    by_query = {readable[j]: extra[int(best_by[j]) - 1] for j in range(len(readable)) if best_by[j]}
     final = blend_scores(raw, input_weight=input_weight, rrf_k=rrf_k) if combine == "rrf" else raw
     order_in = sorted(range(len(readable)), key=lambda j: (-final[j], j))
     # Foreign candidates hold their slots; the readable ones fill the other slots in their new order.
@@ -122,6 +148,8 @@ def rerank(
     out: list[Candidate] = []
     for r, i in enumerate(placed, start=1):
         c = candidates[i]
+        if i in by_query:
+            c = replace(c, meta={**c.meta, "rerank_query": by_query[i]})
         if i in floored:
             # Level with the candidate it displaced, so MMR's relevance does not push it down again.
             below = placed[r] if r < len(placed) else None
@@ -135,6 +163,13 @@ def rerank(
         else:
             out.append(c.with_rank(r, score_of[i][0], rank_before=c.rank, stage="rerank", rerank_score=score_of[i][1]))
     notes = res.notes
+    if extra:
+        lifted = sorted((r, c.chunk_id, c.meta["rerank_query"]) for r, c in enumerate(out, start=1)
+                        if "rerank_query" in c.meta)
+        notes = (*notes, f"read {len(extra)} generated quer{'y' if len(extra) == 1 else 'ies'} beside the question; "
+                         f"{len(by_query)} of {len(readable)} candidates scored best by one"
+                         + (": " + ", ".join(f"#{r} {cid} by {q[:60]!r}" for r, cid, q in lifted[:5]) if lifted
+                            else ""))
     if any(foreign):
         notes = (*notes, f"{sum(foreign)} candidate(s) in a language {reranker.name} does not read kept their "
                          "incoming places")

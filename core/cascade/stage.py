@@ -7,7 +7,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from core.cascade.expand import DocumentSource, expand
 from core.cascade.prune import diversify, language_aware_similarity, llm_tokens, prune_sentences
-from core.cascade.rerank import Reranker, attach_contexts, covers, rerank
+from core.cascade.rerank import QueryTokensReranker, Reranker, attach_contexts, covers, rerank
 from core.config import ExpandConfig, MMRConfig, PruneConfig, RerankConfig
 from core.models.embed import EmbeddingCacheStore, embed_with_cache
 from core.models.protocols import Embedder
@@ -53,10 +53,13 @@ class RerankInfo(CascadeInfo):
     cache_hits: int
     computed: int
     flow: Flow
+    queries: tuple[str, ...] = ()  # the generated queries it read beside the question (rerank.read_queries)
+    lifted: int = 0  # candidates whose best score came from one of them
 
     def to_dict(self) -> dict[str, Any]:
         return {"reranker": self.reranker, "input": self.input, "cache_hits": self.cache_hits,
-                "computed": self.computed, **self.flow.to_dict()}
+                "computed": self.computed, **self.flow.to_dict(),
+                **({"queries": list(self.queries), "lifted": self.lifted} if self.queries else {})}
 
 
 @dataclass(frozen=True, eq=False)
@@ -110,17 +113,30 @@ class ExpandInfo(CascadeInfo):
 
 def rerank_step(text: str, pool: Sequence[Candidate], pool_from: str, r: RerankConfig, reranker: Reranker,
                 notice: str | None = None, *, workspace: str, lang: str,
-                contexts: Callable[[list[str]], Mapping[str, str]] | None = None) -> StepOutput:
+                contexts: Callable[[list[str]], Mapping[str, str]] | None = None,
+                generated: Sequence[str] = ()) -> StepOutput:
     """The rerank stage over the head of `pool` (the list of stage `pool_from`); `contexts` (contextual retrieval
-    on) gives each chunk's context, which the reranker reads before the chunk."""
+    on) gives each chunk's context, which the reranker reads before the chunk. `generated`: the queries the
+    transforms searched with for this question (sub-questions, rewrites), read beside it when rerank.read_queries is
+    on and the reranker pays only a query's encoding for one more (QueryTokensReranker)."""
     head = list(pool[: r.top_n])
     if contexts is not None:
         head = attach_contexts(head, contexts([c.chunk_id for c in head]))
+    extra = tuple(dict.fromkeys(g for g in generated if g.strip() and g != text))
+    why_not = ("" if not extra else "rerank.read_queries = false" if not r.read_queries else
+               "" if isinstance(reranker, QueryTokensReranker) else
+               f"{reranker.name} would score the whole list once more per query")
+    read = extra if extra and not why_not else ()
     out, rs = rerank(text, head, reranker, k=r.k, use_context=r.use_context, workspace=workspace, query_lang=lang,
                      combine=r.combine, input_weight=r.input_weight, rrf_k=r.rrf_k, keep_top=r.keep_top,
-                     keep_within=r.keep_within)
-    return StepOutput(out, [n for n in (notice, *rs.notes) if n], rs.usage,
-                      RerankInfo(reranker.name, pool_from, rs.cache_hits, rs.computed, Flow.of(head, out)))
+                     keep_within=r.keep_within, queries=read)
+    notes = [n for n in (notice, *rs.notes) if n]
+    if why_not:
+        notes.append(f"the {len(extra)} generated quer{'y' if len(extra) == 1 else 'ies'} this list was searched "
+                     f"with not read ({why_not}): candidates they found are judged by the question alone")
+    lifted = sum(1 for c in out if "rerank_query" in c.meta)
+    return StepOutput(out, notes, rs.usage, RerankInfo(reranker.name, pool_from, rs.cache_hits, rs.computed,
+                                                        Flow.of(head, out), read, lifted))
 
 
 def prune_step(text: str, pool: Sequence[Candidate], p: PruneConfig, scorer: SpanScorer, *, kind: str,

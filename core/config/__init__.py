@@ -115,7 +115,8 @@ BUILD_ONLY: tuple[tuple[str, str], ...] = (
 # Settings added after configurations were stored, with the value that does nothing and the settings that only
 # matter with them: at that value they stay out of the hash, so cached answers and runs keep their configuration.
 ADDED_OFF: dict[tuple[str, str], tuple[object, tuple[str, ...]]] = {("rerank", "keep_top"): (0, ("keep_within",)),
-                                                                   ("mmr", "keep_top"): (0, ("keep_within",))}
+                                                                   ("mmr", "keep_top"): (0, ("keep_within",)),
+                                                                   ("rerank", "read_queries"): (False, ())}
 
 
 class ConfigError(ValueError):
