@@ -239,7 +239,8 @@ def with_value_first(question: str, rows: Sequence[SentenceRow], scores: Sequenc
 
 def with_constraints_met(question: str, rows: Sequence[SentenceRow], scores: Sequence[float], picked: Sequence[int],
                          candidates: Sequence[Candidate], full_texts: Mapping[str, str] | None,
-                         titles: Mapping[str, str] | None, *, max_sentences: int, depth: int = 8) -> list[int]:
+                         titles: Mapping[str, str] | None, *, max_sentences: int, depth: int = 8,
+                         margin: float = 2.0) -> list[int]:
     """When the leading sentence fails the question's constraints (core.answer.verify: another year, role, month,
     the antonym of the asked superlative), the best-scored of the top `depth` sentences that meets them all leads,
     followed by the picked ones that meet them too: the sentence that answers, not the one that repeats the
@@ -266,7 +267,13 @@ def with_constraints_met(question: str, rows: Sequence[SentenceRow], scores: Seq
     if lead_ck.ok:
         return list(picked)
     order = sorted(range(len(rows)), key=lambda i: (-scores[i], rows[i].rank, i))[:depth]
-    lead = next((i for i in order if ok(i)), None)
+    floor = scores[picked[0]] - margin  # a stand-in still reads as an answer to the question, not only its values
+    terms = set(tokenize(question))
+
+    def covers(i: int) -> int:  # the question's words the sentence and its title say
+        return len(terms & set(tokenize(f"{(titles or {}).get(rows[i].doc_id, '')} {rows[i].text}")))
+    least = covers(picked[0])
+    lead = next((i for i in order if scores[i] >= floor and covers(i) >= least and ok(i)), None)
     if lead is None:
         return list(picked)
     return ([lead] + [i for i in picked if i != lead and ok(i)])[:max_sentences]

@@ -657,6 +657,8 @@ def _ordinal_word(n: int) -> str:
 # 'first' said otherwise: the earliest, the beginning, a debut
 _FIRST_SAID = re.compile(r"(?i)\b(earliest|initial(ly)?|original(ly)?|inaugural|maiden|debut\w*|premier(e|ed)|founding|"
                          r"began|begin(s|ning)?|start(ed|s)?|introduc\w+|pioneer\w*|oldest|eldest|впервые|начал\w*)\b")
+# a sentence that goes on about its chunk's subject with a definite noun ('The film', 'The couple')
+_REFERS = re.compile(r"(?i)^\W*(the|this|that|these|those)\s+[a-z]+")
 # A sentence that refers back ('he', 'its', 'the city') is about what its chunk names.
 _POINTS_BACK = re.compile(r"(?i)\b(he|she|it|they|his|her|its|their|him|them|this|these|those|the same|such|"
                           r"он|она|оно|они|его|её|ее|их|ему|ей|им|этот|эта|это|эти|тот|та)\b")
@@ -848,6 +850,9 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         for where, r in (parts if c.kind in ("year", "month") else parts[:4]):
             found = getattr(r, attr)
             if (_year_in(v, found) if c.kind == "year" else v in found):
+                if where == "chunk" and not _CYR.search(sentence) and not _POINTS_BACK.search(sentence) and \
+                        not _names(" x " + sentence) == [] and not _REFERS.search(sentence):
+                    continue  # an English sentence about something it names itself: the chunk's value is another's
                 if where == "chunk" and c.kind in ("year", "month", "ordinal"):
                     sib = getattr(sentence_read, attr) - {v}
                     if sib and not (c.kind == "year" and any(_year_in(v, {s}) for s in sib)):
@@ -867,6 +872,15 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         sib = getattr(sentence_read, attr) - {v}
         return Verdict(c, "unmet", instead=tuple(sorted(_show(c.kind, sib))))
     if c.kind == "attribute":  # the sentence (its heading, its title) must state the asked attribute
+        span = _LIFESPAN.search(sentence) if c.text in ("birth", "death") else None
+        if span is not None and not re.search(r"(?i)\b(born|died|death|birth)\b", span.group(0)):
+            halves = re.split(r"[–—]|\s-\s|(?<=\d)-(?=\s?\d)|(?<=\d{4})(?=\s?[A-Z])", span.group(0), maxsplit=1)
+            if len(halves) == 2:
+                mine, theirs = (halves[0], halves[1]) if c.text == "birth" else (halves[1], halves[0])
+                asked_y, asked_m = years(question), months(question)
+                if (asked_y or asked_m) and not (asked_y <= years(mine) and asked_m <= months(mine)) and \
+                        asked_y <= years(theirs) and asked_m <= months(theirs):
+                    return Verdict(c, "unmet", instead=("death" if c.text == "birth" else "birth",))
         if any(_states_attribute(c.text, r) for _, r in local):
             return Verdict(c, "met", "sentence")
         other = [a for a in _ATTRS if a != c.text and _states_attribute(a, sentence_read)]
@@ -885,6 +899,21 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         def has(r: _Read, s: str) -> bool:
             return s in r.supers or (bool(_CYR.search(s)) and any(x.startswith(s[:5]) for x in r.supers)) or \
                 (not _CYR.search(s) and s in r.keys)
+        phrase = re.search(rf"(?i)\bthe\s+{want}\s+([a-z]{{3,}})", question) if want in ("most", "least") else None
+        if phrase and phrase.group(1).lower() not in ("of", "one", "two", "three", "many", "much", "few"):
+            # 'the least malignant': the sentence must say 'least malignant', never 'most malignant' ('at least' is
+            # no superlative)
+            adj = phrase.group(1).lower()
+            other = "most" if want == "least" else "least"
+            for where, r in local:
+                if re.search(rf"\b{want}\s+{adj}", r.raw):
+                    return Verdict(c, "met", where)
+            if re.search(rf"\b({other}|fewest)\s+{adj}", sentence_read.raw):
+                return Verdict(c, "unmet", instead=(f"{other} {adj}",))
+            chunk = parts[3][1].raw
+            if re.search(rf"\b{want}\s+{adj}", chunk) and not re.search(rf"\b{other}\s+{adj}", chunk):
+                return Verdict(c, "met", "chunk")
+            return Verdict(c, "unmet")
         if _CYR.search(want) or want in ("most", "least") or (want == "last" and _REL_PERIOD.search(question)):
             for where, r in parts[:4]:  # a quantifier ('most of'), a period ('last year'), Russian: no contrary
                 if has(r, want):
@@ -894,8 +923,8 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
                 return Verdict(c, "unmet", instead=tuple(inst))
             return Verdict(c, "met", "")  # said otherwise ('the largest' as 'the biggest'): no contrary found
 
-        def says(r: _Read, words: Iterable[str]) -> list[str]:
-            return [w for w in words if (" " in w and w in r.raw) or (" " not in w and has(r, w))]
+        def says(r: _Read, words: Iterable[str]) -> list[str]:  # as words: 'lasted' and 'lastly' say no 'last'
+            return [w for w in words if (" " in w and w in r.raw) or (" " not in w and w in r.supers)]
         same = (want, *_SUPER_SYN.get(want, ()))
         contrary = [o for o in dict.fromkeys(x for a in opp for x in (a, *_SUPER_SYN.get(a, ()))) if o not in same]
         for where, r in local:
