@@ -268,12 +268,14 @@ def with_constraints_met(question: str, rows: Sequence[SentenceRow], scores: Seq
         return list(picked)
     order = sorted(range(len(rows)), key=lambda i: (-scores[i], rows[i].rank, i))[:depth]
     floor = scores[picked[0]] - margin  # a stand-in still reads as an answer to the question, not only its values
-    terms = set(tokenize(question))
+    # the question's words beyond what its constraints name ('regime', 'ruled' of 'What regime ruled X?'): a stand-in
+    # that says only the asked name or year is no answer to the rest of the question
+    terms = set(tokenize(question)) - set(tokenize(" ".join(c.text for c in cons)))
 
-    def covers(i: int) -> int:  # the question's words the sentence and its title say
+    def covers(i: int) -> int:  # the question's other words the sentence and its title say
         return len(terms & set(tokenize(f"{(titles or {}).get(rows[i].doc_id, '')} {rows[i].text}")))
     least = covers(picked[0])
-    lead = next((i for i in order if scores[i] >= floor and covers(i) >= least and ok(i)), None)
+    lead = next((i for i in order if scores[i] >= floor and (least <= 1 or 2 * covers(i) >= least) and ok(i)), None)
     if lead is None:
         return list(picked)
     return ([lead] + [i for i in picked if i != lead and ok(i)])[:max_sentences]

@@ -844,6 +844,10 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         if _role_in(c.text, parts[3][1].roles) or _verb_states(c.text.split()[-1], parts[3][1].raw_cased):
             return Verdict(c, "met", "chunk")
         return Verdict(c, "unmet")
+    if c.kind == "ordinal" and not _CYR.search(question):
+        bound = _ordinal_of(c, question, parts, sentence)
+        if bound is not None:
+            return bound
     if c.kind in ("year", "month", "number", "ordinal"):
         attr = {"year": "years", "month": "months", "number": "numbers", "ordinal": "ordinals"}[c.kind]
         v = c.values[0]
@@ -949,6 +953,45 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
     if c.kind == "asks":
         return _asks(c, sentence, sentence_read, question)
     return Verdict(c, "unchecked")
+
+
+_ORD_TOKEN = re.compile(r"(?i)\b(\d{1,3})(?:st|nd|rd|th)\b|\b(" + "|".join(_ORD_EN) + r")\b")
+_NOT_NOUN = frozenset("of and or in to at by for from the a an time times".split())
+
+
+def _ordinals_before(text: str) -> list[tuple[str, str]]:
+    """(ordinal, the word after it) pairs of a text: '6th Lord Maxwell' -> ('6', 'lord')."""
+    out = []
+    for m in _ORD_TOKEN.finditer(text):
+        n = m.group(1) or str(_ORD_EN[m.group(2).lower()])
+        nxt = re.match(r"\s+([A-Za-z][\w\-]*)", text[m.end():])
+        out.append((n, nxt.group(1).lower() if nxt else ""))
+    return out
+
+
+def _ordinal_of(c: Constraint, question: str, parts: Sequence[tuple[str, _Read]], sentence: str) -> Verdict | None:
+    """An English ordinal read with the noun it counts ('the 6th Earl of Morton', 'the ninth son'): met where the text
+    counts that noun with it; unmet where the sentence, heading or title counts it with another ordinal ('3rd Earl'),
+    or the sentence's only such ordinal counts something else ('6th Lord Maxwell', 'the ninth film'). None: the
+    question's ordinal counts no noun, or no text counts one (the plain reading decides)."""
+    v = c.values[0]
+    noun = next((w for n, w in _ordinals_before(question) if n == v), "")
+    if not noun or noun in _NOT_NOUN:
+        return None
+    key = _key(noun)
+    counted = {where: {n for n, w in _ordinals_before(r.raw_cased) if w and _key(w) == key} for where, r in parts[:4]}
+    for where in ("sentence", "heading", "title", "chunk"):
+        if v in counted.get(where, set()):
+            if where == "chunk" and (counted["sentence"] - {v}):
+                break
+            return Verdict(c, "met", where)
+    sib = (counted.get("sentence", set()) | counted.get("heading", set()) | counted.get("title", set())) - {v}
+    if sib:
+        return Verdict(c, "unmet", instead=tuple(sorted(_show("ordinal", sib))))
+    mine = [w for n, w in _ordinals_before(sentence) if n == v]
+    if mine and all(w and w not in _NOT_NOUN and _key(w) != key for w in mine):
+        return Verdict(c, "unmet", instead=tuple(f"{_ordinal_word(int(v))} {w}" for w in mine[:2]))
+    return None
 
 
 def _asks(c: Constraint, sentence: str, r: _Read, question: str) -> Verdict:
