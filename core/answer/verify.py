@@ -448,10 +448,18 @@ def numbers(text: str) -> set[str]:
     return out
 
 
+_SPAN_AFTER_LAST = frozenset("year years decade decades century centuries month months week weeks day days night "
+                             "nights time times few several couple hour hours minute minutes".split())
+
+
 def _superlatives(text: str) -> set[str]:
     out = set()
-    words = [w.lower() for w in _WORD.findall(text)]
+    cased = _WORD.findall(text)
+    words = [w.lower() for w in cased]
     for i, w in enumerate(words):
+        if w == "last" and ((i + 1 < len(words) and (words[i + 1] in _SPAN_AFTER_LAST or words[i + 1].isdigit())) or
+                            (i > 0 and cased[i][:1].isupper())):
+            continue  # 'the last 5 years', 'in the last decade' count back in time; 'Last Glacial Maximum' is a name
         if w in _SUPER_EN:
             out.add(w)
         elif _CYR.search(w):
