@@ -617,9 +617,22 @@ def _attribute_constraints(q: str, found: Sequence[Constraint]) -> list[Constrai
         if name.lower() not in have:
             out.append(Constraint("entity", name, (_key(name),)))
     attr = asked_attribute(q)
+    if attr is not None and attr.value == "default":
+        m = _DEFAULT_OF.search(q)
+        setting = (m.group("a") or m.group("b")) if m else None
+        if setting and setting.lower() not in _GENERIC_SETTING and setting.lower() not in have and \
+                not _IDENT.fullmatch(setting) and not any(setting.lower() == n.lower() for n in subject_names(q)):
+            out.append(Constraint("entity", setting, (_key(setting),)))  # the setting asked about ('delta', 'timeout')
     if attr is not None and attr.value in ("license", "version", "default"):
         out.append(Constraint("asks", attr.name, (attr.value,)))
     return out
+
+
+# the setting a default is asked of: 'the default value of the delta parameter', 'the default timeout of'
+_DEFAULT_OF = re.compile(r"(?i)\bdefault\s+(?:value\s+)?(?:of\s+)?(?:the\s+)?(?:(?P<a>[a-z][\w\-]*)\s+(?:parameter|"
+                         r"option|setting|argument|flag|field|variable|key|attribute)\b|(?P<b>[a-z][\w\-]*)\s+(?:of|for|in)\b)")
+_GENERIC_SETTING = frozenset("value values number size one kind type way setting option parameter argument mode "
+                             "behaviour behavior level amount length name".split())
 
 
 # 'When ...?' is also answered by a time of day, a weekday, a season or a frequency ('every night', 'weekly').
