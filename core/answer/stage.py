@@ -264,8 +264,11 @@ def with_constraints_met(question: str, rows: Sequence[SentenceRow], scores: Seq
         return seen[i]
     lead_ck = check(question, Evidence(rows[picked[0]].text, texts.get(rows[picked[0]].chunk_id, ""), "",
                                        (titles or {}).get(rows[picked[0]].doc_id, ""), rows[picked[0]].chunk_id), cons)
-    if lead_ck.ok:
+    if lead_ck.ok or guess_language(question) != "en":  # (Russian and cross-lingual selection are read elsewhere)
         return list(picked)
+    # a lead that misses only the asked name: its stand-in must say all the question's other words the lead says (a
+    # sentence found by the name alone answers another question); one that states another value: at least half
+    name_only = not any(v.constraint.kind not in ("entity", "asks", "negation", "period") for v in lead_ck.unmet)
     order = sorted(range(len(rows)), key=lambda i: (-scores[i], rows[i].rank, i))[:depth]
     floor = scores[picked[0]] - margin  # a stand-in still reads as an answer to the question, not only its values
     # the question's words beyond what its constraints name ('regime', 'ruled' of 'What regime ruled X?'): a stand-in
@@ -275,7 +278,9 @@ def with_constraints_met(question: str, rows: Sequence[SentenceRow], scores: Seq
     def covers(i: int) -> int:  # the question's other words the sentence and its title say
         return len(terms & set(tokenize(f"{(titles or {}).get(rows[i].doc_id, '')} {rows[i].text}")))
     least = covers(picked[0])
-    lead = next((i for i in order if scores[i] >= floor and (least <= 1 or 2 * covers(i) >= least) and ok(i)), None)
+    share = 1 if name_only else 2
+    lead = next((i for i in order if scores[i] >= floor and (least <= 1 or share * covers(i) >= least) and ok(i)),
+                None)
     if lead is None:
         return list(picked)
     return ([lead] + [i for i in picked if i != lead and ok(i)])[:max_sentences]
