@@ -17,6 +17,7 @@ from core.answer.verify import (
     Evidence,
     VerifyInfo,
     check,
+    constraint_words,
     question_constraints,
     verify_model_answer,
     verify_quotes,
@@ -273,14 +274,17 @@ def with_constraints_met(question: str, rows: Sequence[SentenceRow], scores: Seq
     floor = scores[picked[0]] - margin  # a stand-in still reads as an answer to the question, not only its values
     # the question's words beyond what its constraints name ('regime', 'ruled' of 'What regime ruled X?'): a stand-in
     # that says only the asked name or year is no answer to the rest of the question
-    terms = set(tokenize(question)) - set(tokenize(" ".join(c.text for c in cons)))
+    terms = set(tokenize(question)) - set(tokenize(constraint_words(question, cons)))
 
     def covers(i: int) -> int:  # the question's other words the sentence and its title say
         return len(terms & set(tokenize(f"{(titles or {}).get(rows[i].doc_id, '')} {rows[i].text}")))
     least = covers(picked[0])
-    share = 1 if name_only else 2
-    lead = next((i for i in order if scores[i] >= floor and (least <= 1 or share * covers(i) >= least) and ok(i)),
-                None)
+
+    def reads(i: int) -> bool:  # a stand-in for a lead that missed the name must say some of the rest of the question
+        if name_only:
+            return covers(i) >= max(least, 1 if len(terms) >= 2 else 0)
+        return least <= 1 or 2 * covers(i) >= least
+    lead = next((i for i in order if scores[i] >= floor and reads(i) and ok(i)), None)
     if lead is None:
         return list(picked)
     return ([lead] + [i for i in picked if i != lead and ok(i)])[:max_sentences]

@@ -607,6 +607,18 @@ def question_constraints(question: str) -> tuple[Constraint, ...]:
     return tuple(out)
 
 
+def constraint_words(question: str, constraints: Sequence[Constraint]) -> str:
+    """The question's words that say its constraints (the names, 'born' of a birth, 'directed' of a director, the
+    superlative): what is left of the question is what it asks about them."""
+    out = [c.text for c in constraints if c.kind not in ("asks", "negation", "direction")]
+    for c in constraints:
+        if c.kind == "attribute" and c.text in _ATTRS:
+            out += [w for w in _ATTRS[c.text] if not _CYR.search(w)]
+        if c.kind == "role":
+            out += [m.group(0) for r, rx in _ROLE_VERB if r == c.text.split()[-1] for m in rx.finditer(question)]
+    return " ".join(out)
+
+
 def _attribute_constraints(q: str, found: Sequence[Constraint]) -> list[Constraint]:
     """The thing asked about when the question writes it in lower case (a package: 'the author of texttable?'), and
     the attribute asked when an answer must carry a value of it (a license, a version, a default): see
