@@ -102,3 +102,9 @@ def test_an_ordinal_counts_its_noun() -> None:
     v = _verdict("Who was the ninth son of Hald Brenn?", "Gray Harbour is the ninth drama film by Olla Brennik.")
     assert v["ordinal"][0] == "unmet"
     assert _verdict("Who was the second son of Hald Brenn?", "Orm was the second son of Hald Brenn.")["ordinal"][0] == "met"
+
+
+def test_where_born_asks_a_place_and_a_clipped_first_name_is_read() -> None:
+    assert not any(c.kind == "attribute" for c in question_constraints("Where was Halm Brenn born?"))
+    assert any(c.kind == "attribute" and c.text == "birth" for c in question_constraints("When was Halm Brenn born?"))
+    assert _verdict("Who served under Lor Vantry?", "Ash Tolley served under Lord Vantry.")["entity"][0] == "met"

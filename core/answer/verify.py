@@ -239,7 +239,7 @@ _EVENT_ENDINGS = ("", "s", "e", "es", "ed", "d", "ing", "ings", "ure", "ures", "
 def _asked_attribute(question: str) -> str | None:
     """The attribute the question asks of its subject ('warranty', 'height'), when the lexicon knows it; a birth or
     a death ('When did X die?', 'Which poet was born in 1923?') when the question speaks of one and not the other."""
-    if not _CYR.search(question):
+    if not _CYR.search(question) and not re.match(r"(?i)\W*where\b", question):  # ('Where was X born?' asks a place)
         born, died = bool(_ASKS_BIRTH.search(question)), bool(_ASKS_DEATH.search(question))
         if born != died:
             return "birth" if born else "death"
@@ -763,7 +763,8 @@ def _entity_in(c: Constraint, read: _Read, cross: bool) -> bool:
     # 'Wang Chen'; 'Mary Jane Warnes, MBE' is not 'Andrea Jane Corr MBE')
     person = " " in c.text and not any(_CYR.search(k) for k in keys) and all(w[:1].isupper() for w in c.text.split())
     need = (len(keys) if len(keys) <= 2 else (len(keys) + 1) // 2) if person else (len(keys) + 1) // 2
-    if hit >= need and hit and (not person or found(keys[0])):
+    if hit >= need and hit and (not person or found(keys[0]) or
+                                (len(keys[0]) >= 3 and any(x.startswith(keys[0]) for x in read.keys))):
         return True
     if cross:  # a Russian name over English text: its transliteration against the text's capitalised words
         words = c.text.split()
