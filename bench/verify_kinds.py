@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Table, datasets_dir, grid, machine_info, pct, write_result  # noqa: E402
+from _common import CAPTION, Table, datasets_dir, grid, machine_info, pct, write_result  # noqa: E402
 from verify_nearmiss import gold_sentence, near_misses  # noqa: E402
 
 from core.answer.stage import REFUSAL, extractive_answer  # noqa: E402
@@ -444,7 +444,7 @@ def measured(d: dict[str, Any], file: str) -> list[Any]:
     a = rep.get("answerable") or {}
     arows = [[k, v["n"], pct(v.get("before_correct")), pct(v.get("after_correct")), pct(v.get("after_refused")),
               pct(v.get("ceiling"))] for k, v in (rep.get("by_kind") or {}).items() if k.startswith("answerable")]
-    return ["### English near misses by kind (verify stage)", "",
+    return ["### English near misses by kind (verify stage)", "", CAPTION, "",
             "Kind-balanced English near misses made from XQuAD, 2WikiMultihopQA and SciFact (bench/verify_kinds.py): "
             "each changes one pinned thing of an answerable question to a value its article (and every passage naming "
             "its subject) never states. Report split only (rules chosen on dev). Refused = the offline answer refuses "

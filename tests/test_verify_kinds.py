@@ -93,3 +93,18 @@ def test_a_default_stated_with_its_verb_carries_its_value() -> None:
     assert states_value("If no flag is given, it will default to ``FLAG``.", attr, question=q)
     assert states_value("The default value is set to 3.", attr, question=q)
     assert not states_value("The default precision is configurable.", attr, question=q)
+
+
+def test_an_ordinal_counts_its_noun() -> None:
+    title = "Ewan Rusk, 3rd Earl of Dunmallow"
+    v = _verdict("Who was the 6th Earl of Dunmallow?", "Ewan married Isla Vane, 6th Lady Vane.", title=title)
+    assert v["ordinal"] == ("unmet", ("third",))
+    v = _verdict("Who was the ninth son of Hald Brenn?", "Gray Harbour is the ninth drama film by Olla Brennik.")
+    assert v["ordinal"][0] == "unmet"
+    assert _verdict("Who was the second son of Hald Brenn?", "Orm was the second son of Hald Brenn.")["ordinal"][0] == "met"
+
+
+def test_where_born_asks_a_place_and_a_clipped_first_name_is_read() -> None:
+    assert not any(c.kind == "attribute" for c in question_constraints("Where was Halm Brenn born?"))
+    assert any(c.kind == "attribute" and c.text == "birth" for c in question_constraints("When was Halm Brenn born?"))
+    assert _verdict("Who served under Lor Vantry?", "Ash Tolley served under Lord Vantry.")["entity"][0] == "met"

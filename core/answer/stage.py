@@ -17,6 +17,7 @@ from core.answer.verify import (
     Evidence,
     VerifyInfo,
     check,
+    constraint_words,
     question_constraints,
     verify_model_answer,
     verify_quotes,
@@ -239,7 +240,8 @@ def with_value_first(question: str, rows: Sequence[SentenceRow], scores: Sequenc
 
 def with_constraints_met(question: str, rows: Sequence[SentenceRow], scores: Sequence[float], picked: Sequence[int],
                          candidates: Sequence[Candidate], full_texts: Mapping[str, str] | None,
-                         titles: Mapping[str, str] | None, *, max_sentences: int, depth: int = 8) -> list[int]:
+                         titles: Mapping[str, str] | None, *, max_sentences: int, depth: int = 8,
+                         margin: float = 2.0) -> list[int]:
     """When the leading sentence fails the question's constraints (core.answer.verify: another year, role, month,
     the antonym of the asked superlative), the best-scored of the top `depth` sentences that meets them all leads,
     followed by the picked ones that meet them too: the sentence that answers, not the one that repeats the
@@ -263,10 +265,26 @@ def with_constraints_met(question: str, rows: Sequence[SentenceRow], scores: Seq
         return seen[i]
     lead_ck = check(question, Evidence(rows[picked[0]].text, texts.get(rows[picked[0]].chunk_id, ""), "",
                                        (titles or {}).get(rows[picked[0]].doc_id, ""), rows[picked[0]].chunk_id), cons)
-    if lead_ck.ok:
+    if lead_ck.ok or guess_language(question) != "en":  # (Russian and cross-lingual selection are read elsewhere)
         return list(picked)
+    # a lead that misses only the asked name: its stand-in must say all the question's other words the lead says (a
+    # sentence found by the name alone answers another question); one that states another value: at least half
+    name_only = not any(v.constraint.kind not in ("entity", "asks", "negation", "period") for v in lead_ck.unmet)
     order = sorted(range(len(rows)), key=lambda i: (-scores[i], rows[i].rank, i))[:depth]
-    lead = next((i for i in order if ok(i)), None)
+    floor = scores[picked[0]] - margin  # a stand-in still reads as an answer to the question, not only its values
+    # the question's words beyond what its constraints name ('regime', 'ruled' of 'What regime ruled X?'): a stand-in
+    # that says only the asked name or year is no answer to the rest of the question
+    terms = set(tokenize(question)) - set(tokenize(constraint_words(question, cons)))
+
+    def covers(i: int) -> int:  # the question's other words the sentence and its title say
+        return len(terms & set(tokenize(f"{(titles or {}).get(rows[i].doc_id, '')} {rows[i].text}")))
+    least = covers(picked[0])
+
+    def reads(i: int) -> bool:  # a stand-in for a lead that missed the name must say some of the rest of the question
+        if name_only:
+            return covers(i) >= max(least, 1 if len(terms) >= 2 else 0)
+        return least <= 1 or 2 * covers(i) >= least
+    lead = next((i for i in order if scores[i] >= floor and reads(i) and ok(i)), None)
     if lead is None:
         return list(picked)
     return ([lead] + [i for i in picked if i != lead and ok(i)])[:max_sentences]

@@ -104,6 +104,10 @@ def code_lines(text: str) -> list[tuple[int, int]]:
 def _prose_in_code(body: str) -> bool:
     """A line of a code block that reads as prose (a docstring or pydoc line, a man page's description): it opens
     with a word (or a list mark), is no statement, and is mostly letters and spaces."""
+    comment = re.match(r"^\s*(?:#|//)\s+(?=[^\W\d_])", body)
+    if comment:  # a comment that says something ('# BM25+ needs a delta parameter (default is 0.5)')
+        said = body[comment.end():]
+        return bool(re.search(r"(?i)\bdefaults?\b", said)) and len(re.findall(r"[^\W\d_]{2,}", said)) >= 4
     if not re.match(r"^\s*(?:[-*•]\s+)?[^\W\d_]", body) or _CODE_LINE.match(body) or _RST_CODE.match(body):
         return False
     plain = sum(1 for ch in body if ch.isalpha() or ch == " ")

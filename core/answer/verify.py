@@ -239,7 +239,7 @@ _EVENT_ENDINGS = ("", "s", "e", "es", "ed", "d", "ing", "ings", "ure", "ures", "
 def _asked_attribute(question: str) -> str | None:
     """The attribute the question asks of its subject ('warranty', 'height'), when the lexicon knows it; a birth or
     a death ('When did X die?', 'Which poet was born in 1923?') when the question speaks of one and not the other."""
-    if not _CYR.search(question):
+    if not _CYR.search(question) and not re.match(r"(?i)\W*where\b", question):  # ('Where was X born?' asks a place)
         born, died = bool(_ASKS_BIRTH.search(question)), bool(_ASKS_DEATH.search(question))
         if born != died:
             return "birth" if born else "death"
@@ -448,10 +448,18 @@ def numbers(text: str) -> set[str]:
     return out
 
 
+_SPAN_AFTER_LAST = frozenset("year years decade decades century centuries month months week weeks day days night "
+                             "nights time times few several couple hour hours minute minutes".split())
+
+
 def _superlatives(text: str) -> set[str]:
     out = set()
-    words = [w.lower() for w in _WORD.findall(text)]
+    cased = _WORD.findall(text)
+    words = [w.lower() for w in cased]
     for i, w in enumerate(words):
+        if w == "last" and ((i + 1 < len(words) and (words[i + 1] in _SPAN_AFTER_LAST or words[i + 1].isdigit())) or
+                            (i > 0 and cased[i][:1].isupper())):
+            continue  # 'the last 5 years', 'in the last decade' count back in time; 'Last Glacial Maximum' is a name
         if w in _SUPER_EN:
             out.add(w)
         elif _CYR.search(w):
@@ -591,6 +599,18 @@ def question_constraints(question: str) -> tuple[Constraint, ...]:
     return tuple(out)
 
 
+def constraint_words(question: str, constraints: Sequence[Constraint]) -> str:
+    """The question's words that say its constraints (the names, 'born' of a birth, 'directed' of a director, the
+    superlative): what is left of the question is what it asks about them."""
+    out = [c.text for c in constraints if c.kind not in ("asks", "negation", "direction")]
+    for c in constraints:
+        if c.kind == "attribute" and c.text in _ATTRS:
+            out += [w for w in _ATTRS[c.text] if not _CYR.search(w)]
+        if c.kind == "role":
+            out += [m.group(0) for r, rx in _ROLE_VERB if r == c.text.split()[-1] for m in rx.finditer(question)]
+    return " ".join(out)
+
+
 def _attribute_constraints(q: str, found: Sequence[Constraint]) -> list[Constraint]:
     """The thing asked about when the question writes it in lower case (a package: 'the author of texttable?'), and
     the attribute asked when an answer must carry a value of it (a license, a version, a default): see
@@ -601,9 +621,22 @@ def _attribute_constraints(q: str, found: Sequence[Constraint]) -> list[Constrai
         if name.lower() not in have:
             out.append(Constraint("entity", name, (_key(name),)))
     attr = asked_attribute(q)
+    if attr is not None and attr.value == "default":
+        m = _DEFAULT_OF.search(q)
+        setting = (m.group("a") or m.group("b")) if m else None
+        if setting and setting.lower() not in _GENERIC_SETTING and setting.lower() not in have and \
+                not _IDENT.fullmatch(setting) and not any(setting.lower() == n.lower() for n in subject_names(q)):
+            out.append(Constraint("entity", setting, (_key(setting),)))  # the setting asked about ('delta', 'timeout')
     if attr is not None and attr.value in ("license", "version", "default"):
         out.append(Constraint("asks", attr.name, (attr.value,)))
     return out
+
+
+# the setting a default is asked of: 'the default value of the delta parameter', 'the default timeout of'
+_DEFAULT_OF = re.compile(r"(?i)\bdefault\s+(?:value\s+)?(?:of\s+)?(?:the\s+)?(?:(?P<a>[a-z][\w\-]*)\s+(?:parameter|"
+                         r"option|setting|argument|flag|field|variable|key|attribute)\b|(?P<b>[a-z][\w\-]*)\s+(?:of|for|in)\b)")
+_GENERIC_SETTING = frozenset("value values number size one kind type way setting option parameter argument mode "
+                             "behaviour behavior level amount length name".split())
 
 
 # 'When ...?' is also answered by a time of day, a weekday, a season or a frequency ('every night', 'weekly').
@@ -649,6 +682,8 @@ def _ordinal_word(n: int) -> str:
 # 'first' said otherwise: the earliest, the beginning, a debut
 _FIRST_SAID = re.compile(r"(?i)\b(earliest|initial(ly)?|original(ly)?|inaugural|maiden|debut\w*|premier(e|ed)|founding|"
                          r"began|begin(s|ning)?|start(ed|s)?|introduc\w+|pioneer\w*|oldest|eldest|впервые|начал\w*)\b")
+# a sentence that goes on about its chunk's subject with a definite noun ('The film', 'The couple')
+_REFERS = re.compile(r"(?i)^\W*(the|this|that|these|those)\s+[a-z]+")
 # A sentence that refers back ('he', 'its', 'the city') is about what its chunk names.
 _POINTS_BACK = re.compile(r"(?i)\b(he|she|it|they|his|her|its|their|him|them|this|these|those|the same|such|"
                           r"он|она|оно|они|его|её|ее|их|ему|ей|им|этот|эта|это|эти|тот|та)\b")
@@ -719,7 +754,8 @@ def _entity_in(c: Constraint, read: _Read, cross: bool) -> bool:
     # 'Wang Chen'; 'Mary Jane Warnes, MBE' is not 'Andrea Jane Corr MBE')
     person = " " in c.text and not any(_CYR.search(k) for k in keys) and all(w[:1].isupper() for w in c.text.split())
     need = (len(keys) if len(keys) <= 2 else (len(keys) + 1) // 2) if person else (len(keys) + 1) // 2
-    if hit >= need and hit and (not person or found(keys[0])):
+    if hit >= need and hit and (not person or found(keys[0]) or
+                                (len(keys[0]) >= 3 and any(x.startswith(keys[0]) for x in read.keys))):
         return True
     if cross and _CYR.search(c.text):  # a Russian name over English text: each word by its sound or its known
         # translation (core.answer.translit); a loose letter match passed invented names
@@ -837,12 +873,19 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         if _role_in(c.text, parts[3][1].roles) or _verb_states(c.text.split()[-1], parts[3][1].raw_cased):
             return Verdict(c, "met", "chunk")
         return Verdict(c, "unmet")
+    if c.kind == "ordinal" and not _CYR.search(question):
+        bound = _ordinal_of(c, question, parts, sentence)
+        if bound is not None:
+            return bound
     if c.kind in ("year", "month", "number", "ordinal"):
         attr = {"year": "years", "month": "months", "number": "numbers", "ordinal": "ordinals"}[c.kind]
         v = c.values[0]
         for where, r in (parts if c.kind in ("year", "month") else parts[:4]):
             found = getattr(r, attr)
             if (_year_in(v, found) if c.kind == "year" else v in found):
+                if where == "chunk" and not _CYR.search(sentence) and not _POINTS_BACK.search(sentence) and \
+                        not _names(" x " + sentence) == [] and not _REFERS.search(sentence):
+                    continue  # an English sentence about something it names itself: the chunk's value is another's
                 if where == "chunk" and c.kind in ("year", "month", "ordinal"):
                     sib = getattr(sentence_read, attr) - {v}
                     if sib and not (c.kind == "year" and any(_year_in(v, {s}) for s in sib)):
@@ -862,6 +905,15 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         sib = getattr(sentence_read, attr) - {v}
         return Verdict(c, "unmet", instead=tuple(sorted(_show(c.kind, sib))))
     if c.kind == "attribute":  # the sentence (its heading, its title) must state the asked attribute
+        span = _LIFESPAN.search(sentence) if c.text in ("birth", "death") else None
+        if span is not None and not re.search(r"(?i)\b(born|died|death|birth)\b", span.group(0)):
+            halves = re.split(r"[–—]|\s-\s|(?<=\d)-(?=\s?\d)|(?<=\d{4})(?=\s?[A-Z])", span.group(0), maxsplit=1)
+            if len(halves) == 2:
+                mine, theirs = (halves[0], halves[1]) if c.text == "birth" else (halves[1], halves[0])
+                asked_y, asked_m = years(question), months(question)
+                if (asked_y or asked_m) and not (asked_y <= years(mine) and asked_m <= months(mine)) and \
+                        asked_y <= years(theirs) and asked_m <= months(theirs):
+                    return Verdict(c, "unmet", instead=("death" if c.text == "birth" else "birth",))
         if any(_states_attribute(c.text, r) for _, r in local):
             return Verdict(c, "met", "sentence")
         other = [a for a in _ATTRS if a != c.text and _states_attribute(a, sentence_read)]
@@ -878,6 +930,21 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         def has(r: _Read, s: str) -> bool:
             return s in r.supers or (bool(_CYR.search(s)) and any(x.startswith(s[:5]) for x in r.supers)) or \
                 (not _CYR.search(s) and s in r.keys)
+        phrase = re.search(rf"(?i)\bthe\s+{want}\s+([a-z]{{3,}})", question) if want in ("most", "least") else None
+        if phrase and phrase.group(1).lower() not in ("of", "one", "two", "three", "many", "much", "few"):
+            # 'the least malignant': the sentence must say 'least malignant', never 'most malignant' ('at least' is
+            # no superlative)
+            adj = phrase.group(1).lower()
+            other = "most" if want == "least" else "least"
+            for where, r in local:
+                if re.search(rf"\b{want}\s+{adj}", r.raw):
+                    return Verdict(c, "met", where)
+            if re.search(rf"\b({other}|fewest)\s+{adj}", sentence_read.raw):
+                return Verdict(c, "unmet", instead=(f"{other} {adj}",))
+            chunk = parts[3][1].raw
+            if re.search(rf"\b{want}\s+{adj}", chunk) and not re.search(rf"\b{other}\s+{adj}", chunk):
+                return Verdict(c, "met", "chunk")
+            return Verdict(c, "unmet")
         if _CYR.search(want) or want in ("most", "least") or (want == "last" and _REL_PERIOD.search(question)):
             for where, r in parts[:4]:  # a quantifier ('most of'), a period ('last year'), Russian: no contrary
                 if has(r, want):
@@ -887,8 +954,8 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
                 return Verdict(c, "unmet", instead=tuple(inst))
             return Verdict(c, "met", "")  # said otherwise ('the largest' as 'the biggest'): no contrary found
 
-        def says(r: _Read, words: Iterable[str]) -> list[str]:
-            return [w for w in words if (" " in w and w in r.raw) or (" " not in w and has(r, w))]
+        def says(r: _Read, words: Iterable[str]) -> list[str]:  # as words: 'lasted' and 'lastly' say no 'last'
+            return [w for w in words if (" " in w and w in r.raw) or (" " not in w and w in r.supers)]
         same = (want, *_SUPER_SYN.get(want, ()))
         contrary = [o for o in dict.fromkeys(x for a in opp for x in (a, *_SUPER_SYN.get(a, ()))) if o not in same]
         for where, r in local:
@@ -945,6 +1012,45 @@ def _across(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read: _R
             return Verdict(c, "met", where)
     inst = sorted({o for e in want for o in _opposite(e) if any(_has_super(r, o) for _, r in parts[:4])})
     return Verdict(c, "unmet", instead=tuple(inst)) if inst else Verdict(c, "met", "")
+
+
+_ORD_TOKEN = re.compile(r"(?i)\b(\d{1,3})(?:st|nd|rd|th)\b|\b(" + "|".join(_ORD_EN) + r")\b")
+_NOT_NOUN = frozenset("of and or in to at by for from the a an time times".split())
+
+
+def _ordinals_before(text: str) -> list[tuple[str, str]]:
+    """(ordinal, the word after it) pairs of a text: '6th Lord Maxwell' -> ('6', 'lord')."""
+    out = []
+    for m in _ORD_TOKEN.finditer(text):
+        n = m.group(1) or str(_ORD_EN[m.group(2).lower()])
+        nxt = re.match(r"\s+([A-Za-z][\w\-]*)", text[m.end():])
+        out.append((n, nxt.group(1).lower() if nxt else ""))
+    return out
+
+
+def _ordinal_of(c: Constraint, question: str, parts: Sequence[tuple[str, _Read]], sentence: str) -> Verdict | None:
+    """An English ordinal read with the noun it counts ('the 6th Earl of Morton', 'the ninth son'): met where the text
+    counts that noun with it; unmet where the sentence, heading or title counts it with another ordinal ('3rd Earl'),
+    or the sentence's only such ordinal counts something else ('6th Lord Maxwell', 'the ninth film'). None: the
+    question's ordinal counts no noun, or no text counts one (the plain reading decides)."""
+    v = c.values[0]
+    noun = next((w for n, w in _ordinals_before(question) if n == v), "")
+    if not noun or noun in _NOT_NOUN:
+        return None
+    key = _key(noun)
+    counted = {where: {n for n, w in _ordinals_before(r.raw_cased) if w and _key(w) == key} for where, r in parts[:4]}
+    for where in ("sentence", "heading", "title", "chunk"):
+        if v in counted.get(where, set()):
+            if where == "chunk" and (counted["sentence"] - {v}):
+                break
+            return Verdict(c, "met", where)
+    sib = (counted.get("sentence", set()) | counted.get("heading", set()) | counted.get("title", set())) - {v}
+    if sib:
+        return Verdict(c, "unmet", instead=tuple(sorted(_show("ordinal", sib))))
+    mine = [w for n, w in _ordinals_before(sentence) if n == v]
+    if mine and all(w and w not in _NOT_NOUN and _key(w) != key for w in mine):
+        return Verdict(c, "unmet", instead=tuple(f"{_ordinal_word(int(v))} {w}" for w in mine[:2]))
+    return None
 
 
 def _asks(c: Constraint, sentence: str, r: _Read, question: str) -> Verdict:
