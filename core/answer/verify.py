@@ -749,13 +749,14 @@ def _entity_in(c: Constraint, read: _Read, cross: bool) -> bool:
     def found(k: str) -> bool:
         return k in read.keys or (len(k) >= 5 and any(x.startswith(k) for x in read.keys)) or \
             bool(_CYR.search(k) and len(k) >= 4 and any(x[:4] == k[:4] and len(x) >= 4 for x in read.keys))
-    hit = sum(1 for k in keys if found(k))
     # a Latin name of capitalised words is stated with its first word and, of two words, whole ('Chen died' is not
-    # 'Wang Chen'; 'Mary Jane Warnes, MBE' is not 'Andrea Jane Corr MBE')
+    # 'Wang Chen'; 'Mary Jane Warnes, MBE' is not 'Andrea Jane Corr MBE'); its first word may be clipped ('Lor')
     person = " " in c.text and not any(_CYR.search(k) for k in keys) and all(w[:1].isupper() for w in c.text.split())
+    first = bool(keys) and (found(keys[0]) or (person and len(keys[0]) >= 3 and
+                                               any(x.startswith(keys[0]) for x in read.keys)))
+    hit = sum(1 for k in keys[1:] if found(k)) + int(first)
     need = (len(keys) if len(keys) <= 2 else (len(keys) + 1) // 2) if person else (len(keys) + 1) // 2
-    if hit >= need and hit and (not person or found(keys[0]) or
-                                (len(keys[0]) >= 3 and any(x.startswith(keys[0]) for x in read.keys))):
+    if hit >= need and hit and (not person or first):
         return True
     if cross and _CYR.search(c.text):  # a Russian name over English text: each word by its sound or its known
         # translation (core.answer.translit); a loose letter match passed invented names
