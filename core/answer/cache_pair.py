@@ -3,10 +3,10 @@
 Why: the token-vector verifier (core/answer/cache_verifier.py) encodes each question on its own, so it sees that a
 word is added but not, in context, whether that word narrows the question to another thing ('in a Honda lawn mower')
 or only rewords it. A cross-encoder reads both questions in one sequence.
-None can be downloaded here, so bench/answer_cache_pair_model.py fine-tunes the top two layers of the bundled MiniLM
+None can be downloaded here, so python -m train.cache_pair_model fine-tunes the top two layers of the bundled MiniLM
 and a small head on the dev pairs; only those weights ship (fp16, answer_cache_pair_model.npz, 6.6 MB) and are put
 over the bundled base, loaded by path, never from a hub. P(same) is the mean over both orders of the pair (the model
-is not symmetric by construction). Training details and the dev comparison: bench/answer_cache_pair_model.py.
+is not symmetric by construction). Training details and the dev comparison: train/cache_pair_model.py.
 
 torch and transformers load lazily (first check), so importing this module costs nothing.
 """
@@ -171,7 +171,7 @@ def pair_probability(pairs: list[tuple[str, str]], path: Path = PAIR_MODEL_PATH)
 
     loaded = load_pair_model(path)
     if loaded is None:
-        raise FileNotFoundError(f"{path.name} is missing: run bench/answer_cache_pair_model.py --save")
+        raise FileNotFoundError(f"{path.name} is missing: run python -m train.cache_pair_model")
     bits, pm = loaded
     both = [p for a, b in pairs for p in ((a, b), (b, a))]
     with torch.no_grad():

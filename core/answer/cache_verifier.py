@@ -7,7 +7,7 @@ allows a second check with the late-interaction scorer, so this one reads the co
 questions (the same ONNX forward that gives the sentence vector): how well every content token of each side finds a
 partner on the other (MaxSim both ways, the least-aligned tokens), whether the shared words keep their order, the
 lexical overlap, and which of the guard's rules the pair breaks. A logistic regression over these, fitted by
-bench/answer_cache.py on the dev split only, gives P(same question); the model ships as data
+python -m train.cache_verifier on the dev split only, gives P(same question); the model ships as data
 (core/models/data/answer_cache_verifier.npz). The features and the score are pure (vectors come in as data) and take about a
 millisecond; make_verifier wraps an embedder for the pipeline. A forward is most of a check's cost, so the query's
 token vectors come from the cache stage's own forward (query_vector) and a cached question's are remembered after
@@ -188,7 +188,7 @@ def load_verifier(path: Path = MODEL_PATH) -> PairVerifier | None:
     """The shipped verifier, or None when the file is absent (the guard then decides alone)."""
     if not path.exists():
         return None
-    rec = load_fitted(path, features=FEATURES, recipe="bench/answer_cache.py --save-model")
+    rec = load_fitted(path, features=FEATURES, recipe="python -m train.cache_verifier")
     assert rec.mean is not None and rec.scale is not None and rec.threshold is not None
     return PairVerifier(rec.mean.astype(np.float32), rec.scale.astype(np.float32), rec.coef.astype(np.float32),
                         float(rec.intercept), rec.threshold, str(rec.meta.get("model_id", "")))

@@ -1,6 +1,6 @@
 """Support model of the offline answer: does a retrieved sentence answer the question? A small logistic regression over
 signals the pipeline already has, with coefficients read from data (core/models/data/support_model.npz, a fitted-linear
-record fitted on public question-answering data by bench/answer_public.py), never fitted at import time. The shipped model is a prior:
+record fitted on public question-answering data by python -m train.support), never fitted at import time. The shipped model is a prior:
 a workspace with a curated golden set calibrates its refusal cut on it (core.answer.calibration)."""
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from core.types import Candidate, Span, SpanScorer
 SentenceScorer = SpanScorer  # the answer stage's name for the sentence scorer it hands in
 
 DEFAULT_MODEL_PATH = DATA_DIR / "support_model.npz"
-REFIT = "bench/answer_public.py fit"
+REFIT = "python -m train.support"
 
 FEATURES: tuple[str, ...] = (
     "sent_cov",      # rarity-weighted share of the question's terms the sentence itself states
@@ -690,7 +690,7 @@ class Gate:
         feats = tuple(data["features"])
         if feats not in (GATE_FEATURES, SCORER_GATE_FEATURES):
             raise ValueError(f"support gate features {data['features']} do not match this code's {GATE_FEATURES}: "
-                             "re-run bench/answer_public.py fit")
+                             "re-run python -m train.support")
         return cls(tuple(map(float, data["coef"])), float(data["intercept"]), tuple(map(float, data["mean"])),
                    tuple(map(float, data["scale"])), {k: float(v) for k, v in data["impute"].items()}, feats)
 
@@ -814,7 +814,7 @@ class SupportModel:
         feats = tuple(data["features"])
         if feats != FEATURES:
             raise ValueError(f"support model features {feats} do not match this code's {FEATURES}: re-run "
-                             "bench/answer_public.py fit")
+                             "python -m train.support")
         return cls(feats, tuple(map(float, data["coef"])), float(data["intercept"]), tuple(map(float, data["mean"])),
                    tuple(map(float, data["scale"])), {k: float(v) for k, v in data["impute"].items()},
                    float(data["threshold"]), dict(data.get("meta", {})),
