@@ -126,6 +126,20 @@ def test_quoted_claims_and_the_refusal_names_the_constraint_and_the_nearest_fact
     assert any(c["verdict"] == "met" and c["kind"] == "entity" for c in ok.info.to_dict()["constraints"])
 
 
+def test_a_header_field_of_another_record_meets_nothing_of_the_asked_thing() -> None:
+    # the asked name in one quoted sentence and an author in another package's header: no sentence says who wrote it
+    text = "See [quuxly](https://example.org/quuxly) for a CLI that uses foolib. [c1] Author: Ann Roe <ann@x.org> [c2]"
+    chunks = {"c1": ChunkText("See [quuxly](https://example.org/quuxly) for a CLI that uses foolib.", "", "foolib"),
+              "c2": ChunkText("Name: barlib\nVersion: 1.0\nAuthor: Ann Roe <ann@x.org>", "", "barlib")}
+    v = verify_quotes("Who is the author of quuxly?", text, ["c1", "c2"], chunks, refusal=REFUSAL)
+    assert v.refused and "author" in v.text
+    # the record's own header answers
+    own = {"c2": ChunkText("Name: quuxly\nVersion: 1.0\nAuthor: Ann Roe <ann@x.org>", "", "quuxly")}
+    ok = verify_quotes("Who is the author of quuxly?", "Author: Ann Roe <ann@x.org> [c2]", ["c2"], own,
+                       refusal=REFUSAL)
+    assert not ok.refused
+
+
 def test_a_quoted_sentence_stating_a_sibling_is_dropped_when_another_answers() -> None:
     text = "Revenue was 4 million in 2023. [c1] Revenue was 5 million in 2024. [c2]"
     chunks = {"c1": ChunkText("Revenue was 4 million in 2023."), "c2": ChunkText("Revenue was 5 million in 2024.")}

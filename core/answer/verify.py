@@ -1268,7 +1268,13 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
     # the answer as a whole must meet each constraint: one quoted sentence may state the name, another the year
     # (a question of two parts); a sentence that states a sibling of what another quoted sentence meets is the
     # neighbouring fact and is dropped
+    def about_another(ck: Check) -> bool:  # a header field ('Author-email: ...') of a record that is not the asked
+        # one states nothing of the asked thing: it cannot meet the question's other constraints either
+        return bool(FIELD_LINE.match(ck.evidence.sentence)) and any(v.constraint.kind == "entity" for v in ck.unmet)
+
     def meets(ck: Check, c: Constraint, local: bool = False) -> bool:
+        if about_another(ck):
+            return False
         v = next(x for x in ck.verdicts if x.constraint == c)
         return v.verdict != "unmet" and (not local or v.where in ("sentence", "heading", "title", ""))
 
@@ -1310,8 +1316,9 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
     if sib_first is not None and all(covered(c) for c in cons):  # refused because the answer rests on a sibling
         first = sib_first
         missing = next(v.constraint for v in first.unmet if v.instead)
-    else:
-        missing = next(c for c in cons if not covered(c))
+    else:  # the first uncovered constraint the first quoted sentence itself fails, so the reason names it
+        open_ = [c for c in cons if not covered(c)]
+        missing = next((c for c in open_ if any(v.constraint == c for v in first.unmet)), (open_ or list(cons))[0])
     why = next(v for v in first.verdicts if v.constraint == missing).reason()
     near = (first.evidence.sentence, first.evidence.chunk_id)
     return Verified(f"{refusal} {why[:1].upper()}{why[1:]}. Nearest fact (not the answer): \"{near[0]}\" [{near[1]}]",
