@@ -42,7 +42,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, Table, datasets_dir, machine_info, write_result  # noqa: E402
 
-from core.answer.crosslingual import NameFinder, cross_answer, is_cross  # noqa: E402
+from core.answer.crosslingual import NameFinder, cross_answer, is_cross, reads_across  # noqa: E402
 from core.answer.e5_scorer import E5Reader  # noqa: E402
 from core.answer.e5_scorer import available as e5_available  # noqa: E402
 from core.answer.stage import REFUSAL, extractive_answer  # noqa: E402
@@ -451,7 +451,8 @@ def run_items(items: list[dict[str, Any]], data: dict[str, Any], reader: E5Reade
         ceil = check(it["question"], Evidence(it["gold_sentence"], para["text"], "", para["title"].replace("_", " ")),
                      names=finder if it["setting"] in ("cross", "de_cross") else None)
         cross = reader is not None and is_cross(it["question"], [c.text for c in cs])
-        if cross:  # the pipeline's path for a question in another language than its passages
+        if reader is not None and reads_across(it["question"], [c.text for c in cs]):  # the pipeline's path for a
+            # question in another language than its passages, or in one the lexical support model does not read
             a = cross_answer(it["question"], cs, reader, titles=titles, refusal=REFUSAL)[0]
         else:
             a = extractive_answer(it["question"], cs, titles=titles, vocabulary=index[lang].vocabulary()).answer

@@ -1,5 +1,5 @@
-"""Answers and name checks for a question asked in another language than its passages (a Russian question over
-English documents): sentences ranked by a multilingual encoder's question-sentence cosine, and the question's names
+"""Answers and name checks for a question asked in another language than its passages (a Russian or German question
+over English documents): sentences ranked by a multilingual encoder's question-sentence cosine, and the question's names
 looked for across scripts by transliteration and by the encoder's phrase similarity.
 
 Why: the offline answerer's support model reads word overlap, which is nil across languages, so every cross-lingual
@@ -18,7 +18,7 @@ import numpy as np
 from core.answer.e5_scorer import pair_text
 from core.answer.support import sentence_contexts
 from core.answer.translit import SOUND_CUT, latin_key, name_stated, sound_match
-from core.text import EN_STOP, RU_STOP
+from core.text import EN_STOP, RU_STOP, guess_language
 from core.types import Answer, Candidate
 
 # The name cuts were read off the dev split's grid (bench/verify_nearmiss.py --tune prints it).
@@ -75,9 +75,39 @@ def script(text: str) -> str:
     return "cyrillic" if cyr > lat else "latin"
 
 
+_LATIN_LANGS = frozenset({"en", "de", "fr", "es"})
+
+
+def language(text: str) -> str:
+    """'cyrillic', or the language of Latin-script text as core.text.guess_language tells it ('en', 'de', 'fr',
+    'es'; 'latin' when it tells none of them)."""
+    if script(text) == "cyrillic":
+        return "cyrillic"
+    lang = guess_language(text)
+    return lang if lang in _LATIN_LANGS else "latin"
+
+
 def is_cross(question: str, texts: Sequence[str]) -> bool:
-    """Whether none of the passages is written in the question's script (each read as a whole)."""
-    return bool(texts) and all(script(t) != script(question) for t in texts)
+    """Whether none of the passages is written in the question's language (each read as a whole): another script,
+    or another language of the same script (a German question over English passages; word overlap reaches across
+    neither)."""
+    if not texts:
+        return False
+    q = language(question)
+    # a text whose language is not told (no letters, another script than Cyrillic) is read as the same language as
+    # any Latin-script text, as the script rule read it
+    return all(t != q and "latin" not in (t, q) or "cyrillic" in (t, q) and t != q for t in map(language, texts))
+
+
+LEXICAL_LANGUAGES = frozenset({"en", "cyrillic", "latin"})  # what the offline support model's stems and stop words
+# read (English and Russian; text of no told language is read as before)
+
+
+def reads_across(question: str, texts: Sequence[str]) -> bool:
+    """Whether the offline answer ranks these passages with the multilingual reader: none is written in the question's
+    language (is_cross), or the question is in a language the lexical support model does not read (German, French,
+    Spanish: its stems and stop words are English and Russian, so its word overlap misreads them)."""
+    return is_cross(question, texts) or (bool(texts) and language(question) not in LEXICAL_LANGUAGES)
 
 
 def cross_answer(question: str, candidates: Sequence[Candidate], reader: CrossReader, *,
