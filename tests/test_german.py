@@ -76,6 +76,12 @@ def test_german_nouns_are_no_names_and_names_stay_names() -> None:
     assert _entities("Wann wurde Harvard gegründet?") == ["Harvard"]
     assert _entities("Was sagte Friedrich Ratzel über Saint-Pierre?") == ["Friedrich Ratzel", "Saint-Pierre"]
     assert german.common_noun("die Entwicklung".split(), 1) and not german.common_noun("von Chicago".split(), 1)
+    assert _entities("Welcher Prozess setzte bei gefrorenem Untergrund ein?") == []  # an adjective's shape before it
+    assert _entities("Wie werden Zahlen größer als 1 bezeichnet?") == []  # a bare common noun
+    # German evidence states a name inside a compound or with another case ending
+    v = check("Wo liegt das Delta in den Niederlanden?", Evidence("Es liegt in Nordwesteuropa und den Niederlande.",
+                                                                 "Es liegt in Nordwesteuropa und den Niederlande."))
+    assert all(x.verdict == "met" for x in v.verdicts if x.constraint.kind == "entity")
     # an English question keeps reading its capitalised words as names
     assert _entities("When did the University of Zorvath open?") == ["University", "Zorvath"]
 

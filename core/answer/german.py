@@ -30,7 +30,8 @@ _SUPER_DE = {"größt": "largest", "grösst": "largest", "kleinst": "smallest", 
              "langsamst": "slowest", "neuest": "newest", "neust": "newest", "heißest": "hottest",
              "kältest": "coldest", "wärmst": "warmest", "breitest": "widest", "teuerst": "dearest",
              "billigst": "cheapest", "nördlichst": "northernmost", "südlichst": "southernmost",
-             "östlichst": "easternmost", "westlichst": "westernmost", "letzt": "last"}
+             "östlichst": "easternmost", "westlichst": "westernmost"}
+# ('letzte' is left out: 'die letzte Eiszeit' is the previous one, which English rarely calls the last)
 _SUPER_DE_RX = re.compile(r"^(" + "|".join(sorted(_SUPER_DE, key=len, reverse=True))
                           + r")(e|en|er|es|em)$")
 
@@ -64,6 +65,8 @@ _DETERMINERS = frozenset((
     "unseren unserem unserer dessen deren im am zum zur beim vom ins ans aufs durchs fürs ums übers unterm "
     "zwei drei vier fünf sechs sieben acht neun zehn elf zwölf zwanzig hundert tausend million millionen "
     "solche solchen solcher etwas wieviel wieviele".split()))
+# an inflected adjective by its shape: a dative '-em' or an adjective suffix with its ending ('elektrische')
+_ADJECTIVE = re.compile(r"^[a-zäöüß\-]{3,}(em|(isch|lich|ig|bar|sam|haft|los|al|iv|ell|ent|ant|är)(e|en|er|es|em))$")
 _ADJ_ENDING = re.compile(r"^[a-zäöüß][a-zäöüß\-]*(e|en|er|es|em|sten|ste|ster)$")
 # shapes only German common nouns take (abstract and collective suffixes, diminutives)
 _NOUN_SUFFIX = re.compile(r"(ung|ungen|heit|heiten|keit|keiten|schaft|schaften|tät|täten|ismus|ismen|nis|nisse|"
@@ -153,7 +156,8 @@ def german_shaped(word: str) -> bool:
     ('sch', 'tz', 'chs', 'cht', 'pf', 'ei', 'ie'), a final 'kt', or a common noun's suffix ('-ung', '-heit', ...).
     A name German shares with English ('Harvard', 'Chicago', 'Edinburgh') has none of them."""
     low = word.lower()
-    return bool(_GERMAN_LETTERS.search(low)) or (len(low) >= 7 and bool(_NOUN_SUFFIX.search(low)))
+    return bool(_GERMAN_LETTERS.search(low)) or bool(_NOUN_SUFFIX.fullmatch(low)) or \
+        (len(low) >= 7 and bool(_NOUN_SUFFIX.search(low)))
 
 
 def _in_name_run(words: list[str], i: int) -> bool:
@@ -192,6 +196,8 @@ def common_noun(words: list[str], i: int) -> bool:
     j = i - 1
     while j >= 0 and (words[j].islower() and _ADJ_ENDING.match(words[j]) and words[j] not in _DETERMINERS):
         j -= 1  # inflected adjectives between the determiner and the noun ('die älteste bekannte Stadt')
+    if j < i - 1 and any(_ADJECTIVE.search(words[k]) for k in range(j + 1, i)):
+        return True  # an adjective of an adjective's shape before it ('bei gefrorenem Untergrund'): a noun
     return j >= 0 and (words[j].lower() in _DETERMINERS or words[j].isdigit())
 
 

@@ -739,9 +739,13 @@ def _entity_in(c: Constraint, read: _Read, cross: bool) -> bool:
     keys = [k for k in c.values if k not in EN_STOP and k not in RU_STOP]
     if not keys:
         return True
+    de = _german(read.raw_cased)
+
     def found(k: str) -> bool:
         return k in read.keys or (len(k) >= 5 and any(x.startswith(k) for x in read.keys)) or \
-            bool(_CYR.search(k) and len(k) >= 4 and any(x[:4] == k[:4] and len(x) >= 4 for x in read.keys))
+            bool(_CYR.search(k) and len(k) >= 4 and any(x[:4] == k[:4] and len(x) >= 4 for x in read.keys)) or \
+            (de and len(k) >= 5 and any(x.endswith(k) or (len(k) >= 7 and x.startswith(k[:-2])) for x in read.keys))
+        # (German evidence: a name inside a compound, 'Nordwesteuropa', or with another case ending, 'Niederlande')
     hit = sum(1 for k in keys if found(k))
     # a Latin name of capitalised words is stated with its first word and, of two words, whole ('Chen died' is not
     # 'Wang Chen'; 'Mary Jane Warnes, MBE' is not 'Andrea Jane Corr MBE')
