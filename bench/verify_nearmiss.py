@@ -42,7 +42,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, Table, datasets_dir, machine_info, write_result  # noqa: E402
 
-from core.answer.crosslingual import NameFinder, cross_answer, is_cross, reads_across  # noqa: E402
+from core.answer.crosslingual import SAME_LANGUAGE_FLOOR, NameFinder, cross_answer, is_cross, reads_across  # noqa: E402
 from core.answer.e5_scorer import E5Reader  # noqa: E402
 from core.answer.e5_scorer import available as e5_available  # noqa: E402
 from core.answer.stage import REFUSAL, extractive_answer  # noqa: E402
@@ -453,7 +453,8 @@ def run_items(items: list[dict[str, Any]], data: dict[str, Any], reader: E5Reade
         cross = reader is not None and is_cross(it["question"], [c.text for c in cs])
         if reader is not None and reads_across(it["question"], [c.text for c in cs]):  # the pipeline's path for a
             # question in another language than its passages, or in one the lexical support model does not read
-            a = cross_answer(it["question"], cs, reader, titles=titles, refusal=REFUSAL)[0]
+            same = {} if cross else {"floor": SAME_LANGUAGE_FLOOR}  # (the cross-lingual floor: --tune's grid)
+            a = cross_answer(it["question"], cs, reader, titles=titles, refusal=REFUSAL, **same)[0]
         else:
             a = extractive_answer(it["question"], cs, titles=titles, vocabulary=index[lang].vocabulary()).answer
         chunks = {c.chunk_id: ChunkText(c.text, "", titles[c.doc_id]) for c in cs}

@@ -9,7 +9,14 @@ from typing import Any, Sequence
 import numpy as np
 
 from core.answer import german
-from core.answer.crosslingual import NameFinder, is_cross, language, reads_across
+from core.answer.crosslingual import (
+    ANSWER_FLOOR,
+    SAME_LANGUAGE_FLOOR,
+    NameFinder,
+    is_cross,
+    language,
+    reads_across,
+)
 from core.answer.stage import REFUSAL, answer_question
 from core.answer.verify import ChunkText, Evidence, check, question_constraints, verify_quotes
 from core.config import AnswerConfig
@@ -66,6 +73,11 @@ def test_a_german_question_over_english_text_is_answered_by_the_cross_lingual_pa
     assert any(n.startswith("cross-lingual answer") for n in res.notes)
     same = answer_question("What is the capital of France?", [PASSAGE], cfg, llm, cross=ToyReader())
     assert not any(n.startswith("cross-lingual answer") for n in same.notes)
+    # a German question over a German passage: the reader's path too, with the same-language floor
+    de = Candidate("c2", "d2", "Paris ist die Hauptstadt von Frankreich. Der Fluss ist lang.", 1.0, 1)
+    own = answer_question("Was ist die Hauptstadt Frankreichs?", [de], cfg, llm, cross=ToyReader())
+    assert own.threshold == SAME_LANGUAGE_FLOOR and res.threshold == ANSWER_FLOOR
+    assert any("does not read the question's language" in n for n in own.notes)
 
 
 def test_german_nouns_are_no_names_and_names_stay_names() -> None:
