@@ -1,7 +1,8 @@
 """The answer check (core/answer/verify.py) on public data: near-miss questions refused, answerable ones answered.
 
 Data: XQuAD articles 40-47 (../shared/datasets/xquad_crosslingual), English, Russian and cross-lingual (Russian questions
-over the English paragraphs), and German (German questions over the German paragraphs, and over the English ones). Near misses are made here from each answerable question by changing one thing it pins
+over the English paragraphs), and German (German questions over the German paragraphs, and over the English ones).
+Near misses are made here from each answerable question by changing one thing it pins
 down - a year, a number, an ordinal, a month, a superlative (to its opposite), a role, a name (an invented one, or a
 real name from another article), the attribute asked ('the population of' -> 'the voltage of'), an event (to its
 opposite: 'began' -> 'ended') - to a value its article never states (checked on the article's text). Roles and
@@ -21,7 +22,9 @@ Two readings per question:
   looks like to it; for answerable questions, whether it wrongly rejects the true answer);
 - answer: the offline extractive answerer (shipped support model, lexical signals: no embedder) over the top 5
   paragraphs by BM25 (cross-lingual: the English question's list, standing in for multilingual retrieval), then the
-  check on the sentences it quotes, exactly as the verify stage runs it. Correct = not refused, contains the gold
+  check on the sentences it quotes, exactly as the verify stage runs it. A question in another language than its
+  paragraphs, or in one the lexical support model does not read (German), is answered as the pipeline answers it:
+  by the multilingual reader (core.answer.crosslingual; over paragraphs in its own language with SAME_LANGUAGE_FLOOR). Correct = not refused, contains the gold
   answer string and cites the gold paragraph. 'gold in candidates' (the gold sentence among the quotable
   sentences) is the ceiling beside it.
 

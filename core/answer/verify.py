@@ -135,7 +135,8 @@ _NEG_Q = frozenset("not never no none without except cannot neither nor isn't do
 _NEG_EVIDENCE = re.compile(
     r"(?i)\b(not|never|no|none|without|except|cannot|neither|nor|only|lack\w*|exclud\w*|refus\w*|forbid\w*|prohibit\w*|"
     r"deni\w*|den(y|ies)|fail\w*|unable|absent|instead|rather|but)\b|n't\b|\b(не|нет|никогда|без|кроме|ни|нельзя|"
-    r"только|лишь|отказ\w*|запрещ\w*|исключ\w*|nicht|nie|niemals|kein\w*|ohne|außer|nur|lediglich)\b|\b(un|in|im|non|dis|не)[a-zа-яё]{3,}")
+    r"только|лишь|отказ\w*|запрещ\w*|исключ\w*|nicht|nie|niemals|kein\w*|ohne|außer|nur|lediglich)\b|"
+    r"\b(un|in|im|non|dis|не)[a-zа-яё]{3,}")
 _UP = re.compile(r"(?i)\b(increas|rais|rise|rose|risen|grow|grew|grown|gain|boost|expand|improv|higher|up)\w*|"
                  r"\b(увелич|повыш|повыс|раст|рост|вырос|усил|улучш)\w*")
 _DOWN = re.compile(r"(?i)\b(decreas|reduc|lower|fall|fell|drop|declin|shrink|shrank|los[est]|diminish|weaken|"
