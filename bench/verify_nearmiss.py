@@ -24,8 +24,8 @@ Two readings per question:
   paragraphs by BM25 (cross-lingual: the English question's list, standing in for multilingual retrieval), then the
   check on the sentences it quotes, exactly as the verify stage runs it. A question in another language than its
   paragraphs, or in one the lexical support model does not read (German), is answered as the pipeline answers it:
-  by the multilingual reader (core.answer.crosslingual; over paragraphs in its own language with SAME_LANGUAGE_FLOOR). Correct = not refused, contains the gold
-  answer string and cites the gold paragraph. 'gold in candidates' (the gold sentence among the quotable
+  by the multilingual reader (core.answer.crosslingual; over paragraphs in its own language with
+  SAME_LANGUAGE_FLOOR). Correct = not refused, contains the gold answer string and cites the gold paragraph. 'gold in candidates' (the gold sentence among the quotable
   sentences) is the ceiling beside it.
 
   nice -n 10 .venv/bin/python bench/verify_nearmiss.py [--out bench/results/verify_nearmiss.json] [--show 50] [--tune]
