@@ -1,13 +1,17 @@
 """The answer check (core/answer/verify.py) on public data: near-miss questions refused, answerable ones answered.
 
 Data: XQuAD articles 40-47 (../shared/datasets/xquad_crosslingual), English, Russian and cross-lingual (Russian questions
-over the English paragraphs). Near misses are made here from each answerable question by changing one thing it pins
+over the English paragraphs), and German (German questions over the German paragraphs, and over the English ones).
+Near misses are made here from each answerable question by changing one thing it pins
 down - a year, a number, an ordinal, a month, a superlative (to its opposite), a role, a name (an invented one, or a
 real name from another article), the attribute asked ('the population of' -> 'the voltage of'), an event (to its
 opposite: 'began' -> 'ended') - to a value its article never states (checked on the article's text). Roles and
 attributes are drawn half from the check's own lists and half from words it does not list, so its lexicon is not the
 only judge. Russian questions get the same kinds (their own generator; a changed name must be absent from the
-Russian article too, which the cross-lingual setting's English article could never show). Each answerable question
+Russian article too, which the cross-lingual setting's English article could never show). German questions get a year,
+a number, a month, an ordinal, a superlative and a name changed (a name: a capitalised run the English question writes
+the same way, replaced by an invented one or another question's; every value checked absent from the German and the
+English article). Each answerable question
 is also asked with its paragraph left out of the candidates ('omitted': refused is right), reported apart from near
 misses. Split by paragraph position in corpus_en.jsonl: even = dev (rules chosen here; the support model was also
 fitted on these), odd = report (never tuned on). Every figure is reported on both; the report split is the one to
@@ -18,8 +22,10 @@ Two readings per question:
   looks like to it; for answerable questions, whether it wrongly rejects the true answer);
 - answer: the offline extractive answerer (shipped support model, lexical signals: no embedder) over the top 5
   paragraphs by BM25 (cross-lingual: the English question's list, standing in for multilingual retrieval), then the
-  check on the sentences it quotes, exactly as the verify stage runs it. Correct = not refused, contains the gold
-  answer string and cites the gold paragraph. 'gold in candidates' (the gold sentence among the quotable
+  check on the sentences it quotes, exactly as the verify stage runs it. A question in another language than its
+  paragraphs, or in one the lexical support model does not read (German), is answered as the pipeline answers it:
+  by the multilingual reader (core.answer.crosslingual; over paragraphs in its own language with
+  SAME_LANGUAGE_FLOOR). Correct = not refused, contains the gold answer string and cites the gold paragraph. 'gold in candidates' (the gold sentence among the quotable
   sentences) is the ceiling beside it.
 
   nice -n 10 .venv/bin/python bench/verify_nearmiss.py [--out bench/results/verify_nearmiss.json] [--show 50] [--tune]
@@ -39,7 +45,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, Table, datasets_dir, machine_info, write_result  # noqa: E402
 
-from core.answer.crosslingual import NameFinder, cross_answer, is_cross  # noqa: E402
+from core.answer.crosslingual import SAME_LANGUAGE_FLOOR, NameFinder, cross_answer, is_cross, reads_across  # noqa: E402
 from core.answer.e5_scorer import E5Reader  # noqa: E402
 from core.answer.e5_scorer import available as e5_available  # noqa: E402
 from core.answer.stage import REFUSAL, extractive_answer  # noqa: E402
@@ -72,6 +78,8 @@ EVENT_SWAP = {"begin": "end", "began": "ended", "start": "end", "started": "ende
               "opened": "closed", "founded": "dissolved", "arrived": "departed", "won": "lost", "joined": "left",
               "bought": "sold", "imported": "exported", "end": "begin", "ended": "began", "close": "open",
               "closed": "opened", "lost": "won", "left": "joined", "sold": "bought", "exported": "imported"}
+SETTINGS = {"en": "English", "ru": "Russian", "cross": "Russian over English", "de": "German",
+            "de_cross": "German over English"}
 ROLE_WORDS = {"president", "king", "queen", "emperor", "pope", "bishop", "governor", "mayor", "minister", "chancellor",
               "general", "director", "founder", "leader", "head", "chairman", "captain", "commander", "professor",
               "architect", "engineer", "inventor", "author", "composer", "editor", "prince", "duke", "ruler",
@@ -109,6 +117,51 @@ ATTR_RU_EN = {"площадь": "area", "высота": "height", "цена": "p
               "окружность": "circumference", "плотность": "density", "население": "population",
               "напряжение": "voltage", "давление": "pressure", "вес": "weight", "бюджет": "budget", "объём": "volume",
               "тариф": "tariff"}
+
+
+# German near misses (a German question over the English paragraphs, and over the German ones): months, ordinals,
+# superlatives to their opposite, and names (a name is a capitalised run the English question writes the same way:
+# names are spelt alike in English and German). General German words with their English forms, from general knowledge.
+MONTHS_DE = "Januar Februar März April Mai Juni Juli August September Oktober November Dezember".split()
+ORD_DE = {"erst": ("first", "1st"), "zweit": ("second", "2nd"), "dritt": ("third", "3rd"), "viert": ("fourth", "4th"),
+          "fünft": ("fifth", "5th"), "sechst": ("sixth", "6th"), "siebt": ("seventh", "7th"),
+          "neunt": ("ninth", "9th"), "zehnt": ("tenth", "10th")}
+ORD_DE_RX = re.compile(r"^(erst|zweit|dritt|viert|fünft|sechst|siebt|neunt|zehnt)(e|en|er|es|em)$")
+SUPER_DE = {"größt": ("kleinst", "smallest"), "kleinst": ("größt", "largest"), "ältest": ("jüngst", "youngest"),
+            "jüngst": ("ältest", "oldest"), "höchst": ("niedrigst", "lowest"), "niedrigst": ("höchst", "highest"),
+            "längst": ("kürzest", "shortest"), "kürzest": ("längst", "longest"), "frühest": ("spätest", "latest"),
+            "spätest": ("frühest", "earliest"), "meist": ("wenigst", "least"), "wenigst": ("meist", "most"),
+            "best": ("schlechtest", "worst"), "letzt": ("erst", "first")}
+SUPER_DE_RX = re.compile(r"^(größt|kleinst|ältest|jüngst|höchst|niedrigst|längst|kürzest|frühest|spätest|meist|wenigst|"
+                         r"best|letzt)(e|en|er|es|em)$")
+
+
+def _german_near_misses(q: str, article: str, rng: random.Random) -> dict[str, str]:
+    """kind -> the German question with a month, ordinal or superlative changed to one its article (German and
+    English) never states."""
+    out: dict[str, str] = {}
+    for m in re.finditer(r"[^\W\d_]+", q):
+        w, low = m.group(0), m.group(0).lower()
+        if w in MONTHS_DE and "month" not in out:
+            for alt in rng.sample(MONTHS_DE, 12):
+                en = MONTHS[MONTHS_DE.index(alt)]
+                if alt != w and _absent(alt, article) and _absent(en, article):
+                    out["month"] = q[: m.start()] + alt + q[m.end():]
+                    break
+        o = ORD_DE_RX.match(low)
+        if o and "ordinal" not in out:
+            for stem in rng.sample(sorted(ORD_DE), len(ORD_DE)):
+                if stem != o.group(1) and _stem_absent(stem + "e", article) and all(_absent(e, article) for e in
+                                                                                     ORD_DE[stem]):
+                    word = stem + o.group(2)
+                    out["ordinal"] = q[: m.start()] + (word.capitalize() if w[0].isupper() else word) + q[m.end():]
+                    break
+        s = SUPER_DE_RX.match(low)
+        if s and "superlative" not in out and "ordinal" not in out:
+            alt, en = SUPER_DE[s.group(1)]
+            if _stem_absent(alt, article) and _absent(en, article):
+                out["superlative"] = q[: m.start()] + alt + s.group(2) + q[m.end():]
+    return out
 
 
 def _stem_absent(stem: str, article: str) -> bool:
@@ -173,7 +226,8 @@ def _absent(value: str, article: str) -> bool:
     return re.search(r"(?i)(?<!\w)" + re.escape(value) + r"(?!\w)", article) is None
 
 
-def near_misses(q: str, article: str, other_names: list[str], rng: random.Random, lang: str) -> dict[str, str]:
+def near_misses(q: str, article: str, other_names: list[str], rng: random.Random, lang: str,
+                en_q: str | None = None) -> dict[str, str]:
     """kind -> the question with one pinned thing changed to a value the article never states."""
     out: dict[str, str] = {}
     m = re.search(r"(?<!\d)(1[0-9]{3}|20[0-2][0-9])(?!\d)", q)
@@ -226,6 +280,8 @@ def near_misses(q: str, article: str, other_names: list[str], rng: random.Random
                 if alt != m.group(1).lower() and _absent(alt, article):
                     out["attribute"] = q[: m.start(1)] + alt + q[m.end(1):]
                     break
+    elif lang == "de":
+        out.update(_german_near_misses(q, article, random.Random(q)))
     else:
         for m in words:
             w = m.group(0)
@@ -236,10 +292,12 @@ def near_misses(q: str, article: str, other_names: list[str], rng: random.Random
                         break
         # own generator: the entity near misses below keep the draws they had before these kinds existed
         out.update(_russian_near_misses(q, article, random.Random(q)))
-    # a name: a capitalised run that does not open the question
+    # a name: a capitalised run that does not open the question (German: one the English question writes the same)
     for m in re.finditer(r"(?<=[\w,] )([A-ZА-ЯЁ][\w\-]+(?: [A-ZА-ЯЁ][\w\-]+)*)", q):
         name = m.group(1)
-        pool = INVENTED_EN if lang == "en" else INVENTED_RU
+        if lang == "de" and (en_q is None or re.search(r"(?<!\w)" + re.escape(name) + r"(?!\w)", en_q) is None):
+            continue
+        pool = INVENTED_RU if lang == "ru" else INVENTED_EN
         out["entity_invented"] = q[: m.start()] + rng.choice(pool) + q[m.end():]
         for alt in rng.sample(other_names, min(60, len(other_names))):
             if all(re.search(r"(?i)(?<!\w)" + re.escape(p[:4]), article) is None for p in alt.split()) and alt != name:
@@ -330,29 +388,34 @@ def build(datasets: str | None, seed: int = 0) -> dict[str, Any]:
     root = datasets_dir(datasets) / "xquad_crosslingual"
     en = _jsonl(root / "corpus_en.jsonl")
     ru = _jsonl(root / "corpus_ru.jsonl")
+    de = _jsonl(root / "corpus_de.jsonl")
     questions = _jsonl(root / "questions.jsonl")
     split = {d["id"]: ("dev" if i % 2 == 0 else "report") for i, d in enumerate(en)}
-    corp = {"en": {d["id"]: d for d in en}, "ru": {d["id"]: d for d in ru}}
-    article = {lang: defaultdict(str) for lang in ("en", "ru")}
-    for lang, docs in (("en", en), ("ru", ru)):
+    corp = {"en": {d["id"]: d for d in en}, "ru": {d["id"]: d for d in ru}, "de": {d["id"]: d for d in de}}
+    article = {lang: defaultdict(str) for lang in ("en", "ru", "de")}
+    for lang, docs in (("en", en), ("ru", ru), ("de", de)):
         for d in docs:
             article[lang][d["id"].split("-p")[0]] += "\n" + d["text"]
     index = {lang: BM25Index([d["id"] for d in docs], [d["text"] for d in docs]) for lang, docs in
-             (("en", en), ("ru", ru))}
+             (("en", en), ("ru", ru), ("de", de))}
     names = {lang: sorted({m.group(1) for q in questions if q["lang"] == lang for m in
                            re.finditer(r"(?<=[\w,] )([A-ZА-ЯЁ][\w\-]+(?: [A-ZА-ЯЁ][\w\-]+)*)", q["question"])})
              for lang in ("en", "ru")}
     by_id = {q["id"]: q for q in questions}
+    names["de"] = sorted({m.group(1) for q in questions if q["lang"] == "de" for m in
+                          re.finditer(r"(?<=[\w,] )([A-Z][\w\-]+(?: [A-Z][\w\-]+)*)", q["question"])
+                          if m.group(1) in (by_id.get(q["id"].rsplit("-", 1)[0] + "-en") or {}).get("question", "")})
     rng = random.Random(seed)
 
     items: list[dict[str, Any]] = []
     for q in questions:
-        if q["lang"] not in ("en", "ru"):
+        if q["lang"] not in ("en", "ru", "de"):
             continue
         base = q["id"].rsplit("-", 1)[0]
         gold = q["gold"][0]
         en_q = by_id.get(base + "-en")
-        settings = [("en", "en")] if q["lang"] == "en" else [("ru", "ru"), ("cross", "en")]
+        settings = {"en": [("en", "en")], "ru": [("ru", "ru"), ("cross", "en")],
+                    "de": [("de", "de"), ("de_cross", "en")]}[q["lang"]]
         for setting, doc_lang in settings:
             ans = q["answer"] if doc_lang == q["lang"] else (en_q or {}).get("answer", "")
             para = corp[doc_lang][gold]
@@ -362,14 +425,15 @@ def build(datasets: str | None, seed: int = 0) -> dict[str, Any]:
             # a changed value must be absent from the article in the question's language too (a Russian name is
             # looked for in the Russian article: the English one never holds Cyrillic letters)
             art = article[doc_lang][gold.split("-p")[0]] + "\n" + article[q["lang"]][gold.split("-p")[0]]
-            variants = {"answerable": q["question"], **near_misses(q["question"], art, names[q["lang"]], rng,
-                                                                   q["lang"])}
+            variants = {"answerable": q["question"], **near_misses(
+                q["question"], art, names[q["lang"]], rng if q["lang"] != "de" else random.Random(q["id"] + setting),
+                q["lang"], (en_q or {}).get("question"))}
             for kind, text in variants.items():
-                retr = text if setting != "cross" else (en_q or {}).get("question", text)
+                retr = text if setting not in ("cross", "de_cross") else (en_q or {}).get("question", text)
                 items.append({"id": q["id"], "setting": setting, "kind": kind, "question": text, "answer": ans,
                               "orig_question": q["question"],
                               "gold": gold, "gold_sentence": gs, "split": split[gold], "doc_lang": doc_lang,
-                              "retrieve": retr if kind == "answerable" or setting == "cross" else text})
+                              "retrieve": retr if kind == "answerable" or setting in ("cross", "de_cross") else text})
             # the answerable question with its paragraph left out of the candidates: the corpus no longer says
             items.append({**items[-len(variants)], "kind": "omitted"})
     return {"items": items, "corp": corp, "index": index}
@@ -388,10 +452,12 @@ def run_items(items: list[dict[str, Any]], data: dict[str, Any], reader: E5Reade
         titles = {c.doc_id: corp[lang][c.doc_id]["title"].replace("_", " ") for c in cs}
         para = corp[lang][it["gold"]]
         ceil = check(it["question"], Evidence(it["gold_sentence"], para["text"], "", para["title"].replace("_", " ")),
-                     names=finder if it["setting"] == "cross" else None)
+                     names=finder if it["setting"] in ("cross", "de_cross") else None)
         cross = reader is not None and is_cross(it["question"], [c.text for c in cs])
-        if cross:  # the pipeline's path for a question in another language than its passages
-            a = cross_answer(it["question"], cs, reader, titles=titles, refusal=REFUSAL)[0]
+        if reader is not None and reads_across(it["question"], [c.text for c in cs]):  # the pipeline's path for a
+            # question in another language than its passages, or in one the lexical support model does not read
+            same = {} if cross else {"floor": SAME_LANGUAGE_FLOOR}  # (the cross-lingual floor: --tune's grid)
+            a = cross_answer(it["question"], cs, reader, titles=titles, refusal=REFUSAL, **same)[0]
         else:
             a = extractive_answer(it["question"], cs, titles=titles, vocabulary=index[lang].vocabulary()).answer
         chunks = {c.chunk_id: ChunkText(c.text, "", titles[c.doc_id]) for c in cs}
@@ -423,13 +489,14 @@ def measured_verify_nearmiss(d: dict[str, Any], file: str) -> list[Any]:
         return "–" if v is None else f"{100 * v:.1f}%"
     rows = []
     for sp in ("report", "dev"):
-        for st, label in (("en", "English"), ("ru", "Russian"), ("cross", "Russian over English")):
+        for st, label in SETTINGS.items():
             x = (d.get("summary") or {}).get(sp, {}).get(st) or {}
             rows.append([sp, label, num(x.get("answerable")), pct(x.get("after_correct")), pct(x.get("after_wrong")),
                          pct(x.get("ceiling_check_passes_gold")), num(x.get("near_miss")),
                          pct(x.get("after_nearmiss_refused")), pct(x.get("ceiling_check_rejects_neighbour")),
                          pct(x.get("after_omitted_refused"))])
-    return ["### The answer check by language: English, Russian, a Russian question over English (XQuAD 40-47)", "",
+    return ["### The answer check by language: English, Russian, German, a Russian or German question over English "
+            "(XQuAD 40-47)", "",
             "Offline extractive answer (lexical support model; the cross-lingual path ranks by multilingual-e5) over "
             "BM25's top 5 paragraphs, then the verify check. Near misses change one thing the question pins down to a "
             "value its article never states; 'omitted' is each answerable question with its paragraph left out "
@@ -487,7 +554,7 @@ def main() -> None:
         return out
 
     summary = {sp: {st: rates([r for r in rows if r["split"] == sp and r["setting"] == st])
-                    for st in ("en", "ru", "cross")} for sp in ("dev", "report")}
+                    for st in SETTINGS} for sp in ("dev", "report")}
     print(json.dumps(summary, indent=1, ensure_ascii=False))
     if args.show:
         shown = [r for r in rows if r["split"] == "report"]

@@ -1,5 +1,5 @@
-"""Answers and name checks for a question asked in another language than its passages (a Russian question over
-English documents): sentences ranked by a multilingual encoder's question-sentence cosine, and the question's names
+"""Answers and name checks for a question asked in another language than its passages (a Russian or German question
+over English documents): sentences ranked by a multilingual encoder's question-sentence cosine, and the question's names
 looked for across scripts by transliteration and by the encoder's phrase similarity.
 
 Why: the offline answerer's support model reads word overlap, which is nil across languages, so every cross-lingual
@@ -18,7 +18,7 @@ import numpy as np
 from core.answer.e5_scorer import pair_text
 from core.answer.support import sentence_contexts
 from core.answer.translit import SOUND_CUT, latin_key, name_stated, sound_match
-from core.text import EN_STOP, RU_STOP
+from core.text import EN_STOP, RU_STOP, guess_language
 from core.types import Answer, Candidate
 
 # The name cuts were read off the dev split's grid (bench/verify_nearmiss.py --tune prints it).
@@ -32,6 +32,11 @@ ANSWER_MARGIN = 0.04  # other sentences quoted beside the best when their cosine
 # split (floor 0.74; bench/verify_nearmiss.py --tune) right less wrong plus near misses refused rose 5 points from
 # 0.02 to 0.04 and under 1 more to 0.08, which quotes more sentences (0.02: 79.8% right, 11.9% wrong, 90.1% refused;
 # 0.04: 83.3%, 8.3%, 88.1%; 0.08: 85.7%, 7.1%, 85.1%)
+SAME_LANGUAGE_FLOOR = 0.82  # the floor when the reader ranks passages in the question's own language (a German
+# question over German passages): question and sentence of one language sit closer, so a sentence about something else
+# does too. On the dev split's German over German (bench/verify_nearmiss.py, margin 0.04) 0.82 is the highest floor that
+# keeps every right answer (0.74: 79.5% right, 10.8% wrong, 72.0% of near misses and 39.8% of paragraph-left-out
+# questions refused; 0.82: 79.5%, 8.4%, 80.0%, 62.7%; 0.83: 75.9%, 8.4%, 86.0%, 68.7%; 0.85: 63.9%, 4.8%, 92.0%, 88.0%)
 NAME_SOUND = SOUND_CUT  # a name is found when each of its words sounds like a word of the text (or is its known
 # translation, core.answer.translit) ...
 NAME_GAIN = 0.01  # ... or the question with it is this much closer to the quoted sentence than the question without
@@ -75,9 +80,45 @@ def script(text: str) -> str:
     return "cyrillic" if cyr > lat else "latin"
 
 
+_LATIN_LANGS = frozenset({"en", "de", "fr", "es"})
+
+
+def language(text: str) -> str:
+    """'cyrillic', or the language of Latin-script text as core.text.guess_language tells it ('en', 'de', 'fr',
+    'es'; 'latin' when it tells none of them)."""
+    if script(text) == "cyrillic":
+        return "cyrillic"
+    lang = guess_language(text)
+    return lang if lang in _LATIN_LANGS else "latin"
+
+
 def is_cross(question: str, texts: Sequence[str]) -> bool:
-    """Whether none of the passages is written in the question's script (each read as a whole)."""
-    return bool(texts) and all(script(t) != script(question) for t in texts)
+    """Whether none of the passages is written in the question's language (each read as a whole): another script,
+    or another language of the same script (a German question over English passages; word overlap reaches across
+    neither)."""
+    if not texts:
+        return False
+    q = language(question)
+    # a text whose language is not told (no letters, another script than Cyrillic) is read as the same language as
+    # any Latin-script text, as the script rule read it
+    return all(t != q and "latin" not in (t, q) or "cyrillic" in (t, q) and t != q for t in map(language, texts))
+
+
+LEXICAL_LANGUAGES = frozenset({"en", "cyrillic", "latin"})  # what the offline support model's stems and stop words
+# read (English and Russian; text of no told language is read as before)
+
+
+def reads_across(question: str, texts: Sequence[str]) -> bool:
+    """Whether the offline answer ranks these passages with the multilingual reader: none is written in the question's
+    language (is_cross), or the question is in a language the lexical support model does not read (German, French,
+    Spanish: its stems and stop words are English and Russian, so its word overlap misreads them)."""
+    return is_cross(question, texts) or (bool(texts) and language(question) not in LEXICAL_LANGUAGES)
+
+
+def answer_floor(question: str, texts: Sequence[str]) -> float:
+    """The lowest best cosine at which cross_answer answers: ANSWER_FLOOR across languages, SAME_LANGUAGE_FLOOR when
+    a passage is in the question's own language."""
+    return ANSWER_FLOOR if is_cross(question, texts) else SAME_LANGUAGE_FLOOR
 
 
 def cross_answer(question: str, candidates: Sequence[Candidate], reader: CrossReader, *,
@@ -97,8 +138,10 @@ def cross_answer(question: str, candidates: Sequence[Candidate], reader: CrossRe
     sims = np.asarray(reader.score(question, [r[2] for r in rows]), dtype=np.float64)
     order = sorted(range(len(rows)), key=lambda i: (-sims[i], i))
     best = float(sims[order[0]])
+    why = ("word overlap does not reach across languages" if is_cross(question, [c.text for c in candidates]) else
+           "the lexical support model does not read the question's language")
     note = (f"cross-lingual answer: sentences ranked by the multilingual encoder's question-sentence similarity (best "
-            f"{best:.3f}, floor {floor:.2f}); word overlap does not reach across languages",)
+            f"{best:.3f}, floor {floor:.2f}); {why}",)
     if best < floor:
         i = order[0]
         return Answer(f"{refusal} No sentence of the retrieved passages is close to the question (similarity {best:.2f}"

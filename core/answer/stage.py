@@ -8,7 +8,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 
 from core.answer.attributes import field_first, field_lines, record_names
 from core.answer.calibration import refusal_cut
-from core.answer.crosslingual import ANSWER_FLOOR, CrossReader, NameFinder, cross_answer, is_cross
+from core.answer.crosslingual import CrossReader, NameFinder, answer_floor, cross_answer, is_cross, reads_across
 from core.answer.injection import injection_note
 from core.answer.negation import SAME_STATEMENT, NegatedAsk, negated_answer, negated_ask, similar, values
 from core.answer.versions import DocHead, sibling_labels
@@ -489,15 +489,16 @@ def answer_question(
         except LLMError as exc:
             notes.append(f"Claude answer failed ({exc}); extractive answer instead")
     foreign = [c for c in top if cross is not None and
-               is_cross(question, [(full_texts or {}).get(c.chunk_id) or c.text])]
+               reads_across(question, [(full_texts or {}).get(c.chunk_id) or c.text])]
 
     def across(why: tuple[str, ...]) -> AnswerResult:
         assert cross is not None
+        floor = answer_floor(question, [(full_texts or {}).get(c.chunk_id) or c.text for c in foreign])
         got, best, said_cross = cross_answer(question, foreign, cross, titles=titles, full_texts=full_texts,
-                                             max_sentences=cfg.max_sentences, refusal=REFUSAL)
+                                             max_sentences=cfg.max_sentences, refusal=REFUSAL, floor=floor)
         answer, said = quoted_language(question, got)
         return _flag_instructions(AnswerResult(answer, Usage(), tuple(notes) + why + said_cross + said, best,
-                                               ANSWER_FLOOR, "cross-lingual floor (core/answer/crosslingual.py)"), top)
+                                               floor, "cross-lingual floor (core/answer/crosslingual.py)"), top)
     if foreign and len(foreign) == len(top):
         return across(())
     cut = refusal_cut(cfg.refusal_threshold, calibration, load_support_model().threshold, model_fingerprint())

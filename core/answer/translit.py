@@ -17,6 +17,7 @@ from core.text import EN_STOP, RU_STOP
 
 SOUND_CUT = 0.75  # a Cyrillic word is the Latin word whose sound key is at least this close (dev split's grid)
 _WORD = re.compile(r"[^\W\d_]+")
+_CYR = re.compile(r"[а-яёА-ЯЁ]")
 _LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 
 # Russian writes a foreign name by its sound ('Ratzel' -> 'Ратцель', 'Loudoun' -> 'Лаудон') and inflects it
@@ -112,8 +113,12 @@ def ru_stem(word: str) -> str:
 
 def sound_match(word: str, latin_keys: Iterable[str]) -> float:
     """How close a Cyrillic word sounds to the closest of a text's Latin words (their latin_key): the best ratio of
-    its key, or its stem's key against the Latin word's start (an inflected name against its base)."""
-    full, stem = cyrillic_key(word), cyrillic_key(ru_stem(word))
+    its key, or its stem's key against the Latin word's start (an inflected name against its base). A Latin word (a
+    German question's name) is keyed as Latin, its stem without a German genitive or plural ending."""
+    if _CYR.search(word):
+        full, stem = cyrillic_key(word), cyrillic_key(ru_stem(word))
+    else:
+        full, stem = latin_key(word), latin_key(re.sub(r"(?i)(s|es|en|n)$", "", word) if len(word) > 5 else word)
     best = 0.0
     for k in latin_keys:
         best = max(best, SequenceMatcher(None, full, k).ratio(),

@@ -1,6 +1,7 @@
 """The constraint check between a question and its evidence: what the question pins down (names, roles, years,
 months, numbers, ordinals, superlatives, negation, direction, relative periods, the kind of value asked) and whether
-a quoted sentence, read with its chunk, heading and document title, states each of them. English and Russian.
+a quoted sentence, read with its chunk, heading and document title, states each of them. English, Russian and
+German (core.answer.german: German nouns are capitalised, so a German question's names are told from its nouns).
 
 Why: the support model scores how well a sentence matches a question; a near miss (another year, office, role,
 ordinal) matches almost as well as the real question and gets the neighbouring fact as its answer. A constraint the
@@ -14,11 +15,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Literal, Sequence
 
+from core.answer import german
 from core.answer.attributes import QUALIFIERS, asked_attribute, states_value, subject_names
 from core.answer.support import sentence_contexts
 from core.answer.translit import english_of, name_stated
 from core.answer.units import units
-from core.text import EN_STOP, FIELD_LINE, RU_STOP, sentence_spans, tokenize
+from core.text import EN_STOP, FIELD_LINE, RU_STOP, guess_language, sentence_spans, tokenize
 from core.types import StageInfo
 
 Met = Literal["met", "unmet", "unchecked"]
@@ -128,11 +130,13 @@ _NOT_ROLES_RU = ("принцип", "главн", "автомат", "автоно
 _ROLE_RU_SHORT = frozenset({"глав", "пап", "хан", "шах", "цар", "граф", "мэр"})
 # Negation in a question: 'which ... does not ...' is answered only by a sentence that negates or excludes.
 _NEG_Q = frozenset("not never no none without except cannot neither nor isn't doesn't didn't wasn't weren't aren't "
-                   "don't can't won't".split()) | frozenset("не нет никогда без кроме ни нельзя".split())
+                   "don't can't won't".split()) | frozenset("не нет никогда без кроме ни нельзя".split()) | frozenset(
+    "nicht nie niemals kein keine keinen keinem keiner keines ohne außer".split())
 _NEG_EVIDENCE = re.compile(
     r"(?i)\b(not|never|no|none|without|except|cannot|neither|nor|only|lack\w*|exclud\w*|refus\w*|forbid\w*|prohibit\w*|"
     r"deni\w*|den(y|ies)|fail\w*|unable|absent|instead|rather|but)\b|n't\b|\b(не|нет|никогда|без|кроме|ни|нельзя|"
-    r"только|лишь|отказ\w*|запрещ\w*|исключ\w*)\b|\b(un|in|im|non|dis|не)[a-zа-яё]{3,}")
+    r"только|лишь|отказ\w*|запрещ\w*|исключ\w*|nicht|nie|niemals|kein\w*|ohne|außer|nur|lediglich)\b|"
+    r"\b(un|in|im|non|dis|не)[a-zа-яё]{3,}")
 _UP = re.compile(r"(?i)\b(increas|rais|rise|rose|risen|grow|grew|grown|gain|boost|expand|improv|higher|up)\w*|"
                  r"\b(увелич|повыш|повыс|раст|рост|вырос|усил|улучш)\w*")
 _DOWN = re.compile(r"(?i)\b(decreas|reduc|lower|fall|fell|drop|declin|shrink|shrank|los[est]|diminish|weaken|"
@@ -158,19 +162,19 @@ _QUESTION_OPENERS = frozenset("what which who whom whose when where why how is a
                               "что какой какая какое какие каких каком какую кто кого кому кем когда где почему как "
                               "сколько чей чья чьё чьи зачем откуда куда в на по согласно".split())
 _NOT_NAMES = frozenset("i i'm i've".split()) | _QUESTION_OPENERS
-_YEAR = re.compile(r"(?<![\d.,])(1[0-9]{3}|20[0-9]{2})(s|-е|-х)?(?![\d.,]\d)")
+_YEAR = re.compile(r"(?<![\d.,])(1[0-9]{3}|20[0-9]{2})(s|er|-е|-х)?(?![\d.,]\d)")
 _NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.,])\d+(?:[.,]\d+)?(?![\w])")
 _ORD_DIGIT = re.compile(r"(?i)\b(\d+)\s*-?\s*(st|nd|rd|th|й|я|е|го|м|ой|ый|ом)\b")
 _IDENT = re.compile(r"(?<![\w.])[A-Za-z][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)+(?![\w])")
 _CODE = re.compile(r"(?<![\w-])(?=[\w-]*[^\W\d_])(?=[\w-]*\d)[\w]+(?:-[\w]+)+|(?<![\w-])[^\W\d_]+\d\w*")
-_ASKS_PERSON = re.compile(r"(?i)^\s*(who|whom)\b|^\s*(кто|кем|кого|кому)\b")
-_ASKS_YEAR = re.compile(r"(?i)\b(which|what|in which|in what) year\b|в каком году")
+_ASKS_PERSON = re.compile(r"(?i)^\s*(who|whom)\b|^\s*(кто|кем|кого|кому)\b|^\s*(von |mit |für )?(wer|wem|wen)\b")
+_ASKS_YEAR = re.compile(r"(?i)\b(which|what|in which|in what) year\b|в каком году|\bin welchem jahr\b")
 # 'When ...?' asks a time; 'when' inside a question ('what happens to the norm when ...') or opening a clause before the
 # question proper ('When imperialism impacts ..., what is it called?') is a conjunction and asks none
-_ASKS_WHEN = re.compile(r"(?i)^\W*(and |since |until |till |и |с |до )?(when|когда)\b"
-                        r"(?![^?]*,\s*(what|which|who|how|что|как|кто)\b)")
-_ASKS_NUMBER = re.compile(r"(?i)\bhow (many|much)\b|\bсколько\b")
-_ASKS_MONTH = re.compile(r"(?i)\b(which|what|in which) month\b|в каком месяце")
+_ASKS_WHEN = re.compile(r"(?i)^\W*(and |since |until |till |и |с |до |seit |bis )?(when|когда|wann)\b"
+                        r"(?![^?]*,\s*(what|which|who|how|что|как|кто|was|welche\w*|wer|wie)\b)")
+_ASKS_NUMBER = re.compile(r"(?i)\bhow (many|much)\b|\bсколько\b|\bwie viele?\b|\bwieviele?\b")
+_ASKS_MONTH = re.compile(r"(?i)\b(which|what|in which) month\b|в каком месяце|\bin welchem monat\b")
 
 
 # Attributes a question asks of a thing ('the warranty of', 'how tall'), each with the words that state it, English
@@ -239,7 +243,8 @@ _EVENT_ENDINGS = ("", "s", "e", "es", "ed", "d", "ing", "ings", "ure", "ures", "
 def _asked_attribute(question: str) -> str | None:
     """The attribute the question asks of its subject ('warranty', 'height'), when the lexicon knows it; a birth or
     a death ('When did X die?', 'Which poet was born in 1923?') when the question speaks of one and not the other."""
-    if not _CYR.search(question) and not re.match(r"(?i)\W*where\b", question):  # ('Where was X born?' asks a place)
+    if not _CYR.search(question) and not _german(question) and not re.match(r"(?i)\W*where\b", question):
+        # (German 'die' is an article; 'Where was X born?' asks a place)
         born, died = bool(_ASKS_BIRTH.search(question)), bool(_ASKS_DEATH.search(question))
         if born != died:
             return "birth" if born else "death"
@@ -366,6 +371,13 @@ class Check:
 
 
 # -- reading values out of text ----------------------------------------------------------------------------------
+@lru_cache(maxsize=2048)
+def _german(text: str) -> bool:
+    """Whether a text is German (core.text.guess_language): its months, ordinals, superlatives and roles are read with
+    the German lexicon (in their English forms), and its capitalised nouns are no names."""
+    return guess_language(text) == "de"
+
+
 def _key(word: str) -> str:
     """A word's comparison key: its stem, a Cyrillic one cut to five letters (Russian inflects beyond the stemmer)."""
     toks = tokenize(word)
@@ -395,12 +407,15 @@ def years(text: str) -> set[str]:
 
 
 def months(text: str) -> set[str]:
-    """Months a text names, as 'm1'..'m12' (English capitalised names; Russian month words in any case)."""
+    """Months a text names, as 'm1'..'m12' (English and German capitalised names; Russian month words in any case)."""
     out = set()
+    de = _german(text)
     for m in _WORD.finditer(text):
         w = m.group(0)
         low = w.lower()
-        if low in _MONTHS_EN and (w[:1].isupper() or low != "may"):
+        if de and w[:1].isupper() and german.month(w):
+            out.add(f"m{german.month(w)}")
+        elif low in _MONTHS_EN and (w[:1].isupper() or low != "may"):
             if low == "may" and not w[:1].isupper():
                 continue
             out.add(f"m{_MONTHS_EN.index(low) + 1}")
@@ -416,10 +431,13 @@ def months(text: str) -> set[str]:
 def ordinals(text: str) -> set[str]:
     """Ordinals a text states, as numbers ('second' and '2nd' -> '2'; 'второй' -> '2')."""
     out = set()
+    de = _german(text)
     for m in _WORD.finditer(text.lower()):
         w = m.group(0)
         if w in _ORD_EN:
             out.add(str(_ORD_EN[w]))
+        elif de and german.ordinal(w):
+            out.add(str(german.ordinal(w)))
         elif _CYR.search(w):
             for stem, n in _ORD_RU:
                 if w.startswith(stem) and _ORD_RU_END.search(w) and len(w) <= len(stem) + 4 and \
@@ -456,12 +474,15 @@ def _superlatives(text: str) -> set[str]:
     out = set()
     cased = _WORD.findall(text)
     words = [w.lower() for w in cased]
+    de = _german(text)
     for i, w in enumerate(words):
         if w == "last" and ((i + 1 < len(words) and (words[i + 1] in _SPAN_AFTER_LAST or words[i + 1].isdigit())) or
                             (i > 0 and cased[i][:1].isupper())):
             continue  # 'the last 5 years', 'in the last decade' count back in time; 'Last Glacial Maximum' is a name
         if w in _SUPER_EN:
             out.add(w)
+        elif de and german.superlative(cased[i]):  # read in its English form: 'jüngste' is 'youngest'
+            out.add(german.superlative(cased[i]) or "")
         elif _CYR.search(w):
             if _EIS.match(w):
                 out.add(w[: w.find("йш") + 2] if "йш" in w else w[:7])
@@ -486,7 +507,11 @@ def _roles(text: str) -> list[str]:
     """Role and title words of a text, with the modifier before them ('vice president', 'chief executive')."""
     out = []
     words = [w.lower() for w in _WORD.findall(text)]
+    de = _german(text)
     for i, w in enumerate(words):
+        if de and german.role(w):  # a German role in its English form ('Präsidentin' -> 'president')
+            out.append(german.role(w) or "")
+            continue
         base = w[:-1] if w.endswith("s") and w[:-1] in _ROLES_EN else w
         if base not in _ROLES_EN and re.fullmatch(r"[a-z]+-(e-?)?mail", base) and base.split("-")[0] in _ROLES_EN:
             base = base.split("-")[0]  # a field key: 'Author-email: …' names the author
@@ -503,11 +528,13 @@ def _roles(text: str) -> list[str]:
 
 
 def _names(question: str) -> list[tuple[str, list[str]]]:
-    """Names the question uses: runs of capitalised words that do not open it (and are no role or month), acronyms
-    and codes, each with its words."""
+    """Names the question uses: runs of capitalised words that do not open it (and are no role or month; in German, no
+    common noun: core.answer.german.common_noun), acronyms and codes, each with its words."""
     out: list[tuple[str, list[str]]] = []
     run: list[str] = []
     toks = list(_WORD.finditer(question))
+    de = _german(question)
+    words = [m.group(0) for m in toks]
 
     def flush() -> None:
         if run:
@@ -522,6 +549,8 @@ def _names(question: str) -> list[tuple[str, list[str]]]:
         low = w.lower()
         named = (w[:1].isupper() and not opens) or (len(w) >= 2 and w.isupper() and not w.isdigit()) or \
             bool(_CODE.fullmatch(w))
+        if named and de and not w.isupper() and german.common_noun(words, i):
+            named = False  # German capitalises nouns: 'die Universität' is no name
         if named and low not in _NOT_NAMES and low not in _ROLES_EN and low not in _MONTHS_EN and \
                 not _MONTH_RU.match(low) and not _YEAR.fullmatch(w) and low not in EN_STOP and low not in RU_STOP:
             if not any(low.startswith(r) for r in _ROLES_RU if r not in _ROLE_RU_SHORT):
@@ -746,9 +775,13 @@ def _entity_in(c: Constraint, read: _Read, cross: bool) -> bool:
     keys = [k for k in c.values if k not in EN_STOP and k not in RU_STOP]
     if not keys:
         return True
+    de = _german(read.raw_cased)
+
     def found(k: str) -> bool:
         return k in read.keys or (len(k) >= 5 and any(x.startswith(k) for x in read.keys)) or \
-            bool(_CYR.search(k) and len(k) >= 4 and any(x[:4] == k[:4] and len(x) >= 4 for x in read.keys))
+            bool(_CYR.search(k) and len(k) >= 4 and any(x[:4] == k[:4] and len(x) >= 4 for x in read.keys)) or \
+            (de and len(k) >= 5 and any(x.endswith(k) or (len(k) >= 7 and x.startswith(k[:-2])) for x in read.keys))
+        # (German evidence: a name inside a compound, 'Nordwesteuropa', or with another case ending, 'Niederlande')
     # a Latin name of capitalised words is stated with its first word and, of two words, whole ('Chen died' is not
     # 'Wang Chen'; 'Mary Jane Warnes, MBE' is not 'Andrea Jane Corr MBE'); its first word may be clipped ('Lor')
     person = " " in c.text and not any(_CYR.search(k) for k in keys) and all(w[:1].isupper() for w in c.text.split())
@@ -761,6 +794,12 @@ def _entity_in(c: Constraint, read: _Read, cross: bool) -> bool:
     if cross and _CYR.search(c.text):  # a Russian name over English text: each word by its sound or its known
         # translation (core.answer.translit); a loose letter match passed invented names
         return name_stated(c.text, read.raw_cased)
+    if cross and hit < len(keys):  # a German name over English text: the words German writes otherwise
+        # ('Frankreich' is 'France') by their English forms, the others as written
+        words = [w for w in _WORD.findall(c.text) if w.lower() not in EN_STOP]
+        return bool(words) and all(found(_key(w)) or any(re.search(r"(?<!\w)" + re.escape(e), read.raw)
+                                                         for e in german.english_names(w))
+                                   for w in words) and any(german.english_names(w) for w in words)
     return False
 
 
@@ -851,8 +890,9 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
                     if others:  # the sentence says it of a sibling the chunk names beside it (the Springfield office)
                         return Verdict(c, "unmet", instead=tuple(others[:3]))
                 return Verdict(c, "met", where)
-        if cross and names is not None and _CYR.search(c.text):  # another script: the name's transliteration or the
-            # encoder's reading (a Latin name is checked as written, above and below)
+        if cross and names is not None and (_CYR.search(c.text) or _german(question)):  # another script or language:
+            # the name's transliteration or the encoder's reading (a Latin name of a Russian question is checked as
+            # written, above and below)
             whole = " / ".join(r.raw_cased for _, r in parts[:4] if r.raw_cased)
             title = parts[2][1].raw_cased
             read = f"{title}: {sentence}" if title else sentence
@@ -1109,7 +1149,8 @@ def check(question: str, evidence: Evidence, constraints: Sequence[Constraint] |
              ("chunk", _read(evidence.chunk))]
     if evidence.opening:  # read for dates only (a memo's date line), never for names
         parts.append(("document", _read(evidence.opening)))
-    cross = bool(_CYR.search(question)) != bool(_CYR.search(evidence.sentence + evidence.chunk))
+    cross = bool(_CYR.search(question)) != bool(_CYR.search(evidence.sentence + evidence.chunk)) or \
+        _german(question) != _german(evidence.chunk or evidence.sentence)
     verdicts = [_check_one(c, parts, sr, evidence.sentence, question, cross, evidence.heading, names,
                           evidence.near)
                 for c in cons]

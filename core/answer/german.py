@@ -1,0 +1,213 @@
+"""German words the constraint check reads: months, ordinals, superlatives and role titles with their English forms,
+which capitalised words of a German question are common nouns rather than names, and the names German writes
+otherwise than English (countries, peoples, cities).
+
+Why: German capitalises every noun, so a check that reads capitalised words as names read 'Universität' in 'Wann wurde
+die Universität gegründet?' as a name English evidence never states, and refused every German question over English
+documents. A German noun is told by its place (after an article, a determiner, a number or an inflected adjective) and
+its shape (-ung, -heit, -keit, -schaft, ...); a capitalised word elsewhere ('von Zorvath', 'Harvard') stays a name.
+Everything here is general German, written from general knowledge (no corpus read); pure text in, values out."""
+from __future__ import annotations
+
+import re
+
+MONTHS_DE = ("januar", "februar", "märz", "april", "mai", "juni", "juli", "august", "september", "oktober",
+             "november", "dezember")
+_MONTH_ALIASES = {"jänner": 1, "maerz": 3}
+
+# ordinal stems; an ordinal carries an adjective ending ('erste', 'zweiten'): 'erst' alone is an adverb
+# ('acht' is left out: 'achten' is also a verb)
+_ORD_DE = {"erst": 1, "zweit": 2, "dritt": 3, "viert": 4, "fünft": 5, "sechst": 6, "siebt": 7, "siebent": 7,
+           "neunt": 9, "zehnt": 10, "elft": 11, "zwölft": 12, "zwanzigst": 20, "hundertst": 100}
+_ORD_DE_RX = re.compile(r"^(" + "|".join(sorted(_ORD_DE, key=len, reverse=True)) + r")(e|en|er|es|em)$")
+
+# superlative stems -> the English superlative (the check compares English forms on both sides)
+_SUPER_DE = {"größt": "largest", "grösst": "largest", "kleinst": "smallest", "ältest": "oldest", "jüngst": "youngest",
+             "höchst": "highest", "niedrigst": "lowest", "tiefst": "deepest", "längst": "longest",
+             "kürzest": "shortest", "frühest": "earliest", "spätest": "latest", "meist": "most", "wenigst": "least",
+             "best": "best", "schlechtest": "worst", "reichst": "richest", "ärmst": "poorest", "stärkst": "strongest",
+             "schwächst": "weakest", "schwerst": "heaviest", "leichtest": "lightest", "schnellst": "fastest",
+             "langsamst": "slowest", "neuest": "newest", "neust": "newest", "heißest": "hottest",
+             "kältest": "coldest", "wärmst": "warmest", "breitest": "widest", "teuerst": "dearest",
+             "billigst": "cheapest", "nördlichst": "northernmost", "südlichst": "southernmost",
+             "östlichst": "easternmost", "westlichst": "westernmost"}
+# ('letzte' is left out: 'die letzte Eiszeit' is the previous one, which English rarely calls the last)
+_SUPER_DE_RX = re.compile(r"^(" + "|".join(sorted(_SUPER_DE, key=len, reverse=True))
+                          + r")(e|en|er|es|em)$")
+
+# role and title nouns (stem, feminine -in and plural/genitive endings read off) -> the English role word
+_ROLE_DE = {"präsident": "president", "vizepräsident": "vice-president", "vorsitzend": "chairman",
+            "direktor": "director", "leiter": "head", "chef": "chief", "gründer": "founder", "besitzer": "owner",
+            "eigentümer": "owner", "herausgeber": "editor", "redakteur": "editor", "sekretär": "secretary",
+            "schatzmeister": "treasurer", "gouverneur": "governor", "bürgermeister": "mayor", "senator": "senator",
+            "minister": "minister", "premierminister": "premier", "kanzler": "chancellor",
+            "bundeskanzler": "chancellor", "könig": "king", "kaiser": "emperor", "prinz": "prince",
+            "prinzessin": "princess", "papst": "pope", "bischof": "bishop", "erzbischof": "archbishop",
+            "kardinal": "cardinal", "general": "general", "admiral": "admiral", "kapitän": "captain",
+            "kommandant": "commander", "befehlshaber": "commander", "oberst": "colonel", "trainer": "coach",
+            "dekan": "dean", "professor": "professor", "rektor": "rector", "architekt": "architect",
+            "ingenieur": "engineer", "erfinder": "inventor", "autor": "author", "komponist": "composer",
+            "dirigent": "conductor", "produzent": "producer", "richter": "judge", "botschafter": "ambassador",
+            "konsul": "consul", "sultan": "sultan", "kalif": "caliph", "schah": "shah", "zar": "tsar",
+            "herzog": "duke", "baron": "baron", "sprecher": "speaker", "regisseur": "director",
+            "schriftsteller": "writer", "dichter": "poet", "maler": "painter", "bildhauer": "sculptor",
+            "abt": "abbot", "priester": "priest", "pfarrer": "pastor", "kurator": "curator",
+            "verwalter": "administrator", "stellvertreter": "deputy", "lehrer": "teacher"}
+_ROLE_DE_RX = re.compile(r"^(" + "|".join(sorted(_ROLE_DE, key=len, reverse=True)) + r")(in|innen|en|e|er|s|es|n)?$")
+
+# words before a noun in a German noun phrase: articles, determiners, quantifiers, contractions of a preposition
+# with an article, possessives, question determiners and number words
+_DETERMINERS = frozenset((
+    "der die das den dem des ein eine einen einem einer eines kein keine keinen keinem keiner keines welche welcher "
+    "welches welchen welchem dieser diese dieses diesen diesem jener jene jenes jenen jenem jede jeder jedes jeden "
+    "jedem alle allen aller viele vielen vieler wenige wenigen weniger einige einigen einiger mehrere mehreren manche "
+    "manchen mancher beide beiden sein seine seinen seinem seiner seines ihr ihre ihren ihrem ihrer ihres unser unsere "
+    "unseren unserem unserer dessen deren im am zum zur beim vom ins ans aufs durchs fürs ums übers unterm "
+    "zwei drei vier fünf sechs sieben acht neun zehn elf zwölf zwanzig hundert tausend million millionen "
+    "solche solchen solcher etwas wieviel wieviele".split()))
+# an inflected adjective by its shape: a dative '-em' or an adjective suffix with its ending ('elektrische')
+_ADJECTIVE = re.compile(r"^[a-zäöüß\-]{3,}(em|(isch|lich|ig|bar|sam|haft|los|al|iv|ell|ent|ant|är)(e|en|er|es|em))$")
+_ADJ_ENDING = re.compile(r"^[a-zäöüß][a-zäöüß\-]*(e|en|er|es|em|sten|ste|ster)$")
+# shapes only German common nouns take (abstract and collective suffixes, diminutives)
+_NOUN_SUFFIX = re.compile(r"(ung|ungen|heit|heiten|keit|keiten|schaft|schaften|tät|täten|ismus|ismen|nis|nisse|"
+                          r"nissen|tum|tümer|chen|lein|ling|linge|lingen|ität|itäten|ation|ationen|ierung|ierungen|"
+                          r"zahl|zahlen|jahr|jahre|jahren|jahres|stadt|städte|land|länder|ländern|krieg|kriege|"
+                          r"gebiet|gebiete|gebieten|werk|werke|teil|teile|teilen|zeit|zeiten|art|arten|form|formen)$")
+
+_GERMAN_LETTERS = re.compile(r"[äöüß]|sch|tz|chs|cht|pf|ei|ie|kt$")
+_UMLAUTS = re.compile(r"[äöüß]")
+
+# names German writes otherwise than English: countries, peoples, regions and cities (stem -> English stems)
+_NAMES_DE_EN: dict[str, tuple[str, ...]] = {
+    "deutschland": ("germany", "german"), "deutsch": ("german", "germany"), "frankreich": ("france", "french"),
+    "französisch": ("french", "france"), "franzose": ("french", "france"), "england": ("england", "english"),
+    "englisch": ("english", "england"), "engländer": ("english",), "schotte": ("scottish", "scots"),
+    "großbritannien": ("britain", "british"),
+    "britisch": ("british", "britain"), "brite": ("british", "britain"), "spanien": ("spain", "spanish"),
+    "spanisch": ("spanish", "spain"), "italien": ("italy", "italian"), "italienisch": ("italian", "italy"),
+    "russland": ("russia", "russian"), "russisch": ("russian", "russia"), "russe": ("russian", "russia"),
+    "österreich": ("austria", "austrian"), "schweiz": ("switzerland", "swiss"), "niederlande": ("netherlands",
+                                                                                                   "dutch"),
+    "niederländisch": ("dutch", "netherlands"), "holland": ("holland", "dutch"), "belgien": ("belgium", "belgian"),
+    "polen": ("poland", "polish"), "polnisch": ("polish", "poland"), "schweden": ("sweden", "swedish"),
+    "schwedisch": ("swedish", "sweden"), "norwegen": ("norway", "norwegian"), "dänemark": ("denmark", "danish"),
+    "dänisch": ("danish", "denmark"), "finnland": ("finland", "finnish"), "griechenland": ("greece", "greek"),
+    "griechisch": ("greek", "greece"), "türkei": ("turkey", "turkish", "ottoman"), "türkisch": ("turkish", "turkey"),
+    "osmanisch": ("ottoman",), "ägypten": ("egypt", "egyptian"), "ägyptisch": ("egyptian", "egypt"),
+    "europa": ("europe", "european"), "europäisch": ("european", "europe"), "afrika": ("africa", "african"),
+    "afrikanisch": ("african", "africa"), "asien": ("asia", "asian"), "asiatisch": ("asian", "asia"),
+    "amerika": ("america", "american"), "amerikanisch": ("american", "america"), "amerikaner": ("american",),
+    "vereinigte": ("united",), "vereinigten": ("united",), "staaten": ("states",), "königreich": ("kingdom",),
+    "indien": ("india", "indian"), "indisch": ("indian", "india"), "japan": ("japan", "japanese"),
+    "japanisch": ("japanese", "japan"), "chinesisch": ("chinese", "china"), "china": ("china", "chinese"),
+    "australien": ("australia", "australian"), "kanada": ("canada", "canadian"), "mexiko": ("mexico", "mexican"),
+    "brasilien": ("brazil", "brazilian"), "argentinien": ("argentina",), "irland": ("ireland", "irish"),
+    "irisch": ("irish", "ireland"), "schottland": ("scotland", "scottish"), "schottisch": ("scottish", "scotland"),
+    "wales": ("wales", "welsh"), "walisisch": ("welsh", "wales"), "portugal": ("portugal", "portuguese"),
+    "portugiesisch": ("portuguese", "portugal"), "ungarn": ("hungary", "hungarian"), "tschechien": ("czech",),
+    "preußen": ("prussia", "prussian"), "preußisch": ("prussian", "prussia"), "bayern": ("bavaria", "bavarian"),
+    "römisch": ("roman", "rome"), "römer": ("roman", "romans"), "rom": ("rome", "roman"), "wien": ("vienna",),
+    "münchen": ("munich",), "köln": ("cologne",), "moskau": ("moscow",), "warschau": ("warsaw",),
+    "prag": ("prague",), "venedig": ("venice",), "mailand": ("milan",), "neapel": ("naples",),
+    "florenz": ("florence",), "athen": ("athens",), "lissabon": ("lisbon",), "kopenhagen": ("copenhagen",),
+    "brüssel": ("brussels",), "genf": ("geneva",), "nordamerika": ("north america",),
+    "südamerika": ("south america",), "mittelmeer": ("mediterranean",), "nordsee": ("north sea",),
+    "ostsee": ("baltic",), "alpen": ("alps",), "donau": ("danube",), "rhein": ("rhine",), "arabisch": ("arab",
+                                                                                                      "arabic"),
+    "araber": ("arab", "arabs"), "islamisch": ("islamic", "islam"), "christlich": ("christian",),
+    "katholisch": ("catholic",), "evangelisch": ("protestant", "evangelical"), "protestantisch": ("protestant",),
+    "jüdisch": ("jewish",), "juden": ("jews", "jewish"), "byzantinisch": ("byzantine",),
+    "sowjetunion": ("soviet union",), "sowjetisch": ("soviet",), "kalifornien": ("california",),
+    "florida": ("florida",), "virginia": ("virginia",), "pennsylvanien": ("pennsylvania",),
+}
+
+
+def month(word: str) -> int | None:
+    """1..12 for a German month name ('März' -> 3); 'Mai' only capitalised (lower-case 'mai' is no German word)."""
+    low = word.lower()
+    if low in MONTHS_DE:
+        return MONTHS_DE.index(low) + 1
+    return _MONTH_ALIASES.get(low)
+
+
+def ordinal(word: str) -> int | None:
+    """The number of a German ordinal ('zweiten' -> 2); None for other words ('erst', 'achtzig')."""
+    m = _ORD_DE_RX.match(word.lower())
+    return _ORD_DE[m.group(1)] if m else None
+
+
+def superlative(word: str) -> str | None:
+    """The English superlative of a lower-case German one ('jüngste' -> 'youngest'); a capitalised word is a noun
+    ('Meister', 'Beste')."""
+    if not word.islower():
+        return None
+    m = _SUPER_DE_RX.match(word)
+    return _SUPER_DE[m.group(1)] if m else None
+
+
+def role(word: str) -> str | None:
+    """The English role word of a German role or title ('Präsidentin' -> 'president', 'Königs' -> 'king')."""
+    m = _ROLE_DE_RX.match(word.lower())
+    return _ROLE_DE[m.group(1)] if m else None
+
+
+def german_shaped(word: str) -> bool:
+    """Whether a word is spelt as only German spells it: umlauts and ß, letter groups English names rarely hold
+    ('sch', 'tz', 'chs', 'cht', 'pf', 'ei', 'ie'), a final 'kt', or a common noun's suffix ('-ung', '-heit', ...).
+    A name German shares with English ('Harvard', 'Chicago', 'Edinburgh') has none of them."""
+    low = word.lower()
+    return bool(_GERMAN_LETTERS.search(low)) or bool(_NOUN_SUFFIX.fullmatch(low)) or \
+        (len(low) >= 7 and bool(_NOUN_SUFFIX.search(low)))
+
+
+def _in_name_run(words: list[str], i: int) -> bool:
+    """Whether words[i] belongs to a run of capitalised words that reads as a name of several words ('Friedrich
+    Ratzel', 'William Trent'): no word of it is a role, a month or of a common noun's suffix, and its first word
+    carries no adjective ending ('Kalten Krieges', 'Vereinigten Staaten' are an adjective and a noun)."""
+    a = b = i
+    while a > 0 and words[a - 1][:1].isupper() and words[a - 1].lower() not in _DETERMINERS:
+        a -= 1
+    while b + 1 < len(words) and words[b + 1][:1].isupper() and words[b + 1].lower() not in _DETERMINERS:
+        b += 1
+    run = words[a:b + 1]
+    if len(run) < 2 or a == 0:  # (the question's first word is capitalised as any first word is)
+        return False
+    if re.search(r"(e|en|er|es|em)$", run[0].lower()) and len(run[0]) > 4:
+        return False
+    return not any(role(w) or month(w) or ordinal(w) or (len(w) >= 7 and _NOUN_SUFFIX.search(w.lower())) or
+                   _UMLAUTS.search(w.lower()) for w in run)
+
+
+def common_noun(words: list[str], i: int) -> bool:
+    """Whether the capitalised word words[i] of a German text is a common noun, not a name: a role, month, ordinal;
+    a word spelt as only German spells it (german_shaped), unless it is a name German writes otherwise ('Frankreich',
+    looked for in its English forms), a hyphenated name ('Saint-Pierre') or part of a name of several words
+    ('Friedrich Ratzel'); or a word after an article, a determiner, a number or an inflected adjective that follows
+    one ('die größte Stadt')."""
+    w = words[i]
+    low = w.lower()
+    if role(w) or month(w) or ordinal(w) or low in _DETERMINERS:
+        return True
+    if english_names(w) or (w.count("-") and all(p[:1].isupper() for p in w.split("-") if p)) or \
+            _in_name_run(words, i):
+        return False
+    if german_shaped(w):
+        return True
+    j = i - 1
+    while j >= 0 and (words[j].islower() and _ADJ_ENDING.match(words[j]) and words[j] not in _DETERMINERS):
+        j -= 1  # inflected adjectives between the determiner and the noun ('die älteste bekannte Stadt')
+    if j < i - 1 and any(_ADJECTIVE.search(words[k]) for k in range(j + 1, i)):
+        return True  # an adjective of an adjective's shape before it ('bei gefrorenem Untergrund'): a noun
+    return j >= 0 and (words[j].lower() in _DETERMINERS or words[j].isdigit())
+
+
+def english_names(word: str) -> tuple[str, ...]:
+    """The English forms of a name German writes otherwise ('Frankreichs' -> ('france', 'french')); () if unknown."""
+    low = word.lower()
+    for cut in (low, *(low[: -len(e)] for e in ("s", "es", "n", "en", "e", "er", "em", "ern") if low.endswith(e))):
+        if cut in _NAMES_DE_EN:
+            return _NAMES_DE_EN[cut]
+    for stem, eng in _NAMES_DE_EN.items():
+        if len(stem) >= 5 and low.startswith(stem) and len(low) <= len(stem) + 3:
+            return eng
+    return ()

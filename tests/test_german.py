@@ -1,0 +1,133 @@
+"""German questions: cross-lingual by language (a German question over English passages takes the multilingual
+reader's path), German nouns are no names in the constraint check, and German months, ordinals, superlatives and roles
+are read in their English forms (core/answer/german.py, core/answer/verify.py, core/answer/crosslingual.py)."""
+from __future__ import annotations
+
+import re
+from typing import Any, Sequence
+
+import numpy as np
+
+from core.answer import german
+from core.answer.crosslingual import (
+    ANSWER_FLOOR,
+    SAME_LANGUAGE_FLOOR,
+    NameFinder,
+    is_cross,
+    language,
+    reads_across,
+)
+from core.answer.stage import REFUSAL, answer_question
+from core.answer.verify import ChunkText, Evidence, check, question_constraints, verify_quotes
+from core.config import AnswerConfig
+from core.types import Candidate
+
+# a toy bilingual reader: words are concepts; a German word and its English translation are the same concept
+_CONCEPTS = {"hauptstadt": "capital", "capital": "capital", "frankreichs": "france", "frankreich": "france",
+             "france": "france", "universität": "university", "university": "university", "gegründet": "found",
+             "founded": "found", "harvard": "harvard"}
+
+
+class _NoLLM:  # the extractive mode never calls it
+    available = False
+    reason = "offline"
+
+
+class ToyReader:
+    def _concepts(self, text: str) -> set[str]:
+        return {_CONCEPTS.get(w.lower(), w.lower()) for w in re.findall(r"[^\W\d_]+", text)}
+
+    def score(self, question: str, texts: Sequence[str]) -> np.ndarray:
+        q = self._concepts(question)
+        return np.array([0.7 + 0.2 * len(q & self._concepts(t)) / max(1, len(q)) for t in texts])
+
+    def phrases(self, texts: Sequence[str]) -> np.ndarray:
+        return np.eye(len(texts))
+
+
+PASSAGE = Candidate("c1", "d1", "Paris is the capital of France. Harvard University was founded in 1636 by the "
+                    "colony. The river is long.", 1.0, 1)
+
+
+def _entities(q: str) -> list[str]:
+    return [c.text for c in question_constraints(q) if c.kind == "entity"]
+
+
+def test_language_not_only_script_decides_cross_lingual() -> None:
+    assert language("Wann wurde die Universität gegründet?") == "de" and language(PASSAGE.text) == "en"
+    assert is_cross("Wann wurde die Universität gegründet?", [PASSAGE.text])
+    assert not is_cross("When was the university founded?", [PASSAGE.text])  # English over English: unchanged
+    assert not is_cross("Wann wurde sie gegründet?", ["Die Universität wurde 1636 gegründet."])
+    assert not is_cross("What is 5?", ["1234 5678"])  # text of no told language reads as any Latin text
+    # the lexical support model reads English and Russian: a German question over German passages is read by the
+    # multilingual reader too, an English one never
+    assert reads_across("Wann wurde sie gegründet?", ["Die Universität wurde 1636 gegründet."])
+    assert not reads_across("When was it founded?", [PASSAGE.text])
+
+
+def test_a_german_question_over_english_text_is_answered_by_the_cross_lingual_path() -> None:
+    cfg = AnswerConfig(mode="extractive")
+    llm: Any = _NoLLM()
+    res = answer_question("Was ist die Hauptstadt Frankreichs?", [PASSAGE], cfg, llm, cross=ToyReader())
+    assert not res.answer.refused and res.answer.text.startswith("Paris is the capital of France. [c1]")
+    assert any(n.startswith("cross-lingual answer") for n in res.notes)
+    same = answer_question("What is the capital of France?", [PASSAGE], cfg, llm, cross=ToyReader())
+    assert not any(n.startswith("cross-lingual answer") for n in same.notes)
+    # a German question over a German passage: the reader's path too, with the same-language floor
+    de = Candidate("c2", "d2", "Paris ist die Hauptstadt von Frankreich. Der Fluss ist lang.", 1.0, 1)
+    own = answer_question("Was ist die Hauptstadt Frankreichs?", [de], cfg, llm, cross=ToyReader())
+    assert own.threshold == SAME_LANGUAGE_FLOOR and res.threshold == ANSWER_FLOOR
+    assert any("does not read the question's language" in n for n in own.notes)
+
+
+def test_german_nouns_are_no_names_and_names_stay_names() -> None:
+    assert _entities("Wann wurde die Universität gegründet?") == []
+    assert _entities("Welche chemischen Elemente bilden die größte Gruppe?") == []
+    assert _entities("Wie unterstützten die Gesellschaften in Europa die Forschung?") == ["Europa"]
+    assert _entities("Wann wurde die Universität von Zorvath gegründet?") == ["Zorvath"]
+    assert _entities("Wann wurde Harvard gegründet?") == ["Harvard"]
+    assert _entities("Was sagte Friedrich Ratzel über Saint-Pierre?") == ["Friedrich Ratzel", "Saint-Pierre"]
+    assert german.common_noun("die Entwicklung".split(), 1) and not german.common_noun("von Chicago".split(), 1)
+    assert _entities("Welcher Prozess setzte bei gefrorenem Untergrund ein?") == []  # an adjective's shape before it
+    assert _entities("Wie werden Zahlen größer als 1 bezeichnet?") == []  # a bare common noun
+    # German evidence states a name inside a compound or with another case ending
+    v = check("Wo liegt das Delta in den Niederlanden?", Evidence("Es liegt in Nordwesteuropa und den Niederlande.",
+                                                                 "Es liegt in Nordwesteuropa und den Niederlande."))
+    assert all(x.verdict == "met" for x in v.verdicts if x.constraint.kind == "entity")
+    # an English question keeps reading its capitalised words as names
+    assert _entities("When did the University of Zorvath open?") == ["University", "Zorvath"]
+
+
+def test_german_months_ordinals_superlatives_and_roles_are_read_in_their_english_forms() -> None:
+    kinds = {(c.kind, c.text) for c in question_constraints(
+        "Wer war im März 1850 der erste Präsident und der jüngste Bischof?")}
+    assert {("month", "March"), ("year", "1850"), ("ordinal", "first"), ("role", "president"), ("role", "bishop"),
+            ("superlative", "youngest"), ("asks", "a person")} <= kinds
+    assert german.month("Mai") == 5 and german.ordinal("zweiten") == 2 and german.ordinal("erst") is None
+    assert german.superlative("größte") == "largest" and german.superlative("Meister") is None
+    # asked for the youngest, an English sentence about the oldest is the neighbouring fact
+    v = check("Wer war der jüngste Bischof?", Evidence("The oldest bishop was Henry.", "The oldest bishop was Henry."))
+    sup = next(x for x in v.verdicts if x.constraint.kind == "superlative")
+    assert sup.verdict == "unmet" and sup.instead == ("oldest",)
+    assert not any(c.kind == "attribute" for c in question_constraints("Wann wurde die Universität gegründet?"))
+
+
+def test_a_german_question_is_answered_over_english_evidence_and_an_invented_name_is_refused() -> None:
+    chunks = {"c1": ChunkText(PASSAGE.text, "", "Universities")}
+    quoted = "Harvard University was founded in 1636 by the colony. [c1]"
+    finder = NameFinder(ToyReader())
+    ok = verify_quotes("Wann wurde die Universität gegründet?", quoted, ["c1"], chunks, refusal=REFUSAL,
+                       names=finder)
+    assert not ok.refused  # 'Universität' is a noun, not a name English never states
+    named = verify_quotes("Wann wurde die Universität Harvard gegründet?", quoted, ["c1"], chunks, refusal=REFUSAL,
+                          names=finder)
+    assert not named.refused and named.info.action == "passed"
+    bad = verify_quotes("Wann wurde die Universität von Zorvath gegründet?", quoted, ["c1"], chunks,
+                        refusal=REFUSAL, names=finder)
+    assert bad.refused and "Zorvath" in bad.text and "not the answer" in bad.text
+    year = verify_quotes("Welche Universität wurde 1650 gegründet?", quoted, ["c1"], chunks, refusal=REFUSAL,
+                         names=finder)
+    assert year.refused and "1636" in year.text
+    country = verify_quotes("Was ist die Hauptstadt Frankreichs?", "Paris is the capital of France. [c1]", ["c1"],
+                            chunks, refusal=REFUSAL, names=finder)
+    assert not country.refused  # a name German writes otherwise, found by its English form
