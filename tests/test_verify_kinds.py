@@ -108,3 +108,11 @@ def test_where_born_asks_a_place_and_a_clipped_first_name_is_read() -> None:
     assert not any(c.kind == "attribute" for c in question_constraints("Where was Halm Brenn born?"))
     assert any(c.kind == "attribute" and c.text == "birth" for c in question_constraints("When was Halm Brenn born?"))
     assert _verdict("Who served under Lor Vantry?", "Ash Tolley served under Lord Vantry.")["entity"][0] == "met"
+
+
+def test_a_superlative_counts_its_noun_and_a_long_name_keeps_its_last_word() -> None:
+    s = "Ash Tolley( the oldest grandson of Ged Parrow) ran the mill."
+    assert _verdict("Who was the oldest child of Ged Parrow?", s)["superlative"][0] == "unmet"
+    assert _verdict("Who was the oldest grandson of Ged Parrow?", s)["superlative"][0] == "met"
+    assert _verdict("When did Odo Vell Marrant die?", "Odo Vell( 1820 – 1867) was a Breton physician.")[
+        "entity"][0] == "unmet"

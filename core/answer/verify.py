@@ -789,6 +789,8 @@ def _entity_in(c: Constraint, read: _Read, cross: bool) -> bool:
                                                any(x.startswith(keys[0]) for x in read.keys)))
     hit = sum(1 for k in keys[1:] if found(k)) + int(first)
     need = (len(keys) if len(keys) <= 2 else (len(keys) + 1) // 2) if person else (len(keys) + 1) // 2
+    if person and len(keys) >= 3 and not found(keys[-1]):
+        return False  # 'Abdel Nasser' is not 'Abdel Nasser Barakat': a long name keeps its last word
     if hit >= need and hit and (not person or first):
         return True
     if cross and _CYR.search(c.text):  # a Russian name over English text: each word by its sound or its known
@@ -999,14 +1001,20 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
             return [w for w in words if (" " in w and w in r.raw) or (" " not in w and w in r.supers)]
         same = (want, *_SUPER_SYN.get(want, ()))
         contrary = [o for o in dict.fromkeys(x for a in opp for x in (a, *_SUPER_SYN.get(a, ()))) if o not in same]
+        noun = re.search(rf"(?i)\b{re.escape(want)}\s+([a-z][\w\-]*)", question)
+        counted = _key(noun.group(1)) if noun and noun.group(1).lower() not in _NOT_NOUN else ""
+
+        def of_another(r: _Read) -> bool:  # 'the oldest grandson' when 'the oldest child' is asked
+            after = [m.group(1).lower() for w in same for m in re.finditer(rf"\b{re.escape(w)}\s+([a-z][\w\-]*)", r.raw)]
+            return bool(counted) and bool(after) and all(a not in _NOT_NOUN and _key(a) != counted for a in after)
         for where, r in local:
-            if says(r, same):
+            if says(r, same) and not of_another(r):
                 return Verdict(c, "met", where)
         inst = says(sentence_read, contrary)
         if inst:
             return Verdict(c, "unmet", instead=tuple(inst))
         chunk = parts[3][1]
-        if says(chunk, same) and not says(chunk, contrary):
+        if says(chunk, same) and not of_another(chunk) and not says(chunk, contrary):
             return Verdict(c, "met", "chunk")
         return Verdict(c, "unmet", instead=tuple(says(chunk, contrary)))  # the sentence states no such superlative
     if c.kind == "negation":
