@@ -79,8 +79,11 @@ def test_the_neighbouring_fact_is_caught_with_its_sibling() -> None:
 def test_a_lower_case_package_name_before_a_software_noun_is_checked() -> None:
     # 'all jsonpickle errors' answered with another package's sentence; 'the oldest pandas version' with numpy's
     chunk = "- The oldest numpy version supported is 1.21.3.\n- Some examples require pandas."
-    assert _unmet("What is the oldest pandas version foo supports?", "The oldest numpy version supported is 1.21.3.",
-                  chunk) == [("entity", ("numpy",))]
+    assert ("entity", ("numpy",)) in _unmet("What is the oldest pandas version foo supports?",
+                                            "The oldest numpy version supported is 1.21.3.", chunk)
+    v = verify_quotes("What is the oldest pandas version foo supports?", "The oldest numpy version is 1.21.3. [c1]",
+                      ["c1"], {"c1": ChunkText(chunk, "", "foo")}, refusal=REFUSAL)
+    assert v.refused and "numpy, not pandas" in v.text
     assert _unmet("What is the oldest numpy version foo supports?", "The oldest numpy version supported is 1.21.3.",
                   chunk) == []
     assert _unmet("From which base class do all quuxlib errors derive?",

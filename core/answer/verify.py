@@ -1016,7 +1016,10 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         chunk = parts[3][1]
         if says(chunk, same) and not of_another(chunk) and not says(chunk, contrary):
             return Verdict(c, "met", "chunk")
-        return Verdict(c, "unmet", instead=tuple(says(chunk, contrary)))  # the sentence states no such superlative
+        ranked = [f"{w} {m.group(1).lower()}" for w in same if of_another(sentence_read)
+                  for m in re.finditer(rf"\b{re.escape(w)}\s+([a-z][\w\-]*)", sentence_read.raw)]
+        # the sentence states no such superlative, or ranks another thing with it ('the oldest numpy version')
+        return Verdict(c, "unmet", instead=tuple(says(chunk, contrary)) or tuple(dict.fromkeys(ranked))[:2])
     if c.kind == "negation":
         return Verdict(c, "met", "sentence") if _NEG_EVIDENCE.search(sentence) else Verdict(c, "unmet")
     if c.kind == "direction":
@@ -1367,7 +1370,10 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
         missing = next(v.constraint for v in first.unmet if v.instead)
     else:  # the first uncovered constraint the first quoted sentence itself fails, so the reason names it
         open_ = [c for c in cons if not covered(c)]
-        missing = next((c for c in open_ if any(v.constraint == c for v in first.unmet)), (open_ or list(cons))[0])
+        failed = [c for c in open_ if any(v.constraint == c for v in first.unmet)]
+        sib = [c for c in failed if any(v.constraint == c and v.instead for v in first.unmet)]  # 'numpy, not pandas'
+        sib.sort(key=lambda c: c.kind != "entity")  # a sibling name says most ('gives numpy, not pandas')
+        missing = (sib or failed or open_ or list(cons))[0]
     why = next(v for v in first.verdicts if v.constraint == missing).reason()
     near = (first.evidence.sentence, first.evidence.chunk_id)
     return Verified(f"{refusal} {why[:1].upper()}{why[1:]}. Nearest fact (not the answer): \"{near[0]}\" [{near[1]}]",
