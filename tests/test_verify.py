@@ -253,3 +253,17 @@ def test_when_asks_a_time_only_when_it_opens_the_question() -> None:
     assert check("When did the warming begin?", Evidence("Rapid warming began about 13,000 BP.")).ok
     assert check("When was it built?", Evidence("It was built during the reign of Peter the Great.")).ok
     assert not check("In which year was it built?", Evidence("It was built during the reign of Peter the Great.")).ok
+
+
+def test_a_possessive_ends_a_name_a_verb_last_is_no_superlative_and_a_named_thing_is_the_same_thing() -> None:
+    # 'Quorvex's Plant Division': the owner and what it owns are two names, each checked on its own
+    assert [c.text for c in question_constraints("What did Quorvex's Plant Division earn?") if c.kind == "entity"] \
+        == ["Quorvex", "Plant Division"]
+    # 'How long did the outage last?': a verb, not the superlative
+    assert not any(c.kind == "superlative" for c in question_constraints("How long did the outage last?"))
+    assert any(c.kind == "superlative" for c in question_constraints("Who came last in the race?"))
+    # 'the minimum password length' is stated by 'a minimum length' in a sentence about the password
+    assert _unmet("What is the minimum password length?",
+                  "The login now requires a password change and enforces a minimum length of 14 characters.") == []
+    assert _unmet("Who was the oldest child of Ann?", "Bob was the oldest grandson of Ann.") == \
+        [("superlative", ("oldest grandson",))]

@@ -470,6 +470,14 @@ _SPAN_AFTER_LAST = frozenset("year years decade decades century centuries month 
                              "nights time times few several couple hour hours minute minutes".split())
 
 
+def _nth_end(text: str, cased: list[str], i: int) -> int:
+    """Where the i-th word of `_WORD.findall(text)` ends in the text."""
+    for k, m in enumerate(_WORD.finditer(text)):
+        if k == i:
+            return m.end()
+    return len(text)
+
+
 def _superlatives(text: str) -> set[str]:
     out = set()
     cased = _WORD.findall(text)
@@ -479,6 +487,8 @@ def _superlatives(text: str) -> set[str]:
         if w == "last" and ((i + 1 < len(words) and (words[i + 1] in _SPAN_AFTER_LAST or words[i + 1].isdigit())) or
                             (i > 0 and cased[i][:1].isupper())):
             continue  # 'the last 5 years', 'in the last decade' count back in time; 'Last Glacial Maximum' is a name
+        if w == "last" and re.match(r"\W*(\?|$|for\b|longer\b|until\b)", text[_nth_end(text, cased, i):]):
+            continue  # 'How long did the outage last?', 'Will it last for years?': a verb
         if w in _SUPER_EN:
             out.add(w)
         elif de and german.superlative(cased[i]):  # read in its English form: 'jüngste' is 'youngest'
@@ -555,6 +565,8 @@ def _names(question: str) -> list[tuple[str, list[str]]]:
                 not _MONTH_RU.match(low) and not _YEAR.fullmatch(w) and low not in EN_STOP and low not in RU_STOP:
             if not any(low.startswith(r) for r in _ROLES_RU if r not in _ROLE_RU_SHORT):
                 run.append(w)
+                if re.search(r"['’]s$", w) or re.match(r"['’]s\b", question[m.end():]):  # 'Corvane's Industrial Hardware': two names, the
+                    flush()  # owner and what it owns
                 continue
         flush()
     flush()
@@ -1004,9 +1016,11 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         noun = re.search(rf"(?i)\b{re.escape(want)}\s+([a-z][\w\-]*)", question)
         counted = _key(noun.group(1)) if noun and noun.group(1).lower() not in _NOT_NOUN else ""
 
-        def of_another(r: _Read) -> bool:  # 'the oldest grandson' when 'the oldest child' is asked
+        def of_another(r: _Read) -> bool:  # 'the oldest grandson' when 'the oldest child' is asked; 'a minimum
+            # length' for 'the minimum password length' is of the same thing when the text names the password too
             after = [m.group(1).lower() for w in same for m in re.finditer(rf"\b{re.escape(w)}\s+([a-z][\w\-]*)", r.raw)]
-            return bool(counted) and bool(after) and all(a not in _NOT_NOUN and _key(a) != counted for a in after)
+            return bool(counted) and bool(after) and counted not in r.keys and \
+                all(a not in _NOT_NOUN and _key(a) != counted for a in after)
         for where, r in local:
             if says(r, same) and not of_another(r):
                 return Verdict(c, "met", where)
@@ -1374,7 +1388,8 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
         sib = [c for c in failed if any(v.constraint == c and v.instead for v in first.unmet)]  # 'numpy, not pandas'
         sib.sort(key=lambda c: c.kind != "entity")  # a sibling name says most ('gives numpy, not pandas')
         missing = (sib or failed or open_ or list(cons))[0]
-    why = next(v for v in first.verdicts if v.constraint == missing).reason()
+    why = next(v for v in first.verdicts if v.constraint == missing).reason() or \
+        "no quoted sentence states everything the question pins down"
     near = (first.evidence.sentence, first.evidence.chunk_id)
     return Verified(f"{refusal} {why[:1].upper()}{why[1:]}. Nearest fact (not the answer): \"{near[0]}\" [{near[1]}]",
                     (), True, VerifyInfo("refused", cons, tuple(checks), reason=why, nearest=near))
