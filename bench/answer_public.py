@@ -116,44 +116,6 @@ def augmented() -> list[dict[str, Any]]:
     return out
 
 
-_CODE = re.compile(r"\b[A-Z]{1,4}(?:-[A-Z]{1,4})*-\d[\w-]*\b")
-_SNAKE = re.compile(r"\b[A-Z]+(?:_[A-Z]+)+\b")
-
-
-def near_miss(question: str) -> str | None:
-    """An unanswerable twin of an answerable question: one specific term moved to something the corpus does not
-    cover (another code, the fourth quarter, another year, another config key). None when nothing fits."""
-    m = _CODE.search(question)
-    if m:
-        code = m.group(0)
-        shifted = re.sub(r"\d", lambda d: str((int(d.group(0)) + 3) % 10), code)
-        return question.replace(code, shifted)
-    if re.search(r"\bQ[1-3]\b", question):
-        return re.sub(r"\bQ[1-3]\b", "Q4", question, count=1)
-    if re.search(r"\b(first|second|third) quarter\b", question):
-        return re.sub(r"\b(first|second|third) quarter\b", "fourth quarter", question, count=1)
-    m = _SNAKE.search(question)
-    if m:
-        key = m.group(0)
-        return question.replace(key, key.rsplit("_", 1)[0] + ("_LIMIT" if not key.endswith("_LIMIT") else "_CAP"))
-    if re.search(r"\b2024\b", question):
-        return re.sub(r"\b2024\b", "2021", question, count=1)
-    return None
-
-
-def augmented() -> list[dict[str, Any]]:
-    """Near-miss twins of the fit half's answerable questions: more examples of what a refusal looks like, drawn
-    from the fitting half only."""
-    out = []
-    for q in load_questions():
-        if q["split"] in FITTING_SPLITS and q["answerable"]:
-            twin = near_miss(q["query"])
-            if twin:
-                out.append({"id": q["id"] + "-nm", "query": twin, "type": "unanswerable", "answerable": False,
-                            "gold": [], "answer": "", "set": "augment", "split": q["split"]})
-    return out
-
-
 def _sample_items() -> list[tuple[str, GoldenQuery, str, str]]:
     """bench/answer.py's sample-corpus questions (every set, its near-miss twins too), held-out sets first:
     (set, question, split, id) for the report only."""
