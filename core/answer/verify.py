@@ -565,8 +565,8 @@ def _names(question: str) -> list[tuple[str, list[str]]]:
                 not _MONTH_RU.match(low) and not _YEAR.fullmatch(w) and low not in EN_STOP and low not in RU_STOP:
             if not any(low.startswith(r) for r in _ROLES_RU if r not in _ROLE_RU_SHORT):
                 run.append(w)
-                if re.search(r"['’]s$", w) or re.match(r"['’]s\b", question[m.end():]):  # 'Corvane's Industrial Hardware': two names, the
-                    flush()  # owner and what it owns
+                if re.search(r"['’]s$", w) or re.match(r"['’]s\b", question[m.end():]):
+                    flush()  # 'Acme's Plant Division': two names, the owner and what it owns
                 continue
         flush()
     flush()
