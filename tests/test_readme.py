@@ -131,7 +131,7 @@ def test_every_section_is_what_its_bench_renders_from_the_payload() -> None:
                               ("ui_latency", "MEASURED_UI_LATENCY", "ui_latency.json"),
                               ("answer_cache", "MEASURED_ANSWER_CACHE", "answer_cache.json"),
                               ("answer_public", "MEASURED_ANSWER_PUBLIC", "answer_public.json"),
-                              ("cascade", "MEASURED_CASCADE_COMPRESSION", "cascade_compression.json")):
+                              ("verify_kinds", "MEASURED", "verify_kinds.json")):
         d = json.loads((RESULTS / file).read_text())
         stored = d.pop("measured")
         assert json.loads(json.dumps(_common.table_section(getattr(_bench(name), table), d, file, {"measured": stored}))) \
@@ -201,8 +201,8 @@ def test_table_functions_tolerate_missing_keys_and_check_targets_against_the_fil
     agent, ui, public = _bench("agent"), _bench("ui_latency"), _bench("answer_public")
     for fn in (_bench("quality").measured_quality_sample, _bench("ann").measured_ann, ui.measured_ui_latency,
                agent.measured_agent_decompose, agent.measured_agent_with_targets,
-               _bench("cascade").measured_cascade_scifact, _bench("answer_cache").measured_answer_cache,
-               public.measured_answer_public):
+               _bench("verify_kinds").measured, _bench("verify_nearmiss").measured_verify_nearmiss,
+               _bench("answer_cache").measured_answer_cache, public.measured_answer_public):
         assert fn({}, "x.json")[0].startswith("### ")
     text = "\n".join(readme_tables.lines_of("ui_latency.json", {"measured": _common.table_section(
         ui.MEASURED_UI_LATENCY, {"median_s": 0.8, "max_s": 3.5, "targets": {"median_s": 1.0, "max_s": 3.0}},
