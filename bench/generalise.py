@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from _common import ROOT, datasets_dir, machine_info, utc_now, write_result
+from _common import CAPTION, ROOT, Table, datasets_dir, dig, grid, machine_info, num, utc_now, write_result
 
 from core.cascade.rerank import blend_scores
 from core.config import PipelineConfig
@@ -235,6 +235,87 @@ def run_set(name: str, args: argparse.Namespace, root: Path) -> dict[str, Any]:
     return res
 
 
+def measured_generalise(d: dict[str, Any], file: str) -> list[Any]:
+    """Issue #11: the default vs BM25, dense and hybrid on every dev set, document level; rerank with and without
+    its blend with the fused order (the merged file: one run per set)."""
+    sets = d.get("sets") or {}
+    lists = [("bm25", "BM25"), ("dense", "dense"), ("fused", "hybrid"), ("rerank", "rerank alone"),
+             ("previous-cascade", "previous default cascade"), ("default-cascade", "default cascade"),
+             ("default", "product default")]
+    out: list[Any] = [
+        "### Generalisation: every dev set at document level", "", CAPTION, "",
+        "Each set's own cut is listed below the tables. *hybrid* is the fused list (BM25 + dense, RRF); *rerank "
+        "alone* the late-interaction order that replaces it; the *default cascade* is the default retrieval "
+        "(hybrid, rerank blended with the fused order by RRF, pruning that keeps every chunk, MMR) with the router "
+        "and query transforms off; *previous default cascade* is the same before issue #11 (rerank order alone, "
+        "pruning may drop chunks); *product default* is every default setting, router and transforms included. "
+        "Answers and the answer cache are off in every row.", ""]
+    for metric, title in (("recall@5", "recall@5 (%)"), ("hit@1", "first document is gold (%)")):
+        rows = [[name, *[num((r["metrics"].get(key) or {}).get(metric)) for key, _ in lists]] for name, r in sets.items()]
+        out += [f"**{title}**", "", grid(["set", *[label for _, label in lists]], rows), ""]
+    # the default's recall@5 against the fused list 50 deep, as the default builds it (fusion.k), and cut to the
+    # default's depth (the order alone); met when >= -0.5
+    tgt = []
+    for name, r in sets.items():
+        m = r["metrics"]
+        d5 = (m.get("default") or {}).get("recall@5")
+
+        def gap(key: str) -> str:
+            f5 = (m.get(key) or {}).get("recall@5")
+            return "–" if d5 is None or f5 is None else f"{num(d5 - f5)} ({'met' if d5 >= f5 - 0.5 else 'missed'})"
+        depth = next((k.split("@")[1] for k in m if k.startswith("fused@")), None)
+        tgt.append([name, r["questions"], num((m.get("fused") or {}).get("recall@5")),
+                    num((m.get("default-fused") or {}).get("recall@5")),
+                    num((m.get(f"fused@{depth}") or {}).get("recall@5")) if depth else "–",
+                    num((m.get(f"rerank-rrf-w1-k60@{depth}") or {}).get("recall@5")) if depth else "–",
+                    num(d5), gap("fused"), gap("default-fused"), gap(f"fused@{depth}") if depth else "–"])
+    out += ["**the target: product default vs the fused list, recall@5 (%)** (*hybrid 50*: the stage list, 50 chunks; "
+            "*hybrid as built*: the fused list of the default retrieval, `fusion.k` chunks; *@10*: cut to the default's "
+            "final depth of 10 chunks before collapsing to documents, so only the order differs; *gap*: product default "
+            "minus that list, met when >= -0.5; –: not recorded by that run)", "",
+            grid(["set", "questions", "hybrid 50", "hybrid as built", "hybrid @10", "rerank blend @10",
+                  "product default", "gap vs hybrid 50", "gap vs as built", "gap vs @10"], tgt), ""]
+    blends = [k for k in next(iter(sets.values()), {}).get("metrics", {}) if k.startswith("rerank-rrf") and "@" not in k]
+    if blends:
+        rows = [[name, num(r["metrics"]["fused"]["recall@5"]), num(r["metrics"]["rerank"]["recall@5"]),
+                 *[num((r["metrics"].get(b) or {}).get("recall@5")) for b in blends]] for name, r in sets.items()
+                if "rerank" in r["metrics"] and "fused" in r["metrics"]]
+        out += ["**rerank blends, recall@5 (%)** (`wX-kY`: RRF of the fused order, weight X, and the rerank order, "
+                "constant Y; computed from the same rerank lists)", "",
+                grid(["set", "hybrid", "rerank alone", *[b.replace("rerank-rrf-", "") for b in blends]], rows), ""]
+    for name, r in sets.items():
+        run = r.get("run") or {}
+        when = str(run.get("finished_at") or run.get("started_at") or "").replace("+00:00", "")[:16].replace("T", " ")
+        where = (f" — run `{run['command']}`, {when} UTC, commit `{(run.get('commit') or '?')[:12]}`"
+                 + (" (uncommitted changes)" if run.get("dirty") else "") if run.get("command") else "")
+        out.append(f"- `{name}`: {r['cut']}; {r['questions']} questions scored in {num(r.get('seconds'), 0)} s{where}")
+    for name, r in sets.items():
+        if r.get("chunk_pass@5"):
+            out.append(f"- `{name}` at chunk level (Pass@5, exact chunk text as the cookbook scores it): "
+                       + ", ".join(f"{k} {num(v)}" for k, v in r["chunk_pass@5"].items()))
+    costs = {name: r["prune_tokens_mean"].get("default-cascade") or r["prune_tokens_mean"]["default"]
+             for name, r in sets.items() if any((r.get("prune_tokens_mean") or {}).get(k)
+                                                 for k in ("default-cascade", "default"))}
+    if costs:
+        out += ["", "What keeping every chunk costs (`prune.keep_all`, default cascade or product default, mean per "
+                "question): " + "; ".join(f"`{n}` {num(c['over_budget_tokens'], 1)} tokens over the budget for "
+                                           f"{num(c['floored_chunks'], 1)} chunks kept by one sentence "
+                                           f"(pruned list {num(c['tokens_out'], 0)} tokens)" for n, c in costs.items())]
+    return out
+
+
+def headline_ru_seed(d: dict[str, Any], file: str) -> tuple[str, str | None] | None:
+    ru = dig(d, "sets", "ru_seed")
+    if not ru:
+        return None
+    h1 = dig(ru, "metrics", "default", "hit@1")
+    return (f"Russian questions on Russian documents (`ru_seed`, {num(ru.get('questions'))} questions): first document "
+            "is gold", None if h1 is None else f"**{num(h1)}%** (dense alone: {num(dig(ru, 'metrics', 'dense', 'hit@1'))}%)")
+
+
+MEASURED_GENERALISE = Table(measured_generalise, "Retrieval quality", headline_ru_seed, ("sets", "ru_seed", "run"))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sets", default="sample,sample_ru,ru_seed,twowiki_multihop,anthropic_codebase,beir_scifact")
@@ -261,7 +342,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             merged["parts"].append({"file": f, "run": part.get("run")})
             for name, r in part["sets"].items():
                 merged["sets"][name] = {**r, "run": part.get("run")}
-        write_result("generalise", merged, Path(args.out) if args.out else None)
+        write_result("generalise", merged, Path(args.out) if args.out else None, table=MEASURED_GENERALISE)
         return 0
     root = datasets_dir(args.datasets)
     started = utc_now()
