@@ -131,7 +131,8 @@ def test_every_section_is_what_its_bench_renders_from_the_payload() -> None:
                               ("ui_latency", "MEASURED_UI_LATENCY", "ui_latency.json"),
                               ("answer_cache", "MEASURED_ANSWER_CACHE", "answer_cache.json"),
                               ("answer_public", "MEASURED_ANSWER_PUBLIC", "answer_public.json"),
-                              ("verify_kinds", "MEASURED", "verify_kinds.json")):
+                              ("verify_kinds", "MEASURED", "verify_kinds.json"),
+                              ("generalise", "MEASURED_GENERALISE", "generalise.json")):
         d = json.loads((RESULTS / file).read_text())
         stored = d.pop("measured")
         assert json.loads(json.dumps(_common.table_section(getattr(_bench(name), table), d, file, {"measured": stored}))) \
