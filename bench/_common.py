@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import platform
 import shlex
 import subprocess
@@ -326,3 +327,19 @@ def write_result(name: str, payload: dict[str, Any], out: Path | None = None, *,
         payload["measured"] = table_section(table, payload, path.name, previous)
     path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
     return path
+
+
+BOOT = 2000  # bootstrap resamples of a paired difference
+
+
+def paired_ci(a: Sequence[float], b: Sequence[float], seed: int = 0, counts: bool = False) -> dict[str, float]:
+    """Mean of a - b (points) and its paired bootstrap 95% interval; `counts` adds the questions each side won."""
+    d = [x - y for x, y in zip(a, b)]
+    n = len(d)
+    rng = random.Random(seed)
+    means = sorted(sum(d[rng.randrange(n)] for _ in range(n)) / n for _ in range(BOOT))
+    out: dict[str, float] = {"diff": round(100 * sum(d) / n, 2), "lo": round(100 * means[int(0.025 * BOOT)], 2),
+                             "hi": round(100 * means[int(0.975 * BOOT) - 1], 2)}
+    if counts:
+        out |= {"wins": sum(x > 0 for x in d), "losses": sum(x < 0 for x in d)}
+    return out

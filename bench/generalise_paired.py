@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from _common import CAPTION, ROOT, Table, datasets_dir, grid, num, write_result
+from _common import BOOT, CAPTION, ROOT, Table, datasets_dir, grid, num, paired_ci, write_result
 
 from core.config import PipelineConfig, parse_set_value
 from core.deps import build_deps
@@ -47,7 +47,6 @@ PARTS_CFG = {**OFF, **SINGLE, "rerank.enabled": False, "prune.enabled": False, "
              "expand.enabled": False, "fusion.k": 50}
 PARTS = ("bm25", "dense", "dense_ml", "fused")
 CASCADE = ("fused", "rerank", "prune", "mmr", "expand")
-BOOT = 2000
 
 
 def _cfg(overrides: dict[str, Any]) -> PipelineConfig:
@@ -64,14 +63,6 @@ def recall(docs: Sequence[str], gold: set[str], k: int = K) -> float:
     return len(gold & set(docs[:k])) / len(gold)
 
 
-def paired_ci(a: Sequence[float], b: Sequence[float], seed: int = 0) -> dict[str, float]:
-    """Mean of a - b (points) and its paired bootstrap 95% interval."""
-    d = [x - y for x, y in zip(a, b)]
-    n = len(d)
-    rng = random.Random(seed)
-    means = sorted(sum(d[rng.randrange(n)] for _ in range(n)) / n for _ in range(BOOT))
-    return {"diff": round(100 * sum(d) / n, 2), "lo": round(100 * means[int(0.025 * BOOT)], 2),
-            "hi": round(100 * means[int(0.975 * BOOT) - 1], 2)}
 
 
 WIKI_PROXY = "xquad:en+twowiki"

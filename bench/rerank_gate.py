@@ -18,17 +18,16 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import random
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
-from _common import CAPTION, Table, grid, num, write_result
+from _common import BOOT, CAPTION, Table, grid, num, write_result
+from _common import paired_ci as _paired_ci
 
 from core.cascade.rerank import blend_scores, keep_floor
 
 K = 5
-BOOT = 2000
 Order = Callable[[dict[str, Any]], list[int]]
 
 
@@ -97,14 +96,10 @@ def why_lost(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "median_question_rank": float(np.median(ranks)) if ranks else None}
 
 
-def paired_ci(a: Sequence[float], b: Sequence[float], seed: int = 0) -> dict[str, float]:
-    d = [x - y for x, y in zip(a, b)]
-    n = len(d)
-    rng = random.Random(seed)
-    means = sorted(sum(d[rng.randrange(n)] for _ in range(n)) / n for _ in range(BOOT))
-    return {"diff": round(100 * sum(d) / n, 2), "lo": round(100 * means[int(0.025 * BOOT)], 2),
-            "hi": round(100 * means[int(0.975 * BOOT) - 1], 2), "wins": sum(x > 0 for x in d),
-            "losses": sum(x < 0 for x in d)}
+
+
+def paired_ci(a: Sequence[float], b: Sequence[float]) -> dict[str, float]:
+    return _paired_ci(a, b, counts=True)
 
 
 GRID = {f"{'read' if read else 'question'} floor {m} w{w:g}": (read, m, w)
