@@ -470,24 +470,17 @@ _SPAN_AFTER_LAST = frozenset("year years decade decades century centuries month 
                              "nights time times few several couple hour hours minute minutes".split())
 
 
-def _nth_end(text: str, cased: list[str], i: int) -> int:
-    """Where the i-th word of `_WORD.findall(text)` ends in the text."""
-    for k, m in enumerate(_WORD.finditer(text)):
-        if k == i:
-            return m.end()
-    return len(text)
-
-
 def _superlatives(text: str) -> set[str]:
     out = set()
-    cased = _WORD.findall(text)
+    found = list(_WORD.finditer(text))
+    cased = [m.group(0) for m in found]
     words = [w.lower() for w in cased]
     de = _german(text)
     for i, w in enumerate(words):
         if w == "last" and ((i + 1 < len(words) and (words[i + 1] in _SPAN_AFTER_LAST or words[i + 1].isdigit())) or
                             (i > 0 and cased[i][:1].isupper())):
             continue  # 'the last 5 years', 'in the last decade' count back in time; 'Last Glacial Maximum' is a name
-        if w == "last" and re.match(r"\W*(\?|$|for\b|longer\b|until\b)", text[_nth_end(text, cased, i):]):
+        if w == "last" and re.match(r"\W*(\?|$|for\b|longer\b|until\b)", text[found[i].end():]):
             continue  # 'How long did the outage last?', 'Will it last for years?': a verb
         if w in _SUPER_EN:
             out.add(w)
