@@ -9,8 +9,8 @@ questions are split in halves, 'tune' to choose, 'report' to report:
   .venv/bin/python bench/ann.py --split report --sizes 10000 100000 300000 1000000   # bench/results/ann.json
 
 The generator's noise (NOISE) and the query width were chosen on the tune half by the --calibrate and --sweep modes
-this bench had (bench/results/ann_sweep_tune.json; the modes and their other results are on the lab branch:
-`git show lab:bench/ann.py`).
+this bench had (bench/results/ann_sweep_tune.json; the modes and their other results are archived:
+`git show b0219cc:bench/ann.py`, see bench/README.md).
 
 The fused query is the product's: BM25 (bm25s over synthetic chunk texts of 20-40 words) + the dense list + RRF, up to
 --bm25-max chunks. Graphs, BM25 builds and the real embeddings are cached in --cache and reused.

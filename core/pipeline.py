@@ -193,7 +193,7 @@ def span_scorer_parts(kind: str, pool: Sequence[Candidate], config: PipelineConf
         return [(encoded, 1.0), (bm25_span_scorer(prefixes), 1.0)]
     # hybrid: sentence BM25 plus the cosine of sentence token vectors pooled in context (free once the rerank stage
     # cached them). The reranker's own MaxSim scores changed recall@10 at 250-700 tokens by less than one question in
-    # 45 when added (lab:bench/cascade.py), and a cross-encoder or an LLM would cost a model call per sentence.
+    # 45 when added (bench/cascade.py, archived), and a cross-encoder or an LLM would cost a model call per sentence.
     late = deps.reranker_for("late-interaction")[0]
     cosine = encoded
     if isinstance(late, LateInteractionReranker):

@@ -1,4 +1,4 @@
-"""A fast slice of the hostile-input bench (lab:bench/hostile.py) in `make test`: one file of every hostile class (small sizes) goes through
+"""A fast slice of the hostile-input bench (bench/hostile.py, archived) in `make test`: one file of every hostile class (small sizes) goes through
 ingest; nothing escapes as an exception, each bad file gets its own message, the good ones ingest, and the database
 stays consistent (every document has its chunks, every chunk its vector, no orphans)."""
 from __future__ import annotations

@@ -361,7 +361,7 @@ def test_idf_coverage_by_hand_and_why_the_keyword_guard_keeps_the_plain_count() 
     corpus also knows, is worded as conversation, so since session 8 the keyword guard does not hold for it."""
     from core.retrieve.bm25 import BM25Index, PassageTerms
 
-    def idf_coverage(ev: PassageTerms) -> float:  # the measured, not adopted, coverage (lab:bench/route_evidence.py)
+    def idf_coverage(ev: PassageTerms) -> float:  # the measured, not adopted, coverage (bench/route_evidence.py, archived)
         total = sum(ev.idf.values())
         return sum(v for t, v in ev.idf.items() if t not in ev.unknown) / total if total > 0 else 0.0
 

@@ -284,7 +284,7 @@ def zscores(scores: Sequence[np.ndarray]) -> list[np.ndarray]:
 def hybrid_span_scorer(parts: Sequence[tuple[SpanScorer, float]]) -> SpanScorer:
     """Weighted sum of standardised sentence scores (contextual cosine, sentence BM25, ...): each scorer misses
     different sentences; on sample_corpus/eval.jsonl the sum kept more gold sentences at 300-400 tokens than either
-    alone (lab:bench/cascade.py, budget_sweep in bench/results/cascade.json)."""
+    alone (bench/cascade.py, archived, budget_sweep in bench/results/cascade.json)."""
 
     def score(query: str, items: Sequence[tuple[str, Sequence[Span]]]) -> list[np.ndarray]:
         total = [np.zeros(len(spans)) for _, spans in items]

@@ -184,7 +184,7 @@ def _tfidf(grams: list[str], index: Mapping[str, int], idf: np.ndarray) -> tuple
 
 class ShippedRouter:
     """The router that queries use: the exported model (core/models/data/router_model.npz), applied with numpy alone, so it
-    loads in milliseconds, with no scikit-learn import (lab:bench/route.py timed it)."""
+    loads in milliseconds, with no scikit-learn import (the archived bench/route.py timed it)."""
 
     def __init__(self, path: Path = MODEL_FILE, model: FittedLinear | None = None) -> None:
         try:

@@ -348,7 +348,7 @@ def run_transform(rw: Rewrite, search: Search, *, rrf_k: int = 60, top: int = 50
                   per_query: int | None = None) -> TransformResult:
     """Each query's own list from `search`, fused by RRF into the stage's candidates. `per_query` keeps only the head
     of each list: a sub-query's best passage is often in no other list, and over full lists RRF ranks it below
-    passages that sit lower in several (lab:bench/route.py measured the bridge passages falling out of the top 10)."""
+    passages that sit lower in several (the archived bench/route.py measured the bridge passages falling out of the top 10)."""
     lists = {q: search(q) for q in rw.queries}
     heads = [lst[:per_query] if per_query else lst for lst in lists.values()]
     fused = rrf(heads, k=rrf_k, names=[f"q{i + 1}" for i in range(len(lists))], top=top) if lists else []
