@@ -466,6 +466,7 @@ def numbers(text: str) -> set[str]:
     return out
 
 
+_DETERMINERS = frozenset("the a an its his her their this that these those our your my whose".split())
 _SPAN_AFTER_LAST = frozenset("year years decade decades century centuries month months week weeks day days night "
                              "nights time times few several couple hour hours minute minutes".split())
 
@@ -480,8 +481,11 @@ def _superlatives(text: str) -> set[str]:
         if w == "last" and ((i + 1 < len(words) and (words[i + 1] in _SPAN_AFTER_LAST or words[i + 1].isdigit())) or
                             (i > 0 and cased[i][:1].isupper())):
             continue  # 'the last 5 years', 'in the last decade' count back in time; 'Last Glacial Maximum' is a name
-        if w == "last" and re.match(r"\W*(\?|$|for\b|longer\b|until\b)", text[found[i].end():]):
+        if w == "last" and re.match(r"\W*(\?|$|for\b|longer\b|long\b|until\b)", text[found[i].end():]):
             continue  # 'How long did the outage last?', 'Will it last for years?': a verb
+        if w == "last" and i > 0 and words[i - 1] not in _DETERMINERS and \
+                re.search(r"(?i)\bhow long\b", text[:found[i].start()]):
+            continue  # 'How long did the fighting last in ...?': a verb after its subject, no determiner before it
         if w in _SUPER_EN:
             out.add(w)
         elif de and german.superlative(cased[i]):  # read in its English form: 'jüngste' is 'youngest'
@@ -1305,6 +1309,16 @@ def _near(claim: str, text: str, k: int = 2) -> str:
     return ""
 
 
+def _topic_keys(question: str, cons: Sequence[Constraint]) -> set[str] | None:
+    """The question's content words other than its constraints' (names, roles, years...): what a quote must share with
+    the question to be about it; None for a question not in English (its quotes may be in another language)."""
+    if _CYR.search(question) or _german(question):
+        return None
+    said = {k for c in cons if c.kind not in ("asks", "negation", "direction") for k in (*c.values, *_keys(c.text))}
+    return {k for k in _keys(question) if len(k) > 2 and k not in EN_STOP and k not in said and
+            k.lower() not in _QUESTION_OPENERS}
+
+
 def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: dict[str, ChunkText], *,
                   refusal: str, names: NameCheck | None = None) -> Verified:
     """An extractive answer checked: each quoted sentence against the question's constraints, read with its chunk.
@@ -1331,10 +1345,17 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
         # one states nothing of the asked thing: it cannot meet the question's other constraints either
         return bool(FIELD_LINE.match(ck.evidence.sentence)) and any(v.constraint.kind == "entity" for v in ck.unmet)
 
+    lead = checks[0]
+    topic = _topic_keys(question, cons)
+
     def meets(ck: Check, c: Constraint, local: bool = False) -> bool:
         if about_another(ck):
             return False
         v = next(x for x in ck.verdicts if x.constraint == c)
+        if c.kind == "entity" and ck is not lead and topic is not None and v.verdict == "met" and (
+                v.where in ("chunk", "title") or not (_read(ck.evidence.sentence).keys & topic)):
+            return False  # a name the answer's lead sentence lacks is not supplied by a later quote that only sits
+            # in a passage (a document) naming it, or that shares no other word with the question
         return v.verdict != "unmet" and (not local or v.where in ("sentence", "heading", "title", ""))
 
     def sibling(c: Constraint) -> bool:
