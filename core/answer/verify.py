@@ -466,6 +466,7 @@ def numbers(text: str) -> set[str]:
     return out
 
 
+_AT_IDIOM = frozenset("least most best worst latest earliest first last".split())
 _DETERMINERS = frozenset("the a an its his her their this that these those our your my whose".split())
 _SPAN_AFTER_LAST = frozenset("year years decade decades century centuries month months week weeks day days night "
                              "nights time times few several couple hour hours minute minutes".split())
@@ -486,6 +487,9 @@ def _superlatives(text: str) -> set[str]:
         if w == "last" and i > 0 and words[i - 1] not in _DETERMINERS and \
                 re.search(r"(?i)\bhow long\b", text[:found[i].start()]):
             continue  # 'How long did the fighting last in ...?': a verb after its subject, no determiner before it
+        if w in _AT_IDIOM and i > 0 and (words[i - 1] == "at" or (words[i - 1] == "the" and i > 1 and
+                                                               words[i - 2] == "at")):
+            continue  # 'at least 18', 'at most', 'at (the) latest', 'at first', 'at last': a bound or an adverb
         if w in _SUPER_EN:
             out.add(w)
         elif de and german.superlative(cased[i]):  # read in its English form: 'jüngste' is 'youngest'
@@ -814,6 +818,7 @@ def _entity_in(c: Constraint, read: _Read, cross: bool) -> bool:
     return False
 
 
+_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(")
 _SMALL = frozenset("of the and for de la von van der du des и для".split())
 
 
@@ -884,6 +889,11 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
                ) -> Verdict:
     """parts: (where, read) in the order evidence counts: sentence, heading, title, chunk."""
     local = parts[:3]
+    if c.kind == "entity" and re.search(r"(?<![\w.])" + re.escape(c.text) + r"\(", question):
+        calls = {m.group(1) for m in _CALL.finditer(sentence)}
+        others = sorted(x for x in calls if x != c.text and x[:1].isupper() == c.text[:1].isupper())
+        if others and c.text not in calls:  # asked what Ge(x) means, the sentence is about Gt(1.5)
+            return Verdict(c, "unmet", instead=tuple(others[:3]))
     if c.kind == "entity":
         for where, r in parts[:4]:
             if _entity_in(c, r, cross and not _CYR.search(" ".join(r.keys))):
