@@ -286,3 +286,6 @@ def test_a_name_the_lead_sentence_lacks_is_not_supplied_by_a_later_quote_of_anot
     ok = verify_quotes("Which regime ruled Ostria, and when did Keld Varn build a fort?", text2, ["a", "b"], chunks,
                        refusal=REFUSAL)
     assert not ok.refused
+    # winning and losing, joining and leaving are opposite events ('won' and 'lost' read as 'win' and 'lose')
+    assert _unmet("When did the team win the cup?", "The team lost the cup final in 1990.") == [("event", ("los",))]
+    assert _unmet("When did the team win the cup?", "The team won the cup in 1990 after it lost in 1989.") == []

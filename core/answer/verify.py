@@ -234,9 +234,10 @@ _ATTR_ADJ = {"tall": "height", "high": "height", "wide": "width", "deep": "depth
 # Opposite events: asked when an office opened, a sentence that says when it closed answers another question.
 _EVENT_PAIRS = (("open", "clos"), ("start", "end"), ("begin", "end"), ("began", "end"), ("hir", "fir"),
                 ("acquir", "sold"), ("buy", "sell"), ("bought", "sold"), ("launch", "discontinu"),
-                ("found", "dissolv"), ("arriv", "depart"), ("import", "export"),
+                ("found", "dissolv"), ("arriv", "depart"), ("import", "export"), ("win", "los"), ("join", "leav"),
                 ("открыл", "закрыл"), ("открыт", "закрыт"), ("начал", "закончил"), ("купил", "продал"),
                 ("прибыл", "убыл"), ("импорт", "экспорт"))
+_EVENT_IRREGULAR = {"won": "win", "lost": "lose", "lose": "lose"}  # read as the stems above ('los' + 'e')
 _EVENT_ENDINGS = ("", "s", "e", "es", "ed", "d", "ing", "ings", "ure", "ures", "ened", "ening", "ation", "y")
 
 
@@ -274,7 +275,7 @@ def _states_attribute(attr: str, r: "_Read") -> bool:
 
 def _events(text: str) -> set[str]:
     """Event stems of the pairs above that a text uses ('opened' -> 'open')."""
-    words = {w.lower() for w in _WORD.findall(text)}
+    words = {_EVENT_IRREGULAR.get(w.lower(), w.lower()) for w in _WORD.findall(text)}
 
     def used(stem: str) -> bool:
         if _CYR.search(stem):
