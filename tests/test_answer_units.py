@@ -160,3 +160,23 @@ def test_a_chunk_that_opens_inside_a_code_block_and_numbered_items() -> None:
     text = ("python -m venv venv # create environment\nsource venv/bin/activate\n```\n\nInstalling with conda\n\n"
             "1. Download and install miniconda\n2. Install the package.\n\n```sh\nconda install alphalib\n```\n")
     assert _claims(text) == ["1. Download and install miniconda", "2. Install the package."]
+
+
+def test_a_sentence_that_introduces_a_short_code_line_quotes_it() -> None:
+    text = ("Install it with pip:\n\n```\npip install foo\n```\n\nFor AES encryption, install extra dependencies:\n\n"
+            "```\npip install foo[crypto]\n```\n\nExample:\n\n```python\nimport foo\nr = foo.read(1)\nr.close()\n```\n")
+    quoted = [" ".join(text[s:e].split()) for s, e in claim_spans(text)]
+    assert "For AES encryption, install extra dependencies: ``` pip install foo[crypto] ```" in quoted
+    assert not any("import foo" in q for q in quoted)  # a longer example is no answer line
+
+
+def test_a_hyphenated_program_name_and_a_call_are_read_as_names() -> None:
+    assert subject_names("Which extra must be installed to use markdown-it-py with AES encryption?") == \
+        ["markdown-it-py"]
+    assert subject_names("What does Ge(x) mean in annotated-types?") == ["annotated-types"]
+    assert subject_names("What is an end-to-end test?") == []
+    # asked what Ge(x) means, a sentence about Gt(1.5) under a heading that lists both is the neighbouring fact
+    v = verify_quotes("What does Ge(x) mean in annotated-types?", "`Annotated[int, Gt(1.5)]` is fine. [c]", ["c"],
+                      {"c": ChunkText("### Gt, Ge, Lt, Le\n\n`Annotated[int, Gt(1.5)]` is fine.", "Gt, Ge, Lt, Le",
+                                      "annotated-types")}, refusal="The corpus does not say.")
+    assert v.refused and "Gt" in v.text

@@ -267,3 +267,25 @@ def test_a_possessive_ends_a_name_a_verb_last_is_no_superlative_and_a_named_thin
                   "The login now requires a password change and enforces a minimum length of 14 characters.") == []
     assert _unmet("Who was the oldest child of Ann?", "Bob was the oldest grandson of Ann.") == \
         [("superlative", ("oldest grandson",))]
+
+
+def test_a_name_the_lead_sentence_lacks_is_not_supplied_by_a_later_quote_of_another_passage() -> None:
+    # 'How long did the fighting last in X?': a verb after its subject, not the superlative
+    assert not any(c.kind == "superlative" for c in question_constraints("How long did the fighting last in Tarvo?"))
+    chunks = {"a": ChunkText("For many years, Ostria had a military regime under the leadership of Dan Pell."),
+              "b": ChunkText("Keld Varn built a fort in 1754. The historian Ann Lee wrote about the river trade.")}
+    text = ("For many years, Ostria had a military regime under the leadership of Dan Pell. [a] "
+            "The historian Ann Lee wrote about the river trade. [b]")
+    # the asked name sits only in the second quote's passage, and that quote shares no word with the question
+    v = verify_quotes("What type of regime ruled over Keld Varn for many years?", text, ["a", "b"], chunks,
+                      refusal=REFUSAL)
+    assert v.refused and "Keld Varn" in v.info.reason
+    # a later quote that states the name and is about the question still completes a two-part answer
+    text2 = ("For many years, Ostria had a military regime under the leadership of Dan Pell. [a] "
+             "Keld Varn built a fort in 1754. [b]")
+    ok = verify_quotes("Which regime ruled Ostria, and when did Keld Varn build a fort?", text2, ["a", "b"], chunks,
+                       refusal=REFUSAL)
+    assert not ok.refused
+    # winning and losing, joining and leaving are opposite events ('won' and 'lost' read as 'win' and 'lose')
+    assert _unmet("When did the team win the cup?", "The team lost the cup final in 1990.") == [("event", ("los",))]
+    assert _unmet("When did the team win the cup?", "The team won the cup in 1990 after it lost in 1989.") == []

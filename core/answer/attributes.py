@@ -141,7 +141,7 @@ _PACKAGE_RU = re.compile(r"(?i)\b(?:пакет\w*|библиотек\w*|моду
 
 
 # A question about software: it names an identifier ('max_width', 'os.path', '`flag`') or a program-ish word.
-_TECHNICAL = re.compile(r"[A-Za-z]\w*_\w|\w\.\w|`|\b(package|library|module|function|method|class|option|"
+_TECHNICAL = re.compile(r"[A-Za-z]\w*_\w|\w\.\w|`|\b[A-Za-z]\w*\([\w,. ]*\)|\b(package|library|module|function|method|class|option|"
                         r"parameter|argument|setting|flag|command|install\w*|version|release\w*)\b", re.I)
 _QUESTION_WORDS = frozenset("what which who whom whose where when why how whatever whichever".split())
 
@@ -155,6 +155,13 @@ QUALIFIERS = frozenset("minimum maximum min max latest oldest newest earliest cu
                         "first last next previous new old recommended default major minor final initial lowest "
                         "highest least most same other exact specific this that which what whose its their any "
                         "every each all optional extra test testing development dev runtime build core main".split())
+
+
+# 'markdown-it-py', 'py7zr-lite': a lower-case word of three parts or more, or with a digit, names a program (a
+# compound of three parts links them with 'of', 'to', 'the': 'state-of-the-art', 'end-to-end')
+_HYPHENATED = re.compile(r"(?<![\w.\-])((?:[a-z][a-z0-9]*-){2,}[a-z0-9]+|[a-z][a-z0-9]*-[a-z0-9\-]*\d[a-z0-9\-]*|"
+                         r"[a-z][a-z0-9]*\d[a-z0-9]*-[a-z0-9\-]+)(?![\w\-])")
+_LINKING = frozenset("of to the and a an in on by for or".split())
 
 
 def _common(word: str) -> bool:
@@ -176,6 +183,7 @@ def subject_names(question: str) -> list[str]:
         [m.group(1) for m in _OPENS_WITH.finditer(q) if m.group(1) == m.group(1).lower()]
     if _CYR.search(q):
         found += [m.group(0) for m in _LATIN_WORD.finditer(q)]
+    found += [m.group(1) for m in _HYPHENATED.finditer(q) if not set(m.group(1).split("-")[1:-1]) & _LINKING]
     found += [m.group(1) for m in _BEFORE_NOUN.finditer(q) if m.group(1) not in QUALIFIERS]
     asked = set(attr.words) if attr is not None else set()
     for w in found:

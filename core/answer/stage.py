@@ -198,6 +198,8 @@ def extractive_answer(
                                max_sentences=max_sentences)
     picked = with_constraints_met(question, table.rows, probs, picked, candidates, full_texts, titles,
                                   max_sentences=max_sentences)
+    picked = with_statement_first(question, table.rows, probs, picked, candidates, full_texts, titles,
+                                  max_sentences=max_sentences)
     texts = [r.text for r in table.rows]
     labels = sibling_labels([r.doc_id for r in table.rows], documents or {})
     ask = negated_ask(question)
@@ -288,6 +290,32 @@ def with_constraints_met(question: str, rows: Sequence[SentenceRow], scores: Seq
     if lead is None:
         return list(picked)
     return ([lead] + [i for i in picked if i != lead and ok(i)])[:max_sentences]
+
+
+def with_statement_first(question: str, rows: Sequence[SentenceRow], scores: Sequence[float], picked: Sequence[int],
+                         candidates: Sequence[Candidate], full_texts: Mapping[str, str] | None,
+                         titles: Mapping[str, str] | None, *, max_sentences: int, reach: int = 12) -> list[int]:
+    """A lead that ends with a colon introduces what follows it ('these types have the following meanings:'): the
+    best-scored of the next `reach` units of its chunk that names one of the question's names itself, and meets every
+    constraint with its chunk, leads instead (the list item '`Ge(x)` - value must be "Greater than or Equal"')."""
+    if not picked or not rows[picked[0]].text.rstrip().endswith(":"):
+        return list(picked)
+    cons = question_constraints(question)
+    if not any(c.kind == "entity" for c in cons):
+        return list(picked)
+    lead = rows[picked[0]]
+    text = next(((full_texts or {}).get(c.chunk_id) or c.text for c in candidates if c.chunk_id == lead.chunk_id), "")
+    after = sorted((i for i, r in enumerate(rows) if r.chunk_id == lead.chunk_id and r.span[0] >= lead.span[1]),
+                   key=lambda i: rows[i].span[0])[:reach]
+
+    def states(i: int) -> bool:
+        ck = check(question, Evidence(rows[i].text, text, "", (titles or {}).get(rows[i].doc_id, ""), rows[i].chunk_id),
+                   cons)
+        return ck.ok and any(v.constraint.kind == "entity" and v.where == "sentence" for v in ck.verdicts)
+    best = max((i for i in after if states(i)), key=lambda i: scores[i], default=None)
+    if best is None:
+        return list(picked)
+    return ([best] + [i for i in picked if i != best])[:max_sentences]
 
 
 def with_field_first(question: str, rows: Sequence[SentenceRow], scores: Sequence[float], picked: Sequence[int],

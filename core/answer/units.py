@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, Sequence
 
 from core.text import FIELD_LINE, field_blocks, sentence_spans
 
@@ -215,6 +215,27 @@ def _units(text: str) -> tuple[Unit, ...]:
         else:
             merged.append(u)
     return tuple(merged)
+
+
+def code_after(text: str, us: Sequence[Unit], j: int, *, max_lines: int = 2, max_chars: int = 160) -> int | None:
+    """Where a short code block ends that unit j introduces ('... install extra dependencies:' over a fenced
+    'pip install pypdf[crypto]'): the line it introduces is what the sentence says, so a quote of the sentence runs
+    on through it. None when unit j does not end with a colon or no short block follows it."""
+    if not text[us[j].start:us[j].end].rstrip().endswith(":"):
+        return None
+    end, lines, k = None, 0, j + 1
+    while k < len(us) and us[k].kind == "code" and not text[us[k - 1].end:us[k].start].strip():
+        body = text[us[k].start:us[k].end].strip()
+        end = us[k].end
+        if _FENCE.match(body):
+            if lines:
+                break  # the closing fence
+        else:
+            lines += 1
+            if lines > max_lines or len(body) > max_chars:
+                return None
+        k += 1
+    return end if lines else None
 
 
 def quotable(unit_text: str, kind: Kind) -> bool | None:

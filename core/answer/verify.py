@@ -234,9 +234,10 @@ _ATTR_ADJ = {"tall": "height", "high": "height", "wide": "width", "deep": "depth
 # Opposite events: asked when an office opened, a sentence that says when it closed answers another question.
 _EVENT_PAIRS = (("open", "clos"), ("start", "end"), ("begin", "end"), ("began", "end"), ("hir", "fir"),
                 ("acquir", "sold"), ("buy", "sell"), ("bought", "sold"), ("launch", "discontinu"),
-                ("found", "dissolv"), ("arriv", "depart"), ("import", "export"),
+                ("found", "dissolv"), ("arriv", "depart"), ("import", "export"), ("win", "los"), ("join", "leav"),
                 ("открыл", "закрыл"), ("открыт", "закрыт"), ("начал", "закончил"), ("купил", "продал"),
                 ("прибыл", "убыл"), ("импорт", "экспорт"))
+_EVENT_IRREGULAR = {"won": "win", "lost": "lose", "lose": "lose"}  # read as the stems above ('los' + 'e')
 _EVENT_ENDINGS = ("", "s", "e", "es", "ed", "d", "ing", "ings", "ure", "ures", "ened", "ening", "ation", "y")
 
 
@@ -274,7 +275,7 @@ def _states_attribute(attr: str, r: "_Read") -> bool:
 
 def _events(text: str) -> set[str]:
     """Event stems of the pairs above that a text uses ('opened' -> 'open')."""
-    words = {w.lower() for w in _WORD.findall(text)}
+    words = {_EVENT_IRREGULAR.get(w.lower(), w.lower()) for w in _WORD.findall(text)}
 
     def used(stem: str) -> bool:
         if _CYR.search(stem):
@@ -466,6 +467,8 @@ def numbers(text: str) -> set[str]:
     return out
 
 
+_AT_IDIOM = frozenset("least most best worst latest earliest first last".split())
+_DETERMINERS = frozenset("the a an its his her their this that these those our your my whose".split())
 _SPAN_AFTER_LAST = frozenset("year years decade decades century centuries month months week weeks day days night "
                              "nights time times few several couple hour hours minute minutes".split())
 
@@ -480,8 +483,14 @@ def _superlatives(text: str) -> set[str]:
         if w == "last" and ((i + 1 < len(words) and (words[i + 1] in _SPAN_AFTER_LAST or words[i + 1].isdigit())) or
                             (i > 0 and cased[i][:1].isupper())):
             continue  # 'the last 5 years', 'in the last decade' count back in time; 'Last Glacial Maximum' is a name
-        if w == "last" and re.match(r"\W*(\?|$|for\b|longer\b|until\b)", text[found[i].end():]):
+        if w == "last" and re.match(r"\W*(\?|$|for\b|longer\b|long\b|until\b)", text[found[i].end():]):
             continue  # 'How long did the outage last?', 'Will it last for years?': a verb
+        if w == "last" and i > 0 and words[i - 1] not in _DETERMINERS and \
+                re.search(r"(?i)\bhow long\b", text[:found[i].start()]):
+            continue  # 'How long did the fighting last in ...?': a verb after its subject, no determiner before it
+        if w in _AT_IDIOM and i > 0 and (words[i - 1] == "at" or (words[i - 1] == "the" and i > 1 and
+                                                               words[i - 2] == "at")):
+            continue  # 'at least 18', 'at most', 'at (the) latest', 'at first', 'at last': a bound or an adverb
         if w in _SUPER_EN:
             out.add(w)
         elif de and german.superlative(cased[i]):  # read in its English form: 'jüngste' is 'youngest'
@@ -810,6 +819,7 @@ def _entity_in(c: Constraint, read: _Read, cross: bool) -> bool:
     return False
 
 
+_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(")
 _SMALL = frozenset("of the and for de la von van der du des и для".split())
 
 
@@ -880,6 +890,11 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
                ) -> Verdict:
     """parts: (where, read) in the order evidence counts: sentence, heading, title, chunk."""
     local = parts[:3]
+    if c.kind == "entity" and re.search(r"(?<![\w.])" + re.escape(c.text) + r"\(", question):
+        calls = {m.group(1) for m in _CALL.finditer(sentence)}
+        others = sorted(x for x in calls if x != c.text and x[:1].isupper() == c.text[:1].isupper())
+        if others and c.text not in calls:  # asked what Ge(x) means, the sentence is about Gt(1.5)
+            return Verdict(c, "unmet", instead=tuple(others[:3]))
     if c.kind == "entity":
         for where, r in parts[:4]:
             if _entity_in(c, r, cross and not _CYR.search(" ".join(r.keys))):
@@ -1305,6 +1320,16 @@ def _near(claim: str, text: str, k: int = 2) -> str:
     return ""
 
 
+def _topic_keys(question: str, cons: Sequence[Constraint]) -> set[str] | None:
+    """The question's content words other than its constraints' (names, roles, years...): what a quote must share with
+    the question to be about it; None for a question not in English (its quotes may be in another language)."""
+    if _CYR.search(question) or _german(question):
+        return None
+    said = {k for c in cons if c.kind not in ("asks", "negation", "direction") for k in (*c.values, *_keys(c.text))}
+    return {k for k in _keys(question) if len(k) > 2 and k not in EN_STOP and k not in said and
+            k.lower() not in _QUESTION_OPENERS}
+
+
 def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: dict[str, ChunkText], *,
                   refusal: str, names: NameCheck | None = None) -> Verified:
     """An extractive answer checked: each quoted sentence against the question's constraints, read with its chunk.
@@ -1331,10 +1356,17 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
         # one states nothing of the asked thing: it cannot meet the question's other constraints either
         return bool(FIELD_LINE.match(ck.evidence.sentence)) and any(v.constraint.kind == "entity" for v in ck.unmet)
 
+    lead = checks[0]
+    topic = _topic_keys(question, cons)
+
     def meets(ck: Check, c: Constraint, local: bool = False) -> bool:
         if about_another(ck):
             return False
         v = next(x for x in ck.verdicts if x.constraint == c)
+        if c.kind == "entity" and ck is not lead and topic is not None and v.verdict == "met" and (
+                v.where in ("chunk", "title") or not (_read(ck.evidence.sentence).keys & topic)):
+            return False  # a name the answer's lead sentence lacks is not supplied by a later quote that only sits
+            # in a passage (a document) naming it, or that shares no other word with the question
         return v.verdict != "unmet" and (not local or v.where in ("sentence", "heading", "title", ""))
 
     def sibling(c: Constraint) -> bool:
