@@ -513,8 +513,17 @@ def main() -> None:
     ap.add_argument("--show", type=int, default=0, help="print N report-split items (answers and refusals)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tune", action="store_true", help="print the cross-lingual cuts' grids on the dev split first")
+    ap.add_argument("--settings", help="comma-separated settings to run (of " + ",".join(SETTINGS) + "); all when "
+                    "left out (a run of some settings is for reading, never for --out)")
+    ap.add_argument("--show-split", default="report", choices=("report", "dev"), help="the split --show reads")
+    ap.add_argument("--rows", type=Path, help="write every row (question, kind, verdicts, answer text) as JSON lines")
     args = ap.parse_args()
     data = build(args.datasets, args.seed)
+    if args.settings:
+        keep = set(args.settings.split(","))
+        assert keep <= set(SETTINGS), f"unknown settings: {keep - set(SETTINGS)}"
+        assert not args.out, "--out writes all settings' rows: run without --settings"
+        data["items"] = [it for it in data["items"] if it["setting"] in keep]
     items, corp = data["items"], data["corp"]
     reader = E5Reader() if e5_available() else None
     finder = NameFinder(reader) if reader is not None else None
@@ -557,13 +566,15 @@ def main() -> None:
                     for st in SETTINGS} for sp in ("dev", "report")}
     print(json.dumps(summary, indent=1, ensure_ascii=False))
     if args.show:
-        shown = [r for r in rows if r["split"] == "report"]
+        shown = [r for r in rows if r["split"] == args.show_split]
         random.Random(1).shuffle(shown)
         for r in shown[: args.show]:
             print(f"\n[{r['setting']}/{r['kind']}] {r['question']}  (gold: {r['answer']})\n  before: "
                   f"{'refused' if r['before']['refused'] else 'correct' if r['before']['correct'] else 'WRONG'}; "
                   f"after: {'refused' if r['after']['refused'] else 'correct' if r['after']['correct'] else 'WRONG'}"
                   f" ({r['after']['action']})\n  {r['after']['text'][:300]}")
+    if args.rows:
+        args.rows.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     if args.out:
         write_result(args.out.stem, {"what": __doc__.split("\n")[0], "summary": summary, "ms_per_question": ms,
                                      "machine": machine_info(), "rows": rows}, args.out,

@@ -131,3 +131,22 @@ def test_a_german_question_is_answered_over_english_evidence_and_an_invented_nam
     country = verify_quotes("Was ist die Hauptstadt Frankreichs?", "Paris is the capital of France. [c1]", ["c1"],
                             chunks, refusal=REFUSAL, names=finder)
     assert not country.refused  # a name German writes otherwise, found by its English form
+
+
+def test_german_ordinals_numbers_and_inflected_words_are_read() -> None:
+    from core.answer.verify import numbers
+    from core.text import sentence_spans
+    t = "Am 1. März 1979 fand ein Referendum statt. Im 20. Jahrhundert wuchs die Stadt. Sie hat 1.000 Einwohner."
+    assert [t[s:e] for s, e in sentence_spans(t)][:2] == ["Am 1. März 1979 fand ein Referendum statt.",
+                                                         "Im 20. Jahrhundert wuchs die Stadt."]
+    en = "He was 1. Then he left."
+    assert [en[s:e] for s, e in sentence_spans(en)] == ["He was 1.", "Then he left."]
+    assert numbers("Sie hat 22.338.618 Stellen, 1.000 Mann, 2,5 Meter und vier Brücken.") >= \
+        {"22338618", "1000", "2.5", "4"}
+    assert "1000" not in numbers("Version 1.000 of the tool was released.")  # one group: a decimal in English
+    de = "Brocards Vermutung besagt, dass es immer mindestens vier Primzahlen zwischen den Quadraten gibt."
+    v = check("Welche Vermutung besagt, dass es mindestens 4 Primzahlen zwischen den Quadraten gibt?", Evidence(de, de))
+    assert v.ok
+    paare = "Polignacs Vermutung besagt, dass es unendlich viele Paare von Primzahlen gibt."
+    v = check("Welche Vermutung besagt, dass es eine unendliche Anzahl von Paaren gibt?", Evidence(paare, paare))
+    assert v.ok  # 'Paaren' and 'Paare': one word with another ending
