@@ -16,7 +16,7 @@ from typing import Mapping, Protocol, Sequence
 import numpy as np
 
 from core.answer.e5_scorer import pair_text
-from core.answer.support import sentence_contexts
+from core.answer.support import continues, sentence_contexts
 from core.answer.translit import SOUND_CUT, latin_key, name_stated, sound_match
 from core.text import EN_STOP, RU_STOP, guess_language
 from core.types import Answer, Candidate
@@ -55,6 +55,10 @@ NOUN_BEST = 0.9  # a word of a German question that may be a name or a noun ('da
 # answer quotes); ANSWER_FLOOR is the lowest best cosine of the dev split's answerable questions, rounded down.
 
 _CYR = re.compile(r"[а-яёА-ЯЁ]")
+# a German sentence that points back to the one before it (general German: personal, possessive and demonstrative
+# openers; 'Es' is left out: 'Es gibt ...', 'Es wird vermutet ...' point nowhere)
+_CONTINUES_DE = re.compile(r"^\W*(Er|Sie|Sein|Seine[mnrs]?|Ihr|Ihre[mnrs]?|Dies|Diese[mnrs]?|Solche[mnrs]?|Beide[n]?|"
+                           r"Dabei|Daher|Deshalb|Dadurch|Damit)\b")
 _CAP_RUN = re.compile(r"[A-ZА-ЯЁ][\w\-]*(?: (?:of |the |de |von |van |da |du |la |le )?[A-ZА-ЯЁ][\w\-]*)+")
 _CAP = re.compile(r"(?<!\w)[A-ZА-ЯЁ][\w\-]+")
 _LOWER = re.compile(r"(?<!\w)[a-zа-яё][a-zа-яё\-]{2,}")
@@ -157,6 +161,15 @@ def cross_answer(question: str, candidates: Sequence[Candidate], reader: CrossRe
             break
         if all(rows[i][1] != rows[j][1] for j in picked):
             picked.append(i)
+    # a quoted sentence that goes on from the one before it ('These conjectures are ...', 'Diese Vermutungen ...') is
+    # quoted with that sentence, which says what it is about (as the same-language answer quotes it)
+    shown: list[int] = []
+    for i in picked:
+        if i > 0 and rows[i - 1][0] == rows[i][0] and i - 1 not in picked and i - 1 not in shown and \
+                (continues(rows[i][1]) or _CONTINUES_DE.match(rows[i][1])):
+            shown.append(i - 1)
+        shown.append(i)
+    picked = shown
     text = " ".join(f"{rows[i][1]} [{rows[i][0]}]" for i in picked)
     cites = tuple(dict.fromkeys(rows[i][0] for i in picked))
     return Answer(text, cites, False, "extractive"), best, note
