@@ -109,12 +109,24 @@ def _tokens(text: str, split_identifiers: bool, stem: bool) -> tuple[str, ...]:
 _SENT_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-ZА-ЯЁ0-9])|\n{2,}|\n(?=\s*[-*•]\s)|\n(?=#)")
 
 
+# A German ordinal is a number with a full stop ('am 1. März 1979', 'im 20. Jahrhundert'): no sentence ends there when a
+# month name or a century, millennium or time follows (general German, not read off any corpus)
+_ORDINAL_DOT = re.compile(r"(?<![\d.,])\d{1,2}\.$")
+_AFTER_ORDINAL = re.compile(r"(Januar|Jänner|Februar|März|April|Mai|Juni|Juli|August|September|Oktober|November|"
+                            r"Dezember|Jahrhunderts?|Jahrtausends?|Jahrestag|Lebensjahr|Mal|Platz|Stock|Klasse|Auflage|"
+                            r"Bundestag|Armee|Division|Regiment)\b")
+
+
 def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
-    """Character spans of sentences in text[start:end]; paragraph breaks and list items also end a sentence."""
+    """Character spans of sentences in text[start:end]; paragraph breaks and list items also end a sentence (a German
+    ordinal's full stop before a month or a century does not: 'am 1. März', 'im 20. Jahrhundert')."""
     end = len(text) if end is None else end
     spans: list[tuple[int, int]] = []
     pos = start
     for m in _SENT_END.finditer(text, start, end):
+        if text[m.start() - 1: m.start()] == "." and _ORDINAL_DOT.search(text, max(start, m.start() - 4), m.start()) \
+                and _AFTER_ORDINAL.match(text, m.end()):
+            continue
         if m.start() > pos:
             spans.append((pos, m.start()))
         pos = m.end()

@@ -62,6 +62,15 @@ def test_cross_answer_quotes_the_sentence_the_reader_ranks_first_and_refuses_bel
     assert off.refused and off.text.startswith(REFUSAL) and "closest sentence" in off.text and best < 0.74
 
 
+def test_a_quoted_sentence_that_points_back_is_quoted_with_the_one_before_it() -> None:
+    p = Candidate("c2", "d2", "The Seine flows through many towns. It is a river in Paris. Berlin is in Germany.", 1.0, 1)
+    a, _, _ = cross_answer("Какая река?", [p], ToyReader(), refusal=REFUSAL, margin=0.01)
+    assert a.text == "The Seine flows through many towns. [c2] It is a river in Paris. [c2]"
+    de = Candidate("c3", "d3", "Die Seine fließt durch viele Städte. Diese ist ein river in Paris.", 1.0, 1)
+    a, _, _ = cross_answer("Какая река?", [de], ToyReader(), refusal=REFUSAL, margin=0.01)
+    assert a.text.startswith("Die Seine fließt durch viele Städte. [c3] Diese")
+
+
 def test_is_cross_reads_scripts() -> None:
     assert is_cross("Какая столица Франции?", [PASSAGE.text])
     assert not is_cross("What is the capital?", [PASSAGE.text])

@@ -201,6 +201,22 @@ def common_noun(words: list[str], i: int) -> bool:
     return j >= 0 and (words[j].lower() in _DETERMINERS or words[j].isdigit())
 
 
+def strong_noun(words: list[str], i: int) -> bool:
+    """Whether the capitalised word words[i] is a common noun by what only nouns are (common_noun's strong half): a
+    role, month, ordinal or determiner, an umlaut or a common noun's suffix. A word read as a noun only by its place
+    (after an article: 'das Delta', 'im Sudan') or by letter groups English names hold too ('ei', 'ie': 'Einstein',
+    'Brakkenfield') may be a name."""
+    w = words[i]
+    low = w.lower()
+    if role(w) or month(w) or ordinal(w) or low in _DETERMINERS:
+        return True
+    if english_names(w) or (w.count("-") and all(p[:1].isupper() for p in w.split("-") if p)) or \
+            _in_name_run(words, i):
+        return False
+    return bool(_UMLAUTS.search(low)) or bool(_NOUN_SUFFIX.fullmatch(low)) or \
+        (len(low) >= 7 and bool(_NOUN_SUFFIX.search(low)))
+
+
 def english_names(word: str) -> tuple[str, ...]:
     """The English forms of a name German writes otherwise ('Frankreichs' -> ('france', 'french')); () if unknown."""
     low = word.lower()

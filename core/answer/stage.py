@@ -611,8 +611,10 @@ def verify_answer(question: str, answer: Answer, chunks: Mapping[str, ChunkText]
     """The verify stage's adapter: an offline answer's quoted sentences checked against the question's constraints
     (refused with the reason and the nearest fact when none meets them all), or Claude's answer checked against the
     passages it cites (flagged at its head when one is unmet). `cross`: a multilingual reader that looks for the
-    question's names in passages written in another script (core.answer.crosslingual.NameFinder)."""
-    names = NameFinder(cross) if cross is not None and is_cross(question, [c.text for c in chunks.values()]) else None
+    question's names in passages written in another script, or a German question's words that may be names
+    (core.answer.crosslingual.NameFinder)."""
+    names = NameFinder(cross) if cross is not None and reads_across(question, [c.text for c in chunks.values()]) \
+        else None  # (a German question over German passages: its words that may be names, core.answer.verify)
     if answer.mode == "llm":
         v = verify_model_answer(question, answer.text, answer.citations, dict(chunks), names=names)
     else:

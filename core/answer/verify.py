@@ -51,6 +51,13 @@ _NUM_RU = (("один", 1), ("одна", 1), ("одно", 1), ("два", 2), ("�
            ("трех", 3), ("четыр", 4), ("пять", 5), ("пяти", 5), ("шесть", 6), ("шести", 6), ("семь", 7),
            ("семи", 7), ("восем", 8), ("девят", 9), ("десят", 10), ("двадцат", 20), ("тридцат", 30), ("сорок", 40),
            ("сто", 100), ("тысяч", 1000), ("миллион", 10**6), ("миллиард", 10**9))
+# German number words (general German; read in German text only: 'elf' and 'acht' are words of other languages too)
+_NUM_DE = {w: i for i, w in enumerate(
+    "null eins zwei drei vier fünf sechs sieben acht neun zehn elf zwölf dreizehn vierzehn fünfzehn sechzehn "
+    "siebzehn achtzehn neunzehn zwanzig".split())}
+_NUM_DE.update({"zwo": 2, "dreißig": 30, "vierzig": 40, "fünfzig": 50, "sechzig": 60, "siebzig": 70, "achtzig": 80,
+                "neunzig": 90, "hundert": 100, "tausend": 1000, "million": 10**6, "millionen": 10**6,
+                "milliarde": 10**9, "milliarden": 10**9, "dutzend": 12})
 # Superlatives and their opposites: asked for the youngest, a sentence about the oldest is the neighbouring fact.
 _SUPER_PAIRS = (("largest", "smallest"), ("eldest", "youngest"), ("fewest", "most"), ("furthest", "nearest"), ("biggest", "smallest"), ("oldest", "youngest"), ("oldest", "newest"),
                 ("highest", "lowest"), ("longest", "shortest"), ("earliest", "latest"), ("first", "last"),
@@ -164,6 +171,7 @@ _QUESTION_OPENERS = frozenset("what which who whom whose when where why how is a
 _NOT_NAMES = frozenset("i i'm i've".split()) | _QUESTION_OPENERS
 _YEAR = re.compile(r"(?<![\d.,])(1[0-9]{3}|20[0-9]{2})(s|er|-е|-х)?(?![\d.,]\d)")
 _NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.,])\d+(?:[.,]\d+)?(?![\w])")
+_NUMBER_DOTTED = re.compile(r"(?<![\w.,])\d{1,3}(?:\.\d{3})+(?:,\d+)?(?![\w]|[.,]\d)")
 _ORD_DIGIT = re.compile(r"(?i)\b(\d+)\s*-?\s*(st|nd|rd|th|й|я|е|го|м|ой|ый|ом)\b")
 _IDENT = re.compile(r"(?<![\w.])[A-Za-z][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)+(?![\w])")
 _CODE = re.compile(r"(?<![\w-])(?=[\w-]*[^\W\d_])(?=[\w-]*\d)[\w]+(?:-[\w]+)+|(?<![\w-])[^\W\d_]+\d\w*")
@@ -292,6 +300,8 @@ class Constraint:
     # direction | period | asks
     text: str  # as the question words it ('Shelbyville', '1998', 'youngest', 'CTO')
     values: tuple[str, ...]  # canonical forms (stems / keys, numbers as plain digits, months as 'm5', ...)
+    soft: bool = False  # an entity a German question may mean as a common noun ('das Delta', 'den Sudan'): met when
+    # the evidence states it or (German evidence) the encoder reads it among the evidence's words; else unchecked
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "text": self.text}
@@ -451,14 +461,33 @@ def ordinals(text: str) -> set[str]:
     return out
 
 
+def _digit_numbers(text: str) -> set[str]:
+    """Numbers written in digits (outside years), as plain digits. German groups thousands with full stops and writes
+    the decimal comma ('22.338.618', '1.000', '2,5'): two groups or more read so in any text, one group in German."""
+    de = None
+    out, body = set(), text
+    for m in _NUMBER_DOTTED.finditer(text):
+        v = m.group(0)
+        if v.count(".") == 1 and not re.search(r",\d", v):
+            de = _german(text) if de is None else de
+            if not de:
+                continue
+        out.add(_num(v.replace(".", "").replace(",", ".")))
+        body = body[: m.start()] + " " * len(v) + body[m.end():]
+    return out | {_num(m.group(0)) for m in _NUMBER.finditer(body) if not _YEAR.fullmatch(m.group(0))}
+
+
 def numbers(text: str) -> set[str]:
     """Numbers a text states (digits outside codes and years, number words), as plain digits."""
     body = _CODE.sub(" ", text)
-    out = {_num(m.group(0)) for m in _NUMBER.finditer(body) if not _YEAR.fullmatch(m.group(0))}
+    out = _digit_numbers(body)
+    de = _german(text)
     for m in _WORD.finditer(body.lower()):
         w = m.group(0)
         if w in _NUM_EN:
             out.add(str(_NUM_EN[w]))
+        elif de and w in _NUM_DE:
+            out.add(str(_NUM_DE[w]))
         elif _CYR.search(w):
             for stem, n in _NUM_RU:
                 if w == stem or (len(stem) >= 4 and w.startswith(stem) and len(w) <= len(stem) + 3):
@@ -578,6 +607,24 @@ def _names(question: str) -> list[tuple[str, list[str]]]:
     return out
 
 
+def _soft_names(question: str) -> list[str]:
+    """The capitalised words of a German question read as common nouns only by their place or by letter groups English
+    names hold too (core.answer.german.strong_noun): 'das Kelbrin', 'den Sudan', 'von Einstein' may be names."""
+    if not _german(question):
+        return []
+    toks = list(_WORD.finditer(question))
+    words = [m.group(0) for m in toks]
+    out = []
+    for i, m in enumerate(toks):
+        w = m.group(0)
+        before = question[: m.start()].rstrip()
+        if i == 0 or not before or before[-1] in ".?!:;\"«(" or not w[:1].isupper() or w.isupper() or \
+                not german.common_noun(words, i) or german.strong_noun(words, i) or w.lower() in EN_STOP:
+            continue
+        out.append(w)
+    return list(dict.fromkeys(out))
+
+
 def _period(question: str) -> list[Constraint]:
     out = []
     for m in _REL_PERIOD.finditer(question):
@@ -597,6 +644,8 @@ def question_constraints(question: str) -> tuple[Constraint, ...]:
     q = question.strip()
     for text, words in _names(q):
         out.append(Constraint("entity", text, tuple(_key(w) for w in words)))
+    for w in _soft_names(q):
+        out.append(Constraint("entity", w, (_key(w),), soft=True))
     seen_roles = set()
     vm = _ASKS_ROLE_VERB.search(q)
     verb_role = [_VERB_ROLE[(vm.group("v") or vm.group("v2")).lower()]] if vm else []
@@ -610,7 +659,7 @@ def question_constraints(question: str) -> tuple[Constraint, ...]:
     for mth in sorted(months(q)):
         name = _MONTHS_EN[int(mth[1:]) - 1]
         out.append(Constraint("month", name.capitalize(), (mth,)))
-    digits = {_num(m.group(0)) for m in _NUMBER.finditer(_CODE.sub(" ", q)) if not _YEAR.fullmatch(m.group(0))}
+    digits = _digit_numbers(_CODE.sub(" ", q))
     for n in sorted(digits - {y for y in ys}):
         # only a number written in digits pins one: 'the first three quarters', 'one of the' use words loosely
         out.append(Constraint("number", n, (n,)))
@@ -794,8 +843,10 @@ def _entity_in(c: Constraint, read: _Read, cross: bool) -> bool:
     def found(k: str) -> bool:
         return k in read.keys or (len(k) >= 5 and any(x.startswith(k) for x in read.keys)) or \
             bool(_CYR.search(k) and len(k) >= 4 and any(x[:4] == k[:4] and len(x) >= 4 for x in read.keys)) or \
-            (de and len(k) >= 5 and any(x.endswith(k) or (len(k) >= 7 and x.startswith(k[:-2])) for x in read.keys))
-        # (German evidence: a name inside a compound, 'Nordwesteuropa', or with another case ending, 'Niederlande')
+            (de and len(k) >= 5 and any(x.endswith(k) or (len(k) >= 7 and x.startswith(k[:-2])) for x in read.keys)) \
+            or (de and _de_found(k, read.keys))
+        # (German evidence: a name inside a compound, 'Nordwesteuropa', or with another case ending, 'Niederlande',
+        # 'Paaren' and 'Paare', 'Hilfe' and 'Wohnraumhilfen')
     # a Latin name of capitalised words is stated with its first word and, of two words, whole ('Chen died' is not
     # 'Wang Chen'; 'Mary Jane Warnes, MBE' is not 'Andrea Jane Corr MBE'); its first word may be clipped ('Lor')
     person = " " in c.text and not any(_CYR.search(k) for k in keys) and all(w[:1].isupper() for w in c.text.split())
@@ -820,6 +871,23 @@ def _entity_in(c: Constraint, read: _Read, cross: bool) -> bool:
 
 
 _CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(")
+_DE_ENDING = re.compile(r"(?<=\w{4})(en|er|es|em|ern|n|s|e)$")
+
+
+def _de_stem(word: str) -> str:
+    """A German word without its case or plural ending ('Paaren' -> 'paar', 'Hilfen' -> 'hilf')."""
+    return _DE_ENDING.sub("", word.lower())
+
+
+def _de_found(key: str, keys: set[str]) -> bool:
+    """Whether a German word is in a German text's words with another ending, or as the last or first part of a
+    compound ('Hilfe' in 'Wohnraumhilfen', 'Rhein' in 'Rheindelta'): stems of four letters or more."""
+    k = _de_stem(key)
+    if len(k) < 4:
+        return False
+    return any(x.startswith(k) or x.endswith(k) for x in map(_de_stem, keys) if len(x) >= len(k))
+
+
 _SMALL = frozenset("of the and for de la von van der du des и для".split())
 
 
@@ -895,6 +963,17 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         others = sorted(x for x in calls if x != c.text and x[:1].isupper() == c.text[:1].isupper())
         if others and c.text not in calls:  # asked what Ge(x) means, the sentence is about Gt(1.5)
             return Verdict(c, "unmet", instead=tuple(others[:3]))
+    if c.kind == "entity" and c.soft:  # a German word that may be a name or a noun: stated, or read by the encoder
+        # among the words of German evidence ('Spitzname' for 'Rheindelta'); never refused across languages
+        for where, r in parts[:4]:
+            if _entity_in(c, r, False) or (sum(ch.isupper() for ch in c.text) >= 2 and c.text in "".join(
+                    w[0] for w in re.findall(r"[^\W\d_]+", r.raw_cased))):  # 'EmK': Evangelisch-methodistische Kirche
+                return Verdict(c, "met", where)
+        noun = getattr(names, "noun_stated", None)
+        whole = " / ".join(r.raw_cased for _, r in parts[:4] if r.raw_cased)
+        if cross or noun is None or not _german(whole):
+            return Verdict(c, "unchecked")
+        return Verdict(c, "met", "chunk") if noun(c.text, whole) else Verdict(c, "unmet")
     if c.kind == "entity":
         for where, r in parts[:4]:
             if _entity_in(c, r, cross and not _CYR.search(" ".join(r.keys))):
