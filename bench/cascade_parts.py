@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import random
 import sys
 import time
@@ -79,6 +80,9 @@ def read_default(tr: Any, cfg: Any, gold: set[str]) -> dict[str, Any]:
                       raptor_weight=0.0, transform_weight=w, rerank_top_n=top_n)
         refused[f"w{w:g}"] = recall(doc_order(f.candidates), gold)
     out["refused"] = refused
+    # the lists fusion read (chunk id, doc id), for re-fusing offline with other rules (--dump)
+    out["lists"] = {str(n): [[c.chunk_id, c.doc_id] for c in v] for n, v in
+                    {**lists, **{n: list(s.candidates) for n, s in ran.items()}}.items()}
     fused = tr.stage("fused")
     out["fused_docs"] = doc_order(fused.candidates)[:K] if fused is not None and fused.skipped is None else []
     return out
@@ -138,6 +142,7 @@ def run_set(name: str, args: argparse.Namespace, root: Path) -> dict[str, Any]:
     random.Random(args.seed).shuffle(qs)
     rows: list[dict[str, Any]] = []
     diluted: list[dict[str, Any]] = []
+    dumps: list[dict[str, Any]] = []
     t_q = time.perf_counter()
     for i, q in enumerate(qs):
         if args.max_seconds and time.perf_counter() - t_q > args.max_seconds:
@@ -163,9 +168,18 @@ def run_set(name: str, args: argparse.Namespace, root: Path) -> dict[str, Any]:
                             "fused_top5": d["fused_docs"]})
         for c in configs:
             row[c].pop("fused_docs", None)
+            lists = row[c].pop("lists", None)
+            if args.dump and c == "default":
+                dumps.append({"qid": q.qid, "half": row["half"], "type": row["type"], "query": q.query,
+                              "gold": sorted(gold), "lists": lists})
         rows.append(row)
         if (i + 1) % 25 == 0:
             print(f"  {name}: {i + 1}/{len(qs)} ({time.perf_counter() - t_q:.0f} s)", file=sys.stderr, flush=True)
+    if args.dump:
+        dump = Path(args.dump)
+        dump.parent.mkdir(parents=True, exist_ok=True)
+        with (dump.parent / f"{dump.name}_{name.replace(':', '_').replace('+', '_')}.jsonl").open("w") as fh:
+            fh.writelines(json.dumps(d) + "\n" for d in dumps)
     types = sorted({r["type"] for r in rows})
     groups: dict[str, Any] = {}
     for t in (["all"] if len(types) > 1 else []) + types:
@@ -192,6 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--datasets", default=None)
     ap.add_argument("--name", default="cascade_parts")
     ap.add_argument("--show", type=int, default=0)
+    ap.add_argument("--dump", default=None, help="write each question's fusion input lists to DUMP_<set>.jsonl")
     ap.add_argument("--candidate", action="append", default=[], metavar="[LABEL:]KEY=VALUE[,KEY=VALUE]",
                     help="also run the default with this change (several changes comma-separated)")
     args = ap.parse_args(argv)
@@ -234,7 +249,7 @@ def measured(d: dict[str, Any], file: str) -> list[Any]:
     rows = []
     for name, r in (d.get("sets") or {}).items():
         for t, g in (r.get("groups") or {}).items():
-            for h in ("choose", "report", "all"):
+            for h in ("choose", "report"):  # the JSON also has both halves together ('all')
                 a = g.get(h) or {}
                 if not a.get("questions"):
                     continue
@@ -257,7 +272,48 @@ def measured(d: dict[str, Any], file: str) -> list[Any]:
     return out
 
 
-CASCADE_PARTS = Table(measured, "Retrieval quality")
+def ceiling(rows: Sequence[dict[str, Any]], configs: Sequence[str]) -> dict[str, Any]:
+    """What a perfect per-question gate could gain over the shipped default: for each alternative (its own bm25 /
+    hybrid list, each candidate's final list), mean over questions of max(default, alternative) - default, in
+    points, and the questions where the alternative is better."""
+    out: dict[str, Any] = {}
+    n = len(rows)
+    for alt in ("bm25", "hybrid", *(c for c in configs if c not in ("default", "parts"))):
+        vals = [(r["default"]["final"], r[alt] if alt in ("bm25", "hybrid") else r[alt]["final"]) for r in rows]
+        out[alt] = {"gain": round(100 * sum(max(0.0, b - a) for a, b in vals) / n, 2) if n else None,
+                    "questions": sum(b > a for a, b in vals)}
+    return out
+
+
+def measured_ceiling(d: dict[str, Any]) -> list[Any]:
+    """Per set, type and half: the ceiling of a perfect gate (computed from the per-question rows)."""
+    rows = []
+    for name, r in (d.get("sets") or {}).items():
+        pq = r.get("per_question") or []
+        configs = list(r.get("configs") or {})
+        types = sorted({x["type"] for x in pq})
+        for t in (["all"] if len(types) > 1 else []) + types:
+            for h in ("choose", "report"):
+                sel = [x for x in pq if (t == "all" or x["type"] == t) and x["half"] == h]
+                if not sel:
+                    continue
+                c = ceiling(sel, configs)
+                rows.append([name, t, h, num(len(sel))]
+                            + [f"+{num(v['gain'])} ({v['questions']})" for v in c.values()])
+                head = list(c)
+    if not rows:
+        return []
+    return ["Ceiling of a perfect per-question gate: mean over questions of max(default, alternative) - default "
+            "(recall@5 points), with the questions where the alternative is better; an upper bound on any gate "
+            "that chooses, per question, between the default and that alternative.", "",
+            grid(["set", "type", "half", "questions", *head], rows)]
+
+
+def measured_all(d: dict[str, Any], file: str) -> list[Any]:
+    return [*measured(d, file), "", *measured_ceiling(d)]
+
+
+CASCADE_PARTS = Table(measured_all, "Retrieval quality")
 
 
 if __name__ == "__main__":
