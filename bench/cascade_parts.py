@@ -169,17 +169,19 @@ def run_set(name: str, args: argparse.Namespace, root: Path) -> dict[str, Any]:
         for c in configs:
             row[c].pop("fused_docs", None)
             lists = row[c].pop("lists", None)
-            if args.dump and c == "default":
-                dumps.append({"qid": q.qid, "half": row["half"], "type": row["type"], "query": q.query,
-                              "gold": sorted(gold), "lists": lists})
+            if args.dump:
+                dumps.append({"config": c, "qid": q.qid, "half": row["half"], "type": row["type"], "query": q.query,
+                              "gold": sorted(gold), "transforms": row[c]["transforms"], "lists": lists})
         rows.append(row)
         if (i + 1) % 25 == 0:
             print(f"  {name}: {i + 1}/{len(qs)} ({time.perf_counter() - t_q:.0f} s)", file=sys.stderr, flush=True)
     if args.dump:
         dump = Path(args.dump)
         dump.parent.mkdir(parents=True, exist_ok=True)
-        with (dump.parent / f"{dump.name}_{name.replace(':', '_').replace('+', '_')}.jsonl").open("w") as fh:
-            fh.writelines(json.dumps(d) + "\n" for d in dumps)
+        for c in configs:  # the default's file is DUMP_<set>.jsonl, a candidate's DUMP-<label>_<set>.jsonl
+            stem = dump.name if c == "default" else f"{dump.name}-{c}"
+            with (dump.parent / f"{stem}_{name.replace(':', '_').replace('+', '_')}.jsonl").open("w") as fh:
+                fh.writelines(json.dumps(d) + "\n" for d in dumps if d["config"] == c)
     types = sorted({r["type"] for r in rows})
     groups: dict[str, Any] = {}
     for t in (["all"] if len(types) > 1 else []) + types:

@@ -28,7 +28,8 @@ DEPTH = 50
 BASE = ("bm25", "dense", "dense_ml")
 RULE_CHOICE = ("on the choose half: the rule with the highest mean over the sets (twowiki's four types counted as "
                "one set) of fused recall@5 minus the shipped rule's, among rules that lose no set and no twowiki "
-               "type more than 1 point against the shipped rule")
+               "type more than 1 point against the shipped rule; the shipped rule stays unless that mean gain is at "
+               "least 0.5 points")
 
 Rule = Callable[[dict[str, list[Candidate]]], list[Candidate]]
 
@@ -118,20 +119,24 @@ def table(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dump", default="data/bench/cp/dump", help="the prefix cascade_parts --dump wrote")
+    ap.add_argument("--dump", default="data/bench/cp/dump", help="the prefix cascade_parts --dump wrote (several "
+                    "comma-separated; DUMP-<label> is a candidate's lists, named '<set> (<label>)')")
     ap.add_argument("--name", default="fusion_rules")
     args = ap.parse_args(argv)
-    prefix = Path(args.dump)
-    files = sorted(prefix.parent.glob(prefix.name + "_*.jsonl"))
+    files: list[tuple[Path, str]] = []
+    for spec in args.dump.split(","):
+        prefix = Path(spec.strip())
+        label = prefix.name.partition("-")[2]  # DUMP-<label>: a cascade_parts candidate's lists
+        files += [(f, f.stem[len(prefix.name) + 1:] + (f" ({label})" if label else ""))
+                  for f in sorted(prefix.parent.glob(prefix.name + "_*.jsonl"))]
     res: dict[str, Any] = {"k": K, "rrf_k": RRF_K, "rules": list(RULES), "rule_choice": RULE_CHOICE, "sets": {}}
     groups: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for f in files:
+    for f, name in files:
         items = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
         scored = score(items)
-        name = f.stem[len(prefix.name) + 1:]
         by: dict[str, list[dict[str, Any]]] = {"all": scored}
         for t in sorted({r["type"] for r in scored}):
-            if t != name:
+            if t != name.split(" ")[0]:
                 by[t] = [r for r in scored if r["type"] == t]
         groups[name] = by
         res["sets"][name] = {t: {h: table([r for r in rs if h == "all" or r["half"] == h])
@@ -151,7 +156,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if worst >= -1.0:
             ok[rule] = round(sum(gains) / len(gains), 3)
     res["eligible_mean_gain_choose"] = ok
-    res["chosen"] = max(ok, key=lambda r: ok[r]) if ok else "shipped (w=2)"
+    best = max(ok, key=lambda r: ok[r]) if ok else None
+    res["chosen"] = best if best is not None and ok[best] >= 0.5 else "shipped (w=2)"
     print(f"eligible (mean gain on choose): {ok}\nchosen: {res['chosen']}", file=sys.stderr)
     for name, by in res["sets"].items():
         for t, hs in by.items():
