@@ -17,6 +17,7 @@ from core.answer.support import (
     question_terms,
     sentence_table,
 )
+from core.text import tokenize
 from core.types import Candidate
 from train.logistic import fit_logistic
 
@@ -340,6 +341,18 @@ def test_russian_terms_match_by_their_first_five_letters() -> None:
     assert "Алматы" in t.terms.words.values()  # messages still show the user's word
     # English terms are untouched
     assert sentence_table("Who leads the Almaty office?", [c]).unseen != ()
+
+
+def test_the_share_the_corpus_never_uses_reads_russian_stems_by_their_key() -> None:
+    # the corpus indexes 'алматинского' (алматинск): the question's 'Алматы' (алмат) is the same city, as every other
+    # feature reads it; 'дирижабль' is in no form of the corpus
+    vocab = frozenset(tokenize("алматинского офиса открылся"))
+    c = Candidate("k1", "d1", "Офис открылся в ноябре.", 1.0, 1)
+    t = sentence_table("Когда открылся офис дирижабля в Алматы?", [c], vocabulary=vocab)
+    assert _f(t.rows[0].features, "absent") == pytest.approx(1 / 4)  # откр, офис, дирижабл, алмат: one never used
+    # English stems are matched whole
+    t_en = sentence_table("Which organisation hired engineers?", [c], vocabulary=frozenset({"engin"}))
+    assert _f(t_en.rows[0].features, "absent") == pytest.approx(2 / 3)
 
 
 def test_scorer_reads_only_the_rankers_top_k_and_combines_by_hand() -> None:

@@ -468,6 +468,21 @@ def _chunk_reading(text: str, versioned: bool) -> tuple[tuple[Span, ...], tuple[
                                                                                        versioned=versioned))
 
 
+_VOCAB_KEYS: dict[int, tuple[Collection[str], frozenset[str]]] = {}
+
+
+def _vocabulary_keys(vocabulary: Collection[str]) -> frozenset[str]:
+    """The keys (see _key) of a corpus vocabulary's Cyrillic stems, built once per vocabulary object (an index's
+    vocabulary is one frozenset for its life; the object is kept beside its keys so its id is never reused)."""
+    got = _VOCAB_KEYS.get(id(vocabulary))
+    if got is None or got[0] is not vocabulary:
+        if len(_VOCAB_KEYS) >= 8:
+            _VOCAB_KEYS.clear()
+        got = (vocabulary, frozenset(_key(t) for t in vocabulary if len(t) >= _RU_KEY and _CYRILLIC.search(t)))
+        _VOCAB_KEYS[id(vocabulary)] = got
+    return got[1]
+
+
 def _keyed(qt: QuestionTerms) -> QuestionTerms:
     """The question's terms by key; each key keeps the word the user typed (messages show words, never stems)."""
     if not any(_CYRILLIC.search(t) for t in qt.terms):
@@ -491,9 +506,13 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
     (BM25's), for the share of the question the corpus never mentions; None imputes it. `full_texts` (chunk id ->
     whole chunk text): read whole chunks instead of their pruned drafts (see reading_texts)."""
     qt = question_terms(question)
-    # the corpus's words for the share the corpus never uses: the stems as the index has them
-    absent = sum(1 for t in qt.terms if t not in vocabulary) / len(qt.terms) if vocabulary is not None and \
-        qt.terms else math.nan
+    # the corpus's words for the share the corpus never uses: the stems as the index has them, a Cyrillic stem by its
+    # key as every other feature reads it ('организация' -> организац is in a corpus that indexes организаци)
+    if vocabulary is not None and qt.terms:
+        keys = _vocabulary_keys(vocabulary) if any(_CYRILLIC.search(t) for t in qt.terms) else frozenset()
+        absent = sum(1 for t in qt.terms if t not in vocabulary and _key(t) not in keys) / len(qt.terms)
+    else:
+        absent = math.nan
     qt = _keyed(qt)
     titles = titles or {}
     asked_specific = specific_terms(question)
