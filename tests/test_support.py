@@ -120,6 +120,12 @@ def test_asked_kinds_and_what_holds_them() -> None:
     assert holds_type("Выручка выросла на 12% и составила 1,9 млн евро.", "amount", "Какая выручка у офиса?")
     who = "Who is the account manager for Greyling Pharmaceuticals?"
     assert asked_type(who) == "person" and asked_type("Кто руководит проектом?") == "person"
+    assert asked_type("Кому принадлежит склад?") == "person"
+    # Russian says 'how long', 'how often' and 'what percentage' too: a number is asked, as in English
+    for q in ("Как долго длится гарантия?", "Как часто проходит проверка?", "Какой процент заказов вернули?",
+              "Какую долю заказов вернули?", "How long does the warranty last?"):
+        assert asked_type(q) == "number", q
+    assert asked_type("Как называется процесс?") is None and asked_type("Какая компания выпустила FB-340?") is None
     assert holds_type("The account manager for Greyling Pharmaceuticals is Lena Brightwater.", "person", who)
     # the only name in the sentence is the one the question already has
     assert not holds_type("Greyling Pharmaceuticals makes sterile injectables in Belgium.", "person", who)

@@ -177,7 +177,7 @@ def question_terms(question: str) -> QuestionTerms:
 # What a question asks for, by its wording, and how to see it in a sentence (numbers the question itself has do
 # not count: 'NX-200' in a sentence does not answer 'how many ... NX-200').
 _ASKS = (
-    ("person", re.compile(r"(?i)^\s*(who|whom)\b|^\s*кто\b|^\s*кем\b")),
+    ("person", re.compile(r"(?i)^\s*(who|whom)\b|^\s*(кто|кем|кого|кому)\b")),
     ("version", re.compile(r"(?i)\b(which|what) (\w+ )?(version|release)\b|как(ой|ая) (верси|выпуск|релиз)")),
     ("amount", re.compile(r"(?i)\b(price|prices|cost|costs|fee|fees|revenue|revenues|budget|turnover|salary|"
                           r"salaries|stipend|allowance|margin|spend|spent)\b|стои|цен[аыу]|выручк|бюджет|зарплат|"
@@ -186,8 +186,11 @@ _ASKS = (
     # 'when' opens the question (or a second part of it): 'the first action when a gateway reports ...' asks no date
     ("year", re.compile(r"(?i)\b(which|what) year\b|^\s*(by |since |until )?when\b|\b(and|or),? when\b|"
                         r"в каком году|^\s*когда\b|\bи когда\b")),
+    # the Russian cues say what the English ones say: 'how long / often / far / high', 'what percentage / share / rate'
     ("number", re.compile(r"(?i)\bhow (many|much|long|large|big|often|far|high)\b|\bwhat (rate|percentage|value|share)"
-                          r"\b|\bdefault\b|сколько|на сколько|каким моментом|какое значение")),
+                          r"\b|\bdefault\b|сколько|на сколько|каким моментом|какое значение|"
+                          r"\bкак (долго|часто|далеко|высоко)\b|\bнасколько\b|"
+                          r"\bкак(ой|ому|ого|ова|ую|ая|ов)\s+(процент|дол[юиея]|ставк)")),
 )
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 # Counts written as words answer 'how many' as well as digits do ('up to three days per week').
