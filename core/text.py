@@ -106,7 +106,8 @@ def _tokens(text: str, split_identifiers: bool, stem: bool) -> tuple[str, ...]:
     return tuple(out)
 
 
-_SENT_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-ZА-ЯЁ0-9])|\n{2,}|\n(?=\s*[-*•]\s)|\n(?=#)")
+# Quotes of every language close and open a sentence as English ones do: «…», „…“, “…”.
+_SENT_END = re.compile(r"(?<=[.!?…])[\"')\]»“”]*\s+(?=[\"'(\[«„“]?[A-ZА-ЯЁÄÖÜ0-9])|\n{2,}|\n(?=\s*[-*•]\s)|\n(?=#)")
 
 
 def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
