@@ -121,6 +121,12 @@ def test_asked_kinds_and_what_holds_them() -> None:
     who = "Who is the account manager for Greyling Pharmaceuticals?"
     assert asked_type(who) == "person" and asked_type("Кто руководит проектом?") == "person"
     assert asked_type("Кому принадлежит склад?") == "person"
+    # a surname after a particle, in either script, or hyphened to one, is a name
+    for sent, q in (("The regime was led by Hassan al-Turabi.", "Who led the regime?"),
+                    ("Во главе были генерал-майор Луи-Жозеф де Монкальм и его заместители.", "Кто руководил войсками?"),
+                    ("Режим возглавлял Хасан ат-Тураби.", "Кто возглавлял режим?")):
+        assert holds_type(sent, "person", q), sent
+    assert not holds_type("Режим возглавлял де факто совет.", "person", "Кто возглавлял режим?")
     # Russian says 'how long', 'how often' and 'what percentage' too: a number is asked, as in English
     for q in ("Как долго длится гарантия?", "Как часто проходит проверка?", "Какой процент заказов вернули?",
               "Какую долю заказов вернули?", "How long does the warranty last?"):

@@ -207,8 +207,12 @@ _YEARISH = re.compile(r"\b(19|20)\d\d\b|\b(January|February|March|April|May|June
                       r"November|December)\b|(?i:январ|феврал|март|апрел|ма[йя]|июн|июл|август|сентябр|октябр|ноябр|декабр)")
 _AMOUNT = re.compile(r"(?i)[€$£₸]\s?\d|\b(eur|usd)\s?\d|\d\s?(€|eur|euros?|usd|dollars?|руб\w*|тенге|₸|евро|"
                      r"млн|million|billion)(?!\w)|\d\s?%")
-# Two capitalised words in a row (Latin or Cyrillic): a person's name answers 'who'.
-_NAME = re.compile(r"\b([A-ZА-ЯЁ][a-zа-яё]+(?:-[A-ZА-ЯЁ][a-zа-яё]+)?)\s+((?:van |de |der )?[A-ZА-ЯЁ][a-zа-яё]+)")
+# Two capitalised words in a row (Latin or Cyrillic): a person's name answers 'who'. A surname may follow a particle,
+# in either script ('Ludwig van Beethoven', 'Луи-Жозеф де Монкальм') or hyphened to it ('Hassan al-Turabi',
+# 'Хасан ат-Тураби').
+_NAME = re.compile(r"\b([A-ZА-ЯЁ][a-zа-яё]+(?:-[A-ZА-ЯЁ][a-zа-яё]+)?)\s+((?:(?:van|von|de|der|du|da|di|la|le|ibn|bin|"
+                   r"ван|фон|де|дер|дю|да|ди|ла|ле|ибн|бен) )?(?:(?:al|el|ad|an|ar|as|at|ash|аль|эль|ад|ан|ар|ас|ат|аш)-)?"
+                   r"[A-ZА-ЯЁ][a-zа-яё]+)")
 _VERSION = re.compile(r"\b\d+\.\d+(?:\.\d+)?\b")
 _MONTH = re.compile(r"\b(January|February|March|April|May|June|July|August|September|October|November|December)\b|"
                     r"(?i:\b(январ|феврал|март|апрел|ма[йяе]|июн|июл|август|сентябр|октябр|ноябр|декабр)[а-яё]*)")
