@@ -22,6 +22,12 @@ from core.types import Candidate
 from train.logistic import fit_logistic
 
 
+def test_russian_question_and_relative_pronouns_are_no_terms() -> None:
+    # 'кому', 'чему', 'которые' carry no content, as English 'whom', 'which', 'that' (stop words) do not
+    qt = question_terms("Кому и чему служат числа, которые делятся на 3?")
+    assert qt.terms == ("служат", "числ", "дел", "3")
+
+
 def test_question_terms_keep_words_and_drop_the_possessive_s() -> None:
     qt = question_terms("What was the revenue of Corvane's Industrial Hardware division in Q2 2024?")
     assert "s" not in qt.terms

@@ -69,7 +69,10 @@ MODEL_FEATURES = frozenset({"li", "li_rel", "rerank", "rerank_rel", "rerank_gap"
 
 # Question words that carry no content (on top of the search stop words).
 _FILLER_WORDS = ("much many tell me about please list name give describe explain our we you your i there any exist "
-                 "сколько какой какая какие каков кто когда где почему")
+                 "сколько какой какая какие каков кто когда где почему "
+                 # the cases of 'кто' and 'что' and the relative 'который' (every form stems to котор), as English
+                 # 'which', 'that', 'who' are stop words
+                 "кого кому кем чему чём который")
 _FILLER = frozenset(t for w in _FILLER_WORDS.split() for t in tokenize(w))
 _IDENT = re.compile(r"[\w][\w.\-]*[\w]|\w", re.UNICODE)
 # The plural of a product code ('the interim XR-200s'): passages write the code itself, so the question's term is the
