@@ -106,7 +106,8 @@ def _tokens(text: str, split_identifiers: bool, stem: bool) -> tuple[str, ...]:
     return tuple(out)
 
 
-_SENT_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-ZА-ЯЁ0-9])|\n{2,}|\n(?=\s*[-*•]\s)|\n(?=#)")
+# Quotes of every language close and open a sentence as English ones do: «…», „…“, “…”.
+_SENT_END = re.compile(r"(?<=[.!?…])[\"')\]»“”]*\s+(?=[\"'(\[«„“]?[A-ZА-ЯЁÄÖÜ0-9])|\n{2,}|\n(?=\s*[-*•]\s)|\n(?=#)")
 
 
 # A German ordinal is a number with a full stop ('am 1. März 1979', 'im 20. Jahrhundert'): no sentence ends there when a

@@ -155,3 +155,12 @@ def test_a_run_of_fields_is_packed_field_by_field() -> None:
     assert len(ranges) > 2
     for s, e in ranges:
         assert text[s:e].split("\n")[0] in lines and text[s:e].split("\n")[-1] in lines
+
+
+def test_sentences_open_and_close_with_the_quotes_of_other_languages() -> None:
+    text = "Весь конфликт известен как Семилетняя война. «Семилетняя» относится к Европе. Он сказал: «Хватит.» Потом ушёл."
+    assert [text[s:e] for s, e in sentence_spans(text)] == [
+        "Весь конфликт известен как Семилетняя война.", "«Семилетняя» относится к Европе.",
+        "Он сказал: «Хватит.", "Потом ушёл."]  # a closing quote after the stop is left out, as an English one is
+    de = "Der Krieg begann 1756. „Siebenjährig“ heißt er in Europa. Über ihn schrieb man viel."
+    assert len(sentence_spans(de)) == 3

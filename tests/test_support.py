@@ -17,8 +17,15 @@ from core.answer.support import (
     question_terms,
     sentence_table,
 )
+from core.text import tokenize
 from core.types import Candidate
 from train.logistic import fit_logistic
+
+
+def test_russian_question_and_relative_pronouns_are_no_terms() -> None:
+    # 'кому', 'чему', 'которые' carry no content, as English 'whom', 'which', 'that' (stop words) do not
+    qt = question_terms("Кому и чему служат числа, которые делятся на 3?")
+    assert qt.terms == ("служат", "числ", "дел", "3")
 
 
 def test_question_terms_keep_words_and_drop_the_possessive_s() -> None:
@@ -119,6 +126,18 @@ def test_asked_kinds_and_what_holds_them() -> None:
     assert holds_type("Выручка выросла на 12% и составила 1,9 млн евро.", "amount", "Какая выручка у офиса?")
     who = "Who is the account manager for Greyling Pharmaceuticals?"
     assert asked_type(who) == "person" and asked_type("Кто руководит проектом?") == "person"
+    assert asked_type("Кому принадлежит склад?") == "person"
+    # a surname after a particle, in either script, or hyphened to one, is a name
+    for sent, q in (("The regime was led by Hassan al-Turabi.", "Who led the regime?"),
+                    ("Во главе были генерал-майор Луи-Жозеф де Монкальм и его заместители.", "Кто руководил войсками?"),
+                    ("Режим возглавлял Хасан ат-Тураби.", "Кто возглавлял режим?")):
+        assert holds_type(sent, "person", q), sent
+    assert not holds_type("Режим возглавлял де факто совет.", "person", "Кто возглавлял режим?")
+    # Russian says 'how long', 'how often' and 'what percentage' too: a number is asked, as in English
+    for q in ("Как долго длится гарантия?", "Как часто проходит проверка?", "Какой процент заказов вернули?",
+              "Какую долю заказов вернули?", "How long does the warranty last?"):
+        assert asked_type(q) == "number", q
+    assert asked_type("Как называется процесс?") is None and asked_type("Какая компания выпустила FB-340?") is None
     assert holds_type("The account manager for Greyling Pharmaceuticals is Lena Brightwater.", "person", who)
     # the only name in the sentence is the one the question already has
     assert not holds_type("Greyling Pharmaceuticals makes sterile injectables in Belgium.", "person", who)
@@ -340,6 +359,18 @@ def test_russian_terms_match_by_their_first_five_letters() -> None:
     assert "Алматы" in t.terms.words.values()  # messages still show the user's word
     # English terms are untouched
     assert sentence_table("Who leads the Almaty office?", [c]).unseen != ()
+
+
+def test_the_share_the_corpus_never_uses_reads_russian_stems_by_their_key() -> None:
+    # the corpus indexes 'алматинского' (алматинск): the question's 'Алматы' (алмат) is the same city, as every other
+    # feature reads it; 'дирижабль' is in no form of the corpus
+    vocab = frozenset(tokenize("алматинского офиса открылся"))
+    c = Candidate("k1", "d1", "Офис открылся в ноябре.", 1.0, 1)
+    t = sentence_table("Когда открылся офис дирижабля в Алматы?", [c], vocabulary=vocab)
+    assert _f(t.rows[0].features, "absent") == pytest.approx(1 / 4)  # откр, офис, дирижабл, алмат: one never used
+    # English stems are matched whole
+    t_en = sentence_table("Which organisation hired engineers?", [c], vocabulary=frozenset({"engin"}))
+    assert _f(t_en.rows[0].features, "absent") == pytest.approx(2 / 3)
 
 
 def test_scorer_reads_only_the_rankers_top_k_and_combines_by_hand() -> None:

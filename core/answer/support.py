@@ -69,7 +69,10 @@ MODEL_FEATURES = frozenset({"li", "li_rel", "rerank", "rerank_rel", "rerank_gap"
 
 # Question words that carry no content (on top of the search stop words).
 _FILLER_WORDS = ("much many tell me about please list name give describe explain our we you your i there any exist "
-                 "сколько какой какая какие каков кто когда где почему")
+                 "сколько какой какая какие каков кто когда где почему "
+                 # the cases of 'кто' and 'что' and the relative 'который' (every form stems to котор), as English
+                 # 'which', 'that', 'who' are stop words
+                 "кого кому кем чему чём который")
 _FILLER = frozenset(t for w in _FILLER_WORDS.split() for t in tokenize(w))
 _IDENT = re.compile(r"[\w][\w.\-]*[\w]|\w", re.UNICODE)
 # The plural of a product code ('the interim XR-200s'): passages write the code itself, so the question's term is the
@@ -177,7 +180,7 @@ def question_terms(question: str) -> QuestionTerms:
 # What a question asks for, by its wording, and how to see it in a sentence (numbers the question itself has do
 # not count: 'NX-200' in a sentence does not answer 'how many ... NX-200').
 _ASKS = (
-    ("person", re.compile(r"(?i)^\s*(who|whom)\b|^\s*кто\b|^\s*кем\b")),
+    ("person", re.compile(r"(?i)^\s*(who|whom)\b|^\s*(кто|кем|кого|кому)\b")),
     ("version", re.compile(r"(?i)\b(which|what) (\w+ )?(version|release)\b|как(ой|ая) (верси|выпуск|релиз)")),
     ("amount", re.compile(r"(?i)\b(price|prices|cost|costs|fee|fees|revenue|revenues|budget|turnover|salary|"
                           r"salaries|stipend|allowance|margin|spend|spent)\b|стои|цен[аыу]|выручк|бюджет|зарплат|"
@@ -186,8 +189,11 @@ _ASKS = (
     # 'when' opens the question (or a second part of it): 'the first action when a gateway reports ...' asks no date
     ("year", re.compile(r"(?i)\b(which|what) year\b|^\s*(by |since |until )?when\b|\b(and|or),? when\b|"
                         r"в каком году|^\s*когда\b|\bи когда\b")),
+    # the Russian cues say what the English ones say: 'how long / often / far / high', 'what percentage / share / rate'
     ("number", re.compile(r"(?i)\bhow (many|much|long|large|big|often|far|high)\b|\bwhat (rate|percentage|value|share)"
-                          r"\b|\bdefault\b|сколько|на сколько|каким моментом|какое значение")),
+                          r"\b|\bdefault\b|сколько|на сколько|каким моментом|какое значение|"
+                          r"\bкак (долго|часто|далеко|высоко)\b|\bнасколько\b|"
+                          r"\bкак(ой|ому|ого|ова|ую|ая|ов)\s+(процент|дол[юиея]|ставк)")),
 )
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 # Counts written as words answer 'how many' as well as digits do ('up to three days per week').
@@ -204,8 +210,12 @@ _YEARISH = re.compile(r"\b(19|20)\d\d\b|\b(January|February|March|April|May|June
                       r"November|December)\b|(?i:январ|феврал|март|апрел|ма[йя]|июн|июл|август|сентябр|октябр|ноябр|декабр)")
 _AMOUNT = re.compile(r"(?i)[€$£₸]\s?\d|\b(eur|usd)\s?\d|\d\s?(€|eur|euros?|usd|dollars?|руб\w*|тенге|₸|евро|"
                      r"млн|million|billion)(?!\w)|\d\s?%")
-# Two capitalised words in a row (Latin or Cyrillic): a person's name answers 'who'.
-_NAME = re.compile(r"\b([A-ZА-ЯЁ][a-zа-яё]+(?:-[A-ZА-ЯЁ][a-zа-яё]+)?)\s+((?:van |de |der )?[A-ZА-ЯЁ][a-zа-яё]+)")
+# Two capitalised words in a row (Latin or Cyrillic): a person's name answers 'who'. A surname may follow a particle,
+# in either script ('Ludwig van Beethoven', 'Луи-Жозеф де Монкальм') or hyphened to it ('Hassan al-Turabi',
+# 'Хасан ат-Тураби').
+_NAME = re.compile(r"\b([A-ZА-ЯЁ][a-zа-яё]+(?:-[A-ZА-ЯЁ][a-zа-яё]+)?)\s+((?:(?:van|von|de|der|du|da|di|la|le|ibn|bin|"
+                   r"ван|фон|де|дер|дю|да|ди|ла|ле|ибн|бен) )?(?:(?:al|el|ad|an|ar|as|at|ash|аль|эль|ад|ан|ар|ас|ат|аш)-)?"
+                   r"[A-ZА-ЯЁ][a-zа-яё]+)")
 _VERSION = re.compile(r"\b\d+\.\d+(?:\.\d+)?\b")
 _MONTH = re.compile(r"\b(January|February|March|April|May|June|July|August|September|October|November|December)\b|"
                     r"(?i:\b(январ|феврал|март|апрел|ма[йяе]|июн|июл|август|сентябр|октябр|ноябр|декабр)[а-яё]*)")
@@ -470,6 +480,21 @@ def _chunk_reading(text: str, versioned: bool) -> tuple[tuple[Span, ...], tuple[
                                                                                        versioned=versioned))
 
 
+_VOCAB_KEYS: dict[int, tuple[Collection[str], frozenset[str]]] = {}
+
+
+def _vocabulary_keys(vocabulary: Collection[str]) -> frozenset[str]:
+    """The keys (see _key) of a corpus vocabulary's Cyrillic stems, built once per vocabulary object (an index's
+    vocabulary is one frozenset for its life; the object is kept beside its keys so its id is never reused)."""
+    got = _VOCAB_KEYS.get(id(vocabulary))
+    if got is None or got[0] is not vocabulary:
+        if len(_VOCAB_KEYS) >= 8:
+            _VOCAB_KEYS.clear()
+        got = (vocabulary, frozenset(_key(t) for t in vocabulary if len(t) >= _RU_KEY and _CYRILLIC.search(t)))
+        _VOCAB_KEYS[id(vocabulary)] = got
+    return got[1]
+
+
 def _keyed(qt: QuestionTerms) -> QuestionTerms:
     """The question's terms by key; each key keeps the word the user typed (messages show words, never stems)."""
     if not any(_CYRILLIC.search(t) for t in qt.terms):
@@ -493,9 +518,13 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
     (BM25's), for the share of the question the corpus never mentions; None imputes it. `full_texts` (chunk id ->
     whole chunk text): read whole chunks instead of their pruned drafts (see reading_texts)."""
     qt = question_terms(question)
-    # the corpus's words for the share the corpus never uses: the stems as the index has them
-    absent = sum(1 for t in qt.terms if t not in vocabulary) / len(qt.terms) if vocabulary is not None and \
-        qt.terms else math.nan
+    # the corpus's words for the share the corpus never uses: the stems as the index has them, a Cyrillic stem by its
+    # key as every other feature reads it ('организация' -> организац is in a corpus that indexes организаци)
+    if vocabulary is not None and qt.terms:
+        keys = _vocabulary_keys(vocabulary) if any(_CYRILLIC.search(t) for t in qt.terms) else frozenset()
+        absent = sum(1 for t in qt.terms if t not in vocabulary and _key(t) not in keys) / len(qt.terms)
+    else:
+        absent = math.nan
     qt = _keyed(qt)
     titles = titles or {}
     asked_specific = specific_terms(question)
