@@ -392,3 +392,13 @@ def test_an_answer_citing_text_with_instructions_to_the_model_is_flagged(anthrop
     for plain in ("The instructions on page 4 replace the previous ones.", "Previous versions ignored the limit.",
                   "Ты видел новый отчёт?", "The system prompts the operator to confirm."):
         assert instructions_in(plain) == [], plain
+
+
+def test_a_lead_that_ends_with_a_colon_gives_way_to_the_item_that_names_the_asked_thing() -> None:
+    text = ("### Gt, Ge, Lt, Le\n\nNote that `Annotated[int, Gt(1.5)]` is fine, for example.\n\n"
+            "To be explicit, these types have the following meanings:\n\n"
+            "* `Gt(x)` - value must be \"Greater Than\" `x` - equivalent to exclusive minimum\n"
+            "* `Ge(x)` - value must be \"Greater than or Equal\" to `x` - equivalent to inclusive minimum\n")
+    a = extractive_answer("What does Ge(x) mean in annotated-types?", [Candidate("c1", "d1", text, 1.0, 1)],
+                          titles={"d1": "annotated-types"}, threshold=0.0).answer
+    assert not a.refused and a.text.startswith("* `Ge(x)`")

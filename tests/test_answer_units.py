@@ -180,3 +180,14 @@ def test_a_hyphenated_program_name_and_a_call_are_read_as_names() -> None:
                       {"c": ChunkText("### Gt, Ge, Lt, Le\n\n`Annotated[int, Gt(1.5)]` is fine.", "Gt, Ge, Lt, Le",
                                       "annotated-types")}, refusal="The corpus does not say.")
     assert v.refused and "Gt" in v.text
+
+
+def test_a_sentence_that_points_back_to_a_command_quotes_it_and_an_option_is_a_name() -> None:
+    text = "Install it:\n\n```shell\n$ pip install 'foo[fast]'\n```\n\nThis will install foo with compiled parts.\n"
+    quoted = [" ".join(text[s:e].split()) for s, e in claim_spans(text)]
+    assert "```shell $ pip install 'foo[fast]' ``` This will install foo with compiled parts." in quoted
+    # asked what --workers uses, the sentence about --reload is the neighbouring fact
+    assert [c.text for c in question_constraints("Which package does the --workers flag use?")] == ["--workers"]
+    v = verify_quotes("Which package does the --workers flag use?", "The `--reload` flag will use `watchfiles`. [c]",
+                      ["c"], {"c": ChunkText("The `--reload` flag will use `watchfiles`.")}, refusal="No.")
+    assert v.refused and "--reload" in v.text

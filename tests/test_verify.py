@@ -289,3 +289,6 @@ def test_a_name_the_lead_sentence_lacks_is_not_supplied_by_a_later_quote_of_anot
     # winning and losing, joining and leaving are opposite events ('won' and 'lost' read as 'win' and 'lose')
     assert _unmet("When did the team win the cup?", "The team lost the cup final in 1990.") == [("event", ("los",))]
     assert _unmet("When did the team win the cup?", "The team won the cup in 1990 after it lost in 1989.") == []
+    # a superlative that ranks another noun is the neighbouring fact though the sentence names the asked noun elsewhere
+    assert _unmet("What is the last study?", "The aim of this study was to explore care in the last phase of life.") \
+        == [("superlative", ("last phase",))]

@@ -16,7 +16,7 @@ from typing import Any, Callable, Collection, Mapping, Protocol, Sequence
 import numpy as np
 
 from core.models import DATA_DIR
-from core.answer.units import code_after, quotable, units
+from core.answer.units import code_after, code_before, quotable, units
 from core.models.fitted import FittedLinear, load_fitted, save_fitted, sigmoid
 from core.models.tokens import maxsim
 from core.text import EN_STOP, RU_STOP, sentence_spans, tokenize
@@ -415,7 +415,7 @@ def _strip_heading_lines(text: str, s: int, e: int) -> int:
 def claim_spans(text: str) -> list[Span]:
     """The units of a passage an extractive answer may quote: its sentences without the heading lines glued above
     them, and in line-structured text its field lines, list items and docstring lines (a line of code only with the
-    sentence that introduces it)."""
+    sentence that introduces it or points back to it)."""
     out = []
     us = units(text)
     for j, u in enumerate(us):  # line-structured text (fields, lists, code blocks) read line by line (core.answer.units)
@@ -427,7 +427,8 @@ def claim_spans(text: str) -> list[Span]:
                 s += 1
             ok = s < e and _is_claim(" ".join(text[s:e].split()))
         if ok:
-            out.append((s, code_after(text, us, j) or e))  # a sentence that introduces a short code line quotes it
+            # a sentence that introduces a short code line, or points back to one ('This will install ...'), quotes it
+            out.append((code_before(text, us, j) or s, code_after(text, us, j) or e))
     return out
 
 

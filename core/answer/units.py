@@ -238,6 +238,30 @@ def code_after(text: str, us: Sequence[Unit], j: int, *, max_lines: int = 2, max
     return end if lines else None
 
 
+_POINTS_AT_CODE = re.compile(r"^\W*(this|these|that|it|running this|the (above|command|line) above)\b", re.I)
+
+
+def code_before(text: str, us: Sequence[Unit], j: int, *, max_lines: int = 2, max_chars: int = 160) -> int | None:
+    """Where a short code block starts that unit j points back to ('pip install "uvicorn[standard]"' above 'This will
+    install uvicorn with Cython-based dependencies'): the command is what the sentence is about, so a quote of the
+    sentence starts with it. None when unit j does not open with 'This', 'It', ... or no short block is right above."""
+    if j == 0 or not _POINTS_AT_CODE.match(text[us[j].start:us[j].end]):
+        return None
+    start, lines, k = None, 0, j - 1
+    while k >= 0 and us[k].kind == "code" and not text[us[k].end:us[k + 1].start].strip():
+        body = text[us[k].start:us[k].end].strip()
+        start = us[k].start
+        if _FENCE.match(body):
+            if lines:
+                break  # the opening fence
+        else:
+            lines += 1
+            if lines > max_lines or len(body) > max_chars:
+                return None
+        k -= 1
+    return start if lines else None
+
+
 def quotable(unit_text: str, kind: Kind) -> bool | None:
     """Whether a line unit may be quoted on its own (None: judge it as a sentence). A field line with a value, an
     item or docstring line of three words or more are claims though they end without a full stop; code never is."""

@@ -601,6 +601,8 @@ def _names(question: str) -> list[tuple[str, list[str]]]:
                 continue
         flush()
     flush()
+    for m in _OPTION.finditer(question):  # command-line options ('--workers')
+        out.append((m.group(0), [m.group(0)]))
     for m in _IDENT.finditer(question):  # config keys and dotted names ('max_age', 'os.path')
         if "_" in m.group(0) or m.group(0)[:1].isupper():
             out.append((m.group(0), [m.group(0)]))
@@ -831,6 +833,8 @@ def _role_in(role: str, found: Sequence[str]) -> bool:
 
 
 def _entity_in(c: Constraint, read: _Read, cross: bool) -> bool:
+    if _OPTION.fullmatch(c.text):  # an option as written, never inside a longer one ('--work' in '--workers')
+        return re.search(re.escape(c.text.lower()) + r"(?![\w-])", read.raw) is not None
     if _IDENT.fullmatch(c.text) or _CODE.fullmatch(c.text):  # a key or a code ('max_age', 'E-ABC-1234') as written
         return c.text.lower() in read.raw
     if re.fullmatch(r"[A-ZА-ЯЁ]{2,6}", c.text) and _acronym_in(c.text, read.raw_cased):
@@ -870,6 +874,7 @@ def _entity_in(c: Constraint, read: _Read, cross: bool) -> bool:
     return False
 
 
+_OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*(?![\w-])")
 _CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(")
 _DE_ENDING = re.compile(r"(?<=\w{4})(en|er|es|em|ern|n|s|e)$")
 
@@ -958,6 +963,10 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
                ) -> Verdict:
     """parts: (where, read) in the order evidence counts: sentence, heading, title, chunk."""
     local = parts[:3]
+    if c.kind == "entity" and _OPTION.fullmatch(c.text) and not _entity_in(c, sentence_read, False):
+        others = sorted({m.group(0) for m in _OPTION.finditer(sentence)} - {c.text})
+        if others:  # asked what --workers does, the sentence is about --reload
+            return Verdict(c, "unmet", instead=tuple(others[:3]))
     if c.kind == "entity" and re.search(r"(?<![\w.])" + re.escape(c.text) + r"\(", question):
         calls = {m.group(1) for m in _CALL.finditer(sentence)}
         others = sorted(x for x in calls if x != c.text and x[:1].isupper() == c.text[:1].isupper())
@@ -1103,19 +1112,29 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         noun = re.search(rf"(?i)\b{re.escape(want)}\s+([a-z][\w\-]*)", question)
         counted = _key(noun.group(1)) if noun and noun.group(1).lower() not in _NOT_NOUN else ""
 
-        def of_another(r: _Read) -> bool:  # 'the oldest grandson' when 'the oldest child' is asked; 'a minimum
-            # length' for 'the minimum password length' is of the same thing when the text names the password too
+        asked_after = {_key(w) for w in re.findall(r"[a-z][\w\-]*", question.lower()[noun.start(1):])[:2]} if noun \
+            else set()
+
+        def of_another(r: _Read) -> bool:  # 'the oldest grandson' when 'the oldest child' is asked, 'the last phase'
+            # when 'the last study' is (though the sentence names a study elsewhere); 'a minimum length' for 'the
+            # minimum password length' ranks a word the question ranks too
             after = [m.group(1).lower() for w in same for m in re.finditer(rf"\b{re.escape(w)}\s+([a-z][\w\-]*)", r.raw)]
-            return bool(counted) and bool(after) and counted not in r.keys and \
-                all(a not in _NOT_NOUN and _key(a) != counted for a in after)
+            return bool(counted) and bool(after) and all(a not in _NOT_NOUN and _key(a) not in asked_after
+                                                         for a in after)
+        def says_same(r: _Read) -> bool:  # a synonym says the asked superlative of the counted noun only ('the
+            # oldest daughter' for 'the earliest daughter'; 'first described' or 'final products' say no 'earliest
+            # report' or 'last study')
+            return any(w == want or not counted or any(
+                counted in {_key(x) for x in m.group(1).split()} for m in re.finditer(
+                    rf"\b{re.escape(w)}((?:\s+[a-z][\w\-]*){{1,3}})", r.raw)) for w in says(r, same))
         for where, r in local:
-            if says(r, same) and not of_another(r):
+            if says_same(r) and not of_another(r):
                 return Verdict(c, "met", where)
         inst = says(sentence_read, contrary)
         if inst:
             return Verdict(c, "unmet", instead=tuple(inst))
         chunk = parts[3][1]
-        if says(chunk, same) and not of_another(chunk) and not says(chunk, contrary):
+        if says_same(chunk) and not of_another(chunk) and not says(chunk, contrary):
             return Verdict(c, "met", "chunk")
         ranked = [f"{w} {m.group(1).lower()}" for w in same if of_another(sentence_read)
                   for m in re.finditer(rf"\b{re.escape(w)}\s+([a-z][\w\-]*)", sentence_read.raw)]
