@@ -179,3 +179,12 @@ def test_a_german_word_that_may_be_a_name_is_checked_softly() -> None:
     assert all(x.verdict != "unmet" for x in v.verdicts if x.constraint.soft)  # never refused across languages
     e = "Die Bewegung, aus der die Evangelisch-methodistische Kirche hervorgehen sollte, begann 1738."
     assert check("Wann begann die Bewegung der EmK?", Evidence(e, e), names=_NounReader()).ok  # its initials
+
+
+def test_german_function_words_tell_no_sibling_name() -> None:
+    # 'in den Niederlanden' asked; the chunk names them, the sentence names the Rhine beside 'den': no sibling
+    chunk = ("Das Delta liegt in den Niederlanden. Da der Rhein den größten Teil des Wassers beiträgt, wird häufig "
+             "die kürzere Bezeichnung Rheindelta verwendet.")
+    sent = "Da der Rhein den größten Teil des Wassers beiträgt, wird häufig die kürzere Bezeichnung Rheindelta verwendet."
+    v = check("Wie lautet der Spitzname für das Delta in den Niederlanden?", Evidence(sent, chunk))
+    assert not any(x.verdict == "unmet" for x in v.verdicts if not x.constraint.soft)

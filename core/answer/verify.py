@@ -909,8 +909,11 @@ def _acronym_in(acr: str, raw: str) -> bool:
 
 
 def _neighbours(text: str, span: tuple[int, int]) -> set[str]:
-    def content(w: str) -> bool:  # a possessive's 's' or an article is no neighbour
-        return len(w) > 2 and w.lower() not in EN_STOP and w.lower() not in RU_STOP
+    de = _german(text)
+
+    def content(w: str) -> bool:  # a possessive's 's' or an article is no neighbour (German: 'den', 'von' neither)
+        return len(w) > 2 and w.lower() not in EN_STOP and w.lower() not in RU_STOP and \
+            not (de and w.lower() in german.FUNCTION_WORDS)
     before = [w for w in _WORD.findall(text[: span[0]]) if content(w)]
     after = [w for w in _WORD.findall(text[span[1]:]) if content(w)]
     return {_key(w) for w in before[-1:] + after[:1]}
