@@ -11,8 +11,10 @@ import numpy as np
 from core.answer import german
 from core.answer.crosslingual import (
     ANSWER_FLOOR,
+    LATIN_CROSS_FLOOR,
     SAME_LANGUAGE_FLOOR,
     NameFinder,
+    answer_floor,
     is_cross,
     language,
     reads_across,
@@ -76,7 +78,9 @@ def test_a_german_question_over_english_text_is_answered_by_the_cross_lingual_pa
     # a German question over a German passage: the reader's path too, with the same-language floor
     de = Candidate("c2", "d2", "Paris ist die Hauptstadt von Frankreich. Der Fluss ist lang.", 1.0, 1)
     own = answer_question("Was ist die Hauptstadt Frankreichs?", [de], cfg, llm, cross=ToyReader())
-    assert own.threshold == SAME_LANGUAGE_FLOOR and res.threshold == ANSWER_FLOOR
+    # German over English: two languages of one script sit closer than two scripts, so their floor is their own
+    assert own.threshold == SAME_LANGUAGE_FLOOR and res.threshold == LATIN_CROSS_FLOOR != ANSWER_FLOOR
+    assert answer_floor("Какая столица Франции?", ["Paris is the capital of France."]) == ANSWER_FLOOR
     assert any("does not read the question's language" in n for n in own.notes)
 
 
