@@ -303,7 +303,7 @@ class Constraint:
     # the evidence states it or (German evidence) the encoder reads it among the evidence's words; else unchecked
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "text": self.text}
+        return {"kind": self.kind, "text": self.text, **({"soft": True} if self.soft else {})}
 
 
 @dataclass(frozen=True)
