@@ -355,7 +355,7 @@ class Verdict:
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.constraint.kind, "constraint": self.constraint.text, "verdict": self.verdict,
-                **({"where": self.where} if self.where else {}),
+                **({"soft": True} if self.constraint.soft else {}), **({"where": self.where} if self.where else {}),
                 **({"instead": list(self.instead)} if self.instead else {})}
 
 
