@@ -11,8 +11,10 @@ import numpy as np
 from core.answer import german
 from core.answer.crosslingual import (
     ANSWER_FLOOR,
+    LATIN_CROSS_FLOOR,
     SAME_LANGUAGE_FLOOR,
     NameFinder,
+    answer_floor,
     is_cross,
     language,
     reads_across,
@@ -76,7 +78,9 @@ def test_a_german_question_over_english_text_is_answered_by_the_cross_lingual_pa
     # a German question over a German passage: the reader's path too, with the same-language floor
     de = Candidate("c2", "d2", "Paris ist die Hauptstadt von Frankreich. Der Fluss ist lang.", 1.0, 1)
     own = answer_question("Was ist die Hauptstadt Frankreichs?", [de], cfg, llm, cross=ToyReader())
-    assert own.threshold == SAME_LANGUAGE_FLOOR and res.threshold == ANSWER_FLOOR
+    # German over English: two languages of one script sit closer than two scripts, so their floor is their own
+    assert own.threshold == SAME_LANGUAGE_FLOOR and res.threshold == LATIN_CROSS_FLOOR != ANSWER_FLOOR
+    assert answer_floor("Какая столица Франции?", ["Paris is the capital of France."]) == ANSWER_FLOOR
     assert any("does not read the question's language" in n for n in own.notes)
 
 
@@ -179,3 +183,12 @@ def test_a_german_word_that_may_be_a_name_is_checked_softly() -> None:
     assert all(x.verdict != "unmet" for x in v.verdicts if x.constraint.soft)  # never refused across languages
     e = "Die Bewegung, aus der die Evangelisch-methodistische Kirche hervorgehen sollte, begann 1738."
     assert check("Wann begann die Bewegung der EmK?", Evidence(e, e), names=_NounReader()).ok  # its initials
+
+
+def test_german_function_words_tell_no_sibling_name() -> None:
+    # 'in den Niederlanden' asked; the chunk names them, the sentence names the Rhine beside 'den': no sibling
+    chunk = ("Das Delta liegt in den Niederlanden. Da der Rhein den größten Teil des Wassers beiträgt, wird häufig "
+             "die kürzere Bezeichnung Rheindelta verwendet.")
+    sent = "Da der Rhein den größten Teil des Wassers beiträgt, wird häufig die kürzere Bezeichnung Rheindelta verwendet."
+    v = check("Wie lautet der Spitzname für das Delta in den Niederlanden?", Evidence(sent, chunk))
+    assert not any(x.verdict == "unmet" for x in v.verdicts if not x.constraint.soft)

@@ -65,6 +65,14 @@ _DETERMINERS = frozenset((
     "unseren unserem unserer dessen deren im am zum zur beim vom ins ans aufs durchs fürs ums übers unterm "
     "zwei drei vier fünf sechs sieben acht neun zehn elf zwölf zwanzig hundert tausend million millionen "
     "solche solchen solcher etwas wieviel wieviele".split()))
+# German function words (articles and determiners above, prepositions, conjunctions, pronouns, auxiliaries): no word
+# beside them tells which thing a sentence is about
+FUNCTION_WORDS = _DETERMINERS | frozenset((
+    "und oder aber doch sondern denn dass daß als wie wenn weil ob von vom mit für auf aus bei nach über unter vor "
+    "hinter neben zwischen durch gegen ohne um bis seit während wegen trotz innerhalb außerhalb gemäß laut in an zu "
+    "sich er sie es wir ihr ihm ihn man wer was wo wann warum wieso welche welcher welches wie ist sind war waren "
+    "wird werden wurde wurden worden hat haben hatte hatten sein gewesen kann können konnte konnten muss müssen "
+    "soll sollen sollte darf dürfen will wollen nicht auch noch nur schon sehr mehr dann dort hier so".split()))
 # an inflected adjective by its shape: a dative '-em' or an adjective suffix with its ending ('elektrische')
 _ADJECTIVE = re.compile(r"^[a-zäöüß\-]{3,}(em|(isch|lich|ig|bar|sam|haft|los|al|iv|ell|ent|ant|är)(e|en|er|es|em))$")
 _ADJ_ENDING = re.compile(r"^[a-zäöüß][a-zäöüß\-]*(e|en|er|es|em|sten|ste|ster)$")

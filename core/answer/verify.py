@@ -304,7 +304,7 @@ class Constraint:
     # the evidence states it or (German evidence) the encoder reads it among the evidence's words; else unchecked
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "text": self.text}
+        return {"kind": self.kind, "text": self.text, **({"soft": True} if self.soft else {})}
 
 
 @dataclass(frozen=True)
@@ -356,7 +356,7 @@ class Verdict:
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.constraint.kind, "constraint": self.constraint.text, "verdict": self.verdict,
-                **({"where": self.where} if self.where else {}),
+                **({"soft": True} if self.constraint.soft else {}), **({"where": self.where} if self.where else {}),
                 **({"instead": list(self.instead)} if self.instead else {})}
 
 
@@ -924,8 +924,11 @@ def _acronym_in(acr: str, raw: str) -> bool:
 
 
 def _neighbours(text: str, span: tuple[int, int]) -> set[str]:
-    def content(w: str) -> bool:  # a possessive's 's' or an article is no neighbour
-        return len(w) > 2 and w.lower() not in EN_STOP and w.lower() not in RU_STOP
+    de = _german(text)
+
+    def content(w: str) -> bool:  # a possessive's 's' or an article is no neighbour (German: 'den', 'von' neither)
+        return len(w) > 2 and w.lower() not in EN_STOP and w.lower() not in RU_STOP and \
+            not (de and w.lower() in german.FUNCTION_WORDS)
     before = [w for w in _WORD.findall(text[: span[0]]) if content(w)]
     after = [w for w in _WORD.findall(text[span[1]:]) if content(w)]
     return {_key(w) for w in before[-1:] + after[:1]}
