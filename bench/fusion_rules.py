@@ -2,7 +2,7 @@
 
 Reads bench/cascade_parts.py --dump files (per question: the first round's bm25 / dense / dense_ml lists and each
 transform stage's list that the default's fusion read, and the gold documents) and re-fuses them with each rule,
-scoring recall@5 of the fused list (document level) per set, question type and half (sha256 parity of the question
+scoring recall@k (5; --k) of the fused list (document level) per set, question type and half (sha256 parity of the question
 id). A rule is chosen on the 'choose' half by RULE_CHOICE and reported on the 'report' half. No pipeline run: the
 fused list only (the reranker's and MMR's reading of the new order is measured end to end by cascade_parts
 --candidate).
@@ -27,7 +27,7 @@ RRF_K = 60
 DEPTH = 50
 BASE = ("bm25", "dense", "dense_ml")
 RULE_CHOICE = ("on the choose half: the rule with the highest mean over the sets (twowiki's four types counted as "
-               "one set) of fused recall@5 minus the shipped rule's, among rules that lose no set and no twowiki "
+               "one set) of fused recall@k (--k) minus the shipped rule's, among rules that lose no set and no twowiki "
                "type more than 1 point against the shipped rule; the shipped rule stays unless that mean gain is at "
                "least 0.5 points")
 
@@ -91,7 +91,7 @@ RULES: dict[str, Rule] = {
 
 
 def recall(fused: Sequence[Candidate], gold: set[str]) -> float:
-    docs = list(dict.fromkeys(c.doc_id for c in fused))[:K]
+    docs = list(dict.fromkeys(c.doc_id for c in fused))[:K]  # K: --k
     return len(gold & set(docs)) / len(gold)
 
 
@@ -112,32 +112,35 @@ def table(rows: list[dict[str, Any]]) -> dict[str, Any]:
         return {"questions": 0}
     base = [r["shipped (w=2)"] for r in rows]
     return {"questions": n, "with_transforms": sum(bool(r["transforms"]) for r in rows),
-            "recall@5": {k: round(100 * sum(r[k] for r in rows) / n, 2) for k in RULES},
+            "recall": {k: round(100 * sum(r[k] for r in rows) / n, 2) for k in RULES},
             "minus_shipped": {k: paired_ci([r[k] for r in rows], base, counts=True) for k in RULES
                               if k != "shipped (w=2)"}}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    global K
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dump", default="data/bench/cp/dump", help="the prefix cascade_parts --dump wrote (several "
                     "comma-separated; DUMP-<label> is a candidate's lists, named '<set> (<label>)')")
     ap.add_argument("--name", default="fusion_rules")
+    ap.add_argument("--k", type=int, default=5, help="recall@k of the fused list (5; 1 where @5 is saturated)")
     args = ap.parse_args(argv)
+    K = args.k
     files: list[tuple[Path, str]] = []
     for spec in args.dump.split(","):
         prefix = Path(spec.strip())
         label = prefix.name.partition("-")[2]  # DUMP-<label>: a cascade_parts candidate's lists
         files += [(f, f.stem[len(prefix.name) + 1:] + (f" ({label})" if label else ""))
                   for f in sorted(prefix.parent.glob(prefix.name + "_*.jsonl"))]
-    res: dict[str, Any] = {"k": K, "rrf_k": RRF_K, "rules": list(RULES), "rule_choice": RULE_CHOICE, "sets": {}}
+    res: dict[str, Any] = {"k": args.k, "rrf_k": RRF_K, "rules": list(RULES), "rule_choice": RULE_CHOICE, "sets": {}}
     groups: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for f, name in files:
         items = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
         scored = score(items)
         by: dict[str, list[dict[str, Any]]] = {"all": scored}
-        for t in sorted({r["type"] for r in scored}):
-            if t != name.split(" ")[0]:
-                by[t] = [r for r in scored if r["type"] == t]
+        types = sorted({r["type"] for r in scored})
+        for t in types if len(types) > 1 else ():  # twowiki's question types; another set is one type
+            by[t] = [r for r in scored if r["type"] == t]
         groups[name] = by
         res["sets"][name] = {t: {h: table([r for r in rs if h == "all" or r["half"] == h])
                                  for h in ("choose", "report", "all")} for t, rs in by.items()}
@@ -149,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         gains, worst = [], 0.0
         for name, by in res["sets"].items():
             for t, hs in by.items():
-                d = hs["choose"]["recall@5"][rule] - hs["choose"]["recall@5"]["shipped (w=2)"]
+                d = hs["choose"]["recall"][rule] - hs["choose"]["recall"]["shipped (w=2)"]
                 worst = min(worst, d)
                 if t == "all":
                     gains.append(d)
@@ -162,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, by in res["sets"].items():
         for t, hs in by.items():
             for h in ("choose", "report"):
-                r5 = hs[h].get("recall@5") or {}
+                r5 = hs[h].get("recall") or {}
                 print(f"{name}/{t}/{h} n={hs[h]['questions']}: "
                       + ", ".join(f"{k} {v}" for k, v in r5.items()), file=sys.stderr)
     write_result(args.name, res, table=FUSION_RULES)
@@ -174,7 +177,7 @@ def measured(d: dict[str, Any], file: str) -> list[Any]:
     rules = d.get("rules") or []
     chosen = d.get("chosen")
     out = [f"### How the transforms' lists enter fusion, replayed offline ({file})", "", CAPTION, "",
-           "Fused recall@5 (document level) of the lists the shipped default fused (bench/cascade_parts.py --dump), "
+           f"Fused recall@{d.get('k', 5)} (document level) of the lists the shipped default fused (bench/cascade_parts.py --dump), "
            f"re-fused by each rule. Choice: {d.get('rule_choice')}; chosen: **{chosen}**.", ""]
     rows = []
     for name, by in (d.get("sets") or {}).items():
@@ -184,7 +187,7 @@ def measured(d: dict[str, Any], file: str) -> list[Any]:
                 if a.get("questions"):
                     ch = (a.get("minus_shipped") or {}).get(chosen) or {}
                     rows.append([name, t, h, num(a["questions"]), num(a.get("with_transforms"))]
-                                + [num(a["recall@5"].get(r)) for r in rules]
+                                + [num(a["recall"].get(r)) for r in rules]
                                 + [f"{num(ch.get('diff'))} [{num(ch.get('lo'))}, {num(ch.get('hi'))}]"])
     if rows:
         out.append(grid(["set", "type", "half", "questions", "with a transform list", *rules, "chosen - shipped [95%]"],

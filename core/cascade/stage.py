@@ -83,6 +83,9 @@ class PruneInfo(CascadeInfo):
                 **({"unpruned": list(self.unpruned)} if self.unpruned else {})}
 
 
+MMR_HEAD = 5  # the head whose changes by diversity the mmr stage records
+
+
 @dataclass(frozen=True, eq=False)
 class MmrInfo(CascadeInfo):
     """The mmr stage: its lambda, the duplicates it dropped, the embedding cache and the flow."""
@@ -92,11 +95,18 @@ class MmrInfo(CascadeInfo):
     embed_cache_hits: int
     embed_cache_misses: int
     flow: Flow
+    # diversity's own change at the head (duplicates aside): the incoming first MMR_HEAD it pushed below them and the
+    # ones it brought up into them (issue #44 item 5: MMR's loss read item by item)
+    pushed_out: tuple[str, ...] = ()
+    brought_in: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"lam": self.lam, "duplicates": [dict(d) for d in self.duplicates],
-                "embed_cache_hits": self.embed_cache_hits, "embed_cache_misses": self.embed_cache_misses,
-                **self.flow.to_dict()}
+        out = {"lam": self.lam, "duplicates": [dict(d) for d in self.duplicates],
+               "embed_cache_hits": self.embed_cache_hits, "embed_cache_misses": self.embed_cache_misses,
+               **self.flow.to_dict()}
+        if self.pushed_out or self.brought_in:
+            out |= {"pushed_out": list(self.pushed_out), "brought_in": list(self.brought_in)}
+        return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -194,9 +204,21 @@ def mmr_step(pool: Sequence[Candidate], m: MMRConfig, *, corpus: DocumentSource,
     if any(foreign):
         notes.append(f"{sum(foreign)} chunk(s) in a language {embedder.model_id} does not cover: compared by "
                      "word overlap (lexical cosine)")
+    dropped = {d.dropped for d in dv.duplicates}
+    head_in = [c.chunk_id for c in pool if c.chunk_id not in dropped][:MMR_HEAD]
+    head_out = [c.chunk_id for c in dv.candidates[:MMR_HEAD]]
+    rank_in = {c.chunk_id: i for i, c in enumerate(pool, start=1)}
+    rank_out = {c.chunk_id: i for i, c in enumerate(dv.candidates, start=1)}
+    pushed = tuple(cid for cid in head_in if cid not in head_out)
+    brought = tuple(cid for cid in head_out if cid not in head_in)
+    if pushed or brought:
+        down = [f"{cid} down (#{rank_in[cid]} -> {f'#{rank_out[cid]}' if cid in rank_out else 'cut'})"
+                for cid in pushed]
+        up = [f"{cid} up (#{rank_in[cid]} -> #{rank_out[cid]})" for cid in brought]
+        notes.append(f"diversity changed the first {MMR_HEAD}: {', '.join(down + up)}")
     return StepOutput(dv.candidates, notes, info=MmrInfo(m.lam, tuple(dict(d.__dict__) for d in dv.duplicates),
                                                          estats.cache_hits, estats.computed,
-                                                         Flow.of(pool, dv.candidates)))
+                                                         Flow.of(pool, dv.candidates), pushed, brought))
 
 
 def expand_step(pool: Sequence[Candidate], e: ExpandConfig, *, corpus: DocumentSource, workspace: str) -> StepOutput:

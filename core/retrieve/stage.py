@@ -66,15 +66,29 @@ class DenseMlInfo(StageInfo):
                 "cross_lingual": self.cross_lingual, "embed_cache_misses": self.embed_cache_misses}
 
 
+# The head of the fused list whose changes by the transforms' lists the fused stage records (the recall@5 cut the
+# benches and the cascade guard read).
+HEAD = 5
+
+
 @dataclass(frozen=True, eq=False)
 class FusedInfo(StageInfo):
-    """The fused stage: RRF's k and the weight of each list, in the order of the lists."""
+    """The fused stage: RRF's k and the weight of each list, in the order of the lists. When the transforms' lists
+    were fused: which of the first HEAD candidates of the question's own lists fused alone (BM25, dense, the
+    multilingual, graph and RAPTOR lists) they pushed out of the fused first HEAD (`displaced`), and which they
+    brought in (`lifted`), so a trace shows what the transforms changed at the head (issue #44 item 5)."""
 
     rrf_k: int
     weights: tuple[float, ...]
+    displaced: tuple[str, ...] = ()
+    lifted: tuple[str, ...] = ()
+    transforms: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rrf_k": self.rrf_k, "weights": list(self.weights)}
+        out: dict[str, Any] = {"rrf_k": self.rrf_k, "weights": list(self.weights)}
+        if self.transforms:
+            out |= {"transforms": list(self.transforms), "displaced": list(self.displaced), "lifted": list(self.lifted)}
+        return out
 
 
 def to_candidates(hits: Hits, source: ChunkSource, workspace: str, stage: str) -> list[Candidate]:
@@ -155,7 +169,24 @@ def fuse_step(lists: Mapping[str, Sequence[Candidate]], f: FusionConfig, *, grap
         notes.append(f"kept the top {depth} for the reranker (rerank.top_n; fusion.k = {f.k})")
     fused = rrf([list(v) for v in lists.values()], k=f.rrf_k, weights=weights, names=[str(n) for n in lists],
                 top=depth)
-    return StepOutput(fused, notes, info=FusedInfo(f.rrf_k, tuple(weights)))
+    displaced: tuple[str, ...] = ()
+    lifted: tuple[str, ...] = ()
+    if transforms and any(w > 0 for n, w in zip(lists, weights) if n in transforms):
+        # the question's own lists fused alone (same weights): what the transforms' lists changed at the head
+        own_names = [n for n in lists if n not in transforms]
+        own = rrf([list(lists[n]) for n in own_names], k=f.rrf_k,
+                  weights=[w for n, w in zip(lists, weights) if n not in transforms], names=[str(n) for n in own_names],
+                  top=HEAD)
+        own_head, head = [c.chunk_id for c in own], [c.chunk_id for c in fused[:HEAD]]
+        displaced = tuple(cid for cid in own_head if cid not in head)
+        lifted = tuple(cid for cid in head if cid not in own_head)
+        if displaced or lifted:
+            notes.append(f"the transforms' lists ({', '.join(map(str, transforms))}; weight {transform_weight:g} "
+                         f"each) brought {len(lifted)} candidate(s) into the first {HEAD} that the question's own "
+                         f"lists did not rank there ({', '.join(lifted)})"
+                         + (f", pushing out {', '.join(displaced)}" if displaced else ""))
+    return StepOutput(fused, notes, info=FusedInfo(f.rrf_k, tuple(weights), displaced, lifted,
+                                                   tuple(str(t) for t in transforms)))
 
 
 def fusion_skip(enabled: bool, lists: Sequence[Sequence[Any]]) -> str | None:
