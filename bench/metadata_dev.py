@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, machine_info, write_result  # noqa: E402
+from _common import CAPTION, ROOT, Table, grid, machine_info, write_result  # noqa: E402
 
 from core.config import PipelineConfig  # noqa: E402
 from core.deps import build_deps  # noqa: E402
@@ -77,7 +77,33 @@ def main() -> None:
     print(json.dumps(summary, indent=1))
     if args.out:
         write_result(args.out.stem, {"what": __doc__.split("\n")[0], "summary": summary, "machine": machine_info(),
-                                     "rows": rows}, args.out)
+                                     "set": args.set.name, "packages": args.packages, "rows": rows}, args.out,
+                     table=MEASURED_METADATA)
+
+
+def measured_metadata(payload: dict[str, Any], file: str) -> list[Any]:
+    """One walk: its questions' outcomes by kind, and every miss with the answer given (read the items)."""
+    cmd = payload.get("run", {}).get("command", "")
+    qset = payload.get("set") or next((w for w in cmd.split() if w.endswith(".jsonl")), "metadata_dev_42b.jsonl")
+    pkgs = payload.get("packages") or (cmd.split("--packages")[1].split("--")[0].split() if "--packages" in cmd
+                                       else list(PACKAGES))
+    s = payload["summary"]
+    kinds = sorted(s["by_kind"])
+    cols = ("right", "refused_right", "wrong", "refused_wrong")
+    lines: list[Any] = [f"### Documents nobody here wrote: {Path(qset).name}",
+                        f"The METADATA of {', '.join(pkgs)}; questions written before their first run. "
+                        f"Right or refused right: **{s['right_or_refused_right']}**.",
+                        grid(("kind", *cols), [(k, *(s["by_kind"][k].get(c, 0) for c in cols)) for k in kinds])]
+    misses = [r for r in payload.get("rows", []) if r["outcome"] in ("wrong", "refused_wrong")]
+    if misses:
+        lines.append(grid(("missed question", "outcome", "answer given (first 160 characters)"),
+                          [(r["q"], r["outcome"], " ".join(r["text"][:160].split()).replace("|", "/"))
+                           for r in misses]))
+    lines.append(CAPTION)
+    return lines
+
+
+MEASURED_METADATA = Table(measured_metadata, "Offline answer and answer cache")
 
 
 if __name__ == "__main__":
