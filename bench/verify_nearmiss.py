@@ -29,6 +29,8 @@ Two readings per question:
   sentences) is the ceiling beside it.
 
   nice -n 10 .venv/bin/python bench/verify_nearmiss.py [--out bench/results/verify_nearmiss.json] [--show 50] [--tune]
+  nice -n 10 .venv/bin/python bench/verify_nearmiss.py --settings de,de_cross --show 50 --show-split dev --rows /tmp/r.jsonl
+  (--settings runs some settings only, for reading; --rows writes every row with its answer text)
 """
 from __future__ import annotations
 
