@@ -31,7 +31,7 @@ from core.eval.datasets import GoldenQuery  # noqa: E402
 from core.eval.metrics import Gold  # noqa: E402
 from train.support import decide, rates  # noqa: E402
 from train.provenance import datasets_dir  # noqa: E402
-from train.support_data import CACHE, SEED, collect, load_public, load_tables, save_e5  # noqa: E402
+from train.support_data import CACHE, FIT_SPLITS, SEED, collect, load_public, load_tables, save_e5  # noqa: E402
 
 SAMPLE_CACHE = ROOT / "data" / "bench" / "answer_public_sample_tables.pkl"
 SAMPLE_DB = ROOT / "data" / "bench" / "answer.duckdb"
