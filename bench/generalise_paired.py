@@ -225,7 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--show", type=int, default=0, help="print this many drops per set (read the items)")
     ap.add_argument("--halves", choices=("shuffle", "hash"), default="shuffle",
                     help="shuffle: alternate questions of the seeded shuffle; hash: the parity of sha256(question id), "
-                         "the split bench/rerank_gate.py chooses on")
+                         "the split bench/rerank_gate.py (archived) chose on")
     ap.add_argument("--candidate", action="append", default=[], metavar="KEY=VALUE",
                     help="also run the default and its cascade with this change, paired against them")
     args = ap.parse_args(argv)
