@@ -170,6 +170,14 @@ def test_a_sentence_that_introduces_a_short_code_line_quotes_it() -> None:
     assert not any("import foo" in q for q in quoted)  # a longer example is no answer line
 
 
+def test_a_sentence_that_introduces_a_short_list_quotes_it_and_a_long_list_is_left_alone() -> None:
+    text = ("alphalib runs on these systems:\n\n- **Linux**\n- **Windows**\n- macOS\n\nIt needs Python 3.9.\n\n"
+            "Options:\n\n" + "".join(f"- option {i} sets the value of the field number {i}\n" for i in range(12)))
+    quoted = [" ".join(text[s:e].split()) for s, e in claim_spans(text)]
+    assert "alphalib runs on these systems: - **Linux** - **Windows** - macOS" in quoted
+    assert "Options:" not in " ".join(q for q in quoted if "option 0" in q)  # twelve items: no quote of them all
+
+
 def test_a_hyphenated_program_name_and_a_call_are_read_as_names() -> None:
     assert subject_names("Which extra must be installed to use markdown-it-py with AES encryption?") == \
         ["markdown-it-py"]

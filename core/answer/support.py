@@ -16,7 +16,7 @@ from typing import Any, Callable, Collection, Mapping, Protocol, Sequence
 import numpy as np
 
 from core.models import DATA_DIR
-from core.answer.units import code_after, code_before, quotable, units
+from core.answer.units import code_after, code_before, list_after, quotable, units
 from core.models.fitted import FittedLinear, load_fitted, save_fitted, sigmoid
 from core.models.tokens import maxsim
 from core.text import EN_STOP, RU_STOP, sentence_spans, tokenize
@@ -427,8 +427,9 @@ def claim_spans(text: str) -> list[Span]:
                 s += 1
             ok = s < e and _is_claim(" ".join(text[s:e].split()))
         if ok:
-            # a sentence that introduces a short code line, or points back to one ('This will install ...'), quotes it
-            out.append((code_before(text, us, j) or s, code_after(text, us, j) or e))
+            # a sentence that introduces a short code line or a short list, or points back to a code line ('This will
+            # install ...'), quotes it
+            out.append((code_before(text, us, j) or s, code_after(text, us, j) or list_after(text, us, j) or e))
     return out
 
 

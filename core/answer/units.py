@@ -238,6 +238,27 @@ def code_after(text: str, us: Sequence[Unit], j: int, *, max_lines: int = 2, max
     return end if lines else None
 
 
+def list_after(text: str, us: Sequence[Unit], j: int, *, max_items: int = 8, max_chars: int = 80,
+               max_total: int = 320) -> int | None:
+    """Where a short list ends that unit j introduces ('psutil currently supports the following platforms:' over
+    '- Linux', '- Windows', ...): the items are what the sentence says, so a quote of the sentence runs on through
+    them. None when unit j does not end with a colon, or what follows is not a run of at most `max_items` short items
+    (each item is still quotable on its own)."""
+    if not text[us[j].start:us[j].end].rstrip().endswith(":"):
+        return None
+    end, n, total, k = None, 0, 0, j + 1
+    while k < len(us) and us[k].kind == "item" and not text[us[k - 1].end:us[k].start].strip():
+        body = " ".join(text[us[k].start:us[k].end].split())
+        n, total = n + 1, total + len(body)
+        if n > max_items or len(body) > max_chars or total > max_total:
+            return None
+        end = us[k].end
+        k += 1
+    if k < len(us) and us[k].kind == "item":
+        return None  # a longer list: quoting a part of it would read as all of it
+    return end if n >= 2 else None
+
+
 _POINTS_AT_CODE = re.compile(r"^\W*(this|these|that|it|running this|the (above|command|line) above)\b", re.I)
 
 
