@@ -1382,11 +1382,10 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
         if about_another(ck):
             return False
         v = next(x for x in ck.verdicts if x.constraint == c)
-        if c.kind == "entity" and ck is not lead and topic is not None and v.verdict == "met" and \
-                not (lead.evidence.title and ck.evidence.title == lead.evidence.title) and (
+        if c.kind == "entity" and ck is not lead and topic is not None and v.verdict == "met" and (
                 v.where in ("chunk", "title") or not (_read(ck.evidence.sentence).keys & topic)):
-            return False  # a name the answer's lead sentence lacks is not supplied by a later quote from another
-            # document that only sits in a passage naming it, or that shares no other word with the question
+            return False  # a name the answer's lead sentence lacks is not supplied by a later quote that only sits
+            # in a passage (a document) naming it, or that shares no other word with the question
         return v.verdict != "unmet" and (not local or v.where in ("sentence", "heading", "title", ""))
 
     def sibling(c: Constraint) -> bool:
