@@ -1115,14 +1115,14 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         noun = re.search(rf"(?i)\b{re.escape(want)}\s+([a-z][\w\-]*)", question)
         counted = _key(noun.group(1)) if noun and noun.group(1).lower() not in _NOT_NOUN else ""
 
-        asked_after = {_key(w) for w in re.findall(r"[a-z][\w\-]*", question.lower()[noun.start(1):])[:2]} if noun \
-            else set()
+        asked_words = _keys(question)
 
         def of_another(r: _Read) -> bool:  # 'the oldest grandson' when 'the oldest child' is asked, 'the last phase'
             # when 'the last study' is (though the sentence names a study elsewhere); 'a minimum length' for 'the
-            # minimum password length' ranks a word the question ranks too
+            # minimum password length', 'the oldest distributed version' for 'the oldest version of distributed' rank
+            # a word the question uses
             after = [m.group(1).lower() for w in same for m in re.finditer(rf"\b{re.escape(w)}\s+([a-z][\w\-]*)", r.raw)]
-            return bool(counted) and bool(after) and all(a not in _NOT_NOUN and _key(a) not in asked_after
+            return bool(counted) and bool(after) and all(a not in _NOT_NOUN and _key(a) not in asked_words
                                                          for a in after)
         def says_same(r: _Read) -> bool:  # a synonym says the asked superlative of the counted noun only ('the
             # oldest daughter' for 'the earliest daughter'; 'first described' or 'final products' say no 'earliest
