@@ -190,8 +190,8 @@ _ASKS = (
     ("month", re.compile(r"(?i)\b(which|what|in which) month\b|в каком месяце|какого месяца|\bin welchem monat\b")),
     # 'when' opens the question (or a second part of it): 'the first action when a gateway reports ...' asks no date
     ("year", re.compile(r"(?i)\b(which|what) year\b|^\s*(by |since |until )?when\b|\b(and|or),? when\b|"
-                        r"в каком году|^\s*когда\b|\bи когда\b|\b(welches|in welchem) jahr\b|^\s*(seit |bis |ab )?wann\b|"
-                        r"\b(und|oder),? wann\b")),
+                        r"в каком году|^\s*когда\b|\bи когда\b|\b(welches|in welchem) jahr\b|"
+                        r"^\s*(seit |bis |ab )?wann\b|\b(und|oder),? wann\b")),
     # the Russian cues say what the English ones say: 'how long / often / far / high', 'what percentage / share / rate'
     ("number", re.compile(r"(?i)\bhow (many|much|long|large|big|often|far|high)\b|\bwhat (rate|percentage|value|share)"
                           r"\b|\bdefault\b|сколько|на сколько|каким моментом|какое значение|"
