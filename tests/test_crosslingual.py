@@ -162,3 +162,18 @@ def test_russian_roles_events_and_superlatives_are_checked_against_english_throu
     assert verdicts("Кто был лидером движения?", "Turabi led the movement.") == [("role", "unchecked", ())]
     assert english_of("role", "декан") == ("dean",) and english_of("superlative", "крупнейш")[0] == "largest"
     assert english_of("event", "выдумал") == ()
+
+
+def test_a_german_question_asking_a_kind_of_value_quotes_its_passages_sentence_that_holds_one() -> None:
+    from core.answer.support import asked_type
+    assert asked_type("Wann wurde die Universität gegründet?") == "year"
+    assert asked_type("In welchem Jahr begann der Krieg?") == "year"
+    assert asked_type("Wie viele Männer wurden entsandt?") == "number"
+    assert asked_type("Wer gründete die Stadt?") == "person"
+    assert asked_type("Was ist eine Primzahl?") is None
+    p = Candidate("c4", "d4", "Berlin is the capital of Germany. The capital moved to Berlin in 1990.", 1.0, 1)
+    # the reader ranks the first sentence first (it repeats the question's concepts); the year is in the second
+    a, _, _ = cross_answer("Wann capital Germany Berlin?", [p], ToyReader(), refusal=REFUSAL, margin=0.0)
+    assert a.text == "Berlin is the capital of Germany. [c4] The capital moved to Berlin in 1990. [c4]"
+    a, _, _ = cross_answer("Was capital Germany Berlin?", [p], ToyReader(), refusal=REFUSAL, margin=0.0)
+    assert a.text == "Berlin is the capital of Germany. [c4]"

@@ -192,3 +192,16 @@ def test_german_function_words_tell_no_sibling_name() -> None:
     sent = "Da der Rhein den größten Teil des Wassers beiträgt, wird häufig die kürzere Bezeichnung Rheindelta verwendet."
     v = check("Wie lautet der Spitzname für das Delta in den Niederlanden?", Evidence(sent, chunk))
     assert not any(x.verdict == "unmet" for x in v.verdicts if not x.constraint.soft)
+
+
+def test_set_phrase_nouns_are_no_names_and_peoples_and_faiths_are_read_in_their_english_forms() -> None:
+    # 'in Bezug auf' (with respect to), 'mit Hilfe': a bare noun after a preposition in a set phrase
+    assert _entities("Die Ausfüllung von Q in Bezug auf was ergibt das Feld?") == ["Q"]
+    assert _entities("Wie wurde der Fluss mit Hilfe der Römer überquert?") == ["Römer"]
+    assert german.english_names("Gottes") == ("god",) and german.english_names("Spaniern")[0] == "spanish"
+    assert german.english_names("Christoph") == ()  # a first name, not 'Christen'
+    chunks = {"c1": ChunkText("They are aware that no way is always righteous before God.", "", "Church")}
+    v = verify_quotes("Welcher Weg ist nicht immer rechtschaffen vor Gott?",
+                      "They are aware that no way is always righteous before God. [c1]", ["c1"], chunks,
+                      refusal=REFUSAL, names=NameFinder(ToyReader()))
+    assert not v.refused  # 'Gott' is English evidence's 'God'

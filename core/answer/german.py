@@ -127,7 +127,27 @@ _NAMES_DE_EN: dict[str, tuple[str, ...]] = {
     "jüdisch": ("jewish",), "juden": ("jews", "jewish"), "byzantinisch": ("byzantine",),
     "sowjetunion": ("soviet union",), "sowjetisch": ("soviet",), "kalifornien": ("california",),
     "florida": ("florida",), "virginia": ("virginia",), "pennsylvanien": ("pennsylvania",),
+    # peoples and faiths as German names their members (capitalised as English capitalises them, spelt otherwise)
+    "spanier": ("spanish", "spaniards", "spain"), "italiener": ("italian", "italians", "italy"),
+    "niederländer": ("dutch", "netherlands"), "holländer": ("dutch", "holland"),
+    "österreicher": ("austrian", "austria"), "schweizer": ("swiss", "switzerland"), "kanadier": ("canadian", "canada"),
+    "indianer": ("indian", "native american"), "europäer": ("european", "europe"), "afrikaner": ("african", "africa"),
+    "asiate": ("asian", "asia"), "chinese": ("chinese", "china"), "japaner": ("japanese", "japan"),
+    "inder": ("indian", "india"), "perser": ("persian", "persia"), "grieche": ("greek", "greece"),
+    "türke": ("turkish", "turks", "turkey"), "däne": ("danish", "danes", "denmark"), "norweger": ("norwegian",),
+    "ire": ("irish", "ireland"), "portugiese": ("portuguese", "portugal"), "mexikaner": ("mexican", "mexico"),
+    "australier": ("australian", "australia"), "osmane": ("ottoman",), "mongole": ("mongol", "mongolian"),
+    "wikinger": ("viking",), "normanne": ("norman",), "kelte": ("celt", "celtic"), "germane": ("germanic",),
+    "christen": ("christian", "christians"), "christus": ("christ",), "gott": ("god",), "muslim": ("muslim", "islam"),
+    "katholik": ("catholic",), "protestant": ("protestant",), "jude": ("jew", "jewish"),
 }
+
+
+# nouns German writes bare after a preposition in set phrases ('in Bezug auf', 'mit Hilfe', 'zu Beginn', 'an Bord'):
+# common nouns there, whatever their shape
+_PREPOSITIONS = frozenset("in an auf aus bei mit nach von vor zu unter über durch ohne seit um".split())
+_SET_PHRASE_NOUNS = frozenset("bezug hinsicht hilfe grund gunsten kraft beginn ende bord ort hause folge fuß betrieb "
+                              "frage druck anspruch recht rücksicht sicht land see zeit teil".split())
 
 
 def month(word: str) -> int | None:
@@ -194,7 +214,8 @@ def common_noun(words: list[str], i: int) -> bool:
     one ('die größte Stadt')."""
     w = words[i]
     low = w.lower()
-    if role(w) or month(w) or ordinal(w) or low in _DETERMINERS:
+    if role(w) or month(w) or ordinal(w) or low in _DETERMINERS or \
+            (low in _SET_PHRASE_NOUNS and i > 0 and words[i - 1].lower() in _PREPOSITIONS):
         return True
     if english_names(w) or (w.count("-") and all(p[:1].isupper() for p in w.split("-") if p)) or \
             _in_name_run(words, i):

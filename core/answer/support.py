@@ -180,20 +180,24 @@ def question_terms(question: str) -> QuestionTerms:
 # What a question asks for, by its wording, and how to see it in a sentence (numbers the question itself has do
 # not count: 'NX-200' in a sentence does not answer 'how many ... NX-200').
 _ASKS = (
-    ("person", re.compile(r"(?i)^\s*(who|whom)\b|^\s*(кто|кем|кого|кому)\b")),
+    # the German cues say what the English ones say ('wer', 'wann', 'in welchem Jahr', 'wie viele'): a German question
+    # over English passages is answered by core.answer.crosslingual, which reads the asked kind too
+    ("person", re.compile(r"(?i)^\s*(who|whom)\b|^\s*(кто|кем|кого|кому)\b|^\s*(von |mit |für )?(wer|wem|wen)\b")),
     ("version", re.compile(r"(?i)\b(which|what) (\w+ )?(version|release)\b|как(ой|ая) (верси|выпуск|релиз)")),
     ("amount", re.compile(r"(?i)\b(price|prices|cost|costs|fee|fees|revenue|revenues|budget|turnover|salary|"
                           r"salaries|stipend|allowance|margin|spend|spent)\b|стои|цен[аыу]|выручк|бюджет|зарплат|"
                           r"надбавк|маржа")),
-    ("month", re.compile(r"(?i)\b(which|what|in which) month\b|в каком месяце|какого месяца")),
+    ("month", re.compile(r"(?i)\b(which|what|in which) month\b|в каком месяце|какого месяца|\bin welchem monat\b")),
     # 'when' opens the question (or a second part of it): 'the first action when a gateway reports ...' asks no date
     ("year", re.compile(r"(?i)\b(which|what) year\b|^\s*(by |since |until )?when\b|\b(and|or),? when\b|"
-                        r"в каком году|^\s*когда\b|\bи когда\b")),
+                        r"в каком году|^\s*когда\b|\bи когда\b|\b(welches|in welchem) jahr\b|"
+                        r"^\s*(seit |bis |ab )?wann\b|\b(und|oder),? wann\b")),
     # the Russian cues say what the English ones say: 'how long / often / far / high', 'what percentage / share / rate'
     ("number", re.compile(r"(?i)\bhow (many|much|long|large|big|often|far|high)\b|\bwhat (rate|percentage|value|share)"
                           r"\b|\bdefault\b|сколько|на сколько|каким моментом|какое значение|"
                           r"\bкак (долго|часто|далеко|высоко)\b|\bнасколько\b|"
-                          r"\bкак(ой|ому|ого|ова|ую|ая|ов)\s+(процент|дол[юиея]|ставк)")),
+                          r"\bкак(ой|ому|ого|ова|ую|ая|ов)\s+(процент|дол[юиея]|ставк)|"
+                          r"\bwie (viele?|lange|groß|oft|weit|hoch)\b|\bwieviele?\b")),
 )
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 # Counts written as words answer 'how many' as well as digits do ('up to three days per week').
@@ -236,7 +240,7 @@ _HOW_MANY = re.compile(r"(?i)\bhow many\s+((?:[\w-]+\s+){0,2}[\w-]+)|сколь�
 _COUNT_STOP = frozenset("did do does is are was were have has had can could will would should may must".split())
 # 'one' is mostly a determiner ('receives one gateway'): on its own it does not answer 'how much' or 'what value'.
 _DETERMINER_NUMBERS = frozenset("one один одна одно".split())
-_WHICH_YEAR = re.compile(r"(?i)\b(which|what) year\b|в каком году")
+_WHICH_YEAR = re.compile(r"(?i)\b(which|what) year\b|в каком году|\b(welches|in welchem) jahr\b")
 _YEAR = re.compile(r"\b(19|20)\d\d\b")
 
 
