@@ -206,12 +206,10 @@ def _in_name_run(words: list[str], i: int) -> bool:
                    _UMLAUTS.search(w.lower()) for w in run)
 
 
-def common_noun(words: list[str], i: int) -> bool:
-    """Whether the capitalised word words[i] of a German text is a common noun, not a name: a role, month, ordinal;
-    a word spelt as only German spells it (german_shaped), unless it is a name German writes otherwise ('Frankreich',
-    looked for in its English forms), a hyphenated name ('Saint-Pierre') or part of a name of several words
-    ('Friedrich Ratzel'); or a word after an article, a determiner, a number or an inflected adjective that follows
-    one ('die größte Stadt')."""
+def _noun_or_name(words: list[str], i: int) -> bool | None:
+    """What common_noun and strong_noun agree on: True for a role, month, ordinal or determiner, or the bare noun of a
+    set prepositional phrase ('in Bezug auf'); False for a name German writes otherwise, a hyphenated name or part of a
+    name of several words; None when neither settles it."""
     w = words[i]
     low = w.lower()
     if role(w) or month(w) or ordinal(w) or low in _DETERMINERS or \
@@ -220,6 +218,20 @@ def common_noun(words: list[str], i: int) -> bool:
     if english_names(w) or (w.count("-") and all(p[:1].isupper() for p in w.split("-") if p)) or \
             _in_name_run(words, i):
         return False
+    return None
+
+
+def common_noun(words: list[str], i: int) -> bool:
+    """Whether the capitalised word words[i] of a German text is a common noun, not a name: a role, month, ordinal;
+    a word spelt as only German spells it (german_shaped), unless it is a name German writes otherwise ('Frankreich',
+    looked for in its English forms), a hyphenated name ('Saint-Pierre') or part of a name of several words
+    ('Friedrich Ratzel'); or a word after an article, a determiner, a number or an inflected adjective that follows
+    one ('die größte Stadt')."""
+    settled = _noun_or_name(words, i)
+    if settled is not None:
+        return settled
+    w = words[i]
+    low = w.lower()
     if german_shaped(w):
         return True
     j = i - 1
@@ -232,16 +244,14 @@ def common_noun(words: list[str], i: int) -> bool:
 
 def strong_noun(words: list[str], i: int) -> bool:
     """Whether the capitalised word words[i] is a common noun by what only nouns are (common_noun's strong half): a
-    role, month, ordinal or determiner, an umlaut or a common noun's suffix. A word read as a noun only by its place
+    role, month, ordinal, determiner or set phrase's noun, an umlaut or a common noun's suffix. A word read as a noun only by its place
     (after an article: 'das Delta', 'im Sudan') or by letter groups English names hold too ('ei', 'ie': 'Einstein',
     'Brakkenfield') may be a name."""
+    settled = _noun_or_name(words, i)
+    if settled is not None:
+        return settled
     w = words[i]
     low = w.lower()
-    if role(w) or month(w) or ordinal(w) or low in _DETERMINERS:
-        return True
-    if english_names(w) or (w.count("-") and all(p[:1].isupper() for p in w.split("-") if p)) or \
-            _in_name_run(words, i):
-        return False
     return bool(_UMLAUTS.search(low)) or bool(_NOUN_SUFFIX.fullmatch(low)) or \
         (len(low) >= 7 and bool(_NOUN_SUFFIX.search(low)))
 
