@@ -244,9 +244,9 @@ def common_noun(words: list[str], i: int) -> bool:
 
 def strong_noun(words: list[str], i: int) -> bool:
     """Whether the capitalised word words[i] is a common noun by what only nouns are (common_noun's strong half): a
-    role, month, ordinal, determiner or set phrase's noun, an umlaut or a common noun's suffix. A word read as a noun only by its place
-    (after an article: 'das Delta', 'im Sudan') or by letter groups English names hold too ('ei', 'ie': 'Einstein',
-    'Brakkenfield') may be a name."""
+    role, month, ordinal, determiner or set phrase's noun, an umlaut or a common noun's suffix. A word read as a noun
+    only by its place (after an article: 'das Delta', 'im Sudan') or by letter groups English names hold too ('ei',
+    'ie': 'Einstein', 'Brakkenfield') may be a name."""
     settled = _noun_or_name(words, i)
     if settled is not None:
         return settled
