@@ -356,29 +356,32 @@ def tune(items: list[dict[str, Any]], corp: dict[str, dict[str, Any]], finder: N
         print("  ", g, file=sys.stderr)
 
 
+def grid_rates(rows: list[dict[str, Any]]) -> str:
+    """Right, wrong, near misses refused and paragraph-left-out refused of a grid point's rows, on one line."""
+    ans = [r for r in rows if r["kind"] == "answerable"]
+    nm = [r for r in rows if r["kind"] not in ("answerable", "omitted")]
+    om = [r for r in rows if r["kind"] == "omitted"]
+    return (f"right {sum(r['after']['correct'] for r in ans) / len(ans):.3f} wrong "
+            f"{sum(not r['after']['correct'] and not r['after']['refused'] for r in ans) / len(ans):.3f} "
+            f"near misses refused {sum(r['after']['refused'] for r in nm) / len(nm):.3f} omitted refused "
+            f"{sum(r['after']['refused'] for r in om) / len(om):.3f}")
+
+
 def tune_cross_answer(data: dict[str, Any], reader: E5Reader, finder: NameFinder) -> None:
     """The dev split's cross-lingual answer cuts (core.answer.crosslingual.ANSWER_MARGIN, ANSWER_FLOOR): right, wrong,
     near misses refused and paragraph-left-out refused over a grid, beside English on the same questions. The
     shipped cuts were read off this grid."""
     import core.answer.crosslingual as cl
 
-    def rates(rows: list[dict[str, Any]]) -> str:
-        ans = [r for r in rows if r["kind"] == "answerable"]
-        nm = [r for r in rows if r["kind"] not in ("answerable", "omitted")]
-        om = [r for r in rows if r["kind"] == "omitted"]
-        return (f"right {sum(r['after']['correct'] for r in ans) / len(ans):.3f} wrong "
-                f"{sum(not r['after']['correct'] and not r['after']['refused'] for r in ans) / len(ans):.3f} "
-                f"near misses refused {sum(r['after']['refused'] for r in nm) / len(nm):.3f} omitted refused "
-                f"{sum(r['after']['refused'] for r in om) / len(om):.3f}")
     dev = {st: [it for it in data["items"] if it["split"] == "dev" and it["setting"] == st] for st in ("en", "cross")}
-    print(f"dev English: {rates(run_items(dev['en'], data, None, None))}", file=sys.stderr)
+    print(f"dev English: {grid_rates(run_items(dev['en'], data, None, None))}", file=sys.stderr)
     defaults = dict(cl.cross_answer.__kwdefaults__ or {})
     try:
         for margin, floor in ((0.02, 0.74), (0.04, 0.74), (0.08, 0.74), (0.04, 0.76), (0.04, 0.77), (0.04, 0.78),
                               (0.04, 0.80)):
             assert cl.cross_answer.__kwdefaults__ is not None
             cl.cross_answer.__kwdefaults__.update(margin=margin, floor=floor)
-            print(f"dev cross margin {margin} floor {floor}: {rates(run_items(dev['cross'], data, reader, finder))}",
+            print(f"dev cross margin {margin} floor {floor}: {grid_rates(run_items(dev['cross'], data, reader, finder))}",
                   file=sys.stderr)
     finally:
         cl.cross_answer.__kwdefaults__.update(defaults)
@@ -387,7 +390,7 @@ def tune_cross_answer(data: dict[str, Any], reader: E5Reader, finder: NameFinder
     try:
         for floor in (0.74, 0.75, 0.76, 0.77, 0.78, 0.80):
             cl.LATIN_CROSS_FLOOR = floor
-            print(f"dev German over English floor {floor}: {rates(run_items(dev_de, data, reader, finder))}",
+            print(f"dev German over English floor {floor}: {grid_rates(run_items(dev_de, data, reader, finder))}",
                   file=sys.stderr)
     finally:
         cl.LATIN_CROSS_FLOOR = latin
@@ -399,14 +402,8 @@ def tune_noun(data: dict[str, Any], reader: E5Reader) -> None:
     shipped cut was read off this grid."""
     dev = [it for it in data["items"] if it["split"] == "dev" and it["setting"] == "de"]
     for cut in (0.86, 0.88, 0.9, 0.92, float("inf")):
-        rows = run_items(dev, data, reader, NameFinder(reader, noun=cut))
-        ans = [r for r in rows if r["kind"] == "answerable"]
-        nm = [r for r in rows if r["kind"] not in ("answerable", "omitted")]
-        om = [r for r in rows if r["kind"] == "omitted"]
-        print(f"dev German noun cut {cut}: right {sum(r['after']['correct'] for r in ans) / len(ans):.3f} wrong "
-              f"{sum(not r['after']['correct'] and not r['after']['refused'] for r in ans) / len(ans):.3f} near misses "
-              f"refused {sum(r['after']['refused'] for r in nm) / len(nm):.3f} omitted refused "
-              f"{sum(r['after']['refused'] for r in om) / len(om):.3f}", file=sys.stderr)
+        print(f"dev German noun cut {cut}: {grid_rates(run_items(dev, data, reader, NameFinder(reader, noun=cut)))}",
+              file=sys.stderr)
 
 
 def cands(data: dict[str, Any], lang: str, text: str, k: int = 5) -> list[Candidate]:
