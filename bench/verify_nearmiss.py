@@ -381,7 +381,8 @@ def tune_cross_answer(data: dict[str, Any], reader: E5Reader, finder: NameFinder
                               (0.04, 0.80)):
             assert cl.cross_answer.__kwdefaults__ is not None
             cl.cross_answer.__kwdefaults__.update(margin=margin, floor=floor)
-            print(f"dev cross margin {margin} floor {floor}: {grid_rates(run_items(dev['cross'], data, reader, finder))}",
+            rows = run_items(dev["cross"], data, reader, finder)
+            print(f"dev cross margin {margin} floor {floor}: {grid_rates(rows)}",
                   file=sys.stderr)
     finally:
         cl.cross_answer.__kwdefaults__.update(defaults)
