@@ -292,3 +292,37 @@ def test_a_name_the_lead_sentence_lacks_is_not_supplied_by_a_later_quote_of_anot
     # a superlative that ranks another noun is the neighbouring fact though the sentence names the asked noun elsewhere
     assert _unmet("What is the last study?", "The aim of this study was to explore care in the last phase of life.") \
         == [("superlative", ("last phase",))]
+
+
+def test_a_number_stated_of_another_thing_is_not_the_asked_ones_and_all_or_most_count_nothing() -> None:
+    chunks = {"a": ChunkText("Velmora Labs is based in Oslo and employs roughly 310 people across three sites."),
+              "b": ChunkText("Most new hires joined the Tarvik site."),
+              "c": ChunkText("The Tarvik site opened in 2015. It has 40 staff.")}
+    text = "Velmora Labs is based in Oslo and employs roughly 310 people across three sites. [a] " \
+           "Most new hires joined the Tarvik site. [b]"
+    # the company's head count is not the Tarvik site's, and 'most' states no number of it
+    v = verify_quotes("How many people does the Tarvik site employ?", text, ["a", "b"], chunks, refusal=REFUSAL)
+    assert v.refused
+    # a sentence whose passage names the asked site still gives its number ('It has 40 staff.')
+    ok = verify_quotes("How many staff does the Tarvik site have?", "It has 40 staff. [c]", ["c"], chunks,
+                       refusal=REFUSAL)
+    assert not ok.refused
+
+
+def test_a_number_after_a_label_noun_is_that_label_not_a_count() -> None:
+    cons = question_constraints("Which gateway does each station of Project Kestrel get in phase 3?")
+    assert [(c.kind, c.text) for c in cons if c.kind == "number"] == [("number", "phase 3")]
+    # 'three regions' counts regions, 'one gateway' counts gateways: neither states phase 3
+    assert _unmet("Which gateway does each station get in phase 3?",
+                  "Each station receives one FB-340 gateway in three regions.") == [("number", ())]
+    # the label with its number, in words, in Roman numerals or as an ordinal before the noun
+    for said in ("In phase three each station receives one FB-340 gateway.",
+                 "In Phase III each station receives one FB-340 gateway.",
+                 "In the third phase each station receives one FB-340 gateway."):
+        assert _unmet("Which gateway does each station get in phase 3?", said) == []
+    # the same label with another number is its sibling
+    assert _unmet("Which gateway does each station get in phase 3?",
+                  "In phase 1 each station receives one FB-340 gateway.") == [("number", ("phase 1",))]
+    # a number after any other noun stays a plain number
+    assert [(c.kind, c.text) for c in question_constraints("How many of the 40 pumps failed?")
+            if c.kind == "number"] == [("number", "40")]
