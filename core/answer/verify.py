@@ -1285,6 +1285,25 @@ def _ordinal_of(c: Constraint, question: str, parts: Sequence[tuple[str, _Read]]
     return None
 
 
+# 'how many <things>' asks a count of things: what follows 'how many' unless it is a time unit or a share
+_HOW_MANY = re.compile(r"(?i)\bhow many\s+(?:of\s+the\s+|more\s+|other\s+|different\s+)?([a-z][\w\-]*)")
+_NOT_COUNTED = re.compile(r"(?i)^(years?|decades?|centur\w+|millenni\w+|months?|weeks?|days?|hours?|minutes?|"
+                          r"seconds?|times?|percent|per|points?|degrees?)$")
+_PERCENT = re.compile(r"(\d+(?:[.,]\d+)?)\s*(?:%|percent\b|per cent\b|pct\b)", re.I)
+
+
+def _counts(question: str) -> bool:
+    """Whether the question asks a count of things ('how many containers'), not a time, a share or a measure."""
+    m = _HOW_MANY.search(question)
+    return m is not None and not _NOT_COUNTED.match(m.group(1)) and not re.search(
+        r"(?i)\b(percent|per cent|percentage|share|proportion|fraction|%)", question)
+
+
+def _percents(sentence: str) -> set[str]:
+    """The numbers a sentence states as a share ('40%', '12 percent')."""
+    return {_num(m.group(1).replace(",", ".")) for m in _PERCENT.finditer(sentence)}
+
+
 def _asks(c: Constraint, sentence: str, r: _Read, question: str) -> Verdict:
     qy, qm, qn = years(question), months(question), numbers(question)
     if c.values[0] in ("license", "version", "default"):  # a field line with the attribute's key, or its value
@@ -1308,7 +1327,11 @@ def _asks(c: Constraint, sentence: str, r: _Read, question: str) -> Verdict:
             _WHEN_RECURRING.search(sentence)) or bool(_ANCHOR.search(sentence)) or bool(_REL_PERIOD.search(sentence)) \
             or bool(_DATE_WORD.search(sentence)) or bool(_WHEN_CLAUSE.search(sentence))
     else:
-        ok = bool(r.numbers - qn) or bool(r.years - qy) or bool(re.search(
+        counts = _counts(question)
+        nums = r.numbers - qn
+        if counts:  # 'how many containers': a share ('40%') or a calendar year ('in January 2024') counts none
+            nums = nums - _percents(sentence)
+        ok = bool(nums) or (not counts and bool(r.years - qy)) or bool(re.search(
             r"(?i)\b(several|many|few|dozens|hundreds|thousands|millions|numerous|half|a number of|"
             r"несколько|много|мало|сотни|тысячи|миллионы|половин|большинство)\b", sentence))
     return Verdict(c, "met", "sentence") if ok else Verdict(c, "unmet")
@@ -1576,6 +1599,10 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
         failed = [c for c in open_ if any(v.constraint == c for v in first.unmet)]
         sib = [c for c in failed if any(v.constraint == c and v.instead for v in first.unmet)]  # 'numpy, not pandas'
         sib.sort(key=lambda c: c.kind != "entity")  # a sibling name says most ('gives numpy, not pandas')
+        if any(c.kind == "asks" for c in failed):  # the value it states is another thing's: name the thing it lacks
+            ent = [v.constraint for v in first.unmet if v.constraint.kind == "entity"]
+            sib = sib or [c for c in ent if any(v.constraint == c and v.instead for v in first.unmet)]
+            failed = ent + [c for c in failed if c not in ent]
         missing = (sib or failed or open_ or list(cons))[0]
     why = next(v for v in first.verdicts if v.constraint == missing).reason() or \
         "no quoted sentence states everything the question pins down"
