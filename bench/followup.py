@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, Table, datasets_dir, grid, machine_info, write_result  # noqa: E402
+from _common import CAPTION, ROOT, Table, datasets_dir, grid, machine_info, write_result  # noqa: E402
 
 from core.retrieve.bm25 import BM25Index  # noqa: E402
 from core.route.condense import condense_offline  # noqa: E402
@@ -109,6 +109,7 @@ def measured_followup(payload: dict[str, Any], file: str) -> list[Any]:
     if misses:
         lines.append(grid(("follow-up", "after", "condensed to", "standalone form"),
                           [(r["q"], r["prev"], r["condensed"], r["standalone"]) for r in misses]))
+    lines.append(CAPTION)
     return lines
 
 
