@@ -143,3 +143,12 @@ def test_an_independent_question_is_never_rewritten_and_a_follow_up_is_detected(
               "Give an example of them.", "Кто их основал?", "А что он изучал?", "In Leipzig?"):
         assert follows_up(q, h)[0], q
     assert not follows_up("When did he die?", [])[0]
+
+
+def test_a_pronoun_stands_for_the_subject_of_an_inverted_question_and_a_first_preposition_names_nothing() -> None:
+    # 'it' after 'What does the UMC oppose as ... of Scripture?' is the UMC (the name after 'does'), not both names
+    c = condense_offline("What does it support?", [Turn("What does the ZMC oppose as contrary to the Charter?")])
+    assert c.text == "What does ZMC support?"
+    # a capitalised preposition opening a Russian question is no name
+    c = condense_offline("А что она поддерживает?", [Turn("Против чего выступает ЗМЦ?")])
+    assert c.carried == ("ЗМЦ",)

@@ -56,8 +56,9 @@ def _unmet(q: str, sentence: str, chunk: str = "", heading: str = "", title: str
 def test_the_neighbouring_fact_is_caught_with_its_sibling() -> None:
     # another office in the same chunk: the sentence states the sibling in the asked name's slot
     chunk = "The Almaty office opened in 2019. The Austin office is being planned."
+    # (the year it states is then another office's: the asked kind of value is unmet too)
     assert _unmet("When did the Austin office open?", "The Almaty office opened in 2019.", chunk) == \
-        [("entity", ("Almaty",))]
+        [("entity", ("Almaty",)), ("asks", ())]
     assert _unmet("When did the Almaty office open?", "The Almaty office opened in 2019.", chunk) == []
     assert _unmet("Who is the CTO of Acme?", "Jane Roe is the CFO of Acme.") == [("role", ("cfo",))]
     assert _unmet("Who is the CFO of Acme?", "Jane Roe is the CFO of Acme.") == []
@@ -68,7 +69,7 @@ def test_the_neighbouring_fact_is_caught_with_its_sibling() -> None:
     assert _unmet("Which team won the third title?", "The Lions won the second title in 1990.") == \
         [("ordinal", ("second",))]
     assert _unmet("How many people live in Zorvath?", "About 40,000 people live in Kraków.") == \
-        [("entity", ("Kraków",))]
+        [("entity", ("Kraków",)), ("asks", ())]  # (the number it states is then Kraków's, not the asked one)
     # said by the context: the name in the document title, the year in the chunk, a pronoun in the sentence
     assert _unmet("When was Tesla born?", "He was born on 10 July 1856.", title="Nikola Tesla") == []
     assert _unmet("Где родился Тесла?", "Он родился в Смилянах в 1856 году.", "Никола Тесла родился в Смилянах.") == []
@@ -99,7 +100,8 @@ def test_a_russian_preposition_opening_a_sentence_is_no_sibling_name() -> None:
     chunk = "Последняя Ледниковая эпоха закончилась. К периоду 9 000 лет назад Европа была покрыта лесом."
     sentence = "К периоду 9 000 лет назад Европа была покрыта лесом."
     assert _unmet("Когда Европа покрылась лесом после Ледникового периода?", sentence, chunk) == []
-    assert _unmet("Когда Азия покрылась лесом после Ледникового периода?", sentence, chunk) == [("entity", ())]
+    assert _unmet("Когда Азия покрылась лесом после Ледникового периода?", sentence, chunk) == [("entity", ()),
+                                                                                                ("asks", ())]
 
 
 def test_a_question_with_no_constraints_and_cross_lingual_names() -> None:
@@ -292,3 +294,48 @@ def test_a_name_the_lead_sentence_lacks_is_not_supplied_by_a_later_quote_of_anot
     # a superlative that ranks another noun is the neighbouring fact though the sentence names the asked noun elsewhere
     assert _unmet("What is the last study?", "The aim of this study was to explore care in the last phase of life.") \
         == [("superlative", ("last phase",))]
+
+
+def test_a_number_stated_of_another_thing_is_not_the_asked_ones_and_all_or_most_count_nothing() -> None:
+    chunks = {"a": ChunkText("Velmora Labs is based in Oslo and employs roughly 310 people across three sites."),
+              "b": ChunkText("Most new hires joined the Tarvik site."),
+              "c": ChunkText("The Tarvik site opened in 2015. It has 40 staff.")}
+    text = "Velmora Labs is based in Oslo and employs roughly 310 people across three sites. [a] " \
+           "Most new hires joined the Tarvik site. [b]"
+    # the company's head count is not the Tarvik site's, and 'most' states no number of it
+    v = verify_quotes("How many people does the Tarvik site employ?", text, ["a", "b"], chunks, refusal=REFUSAL)
+    assert v.refused
+    # a sentence whose passage names the asked site still gives its number ('It has 40 staff.')
+    ok = verify_quotes("How many staff does the Tarvik site have?", "It has 40 staff. [c]", ["c"], chunks,
+                       refusal=REFUSAL)
+    assert not ok.refused
+
+
+def test_a_number_after_a_label_noun_is_that_label_not_a_count() -> None:
+    cons = question_constraints("Which gateway does each station of Project Kestrel get in phase 3?")
+    assert [(c.kind, c.text) for c in cons if c.kind == "number"] == [("number", "phase 3")]
+    # 'three regions' counts regions, 'one gateway' counts gateways: neither states phase 3
+    assert _unmet("Which gateway does each station get in phase 3?",
+                  "Each station receives one FB-340 gateway in three regions.") == [("number", ())]
+    # the label with its number, in words, in Roman numerals or as an ordinal before the noun
+    for said in ("In phase three each station receives one FB-340 gateway.",
+                 "In Phase III each station receives one FB-340 gateway.",
+                 "In the third phase each station receives one FB-340 gateway."):
+        assert _unmet("Which gateway does each station get in phase 3?", said) == []
+    # the same label with another number is its sibling
+    assert _unmet("Which gateway does each station get in phase 3?",
+                  "In phase 1 each station receives one FB-340 gateway.") == [("number", ("phase 1",))]
+    # a number after any other noun stays a plain number
+    assert [(c.kind, c.text) for c in question_constraints("How many of the 40 pumps failed?")
+            if c.kind == "number"] == [("number", "40")]
+
+
+def test_how_many_things_is_not_answered_by_a_share_or_a_calendar_year() -> None:
+    q = "How many containers are in the reduced pilot of Project Wren?"
+    assert _unmet(q, "Her allocation was reduced from 70% to 40% because the pilot of Project Wren was postponed.") \
+        == [("asks", ())]
+    assert _unmet(q, "Ostmar signed for Project Wren in January 2024.") == [("asks", ())]
+    assert _unmet(q, "Project Wren starts a reduced pilot in November 2024 on 40 containers.") == []
+    # a share asked, a time asked: the percentage and the years still answer
+    assert _unmet("How many percent of the pilot of Project Wren failed?", "In Project Wren 12% failed.") == []
+    assert _unmet("How many years did Project Wren run?", "Project Wren ran from 2019 to 2024.") == []

@@ -461,6 +461,60 @@ def ordinals(text: str) -> set[str]:
     return out
 
 
+# Nouns a number after them names one of a sequence ('phase 3', 'step 2', 'chapter 11', 'Phase III'): the number is a
+# label of that noun, not a count, so 'three operating regions' does not state 'phase 3' and 'one gateway' is no
+# sibling of it. General English, not read from any corpus.
+_LABEL_NOUNS = ("phase step stage level tier chapter section part volume episode season round grade floor gate "
+                "platform terminal article clause paragraph figure appendix page week sprint cycle wave batch "
+                "milestone act book division district ward lot heat leg").split()
+_ROMAN = {"i": 1, "ii": 2, "iii": 3, "iv": 4, "v": 5, "vi": 6, "vii": 7, "viii": 8, "ix": 9, "x": 10, "xi": 11,
+          "xii": 12}
+_LABELLED = re.compile(r"(?i)\b(" + "|".join(_LABEL_NOUNS) + r")s?\s+(?:no\.?\s*|number\s+|#\s*)?(\d+|[ivx]{1,4}|"
+                       r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b")
+_ORD_LABELLED = re.compile(r"(?i)\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|"
+                           r"twelfth|\d+(?:st|nd|rd|th))\s+(" + "|".join(_LABEL_NOUNS) + r")\b")
+
+
+def _label_of(question: str, n: str) -> str:
+    """The label noun a digit number of the question follows ('phase' of 'in phase 3'), or ''."""
+    for m in _LABELLED.finditer(question):
+        if m.group(2).isdigit() and _num(m.group(2)) == n:
+            return m.group(1).lower()
+    return ""
+
+
+def _labels(text: str) -> set[tuple[str, str]]:
+    """(label noun, number) pairs a text states: 'Phase 3', 'phase three', 'Phase III', 'the third phase'."""
+    out = set()
+    for m in _LABELLED.finditer(text):
+        v = m.group(2).lower()
+        if m.group(2).isdigit():
+            num = _num(v)
+        elif v in _NUM_EN:
+            num = str(_NUM_EN[v])
+        elif v in _ROMAN and (m.group(2).isupper() or len(v) > 1):  # 'Phase III'; a lone lower-case 'i' is a word
+            num = str(_ROMAN[v])
+        else:
+            continue
+        out.add((m.group(1).lower(), num))
+    for m in _ORD_LABELLED.finditer(text):
+        o = m.group(1).lower()
+        num = str(_ORD_EN[o]) if o in _ORD_EN else _num(re.sub(r"\D", "", o))
+        out.add((m.group(2).lower(), num))
+    return out
+
+
+def _label_verdict(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence: str) -> Verdict:
+    """A labelled number ('phase 3') is met where the evidence states that label with that number (the sentence, its
+    heading or title, its chunk); another number with the same label in the sentence or heading is its sibling."""
+    n, label = c.values[0], c.values[1]
+    for where, r in parts:
+        if (label, n) in _labels(r.raw_cased):
+            return Verdict(c, "met", where)
+    sib = sorted({f"{lb} {v}" for where, r in parts[:2] for lb, v in _labels(r.raw_cased) if lb == label and v != n})
+    return Verdict(c, "unmet", instead=tuple(sib))
+
+
 def _digit_numbers(text: str) -> set[str]:
     """Numbers written in digits (outside years), as plain digits. German groups thousands with full stops and writes
     the decimal comma ('22.338.618', '1.000', '2,5'): two groups or more read so in any text, one group in German."""
@@ -664,7 +718,8 @@ def question_constraints(question: str) -> tuple[Constraint, ...]:
     digits = _digit_numbers(_CODE.sub(" ", q))
     for n in sorted(digits - {y for y in ys}):
         # only a number written in digits pins one: 'the first three quarters', 'one of the' use words loosely
-        out.append(Constraint("number", n, (n,)))
+        label = _label_of(q, n)
+        out.append(Constraint("number", f"{label} {n}", (n, label)) if label else Constraint("number", n, (n,)))
     for o in sorted(ordinals(q), key=int):
         out.append(Constraint("ordinal", _ordinal_word(int(o)), (o,)))
     for s in sorted(_superlatives(q)):
@@ -1031,6 +1086,8 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         bound = _ordinal_of(c, question, parts, sentence)
         if bound is not None:
             return bound
+    if c.kind == "number" and len(c.values) > 1:  # a label ('phase 3'): met only where the label is stated with it
+        return _label_verdict(c, parts, sentence)
     if c.kind in ("year", "month", "number", "ordinal"):
         attr = {"year": "years", "month": "months", "number": "numbers", "ordinal": "ordinals"}[c.kind]
         v = c.values[0]
@@ -1228,6 +1285,25 @@ def _ordinal_of(c: Constraint, question: str, parts: Sequence[tuple[str, _Read]]
     return None
 
 
+# 'how many <things>' asks a count of things: what follows 'how many' unless it is a time unit or a share
+_HOW_MANY = re.compile(r"(?i)\bhow many\s+(?:of\s+the\s+|more\s+|other\s+|different\s+)?([a-z][\w\-]*)")
+_NOT_COUNTED = re.compile(r"(?i)^(years?|decades?|centur\w+|millenni\w+|months?|weeks?|days?|hours?|minutes?|"
+                          r"seconds?|times?|percent|per|points?|degrees?)$")
+_PERCENT = re.compile(r"(\d+(?:[.,]\d+)?)\s*(?:%|percent\b|per cent\b|pct\b)", re.I)
+
+
+def _counts(question: str) -> bool:
+    """Whether the question asks a count of things ('how many containers'), not a time, a share or a measure."""
+    m = _HOW_MANY.search(question)
+    return m is not None and not _NOT_COUNTED.match(m.group(1)) and not re.search(
+        r"(?i)\b(percent|per cent|percentage|share|proportion|fraction|%)", question)
+
+
+def _percents(sentence: str) -> set[str]:
+    """The numbers a sentence states as a share ('40%', '12 percent')."""
+    return {_num(m.group(1).replace(",", ".")) for m in _PERCENT.finditer(sentence)}
+
+
 def _asks(c: Constraint, sentence: str, r: _Read, question: str) -> Verdict:
     qy, qm, qn = years(question), months(question), numbers(question)
     if c.values[0] in ("license", "version", "default"):  # a field line with the attribute's key, or its value
@@ -1251,8 +1327,12 @@ def _asks(c: Constraint, sentence: str, r: _Read, question: str) -> Verdict:
             _WHEN_RECURRING.search(sentence)) or bool(_ANCHOR.search(sentence)) or bool(_REL_PERIOD.search(sentence)) \
             or bool(_DATE_WORD.search(sentence)) or bool(_WHEN_CLAUSE.search(sentence))
     else:
-        ok = bool(r.numbers - qn) or bool(r.years - qy) or bool(re.search(
-            r"(?i)\b(several|many|few|dozens|hundreds|thousands|millions|numerous|half|most|all|some|a number of|"
+        counts = _counts(question)
+        nums = r.numbers - qn
+        if counts:  # 'how many containers': a share ('40%') or a calendar year ('in January 2024') counts none
+            nums = nums - _percents(sentence)
+        ok = bool(nums) or (not counts and bool(r.years - qy)) or bool(re.search(
+            r"(?i)\b(several|many|few|dozens|hundreds|thousands|millions|numerous|half|a number of|"
             r"несколько|много|мало|сотни|тысячи|миллионы|половин|большинство)\b", sentence))
     return Verdict(c, "met", "sentence") if ok else Verdict(c, "unmet")
 
@@ -1291,6 +1371,12 @@ def check(question: str, evidence: Evidence, constraints: Sequence[Constraint] |
     return Check(evidence, _value_of_the_asked(verdicts))
 
 
+# the asked kinds whose value belongs to one thing: a number, a year or a date stated of another office, package or
+# person is not the asked one's ('employs 430 people across four offices' for 'How many people does the Gdansk
+# office employ?')
+_VALUE_ASKS = frozenset({"license", "version", "default", "a number", "a year", "a date or year", "a month"})
+
+
 def _value_of_the_asked(verdicts: list[Verdict]) -> tuple[Verdict, ...]:
     """A sentence states the asked attribute's value (a license, a version, a default) for the thing asked about
     only when it, its chunk or its title names that thing too: 'Requires-Python: >=3.8' of another package meets no
@@ -1299,7 +1385,7 @@ def _value_of_the_asked(verdicts: list[Verdict]) -> tuple[Verdict, ...]:
     if not names_unmet:
         return tuple(verdicts)
     return tuple(Verdict(v.constraint, "unmet", "elsewhere") if v.constraint.kind == "asks" and v.verdict == "met" and
-                 v.constraint.values[0] in ("license", "version", "default") else v for v in verdicts)
+                 v.constraint.values[0] in _VALUE_ASKS else v for v in verdicts)
 
 
 def period_constraints(question: str) -> tuple[Constraint, ...]:
@@ -1513,6 +1599,10 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
         failed = [c for c in open_ if any(v.constraint == c for v in first.unmet)]
         sib = [c for c in failed if any(v.constraint == c and v.instead for v in first.unmet)]  # 'numpy, not pandas'
         sib.sort(key=lambda c: c.kind != "entity")  # a sibling name says most ('gives numpy, not pandas')
+        if any(c.kind == "asks" for c in failed):  # the value it states is another thing's: name the thing it lacks
+            ent = [v.constraint for v in first.unmet if v.constraint.kind == "entity"]
+            sib = sib or [c for c in ent if any(v.constraint == c and v.instead for v in first.unmet)]
+            failed = ent + [c for c in failed if c not in ent]
         missing = (sib or failed or open_ or list(cons))[0]
     why = next(v for v in first.verdicts if v.constraint == missing).reason() or \
         "no quoted sentence states everything the question pins down"

@@ -36,6 +36,16 @@ _CITE = re.compile(r"\s*\[[^\]]{1,80}\]")
 _WORD_OR_STOP = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*|[^\w\s]", re.UNICODE)  # words (no digits) and punctuation
 
 
+# Words that open a question in capitals without naming anything: prepositions, articles and conjunctions
+# ('Против чего выступает ОМЦ?', 'In which year ...', 'For whom ...'). General English and Russian grammar.
+_FUNCTION_FIRST = frozenset("in on at for from with by about after before during under between since until of to and "
+                            "but or if the a an as into over through against в во на с со по о об от до из к ко у за "
+                            "для при про против после через без между над под перед и а но или".split())
+# The subject of an inverted question: the name right after 'what does', 'when did', 'where is', 'how long was' ...
+_SUBJECT_AFTER_AUX = re.compile(r"(?i)^(?:what|which|who|whom|when|where|why|how)(?:\s+[a-z]+)?\s+(?:does|did|do|is|was|"
+                                r"are|were|has|have|had|can|could|will|would|should)\s+(?:the\s+|a\s+|an\s+)?")
+
+
 def _entity_runs(text: str) -> list[str]:
     """Names, identifiers, periods and numbers of a question: a quoted phrase («...», "...") as a whole, then runs of
     capitalised or numbered words (the first word counts only when it is no question word)."""
@@ -46,7 +56,8 @@ def _entity_runs(text: str) -> list[str]:
     cur: list[str] = []
     for i, t in enumerate(toks):
         named = (any(ch.isdigit() for ch in t) or t[:1].isupper() or (len(t) > 1 and t.isupper())) and \
-            not (i == 0 and t.lower() in _QUESTION_WORDS) and t.lower() not in _PRONOUNS_EN
+            not (i == 0 and (t.lower() in _QUESTION_WORDS or t.lower() in _FUNCTION_FIRST)) and \
+            t.lower() not in _PRONOUNS_EN
         if named:
             cur.append(t)
         elif cur:
@@ -239,6 +250,9 @@ def condense_offline(question: str, history: Sequence[Turn]) -> Condensed:
     if not subject:
         return Condensed(q, q, "unchanged", notes=("standalone: the previous question names no subject to carry",))
     carried = " ".join(subject[:2]) if len(" ".join(subject[:2])) <= 60 else subject[0]
+    m = _SUBJECT_AFTER_AUX.match(prev)
+    if m and len(subject) > 1 and prev[m.end():].startswith(subject[0]):
+        carried = subject[0]  # 'What does the UMC oppose as ... of Scripture?': 'it' is the UMC, the subject
     person = _person_answered(history[-1]) if any(w in _PERSON_EN or w in _PERSON_RU for w in words) else ""
     if person:  # 'Who is the CFO?' ... 'What is he responsible for?': 'he' is the person the answer named
         carried = person
