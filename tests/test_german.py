@@ -205,3 +205,32 @@ def test_set_phrase_nouns_are_no_names_and_peoples_and_faiths_are_read_in_their_
                       "They are aware that no way is always righteous before God. [c1]", ["c1"], chunks,
                       refusal=REFUSAL, names=NameFinder(ToyReader()))
     assert not v.refused  # 'Gott' is English evidence's 'God'
+
+
+def test_an_asked_noun_a_people_a_deputy_and_a_name_only_another_passage_states() -> None:
+    # the noun an interrogative determiner asks for is the kind of the answer, no name ('Which religion')
+    asked = [c.text for c in question_constraints("Welche Religion verbreiteten die Portugiesen in Asien?")]
+    assert "Religion" not in asked and "Portugiesen" in asked
+    assert "Gesetz" not in [c.text for c in question_constraints("Was für ein Gesetz regelt die Wahl in Bayern?")]
+    # a people, its country and its adjective are one name in German evidence
+    de = "In Kanada wird heute vielerorts die französische Sprache gesprochen, die mit den Siedlern in das Land kam."
+    assert check("Welche Sprache brachten die Franzosen nach Kanada?", Evidence(de, de)).ok
+    assert not check("Welche Sprache brachten die Italiener nach Kanada?", Evidence(de, de)).ok
+    # 'stellvertretend' before a role is 'deputy'; a deputy asked is met by a deputy read, not by another role
+    s = "Im Jahr 1990 wurde Anna Berger seine Stellvertreterin."
+    assert check("Wer wurde 1990 zur stellvertretenden Direktorin ernannt?", Evidence(s, s)).ok
+    s2 = "Im Jahr 1990 wurde Anna Berger Präsidentin."
+    assert not check("Wer wurde 1990 zur stellvertretenden Direktorin ernannt?", Evidence(s2, s2)).ok
+    en = "In 1990 Anna Berger became his second in command."
+    assert check("Who became the deputy commander in 1990?", Evidence(en, en)).ok
+    # a German question: a name the lead sentence's passage never states is not supplied by another passage's quote
+    chunks = {"c1": ChunkText("Die Brücke wurde im Jahr 1850 gebaut. Sie ist aus Stein."),
+              "c2": ChunkText("Kelbrin lebte lange in Berlin.")}
+    q = "Wann wurde die Brücke von Kelbrin gebaut?"
+    v = verify_quotes(q, "Die Brücke wurde im Jahr 1850 gebaut. [c1] Kelbrin lebte lange in Berlin. [c2]", ["c1", "c2"],
+                      chunks, refusal=REFUSAL)
+    assert v.refused
+    chunks["c1"] = ChunkText("Die Brücke wurde im Jahr 1850 gebaut. Kelbrin lebte lange in Berlin.")
+    v = verify_quotes(q, "Die Brücke wurde im Jahr 1850 gebaut. [c1] Kelbrin lebte lange in Berlin. [c1]", ["c1"],
+                      chunks, refusal=REFUSAL)
+    assert not v.refused

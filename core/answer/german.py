@@ -207,9 +207,10 @@ def _in_name_run(words: list[str], i: int) -> bool:
 
 
 def _noun_or_name(words: list[str], i: int) -> bool | None:
-    """What common_noun and strong_noun agree on: True for a role, month, ordinal or determiner, or the bare noun of a
-    set prepositional phrase ('in Bezug auf'); False for a name German writes otherwise, a hyphenated name or part of a
-    name of several words; None when neither settles it."""
+    """What common_noun and strong_noun agree on: True for a role, month, ordinal or determiner, the bare noun of a
+    set prepositional phrase ('in Bezug auf') or the noun an interrogative determiner asks for ('Welche Religion');
+    False for a name German writes otherwise, a hyphenated name or part of a name of several words; None when neither
+    settles it."""
     w = words[i]
     low = w.lower()
     if role(w) or month(w) or ordinal(w) or low in _DETERMINERS or \
@@ -218,7 +219,25 @@ def _noun_or_name(words: list[str], i: int) -> bool | None:
     if english_names(w) or (w.count("-") and all(p[:1].isupper() for p in w.split("-") if p)) or \
             _in_name_run(words, i):
         return False
+    if _asked_noun(words, i):
+        return True
     return None
+
+
+def _asked_noun(words: list[str], i: int) -> bool:
+    """Whether words[i] is the noun an interrogative determiner asks for ('Welche Religion', 'welchen zeitlichen
+    Rahmen', 'was für ein Gesetz'): the kind of the answer, not a thing the answer must name ('Katholizismus' answers
+    'Welche Religion ...?' without the word 'Religion'), as English writes it in lower case ('Which religion')."""
+    j = i - 1
+    while j >= 0 and words[j].islower() and _ADJ_ENDING.match(words[j]) and not words[j].startswith("welch"):
+        j -= 1
+    if j < 0:
+        return False
+    prev = words[j].lower()
+    if re.fullmatch(r"welch(e|er|es|en|em)", prev):
+        return True
+    return prev in ("ein", "eine", "einen", "einem", "einer") and j >= 2 and words[j - 1].lower() == "für" and \
+        words[j - 2].lower() == "was"
 
 
 def common_noun(words: list[str], i: int) -> bool:

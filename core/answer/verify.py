@@ -604,8 +604,10 @@ def _roles(text: str) -> list[str]:
     words = [w.lower() for w in _WORD.findall(text)]
     de = _german(text)
     for i, w in enumerate(words):
-        if de and german.role(w):  # a German role in its English form ('Präsidentin' -> 'president')
-            out.append(german.role(w) or "")
+        if de and german.role(w):  # a German role in its English form ('Präsidentin' -> 'president'),
+            # 'stellvertretend' before it as 'deputy' ('stellvertretender Befehlshaber' -> 'deputy commander')
+            dep = i > 0 and words[i - 1].startswith("stellvertretend") and german.role(w) != "deputy"
+            out.append(("deputy " if dep else "") + (german.role(w) or ""))
             continue
         base = w[:-1] if w.endswith("s") and w[:-1] in _ROLES_EN else w
         if base not in _ROLES_EN and re.fullmatch(r"[a-z]+-(e-?)?mail", base) and base.split("-")[0] in _ROLES_EN:
@@ -619,7 +621,11 @@ def _roles(text: str) -> list[str]:
                         not w.startswith(_NOT_ROLES_RU):
                     out.append(r)
                     break
+    out += ["deputy" for _ in _SECOND_IN_COMMAND.finditer(text)]  # English's other word for a deputy
     return out
+
+
+_SECOND_IN_COMMAND = re.compile(r"(?i)\bsecond[- ]in[- ]command\b")
 
 
 def _names(question: str) -> list[tuple[str, list[str]]]:
@@ -884,6 +890,8 @@ def _role_in(role: str, found: Sequence[str]) -> bool:
             if mod == fmod or (not mod and fmod and fmod[0] in ("first", "senior", "acting", "interim")) or \
                     (mod and not fmod and mod[0] in ("first", "senior", "acting", "interim", "general", "chief")):
                 return True
+        if role.split()[0] == "deputy" and f == "deputy":
+            return True  # a deputy asked ('the deputy commander'), a deputy read ('as his deputy', 'Stellvertreter')
     return False
 
 
@@ -926,7 +934,20 @@ def _entity_in(c: Constraint, read: _Read, cross: bool) -> bool:
         return bool(words) and all(found(_key(w)) or any(re.search(r"(?<!\w)" + re.escape(e), read.raw)
                                                          for e in german.english_names(w))
                                    for w in words) and any(german.english_names(w) for w in words)
+    if de and hit < len(keys) and not any(_CYR.search(k) for k in keys):  # German evidence: a people, its country
+        # and its adjective are one name ('Franzosen', 'Frankreich', 'französischen': core.answer.german.english_names)
+        words = [w for w in _WORD.findall(c.text) if w.lower() not in german.FUNCTION_WORDS]
+        said = _german_name_forms(read.raw_cased)
+        return bool(words) and any(german.english_names(w) for w in words) and \
+            all(found(_key(w)) or set(german.english_names(w)) & said for w in words)
     return False
+
+
+@lru_cache(maxsize=1024)
+def _german_name_forms(text: str) -> frozenset[str]:
+    """The English forms of the names a German text writes otherwise than English (core.answer.german.english_names:
+    'französischen' -> french, france)."""
+    return frozenset(e for w in set(_WORD.findall(text)) if len(w) >= 3 for e in german.english_names(w))
 
 
 _OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*(?![\w-])")
@@ -1545,6 +1566,7 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
 
     lead = checks[0]
     topic = _topic_keys(question, cons)
+    german_q = topic is None and _german(question)
 
     def meets(ck: Check, c: Constraint, local: bool = False) -> bool:
         if about_another(ck):
@@ -1554,6 +1576,11 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
                 v.where in ("chunk", "title") or not (_read(ck.evidence.sentence).keys & topic)):
             return False  # a name the answer's lead sentence lacks is not supplied by a later quote that only sits
             # in a passage (a document) naming it, or that shares no other word with the question
+        if c.kind == "entity" and not c.soft and ck is not lead and german_q and v.verdict == "met" and \
+                ck.evidence.chunk_id != lead.evidence.chunk_id and \
+                next(x for x in lead.verdicts if x.constraint == c).verdict == "unmet":
+            return False  # a German question (its topic words are not read): a name the lead sentence's passage never
+            # states is not supplied by a quote from another passage
         return v.verdict != "unmet" and (not local or v.where in ("sentence", "heading", "title", ""))
 
     def sibling(c: Constraint) -> bool:
