@@ -503,10 +503,13 @@ def _verify(q: _Query, answer: Answer | None, deps: Deps) -> AnswerStep:
 
 def _cross_reader(q: _Query, chunk_ids: Sequence[str], deps: Deps) -> CrossReader | None:
     """The multilingual reader when some of the chunks are in another language than the question's (what the offline
-    answer and the check read across languages, core/answer/crosslingual.py); None when all are in the question's
-    language, or when the engine does not load. Its sentence vectors come from the workspace's stored ones."""
+    answer and the check read across languages, core/answer/crosslingual.py), or when the embedder does not read the
+    question's language (a Russian question's lexical answer is read by it, core.answer.stage.blind_reading; a German
+    one is answered by it, core.answer.crosslingual.reads_across); None when all are in the question's language and
+    the embedder reads it, or when the engine does not load. Its sentence vectors come from the workspace's stored
+    ones."""
     langs = {ch.lang for ch in _chunk_rows(q, chunk_ids, deps).values()}
-    if not langs - {q.lang} or not e5_scorer.available():
+    if not (langs - {q.lang} or q.dense_blind) or not e5_scorer.available():
         return None
     return e5_scorer.E5Reader(deps.store.caches, q.workspace)
 

@@ -6,9 +6,12 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Collection, Mapping, Sequence
 
+import numpy as np
+
 from core.answer.attributes import field_first, field_lines, record_names
 from core.answer.calibration import refusal_cut
 from core.answer.crosslingual import CrossReader, NameFinder, answer_floor, cross_answer, is_cross, reads_across
+from core.answer.e5_scorer import pair_text
 from core.answer.injection import injection_note
 from core.answer.negation import SAME_STATEMENT, NegatedAsk, negated_answer, negated_ask, similar, values
 from core.answer.versions import DocHead, sibling_labels
@@ -155,7 +158,7 @@ def extractive_answer(
     model: SupportModel | None = None, vocabulary: Collection[str] | None = None,
     full_texts: Mapping[str, str] | None = None,
     answer_scorer: Callable[[str, Sequence[SentenceRow]], RowScorer] | None = None,
-    documents: Mapping[str, DocHead] | None = None,
+    documents: Mapping[str, DocHead] | None = None, reader: CrossReader | None = None,
 ) -> AnswerResult:
     """Offline answerer: the candidates' sentences that the support model (core.answer.support) ranks most likely to answer
     the question, each with its chunk id. Refuses when the model's support for an answer (its gate's probability
@@ -167,7 +170,9 @@ def extractive_answer(
     bench/answer.py hand theirs in; no shipped model reads one, and without it the model imputes its value).
     `documents` (doc id -> name, title, opening): when the quoted sentences come from two versions of a document,
     each is labelled with its version (core.answer.versions). A question asking what does not hold is answered by
-    core.answer.negation's reading, or refused."""
+    core.answer.negation's reading, or refused. `reader`: a multilingual reader (core.answer.e5_scorer.E5Reader) for a
+    question whose language the embedder does not read (see blind_reading): it checks the lead sentence and answers
+    when the lexical signals refuse."""
     model = model or load_support_model()
     cut = model.threshold if threshold is None or threshold < 0 else threshold
     scored = scored_sentences(question, candidates, titles=titles, li_scorer=li_scorer, blind=blind, model=model,
@@ -188,9 +193,11 @@ def extractive_answer(
     if best < cut:
         detail = (f"; no retrieved passage mentions {_quoted(unseen_words)}" if unseen_words else
                   f"; closest sentence: \"{table.rows[order[0]].text}\" [{table.rows[order[0]].chunk_id}]")
-        return AnswerResult(Answer(f"{REFUSAL} Support for an answer is {best:.0%}, below the {cut:.0%} an answer "
-                                   f"needs{detail}.", (), True, "extractive"), notes=notes,
-                            support=best)
+        low = AnswerResult(Answer(f"{REFUSAL} Support for an answer is {best:.0%}, below the {cut:.0%} an answer "
+                                  f"needs{detail}.", (), True, "extractive"), notes=notes, support=best)
+        return low if reader is None else blind_reading(question, low, (), candidates, reader, titles=titles,
+                                                        full_texts=full_texts, max_sentences=max_sentences,
+                                                        floor=BLIND_LOW_FLOOR)
     picked = pick_sentences(table.rows, probs, support=best, cut=cut, max_sentences=max_sentences,
                             margin=model.pick_margin)
     picked = with_value_first(question, table.rows, probs, picked, max_sentences=max_sentences)
@@ -208,8 +215,79 @@ def extractive_answer(
                         support=best)
     picked = with_other_versions(picked, texts, [r.doc_id for r in table.rows], labels, limit=max_sentences)
     cites = tuple(dict.fromkeys(table.rows[i].chunk_id for i in picked))
-    return AnswerResult(Answer(_quotes(table.rows, picked, labels), cites, False, "extractive"), notes=notes,
-                        support=best)
+    got = AnswerResult(Answer(_quotes(table.rows, picked, labels), cites, False, "extractive"), notes=notes,
+                       support=best)
+    if reader is None:
+        return got
+    # the lead, and the sentence after it when it goes on from the lead (pick_sentences quotes what a sentence refers
+    # back to before it)
+    first = table.rows[picked[0]]
+    lead = [first] + [table.rows[i] for i in picked[1:2] if i == picked[0] + 1 and continues(table.rows[i].text) and
+                      table.rows[i].chunk_id == first.chunk_id]
+    return blind_reading(question, got, lead, candidates, reader, titles=titles, full_texts=full_texts,
+                         max_sentences=max_sentences)
+
+
+# A question in a language the embedder does not read (Russian with the bundled MiniLM; in the pipeline a dense-blind
+# query) is ranked by the support model's lexical signals alone, which accept a sentence about something else that
+# shares a few of the question's words ('Кто решает, как следует использовать землю ...' answered with 'Землю
+# Руперта'), and refuse a question worded otherwise than its passage ('no retrieved passage mentions ...').
+# multilingual-e5 (core.answer.e5_scorer) reads such a question: the lexical answer stands when its lead sentence's
+# question-sentence cosine reaches BLIND_LEAD_FLOOR; below it the answer is e5's own sentence ranking
+# (core.answer.crosslingual.cross_answer) at BLIND_FLOOR, and so it is when the lexical answer refuses for low support
+# (at BLIND_LOW_FLOOR). Read off the dev split's grid (bench/verify_nearmiss.py --tune, tune_blind: Russian over
+# Russian, even paragraphs of XQuAD 40-47; answerable questions right, wrong; near misses and paragraph-left-out
+# questions refused): without the reader 82.1%, 7.1%, 88.1%, 48.8%; lead 0.80 with e5 0.84: 89.3%, 2.4%, 93.1%,
+# 66.7% (English on the same questions: 77.4%, 7.1%, 97.6%, 67.9%). Around it: lead 0.79: 89.3%, 2.4%, 90.1%, 61.9%;
+# 0.81: 89.3%, 2.4%, 92.1%, 66.7%; 0.82: 85.7%, 3.6%, 92.1%, 69.0%; e5 0.83: 90.5%, 2.4%, 92.1%, 63.1%; 0.85: 86.9%,
+# 2.4%, 93.1%, 69.0% (0.84: paragraph-left-out questions refused within 1.2 points of English, right answers 7 points
+# above the lexical answer's). The lead floor alone (no e5 answer) lost right answers (0.80: 77.4%, 1.2%, 95.0%,
+# 77.4%); the e5 answer on low support alone kept the wrong ones (86.9%, 7.1%, 87.1%, 44.0%); e5's ranking alone (the
+# path a German question takes, forced for Russian) answered fewer right (floor 0.84: 85.7%, 3.6%, 95.0%, 71.4%): the
+# lexical signals, when their lead is about the question, pick the sentence that answers more often. A higher floor
+# for the low-support case bought little (0.86: 88.1%, 2.4%, 94.1%, 70.2%; never: 84.5%, 2.4%, 94.1%, 71.4%), so it is
+# BLIND_FLOOR's.
+BLIND_LEAD_FLOOR = 0.80
+BLIND_FLOOR = 0.84
+BLIND_LOW_FLOOR = BLIND_FLOOR
+
+
+def blind_reading(question: str, got: AnswerResult, lead: Sequence[SentenceRow], candidates: Sequence[Candidate],
+                  reader: CrossReader, *, titles: Mapping[str, str] | None = None,
+                  full_texts: Mapping[str, str] | None = None, max_sentences: int = 3,
+                  floor: float | None = None) -> AnswerResult:
+    """The lexical answer `got` to a question whose language the embedder does not read, read by the multilingual
+    `reader` (see BLIND_LEAD_FLOOR): kept when its lead sentence (`lead`: it, and the next quoted when that goes on
+    from it) is about the question; else (and when `got` refused for low support, `lead` empty) the reader's own
+    sentence ranking answers at BLIND_FLOOR, or the refusal says why. A reader that fails leaves `got` as it is, with
+    a note saying so."""
+    floor = BLIND_FLOOR if floor is None else floor
+    try:
+        if lead and not got.answer.refused:
+            sim = float(np.max(reader.score(question, [pair_text(r.context, r.text) for r in lead])))
+            if sim >= BLIND_LEAD_FLOOR:
+                return replace(got, notes=got.notes + (
+                    f"multilingual-e5 reads the lead sentence as about the question (similarity {sim:.2f}, floor "
+                    f"{BLIND_LEAD_FLOOR:.2f}; the embedder does not read the question's language)",))
+            got = AnswerResult(Answer(
+                f"{REFUSAL} The sentence the lexical signals rank first is not about the question (multilingual-e5 "
+                f"similarity {sim:.2f}, below {BLIND_LEAD_FLOOR:.2f}): \"{lead[0].text}\" [{lead[0].chunk_id}].", (),
+                True, "extractive"), notes=got.notes, support=got.support)
+        other, best, _ = cross_answer(question, candidates, reader, titles=titles, full_texts=full_texts,
+                                      max_sentences=max_sentences, floor=floor, refusal=REFUSAL)
+    except Exception as exc:  # noqa: BLE001 - the reader is a second opinion: without it the lexical answer stands
+        return replace(got, notes=got.notes + (f"multilingual reader failed ({type(exc).__name__}: {exc}): the lexical "
+                                               "answer stands unchecked",))
+    if other.refused:
+        return replace(got, notes=got.notes + (
+            f"multilingual-e5's sentence ranking does not answer either (best similarity {best:.2f}, below "
+            f"{floor:.2f})",))
+    return AnswerResult(other, notes=got.notes + (
+        f"the lexical answer refused ({got.answer.text[len(REFUSAL):].strip()[:160]}); answered by multilingual-e5's "
+        f"sentence ranking (best similarity {best:.2f}, floor {floor:.2f}; the embedder does not read the "
+        "question's language)",), support=best, threshold=floor,
+                        threshold_from="multilingual-e5 floor for a language the embedder does not read "
+                        "(core/answer/stage.py)")
 
 
 _ASKS_DEFAULT = re.compile(r"(?i)\bdefaults?\b|\bby default\b|по умолчанию")
@@ -498,7 +576,8 @@ def answer_question(
     -> text) when given. Claude reads what the pipeline handed on (the pruned, budgeted context). Its refusal cut is
     the config's when set, else the workspace's `calibration` (core.answer.calibration), else the model's prior.
     `cross`: a multilingual reader; when no passage is written in the question's script, the offline answer ranks
-    sentences by its similarity (core.answer.crosslingual), since word overlap does not reach across languages."""
+    sentences by its similarity (core.answer.crosslingual), since word overlap does not reach across languages; when
+    `blind`, it also reads the lexical answer (extractive_answer's `reader`, BLIND_LEAD_FLOOR)."""
     top = list(candidates)[: cfg.max_chunks]
     if not top:
         return AnswerResult(Answer(f"{REFUSAL} (no passages were retrieved)", (), True,
@@ -530,9 +609,12 @@ def answer_question(
     if foreign and len(foreign) == len(top):
         return across(())
     cut = refusal_cut(cfg.refusal_threshold, calibration, load_support_model().threshold, model_fingerprint())
+    if blind and cross is None:
+        notes.append("the embedder does not read the question's language and no multilingual reader is loaded: the "
+                     "lexical answer stands unchecked")
     res = extractive_answer(question, top, threshold=cut.value, max_sentences=cfg.max_sentences,
                             titles=titles, li_scorer=li_scorer, blind=blind, vocabulary=vocabulary,
-                            full_texts=full_texts, documents=documents)
+                            full_texts=full_texts, documents=documents, reader=cross if blind else None)
     notes.append("extractive answer (offline): sentences copied from the passages, not generated")
     notes.append(f"refusal threshold {cut.value:.2f}: {cut.source}")
     if foreign and res.answer.refused:  # nothing in the question's language supports an answer: the other passages
@@ -541,8 +623,9 @@ def answer_question(
         if not other.answer.refused:
             return other
     answer, said = quoted_language(question, res.answer)
-    return _flag_instructions(AnswerResult(answer, res.usage, tuple(notes) + res.notes + said, res.support, cut.value,
-                                           cut.source), top)
+    return _flag_instructions(AnswerResult(answer, res.usage, tuple(notes) + res.notes + said, res.support,
+                                           cut.value if res.threshold is None else res.threshold,
+                                           cut.source if res.threshold_from is None else res.threshold_from), top)
 
 
 def _flag_instructions(res: AnswerResult, passages: Sequence[Candidate]) -> AnswerResult:
