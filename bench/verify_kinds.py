@@ -328,6 +328,7 @@ WIDE_ANT = {**{k: v[1] for k, v in SUPER.items() if v[1] and k not in ("first", 
             "poorest": ("richest",), "fewest": ("most",), "slowest": ("fastest",), "quietest": ("busiest",),
             "brightest": ("dimmest",), "loudest": ("quietest",), "cheapest": ("most expensive",),
             "rarest": ("most common",), "finest": ("worst",), "safest": ("most dangerous",)}
+# ('first' / 'last' are left out: most of their claims are periods, 'the last few years', 'for the first time')
 _WIDE_SUP = "|".join(sorted(WIDE_ANT, key=len, reverse=True)) + r"|most [a-z]+|least [a-z]+"
 _WIDE_ORD = r"(?:second|third|fourth|fifth|sixth|2nd|3rd|4th|5th|6th)[- ]"
 _WIDE_TAIL = r"(?P<rest>[a-z][^.,;:()\"]{3,70}?)(?=[.,;:(]| and | which | where | who | with | but | that |$)"

@@ -160,6 +160,9 @@ def test_a_superlative_of_another_named_whole_is_the_neighbouring_fact() -> None
     s = "Irene Vell is the youngest child and second daughter of King Paul of Varnshire."
     assert _verdict("Who is the youngest child of Constantine Harl?", s)["superlative"][0] == "unmet"
     assert _verdict("Who is the youngest child of King Paul?", s)["superlative"][0] == "met"
+    assert _verdict("Who is the youngest child of Paul?", s)["superlative"][0] == "met"
+    assert _verdict("Who was the youngest son of Johann Wilhelm?", "He was the youngest son of Adolf Wilhelm, Duke of "
+                    "Tulm.")["superlative"][0] == "unmet"
     assert _verdict("Who was the eldest son of Ged Parrow?", "Col was the eldest son of Ged Parrow of Tulm.")[
         "superlative"][0] == "met"
     # a description of the same person ('of the king') is no other whole

@@ -1199,7 +1199,8 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
                 return []
             wholes = [(m.group(0).split()[0], m.group("n")) for w in same for m in re.finditer(
                 rf"\b(?i:{re.escape(w)})\s+(?:[\w\-]+\s+){{1,5}}?of\s+(?:the\s+)?(?P<n>{_CAP_RUN})", r.raw_cased)]
-            if not wholes or any(_keys(n) & of_keys for _, n in wholes):
+            if not wholes or any(of_keys <= _keys(n) or _keys(n) <= of_keys for _, n in wholes):
+                # ('of King Paul' names Paul; 'of Adolf Wilhelm' is no 'of Johann Wilhelm')
                 return []
             return [f"{w.lower()} … of {n}" for w, n in wholes]
         for where, r in local:
