@@ -168,3 +168,11 @@ def test_a_superlative_of_another_named_whole_is_the_neighbouring_fact() -> None
     # a description of the same person ('of the king') is no other whole
     assert _verdict("Who was the eldest son of King Paul?", "Col was the eldest son of the king.")[
         "superlative"][0] == "met"
+
+
+def test_a_predicative_superlative_ranks_its_subject_not_the_asked_noun() -> None:
+    s = "Ibuprofen ranked lowest or equal lowest for risk in 10 of the 11 studies."
+    assert _verdict("What is the lowest sensitivity?", s)["superlative"][0] == "unmet"
+    assert _verdict("Which drug ranked lowest for risk?", s)["superlative"][0] == "met"
+    assert _verdict("Which test has the lowest sensitivity?", "The sensitivity of the swab test was the lowest.")[
+        "superlative"][0] == "met"

@@ -1185,9 +1185,18 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         def says_same(r: _Read) -> bool:  # a synonym says the asked superlative of the counted noun only ('the
             # oldest daughter' for 'the earliest daughter'; 'first described' or 'final products' say no 'earliest
             # report' or 'last study')
-            return any(w == want or not counted or any(
+            return any((w == want and not predicative_only(r)) or not counted or any(
                 counted in {_key(x) for x in m.group(1).split()} for m in re.finditer(
                     rf"\b{re.escape(w)}((?:\s+[a-z][\w\-]*){{1,3}})", r.raw)) for w in says(r, same))
+
+        def predicative_only(r: _Read) -> bool:  # 'Ibuprofen ranked lowest for risk', 'were the lowest.': the
+            # superlative ranks the sentence's subject, no noun after it; the asked noun ('the lowest sensitivity')
+            # unsaid in the text is no ranking of it
+            if not counted or counted in r.keys:
+                return False
+            after = [m.group(1) for m in re.finditer(rf"\b{re.escape(want)}\b\W{{0,3}}([a-z][\w\-]*)?", r.raw)]
+            return bool(after) and all(not a or a in _NOT_NOUN or a in ("or", "and", "among", "with", "than")
+                                       for a in after)
         q_of = re.search(rf"\b(?i:{re.escape(want)})\s+(?:[a-z][\w\-]*\s+){{1,3}}?of\s+(?:the\s+)?"
                          rf"(?P<n>{_CAP_RUN})", question)
         of_keys = _keys(q_of.group("n")) if q_of else set()
