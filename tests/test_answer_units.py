@@ -199,3 +199,15 @@ def test_a_sentence_that_points_back_to_a_command_quotes_it_and_an_option_is_a_n
     v = verify_quotes("Which package does the --workers flag use?", "The `--reload` flag will use `watchfiles`. [c]",
                       ["c"], {"c": ChunkText("The `--reload` flag will use `watchfiles`.")}, refusal="No.")
     assert v.refused and "--reload" in v.text
+
+
+def test_a_changelog_item_is_quoted_with_its_release_heading_when_a_version_is_asked() -> None:
+    from core.answer.stage import extractive_answer
+    from core.types import Candidate
+    log = ("Changelog\n---------\n\n2.4.0 (2024-03-02)\n++++++++++++++++++\n\n- Dropped support for Python 3.7\n"
+           "- Faster table drawing\n\n2.3.1 (2023-11-20)\n++++++++++++++++++\n\n- Fixed wrapping of CJK text\n")
+    c = [Candidate("alphalib-1", "alphalib", log, 1.0, 1)]
+    a = extractive_answer("Which alphalib version dropped support for Python 3.7?", c, threshold=0.0).answer
+    assert "Dropped support for Python 3.7" in a.text and "[2.4.0 (2024-03-02)]" in a.text, a.text
+    b = extractive_answer("What does alphalib do with CJK text?", c, threshold=0.0).answer
+    assert "[2.3.1" not in b.text  # no version asked: the quote stands alone

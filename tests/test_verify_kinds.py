@@ -116,3 +116,63 @@ def test_a_superlative_counts_its_noun_and_a_long_name_keeps_its_last_word() -> 
     assert _verdict("Who was the oldest grandson of Ged Parrow?", s)["superlative"][0] == "met"
     assert _verdict("When did Odo Vell Marrant die?", "Odo Vell( 1820 – 1867) was a Breton physician.")[
         "entity"][0] == "unmet"
+
+
+# -- superlatives in more of English's forms (dev: bench/verify_kinds.py --wide-superlatives) --------------------------
+def test_a_hyphenated_ordinal_superlative_is_read_on_both_sides() -> None:
+    s = "Brellport is the second-largest town in Varnshire."
+    assert _verdict("What is the second-largest town in Varnshire?", s)["superlative"][0] == "met"
+    assert _verdict("What is the second largest town in Varnshire?", s)["ordinal"][0] == "met"
+    assert _verdict("What is the second-smallest town in Varnshire?", s)["superlative"] == ("unmet", ("largest",))
+    assert _verdict("What is the third-largest town in Varnshire?", s)["ordinal"][0] == "unmet"
+    # a compound that ranks ('best-selling', 'highest-paid') carries its superlative; 'first-class' is no ranking
+    assert ("superlative", "highest") in [(c.kind, c.text) for c in question_constraints(
+        "Who is the highest-paid actor in Varnshire?")]
+    assert not any(c.kind in ("superlative", "ordinal") for c in question_constraints(
+        "Which first-class cricket ground is in Varnshire?"))
+    assert not any(c.kind == "superlative" for c in question_constraints("What is the worst-case running time?"))
+    assert ("superlative", "best") in [(c.kind, c.text) for c in question_constraints(
+        "What is the best-selling album of Varnshire?")]
+
+
+def test_any_est_adjective_after_the_is_a_superlative_and_an_est_noun_is_not() -> None:
+    s = "Brellport is the busiest port in Varnshire."
+    assert _verdict("What is the quietest port in Varnshire?", s)["superlative"][0] == "unmet"
+    assert _verdict("What is the wettest town in Varnshire?", "Brellport is the driest town in Varnshire.")[
+        "superlative"] == ("unmet", ("driest",))
+    assert _verdict("What is the wettest town in Varnshire?", "Brellport is the wettest town in Varnshire.")[
+        "superlative"][0] == "met"
+    for q in ("What is the forest of Varnshire?", "Who led the protest in Varnshire?", "What is the modest rise?",
+              "Which test did Varnshire pass?", "What lies to the west of Varnshire?", "What is the interest rate?"):
+        assert not any(c.kind == "superlative" for c in question_constraints(q)), q
+
+
+def test_most_and_least_with_an_adjective_count_their_noun() -> None:
+    s = "Butoxamine was the least potent antagonist in the assay."
+    assert _verdict("What was the least potent antagonist in the assay?", s)["superlative"][0] == "met"
+    assert _verdict("What was the least potent effect in the assay?", s)["superlative"][0] == "unmet"
+    # 'the least aggressive one' ranks the noun the question counts
+    assert _verdict("What is the least aggressive subtype?", "The least aggressive one lived longest.")[
+        "superlative"][0] == "met"
+
+
+def test_a_superlative_of_another_named_whole_is_the_neighbouring_fact() -> None:
+    s = "Irene Vell is the youngest child and second daughter of King Paul of Varnshire."
+    assert _verdict("Who is the youngest child of Constantine Harl?", s)["superlative"][0] == "unmet"
+    assert _verdict("Who is the youngest child of King Paul?", s)["superlative"][0] == "met"
+    assert _verdict("Who is the youngest child of Paul?", s)["superlative"][0] == "met"
+    assert _verdict("Who was the youngest son of Johann Wilhelm?", "He was the youngest son of Adolf Wilhelm, Duke of "
+                    "Tulm.")["superlative"][0] == "unmet"
+    assert _verdict("Who was the eldest son of Ged Parrow?", "Col was the eldest son of Ged Parrow of Tulm.")[
+        "superlative"][0] == "met"
+    # a description of the same person ('of the king') is no other whole
+    assert _verdict("Who was the eldest son of King Paul?", "Col was the eldest son of the king.")[
+        "superlative"][0] == "met"
+
+
+def test_a_predicative_superlative_ranks_its_subject_not_the_asked_noun() -> None:
+    s = "Ibuprofen ranked lowest or equal lowest for risk in 10 of the 11 studies."
+    assert _verdict("What is the lowest sensitivity?", s)["superlative"][0] == "unmet"
+    assert _verdict("Which drug ranked lowest for risk?", s)["superlative"][0] == "met"
+    assert _verdict("Which test has the lowest sensitivity?", "The sensitivity of the swab test was the lowest.")[
+        "superlative"][0] == "met"

@@ -31,6 +31,7 @@ from core.answer.support import (
     SentenceScorer,
     SentenceTable,
     SupportModel,
+    _chunk_reading,
     continues,
     load_support_model,
     model_fingerprint,
@@ -215,7 +216,8 @@ def extractive_answer(
                         support=best)
     picked = with_other_versions(picked, texts, [r.doc_id for r in table.rows], labels, limit=max_sentences)
     cites = tuple(dict.fromkeys(table.rows[i].chunk_id for i in picked))
-    got = AnswerResult(Answer(_quotes(table.rows, picked, labels), cites, False, "extractive"), notes=notes,
+    heads = release_heads(question, table.rows, picked, candidates, full_texts)
+    got = AnswerResult(Answer(_quotes(table.rows, picked, labels, heads), cites, False, "extractive"), notes=notes,
                        support=best)
     if reader is None:
         return got
@@ -288,6 +290,41 @@ def blind_reading(question: str, got: AnswerResult, lead: Sequence[SentenceRow],
         "question's language)",), support=best, threshold=floor,
                         threshold_from="multilingual-e5 floor for a language the embedder does not read "
                         "(core/answer/stage.py)")
+
+
+_ASKS_RELEASE = re.compile(r"(?i)\b(which|what) (\w+ )?(version|release)\b")
+_VERSION_NO = re.compile(r"\b\d+\.\d+(?:\.\d+)?\b")
+
+
+def release_heads(question: str, rows: Sequence[SentenceRow], picked: Sequence[int], candidates: Sequence[Candidate],
+                  full_texts: Mapping[str, str] | None) -> dict[int, str]:
+    """Asked which version did something, a changelog's item ('- Removed support for Python 3.8') states no version
+    of its own: the release heading its list sits under ('0.20.0 (2026-05-02)', '## v2.1', 'Version 3.0') does. Row
+    -> that heading, for each picked row that states no version the question does not, whose list (the items, blank
+    lines and heading underlines right above it) opens under such a heading in its chunk."""
+    if not _ASKS_RELEASE.search(question):
+        return {}
+    asked = set(_VERSION_NO.findall(question))
+    texts = {c.chunk_id: (full_texts or {}).get(c.chunk_id) or c.text for c in candidates}
+    out: dict[int, str] = {}
+    for i in picked:
+        r = rows[i]
+        text = texts.get(r.chunk_id, "")
+        if set(_VERSION_NO.findall(r.text)) - asked or not text or not _ITEM_LINE.match(text[r.span[0]:r.span[1]]):
+            continue
+        for line in reversed(text[:r.span[0]].split("\n")[:-1]):
+            if not line.strip() or _ITEM_LINE.match(line) or _UNDERLINE.match(line) or line[:1] in (" ", "\t"):
+                continue  # the list's other items (and their wrapped lines), blank lines, a heading's underline
+            m = _RELEASE_HEAD.match(line)
+            if m and set(_VERSION_NO.findall(line)) - asked:
+                out[i] = line.strip(" #=")
+            break
+    return out
+
+
+_ITEM_LINE = re.compile(r"^\s*[-*+•]\s+\S")
+_UNDERLINE = re.compile(r"^\s*([=\-+~^*#\"'`:._])\1{2,}\s*$")
+_RELEASE_HEAD = re.compile(r"^\s*(?:#{1,6}\s*)?\[?(?:v(?:ersion)?\.?\s*)?\d+\.\d+(?:\.\d+)?\b.{0,50}$", re.I)
 
 
 _ASKS_DEFAULT = re.compile(r"(?i)\bdefaults?\b|\bby default\b|по умолчанию")
@@ -430,15 +467,18 @@ def _label(row: SentenceRow, labels: Mapping[str, str], also: Sequence[str] = ()
     return " & ".join(dict.fromkeys(([labels[row.doc_id]] if row.doc_id in labels else []) + list(also)))
 
 
-def _quotes(rows: Sequence[SentenceRow], picked: Sequence[int], labels: Mapping[str, str]) -> str:
+def _quotes(rows: Sequence[SentenceRow], picked: Sequence[int], labels: Mapping[str, str],
+            heads: Mapping[int, str] | None = None) -> str:
     """Quoted sentences with their chunk ids, each run of sentences from one version on a line of its own, led once
-    by its label."""
+    by its label; a changelog item led by its release heading (`heads`, see release_heads)."""
     out, last = "", ""
     for i in picked:
         label = _label(rows[i], labels, _also_in(i, rows, labels))
         # The label is the sentence's source, not a claim of it: in brackets, like a citation, so that whatever reads
         # the answer's claims (faithfulness, gold matching) strips it with the chunk ids.
         lead = f"[{label[:78]}] " if label and label != last else ""
+        if (heads or {}).get(i):
+            lead += f"[{(heads or {})[i][:78]}] "
         sep = "\n" if lead and out else " " if out else ""
         out += f"{sep}{lead}{rows[i].text} [{rows[i].chunk_id}]"
         last = label

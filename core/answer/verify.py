@@ -66,6 +66,10 @@ _SUPER_PAIRS = (("largest", "smallest"), ("eldest", "youngest"), ("fewest", "mos
                 ("tallest", "shortest"), ("hottest", "coldest"), ("warmest", "coldest"), ("closest", "farthest"),
                 ("nearest", "farthest"), ("cheapest", "dearest"), ("widest", "narrowest"), ("thickest", "thinnest"),
                 ("maximum", "minimum"), ("northernmost", "southernmost"), ("easternmost", "westernmost"),
+                ("busiest", "quietest"), ("loudest", "quietest"), ("wettest", "driest"), ("warmest", "coolest"),
+                ("hottest", "coolest"), ("brightest", "dimmest"), ("brightest", "darkest"), ("hardest", "easiest"),
+                ("hardest", "softest"), ("densest", "sparsest"), ("commonest", "rarest"), ("cleanest", "dirtiest"),
+                ("cheapest", "costliest"), ("happiest", "saddest"),
                 ("крупнейш", "мельчайш"), ("старейш", "новейш"), ("высочайш", "низш"), ("наибольш", "наименьш"),
                 ("лучш", "худш"), ("максимальн", "минимальн"), ("древнейш", "новейш"), ("длинн", "коротк"),
                 ("стар", "молод"), ("больш", "маленьк"), ("высок", "низк"), ("ранн", "поздн"), ("богат", "бедн"),
@@ -447,6 +451,8 @@ def ordinals(text: str) -> set[str]:
         w = m.group(0)
         if w in _ORD_EN:
             out.add(str(_ORD_EN[w]))
+        elif "-" in w and w.split("-")[0] in _ORD_EN and _ranked_compound(w):  # 'second-largest'
+            out.add(str(_ORD_EN[w.split("-")[0]]))
         elif de and german.ordinal(w):
             out.add(str(german.ordinal(w)))
         elif _CYR.search(w):
@@ -556,6 +562,39 @@ _SPAN_AFTER_LAST = frozenset("year years decade decades century centuries month 
                              "nights time times few several couple hour hours minute minutes".split())
 
 
+# Any '-est' adjective after a determiner or an ordinal is a superlative ('the quietest', 'the second wettest'), but for
+# the nouns and plain adjectives English spells with '-est'.
+_EST_NOT = frozenset(
+    "rest west test interest protest request behest forest harvest contest honest modest earnest manifest guest chest "
+    "nest pest quest vest zest crest arrest suggest digest invest conquest priest unrest southwest northwest midwest "
+    "inquest bequest tempest everest budapest bucharest pretest posttest retest attest detest infest molest divest "
+    "ingest congest palimpsest armrest headrest footrest biotest subtest".split())
+
+
+def _est(w: str) -> bool:
+    return len(w) >= 6 and w.endswith("est") and w.isalpha() and w not in _EST_NOT
+
+
+def _super_word(w: str) -> bool:
+    return w in _SUPER_EN or _est(w)
+
+
+def _ranked_compound(w: str) -> list[str]:
+    """The superlative a hyphenated compound carries: after an ordinal ('second-largest'), before 'ever'
+    ('largest-ever') or a participle ('highest-paid', 'best-selling', 'most-visited', 'best-known'); a compound noun
+    ranks nothing ('worst-case', 'first-class', 'last-minute')."""
+    parts = w.split("-")
+    out = []
+    for i, x in enumerate(parts):
+        if x in ("first", "last") or not _super_word(x):
+            continue
+        after = parts[i + 1] if i + 1 < len(parts) else ""
+        if (i > 0 and parts[i - 1] in _ORD_EN) or after == "ever" or re.fullmatch(
+                r"[a-z]{2,}(?:ed|ing|en|wn)|paid|sold|built|run|held|read|set|made|known|grown", after):
+            out.append(x)
+    return out
+
+
 def _superlatives(text: str) -> set[str]:
     out = set()
     found = list(_WORD.finditer(text))
@@ -563,6 +602,13 @@ def _superlatives(text: str) -> set[str]:
     words = [w.lower() for w in cased]
     de = _german(text)
     for i, w in enumerate(words):
+        if "-" in w and _ranked_compound(w):
+            out.update(_ranked_compound(w))
+            continue
+        if not de and w not in _SUPER_EN and _est(w) and i > 0 and (words[i - 1] in _DETERMINERS or
+                                                                     words[i - 1] in _ORD_EN):
+            out.add(w)  # 'the quietest', 'its wettest', 'the second coolest'
+            continue
         if w == "last" and ((i + 1 < len(words) and (words[i + 1] in _SPAN_AFTER_LAST or words[i + 1].isdigit())) or
                             (i > 0 and cased[i][:1].isupper())):
             continue  # 'the last 5 years', 'in the last decade' count back in time; 'Last Glacial Maximum' is a name
@@ -1168,15 +1214,27 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
             # no superlative)
             adj = phrase.group(1).lower()
             other = "most" if want == "least" else "least"
+            after_q = re.search(rf"(?i)\b{want}\s+{adj}\s+([a-z][\w\-]*)", question)
+            counted_q = _key(after_q.group(1)) if after_q and after_q.group(1).lower() not in _NOT_NOUN else ""
+            q_keys = _keys(question)
+
+            def ranks_another(raw: str) -> list[str]:  # 'the least potent antagonist' when the least potent effect
+                # is asked: the phrase ranks a noun the question does not use ('the least aggressive one' ranks it)
+                nxt = [m.group(1) for m in re.finditer(rf"\b{want}\s+{adj}\s+([a-z][\w\-]*)", raw)]
+                if not counted_q or not nxt or any(x in _NOT_NOUN or x in ("one", "ones") or _key(x) in q_keys
+                                                   for x in nxt):
+                    return []
+                return [f"{want} {adj} {x}" for x in nxt]
             for where, r in local:
-                if re.search(rf"\b{want}\s+{adj}", r.raw):
+                if re.search(rf"\b{want}\s+{adj}", r.raw) and not ranks_another(r.raw):
                     return Verdict(c, "met", where)
             if re.search(rf"\b({other}|fewest)\s+{adj}", sentence_read.raw):
                 return Verdict(c, "unmet", instead=(f"{other} {adj}",))
             chunk = parts[3][1].raw
-            if re.search(rf"\b{want}\s+{adj}", chunk) and not re.search(rf"\b{other}\s+{adj}", chunk):
+            if re.search(rf"\b{want}\s+{adj}", chunk) and not re.search(rf"\b{other}\s+{adj}", chunk) and \
+                    not ranks_another(chunk):
                 return Verdict(c, "met", "chunk")
-            return Verdict(c, "unmet")
+            return Verdict(c, "unmet", instead=tuple(ranks_another(sentence_read.raw)[:2]))
         if _CYR.search(want) or want in ("most", "least") or (want == "last" and _REL_PERIOD.search(question)):
             for where, r in parts[:4]:  # a quantifier ('most of'), a period ('last year'), Russian: no contrary
                 if has(r, want):
@@ -1205,17 +1263,43 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         def says_same(r: _Read) -> bool:  # a synonym says the asked superlative of the counted noun only ('the
             # oldest daughter' for 'the earliest daughter'; 'first described' or 'final products' say no 'earliest
             # report' or 'last study')
-            return any(w == want or not counted or any(
+            return any((w == want and not predicative_only(r)) or not counted or any(
                 counted in {_key(x) for x in m.group(1).split()} for m in re.finditer(
                     rf"\b{re.escape(w)}((?:\s+[a-z][\w\-]*){{1,3}})", r.raw)) for w in says(r, same))
+
+        def predicative_only(r: _Read) -> bool:  # 'Ibuprofen ranked lowest for risk', 'were the lowest.': the
+            # superlative ranks the sentence's subject, no noun after it; the asked noun ('the lowest sensitivity')
+            # unsaid in the text is no ranking of it
+            if not counted or counted in r.keys:
+                return False
+            after = [m.group(1) for m in re.finditer(rf"\b{re.escape(want)}\b\W{{0,3}}([a-z][\w\-]*)?", r.raw)]
+            return bool(after) and all(not a or a in _NOT_NOUN or a in ("or", "and", "among", "with", "than")
+                                       for a in after)
+        q_of = re.search(rf"\b(?i:{re.escape(want)})\s+(?:[a-z][\w\-]*\s+){{1,3}}?of\s+(?:the\s+)?"
+                         rf"(?P<n>{_CAP_RUN})", question)
+        of_keys = _keys(q_of.group("n")) if q_of else set()
+
+        def of_other_whole(r: _Read) -> list[str]:  # 'the youngest child ... of King Paul' when the youngest child of
+            # Constantine is asked: a superlative ranks within the whole its 'of' names; another named whole is the
+            # neighbouring fact ('of the king', 'of his parents' name none)
+            if not of_keys:
+                return []
+            wholes = [(m.group(0).split()[0], m.group("n")) for w in same for m in re.finditer(
+                rf"\b(?i:{re.escape(w)})\s+(?:[\w\-]+\s+){{1,5}}?of\s+(?:the\s+)?(?P<n>{_CAP_RUN})", r.raw_cased)]
+            if not wholes or any(of_keys <= _keys(n) or _keys(n) <= of_keys for _, n in wholes):
+                # ('of King Paul' names Paul; 'of Adolf Wilhelm' is no 'of Johann Wilhelm')
+                return []
+            return [f"{w.lower()} … of {n}" for w, n in wholes]
         for where, r in local:
-            if says_same(r) and not of_another(r):
+            if says_same(r) and not of_another(r) and not of_other_whole(r):
                 return Verdict(c, "met", where)
+        if of_other_whole(sentence_read):
+            return Verdict(c, "unmet", instead=tuple(of_other_whole(sentence_read)[:2]))
         inst = says(sentence_read, contrary)
         if inst:
             return Verdict(c, "unmet", instead=tuple(inst))
         chunk = parts[3][1]
-        if says_same(chunk) and not of_another(chunk) and not says(chunk, contrary):
+        if says_same(chunk) and not of_another(chunk) and not says(chunk, contrary) and not of_other_whole(chunk):
             return Verdict(c, "met", "chunk")
         ranked = [f"{w} {m.group(1).lower()}" for w in same if of_another(sentence_read)
                   for m in re.finditer(rf"\b{re.escape(w)}\s+([a-z][\w\-]*)", sentence_read.raw)]
@@ -1268,6 +1352,7 @@ def _across(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read: _R
 
 
 _ORD_TOKEN = re.compile(r"(?i)\b(\d{1,3})(?:st|nd|rd|th)\b|\b(" + "|".join(_ORD_EN) + r")\b")
+_CAP_RUN = r"[A-Z][\w'\-]*(?:\s+(?:[A-Z][\w'\-]*|[IVX]+))*"  # a capitalised run: a name ('King Paul', 'Louis XIV')
 _NOT_NOUN = frozenset("of and or in to at by for from the a an time times".split())
 
 
