@@ -1478,8 +1478,8 @@ def check(question: str, evidence: Evidence, constraints: Sequence[Constraint] |
 
 
 # the asked kinds whose value belongs to one thing: a number, a year or a date stated of another office, package or
-# person is not the asked one's ('employs 430 people across four offices' for 'How many people does the Gdansk
-# office employ?')
+# person is not the asked one's ('employs 310 people across three sites' for 'How many people does the Tarvik site
+# employ?')
 _VALUE_ASKS = frozenset({"license", "version", "default", "a number", "a year", "a date or year", "a month"})
 
 
