@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import bisect
+import re
 from typing import Callable
 
 from core.config.ingest import ChunkStrategy as Strategy
@@ -141,6 +142,17 @@ def _heading_at(sections: tuple[Section, ...], pos: int) -> tuple[str, ...]:
     return sections[i].heading_path if i >= 0 else ()
 
 
+_ADORNMENT_LINE = re.compile(r"^([=\-~+^*#])\1+[ \t]*$", re.MULTILINE)
+
+
+def _heading_only(body: str, kind: str) -> bool:
+    """A section holding its heading and nothing else. A Markdown / reStructuredText heading may be underlined (and
+    overlined): its adornment lines are part of the heading."""
+    if kind == "md":
+        body = _ADORNMENT_LINE.sub("", body)
+    return not body.strip().partition("\n")[2].strip()
+
+
 class ChunkLimitError(ParseError):
     """A file cut into more chunks than the per-file cap allows; str() names the file, the count and the setting."""
 
@@ -162,7 +174,7 @@ def chunk_ranges(doc: ParsedDocument, *, strategy: Strategy, size: int, overlap:
         pending: int | None = None  # start of heading-only sections, folded into the next section's first chunk
         for sec in sections:
             body = text[sec.start : sec.end]
-            if sec.heading_path and not body.strip().partition("\n")[2].strip():
+            if sec.heading_path and _heading_only(body, doc.kind):
                 pending = sec.start if pending is None else pending
                 continue
             for j, (s, e) in enumerate(sentence_ranges(text, size, overlap, sec.start, sec.end)):
