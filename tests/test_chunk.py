@@ -179,3 +179,13 @@ def test_restructuredtext_chunks_carry_their_heading_path() -> None:
     # the heading-only sections (the title, 'Changelog') with their underlines fold into the next chunk
     assert not any(c.text.strip() in ("Jedi\n====", "Changelog\n---------") for c in chunks)
     assert all(doc.text[c.start:c.end] == c.text for c in chunks)
+
+
+def test_a_markdown_files_untitled_opening_is_packed_with_its_first_section() -> None:
+    # a METADATA header (fields) before the long description's title: the chunk that ends the header keeps the title
+    text = "Name: shellingham\nRequires-Python: >=3.7\n\nShellingham\n===========\n\nDetects the shell.\n\nUsage\n=====\n\nCall it.\n"
+    doc = parse("s.md", text.encode())
+    chunks = chunk_document(doc, "s", strategy="structure", size=50, overlap=0)
+    assert [(c.text.split("\n")[0], c.heading_path) for c in chunks] == [
+        ("Name: shellingham", ()), ("Usage", ("Usage",))]
+    assert "Requires-Python: >=3.7\n\nShellingham\n====" in chunks[0].text
