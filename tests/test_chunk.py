@@ -164,3 +164,28 @@ def test_sentences_open_and_close_with_the_quotes_of_other_languages() -> None:
         "Он сказал: «Хватит.", "Потом ушёл."]  # a closing quote after the stop is left out, as an English one is
     de = "Der Krieg begann 1756. „Siebenjährig“ heißt er in Europa. Über ihn schrieb man viel."
     assert len(sentence_spans(de)) == 3
+
+
+def test_restructuredtext_chunks_carry_their_heading_path() -> None:
+    rst = ("Jedi\n====\n\nChangelog\n---------\n\n0.20.0 (2026-05-02)\n+++++++++++++++++++\n\n"
+           "- Dropped Python 3.8 and 3.9 support.\n\n0.11.0 (2017-09-20)\n+++++++++++++++++++\n\n"
+           "- Split Jedi's parser into a separate project called parso.\n")
+    doc = parse("jedi.md", rst.encode())
+    chunks = chunk_document(doc, "j", strategy="structure", size=50, overlap=0)
+    by_line = {c.text.strip().split("\n")[-1]: c.heading_path for c in chunks}
+    assert by_line["- Dropped Python 3.8 and 3.9 support."] == ("Jedi", "Changelog", "0.20.0 (2026-05-02)")
+    assert by_line["- Split Jedi's parser into a separate project called parso."] == (
+        "Jedi", "Changelog", "0.11.0 (2017-09-20)")
+    # the heading-only sections (the title, 'Changelog') with their underlines fold into the next chunk
+    assert not any(c.text.strip() in ("Jedi\n====", "Changelog\n---------") for c in chunks)
+    assert all(doc.text[c.start:c.end] == c.text for c in chunks)
+
+
+def test_a_markdown_files_untitled_opening_is_packed_with_its_first_section() -> None:
+    # a METADATA header (fields) before the long description's title: the chunk that ends the header keeps the title
+    text = "Name: shellingham\nRequires-Python: >=3.7\n\nShellingham\n===========\n\nDetects the shell.\n\nUsage\n=====\n\nCall it.\n"
+    doc = parse("s.md", text.encode())
+    chunks = chunk_document(doc, "s", strategy="structure", size=50, overlap=0)
+    assert [(c.text.split("\n")[0], c.heading_path) for c in chunks] == [
+        ("Name: shellingham", ()), ("Usage", ("Usage",))]
+    assert "Requires-Python: >=3.7\n\nShellingham\n====" in chunks[0].text

@@ -99,3 +99,36 @@ def test_pdf_headings_come_from_font_size_and_bold_runs() -> None:
     # every line bold (or no size contrast at all): no structure is read into it
     flat = parse("flat.pdf", _styled_pdf([("B", "Pump log", 10), ("B", body, 10), ("B", "Valve log", 10)]))
     assert [s.heading_path for s in flat.sections] == [()]
+
+
+def test_restructuredtext_underlined_titles_are_headings() -> None:
+    # reStructuredText (a package's long description): levels follow the order in which the adornment styles first
+    # appear, an over-and-underlined title is a style of its own.
+    rst = ("=====\nJedi\n=====\n\nIntro.\n\nChangelog\n---------\n\n0.20.0 (2026-05-02)\n+++++++++++++++++++\n\n"
+           "- Dropped Python 3.8 support.\n\n0.19.0 (2023-07-29)\n+++++++++++++++++++\n\n- Python 3.12.\n\n"
+           "Credits\n-------\n\nThanks.\n")
+    doc = parse("jedi.md", rst.encode())
+    assert [s.heading_path for s in doc.sections] == [
+        ("Jedi",), ("Jedi", "Changelog"), ("Jedi", "Changelog", "0.20.0 (2026-05-02)"),
+        ("Jedi", "Changelog", "0.19.0 (2023-07-29)"), ("Jedi", "Credits")]
+    assert doc.text[doc.sections[2].start:].startswith("0.20.0 (2026-05-02)\n+++")
+    assert doc.title == "Jedi"
+
+
+def test_short_underlines_transitions_and_table_borders_are_no_headings() -> None:
+    text = ("Title\n===\n\nA paragraph.\n\n----\n\nAfter a transition.\n\n=====  =====\ncol1   col2\n=====  =====\n"
+            "a      b\n=====  =====\n\n+-----+-----+\n| x   | y   |\n+-----+-----+\n\n    indented\n    --------\n\n"
+            "```\ncode\n====\n```\n")
+    assert [s.heading_path for s in parse("t.md", text.encode()).sections] == [()]
+    # a YAML front matter fence is no overline
+    assert [s.heading_path for s in parse("y.md", b"---\nab\n---\n\nBody.\n").sections] == [()]
+
+
+def test_markdown_setext_headings_follow_the_same_rule() -> None:
+    doc = parse("s.md", b"Guide\n=====\n\nIntro.\n\nSetup\n-----\n\nSteps.\n\nMore\n====\n\nEnd.\n")
+    assert [s.heading_path for s in doc.sections] == [("Guide",), ("Guide", "Setup"), ("More",)]
+    # beside '#' headings, '=' is level 1 and '-' level 2 whatever comes first
+    doc = parse("m.md", b"# A\n\nSub\n---\n\nx\n\nTop\n===\n\ny\n\n## Two\n\nz\n")
+    assert [s.heading_path for s in doc.sections] == [("A",), ("A", "Sub"), ("Top",), ("Top", "Two")]
+    # other formats are untouched: a .txt file has no headings
+    assert [s.heading_path for s in parse("s.txt", b"Guide\n=====\n\nIntro.\n").sections] == [()]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import bisect
+import re
 from typing import Callable
 
 from core.config.ingest import ChunkStrategy as Strategy
@@ -141,6 +142,17 @@ def _heading_at(sections: tuple[Section, ...], pos: int) -> tuple[str, ...]:
     return sections[i].heading_path if i >= 0 else ()
 
 
+_ADORNMENT_LINE = re.compile(r"^([=\-~+^*#])\1+[ \t]*$", re.MULTILINE)
+
+
+def _heading_only(body: str, kind: str) -> bool:
+    """A section holding its heading and nothing else. A Markdown / reStructuredText heading may be underlined (and
+    overlined): its adornment lines are part of the heading."""
+    if kind == "md":
+        body = _ADORNMENT_LINE.sub("", body)
+    return not body.strip().partition("\n")[2].strip()
+
+
 class ChunkLimitError(ParseError):
     """A file cut into more chunks than the per-file cap allows; str() names the file, the count and the setting."""
 
@@ -160,13 +172,21 @@ def chunk_ranges(doc: ParsedDocument, *, strategy: Strategy, size: int, overlap:
         ranges = [(s, e, _heading_at(sections, s)) for s, e in sentence_ranges(text, size, overlap)]
     elif strategy == "structure":
         pending: int | None = None  # start of heading-only sections, folded into the next section's first chunk
-        for sec in sections:
+        runs = list(sections)
+        opening = doc.kind == "md" and len(runs) > 1 and not runs[0].heading_path
+        if opening:
+            # A Markdown file's untitled opening (a package's METADATA header fields before its long description's
+            # title) is packed with the first section, as a file without headings is: a chunk that ends the opening
+            # keeps the title that follows it (the package's name) instead of ending at a bare run of fields.
+            runs = [Section(runs[1].heading_path, 0, runs[1].end), *runs[2:]]
+        for k, sec in enumerate(runs):
             body = text[sec.start : sec.end]
-            if sec.heading_path and not body.strip().partition("\n")[2].strip():
+            if sec.heading_path and _heading_only(body, doc.kind) and not (opening and k == 0):
                 pending = sec.start if pending is None else pending
                 continue
             for j, (s, e) in enumerate(sentence_ranges(text, size, overlap, sec.start, sec.end)):
-                ranges.append((pending if j == 0 and pending is not None else s, e, sec.heading_path))
+                path = _heading_at(sections, s) if opening and k == 0 else sec.heading_path
+                ranges.append((pending if j == 0 and pending is not None else s, e, path))
             pending = None
         if pending is not None:
             ranges.append((pending, len(text), _heading_at(sections, pending)))

@@ -224,15 +224,81 @@ def _sections_from_headings(text: str, headings: list[tuple[int, int, str]]) -> 
 _MD_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 
 
+# An underline (or overline) of a reStructuredText section title / Markdown setext heading: one punctuation character
+# repeated. A table border ("=====  =====", "+---+---+") holds spaces or other characters and is never one.
+_ADORNMENT = re.compile(r"([=\-~+^*#])\1+[ \t]*")
+
+
+def _underline_headings(lines: list[str], in_fence: list[bool]) -> dict[int, tuple[int, str, str]]:
+    """Section titles marked by adornment lines, the reStructuredText rule (Markdown's setext '=' / '-' headings
+    are the same rule): a title line directly under a blank line (or the start), not indented, followed by an
+    underline of one repeated character at least as long as the title; or an overline, a title (which may be inset)
+    no longer than it, an underline of the same character and length, and a blank line (or the end). An underline shorter than the
+    title, a transition ('----' between blank lines), or a table border is no heading.
+    Returns {index of the heading's first line: (number of lines, style, title)}; style is the character, with '/'
+    prefixed when there is an overline (reStructuredText ranks over-and-underlined titles apart)."""
+    out: dict[int, tuple[int, str, str]] = {}
+    n = len(lines)
+
+    def blank(i: int) -> bool:
+        return i < 0 or i >= n or not lines[i].strip()
+
+    def adornment(i: int) -> str | None:
+        return lines[i].rstrip() if 0 <= i < n and not in_fence[i] and _ADORNMENT.fullmatch(lines[i]) else None
+
+    i = 0
+    while i < n:
+        if in_fence[i] or blank(i):
+            i += 1
+            continue
+        over = adornment(i)
+        if over is not None and blank(i - 1) and i + 2 < n:  # overline, title (may be inset), underline
+            title, under = lines[i + 1].strip(), adornment(i + 2)
+            if (title and under == over and len(title) <= len(over) and not _ADORNMENT.fullmatch(title)
+                    and blank(i + 3) and not (i == 0 and over == "---")):  # not a YAML front matter fence
+                out[i] = (3, "/" + over[0], title)
+                i += 3
+                continue
+        line = lines[i]
+        under = adornment(i + 1)
+        if (over is None and under is not None and blank(i - 1) and not line[0].isspace()
+                and len(under) >= len(line.rstrip()) and any(ch.isalnum() for ch in line)):
+            out[i] = (2, under[0], line.strip())
+            i += 2
+            continue
+        i += 1
+    return out
+
+
 def _parse_markdown(name: str, data: bytes) -> ParsedDocument:
     text, encoding = decode_text(name, data)
-    headings: list[tuple[int, int, str]] = []
+    lines = text.split("\n")
+    fenced: list[bool] = []  # a line inside (or opening / closing) a ``` fence
     in_fence = False
-    offset = 0
-    for line in text.split("\n"):
-        if line.lstrip().startswith("```"):
+    for line in lines:
+        fence = line.lstrip().startswith("```")
+        fenced.append(in_fence or fence)
+        if fence:
             in_fence = not in_fence
-        elif not in_fence:
+    underlined = _underline_headings(lines, fenced)
+    atx = any(not f and _MD_HEADING.match(ln) for ln, f in zip(lines, fenced))
+    styles: list[str] = []  # underline styles in order of first use: reStructuredText levels
+    headings: list[tuple[int, int, str]] = []
+    offset = 0
+    skip = 0
+    for i, line in enumerate(lines):
+        if skip:
+            skip -= 1
+        elif i in underlined:
+            count, style, title = underlined[i]
+            skip = count - 1
+            if style not in styles:
+                styles.append(style)
+            # Beside '#' headings, a setext '=' is a level-1 and '-' a level-2 heading (Markdown); otherwise the
+            # order in which the styles first appear gives the levels (reStructuredText).
+            level = ({"=": 1, "-": 2}.get(style) if atx else None) or min(6, styles.index(style) + 1)
+            headings.append((offset, level, title))
+        elif not fenced[i]:
             m = _MD_HEADING.match(line)
             if m:
                 headings.append((offset, len(m.group(1)), m.group(2).strip()))
