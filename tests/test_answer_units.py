@@ -168,6 +168,10 @@ def test_a_sentence_that_introduces_a_short_code_line_quotes_it() -> None:
     quoted = [" ".join(text[s:e].split()) for s, e in claim_spans(text)]
     assert "For AES encryption, install extra dependencies: ``` pip install foo[crypto] ```" in quoted
     assert not any("import foo" in q for q in quoted)  # a longer example is no answer line
+    # a wrapper's tag line between the sentence and its block (rendered docs: '<div class="termy">')
+    text2 = "First, install uv, and then add Foo to your project:\n\n<div class=\"termy\">\n\n```console\n$ uv add foo\n```\n\n</div>\n"
+    quoted2 = [" ".join(text2[s:e].split()) for s, e in claim_spans(text2)]
+    assert any("add Foo to your project:" in q and "uv add foo" in q for q in quoted2), quoted2
 
 
 def test_a_sentence_that_introduces_a_short_list_quotes_it_and_a_long_list_is_left_alone() -> None:

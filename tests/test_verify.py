@@ -339,3 +339,9 @@ def test_how_many_things_is_not_answered_by_a_share_or_a_calendar_year() -> None
     # a share asked, a time asked: the percentage and the years still answer
     assert _unmet("How many percent of the pilot of Project Wren failed?", "In Project Wren 12% failed.") == []
     assert _unmet("How many years did Project Wren run?", "Project Wren ran from 2019 to 2024.") == []
+
+
+def test_added_and_removed_are_opposite_events() -> None:
+    assert _unmet("In which version was the foo flag removed?", "The foo flag was added in version 2.1.") == \
+        [("event", ("add",))]
+    assert _unmet("In which version was the foo flag added?", "The foo flag was added in version 2.1.") == []

@@ -217,6 +217,9 @@ def _units(text: str) -> tuple[Unit, ...]:
     return tuple(merged)
 
 
+_TAG_LINE = re.compile(r"^</?[A-Za-z][\w-]*(\s[^<>]*)?/?>$")
+
+
 def code_after(text: str, us: Sequence[Unit], j: int, *, max_lines: int = 2, max_chars: int = 160) -> int | None:
     """Where a short code block ends that unit j introduces ('... install extra dependencies:' over a fenced
     'pip install pypdf[crypto]'): the line it introduces is what the sentence says, so a quote of the sentence runs
@@ -224,6 +227,8 @@ def code_after(text: str, us: Sequence[Unit], j: int, *, max_lines: int = 2, max
     if not text[us[j].start:us[j].end].rstrip().endswith(":"):
         return None
     end, lines, k = None, 0, j + 1
+    while k < len(us) and _TAG_LINE.match(text[us[k].start:us[k].end].strip()):
+        k += 1  # a wrapper's tag between the sentence and its block ('<div class="termy">' in rendered docs)
     while k < len(us) and us[k].kind == "code" and not text[us[k - 1].end:us[k].start].strip():
         body = text[us[k].start:us[k].end].strip()
         end = us[k].end

@@ -247,6 +247,7 @@ _ATTR_ADJ = {"tall": "height", "high": "height", "wide": "width", "deep": "depth
 _EVENT_PAIRS = (("open", "clos"), ("start", "end"), ("begin", "end"), ("began", "end"), ("hir", "fir"),
                 ("acquir", "sold"), ("buy", "sell"), ("bought", "sold"), ("launch", "discontinu"),
                 ("found", "dissolv"), ("arriv", "depart"), ("import", "export"), ("win", "los"), ("join", "leav"),
+                ("add", "remov"),
                 ("открыл", "закрыл"), ("открыт", "закрыт"), ("начал", "закончил"), ("купил", "продал"),
                 ("прибыл", "убыл"), ("импорт", "экспорт"))
 _EVENT_IRREGULAR = {"won": "win", "lost": "lose", "lose": "lose"}  # read as the stems above ('los' + 'e')
