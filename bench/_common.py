@@ -343,3 +343,8 @@ def paired_ci(a: Sequence[float], b: Sequence[float], seed: int = 0, counts: boo
     if counts:
         out |= {"wins": sum(x > 0 for x in d), "losses": sum(x < 0 for x in d)}
     return out
+
+
+def jsonl(p: Path) -> list[dict[str, Any]]:
+    """The records of a JSON-lines file (blank lines skipped)."""
+    return [json.loads(x) for x in p.read_text(encoding="utf-8").splitlines() if x.strip()]

@@ -1,16 +1,9 @@
-"""Conversation only when there is one: the offline condenser (core/route/condense.py) on independent questions asked
-after a turn (never to be rewritten) and on follow-ups (their condensed form should retrieve the same first passage
-as the hand-written standalone form).
-
-Data (XQuAD articles 40-47, ../shared/datasets/xquad_crosslingual):
-- independent: 50 dataset questions (38 English, 12 Russian, the first of each paragraph in file order), each asked
-  after the first question of another article (the previous turn, with an empty answer);
-- follow-ups: bench/sets/followup_42.jsonl (50: 38 English, 12 Russian), written by hand before any run, each with its
-  previous question and its standalone form; the condenser's rules were chosen on it, so it is a dev set.
-  bench/sets/followup_42_holdout.jsonl (20: 15 English, 5 Russian) was written before the rules chosen on the dev set
-  ran on it: the held-out figure (--set).
-Retrieval: BM25 over the paragraphs of the question's language; 'same first' = the condensed and the standalone
-form's top paragraph agree.
+"""Conversation only when there is one: the offline condenser (core/route/condense.py) on independent questions after a
+turn (never to be rewritten) and on follow-ups (their condensed form should retrieve the standalone form's first
+passage: BM25 over the XQuAD paragraphs 40-47 of the question's language, ../shared/datasets/xquad_crosslingual).
+Independent: 50 dataset questions (38 English, 12 Russian, each paragraph's first), each after another article's first
+question. Follow-ups: bench/sets/followup_42.jsonl (50, written by hand before any run; the condenser's rules were
+chosen on it: dev) and bench/sets/followup_42_holdout.jsonl (20, written before those rules ran on it: held-out).
 
   nice -n 10 .venv/bin/python bench/followup.py [--set bench/sets/followup_42_holdout.jsonl] [--out bench/results/followup.json]
 """
@@ -23,17 +16,13 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import CAPTION, ROOT, Table, datasets_dir, grid, machine_info, write_result  # noqa: E402
+from _common import CAPTION, ROOT, Table, datasets_dir, grid, jsonl, machine_info, write_result  # noqa: E402
 
 from core.retrieve.bm25 import BM25Index  # noqa: E402
 from core.route.condense import condense_offline  # noqa: E402
 from core.types import Turn  # noqa: E402
 
 FOLLOWUPS = ROOT / "bench" / "sets" / "followup_42.jsonl"
-
-
-def _jsonl(p: Path) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in p.read_text(encoding="utf-8").splitlines() if x.strip()]
 
 
 def main() -> None:
@@ -43,9 +32,9 @@ def main() -> None:
     ap.add_argument("--set", type=Path, default=FOLLOWUPS, help="the follow-up set (JSON lines: prev, q, standalone)")
     args = ap.parse_args()
     root = datasets_dir(args.datasets) / "xquad_crosslingual"
-    corpora = {lang: _jsonl(root / f"corpus_{lang}.jsonl") for lang in ("en", "ru")}
+    corpora = {lang: jsonl(root / f"corpus_{lang}.jsonl") for lang in ("en", "ru")}
     index = {lang: BM25Index([d["id"] for d in docs], [d["text"] for d in docs]) for lang, docs in corpora.items()}
-    qs = _jsonl(root / "questions.jsonl")
+    qs = jsonl(root / "questions.jsonl")
     firsts: dict[str, dict[str, dict[str, Any]]] = {"en": {}, "ru": {}}
     for q in qs:
         if q["lang"] in firsts:
@@ -65,7 +54,7 @@ def main() -> None:
         rows_i.append({**it, "condensed": c.text, "rewritten": c.changed, "method": c.method,
                        "notes": list(c.notes)})
     rows_f = []
-    for it in _jsonl(args.set):
+    for it in jsonl(args.set):
         lang = "ru" if any("а" <= ch <= "я" for ch in it["q"].lower()) else "en"
         c = condense_offline(it["q"], [Turn(it["prev"])])
         top_c = index[lang].search(c.text, 1)
@@ -81,12 +70,8 @@ def main() -> None:
                                               f"{sum(1 for r in rows_f if r['lang'] == lang)}" for lang in ("en", "ru")},
                             "not_condensed": sum(r["method"] == "unchanged" for r in rows_f)}}
     print(json.dumps(summary, indent=1))
-    for r in rows_i:
-        if r["rewritten"]:
-            print("REWRITTEN", r["q"], "->", r["condensed"])
-    for r in rows_f:
-        if not r["same_first"]:
-            print(f"miss [{r['method']}] {r['q']} -> {r['condensed']}  (standalone: {r['standalone']})")
+    for r in [x for x in rows_i if x["rewritten"]] + [x for x in rows_f if not x["same_first"]]:
+        print(f"{'REWRITTEN' if 'rewritten' in r else 'miss'}: {r['q']} -> {r['condensed']}")
     if args.out:
         write_result(args.out.stem, {"what": __doc__.split("\n")[0], "summary": summary, "machine": machine_info(),
                                      "set": args.set.name, "independent": rows_i, "followups": rows_f}, args.out,

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import CAPTION, Table, datasets_dir, grid, machine_info, pct, write_result  # noqa: E402
+from _common import CAPTION, Table, datasets_dir, grid, jsonl, machine_info, pct, write_result  # noqa: E402
 from verify_nearmiss import gold_sentence, near_misses  # noqa: E402
 
 from core.answer.stage import REFUSAL, extractive_answer  # noqa: E402
@@ -84,10 +84,6 @@ _PEOPLE = re.compile(r"(?i)\b(man|woman|person|player|actor|actress|singer|artis
                      r"female|male|athlete|driver|officer|bishop|duke|earl|ruler)s?\b")
 _STUDY = re.compile(r"(?<![\d.,])(?P<n>\d{1,3}(?:,\d{3})+|\d{2,5}) (?P<unit>patients|participants|subjects|women|men|"
                     r"children|adults|individuals|mice|cases|infants|volunteers|pregnancies|donors|cells|persons)\b")
-
-
-def _jsonl(p: Path) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in p.read_text(encoding="utf-8").splitlines() if x.strip()]
 
 
 def hash_split(article: str) -> str:
@@ -145,7 +141,7 @@ def _other_year(y: int, text: str, rng: random.Random, ok: Callable[[str], bool]
 
 
 def from_2wiki(root: Path, rng: random.Random) -> tuple[Corpus, list[dict[str, Any]]]:
-    docs = _jsonl(root / "twowiki_multihop" / "corpus.jsonl")
+    docs = jsonl(root / "twowiki_multihop" / "corpus.jsonl")
     corp = Corpus("2wiki", [d["id"] for d in docs], [d["text"] for d in docs], [d["title"] for d in docs])
     out: list[dict[str, Any]] = []
     for d in docs:
@@ -263,7 +259,7 @@ def _nth(n: int) -> str:
 
 
 def from_scifact(root: Path, rng: random.Random, limit: int) -> tuple[Corpus, list[dict[str, Any]]]:
-    docs = _jsonl(root / "beir_scifact" / "corpus.jsonl")
+    docs = jsonl(root / "beir_scifact" / "corpus.jsonl")
     corp = Corpus("scifact", [d["_id"] for d in docs], [d["text"] for d in docs], [d["title"] for d in docs])
     out: list[dict[str, Any]] = []
     for d in rng.sample(docs, len(docs)):
@@ -289,8 +285,8 @@ def from_scifact(root: Path, rng: random.Random, limit: int) -> tuple[Corpus, li
 
 
 def from_xquad(root: Path, rng: random.Random) -> tuple[Corpus, list[dict[str, Any]]]:
-    en = _jsonl(root / "xquad_crosslingual" / "corpus_en.jsonl")
-    qs = [q for q in _jsonl(root / "xquad_crosslingual" / "questions.jsonl") if q["lang"] == "en"]
+    en = jsonl(root / "xquad_crosslingual" / "corpus_en.jsonl")
+    qs = [q for q in jsonl(root / "xquad_crosslingual" / "questions.jsonl") if q["lang"] == "en"]
     corp = Corpus("xquad", [d["id"] for d in en], [d["text"] for d in en], [d["title"].replace("_", " ") for d in en])
     split = {d["id"]: ("dev" if i % 2 == 0 else "report") for i, d in enumerate(en)}
     art: dict[str, str] = defaultdict(str)
@@ -309,79 +305,6 @@ def from_xquad(root: Path, rng: random.Random) -> tuple[Corpus, list[dict[str, A
             kind = {"entity_swap": "entity_swap"}.get(kind, kind)
             out.append(_item("xquad", gold, split[gold], kind, text, q["answer"], gs, q["question"]))
     return corp, out
-
-
-# --wide-superlatives: more superlative material than the kind-balanced set holds (25 dev items), for choosing rules
-# on dev. Every superlative claim of every sentence (not only a passage's first), in the forms English says them: 'the
-# largest', 'the second(-)largest', 'one of the largest', 'the most populous' / 'the least', '-est' adjectives beyond
-# the table above, a claim's subject or an appositive ('Brellport, the largest town in Varnshire, ...'). The near
-# miss flips the superlative to its antonym (general English) and keeps the rest; the original is its answerable.
-WIDE_ANT = {**{k: v[1] for k, v in SUPER.items() if v[1] and k not in ("first", "last", "most", "least")},
-            "eldest": ("youngest",), "newest": ("oldest",), "wettest": ("driest",), "driest": ("wettest",),
-            "hottest": ("coldest",), "coldest": ("hottest", "warmest"), "warmest": ("coldest", "coolest"),
-            "coolest": ("warmest",), "strongest": ("weakest",), "weakest": ("strongest",),
-            "heaviest": ("lightest",), "lightest": ("heaviest",), "widest": ("narrowest",),
-            "narrowest": ("widest",), "thickest": ("thinnest",), "thinnest": ("thickest",),
-            "nearest": ("farthest",), "closest": ("farthest",), "farthest": ("nearest",), "furthest": ("nearest",),
-            "northernmost": ("southernmost",), "southernmost": ("northernmost",),
-            "easternmost": ("westernmost",), "westernmost": ("easternmost",), "wealthiest": ("poorest",),
-            "poorest": ("richest",), "fewest": ("most",), "slowest": ("fastest",), "quietest": ("busiest",),
-            "brightest": ("dimmest",), "loudest": ("quietest",), "cheapest": ("most expensive",),
-            "rarest": ("most common",), "finest": ("worst",), "safest": ("most dangerous",)}
-# ('first' / 'last' are left out: most of their claims are periods, 'the last few years', 'for the first time')
-_WIDE_SUP = "|".join(sorted(WIDE_ANT, key=len, reverse=True)) + r"|most [a-z]+|least [a-z]+"
-_WIDE_ORD = r"(?:second|third|fourth|fifth|sixth|2nd|3rd|4th|5th|6th)[- ]"
-_WIDE_TAIL = r"(?P<rest>[a-z][^.,;:()\"]{3,70}?)(?=[.,;:(]| and | which | where | who | with | but | that |$)"
-_WIDE_CLAIM = re.compile(
-    r"^(?P<subj>[A-Z][\w.'\-]*(?: [\w.'\-]+){0,5}?|It|He|She|They)\s*(?:\([^)]*\))?,?\s*"
-    r"(?P<verb>is|was|are|were|became|remains|remained|ranks as|ranked as|has been|had been) (?P<one>one of )?the "
-    r"(?P<ord>" + _WIDE_ORD + r")?(?P<w>" + _WIDE_SUP + r")(?P<hy>-[a-z]+)? " + _WIDE_TAIL)
-_WIDE_ANY = re.compile(r"(?<![Aa]t )(?<![\w-])the (?P<one>)(?P<ord>" + _WIDE_ORD + r")?(?P<w>" + _WIDE_SUP +
-                       r")(?P<hy>-[a-z]+)? " + _WIDE_TAIL)
-_WIDE_APPOS = re.compile(r"^(?P<subj>[A-Z][\w.'\-]*(?: [A-Z][\w.'\-]*){0,4}), (?P<one>one of )?the "
-                         r"(?P<ord>" + _WIDE_ORD + r")?(?P<w>" + _WIDE_SUP + r")(?P<hy>-[a-z]+)? " + _WIDE_TAIL)
-
-
-def wide_superlatives(corpora: dict[str, Corpus], xquad_split: dict[str, str]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for cname, corp in corpora.items():
-        for pid in corp.ids:
-            text, title = corp.text[pid], corp.title[pid]
-            sp = xquad_split.get(pid) or hash_split(pid)
-            for s, e in sentence_spans(text):
-                sent = " ".join(text[s:e].split())
-                for form, pat in (("claim", _WIDE_CLAIM), ("appositive", _WIDE_APPOS), ("any", _WIDE_ANY)):
-                    m = pat.match(sent) if form != "any" else pat.search(sent)
-                    if not m:
-                        continue
-                    subj, w = m.groupdict().get("subj") or sent, m.group("w")
-                    if subj in ("It", "He", "She", "They"):
-                        if cname == "scifact" or not title:
-                            continue
-                        subj = title
-                    verb = m.groupdict().get("verb") or "is"
-                    verb = {"became": "was", "remained": "was", "ranked as": "was", "had been": "was"}.get(verb, verb)
-                    verb = {"remains": "is", "ranks as": "is", "has been": "is"}.get(verb, verb)
-                    rest = m.group("rest").strip()
-                    if re.search(r"\d", rest) or subj.lower() in rest.lower() or subj.lower() in w:
-                        # (a digit: the tail stops inside a decimal, '22.30%' -> 'of 22?')
-                        continue
-                    one, ordn, hy = m.group("one") or "", m.group("ord") or "", m.group("hy") or ""
-                    who = "Who" if _PEOPLE.search(rest.split(" of ")[0].split(" to ")[0]) else "What"
-                    base = f"{who} {verb} {one}the {ordn}{w}{hy} {rest}?"
-                    out.append(_item(cname, pid, sp, "answerable", base, subj, sent, base, f"wide {form}"))
-                    head, _, tail = w.partition(" ")
-                    if head in ("most", "least"):
-                        ants = [f"{'least' if head == 'most' else 'most'} {tail}"]
-                    else:
-                        ants = list(WIDE_ANT.get(w, ()))
-                    ants = [a for a in ants if absent(a, text) and all(absent(x, text) for x in SUPER.get(a, ((), ()))[0])
-                            and corp.nowhere(f"{a}{hy} {rest}", rest)]
-                    if ants:
-                        out.append(_item(cname, pid, sp, "superlative", f"{who} {verb} {one}the {ordn}{ants[0]}{hy} {rest}?",
-                                         subj, sent, base, f"wide {form}"))
-                    break
-    return out
 
 
 def build(root: Path, seed: int, per_kind: int) -> tuple[dict[str, Corpus], list[dict[str, Any]]]:
@@ -476,15 +399,10 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--sample", type=int, default=0, help="print N generated dev items with their gold sentence")
     ap.add_argument("--show", default="", help="print the dev rows of this kind that went wrong")
-    ap.add_argument("--wide-superlatives", action="store_true",
-                    help="in place of the kind-balanced set: every superlative claim's near miss and original (dev work)")
     ap.add_argument("--rows", type=Path, help="write every row (its question, answer text, verdicts) as JSON lines")
     args = ap.parse_args()
     root = datasets_dir(args.datasets)
     corpora, items = build(root, args.seed, args.per_kind)
-    if args.wide_superlatives:
-        xs = {pid: ("dev" if i % 2 == 0 else "report") for i, pid in enumerate(corpora["xquad"].ids)}
-        items = wide_superlatives(corpora, xs)
     print("generated:", dict(sorted(Counter((i["split"], i["kind"]) for i in items).items())), file=sys.stderr)
     if args.sample:
         dev = [i for i in items if i["split"] == "dev"]

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, Table, datasets_dir, machine_info, write_result  # noqa: E402
+from _common import ROOT, Table, datasets_dir, jsonl, machine_info, write_result  # noqa: E402
 
 from core.answer.crosslingual import (  # noqa: E402
     ANSWER_FLOOR,
@@ -225,10 +225,6 @@ def _russian_near_misses(q: str, article: str, rng: random.Random) -> dict[str, 
                 out["attribute"] = q[: a.start(2)] + alt + q[a.end(2):]
                 break
     return out
-
-
-def _jsonl(p: Path) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in p.read_text(encoding="utf-8").splitlines() if x.strip()]
 
 
 def gold_sentence(text: str, answer: str) -> str | None:
@@ -447,10 +443,10 @@ def build(datasets: str | None, seed: int = 0) -> dict[str, Any]:
     """The items (answerable questions and their near misses, each setting), the paragraphs by language and id, and
     a BM25 index per language: what the run and the dev-split analyses read."""
     root = datasets_dir(datasets) / "xquad_crosslingual"
-    en = _jsonl(root / "corpus_en.jsonl")
-    ru = _jsonl(root / "corpus_ru.jsonl")
-    de = _jsonl(root / "corpus_de.jsonl")
-    questions = _jsonl(root / "questions.jsonl")
+    en = jsonl(root / "corpus_en.jsonl")
+    ru = jsonl(root / "corpus_ru.jsonl")
+    de = jsonl(root / "corpus_de.jsonl")
+    questions = jsonl(root / "questions.jsonl")
     split = {d["id"]: ("dev" if i % 2 == 0 else "report") for i, d in enumerate(en)}
     corp = {"en": {d["id"]: d for d in en}, "ru": {d["id"]: d for d in ru}, "de": {d["id"]: d for d in de}}
     article = {lang: defaultdict(str) for lang in ("en", "ru", "de")}
