@@ -237,7 +237,7 @@ _ATTR_RU = {"населени": "population", "площад": "area", "длин"
             "бюджет": "budget", "зарплат": "salary", "оклад": "salary", "выручк": "revenue", "гаранти": "warranty",
             "вместимост": "capacity", "скорост": "speed", "температур": "temperature", "лиценз": "license",
             "столиц": "capital", "валют": "currency", "диаметр": "diameter"}
-_ATTR_ASK = re.compile(r"(?i)\b(?:what|which|how)\s+(?:is|was|are|were|'s)?\s*(?:the\s+)?(?:\w+\s+)?"
+_ATTR_ASK = re.compile(r"(?i)\b(?:what|which|how)\s+(?:is|was|are|were|'s)?\s*(?:the\s+)?(?:(?P<pre>\w+)\s+)?"
                        r"(?P<a>[a-z]+)\s+(?:of|for|does|did|do|is|was|on|in)\b|\bhow\s+(?P<adj>tall|high|wide|deep|"
                        r"heavy|fast)\b|\b(?:какова|каков|каково|какой|какая|какое|сколько)\s+"
                        r"(?P<ru>[а-яё]+)(?:\s+(?P<ru2>[а-яё]+))?")
@@ -268,6 +268,9 @@ def _asked_attribute(question: str) -> str | None:
         word = (m.group("a") or "").lower()
         if word in _ATTRS:
             return word
+        pre = (m.group("pre") or "").lower()
+        if word and pre in _ATTRS:  # a compound names its attribute first: 'the warranty period for', 'price range'
+            return pre
         if word in _ATTR_ADJ:
             return _ATTR_ADJ[word]
         for ru in (m.group("ru"), m.group("ru2")):
@@ -645,12 +648,46 @@ def _opposite(sup: str) -> set[str]:
     return out
 
 
+# the C-suite: 'chief <area> officer' is one title, its area is what tells one from another ('the chief financial
+# officer' is no 'chief operating officer'), and its initials are the same title ('CFO')
+_C_SUITE = {"ceo": "executive", "cfo": "financial", "coo": "operating", "cto": "technology", "cio": "information",
+            "cmo": "marketing", "ciso": "information security", "cso": "security", "cpo": "product",
+            "chro": "human resources", "cno": "nursing"}
+_C_AREA_SAME = {"technical": "technology", "finance": "financial", "operations": "operating"}
+
+
+def _c_suite(words: list[str]) -> tuple[list[str], set[int]]:
+    """The C-suite titles of a text's lower-cased words, each as 'chief <area> officer', and the word positions they
+    take ('chief executive' alone is the CEO)."""
+    out, used = [], set()
+    for i, w in enumerate(words):
+        if w in _C_SUITE or (w.endswith("s") and w[:-1] in _C_SUITE):
+            out.append(f"chief {_C_SUITE[w if w in _C_SUITE else w[:-1]]} officer")
+            used.add(i)
+        elif w == "chief":
+            for j in range(i + 2, min(i + 5, len(words))):
+                if words[j] in ("officer", "officers"):
+                    area = [_C_AREA_SAME.get(x, x) for x in words[i + 1:j]]
+                    if all(x.isalpha() and x not in _ROLES_EN and x not in _DETERMINERS and x not in ("of", "and")
+                           for x in area):
+                        out.append(f"chief {' '.join(area)} officer")
+                        used.update(range(i, j + 1))
+                    break
+            else:
+                if i + 1 < len(words) and words[i + 1] == "executive":
+                    out.append("chief executive officer")
+                    used.update((i, i + 1))
+    return out, used
+
+
 def _roles(text: str) -> list[str]:
     """Role and title words of a text, with the modifier before them ('vice president', 'chief executive')."""
-    out = []
     words = [w.lower() for w in _WORD.findall(text)]
+    out, c_suite = _c_suite(words)
     de = _german(text)
     for i, w in enumerate(words):
+        if i in c_suite:
+            continue
         if de and german.role(w):  # a German role in its English form ('Präsidentin' -> 'president'),
             # 'stellvertretend' before it as 'deputy' ('stellvertretender Befehlshaber' -> 'deputy commander')
             dep = i > 0 and words[i - 1].startswith("stellvertretend") and german.role(w) != "deputy"
@@ -931,7 +968,7 @@ def _role_in(role: str, found: Sequence[str]) -> bool:
     base = role.split()[-1]
     for f in found:
         fb = f.split()[-1]
-        if fb == base or (base in ("ceo", "cto", "cfo", "coo", "cio") and fb == base):
+        if fb == base:
             # a modifier that changes the role ('vice president' is not 'president') must agree when either has one
             mod, fmod = role.split()[:-1], f.split()[:-1]
             if mod == fmod or (not mod and fmod and fmod[0] in ("first", "senior", "acting", "interim")) or \
@@ -1054,7 +1091,9 @@ def _neighbours(text: str, span: tuple[int, int]) -> set[str]:
             not (de and w.lower() in german.FUNCTION_WORDS)
     before = [w for w in _WORD.findall(text[: span[0]]) if content(w)]
     after = [w for w in _WORD.findall(text[span[1]:]) if content(w)]
-    return {_key(w) for w in before[-1:] + after[:1]}
+    # (English: the two words after, a name's verb and its adverb or object: 'Tidewater become generally available'
+    # beside 'Meridian 1.0 became generally available'; Russian keys are five-letter stems, too loose for a second word)
+    return {_key(w) for w in before[-1:] + after[:1 if de or _CYR.search(text) else 2]}
 
 
 def _parallel_names(c: Constraint, sentence: str, question: str) -> list[str]:
@@ -1436,8 +1475,9 @@ def _asks(c: Constraint, sentence: str, r: _Read, question: str) -> Verdict:
     else:
         counts = _counts(question)
         nums = r.numbers - qn
-        if counts:  # 'how many containers': a share ('40%') or a calendar year ('in January 2024') counts none
-            nums = nums - _percents(sentence)
+        if counts:  # 'how many containers': a share ('40%'), a calendar year ('in January 2024') or a label
+            # ('section 3', 'phase 2') counts none
+            nums = nums - _percents(sentence) - {n for _, n in _labels(sentence)}
         ok = bool(nums) or (not counts and bool(r.years - qy)) or bool(re.search(
             r"(?i)\b(several|many|few|dozens|hundreds|thousands|millions|numerous|half|a number of|"
             r"несколько|много|мало|сотни|тысячи|миллионы|половин|большинство)\b", sentence))
@@ -1475,7 +1515,52 @@ def check(question: str, evidence: Evidence, constraints: Sequence[Constraint] |
     verdicts = [_check_one(c, parts, sr, evidence.sentence, question, cross, evidence.heading, names,
                           evidence.near)
                 for c in cons]
+    if not cross:
+        verdicts = _subject_of_the_asked(question, evidence.sentence, verdicts)
     return Check(evidence, _value_of_the_asked(verdicts))
+
+
+# The question's subject: the name right after its auxiliary ('When did Tidewater become ...', 'How many staff does
+# the Austin office have'; not after 'was' / 'is': a passive's subject is what the act is done to, 'the capture of
+# Montreal' says it); a sentence that names it only after a preposition ('the successor to Tidewater') while
+# another name is its own subject speaks of that other thing ('Meridian ... became generally available').
+_Q_SUBJECT = re.compile(r"^\W*(?i:when|where|why|what(?:\s+\w+)?|which\s+\w+|how(?:\s+(?:many|much)\s+\w+|\s+long|"
+                        r"\s+old)?|in\s+(?:which|what)\s+\w+)\s+(?i:did|does|do|has|have|had|will)\s+"
+                        r"(?i:the\s+)?(?P<s>[A-Z][\w\-]*(?:\s+[A-Z][\w\-]*)*)")
+_OBLIQUE = frozenset("to of from with than over for against into onto about like unlike besides beside replacing "
+                     "replaced succeeding succeeded toward towards".split())
+_OPENING_PHRASE = re.compile(r"^(?:(?:In|On|At|By|After|Before|During|Since|Following|From|Under|Until|Since|As of|"
+                             r"Today|Now|Later|Earlier|Meanwhile|Also|However|Then)\b[^,]{0,60},\s*)?(?:(?:The|A|An)\s+)?")
+
+
+def _sentence_subject(sentence: str) -> str:
+    """The name a sentence opens with, after an opening phrase and an article ('In May, the Almaty office ...'
+    -> 'Almaty'), or ''."""
+    rest = sentence[_OPENING_PHRASE.match(sentence).end():]  # type: ignore[union-attr]
+    m = re.match(r"([A-Z][\w\-]*(?:\s+[A-Z][\w\-]*)*)", rest)
+    return re.sub(r"['’]s$", "", m.group(1)) if m else ""
+
+
+def _subject_of_the_asked(question: str, sentence: str, verdicts: list[Verdict]) -> list[Verdict]:
+    """The asked name met in the sentence only as the object of a preposition, with another name the sentence's
+    subject that the question never names: the sentence's fact is that other thing's (see _Q_SUBJECT)."""
+    m = _Q_SUBJECT.match(question)
+    if not m or _german(question):
+        return verdicts
+    subj = m.group("s")
+    hits = [h for h in re.finditer(r"(?<![\w-])" + re.escape(subj) + r"(?![\w-])", sentence)]
+    if not hits:
+        return verdicts
+    for h in hits:
+        before = sentence[: h.start()].split()
+        if not before or before[-1].lower().strip(",;:") not in _OBLIQUE:
+            return verdicts
+    other = _sentence_subject(sentence)
+    if not other or other.split()[0].lower() in EN_STOP | _DETERMINERS or other == subj or \
+            _keys(other) & _keys(question) or other.lower() in _ROLES_EN:
+        return verdicts
+    return [Verdict(v.constraint, "unmet", instead=(other,)) if v.constraint.kind == "entity" and
+            v.constraint.text == subj and v.verdict == "met" else v for v in verdicts]
 
 
 # the asked kinds whose value belongs to one thing: a number, a year or a date stated of another office, package or
@@ -1491,8 +1576,9 @@ def _value_of_the_asked(verdicts: list[Verdict]) -> tuple[Verdict, ...]:
     names_unmet = any(v.constraint.kind == "entity" and v.verdict == "unmet" for v in verdicts)
     if not names_unmet:
         return tuple(verdicts)
-    return tuple(Verdict(v.constraint, "unmet", "elsewhere") if v.constraint.kind == "asks" and v.verdict == "met" and
-                 v.constraint.values[0] in _VALUE_ASKS else v for v in verdicts)
+    return tuple(Verdict(v.constraint, "unmet", "elsewhere") if v.verdict == "met" and (
+        (v.constraint.kind == "asks" and v.constraint.values[0] in _VALUE_ASKS) or v.constraint.kind == "attribute")
+        else v for v in verdicts)
 
 
 def period_constraints(question: str) -> tuple[Constraint, ...]:
