@@ -417,3 +417,32 @@ def test_a_sibling_name_two_words_before_the_same_phrase_is_caught() -> None:
     s = "Meridian 1.0 became generally available on 14 May 2024."
     assert _unmet("When did Tidewater become generally available?", s, chunk) == [("entity", ("Meridian",)),
                                                                                    ("asks", ())]
+
+
+def test_more_siblings_of_the_asked() -> None:
+    # a name inside a relative clause is not the sentence's subject ('The FB-200, which preceded the FB-210, ...')
+    s = "The ZX-200, which preceded the ZX-210, will stop receiving firmware updates at the end of 2030."
+    assert _unmet("When will the ZX-210 stop receiving firmware updates?", s) == [("entity", ("ZX-200",)),
+                                                                                  ("asks", ())]
+    assert _unmet("When will the ZX-200 stop receiving firmware updates?", s) == []
+    # 'updates' is no change upwards
+    assert "direction" not in {c.kind for c in question_constraints("When will the ZX-200 stop receiving updates?")}
+    # 'the first cutover wave': a sentence that never speaks of a wave states no first one
+    t = "The read-only server was shut down on 5 August 2024 after the 30-day retention window."
+    assert _unmet("How long does the server stay read-only after the first cutover wave?", t) == [("ordinal", ())]
+    # 'the operating temperature range of': the attribute is the temperature
+    assert _unmet("What is the operating temperature range of the ZX-91?", "The ZX-91 monitors pressure.") == [
+        ("attribute", ("pressure",))]
+    # a lone capital ('°C') is no sibling name
+    assert _unmet("How much power does the ZX-340 draw?", "The ZX-210 is rated for 0 to +55 °C.") == [
+        ("entity", ()), ("attribute", ("temperature",)), ("asks", ())]
+
+
+def test_a_code_of_the_same_series_is_a_sibling_and_a_count_after_first_is_no_noun() -> None:
+    # the IP rating asked of the ZX-210; the ZX-340's sentence states an IP rating: it is the sibling's
+    chunk = "The ZX-340 Rugged is housed in a sealed IP67 enclosure. The ZX-210 draws at most 6 W."
+    assert _unmet("What is the IP rating of the ZX-210 enclosure?", "The ZX-340 Rugged is housed in a sealed IP67 "
+                  "enclosure.", chunk)[0] == ("entity", ("ZX-340",))
+    # 'the first three quarters' counts quarters: a sentence about the quarter is not refused for 'first'
+    assert "ordinal" not in {k for k, _ in _unmet("How did headcount develop over the first three quarters of 2024?",
+                                                   "Headcount grew by nine during the quarter.")}

@@ -148,7 +148,7 @@ _NEG_EVIDENCE = re.compile(
     r"deni\w*|den(y|ies)|fail\w*|unable|absent|instead|rather|but)\b|n't\b|\b(не|нет|никогда|без|кроме|ни|нельзя|"
     r"только|лишь|отказ\w*|запрещ\w*|исключ\w*|nicht|nie|niemals|kein\w*|ohne|außer|nur|lediglich)\b|"
     r"\b(un|in|im|non|dis|не)[a-zа-яё]{3,}")
-_UP = re.compile(r"(?i)\b(increas|rais|rise|rose|risen|grow|grew|grown|gain|boost|expand|improv|higher|up)\w*|"
+_UP = re.compile(r"(?i)\b(increas|rais|rise|rose|risen|grow|grew|grown|gain|boost|expand|improv|higher)\w*|\bup\b|"
                  r"\b(увелич|повыш|повыс|раст|рост|вырос|усил|улучш)\w*")
 _DOWN = re.compile(r"(?i)\b(decreas|reduc|lower|fall|fell|drop|declin|shrink|shrank|los[est]|diminish|weaken|"
                    r"worsen|cut|down)\w*|\b(уменьш|сниж|сниз|пониж|пада|упал|сокращ|сократ|ослаб|ухудш)\w*")
@@ -237,7 +237,8 @@ _ATTR_RU = {"населени": "population", "площад": "area", "длин"
             "бюджет": "budget", "зарплат": "salary", "оклад": "salary", "выручк": "revenue", "гаранти": "warranty",
             "вместимост": "capacity", "скорост": "speed", "температур": "temperature", "лиценз": "license",
             "столиц": "capital", "валют": "currency", "диаметр": "diameter"}
-_ATTR_ASK = re.compile(r"(?i)\b(?:what|which|how)\s+(?:is|was|are|were|'s)?\s*(?:the\s+)?(?:(?P<pre>\w+)\s+)?"
+_ATTR_ASK = re.compile(r"(?i)\b(?:what|which|how)\s+(?:is|was|are|were|'s)?\s*(?:the\s+)?(?:(?P<pre0>\w+)\s+)??"
+                       r"(?:(?P<pre>\w+)\s+)?"
                        r"(?P<a>[a-z]+)\s+(?:of|for|does|did|do|is|was|on|in)\b|\bhow\s+(?P<adj>tall|high|wide|deep|"
                        r"heavy|fast)\b|\b(?:какова|каков|каково|какой|какая|какое|сколько)\s+"
                        r"(?P<ru>[а-яё]+)(?:\s+(?P<ru2>[а-яё]+))?")
@@ -271,6 +272,9 @@ def _asked_attribute(question: str) -> str | None:
         pre = (m.group("pre") or "").lower()
         if word and pre in _ATTRS:  # a compound names its attribute first: 'the warranty period for', 'price range'
             return pre
+        pre0 = (m.group("pre0") or "").lower()
+        if word and pre0 in _ATTRS:  # 'the temperature operating range of'
+            return pre0
         if word in _ATTR_ADJ:
             return _ATTR_ADJ[word]
         for ru in (m.group("ru"), m.group("ru2")):
@@ -1096,6 +1100,12 @@ def _neighbours(text: str, span: tuple[int, int]) -> set[str]:
     return {_key(w) for w in before[-1:] + after[:1 if de or _CYR.search(text) else 2]}
 
 
+def _series(code: str) -> str:
+    """The letters a code opens with when it is a code ('FB' of 'FB-210'), else ''."""
+    m = re.match(r"[^\W\d_]+", code)
+    return m.group(0) if m and _CODE.fullmatch(code) else ""
+
+
 def _parallel_names(c: Constraint, sentence: str, question: str) -> list[str]:
     """Names the sentence states in the slot where the question has the asked name: the same word beside them
     ('the Shelbyville office' asked, 'the Springfield office opened ...' read)."""
@@ -1106,7 +1116,11 @@ def _parallel_names(c: Constraint, sentence: str, question: str) -> list[str]:
     qkeys = _keys(question)
     out = []
     for name, _ in _names(" x " + sentence):
-        if _keys(name) & qkeys:
+        if _series(c.text) and any(_series(w) == _series(c.text) and w != c.text for w in name.split()) and \
+                c.text not in name.split():
+            out.append(name)  # a code of the same series ('FB-340 Rugged' beside the asked 'FB-210')
+            continue
+        if _keys(name) & qkeys or len(name) < 2:
             continue
         i = sentence.find(name)
         if i >= 0 and _neighbours(sentence, (i, i + len(name))) & around:
@@ -1218,6 +1232,12 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
                 return Verdict(c, "met", "sentence")
             if re.search(r"(?i)\b(last|final|latest)\b", parts[3][1].raw_cased) and not _CYR.search(sentence):
                 return Verdict(c, "unmet", instead=("last",))  # the passage speaks of the last one, not the first
+            noun = next((w for n, w in _ordinals_before(question) if n == v), "")
+            if noun and noun not in _NOT_NOUN and noun not in _NUM_EN and not _CYR.search(question) and \
+                    not _german(question) and \
+                    not any(_key(noun) in r.keys for _, r in local):
+                return Verdict(c, "unmet")  # 'after the first cutover wave': a sentence that never speaks of a
+                # wave states no first one
             if not (sentence_read.ordinals - {v}):
                 return Verdict(c, "met", "sentence")
         sib = getattr(sentence_read, attr) - {v}
@@ -1553,11 +1573,12 @@ def _subject_of_the_asked(question: str, sentence: str, verdicts: list[Verdict])
         return verdicts
     for h in hits:
         before = sentence[: h.start()].split()
-        if not before or before[-1].lower().strip(",;:") not in _OBLIQUE:
+        clause = re.search(r",\s+(?:which|who|whose|that)\b[^,;]*$", sentence[: h.start()])  # ', which preceded X,'
+        if not before or (before[-1].lower().strip(",;:") not in _OBLIQUE and clause is None):
             return verdicts
     other = _sentence_subject(sentence)
     if not other or other.split()[0].lower() in EN_STOP | _DETERMINERS or other == subj or \
-            _keys(other) & _keys(question) or other.lower() in _ROLES_EN:
+            other.lower() in question.lower() or _keys(other) <= _keys(question) or other.lower() in _ROLES_EN:
         return verdicts
     return [Verdict(v.constraint, "unmet", instead=(other,)) if v.constraint.kind == "entity" and
             v.constraint.text == subj and v.verdict == "met" else v for v in verdicts]
