@@ -188,12 +188,15 @@ _ASKS = (
                           r"salaries|stipend|allowance|margin|spend|spent)\b|стои|цен[аыу]|выручк|бюджет|зарплат|"
                           r"надбавк|маржа")),
     ("month", re.compile(r"(?i)\b(which|what|in which) month\b|в каком месяце|какого месяца|\bin welchem monat\b")),
-    # 'when' opens the question (or a second part of it): 'the first action when a gateway reports ...' asks no date
-    ("year", re.compile(r"(?i)\b(which|what) year\b|^\s*(by |since |until )?when\b|\b(and|or),? when\b|"
+    # 'when' opens the question (or a second part of it): 'the first action when a gateway reports ...' asks no date,
+    # nor does a 'when' clause before the question proper ('When imperialism impacts ..., what is it called?': the
+    # wh-word after the comma asks; core.answer.verify reads it so too)
+    ("year", re.compile(r"(?i)\b(which|what) year\b|^\s*(by |since |until )?when\b(?![^?]*,\s*(what|which|who|whom|"
+                        r"whose|where|why|how)\b)|\b(and|or),? when\b|"
                         r"в каком году|^\s*когда\b|\bи когда\b|\b(welches|in welchem) jahr\b|"
                         r"^\s*(seit |bis |ab )?wann\b|\b(und|oder),? wann\b")),
     # the Russian cues say what the English ones say: 'how long / often / far / high', 'what percentage / share / rate'
-    ("number", re.compile(r"(?i)\bhow (many|much|long|large|big|often|far|high)\b|\bwhat (rate|percentage|value|share)"
+    ("number", re.compile(r"(?i)\bhow (many|much|long|large|big|often|far|high|old)\b|\bwhat (rate|percentage|value|share)"
                           r"\b|\bdefault\b|сколько|на сколько|каким моментом|какое значение|"
                           r"\bкак (долго|часто|далеко|высоко)\b|\bнасколько\b|"
                           r"\bкак(ой|ому|ого|ова|ую|ая|ов)\s+(процент|дол[юиея]|ставк)|"
@@ -464,11 +467,31 @@ def _key(term: str) -> str:
     return term[:_RU_KEY] if len(term) > _RU_KEY and _CYRILLIC.search(term) else term
 
 
+# A percentage written as a sign ('51.6%') states what 'what percentage / percent' asks about; and British and
+# American spellings ('favour' / 'favor', 'colour' / 'color') are one word: a text's stems carry the other form too.
+_PERCENT_SIGN = re.compile(r"\d\s?%")
+_PERCENT_STEMS = frozenset(tokenize("percent percentage"))
+_OUR = re.compile(r"^[a-z]{2,}[^aeiou]our$")  # colour, favour, honour, labour, behaviour (not 'hour', 'four', 'tour')
+_OR = re.compile(r"^[a-z]{2,}[^aeiou]or$")    # color, favor, honor, labor, behavior
+
+
+def _spellings(t: str) -> tuple[str, ...]:
+    if _OUR.match(t):
+        return (t, t[:-2] + "r")
+    if _OR.match(t):
+        return (t, t[:-1] + "ur")
+    return (t,)
+
+
 @lru_cache(maxsize=8192)
 def _terms(text: str) -> frozenset[str]:
     """A text's stems, Cyrillic ones by their key (see _key): what a question's (keyed) term is looked up in. Kept
-    per text (a chunk, a sentence, a title is read again for every question that retrieves it)."""
-    return frozenset(_key(t) for t in tokenize(text))
+    per text (a chunk, a sentence, a title is read again for every question that retrieves it). An English stem
+    carries its other spelling ('favour' and 'favor'), a percent sign the stems of 'percent' and 'percentage'."""
+    out = {_key(v) for t in tokenize(text) for v in _spellings(t)}
+    if _PERCENT_SIGN.search(text):
+        out |= _PERCENT_STEMS
+    return frozenset(out)
 
 
 @lru_cache(maxsize=8192)

@@ -1,0 +1,28 @@
+"""What a question asks, read as English says it (issue #42): a 'when' clause before the question proper asks no date,
+'how old' asks a number, a percent sign states a percentage and British and American spellings are one word. Tiny
+invented fixtures."""
+from __future__ import annotations
+
+from core.answer.support import asked_type, question_terms, sentence_table
+from core.types import Candidate
+
+
+def test_a_when_clause_before_the_question_asks_no_date() -> None:
+    assert asked_type("When a river floods its delta, what is the plain called?") is None
+    assert asked_type("When a river floods its delta, who pays for the dikes?") != "year"
+    assert asked_type("When did the river flood its delta?") == "year"
+    assert asked_type("When was the dike built, and who paid for it?") == "year"
+
+
+def test_how_old_asks_a_number() -> None:
+    assert asked_type("How old must a member of the Varn Council be?") == "number"
+
+
+def test_a_percent_sign_and_the_other_spelling_state_the_question_s_words() -> None:
+    q = "What percentage of the vote was in favor of the Varn Council?"
+    s = "The vote was 51.6% in favour of the Varn Council."
+    table = sentence_table(q, [Candidate("c1", "d1", s, 1.0, 1)])
+    assert not table.unseen, [question_terms(q).words[u] for u in table.unseen]
+    # 'hour', 'four' and 'tour' are no British spellings
+    table = sentence_table("How many hours did the tour take?", [Candidate("c1", "d1", "It took four hrs.", 1.0, 1)])
+    assert {question_terms("How many hours did the tour take?").words[u] for u in table.unseen} == {"hours", "tour"}
