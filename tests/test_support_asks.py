@@ -3,7 +3,8 @@
 invented fixtures."""
 from __future__ import annotations
 
-from core.answer.support import asked_type, question_terms, sentence_table
+from core.answer.support import FEATURES, asked_type, question_terms, sentence_table
+from core.text import tokenize
 from core.types import Candidate
 
 
@@ -26,3 +27,14 @@ def test_a_percent_sign_and_the_other_spelling_state_the_question_s_words() -> N
     # 'hour', 'four' and 'tour' are no British spellings
     table = sentence_table("How many hours did the tour take?", [Candidate("c1", "d1", "It takes four hrs.", 1.0, 1)])
     assert {question_terms("How many hours did the tour take?").words[u] for u in table.unseen} == {"hours", "tour"}
+
+
+def test_an_acronym_spelled_out_by_capitalised_words_is_stated() -> None:
+    q = "What does the VHC oppose?"
+    s = "The Varn Harbour Council opposes the toll."
+    table = sentence_table(q, [Candidate("c1", "d1", s, 1.0, 1)], vocabulary=frozenset(tokenize(s)))
+    assert not table.unseen
+    assert table.matrix[0][FEATURES.index("absent")] == 0.0
+    # initials that do not run in order are no spelling of it
+    table = sentence_table(q, [Candidate("c1", "d1", "The Council of Varn opposes the harbour toll.", 1.0, 1)])
+    assert {question_terms(q).words[u] for u in table.unseen} == {"VHC"}

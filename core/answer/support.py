@@ -494,6 +494,37 @@ def _terms(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+# An acronym the question writes ('UMC', 'MSP') is spelled out in a passage as the initials of a run of capitalised
+# words, small words between them skipped ('the United Methodist Church'): the passage states it.
+_ACRONYM = re.compile(r"[A-Z]{2,6}")
+_ACRONYM_SMALL = frozenset("of the and for de la von van der du des".split())
+
+
+@lru_cache(maxsize=8192)
+def _initials(text: str) -> tuple[str, ...]:
+    """The initials of each run of capitalised words in the text (upper-case), small words inside a run skipped."""
+    runs, run = [], ""
+    for w in re.findall(r"[^\W\d_]+", text):
+        if w[:1].isupper():
+            run += w[0].upper()
+        elif w.lower() not in _ACRONYM_SMALL:
+            if len(run) >= 2:
+                runs.append(run)
+            run = ""
+    if len(run) >= 2:
+        runs.append(run)
+    return tuple(runs)
+
+
+def _spelled_out(qt: "QuestionTerms", text: str) -> set[str]:
+    """The question's acronym terms whose letters a run of capitalised words in the text spells out."""
+    acr = [t for t in qt.terms if _ACRONYM.fullmatch(qt.words.get(t, ""))]
+    if not acr:
+        return set()
+    runs = _initials(text)
+    return {t for t in acr if any(qt.words[t] in r for r in runs)}
+
+
 @lru_cache(maxsize=8192)
 def _specific(text: str) -> dict[str, frozenset[str]]:
     """specific_terms of a chunk's sentence, heading or title, kept per text (read-only: never changed by a caller)."""
@@ -551,7 +582,10 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
     # key as every other feature reads it ('организация' -> организац is in a corpus that indexes организаци)
     if vocabulary is not None and qt.terms:
         keys = _vocabulary_keys(vocabulary) if any(_CYRILLIC.search(t) for t in qt.terms) else frozenset()
-        absent = sum(1 for t in qt.terms if t not in vocabulary and _key(t) not in keys) / len(qt.terms)
+        # (an acronym a retrieved passage spells out is no word the corpus lacks)
+        spelled = set().union(*(_spelled_out(qt, c.text) for c in candidates)) if candidates else set()
+        absent = sum(1 for t in qt.terms if t not in vocabulary and _key(t) not in keys and t not in spelled
+                     ) / len(qt.terms)
     else:
         absent = math.nan
     qt = _keyed(qt)
@@ -562,7 +596,8 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
     for orig in candidates:
         c = reading_texts([orig], full_texts)[0]
         spans = list(_chunk_reading(c.text, False)[0])
-        ctx_terms = _terms(c.text) | _terms(titles.get(c.doc_id, ""))
+        ctx_terms = _terms(c.text) | _terms(titles.get(c.doc_id, "")) | _spelled_out(qt, c.text) | \
+            _spelled_out(qt, titles.get(c.doc_id, ""))
         per_cand.append((c, spans, ctx_terms))
         # a chunk handed on whole with the pruner's verdict beside it (a cross-lingual chunk) keeps that verdict
         kept_masks.append(_kept_mask(orig, spans) if c.text != orig.text or orig.meta.get("kept_spans")
@@ -605,7 +640,7 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
             agree += 0.5 / float(r) if isinstance(r, (int, float)) and r > 0 else 0.0
         for si, (s, e) in enumerate(spans):
             sent = sents[si]
-            st = _terms(sent)
+            st = _terms(sent) | _spelled_out(qt, sent)
             sent_cov = sum(idf[t] for t in q if t in st) / total
             ctx_cov = sum(idf[t] for t in q if t in st or t in ctx) / total
             spec_ctx = sum(1 for t in spec if t in st or t in ctx) / len(spec) if spec else 1.0
