@@ -38,3 +38,12 @@ def test_an_acronym_spelled_out_by_capitalised_words_is_stated() -> None:
     # initials that do not run in order are no spelling of it
     table = sentence_table(q, [Candidate("c1", "d1", "The Council of Varn opposes the harbour toll.", 1.0, 1)])
     assert {question_terms(q).words[u] for u in table.unseen} == {"VHC"}
+
+
+def test_a_count_in_words_states_the_question_s_digits() -> None:
+    q = "Which rule holds that there are always 4 wells between the dams?"
+    s = "Varn's rule says that there are always four wells between the dams; twelve dams stand."
+    table = sentence_table(q, [Candidate("c1", "d1", s, 1.0, 1)])
+    assert {question_terms(q).words[u] for u in table.unseen} == {"holds"}
+    q = "Are there 12 dams?"
+    assert not sentence_table(q, [Candidate("c1", "d1", s, 1.0, 1)]).unseen

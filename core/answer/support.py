@@ -475,7 +475,16 @@ _OUR = re.compile(r"^[a-z]{2,}[^aeiou]our$")  # colour, favour, honour, labour, 
 _OR = re.compile(r"^[a-z]{2,}[^aeiou]or$")    # color, favor, honor, labor, behavior
 
 
+# a count written in words or digits is one term ('four primes', '4 primes')
+_COUNT_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+                "sixteen seventeen eighteen nineteen twenty").split()
+_COUNT_STEMS = [tokenize(w)[0] for w in _COUNT_WORDS]  # as the stemmer has them ('twelv', 'twenti')
+_COUNT_FORMS = {**{w: str(i) for i, w in enumerate(_COUNT_STEMS)}, **{str(i): w for i, w in enumerate(_COUNT_STEMS)}}
+
+
 def _spellings(t: str) -> tuple[str, ...]:
+    if t in _COUNT_FORMS:
+        return (t, _COUNT_FORMS[t])
     if _OUR.match(t):
         return (t, t[:-2] + "r")
     if _OR.match(t):
