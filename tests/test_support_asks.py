@@ -47,3 +47,12 @@ def test_a_count_in_words_states_the_question_s_digits() -> None:
     assert {question_terms(q).words[u] for u in table.unseen} == {"holds"}
     q = "Are there 12 dams?"
     assert not sentence_table(q, [Candidate("c1", "d1", s, 1.0, 1)]).unseen
+
+
+def test_another_spelling_is_no_new_word_for_novelty() -> None:
+    q = "How many wells does the dam have?"
+    s = "The Varn dam has 4 wells and twelve gates in colour."
+    table = sentence_table(q, [Candidate("c1", "d1", s, 1.0, 1)])
+    plain = set(tokenize(s))
+    want = len(plain - set(question_terms(q).terms)) / len(plain)
+    assert abs(table.matrix[0][FEATURES.index("novelty")] - want) < 1e-9

@@ -493,11 +493,17 @@ def _spellings(t: str) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=8192)
+def _plain_terms(text: str) -> frozenset[str]:
+    """A text's stems as it writes them (what the novelty feature counts: another spelling adds no new word)."""
+    return frozenset(_key(t) for t in tokenize(text))
+
+
+@lru_cache(maxsize=8192)
 def _terms(text: str) -> frozenset[str]:
     """A text's stems, Cyrillic ones by their key (see _key): what a question's (keyed) term is looked up in. Kept
     per text (a chunk, a sentence, a title is read again for every question that retrieves it). An English stem
     carries its other spelling ('favour' and 'favor'), a percent sign the stems of 'percent' and 'percentage'."""
-    out = {_key(v) for t in tokenize(text) for v in _spellings(t)}
+    out = {_key(v) for t in _plain_terms(text) for v in _spellings(t)}
     if _PERCENT_SIGN.search(text):
         out |= _PERCENT_STEMS
     return frozenset(out)
@@ -667,7 +673,8 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
             local = st | _terms(heads[si]) | title_terms
             head_cov = sum(idf[t] for t in q if t in local) / total
             attr_cov = sum(idf[t] for t in general if t in local) / general_total if general else 1.0
-            novelty = len(st - set(q)) / len(st) if st else 0.0
+            plain = _plain_terms(sent)
+            novelty = len(plain - set(q)) / len(plain) if plain else 0.0
             feats = (sent_cov, ctx_cov, missing, spec_ctx, spec_sent, spec_missing, absent, atype, novelty, li, li - best_li if li_all is not None else math.nan,
                      rr[ci], rr[ci] - top_rr, gap, agree, 1.0 / max(1, c.rank), kept_masks[ci][si], head_cov,
                      attr_cov, contra, pair_coverage(pairs, sent, heads[si], titles.get(c.doc_id, "")),
