@@ -369,6 +369,7 @@ def with_constraints_met(question: str, rows: Sequence[SentenceRow], scores: Seq
         return list(picked)
     texts = {c.chunk_id: (full_texts or {}).get(c.chunk_id) or c.text for c in candidates}
     seen: dict[int, bool] = {}
+    itself: dict[int, bool] = {}  # the sentence itself names every asked name and states the asked kind of value
 
     def ok(i: int) -> bool:
         if i not in seen:
@@ -379,6 +380,11 @@ def with_constraints_met(question: str, rows: Sequence[SentenceRow], scores: Seq
             seen[i] = ck.ok and all(v.where in ("sentence", "heading", "title") or
                                     (v.constraint.kind == "entity" and v.where == "chunk") for v in ck.verdicts
                                     if v.constraint.kind not in ("asks", "negation", "direction", "period"))
+            # (a name of two words or more: one capitalised word, 'Society', is found in sentences about other things)
+            itself[i] = seen[i] and all(v.where == "sentence" for v in ck.verdicts
+                                        if v.constraint.kind in ("entity", "asks")) and \
+                any(v.constraint.kind == "asks" for v in ck.verdicts) and \
+                any(v.constraint.kind == "entity" and len(v.constraint.text.split()) >= 2 for v in ck.verdicts)
         return seen[i]
     lead_ck = check(question, Evidence(rows[picked[0]].text, texts.get(rows[picked[0]].chunk_id, ""), "",
                                        (titles or {}).get(rows[picked[0]].doc_id, ""), rows[picked[0]].chunk_id), cons)
@@ -399,7 +405,11 @@ def with_constraints_met(question: str, rows: Sequence[SentenceRow], scores: Seq
 
     def reads(i: int) -> bool:  # a stand-in for a lead that missed the name must say some of the rest of the question
         if name_only:
-            return covers(i) >= max(least, 1 if len(terms) >= 2 else 0)
+            # ... unless the lead shares at most one other word with the question ('passed' of 'When was the X Act
+            # passed?') and the stand-in itself names what is asked about (a name of two words or more) and states
+            # the kind of value asked (the date, the number, the person): the sentence that answers is the one that
+            # states the value
+            return covers(i) >= max(least, 1 if len(terms) >= 2 else 0) or (least <= 1 and ok(i) and itself[i])
         return least <= 1 or 2 * covers(i) >= least
     lead = next((i for i in order if scores[i] >= floor and reads(i) and ok(i)), None)
     if lead is None:

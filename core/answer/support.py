@@ -188,12 +188,15 @@ _ASKS = (
                           r"salaries|stipend|allowance|margin|spend|spent)\b|стои|цен[аыу]|выручк|бюджет|зарплат|"
                           r"надбавк|маржа")),
     ("month", re.compile(r"(?i)\b(which|what|in which) month\b|в каком месяце|какого месяца|\bin welchem monat\b")),
-    # 'when' opens the question (or a second part of it): 'the first action when a gateway reports ...' asks no date
-    ("year", re.compile(r"(?i)\b(which|what) year\b|^\s*(by |since |until )?when\b|\b(and|or),? when\b|"
+    # 'when' opens the question (or a second part of it): 'the first action when a gateway reports ...' asks no date,
+    # nor does a 'when' clause before the question proper ('When imperialism impacts ..., what is it called?': the
+    # wh-word after the comma asks; core.answer.verify reads it so too)
+    ("year", re.compile(r"(?i)\b(which|what) year\b|^\s*(by |since |until )?when\b(?![^?]*,\s*(what|which|who|whom|"
+                        r"whose|where|why|how)\b)|\b(and|or),? when\b|"
                         r"в каком году|^\s*когда\b|\bи когда\b|\b(welches|in welchem) jahr\b|"
                         r"^\s*(seit |bis |ab )?wann\b|\b(und|oder),? wann\b")),
     # the Russian cues say what the English ones say: 'how long / often / far / high', 'what percentage / share / rate'
-    ("number", re.compile(r"(?i)\bhow (many|much|long|large|big|often|far|high)\b|\bwhat (rate|percentage|value|share)"
+    ("number", re.compile(r"(?i)\bhow (many|much|long|large|big|often|far|high|old)\b|\bwhat (rate|percentage|value|share)"
                           r"\b|\bdefault\b|сколько|на сколько|каким моментом|какое значение|"
                           r"\bкак (долго|часто|далеко|высоко)\b|\bнасколько\b|"
                           r"\bкак(ой|ому|ого|ова|ую|ая|ов)\s+(процент|дол[юиея]|ставк)|"
@@ -464,11 +467,77 @@ def _key(term: str) -> str:
     return term[:_RU_KEY] if len(term) > _RU_KEY and _CYRILLIC.search(term) else term
 
 
+# A percentage written as a sign ('51.6%') states what 'what percentage / percent' asks about; and British and
+# American spellings ('favour' / 'favor', 'colour' / 'color') are one word: a text's stems carry the other form too.
+_PERCENT_SIGN = re.compile(r"\d\s?%")
+_PERCENT_STEMS = frozenset(tokenize("percent percentage"))
+_OUR = re.compile(r"^[a-z]{2,}[^aeiou]our$")  # colour, favour, honour, labour, behaviour (not 'hour', 'four', 'tour')
+_OR = re.compile(r"^[a-z]{2,}[^aeiou]or$")    # color, favor, honor, labor, behavior
+
+
+# a count written in words or digits is one term ('four primes', '4 primes')
+_COUNT_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+                "sixteen seventeen eighteen nineteen twenty").split()
+_COUNT_STEMS = [tokenize(w)[0] for w in _COUNT_WORDS]  # as the stemmer has them ('twelv', 'twenti')
+_COUNT_FORMS = {**{w: str(i) for i, w in enumerate(_COUNT_STEMS)}, **{str(i): w for i, w in enumerate(_COUNT_STEMS)}}
+
+
+def _spellings(t: str) -> tuple[str, ...]:
+    if t in _COUNT_FORMS:
+        return (t, _COUNT_FORMS[t])
+    if _OUR.match(t):
+        return (t, t[:-2] + "r")
+    if _OR.match(t):
+        return (t, t[:-1] + "ur")
+    return (t,)
+
+
+@lru_cache(maxsize=8192)
+def _plain_terms(text: str) -> frozenset[str]:
+    """A text's stems as it writes them (what the novelty feature counts: another spelling adds no new word)."""
+    return frozenset(_key(t) for t in tokenize(text))
+
+
 @lru_cache(maxsize=8192)
 def _terms(text: str) -> frozenset[str]:
     """A text's stems, Cyrillic ones by their key (see _key): what a question's (keyed) term is looked up in. Kept
-    per text (a chunk, a sentence, a title is read again for every question that retrieves it)."""
-    return frozenset(_key(t) for t in tokenize(text))
+    per text (a chunk, a sentence, a title is read again for every question that retrieves it). An English stem
+    carries its other spelling ('favour' and 'favor'), a percent sign the stems of 'percent' and 'percentage'."""
+    out = {_key(v) for t in _plain_terms(text) for v in _spellings(t)}
+    if _PERCENT_SIGN.search(text):
+        out |= _PERCENT_STEMS
+    return frozenset(out)
+
+
+# An acronym the question writes ('UMC', 'MSP') is spelled out in a passage as the initials of a run of capitalised
+# words, small words between them skipped ('the United Methodist Church'): the passage states it.
+_ACRONYM = re.compile(r"[A-Z]{2,6}")
+_ACRONYM_SMALL = frozenset("of the and for de la von van der du des".split())
+
+
+@lru_cache(maxsize=8192)
+def _initials(text: str) -> tuple[str, ...]:
+    """The initials of each run of capitalised words in the text (upper-case), small words inside a run skipped."""
+    runs, run = [], ""
+    for w in re.findall(r"[^\W\d_]+", text):
+        if w[:1].isupper():
+            run += w[0].upper()
+        elif w.lower() not in _ACRONYM_SMALL:
+            if len(run) >= 2:
+                runs.append(run)
+            run = ""
+    if len(run) >= 2:
+        runs.append(run)
+    return tuple(runs)
+
+
+def _spelled_out(qt: "QuestionTerms", text: str) -> set[str]:
+    """The question's acronym terms whose letters a run of capitalised words in the text spells out."""
+    acr = [t for t in qt.terms if _ACRONYM.fullmatch(qt.words.get(t, ""))]
+    if not acr:
+        return set()
+    runs = _initials(text)
+    return {t for t in acr if any(qt.words[t] in r for r in runs)}
 
 
 @lru_cache(maxsize=8192)
@@ -528,7 +597,10 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
     # key as every other feature reads it ('организация' -> организац is in a corpus that indexes организаци)
     if vocabulary is not None and qt.terms:
         keys = _vocabulary_keys(vocabulary) if any(_CYRILLIC.search(t) for t in qt.terms) else frozenset()
-        absent = sum(1 for t in qt.terms if t not in vocabulary and _key(t) not in keys) / len(qt.terms)
+        # (an acronym a retrieved passage spells out is no word the corpus lacks)
+        spelled = set().union(*(_spelled_out(qt, c.text) for c in candidates)) if candidates else set()
+        absent = sum(1 for t in qt.terms if t not in vocabulary and _key(t) not in keys and t not in spelled
+                     ) / len(qt.terms)
     else:
         absent = math.nan
     qt = _keyed(qt)
@@ -539,7 +611,8 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
     for orig in candidates:
         c = reading_texts([orig], full_texts)[0]
         spans = list(_chunk_reading(c.text, False)[0])
-        ctx_terms = _terms(c.text) | _terms(titles.get(c.doc_id, ""))
+        ctx_terms = _terms(c.text) | _terms(titles.get(c.doc_id, "")) | _spelled_out(qt, c.text) | \
+            _spelled_out(qt, titles.get(c.doc_id, ""))
         per_cand.append((c, spans, ctx_terms))
         # a chunk handed on whole with the pruner's verdict beside it (a cross-lingual chunk) keeps that verdict
         kept_masks.append(_kept_mask(orig, spans) if c.text != orig.text or orig.meta.get("kept_spans")
@@ -582,7 +655,7 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
             agree += 0.5 / float(r) if isinstance(r, (int, float)) and r > 0 else 0.0
         for si, (s, e) in enumerate(spans):
             sent = sents[si]
-            st = _terms(sent)
+            st = _terms(sent) | _spelled_out(qt, sent)
             sent_cov = sum(idf[t] for t in q if t in st) / total
             ctx_cov = sum(idf[t] for t in q if t in st or t in ctx) / total
             spec_ctx = sum(1 for t in spec if t in st or t in ctx) / len(spec) if spec else 1.0
@@ -600,7 +673,8 @@ def sentence_table(question: str, candidates: Sequence[Candidate], *, titles: Ma
             local = st | _terms(heads[si]) | title_terms
             head_cov = sum(idf[t] for t in q if t in local) / total
             attr_cov = sum(idf[t] for t in general if t in local) / general_total if general else 1.0
-            novelty = len(st - set(q)) / len(st) if st else 0.0
+            plain = _plain_terms(sent)
+            novelty = len(plain - set(q)) / len(plain) if plain else 0.0
             feats = (sent_cov, ctx_cov, missing, spec_ctx, spec_sent, spec_missing, absent, atype, novelty, li, li - best_li if li_all is not None else math.nan,
                      rr[ci], rr[ci] - top_rr, gap, agree, 1.0 / max(1, c.rank), kept_masks[ci][si], head_cov,
                      attr_cov, contra, pair_coverage(pairs, sent, heads[si], titles.get(c.doc_id, "")),

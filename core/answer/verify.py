@@ -83,7 +83,8 @@ _SUPER_SYN = {"largest": ("biggest", "greatest", "most populous"), "biggest": ("
               "last": ("final", "latest"), "most": ("greatest", "largest", "highest"),
               "least": ("fewest", "lowest", "smallest"), "best": ("top", "finest", "greatest"), "worst": ("poorest",),
               "fastest": ("quickest",), "richest": ("wealthiest",), "wealthiest": ("richest",),
-              "maximum": ("most", "highest", "max"), "minimum": ("least", "lowest", "min"),
+              # 'a minimum of four' is a bound: 'at least four' says it, 'at most' or 'up to' the contrary
+              "maximum": ("most", "highest", "max", "at most", "up to"), "minimum": ("least", "lowest", "min", "at least"),
               "nearest": ("closest",), "closest": ("nearest",), "farthest": ("furthest",)}
 _SUPER_EN = {w for p in _SUPER_PAIRS for w in p if not _CYR.search(w)} | {
     "most", "least", "best", "worst", "largest", "greatest", "busiest", "wealthiest", "highest", "main", "eldest", "tiniest", "quickest", "finest", "loftiest", "fewest",
