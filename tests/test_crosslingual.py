@@ -177,3 +177,32 @@ def test_a_german_question_asking_a_kind_of_value_quotes_its_passages_sentence_t
     assert a.text == "Berlin is the capital of Germany. [c4] The capital moved to Berlin in 1990. [c4]"
     a, _, _ = cross_answer("Was capital Germany Berlin?", [p], ToyReader(), refusal=REFUSAL, margin=0.0)
     assert a.text == "Berlin is the capital of Germany. [c4]"
+
+
+class _RankReader:
+    """Scores each sentence by the first of its listed words it holds (a stand-in encoder with a fixed ranking)."""
+
+    _SCORES = {"movement": 0.85, "attempt": 0.80, "economists": 0.82}
+
+    def score(self, question: str, texts: Sequence[str]) -> np.ndarray:
+        return np.array([next((v for w, v in self._SCORES.items() if w in t), 0.5) for t in texts])
+
+    def phrases(self, texts: Sequence[str]) -> np.ndarray:
+        return np.eye(len(texts))
+
+
+def test_the_asked_kind_of_value_is_looked_for_in_the_passages_of_the_best_sentences_document() -> None:
+    # the best sentence holds no year; another passage of the same document (its title) holds one within the window,
+    # and a passage of another document holds one ranked higher: the same document's sentence is quoted
+    best = Candidate("c1", "d1", "The movement began inside the Church of England.", 1.0, 1)
+    same = Candidate("c2", "d2", "There was an attempt to withdraw the membership in 2012.", 0.9, 2)
+    other = Candidate("c3", "d3", "The economists lived from 1858 to 1940.", 0.8, 3)
+    titles = {"d1": "Methodist Church", "d2": "Methodist Church", "d3": "Imperialism"}
+    a, _, _ = cross_answer("In welchem Jahr wurde versucht, die Mitgliedschaft zu beenden?", [best, same, other],
+                           _RankReader(), titles=titles, refusal=REFUSAL, margin=0.0)
+    assert a.text == ("The movement began inside the Church of England. [c1] There was an attempt to withdraw the "
+                      "membership in 2012. [c2]")
+    # without a shared title each passage is its own document: no other passage's sentence is quoted for the kind
+    a, _, _ = cross_answer("In welchem Jahr wurde versucht, die Mitgliedschaft zu beenden?", [best, same, other],
+                           _RankReader(), refusal=REFUSAL, margin=0.0)
+    assert a.text == "The movement began inside the Church of England. [c1]"

@@ -234,3 +234,43 @@ def test_an_asked_noun_a_people_a_deputy_and_a_name_only_another_passage_states(
     v = verify_quotes(q, "Die Brücke wurde im Jahr 1850 gebaut. [c1] Kelbrin lebte lange in Berlin. [c1]", ["c1"],
                       chunks, refusal=REFUSAL)
     assert not v.refused
+
+
+class _GainReader:
+    """A stand-in encoder: a question sits 0.05 further from any sentence for each word of it the sentence lacks and
+    English does not translate (a name no evidence states), and no further for a German noun the sentence translates."""
+
+    _TRANSLATED = {"delta": "delta", "spitzname": "name"}
+
+    def score(self, question: str, texts: Sequence[str]) -> np.ndarray:
+        words = [w.lower() for w in re.findall(r"[^\W\d_]+", question)]
+        out = []
+        for t in texts:
+            low = t.lower()
+            missing = sum(1 for w in words if w[:1] and w in ("kelbrin", "zorvath") and w not in low)
+            out.append(0.85 - 0.05 * missing + 0.01 * sum(1 for w in words if self._TRANSLATED.get(w, "#") in low))
+        return np.array(out)
+
+    def phrases(self, texts: Sequence[str]) -> np.ndarray:
+        return np.eye(len(texts))
+
+
+def test_a_german_word_that_may_be_a_name_is_checked_across_languages_by_the_encoders_gain() -> None:
+    en = "The Rhine-Meuse Delta begins near Millingen aan de Rijn in the Netherlands."
+    chunks = {"c1": ChunkText(en, "", "Rhine")}
+    finder = NameFinder(_GainReader())
+    # 'das Kelbrin' may be a German noun or a name: English evidence neither writes it nor reads closer with it
+    bad = verify_quotes("Wo beginnt das Kelbrin in den Niederlanden?", f"{en} [c1]", ["c1"], chunks, refusal=REFUSAL,
+                        names=finder)
+    assert bad.refused and "Kelbrin" in bad.text
+    # a German noun the evidence translates ('das Delta') is met
+    ok = verify_quotes("Wo beginnt das Delta in den Niederlanden?", f"{en} [c1]", ["c1"], chunks, refusal=REFUSAL,
+                       names=finder)
+    assert not ok.refused
+    # an acronym of German words ('EmK') is written otherwise in English: left unchecked, never refused
+    v = check("Wann begann die Bewegung der EmK?", Evidence(en, en), names=finder)
+    assert all(x.verdict != "unmet" for x in v.verdicts if x.constraint.soft)
+    # the cut off: left unchecked as before
+    off = NameFinder(_GainReader(), soft_gain=float("inf"))
+    assert not verify_quotes("Wo beginnt das Kelbrin in den Niederlanden?", f"{en} [c1]", ["c1"], chunks,
+                             refusal=REFUSAL, names=off).refused

@@ -1153,13 +1153,21 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         if others and c.text not in calls:  # asked what Ge(x) means, the sentence is about Gt(1.5)
             return Verdict(c, "unmet", instead=tuple(others[:3]))
     if c.kind == "entity" and c.soft:  # a German word that may be a name or a noun: stated, or read by the encoder
-        # among the words of German evidence ('Spitzname' for 'Rheindelta'); never refused across languages
+        # among the words of German evidence ('Spitzname' for 'Rheindelta'); across languages, stated by its sound or
+        # the encoder's reading of the question with and without it (core.answer.crosslingual.NameFinder.soft_across)
         for where, r in parts[:4]:
             if _entity_in(c, r, False) or (sum(ch.isupper() for ch in c.text) >= 2 and c.text in "".join(
                     w[0] for w in re.findall(r"[^\W\d_]+", r.raw_cased))):  # 'EmK': Evangelisch-methodistische Kirche
                 return Verdict(c, "met", where)
-        noun = getattr(names, "noun_stated", None)
         whole = " / ".join(r.raw_cased for _, r in parts[:4] if r.raw_cased)
+        soft = getattr(names, "soft_across", None)
+        if cross and soft is not None and sum(ch.isupper() for ch in c.text) < 2:  # (an acronym of German words,
+            # 'EmK', is written otherwise in another language: left unchecked)
+            title = parts[2][1].raw_cased
+            said = soft(c.text, question, f"{title}: {sentence}" if title else sentence, whole)
+            if said is not None:
+                return Verdict(c, "met", "chunk") if said else Verdict(c, "unmet")
+        noun = getattr(names, "noun_stated", None)
         if cross or noun is None or not _german(whole):
             return Verdict(c, "unchecked")
         return Verdict(c, "met", "chunk") if noun(c.text, whole) else Verdict(c, "unmet")
