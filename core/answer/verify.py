@@ -1096,13 +1096,13 @@ def _neighbours(text: str, span: tuple[int, int]) -> set[str]:
             not (de and w.lower() in german.FUNCTION_WORDS)
     before = [w for w in _WORD.findall(text[: span[0]]) if content(w)]
     after = [w for w in _WORD.findall(text[span[1]:]) if content(w)]
-    # (English: the two words after, a name's verb and its adverb or object: 'Tidewater become generally available'
-    # beside 'Meridian 1.0 became generally available'; Russian keys are five-letter stems, too loose for a second word)
+    # (English: the two words after, a name's verb and its adverb or object: 'Helio become generally available'
+    # beside 'Vireo 1.0 became generally available'; Russian keys are five-letter stems, too loose for a second word)
     return {_key(w) for w in before[-1:] + after[:1 if de or _CYR.search(text) else 2]}
 
 
 def _series(code: str) -> str:
-    """The letters a code opens with when it is a code ('FB' of 'FB-210'), else ''."""
+    """The letters a code opens with when it is a code ('ZX' of 'ZX-210'), else ''."""
     m = re.match(r"[^\W\d_]+", code)
     return m.group(0) if m and _CODE.fullmatch(code) else ""
 
@@ -1119,7 +1119,7 @@ def _parallel_names(c: Constraint, sentence: str, question: str) -> list[str]:
     for name, _ in _names(" x " + sentence):
         if _series(c.text) and any(_series(w) == _series(c.text) and w != c.text for w in name.split()) and \
                 c.text not in name.split():
-            out.append(name)  # a code of the same series ('FB-340 Rugged' beside the asked 'FB-210')
+            out.append(name)  # a code of the same series ('ZX-340 Rugged' beside the asked 'ZX-210')
             continue
         if _keys(name) & qkeys or len(name) < 2:
             continue
@@ -1549,10 +1549,10 @@ def check(question: str, evidence: Evidence, constraints: Sequence[Constraint] |
     return Check(evidence, _value_of_the_asked(verdicts))
 
 
-# The question's subject: the name right after its auxiliary ('When did Tidewater become ...', 'How many staff does
+# The question's subject: the name right after its auxiliary ('When did Helio become ...', 'How many staff does
 # the Austin office have'; not after 'was' / 'is': a passive's subject is what the act is done to, 'the capture of
-# Montreal' says it); a sentence that names it only after a preposition ('the successor to Tidewater') while
-# another name is its own subject speaks of that other thing ('Meridian ... became generally available').
+# Montreal' says it); a sentence that names it only after a preposition ('the successor to Helio') while
+# another name is its own subject speaks of that other thing ('Vireo ... became generally available').
 _Q_SUBJECT = re.compile(r"^\W*(?i:when|where|why|what(?:\s+\w+)?|which\s+\w+|how(?:\s+(?:many|much)\s+\w+|\s+long|"
                         r"\s+old)?|in\s+(?:which|what)\s+\w+)\s+(?i:did|does|do|has|have|had|will)\s+"
                         r"(?i:the\s+)?(?P<s>[A-Z][\w\-]*(?:\s+[A-Z][\w\-]*)*)")
@@ -1563,8 +1563,8 @@ _OPENING_PHRASE = re.compile(r"^(?:(?:In|On|At|By|After|Before|During|Since|Foll
 
 
 def _sentence_subject(sentence: str) -> str:
-    """The name a sentence opens with, after an opening phrase and an article ('In May, the Almaty office ...'
-    -> 'Almaty'), or ''."""
+    """The name a sentence opens with, after an opening phrase and an article ('In May, the Lisbon office ...'
+    -> 'Lisbon'), or ''."""
     rest = sentence[_OPENING_PHRASE.match(sentence).end():]  # type: ignore[union-attr]
     m = re.match(r"([A-Z][\w\-]*(?:\s+[A-Z][\w\-]*)*)", rest)
     return re.sub(r"['’]s$", "", m.group(1)) if m else ""
