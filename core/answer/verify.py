@@ -1550,7 +1550,7 @@ def check(question: str, evidence: Evidence, constraints: Sequence[Constraint] |
 
 
 # The question's subject: the name right after its auxiliary ('When did Helio become ...', 'How many staff does
-# the Austin office have'; not after 'was' / 'is': a passive's subject is what the act is done to, 'the capture of
+# the Porto office have'; not after 'was' / 'is': a passive's subject is what the act is done to, 'the capture of
 # Montreal' says it); a sentence that names it only after a preposition ('the successor to Helio') while
 # another name is its own subject speaks of that other thing ('Vireo ... became generally available').
 _Q_SUBJECT = re.compile(r"^\W*(?i:when|where|why|what(?:\s+\w+)?|which\s+\w+|how(?:\s+(?:many|much)\s+\w+|\s+long|"
