@@ -450,27 +450,35 @@ def _expand(q: _Query, pool: list[Candidate], config: PipelineConfig, deps: Deps
 
 
 def _header_fields(q: _Query, cands: Sequence[Candidate], config: PipelineConfig, deps: Deps) -> list[Candidate]:
-    """Asked an attribute a header states as a field, when the answerer's chunks hold a header's fields but not that
-    line (core.answer.attributes.header_gap), the chunk of the same header that holds it (within two chunks of one
-    handed on) joins them right after its neighbour, at most two so; the list is cut to answer.max_chunks."""
+    """Asked an attribute a header states as a field, when the answerer's chunks of a document hold its header's fields
+    but not that line (core.answer.attributes.header_gap), the chunk of the same header that holds it (within two
+    chunks of one handed on) joins them right after its neighbour (moved up when ranked below answer.max_chunks),
+    at most two documents so."""
     top = list(cands[: config.answer.max_chunks])
     rows = _chunk_rows(q, [c.chunk_id for c in top], deps)
-    attr = header_gap(q.text, [rows[c.chunk_id].text for c in top if c.chunk_id in rows])
-    if attr is None:
+    of_doc: dict[str, list[str]] = {}  # a document's handed-on chunks: another package's header states its own field
+    for c in top:
+        if c.chunk_id in rows:
+            of_doc.setdefault(c.doc_id, []).append(rows[c.chunk_id].text)
+    gaps = {d: header_gap(q.text, texts) for d, texts in of_doc.items()}
+    if not any(gaps.values()):
         return list(cands)
-    out, have, added = list(cands), {c.chunk_id for c in cands}, 0
+    out, have, added = list(cands), {c.chunk_id for c in top}, 0
     for c in top:
         ch = rows.get(c.chunk_id)
-        if ch is None or not is_header(ch.text) or added >= 2:
+        attr = gaps.get(c.doc_id)
+        if ch is None or attr is None or not is_header(ch.text) or added >= 2:
             continue
         near = [x for x in deps.store.corpus.chunks(q.workspace, doc_id=c.doc_id) if x.chunk_id not in have and
                 abs(x.ordinal - ch.ordinal) <= 2 and states_field(x.text, attr)]
         if near:
             x = min(near, key=lambda x: abs(x.ordinal - ch.ordinal))
+            out = [o for o in out if o.chunk_id != x.chunk_id]  # ranked below the handed-on ones: moved up
             out.insert(out.index(c) + 1, Candidate(x.chunk_id, c.doc_id, x.text, c.score, c.rank,
                                                    {**c.meta, "header_field": ch.chunk_id}))
             have.add(x.chunk_id)
             added += 1
+            gaps[c.doc_id] = None  # one line per document
     return [c.with_rank(i) for i, c in enumerate(out, start=1)][: max(len(cands), config.answer.max_chunks)]
 
 

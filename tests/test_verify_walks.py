@@ -118,6 +118,25 @@ def test_a_header_cut_into_chunks_hands_on_the_chunk_with_the_asked_field(store)
     got = _header_fields(query, [Candidate(first.chunk_id, first.doc_id, first.text, 1.0, 1)], cfg,
                          Deps(store=store, embedder=emb))
     assert [c.chunk_id for c in got][0] == first.chunk_id and "Requires-Python: >=3.11" in got[1].text
+    # another package's header handed on beside it states its own Requires-Python: alphalib's gap stays a gap
+    ingest_files([("betalib.md", b"Metadata-Version: 2.4\nName: betalib\nVersion: 2.0\nRequires-Python: >=3.8\n\n"
+                                 b"# betalib\n\nBetalib helps.\n")], store=store, embedder=emb, config=cfg)
+    beta = next(c for c in store.corpus.chunks() if c.doc_id != first.doc_id)
+    query2 = SimpleNamespace(text=q, workspace=DEFAULT_WORKSPACE, rows=SimpleNamespace(chunks={}, no_chunk=set()))
+    both = _header_fields(query2, [Candidate(beta.chunk_id, beta.doc_id, beta.text, 1.0, 1),
+                                   Candidate(first.chunk_id, first.doc_id, first.text, 0.9, 2)], cfg,
+                          Deps(store=store, embedder=emb))
+    assert [c.doc_id for c in both] == [beta.doc_id, first.doc_id, first.doc_id]
+    assert "Requires-Python: >=3.11" in both[2].text
+    # the chunk with the line ranked below the answerer's cut (answer.max_chunks) is moved up beside its neighbour
+    query3 = SimpleNamespace(text=q, workspace=DEFAULT_WORKSPACE, rows=SimpleNamespace(chunks={}, no_chunk=set()))
+    line = next(c for c in chunks if "Requires-Python" in c.text)
+    filler = [Candidate(f"x{i}", "dx", "Filler text.", 0.5, i + 2) for i in range(cfg.answer.max_chunks)]
+    moved = _header_fields(query3, [Candidate(first.chunk_id, first.doc_id, first.text, 1.0, 1), *filler,
+                                    Candidate(line.chunk_id, line.doc_id, line.text, 0.1, 99)], cfg,
+                           Deps(store=store, embedder=emb))
+    assert [c.chunk_id for c in moved[:2]] == [first.chunk_id, line.chunk_id]
+    assert [c.chunk_id for c in moved].count(line.chunk_id) == 1
     other = SimpleNamespace(text="What does alphalib draw?", workspace=DEFAULT_WORKSPACE,
                             rows=SimpleNamespace(chunks={}, no_chunk=set()))
     assert len(_header_fields(other, [Candidate(first.chunk_id, first.doc_id, first.text, 1.0, 1)], cfg,
@@ -166,3 +185,26 @@ def test_a_dependency_line_is_about_the_package_it_names() -> None:
     py = "Which Python version does alphalib require?"
     assert ("entity", "Python") in _unmet(py, Evidence("Requires-Dist: typing-extensions>=4.10.0; python_version < "
                                                        "'3.13'", chunk, "", "alphalib"))
+
+
+def test_a_cross_lingual_answer_leads_with_the_line_that_states_the_asked_field() -> None:
+    from core.answer.crosslingual import cross_answer
+    from core.types import Candidate
+
+    class Reader:  # the multilingual encoder's ranking: the line that repeats 'license' first
+        def score(self, question: str, texts: list[str]) -> list[float]:
+            return [0.9 if "License-File" in t else 0.85 if "License-Expression" in t else 0.5 for t in texts]
+
+    head = "Name: alphalib\nVersion: 1.0\nLicense-Expression: Apache-2.0\nLicense-File: COPYING\n"
+    got, _, _ = cross_answer("Под какой лицензией распространяется alphalib?",
+                             [Candidate("c1", "alphalib", head, 1.0, 1)], Reader(), titles={"alphalib": "alphalib"},
+                             refusal="No.")
+    assert got.text.startswith("License-Expression: Apache-2.0")
+
+
+def test_a_name_that_opens_in_lower_case_and_goes_on_in_capitals_is_checked() -> None:
+    q = "Which alphalib function lists the services on macOS?"
+    assert ("entity", "macOS") in [(c.kind, c.text) for c in question_constraints(q)]
+    assert ("entity", "macOS") in _unmet(q, Evidence("alphalib.win_service_iter() lists Windows services."))
+    assert check(q, Evidence("On macOS, alphalib.services() lists them.")).ok
+    assert ("entity", "iPhone") in [(c.kind, c.text) for c in question_constraints("When was the iPhone released?")]
