@@ -734,6 +734,9 @@ def _soft_names(question: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+_MIXED_CASE = re.compile(r"(?<![\w.\-`])([a-z]{1,4}[A-Z][A-Za-z0-9]*)(?![\w.\-(`])")
+
+
 def _period(question: str) -> list[Constraint]:
     out = []
     for m in _REL_PERIOD.finditer(question):
@@ -755,6 +758,9 @@ def question_constraints(question: str) -> tuple[Constraint, ...]:
         out.append(Constraint("entity", text, tuple(_key(w) for w in words)))
     for w in _soft_names(q):
         out.append(Constraint("entity", w, (_key(w),), soft=True))
+    for m in _MIXED_CASE.finditer(q):  # a name that opens in lower case and goes on in capitals ('macOS', 'iPhone')
+        if not any(c.kind == "entity" and m.group(1).lower() in c.text.lower() for c in out):
+            out.append(Constraint("entity", m.group(1), (_key(m.group(1)),)))
     seen_roles = set()
     vm = _ASKS_ROLE_VERB.search(q)
     verb_role = [_VERB_ROLE[(vm.group("v") or vm.group("v2")).lower()]] if vm else []
