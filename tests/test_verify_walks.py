@@ -79,6 +79,8 @@ def test_a_default_given_as_a_signature_parameter_is_stated() -> None:
     line = "float_mode: Literal['float', 'decimal', 'lossless-float'] = 'float',"
     assert assigned_default(line, q) and not assigned_default("def from_text(", q)
     assert not assigned_default("cache_mode: Literal[True, False] = 'all',", q)  # another parameter's default
+    assert not assigned_default("You need to pass `float_mode=0` if the data is large.", q)  # a call's argument
+    assert assigned_default("def from_text(data, float_mode='float'):", q)
     attr = asked_attribute(q)
     assert attr is not None and states_value(line, attr, question=q)
     assert check(q, Evidence(line, "def from_text(\n    " + line + "\n)", "alphalib", "alphalib")).ok

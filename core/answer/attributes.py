@@ -111,12 +111,14 @@ _SETTING_NAME = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9]*_[A-Za-z0-9_]*)(?![
 
 
 def assigned_default(text: str, question: str) -> bool:
-    """Whether the text gives a setting the question names as code its default as a signature or a call does:
-    'allow_inf_nan: bool = True,', "float_mode: Literal['float', 'decimal'] = 'float'", 'timeout=30' (Python's
-    grammar for a parameter's default)."""
+    """Whether the text gives a setting the question names as code its default as a signature does: an annotated
+    parameter ('allow_inf_nan: bool = True,', "float_mode: Literal['float', 'decimal'] = 'float'") or a parameter
+    of a `def` line ('def connect(timeout=30)'): Python's grammar for a parameter's default. A call's argument
+    ('pass `max_size=0`') is a value passed, no default."""
     for m in _SETTING_NAME.finditer(question):
-        name = m.group(1) or m.group(2)
-        if re.search(rf"(?<![\w.]){re.escape(name)}\s*(?::\s*[^=\n]{{1,80}}?)?\s*=(?!=)\s*[^\s=,)]", text):
+        name = re.escape(m.group(1) or m.group(2))
+        if re.search(rf"(?<![\w.]){name}\s*:\s*[^=\n]{{1,80}}?\s*=(?!=)\s*[^\s=,)]", text) or \
+                re.search(rf"\bdef\s+\w+\s*\([^)]*(?<![\w.]){name}\s*=(?!=)\s*[^\s=,)]", text):
             return True
     return False
 
