@@ -19,6 +19,7 @@ from core.answer.cache import (
 )
 from core.answer.cache_verifier import make_verifier, query_vector
 from core.answer import e5_scorer
+from core.answer.attributes import header_gap, is_header, states_field
 from core.answer.crosslingual import CrossReader
 from core.answer.stage import verify_answer, verify_skip
 from core.answer.synthesis import GlobalReduce, compared_items, pick_mode, synthesized_answer
@@ -448,10 +449,45 @@ def _expand(q: _Query, pool: list[Candidate], config: PipelineConfig, deps: Deps
     return expand_step(pool, config.expand, corpus=deps.store.corpus, workspace=q.workspace)
 
 
+def _header_fields(q: _Query, cands: Sequence[Candidate], config: PipelineConfig, deps: Deps) -> list[Candidate]:
+    """Asked an attribute a header states as a field, when the answerer's chunks of a document hold its header's fields
+    but not that line (core.answer.attributes.header_gap), the chunk of the same header that holds it (within two
+    chunks of one handed on) joins them right after its neighbour (moved up when ranked below answer.max_chunks),
+    at most two documents so."""
+    top = list(cands[: config.answer.max_chunks])
+    rows = _chunk_rows(q, [c.chunk_id for c in top], deps)
+    of_doc: dict[str, list[str]] = {}  # a document's handed-on chunks: another package's header states its own field
+    for c in top:
+        if c.chunk_id in rows:
+            of_doc.setdefault(c.doc_id, []).append(rows[c.chunk_id].text)
+    gaps = {d: header_gap(q.text, texts) for d, texts in of_doc.items()}
+    if not any(gaps.values()):
+        return list(cands)
+    out, have, added = list(cands), {c.chunk_id for c in top}, 0
+    for c in top:
+        ch = rows.get(c.chunk_id)
+        attr = gaps.get(c.doc_id)
+        if ch is None or attr is None or not is_header(ch.text) or added >= 2:
+            continue
+        near = [x for x in deps.store.corpus.chunks(q.workspace, doc_id=c.doc_id) if x.chunk_id not in have and
+                abs(x.ordinal - ch.ordinal) <= 2 and states_field(x.text, attr)]
+        if near:
+            x = min(near, key=lambda x: abs(x.ordinal - ch.ordinal))
+            out = [o for o in out if o.chunk_id != x.chunk_id]  # ranked below the handed-on ones: moved up
+            out.insert(out.index(c) + 1, Candidate(x.chunk_id, c.doc_id, x.text, c.score, c.rank,
+                                                   {**c.meta, "header_field": ch.chunk_id}))
+            have.add(x.chunk_id)
+            added += 1
+            gaps[c.doc_id] = None  # one line per document
+    return [c.with_rank(i) for i, c in enumerate(out, start=1)][: max(len(cands), config.answer.max_chunks)]
+
+
 def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: Deps,
             tracer: Tracer | None = None) -> AnswerStep:
     """The answer stage (core/answer/synthesis.py): its map / reduce / refine calls join the trace before it."""
     cands = final.candidates if final else ()
+    if cands:
+        cands = tuple(_header_fields(q, cands, config, deps))
     seen = Trace("", "", 0, tuple(tracer.stages) if tracer is not None else ())
     route = seen.route_info()
     glob = seen.stage(Stage.GRAPH_GLOBAL) if config.graph.enabled and config.graph.mode == "global" else None

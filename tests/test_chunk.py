@@ -189,3 +189,20 @@ def test_a_markdown_files_untitled_opening_is_packed_with_its_first_section() ->
     assert [(c.text.split("\n")[0], c.heading_path) for c in chunks] == [
         ("Name: shellingham", ()), ("Usage", ("Usage",))]
     assert "Requires-Python: >=3.7\n\nShellingham\n====" in chunks[0].text
+
+
+def test_a_sentence_that_points_back_never_opens_a_chunk_without_the_one_before() -> None:
+    text = ("Alpha beta gamma. It is a robust implementation of the spec named RFC 9999 here. "
+            "That is, it mostly focuses on the wire. Omega ends.")
+    ranges = sentence_ranges(text, 24, 3)  # the RFC sentence (13 tokens) is longer than the overlap
+    pieces = [text[s:e] for s, e in ranges]
+    opening = next(p for p in pieces if "That is" in p)
+    assert opening.startswith("It is a robust implementation"), pieces
+    plain = ("Alpha beta gamma. Kappa is a robust implementation of the spec named RFC 9999 here. Omega mostly ends "
+             "the whole example text here now.")
+    assert [plain[s:e] for s, e in sentence_ranges(plain, 24, 3)][-1].startswith("Omega")  # no pointer: no carry
+
+
+def test_that_is_goes_on_from_the_sentence_before_it() -> None:
+    from core.answer.support import continues
+    assert continues("That is, it mostly focuses on the wire.") and not continues("That library is small.")

@@ -132,3 +132,12 @@ def test_markdown_setext_headings_follow_the_same_rule() -> None:
     assert [s.heading_path for s in doc.sections] == [("A",), ("A", "Sub"), ("Top",), ("Top", "Two")]
     # other formats are untouched: a .txt file has no headings
     assert [s.heading_path for s in parse("s.txt", b"Guide\n=====\n\nIntro.\n").sections] == [()]
+
+
+def test_a_file_opening_with_a_header_is_named_by_its_name_field() -> None:
+    meta = (b"Metadata-Version: 2.4\nName: betatool\nVersion: 0.3.1\nClassifier: Topic :: Software\n"
+            b"  Development\nSummary: A tool\n\n<p>logo</p>\n\n## The Acmeweb of CLIs\n\nBetatool is small.\n")
+    assert parse("betatool.md", meta).title == "betatool"  # not its description's first heading
+    assert parse("memo.md", b"Title: Quarterly plan\nDate: 2024-01-02\n\n# Agenda\n\nText.\n").title == "Quarterly plan"
+    assert parse("doc.md", b"# Policy\n\nName: x\nTitle: y\n").title == "Policy"  # fields later in a body: no header
+    assert parse("one.md", b"Name: solo\n\n# Heading\n\nText.\n").title == "Heading"  # one field is no header

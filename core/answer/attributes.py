@@ -38,6 +38,10 @@ _AUTHOR = re.compile(r"(?i)\bauthor\w*|^\s*who\s+(wrote|created|made|develop\w*|
 _MAINTAINER = re.compile(r"(?i)\bmaintain\w*|сопровожда\w*")
 _HOMEPAGE = re.compile(r"(?i)\bhome\s?page\b|\bwebsite\b|\bweb site\b|домашн\w* страниц\w*|сайт\w*")
 _DEFAULT = re.compile(r"(?i)\bdefaults?\b|\bby default\b|по умолчанию")
+# 'In which version was X removed?', 'Which version of HTTP does X implement?', 'В какой версии ...': the answer
+# carries a version number
+_ASKS_VERSION = re.compile(r"(?i)^\W*(?:(?:in|since|from|until|as of|with|for|by)\s+)?(?:which|what)\s+(?:\w+\s+)?"
+                           r"(?:version|release)s?\b|^\W*(?:в|с|начиная с|до)?\s*как(?:ой|ая|ую|их)\s+верси")
 _GENERIC = re.compile(r"(?i)^\s*(?:what|which)\s+(?:is|are|was)\s+(?:the\s+)?([a-z][\w-]*)\s+(?:of|for)\s+\S")
 
 
@@ -61,6 +65,8 @@ def asked_attribute(question: str) -> Attribute | None:
     if _HOMEPAGE.search(q):
         return Attribute("a home page", ("homepage", "url", "projecturl"), "",
                          ("home", "homepag", "page", "websit", "site", "сайт", "домаш", "стран"))
+    if _ASKS_VERSION.search(q):
+        return Attribute("a version", (), "version", ("version", "release", "верс", "выпуск"))
     m = _GENERIC.match(q)
     if m and m.group(1).lower() not in EN_STOP:
         noun = m.group(1).lower()
@@ -100,6 +106,23 @@ _VALUE = re.compile(r"\d|\b(True|False|None|null|nil|true|false|unlimited|empty|
                     r"`+[^`\s][^`]*`+|'[^'\s][^']*'|\"[^\"\s][^\"]*\"|«[^»]+»")
 
 
+# a setting a question names as code: an identifier with '_' ('allow_inf_nan') or a back-quoted word
+_SETTING_NAME = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9]*_[A-Za-z0-9_]*)(?![\w(])|`([A-Za-z_][\w.\-]*)`")
+
+
+def assigned_default(text: str, question: str) -> bool:
+    """Whether the text gives a setting the question names as code its default as a signature does: an annotated
+    parameter ('allow_inf_nan: bool = True,', "float_mode: Literal['float', 'decimal'] = 'float'") or a parameter
+    of a `def` line ('def connect(timeout=30)'): Python's grammar for a parameter's default. A call's argument
+    ('pass `max_size=0`') is a value passed, no default."""
+    for m in _SETTING_NAME.finditer(question):
+        name = re.escape(m.group(1) or m.group(2))
+        if re.search(rf"(?<![\w.]){name}\s*:\s*[^=\n]{{1,80}}?\s*=(?!=)\s*[^\s=,)]", text) or \
+                re.search(rf"\bdef\s+\w+\s*\([^)]*(?<![\w.]){name}\s*=(?!=)\s*[^\s=,)]", text):
+            return True
+    return False
+
+
 def states_value(sentence: str, attr: Attribute, context: str = "", question: str = "") -> bool:
     """Whether the sentence (a line or a sentence; `context` its heading) carries a value of the asked attribute:
     a field line with the attribute's key; else a license name, a version, a default with its value (a value that is
@@ -118,8 +141,8 @@ def states_value(sentence: str, attr: Attribute, context: str = "", question: st
     if attr.value == "version":
         return bool(_VERSION_VALUE.search(sentence))
     if attr.value == "default":
-        if _DEFAULTS_TO.search(sentence):  # 'defaults to ``UNICODE``', 'defaults to the current directory'
-            return True
+        if _DEFAULTS_TO.search(sentence) or (question and assigned_default(sentence, question)):
+            return True  # 'defaults to ``UNICODE``', 'defaults to the current directory', 'allow_nan: bool = True,'
         asked = set(tokenize(question))
         rest = _VALUE.sub(lambda m: m.group(0) if not m.group(0)[:1] in "`'\"«" or not set(
             tokenize(m.group(0))) <= asked else " ", _DEFAULT_WORD.sub(" ", sentence))
@@ -151,6 +174,11 @@ _QUESTION_WORDS = frozenset("what which who whom whose where when why how whatev
 _BEFORE_NOUN = re.compile(r"\b([a-z][a-z0-9\-]*[a-z0-9])\s+(?:versions?|errors?|exceptions?|packages?|"
                           r"librar(?:y|ies)|modules?|releases?|licen[cs]e|dependenc(?:y|ies)|api|docs|documentation|"
                           r"maintainers?|authors?|installation|changelog)\b")
+# 'the version of alphalib from the git tag', 'the license of betatool and ...': a lower-case word after a software
+# noun and 'of' names the thing it belongs to, wherever the question goes on
+_NOUN_OF = re.compile(r"\b(?:versions?|releases?|licen[cs]e|authors?|maintainers?|source|documentation|docs|repository|"
+                      r"changelog|dependenc(?:y|ies)|api|installation|default|defaults|homepage)\s+of\s+(?:the\s+)?"
+                      r"([a-z][a-z0-9_.\-]*[a-z0-9])(?![\w(])")
 QUALIFIERS = frozenset("minimum maximum min max latest oldest newest earliest current required supported stable "
                         "first last next previous new old recommended default major minor final initial lowest "
                         "highest least most same other exact specific this that which what whose its their any "
@@ -185,6 +213,7 @@ def subject_names(question: str) -> list[str]:
         found += [m.group(0) for m in _LATIN_WORD.finditer(q)]
     found += [m.group(1) for m in _HYPHENATED.finditer(q) if not set(m.group(1).split("-")[1:-1]) & _LINKING]
     found += [m.group(1) for m in _BEFORE_NOUN.finditer(q) if m.group(1) not in QUALIFIERS]
+    found += [m.group(1) for m in _NOUN_OF.finditer(q)]
     asked = set(attr.words) if attr is not None else set()
     for w in found:
         w = w.rstrip(".")
@@ -244,6 +273,26 @@ def field_first(question: str, texts: list[str], homes: list[str], scores: list[
     lead = [top[0]] + [i for i in top[1:] if homes[i] == homes[top[0]] and texts[i] != texts[top[0]]][:1]
     rest = [i for i in picked if i not in lead and states_value(texts[i], attr) and not FIELD.match(texts[i])]
     return (lead + rest)[:max_sentences]
+
+
+def states_field(text: str, attr: Attribute) -> bool:
+    """Whether a text holds a `Key: Value` line that states the attribute (field_states)."""
+    return any(field_states(line, attr) for line in text.splitlines())
+
+
+def is_header(text: str, lines: int = 3) -> bool:
+    """Whether a text holds a run of header fields: `lines` `Key: Value` lines or more ('Name: …', 'Classifier: …')."""
+    return sum(1 for line in text.splitlines() if FIELD.match(line.strip())) >= lines
+
+
+def header_gap(question: str, texts: list[str]) -> Attribute | None:
+    """The asked attribute when a header states it as a field ('Requires-Python', 'License-Expression') and the texts
+    handed to the answerer hold a header's fields but not that line: a long header (dozens of 'Classifier' lines) is
+    cut into several chunks, and retrieval may hand on the one without it. None when no such gap."""
+    attr = asked_attribute(question)
+    if attr is None or not attr.keys or any(states_field(t, attr) for t in texts) or not any(map(is_header, texts)):
+        return None
+    return attr
 
 
 _RECORD_NAME = re.compile(r"(?im)^\s*(?:name|title|package|project|module|program|import-name)\s*:\s*(\S.*)$")

@@ -15,6 +15,7 @@ from typing import Mapping, Protocol, Sequence
 
 import numpy as np
 
+from core.answer.attributes import field_first
 from core.answer.e5_scorer import pair_text
 from core.answer.support import asked_type, continues, holds_type, sentence_contexts
 from core.answer.translit import SOUND_CUT, latin_key, name_stated, sound_match
@@ -208,6 +209,12 @@ def cross_answer(question: str, candidates: Sequence[Candidate], reader: CrossRe
                     holds_type(rows[i][1], kind, question):
                 picked = picked[: max(1, max_sentences - 1)] + [i]
                 break
+    # the `Key: Value` line that states the asked attribute of the thing asked about leads ('License-Expression: MIT'
+    # for 'Под какой лицензией ...', not 'License-File: LICENSE'), as the same-language answer quotes it
+    home = {c.chunk_id: f"{(full_texts or {}).get(c.chunk_id, c.text)} {(titles or {}).get(c.doc_id, '')} {c.doc_id}"
+            for c in candidates}
+    picked = field_first(question, [r[1] for r in rows], [home.get(r[0], "") for r in rows], [float(x) for x in sims],
+                         picked, max_sentences=max_sentences)
     # a quoted sentence that goes on from the one before it ('These conjectures are ...', 'Diese Vermutungen ...') is
     # quoted with that sentence, which says what it is about (as the same-language answer quotes it)
     shown: list[int] = []

@@ -8,7 +8,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
-from core.answer.attributes import field_first, field_lines, record_names
+from core.answer.attributes import assigned_default, field_first, field_lines, record_names
 from core.answer.calibration import refusal_cut
 from core.answer.crosslingual import CrossReader, NameFinder, answer_floor, cross_answer, is_cross, reads_across
 from core.answer.e5_scorer import pair_text
@@ -339,7 +339,15 @@ def with_value_first(question: str, rows: Sequence[SentenceRow], scores: Sequenc
     that repeats the question's words): for a question about a default, when the best sentence states none, the
     best-scored sentence that does and whose sentence or heading names the question's rarest term (the setting asked
     about) leads the answer."""
-    if not picked or not _ASKS_DEFAULT.search(question) or _STATES_DEFAULT.search(rows[picked[0]].text):
+    if not picked or not _ASKS_DEFAULT.search(question) or assigned_default(rows[picked[0]].text, question):
+        return list(picked)
+    # a signature's or call's default of the setting the question names as code ('allow_inf_nan: bool = True,'),
+    # before a lead that states another setting's default ('Defaults to True.')
+    assigned = [i for i, r in enumerate(rows) if assigned_default(r.text, question)]
+    if assigned:
+        best = max(assigned, key=lambda i: (scores[i], -rows[i].rank, -i))
+        return ([best] + [i for i in picked if i != best])[:max_sentences]
+    if _STATES_DEFAULT.search(rows[picked[0]].text):
         return list(picked)
     terms = [t for t in tokenize(question) if t not in ("default", "valu", "value", "умолчан")]
     local = [set(tokenize(f"{r.context} {r.text}")) for r in rows]

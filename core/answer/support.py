@@ -699,6 +699,7 @@ def sentence_contexts(text: str, title: str = "") -> list[tuple[str, str]]:
 # A sentence that goes on from the one before it ('It ...', 'The default is 5.', 'Первые двое ...', 'Если ошибка
 # повторяется ...'): read alone it does not say what it is about.
 _CONTINUES = re.compile(r"(?i)^\W*(it|its|this|these|those|they|their|he|she|his|her|such|both|the default (is|was)|"
+                        r"that is|that means|in other words|"
                         r"the (same|latter|former|rest|remaining)|он|она|оно|они|его|её|ее|их|это|этот|эта|эти|"
                         r"первые|если ошибка)\b")
 

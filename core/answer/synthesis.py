@@ -20,6 +20,7 @@ from core.answer.stage import (
     field_rescue,
     scored_sentences,
     with_field_first,
+    with_value_first,
 )
 from core.answer.versions import DocHead
 from core.answer.support import SentenceRow, SentenceScorer, load_support_model, model_fingerprint
@@ -622,8 +623,10 @@ def synthesized_answer(
                          tuple(calls.stages))
     syn = extractive_synthesis(mode, question, top, rows, scores, support=scored.best, cut=cut.value,
                                margin=model.pick_margin, max_sentences=cfg.max_sentences,
-                               lead=lambda p: with_field_first(question, rows, scores, p, top, full_texts, titles,
-                                                               documents, max_sentences=cfg.max_sentences))
+                               lead=lambda p: with_field_first(
+                                   question, rows, scores, with_value_first(question, rows, scores, p,
+                                                                            max_sentences=cfg.max_sentences),
+                                   top, full_texts, titles, documents, max_sentences=cfg.max_sentences))
     r = syn.result
     return Synthesis(AnswerResult(r.answer, r.usage, common + r.notes, r.support, cut.value, cut.source),
                      paid + syn.calls)

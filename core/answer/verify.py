@@ -776,6 +776,9 @@ def _soft_names(question: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+_MIXED_CASE = re.compile(r"(?<![\w.\-`])([a-z]{1,4}[A-Z][A-Za-z0-9]*)(?![\w.\-(`])")
+
+
 def _period(question: str) -> list[Constraint]:
     out = []
     for m in _REL_PERIOD.finditer(question):
@@ -797,6 +800,9 @@ def question_constraints(question: str) -> tuple[Constraint, ...]:
         out.append(Constraint("entity", text, tuple(_key(w) for w in words)))
     for w in _soft_names(q):
         out.append(Constraint("entity", w, (_key(w),), soft=True))
+    for m in _MIXED_CASE.finditer(q):  # a name that opens in lower case and goes on in capitals ('macOS', 'iPhone')
+        if not any(c.kind == "entity" and m.group(1).lower() in c.text.lower() for c in out):
+            out.append(Constraint("entity", m.group(1), (_key(m.group(1)),)))
     seen_roles = set()
     vm = _ASKS_ROLE_VERB.search(q)
     verb_role = [_VERB_ROLE[(vm.group("v") or vm.group("v2")).lower()]] if vm else []
@@ -957,10 +963,15 @@ def _verb_states(role: str, text: str) -> bool:
     return any(r == role and rx.search(text) for r, rx in _ROLE_VERB)
 
 
+# a web address: a name inside one ('https://github.com/acme/tool') is where a page lives, no mention of the name
+_URL = re.compile(r"(?i)\b(?:https?|ftp)://[^\s<>()\[\]`'\"]+|\bwww\.[^\s<>()\[\]`'\"]+")
+
+
 @lru_cache(maxsize=1024)
 def _read(text: str) -> _Read:  # read once per text: a chunk is the context of each sentence quoted from it
-    return _Read(_keys(text), years(text), months(text), numbers(text), ordinals(text), _superlatives(text),
-                 _roles(text) + [_VERB_ROLE[m.group(1).lower()] for m in _ROLE_BY.finditer(text)], text.lower(), text)
+    roles = _roles(text) + [_VERB_ROLE[m.group(1).lower()] for m in _ROLE_BY.finditer(text)]
+    return _Read(_keys(_URL.sub(" ", text)), years(text), months(text), numbers(text), ordinals(text),
+                 _superlatives(text), roles, text.lower(), text)
 
 
 def _year_in(y: str, found: set[str]) -> bool:
@@ -1107,6 +1118,18 @@ def _series(code: str) -> str:
     return m.group(0) if m and _CODE.fullmatch(code) else ""
 
 
+# a package header's dependency line and the distribution it names ('Requires-Dist: typing-extensions>=4.10.0; ...')
+_DEPENDENCY = re.compile(r"^\s*Requires(?:-Dist|-External)?\s*:\s*([A-Za-z0-9][A-Za-z0-9._\-]*)", re.I)
+
+
+def _dist(name: str) -> str:
+    """A distribution name normalised as packaging does (PEP 503): lower case, runs of '-', '_', '.' as one '-'."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+_LITERALS = frozenset("True False None Null NULL TRUE FALSE NONE".split())
+
+
 def _parallel_names(c: Constraint, sentence: str, question: str) -> list[str]:
     """Names the sentence states in the slot where the question has the asked name: the same word beside them
     ('the Shelbyville office' asked, 'the Springfield office opened ...' read)."""
@@ -1121,8 +1144,8 @@ def _parallel_names(c: Constraint, sentence: str, question: str) -> list[str]:
                 c.text not in name.split():
             out.append(name)  # a code of the same series ('ZX-340 Rugged' beside the asked 'ZX-210')
             continue
-        if _keys(name) & qkeys or len(name) < 2:
-            continue
+        if _keys(name) & qkeys or len(name) < 2 or name in _LITERALS:
+            continue  # (a value the sentence states, 'False', 'None', is no name beside the asked one)
         i = sentence.find(name)
         if i >= 0 and _neighbours(sentence, (i, i + len(name))) & around:
             out.append(name)
@@ -1152,6 +1175,11 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         others = sorted(x for x in calls if x != c.text and x[:1].isupper() == c.text[:1].isupper())
         if others and c.text not in calls:  # asked what Ge(x) means, the sentence is about Gt(1.5)
             return Verdict(c, "unmet", instead=tuple(others[:3]))
+    dep = _DEPENDENCY.match(sentence) if c.kind == "entity" and not c.soft else None
+    if dep and _dist(dep.group(1)) != _dist(c.text) and not _entity_in(c, parts[2][1], False):
+        # a dependency line names the one package it requires ('Requires-Dist: attrs>=22.2.0'): asked about another
+        # (not the record's own name, its title), the line is about its sibling
+        return Verdict(c, "unmet", instead=(dep.group(1),))
     if c.kind == "entity" and c.soft:  # a German word that may be a name or a noun: stated, or read by the encoder
         # among the words of German evidence ('Spitzname' for 'Rheindelta'); across languages, stated by its sound or
         # the encoder's reading of the question with and without it (core.answer.crosslingual.NameFinder.soft_across)
@@ -1178,7 +1206,9 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
                 if where == "chunk" and _IDENT.fullmatch(c.text) and c.text.lower() in near.lower():
                     return Verdict(c, "met", "chunk")  # the item just before names the setting this one goes on about
                 if where == "chunk" and _IDENT.fullmatch(c.text) and head and " " not in head and \
-                        head.lower() != c.text.lower():  # a setting's sentence under another setting's heading
+                        head.lower() != c.text.lower() and head.lower() not in _keys(parts[2][1].raw):
+                    # a setting's sentence under another setting's heading (the document's own title, a package's
+                    # name, heads all its settings)
                     return Verdict(c, "unmet", instead=(head,))
                 if where == "chunk" and FIELD_LINE.match(sentence) and not _names_the_record(c, r.raw_cased):
                     continue  # a field of a header ('Author: …') is about the record its Name line names, not about
@@ -1270,6 +1300,16 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         if c.values[0] in said or not said & set(c.values[1:]):
             return Verdict(c, "met", "sentence")
         return Verdict(c, "unmet", instead=tuple(sorted(said & set(c.values[1:]))))
+    if c.kind == "superlative" and c.values[0] in ("minimum", "maximum") and not _CYR.search(question):
+        # a bound states the minimum or the maximum: 'Requires-Python: >=3.10', 'at least 2 GB', '<5' ('>=' is no
+        # maximum, '<' no minimum)
+        lower, upper = _BOUND_LOWER, _BOUND_UPPER
+        mine, theirs = (lower, upper) if c.values[0] == "minimum" else (upper, lower)
+        for where, r in local:
+            if mine.search(r.raw_cased):
+                return Verdict(c, "met", where)
+        if theirs.search(sentence) and not _has_super(sentence_read, c.values[0]):
+            return Verdict(c, "unmet", instead=("maximum" if c.values[0] == "minimum" else "minimum",))
     if c.kind == "superlative":
         want = c.values[0]
         opp = _opposite(want)
@@ -1384,8 +1424,15 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
     if c.kind == "period":
         return Verdict(c, "unchecked")  # a relative period is resolved against the document's date, not here
     if c.kind == "asks":
-        return _asks(c, sentence, sentence_read, question)
+        return _asks(c, sentence, sentence_read, question, heading)
     return Verdict(c, "unchecked")
+
+
+# a lower bound ('>=3.10', '≥ 2', 'at least 4 GB', '3.8 or later') states a minimum; an upper bound a maximum
+_BOUND_LOWER = re.compile(r"(?i)(?:>=|≥|=>|(?<![<>=\-])>(?![>=]))\s*v?\d|\bat least\b|\d[\w.]*\s*(?:or|and)\s+(?:later|"
+                          r"newer|higher|above|greater|more)\b|\d[\w.]*\+(?!\w)")
+_BOUND_UPPER = re.compile(r"(?i)(?:<=|≤|=<|(?<![<>=\-])<(?![<=]))\s*v?\d|\bat most\b|\bup to\b|\d[\w.]*\s*(?:or|and)\s+"
+                          r"(?:earlier|older|lower|below|less|fewer)\b")
 
 
 def _has_super(r: _Read, s: str) -> bool:
@@ -1479,11 +1526,14 @@ def _percents(sentence: str) -> set[str]:
     return {_num(m.group(1).replace(",", ".")) for m in _PERCENT.finditer(sentence)}
 
 
-def _asks(c: Constraint, sentence: str, r: _Read, question: str) -> Verdict:
+def _asks(c: Constraint, sentence: str, r: _Read, question: str, heading: str = "") -> Verdict:
     qy, qm, qn = years(question), months(question), numbers(question)
     if c.values[0] in ("license", "version", "default"):  # a field line with the attribute's key, or its value
         attr = asked_attribute(question)
         ok = attr is not None and states_value(sentence, attr, question=question)
+        if not ok and attr is not None and attr.value == "version" and not attr.keys and heading:
+            # a changelog's item states no version of its own: the release heading it sits under does ('v4.26.0')
+            ok = states_value(heading.split(" / ")[-1], attr)
     elif c.text == "a person":
         names = [n for n, _ in _names(" x " + sentence) if not _keys(n) <= _keys(question)]
         ok = bool(names) or bool(r.roles) or bool(re.search(r"(?i)\b(he|she|they|him|her|who|он|она|они)\b", sentence))
@@ -1730,6 +1780,11 @@ def _near(claim: str, text: str, k: int = 2) -> str:
     return ""
 
 
+def _word_keys(text: str) -> set[str]:
+    """The keys of a text's whole words, outside web addresses: 'GitHub' is no 'git', a link's path no word."""
+    return {_key(w) for w in _WORD.findall(_URL.sub(" ", text))}
+
+
 def _topic_keys(question: str, cons: Sequence[Constraint]) -> set[str] | None:
     """The question's content words other than its constraints' (names, roles, years...): what a quote must share with
     the question to be about it; None for a question not in English (its quotes may be in another language)."""
@@ -1775,7 +1830,7 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
             return False
         v = next(x for x in ck.verdicts if x.constraint == c)
         if c.kind == "entity" and ck is not lead and topic is not None and v.verdict == "met" and (
-                v.where in ("chunk", "title") or not (_read(ck.evidence.sentence).keys & topic)):
+                v.where in ("chunk", "title") or not (_word_keys(ck.evidence.sentence) & topic)):
             return False  # a name the answer's lead sentence lacks is not supplied by a later quote that only sits
             # in a passage (a document) naming it, or that shares no other word with the question
         if c.kind == "entity" and not c.soft and ck is not lead and german_q and v.verdict == "met" and \

@@ -58,6 +58,10 @@ def sentence_ranges(
                     break
                 carry.insert(0, u)
                 carried += u[2]
+            if not carry and _POINTS_BACK.match(text, unit[0]) and cur[-1][2] + unit[2] <= size:
+                # a sentence that points back to the one before it ('That is, it mostly ...') never opens a chunk
+                # without it, though that one is longer than the overlap
+                carry, carried = [cur[-1]], cur[-1][2]
             if carried + unit[2] > size:
                 carry, carried = [], 0
             cur, cur_tokens = carry, carried
@@ -68,6 +72,11 @@ def sentence_ranges(
         if not out or last[1] > out[-1][1]:
             out.append(last)
     return out
+
+
+# a sentence opening with a word that points back to the sentence before it: general English and Russian
+_POINTS_BACK = re.compile(r"[\W_]*(?i:that is|that means|this means|in other words|i\.e\.|it|its|this|these|those|"
+                          r"they|their|such|он|она|оно|они|это|этот|эта|эти)\b")
 
 
 CHARS_PER_TOKEN = 8  # the character bound per chunking token: ordinary prose averages 4-7 characters a word

@@ -303,8 +303,30 @@ def _parse_markdown(name: str, data: bytes) -> ParsedDocument:
             if m:
                 headings.append((offset, len(m.group(1)), m.group(2).strip()))
         offset += len(line) + 1
-    title = headings[0][2] if headings else PurePath(name).stem
+    title = _header_name(lines) or (headings[0][2] if headings else PurePath(name).stem)
     return ParsedDocument(name, "md", text, _sections_from_headings(text, headings), title, encoding)
+
+
+_HEADER_FIELD = re.compile(r"^(?P<key>[A-Za-z][\w\-]*)\s*:\s+(?P<value>\S.*)$")
+
+
+def _header_name(lines: Sequence[str]) -> str:
+    """The name a document's opening header gives it: a file that opens with a run of `Key: Value` fields (a
+    package's METADATA, a memo's header) holding a 'Name' or 'Title' field is that record's, whatever heading its
+    body opens with ('## FastAPI of CLIs' in the description of another package); '' when there is none."""
+    fields: dict[str, str] = {}
+    for line in lines:
+        if not line.strip():
+            break
+        if line[:1] in (" ", "\t") and fields:
+            continue  # a folded line of the field before
+        m = _HEADER_FIELD.match(line)
+        if m is None:
+            return ""
+        fields.setdefault(m.group("key").lower(), m.group("value").strip())
+    if len(fields) < 2:
+        return ""
+    return fields.get("name") or fields.get("title") or ""
 
 
 def _parse_text(name: str, data: bytes) -> ParsedDocument:
