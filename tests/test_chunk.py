@@ -181,6 +181,25 @@ def test_restructuredtext_chunks_carry_their_heading_path() -> None:
     assert all(doc.text[c.start:c.end] == c.text for c in chunks)
 
 
+def test_plain_text_chunks_carry_their_adorned_heading() -> None:
+    # a release's over- and underlined heading in a .txt file: a chunk that starts below it keeps it as its path
+    text = ("ZETAOS RELEASE NOTES\n\nZetaOS runs on every Acme gateway.\n\n"
+            "--------------------------------------\nZetaOS 3.8.2 - released 20 June 2024\n"
+            "--------------------------------------\nSecurity\n"
+            + "".join(f"- Fixes ZSEC-0{i:02d}, a weakness in module number {i} of the bootloader.\n" for i in range(12)))
+    doc = parse("notes.txt", text.encode())
+    chunks = chunk_document(doc, "n", strategy="structure", size=40, overlap=0)
+    assert len(chunks) > 2
+    assert chunks[0].heading_path == ()
+    assert all(c.heading_path == ("ZetaOS 3.8.2 - released 20 June 2024",) for c in chunks[1:])
+    assert chunks[-1].text.strip().endswith("module number 11 of the bootloader.")
+    # a heading-only section with its adornment lines folds into the next section's first chunk
+    doc = parse("g.txt", b"==========\nAcme Guide\n==========\n\nSetup\n-----\n\nRun the installer.\n")
+    chunks = chunk_document(doc, "g", strategy="structure", size=50, overlap=0)
+    assert [(c.text.split("\n")[0], c.heading_path) for c in chunks] == [("==========", ("Acme Guide", "Setup"))]
+    assert all(doc.text[c.start:c.end] == c.text for c in chunks)
+
+
 def test_a_markdown_files_untitled_opening_is_packed_with_its_first_section() -> None:
     # a METADATA header (fields) before the long description's title: the chunk that ends the header keeps the title
     text = "Name: shellingham\nRequires-Python: >=3.7\n\nShellingham\n===========\n\nDetects the shell.\n\nUsage\n=====\n\nCall it.\n"

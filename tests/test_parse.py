@@ -130,8 +130,51 @@ def test_markdown_setext_headings_follow_the_same_rule() -> None:
     # beside '#' headings, '=' is level 1 and '-' level 2 whatever comes first
     doc = parse("m.md", b"# A\n\nSub\n---\n\nx\n\nTop\n===\n\ny\n\n## Two\n\nz\n")
     assert [s.heading_path for s in doc.sections] == [("A",), ("A", "Sub"), ("Top",), ("Top", "Two")]
-    # other formats are untouched: a .txt file has no headings
-    assert [s.heading_path for s in parse("s.txt", b"Guide\n=====\n\nIntro.\n").sections] == [()]
+    # a .txt file reads the same underline (see test_plain_text_adorned_titles_are_headings)
+    assert [s.heading_path for s in parse("s.txt", b"Guide\n=====\n\nIntro.\n").sections] == [("Guide",)]
+
+
+RELEASE_NOTES = ("ZETAOS RELEASE NOTES\nAcme firmware team\n\nZetaOS runs on every Acme gateway.\n\n"
+                 "-------------------------------------------\nZetaOS 3.9.0 - released 10 September 2024\n"
+                 "-------------------------------------------\nNew features\n- TLS 1.3 is the default.\n\n"
+                 "-------------------------------------------\nZetaOS 3.8.2 - released 20 June 2024\n"
+                 "-------------------------------------------\nSecurity\n- Fixes ZSEC-011, a weakness in the "
+                 "bootloader.\n\n-------------------------------------------\nSupport policy\n"
+                 "-------------------------------------------\nAcme supports two releases.\n")
+
+
+def test_plain_text_adorned_titles_are_headings() -> None:
+    # an over- and underlined title may run straight into its body (no blank line): a release's heading
+    doc = parse("notes.txt", RELEASE_NOTES.encode())
+    assert [s.heading_path for s in doc.sections] == [
+        (), ("ZetaOS 3.9.0 - released 10 September 2024",), ("ZetaOS 3.8.2 - released 20 June 2024",),
+        ("Support policy",)]
+    assert doc.text[doc.sections[2].start:].startswith("----")
+    assert doc.title == "ZETAOS RELEASE NOTES"  # the first line, which is no heading
+    # setext / reStructuredText underlines: levels in the order the styles first appear; a heading that opens the
+    # file names it, not its overline
+    doc = parse("g.txt", b"==========\nAcme Guide\n==========\n\nIntro.\n\nSetup\n-----\n\nSteps.\n\n"
+                         b"Is it safe?\n~~~~~~~~~~~\nYes.\n\nUpgrade\n-------\n\nRun it.\n")
+    assert [s.heading_path for s in doc.sections] == [
+        ("Acme Guide",), ("Acme Guide", "Setup"), ("Acme Guide", "Setup", "Is it safe?"), ("Acme Guide", "Upgrade")]
+    assert doc.title == "Acme Guide"
+    assert parse("r.txt", b"----------\nA note about it.\n").title == "A note about it."  # not the rule line
+
+
+def test_plain_text_rules_that_mark_no_title_stay_text() -> None:
+    text = ("First paragraph.\n\n-----------------\n\nAfter a separator.\n\n"  # a rule between paragraphs
+            "Closing sentence here.\n----------------------\n\n"  # a sentence closed by a rule
+            "Best regards\n-- \nJane\n\n"  # a signature separator
+            "--------------------\nName        Value\n--------------------\nport        8080\n"
+            "--------------------\n\n"  # a table's borders around its header row
+            "---------------\n| col | val |\n---------------\n\n"
+            "- a list item\n-------------\n\n"
+            "Ab\n==\n\n"  # a rule of two characters
+            "Title\n---\n\n"  # an underline shorter than its title
+            "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen\n"
+            "=========================================================================================\n\n"
+            "    indented\n    --------\n")
+    assert [s.heading_path for s in parse("t.txt", text.encode()).sections] == [()]
 
 
 def test_a_file_opening_with_a_header_is_named_by_its_name_field() -> None:

@@ -155,9 +155,9 @@ _ADORNMENT_LINE = re.compile(r"^([=\-~+^*#])\1+[ \t]*$", re.MULTILINE)
 
 
 def _heading_only(body: str, kind: str) -> bool:
-    """A section holding its heading and nothing else. A Markdown / reStructuredText heading may be underlined (and
-    overlined): its adornment lines are part of the heading."""
-    if kind == "md":
+    """A section holding its heading and nothing else. A Markdown / reStructuredText or plain-text heading may be
+    underlined (and overlined): its adornment lines are part of the heading."""
+    if kind in ("md", "txt"):
         body = _ADORNMENT_LINE.sub("", body)
     return not body.strip().partition("\n")[2].strip()
 

@@ -229,22 +229,48 @@ _MD_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _ADORNMENT = re.compile(r"([=\-~+^*#])\1+[ \t]*")
 
 
-def _underline_headings(lines: list[str], in_fence: list[bool]) -> dict[int, tuple[int, str, str]]:
+# Plain text (_parse_text) marks a title the same way, but nothing declares the file to be marked up: a rule line of
+# dashes is as often a separator between paragraphs, a signature's '-- ' or a table's border. There an adornment is
+# at least three of one of these characters, and the title it marks is a short line that reads as a title.
+_TEXT_RULE = re.compile(r"([=\-~*#])\1{2,}[ \t]*")
+_LIST_ITEM = re.compile(r"[-*+\u2022][ \t]")  # a bullet item ('- Fixes ...', '* item')
+_COLUMNS = re.compile(r"\S(?: {2,}|\t)\S|\|")  # a table row: columns set apart by runs of spaces, a tab or '|'
+
+
+def _text_title(line: str) -> bool:
+    """Whether a plain-text line marked by adornment lines reads as a title: short (at most MAX_HEADING_WORDS words
+    and MAX_HEADING_CHARS characters), with a letter or digit, not closed as a sentence or clause ('.', '!', ',',
+    ';'; a question may be a title), not a bullet item and not a table row."""
+    t = line.strip()
+    return (0 < len(t.split()) <= MAX_HEADING_WORDS and len(t) <= MAX_HEADING_CHARS and any(ch.isalnum() for ch in t)
+            and not t.endswith((".", "!", ",", ";")) and not _LIST_ITEM.match(t) and not _COLUMNS.search(t))
+
+
+def _underline_headings(lines: list[str], in_fence: list[bool], *, plain: bool = False
+                        ) -> dict[int, tuple[int, str, str]]:
     """Section titles marked by adornment lines, the reStructuredText rule (Markdown's setext '=' / '-' headings
     are the same rule): a title line directly under a blank line (or the start), not indented, followed by an
     underline of one repeated character at least as long as the title; or an overline, a title (which may be inset)
     no longer than it, an underline of the same character and length, and a blank line (or the end). An underline shorter than the
     title, a transition ('----' between blank lines), or a table border is no heading.
+    `plain`: the rule for plain text, where nothing says the file is marked up: an adornment is at least three of
+    one of '= - ~ * #' (a signature's '-- ' is none), the title must read as one (_text_title), and an over- and
+    underlined title may run straight into its body (a release's '----' / 'ZetaOS 3.8.2 - released ...' / '----'
+    above its 'Security' list) -- a table's header row between its borders is no title, its columns are apart.
     Returns {index of the heading's first line: (number of lines, style, title)}; style is the character, with '/'
     prefixed when there is an overline (reStructuredText ranks over-and-underlined titles apart)."""
     out: dict[int, tuple[int, str, str]] = {}
     n = len(lines)
+    rule = _TEXT_RULE if plain else _ADORNMENT
 
     def blank(i: int) -> bool:
         return i < 0 or i >= n or not lines[i].strip()
 
     def adornment(i: int) -> str | None:
-        return lines[i].rstrip() if 0 <= i < n and not in_fence[i] and _ADORNMENT.fullmatch(lines[i]) else None
+        return lines[i].rstrip() if 0 <= i < n and not in_fence[i] and rule.fullmatch(lines[i]) else None
+
+    def titled(line: str) -> bool:
+        return not plain or _text_title(line)
 
     i = 0
     while i < n:
@@ -255,14 +281,15 @@ def _underline_headings(lines: list[str], in_fence: list[bool]) -> dict[int, tup
         if over is not None and blank(i - 1) and i + 2 < n:  # overline, title (may be inset), underline
             title, under = lines[i + 1].strip(), adornment(i + 2)
             if (title and under == over and len(title) <= len(over) and not _ADORNMENT.fullmatch(title)
-                    and blank(i + 3) and not (i == 0 and over == "---")):  # not a YAML front matter fence
+                    and titled(title) and (plain or blank(i + 3))
+                    and not (i == 0 and over == "---")):  # not a YAML front matter fence
                 out[i] = (3, "/" + over[0], title)
                 i += 3
                 continue
         line = lines[i]
         under = adornment(i + 1)
         if (over is None and under is not None and blank(i - 1) and not line[0].isspace()
-                and len(under) >= len(line.rstrip()) and any(ch.isalnum() for ch in line)):
+                and len(under) >= len(line.rstrip()) and any(ch.isalnum() for ch in line) and titled(line)):
             out[i] = (2, under[0], line.strip())
             i += 2
             continue
@@ -330,9 +357,25 @@ def _header_name(lines: Sequence[str]) -> str:
 
 
 def _parse_text(name: str, data: bytes) -> ParsedDocument:
+    """Plain text; a title marked by adornment lines (over- and underlined, or underlined: _underline_headings with
+    the plain-text rule) is a heading, levelled by the order in which its style first appears as in
+    reStructuredText."""
     text, encoding = decode_text(name, data)
-    first = next((ln.strip() for ln in text.split("\n") if ln.strip()), PurePath(name).stem)
-    return ParsedDocument(name, "txt", text, (Section((), 0, len(text)),), first[:120], encoding)
+    lines = text.split("\n")
+    underlined = _underline_headings(lines, [False] * len(lines), plain=True)
+    styles: list[str] = []
+    headings: list[tuple[int, int, str]] = []
+    offset = 0
+    for i, line in enumerate(lines):
+        if i in underlined:
+            _, style, title = underlined[i]
+            if style not in styles:
+                styles.append(style)
+            headings.append((offset, min(6, styles.index(style) + 1), title))
+        offset += len(line) + 1
+    first = next((ln.strip() for ln in lines if ln.strip() and not _TEXT_RULE.fullmatch(ln)), PurePath(name).stem)
+    title = headings[0][2] if headings and not text[:headings[0][0]].strip() else first  # a heading that opens it
+    return ParsedDocument(name, "txt", text, _sections_from_headings(text, headings), title[:120], encoding)
 
 
 class _HTMLText(HTMLParser):
