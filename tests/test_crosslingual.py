@@ -206,3 +206,23 @@ def test_the_asked_kind_of_value_is_looked_for_in_the_passages_of_the_best_sente
     a, _, _ = cross_answer("In welchem Jahr wurde versucht, die Mitgliedschaft zu beenden?", [best, same, other],
                            _RankReader(), refusal=REFUSAL, margin=0.0)
     assert a.text == "The movement began inside the Church of England. [c1]"
+
+
+def test_a_russian_name_the_lead_english_sentence_lacks_is_not_supplied_by_a_later_quote_that_only_reads_it() -> None:
+    # the answer stands on its lead sentence: a later quote that states the name in another document, or in which only
+    # the reader reads it (met in its passage), does not make an answer about something else one about the name
+    def reads(where: str) -> Any:
+        return lambda name, question, sentence, text: where in sentence
+    two = {"c1": ChunkText("The bridge was built in 1850 by the city.", "", "Bridges"),
+           "c2": ChunkText("France declared war on England in 1756.", "", "Wars")}
+    q = "Когда был построен мост Франции?"
+    quoted = "The bridge was built in 1850 by the city. [c1] France declared war on England in 1756. [c2]"
+    assert verify_quotes(q, quoted, ["c1", "c2"], two, refusal=REFUSAL, names=reads("~")).refused
+    two["c2"] = ChunkText("France declared war on England in 1756.", "", "Bridges")  # one document: a second part
+    assert not verify_quotes(q, quoted, ["c1", "c2"], two, refusal=REFUSAL, names=reads("~")).refused
+    one = {"c1": ChunkText("Turabi built a powerful economic base with foreign money. He also built a cadre of "
+                           "loyalists.", "", "Islamism")}
+    q = "Как построил Маровии Тулп крепкую экономическую основу?"
+    quoted = "Turabi built a powerful economic base with foreign money. [c1] He also built a cadre of loyalists. [c1]"
+    assert verify_quotes(q, quoted, ["c1"], one, refusal=REFUSAL, names=reads("cadre")).refused
+    assert not verify_quotes(q, quoted, ["c1"], one, refusal=REFUSAL, names=reads("Turabi")).refused

@@ -1824,6 +1824,7 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
     lead = checks[0]
     topic = _topic_keys(question, cons)
     german_q = topic is None and _german(question)
+    across_q = bool(_CYR.search(question))  # a Russian question (its quotes may be English)
 
     def meets(ck: Check, c: Constraint, local: bool = False) -> bool:
         if about_another(ck):
@@ -1838,6 +1839,14 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
                 next(x for x in lead.verdicts if x.constraint == c).verdict == "unmet":
             return False  # a German question (its topic words are not read): a name the lead sentence's passage never
             # states is not supplied by a quote from another passage
+        if c.kind == "entity" and ck is not lead and across_q and v.verdict == "met" and \
+                not _CYR.search(lead.evidence.sentence) and \
+                next(x for x in lead.verdicts if x.constraint == c).verdict == "unmet" and \
+                (v.where in ("chunk", "title") or (ck.evidence.title or ck.evidence.chunk_id) !=
+                 (lead.evidence.title or lead.evidence.chunk_id)):
+            return False  # a Cyrillic name the lead sentence (in another script) does not state is not supplied by a
+            # later quote that only reads it in its passage (the encoder's reading of one of several quotes) or
+            # states it in another document: the answer stands on its lead sentence, which is about something else
         return v.verdict != "unmet" and (not local or v.where in ("sentence", "heading", "title", ""))
 
     def sibling(c: Constraint) -> bool:
