@@ -446,3 +446,19 @@ def test_a_code_of_the_same_series_is_a_sibling_and_a_count_after_first_is_no_no
     # 'the first three quarters' counts quarters: a sentence about the quarter is not refused for 'first'
     assert "ordinal" not in {k for k, _ in _unmet("How did headcount develop over the first three quarters of 2024?",
                                                    "Headcount grew by nine during the quarter.")}
+
+
+def test_a_russian_c_suite_title_is_the_english_one() -> None:
+    # 'финансовый директор' is the chief financial officer, in English evidence and in Russian
+    cfo = "Marcus Oyelaran is the chief financial officer of Acme."
+    got = [(v.constraint.text, v.verdict) for v in check("Кто финансовый директор Acme?",
+                                                         Evidence(sentence=cfo, chunk=cfo)).verdicts
+           if v.constraint.kind == "role"]
+    assert got == [("chief financial officer", "met")]
+    got = [(v.constraint.text, v.verdict) for v in check("Кто технический директор Acme?",
+                                                         Evidence(sentence=cfo, chunk=cfo)).verdicts
+           if v.constraint.kind == "role"]
+    assert got == [("chief technology officer", "unmet")]
+    ru = "Финансовый директор компании Acme — Марк Ойеларан."
+    assert [v.verdict for v in check("Кто финансовый директор Acme?", Evidence(sentence=ru, chunk=ru)).verdicts
+            if v.constraint.kind == "role"] == ["met"]

@@ -661,11 +661,23 @@ _C_SUITE = {"ceo": "executive", "cfo": "financial", "coo": "operating", "cto": "
 _C_AREA_SAME = {"technical": "technology", "finance": "financial", "operations": "operating"}
 
 
+# Russian writes the C-suite as '<area> директор' ('финансовый директор' is the CFO, 'генеральный директор' the CEO)
+_C_AREA_RU = (("финансов", "financial"), ("операционн", "operating"), ("техническ", "technology"),
+              ("исполнительн", "executive"), ("генеральн", "executive"), ("информационн", "information"),
+              ("коммерческ", "commercial"))
+
+
 def _c_suite(words: list[str]) -> tuple[list[str], set[int]]:
     """The C-suite titles of a text's lower-cased words, each as 'chief <area> officer', and the word positions they
-    take ('chief executive' alone is the CEO)."""
+    take ('chief executive' alone is the CEO; 'финансовый директор' the CFO)."""
     out, used = [], set()
     for i, w in enumerate(words):
+        if w.startswith("директор") and i > 0:
+            area = next((en for ru, en in _C_AREA_RU if words[i - 1].startswith(ru)), None)
+            if area:
+                out.append(f"chief {area} officer")
+                used.update((i - 1, i))
+                continue
         if w in _C_SUITE or (w.endswith("s") and w[:-1] in _C_SUITE):
             out.append(f"chief {_C_SUITE[w if w in _C_SUITE else w[:-1]]} officer")
             used.add(i)
