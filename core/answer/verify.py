@@ -270,12 +270,10 @@ def _asked_attribute(question: str) -> str | None:
         word = (m.group("a") or "").lower()
         if word in _ATTRS:
             return word
-        pre = (m.group("pre") or "").lower()
-        if word and pre in _ATTRS:  # a compound names its attribute first: 'the warranty period for', 'price range'
-            return pre
-        pre0 = (m.group("pre0") or "").lower()
-        if word and pre0 in _ATTRS:  # 'the temperature operating range of'
-            return pre0
+        for pre in (m.group("pre"), m.group("pre0")):  # a compound names its attribute first: 'the warranty
+            # period for', 'the temperature operating range of'
+            if word and (pre or "").lower() in _ATTRS:
+                return (pre or "").lower()
         if word in _ATTR_ADJ:
             return _ATTR_ADJ[word]
         for ru in (m.group("ru"), m.group("ru2")):
@@ -1620,7 +1618,7 @@ _Q_SUBJECT = re.compile(r"^\W*(?i:when|where|why|what(?:\s+\w+)?|which\s+\w+|how
                         r"(?i:the\s+)?(?P<s>[A-Z][\w\-]*(?:\s+[A-Z][\w\-]*)*)")
 _OBLIQUE = frozenset("to of from with than over for against into onto about like unlike besides beside replacing "
                      "replaced succeeding succeeded toward towards".split())
-_OPENING_PHRASE = re.compile(r"^(?:(?:In|On|At|By|After|Before|During|Since|Following|From|Under|Until|Since|As of|"
+_OPENING_PHRASE = re.compile(r"^(?:(?:In|On|At|By|After|Before|During|Since|Following|From|Under|Until|As of|"
                              r"Today|Now|Later|Earlier|Meanwhile|Also|However|Then)\b[^,]{0,60},\s*)?(?:(?:The|A|An)\s+)?")
 
 
@@ -1639,7 +1637,7 @@ def _subject_of_the_asked(question: str, sentence: str, verdicts: list[Verdict])
     if not m or _german(question):
         return verdicts
     subj = m.group("s")
-    hits = [h for h in re.finditer(r"(?<![\w-])" + re.escape(subj) + r"(?![\w-])", sentence)]
+    hits = list(re.finditer(r"(?<![\w-])" + re.escape(subj) + r"(?![\w-])", sentence))
     if not hits:
         return verdicts
     for h in hits:
@@ -1838,6 +1836,9 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
     german_q = topic is None and _german(question)
     across_q = bool(_CYR.search(question))  # a Russian question (its quotes may be English)
 
+    def lead_lacks(c: Constraint) -> bool:  # the answer's lead sentence leaves the constraint unmet
+        return next(x for x in lead.verdicts if x.constraint == c).verdict == "unmet"
+
     def meets(ck: Check, c: Constraint, local: bool = False) -> bool:
         if about_another(ck):
             return False
@@ -1847,13 +1848,11 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
             return False  # a name the answer's lead sentence lacks is not supplied by a later quote that only sits
             # in a passage (a document) naming it, or that shares no other word with the question
         if c.kind == "entity" and not c.soft and ck is not lead and german_q and v.verdict == "met" and \
-                ck.evidence.chunk_id != lead.evidence.chunk_id and \
-                next(x for x in lead.verdicts if x.constraint == c).verdict == "unmet":
+                ck.evidence.chunk_id != lead.evidence.chunk_id and lead_lacks(c):
             return False  # a German question (its topic words are not read): a name the lead sentence's passage never
             # states is not supplied by a quote from another passage
         if c.kind == "entity" and ck is not lead and across_q and v.verdict == "met" and \
-                not _CYR.search(lead.evidence.sentence) and \
-                next(x for x in lead.verdicts if x.constraint == c).verdict == "unmet" and \
+                not _CYR.search(lead.evidence.sentence) and lead_lacks(c) and \
                 (v.where in ("chunk", "title") or (ck.evidence.title or ck.evidence.chunk_id) !=
                  (lead.evidence.title or lead.evidence.chunk_id)):
             return False  # a Cyrillic name the lead sentence (in another script) does not state is not supplied by a
