@@ -295,8 +295,8 @@ def headline_answer_public(d: dict[str, Any], file: str) -> tuple[str, str | Non
     h6 = ((d.get("splits") or {}).get("sample eval_holdout6.jsonl") or {}).get("after") or {}
     ac, rf = h6.get("answered_correctly"), h6.get("refused_unanswerable")
     return (f"Offline (extractive) answer on questions written blind (`eval_holdout6.jsonl`: "
-            f"{num(h6.get('answerable'))} answerable, {num(h6.get('unanswerable'))} not), shipped prior fitted on "
-            "public data only", None if ac is None or rf is None else
+            f"{num(h6.get('answerable'))} answerable, {num(h6.get('unanswerable'))} not): the support model's decision "
+            "alone, before the verify check (shipped prior fitted on public data only)", None if ac is None or rf is None else
             f"answered **{pct(ac)}**, refused **{pct(rf)}** (target ≥ 85% each: {met(ac >= 0.85)} / {met(rf >= 0.85)})")
 
 
