@@ -271,3 +271,14 @@ def test_cross_answer_ranks_the_sentence_naming_the_question_name_above_a_closer
     a = cross_answer("Где Оксфорд?", [Candidate("c1", "d1", text, 1.0, 1), other],
                      _FixedReader({"Islamist": 0.800, "Oxford": 0.795}), refusal=REFUSAL, margin=0.0, max_sentences=1)
     assert "Islamist" in a[0].text, a[0].text
+
+
+def test_signal_bonus_lifts_a_sentence_that_names_a_thing_for_a_question_asking_what_it_is_called() -> None:
+    from core.answer.crosslingual import SIGNAL_KIND, signal_bonus
+    sents = ["A natural number greater than 1 that is not prime is called a composite number.",
+             "A prime is a natural number greater than 1 with no other divisors."]
+    for q in ("Как называются числа больше 1, которые не простые?", "Wie werden Zahlen größer als 1 bezeichnet?",
+              "Wie heißen Zahlen, die nicht prim sind?"):
+        assert list(signal_bonus(q, sents, ["c1", "c1"])) == [SIGNAL_KIND, 0.0], q
+    # a question that asks no name lifts neither
+    assert list(signal_bonus("Что такое простое число?", sents, ["c1", "c1"])) == [0.0, 0.0]
