@@ -87,8 +87,9 @@ SIGNAL_NAME = 0.015  # times the share of the question's names the sentence stat
 SIGNAL_KIND = 0.02  # when the sentence holds the kind of value the question asks (core.answer.support.holds_type: a
 # year for 'когда'/'wann', a number for 'сколько'/'wie viele', a person for 'кто'/'wer'), or, for a question asking
 # what a thing is called ('как называется', 'wie heißt', 'wie wird ... genannt'), when it names one ('called',
-# 'known as', 'the term'): on the dev split (0.015, 0.02) with it 78.6% / 0.862 / 90.5%; 82.1% / 0.881 / 90.5%, without it the
-# figures below (13 of the 168 questions ask a name; with 0.01 for it, 78.6% / 0.860 / 90.5%; 82.1% / 0.878 / 89.3%)
+# 'known as', 'the term'): on the dev split (0.015, 0.02) with it 78.6% / 0.862 / 90.5%; 82.1% / 0.881 / 90.5%,
+# without it the figures below (13 of the 168 questions ask a name; with 0.01 for it, 78.6% / 0.860 / 90.5%; 82.1% /
+# 0.878 / 89.3%)
 # Grid (name, kind): (0.01, 0) 76.2% / 0.845 / 89.3%; 81.0% / 0.870 / 89.3%. (0, 0.02) 77.4% / 0.853 / 90.5%; 79.8% /
 # 0.865 / 89.3%. (0.005, 0.02) 77.4% / 0.854 / 90.5%; 79.8% / 0.865 / 89.3%. (0.01, 0.01) 76.2% / 0.848 / 90.5%;
 # 81.0% / 0.871 / 89.3%. (0.01, 0.02) 77.4% / 0.854 / 90.5%; 81.0% / 0.871 / 89.3%. (0.01, 0.03) 77.4% / 0.852 /
