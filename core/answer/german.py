@@ -250,9 +250,16 @@ def common_noun(words: list[str], i: int) -> bool:
     if settled is not None:
         return settled
     w = words[i]
-    low = w.lower()
     if german_shaped(w):
         return True
+    return placed_noun(words, i)
+
+
+def placed_noun(words: list[str], i: int) -> bool:
+    """Whether words[i] stands where German puts a noun: after an article, a determiner or a number, with inflected
+    adjectives between ('die älteste bekannte Stadt'), or after an adjective of an adjective's shape ('bei gefrorenem
+    Untergrund'). A capitalised word elsewhere ('von Einstein', 'hat Brakkenfield') is read as a noun only by its
+    letters."""
     j = i - 1
     while j >= 0 and (words[j].islower() and _ADJ_ENDING.match(words[j]) and words[j] not in _DETERMINERS):
         j -= 1  # inflected adjectives between the determiner and the noun ('die älteste bekannte Stadt')
