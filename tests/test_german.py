@@ -298,3 +298,14 @@ def test_a_word_read_as_a_noun_by_its_letters_alone_is_not_supplied_by_another_p
         chunks = {"c1": ChunkText(lead), "c2": ChunkText(other)}
         v = verify_quotes(q, f"{lead} [c1] {other} [c2]", ["c1", "c2"], chunks, refusal=REFUSAL, names=_NounStub())
         assert v.refused is refused, q
+
+
+def test_a_first_name_before_a_surname_particle_is_a_name() -> None:
+    # 'Brakkenfield' has the letters of a German noun ('ie'), but a surname particle follows it ('al-Nimeiry',
+    # 'van Dijk'): it is a first name, checked as a name, not softly as a word that may be a noun
+    words = ["Welche", "Organisation", "hat", "Brakkenfield", "al-Nimeiry", "Mitglieder", "eingeladen"]
+    assert not german.common_noun(words, 3) and not german.strong_noun(words, 3)
+    assert not german.common_noun(["Reise", "von", "Weiland", "van", "Dijk"], 2)
+    assert german.common_noun(["die", "Mitglieder", "der", "Partei"], 1)  # a German article is no particle
+    cons = question_constraints("Welche Organisation hat Brakkenfield al-Nimeiry Mitglieder eingeladen?")
+    assert [(c.text, c.soft) for c in cons if c.kind == "entity"][0] == ("Brakkenfield", False)
