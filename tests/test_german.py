@@ -274,3 +274,38 @@ def test_a_german_word_that_may_be_a_name_is_checked_across_languages_by_the_enc
     off = NameFinder(_GainReader(), soft_gain=float("inf"))
     assert not verify_quotes("Wo beginnt das Kelbrin in den Niederlanden?", f"{en} [c1]", ["c1"], chunks,
                              refusal=REFUSAL, names=off).refused
+
+
+class _NounStub:
+    """A stand-in name finder for German evidence: a word is read among the evidence's words only as written."""
+
+    def __call__(self, name: str, question: str, sentence: str, text: str) -> bool:
+        return name.lower() in text.lower()
+
+    def noun_stated(self, word: str, text: str) -> bool:
+        return word.lower() in text.lower()
+
+
+def test_a_word_read_as_a_noun_by_its_letters_alone_is_not_supplied_by_another_passage() -> None:
+    # 'von Einstein': no article before it, a noun only by its letters ('ei'); the lead sentence's passage lacks it,
+    # another article's sentence states it: that quote is about someone else
+    assert german.placed_noun(["über", "das", "Delta"], 2) and not german.placed_noun(["von", "Einstein"], 1)
+    lead = "Die Brücke ist aus Stein."
+    for q, other, refused in (("Aus welchem Material ist die Brücke von Einstein?", "Einstein lebte in Berlin.", True),
+                              # a word read as a noun by its place ('über das Delta') is still met there, as before
+                              ("Aus welchem Material ist die Brücke über das Delta?", "Das Delta liegt im Norden.",
+                               False)):
+        chunks = {"c1": ChunkText(lead), "c2": ChunkText(other)}
+        v = verify_quotes(q, f"{lead} [c1] {other} [c2]", ["c1", "c2"], chunks, refusal=REFUSAL, names=_NounStub())
+        assert v.refused is refused, q
+
+
+def test_a_first_name_before_a_surname_particle_is_a_name() -> None:
+    # 'Brakkenfield' has the letters of a German noun ('ie'), but a surname particle follows it ('al-Nimeiry',
+    # 'van Dijk'): it is a first name, checked as a name, not softly as a word that may be a noun
+    words = ["Welche", "Organisation", "hat", "Brakkenfield", "al-Nimeiry", "Mitglieder", "eingeladen"]
+    assert not german.common_noun(words, 3) and not german.strong_noun(words, 3)
+    assert not german.common_noun(["Reise", "von", "Weiland", "van", "Dijk"], 2)
+    assert german.common_noun(["die", "Mitglieder", "der", "Partei"], 1)  # a German article is no particle
+    cons = question_constraints("Welche Organisation hat Brakkenfield al-Nimeiry Mitglieder eingeladen?")
+    assert [(c.text, c.soft) for c in cons if c.kind == "entity"][0] == ("Brakkenfield", False)

@@ -206,6 +206,24 @@ def _in_name_run(words: list[str], i: int) -> bool:
                    _UMLAUTS.search(w.lower()) for w in run)
 
 
+# the particles of surnames from other languages, as written inside a name ('Gaafar al-Nimeiry', 'Vasco da Gama',
+# 'Ludwig van Beethoven', 'Osama bin Laden'): none is a German word ('von' and 'zu' are German prepositions too, and
+# left out)
+_PARTICLES = frozenset("al el ad ud ul as at ar an az ibn bin bint abu ben van da de di du del della dos le la".split())
+
+
+def _before_particle(words: list[str], i: int) -> bool:
+    """Whether words[i] is the first name before a surname particle: the particle hyphenated to a capitalised name
+    ('al-Nimeiry') or standing before one ('da Gama'), in lower case. German nouns stand before no such word."""
+    if i + 1 >= len(words):
+        return False
+    nxt = words[i + 1]
+    if "-" in nxt:
+        head, _, rest = nxt.partition("-")
+        return head in _PARTICLES and rest[:1].isupper()
+    return nxt in _PARTICLES and i + 2 < len(words) and words[i + 2][:1].isupper()
+
+
 def _noun_or_name(words: list[str], i: int) -> bool | None:
     """What common_noun and strong_noun agree on: True for a role, month, ordinal or determiner, the bare noun of a
     set prepositional phrase ('in Bezug auf') or the noun an interrogative determiner asks for ('Welche Religion');
@@ -217,7 +235,7 @@ def _noun_or_name(words: list[str], i: int) -> bool | None:
             (low in _SET_PHRASE_NOUNS and i > 0 and words[i - 1].lower() in _PREPOSITIONS):
         return True
     if english_names(w) or (w.count("-") and all(p[:1].isupper() for p in w.split("-") if p)) or \
-            _in_name_run(words, i):
+            _in_name_run(words, i) or _before_particle(words, i):
         return False
     if _asked_noun(words, i):
         return True
@@ -250,9 +268,16 @@ def common_noun(words: list[str], i: int) -> bool:
     if settled is not None:
         return settled
     w = words[i]
-    low = w.lower()
     if german_shaped(w):
         return True
+    return placed_noun(words, i)
+
+
+def placed_noun(words: list[str], i: int) -> bool:
+    """Whether words[i] stands where German puts a noun: after an article, a determiner or a number, with inflected
+    adjectives between ('die älteste bekannte Stadt'), or after an adjective of an adjective's shape ('bei gefrorenem
+    Untergrund'). A capitalised word elsewhere ('von Einstein', 'hat Brakkenfield') is read as a noun only by its
+    letters."""
     j = i - 1
     while j >= 0 and (words[j].islower() and _ADJ_ENDING.match(words[j]) and words[j] not in _DETERMINERS):
         j -= 1  # inflected adjectives between the determiner and the noun ('die älteste bekannte Stadt')

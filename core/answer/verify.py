@@ -786,6 +786,15 @@ def _soft_names(question: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def _unplaced_soft(question: str) -> set[str]:
+    """The soft names of a German question (_soft_names) read as nouns only by their letters, not by their place after
+    an article, determiner, number or adjective (core.answer.german.placed_noun): 'von Einstein' rather than 'das
+    Delta'."""
+    words = [m.group(0) for m in _WORD.finditer(question)]
+    soft = set(_soft_names(question))
+    return {w for i, w in enumerate(words) if w in soft and not german.placed_noun(words, i)}
+
+
 _MIXED_CASE = re.compile(r"(?<![\w.\-`])([a-z]{1,4}[A-Z][A-Za-z0-9]*)(?![\w.\-(`])")
 
 
@@ -1836,6 +1845,8 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
     german_q = topic is None and _german(question)
     across_q = bool(_CYR.search(question))  # a Russian question (its quotes may be English)
 
+    unplaced = _unplaced_soft(question) if german_q else set()
+
     def lead_lacks(c: Constraint) -> bool:  # the answer's lead sentence leaves the constraint unmet
         return next(x for x in lead.verdicts if x.constraint == c).verdict == "unmet"
 
@@ -1847,10 +1858,11 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
                 v.where in ("chunk", "title") or not (_word_keys(ck.evidence.sentence) & topic)):
             return False  # a name the answer's lead sentence lacks is not supplied by a later quote that only sits
             # in a passage (a document) naming it, or that shares no other word with the question
-        if c.kind == "entity" and not c.soft and ck is not lead and german_q and v.verdict == "met" and \
-                ck.evidence.chunk_id != lead.evidence.chunk_id and lead_lacks(c):
+        if c.kind == "entity" and (not c.soft or c.text in unplaced) and ck is not lead and german_q and \
+                v.verdict == "met" and ck.evidence.chunk_id != lead.evidence.chunk_id and lead_lacks(c):
             return False  # a German question (its topic words are not read): a name the lead sentence's passage never
-            # states is not supplied by a quote from another passage
+            # states is not supplied by a quote from another passage, nor a word read as a noun by its letters alone
+            # ('von Einstein': no article before it) rather than by its place ('der einzige Divisor')
         if c.kind == "entity" and ck is not lead and across_q and v.verdict == "met" and \
                 not _CYR.search(lead.evidence.sentence) and lead_lacks(c) and \
                 (v.where in ("chunk", "title") or (ck.evidence.title or ck.evidence.chunk_id) !=
