@@ -226,3 +226,57 @@ def test_a_russian_name_the_lead_english_sentence_lacks_is_not_supplied_by_a_lat
     quoted = "Turabi built a powerful economic base with foreign money. [c1] He also built a cadre of loyalists. [c1]"
     assert verify_quotes(q, quoted, ["c1"], one, refusal=REFUSAL, names=reads("cadre")).refused
     assert not verify_quotes(q, quoted, ["c1"], one, refusal=REFUSAL, names=reads("Turabi")).refused
+
+
+class _TableReader:
+    """A stand-in encoder: each text's cosine from a table (0.5 for any other text: a passage, a clause)."""
+
+    def __init__(self, table: dict[str, float]) -> None:
+        self.table = table
+
+    def score(self, question: str, texts: Sequence[str]) -> np.ndarray:
+        return np.array([self.table.get(t, 0.5) for t in texts])
+
+    def phrases(self, texts: Sequence[str]) -> np.ndarray:
+        return np.eye(len(texts))
+
+
+def test_a_sentence_is_read_clause_by_clause() -> None:
+    from core.answer.crosslingual import clauses  # noqa: F401
+    assert clauses("It is conjectured that there are infinitely many twin primes, pairs of primes with difference 2 "
+                   "(twin prime conjecture).") == ["It is conjectured that there are infinitely many twin primes",
+                                                   "pairs of primes with difference 2"]
+    assert clauses("Rapid warming began about 13,000 BP.") == []  # a comma inside a number cuts nothing
+    assert clauses("By 9000 BP, Europe was fully forested.") == ["Europe was fully forested."]  # parts under four
+    # words are not read apart
+
+
+def test_a_long_sentence_whose_clause_is_about_the_question_outranks_a_short_one_on_its_topic() -> None:
+    long = "Mathematicians conjecture that there are infinitely many twin primes, pairs of primes with difference 2."
+    short = "Twin primes are studied."
+    c = Candidate("c1", "d1", f"{short} {long}", 1.0, 1)
+    reader = _TableReader({short: 0.85, long: 0.78, "pairs of primes with difference 2.": 0.90})
+    a, best, _ = cross_answer("Что такое простые числа-близнецы?", [c], reader, refusal=REFUSAL)
+    assert a.text == f"{long} [c1]" and best == 0.85  # the floor reads the sentences' own cosine
+
+
+def test_the_passage_about_the_question_leads_between_two_close_sentences() -> None:
+    one = Candidate("c1", "d1", "The fort was built in 1754.", 1.0, 1)
+    two = Candidate("c2", "d2", "The fort was named Fort Duquesne.", 0.9, 2)
+    reader = _TableReader({one.text: 0.80, two.text: 0.79})
+    # each passage is one sentence here: its passage cosine is its own; a passage read apart scores 0.5 in the table
+    a, _, _ = cross_answer("Как назвали форт?", [one, two], reader, refusal=REFUSAL, max_sentences=1)
+    assert a.text == "The fort was built in 1754. [c1]"
+    one = Candidate("c1", "d1", "The fort was built in 1754. It stood by the river.", 1.0, 1)
+    two = Candidate("c2", "d2", "The fort was named Fort Duquesne. It stood by the river.", 0.9, 2)
+    reader.table.update({one.text: 0.70, two.text: 0.85})
+    a, best, _ = cross_answer("Как назвали форт?", [one, two], reader, refusal=REFUSAL, max_sentences=1)
+    assert a.text == "The fort was named Fort Duquesne. [c2]" and best == 0.80
+
+
+def test_a_clause_above_the_floor_does_not_answer_when_its_sentence_is_below_it() -> None:
+    sent = "In the north of the country, the river runs through the old capital."
+    c = Candidate("c1", "d1", sent, 1.0, 1)
+    reader = _TableReader({sent: 0.70, "the river runs through the old capital": 0.90})
+    a, best, _ = cross_answer("Где течёт река?", [c], reader, refusal=REFUSAL, floor=0.74)
+    assert a.refused and best == 0.70
