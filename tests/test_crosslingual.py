@@ -268,8 +268,9 @@ def test_the_passage_about_the_question_leads_between_two_close_sentences() -> N
     a, _, _ = cross_answer("Как назвали форт?", [one, two], reader, refusal=REFUSAL, max_sentences=1)
     assert a.text == "The fort was built in 1754. [c1]"
     one = Candidate("c1", "d1", "The fort was built in 1754. It stood by the river.", 1.0, 1)
-    two = Candidate("c2", "d2", "The fort was named Fort Duquesne. It stood by the river.", 0.9, 2)
-    reader.table.update({one.text: 0.70, two.text: 0.85})
+    two = Candidate("c2", "d2", "The fort was named Fort Duquesne.\n\nIt  stood by the river.", 0.9, 2)
+    # a passage is read as the embedding cache keys it (whitespace collapsed): its stored vector, not a new one
+    reader.table.update({one.text: 0.70, "The fort was named Fort Duquesne. It stood by the river.": 0.85})
     a, best, _ = cross_answer("Как назвали форт?", [one, two], reader, refusal=REFUSAL, max_sentences=1)
     assert a.text == "The fort was named Fort Duquesne. [c2]" and best == 0.80
 

@@ -19,7 +19,7 @@ from core.answer.attributes import field_first
 from core.answer.e5_scorer import pair_text
 from core.answer.support import asked_type, continues, holds_type, sentence_contexts
 from core.answer.translit import SOUND_CUT, latin_key, name_stated, sound_match
-from core.text import EN_STOP, RU_STOP, guess_language
+from core.text import EN_STOP, RU_STOP, guess_language, normalise
 from core.types import Answer, Candidate
 
 # The name cuts were read off the dev split's grid (bench/verify_nearmiss.py --tune prints it).
@@ -191,10 +191,11 @@ def reading(question: str, rows: Sequence[tuple[str, str, str]], parts: Sequence
             passages: Mapping[str, str], reader: CrossReader) -> tuple[np.ndarray, np.ndarray]:
     """(each sentence's cosine to the question as the reader reads it with its title and heading; the score that ranks
     the sentences): the better of the sentence's and its best clause's cosine, plus PASSAGE_WEIGHT times its passage's
-    cosine (the passage's stored text, as the multilingual dense list reads it). All read in one call."""
+    cosine (the passage's text as the multilingual dense list reads it: normalised, the embedding cache's key, so a
+    workspace's stored chunk vectors are read, not encoded again). All read in one call."""
     ids = list(dict.fromkeys(r[0] for r in rows))
     flat = [t for p in parts for t in p]
-    sims = np.asarray(reader.score(question, [r[2] for r in rows] + flat + [passages[i] for i in ids]),
+    sims = np.asarray(reader.score(question, [r[2] for r in rows] + flat + [normalise(passages[i]) for i in ids]),
                       dtype=np.float64)
     raw = sims[: len(rows)]
     rank = raw.copy()
