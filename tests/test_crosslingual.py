@@ -255,9 +255,13 @@ def test_a_long_sentence_whose_clause_is_about_the_question_outranks_a_short_one
     long = "Mathematicians conjecture that there are infinitely many twin primes, pairs of primes with difference 2."
     short = "Twin primes are studied."
     c = Candidate("c1", "d1", f"{short} {long}", 1.0, 1)
-    reader = _TableReader({short: 0.85, long: 0.78, "pairs of primes with difference 2.": 0.90})
+    reader = _TableReader({short: 0.85, long: 0.805, "pairs of primes with difference 2.": 0.90})
     a, best, _ = cross_answer("Что такое простые числа-близнецы?", [c], reader, refusal=REFUSAL)
     assert a.text == f"{long} [c1]" and best == 0.85  # the floor reads the sentences' own cosine
+    # a sentence further than CLAUSE_WINDOW below the best is not read clause by clause
+    reader.table[long] = 0.79
+    a, _, _ = cross_answer("Что такое простые числа-близнецы?", [c], reader, refusal=REFUSAL)
+    assert a.text == f"{short} [c1]"
 
 
 def test_the_passage_about_the_question_leads_between_two_close_sentences() -> None:
