@@ -188,6 +188,15 @@ _ASKS_WHEN = re.compile(r"(?i)^\W*(and |since |until |till |и |с |до |seit |
                         r"(?![^?]*,\s*(what|which|who|how|что|как|кто|was|welche\w*|wer|wie)\b)")
 _ASKS_NUMBER = re.compile(r"(?i)\bhow (many|much)\b|\bсколько\b|\bwie viele?\b|\bwieviele?\b")
 _ASKS_MONTH = re.compile(r"(?i)\b(which|what|in which) month\b|в каком месяце|\bin welchem monat\b")
+# A question that asks which company makes, sells or supplies something ('Which company makes the modem in the X?',
+# 'Who manufactures ...', 'Какая компания производит ...', 'Кто поставляет ...'): its answer names an organisation.
+# ('organisation' alone is not asked so: 'which organizations' asks for bodies written in lower case as often.)
+_ASKS_ORG = re.compile(
+    r"(?i)\b(?:which|what)\s+(?:\w+\s+)?(?:company|companies|manufacturers?|vendors?|suppliers?|makers?|firms?|"
+    r"corporations?|brands?)\b(?!['’]s)|^\W*who\s+(?:makes|manufactures|manufactured|supplies|supplied|sells|"
+    r"distributes|distributed)\b|\bкак(?:ая|ой|ие|ую|ого|им|ими)\s+(?:\w+\s+)?(?:компани|фирм|производител|"
+    r"поставщик|корпораци|бренд|марк)\w*|^\W*кто\s+(?:производит|произв[её]л|изготавливает|изготовил|выпускает|"
+    r"поставляет|поставил|продаёт|продает)\b")
 
 
 # Attributes a question asks of a thing ('the warranty of', 'how tall'), each with the words that state it, English
@@ -851,7 +860,7 @@ def question_constraints(question: str) -> tuple[Constraint, ...]:
         out.append(Constraint("direction", "up" if up else "down", ("up" if up else "down",)))
     out.extend(_period(q))
     out.extend(_attribute_constraints(q, out))
-    asks = ("a person" if _ASKS_PERSON.search(q) else "a month" if _ASKS_MONTH.search(q) else
+    asks = ("a company" if _ASKS_ORG.search(q) else "a person" if _ASKS_PERSON.search(q) else "a month" if _ASKS_MONTH.search(q) else
             "a year" if _ASKS_YEAR.search(q) else "a date or year" if _ASKS_WHEN.search(q) else
             "a number" if _ASKS_NUMBER.search(q) else "")
     if asks:
@@ -1433,9 +1442,53 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         return Verdict(c, "met", "sentence")
     if c.kind == "period":
         return Verdict(c, "unchecked")  # a relative period is resolved against the document's date, not here
+    if c.kind == "asks" and c.text == "a company":  # the sentence itself names the maker: a heading or title names
+        # a document's publisher ('Acme Systems - Q2 report') more often than what a part is made by
+        return Verdict(c, "met", "sentence") if names_company(sentence, question) else Verdict(c, "unmet")
     if c.kind == "asks":
         return _asks(c, sentence, sentence_read, question, heading)
     return Verdict(c, "unchecked")
+
+
+# How a text names a company (general grammar of company names, English and Russian): a capitalised name ending in
+# a legal or trade form ('Arden Instruments Ltd', 'Velo Systems'); a name as the agent of making or supplying ('made
+# by Velo', 'Velo supplies ...'), after a word for a company ('the supplier Velo', 'компания «Вело»'), or as the brand
+# before a model code ('the Velo VX-20 module'). A name the question holds (the product asked about) names nothing.
+_CAP = r"[A-ZА-ЯЁ][\w&'’.\-]*[^\W_]"
+_CAPS = rf"{_CAP}(?:\s+(?:&\s+)?{_CAP})*"
+_ORG_FORMS = (r"Inc|Ltd|LLC|L\.L\.C|GmbH|AG|SA|S\.A|SE|NV|N\.V|BV|B\.V|plc|PLC|Corp|Corporation|Co|Company|Group|"
+              r"Holdings?|Industries|Systems|Technologies|Technology|Electronics|Semiconductors?|Labs?|Laboratories|"
+              r"Manufacturing|Networks|Solutions|Wireless|Instruments|Devices|Motors|Communications|Enterprises|"
+              r"Limited|Oy|AB|ASA|KK|SpA|S\.p\.A|SAS|Pty|Works|Industries|ООО|ОАО|ЗАО|ПАО|АО")
+_COMPANY_TEXT = (
+    re.compile(rf"(?<![\w-])(?P<n>{_CAPS})\s*,?\s+(?:{_ORG_FORMS})(?![\w])"),
+    re.compile(rf"(?<![\w-])(?:ООО|ОАО|ЗАО|ПАО|АО)\s+«?(?P<n>{_CAPS})"),
+    re.compile(rf"(?i:\b(?:made|manufactured|built|produced|supplied|sourced|provided|developed|designed|sold|"
+               rf"distributed|licensed|owned|acquired|bought|purchased|ordered)\s+(?:from|by)|\bworks?\s+for|"
+               rf"\bworked\s+for|\bпроизвод\w*|\bизготовлен\w*|\bпоставля\w*|\bвыпуска\w*)\s+(?:the\s+)?«?(?P<n>{_CAPS})"),
+    re.compile(rf"(?<![\w-])(?P<n>{_CAPS})\s+(?:makes|made|manufactures|manufactured|supplies|supplied|produces|"
+               rf"produced|builds|built|sells|sold|provides|provided|develops|developed|designs|designed|ships|shipped|"
+               rf"производит|выпускает|поставляет|изготавливает)\b"),
+    re.compile(rf"(?i:\b(?:company|manufacturer|vendor|supplier|maker|firm|corporation|brand|subsidiary|"
+               rf"компани[яиейю]|фирм[аыеуой]*|производител[ьяюем]*|поставщик[аомуи]*|корпораци[яией]))\s*,?\s+"
+               rf"(?:called\s+|named\s+)?«?(?P<n>{_CAPS})"),
+    re.compile(rf"(?<![\w-])(?P<n>{_CAPS})\s*,\s+(?:an?|the)\s+(?:[\w-]+\s+){{0,3}}(?:company|manufacturer|vendor|"
+               rf"supplier|maker|firm|corporation)\b"),
+    re.compile(rf"(?<![\w-])(?P<n>{_CAP})\s+(?=[A-Z][A-Z0-9]*-?[A-Z0-9]*\d)[A-Z0-9][\w\-]*\d[\w\-]*(?![\w-])"),
+)
+_NOT_COMPANY = frozenset(_MONTHS_EN + "monday tuesday wednesday thursday friday saturday sunday the a an this that "
+                         "these those it its he she they we our their his her".split())
+
+
+def names_company(text: str, question: str) -> bool:
+    """Whether a text names a company (see _COMPANY_TEXT) other than what the question names."""
+    asked = {w.lower() for w in _WORD.findall(question)}
+    for rx in _COMPANY_TEXT:
+        for m in rx.finditer(text):
+            words = [w.lower() for w in _WORD.findall(m.group("n"))]
+            if any(w not in asked and w not in _NOT_COMPANY and not any(ch.isdigit() for ch in w) for w in words):
+                return True
+    return False
 
 
 # a lower bound ('>=3.10', '≥ 2', 'at least 4 GB', '3.8 or later') states a minimum; an upper bound a maximum
