@@ -480,3 +480,17 @@ def test_asked_which_company_makes_a_part_a_sentence_must_name_a_company_other_t
                  "Radios for the KX-30 come from Brevik Instruments Ltd."):
         v = verify_quotes(q, f"{good} [c1]", ["c1"], {"c1": ChunkText(good, title=title)}, refusal=REFUSAL)
         assert not v.refused, (good, v.text)
+
+
+def test_an_acronym_that_modifies_the_noun_asked_is_part_of_the_attribute_not_a_name() -> None:
+    q = "What is the IP rating of the KX-30?"
+    cons = [(c.kind, c.text) for c in question_constraints(q)]
+    assert ("entity", "IP") not in cons and ("attribute", "IP rating") in cons and ("entity", "KX-30") in cons
+    assert ("attribute", "API key") in [(c.kind, c.text) for c in question_constraints("Where is the API key for "
+                                                                                          "Tarvik kept?")]
+    assert ("entity", "NASA") in [(c.kind, c.text) for c in question_constraints("When did NASA launch the KX-30?")]
+    off = "Orlen Freight was rated amber because of the KX-30 delivery delays, and Brisk Labs was rated green."
+    v = verify_quotes(q, f"{off} [c1]", ["c1"], {"c1": ChunkText(off)}, refusal=REFUSAL)
+    assert v.refused and "IP rating" in v.text and "Orlen" not in v.text.split("Nearest fact")[0], v.text
+    good = "The KX-30 sits in a sealed IP67 enclosure for outdoor use."
+    assert not verify_quotes(q, f"{good} [c1]", ["c1"], {"c1": ChunkText(good)}, refusal=REFUSAL).refused

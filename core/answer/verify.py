@@ -292,6 +292,34 @@ def _asked_attribute(question: str) -> str | None:
     return None
 
 
+# An acronym that modifies the noun asked ('the IP rating of', 'the API key for', 'What CPU load does ...'): part of the
+# attribute asked, not a name of something. After a determiner with 'of' / 'for' after its noun, or right after the
+# question word with an auxiliary after its noun ('the UMC membership' or 'When did NASA launch' stay names).
+_ACRONYM_ATTR = re.compile(r"(?:\b(?:the|a|an|its|their|his|her|our|your|whose)\s+(?P<a>[A-Z]{2,4})\s+(?P<n>[a-z]{3,})\s+"
+                           r"(?:of|for)\b|^\W*(?i:what|which)\s+(?P<a2>[A-Z]{2,4})\s+(?P<n2>[a-z]{3,})\s+(?:does|do|did|"
+                           r"is|are|was|were|has|have|had|can|could|will|would|should)\b)")
+
+
+def _acronym_attributes(question: str) -> dict[str, str]:
+    """Acronym -> the attribute phrase it modifies ('IP' -> 'IP rating'), see _ACRONYM_ATTR."""
+    out = {}
+    for m in _ACRONYM_ATTR.finditer(question):
+        acr, noun = (m.group("a"), m.group("n")) if m.group("a") else (m.group("a2"), m.group("n2"))
+        if noun not in EN_STOP:
+            out[acr] = f"{acr} {noun}"
+    return out
+
+
+def _states_acronym_attribute(c: "Constraint", text: str) -> bool:
+    """Whether a text states an acronym attribute ('IP rating'): the acronym with a value glued to it ('IP67',
+    'IP-54'), or the acronym and its noun both."""
+    acr, noun = c.values[1], c.text.split()[-1]
+    if re.search(r"(?<![\w-])" + re.escape(acr) + r"-?\d", text):
+        return True
+    return bool(re.search(r"(?<![\w-])" + re.escape(acr) + r"(?![\w-])", text)) and \
+        bool(re.search(r"(?i)\b" + re.escape(noun[:max(4, len(noun) - 2)]), text))
+
+
 def _states_attribute(attr: str, r: "_Read") -> bool:
     if attr in ("birth", "death") and _LIFESPAN.search(r.raw_cased):
         return True
@@ -815,7 +843,10 @@ def question_constraints(question: str) -> tuple[Constraint, ...]:
     a number). A public function: the answer cache's guard and golden-set generation read it too."""
     out: list[Constraint] = []
     q = question.strip()
+    modifiers = _acronym_attributes(q)
     for text, words in _names(q):
+        if text in modifiers:  # 'the IP rating of': the acronym says which attribute is asked, no name to look for
+            continue
         out.append(Constraint("entity", text, tuple(_key(w) for w in words)))
     for w in _soft_names(q):
         out.append(Constraint("entity", w, (_key(w),), soft=True))
@@ -849,6 +880,9 @@ def question_constraints(question: str) -> tuple[Constraint, ...]:
     attr = _asked_attribute(q)
     if attr is not None:
         out.append(Constraint("attribute", attr, (attr,)))
+    else:
+        for acr, phrase in modifiers.items():
+            out.append(Constraint("attribute", phrase, (phrase, acr)))
     for ev in sorted(_events(q)):
         opp = {b if a == ev else a for a, b in _EVENT_PAIRS if ev in (a, b)}
         if opp and not any(o in _events(q) for o in opp):
@@ -1300,6 +1334,10 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
                 return Verdict(c, "met", "sentence")
         sib = getattr(sentence_read, attr) - {v}
         return Verdict(c, "unmet", instead=tuple(sorted(_show(c.kind, sib))))
+    if c.kind == "attribute" and len(c.values) > 1:  # an acronym's attribute ('IP rating'): stated nearby
+        if any(_states_acronym_attribute(c, r.raw_cased) for _, r in local):
+            return Verdict(c, "met", "sentence")
+        return Verdict(c, "unmet")
     if c.kind == "attribute":  # the sentence (its heading, its title) must state the asked attribute
         span = _LIFESPAN.search(sentence) if c.text in ("birth", "death") else None
         if span is not None and not re.search(r"(?i)\b(born|died|death|birth)\b", span.group(0)):
