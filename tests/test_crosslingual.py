@@ -226,3 +226,34 @@ def test_a_russian_name_the_lead_english_sentence_lacks_is_not_supplied_by_a_lat
     quoted = "Turabi built a powerful economic base with foreign money. [c1] He also built a cadre of loyalists. [c1]"
     assert verify_quotes(q, quoted, ["c1"], one, refusal=REFUSAL, names=reads("cadre")).refused
     assert not verify_quotes(q, quoted, ["c1"], one, refusal=REFUSAL, names=reads("Turabi")).refused
+
+
+class _RoleReader:
+    """A stand-in encoder: the company's seat ranks first, the sentence naming its finance chief close behind."""
+
+    _SCORES = {"headquartered": 0.86, "financial": 0.83, "product": 0.84}
+
+    def score(self, question: str, texts: Sequence[str]) -> np.ndarray:
+        return np.array([next((v for w, v in self._SCORES.items() if w in t), 0.5) for t in texts])
+
+    def phrases(self, texts: Sequence[str]) -> np.ndarray:
+        return np.eye(len(texts))
+
+
+def test_a_sentence_that_states_the_asked_role_leads_when_the_best_does_not() -> None:
+    p = Candidate("c1", "d1", "Velmont Labs is headquartered in Tarvik and employs 200 people. Velmont Labs makes "
+                  "product scanners. Lena Ostrova is the chief financial officer of Velmont Labs.", 1.0, 1)
+    a, _, _ = cross_answer("Кто финансовый директор Velmont?", [p], _RoleReader(), refusal=REFUSAL, margin=0.0)
+    assert a.text.startswith("Lena Ostrova is the chief financial officer of Velmont Labs. [c1]"), a.text
+    # no role asked: the best sentence leads as before
+    a, _, _ = cross_answer("Где находится Velmont?", [p], _RoleReader(), refusal=REFUSAL, margin=0.0)
+    assert a.text.startswith("Velmont Labs is headquartered"), a.text
+    # the role sentence below the window does not lead
+    far = Candidate("c2", "d1", "Velmont Labs is headquartered in Tarvik. Lena Ostrova is the chief financial officer "
+                    "and owns product pricing.", 1.0, 1)
+
+    class _Far(_RoleReader):
+        _SCORES = {"headquartered": 0.95, "financial": 0.80}
+
+    a, _, _ = cross_answer("Кто финансовый директор Velmont?", [far], _Far(), refusal=REFUSAL, margin=0.0)
+    assert a.text.startswith("Velmont Labs is headquartered"), a.text

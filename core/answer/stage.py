@@ -19,9 +19,11 @@ from core.answer.verify import (
     ChunkText,
     Evidence,
     VerifyInfo,
+    asked_roles,
     check,
     constraint_words,
     question_constraints,
+    states_role,
     verify_model_answer,
     verify_quotes,
 )
@@ -269,6 +271,20 @@ def blind_reading(question: str, got: AnswerResult, lead: Sequence[SentenceRow],
     try:
         if lead and not got.answer.refused:
             sim = float(np.max(reader.score(question, [pair_text(r.context, r.text) for r in lead])))
+            roles = asked_roles(question)
+            if sim >= BLIND_LEAD_FLOOR and roles and not any(states_role(roles, r.text) for r in lead):
+                # the lead is about the question but does not state the role it asks about ('Кто финансовый директор
+                # ...?' answered with where the company sits): the reader's ranking answers when its lead states it
+                # (cross_answer's role rule, ROLE_WINDOW)
+                other, best, _ = cross_answer(question, candidates, reader, titles=titles, full_texts=full_texts,
+                                              max_sentences=max_sentences, floor=floor, refusal=REFUSAL)
+                if not other.refused and states_role(roles, other.text):
+                    return AnswerResult(other, notes=got.notes + (
+                        f"the lexical answer's lead sentence does not state the role asked; answered by "
+                        f"multilingual-e5's sentence ranking, led by the sentence that states it (best similarity "
+                        f"{best:.2f}, floor {floor:.2f})",), support=best, threshold=floor,
+                                        threshold_from="multilingual-e5 floor for a language the embedder does not "
+                                        "read (core/answer/stage.py)")
             if sim >= BLIND_LEAD_FLOOR:
                 return replace(got, notes=got.notes + (
                     f"multilingual-e5 reads the lead sentence as about the question (similarity {sim:.2f}, floor "

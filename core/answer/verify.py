@@ -1033,6 +1033,22 @@ def _year_in(y: str, found: set[str]) -> bool:
     return y in found or f"{y[:3]}x" in found
 
 
+def asked_roles(question: str) -> list[str]:
+    """The roles or titles the question asks about, each with its English words when it is written in another language
+    ('финансовый директор' -> 'chief financial officer'; core.answer.translit.english_of)."""
+    out: list[str] = []
+    for c in question_constraints(question):
+        if c.kind == "role":
+            out += [c.values[0], *english_of("role", c.values[0])]
+    return list(dict.fromkeys(out))
+
+
+def states_role(roles: Sequence[str], text: str) -> bool:
+    """Whether a text (English, Russian or German) states one of the roles ('X is the chief financial officer')."""
+    found = _read(text).roles
+    return bool(found) and any(_role_in(r, found) for r in roles)
+
+
 def _role_in(role: str, found: Sequence[str]) -> bool:
     base = role.split()[-1]
     for f in found:
