@@ -257,3 +257,7 @@ def test_a_sentence_that_states_the_asked_role_leads_when_the_best_does_not() ->
 
     a, _, _ = cross_answer("Кто финансовый директор Velmont?", [far], _Far(), refusal=REFUSAL, margin=0.0)
     assert a.text.startswith("Velmont Labs is headquartered"), a.text
+    # a title before a name in a question that asks no holder ('Какую компанию возглавлял директор Velmont?')
+    a, _, _ = cross_answer("Где находится компания, которую основал финансовый директор Velmont?", [p], _RoleReader(),
+                           refusal=REFUSAL, margin=0.0)
+    assert a.text.startswith("Velmont Labs is headquartered"), a.text

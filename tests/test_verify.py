@@ -473,7 +473,8 @@ def test_asked_which_company_makes_a_part_a_sentence_must_name_a_company_other_t
     assert not any(c.text == "a company" for c in question_constraints("Who founded the Tarvik choir?"))
     assert not any(c.text == "a company" for c in question_constraints("Which organizations may not sit in it?"))
     title = "Norvane Systems - quarterly report"  # the publisher's name is no maker of the radio
-    off = "Assembly in Lindholm slowed in May because radios for the KX-30 ran short, while Pellwick uses only the KX-20."
+    off = ("Assembly in Lindholm slowed in May because radios for the KX-30 ran short, while Pellwick uses only the "
+           "KX-20.")
     v = verify_quotes(q, f"{off} [c1]", ["c1"], {"c1": ChunkText(off, title=title)}, refusal=REFUSAL)
     assert v.refused and "company" in v.text, v.text
     for good in ("The radio in the KX-30 is the Brevik BR-7 module.", "The KX-30 radio is made by Brevik.",

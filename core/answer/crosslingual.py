@@ -201,10 +201,11 @@ def cross_answer(question: str, candidates: Sequence[Candidate], reader: CrossRe
             break
         if all(rows[i][1] != rows[j][1] for j in picked):
             picked.append(i)
-    # the question asks about a role or title ('Кто финансовый директор ...?') that the best sentence does not state
-    # ('... is headquartered in ...'): the closest sentence within ROLE_WINDOW of it that states the role (in the
-    # question's language or the passage's: core.answer.verify reads both) leads, the others follow
-    roles = asked_roles(question)
+    # the question asks who holds a role or title ('Кто финансовый директор ...?') that the best sentence does not
+    # state ('... is headquartered in ...'): the closest sentence within ROLE_WINDOW of it that states the role (in the
+    # question's language or the passage's: core.answer.verify reads both) leads, the others follow. Only a 'who'
+    # question: a title before a name ('пригласил генерал X' in a question asking an organisation) asks no holder.
+    roles = asked_roles(question) if asked_type(question) == "person" else []
     if roles and not states_role(roles, rows[picked[0]][1]):
         for i in order:
             if sims[i] < best - ROLE_WINDOW:

@@ -34,6 +34,7 @@ from core.answer.support import (
     SentenceTable,
     SupportModel,
     _chunk_reading,
+    asked_type,
     continues,
     load_support_model,
     model_fingerprint,
@@ -271,7 +272,7 @@ def blind_reading(question: str, got: AnswerResult, lead: Sequence[SentenceRow],
     try:
         if lead and not got.answer.refused:
             sim = float(np.max(reader.score(question, [pair_text(r.context, r.text) for r in lead])))
-            roles = asked_roles(question)
+            roles = asked_roles(question) if asked_type(question) == "person" else []  # who holds the role
             if sim >= BLIND_LEAD_FLOOR and roles and not any(states_role(roles, r.text) for r in lead):
                 # the lead is about the question but does not state the role it asks about ('Кто финансовый директор
                 # ...?' answered with where the company sits): the reader's ranking answers when its lead states it

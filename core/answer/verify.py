@@ -295,9 +295,10 @@ def _asked_attribute(question: str) -> str | None:
 # An acronym that modifies the noun asked ('the IP rating of', 'the API key for', 'What CPU load does ...'): part of the
 # attribute asked, not a name of something. After a determiner with 'of' / 'for' after its noun, or right after the
 # question word with an auxiliary after its noun ('the UMC membership' or 'When did NASA launch' stay names).
-_ACRONYM_ATTR = re.compile(r"(?:\b(?:the|a|an|its|their|his|her|our|your|whose)\s+(?P<a>[A-Z]{2,4})\s+(?P<n>[a-z]{3,})\s+"
-                           r"(?:of|for)\b|^\W*(?i:what|which)\s+(?P<a2>[A-Z]{2,4})\s+(?P<n2>[a-z]{3,})\s+(?:does|do|did|"
-                           r"is|are|was|were|has|have|had|can|could|will|would|should)\b)")
+_ACRONYM_ATTR = re.compile(r"(?:\b(?:the|a|an|its|their|his|her|our|your|whose)\s+(?P<a>[A-Z]{2,4})\s+"
+                           r"(?P<n>[a-z]{3,})\s+(?:of|for)\b|^\W*(?i:what|which)\s+(?P<a2>[A-Z]{2,4})\s+"
+                           r"(?P<n2>[a-z]{3,})\s+(?:does|do|did|is|are|was|were|has|have|had|can|could|will|would|"
+                           r"should)\b)")
 
 
 def _acronym_attributes(question: str) -> dict[str, str]:
@@ -894,9 +895,9 @@ def question_constraints(question: str) -> tuple[Constraint, ...]:
         out.append(Constraint("direction", "up" if up else "down", ("up" if up else "down",)))
     out.extend(_period(q))
     out.extend(_attribute_constraints(q, out))
-    asks = ("a company" if _ASKS_ORG.search(q) else "a person" if _ASKS_PERSON.search(q) else "a month" if _ASKS_MONTH.search(q) else
-            "a year" if _ASKS_YEAR.search(q) else "a date or year" if _ASKS_WHEN.search(q) else
-            "a number" if _ASKS_NUMBER.search(q) else "")
+    asks = ("a company" if _ASKS_ORG.search(q) else "a person" if _ASKS_PERSON.search(q) else
+            "a month" if _ASKS_MONTH.search(q) else "a year" if _ASKS_YEAR.search(q) else
+            "a date or year" if _ASKS_WHEN.search(q) else "a number" if _ASKS_NUMBER.search(q) else "")
     if asks:
         out.append(Constraint("asks", asks, (asks,)))
     return tuple(out)
@@ -1513,13 +1514,14 @@ _CAPS = rf"{_CAP}(?:\s+(?:&\s+)?{_CAP})*"
 _ORG_FORMS = (r"Inc|Ltd|LLC|L\.L\.C|GmbH|AG|SA|S\.A|SE|NV|N\.V|BV|B\.V|plc|PLC|Corp|Corporation|Co|Company|Group|"
               r"Holdings?|Industries|Systems|Technologies|Technology|Electronics|Semiconductors?|Labs?|Laboratories|"
               r"Manufacturing|Networks|Solutions|Wireless|Instruments|Devices|Motors|Communications|Enterprises|"
-              r"Limited|Oy|AB|ASA|KK|SpA|S\.p\.A|SAS|Pty|Works|Industries|ООО|ОАО|ЗАО|ПАО|АО")
+              r"Limited|Oy|AB|ASA|KK|SpA|S\.p\.A|SAS|Pty|Works|ООО|ОАО|ЗАО|ПАО|АО")
 _COMPANY_TEXT = (
     re.compile(rf"(?<![\w-])(?P<n>{_CAPS})\s*,?\s+(?:{_ORG_FORMS})(?![\w])"),
     re.compile(rf"(?<![\w-])(?:ООО|ОАО|ЗАО|ПАО|АО)\s+«?(?P<n>{_CAPS})"),
     re.compile(rf"(?i:\b(?:made|manufactured|built|produced|supplied|sourced|provided|developed|designed|sold|"
                rf"distributed|licensed|owned|acquired|bought|purchased|ordered)\s+(?:from|by)|\bworks?\s+for|"
-               rf"\bworked\s+for|\bпроизвод\w*|\bизготовлен\w*|\bпоставля\w*|\bвыпуска\w*)\s+(?:the\s+)?«?(?P<n>{_CAPS})"),
+               rf"\bworked\s+for|\bпроизвод\w*|\bизготовлен\w*|\bпоставля\w*|\bвыпуска\w*)\s+(?:the\s+)?«?"
+               rf"(?P<n>{_CAPS})"),
     re.compile(rf"(?<![\w-])(?P<n>{_CAPS})\s+(?:makes|made|manufactures|manufactured|supplies|supplied|produces|"
                rf"produced|builds|built|sells|sold|provides|provided|develops|developed|designs|designed|ships|shipped|"
                rf"производит|выпускает|поставляет|изготавливает)\b"),
