@@ -505,6 +505,7 @@ def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: 
                           vocabulary=vocab, full_texts=_whole_chunks(cands, config, deps, q.workspace, q),
                           calibration=deps.store.calibrations.get(q.workspace),
                           documents=_doc_heads(cands, config, deps, q.workspace, q),
+                          headings=_chunk_headings(cands, config, deps, q),
                           cross=_cross_reader(q, [c.chunk_id for c in cands[: config.answer.max_chunks]], deps))
     if tracer is not None:
         tracer.stages.extend(syn.calls)
@@ -585,6 +586,16 @@ def _whole_chunks(cands: Sequence[Candidate], config: PipelineConfig, deps: Deps
     top = [c.chunk_id for c in cands[: config.answer.max_chunks]]
     got = _chunk_rows(q, top, deps) if q is not None else deps.store.corpus.chunks_by_id(top, workspace)
     return {cid: ch.text for cid, ch in got.items()}
+
+
+def _chunk_headings(cands: Sequence[Candidate], config: PipelineConfig, deps: Deps,
+                    q: _Query) -> dict[str, tuple[str, ...]]:
+    """Heading paths of the chunks the offline answerer reads (a changelog item's release, see
+    core.answer.stage.release_heads); nothing for Claude."""
+    if config.answer.mode == "llm" or not cands:
+        return {}
+    got = _chunk_rows(q, [c.chunk_id for c in cands[: config.answer.max_chunks]], deps)
+    return {cid: tuple(ch.heading_path) for cid, ch in got.items() if ch.heading_path}
 
 
 def _start(query: str, config: PipelineConfig, deps: Deps, workspace: str, tracer: Tracer) -> _Query:

@@ -215,3 +215,24 @@ def test_a_changelog_item_is_quoted_with_its_release_heading_when_a_version_is_a
     assert "Dropped support for Python 3.7" in a.text and "[2.4.0 (2024-03-02)]" in a.text, a.text
     b = extractive_answer("What does alphalib do with CJK text?", c, threshold=0.0).answer
     assert "[2.3.1" not in b.text  # no version asked: the quote stands alone
+
+
+def test_a_changelog_item_under_a_subheading_is_quoted_with_its_section_release() -> None:
+    from core.answer.stage import extractive_answer
+    from core.types import Candidate
+    # the release's heading line is above a 'New features' subheading, not right above the item's list
+    log = ("-----------------\nGammaOS 5.2.0 - released 3 May 2025\n-----------------\nNew features\n"
+           "- A dark theme for the settings screen.\n- The offline queue was raised from 12 to 36 hours of events.\n"
+           "Changes\n")
+    c = [Candidate("gamma-7", "gamma", log, 1.0, 1)]
+    q = "Which GammaOS release raised the offline queue to 36 hours?"
+    a = extractive_answer(q, c, threshold=0.0).answer
+    assert "offline queue was raised" in a.text and "[GammaOS 5.2.0 - released 3 May 2025]" in a.text, a.text
+    # a chunk that starts below its release's heading: the chunk's heading path names the release
+    rest = "Changes\n- The offline queue was raised from 12 to 36 hours of events.\n- Faster start-up.\n"
+    c = [Candidate("gamma-8", "gamma", rest, 1.0, 1)]
+    a = extractive_answer(q, c, threshold=0.0, headings={"gamma-8": ("GammaOS notes", "GammaOS 5.2.0")}).answer
+    assert "offline queue was raised" in a.text and "[GammaOS 5.2.0]" in a.text, a.text
+    b = extractive_answer("How long can the GammaOS offline queue hold events?", c, threshold=0.0,
+                          headings={"gamma-8": ("GammaOS notes", "GammaOS 5.2.0")}).answer
+    assert "[GammaOS 5.2.0]" not in b.text  # no release asked: the quote stands alone

@@ -147,3 +147,25 @@ def test_the_pipeline_hands_a_dense_blind_question_over_its_own_language_the_rea
                  config=PipelineConfig())
     run_query("What is the capital of France?", cfg, deps, log=False)
     assert reader.calls == calls
+
+
+def test_a_lead_that_does_not_state_the_asked_role_gives_way_to_the_readers_sentence_that_does() -> None:
+    from core.answer.support import SentenceRow
+    from core.answer.stage import AnswerResult
+    from core.types import Answer
+    seat = "Компания Велмонт находится в Тарвике и насчитывает 200 сотрудников."
+    cfo = "Финансовый директор компании Велмонт — Лена Острова."
+    firm = [Candidate("c1", "d1", f"{seat} {cfo}", 1.0, 1)]
+    lexical = AnswerResult(Answer(f"{seat} [c1]", ("c1",), False, "extractive"), support=0.5)
+    lead = [SentenceRow("c1", "d1", 1, seat, (0, len(seat)), ())]
+    reader = ToyReader({"находится": 0.86, "Острова": 0.84})
+    got = stage.blind_reading("Кто финансовый директор компании Велмонт?", lexical, lead, firm, reader)
+    assert got.answer.text.startswith(f"{cfo} [c1]"), got.answer.text
+    assert any("does not state the role asked" in n for n in got.notes)
+    # no role asked: the lead about the question stands
+    got = stage.blind_reading("Где находится компания Велмонт?", lexical, lead, firm, reader)
+    assert got.answer == lexical.answer
+    # the reader's sentence that states the role is too far below the best: the lexical answer stands
+    got = stage.blind_reading("Кто финансовый директор компании Велмонт?", lexical, lead, firm,
+                              ToyReader({"находится": 0.95, "Острова": 0.84}))
+    assert got.answer == lexical.answer

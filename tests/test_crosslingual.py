@@ -241,6 +241,18 @@ class _TableReader:
         return np.eye(len(texts))
 
 
+class _RoleReader:
+    """A stand-in encoder: the company's seat ranks first, the sentence naming its finance chief close behind."""
+
+    _SCORES = {"headquartered": 0.86, "financial": 0.83, "product": 0.84}
+
+    def score(self, question: str, texts: Sequence[str]) -> np.ndarray:
+        return np.array([next((v for w, v in self._SCORES.items() if w in t), 0.5) for t in texts])
+
+    def phrases(self, texts: Sequence[str]) -> np.ndarray:
+        return np.eye(len(texts))
+
+
 def test_a_sentence_is_read_clause_by_clause() -> None:
     from core.answer.crosslingual import clauses  # noqa: F401
     assert clauses("It is conjectured that there are infinitely many twin primes, pairs of primes with difference 2 "
@@ -285,3 +297,26 @@ def test_a_clause_above_the_floor_does_not_answer_when_its_sentence_is_below_it(
     reader = _TableReader({sent: 0.70, "the river runs through the old capital": 0.90})
     a, best, _ = cross_answer("Где течёт река?", [c], reader, refusal=REFUSAL, floor=0.74)
     assert a.refused and best == 0.70
+
+
+def test_a_sentence_that_states_the_asked_role_leads_when_the_best_does_not() -> None:
+    p = Candidate("c1", "d1", "Velmont Labs is headquartered in Tarvik and employs 200 people. Velmont Labs makes "
+                  "product scanners. Lena Ostrova is the chief financial officer of Velmont Labs.", 1.0, 1)
+    a, _, _ = cross_answer("Кто финансовый директор Velmont?", [p], _RoleReader(), refusal=REFUSAL, margin=0.0)
+    assert a.text.startswith("Lena Ostrova is the chief financial officer of Velmont Labs. [c1]"), a.text
+    # no role asked: the best sentence leads as before
+    a, _, _ = cross_answer("Где находится Velmont?", [p], _RoleReader(), refusal=REFUSAL, margin=0.0)
+    assert a.text.startswith("Velmont Labs is headquartered"), a.text
+    # the role sentence below the window does not lead
+    far = Candidate("c2", "d1", "Velmont Labs is headquartered in Tarvik. Lena Ostrova is the chief financial officer "
+                    "and owns product pricing.", 1.0, 1)
+
+    class _Far(_RoleReader):
+        _SCORES = {"headquartered": 0.95, "financial": 0.80}
+
+    a, _, _ = cross_answer("Кто финансовый директор Velmont?", [far], _Far(), refusal=REFUSAL, margin=0.0)
+    assert a.text.startswith("Velmont Labs is headquartered"), a.text
+    # a title before a name in a question that asks no holder ('Какую компанию возглавлял директор Velmont?')
+    a, _, _ = cross_answer("Где находится компания, которую основал финансовый директор Velmont?", [p], _RoleReader(),
+                           refusal=REFUSAL, margin=0.0)
+    assert a.text.startswith("Velmont Labs is headquartered"), a.text

@@ -462,3 +462,36 @@ def test_a_russian_c_suite_title_is_the_english_one() -> None:
     ru = "Финансовый директор компании Acme — Марк Ойеларан."
     assert [v.verdict for v in check("Кто финансовый директор Acme?", Evidence(sentence=ru, chunk=ru)).verdicts
             if v.constraint.kind == "role"] == ["met"]
+
+
+def test_asked_which_company_makes_a_part_a_sentence_must_name_a_company_other_than_the_product() -> None:
+    q = "Which company makes the radio in the KX-30?"
+    assert ("asks", "a company") in [(c.kind, c.text) for c in question_constraints(q)]
+    for q2 in ("Who manufactures the radio in the KX-30?", "Какая компания производит радиомодуль для KX-30?",
+               "Кто производит радиомодуль для KX-30?", "Which supplier delivers the KX-30 batteries?"):
+        assert ("asks", "a company") in [(c.kind, c.text) for c in question_constraints(q2)], q2
+    assert not any(c.text == "a company" for c in question_constraints("Who founded the Tarvik choir?"))
+    assert not any(c.text == "a company" for c in question_constraints("Which organizations may not sit in it?"))
+    title = "Norvane Systems - quarterly report"  # the publisher's name is no maker of the radio
+    off = ("Assembly in Lindholm slowed in May because radios for the KX-30 ran short, while Pellwick uses only the "
+           "KX-20.")
+    v = verify_quotes(q, f"{off} [c1]", ["c1"], {"c1": ChunkText(off, title=title)}, refusal=REFUSAL)
+    assert v.refused and "company" in v.text, v.text
+    for good in ("The radio in the KX-30 is the Brevik BR-7 module.", "The KX-30 radio is made by Brevik.",
+                 "Radios for the KX-30 come from Brevik Instruments Ltd."):
+        v = verify_quotes(q, f"{good} [c1]", ["c1"], {"c1": ChunkText(good, title=title)}, refusal=REFUSAL)
+        assert not v.refused, (good, v.text)
+
+
+def test_an_acronym_that_modifies_the_noun_asked_is_part_of_the_attribute_not_a_name() -> None:
+    q = "What is the IP rating of the KX-30?"
+    cons = [(c.kind, c.text) for c in question_constraints(q)]
+    assert ("entity", "IP") not in cons and ("attribute", "IP rating") in cons and ("entity", "KX-30") in cons
+    assert ("attribute", "API key") in [(c.kind, c.text) for c in question_constraints("Where is the API key for "
+                                                                                          "Tarvik kept?")]
+    assert ("entity", "NASA") in [(c.kind, c.text) for c in question_constraints("When did NASA launch the KX-30?")]
+    off = "Orlen Freight was rated amber because of the KX-30 delivery delays, and Brisk Labs was rated green."
+    v = verify_quotes(q, f"{off} [c1]", ["c1"], {"c1": ChunkText(off)}, refusal=REFUSAL)
+    assert v.refused and "IP rating" in v.text and "Orlen" not in v.text.split("Nearest fact")[0], v.text
+    good = "The KX-30 sits in a sealed IP67 enclosure for outdoor use."
+    assert not verify_quotes(q, f"{good} [c1]", ["c1"], {"c1": ChunkText(good)}, refusal=REFUSAL).refused

@@ -19,9 +19,11 @@ from core.answer.verify import (
     ChunkText,
     Evidence,
     VerifyInfo,
+    asked_roles,
     check,
     constraint_words,
     question_constraints,
+    states_role,
     verify_model_answer,
     verify_quotes,
 )
@@ -32,6 +34,7 @@ from core.answer.support import (
     SentenceTable,
     SupportModel,
     _chunk_reading,
+    asked_type,
     continues,
     load_support_model,
     model_fingerprint,
@@ -160,6 +163,7 @@ def extractive_answer(
     full_texts: Mapping[str, str] | None = None,
     answer_scorer: Callable[[str, Sequence[SentenceRow]], RowScorer] | None = None,
     documents: Mapping[str, DocHead] | None = None, reader: CrossReader | None = None,
+    headings: Mapping[str, Sequence[str]] | None = None,
 ) -> AnswerResult:
     """Offline answerer: the candidates' sentences that the support model (core.answer.support) ranks most likely to answer
     the question, each with its chunk id. Refuses when the model's support for an answer (its gate's probability
@@ -173,7 +177,8 @@ def extractive_answer(
     each is labelled with its version (core.answer.versions). A question asking what does not hold is answered by
     core.answer.negation's reading, or refused. `reader`: a multilingual reader (core.answer.e5_scorer.E5Reader) for a
     question whose language the embedder does not read (see blind_reading): it checks the lead sentence and answers
-    when the lexical signals refuse."""
+    when the lexical signals refuse. `headings` (chunk id -> its heading path): a changelog item quoted for a 'which
+    release' question is led by the release its section names (release_heads)."""
     model = model or load_support_model()
     cut = model.threshold if threshold is None or threshold < 0 else threshold
     scored = scored_sentences(question, candidates, titles=titles, li_scorer=li_scorer, blind=blind, model=model,
@@ -216,7 +221,7 @@ def extractive_answer(
                         support=best)
     picked = with_other_versions(picked, texts, [r.doc_id for r in table.rows], labels, limit=max_sentences)
     cites = tuple(dict.fromkeys(table.rows[i].chunk_id for i in picked))
-    heads = release_heads(question, table.rows, picked, candidates, full_texts)
+    heads = release_heads(question, table.rows, picked, candidates, full_texts, headings)
     got = AnswerResult(Answer(_quotes(table.rows, picked, labels, heads), cites, False, "extractive"), notes=notes,
                        support=best)
     if reader is None:
@@ -267,6 +272,20 @@ def blind_reading(question: str, got: AnswerResult, lead: Sequence[SentenceRow],
     try:
         if lead and not got.answer.refused:
             sim = float(np.max(reader.score(question, [pair_text(r.context, r.text) for r in lead])))
+            roles = asked_roles(question) if asked_type(question) == "person" else []  # who holds the role
+            if sim >= BLIND_LEAD_FLOOR and roles and not any(states_role(roles, r.text) for r in lead):
+                # the lead is about the question but does not state the role it asks about ('Кто финансовый директор
+                # ...?' answered with where the company sits): the reader's ranking answers when its lead states it
+                # (cross_answer's role rule, ROLE_WINDOW)
+                other, best, _ = cross_answer(question, candidates, reader, titles=titles, full_texts=full_texts,
+                                              max_sentences=max_sentences, floor=floor, refusal=REFUSAL)
+                if not other.refused and states_role(roles, other.text):
+                    return AnswerResult(other, notes=got.notes + (
+                        f"the lexical answer's lead sentence does not state the role asked; answered by "
+                        f"multilingual-e5's sentence ranking, led by the sentence that states it (best similarity "
+                        f"{best:.2f}, floor {floor:.2f})",), support=best, threshold=floor,
+                                        threshold_from="multilingual-e5 floor for a language the embedder does not "
+                                        "read (core/answer/stage.py)")
             if sim >= BLIND_LEAD_FLOOR:
                 return replace(got, notes=got.notes + (
                     f"multilingual-e5 reads the lead sentence as about the question (similarity {sim:.2f}, floor "
@@ -297,11 +316,15 @@ _VERSION_NO = re.compile(r"\b\d+\.\d+(?:\.\d+)?\b")
 
 
 def release_heads(question: str, rows: Sequence[SentenceRow], picked: Sequence[int], candidates: Sequence[Candidate],
-                  full_texts: Mapping[str, str] | None) -> dict[int, str]:
+                  full_texts: Mapping[str, str] | None,
+                  headings: Mapping[str, Sequence[str]] | None = None) -> dict[int, str]:
     """Asked which version did something, a changelog's item ('- Removed support for Python 3.8') states no version
     of its own: the release heading its list sits under ('0.20.0 (2026-05-02)', '## v2.1', 'Version 3.0') does. Row
     -> that heading, for each picked row that states no version the question does not, whose list (the items, blank
-    lines and heading underlines right above it) opens under such a heading in its chunk."""
+    lines and heading underlines right above it) opens under such a heading in its chunk. When none does (the list
+    sits under a subheading, 'New features', below its release's heading), the nearest heading line above the row in
+    its chunk that names a version the question does not, else the deepest part of the chunk's heading path
+    (`headings`: chunk id -> its section path, what the chunker recorded) that names one."""
     if not _ASKS_RELEASE.search(question):
         return {}
     asked = set(_VERSION_NO.findall(question))
@@ -319,7 +342,28 @@ def release_heads(question: str, rows: Sequence[SentenceRow], picked: Sequence[i
             if m and set(_VERSION_NO.findall(line)) - asked:
                 out[i] = line.strip(" #=")
             break
+        if i not in out:
+            got = _section_release(text[:r.span[0]], (headings or {}).get(r.chunk_id, ()), asked)
+            if got:
+                out[i] = got
     return out
+
+
+def _section_release(above: str, path: Sequence[str], asked: set[str]) -> str:
+    """The release a changelog item sits under when no heading right above its list names it: the nearest heading
+    line above it in its chunk that names a version the question does not ('FieldX 3.8.0 - released 22 April 2024'
+    above 'New features'), else the deepest section of the chunk's heading path that does; '' when none."""
+    for line in reversed(above.split("\n")[:-1]):
+        if _ITEM_LINE.match(line) or line[:1] in (" ", "\t"):
+            continue
+        h = line.strip().strip("#=-+~*| ").strip()
+        if h and len(h.split()) <= 9 and not h.endswith((".", "!", "?", ";", ":", ",")) and \
+                set(_VERSION_NO.findall(h)) - asked:
+            return h
+    for h in reversed([str(x).strip(" #=") for x in path]):
+        if set(_VERSION_NO.findall(h)) - asked:
+            return h
+    return ""
 
 
 _ITEM_LINE = re.compile(r"^\s*[-*+•]\s+\S")
@@ -626,6 +670,7 @@ def answer_question(
     li_scorer: SentenceScorer | None = None, blind: bool = False, vocabulary: Collection[str] | None = None,
     full_texts: Mapping[str, str] | None = None, calibration: Calibration | None = None,
     documents: Mapping[str, DocHead] | None = None, cross: CrossReader | None = None,
+    headings: Mapping[str, Sequence[str]] | None = None,
 ) -> AnswerResult:
     """The answer stage: picks the answerer (auto = Claude when available), refuses on an empty context without
     calling anything, and falls back to extractive (saying so) when Claude is unavailable or fails. The extractive
@@ -672,7 +717,8 @@ def answer_question(
                      "lexical answer stands unchecked")
     res = extractive_answer(question, top, threshold=cut.value, max_sentences=cfg.max_sentences,
                             titles=titles, li_scorer=li_scorer, blind=blind, vocabulary=vocabulary,
-                            full_texts=full_texts, documents=documents, reader=cross if blind else None)
+                            full_texts=full_texts, documents=documents, reader=cross if blind else None,
+                            headings=headings)
     notes.append("extractive answer (offline): sentences copied from the passages, not generated")
     notes.append(f"refusal threshold {cut.value:.2f}: {cut.source}")
     if foreign and res.answer.refused:  # nothing in the question's language supports an answer: the other passages

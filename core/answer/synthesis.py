@@ -560,7 +560,7 @@ def synthesized_answer(
     titles: Mapping[str, str] | None = None, li_scorer: SentenceScorer | None = None, blind: bool = False,
     vocabulary: Collection[str] | None = None, full_texts: Mapping[str, str] | None = None,
     calibration: Calibration | None = None, documents: Mapping[str, DocHead] | None = None,
-    cross: CrossReader | None = None,
+    cross: CrossReader | None = None, headings: Mapping[str, Sequence[str]] | None = None,
 ) -> Synthesis:
     """The answer stage with synthesis: graph global search's reduce when `global_reduce` has partial answers;
     else answer.synthesis (auto: by the route and the question's shape); stuff is core.answer.stage's answer."""
@@ -575,7 +575,7 @@ def synthesized_answer(
     if mode == "stuff" or not top or (mode == "compare" and use_llm and llm.available):
         res = answer_question(question, candidates, cfg, llm, workspace=workspace, query_id=query_id, titles=titles,
                               li_scorer=li_scorer, blind=blind, vocabulary=vocabulary, full_texts=full_texts,
-                              calibration=calibration, documents=documents, cross=cross)
+                              calibration=calibration, documents=documents, cross=cross, headings=headings)
         return Synthesis(res)
     paid: tuple[StageResult, ...] = ()  # Claude calls made before a budget stop: paid, so they stay in the trace
     if use_llm and llm.available:

@@ -188,6 +188,15 @@ _ASKS_WHEN = re.compile(r"(?i)^\W*(and |since |until |till |и |с |до |seit |
                         r"(?![^?]*,\s*(what|which|who|how|что|как|кто|was|welche\w*|wer|wie)\b)")
 _ASKS_NUMBER = re.compile(r"(?i)\bhow (many|much)\b|\bсколько\b|\bwie viele?\b|\bwieviele?\b")
 _ASKS_MONTH = re.compile(r"(?i)\b(which|what|in which) month\b|в каком месяце|\bin welchem monat\b")
+# A question that asks which company makes, sells or supplies something ('Which company makes the modem in the X?',
+# 'Who manufactures ...', 'Какая компания производит ...', 'Кто поставляет ...'): its answer names an organisation.
+# ('organisation' alone is not asked so: 'which organizations' asks for bodies written in lower case as often.)
+_ASKS_ORG = re.compile(
+    r"(?i)\b(?:which|what)\s+(?:\w+\s+)?(?:company|companies|manufacturers?|vendors?|suppliers?|makers?|firms?|"
+    r"corporations?|brands?)\b(?!['’]s)|^\W*who\s+(?:makes|manufactures|manufactured|supplies|supplied|sells|"
+    r"distributes|distributed)\b|\bкак(?:ая|ой|ие|ую|ого|им|ими)\s+(?:\w+\s+)?(?:компани|фирм|производител|"
+    r"поставщик|корпораци|бренд|марк)\w*|^\W*кто\s+(?:производит|произв[её]л|изготавливает|изготовил|выпускает|"
+    r"поставляет|поставил|продаёт|продает)\b")
 
 
 # Attributes a question asks of a thing ('the warranty of', 'how tall'), each with the words that state it, English
@@ -281,6 +290,35 @@ def _asked_attribute(question: str) -> str | None:
                 if ru and ru.lower().startswith(stem):
                     return attr
     return None
+
+
+# An acronym that modifies the noun asked ('the IP rating of', 'the API key for', 'What CPU load does ...'): part of the
+# attribute asked, not a name of something. After a determiner with 'of' / 'for' after its noun, or right after the
+# question word with an auxiliary after its noun ('the UMC membership' or 'When did NASA launch' stay names).
+_ACRONYM_ATTR = re.compile(r"(?:\b(?:the|a|an|its|their|his|her|our|your|whose)\s+(?P<a>[A-Z]{2,4})\s+"
+                           r"(?P<n>[a-z]{3,})\s+(?:of|for)\b|^\W*(?i:what|which)\s+(?P<a2>[A-Z]{2,4})\s+"
+                           r"(?P<n2>[a-z]{3,})\s+(?:does|do|did|is|are|was|were|has|have|had|can|could|will|would|"
+                           r"should)\b)")
+
+
+def _acronym_attributes(question: str) -> dict[str, str]:
+    """Acronym -> the attribute phrase it modifies ('IP' -> 'IP rating'), see _ACRONYM_ATTR."""
+    out = {}
+    for m in _ACRONYM_ATTR.finditer(question):
+        acr, noun = (m.group("a"), m.group("n")) if m.group("a") else (m.group("a2"), m.group("n2"))
+        if noun not in EN_STOP:
+            out[acr] = f"{acr} {noun}"
+    return out
+
+
+def _states_acronym_attribute(c: "Constraint", text: str) -> bool:
+    """Whether a text states an acronym attribute ('IP rating'): the acronym with a value glued to it ('IP67',
+    'IP-54'), or the acronym and its noun both."""
+    acr, noun = c.values[1], c.text.split()[-1]
+    if re.search(r"(?<![\w-])" + re.escape(acr) + r"-?\d", text):
+        return True
+    return bool(re.search(r"(?<![\w-])" + re.escape(acr) + r"(?![\w-])", text)) and \
+        bool(re.search(r"(?i)\b" + re.escape(noun[:max(4, len(noun) - 2)]), text))
 
 
 def _states_attribute(attr: str, r: "_Read") -> bool:
@@ -815,7 +853,10 @@ def question_constraints(question: str) -> tuple[Constraint, ...]:
     a number). A public function: the answer cache's guard and golden-set generation read it too."""
     out: list[Constraint] = []
     q = question.strip()
+    modifiers = _acronym_attributes(q)
     for text, words in _names(q):
+        if text in modifiers:  # 'the IP rating of': the acronym says which attribute is asked, no name to look for
+            continue
         out.append(Constraint("entity", text, tuple(_key(w) for w in words)))
     for w in _soft_names(q):
         out.append(Constraint("entity", w, (_key(w),), soft=True))
@@ -849,6 +890,9 @@ def question_constraints(question: str) -> tuple[Constraint, ...]:
     attr = _asked_attribute(q)
     if attr is not None:
         out.append(Constraint("attribute", attr, (attr,)))
+    else:
+        for acr, phrase in modifiers.items():
+            out.append(Constraint("attribute", phrase, (phrase, acr)))
     for ev in sorted(_events(q)):
         opp = {b if a == ev else a for a, b in _EVENT_PAIRS if ev in (a, b)}
         if opp and not any(o in _events(q) for o in opp):
@@ -860,9 +904,9 @@ def question_constraints(question: str) -> tuple[Constraint, ...]:
         out.append(Constraint("direction", "up" if up else "down", ("up" if up else "down",)))
     out.extend(_period(q))
     out.extend(_attribute_constraints(q, out))
-    asks = ("a person" if _ASKS_PERSON.search(q) else "a month" if _ASKS_MONTH.search(q) else
-            "a year" if _ASKS_YEAR.search(q) else "a date or year" if _ASKS_WHEN.search(q) else
-            "a number" if _ASKS_NUMBER.search(q) else "")
+    asks = ("a company" if _ASKS_ORG.search(q) else "a person" if _ASKS_PERSON.search(q) else
+            "a month" if _ASKS_MONTH.search(q) else "a year" if _ASKS_YEAR.search(q) else
+            "a date or year" if _ASKS_WHEN.search(q) else "a number" if _ASKS_NUMBER.search(q) else "")
     if asks:
         out.append(Constraint("asks", asks, (asks,)))
     return tuple(out)
@@ -997,6 +1041,22 @@ def _year_in(y: str, found: set[str]) -> bool:
     if y.endswith("x"):
         return any(f[:3] == y[:3] for f in found)
     return y in found or f"{y[:3]}x" in found
+
+
+def asked_roles(question: str) -> list[str]:
+    """The roles or titles the question asks about, each with its English words when it is written in another language
+    ('финансовый директор' -> 'chief financial officer'; core.answer.translit.english_of)."""
+    out: list[str] = []
+    for c in question_constraints(question):
+        if c.kind == "role":
+            out += [c.values[0], *english_of("role", c.values[0])]
+    return list(dict.fromkeys(out))
+
+
+def states_role(roles: Sequence[str], text: str) -> bool:
+    """Whether a text (English, Russian or German) states one of the roles ('X is the chief financial officer')."""
+    found = _read(text).roles
+    return bool(found) and any(_role_in(r, found) for r in roles)
 
 
 def _role_in(role: str, found: Sequence[str]) -> bool:
@@ -1300,6 +1360,10 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
                 return Verdict(c, "met", "sentence")
         sib = getattr(sentence_read, attr) - {v}
         return Verdict(c, "unmet", instead=tuple(sorted(_show(c.kind, sib))))
+    if c.kind == "attribute" and len(c.values) > 1:  # an acronym's attribute ('IP rating'): stated nearby
+        if any(_states_acronym_attribute(c, r.raw_cased) for _, r in local):
+            return Verdict(c, "met", "sentence")
+        return Verdict(c, "unmet")
     if c.kind == "attribute":  # the sentence (its heading, its title) must state the asked attribute
         span = _LIFESPAN.search(sentence) if c.text in ("birth", "death") else None
         if span is not None and not re.search(r"(?i)\b(born|died|death|birth)\b", span.group(0)):
@@ -1442,9 +1506,54 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         return Verdict(c, "met", "sentence")
     if c.kind == "period":
         return Verdict(c, "unchecked")  # a relative period is resolved against the document's date, not here
+    if c.kind == "asks" and c.text == "a company":  # the sentence itself names the maker: a heading or title names
+        # a document's publisher ('Acme Systems - Q2 report') more often than what a part is made by
+        return Verdict(c, "met", "sentence") if names_company(sentence, question) else Verdict(c, "unmet")
     if c.kind == "asks":
         return _asks(c, sentence, sentence_read, question, heading)
     return Verdict(c, "unchecked")
+
+
+# How a text names a company (general grammar of company names, English and Russian): a capitalised name ending in
+# a legal or trade form ('Arden Instruments Ltd', 'Velo Systems'); a name as the agent of making or supplying ('made
+# by Velo', 'Velo supplies ...'), after a word for a company ('the supplier Velo', 'компания «Вело»'), or as the brand
+# before a model code ('the Velo VX-20 module'). A name the question holds (the product asked about) names nothing.
+_CAP = r"[A-ZА-ЯЁ][\w&'’.\-]*[^\W_]"
+_CAPS = rf"{_CAP}(?:\s+(?:&\s+)?{_CAP})*"
+_ORG_FORMS = (r"Inc|Ltd|LLC|L\.L\.C|GmbH|AG|SA|S\.A|SE|NV|N\.V|BV|B\.V|plc|PLC|Corp|Corporation|Co|Company|Group|"
+              r"Holdings?|Industries|Systems|Technologies|Technology|Electronics|Semiconductors?|Labs?|Laboratories|"
+              r"Manufacturing|Networks|Solutions|Wireless|Instruments|Devices|Motors|Communications|Enterprises|"
+              r"Limited|Oy|AB|ASA|KK|SpA|S\.p\.A|SAS|Pty|Works|ООО|ОАО|ЗАО|ПАО|АО")
+_COMPANY_TEXT = (
+    re.compile(rf"(?<![\w-])(?P<n>{_CAPS})\s*,?\s+(?:{_ORG_FORMS})(?![\w])"),
+    re.compile(rf"(?<![\w-])(?:ООО|ОАО|ЗАО|ПАО|АО)\s+«?(?P<n>{_CAPS})"),
+    re.compile(rf"(?i:\b(?:made|manufactured|built|produced|supplied|sourced|provided|developed|designed|sold|"
+               rf"distributed|licensed|owned|acquired|bought|purchased|ordered)\s+(?:from|by)|\bworks?\s+for|"
+               rf"\bworked\s+for|\bпроизвод\w*|\bизготовлен\w*|\bпоставля\w*|\bвыпуска\w*)\s+(?:the\s+)?«?"
+               rf"(?P<n>{_CAPS})"),
+    re.compile(rf"(?<![\w-])(?P<n>{_CAPS})\s+(?:makes|made|manufactures|manufactured|supplies|supplied|produces|"
+               rf"produced|builds|built|sells|sold|provides|provided|develops|developed|designs|designed|ships|shipped|"
+               rf"производит|выпускает|поставляет|изготавливает)\b"),
+    re.compile(rf"(?i:\b(?:company|manufacturer|vendor|supplier|maker|firm|corporation|brand|subsidiary|"
+               rf"компани[яиейю]|фирм[аыеуой]*|производител[ьяюем]*|поставщик[аомуи]*|корпораци[яией]))\s*,?\s+"
+               rf"(?:called\s+|named\s+)?«?(?P<n>{_CAPS})"),
+    re.compile(rf"(?<![\w-])(?P<n>{_CAPS})\s*,\s+(?:an?|the)\s+(?:[\w-]+\s+){{0,3}}(?:company|manufacturer|vendor|"
+               rf"supplier|maker|firm|corporation)\b"),
+    re.compile(rf"(?<![\w-])(?P<n>{_CAP})\s+(?=[A-Z][A-Z0-9]*-?[A-Z0-9]*\d)[A-Z0-9][\w\-]*\d[\w\-]*(?![\w-])"),
+)
+_NOT_COMPANY = frozenset(_MONTHS_EN + "monday tuesday wednesday thursday friday saturday sunday the a an this that "
+                         "these those it its he she they we our their his her".split())
+
+
+def names_company(text: str, question: str) -> bool:
+    """Whether a text names a company (see _COMPANY_TEXT) other than what the question names."""
+    asked = {w.lower() for w in _WORD.findall(question)}
+    for rx in _COMPANY_TEXT:
+        for m in rx.finditer(text):
+            words = [w.lower() for w in _WORD.findall(m.group("n"))]
+            if any(w not in asked and w not in _NOT_COMPANY and not any(ch.isdigit() for ch in w) for w in words):
+                return True
+    return False
 
 
 # a lower bound ('>=3.10', '≥ 2', 'at least 4 GB', '3.8 or later') states a minimum; an upper bound a maximum
