@@ -64,3 +64,16 @@ def test_a_license_in_a_condition_is_the_topic_not_the_attribute_asked() -> None
     assert asked_attribute("Что будет, если лицензия Helio истечёт?") is None
     assert asked_attribute("Under which license is helio released?").value == "license"
     assert asked_attribute("If I fork helio, which license applies?").value == "license"
+
+
+def test_a_name_in_the_sections_above_the_sentence_meets_the_name_asked() -> None:
+    from core.answer.verify import ChunkText, verify_quotes
+    sent = "The contract signed in May covers 2,500 containers in the first stage."
+    text = f"Contract\n\n{sent}"  # an HTML page's '<h3>Contract</h3>' under '<h2>Helio Shipping</h2>'
+    q = "How many containers does the first stage of the Helio Shipping contract cover?"
+    got = verify_quotes(q, f"{sent} [c1]", ["c1"], {"c1": ChunkText(text, "Clients / Helio Shipping / Contract",
+                                                                     "clients.html / Clients")}, refusal="No.")
+    assert not got.refused, got.text
+    other = verify_quotes(q, f"{sent} [c1]", ["c1"], {"c1": ChunkText(text, "Clients / Vireo Lines / Contract",
+                                                                       "clients.html / Clients")}, refusal="No.")
+    assert other.refused  # another client's section stays another client's

@@ -345,6 +345,7 @@ class Evidence:
     chunk_id: str = ""
     opening: str = ""  # the document's first lines: where a memo states its date
     near: str = ""  # the units of the chunk just before the sentence (the list item that names the setting)
+    path: str = ""  # the chunk's whole heading path ('Clients / Helio Shipping / Contract'): the sections it sits in
 
 
 @dataclass(frozen=True)
@@ -1205,8 +1206,8 @@ def _parallel_names(c: Constraint, sentence: str, question: str) -> list[str]:
 
 
 def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read: _Read, sentence: str,
-               question: str, cross: bool, heading: str = "", names: NameCheck | None = None, near: str = ""
-               ) -> Verdict:
+               question: str, cross: bool, heading: str = "", names: NameCheck | None = None, near: str = "",
+               path: str = "") -> Verdict:
     """parts: (where, read) in the order evidence counts: sentence, heading, title, chunk."""
     local = parts[:3]
     if c.kind == "entity" and _OPTION.fullmatch(c.text) and not _entity_in(c, sentence_read, False):
@@ -1261,6 +1262,9 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
                     if others:  # the sentence says it of a sibling the chunk names beside it (the Springfield office)
                         return Verdict(c, "unmet", instead=tuple(others[:3]))
                 return Verdict(c, "met", where)
+        if path and path != heading and _entity_in(c, _read(path), cross and not _CYR.search(path)):
+            return Verdict(c, "met", "heading")  # a section above the sentence's own heading names it (an HTML or
+            # Markdown page's '<h2>Helio Shipping</h2>' over '<h3>Contract</h3>')
         if cross and names is not None and (_CYR.search(c.text) or _german(question)):  # another script or language:
             # the name's transliteration or the encoder's reading (a Latin name of a Russian question is checked as
             # written, above and below)
@@ -1671,7 +1675,7 @@ def check(question: str, evidence: Evidence, constraints: Sequence[Constraint] |
     cross = bool(_CYR.search(question)) != bool(_CYR.search(evidence.sentence + evidence.chunk)) or \
         _german(question) != _german(evidence.chunk or evidence.sentence)
     verdicts = [_check_one(c, parts, sr, evidence.sentence, question, cross, evidence.heading, names,
-                          evidence.near)
+                          evidence.near, evidence.path)
                 for c in cons]
     if not cross:
         verdicts = _subject_of_the_asked(question, evidence.sentence, verdicts)
@@ -1891,7 +1895,7 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
     for claim, cid in claims:
         ch = chunks.get(cid, ChunkText(""))
         checks.append(check(question, Evidence(claim, ch.text, _local_heading(claim, ch), ch.title, cid, ch.opening,
-                                               _near(claim, ch.text)),
+                                               _near(claim, ch.text), ch.heading),
                             cons, names=names))
     # the answer as a whole must meet each constraint: one quoted sentence may state the name, another the year
     # (a question of two parts); a sentence that states a sibling of what another quoted sentence meets is the
