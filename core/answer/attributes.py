@@ -45,6 +45,19 @@ _ASKS_VERSION = re.compile(r"(?i)^\W*(?:(?:in|since|from|until|as of|with|for|by
 _GENERIC = re.compile(r"(?i)^\s*(?:what|which)\s+(?:is|are|was)\s+(?:the\s+)?([a-z][\w-]*)\s+(?:of|for)\s+\S")
 
 
+# a clause that sets a condition or a time ('if our licence runs out', 'when the license expires'): a noun inside it is
+# the question's topic, not the attribute it asks for
+_CONDITION = re.compile(r"(?i)\b(?:if|when|whenever|once|unless|after|before|until|in case)\b|\b(?:если|когда|после|"
+                        r"пока)\b")
+
+
+def _topic_only(q: str, word: re.Pattern[str]) -> bool:
+    """Whether each use of the word sits in a condition's clause (after 'if', 'when', 'once' and before the clause
+    ends at a comma, a dash or a question's end)."""
+    uses = list(word.finditer(q))
+    return bool(uses) and all(_CONDITION.search(re.split(r"[,;:?!—–]|\s-\s", q[: m.start()])[-1]) for m in uses)
+
+
 def asked_attribute(question: str) -> Attribute | None:
     """The attribute the question asks for, or None (a question that asks no attribute: 'Does X support Y?')."""
     q = question.strip()
@@ -53,7 +66,7 @@ def asked_attribute(question: str) -> Attribute | None:
                          ("python", "requir", "version", "need", "support", "minimum", "верс", "требу"))
     if _DEFAULT.search(q):
         return Attribute("a default value", (), "default", ("default", "valu", "умолчан", "значен"))
-    if _LICENSE.search(q):
+    if _LICENSE.search(q) and not _topic_only(q, _LICENSE):
         return Attribute("a license", ("license", "licenseexpression", "licence"), "license",
                          ("licens", "licenc", "releas", "distribut", "лиценз", "распро"))
     if _AUTHOR.search(q):

@@ -140,6 +140,14 @@ _ROLES_RU = ("президент", "вице-президент", "предсе�
 _NOT_ROLES_RU = ("принцип", "главн", "автомат", "автоном", "автомоб", "генерац", "генерир", "граф", "корол", "папк",
                  "хани", "ханд", "шахт", "шахм", "царап", "судьб")
 _ROLE_RU_SHORT = frozenset({"глав", "пап", "хан", "шах", "цар", "граф", "мэр"})
+# what may follow a Russian role stem: a case ending, after a feminine or agent suffix ('королева', 'царица',
+# 'владельцем', 'императором', 'премьер-министр'); a longer word is another word ('командировок' is no 'командир',
+# 'архитектура' no 'архитектор')
+_RU_ROLE_REST = re.compile(r"^(?:-[а-яё]+|(?:ор|ниц|ьниц|иц|риц|ев|ец|ьц|есс|ин|ш)?(?:[аяоеёыиуюьй]|ом|ем|ём|ой|ей|ою|ею|"
+                           r"ам|ям|ах|ях|ов|ев|ёв|ами|ями|ый|ий|ая|яя|ое|ее|ые|ие|ого|его|ому|ему|ым|им|ую|юю|ых|их|"
+                           r"ыми|ими|ья|ьи|ью|ье|ьям|ьями|ьях|ьев|ьей)?)$")
+# 'the board of directors', 'совет директоров': the board, an organ, not a role asked
+_BOARD_OF = re.compile(r"(?:.* )?(?:board of directors|совет\w* директоров)$")
 # Negation in a question: 'which ... does not ...' is answered only by a sentence that negates or excludes.
 _NEG_Q = frozenset("not never no none without except cannot neither nor isn't doesn't didn't wasn't weren't aren't "
                    "don't can't won't".split()) | frozenset("не нет никогда без кроме ни нельзя".split()) | frozenset(
@@ -180,6 +188,7 @@ _NUMBER_DOTTED = re.compile(r"(?<![\w.,])\d{1,3}(?:\.\d{3})+(?:,\d+)?(?![\w]|[.,
 _ORD_DIGIT = re.compile(r"(?i)\b(\d+)\s*-?\s*(st|nd|rd|th|й|я|е|го|м|ой|ый|ом)\b")
 _IDENT = re.compile(r"(?<![\w.])[A-Za-z][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)+(?![\w])")
 _CODE = re.compile(r"(?<![\w-])(?=[\w-]*[^\W\d_])(?=[\w-]*\d)[\w]+(?:-[\w]+)+|(?<![\w-])[^\W\d_]+\d\w*")
+_CODE_PLURAL = re.compile(r"(.*[^\W\d_].*\d{2,})s")  # a code's plural: 'ZX-210s', 'A320s'
 _ASKS_PERSON = re.compile(r"(?i)^\s*(who|whom)\b|^\s*(кто|кем|кого|кому)\b|^\s*(von |mit |für )?(wer|wem|wen)\b")
 _ASKS_YEAR = re.compile(r"(?i)\b(which|what|in which|in what) year\b|в каком году|\bin welchem jahr\b")
 # 'When ...?' asks a time; 'when' inside a question ('what happens to the norm when ...') or opening a clause before the
@@ -233,7 +242,9 @@ _ATTRS: dict[str, tuple[str, ...]] = {
     "duration": ("duration", "lasted", "lasts", "hours", "minutes", "days", "длительност", "продолжительност"),
     "lifespan": ("lifespan", "life", "live", "lives", "lived", "longevity"), "rent": ("rent", "rental", "аренд"),
     "tariff": ("tariff", "tariffs", "duty", "duties", "тариф", "пошлин"), "age": ("age", "aged", "old", "возраст"),
-    "wavelength": ("wavelength", "nm", "nanometres", "nanometers"), "power": ("power", "watts", "kw", "mw", "мощност"),
+    "wavelength": ("wavelength", "nm", "nanometres", "nanometers"),
+    "power": ("power", "watts", "watt", "kw", "mw", "wattage", "kilowatts", "megawatts", "horsepower", "мощност", "квт",
+              "мвт"),
     "birth": ("born", "birth", "birthday", "née", "nee", "birthplace", "родил", "родилась", "родился", "рождени"),
     "death": ("died", "death", "dead", "killed", "executed", "murdered", "deceased", "assassinated", "drowned",
               "perished", "dies", "умер", "умерла", "скончал", "смерт", "погиб"),
@@ -321,8 +332,13 @@ def _states_acronym_attribute(c: "Constraint", text: str) -> bool:
         bool(re.search(r"(?i)\b" + re.escape(noun[:max(4, len(noun) - 2)]), text))
 
 
+_POWER_VALUE = re.compile(r"(?<![\w.,])\d+(?:[.,]\d+)?\s?(?:[kMGm]?W|[кМ]?Вт)(?![\w/])")  # '6 W', '1.5 kW', '3 МВт'
+
+
 def _states_attribute(attr: str, r: "_Read") -> bool:
     if attr in ("birth", "death") and _LIFESPAN.search(r.raw_cased):
+        return True
+    if attr == "power" and _POWER_VALUE.search(r.raw_cased):  # a value in watts states a power ('draws 6 W')
         return True
     words = r.raw.split() if r.raw else []
     toks = set(re.findall(r"[^\W_]+|[€$£°]", r.raw))
@@ -367,6 +383,7 @@ class Evidence:
     chunk_id: str = ""
     opening: str = ""  # the document's first lines: where a memo states its date
     near: str = ""  # the units of the chunk just before the sentence (the list item that names the setting)
+    path: str = ""  # the chunk's whole heading path ('Clients / Helio Shipping / Contract'): the sections it sits in
 
 
 @dataclass(frozen=True)
@@ -746,6 +763,8 @@ def _roles(text: str) -> list[str]:
             dep = i > 0 and words[i - 1].startswith("stellvertretend") and german.role(w) != "deputy"
             out.append(("deputy " if dep else "") + (german.role(w) or ""))
             continue
+        if _BOARD_OF.match(" ".join(words[max(0, i - 2):i + 1])):
+            continue  # 'the board of directors', 'совет директоров': the board (an organ), not a director
         base = w[:-1] if w.endswith("s") and w[:-1] in _ROLES_EN else w
         if base not in _ROLES_EN and re.fullmatch(r"[a-z]+-(e-?)?mail", base) and base.split("-")[0] in _ROLES_EN:
             base = base.split("-")[0]  # a field key: 'Author-email: …' names the author
@@ -755,7 +774,7 @@ def _roles(text: str) -> list[str]:
         elif _CYR.search(w):
             for r in _ROLES_RU:
                 if w.startswith(r) and (r not in _ROLE_RU_SHORT or len(w) <= len(r) + 2) and \
-                        not w.startswith(_NOT_ROLES_RU):
+                        not w.startswith(_NOT_ROLES_RU) and _RU_ROLE_REST.match(w[len(r):]):
                     out.append(r)
                     break
     out += ["deputy" for _ in _SECOND_IN_COMMAND.finditer(text)]  # English's other word for a deputy
@@ -1078,7 +1097,13 @@ def _entity_in(c: Constraint, read: _Read, cross: bool) -> bool:
     if _OPTION.fullmatch(c.text):  # an option as written, never inside a longer one ('--work' in '--workers')
         return re.search(re.escape(c.text.lower()) + r"(?![\w-])", read.raw) is not None
     if _IDENT.fullmatch(c.text) or _CODE.fullmatch(c.text):  # a key or a code ('max_age', 'E-ABC-1234') as written
-        return c.text.lower() in read.raw
+        if c.text.lower() in read.raw:
+            return True
+        # the plural of a model code is that model ('the ZX-210s', 'A320s': at least two digits, then 's'; 'iPhone 5s'
+        # is another product), stated as written and never inside a longer code ('ZX-2100')
+        plural = _CODE_PLURAL.fullmatch(c.text)
+        return plural is not None and re.search(
+            r"(?<![\w-])" + re.escape(plural.group(1).lower()) + r"(?![\w-])", read.raw) is not None
     if re.fullmatch(r"[A-ZА-ЯЁ]{2,6}", c.text) and _acronym_in(c.text, read.raw_cased):
         return True
     keys = [k for k in c.values if k not in EN_STOP and k not in RU_STOP]
@@ -1241,8 +1266,8 @@ def _parallel_names(c: Constraint, sentence: str, question: str) -> list[str]:
 
 
 def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read: _Read, sentence: str,
-               question: str, cross: bool, heading: str = "", names: NameCheck | None = None, near: str = ""
-               ) -> Verdict:
+               question: str, cross: bool, heading: str = "", names: NameCheck | None = None, near: str = "",
+               path: str = "") -> Verdict:
     """parts: (where, read) in the order evidence counts: sentence, heading, title, chunk."""
     local = parts[:3]
     if c.kind == "entity" and _OPTION.fullmatch(c.text) and not _entity_in(c, sentence_read, False):
@@ -1297,6 +1322,9 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
                     if others:  # the sentence says it of a sibling the chunk names beside it (the Springfield office)
                         return Verdict(c, "unmet", instead=tuple(others[:3]))
                 return Verdict(c, "met", where)
+        if path and path != heading and _entity_in(c, _read(path), cross and not _CYR.search(path)):
+            return Verdict(c, "met", "heading")  # a section above the sentence's own heading names it (an HTML or
+            # Markdown page's '<h2>Helio Shipping</h2>' over '<h3>Contract</h3>')
         if cross and names is not None and (_CYR.search(c.text) or _german(question)):  # another script or language:
             # the name's transliteration or the encoder's reading (a Latin name of a Russian question is checked as
             # written, above and below)
@@ -1393,6 +1421,14 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
                 return Verdict(c, "met", where)
         if theirs.search(sentence) and not _has_super(sentence_read, c.values[0]):
             return Verdict(c, "unmet", instead=("maximum" if c.values[0] == "minimum" else "minimum",))
+    if c.kind == "superlative" and not _CYR.search(question) and _ranks_quantity(question, c.values[0]) and \
+            not (_opposite(c.values[0]) & sentence_read.supers):
+        # the longest wait, the highest price: a stated cap of that quantity ('up to 60 s', 'at most 6 W', 'until it
+        # reaches 60000 ms') gives it; the shortest, the lowest: a stated floor ('at least 2 s')
+        bounds = (_BOUND_UPPER, _CAP_UPPER) if _QTY_SUPER[c.values[0]] else (_BOUND_LOWER, _CAP_LOWER)
+        for where, r in local:
+            if re.search(r"\d", r.raw) and any(b.search(r.raw_cased) for b in bounds):
+                return Verdict(c, "met", where)
     if c.kind == "superlative":
         want = c.values[0]
         opp = _opposite(want)
@@ -1563,6 +1599,34 @@ _BOUND_UPPER = re.compile(r"(?i)(?:<=|≤|=<|(?<![<>=\-])<(?![<=]))\s*v?\d|\bat 
                           r"(?:earlier|older|lower|below|less|fewer)\b")
 
 
+# superlatives that rank a quantity (True: its top, False: its bottom) and the nouns of quantities they may rank (the
+# attributes above, and spans of time): 'the longest wait', 'the lowest fee'; 'the longest river' ranks no quantity
+_QTY_SUPER = {"longest": True, "highest": True, "largest": True, "biggest": True, "greatest": True, "heaviest": True,
+              "shortest": False, "lowest": False, "smallest": False, "lightest": False}
+_QTY_NOUNS = frozenset(_ATTRS) | frozenset(
+    "wait waiting delay interval timeout time duration period pause gap latency lag backoff retention lifetime term "
+    "price cost fee charge rate load size amount value dose distance range current".split())
+_QTY_SKIP = frozenset("possible allowed permitted permissible acceptable supported".split())
+_CAP_UPPER = re.compile(r"(?i)\bat most\b|\bup to\b|\bno (?:more|longer|higher|greater|larger) than\b|\bnot (?:more|"
+                        r"longer|higher) than\b|\bmax(?:imum|imal)?\b|\bcap(?:s|ped)?\b|\bceiling\b|(?<!lower )\blimit"
+                        r"(?:s|ed)?\b|\b(?:never|not|does not|doesn't) exceed|\buntil (?:it|they) reach(?:es)?\b|"
+                        r"\bpeaks? at\b")
+_CAP_LOWER = re.compile(r"(?i)\bat least\b|\bno (?:less|fewer|shorter|lower|smaller) than\b|\bnot (?:less|shorter|"
+                        r"lower) than\b|\bmin(?:imum|imal)?\b|\bfloor\b|\bor more\b|\bnever (?:drops|falls) below\b")
+
+
+def _ranks_quantity(question: str, sup: str) -> bool:
+    """Whether the question's superlative ranks a quantity ('the longest possible wait between retries')."""
+    if sup not in _QTY_SUPER:
+        return False
+    m = re.search(rf"(?i)\b{sup}\s+((?:[a-z]+\s+)?)([a-z]+)", question)
+    if not m:
+        return False
+    first = m.group(1).strip().lower()
+    noun = m.group(2).lower() if first in _QTY_SKIP else first or m.group(2).lower()
+    return noun in _QTY_NOUNS or (noun.endswith("s") and noun[:-1] in _QTY_NOUNS)
+
+
 def _has_super(r: _Read, s: str) -> bool:
     return s in r.supers or (bool(_CYR.search(s)) and any(x.startswith(s[:5]) for x in r.supers)) or \
         (not _CYR.search(s) and s in r.keys)
@@ -1720,7 +1784,7 @@ def check(question: str, evidence: Evidence, constraints: Sequence[Constraint] |
     cross = bool(_CYR.search(question)) != bool(_CYR.search(evidence.sentence + evidence.chunk)) or \
         _german(question) != _german(evidence.chunk or evidence.sentence)
     verdicts = [_check_one(c, parts, sr, evidence.sentence, question, cross, evidence.heading, names,
-                          evidence.near)
+                          evidence.near, evidence.path)
                 for c in cons]
     if not cross:
         verdicts = _subject_of_the_asked(question, evidence.sentence, verdicts)
@@ -1940,7 +2004,7 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
     for claim, cid in claims:
         ch = chunks.get(cid, ChunkText(""))
         checks.append(check(question, Evidence(claim, ch.text, _local_heading(claim, ch), ch.title, cid, ch.opening,
-                                               _near(claim, ch.text)),
+                                               _near(claim, ch.text), ch.heading),
                             cons, names=names))
     # the answer as a whole must meet each constraint: one quoted sentence may state the name, another the year
     # (a question of two parts); a sentence that states a sibling of what another quoted sentence meets is the

@@ -1,0 +1,79 @@
+"""General readings of the check (issue #42) that refused right answers: a model code's plural, a Russian role stem
+inside a longer word, the board of directors, a power in watts, a superlative of a quantity met by its cap, a
+license that is the question's topic. Tiny invented fixtures."""
+from __future__ import annotations
+
+from core.answer.attributes import asked_attribute
+from core.answer.verify import Evidence, check, question_constraints
+
+
+def _verdicts(q: str, sentence: str, chunk: str = "") -> dict[str, str]:
+    ck = check(q, Evidence(sentence, chunk or sentence, "", ""))
+    return {v.constraint.kind + ":" + v.constraint.text: v.verdict for v in ck.verdicts}
+
+
+def test_the_plural_of_a_model_code_is_that_model() -> None:
+    s = "A fault in the serial driver caused ZX-210 units to restart once a week."
+    assert _verdicts("Some of our ZX-210s were rebooting every week. What was the cause?", s)["entity:ZX-210s"] == "met"
+    assert _verdicts("Why did the A320s stop at Porto?", "The A320 fleet stopped at Porto for new brakes.")[
+        "entity:A320s"] == "met"
+    # another model stays another model: a longer code, or a code with its own 's' ('5s' is no plural)
+    assert _verdicts("Why were our ZX-210s rebooting?", "A fault caused ZX-2100 units to restart.")[
+        "entity:ZX-210s"] == "unmet"
+
+
+def test_a_russian_role_is_a_word_not_a_stem_inside_a_longer_word() -> None:
+    kinds = {c.kind + ":" + c.text for c in question_constraints("Какой лимит на гостиницу в Порту для командировок?")}
+    assert not any(k.startswith("role:") for k in kinds)
+    kinds = {c.kind + ":" + c.text for c in question_constraints("Кто был командиром полка в Порту?")}
+    assert "role:командир" in kinds  # the role in its cases still is one
+
+
+def test_the_board_of_directors_is_no_director_asked() -> None:
+    for q in ("Во сколько обошлась закупка модулей ZX-55, одобренная советом директоров?",
+              "How much did the ZX-55 purchase approved by the board of directors cost?"):
+        assert not any(c.kind == "role" for c in question_constraints(q)), q
+    assert any(c.kind == "role" for c in question_constraints("Who was the director of Vireo in 2020?"))
+
+
+def test_a_value_in_watts_states_a_power() -> None:
+    s = "The ZX-210 is rated for 0 to +55 °C and draws at most 6 W from a 24 V DC supply."
+    assert _verdicts("How much power does the ZX-210 draw?", s)["attribute:power"] == "met"
+    s2 = "The ZX-210 is rated for 0 to +55 °C."
+    assert _verdicts("How much power does the ZX-210 draw?", s2)["attribute:power"] == "unmet"
+
+
+def test_a_superlative_of_a_quantity_is_met_by_its_cap() -> None:
+    s = "The delay doubles after each failed attempt until it reaches 60000 milliseconds."
+    assert _verdicts("What is the longest wait between upload retries?", s)["superlative:longest"] == "met"
+    s = "The Helio pump delivers up to 40 litres a minute."
+    assert _verdicts("What is the highest rate the Helio pump delivers?", s)["superlative:highest"] == "met"
+    # a floor is no cap; a contrary superlative and a ranked thing (no quantity) stay unmet
+    s = "Each retry waits at least 2 seconds."
+    assert _verdicts("What is the longest wait between retries?", s)["superlative:longest"] == "unmet"
+    s = "The shortest wait is up to 2 seconds."
+    assert _verdicts("What is the longest wait between retries?", s)["superlative:longest"] == "unmet"
+    s = "Rivers in Vireo run for up to 300 km."
+    assert _verdicts("What is the longest river in Vireo?", s)["superlative:longest"] == "unmet"
+    s = "Vireo's children are up to 12 years old."
+    assert _verdicts("Who is the youngest child of Vireo?", s)["superlative:youngest"] == "unmet"
+
+
+def test_a_license_in_a_condition_is_the_topic_not_the_attribute_asked() -> None:
+    assert asked_attribute("What happens if our Helio licence runs out - do we lose the old data?") is None
+    assert asked_attribute("Что будет, если лицензия Helio истечёт?") is None
+    assert asked_attribute("Under which license is helio released?").value == "license"
+    assert asked_attribute("If I fork helio, which license applies?").value == "license"
+
+
+def test_a_name_in_the_sections_above_the_sentence_meets_the_name_asked() -> None:
+    from core.answer.verify import ChunkText, verify_quotes
+    sent = "The contract signed in May covers 2,500 containers in the first stage."
+    text = f"Contract\n\n{sent}"  # an HTML page's '<h3>Contract</h3>' under '<h2>Helio Shipping</h2>'
+    q = "How many containers does the first stage of the Helio Shipping contract cover?"
+    got = verify_quotes(q, f"{sent} [c1]", ["c1"], {"c1": ChunkText(text, "Clients / Helio Shipping / Contract",
+                                                                     "clients.html / Clients")}, refusal="No.")
+    assert not got.refused, got.text
+    other = verify_quotes(q, f"{sent} [c1]", ["c1"], {"c1": ChunkText(text, "Clients / Vireo Lines / Contract",
+                                                                       "clients.html / Clients")}, refusal="No.")
+    assert other.refused  # another client's section stays another client's
