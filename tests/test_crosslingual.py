@@ -333,3 +333,13 @@ def test_a_russian_deputy_of_a_role_is_met_by_english_second_in_command() -> Non
     alone = [v.verdict for v in check("Кто был назначен командующим в 1756 году?", Evidence(s, s)).verdicts
              if v.constraint.kind == "role"]
     assert alone == ["unmet"]
+
+
+def test_an_acronym_russian_translates_and_a_noun_the_list_does_not_know_are_still_read_as_before() -> None:
+    from core.answer.verify import _entity_in, _read, question_constraints
+    ent = next(c for c in question_constraints("Когда вступили США в войну?") if c.kind == "entity")
+    assert _entity_in(ent, _read("The United States entered the war in 1917."), True)  # by translation, not initials
+    # a capitalised adjective's noun the bilingual list has no English for is left to the adjective
+    assert name_stated("Шотландская ассамблея", "A devolved Scottish Assembly failed.")
+    assert name_stated("Религиозной коалиции", "the Religious Coalition for Reproductive Choice")
+    assert not name_stated("Семилетняя война", "The Seven Years' peace.")  # a noun the list knows must be stated

@@ -213,6 +213,9 @@ def name_stated(name: str, text: str, *, cut: float = SOUND_CUT) -> bool:
     that sounds the same (its sound key within `cut`) or, for a word the bilingual list knows, as its English form.
     An invented name ('Браккенфилда') meets neither; 'Фридриха Ратцеля' meets 'Friedrich Ratzel'."""
     words = [w for w in _WORD.findall(name) if w.lower() not in RU_STOP and w.lower() not in EN_STOP]
+    # a lower-case word is the common noun a capitalised adjective opens ('Семилетняя война': core.answer.verify's
+    # names): checked when the bilingual list knows it ('война' is 'war'), else left to the name's other words
+    words = [w for w in words if not (w.islower() and _CYR.search(w) and translated(w, set(), "") is None)] or words
     if not words:
         return False
     latin = _LATIN_WORD.findall(text)

@@ -1048,10 +1048,11 @@ def _entity_in(c: Constraint, read: _Read, cross: bool) -> bool:
         return c.text.lower() in read.raw
     if re.fullmatch(r"[A-ZА-ЯЁ]{2,6}", c.text) and _acronym_in(c.text, read.raw_cased):
         return True
-    if cross and re.fullmatch(r"[А-ЯЁ]{2,6}", c.text):  # a Cyrillic acronym over Latin text: a Latin acronym or
-        # a capitalised run whose initials are its letters' transliteration or their translated words' ('ОМЦ' is the
-        # United Methodist Church; core.answer.translit.acronym_stated)
-        return acronym_stated(c.text, read.raw_cased)
+    if cross and re.fullmatch(r"[А-ЯЁ]{2,6}", c.text) and acronym_stated(c.text, read.raw_cased):  # a Cyrillic
+        # acronym over Latin text: a Latin acronym or a capitalised run whose initials are its letters'
+        # transliteration or their translated words' ('ОМЦ' is the United Methodist Church:
+        # core.answer.translit.acronym_stated); else by its sound or translation below ('США', 'НАТО')
+        return True
     keys = [k for k in c.values if k not in EN_STOP and k not in RU_STOP]
     if not keys:
         return True
