@@ -320,3 +320,64 @@ def test_a_sentence_that_states_the_asked_role_leads_when_the_best_does_not() ->
     a, _, _ = cross_answer("Где находится компания, которую основал финансовый директор Velmont?", [p], _RoleReader(),
                            refusal=REFUSAL, margin=0.0)
     assert a.text.startswith("Velmont Labs is headquartered"), a.text
+
+
+def test_a_russian_name_opened_by_a_capitalised_adjective_is_checked_whole_across_scripts() -> None:
+    from core.answer.verify import question_constraints
+
+    def names(q: str) -> list[str]:
+        return [c.text for c in question_constraints(q) if c.kind == "entity"]
+    # Russian capitalises a proper name's first word only: the adjective and the noun it agrees with are one name
+    assert names("Какой период времени охватывает Семилетняя война?") == ["Семилетняя война"]
+    assert names("Как долго длились бои в Семилетней войне?") == ["Семилетней войне"]
+    assert names("Когда закончился последний Ледниковый период?") == ["Ледниковый период"]
+    # a noun and its genitive ('Палатой общин'), a name and its verb ('Толстой написал') are not read so
+    assert names("Что общего у парламента с Палатой общин?") == ["Палатой"]
+    assert names("Когда Толстой написал роман?") == ["Толстой"]
+    # a numeral-and-time compound reads as English writes it ('seven years', 'seven-year', '7 years')
+    text = "The entire international conflict is known as the Seven Years' War. It began in 1756."
+    assert name_stated("Семилетняя война", text) and name_stated("Семилетней войне", text)
+    assert not name_stated("Тридцатилетняя война", text) and not name_stated("Семидневная война", text)
+    chunks = {"c5": ChunkText(text, "", "French and Indian War")}
+    quoted = "The entire international conflict is known as the Seven Years' War. [c5]"
+    finder = NameFinder(ToyReader())
+    ok = verify_quotes("Когда началась Семилетняя война?", quoted, ["c5"], chunks, refusal=REFUSAL, names=finder)
+    assert not ok.refused
+    bad = verify_quotes("Когда началась Столетняя война?", quoted, ["c5"], chunks, refusal=REFUSAL, names=finder)
+    assert bad.refused and "Столетняя война" in bad.text
+
+
+def test_a_cyrillic_acronym_is_found_in_english_by_its_letters_or_their_translated_words() -> None:
+    from core.answer.translit import acronym_stated
+    text = "There was an attempt to withdraw the United Methodist Church from the Religious Coalition."
+    assert acronym_stated("ОМЦ", text)  # Объединённая (united) Методистская Церковь
+    assert acronym_stated("ЮНЕСКО", "UNESCO listed the site.")  # the Latin acronym transliterated
+    assert not acronym_stated("ЮНЕСКО", text) and not acronym_stated("НАТО", text)
+    chunks = {"c6": ChunkText(text, "", "Methodism")}
+    quoted = "There was an attempt to withdraw the United Methodist Church from the Religious Coalition. [c6]"
+    finder = NameFinder(ToyReader())
+    ok = verify_quotes("Откуда пытались вывести ОМЦ?", quoted, ["c6"], chunks, refusal=REFUSAL, names=finder)
+    assert not ok.refused
+    bad = verify_quotes("Откуда пытались вывести НАТО?", quoted, ["c6"], chunks, refusal=REFUSAL, names=finder)
+    assert bad.refused and "НАТО" in bad.text
+
+
+def test_a_russian_deputy_of_a_role_is_met_by_english_second_in_command() -> None:
+    s = "Newcastle replaced him in 1756 with Lord Loudoun, with Major General James Abercrombie as his second in command."
+    roles = [(v.constraint.text, v.verdict) for v in check("Кто был назначен заместителем командующего в 1756 году?",
+                                                            Evidence(s, s)).verdicts if v.constraint.kind == "role"]
+    assert ("командующ", "met") in roles
+    # the role alone, not a deputy's, is still refused by the general and the deputy the sentence names
+    alone = [v.verdict for v in check("Кто был назначен командующим в 1756 году?", Evidence(s, s)).verdicts
+             if v.constraint.kind == "role"]
+    assert alone == ["unmet"]
+
+
+def test_an_acronym_russian_translates_and_a_noun_the_list_does_not_know_are_still_read_as_before() -> None:
+    from core.answer.verify import _entity_in, _read, question_constraints
+    ent = next(c for c in question_constraints("Когда вступили США в войну?") if c.kind == "entity")
+    assert _entity_in(ent, _read("The United States entered the war in 1917."), True)  # by translation, not initials
+    # a capitalised adjective's noun the bilingual list has no English for is left to the adjective
+    assert name_stated("Шотландская ассамблея", "A devolved Scottish Assembly failed.")
+    assert name_stated("Религиозной коалиции", "the Religious Coalition for Reproductive Choice")
+    assert not name_stated("Семилетняя война", "The Seven Years' peace.")  # a noun the list knows must be stated

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Literal, Sequence
 from core.answer import german
 from core.answer.attributes import QUALIFIERS, asked_attribute, states_value, subject_names
 from core.answer.support import sentence_contexts
-from core.answer.translit import english_of, name_stated
+from core.answer.translit import acronym_stated, english_of, name_stated
 from core.answer.units import units
 from core.text import EN_STOP, FIELD_LINE, RU_STOP, guess_language, sentence_spans, tokenize
 from core.types import StageInfo
@@ -784,6 +784,29 @@ def _roles(text: str) -> list[str]:
 _SECOND_IN_COMMAND = re.compile(r"(?i)\bsecond[- ]in[- ]command\b")
 
 
+_RU_ADJ = re.compile(r"[а-яё]{3,}(ая|яя|ый|ий|ой|ей|ое|ее|ые|ие|ого|его|ому|ему|ую|юю|ым|им|ых|их|ыми|ими)$")
+# a Russian adjective's ending -> the endings of the nouns it agrees with (case, number, gender): 'Семилетней войне',
+# 'Ледникового периода'; 'Палатой общин' is a noun and its genitive, no adjective and its noun
+_RU_AGREE = {"ая": "аяь", "яя": "аяь", "ый": "бвгджзклмнпрстфхцчшщйь", "ий": "бвгджзклмнпрстфхцчшщйь",
+             "ой": "ыиейью", "ей": "ыиейью", "ое": "оеи", "ее": "оеи", "ые": "ыиа", "ие": "ыиа", "ого": "ая",
+             "его": "ая", "ому": "ую", "ему": "ую", "ую": "уюь", "юю": "уюь", "ым": "мь", "им": "мь",
+             "ых": "вйхбвгджзклмнпрстфцчшщь", "их": "вйхбвгджзклмнпрстфцчшщь", "ыми": "иь", "ими": "иь"}
+
+
+def _ru_agrees(adjective: str, noun: str) -> bool:
+    """Whether a Russian noun's ending agrees with the adjective before it (a rough reading of its case)."""
+    m = _RU_ADJ.search(adjective.lower())
+    if not m:
+        return False
+    end = m.group(1)
+    if end in ("ой", "ей") and noun.endswith(("ой", "ей", "ью")):
+        return True
+    return noun[-1:] in _RU_AGREE[end]
+# a Russian verb's endings (past, present, infinitive): 'Толстой написал' is a name and its verb, no longer name
+_RU_VERB = re.compile(r"(л|ла|ло|ли|лся|лась|лось|лись|ть|ться|ти|ет|ит|ут|ют|ат|ят|ется|ится|ются|ятся)$")
+_RU_LOWER = re.compile(r"[а-яё][а-яё\-]+")
+
+
 def _names(question: str) -> list[tuple[str, list[str]]]:
     """Names the question uses: runs of capitalised words that do not open it (and are no role or month; in German, no
     common noun: core.answer.german.common_noun), acronyms and codes, each with its words."""
@@ -793,11 +816,14 @@ def _names(question: str) -> list[tuple[str, list[str]]]:
     de = _german(question)
     words = [m.group(0) for m in toks]
 
+    head: list[str] = []  # the common noun a Russian name's capitalised adjective opens ('Семилетняя война')
+
     def flush() -> None:
         if run:
             run[-1] = re.sub(r"['’]s$", "", run[-1])  # 'Jane Doe's project': the name is 'Jane Doe'
-            out.append((" ".join(run), list(run)))
+            out.append((" ".join(run + head), list(run)))
             run.clear()
+        head.clear()
 
     for i, m in enumerate(toks):
         w = m.group(0)
@@ -812,6 +838,16 @@ def _names(question: str) -> list[tuple[str, list[str]]]:
                 not _MONTH_RU.match(low) and not _YEAR.fullmatch(w) and low not in EN_STOP and low not in RU_STOP:
             if not any(low.startswith(r) for r in _ROLES_RU if r not in _ROLE_RU_SHORT):
                 run.append(w)
+                nxt = toks[i + 1] if i + 1 < len(toks) else None
+                if len(run) == 1 and nxt is not None and _ru_agrees(w, nxt.group(0)) and \
+                        question[m.end():nxt.start()] == " " and _RU_LOWER.fullmatch(nxt.group(0)) and \
+                        nxt.group(0) not in RU_STOP and not _RU_VERB.search(nxt.group(0)):
+                    # Russian capitalises a proper name's first word only: 'Семилетняя война' (the Seven Years'
+                    # War), 'Ледникового периода'; the name is read whole (its text, what a check across scripts
+                    # looks for) and keyed by its capitalised word (as read in Russian text before)
+                    head.append(nxt.group(0))
+                    flush()
+                    continue
                 if re.search(r"['’]s$", w) or re.match(r"['’]s\b", question[m.end():]):
                     flush()  # 'Acme's Plant Division': two names, the owner and what it owns
                 continue
@@ -1106,6 +1142,11 @@ def _entity_in(c: Constraint, read: _Read, cross: bool) -> bool:
             r"(?<![\w-])" + re.escape(plural.group(1).lower()) + r"(?![\w-])", read.raw) is not None
     if re.fullmatch(r"[A-ZА-ЯЁ]{2,6}", c.text) and _acronym_in(c.text, read.raw_cased):
         return True
+    if cross and re.fullmatch(r"[А-ЯЁ]{2,6}", c.text) and acronym_stated(c.text, read.raw_cased):  # a Cyrillic
+        # acronym over Latin text: a Latin acronym or a capitalised run whose initials are its letters'
+        # transliteration or their translated words' ('ОМЦ' is the United Methodist Church:
+        # core.answer.translit.acronym_stated); else by its sound or translation below ('США', 'НАТО')
+        return True
     keys = [k for k in c.values if k not in EN_STOP and k not in RU_STOP]
     if not keys:
         return True
@@ -1337,7 +1378,7 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         # a name the evidence never states: the sibling shown is one the sentence states in the asked name's slot
         return Verdict(c, "unmet", instead=tuple(_parallel_names(c, sentence, question)[:3]))
     if c.kind in ("role", "event", "superlative") and cross and _CYR.search(c.text) and not _CYR.search(sentence):
-        return _across(c, parts, sentence_read, sentence)
+        return _across(c, parts, sentence_read, sentence, question)
     if c.kind == "role":
         for where, r in local:
             if _role_in(c.text, r.roles) or _verb_states(c.text.split()[-1], r.raw_cased):
@@ -1632,12 +1673,16 @@ def _has_super(r: _Read, s: str) -> bool:
         (not _CYR.search(s) and s in r.keys)
 
 
-def _across(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read: _Read, sentence: str) -> Verdict:
+def _across(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read: _Read, sentence: str,
+            question: str = "") -> Verdict:
     """A Russian role, event or superlative against English evidence, through its English words
     (core.answer.translit.english_of); a word the list does not know stays unchecked."""
     want = english_of(c.kind, c.values[0])
     if not want:
         return Verdict(c, "unchecked")
+    if c.kind == "role" and re.search(r"(?i)заместител[а-яё]*\s+" + re.escape(c.values[0]), question):
+        want = tuple(f"deputy {e}" for e in want)  # 'заместитель командующего' is the deputy commander (English
+        # also 'second in command'), as German's 'stellvertretender Befehlshaber'
     if c.kind == "role":  # as the same-language check: stated nearby, else another role in the sentence refutes
         for where, r in parts[:3]:
             if any(_role_in(e, r.roles) for e in want):
