@@ -62,6 +62,20 @@ def _pick_workspace(page, sync_api, name: str) -> None:  # noqa: ANN001
     sync_api.expect(side.get_by_role("combobox", name="Workspace")).to_have_value(name)
 
 
+def _tick(page, sync_api, box) -> None:  # noqa: ANN001
+    """Tick a checkbox once the app is idle; a rerun still drawing may redraw the box unticked under the click."""
+    for _ in range(3):
+        _settled(page)
+        if not box.locator("input").is_checked():
+            box.locator("label").click()
+        try:
+            sync_api.expect(box.locator("input")).to_be_checked(timeout=15_000)
+            break
+        except AssertionError:
+            continue
+    sync_api.expect(box.locator("input")).to_be_checked()
+
+
 def test_delete_confirmation_is_clear_after_delete_and_switch(seeded: Path, tmp_path: Path) -> None:
     sync_api = _need_browser()
     expect = sync_api.expect
@@ -77,8 +91,7 @@ def test_delete_confirmation_is_clear_after_delete_and_switch(seeded: Path, tmp_
             side = page.locator("[data-testid=stSidebar]")
             side.get_by_text("Manage workspaces").click()
             box = side.locator("[data-testid=stCheckbox]").filter(has_text="Delete 'gone'")
-            box.locator("label").click()
-            expect(box.locator("input")).to_be_checked()
+            _tick(page, sync_api, box)
             side.get_by_role("button", name="Delete", exact=True).click()
             expect(page.get_by_text("deleted 'gone'")).to_be_visible()
             _pick_workspace(page, sync_api, "keep")
