@@ -905,7 +905,7 @@ def _period(question: str) -> list[Constraint]:
     return out
 
 
-_IDENT = re.compile(r"[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)*")
+_LOWER_TITLE = re.compile(r"[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)*")
 
 
 def _lower_names(q: str, known: Iterable[str], found: Sequence[Constraint]) -> list[tuple[str, list[str]]]:
@@ -913,7 +913,7 @@ def _lower_names(q: str, known: Iterable[str], found: Sequence[Constraint]) -> l
     'python-multipart': a package, a tool, a command), as the question writes them. Only a title its own document
     writes in lower case counts: a capitalised title ('Pricing') is an ordinary word when a question writes it in
     lower case, and capitalised names are read by _names already."""
-    forms = {re.sub(r"[-_.]", "-", k.strip()) for k in known if _IDENT.fullmatch(k.strip() or "-")}
+    forms = {re.sub(r"[-_.]", "-", k.strip()) for k in known if _LOWER_TITLE.fullmatch(k.strip() or "-")}
     forms = {f for f in forms if len(f) >= 3 and f not in EN_STOP}
     if not forms:
         return []
