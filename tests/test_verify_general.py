@@ -112,3 +112,19 @@ def test_which_episode_number_asks_a_number_that_several_does_not_state() -> Non
     # 'how many' is still met by a vague quantity
     assert _verdicts("How many talks featured Fernwick?", "Fernwick has been featured in several talks.")[
         "asks:a number"] == "met"
+
+
+def test_a_config_key_asked_is_met_as_written_beside_a_lower_case_word() -> None:
+    from core.answer.verify import ChunkText, verify_quotes
+
+    chunk = ("Output:\n\n```python\nName(id='bar', ctx=Load())\nTrue\n```\n\n"
+             "In general `is_widget_ready` returns False for the following values:\n"
+             "- Literals (e.g. `123`, `'abc'`)\n- Variables or attributes whose name is equal to the value's "
+             "`__name__`, such as `foo` above or `self.foo` if it was a method.\n- Builtins (e.g. `len`) referred to by their usual name.\n\n"
+             "To make things easier, you can combine the checks with:\n\n```python\nwidgets.ready_grouped(root)\n```")
+    ans = ("- Literals (e.g. `123`, `'abc'`) [d-c] In general `is_widget_ready` returns False for the following "
+           "values: [d-c]")
+    v = verify_quotes("What does is_widget_ready return for literals?", ans, ["d-c"],
+                      {"d-c": ChunkText(chunk, "`widgetkit`", "widgetkit.md / widgetkit")}, refusal="R.",
+                      known=["widgetkit"])
+    assert not v.refused and "returns False" in v.text
