@@ -38,6 +38,7 @@ def main() -> None:
     ap.add_argument("--only", help="a substring: ask only the questions holding it")
     ap.add_argument("--set", type=Path, default=SET, help="the questions (default: the dev set)")
     ap.add_argument("--packages", nargs="+", default=list(PACKAGES), help="the packages whose METADATA is the corpus")
+    ap.add_argument("--note", default="", help="what this run is (e.g. a re-run after changes its items prompted)")
     args = ap.parse_args()
     site = Path(sys.prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
     qs = [json.loads(x) for x in args.set.read_text(encoding="utf-8").splitlines() if x.strip()]
@@ -77,7 +78,8 @@ def main() -> None:
     print(json.dumps(summary, indent=1))
     if args.out:
         write_result(args.out.stem, {"what": __doc__.split("\n")[0], "summary": summary, "machine": machine_info(),
-                                     "set": args.set.name, "packages": args.packages, "rows": rows}, args.out,
+                                     "set": args.set.name, "packages": args.packages, "rows": rows,
+                                     **({"note": args.note} if args.note else {})}, args.out,
                      table=MEASURED_METADATA)
 
 
@@ -92,7 +94,8 @@ def measured_metadata(payload: dict[str, Any], file: str) -> list[Any]:
     cols = ("right", "refused_right", "wrong", "refused_wrong")
     lines: list[Any] = [f"### Documents nobody here wrote: {Path(qset).name}",
                         f"The METADATA of {', '.join(pkgs)}; questions written before their first run. "
-                        f"Right or refused right: **{s['right_or_refused_right']}**.",
+                        f"Right or refused right: **{s['right_or_refused_right']}**."
+                        + (f" {payload['note']}" if payload.get("note") else ""),
                         grid(("kind", *cols), [(k, *(s["by_kind"][k].get(c, 0) for c in cols)) for k in kinds])]
     misses = [r for r in payload.get("rows", []) if r["outcome"] in ("wrong", "refused_wrong")]
     if misses:

@@ -534,7 +534,8 @@ def _verify(q: _Query, answer: Answer | None, deps: Deps) -> AnswerStep:
                                                         if ch.doc_id in heads else "",
                                                         heads[ch.doc_id][2] if ch.doc_id in heads else "")
                                          for cid, ch in chunks.items()},
-                        cross=_cross_reader(q, list(chunks), deps))
+                        cross=_cross_reader(q, list(chunks), deps),
+                        known=sorted({h[1] for h in q.rows.heads.values() if h[1]}))  # the documents read
     return AnswerStep((), got.notes, info=got.info, answer=got.answer)
 
 

@@ -77,3 +77,54 @@ def test_a_name_in_the_sections_above_the_sentence_meets_the_name_asked() -> Non
     other = verify_quotes(q, f"{sent} [c1]", ["c1"], {"c1": ChunkText(text, "Clients / Vireo Lines / Contract",
                                                                        "clients.html / Clients")}, refusal="No.")
     assert other.refused  # another client's section stays another client's
+
+
+def test_a_document_titled_in_lower_case_names_what_a_question_asks_about() -> None:
+    from core.answer.verify import ChunkText, verify_quotes
+
+    q = "Which organisations funded the development of fernwick?"
+    known = ["fernwick", "tollbar-cli", "Pricing"]
+    kinds = {c.kind + ":" + c.text for c in question_constraints(q, known)}
+    assert "entity:fernwick" in kinds
+    assert not any(k.startswith("entity:") for k in {c.kind + ":" + c.text for c in question_constraints(q)})
+    # a capitalised title is an ordinary word in a lower-case question
+    assert not any(c.kind == "entity" for c in question_constraints("What does the pricing page list?", known))
+    # a hyphenated package name, written with '_' or '-'
+    assert "entity:tollbar_cli" in {c.kind + ":" + c.text for c in
+                                    question_constraints("Who maintains tollbar_cli?", known)}
+    other = "We are grateful to Quarry Labs and Ostend Futures for funding. [d1-c1]"
+    chunks = {"d1-c1": ChunkText("We are grateful to Quarry Labs and Ostend Futures for funding.", "", "tollbar-cli"),
+              "d2-c1": ChunkText("Fernwick is funded by Quarry Labs.", "", "fernwick")}
+    v = verify_quotes(q, other, ["d1-c1"], chunks, refusal="The corpus does not say.", known=known)
+    assert v.refused and "fernwick" in v.text  # another package's funders are not fernwick's
+    assert not verify_quotes(q, other, ["d1-c1"], chunks, refusal="The corpus does not say.").refused  # before
+    right = "Fernwick is funded by Quarry Labs. [d2-c1]"
+    assert not verify_quotes(q, right, ["d2-c1"], chunks, refusal="The corpus does not say.", known=known).refused
+
+
+def test_which_episode_number_asks_a_number_that_several_does_not_state() -> None:
+    q = "Which episode number of the Harbour Talk podcast featured Fernwick?"
+    assert "asks:a number" in {c.kind + ":" + c.text for c in question_constraints(q)}
+    assert _verdicts(q, "Fernwick has been featured in several talks on the Harbour Talk podcast.")[
+        "asks:a number"] == "unmet"
+    assert _verdicts(q, "Fernwick was on the Harbour Talk podcast, episode 402.")["asks:a number"] == "met"
+    assert "asks:a number" in {c.kind + ":" + c.text for c in question_constraints("Какой номер выпуска у подкаста?")}
+    # 'how many' is still met by a vague quantity
+    assert _verdicts("How many talks featured Fernwick?", "Fernwick has been featured in several talks.")[
+        "asks:a number"] == "met"
+
+
+def test_a_config_key_asked_is_met_as_written_beside_a_lower_case_word() -> None:
+    from core.answer.verify import ChunkText, verify_quotes
+
+    chunk = ("Output:\n\n```python\nName(id='bar', ctx=Load())\nTrue\n```\n\n"
+             "In general `is_widget_ready` returns False for the following values:\n"
+             "- Literals (e.g. `123`, `'abc'`)\n- Variables or attributes whose name is equal to the value's "
+             "`__name__`, such as `foo` above or `self.foo` if it was a method.\n- Builtins (e.g. `len`) referred to by their usual name.\n\n"
+             "To make things easier, you can combine the checks with:\n\n```python\nwidgets.ready_grouped(root)\n```")
+    ans = ("- Literals (e.g. `123`, `'abc'`) [d-c] In general `is_widget_ready` returns False for the following "
+           "values: [d-c]")
+    v = verify_quotes("What does is_widget_ready return for literals?", ans, ["d-c"],
+                      {"d-c": ChunkText(chunk, "`widgetkit`", "widgetkit.md / widgetkit")}, refusal="R.",
+                      known=["widgetkit"])
+    assert not v.refused and "returns False" in v.text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Collection, Mapping, Sequence
+from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -794,18 +794,21 @@ class VerifiedAnswer:
 
 
 def verify_answer(question: str, answer: Answer, chunks: Mapping[str, ChunkText],
-                  cross: CrossReader | None = None) -> VerifiedAnswer:
+                  cross: CrossReader | None = None, known: Iterable[str] = ()) -> VerifiedAnswer:
     """The verify stage's adapter: an offline answer's quoted sentences checked against the question's constraints
     (refused with the reason and the nearest fact when none meets them all), or Claude's answer checked against the
     passages it cites (flagged at its head when one is unmet). `cross`: a multilingual reader that looks for the
     question's names in passages written in another script, or a German question's words that may be names
-    (core.answer.crosslingual.NameFinder)."""
+    (core.answer.crosslingual.NameFinder). `known`: the titles of the documents the query read; a title written in
+    lower case ('greenlet') is a name when the question writes it (core.answer.verify.question_constraints)."""
+    known = tuple(known)
     names = NameFinder(cross) if cross is not None and reads_across(question, [c.text for c in chunks.values()]) \
         else None  # (a German question over German passages: its words that may be names, core.answer.verify)
     if answer.mode == "llm":
-        v = verify_model_answer(question, answer.text, answer.citations, dict(chunks), names=names)
+        v = verify_model_answer(question, answer.text, answer.citations, dict(chunks), names=names, known=known)
     else:
-        v = verify_quotes(question, answer.text, answer.citations, dict(chunks), refusal=REFUSAL, names=names)
+        v = verify_quotes(question, answer.text, answer.citations, dict(chunks), refusal=REFUSAL, names=names,
+                          known=known)
     out = replace(answer, text=v.text, citations=v.citations, refused=v.refused)
     verdicts = v.info.verdicts()
     notes = [f"{len(v.info.constraints)} constraint(s): " + ", ".join(

@@ -195,7 +195,10 @@ _ASKS_YEAR = re.compile(r"(?i)\b(which|what|in which|in what) year\b|в како
 # question proper ('When imperialism impacts ..., what is it called?') is a conjunction and asks none
 _ASKS_WHEN = re.compile(r"(?i)^\W*(and |since |until |till |и |с |до |seit |bis )?(when|когда|wann)\b"
                         r"(?![^?]*,\s*(what|which|who|how|что|как|кто|was|welche\w*|wer|wie)\b)")
-_ASKS_NUMBER = re.compile(r"(?i)\bhow (many|much)\b|\bсколько\b|\bwie viele?\b|\bwieviele?\b")
+# 'how many', and 'which episode number' / 'what number' / 'какой номер' / 'welche Nummer': a number is asked
+_ASKS_NUMBER = re.compile(r"(?i)\bhow (many|much)\b|\bсколько\b|\bwie viele?\b|\bwieviele?\b|"
+                          r"\b(which|what)\s+(\w+\s+)?number\b|\bкак(ой|ого|им)\s+(\w+\s+)?номер|"
+                          r"\bwelche[rn]?\s+(\w+)?nummer\b")
 _ASKS_MONTH = re.compile(r"(?i)\b(which|what|in which) month\b|в каком месяце|\bin welchem monat\b")
 # A question that asks which company makes, sells or supplies something ('Which company makes the modem in the X?',
 # 'Who manufactures ...', 'Какая компания производит ...', 'Кто поставляет ...'): its answer names an organisation.
@@ -902,16 +905,41 @@ def _period(question: str) -> list[Constraint]:
     return out
 
 
-def question_constraints(question: str) -> tuple[Constraint, ...]:
+_LOWER_TITLE = re.compile(r"[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)*")
+
+
+def _lower_names(q: str, known: Iterable[str], found: Sequence[Constraint]) -> list[tuple[str, list[str]]]:
+    """Names written in lower case that the workspace's documents title themselves with ('greenlet',
+    'python-multipart': a package, a tool, a command), as the question writes them. Only a title its own document
+    writes in lower case counts: a capitalised title ('Pricing') is an ordinary word when a question writes it in
+    lower case, and capitalised names are read by _names already."""
+    forms = {re.sub(r"[-_.]", "-", k.strip()) for k in known if _LOWER_TITLE.fullmatch(k.strip() or "-")}
+    forms = {f for f in forms if len(f) >= 3 and f not in EN_STOP}
+    if not forms:
+        return []
+    have = {c.text.lower() for c in found if c.kind == "entity"}
+    out = []
+    for m in re.finditer(r"(?<![\w-])[A-Za-z][A-Za-z0-9]*(?:[-_.][A-Za-z0-9]+)*(?![\w-])", q):
+        w = m.group(0)
+        if w == w.lower() and re.sub(r"[-_.]", "-", w) in forms and w not in have:
+            have.add(w)
+            out.append((w, [p for p in re.split(r"[-_.]", w) if p]))
+    return out
+
+
+def question_constraints(question: str, known: Iterable[str] = ()) -> tuple[Constraint, ...]:
     """What the question pins down, in the order it says it: names, roles, years, months, numbers, ordinals,
     superlatives, negation, direction of change, relative periods, and the kind of value asked (a person, a year,
-    a number). A public function: the answer cache's guard and golden-set generation read it too."""
+    a number). A public function: the answer cache's guard and golden-set generation read it too. `known`: the
+    titles of the workspace's documents the query read (a lower-case title is a name: _lower_names)."""
     out: list[Constraint] = []
     q = question.strip()
     modifiers = _acronym_attributes(q)
     for text, words in _names(q):
         if text in modifiers:  # 'the IP rating of': the acronym says which attribute is asked, no name to look for
             continue
+        out.append(Constraint("entity", text, tuple(_key(w) for w in words)))
+    for text, words in _lower_names(q, known, out):
         out.append(Constraint("entity", text, tuple(_key(w) for w in words)))
     for w in _soft_names(q):
         out.append(Constraint("entity", w, (_key(w),), soft=True))
@@ -1794,7 +1822,11 @@ def _asks(c: Constraint, sentence: str, r: _Read, question: str, heading: str = 
         if counts:  # 'how many containers': a share ('40%'), a calendar year ('in January 2024') or a label
             # ('section 3', 'phase 2') counts none
             nums = nums - _percents(sentence) - {n for _, n in _labels(sentence)}
-        ok = bool(nums) or (not counts and bool(r.years - qy)) or bool(re.search(
+        # 'which episode number': a number that labels one thing; 'several', 'many' state no such number
+        labelled = bool(re.search(r"(?i)\bnumber\b|номер|nummer", question)) and not _ASKS_NUMBER.search(
+            re.sub(r"(?i)\b(which|what)\s+(\w+\s+)?number\b|\bкак(ой|ого|им)\s+(\w+\s+)?номер\w*|"
+                   r"\bwelche[rn]?\s+(\w+)?nummer\b", " ", question))
+        ok = bool(nums) or (not counts and bool(r.years - qy)) or not labelled and bool(re.search(
             r"(?i)\b(several|many|few|dozens|hundreds|thousands|millions|numerous|half|a number of|"
             r"несколько|много|мало|сотни|тысячи|миллионы|половин|большинство)\b", sentence))
     return Verdict(c, "met", "sentence") if ok else Verdict(c, "unmet")
@@ -2033,12 +2065,12 @@ def _topic_keys(question: str, cons: Sequence[Constraint]) -> set[str] | None:
 
 
 def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: dict[str, ChunkText], *,
-                  refusal: str, names: NameCheck | None = None) -> Verified:
+                  refusal: str, names: NameCheck | None = None, known: Iterable[str] = ()) -> Verified:
     """An extractive answer checked: each quoted sentence against the question's constraints, read with its chunk.
     Sentences that state a sibling of what is asked (another year, name, role) are dropped; when no quoted sentence
     meets every constraint the answer becomes a refusal saying which constraint failed, with the nearest fact shown
-    as not the answer."""
-    cons = question_constraints(question)
+    as not the answer. `known`: the titles of the documents the query read (question_constraints)."""
+    cons = question_constraints(question, known)
     claims = quoted_claims(text, citations)
     if not cons:
         return Verified(text, tuple(citations), False, VerifyInfo("no_constraints"))
@@ -2150,11 +2182,11 @@ def _shares_value(a: _Read, b: _Read) -> bool:
 
 
 def verify_model_answer(question: str, text: str, citations: Sequence[str], chunks: dict[str, ChunkText], *,
-                        names: NameCheck | None = None) -> Verified:
+                        names: NameCheck | None = None, known: Iterable[str] = ()) -> Verified:
     """A model's answer checked against the passages it cites: each constraint of the question must be stated by
     one of them. The model's wording is its own, so nothing is quoted or dropped: an unmet constraint is flagged at
     the head of the answer, never passed in silence."""
-    cons = tuple(c for c in question_constraints(question) if c.kind not in ("asks", "negation", "direction"))
+    cons = tuple(c for c in question_constraints(question, known) if c.kind not in ("asks", "negation", "direction"))
     if not cons:
         return Verified(text, tuple(citations), False, VerifyInfo("no_constraints"))
     checks = []
