@@ -411,3 +411,15 @@ def test_dense_guard_keeps_a_reworded_corpus_question_from_refusal() -> None:
     n = len(asked)
     route_offline("What does error code E-TDW-4107 mean?", SAMPLE_VOCAB, **KW, dense_top=top(0.9), dense_min_cosine=0.6)
     assert len(asked) == n  # a retrieval decision never pays for the dense lookup
+
+
+def test_an_out_of_scope_reply_names_the_words_the_corpus_never_uses() -> None:
+    from core.route.stage import unknown_words
+
+    assert unknown_words("When did the Lisbon office open?", SAMPLE_VOCAB, tokenize) == ["Lisbon", "open"]
+    assert unknown_words("Which error code means the queue is full?", SAMPLE_VOCAB, tokenize) == []
+    d = decide_route("please book me a flight to lisbon for friday", PipelineConfig(), OfflineLLM(),
+                     vocabulary=SAMPLE_VOCAB, titles=lambda: ["Remote work policy"])
+    assert d.route.cls == "out-of-scope" and not d.retrieves
+    assert d.reply.endswith("Remote work policy. No document here mentions 'please', 'book', 'flight'.")
+    assert unknown_words("which year did Andorra join the union", SAMPLE_VOCAB, tokenize)[0] == "Andorra"

@@ -2,6 +2,7 @@
 the LLM, the corpus vocabulary and an injected `search`; each hands back what its trace stage shows."""
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Collection, Mapping, Sequence
@@ -26,6 +27,7 @@ from core.route.router import (
     route_offline,
 )
 from core.route.transforms import Rewrite, TransformResult, rewrite, run_transform
+from core.text import tokenize
 from core.trace import StepOutput
 from core.types import DEFAULT_WORKSPACE, Answer, Candidate, RouteInfo, StageInfo, Usage
 
@@ -67,6 +69,17 @@ class RouteDecision:
         """The decision retrieval continues with after CAG gave no answer: the class's own route."""
         assert self.fallback is not None
         return replace(self, named=self.fallback, fallback=None, notes=(*self.notes, why))
+
+
+def unknown_words(question: str, vocabulary: Collection[str], tokenizer: Callable[[str], list[str]]) -> list[str]:
+    """The question's words, as written, none of whose index terms the corpus's vocabulary holds (stop words and
+    words under three letters aside), names (capitalised after the first word) first."""
+    out: list[tuple[bool, str]] = []
+    for i, w in enumerate(re.findall(r"[^\W_][\w'’.-]*[^\W_]", question)):
+        terms = tokenizer(w)
+        if len(w) >= 3 and terms and not any(t in vocabulary for t in terms) and w not in (x for _, x in out):
+            out.append((not (i > 0 and w[:1].isupper()), w))
+    return [w for _, w in sorted(out, key=lambda x: x[0])]
 
 
 def decide_route(question: str, config: PipelineConfig, llm: LLM | None, *, vocabulary: Collection[str] | None,
@@ -111,6 +124,12 @@ def decide_route(question: str, config: PipelineConfig, llm: LLM | None, *, voca
             raise RouteError(f"route {named.name}: {exc}") from exc
         notes.append("route settings: " + ", ".join(f"{k}={v}" for k, v in named.overrides.items()))
     reply = named.reply.replace("{topics}", topics or corpus_topics(titles())) if not named.retrieve else ""
+    if reply and named.name == "out-of-scope" and route.method != "override" and vocabulary:
+        # say which of the question's words the corpus never uses ('When did the Lisbon office open?'): the reason
+        # a question about something close to the corpus is refused, not only what the corpus is about
+        unknown = unknown_words(question, vocabulary, tokenizer or tokenize)
+        if unknown:
+            reply += " No document here mentions " + ", ".join(f"'{w}'" for w in unknown[:3]) + "."
     decision = RouteDecision(route, named, cfg, reply, (*route.notes, *notes))
     if named.retrieve and (rc.override == CAG_ROUTE or (config.cag.enabled and not rc.override)):
         decision = _with_cag(decision, routes, cag_estimate, asked=rc.override == CAG_ROUTE)
