@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import glob
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -83,6 +84,12 @@ def main() -> None:
                      table=MEASURED_METADATA)
 
 
+def _plain(text: str) -> str:
+    """An answer's Markdown links as text ('[Why?](#why)' -> 'Why? (#why)'): quoted in measured.md, a link to another
+    document's anchor would point nowhere."""
+    return re.sub(r"\[([^\]]*)\]\(([^)\s]*)\)", r"\1 (\2)", text)
+
+
 def measured_metadata(payload: dict[str, Any], file: str) -> list[Any]:
     """One walk: its questions' outcomes by kind, and every miss with the answer given (read the items)."""
     cmd = payload.get("run", {}).get("command", "")
@@ -100,7 +107,7 @@ def measured_metadata(payload: dict[str, Any], file: str) -> list[Any]:
     misses = [r for r in payload.get("rows", []) if r["outcome"] in ("wrong", "refused_wrong")]
     if misses:
         lines.append(grid(("missed question", "outcome", "answer given (first 160 characters)"),
-                          [(r["q"], r["outcome"], " ".join(r["text"][:160].split()).replace("|", "/"))
+                          [(r["q"], r["outcome"], _plain(" ".join(r["text"][:160].split())).replace("|", "/"))
                            for r in misses]))
     lines.append(CAPTION)
     return lines
