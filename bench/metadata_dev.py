@@ -80,14 +80,10 @@ def main() -> None:
     if args.out:
         write_result(args.out.stem, {"what": __doc__.split("\n")[0], "summary": summary, "machine": machine_info(),
                                      "set": args.set.name, "packages": args.packages, "rows": rows,
-                                     **({"note": args.note} if args.note else {})}, args.out,
-                     table=MEASURED_METADATA)
+                                     "note": args.note}, args.out, table=MEASURED_METADATA)
 
 
-def _plain(text: str) -> str:
-    """An answer's Markdown links as text ('[Why?](#why)' -> 'Why? (#why)'): quoted in measured.md, a link to another
-    document's anchor would point nowhere."""
-    return re.sub(r"\[([^\]]*)\]\(([^)\s]*)\)", r"\1 (\2)", text)
+_LINK = re.compile(r"\[([^\]]*)\]\(([^)\s]*)\)")  # an answer's Markdown link: text in measured.md (no anchor there)
 
 
 def measured_metadata(payload: dict[str, Any], file: str) -> list[Any]:
@@ -101,13 +97,13 @@ def measured_metadata(payload: dict[str, Any], file: str) -> list[Any]:
     cols = ("right", "refused_right", "wrong", "refused_wrong")
     lines: list[Any] = [f"### Documents nobody here wrote: {Path(qset).name}",
                         f"The METADATA of {', '.join(pkgs)}; questions written before their first run. "
-                        f"Right or refused right: **{s['right_or_refused_right']}**."
-                        + (f" {payload['note']}" if payload.get("note") else ""),
+                        f"Right or refused right: **{s['right_or_refused_right']}**. {payload.get('note', '')}".strip(),
                         grid(("kind", *cols), [(k, *(s["by_kind"][k].get(c, 0) for c in cols)) for k in kinds])]
     misses = [r for r in payload.get("rows", []) if r["outcome"] in ("wrong", "refused_wrong")]
     if misses:
         lines.append(grid(("missed question", "outcome", "answer given (first 160 characters)"),
-                          [(r["q"], r["outcome"], _plain(" ".join(r["text"][:160].split())).replace("|", "/"))
+                          [(r["q"], r["outcome"],
+                            _LINK.sub(r"\1 (\2)", " ".join(r["text"][:160].split())).replace("|", "/"))
                            for r in misses]))
     lines.append(CAPTION)
     return lines
