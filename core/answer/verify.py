@@ -195,10 +195,12 @@ _ASKS_YEAR = re.compile(r"(?i)\b(which|what|in which|in what) year\b|в како
 # question proper ('When imperialism impacts ..., what is it called?') is a conjunction and asks none
 _ASKS_WHEN = re.compile(r"(?i)^\W*(and |since |until |till |и |с |до |seit |bis )?(when|когда|wann)\b"
                         r"(?![^?]*,\s*(what|which|who|how|что|как|кто|was|welche\w*|wer|wie)\b)")
-# 'how many', and 'which episode number' / 'what number' / 'какой номер' / 'welche Nummer': a number is asked
-_ASKS_NUMBER = re.compile(r"(?i)\bhow (many|much)\b|\bсколько\b|\bwie viele?\b|\bwieviele?\b|"
-                          r"\b(which|what)\s+(\w+\s+)?number\b|\bкак(ой|ого|им)\s+(\w+\s+)?номер|"
-                          r"\bwelche[rn]?\s+(\w+)?nummer\b")
+# 'how many', and 'which episode number' / 'what number' / 'какой номер' / 'welche Nummer' (a number that labels one
+# thing): a number is asked
+_AMOUNT = r"\bhow (many|much)\b|\bсколько\b|\bwie viele?\b|\bwieviele?\b"
+_LABEL_NUMBER = r"\b(which|what)\s+(\w+\s+)?number\b|\bкак(ой|ого|им)\s+(\w+\s+)?номер|\bwelche[rn]?\s+(\w+)?nummer\b"
+_ASKS_AMOUNT, _ASKS_LABEL_NUMBER = re.compile(_AMOUNT, re.I), re.compile(_LABEL_NUMBER, re.I)
+_ASKS_NUMBER = re.compile(f"{_AMOUNT}|{_LABEL_NUMBER}", re.I)
 _ASKS_MONTH = re.compile(r"(?i)\b(which|what|in which) month\b|в каком месяце|\bin welchem monat\b")
 # A question that asks which company makes, sells or supplies something ('Which company makes the modem in the X?',
 # 'Who manufactures ...', 'Какая компания производит ...', 'Кто поставляет ...'): its answer names an organisation.
@@ -1823,9 +1825,7 @@ def _asks(c: Constraint, sentence: str, r: _Read, question: str, heading: str = 
             # ('section 3', 'phase 2') counts none
             nums = nums - _percents(sentence) - {n for _, n in _labels(sentence)}
         # 'which episode number': a number that labels one thing; 'several', 'many' state no such number
-        labelled = bool(re.search(r"(?i)\bnumber\b|номер|nummer", question)) and not _ASKS_NUMBER.search(
-            re.sub(r"(?i)\b(which|what)\s+(\w+\s+)?number\b|\bкак(ой|ого|им)\s+(\w+\s+)?номер\w*|"
-                   r"\bwelche[rn]?\s+(\w+)?nummer\b", " ", question))
+        labelled = bool(_ASKS_LABEL_NUMBER.search(question)) and not _ASKS_AMOUNT.search(question)
         ok = bool(nums) or (not counts and bool(r.years - qy)) or not labelled and bool(re.search(
             r"(?i)\b(several|many|few|dozens|hundreds|thousands|millions|numerous|half|a number of|"
             r"несколько|много|мало|сотни|тысячи|миллионы|половин|большинство)\b", sentence))
