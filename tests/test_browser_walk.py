@@ -51,15 +51,17 @@ def _settled(page) -> None:  # noqa: ANN001
 
 def _pick_workspace(page, sync_api, name: str) -> None:  # noqa: ANN001
     side = page.locator("[data-testid=stSidebar]")
-    for _ in range(3):  # a rerun still drawing may replace the list under the click: open it again
-        _settled(page)
+    box = side.get_by_role("combobox", name="Workspace")
+    for _ in range(3):  # a rerun still drawing may replace the list under the click, or redraw the old choice after
+        _settled(page)  # it (a delete's rerun): open it again
         side.locator("[data-testid=stSelectbox]").filter(has_text="Workspace").click()
         try:
             page.get_by_role("option", name=name, exact=True).click(timeout=10_000)
+            sync_api.expect(box).to_have_value(name, timeout=15_000)
             break
-        except sync_api.Error:
+        except (sync_api.Error, AssertionError):
             page.keyboard.press("Escape")
-    sync_api.expect(side.get_by_role("combobox", name="Workspace")).to_have_value(name)
+    sync_api.expect(box).to_have_value(name)
 
 
 def _tick(page, sync_api, box) -> None:  # noqa: ANN001
