@@ -19,7 +19,7 @@ from core.answer.cache import (
 )
 from core.answer.cache_verifier import make_verifier, query_vector
 from core.answer import e5_scorer
-from core.answer.attributes import header_gap, is_header, states_field
+from core.answer.attributes import asked_attribute, header_gap, is_header, states_field, subject_terms
 from core.answer.crosslingual import CrossReader
 from core.answer.stage import verify_answer, verify_skip
 from core.answer.synthesis import GlobalReduce, compared_items, pick_mode, synthesized_answer
@@ -103,7 +103,7 @@ from core.route.stage import (
 )
 from core.route.tools import Neighbours, Toolbox, ToolOutcome, plan_question, run_llm, run_offline
 from core.route.tools import citations as tool_citations
-from core.text import guess_language, sha256_text
+from core.text import guess_language, sha256_text, tokenize
 from core.trace import (  # noqa: F401 - the names older callers import from here
     TRANSFORMS,
     Kept,
@@ -462,7 +462,7 @@ def _header_fields(q: _Query, cands: Sequence[Candidate], config: PipelineConfig
             of_doc.setdefault(c.doc_id, []).append(rows[c.chunk_id].text)
     gaps = {d: header_gap(q.text, texts) for d, texts in of_doc.items()}
     if not any(gaps.values()):
-        return list(cands)
+        return _record_field(q, cands, of_doc, config, deps)
     out, have, added = list(cands), {c.chunk_id for c in top}, 0
     for c in top:
         ch = rows.get(c.chunk_id)
@@ -480,6 +480,36 @@ def _header_fields(q: _Query, cands: Sequence[Candidate], config: PipelineConfig
             added += 1
             gaps[c.doc_id] = None  # one line per document
     return [c.with_rank(i) for i, c in enumerate(out, start=1)][: max(len(cands), config.answer.max_chunks)]
+
+
+def _record_field(q: _Query, cands: Sequence[Candidate], of_doc: Mapping[str, Sequence[str]], config: PipelineConfig,
+                  deps: Deps) -> list[Candidate]:
+    """Asked an attribute a header states as a field of the record the question names ('Who is the author of
+    Narwhals?': the document whose file name or title holds the question's subject terms is among the candidates),
+    when none of that document's chunks handed on states it: the document's header chunk that does joins the
+    answerer's chunks right after that document's first one (at the answerer's last place when it ranks below the cut).
+    Why: a multi-hop route's bridging round filled the pool with its own hits and pushed the header, ninth of ten,
+    out; a question-shaped chunk (a table of contents) outranks a header of 'Classifier' lines. One line per query."""
+    attr = asked_attribute(q.text)
+    subj = subject_terms(q.text, attr) if attr is not None and attr.keys else set()
+    if attr is None or not subj:
+        return list(cands)
+    heads = _doc_head_rows(q, [c.doc_id for c in cands], deps)
+    anchor = next((i for i, c in enumerate(cands) if c.doc_id in heads and
+                   subj <= set(tokenize(" ".join(heads[c.doc_id][:2])))), None)
+    if anchor is None or any(states_field(t, attr) for t in of_doc.get(cands[anchor].doc_id, ())):
+        return list(cands)
+    doc = cands[anchor].doc_id
+    have = {c.chunk_id for c in cands[: config.answer.max_chunks]}
+    found = next((x for x in deps.store.corpus.chunks(q.workspace, doc_id=doc) if x.chunk_id not in have and
+                  is_header(x.text) and states_field(x.text, attr)), None)
+    if found is None:
+        return list(cands)
+    c = cands[anchor]
+    out = [o for o in cands if o.chunk_id != found.chunk_id]
+    at = min(out.index(c) + 1, config.answer.max_chunks - 1)
+    out.insert(at, Candidate(found.chunk_id, doc, found.text, c.score, c.rank, {**c.meta, "record_field": c.chunk_id}))
+    return [x.with_rank(i) for i, x in enumerate(out, start=1)][: max(len(cands), config.answer.max_chunks)]
 
 
 def _answer(q: _Query, final: StageResult | None, config: PipelineConfig, deps: Deps,

@@ -236,3 +236,13 @@ def test_a_changelog_item_under_a_subheading_is_quoted_with_its_section_release(
     b = extractive_answer("How long can the GammaOS offline queue hold events?", c, threshold=0.0,
                           headings={"gamma-8": ("GammaOS notes", "GammaOS 5.2.0")}).answer
     assert "[GammaOS 5.2.0]" not in b.text  # no release asked: the quote stands alone
+
+
+def test_a_list_item_with_its_indented_line_is_one_quotable_item() -> None:
+    from core.answer.support import claim_spans
+
+    text = ("- [Harbour Talk](https://example.org/harbour)\n  Cats and ships on the quay\n\n"
+            "- [Quay Bytes](https://example.org/live/X7w?t=382)\n  Episode 402, topic #2\n")
+    got = [" ".join(text[s:e].split()) for s, e in claim_spans(text)]
+    assert "- [Quay Bytes](https://example.org/live/X7w?t=382) Episode 402, topic #2" in got
+    assert not any(g == "Episode 402, topic #2" for g in got)

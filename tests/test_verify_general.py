@@ -128,3 +128,36 @@ def test_a_config_key_asked_is_met_as_written_beside_a_lower_case_word() -> None
                       {"d-c": ChunkText(chunk, "`widgetkit`", "widgetkit.md / widgetkit")}, refusal="R.",
                       known=["widgetkit"])
     assert not v.refused and "returns False" in v.text
+
+
+def test_a_list_item_is_about_what_it_names_not_its_siblings() -> None:
+    chunk = ("## Appears on\n\nFernwick was featured in several podcasts:\n\n"
+             "- [Harbour Talk](https://example.org/harbour)\n  Cats and ships on the quay\n\n"
+             "- [Quay Bytes](https://example.org/live/X7w?t=382)\n  Episode 402, topic #2\n")
+    item = "- [Quay Bytes](https://example.org/live/X7w?t=382) Episode 402, topic #2"
+    # the item's own podcast: met in the item itself
+    assert _verdicts("Which episode of the Quay Bytes podcast featured Fernwick?", item, chunk)[
+        "entity:Quay Bytes"] == "met"
+    # the sibling item's podcast stands in the chunk only inside another item: not met by this one
+    assert _verdicts("Which episode number of the Harbour Talk podcast featured Fernwick?", item, chunk)[
+        "entity:Harbour Talk"] == "unmet"
+    # a name the list's lead-in states still meets a question about an item under it
+    lead = "Fernwick was featured on Harbour Talk:\n\n- Episode 12, about quays\n- Episode 14, about ships\n"
+    assert _verdicts("Which episode of Harbour Talk was about quays?", "- Episode 12, about quays", lead)[
+        "entity:Harbour Talk"] == "met"
+
+
+def test_a_number_inside_a_web_address_states_no_value() -> None:
+    q = "Which episode number of the Harbour Talk podcast featured Fernwick?"
+    s = "- [Harbour Talk](https://example.org/episodes/16702460-the-rise) The rise of Fernwick"
+    assert _verdicts(q, s)["asks:a number"] == "unmet"
+    assert _verdicts(q, s + ", episode 31")["asks:a number"] == "met"
+
+
+def test_a_web_address_does_not_label_a_quote_with_a_language() -> None:
+    from core.answer.stage import quoted_language
+    from core.types import Answer
+
+    a = Answer("- [Quay Bytes Podcast](https://www.example.org/live/N7w_ESVW40I?si=y-wN1uCsAuJOKlOT&t=382) Episode 402, "
+               "topic #2 [d-c]", ("d-c",), False, "extractive")
+    assert quoted_language("Which episode of the Quay Bytes podcast featured Fernwick?", a)[0].text == a.text

@@ -210,3 +210,37 @@ def test_a_name_that_opens_in_lower_case_and_goes_on_in_capitals_is_checked() ->
     assert ("entity", "macOS") in _unmet(q, Evidence("alphalib.win_service_iter() lists Windows services."))
     assert check(q, Evidence("On macOS, alphalib.services() lists them.")).ok
     assert ("entity", "iPhone") in [(c.kind, c.text) for c in question_constraints("When was the iPhone released?")]
+
+
+def test_the_named_records_header_field_joins_when_no_chunk_of_it_states_the_asked_field(store) -> None:  # noqa: ANN001
+    from types import SimpleNamespace
+
+    from core.deps import Deps
+    from core.ingest.pipeline import ingest_files
+    from core.pipeline import _header_fields
+    from core.types import DEFAULT_WORKSPACE, Candidate
+    from tests.fakes import HashEmbedder
+
+    head = ["Metadata-Version: 2.4", "Name: alphalib", "Version: 1.2.0", "Author: Ada Quill",
+            "License-Expression: MIT"] + [f"Classifier: Topic :: Subject {i} :: Item {i}" for i in range(12)]
+    body = ["", "# alphalib", ""] + [f"Alphalib draws table number {i} in a terminal, with borders of every kind and "
+                                     f"colours chosen by the user's theme; section {i} explains the options." for i in
+                                     range(40)]
+    emb, cfg = HashEmbedder(), PipelineConfig()
+    ingest_files([("alphalib.md", "\n".join(head + body).encode())], store=store, embedder=emb, config=cfg)
+    chunks = store.corpus.chunks()
+    header = next(c for c in chunks if "Author: Ada Quill" in c.text)
+    late = [c for c in chunks if c.ordinal > header.ordinal + 2]
+    assert late, "the fixture needs body chunks far from the header"
+    cands = [Candidate(c.chunk_id, c.doc_id, c.text, 1.0 - i / 10, i + 1) for i, c in enumerate(late[:3])]
+
+    def query(text: str) -> SimpleNamespace:
+        return SimpleNamespace(text=text, workspace=DEFAULT_WORKSPACE,
+                               rows=SimpleNamespace(chunks={}, no_chunk=set(), heads={}, no_doc=set()))
+
+    got = _header_fields(query("Who is the author of alphalib?"), cands, cfg, Deps(store=store, embedder=emb))
+    assert [c.chunk_id for c in got][:2] == [late[0].chunk_id, header.chunk_id]
+    # another record asked about, or no field attribute asked: the candidates stay as they were
+    for q in ("Who is the author of betalib?", "What does alphalib draw?"):
+        assert [c.chunk_id for c in _header_fields(query(q), cands, cfg, Deps(store=store, embedder=emb))] == \
+            [c.chunk_id for c in cands]

@@ -746,7 +746,8 @@ def quoted_language(question: str, answer: Answer) -> tuple[Answer, tuple[str, .
     says which ("(quoted in English)") and the trace notes both languages. Refusals and same-language answers pass."""
     if answer.refused:
         return answer, ()
-    body = strip_citations(answer.text)
+    body = re.sub(r"(?i)\b(?:https?|ftp)://\S+|\bwww\.\S+", " ", strip_citations(answer.text))  # an address's
+    # letters are no language ('?si=y-wN1uCsAuJOKlOT' read as Spanish)
     if len(re.findall(r"[^\W\d_]{2,}", re.sub(r"(?m)(^|\s)[A-Za-z][\w\-]*:\s", " ", body))) < 4:
         return answer, ()  # a value and a field key ('License-Expression: MIT') are too few words to tell a language
     q_lang, a_lang = guess_language(question), guess_language(body)

@@ -176,6 +176,14 @@ def _line_structured(text: str, s: int, e: int, code: list[tuple[int, int]]) -> 
         sum(1 for ln in lines if _reads_as_code(ln)) >= 2
 
 
+def _one_item(body: str) -> bool:
+    """Whether a span is one list item with its indented lines ('- [Python Bytes Podcast](...)' over '  Episode 402,
+    topic #2'): an item, quoted whole; read as a sentence, its first line was taken for a heading and cut off, and
+    the rest ('Episode 402, topic #2') was too short a line to quote."""
+    first, _, rest = body.partition("\n")
+    return bool(_ITEM.match(first)) and all(ln[:1] in (" ", "\t") for ln in rest.split("\n") if ln.strip())
+
+
 def units(text: str) -> list[Unit]:
     """The text's units in order: sentences of prose, and where the text is line-structured (a run of `Key: Value`
     fields, a code block, a list) its lines."""
@@ -195,7 +203,8 @@ def _units(text: str) -> tuple[Unit, ...]:
                 body = text[s:e]
                 out.append(Unit(s, e, "doc" if _prose_in_code(body) else "code"))
             else:
-                out.append(Unit(s, e, kind_of_line(text[s:e]) if "\n" not in text[s:e] else "sentence"))
+                out.append(Unit(s, e, kind_of_line(text[s:e]) if "\n" not in text[s:e] else
+                                "item" if _one_item(text[s:e]) else "sentence"))
         if fs < fe:
             out.extend(_line_units(text, fs, fe, code))
         pos = fe
