@@ -246,3 +246,16 @@ def test_a_list_item_with_its_indented_line_is_one_quotable_item() -> None:
     got = [" ".join(text[s:e].split()) for s, e in claim_spans(text)]
     assert "- [Quay Bytes](https://example.org/live/X7w?t=382) Episode 402, topic #2" in got
     assert not any(g == "Episode 402, topic #2" for g in got)
+
+
+def test_a_parameter_line_with_its_default_is_quotable_other_code_is_not() -> None:
+    from core.answer.support import claim_spans
+
+    text = ("The API is small:\n\n```python\ndef load(\n    data: bytes,\n    /,\n    *,\n    strict_mode: bool = True,\n"
+            "    number_mode: Literal['float', 'decimal'] = 'float',\n) -> Any:\n    x = compute(data)\n    "
+            "return x\n```\n")
+    got = [" ".join(text[s:e].split()) for s, e in claim_spans(text)]
+    assert "number_mode: Literal['float', 'decimal'] = 'float'," in got and "strict_mode: bool = True," in got
+    assert not any(g.startswith(("x = ", "return", "data: bytes", "def load")) for g in got)
+    pydoc = "```\nclass Grid\n |  Methods defined here:\n |\n |  __init__(self, max_cols=12)\n |      Constructor\n```\n"
+    assert "__init__(self, max_cols=12)" in [" ".join(pydoc[s:e].split()) for s, e in claim_spans(pydoc)]

@@ -32,6 +32,12 @@ _CODE_LINE = re.compile(
     r"[\w.\[\]'\"]+\s*(=|\+=|-=)\s*[^=]|[\w.]+\(.*\)\s*([;,]|#.*|//.*)?$|[{}\[\]()]+[,;]?\s*$|<[/!]?\w)")
 
 
+# a signature's parameter line with its default ('float_mode: Literal[...] = \'float\',') and a method's signature
+# with defaults as pydoc prints it ('__init__(self, max_width=80)')
+_DEFAULT_PARAM = re.compile(r"^[A-Za-z_]\w*\s*:\s*[^=\n]{1,80}?\s=\s*[^\s=,)][^=]*,?$|"
+                            r"^\w+\((?:self|cls)\b[^()]*\w\s*=\s*[^\s=,)][^()]*\)$")
+
+
 @dataclass(frozen=True)
 class Unit:
     """One quotable (or not) unit of a text: its span and what it is."""
@@ -148,6 +154,9 @@ def _line_units(text: str, s: int, e: int, code: list[tuple[int, int]]) -> list[
         if a >= b:
             continue
         body = text[a:b]
+        if in_code and _DEFAULT_PARAM.match(body):  # a parameter with its default, as a signature or pydoc writes it
+            out.append(Unit(a, b, "doc"))  # ('allow_inf_nan: bool = True,', '__init__(self, max_width=80)'): it
+            continue  # states the default, and is quoted for it
         if _FENCE.match(body) or _RST_CODE.match(body) or (in_code and not _prose_in_code(body)) or \
                 (_reads_as_code(body) and kind_of_line(body) != "field"):
             out.append(Unit(a, b, "code"))
