@@ -259,3 +259,31 @@ def test_a_parameter_line_with_its_default_is_quotable_other_code_is_not() -> No
     assert not any(g.startswith(("x = ", "return", "data: bytes", "def load")) for g in got)
     pydoc = "```\nclass Grid\n |  Methods defined here:\n |\n |  __init__(self, max_cols=12)\n |      Constructor\n```\n"
     assert "__init__(self, max_cols=12)" in [" ".join(pydoc[s:e].split()) for s, e in claim_spans(pydoc)]
+
+
+TABLE = ("## Performance\n\nThis package is faster than Oldlib.\n\n"
+         "| Package  | 99th percentile | 50th percentile |\n|----------|:---------------:|:---------------:|\n"
+         "| oldlib   |   2.7 ms    |     0.2 ms      |\n| newlib | 1.9 ms | 0.1 ms |\n\nThe host is a laptop.\n")
+
+
+def test_a_markdown_table_row_is_quoted_with_its_header() -> None:
+    from core.answer.support import claim_spans, claim_text, sentence_contexts
+
+    got = [claim_text(TABLE, s, e) for s, e in claim_spans(TABLE)]
+    assert "oldlib: 99th percentile 2.7 ms; 50th percentile 0.2 ms" in got
+    assert "newlib: 99th percentile 1.9 ms; 50th percentile 0.1 ms" in got
+    assert not any(g.startswith("|") or "Package" in g for g in got)  # the header and its rule are no claims
+    ctx = dict(sentence_contexts(TABLE, "speedlib"))
+    assert "Package · 99th percentile · 50th percentile" in ctx["oldlib: 99th percentile 2.7 ms; 50th percentile 0.2 ms"]
+    # a '|' line outside a table (no rule under a header) stays text
+    assert claim_text("| a lone bar line |", 0, 19) == "| a lone bar line |"
+
+
+def test_a_table_row_meets_the_ordinal_its_column_names_and_no_other() -> None:
+    from core.answer.verify import Evidence, check
+
+    row = "oldlib: 99th percentile 2.7 ms; 50th percentile 0.2 ms"
+    ok = check("What is the 99th percentile time of oldlib?", Evidence(row, TABLE, "", ""))
+    assert all(v.verdict != "unmet" for v in ok.verdicts), ok.verdicts
+    miss = check("What is the 90th percentile time of oldlib?", Evidence(row, TABLE, "", ""))
+    assert any(v.constraint.kind == "ordinal" and v.verdict == "unmet" for v in miss.verdicts), miss.verdicts

@@ -14,7 +14,7 @@ from typing import Literal, Sequence
 
 from core.text import FIELD_LINE, field_blocks, sentence_spans
 
-Kind = Literal["sentence", "field", "item", "doc", "code"]
+Kind = Literal["sentence", "field", "item", "doc", "code", "row"]
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _FENCE_LINE = re.compile(r"(?m)^\s*(```|~~~)")
@@ -154,6 +154,10 @@ def _line_units(text: str, s: int, e: int, code: list[tuple[int, int]]) -> list[
         if a >= b:
             continue
         body = text[a:b]
+        if not in_code and _TABLE_ROW.match(body):  # a Markdown table's line: a body row is a unit of its own, read
+            # with the table's header (core.answer.support's headings); the header and the rule under it are not
+            out.append(Unit(a, b, "row" if table_row(text, a) else "code"))
+            continue
         if in_code and _DEFAULT_PARAM.match(body):  # a parameter with its default, as a signature or pydoc writes it
             out.append(Unit(a, b, "doc"))  # ('allow_inf_nan: bool = True,', '__init__(self, max_width=80)'): it
             continue  # states the default, and is quoted for it
@@ -180,9 +184,49 @@ def _line_structured(text: str, s: int, e: int, code: list[tuple[int, int]]) -> 
     if len(lines) < 2:
         return False
     fields = sum(1 for ln in lines if FIELD.match(ln))
-    return fields >= 2 or any(_FENCE.match(ln) for ln in lines) or any(
+    return fields >= 2 or any(_TABLE_RULE.match(ln) for ln in lines) or any(_FENCE.match(ln) for ln in lines) or any(
         a < e and s < b for a, b in code) or sum(1 for ln in lines if _ITEM.match(ln) or re.fullmatch(r"\d{1,2}[.)]", ln)) >= 2 or \
         sum(1 for ln in lines if _reads_as_code(ln)) >= 2
+
+
+# a Markdown table's line ('| chardet | 2.7 ms | 1.0 ms |') and the rule under its header ('|------|:---:|')
+_TABLE_ROW = re.compile(r"^\|.*\|$")
+_TABLE_RULE = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)+\|?$")
+
+
+def _line_at(text: str, pos: int) -> tuple[int, int]:
+    a = text.rfind("\n", 0, pos) + 1
+    b = text.find("\n", pos)
+    return a, len(text) if b < 0 else b
+
+
+def table_header(text: str, pos: int) -> list[str] | None:
+    """The header cells of the Markdown table whose body row holds `pos` (None when the line is no such row): the
+    line above the rule ('|---|---|') that the rows above this one lead up to, in the same text."""
+    a, b = _line_at(text, pos)
+    if not _TABLE_ROW.match(text[a:b].strip()) or _TABLE_RULE.match(text[a:b].strip()):
+        return None
+    while a > 0:
+        pa, pb = _line_at(text, a - 1)
+        line = text[pa:pb].strip()
+        if _TABLE_RULE.match(line):
+            if pa == 0:
+                return None
+            ha, hb = _line_at(text, pa - 1)
+            head = text[ha:hb].strip()
+            return [c.strip() for c in head.strip("|").split("|")] if _TABLE_ROW.match(head) else None
+        if not _TABLE_ROW.match(line):
+            return None
+        a = pa
+    return None
+
+
+def table_row(text: str, pos: int) -> bool:
+    """Whether the line at `pos` is a Markdown table's body row with two cells or more that say something."""
+    head = table_header(text, pos)
+    a, b = _line_at(text, pos)
+    cells = [c.strip() for c in text[a:b].strip().strip("|").split("|")]
+    return head is not None and sum(1 for c in cells if re.search(r"\w", c)) >= 2
 
 
 def _one_item(body: str) -> bool:
@@ -315,6 +359,8 @@ def quotable(unit_text: str, kind: Kind) -> bool | None:
     if kind == "field":
         m = FIELD.match(unit_text)
         return bool(m) and len(re.findall(r"\w+", m.group("value"))) >= 1 and words <= 80
+    if kind == "row":
+        return 2 <= words <= 80
     if kind in ("item", "doc"):
         return 3 <= words <= 80
     return None
