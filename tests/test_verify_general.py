@@ -161,3 +161,13 @@ def test_a_web_address_does_not_label_a_quote_with_a_language() -> None:
     a = Answer("- [Quay Bytes Podcast](https://www.example.org/live/N7w_ESVW40I?si=y-wN1uCsAuJOKlOT&t=382) Episode 402, "
                "topic #2 [d-c]", ("d-c",), False, "extractive")
     assert quoted_language("Which episode of the Quay Bytes podcast featured Fernwick?", a)[0].text == a.text
+
+
+def test_who_maintains_asks_the_maintainer_a_field_or_a_sentence_states() -> None:
+    q = "Who maintains fernwick?"
+    assert "role:maintainer" in {c.kind + ":" + c.text for c in question_constraints(q, ["fernwick"])}
+    assert _verdicts(q, "Maintainer-email: Ada Quill <ada@example.org>")["role:maintainer"] == "met"
+    assert _verdicts(q, "Fernwick is maintained by the Quay team.")["role:maintainer"] == "met"
+    # the author is not the maintainer the question asks about
+    assert _verdicts(q, "Author-email: Quay Development Team <dev@example.org>")["role:maintainer"] == "unmet"
+    assert _verdicts(q, "Fernwick powers the configuration system of Quay and Harbour.")["role:maintainer"] == "unmet"

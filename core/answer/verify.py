@@ -104,7 +104,7 @@ _ROLES_EN = frozenset((
     "painter sculptor abbot abbess prior vicar pastor priest rabbi imam deacon chaplain curator registrar bursar "
     "steward headmaster headmistress lecturer comptroller controller auditor attorney prosecutor magistrate marshal "
     "constable commissioner councillor councilor alderman envoy legate lieutenant sergeant brigadier commodore "
-    "referee umpire cso cpo chro cno").split())
+    "referee umpire cso cpo chro cno maintainer").split())
 # the verbs that state a role ('directed by' names the director): general English, written for this check
 _ROLE_VERBS = (("director", r"direct(ed|s|ing)"), ("producer", r"produc(ed|es|ing)"),
                ("composer", r"compos(ed|es|ing)|music (was )?(written |composed )?by|score (was )?(written |composed )?by"),
@@ -115,19 +115,20 @@ _ROLE_VERBS = (("director", r"direct(ed|s|ing)"), ("producer", r"produc(ed|es|in
                ("painter", r"paint(ed|s)"), ("illustrator", r"illustrat(ed|es)"), ("translator", r"translat(ed|es)"),
                ("narrator", r"narrat(ed|es)"), ("choreographer", r"choreograph(ed|s)"), ("conductor", r"conduct(ed|s)"),
                ("host", r"host(ed|s)|present(ed|s)"), ("presenter", r"present(ed|s)|host(ed|s)"),
-               ("sculptor", r"sculpt(ed|s)"), ("lyricist", r"lyrics (were )?(written )?by"))
+               ("sculptor", r"sculpt(ed|s)"), ("lyricist", r"lyrics (were )?(written )?by"),
+               ("maintainer", r"maintain(ed|s|ing)"))
 _ROLE_VERB = [(r, re.compile(r"(?i)\b(" + v + r")\b")) for r, v in _ROLE_VERBS]
 # a question that asks a role with its verb: 'Who directed ...?', 'By whom was it produced?'
 _ASKS_ROLE_VERB = re.compile(r"(?i)^\W*(?:who|whom)\s+(?:\w+\s+)?(?P<v>directed|produced|composed|edited|photographed|"
                              r"shot|wrote|founded|co-founded|designed|invented|painted|illustrated|translated|narrated|"
-                             r"choreographed|conducted|hosted|presented|sculpted)\b|\bby whom\b[^?]*\b(?P<v2>directed|"
+                             r"choreographed|conducted|hosted|presented|sculpted|maintains|maintained)\b|\bby whom\b[^?]*\b(?P<v2>directed|"
                              r"produced|composed|edited|photographed|written|founded|designed|invented|painted)\b")
 _VERB_ROLE = {"directed": "director", "produced": "producer", "composed": "composer", "edited": "editor",
               "photographed": "cinematographer", "shot": "cinematographer", "wrote": "writer", "written": "writer",
               "founded": "founder", "co-founded": "founder", "designed": "designer", "invented": "inventor",
               "painted": "painter", "illustrated": "illustrator", "translated": "translator", "narrated": "narrator",
               "choreographed": "choreographer", "conducted": "conductor", "hosted": "host", "presented": "presenter",
-              "sculpted": "sculptor"}
+              "sculpted": "sculptor", "maintains": "maintainer", "maintained": "maintainer"}
 _ROLE_MODIFIERS = frozenset("vice deputy assistant associate executive senior junior prime first general managing "
                             "chief acting interim".split())
 _ROLES_RU = ("президент", "вице-президент", "председател", "директор", "генеральн", "менеджер", "руководител",
