@@ -287,3 +287,16 @@ def test_a_table_row_meets_the_ordinal_its_column_names_and_no_other() -> None:
     assert all(v.verdict != "unmet" for v in ok.verdicts), ok.verdicts
     miss = check("What is the 90th percentile time of oldlib?", Evidence(row, TABLE, "", ""))
     assert any(v.constraint.kind == "ordinal" and v.verdict == "unmet" for v in miss.verdicts), miss.verdicts
+
+
+def test_a_sentence_wrapped_inside_a_link_is_not_cut_as_a_heading() -> None:
+    from core.answer.support import claim_spans, claim_text
+
+    text = ("*Fernwick was originally developed by [Ada Quill](https://example.org/ada) and [Bo\n"
+            "Lind](https://example.org/bo) in close collaboration with the [Quay\nLab](https://example.org/).*\n")
+    got = [claim_text(text, s, e) for s, e in claim_spans(text)]
+    assert any(g.startswith("*Fernwick was originally developed by [Ada Quill]") and "Lind" in g for g in got), got
+    # a short line above a sentence is still its heading, cut from the quote
+    text2 = "Supply chain\nThe quoted lead time is twelve weeks for every order.\n"
+    assert [claim_text(text2, s, e) for s, e in claim_spans(text2)] == [
+        "The quoted lead time is twelve weeks for every order."]

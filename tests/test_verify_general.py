@@ -171,3 +171,12 @@ def test_who_maintains_asks_the_maintainer_a_field_or_a_sentence_states() -> Non
     # the author is not the maintainer the question asks about
     assert _verdicts(q, "Author-email: Quay Development Team <dev@example.org>")["role:maintainer"] == "unmet"
     assert _verdicts(q, "Fernwick powers the configuration system of Quay and Harbour.")["role:maintainer"] == "unmet"
+
+
+def test_a_name_with_a_word_of_its_own_beside_the_asked_one_is_its_sibling() -> None:
+    chunk = ("## Compatibility\n\nFernwick works with Linux, macOS and Windows. True color works with new Windows "
+             "Terminal, classic terminal is limited to 16 colors.")
+    s = "True color works with new Windows Terminal, classic terminal is limited to 16 colors."
+    assert _verdicts("How many colors is the classic macOS terminal limited to?", s, chunk)["entity:macOS"] == "unmet"
+    assert _verdicts("How many colors is the classic Windows terminal limited to?", s, chunk)[
+        "entity:Windows"] == "met"

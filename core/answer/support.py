@@ -727,6 +727,10 @@ def continues(sentence: str) -> bool:
 def _heading_line(line: str) -> str:
     """The line as a heading ('' when it is not one): short, no closing punctuation, decorations stripped."""
     line = line.strip().strip("#=-| ").strip()
+    if line.count("[") > line.count("]") or line.count("(") > line.count(")") or \
+            re.search(r"\s(and|or|the|of|with|by|to|in|for|a|an)$", line):
+        return ""  # a sentence wrapped mid-way: a link left open ('... by [Jake Vanderplas](...) and [Brian'), or a
+        # line that ends on a word that leads into the next
     return line if line and len(line.split()) <= 9 and not line.endswith((".", "!", "?", ";", ":", ",")) else ""
 
 
