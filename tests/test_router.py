@@ -423,3 +423,16 @@ def test_an_out_of_scope_reply_names_the_words_the_corpus_never_uses() -> None:
     assert d.route.cls == "out-of-scope" and not d.retrieves
     assert d.reply.endswith("Remote work policy. No document here mentions 'please', 'book', 'flight'.")
     assert unknown_words("which year did Andorra join the union", SAMPLE_VOCAB, tokenize)[0] == "Andorra"
+
+
+def test_a_question_whose_only_unknown_terms_are_numbers_is_retrieved_not_refused_as_out_of_scope() -> None:
+    from core.route.router import number_guard
+
+    vocab = set(tokenize("what is the time of the 99th percentile of chardet"))
+    assert number_guard(tokenize("What is the 90th percentile time of chardet?"), vocab).startswith(
+        "its only terms the corpus lacks are numbers ('90th'")
+    assert number_guard(tokenize("What is the 99th percentile time of chardet?"), vocab) == ""  # nothing unknown
+    assert number_guard(tokenize("What is the 90th percentile time of cats?"), vocab) == ""  # a word unknown too
+    # a flight booking the corpus knows nothing of stays out of scope (no number is all it lacks)
+    q = "please book me a flight to lisbon for friday"
+    assert route_offline(q, SAMPLE_VOCAB, **KW).cls == "out-of-scope"

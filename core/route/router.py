@@ -122,6 +122,18 @@ class Example:
     coverage: float
 
 
+def number_guard(tokens: Sequence[str], vocabulary: Collection[str]) -> str:
+    """Why a no-retrieval route must not stand (or ''): every term of the question the corpus lacks is a number, a year
+    or an ordinal ('the 90th percentile' over a corpus that gives the 99th). Such a question is about the corpus, and
+    close to what it holds: the answer stage's check refuses it with the neighbouring fact, which 'outside what I can
+    help with' would hide."""
+    unknown = [t for t in tokens if t not in vocabulary]
+    if unknown and all(any(ch.isdigit() for ch in t) for t in unknown):
+        return "its only terms the corpus lacks are numbers (" + ", ".join(f"'{t}'" for t in unknown[:3]) + \
+            "): the answer checks them"
+    return ""
+
+
 def load_examples(split: str | None = "train", path: Path = ROUTING_FILE) -> list[Example]:
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     return [Example(r["text"], r["label"], float(r["coverage"])) for r in rows if split is None or r["split"] == split]
@@ -382,6 +394,8 @@ def route_offline(question: str, vocabulary: Collection[str] | None, *, min_conf
         names = known_names(question, vocabulary, tokenizer)
         if names:
             guard = "it names " + ", ".join(f"'{n}'" for n in names[:3]) + ", which the corpus knows"
+    if cls in NO_RETRIEVAL and not guard and vocabulary and not unjudged:
+        guard = number_guard(tokenizer(question), vocabulary)
     if cls in NO_RETRIEVAL and not guard and evidence is not None and evidence_min_terms > 0:
         guard = evidence_guard(evidence(question), min_terms=evidence_min_terms, min_share=evidence_min_share,
                                unknown_weight=evidence_unknown_weight)
