@@ -1336,7 +1336,9 @@ def _parallel_names(c: Constraint, sentence: str, question: str) -> list[str]:
                 c.text not in name.split():
             out.append(name)  # a code of the same series ('ZX-340 Rugged' beside the asked 'ZX-210')
             continue
-        if _keys(name) <= qkeys or _keys(c.text) & _keys(name) or len(name) < 2 or name in _LITERALS:
+        own = [w for w in name.split() if not _keys(w) & qkeys]
+        if (_keys(name) & qkeys and not (len(own) < len(name.split()) and own and all(w.isalpha() for w in own))) or \
+                _keys(c.text) & _keys(name) or len(name) < 2 or name in _LITERALS:
             continue  # (a value the sentence states, 'False', 'None', is no name beside the asked one; a name whose
             # words the question all uses, or that holds the asked one, is the asked thing: 'new Windows Terminal'
             # beside the asked 'classic macOS terminal' holds one word of its own, Windows)
