@@ -414,7 +414,7 @@ def _strip_heading_lines(text: str, s: int, e: int) -> int:
         if not rest:
             return s
         decoration = bool(line) and not line.strip("-=*_#| ")
-        if not (decoration or not line or (_heading_line(line) and not rest[:1].islower())):
+        if not (decoration or not line or (_heading_line(line) and not _wrapped(line) and not rest[:1].islower())):
             return s
         s = nl + 1
 
@@ -724,13 +724,17 @@ def continues(sentence: str) -> bool:
     return bool(_CONTINUES.match(sentence))
 
 
+def _wrapped(line: str) -> bool:
+    """Whether a line that has a next line is a sentence wrapped mid-way, not a heading: a link or bracket left open
+    ('... by [Jake Vanderplas](...) and [Brian'), or a last word that leads into the next line ('and', 'the')."""
+    line = line.strip()
+    return line.count("[") > line.count("]") or line.count("(") > line.count(")") or \
+        bool(re.search(r"\s(and|or|the|of|with|by|to|in|for|a|an)$", line))
+
+
 def _heading_line(line: str) -> str:
     """The line as a heading ('' when it is not one): short, no closing punctuation, decorations stripped."""
     line = line.strip().strip("#=-| ").strip()
-    if line.count("[") > line.count("]") or line.count("(") > line.count(")") or \
-            re.search(r"\s(and|or|the|of|with|by|to|in|for|a|an)$", line):
-        return ""  # a sentence wrapped mid-way: a link left open ('... by [Jake Vanderplas](...) and [Brian'), or a
-        # line that ends on a word that leads into the next
     return line if line and len(line.split()) <= 9 and not line.endswith((".", "!", "?", ";", ":", ",")) else ""
 
 
@@ -746,7 +750,7 @@ def _headings(text: str, spans: Sequence[Span], *, versioned: bool = False) -> l
         for k, ln in enumerate(lines[:-1] if len(lines) > 1 else lines):
             h = _heading_line(ln)
             # a PDF wraps sentences mid-way: a short line whose next line goes on in lower case is no heading
-            if not h or (k + 1 < len(lines) and lines[k + 1].strip()[:1].islower()):
+            if not h or (k + 1 < len(lines) and (lines[k + 1].strip()[:1].islower() or _wrapped(ln))):
                 break
             if not versioned or _VERSION.search(h):
                 marks.append((s, h))
