@@ -180,3 +180,12 @@ def test_a_name_with_a_word_of_its_own_beside_the_asked_one_is_its_sibling() -> 
     assert _verdicts("How many colors is the classic macOS terminal limited to?", s, chunk)["entity:macOS"] == "unmet"
     assert _verdicts("How many colors is the classic Windows terminal limited to?", s, chunk)[
         "entity:Windows"] == "met"
+
+
+def test_who_wrote_a_package_is_answered_by_its_author_field() -> None:
+    from core.answer.attributes import subject_names
+
+    assert subject_names("Who wrote fernwick?") == ["fernwick"]
+    assert subject_names("Who wrote Hamlet?") == []  # a capitalised name is the check's own constraint
+    assert _verdicts("Who wrote fernwick?", "Author: Ada Quill")["role:writer"] == "met"
+    assert _verdicts("Who wrote fernwick?", "Maintainer: Ada Quill")["role:writer"] == "unmet"

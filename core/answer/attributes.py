@@ -173,6 +173,9 @@ _DOES_X = re.compile(r"(?i)\b(?:does|do|did|can|could|will|should|is|was)\s+([a-
                      r"provide|provides|have|has|do|handle|handles|accept|accepts|return|returns)\b")
 _OPENS_WITH = re.compile(r"(?i)^\s*(?:is|are|was|does|do|did|can|could|will|should)\s+(?:the\s+)?"
                          r"([a-z][a-z0-9_.\-]*[a-z0-9])\b")
+# 'Who wrote parso?', 'Who maintains fsspec?': the question is the verb and the thing's lower-case name
+_WHO_MADE = re.compile(r"(?i)^\W*who\s+(?:wrote|writes|created|creates|made|makes|developed|develops|authored|"
+                       r"maintains|maintained|started)\s+(?:the\s+)?([a-z][a-z0-9_.\-]*[a-z0-9])\s*[?.!]*\s*$")
 _PACKAGE_RU = re.compile(r"(?i)\b(?:пакет\w*|библиотек\w*|модул\w*|программ\w*|утилит\w*)\s+([A-Za-z][\w.\-]*)")
 
 
@@ -221,7 +224,8 @@ def subject_names(question: str) -> list[str]:
         return out  # 'the strain in structures?', 'by whom?': in a prose question a lower-case word is no name
     found = [m.group(1) for m in _POSSESSIVE.finditer(q)] + [m.group(1) for m in _OF_END.finditer(q)] + \
         [m.group(1) for m in _DOES_X.finditer(q)] + [m.group(1) for m in _PACKAGE_RU.finditer(q)] + \
-        [m.group(1) for m in _OPENS_WITH.finditer(q) if m.group(1) == m.group(1).lower()]
+        [m.group(1) for m in _OPENS_WITH.finditer(q) if m.group(1) == m.group(1).lower()] + \
+        [m.group(1) for m in _WHO_MADE.finditer(q) if m.group(1) == m.group(1).lower()]
     if _CYR.search(q):
         found += [m.group(0) for m in _LATIN_WORD.finditer(q)]
     found += [m.group(1) for m in _HYPHENATED.finditer(q) if not set(m.group(1).split("-")[1:-1]) & _LINKING]

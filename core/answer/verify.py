@@ -1161,11 +1161,14 @@ def states_role(roles: Sequence[str], text: str) -> bool:
     return bool(found) and any(_role_in(r, found) for r in roles)
 
 
+_SAME_ROLE = {"writer": "author", "author": "writer"}  # who wrote a package or a book is its author
+
+
 def _role_in(role: str, found: Sequence[str]) -> bool:
     base = role.split()[-1]
     for f in found:
         fb = f.split()[-1]
-        if fb == base:
+        if fb == base or _SAME_ROLE.get(base) == fb:
             # a modifier that changes the role ('vice president' is not 'president') must agree when either has one
             mod, fmod = role.split()[:-1], f.split()[:-1]
             if mod == fmod or (not mod and fmod and fmod[0] in ("first", "senior", "acting", "interim")) or \
