@@ -22,7 +22,7 @@ _FENCE_LINE = re.compile(r"(?m)^\s*(```|~~~)")
 _RST_CODE = re.compile(r"^\s*\.\.\s+(code-block|code|sourcecode|highlight)::")
 FIELD = FIELD_LINE  # a `Key: Value` line (core.text)
 _MARGIN = re.compile(r"[|│]+[ \t]*")
-_ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)])\s+\S")
+ITEM_LINE = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)])\s+\S")
 # A line that reads as code: an interpreter prompt, a statement, an assignment, a call standing alone, a comment,
 # a bracket or decorator line, a shell command.
 _CODE_LINE = re.compile(
@@ -128,7 +128,7 @@ def _reads_as_code(body: str) -> bool:
 
 def kind_of_line(body: str) -> Kind:
     """A line read on its own: a field, a list item, or a sentence."""
-    return "field" if FIELD.match(body) else "item" if _ITEM.match(body) else "sentence"
+    return "field" if FIELD.match(body) else "item" if ITEM_LINE.match(body) else "sentence"
 
 
 def _inside(s: int, e: int, ranges: list[tuple[int, int]]) -> bool:
@@ -165,7 +165,7 @@ def _line_units(text: str, s: int, e: int, code: list[tuple[int, int]]) -> list[
                 (_reads_as_code(body) and kind_of_line(body) != "field"):
             out.append(Unit(a, b, "code"))
             continue
-        kind: Kind = "field" if FIELD.match(body) else "item" if _ITEM.match(body) else "doc" if in_code else "sentence"
+        kind: Kind = "field" if FIELD.match(body) else "item" if ITEM_LINE.match(body) else "doc" if in_code else "sentence"
         prev = out[-1] if out else None
         indented = text[a - 1:a] in (" ", "\t")
         goes_on = prev is not None and prev.kind != "code" and kind in ("sentence", "doc") and \
@@ -185,7 +185,7 @@ def _line_structured(text: str, s: int, e: int, code: list[tuple[int, int]]) -> 
         return False
     fields = sum(1 for ln in lines if FIELD.match(ln))
     return fields >= 2 or any(_TABLE_RULE.match(ln) for ln in lines) or any(_FENCE.match(ln) for ln in lines) or any(
-        a < e and s < b for a, b in code) or sum(1 for ln in lines if _ITEM.match(ln) or re.fullmatch(r"\d{1,2}[.)]", ln)) >= 2 or \
+        a < e and s < b for a, b in code) or sum(1 for ln in lines if ITEM_LINE.match(ln) or re.fullmatch(r"\d{1,2}[.)]", ln)) >= 2 or \
         sum(1 for ln in lines if _reads_as_code(ln)) >= 2
 
 
@@ -234,7 +234,7 @@ def _one_item(body: str) -> bool:
     topic #2'): an item, quoted whole; read as a sentence, its first line was taken for a heading and cut off, and
     the rest ('Episode 402, topic #2') was too short a line to quote."""
     first, _, rest = body.partition("\n")
-    return bool(_ITEM.match(first)) and all(ln[:1] in (" ", "\t") for ln in rest.split("\n") if ln.strip())
+    return bool(ITEM_LINE.match(first)) and all(ln[:1] in (" ", "\t") for ln in rest.split("\n") if ln.strip())
 
 
 def units(text: str) -> list[Unit]:

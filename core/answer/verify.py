@@ -19,7 +19,7 @@ from core.answer import german
 from core.answer.attributes import QUALIFIERS, asked_attribute, states_value, subject_names
 from core.answer.support import sentence_contexts
 from core.answer.translit import acronym_stated, english_of, name_stated
-from core.answer.units import units
+from core.answer.units import ITEM_LINE, units
 from core.text import EN_STOP, FIELD_LINE, RU_STOP, guess_language, sentence_spans, tokenize
 from core.types import StageInfo
 
@@ -1084,15 +1084,12 @@ _FIRST_SAID = re.compile(r"(?i)\b(earliest|initial(ly)?|original(ly)?|inaugural|
 # a sentence that goes on about its chunk's subject with a definite noun ('The film', 'The couple')
 _REFERS = re.compile(r"(?i)^\W*(the|this|that|these|those)\s+[a-z]+")
 # A sentence that refers back ('he', 'its', 'the city') is about what its chunk names.
-_LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)])\s+\S")
-
-
 def _outside_items(chunk: str) -> str:
     """A chunk's text without its list items (each with its indented lines): its headings and lead-in sentences."""
     keep: list[str] = []
     in_item = False
     for ln in chunk.split("\n"):
-        if _LIST_ITEM.match(ln):
+        if ITEM_LINE.match(ln):
             in_item = True
         elif not (in_item and ln[:1] in (" ", "\t") and ln.strip()):
             in_item = False
@@ -1412,7 +1409,7 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
                 if where == "chunk" and FIELD_LINE.match(sentence) and not _names_the_record(c, r.raw_cased):
                     continue  # a field of a header ('Author: …') is about the record its Name line names, not about
                     # a package another field lists ('Requires-Dist: numpy')
-                if where == "chunk" and _LIST_ITEM.match(sentence) and \
+                if where == "chunk" and ITEM_LINE.match(sentence) and \
                         not _entity_in(c, _read(_outside_items(r.raw_cased)), cross and not _CYR.search(r.raw_cased)):
                     continue  # a list item is about what it names: the name stands only in a sibling item ('- Talk
                     # Python to me Podcast' above '- Python Bytes Podcast / Episode 402')
