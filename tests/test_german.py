@@ -309,3 +309,48 @@ def test_a_first_name_before_a_surname_particle_is_a_name() -> None:
     assert german.common_noun(["die", "Mitglieder", "der", "Partei"], 1)  # a German article is no particle
     cons = question_constraints("Welche Organisation hat Brakkenfield al-Nimeiry Mitglieder eingeladen?")
     assert [(c.text, c.soft) for c in cons if c.kind == "entity"][0] == ("Brakkenfield", False)
+
+
+def test_a_lower_case_word_of_a_german_question_that_is_no_german_word_is_a_name() -> None:
+    # German capitalises every noun: a lower-case word the German word list does not hold is a package or a program
+    for w in ("cloudpickle", "pandas", "jsonschema", "h11", "macOS", "python-dateutil"):
+        assert german.foreign_word(w), w
+    # German words, compounds of them, a typo of one and an adjective's shape are German
+    for w in ("ist", "bedeutet", "unterstützt", "aufeinanderfolgender", "selbstkonsistenten", "werdem", "p-adischen"):
+        assert not german.foreign_word(w), w
+    names = lambda q: [(c.kind, c.text) for c in question_constraints(q)]  # noqa: E731
+    assert ("entity", "pydantic") in names("Welche Mindestversion von pydantic benötigt jsonschema?")
+    assert ("entity", "jsonschema") in names("Welche Mindestversion von pydantic benötigt jsonschema?")
+    # a hyphenated compound's name is the part before its German head noun, as English writes 'the pandas version'
+    got = names("Welches ist die älteste pandas-Version, die joblib unterstützt?")
+    assert ("entity", "pandas") in got and ("entity", "joblib") in got
+    got = names("Welche Python-Version benötigt cloudpickle?")
+    assert ("entity", "Python") in got and ("entity", "Python-Version") not in got
+    assert not [t for k, t in names("Was gibt wcwidth() für Steuerzeichen zurück?") if t == "gibt"]
+
+
+def test_a_german_ordinal_in_digits_is_an_ordinal_and_a_day_before_a_month_is_not() -> None:
+    got = [(c.kind, c.text) for c in question_constraints("Wie hoch ist das 99. Perzentil der Laufzeit von chardet?")]
+    assert ("ordinal", "99th") in got and not [c for c in got if c[0] == "number"]
+    ck = check("Wie hoch ist das 99. Perzentil der Laufzeit von chardet?",
+               Evidence("chardet: 99th percentile 2.7 ms; 95th percentile 1.0 ms", "", "", "charset-normalizer"))
+    assert not [v for v in ck.unmet if v.constraint.kind in ("ordinal", "number")]
+    got = [(c.kind, c.text) for c in question_constraints("Wann erklärte England am 18. Mai 1756 den Krieg?")]
+    assert ("number", "18") in got and not [c for c in got if c[0] == "ordinal"]
+
+
+def test_the_cross_lingual_floor_follows_most_passages_not_one_german_line() -> None:
+    q = "Wer ist der Autor von Narwhals?"
+    en = ["Author: Marco Gorelli", "Narwhals is a lightweight compatibility layer between dataframe libraries."]
+    de = "Die deutsche Übersetzung der Anleitung ist hier zu finden und wird von der Gemeinschaft gepflegt."
+    assert answer_floor(q, en + [de]) == LATIN_CROSS_FLOOR
+    assert answer_floor(q, [de, de, en[0]]) == SAME_LANGUAGE_FLOOR
+
+
+def test_a_name_german_writes_as_english_is_not_met_by_the_encoder_where_the_evidence_states_it_elsewhere() -> None:
+    # the chunk names pdfly in another line; the Author field is pypdf's own: the encoder's reading does not undo that
+    chunk = "Name: pypdf\nAuthor-email: Mathieu Fenniak <biziqe@mathieu.fenniak.net>\npdfly is a CLI using pypdf."
+    ev = Evidence("Author-email: Mathieu Fenniak <biziqe@mathieu.fenniak.net>", chunk, "", "pypdf")
+    always = lambda *a: True  # noqa: E731
+    ck = check("Wer ist der Autor von pdfly?", ev, names=always)
+    assert [v.constraint.text for v in ck.unmet if v.constraint.kind == "entity"] == ["pdfly"]

@@ -67,6 +67,10 @@ def test_latin_languages_are_told_apart_by_function_words() -> None:
     assert guess_language("¿Cuál es la capital de España?") == "es"
     assert guess_language("NX-4471-B TLS_VERSION_MIN") == "en"  # no function words: English keeps it
     assert guess_language("The die is cast") == "en"
+    # a tie of German and English function words ('was', 'in'): the words only one language's word list holds decide,
+    # a name's parts aside ('annotated-types')
+    assert guess_language("Was bedeutet Ge(x) in annotated-types?") == "de"
+    assert guess_language("What was in 2019?") == "en"
 
 
 def test_the_plan_runs_the_list_for_another_language_a_mixed_corpus_or_a_blind_main_model() -> None:

@@ -244,3 +244,26 @@ def test_the_named_records_header_field_joins_when_no_chunk_of_it_states_the_ask
     for q in ("Who is the author of betalib?", "What does alphalib draw?"):
         assert [c.chunk_id for c in _header_fields(query(q), cands, cfg, Deps(store=store, embedder=emb))] == \
             [c.chunk_id for c in cands]
+
+
+def test_a_setting_asked_is_not_met_by_a_sentence_about_another_setting() -> None:
+    chunk = "Options: `max_array_len`, `max_map_len`.\n\n`max_buffer_size` (default: `100*1024*1024`) limits the buffer."
+    ev = Evidence("`max_buffer_size` (default: `100*1024*1024`) limits the buffer.", chunk, "msgpack", "msgpack")
+    ck = check("What is the default value of max_array_len in msgpack?", ev)
+    bad = [v for v in ck.unmet if v.constraint.text == "max_array_len"]
+    assert bad and bad[0].instead == ("max_buffer_size",)
+    assert check("What is the default value of max_buffer_size in msgpack?", ev).ok
+
+
+def test_german_questions_ask_the_same_attributes_as_english_ones() -> None:
+    cases = {"Welche Python-Version benötigt cloudpickle?": "the required Python version",
+             "Unter welcher Lizenz wird msgpack veröffentlicht?": "a license",
+             "Wer ist der Autor von msgpack?": "an author", "Wer betreut pypdf?": "a maintainer",
+             "Was ist der Standardwert von max_buffer_size?": "a default value",
+             "In welcher Version wurden die modernen APIs von attrs eingeführt?": "a version",
+             "Welches ist die älteste pandas-Version, die joblib unterstützt?": "a version",
+             "What is the oldest pandas version joblib supports?": "a version"}
+    for q, name in cases.items():
+        attr = asked_attribute(q)
+        assert attr is not None and attr.name == name, q
+    assert asked_attribute("Wer hat Vega-Altair ursprünglich entwickelt?") is None  # as 'Who originally developed'

@@ -1,6 +1,6 @@
 """The attribute a question asks for (a license, an author, a required Python version, a default, a field named by
 its key) and the thing it asks it of (a package or program written in lower case: 'texttable', 'rank_bm25'), and
-whether a sentence or a `Key: Value` line states a value of that attribute. English and Russian.
+whether a sentence or a `Key: Value` line states a value of that attribute. English, Russian and German.
 
 Why: reference documents state attributes as fields ('License-Expression: MIT', 'Requires-Python: >=3.10') or as a
 sentence carrying the value ('default value is set to 3'). The support model scores how well a sentence matches the
@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from core.answer import german
 from core.answer.units import FIELD
-from core.text import EN_STOP, RU_STOP, tokenize
+from core.text import EN_STOP, RU_STOP, guess_language, tokenize
 
 _CYR = re.compile(r"[а-яёА-ЯЁ]")
 
@@ -31,17 +32,25 @@ class Attribute:
 # Attributes of software and documents, written for this check (no corpus read): a trigger, the field keys that
 # state it, the value kind, and the stems of the words that ask it.
 _PY_REQ = re.compile(r"(?i)\bpython\b[^?]*\b(requir\w*|need\w*|support\w*|minimum)\b|\b(requir\w*|need\w*|minimum)\b"
-                     r"[^?]*\bpython\b|(?:верси\w*|требу\w*|нуж\w*)[^?]*\bpython\b|\bpython\b[^?]*(?:требу\w*|нуж\w*)")
-_LICENSE = re.compile(r"(?i)\blicen[cs]\w*|лицензи\w*")
+                     r"[^?]*\bpython\b|(?:верси\w*|требу\w*|нуж\w*)[^?]*\bpython\b|\bpython\b[^?]*(?:требу\w*|нуж\w*)|"
+                     r"\bpython\b[^?]*\b(?:benötig\w*|erforder\w*|braucht|unterstütz\w*|mindest\w*|voraussetz\w*)|"
+                     r"\b(?:benötig\w*|erforder\w*|braucht|mindest\w*)[^?]*\bpython\b")  # (German: 'Welche Python-Version benötigt X?')
+_LICENSE = re.compile(r"(?i)\blicen[cs]\w*|лицензи\w*|\blizenz\w*")
 _AUTHOR = re.compile(r"(?i)\bauthor\w*|^\s*who\s+(wrote|created|made|develop\w*|writes)\b|автор\w*|"
-                     r"кто\s+(написал|создал|разработал)")
-_MAINTAINER = re.compile(r"(?i)\bmaintain\w*|сопровожда\w*")
-_HOMEPAGE = re.compile(r"(?i)\bhome\s?page\b|\bwebsite\b|\bweb site\b|домашн\w* страниц\w*|сайт\w*")
-_DEFAULT = re.compile(r"(?i)\bdefaults?\b|\bby default\b|по умолчанию")
+                     r"кто\s+(написал|создал|разработал)|\bautor\w*|^\s*wer\s+(schrieb|erstellte|schuf|entwickelte)\b|"
+                     r"^\s*wer\s+hat\s+\S+\s+(geschrieben|erstellt|geschaffen|entwickelt)\s*\?")
+_MAINTAINER = re.compile(r"(?i)\bmaintain\w*|сопровожда\w*|\bbetreu\w*|^\s*wer\s+pflegt\b")
+_HOMEPAGE = re.compile(r"(?i)\bhome\s?page\b|\bwebsite\b|\bweb site\b|домашн\w* страниц\w*|сайт\w*|\bwebseite\w*|"
+                       r"\binternetseite\w*")
+_DEFAULT = re.compile(r"(?i)\bdefaults?\b|\bby default\b|по умолчанию|\bstandardwert\w*|\bstandardmäßig\w*|"
+                      r"\bvoreingestellt\w*|\bvoreinstellung\w*|\bstandard-\w")
 # 'In which version was X removed?', 'Which version of HTTP does X implement?', 'В какой версии ...': the answer
 # carries a version number
 _ASKS_VERSION = re.compile(r"(?i)^\W*(?:(?:in|since|from|until|as of|with|for|by)\s+)?(?:which|what)\s+(?:\w+\s+)?"
-                           r"(?:version|release)s?\b|^\W*(?:в|с|начиная с|до)?\s*как(?:ой|ая|ую|их)\s+верси")
+                           r"(?:version|release)s?\b|^\W*(?:which|what)\s+(?:is|are|was|were)\s+the\s+(?:[\w.-]+\s+){1,2}"
+                           r"(?:version|release)s?\b|^\W*welche[smnr]?\s+(?:ist|sind|war|waren)\s+(?:der|die|das)\s+"
+                           r"(?:[\w.]+\s+){0,2}[\w.-]*version(?:en)?\b|^\W*(?:в|с|начиная с|до)?\s*как(?:ой|ая|ую|их)\s+верси|"
+                           r"^\W*(?:(?:in|seit|ab|bis|mit|für|von)\s+)?welche[mnrs]?\s+(?:\w+\s+)?[\w-]*version(?:en)?\b")
 _GENERIC = re.compile(r"(?i)^\s*(?:what|which)\s+(?:is|are|was)\s+(?:the\s+)?([a-z][\w-]*)\s+(?:of|for)\s+\S")
 
 
@@ -63,18 +72,19 @@ def asked_attribute(question: str) -> Attribute | None:
     q = question.strip()
     if _PY_REQ.search(q):
         return Attribute("the required Python version", ("requirespython", "pythonrequires"), "version",
-                         ("python", "requir", "version", "need", "support", "minimum", "верс", "требу"))
+                         ("python", "requir", "version", "need", "support", "minimum", "верс", "требу", "benötig", "erforder",
+                          "mindest"))
     if _DEFAULT.search(q):
-        return Attribute("a default value", (), "default", ("default", "valu", "умолчан", "значен"))
+        return Attribute("a default value", (), "default", ("default", "valu", "умолчан", "значен", "standard", "voreinstell"))
     if _LICENSE.search(q) and not _topic_only(q, _LICENSE):
         return Attribute("a license", ("license", "licenseexpression", "licence"), "license",
-                         ("licens", "licenc", "releas", "distribut", "лиценз", "распро"))
+                         ("licens", "licenc", "releas", "distribut", "лиценз", "распро", "lizenz", "veröffentlich"))
     if _AUTHOR.search(q):
         return Attribute("an author", ("author", "authoremail", "authors"), "person",
-                         ("author", "wrote", "creat", "made", "develop", "автор"))
+                         ("author", "wrote", "creat", "made", "develop", "автор", "autor"))
     if _MAINTAINER.search(q):
         return Attribute("a maintainer", ("maintainer", "maintaineremail", "maintainers"), "person",
-                         ("maintain", "сопро"))
+                         ("maintain", "сопро", "betreu", "pfleg"))
     if _HOMEPAGE.search(q):
         return Attribute("a home page", ("homepage", "url", "projecturl"), "",
                          ("home", "homepag", "page", "websit", "site", "сайт", "домаш", "стран"))
@@ -232,10 +242,13 @@ def subject_names(question: str) -> list[str]:
     found += [m.group(1) for m in _BEFORE_NOUN.finditer(q) if m.group(1) not in QUALIFIERS]
     found += [m.group(1) for m in _NOUN_OF.finditer(q)]
     asked = set(attr.words) if attr is not None else set()
+    de = guess_language(q) == "de"
     for w in found:
         w = w.rstrip(".")
         if len(w) < 3 or _common(w) or w[:1].isupper() or "_" in w or "." in w:
             continue  # a capitalised name or an identifier is already a constraint
+        if de and not german.foreign_word(w):
+            continue  # a German question's word in lower case that is a German word ('ist', 'bedeutet') is no name
         if any(t.startswith(a) for t in tokenize(w) for a in asked):
             continue  # the attribute itself ('... by default?') is no name
         if w.lower() not in (x.lower() for x in out):

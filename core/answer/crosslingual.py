@@ -189,8 +189,10 @@ def reads_across(question: str, texts: Sequence[str]) -> bool:
 
 def answer_floor(question: str, texts: Sequence[str]) -> float:
     """The lowest best cosine at which cross_answer answers: ANSWER_FLOOR across scripts, LATIN_CROSS_FLOOR across
-    two languages of the Latin script, SAME_LANGUAGE_FLOOR when a passage is in the question's own language."""
-    if not is_cross(question, texts):
+    two languages of the Latin script, SAME_LANGUAGE_FLOOR when half the passages or more are in the question's own
+    language (one German line among English passages, a README's list of its translations, leaves the question
+    asked across languages)."""
+    if texts and 2 * sum(1 for t in texts if not is_cross(question, [t])) >= len(texts):
         return SAME_LANGUAGE_FLOOR
     return LATIN_CROSS_FLOOR if script(question) == "latin" and all(script(t) == "latin" for t in texts) else \
         ANSWER_FLOOR

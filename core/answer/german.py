@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from core.text import lexicon as text_lexicon
+
 MONTHS_DE = ("januar", "februar", "märz", "april", "mai", "juni", "juli", "august", "september", "oktober",
              "november", "dezember")
 _MONTH_ALIASES = {"jänner": 1, "maerz": 3}
@@ -268,9 +270,16 @@ def common_noun(words: list[str], i: int) -> bool:
     if settled is not None:
         return settled
     w = words[i]
-    if german_shaped(w):
+    if german_shaped(w) or lexicon_noun(w):
         return True
     return placed_noun(words, i)
+
+
+def lexicon_noun(word: str) -> bool:
+    """Whether a capitalised word is a German word (or a compound of German words) that the English word list does not
+    hold: 'Physiker', 'Summe', 'Physikmodell' are nouns wherever they stand ('Welche Art von Physikmodell'), while
+    names both lists hold ('Berlin', 'Einstein') or neither does ('Duquesne') are read by their place."""
+    return not word.isupper() and german_word(word) and word.lower() not in text_lexicon("en")
 
 
 def placed_noun(words: list[str], i: int) -> bool:
@@ -310,3 +319,63 @@ def english_names(word: str) -> tuple[str, ...]:
         if len(stem) >= 5 and low.startswith(stem) and len(low) <= len(stem) + 3:
             return eng
     return ()
+
+
+# A German word list (core.text.lexicon: pyspellchecker's German dictionary, about 339,000 word forms, lower-cased,
+# names among them). German writes every noun capitalised, so a lower-case word of a German question that is no German
+# word is a name written in lower case: a package, a program, a command ('Welche Python-Version benötigt
+# cloudpickle?'). Capitalised words are not read through it: the list holds 'berlin' and 'python' as it holds 'haus'.
+def lexicon() -> frozenset[str]:
+    """The German word forms, loaded once (about 0.4 s)."""
+    return text_lexicon("de")
+
+
+_ALPHABET = "abcdefghijklmnopqrstuvwxyzäöüß"
+
+
+def _compound(word: str, lex: frozenset[str], depth: int = 0) -> bool:
+    """Whether a word is German words of four letters or more joined (a linking 's' allowed): 'aufeinanderfolgender',
+    'selbstkonsistenten'."""
+    if depth and word in lex and len(word) >= 4:
+        return True
+    if depth > 2:
+        return False
+    for i in range(4, len(word) - 3):
+        head, rest = word[:i], word[i:]
+        if (head in lex or (head.endswith("s") and len(head) > 4 and head[:-1] in lex)) and \
+                _compound(rest, lex, depth + 1):
+            return True
+    return False
+
+
+def _one_edit(word: str, lex: frozenset[str]) -> bool:
+    """Whether a word of six letters or more is one letter dropped, changed or added from a German word (a typo:
+    'werdem')."""
+    if len(word) < 6:
+        return False
+    cuts = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+    return any(a + b[1:] in lex for a, b in cuts if b) or \
+        any(a + c + b[1:] in lex for a, b in cuts if b for c in _ALPHABET) or \
+        any(a + c + b in lex for a, b in cuts for c in _ALPHABET)
+
+
+def foreign_word(word: str) -> bool:
+    """Whether a lower-case word of a German text is no German word: not in the word list, no compound of its words,
+    no typo of one and not of an inflected adjective's shape ('p-adischen'). A word with a digit ('h11') or capitals
+    inside ('macOS') is never German."""
+    if any(ch.isdigit() for ch in word) or any(ch.isupper() for ch in word[1:]):
+        return True
+    low = word.lower()
+    if len(low) < 3 or low in FUNCTION_WORDS or not re.fullmatch(r"[a-zäöüß][a-zäöüß\-]*", low) or \
+            _ADJECTIVE.match(low):
+        return False
+    lex = lexicon()
+    parts = [p for p in low.split("-") if len(p) >= 3]
+    return any(p not in lex and not _compound(p, lex) and not _one_edit(p, lex) for p in parts)
+
+
+def german_word(word: str) -> bool:
+    """Whether a word (any case) is a German word form or a compound of German words ('Bibliothek', 'Codezeilen')."""
+    low = word.lower()
+    lex = lexicon()
+    return low in lex or _compound(low, lex)

@@ -187,6 +187,15 @@ _YEAR = re.compile(r"(?<![\d.,])(1[0-9]{3}|20[0-9]{2})(s|er|-е|-х)?(?![\d.,]\d
 _NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.,])\d+(?:[.,]\d+)?(?![\w])")
 _NUMBER_DOTTED = re.compile(r"(?<![\w.,])\d{1,3}(?:\.\d{3})+(?:,\d+)?(?![\w]|[.,]\d)")
 _ORD_DIGIT = re.compile(r"(?i)\b(\d+)\s*-?\s*(st|nd|rd|th|й|я|е|го|м|ой|ый|ом)\b")
+# German writes an ordinal as digits with a full stop, after an article or a preposition with one ('das 99. Perzentil',
+# 'im 20. Jahrhundert'); before a month it is a day ('am 18. Mai'), read with the month instead
+_DE_ORD_DIGIT = re.compile(r"(?i)\b(?:der|die|das|den|dem|des|im|am|zum|zur|vom|beim|ins|seit|bis|ab|sein\w{0,2}|"
+                           r"ihr\w{0,2})\s+(\d{1,3})\.\s+(?=([A-ZÄÖÜ][\w-]*))")
+
+
+def _german_ordinal_digits(text: str) -> list[re.Match[str]]:
+    """A German text's ordinals written in digits (_DE_ORD_DIGIT), not a month's day."""
+    return [m for m in _DE_ORD_DIGIT.finditer(text) if not german.month(m.group(2))] if _german(text) else []
 _IDENT = re.compile(r"(?<![\w.])[A-Za-z][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)+(?![\w])")
 _CODE = re.compile(r"(?<![\w-])(?=[\w-]*[^\W\d_])(?=[\w-]*\d)[\w]+(?:-[\w]+)+|(?<![\w-])[^\W\d_]+\d\w*")
 _CODE_PLURAL = re.compile(r"(.*[^\W\d_].*\d{2,})s")  # a code's plural: 'ZX-210s', 'A320s'
@@ -532,6 +541,8 @@ def ordinals(text: str) -> set[str]:
     for m in _ORD_DIGIT.finditer(text):
         if not years(m.group(1)):
             out.add(str(int(m.group(1))))
+    for m in _german_ordinal_digits(text):
+        out.add(str(int(m.group(1))))
     return out
 
 
@@ -594,7 +605,9 @@ def _digit_numbers(text: str) -> set[str]:
     the decimal comma ('22.338.618', '1.000', '2,5'): two groups or more read so in any text, one group in German."""
     de = None
     out, body = set(), text
-    for m in _NUMBER_DOTTED.finditer(text):
+    for m in _german_ordinal_digits(text):  # 'das 99. Perzentil': an ordinal, no number
+        body = body[: m.start(1)] + " " * len(m.group(1)) + body[m.end(1):]
+    for m in _NUMBER_DOTTED.finditer(body):
         v = m.group(0)
         if v.count(".") == 1 and not re.search(r",\d", v):
             de = _german(text) if de is None else de
@@ -930,6 +943,42 @@ def _lower_names(q: str, known: Iterable[str], found: Sequence[Constraint]) -> l
     return out
 
 
+_DE_TOKEN = re.compile(r"(?<![\w.\-`])([^\W_][\w.]*(?:-[\w.]+)*)(?![\w\-(`])")
+
+
+def _head_noun(part: str) -> bool:
+    """Whether the last part of a hyphenated word is a capitalised German noun ('-Version', '-Bibliothek')."""
+    return part[:1].isupper() and not part.isupper() and german.german_word(part)
+
+
+def _german_names(q: str, found: Sequence[Constraint]) -> tuple[list[tuple[str, list[str]]], dict[str, str]]:
+    """A German question's names that German grammar shows rather than capitals: a word written in lower case that is
+    no German word ('Welche Mindestversion von pydantic benötigt jsonschema?': core.answer.german.foreign_word), and
+    the name a hyphenated compound qualifies its German head noun with ('pandas-Version', 'h11-Bibliothek',
+    'Windows-Terminal': the name is 'pandas', 'h11', 'Windows', as English writes 'the pandas version'). Returns the
+    new names and, for names already read whole ('Python-Version'), the shorter text to read instead."""
+    if not _german(q):
+        return [], {}
+    have = {c.text.lower() for c in found if c.kind == "entity"}
+    out: list[tuple[str, list[str]]] = []
+    renamed: dict[str, str] = {}
+    for m in _DE_TOKEN.finditer(q):
+        w = m.group(1).rstrip(".")
+        parts = w.split("-")
+        if len(parts) > 1 and _head_noun(parts[-1]):
+            name = "-".join(parts[:-1])
+            if w.lower() in have:
+                renamed[w] = name
+                continue
+            w = name
+        if not re.search(r"[^\W\d_]", w) or w[:1].isupper() and not any(ch.isdigit() for ch in w) or w.lower() in have or \
+                w.lower() in EN_STOP or not german.foreign_word(w):
+            continue
+        have.add(w.lower())
+        out.append((w, [p for p in re.split(r"[-_.]", w) if p]))
+    return out, renamed
+
+
 def question_constraints(question: str, known: Iterable[str] = ()) -> tuple[Constraint, ...]:
     """What the question pins down, in the order it says it: names, roles, years, months, numbers, ordinals,
     superlatives, negation, direction of change, relative periods, and the kind of value asked (a person, a year,
@@ -943,6 +992,11 @@ def question_constraints(question: str, known: Iterable[str] = ()) -> tuple[Cons
             continue
         out.append(Constraint("entity", text, tuple(_key(w) for w in words)))
     for text, words in _lower_names(q, known, out):
+        out.append(Constraint("entity", text, tuple(_key(w) for w in words)))
+    more, renamed = _german_names(q, out)
+    out = [Constraint("entity", renamed[c.text], (_key(renamed[c.text]),)) if c.kind == "entity" and c.text in renamed
+           else c for c in out]
+    for text, words in more:
         out.append(Constraint("entity", text, tuple(_key(w) for w in words)))
     for w in _soft_names(q):
         out.append(Constraint("entity", w, (_key(w),), soft=True))
@@ -1347,7 +1401,7 @@ def _parallel_names(c: Constraint, sentence: str, question: str) -> list[str]:
             out.append(name)
     if c.text == c.text.lower():  # a lower-case name asked ('the oldest pandas version'): a lower-case word in its
         # slot, before the same noun, is its sibling ('the oldest numpy version ...'), unless it only qualifies it
-        noun = re.match(r"\s+(\w+)", question[at + len(c.text):])
+        noun = re.match(r"(?:\s+|-)(\w+)", question[at + len(c.text):])  # (German joins it: 'pandas-Version')
         for m in re.finditer(r"(?<![\w.`])([a-z][a-z0-9\-]*[a-z0-9])(?=\s+(\w+))", sentence) if noun else ():
             w = m.group(1)
             if len(w) < 3 or w in EN_STOP or w in QUALIFIERS or _key(w) in qkeys or w in out or \
@@ -1365,6 +1419,12 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
     if c.kind == "entity" and _OPTION.fullmatch(c.text) and not _entity_in(c, sentence_read, False):
         others = sorted({m.group(0) for m in _OPTION.finditer(sentence)} - {c.text})
         if others:  # asked what --workers does, the sentence is about --reload
+            return Verdict(c, "unmet", instead=tuple(others[:3]))
+    if c.kind == "entity" and "_" in c.text and _IDENT.fullmatch(c.text) and not _entity_in(c, sentence_read, False):
+        said = {m.group(0) for m in _IDENT.finditer(re.sub(r"\w+://\S+", " ", sentence)) if "_" in m.group(0)}
+        others = sorted(said - {m.group(0) for m in _IDENT.finditer(question)})
+        if others and len(others) == len(said):  # asked max_array_len's default, the sentence gives max_buffer_size's
+            # and no other setting the question names (a web address's path aside)
             return Verdict(c, "unmet", instead=tuple(others[:3]))
     if c.kind == "entity" and re.search(r"(?<![\w.])" + re.escape(c.text) + r"\(", question):
         calls = {m.group(1) for m in _CALL.finditer(sentence)}
@@ -1396,8 +1456,10 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
             return Verdict(c, "unchecked")
         return Verdict(c, "met", "chunk") if noun(c.text, whole) else Verdict(c, "unmet")
     if c.kind == "entity":
+        literal = False  # the name stands in the evidence as written, in a place that does not count
         for where, r in parts[:4]:
             if _entity_in(c, r, cross and not _CYR.search(" ".join(r.keys))):
+                literal = True
                 head = heading.strip("`*# ")
                 if where == "chunk" and _IDENT.fullmatch(c.text) and c.text.lower() in near.lower():
                     return Verdict(c, "met", "chunk")  # the item just before names the setting this one goes on about
@@ -1421,7 +1483,10 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
         if path and path != heading and _entity_in(c, _read(path), cross and not _CYR.search(path)):
             return Verdict(c, "met", "heading")  # a section above the sentence's own heading names it (an HTML or
             # Markdown page's '<h2>Helio Shipping</h2>' over '<h3>Contract</h3>')
-        if cross and names is not None and (_CYR.search(c.text) or _german(question)):  # another script or language:
+        if cross and names is not None and (_CYR.search(c.text) or _german(question) and not literal and
+                                            not german.foreign_word(c.text)):  # another script or language (a name
+            # the evidence writes as the question does was read above, where it stands; a German question's name in
+            # lower case that is no German word, 'pandas', is written so in any language):
             # the name's transliteration or the encoder's reading (a Latin name of a Russian question is checked as
             # written, above and below)
             whole = " / ".join(r.raw_cased for _, r in parts[:4] if r.raw_cased)
