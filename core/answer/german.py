@@ -270,16 +270,9 @@ def common_noun(words: list[str], i: int) -> bool:
     if settled is not None:
         return settled
     w = words[i]
-    if german_shaped(w) or lexicon_noun(w):
+    if german_shaped(w):
         return True
     return placed_noun(words, i)
-
-
-def lexicon_noun(word: str) -> bool:
-    """Whether a capitalised word is a German word (or a compound of German words) that the English word list does not
-    hold: 'Physiker', 'Summe', 'Physikmodell' are nouns wherever they stand ('Welche Art von Physikmodell'), while
-    names both lists hold ('Berlin', 'Einstein') or neither does ('Duquesne') are read by their place."""
-    return not word.isupper() and german_word(word) and word.lower() not in text_lexicon("en")
 
 
 def placed_noun(words: list[str], i: int) -> bool:

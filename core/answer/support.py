@@ -16,7 +16,7 @@ from typing import Any, Callable, Collection, Mapping, Protocol, Sequence
 import numpy as np
 
 from core.models import DATA_DIR
-from core.answer.units import code_after, code_before, list_after, quotable, table_header, units
+from core.answer.units import code_after, code_before, list_after, quotable, table_header, units, without_links
 from core.models.fitted import FittedLinear, load_fitted, save_fitted, sigmoid
 from core.models.tokens import maxsim
 from core.text import EN_STOP, RU_STOP, sentence_spans, tokenize
@@ -395,6 +395,8 @@ def _is_claim(sent: str) -> bool:
     # that ends like one (a short line without closing punctuation is a heading). The pruner's gap mark is no text.
     sent = sent.strip(" …")
     n = len(re.findall(r"\w+", sent))
+    if len(re.findall(r"\w+", without_links(sent))) < 2:
+        return False  # a web address with a word or none around it (':target: https://…') states nothing
     if 2 <= n < 4:  # a short sentence that states a value ('Defaults to 600.', 'Default: 30 s.') answers on its own
         return any(ch.isdigit() for ch in sent) and sent[-1:] in ".!" and not sent.startswith(("|", "#"))
     return 4 <= n <= 80 and not sent.startswith(("|", "#")) and (sent[-1:] in '.!?:;)»"' or n >= 8)

@@ -361,6 +361,14 @@ def quotable(unit_text: str, kind: Kind) -> bool | None:
         return bool(m) and len(re.findall(r"\w+", m.group("value"))) >= 1 and words <= 80
     if kind == "row":
         return 2 <= words <= 80
-    if kind in ("item", "doc"):
-        return 3 <= words <= 80
+    if kind in ("item", "doc"):  # (a link's target is no words of the claim: '• [Deutsch readme](https://…)')
+        return 3 <= len(re.findall(r"\w+", without_links(unit_text))) and words <= 80
     return None
+
+
+_LINK_TARGET = re.compile(r"\]\([^)\s]*\)|<?\b[a-z][\w+.-]*://[^\s>)\]]+>?")
+
+
+def without_links(text: str) -> str:
+    """The text with its web addresses and Markdown links' targets left out (a link's words kept)."""
+    return _LINK_TARGET.sub(" ", text)

@@ -1484,11 +1484,11 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
             return Verdict(c, "met", "heading")  # a section above the sentence's own heading names it (an HTML or
             # Markdown page's '<h2>Helio Shipping</h2>' over '<h3>Contract</h3>')
         if cross and names is not None and (_CYR.search(c.text) or _german(question) and not literal and
-                                            not german.foreign_word(c.text)):  # another script or language (a name
-            # the evidence writes as the question does was read above, where it stands; a German question's name in
-            # lower case that is no German word, 'pandas', is written so in any language):
-            # the name's transliteration or the encoder's reading (a Latin name of a Russian question is checked as
-            # written, above and below)
+                                            not (c.text[:1].islower() and german.foreign_word(c.text))):
+            # another script or language: the name's transliteration or the encoder's reading (a Latin name of a
+            # Russian question is checked as written, above and below; a name the evidence writes as the question
+            # does was read above, where it stands; a German question's lower-case word that is no German word,
+            # 'pandas', is written so in any language)
             whole = " / ".join(r.raw_cased for _, r in parts[:4] if r.raw_cased)
             title = parts[2][1].raw_cased
             read = f"{title}: {sentence}" if title else sentence
