@@ -300,3 +300,16 @@ def test_a_sentence_wrapped_inside_a_link_is_not_cut_as_a_heading() -> None:
     text2 = "Supply chain\nThe quoted lead time is twelve weeks for every order.\n"
     assert [claim_text(text2, s, e) for s, e in claim_spans(text2)] == [
         "The quoted lead time is twelve weeks for every order."]
+
+
+def test_a_link_alone_is_no_claim_and_a_link_with_words_is() -> None:
+    text = ("Read it in your language:\n\n"
+            "• [Deutsch readme](https://github.com/example/tool/blob/master/README.de.md)\n"
+            "• [Python Bytes Podcast](https://www.youtube.com/live/x?t=382) Episode 402, topic #2\n\n"
+            ".. image:: https://img.shields.io/badge/docs.svg\n"
+            "    :target: https://tool.readthedocs.io/en/latest/?badge=latest\n\n"
+            "Home-page: https://github.com/example/tool\n")
+    got = _claims(text)
+    assert not [c for c in got if "Deutsch readme" in c or ":target:" in c]
+    assert any("Episode 402" in c for c in got)
+    assert any(c.startswith("Home-page:") for c in got)  # a field whose value is an address states it
