@@ -1,9 +1,9 @@
 """Conversation only when there is one: the offline condenser (core/route/condense.py) on independent questions after a
 turn (never to be rewritten) and on follow-ups (their condensed form should retrieve the standalone form's first
-passage: BM25 over the XQuAD paragraphs 40-47 of the question's language, ../shared/datasets/xquad_crosslingual).
-Independent: 50 dataset questions (38 English, 12 Russian, each paragraph's first), each after another article's first
-question. Follow-ups: bench/sets/followup_42.jsonl (50, written by hand before any run; the condenser's rules were
-chosen on it: dev) and bench/sets/followup_42_holdout.jsonl (20, written before those rules ran on it: held-out).
+passage: BM25 over the XQuAD paragraphs 40-47 of its language, ../shared/datasets/xquad_crosslingual). Independent:
+62 XQuAD questions (38 English, 12 Russian, 12 German; each after another article's) and the 55 short German
+questions of sets/metadata_walk_de.jsonl, each after the one before. Follow-ups: sets/followup_42.jsonl (50; dev),
+followup_42_holdout (20) and followup_de (10 German), written before the rules ran on them.
 
   nice -n 10 .venv/bin/python bench/followup.py [--set bench/sets/followup_42_holdout.jsonl] [--out bench/results/followup.json]
 """
@@ -20,9 +20,11 @@ from _common import CAPTION, ROOT, Table, datasets_dir, grid, jsonl, machine_inf
 
 from core.retrieve.bm25 import BM25Index  # noqa: E402
 from core.route.condense import condense_offline  # noqa: E402
+from core.text import guess_language  # noqa: E402
 from core.types import Turn  # noqa: E402
 
-FOLLOWUPS = ROOT / "bench" / "sets" / "followup_42.jsonl"
+SETS = ROOT / "bench" / "sets"
+FOLLOWUPS = SETS / "followup_42.jsonl"
 
 
 def main() -> None:
@@ -32,42 +34,39 @@ def main() -> None:
     ap.add_argument("--set", type=Path, default=FOLLOWUPS, help="the follow-up set (JSON lines: prev, q, standalone)")
     args = ap.parse_args()
     root = datasets_dir(args.datasets) / "xquad_crosslingual"
-    corpora = {lang: jsonl(root / f"corpus_{lang}.jsonl") for lang in ("en", "ru")}
+    corpora = {lang: jsonl(root / f"corpus_{lang}.jsonl") for lang in ("en", "ru", "de")}
     index = {lang: BM25Index([d["id"] for d in docs], [d["text"] for d in docs]) for lang, docs in corpora.items()}
-    qs = jsonl(root / "questions.jsonl")
-    firsts: dict[str, dict[str, dict[str, Any]]] = {"en": {}, "ru": {}}
-    for q in qs:
+    firsts: dict[str, dict[str, dict[str, Any]]] = {"en": {}, "ru": {}, "de": {}}
+    for q in jsonl(root / "questions.jsonl"):
         if q["lang"] in firsts:
             firsts[q["lang"]].setdefault(q["gold"][0], q)
     indep = []
-    for lang, n in (("en", 38), ("ru", 12)):
+    for lang, n in (("en", 38), ("ru", 12), ("de", 12)):
         items = list(firsts[lang].values())
-        step = max(1, len(items) // n)
-        chosen = items[::step][:n]
-        for q in chosen:
+        for q in items[::max(1, len(items) // n)][:n]:
             art = q["gold"][0].split("-p")[0]
             prev = next(x for x in items if x["gold"][0].split("-p")[0] != art)
             indep.append({"lang": lang, "prev": prev["question"], "q": q["question"]})
+    walk = jsonl(SETS / "metadata_walk_de.jsonl")
+    indep += [{"lang": "de", "prev": a["q"], "q": b["q"]} for a, b in zip(walk, walk[1:])]
     rows_i = []
     for it in indep:
         c = condense_offline(it["q"], [Turn(it["prev"])])
-        rows_i.append({**it, "condensed": c.text, "rewritten": c.changed, "method": c.method,
-                       "notes": list(c.notes)})
-    rows_f = []
+        rows_i.append({**it, "condensed": c.text, "rewritten": c.changed, "method": c.method, "notes": list(c.notes)})
+    rows_f = []  # (a follow-up's language: Cyrillic, else its previous question's)
     for it in jsonl(args.set):
-        lang = "ru" if any("а" <= ch <= "я" for ch in it["q"].lower()) else "en"
+        lang = "ru" if any("а" <= ch <= "я" for ch in it["q"].lower()) else guess_language(it["prev"])
         c = condense_offline(it["q"], [Turn(it["prev"])])
-        top_c = index[lang].search(c.text, 1)
-        top_s = index[lang].search(it["standalone"], 1)
+        top_c, top_s = index[lang].search(c.text, 1), index[lang].search(it["standalone"], 1)
         same = bool(top_c and top_s and top_c[0][0] == top_s[0][0])
         rows_f.append({**it, "lang": lang, "condensed": c.text, "method": c.method, "same_first": same,
-                       "top_condensed": top_c[0][0] if top_c else None, "top_standalone": top_s[0][0] if top_s
-                       else None})
+                       "top_condensed": (top_c or [[None]])[0][0], "top_standalone": (top_s or [[None]])[0][0]})
     summary = {"independent": {"n": len(rows_i), "rewritten": sum(r["rewritten"] for r in rows_i)},
                "followup": {"n": len(rows_f), "same_first": sum(r["same_first"] for r in rows_f),
                             "rate": round(sum(r["same_first"] for r in rows_f) / max(1, len(rows_f)), 3),
                             "by_lang": {lang: f"{sum(r['same_first'] for r in rows_f if r['lang'] == lang)}/"
-                                              f"{sum(1 for r in rows_f if r['lang'] == lang)}" for lang in ("en", "ru")},
+                                              f"{sum(1 for r in rows_f if r['lang'] == lang)}"
+                                       for lang in ("en", "ru", "de")},
                             "not_condensed": sum(r["method"] == "unchanged" for r in rows_f)}}
     print(json.dumps(summary, indent=1))
     for r in [x for x in rows_i if x["rewritten"]] + [x for x in rows_f if not x["same_first"]]:
@@ -87,7 +86,8 @@ def measured_followup(payload: dict[str, Any], file: str) -> list[Any]:
                         f"Independent questions after a turn rewritten: **{s['independent']['rewritten']}/"
                         f"{s['independent']['n']}**. Follow-ups whose condensed form retrieves the standalone form's "
                         f"first passage (BM25, XQuAD articles 40-47): **{f['same_first']}/{f['n']}** "
-                        f"(English {f['by_lang']['en']}, Russian {f['by_lang']['ru']}); "
+                        f"(English {f['by_lang']['en']}, Russian {f['by_lang']['ru']}, "
+                        f"German {f['by_lang'].get('de', '-')}); "
                         + ("the rules were chosen on this set (dev)." if name == FOLLOWUPS.name else
                            "written before the rules ran on it (held-out).")]
     misses = [r for r in payload.get("followups", []) if not r["same_first"]]

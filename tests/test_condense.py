@@ -41,6 +41,20 @@ def test_russian_follow_ups_carry_the_previous_subject() -> None:
     assert a.text == "Сроки (AB-100)?" and a.method == "appended"
 
 
+def test_german_questions_stand_alone_and_german_follow_ups_carry_the_previous_subject() -> None:
+    # a short German question after a turn asks a question of its own (it was read as a fragment and rewritten into
+    # the previous question: 'Welche Python-Version benötigt attrs?' after 'Wer ist der Autor von uvicorn?')
+    prev = [Turn("Wer ist der Autor von uvicorn?")]
+    for q in ("Welche Python-Version benötigt attrs?", "Wer betreut pypdf?", "Unter welcher Lizenz steht rich?",
+              "Gibt es eine Lizenz?"):
+        c = condense_offline(q, prev)
+        assert c.text == q and not c.changed, (q, c.text)
+    c = condense_offline("Wer hat ihn unterstützt?", [Turn("Wann wurde Louis-Joseph de Montcalm geboren?")])
+    assert c.changed and "Montcalm" in c.text
+    assert condense_offline("Und Tunesien?", [Turn("Wann übernahm Frankreich die Kontrolle über Algerien?")]).text == \
+        "Wann übernahm Frankreich die Kontrolle über Tunesien?"
+
+
 def test_slots_of_their_own_kind_quoted_names_and_the_person_a_who_question_named() -> None:
     # a setting's key swaps for a setting's key, not for the product named beside it
     k = condense_offline("А MAX_RETRIES?", [Turn("Какое значение AUTH_TTL_SEC рекомендуется для Tidewater?")])

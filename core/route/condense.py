@@ -13,15 +13,17 @@ _TOKEN = re.compile(r"[\w][\w\-./]*", re.UNICODE)
 _QUESTION_WORDS = frozenset("""what which who whom whose when where why how is are was were do does did can could
 should would will may and but or so the a an in on at for of to by what's who's how's
 что какой какая какое какие кто кого кому когда где почему зачем как сколько ли и а но или в во на по за для о об
-с со у из""".split())
+с со у из was welche welcher welches welchen welchem wer wen wem wessen wann wo woher wohin warum wieso weshalb wie
+ist sind war waren hat haben kann können und aber oder der die das den dem des ein eine einen einem einer""".split())
 _PRONOUNS_EN = {"it": "", "its": "'s", "they": "", "them": "", "their": "'s", "he": "", "she": "", "him": "",
                 "her": "", "his": "'s", "this": "", "that": "", "these": "", "those": ""}
 _PRONOUNS_RU = frozenset("""он она оно они его её ее их него неё нее них им ему ей нему ней ними ею ним нём нем
 этот эта это эти этого этой этих этим том тот той""".split())
 _ASKS = frozenset("""what which who whom whose when where why how is are was were do does did can could should would
-will что какой какая какое какие кто когда где почему как сколько""".split())
-_OPENERS = re.compile(r"^(?:and|but|also|what about|how about|and what about|then|и|а|а что|а как|ну а|тогда)\b[\s,]*",
-                      re.IGNORECASE)
+will что какой какая какое какие кто когда где почему как сколько was welche welcher welches welchen welchem wer wen
+wem wessen wann wo woher wohin warum wieso weshalb wie""".split())
+_OPENERS = re.compile(r"^(?:and|but|also|what about|how about|and what about|then|и|а|а что|а как|ну а|тогда|und|aber|"
+                      r"und was|was ist mit|wie steht es mit|dann)\b[\s,]*", re.IGNORECASE)
 
 
 _QUOTED = re.compile(r"«([^»]{2,60})»|“([^”]{2,60})”|\"([^\"]{2,60})\"")
@@ -29,7 +31,7 @@ _MONTHS = frozenset("""january february march april may june july august septemb
 январь февраль март апрель май июнь июль август сентябрь октябрь ноябрь декабрь января февраля марта апреля мая
 июня июля августа сентября октября ноября декабря январе феврале марте апреле мае июне июле августе сентябре
 октябре ноябре декабре""".split())
-_PERSON_EN = frozenset({"he", "she", "him", "her", "his"})
+_PERSON_EN = frozenset({"he", "she", "him", "her", "his", "er", "ihn", "ihm", "seine", "sein"})
 _PERSON_RU = frozenset("он она его её ее ему ей него неё нее ним ней нему нею".split())
 _WHO = frozenset({"who", "whom", "whose", "кто", "кого", "кому"})
 _CITE = re.compile(r"\s*\[[^\]]{1,80}\]")
@@ -163,11 +165,20 @@ _AUX_AFTER = frozenset("is are was were do does did can could will would should 
 _STANDALONE_OPENERS = re.compile(r"^(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|"
                                  r"could|should|would|will|has|have|had|list|name|give|describe|explain|compare|tell|"
                                  r"show|define|что|какой|какая|какое|какие|каков|кто|когда|где|почему|зачем|как|"
-                                 r"сколько|чей|перечисли|назови|опиши|объясни|сравни|расскажи|покажи)\b", re.IGNORECASE)
+                                 r"сколько|чей|перечисли|назови|опиши|объясни|сравни|расскажи|покажи|was|welche[rsmn]?|"
+                                 r"wer|wen|wem|wessen|wann|wo|woher|wohin|warum|wieso|weshalb|wie|nenne|beschreibe|"
+                                 r"ist|sind|war|waren|gibt|hat|haben|kann|können|muss|soll|wird|werden|darf|"
+                                 r"erkläre|vergleiche|(?:unter|in|seit|ab|bis|von|mit|für|auf|aus|bei|nach|über|um|"
+                                 r"durch|gegen|zu|zur|zum)\s+(?:welche[rsmn]?|wie|wem|wen|was)\s+\w+\s+\w+)\b",
+                                 re.IGNORECASE)  # (German: 'Unter welcher Lizenz steht X?', not 'In welchem Jahr?')
 _FILLER = frozenset("give list name tell show describe explain many much example examples please "
                     "перечисли назови опиши объясни приведи пример примеры".split())
 _PRONOUN_OUT = frozenset(_PERSONAL_EN) | frozenset("он она оно они его её ее их него неё нее них им ему ей нему ней "
-                                                   "ними ею ним нём нем".split())
+                                                   "ними ею ним нём нем er ihn ihm sie seine seinen seinem seiner "
+                                                   "ihre ihren ihrem ihrer".split())
+_PRONOUNS_DE = frozenset("er ihn ihm sie es seine seinen seinem seiner ihre ihren ihrem ihrer".split())
+# (German 'es' stands for something said before only outside its set phrases: 'es gibt', 'gibt es', 'geht es')
+_ES_PHRASE = frozenset("gibt gab geben geht ging handelt handelte sich dass um".split())
 
 
 def follows_up(question: str, history: Sequence[Turn]) -> tuple[bool, str]:
@@ -188,7 +199,8 @@ def follows_up(question: str, history: Sequence[Turn]) -> tuple[bool, str]:
     prev = " ".join(t.standalone + " " + t.answer[:300] for t in history[-1:]).lower()
     own = _entity_runs(q)
     for i, w in enumerate(words):
-        if w in _PRONOUN_OUT:
+        if w in _PRONOUN_OUT or (w == "es" and not {words[i - 1] if i else "", words[i + 1] if i + 1 < len(words)
+                                                         else ""} & _ES_PHRASE):
             # an antecedent inside the question ('What is X and how does it work?', 'when imperialism impacts
             # social norms ..., what is it called?'): a name, or three content words, before it
             named_before = any(t[:1].isupper() or any(ch.isdigit() for ch in t) for t in toks[1:i])
@@ -262,7 +274,7 @@ def condense_offline(question: str, history: Sequence[Turn]) -> Condensed:
             if low in _PERSONAL_EN or (low in _PRONOUNS_EN and not own and i > 0):
                 text = re.sub(rf"\b{re.escape(w)}\b", carried + _PRONOUNS_EN[low], q, count=1)
                 return Condensed(q, text, "pronoun", (carried,), notes=(f"'{w}' read as '{carried}'",))
-            if low in _PRONOUNS_RU:
+            if low in _PRONOUNS_RU or low in _PRONOUNS_DE and low in _PRONOUN_OUT | {"es"}:
                 text = re.sub(rf"(?<!\w){re.escape(w)}(?!\w)", f"{w} ({carried})", q, count=1)
                 return Condensed(q, text, "pronoun", (carried,), notes=(f"'{w}' read as '{carried}'",))
     if own and opener:  # 'and under the Scotland Act 1998?': its names fill no slot of the previous question
