@@ -190,14 +190,16 @@ def german_shaped(word: str) -> bool:
         (len(low) >= 7 and bool(_NOUN_SUFFIX.search(low)))
 
 
-def _in_name_run(words: list[str], i: int) -> bool:
+def _in_name_run(words: list[str], i: int, breaks: frozenset[int] = frozenset()) -> bool:
     """Whether words[i] belongs to a run of capitalised words that reads as a name of several words ('Friedrich
     Ratzel', 'William Trent'): no word of it is a role, a month or of a common noun's suffix, and its first word
-    carries no adjective ending ('Kalten Krieges', 'Vereinigten Staaten' are an adjective and a noun)."""
+    carries no adjective ending ('Kalten Krieges', 'Vereinigten Staaten' are an adjective and a noun). `breaks`: the
+    indices of words a comma or other punctuation stands before ('alle Wege, Q zu ...' is no name 'Wege Q')."""
     a = b = i
-    while a > 0 and words[a - 1][:1].isupper() and words[a - 1].lower() not in _DETERMINERS:
+    while a > 0 and a not in breaks and words[a - 1][:1].isupper() and words[a - 1].lower() not in _DETERMINERS:
         a -= 1
-    while b + 1 < len(words) and words[b + 1][:1].isupper() and words[b + 1].lower() not in _DETERMINERS:
+    while b + 1 < len(words) and b + 1 not in breaks and words[b + 1][:1].isupper() and \
+            words[b + 1].lower() not in _DETERMINERS:
         b += 1
     run = words[a:b + 1]
     if len(run) < 2 or a == 0:  # (the question's first word is capitalised as any first word is)
@@ -226,7 +228,7 @@ def _before_particle(words: list[str], i: int) -> bool:
     return nxt in _PARTICLES and i + 2 < len(words) and words[i + 2][:1].isupper()
 
 
-def _noun_or_name(words: list[str], i: int) -> bool | None:
+def _noun_or_name(words: list[str], i: int, breaks: frozenset[int] = frozenset()) -> bool | None:
     """What common_noun and strong_noun agree on: True for a role, month, ordinal or determiner, the bare noun of a
     set prepositional phrase ('in Bezug auf') or the noun an interrogative determiner asks for ('Welche Religion');
     False for a name German writes otherwise, a hyphenated name or part of a name of several words; None when neither
@@ -237,7 +239,7 @@ def _noun_or_name(words: list[str], i: int) -> bool | None:
             (low in _SET_PHRASE_NOUNS and i > 0 and words[i - 1].lower() in _PREPOSITIONS):
         return True
     if english_names(w) or (w.count("-") and all(p[:1].isupper() for p in w.split("-") if p)) or \
-            _in_name_run(words, i) or _before_particle(words, i):
+            _in_name_run(words, i, breaks) or _before_particle(words, i):
         return False
     if _asked_noun(words, i):
         return True
@@ -246,27 +248,30 @@ def _noun_or_name(words: list[str], i: int) -> bool | None:
 
 def _asked_noun(words: list[str], i: int) -> bool:
     """Whether words[i] is the noun an interrogative determiner asks for ('Welche Religion', 'welchen zeitlichen
-    Rahmen', 'was für ein Gesetz'): the kind of the answer, not a thing the answer must name ('Katholizismus' answers
+    Rahmen', 'was für ein Gesetz', 'wie viele Männer'): the kind of the answer, not a thing the answer must name ('Katholizismus' answers
     'Welche Religion ...?' without the word 'Religion'), as English writes it in lower case ('Which religion')."""
     j = i - 1
-    while j >= 0 and words[j].islower() and _ADJ_ENDING.match(words[j]) and not words[j].startswith("welch"):
+    while j >= 0 and words[j].islower() and _ADJ_ENDING.match(words[j]) and not words[j].startswith("welch") and \
+            words[j] not in ("viele", "vielen"):
         j -= 1
     if j < 0:
         return False
     prev = words[j].lower()
     if re.fullmatch(r"welch(e|er|es|en|em)", prev):
         return True
+    if prev in ("viel", "viele", "vielen") and j >= 1 and words[j - 1].lower() == "wie":
+        return True  # 'Wie viel Prozent', 'Wie viele Männer': the unit or the things counted, as 'how many men
     return prev in ("ein", "eine", "einen", "einem", "einer") and j >= 2 and words[j - 1].lower() == "für" and \
         words[j - 2].lower() == "was"
 
 
-def common_noun(words: list[str], i: int) -> bool:
+def common_noun(words: list[str], i: int, breaks: frozenset[int] = frozenset()) -> bool:
     """Whether the capitalised word words[i] of a German text is a common noun, not a name: a role, month, ordinal;
     a word spelt as only German spells it (german_shaped), unless it is a name German writes otherwise ('Frankreich',
     looked for in its English forms), a hyphenated name ('Saint-Pierre') or part of a name of several words
     ('Friedrich Ratzel'); or a word after an article, a determiner, a number or an inflected adjective that follows
     one ('die größte Stadt')."""
-    settled = _noun_or_name(words, i)
+    settled = _noun_or_name(words, i, breaks)
     if settled is not None:
         return settled
     w = words[i]
@@ -288,12 +293,12 @@ def placed_noun(words: list[str], i: int) -> bool:
     return j >= 0 and (words[j].lower() in _DETERMINERS or words[j].isdigit())
 
 
-def strong_noun(words: list[str], i: int) -> bool:
+def strong_noun(words: list[str], i: int, breaks: frozenset[int] = frozenset()) -> bool:
     """Whether the capitalised word words[i] is a common noun by what only nouns are (common_noun's strong half): a
     role, month, ordinal, determiner or set phrase's noun, an umlaut or a common noun's suffix. A word read as a noun
     only by its place (after an article: 'das Delta', 'im Sudan') or by letter groups English names hold too ('ei',
     'ie': 'Einstein', 'Brakkenfield') may be a name."""
-    settled = _noun_or_name(words, i)
+    settled = _noun_or_name(words, i, breaks)
     if settled is not None:
         return settled
     w = words[i]

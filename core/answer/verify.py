@@ -150,9 +150,11 @@ _RU_ROLE_REST = re.compile(r"^(?:-[а-яё]+|(?:ор|ниц|ьниц|иц|риц
 # 'the board of directors', 'совет директоров': the board, an organ, not a role asked
 _BOARD_OF = re.compile(r"(?:.* )?(?:board of directors|совет\w* директоров)$")
 # Negation in a question: 'which ... does not ...' is answered only by a sentence that negates or excludes.
-_NEG_Q = frozenset("not never no none without except cannot neither nor isn't doesn't didn't wasn't weren't aren't "
-                   "don't can't won't".split()) | frozenset("не нет никогда без кроме ни нельзя".split()) | frozenset(
-    "nicht nie niemals kein keine keinen keinem keiner keines ohne außer".split())
+_NEG_Q = frozenset("not never no none without cannot neither nor isn't doesn't didn't wasn't weren't aren't "
+                   "don't can't won't".split()) | frozenset("не нет никогда без ни нельзя".split()) | frozenset(
+    "nicht nie niemals kein keine keinen keinem keiner keines ohne".split())
+# ('except', 'кроме', 'außer' set a thing aside, 'Which divisors has 6 except 1 and 6?': the answer states no negation,
+# 'it has the divisors 2 and 3 in addition to 1 and 6')
 _NEG_EVIDENCE = re.compile(
     r"(?i)\b(not|never|no|none|without|except|cannot|neither|nor|only|lack\w*|exclud\w*|refus\w*|forbid\w*|prohibit\w*|"
     r"deni\w*|den(y|ies)|fail\w*|unable|absent|instead|rather|but)\b|n't\b|\b(не|нет|никогда|без|кроме|ни|нельзя|"
@@ -826,6 +828,12 @@ _RU_VERB = re.compile(r"(л|ла|ло|ли|лся|лась|лось|лись|т�
 _RU_LOWER = re.compile(r"[а-яё][а-яё\-]+")
 
 
+def _breaks(text: str, toks: Sequence[re.Match[str]]) -> frozenset[int]:
+    """The indices of the tokens that punctuation (a comma, a colon, a bracket, a quote, a dash) stands before."""
+    return frozenset(i for i in range(1, len(toks))
+                     if re.search(r"[,;:()\"«»„“”–—]", text[toks[i - 1].end():toks[i].start()]))
+
+
 def _names(question: str) -> list[tuple[str, list[str]]]:
     """Names the question uses: runs of capitalised words that do not open it (and are no role or month; in German, no
     common noun: core.answer.german.common_noun), acronyms and codes, each with its words."""
@@ -834,6 +842,7 @@ def _names(question: str) -> list[tuple[str, list[str]]]:
     toks = list(_WORD.finditer(question))
     de = _german(question)
     words = [m.group(0) for m in toks]
+    breaks = _breaks(question, toks)
 
     head: list[str] = []  # the common noun a Russian name's capitalised adjective opens ('Семилетняя война')
 
@@ -851,7 +860,9 @@ def _names(question: str) -> list[tuple[str, list[str]]]:
         low = w.lower()
         named = (w[:1].isupper() and not opens) or (len(w) >= 2 and w.isupper() and not w.isdigit()) or \
             bool(_CODE.fullmatch(w))
-        if named and de and not w.isupper() and german.common_noun(words, i):
+        if named and i in breaks:
+            flush()  # 'alle Wege, Q zu vervollständigen': a comma ends a name
+        if named and de and not w.isupper() and german.common_noun(words, i, breaks):
             named = False  # German capitalises nouns: 'die Universität' is no name
         if named and low not in _NOT_NAMES and low not in _ROLES_EN and low not in _MONTHS_EN and \
                 not _MONTH_RU.match(low) and not _YEAR.fullmatch(w) and low not in EN_STOP and low not in RU_STOP:
@@ -887,12 +898,14 @@ def _soft_names(question: str) -> list[str]:
         return []
     toks = list(_WORD.finditer(question))
     words = [m.group(0) for m in toks]
+    breaks = _breaks(question, toks)
     out = []
     for i, m in enumerate(toks):
         w = m.group(0)
         before = question[: m.start()].rstrip()
         if i == 0 or not before or before[-1] in ".?!:;\"«(" or not w[:1].isupper() or w.isupper() or \
-                not german.common_noun(words, i) or german.strong_noun(words, i) or w.lower() in EN_STOP:
+                not german.common_noun(words, i, breaks) or german.strong_noun(words, i, breaks) or \
+                w.lower() in EN_STOP:
             continue
         out.append(w)
     return list(dict.fromkeys(out))
@@ -1120,7 +1133,8 @@ _ANCHOR = re.compile(r"(?i)\b(during|after|before|following|until|till|since|by 
 _YEARS_UNIT = re.compile(r"(?i)\b(years?|BP|BC|BCE|AD|CE|лет|года?|годам|н\.\s?э)\b")
 # an event the time is told by, in a clause ('... became supportive when Germany started to build an empire')
 _WHEN_CLAUSE = re.compile(r"(?i)\w[\w,]*\s+(when|once|as soon as|after|before|until|когда|как только|после того,? как|"
-                          r"до того,? как|пока)\s+(the\s+|a\s+)?\w+\s+\w+")
+                          r"до того,? как|пока|sobald|nachdem|bevor)\s+(the\s+|a\s+|der\s+|die\s+|das\s+)?\w+\s+\w+")
+# (German 'als' and 'bis' are also 'as' and 'up to': left out)
 _DATE_WORD = re.compile(r"(?i)\b(today|yesterday|tomorrow|recently|currently|nowadays|at present|at the time|"
                         r"in the (past|future)|сегодня|вчера|завтра|недавно|сейчас|в настоящее время|в прошлом|"
                         r"в будущем)\b|\b\d{1,2}[./]\d{1,2}[./]\d{2,4}\b|\b\d{4}-\d{2}-\d{2}\b")
