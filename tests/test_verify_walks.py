@@ -267,3 +267,15 @@ def test_german_questions_ask_the_same_attributes_as_english_ones() -> None:
         attr = asked_attribute(q)
         assert attr is not None and attr.name == name, q
     assert asked_attribute("Wer hat Vega-Altair ursprünglich entwickelt?") is None  # as 'Who originally developed'
+
+
+def test_a_setting_and_its_function_asked_leave_the_functions_other_parameters_alone() -> None:
+    from core.answer.verify import ChunkText, verify_quotes
+    q = "What is the default float_mode of alphalib's from_text?"
+    sig = "def from_text(\n    data: bytes,\n    float_mode: Literal['float', 'decimal'] = 'float',\n)"
+    doc = "Defaults to True. cache_mode: cache strings to improve performance at the cost of memory"
+    line = "float_mode: Literal['float', 'decimal'] = 'float',"
+    got = verify_quotes(q, f"{line} [c1] {doc} [c2]", ["c1", "c2"],
+                        {"c1": ChunkText(sig, "", "alphalib"), "c2": ChunkText(doc + "\nfrom_text reads bytes.", "",
+                                                                                  "alphalib")}, refusal="No.")
+    assert not got.refused and "float_mode" in got.text

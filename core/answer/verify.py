@@ -1436,9 +1436,11 @@ def _check_one(c: Constraint, parts: Sequence[tuple[str, _Read]], sentence_read:
             return Verdict(c, "unmet", instead=tuple(others[:3]))
     if c.kind == "entity" and "_" in c.text and _IDENT.fullmatch(c.text) and not _entity_in(c, sentence_read, False):
         said = {m.group(0) for m in _IDENT.finditer(re.sub(r"\w+://\S+", " ", sentence)) if "_" in m.group(0)}
-        others = sorted(said - {m.group(0) for m in _IDENT.finditer(question)})
-        if others and len(others) == len(said):  # asked max_array_len's default, the sentence gives max_buffer_size's
-            # and no other setting the question names (a web address's path aside)
+        asked = {m.group(0) for m in _IDENT.finditer(question) if "_" in m.group(0)}
+        others = sorted(said - asked)
+        if others and len(others) == len(said) and len(asked) == 1:  # asked max_array_len's default, the sentence
+            # gives max_buffer_size's (a web address's path aside); a question that names a setting and its function
+            # ('float_mode of from_json') leaves the sentence's other parameters to the checks below
             return Verdict(c, "unmet", instead=tuple(others[:3]))
     if c.kind == "entity" and re.search(r"(?<![\w.])" + re.escape(c.text) + r"\(", question):
         calls = {m.group(1) for m in _CALL.finditer(sentence)}
