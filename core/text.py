@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import html
+import json
 import re
 import threading
 import unicodedata
 from functools import lru_cache
+from importlib.resources import files
 
 import Stemmer
 
@@ -459,8 +462,5 @@ def guess_language(text: str) -> str:
 def lexicon(lang: str) -> frozenset[str]:
     """A language's word forms, lower-cased: pyspellchecker's word lists (German about 339,000 forms, English about
     160,000; MIT, read as data, its spelling API unused). Loaded once per language (about 0.4 s)."""
-    import gzip
-    import json
-    from importlib.resources import files
     raw = files("spellchecker").joinpath("resources", f"{lang}.json.gz").read_bytes()
     return frozenset(json.loads(gzip.decompress(raw)))

@@ -53,6 +53,8 @@ def test_german_questions_stand_alone_and_german_follow_ups_carry_the_previous_s
     assert c.changed and "Montcalm" in c.text
     assert condense_offline("Und Tunesien?", [Turn("Wann übernahm Frankreich die Kontrolle über Algerien?")]).text == \
         "Wann übernahm Frankreich die Kontrolle über Tunesien?"
+    # the subject carried is the package the lower-case word names, not the capitalised noun 'Autor'
+    assert condense_offline("Und wer betreut es?", prev).text == "Und wer betreut es (uvicorn)?"
 
 
 def test_slots_of_their_own_kind_quoted_names_and_the_person_a_who_question_named() -> None:

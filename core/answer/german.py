@@ -357,6 +357,23 @@ def _one_edit(word: str, lex: frozenset[str]) -> bool:
         any(a + c + b in lex for a, b in cuts for c in _ALPHABET)
 
 
+_INFLECTIONS = ("ierten", "iertes", "ierter", "iertem", "ierte", "iert", "ten", "tes", "ter", "tem", "te", "tet", "test",
+                "en", "er", "es", "em", "e", "t", "st", "n")
+_VERB_PREFIXES = ("ge", "ver", "be", "er", "zer", "ent", "ein", "aus", "auf", "an", "ab", "mit", "nach", "vor", "zu",
+                  "über", "unter", "um", "miss", "durch", "wieder", "zurück", "weg", "fest", "her", "hin")
+
+
+def _inflected(word: str, lex: frozenset[str]) -> bool:
+    """Whether a word is an inflected form of a German word the list lacks: a verb's past or participle, an
+    adjective's ending, with the verb's prefixes read off ('ordinierte' -> 'ordinieren', 'eingezäunten' ->
+    'zäunen', 'elektroschwachen' -> 'elektro' + 'schwach')."""
+    stems = {word} | {word[: -len(e)] for e in _INFLECTIONS if word.endswith(e) and len(word) - len(e) >= 3}
+    for _ in range(2):  # a separable prefix and the participle's 'ge' ('ein-ge-zäunt')
+        stems |= {st[len(p):] for st in stems for p in _VERB_PREFIXES if st.startswith(p) and len(st) - len(p) >= 3}
+    forms = {f for st in stems for f in (st, st + "en", st + "n", st + "ieren", st + "e")}
+    return any(f in lex or (len(f) >= 8 and _compound(f, lex)) for f in forms)
+
+
 def foreign_word(word: str) -> bool:
     """Whether a lower-case word of a German text is no German word: not in the word list, no compound of its words,
     no typo of one and not of an inflected adjective's shape ('p-adischen'). A word with a digit ('h11') or capitals
@@ -369,7 +386,8 @@ def foreign_word(word: str) -> bool:
         return False
     lex = lexicon()
     parts = [p for p in low.split("-") if len(p) >= 3]
-    return any(p not in lex and not _compound(p, lex) and not _one_edit(p, lex) for p in parts)
+    return any(p not in lex and not _compound(p, lex) and not _one_edit(p, lex) and not _inflected(p, lex)
+               for p in parts)
 
 
 def german_word(word: str) -> bool:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from core.models.llm import LLM, LLMError, LLMRequest, TextBlock
+from core.text import guess_language, lexicon
 from core.types import StageInfo, Turn, Usage
 
 _TOKEN = re.compile(r"[\w][\w\-./]*", re.UNICODE)
@@ -67,7 +68,25 @@ def _entity_runs(text: str) -> list[str]:
             cur = []
     if cur:
         runs.append(cur)
+    if guess_language(text) == "de":  # a lower-case word no German word list holds names the subject ('Wer ist der
+        # Autor von uvicorn?'), before the capitalised nouns German writes beside it ('Autor', 'Mindestversion')
+        de = lexicon("de")
+        lower = [[t] for t in toks if t[:1].islower() and len(t) > 2 and t.lower() not in _QUESTION_WORDS and
+                 t.lower() not in de]
+        if lower:
+            runs = lower + [r for r in runs if not (len(r) == 1 and _german_noun(r[0], de))]
     return [" ".join(r) for r in runs]
+
+
+def _german_noun(word: str, de: frozenset[str]) -> bool:
+    """A capitalised word German holds and English does not ('Autor'), or two German words joined
+    ('Mindestversion')."""
+    low = word.lower()
+    if word.isupper() or any(ch.isdigit() for ch in word):
+        return False
+    if low in de:
+        return low not in lexicon("en")
+    return any(low[:i] in de and (low[i:] in de or low[i:].lstrip("s") in de) for i in range(4, len(low) - 3))
 
 
 def _shape(entity: str) -> str:
