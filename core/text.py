@@ -464,3 +464,18 @@ def lexicon(lang: str) -> frozenset[str]:
     160,000; MIT, read as data, its spelling API unused). Loaded once per language (about 0.4 s)."""
     raw = files("spellchecker").joinpath("resources", f"{lang}.json.gz").read_bytes()
     return frozenset(json.loads(gzip.decompress(raw)))
+
+
+def compound_of(word: str, lex: frozenset[str], depth: int = 0) -> bool:
+    """Whether a lower-case word is words of a word list (lexicon), four letters or more each, joined (a linking 's'
+    allowed): German's 'aufeinanderfolgender', 'mindestversion'."""
+    if depth and word in lex and len(word) >= 4:
+        return True
+    if depth > 2:
+        return False
+    for i in range(4, len(word) - 3):
+        head, rest = word[:i], word[i:]
+        if (head in lex or (head.endswith("s") and len(head) > 4 and head[:-1] in lex)) and \
+                compound_of(rest, lex, depth + 1):
+            return True
+    return False

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from core.text import compound_of
 from core.text import lexicon as text_lexicon
 
 MONTHS_DE = ("januar", "februar", "märz", "april", "mai", "juni", "juli", "august", "september", "oktober",
@@ -248,7 +249,8 @@ def _noun_or_name(words: list[str], i: int, breaks: frozenset[int] = frozenset()
 
 def _asked_noun(words: list[str], i: int) -> bool:
     """Whether words[i] is the noun an interrogative determiner asks for ('Welche Religion', 'welchen zeitlichen
-    Rahmen', 'was für ein Gesetz', 'wie viele Männer'): the kind of the answer, not a thing the answer must name ('Katholizismus' answers
+    Rahmen', 'was für ein Gesetz', 'wie viele Männer'): the kind of the answer, not a thing the answer must name
+    ('Katholizismus' answers
     'Welche Religion ...?' without the word 'Religion'), as English writes it in lower case ('Which religion')."""
     j = i - 1
     while j >= 0 and words[j].islower() and _ADJ_ENDING.match(words[j]) and not words[j].startswith("welch") and \
@@ -260,7 +262,7 @@ def _asked_noun(words: list[str], i: int) -> bool:
     if re.fullmatch(r"welch(e|er|es|en|em)", prev):
         return True
     if prev in ("viel", "viele", "vielen") and j >= 1 and words[j - 1].lower() == "wie":
-        return True  # 'Wie viel Prozent', 'Wie viele Männer': the unit or the things counted, as 'how many men
+        return True  # 'Wie viel Prozent', 'Wie viele Männer': the unit or the things counted ('how many men')
     return prev in ("ein", "eine", "einen", "einem", "einer") and j >= 2 and words[j - 1].lower() == "für" and \
         words[j - 2].lower() == "was"
 
@@ -331,21 +333,6 @@ def lexicon() -> frozenset[str]:
 _ALPHABET = "abcdefghijklmnopqrstuvwxyzäöüß"
 
 
-def _compound(word: str, lex: frozenset[str], depth: int = 0) -> bool:
-    """Whether a word is German words of four letters or more joined (a linking 's' allowed): 'aufeinanderfolgender',
-    'selbstkonsistenten'."""
-    if depth and word in lex and len(word) >= 4:
-        return True
-    if depth > 2:
-        return False
-    for i in range(4, len(word) - 3):
-        head, rest = word[:i], word[i:]
-        if (head in lex or (head.endswith("s") and len(head) > 4 and head[:-1] in lex)) and \
-                _compound(rest, lex, depth + 1):
-            return True
-    return False
-
-
 def _one_edit(word: str, lex: frozenset[str]) -> bool:
     """Whether a word of six letters or more is one letter dropped, changed or added from a German word (a typo:
     'werdem')."""
@@ -371,7 +358,7 @@ def _inflected(word: str, lex: frozenset[str]) -> bool:
     for _ in range(2):  # a separable prefix and the participle's 'ge' ('ein-ge-zäunt')
         stems |= {st[len(p):] for st in stems for p in _VERB_PREFIXES if st.startswith(p) and len(st) - len(p) >= 3}
     forms = {f for st in stems for f in (st, st + "en", st + "n", st + "ieren", st + "e")}
-    return any(f in lex or (len(f) >= 8 and _compound(f, lex)) for f in forms)
+    return any(f in lex or (len(f) >= 8 and compound_of(f, lex)) for f in forms)
 
 
 def foreign_word(word: str) -> bool:
@@ -386,7 +373,7 @@ def foreign_word(word: str) -> bool:
         return False
     lex = lexicon()
     parts = [p for p in low.split("-") if len(p) >= 3]
-    return any(p not in lex and not _compound(p, lex) and not _one_edit(p, lex) and not _inflected(p, lex)
+    return any(p not in lex and not compound_of(p, lex) and not _one_edit(p, lex) and not _inflected(p, lex)
                for p in parts)
 
 
@@ -394,4 +381,4 @@ def german_word(word: str) -> bool:
     """Whether a word (any case) is a German word form or a compound of German words ('Bibliothek', 'Codezeilen')."""
     low = word.lower()
     lex = lexicon()
-    return low in lex or _compound(low, lex)
+    return low in lex or compound_of(low, lex)

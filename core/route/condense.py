@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from core.models.llm import LLM, LLMError, LLMRequest, TextBlock
-from core.text import guess_language, lexicon
+from core.text import compound_of, guess_language, lexicon
 from core.types import StageInfo, Turn, Usage
 
 _TOKEN = re.compile(r"[\w][\w\-./]*", re.UNICODE)
@@ -86,7 +86,7 @@ def _german_noun(word: str, de: frozenset[str]) -> bool:
         return False
     if low in de:
         return low not in lexicon("en")
-    return any(low[:i] in de and (low[i:] in de or low[i:].lstrip("s") in de) for i in range(4, len(low) - 3))
+    return compound_of(low, de)
 
 
 def _shape(entity: str) -> str:
