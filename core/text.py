@@ -479,3 +479,13 @@ def compound_of(word: str, lex: frozenset[str], depth: int = 0) -> bool:
                 compound_of(rest, lex, depth + 1):
             return True
     return False
+
+
+def german_only(word: str) -> bool:
+    """Whether a word is German and not English: a German word form the English list lacks ('Autor', 'Raum'), or
+    German words joined ('Mindestversion'). An acronym or a word with a digit is neither ('AES', 'h11')."""
+    low = word.lower()
+    if word.isupper() or any(ch.isdigit() for ch in word):
+        return False
+    de = lexicon("de")
+    return (low in de or compound_of(low, de)) and low not in lexicon("en")

@@ -20,7 +20,7 @@ from core.answer.attributes import QUALIFIERS, asked_attribute, states_value, su
 from core.answer.support import sentence_contexts
 from core.answer.translit import acronym_stated, english_of, name_stated
 from core.answer.units import ITEM_LINE, units
-from core.text import EN_STOP, FIELD_LINE, RU_STOP, guess_language, lexicon, sentence_spans, tokenize
+from core.text import EN_STOP, FIELD_LINE, RU_STOP, german_only, guess_language, sentence_spans, tokenize
 from core.types import StageInfo
 
 Met = Literal["met", "unmet", "unchecked"]
@@ -978,8 +978,7 @@ def _german_names(q: str, found: Sequence[Constraint]) -> tuple[list[tuple[str, 
     for m in _DE_TOKEN.finditer(q):
         w = m.group(1).rstrip(".")
         parts = w.split("-")
-        if len(parts) > 1 and _head_noun(parts[-1]) and not all(
-                german.german_word(p) and p.lower() not in lexicon("en") for p in parts[:-1]):
+        if len(parts) > 1 and _head_noun(parts[-1]) and not all(german_only(p) for p in parts[:-1]):
             # (a compound of German words only, 'Raum-Zeit-Weg', is no name with its head noun)
             name = "-".join(parts[:-1])
             if w.lower() in have:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from core.models.llm import LLM, LLMError, LLMRequest, TextBlock
-from core.text import compound_of, guess_language, lexicon
+from core.text import german_only, guess_language, lexicon
 from core.types import StageInfo, Turn, Usage
 
 _TOKEN = re.compile(r"[\w][\w\-./]*", re.UNICODE)
@@ -74,19 +74,8 @@ def _entity_runs(text: str) -> list[str]:
         lower = [[t] for t in toks if t[:1].islower() and len(t) > 2 and t.lower() not in _QUESTION_WORDS and
                  t.lower() not in de]
         if lower:
-            runs = lower + [r for r in runs if not (len(r) == 1 and _german_noun(r[0], de))]
+            runs = lower + [r for r in runs if not (len(r) == 1 and german_only(r[0]))]
     return [" ".join(r) for r in runs]
-
-
-def _german_noun(word: str, de: frozenset[str]) -> bool:
-    """A capitalised word German holds and English does not ('Autor'), or two German words joined
-    ('Mindestversion')."""
-    low = word.lower()
-    if word.isupper() or any(ch.isdigit() for ch in word):
-        return False
-    if low in de:
-        return low not in lexicon("en")
-    return compound_of(low, de)
 
 
 def _shape(entity: str) -> str:
