@@ -121,15 +121,26 @@ _AFTER_ORDINAL = re.compile(r"(Januar|Jänner|Februar|März|April|Mai|Juni|Juli|
                             r"Bundestag|Armee|Division|Regiment)\b")
 
 
+# The full stop of an abbreviation or an initial ends no sentence: a single letter ('John F. Kennedy', 'z. B.', 'd. h.',
+# 'i. d. R.') and the common abbreviations of English, German and Russian prose that rarely close one (not 'etc.',
+# 'usw.', 'т. д.', which often do)
+_ABBREV_DOT = re.compile(r"(?:^|[\s(\[„“\"'])(?:[^\W\d_гв]|Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|vs|e\.g|i\.e|approx|Fig|Gen|Col|Lt|"
+                         r"Sgt|Capt|Gov|Sen|Rev|No|bzw|ca|Nr|vgl|sog|ggf|evtl|inkl|bspw|Mio|Mrd|Jh|Chr|Abs|z\.B|d\.h|"
+                         r"u\.a|др|им|ул|см|напр|т\.е|т\.н)\.$")
+
+
 def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
     """Character spans of sentences in text[start:end]; paragraph breaks and list items also end a sentence (a German
-    ordinal's full stop before a month or a century does not: 'am 1. März', 'im 20. Jahrhundert')."""
+    ordinal's full stop before a month or a century does not: 'am 1. März', 'im 20. Jahrhundert'; nor does an
+    abbreviation's: 'bzw.', 'Dr.', 'z. B.')."""
     end = len(text) if end is None else end
     spans: list[tuple[int, int]] = []
     pos = start
     for m in _SENT_END.finditer(text, start, end):
         if text[m.start() - 1: m.start()] == "." and _ORDINAL_DOT.search(text, max(start, m.start() - 4), m.start()) \
                 and _AFTER_ORDINAL.match(text, m.end()):
+            continue
+        if text[m.start() - 1: m.start()] == "." and _ABBREV_DOT.search(text, max(start, m.start() - 8), m.start()):
             continue
         if m.start() > pos:
             spans.append((pos, m.start()))
@@ -469,16 +480,23 @@ def lexicon(lang: str) -> frozenset[str]:
 def compound_of(word: str, lex: frozenset[str], depth: int = 0) -> bool:
     """Whether a lower-case word is words of a word list (lexicon), four letters or more each, joined (a linking 's'
     allowed): German's 'aufeinanderfolgender', 'mindestversion'."""
+    return compound_parts(word, lex, depth) is not None
+
+
+def compound_parts(word: str, lex: frozenset[str], depth: int = 0) -> tuple[str, ...] | None:
+    """The words of a word list a lower-case compound joins, first split first ('weltmeisterschaft' -> ('welt',
+    'meisterschaft')); None when it is no such compound (compound_of)."""
     if depth and word in lex and len(word) >= 4:
-        return True
+        return (word,)
     if depth > 2:
-        return False
+        return None
     for i in range(4, len(word) - 3):
         head, rest = word[:i], word[i:]
-        if (head in lex or (head.endswith("s") and len(head) > 4 and head[:-1] in lex)) and \
-                compound_of(rest, lex, depth + 1):
-            return True
-    return False
+        if head in lex or (head.endswith("s") and len(head) > 4 and head[:-1] in lex):
+            tail = compound_parts(rest, lex, depth + 1)
+            if tail is not None:
+                return (head, *tail)
+    return None
 
 
 def german_only(word: str) -> bool:

@@ -169,20 +169,31 @@ class _NounReader:
 
 
 def test_a_german_word_that_may_be_a_name_is_checked_softly() -> None:
-    soft = [c.text for c in question_constraints("Wo beginnt das Kelbrin in den Niederlanden?") if c.soft]
-    assert soft == ["Kelbrin"]
+    soft = [c.text for c in question_constraints("Wo beginnt das Delta in den Niederlanden?") if c.soft]
+    assert soft == ["Delta"]
     de = "Das Rhein-Maas-Delta beginnt bei Millingen aan de Rijn in den Niederlanden."
-    v = check("Wo beginnt das Kelbrin in den Niederlanden?", Evidence(de, de), names=_NounReader())
-    assert [(x.constraint.text, x.verdict) for x in v.verdicts if x.constraint.soft] == [("Kelbrin", "unmet")]
+    v = check("Wo beginnt das Flussmaul in den Niederlanden?", Evidence(de, de), names=_NounReader())
+    assert [(x.constraint.text, x.verdict) for x in v.verdicts if x.constraint.soft] == [("Flussmaul", "unmet")]
     v = check("Wo beginnt das Delta in den Niederlanden?", Evidence(de, de), names=_NounReader())
     assert v.ok  # 'Delta' inside the compound 'Rhein-Maas-Delta'
     v = check("Wo beginnt das Rheinmaul in den Niederlanden?", Evidence(de, de), names=_NounReader())
     assert v.ok  # not written in the evidence, read by the encoder
     en = "The Rhine-Meuse Delta begins near Millingen aan de Rijn."
-    v = check("Wo beginnt das Kelbrin in den Niederlanden?", Evidence(en, en), names=_NounReader())
+    v = check("Wo beginnt das Rheinmaul in den Niederlanden?", Evidence(en, en), names=_NounReader())
     assert all(x.verdict != "unmet" for x in v.verdicts if x.constraint.soft)  # never refused across languages
     e = "Die Bewegung, aus der die Evangelisch-methodistische Kirche hervorgehen sollte, begann 1738."
     assert check("Wann begann die Bewegung der EmK?", Evidence(e, e), names=_NounReader()).ok  # its initials
+
+
+def test_a_word_where_a_noun_stands_but_no_german_word_is_a_name() -> None:
+    # 'das Kelbrin', 'zu Brakkenfield': German puts articles and prepositions before names too ('der Iran'); a word
+    # the German word list, its compounds, typos and inflections do not hold is checked as a name, in every language
+    for q, name in (("Wo beginnt das Kelbrin in den Niederlanden?", "Kelbrin"),
+                    ("Für wie viel Geld wurde Neymar zu Brakkenfield transferiert?", "Brakkenfield")):
+        cs = question_constraints(q)
+        assert [c.text for c in cs if c.kind == "entity" and c.text == name and not c.soft] == [name]
+    en = "The Rhine-Meuse Delta begins near Millingen aan de Rijn."
+    assert not check("Wo beginnt das Kelbrin in den Niederlanden?", Evidence(en, en), names=_NounReader()).ok
 
 
 def test_german_function_words_tell_no_sibling_name() -> None:
@@ -272,7 +283,7 @@ def test_a_german_word_that_may_be_a_name_is_checked_across_languages_by_the_enc
     assert all(x.verdict != "unmet" for x in v.verdicts if x.constraint.soft)
     # the cut off: left unchecked as before
     off = NameFinder(_GainReader(), soft_gain=float("inf"))
-    assert not verify_quotes("Wo beginnt das Kelbrin in den Niederlanden?", f"{en} [c1]", ["c1"], chunks,
+    assert not verify_quotes("Wo beginnt das Flussmaul in den Niederlanden?", f"{en} [c1]", ["c1"], chunks,
                              refusal=REFUSAL, names=off).refused
 
 
@@ -357,3 +368,47 @@ def test_a_name_german_writes_as_english_is_not_met_by_the_encoder_where_the_evi
     always = lambda *a: True  # noqa: E731
     ck = check("Wer ist der Autor von pdfly?", ev, names=always)
     assert [v.constraint.text for v in ck.unmet if v.constraint.kind == "entity"] == ["pdfly"]
+
+
+def _roles(q: str) -> list[str]:
+    return [c.text for c in question_constraints(q) if c.kind == "role"]
+
+
+def test_a_title_before_a_name_is_the_name_and_a_feminine_title_its_own_role() -> None:
+    # 'Königin' is a queen, not a king
+    assert german.role("Königin") == "queen" and german.role("Königs") == "king" and german.role("Kaiserin") == "empress"
+    # a title before the name asked pins nobody the name does not: the evidence need not repeat it
+    assert _roles("Wann starb der Mann von Königin Victoria?") == []
+    assert _roles("When did Queen Victoria's husband die?") == []
+    assert _roles("Wann wurde Papst Franziskus gewählt?") == []
+    e = "Albert verstarb am 14. Dezember 1861 in Anwesenheit Victorias."
+    assert check("Wann starb der Mann von Queen Victoria?", Evidence(e, e)).ok
+    # a role of a place or a body is asked: after an article in German, in lower case in English
+    assert _roles("Wer war der Präsident Frankreichs 1990?") == ["president"]
+    assert _roles("Who was the president of France in 1990?") == ["president"]
+    assert _roles("Who was Queen of England in 1600?") == ["queen"]
+
+
+def test_a_names_genitive_before_its_noun_is_the_name_alone() -> None:
+    assert _entities("Wo wurde Queen Victorias Mann beerdigt?") == ["Victorias"]
+    assert "Mars Express" in _entities("Wann startete Mars Express?")
+
+
+def test_an_acronym_is_met_by_a_german_compound_of_its_initials_or_by_the_states_name() -> None:
+    e = "Die französische Nationalmannschaft, die bei der Weltmeisterschaft 1998 den Titel gewann, hatte elf Spieler."
+    assert check("Wie viele Spieler hatte Frankreich bei der WM 1998?", Evidence(e, e)).ok
+    assert not check("Wie viele Spieler hatte Frankreich bei der EM 1998?", Evidence(e, e)).ok
+    us = "Laut Artikel IV der US-Verfassung hat der Kongress die Möglichkeit, neue Bundesstaaten aufzunehmen."
+    assert check("Wie kann die USA einen neuen Bundesstaat aufnehmen?", Evidence(us, us)).ok
+    en = "Under Article IV of the United States Constitution, Congress may admit new states."
+    assert check("How can the USA admit a new state?", Evidence(en, en)).ok
+    assert not check("How can the UAE admit a new state?", Evidence(en, en)).ok
+
+
+def test_a_place_without_an_article_is_a_name_and_a_compound_of_german_words_is_met_by_its_words() -> None:
+    assert "Neuseeland" in _entities("Wie heißt die Methode des Regenwassersammelns in Neuseeland?")
+    assert "Bundesland" not in _entities("Wie viele Einwohner hat das Bundesland?")
+    e = "Die Beobachtung von Hautreaktionen bei Tuberkulin führte später zur Entwicklung eines Testverfahrens."
+    chunk = e + " Koch beschrieb die Tuberkulose 1882."
+    assert check("Was führte zur Entwicklung des ersten Tuberkulose-Testes?", Evidence(e, chunk)).ok
+    assert not check("Was führte zur Entwicklung des ersten Tuberkulose-Impfstoffs?", Evidence(e, chunk)).ok

@@ -56,6 +56,8 @@ _ROLE_DE = {"präsident": "president", "vizepräsident": "vice-president", "vors
             "schriftsteller": "writer", "dichter": "poet", "maler": "painter", "bildhauer": "sculptor",
             "abt": "abbot", "priester": "priest", "pfarrer": "pastor", "kurator": "curator",
             "verwalter": "administrator", "stellvertreter": "deputy", "lehrer": "teacher"}
+# the titles whose feminine English writes with a word of its own ('Königin' is a queen, not a king)
+_FEMININE_DE = {"könig": "queen", "kaiser": "empress", "zar": "tsarina", "prinz": "princess"}
 _ROLE_DE_RX = re.compile(r"^(" + "|".join(sorted(_ROLE_DE, key=len, reverse=True)) + r")(in|innen|en|e|er|s|es|n)?$")
 
 # words before a noun in a German noun phrase: articles, determiners, quantifiers, contractions of a preposition
@@ -68,6 +70,7 @@ _DETERMINERS = frozenset((
     "unseren unserem unserer dessen deren im am zum zur beim vom ins ans aufs durchs fürs ums übers unterm "
     "zwei drei vier fünf sechs sieben acht neun zehn elf zwölf zwanzig hundert tausend million millionen "
     "solche solchen solcher etwas wieviel wieviele".split()))
+DETERMINERS = _DETERMINERS
 # German function words (articles and determiners above, prepositions, conjunctions, pronouns, auxiliaries): no word
 # beside them tells which thing a sentence is about
 FUNCTION_WORDS = _DETERMINERS | frozenset((
@@ -87,6 +90,7 @@ _NOUN_SUFFIX = re.compile(r"(ung|ungen|heit|heiten|keit|keiten|schaft|schaften|t
 
 _GERMAN_LETTERS = re.compile(r"[äöüß]|sch|tz|chs|cht|pf|ei|ie|kt$")
 _UMLAUTS = re.compile(r"[äöüß]")
+_PLACE = re.compile(r"\w{3,}(land|stadt)$")  # the endings of places' names that are also common nouns' endings
 
 # names German writes otherwise than English: countries, peoples, regions and cities (stem -> English stems)
 _NAMES_DE_EN: dict[str, tuple[str, ...]] = {
@@ -177,8 +181,11 @@ def superlative(word: str) -> str | None:
 
 
 def role(word: str) -> str | None:
-    """The English role word of a German role or title ('Präsidentin' -> 'president', 'Königs' -> 'king')."""
+    """The English role word of a German role or title ('Präsidentin' -> 'president', 'Königs' -> 'king'; a feminine
+    title English writes otherwise in its own word: 'Königin' -> 'queen')."""
     m = _ROLE_DE_RX.match(word.lower())
+    if m and m.group(2) in ("in", "innen") and m.group(1) in _FEMININE_DE:
+        return _FEMININE_DE[m.group(1)]
     return _ROLE_DE[m.group(1)] if m else None
 
 
@@ -277,9 +284,15 @@ def common_noun(words: list[str], i: int, breaks: frozenset[int] = frozenset()) 
     if settled is not None:
         return settled
     w = words[i]
-    if german_shaped(w):
+    if _PLACE.search(w.lower()) and not placed_noun(words, i):
+        return False  # a country's or a city's name without an article ('in Neuseeland', 'nach Mexiko-Stadt')
+    # a word read as a noun only by its place or by letter groups English names hold too, but no German word ('das
+    # Kelbrin', 'zu Brakkenfield'; foreign_word: the word list, its compounds, typos and inflections) is a name
+    if _strong_letters(w.lower()):
         return True
-    return placed_noun(words, i)
+    if w[1:].islower() and foreign_word(w):  # (a word of mixed case, 'EmK', may be German words' initials)
+        return False
+    return german_shaped(w) or placed_noun(words, i)
 
 
 def placed_noun(words: list[str], i: int) -> bool:
@@ -303,8 +316,11 @@ def strong_noun(words: list[str], i: int, breaks: frozenset[int] = frozenset()) 
     settled = _noun_or_name(words, i, breaks)
     if settled is not None:
         return settled
-    w = words[i]
-    low = w.lower()
+    return _strong_letters(words[i].lower())
+
+
+def _strong_letters(low: str) -> bool:
+    """An umlaut or a common noun's suffix: letters English names do not hold."""
     return bool(_UMLAUTS.search(low)) or bool(_NOUN_SUFFIX.fullmatch(low)) or \
         (len(low) >= 7 and bool(_NOUN_SUFFIX.search(low)))
 

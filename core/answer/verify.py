@@ -20,7 +20,8 @@ from core.answer.attributes import QUALIFIERS, asked_attribute, states_value, su
 from core.answer.support import sentence_contexts
 from core.answer.translit import acronym_stated, english_of, name_stated
 from core.answer.units import ITEM_LINE, units
-from core.text import EN_STOP, FIELD_LINE, RU_STOP, german_only, guess_language, sentence_spans, tokenize
+from core.text import (EN_STOP, FIELD_LINE, RU_STOP, compound_parts, german_only, guess_language, sentence_spans,
+                       tokenize)
 from core.types import StageInfo
 
 Met = Literal["met", "unmet", "unchecked"]
@@ -802,6 +803,26 @@ def _roles(text: str) -> list[str]:
     return out
 
 
+def _titled_roles(question: str, names: Sequence[str]) -> list[str]:
+    """The roles the question writes as a title before a name it asks about ('Queen Victoria', 'President Lincoln',
+    'von Königin Victoria', 'Papst Franziskus'): the person is pinned by the name, which the check looks for; the
+    title need not be stated beside it. A German role after an article is a role of a place or a body ('der
+    Präsident Frankreichs'), as an English role in lower case is ('the president of France')."""
+    toks = list(_WORD.finditer(question))
+    de = _german(question)
+    named = {w for n in names for w in n.split()}
+    out = []
+    for i, m in enumerate(toks[:-1]):
+        w, nxt = m.group(0), toks[i + 1]
+        if not w[:1].isupper() or question[m.end():nxt.start()] != " " or \
+                re.sub(r"['’]s$", "", nxt.group(0)) not in named:
+            continue
+        r = (german.role(w) if de else None) or (w.lower() if w.lower() in _ROLES_EN else None)
+        if r and not (de and i > 0 and toks[i - 1].group(0).lower() in german.DETERMINERS):
+            out.append(r)
+    return out
+
+
 _SECOND_IN_COMMAND = re.compile(r"(?i)\bsecond[- ]in[- ]command\b")
 
 
@@ -864,6 +885,10 @@ def _names(question: str) -> list[tuple[str, list[str]]]:
             flush()  # 'alle Wege, Q zu vervollständigen': a comma ends a name
         if named and de and not w.isupper() and german.common_noun(words, i, breaks):
             named = False  # German capitalises nouns: 'die Universität' is no name
+        if named and de and len(run) == 1 and run[0].endswith("s") and not german.german_word(run[0]) and \
+                german.german_word(w) and not w.isupper():
+            flush()  # a name's genitive before its noun ('Victorias Mann', 'Kochs Entdeckung'): the name alone
+            named = False
         if named and low not in _NOT_NAMES and low not in _ROLES_EN and low not in _MONTHS_EN and \
                 not _MONTH_RU.match(low) and not _YEAR.fullmatch(w) and low not in EN_STOP and low not in RU_STOP:
             if not any(low.startswith(r) for r in _ROLES_RU if r not in _ROLE_RU_SHORT):
@@ -1020,7 +1045,11 @@ def question_constraints(question: str, known: Iterable[str] = ()) -> tuple[Cons
     seen_roles = set()
     vm = _ASKS_ROLE_VERB.search(q)
     verb_role = [_VERB_ROLE[(vm.group("v") or vm.group("v2")).lower()]] if vm else []
+    titled = _titled_roles(q, [c.text for c in out if c.kind == "entity" and not c.soft])
     for r in _roles(q) + verb_role:
+        if r in titled:
+            titled.remove(r)
+            continue
         if r not in seen_roles:
             seen_roles.add(r)
             out.append(Constraint("role", r, (r,)))
@@ -1272,7 +1301,10 @@ def _entity_in(c: Constraint, read: _Read, cross: bool) -> bool:
         return k in read.keys or (len(k) >= 5 and any(x.startswith(k) for x in read.keys)) or \
             bool(_CYR.search(k) and len(k) >= 4 and any(x[:4] == k[:4] and len(x) >= 4 for x in read.keys)) or \
             (de and len(k) >= 5 and any(x.endswith(k) or (len(k) >= 7 and x.startswith(k[:-2])) for x in read.keys)) \
-            or (de and _de_found(k, read.keys))
+            or (de and _de_found(k, read.keys)) or \
+            (de and "-" in k and all(german.german_word(p) and found(_key(p)) for p in k.split("-")))
+        # (a hyphenated compound of German words, each written in the evidence: 'Tuberkulose-Testes' in a text of
+        # 'Tuberkulose' and 'Testverfahren')
         # (German evidence: a name inside a compound, 'Nordwesteuropa', or with another case ending, 'Niederlande',
         # 'Paaren' and 'Paare', 'Hilfe' and 'Wohnraumhilfen')
     # a Latin name of capitalised words is stated with its first word and, of two words, whole ('Chen died' is not
@@ -1345,10 +1377,33 @@ def _names_the_record(c: Constraint, chunk: str) -> bool:
     return any(_entity_in(c, _read(n), False) for n in named)
 
 
+# acronyms of states and international bodies and how English, German and Russian text write them out (a name, not
+# initials: 'USA' is 'the United States', 'die Vereinigten Staaten', 'US-Verfassung')
+_ACRONYM_FORMS = {
+    "USA": r"United States|U\.S\.|\bUS\b|Vereinigte\w* Staaten|США|Соединённ\w+ Штат|Соединенн\w+ Штат",
+    "UK": r"United Kingdom|Vereinigte\w* Königreich|Великобритани|Соединённ\w+ Королевств",
+    "EU": r"European Union|Europäische\w* Union|Евросоюз|Европейск\w+ союз",
+    "UN": r"United Nations|Vereinte\w* Nationen|ООН|Объединённ\w+ Наци|Объединенн\w+ Наци",
+    "USSR": r"Soviet Union|Sowjetunion|СССР|Советск\w+ Союз",
+    "NATO": r"North Atlantic Treaty|Nordatlantik|НАТО",
+}
+_ACRONYM_FORMS.update({"UNO": _ACRONYM_FORMS["UN"], "UdSSR": _ACRONYM_FORMS["USSR"], "СССР": _ACRONYM_FORMS["USSR"],
+                       "США": _ACRONYM_FORMS["USA"], "ООН": _ACRONYM_FORMS["UN"], "ЕС": _ACRONYM_FORMS["EU"]})
+
+
 def _acronym_in(acr: str, raw: str) -> bool:
     """An acronym ('MSP', 'UMC') spelled out in the text: the initials of a run of capitalised words (small words
-    between them skipped) hold it."""
+    between them skipped) hold it; a German compound's words do too ('WM': 'Weltmeisterschaft'); a state's or an
+    international body's acronym is also met by its name (_ACRONYM_FORMS)."""
+    if acr in _ACRONYM_FORMS and re.search(_ACRONYM_FORMS[acr], raw):
+        return True
     words = re.findall(r"[^\W\d_]+", raw)
+    if len(acr) <= 4 and _german(raw):
+        lex = german.lexicon()
+        for w in {w for w in words if w[:1].isupper() and len(w) >= 4 * len(acr) - 1}:
+            parts = compound_parts(w.lower(), lex)
+            if parts and "".join(p[0] for p in parts) == acr.lower():
+                return True
     run = ""
     for w in words:
         if w[:1].isupper():
