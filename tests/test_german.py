@@ -412,3 +412,12 @@ def test_a_place_without_an_article_is_a_name_and_a_compound_of_german_words_is_
     chunk = e + " Koch beschrieb die Tuberkulose 1882."
     assert check("Was führte zur Entwicklung des ersten Tuberkulose-Testes?", Evidence(e, chunk)).ok
     assert not check("Was führte zur Entwicklung des ersten Tuberkulose-Impfstoffs?", Evidence(e, chunk)).ok
+
+
+def test_no_sentence_ends_at_an_abbreviation_or_an_initial() -> None:
+    from core.text import sentence_spans
+    t = ("Insbesondere die Pneumothorax-Technik bzw. Pneumolyse fand Anwendung. Man erzeugt sie z. B. mit Dipolen. "
+         "John F. Kennedy met Mr. Smith. Es war 1812 г. Новая фраза. Es endet hier. Next one.")
+    assert [t[s:e] for s, e in sentence_spans(t)] == [
+        "Insbesondere die Pneumothorax-Technik bzw. Pneumolyse fand Anwendung.", "Man erzeugt sie z. B. mit Dipolen.",
+        "John F. Kennedy met Mr. Smith.", "Es war 1812 г.", "Новая фраза.", "Es endet hier.", "Next one."]
