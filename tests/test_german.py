@@ -421,3 +421,12 @@ def test_no_sentence_ends_at_an_abbreviation_or_an_initial() -> None:
     assert [t[s:e] for s, e in sentence_spans(t)] == [
         "Insbesondere die Pneumothorax-Technik bzw. Pneumolyse fand Anwendung.", "Man erzeugt sie z. B. mit Dipolen.",
         "John F. Kennedy met Mr. Smith.", "Es war 1812 г.", "Новая фраза.", "Es endet hier.", "Next one."]
+
+
+def test_the_most_common_is_no_answer_to_the_fewest_and_a_capitalised_first_word_is_read() -> None:
+    s = "Häufigste Herkunftsländer waren das Vereinigte Königreich (60.000 Personen) sowie Australien."
+    chunk = "Zypern hat viele Migranten. " + s
+    v = check("Aus welchen Ländern kommen die wenigsten Migranten in Zypern?", Evidence(s, chunk))
+    assert [(x.constraint.text, x.verdict) for x in v.verdicts if x.constraint.kind == "superlative"] == \
+        [("least", "unmet")]
+    assert check("Aus welchen Ländern kommen die meisten Migranten in Zypern?", Evidence(s, chunk)).ok

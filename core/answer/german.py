@@ -33,7 +33,8 @@ _SUPER_DE = {"größt": "largest", "grösst": "largest", "kleinst": "smallest", 
              "langsamst": "slowest", "neuest": "newest", "neust": "newest", "heißest": "hottest",
              "kältest": "coldest", "wärmst": "warmest", "breitest": "widest", "teuerst": "dearest",
              "billigst": "cheapest", "nördlichst": "northernmost", "südlichst": "southernmost",
-             "östlichst": "easternmost", "westlichst": "westernmost"}
+             "östlichst": "easternmost", "westlichst": "westernmost", "häufigst": "most", "seltenst": "rarest"}
+# ('häufigste' is English's 'most common', 'am häufigsten' its 'most often': read as 'most', whose opposite is 'least')
 # ('letzte' is left out: 'die letzte Eiszeit' is the previous one, which English rarely calls the last)
 _SUPER_DE_RX = re.compile(r"^(" + "|".join(sorted(_SUPER_DE, key=len, reverse=True))
                           + r")(e|en|er|es|em)$")

@@ -706,8 +706,10 @@ def _superlatives(text: str) -> set[str]:
             continue  # 'at least 18', 'at most', 'at (the) latest', 'at first', 'at last': a bound or an adverb
         if w in _SUPER_EN:
             out.add(w)
-        elif de and german.superlative(cased[i]):  # read in its English form: 'jüngste' is 'youngest'
-            out.add(german.superlative(cased[i]) or "")
+        elif de and german.superlative(cased[i] if i or i + 1 >= len(cased) or not cased[i + 1][:1].isupper()
+                                         else cased[i].lower()):  # read in its English form: 'jüngste' is
+            # 'youngest'; a sentence's first word before a noun is an adjective in capitals ('Häufigste Länder')
+            out.add(german.superlative(cased[i] if i else cased[i].lower()) or "")
         elif _CYR.search(w):
             if _EIS.match(w):
                 out.add(w[: w.find("йш") + 2] if "йш" in w else w[:7])
