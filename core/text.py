@@ -121,13 +121,16 @@ _AFTER_ORDINAL = re.compile(r"(Januar|Jänner|Februar|März|April|Mai|Juni|Juli|
                             r"Bundestag|Armee|Division|Regiment)\b")
 
 
-# The full stop of an abbreviation or an initial ends no sentence: a capital letter ('John F. Kennedy', 'А. С.
-# Пушкин'), a small one that opens an abbreviation of two ('z. B.', 'v. Chr.': _ABBREV_NEXT; a small letter alone is
-# a variable: '... for every integer n. It is ...') and the common abbreviations of English, German and Russian prose
-# that rarely close one (not 'etc.', 'usw.', 'т. д.', which often do)
-_ABBREV_NEXT = re.compile(r"[A-ZÄÖÜ]\.|Chr\.")
-_SMALL_DOT = re.compile(r"(?:^|[\s(\[„“\"'])[a-zäöü]\.$")
-_ABBREV_DOT = re.compile(r"(?:^|[\s(\[„“\"'])(?:[A-ZÄÖÜА-ЯЁ]|Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|vs|e\.g|i\.e|approx|Fig|Gen|Col|Lt|"
+# The full stop of an abbreviation or an initial ends no sentence: a capital letter after a name or an initial
+# ('John F. Kennedy', 'А. С. Пушкин': _INITIAL), any letter before another ('J. R. R.', 'z. B.', 'v. Chr.':
+# _ABBREV_NEXT; a small letter alone is a variable: '... for every integer n. It is ...') and the common abbreviations
+# of English, German and Russian prose that rarely close one (not 'etc.', 'usw.', 'т. д.', which often do)
+_ABBREV_NEXT = re.compile(r"[A-ZÄÖÜА-ЯЁ]\.|Chr\.")
+_LETTER_DOT = re.compile(r"(?:^|[\s(\[„“\"'])[^\W\d_]\.$")
+# a capital letter is an initial after a name or another initial ('John F. Kennedy', 'J. R. R.', 'z. B.'), not after a
+# small word ('Schinzel's hypothesis H. Brocard's conjecture ...')
+_INITIAL = re.compile(r"(?:[A-ZÄÖÜА-ЯЁ][^\s.]*\.?|[a-zäöü]\.)\s+[A-ZÄÖÜА-ЯЁ]\.$")
+_ABBREV_DOT = re.compile(r"(?:^|[\s(\[„“\"'])(?:Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|vs|e\.g|i\.e|approx|Fig|Gen|Col|Lt|"
                          r"Sgt|Capt|Gov|Sen|Rev|No|bzw|ca|Nr|vgl|sog|ggf|evtl|inkl|bspw|Mio|Mrd|Jh|Chr|Abs|z\.B|d\.h|"
                          r"u\.a|др|им|ул|см|напр|т\.е|т\.н)\.$")
 
@@ -145,7 +148,8 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
             continue
         if text[m.start() - 1: m.start()] == "." and (
                 _ABBREV_DOT.search(text, max(start, m.start() - 8), m.start()) or
-                (_SMALL_DOT.search(text, max(start, m.start() - 3), m.start()) and _ABBREV_NEXT.match(text, m.end()))):
+                _INITIAL.search(text[max(start, m.start() - 40): m.start()]) or
+                (_LETTER_DOT.search(text, max(start, m.start() - 3), m.start()) and _ABBREV_NEXT.match(text, m.end()))):
             continue
         if m.start() > pos:
             spans.append((pos, m.start()))

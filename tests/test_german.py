@@ -417,11 +417,12 @@ def test_a_place_without_an_article_is_a_name_and_a_compound_of_german_words_is_
 def test_no_sentence_ends_at_an_abbreviation_or_an_initial() -> None:
     from core.text import sentence_spans
     t = ("Insbesondere die Pneumothorax-Technik bzw. Pneumolyse fand Anwendung. Man erzeugt sie z. B. mit Dipolen. "
-         "John F. Kennedy met Mr. Smith. Es war 1812 г. Новая фраза. Es endet hier. For every integer n. It holds.")
+         "John F. Kennedy met Mr. Smith. Es war 1812 г. Новая фраза. Es endet hier. For every integer n. It holds. "
+         "It is hypothesis H. Brocard's came later, from J. R. R. Tolkien.")
     assert [t[s:e] for s, e in sentence_spans(t)] == [
         "Insbesondere die Pneumothorax-Technik bzw. Pneumolyse fand Anwendung.", "Man erzeugt sie z. B. mit Dipolen.",
         "John F. Kennedy met Mr. Smith.", "Es war 1812 г.", "Новая фраза.", "Es endet hier.", "For every integer n.",
-        "It holds."]
+        "It holds.", "It is hypothesis H.", "Brocard's came later, from J. R. R. Tolkien."]
 
 
 def test_the_most_common_is_no_answer_to_the_fewest_and_a_capitalised_first_word_is_read() -> None:
