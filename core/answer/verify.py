@@ -679,6 +679,12 @@ def _ranked_compound(w: str) -> list[str]:
     return out
 
 
+def _adjective_form(cased: Sequence[str], i: int) -> str:
+    """A German word as an adjective is written: a text's first word before a noun is one in capitals ('Häufigste
+    Herkunftsländer'), read in lower case; any other capitalised word is a noun ('das Beste')."""
+    return cased[i].lower() if i == 0 and len(cased) > 1 and cased[1][:1].isupper() else cased[i]
+
+
 def _superlatives(text: str) -> set[str]:
     out = set()
     found = list(_WORD.finditer(text))
@@ -706,10 +712,9 @@ def _superlatives(text: str) -> set[str]:
             continue  # 'at least 18', 'at most', 'at (the) latest', 'at first', 'at last': a bound or an adverb
         if w in _SUPER_EN:
             out.add(w)
-        elif de and german.superlative(cased[i] if i or i + 1 >= len(cased) or not cased[i + 1][:1].isupper()
-                                         else cased[i].lower()):  # read in its English form: 'jüngste' is
-            # 'youngest'; a sentence's first word before a noun is an adjective in capitals ('Häufigste Länder')
-            out.add(german.superlative(cased[i] if i else cased[i].lower()) or "")
+        elif de and german.superlative(_adjective_form(cased, i)):  # read in its English form: 'jüngste' is
+            # 'youngest'
+            out.add(german.superlative(_adjective_form(cased, i)) or "")
         elif _CYR.search(w):
             if _EIS.match(w):
                 out.add(w[: w.find("йш") + 2] if "йш" in w else w[:7])
