@@ -1,6 +1,6 @@
 """The answer check on German questions nobody here wrote: GermanQuAD's test paragraphs and their annotators' questions.
 
-Data: bench/sets/germanquad/ (the first 60-odd test paragraphs of GermanQuAD, deepset, CC BY 4.0, as normalised by
+Data: bench/sets/germanquad/ (the first 57 test paragraphs of GermanQuAD, deepset, CC BY 4.0, as normalised by
 butburg/dense-retrieval-germanquad; README there). GermanQuAD's questions were written in German by annotators over
 German Wikipedia, not translated from English (as XQuAD's were), so they test the German reading of the check on
 other phrasings. The normalised files carry no answer spans, so:
