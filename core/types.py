@@ -65,6 +65,16 @@ class RaptorNode:
     corpus_version: int
 
 
+# The opening words of the workbench's own refusal, in each language it words refusals in (core.answer.wording): what
+# tells a stored turn's refusal from an answer (core.route.condense reads no name out of a refusal's nearest fact).
+REFUSAL_LEADS = {"en": "The corpus does not say.", "de": "Das steht nicht im Korpus.", "ru": "В корпусе этого нет."}
+
+
+def is_refusal_text(text: str) -> bool:
+    """Whether an answer text opens with the workbench's refusal, in any of its languages."""
+    return any(text.startswith(s) for s in REFUSAL_LEADS.values())
+
+
 @dataclass(frozen=True)
 class Turn:
     """One earlier turn of a conversation: what was asked, the standalone question it ran as, what was answered."""

@@ -59,7 +59,9 @@ def test_cross_answer_quotes_the_sentence_the_reader_ranks_first_and_refuses_bel
     assert not a.refused and a.text == "Paris is the capital of France. [c1]" and a.citations == ("c1",)
     assert abs(best - (0.7 + 0.2 * 2 / 3)) < 1e-9 and "multilingual" in notes[0]  # "какая" is no concept
     off, best, _ = cross_answer("Какая погода?", [PASSAGE], ToyReader(), refusal=REFUSAL)
-    assert off.refused and off.text.startswith(REFUSAL) and "closest sentence" in off.text and best < 0.74
+    # refused in the question's language (core.answer.wording), naming the closest sentence
+    assert off.refused and off.text.startswith("В корпусе этого нет.") and "ближайшее предложение" in off.text
+    assert best < 0.74 and "Paris is the capital of France." in off.text
 
 
 def test_a_quoted_sentence_that_points_back_is_quoted_with_the_one_before_it() -> None:
@@ -140,7 +142,8 @@ def test_the_check_meets_a_transliterated_name_without_a_reader_and_refuses_an_i
     assert not ok.refused and ok.info.action == "passed"
     bad = verify_quotes("Как построил Веламии Крост крепкую экономическую основу?", quoted, ["c2"], chunks,
                         refusal=REFUSAL, names=NameFinder(ToyReader()))
-    assert bad.refused and "Веламии Крост" in bad.text and "not the answer" in bad.text
+    assert bad.refused and "Веламии Крост" in bad.text and "Ближайший факт (не ответ)" in bad.text
+    assert "name asked" in bad.info.reason  # the trace keeps English
 
 
 def test_russian_roles_events_and_superlatives_are_checked_against_english_through_their_english_words() -> None:

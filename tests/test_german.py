@@ -82,6 +82,10 @@ def test_a_german_question_over_english_text_is_answered_by_the_cross_lingual_pa
     assert own.threshold == SAME_LANGUAGE_FLOOR and res.threshold == LATIN_CROSS_FLOOR != ANSWER_FLOOR
     assert answer_floor("Какая столица Франции?", ["Paris is the capital of France."]) == ANSWER_FLOOR
     assert any("does not read the question's language" in n for n in own.notes)
+    # ... and it is not named a cross-lingual answer (the answer header shows where its cut came from)
+    assert any(n.startswith("multilingual answer") for n in own.notes)
+    assert not any(n.startswith("cross-lingual answer") for n in own.notes)
+    assert own.threshold_from.startswith("multilingual reader's floor") and res.threshold_from.startswith("cross")
 
 
 def test_german_nouns_are_no_names_and_names_stay_names() -> None:
@@ -130,7 +134,7 @@ def test_a_german_question_is_answered_over_english_evidence_and_an_invented_nam
     assert not named.refused and named.info.action == "passed"
     bad = verify_quotes("Wann wurde die Universität von Zorvath gegründet?", quoted, ["c1"], chunks,
                         refusal=REFUSAL, names=finder)
-    assert bad.refused and "Zorvath" in bad.text and "not the answer" in bad.text
+    assert bad.refused and "Zorvath" in bad.text and "Nächster Fakt (nicht die Antwort)" in bad.text  # worded in the question's language
     year = verify_quotes("Welche Universität wurde 1650 gegründet?", quoted, ["c1"], chunks, refusal=REFUSAL,
                          names=finder)
     assert year.refused and "1636" in year.text
@@ -432,3 +436,25 @@ def test_the_most_common_is_no_answer_to_the_fewest_and_a_capitalised_first_word
     assert [(x.constraint.text, x.verdict) for x in v.verdicts if x.constraint.kind == "superlative"] == \
         [("least", "unmet")]
     assert check("Aus welchen Ländern kommen die meisten Migranten in Zypern?", Evidence(s, chunk)).ok
+
+
+def test_a_refusal_is_worded_in_the_question_s_language_and_the_trace_keeps_english() -> None:
+    from core.answer.wording import after_lead, language_of
+    from core.types import is_refusal_text
+
+    chunks = {"c1": ChunkText("Die Universität wurde 1636 gegründet. Sie liegt in Cambridge.", "", "Harvard")}
+    quoted = "Die Universität wurde 1636 gegründet. [c1]"
+    de = verify_quotes("Wann wurde die Universität 1650 gegründet?", quoted, ["c1"], chunks, refusal=REFUSAL)
+    assert de.refused and de.text.startswith("Das steht nicht im Korpus. Der Korpus nennt 1636, nicht 1650 "
+                                             "(gefragt: Jahr). Nächster Fakt (nicht die Antwort): ")
+    assert de.info.reason == "the corpus gives 1636, not 1650 (year asked)"
+    en = verify_quotes("When was the university founded in 1650?", "The university was founded in 1636. [c1]",
+                       ["c1"], {"c1": ChunkText("The university was founded in 1636.", "", "Harvard")}, refusal=REFUSAL)
+    assert en.refused and en.text.startswith("The corpus does not say. The corpus gives 1636, not 1650 (year asked). "
+                                             "Nearest fact (not the answer): ")
+    # a caller's own refusal words stay as they are; any other language reads English
+    own = verify_quotes("Wann wurde die Universität 1650 gegründet?", quoted, ["c1"], chunks, refusal="Nein.")
+    assert own.text.startswith("Nein. Der Korpus nennt 1636")
+    assert language_of("¿Cuándo se fundó la universidad?") == "en" and language_of("Когда основан?") == "ru"
+    assert all(is_refusal_text(v.text) for v in (de, en)) and not is_refusal_text(quoted)
+    assert after_lead(de.text).startswith("Der Korpus nennt 1636")

@@ -17,6 +17,7 @@ import numpy as np
 
 from core.answer.attributes import field_first
 from core.answer.e5_scorer import pair_text
+from core.answer import wording
 from core.answer.support import asked_type, continues, holds_type, sentence_contexts
 from core.answer.translit import SOUND_CUT, latin_key, name_stated, sound_match
 from core.answer.verify import asked_roles, states_role
@@ -256,14 +257,16 @@ def cross_answer(question: str, candidates: Sequence[Candidate], reader: CrossRe
     # the floor reads the sentences' own cosine, as before clauses and passages were read: what refuses is unchanged
     best = float(raw.max())
     top = float(sims[order[0]])  # the ranking's best score: the margin and the kind window are read from it
-    why = ("word overlap does not reach across languages" if is_cross(question, [c.text for c in candidates]) else
+    across = is_cross(question, [c.text for c in candidates])
+    why = ("word overlap does not reach across languages" if across else
            "the lexical support model does not read the question's language")
-    note = (f"cross-lingual answer: sentences ranked by the multilingual encoder's question-sentence similarity (best "
+    note = (f"{'cross-lingual' if across else 'multilingual'} answer: sentences ranked by the multilingual encoder's question-sentence similarity (best "
             f"{best:.3f}, floor {floor:.2f}); {why}",)
     if best < floor:
         i = order[0]
-        return Answer(f"{refusal} No sentence of the retrieved passages is close to the question (similarity {best:.2f}"
-                      f", below {floor:.2f}); closest sentence: \"{rows[i][1]}\" [{rows[i][0]}]", (), True,
+        lang = wording.language_of(question)
+        return Answer(f"{wording.lead(refusal, lang)} {wording.reason('far', lang, best=f'{best:.2f}', floor=f'{floor:.2f}')}"
+                      f"; {wording.reason('closest', lang)}: \"{rows[i][1]}\" [{rows[i][0]}]", (), True,
                       "extractive"), best, note
     picked: list[int] = []
     for i in order:

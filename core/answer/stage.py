@@ -10,7 +10,9 @@ import numpy as np
 
 from core.answer.attributes import assigned_default, field_first, field_lines, record_names
 from core.answer.calibration import refusal_cut
-from core.answer.crosslingual import CrossReader, NameFinder, answer_floor, cross_answer, is_cross, reads_across
+from core.answer import wording
+from core.answer.crosslingual import (SAME_LANGUAGE_FLOOR, CrossReader, NameFinder, answer_floor, cross_answer,
+                                      is_cross, reads_across)
 from core.answer.e5_scorer import pair_text
 from core.answer.injection import injection_note
 from core.answer.negation import SAME_STATEMENT, NegatedAsk, negated_answer, negated_ask, similar, values
@@ -43,9 +45,9 @@ from core.answer.support import (
 from core.config import AnswerConfig
 from core.models.llm import LLM, LLMError, LLMRequest, TextBlock
 from core.text import guess_language, tokenize
-from core.types import DEFAULT_WORKSPACE, Answer, AnswerInfo, Calibration, Candidate, Usage
+from core.types import DEFAULT_WORKSPACE, REFUSAL_LEADS, Answer, AnswerInfo, Calibration, Candidate, Usage
 
-REFUSAL = "The corpus does not say."
+REFUSAL = REFUSAL_LEADS["en"]
 
 # Stable text, cached: the instructions (and the corpus glossary) never change between questions, so they sit in
 # front of the breakpoint; retrieved passages and the question come after it, most volatile last.
@@ -197,10 +199,12 @@ def extractive_answer(
             f"support {best:.0%} below the {cut:.0%} cut: answered by the field line that states the asked attribute "
             "of the record the question names",), support=best)
     if best < cut:
-        detail = (f"; no retrieved passage mentions {_quoted(unseen_words)}" if unseen_words else
-                  f"; closest sentence: \"{table.rows[order[0]].text}\" [{table.rows[order[0]].chunk_id}]")
-        low = AnswerResult(Answer(f"{REFUSAL} Support for an answer is {best:.0%}, below the {cut:.0%} an answer "
-                                  f"needs{detail}.", (), True, "extractive"), notes=notes, support=best)
+        lang = wording.language_of(question)
+        detail = (wording.reason("unseen", lang, words=_quoted(unseen_words)) if unseen_words else
+                  f"{wording.reason('closest', lang)}: \"{table.rows[order[0]].text}\" [{table.rows[order[0]].chunk_id}]")
+        low = AnswerResult(Answer(f"{wording.lead(REFUSAL, lang)} "
+                                  f"{wording.reason('low', lang, best=f'{best:.0%}', cut=f'{cut:.0%}')}; {detail}.", (),
+                                  True, "extractive"), notes=notes, support=best)
         return low if reader is None else blind_reading(question, low, (), candidates, reader, titles=titles,
                                                         full_texts=full_texts, max_sentences=max_sentences,
                                                         floor=BLIND_LOW_FLOOR)
@@ -304,7 +308,7 @@ def blind_reading(question: str, got: AnswerResult, lead: Sequence[SentenceRow],
             f"multilingual-e5's sentence ranking does not answer either (best similarity {best:.2f}, below "
             f"{floor:.2f})",))
     return AnswerResult(other, notes=got.notes + (
-        f"the lexical answer refused ({got.answer.text[len(REFUSAL):].strip()[:160]}); answered by multilingual-e5's "
+        f"the lexical answer refused ({wording.after_lead(got.answer.text)[:160]}); answered by multilingual-e5's "
         f"sentence ranking (best similarity {best:.2f}, floor {floor:.2f}; the embedder does not read the "
         "question's language)",), support=best, threshold=floor,
                         threshold_from="multilingual-e5 floor for a language the embedder does not read "
@@ -707,8 +711,12 @@ def answer_question(
         got, best, said_cross = cross_answer(question, foreign, cross, titles=titles, full_texts=full_texts,
                                              max_sentences=cfg.max_sentences, refusal=REFUSAL, floor=floor)
         answer, said = quoted_language(question, got)
+        # a question in its passages' own language that the lexical model does not read (German over German) is
+        # read by the same multilingual reader, but is not asked across languages: its floor is named for what it is
+        source = ("multilingual reader's floor for a language the lexical model does not read"
+                  if floor == SAME_LANGUAGE_FLOOR else "cross-lingual floor")
         return _flag_instructions(AnswerResult(answer, Usage(), tuple(notes) + why + said_cross + said, best,
-                                               floor, "cross-lingual floor (core/answer/crosslingual.py)"), top)
+                                               floor, f"{source} (core/answer/crosslingual.py)"), top)
     if foreign and len(foreign) == len(top):
         return across(())
     cut = refusal_cut(cfg.refusal_threshold, calibration, load_support_model().threshold, model_fingerprint())

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Literal, Sequence
 
-from core.answer import german
+from core.answer import german, wording
 from core.answer.attributes import QUALIFIERS, asked_attribute, states_value, subject_names
 from core.answer.support import sentence_contexts
 from core.answer.translit import acronym_stated, english_of, name_stated
@@ -413,30 +413,29 @@ class Verdict:
     where: str = ""  # sentence | heading | title | chunk | '' (unmet or unchecked)
     instead: tuple[str, ...] = ()  # siblings the sentence states instead ('Springfield', '1998')
 
-    def reason(self) -> str:
-        """Why the evidence does not answer, in a user's words ('' when met)."""
+    def reason(self, lang: str = "en") -> str:
+        """Why the evidence does not answer, in a user's words ('' when met), in `lang` (core.answer.wording: 'en',
+        'de', 'ru'; the trace reads English)."""
         c = self.constraint
         if self.verdict != "unmet":
             return ""
-        label = _LABELS.get(c.kind, c.kind)
-        if c.kind == "asks" and self.where == "elsewhere":  # see _value_of_the_asked
-            return f"the question asks for {c.text}; the closest sentence states one, but of something else"
-        if c.kind == "asks":
-            return f"the question asks for {c.text}; the closest sentence states none"
+        label = wording.LABELS.get(lang, _LABELS).get(c.kind, c.kind)
+        instead = ", ".join(self.instead)
+        if c.kind == "asks":  # 'elsewhere': see _value_of_the_asked
+            return wording.reason("asks_elsewhere" if self.where == "elsewhere" else "asks_none", lang,
+                                  text=wording.ASKED.get(lang, {}).get(c.text, c.text))
         if c.kind == "attribute":
-            return f"the question asks for the {c.text}; the closest sentence states " + (
-                f"the {', '.join(self.instead)} instead" if self.instead else f"no {c.text}")
-        if c.kind == "event":
-            return f"the question asks about '{c.text}…'; the closest sentence states the opposite event " \
-                   f"('{', '.join(self.instead)}…')"
-        if c.kind == "negation":
-            return "the question asks what does not hold; the closest sentence states no negation or exclusion"
+            return wording.reason("attribute_instead" if self.instead else "attribute_none", lang, text=c.text,
+                                  instead=instead)
+        if c.kind in ("event", "negation"):
+            return wording.reason(c.kind, lang, text=c.text, instead=instead)
         if c.kind == "direction":
-            return f"the question asks about a change {c.text}; the closest sentence states the opposite " \
-                   f"({', '.join(self.instead)})"
+            words = wording.DIRECTION.get(lang, {})
+            return wording.reason("direction", lang, text=words.get(c.text, c.text),
+                                  instead=", ".join(words.get(i, i) for i in self.instead))
         if self.instead:
-            return f"the corpus gives {', '.join(self.instead[:3])}, not {c.text} ({label} asked)"
-        return f"the retrieved text never mentions {c.text} ({label} asked)"
+            return wording.reason("instead", lang, instead=", ".join(self.instead[:3]), text=c.text, label=label)
+        return wording.reason("absent", lang, text=c.text, label=label)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.constraint.kind, "constraint": self.constraint.text, "verdict": self.verdict,
@@ -444,9 +443,7 @@ class Verdict:
                 **({"instead": list(self.instead)} if self.instead else {})}
 
 
-_LABELS = {"entity": "name", "role": "role or title", "year": "year", "month": "month", "number": "number",
-           "attribute": "attribute", "event": "event",
-           "ordinal": "ordinal", "superlative": "superlative", "period": "period", "asks": "kind of answer"}
+_LABELS = wording.LABELS["en"]
 
 
 @dataclass(frozen=True)
@@ -2339,11 +2336,14 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
             sib = sib or [c for c in ent if any(v.constraint == c and v.instead for v in first.unmet)]
             failed = ent + [c for c in failed if c not in ent]
         missing = (sib or failed or open_ or list(cons))[0]
-    why = next(v for v in first.verdicts if v.constraint == missing).reason() or \
-        "no quoted sentence states everything the question pins down"
+    verdict = next(v for v in first.verdicts if v.constraint == missing)
+    why = verdict.reason() or wording.reason("all", "en")  # the trace's words
+    lang = wording.language_of(question)  # the answer's: the question's language
+    said = verdict.reason(lang) or wording.reason("all", lang)
     near = (first.evidence.sentence, first.evidence.chunk_id)
-    return Verified(f"{refusal} {why[:1].upper()}{why[1:]}. Nearest fact (not the answer): \"{near[0]}\" [{near[1]}]",
-                    (), True, VerifyInfo("refused", cons, tuple(checks), reason=why, nearest=near))
+    return Verified(f"{wording.lead(refusal, lang)} {said[:1].upper()}{said[1:]}. {wording.NEAREST[lang]}: "
+                    f"\"{near[0]}\" [{near[1]}]", (), True,
+                    VerifyInfo("refused", cons, tuple(checks), reason=why, nearest=near))
 
 
 def _shares_value(a: _Read, b: _Read) -> bool:

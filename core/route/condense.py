@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 from core.models.llm import LLM, LLMError, LLMRequest, TextBlock
 from core.text import german_only, guess_language, lexicon
-from core.types import StageInfo, Turn, Usage
+from core.types import StageInfo, Turn, Usage, is_refusal_text
 
 _TOKEN = re.compile(r"[\w][\w\-./]*", re.UNICODE)
 _QUESTION_WORDS = frozenset("""what which who whom whose when where why how is are was were do does did can could
@@ -98,7 +98,7 @@ def _person_answered(turn: Turn) -> str:
     """The person a 'who' question's answer named first (two or more capitalised words not in the question), for a
     follow-up's 'he' / 'she' / 'она'; "" when the turn asked no 'who' or its answer names nobody new."""
     words = [w.lower() for w in _TOKEN.findall(turn.standalone)]
-    if not words or words[0] not in _WHO or not turn.answer.strip() or turn.answer.startswith("The corpus does not say"):
+    if not words or words[0] not in _WHO or not turn.answer.strip() or is_refusal_text(turn.answer):
         return ""
     asked = turn.standalone.lower()
     run: list[str] = []
