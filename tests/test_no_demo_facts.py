@@ -88,10 +88,10 @@ def npz_text(path: Path) -> str:
 
 def demo_facts_in(text: str, pats: list[re.Pattern[str]]) -> list[tuple[int, str]]:
     """(line number, name) for every listed name or corpus identifier in the text."""
-    hits = []
-    for n, line in enumerate(text.splitlines(), start=1):
-        hits += [(n, m.group(0)) for pat in pats for m in pat.finditer(line)]
-    return hits
+    # each pattern runs over the whole text once (not once per line: 9 s -> under 1 s for core/), and a match's line
+    # is counted from its offset; a name split over two lines is found too
+    hits = [(text.count("\n", 0, m.start()) + 1, m.group(0)) for pat in pats for m in pat.finditer(text)]
+    return sorted(hits)
 
 
 def test_the_name_list_is_the_sample_corpus_s() -> None:
