@@ -13,6 +13,7 @@ JSON reading.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import subprocess
@@ -76,8 +77,20 @@ def anchor(title: str) -> str:
 
 
 # -- the stored sections --------------------------------------------------------------------------------------------
+_PARSED: dict[Path, tuple[bytes, dict[str, Any]]] = {}
+
+
 def load(results: Path = RESULTS) -> dict[str, dict[str, Any]]:
-    return {p.name: json.loads(p.read_text()) for p in sorted(results.glob("*.json"))}
+    """Every results file, parsed (a file whose bytes are those last read is not parsed again: one run reads each
+    file in several places). Read only: callers never change what it returns."""
+    out = {}
+    for p in sorted(results.glob("*.json")):
+        raw = p.read_bytes()
+        digest = hashlib.blake2b(raw, digest_size=16).digest()
+        if p not in _PARSED or _PARSED[p][0] != digest:
+            _PARSED[p] = (digest, json.loads(raw))
+        out[p.name] = _PARSED[p][1]
+    return out
 
 
 def sections(results: Path = RESULTS) -> list[tuple[str, dict[str, Any]]]:
