@@ -115,12 +115,13 @@ def test_delete_removes_the_workspace_files_on_disk(tmp_path, embedder) -> None:
 
 
 _CLI_WRITER = textwrap.dedent("""
-    import sys, time
+    import os, sys, time
     sys.path.insert(0, {root!r})
     from core.store import Store, StoreError
     end = time.monotonic() + float(sys.argv[2])
     got = 0
-    while time.monotonic() < end:
+    print("polling", flush=True)
+    while time.monotonic() < end and not os.path.exists(sys.argv[3]):  # until told the delete is over
         try:
             s = Store(sys.argv[1])
         except StoreError:
@@ -141,11 +142,15 @@ def test_a_cli_writer_racing_the_delete_never_takes_the_apps_connection(tmp_path
     app = Store(path)
     for round_ in range(3):
         app.ensure_workspace(f"x{round_}")
-        writer = subprocess.Popen([sys.executable, "-c", _CLI_WRITER.format(root=str(ROOT)), str(path), "6"],
-                                  stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-        time.sleep(1.5)  # the writer is polling
+        stop = tmp_path / f"stop{round_}"
+        writer = subprocess.Popen([sys.executable, "-c", _CLI_WRITER.format(root=str(ROOT)), str(path), "60",
+                                   str(stop)], stdout=subprocess.PIPE, text=True,
+                                  env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "polling"  # ready, on a busy machine too
+        time.sleep(0.2)  # a few of its attempts fail on the app's lock before the delete
         delete_workspace(app, f"x{round_}")
         assert app.workspaces()  # the app's connection works right after the delete
+        stop.touch()  # the swap is over: the writer stops polling (or finishes the write it got in the gap)
         writer.wait(timeout=60)
         assert f"x{round_}" not in app.workspaces()
     assert "beta" in app.workspaces()
