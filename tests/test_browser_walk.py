@@ -3,6 +3,7 @@ popovers, in view; a workspace's Delete confirmation is clear after a delete and
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,15 +33,26 @@ def _cli(*args: str) -> None:
     subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, env=env, check=True, capture_output=True)
 
 
-@pytest.fixture
-def seeded(tmp_path: Path) -> Path:
-    """A database whose default workspace holds the lighthouse document, and two more (empty) workspaces."""
-    db = tmp_path / "walk.duckdb"
-    doc = tmp_path / "lighthouse.md"
+@pytest.fixture(scope="module")
+def seeded_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database whose default workspace holds the lighthouse document, and two more (empty) workspaces: made once
+    by the CLI (three processes), copied for each test."""
+    base = tmp_path_factory.mktemp("walk_seed")
+    db = base / "walk.duckdb"
+    doc = base / "lighthouse.md"
     doc.write_text(DOC, encoding="utf-8")
     _cli("ingest", str(doc), "--db", str(db))
     for ws in ("keep", "gone"):
         _cli("workspaces", "create", ws, "--db", str(db))
+    return db
+
+
+@pytest.fixture
+def seeded(seeded_once: Path, tmp_path: Path) -> Path:
+    """A copy of seeded_once's database (and its write-ahead log, if one was left) of the test's own."""
+    db = tmp_path / "walk.duckdb"
+    for f in seeded_once.parent.glob(seeded_once.name + "*"):
+        shutil.copy(f, tmp_path / f.name)
     return db
 
 
