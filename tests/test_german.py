@@ -134,7 +134,8 @@ def test_a_german_question_is_answered_over_english_evidence_and_an_invented_nam
     assert not named.refused and named.info.action == "passed"
     bad = verify_quotes("Wann wurde die Universität von Zorvath gegründet?", quoted, ["c1"], chunks,
                         refusal=REFUSAL, names=finder)
-    assert bad.refused and "Zorvath" in bad.text and "Nächster Fakt (nicht die Antwort)" in bad.text  # worded in the question's language
+    # refused in the question's language (core.answer.wording)
+    assert bad.refused and "Zorvath" in bad.text and "Nächster Fakt (nicht die Antwort)" in bad.text
     year = verify_quotes("Welche Universität wurde 1650 gegründet?", quoted, ["c1"], chunks, refusal=REFUSAL,
                          names=finder)
     assert year.refused and "1636" in year.text

@@ -146,7 +146,8 @@ def test_a_cli_writer_racing_the_delete_never_takes_the_apps_connection(tmp_path
         writer = subprocess.Popen([sys.executable, "-c", _CLI_WRITER.format(root=str(ROOT)), str(path), "60",
                                    str(stop)], stdout=subprocess.PIPE, text=True,
                                   env={**os.environ, "PYTHONPATH": str(ROOT)})
-        assert writer.stdout is not None and writer.stdout.readline().strip() == "polling"  # ready, on a busy machine too
+        # ready when it says so, on a busy machine too
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "polling"
         time.sleep(0.2)  # a few of its attempts fail on the app's lock before the delete
         delete_workspace(app, f"x{round_}")
         assert app.workspaces()  # the app's connection works right after the delete

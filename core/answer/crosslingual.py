@@ -15,9 +15,9 @@ from typing import Mapping, Protocol, Sequence
 
 import numpy as np
 
+from core.answer import wording
 from core.answer.attributes import field_first
 from core.answer.e5_scorer import pair_text
-from core.answer import wording
 from core.answer.support import asked_type, continues, holds_type, sentence_contexts
 from core.answer.translit import SOUND_CUT, latin_key, name_stated, sound_match
 from core.answer.verify import asked_roles, states_role
@@ -260,14 +260,14 @@ def cross_answer(question: str, candidates: Sequence[Candidate], reader: CrossRe
     across = is_cross(question, [c.text for c in candidates])
     why = ("word overlap does not reach across languages" if across else
            "the lexical support model does not read the question's language")
-    note = (f"{'cross-lingual' if across else 'multilingual'} answer: sentences ranked by the multilingual encoder's question-sentence similarity (best "
-            f"{best:.3f}, floor {floor:.2f}); {why}",)
+    note = (f"{'cross-lingual' if across else 'multilingual'} answer: sentences ranked by the multilingual encoder's "
+            f"question-sentence similarity (best {best:.3f}, floor {floor:.2f}); {why}",)
     if best < floor:
         i = order[0]
         lang = wording.language_of(question)
-        return Answer(f"{wording.lead(refusal, lang)} {wording.reason('far', lang, best=f'{best:.2f}', floor=f'{floor:.2f}')}"
-                      f"; {wording.reason('closest', lang)}: \"{rows[i][1]}\" [{rows[i][0]}]", (), True,
-                      "extractive"), best, note
+        far = wording.reason("far", lang, best=f"{best:.2f}", floor=f"{floor:.2f}")
+        return Answer(f"{wording.lead(refusal, lang)} {far}; {wording.reason('closest', lang)}: \"{rows[i][1]}\" "
+                      f"[{rows[i][0]}]", (), True, "extractive"), best, note
     picked: list[int] = []
     for i in order:
         if len(picked) >= max_sentences or sims[i] < top - margin:

@@ -8,9 +8,9 @@ from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from core.answer import wording
 from core.answer.attributes import assigned_default, field_first, field_lines, record_names
 from core.answer.calibration import refusal_cut
-from core.answer import wording
 from core.answer.crosslingual import (SAME_LANGUAGE_FLOOR, CrossReader, NameFinder, answer_floor, cross_answer,
                                       is_cross, reads_across)
 from core.answer.e5_scorer import pair_text
@@ -200,8 +200,9 @@ def extractive_answer(
             "of the record the question names",), support=best)
     if best < cut:
         lang = wording.language_of(question)
+        first = table.rows[order[0]]
         detail = (wording.reason("unseen", lang, words=_quoted(unseen_words)) if unseen_words else
-                  f"{wording.reason('closest', lang)}: \"{table.rows[order[0]].text}\" [{table.rows[order[0]].chunk_id}]")
+                  f"{wording.reason('closest', lang)}: \"{first.text}\" [{first.chunk_id}]")
         low = AnswerResult(Answer(f"{wording.lead(REFUSAL, lang)} "
                                   f"{wording.reason('low', lang, best=f'{best:.0%}', cut=f'{cut:.0%}')}; {detail}.", (),
                                   True, "extractive"), notes=notes, support=best)
