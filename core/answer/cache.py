@@ -365,7 +365,10 @@ def _after(tokens: tuple[str, ...], prep: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=4096)
 def features(text: str) -> QuestionFeatures:
+    """What the guard compares of one question (frozen, so shared: a lookup reads each stored question it weighs,
+    and the same stored questions come back query after query)."""
     text = _CONTRACTION.sub(r"\1 not", text.replace("’", "'"))
     text = re.sub(r"\bcan not\b", "cannot", text, flags=re.IGNORECASE)
     raw: list[tuple[str, int]] = [(m.group(0), m.start()) for m in _TOKEN.finditer(text)]
