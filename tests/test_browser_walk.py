@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -61,15 +62,21 @@ def _settled(page) -> None:  # noqa: ANN001
     page.wait_for_function("!document.querySelector('[data-testid=stStatusWidget]')")
 
 
+# How long a pick or a tick is tried again: a rerun on a machine busy with other tests (Ray's workers beside this
+# one) may take tens of seconds to draw, so the test waits for the app, not for a fixed short time.
+RETRY_S = 240
+
+
 def _pick_workspace(page, sync_api, name: str) -> None:  # noqa: ANN001
     side = page.locator("[data-testid=stSidebar]")
     box = side.get_by_role("combobox", name="Workspace")
-    for _ in range(3):  # a rerun still drawing may replace the list under the click, or redraw the old choice after
-        _settled(page)  # it (a delete's rerun): open it again
+    deadline = time.monotonic() + RETRY_S
+    while time.monotonic() < deadline:  # a rerun still drawing may replace the list under the click, or redraw the
+        _settled(page)  # old choice after it (a delete's rerun): open it again
         side.locator("[data-testid=stSelectbox]").filter(has_text="Workspace").click()
         try:
-            page.get_by_role("option", name=name, exact=True).click(timeout=10_000)
-            sync_api.expect(box).to_have_value(name, timeout=15_000)
+            page.get_by_role("option", name=name, exact=True).click(timeout=20_000)
+            sync_api.expect(box).to_have_value(name, timeout=30_000)
             break
         except (sync_api.Error, AssertionError):
             page.keyboard.press("Escape")
@@ -78,12 +85,13 @@ def _pick_workspace(page, sync_api, name: str) -> None:  # noqa: ANN001
 
 def _tick(page, sync_api, box) -> None:  # noqa: ANN001
     """Tick a checkbox once the app is idle; a rerun still drawing may redraw the box unticked under the click."""
-    for _ in range(3):
+    deadline = time.monotonic() + RETRY_S
+    while time.monotonic() < deadline:
         _settled(page)
         if not box.locator("input").is_checked():
             box.locator("label").click()
         try:
-            sync_api.expect(box.locator("input")).to_be_checked(timeout=15_000)
+            sync_api.expect(box.locator("input")).to_be_checked(timeout=30_000)
             break
         except AssertionError:
             continue
