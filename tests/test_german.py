@@ -459,3 +459,19 @@ def test_a_refusal_is_worded_in_the_question_s_language_and_the_trace_keeps_engl
     assert language_of("¿Cuándo se fundó la universidad?") == "en" and language_of("Когда основан?") == "ru"
     assert all(is_refusal_text(v.text) for v in (de, en)) and not is_refusal_text(quoted)
     assert after_lead(de.text).startswith("Der Korpus nennt 1636")
+
+
+def test_a_refused_role_is_named_by_the_question_s_own_words() -> None:
+    from core.answer.verify import role_words
+
+    assert role_words("Wer ist der stellvertretende Befehlshaber der Armee?") == {
+        "deputy commander": "stellvertretende Befehlshaber"}
+    assert role_words("Кто является генеральным директором компании?") == {
+        "chief executive officer": "генеральным директором"}
+    chunks = {"c1": ChunkText("Version: 1.2.4", "", "sniffio")}
+    de = verify_quotes("Wer ist der Bürgermeister von sniffio?", "Version: 1.2.4 [c1]", ["c1"], chunks, refusal=REFUSAL)
+    assert de.refused and "Der gefundene Text erwähnt „Bürgermeister“ nirgends (gefragt: Rolle oder Titel)" in de.text
+    assert de.info.reason == "the retrieved text never mentions mayor (role or title asked)"  # the trace: English
+    ru = verify_quotes("Кто является генеральным директором sniffio?", "Version: 1.2.4 [c1]", ["c1"], chunks,
+                       refusal=REFUSAL)
+    assert ru.refused and "нигде нет «генеральным директором»" in ru.text, ru.text

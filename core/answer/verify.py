@@ -413,9 +413,10 @@ class Verdict:
     where: str = ""  # sentence | heading | title | chunk | '' (unmet or unchecked)
     instead: tuple[str, ...] = ()  # siblings the sentence states instead ('Springfield', '1998')
 
-    def reason(self, lang: str = "en") -> str:
+    def reason(self, lang: str = "en", roles: dict[str, str] | None = None) -> str:
         """Why the evidence does not answer, in a user's words ('' when met), in `lang` (core.answer.wording: 'en',
-        'de', 'ru'; the trace reads English)."""
+        'de', 'ru'; the trace reads English); a role is named by the question's own words for it when `roles` has
+        them (role_words)."""
         c = self.constraint
         if self.verdict != "unmet":
             return ""
@@ -433,9 +434,12 @@ class Verdict:
             words = wording.DIRECTION.get(lang, {})
             return wording.reason("direction", lang, text=words.get(c.text, c.text),
                                   instead=", ".join(words.get(i, i) for i in self.instead))
+        text = c.text
+        if c.kind == "role" and c.text in (roles or {}):  # quoted as the question words it ('«генеральным директором»')
+            text = wording.QUOTES.get(lang, "'{}'").format((roles or {})[c.text])
         if self.instead:
-            return wording.reason("instead", lang, instead=", ".join(self.instead[:3]), text=c.text, label=label)
-        return wording.reason("absent", lang, text=c.text, label=label)
+            return wording.reason("instead", lang, instead=", ".join(self.instead[:3]), text=text, label=label)
+        return wording.reason("absent", lang, text=text, label=label)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.constraint.kind, "constraint": self.constraint.text, "verdict": self.verdict,
@@ -746,40 +750,44 @@ _C_AREA_RU = (("финансов", "financial"), ("операционн", "opera
               ("коммерческ", "commercial"))
 
 
-def _c_suite(words: list[str]) -> tuple[list[str], set[int]]:
-    """The C-suite titles of a text's lower-cased words, each as 'chief <area> officer', and the word positions they
-    take ('chief executive' alone is the CEO; 'финансовый директор' the CFO)."""
-    out, used = [], set()
+def _c_suite(words: list[str]) -> tuple[list[tuple[str, tuple[int, ...]]], set[int]]:
+    """The C-suite titles of a text's lower-cased words, each as 'chief <area> officer' with the word positions it takes
+    ('chief executive' alone is the CEO; 'финансовый директор' the CFO), and all the positions they take."""
+    out: list[tuple[str, tuple[int, ...]]] = []
     for i, w in enumerate(words):
         if w.startswith("директор") and i > 0:
             area = next((en for ru, en in _C_AREA_RU if words[i - 1].startswith(ru)), None)
             if area:
-                out.append(f"chief {area} officer")
-                used.update((i - 1, i))
+                out.append((f"chief {area} officer", (i - 1, i)))
                 continue
         if w in _C_SUITE or (w.endswith("s") and w[:-1] in _C_SUITE):
-            out.append(f"chief {_C_SUITE[w if w in _C_SUITE else w[:-1]]} officer")
-            used.add(i)
+            out.append((f"chief {_C_SUITE[w if w in _C_SUITE else w[:-1]]} officer", (i,)))
         elif w == "chief":
             for j in range(i + 2, min(i + 5, len(words))):
                 if words[j] in ("officer", "officers"):
                     area = [_C_AREA_SAME.get(x, x) for x in words[i + 1:j]]
                     if all(x.isalpha() and x not in _ROLES_EN and x not in _DETERMINERS and x not in ("of", "and")
                            for x in area):
-                        out.append(f"chief {' '.join(area)} officer")
-                        used.update(range(i, j + 1))
+                        out.append((f"chief {' '.join(area)} officer", tuple(range(i, j + 1))))
                     break
             else:
                 if i + 1 < len(words) and words[i + 1] == "executive":
-                    out.append("chief executive officer")
-                    used.update((i, i + 1))
-    return out, used
+                    out.append(("chief executive officer", (i, i + 1)))
+    return out, {i for _, ix in out for i in ix}
 
 
 def _roles(text: str) -> list[str]:
     """Role and title words of a text, with the modifier before them ('vice president', 'chief executive')."""
+    out = [r for r, _ in _role_spans(text)]
+    out += ["deputy" for _ in _SECOND_IN_COMMAND.finditer(text)]  # English's other word for a deputy
+    return out
+
+
+def _role_spans(text: str) -> list[tuple[str, tuple[int, int]]]:
+    """_roles' roles with the span of the text's words (first, last index of _WORD's words) that states each."""
     words = [w.lower() for w in _WORD.findall(text)]
-    out, c_suite = _c_suite(words)
+    found, c_suite = _c_suite(words)
+    out: list[tuple[str, tuple[int, int]]] = [(r, (min(ix), max(ix))) for r, ix in found]
     de = _german(text)
     for i, w in enumerate(words):
         if i in c_suite:
@@ -787,7 +795,7 @@ def _roles(text: str) -> list[str]:
         if de and german.role(w):  # a German role in its English form ('Präsidentin' -> 'president'),
             # 'stellvertretend' before it as 'deputy' ('stellvertretender Befehlshaber' -> 'deputy commander')
             dep = i > 0 and words[i - 1].startswith("stellvertretend") and german.role(w) != "deputy"
-            out.append(("deputy " if dep else "") + (german.role(w) or ""))
+            out.append((("deputy " if dep else "") + (german.role(w) or ""), (i - dep, i)))
             continue
         if _BOARD_OF.match(" ".join(words[max(0, i - 2):i + 1])):
             continue  # 'the board of directors', 'совет директоров': the board (an organ), not a director
@@ -796,15 +804,21 @@ def _roles(text: str) -> list[str]:
             base = base.split("-")[0]  # a field key: 'Author-email: …' names the author
         if base in _ROLES_EN:
             mod = words[i - 1] if i > 0 and words[i - 1] in _ROLE_MODIFIERS else ""
-            out.append(f"{mod} {base}".strip())
+            out.append((f"{mod} {base}".strip(), (i - bool(mod), i)))
         elif _CYR.search(w):
             for r in _ROLES_RU:
                 if w.startswith(r) and (r not in _ROLE_RU_SHORT or len(w) <= len(r) + 2) and \
                         not w.startswith(_NOT_ROLES_RU) and _RU_ROLE_REST.match(w[len(r):]):
-                    out.append(r)
+                    out.append((r, (i, i)))
                     break
-    out += ["deputy" for _ in _SECOND_IN_COMMAND.finditer(text)]  # English's other word for a deputy
     return out
+
+
+def role_words(question: str) -> dict[str, str]:
+    """Each role the question asks (its constraint's text) -> the question's own words for it ('Bürgermeister' for
+    'mayor', 'генеральным директором' for 'chief executive officer'): what a refusal in the question's language names."""
+    words = _WORD.findall(question)
+    return {r: " ".join(words[a:b + 1]) for r, (a, b) in reversed(_role_spans(question))}
 
 
 def _titled_roles(question: str, names: Sequence[str]) -> list[str]:
@@ -2339,7 +2353,7 @@ def verify_quotes(question: str, text: str, citations: Sequence[str], chunks: di
     verdict = next(v for v in first.verdicts if v.constraint == missing)
     why = verdict.reason() or wording.reason("all", "en")  # the trace's words
     lang = wording.language_of(question)  # the answer's: the question's language
-    said = verdict.reason(lang) or wording.reason("all", lang)
+    said = verdict.reason(lang, role_words(question) if lang != "en" else None) or wording.reason("all", lang)
     near = (first.evidence.sentence, first.evidence.chunk_id)
     return Verified(f"{wording.lead(refusal, lang)} {said[:1].upper()}{said[1:]}. {wording.NEAREST[lang]}: "
                     f"\"{near[0]}\" [{near[1]}]", (), True,

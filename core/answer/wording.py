@@ -79,6 +79,8 @@ REASONS = {
            "low": "Опора для ответа {best}, ниже нужных для ответа {cut}",
            "unseen": "ни один найденный фрагмент не упоминает {words}", "closest": "ближайшее предложение"},
 }
+# how the question's own words are quoted inside a refusal (a role: 'erwähnt „Bürgermeister“ nirgends')
+QUOTES = {"en": "'{}'", "de": "„{}“", "ru": "«{}»"}
 # the German and Russian words of an asked direction ('up', 'down')
 DIRECTION = {"de": {"up": "nach oben", "down": "nach unten"}, "ru": {"up": "вверх", "down": "вниз"}}
 
