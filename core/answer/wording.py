@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from core.text import guess_language
 from core.types import REFUSAL_LEADS as LEAD
-from core.types import is_refusal_text as is_refusal  # noqa: F401 - what callers of this module read
 
 NEAREST = {"en": "Nearest fact (not the answer)", "de": "Nächster Fakt (nicht die Antwort)",
            "ru": "Ближайший факт (не ответ)"}
