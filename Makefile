@@ -27,7 +27,7 @@ run: $(VENV)/.installed
 # 3 min 12 s against 5 min 5 s in one process on this 2-core machine (806 tests, same commit, quiet); 910 tests took
 # 2 min 45 s on two workers at the end of the next stop (load below 2).
 test: $(VENV)/.installed
-	$(PY) -m pytest -q -m "not slow" -n 2 --dist loadfile --no-loadscope-reorder tests
+	$(PY) -m pytest -q -m "not slow" -n 2 --dist loadfile tests
 
 # Also the slow tests (real models on bigger inputs, public datasets when present).
 test-all: $(VENV)/.installed

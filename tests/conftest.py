@@ -60,19 +60,3 @@ def bundled_embedder():  # noqa: ANN201 - the sentence-transformers type stays o
     emb = SentenceTransformerEmbedder(BUNDLED_MODEL)
     emb.warm_up()
     return emb
-
-
-# The files that take longest (a minute down to ten seconds each on a quiet 2-core machine: Ray, real browsers, CLI
-# processes, ONNX exports, local HTTP servers), longest first, the two Ray files apart (each starts a Ray runtime of two
-# CPUs). `make test` hands whole files to two workers in collection order (--dist loadfile --no-loadscope-reorder;
-# xdist's own order, most tests first, left the one-test browser files to the end, one worker busy alone for a
-# minute). Started first, they leave the short files to fill the gaps. The order changes when tests run, never what
-# they check.
-HEAVY_FIRST = ("test_ray.py", "test_browser_walk.py", "test_cli.py", "test_browser_lab.py", "test_ray_eval.py",
-               "test_browser.py", "test_answer_cache.py", "test_pages.py", "test_onnx.py", "test_openai_compat.py",
-               "test_page_evaluate.py", "test_context.py", "test_llm_guards.py", "test_browser_offline.py")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    rank = {name: i for i, name in enumerate(HEAVY_FIRST)}
-    items.sort(key=lambda it: rank.get(it.path.name, len(HEAVY_FIRST)))  # stable: each file keeps its own order
