@@ -50,7 +50,7 @@ def seeded_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def seeded(seeded_once: Path, tmp_path: Path) -> Path:
-    """A copy of seeded_once's database (and its write-ahead log, if one was left) of the test's own."""
+    """A copy of seeded_once's database and its side files (token vectors, swap lock) of the test's own."""
     db = tmp_path / "walk.duckdb"
     for f in seeded_once.parent.glob(seeded_once.name + "*"):
         shutil.copy(f, tmp_path / f.name)
